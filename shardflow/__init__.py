@@ -1,0 +1,44 @@
+"""shardflow: a deep learning framework whose distributed training is native.
+
+``import shardflow as torch`` is meant to work for model code: the names below follow
+PyTorch. This module only re-exports; see docs/ARCHITECTURE.md for the layers.
+"""
+
+from . import backend as _backend
+from .autograd import Size, Tensor, enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .backend import (
+    bfloat16,
+    device,
+    dtype,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    int8,
+    int16,
+    int32,
+    int64,
+    promote_types,
+    set_default_dtype,
+    uint8,
+)
+from .backend import bool_ as bool
+from .backend.random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
+from .ops import *
+from .ops import add, clone, div, mul, neg, reciprocal, sub
+
+half = float16
+float = float32
+double = float64
+long = int64
+int = int32
+short = int16
+
+__version__ = "0.1.0"
+
+
+def is_tensor(obj) -> "builtins_bool":
+    return isinstance(obj, Tensor)
+
+
+builtins_bool = type(True)

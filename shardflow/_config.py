@@ -1,0 +1,113 @@
+"""The one place that reads environment variables (layer L0).
+
+Every other module asks this one. Values are read when asked, not at import time, so a
+test or launcher that sets a variable before calling sees it.
+
+Variables
+---------
+SHARDFLOW_DEBUG            comma list: ``collectives`` checks every collective's op/shape/dtype
+                           across ranks before running it.
+SHARDFLOW_COMM_TIMEOUT     seconds a collective may wait before the job is ended (default 600).
+SHARDFLOW_DEVICE           ``cpu`` (default) or ``cuda``.
+SHARDFLOW_DATA             folder where dataset readers look by default.
+Launcher variables         OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE (mpiexec),
+                           PMI_RANK/PMI_SIZE (MPICH/Hydra), SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID,
+                           RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE (torchrun style).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+DEFAULT_COMM_TIMEOUT_S = 600.0
+
+
+def env(name: str, default: str | None = None) -> str | None:
+    """Raw access for the rare variable that has no helper below."""
+    return os.environ.get(name, default)
+
+
+def debug_flags() -> frozenset[str]:
+    raw = os.environ.get("SHARDFLOW_DEBUG", "")
+    return frozenset(f.strip().lower() for f in raw.split(",") if f.strip())
+
+
+def debug_collectives() -> bool:
+    return "collectives" in debug_flags()
+
+
+def comm_timeout_s() -> float:
+    raw = os.environ.get("SHARDFLOW_COMM_TIMEOUT")
+    if raw is None or raw == "":
+        return DEFAULT_COMM_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(
+            f"SHARDFLOW_COMM_TIMEOUT must be a number of seconds, got {raw!r}; "
+            "set it to e.g. 600 or unset it"
+        ) from None
+    if value <= 0:
+        raise ValueError(f"SHARDFLOW_COMM_TIMEOUT must be > 0 seconds, got {value}")
+    return value
+
+
+def default_device() -> str:
+    return os.environ.get("SHARDFLOW_DEVICE", "cpu")
+
+
+def data_root() -> str | None:
+    return os.environ.get("SHARDFLOW_DATA")
+
+
+@dataclass(frozen=True)
+class LaunchInfo:
+    """How this process was started: who launched it and its place in the world."""
+
+    launcher: str  # "mpiexec" | "slurm" | "torchrun" | "none"
+    rank: int
+    world_size: int
+    local_rank: int
+    local_world_size: int
+
+
+def _int(name: str) -> int | None:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"environment variable {name} must be an integer, got {raw!r}") from None
+
+
+def launch_info() -> LaunchInfo:
+    """Detect the launcher from its environment variables (mpiexec, Slurm, torchrun, none)."""
+    rank, size = _int("OMPI_COMM_WORLD_RANK"), _int("OMPI_COMM_WORLD_SIZE")
+    if rank is not None and size is not None:
+        return LaunchInfo(
+            "mpiexec",
+            rank,
+            size,
+            _int("OMPI_COMM_WORLD_LOCAL_RANK") or 0,
+            _int("OMPI_COMM_WORLD_LOCAL_SIZE") or 1,
+        )
+    rank, size = _int("PMI_RANK"), _int("PMI_SIZE")
+    if rank is not None and size is not None:
+        return LaunchInfo("mpiexec", rank, size, _int("MPI_LOCALRANKID") or 0, _int("MPI_LOCALNRANKS") or 1)
+    rank, size = _int("SLURM_PROCID"), _int("SLURM_NTASKS")
+    if rank is not None and size is not None:
+        local = _int("SLURM_LOCALID") or 0
+        per_node = _int("SLURM_NTASKS_PER_NODE") or size
+        return LaunchInfo("slurm", rank, size, local, per_node)
+    rank, size = _int("RANK"), _int("WORLD_SIZE")
+    if rank is not None and size is not None:
+        return LaunchInfo(
+            "torchrun", rank, size, _int("LOCAL_RANK") or 0, _int("LOCAL_WORLD_SIZE") or size
+        )
+    return LaunchInfo("none", 0, 1, 0, 1)
+
+
+def rank_prefix_enabled() -> bool:
+    return os.environ.get("SHARDFLOW_RANK_PREFIX", "1") != "0"

@@ -1,0 +1,79 @@
+"""Activation checkpointing (``shardflow.utils.checkpoint.checkpoint``).
+
+Forward runs ``function`` under ``no_grad`` and keeps only its inputs. Backward re-runs it
+with gradients on (same RNG state, so dropout masks repeat), then backpropagates the
+incoming gradient through the recomputed graph. Memory: one segment's activations at a
+time instead of all of them; cost: one extra forward of the segment.
+"""
+
+from __future__ import annotations
+
+from ..backend import random as _random
+from . import grad_mode
+from .engine import run_backward
+from .function import Function
+from .tensor import Tensor, _wrap
+
+
+class _Checkpoint(Function):
+    save_inputs = None
+
+    def forward(self, *arrays, run_function=None, tensor_mask=None, others=None, preserve_rng_state=True):
+        self.run_function = run_function
+        self.arrays = arrays
+        self.tensor_mask = tensor_mask
+        self.others = others
+        self.rng_state = _random.get_rng_state() if preserve_rng_state else None
+        with grad_mode.no_grad():
+            out = run_function(*self._rebuild_args(arrays, requires_grad=False))
+        if isinstance(out, tuple):
+            self.n_out = len(out)
+            return tuple(o.array for o in out)
+        self.n_out = 0
+        return out.array
+
+    def _rebuild_args(self, arrays, requires_grad):
+        args = list(self.others)
+        leaves = []
+        it = iter(arrays)
+        for i, is_tensor in enumerate(self.tensor_mask):
+            if is_tensor:
+                a = next(it)
+                t = _wrap(a, requires_grad and a.dtype.kind in "fV")
+                leaves.append(t)
+                args[i] = t
+        self.leaves = leaves
+        return args
+
+    def backward(self, *grads):
+        saved_state = None
+        if self.rng_state is not None:
+            saved_state = _random.get_rng_state()
+            _random.set_rng_state(self.rng_state)
+        try:
+            with grad_mode.enable_grad():
+                out = self.run_function(*self._rebuild_args(self.arrays, requires_grad=True))
+        finally:
+            if saved_state is not None:
+                _random.set_rng_state(saved_state)
+        outs = out if isinstance(out, tuple) else (out,)
+        pairs = [(o, g) for o, g in zip(outs, grads) if isinstance(o, Tensor) and o.requires_grad]
+        if pairs:
+            run_backward([o for o, _ in pairs], [g for _, g in pairs], retain_graph=False)
+        result = []
+        for leaf in self.leaves:
+            result.append(None if leaf.grad is None else leaf.grad.array)
+        return tuple(result)
+
+
+def checkpoint(function, *args, use_reentrant: bool | None = None, preserve_rng_state: bool = True, **kwargs):
+    """Run ``function(*args)`` without keeping its activations; recompute them in backward."""
+    if kwargs:
+        raise TypeError(f"checkpoint got unexpected keyword arguments {sorted(kwargs)}")
+    tensor_mask = tuple(isinstance(a, Tensor) for a in args)
+    others = [None if isinstance(a, Tensor) else a for a in args]
+    tensors = [a for a in args if isinstance(a, Tensor)]
+    return _Checkpoint.apply(
+        *tensors, run_function=function, tensor_mask=tensor_mask, others=others,
+        preserve_rng_state=preserve_rng_state,
+    )

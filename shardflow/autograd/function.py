@@ -1,0 +1,112 @@
+"""``Function``: one node of the define-by-run graph (Chainer's function, PyTorch's Node).
+
+A subclass implements ``forward(self, *arrays, **params)`` and ``backward(self, *grads)``
+on raw backend arrays — no Tensor is made inside either, which keeps the per-op cost of
+the engine near one Python call. ``apply`` wraps them: it unwraps Tensor arguments, runs
+``forward``, and when gradients are wanted links the output Tensors to this node.
+
+Graph edges (``next``) point at the *producer* of each input, captured when the op ran:
+``(function, output_nr)`` for an intermediate, ``(leaf_tensor, 0)`` for a leaf, ``None``
+for an input that needs no gradient. Holding producers rather than tensors is what lets an
+in-place op rebase a tensor's history without making a cycle.
+
+Saved-tensor checks: a subclass declares which inputs its backward reads (``save_inputs``,
+indices; default all) and whether it reads its output (``save_output``). ``apply`` records
+their version counters; the engine refuses to run backward if one changed in between.
+
+State a subclass keeps on ``self`` lives in ``__dict__`` and is dropped by ``release`` after
+backward unless ``retain_graph=True``.
+"""
+
+from __future__ import annotations
+
+from . import grad_mode
+
+
+class Function:
+    __slots__ = ("next", "_freed", "_pre_hooks", "_saved_versions", "_out_meta", "__dict__")
+
+    save_inputs: tuple[int, ...] | None = None  # None: every Tensor input may be read
+    save_output: bool = False
+
+    needs_input_grad: tuple[bool, ...]
+
+    def forward(self, *arrays, **params):  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def backward(self, *grad_outputs):  # pragma: no cover - interface
+        raise NotImplementedError
+
+    @classmethod
+    def apply(cls, *args, **params):
+        """Run the op on Tensors (and plain values), recording the graph when needed."""
+        from .tensor import Tensor, _wrap  # same package; tensor.py imports this module
+
+        fn = cls()
+        need = False
+        arrays = []
+        for a in args:
+            if isinstance(a, Tensor):
+                arrays.append(a.array)
+                if a.requires_grad:
+                    need = True
+            else:
+                arrays.append(a)
+        if not grad_mode._enabled[0]:
+            need = False
+        if need:
+            fn.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+        out = fn.forward(*arrays, **params)
+        if not need:
+            if isinstance(out, tuple):
+                return tuple(_wrap(o) for o in out)
+            return _wrap(out)
+
+        fn._freed = False
+        fn._pre_hooks = None
+        fn.next = tuple(
+            ((a.grad_fn, a._output_nr) if a.grad_fn is not None else (a, 0))
+            if isinstance(a, Tensor) and a.requires_grad
+            else None
+            for a in args
+        )
+        saved = cls.save_inputs
+        if saved is None:
+            fn._saved_versions = [
+                (a, a._version[0]) for a in args if isinstance(a, Tensor) and a._version is not None
+            ]
+        elif saved:
+            fn._saved_versions = [
+                (args[i], args[i]._version[0]) for i in saved if isinstance(args[i], Tensor)
+            ]
+        else:
+            fn._saved_versions = None
+        if isinstance(out, tuple):
+            fn._out_meta = [(o.shape, o.dtype) for o in out]
+            outs = tuple(
+                _wrap(o, o.dtype.kind == "f" or o.dtype.kind == "V", fn, i) for i, o in enumerate(out)
+            )
+            if cls.save_output:
+                _record_output_versions(fn, outs)
+            return outs
+        fn._out_meta = None
+        t = _wrap(out, True, fn, 0)
+        if cls.save_output:
+            _record_output_versions(fn, (t,))
+        return t
+
+    def release(self) -> None:
+        """Free what forward saved; a second backward through this node then fails clearly."""
+        self.__dict__.clear()
+        self._freed = True
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"<{self.name()}>"
+
+
+def _record_output_versions(fn: Function, outs) -> None:
+    extra = [(t, t._version[0]) for t in outs]
+    fn._saved_versions = extra if fn._saved_versions is None else fn._saved_versions + extra

@@ -1,0 +1,741 @@
+"""``Tensor``: a backend array (``.array``) plus what autograd needs to know about it.
+
+Fields: ``array`` (NumPy or CuPy array), ``requires_grad``, ``grad``, ``grad_fn`` (the
+Function that produced it; None for leaves), ``_output_nr`` (which output of grad_fn),
+``_version`` (a one-element list shared with views, bumped by in-place ops), leaf tensor
+hooks and post-accumulate-grad hooks.
+
+``.data`` follows PyTorch: a Tensor sharing the same memory, detached from the graph (so
+``p.data.normal_()`` and ``p.data.copy_(q)`` work). The raw array is ``.array``.
+
+Methods are thin: they look the op up in the dispatch table (``dispatch.OPS``) that the
+``ops`` package fills, so this layer never imports upward.
+
+In-place ops (``add_``, ``x += y``, ``x[i] = v``): with no graph to record they write into
+the array; when the graph must record them, they run out of place and rebind the tensor
+to the result, taking its ``grad_fn`` (PyTorch's history rebase). Either way the version
+counter moves, so a tensor saved for backward and changed afterwards is caught.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..backend import CPU, as_dtype, device_of, dtypes, from_numpy_dtype, to_device
+from .dispatch import OPS
+
+
+def _wrap(array, requires_grad=False, grad_fn=None, output_nr=0, version=None):
+    """Make a Tensor around ``array`` without any checks (the engine's fast path)."""
+    t = object.__new__(Tensor)
+    t.array = array
+    t.requires_grad = requires_grad
+    t.grad = None
+    t.grad_fn = grad_fn if requires_grad else None
+    t._output_nr = output_nr
+    t._version = [0] if version is None else version
+    t._hooks = None
+    t._post_hooks = None
+    return t
+
+
+class Size(tuple):
+    """``tensor.shape``: a tuple, printed like PyTorch's ``torch.Size``."""
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __repr__(self) -> str:
+        return f"shardflow.Size({list(self)})"
+
+
+class Tensor:
+    __slots__ = (
+        "array", "requires_grad", "grad", "grad_fn", "_output_nr", "_version", "_hooks",
+        "_post_hooks", "__dict__", "__weakref__",
+    )
+
+    __array_priority__ = 1000  # numpy scalars/arrays defer to our reflected operators
+
+    def __init__(self, data=None, *, dtype=None, requires_grad: bool = False):
+        if data is None:
+            data = np.empty((0,), dtype=np.float32)
+        arr = _as_array(data, dtype)
+        self.array = arr
+        self.requires_grad = bool(requires_grad)
+        self.grad = None
+        self.grad_fn = None
+        self._output_nr = 0
+        self._version = [0]
+        self._hooks = None
+        self._post_hooks = None
+        if requires_grad and not _is_float(arr):
+            raise RuntimeError(
+                f"only floating point tensors can require gradients, got dtype {self.dtype}; "
+                "create it with dtype=shardflow.float32"
+            )
+
+    # ------------------------------------------------------------------ metadata
+    @property
+    def shape(self) -> Size:
+        return Size(self.array.shape)
+
+    def size(self, dim: int | None = None):
+        if dim is None:
+            return Size(self.array.shape)
+        return self.array.shape[_wrap_dim(dim, self.array.ndim)]
+
+    @property
+    def dtype(self):
+        return from_numpy_dtype(self.array.dtype)
+
+    @property
+    def device(self):
+        return device_of(self.array)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    @property
+    def ndim(self) -> int:
+        return self.array.ndim
+
+    def dim(self) -> int:
+        return self.array.ndim
+
+    def ndimension(self) -> int:
+        return self.array.ndim
+
+    def numel(self) -> int:
+        return int(self.array.size)
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self.array.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self.array.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.array.nbytes
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    def is_floating_point(self) -> bool:
+        return _is_float(self.array)
+
+    def is_contiguous(self) -> bool:
+        return bool(self.array.flags.c_contiguous)
+
+    def stride(self, dim: int | None = None):
+        st = tuple(s // self.array.itemsize for s in self.array.strides)
+        return st if dim is None else st[_wrap_dim(dim, self.array.ndim)]
+
+    def data_ptr(self) -> int:
+        return int(self.array.__array_interface__["data"][0]) if isinstance(self.array, np.ndarray) else int(self.array.data.ptr)
+
+    @property
+    def data(self) -> Tensor:
+        return _wrap(self.array, version=self._version)
+
+    @data.setter
+    def data(self, value) -> None:
+        self.array = value.array if isinstance(value, Tensor) else _as_array(value, None)
+
+    @property
+    def T(self) -> Tensor:
+        return OPS["permute"](self, tuple(range(self.array.ndim - 1, -1, -1)))
+
+    @property
+    def mT(self) -> Tensor:
+        return OPS["transpose"](self, -2, -1)
+
+    # ------------------------------------------------------------------ conversion
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The array on the CPU (shares memory when the tensor is on the CPU)."""
+        if isinstance(self.array, np.ndarray):
+            return self.array
+        return to_device(self.array, CPU)
+
+    def item(self):
+        if self.array.size != 1:
+            raise RuntimeError(
+                f"a Tensor with {self.array.size} elements cannot be converted to a Python "
+                "scalar; index it first or use .tolist()"
+            )
+        return self.array.reshape(()).item() if self.array.dtype.kind != "V" else float(self.array.reshape(()))
+
+    def tolist(self):
+        a = self.numpy()
+        if a.dtype.kind == "V":  # bfloat16
+            a = a.astype(np.float32)
+        return a.tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.numpy()
+        return a if dtype is None else a.astype(dtype)
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __bool__(self):
+        if self.array.size != 1:
+            raise RuntimeError(
+                f"Boolean value of Tensor with {self.array.size} elements is ambiguous; "
+                "use .any() or .all()"
+            )
+        return bool(self.array.reshape(()))
+
+    def __index__(self):
+        if self.array.dtype.kind not in "iub" or self.array.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __len__(self):
+        if self.array.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.array.shape[0]
+
+    def __iter__(self):
+        if self.array.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.array.shape[0]))
+
+    def __hash__(self):
+        return id(self)
+
+    def __reduce_ex__(self, protocol):
+        return (_rebuild, (self.numpy().copy(), self.requires_grad))
+
+    def to(self, *args, **kwargs) -> Tensor:
+        """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other_tensor)``."""
+        dtype = kwargs.pop("dtype", None)
+        device = kwargs.pop("device", None)
+        kwargs.pop("non_blocking", None)
+        copy = kwargs.pop("copy", False)
+        for a in args:
+            if isinstance(a, Tensor):
+                dtype, device = a.dtype, a.device
+            elif isinstance(a, dtypes.dtype) or a in (float, int, bool):
+                dtype = a
+            elif isinstance(a, np.dtype) or (isinstance(a, type) and issubclass(a, np.generic)):
+                dtype = a
+            elif a is not None:
+                device = a
+        out = self
+        if device is not None:
+            from ..backend import device as _device
+
+            dev = _device(device)
+            if dev != self.device:
+                out = OPS["_to_device"](out, dev)
+        if dtype is not None:
+            out = OPS["_to_dtype"](out, as_dtype(dtype))
+        if copy and out is self:
+            out = self.clone()
+        return out
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return f"shardflow.{type(self).__name__}"
+        return self.to(dtype)
+
+    def float(self):
+        return self.to(dtypes.float32)
+
+    def double(self):
+        return self.to(dtypes.float64)
+
+    def half(self):
+        return self.to(dtypes.float16)
+
+    def bfloat16(self):
+        return self.to(dtypes.bfloat16)
+
+    def long(self):
+        return self.to(dtypes.int64)
+
+    def int(self):
+        return self.to(dtypes.int32)
+
+    def short(self):
+        return self.to(dtypes.int16)
+
+    def char(self):
+        return self.to(dtypes.int8)
+
+    def byte(self):
+        return self.to(dtypes.uint8)
+
+    def bool(self):
+        return self.to(dtypes.bool_)
+
+    def cpu(self):
+        return self.to("cpu")
+
+    def cuda(self, device=None):
+        return self.to("cuda" if device is None else f"cuda:{int(device)}")
+
+    def type_as(self, other):
+        return self.to(other.dtype)
+
+    # ------------------------------------------------------------------ autograd
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if requires_grad and not _is_float(self.array):
+            raise RuntimeError(
+                f"only floating point tensors can require gradients, got dtype {self.dtype}"
+            )
+        if not requires_grad and self.grad_fn is not None:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables; use .detach() for "
+                "a non-leaf tensor"
+            )
+        self.requires_grad = requires_grad
+        return self
+
+    def detach(self) -> Tensor:
+        return _wrap(self.array, version=self._version)
+
+    def detach_(self) -> Tensor:
+        self.grad_fn = None
+        self.requires_grad = False
+        return self
+
+    def backward(self, gradient=None, retain_graph: bool | None = None, create_graph: bool = False, inputs=None):
+        from .api import backward
+
+        backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
+
+    def register_hook(self, hook):
+        """Call ``hook(grad) -> Tensor | None`` when this tensor's gradient is computed."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is None:
+            if self._hooks is None:
+                self._hooks = []
+            hooks = self._hooks
+        else:
+            fn = self.grad_fn
+            if fn._pre_hooks is None:
+                fn._pre_hooks = {}
+            hooks = fn._pre_hooks.setdefault(self._output_nr, [])
+        hooks.append(hook)
+        return _RemovableHandle(hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(tensor)`` after a leaf's ``.grad`` received this backward's gradient."""
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if self._post_hooks is None:
+            self._post_hooks = []
+        self._post_hooks.append(hook)
+        return _RemovableHandle(self._post_hooks, hook)
+
+    def retain_grad(self) -> None:
+        if self.grad_fn is None:
+            return
+        if getattr(self, "_retains", False):
+            return
+        self.__dict__["_retains"] = True
+
+        def _keep(g, t=self):
+            t.grad = g if t.grad is None else _wrap(t.grad.array + g.array)
+
+        self.register_hook(_keep)
+
+    @property
+    def retains_grad(self) -> bool:
+        return bool(self.__dict__.get("_retains", False))
+
+    # ------------------------------------------------------------------ in place
+    def _inplace(self, result: Tensor) -> Tensor:
+        """Make ``self`` hold ``result``: write in place when no graph is recorded, else rebase."""
+        if result.requires_grad:
+            if self.grad_fn is None and self.requires_grad:
+                raise RuntimeError(
+                    f"a leaf Variable that requires grad (shape {tuple(self.shape)}) is being used in "
+                    "an in-place operation; wrap the update in `with shardflow.no_grad():` or use "
+                    "an out-of-place op"
+                )
+            self.array = result.array
+            self.grad_fn = result.grad_fn
+            self._output_nr = result._output_nr
+            self.requires_grad = True
+        else:
+            src = result.array
+            if src.shape != self.array.shape:
+                src = np.broadcast_to(src, self.array.shape) if isinstance(src, np.ndarray) else src
+            if self.array.dtype != src.dtype:
+                src = src.astype(self.array.dtype)
+            self.array[...] = src
+        self._version[0] += 1
+        return self
+
+    def _bump_version(self) -> None:
+        self._version[0] += 1
+
+    # ------------------------------------------------------------------ repr
+    def __repr__(self) -> str:
+        a = self.numpy()
+        if a.dtype.kind == "V":
+            a = a.astype(np.float32)
+        body = np.array2string(a, separator=", ", precision=4, prefix="tensor(")
+        extras = []
+        d = self.dtype
+        if d not in (dtypes.get_default_dtype(), dtypes.int64, dtypes.bool_):
+            extras.append(f"dtype={d}")
+        if self.device.type != "cpu":
+            extras.append(f"device='{self.device}'")
+        if self.grad_fn is not None:
+            extras.append(f"grad_fn=<{self.grad_fn.name()}>")
+        elif self.requires_grad:
+            extras.append("requires_grad=True")
+        return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+
+    __str__ = __repr__
+
+    # ------------------------------------------------------------------ operators
+    def __add__(self, other):
+        return OPS["add"](self, other)
+
+    def __radd__(self, other):
+        return OPS["add"](other, self)
+
+    def __iadd__(self, other):
+        return OPS["add_"](self, other)
+
+    def __sub__(self, other):
+        return OPS["sub"](self, other)
+
+    def __rsub__(self, other):
+        return OPS["sub"](other, self)
+
+    def __isub__(self, other):
+        return OPS["sub_"](self, other)
+
+    def __mul__(self, other):
+        return OPS["mul"](self, other)
+
+    def __rmul__(self, other):
+        return OPS["mul"](other, self)
+
+    def __imul__(self, other):
+        return OPS["mul_"](self, other)
+
+    def __truediv__(self, other):
+        return OPS["div"](self, other)
+
+    def __rtruediv__(self, other):
+        return OPS["div"](other, self)
+
+    def __itruediv__(self, other):
+        return OPS["div_"](self, other)
+
+    def __floordiv__(self, other):
+        return OPS["floor_divide"](self, other)
+
+    def __rfloordiv__(self, other):
+        return OPS["floor_divide"](other, self)
+
+    def __mod__(self, other):
+        return OPS["remainder"](self, other)
+
+    def __rmod__(self, other):
+        return OPS["remainder"](other, self)
+
+    def __pow__(self, other):
+        return OPS["pow"](self, other)
+
+    def __rpow__(self, other):
+        return OPS["pow"](other, self)
+
+    def __ipow__(self, other):
+        return OPS["pow_"](self, other)
+
+    def __matmul__(self, other):
+        return OPS["matmul"](self, other)
+
+    def __rmatmul__(self, other):
+        return OPS["matmul"](other, self)
+
+    def __neg__(self):
+        return OPS["neg"](self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return OPS["abs"](self)
+
+    def __invert__(self):
+        return OPS["bitwise_not"](self)
+
+    def __and__(self, other):
+        return OPS["bitwise_and"](self, other)
+
+    def __rand__(self, other):
+        return OPS["bitwise_and"](other, self)
+
+    def __or__(self, other):
+        return OPS["bitwise_or"](self, other)
+
+    def __ror__(self, other):
+        return OPS["bitwise_or"](other, self)
+
+    def __xor__(self, other):
+        return OPS["bitwise_xor"](self, other)
+
+    def __rxor__(self, other):
+        return OPS["bitwise_xor"](other, self)
+
+    def __eq__(self, other):
+        return OPS["eq"](self, other)
+
+    def __ne__(self, other):
+        return OPS["ne"](self, other)
+
+    def __lt__(self, other):
+        return OPS["lt"](self, other)
+
+    def __le__(self, other):
+        return OPS["le"](self, other)
+
+    def __gt__(self, other):
+        return OPS["gt"](self, other)
+
+    def __ge__(self, other):
+        return OPS["ge"](self, other)
+
+    def __getitem__(self, index):
+        return OPS["getitem"](self, index)
+
+    def __setitem__(self, index, value):
+        OPS["setitem_"](self, index, value)
+
+    # ------------------------------------------------------------------ methods
+    # Each forwards to the functional op of the same PyTorch name (see shardflow.ops).
+    def add(self, other, *, alpha=1):
+        return OPS["add"](self, other, alpha=alpha)
+
+    def add_(self, other, *, alpha=1):
+        return OPS["add_"](self, other, alpha=alpha)
+
+    def sub(self, other, *, alpha=1):
+        return OPS["sub"](self, other, alpha=alpha)
+
+    def sub_(self, other, *, alpha=1):
+        return OPS["sub_"](self, other, alpha=alpha)
+
+    def mul(self, other):
+        return OPS["mul"](self, other)
+
+    def mul_(self, other):
+        return OPS["mul_"](self, other)
+
+    def div(self, other, *, rounding_mode=None):
+        return OPS["div"](self, other, rounding_mode=rounding_mode)
+
+    def div_(self, other, *, rounding_mode=None):
+        return OPS["div_"](self, other, rounding_mode=rounding_mode)
+
+    def pow(self, exponent):
+        return OPS["pow"](self, exponent)
+
+    def pow_(self, exponent):
+        return OPS["pow_"](self, exponent)
+
+    def addcmul_(self, t1, t2, *, value=1):
+        return OPS["addcmul_"](self, t1, t2, value=value)
+
+    def addcdiv_(self, t1, t2, *, value=1):
+        return OPS["addcdiv_"](self, t1, t2, value=value)
+
+    def lerp_(self, end, weight):
+        return OPS["lerp_"](self, end, weight)
+
+    def zero_(self):
+        return OPS["fill_"](self, 0)
+
+    def fill_(self, value):
+        return OPS["fill_"](self, value)
+
+    def copy_(self, src, non_blocking=False):
+        return OPS["copy_"](self, src)
+
+    def clamp_(self, min=None, max=None):
+        return OPS["clamp_"](self, min, max)
+
+    def normal_(self, mean=0.0, std=1.0, *, generator=None):
+        return OPS["normal_"](self, mean, std, generator=generator)
+
+    def uniform_(self, a=0.0, b=1.0, *, generator=None):
+        return OPS["uniform_"](self, a, b, generator=generator)
+
+    def bernoulli_(self, p=0.5, *, generator=None):
+        return OPS["bernoulli_"](self, p, generator=generator)
+
+    def masked_fill_(self, mask, value):
+        return OPS["masked_fill_"](self, mask, value)
+
+    def index_add_(self, dim, index, source, *, alpha=1):
+        return OPS["index_add_"](self, dim, index, source, alpha=alpha)
+
+    def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
+        return OPS["scatter_"](self, dim, index, src, value=value, reduce=reduce)
+
+    def scatter_add_(self, dim, index, src):
+        return OPS["scatter_add_"](self, dim, index, src)
+
+    def clone(self, *, memory_format=None):
+        return OPS["clone"](self)
+
+    def contiguous(self, memory_format=None):
+        return OPS["contiguous"](self)
+
+    def __getattr__(self, name):
+        # Unary/reduction/shape methods not spelled out above: x.exp(), x.sum(dim) ...
+        # (__getattr__ runs only when normal lookup fails, so it costs nothing on the hot path).
+        if name.startswith("__") or name not in OPS:
+            raise AttributeError(f"'Tensor' object has no attribute '{name}'")
+        f = OPS[name]
+        return lambda *args, **kwargs: f(self, *args, **kwargs)
+
+    # Shape methods whose Tensor form takes varargs, unlike the functional form.
+    def view(self, *shape):
+        if len(shape) == 1 and not isinstance(shape[0], int):
+            if isinstance(shape[0], dtypes.dtype):
+                return OPS["view_dtype"](self, shape[0])
+            shape = tuple(shape[0])
+        return OPS["view"](self, shape)
+
+    def reshape(self, *shape):
+        if len(shape) == 1 and not isinstance(shape[0], int):
+            shape = tuple(shape[0])
+        return OPS["reshape"](self, shape)
+
+    def view_as(self, other):
+        return OPS["view"](self, tuple(other.shape))
+
+    def reshape_as(self, other):
+        return OPS["reshape"](self, tuple(other.shape))
+
+    def permute(self, *dims):
+        if len(dims) == 1 and not isinstance(dims[0], int):
+            dims = tuple(dims[0])
+        return OPS["permute"](self, dims)
+
+    def expand(self, *sizes):
+        if len(sizes) == 1 and not isinstance(sizes[0], int):
+            sizes = tuple(sizes[0])
+        return OPS["expand"](self, sizes)
+
+    def expand_as(self, other):
+        return OPS["expand"](self, tuple(other.shape))
+
+    def repeat(self, *sizes):
+        if len(sizes) == 1 and not isinstance(sizes[0], int):
+            sizes = tuple(sizes[0])
+        return OPS["repeat"](self, sizes)
+
+    def tile(self, *sizes):
+        if len(sizes) == 1 and not isinstance(sizes[0], int):
+            sizes = tuple(sizes[0])
+        return OPS["tile"](self, sizes)
+
+    def flip(self, *dims):
+        if len(dims) == 1 and not isinstance(dims[0], int):
+            dims = tuple(dims[0])
+        return OPS["flip"](self, dims)
+
+    def t(self):
+        return OPS["t"](self)
+
+    def transpose(self, dim0, dim1):
+        return OPS["transpose"](self, dim0, dim1)
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+        return OPS["zeros"](*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+        return OPS["ones"](*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+    def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+        return OPS["full"](size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+        return OPS["empty"](*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+    def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
+        return Tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+class _RemovableHandle:
+    def __init__(self, container, item):
+        self._container = container
+        self._item = item
+
+    def remove(self) -> None:
+        try:
+            self._container.remove(self._item)
+        except ValueError:
+            pass
+
+
+def _rebuild(array, requires_grad):
+    return Tensor(array, requires_grad=requires_grad)
+
+
+def _is_float(arr) -> bool:
+    k = arr.dtype.kind
+    return k == "f" or k == "V"
+
+
+def _wrap_dim(dim: int, ndim: int) -> int:
+    if not -max(ndim, 1) <= dim < max(ndim, 1):
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-max(ndim, 1)}, {max(ndim, 1) - 1}], but got {dim})"
+        )
+    return dim + ndim if dim < 0 else dim
+
+
+def _as_array(data, dtype):
+    """Build a backend array from Python data / NumPy / Tensor with PyTorch's default dtypes."""
+    if isinstance(data, Tensor):
+        arr = data.array
+        return arr if dtype is None else arr.astype(as_dtype(dtype).np)
+    if dtype is not None:
+        npd = as_dtype(dtype).np
+        if isinstance(data, np.ndarray):
+            return data.astype(npd, copy=False)
+        return np.asarray(_nested(data), dtype=npd) if npd.kind != "V" else np.asarray(_nested(data), dtype=np.float32).astype(npd)
+    if isinstance(data, np.ndarray):
+        return data
+    if type(data).__module__.startswith("cupy"):
+        return data
+    arr = np.asarray(_nested(data))
+    if arr.dtype == np.float64 and not isinstance(data, np.generic):
+        arr = arr.astype(dtypes.get_default_dtype().np)
+    elif arr.dtype.kind in "iu" and not isinstance(data, np.generic):
+        arr = arr.astype(np.int64)
+    elif arr.dtype.kind not in "fiubV":
+        raise TypeError(f"cannot make a tensor from {type(data).__name__} of dtype {arr.dtype}")
+    return arr
+
+
+def _nested(data):
+    """Turn lists that contain Tensors into lists of their values."""
+    if isinstance(data, list | tuple) and data and any(isinstance(d, Tensor | list | tuple) for d in data):
+        return [_nested(d.numpy() if isinstance(d, Tensor) else d) for d in data]
+    return data

@@ -1,0 +1,24 @@
+"""Backend (layer L1): dtypes, devices and the array module (NumPy on CPU, CuPy on GPU)."""
+
+from .device import CPU, device
+from .dtypes import (
+    ALL,
+    as_dtype,
+    bfloat16,
+    bool_,
+    dtype,
+    float16,
+    float32,
+    float64,
+    from_numpy_dtype,
+    get_default_dtype,
+    int8,
+    int16,
+    int32,
+    int64,
+    promote_types,
+    result_type,
+    set_default_dtype,
+    uint8,
+)
+from .xp import cuda_is_available, device_of, get_array_module, to_device, xp_for

@@ -1,0 +1,41 @@
+"""Device: where a tensor's memory lives (``cpu`` with NumPy, ``cuda:N`` with CuPy)."""
+
+from __future__ import annotations
+
+
+class device:
+    """``shardflow.device('cpu')`` / ``device('cuda', 0)`` / ``device('cuda:1')``."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type_or_str="cpu", index: int | None = None):
+        if isinstance(type_or_str, device):
+            self.type, self.index = type_or_str.type, type_or_str.index
+            return
+        s = str(type_or_str)
+        if ":" in s:
+            s, idx = s.split(":", 1)
+            index = int(idx)
+        if s not in ("cpu", "cuda"):
+            raise ValueError(f"unknown device type {s!r}; expected 'cpu' or 'cuda[:N]'")
+        self.type = s
+        self.index = index if s == "cuda" else None
+
+    def __eq__(self, other):
+        try:
+            other = device(other)
+        except (ValueError, TypeError):
+            return NotImplemented
+        return self.type == other.type and (self.index or 0) == (other.index or 0)
+
+    def __hash__(self):
+        return hash((self.type, self.index or 0))
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self):
+        return f"device(type='{self.type}'" + ("" if self.index is None else f", index={self.index}") + ")"
+
+
+CPU = device("cpu")

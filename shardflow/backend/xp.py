@@ -1,0 +1,63 @@
+"""Array-module selection: NumPy on CPU, CuPy on GPU (imported lazily, with an install hint).
+
+Ops call ``get_array_module(array)`` to stay device-agnostic; CuPy is never imported
+unless a CUDA device is asked for.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .device import CPU, device
+
+_cupy = None
+
+
+def cupy():
+    """Import CuPy on first use (the only place in shardflow that does)."""
+    global _cupy
+    if _cupy is None:
+        try:
+            import cupy as cp
+        except ImportError:
+            raise RuntimeError(
+                "a CUDA device needs CuPy: install it with `pip install 'shardflow[gpu]'` "
+                "(cupy-cuda12x) on a machine with an NVIDIA GPU"
+            ) from None
+        _cupy = cp
+    return _cupy
+
+
+def cuda_is_available() -> bool:
+    try:
+        cp = cupy()
+        return cp.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        return False
+
+
+def get_array_module(array):
+    if isinstance(array, np.ndarray) or _cupy is None:
+        return np
+    return _cupy.get_array_module(array)
+
+
+def device_of(array) -> device:
+    if isinstance(array, np.ndarray | np.generic) or _cupy is None:
+        return CPU
+    return device("cuda", int(array.device.id))
+
+
+def to_device(array, dev: device):
+    """Move a raw array to ``dev`` (a no-op when already there)."""
+    if dev.type == "cpu":
+        if isinstance(array, np.ndarray):
+            return array
+        return cupy().asnumpy(array)
+    cp = cupy()
+    with cp.cuda.Device(dev.index or 0):
+        return cp.asarray(array)
+
+
+def xp_for(dev: device):
+    return np if dev.type == "cpu" else cupy()

@@ -1,0 +1,25 @@
+"""Differentiable ops (layer L3), one family per file. Importing this package registers
+every op in the dispatch table that ``Tensor`` methods use.
+
+Files: arithmetic (add/sub/mul/div — the template for a family), elementwise (unary math,
+activations, comparisons, logical, where/clamp/pow), elementwise_extra (rounding, misc),
+reduce, shape, index, matmul (matmul/bmm/einsum/linear), sort (sort/topk/multinomial), loss,
+normalization, attention, conv, pool, dropout, creation, conversion.
+"""
+
+from .arithmetic import add, div, mul, neg, reciprocal, sub
+from .attention import *
+from .conv import *
+from .conversion import clone, contiguous, copy_, fill_
+from .creation import *
+from .dropout import *
+from .elementwise import *
+from .elementwise_extra import *
+from .index import *
+from .loss import *
+from .matmul import *
+from .normalization import *
+from .pool import *
+from .reduce import *
+from .shape import *
+from .sort import *

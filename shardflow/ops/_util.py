@@ -1,0 +1,100 @@
+"""Helpers shared by op families: operand promotion, broadcasting-aware gradient reduction,
+dim normalisation, and the in-place wrapper."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import Tensor, _wrap
+from ..autograd import grad_mode as _gm
+from ..backend import dtypes, result_type
+
+_SCALARS = (int, float, bool, np.number, np.bool_)
+
+
+def unbroadcast(g, shape):
+    """Sum ``g`` down to ``shape`` (the reverse of NumPy broadcasting)."""
+    if g.shape == shape:
+        return g
+    ndiff = g.ndim - len(shape)
+    if ndiff > 0:
+        g = g.sum(axis=tuple(range(ndiff)))
+    axes = tuple(i for i, s in enumerate(shape) if s == 1 and g.shape[i] != 1)
+    if axes:
+        g = g.sum(axis=axes, keepdims=True)
+    return g
+
+
+def as_tensor_arg(x, name: str = "input") -> Tensor:
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, _SCALARS | np.ndarray | list | tuple):
+        return Tensor(x)
+    raise TypeError(f"{name} must be a Tensor or a number, got {type(x).__name__}")
+
+
+def promote(a, b):
+    """Return (a, b) ready for a binary op: Tensors cast to the PyTorch result dtype, Python
+    scalars left as scalars of that dtype's kind (NumPy then keeps the array's dtype)."""
+    ta, tb = isinstance(a, Tensor), isinstance(b, Tensor)
+    if ta and tb:
+        if a.array.dtype == b.array.dtype:
+            return a, b
+        rd = result_type([(a.dtype, a.array.ndim), (b.dtype, b.array.ndim)])
+        return _cast(a, rd), _cast(b, rd)
+    if ta:
+        if not isinstance(b, _SCALARS):
+            return promote(a, as_tensor_arg(b, "other"))
+        rd = result_type([(a.dtype, a.array.ndim), b])
+        return _cast(a, rd), b
+    if tb:
+        if not isinstance(a, _SCALARS):
+            return promote(as_tensor_arg(a, "input"), b)
+        rd = result_type([a, (b.dtype, b.array.ndim)])
+        return a, _cast(b, rd)
+    return as_tensor_arg(a), b
+
+
+def _cast(t: Tensor, d) -> Tensor:
+    if t.array.dtype == d.np:
+        return t
+    from .conversion import to_dtype
+
+    return to_dtype(t, d)
+
+
+def wrap_dim(dim: int, ndim: int) -> int:
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim + ndim if dim < 0 and ndim > 0 else (0 if dim < 0 else dim)
+
+
+def norm_dims(dim, ndim: int):
+    """``dim`` argument (None, int, or sequence) -> sorted tuple of non-negative axes or None."""
+    if dim is None:
+        return None
+    if isinstance(dim, int | np.integer):
+        return (wrap_dim(int(dim), ndim),)
+    dims = tuple(sorted(wrap_dim(int(d), ndim) for d in dim))
+    if not dims:
+        return None
+    return dims
+
+
+def inplace(target: Tensor, result: Tensor) -> Tensor:
+    """Finish an in-place op: see ``Tensor._inplace``."""
+    return target._inplace(result)
+
+
+def needs_graph(*tensors) -> bool:
+    return _gm._enabled[0] and any(isinstance(t, Tensor) and t.requires_grad for t in tensors)
+
+
+def float_dtype_of(t: Tensor):
+    """The floating dtype an op like mean/exp produces for ``t`` (ints -> default float)."""
+    d = t.dtype
+    return d if d.is_floating_point else dtypes.get_default_dtype()
+
+
+__all__ = ["unbroadcast", "promote", "wrap_dim", "norm_dims", "inplace", "as_tensor_arg", "_wrap", "needs_graph"]

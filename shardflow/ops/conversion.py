@@ -1,0 +1,126 @@
+"""dtype and device conversion, clone/contiguous/copy_/fill_ (differentiable where PyTorch is)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import Function, Tensor
+from ..autograd.dispatch import register
+from ..backend import as_dtype, get_array_module, to_device
+from ._util import inplace, needs_graph
+
+
+class ToDtype(Function):
+    save_inputs = ()
+
+    def forward(self, a, dtype=None):
+        self.in_dtype = a.dtype
+        return a.astype(dtype.np)
+
+    def backward(self, g):
+        return g.astype(self.in_dtype)
+
+
+@register("_to_dtype")
+def to_dtype(t: Tensor, dtype) -> Tensor:
+    dtype = as_dtype(dtype)
+    if t.array.dtype == dtype.np:
+        return t
+    return ToDtype.apply(t, dtype=dtype)
+
+
+class ToDevice(Function):
+    save_inputs = ()
+
+    def forward(self, a, device=None):
+        from ..backend import device_of
+
+        self.src = device_of(a)
+        return to_device(a, device)
+
+    def backward(self, g):
+        return to_device(g, self.src)
+
+
+@register("_to_device")
+def to_device_op(t: Tensor, device) -> Tensor:
+    return ToDevice.apply(t, device=device)
+
+
+class Clone(Function):
+    save_inputs = ()
+
+    def forward(self, a):
+        return a.copy()
+
+    def backward(self, g):
+        return g
+
+
+@register("clone")
+def clone(t: Tensor, *, memory_format=None) -> Tensor:
+    return Clone.apply(t)
+
+
+@register("contiguous")
+def contiguous(t: Tensor) -> Tensor:
+    if t.array.flags.c_contiguous:
+        return t
+    return Clone.apply(t)
+
+
+@register("fill_")
+def fill_(t: Tensor, value) -> Tensor:
+    if isinstance(value, Tensor):
+        value = value.item()
+    if t.grad_fn is None and t.requires_grad and needs_graph(t):
+        inplace(t, Tensor(np.zeros(0)).requires_grad_(True))  # raises the leaf error
+    t.array[...] = value
+    if t.grad_fn is not None and needs_graph(t):
+        t.grad_fn = None
+        t.requires_grad = False
+    t._version[0] += 1
+    return t
+
+
+@register("zero_")
+def zero_(t: Tensor) -> Tensor:
+    return fill_(t, 0)
+
+
+class _CopyFrom(Function):
+    save_inputs = ()
+
+    def forward(self, dst, src):
+        self.dst_shape = dst.shape
+        self.src_shape = src.shape
+        xp = get_array_module(dst)
+        return xp.broadcast_to(src.astype(dst.dtype, copy=False), dst.shape).copy()
+
+    def backward(self, g):
+        from ._util import unbroadcast
+
+        gsrc = unbroadcast(g, self.src_shape) if self.needs_input_grad[1] else None
+        return None, gsrc
+
+
+@register("copy_")
+def copy_(t: Tensor, src) -> Tensor:
+    """Copy ``src`` (broadcast, cast) into ``t``'s memory."""
+    if not isinstance(src, Tensor):
+        src = Tensor(np.asarray(src))
+    if needs_graph(src, t):
+        return inplace(t, _CopyFrom.apply(t.detach(), src))
+    if src.array.shape != t.array.shape:
+        try:
+            np.broadcast_shapes(src.array.shape, t.array.shape)
+        except ValueError:
+            raise RuntimeError(
+                f"copy_: source of shape {tuple(src.shape)} cannot be broadcast to destination "
+                f"shape {tuple(t.shape)}"
+            ) from None
+    xp = get_array_module(t.array)
+    s = src.array if xp is get_array_module(src.array) else to_device(src.array, t.device)
+    t.array[...] = s.astype(t.array.dtype, copy=False) if s.dtype != t.array.dtype else s
+    t._version[0] += 1
+    return t

@@ -1,0 +1,220 @@
+"""Tensor creation: tensor, zeros, ones, full, empty, arange, linspace, eye, rand, randn,
+randint, *_like, from_numpy, and the in-place random fills (normal_, uniform_, ...)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import Tensor, _wrap
+from ..autograd.dispatch import register
+from ..backend import as_dtype, dtypes, to_device
+from ..backend import device as _device
+from ..backend import random as _random
+
+__all__ = [
+    "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "zeros_like",
+    "ones_like", "full_like", "empty_like", "arange", "linspace", "eye", "rand", "randn",
+    "randint", "rand_like", "randn_like", "randint_like", "randperm", "normal", "bernoulli",
+]
+
+
+def _size(size):
+    if len(size) == 1 and isinstance(size[0], list | tuple):
+        size = tuple(size[0])
+    for s in size:
+        if not isinstance(s, int | np.integer) or s < 0:
+            raise ValueError(f"sizes must be non-negative integers, got {tuple(size)}")
+    return tuple(int(s) for s in size)
+
+
+def _finish(arr, dtype, device, requires_grad) -> Tensor:
+    if device is not None and _device(device).type != "cpu":
+        arr = to_device(arr, _device(device))
+    t = _wrap(arr)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _float(dtype):
+    return as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Copy ``data`` (nested lists, numbers, NumPy arrays, Tensors) into a new Tensor."""
+    if isinstance(data, Tensor):
+        data = data.array
+    t = Tensor(np.array(data, copy=True) if isinstance(data, np.ndarray) else data, dtype=dtype)
+    if isinstance(data, np.ndarray) and data.dtype == np.float64 and dtype is None:
+        pass  # NumPy float64 stays float64, as in torch.tensor(np_array)
+    return _finish(t.array, dtype, device, requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    if isinstance(data, Tensor):
+        return data.to(dtype) if dtype is not None else data
+    return _finish(Tensor(data, dtype=dtype).array, dtype, device, False)
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """Share memory with ``array`` (no copy), like ``torch.from_numpy``."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy expects a numpy.ndarray, got {type(array).__name__}")
+    return _wrap(array)
+
+
+@register("zeros")
+def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return _finish(np.zeros(_size(size), _float(dtype).np), dtype, device, requires_grad)
+
+
+@register("ones")
+def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return _finish(np.ones(_size(size), _float(dtype).np), dtype, device, requires_grad)
+
+
+@register("empty")
+def empty(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return _finish(np.empty(_size(size), _float(dtype).np), dtype, device, requires_grad)
+
+
+@register("full")
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    if dtype is None:
+        dtype = dtypes.result_type([fill_value])
+    return _finish(np.full(_size((size,)), fill_value, as_dtype(dtype).np), dtype, device, requires_grad)
+
+
+def _like(t: Tensor, dtype):
+    return as_dtype(dtype) if dtype is not None else t.dtype
+
+
+def zeros_like(t: Tensor, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return zeros(*t.shape, dtype=_like(t, dtype), device=device or t.device, requires_grad=requires_grad)
+
+
+def ones_like(t: Tensor, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return ones(*t.shape, dtype=_like(t, dtype), device=device or t.device, requires_grad=requires_grad)
+
+
+def empty_like(t: Tensor, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return empty(*t.shape, dtype=_like(t, dtype), device=device or t.device, requires_grad=requires_grad)
+
+
+def full_like(t: Tensor, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return full(tuple(t.shape), fill_value, dtype=_like(t, dtype), device=device or t.device, requires_grad=requires_grad)
+
+
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise ValueError("arange: step must be nonzero")
+    if dtype is None:
+        dtype = dtypes.result_type([start, end, step])
+    arr = np.arange(start, end, step, dtype=np.float64 if as_dtype(dtype).is_floating_point else np.int64)
+    return _finish(arr.astype(as_dtype(dtype).np), dtype, device, requires_grad)
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    arr = np.linspace(start, end, int(steps), dtype=np.float64).astype(_float(dtype).np)
+    return _finish(arr, dtype, device, requires_grad)
+
+
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return _finish(np.eye(n, m, dtype=_float(dtype).np), dtype, device, requires_grad)
+
+
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    arr = _random.rng(generator).random(_size(size), dtype=np.float64).astype(_float(dtype).np)
+    return _finish(arr, dtype, device, requires_grad)
+
+
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    arr = _random.rng(generator).standard_normal(_size(size)).astype(_float(dtype).np)
+    return _finish(arr, dtype, device, requires_grad)
+
+
+def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    if size is None:  # randint(high, size)
+        low, high, size = 0, low, high
+    if high is None:
+        low, high = 0, low
+    if high <= low:
+        raise ValueError(f"randint: expected low < high, got low={low}, high={high}")
+    arr = _random.rng(generator).integers(low, high, _size((size,)))
+    return _finish(arr.astype((as_dtype(dtype) if dtype is not None else dtypes.int64).np), dtype, device, requires_grad)
+
+
+def rand_like(t, *, dtype=None, generator=None):
+    return rand(*t.shape, dtype=_like(t, dtype), generator=generator)
+
+
+def randn_like(t, *, dtype=None, generator=None):
+    return randn(*t.shape, dtype=_like(t, dtype), generator=generator)
+
+
+def randint_like(t, low, high=None, *, dtype=None, generator=None):
+    return randint(low, high, tuple(t.shape), dtype=_like(t, dtype), generator=generator)
+
+
+def randperm(n, *, generator=None, dtype=None, device=None) -> Tensor:
+    arr = _random.rng(generator).permutation(int(n)).astype((as_dtype(dtype) if dtype else dtypes.int64).np)
+    return _finish(arr, dtype, device, False)
+
+
+def normal(mean, std, size=None, *, generator=None) -> Tensor:
+    m = mean.array if isinstance(mean, Tensor) else mean
+    s = std.array if isinstance(std, Tensor) else std
+    shape = _size((size,)) if size is not None else np.broadcast_shapes(np.shape(m), np.shape(s))
+    arr = _random.rng(generator).normal(m, s, shape).astype(dtypes.get_default_dtype().np)
+    return _wrap(arr)
+
+
+def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:
+    probs = input.array if p is None else p
+    arr = (_random.rng(generator).random(input.array.shape) < probs).astype(input.array.dtype)
+    return _wrap(arr)
+
+
+def _fill_random(t: Tensor, values) -> Tensor:
+    from ..autograd import grad_mode
+
+    if t.requires_grad and t.grad_fn is None and grad_mode._enabled[0]:
+        raise RuntimeError(
+            "a leaf Variable that requires grad is being used in an in-place operation; "
+            "wrap initialisation in `with shardflow.no_grad():`"
+        )
+    t.array[...] = values.astype(t.array.dtype, copy=False) if t.array.dtype.kind != "V" else values.astype(np.float32).astype(t.array.dtype)
+    t._version[0] += 1
+    return t
+
+
+@register("normal_")
+def normal_(t: Tensor, mean=0.0, std=1.0, *, generator=None) -> Tensor:
+    return _fill_random(t, _random.rng(generator).normal(mean, std, t.array.shape))
+
+
+@register("uniform_")
+def uniform_(t: Tensor, a=0.0, b=1.0, *, generator=None) -> Tensor:
+    return _fill_random(t, _random.rng(generator).uniform(a, b, t.array.shape))
+
+
+@register("bernoulli_")
+def bernoulli_(t: Tensor, p=0.5, *, generator=None) -> Tensor:
+    return _fill_random(t, (_random.rng(generator).random(t.array.shape) < p).astype(np.float64))
+
+
+@register("exponential_")
+def exponential_(t: Tensor, lambd=1.0, *, generator=None) -> Tensor:
+    return _fill_random(t, _random.rng(generator).exponential(1.0 / lambd, t.array.shape))
+
+
+@register("random_")
+def random_(t: Tensor, low=0, high=None, *, generator=None) -> Tensor:
+    if high is None:
+        low, high = 0, low if low else 2**24
+    return _fill_random(t, _random.rng(generator).integers(low, high, t.array.shape))
+
+
+
