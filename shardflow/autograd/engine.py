@@ -55,12 +55,12 @@ def _raise_freed(fn) -> None:
 
 
 def _check_versions(fn: Function) -> None:
-    for t, version in fn._saved_versions:
-        if t._version[0] != version:
+    for counter, version, shape in fn._saved_versions:
+        if counter[0] != version:
             raise RuntimeError(
                 f"one of the tensors needed for gradient computation has been modified by an "
-                f"inplace operation: a tensor of shape {tuple(t.shape)} saved by {fn.name()} is "
-                f"at version {t._version[0]}; expected version {version}. Use an out-of-place "
+                f"inplace operation: a tensor of shape {tuple(shape)} saved by {fn.name()} is "
+                f"at version {counter[0]}; expected version {version}. Use an out-of-place "
                 "op (e.g. x = x * 2 instead of x *= 2) or .clone() the tensor before changing it."
             )
 

@@ -73,11 +73,13 @@ class Function:
         saved = cls.save_inputs
         if saved is None:
             fn._saved_versions = [
-                (a, a._version[0]) for a in args if isinstance(a, Tensor) and a._version is not None
+                (a._version, a._version[0], a.array.shape) for a in args if isinstance(a, Tensor)
             ]
         elif saved:
             fn._saved_versions = [
-                (args[i], args[i]._version[0]) for i in saved if isinstance(args[i], Tensor)
+                (args[i]._version, args[i]._version[0], args[i].array.shape)
+                for i in saved
+                if isinstance(args[i], Tensor)
             ]
         else:
             fn._saved_versions = None
@@ -108,5 +110,5 @@ class Function:
 
 
 def _record_output_versions(fn: Function, outs) -> None:
-    extra = [(t, t._version[0]) for t in outs]
+    extra = [(t._version, t._version[0], t.array.shape) for t in outs]
     fn._saved_versions = extra if fn._saved_versions is None else fn._saved_versions + extra

@@ -369,10 +369,14 @@ class Tensor:
                     "an in-place operation; wrap the update in `with shardflow.no_grad():` or use "
                     "an out-of-place op"
                 )
+            # Rebase: the old array is left untouched (functions that saved it stay valid), so
+            # the tensor moves to a fresh version counter instead of bumping the shared one.
             self.array = result.array
             self.grad_fn = result.grad_fn
             self._output_nr = result._output_nr
             self.requires_grad = True
+            self._version = [self._version[0] + 1]
+            return self
         else:
             src = result.array
             if src.shape != self.array.shape:
