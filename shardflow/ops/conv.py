@@ -1,3 +1,354 @@
-"""(to be written)"""
+"""Convolutions: ``conv1d``, ``conv2d``, ``conv3d`` and ``conv_transpose1d/2d/3d``,
+channels-first (NCL / NCHW / NCDHW) like PyTorch.
 
-__all__: list[str] = []
+Algorithm (one fused ``Function`` per op, hand-written backward, any number of spatial dims):
+
+* forward: pad the input once, take an ``as_strided`` view of every kernel window laid out
+  as ``(N, G, C/G * K..., L)`` (``L`` = output positions, ``K...`` = kernel positions),
+  copy it into a contiguous column buffer ("im2col"), and run one batched GEMM
+  ``(G, O/G, C/G*K) @ (N, G, C/G*K, L) -> (N, G, O/G, L)``. That result already is the
+  NC(spatial) output, so no transpose copy follows. Groups ride on the GEMM's batch
+  broadcast, not on a Python loop.
+* backward: ``grad_weight = sum_n grad_out[n] @ cols[n]^T`` (one GEMM over the batch with
+  the saved columns); ``grad_input = col2im(W^T @ grad_out)``: the column gradient is added
+  back into the padded input with a loop over the kernel positions (``kh * kw`` strided
+  slice additions, never a loop over pixels), then the padding is cropped.
+* ``conv_transpose`` is the adjoint: its forward is conv's input-gradient computation and
+  its backward uses conv's forward (for the input) and the same weight GEMM.
+
+``padding`` accepts an int, a tuple, ``'valid'`` or ``'same'`` (stride 1 only; for even
+effective kernels the extra element goes on the right/bottom, as in PyTorch).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ..autograd import Function, Tensor
+from ..autograd.dispatch import register
+
+__all__ = [
+    "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+]
+
+
+def _tuple(v, d: int, name: str) -> tuple[int, ...]:
+    if isinstance(v, int | np.integer):
+        return (int(v),) * d
+    v = tuple(int(x) for x in v)
+    if len(v) == 1:
+        return v * d
+    if len(v) != d:
+        raise ValueError(f"{name} must be an int or a tuple of {d} ints, got {v}")
+    return v
+
+
+def _out_size(size, k, s, d, p_lo, p_hi):
+    return (size + p_lo + p_hi - d * (k - 1) - 1) // s + 1
+
+
+def _pad(x, pads, value=0.0):
+    """Zero-pad the trailing spatial dims of ``x``; ``pads`` = ((lo, hi), ...)."""
+    if not any(lo or hi for lo, hi in pads):
+        return x
+    nsp = len(pads)
+    shape = x.shape[:-nsp] + tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[-nsp:], pads))
+    xp = np.empty(shape, dtype=x.dtype) if value != 0.0 else np.zeros(shape, dtype=x.dtype)
+    if value != 0.0:
+        xp.fill(value)
+    inner = (Ellipsis,) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(x.shape[-nsp:], pads))
+    xp[inner] = x
+    return xp
+
+
+def _crop(xp, pads, shape):
+    nsp = len(pads)
+    if not any(lo or hi for lo, hi in pads):
+        return xp
+    idx = (Ellipsis,) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(shape[-nsp:], pads))
+    return xp[idx]
+
+
+def _im2col(xp, groups, ksize, stride, dilation, osize):
+    """Columns of the padded input ``xp`` (N, C, *S) -> contiguous (N, G, C/G*prod(K), prod(O))."""
+    n, c = xp.shape[:2]
+    d = len(ksize)
+    st = xp.strides
+    view = as_strided(
+        xp,
+        shape=(n, c) + tuple(ksize) + tuple(osize),
+        strides=st[:2]
+        + tuple(st[2 + i] * dilation[i] for i in range(d))
+        + tuple(st[2 + i] * stride[i] for i in range(d)),
+        writeable=False,
+    )
+    kk = int(np.prod(ksize))
+    ll = int(np.prod(osize))
+    cols = np.empty((n, c) + tuple(ksize) + tuple(osize), dtype=xp.dtype)
+    np.copyto(cols, view)
+    return cols.reshape(n, groups, (c // groups) * kk, ll)
+
+
+def _col2im(gcols, xshape_padded, ksize, stride, dilation, osize):
+    """Adjoint of ``_im2col``: add the column gradient (N, C*prod(K), prod(O)) back into a
+    zero padded input gradient with one strided-slice addition per kernel position."""
+    n, c = xshape_padded[:2]
+    d = len(ksize)
+    g = gcols.reshape((n, c) + tuple(ksize) + tuple(osize))
+    gx = np.zeros(xshape_padded, dtype=gcols.dtype)
+    for pos in itertools.product(*(range(k) for k in ksize)):
+        sl = (slice(None), slice(None)) + tuple(
+            slice(pos[i] * dilation[i], pos[i] * dilation[i] + stride[i] * (osize[i] - 1) + 1, stride[i])
+            for i in range(d)
+        )
+        gx[sl] += g[(slice(None), slice(None)) + pos]
+    return gx
+
+
+def _check_dtypes(x, w, b):
+    if x.dtype != w.dtype or (b is not None and b.dtype != x.dtype):
+        raise RuntimeError(
+            f"convolution: input dtype {x.dtype}, weight dtype {w.dtype}"
+            + (f", bias dtype {b.dtype}" if b is not None else "")
+            + " should be the same; cast them with .to(dtype)"
+        )
+
+
+class ConvNd(Function):
+    """Fused convolution (im2col + one batched GEMM); see the module docstring."""
+
+    save_inputs = (1,)  # backward reads the weight; the input is kept as its column buffer
+
+    def forward(self, x, w, b=None, *, stride, padding, dilation, groups):
+        d = w.ndim - 2
+        unbatched = x.ndim == d + 1
+        if unbatched:
+            x = x[None]
+        n, c = x.shape[:2]
+        o = w.shape[0]
+        ksize = w.shape[2:]
+        xp = _pad(x, padding)
+        osize = tuple(
+            _out_size(x.shape[2 + i], ksize[i], stride[i], dilation[i], *padding[i]) for i in range(d)
+        )
+        if any(s <= 0 for s in osize):
+            raise RuntimeError(
+                f"convolution: the kernel {tuple(ksize)} (dilation {dilation}) is larger than the "
+                f"padded input {xp.shape[2:]}; use a smaller kernel or more padding"
+            )
+        cols = _im2col(xp, groups, ksize, stride, dilation, osize)  # (N, G, Cg*K, L)
+        wm = w.reshape(groups, o // groups, -1)  # (G, Og, Cg*K)
+        out = np.matmul(wm, cols)  # (N, G, Og, L)
+        out = out.reshape((n, o) + osize)
+        if b is not None:
+            out += b.reshape((o,) + (1,) * d)
+        self.cols, self.w, self.has_b = cols, w, b is not None
+        self.meta = (x.shape, xp.shape, padding, stride, dilation, groups, osize, unbatched)
+        return out[0] if unbatched else out
+
+    def backward(self, g):
+        xshape, xpshape, padding, stride, dilation, groups, osize, unbatched = self.meta
+        w = self.w
+        if unbatched:
+            g = g[None]
+        n, o = g.shape[:2]
+        gm = g.reshape(n, groups, o // groups, -1)  # (N, G, Og, L)
+        gx = gw = gb = None
+        if self.needs_input_grad[1]:
+            # (G, Og, Cg*K) = sum_n (N, G, Og, L) @ (N, G, L, Cg*K)
+            gw = np.matmul(gm, self.cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(w.shape)
+        if self.needs_input_grad[0]:
+            wm = w.reshape(groups, o // groups, -1)
+            gcols = np.matmul(wm.transpose(0, 2, 1), gm)  # (N, G, Cg*K, L)
+            gxp = _col2im(gcols, xpshape, w.shape[2:], stride, dilation, osize)
+            gx = _crop(gxp, padding, xshape)
+            if unbatched:
+                gx = gx[0]
+        if self.has_b and len(self.needs_input_grad) > 2 and self.needs_input_grad[2]:
+            gb = g.sum(axis=(0,) + tuple(range(2, g.ndim)))
+        return gx, gw, gb
+
+
+def _resolve_padding(padding, d, ksize, stride, dilation):
+    if isinstance(padding, str):
+        if padding == "valid":
+            return ((0, 0),) * d
+        if padding == "same":
+            if any(s != 1 for s in stride):
+                raise ValueError(
+                    f"padding='same' is not supported for strided convolutions (stride={stride}); "
+                    "pass an explicit padding instead"
+                )
+            pads = []
+            for k, dl in zip(ksize, dilation):
+                total = dl * (k - 1)
+                pads.append((total // 2, total - total // 2))
+            return tuple(pads)
+        raise ValueError(f"padding must be an int, a tuple, 'valid' or 'same', got {padding!r}")
+    return tuple((p, p) for p in _tuple(padding, d, "padding"))
+
+
+def _conv(d, input, weight, bias, stride, padding, dilation, groups):
+    name = f"conv{d}d"
+    if not isinstance(input, Tensor) or not isinstance(weight, Tensor):
+        raise TypeError(f"{name}: input and weight must be Tensors, got {type(input).__name__} and "
+                        f"{type(weight).__name__}")
+    if weight.ndim != d + 2:
+        raise RuntimeError(f"{name}: expected a {d + 2}-D weight (out_channels, in_channels/groups, "
+                           f"kernel...), got shape {tuple(weight.shape)}")
+    if input.ndim not in (d + 1, d + 2):
+        raise RuntimeError(f"{name}: expected a {d + 1}-D (unbatched) or {d + 2}-D (batched) input, "
+                           f"got shape {tuple(input.shape)}")
+    c = input.shape[-d - 1]
+    if weight.shape[0] % groups != 0 or c != weight.shape[1] * groups:
+        raise RuntimeError(
+            f"{name}: input of shape {tuple(input.shape)} has {c} channels but weight of shape "
+            f"{tuple(weight.shape)} with groups={groups} expects {weight.shape[1] * groups}; "
+            "out_channels must also be divisible by groups"
+        )
+    _check_dtypes(input, weight, bias)
+    stride = _tuple(stride, d, "stride")
+    dilation = _tuple(dilation, d, "dilation")
+    pads = _resolve_padding(padding, d, weight.shape[2:], stride, dilation)
+    kw = dict(stride=stride, padding=pads, dilation=dilation, groups=int(groups))
+    if bias is None:
+        return ConvNd.apply(input, weight, **kw)
+    return ConvNd.apply(input, weight, bias, **kw)
+
+
+@register("conv1d")
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
+    """1-D convolution over (N, C, L) or (C, L); weight (O, C/groups, K)."""
+    return _conv(1, input, weight, bias, stride, padding, dilation, groups)
+
+
+@register("conv2d")
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
+    """2-D convolution over (N, C, H, W) or (C, H, W); weight (O, C/groups, KH, KW)."""
+    return _conv(2, input, weight, bias, stride, padding, dilation, groups)
+
+
+@register("conv3d")
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
+    """3-D convolution over (N, C, D, H, W) or (C, D, H, W); weight (O, C/groups, KD, KH, KW)."""
+    return _conv(3, input, weight, bias, stride, padding, dilation, groups)
+
+
+# --------------------------------------------------------------------------- transposed
+class ConvTransposeNd(Function):
+    """Transposed convolution: the adjoint of ``ConvNd`` with respect to its input.
+
+    forward: ``cols = W^T @ x`` (batched GEMM), then col2im into the (padded) output and
+    crop ``padding``; backward: im2col of the output gradient gives ``grad_x = W @ cols``
+    and ``grad_W = sum_n x[n] @ cols[n]^T``.
+    """
+
+    save_inputs = (0, 1)
+
+    def forward(self, x, w, b=None, *, stride, padding, output_padding, dilation, groups):
+        d = w.ndim - 2
+        unbatched = x.ndim == d + 1
+        if unbatched:
+            x = x[None]
+        n, cin = x.shape[:2]
+        og = w.shape[1]
+        cout = og * groups
+        ksize = w.shape[2:]
+        isize = x.shape[2:]
+        # full (uncropped) output size, and the cropped one
+        full = tuple((isize[i] - 1) * stride[i] + dilation[i] * (ksize[i] - 1) + 1 + output_padding[i]
+                     for i in range(d))
+        osize = tuple(full[i] - 2 * padding[i] for i in range(d))
+        if any(s <= 0 for s in osize):
+            raise RuntimeError(f"conv_transpose{d}d: output size {osize} is not positive; reduce padding")
+        xm = x.reshape(n, groups, cin // groups, -1)  # (N, G, Cin_g, L)
+        wm = w.reshape(groups, cin // groups, og * int(np.prod(ksize)))  # (G, Cin_g, Og*K)
+        gcols = np.matmul(wm.transpose(0, 2, 1), xm)  # (N, G, Og*K, L)
+        outp = _col2im(gcols.reshape(n, cout * int(np.prod(ksize)), -1), (n, cout) + full,
+                       ksize, stride, dilation, isize)
+        pads = tuple((p, p) for p in padding)
+        out = _crop(outp, pads, (n, cout) + osize)
+        out = np.ascontiguousarray(out)
+        if b is not None:
+            out += b.reshape((cout,) + (1,) * d)
+        self.x, self.w, self.has_b = x, w, b is not None
+        self.meta = (pads, full, stride, dilation, groups, isize, unbatched)
+        return out[0] if unbatched else out
+
+    def backward(self, g):
+        pads, full, stride, dilation, groups, isize, unbatched = self.meta
+        x, w = self.x, self.w
+        if unbatched:
+            g = g[None]
+        n, cin = x.shape[:2]
+        ksize = w.shape[2:]
+        gp = _pad(g, pads)
+        if gp.shape[2:] != full:  # the output_padding region beyond the crop
+            extra = tuple((0, f - s) for f, s in zip(full, gp.shape[2:]))
+            gp = _pad(gp, extra)
+        cols = _im2col(gp, groups, ksize, stride, dilation, isize)  # (N, G, Og*K, L)
+        xm = x.reshape(n, groups, cin // groups, -1)  # (N, G, Cin_g, L)
+        gx = gw = gb = None
+        if self.needs_input_grad[0]:
+            wm = w.reshape(groups, cin // groups, -1)  # (G, Cin_g, Og*K)
+            gx = np.matmul(wm, cols).reshape(x.shape)
+            if unbatched:
+                gx = gx[0]
+        if self.needs_input_grad[1]:
+            gw = np.matmul(xm, cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(w.shape)
+        if self.has_b and len(self.needs_input_grad) > 2 and self.needs_input_grad[2]:
+            gb = g.sum(axis=(0,) + tuple(range(2, g.ndim)))
+        return gx, gw, gb
+
+
+def _conv_transpose(d, input, weight, bias, stride, padding, output_padding, groups, dilation):
+    name = f"conv_transpose{d}d"
+    if weight.ndim != d + 2:
+        raise RuntimeError(f"{name}: expected a {d + 2}-D weight (in_channels, out_channels/groups, "
+                           f"kernel...), got shape {tuple(weight.shape)}")
+    if input.ndim not in (d + 1, d + 2):
+        raise RuntimeError(f"{name}: expected a {d + 1}-D or {d + 2}-D input, got {tuple(input.shape)}")
+    c = input.shape[-d - 1]
+    if c != weight.shape[0] or c % groups != 0:
+        raise RuntimeError(
+            f"{name}: input of shape {tuple(input.shape)} has {c} channels but weight of shape "
+            f"{tuple(weight.shape)} expects {weight.shape[0]} (divisible by groups={groups})"
+        )
+    _check_dtypes(input, weight, bias)
+    stride = _tuple(stride, d, "stride")
+    dilation = _tuple(dilation, d, "dilation")
+    padding = _tuple(padding, d, "padding")
+    output_padding = _tuple(output_padding, d, "output_padding")
+    for op_, s, dl in zip(output_padding, stride, dilation):
+        if op_ >= max(s, dl):
+            raise ValueError(f"{name}: output_padding {output_padding} must be smaller than stride "
+                             f"{stride} or dilation {dilation}")
+    kw = dict(stride=stride, padding=padding, output_padding=output_padding, dilation=dilation,
+              groups=int(groups))
+    if bias is None:
+        return ConvTransposeNd.apply(input, weight, **kw)
+    return ConvTransposeNd.apply(input, weight, bias, **kw)
+
+
+@register("conv_transpose1d")
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1) -> Tensor:
+    """Transposed 1-D convolution; weight (C_in, C_out/groups, K)."""
+    return _conv_transpose(1, input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+@register("conv_transpose2d")
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1) -> Tensor:
+    """Transposed 2-D convolution; weight (C_in, C_out/groups, KH, KW)."""
+    return _conv_transpose(2, input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+@register("conv_transpose3d")
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1) -> Tensor:
+    """Transposed 3-D convolution; weight (C_in, C_out/groups, KD, KH, KW)."""
+    return _conv_transpose(3, input, weight, bias, stride, padding, output_padding, groups, dilation)
