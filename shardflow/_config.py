@@ -10,6 +10,8 @@ SHARDFLOW_DEBUG            comma list: ``collectives`` checks every collective's
 SHARDFLOW_COMM_TIMEOUT     seconds a collective may wait before the job is ended (default 600).
 SHARDFLOW_DEVICE           ``cpu`` (default) or ``cuda``.
 SHARDFLOW_DATA             folder where dataset readers look by default.
+SHARDFLOW_FAILURE_DIR      set by `shardflow run`: where a failing rank writes its root-cause record.
+SHARDFLOW_MPIEXEC          path of the mpiexec `shardflow run` uses (default: next to Python).
 Launcher variables         OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE (mpiexec),
                            PMI_RANK/PMI_SIZE (MPICH/Hydra), SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID,
                            RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE (torchrun style).
@@ -111,3 +113,24 @@ def launch_info() -> LaunchInfo:
 
 def rank_prefix_enabled() -> bool:
     return os.environ.get("SHARDFLOW_RANK_PREFIX", "1") != "0"
+
+
+def failure_dir() -> str | None:
+    """SHARDFLOW_FAILURE_DIR: folder where a failing rank writes its root-cause record.
+
+    Set by ``shardflow run`` for its ranks; the launcher reads the records to print the
+    first failing rank, its traceback and exit code.
+    """
+    raw = os.environ.get("SHARDFLOW_FAILURE_DIR")
+    return raw or None
+
+
+def mpiexec_path() -> str | None:
+    """SHARDFLOW_MPIEXEC: an explicit mpiexec to use instead of the one next to Python."""
+    raw = os.environ.get("SHARDFLOW_MPIEXEC")
+    return raw or None
+
+
+def is_root_user() -> bool:
+    """True when running as uid 0 (mpiexec then needs --allow-run-as-root)."""
+    return hasattr(os, "geteuid") and os.geteuid() == 0

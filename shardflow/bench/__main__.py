@@ -1,0 +1,27 @@
+"""``shardflow bench <suite>`` / ``python -m shardflow.bench <suite>``.
+
+Suites: engine (single-process training steps vs PyTorch eager), comm (all_reduce bus
+bandwidth vs raw mpi4py), ddp (DistributedDataParallel step vs torch DDP on gloo).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+SUITES = {"engine": "shardflow.bench.engine", "comm": "shardflow.bench.comm", "ddp": "shardflow.bench.ddp"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: shardflow bench {" + ",".join(SUITES) + "} [options]")
+        return 0
+    if argv[0] not in SUITES:
+        print(f"unknown bench suite {argv[0]!r}; expected one of {', '.join(SUITES)}", file=sys.stderr)
+        return 2
+    return int(importlib.import_module(SUITES[argv[0]]).main(argv[1:]) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""The ``shardflow`` command: ``run``, ``train``, ``bench``, ``doctor``.
+
+Each subcommand lives in its own module with ``main(argv) -> int`` and is imported only
+when used, so ``shardflow run`` starts fast and needs nothing it does not use.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+USAGE = """usage: shardflow <command> [args...]
+
+commands:
+  run     launch a script (or a shardflow command) on N local or remote ranks via mpiexec
+            shardflow run -n 2 shardflow train gpt
+  train   train a reference model end to end (gpt, mnist, digits)
+            shardflow train gpt --max-steps 500
+  bench   benchmarks: engine (vs PyTorch eager), comm (vs raw mpi4py), ddp (vs torch DDP)
+            shardflow bench engine
+  doctor  check this machine for the classic distributed-training pitfalls
+
+'shardflow <command> --help' shows a command's options.
+"""
+
+COMMANDS = {
+    "run": "shardflow.cli.run",
+    "train": "shardflow.cli.train",
+    "bench": "shardflow.bench.__main__",
+    "doctor": "shardflow.cli.doctor",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(USAGE)
+        return 0
+    cmd, rest = argv[0], argv[1:]
+    if cmd not in COMMANDS:
+        print(f"shardflow: unknown command {cmd!r}; expected one of {', '.join(COMMANDS)}\n", file=sys.stderr)
+        print(USAGE, file=sys.stderr)
+        return 2
+    module = importlib.import_module(COMMANDS[cmd])
+    return int(module.main(rest) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
