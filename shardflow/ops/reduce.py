@@ -1,15 +1,82 @@
-"""Reductions: sum, mean (more in this family: max/min, argmax, var/std, logsumexp, ...)."""
+"""Reductions: sum, mean, prod, max/min (values+indices along a dim), amax/amin, argmax/argmin,
+aminmax, var/std (+ var_mean/std_mean), logsumexp, cumsum/cumprod, norm/vector_norm,
+all/any/count_nonzero.
+
+Conventions (PyTorch's):
+
+* ``dim`` is an int, a sequence of ints, or None (all dims); ``keepdim`` keeps reduced dims
+  as size 1.
+* ``max(x, dim)`` / ``min(x, dim)`` return a named tuple ``(values, indices)`` (a ``tuple``
+  subclass, like ``torch.return_types.max``). Their backward scatters the gradient to the
+  selected index. ``max(x)`` without a dim, ``amax`` and ``amin`` split the gradient evenly
+  between tied extremes (PyTorch's ``evenly_distribute_backward``).
+* Integer/bool inputs: ``sum``/``prod``/``cumsum`` accumulate in int64; ``var``/``std``/
+  ``mean``/``logsumexp``/norms need floating point.
+* ``var``/``std`` use ``correction`` (Bessel's correction, default 1); the legacy positional
+  ``unbiased`` flag maps to correction 1/0.
+* ``prod`` and ``cumprod`` gradients are exact in the presence of zeros: with no zero in a
+  slice the gradient is ``out / x``; with exactly one zero only that position gets the
+  product of the others; with two or more zeros the gradient is zero.
+
+Every op works on raw arrays with array methods / NumPy functions that dispatch to CuPy.
+"""
 
 from __future__ import annotations
 
+import builtins
+import math
+from collections import namedtuple
+
 import numpy as np
 
-from ..autograd import Function, Tensor
-from ..autograd.dispatch import register
+from ..autograd import Function, Tensor, _wrap
+from ..autograd.dispatch import op, register
 from ..backend import as_dtype
-from ._util import norm_dims
+from ._util import norm_dims, wrap_dim
 
-__all__ = ["sum", "mean"]
+__all__ = [
+    "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "aminmax",
+    "var", "std", "var_mean", "std_mean", "logsumexp", "cumsum", "cumprod", "norm",
+    "vector_norm", "all", "any", "count_nonzero", "return_types",
+]
+
+
+# --------------------------------------------------------------------------- return types
+class return_types:  # noqa: N801 - PyTorch's name (torch.return_types)
+    """Named tuples returned by ops with several outputs (``values, indices = x.max(1)``)."""
+
+    max = namedtuple("max", ["values", "indices"])
+    min = namedtuple("min", ["values", "indices"])
+    sort = namedtuple("sort", ["values", "indices"])
+    topk = namedtuple("topk", ["values", "indices"])
+    kthvalue = namedtuple("kthvalue", ["values", "indices"])
+    median = namedtuple("median", ["values", "indices"])
+    aminmax = namedtuple("aminmax", ["min", "max"])
+
+
+for _cls in (v for k, v in vars(return_types).items() if not k.startswith("_")):
+    _cls.__module__ = "shardflow.return_types"
+
+
+# --------------------------------------------------------------------------- helpers
+def _arr(x):
+    """Reductions over all dims give NumPy scalars; a Tensor holds arrays."""
+    return np.asarray(x) if isinstance(x, np.generic) else x
+
+
+def _numel(shape, dims) -> int:
+    if dims is None:
+        return math.prod(shape)
+    return math.prod(shape[d] for d in dims)
+
+
+def _keep(g, shape, dims, keepdim):
+    """Reshape a reduced array to the keepdim=True shape (size-1 reduced dims)."""
+    if keepdim:
+        return g
+    if dims is None:
+        return g.reshape((1,) * len(shape))
+    return np.expand_dims(g, dims)
 
 
 def _expand_grad(g, shape, dims, keepdim):
@@ -21,12 +88,34 @@ def _expand_grad(g, shape, dims, keepdim):
     return np.broadcast_to(g, shape)
 
 
+def _scatter_grad(g, idx, shape, dim, keepdim):
+    """Gradient of ``take_along_axis(x, idx, dim)``: zeros with ``g`` written at ``idx``.
+
+    ``idx`` has the keepdim shape (size ``k`` along ``dim``); ``g`` is the output gradient.
+    """
+    if not keepdim and g.ndim < len(shape):
+        g = np.expand_dims(g, dim)
+    out = np.zeros(shape, dtype=g.dtype)
+    if len(shape) == 0:
+        return out + g
+    np.put_along_axis(out, idx, g, axis=dim)
+    return out
+
+
+def _require_float(t: Tensor, name: str):
+    if not t.dtype.is_floating_point:
+        raise RuntimeError(
+            f"{name}(): expected a floating point input, got {t.dtype}; call .float() first"
+        )
+
+
+# --------------------------------------------------------------------------- sum / mean
 class Sum(Function):
     save_inputs = ()
 
     def forward(self, a, dims=None, keepdim=False, dtype=None):
         self.shape, self.dims, self.keepdim = a.shape, dims, keepdim
-        return np.asarray(a.sum(axis=dims, keepdims=keepdim, dtype=dtype))
+        return _arr(a.sum(axis=dims, keepdims=keepdim, dtype=dtype))
 
     def backward(self, g):
         return _expand_grad(g, self.shape, self.dims, self.keepdim)
@@ -37,9 +126,8 @@ class Mean(Function):
 
     def forward(self, a, dims=None, keepdim=False):
         self.shape, self.dims, self.keepdim = a.shape, dims, keepdim
-        n = a.size if dims is None else int(np.prod([a.shape[d] for d in dims]))
-        self.n = n
-        return np.asarray(a.mean(axis=dims, keepdims=keepdim), dtype=a.dtype)
+        self.n = _numel(a.shape, dims)
+        return _arr(a.mean(axis=dims, keepdims=keepdim)).astype(a.dtype, copy=False)
 
     def backward(self, g):
         return _expand_grad(g / self.n, self.shape, self.dims, self.keepdim).astype(g.dtype, copy=False)
@@ -47,6 +135,7 @@ class Mean(Function):
 
 @register("sum")
 def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """Sum over ``dim`` (all dims when None); ints and bools accumulate as int64."""
     dims = norm_dims(dim, input.array.ndim)
     if dtype is not None:
         dtype = as_dtype(dtype).np
@@ -57,6 +146,7 @@ def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor
 
 @register("mean")
 def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """Arithmetic mean over ``dim``; gradient ``g / n`` broadcast back."""
     if dtype is not None:
         input = input.to(dtype)
     if not input.dtype.is_floating_point:
@@ -67,4 +157,424 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
     return Mean.apply(input, dims=norm_dims(dim, input.array.ndim), keepdim=keepdim)
 
 
+# --------------------------------------------------------------------------- prod
+class Prod(Function):
+    save_inputs = (0,)
+    save_output = True
 
+    def forward(self, a, dims=None, keepdim=False, dtype=None):
+        self.a, self.dims, self.keepdim = a, dims, keepdim
+        return _arr(a.prod(axis=dims, keepdims=keepdim, dtype=dtype))
+
+    def backward(self, g):
+        a, dims = self.a, self.dims
+        gk = _keep(g, a.shape, dims, self.keepdim)
+        zero = a == 0
+        if not zero.any():
+            out = a.prod(axis=dims, keepdims=True)
+            return gk * out / a
+        # Product of the non-zero entries, and the number of zeros, per reduced slice.
+        nz = zero.sum(axis=dims, keepdims=True)
+        safe = np.where(zero, 1, a)
+        p_others = safe.prod(axis=dims, keepdims=True)  # product without the zeros
+        grad = np.where(nz == 0, p_others / safe, np.where((nz == 1) & zero, p_others, 0))
+        return (gk * grad).astype(a.dtype, copy=False)
+
+
+@register("prod")
+def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """Product over ``dim`` (all dims when None); ints/bools give int64. Zero-safe gradient."""
+    dims = norm_dims(dim, input.array.ndim)
+    if dtype is not None:
+        dtype = as_dtype(dtype).np
+    elif input.array.dtype.kind in "biu":
+        dtype = np.int64
+    return Prod.apply(input, dims=dims, keepdim=keepdim, dtype=dtype)
+
+
+# --------------------------------------------------------------------------- max / min
+class _SelectAlongDim(Function):
+    """max/min along one dim: values and int64 indices; gradient goes to the index."""
+
+    save_inputs = ()
+
+    def forward(self, a, dim, keepdim, largest):
+        self.shape, self.dim, self.keepdim = a.shape, dim, keepdim
+        if a.ndim == 0:
+            self.idx = np.zeros((), np.int64)
+            return a.copy(), np.zeros((), np.int64)
+        if a.shape[dim] == 0:
+            kind = "max" if largest else "min"
+            raise IndexError(
+                f"{kind}(): Expected reduction dim {dim} to have non-zero size, got shape "
+                f"{tuple(a.shape)}"
+            )
+        idx = (a.argmax if largest else a.argmin)(axis=dim, keepdims=True)
+        vals = np.take_along_axis(a, idx, axis=dim)
+        self.idx = idx
+        if not keepdim:
+            vals, idx = vals.squeeze(dim), idx.squeeze(dim)
+        return vals, idx.astype(np.int64, copy=False)
+
+    def backward(self, g, _g_indices):
+        return _scatter_grad(g, self.idx, self.shape, self.dim, self.keepdim)
+
+
+class _Extreme(Function):
+    """amax/amin (and max()/min() without dim): gradient split evenly among ties."""
+
+    save_inputs = (0,)
+    save_output = True
+
+    def forward(self, a, dims, keepdim, largest):
+        if a.size == 0 and (dims is None or builtins.any(a.shape[d] == 0 for d in dims)):
+            raise RuntimeError(
+                f"{'amax' if largest else 'amin'}(): cannot reduce over a zero-size dimension "
+                f"(input shape {tuple(a.shape)}); give a non-empty input"
+            )
+        self.a, self.dims, self.keepdim = a, dims, keepdim
+        out = a.max(axis=dims, keepdims=True) if largest else a.min(axis=dims, keepdims=True)
+        self.outk = out
+        if not keepdim:
+            out = out.reshape(()) if dims is None else out.squeeze(dims)
+        return _arr(out)
+
+    def backward(self, g):
+        a, dims = self.a, self.dims
+        mask = a == self.outk
+        count = mask.sum(axis=dims, keepdims=True)
+        gk = _keep(g, a.shape, dims, self.keepdim)
+        return np.where(mask, gk / count, 0).astype(g.dtype, copy=False)
+
+
+def _max_min(input, dim, keepdim, largest, name):
+    if dim is None:
+        if keepdim:
+            raise TypeError(f"{name}(): keepdim=True needs a dim; pass dim=... or use amax/amin")
+        return _Extreme.apply(input, dims=None, keepdim=False, largest=largest)
+    if isinstance(dim, Tensor):  # torch.max(a, b): elementwise
+        return op("maximum" if largest else "minimum")(input, dim)
+    d = wrap_dim(int(dim), input.array.ndim)
+    vals, idx = _SelectAlongDim.apply(input, dim=d, keepdim=keepdim, largest=largest)
+    return getattr(return_types, name)(vals, idx)
+
+
+@register("max")
+def max(input: Tensor, dim=None, keepdim: bool = False):
+    """``max(x)`` -> the largest value; ``max(x, dim)`` -> ``(values, indices)`` along ``dim``;
+    ``max(x, other)`` -> elementwise ``maximum``."""
+    return _max_min(input, dim, keepdim, True, "max")
+
+
+@register("min")
+def min(input: Tensor, dim=None, keepdim: bool = False):
+    """``min(x)`` -> the smallest value; ``min(x, dim)`` -> ``(values, indices)`` along ``dim``;
+    ``min(x, other)`` -> elementwise ``minimum``."""
+    return _max_min(input, dim, keepdim, False, "min")
+
+
+@register("amax")
+def amax(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
+    """Largest value over ``dim`` (all dims for ``()``/None); ties share the gradient."""
+    return _Extreme.apply(input, dims=norm_dims(dim, input.array.ndim), keepdim=keepdim, largest=True)
+
+
+@register("amin")
+def amin(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
+    """Smallest value over ``dim`` (all dims for ``()``/None); ties share the gradient."""
+    return _Extreme.apply(input, dims=norm_dims(dim, input.array.ndim), keepdim=keepdim, largest=False)
+
+
+@register("aminmax")
+def aminmax(input: Tensor, *, dim=None, keepdim: bool = False):
+    """``(min, max)`` over ``dim`` (all dims when None)."""
+    return return_types.aminmax(amin(input, dim, keepdim), amax(input, dim, keepdim))
+
+
+def _arg_extreme(input: Tensor, dim, keepdim, largest):
+    a = input.array
+    f = a.argmax if largest else a.argmin
+    if dim is None:
+        idx = _arr(f()).astype(np.int64)
+        return _wrap(idx.reshape((1,) * a.ndim) if keepdim else idx)
+    d = wrap_dim(int(dim), a.ndim)
+    if a.ndim == 0:
+        return _wrap(np.zeros((), np.int64))
+    return _wrap(_arr(f(axis=d, keepdims=keepdim)).astype(np.int64, copy=False))
+
+
+@register("argmax")
+def argmax(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Index of the largest value (of the flattened input when ``dim`` is None); int64."""
+    return _arg_extreme(input, dim, keepdim, True)
+
+
+@register("argmin")
+def argmin(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Index of the smallest value (of the flattened input when ``dim`` is None); int64."""
+    return _arg_extreme(input, dim, keepdim, False)
+
+
+# --------------------------------------------------------------------------- var / std
+class Var(Function):
+    """var = sum((x - mean)^2) / (N - correction); grad = 2 (x - mean) / (N - correction)."""
+
+    save_inputs = ()
+
+    def forward(self, a, dims, correction, keepdim, take_sqrt):
+        n = _numel(a.shape, dims)
+        self.denom = builtins.max(n - correction, 0)
+        d = a - a.mean(axis=dims, keepdims=True, dtype=a.dtype)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            v = (d * d).sum(axis=dims, keepdims=True) / a.dtype.type(self.denom)
+            out = np.sqrt(v) if take_sqrt else v
+        self.d, self.dims, self.keepdim, self.take_sqrt, self.outk = d, dims, keepdim, take_sqrt, out
+        if not keepdim:
+            out = out.reshape(()) if dims is None else out.squeeze(dims)
+        return _arr(out).astype(a.dtype, copy=False)
+
+    def backward(self, g):
+        gk = _keep(g, self.d.shape, self.dims, self.keepdim)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if self.take_sqrt:  # d std = d var / (2 std)
+                scale = gk / (self.outk * self.d.dtype.type(self.denom))
+            else:
+                scale = gk * (2.0 / self.d.dtype.type(self.denom))
+            return (self.d * scale).astype(g.dtype, copy=False)
+
+
+def _var_args(input, dim, unbiased, correction, name):
+    _require_float(input, name)
+    if isinstance(dim, bool):  # var(x, unbiased)
+        dim, unbiased = None, dim
+    if correction is not None and unbiased is not None:
+        raise RuntimeError(f"{name}(): pass either correction or unbiased, not both")
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    return norm_dims(dim, input.array.ndim), correction
+
+
+@register("var")
+def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
+    """Variance over ``dim`` with ``correction`` (default 1: unbiased)."""
+    dims, c = _var_args(input, dim, unbiased, correction, "var")
+    return Var.apply(input, dims=dims, correction=c, keepdim=keepdim, take_sqrt=False)
+
+
+@register("std")
+def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
+    """Standard deviation over ``dim`` with ``correction`` (default 1: unbiased)."""
+    dims, c = _var_args(input, dim, unbiased, correction, "std")
+    return Var.apply(input, dims=dims, correction=c, keepdim=keepdim, take_sqrt=True)
+
+
+@register("var_mean")
+def var_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    """``(var, mean)`` over ``dim``."""
+    dims, c = _var_args(input, dim, unbiased, correction, "var_mean")
+    v = Var.apply(input, dims=dims, correction=c, keepdim=keepdim, take_sqrt=False)
+    return v, Mean.apply(input, dims=dims, keepdim=keepdim)
+
+
+@register("std_mean")
+def std_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    """``(std, mean)`` over ``dim``."""
+    dims, c = _var_args(input, dim, unbiased, correction, "std_mean")
+    s = Var.apply(input, dims=dims, correction=c, keepdim=keepdim, take_sqrt=True)
+    return s, Mean.apply(input, dims=dims, keepdim=keepdim)
+
+
+# --------------------------------------------------------------------------- logsumexp
+class LogSumExp(Function):
+    """out = m + log(sum(exp(x - m))) with m = max(x) (finite); grad = g * exp(x - out)."""
+
+    save_inputs = (0,)
+    save_output = True
+
+    def forward(self, a, dims, keepdim):
+        m = a.max(axis=dims, keepdims=True)
+        m = np.where(np.isfinite(m), m, 0).astype(a.dtype, copy=False)
+        with np.errstate(divide="ignore"):
+            out = np.log(np.exp(a - m).sum(axis=dims, keepdims=True)) + m
+        self.a, self.dims, self.keepdim, self.outk = a, dims, keepdim, out
+        if not keepdim:
+            out = out.reshape(()) if dims is None else out.squeeze(dims)
+        return _arr(out)
+
+    def backward(self, g):
+        gk = _keep(g, self.a.shape, self.dims, self.keepdim)
+        return gk * np.exp(self.a - self.outk)
+
+
+@register("logsumexp")
+def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
+    """``log(sum(exp(x), dim))`` computed stably (max subtracted first); ints -> float."""
+    if not input.dtype.is_floating_point:
+        input = input.float()
+    if input.array.size == 0 and dim is None:
+        raise RuntimeError("logsumexp(): cannot reduce an empty tensor over all dims")
+    return LogSumExp.apply(input, dims=norm_dims(dim, input.array.ndim), keepdim=keepdim)
+
+
+# --------------------------------------------------------------------------- cumsum / cumprod
+def _rev_cumsum(g, dim):
+    return np.flip(np.flip(g, dim).cumsum(axis=dim), dim)
+
+
+class CumSum(Function):
+    save_inputs = ()
+
+    def forward(self, a, dim, dtype):
+        self.dim = dim
+        if a.ndim == 0:
+            return a.astype(dtype) if dtype is not None else a.copy()
+        return a.cumsum(axis=dim, dtype=dtype)
+
+    def backward(self, g):
+        return g if g.ndim == 0 else _rev_cumsum(g, self.dim)
+
+
+@register("cumsum")
+def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:
+    """Cumulative sum along ``dim``; ints/bools accumulate as int64. Grad: reversed cumsum."""
+    d = wrap_dim(int(dim), input.array.ndim)
+    if dtype is not None:
+        dtype = as_dtype(dtype).np
+    elif input.array.dtype.kind in "biu":
+        dtype = np.int64
+    return CumSum.apply(input, dim=d, dtype=dtype)
+
+
+class CumProd(Function):
+    """Gradient: ``revcumsum(g * out) / x`` before a slice's first zero; at the first zero
+    ``revcumsum(g * cumprod(x with that zero set to 1))``; zero after it."""
+
+    save_inputs = (0,)
+    save_output = True
+
+    def forward(self, a, dim, dtype):
+        self.a, self.dim = a, dim
+        if a.ndim == 0:
+            self.out = a.astype(dtype) if dtype is not None else a.copy()
+            return self.out
+        self.out = a.cumprod(axis=dim, dtype=dtype)
+        return self.out
+
+    def backward(self, g):
+        a, out, dim = self.a, self.out, self.dim
+        if a.ndim == 0:
+            return g
+        zero = a == 0
+        if not zero.any():
+            return _rev_cumsum(g * out, dim) / a
+        nzeros_before = zero.cumsum(axis=dim)  # zeros in x[..:i] inclusive
+        before = nzeros_before == 0  # strictly before the first zero
+        first = zero & (nzeros_before == 1)
+        safe = np.where(before, a, 1)
+        grad = np.where(before, _rev_cumsum(g * out, dim) / safe, 0)
+        cp = np.where(first, 1, a).cumprod(axis=dim)
+        at_first = _rev_cumsum(g * cp, dim)
+        return np.where(first, at_first, grad).astype(g.dtype, copy=False)
+
+
+@register("cumprod")
+def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:
+    """Cumulative product along ``dim`` (zero-safe gradient); ints/bools give int64."""
+    d = wrap_dim(int(dim), input.array.ndim)
+    if dtype is not None:
+        dtype = as_dtype(dtype).np
+    elif input.array.dtype.kind in "biu":
+        dtype = np.int64
+    return CumProd.apply(input, dim=d, dtype=dtype)
+
+
+# --------------------------------------------------------------------------- norms
+class VectorNorm(Function):
+    """p-norm ``(sum |x|^p)^(1/p)`` over ``dims``; p in {2, 1, inf, -inf, 0, other}."""
+
+    save_inputs = (0,)
+    save_output = True
+
+    def forward(self, a, ord, dims, keepdim):
+        self.a, self.ord, self.dims, self.keepdim = a, ord, dims, keepdim
+        if ord == 2:
+            out = np.sqrt((a * a).sum(axis=dims, keepdims=True))
+        elif ord == 1:
+            out = np.abs(a).sum(axis=dims, keepdims=True)
+        elif ord == math.inf:
+            out = np.abs(a).max(axis=dims, keepdims=True)
+        elif ord == -math.inf:
+            out = np.abs(a).min(axis=dims, keepdims=True)
+        elif ord == 0:
+            out = (a != 0).sum(axis=dims, keepdims=True).astype(a.dtype)
+        else:
+            out = (np.abs(a) ** ord).sum(axis=dims, keepdims=True) ** (1.0 / ord)
+        out = out.astype(a.dtype, copy=False)
+        self.outk = out
+        if not keepdim:
+            out = out.reshape(()) if dims is None else out.squeeze(dims)
+        return _arr(out)
+
+    def backward(self, g):
+        a, p, out = self.a, self.ord, self.outk
+        gk = _keep(g, a.shape, self.dims, self.keepdim)
+        if p == 0:
+            return np.zeros_like(a)
+        if p == 1:
+            return gk * np.sign(a)
+        if p in (math.inf, -math.inf):
+            mask = np.abs(a) == out
+            count = mask.sum(axis=self.dims, keepdims=True)
+            return (np.sign(a) * np.where(mask, gk / count, 0)).astype(g.dtype, copy=False)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if p == 2:
+                grad = a * (gk / out)
+            else:
+                grad = np.sign(a) * np.abs(a) ** (p - 1) * (gk / out ** (p - 1))
+        return np.where(out == 0, 0, grad).astype(g.dtype, copy=False)
+
+
+@register("linalg_vector_norm", "vector_norm")
+def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """``torch.linalg.vector_norm``: the ``ord``-norm of ``x`` viewed as a vector over ``dim``."""
+    if dtype is not None:
+        x = x.to(dtype)
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(
+            f"linalg.vector_norm: Expected a floating point tensor as input. Got {x.dtype}; "
+            "call .float() first"
+        )
+    ord = float(ord)
+    return VectorNorm.apply(x, ord=ord, dims=norm_dims(dim, x.array.ndim), keepdim=keepdim)
+
+
+@register("norm")
+def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
+    """``torch.norm``: 'fro' (= 2-norm of the flattened dims) or a numeric ``p`` vector norm."""
+    if isinstance(p, str):
+        if p != "fro":
+            raise NotImplementedError(
+                f"norm(p={p!r}) is not implemented; shardflow supports p='fro' and numeric p"
+            )
+        p = 2
+    return vector_norm(input, p, dim, keepdim, dtype=dtype)
+
+
+# --------------------------------------------------------------------------- logical
+@register("all")
+def all(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """True where every element over ``dim`` is non-zero (bool result)."""
+    return _wrap(_arr(input.array.all(axis=norm_dims(dim, input.array.ndim), keepdims=keepdim)))
+
+
+@register("any")
+def any(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """True where some element over ``dim`` is non-zero (bool result)."""
+    return _wrap(_arr(input.array.any(axis=norm_dims(dim, input.array.ndim), keepdims=keepdim)))
+
+
+@register("count_nonzero")
+def count_nonzero(input: Tensor, dim=None) -> Tensor:
+    """Number of non-zero elements over ``dim`` (all dims when None), as int64."""
+    a = input.array
+    return _wrap(_arr((a != 0).sum(axis=norm_dims(dim, a.ndim), dtype=np.int64)))
