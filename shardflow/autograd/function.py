@@ -21,6 +21,7 @@ backward unless ``retain_graph=True``.
 from __future__ import annotations
 
 from . import grad_mode
+from .tensor import Tensor, _wrap
 
 
 class Function:
@@ -40,36 +41,32 @@ class Function:
     @classmethod
     def apply(cls, *args, **params):
         """Run the op on Tensors (and plain values), recording the graph when needed."""
-        from .tensor import Tensor, _wrap  # same package; tensor.py imports this module
-
         fn = cls()
-        need = False
         arrays = []
+        edges = []
+        need = False
         for a in args:
             if isinstance(a, Tensor):
                 arrays.append(a.array)
                 if a.requires_grad:
                     need = True
+                    edges.append((a.grad_fn, a._output_nr) if a.grad_fn is not None else (a, 0))
+                else:
+                    edges.append(None)
             else:
                 arrays.append(a)
-        if not grad_mode._enabled[0]:
-            need = False
-        if need:
-            fn.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
-        out = fn.forward(*arrays, **params)
-        if not need:
+                edges.append(None)
+        if not need or not grad_mode._enabled[0]:
+            out = fn.forward(*arrays, **params)
             if isinstance(out, tuple):
                 return tuple(_wrap(o) for o in out)
             return _wrap(out)
 
+        fn.needs_input_grad = tuple(e is not None for e in edges)
+        out = fn.forward(*arrays, **params)
         fn._freed = False
         fn._pre_hooks = None
-        fn.next = tuple(
-            ((a.grad_fn, a._output_nr) if a.grad_fn is not None else (a, 0))
-            if isinstance(a, Tensor) and a.requires_grad
-            else None
-            for a in args
-        )
+        fn.next = edges
         saved = cls.save_inputs
         if saved is None:
             fn._saved_versions = [
