@@ -1,3 +1,702 @@
-"""(to be written)"""
+"""Softmax family and losses, each one fused ``Function`` with a hand-written backward.
 
-__all__: list[str] = []
+Composing these from small ops would allocate one array per step and record one graph node
+per step; here each op is one forward pass over NumPy arrays and one backward pass.
+
+Algorithms:
+
+* ``softmax``: ``y = exp(x - max) / sum(exp(x - max))``; backward ``gx = y * (g - sum(g*y))``.
+* ``log_softmax``: ``y = (x - max) - log(sum(exp(x - max)))``; backward
+  ``gx = g - exp(y) * sum(g)``.
+* ``cross_entropy`` (class-index targets): ``loss_i = lse_i - z_{i,t_i}`` with
+  ``z = x - max`` and ``lse = log(sum(exp(z)))`` — the full ``log_softmax`` array is never
+  built. With label smoothing ``eps`` (PyTorch's formula)
+  ``loss_i = (1-eps) w_t (-log p_t) + eps/C * sum_c w_c (-log p_c)``, and 'mean' divides by
+  ``sum_i w_{t_i}`` over non-ignored targets. Backward, with ``r_i = dOut/dloss_i``:
+  ``gx_ic = r_i (p_ic A_i - a_ic)`` where ``a_ic = (1-eps) w_t [c = t_i] + eps/C w_c`` and
+  ``A_i = sum_c a_ic``; it is written as one scaled copy of ``exp(z)`` plus a scatter at the
+  targets. Class-probability targets (float, same shape as input):
+  ``loss_i = -sum_c w_c t_ic log p_ic``, 'mean' divides by the number of samples.
+* pointwise losses (mse, l1, smooth_l1, huber) keep ``d = input - target`` and compute the
+  derivative of the per-element loss in backward; both input and target get gradients
+  (broadcasting reduced with ``unbroadcast``).
+* ``binary_cross_entropy``: logs clamped at -100 like PyTorch; input grad
+  ``w (x - t) / max(x (1 - x), 1e-12)``.
+* ``binary_cross_entropy_with_logits``: ``(1 - t) x + (1 + (pw - 1) t) softplus(-x)`` with
+  the stable ``softplus(-x) = max(-x, 0) + log1p(exp(-|x|))``.
+
+Class weights, ``pos_weight`` and elementwise loss weights are constants (no gradient), as
+in PyTorch. float16/bfloat16 inputs are computed in float32 and cast back.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import Function, Tensor
+from ..autograd.dispatch import register
+from ..backend import as_dtype, dtypes
+from ._util import promote, unbroadcast, wrap_dim
+
+__all__ = [
+    "softmax",
+    "log_softmax",
+    "cross_entropy",
+    "nll_loss",
+    "mse_loss",
+    "l1_loss",
+    "smooth_l1_loss",
+    "huber_loss",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "kl_div",
+]
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+# ---------------------------------------------------------------------------- helpers
+def _up(a):
+    """float16/bfloat16 arrays -> float32 (accumulate in single precision); also the dtype
+    to cast results back to (None when no cast is needed)."""
+    if a.dtype.itemsize < 4 and a.dtype.kind in "fV":
+        return a.astype(np.float32), a.dtype
+    return a, None
+
+
+def _down(a, dt):
+    return a if dt is None or a is None else a.astype(dt)
+
+
+def _raw(t):
+    """A constant argument (weight, pos_weight) as a raw array, or None."""
+    if t is None:
+        return None
+    if isinstance(t, Tensor):
+        return t.array
+    return np.asarray(t)
+
+
+def _reduction(size_average, reduce, reduction: str) -> str:
+    """Resolve PyTorch's legacy ``size_average`` / ``reduce`` flags into ``reduction``."""
+    if size_average is not None or reduce is not None:
+        size_average = True if size_average is None else size_average
+        reduce = True if reduce is None else reduce
+        reduction = "none" if not reduce else ("mean" if size_average else "sum")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction!r} is not a valid value for reduction; expected one of {_REDUCTIONS}")
+    return reduction
+
+
+def _reduce(loss, reduction: str):
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return np.asarray(loss.sum(), dtype=loss.dtype)
+    return np.asarray(loss.mean(), dtype=loss.dtype)
+
+
+def _out_grad(g, reduction: str, n):
+    """dOut/dloss_i for each element (a scalar array for 'mean'/'sum')."""
+    if reduction == "mean":
+        return g / n
+    return g
+
+
+def _float_input(x: Tensor, name: str = "input") -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name} must be a Tensor, got {type(x).__name__}")
+    if not x.dtype.is_floating_point:
+        from .conversion import to_dtype
+
+        return to_dtype(x, dtypes.get_default_dtype())
+    return x
+
+
+# ---------------------------------------------------------------------------- softmax
+class Softmax(Function):
+    save_inputs = ()
+    save_output = True
+
+    def forward(self, x, dim):
+        self.dim = dim
+        xa, dt = _up(x)
+        y = xa - xa.max(axis=dim, keepdims=True)
+        np.exp(y, out=y)
+        y /= y.sum(axis=dim, keepdims=True)
+        self.y = y  # float32 even for half inputs: backward reuses it
+        return _down(y, dt)
+
+    def backward(self, g):
+        y = self.y
+        gy = g * y
+        s = gy.sum(axis=self.dim, keepdims=True)
+        gy -= y * s
+        return gy.astype(g.dtype, copy=False)
+
+
+class LogSoftmax(Function):
+    save_inputs = ()
+    save_output = True
+
+    def forward(self, x, dim):
+        self.dim = dim
+        xa, dt = _up(x)
+        y = xa - xa.max(axis=dim, keepdims=True)
+        lse = np.log(np.exp(y).sum(axis=dim, keepdims=True))
+        y -= lse
+        self.y = y
+        return _down(y, dt)
+
+    def backward(self, g):
+        p = np.exp(self.y)
+        p *= g.sum(axis=self.dim, keepdims=True)
+        gx = g - p
+        return gx.astype(g.dtype, copy=False)
+
+
+def _softmax_args(input, dim, _stacklevel, dtype, name):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}: input must be a Tensor, got {type(input).__name__}")
+    if dtype is None and _stacklevel is not None and not isinstance(_stacklevel, int):
+        dtype = _stacklevel  # torch.softmax(x, dim, dtype) passes dtype third
+    if dtype is not None:
+        from .conversion import to_dtype
+
+        input = to_dtype(input, as_dtype(dtype))
+    else:
+        input = _float_input(input)
+    nd = input.array.ndim
+    if dim is None:  # PyTorch's legacy implicit choice
+        dim = 0 if nd in (0, 1, 3) else 1
+    axis = wrap_dim(dim, nd) if nd else None
+    return input, axis
+
+
+@register("softmax")
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """``exp(x - max) / sum(exp(x - max))`` along ``dim`` (fused, numerically stable)."""
+    input, axis = _softmax_args(input, dim, _stacklevel, dtype, "softmax")
+    return Softmax.apply(input, dim=axis)
+
+
+@register("log_softmax")
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """``(x - max) - log(sum(exp(x - max)))`` along ``dim`` (fused, numerically stable)."""
+    input, axis = _softmax_args(input, dim, _stacklevel, dtype, "log_softmax")
+    return LogSoftmax.apply(input, dim=axis)
+
+
+# ---------------------------------------------------------------------------- class targets
+def _index_target(x_shape, t, ignore_index, fname):
+    """Check an integer class-index target against input shape (N, C, d1, ...) and return
+    (target safe for indexing, valid mask or None when every target is valid)."""
+    C = x_shape[1]
+    expected = (x_shape[0], *x_shape[2:])
+    if t.dtype.kind not in "iu":
+        raise TypeError(
+            f"{fname}: expected class-index targets of an integer dtype with shape {expected}, or "
+            f"class-probability targets of shape {tuple(x_shape)}; got a target of dtype {t.dtype} "
+            f"and shape {tuple(t.shape)}. Cast index targets with .long()"
+        )
+    if t.shape != expected:
+        raise ValueError(
+            f"{fname}: expected target of shape {expected} for input of shape {tuple(x_shape)} "
+            f"(class dim 1), got {tuple(t.shape)}"
+        )
+    ign = t == ignore_index
+    if ign.any():
+        valid = ~ign
+        tt = np.where(valid, t, 0)
+    else:
+        valid, tt = None, t
+    if tt.size:
+        lo, hi = tt.min(), tt.max()
+        if lo < 0 or hi >= C:
+            bad = int(lo if lo < 0 else hi)
+            raise IndexError(
+                f"{fname}: target {bad} is out of bounds: expected class indices in [0, {C}) "
+                f"for input with {C} classes (or ignore_index={ignore_index})"
+            )
+    return tt, valid
+
+
+def _class_shape(nd, C):
+    return (1, C) + (1,) * (nd - 2)
+
+
+def _as_batched(x, t):
+    """(C,) input with a scalar target -> (1, C) and (1,)."""
+    if x.ndim == 1:
+        return x.reshape(1, -1), (None if t is None else t.reshape((1,) + t.shape))
+    return x, t
+
+
+class CrossEntropyIndex(Function):
+    save_inputs = ()
+
+    def forward(self, x, t, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+        self.in_shape = x.shape
+        xa, dt = _up(x)
+        xa, t = _as_batched(xa, t)
+        C = xa.shape[1]
+        tt, valid = _index_target(xa.shape, t, ignore_index, "cross_entropy")
+        eps = float(label_smoothing)
+        idx = np.expand_dims(tt, 1)  # (N, 1, d...)
+        fdt = xa.dtype
+        z = xa - xa.max(axis=1, keepdims=True)  # (N, C, d...)
+        zt = np.take_along_axis(z, idx, axis=1)[:, 0]  # (N, d...)
+        wb = None if weight is None else weight.astype(fdt, copy=False).reshape(_class_shape(xa.ndim, C))
+        if eps > 0:
+            zsum = (z * wb).sum(axis=1) if wb is not None else z.sum(axis=1)
+        np.exp(z, out=z)
+        s = z.sum(axis=1)  # (N, d...)
+        lse = np.log(s)
+        loss = lse - zt  # -log p_t
+        # coef_i = w_{t_i} * valid_i (None: all ones)
+        if weight is not None:
+            coef = weight.astype(fdt, copy=False)[tt]
+            if valid is not None:
+                coef = coef * valid
+        else:
+            coef = None if valid is None else valid.astype(fdt)
+        if coef is not None:
+            loss *= coef
+        if eps > 0:
+            sumw = float(weight.sum()) if weight is not None else float(C)
+            smooth = lse * sumw - zsum  # -sum_c w_c log p_c
+            if valid is not None:
+                smooth *= valid
+            loss *= 1.0 - eps
+            loss += (eps / C) * smooth
+        if reduction == "mean":
+            denom = coef.sum() if coef is not None else loss.size
+        else:
+            denom = 1
+        self.e, self.s, self.idx, self.coef, self.valid, self.wb = z, s, idx, coef, valid, wb
+        self.eps, self.C, self.reduction, self.denom, self.dt = eps, C, reduction, denom, dt
+        self.sumw = float(weight.sum()) if weight is not None else float(C)
+        if reduction == "none":
+            out = loss.reshape(()) if len(self.in_shape) == 1 else loss
+        elif reduction == "sum":
+            out = np.asarray(loss.sum(), dtype=fdt)
+        else:
+            out = np.asarray(loss.sum() / denom, dtype=fdt)
+        return _down(out, dt)
+
+    def backward(self, g):
+        eps, C, coef = self.eps, self.C, self.coef
+        g = g.astype(self.e.dtype, copy=False)
+        if self.reduction == "none":
+            r = g.reshape(self.s.shape)
+        elif self.reduction == "mean":
+            r = g / self.denom
+        else:
+            r = g
+        # A_i * valid_i: (1-eps) w_t + eps/C sum(w), masked
+        if eps > 0:
+            A = (1.0 - eps) * (coef if coef is not None else 1.0)
+            rv = r if self.valid is None else r * self.valid
+            A = A + (eps / C) * self.sumw * (self.valid if self.valid is not None else 1.0)
+        else:
+            A = coef if coef is not None else 1.0
+        scale = (r * A) / self.s  # (N, d...)
+        gx = self.e * np.expand_dims(scale, 1)
+        if eps > 0:
+            wb = self.wb if self.wb is not None else 1.0
+            gx -= (eps / C) * np.expand_dims(np.broadcast_to(rv, self.s.shape), 1) * wb
+        tgt = (1.0 - eps) * r * (coef if coef is not None else 1.0)
+        tgt = np.expand_dims(np.broadcast_to(tgt, self.s.shape), 1)
+        cur = np.take_along_axis(gx, self.idx, axis=1)
+        np.put_along_axis(gx, self.idx, cur - tgt, axis=1)
+        return _down(gx.reshape(self.in_shape), self.dt)
+
+
+class CrossEntropyProb(Function):
+    save_inputs = ()
+
+    def forward(self, x, t, weight=None, reduction="mean", label_smoothing=0.0):
+        self.in_shape = x.shape
+        xa, dt = _up(x)
+        ta = t.astype(xa.dtype, copy=False)
+        xa, ta = _as_batched(xa, ta)
+        C = xa.shape[1]
+        eps = float(label_smoothing)
+        z = xa - xa.max(axis=1, keepdims=True)
+        logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))  # (N, C, d...)
+        tt = ta * (1.0 - eps) + eps / C if eps > 0 else ta
+        wb = None if weight is None else weight.astype(xa.dtype, copy=False).reshape(_class_shape(xa.ndim, C))
+        wt = tt * wb if wb is not None else tt
+        loss = -(wt * logp).sum(axis=1)  # (N, d...)
+        n = loss.size
+        self.logp, self.wt, self.wb, self.eps, self.reduction, self.n, self.dt = logp, wt, wb, eps, reduction, n, dt
+        if reduction == "none":
+            out = loss.reshape(()) if len(self.in_shape) == 1 else loss
+        elif reduction == "sum":
+            out = np.asarray(loss.sum(), dtype=xa.dtype)
+        else:
+            out = np.asarray(loss.sum() / n, dtype=xa.dtype)
+        return _down(out, dt)
+
+    def backward(self, g):
+        g = g.astype(self.logp.dtype, copy=False)
+        if self.reduction == "none":
+            r = np.expand_dims(g.reshape(self.logp.shape[:1] + self.logp.shape[2:]), 1)
+        else:
+            r = _out_grad(g, self.reduction, self.n)
+        gx = gt = None
+        if self.needs_input_grad[0]:
+            p = np.exp(self.logp)
+            gx = r * (p * self.wt.sum(axis=1, keepdims=True) - self.wt)
+            gx = _down(gx.reshape(self.in_shape), self.dt)
+        if self.needs_input_grad[1]:
+            gt = -r * self.logp * (1.0 - self.eps)
+            if self.wb is not None:
+                gt = gt * self.wb
+            gt = _down(gt.reshape(self.in_shape), self.dt)
+        return gx, gt
+
+
+@register("cross_entropy")
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                  reduction="mean", label_smoothing=0.0):
+    """Cross entropy between logits ``input`` (N, C, d1, ...) or (C,) and ``target``:
+    class indices (integer, shape (N, d1, ...)) or class probabilities (float, same shape
+    as input). Fused log-softmax + NLL; see the module docstring for the formulas."""
+    reduction = _reduction(size_average, reduce, reduction)
+    input = _float_input(input)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must be in [0.0, 1.0], got {label_smoothing}")
+    if input.array.ndim == 0:
+        raise ValueError("cross_entropy: input must have a class dimension: shape (C,) or (N, C, ...), got a scalar")
+    w = _raw(weight)
+    C = input.shape[1] if input.array.ndim > 1 else input.shape[0]
+    if w is not None and w.shape != (C,):
+        raise ValueError(f"cross_entropy: weight must have shape ({C},) (one per class), got {tuple(w.shape)}")
+    ta = target.array if isinstance(target, Tensor) else np.asarray(target)
+    if ta.dtype.kind == "f" or ta.dtype.kind == "V":
+        if ta.shape != tuple(input.shape):
+            exp_idx = (input.shape[0], *input.shape[2:]) if input.array.ndim > 1 else ()
+            raise ValueError(
+                f"cross_entropy: a float target means class probabilities and must have the input's "
+                f"shape {tuple(input.shape)}, got {tuple(ta.shape)}; for class indices of shape "
+                f"{exp_idx} use an integer target (target.long())"
+            )
+        if not isinstance(target, Tensor):
+            target = Tensor(ta)
+        return CrossEntropyProb.apply(input, target, weight=w, reduction=reduction, label_smoothing=label_smoothing)
+    return CrossEntropyIndex.apply(input, ta, weight=w, ignore_index=ignore_index, reduction=reduction,
+                                   label_smoothing=label_smoothing)
+
+
+class NllLoss(Function):
+    save_inputs = ()
+
+    def forward(self, x, t, weight=None, ignore_index=-100, reduction="mean"):
+        self.in_shape = x.shape
+        xb, t = _as_batched(x, t)
+        tt, valid = _index_target(xb.shape, t, ignore_index, "nll_loss")
+        idx = np.expand_dims(tt, 1)
+        loss = -np.take_along_axis(xb, idx, axis=1)[:, 0]
+        if weight is not None:
+            coef = weight.astype(x.dtype, copy=False)[tt]
+            if valid is not None:
+                coef = coef * valid
+        else:
+            coef = None if valid is None else valid.astype(x.dtype)
+        if coef is not None:
+            loss *= coef
+        denom = (coef.sum() if coef is not None else loss.size) if reduction == "mean" else 1
+        self.idx, self.coef, self.reduction, self.denom, self.bshape = idx, coef, reduction, denom, xb.shape
+        if reduction == "none":
+            return loss.reshape(()) if x.ndim == 1 else loss
+        if reduction == "sum":
+            return np.asarray(loss.sum(), dtype=x.dtype)
+        return np.asarray(loss.sum() / denom, dtype=x.dtype)
+
+    def backward(self, g):
+        if self.reduction == "none":
+            r = g.reshape(self.idx.shape[:1] + self.idx.shape[2:])
+        else:
+            r = g / self.denom if self.reduction == "mean" else g
+        v = -r * self.coef if self.coef is not None else -r
+        v = np.expand_dims(np.broadcast_to(v, self.idx.shape[:1] + self.idx.shape[2:]), 1)
+        gx = np.zeros(self.bshape, dtype=g.dtype)
+        np.put_along_axis(gx, self.idx, v.astype(g.dtype, copy=False), axis=1)
+        return gx.reshape(self.in_shape)
+
+
+@register("nll_loss")
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    """Negative log likelihood ``-w_t * input[t]`` for log-probabilities (N, C, d1, ...) or
+    (C,); 'mean' divides by the sum of the weights of non-ignored targets."""
+    reduction = _reduction(size_average, reduce, reduction)
+    input = _float_input(input)
+    if input.array.ndim == 0:
+        raise ValueError("nll_loss: input must have a class dimension: shape (C,) or (N, C, ...), got a scalar")
+    ta = target.array if isinstance(target, Tensor) else np.asarray(target)
+    w = _raw(weight)
+    C = input.shape[1] if input.array.ndim > 1 else input.shape[0]
+    if w is not None and w.shape != (C,):
+        raise ValueError(f"nll_loss: weight must have shape ({C},) (one per class), got {tuple(w.shape)}")
+    return NllLoss.apply(input, ta, weight=w, ignore_index=ignore_index, reduction=reduction)
+
+
+# ---------------------------------------------------------------------------- pointwise losses
+class PointwiseLoss(Function):
+    """``loss = weight * f(input - target)`` for f in mse / l1 / smooth_l1 / huber."""
+
+    save_inputs = ()
+
+    def forward(self, x, t, kind="mse", param=1.0, reduction="mean", weight=None):
+        self.sx, self.st = np.shape(x), np.shape(t)
+        d = x - t
+        self.d, self.kind, self.param, self.reduction, self.weight = d, kind, param, reduction, weight
+        if kind == "mse":
+            loss = d * d
+        elif kind == "l1":
+            loss = np.abs(d)
+        else:
+            a = np.abs(d)
+            p = param
+            small = a < p
+            if kind == "smooth_l1":
+                loss = np.where(small, 0.5 * d * d / p if p > 0 else 0.0, a - 0.5 * p)
+            else:  # huber
+                loss = np.where(small, 0.5 * d * d, p * (a - 0.5 * p))
+            loss = loss.astype(d.dtype, copy=False)
+        self.n = loss.size
+        if weight is not None:
+            loss = loss * weight
+            if kind in ("mse", "l1"):  # PyTorch: weighted mse/l1 'mean' divides by sum(weight)
+                self.n = np.broadcast_to(weight, loss.shape).sum()
+        if reduction == "mean":
+            return np.asarray(loss.sum() / self.n, dtype=loss.dtype)
+        return _reduce(loss, reduction)
+
+    def backward(self, g):
+        d, kind, p = self.d, self.kind, self.param
+        if kind == "mse":
+            dd = 2.0 * d
+        elif kind == "l1":
+            dd = np.sign(d)
+        elif kind == "smooth_l1":
+            dd = np.clip(d / p, -1.0, 1.0) if p > 0 else np.sign(d)
+        else:
+            dd = np.clip(d, -p, p)
+        dd = dd * _out_grad(g, self.reduction, self.n)
+        if self.weight is not None:
+            dd = dd * self.weight
+        dd = dd.astype(d.dtype, copy=False)
+        gx = unbroadcast(dd, self.sx) if self.needs_input_grad[0] else None
+        gt = unbroadcast(-dd, self.st) if self.needs_input_grad[1] else None
+        return gx, gt
+
+
+def _pointwise(name, input, target, kind, param, reduction, weight):
+    x, t = promote(input, target)
+    if not isinstance(t, Tensor):
+        t = Tensor(np.asarray(t, dtype=x.array.dtype))
+    if not x.dtype.is_floating_point:
+        x, t = _float_input(x), _float_input(t)
+    try:
+        shape = np.broadcast_shapes(x.array.shape, t.array.shape)
+    except ValueError:
+        raise ValueError(
+            f"{name}: input shape {tuple(x.shape)} and target shape {tuple(t.shape)} do not broadcast; "
+            "pass a target of the input's shape"
+        ) from None
+    w = _raw(weight)
+    if w is not None:
+        w = w.astype(x.array.dtype, copy=False)
+        if np.broadcast_shapes(shape, w.shape) != shape:
+            raise ValueError(f"{name}: weight shape {tuple(w.shape)} must broadcast to {shape}")
+    return PointwiseLoss.apply(x, t, kind=kind, param=param, reduction=reduction, weight=w)
+
+
+@register("mse_loss")
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Squared error ``weight * (input - target)**2``; with ``weight``, 'mean' divides by
+    ``sum(weight)`` (PyTorch's rule)."""
+    return _pointwise("mse_loss", input, target, "mse", 0.0, _reduction(size_average, reduce, reduction), weight)
+
+
+@register("l1_loss")
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Absolute error ``weight * |input - target|`` (gradient sign(d), 0 at d = 0); with
+    ``weight``, 'mean' divides by ``sum(weight)``."""
+    return _pointwise("l1_loss", input, target, "l1", 0.0, _reduction(size_average, reduce, reduction), weight)
+
+
+@register("smooth_l1_loss")
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """``0.5 d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta`` (beta = 0: L1)."""
+    if beta < 0:
+        raise ValueError(f"smooth_l1_loss: beta must be non-negative, got {beta}")
+    return _pointwise("smooth_l1_loss", input, target, "smooth_l1", float(beta),
+                      _reduction(size_average, reduce, reduction), None)
+
+
+@register("huber_loss")
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """``0.5 d**2`` where ``|d| < delta``, else ``delta (|d| - 0.5 delta)``."""
+    if delta <= 0:
+        raise ValueError(f"huber_loss: delta must be positive, got {delta}")
+    return _pointwise("huber_loss", input, target, "huber", float(delta), _reduction(None, None, reduction), weight)
+
+
+# ---------------------------------------------------------------------------- binary losses
+class BinaryCrossEntropy(Function):
+    save_inputs = ()
+
+    def forward(self, x, t, weight=None, reduction="mean"):
+        lx = np.maximum(np.log(x), -100.0)
+        l1x = np.maximum(np.log1p(-x), -100.0)
+        loss = -(t * lx + (1.0 - t) * l1x)
+        if weight is not None:
+            loss = loss * weight
+        loss = loss.astype(x.dtype, copy=False)
+        self.x, self.t, self.lx, self.l1x, self.w, self.reduction, self.n = x, t, lx, l1x, weight, reduction, loss.size
+        return _reduce(loss, reduction)
+
+    def backward(self, g):
+        r = _out_grad(g, self.reduction, self.n)
+        if self.w is not None:
+            r = r * self.w
+        gx = gt = None
+        x, t = self.x, self.t
+        if self.needs_input_grad[0]:
+            gx = (r * (x - t) / np.maximum(x * (1.0 - x), 1e-12)).astype(x.dtype, copy=False)
+        if self.needs_input_grad[1]:
+            gt = (-r * (self.lx - self.l1x)).astype(t.dtype, copy=False)
+        return gx, gt
+
+
+@register("binary_cross_entropy")
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """``-w (t log x + (1 - t) log(1 - x))`` for probabilities x in [0, 1] (logs clamped at
+    -100 like PyTorch, so x = 0 or 1 gives a finite loss)."""
+    reduction = _reduction(size_average, reduce, reduction)
+    x, t = promote(_float_input(input), target)
+    if not isinstance(t, Tensor):
+        t = Tensor(np.asarray(t, dtype=x.array.dtype))
+    if t.shape != x.shape:
+        raise ValueError(
+            f"binary_cross_entropy: target size {tuple(t.shape)} must equal input size {tuple(x.shape)}"
+        )
+    xa = x.array
+    if xa.size and (xa.min() < 0 or xa.max() > 1):
+        raise ValueError(
+            "binary_cross_entropy: all elements of input should be between 0 and 1 (probabilities); "
+            "for logits use binary_cross_entropy_with_logits"
+        )
+    w = _raw(weight)
+    if w is not None:
+        w = np.broadcast_to(w.astype(xa.dtype, copy=False), xa.shape)
+    return BinaryCrossEntropy.apply(x, t, weight=w, reduction=reduction)
+
+
+class BCEWithLogits(Function):
+    save_inputs = ()
+
+    def forward(self, x, t, weight=None, pos_weight=None, reduction="mean"):
+        sp = np.maximum(-x, 0.0) + np.log1p(np.exp(-np.abs(x)))  # softplus(-x)
+        if pos_weight is not None:
+            lw = 1.0 + (pos_weight - 1.0) * t
+            loss = (1.0 - t) * x + lw * sp
+        else:
+            lw = None
+            loss = (1.0 - t) * x + sp
+        if weight is not None:
+            loss = loss * weight
+        loss = loss.astype(x.dtype, copy=False)
+        self.x, self.t, self.sp, self.lw, self.w, self.pw = x, t, sp, lw, weight, pos_weight
+        self.reduction, self.n, self.shape = reduction, loss.size, loss.shape
+        return _reduce(loss, reduction)
+
+    def backward(self, g):
+        r = _out_grad(g, self.reduction, self.n)
+        if self.w is not None:
+            r = r * self.w
+        x, t = self.x, self.t
+        gx = gt = None
+        if self.needs_input_grad[0]:
+            sig_neg = 0.5 * (1.0 - np.tanh(0.5 * x))  # sigmoid(-x), stable
+            lw = self.lw if self.lw is not None else 1.0
+            gx = r * ((1.0 - t) - lw * sig_neg)
+            gx = unbroadcast(np.broadcast_to(gx, self.shape), x.shape).astype(x.dtype, copy=False)
+        if self.needs_input_grad[1]:
+            gt = -x if self.pw is None else -x + (self.pw - 1.0) * self.sp
+            gt = unbroadcast(np.broadcast_to(r * gt, self.shape), t.shape).astype(t.dtype, copy=False)
+        return gx, gt
+
+
+@register("binary_cross_entropy_with_logits")
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
+                                     reduction="mean", pos_weight=None):
+    """``(1 - t) x + (1 + (pos_weight - 1) t) softplus(-x)``, times ``weight`` (stable for
+    large |x|). ``pos_weight`` broadcasts over the last (class) dimension."""
+    reduction = _reduction(size_average, reduce, reduction)
+    x, t = promote(_float_input(input), target)
+    if not isinstance(t, Tensor):
+        t = Tensor(np.asarray(t, dtype=x.array.dtype))
+    if t.shape != x.shape:
+        raise ValueError(
+            f"binary_cross_entropy_with_logits: target size {tuple(t.shape)} must equal input size "
+            f"{tuple(x.shape)}"
+        )
+    dt = x.array.dtype
+    w, pw = _raw(weight), _raw(pos_weight)
+    w = None if w is None else w.astype(dt, copy=False)
+    pw = None if pw is None else pw.astype(dt, copy=False)
+    return BCEWithLogits.apply(x, t, weight=w, pos_weight=pw, reduction=reduction)
+
+
+class KLDiv(Function):
+    save_inputs = ()
+
+    def forward(self, x, t, reduction="mean", log_target=False):
+        if log_target:
+            et = np.exp(t)
+            loss = et * (t - x)
+            self.et = et
+        else:
+            pos = t > 0
+            logt = np.log(np.where(pos, t, 1.0))
+            loss = np.where(pos, t * (logt - x), 0.0).astype(x.dtype, copy=False)
+            self.logt = logt
+        self.x, self.t, self.log_target, self.reduction = x, t, log_target, reduction
+        self.shape = loss.shape
+        if reduction == "batchmean":
+            self.n = x.shape[0] if x.ndim else 1
+            return np.asarray(loss.sum() / self.n, dtype=loss.dtype)
+        self.n = loss.size
+        return _reduce(loss, reduction)
+
+    def backward(self, g):
+        red = "mean" if self.reduction == "batchmean" else self.reduction
+        r = _out_grad(g, red, self.n)
+        x, t = self.x, self.t
+        gx = gt = None
+        if self.needs_input_grad[0]:
+            src = self.et if self.log_target else t
+            gx = unbroadcast(np.broadcast_to(-r * src, self.shape), x.shape).astype(x.dtype, copy=False)
+        if self.needs_input_grad[1]:
+            if self.log_target:
+                d = self.et * (t - x + 1.0)
+            else:
+                d = np.where(t > 0, self.logt + 1.0 - x, 0.0)
+            gt = unbroadcast(np.broadcast_to(r * d, self.shape), t.shape).astype(t.dtype, copy=False)
+        return gx, gt
+
+
+@register("kl_div")
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """KL divergence with ``input`` as log-probabilities: ``t (log t - x)`` (0 where t = 0), or
+    ``exp(t) (t - x)`` with ``log_target``. 'batchmean' divides the sum by the batch size."""
+    if reduction != "batchmean":
+        reduction = _reduction(size_average, reduce, reduction)
+    x, t = promote(_float_input(input), target)
+    if not isinstance(t, Tensor):
+        t = Tensor(np.asarray(t, dtype=x.array.dtype))
+    return KLDiv.apply(x, t, reduction=reduction, log_target=log_target)
