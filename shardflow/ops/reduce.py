@@ -97,7 +97,7 @@ def _scatter_grad(g, idx, shape, dim, keepdim):
         g = np.expand_dims(g, dim)
     out = np.zeros(shape, dtype=g.dtype)
     if len(shape) == 0:
-        return out + g
+        return _arr(out + g)
     np.put_along_axis(out, idx, g, axis=dim)
     return out
 
@@ -130,7 +130,7 @@ class Mean(Function):
         return _arr(a.mean(axis=dims, keepdims=keepdim)).astype(a.dtype, copy=False)
 
     def backward(self, g):
-        return _expand_grad(g / self.n, self.shape, self.dims, self.keepdim).astype(g.dtype, copy=False)
+        return _arr(_expand_grad(g / self.n, self.shape, self.dims, self.keepdim).astype(g.dtype, copy=False))
 
 
 @register("sum")
@@ -172,13 +172,13 @@ class Prod(Function):
         zero = a == 0
         if not zero.any():
             out = a.prod(axis=dims, keepdims=True)
-            return gk * out / a
+            return _arr(gk * out / a)
         # Product of the non-zero entries, and the number of zeros, per reduced slice.
         nz = zero.sum(axis=dims, keepdims=True)
         safe = np.where(zero, 1, a)
         p_others = safe.prod(axis=dims, keepdims=True)  # product without the zeros
         grad = np.where(nz == 0, p_others / safe, np.where((nz == 1) & zero, p_others, 0))
-        return (gk * grad).astype(a.dtype, copy=False)
+        return _arr((gk * grad).astype(a.dtype, copy=False))
 
 
 @register("prod")
@@ -244,7 +244,7 @@ class _Extreme(Function):
         mask = a == self.outk
         count = mask.sum(axis=dims, keepdims=True)
         gk = _keep(g, a.shape, dims, self.keepdim)
-        return np.where(mask, gk / count, 0).astype(g.dtype, copy=False)
+        return _arr(np.where(mask, gk / count, 0).astype(g.dtype, copy=False))
 
 
 def _max_min(input, dim, keepdim, largest, name):
@@ -340,7 +340,7 @@ class Var(Function):
                 scale = gk / (self.outk * self.d.dtype.type(self.denom))
             else:
                 scale = gk * (2.0 / self.d.dtype.type(self.denom))
-            return (self.d * scale).astype(g.dtype, copy=False)
+            return _arr((self.d * scale).astype(g.dtype, copy=False))
 
 
 def _var_args(input, dim, unbiased, correction, name):
@@ -403,7 +403,7 @@ class LogSumExp(Function):
 
     def backward(self, g):
         gk = _keep(g, self.a.shape, self.dims, self.keepdim)
-        return gk * np.exp(self.a - self.outk)
+        return _arr(gk * np.exp(self.a - self.outk))
 
 
 @register("logsumexp")
@@ -521,17 +521,17 @@ class VectorNorm(Function):
         if p == 0:
             return np.zeros_like(a)
         if p == 1:
-            return gk * np.sign(a)
+            return _arr(gk * np.sign(a))
         if p in (math.inf, -math.inf):
             mask = np.abs(a) == out
             count = mask.sum(axis=self.dims, keepdims=True)
-            return (np.sign(a) * np.where(mask, gk / count, 0)).astype(g.dtype, copy=False)
+            return _arr((np.sign(a) * np.where(mask, gk / count, 0)).astype(g.dtype, copy=False))
         with np.errstate(divide="ignore", invalid="ignore"):
             if p == 2:
                 grad = a * (gk / out)
             else:
                 grad = np.sign(a) * np.abs(a) ** (p - 1) * (gk / out ** (p - 1))
-        return np.where(out == 0, 0, grad).astype(g.dtype, copy=False)
+        return _arr(np.where(out == 0, 0, grad).astype(g.dtype, copy=False))
 
 
 @register("linalg_vector_norm", "vector_norm")
