@@ -1,3 +1,850 @@
-"""(to be written)"""
+"""Shape ops: reshape/view, permute/transpose, squeeze/unsqueeze, flatten/unflatten, expand,
+repeat/tile, cat/stack, split/chunk/unbind/narrow, pad, flip/roll, tril/triu, movedim.
 
-__all__: list[str] = []
+Views: where the result is a NumPy view of the input (view, reshape without copy,
+permute, transpose, squeeze, unsqueeze, flatten, expand, narrow, split, chunk, unbind,
+movedim) the output shares the input's version counter (``out._version = input._version``),
+so an in-place change through either is seen by autograd's saved-tensor check. ``flip``
+and ``roll`` return new memory, as in PyTorch. ``expand`` is a read-only broadcast view.
+
+Backward rules (all on raw arrays): reshape-like ops reshape the gradient back; permute
+applies the inverse permutation; expand sums over broadcast dims; repeat/tile reshape the
+gradient to ``(r0, s0, r1, s1, ...)`` and sum the ``r`` axes; cat/split/stack/unbind are
+each other's backward; pad's backward slices (constant) or scatter-adds (reflect,
+replicate, circular) through the index map used in forward.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..autograd import Function, Tensor
+from ..autograd.dispatch import register
+from ..backend import get_array_module, promote_types
+from ._util import unbroadcast, wrap_dim
+
+__all__ = [
+    "reshape", "view", "permute", "transpose", "swapaxes", "swapdims", "t", "flatten",
+    "unflatten", "squeeze", "unsqueeze", "expand", "expand_as", "broadcast_to",
+    "broadcast_tensors", "repeat", "tile", "cat", "concat", "concatenate", "stack", "hstack",
+    "vstack", "split", "chunk", "unbind", "narrow", "pad", "flip", "fliplr", "flipud", "roll",
+    "tril", "triu", "movedim", "moveaxis", "ravel",
+]
+
+
+# ---------------------------------------------------------------------------- helpers
+def _sizes(args) -> tuple:
+    """``f(x, 2, 3)`` and ``f(x, (2, 3))`` / ``f(x, [2, 3])`` -> ``(2, 3)``."""
+    if len(args) == 1 and not isinstance(args[0], int | np.integer):
+        a = args[0]
+        if isinstance(a, Tensor):
+            return tuple(int(v) for v in a.array.reshape(-1).tolist())
+        return tuple(int(v) for v in a)
+    return tuple(int(v) for v in args)
+
+
+def _share(out: Tensor, src: Tensor) -> Tensor:
+    """Make ``out`` (a NumPy view of ``src``) share ``src``'s version counter."""
+    out._version = src._version
+    return out
+
+
+def _infer_shape(shape: tuple, numel: int) -> tuple:
+    """Resolve one ``-1`` in ``shape`` from ``numel``; raise PyTorch's error on a mismatch."""
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise RuntimeError(f"only one dimension can be inferred (-1), got shape {list(shape)}")
+    for s in shape:
+        if s < -1:
+            raise RuntimeError(f"invalid shape dimension {s} in {list(shape)}; sizes must be >= 0")
+    known = 1
+    for s in shape:
+        if s != -1:
+            known *= s
+    if neg:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape = shape[: neg[0]] + (numel // known,) + shape[neg[0] + 1:]
+    elif known != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return shape
+
+
+# ---------------------------------------------------------------------------- reshape family
+class Reshape(Function):
+    """``a.reshape(shape)``; ``strict`` (view semantics) refuses to copy."""
+
+    save_inputs = ()
+
+    def forward(self, a, shape=None, strict=False):
+        self.in_shape = a.shape
+        if strict:
+            xp = get_array_module(a)
+            try:
+                return xp.reshape(a, shape, copy=False)
+            except ValueError:
+                raise RuntimeError(
+                    f"view size is not compatible with input tensor's size and stride (at least "
+                    f"one dimension spans across two contiguous subspaces): cannot view shape "
+                    f"{tuple(a.shape)} as {tuple(shape)} without a copy. Use .reshape(...) instead "
+                    "(or call .contiguous() first)."
+                ) from None
+        return a.reshape(shape)
+
+    def backward(self, g):
+        return g.reshape(self.in_shape)
+
+
+def _reshape(t: Tensor, shape: tuple, strict: bool) -> Tensor:
+    a = t.array
+    if a.shape == shape:
+        out = Reshape.apply(t, shape=shape, strict=True)
+        return _share(out, t)
+    out = Reshape.apply(t, shape=shape, strict=strict)
+    if strict or _shares(out.array, a):
+        _share(out, t)
+    return out
+
+
+def _shares(x, y) -> bool:
+    xp = get_array_module(x)
+    return bool(xp.may_share_memory(x, y))
+
+
+@register("reshape")
+def reshape(input: Tensor, *shape) -> Tensor:
+    """``torch.reshape``: a view when the strides allow it, else a copy. One ``-1`` is inferred."""
+    shape = _infer_shape(_sizes(shape), input.array.size)
+    return _reshape(input, shape, strict=False)
+
+
+@register("view")
+def view(input: Tensor, *shape) -> Tensor:
+    """``Tensor.view``: like reshape but never copies (raises when the strides forbid it)."""
+    shape = _infer_shape(_sizes(shape), input.array.size)
+    return _reshape(input, shape, strict=True)
+
+
+@register("view_dtype")
+def view_dtype(input: Tensor, dtype) -> Tensor:
+    """``Tensor.view(dtype)``: reinterpret the bytes (shares memory; not differentiable unless
+    the dtype is unchanged)."""
+    from ..autograd import _wrap
+    from ..backend import as_dtype
+
+    d = as_dtype(dtype)
+    if d.np == input.array.dtype:
+        return _share(Reshape.apply(input, shape=input.array.shape, strict=True), input)
+    try:
+        arr = input.array.view(d.np)
+    except ValueError as e:
+        raise RuntimeError(
+            f"cannot view a tensor of dtype {input.dtype} and shape {tuple(input.shape)} as "
+            f"{d}: {e}. Make it contiguous, or make the last dimension divisible by the size ratio."
+        ) from None
+    return _wrap(arr, version=input._version)
+
+
+@register("ravel")
+def ravel(input: Tensor) -> Tensor:
+    return reshape(input, (-1,))
+
+
+@register("flatten")
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Merge dims ``start_dim..end_dim`` into one (a 0-d tensor becomes 1-d)."""
+    shape = input.array.shape
+    nd = len(shape)
+    if nd == 0:
+        return reshape(input, (1,))
+    s, e = wrap_dim(start_dim, nd), wrap_dim(end_dim, nd)
+    if s > e:
+        raise RuntimeError(f"flatten() has invalid args: start_dim ({start_dim}) cannot come after end_dim ({end_dim})")
+    if s == e:
+        return input
+    new = shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:]
+    return _reshape(input, new, strict=False)
+
+
+@register("unflatten")
+def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
+    """Split dim ``dim`` into ``sizes`` (one ``-1`` allowed)."""
+    shape = input.array.shape
+    d = wrap_dim(dim, len(shape))
+    sizes = tuple(int(s) for s in sizes)
+    try:
+        sizes = _infer_shape(sizes, shape[d])
+    except RuntimeError:
+        raise RuntimeError(
+            f"unflatten: provided sizes {list(sizes)} don't multiply up to the size of dim {dim} "
+            f"({shape[d]}) in the input tensor of shape {tuple(shape)}"
+        ) from None
+    return _reshape(input, shape[:d] + sizes + shape[d + 1:], strict=False)
+
+
+@register("squeeze")
+def squeeze(input: Tensor, dim=None) -> Tensor:
+    """Remove size-1 dims (all of them, or those in ``dim``: an int or a tuple; dims whose
+    size is not 1 are left alone, as in PyTorch)."""
+    shape = input.array.shape
+    nd = len(shape)
+    if dim is None:
+        dims = set(range(nd))
+    elif isinstance(dim, int | np.integer):
+        dims = {wrap_dim(int(dim), nd)}
+    else:
+        dims = {wrap_dim(int(d), nd) for d in dim}
+    new = tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1))
+    return _reshape(input, new, strict=True)
+
+
+@register("unsqueeze")
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    """Insert a size-1 dim at ``dim`` (in ``[-ndim-1, ndim]``)."""
+    shape = input.array.shape
+    d = wrap_dim(dim, len(shape) + 1)
+    return _reshape(input, shape[:d] + (1,) + shape[d:], strict=True)
+
+
+# ---------------------------------------------------------------------------- permute family
+class Permute(Function):
+    save_inputs = ()
+
+    def forward(self, a, dims=None):
+        self.dims = dims
+        return a.transpose(dims)
+
+    def backward(self, g):
+        return g.transpose(np.argsort(self.dims))
+
+
+@register("permute")
+def permute(input: Tensor, *dims) -> Tensor:
+    """Reorder dims (a view)."""
+    dims = _sizes(dims)
+    nd = input.array.ndim
+    if len(dims) != nd:
+        raise RuntimeError(
+            f"permute(): number of dims don't match: the tensor has {nd} dimensions "
+            f"(shape {tuple(input.shape)}) but dims has {len(dims)} entries ({list(dims)})"
+        )
+    norm = tuple(wrap_dim(d, nd) for d in dims)
+    if len(set(norm)) != nd:
+        raise RuntimeError(f"permute(): dims {list(dims)} repeat a dimension; pass each dim once")
+    return _share(Permute.apply(input, dims=norm), input)
+
+
+@register("transpose", "swapaxes", "swapdims")
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """Swap two dims (a view)."""
+    nd = input.array.ndim
+    if nd == 0:
+        return _reshape(input, (), strict=True)
+    d0, d1 = wrap_dim(dim0, nd), wrap_dim(dim1, nd)
+    perm = list(range(nd))
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return _share(Permute.apply(input, dims=tuple(perm)), input)
+
+
+swapaxes = transpose
+swapdims = transpose
+
+
+@register("t")
+def t(input: Tensor) -> Tensor:
+    """Transpose a tensor of at most 2 dims."""
+    nd = input.array.ndim
+    if nd > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {nd}D; use transpose(dim0, dim1) or .mT")
+    if nd < 2:
+        return _reshape(input, input.array.shape, strict=True)
+    return transpose(input, 0, 1)
+
+
+@register("movedim", "moveaxis")
+def movedim(input: Tensor, source, destination) -> Tensor:
+    """Move dims ``source`` to positions ``destination`` (ints or sequences; a view)."""
+    nd = input.array.ndim
+    src = (source,) if isinstance(source, int | np.integer) else tuple(source)
+    dst = (destination,) if isinstance(destination, int | np.integer) else tuple(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(
+            f"movedim: Invalid source or destination dims: source ({list(src)} dims) should "
+            f"contain the same number of dims as destination ({list(dst)} dims)"
+        )
+    src = [wrap_dim(int(d), nd) for d in src]
+    dst = [wrap_dim(int(d), nd) for d in dst]
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise RuntimeError(f"movedim: repeated dim in source {src} or destination {dst}")
+    order = [n for n in range(nd) if n not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return _share(Permute.apply(input, dims=tuple(order)), input)
+
+
+moveaxis = movedim
+
+
+# ---------------------------------------------------------------------------- expand / repeat
+class Expand(Function):
+    save_inputs = ()
+
+    def forward(self, a, shape=None):
+        self.in_shape = a.shape
+        return get_array_module(a).broadcast_to(a, shape)
+
+    def backward(self, g):
+        return unbroadcast(g, self.in_shape).reshape(self.in_shape)
+
+
+@register("expand")
+def expand(input: Tensor, *sizes) -> Tensor:
+    """Broadcast to ``sizes`` without copying (``-1`` keeps a dim; new dims go in front)."""
+    sizes = _sizes(sizes)
+    shape = input.array.shape
+    nd, ns = len(shape), len(sizes)
+    if ns < nd:
+        raise RuntimeError(
+            f"expand: the number of sizes provided ({ns}) must be greater or equal to the number "
+            f"of dimensions in the tensor ({nd}); got sizes {list(sizes)} for shape {tuple(shape)}"
+        )
+    out = []
+    for i, s in enumerate(sizes):
+        j = i - (ns - nd)
+        if j < 0:
+            if s < 0:
+                raise RuntimeError(
+                    f"expand: -1 is not allowed in a leading, non-existing dimension ({i}); got "
+                    f"sizes {list(sizes)} for shape {tuple(shape)}"
+                )
+            out.append(s)
+            continue
+        if s == -1:
+            s = shape[j]
+        if shape[j] != 1 and shape[j] != s:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({s}) must match the existing size ({shape[j]}) "
+                f"at non-singleton dimension {i}.  Target sizes: {list(sizes)}.  Tensor sizes: "
+                f"{list(shape)}"
+            )
+        out.append(s)
+    out = tuple(out)
+    if out == shape:
+        return _reshape(input, shape, strict=True)
+    return _share(Expand.apply(input, shape=out), input)
+
+
+@register("expand_as")
+def expand_as(input: Tensor, other: Tensor) -> Tensor:
+    return expand(input, tuple(other.shape))
+
+
+@register("broadcast_to")
+def broadcast_to(input: Tensor, size) -> Tensor:
+    return expand(input, tuple(size))
+
+
+def broadcast_tensors(*tensors):
+    """Expand every tensor to their common broadcast shape."""
+    if len(tensors) == 1 and isinstance(tensors[0], list | tuple):
+        tensors = tuple(tensors[0])
+    try:
+        shape = np.broadcast_shapes(*(tuple(x.shape) for x in tensors))
+    except ValueError:
+        raise RuntimeError(
+            f"broadcast_tensors: shapes {[tuple(x.shape) for x in tensors]} do not broadcast"
+        ) from None
+    return tuple(expand(x, shape) for x in tensors)
+
+
+class Repeat(Function):
+    save_inputs = ()
+
+    def forward(self, a, reps=None):
+        self.in_shape = a.shape
+        self.reps = reps
+        k = len(reps) - a.ndim
+        self.padded = (1,) * k + a.shape
+        return get_array_module(a).tile(a.reshape(self.padded), reps)
+
+    def backward(self, g):
+        inter = []
+        for r, s in zip(self.reps, self.padded):
+            inter += [r, s]
+        g = g.reshape(inter).sum(axis=tuple(range(0, len(inter), 2)))
+        return g.reshape(self.in_shape)
+
+
+@register("repeat")
+def repeat(input: Tensor, *sizes) -> Tensor:
+    """``Tensor.repeat``: tile the data ``sizes[i]`` times along dim ``i`` (copies)."""
+    sizes = _sizes(sizes)
+    if len(sizes) < input.array.ndim:
+        raise RuntimeError(
+            f"Number of dimensions of repeat dims ({len(sizes)}) can not be smaller than number "
+            f"of dimensions of tensor ({input.array.ndim}); got repeats {list(sizes)} for shape "
+            f"{tuple(input.shape)}"
+        )
+    if any(s < 0 for s in sizes):
+        raise RuntimeError(f"repeat: repeats must be non-negative, got {list(sizes)}")
+    return Repeat.apply(input, reps=sizes)
+
+
+@register("tile")
+def tile(input: Tensor, *dims) -> Tensor:
+    """``torch.tile``: like repeat, but ``dims`` shorter than ndim is padded with leading 1s."""
+    dims = _sizes(dims)
+    nd = input.array.ndim
+    if len(dims) < nd:
+        dims = (1,) * (nd - len(dims)) + dims
+    return repeat(input, dims)
+
+
+# ---------------------------------------------------------------------------- cat / stack
+class Cat(Function):
+    save_inputs = ()
+
+    def forward(self, *arrays, dim=0):
+        self.dim = dim
+        self.bounds = np.cumsum([a.shape[dim] for a in arrays])[:-1]
+        return get_array_module(arrays[0]).concatenate(arrays, axis=dim)
+
+    def backward(self, g):
+        xp = get_array_module(g)
+        return tuple(xp.split(g, self.bounds, axis=self.dim))
+
+
+def _promote_all(tensors):
+    d = tensors[0].dtype
+    for x in tensors[1:]:
+        if x.dtype is not d:
+            d = promote_types(d, x.dtype)
+    if all(x.dtype is d for x in tensors):
+        return list(tensors)
+    from .conversion import to_dtype
+
+    return [to_dtype(x, d) for x in tensors]
+
+
+def _tensor_list(tensors, op: str):
+    if isinstance(tensors, Tensor):
+        raise TypeError(f"{op}() expects a sequence of Tensors (a list or tuple), got a single Tensor")
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError(f"{op}() expects a non-empty list of Tensors")
+    for i, x in enumerate(tensors):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"{op}(): expected Tensor as element {i} in argument 0, but got {type(x).__name__}")
+    return tensors
+
+
+@register("cat", "concat", "concatenate")
+def cat(tensors, dim: int = 0) -> Tensor:
+    """Join tensors along an existing dim; dtypes are promoted. Legacy empty 1-d tensors
+    (shape ``(0,)``) are skipped, as in PyTorch."""
+    tensors = _tensor_list(tensors, "cat")
+    kept = [x for x in tensors if not (x.array.ndim == 1 and x.array.shape[0] == 0)]
+    if not kept:
+        kept = tensors[:1]
+    ref = kept[0].array
+    if ref.ndim == 0:
+        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated; unsqueeze it first")
+    d = wrap_dim(dim, ref.ndim)
+    for i, x in enumerate(kept):
+        s = x.array.shape
+        if len(s) != ref.ndim or any(s[k] != ref.shape[k] for k in range(ref.ndim) if k != d):
+            raise RuntimeError(
+                f"Sizes of tensors must match except in dimension {d}: cat() got shapes "
+                f"{[tuple(y.shape) for y in kept]}; tensor number {i} has shape {tuple(s)} but "
+                f"expected {tuple(ref.shape[:d])} + (*,) + {tuple(ref.shape[d + 1:])}"
+            )
+    return Cat.apply(*_promote_all(kept), dim=d)
+
+
+concat = cat
+concatenate = cat
+
+
+class Stack(Function):
+    save_inputs = ()
+
+    def forward(self, *arrays, dim=0):
+        self.dim = dim
+        return get_array_module(arrays[0]).stack(arrays, axis=dim)
+
+    def backward(self, g):
+        g = get_array_module(g).moveaxis(g, self.dim, 0)
+        return tuple(g[i] for i in range(g.shape[0]))
+
+
+@register("stack")
+def stack(tensors, dim: int = 0) -> Tensor:
+    """Join equally-shaped tensors along a new dim ``dim``."""
+    tensors = _tensor_list(tensors, "stack")
+    ref = tensors[0].array.shape
+    for i, x in enumerate(tensors):
+        if x.array.shape != ref:
+            raise RuntimeError(
+                f"stack expects each tensor to be equal size, but got {list(ref)} at entry 0 and "
+                f"{list(x.array.shape)} at entry {i}"
+            )
+    d = wrap_dim(dim, len(ref) + 1)
+    return Stack.apply(*_promote_all(tensors), dim=d)
+
+
+@register("hstack")
+def hstack(tensors) -> Tensor:
+    tensors = _tensor_list(tensors, "hstack")
+    tensors = [x if x.array.ndim else reshape(x, (1,)) for x in tensors]
+    return cat(tensors, 0 if tensors[0].array.ndim == 1 else 1)
+
+
+@register("vstack")
+def vstack(tensors) -> Tensor:
+    tensors = _tensor_list(tensors, "vstack")
+    tensors = [x if x.array.ndim >= 2 else reshape(x, (1, -1)) for x in tensors]
+    return cat(tensors, 0)
+
+
+# ---------------------------------------------------------------------------- split family
+class SplitDim(Function):
+    """Split ``a`` along ``dim`` at ``bounds`` into views (multi-output)."""
+
+    save_inputs = ()
+
+    def forward(self, a, bounds=None, dim=0):
+        self.dim = dim
+        xp = get_array_module(a)
+        return tuple(xp.split(a, bounds, axis=dim))
+
+    def backward(self, *grads):
+        return get_array_module(grads[0]).concatenate(grads, axis=self.dim)
+
+
+def _split_at(input: Tensor, sizes, d: int):
+    bounds = list(np.cumsum(sizes)[:-1]) if len(sizes) else []
+    if len(sizes) == 1:
+        return (_reshape(input, input.array.shape, strict=True),)
+    outs = SplitDim.apply(input, bounds=bounds, dim=d)
+    for o in outs:
+        _share(o, input)
+    return outs
+
+
+@register("split")
+def split(tensor: Tensor, split_size_or_sections, dim: int = 0):
+    """``torch.split``: chunks of ``split_size`` (the last may be smaller) or the listed sizes."""
+    nd = tensor.array.ndim
+    d = wrap_dim(dim, nd)
+    n = tensor.array.shape[d]
+    if isinstance(split_size_or_sections, int | np.integer):
+        s = int(split_size_or_sections)
+        if s <= 0 and n > 0:
+            raise RuntimeError(f"split expects split_size be positive, but got split_size={s}")
+        if n == 0:
+            return (_reshape(tensor, tensor.array.shape, strict=True),)
+        sizes = [s] * (n // s) + ([n % s] if n % s else [])
+    else:
+        sizes = [int(v) for v in split_size_or_sections]
+        if sum(sizes) != n or any(v < 0 for v in sizes):
+            raise RuntimeError(
+                f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size "
+                f"at dimension {d}), but got split_sizes={sizes}"
+            )
+    return _split_at(tensor, sizes, d)
+
+
+@register("chunk")
+def chunk(input: Tensor, chunks: int, dim: int = 0):
+    """``torch.chunk``: pieces of size ``ceil(n / chunks)``; may return fewer than ``chunks``."""
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    d = wrap_dim(dim, input.array.ndim)
+    n = input.array.shape[d]
+    if n == 0:
+        return _split_at(input, [0] * chunks, d) if chunks > 1 else split(input, 1, d)
+    size = -(-n // chunks)
+    return split(input, size, d)
+
+
+class Unbind(Function):
+    save_inputs = ()
+
+    def forward(self, a, dim=0):
+        self.dim = dim
+        m = get_array_module(a).moveaxis(a, dim, 0)
+        return tuple(m[i] for i in range(m.shape[0]))
+
+    def backward(self, *grads):
+        return get_array_module(grads[0]).stack(grads, axis=self.dim)
+
+
+@register("unbind")
+def unbind(input: Tensor, dim: int = 0):
+    """Slices along ``dim`` with that dim removed (views)."""
+    d = wrap_dim(dim, input.array.ndim)
+    if input.array.shape[d] == 0:
+        return ()
+    outs = Unbind.apply(input, dim=d)
+    for o in outs:
+        _share(o, input)
+    return outs
+
+
+class Slice(Function):
+    """Basic (view) indexing ``a[idx]``; backward writes the gradient into zeros."""
+
+    save_inputs = ()
+
+    def forward(self, a, idx=None):
+        self.in_shape, self.idx = a.shape, idx
+        return a[idx]
+
+    def backward(self, g):
+        xp = get_array_module(g)
+        out = xp.zeros(self.in_shape, g.dtype)
+        out[self.idx] = g
+        return out
+
+
+@register("narrow")
+def narrow(input: Tensor, dim: int, start, length: int) -> Tensor:
+    """``input`` restricted to ``[start, start + length)`` along ``dim`` (a view)."""
+    nd = input.array.ndim
+    if nd == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    d = wrap_dim(dim, nd)
+    n = input.array.shape[d]
+    start, length = int(start), int(length)
+    if not -n <= start <= n:
+        raise IndexError(f"narrow(): start ({start}) out of range for dimension {d} with size {n}")
+    if start < 0:
+        start += n
+    if length < 0 or start + length > n:
+        raise RuntimeError(
+            f"start ({start}) + length ({length}) exceeds dimension size ({n}) of dimension {d}"
+        )
+    idx = (slice(None),) * d + (slice(start, start + length), Ellipsis)
+    return _share(Slice.apply(input, idx=idx), input)
+
+
+# ---------------------------------------------------------------------------- pad
+class PadConstant(Function):
+    """Constant padding; negative pads crop. ``src``/``dst`` are the slices copied."""
+
+    save_inputs = ()
+
+    def forward(self, a, out_shape=None, src=None, dst=None, value=0):
+        self.in_shape, self.src, self.dst = a.shape, src, dst
+        xp = get_array_module(a)
+        out = xp.full(out_shape, value, dtype=a.dtype)
+        out[dst] = a[src]
+        return out
+
+    def backward(self, g):
+        xp = get_array_module(g)
+        out = xp.zeros(self.in_shape, g.dtype)
+        out[self.src] = g[self.dst]
+        return out
+
+
+class PadIndex(Function):
+    """reflect / replicate / circular padding: gather along each padded dim with an index
+    map; backward scatter-adds through the same maps in reverse order."""
+
+    save_inputs = ()
+
+    def forward(self, a, maps=None):
+        self.maps, self.in_shape = maps, a.shape
+        xp = get_array_module(a)
+        for d, idx in maps:
+            a = xp.take(a, idx, axis=d)
+        return a
+
+    def backward(self, g):
+        xp = get_array_module(g)
+        for d, idx in reversed(self.maps):
+            shape = list(g.shape)
+            shape[d] = self.in_shape[d]
+            out = xp.zeros(shape, g.dtype)
+            np.add.at(xp.moveaxis(out, d, 0), idx, xp.moveaxis(g, d, 0))
+            g = out
+        return g
+
+
+def _pad_map(mode: str, n: int, lo: int, hi: int, d: int):
+    j = np.arange(-lo, n + hi)
+    if mode == "reflect":
+        if lo >= n or hi >= n:
+            raise RuntimeError(
+                f"Argument #4: Padding size should be less than the corresponding input dimension, "
+                f"but got: padding ({lo}, {hi}) at dimension {d} of size {n}"
+            )
+        if n == 1:
+            return np.zeros_like(j)
+        m = 2 * (n - 1)
+        k = np.mod(j, m)
+        return np.where(k < n, k, m - k)
+    if mode == "replicate":
+        if n == 0:
+            raise RuntimeError(f"replicate padding of an empty dimension {d} is not possible")
+        return np.clip(j, 0, n - 1)
+    if mode == "circular":
+        if lo > n or hi > n:
+            raise RuntimeError(
+                f"Padding value causes wrapping around more than once: padding ({lo}, {hi}) at "
+                f"dimension {d} of size {n}; circular padding must be <= the dimension size"
+            )
+        return np.mod(j, n)
+    raise NotImplementedError(
+        f"pad: unknown mode {mode!r}; expected 'constant', 'reflect', 'replicate' or 'circular'"
+    )
+
+
+@register("pad")
+def pad(input: Tensor, pad, mode: str = "constant", value=None) -> Tensor:
+    """``F.pad``: ``pad = (last_lo, last_hi, prev_lo, prev_hi, ...)`` pads the last
+    ``len(pad) // 2`` dims, last dim first. Constant mode accepts negative pads (cropping)."""
+    pad = tuple(int(p) for p in pad)
+    shape = input.array.shape
+    nd = len(shape)
+    if len(pad) % 2:
+        raise RuntimeError(f"Padding length must be divisible by 2, got pad={list(pad)}")
+    k = len(pad) // 2
+    if k > nd:
+        raise RuntimeError(
+            f"Padding length too large: pad={list(pad)} pads {k} dims but the input has only {nd} "
+            f"(shape {tuple(shape)})"
+        )
+    pairs = {nd - 1 - i: (pad[2 * i], pad[2 * i + 1]) for i in range(k)}
+    if mode == "constant":
+        src, dst, out_shape = [], [], []
+        for d in range(nd):
+            lo, hi = pairs.get(d, (0, 0))
+            n = shape[d]
+            m = n + lo + hi
+            if m < 0:
+                raise RuntimeError(
+                    f"pad: the resulting size of dimension {d} would be {m} (size {n}, padding "
+                    f"({lo}, {hi})); negative pads may crop at most the whole dimension"
+                )
+            s0, s1 = max(-lo, 0), n - max(-hi, 0)
+            s1 = max(s1, s0)
+            d0 = max(lo, 0)
+            length = max(min(s1 - s0, m - d0), 0)
+            src.append(slice(s0, s0 + length))
+            dst.append(slice(d0, d0 + length))
+            out_shape.append(m)
+        v = 0 if value is None else value
+        return PadConstant.apply(input, out_shape=tuple(out_shape), src=tuple(src), dst=tuple(dst), value=v)
+    if value is not None and value != 0:
+        raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    maps = []
+    for d in sorted(pairs):
+        lo, hi = pairs[d]
+        if lo < 0 or hi < 0:
+            raise RuntimeError(f"pad: negative padding is only supported in constant mode, got ({lo}, {hi}) for mode {mode!r}")
+        if lo == 0 and hi == 0:
+            continue
+        maps.append((d, _pad_map(mode, shape[d], lo, hi, d)))
+    if not maps:
+        return Reshape.apply(input, shape=shape)
+    return PadIndex.apply(input, maps=tuple(maps))
+
+
+# ---------------------------------------------------------------------------- flip / roll / tri
+class Flip(Function):
+    save_inputs = ()
+
+    def forward(self, a, dims=None):
+        self.dims = dims
+        return get_array_module(a).flip(a, dims).copy()
+
+    def backward(self, g):
+        return get_array_module(g).flip(g, self.dims)
+
+
+@register("flip")
+def flip(input: Tensor, *dims) -> Tensor:
+    """Reverse the order along ``dims`` (copies, like PyTorch)."""
+    nd = input.array.ndim
+    dims = tuple(sorted({wrap_dim(d, nd) for d in _sizes(dims)}))
+    return Flip.apply(input, dims=dims)
+
+
+@register("fliplr")
+def fliplr(input: Tensor) -> Tensor:
+    if input.array.ndim < 2:
+        raise RuntimeError("fliplr: input must be >= 2-d")
+    return flip(input, (1,))
+
+
+@register("flipud")
+def flipud(input: Tensor) -> Tensor:
+    if input.array.ndim < 1:
+        raise RuntimeError("flipud: input must be >= 1-d")
+    return flip(input, (0,))
+
+
+class Roll(Function):
+    save_inputs = ()
+
+    def forward(self, a, shifts=None, dims=None):
+        self.shifts, self.dims = shifts, dims
+        return get_array_module(a).roll(a, shifts, axis=dims)
+
+    def backward(self, g):
+        neg = tuple(-s for s in self.shifts) if isinstance(self.shifts, tuple) else -self.shifts
+        return get_array_module(g).roll(g, neg, axis=self.dims)
+
+
+@register("roll")
+def roll(input: Tensor, shifts, dims=None) -> Tensor:
+    """Rotate elements along ``dims`` by ``shifts`` (flattened when ``dims`` is None)."""
+    if dims is None:
+        if not isinstance(shifts, int | np.integer):
+            shifts = tuple(shifts)
+            if len(shifts) != 1:
+                raise RuntimeError(f"roll: with dims=None, shifts must be one int, got {list(shifts)}")
+            shifts = shifts[0]
+        return Roll.apply(input, shifts=int(shifts), dims=None)
+    nd = input.array.ndim
+    sh = (shifts,) if isinstance(shifts, int | np.integer) else tuple(shifts)
+    dm = (dims,) if isinstance(dims, int | np.integer) else tuple(dims)
+    if len(sh) != len(dm):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(sh)}, dims:{len(dm)}")
+    return Roll.apply(input, shifts=tuple(int(s) for s in sh), dims=tuple(wrap_dim(int(d), nd) for d in dm))
+
+
+class Tri(Function):
+    save_inputs = ()
+
+    def forward(self, a, k=0, upper=False):
+        self.k, self.upper = k, upper
+        xp = get_array_module(a)
+        return xp.triu(a, k) if upper else xp.tril(a, k)
+
+    def backward(self, g):
+        xp = get_array_module(g)
+        return xp.triu(g, self.k) if self.upper else xp.tril(g, self.k)
+
+
+def _tri_check(input, name):
+    if input.array.ndim < 2:
+        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions, got shape {tuple(input.shape)}")
+
+
+@register("tril")
+def tril(input: Tensor, diagonal: int = 0) -> Tensor:
+    """Zero the elements above the ``diagonal``-th diagonal of the last two dims."""
+    _tri_check(input, "tril")
+    return Tri.apply(input, k=int(diagonal), upper=False)
+
+
+@register("triu")
+def triu(input: Tensor, diagonal: int = 0) -> Tensor:
+    """Zero the elements below the ``diagonal``-th diagonal of the last two dims."""
+    _tri_check(input, "triu")
+    return Tri.apply(input, k=int(diagonal), upper=True)
