@@ -131,6 +131,29 @@ def mpiexec_path() -> str | None:
     return raw or None
 
 
+def apply_mpi_env_defaults() -> None:
+    """Set container-friendly Open MPI defaults in this process before MPI is initialised.
+
+    Only sets variables the user has not set: ``OMPI_MCA_osc=^ucx`` (the UCX one-sided
+    component prints an error on machines without UCX devices; shardflow's arrival window
+    uses the shared-memory / rdma component) and ``OMPI_MCA_pml=^ucx`` for the same reason.
+    """
+    os.environ.setdefault("OMPI_MCA_osc", "^ucx")
+    os.environ.setdefault("OMPI_MCA_pml", "^ucx")
+
+
+def mpi_launch_env() -> dict[str, str]:
+    """Variables ``shardflow run`` gives mpiexec (only those the user has not set)."""
+    defaults = {
+        "OMPI_MCA_osc": "^ucx",
+        "OMPI_MCA_pml": "^ucx",
+        "OMPI_MCA_btl": "self,vader,tcp",
+        "OMPI_MCA_rmaps_base_oversubscribe": "1",
+        "PRTE_MCA_rmaps_default_mapping_policy": ":oversubscribe",
+    }
+    return {k: v for k, v in defaults.items() if k not in os.environ}
+
+
 def is_root_user() -> bool:
     """True when running as uid 0 (mpiexec then needs --allow-run-as-root)."""
     return hasattr(os, "geteuid") and os.geteuid() == 0

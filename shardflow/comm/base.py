@@ -1,0 +1,184 @@
+"""The ``Communicator`` interface: collectives on raw backend arrays (layer L2).
+
+A communicator is a group of ranks. Every method works on raw arrays (NumPy ``ndarray``
+now, CuPy arrays with the NCCL backend later) and knows nothing of autograd. Conventions
+(torch.distributed's, moved to arrays):
+
+* ``all_reduce(a, op)`` reduces **in place** into ``a`` and returns it.
+* ``broadcast(a, src)`` overwrites ``a`` on every rank but ``src``.
+* ``all_gather(a)`` returns a new array of shape ``(world, *a.shape)`` (or writes ``out``).
+* ``reduce_scatter(a, op)`` takes ``a`` of shape ``(world * n, ...)`` and returns rank r's
+  reduced block ``(n, ...)``  (PyTorch's ``reduce_scatter_tensor``).
+* ``all_to_all(a)`` splits dim 0 into ``world`` blocks; block j goes to rank j.
+* ``send`` / ``recv`` are point-to-point; ``recv`` fills its argument in place.
+* Every collective takes ``async_op``; with ``True`` it returns a :class:`Work` whose
+  ``wait()`` completes it (and returns the result), else it returns the result.
+
+Every collective increments the communicator's *sequence number*; all ranks must call the
+same collectives in the same order (MPI's rule). The sequence number is what timeouts and
+the ``SHARDFLOW_DEBUG=collectives`` check report.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class ReduceOp:
+    """Reduction operators, named as in ``torch.distributed.ReduceOp``."""
+
+    SUM = "sum"
+    AVG = "avg"
+    PRODUCT = "prod"
+    MAX = "max"
+    MIN = "min"
+    PROD = "prod"
+
+    _ALL = ("sum", "avg", "prod", "max", "min")
+
+    @classmethod
+    def parse(cls, op) -> str:
+        """Accept ``ReduceOp.SUM``, ``"sum"``, ``"SUM"``, ``"mean"``/``"average"`` (avg), ``"product"``."""
+        if isinstance(op, str):
+            name = op.lower()
+            name = {"mean": "avg", "average": "avg", "product": "prod"}.get(name, name)
+            if name in cls._ALL:
+                return name
+        raise ValueError(
+            f"unknown reduce op {op!r}; expected one of ReduceOp.SUM, AVG, PRODUCT, MAX, MIN "
+            "(or the strings 'sum', 'avg', 'prod', 'max', 'min')"
+        )
+
+
+class CommError(RuntimeError):
+    """A collective failed or was called inconsistently across ranks."""
+
+
+class CommTimeoutError(CommError):
+    """A collective did not complete within the timeout."""
+
+
+class Work:
+    """Handle of an asynchronous operation (torch.distributed's ``Work``).
+
+    ``wait(timeout=None)`` blocks until the operation completed and returns its result
+    (the array it produced). ``is_completed()`` tests without blocking (and drives MPI
+    progress). ``result()`` returns the result after ``wait``.
+    """
+
+    def wait(self, timeout: float | None = None):  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def is_completed(self) -> bool:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def result(self):  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class CompletedWork(Work):
+    """A Work that is already done (world of one, zero-size arrays)."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value=None):
+        self._value = value
+
+    def wait(self, timeout: float | None = None):
+        return self._value
+
+    def is_completed(self) -> bool:
+        return True
+
+    def result(self):
+        return self._value
+
+
+class Communicator:
+    """Base class of the backends; see the module docstring for the semantics."""
+
+    backend: str = "none"
+
+    @property
+    def rank(self) -> int:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    @property
+    def size(self) -> int:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    # torch spellings
+    def get_rank(self) -> int:
+        return self.rank
+
+    def get_world_size(self) -> int:
+        return self.size
+
+    # -- collectives -------------------------------------------------------------------
+    def all_reduce(self, array, op=ReduceOp.SUM, async_op: bool = False):
+        raise NotImplementedError
+
+    def broadcast(self, array, src: int = 0, async_op: bool = False):
+        raise NotImplementedError
+
+    def all_gather(self, array, out=None, async_op: bool = False):
+        raise NotImplementedError
+
+    def reduce_scatter(self, array, op=ReduceOp.SUM, out=None, async_op: bool = False):
+        raise NotImplementedError
+
+    def all_to_all(self, array, out=None, async_op: bool = False):
+        raise NotImplementedError
+
+    def barrier(self, async_op: bool = False):
+        raise NotImplementedError
+
+    def send(self, array, dst: int, tag: int = 0, async_op: bool = False):
+        raise NotImplementedError
+
+    def recv(self, array, src: int, tag: int = 0, async_op: bool = False):
+        raise NotImplementedError
+
+    def all_gather_object(self, obj) -> list:
+        """Gather one picklable Python object per rank (small control data only)."""
+        raise NotImplementedError
+
+    def broadcast_object(self, obj, src: int = 0):
+        raise NotImplementedError
+
+    def new_group(self, ranks):
+        """A communicator over ``ranks`` (all ranks of ``self`` must call it; non-members get None)."""
+        raise NotImplementedError
+
+    def progress(self) -> None:
+        """Drive outstanding non-blocking operations (MPI progresses only inside MPI calls)."""
+
+    def free(self) -> None:
+        """Release backend resources."""
+
+    # -- helpers for subclasses ----------------------------------------------------------
+    def _check_reduce_scatter(self, array):
+        if array.ndim == 0 or array.shape[0] % self.size != 0:
+            raise ValueError(
+                f"reduce_scatter needs an input whose dim 0 is a multiple of the world size "
+                f"{self.size}; got shape {tuple(array.shape)}. Pad the input or pass "
+                f"world_size * n rows"
+            )
+        return (array.shape[0] // self.size, *array.shape[1:])
+
+    def _check_all_to_all(self, array):
+        if array.ndim == 0 or array.shape[0] % self.size != 0:
+            raise ValueError(
+                f"all_to_all needs an input whose dim 0 is a multiple of the world size "
+                f"{self.size}; got shape {tuple(array.shape)}"
+            )
+
+
+def check_avg_dtype(array) -> None:
+    if not np.issubdtype(array.dtype, np.floating) and array.dtype.kind != "V" and not (
+        array.dtype.name == "bfloat16"
+    ):
+        raise TypeError(
+            f"ReduceOp.AVG needs a floating-point array, got dtype {array.dtype}; "
+            "use ReduceOp.SUM and divide, or cast to float32 first"
+        )
