@@ -1,3 +1,226 @@
-"""(to be written)"""
+"""Sorting and selection: sort, argsort, topk, kthvalue, median, multinomial.
 
-__all__: list[str] = []
+* ``sort`` is always stable (``stable=True`` is what ``stable=False`` gives too): ascending
+  uses NumPy's stable argsort; descending sorts the reversed slice stably and reverses the
+  result back, so equal elements keep their original order and NaN comes first (PyTorch
+  treats NaN as the largest value).
+* ``topk`` selects with ``argpartition`` (O(n)) and sorts only the ``k`` winners; the
+  result is always sorted, which is a valid answer for ``sorted=False`` too.
+* ``kthvalue`` / ``median(dim)`` select with ``argpartition``; ``median`` is the lower
+  median (element ``(n - 1) // 2`` of the sorted slice), as in PyTorch.
+* Gradients of ``(values, indices)`` ops scatter the values' gradient back to the selected
+  indices; ``median()`` without a dim splits the gradient evenly among ties.
+* ``multinomial`` samples with replacement by inverting the per-row CDF (one
+  ``searchsorted`` over all rows), and without replacement with the exponential-race trick
+  (the ``num_samples`` smallest of ``E_i / w_i``, ``E_i ~ Exp(1)``), which is exact
+  sequential sampling without replacement. Random numbers come from
+  ``backend.random.rng(generator)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import Function, Tensor, _wrap
+from ..autograd.dispatch import register
+from ..backend import CPU, device_of, to_device
+from ..backend.random import rng
+from ._util import wrap_dim
+from .reduce import _arr, _scatter_grad, return_types
+
+__all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "multinomial"]
+
+
+def _argsort(a, dim: int, descending: bool):
+    """Stable argsort along ``dim``; descending keeps ties in their original order."""
+    if not descending:
+        return a.argsort(axis=dim, kind="stable")
+    n = a.shape[dim]
+    rev = np.flip(a, dim).argsort(axis=dim, kind="stable")
+    return (n - 1) - np.flip(rev, dim)
+
+
+class _Select(Function):
+    """Values at ``idx`` (precomputed, keepdim layout) along ``dim``; grad scatters back."""
+
+    save_inputs = ()
+
+    def forward(self, a, idx, dim, keepdim):
+        self.shape, self.idx, self.dim, self.keepdim = a.shape, idx, dim, keepdim
+        if a.ndim == 0:
+            return a.copy(), np.zeros((), np.int64)
+        vals = np.take_along_axis(a, idx, axis=dim)
+        idx = idx.astype(np.int64, copy=False)
+        if not keepdim:
+            vals, idx = vals.squeeze(dim), idx.squeeze(dim)
+        return vals, idx
+
+    def backward(self, g, _g_indices):
+        return _scatter_grad(g, self.idx, self.shape, self.dim, self.keepdim)
+
+
+def _dim_of(input: Tensor, dim) -> int:
+    return wrap_dim(int(dim), input.array.ndim)
+
+
+@register("sort")
+def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False):
+    """Sort along ``dim``; returns ``(values, indices)``. Always stable (see module doc)."""
+    d = _dim_of(input, dim)
+    a = input.array
+    idx = np.zeros((), np.int64) if a.ndim == 0 else _argsort(a, d, descending)
+    vals, ind = _Select.apply(input, idx, dim=d, keepdim=True)
+    return return_types.sort(vals, ind)
+
+
+@register("argsort")
+def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+    """Indices that sort ``input`` along ``dim`` (int64, stable)."""
+    a = input.array
+    if a.ndim == 0:
+        return _wrap(np.zeros((), np.int64))
+    return _wrap(_argsort(a, _dim_of(input, dim), descending).astype(np.int64, copy=False))
+
+
+@register("msort")
+def msort(input: Tensor) -> Tensor:
+    """Sort along the first dim (values only)."""
+    return sort(input, 0).values
+
+
+@register("topk")
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
+    """The ``k`` largest (or smallest) elements along ``dim`` as ``(values, indices)``."""
+    a = input.array
+    d = _dim_of(input, dim)
+    n = a.shape[d] if a.ndim else 1
+    k = int(k)
+    if not 0 <= k <= n:
+        raise RuntimeError(
+            f"selected index k out of range: topk(k={k}) along dim {dim} of size {n} "
+            f"(input shape {tuple(a.shape)}); use 0 <= k <= {n}"
+        )
+    if a.ndim == 0:
+        idx = np.zeros((), np.int64)
+    elif k == 0:
+        shape = list(a.shape)
+        shape[d] = 0
+        idx = np.zeros(shape, np.int64)
+    elif 4 * k >= n:  # selecting most of the slice: a full sort is as cheap
+        idx = np.take(_argsort(a, d, largest), np.arange(k), axis=d)
+    else:
+        part = np.argpartition(a, n - k if largest else k - 1, axis=d)
+        part = np.take(part, np.arange(n - k, n) if largest else np.arange(k), axis=d)
+        order = _argsort(np.take_along_axis(a, part, axis=d), d, largest)
+        idx = np.take_along_axis(part, order, axis=d)
+    vals, ind = _Select.apply(input, idx, dim=d, keepdim=True)
+    return return_types.topk(vals, ind)
+
+
+def _kth_index(a, k0: int, dim: int):
+    """Index (keepdim layout) of the element of rank ``k0`` (0-based) along ``dim``."""
+    part = np.argpartition(a, k0, axis=dim)
+    return np.take(part, [k0], axis=dim)
+
+
+@register("kthvalue")
+def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
+    """The ``k``-th smallest element (1-based) along ``dim`` as ``(values, indices)``."""
+    a = input.array
+    d = _dim_of(input, dim)
+    n = a.shape[d] if a.ndim else 1
+    if not 1 <= int(k) <= n:
+        raise RuntimeError(
+            f"kthvalue(): selected number k={k} out of range for dim {dim} of size {n}; "
+            f"use 1 <= k <= {n}"
+        )
+    idx = np.zeros((), np.int64) if a.ndim == 0 else _kth_index(a, int(k) - 1, d)
+    vals, ind = _Select.apply(input, idx, dim=d, keepdim=keepdim)
+    return return_types.kthvalue(vals, ind)
+
+
+class _MedianAll(Function):
+    """Lower median of all elements; the gradient is split evenly among tied elements."""
+
+    save_inputs = (0,)
+
+    def forward(self, a):
+        if a.size == 0:
+            raise RuntimeError("median() of an empty tensor is undefined; give a non-empty input")
+        flat = a.reshape(-1)
+        out = np.partition(flat, (flat.size - 1) // 2)[(flat.size - 1) // 2]
+        self.a, self.out = a, out
+        return _arr(np.asarray(out, dtype=a.dtype))
+
+    def backward(self, g):
+        mask = self.a == self.out
+        return _arr(np.where(mask, g / mask.sum(), 0).astype(g.dtype, copy=False))
+
+
+@register("median")
+def median(input: Tensor, dim=None, keepdim: bool = False):
+    """``median(x)`` -> lower median of all elements; ``median(x, dim)`` -> ``(values, indices)``."""
+    if dim is None:
+        return _MedianAll.apply(input)
+    a = input.array
+    d = _dim_of(input, dim)
+    if a.ndim and a.shape[d] == 0:
+        raise IndexError(f"median(): dim {dim} of input shape {tuple(a.shape)} is empty")
+    idx = np.zeros((), np.int64) if a.ndim == 0 else _kth_index(a, (a.shape[d] - 1) // 2, d)
+    vals, ind = _Select.apply(input, idx, dim=d, keepdim=keepdim)
+    return return_types.median(vals, ind)
+
+
+@register("multinomial")
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, generator=None) -> Tensor:
+    """Sample category indices from the rows of ``input`` (non-negative weights, 1-D or 2-D).
+
+    Returns int64 of shape ``(num_samples,)`` or ``(rows, num_samples)``.
+    """
+    w = input.array
+    dev = device_of(w)
+    if dev.type != "cpu":  # sampled on the host: the draw is tiny next to the model
+        w = to_device(w, CPU)
+    if w.ndim not in (1, 2):
+        raise RuntimeError(f"multinomial(): prob_dist must be 1 or 2 dim, got {w.ndim}-D input of shape {tuple(w.shape)}")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"multinomial(): expected a floating point input, got {input.dtype}; call .float() first")
+    num_samples = int(num_samples)
+    w2 = np.asarray(w, dtype=np.float64).reshape(-1, w.shape[-1])  # (R, C)
+    rows, cats = w2.shape
+    if num_samples <= 0:
+        raise RuntimeError(f"multinomial(): cannot sample n_sample <= 0 samples (got {num_samples})")
+    if not replacement and num_samples > cats:
+        raise RuntimeError(
+            f"cannot sample n_sample > prob_dist.size(-1) samples without replacement "
+            f"({num_samples} > {cats}); pass replacement=True or ask for fewer samples"
+        )
+    if not np.all(np.isfinite(w2)) or np.any(w2 < 0):
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    total = w2.sum(axis=1, keepdims=True)  # (R, 1)
+    if np.any(total <= 0):
+        raise RuntimeError(
+            "invalid multinomial distribution (sum of probabilities <= 0): every row needs a "
+            "positive weight"
+        )
+    g = rng(generator)
+    if replacement:
+        cdf = np.cumsum(w2 / total, axis=1)  # (R, C)
+        cdf[:, -1] = 1.0
+        offset = np.arange(rows, dtype=np.float64)[:, None]
+        u = g.random((rows, num_samples)) + offset  # row r searches in [r, r + 1)
+        flat = (cdf + offset).reshape(-1)
+        idx = np.searchsorted(flat, u.reshape(-1), side="right").reshape(rows, num_samples)
+        idx = np.minimum(idx - np.arange(rows)[:, None] * cats, cats - 1)
+    else:
+        with np.errstate(divide="ignore"):
+            keys = g.exponential(size=(rows, cats)) / w2  # zero weight -> inf: drawn last
+        if num_samples < cats:
+            idx = np.argpartition(keys, num_samples - 1, axis=1)[:, :num_samples]
+            order = np.argsort(np.take_along_axis(keys, idx, axis=1), axis=1, kind="stable")
+            idx = np.take_along_axis(idx, order, axis=1)
+        else:
+            idx = np.argsort(keys, axis=1, kind="stable")
+    idx = idx.astype(np.int64, copy=False)
+    idx = idx[0] if w.ndim == 1 else idx
+    return _wrap(idx if dev.type == "cpu" else to_device(idx, dev))
