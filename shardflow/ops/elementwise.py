@@ -1,3 +1,1193 @@
-"""(to be written)"""
+"""Elementwise ops: unary math, activations, pow, clamp, maximum/minimum, where, lerp and
+addcmul/addcdiv (rounding, division variants, comparisons, logical and bitwise ops live in
+``elementwise_extra.py``).
 
-__all__: list[str] = []
+Conventions (see ``arithmetic.py``, the family template):
+
+* Unary float ops (``exp``, ``sigmoid``, ``gelu`` ...) on integer or bool tensors compute in
+  the default float dtype, as PyTorch does; ops that make sense on integers (``abs``,
+  ``square``, ``relu``, ``clamp`` ...) keep the input dtype.
+* Backward formulas use Python float constants only, so NumPy keeps float32 as float32.
+  Ops whose backward can be written from the output save the output (``save_output``),
+  like PyTorch's ``exp``/``tanh``/``sigmoid``/``relu``.
+* In-place forms (``exp_``, ``clamp_``, ``addcmul_``, ``lerp_`` ...) write straight into the
+  target array with NumPy ``out=`` when no graph has to be recorded (the optimizer path);
+  otherwise they compute out of place and rebase the tensor through ``_util.inplace``.
+
+Numerics:
+
+* ``sigmoid(x)``: with ``e = exp(-|x|)``, ``1 / (1 + e)`` for ``x >= 0`` and ``e / (1 + e)``
+  otherwise — never overflows and keeps relative accuracy in both tails.
+* ``erf``/``erfc``: W. J. Cody's rational Chebyshev approximations (Math. Comp. 23, 1969;
+  the CALERF algorithm) on three ranges, ``|x| <= 0.46875``, ``<= 4`` and beyond, with
+  ``exp(-x^2)`` split as ``exp(-s^2) exp(-(x-s)(x+s))`` for ``s = trunc(16 x) / 16``.
+  Relative error is near double precision (checked against ``torch.erf`` in float64).
+* ``softplus(x) = logaddexp(0, beta x) / beta`` where ``beta x <= threshold``, else ``x``.
+* ``gelu``: exact ``x/2 (1 + erf(x / sqrt 2))``, or the ``'tanh'`` approximation.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+
+import numpy as np
+
+from ..autograd import Function, Tensor, _wrap
+from ..autograd.dispatch import register
+from ..backend import dtypes, result_type
+from ._util import _SCALARS, as_tensor_arg, inplace, needs_graph, promote, unbroadcast
+
+__all__ = [
+    # unary math
+    "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "abs", "absolute",
+    "sin", "cos", "tan", "tanh", "sinh", "cosh", "asin", "acos", "atan", "arcsin", "arccos",
+    "arctan", "sigmoid", "erf", "erfc", "square",
+    "exp_", "exp2_", "log_", "log2_", "log10_", "log1p_", "expm1_", "sqrt_", "rsqrt_", "abs_",
+    "sin_", "cos_", "tan_", "tanh_", "sinh_", "cosh_", "sigmoid_", "erf_", "erfc_", "square_",
+    # activations
+    "relu", "relu_", "relu6", "gelu", "silu", "softplus", "leaky_relu", "leaky_relu_", "elu",
+    "elu_", "selu", "selu_", "celu", "mish", "hardtanh", "hardtanh_", "hardsigmoid",
+    "hardswish", "logsigmoid",
+    # binary / ternary
+    "pow", "pow_", "clamp", "clip", "clamp_", "clip_", "clamp_min", "clamp_max",
+    "clamp_min_", "clamp_max_", "maximum", "minimum", "fmax", "fmin", "where", "lerp",
+    "lerp_", "addcmul", "addcmul_", "addcdiv", "addcdiv_",
+]
+
+_SQRT1_2 = math.sqrt(0.5)
+_2_SQRTPI = 2.0 / math.sqrt(math.pi)
+_1_SQRTPI = 1.0 / math.sqrt(math.pi)
+_1_SQRT2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_SQRT_2_PI = math.sqrt(2.0 / math.pi)
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+# ---------------------------------------------------------------------------- helpers
+def _float_arg(t) -> Tensor:
+    """``t`` as a floating Tensor: integer/bool tensors become the default float dtype."""
+    if not isinstance(t, Tensor):
+        t = as_tensor_arg(t)
+    k = t.array.dtype.kind
+    if k == "f" or k == "V":
+        return t
+    return _wrap(t.array.astype(dtypes.get_default_dtype().np))
+
+
+def _tensor_arg(t) -> Tensor:
+    return t if isinstance(t, Tensor) else as_tensor_arg(t)
+
+
+def _same_dtype(y, x):
+    """Cast ``y`` back to ``x``'s dtype (bfloat16 arrays mixed with Python floats widen)."""
+    return y if y.dtype == x.dtype else y.astype(x.dtype)
+
+
+def _shape(x):
+    return x.shape if hasattr(x, "shape") else ()
+
+
+def _is_float_array(a) -> bool:
+    k = a.dtype.kind
+    return k == "f" or k == "V"
+
+
+def _check_inplace_dtype(t: Tensor, name: str) -> None:
+    if not _is_float_array(t.array):
+        raise RuntimeError(
+            f"{name}: result type Float can't be cast to the desired output type {t.dtype}; "
+            f"call .float() first, or use the out-of-place {name.rstrip('_')}()"
+        )
+
+
+# ---------------------------------------------------------------------------- erf (Cody)
+_ERF_A = (3.16112374387056560e00, 1.13864154151050156e02, 3.77485237685302021e02,
+          3.20937758913846947e03, 1.85777706184603153e-1)
+_ERF_B = (2.36012909523441209e01, 2.44024637934444173e02, 1.28261652607737228e03,
+          2.84423683343917062e03)
+_ERF_C = (5.64188496988670089e-1, 8.88314979438837594e00, 6.61191906371416295e01,
+          2.98635138197400131e02, 8.81952221241769090e02, 1.71204761263407058e03,
+          2.05107837782607147e03, 1.23033935479799725e03, 2.15311535474403846e-8)
+_ERF_D = (1.57449261107098347e01, 1.17693950891312499e02, 5.37181101862009858e02,
+          1.62138957456669019e03, 3.29079923573345963e03, 4.36261909014324716e03,
+          3.43936767414372164e03, 1.23033935480374942e03)
+_ERF_P = (3.05326634961232344e-1, 3.60344899949804439e-1, 1.25781726111229246e-1,
+          1.60837851487422766e-2, 6.58749161529837803e-4, 1.63153871373020978e-2)
+_ERF_Q = (2.56852019228982242e00, 1.87295284992346047e00, 5.27905102951428412e-1,
+          6.05183413124413191e-2, 2.33520497626869185e-3)
+_ERF_SMALL = 0.46875
+
+
+def _erf_small(x):
+    """erf(x) for |x| <= 0.46875: x P(x^2) / Q(x^2)."""
+    a, b = _ERF_A, _ERF_B
+    z = x * x
+    num = (((a[4] * z + a[0]) * z + a[1]) * z + a[2]) * z + a[3]
+    den = (((z + b[0]) * z + b[1]) * z + b[2]) * z + b[3]
+    return x * num / den
+
+
+def _exp_neg_sq(y):
+    """exp(-y^2) with the square split so its rounding error is not amplified."""
+    s = np.trunc(y * 16.0) / 16.0
+    return np.exp(-s * s) * np.exp(-(y - s) * (y + s))
+
+
+def _erfc_pos(y):
+    """erfc(y) for y > 0.46875 (rational in y up to 4, in 1/y^2 beyond)."""
+    out = np.empty_like(y)
+    mid = y <= 4.0
+    ym = y[mid]
+    if ym.size:
+        c, d = _ERF_C, _ERF_D
+        num = c[8] * ym
+        den = ym
+        for i in range(7):
+            num = (num + c[i]) * ym
+            den = (den + d[i]) * ym
+        out[mid] = _exp_neg_sq(ym) * (num + c[7]) / (den + d[7])
+    big = ~mid
+    yb = y[big]
+    if yb.size:
+        p, q = _ERF_P, _ERF_Q
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            z = 1.0 / (yb * yb)
+            num = p[5] * z
+            den = z
+            for i in range(4):
+                num = (num + p[i]) * z
+                den = (den + q[i]) * z
+            r = z * (num + p[4]) / (den + q[4])
+            r = (_1_SQRTPI - r) / yb
+            out[big] = _exp_neg_sq(yb) * r
+    return out
+
+
+def _compute_dtype(x):
+    """Half-precision inputs are evaluated in float32 (the rational needs the range)."""
+    return x if x.dtype.itemsize >= 4 else x.astype(np.float32)
+
+
+def erf_array(x):
+    """erf on a raw floating array (same dtype out)."""
+    xc = _compute_dtype(x)
+    y = np.abs(xc)
+    small = y <= _ERF_SMALL
+    if small.all():
+        return _same_dtype(_erf_small(xc), x)
+    out = np.empty_like(xc)
+    out[small] = _erf_small(xc[small])
+    big = ~small
+    out[big] = np.copysign(1.0 - _erfc_pos(y[big]), xc[big])
+    return _same_dtype(out, x)
+
+
+def erfc_array(x):
+    """erfc on a raw floating array (same dtype out); accurate in the right tail."""
+    xc = _compute_dtype(x)
+    y = np.abs(xc)
+    small = y <= _ERF_SMALL
+    out = np.empty_like(xc)
+    out[small] = 1.0 - _erf_small(xc[small])
+    big = ~small
+    ec = _erfc_pos(y[big])
+    out[big] = np.where(xc[big] < 0, 2.0 - ec, ec)
+    return _same_dtype(out, x)
+
+
+def sigmoid_array(x):
+    """Numerically stable logistic function on a raw array."""
+    e = np.exp(-np.abs(x))  # in (0, 1]
+    out = np.where(x >= 0, 1.0, e)
+    out /= e + 1.0
+    return _same_dtype(out, x)
+
+
+# ---------------------------------------------------------------------------- unary bases
+class _UnaryX(Function):
+    """y = f(x); backward reads the saved input: grad = df(g, x)."""
+
+    save_inputs = (0,)
+
+    def forward(self, x):
+        self.x = x
+        return _same_dtype(self.f(x), x)
+
+    def backward(self, g):
+        return _same_dtype(self.df(g, self.x), g)
+
+
+class _UnaryY(Function):
+    """y = f(x); backward reads the saved output: grad = df(g, y)."""
+
+    save_inputs = ()
+    save_output = True
+
+    def forward(self, x):
+        y = _same_dtype(self.f(x), x)
+        self.y = y
+        return y
+
+    def backward(self, g):
+        return _same_dtype(self.df(g, self.y), g)
+
+
+def _unary(name, base, f, df, doc):
+    cls = type(name, (base,), {"f": staticmethod(f), "df": staticmethod(df), "__doc__": doc})
+    return cls
+
+
+Exp = _unary("Exp", _UnaryY, np.exp, lambda g, y: g * y, "exp(x); grad g*y")
+Exp2 = _unary("Exp2", _UnaryY, np.exp2, lambda g, y: g * (y * _LN2), "2^x; grad g*y*ln2")
+Expm1 = _unary("Expm1", _UnaryY, np.expm1, lambda g, y: g * (y + 1.0), "exp(x)-1; grad g*(y+1)")
+Sqrt = _unary("Sqrt", _UnaryY, np.sqrt, lambda g, y: g * 0.5 / y, "sqrt(x); grad g/(2y)")
+Rsqrt = _unary("Rsqrt", _UnaryY, lambda x: 1.0 / np.sqrt(x), lambda g, y: g * (-0.5 * y * y * y),
+               "1/sqrt(x); grad -g*y^3/2")
+Tanh = _unary("Tanh", _UnaryY, np.tanh, lambda g, y: g * (1.0 - y * y), "tanh(x); grad g*(1-y^2)")
+Tan = _unary("Tan", _UnaryY, np.tan, lambda g, y: g * (1.0 + y * y), "tan(x); grad g*(1+y^2)")
+Sigmoid = _unary("Sigmoid", _UnaryY, sigmoid_array, lambda g, y: g * (y * (1.0 - y)),
+                 "stable logistic; grad g*y*(1-y)")
+Log = _unary("Log", _UnaryX, np.log, lambda g, x: g / x, "ln(x); grad g/x")
+Log2 = _unary("Log2", _UnaryX, np.log2, lambda g, x: g / (x * _LN2), "log2(x); grad g/(x ln2)")
+Log10 = _unary("Log10", _UnaryX, np.log10, lambda g, x: g / (x * _LN10), "log10; grad g/(x ln10)")
+Log1p = _unary("Log1p", _UnaryX, np.log1p, lambda g, x: g / (x + 1.0), "ln(1+x); grad g/(1+x)")
+Abs = _unary("Abs", _UnaryX, np.abs, lambda g, x: g * np.sign(x), "|x|; grad g*sign(x)")
+Sin = _unary("Sin", _UnaryX, np.sin, lambda g, x: g * np.cos(x), "sin; grad g*cos(x)")
+Cos = _unary("Cos", _UnaryX, np.cos, lambda g, x: -g * np.sin(x), "cos; grad -g*sin(x)")
+Sinh = _unary("Sinh", _UnaryX, np.sinh, lambda g, x: g * np.cosh(x), "sinh; grad g*cosh(x)")
+Cosh = _unary("Cosh", _UnaryX, np.cosh, lambda g, x: g * np.sinh(x), "cosh; grad g*sinh(x)")
+Asin = _unary("Asin", _UnaryX, np.arcsin, lambda g, x: g / np.sqrt(1.0 - x * x),
+              "asin; grad g/sqrt(1-x^2)")
+Acos = _unary("Acos", _UnaryX, np.arccos, lambda g, x: -g / np.sqrt(1.0 - x * x),
+              "acos; grad -g/sqrt(1-x^2)")
+Atan = _unary("Atan", _UnaryX, np.arctan, lambda g, x: g / (1.0 + x * x), "atan; grad g/(1+x^2)")
+Erf = _unary("Erf", _UnaryX, erf_array, lambda g, x: g * (_2_SQRTPI * np.exp(-x * x)),
+             "erf (Cody); grad g*2/sqrt(pi)*exp(-x^2)")
+Erfc = _unary("Erfc", _UnaryX, erfc_array, lambda g, x: g * (-_2_SQRTPI * np.exp(-x * x)),
+              "erfc (Cody); grad -g*2/sqrt(pi)*exp(-x^2)")
+Square = _unary("Square", _UnaryX, np.square, lambda g, x: g * (2.0 * x), "x^2; grad 2gx")
+Relu = _unary("Relu", _UnaryY, lambda x: np.maximum(x, 0), lambda g, y: g * (y > 0),
+              "max(x, 0); grad g where y > 0")
+
+
+def _make_unary(name, cls, *, float_only=True, ufunc=None, doc=""):
+    """Build the functional form ``name(input)`` and its in-place form ``name_(input)``.
+
+    ``ufunc``, when given, is a NumPy ufunc equal to the forward; the in-place form then
+    writes with ``ufunc(a, out=a)`` when no graph is recorded.
+    """
+    if float_only:
+        def fn(input):
+            return cls.apply(_float_arg(input))
+    else:
+        def fn(input):
+            return cls.apply(_tensor_arg(input))
+
+    def fn_(input):
+        if float_only:
+            _check_inplace_dtype(input, name + "_")
+        if ufunc is not None and not needs_graph(input):
+            a = input.array
+            ufunc(a, out=a)
+            input._version[0] += 1
+            return input
+        return inplace(input, fn(input))
+
+    fn.__name__, fn.__qualname__ = name, name
+    fn_.__name__, fn_.__qualname__ = name + "_", name + "_"
+    fn.__doc__ = f"``torch.{name}``: {doc or cls.__doc__}."
+    fn_.__doc__ = f"In-place ``{name}``."
+    register(name)(fn)
+    register(name + "_")(fn_)
+    return fn, fn_
+
+
+exp, exp_ = _make_unary("exp", Exp, ufunc=np.exp)
+exp2, exp2_ = _make_unary("exp2", Exp2, ufunc=np.exp2)
+expm1, expm1_ = _make_unary("expm1", Expm1, ufunc=np.expm1)
+log, log_ = _make_unary("log", Log, ufunc=np.log)
+log2, log2_ = _make_unary("log2", Log2, ufunc=np.log2)
+log10, log10_ = _make_unary("log10", Log10, ufunc=np.log10)
+log1p, log1p_ = _make_unary("log1p", Log1p, ufunc=np.log1p)
+sqrt, sqrt_ = _make_unary("sqrt", Sqrt, ufunc=np.sqrt)
+rsqrt, rsqrt_ = _make_unary("rsqrt", Rsqrt)
+sin, sin_ = _make_unary("sin", Sin, ufunc=np.sin)
+cos, cos_ = _make_unary("cos", Cos, ufunc=np.cos)
+tan, tan_ = _make_unary("tan", Tan, ufunc=np.tan)
+tanh, tanh_ = _make_unary("tanh", Tanh, ufunc=np.tanh)
+sinh, sinh_ = _make_unary("sinh", Sinh, ufunc=np.sinh)
+cosh, cosh_ = _make_unary("cosh", Cosh, ufunc=np.cosh)
+asin, asin_ = _make_unary("asin", Asin, ufunc=np.arcsin)
+acos, acos_ = _make_unary("acos", Acos, ufunc=np.arccos)
+atan, atan_ = _make_unary("atan", Atan, ufunc=np.arctan)
+sigmoid, sigmoid_ = _make_unary("sigmoid", Sigmoid)
+erf, erf_ = _make_unary("erf", Erf)
+erfc, erfc_ = _make_unary("erfc", Erfc)
+abs, abs_ = _make_unary("abs", Abs, float_only=False, ufunc=np.abs)
+square, square_ = _make_unary("square", Square, float_only=False, ufunc=np.square)
+register("absolute")(abs)
+register("absolute_")(abs_)
+register("arcsin")(asin)
+register("arccos")(acos)
+register("arctan")(atan)
+register("special_expit", "expit")(sigmoid)
+absolute, arcsin, arccos, arctan = abs, asin, acos, atan
+
+
+# ---------------------------------------------------------------------------- activations
+def _act_inplace(input, result, inplace_flag):
+    return inplace(input, result) if inplace_flag else result
+
+
+@register("relu")
+def relu(input, inplace: bool = False):
+    """``max(x, 0)`` (integer tensors stay integer); grad passes where the output is > 0."""
+    x = _tensor_arg(input)
+    if inplace:
+        return relu_(x)
+    return Relu.apply(x)
+
+
+@register("relu_")
+def relu_(input):
+    """In-place relu (``np.maximum(a, 0, out=a)`` when no graph is recorded)."""
+    if not needs_graph(input):
+        a = input.array
+        np.maximum(a, 0, out=a)
+        input._version[0] += 1
+        return input
+    return inplace(input, Relu.apply(input))
+
+
+class Hardtanh(Function):
+    """clip(x, lo, hi); grad passes strictly inside (lo, hi) (PyTorch's convention)."""
+
+    save_inputs = (0,)
+
+    def forward(self, x, lo=-1.0, hi=1.0):
+        self.x, self.lo, self.hi = x, lo, hi
+        return _same_dtype(np.minimum(np.maximum(x, lo), hi), x)
+
+    def backward(self, g):
+        x = self.x
+        return g * ((x > self.lo) & (x < self.hi))
+
+
+@register("hardtanh")
+def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+    """``clamp(x, min_val, max_val)`` with zero grad at and outside the bounds."""
+    x = _tensor_arg(input)
+    return _act_inplace(x, Hardtanh.apply(x, lo=min_val, hi=max_val), inplace)
+
+
+@register("hardtanh_")
+def hardtanh_(input, min_val: float = -1.0, max_val: float = 1.0):
+    return inplace(input, Hardtanh.apply(input, lo=min_val, hi=max_val))
+
+
+@register("relu6")
+def relu6(input, inplace: bool = False):
+    """``hardtanh(x, 0, 6)``."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+class Gelu(Function):
+    """Exact: y = x Phi(x), Phi(x) = (1 + erf(x/sqrt2))/2, dy = Phi(x) + x phi(x).
+    'tanh': y = x/2 (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3),
+    dy = (1 + t)/2 + x/2 (1 - t^2) sqrt(2/pi) (1 + 3*0.044715 x^2)."""
+
+    save_inputs = (0,)
+
+    def forward(self, x, approximate="none"):
+        self.x, self.approx = x, approximate
+        if approximate == "tanh":
+            t = np.tanh(_SQRT_2_PI * (x + 0.044715 * x * x * x))
+            self.t = t
+            return _same_dtype(0.5 * x * (1.0 + t), x)
+        cdf = 0.5 * (1.0 + erf_array(x * _SQRT1_2))
+        self.cdf = cdf
+        return _same_dtype(x * cdf, x)
+
+    def backward(self, g):
+        x = self.x
+        if self.approx == "tanh":
+            t = self.t
+            x2 = x * x
+            d = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * (_SQRT_2_PI * (1.0 + 0.134145 * x2))
+            return _same_dtype(g * d, g)
+        pdf = _1_SQRT2PI * np.exp(-0.5 * x * x)
+        return _same_dtype(g * (self.cdf + x * pdf), g)
+
+
+@register("gelu")
+def gelu(input, approximate: str = "none"):
+    """GELU: ``x * Phi(x)`` (``approximate='none'``, erf-based) or the tanh approximation."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return Gelu.apply(_float_arg(input), approximate=approximate)
+
+
+class Silu(Function):
+    """y = x s(x); dy = s (1 + x (1 - s))."""
+
+    save_inputs = (0,)
+
+    def forward(self, x):
+        s = sigmoid_array(x)
+        self.x, self.s = x, s
+        return x * s
+
+    def backward(self, g):
+        s, x = self.s, self.x
+        return g * (s * (1.0 + x * (1.0 - s)))
+
+
+@register("silu")
+def silu(input, inplace: bool = False):
+    """SiLU / swish: ``x * sigmoid(x)``."""
+    x = _float_arg(input)
+    return _act_inplace(x, Silu.apply(x), inplace)
+
+
+class Softplus(Function):
+    """y = log(1 + exp(beta x)) / beta (via logaddexp), or x where beta x > threshold;
+    dy = sigmoid(beta x) below the threshold, 1 above."""
+
+    save_inputs = (0,)
+
+    def forward(self, x, beta=1.0, threshold=20.0):
+        self.x, self.beta, self.threshold = x, beta, threshold
+        bx = x * beta if beta != 1 else x
+        y = np.logaddexp(0.0, bx)
+        if beta != 1:
+            y /= beta
+        return _same_dtype(np.where(bx > threshold, x, y), x)
+
+    def backward(self, g):
+        bx = self.x * self.beta if self.beta != 1 else self.x
+        return _same_dtype(np.where(bx > self.threshold, g, g * sigmoid_array(bx)), g)
+
+
+@register("softplus")
+def softplus(input, beta: float = 1.0, threshold: float = 20.0):
+    """``log(1 + exp(beta x)) / beta``, linear above ``threshold`` (in units of beta x)."""
+    return Softplus.apply(_float_arg(input), beta=beta, threshold=threshold)
+
+
+class LeakyRelu(Function):
+    """y = x if x > 0 else slope x; dy = 1 or slope."""
+
+    save_inputs = (0,)
+
+    def forward(self, x, slope=0.01):
+        self.x, self.slope = x, slope
+        return _same_dtype(np.where(x > 0, x, x * slope), x)
+
+    def backward(self, g):
+        return _same_dtype(np.where(self.x > 0, g, g * self.slope), g)
+
+
+@register("leaky_relu")
+def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):
+    x = _float_arg(input)
+    return _act_inplace(x, LeakyRelu.apply(x, slope=negative_slope), inplace)
+
+
+@register("leaky_relu_")
+def leaky_relu_(input, negative_slope: float = 0.01):
+    return inplace(input, LeakyRelu.apply(input, slope=negative_slope))
+
+
+class Elu(Function):
+    """y = scale * (x if x > 0 else alpha (exp(x/input_scale... ) - 1)); PyTorch's general
+    ELU: y = scale x (x > 0), scale alpha expm1(x * input_scale) (x <= 0);
+    dy = scale (x > 0), scale alpha input_scale exp(x input_scale) (x <= 0)."""
+
+    save_inputs = (0,)
+
+    def forward(self, x, alpha=1.0, scale=1.0, input_scale=1.0):
+        self.x, self.alpha, self.scale, self.input_scale = x, alpha, scale, input_scale
+        neg = np.minimum(x, 0)
+        e = np.expm1(neg * input_scale if input_scale != 1 else neg)
+        self.e = e
+        y = np.where(x > 0, x, e * alpha)
+        if scale != 1:
+            y *= scale
+        return _same_dtype(y, x)
+
+    def backward(self, g):
+        k = self.alpha * self.input_scale
+        d = np.where(self.x > 0, 1.0, (self.e + 1.0) * k)
+        if self.scale != 1:
+            d *= self.scale
+        return _same_dtype(g * d, g)
+
+
+@register("elu")
+def elu(input, alpha: float = 1.0, inplace: bool = False):
+    """``x`` for x > 0, ``alpha * (exp(x) - 1)`` otherwise."""
+    x = _float_arg(input)
+    return _act_inplace(x, Elu.apply(x, alpha=alpha), inplace)
+
+
+@register("elu_")
+def elu_(input, alpha: float = 1.0):
+    return inplace(input, Elu.apply(input, alpha=alpha))
+
+
+@register("selu")
+def selu(input, inplace: bool = False):
+    """``scale * elu(x, alpha)`` with the self-normalising constants."""
+    x = _float_arg(input)
+    return _act_inplace(x, Elu.apply(x, alpha=_SELU_ALPHA, scale=_SELU_SCALE), inplace)
+
+
+@register("selu_")
+def selu_(input):
+    return inplace(input, Elu.apply(input, alpha=_SELU_ALPHA, scale=_SELU_SCALE))
+
+
+@register("celu")
+def celu(input, alpha: float = 1.0, inplace: bool = False):
+    """``max(0, x) + min(0, alpha (exp(x / alpha) - 1))``."""
+    if alpha == 0:
+        raise ValueError("celu: alpha must be nonzero, got 0")
+    x = _float_arg(input)
+    return _act_inplace(x, Elu.apply(x, alpha=alpha, input_scale=1.0 / alpha), inplace)
+
+
+class Mish(Function):
+    """y = x tanh(softplus(x)); dy = t + x s (1 - t^2) with t = tanh(softplus x), s = sigmoid x."""
+
+    save_inputs = (0,)
+
+    def forward(self, x):
+        t = np.tanh(np.logaddexp(0.0, x))
+        self.x, self.t = x, t
+        return _same_dtype(x * t, x)
+
+    def backward(self, g):
+        x, t = self.x, self.t
+        return _same_dtype(g * (t + x * sigmoid_array(x) * (1.0 - t * t)), g)
+
+
+@register("mish")
+def mish(input, inplace: bool = False):
+    x = _float_arg(input)
+    return _act_inplace(x, Mish.apply(x), inplace)
+
+
+class Hardsigmoid(Function):
+    """y = relu6(x + 3) / 6; dy = 1/6 on (-3, 3)."""
+
+    save_inputs = (0,)
+
+    def forward(self, x):
+        self.x = x
+        return _same_dtype(np.clip(x / 6.0 + 0.5, 0.0, 1.0), x)
+
+    def backward(self, g):
+        x = self.x
+        return g * (((x > -3.0) & (x < 3.0)) * (1.0 / 6.0)).astype(g.dtype)
+
+
+@register("hardsigmoid")
+def hardsigmoid(input, inplace: bool = False):
+    x = _float_arg(input)
+    return _act_inplace(x, Hardsigmoid.apply(x), inplace)
+
+
+class Hardswish(Function):
+    """y = x relu6(x + 3) / 6; dy = 0 (x < -3), x/3 + 1/2 (-3 <= x <= 3), 1 (x > 3)."""
+
+    save_inputs = (0,)
+
+    def forward(self, x):
+        self.x = x
+        return _same_dtype(x * np.clip(x + 3.0, 0.0, 6.0) / 6.0, x)
+
+    def backward(self, g):
+        x = self.x
+        d = np.where(x < -3.0, 0.0, np.where(x <= 3.0, x / 3.0 + 0.5, 1.0))
+        return _same_dtype(g * d, g)
+
+
+@register("hardswish")
+def hardswish(input, inplace: bool = False):
+    x = _float_arg(input)
+    return _act_inplace(x, Hardswish.apply(x), inplace)
+
+
+class Logsigmoid(Function):
+    """y = min(x, 0) - log1p(exp(-|x|)); dy = 1 - sigmoid(x) = sigmoid(-x)."""
+
+    save_inputs = (0,)
+
+    def forward(self, x):
+        self.x = x
+        return _same_dtype(np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x))), x)
+
+    def backward(self, g):
+        return _same_dtype(g * sigmoid_array(-self.x), g)
+
+
+@register("logsigmoid")
+def logsigmoid(input):
+    return Logsigmoid.apply(_float_arg(input))
+
+
+# ---------------------------------------------------------------------------- pow
+class PowScalar(Function):
+    """y = x^e (e a number); dx = g e x^(e-1) (0 when e == 0)."""
+
+    save_inputs = (0,)
+
+    def forward(self, x, e=2):
+        self.x, self.e = x, e
+        if e == 2:
+            return x * x
+        if e == 0.5:
+            return np.sqrt(x)
+        return np.power(x, e)
+
+    def backward(self, g):
+        x, e = self.x, self.e
+        if e == 0:
+            return np.zeros_like(g)
+        if e == 1:
+            return g
+        if e == 2:
+            return g * (2.0 * x)
+        return _same_dtype(g * (e * np.power(x, e - 1)), g)
+
+
+class ScalarPow(Function):
+    """y = s^x (s a number); dx = g y ln(s) (0 where s == 0 and x >= 0)."""
+
+    save_inputs = (0,)
+    save_output = True
+
+    def forward(self, x, s=2.0):
+        self.x, self.s = x, s
+        y = np.power(s, x)
+        self.y = y
+        return y
+
+    def backward(self, g):
+        s = self.s
+        if s == 0:
+            return np.where(self.x >= 0, 0.0, g * self.y * -np.inf).astype(g.dtype)
+        with np.errstate(invalid="ignore"):
+            return g * (self.y * (math.log(s) if s > 0 else math.nan))
+
+
+class PowTensor(Function):
+    """y = a^b; da = g b a^(b-1) (0 where b == 0); db = g y ln(a) (0 where a == 0, b >= 0)."""
+
+    save_inputs = (0, 1)
+    save_output = True
+
+    def forward(self, a, b):
+        self.a, self.b = a, b
+        y = np.power(a, b)
+        self.y = y
+        return y
+
+    def backward(self, g):
+        a, b = self.a, self.b
+        ga = gb = None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if self.needs_input_grad[0]:
+                ga = np.where(b == 0, 0.0, g * b * np.power(a, b - 1)).astype(g.dtype, copy=False)
+                ga = unbroadcast(ga, a.shape)
+            if self.needs_input_grad[1]:
+                gb = np.where((a == 0) & (b >= 0), 0.0, g * self.y * np.log(a))
+                gb = unbroadcast(gb.astype(g.dtype, copy=False), b.shape)
+        return ga, gb
+
+
+@register("pow")
+def pow(input, exponent):
+    """``input ** exponent`` for tensor**number, number**tensor and tensor**tensor."""
+    a, b = promote(input, exponent)
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        return PowTensor.apply(a, b)
+    if isinstance(a, Tensor):
+        if not _is_float_array(a.array) and isinstance(b, int) and b < 0:
+            raise RuntimeError(
+                f"Integers to negative integer powers are not allowed (got {a.dtype} tensor "
+                f"** {b}); use input.float() ** {b}"
+            )
+        return PowScalar.apply(a, e=b)
+    return ScalarPow.apply(b, s=a)
+
+
+@register("pow_")
+def pow_(input, exponent):
+    if isinstance(exponent, _SCALARS) and not needs_graph(input):
+        a = input.array
+        if _is_float_array(a) or not isinstance(exponent, float):
+            np.power(a, exponent, out=a)
+            input._version[0] += 1
+            return input
+    return inplace(input, pow(input, exponent))
+
+
+# ---------------------------------------------------------------------------- clamp
+class ClampScalar(Function):
+    """y = min(max(x, lo), hi) with number bounds; dx = g on [lo, hi]."""
+
+    save_inputs = (0,)
+
+    def forward(self, x, lo=None, hi=None):
+        self.x, self.lo, self.hi = x, lo, hi
+        if lo is not None and hi is not None:
+            return np.minimum(np.maximum(x, lo), hi)
+        return np.maximum(x, lo) if lo is not None else np.minimum(x, hi)
+
+    def backward(self, g):
+        x, lo, hi = self.x, self.lo, self.hi
+        if lo is not None and hi is not None:
+            m = (x >= lo) & (x <= hi)
+        elif lo is not None:
+            m = x >= lo
+        else:
+            m = x <= hi
+        return g * m
+
+
+class ClampTensor(Function):
+    """Tensor bounds (either may be None). Gradients follow PyTorch's clamp_backward_min_max:
+    x gets g where lo <= x <= hi; lo gets g where x < lo (and lo < hi); hi gets g where
+    x > hi (or hi < lo)."""
+
+    save_inputs = None
+
+    def forward(self, x, lo, hi):
+        self.x, self.lo, self.hi = x, lo, hi
+        y = x
+        if lo is not None:
+            y = np.maximum(y, lo)
+        if hi is not None:
+            y = np.minimum(y, hi)
+        if y is x:
+            y = x.copy()
+        return y
+
+    def backward(self, g):
+        x, lo, hi = self.x, self.lo, self.hi
+        need = self.needs_input_grad
+        gx = glo = ghi = None
+        if lo is not None and hi is not None:
+            if need[0]:
+                gx = g * ((x >= lo) & (x <= hi))
+            if need[1]:
+                glo = g * ((x < lo) & (lo < hi))
+            if need[2]:
+                ghi = g * ((x > hi) | (hi < lo))
+        elif lo is not None:
+            if need[0]:
+                gx = g * (x >= lo)
+            if need[1]:
+                glo = g * (x < lo)
+        elif hi is not None:
+            if need[0]:
+                gx = g * (x <= hi)
+            if need[2]:
+                ghi = g * (x > hi)
+        if gx is not None:
+            gx = unbroadcast(gx, x.shape)
+        if glo is not None:
+            glo = unbroadcast(glo, lo.shape)
+        if ghi is not None:
+            ghi = unbroadcast(ghi, hi.shape)
+        return gx, glo, ghi
+
+
+def _clamp_operands(input, min, max):
+    if min is None and max is None:
+        raise RuntimeError(
+            "clamp: at least one of 'min' or 'max' must not be None; pass clamp(x, min=...) "
+            "and/or max=..."
+        )
+    x = _tensor_arg(input)
+    ops = [(x.dtype, x.array.ndim)]
+    for v in (min, max):
+        if isinstance(v, Tensor):
+            ops.append((v.dtype, v.array.ndim))
+        elif v is not None:
+            ops.append(v)
+    rd = result_type(ops)
+    return x, rd
+
+
+@register("clamp", "clip")
+def clamp(input, min=None, max=None):
+    """``min(max(input, min), max)``; ``min``/``max`` are numbers or Tensors (or None)."""
+    x, rd = _clamp_operands(input, min, max)
+    from .conversion import to_dtype
+
+    if x.array.dtype != rd.np:
+        x = to_dtype(x, rd)
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        lo = to_dtype(min, rd) if isinstance(min, Tensor) else (
+            None if min is None else _wrap(np.asarray(min, dtype=rd.np)))
+        hi = to_dtype(max, rd) if isinstance(max, Tensor) else (
+            None if max is None else _wrap(np.asarray(max, dtype=rd.np)))
+        return ClampTensor.apply(x, lo, hi)
+    return ClampScalar.apply(x, lo=min, hi=max)
+
+
+clip = clamp
+
+
+@register("clamp_min")
+def clamp_min(input, min):
+    return clamp(input, min, None)
+
+
+@register("clamp_max")
+def clamp_max(input, max):
+    return clamp(input, None, max)
+
+
+@register("clamp_", "clip_")
+def clamp_(input, min=None, max=None):
+    """In-place clamp: ``np.clip(a, min, max, out=a)`` when no graph is recorded."""
+    if (
+        not isinstance(min, Tensor) and not isinstance(max, Tensor)
+        and not needs_graph(input)
+        and (min is not None or max is not None)
+        and (_is_float_array(input.array)
+             or not (isinstance(min, float) or isinstance(max, float)))
+    ):
+        a = input.array
+        if min is not None and max is not None:
+            np.clip(a, min, max, out=a)
+        elif min is not None:
+            np.maximum(a, min, out=a)
+        else:
+            np.minimum(a, max, out=a)
+        input._version[0] += 1
+        return input
+    return inplace(input, clamp(input, min, max))
+
+
+clip_ = clamp_
+
+
+@register("clamp_min_")
+def clamp_min_(input, min):
+    return clamp_(input, min, None)
+
+
+@register("clamp_max_")
+def clamp_max_(input, max):
+    return clamp_(input, None, max)
+
+
+# ---------------------------------------------------------------------------- max / min
+class _BinaryMaxMin(Function):
+    """maximum/minimum (NaN-propagating) and fmax/fmin (NaN-ignoring).
+
+    Gradients as in PyTorch: maximum/minimum split g in half where a == b; fmax/fmin send g
+    to the operand that was chosen (a wins ties)."""
+
+    save_inputs = (0, 1)
+    kind = "max"  # max | min | fmax | fmin
+
+    def forward(self, a, b):
+        self.a, self.b = a, b
+        return _UFUNCS[self.kind](a, b)
+
+    def backward(self, g):
+        a, b, kind = self.a, self.b, self.kind
+        ga = gb = None
+        if kind in ("max", "min"):
+            lose_a = (a < b) if kind == "max" else (a > b)
+            lose_b = (a > b) if kind == "max" else (a < b)
+            half = np.where(a == b, g * 0.5, g)
+            if self.needs_input_grad[0]:
+                ga = np.where(lose_a, 0.0, half).astype(g.dtype, copy=False)
+            if self.needs_input_grad[1]:
+                gb = np.where(lose_b, 0.0, half).astype(g.dtype, copy=False)
+        else:
+            pick_a = ((a >= b) if kind == "fmax" else (a <= b)) | np.isnan(b)
+            if self.needs_input_grad[0]:
+                ga = np.where(pick_a, g, 0.0).astype(g.dtype, copy=False)
+            if self.needs_input_grad[1]:
+                gb = np.where(pick_a, 0.0, g).astype(g.dtype, copy=False)
+        if ga is not None:
+            ga = unbroadcast(ga, _shape(a))
+        if gb is not None:
+            gb = unbroadcast(gb, _shape(b))
+        return ga, gb
+
+
+_UFUNCS = {"max": np.maximum, "min": np.minimum, "fmax": np.fmax, "fmin": np.fmin}
+
+
+class Maximum(_BinaryMaxMin):
+    kind = "max"
+
+
+class Minimum(_BinaryMaxMin):
+    kind = "min"
+
+
+class Fmax(_BinaryMaxMin):
+    kind = "fmax"
+
+
+class Fmin(_BinaryMaxMin):
+    kind = "fmin"
+
+
+def _binary(cls, input, other):
+    a, b = promote(input, other)
+    if not isinstance(b, Tensor):
+        b = _wrap(np.asarray(b, dtype=a.array.dtype))
+    if not isinstance(a, Tensor):
+        a = _wrap(np.asarray(a, dtype=b.array.dtype))
+    return cls.apply(a, b)
+
+
+@register("maximum")
+def maximum(input, other):
+    """Elementwise max, NaN-propagating; ties split the gradient in half."""
+    return _binary(Maximum, input, other)
+
+
+@register("minimum")
+def minimum(input, other):
+    """Elementwise min, NaN-propagating; ties split the gradient in half."""
+    return _binary(Minimum, input, other)
+
+
+@register("fmax")
+def fmax(input, other):
+    """Elementwise max ignoring NaN (a NaN loses to a number)."""
+    return _binary(Fmax, input, other)
+
+
+@register("fmin")
+def fmin(input, other):
+    """Elementwise min ignoring NaN (a NaN loses to a number)."""
+    return _binary(Fmin, input, other)
+
+
+# ---------------------------------------------------------------------------- where
+class Where(Function):
+    """y = cond ? a : b; da = g where cond, db = g elsewhere (each reduced to its shape)."""
+
+    save_inputs = (0,)
+
+    def forward(self, cond, a, b):
+        self.cond, self.sa, self.sb = cond, _shape(a), _shape(b)
+        return np.where(cond, a, b)
+
+    def backward(self, g):
+        cond = self.cond
+        ga = gb = None
+        if self.needs_input_grad[1]:
+            ga = unbroadcast(np.where(cond, g, 0.0).astype(g.dtype, copy=False), self.sa)
+        if self.needs_input_grad[2]:
+            gb = unbroadcast(np.where(cond, 0.0, g).astype(g.dtype, copy=False), self.sb)
+        return None, ga, gb
+
+
+@register("where")
+def where(condition, input=None, other=None):
+    """``where(cond, a, b)``: ``a`` where ``cond`` else ``b`` (numbers allowed for a/b; their
+    dtypes promote). ``where(cond)`` alone is ``nonzero(cond, as_tuple=True)``."""
+    cond = condition if isinstance(condition, Tensor) else as_tensor_arg(condition, "condition")
+    c = cond.array
+    if input is None and other is None:
+        return tuple(_wrap(np.asarray(i, dtype=np.int64)) for i in np.nonzero(c))
+    if input is None or other is None:
+        raise TypeError("where() expects where(condition) or where(condition, input, other)")
+    if c.dtype != np.bool_:
+        c = c.astype(np.bool_)
+    ta, tb = isinstance(input, Tensor), isinstance(other, Tensor)
+    if not ta and not tb:
+        rd = result_type([input, other])
+        return _wrap(np.where(c, np.asarray(input, rd.np), np.asarray(other, rd.np)))
+    a, b = promote(input, other)
+    try:
+        return Where.apply(_wrap(c), a, b)
+    except ValueError:
+        raise RuntimeError(
+            f"where: condition {c.shape}, input {_shape(getattr(a, 'array', a))} and other "
+            f"{_shape(getattr(b, 'array', b))} shapes do not broadcast"
+        ) from None
+
+
+# ---------------------------------------------------------------------------- lerp
+def _lerp_array(s, e, w, out=None):
+    """PyTorch's formula: s + w (e - s) for |w| < 0.5, else e - (e - s)(1 - w)."""
+    d = np.subtract(e, s)
+    if isinstance(w, _SCALARS):
+        if builtins.abs(w) < 0.5:
+            d *= w
+            return np.add(s, d, out=out)
+        d *= 1.0 - w
+        return np.subtract(e, d, out=out)
+    small = np.abs(w) < 0.5
+    r = np.where(small, s + w * d, e - d * (1.0 - w))
+    if out is not None:
+        out[...] = r
+        return out
+    return r
+
+
+class Lerp(Function):
+    """y = s + w (e - s); ds = g (1 - w), de = g w, dw = g (e - s)."""
+
+    save_inputs = None
+
+    def forward(self, s, e, w):
+        self.s, self.e, self.w = s, e, w
+        return _lerp_array(s, e, w)
+
+    def backward(self, g):
+        s, e, w = self.s, self.e, self.w
+        gs = ge = gw = None
+        if self.needs_input_grad[0]:
+            gs = unbroadcast(_same_dtype(g * (1.0 - w), g), s.shape)
+        if self.needs_input_grad[1]:
+            ge = unbroadcast(_same_dtype(g * w, g), e.shape)
+        if len(self.needs_input_grad) > 2 and self.needs_input_grad[2]:
+            gw = unbroadcast(g * (e - s), w.shape)
+        return gs, ge, gw
+
+
+@register("lerp")
+def lerp(input, end, weight):
+    """``input + weight * (end - input)``; ``weight`` is a number or a Tensor."""
+    s, e = promote(input, end)
+    if isinstance(weight, Tensor):
+        if weight.array.dtype != s.array.dtype:
+            from .conversion import to_dtype
+
+            weight = to_dtype(weight, s.dtype)
+    return Lerp.apply(s, e, weight)
+
+
+@register("lerp_")
+def lerp_(input, end, weight):
+    """In-place lerp; writes into ``input``'s array when no graph is recorded (EMA updates)."""
+    if not needs_graph(input, end, weight) and isinstance(end, Tensor):
+        a = input.array
+        w = weight.array if isinstance(weight, Tensor) else weight
+        _lerp_array(a, end.array, w, out=a)
+        input._version[0] += 1
+        return input
+    return inplace(input, lerp(input, end, weight))
+
+
+# ---------------------------------------------------------------------------- addcmul/div
+def _scaled_product(t1, t2, value, op=np.multiply):
+    """(value * t1) op t2 in one fresh array (reused as ``out=`` when shapes agree)."""
+    p = t1 * value if value != 1 else t1
+    if p is not t1 and p.shape == t2.shape and p.dtype == np.result_type(p, t2):
+        return op(p, t2, out=p)
+    return op(p, t2)
+
+
+class Addcmul(Function):
+    """y = x + v t1 t2; dx = g, dt1 = g v t2, dt2 = g v t1."""
+
+    save_inputs = (1, 2)
+
+    def forward(self, x, t1, t2, value=1):
+        self.sx, self.t1, self.t2, self.value = x.shape, t1, t2, value
+        return x + _scaled_product(t1, t2, value)
+
+    def backward(self, g):
+        v = self.value
+        gv = g * v if v != 1 else g
+        gx = unbroadcast(g, self.sx) if self.needs_input_grad[0] else None
+        g1 = unbroadcast(gv * self.t2, self.t1.shape) if self.needs_input_grad[1] else None
+        g2 = unbroadcast(gv * self.t1, self.t2.shape) if self.needs_input_grad[2] else None
+        return gx, g1, g2
+
+
+class Addcdiv(Function):
+    """y = x + v t1 / t2; dx = g, dt1 = g v / t2, dt2 = -g v t1 / t2^2."""
+
+    save_inputs = (1, 2)
+
+    def forward(self, x, t1, t2, value=1):
+        self.sx, self.t1, self.t2, self.value = x.shape, t1, t2, value
+        return x + _scaled_product(t1, t2, value, np.divide)
+
+    def backward(self, g):
+        v, t1, t2 = self.value, self.t1, self.t2
+        gv = g * v if v != 1 else g
+        gx = unbroadcast(g, self.sx) if self.needs_input_grad[0] else None
+        g1 = unbroadcast(gv / t2, t1.shape) if self.needs_input_grad[1] else None
+        g2 = unbroadcast(-gv * t1 / (t2 * t2), t2.shape) if self.needs_input_grad[2] else None
+        return gx, g1, g2
+
+
+def _promote3(x, t1, t2):
+    x, t1, t2 = _tensor_arg(x), _tensor_arg(t1), _tensor_arg(t2)
+    d = x.array.dtype
+    if t1.array.dtype == d and t2.array.dtype == d:
+        return x, t1, t2
+    rd = result_type([(t.dtype, t.array.ndim) for t in (x, t1, t2)])
+    from .conversion import to_dtype
+
+    return to_dtype(x, rd), to_dtype(t1, rd), to_dtype(t2, rd)
+
+
+@register("addcmul")
+def addcmul(input, tensor1, tensor2, *, value=1):
+    """``input + value * tensor1 * tensor2``."""
+    x, t1, t2 = _promote3(input, tensor1, tensor2)
+    return Addcmul.apply(x, t1, t2, value=value)
+
+
+@register("addcdiv")
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    """``input + value * tensor1 / tensor2``."""
+    x, t1, t2 = _promote3(input, tensor1, tensor2)
+    if not _is_float_array(x.array):
+        raise RuntimeError(
+            f"addcdiv: integer division with addcdiv is not supported (got {x.dtype}); "
+            "use floating point tensors"
+        )
+    return Addcdiv.apply(x, t1, t2, value=value)
+
+
+def _fast_inplace_ok(input, tensor1, tensor2) -> bool:
+    return (
+        not needs_graph(input, tensor1, tensor2)
+        and isinstance(tensor1, Tensor) and isinstance(tensor2, Tensor)
+        and _is_float_array(input.array)
+    )
+
+
+@register("addcmul_")
+def addcmul_(input, tensor1, tensor2, *, value=1):
+    """In-place ``input += value * tensor1 * tensor2`` (two NumPy passes when no graph)."""
+    if _fast_inplace_ok(input, tensor1, tensor2):
+        a = input.array
+        np.add(a, _scaled_product(tensor1.array, tensor2.array, value), out=a)
+        input._version[0] += 1
+        return input
+    return inplace(input, addcmul(input, tensor1, tensor2, value=value))
+
+
+@register("addcdiv_")
+def addcdiv_(input, tensor1, tensor2, *, value=1):
+    """In-place ``input += value * tensor1 / tensor2`` (two NumPy passes when no graph)."""
+    if _fast_inplace_ok(input, tensor1, tensor2):
+        a = input.array
+        np.add(a, _scaled_product(tensor1.array, tensor2.array, value, np.divide), out=a)
+        input._version[0] += 1
+        return input
+    return inplace(input, addcdiv(input, tensor1, tensor2, value=value))

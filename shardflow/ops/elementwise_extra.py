@@ -1,3 +1,501 @@
-"""(to be written)"""
+"""Elementwise ops, part two: rounding (floor, ceil, round, trunc, frac, sign), rounded
+division (``div(..., rounding_mode=...)`` via ``_rounded_div``, ``floor_divide``), remainder
+and fmod, comparisons, NaN/inf tests, ``isclose``/``allclose``/``equal``, logical and
+bitwise ops, ``nan_to_num``.
 
-__all__: list[str] = []
+Semantics follow PyTorch:
+
+* Rounding ops keep integer dtypes (returning a copy) and have a zero gradient, except
+  ``frac`` (``x - trunc(x)``) whose gradient is ``g``. ``round`` rounds half to even.
+* ``div(a, b, rounding_mode='trunc' | 'floor')`` and ``floor_divide`` have zero gradients
+  (PyTorch: ``grad * 0``). Integer ``'trunc'`` truncates towards zero (C division);
+  ``'floor'`` floors (Python). Integer division by zero raises ``ZeroDivisionError``.
+* ``remainder`` has the sign of the divisor (Python ``%``), ``fmod`` the sign of the
+  dividend (C ``fmod``); gradients ``da = g``, ``db = -g * div(a, b, rounding_mode=floor or
+  trunc)``.
+* Comparisons, ``isnan``/``isinf``/``isfinite``, logical ops return bool tensors and are
+  never differentiable; bitwise ops need bool or integer tensors.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import Function, Tensor, _wrap
+from ..autograd.dispatch import register
+from ..backend import result_type
+from ._util import _SCALARS, as_tensor_arg, inplace, needs_graph, promote, unbroadcast
+
+__all__ = [
+    "floor", "ceil", "round", "trunc", "fix", "frac", "sign", "sgn",
+    "floor_", "ceil_", "round_", "trunc_", "fix_", "frac_", "sign_",
+    "floor_divide", "floor_divide_", "remainder", "remainder_", "fmod", "fmod_",
+    "eq", "ne", "lt", "le", "gt", "ge", "not_equal", "less", "less_equal", "greater",
+    "greater_equal", "isnan", "isinf", "isposinf", "isneginf", "isfinite", "isclose",
+    "allclose", "equal", "nan_to_num", "nan_to_num_",
+    "logical_and", "logical_or", "logical_xor", "logical_not",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+    "bitwise_and_", "bitwise_or_", "bitwise_xor_", "bitwise_not_",
+]
+
+
+def _shape(x):
+    return x.shape if hasattr(x, "shape") else ()
+
+
+def _is_float_array(a) -> bool:
+    k = a.dtype.kind
+    return k == "f" or k == "V"
+
+
+def _arr(x):
+    return x.array if isinstance(x, Tensor) else x
+
+
+def _broadcast_error(op, a, b) -> RuntimeError:
+    return RuntimeError(
+        f"{op}: the size of tensor a {tuple(_shape(a))} must match the size of tensor b "
+        f"{tuple(_shape(b))} (they do not broadcast); reshape one of them"
+    )
+
+
+# ---------------------------------------------------------------------------- rounding
+class _ZeroGrad(Function):
+    """A piecewise-constant op: y = f(x), grad zero (PyTorch returns zeros, not None)."""
+
+    save_inputs = ()
+
+    def forward(self, x, **params):
+        return self.f(x, **params)
+
+    def backward(self, g):
+        return np.zeros_like(g)
+
+
+def _round_array(x, decimals=0):
+    if decimals == 0:
+        return np.rint(x)
+    return np.round(x, decimals)
+
+
+Floor = type("Floor", (_ZeroGrad,), {"f": staticmethod(lambda x: np.floor(x))})
+Ceil = type("Ceil", (_ZeroGrad,), {"f": staticmethod(lambda x: np.ceil(x))})
+Trunc = type("Trunc", (_ZeroGrad,), {"f": staticmethod(lambda x: np.trunc(x))})
+Round = type("Round", (_ZeroGrad,), {"f": staticmethod(_round_array)})
+Sign = type("Sign", (_ZeroGrad,), {"f": staticmethod(lambda x: np.sign(x))})
+
+
+class Frac(Function):
+    """y = x - trunc(x); dy = g."""
+
+    save_inputs = ()
+
+    def forward(self, x):
+        return x - np.trunc(x)
+
+    def backward(self, g):
+        return g
+
+
+_RAW = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "round": np.rint,
+        "sign": np.sign}
+
+
+def _rounding(name, cls, ufunc):
+    def fn(input):
+        x = input if isinstance(input, Tensor) else as_tensor_arg(input)
+        k = x.array.dtype.kind
+        if k == "b" or (k in "iu" and name != "sign"):
+            return _wrap(x.array.copy())  # integers are already rounded; bool sign is itself
+        return cls.apply(x)
+
+    def fn_(input):
+        if not needs_graph(input) and input.array.dtype.kind not in "biu":
+            a = input.array
+            ufunc(a, out=a)
+            input._version[0] += 1
+            return input
+        return inplace(input, fn(input))
+
+    fn.__name__ = fn.__qualname__ = name
+    fn_.__name__ = fn_.__qualname__ = name + "_"
+    fn.__doc__ = f"``torch.{name}``: elementwise, integer dtypes kept, zero gradient."
+    fn_.__doc__ = f"In-place ``{name}``."
+    register(name)(fn)
+    register(name + "_")(fn_)
+    return fn, fn_
+
+
+floor, floor_ = _rounding("floor", Floor, np.floor)
+ceil, ceil_ = _rounding("ceil", Ceil, np.ceil)
+trunc, trunc_ = _rounding("trunc", Trunc, np.trunc)
+sign, sign_ = _rounding("sign", Sign, np.sign)
+register("fix")(trunc)
+register("fix_")(trunc_)
+register("sgn")(sign)
+fix, fix_, sgn = trunc, trunc_, sign
+
+
+@register("round")
+def round(input, *, decimals: int = 0):
+    """Round half to even (``decimals`` digits: scale by 10**decimals, round, unscale)."""
+    x = input if isinstance(input, Tensor) else as_tensor_arg(input)
+    if x.array.dtype.kind in "biu" and decimals >= 0:
+        return _wrap(x.array.copy())
+    return Round.apply(x, decimals=decimals)
+
+
+@register("round_")
+def round_(input, *, decimals: int = 0):
+    if decimals == 0 and not needs_graph(input) and input.array.dtype.kind not in "biu":
+        a = input.array
+        np.rint(a, out=a)
+        input._version[0] += 1
+        return input
+    return inplace(input, round(input, decimals=decimals))
+
+
+@register("frac")
+def frac(input):
+    """``x - trunc(x)`` (sign of x); gradient passes through unchanged."""
+    x = input if isinstance(input, Tensor) else as_tensor_arg(input)
+    if not _is_float_array(x.array):
+        raise RuntimeError(f"frac: expected a floating point tensor, got {x.dtype}; call .float()")
+    return Frac.apply(x)
+
+
+@register("frac_")
+def frac_(input):
+    return inplace(input, frac(input))
+
+
+# ---------------------------------------------------------------------------- division
+def _check_int_zero(b, op):
+    if not (np.asarray(b) != 0).all():
+        raise ZeroDivisionError(
+            f"{op}: integer division by zero (the divisor has zeros); use floating point "
+            "tensors to get inf/nan instead"
+        )
+
+
+def _trunc_div_int(a, b):
+    """C-style integer division (towards zero): (a - fmod(a, b)) // b is exact."""
+    return (a - np.fmod(a, b)) // b
+
+
+class RoundedDiv(Function):
+    """trunc(a / b) or floor(a / b); gradient zero for every tensor operand (PyTorch)."""
+
+    save_inputs = ()
+
+    def forward(self, a, b, mode="trunc"):
+        self.sa, self.sb = _shape(a), _shape(b)
+        is_int = not _is_float_array(np.asarray(a) if not hasattr(a, "dtype") else a)
+        if hasattr(b, "dtype"):
+            is_int = is_int and not _is_float_array(b)
+        try:
+            if is_int:
+                _check_int_zero(b, f"div(rounding_mode={mode!r})")
+                return np.floor_divide(a, b) if mode == "floor" else _trunc_div_int(a, b)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                if mode == "floor":
+                    return np.floor_divide(a, b)
+                return np.trunc(np.true_divide(a, b))
+        except ValueError:
+            raise _broadcast_error("div", a, b) from None
+
+    def backward(self, g):
+        ga = np.zeros(self.sa, g.dtype) if self.needs_input_grad[0] else None
+        gb = np.zeros(self.sb, g.dtype) if self.needs_input_grad[1] else None
+        return ga, gb
+
+
+def _rounded_div(a, b, mode):
+    """``div(a, b, rounding_mode=mode)`` on already-promoted operands (Tensor or number)."""
+    if mode not in ("trunc", "floor"):
+        raise ValueError(
+            f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found {mode!r}"
+        )
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        a = as_tensor_arg(a)
+    out = RoundedDiv.apply(a, b, mode=mode)
+    ref = a if isinstance(a, Tensor) else b
+    if out.array.dtype != ref.array.dtype:  # NumPy scalar promotion (0-d arrays) guard
+        out = _wrap(out.array.astype(ref.array.dtype), out.requires_grad, out.grad_fn)
+    return out
+
+
+@register("floor_divide")
+def floor_divide(input, other):
+    """``floor(input / other)`` (PyTorch >= 1.13 semantics); zero gradient."""
+    a, b = promote(input, other)
+    return _rounded_div(a, b, "floor")
+
+
+@register("floor_divide_")
+def floor_divide_(input, other):
+    return inplace(input, floor_divide(input, other))
+
+
+class Remainder(Function):
+    """Python-style (``'floor'``) or C-style (``'trunc'``) modulus.
+
+    y = a - b * q with q = floor(a/b) or trunc(a/b); da = g, db = -g q."""
+
+    save_inputs = (0, 1)
+
+    def forward(self, a, b, mode="floor"):
+        self.a, self.b, self.mode = a, b, mode
+        is_int = not _is_float_array(np.asarray(a)) and not _is_float_array(np.asarray(b))
+        if is_int:
+            _check_int_zero(b, "remainder" if mode == "floor" else "fmod")
+        try:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return np.remainder(a, b) if mode == "floor" else np.fmod(a, b)
+        except ValueError:
+            raise _broadcast_error("remainder", a, b) from None
+
+    def backward(self, g):
+        a, b = self.a, self.b
+        ga = gb = None
+        if self.needs_input_grad[0]:
+            ga = unbroadcast(g, _shape(a))
+        if self.needs_input_grad[1]:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                q = np.floor_divide(a, b) if self.mode == "floor" else np.trunc(np.true_divide(a, b))
+            gb = unbroadcast((-g * q).astype(g.dtype, copy=False), _shape(b))
+        return ga, gb
+
+
+def _mod(input, other, mode):
+    a, b = promote(input, other)
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        a = as_tensor_arg(a)
+    return Remainder.apply(a, b, mode=mode)
+
+
+@register("remainder")
+def remainder(input, other):
+    """``input - other * floor(input / other)`` (sign of ``other``, like Python ``%``)."""
+    return _mod(input, other, "floor")
+
+
+@register("fmod")
+def fmod(input, other):
+    """``input - other * trunc(input / other)`` (sign of ``input``, like C ``fmod``)."""
+    return _mod(input, other, "trunc")
+
+
+@register("remainder_")
+def remainder_(input, other):
+    return inplace(input, remainder(input, other))
+
+
+@register("fmod_")
+def fmod_(input, other):
+    return inplace(input, fmod(input, other))
+
+
+# ---------------------------------------------------------------------------- comparisons
+def _compare(name, ufunc, aliases=()):
+    def fn(input, other):
+        a = _arr(input)
+        b = _arr(other)
+        try:
+            return _wrap(np.asarray(ufunc(a, b)))
+        except ValueError:
+            raise _broadcast_error(name, a, b) from None
+        except TypeError:
+            if isinstance(b, list | tuple):
+                return fn(input, as_tensor_arg(b, "other"))
+            raise
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``torch.{name}``: elementwise comparison with a Tensor or number -> bool."
+    register(name, *aliases)(fn)
+    return fn
+
+
+eq = _compare("eq", np.equal)
+ne = _compare("ne", np.not_equal, ("not_equal",))
+lt = _compare("lt", np.less, ("less",))
+le = _compare("le", np.less_equal, ("less_equal",))
+gt = _compare("gt", np.greater, ("greater",))
+ge = _compare("ge", np.greater_equal, ("greater_equal",))
+not_equal, less, less_equal, greater, greater_equal = ne, lt, le, gt, ge
+
+
+def _predicate(name, f):
+    def fn(input):
+        x = input if isinstance(input, Tensor) else as_tensor_arg(input)
+        return _wrap(np.asarray(f(x.array)))
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``torch.{name}``: elementwise test -> bool tensor."
+    register(name)(fn)
+    return fn
+
+
+def _nan_test(f, int_value):
+    def g(a):
+        if a.dtype.kind in "biu":
+            return np.full(a.shape, int_value)
+        return f(a)
+
+    return g
+
+
+isnan = _predicate("isnan", _nan_test(np.isnan, False))
+isinf = _predicate("isinf", _nan_test(np.isinf, False))
+isposinf = _predicate("isposinf", _nan_test(np.isposinf, False))
+isneginf = _predicate("isneginf", _nan_test(np.isneginf, False))
+isfinite = _predicate("isfinite", _nan_test(np.isfinite, True))
+
+
+@register("isclose")
+def isclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
+    """``|input - other| <= atol + rtol * |other|`` (or exactly equal), elementwise -> bool."""
+    a, b = _arr(input), _arr(other)
+    if isinstance(input, Tensor) and isinstance(other, Tensor) and a.dtype != b.dtype:
+        raise RuntimeError(
+            f"isclose: {input.dtype} did not match {other.dtype}; cast one of them with .to()"
+        )
+    if a.dtype.kind == "V" or getattr(b, "dtype", np.dtype("f8")).kind == "V":
+        a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
+    return _wrap(np.asarray(np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
+
+
+@register("allclose")
+def allclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """True when every element is ``isclose`` (a Python bool)."""
+    return bool(isclose(input, other, rtol, atol, equal_nan).array.all())
+
+
+@register("equal")
+def equal(input, other) -> bool:
+    """True when both tensors have the same shape and the same elements (a Python bool)."""
+    a, b = _arr(input), _arr(other)
+    return a.shape == b.shape and bool(np.array_equal(a, b))
+
+
+class NanToNum(Function):
+    """Replace NaN/+inf/-inf with numbers; grad passes where the input was finite."""
+
+    save_inputs = (0,)
+
+    def forward(self, x, nan=0.0, posinf=None, neginf=None):
+        self.x = x
+        return np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
+
+    def backward(self, g):
+        return g * np.isfinite(self.x)
+
+
+@register("nan_to_num")
+def nan_to_num(input, nan: float = 0.0, posinf=None, neginf=None):
+    """NaN -> ``nan``, +inf/-inf -> ``posinf``/``neginf`` (default: the dtype's max/min)."""
+    x = input if isinstance(input, Tensor) else as_tensor_arg(input)
+    if not _is_float_array(x.array):
+        return _wrap(x.array.copy())
+    return NanToNum.apply(x, nan=nan, posinf=posinf, neginf=neginf)
+
+
+@register("nan_to_num_")
+def nan_to_num_(input, nan: float = 0.0, posinf=None, neginf=None):
+    return inplace(input, nan_to_num(input, nan, posinf, neginf))
+
+
+# ---------------------------------------------------------------------------- logical
+def _logical(name, ufunc):
+    def fn(input, other):
+        a, b = _arr(input), _arr(other)
+        try:
+            return _wrap(np.asarray(ufunc(a, b)))
+        except ValueError:
+            raise _broadcast_error(name, a, b) from None
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``torch.{name}``: nonzero elements count as True -> bool tensor."
+    register(name)(fn)
+    return fn
+
+
+logical_and = _logical("logical_and", np.logical_and)
+logical_or = _logical("logical_or", np.logical_or)
+logical_xor = _logical("logical_xor", np.logical_xor)
+
+
+@register("logical_not")
+def logical_not(input):
+    """``torch.logical_not``: True where the element is zero -> bool tensor."""
+    x = input if isinstance(input, Tensor) else as_tensor_arg(input)
+    return _wrap(np.logical_not(x.array))
+
+
+# ---------------------------------------------------------------------------- bitwise
+def _bitwise_dtype(name, input, other):
+    ops = []
+    for v in (input, other):
+        if isinstance(v, Tensor):
+            if v.array.dtype.kind not in "biu":
+                raise TypeError(
+                    f"{name}: expected bool or integer tensors, got {v.dtype}; bitwise ops "
+                    "are not defined for floating point (use logical_* for masks)"
+                )
+            ops.append((v.dtype, v.array.ndim))
+        elif isinstance(v, _SCALARS) and not isinstance(v, float | np.floating):
+            ops.append(v)
+        else:
+            raise TypeError(f"{name}: expected a Tensor or an int/bool, got {type(v).__name__}")
+    return result_type(ops).np
+
+
+def _bitwise(name, ufunc):
+    def fn(input, other):
+        d = _bitwise_dtype(name, input, other)
+        a, b = _arr(input), _arr(other)
+        a = np.asarray(a, d) if not isinstance(a, np.ndarray) or a.dtype != d else a
+        b = np.asarray(b, d) if not isinstance(b, np.ndarray) or b.dtype != d else b
+        try:
+            return _wrap(np.asarray(ufunc(a, b)))
+        except ValueError:
+            raise _broadcast_error(name, a, b) from None
+
+    def fn_(input, other):
+        r = fn(input, other)
+        if r.array.dtype != input.array.dtype:
+            raise RuntimeError(
+                f"{name}_: result type {r.dtype} can't be cast to the desired output type "
+                f"{input.dtype}"
+            )
+        return inplace(input, r)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn_.__name__ = fn_.__qualname__ = name + "_"
+    fn.__doc__ = f"``torch.{name}`` on bool/integer tensors (``&``, ``|``, ``^`` operators)."
+    fn_.__doc__ = f"In-place ``{name}``."
+    register(name)(fn)
+    register(name + "_")(fn_)
+    return fn, fn_
+
+
+bitwise_and, bitwise_and_ = _bitwise("bitwise_and", np.bitwise_and)
+bitwise_or, bitwise_or_ = _bitwise("bitwise_or", np.bitwise_or)
+bitwise_xor, bitwise_xor_ = _bitwise("bitwise_xor", np.bitwise_xor)
+
+
+@register("bitwise_not")
+def bitwise_not(input):
+    """``~x``: logical not on bool tensors, two's-complement inversion on integers."""
+    x = input if isinstance(input, Tensor) else as_tensor_arg(input)
+    if x.array.dtype.kind not in "biu":
+        raise TypeError(
+            f"bitwise_not: expected a bool or integer tensor, got {x.dtype}; use "
+            "logical_not for float masks"
+        )
+    return _wrap(np.invert(x.array))
+
+
+@register("bitwise_not_")
+def bitwise_not_(input):
+    return inplace(input, bitwise_not(input))
