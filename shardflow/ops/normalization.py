@@ -1,3 +1,419 @@
-"""(to be written)"""
+"""Normalization ops, each one fused ``Function`` with a hand-written backward.
 
-__all__: list[str] = []
+All of them normalise ``x`` over some axes: ``xhat = (x - mean) * rstd`` with
+``rstd = 1 / sqrt(var + eps)`` (biased variance), then apply a per-feature affine
+``y = xhat * weight + bias``. The shared backward, for ``gxhat = g * weight`` and ``n``
+elements per group, is
+
+    gx = rstd * (gxhat - mean(gxhat) - xhat * mean(gxhat * xhat))
+
+* ``layer_norm``: groups = the trailing ``normalized_shape`` dims; computed on a
+  (rows, D) view, so ``mean(gxhat)`` and ``mean(gxhat * xhat)`` are matrix-vector products
+  with ``weight``.
+* ``batch_norm``: groups = channels (dim 1), reduced over batch and spatial dims. Training
+  uses batch statistics and updates ``running_mean`` / ``running_var`` in place with
+  ``momentum`` (running_var gets the unbiased variance ``var * n / (n - 1)``, as PyTorch);
+  eval uses the running statistics (then ``y = x * scale + shift`` per channel).
+* ``group_norm``: groups = (sample, channel group), the per-channel affine applied after.
+* ``instance_norm``: ``group_norm`` with one group per channel (running statistics, when
+  given, are updated with the batch average of the instance statistics).
+* ``rms_norm``: ``y = x * rsqrt(mean(x**2) + eps) * weight``; backward
+  ``gx = r * (gy0 - y0 * mean(gy0 * y0))`` with ``y0 = x * r``, ``gy0 = g * weight``.
+* ``normalize``: ``y = x / max(||x||_p, eps)`` along ``dim``.
+
+float16/bfloat16 inputs are computed in float32 and cast back. ``weight``/``bias`` may be
+None.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..autograd import Function, Tensor
+from ._util import wrap_dim
+
+__all__ = ["layer_norm", "batch_norm", "group_norm", "instance_norm", "rms_norm", "normalize"]
+
+
+def _up(a):
+    if a is not None and a.dtype.itemsize < 4 and a.dtype.kind in "fV":
+        return a.astype(np.float32), a.dtype
+    return a, None
+
+
+def _down(a, dt):
+    return a if dt is None or a is None else a.astype(dt)
+
+
+def _f32(a, dtype):
+    return None if a is None else a.astype(dtype, copy=False)
+
+
+def _check_float(x, name):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}: input must be a Tensor, got {type(x).__name__}")
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"{name}: expected a floating-point input, got {x.dtype}; convert it with .float()")
+
+
+# ---------------------------------------------------------------------------- layer norm
+class LayerNorm(Function):
+    save_inputs = (1,)
+
+    def forward(self, x, w, b, D=1, eps=1e-5):
+        self.shape = x.shape
+        xa, dt = _up(x)
+        x2 = xa.reshape(-1, D)  # (M, D)
+        mu = x2.mean(axis=1, keepdims=True)
+        xhat = x2 - mu  # (M, D)
+        var = np.einsum("ij,ij->i", xhat, xhat) / D
+        rstd = 1.0 / np.sqrt(var + eps)  # (M,)
+        xhat *= rstd[:, None]
+        w2 = _f32(w, xa.dtype)
+        w2 = None if w2 is None else w2.reshape(D)
+        if w2 is not None:
+            y = xhat * w2
+            if b is not None:
+                y += b.reshape(D).astype(xa.dtype, copy=False)
+        elif b is not None:
+            y = xhat + b.reshape(D).astype(xa.dtype, copy=False)
+        else:
+            y = xhat.copy()
+        self.xhat, self.rstd, self.w2, self.D, self.dt = xhat, rstd, w2, D, dt
+        self.wshape = None if w is None else w.shape
+        self.bshape = None if b is None else b.shape
+        return _down(y.reshape(x.shape), dt)
+
+    def backward(self, g):
+        xhat, rstd, w2, D = self.xhat, self.rstd, self.w2, self.D
+        gy = g.reshape(-1, D).astype(xhat.dtype, copy=False)  # (M, D)
+        t = gy * xhat
+        gw = gb = gx = None
+        if w2 is not None and self.needs_input_grad[1]:
+            gw = _down(t.sum(axis=0).reshape(self.wshape), self.dt)
+        if self.bshape is not None and self.needs_input_grad[2]:
+            gb = _down(gy.sum(axis=0).reshape(self.bshape), self.dt)
+        if self.needs_input_grad[0]:
+            if w2 is not None:
+                a = (gy @ w2) / D  # mean(gxhat)          (M,)
+                c = (t @ w2) / D  # mean(gxhat * xhat)    (M,)
+                gx = gy * w2
+            else:
+                a = gy.mean(axis=1)
+                c = t.mean(axis=1)
+                gx = gy.copy()
+            gx -= a[:, None]
+            gx -= xhat * c[:, None]
+            gx *= rstd[:, None]
+            gx = _down(gx.reshape(self.shape), self.dt)
+        return gx, gw, gb
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalise over the trailing ``normalized_shape`` dims, then ``* weight + bias``."""
+    _check_float(input, "layer_norm")
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    ns = tuple(int(s) for s in normalized_shape)
+    shp = tuple(input.shape)
+    if len(ns) > len(shp) or shp[len(shp) - len(ns):] != ns:
+        raise RuntimeError(
+            f"layer_norm: input shape {shp} must end with normalized_shape {ns}; pass the size(s) of "
+            "the last dimension(s) of the input"
+        )
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and tuple(p.shape) != ns:
+            raise RuntimeError(f"layer_norm: {name} must have shape normalized_shape={ns}, got {tuple(p.shape)}")
+    return LayerNorm.apply(input, weight, bias, D=math.prod(ns), eps=eps)
+
+
+# ---------------------------------------------------------------------------- batch norm
+class BatchNorm(Function):
+    save_inputs = (1,)
+
+    def forward(self, x, w, b, rm=None, rv=None, training=False, momentum=0.1, eps=1e-5):
+        self.shape = x.shape
+        xa, dt = _up(x)
+        N, C = xa.shape[0], xa.shape[1]
+        x3 = xa.reshape(N, C, -1)  # (N, C, L)
+        n = x3.shape[0] * x3.shape[2]
+        fdt = xa.dtype
+        w1 = None if w is None else w.astype(fdt, copy=False)
+        b1 = None if b is None else b.astype(fdt, copy=False)
+        self.training, self.n, self.dt = training, n, dt
+        self.wshape = None if w is None else w.shape
+        self.has_b = b is not None
+        if training:
+            mu = x3.mean(axis=(0, 2))  # (C,)
+            xhat = x3 - mu[:, None]
+            var = np.einsum("ncl,ncl->c", xhat, xhat) / n
+            rstd = 1.0 / np.sqrt(var + eps)
+            xhat *= rstd[:, None]
+            if rm is not None:
+                rm *= 1.0 - momentum
+                rm += (momentum * mu).astype(rm.dtype, copy=False)
+            if rv is not None:
+                rv *= 1.0 - momentum
+                rv += (momentum * var * (n / max(n - 1, 1))).astype(rv.dtype, copy=False)
+            y = xhat * w1[:, None] if w1 is not None else xhat.copy()
+            if b1 is not None:
+                y += b1[:, None]
+            self.xhat, self.rstd, self.w1 = xhat, rstd, w1
+            return _down(y.reshape(x.shape), dt)
+        mu = rm.astype(fdt, copy=False)
+        rstd = 1.0 / np.sqrt(rv.astype(fdt, copy=False) + eps)
+        scale = rstd * w1 if w1 is not None else rstd
+        shift = -mu * scale
+        if b1 is not None:
+            shift = shift + b1
+        y = x3 * scale[:, None]
+        y += shift[:, None]
+        nig = getattr(self, "needs_input_grad", None)
+        # eval: backward needs xhat only for the weight gradient (x itself is not kept)
+        self.xhat = (x3 - mu[:, None]) * rstd[:, None] if (nig and w1 is not None and nig[1]) else None
+        self.rstd, self.scale, self.w1 = rstd, scale, w1
+        return _down(y.reshape(x.shape), dt)
+
+    def backward(self, g):
+        N, C = self.shape[0], self.shape[1]
+        fdt = self.rstd.dtype
+        g3 = g.reshape(N, C, -1).astype(fdt, copy=False)
+        gb = g3.sum(axis=(0, 2)) if (self.has_b and self.needs_input_grad[2]) or self.training else None
+        gw = gx = None
+        if self.training:
+            xhat, rstd, w1, n = self.xhat, self.rstd, self.w1, self.n
+            sgx = np.einsum("ncl,ncl->c", g3, xhat)  # sum(g * xhat) per channel
+            if w1 is not None and self.needs_input_grad[1]:
+                gw = sgx
+            if self.needs_input_grad[0]:
+                k = rstd * w1 if w1 is not None else rstd
+                gx = g3 - (gb / n)[:, None]
+                gx -= xhat * (sgx / n)[:, None]
+                gx *= k[:, None]
+        else:
+            if self.xhat is not None and self.needs_input_grad[1]:
+                gw = np.einsum("ncl,ncl->c", g3, self.xhat)
+            if self.needs_input_grad[0]:
+                gx = g3 * self.scale[:, None]
+        if gx is not None:
+            gx = _down(gx.reshape(self.shape), self.dt)
+        if not self.has_b:
+            gb = None
+        return gx, _down(gw, self.dt), _down(gb, self.dt)
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
+               eps=1e-5):
+    """Normalise each channel (dim 1) over batch and spatial dims; see the module docstring."""
+    _check_float(input, "batch_norm")
+    shp = tuple(input.shape)
+    if len(shp) < 2:
+        raise ValueError(f"batch_norm: expected input of shape (N, C, ...), got {shp}")
+    C = shp[1]
+    for name, p in (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var)):
+        if p is not None and tuple(p.shape) != (C,):
+            raise RuntimeError(f"batch_norm: {name} must have shape ({C},) (one per channel), got {tuple(p.shape)}")
+    if training:
+        n = math.prod(shp) // max(C, 1)
+        if n <= 1:
+            raise ValueError(
+                f"Expected more than 1 value per channel when training, got input size {shp}; use a batch "
+                "larger than 1 or call model.eval()"
+            )
+    elif running_mean is None or running_var is None:
+        raise RuntimeError("batch_norm: running_mean and running_var are required when training=False")
+    rm = running_mean.array if (training and running_mean is not None) else None
+    rv = running_var.array if (training and running_var is not None) else None
+    if not training:
+        rm, rv = running_mean.array, running_var.array
+    mom = 0.0 if momentum is None else float(momentum)
+    out = BatchNorm.apply(input, weight, bias, rm=rm, rv=rv, training=bool(training), momentum=mom, eps=eps)
+    if training:
+        for t in (running_mean, running_var):
+            if t is not None:
+                t._bump_version()
+    return out
+
+
+# ---------------------------------------------------------------------------- group norm
+class GroupNorm(Function):
+    save_inputs = (1,)
+
+    def forward(self, x, w, b, G=1, eps=1e-5):
+        self.shape = x.shape
+        xa, dt = _up(x)
+        N, C = xa.shape[0], xa.shape[1]
+        xg = xa.reshape(N, G, -1)  # (N, G, C/G * L)
+        m = xg.shape[2]
+        mu = xg.mean(axis=2, keepdims=True)
+        xhat = xg - mu
+        var = np.einsum("ngk,ngk->ng", xhat, xhat) / m
+        rstd = (1.0 / np.sqrt(var + eps))[:, :, None]  # (N, G, 1)
+        xhat *= rstd
+        xc = xhat.reshape(N, C, -1)  # (N, C, L)
+        w1 = None if w is None else w.astype(xa.dtype, copy=False)
+        y = xc * w1[:, None] if w1 is not None else xc.copy()
+        if b is not None:
+            y += b.astype(xa.dtype, copy=False)[:, None]
+        self.xhat, self.rstd, self.w1, self.G, self.m, self.dt = xhat, rstd, w1, G, m, dt
+        self.has_b = b is not None
+        return _down(y.reshape(x.shape), dt)
+
+    def backward(self, g):
+        N, C = self.shape[0], self.shape[1]
+        xhat, rstd, w1, G, m = self.xhat, self.rstd, self.w1, self.G, self.m
+        g3 = g.reshape(N, C, -1).astype(xhat.dtype, copy=False)
+        gx = gw = gb = None
+        if w1 is not None and self.needs_input_grad[1]:
+            gw = _down(np.einsum("ncl,ncl->c", g3, xhat.reshape(N, C, -1)), self.dt)
+        if self.has_b and self.needs_input_grad[2]:
+            gb = _down(g3.sum(axis=(0, 2)), self.dt)
+        if self.needs_input_grad[0]:
+            gxh = (g3 * w1[:, None] if w1 is not None else g3).reshape(N, G, -1)
+            a = gxh.mean(axis=2, keepdims=True)
+            c = np.einsum("ngk,ngk->ng", gxh, xhat)[:, :, None] / m
+            gx = gxh - a
+            gx -= xhat * c
+            gx *= rstd
+            gx = _down(gx.reshape(self.shape), self.dt)
+        return gx, gw, gb
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalise each sample over groups of ``C // num_groups`` channels (and all spatial
+    positions), then apply the per-channel affine."""
+    _check_float(input, "group_norm")
+    shp = tuple(input.shape)
+    if len(shp) < 2:
+        raise ValueError(f"group_norm: expected input of shape (N, C, ...), got {shp}")
+    C = shp[1]
+    if num_groups <= 0 or C % num_groups:
+        raise ValueError(
+            f"group_norm: num_groups={num_groups} must divide the number of channels C={C}; choose a "
+            "divisor of C"
+        )
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and tuple(p.shape) != (C,):
+            raise RuntimeError(f"group_norm: {name} must have shape ({C},), got {tuple(p.shape)}")
+    return GroupNorm.apply(input, weight, bias, G=int(num_groups), eps=eps)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    """Normalise each (sample, channel) over its spatial positions. With
+    ``use_input_stats=False`` the running statistics are used (like eval batch norm)."""
+    _check_float(input, "instance_norm")
+    if not use_input_stats:
+        return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    shp = tuple(input.shape)
+    if len(shp) < 3:
+        raise ValueError(f"instance_norm: expected input of shape (N, C, L, ...), got {shp}")
+    if running_mean is not None or running_var is not None:
+        x3 = input.array.reshape(shp[0], shp[1], -1)
+        L = x3.shape[2]
+        if running_mean is not None:
+            mu = x3.mean(axis=2).mean(axis=0)
+            running_mean.array *= 1.0 - momentum
+            running_mean.array += (momentum * mu).astype(running_mean.array.dtype)
+            running_mean._bump_version()
+        if running_var is not None:
+            v = x3.var(axis=2, ddof=1 if L > 1 else 0).mean(axis=0)
+            running_var.array *= 1.0 - momentum
+            running_var.array += (momentum * v).astype(running_var.array.dtype)
+            running_var._bump_version()
+    return group_norm(input, shp[1], weight, bias, eps)
+
+
+# ---------------------------------------------------------------------------- rms norm
+class RMSNorm(Function):
+    save_inputs = (1,)
+
+    def forward(self, x, w, D=1, eps=1e-6):
+        self.shape = x.shape
+        xa, dt = _up(x)
+        x2 = xa.reshape(-1, D)
+        r = 1.0 / np.sqrt(np.einsum("ij,ij->i", x2, x2) / D + eps)  # (M,)
+        y0 = x2 * r[:, None]
+        w2 = None if w is None else w.astype(xa.dtype, copy=False).reshape(D)
+        y = y0 * w2 if w2 is not None else y0.copy()
+        self.y0, self.r, self.w2, self.D, self.dt = y0, r, w2, D, dt
+        self.wshape = None if w is None else w.shape
+        return _down(y.reshape(x.shape), dt)
+
+    def backward(self, g):
+        y0, r, w2, D = self.y0, self.r, self.w2, self.D
+        gy = g.reshape(-1, D).astype(y0.dtype, copy=False)
+        gx = gw = None
+        if w2 is not None and self.needs_input_grad[1]:
+            gw = _down(np.einsum("ij,ij->j", gy, y0).reshape(self.wshape), self.dt)
+        if self.needs_input_grad[0]:
+            gy0 = gy * w2 if w2 is not None else gy.copy()
+            c = np.einsum("ij,ij->i", gy0, y0) / D
+            gy0 -= y0 * c[:, None]
+            gy0 *= r[:, None]
+            gx = _down(gy0.reshape(self.shape), self.dt)
+        return gx, gw
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """``x * rsqrt(mean(x**2 over normalized_shape) + eps) * weight``; ``eps`` defaults to the
+    dtype's machine epsilon (PyTorch's default)."""
+    _check_float(input, "rms_norm")
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    ns = tuple(int(s) for s in normalized_shape)
+    shp = tuple(input.shape)
+    if len(ns) > len(shp) or shp[len(shp) - len(ns):] != ns:
+        raise RuntimeError(f"rms_norm: input shape {shp} must end with normalized_shape {ns}")
+    if weight is not None and tuple(weight.shape) != ns:
+        raise RuntimeError(f"rms_norm: weight must have shape {ns}, got {tuple(weight.shape)}")
+    if eps is None:
+        eps = float(np.finfo(np.float32 if input.array.dtype.kind == "V" else input.array.dtype).eps)
+    return RMSNorm.apply(input, weight, D=math.prod(ns), eps=eps)
+
+
+# ---------------------------------------------------------------------------- normalize
+class Normalize(Function):
+    save_inputs = (0,)
+
+    def forward(self, x, p=2.0, dim=1, eps=1e-12):
+        xa, dt = _up(x)
+        if p == 2.0:
+            n = np.sqrt((xa * xa).sum(axis=dim, keepdims=True))
+        elif p == 1.0:
+            n = np.abs(xa).sum(axis=dim, keepdims=True)
+        else:
+            n = (np.abs(xa) ** p).sum(axis=dim, keepdims=True) ** (1.0 / p)
+        d = np.maximum(n, eps)
+        self.x, self.n, self.d, self.p, self.dim, self.eps, self.dt = xa, n, d, p, dim, eps, dt
+        return _down(xa / d, dt)
+
+    def backward(self, g):
+        x, n, d, p, dim = self.x, self.n, self.d, self.p, self.dim
+        g = g.astype(x.dtype, copy=False)
+        gx = g / d
+        s = (g * x).sum(axis=dim, keepdims=True) / (d * d)  # d(out)/dd factor
+        active = n > self.eps
+        nz = np.where(n > 0, n, 1.0)
+        if p == 2.0:
+            dn = x / nz
+        elif p == 1.0:
+            dn = np.sign(x)
+        else:
+            dn = np.sign(x) * np.abs(x) ** (p - 1) / nz ** (p - 1)
+        gx -= np.where(active, s, 0.0) * dn
+        return _down(gx, self.dt)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """``input / max(||input||_p, eps)`` along ``dim`` (F.normalize)."""
+    _check_float(input, "normalize")
+    if out is not None:
+        raise NotImplementedError("normalize: out= is not supported; use the returned tensor")
+    if not (0 < float(p) < math.inf):
+        raise ValueError(f"normalize: p must be a positive finite number, got {p}")
+    nd = input.array.ndim
+    axis = wrap_dim(dim, nd) if nd else None
+    return Normalize.apply(input, p=float(p), dim=axis, eps=eps)

@@ -107,3 +107,33 @@ SPECS = [
            [Arg((3, 4)), Arg((3, 4))]),
     OpSpec("kl_div_none", lambda m, x, t: _F(m).kl_div(x, t, reduction="none"), [Arg((3, 4)), _prob((3, 4))]),
 ]
+
+
+def _bn_train(m, x, w, b):
+    C = x.shape[1]
+    return _F(m).batch_norm(x, m.zeros(C, dtype=x.dtype), m.ones(C, dtype=x.dtype), w, b, training=True,
+                            momentum=0.2)
+
+
+SPECS += [
+    # ---------------------------------------------------------------- normalization
+    OpSpec("layer_norm", lambda m, x, w, b: _F(m).layer_norm(x, (5,), w, b), [Arg((2, 3, 5)), Arg((5,)), Arg((5,))]),
+    OpSpec("layer_norm_2d_shape", lambda m, x, w, b: _F(m).layer_norm(x, (3, 4), w, b, eps=1e-3),
+           [Arg((2, 3, 4)), Arg((3, 4)), Arg((3, 4))]),
+    OpSpec("layer_norm_no_affine", lambda m, x: _F(m).layer_norm(x, [6]), [Arg((4, 6))]),
+    OpSpec("layer_norm_weight_only", lambda m, x, w: _F(m).layer_norm(x, (4,), w), [Arg((3, 4)), Arg((4,))]),
+    OpSpec("batch_norm_train", _bn_train, [Arg((4, 3, 2, 2)), Arg((3,)), Arg((3,))]),
+    OpSpec("batch_norm_train_2d", lambda m, x: _F(m).batch_norm(x, None, None, training=True), [Arg((5, 3))]),
+    OpSpec("batch_norm_eval",
+           lambda m, x, rm, rv, w, b: _F(m).batch_norm(x, rm, rv, w, b, training=False),
+           [Arg((3, 4, 2)), Arg((4,), grad=False), Arg((4,), kind="positive", grad=False), Arg((4,)), Arg((4,))]),
+    OpSpec("group_norm", lambda m, x, w, b: _F(m).group_norm(x, 2, w, b), [Arg((2, 4, 3)), Arg((4,)), Arg((4,))]),
+    OpSpec("group_norm_4d_no_affine", lambda m, x: _F(m).group_norm(x, 3, eps=1e-3), [Arg((2, 6, 2, 2))]),
+    OpSpec("instance_norm", lambda m, x, w, b: _F(m).instance_norm(x, weight=w, bias=b),
+           [Arg((2, 3, 5)), Arg((3,)), Arg((3,))]),
+    OpSpec("rms_norm", lambda m, x, w: _F(m).rms_norm(x, (5,), w, eps=1e-6), [Arg((2, 3, 5)), Arg((5,))]),
+    OpSpec("rms_norm_default_eps", lambda m, x: _F(m).rms_norm(x, [2, 3]), [Arg((4, 2, 3))]),
+    OpSpec("normalize", lambda m, x: _F(m).normalize(x), [Arg((3, 4))]),
+    OpSpec("normalize_p1_dim", lambda m, x: _F(m).normalize(x, p=1.0, dim=-1), [Arg((2, 3, 4))]),
+    OpSpec("normalize_p3", lambda m, x: _F(m).normalize(x, p=3.0, dim=0), [Arg((4, 3))]),
+]
