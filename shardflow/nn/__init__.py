@@ -1,1 +1,11 @@
-"""(to be written)"""
+"""``shardflow.nn`` (layer L4): ``Module``, ``Parameter``, layers, ``functional``, ``init``.
+
+Names and semantics follow ``torch.nn`` so a PyTorch model file runs with its import
+changed. See ``module.py`` for the Module contract (registration order, deduplicated
+traversal, validated in-place ``load_state_dict``).
+"""
+
+from . import functional, init, modules
+from .module import Module
+from .modules import *
+from .parameter import Buffer, Parameter

@@ -1,0 +1,712 @@
+"""``shardflow.nn.functional``: ``torch.nn.functional``'s names over the ops in ``shardflow.ops``.
+
+Every function here is a thin wrapper that maps PyTorch's functional signature onto the op
+(the math, including backward, lives in ``shardflow/ops/*``). The op is looked up when the
+wrapper is *called*, so importing this module never fails even where an op is missing; a
+missing op raises ``NotImplementedError`` naming it. A few functions that PyTorch itself
+writes in Python on top of other ops (``normalize``, ``multi_head_attention_forward``,
+``softmin``, ``glu`` ...) are composed the same way here.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+from .. import ops
+from ..autograd import Tensor
+
+__all__ = [
+    # activations
+    "relu", "relu_", "relu6", "gelu", "silu", "mish", "softplus", "leaky_relu", "leaky_relu_",
+    "elu", "elu_", "selu", "celu", "hardtanh", "hardtanh_", "hardswish", "hardsigmoid", "tanh",
+    "sigmoid", "softsign", "tanhshrink", "logsigmoid", "softmax", "log_softmax", "softmin", "glu",
+    "threshold", "hardshrink", "softshrink", "prelu",
+    # losses
+    "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
+    "cosine_embedding_loss", "margin_ranking_loss",
+    # normalisation
+    "layer_norm", "batch_norm", "group_norm", "instance_norm", "rms_norm", "normalize",
+    # dropout
+    "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+    # attention
+    "scaled_dot_product_attention", "multi_head_attention_forward",
+    # conv / pool
+    "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "unfold", "fold",
+    # linear / embedding / misc
+    "linear", "bilinear", "embedding", "pad", "one_hot", "cosine_similarity",
+    "pairwise_distance", "interpolate", "pixel_shuffle", "pixel_unshuffle",
+]
+
+
+def _op(name: str):
+    """The op ``name`` from ``shardflow.ops`` (resolved now, at call time)."""
+    f = getattr(ops, name, None)
+    if f is None:
+        raise NotImplementedError(
+            f"shardflow.nn.functional needs the op '{name}', which shardflow.ops does not "
+            "provide (yet); implement it in shardflow/ops or avoid this function"
+        )
+    return f
+
+
+def _kw(**kwargs):
+    """Drop ``None`` values so ops that lack an optional argument still accept the call."""
+    return {k: v for k, v in kwargs.items() if v is not None}
+
+
+# ----------------------------------------------------------------------------- activations
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    return _op("relu_")(input) if inplace else _op("relu")(input)
+
+
+def relu_(input: Tensor) -> Tensor:
+    return _op("relu_")(input)
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu approximate must be 'none' or 'tanh', got {approximate!r}")
+    if approximate == "none":
+        return _op("gelu")(input)
+    return _op("gelu")(input, approximate=approximate)
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    return _op("silu")(input)
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    return _op("mish")(input)
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    if beta == 1.0 and threshold == 20.0:
+        return _op("softplus")(input)
+    return _op("softplus")(input, beta=beta, threshold=threshold)
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    if inplace:
+        return _op("leaky_relu_")(input, negative_slope)
+    return _op("leaky_relu")(input, negative_slope)
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    return _op("leaky_relu_")(input, negative_slope)
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    return _op("elu_")(input, alpha) if inplace else _op("elu")(input, alpha)
+
+
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return _op("elu_")(input, alpha)
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    return _op("selu")(input)
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    return _op("celu")(input, alpha)
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
+    if inplace:
+        return _op("hardtanh_")(input, min_val, max_val)
+    f = getattr(ops, "hardtanh", None)
+    if f is not None:
+        return f(input, min_val, max_val)
+    return _op("clamp")(input, min_val, max_val)
+
+
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    return _op("hardtanh_")(input, min_val, max_val)
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    return _op("hardswish")(input)
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    return _op("hardsigmoid")(input)
+
+
+def tanh(input: Tensor) -> Tensor:
+    return _op("tanh")(input)
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    return _op("sigmoid")(input)
+
+
+def softsign(input: Tensor) -> Tensor:
+    return input / (input.abs() + 1)
+
+
+def tanhshrink(input: Tensor) -> Tensor:
+    return input - _op("tanh")(input)
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    f = getattr(ops, "logsigmoid", None)
+    if f is not None:
+        return f(input)
+    return -softplus(-input)
+
+
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    return _op("threshold")(input, threshold, value)
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    return _op("hardshrink")(input, lambd)
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    return _op("softshrink")(input, lambd)
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    return _op("prelu")(input, weight)
+
+
+def _softmax_dim(ndim: int) -> int:
+    warnings.warn(
+        "Implicit dimension choice for softmax has been deprecated. Change the call to include "
+        "dim=X as an argument.", stacklevel=3,
+    )
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    if dim is None:
+        dim = _softmax_dim(input.ndim)
+    if dtype is not None:
+        input = input.to(dtype)
+    return _op("softmax")(input, dim)
+
+
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    if dim is None:
+        dim = _softmax_dim(input.ndim)
+    if dtype is not None:
+        input = input.to(dtype)
+    return _op("log_softmax")(input, dim)
+
+
+def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    return softmax(-input, dim, dtype=dtype)
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    """GLU(a, b) = a * sigmoid(b), where ``input`` is split in half along ``dim``."""
+    f = getattr(ops, "glu", None)
+    if f is not None:
+        return f(input, dim)
+    n = input.shape[dim]
+    if n % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {dim} is size {n}")
+    a, b = _op("chunk")(input, 2, dim)
+    return a * sigmoid(b)
+
+
+# ----------------------------------------------------------------------------- losses
+def _reduction(size_average, reduce, reduction: str) -> str:
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if not reduce:
+        return "none"
+    return "mean" if size_average else "sum"
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index: int = -100,
+                  reduce=None, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+    reduction = _reduction(size_average, reduce, reduction)
+    kw = _kw(weight=weight)
+    if ignore_index != -100:
+        kw["ignore_index"] = ignore_index
+    if label_smoothing:
+        kw["label_smoothing"] = label_smoothing
+    return _op("cross_entropy")(input, target, reduction=reduction, **kw)
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = -100,
+             reduce=None, reduction: str = "mean") -> Tensor:
+    reduction = _reduction(size_average, reduce, reduction)
+    kw = _kw(weight=weight)
+    if ignore_index != -100:
+        kw["ignore_index"] = ignore_index
+    return _op("nll_loss")(input, target, reduction=reduction, **kw)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None) -> Tensor:
+    return _op("mse_loss")(input, target, reduction=_reduction(size_average, reduce, reduction))
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
+    return _op("l1_loss")(input, target, reduction=_reduction(size_average, reduce, reduction))
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean",
+                   beta: float = 1.0) -> Tensor:
+    reduction = _reduction(size_average, reduce, reduction)
+    if beta == 1.0:
+        return _op("smooth_l1_loss")(input, target, reduction=reduction)
+    return _op("smooth_l1_loss")(input, target, reduction=reduction, beta=beta)
+
+
+def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weight=None) -> Tensor:
+    if delta == 1.0:
+        return _op("huber_loss")(input, target, reduction=reduction)
+    return _op("huber_loss")(input, target, reduction=reduction, delta=delta)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
+                         reduction: str = "mean") -> Tensor:
+    reduction = _reduction(size_average, reduce, reduction)
+    return _op("binary_cross_entropy")(input, target, reduction=reduction, **_kw(weight=weight))
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
+                                     reduction: str = "mean", pos_weight=None) -> Tensor:
+    reduction = _reduction(size_average, reduce, reduction)
+    return _op("binary_cross_entropy_with_logits")(
+        input, target, reduction=reduction, **_kw(weight=weight, pos_weight=pos_weight)
+    )
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean",
+           log_target: bool = False) -> Tensor:
+    reduction = _reduction(size_average, reduce, reduction)
+    if log_target:
+        return _op("kl_div")(input, target, reduction=reduction, log_target=True)
+    return _op("kl_div")(input, target, reduction=reduction)
+
+
+def _reduce(x: Tensor, reduction: str) -> Tensor:
+    if reduction == "mean":
+        return x.mean()
+    if reduction == "sum":
+        return x.sum()
+    if reduction == "none":
+        return x
+    raise ValueError(f"{reduction} is not a valid value for reduction; use 'none', 'mean' or 'sum'")
+
+
+def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, size_average=None,
+                          reduce=None, reduction: str = "mean") -> Tensor:
+    """1 - cos(x1, x2) where target == 1; max(0, cos(x1, x2) - margin) where target == -1."""
+    cos = cosine_similarity(input1, input2, dim=-1, eps=1e-8)
+    pos = 1 - cos
+    neg = _op("clamp")(cos - margin, 0.0, None)
+    loss = _op("where")(target == 1, pos, neg)
+    return _reduce(loss, _reduction(size_average, reduce, reduction))
+
+
+def margin_ranking_loss(input1, input2, target, margin: float = 0.0, size_average=None,
+                        reduce=None, reduction: str = "mean") -> Tensor:
+    """max(0, -target * (x1 - x2) + margin)."""
+    loss = _op("clamp")(-target * (input1 - input2) + margin, 0.0, None)
+    return _reduce(loss, _reduction(size_average, reduce, reduction))
+
+
+# ----------------------------------------------------------------------------- normalisation
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5) -> Tensor:
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    return _op("layer_norm")(input, tuple(normalized_shape), weight, bias, eps)
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training: bool = False,
+               momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalise over every dim but 1; with ``training`` the running stats are updated in
+    place (``running = (1 - momentum) * running + momentum * batch_stat``, unbiased var)."""
+    return _op("batch_norm")(
+        input, running_mean=running_mean, running_var=running_var, weight=weight, bias=bias,
+        training=training, momentum=momentum, eps=eps,
+    )
+
+
+def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5) -> Tensor:
+    return _op("group_norm")(input, num_groups, weight, bias, eps)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats: bool = True, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    return _op("instance_norm")(
+        input, running_mean=running_mean, running_var=running_var, weight=weight, bias=bias,
+        use_input_stats=use_input_stats, momentum=momentum, eps=eps,
+    )
+
+
+def rms_norm(input, normalized_shape, weight=None, eps: float | None = None) -> Tensor:
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    return _op("rms_norm")(input, tuple(normalized_shape), weight, eps)
+
+
+def _vector_norm(input, p, dim, keepdim=True):
+    f = getattr(ops, "norm", None)
+    if f is not None:
+        return f(input, p, dim, keepdim=keepdim)
+    return _op("linalg_vector_norm")(input, p, dim, keepdim=keepdim)
+
+
+def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None) -> Tensor:
+    """``input / max(||input||_p over dim, eps)``."""
+    denom = _op("clamp")(_vector_norm(input, p, dim, keepdim=True), eps, None)
+    return input / denom.expand_as(input)
+
+
+def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """``sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim``."""
+    f = getattr(ops, "cosine_similarity", None)
+    if f is not None:
+        return f(x1, x2, dim, eps)
+    n1 = _op("clamp")(_vector_norm(x1, 2, dim, keepdim=False), eps, None)
+    n2 = _op("clamp")(_vector_norm(x2, 2, dim, keepdim=False), eps, None)
+    return (x1 * x2).sum(dim) / (n1 * n2)
+
+
+def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
+    return _vector_norm(x1 - x2 + eps, p, -1, keepdim=keepdim)
+
+
+# ----------------------------------------------------------------------------- dropout
+def _check_p(p: float) -> None:
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)``."""
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    return _op("dropout")(input, p, training)
+
+
+def dropout1d(input, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    return _op("dropout1d")(input, p, training)
+
+
+def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    return _op("dropout2d")(input, p, training)
+
+
+def dropout3d(input, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    return _op("dropout3d")(input, p, training)
+
+
+def alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    return _op("alpha_dropout")(input, p, training)
+
+
+# ----------------------------------------------------------------------------- attention
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
+                                 is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False) -> Tensor:
+    """``softmax(q @ k^T * scale + mask) @ v`` (see ``shardflow.ops.attention``)."""
+    kw = _kw(attn_mask=attn_mask, scale=scale)
+    if dropout_p:
+        kw["dropout_p"] = dropout_p
+    if is_causal:
+        kw["is_causal"] = True
+    if enable_gqa:
+        kw["enable_gqa"] = True
+    return _op("scaled_dot_product_attention")(query, key, value, **kw)
+
+
+def _additive_mask(mask, dtype_like: Tensor, name: str):
+    """A bool mask (True = masked out) becomes 0 / -inf of the query's dtype; a float mask
+    is used as is."""
+    if mask is None:
+        return None
+    if mask.dtype.is_floating_point:
+        return mask.to(dtype_like.dtype)
+    if mask.dtype.name != "bool":
+        raise TypeError(f"{name} must be a bool or floating tensor, got dtype {mask.dtype}")
+    zeros = _op("zeros")(tuple(mask.shape), dtype=dtype_like.dtype)
+    return zeros.masked_fill(mask, float("-inf"))
+
+
+def multi_head_attention_forward(
+    query, key, value, embed_dim_to_check: int, num_heads: int, in_proj_weight, in_proj_bias,
+    bias_k, bias_v, add_zero_attn: bool, dropout_p: float, out_proj_weight, out_proj_bias,
+    training: bool = True, key_padding_mask=None, need_weights: bool = True, attn_mask=None,
+    use_separate_proj_weight: bool = False, q_proj_weight=None, k_proj_weight=None,
+    v_proj_weight=None, static_k=None, static_v=None, average_attn_weights: bool = True,
+    is_causal: bool = False,
+):
+    """PyTorch's multi-head attention on sequence-first inputs ``(L, N, E)`` (or unbatched
+    ``(L, E)``). Projects q/k/v (one packed ``in_proj_weight`` of shape ``(3E, E)`` or three
+    separate weights), splits heads, computes ``softmax(q k^T / sqrt(hd) + mask) v`` per
+    head, and applies ``out_proj``. Bool masks are True where attention is *not* allowed.
+    Returns ``(attn_output (L, N, E), attn_weights (N, L, S) averaged over heads, or
+    (N, H, L, S) when not ``average_attn_weights``; None unless ``need_weights``)``."""
+    if static_k is not None or static_v is not None:
+        raise NotImplementedError("static_k / static_v are not supported by shardflow")
+    unbatched = query.ndim == 2
+    if unbatched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt_len, bsz, embed_dim = query.shape
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+
+    # input projections
+    if not use_separate_proj_weight:
+        if in_proj_bias is None:
+            b_q = b_k = b_v = None
+        else:
+            b_q, b_k, b_v = in_proj_bias.chunk(3)
+        w_q, w_k, w_v = in_proj_weight.chunk(3)
+    else:
+        w_q, w_k, w_v = q_proj_weight, k_proj_weight, v_proj_weight
+        if in_proj_bias is None:
+            b_q = b_k = b_v = None
+        else:
+            b_q, b_k, b_v = in_proj_bias.chunk(3)
+    q = linear(query, w_q, b_q)  # (L, N, E)
+    k = linear(key, w_k, b_k)  # (S, N, E)
+    v = linear(value, w_v, b_v)  # (S, N, E)
+
+    if is_causal and attn_mask is None:
+        s_len = key.shape[0]
+        attn_mask = _op("ones")(tgt_len, s_len, dtype=_bool_dtype()).triu(1)
+    attn_mask = _additive_mask(attn_mask, q, "attn_mask")
+    if attn_mask is not None and attn_mask.ndim == 2:
+        attn_mask = attn_mask.unsqueeze(0)  # (1, L, S)
+
+    if bias_k is not None and bias_v is not None:
+        k = _op("cat")([k, bias_k.expand(1, bsz, embed_dim)], 0)
+        v = _op("cat")([v, bias_v.expand(1, bsz, embed_dim)], 0)
+        if attn_mask is not None:
+            attn_mask = pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = pad(key_padding_mask, (0, 1))
+
+    # (L, N, E) -> (N, H, L, hd)
+    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    k = k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    v = v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    if add_zero_attn:
+        zshape = (bsz * num_heads, 1, head_dim)
+        k = _op("cat")([k, _op("zeros")(zshape, dtype=k.dtype)], 1)
+        v = _op("cat")([v, _op("zeros")(zshape, dtype=v.dtype)], 1)
+        if attn_mask is not None:
+            attn_mask = pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = pad(key_padding_mask, (0, 1))
+    src_len = k.shape[1]
+
+    if key_padding_mask is not None:
+        if tuple(key_padding_mask.shape) != (bsz, src_len):
+            raise AssertionError(
+                f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
+                f"{tuple(key_padding_mask.shape)}"
+            )
+        kpm = _additive_mask(key_padding_mask, q, "key_padding_mask")
+        kpm = kpm.reshape(bsz, 1, 1, src_len).expand(bsz, num_heads, 1, src_len)
+        kpm = kpm.reshape(bsz * num_heads, 1, src_len)
+        attn_mask = kpm if attn_mask is None else attn_mask + kpm
+
+    if not training:
+        dropout_p = 0.0
+
+    q = q * (1.0 / math.sqrt(head_dim))
+    scores = _op("matmul")(q, k.transpose(-2, -1))  # (N*H, L, S)
+    if attn_mask is not None:
+        scores = scores + attn_mask
+    weights = softmax(scores, dim=-1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, p=dropout_p)
+    out = _op("matmul")(weights, v)  # (N*H, L, hd)
+    out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+    out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
+    if unbatched:
+        out = out.squeeze(1)
+    if not need_weights:
+        return out, None
+    weights = weights.reshape(bsz, num_heads, tgt_len, src_len)
+    if average_attn_weights:
+        weights = weights.mean(1)
+    if unbatched:
+        weights = weights.squeeze(0)
+    return out, weights
+
+
+def _bool_dtype():
+    from ..backend import bool_
+
+    return bool_
+
+
+# ----------------------------------------------------------------------------- conv / pool
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
+    return _op("conv1d")(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
+    return _op("conv2d")(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
+    return _op("conv3d")(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1) -> Tensor:
+    return _op("conv_transpose1d")(input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1) -> Tensor:
+    return _op("conv_transpose2d")(input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1) -> Tensor:
+    return _op("conv_transpose3d")(input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+               return_indices: bool = False):
+    return _op("max_pool1d")(input, kernel_size, stride, padding, dilation, ceil_mode=ceil_mode,
+                             return_indices=return_indices)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+               return_indices: bool = False):
+    return _op("max_pool2d")(input, kernel_size, stride, padding, dilation, ceil_mode=ceil_mode,
+                             return_indices=return_indices)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:
+    return _op("avg_pool1d")(input, kernel_size, stride, padding, ceil_mode=ceil_mode,
+                             count_include_pad=count_include_pad)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override=None) -> Tensor:
+    kw = _kw(divisor_override=divisor_override)
+    return _op("avg_pool2d")(input, kernel_size, stride, padding, ceil_mode=ceil_mode,
+                             count_include_pad=count_include_pad, **kw)
+
+
+def adaptive_avg_pool1d(input, output_size) -> Tensor:
+    return _op("adaptive_avg_pool1d")(input, output_size)
+
+
+def adaptive_avg_pool2d(input, output_size) -> Tensor:
+    return _op("adaptive_avg_pool2d")(input, output_size)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices: bool = False):
+    return _op("adaptive_max_pool1d")(input, output_size, return_indices=return_indices)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices: bool = False):
+    return _op("adaptive_max_pool2d")(input, output_size, return_indices=return_indices)
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    return _op("unfold_im2col")(input, kernel_size, dilation, padding, stride)
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    return _op("fold")(input, output_size, kernel_size, dilation, padding, stride)
+
+
+# ----------------------------------------------------------------------------- linear / misc
+def linear(input, weight, bias=None) -> Tensor:
+    """``input @ weight.T + bias``."""
+    return _op("linear")(input, weight, bias)
+
+
+def bilinear(input1, input2, weight, bias=None) -> Tensor:
+    """``y_k = x1^T W_k x2 + b_k`` with ``weight`` of shape (out, in1, in2)."""
+    f = getattr(ops, "bilinear", None)
+    if f is not None:
+        return f(input1, input2, weight, bias)
+    y = _op("einsum")("...i,kij,...j->...k", input1, weight, input2)
+    return y if bias is None else y + bias
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """Rows of ``weight`` picked by the integer ``input``; no gradient flows to row
+    ``padding_idx``."""
+    if padding_idx is not None:
+        if padding_idx < 0:
+            padding_idx += weight.shape[0]
+    if max_norm is not None:
+        raise NotImplementedError("embedding(max_norm=...) is not supported by shardflow yet")
+    kw = _kw(padding_idx=padding_idx)
+    if scale_grad_by_freq:
+        kw["scale_grad_by_freq"] = True
+    return _op("embedding")(input, weight, **kw)
+
+
+def pad(input, pad, mode: str = "constant", value: float | None = None) -> Tensor:
+    """Pad the last ``len(pad) // 2`` dims: ``pad = (left_last, right_last, left_prev, ...)``."""
+    kw = {}
+    if mode != "constant":
+        kw["mode"] = mode
+    if value is not None and value != 0:
+        kw["value"] = value
+    return _op("pad")(input, tuple(pad), **kw)
+
+
+def one_hot(tensor, num_classes: int = -1) -> Tensor:
+    return _op("one_hot")(tensor, num_classes)
+
+
+def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", align_corners=None,
+                recompute_scale_factor=None, antialias: bool = False) -> Tensor:
+    return _op("interpolate")(input, size=size, scale_factor=scale_factor, mode=mode,
+                              **_kw(align_corners=align_corners))
+
+
+def pixel_shuffle(input, upscale_factor: int) -> Tensor:
+    """(N, C*r*r, H, W) -> (N, C, H*r, W*r)."""
+    n, c, h, w = input.shape
+    r = upscale_factor
+    x = input.reshape(n, c // (r * r), r, r, h, w).permute(0, 1, 4, 2, 5, 3)
+    return x.reshape(n, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input, downscale_factor: int) -> Tensor:
+    """(N, C, H*r, W*r) -> (N, C*r*r, H, W)."""
+    n, c, h, w = input.shape
+    r = downscale_factor
+    x = input.reshape(n, c, h // r, r, w // r, r).permute(0, 1, 3, 5, 2, 4)
+    return x.reshape(n, c * r * r, h // r, w // r)

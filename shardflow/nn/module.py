@@ -1,0 +1,805 @@
+"""``Module``: the base class of every layer, with PyTorch's semantics.
+
+Registration: ``__setattr__`` routes a ``Parameter`` into ``_parameters``, a ``Module`` into
+``_modules`` and (for names already registered as buffers) a Tensor into ``_buffers``; the
+dicts keep registration order, which is the order of ``parameters()`` and ``state_dict()``.
+``__getattr__`` (only reached when normal lookup fails) looks in those three dicts.
+
+Traversal: ``named_modules``/``named_parameters``/``named_buffers`` walk the tree depth
+first and by default drop repeats by identity, so a tied weight
+(``self.lm_head.weight = self.wte.weight``) is yielded once, under its first name.
+``state_dict`` does not deduplicate (PyTorch's behaviour: both names are saved).
+
+``load_state_dict`` validates first (missing keys, unexpected keys, shape mismatches over the
+whole tree), raises one RuntimeError listing every problem before touching any tensor, and
+only then copies values *in place* into the existing arrays (no autograd), so an optimizer
+holding the Parameters keeps working.
+
+Dtype/device moves (``to``, ``float``, ``half`` ...) replace each parameter's array in place
+of the same Parameter object, so identity (and optimizer references) survive.
+
+Hooks: forward pre-hooks, forward hooks (optionally with kwargs) and full backward
+(pre-)hooks. Backward hooks wrap the tensor inputs and outputs of ``forward`` in identity
+graph nodes; the output node records ``grad_output`` and the input node calls the hook with
+``(module, grad_input, grad_output)`` and lets it replace ``grad_input``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import OrderedDict, namedtuple
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from ..autograd import Function, Tensor, no_grad
+from ..backend import as_dtype, device_of, dtypes, to_device
+from ..backend import device as _device
+from .parameter import Buffer, Parameter
+
+__all__ = ["Module", "RemovableHandle"]
+
+
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
+
+
+class RemovableHandle:
+    """Returned by ``register_*_hook``; ``handle.remove()`` unregisters the hook."""
+
+    _next_id = itertools.count()
+
+    def __init__(self, *hook_dicts):
+        self.hook_dicts = hook_dicts
+        self.id = next(RemovableHandle._next_id)
+
+    def remove(self) -> None:
+        for d in self.hook_dicts:
+            d.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def _addindent(s: str, n: int) -> str:
+    lines = s.split("\n")
+    if len(lines) == 1:
+        return s
+    return lines[0] + "\n" + "\n".join(" " * n + line for line in lines[1:])
+
+
+def _shape_str(shape) -> str:
+    return str(tuple(int(s) for s in shape))
+
+
+def _as_array_value(value):
+    """State-dict values: shardflow Tensors, NumPy arrays, or anything with ``.numpy()``
+    (a torch tensor: converted with ``.detach().cpu().numpy()``)."""
+    if isinstance(value, Tensor):
+        return value.array
+    if isinstance(value, np.ndarray | np.generic):
+        return np.asarray(value)
+    if hasattr(value, "detach") and hasattr(value, "numpy"):  # a torch.Tensor
+        v = value.detach()
+        if hasattr(v, "cpu"):
+            v = v.cpu()
+        return v.numpy()
+    if hasattr(value, "__array__"):
+        return np.asarray(value)
+    raise TypeError(
+        f"state_dict values must be Tensors or arrays, got {type(value).__name__}; "
+        "convert it with shardflow.tensor(...)"
+    )
+
+
+class _BackwardHookFn(Function):
+    """Identity over several tensors whose backward calls the module's backward hooks."""
+
+    save_inputs = ()
+
+    def forward(self, *arrays, state=None, role=None):
+        self.state, self.role = state, role
+        return arrays if len(arrays) > 1 else arrays[0]
+
+    def backward(self, *grads):
+        from ..autograd import _wrap
+
+        state, module = self.state, self.state["module"]
+        tgrads = tuple(_wrap(g) if g is not None else None for g in grads)
+        if self.role == "output":
+            for hook in list(module._backward_pre_hooks.values()):
+                res = hook(module, tgrads)
+                if res is not None:
+                    tgrads = tuple(res) if isinstance(res, tuple | list) else (res,)
+            state["grad_output"] = tgrads
+            if not state["has_input"]:
+                for hook in list(module._backward_hooks.values()):
+                    hook(module, (None,), tgrads)
+        else:
+            gout = state.get("grad_output", (None,))
+            for hook in list(module._backward_hooks.values()):
+                res = hook(module, tgrads, gout)
+                if res is not None:
+                    tgrads = tuple(res) if isinstance(res, tuple | list) else (res,)
+        out = tuple(g.array if isinstance(g, Tensor) else g for g in tgrads)
+        return out if len(out) > 1 else out[0]
+
+
+def _apply_hook_fn(values, positions, state, role):
+    tensors = [values[i] for i in positions]
+    res = _BackwardHookFn.apply(*tensors, state=state, role=role)
+    if not isinstance(res, tuple):
+        res = (res,)
+    values = list(values)
+    for i, r in zip(positions, res):
+        values[i] = r
+    return values
+
+
+class Module:
+    """Base class for all neural network modules (PyTorch's ``torch.nn.Module``)."""
+
+    training: bool
+    _version: int = 1
+    call_super_init: bool = False
+
+    def __init__(self, *args, **kwargs) -> None:
+        if args or kwargs:
+            raise TypeError(
+                f"{type(self).__name__}.__init__() got unexpected arguments {args} {kwargs}; "
+                "Module.__init__ takes none (call super().__init__() with no arguments)"
+            )
+        d = self.__dict__
+        d["training"] = True
+        d["_parameters"] = {}
+        d["_buffers"] = {}
+        d["_non_persistent_buffers_set"] = set()
+        d["_modules"] = {}
+        d["_forward_hooks"] = OrderedDict()
+        d["_forward_hooks_with_kwargs"] = {}
+        d["_forward_hooks_always_called"] = {}
+        d["_forward_pre_hooks"] = OrderedDict()
+        d["_forward_pre_hooks_with_kwargs"] = {}
+        d["_backward_hooks"] = OrderedDict()
+        d["_backward_pre_hooks"] = OrderedDict()
+        d["_state_dict_hooks"] = OrderedDict()
+        d["_load_state_dict_post_hooks"] = OrderedDict()
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(
+            f'Module [{type(self).__name__}] is missing the required "forward" function; '
+            "define forward(self, ...) in the subclass"
+        )
+
+    # ------------------------------------------------------------------ registration
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """Add a buffer (state that is not a parameter, e.g. BatchNorm's running_mean)."""
+        if "_buffers" not in self.__dict__:
+            raise AttributeError("cannot assign buffer before Module.__init__() call")
+        if not isinstance(name, str):
+            raise TypeError(f"buffer name should be a string, got {type(name).__name__}")
+        if "." in name:
+            raise KeyError(f'buffer name can\'t contain ".", got {name!r}')
+        if name == "":
+            raise KeyError('buffer name can\'t be empty string ""')
+        if hasattr(self, name) and name not in self._buffers:
+            raise KeyError(f"attribute '{name}' already exists")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(
+                f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
+                "(shardflow Tensor or None required)"
+            )
+        if isinstance(tensor, Buffer):
+            persistent = tensor.persistent
+            tensor = Tensor(tensor.array)
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Add a parameter; ``None`` registers the name with no value (e.g. ``bias=False``)."""
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign parameter before Module.__init__() call")
+        if not isinstance(name, str):
+            raise TypeError(f"parameter name should be a string, got {type(name).__name__}")
+        if "." in name:
+            raise KeyError(f'parameter name can\'t contain ".", got {name!r}')
+        if name == "":
+            raise KeyError('parameter name can\'t be empty string ""')
+        if hasattr(self, name) and name not in self._parameters:
+            raise KeyError(f"attribute '{name}' already exists")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(
+                f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+                "(shardflow.nn.Parameter or None required); wrap it: nn.Parameter(t)"
+            )
+        if param is not None and param.grad_fn is not None:
+            raise ValueError(
+                f"cannot assign non-leaf Tensor to parameter '{name}'; model parameters must be "
+                "created explicitly: use .detach() or nn.Parameter(t.detach())"
+            )
+        self._parameters[name] = param
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        """Add a child module, reachable as an attribute under ``name``."""
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        if not isinstance(name, str):
+            raise TypeError(f"module name should be a string, got {type(name).__name__}")
+        if hasattr(self, name) and name not in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        if "." in name:
+            raise KeyError(f'module name can\'t contain ".", got: {name}')
+        if name == "":
+            raise KeyError('module name can\'t be empty string ""')
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def __getattr__(self, name: str):
+        d = self.__dict__
+        if "_parameters" in d:
+            p = d["_parameters"]
+            if name in p:
+                return p[name]
+            b = d["_buffers"]
+            if name in b:
+                return b[name]
+            m = d["_modules"]
+            if name in m:
+                return m[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __setattr__(self, name: str, value) -> None:
+        d = self.__dict__
+        params = d.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            self._remove_from(name, d, self._buffers, self._modules)
+            self._non_persistent_buffers_set.discard(name)
+            self.register_parameter(name, value)
+            return
+        if params is not None and name in params:
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                    "(shardflow.nn.Parameter or None expected)"
+                )
+            self.register_parameter(name, value)
+            return
+        modules = d.get("_modules")
+        if isinstance(value, Module):
+            if modules is None:
+                raise AttributeError("cannot assign module before Module.__init__() call")
+            self._remove_from(name, d, self._parameters, self._buffers)
+            self._non_persistent_buffers_set.discard(name)
+            modules[name] = value
+            return
+        if modules is not None and name in modules:
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as child module '{name}' "
+                    "(shardflow.nn.Module or None expected)"
+                )
+            modules[name] = value
+            return
+        buffers = d.get("_buffers")
+        if isinstance(value, Buffer):
+            if buffers is None:
+                raise AttributeError("cannot assign buffer before Module.__init__() call")
+            self._remove_from(name, d, self._parameters, self._modules)
+            self.register_buffer(name, value, value.persistent)
+            return
+        if buffers is not None and name in buffers:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as buffer '{name}' "
+                    "(shardflow.Tensor or None expected)"
+                )
+            buffers[name] = value
+            return
+        object.__setattr__(self, name, value)
+
+    @staticmethod
+    def _remove_from(name, *dicts) -> None:
+        for dd in dicts:
+            if name in dd:
+                del dd[name]
+
+    def __delattr__(self, name: str) -> None:
+        if name in self._parameters:
+            del self._parameters[name]
+        elif name in self._buffers:
+            del self._buffers[name]
+            self._non_persistent_buffers_set.discard(name)
+        elif name in self._modules:
+            del self._modules[name]
+        else:
+            object.__delattr__(self, name)
+
+    def __dir__(self):
+        keys = list(object.__dir__(self))
+        keys += list(self._parameters) + list(self._buffers) + list(self._modules)
+        return sorted(set(k for k in keys if not k[0].isdigit()))
+
+    def __setstate__(self, state) -> None:
+        self.__dict__.update(state)
+
+    # ------------------------------------------------------------------ traversal
+    def _named_members(self, get_members_fn, prefix="", recurse=True, remove_duplicate=True):
+        memo = set()
+        modules = (
+            self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+            if recurse
+            else [(prefix, self)]
+        )
+        for module_prefix, module in modules:
+            for k, v in get_members_fn(module):
+                if v is None:
+                    continue
+                if remove_duplicate:
+                    if id(v) in memo:
+                        continue
+                    memo.add(id(v))
+                name = module_prefix + ("." if module_prefix else "") + k
+                yield name, v
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_parameters(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Parameter]]:
+        """``(name, Parameter)`` pairs, depth first, each shared Parameter once."""
+        return self._named_members(
+            lambda m: m._parameters.items(), prefix=prefix, recurse=recurse,
+            remove_duplicate=remove_duplicate,
+        )
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def named_buffers(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Tensor]]:
+        return self._named_members(
+            lambda m: m._buffers.items(), prefix=prefix, recurse=recurse,
+            remove_duplicate=remove_duplicate,
+        )
+
+    def children(self) -> Iterator[Module]:
+        for _, m in self.named_children():
+            yield m
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        memo = set()
+        for name, module in self._modules.items():
+            if module is not None and id(module) not in memo:
+                memo.add(id(module))
+                yield name, module
+
+    def modules(self) -> Iterator[Module]:
+        for _, m in self.named_modules():
+            yield m
+
+    def named_modules(self, memo: set | None = None, prefix: str = "", remove_duplicate: bool = True):
+        """``(name, module)`` for this module and every descendant, depth first (pre-order).
+        ``memo`` holds the modules already yielded (PyTorch passes a set of modules; ids or
+        modules are both accepted here)."""
+        if memo is None:
+            memo = set()
+        if id(self) in memo or self in memo:
+            return
+        if remove_duplicate:
+            memo.add(id(self))
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is None:
+                continue
+            sub = prefix + ("." if prefix else "") + name
+            yield from module.named_modules(memo, sub, remove_duplicate)
+
+    def get_submodule(self, target: str) -> Module:
+        if target == "":
+            return self
+        mod = self
+        for item in target.split("."):
+            if not hasattr(mod, item):
+                raise AttributeError(f"{mod._get_name()} has no attribute `{item}` (looking up '{target}')")
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                raise AttributeError(f"`{item}` is not an nn.Module (looking up '{target}')")
+        return mod
+
+    def get_parameter(self, target: str) -> Parameter:
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, name):
+            raise AttributeError(f"{mod._get_name()} has no attribute `{name}`")
+        p = getattr(mod, name)
+        if not isinstance(p, Parameter):
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return p
+
+    def get_buffer(self, target: str) -> Tensor:
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if name not in mod._buffers:
+            raise AttributeError(f"`{name}` is not a buffer of {mod._get_name()}")
+        return mod._buffers[name]
+
+    # ------------------------------------------------------------------ modes and grads
+    def train(self, mode: bool = True) -> Module:
+        if not isinstance(mode, bool):
+            raise ValueError(f"training mode is expected to be boolean, got {type(mode).__name__}")
+        self.training = mode
+        for m in self.children():
+            m.train(mode)
+        return self
+
+    def eval(self) -> Module:
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.parameters():
+            if p.grad is None:
+                continue
+            if set_to_none:
+                p.grad = None
+            else:
+                if p.grad.grad_fn is not None:
+                    p.grad = p.grad.detach()
+                p.grad.array[...] = 0
+                p.grad._version[0] += 1
+
+    def apply(self, fn: Callable[[Module], None]) -> Module:
+        """Call ``fn`` on every child (recursively) and then on this module."""
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    def share_memory(self) -> Module:
+        return self
+
+    # ------------------------------------------------------------------ dtype / device
+    def _apply_array(self, fn, float_only: bool = False) -> Module:
+        """Replace every parameter's / buffer's (and grad's) array by ``fn(array)`` in place
+        of the same Tensor object."""
+        seen = set()
+        for m in self.modules():
+            for coll in (m._parameters, m._buffers):
+                for t in coll.values():
+                    if t is None or id(t) in seen:
+                        continue
+                    seen.add(id(t))
+                    if float_only and not t.is_floating_point():
+                        continue
+                    new = fn(t.array)
+                    if new is not t.array:
+                        t.array = new
+                        t._version[0] += 1
+                    if t.grad is not None:
+                        g = fn(t.grad.array)
+                        if g is not t.grad.array:
+                            t.grad.array = g
+        return self
+
+    def to(self, *args, **kwargs) -> Module:
+        """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(tensor)``: in place.
+        Only floating-point parameters and buffers change dtype (PyTorch's rule)."""
+        dtype = kwargs.pop("dtype", None)
+        dev = kwargs.pop("device", None)
+        kwargs.pop("non_blocking", None)
+        kwargs.pop("memory_format", None)
+        if kwargs:
+            raise TypeError(f"Module.to() got unexpected keyword arguments {sorted(kwargs)}")
+        for a in args:
+            if isinstance(a, Tensor):
+                dtype, dev = a.dtype, a.device
+            elif isinstance(a, dtypes.dtype) or isinstance(a, np.dtype) or a in (float,):
+                dtype = a
+            elif a is not None:
+                dev = a
+        if dtype is not None:
+            dtype = as_dtype(dtype)
+            if not dtype.is_floating_point:
+                raise TypeError(
+                    f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype}"
+                )
+        if dev is not None:
+            dev = _device(dev)
+            self._apply_array(lambda a: a if device_of(a) == dev else to_device(a, dev))
+        if dtype is not None:
+            npd = dtype.np
+            self._apply_array(lambda a: a if a.dtype == npd else a.astype(npd), float_only=True)
+        return self
+
+    def _cast(self, d) -> Module:
+        npd = d.np
+        return self._apply_array(lambda a: a if a.dtype == npd else a.astype(npd), float_only=True)
+
+    def float(self) -> Module:
+        return self._cast(dtypes.float32)
+
+    def double(self) -> Module:
+        return self._cast(dtypes.float64)
+
+    def half(self) -> Module:
+        return self._cast(dtypes.float16)
+
+    def bfloat16(self) -> Module:
+        return self._cast(dtypes.bfloat16)
+
+    def cpu(self) -> Module:
+        return self.to("cpu")
+
+    def cuda(self, device=None) -> Module:
+        return self.to("cuda" if device is None else f"cuda:{int(device)}")
+
+    def type(self, dst_type) -> Module:
+        return self._cast(as_dtype(dst_type))
+
+    # ------------------------------------------------------------------ state dict
+    def _save_to_state_dict(self, destination, prefix, keep_vars) -> None:
+        for name, p in self._parameters.items():
+            if p is not None:
+                destination[prefix + name] = p if keep_vars else p.detach()
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent_buffers_set:
+                destination[prefix + name] = b if keep_vars else b.detach()
+
+    def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False):
+        """An OrderedDict of every parameter and persistent buffer by dotted name (detached
+        Tensors sharing memory with the module unless ``keep_vars``)."""
+        if args:  # PyTorch's deprecated positional form (destination, prefix, keep_vars)
+            destination = args[0]
+            if len(args) > 1:
+                prefix = args[1]
+            if len(args) > 2:
+                keep_vars = args[2]
+        if destination is None:
+            destination = OrderedDict()
+        self._save_to_state_dict(destination, prefix, keep_vars)
+        for name, module in self._modules.items():
+            if module is not None:
+                module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        for hook in self._state_dict_hooks.values():
+            res = hook(self, destination, prefix, {})
+            if res is not None:
+                destination = res
+        return destination
+
+    def _state_entries(self, prefix: str = ""):
+        """Every (key, owner module, attribute name, kind) that state_dict would save."""
+        out = []
+        for name, p in self._parameters.items():
+            if p is not None:
+                out.append((prefix + name, self, name, "param"))
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent_buffers_set:
+                out.append((prefix + name, self, name, "buffer"))
+        for name, module in self._modules.items():
+            if module is not None:
+                out.extend(module._state_entries(prefix + name + "."))
+        return out
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        """Copy parameters and buffers from ``state_dict`` into this module, in place.
+
+        Returns ``(missing_keys, unexpected_keys)``. With ``strict`` a missing or unexpected
+        key is an error; a shape mismatch is always an error. Every problem is reported in
+        one RuntimeError raised before any tensor is modified.
+        """
+        if not isinstance(state_dict, dict):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict).__name__}.")
+        entries = self._state_entries()
+        expected = {k for k, *_ in entries}
+        missing = [k for k, *_ in entries if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in expected]
+        errors = []
+        plan = []
+        for key, owner, name, kind in entries:
+            if key not in state_dict:
+                continue
+            target = owner._parameters[name] if kind == "param" else owner._buffers[name]
+            src = _as_array_value(state_dict[key])
+            if tuple(src.shape) != tuple(target.array.shape):
+                errors.append(
+                    f"size mismatch for {key}: copying a param with shape {_shape_str(src.shape)} "
+                    f"from checkpoint, the shape in current model is {_shape_str(target.array.shape)}."
+                )
+                continue
+            plan.append((owner, name, kind, target, src))
+        if strict:
+            if unexpected:
+                errors.insert(
+                    0, "Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected) + ". "
+                )
+            if missing:
+                errors.insert(
+                    0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ". "
+                )
+        if errors:
+            raise RuntimeError(
+                f"Error(s) in loading state_dict for {self._get_name()}:\n\t" + "\n\t".join(errors)
+            )
+        with no_grad():
+            for owner, name, kind, target, src in plan:
+                if assign:
+                    arr = np.array(src) if isinstance(src, np.ndarray) else src
+                    arr = to_device(arr, device_of(target.array)) if device_of(target.array).type != "cpu" else arr
+                    if kind == "param":
+                        owner._parameters[name] = Parameter(Tensor(arr), requires_grad=target.requires_grad)
+                    else:
+                        owner._buffers[name] = Tensor(arr)
+                    continue
+                dst = target.array
+                if device_of(dst) != device_of(src):
+                    src = to_device(src, device_of(dst))
+                if src.dtype != dst.dtype:
+                    src = src.astype(np.float32).astype(dst.dtype) if dst.dtype.kind == "V" or src.dtype.kind == "V" else src.astype(dst.dtype)
+                dst[...] = src
+                target._version[0] += 1
+        result = _IncompatibleKeys(missing, unexpected)
+        for hook in self._load_state_dict_post_hooks.values():
+            hook(self, result)
+        return result
+
+    def register_state_dict_post_hook(self, hook) -> RemovableHandle:
+        """``hook(module, state_dict, prefix, local_metadata)`` after this module's entries."""
+        handle = RemovableHandle(self._state_dict_hooks)
+        self._state_dict_hooks[handle.id] = hook
+        return handle
+
+    _register_state_dict_hook = register_state_dict_post_hook
+
+    def register_load_state_dict_post_hook(self, hook) -> RemovableHandle:
+        """``hook(module, incompatible_keys)`` after ``load_state_dict`` on this module."""
+        handle = RemovableHandle(self._load_state_dict_post_hooks)
+        self._load_state_dict_post_hooks[handle.id] = hook
+        return handle
+
+    # ------------------------------------------------------------------ hooks
+    def register_forward_pre_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False):
+        """``hook(module, args) -> None | new_args`` (``with_kwargs``:
+        ``hook(module, args, kwargs) -> None | (new_args, new_kwargs)``) before ``forward``."""
+        handle = RemovableHandle(self._forward_pre_hooks, self._forward_pre_hooks_with_kwargs)
+        self._forward_pre_hooks[handle.id] = hook
+        if with_kwargs:
+            self._forward_pre_hooks_with_kwargs[handle.id] = True
+        if prepend:
+            self._forward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_forward_hook(
+        self, hook, *, prepend: bool = False, with_kwargs: bool = False, always_call: bool = False
+    ):
+        """``hook(module, args, output) -> None | new_output`` (``with_kwargs``:
+        ``hook(module, args, kwargs, output)``) after ``forward``."""
+        handle = RemovableHandle(
+            self._forward_hooks, self._forward_hooks_with_kwargs, self._forward_hooks_always_called
+        )
+        self._forward_hooks[handle.id] = hook
+        if with_kwargs:
+            self._forward_hooks_with_kwargs[handle.id] = True
+        if always_call:
+            self._forward_hooks_always_called[handle.id] = True
+        if prepend:
+            self._forward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_hook(self, hook, prepend: bool = False):
+        """``hook(module, grad_input, grad_output) -> None | new_grad_input``, called when the
+        gradients with respect to the module's tensor inputs have been computed."""
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    register_backward_hook = register_full_backward_hook
+
+    def register_full_backward_pre_hook(self, hook, prepend: bool = False):
+        """``hook(module, grad_output) -> None | new_grad_output`` before the module's
+        input gradients are computed."""
+        handle = RemovableHandle(self._backward_pre_hooks)
+        self._backward_pre_hooks[handle.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def __call__(self, *args, **kwargs):
+        d = self.__dict__
+        if not (d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_hooks"]
+                or d["_backward_pre_hooks"]):
+            return self.forward(*args, **kwargs)
+        return self._call_with_hooks(args, kwargs)
+
+    def _call_with_hooks(self, args, kwargs):
+        for hid, hook in list(self._forward_pre_hooks.items()):
+            if hid in self._forward_pre_hooks_with_kwargs:
+                res = hook(self, args, kwargs)
+                if res is not None:
+                    if not (isinstance(res, tuple) and len(res) == 2):
+                        raise RuntimeError(
+                            "forward pre-hook registered with_kwargs must return None or a tuple "
+                            f"(new_args, new_kwargs), got {type(res).__name__}"
+                        )
+                    args, kwargs = res
+            else:
+                res = hook(self, args)
+                if res is not None:
+                    args = res if isinstance(res, tuple) else (res,)
+        bw = bool(self._backward_hooks or self._backward_pre_hooks)
+        state = None
+        if bw:
+            from ..autograd import is_grad_enabled
+
+            if not is_grad_enabled():
+                bw = False
+        if bw:
+            state = {"module": self, "has_input": False}
+            pos = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
+            if pos:
+                state["has_input"] = True
+                args = tuple(_apply_hook_fn(args, pos, state, "input"))
+        result = self.forward(*args, **kwargs)
+        for hid, hook in list(self._forward_hooks.items()):
+            if hid in self._forward_hooks_with_kwargs:
+                res = hook(self, args, kwargs, result)
+            else:
+                res = hook(self, args, result)
+            if res is not None:
+                result = res
+        if bw:
+            if isinstance(result, Tensor):
+                if result.requires_grad:
+                    result = _apply_hook_fn([result], [0], state, "output")[0]
+            elif isinstance(result, tuple | list):
+                pos = [i for i, r in enumerate(result) if isinstance(r, Tensor) and r.requires_grad]
+                if pos:
+                    result = type(result)(_apply_hook_fn(result, pos, state, "output"))
+        return result
+
+    # ------------------------------------------------------------------ repr
+    def extra_repr(self) -> str:
+        return ""
+
+    def _get_name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [
+            f"({key}): " + _addindent(repr(module), 2) for key, module in self._modules.items()
+        ]
+        lines = extra_lines + child_lines
+        main = self._get_name() + "("
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                main += extra_lines[0]
+            else:
+                main += "\n  " + "\n  ".join(lines) + "\n"
+        return main + ")"

@@ -1,0 +1,13 @@
+"""Layer modules (``torch.nn.modules``): one family per file."""
+
+from .activation import *
+from .container import *
+from .conv import *
+from .dropout import *
+from .flatten import *
+from .linear import *
+from .loss import *
+from .module import Module
+from .normalization import *
+from .pooling import *
+from .sparse import *
