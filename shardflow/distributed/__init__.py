@@ -1,1 +1,301 @@
-"""(to be written)"""
+"""``shardflow.distributed``: torch.distributed's names on shardflow Tensors (layer L6).
+
+A torch.distributed script runs with ``import shardflow.distributed as dist``:
+``init_process_group`` detects how the process was launched (mpiexec / ``shardflow run``,
+Slurm, or nothing = world of one; torchrun-style variables are recognised) and accepts the
+``backend`` argument (``"gloo"`` and ``"mpi"`` map to MPI on CPU). The collectives work in
+place on ``Tensor.array`` through :mod:`shardflow.comm`, bump the tensor's version counter,
+and with ``async_op=True`` return a :class:`Work` whose ``wait()`` completes them. Ranks
+given to ``src``/``dst`` are global ranks, as in PyTorch, also for sub-groups.
+
+Global tensors (placement + sbp) will live in this package as well.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import comm as _comm
+from ..autograd.tensor import Tensor
+from ..comm import CommError, CommTimeoutError, Communicator, ReduceOp
+from ..comm import Work as _CommWork
+
+__all__ = [
+    "ReduceOp", "Work", "ProcessGroup", "GroupMember", "init_process_group",
+    "destroy_process_group", "is_initialized", "is_available", "get_rank", "get_world_size",
+    "get_local_rank", "get_backend", "new_group", "all_reduce", "broadcast", "all_gather",
+    "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor", "all_to_all_single",
+    "barrier", "send", "recv", "isend", "irecv", "all_gather_object",
+    "broadcast_object_list", "CommError", "CommTimeoutError",
+]
+
+ProcessGroup = Communicator
+
+
+class GroupMember:
+    WORLD = None
+    NON_GROUP_MEMBER = object()
+
+
+class Work:
+    """torch.distributed's Work: ``wait()`` completes the operation and returns True."""
+
+    __slots__ = ("_inner", "_post", "_done")
+
+    def __init__(self, inner: _CommWork, post=None):
+        self._inner = inner
+        self._post = post
+        self._done = False
+
+    def wait(self, timeout=None) -> bool:
+        if not self._done:
+            self._inner.wait(timeout)
+            self._done = True
+            if self._post is not None:
+                self._post()
+        return True
+
+    def is_completed(self) -> bool:
+        if not self._done and self._inner.is_completed():
+            self.wait()
+        return self._done
+
+    def result(self):
+        return self._inner.result()
+
+
+def is_available() -> bool:
+    return True
+
+
+def init_process_group(backend: str | None = None, init_method: str | None = None,
+                       timeout=None, world_size: int = -1, rank: int = -1, store=None,
+                       group_name: str = "", pg_options=None, device_id=None) -> None:
+    """Initialise the default group from the launch environment (see the module docstring).
+
+    ``world_size`` / ``rank``, when given, are checked against what the launcher set.
+    ``timeout`` is accepted for compatibility; the collective timeout is
+    ``SHARDFLOW_COMM_TIMEOUT`` (default 600 s).
+    """
+    if _comm.is_initialized():
+        raise RuntimeError(
+            "trying to initialize the default process group twice; call "
+            "destroy_process_group() first or check is_initialized()"
+        )
+    world = _comm.init(backend)
+    if world_size not in (-1, None) and world_size != world.size:
+        raise ValueError(
+            f"init_process_group(world_size={world_size}) but the launcher started "
+            f"{world.size} rank(s); launch with `shardflow run -n {world_size} ...`"
+        )
+    if rank not in (-1, None) and rank != world.rank:
+        raise ValueError(f"init_process_group(rank={rank}) but this process is rank {world.rank}")
+
+
+def destroy_process_group(group=None) -> None:
+    if group is None or group is _comm.get_world():
+        _comm.destroy()
+    else:
+        group.free()
+
+
+def is_initialized() -> bool:
+    return _comm.is_initialized()
+
+
+def _group(group) -> Communicator:
+    if group is None or group is GroupMember.WORLD:
+        if not _comm.is_initialized():
+            raise RuntimeError(
+                "Default process group has not been initialized, please make sure to call "
+                "init_process_group()"
+            )
+        return _comm.get_world()
+    if group is GroupMember.NON_GROUP_MEMBER:
+        raise RuntimeError("this rank is not a member of the group passed to the collective")
+    return group
+
+
+def get_rank(group=None) -> int:
+    if group is None and not _comm.is_initialized():
+        return 0
+    g = _group(group)
+    return g.rank
+
+
+def get_world_size(group=None) -> int:
+    if group is None and not _comm.is_initialized():
+        return 1
+    return _group(group).size
+
+
+def get_local_rank() -> int:
+    return _comm.world_info().local_rank if _comm.is_initialized() else 0
+
+
+def get_backend(group=None) -> str:
+    return _group(group).backend
+
+
+def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local_synchronization=False):
+    """A group over ``ranks`` (global ranks); every rank of the world must call it."""
+    world = _group(None)
+    ranks = list(range(world.size)) if ranks is None else list(ranks)
+    sub = world.new_group(ranks)
+    return GroupMember.NON_GROUP_MEMBER if sub is None else sub
+
+
+def _group_rank(g: Communicator, global_rank: int) -> int:
+    ranks = getattr(g, "world_ranks", None)
+    if ranks is None:
+        return global_rank
+    try:
+        return ranks.index(global_rank)
+    except ValueError:
+        raise ValueError(f"rank {global_rank} is not in this group (its ranks: {ranks})") from None
+
+
+def _arr(t, name="tensor") -> np.ndarray:
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{name} must be a shardflow Tensor, got {type(t).__name__}")
+    return t.array
+
+
+def _run(g, fn, async_op, post=None):
+    if async_op:
+        return Work(fn(True), post)
+    fn(False)
+    if post is not None:
+        post()
+    return None
+
+
+def _bump(*tensors):
+    def post():
+        for t in tensors:
+            t._bump_version()
+    return post
+
+
+def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
+    g = _group(group)
+    a = _arr(tensor)
+    return _run(g, lambda asy: g.all_reduce(a, op, async_op=asy), async_op, _bump(tensor))
+
+
+def broadcast(tensor, src: int = 0, group=None, async_op: bool = False):
+    g = _group(group)
+    a = _arr(tensor)
+    s = _group_rank(g, src)
+    return _run(g, lambda asy: g.broadcast(a, s, async_op=asy), async_op, _bump(tensor))
+
+
+def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
+    g = _group(group)
+    a = _arr(tensor)
+    if len(tensor_list) != g.size:
+        raise ValueError(f"all_gather needs a list of {g.size} tensors (one per rank), got {len(tensor_list)}")
+    out = np.empty((g.size, *a.shape), dtype=a.dtype)
+
+    def post():
+        for t, row in zip(tensor_list, out):
+            t.array[...] = row
+            t._bump_version()
+
+    return _run(g, lambda asy: g.all_gather(a, out=out, async_op=asy), async_op, post)
+
+
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bool = False):
+    g = _group(group)
+    a, o = _arr(input_tensor, "input_tensor"), _arr(output_tensor, "output_tensor")
+    if o.size != a.size * g.size:
+        raise ValueError(
+            f"all_gather_into_tensor: output must hold world_size * input elements "
+            f"({g.size} x {tuple(a.shape)}), got shape {tuple(o.shape)}"
+        )
+    return _run(g, lambda asy: g.all_gather(a, out=o, async_op=asy), async_op,
+                _bump(output_tensor))
+
+
+def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: bool = False):
+    g = _group(group)
+    a, o = _arr(input, "input"), _arr(output, "output")
+    if a.shape[0] != o.shape[0] * g.size:
+        raise ValueError(
+            f"reduce_scatter_tensor: input dim 0 must be world_size * output dim 0 "
+            f"({g.size} x {o.shape[0]}), got input shape {tuple(a.shape)}"
+        )
+    src = a if a.shape[1:] == o.shape[1:] else a.reshape(g.size * o.shape[0], *o.shape[1:])
+    return _run(g, lambda asy: g.reduce_scatter(src, op, out=o, async_op=asy), async_op,
+                _bump(output))
+
+
+def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bool = False):
+    """Reduce ``input_list[j]`` over ranks into ``output`` of rank j."""
+    g = _group(group)
+    if len(input_list) != g.size:
+        raise ValueError(f"reduce_scatter needs {g.size} input tensors (one per rank), got {len(input_list)}")
+    o = _arr(output, "output")
+    stacked = np.stack([_arr(t, "input_list[i]") for t in input_list])  # (world, *out.shape)
+    res = np.empty((1, *o.shape), dtype=o.dtype)
+
+    def post():
+        o[...] = res[0]
+        output._bump_version()
+
+    return _run(g, lambda asy: g.reduce_scatter(stacked, op, out=res, async_op=asy), async_op,
+                post)
+
+
+def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None,
+                      group=None, async_op: bool = False):
+    if output_split_sizes is not None or input_split_sizes is not None:
+        raise NotImplementedError("all_to_all_single with split sizes is not supported yet; "
+                                  "pass equal splits (dim 0 divisible by world size)")
+    g = _group(group)
+    a, o = _arr(input, "input"), _arr(output, "output")
+    return _run(g, lambda asy: g.all_to_all(a, out=o, async_op=asy), async_op, _bump(output))
+
+
+def barrier(group=None, async_op: bool = False, device_ids=None):
+    g = _group(group)
+    return _run(g, lambda asy: g.barrier(async_op=asy), async_op)
+
+
+def send(tensor, dst: int, group=None, tag: int = 0) -> None:
+    g = _group(group)
+    g.send(_arr(tensor), _group_rank(g, dst), tag)
+
+
+def recv(tensor, src: int, group=None, tag: int = 0) -> int:
+    """Receive into ``tensor`` from ``src`` (a specific rank; ``None`` is not supported)."""
+    if src is None:
+        raise ValueError("recv(src=None) (receive from any rank) is not supported; pass the sender's rank")
+    g = _group(group)
+    g.recv(_arr(tensor), _group_rank(g, src), tag)
+    tensor._bump_version()
+    return src
+
+
+def isend(tensor, dst: int, group=None, tag: int = 0) -> Work:
+    g = _group(group)
+    return Work(g.send(_arr(tensor), _group_rank(g, dst), tag, async_op=True))
+
+
+def irecv(tensor, src: int, group=None, tag: int = 0) -> Work:
+    g = _group(group)
+    return Work(g.recv(_arr(tensor), _group_rank(g, src), tag, async_op=True), _bump(tensor))
+
+
+def all_gather_object(object_list, obj, group=None) -> None:
+    g = _group(group)
+    got = g.all_gather_object(obj)
+    if len(object_list) != len(got):
+        raise ValueError(f"all_gather_object needs a list of {len(got)} slots, got {len(object_list)}")
+    object_list[:] = got
+
+
+def broadcast_object_list(object_list, src: int = 0, group=None, device=None) -> None:
+    g = _group(group)
+    got = g.broadcast_object(list(object_list), _group_rank(g, src))
+    object_list[:] = got
