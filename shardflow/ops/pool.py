@@ -1,3 +1,421 @@
-"""(to be written)"""
+"""Pooling: ``max_pool{1,2,3}d``, ``avg_pool{1,2,3}d``, ``adaptive_avg_pool{1,2,3}d``,
+``adaptive_max_pool{1,2,3}d``, channels-first like PyTorch, batched or unbatched.
 
-__all__: list[str] = []
+Algorithms (one fused ``Function`` each, any number of spatial dims):
+
+* max / avg pooling loop over the *kernel positions* (``kh * kw`` iterations, never over
+  pixels): position k is a strided slice of the padded input covering every output at once.
+  Max keeps a running maximum and the kernel position of the first (strict ``>``, PyTorch's
+  order) maximum; backward scatters the gradient back with one masked strided addition per
+  kernel position. Avg sums the slices and divides by PyTorch's divisor (``count_include_pad``,
+  ``ceil_mode`` windows that stop at ``input + padding``, ``divisor_override``).
+* adaptive average pooling is separable: along each spatial dim it is a matrix ``P`` of
+  shape (out, in) holding ``1/len`` over bin ``[floor(i*in/out), ceil((i+1)*in/out))``; the
+  forward applies ``P`` per dim with a GEMM and the backward applies ``P^T``.
+* adaptive max pooling loops over the output positions (few, e.g. 7x7) taking the max over
+  each bin; backward adds the gradient at the arg-max indices with one ``bincount``.
+
+NaN: the pooled value propagates NaN like PyTorch (``np.maximum``); the reported index of a
+window containing NaN may differ from PyTorch's.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from ..autograd import Function, Tensor
+from ..autograd.dispatch import register
+
+__all__ = [
+    "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
+    "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
+]
+
+
+def _tuple(v, d: int, name: str) -> tuple[int, ...]:
+    if isinstance(v, int | np.integer):
+        return (int(v),) * d
+    v = tuple(int(x) for x in v)
+    if len(v) == 1:
+        return v * d
+    if len(v) != d:
+        raise ValueError(f"{name} must be an int or a tuple of {d} ints, got {v}")
+    return v
+
+
+def _pool_out(size, k, s, p, d, ceil_mode):
+    """PyTorch's pooling output size (``pooling_output_shape``)."""
+    num = size + 2 * p - d * (k - 1) - 1
+    o = (num + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (o - 1) * s >= size + p:
+        o -= 1  # the last window must start inside the input or the left padding
+    return o
+
+
+def _geometry(spatial, ksize, stride, padding, dilation, ceil_mode, name):
+    osize, pads = [], []
+    for size, k, s, p, d in zip(spatial, ksize, stride, padding, dilation):
+        if p * 2 > k:
+            raise RuntimeError(
+                f"{name}: padding should be at most half of the kernel size, got padding={padding} "
+                f"and kernel_size={ksize}"
+            )
+        o = _pool_out(size, k, s, p, d, ceil_mode)
+        if o <= 0:
+            raise RuntimeError(
+                f"{name}: input spatial size {tuple(spatial)} is too small for kernel_size={ksize}, "
+                f"dilation={dilation}, padding={padding} (output size would be {o})"
+            )
+        osize.append(o)
+        hi = max(p, (o - 1) * s + d * (k - 1) + 1 - size - p)  # ceil_mode may need more
+        pads.append((p, hi))
+    return tuple(osize), tuple(pads)
+
+
+def _pad(x, pads, value):
+    if not any(lo or hi for lo, hi in pads):
+        return x
+    nsp = len(pads)
+    shape = x.shape[:-nsp] + tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[-nsp:], pads))
+    xp = np.full(shape, value, dtype=x.dtype)
+    xp[(Ellipsis,) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(x.shape[-nsp:], pads))] = x
+    return xp
+
+
+def _crop(xp, pads, spatial):
+    if not any(lo or hi for lo, hi in pads):
+        return xp
+    return xp[(Ellipsis,) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(spatial, pads))]
+
+
+def _slices(ksize, stride, dilation, osize):
+    """For every kernel position: the strided slice of the padded input it touches."""
+    out = []
+    for pos in itertools.product(*(range(k) for k in ksize)):
+        out.append((Ellipsis,) + tuple(
+            slice(p * d, p * d + s * (o - 1) + 1, s) for p, d, s, o in zip(pos, dilation, stride, osize)
+        ))
+    return out
+
+
+def _lowest(dtype):
+    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+
+
+# --------------------------------------------------------------------------- max pool
+class MaxPoolNd(Function):
+    save_inputs = ()
+
+    def forward(self, x, *, d, ksize, stride, padding, dilation, ceil_mode, return_indices, name):
+        spatial = x.shape[-d:]
+        osize, pads = _geometry(spatial, ksize, stride, padding, dilation, ceil_mode, name)
+        xp = _pad(x, pads, _lowest(x.dtype))
+        sls = _slices(ksize, stride, dilation, osize)
+        best = xp[sls[0]].copy()  # (..., *osize)
+        kidx = np.zeros(best.shape, dtype=np.int32 if len(sls) > 127 else np.int8)
+        for k in range(1, len(sls)):
+            v = xp[sls[k]]
+            np.copyto(kidx, k, where=np.greater(v, best))
+            np.maximum(best, v, out=best)
+        self.kidx, self.pads, self.xpshape, self.spatial = kidx, pads, xp.shape, spatial
+        self.sls = sls
+        if not return_indices:
+            return best
+        # flat index into the (unpadded) spatial dims, as PyTorch reports it
+        kpos = np.unravel_index(kidx, ksize)
+        flat = np.zeros(kidx.shape, dtype=np.int64)
+        for i in range(d):
+            shape = (1,) * (kidx.ndim - d + i) + (osize[i],) + (1,) * (d - 1 - i)
+            start = (np.arange(osize[i]) * stride[i] - padding[i]).reshape(shape)
+            coord = start + kpos[i].astype(np.int64) * dilation[i]
+            flat = flat * spatial[i] + coord
+        return best, flat
+
+    def backward(self, g, *unused):
+        gxp = np.zeros(self.xpshape, dtype=g.dtype)
+        kidx = self.kidx
+        tmp = np.empty_like(g)
+        for k, sl in enumerate(self.sls):
+            m = kidx == k
+            np.multiply(g, m, out=tmp)
+            gxp[sl] += tmp
+        return _crop(gxp, self.pads, self.spatial)
+
+
+def _check_input(input, d, name):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}: input must be a Tensor, got {type(input).__name__}")
+    if input.ndim not in (d + 1, d + 2):
+        raise RuntimeError(
+            f"{name}: expected a {d + 1}-D (unbatched) or {d + 2}-D (batched) input, got shape "
+            f"{tuple(input.shape)}"
+        )
+
+
+def _max_pool(d, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    name = f"max_pool{d}d"
+    _check_input(input, d, name)
+    ksize = _tuple(kernel_size, d, "kernel_size")
+    stride = ksize if stride is None or (not isinstance(stride, int) and len(stride) == 0) else _tuple(stride, d, "stride")
+    out = MaxPoolNd.apply(
+        input, d=d, ksize=ksize, stride=stride, padding=_tuple(padding, d, "padding"),
+        dilation=_tuple(dilation, d, "dilation"), ceil_mode=bool(ceil_mode),
+        return_indices=bool(return_indices), name=name,
+    )
+    return out
+
+
+@register("max_pool1d")
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """Max pooling over (N, C, L) or (C, L)."""
+    return _max_pool(1, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+@register("max_pool2d")
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """Max pooling over (N, C, H, W) or (C, H, W); ``return_indices`` gives flat H*W indices."""
+    return _max_pool(2, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+@register("max_pool3d")
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """Max pooling over (N, C, D, H, W) or (C, D, H, W)."""
+    return _max_pool(3, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+# --------------------------------------------------------------------------- avg pool
+def _divisor(spatial, ksize, stride, padding, osize, count_include_pad, divisor_override, batch_nd):
+    """PyTorch's per-window divisor, separable over dims (outer product of 1-D factors)."""
+    if divisor_override is not None:
+        return float(divisor_override)
+    div = None
+    for i, (size, k, s, p, o) in enumerate(zip(spatial, ksize, stride, padding, osize)):
+        start = np.arange(o) * s - p
+        end = np.minimum(start + k, size + p)
+        if count_include_pad:
+            f = end - start
+        else:
+            f = np.minimum(end, size) - np.maximum(start, 0)
+        shape = (o,) + (1,) * (len(spatial) - 1 - i)
+        f = f.reshape(shape)
+        div = f if div is None else div * f
+    return div
+
+
+class AvgPoolNd(Function):
+    save_inputs = ()
+
+    def forward(self, x, *, d, ksize, stride, padding, ceil_mode, count_include_pad,
+                divisor_override, name):
+        spatial = x.shape[-d:]
+        osize, pads = _geometry(spatial, ksize, stride, padding, (1,) * d, ceil_mode, name)
+        xp = _pad(x, pads, 0)
+        sls = _slices(ksize, stride, (1,) * d, osize)
+        acc = xp[sls[0]].copy()
+        for sl in sls[1:]:
+            acc += xp[sl]
+        div = _divisor(spatial, ksize, stride, padding, osize, count_include_pad,
+                       divisor_override, x.ndim - d)
+        scale = (1.0 / np.asarray(div, dtype=np.float64)).astype(x.dtype)
+        acc *= scale
+        self.scale, self.sls, self.pads, self.xpshape, self.spatial = scale, sls, pads, xp.shape, spatial
+        return acc
+
+    def backward(self, g):
+        gs = g * self.scale
+        gxp = np.zeros(self.xpshape, dtype=g.dtype)
+        for sl in self.sls:
+            gxp[sl] += gs
+        return _crop(gxp, self.pads, self.spatial)
+
+
+def _avg_pool(d, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    name = f"avg_pool{d}d"
+    _check_input(input, d, name)
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"{name}: expected a floating point input, got {input.dtype}; call .float()")
+    ksize = _tuple(kernel_size, d, "kernel_size")
+    stride = ksize if stride is None or (not isinstance(stride, int) and len(stride) == 0) else _tuple(stride, d, "stride")
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError(f"{name}: divisor_override must be non-zero")
+    return AvgPoolNd.apply(
+        input, d=d, ksize=ksize, stride=stride, padding=_tuple(padding, d, "padding"),
+        ceil_mode=bool(ceil_mode), count_include_pad=bool(count_include_pad),
+        divisor_override=divisor_override, name=name,
+    )
+
+
+@register("avg_pool1d")
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    """Average pooling over (N, C, L) or (C, L)."""
+    return _avg_pool(1, input, kernel_size, stride, padding, ceil_mode, count_include_pad, None)
+
+
+@register("avg_pool2d")
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """Average pooling over (N, C, H, W) or (C, H, W)."""
+    return _avg_pool(2, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override)
+
+
+@register("avg_pool3d")
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """Average pooling over (N, C, D, H, W) or (C, D, H, W)."""
+    return _avg_pool(3, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override)
+
+
+# --------------------------------------------------------------------------- adaptive
+def _bins(size, out):
+    i = np.arange(out)
+    start = (i * size) // out
+    end = -((-(i + 1) * size) // out)  # ceil((i+1)*size/out)
+    return start, end
+
+
+def _adaptive_out(input, output_size, d, name):
+    _check_input(input, d, name)
+    if isinstance(output_size, int | np.integer):
+        output_size = (int(output_size),) * d
+    output_size = tuple(output_size)
+    if len(output_size) == 1:
+        output_size = output_size * d
+    if len(output_size) != d:
+        raise ValueError(f"{name}: output_size must have {d} elements, got {output_size}")
+    spatial = input.shape[-d:]
+    osize = tuple(s if o is None else int(o) for s, o in zip(spatial, output_size))
+    if any(o <= 0 for o in osize):
+        raise ValueError(f"{name}: output_size must be positive, got {output_size}")
+    return osize
+
+
+def _pool_matrix(size, out, dtype):
+    start, end = _bins(size, out)
+    j = np.arange(size)
+    m = (j[None, :] >= start[:, None]) & (j[None, :] < end[:, None])  # (out, in)
+    return (m / (end - start)[:, None]).astype(dtype)
+
+
+def _apply_along(y, mats, d):
+    """Apply matrix ``mats[i]`` (out_i, in_i) along spatial dim i of ``y`` (GEMMs)."""
+    for i, m in enumerate(mats):
+        ax = y.ndim - d + i
+        if ax == y.ndim - 1:
+            y = np.matmul(y, m.T)
+        elif ax == y.ndim - 2:
+            y = np.matmul(m, y)
+        else:
+            y = np.moveaxis(np.matmul(np.moveaxis(y, ax, -1), m.T), -1, ax)
+    return y
+
+
+class AdaptiveAvgPoolNd(Function):
+    save_inputs = ()
+
+    def forward(self, x, *, d, osize):
+        spatial = x.shape[-d:]
+        if all(o == 1 for o in osize):  # global average pooling
+            self.mats = None
+            self.xshape, self.count = x.shape, int(np.prod(spatial))
+            return x.mean(axis=tuple(range(x.ndim - d, x.ndim)), keepdims=True, dtype=x.dtype)
+        self.mats = [_pool_matrix(s, o, x.dtype) for s, o in zip(spatial, osize)]
+        return np.ascontiguousarray(_apply_along(x, self.mats, d))
+
+    def backward(self, g):
+        if self.mats is None:  # every input element gets grad / (number of pooled elements)
+            return np.broadcast_to(g * np.asarray(1.0 / self.count, g.dtype), self.xshape).copy()
+        return np.ascontiguousarray(_apply_along(g, [m.T for m in self.mats], len(self.mats)))
+
+
+def _adaptive_avg(d, input, output_size):
+    name = f"adaptive_avg_pool{d}d"
+    osize = _adaptive_out(input, output_size, d, name)
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"{name}: expected a floating point input, got {input.dtype}")
+    return AdaptiveAvgPoolNd.apply(input, d=d, osize=osize)
+
+
+@register("adaptive_avg_pool1d")
+def adaptive_avg_pool1d(input, output_size):
+    """Adaptive average pooling over (N, C, L) or (C, L) to ``output_size``."""
+    return _adaptive_avg(1, input, output_size)
+
+
+@register("adaptive_avg_pool2d")
+def adaptive_avg_pool2d(input, output_size):
+    """Adaptive average pooling over (N, C, H, W) or (C, H, W); ``None`` keeps a size."""
+    return _adaptive_avg(2, input, output_size)
+
+
+@register("adaptive_avg_pool3d")
+def adaptive_avg_pool3d(input, output_size):
+    """Adaptive average pooling over (N, C, D, H, W) or (C, D, H, W)."""
+    return _adaptive_avg(3, input, output_size)
+
+
+class AdaptiveMaxPoolNd(Function):
+    save_inputs = ()
+
+    def forward(self, x, *, d, osize, return_indices):
+        spatial = x.shape[-d:]
+        lead = x.shape[:-d]
+        bins = [_bins(s, o) for s, o in zip(spatial, osize)]
+        out = np.empty(lead + osize, dtype=x.dtype)
+        idx = np.empty(lead + osize, dtype=np.int64)
+        for pos in itertools.product(*(range(o) for o in osize)):
+            starts = [int(b[0][p]) for b, p in zip(bins, pos)]
+            ends = [int(b[1][p]) for b, p in zip(bins, pos)]
+            win = x[(Ellipsis,) + tuple(slice(s, e) for s, e in zip(starts, ends))]
+            wshape = win.shape[-d:]
+            flatw = win.reshape(lead + (-1,))
+            a = np.argmax(flatw, axis=-1)  # first maximum (NaN counts as maximum)
+            out[(Ellipsis,) + pos] = np.take_along_axis(flatw, a[..., None], -1)[..., 0]
+            local = np.unravel_index(a, wshape)
+            flat = np.zeros(a.shape, dtype=np.int64)
+            for i in range(d):
+                flat = flat * spatial[i] + (local[i] + starts[i])
+            idx[(Ellipsis,) + pos] = flat
+        self.idx, self.xshape = idx, x.shape
+        self.d = d
+        return (out, idx) if return_indices else out
+
+    def backward(self, g, *unused):
+        d = self.d
+        lead = self.xshape[:-d]
+        nsp = int(np.prod(self.xshape[-d:]))
+        rows = int(np.prod(lead)) if lead else 1
+        flat_idx = (self.idx.reshape(rows, -1) + (np.arange(rows) * nsp)[:, None]).ravel()
+        gx = np.bincount(flat_idx, weights=g.reshape(-1), minlength=rows * nsp)
+        return gx.astype(g.dtype, copy=False).reshape(self.xshape)
+
+
+def _adaptive_max(d, input, output_size, return_indices):
+    name = f"adaptive_max_pool{d}d"
+    osize = _adaptive_out(input, output_size, d, name)
+    return AdaptiveMaxPoolNd.apply(input, d=d, osize=osize, return_indices=bool(return_indices))
+
+
+@register("adaptive_max_pool1d")
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """Adaptive max pooling over (N, C, L) or (C, L)."""
+    return _adaptive_max(1, input, output_size, return_indices)
+
+
+@register("adaptive_max_pool2d")
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """Adaptive max pooling over (N, C, H, W) or (C, H, W); indices are flat over H*W."""
+    return _adaptive_max(2, input, output_size, return_indices)
+
+
+@register("adaptive_max_pool3d")
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    """Adaptive max pooling over (N, C, D, H, W) or (C, D, H, W)."""
+    return _adaptive_max(3, input, output_size, return_indices)
