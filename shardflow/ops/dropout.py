@@ -1,3 +1,137 @@
-"""(to be written)"""
+"""Dropout family: ``dropout``, ``dropout1d/2d/3d`` (whole channels), ``alpha_dropout`` and
+``feature_alpha_dropout``, each one ``Function`` that multiplies by a saved mask.
 
-__all__: list[str] = []
+The keep mask is drawn from ``shardflow.backend.random.rng()`` (the default generator, or
+``generator=`` when given), so ``shardflow.manual_seed`` makes it reproducible and restoring
+the RNG state replays it (activation-checkpoint recomputation relies on this). Elements are
+kept with probability ``1 - p`` and scaled by ``1 / (1 - p)``; backward multiplies the
+gradient by the same scaled mask. With ``training=False`` or ``p = 0`` the input is returned
+unchanged, as in PyTorch.
+
+``alpha_dropout`` (for SELU networks) keeps mean and variance:
+``y = x * a * keep + b`` with ``a = ((1 - p) (1 + p alpha'^2))^-1/2`` and
+``b = a alpha' (keep - 1 + p)`` — PyTorch's formula, alpha' = 1.7580993408473766.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import Function, Tensor
+from ..backend import device_of, to_device
+from ..backend import random as _random
+from ._util import inplace as _inplace
+
+__all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"]
+
+_SELU_ALPHA = 1.7580993408473766
+
+
+class MaskMul(Function):
+    """``y = x * mask (+ shift)``; backward ``g * mask`` (reduced when the mask broadcasts)."""
+
+    save_inputs = ()
+
+    def forward(self, x, mask=None, shift=None):
+        self.mask = mask
+        y = x * mask
+        if shift is not None:
+            y += shift
+        return y.astype(x.dtype, copy=False)
+
+    def backward(self, g):
+        gx = g * self.mask
+        return gx.astype(g.dtype, copy=False)
+
+
+def _check(p, name):
+    if not isinstance(p, int | float) or p < 0.0 or p > 1.0:
+        raise ValueError(f"{name} probability has to be between 0 and 1, but got {p}")
+
+
+def _keep(x_array, shape, p, generator):
+    """A 0/1 keep mask of ``shape`` (keep probability 1 - p), on ``x_array``'s device."""
+    keep = _random.rng(generator).random(shape, dtype=np.float32) >= p
+    dev = device_of(x_array)
+    return keep if dev.type == "cpu" else to_device(keep, dev)
+
+
+def _finish(input, out, inplace):
+    return _inplace(input, out) if inplace else out
+
+
+def _dropout(input, p, training, inplace, shape_fn, name, generator=None):
+    _check(p, name)
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}: input must be a Tensor, got {type(input).__name__}")
+    if not training or p == 0.0 or input.array.size == 0:
+        return input
+    xa = input.array
+    dt = xa.dtype
+    if p == 1.0:
+        mask = np.zeros(shape_fn(xa.shape), dtype=dt)
+    else:
+        keep = _keep(xa, shape_fn(xa.shape), p, generator)
+        mask = keep.astype(dt)
+        mask *= np.asarray(1.0 / (1.0 - p), dtype=dt)
+    return _finish(input, MaskMul.apply(input, mask=mask), inplace)
+
+
+def dropout(input, p=0.5, training=True, inplace=False, *, generator=None):
+    """Zero each element with probability ``p``, scale the rest by ``1 / (1 - p)``."""
+    return _dropout(input, p, training, inplace, lambda s: s, "dropout", generator)
+
+
+def _feature_shape(batched_ndim, name, allow_3d_batched=False):
+    def shape_fn(s):
+        if len(s) == batched_ndim or (allow_3d_batched and len(s) == 3):
+            return s[:2] + (1,) * (len(s) - 2)  # (N, C, 1, ...)
+        if len(s) == batched_ndim - 1:
+            return s[:1] + (1,) * (len(s) - 1)  # unbatched (C, 1, ...)
+        raise ValueError(
+            f"{name}: expected a {batched_ndim - 1}D (unbatched) or {batched_ndim}D (batched) input, "
+            f"got shape {tuple(s)}"
+        )
+
+    return shape_fn
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, L) or (C, L) input with probability ``p``."""
+    return _dropout(input, p, training, inplace, _feature_shape(3, "dropout1d"), "dropout1d")
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, H, W) or (C, H, W) input with probability ``p``. As in
+    PyTorch, 3D input is treated as (N, C, L) (channel-wise over L)."""
+    return _dropout(input, p, training, inplace, _feature_shape(4, "dropout2d", allow_3d_batched=True), "dropout2d")
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) input with probability ``p``."""
+    return _dropout(input, p, training, inplace, _feature_shape(5, "dropout3d"), "dropout3d")
+
+
+def _alpha(input, p, training, inplace, shape_fn, name):
+    _check(p, name)
+    if not training or p == 0.0 or input.array.size == 0:
+        return input
+    xa = input.array
+    dt = xa.dtype
+    if p == 1.0:
+        return _finish(input, MaskMul.apply(input, mask=np.zeros((), dtype=dt)), inplace)
+    a = 1.0 / np.sqrt((_SELU_ALPHA * _SELU_ALPHA * p + 1.0) * (1.0 - p))
+    keep = _keep(xa, shape_fn(xa.shape), p, None).astype(dt)
+    shift = (keep - 1.0) * (_SELU_ALPHA * a) + _SELU_ALPHA * a * p
+    mask = keep * np.asarray(a, dtype=dt)
+    return _finish(input, MaskMul.apply(input, mask=mask, shift=shift.astype(dt, copy=False)), inplace)
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout for SELU activations that keeps the mean and variance of the input."""
+    return _alpha(input, p, training, inplace, lambda s: s, "alpha_dropout")
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """``alpha_dropout`` dropping whole channels (dim 1) at once."""
+    return _alpha(input, p, training, inplace, lambda s: s[:2] + (1,) * (len(s) - 2), "feature_alpha_dropout")

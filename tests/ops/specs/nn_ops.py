@@ -137,3 +137,26 @@ SPECS += [
     OpSpec("normalize_p1_dim", lambda m, x: _F(m).normalize(x, p=1.0, dim=-1), [Arg((2, 3, 4))]),
     OpSpec("normalize_p3", lambda m, x: _F(m).normalize(x, p=3.0, dim=0), [Arg((4, 3))]),
 ]
+
+
+def _sdpa(**kw):
+    return lambda m, q, k, v: _F(m).scaled_dot_product_attention(q, k, v, **kw)
+
+
+def _sdpa_mask(**kw):
+    return lambda m, q, k, v, mask: _F(m).scaled_dot_product_attention(q, k, v, attn_mask=mask, **kw)
+
+
+_QKV = [Arg((2, 2, 3, 4)), Arg((2, 2, 5, 4)), Arg((2, 2, 5, 3))]
+
+SPECS += [
+    # ---------------------------------------------------------------- attention
+    OpSpec("sdpa", _sdpa(), _QKV),
+    OpSpec("sdpa_3d", _sdpa(), [Arg((2, 3, 4)), Arg((2, 4, 4)), Arg((2, 4, 2))]),
+    OpSpec("sdpa_causal", _sdpa(is_causal=True), [Arg((2, 2, 4, 3)), Arg((2, 2, 4, 3)), Arg((2, 2, 4, 3))]),
+    OpSpec("sdpa_causal_rect", _sdpa(is_causal=True, scale=0.3), _QKV),
+    OpSpec("sdpa_bool_mask", _sdpa_mask(), _QKV + [Arg((3, 5), kind="bool", grad=False)]),
+    OpSpec("sdpa_float_mask", _sdpa_mask(), _QKV + [Arg((2, 1, 3, 5))]),
+    OpSpec("sdpa_gqa", _sdpa(enable_gqa=True), [Arg((1, 4, 3, 4)), Arg((1, 2, 5, 4)), Arg((1, 2, 5, 4))]),
+    OpSpec("sdpa_broadcast_kv", _sdpa(), [Arg((2, 3, 3, 4)), Arg((1, 5, 4)), Arg((1, 5, 2))]),
+]
