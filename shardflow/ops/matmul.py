@@ -1,3 +1,501 @@
-"""(to be written)"""
+"""Matrix products: matmul, mm, bmm, mv, dot, outer, addmm, baddbmm, einsum, linear.
 
-__all__: list[str] = []
+``matmul`` follows ``torch.matmul`` exactly: 1-D x 1-D is a dot product (0-d result);
+a 1-D first operand is treated as a row vector and a 1-D second operand as a column
+vector, the added dim being removed from the result; otherwise the last two dims are
+matrices and the leading (batch) dims broadcast.
+
+Algorithms (the hot path of every model):
+
+* 2-D x 2-D: one BLAS GEMM (``np.matmul``); backward ``g @ b.T`` and ``a.T @ g`` — BLAS
+  takes the transposed operands through its trans flags, nothing is copied.
+* N-D x 2-D (activations times a weight): the leading dims are folded into the rows,
+  ``(B*T, K) @ (K, N)``, so forward is one GEMM and the weight gradient ``x2.T @ g2`` is one
+  GEMM that also sums over the batch.
+* ``linear(x, W, b)`` = ``x2 @ W.T (+ b)`` the same way; the bias gradient is a column sum
+  of ``g2``.
+* General batched case: ``np.matmul`` with broadcasting; the gradient of a broadcast
+  operand is summed back over the broadcast batch dims (``unbroadcast``).
+* ``einsum``: the equation is made explicit (ellipsis expanded to letters, implicit output
+  = ellipsis dims then the letters used once, sorted). Forward is ``np.einsum(...,
+  optimize=True)``. The gradient of operand ``i`` is another einsum of the output gradient
+  with the other operands, producing operand ``i``'s letters; letters found only in
+  operand ``i`` are broadcast back, size-1 (broadcast) dims are summed, and a repeated
+  letter (a diagonal, ``'ii->i'``) is written through a writeable diagonal view.
+
+Both operands must have the same dtype (PyTorch raises too). Shape mismatches raise
+RuntimeError naming both shapes.
+"""
+
+from __future__ import annotations
+
+import string
+
+import numpy as np
+
+from ..autograd import Function, Tensor
+from ..autograd.dispatch import register
+from ._util import as_tensor_arg, unbroadcast
+
+__all__ = [
+    "matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", "addmm", "baddbmm",
+    "einsum", "linear",
+]
+
+
+def _arr(x):
+    return np.asarray(x) if isinstance(x, np.generic) else x
+
+
+def _fmt(shape) -> str:
+    return "x".join(str(s) for s in shape)
+
+
+def _shape_error(sa, sb) -> RuntimeError:
+    return RuntimeError(
+        f"mat1 and mat2 shapes cannot be multiplied ({_fmt(sa)} and {_fmt(sb)}): the last dim "
+        "of the first operand must equal the first (matrix) dim of the second; transpose or "
+        "reshape one of them"
+    )
+
+
+def _same_dtype(a: Tensor, b: Tensor) -> None:
+    if a.array.dtype != b.array.dtype:
+        raise RuntimeError(
+            f"expected m1 and m2 to have the same dtype, but got: {a.dtype} != {b.dtype}; cast "
+            "one operand with .to(other.dtype)"
+        )
+
+
+def _tensors(a, b):
+    a = as_tensor_arg(a, "input")
+    b = as_tensor_arg(b, "other")
+    _same_dtype(a, b)
+    return a, b
+
+
+# --------------------------------------------------------------------------- matmul core
+class MM(Function):
+    """2-D x 2-D."""
+
+    save_inputs = (0, 1)
+
+    def forward(self, a, b):
+        self.a, self.b = a, b
+        return a @ b
+
+    def backward(self, g):
+        ga = g @ self.b.T if self.needs_input_grad[0] else None
+        gb = self.a.T @ g if self.needs_input_grad[1] else None
+        return ga, gb
+
+
+class FoldedMM(Function):
+    """N-D x 2-D: fold the leading dims of ``a`` into rows, one GEMM each way."""
+
+    save_inputs = (0, 1)
+
+    def forward(self, a, b):
+        self.ashape = a.shape
+        a2 = a.reshape(-1, a.shape[-1])  # (B*T, K): a view when a is contiguous
+        self.a2, self.b = a2, b
+        return (a2 @ b).reshape(a.shape[:-1] + (b.shape[-1],))
+
+    def backward(self, g):
+        g2 = g.reshape(-1, g.shape[-1])  # (B*T, N)
+        ga = (g2 @ self.b.T).reshape(self.ashape) if self.needs_input_grad[0] else None
+        gb = self.a2.T @ g2 if self.needs_input_grad[1] else None
+        return ga, gb
+
+
+class BatchedMatMul(Function):
+    """General ``np.matmul`` (1-D operands, broadcast batch dims)."""
+
+    save_inputs = (0, 1)
+
+    def forward(self, a, b):
+        self.a, self.b = a, b
+        return _arr(a @ b)
+
+    def backward(self, g):
+        a, b = self.a, self.b
+        a1 = a[None, :] if a.ndim == 1 else a  # (..., M, K)
+        b1 = b[:, None] if b.ndim == 1 else b  # (..., K, N)
+        batch = np.broadcast_shapes(a1.shape[:-2], b1.shape[:-2])
+        g1 = g.reshape(batch + (a1.shape[-2], b1.shape[-1]))  # (..., M, N)
+        ga = gb = None
+        if self.needs_input_grad[0]:
+            ga = unbroadcast(g1 @ np.swapaxes(b1, -1, -2), a1.shape).reshape(a.shape)
+        if self.needs_input_grad[1]:
+            gb = unbroadcast(np.swapaxes(a1, -1, -2) @ g1, b1.shape).reshape(b.shape)
+        return ga, gb
+
+
+def _check_matmul(sa, sb):
+    na, nb = len(sa), len(sb)
+    if na == 0 or nb == 0:
+        raise RuntimeError(
+            f"both arguments to matmul need to be at least 1D, but they are {na}D and {nb}D; "
+            "use mul (*) for scalars"
+        )
+    if na == 1 and nb == 1:
+        if sa[0] != sb[0]:
+            raise RuntimeError(
+                f"inconsistent tensor size, expected tensor [{sa[0]}] and src [{sb[0]}] to have "
+                f"the same number of elements, but got {sa[0]} and {sb[0]} elements respectively"
+            )
+        return
+    if nb == 1:
+        if sa[-1] != sb[0]:
+            if na == 2:
+                raise RuntimeError(
+                    f"size mismatch, got input ({sa[0]}), mat ({_fmt(sa)}), vec ({sb[0]})"
+                )
+            raise _shape_error(sa, sb)
+        return
+    k_b = sb[-2]
+    if sa[-1] != k_b:
+        if na == 1:
+            raise _shape_error((1,) + tuple(sa), sb)
+        if nb == 2 and na > 2:
+            raise _shape_error((int(np.prod(sa[:-1])), sa[-1]), sb)
+        raise _shape_error(sa, sb)
+    if na > 2 or nb > 2:
+        ba = sa[:-2] if na >= 2 else ()
+        bb = sb[:-2]
+        try:
+            np.broadcast_shapes(tuple(ba), tuple(bb))
+        except ValueError:
+            from .arithmetic import _broadcast_error
+
+            raise _broadcast_error(tuple(ba), tuple(bb)) from None
+
+
+@register("matmul")
+def matmul(input: Tensor, other: Tensor) -> Tensor:
+    """``torch.matmul``: see the module docstring for the 1-D / batched rules."""
+    a, b = _tensors(input, other)
+    sa, sb = a.array.shape, b.array.shape
+    if len(sa) == 2 and len(sb) == 2:
+        if sa[1] != sb[0]:
+            raise _shape_error(sa, sb)
+        return MM.apply(a, b)
+    _check_matmul(sa, sb)
+    if len(sb) == 2 and len(sa) > 2:
+        return FoldedMM.apply(a, b)
+    return BatchedMatMul.apply(a, b)
+
+
+@register("mm")
+def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    """Matrix product of two 2-D tensors (no broadcasting)."""
+    a, b = _tensors(input, mat2)
+    if a.array.ndim != 2:
+        raise RuntimeError(f"self must be a matrix, got a {a.array.ndim}-D tensor of shape {tuple(a.shape)}")
+    if b.array.ndim != 2:
+        raise RuntimeError(f"mat2 must be a matrix, got a {b.array.ndim}-D tensor of shape {tuple(b.shape)}")
+    if a.array.shape[1] != b.array.shape[0]:
+        raise _shape_error(a.array.shape, b.array.shape)
+    return MM.apply(a, b)
+
+
+@register("bmm")
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    """Batched matrix product: ``(B, M, K) @ (B, K, N) -> (B, M, N)`` (no broadcasting)."""
+    a, b = _tensors(input, mat2)
+    sa, sb = a.array.shape, b.array.shape
+    if len(sa) != 3:
+        raise RuntimeError(f"batch1 must be a 3D tensor, got shape {tuple(sa)}")
+    if len(sb) != 3:
+        raise RuntimeError(f"batch2 must be a 3D tensor, got shape {tuple(sb)}")
+    if sb[0] != sa[0] or sb[1] != sa[2]:
+        raise RuntimeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: [{sa[0]}, {sa[2]}] "
+            f"but got: [{sb[0]}, {sb[1]}] (bmm of shapes {_fmt(sa)} and {_fmt(sb)})."
+        )
+    return BatchedMatMul.apply(a, b)
+
+
+@register("mv")
+def mv(input: Tensor, vec: Tensor) -> Tensor:
+    """Matrix-vector product ``(M, K) @ (K,) -> (M,)``."""
+    a, b = _tensors(input, vec)
+    sa, sb = a.array.shape, b.array.shape
+    if len(sa) != 2 or len(sb) != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {len(sa)}, {len(sb)}-D operands")
+    if sa[1] != sb[0]:
+        raise RuntimeError(f"size mismatch, got input ({sa[0]}), mat ({_fmt(sa)}), vec ({sb[0]})")
+    return BatchedMatMul.apply(a, b)
+
+
+@register("dot")
+def dot(input: Tensor, tensor: Tensor) -> Tensor:
+    """Inner product of two 1-D tensors (0-d result)."""
+    a, b = _tensors(input, tensor)
+    sa, sb = a.array.shape, b.array.shape
+    if len(sa) != 1 or len(sb) != 1:
+        raise RuntimeError(f"1D tensors expected, but got {len(sa)}D and {len(sb)}D tensors")
+    _check_matmul(sa, sb)
+    return BatchedMatMul.apply(a, b)
+
+
+@register("vdot")
+def vdot(input: Tensor, other: Tensor) -> Tensor:
+    """``dot`` (no complex dtypes in shardflow, so no conjugation)."""
+    return dot(input, other)
+
+
+@register("inner")
+def inner(input: Tensor, other: Tensor) -> Tensor:
+    """Sum product over the last dims: ``einsum('...k,...k')`` in torch.inner's layout."""
+    a, b = _tensors(input, other)
+    if a.array.ndim == 0 or b.array.ndim == 0:
+        from .arithmetic import mul
+
+        return mul(a, b)
+    if a.array.shape[-1] != b.array.shape[-1]:
+        raise RuntimeError(
+            f"inner() the last dimension must match on both input tensors but got shapes "
+            f"{list(a.shape)} and {list(b.shape)}"
+        )
+    la = string.ascii_letters[: a.array.ndim - 1]
+    lb = string.ascii_letters[26 : 26 + b.array.ndim - 1]
+    return einsum(f"{la}z,{lb}z->{la}{lb}", a, b)
+
+
+class Outer(Function):
+    save_inputs = (0, 1)
+
+    def forward(self, a, b):
+        self.a, self.b = a, b
+        return a[:, None] * b[None, :]
+
+    def backward(self, g):
+        ga = g @ self.b if self.needs_input_grad[0] else None
+        gb = self.a @ g if self.needs_input_grad[1] else None
+        return ga, gb
+
+
+@register("outer", "ger")
+def outer(input: Tensor, vec2: Tensor) -> Tensor:
+    """Outer product of two 1-D tensors: ``(M,), (N,) -> (M, N)``."""
+    a, b = _tensors(input, vec2)
+    for name, t in (("self", a), ("vec2", b)):
+        if t.array.ndim != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {t.array.ndim}-D")
+    return Outer.apply(a, b)
+
+
+ger = outer
+
+
+def _scaled_add(input, prod, beta, alpha):
+    from .arithmetic import add, mul
+
+    if alpha != 1:
+        prod = mul(prod, alpha)
+    if beta == 0:  # PyTorch ignores input entirely (nan/inf in it do not propagate)
+        return prod
+    return add(mul(input, beta) if beta != 1 else input, prod)
+
+
+@register("addmm")
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """``beta * input + alpha * (mat1 @ mat2)``."""
+    return _scaled_add(input, mm(mat1, mat2), beta, alpha)
+
+
+@register("baddbmm")
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """``beta * input + alpha * bmm(batch1, batch2)``."""
+    return _scaled_add(input, bmm(batch1, batch2), beta, alpha)
+
+
+# --------------------------------------------------------------------------- linear
+class Linear(Function):
+    """``y = x @ W.T + b`` with the leading dims of ``x`` folded into GEMM rows."""
+
+    save_inputs = (0, 1)
+
+    def forward(self, x, w, b=None):
+        xshape = x.shape
+        x2 = x if x.ndim == 2 else x.reshape(-1, xshape[-1])  # (R, in)
+        y = x2 @ w.T  # (R, out): BLAS reads W transposed in place
+        if b is not None:
+            y += b
+        self.x2, self.w, self.xshape = x2, w, xshape
+        self.bshape = None if b is None else b.shape
+        return y if x.ndim == 2 else y.reshape(xshape[:-1] + (w.shape[0],))
+
+    def backward(self, g):
+        g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])  # (R, out)
+        need = self.needs_input_grad
+        gx = gw = gb = None
+        if need[0]:
+            gx = g2 @ self.w
+            if len(self.xshape) != 2:
+                gx = gx.reshape(self.xshape)
+        if need[1]:
+            gw = g2.T @ self.x2  # (out, in): sums over all rows in the GEMM
+        if self.bshape is None:
+            return gx, gw
+        if need[2]:
+            gb = g2.sum(axis=0)
+            if gb.shape != self.bshape:
+                gb = unbroadcast(gb, self.bshape)
+        return gx, gw, gb
+
+
+@register("linear")
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``torch.nn.functional.linear``: ``input @ weight.T + bias``.
+
+    input ``(*, in)``, weight ``(out, in)``, bias ``(out,)`` or None -> ``(*, out)``.
+    """
+    x, w = _tensors(input, weight)
+    if w.array.ndim != 2 or x.array.ndim == 0:
+        out = matmul(x, w.T if w.array.ndim == 2 else w)
+        return out if bias is None else out + bias
+    xs, ws = x.array.shape, w.array.shape
+    if xs[-1] != ws[1]:
+        rows = int(np.prod(xs[:-1])) if len(xs) > 1 else 1
+        raise _shape_error((rows, xs[-1]), (ws[1], ws[0]))
+    if bias is None:
+        return Linear.apply(x, w)
+    bias = as_tensor_arg(bias, "bias")
+    _same_dtype(x, bias)
+    return Linear.apply(x, w, bias)
+
+
+# --------------------------------------------------------------------------- einsum
+def _parse_einsum(equation: str, shapes):
+    """Make ``equation`` explicit: (input subscripts, output subscripts, size per letter)."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    ins = lhs.split(",")
+    if len(ins) != len(shapes):
+        raise RuntimeError(
+            f"einsum(): {len(ins)} operand subscripts in {equation!r} but {len(shapes)} operands "
+            "were given; give one operand per comma-separated term"
+        )
+    for term in ins + [rhs]:
+        bad = [c for c in term.replace("...", "") if c not in string.ascii_letters]
+        if bad:
+            raise RuntimeError(f"einsum(): invalid subscript {bad[0]!r} in {equation!r}; use letters a-z, A-Z and '...'")
+    used = set(eq)
+    free = [c for c in string.ascii_letters if c not in used]
+    n_ell = []
+    for term, shp in zip(ins, shapes):
+        named = len(term.replace("...", ""))
+        if "..." in term:
+            k = len(shp) - named
+            if k < 0:
+                raise RuntimeError(f"einsum(): operand subscripts {term!r} have more dims than the operand's shape {tuple(shp)}")
+            n_ell.append(k)
+        else:
+            if named != len(shp):
+                raise RuntimeError(
+                    f"einsum(): the number of subscripts in {term!r} ({named}) does not match the "
+                    f"number of dimensions ({len(shp)}) of operand shape {tuple(shp)}"
+                )
+            n_ell.append(0)
+    max_ell = max(n_ell, default=0)
+    if max_ell > len(free):
+        raise NotImplementedError("einsum(): too many dims for the available subscript letters")
+    ell = "".join(free[:max_ell])
+    exp_ins = [t.replace("...", ell[max_ell - k :]) for t, k in zip(ins, n_ell)]
+    if arrow:
+        if "..." in rhs:
+            out = rhs.replace("...", ell)
+        else:
+            out = rhs
+        for c in out:
+            if not any(c in t for t in exp_ins):
+                raise RuntimeError(f"einsum(): output subscript {c} does not appear in the equation for any input operand")
+        if len(set(out)) != len(out):
+            raise RuntimeError(f"einsum(): output subscripts of {equation!r} repeat a letter")
+    else:
+        letters = "".join(t.replace("...", "") for t in ins)
+        out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    sizes: dict[str, int] = {}
+    for i, (t, shp) in enumerate(zip(exp_ins, shapes)):
+        for c, s in zip(t, shp):
+            prev = sizes.get(c)
+            if prev is None or prev == 1:
+                sizes[c] = s
+            elif s != prev and s != 1:
+                raise RuntimeError(
+                    f"einsum(): subscript {c} has size {s} for operand {i} which does not broadcast "
+                    f"with previously seen size {prev}"
+                )
+    return exp_ins, out, sizes
+
+
+def _dedupe(s: str) -> str:
+    return "".join(dict.fromkeys(s))
+
+
+class Einsum(Function):
+    save_inputs = None
+
+    def forward(self, *arrays, ins, out):
+        self.arrays, self.ins, self.out = arrays, ins, out
+        eq = ",".join(ins) + "->" + out
+        res = np.einsum(eq, *arrays, optimize=True)
+        if len(arrays) == 1 and np.may_share_memory(res, arrays[0]):
+            res = res.copy()
+        return _arr(res)
+
+    def backward(self, g):
+        grads = [self._grad(i, g) if need else None for i, need in enumerate(self.needs_input_grad)]
+        return grads[0] if len(grads) == 1 else tuple(grads)
+
+    def _grad(self, i, g):
+        s_i = self.ins[i]
+        shape_i = self.arrays[i].shape
+        uniq = _dedupe(s_i)
+        subs = [self.out] + [t for j, t in enumerate(self.ins) if j != i]
+        ops = [g] + [x for j, x in enumerate(self.arrays) if j != i]
+        avail = set("".join(subs))
+        keep = "".join(c for c in uniq if c in avail)
+        r = np.einsum(",".join(subs) + "->" + keep, *ops, optimize=True)
+        # lay r out over operand i's unique letters: size-1 axes for letters absent from r
+        r = r.reshape([r.shape[keep.index(c)] if c in keep else 1 for c in uniq])
+        target = [shape_i[s_i.index(c)] for c in uniq]
+        sum_axes = tuple(k for k, (have, want) in enumerate(zip(r.shape, target)) if want == 1 and have != 1)
+        if sum_axes:
+            r = r.sum(axis=sum_axes, keepdims=True)
+        r = np.broadcast_to(r, target)
+        if len(uniq) == len(s_i):
+            return np.ascontiguousarray(r).astype(g.dtype, copy=False)
+        # repeated letter(s): the gradient lives on a diagonal of operand i
+        full = np.zeros(shape_i, dtype=g.dtype)
+        diag = np.einsum(f"{s_i}->{uniq}", full)
+        if not np.may_share_memory(diag, full):  # pragma: no cover - NumPy always gives a view
+            raise NotImplementedError("einsum backward: repeated subscripts need a diagonal view")
+        diag[...] = r
+        return full
+
+
+@register("einsum")
+def einsum(equation: str, *operands) -> Tensor:
+    """``torch.einsum(equation, *operands)`` (operands may also be given as one list)."""
+    if len(operands) == 1 and isinstance(operands[0], list | tuple):
+        operands = tuple(operands[0])
+    if not isinstance(equation, str):
+        raise TypeError(
+            f"einsum(): the first argument must be the equation string, got {type(equation).__name__}; "
+            "the sublist form einsum(op, [0, 1], ...) is not supported"
+        )
+    ts = [as_tensor_arg(t, f"operand {k}") for k, t in enumerate(operands)]
+    if not ts:
+        raise RuntimeError("einsum(): must provide at least one operand")
+    d0 = ts[0].array.dtype
+    for k, t in enumerate(ts[1:], 1):
+        if t.array.dtype != d0:
+            raise RuntimeError(
+                f"einsum(): expected all operands to have the same dtype, got {ts[0].dtype} for "
+                f"operand 0 and {t.dtype} for operand {k}; cast with .to(...)"
+            )
+    ins, out, _ = _parse_einsum(equation, [t.array.shape for t in ts])
+    return Einsum.apply(*ts, ins=ins, out=out)

@@ -1,0 +1,63 @@
+from shardflow.testing.opspec import Arg, OpSpec
+
+NG = dict(grad=False, fd=False)
+
+SPECS = [
+    # matmul: every torch.matmul case
+    OpSpec("matmul_2d", lambda m, a, b: m.matmul(a, b), [Arg((3, 4)), Arg((4, 5))]),
+    OpSpec("matmul_operator", lambda m, a, b: a @ b, [Arg((2, 3)), Arg((3, 2))]),
+    OpSpec("matmul_1d_1d", lambda m, a, b: m.matmul(a, b), [Arg((4,)), Arg((4,))]),
+    OpSpec("matmul_1d_2d", lambda m, a, b: m.matmul(a, b), [Arg((4,)), Arg((4, 3))]),
+    OpSpec("matmul_2d_1d", lambda m, a, b: m.matmul(a, b), [Arg((3, 4)), Arg((4,))]),
+    OpSpec("matmul_3d_2d_folded", lambda m, a, b: m.matmul(a, b), [Arg((2, 3, 4)), Arg((4, 5))]),
+    OpSpec("matmul_4d_2d_folded", lambda m, a, b: a.matmul(b), [Arg((2, 2, 3, 4)), Arg((4, 2))]),
+    OpSpec("matmul_2d_3d", lambda m, a, b: m.matmul(a, b), [Arg((3, 4)), Arg((2, 4, 5))]),
+    OpSpec("matmul_3d_3d", lambda m, a, b: m.matmul(a, b), [Arg((2, 3, 4)), Arg((2, 4, 5))]),
+    OpSpec("matmul_batch_broadcast", lambda m, a, b: m.matmul(a, b), [Arg((2, 1, 3, 4)), Arg((3, 4, 2))]),
+    OpSpec("matmul_1d_3d", lambda m, a, b: m.matmul(a, b), [Arg((4,)), Arg((2, 4, 3))]),
+    OpSpec("matmul_3d_1d", lambda m, a, b: m.matmul(a, b), [Arg((2, 3, 4)), Arg((4,))]),
+    OpSpec("matmul_transposed_view", lambda m, a, b: m.matmul(a.T, b), [Arg((4, 3)), Arg((4, 5))]),
+    OpSpec("matmul_int", lambda m, a, b: m.matmul(a, b), [Arg((2, 3), kind="int", low=-3, high=3), Arg((3, 2), kind="int", low=-3, high=3)], **NG),
+    OpSpec("matmul_float64", lambda m, a, b: m.matmul(a, b), [Arg((2, 3), dtype="float64"), Arg((3, 4), dtype="float64")]),
+    OpSpec("matmul_one_grad", lambda m, a, b: m.matmul(a, b), [Arg((3, 4)), Arg((4, 2), grad=False)]),
+    # mm / bmm / mv / dot / outer / inner
+    OpSpec("mm", lambda m, a, b: m.mm(a, b), [Arg((3, 4)), Arg((4, 2))]),
+    OpSpec("mm_method", lambda m, a, b: a.mm(b), [Arg((1, 4)), Arg((4, 1))]),
+    OpSpec("bmm", lambda m, a, b: m.bmm(a, b), [Arg((2, 3, 4)), Arg((2, 4, 5))]),
+    OpSpec("mv", lambda m, a, b: m.mv(a, b), [Arg((3, 4)), Arg((4,))]),
+    OpSpec("dot", lambda m, a, b: m.dot(a, b), [Arg((5,)), Arg((5,))]),
+    OpSpec("vdot", lambda m, a, b: m.vdot(a, b), [Arg((5,)), Arg((5,))]),
+    OpSpec("inner_nd", lambda m, a, b: m.inner(a, b), [Arg((2, 3)), Arg((4, 3))]),
+    OpSpec("outer", lambda m, a, b: m.outer(a, b), [Arg((3,)), Arg((4,))]),
+    OpSpec("ger", lambda m, a, b: a.ger(b), [Arg((2,)), Arg((3,))]),
+    # addmm / baddbmm
+    OpSpec("addmm", lambda m, c, a, b: m.addmm(c, a, b), [Arg((3, 2)), Arg((3, 4)), Arg((4, 2))]),
+    OpSpec("addmm_scaled_broadcast", lambda m, c, a, b: m.addmm(c, a, b, beta=0.5, alpha=2.0), [Arg((2,)), Arg((3, 4)), Arg((4, 2))]),
+    OpSpec("addmm_beta0", lambda m, c, a, b: m.addmm(c, a, b, beta=0), [Arg((3, 2), grad=False), Arg((3, 4)), Arg((4, 2))]),
+    OpSpec("baddbmm", lambda m, c, a, b: m.baddbmm(c, a, b, alpha=0.5), [Arg((2, 3, 2)), Arg((2, 3, 4)), Arg((2, 4, 2))]),
+    # linear
+    OpSpec("linear_2d_bias", lambda m, x, w, b: m.nn.functional.linear(x, w, b) if m.__name__ == "torch" else m.linear(x, w, b), [Arg((3, 4)), Arg((5, 4)), Arg((5,))]),
+    OpSpec("linear_3d_bias", lambda m, x, w, b: m.nn.functional.linear(x, w, b) if m.__name__ == "torch" else m.linear(x, w, b), [Arg((2, 3, 4)), Arg((5, 4)), Arg((5,))]),
+    OpSpec("linear_4d_nobias", lambda m, x, w: m.nn.functional.linear(x, w) if m.__name__ == "torch" else m.linear(x, w), [Arg((2, 2, 3, 4)), Arg((2, 4))]),
+    OpSpec("linear_1d_input", lambda m, x, w, b: m.nn.functional.linear(x, w, b) if m.__name__ == "torch" else m.linear(x, w, b), [Arg((4,)), Arg((3, 4)), Arg((3,))]),
+    OpSpec("linear_1d_weight", lambda m, x, w: m.nn.functional.linear(x, w) if m.__name__ == "torch" else m.linear(x, w), [Arg((3, 4)), Arg((4,))]),
+    OpSpec("linear_weight_only_grad", lambda m, x, w, b: m.nn.functional.linear(x, w, b) if m.__name__ == "torch" else m.linear(x, w, b), [Arg((6, 4), grad=False), Arg((3, 4)), Arg((3,))]),
+    # einsum
+    OpSpec("einsum_mm", lambda m, a, b: m.einsum("ij,jk->ik", a, b), [Arg((3, 4)), Arg((4, 2))]),
+    OpSpec("einsum_implicit", lambda m, a, b: m.einsum("ij,jk", a, b), [Arg((3, 4)), Arg((4, 2))]),
+    OpSpec("einsum_list_operands", lambda m, a, b: m.einsum("bij,bjk->bik", [a, b]), [Arg((2, 3, 4)), Arg((2, 4, 2))]),
+    OpSpec("einsum_attention", lambda m, q, k: m.einsum("bhqd,bhkd->bhqk", q, k), [Arg((2, 2, 3, 4)), Arg((2, 2, 5, 4))]),
+    OpSpec("einsum_transpose", lambda m, a: m.einsum("ij->ji", a), [Arg((3, 4))]),
+    OpSpec("einsum_sum_all", lambda m, a: m.einsum("ij->", a), [Arg((3, 4))]),
+    OpSpec("einsum_trace", lambda m, a: m.einsum("ii", a), [Arg((3, 3))]),
+    OpSpec("einsum_diag", lambda m, a: m.einsum("ii->i", a), [Arg((4, 4))]),
+    OpSpec("einsum_batch_diag", lambda m, a: m.einsum("bii->bi", a), [Arg((2, 3, 3))]),
+    OpSpec("einsum_ellipsis", lambda m, a, b: m.einsum("...ij,...jk->...ik", a, b), [Arg((2, 3, 4)), Arg((4, 2))]),
+    OpSpec("einsum_ellipsis_broadcast", lambda m, a, b: m.einsum("...ij,...jk", a, b), [Arg((2, 1, 3, 4)), Arg((3, 4, 2))]),
+    OpSpec("einsum_outer_three", lambda m, a, b, c: m.einsum("i,j,k->ijk", a, b, c), [Arg((2,)), Arg((3,)), Arg((4,))]),
+    OpSpec("einsum_three_chain", lambda m, a, b, c: m.einsum("ij,jk,kl->il", a, b, c), [Arg((2, 3)), Arg((3, 4)), Arg((4, 2))]),
+    OpSpec("einsum_sum_only_in_operand", lambda m, a, b: m.einsum("ij,k->ik", a, b), [Arg((3, 4)), Arg((2,))]),
+    OpSpec("einsum_bilinear", lambda m, x, w, y: m.einsum("bi,oij,bj->bo", x, w, y), [Arg((2, 3)), Arg((4, 3, 2)), Arg((2, 2))]),
+    OpSpec("einsum_size1_broadcast", lambda m, a, b: m.einsum("ij,ij->ij", a, b), [Arg((3, 1)), Arg((3, 4))]),
+    OpSpec("einsum_uppercase", lambda m, a, b: m.einsum("Ab,bC->AC", a, b), [Arg((2, 3)), Arg((3, 2))]),
+]
