@@ -404,16 +404,25 @@ def tile(input: Tensor, *dims) -> Tensor:
 
 # ---------------------------------------------------------------------------- cat / stack
 class Cat(Function):
+    """Concatenate along ``dim``; inputs listed in ``skip`` (legacy empty 1-d tensors) are left
+    out and get an empty gradient."""
+
     save_inputs = ()
 
-    def forward(self, *arrays, dim=0):
-        self.dim = dim
-        self.bounds = np.cumsum([a.shape[dim] for a in arrays])[:-1]
-        return get_array_module(arrays[0]).concatenate(arrays, axis=dim)
+    def forward(self, *arrays, dim=0, skip=()):
+        self.dim, self.skip = dim, skip
+        self.empty = [(a.shape, a.dtype) for a in arrays]
+        kept = [a for i, a in enumerate(arrays) if i not in skip]
+        self.bounds = np.cumsum([a.shape[dim] for a in kept])[:-1]
+        return get_array_module(kept[0]).concatenate(kept, axis=dim)
 
     def backward(self, g):
         xp = get_array_module(g)
-        return tuple(xp.split(g, self.bounds, axis=self.dim))
+        parts = iter(xp.split(g, self.bounds, axis=self.dim))
+        return tuple(
+            xp.zeros(shape, g.dtype) if i in self.skip else next(parts)
+            for i, (shape, _) in enumerate(self.empty)
+        )
 
 
 def _promote_all(tensors):
@@ -445,22 +454,23 @@ def cat(tensors, dim: int = 0) -> Tensor:
     """Join tensors along an existing dim; dtypes are promoted. Legacy empty 1-d tensors
     (shape ``(0,)``) are skipped, as in PyTorch."""
     tensors = _tensor_list(tensors, "cat")
-    kept = [x for x in tensors if not (x.array.ndim == 1 and x.array.shape[0] == 0)]
-    if not kept:
-        kept = tensors[:1]
+    skip = tuple(i for i, x in enumerate(tensors) if x.array.ndim == 1 and x.array.shape[0] == 0)
+    if len(skip) == len(tensors):
+        skip = skip[1:]
+    kept = [x for i, x in enumerate(tensors) if i not in skip]
     ref = kept[0].array
     if ref.ndim == 0:
         raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated; unsqueeze it first")
     d = wrap_dim(dim, ref.ndim)
-    for i, x in enumerate(kept):
+    for x in kept:
         s = x.array.shape
         if len(s) != ref.ndim or any(s[k] != ref.shape[k] for k in range(ref.ndim) if k != d):
             raise RuntimeError(
                 f"Sizes of tensors must match except in dimension {d}: cat() got shapes "
-                f"{[tuple(y.shape) for y in kept]}; tensor number {i} has shape {tuple(s)} but "
-                f"expected {tuple(ref.shape[:d])} + (*,) + {tuple(ref.shape[d + 1:])}"
+                f"{[tuple(y.shape) for y in tensors]}; shape {tuple(s)} does not match "
+                f"{tuple(ref.shape)} outside dimension {d}"
             )
-    return Cat.apply(*_promote_all(kept), dim=d)
+    return Cat.apply(*_promote_all(tensors), dim=d, skip=skip)
 
 
 concat = cat
