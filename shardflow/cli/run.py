@@ -301,6 +301,36 @@ def launch(n: int, program: list[str], *, hosts=None, hostfile=None, timeout=Non
     return int(exit_code) if 0 < int(exit_code) < 256 else 1
 
 
+_VALUED = {"-n", "--nproc", "--np", "--hosts", "--hostfile", "--timeout", "--comm-timeout"}
+
+
+def _split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
+    """Launcher options vs. the program's own arguments.
+
+    Options end at the first token that is not a launcher option, or right after
+    ``-m MODULE``, so that ``shardflow run -n 2 -m mod --help`` passes ``--help`` to ``mod``.
+    """
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok == "--":
+            return argv[:i], argv[i + 1:]
+        if tok == "-m":
+            return argv[:i + 2], argv[i + 2:]
+        if tok in _VALUED:
+            i += 2
+            continue
+        if tok.startswith("-") and (tok.split("=", 1)[0] in _VALUED or tok in (
+                "--debug-collectives", "--no-prefix", "--dry-run", "-h", "--help")):
+            i += 1
+            continue
+        if tok.startswith("-n") and tok[2:].isdigit():
+            i += 1
+            continue
+        return argv[:i], argv[i:]
+    return argv, []
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="shardflow run",
@@ -326,7 +356,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``shardflow run ARGS`` (``argv`` excludes ``run``)."""
-    args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    head, tail = _split_argv(argv)
+    args = _parser().parse_args(head)
+    args.target = list(args.target) + tail
     try:
         program = program_argv(args.target, args.module)
     except (ValueError, FileNotFoundError) as e:

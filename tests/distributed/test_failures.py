@@ -1,0 +1,125 @@
+"""Failure handling: every failure ends the whole job quickly, names rank and op, leaves no process.
+
+Scenarios: a rank killed mid-all_reduce (``os._exit``), a rank raising, a rank that never
+calls the collective (``SHARDFLOW_COMM_TIMEOUT=3``), mismatched shapes under
+``SHARDFLOW_DEBUG=collectives``; and the same through the ``shardflow run`` launcher,
+which must print the root-cause block.
+"""
+
+import pytest
+
+from shardflow.testing.mpi import launch_cli, run_mpi
+
+pytestmark = pytest.mark.mpi
+
+PRELUDE = r"""
+import os, sys, time
+import numpy as np
+from shardflow import comm
+w = comm.init()
+r = w.rank
+w.all_reduce(np.ones(4, np.float32))  # collective #1 everyone reaches
+"""
+
+KILLED = PRELUDE + r"""
+if r == 1:
+    os._exit(3)
+big = np.ones(1 << 20, np.float32)
+w.all_reduce(big)
+time.sleep(60)
+"""
+
+RAISES = PRELUDE + r"""
+if r == 1:
+    raise ValueError("deliberate failure on rank 1")
+w.all_reduce(np.ones((2, 2), np.float32))
+time.sleep(60)
+"""
+
+NEVER_ARRIVES = PRELUDE + r"""
+if r == 1:
+    time.sleep(60)  # never calls collective #2
+w.all_reduce(np.ones((2, 5), np.float32))
+"""
+
+MISMATCH = PRELUDE + r"""
+shape = (3, 4) if r == 0 else (4, 4)
+w.all_reduce(np.ones(shape, np.float32))
+time.sleep(60)
+"""
+
+
+def _assert_fast_and_clean(res, bound):
+    assert res.returncode != 0, res.output
+    assert not res.timed_out, f"job hung past the test timeout:\n{res.output}"
+    assert res.elapsed < bound, f"took {res.elapsed:.1f}s (bound {bound}s)\n{res.output}"
+    assert not res.leftover, f"processes left behind: {res.leftover}"
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_rank_killed_mid_allreduce(n):
+    res = run_mpi(KILLED, n=n, timeout=40)
+    _assert_fast_and_clean(res, 20)
+    assert "Exit code:    3" in res.output or "exit code 3" in res.output.lower(), res.output
+
+
+def test_rank_raising_aborts_job():
+    res = run_mpi(RAISES, n=3, timeout=40)
+    _assert_fast_and_clean(res, 20)
+    assert "[rank 1] ValueError: deliberate failure on rank 1" in res.stderr, res.output
+    assert "rank 1 raised an uncaught ValueError" in res.stderr
+
+
+def test_rank_never_arriving_times_out():
+    res = run_mpi(NEVER_ARRIVES, n=3, timeout=40, env={"SHARDFLOW_COMM_TIMEOUT": "3"})
+    _assert_fast_and_clean(res, 20)
+    out = res.stderr
+    assert "collective timed out on rank" in out, res.output
+    assert "all_reduce (collective #2" in out and "shape (2, 5)" in out, out
+    assert "ranks that did not arrive: rank 1 (last started collective #1 (all_reduce))" in out, out
+
+
+def test_debug_mode_reports_shape_mismatch():
+    res = run_mpi(MISMATCH, n=2, timeout=40,
+                  env={"SHARDFLOW_DEBUG": "collectives", "SHARDFLOW_COMM_TIMEOUT": "20"})
+    _assert_fast_and_clean(res, 20)
+    out = res.stderr
+    assert "collective mismatch" in out, res.output
+    assert "rank 0: all_reduce(shape=(3, 4)" in out and "rank 1: all_reduce(shape=(4, 4)" in out, out
+
+
+def test_launcher_root_cause_block(tmp_path):
+    script = tmp_path / "fail.py"
+    script.write_text(RAISES)
+    res = launch_cli(["-n", "2", str(script)], timeout=40)
+    _assert_fast_and_clean(res, 20)
+    assert res.returncode == 1
+    assert "first failing rank: 1" in res.stderr, res.output
+    assert "ValueError: deliberate failure on rank 1" in res.stderr
+    assert "[rank 1] " in res.stderr
+
+
+def test_launcher_killed_rank_and_job_timeout(tmp_path):
+    script = tmp_path / "killed.py"
+    script.write_text(KILLED)
+    res = launch_cli(["-n", "2", str(script)], timeout=40)
+    _assert_fast_and_clean(res, 20)
+    assert "first failing rank: 1   exit code: 3" in res.stderr, res.output
+    assert res.returncode == 3
+    hang = tmp_path / "hang.py"
+    hang.write_text("import time\nprint('started', flush=True)\ntime.sleep(120)\n")
+    res = launch_cli(["-n", "2", "--timeout", "4", str(hang)], timeout=40)
+    _assert_fast_and_clean(res, 15)
+    assert res.returncode == 124 and "exceeded --timeout" in res.stderr, res.output
+
+
+def test_launcher_success_prefixes_and_module(tmp_path):
+    script = tmp_path / "ok.py"
+    script.write_text("import sys\nimport shardflow.distributed as d\nd.init_process_group()\n"
+                      "print('hi', d.get_rank(), sys.argv[1:])\n")
+    res = launch_cli(["-n", "2", str(script), "--flag", "x"], timeout=40)
+    assert res.returncode == 0, res.output
+    for k in range(2):
+        assert f"[rank {k}] hi {k} ['--flag', 'x']" in res.stdout, res.output
+    res = launch_cli(["-n", "2", "-m", "json.tool", "--help"], timeout=40)
+    assert res.returncode == 0 and res.stdout.count("[rank ") >= 2, res.output
