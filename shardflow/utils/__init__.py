@@ -1,1 +1,3 @@
-"""(to be written)"""
+"""PyTorch's ``torch.utils`` paths: ``shardflow.utils.data`` and ``shardflow.utils.checkpoint``."""
+
+from . import checkpoint, data

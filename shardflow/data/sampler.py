@@ -1,0 +1,259 @@
+"""Samplers: which indices a DataLoader visits, and in what order.
+
+``SequentialSampler`` 0..n-1. ``RandomSampler`` a permutation (or draws with replacement);
+with ``generator=None`` each epoch takes a fresh seed from the default generator, so
+``shardflow.manual_seed`` fixes the order. ``BatchSampler`` groups indices into lists.
+
+``DistributedSampler`` (PyTorch's algorithm): every rank builds the same permutation from
+``seed + epoch``, pads it by repeating its head until its length is a multiple of the
+number of replicas (or drops the tail with ``drop_last``), then rank ``r`` takes positions
+``r, r + R, r + 2R, ...``. So the ranks' parts are disjoint (before padding), cover the set,
+and have equal length, which keeps collectives in step. Call ``set_epoch(e)`` every epoch.
+
+``BucketBatchSampler`` for variable-length sequences: shuffle the indices, cut them into
+pools of ``batch_size * bucket_size_multiplier``, sort each pool by length, cut pools into
+batches and shuffle the batch order. Batches then hold sequences of similar length (little
+padding) while the epoch stays random. Under a world size > 1 give it ``num_replicas`` /
+``rank`` and each rank gets every R-th batch (padded so all ranks get the same count).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..backend import random as _random
+from . import _world
+
+__all__ = [
+    "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
+    "WeightedRandomSampler", "BatchSampler", "DistributedSampler", "BucketBatchSampler",
+]
+
+
+class Sampler:
+    """Base class: iterate over indices (or lists of indices for a batch sampler)."""
+
+    def __init__(self, data_source=None):
+        pass
+
+    def __iter__(self):
+        raise NotImplementedError
+
+
+def _fresh_rng(generator) -> np.random.Generator:
+    """The generator's own stream, or a new stream seeded from the default generator."""
+    if generator is not None:
+        return generator.numpy
+    seed = int(_random.default_generator.numpy.integers(0, 2**63 - 1))
+    return np.random.default_rng(seed)
+
+
+class SequentialSampler(Sampler):
+    def __init__(self, data_source):
+        self.data_source = data_source
+
+    def __iter__(self):
+        return iter(range(len(self.data_source)))
+
+    def __len__(self):
+        return len(self.data_source)
+
+
+class RandomSampler(Sampler):
+    """A random permutation per epoch; with ``replacement`` ``num_samples`` uniform draws."""
+
+    def __init__(self, data_source, replacement: bool = False, num_samples: int | None = None,
+                 generator=None):
+        self.data_source = data_source
+        self.replacement = bool(replacement)
+        self._num_samples = num_samples
+        self.generator = generator
+        if not isinstance(self.num_samples, int) or self.num_samples <= 0:
+            raise ValueError(
+                f"num_samples should be a positive integer, got {self.num_samples!r}"
+            )
+
+    @property
+    def num_samples(self) -> int:
+        return len(self.data_source) if self._num_samples is None else self._num_samples
+
+    def __iter__(self):
+        n = len(self.data_source)
+        rng = _fresh_rng(self.generator)
+        if self.replacement:
+            yield from rng.integers(0, n, size=self.num_samples).tolist()
+            return
+        for _ in range(self.num_samples // n):
+            yield from rng.permutation(n).tolist()
+        if self.num_samples % n:
+            yield from rng.permutation(n)[: self.num_samples % n].tolist()
+
+    def __len__(self):
+        return self.num_samples
+
+
+class SubsetRandomSampler(Sampler):
+    def __init__(self, indices, generator=None):
+        self.indices = indices
+        self.generator = generator
+
+    def __iter__(self):
+        perm = _fresh_rng(self.generator).permutation(len(self.indices))
+        for i in perm.tolist():
+            yield self.indices[i]
+
+    def __len__(self):
+        return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler):
+    def __init__(self, weights, num_samples: int, replacement: bool = True, generator=None):
+        w = np.asarray(weights, dtype=np.float64)
+        if w.ndim != 1 or (w < 0).any() or w.sum() <= 0:
+            raise ValueError("weights must be a 1-D sequence of non-negative numbers with sum > 0")
+        if not replacement and num_samples > (w > 0).sum():
+            raise ValueError(
+                f"cannot draw {num_samples} samples without replacement from "
+                f"{int((w > 0).sum())} non-zero weights"
+            )
+        self.weights, self.num_samples = w, int(num_samples)
+        self.replacement, self.generator = replacement, generator
+
+    def __iter__(self):
+        rng = _fresh_rng(self.generator)
+        p = self.weights / self.weights.sum()
+        yield from rng.choice(len(p), size=self.num_samples, replace=self.replacement, p=p).tolist()
+
+    def __len__(self):
+        return self.num_samples
+
+
+class BatchSampler(Sampler):
+    """Group the indices of ``sampler`` into lists of ``batch_size`` (last one may be short)."""
+
+    def __init__(self, sampler, batch_size: int, drop_last: bool):
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+            raise ValueError(f"batch_size should be a positive integer, got {batch_size!r}")
+        self.sampler, self.batch_size, self.drop_last = sampler, batch_size, bool(drop_last)
+
+    def __iter__(self):
+        batch = []
+        for idx in self.sampler:
+            batch.append(idx)
+            if len(batch) == self.batch_size:
+                yield batch
+                batch = []
+        if batch and not self.drop_last:
+            yield batch
+
+    def __len__(self):
+        n = len(self.sampler)
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+
+def _replicas(num_replicas, rank):
+    if num_replicas is None or rank is None:
+        r, w = _world.world()
+        num_replicas = w if num_replicas is None else num_replicas
+        rank = r if rank is None else rank
+    if num_replicas < 1:
+        raise ValueError(f"num_replicas must be >= 1, got {num_replicas}")
+    if not 0 <= rank < num_replicas:
+        raise ValueError(f"invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]")
+    return int(num_replicas), int(rank)
+
+
+class DistributedSampler(Sampler):
+    """This rank's share of the dataset (see the module docstring for the algorithm)."""
+
+    def __init__(self, dataset, num_replicas: int | None = None, rank: int | None = None,
+                 shuffle: bool = True, seed: int = 0, drop_last: bool = False):
+        self.num_replicas, self.rank = _replicas(num_replicas, rank)
+        self.dataset, self.shuffle, self.seed, self.drop_last = dataset, shuffle, int(seed), drop_last
+        self.epoch = 0
+        n = len(dataset)
+        if drop_last and n % self.num_replicas:
+            self.num_samples = n // self.num_replicas
+        else:
+            self.num_samples = math.ceil(n / self.num_replicas)
+        self.total_size = self.num_samples * self.num_replicas
+
+    def __iter__(self):
+        n = len(self.dataset)
+        if self.shuffle:
+            indices = np.random.default_rng(self.seed + self.epoch).permutation(n)
+        else:
+            indices = np.arange(n)
+        if not self.drop_last:
+            pad = self.total_size - n
+            if pad > 0:
+                reps = math.ceil(pad / max(n, 1))
+                indices = np.concatenate([indices, np.tile(indices, reps)[:pad]])
+        else:
+            indices = indices[: self.total_size]
+        return iter(indices[self.rank: self.total_size: self.num_replicas].tolist())
+
+    def __len__(self):
+        return self.num_samples
+
+    def set_epoch(self, epoch: int) -> None:
+        """Reshuffle for ``epoch`` (the same on every rank)."""
+        self.epoch = int(epoch)
+
+
+class BucketBatchSampler(Sampler):
+    """Length-bucketed random batches (see the module docstring)."""
+
+    def __init__(self, lengths, batch_size: int, bucket_size_multiplier: int = 50,
+                 shuffle: bool = True, drop_last: bool = False, seed: int = 0,
+                 num_replicas: int | None = 1, rank: int | None = 0):
+        self.lengths = np.asarray(lengths, dtype=np.int64)
+        if self.lengths.ndim != 1:
+            raise ValueError("lengths must be a 1-D sequence of sample lengths")
+        if batch_size <= 0 or bucket_size_multiplier <= 0:
+            raise ValueError("batch_size and bucket_size_multiplier must be positive")
+        self.batch_size, self.mult = int(batch_size), int(bucket_size_multiplier)
+        self.shuffle, self.drop_last, self.seed = shuffle, drop_last, int(seed)
+        self.num_replicas, self.rank = _replicas(num_replicas, rank)
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = int(epoch)
+
+    def _all_batches(self) -> list[list[int]]:
+        n = len(self.lengths)
+        rng = np.random.default_rng(self.seed + self.epoch)
+        order = rng.permutation(n) if self.shuffle else np.arange(n)
+        pool = self.batch_size * self.mult
+        batches = []
+        for start in range(0, n, pool):
+            chunk = order[start: start + pool]
+            chunk = chunk[np.argsort(self.lengths[chunk], kind="stable")]
+            for b in range(0, len(chunk), self.batch_size):
+                batch = chunk[b: b + self.batch_size]
+                if len(batch) < self.batch_size and self.drop_last:
+                    continue
+                batches.append(batch.tolist())
+        if self.shuffle:
+            batches = [batches[i] for i in rng.permutation(len(batches))]
+        return batches
+
+    def __iter__(self):
+        batches = self._all_batches()
+        R = self.num_replicas
+        if R > 1 and batches:
+            per = math.ceil(len(batches) / R)
+            batches = batches + batches[: per * R - len(batches)]
+            batches = batches[self.rank:: R]
+        return iter(batches)
+
+    def __len__(self):
+        n = len(self.lengths)
+        pool = self.batch_size * self.mult
+        total = 0
+        for start in range(0, n, pool):
+            m = min(pool, n - start)
+            total += m // self.batch_size if self.drop_last else -(-m // self.batch_size)
+        return math.ceil(total / self.num_replicas)
