@@ -365,6 +365,9 @@ def _vector_norm(input, p, dim, keepdim=True):
 
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None) -> Tensor:
     """``input / max(||input||_p over dim, eps)``."""
+    f = getattr(ops, "normalize", None)
+    if f is not None:
+        return f(input, p, dim, eps)
     denom = _op("clamp")(_vector_norm(input, p, dim, keepdim=True), eps, None)
     return input / denom.expand_as(input)
 
@@ -394,28 +397,28 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
     _check_p(p)
     if not training or p == 0.0:
         return input
-    return _op("dropout")(input, p, training)
+    return _op("dropout")(input, p, training, inplace)
 
 
 def dropout1d(input, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     _check_p(p)
     if not training or p == 0.0:
         return input
-    return _op("dropout1d")(input, p, training)
+    return _op("dropout1d")(input, p, training, inplace)
 
 
 def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     _check_p(p)
     if not training or p == 0.0:
         return input
-    return _op("dropout2d")(input, p, training)
+    return _op("dropout2d")(input, p, training, inplace)
 
 
 def dropout3d(input, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     _check_p(p)
     if not training or p == 0.0:
         return input
-    return _op("dropout3d")(input, p, training)
+    return _op("dropout3d")(input, p, training, inplace)
 
 
 def alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
@@ -665,15 +668,10 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
               scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
     """Rows of ``weight`` picked by the integer ``input``; no gradient flows to row
     ``padding_idx``."""
-    if padding_idx is not None:
-        if padding_idx < 0:
-            padding_idx += weight.shape[0]
-    if max_norm is not None:
-        raise NotImplementedError("embedding(max_norm=...) is not supported by shardflow yet")
-    kw = _kw(padding_idx=padding_idx)
-    if scale_grad_by_freq:
-        kw["scale_grad_by_freq"] = True
-    return _op("embedding")(input, weight, **kw)
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx += weight.shape[0]
+    return _op("embedding")(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq,
+                            sparse)
 
 
 def pad(input, pad, mode: str = "constant", value: float | None = None) -> Tensor:
