@@ -370,12 +370,14 @@ class Tensor:
                     "an out-of-place op"
                 )
             # Rebase: the old array is left untouched (functions that saved it stay valid), so
-            # the tensor moves to a fresh version counter instead of bumping the shared one.
+            # the tensor moves to the result's version counter instead of bumping the shared
+            # one: an op that saved the result (sqrt_, exp_ save their output) must see a
+            # later in-place write into this array.
             self.array = result.array
             self.grad_fn = result.grad_fn
             self._output_nr = result._output_nr
             self.requires_grad = True
-            self._version = [self._version[0] + 1]
+            self._version = result._version
             return self
         else:
             src = result.array
