@@ -281,7 +281,8 @@ class CrossEntropyIndex(Function):
         elif reduction == "sum":
             out = np.asarray(loss.sum(), dtype=fdt)
         else:
-            out = np.asarray(loss.sum() / denom, dtype=fdt)
+            with np.errstate(invalid="ignore", divide="ignore"):  # all ignored: NaN, like PyTorch
+                out = np.asarray(loss.sum() / denom, dtype=fdt)
         return _down(out, dt)
 
     def backward(self, g):
@@ -412,7 +413,8 @@ class NllLoss(Function):
             return loss.reshape(()) if x.ndim == 1 else loss
         if reduction == "sum":
             return np.asarray(loss.sum(), dtype=x.dtype)
-        return np.asarray(loss.sum() / denom, dtype=x.dtype)
+        with np.errstate(invalid="ignore", divide="ignore"):  # all ignored: NaN, like PyTorch
+            return np.asarray(loss.sum() / denom, dtype=x.dtype)
 
     def backward(self, g):
         if self.reduction == "none":
