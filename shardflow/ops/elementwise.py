@@ -150,7 +150,7 @@ def _erfc_pos(y):
             den = (den + d[i]) * ym
         out[mid] = _exp_neg_sq(ym) * (num + c[7]) / (den + d[7])
     big = ~mid
-    yb = y[big]
+    yb = np.minimum(y[big], 1e4)  # erfc(1e4) is 0 even in double; keeps inf from making NaN
     if yb.size:
         p, q = _ERF_P, _ERF_Q
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
