@@ -174,9 +174,11 @@ def _check_matmul(sa, sb):
 @register("matmul")
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """``torch.matmul``: see the module docstring for the 1-D / batched rules."""
-    a, b = _tensors(input, other)
+    a, b = input, other
+    if not (isinstance(a, Tensor) and isinstance(b, Tensor)) or a.array.dtype != b.array.dtype:
+        a, b = _tensors(a, b)
     sa, sb = a.array.shape, b.array.shape
-    if len(sa) == 2 and len(sb) == 2:
+    if len(sa) == 2 and len(sb) == 2:  # the hot path: one GEMM
         if sa[1] != sb[0]:
             raise _shape_error(sa, sb)
         return MM.apply(a, b)
@@ -352,7 +354,9 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 
     input ``(*, in)``, weight ``(out, in)``, bias ``(out,)`` or None -> ``(*, out)``.
     """
-    x, w = _tensors(input, weight)
+    x, w = input, weight
+    if not (isinstance(x, Tensor) and isinstance(w, Tensor)) or x.array.dtype != w.array.dtype:
+        x, w = _tensors(x, w)
     if w.array.ndim != 2 or x.array.ndim == 0:
         out = matmul(x, w.T if w.array.ndim == 2 else w)
         return out if bias is None else out + bias
@@ -362,8 +366,9 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         raise _shape_error((rows, xs[-1]), (ws[1], ws[0]))
     if bias is None:
         return Linear.apply(x, w)
-    bias = as_tensor_arg(bias, "bias")
-    _same_dtype(x, bias)
+    if not isinstance(bias, Tensor) or bias.array.dtype != x.array.dtype:
+        bias = as_tensor_arg(bias, "bias")
+        _same_dtype(x, bias)
     return Linear.apply(x, w, bias)
 
 
@@ -469,7 +474,7 @@ class Einsum(Function):
         if len(uniq) == len(s_i):
             return np.ascontiguousarray(r).astype(g.dtype, copy=False)
         # repeated letter(s): the gradient lives on a diagonal of operand i
-        full = np.zeros(shape_i, dtype=g.dtype)
+        full = np.zeros_like(g, shape=shape_i)
         diag = np.einsum(f"{s_i}->{uniq}", full)
         if not np.may_share_memory(diag, full):  # pragma: no cover - NumPy always gives a view
             raise NotImplementedError("einsum backward: repeated subscripts need a diagonal view")

@@ -95,7 +95,7 @@ def _scatter_grad(g, idx, shape, dim, keepdim):
     """
     if not keepdim and g.ndim < len(shape):
         g = np.expand_dims(g, dim)
-    out = np.zeros(shape, dtype=g.dtype)
+    out = np.zeros_like(g, shape=shape)
     if len(shape) == 0:
         return _arr(out + g)
     np.put_along_axis(out, idx, g, axis=dim)
@@ -201,8 +201,8 @@ class _SelectAlongDim(Function):
     def forward(self, a, dim, keepdim, largest):
         self.shape, self.dim, self.keepdim = a.shape, dim, keepdim
         if a.ndim == 0:
-            self.idx = np.zeros((), np.int64)
-            return a.copy(), np.zeros((), np.int64)
+            self.idx = np.zeros_like(a, dtype=np.int64)
+            return a.copy(), self.idx
         if a.shape[dim] == 0:
             kind = "max" if largest else "min"
             raise IndexError(
@@ -299,7 +299,7 @@ def _arg_extreme(input: Tensor, dim, keepdim, largest):
         return _wrap(idx.reshape((1,) * a.ndim) if keepdim else idx)
     d = wrap_dim(int(dim), a.ndim)
     if a.ndim == 0:
-        return _wrap(np.zeros((), np.int64))
+        return _wrap(np.zeros_like(a, dtype=np.int64))
     return _wrap(_arr(f(axis=d, keepdims=keepdim)).astype(np.int64, copy=False))
 
 

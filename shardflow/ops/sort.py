@@ -31,6 +31,11 @@ from .reduce import _arr, _scatter_grad, return_types
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "multinomial"]
 
 
+def _narrow(a, dim: int, start: int, stop: int):
+    """``a[..., start:stop, ...]`` along ``dim`` (a view)."""
+    return a[(slice(None),) * dim + (slice(start, stop),)]
+
+
 def _argsort(a, dim: int, descending: bool):
     """Stable argsort along ``dim``; descending keeps ties in their original order."""
     if not descending:
@@ -48,7 +53,7 @@ class _Select(Function):
     def forward(self, a, idx, dim, keepdim):
         self.shape, self.idx, self.dim, self.keepdim = a.shape, idx, dim, keepdim
         if a.ndim == 0:
-            return a.copy(), np.zeros((), np.int64)
+            return a.copy(), np.zeros_like(a, dtype=np.int64)
         vals = np.take_along_axis(a, idx, axis=dim)
         idx = idx.astype(np.int64, copy=False)
         if not keepdim:
@@ -68,7 +73,7 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = 
     """Sort along ``dim``; returns ``(values, indices)``. Always stable (see module doc)."""
     d = _dim_of(input, dim)
     a = input.array
-    idx = np.zeros((), np.int64) if a.ndim == 0 else _argsort(a, d, descending)
+    idx = np.zeros_like(a, dtype=np.int64) if a.ndim == 0 else _argsort(a, d, descending)
     vals, ind = _Select.apply(input, idx, dim=d, keepdim=True)
     return return_types.sort(vals, ind)
 
@@ -78,7 +83,7 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool
     """Indices that sort ``input`` along ``dim`` (int64, stable)."""
     a = input.array
     if a.ndim == 0:
-        return _wrap(np.zeros((), np.int64))
+        return _wrap(np.zeros_like(a, dtype=np.int64))
     return _wrap(_argsort(a, _dim_of(input, dim), descending).astype(np.int64, copy=False))
 
 
@@ -101,16 +106,16 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
             f"(input shape {tuple(a.shape)}); use 0 <= k <= {n}"
         )
     if a.ndim == 0:
-        idx = np.zeros((), np.int64)
+        idx = np.zeros_like(a, dtype=np.int64)
     elif k == 0:
         shape = list(a.shape)
         shape[d] = 0
-        idx = np.zeros(shape, np.int64)
+        idx = np.zeros_like(a, dtype=np.int64, shape=shape)
     elif 4 * k >= n:  # selecting most of the slice: a full sort is as cheap
-        idx = np.take(_argsort(a, d, largest), np.arange(k), axis=d)
+        idx = _narrow(_argsort(a, d, largest), d, 0, k)
     else:
         part = np.argpartition(a, n - k if largest else k - 1, axis=d)
-        part = np.take(part, np.arange(n - k, n) if largest else np.arange(k), axis=d)
+        part = _narrow(part, d, n - k, n) if largest else _narrow(part, d, 0, k)
         order = _argsort(np.take_along_axis(a, part, axis=d), d, largest)
         idx = np.take_along_axis(part, order, axis=d)
     vals, ind = _Select.apply(input, idx, dim=d, keepdim=True)
@@ -120,7 +125,7 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
 def _kth_index(a, k0: int, dim: int):
     """Index (keepdim layout) of the element of rank ``k0`` (0-based) along ``dim``."""
     part = np.argpartition(a, k0, axis=dim)
-    return np.take(part, [k0], axis=dim)
+    return _narrow(part, dim, k0, k0 + 1)
 
 
 @register("kthvalue")
@@ -134,7 +139,7 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
             f"kthvalue(): selected number k={k} out of range for dim {dim} of size {n}; "
             f"use 1 <= k <= {n}"
         )
-    idx = np.zeros((), np.int64) if a.ndim == 0 else _kth_index(a, int(k) - 1, d)
+    idx = np.zeros_like(a, dtype=np.int64) if a.ndim == 0 else _kth_index(a, int(k) - 1, d)
     vals, ind = _Select.apply(input, idx, dim=d, keepdim=keepdim)
     return return_types.kthvalue(vals, ind)
 
@@ -148,9 +153,10 @@ class _MedianAll(Function):
         if a.size == 0:
             raise RuntimeError("median() of an empty tensor is undefined; give a non-empty input")
         flat = a.reshape(-1)
-        out = np.partition(flat, (flat.size - 1) // 2)[(flat.size - 1) // 2]
+        m = (flat.size - 1) // 2
+        out = np.partition(flat, m)[m : m + 1].reshape(())  # 0-d array
         self.a, self.out = a, out
-        return _arr(np.asarray(out, dtype=a.dtype))
+        return out
 
     def backward(self, g):
         mask = self.a == self.out
@@ -166,7 +172,7 @@ def median(input: Tensor, dim=None, keepdim: bool = False):
     d = _dim_of(input, dim)
     if a.ndim and a.shape[d] == 0:
         raise IndexError(f"median(): dim {dim} of input shape {tuple(a.shape)} is empty")
-    idx = np.zeros((), np.int64) if a.ndim == 0 else _kth_index(a, (a.shape[d] - 1) // 2, d)
+    idx = np.zeros_like(a, dtype=np.int64) if a.ndim == 0 else _kth_index(a, (a.shape[d] - 1) // 2, d)
     vals, ind = _Select.apply(input, idx, dim=d, keepdim=keepdim)
     return return_types.median(vals, ind)
 
