@@ -26,6 +26,7 @@ from .backend import bool_ as bool
 from .backend.random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .ops import *
 from .ops import add, clone, div, mul, neg, reciprocal, sub
+from .checkpoint import load, save
 
 half = float16
 float = float32
