@@ -27,6 +27,8 @@ from .dispatch import OPS
 
 def _wrap(array, requires_grad=False, grad_fn=None, output_nr=0, version=None):
     """Make a Tensor around ``array`` without any checks (the engine's fast path)."""
+    if type(array) is not np.ndarray and isinstance(array, np.generic):
+        array = np.asarray(array)  # NumPy ufuncs on 0-d arrays return scalars
     t = object.__new__(Tensor)
     t.array = array
     t.requires_grad = requires_grad
