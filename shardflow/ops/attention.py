@@ -116,7 +116,7 @@ class ScaledDotProductAttention(Function):
             gP = np.matmul(g, va.swapaxes(-1, -2))  # (..., L, S)
             if D is not None:
                 gP *= D
-            gP -= (gP * P).sum(axis=-1, keepdims=True)
+            gP -= np.einsum("...i,...i->...", gP, P)[..., None]
             gP *= P  # gA (w.r.t. the masked, scaled scores)
             if len(nig) > 3 and nig[3] and self.mask_shape is not None:
                 gm = self._cast(unbroadcast(gP, self.mask_shape))

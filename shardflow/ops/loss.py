@@ -129,10 +129,13 @@ class Softmax(Function):
 
     def backward(self, g):
         y = self.y
-        gy = g * y
-        s = gy.sum(axis=self.dim, keepdims=True)
-        gy -= y * s
-        return gy.astype(g.dtype, copy=False)
+        if self.dim is not None and self.dim == y.ndim - 1 and g.dtype == y.dtype:
+            s = np.einsum("...i,...i->...", g, y)[..., None]  # sum(g * y) without a temporary
+        else:
+            s = (g * y).sum(axis=self.dim, keepdims=True)
+        gx = g - s
+        gx *= y
+        return gx.astype(g.dtype, copy=False)
 
 
 class LogSoftmax(Function):

@@ -66,8 +66,9 @@ class LayerNorm(Function):
         self.shape = x.shape
         xa, dt = _up(x)
         x2 = xa.reshape(-1, D)  # (M, D)
-        mu = x2.mean(axis=1, keepdims=True)
-        xhat = x2 - mu  # (M, D)
+        inv = np.full(D, 1.0 / D, dtype=x2.dtype)
+        mu = x2 @ inv  # row means as a BLAS matrix-vector product (M,)
+        xhat = x2 - mu[:, None]  # (M, D)
         var = np.einsum("ij,ij->i", xhat, xhat) / D
         rstd = 1.0 / np.sqrt(var + eps)  # (M,)
         xhat *= rstd[:, None]
@@ -90,22 +91,20 @@ class LayerNorm(Function):
         xhat, rstd, w2, D = self.xhat, self.rstd, self.w2, self.D
         gy = g.reshape(-1, D).astype(xhat.dtype, copy=False)  # (M, D)
         t = gy * xhat
+        ones = np.ones(gy.shape[0], dtype=gy.dtype)  # column sums as BLAS products
         gw = gb = gx = None
         if w2 is not None and self.needs_input_grad[1]:
-            gw = _down(t.sum(axis=0).reshape(self.wshape), self.dt)
+            gw = _down((ones @ t).reshape(self.wshape), self.dt)
         if self.bshape is not None and self.needs_input_grad[2]:
-            gb = _down(gy.sum(axis=0).reshape(self.bshape), self.dt)
+            gb = _down((ones @ gy).reshape(self.bshape), self.dt)
         if self.needs_input_grad[0]:
-            if w2 is not None:
-                a = (gy @ w2) / D  # mean(gxhat)          (M,)
-                c = (t @ w2) / D  # mean(gxhat * xhat)    (M,)
-                gx = gy * w2
-            else:
-                a = gy.mean(axis=1)
-                c = t.mean(axis=1)
-                gx = gy.copy()
+            wv = w2 if w2 is not None else np.ones(D, dtype=gy.dtype)
+            a = (gy @ wv) / D  # mean(gxhat)          (M,)
+            c = (t @ wv) / D  # mean(gxhat * xhat)    (M,)
+            gx = gy * wv if w2 is not None else gy.copy()
             gx -= a[:, None]
-            gx -= xhat * c[:, None]
+            np.multiply(xhat, c[:, None], out=t)
+            gx -= t
             gx *= rstd[:, None]
             gx = _down(gx.reshape(self.shape), self.dt)
         return gx, gw, gb
