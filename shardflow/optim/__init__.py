@@ -1,1 +1,12 @@
-"""(to be written)"""
+"""Optimizers (layer L5) with PyTorch's names, formulas and ``state_dict`` format:
+SGD, Adam, AdamW, RMSprop, Adagrad, and ``lr_scheduler``. Updates run in place on raw
+arrays (no autograd, no Tensor allocation)."""
+
+from . import lr_scheduler
+from .adagrad import Adagrad
+from .adam import Adam, AdamW
+from .optimizer import Optimizer
+from .rmsprop import RMSprop
+from .sgd import SGD
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "lr_scheduler"]

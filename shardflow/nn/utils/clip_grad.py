@@ -1,0 +1,67 @@
+"""Gradient clipping: ``clip_grad_norm_`` and ``clip_grad_value_`` (PyTorch's semantics).
+
+``clip_grad_norm_``: total = ``norm_type``-norm of the per-gradient norms (= the norm of all
+gradients concatenated); every gradient is multiplied in place by
+``min(1, max_norm / (total + 1e-6))``. Returns the total norm as a float32 scalar Tensor.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...autograd import Tensor, _wrap
+
+
+def _grads(parameters):
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    return [p.grad.array for p in parameters if p.grad is not None]
+
+
+def _norm(a: np.ndarray, p: float) -> np.ndarray:
+    if p == math.inf:
+        return np.max(np.abs(a)) if a.size else np.zeros((), a.dtype)
+    if p == -math.inf:
+        return np.min(np.abs(a)) if a.size else np.zeros((), a.dtype)
+    flat = a.reshape(-1)
+    if p == 2:
+        return np.sqrt(np.dot(flat, flat))
+    if p == 1:
+        return np.sum(np.abs(flat))
+    if p == 0:
+        return np.asarray(np.count_nonzero(flat), a.dtype)
+    return np.sum(np.abs(flat) ** p) ** (1.0 / p)
+
+
+def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
+                    error_if_nonfinite: bool = False, foreach=None) -> Tensor:
+    """Scale gradients in place so that their total ``norm_type``-norm is at most ``max_norm``."""
+    grads = _grads(parameters)
+    norm_type = float(norm_type)
+    if not grads:
+        return _wrap(np.zeros((), dtype=np.float32))
+    norms = np.stack([np.asarray(_norm(g, norm_type), dtype=g.dtype) for g in grads])
+    total = np.asarray(_norm(norms, norm_type), dtype=norms.dtype)
+    if error_if_nonfinite and not np.isfinite(total):
+        raise RuntimeError(
+            f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, "
+            "so it cannot be clipped. To disable this error and scale the gradients by the "
+            "non-finite norm anyway, set `error_if_nonfinite=False`"
+        )
+    coef = float(max_norm) / (float(total) + 1e-6)
+    if coef < 1.0 or not np.isfinite(total):
+        for g in grads:
+            g *= np.asarray(min(coef, 1.0) if np.isfinite(coef) else coef, dtype=g.dtype)
+    return _wrap(total)
+
+
+def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
+    """Clamp every gradient element to ``[-clip_value, clip_value]`` in place."""
+    v = float(clip_value)
+    for g in _grads(parameters):
+        np.clip(g, -v, v, out=g)
+
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_"]

@@ -1,0 +1,81 @@
+"""Adagrad (PyTorch's formulas, in place on raw arrays).
+
+Per parameter, ``t`` the step count (``g`` negated if ``maximize``)::
+
+    g = g + weight_decay * p
+    clr = lr / (1 + (t - 1) * lr_decay)
+    sum = sum + g * g
+    p = p - clr * g / (sqrt(sum) + eps)
+
+State (created at construction, as in PyTorch): ``step``, ``sum`` (filled with
+``initial_accumulator_value``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import _wrap
+from .optimizer import Optimizer, _bump
+
+
+class Adagrad(Optimizer):
+    def __init__(self, params, lr=1e-2, lr_decay=0.0, weight_decay=0.0,
+                 initial_accumulator_value=0.0, eps=1e-10, foreach=None, *, maximize=False,
+                 differentiable=False, fused=None):
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr} (expected lr >= 0)")
+        if lr_decay < 0.0:
+            raise ValueError(f"Invalid lr_decay value: {lr_decay} (expected >= 0)")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay} (expected >= 0)")
+        if initial_accumulator_value < 0.0:
+            raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
+        if eps < 0.0:
+            raise ValueError(f"Invalid epsilon value: {eps} (expected eps >= 0)")
+        defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
+                        initial_accumulator_value=initial_accumulator_value, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable, fused=fused)
+        super().__init__(params, defaults)
+        for group in self.param_groups:
+            for p in group["params"]:
+                st = self.state[p]
+                st["step"] = self._step_tensor()
+                st["sum"] = _wrap(np.full_like(p.array, group["initial_accumulator_value"]))
+
+    def step(self, closure=None):
+        loss = self._closure(closure)
+        for group in self.param_groups:
+            lr, lr_decay, eps = group["lr"], group["lr_decay"], group["eps"]
+            wd, maximize = group["weight_decay"], group["maximize"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                x, g = p.array, p.grad.array
+                st = self.state[p]
+                if len(st) == 0:  # a group added after construction
+                    st["step"] = self._step_tensor()
+                    st["sum"] = _wrap(np.full_like(x, group["initial_accumulator_value"]))
+                step_arr = st["step"].array
+                step_arr += 1
+                t = float(step_arr)
+                if maximize or wd != 0:
+                    gg = self._scratch(x, 1)
+                    np.negative(g, out=gg) if maximize else np.copyto(gg, g)
+                    if wd != 0:
+                        tmp = self._scratch(x)
+                        np.multiply(x, wd, out=tmp)
+                        gg += tmp
+                    g = gg
+                clr = lr / (1 + (t - 1) * lr_decay)
+                s = st["sum"].array
+                tmp = self._scratch(x)
+                np.multiply(g, g, out=tmp)
+                s += tmp
+                np.sqrt(s, out=tmp)
+                tmp += eps
+                np.divide(g, tmp, out=tmp)
+                tmp *= clr
+                x -= tmp
+                _bump(p)
+        return loss

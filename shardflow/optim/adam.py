@@ -1,0 +1,110 @@
+"""Adam and AdamW (PyTorch's single-tensor formulas, in place on raw arrays).
+
+Per parameter, with ``t`` the step count and ``g`` the gradient (negated if ``maximize``)::
+
+    Adam:  g = g + weight_decay * p            AdamW: p = p * (1 - lr * weight_decay)
+    m = m + (1 - beta1) * (g - m)              (lerp, as PyTorch)
+    v = beta2 * v + (1 - beta2) * g * g
+    v_max = max(v_max, v)                      (amsgrad; v_max is used instead of v below)
+    denom = sqrt(v) / sqrt(1 - beta2 ** t) + eps
+    p = p - lr / (1 - beta1 ** t) * m / denom
+
+State: ``step`` (float32 scalar Tensor), ``exp_avg``, ``exp_avg_sq``, ``max_exp_avg_sq``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .optimizer import Optimizer, _bump
+
+
+class Adam(Optimizer):
+    _decoupled = False
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
+                 amsgrad=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False, fused=None):
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr} (expected lr >= 0)")
+        if eps < 0.0:
+            raise ValueError(f"Invalid epsilon value: {eps} (expected eps >= 0)")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]} (expected [0, 1))")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]} (expected [0, 1))")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay} (expected >= 0)")
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                        amsgrad=amsgrad, maximize=maximize, foreach=foreach,
+                        capturable=capturable, differentiable=differentiable, fused=fused)
+        super().__init__(params, defaults)
+
+    def step(self, closure=None):
+        loss = self._closure(closure)
+        decoupled = self._decoupled
+        for group in self.param_groups:
+            lr, (b1, b2), eps = group["lr"], group["betas"], group["eps"]
+            wd, amsgrad, maximize = group["weight_decay"], group["amsgrad"], group["maximize"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                x, g = p.array, p.grad.array
+                st = self.state[p]
+                if len(st) == 0:
+                    st["step"] = self._step_tensor()
+                    st["exp_avg"] = self._zeros_like(p)
+                    st["exp_avg_sq"] = self._zeros_like(p)
+                    if amsgrad:
+                        st["max_exp_avg_sq"] = self._zeros_like(p)
+                step_arr = st["step"].array
+                step_arr += 1
+                t = float(step_arr)
+                tmp = self._scratch(x)
+                if wd != 0 and decoupled:
+                    x *= 1 - lr * wd
+                if maximize or (wd != 0 and not decoupled):
+                    gg = self._scratch(x, 1)
+                    np.negative(g, out=gg) if maximize else np.copyto(gg, g)
+                    if wd != 0 and not decoupled:  # L2 penalty folded into the gradient
+                        np.multiply(x, wd, out=tmp)
+                        gg += tmp
+                    g = gg
+                m, v = st["exp_avg"].array, st["exp_avg_sq"].array
+                np.subtract(g, m, out=tmp)  # m.lerp_(g, 1 - b1)
+                tmp *= 1 - b1
+                m += tmp
+                v *= b2
+                np.multiply(g, g, out=tmp)
+                tmp *= 1 - b2
+                v += tmp
+                bc1 = 1 - b1**t
+                bc2_sqrt = math.sqrt(1 - b2**t)
+                if amsgrad:
+                    vmax = st["max_exp_avg_sq"].array
+                    np.maximum(vmax, v, out=vmax)
+                    np.sqrt(vmax, out=tmp)
+                else:
+                    np.sqrt(v, out=tmp)
+                tmp /= bc2_sqrt
+                tmp += eps
+                np.divide(m, tmp, out=tmp)
+                tmp *= lr / bc1
+                x -= tmp
+                _bump(p)
+        return loss
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter): ``p *= 1 - lr * wd`` first."""
+
+    _decoupled = True
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
+                 amsgrad=False, *, maximize=False, foreach=None, capturable=False,
+                 differentiable=False, fused=None):
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                         amsgrad=amsgrad, foreach=foreach, maximize=maximize,
+                         capturable=capturable, differentiable=differentiable, fused=fused)

@@ -1,0 +1,217 @@
+"""``Optimizer``: the base class, with PyTorch's semantics and ``state_dict`` format.
+
+* ``param_groups``: a list of dicts, each holding ``'params'`` (a list of Tensors) and
+  every hyper-parameter, missing ones filled from ``defaults``.
+* ``state``: a dict keyed by parameter Tensor; each value is a dict of per-parameter state
+  (shardflow Tensors such as ``exp_avg`` and a float32 scalar ``step``).
+* ``state_dict()``: ``{'state': {index: {...}}, 'param_groups': [{..., 'params': [index,
+  ...]}]}`` with parameters numbered in group order, exactly like PyTorch, so that a dict
+  saved by one can be read by the other (after converting the tensors).
+
+Updates run on raw arrays (``p.array``, ``p.grad.array``) with in-place NumPy ufuncs and
+``out=``: no Tensor is allocated and no graph is recorded on the hot path. State Tensors
+are updated in place (their ``.array`` keeps its identity). Temporaries come from a small
+per-optimizer scratch cache keyed by (shape, dtype), not kept in ``state``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import defaultdict
+from itertools import chain
+
+import numpy as np
+
+from ..autograd import Tensor, _wrap, enable_grad
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _Required()
+
+
+class Optimizer:
+    """Base class: subclasses implement ``step`` (see ``sgd.py`` for the pattern)."""
+
+    def __init__(self, params, defaults: dict):
+        self.defaults = defaults
+        self.state: defaultdict = defaultdict(dict)
+        self.param_groups: list[dict] = []
+        self._scratch_cache: dict = {}
+        if isinstance(params, Tensor):
+            raise TypeError(
+                "params argument given to the optimizer should be an iterable of Tensors or "
+                f"dicts, but got {type(params).__name__}; pass [tensor] or model.parameters()"
+            )
+        params = list(params)
+        if len(params) == 0:
+            raise ValueError("optimizer got an empty parameter list; pass model.parameters()")
+        if not isinstance(params[0], dict):
+            params = [{"params": params}]
+        for group in params:
+            self.add_param_group(group)
+
+    def __repr__(self) -> str:
+        s = self.__class__.__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            s += f"\nParameter Group {i}"
+            for key in sorted(group.keys()):
+                if key != "params":
+                    s += f"\n    {key}: {group[key]}"
+        return s + "\n)"
+
+    def __getstate__(self):
+        return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._scratch_cache = {}
+
+    # ------------------------------------------------------------------ groups
+    def add_param_group(self, param_group: dict) -> None:
+        """Add a group (a dict with ``'params'``); unspecified options take the defaults."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, got {type(param_group).__name__}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            param_group["params"] = [params]
+        elif isinstance(params, set):
+            raise TypeError(
+                "optimizer parameters need to be organized in ordered collections, but the "
+                "ordering of tensors in sets will change between runs; use a list instead"
+            )
+        else:
+            param_group["params"] = list(params)
+        for p in param_group["params"]:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is "
+                                f"{type(p).__name__}")
+            if p.grad_fn is not None:
+                raise ValueError("can't optimize a non-leaf Tensor; use .detach().requires_grad_()")
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization "
+                                 f"parameter {name}")
+            param_group.setdefault(name, default)
+        params = param_group["params"]
+        if len(params) != len({id(p) for p in params}):
+            raise ValueError("optimizer contains a parameter group with duplicate parameters")
+        existing = {id(p) for g in self.param_groups for p in g["params"]}
+        if existing & {id(p) for p in params}:
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    # ------------------------------------------------------------------ grads
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset every parameter's ``.grad``: to None (default) or to zeros in place."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    p.grad.array.fill(0)
+
+    def step(self, closure=None):  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def _closure(self, closure):
+        if closure is None:
+            return None
+        with enable_grad():
+            return closure()
+
+    def _scratch(self, like: np.ndarray, slot: int = 0) -> np.ndarray:
+        """A reusable temporary with ``like``'s shape and dtype (never kept in ``state``);
+        different ``slot`` numbers give distinct buffers."""
+        key = (like.shape, like.dtype, slot)
+        buf = self._scratch_cache.get(key)
+        if buf is None:
+            buf = self._scratch_cache[key] = np.empty_like(like)
+        return buf
+
+    @staticmethod
+    def _zeros_like(p: Tensor) -> Tensor:
+        return _wrap(np.zeros_like(p.array))
+
+    @staticmethod
+    def _step_tensor() -> Tensor:
+        return _wrap(np.zeros((), dtype=np.float32))
+
+    # ------------------------------------------------------------------ state dict
+    def state_dict(self) -> dict:
+        """PyTorch's format: state keyed by integer index, groups with index lists."""
+        mapping: dict[int, int] = {}
+        start = 0
+        groups = []
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for i, p in enumerate(group["params"], start):
+                mapping.setdefault(id(p), i)
+            packed["params"] = [mapping[id(p)] for p in group["params"]]
+            start += len(packed["params"])
+            groups.append(packed)
+        state = {mapping[id(p)]: v for p, v in self.state.items() if id(p) in mapping}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Load a dict made by ``state_dict`` (ours or PyTorch's layout).
+
+        Checks that the number of groups and the size of each group match; state tensors
+        are copied and cast to their parameter's dtype (``step`` stays as saved).
+        """
+        if "param_groups" not in state_dict or "state" not in state_dict:
+            raise ValueError(f"optimizer state_dict must have 'state' and 'param_groups' keys, got "
+                             f"{sorted(state_dict)}")
+        groups = self.param_groups
+        saved_groups = copy.deepcopy(state_dict["param_groups"])
+        if len(groups) != len(saved_groups):
+            raise ValueError(
+                f"loaded state dict has a different number of parameter groups: it has "
+                f"{len(saved_groups)}, this optimizer has {len(groups)}; build the optimizer with "
+                "the same groups as the one that was saved"
+            )
+        for i, (g, s) in enumerate(zip(groups, saved_groups)):
+            if len(g["params"]) != len(s["params"]):
+                raise ValueError(
+                    f"loaded state dict contains a parameter group that doesn't match the size of "
+                    f"optimizer's group: group {i} has {len(s['params'])} parameters in the state "
+                    f"dict and {len(g['params'])} in this optimizer"
+                )
+        id_map = dict(zip(chain.from_iterable(s["params"] for s in saved_groups),
+                          chain.from_iterable(g["params"] for g in groups)))
+
+        def cast(param, value, key=None):
+            if isinstance(value, Tensor) or hasattr(value, "detach") and hasattr(value, "numpy"):
+                arr = value.array if isinstance(value, Tensor) else value.detach().cpu().numpy()
+                if key == "step" or arr.dtype.kind != "f":
+                    return _wrap(np.array(arr, copy=True))
+                return _wrap(np.array(arr, dtype=param.array.dtype, copy=True))
+            if isinstance(value, dict):
+                return {k: cast(param, v, k) for k, v in value.items()}
+            return copy.deepcopy(value)
+
+        state: defaultdict = defaultdict(dict)
+        for k, v in state_dict["state"].items():
+            if k in id_map:
+                p = id_map[k]
+                state[p] = cast(p, v)
+            else:
+                state[k] = v
+        new_groups = []
+        for g, s in zip(groups, saved_groups):
+            s["params"] = g["params"]
+            new_groups.append(s)
+        self.state = state
+        self.param_groups = new_groups
+
+
+def _bump(p: Tensor) -> None:
+    p._version[0] += 1
+
+
+__all__ = ["Optimizer", "required"]
