@@ -311,3 +311,17 @@ def test_containers():
 ])
 def test_repr_matches_torch(build):
     assert repr(build(nn)) == repr(build(torch.nn))
+
+
+def test_parameters_vector_roundtrip():
+    from shardflow.nn.utils import parameters_to_vector, vector_to_parameters
+
+    m = nn.Sequential(nn.Linear(3, 2), nn.Linear(2, 1))
+    tm = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Linear(2, 1))
+    m.load_state_dict(tm.state_dict())
+    v = parameters_to_vector(m.parameters())
+    np.testing.assert_array_equal(v.numpy(), torch.nn.utils.parameters_to_vector(tm.parameters()).detach().numpy())
+    w = m[0].weight
+    vector_to_parameters(v * 2, m.parameters())
+    assert m[0].weight is w
+    np.testing.assert_allclose(parameters_to_vector(m.parameters()).numpy(), 2 * v.numpy())
