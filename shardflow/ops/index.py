@@ -96,6 +96,14 @@ def _is_int(x) -> bool:
 
 def _to_index_item(item):
     """Convert one component of an index to what NumPy understands (arrays, ints, slices)."""
+    tp = type(item)
+    if tp is int or item is None or item is Ellipsis:
+        return item
+    if tp is slice and not isinstance(item.step, Tensor) and not isinstance(item.start, Tensor) \
+            and not isinstance(item.stop, Tensor):
+        if item.step is not None and item.step <= 0:
+            raise ValueError("step must be greater than zero (negative-step slicing is not supported; use flip)")
+        return item
     if isinstance(item, Tensor):
         arr = item.array
     elif isinstance(item, np.ndarray):
@@ -144,9 +152,13 @@ def _parse_index(index, shape):
     nd = len(shape)
     used = 0
     for it in items:
-        if it is None or it is Ellipsis or isinstance(it, bool | np.bool_):
+        tp = type(it)
+        if tp is int or tp is slice:
+            used += 1
+        elif it is None or it is Ellipsis or tp is bool or tp is np.bool_:
             continue
-        used += it.ndim if isinstance(it, np.ndarray) and it.dtype.kind == "b" else 1
+        else:
+            used += it.ndim if isinstance(it, np.ndarray) and it.dtype.kind == "b" else 1
     if used > nd:
         raise IndexError(f"too many indices for tensor of dimension {nd}: the index uses {used} dims, shape is {tuple(shape)}")
     d = 0
@@ -154,7 +166,14 @@ def _parse_index(index, shape):
     has_int_array = False
     has_ellipsis = False
     for j, it in enumerate(items):
-        if it is Ellipsis:
+        tp = type(it)
+        if tp is slice:
+            d += 1
+        elif tp is int:
+            if not -shape[d] <= it < shape[d]:
+                raise IndexError(f"index {it} is out of bounds for dimension {d} with size {shape[d]}")
+            d += 1
+        elif it is Ellipsis:
             if has_ellipsis:
                 raise IndexError("an index can only have a single ellipsis ('...')")
             has_ellipsis = True

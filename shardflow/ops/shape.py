@@ -80,7 +80,7 @@ class Reshape(Function):
 
     def forward(self, a, shape=None, strict=False):
         self.in_shape = a.shape
-        if strict:
+        if strict and not a.flags.c_contiguous:
             xp = get_array_module(a)
             try:
                 return xp.reshape(a, shape, copy=False)
