@@ -30,7 +30,7 @@ import math
 import numpy as np
 
 from ..autograd import Function, Tensor
-from ..backend import device_of, to_device
+from ..backend import device_of, get_array_module, to_device
 from ..backend import random as _random
 from ._util import unbroadcast
 
@@ -59,6 +59,7 @@ class ScaledDotProductAttention(Function):
         if rep > 1:
             ka = np.repeat(ka, rep, axis=-3)
             va = np.repeat(va, rep, axis=-3)
+        xp = get_array_module(qa)
         A = np.matmul(qa, ka.swapaxes(-1, -2))  # (..., L, S)
         A *= scale
         L, S = A.shape[-2], A.shape[-1]
@@ -67,11 +68,11 @@ class ScaledDotProductAttention(Function):
         if mask is not None and not float_mask:
             keep = mask
             if is_causal:
-                keep = keep & np.tri(L, S, dtype=bool)
+                keep = keep & xp.tri(L, S, dtype=bool)
             A = np.where(keep, A, -np.inf).astype(fdt, copy=False)
         else:
             if is_causal:
-                A += np.where(np.tri(L, S, dtype=bool), 0.0, -np.inf).astype(fdt)
+                A += xp.where(xp.tri(L, S, dtype=bool), 0.0, -np.inf).astype(fdt)
             if float_mask:
                 A = A + mask.astype(fdt, copy=False)
         m = A.max(axis=-1, keepdims=True)
@@ -87,13 +88,13 @@ class ScaledDotProductAttention(Function):
         D = None
         if dropout_p > 0.0:
             if dropout_p >= 1.0:
-                D = np.zeros((), dtype=fdt)
+                D = xp.zeros((), dtype=fdt)
             else:
                 keepd = _random.rng().random(P.shape, dtype=np.float32) >= dropout_p
                 if device_of(P).type != "cpu":
                     keepd = to_device(keepd, device_of(P))
                 D = keepd.astype(fdt)
-                D *= np.asarray(1.0 / (1.0 - dropout_p), dtype=fdt)
+                D *= fdt.type(1.0 / (1.0 - dropout_p))
             Pd = P * D
         else:
             Pd = P

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import Function, Tensor
-from ..backend import device_of, to_device
+from ..backend import device_of, get_array_module, to_device
 from ..backend import random as _random
 from ._util import inplace as _inplace
 
@@ -69,11 +69,11 @@ def _dropout(input, p, training, inplace, shape_fn, name, generator=None):
     xa = input.array
     dt = xa.dtype
     if p == 1.0:
-        mask = np.zeros(shape_fn(xa.shape), dtype=dt)
+        mask = get_array_module(xa).zeros(shape_fn(xa.shape), dtype=dt)
     else:
         keep = _keep(xa, shape_fn(xa.shape), p, generator)
         mask = keep.astype(dt)
-        mask *= np.asarray(1.0 / (1.0 - p), dtype=dt)
+        mask *= dt.type(1.0 / (1.0 - p))
     return _finish(input, MaskMul.apply(input, mask=mask), inplace)
 
 
@@ -119,11 +119,11 @@ def _alpha(input, p, training, inplace, shape_fn, name):
     xa = input.array
     dt = xa.dtype
     if p == 1.0:
-        return _finish(input, MaskMul.apply(input, mask=np.zeros((), dtype=dt)), inplace)
+        return _finish(input, MaskMul.apply(input, mask=get_array_module(xa).zeros((), dtype=dt)), inplace)
     a = 1.0 / np.sqrt((_SELU_ALPHA * _SELU_ALPHA * p + 1.0) * (1.0 - p))
     keep = _keep(xa, shape_fn(xa.shape), p, None).astype(dt)
     shift = (keep - 1.0) * (_SELU_ALPHA * a) + _SELU_ALPHA * a * p
-    mask = keep * np.asarray(a, dtype=dt)
+    mask = keep * dt.type(a)
     return _finish(input, MaskMul.apply(input, mask=mask, shift=shift.astype(dt, copy=False)), inplace)
 
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
-from ..backend import as_dtype, dtypes
+from ..backend import as_dtype, dtypes, get_array_module
 from ._util import promote, unbroadcast, wrap_dim
 
 __all__ = [
@@ -88,12 +88,17 @@ def _reduction(size_average, reduce, reduction: str) -> str:
     return reduction
 
 
+def _arr(v, like, dtype=None):
+    """A 0-d array on ``like``'s device (NumPy reductions return scalars, not arrays)."""
+    return get_array_module(like).asarray(v, dtype=like.dtype if dtype is None else dtype)
+
+
 def _reduce(loss, reduction: str):
     if reduction == "none":
         return loss
     if reduction == "sum":
-        return np.asarray(loss.sum(), dtype=loss.dtype)
-    return np.asarray(loss.mean(), dtype=loss.dtype)
+        return _arr(loss.sum(), loss)
+    return _arr(loss.mean(), loss)
 
 
 def _out_grad(g, reduction: str, n):
@@ -282,10 +287,10 @@ class CrossEntropyIndex(Function):
         if reduction == "none":
             out = loss.reshape(()) if len(self.in_shape) == 1 else loss
         elif reduction == "sum":
-            out = np.asarray(loss.sum(), dtype=fdt)
+            out = _arr(loss.sum(), loss, fdt)
         else:
             with np.errstate(invalid="ignore", divide="ignore"):  # all ignored: NaN, like PyTorch
-                out = np.asarray(loss.sum() / denom, dtype=fdt)
+                out = _arr(loss.sum() / denom, loss, fdt)
         return _down(out, dt)
 
     def backward(self, g):
@@ -337,9 +342,9 @@ class CrossEntropyProb(Function):
         if reduction == "none":
             out = loss.reshape(()) if len(self.in_shape) == 1 else loss
         elif reduction == "sum":
-            out = np.asarray(loss.sum(), dtype=xa.dtype)
+            out = _arr(loss.sum(), loss, xa.dtype)
         else:
-            out = np.asarray(loss.sum() / n, dtype=xa.dtype)
+            out = _arr(loss.sum() / n, loss, xa.dtype)
         return _down(out, dt)
 
     def backward(self, g):
@@ -415,9 +420,9 @@ class NllLoss(Function):
         if reduction == "none":
             return loss.reshape(()) if x.ndim == 1 else loss
         if reduction == "sum":
-            return np.asarray(loss.sum(), dtype=x.dtype)
+            return _arr(loss.sum(), loss, x.dtype)
         with np.errstate(invalid="ignore", divide="ignore"):  # all ignored: NaN, like PyTorch
-            return np.asarray(loss.sum() / denom, dtype=x.dtype)
+            return _arr(loss.sum() / denom, loss, x.dtype)
 
     def backward(self, g):
         if self.reduction == "none":
@@ -426,7 +431,7 @@ class NllLoss(Function):
             r = g / self.denom if self.reduction == "mean" else g
         v = -r * self.coef if self.coef is not None else -r
         v = np.expand_dims(np.broadcast_to(v, self.idx.shape[:1] + self.idx.shape[2:]), 1)
-        gx = np.zeros(self.bshape, dtype=g.dtype)
+        gx = get_array_module(g).zeros(self.bshape, dtype=g.dtype)
         np.put_along_axis(gx, self.idx, v.astype(g.dtype, copy=False), axis=1)
         return gx.reshape(self.in_shape)
 
@@ -476,7 +481,7 @@ class PointwiseLoss(Function):
             if kind in ("mse", "l1"):  # PyTorch: weighted mse/l1 'mean' divides by sum(weight)
                 self.n = np.broadcast_to(weight, loss.shape).sum()
         if reduction == "mean":
-            return np.asarray(loss.sum() / self.n, dtype=loss.dtype)
+            return _arr(loss.sum() / self.n, loss)
         return _reduce(loss, reduction)
 
     def backward(self, g):
@@ -674,7 +679,7 @@ class KLDiv(Function):
         self.shape = loss.shape
         if reduction == "batchmean":
             self.n = x.shape[0] if x.ndim else 1
-            return np.asarray(loss.sum() / self.n, dtype=loss.dtype)
+            return _arr(loss.sum() / self.n, loss)
         self.n = loss.size
         return _reduce(loss, reduction)
 

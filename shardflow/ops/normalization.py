@@ -32,6 +32,7 @@ import math
 import numpy as np
 
 from ..autograd import Function, Tensor
+from ..backend import get_array_module
 from ._util import wrap_dim
 
 __all__ = ["layer_norm", "batch_norm", "group_norm", "instance_norm", "rms_norm", "normalize"]
@@ -66,7 +67,7 @@ class LayerNorm(Function):
         self.shape = x.shape
         xa, dt = _up(x)
         x2 = xa.reshape(-1, D)  # (M, D)
-        inv = np.full(D, 1.0 / D, dtype=x2.dtype)
+        inv = get_array_module(x2).full(D, 1.0 / D, dtype=x2.dtype)
         mu = x2 @ inv  # row means as a BLAS matrix-vector product (M,)
         xhat = x2 - mu[:, None]  # (M, D)
         var = np.einsum("ij,ij->i", xhat, xhat) / D
@@ -91,14 +92,15 @@ class LayerNorm(Function):
         xhat, rstd, w2, D = self.xhat, self.rstd, self.w2, self.D
         gy = g.reshape(-1, D).astype(xhat.dtype, copy=False)  # (M, D)
         t = gy * xhat
-        ones = np.ones(gy.shape[0], dtype=gy.dtype)  # column sums as BLAS products
+        xp = get_array_module(gy)
+        ones = xp.ones(gy.shape[0], dtype=gy.dtype)  # column sums as BLAS products
         gw = gb = gx = None
         if w2 is not None and self.needs_input_grad[1]:
             gw = _down((ones @ t).reshape(self.wshape), self.dt)
         if self.bshape is not None and self.needs_input_grad[2]:
             gb = _down((ones @ gy).reshape(self.bshape), self.dt)
         if self.needs_input_grad[0]:
-            wv = w2 if w2 is not None else np.ones(D, dtype=gy.dtype)
+            wv = w2 if w2 is not None else xp.ones(D, dtype=gy.dtype)
             a = (gy @ wv) / D  # mean(gxhat)          (M,)
             c = (t @ wv) / D  # mean(gxhat * xhat)    (M,)
             gx = gy * wv if w2 is not None else gy.copy()
