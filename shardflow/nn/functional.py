@@ -164,19 +164,39 @@ def logsigmoid(input: Tensor) -> Tensor:
 
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
-    return _op("threshold")(input, threshold, value)
+    """``x if x > threshold else value``."""
+    f = getattr(ops, "threshold", None)
+    if f is not None:
+        return f(input, threshold, value)
+    return _op("where")(input > threshold, input, value)
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    return _op("hardshrink")(input, lambd)
+    """``x if |x| > lambd else 0``."""
+    f = getattr(ops, "hardshrink", None)
+    if f is not None:
+        return f(input, lambd)
+    return _op("where")(input.abs() > lambd, input, 0.0)
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    return _op("softshrink")(input, lambd)
+    """``x - lambd if x > lambd, x + lambd if x < -lambd, else 0``."""
+    f = getattr(ops, "softshrink", None)
+    if f is not None:
+        return f(input, lambd)
+    where = _op("where")
+    return where(input > lambd, input - lambd, where(input < -lambd, input + lambd, 0.0))
 
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
-    return _op("prelu")(input, weight)
+    """``max(0, x) + weight * min(0, x)``; ``weight`` (C,) applies per channel (dim 1)."""
+    f = getattr(ops, "prelu", None)
+    if f is not None:
+        return f(input, weight)
+    w = weight
+    if weight.numel() > 1 and input.ndim >= 2:
+        w = weight.reshape((1, -1) + (1,) * (input.ndim - 2))
+    return _op("where")(input >= 0, input, input * w)
 
 
 def _softmax_dim(ndim: int) -> int:
@@ -685,7 +705,19 @@ def pad(input, pad, mode: str = "constant", value: float | None = None) -> Tenso
 
 
 def one_hot(tensor, num_classes: int = -1) -> Tensor:
-    return _op("one_hot")(tensor, num_classes)
+    """int64 tensor of shape ``tensor.shape + (num_classes,)`` with a 1 at each index
+    (``num_classes=-1``: ``max + 1``)."""
+    f = getattr(ops, "one_hot", None)
+    if f is not None:
+        return f(tensor, num_classes)
+    if tensor.dtype.is_floating_point:
+        raise RuntimeError("one_hot is only applicable to index tensor of integer dtype")
+    if num_classes < 0:
+        num_classes = int(tensor.max()) + 1 if tensor.numel() else 0
+    if tensor.numel() and (int(tensor.min()) < 0 or int(tensor.max()) >= num_classes):
+        raise RuntimeError(f"Class values must be in [0, {num_classes}) for one_hot")
+    classes = _op("arange")(num_classes)
+    return (tensor.unsqueeze(-1) == classes).long()
 
 
 def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", align_corners=None,
