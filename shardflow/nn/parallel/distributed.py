@@ -1,0 +1,285 @@
+"""``DistributedDataParallel``: data parallel with bucketed, overlapped gradient averaging.
+
+PyTorch's name, arguments and semantics; the communication goes through
+:mod:`shardflow.comm` directly (layer L2), not through ``shardflow.distributed``.
+
+Algorithm
+---------
+* **Wrap.** Parameters and buffers are broadcast from rank 0, so every rank starts from
+  the same model. The parameters that require grad are laid into *buckets* in reverse
+  registration order (the order backward produces their gradients): the first bucket is
+  capped at 1 MB so that communication starts early, the others at ``bucket_cap_mb``;
+  a bucket holds one dtype. Each bucket owns one flat array; each parameter a slice of it.
+  The process announces data parallel (``comm.set_data_parallel``) so that DataLoaders
+  shard their data automatically.
+* **Backward.** A post-accumulate-grad hook on every parameter (the engine calls it once a
+  leaf received its whole gradient) copies ``p.grad`` into its slice. When the last slice
+  of a bucket is filled, the bucket's ``all_reduce(AVG)`` starts asynchronously
+  (``Iallreduce``). Buckets are launched strictly in index order, so every rank issues the
+  same collectives in the same sequence even if hooks fire in a different order. Each
+  hook also calls ``comm.progress()`` (``MPI_Test`` on outstanding requests): Open MPI only
+  advances a non-blocking collective inside MPI calls, so this is what lets the transfer
+  run while the rest of backward computes.
+* **Finalize.** When the last bucket has been launched (inside the hook of the last
+  parameter to receive its gradient, i.e. at the end of backward, like PyTorch's
+  end-of-backward callback), the hook waits for every bucket and copies the averages back
+  into ``p.grad`` (or, with ``gradient_as_bucket_view=True``, makes ``p.grad`` a view of
+  the bucket so there is no copy). After ``backward()`` returns, every rank holds the same
+  averaged gradients and ``optimizer.step()`` can run.
+* ``no_sync()``: hooks do nothing, gradients accumulate locally; the first backward outside
+  the context averages the accumulated gradients (PyTorch's semantics).
+* ``find_unused_parameters=True``: after each forward, the autograd graph of the output
+  is walked to find the parameters it does not reach; their slices are zero-filled and
+  counted as ready, so their buckets still complete. Without it, a parameter that gets no
+  gradient leaves its bucket unfinished and the next forward raises PyTorch's error.
+* ``broadcast_buffers=True``: buffers (e.g. BatchNorm running stats) are broadcast from
+  rank 0 before each forward.
+
+Gradients are averaged over ranks with equal weight (PyTorch's DDP): with uneven local
+batches and a mean loss, the result is the mean of the per-rank mean gradients.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+import numpy as np
+
+from ... import comm as _comm
+from ...autograd import is_grad_enabled
+from ...autograd.tensor import Tensor, _wrap
+from ..module import Module
+
+_FIRST_BUCKET_BYTES = 1 << 20
+
+
+class _Bucket:
+    __slots__ = ("index", "params", "offsets", "flat", "pending", "work", "dtype", "launched")
+
+    def __init__(self, index, params, dtype):
+        self.index = index
+        self.params = params
+        self.dtype = dtype
+        sizes = [p.array.size for p in params]
+        self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        self.flat = np.zeros(int(self.offsets[-1]), dtype=dtype)
+        self.pending = len(params)
+        self.work = None
+        self.launched = False
+
+    def view(self, i, shape):
+        return self.flat[self.offsets[i]:self.offsets[i + 1]].reshape(shape)
+
+
+def _tensors_in(obj, out):
+    if isinstance(obj, Tensor):
+        out.append(obj)
+    elif isinstance(obj, list | tuple):
+        for o in obj:
+            _tensors_in(o, out)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            _tensors_in(o, out)
+    return out
+
+
+def _reachable_leaves(outputs) -> set:
+    """ids of the leaf tensors the autograd graph of ``outputs`` reaches."""
+    seen_fn, leaves = set(), set()
+    stack = []
+    for t in outputs:
+        if t.grad_fn is not None:
+            stack.append(t.grad_fn)
+        elif t.requires_grad:
+            leaves.add(id(t))
+    while stack:
+        fn = stack.pop()
+        if id(fn) in seen_fn:
+            continue
+        seen_fn.add(id(fn))
+        for edge in fn.next:
+            if edge is None:
+                continue
+            node = edge[0]
+            if isinstance(node, Tensor):
+                leaves.add(id(node))
+            else:
+                stack.append(node)
+    return leaves
+
+
+class DistributedDataParallel(Module):
+    """Data parallel over ``process_group`` (default: the world); see the module docstring."""
+
+    def __init__(self, module: Module, device_ids=None, output_device=None, dim: int = 0,
+                 broadcast_buffers: bool = True, process_group=None, bucket_cap_mb: float = 25,
+                 find_unused_parameters: bool = False, check_reduction: bool = False,
+                 gradient_as_bucket_view: bool = False, static_graph: bool = False):
+        super().__init__()
+        if not isinstance(module, Module):
+            raise TypeError(f"DistributedDataParallel wraps an nn.Module, got {type(module).__name__}")
+        if dim != 0:
+            raise NotImplementedError(f"DistributedDataParallel(dim={dim}): only dim=0 is supported")
+        self.module = module
+        d = self.__dict__
+        d["process_group"] = process_group if process_group is not None else _comm.get_world()
+        d["device_ids"] = device_ids
+        d["output_device"] = output_device
+        d["broadcast_buffers"] = broadcast_buffers
+        d["find_unused_parameters"] = find_unused_parameters
+        d["gradient_as_bucket_view"] = gradient_as_bucket_view
+        d["bucket_bytes_cap"] = int(bucket_cap_mb * 1024 * 1024)
+        d["require_backward_grad_sync"] = True
+        d["stats"] = {"backward_waits": 0, "wait_s": 0.0, "launches": 0}
+        pg = self.process_group
+        self._sync_module_states()
+        params = list(dict.fromkeys(p for p in module.parameters() if p.requires_grad))
+        d["_params"] = params
+        d["_buckets"] = self._build_buckets(params)
+        d["_slot"] = {}
+        for b in self._buckets:
+            for i, p in enumerate(b.params):
+                self._slot[id(p)] = (b, i)
+        d["_next_launch"] = 0
+        d["_touched"] = False
+        d["_hook_handles"] = [p.register_post_accumulate_grad_hook(self._grad_ready) for p in params]
+        if pg.size > 1:
+            _comm.set_data_parallel(True)
+
+    # -- setup ---------------------------------------------------------------------------
+    def _sync_module_states(self) -> None:
+        pg = self.process_group
+        if pg.size == 1:
+            return
+        for t in list(self.module.parameters()) + [b for b in self.module.buffers() if b is not None]:
+            pg.broadcast(t.array, 0)
+            t._version[0] += 1
+
+    def _build_buckets(self, params):
+        buckets, cur, cur_bytes, cur_dtype = [], [], 0, None
+        cap = min(_FIRST_BUCKET_BYTES, self.bucket_bytes_cap)
+        for p in reversed(params):
+            nbytes = p.array.nbytes
+            if cur and (p.array.dtype != cur_dtype or cur_bytes + nbytes > cap):
+                buckets.append(_Bucket(len(buckets), cur, cur_dtype))
+                cur, cur_bytes = [], 0
+                cap = self.bucket_bytes_cap
+            cur.append(p)
+            cur_bytes += nbytes
+            cur_dtype = p.array.dtype
+        if cur:
+            buckets.append(_Bucket(len(buckets), cur, cur_dtype))
+        return buckets
+
+    # -- backward machinery --------------------------------------------------------------
+    def _grad_ready(self, p) -> None:
+        if not self.require_backward_grad_sync:
+            return
+        b, i = self._slot[id(p)]
+        g = p.grad.array
+        dst = b.view(i, g.shape)
+        if not np.shares_memory(g, dst):
+            np.copyto(dst, g, casting="unsafe")
+        self.__dict__["_touched"] = True
+        b.pending -= 1
+        if b.pending == 0:
+            self._launch_ready()
+        self.process_group.progress()
+
+    def _launch_ready(self) -> None:
+        buckets = self._buckets
+        k = self._next_launch
+        while k < len(buckets) and buckets[k].pending == 0:
+            b = buckets[k]
+            b.work = self.process_group.all_reduce(b.flat, "avg", async_op=True)
+            b.launched = True
+            self.stats["launches"] += 1
+            k += 1
+        self.__dict__["_next_launch"] = k
+        if k == len(buckets):
+            self._finalize()
+
+    def _finalize(self) -> None:
+        t0 = time.perf_counter()
+        for b in self._buckets:
+            b.work.wait()
+        self.stats["wait_s"] += time.perf_counter() - t0
+        self.stats["backward_waits"] += 1
+        as_view = self.gradient_as_bucket_view
+        for b in self._buckets:
+            for i, p in enumerate(b.params):
+                v = b.view(i, p.array.shape)
+                if p.grad is None:
+                    p.grad = _wrap(v if as_view else v.copy())
+                elif as_view:
+                    if p.grad.array is not v and not np.shares_memory(p.grad.array, v):
+                        p.grad = _wrap(v)
+                else:
+                    np.copyto(p.grad.array, v, casting="unsafe")
+        self._reset()
+
+    def _reset(self) -> None:
+        for b in self._buckets:
+            b.pending = len(b.params)
+            b.work = None
+            b.launched = False
+        self.__dict__["_next_launch"] = 0
+        self.__dict__["_touched"] = False
+
+    def _mark_unused(self, output) -> None:
+        used = _reachable_leaves(_tensors_in(output, []))
+        for b in self._buckets:
+            for i, p in enumerate(b.params):
+                if id(p) not in used:
+                    b.view(i, p.array.shape)[...] = 0
+                    b.pending -= 1
+        if any(b.pending == 0 for b in self._buckets):
+            self.__dict__["_touched"] = True
+            self._launch_ready()
+
+    # -- public API ----------------------------------------------------------------------
+    def forward(self, *inputs, **kwargs):
+        if self._touched:
+            missing = [i for b in self._buckets for i, p in enumerate(b.params) if b.pending]
+            self._reset()
+            raise RuntimeError(
+                "Expected to have finished reduction in the prior iteration before starting a "
+                "new one: some parameters did not receive a gradient in the last backward "
+                f"({len(missing)} parameter(s) still pending). Pass "
+                "find_unused_parameters=True to DistributedDataParallel if parts of the model "
+                "are not used in every forward, and make sure every output used in the loss "
+                "comes from forward()."
+            )
+        pg = self.process_group
+        if self.broadcast_buffers and pg.size > 1:
+            for buf in self.module.buffers():
+                if buf is not None:
+                    pg.broadcast(buf.array, 0)
+        out = self.module(*inputs, **kwargs)
+        if self.find_unused_parameters and self.require_backward_grad_sync and is_grad_enabled():
+            self._mark_unused(out)
+        return out
+
+    @contextlib.contextmanager
+    def no_sync(self):
+        """Skip gradient averaging inside the context (gradient accumulation)."""
+        old = self.require_backward_grad_sync
+        self.__dict__["require_backward_grad_sync"] = False
+        try:
+            yield
+        finally:
+            self.__dict__["require_backward_grad_sync"] = old
+
+    def bucket_sizes(self) -> list[int]:
+        """Number of elements of each bucket, in launch order."""
+        return [b.flat.size for b in self._buckets]
+
+    def remove_hooks(self) -> None:
+        for h in self._hook_handles:
+            h.remove()
+        self._hook_handles.clear()
+
+    def extra_repr(self) -> str:
+        return (f"world_size={self.process_group.size}, buckets={len(self._buckets)}, "
+                f"find_unused_parameters={self.find_unused_parameters}")
