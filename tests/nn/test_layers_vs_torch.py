@@ -263,3 +263,32 @@ def test_model_to_double_then_forward_backward():
     assert out.dtype == sf.float64
     out.sum().backward()
     assert m[0].weight.grad.dtype == sf.float64
+
+
+def _resnet_block(m):
+    """torchvision's BasicBlock, written once for both libraries (inplace ReLU included)."""
+
+    class Block(m.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = m.Conv2d(3, 4, 3, stride=2, padding=1, bias=False)
+            self.bn1 = m.BatchNorm2d(4)
+            self.relu = m.ReLU(inplace=True)
+            self.conv2 = m.Conv2d(4, 4, 3, padding=1, bias=False)
+            self.bn2 = m.BatchNorm2d(4)
+            self.downsample = m.Sequential(m.Conv2d(3, 4, 1, stride=2, bias=False), m.BatchNorm2d(4))
+            self.pool = m.AdaptiveAvgPool2d((1, 1))
+            self.fc = m.Linear(4, 3)
+
+        def forward(self, x):
+            out = self.relu(self.bn1(self.conv1(x)))
+            out = self.bn2(self.conv2(out))
+            out += self.downsample(x)
+            out = self.relu(out)
+            return self.fc(self.pool(out).flatten(1))
+
+    return Block()
+
+
+def test_resnet_block_train_step():
+    compare(_resnet_block, [_randn(2, 3, 8, 8)], train=True, steps=2, atol=1e-4)
