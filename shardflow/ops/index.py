@@ -287,12 +287,16 @@ class IndexPut(Function):
 
     save_inputs = ()
 
-    def forward(self, a, v, idx=None, inplace=False):
-        self.idx = idx
+    def forward(self, a, v, idx=None, inplace=False, accumulate=False, add_idx=None):
+        self.idx, self.accumulate = idx, accumulate
         self.v_shape = getattr(v, "shape", None)
         out = a if inplace else a.copy()
         try:
-            out[idx] = v  # NumPy checks the broadcast before writing anything
+            if accumulate:
+                sel = _selected_shape(a.shape, idx)
+                _add_at(out, add_idx, np.broadcast_to(v, sel) if hasattr(v, "shape") else v)
+            else:
+                out[idx] = v  # NumPy checks the broadcast before writing anything
         except ValueError:
             raise RuntimeError(
                 f"shape mismatch: value tensor of shape {list(getattr(v, 'shape', ()))} cannot be "
@@ -303,8 +307,11 @@ class IndexPut(Function):
     def backward(self, g):
         ga = gv = None
         if self.needs_input_grad[0]:
-            ga = g.copy()
-            ga[self.idx] = 0
+            if self.accumulate:
+                ga = g
+            else:
+                ga = g.copy()
+                ga[self.idx] = 0
         if self.needs_input_grad[1]:
             gv = _reduce_to(g[self.idx], self.v_shape)
         return ga, gv
@@ -326,7 +333,7 @@ def _selected_shape(shape, idx):
     return dummy[idx].shape
 
 
-@register("setitem_", "index_put_")
+@register("setitem_")
 def setitem_(input: Tensor, index, value) -> Tensor:
     """``input[index] = value``: value is a scalar or a tensor broadcast to the selection."""
     idx, _, _, _ = _parse_index(index, input.array.shape)
@@ -816,3 +823,135 @@ def nonzero(input: Tensor, *, as_tuple: bool = False):
 @register("argwhere")
 def argwhere(input: Tensor) -> Tensor:
     return nonzero(input)
+
+
+# ---------------------------------------------------------------------------- index_put / fill
+def _index_put_args(input, indices, values):
+    if not isinstance(indices, tuple | list):
+        raise TypeError(f"index_put: indices must be a tuple of index tensors, got {type(indices).__name__}")
+    idx, _, _, add_idx = _parse_index(tuple(indices), input.array.shape)
+    if idx is not None and add_idx is idx:  # bool masks only: expand for np.add.at
+        exp = []
+        for it in idx:
+            exp.extend(np.nonzero(it) if isinstance(it, np.ndarray) and it.dtype.kind == "b" else [it])
+        add_idx = tuple(exp)
+    if isinstance(values, Tensor):
+        if values.array.dtype != input.array.dtype:
+            from .conversion import to_dtype
+
+            values = to_dtype(values, input.dtype)
+    else:
+        values = Tensor(np.asarray(values), dtype=input.dtype)
+    return idx, add_idx, values
+
+
+@register("index_put")
+def index_put(input: Tensor, indices, values, accumulate: bool = False) -> Tensor:
+    """Out-of-place ``input[indices] = values`` (``+=`` with repeated indices adding up when
+    ``accumulate``)."""
+    idx, add_idx, values = _index_put_args(input, indices, values)
+    return IndexPut.apply(input, values, idx=idx, accumulate=accumulate, add_idx=add_idx)
+
+
+@register("index_put_")
+def index_put_(input: Tensor, indices, values, accumulate: bool = False) -> Tensor:
+    idx, add_idx, values = _index_put_args(input, indices, values)
+    return _run_inplace(input, "index_put_", IndexPut, values, idx=idx, accumulate=accumulate, add_idx=add_idx)
+
+
+class IndexFill(Function):
+    """Fill the slices ``index`` of ``dim`` with ``value``. Backward: ``a`` gets ``g`` zeroed
+    there; a tensor ``value`` gets the sum of ``g`` there."""
+
+    save_inputs = ()
+
+    def forward(self, a, value, index=None, dim=0, inplace=False):
+        self.idx = (slice(None),) * dim + (index, Ellipsis)
+        out = a if inplace else a.copy()
+        out[self.idx] = value
+        return out
+
+    def backward(self, g):
+        ga = gv = None
+        if self.needs_input_grad[0]:
+            ga = g.copy()
+            ga[self.idx] = 0
+        if self.needs_input_grad[1]:
+            gv = np.asarray(g[(*self.idx[:-2], np.unique(self.idx[-2]), Ellipsis)].sum(), dtype=g.dtype)
+        return ga, gv
+
+
+def _index_fill_args(op, input, dim, index, value):
+    idx, d = _vector_index(op, index, input.array, dim)
+    if input.array.ndim == 0:
+        raise RuntimeError(f"{op}(): 0-dim input is not supported; unsqueeze it to 1-d first")
+    return idx, d, _fill_value(op, value, input)
+
+
+@register("index_fill")
+def index_fill(input: Tensor, dim: int, index, value) -> Tensor:
+    """Copy of ``input`` with the entries at ``index`` along ``dim`` set to ``value``."""
+    idx, d, value = _index_fill_args("index_fill", input, dim, index, value)
+    return IndexFill.apply(input, value, index=idx, dim=d)
+
+
+@register("index_fill_")
+def index_fill_(input: Tensor, dim: int, index, value) -> Tensor:
+    idx, d, value = _index_fill_args("index_fill_", input, dim, index, value)
+    return _run_inplace(input, "index_fill_", IndexFill, value, index=idx, dim=d)
+
+
+@register("repeat_interleave")
+def repeat_interleave(input: Tensor, repeats=None, dim=None, *, output_size=None) -> Tensor:
+    """Repeat each element ``repeats`` times along ``dim`` (flattened when ``dim`` is None).
+
+    Implemented as ``index_select`` with ``arange(n).repeat(repeats)``, so backward
+    accumulates. ``repeat_interleave(repeats_tensor)`` alone returns those indices.
+    """
+    if repeats is None:
+        r = _int_index(input, "repeat_interleave")
+        return _wrap(np.repeat(np.arange(r.size, dtype=np.int64), r.reshape(-1)))
+    if dim is None:
+        from .shape import reshape
+
+        input, d = reshape(input, (-1,)), 0
+    else:
+        d = wrap_dim(dim, input.array.ndim)
+    n = input.array.shape[d] if input.array.ndim else 1
+    if isinstance(repeats, Tensor | np.ndarray | list | tuple):
+        r = _int_index(repeats, "repeat_interleave").reshape(-1)
+        if r.size == 1:
+            r = np.full(n, int(r[0]))
+        if r.size != n:
+            raise RuntimeError(
+                f"repeat_interleave: repeats must have the same size as input along dim {d}: "
+                f"got {r.size} repeats for size {n}"
+            )
+    else:
+        r = int(repeats)
+    if np.any(np.asarray(r) < 0):
+        raise RuntimeError("repeat_interleave: repeats can not be negative")
+    idx = np.repeat(np.arange(n, dtype=np.int64), r)
+    if input.array.ndim == 0:
+        from .shape import reshape
+
+        input = reshape(input, (1,))
+    return IndexSelect.apply(input, index=idx, dim=d)
+
+
+@register("one_hot")
+def one_hot(tensor, num_classes: int = -1) -> Tensor:
+    """``F.one_hot``: int64 tensor of shape ``tensor.shape + (num_classes,)``."""
+    idx = _int_index(tensor, "one_hot")
+    if num_classes == -1:
+        num_classes = int(idx.max()) + 1 if idx.size else 0
+    if idx.size and int(idx.min()) < 0:
+        raise RuntimeError(f"one_hot: class values must be non-negative, got {int(idx.min())}")
+    _check_bounds(idx, num_classes, idx.ndim, allow_negative=False)
+    xp = get_array_module(idx)
+    out = xp.zeros(idx.shape + (num_classes,), np.int64)
+    xp.put_along_axis(out, idx[..., None].astype(np.int64), 1, axis=-1)
+    return _wrap(out)
+
+
+__all__ += ["index_put", "index_put_", "index_fill", "index_fill_", "repeat_interleave", "one_hot"]

@@ -858,3 +858,140 @@ def triu(input: Tensor, diagonal: int = 0) -> Tensor:
     """Zero the elements below the ``diagonal``-th diagonal of the last two dims."""
     _tri_check(input, "triu")
     return Tri.apply(input, k=int(diagonal), upper=True)
+
+
+# ---------------------------------------------------------------------------- more views / splits
+@register("select")
+def select(input: Tensor, dim: int, index: int) -> Tensor:
+    """``input`` at position ``index`` of ``dim``, with that dim removed (a view)."""
+    nd = input.array.ndim
+    d = wrap_dim(dim, nd)
+    n = input.array.shape[d]
+    index = int(index)
+    if not -n <= index < n:
+        raise IndexError(f"select(): index {index} out of range for tensor of size {tuple(input.shape)} at dimension {d}")
+    idx = (slice(None),) * d + (index, Ellipsis)
+    return _share(Slice.apply(input, idx=idx), input)
+
+
+@register("split_with_sizes")
+def split_with_sizes(input: Tensor, split_sizes, dim: int = 0):
+    return split(input, list(split_sizes), dim)
+
+
+@register("tensor_split")
+def tensor_split(input: Tensor, indices_or_sections, dim: int = 0):
+    """``torch.tensor_split``: ``n`` sections (the first ``size % n`` one larger) or split
+    points (clamped to the dim size)."""
+    d = wrap_dim(dim, input.array.ndim)
+    n = input.array.shape[d]
+    if isinstance(indices_or_sections, Tensor):
+        indices_or_sections = indices_or_sections.tolist()
+    if isinstance(indices_or_sections, int | np.integer):
+        k = int(indices_or_sections)
+        if k <= 0:
+            raise RuntimeError(f"tensor_split: number of sections must be larger than 0, got {k}")
+        sizes = [n // k + 1] * (n % k) + [n // k] * (k - n % k)
+    else:
+        pts = [min(max(int(p), 0), n) for p in indices_or_sections]
+        edges = [0] + pts + [n]
+        sizes = [max(edges[i + 1] - edges[i], 0) for i in range(len(edges) - 1)]
+        starts = edges[:-1]
+        if any(starts[i] + sizes[i] != (starts[i + 1] if i + 1 < len(starts) else n) for i in range(len(sizes))):
+            return tuple(narrow(input, d, min(s, n), z) for s, z in zip(starts, sizes))
+    return _split_at(input, sizes, d)
+
+
+class Diagonal(Function):
+    save_inputs = ()
+
+    def forward(self, a, offset=0, dim1=0, dim2=1):
+        self.in_shape, self.args = a.shape, (offset, dim1, dim2)
+        return get_array_module(a).diagonal(a, offset, dim1, dim2)
+
+    def backward(self, g):
+        xp = get_array_module(g)
+        out = xp.zeros(self.in_shape, g.dtype)
+        offset, d1, d2 = self.args
+        m = xp.moveaxis(out, (d1, d2), (-2, -1))
+        k = g.shape[-1]
+        i = xp.arange(k) + max(-offset, 0)
+        j = xp.arange(k) + max(offset, 0)
+        m[..., i, j] = g
+        return out
+
+
+@register("diagonal")
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """The ``offset``-th diagonal of the (dim1, dim2) planes, as a new last dim (a read-only
+    view)."""
+    nd = input.array.ndim
+    d1, d2 = wrap_dim(dim1, nd), wrap_dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return _share(Diagonal.apply(input, offset=int(offset), dim1=d1, dim2=d2), input)
+
+
+class Unfold(Function):
+    """Sliding windows of ``size`` every ``step`` along ``dim`` (a read-only view); backward
+    adds each window offset's gradient back (a loop over ``size``, not over elements)."""
+
+    save_inputs = ()
+
+    def forward(self, a, dim=0, size=1, step=1):
+        self.in_shape, self.dim, self.size, self.step = a.shape, dim, size, step
+        xp = get_array_module(a)
+        w = xp.lib.stride_tricks.sliding_window_view(a, size, axis=dim)
+        sl = (slice(None),) * dim + (slice(None, None, step), Ellipsis)
+        return w[sl]
+
+    def backward(self, g):
+        xp = get_array_module(g)
+        out = xp.zeros(self.in_shape, g.dtype)
+        nw = g.shape[self.dim]
+        pre = (slice(None),) * self.dim
+        for k in range(self.size):
+            out[pre + (slice(k, k + self.step * (nw - 1) + 1, self.step),)] += g[..., k]
+        return out
+
+
+@register("unfold")
+def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
+    """``Tensor.unfold``: windows of ``size`` taken every ``step`` along ``dimension``; the
+    window becomes a new last dim."""
+    nd = input.array.ndim
+    d = wrap_dim(dimension, nd) if nd else 0
+    n = input.array.shape[d] if nd else 1
+    if size > n or size < 0:
+        raise RuntimeError(f"unfold: maximum size for tensor at dimension {d} is {n} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"unfold: step is {step} but must be > 0")
+    if nd == 0:
+        return reshape(input, (1,))
+    return _share(Unfold.apply(input, dim=d, size=int(size), step=int(step)), input)
+
+
+@register("meshgrid")
+def meshgrid(*tensors, indexing: str = "ij"):
+    """Coordinate grids from 1-d tensors (views made with expand). ``indexing='xy'`` swaps
+    the first two output dims, as in NumPy."""
+    if len(tensors) == 1 and isinstance(tensors[0], list | tuple):
+        tensors = tuple(tensors[0])
+    if indexing not in ("ij", "xy"):
+        raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+    sizes = [int(t.array.size) for t in tensors]
+    swap = indexing == "xy" and len(tensors) >= 2
+    if swap:
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    out = []
+    for i, x in enumerate(tensors):
+        pos = i
+        if swap and i < 2:
+            pos = 1 - i
+        shape = [1] * len(tensors)
+        shape[pos] = -1
+        out.append(expand(reshape(x, tuple(shape)), tuple(sizes)))
+    return tuple(out)
+
+
+__all__ += ["select", "split_with_sizes", "tensor_split", "diagonal", "unfold", "meshgrid"]

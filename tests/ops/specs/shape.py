@@ -99,6 +99,20 @@ SPECS = [
     OpSpec("tril", lambda m, a: m.tril(a), [Arg((4, 3))]),
     OpSpec("tril_diag_batched", lambda m, a: a.tril(-1), [Arg((2, 3, 4))]),
     OpSpec("triu_diag", lambda m, a: m.triu(a, 1), [Arg((3, 4))]),
+    # select / tensor_split / diagonal / unfold / meshgrid
+    OpSpec("select", lambda m, a: m.select(a, 1, -1), [Arg((2, 3, 4))]),
+    OpSpec("select_method", lambda m, a: a.select(0, 1), [Arg((2, 3))]),
+    OpSpec("split_with_sizes", lambda m, a: a.split_with_sizes([2, 1], 1), [Arg((2, 3))]),
+    OpSpec("tensor_split_sections", lambda m, a: m.tensor_split(a, 3), [Arg((7, 2))]),
+    OpSpec("tensor_split_indices", lambda m, a: m.tensor_split(a, [1, 5, 9], dim=1), [Arg((2, 7))]),
+    OpSpec("tensor_split_unsorted", lambda m, a: m.tensor_split(a, [4, 2]), [Arg((6,))]),
+    OpSpec("diagonal", lambda m, a: m.diagonal(a), [Arg((3, 4))]),
+    OpSpec("diagonal_offset_dims", lambda m, a: m.diagonal(a, 1, 2, 0), [Arg((3, 2, 4))]),
+    OpSpec("diagonal_neg_offset", lambda m, a: a.diagonal(-1), [Arg((4, 3))]),
+    OpSpec("unfold_windows", lambda m, a: a.unfold(1, 3, 2), [Arg((2, 8))]),
+    OpSpec("unfold_overlap", lambda m, a: a.unfold(0, 3, 1), [Arg((5, 2))]),
+    OpSpec("meshgrid_ij", lambda m, a, b: m.meshgrid(a, b, indexing="ij"), [Arg((3,)), Arg((4,))]),
+    OpSpec("meshgrid_xy", lambda m, a, b, c: m.meshgrid(a, b, c, indexing="xy"), [Arg((3,)), Arg((2,)), Arg((2,))]),
     # integer data goes through unchanged
     OpSpec("permute_int", lambda m, a: a.permute(1, 0).reshape(-1), [Arg((2, 3), kind="int", low=-5, high=5)], grad=False, fd=False),
 ]
