@@ -292,3 +292,17 @@ def _resnet_block(m):
 
 def test_resnet_block_train_step():
     compare(_resnet_block, [_randn(2, 3, 8, 8)], train=True, steps=2, atol=1e-4)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_transformer_encoder(norm_first):
+    def build(m):
+        layer = m.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True,
+                                          norm_first=norm_first, activation="gelu")
+        return m.TransformerEncoder(layer, 2, norm=m.LayerNorm(8), enable_nested_tensor=False)
+
+    kpm = np.zeros((2, 5), dtype=bool)
+    kpm[0, 4] = True
+    compare(build, [_randn(2, 5, 8)], train=True, kwargs=dict(src_key_padding_mask=kpm), atol=1e-4)
+    compare(build, [_randn(2, 5, 8)], train=True,
+            kwargs=dict(mask=np.triu(np.ones((5, 5), dtype=bool), 1)), atol=1e-4)

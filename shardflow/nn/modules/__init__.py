@@ -11,3 +11,4 @@ from .module import Module
 from .normalization import *
 from .pooling import *
 from .sparse import *
+from .transformer import *
