@@ -942,12 +942,17 @@ def repeat_interleave(input: Tensor, repeats=None, dim=None, *, output_size=None
 @register("one_hot")
 def one_hot(tensor, num_classes: int = -1) -> Tensor:
     """``F.one_hot``: int64 tensor of shape ``tensor.shape + (num_classes,)``."""
-    idx = _int_index(tensor, "one_hot")
+    idx = tensor.array if isinstance(tensor, Tensor) else np.asarray(tensor)
+    if idx.dtype.kind not in "iu":
+        raise RuntimeError(
+            f"one_hot is only applicable to index tensor of integer dtype, got {_dtype_name(idx)}; "
+            "use .long()"
+        )
     if num_classes == -1:
         num_classes = int(idx.max()) + 1 if idx.size else 0
-    if idx.size and int(idx.min()) < 0:
-        raise RuntimeError(f"one_hot: class values must be non-negative, got {int(idx.min())}")
-    _check_bounds(idx, num_classes, idx.ndim, allow_negative=False)
+    if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= num_classes):
+        bad = int(idx.min()) if int(idx.min()) < 0 else int(idx.max())
+        raise RuntimeError(f"one_hot: class values must be in [0, {num_classes}), got {bad}")
     xp = get_array_module(idx)
     out = xp.zeros(idx.shape + (num_classes,), np.int64)
     xp.put_along_axis(out, idx[..., None].astype(np.int64), 1, axis=-1)
