@@ -21,8 +21,7 @@ from ..module import Module
 from ..parameter import Parameter
 from ._utils import empty
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm", "RMSNorm",
-           "SyncBatchNorm"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm", "RMSNorm"]
 
 
 class _NormBase(Module):
@@ -121,14 +120,6 @@ class BatchNorm3d(_BatchNorm):
     def _check_input_dim(self, input) -> None:
         if input.ndim != 5:
             raise ValueError(f"expected 5D input (got {input.ndim}D input)")
-
-
-class SyncBatchNorm(_BatchNorm):
-    """Single-process stand-in: behaves as BatchNorm on the local batch."""
-
-    def _check_input_dim(self, input) -> None:
-        if input.ndim < 2:
-            raise ValueError(f"expected at least 2D input (got {input.ndim}D input)")
 
 
 class LayerNorm(Module):
