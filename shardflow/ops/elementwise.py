@@ -920,7 +920,7 @@ class ClampScalar(Function):
             m = x >= lo
         else:
             m = x <= hi
-        return g * m
+        return g * _mask(m, g.dtype)
 
 
 class ClampTensor(Function):
@@ -945,23 +945,24 @@ class ClampTensor(Function):
         x, lo, hi = self.x, self.lo, self.hi
         need = self.needs_input_grad
         gx = glo = ghi = None
+        dt = g.dtype
         if lo is not None and hi is not None:
             if need[0]:
-                gx = g * ((x >= lo) & (x <= hi))
+                gx = g * _mask((x >= lo) & (x <= hi), dt)
             if need[1]:
-                glo = g * ((x < lo) & (lo < hi))
+                glo = g * _mask((x < lo) & (lo < hi), dt)
             if need[2]:
-                ghi = g * ((x > hi) | (hi < lo))
+                ghi = g * _mask((x > hi) | (hi < lo), dt)
         elif lo is not None:
             if need[0]:
-                gx = g * (x >= lo)
+                gx = g * _mask(x >= lo, dt)
             if need[1]:
-                glo = g * (x < lo)
+                glo = g * _mask(x < lo, dt)
         elif hi is not None:
             if need[0]:
-                gx = g * (x <= hi)
+                gx = g * _mask(x <= hi, dt)
             if need[2]:
-                ghi = g * (x > hi)
+                ghi = g * _mask(x > hi, dt)
         if gx is not None:
             gx = unbroadcast(gx, x.shape)
         if glo is not None:
@@ -1070,20 +1071,25 @@ class _BinaryMaxMin(Function):
     def backward(self, g):
         a, b, kind = self.a, self.b, self.kind
         ga = gb = None
+        dt = g.dtype
         if kind in ("max", "min"):
-            lose_a = (a < b) if kind == "max" else (a > b)
-            lose_b = (a > b) if kind == "max" else (a < b)
-            half = np.where(a == b, g * 0.5, g)
+            # coefficient 1, minus 1 where the operand lost, minus 1/2 on ties (NaN: 1)
+            tie = _mask(a == b, dt)
+            tie *= 0.5
             if self.needs_input_grad[0]:
-                ga = np.where(lose_a, 0.0, half).astype(g.dtype, copy=False)
+                ca = 1.0 - _mask((a < b) if kind == "max" else (a > b), dt)
+                ca -= tie
+                ga = g * ca
             if self.needs_input_grad[1]:
-                gb = np.where(lose_b, 0.0, half).astype(g.dtype, copy=False)
+                cb = 1.0 - _mask((a > b) if kind == "max" else (a < b), dt)
+                cb -= tie
+                gb = g * cb
         else:
-            pick_a = ((a >= b) if kind == "fmax" else (a <= b)) | np.isnan(b)
+            pick_a = _mask(((a >= b) if kind == "fmax" else (a <= b)) | np.isnan(b), dt)
             if self.needs_input_grad[0]:
-                ga = np.where(pick_a, g, 0.0).astype(g.dtype, copy=False)
+                ga = g * pick_a
             if self.needs_input_grad[1]:
-                gb = np.where(pick_a, 0.0, g).astype(g.dtype, copy=False)
+                gb = g * (1.0 - pick_a)
         if ga is not None:
             ga = unbroadcast(ga, _shape(a))
         if gb is not None:
