@@ -1180,6 +1180,14 @@ def where(condition, input=None, other=None):
     if input is None or other is None:
         raise TypeError("where() expects where(condition) or where(condition, input, other)")
     if c.dtype != np.bool_:
+        if isinstance(input, Tensor) and input.array.dtype == np.bool_:
+            # Tensor method form x.where(cond, y) arrives as where(x, cond, y)
+            return where(input, condition, other)
+        if c.dtype != np.uint8:
+            raise RuntimeError(
+                f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+                f"{cond.dtype}; pass a comparison such as x > 0, or cond.bool()"
+            )
         c = c.astype(np.bool_)
     ta, tb = isinstance(input, Tensor), isinstance(other, Tensor)
     if not ta and not tb:

@@ -250,3 +250,10 @@ def test_tensor_methods_via_dispatch():
     _close(a.clamp(min=0), ta.clamp(min=0))
     _close(a.maximum(a * 2), ta.maximum(ta * 2))
     _close(a.addcmul(a, a, value=2), ta.addcmul(ta, ta, value=2))
+
+
+def test_where_method_form_and_bool_condition():
+    (a, ta) = _pair(seed=10)
+    _close(a.where(a > 0, sf.tensor(0.5)), ta.where(ta > 0, torch.tensor(0.5)))
+    with pytest.raises(RuntimeError, match="boolean"):
+        sf.where(sf.tensor([1.0, 0.0]), a[0], a[1])
