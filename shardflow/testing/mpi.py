@@ -20,7 +20,7 @@ import textwrap
 import time
 from dataclasses import dataclass
 
-from ..cli.run import build_mpiexec_command, kill_session, rank_env, session_processes
+from ..comm.launcher import build_mpiexec_command, kill_session, rank_env, session_processes
 
 
 @dataclass

