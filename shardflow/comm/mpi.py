@@ -8,11 +8,16 @@ Algorithm and communication plan
   unpacked on completion; float16/bfloat16 are reduced in a float32 copy (MPI has no
   reduction for them); zero-size arrays complete at once (they still count in the
   sequence, so every rank stays in step). ``AVG`` is ``SUM`` followed by ``/= world``.
-* **Everything is non-blocking.** A blocking call is its non-blocking form followed by
-  ``wait()``. ``wait`` polls ``Request.Test()`` (spinning first, then with short sleeps)
-  until done or until the timeout (``SHARDFLOW_COMM_TIMEOUT``, default 600 s) expires.
-  Polling is also what drives Open MPI's progress engine: :meth:`MPICommunicator.progress`
-  tests every outstanding request and is called by data parallel from its gradient hooks.
+* **Blocking and non-blocking.** A blocking call is the blocking MPI call (the same
+  algorithms as raw mpi4py) guarded by a watchdog thread: the call records
+  ``(op, sequence, shape, start time)``; the watchdog wakes every ``min(1 s, timeout/10)``
+  and ends the job if the call has outlived ``SHARDFLOW_COMM_TIMEOUT`` (default 600 s).
+  An ``async_op=True`` call is the non-blocking MPI call; its :class:`MPIWork` ``wait``
+  polls ``Request.Test()`` (spinning for 1 s, then with short sleeps) against the same
+  timeout. Polling is also what drives Open MPI's progress engine:
+  :meth:`MPICommunicator.progress` tests every outstanding request and is called by data
+  parallel from its gradient hooks. Timeout and debug settings are read once, when the
+  communicator is created.
 * **Sequence numbers and the arrival window.** Each communicator numbers its collectives.
   Next to the user's communicator it keeps a duplicate (``side``) and a one-sided MPI
   window of 4 int64 per rank: ``[last sequence started, its op code, sequence waited on,
@@ -32,6 +37,7 @@ from __future__ import annotations
 
 import pickle
 import sys
+import threading
 import time
 import zlib
 
@@ -75,7 +81,7 @@ OPCODES = {
 }
 OPNAMES = {v: k for k, v in OPCODES.items()}
 _HALF = (np.dtype(np.float16),)
-_SPIN_S = 0.02
+_SPIN_S = 1.0
 _PEEK_TIMEOUT_S = 2.0
 TIMEOUT_EXIT_CODE = 124
 
@@ -130,7 +136,7 @@ class MPIWork(Work):
             return self._complete()
         comm = self.comm
         comm._state[2] = self.seq
-        limit = _config.comm_timeout_s() if timeout is None else float(timeout)
+        limit = comm._timeout if timeout is None else float(timeout)
         start = time.monotonic()
         spin_until = start + _SPIN_S
         deadline = start + limit
@@ -166,6 +172,10 @@ class MPICommunicator(Communicator):
         self._ops = {"sum": MPI.SUM, "avg": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN,
                      "prod": MPI.PROD}
         self._win = None
+        self._timeout = _config.comm_timeout_s()  # read once, when the group is made
+        self._debug = _config.debug_collectives()
+        self._active = None
+        self._watchdog = None
         try:
             self._win = MPI.Win.Allocate(4 * 8, 8, comm=self._side)
             self._state = np.frombuffer(self._win.tomemory(), dtype=np.int64)
@@ -208,7 +218,7 @@ class MPICommunicator(Communicator):
     def _begin(self, op: str, shape, dtype, root: int = -1):
         self.seq += 1
         seq = self.seq
-        if _config.debug_collectives() and self._size > 1:
+        if self._debug and self._size > 1:
             self._debug_check(op, seq, shape, dtype, root)
         self._state[0] = seq
         self._state[1] = OPCODES[op]
@@ -220,6 +230,47 @@ class MPICommunicator(Communicator):
             self._pending.append(work)
             return work
         return work.wait()
+
+    def _issue(self, nb, blocking, finish, op, seq, shape, dtype, async_op):
+        """Start ``nb()`` and return a Work (async), or run ``blocking()`` under the watchdog."""
+        if async_op:
+            work = MPIWork(self, nb(), finish, op, seq, shape, dtype)
+            self._pending.append(work)
+            return work
+        state = self._state
+        state[2] = seq
+        self._active = (op, seq, shape, dtype, time.monotonic())
+        if self._watchdog is None:
+            self._start_watchdog()
+        blocking()
+        self._active = None
+        state[2] = -1
+        return finish() if finish is not None else None
+
+    def _start_watchdog(self) -> None:
+        """A daemon thread that ends the job when a blocking collective outlives the timeout.
+
+        The main thread sits inside the blocking MPI call (mpi4py releases the GIL there);
+        the watchdog wakes every ``min(1 s, timeout / 10)``, and if the collective in progress
+        started more than ``timeout`` ago it runs the same report-and-abort as a timed-out
+        ``wait`` (MPI is initialised with MPI_THREAD_MULTIPLE, so it may call MPI).
+        """
+        interval = max(0.02, min(1.0, self._timeout / 10))
+
+        def loop():
+            while self._watchdog is not None:
+                time.sleep(interval)
+                act = self._active
+                if act is not None:
+                    waited = time.monotonic() - act[4]
+                    if waited > self._timeout and self._active is act:
+                        op, seq, shape, dtype, _ = act
+                        self._on_timeout(MPIWork(self, None, None, op, seq, shape, dtype),
+                                         waited, self._timeout)
+
+        self._watchdog = threading.Thread(target=loop, name="shardflow-comm-watchdog",
+                                          daemon=True)
+        self._watchdog.start()
 
     def _done(self, value, async_op):
         return CompletedWork(value) if async_op else value
@@ -353,8 +404,8 @@ class MPICommunicator(Communicator):
             return self._done(array, async_op)
         buf, back = self._prep(array)
         n = self._size
-        req = self._comm.Iallreduce(mpi().IN_PLACE, [buf, self._mpitype(buf.dtype)],
-                                    self._ops[op])
+        spec, mop, comm = [buf, self._mpitype(buf.dtype)], self._ops[op], self._comm
+        IN_PLACE = mpi().IN_PLACE
 
         def finish():
             if op == "avg":
@@ -363,7 +414,9 @@ class MPICommunicator(Communicator):
                 back()
             return array
 
-        return self._submit(req, finish, "all_reduce", seq, array.shape, array.dtype, async_op)
+        return self._issue(lambda: comm.Iallreduce(IN_PLACE, spec, mop),
+                           lambda: comm.Allreduce(IN_PLACE, spec, mop),
+                           finish, "all_reduce", seq, array.shape, array.dtype, async_op)
 
     def broadcast(self, array, src: int = 0, async_op: bool = False):
         if not 0 <= src < self._size:
@@ -379,14 +432,15 @@ class MPICommunicator(Communicator):
             def back(a=array, b=buf):
                 a[...] = b
         view = buf.view(np.uint8) if _is_half(buf.dtype) else buf
-        req = self._comm.Ibcast([view, self._mpitype(view.dtype)], root=src)
+        spec, comm = [view, self._mpitype(view.dtype)], self._comm
 
         def finish():
             if back is not None:
                 back()
             return array
 
-        return self._submit(req, finish, "broadcast", seq, array.shape, array.dtype, async_op)
+        return self._issue(lambda: comm.Ibcast(spec, root=src), lambda: comm.Bcast(spec, root=src),
+                           finish, "broadcast", seq, array.shape, array.dtype, async_op)
 
     def all_gather(self, array, out=None, async_op: bool = False):
         seq = self._begin("all_gather", array.shape, array.dtype)
@@ -403,7 +457,7 @@ class MPICommunicator(Communicator):
         src = np.ascontiguousarray(array)
         sv = src.view(np.uint8) if _is_half(src.dtype) else src
         rv = res.view(np.uint8) if _is_half(res.dtype) else res
-        req = self._comm.Iallgather([sv, self._mpitype(sv.dtype)], [rv, self._mpitype(rv.dtype)])
+        s1, s2, comm = [sv, self._mpitype(sv.dtype)], [rv, self._mpitype(rv.dtype)], self._comm
 
         def finish():
             if target is not None and target is not res and not np.shares_memory(target, res):
@@ -411,7 +465,8 @@ class MPICommunicator(Communicator):
                 return target
             return res if target is None else target
 
-        return self._submit(req, finish, "all_gather", seq, array.shape, array.dtype, async_op)
+        return self._issue(lambda: comm.Iallgather(s1, s2), lambda: comm.Allgather(s1, s2),
+                           finish, "all_gather", seq, array.shape, array.dtype, async_op)
 
     def reduce_scatter(self, array, op=ReduceOp.SUM, out=None, async_op: bool = False):
         op = ReduceOp.parse(op)
@@ -428,8 +483,8 @@ class MPICommunicator(Communicator):
         src = np.ascontiguousarray(array, dtype=np.float32 if _is_half(array.dtype) else None)
         res = np.empty(oshape, dtype=src.dtype)
         n = self._size
-        req = self._comm.Ireduce_scatter_block([src, self._mpitype(src.dtype)],
-                                               [res, self._mpitype(res.dtype)], self._ops[op])
+        s1, s2, comm = [src, self._mpitype(src.dtype)], [res, self._mpitype(res.dtype)], self._comm
+        mop = self._ops[op]
 
         def finish():
             if op == "avg":
@@ -439,7 +494,9 @@ class MPICommunicator(Communicator):
                 return target
             return res.astype(array.dtype, copy=False)
 
-        return self._submit(req, finish, "reduce_scatter", seq, array.shape, array.dtype, async_op)
+        return self._issue(lambda: comm.Ireduce_scatter_block(s1, s2, mop),
+                           lambda: comm.Reduce_scatter_block(s1, s2, mop),
+                           finish, "reduce_scatter", seq, array.shape, array.dtype, async_op)
 
     def all_to_all(self, array, out=None, async_op: bool = False):
         self._check_all_to_all(array)
@@ -451,7 +508,7 @@ class MPICommunicator(Communicator):
         res = np.empty_like(src)
         sv = src.view(np.uint8) if _is_half(src.dtype) else src
         rv = res.view(np.uint8) if _is_half(res.dtype) else res
-        req = self._comm.Ialltoall([sv, self._mpitype(sv.dtype)], [rv, self._mpitype(rv.dtype)])
+        s1, s2, comm = [sv, self._mpitype(sv.dtype)], [rv, self._mpitype(rv.dtype)], self._comm
 
         def finish():
             if target is not None:
@@ -459,12 +516,13 @@ class MPICommunicator(Communicator):
                 return target
             return res
 
-        return self._submit(req, finish, "all_to_all", seq, array.shape, array.dtype, async_op)
+        return self._issue(lambda: comm.Ialltoall(s1, s2), lambda: comm.Alltoall(s1, s2),
+                           finish, "all_to_all", seq, array.shape, array.dtype, async_op)
 
     def barrier(self, async_op: bool = False):
         seq = self._begin("barrier", (), None)
-        req = self._comm.Ibarrier()
-        return self._submit(req, None, "barrier", seq, (), None, async_op)
+        comm = self._comm
+        return self._issue(comm.Ibarrier, comm.Barrier, None, "barrier", seq, (), None, async_op)
 
     def send(self, array, dst: int, tag: int = 0, async_op: bool = False):
         self.p2p_seq += 1
@@ -530,6 +588,7 @@ class MPICommunicator(Communicator):
         return MPICommunicator(sub, [self.world_ranks[r] for r in ranks])
 
     def free(self) -> None:
+        self._watchdog = None
         try:
             if self._win is not None:
                 self._win.Free()
