@@ -1,0 +1,189 @@
+"""``shardflow bench ddp``: DistributedDataParallel step time vs PyTorch DDP (gloo), 2 ranks.
+
+Started as a plain process, it relaunches itself on ``-n`` ranks (default 2) through
+mpiexec with one BLAS/OpenMP thread per rank (2 ranks share the machine fairly). In the
+same job, for each workload of the engine benchmark (MLP 784-1024-1024-10 batch 128 per
+rank, GPT-mini batch 16 per rank; ``shardflow/bench/workloads.py``) and for each framework
+(shardflow on MPI; torch with ``torch.distributed`` gloo over TCP on localhost):
+
+* ``local``: a training step (forward, loss, backward, optimizer step) with no DDP;
+* ``ddp``: the same step through DistributedDataParallel (25 MB buckets);
+* ``comm``: the gradient all_reduce alone: the same bucket sizes reduced back to back;
+* ``hidden``: fraction of the communication that overlapped backward,
+  ``clip(1 - (ddp - local) / comm, 0, 1)``.
+
+Times are medians over steps of the slowest rank. Rank 0 prints one table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from .. import _config
+from .comm import _relaunch
+
+
+def _median_step(step, steps, warmup, barrier):
+    for _ in range(warmup):
+        step()
+    times = []
+    for _ in range(steps):
+        barrier()
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _bucket_elems(sizes, cap_bytes, itemsize=4):
+    out, cur = [], 0
+    for n in reversed(sizes):
+        if cur and (cur + n) * itemsize > cap_bytes:
+            out.append(cur)
+            cur = 0
+        cur += n
+    if cur:
+        out.append(cur)
+    return out
+
+
+def _shardflow(wl, rank, steps, warmup, world):
+    import shardflow as sf
+    from shardflow.nn.parallel import DistributedDataParallel
+
+    rng = np.random.default_rng(rank)
+    x, y = wl.make_batch(rng)
+    x, y = sf.from_numpy(x), sf.from_numpy(y)
+    sf.manual_seed(0)
+    model = wl.build(sf)
+    opt = wl.make_optimizer(sf, model)
+
+    def make_step(m):
+        def step():
+            opt.zero_grad()
+            wl.loss(sf, m, x, y).backward()
+            opt.step()
+        return step
+
+    barrier = world.barrier
+    t_local = _median_step(make_step(model), steps, warmup, barrier)
+    ddp = DistributedDataParallel(model, process_group=world)
+    t_ddp = _median_step(make_step(ddp), steps, warmup, barrier)
+    flats = [np.ones(n, np.float32) for n in ddp.bucket_sizes()]
+
+    def comm_only():
+        for f in flats:
+            world.all_reduce(f, "avg")
+
+    t_comm = _median_step(comm_only, steps, warmup, barrier)
+    return t_local, t_ddp, t_comm
+
+
+def _torch(wl, rank, steps, warmup):
+    import torch
+    import torch.distributed as tdist
+    from torch.nn.parallel import DistributedDataParallel
+
+    rng = np.random.default_rng(rank)
+    x, y = wl.make_batch(rng)
+    x, y = torch.from_numpy(x), torch.from_numpy(y)
+    torch.manual_seed(0)
+    model = wl.build(torch)
+    opt = wl.make_optimizer(torch, model)
+
+    def make_step(m):
+        def step():
+            opt.zero_grad()
+            wl.loss(torch, m, x, y).backward()
+            opt.step()
+        return step
+
+    barrier = tdist.barrier
+    t_local = _median_step(make_step(model), steps, warmup, barrier)
+    ddp = DistributedDataParallel(model)
+    t_ddp = _median_step(make_step(ddp), steps, warmup, barrier)
+    sizes = [p.numel() for p in model.parameters()]
+    flats = [torch.ones(n) for n in _bucket_elems(sizes, 25 << 20)]
+
+    def comm_only():
+        for f in flats:
+            tdist.all_reduce(f)
+            f /= tdist.get_world_size()
+
+    t_comm = _median_step(comm_only, steps, warmup, barrier)
+    return t_local, t_ddp, t_comm
+
+
+def _worker(args) -> int:
+    import torch
+    import torch.distributed as tdist
+
+    from ..comm import init
+    from .workloads import WORKLOADS
+
+    torch.set_num_threads(1)
+    world = init()
+    rank, n = world.rank, world.size
+    port = args.port
+    tdist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                             world_size=n)
+    rows = []
+    for name in args.models.split(","):
+        wl = WORKLOADS[name]
+        steps = args.steps if name != "gpt" else max(3, args.steps // 3)
+        res_sf = _shardflow(wl, rank, steps, args.warmup, world)
+        res_th = _torch(wl, rank, steps, args.warmup)
+        worst = world.all_gather(np.array(res_sf + res_th)).max(axis=0)
+        rows.append((wl.name, worst[:3], worst[3:]))
+    tdist.destroy_process_group()
+    if rank == 0:
+        print(f"DistributedDataParallel training step on {n} ranks (ms, median, slowest rank)")
+        hdr = (f"{'workload':<44} | {'fw':<9} | {'local':>8} | {'ddp':>8} | {'comm':>8} | "
+               f"{'hidden':>6} | {'ddp vs torch':>12}")
+        print(hdr)
+        print("-" * len(hdr))
+        for title, s, t in rows:
+            for fw, (loc, ddp, com) in (("shardflow", s), ("torch", t)):
+                hidden = float(np.clip(1 - (ddp - loc) / com, 0, 1)) if com > 0 else 0.0
+                ratio = f"{s[1] / t[1]:.2f}x" if fw == "shardflow" else "1.00x"
+                print(f"{title:<44} | {fw:<9} | {loc * 1e3:8.1f} | {ddp * 1e3:8.1f} | "
+                      f"{com * 1e3:8.1f} | {hidden:6.0%} | {ratio:>12}")
+        print("hidden = 1 - (ddp - local) / comm: share of the gradient all_reduce that "
+              "overlapped backward; ddp vs torch = shardflow DDP step / torch DDP step")
+    return 0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _parser():
+    p = argparse.ArgumentParser(prog="shardflow bench ddp", description=__doc__.split("\n")[0])
+    p.add_argument("-n", type=int, default=2, help="ranks (default 2)")
+    p.add_argument("--models", default="mlp,gpt", help="comma list of: mlp, cnn, gpt")
+    p.add_argument("--steps", type=int, default=10, help="timed steps (GPT: a third)")
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--port", type=int, default=0, help="TCP port for torch gloo (0: pick)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _parser().parse_args(argv)
+    if _config.launch_info().launcher == "none":
+        if args.port == 0:
+            argv = [*argv, "--port", str(_free_port())]
+        return _relaunch("shardflow.bench.ddp", args.n, argv)
+    return _worker(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
