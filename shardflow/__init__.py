@@ -26,6 +26,8 @@ from .backend import bool_ as bool
 from .backend.random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .ops import *
 from .ops import add, clone, div, mul, neg, reciprocal, sub
+
+from . import autograd, data, nn, optim, utils  # noqa: E402  (subpackages, PyTorch's layout)
 from .checkpoint import load, save
 
 half = float16

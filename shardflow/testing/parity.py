@@ -10,6 +10,7 @@ the file changes: this is the compatibility promise made to PyTorch users, teste
 from __future__ import annotations
 
 import re
+import sys
 import types
 from pathlib import Path
 
@@ -35,5 +36,6 @@ def load_torch_file(path, use_shardflow: bool = True, name: str | None = None) -
         source = rewrite_imports(source)
     module = types.ModuleType(name or f"{path.stem}_{'shardflow' if use_shardflow else 'torch'}")
     module.__file__ = str(path)
+    sys.modules[module.__name__] = module  # dataclasses and pickling look the module up
     exec(compile(source, str(path), "exec"), module.__dict__)
     return module
