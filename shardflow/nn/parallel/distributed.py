@@ -146,6 +146,12 @@ class DistributedDataParallel(Module):
         d["_hook_handles"] = [p.register_post_accumulate_grad_hook(self._grad_ready) for p in params]
         if pg.size > 1:
             _comm.set_data_parallel(True)
+            try:  # the DataLoader's auto-sharding switch (shardflow/data/_world.py)
+                from ...data import _world as _data_world
+            except ImportError:  # pragma: no cover - data package without the hook
+                _data_world = None
+            if _data_world is not None and hasattr(_data_world, "note_data_parallel"):
+                _data_world.note_data_parallel(True)
 
     # -- setup ---------------------------------------------------------------------------
     def _sync_module_states(self) -> None:
