@@ -18,9 +18,6 @@ def _imports_root(tree: ast.AST) -> list[int]:
             lines.append(node.lineno)
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == "shardflow":
             lines.append(node.lineno)
-        if isinstance(node, ast.ImportFrom) and node.level > 0 and node.module is None:
-            # `from .. import x` at the package's top resolves to the root package
-            pass
     return lines
 
 
