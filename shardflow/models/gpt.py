@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import shardflow as torch
 import shardflow.nn as nn
+import shardflow.optim  # noqa: F401 - torch.optim.AdamW in configure_optimizers
 from shardflow.nn import functional as F
 
 from ._common import count_parameters, linear_flops, scale
