@@ -33,6 +33,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -255,8 +256,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.debug_collectives:
         extra["SHARDFLOW_DEBUG"] = "collectives"
     if args.dry_run:
-        print(" ".join(build_mpiexec_command(args.n, program, hosts=args.hosts,
-                                             hostfile=args.hostfile)))
+        print(shlex.join(build_mpiexec_command(args.n, program, hosts=args.hosts,
+                                               hostfile=args.hostfile)))
         return 0
     return launch(args.n, program, hosts=args.hosts, hostfile=args.hostfile,
                   timeout=args.timeout, prefix=not args.no_prefix, extra_env=extra)
