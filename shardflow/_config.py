@@ -154,6 +154,19 @@ def mpi_launch_env() -> dict[str, str]:
     return {k: v for k, v in defaults.items() if k not in os.environ}
 
 
+BLAS_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def blas_thread_env(ranks_per_host: int) -> dict[str, str]:
+    """BLAS thread counts for ranks sharing a host: cores // ranks each, so N ranks do not
+    each start a thread per core (the classic oversubscription slowdown). Variables the
+    user already set are kept."""
+    if any(v in os.environ for v in BLAS_THREAD_VARS):
+        return {}
+    threads = str(max(1, (os.cpu_count() or 1) // max(1, ranks_per_host)))
+    return {v: threads for v in BLAS_THREAD_VARS}
+
+
 def is_root_user() -> bool:
     """True when running as uid 0 (mpiexec then needs --allow-run-as-root)."""
     return hasattr(os, "geteuid") and os.geteuid() == 0

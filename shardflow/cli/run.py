@@ -40,6 +40,7 @@ import sys
 import tempfile
 import threading
 
+from .. import _config
 from ..comm.launcher import (
     build_mpiexec_command,
     kill_session,
@@ -120,8 +121,9 @@ def launch(n: int, program: list[str], *, hosts=None, hostfile=None, timeout=Non
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
     faildir = tempfile.mkdtemp(prefix="shardflow-run-")
+    threads = {} if (hosts or hostfile) else _config.blas_thread_env(n)
     env = rank_env({"SHARDFLOW_FAILURE_DIR": faildir,
-                    "SHARDFLOW_RANK_PREFIX": "0", **(extra_env or {})})
+                    "SHARDFLOW_RANK_PREFIX": "0", **threads, **(extra_env or {})})
     names = sorted(k for k in env if k.startswith(_SHELL_SAFE_ENV)) if (hosts or hostfile) else []
     cmd = build_mpiexec_command(n, program, hosts=hosts, hostfile=hostfile, env_names=names)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
