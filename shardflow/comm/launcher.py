@@ -11,6 +11,7 @@ its own process group, so killing a process group is not enough).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import sys
@@ -55,7 +56,7 @@ def program_argv(target: list[str], module: str | None = None) -> list[str]:
     if head == "shardflow":
         code = "import sys; from shardflow.cli.main import main; sys.exit(main(sys.argv[1:]))"
         return py + ["-c", code, *rest]
-    if head in ("python", "python3"):
+    if re.fullmatch(r"python[0-9.]*", os.path.basename(head)):  # `python`, `/usr/bin/python3.11`
         return py + rest
     exe = shutil.which(head)
     if exe is None:
