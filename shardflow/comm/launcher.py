@@ -51,13 +51,13 @@ def program_argv(target: list[str], module: str | None = None) -> list[str]:
     if not target:
         raise ValueError("shardflow run: nothing to run; give a script, -m module or a command")
     head, rest = target[0], target[1:]
+    if re.fullmatch(r"python[0-9.]*", os.path.basename(head)):  # `python`, `/usr/bin/python3.11`
+        return py + rest
     if head.endswith(".py") or os.path.isfile(head):
         return py + [head, *rest]
     if head == "shardflow":
         code = "import sys; from shardflow.cli.main import main; sys.exit(main(sys.argv[1:]))"
         return py + ["-c", code, *rest]
-    if re.fullmatch(r"python[0-9.]*", os.path.basename(head)):  # `python`, `/usr/bin/python3.11`
-        return py + rest
     exe = shutil.which(head)
     if exe is None:
         raise FileNotFoundError(
