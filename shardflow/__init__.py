@@ -1,13 +1,23 @@
 """shardflow: a deep learning framework whose distributed training is native.
 
 ``import shardflow as torch`` is meant to work for model code: the names below follow
-PyTorch. This module only re-exports; see docs/ARCHITECTURE.md for the layers.
+PyTorch (note that, as in PyTorch, ``shardflow.bool``/``float``/``int`` are dtypes here).
+This module only re-exports; see docs/ARCHITECTURE.md for the layers.
 """
 
-from . import backend as _backend
-from .autograd import Size, Tensor, enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from . import autograd, data, nn, optim, utils
+from .autograd import (
+    Size,
+    Tensor,
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from .backend import (
     bfloat16,
+    cuda_is_available,
     device,
     dtype,
     float16,
@@ -24,11 +34,9 @@ from .backend import (
 )
 from .backend import bool_ as bool
 from .backend.random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
+from .checkpoint import load, save
 from .ops import *
 from .ops import add, clone, div, mul, neg, reciprocal, sub
-
-from . import autograd, data, nn, optim, utils  # noqa: E402  (subpackages, PyTorch's layout)
-from .checkpoint import load, save
 
 half = float16
 float = float32
@@ -40,8 +48,6 @@ short = int16
 __version__ = "0.1.0"
 
 
-def is_tensor(obj) -> "builtins_bool":
+def is_tensor(obj) -> object:
+    """True if ``obj`` is a shardflow Tensor (``torch.is_tensor``)."""
     return isinstance(obj, Tensor)
-
-
-builtins_bool = type(True)
