@@ -33,6 +33,7 @@ seed = 1337
 # distributed setup: under `shardflow run -n N` every rank runs this file; started with
 # plain `python` it is a world of one
 dist.init_process_group()
+torch.backend.tune_allocator()  # keep big NumPy temporaries in the heap (backend/memory.py)
 ddp = dist.get_world_size() > 1
 rank = dist.get_rank()
 master = rank == 0

@@ -150,6 +150,10 @@ def mpi_launch_env() -> dict[str, str]:
         "OMPI_MCA_btl": "self,vader,tcp",
         "OMPI_MCA_rmaps_base_oversubscribe": "1",
         "PRTE_MCA_rmaps_default_mapping_policy": ":oversubscribe",
+        # glibc keeps large temporaries in the heap (see backend/memory.py); env form so it
+        # also holds for a rank's script that never calls tune_allocator()
+        "MALLOC_MMAP_THRESHOLD_": str(32 * 1024 * 1024),
+        "MALLOC_TRIM_THRESHOLD_": str(256 * 1024 * 1024),
     }
     return {k: v for k, v in defaults.items() if k not in os.environ}
 

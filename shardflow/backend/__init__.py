@@ -21,4 +21,5 @@ from .dtypes import (
     set_default_dtype,
     uint8,
 )
+from .memory import tune_allocator
 from .xp import cuda_is_available, device_of, get_array_module, to_device, xp_for

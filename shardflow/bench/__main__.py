@@ -20,6 +20,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[0] not in SUITES:
         print(f"unknown bench suite {argv[0]!r}; expected one of {', '.join(SUITES)}", file=sys.stderr)
         return 2
+    from ..backend import tune_allocator
+
+    tune_allocator()  # same allocator settings for shardflow and PyTorch (one process)
     return int(importlib.import_module(SUITES[argv[0]]).main(argv[1:]) or 0)
 
 

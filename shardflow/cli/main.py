@@ -41,6 +41,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"shardflow: unknown command {cmd!r}; expected one of {', '.join(COMMANDS)}\n", file=sys.stderr)
         print(USAGE, file=sys.stderr)
         return 2
+    from ..backend import tune_allocator
+
+    tune_allocator()  # an entry point may change process-wide state; see backend/memory.py
     module = importlib.import_module(COMMANDS[cmd])
     return int(module.main(rest) or 0)
 
