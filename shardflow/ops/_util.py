@@ -82,6 +82,18 @@ def norm_dims(dim, ndim: int):
     return dims
 
 
+def ntuple(v, d: int, name: str) -> tuple[int, ...]:
+    """A kernel/stride/padding argument (int or sequence) as a tuple of ``d`` ints."""
+    if isinstance(v, int | np.integer):
+        return (int(v),) * d
+    v = tuple(int(x) for x in v)
+    if len(v) == 1:
+        return v * d
+    if len(v) != d:
+        raise ValueError(f"{name} must be an int or a tuple of {d} ints, got {v}")
+    return v
+
+
 def inplace(target: Tensor, result: Tensor) -> Tensor:
     """Finish an in-place op: see ``Tensor._inplace``."""
     return target._inplace(result)

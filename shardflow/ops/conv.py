@@ -29,21 +29,11 @@ from numpy.lib.stride_tricks import as_strided
 
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
+from ._util import ntuple as _tuple
 
 __all__ = [
     "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
 ]
-
-
-def _tuple(v, d: int, name: str) -> tuple[int, ...]:
-    if isinstance(v, int | np.integer):
-        return (int(v),) * d
-    v = tuple(int(x) for x in v)
-    if len(v) == 1:
-        return v * d
-    if len(v) != d:
-        raise ValueError(f"{name} must be an int or a tuple of {d} ints, got {v}")
-    return v
 
 
 def _out_size(size, k, s, d, p_lo, p_hi):

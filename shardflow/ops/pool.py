@@ -27,23 +27,13 @@ import numpy as np
 
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
+from ._util import ntuple as _tuple
 
 __all__ = [
     "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
     "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
 ]
-
-
-def _tuple(v, d: int, name: str) -> tuple[int, ...]:
-    if isinstance(v, int | np.integer):
-        return (int(v),) * d
-    v = tuple(int(x) for x in v)
-    if len(v) == 1:
-        return v * d
-    if len(v) != d:
-        raise ValueError(f"{name} must be an int or a tuple of {d} ints, got {v}")
-    return v
 
 
 def _pool_out(size, k, s, p, d, ceil_mode):
