@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend import CPU, as_dtype, device_of, dtypes, from_numpy_dtype, to_device
+from . import grad_mode
 from .dispatch import OPS
 
 
@@ -362,15 +363,19 @@ class Tensor:
         return bool(self.__dict__.get("_retains", False))
 
     # ------------------------------------------------------------------ in place
+    def _check_inplace_allowed(self, op: str = "an in-place operation") -> None:
+        """PyTorch's rule: a leaf that requires grad may change in place only under no_grad.
+        Every in-place path calls this before writing, so a refused op changes nothing."""
+        if self.requires_grad and self.grad_fn is None and grad_mode._enabled[0]:
+            raise RuntimeError(
+                f"a leaf Variable that requires grad (shape {tuple(self.shape)}) is being used in "
+                f"{op}; wrap the update in `with shardflow.no_grad():` or use an out-of-place op"
+            )
+
     def _inplace(self, result: Tensor) -> Tensor:
         """Make ``self`` hold ``result``: write in place when no graph is recorded, else rebase."""
         if result.requires_grad:
-            if self.grad_fn is None and self.requires_grad:
-                raise RuntimeError(
-                    f"a leaf Variable that requires grad (shape {tuple(self.shape)}) is being used in "
-                    "an in-place operation; wrap the update in `with shardflow.no_grad():` or use "
-                    "an out-of-place op"
-                )
+            self._check_inplace_allowed()
             # Rebase: the old array is left untouched (functions that saved it stay valid), so
             # the tensor moves to the result's version counter instead of bumping the shared
             # one: an op that saved the result (sqrt_, exp_ save their output) must see a

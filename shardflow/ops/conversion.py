@@ -73,8 +73,7 @@ def contiguous(t: Tensor) -> Tensor:
 def fill_(t: Tensor, value) -> Tensor:
     if isinstance(value, Tensor):
         value = value.item()
-    if t.grad_fn is None and t.requires_grad and needs_graph(t):
-        inplace(t, Tensor(np.zeros(0)).requires_grad_(True))  # raises the leaf error
+    t._check_inplace_allowed("fill_")
     t.array[...] = value
     if t.grad_fn is not None and needs_graph(t):
         t.grad_fn = None

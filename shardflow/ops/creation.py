@@ -178,13 +178,7 @@ def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:
 
 
 def _fill_random(t: Tensor, values) -> Tensor:
-    from ..autograd import grad_mode
-
-    if t.requires_grad and t.grad_fn is None and grad_mode._enabled[0]:
-        raise RuntimeError(
-            "a leaf Variable that requires grad is being used in an in-place operation; "
-            "wrap initialisation in `with shardflow.no_grad():`"
-        )
+    t._check_inplace_allowed("an in-place random fill")
     t.array[...] = values.astype(t.array.dtype, copy=False) if t.array.dtype.kind != "V" else values.astype(np.float32).astype(t.array.dtype)
     t._version[0] += 1
     return t

@@ -246,12 +246,6 @@ def getitem(input: Tensor, index) -> Tensor:
 
 
 # ---------------------------------------------------------------------------- in-place helper
-_LEAF_MSG = (
-    "a leaf Variable that requires grad (shape {shape}) is being used in an in-place operation "
-    "({op}); wrap the update in `with shardflow.no_grad():` or use an out-of-place op"
-)
-
-
 def _run_inplace(t: Tensor, op: str, fn_cls, *args, **params) -> Tensor:
     """Run ``fn_cls`` with ``inplace=True`` on ``t``'s memory and record it like PyTorch.
 
@@ -259,8 +253,7 @@ def _run_inplace(t: Tensor, op: str, fn_cls, *args, **params) -> Tensor:
     nothing.
     """
     if needs_graph(t, *args):
-        if t.requires_grad and t.grad_fn is None:
-            raise RuntimeError(_LEAF_MSG.format(shape=tuple(t.shape), op=op))
+        t._check_inplace_allowed(f"an in-place operation ({op})")
         if not t.array.flags.writeable:
             _raise_readonly(t, op)
         res = fn_cls.apply(t, *args, inplace=True, **params)
