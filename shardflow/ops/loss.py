@@ -36,7 +36,7 @@ import numpy as np
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import as_dtype, dtypes, get_array_module
-from ._util import promote, unbroadcast, wrap_dim
+from ._util import flush_subnormal_, promote, unbroadcast, wrap_dim
 
 __all__ = [
     "softmax",
@@ -129,6 +129,7 @@ class Softmax(Function):
         y = xa - xa.max(axis=dim, keepdims=True)
         np.exp(y, out=y)
         y /= y.sum(axis=dim, keepdims=True)
+        flush_subnormal_(y)  # a probability under 1.2e-38 would slow every GEMM it enters
         self.y = y  # float32 even for half inputs: backward reuses it
         return _down(y, dt)
 
@@ -140,7 +141,7 @@ class Softmax(Function):
             s = (g * y).sum(axis=self.dim, keepdims=True)
         gx = g - s
         gx *= y
-        return gx.astype(g.dtype, copy=False)
+        return flush_subnormal_(gx).astype(g.dtype, copy=False)
 
 
 class LogSoftmax(Function):
@@ -160,7 +161,7 @@ class LogSoftmax(Function):
         p = np.exp(self.y)
         p *= g.sum(axis=self.dim, keepdims=True)
         gx = g - p
-        return gx.astype(g.dtype, copy=False)
+        return flush_subnormal_(gx).astype(g.dtype, copy=False)
 
 
 def _softmax_args(input, dim, _stacklevel, dtype, name):
@@ -318,6 +319,7 @@ class CrossEntropyIndex(Function):
         tgt = np.expand_dims(np.broadcast_to(tgt, self.s.shape), 1)
         cur = np.take_along_axis(gx, self.idx, axis=1)
         np.put_along_axis(gx, self.idx, cur - tgt, axis=1)
+        flush_subnormal_(gx)  # p/N of a confident prediction: see flush_subnormal_
         return _down(gx.reshape(self.in_shape), self.dt)
 
 
@@ -356,7 +358,7 @@ class CrossEntropyProb(Function):
         gx = gt = None
         if self.needs_input_grad[0]:
             p = np.exp(self.logp)
-            gx = r * (p * self.wt.sum(axis=1, keepdims=True) - self.wt)
+            gx = flush_subnormal_(r * (p * self.wt.sum(axis=1, keepdims=True) - self.wt))
             gx = _down(gx.reshape(self.in_shape), self.dt)
         if self.needs_input_grad[1]:
             gt = -r * self.logp * (1.0 - self.eps)
