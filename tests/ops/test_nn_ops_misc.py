@@ -252,3 +252,20 @@ def test_sdpa_shape_errors():
         sf.scaled_dot_product_attention(sf.tensor(np.zeros((1, 4, 3, 2), np.float32)),
                                         sf.tensor(np.zeros((1, 2, 3, 2), np.float32)),
                                         sf.tensor(np.zeros((1, 2, 3, 2), np.float32)))
+
+
+@pytest.mark.parametrize("kernel,stride", [(2, 2), (3, 2), (2, 1)])
+def test_max_pool2d_ties_route_the_gradient_to_the_first_maximum_like_pytorch(kernel, stride):
+    # relu output is full of exact zeros: whole windows tie, and PyTorch sends the gradient
+    # to the first maximum in row-major window order
+    r = np.random.default_rng(0)
+    x = np.maximum(r.standard_normal((2, 3, 8, 8)), 0).astype(np.float32)
+    x[0, 0, :4, :4] = 0.0
+    g = r.standard_normal(torch.nn.functional.max_pool2d(torch.tensor(x), kernel, stride).shape).astype(np.float32)
+    xs, xt = sf.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    ys = sf.nn.functional.max_pool2d(xs, kernel, stride)
+    yt = torch.nn.functional.max_pool2d(xt, kernel, stride)
+    (ys * sf.tensor(g)).sum().backward()
+    (yt * torch.tensor(g)).sum().backward()
+    np.testing.assert_array_equal(ys.numpy(), yt.detach().numpy())
+    np.testing.assert_allclose(xs.grad.numpy(), xt.grad.numpy(), rtol=1e-6, atol=1e-6)

@@ -64,6 +64,14 @@ SPECS = [
     # ---------------------------------------------------------------- max pool
     OpSpec("max_pool2d_k2", lambda m, x: _F(m).max_pool2d(x, 2),
            [Arg((2, 3, 6, 6), distinct=True)]),
+    # disjoint windows that do not tile the input: odd sizes leave rows uncovered, a stride
+    # above the kernel leaves gaps, padding shifts the windows (backward's zero-fill path)
+    OpSpec("max_pool2d_k2_odd", lambda m, x: _F(m).max_pool2d(x, 2),
+           [Arg((2, 3, 7, 5), distinct=True)]),
+    OpSpec("max_pool2d_k2_s3_gaps", lambda m, x: _F(m).max_pool2d(x, 2, stride=3),
+           [Arg((1, 2, 8, 8), distinct=True)]),
+    OpSpec("max_pool2d_k2_p1", lambda m, x: _F(m).max_pool2d(x, 2, padding=1),
+           [Arg((1, 2, 6, 5), distinct=True)]),
     OpSpec("max_pool2d_k3_s2_p1", lambda m, x: _F(m).max_pool2d(x, 3, stride=2, padding=1),
            [Arg((2, 2, 7, 6), distinct=True)]),
     OpSpec("max_pool2d_ceil_dilation",
