@@ -45,6 +45,7 @@ from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
 from ..backend import dtypes, result_type
 from ._util import _SCALARS, as_tensor_arg, inplace, needs_graph, promote, unbroadcast
+from .blocked import run_blocked
 
 __all__ = [
     # unary math
@@ -491,15 +492,91 @@ def relu6(input, inplace: bool = False):
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
+_GELU_A = 0.044715
+
+
+def _gelu_tanh_fwd(y, x, scratch):
+    """y = x/2 (1 + tanh(u)), u = c (x + a x^3): 7 passes over one cached block."""
+    u = scratch[0]
+    np.multiply(x, x, out=u)
+    u *= _SQRT_2_PI * _GELU_A
+    u += _SQRT_2_PI
+    u *= x  # u = c x + c a x^3
+    np.tanh(u, out=u)
+    np.multiply(x, 0.5, out=y)  # x/2
+    u *= y
+    y += u
+
+
+def _gelu_tanh_bwd(gx, x, g, scratch):
+    """gx = g ((1 + t)/2 + x/2 (1 - t^2) c (1 + 3 a x^2)), recomputing t = tanh(u)."""
+    k, t = scratch
+    np.multiply(x, x, out=k)
+    np.multiply(k, _SQRT_2_PI * _GELU_A, out=t)
+    t += _SQRT_2_PI
+    t *= x
+    np.tanh(t, out=t)
+    k *= 3.0 * _GELU_A
+    k += 1.0
+    k *= x
+    k *= 0.5 * _SQRT_2_PI  # x/2 c (1 + 3 a x^2)
+    np.multiply(t, t, out=gx)
+    np.subtract(1.0, gx, out=gx)  # 1 - t^2
+    k *= gx
+    t += 1.0
+    t *= 0.5
+    k += t
+    np.multiply(k, g, out=gx)
+
+
+def _gelu_exact_fwd(y, x, scratch):
+    """y = x Phi(x), Phi(x) = (1 + erf(x / sqrt2)) / 2."""
+    u = scratch[0]
+    np.multiply(x, _SQRT1_2, out=u)
+    cdf = erf_array(u)
+    cdf += 1.0
+    cdf *= 0.5
+    np.multiply(cdf, x, out=y)
+
+
+def _gelu_exact_bwd(gx, x, g, scratch):
+    """gx = g (Phi(x) + x phi(x)), phi(x) = exp(-x^2/2) / sqrt(2 pi)."""
+    u, d = scratch
+    np.multiply(x, _SQRT1_2, out=u)
+    cdf = erf_array(u)
+    cdf += 1.0
+    cdf *= 0.5
+    np.multiply(x, x, out=d)
+    d *= -0.5
+    np.exp(d, out=d)
+    d *= _1_SQRT2PI
+    d *= x
+    d += cdf
+    np.multiply(d, g, out=gx)
+
+
+def _blockable(a):
+    return type(a) is np.ndarray and a.dtype in (np.float32, np.float64)
+
+
 class Gelu(Function):
     """Exact: y = x Phi(x), Phi(x) = (1 + erf(x/sqrt2))/2, dy = Phi(x) + x phi(x).
     'tanh': y = x/2 (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3),
-    dy = (1 + t)/2 + x/2 (1 - t^2) sqrt(2/pi) (1 + 3*0.044715 x^2)."""
+    dy = (1 + t)/2 + x/2 (1 - t^2) sqrt(2/pi) (1 + 3*0.044715 x^2).
+
+    NumPy float32/float64 arrays run cache-blocked (``ops/blocked.py``) and backward
+    recomputes tanh/erf from the saved input instead of keeping a second activation-sized
+    array; other arrays (CuPy, half precision) take the whole-array path below.
+    """
 
     save_inputs = (0,)
 
     def forward(self, x, approximate="none"):
         self.x, self.approx = x, approximate
+        self.blocked = _blockable(x)
+        if self.blocked:
+            kernel = _gelu_tanh_fwd if approximate == "tanh" else _gelu_exact_fwd
+            return run_blocked(kernel, np.empty(x.shape, x.dtype), x, n_scratch=1)
         if approximate == "tanh":
             u = x * x
             u *= 0.044715
@@ -522,6 +599,12 @@ class Gelu(Function):
 
     def backward(self, g):
         x = self.x
+        if self.blocked:
+            g = g.astype(x.dtype, copy=False)
+            if g.shape != x.shape:
+                g = np.broadcast_to(g, x.shape)
+            kernel = _gelu_tanh_bwd if self.approx == "tanh" else _gelu_exact_bwd
+            return run_blocked(kernel, np.empty(x.shape, x.dtype), x, g)
         if self.approx == "tanh":
             t = self.t
             d = 1.0 - t * t
