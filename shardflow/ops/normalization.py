@@ -34,6 +34,7 @@ import numpy as np
 from ..autograd import Function, Tensor
 from ..backend import get_array_module
 from ._util import wrap_dim
+from .blocked import BLOCK_ELEMENTS
 
 __all__ = ["layer_norm", "batch_norm", "group_norm", "instance_norm", "rms_norm", "normalize"]
 
@@ -61,55 +62,95 @@ def _check_float(x, name):
 
 # ---------------------------------------------------------------------------- layer norm
 class LayerNorm(Function):
-    save_inputs = (1,)
+    """y = (x - mean) * rstd * w + b over the trailing ``D`` elements of each row.
+
+    Row means, variances and the backward's row/column sums are BLAS matrix-vector products
+    (faster than NumPy reductions on short rows). NumPy arrays are processed in blocks of
+    rows (``ops/blocked.py``: the passes over a block stay in cache); backward recomputes
+    ``xhat`` from the saved input, mean and rstd per block.
+    """
+
+    save_inputs = (0, 1)
 
     def forward(self, x, w, b, D=1, eps=1e-5):
         self.shape = x.shape
         xa, dt = _up(x)
         x2 = xa.reshape(-1, D)  # (M, D)
-        inv = get_array_module(x2).full(D, 1.0 / D, dtype=x2.dtype)
-        mu = x2 @ inv  # row means as a BLAS matrix-vector product (M,)
-        xhat = x2 - mu[:, None]  # (M, D)
-        var = np.einsum("ij,ij->i", xhat, xhat) / D
-        rstd = 1.0 / np.sqrt(var + eps)  # (M,)
-        xhat *= rstd[:, None]
+        xp = get_array_module(x2)
+        M = x2.shape[0]
+        inv = xp.full(D, 1.0 / D, dtype=x2.dtype)
         w2 = _f32(w, xa.dtype)
         w2 = None if w2 is None else w2.reshape(D)
-        if w2 is not None:
-            y = xhat * w2
-            if b is not None:
-                y += b.reshape(D).astype(xa.dtype, copy=False)
-        elif b is not None:
-            y = xhat + b.reshape(D).astype(xa.dtype, copy=False)
-        else:
-            y = xhat.copy()
-        self.xhat, self.rstd, self.w2, self.D, self.dt = xhat, rstd, w2, D, dt
+        b2 = None if b is None else b.reshape(D).astype(xa.dtype, copy=False)
+        mu = xp.empty(M, dtype=x2.dtype)
+        rstd = xp.empty(M, dtype=x2.dtype)
+        y = xp.empty((M, D), dtype=x2.dtype)
+        for r in _row_blocks(M, D):
+            xb, yb = x2[r], y[r]
+            np.matmul(xb, inv, out=mu[r])  # row means (rows,)
+            np.subtract(xb, mu[r, None], out=yb)  # xhat before scaling
+            var = np.einsum("ij,ij->i", yb, yb)
+            var /= D
+            var += eps
+            np.sqrt(var, out=var)
+            np.divide(1.0, var, out=rstd[r])
+            yb *= rstd[r, None]
+            if w2 is not None:
+                yb *= w2
+            if b2 is not None:
+                yb += b2
+        self.x2, self.mu, self.rstd, self.w2, self.D, self.dt = x2, mu, rstd, w2, D, dt
         self.wshape = None if w is None else w.shape
         self.bshape = None if b is None else b.shape
         return _down(y.reshape(x.shape), dt)
 
     def backward(self, g):
-        xhat, rstd, w2, D = self.xhat, self.rstd, self.w2, self.D
-        gy = g.reshape(-1, D).astype(xhat.dtype, copy=False)  # (M, D)
-        t = gy * xhat
-        xp = get_array_module(gy)
-        ones = xp.ones(gy.shape[0], dtype=gy.dtype)  # column sums as BLAS products
-        gw = gb = gx = None
-        if w2 is not None and self.needs_input_grad[1]:
-            gw = _down((ones @ t).reshape(self.wshape), self.dt)
-        if self.bshape is not None and self.needs_input_grad[2]:
-            gb = _down((ones @ gy).reshape(self.bshape), self.dt)
-        if self.needs_input_grad[0]:
-            wv = w2 if w2 is not None else xp.ones(D, dtype=gy.dtype)
-            a = (gy @ wv) / D  # mean(gxhat)          (M,)
-            c = (t @ wv) / D  # mean(gxhat * xhat)    (M,)
-            gx = gy * wv if w2 is not None else gy.copy()
-            gx -= a[:, None]
-            np.multiply(xhat, c[:, None], out=t)
-            gx -= t
-            gx *= rstd[:, None]
-            gx = _down(gx.reshape(self.shape), self.dt)
-        return gx, gw, gb
+        x2, mu, rstd, w2, D = self.x2, self.mu, self.rstd, self.w2, self.D
+        gy_all = g.reshape(-1, D).astype(x2.dtype, copy=False)  # (M, D)
+        xp = get_array_module(gy_all)
+        M = gy_all.shape[0]
+        need_w = w2 is not None and self.needs_input_grad[1]
+        need_b = self.bshape is not None and self.needs_input_grad[2]
+        need_x = self.needs_input_grad[0]
+        gw = xp.zeros(D, dtype=x2.dtype) if need_w else None
+        gb = xp.zeros(D, dtype=x2.dtype) if need_b else None
+        gx = xp.empty((M, D), dtype=x2.dtype) if need_x else None
+        wv = w2 if w2 is not None else xp.ones(D, dtype=x2.dtype)
+        for r in _row_blocks(M, D):
+            gy = gy_all[r]
+            xhat = x2[r] - mu[r, None]
+            xhat *= rstd[r, None]
+            t = gy * xhat
+            ones = xp.ones(gy.shape[0], dtype=gy.dtype)  # column sums as BLAS products
+            if need_w:
+                gw += ones @ t
+            if need_b:
+                gb += ones @ gy
+            if need_x:
+                a = gy @ wv  # D * mean(gxhat)            (rows,)
+                c = t @ wv  # D * mean(gxhat * xhat)       (rows,)
+                a /= D
+                c /= D
+                gxb = gx[r]
+                if w2 is not None:
+                    np.multiply(gy, wv, out=gxb)
+                else:
+                    gxb[...] = gy
+                gxb -= a[:, None]
+                np.multiply(xhat, c[:, None], out=t)
+                gxb -= t
+                gxb *= rstd[r, None]
+        return (
+            None if gx is None else _down(gx.reshape(self.shape), self.dt),
+            None if gw is None else _down(gw.reshape(self.wshape), self.dt),
+            None if gb is None else _down(gb.reshape(self.bshape), self.dt),
+        )
+
+
+def _row_blocks(M, D):
+    """Row slices of about ``BLOCK_ELEMENTS`` elements (at least one row each)."""
+    step = max(1, BLOCK_ELEMENTS // max(1, D))
+    return [slice(i, min(i + step, M)) for i in range(0, M, step)] or [slice(0, 0)]
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
