@@ -12,7 +12,8 @@ import shardflow
 from shardflow import optim
 from shardflow.nn.utils.clip_grad import clip_grad_norm_, clip_grad_value_
 
-SHAPES = [(4, 3), (5,), (2, 3, 2)]
+# (257, 300) has more elements than ops.blocked.BLOCK_ELEMENTS: Adam updates it block by block
+SHAPES = [(4, 3), (5,), (2, 3, 2), (257, 300)]
 
 
 def _params(seed=0):
@@ -108,8 +109,10 @@ def test_state_dict_matches_torch_and_round_trips(name, kw):
     for k in a:
         assert a[k].keys() == b[k].keys(), (a[k].keys(), b[k].keys())
         for n in a[k]:
+            # the handbook's float32 parity tolerance: centered RMSprop's sqrt(v - avg^2)
+            # cancels, so a few of the 77k entries of the big parameter differ by ~2e-6
             np.testing.assert_allclose(np.asarray(a[k][n], np.float64), np.asarray(b[k][n], np.float64),
-                                       rtol=1e-5, atol=1e-6)
+                                       rtol=1e-4, atol=1e-5)
     # round trip: a fresh optimizer loaded from the dict continues exactly like the original
     saved = copy.deepcopy(sd)
     clones = [shardflow.tensor(p.numpy().copy(), requires_grad=True) for p in sf]

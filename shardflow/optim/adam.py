@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 
+from ..ops.blocked import BLOCK_ELEMENTS
 from .optimizer import Optimizer, _bump
 
 
@@ -63,8 +64,7 @@ class Adam(Optimizer):
                 step_arr += 1
                 t = float(step_arr)
                 tmp = self._scratch(x)
-                if wd != 0 and decoupled:
-                    x *= 1 - lr * wd
+                decay = 1 - lr * wd if (wd != 0 and decoupled) else 1.0  # AdamW, applied per block
                 if maximize or (wd != 0 and not decoupled):
                     gg = self._scratch(x, 1)
                     np.negative(g, out=gg) if maximize else np.copyto(gg, g)
@@ -73,28 +73,51 @@ class Adam(Optimizer):
                         gg += tmp
                     g = gg
                 m, v = st["exp_avg"].array, st["exp_avg_sq"].array
-                np.subtract(g, m, out=tmp)  # m.lerp_(g, 1 - b1)
-                tmp *= 1 - b1
-                m += tmp
-                v *= b2
-                np.multiply(g, g, out=tmp)
-                tmp *= 1 - b2
-                v += tmp
-                bc1 = 1 - b1**t
-                bc2_sqrt = math.sqrt(1 - b2**t)
-                if amsgrad:
-                    vmax = st["max_exp_avg_sq"].array
-                    np.maximum(vmax, v, out=vmax)
-                    np.sqrt(vmax, out=tmp)
-                else:
-                    np.sqrt(v, out=tmp)
-                tmp /= bc2_sqrt
-                tmp += eps
-                np.divide(m, tmp, out=tmp)
-                tmp *= lr / bc1
-                x -= tmp
+                vmax = st["max_exp_avg_sq"].array if amsgrad else None
+                coef = (b1, b2, eps, 1 - b1**t, math.sqrt(1 - b2**t), lr, decay)
+                for blk in _blocks(x, g, m, v, vmax, tmp):
+                    _adam_update(*blk, coef)
                 _bump(p)
         return loss
+
+
+def _adam_update(x, g, m, v, vmax, tmp, coef):
+    """One Adam(W) step on matching (blocks of) arrays, in place, without allocating."""
+    b1, b2, eps, bc1, bc2_sqrt, lr, decay = coef
+    if decay != 1.0:
+        x *= decay
+    np.subtract(g, m, out=tmp)  # m.lerp_(g, 1 - b1)
+    tmp *= 1 - b1
+    m += tmp
+    v *= b2
+    np.multiply(g, g, out=tmp)
+    tmp *= 1 - b2
+    v += tmp
+    if vmax is not None:
+        np.maximum(vmax, v, out=vmax)
+        np.sqrt(vmax, out=tmp)
+    else:
+        np.sqrt(v, out=tmp)
+    tmp /= bc2_sqrt
+    tmp += eps
+    np.divide(m, tmp, out=tmp)
+    tmp *= lr / bc1
+    x -= tmp
+
+
+def _blocks(*arrays):
+    """Matching pieces of same-shape arrays (None entries stay None): flat cache-sized blocks
+    when every array is a C-contiguous NumPy array (``ops/blocked.py`` explains why), else
+    the whole arrays as one piece."""
+    arrs = [a for a in arrays if a is not None]
+    n = arrs[0].size
+    if n <= BLOCK_ELEMENTS or not all(type(a) is np.ndarray and a.flags.c_contiguous for a in arrs):
+        return [arrays]
+    flat = [None if a is None else a.reshape(-1) for a in arrays]
+    return [
+        tuple(None if a is None else a[i:i + BLOCK_ELEMENTS] for a in flat)
+        for i in range(0, n, BLOCK_ELEMENTS)
+    ]
 
 
 class AdamW(Adam):
