@@ -113,65 +113,85 @@ class ScaledDotProductAttention(Function):
 
     # ---------------------------------------------------------------- blocked path
     # No mask tensor, no dropout, same batch dims, NumPy: run the whole softmax chain on a
-    # few heads at a time so that their (L, S) score blocks stay in cache (ops/blocked.py
-    # explains why; every full-size pass over the scores is otherwise a trip to memory).
+    # few heads at a time so that their score blocks stay in cache (ops/blocked.py explains
+    # why; every full-size pass over the scores is otherwise a trip to memory). Causal
+    # attention also splits the query rows in two: rows [0, L/2) only see keys [0, L/2), so
+    # the top-right quarter of the scores, all masked, is never computed.
     @staticmethod
     def _head_chunks(n, L, S):
         step = max(1, BLOCK_ELEMENTS // max(1, L * S))
         return [slice(i, min(i + step, n)) for i in range(0, n, step)]
 
+    @staticmethod
+    def _row_blocks(L, S, is_causal):
+        """(first row, end row, keys seen) per query-row block; top-left causal mask."""
+        if not is_causal or L < 2:
+            return [(0, L, S if not is_causal else min(S, L))]
+        h = L // 2
+        return [(0, h, min(S, h)), (h, L, min(S, L))]
+
     def _forward_blocked(self, qa, ka, va, scale, is_causal):
         batch, L, (S, Ev) = qa.shape[:-2], qa.shape[-2], va.shape[-2:]
         q3, k3, v3 = (a.reshape((-1,) + a.shape[-2:]) for a in (qa, ka, va))  # (B*H, ., .)
         n = q3.shape[0]
-        P = np.empty((n, L, S), dtype=qa.dtype)
-        O = np.empty((n, L, Ev), dtype=qa.dtype)
-        bias = np.where(np.tri(L, S, dtype=bool), 0.0, -np.inf).astype(qa.dtype) if is_causal else None
+        O = np.zeros((n, L, Ev), dtype=qa.dtype)  # rows that see no key (S == 0) stay 0
         tiny = np.finfo(qa.dtype).tiny
-        ones = np.ones(S, dtype=qa.dtype)
-        for c in self._head_chunks(n, L, S):
-            A = P[c]
-            # (h, L, S); scaling q costs a pass over E columns instead of S
-            np.matmul(q3[c] * scale, k3[c].swapaxes(-1, -2), out=A)
-            if bias is not None:
-                A += bias
-            m = A.max(axis=-1, keepdims=True)
-            if not np.isfinite(m).all():  # a row with every key masked (L > S causal) -> zeros
-                m[~np.isfinite(m)] = 0.0
-            A -= m
-            np.exp(A, out=A)
-            s = (A.reshape(-1, S) @ ones).reshape(A.shape[:-1] + (1,))  # row sums as a BLAS
-            s[s == 0] = 1.0  # matrix-vector product: 6x faster than A.sum(-1) at S=128
-            A *= 1.0 / s  # one division per row, not per score
-            A[A < tiny] = 0.0  # probabilities are >= 0: flush subnormals without abs
-            np.matmul(A, v3[c], out=O[c])
-        self.P, self.D = P, None
+        tri = np.tri(L, S, dtype=bool) if is_causal else None
+        blocks = []
+        for r0, r1, kmax in self._row_blocks(L, S, is_causal):
+            if kmax == 0 or r1 == r0:
+                continue
+            Pb = np.empty((n, r1 - r0, kmax), dtype=qa.dtype)  # probabilities of this block
+            bias = None if tri is None else np.where(tri[r0:r1, :kmax], 0.0, -np.inf).astype(qa.dtype)
+            ones = np.ones(kmax, dtype=qa.dtype)
+            for c in self._head_chunks(n, r1 - r0, kmax):
+                A = Pb[c]
+                # (h, rows, keys); scaling q costs a pass over E columns instead of the keys
+                np.matmul(q3[c, r0:r1] * scale, k3[c, :kmax].swapaxes(-1, -2), out=A)
+                if bias is not None:
+                    A += bias
+                m = A.max(axis=-1, keepdims=True)
+                if not np.isfinite(m).all():  # a row with every key masked -> zeros
+                    m[~np.isfinite(m)] = 0.0
+                A -= m
+                np.exp(A, out=A)
+                # row sums as a BLAS matrix-vector product: 6x faster than A.sum(-1) at 128
+                s = (A.reshape(-1, kmax) @ ones).reshape(A.shape[:-1] + (1,))
+                s[s == 0] = 1.0
+                A *= 1.0 / s  # one division per row, not per score
+                A[A < tiny] = 0.0  # probabilities are >= 0: flush subnormals without abs
+                np.matmul(A, v3[c, :kmax], out=O[c, r0:r1])
+            blocks.append((r0, r1, kmax, Pb))
+        self.P, self.D = blocks, None
         return O.reshape(batch + (L, Ev))
 
     def _backward_blocked(self, g):
-        qa, ka, va, P, scale = self.qa, self.ka, self.va, self.P, self.scale
+        qa, ka, va, blocks, scale = self.qa, self.ka, self.va, self.P, self.scale
         nig = self.needs_input_grad
-        g3 = np.ascontiguousarray(g, dtype=P.dtype).reshape((-1,) + g.shape[-2:])
+        dtype = qa.dtype
+        g3 = np.ascontiguousarray(g, dtype=dtype).reshape((-1,) + g.shape[-2:])
         q3, k3, v3 = (a.reshape((-1,) + a.shape[-2:]) for a in (qa, ka, va))
-        n, L, S = P.shape
-        gq = np.empty(q3.shape, P.dtype) if nig[0] else None
-        gk = np.empty(k3.shape, P.dtype) if nig[1] else None
-        gv = np.empty(v3.shape, P.dtype) if nig[2] else None
-        for c in self._head_chunks(n, L, S):
-            Pc, gc = P[c], g3[c]
-            if gv is not None:
-                np.matmul(Pc.swapaxes(-1, -2), gc, out=gv[c])  # (h, S, Ev)
-            if gq is None and gk is None:
-                continue
-            gP = np.matmul(gc, v3[c].swapaxes(-1, -2))  # (h, L, S)
-            gP -= np.einsum("...i,...i->...", gP, Pc)[..., None]
-            gP *= Pc  # d loss / d (scaled scores)
-            flush_subnormal_(gP)
-            if gq is not None:
-                np.matmul(gP, k3[c], out=gq[c])
-                gq[c] *= scale  # on (h, L, E), cheaper than on the scores
-            if gk is not None:
-                np.matmul(gP.swapaxes(-1, -2), q3[c] * scale, out=gk[c])
+        n = q3.shape[0]
+        gq = np.zeros(q3.shape, dtype) if nig[0] else None
+        gk = np.zeros(k3.shape, dtype) if nig[1] else None
+        gv = np.zeros(v3.shape, dtype) if nig[2] else None
+        for r0, r1, kmax, Pb in blocks:  # key ranges overlap across blocks: gk, gv accumulate
+            for c in self._head_chunks(n, r1 - r0, kmax):
+                Pc, gc = Pb[c], g3[c, r0:r1]
+                if gv is not None:
+                    gv[c, :kmax] += np.matmul(Pc.swapaxes(-1, -2), gc)  # (h, keys, Ev)
+                if gq is None and gk is None:
+                    continue
+                gP = np.matmul(gc, v3[c, :kmax].swapaxes(-1, -2))  # (h, rows, keys)
+                gP -= np.einsum("...i,...i->...", gP, Pc)[..., None]
+                gP *= Pc  # d loss / d (scaled scores)
+                flush_subnormal_(gP)
+                if gq is not None:
+                    gqc = gq[c, r0:r1]
+                    np.matmul(gP, k3[c, :kmax], out=gqc)
+                    gqc *= scale  # on (h, rows, E), cheaper than on the scores
+                if gk is not None:
+                    gk[c, :kmax] += np.matmul(gP.swapaxes(-1, -2), q3[c, r0:r1] * scale)
         sq, sk, sv = self.shapes
         out = []
         for ga, a, shape, is_kv in ((gq, qa, sq, False), (gk, ka, sk, True), (gv, va, sv, True)):

@@ -155,6 +155,11 @@ SPECS += [
     OpSpec("sdpa_3d", _sdpa(), [Arg((2, 3, 4)), Arg((2, 4, 4)), Arg((2, 4, 2))]),
     OpSpec("sdpa_causal", _sdpa(is_causal=True), [Arg((2, 2, 4, 3)), Arg((2, 2, 4, 3)), Arg((2, 2, 4, 3))]),
     OpSpec("sdpa_causal_rect", _sdpa(is_causal=True, scale=0.3), _QKV),
+    # causal row blocks (ops/attention.py): odd L, more queries than keys, one query
+    OpSpec("sdpa_causal_odd_tall", _sdpa(is_causal=True),
+           [Arg((1, 3, 7, 4)), Arg((1, 3, 5, 4)), Arg((1, 3, 5, 2))]),
+    OpSpec("sdpa_causal_one_query", _sdpa(is_causal=True),
+           [Arg((2, 1, 4)), Arg((2, 6, 4)), Arg((2, 6, 3))]),
     OpSpec("sdpa_bool_mask", _sdpa_mask(), _QKV + [Arg((3, 5), kind="bool", grad=False)]),
     OpSpec("sdpa_float_mask", _sdpa_mask(), _QKV + [Arg((2, 1, 3, 5))]),
     OpSpec("sdpa_gqa", _sdpa(enable_gqa=True), [Arg((1, 4, 3, 4)), Arg((1, 2, 5, 4)), Arg((1, 2, 5, 4))]),
