@@ -162,11 +162,11 @@ class ScaledDotProductAttention(Function):
                 A[A < tiny] = 0.0  # probabilities are >= 0: flush subnormals without abs
                 np.matmul(A, v3[c, :kmax], out=O[c, r0:r1])
             blocks.append((r0, r1, kmax, Pb))
-        self.P, self.D = blocks, None
+        self.P_blocks = blocks  # [(first row, end row, keys, probabilities)]
         return O.reshape(batch + (L, Ev))
 
     def _backward_blocked(self, g):
-        qa, ka, va, blocks, scale = self.qa, self.ka, self.va, self.P, self.scale
+        qa, ka, va, blocks, scale = self.qa, self.ka, self.va, self.P_blocks, self.scale
         nig = self.needs_input_grad
         dtype = qa.dtype
         g3 = np.ascontiguousarray(g, dtype=dtype).reshape((-1,) + g.shape[-2:])
