@@ -33,7 +33,7 @@ from ..autograd import Function, Tensor
 from ..backend import device_of, get_array_module, to_device
 from ..backend import random as _random
 from ._util import flush_subnormal_, unbroadcast
-from .blocked import BLOCK_ELEMENTS
+from .blocked import block_slices
 
 __all__ = ["scaled_dot_product_attention"]
 
@@ -118,11 +118,6 @@ class ScaledDotProductAttention(Function):
     # attention also splits the query rows in two: rows [0, L/2) only see keys [0, L/2), so
     # the top-right quarter of the scores, all masked, is never computed.
     @staticmethod
-    def _head_chunks(n, L, S):
-        step = max(1, BLOCK_ELEMENTS // max(1, L * S))
-        return [slice(i, min(i + step, n)) for i in range(0, n, step)]
-
-    @staticmethod
     def _row_blocks(L, S, is_causal):
         """(first row, end row, keys seen) per query-row block; top-left causal mask."""
         if not is_causal or L < 2:
@@ -144,7 +139,7 @@ class ScaledDotProductAttention(Function):
             Pb = np.empty((n, r1 - r0, kmax), dtype=qa.dtype)  # probabilities of this block
             bias = None if tri is None else np.where(tri[r0:r1, :kmax], 0.0, -np.inf).astype(qa.dtype)
             ones = np.ones(kmax, dtype=qa.dtype)
-            for c in self._head_chunks(n, r1 - r0, kmax):
+            for c in block_slices(n, (r1 - r0) * kmax):
                 A = Pb[c]
                 # (h, rows, keys); scaling q costs a pass over E columns instead of the keys
                 np.matmul(q3[c, r0:r1] * scale, k3[c, :kmax].swapaxes(-1, -2), out=A)
@@ -176,7 +171,7 @@ class ScaledDotProductAttention(Function):
         gk = np.zeros(k3.shape, dtype) if nig[1] else None
         gv = np.zeros(v3.shape, dtype) if nig[2] else None
         for r0, r1, kmax, Pb in blocks:  # key ranges overlap across blocks: gk, gv accumulate
-            for c in self._head_chunks(n, r1 - r0, kmax):
+            for c in block_slices(n, (r1 - r0) * kmax):
                 Pc, gc = Pb[c], g3[c, r0:r1]
                 if gv is not None:
                     gv[c, :kmax] += np.matmul(Pc.swapaxes(-1, -2), gc)  # (h, keys, Ev)

@@ -43,7 +43,7 @@ import numpy as np
 
 from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
-from ..backend import dtypes, result_type
+from ..backend import dtypes, get_array_module, result_type
 from ._util import _SCALARS, as_tensor_arg, inplace, needs_graph, promote, unbroadcast
 from .blocked import run_blocked
 
@@ -564,64 +564,37 @@ class Gelu(Function):
     'tanh': y = x/2 (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3),
     dy = (1 + t)/2 + x/2 (1 - t^2) sqrt(2/pi) (1 + 3*0.044715 x^2).
 
-    NumPy float32/float64 arrays run cache-blocked (``ops/blocked.py``) and backward
-    recomputes tanh/erf from the saved input instead of keeping a second activation-sized
-    array; other arrays (CuPy, half precision) take the whole-array path below.
+    Backward recomputes tanh/erf from the saved input instead of keeping a second
+    activation-sized array. NumPy float32/float64 arrays run the kernels cache-blocked
+    (``ops/blocked.py``); other arrays (CuPy, half precision) run them on the whole array.
     """
 
     save_inputs = (0,)
 
     def forward(self, x, approximate="none"):
         self.x, self.approx = x, approximate
-        self.blocked = _blockable(x)
-        if self.blocked:
-            kernel = _gelu_tanh_fwd if approximate == "tanh" else _gelu_exact_fwd
+        kernel = _gelu_tanh_fwd if approximate == "tanh" else _gelu_exact_fwd
+        if _blockable(x):
             return run_blocked(kernel, np.empty(x.shape, x.dtype), x, n_scratch=1)
-        if approximate == "tanh":
-            u = x * x
-            u *= 0.044715
-            u += 1.0
-            u *= x
-            u *= _SQRT_2_PI
-            t = _ip(np.tanh, u)
-            self.t = t
-            y = t + 1.0
-        else:
-            cdf = erf_array(x * _SQRT1_2)
-            cdf += 1.0
-            cdf *= 0.5  # Phi(x)
-            self.cdf = cdf
-            y = cdf.copy()
-        y *= x
-        if approximate == "tanh":
-            y *= 0.5
-        return _same_dtype(y, x)
+        y = _empty_like(x)
+        kernel(y, x, [_empty_like(x)])
+        return y
 
     def backward(self, g):
         x = self.x
-        if self.blocked:
-            g = g.astype(x.dtype, copy=False)
-            if g.shape != x.shape:
-                g = np.broadcast_to(g, x.shape)
-            kernel = _gelu_tanh_bwd if self.approx == "tanh" else _gelu_exact_bwd
+        g = g.astype(x.dtype, copy=False)
+        if g.shape != x.shape:
+            g = np.broadcast_to(g, x.shape)
+        kernel = _gelu_tanh_bwd if self.approx == "tanh" else _gelu_exact_bwd
+        if _blockable(x):
             return run_blocked(kernel, np.empty(x.shape, x.dtype), x, g)
-        if self.approx == "tanh":
-            t = self.t
-            d = 1.0 - t * t
-            d *= x
-            d *= 0.5 * _SQRT_2_PI
-            d *= 1.0 + 0.134145 * (x * x)
-            d += 0.5
-            d += 0.5 * t
-        else:
-            d = x * x
-            d *= -0.5
-            d = _ip(np.exp, d)
-            d *= _1_SQRT2PI
-            d *= x  # x phi(x)
-            d += self.cdf
-        d *= g
-        return _same_dtype(d, g)
+        gx = _empty_like(x)
+        kernel(gx, x, g, [_empty_like(x), _empty_like(x)])
+        return gx
+
+
+def _empty_like(a):
+    return get_array_module(a).empty(a.shape, a.dtype)
 
 
 @register("gelu")

@@ -34,7 +34,7 @@ import numpy as np
 from ..autograd import Function, Tensor
 from ..backend import get_array_module
 from ._util import wrap_dim
-from .blocked import BLOCK_ELEMENTS
+from .blocked import block_slices
 
 __all__ = ["layer_norm", "batch_norm", "group_norm", "instance_norm", "rms_norm", "normalize"]
 
@@ -85,7 +85,7 @@ class LayerNorm(Function):
         mu = xp.empty(M, dtype=x2.dtype)
         rstd = xp.empty(M, dtype=x2.dtype)
         y = xp.empty((M, D), dtype=x2.dtype)
-        for r in _row_blocks(M, D):
+        for r in block_slices(M, D):
             xb, yb = x2[r], y[r]
             np.matmul(xb, inv, out=mu[r])  # row means (rows,)
             np.subtract(xb, mu[r, None], out=yb)  # xhat before scaling
@@ -116,7 +116,7 @@ class LayerNorm(Function):
         gb = xp.zeros(D, dtype=x2.dtype) if need_b else None
         gx = xp.empty((M, D), dtype=x2.dtype) if need_x else None
         wv = w2 if w2 is not None else xp.ones(D, dtype=x2.dtype)
-        for r in _row_blocks(M, D):
+        for r in block_slices(M, D):
             gy = gy_all[r]
             xhat = x2[r] - mu[r, None]
             xhat *= rstd[r, None]
@@ -145,12 +145,6 @@ class LayerNorm(Function):
             None if gw is None else _down(gw.reshape(self.wshape), self.dt),
             None if gb is None else _down(gb.reshape(self.bshape), self.dt),
         )
-
-
-def _row_blocks(M, D):
-    """Row slices of about ``BLOCK_ELEMENTS`` elements (at least one row each)."""
-    step = max(1, BLOCK_ELEMENTS // max(1, D))
-    return [slice(i, min(i + step, M)) for i in range(0, M, step)] or [slice(0, 0)]
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from ..ops.blocked import BLOCK_ELEMENTS
+from ..ops.blocked import block_slices
 from .optimizer import Optimizer, _bump
 
 
@@ -110,14 +110,10 @@ def _blocks(*arrays):
     when every array is a C-contiguous NumPy array (``ops/blocked.py`` explains why), else
     the whole arrays as one piece."""
     arrs = [a for a in arrays if a is not None]
-    n = arrs[0].size
-    if n <= BLOCK_ELEMENTS or not all(type(a) is np.ndarray and a.flags.c_contiguous for a in arrs):
+    if not all(type(a) is np.ndarray and a.flags.c_contiguous for a in arrs):
         return [arrays]
     flat = [None if a is None else a.reshape(-1) for a in arrays]
-    return [
-        tuple(None if a is None else a[i:i + BLOCK_ELEMENTS] for a in flat)
-        for i in range(0, n, BLOCK_ELEMENTS)
-    ]
+    return [tuple(None if a is None else a[b] for a in flat) for b in block_slices(arrs[0].size)]
 
 
 class AdamW(Adam):

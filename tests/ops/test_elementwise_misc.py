@@ -257,3 +257,12 @@ def test_where_method_form_and_bool_condition():
     _close(a.where(a > 0, sf.tensor(0.5)), ta.where(ta > 0, torch.tensor(0.5)))
     with pytest.raises(RuntimeError, match="boolean"):
         sf.where(sf.tensor([1.0, 0.0]), a[0], a[1])
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_on_an_empty_tensor_gives_empty_results(approximate):
+    # the cache-blocked kernels (ops/blocked.py) must cope with zero blocks
+    x = sf.zeros(0, 3, requires_grad=True)
+    y = sf.nn.functional.gelu(x, approximate=approximate)
+    y.sum().backward()
+    assert tuple(y.shape) == (0, 3) and tuple(x.grad.shape) == (0, 3)
