@@ -2,8 +2,15 @@
 
 ``autograd`` (L2) defines ``Tensor``; the differentiable ops live in ``ops`` (L3). Each op
 registers its functional form here under its PyTorch name (``register("add")``), and
-``Tensor.add`` looks the name up in ``OPS``. The distributed layer can later wrap an entry
-(global tensors) through the same table.
+``Tensor.add`` looks the name up in ``OPS``.
+
+One route for every op. ``register`` returns a thin wrapper, and that wrapper is what the
+module-level name, the ``OPS`` entry, ``shardflow.<name>`` and ``nn.functional`` all call.
+While no global tensor exists the wrapper only checks one variable and calls the op. The
+distributed layer (L6) installs a *global handler* with :func:`set_global_handler` when the
+first global tensor (placement + sbp) is made; from then on the handler sees every op call
+first, and handles it when an argument is a global tensor (sbp rules, boxing), otherwise it
+calls the plain op. This is the only way an upper layer changes how ops run.
 """
 
 from __future__ import annotations
@@ -12,14 +19,42 @@ from collections.abc import Callable
 
 OPS: dict[str, Callable] = {}
 
+# The global-tensor handler: ``handler(name, func, args, kwargs)``; None until the distributed
+# layer installs one. A one-element list so the wrappers read it without a global statement.
+_global_handler: list[Callable | None] = [None]
+
+
+def set_global_handler(handler: Callable | None) -> None:
+    """Install (or remove, with None) the hook that sees every registered op call first."""
+    _global_handler[0] = handler
+
 
 def register(name: str, *aliases: str):
-    """Decorator: make ``func`` the implementation of op ``name`` (and ``aliases``)."""
+    """Decorator: make ``func`` the implementation of op ``name`` (and ``aliases``).
+
+    Returns the routed form of ``func`` (see the module docstring), which keeps ``func``'s
+    name and docstring and exposes the unrouted function as ``__wrapped__``.
+    """
 
     def deco(func):
+        func = getattr(func, "__wrapped__", func)  # an alias of an op registered already
+        handler = _global_handler
+
+        def routed(*args, **kwargs):
+            h = handler[0]
+            if h is None:
+                return func(*args, **kwargs)
+            return h(name, func, args, kwargs)
+
+        routed.__name__ = func.__name__
+        routed.__qualname__ = func.__qualname__
+        routed.__doc__ = func.__doc__
+        routed.__module__ = func.__module__
+        routed.__wrapped__ = func
+        routed.op_name = name
         for n in (name, *aliases):
-            OPS[n] = func
-        return func
+            OPS[n] = routed
+        return routed
 
     return deco
 

@@ -39,6 +39,7 @@ def _wrap(array, requires_grad=False, grad_fn=None, output_nr=0, version=None):
     t._version = [0] if version is None else version
     t._hooks = None
     t._post_hooks = None
+    t._spec = None
     return t
 
 
@@ -58,7 +59,7 @@ class Size(tuple):
 class Tensor:
     __slots__ = (
         "array", "requires_grad", "grad", "grad_fn", "_output_nr", "_version", "_hooks",
-        "_post_hooks", "__dict__", "__weakref__",
+        "_post_hooks", "_spec", "__dict__", "__weakref__",
     )
 
     __array_priority__ = 1000  # numpy scalars/arrays defer to our reflected operators
@@ -75,6 +76,7 @@ class Tensor:
         self._version = [0]
         self._hooks = None
         self._post_hooks = None
+        self._spec = None
         if requires_grad and not _is_float(arr):
             raise RuntimeError(
                 f"only floating point tensors can require gradients, got dtype {self.dtype}; "
@@ -84,12 +86,43 @@ class Tensor:
     # ------------------------------------------------------------------ metadata
     @property
     def shape(self) -> Size:
-        return Size(self.array.shape)
+        # A global tensor's shape is its logical shape; .array holds this rank's shard.
+        return Size(self.array.shape if self._spec is None else self._spec.shape)
 
     def size(self, dim: int | None = None):
+        shape = self.array.shape if self._spec is None else self._spec.shape
         if dim is None:
-            return Size(self.array.shape)
-        return self.array.shape[_wrap_dim(dim, self.array.ndim)]
+            return Size(shape)
+        return shape[_wrap_dim(dim, self.array.ndim)]
+
+    # Global tensors (placement + sbp): ``_spec`` is None for a local tensor; the
+    # distributed layer sets it (an object with ``placement``, ``sbp`` and ``shape``).
+    @property
+    def is_global(self) -> bool:
+        return self._spec is not None
+
+    is_consistent = is_global  # OneFlow's older name
+
+    @property
+    def is_local(self) -> bool:
+        return self._spec is None
+
+    @property
+    def placement(self):
+        if self._spec is None:
+            raise RuntimeError(
+                "placement is defined for global tensors only; make one with "
+                "tensor.to_global(placement, sbp)"
+            )
+        return self._spec.placement
+
+    @property
+    def sbp(self):
+        if self._spec is None:
+            raise RuntimeError(
+                "sbp is defined for global tensors only; make one with tensor.to_global(placement, sbp)"
+            )
+        return self._spec.sbp
 
     @property
     def dtype(self):
@@ -114,6 +147,8 @@ class Tensor:
         return self.array.ndim
 
     def numel(self) -> int:
+        if self._spec is not None:
+            return Size(self._spec.shape).numel()
         return int(self.array.size)
 
     nelement = numel
@@ -148,7 +183,9 @@ class Tensor:
 
     @property
     def data(self) -> Tensor:
-        return _wrap(self.array, version=self._version)
+        t = _wrap(self.array, version=self._version)
+        t._spec = self._spec
+        return t
 
     @data.setter
     def data(self, value) -> None:
@@ -164,12 +201,19 @@ class Tensor:
 
     # ------------------------------------------------------------------ conversion
     def numpy(self, *, force: bool = False) -> np.ndarray:
-        """The array on the CPU (shares memory when the tensor is on the CPU)."""
+        """The array on the CPU (shares memory when the tensor is on the CPU).
+
+        For a global tensor: the whole logical tensor, gathered on every rank (a collective
+        that every rank of its placement must call, as ``print(tensor)`` does)."""
+        if self._spec is not None:
+            return OPS["_global_to_numpy"](self)
         if isinstance(self.array, np.ndarray):
             return self.array
         return to_device(self.array, CPU)
 
     def item(self):
+        if self._spec is not None:
+            return self.numpy().reshape(()).item()
         if self.array.size != 1:
             raise RuntimeError(
                 f"a Tensor with {self.array.size} elements cannot be converted to a Python "
@@ -309,7 +353,9 @@ class Tensor:
         return self
 
     def detach(self) -> Tensor:
-        return _wrap(self.array, version=self._version)
+        t = _wrap(self.array, version=self._version)
+        t._spec = self._spec
+        return t
 
     def detach_(self) -> Tensor:
         self.grad_fn = None

@@ -30,6 +30,7 @@ import math
 import numpy as np
 
 from ..autograd import Function, Tensor
+from ..autograd.dispatch import register
 from ..backend import device_of, get_array_module, to_device
 from ..backend import random as _random
 from ._util import flush_subnormal_, unbroadcast
@@ -235,6 +236,7 @@ class ScaledDotProductAttention(Function):
         return self._cast(unbroadcast(ga, shape))
 
 
+@register("scaled_dot_product_attention")
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
     """``softmax(q @ k^T * scale + mask) @ v`` for query (..., L, E), key (..., S, E), value

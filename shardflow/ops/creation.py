@@ -89,22 +89,27 @@ def _like(t: Tensor, dtype):
     return as_dtype(dtype) if dtype is not None else t.dtype
 
 
+@register("zeros_like")
 def zeros_like(t: Tensor, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     return zeros(*t.shape, dtype=_like(t, dtype), device=device or t.device, requires_grad=requires_grad)
 
 
+@register("ones_like")
 def ones_like(t: Tensor, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     return ones(*t.shape, dtype=_like(t, dtype), device=device or t.device, requires_grad=requires_grad)
 
 
+@register("empty_like")
 def empty_like(t: Tensor, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     return empty(*t.shape, dtype=_like(t, dtype), device=device or t.device, requires_grad=requires_grad)
 
 
+@register("full_like")
 def full_like(t: Tensor, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     return full(tuple(t.shape), fill_value, dtype=_like(t, dtype), device=device or t.device, requires_grad=requires_grad)
 
 
+@register("arange")
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     if end is None:
         start, end = 0, start
@@ -116,25 +121,30 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     return _finish(arr.astype(as_dtype(dtype).np), dtype, device, requires_grad)
 
 
+@register("linspace")
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     arr = np.linspace(start, end, int(steps), dtype=np.float64).astype(_float(dtype).np)
     return _finish(arr, dtype, device, requires_grad)
 
 
+@register("eye")
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     return _finish(np.eye(n, m, dtype=_float(dtype).np), dtype, device, requires_grad)
 
 
+@register("rand")
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     arr = _random.rng(generator).random(_size(size), dtype=np.float64).astype(_float(dtype).np)
     return _finish(arr, dtype, device, requires_grad)
 
 
+@register("randn")
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     arr = _random.rng(generator).standard_normal(_size(size)).astype(_float(dtype).np)
     return _finish(arr, dtype, device, requires_grad)
 
 
+@register("randint")
 def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     if size is None:  # randint(high, size)
         low, high, size = 0, low, high
@@ -146,23 +156,28 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
     return _finish(arr.astype((as_dtype(dtype) if dtype is not None else dtypes.int64).np), dtype, device, requires_grad)
 
 
+@register("rand_like")
 def rand_like(t, *, dtype=None, generator=None):
     return rand(*t.shape, dtype=_like(t, dtype), generator=generator)
 
 
+@register("randn_like")
 def randn_like(t, *, dtype=None, generator=None):
     return randn(*t.shape, dtype=_like(t, dtype), generator=generator)
 
 
+@register("randint_like")
 def randint_like(t, low, high=None, *, dtype=None, generator=None):
     return randint(low, high, tuple(t.shape), dtype=_like(t, dtype), generator=generator)
 
 
+@register("randperm")
 def randperm(n, *, generator=None, dtype=None, device=None) -> Tensor:
     arr = _random.rng(generator).permutation(int(n)).astype((as_dtype(dtype) if dtype else dtypes.int64).np)
     return _finish(arr, dtype, device, False)
 
 
+@register("normal")
 def normal(mean, std, size=None, *, generator=None) -> Tensor:
     m = mean.array if isinstance(mean, Tensor) else mean
     s = std.array if isinstance(std, Tensor) else std
@@ -171,6 +186,7 @@ def normal(mean, std, size=None, *, generator=None) -> Tensor:
     return _wrap(arr)
 
 
+@register("bernoulli")
 def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:
     probs = input.array if p is None else p
     arr = (_random.rng(generator).random(input.array.shape) < probs).astype(input.array.dtype)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import Function, Tensor
+from ..autograd.dispatch import register
 from ..backend import device_of, get_array_module, to_device
 from ..backend import random as _random
 from ._util import inplace as _inplace
@@ -77,6 +78,7 @@ def _dropout(input, p, training, inplace, shape_fn, name, generator=None):
     return _finish(input, MaskMul.apply(input, mask=mask), inplace)
 
 
+@register("dropout")
 def dropout(input, p=0.5, training=True, inplace=False, *, generator=None):
     """Zero each element with probability ``p``, scale the rest by ``1 / (1 - p)``."""
     return _dropout(input, p, training, inplace, lambda s: s, "dropout", generator)
@@ -96,17 +98,20 @@ def _feature_shape(batched_ndim, name, allow_3d_batched=False):
     return shape_fn
 
 
+@register("dropout1d")
 def dropout1d(input, p=0.5, training=True, inplace=False):
     """Zero whole channels of (N, C, L) or (C, L) input with probability ``p``."""
     return _dropout(input, p, training, inplace, _feature_shape(3, "dropout1d"), "dropout1d")
 
 
+@register("dropout2d")
 def dropout2d(input, p=0.5, training=True, inplace=False):
     """Zero whole channels of (N, C, H, W) or (C, H, W) input with probability ``p``. As in
     PyTorch, 3D input is treated as (N, C, L) (channel-wise over L)."""
     return _dropout(input, p, training, inplace, _feature_shape(4, "dropout2d", allow_3d_batched=True), "dropout2d")
 
 
+@register("dropout3d")
 def dropout3d(input, p=0.5, training=True, inplace=False):
     """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) input with probability ``p``."""
     return _dropout(input, p, training, inplace, _feature_shape(5, "dropout3d"), "dropout3d")
@@ -127,11 +132,13 @@ def _alpha(input, p, training, inplace, shape_fn, name):
     return _finish(input, MaskMul.apply(input, mask=mask, shift=shift.astype(dt, copy=False)), inplace)
 
 
+@register("alpha_dropout")
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
     """Dropout for SELU activations that keeps the mean and variance of the input."""
     return _alpha(input, p, training, inplace, lambda s: s, "alpha_dropout")
 
 
+@register("feature_alpha_dropout")
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
     """``alpha_dropout`` dropping whole channels (dim 1) at once."""
     return _alpha(input, p, training, inplace, lambda s: s[:2] + (1,) * (len(s) - 2), "feature_alpha_dropout")

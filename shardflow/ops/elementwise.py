@@ -398,9 +398,7 @@ def _make_unary(name, cls, *, float_only=True, ufunc=None, doc=""):
     fn_.__name__, fn_.__qualname__ = name + "_", name + "_"
     fn.__doc__ = f"``torch.{name}``: {doc or cls.__doc__}."
     fn_.__doc__ = f"In-place ``{name}``."
-    register(name)(fn)
-    register(name + "_")(fn_)
-    return fn, fn_
+    return register(name)(fn), register(name + "_")(fn_)
 
 
 exp, exp_ = _make_unary("exp", Exp, ufunc=np.exp)

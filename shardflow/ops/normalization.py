@@ -32,6 +32,7 @@ import math
 import numpy as np
 
 from ..autograd import Function, Tensor
+from ..autograd.dispatch import register
 from ..backend import get_array_module
 from ._util import wrap_dim
 from .blocked import block_slices
@@ -147,6 +148,7 @@ class LayerNorm(Function):
         )
 
 
+@register("layer_norm")
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalise over the trailing ``normalized_shape`` dims, then ``* weight + bias``."""
     _check_float(input, "layer_norm")
@@ -240,6 +242,7 @@ class BatchNorm(Function):
         return gx, _down(gw, self.dt), _down(gb, self.dt)
 
 
+@register("batch_norm")
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
                eps=1e-5):
     """Normalise each channel (dim 1) over batch and spatial dims; see the module docstring."""
@@ -317,6 +320,7 @@ class GroupNorm(Function):
         return gx, gw, gb
 
 
+@register("group_norm")
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalise each sample over groups of ``C // num_groups`` channels (and all spatial
     positions), then apply the per-channel affine."""
@@ -336,6 +340,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     return GroupNorm.apply(input, weight, bias, G=int(num_groups), eps=eps)
 
 
+@register("instance_norm")
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
                   momentum=0.1, eps=1e-5):
     """Normalise each (sample, channel) over its spatial positions. With
@@ -393,6 +398,7 @@ class RMSNorm(Function):
         return gx, gw
 
 
+@register("rms_norm")
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """``x * rsqrt(mean(x**2 over normalized_shape) + eps) * weight``; ``eps`` defaults to the
     dtype's machine epsilon (PyTorch's default)."""
@@ -443,6 +449,7 @@ class Normalize(Function):
         return _down(gx, self.dt)
 
 
+@register("normalize")
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """``input / max(||input||_p, eps)`` along ``dim`` (F.normalize)."""
     _check_float(input, "normalize")

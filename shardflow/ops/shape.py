@@ -346,6 +346,7 @@ def broadcast_to(input: Tensor, size) -> Tensor:
     return expand(input, tuple(size))
 
 
+@register("broadcast_tensors")
 def broadcast_tensors(*tensors):
     """Expand every tensor to their common broadcast shape."""
     if len(tensors) == 1 and isinstance(tensors[0], list | tuple):
