@@ -429,16 +429,12 @@ def dropout1d(input, p: float = 0.5, training: bool = True, inplace: bool = Fals
 
 def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     _check_p(p)
-    if not training or p == 0.0:
-        return input
-    return _op("dropout2d")(input, p, training, inplace)
+    return _op("dropout2d")(input, p, training, inplace)  # warns on odd ranks even in eval, as torch
 
 
 def dropout3d(input, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     _check_p(p)
-    if not training or p == 0.0:
-        return input
-    return _op("dropout3d")(input, p, training, inplace)
+    return _op("dropout3d")(input, p, training, inplace)  # warns on odd ranks even in eval, as torch
 
 
 def alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:

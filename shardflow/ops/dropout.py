@@ -15,6 +15,8 @@ unchanged, as in PyTorch.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..autograd import Function, Tensor
@@ -105,16 +107,63 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
 
 
 @register("dropout2d")
+def _warn_unusual_rank(name, ndim, expected, spatial):
+    """PyTorch warns (and runs) when dropout2d/3d get a rank they were not meant for."""
+    warnings.warn(
+        f"{name}: Received a {ndim}-D input to {name}, which is deprecated and will result in an "
+        f"error in a future release. To retain the behavior and silence this warning, please use "
+        f"dropout instead. Note that {name} exists to provide channel-wise dropout on inputs "
+        f"with {spatial} spatial dimensions, a channel dimension, and an optional batch "
+        f"dimension (i.e. {expected[0]}D or {expected[1]}D inputs).",
+        stacklevel=3,
+    )
+
+
+def _feature_dropout_shape(s):
+    """PyTorch's ``feature_dropout`` noise shape: one draw per (dim 0, dim 1) pair."""
+    if len(s) < 2:
+        raise RuntimeError(f"Feature dropout requires at least 2 dimensions in the input, got "
+                           f"shape {tuple(s)}; use dropout for element-wise dropout")
+    return s[:2] + (1,) * (len(s) - 2)
+
+
 def dropout2d(input, p=0.5, training=True, inplace=False):
-    """Zero whole channels of (N, C, H, W) or (C, H, W) input with probability ``p``. As in
-    PyTorch, 3D input is treated as (N, C, L) (channel-wise over L)."""
-    return _dropout(input, p, training, inplace, _feature_shape(4, "dropout2d", allow_3d_batched=True), "dropout2d")
+    """Zero whole channels of (N, C, H, W) input with probability ``p``.
+
+    PyTorch's rank rules: any input of rank >= 2 is treated as (N, C, *) with one draw per
+    (n, c) — so 3D input is (N, C, L) (with PyTorch's warning that this will change) and 2D
+    input is (N, C), i.e. element-wise dropout (with PyTorch's deprecation warning); rank < 2
+    raises, as ``feature_dropout`` does."""
+    ndim = input.ndim if isinstance(input, Tensor) else -1
+    if ndim not in (3, 4, -1):
+        _warn_unusual_rank("dropout2d", ndim, (3, 4), 2)
+    if ndim == 3:
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D "
+            "dropout behavior is desired - input is interpreted as shape (N, C, L), where C is "
+            "the channel dim. This behavior will change in a future release to interpret the "
+            "input as one without a batch dimension, i.e. shape (C, H, W). To maintain the 1D "
+            "channel-wise dropout behavior, please switch to using dropout1d instead.",
+            stacklevel=2,
+        )
+    return _dropout(input, p, training, inplace, _feature_dropout_shape, "dropout2d")
 
 
-@register("dropout3d")
 def dropout3d(input, p=0.5, training=True, inplace=False):
-    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) input with probability ``p``."""
-    return _dropout(input, p, training, inplace, _feature_shape(5, "dropout3d"), "dropout3d")
+    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) input with probability ``p``.
+
+    As in PyTorch, any other rank warns and is treated as unbatched: the channel is dim 0
+    (a 1-D input is dropped element-wise)."""
+    ndim = input.ndim if isinstance(input, Tensor) else -1
+    if ndim not in (4, 5, -1):
+        _warn_unusual_rank("dropout3d", ndim, (4, 5), 3)
+
+    def shape_fn(s):
+        if len(s) == 5:
+            return s[:2] + (1, 1, 1)
+        return _feature_dropout_shape((1,) + tuple(s))[1:]  # unsqueeze(0), feature noise, squeeze
+
+    return _dropout(input, p, training, inplace, shape_fn, "dropout3d")
 
 
 def _alpha(input, p, training, inplace, shape_fn, name):

@@ -149,12 +149,38 @@ class _ConvTransposeNd(_ConvNd):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
                          bias, padding_mode, device, dtype, output_padding)
 
+    def _output_padding(self, input, output_size):
+        """PyTorch's rule: ``output_size`` (spatial sizes, optionally with the leading batch
+        and channel sizes) picks ``output_padding = size - min_size`` per spatial dim, where
+        ``min_size = (in - 1) * stride - 2 * padding + dilation * (kernel - 1) + 1`` and the
+        size must lie in ``[min_size, min_size + stride - 1]``."""
+        if output_size is None:
+            return self.output_padding
+        n = self._n
+        non_spatial = 2 if input.ndim == n + 2 else 1
+        output_size = [int(s) for s in output_size]
+        if len(output_size) == non_spatial + n:
+            output_size = output_size[non_spatial:]
+        if len(output_size) != n:
+            raise ValueError(
+                f"ConvTranspose{n}D: for {input.ndim}D input, output_size must have {n} or "
+                f"{non_spatial + n} elements (got {len(output_size)})")
+        spatial = tuple(input.shape[non_spatial:])
+        min_sizes = [(spatial[d] - 1) * self.stride[d] - 2 * self.padding[d]
+                     + self.dilation[d] * (self.kernel_size[d] - 1) + 1 for d in range(n)]
+        max_sizes = [m + self.stride[d] - 1 for d, m in enumerate(min_sizes)]
+        for size, lo, hi in zip(output_size, min_sizes, max_sizes):
+            if size < lo or size > hi:
+                raise ValueError(
+                    f"requested an output size of {output_size}, but valid sizes range from "
+                    f"{min_sizes} to {max_sizes} (for an input of {list(spatial)})")
+        return tuple(size - lo for size, lo in zip(output_size, min_sizes))
+
     def forward(self, input, output_size=None):
-        if output_size is not None:
-            raise NotImplementedError("output_size= is not supported; pass output_padding instead")
+        output_padding = self._output_padding(input, output_size)
         conv = getattr(F, f"conv_transpose{self._n}d")
         return conv(input, self.weight, self.bias, self.stride, self.padding,
-                    self.output_padding, self.groups, self.dilation)
+                    output_padding, self.groups, self.dilation)
 
 
 class ConvTranspose1d(_ConvTransposeNd):
