@@ -2,11 +2,14 @@
 metadata, atomic writes, and refusal of pickle / truncated / corrupt files.
 
 ``shardflow.save(obj, path)`` / ``shardflow.load(path)``; ``save_file`` / ``load_file`` /
-``save_model`` / ``load_model`` as in ``safetensors.torch``. See ``io.py``.
+``save_model`` / ``load_model`` as in ``safetensors.torch``. See ``io.py``. Atomic writes
+and the cleanup of temp files left by killed writes: ``atomic.py``.
 """
 
+from .atomic import atomic_write, clean_stale_temp_files
 from .io import (
     CheckpointError,
+    CheckpointSkippedWarning,
     find_latest,
     load,
     load_file,
@@ -14,8 +17,9 @@ from .io import (
     save,
     save_file,
     save_model,
+    scan_checkpoints,
 )
-from .safetensors import atomic_write
 
 __all__ = ["save", "load", "save_file", "load_file", "save_model", "load_model", "find_latest",
-           "CheckpointError", "atomic_write"]
+           "scan_checkpoints", "CheckpointError", "CheckpointSkippedWarning", "atomic_write",
+           "clean_stale_temp_files"]

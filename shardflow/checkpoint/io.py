@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import warnings
 
 import numpy as np
 
@@ -36,7 +37,7 @@ from . import safetensors as st
 from .safetensors import CheckpointError
 
 __all__ = ["save", "load", "save_file", "load_file", "save_model", "load_model",
-           "find_latest", "CheckpointError"]
+           "find_latest", "scan_checkpoints", "CheckpointError", "CheckpointSkippedWarning"]
 
 _FORMAT = "shardflow.checkpoint/1"
 
@@ -230,22 +231,52 @@ def load_model(model, filename, strict: bool = True, device="cpu"):
 _STEP = re.compile(r"(\d+)")
 
 
-def find_latest(folder, prefix: str = "ckpt_", suffix: str = ".safetensors"):
-    """The checkpoint in ``folder`` with the highest step number that loads cleanly
-    (a corrupt newest file is skipped), or None."""
+class CheckpointSkippedWarning(UserWarning):
+    """A newer checkpoint did not load and an older one was used (or none)."""
+
+
+def scan_checkpoints(folder, prefix: str = "ckpt_", suffix: str = ".safetensors"):
+    """``(path, skipped)``: the newest checkpoint in ``folder`` (highest step number in the
+    name) that passes every check of a full read, or None, and ``[(newer_path, reason)]``
+    for each newer file that failed (truncated, corrupt, unreadable), newest first."""
     if not os.path.isdir(folder):
-        return None
+        return None, []
     cands = []
     for name in os.listdir(folder):
         if name.startswith(prefix) and name.endswith(suffix):
             m = _STEP.search(name[len(prefix): len(name) - len(suffix)])
             if m:
                 cands.append((int(m.group(1)), os.path.join(folder, name)))
+    skipped = []
     for _, path in sorted(cands, reverse=True):
         try:
             st.read(path)
-        except (CheckpointError, OSError):
+        except (CheckpointError, OSError) as e:
+            skipped.append((path, str(e)))
             continue
-        return path
-    return None
+        return path, skipped
+    return None, skipped
 
+
+def skipped_message(path: str, reason: str, loaded: str | None) -> str:
+    """One line for a skipped checkpoint: which file, why, and what was used instead."""
+    instead = f"using {loaded} instead" if loaded else "no older checkpoint loads either"
+    if reason.startswith(path):  # the reader's messages start with the file name
+        reason = "it" + reason[len(path):]
+    return f"skipped checkpoint {path}: {reason}; {instead}"
+
+
+def find_latest(folder, prefix: str = "ckpt_", suffix: str = ".safetensors", *, on_skip=None):
+    """The checkpoint in ``folder`` with the highest step number that loads cleanly, or None.
+
+    A newer file that fails to load is skipped, and said so: ``on_skip(message)`` is called
+    once per skipped file (the message names the file, the reason and the file used
+    instead); without ``on_skip`` a :class:`CheckpointSkippedWarning` is issued."""
+    path, skipped = scan_checkpoints(folder, prefix, suffix)
+    for bad, reason in skipped:
+        msg = skipped_message(bad, reason, path)
+        if on_skip is not None:
+            on_skip(msg)
+        else:
+            warnings.warn(msg, CheckpointSkippedWarning, stacklevel=2)
+    return path

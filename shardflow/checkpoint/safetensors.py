@@ -12,9 +12,17 @@ section and match ``prod(shape) * itemsize``; the data section must be as long a
 largest end offset (a truncated file fails here); when the writer stored a CRC-32 of the
 data section (shardflow does, in ``__metadata__["shardflow.crc32"]``) it must match.
 
-Writes to a path are atomic: the bytes go to a temporary file in the same folder, which is
-flushed and fsync'ed, then ``os.replace``d over the target, and the folder is fsync'ed. A
-crash at any point leaves either the old file or the new one, never a mix.
+The header is checksummed too, so that a flipped bit in the metadata (a step number, a
+config value, a tensor's shape) is caught and not loaded silently: shardflow writes
+``__metadata__["shardflow.header_crc32"]``, ten decimal digits, the CRC-32 of the 8 length
+bytes and the header bytes as written with those ten digits set to ``0``. A reader finds
+the field in the raw bytes, zeroes the digits and recomputes. Files of other writers (and
+of earlier shardflow versions) have no such field and get the other checks only.
+
+Writes to a path are atomic (``atomic.py``): the bytes go to a locked temporary file in the
+same folder, which is flushed and fsync'ed, then ``os.replace``d over the target, and the
+folder is fsync'ed. A crash at any point leaves either the old file or the new one, never a
+mix.
 """
 
 from __future__ import annotations
@@ -22,11 +30,12 @@ from __future__ import annotations
 import json
 import os
 import struct
-import tempfile
 import zlib
 
 import ml_dtypes
 import numpy as np
+
+from .atomic import atomic_write
 
 __all__ = ["write", "read", "CheckpointError", "atomic_write", "check_not_pickle"]
 
@@ -38,6 +47,8 @@ _DTYPES = {
 }
 _NAMES = {v: k for k, v in _DTYPES.items()}
 _MAX_HEADER = 100 * 1024 * 1024
+_HEADER_CRC = "shardflow.header_crc32"
+_HEADER_CRC_FIELD = b'"' + _HEADER_CRC.encode() + b'":"'
 
 
 class CheckpointError(ValueError):
@@ -53,36 +64,6 @@ def _dtype_name(a: np.ndarray, key: str) -> str:
             f"cannot save tensor {key!r} of dtype {a.dtype}; safetensors stores "
             f"{', '.join(sorted(_DTYPES))}"
         ) from None
-
-
-def atomic_write(path: str, write_fn) -> None:
-    """Call ``write_fn(fileobj)`` on a temp file next to ``path``, then atomically rename."""
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write_fn(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    try:
-        dfd = os.open(folder, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(dfd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(dfd)
 
 
 def write(f, arrays: dict[str, np.ndarray], metadata: dict[str, str] | None = None) -> None:
@@ -101,13 +82,17 @@ def write(f, arrays: dict[str, np.ndarray], metadata: dict[str, str] | None = No
         blobs.append(flat)
     meta = dict(metadata or {})
     meta["shardflow.crc32"] = str(crc)
+    meta[_HEADER_CRC] = "0" * 10
     for k, v in meta.items():
         if not isinstance(k, str) or not isinstance(v, str):
             raise TypeError(f"safetensors metadata must map str to str, got {k!r}: {type(v).__name__}")
     header = {"__metadata__": meta, **entries}
-    hb = json.dumps(header, separators=(",", ":")).encode()
+    hb = bytearray(json.dumps(header, separators=(",", ":")).encode())
     hb += b" " * (-len(hb) % 8)
-    f.write(struct.pack("<Q", len(hb)))
+    size = struct.pack("<Q", len(hb))
+    at = hb.index(_HEADER_CRC_FIELD) + len(_HEADER_CRC_FIELD)
+    hb[at: at + 10] = b"%010d" % zlib.crc32(hb, zlib.crc32(size))
+    f.write(size)
     f.write(hb)
     for b in blobs:
         f.write(b.data)
@@ -126,6 +111,29 @@ def check_not_pickle(head: bytes, path: str) -> None:
         )
     if len(head) >= 2 and head[0] == 0x80 and 1 <= head[1] <= 5:
         raise CheckpointError(f"{path} is a Python pickle (protocol {head[1]}); {hint}")
+
+
+def _check_header_crc(head: bytes, meta: dict, label: str) -> None:
+    """Verify ``shardflow.header_crc32`` (see the module docstring) when the file has one."""
+    recorded = meta.get(_HEADER_CRC) if isinstance(meta, dict) else None
+    if recorded is None:
+        return
+    at = head.find(_HEADER_CRC_FIELD, 8)
+    digits = head[at + len(_HEADER_CRC_FIELD): at + len(_HEADER_CRC_FIELD) + 10] if at >= 0 else b""
+    if at < 0 or len(digits) != 10 or not digits.isdigit() or head.count(_HEADER_CRC_FIELD) != 1:
+        raise CheckpointError(
+            f"{label} is corrupt: its header checksum field is damaged ({recorded!r}); use an "
+            "earlier checkpoint"
+        )
+    start = at + len(_HEADER_CRC_FIELD)
+    crc = zlib.crc32(head[:start] + b"0" * 10 + head[start + 10:])
+    if crc != int(digits):
+        raise CheckpointError(
+            f"{label} is corrupt: CRC-32 of its header (metadata, tensor names, shapes and "
+            f"offsets) is {crc}, the file recorded {int(digits)}; a bit of the header changed "
+            "after it was written (step, config or shapes may be wrong). Use an earlier "
+            "checkpoint"
+        )
 
 
 def read(path_or_bytes, name: str | None = None) -> tuple[dict[str, np.ndarray], dict[str, str]]:
@@ -157,6 +165,7 @@ def read(path_or_bytes, name: str | None = None) -> tuple[dict[str, np.ndarray],
     except (ValueError, UnicodeDecodeError) as e:
         raise CheckpointError(f"{label} is corrupt: its safetensors header is not valid JSON ({e})") from None
     meta = header.pop("__metadata__", None) or {}
+    _check_header_crc(bytes(buf[: 8 + n]), meta, label)
     data_start = 8 + n
     data_len = size - data_start
     arrays, need = {}, 0
