@@ -10,5 +10,6 @@ from .loss import *
 from .module import Module
 from .normalization import *
 from .pooling import *
+from .rnn import *
 from .sparse import *
 from .transformer import *

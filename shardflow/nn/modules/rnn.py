@@ -1,0 +1,433 @@
+"""Recurrent layers with PyTorch's names, parameters and semantics: ``RNN``, ``LSTM``, ``GRU``
+(``num_layers``, ``bias``, ``batch_first``, ``dropout`` between layers, ``bidirectional``,
+optional initial state) and the single-step ``RNNCell``, ``LSTMCell``, ``GRUCell``.
+
+Parameters follow PyTorch's names and layout, so torch state_dicts load unchanged:
+``weight_ih_l{k}`` ``(G*H, in)``, ``weight_hh_l{k}`` ``(G*H, H)``, ``bias_ih_l{k}``,
+``bias_hh_l{k}`` ``(G*H,)`` (``_reverse`` suffix for the backward direction), registered in
+that order per layer and direction, with the gates stacked in PyTorch's order — LSTM i, f,
+g, o; GRU r, z, n (G = 4, 3, 1 for LSTM, GRU, RNN). Every parameter starts from
+U(-1/sqrt(H), 1/sqrt(H)), as in PyTorch.
+
+Algorithm per layer and direction: the input projection of all time steps is one GEMM
+(``linear(x, W_ih, b_ih)`` over ``(T*B, in)``); the time loop and back-propagation through
+time run inside one fused op, ``ops.recurrence`` (see its docstring for the gate formulas
+and the single weight-gradient GEMM). A bidirectional layer concatenates the two
+directions' outputs on the feature dim; ``dropout`` is applied to every layer's output
+except the last one, in training mode only. Cells reuse the same op with T = 1.
+
+Not supported (each raises with the alternative): ``LSTM(proj_size > 0)`` and
+``PackedSequence`` input (``nn.utils.rnn.pack_padded_sequence``).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+from ...autograd import Tensor
+from ...ops import cat, stack, zeros
+from ...ops.recurrence import recurrence
+from .. import functional as F
+from .. import init
+from ..module import Module
+from ..parameter import Parameter
+from ._utils import empty
+
+__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+
+_GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+_OP_MODE = {"RNN_TANH": "rnn_tanh", "RNN_RELU": "rnn_relu", "LSTM": "lstm", "GRU": "gru"}
+
+
+def _is_packed(x) -> bool:
+    return type(x).__name__ == "PackedSequence"
+
+
+def _packed_not_supported(name):
+    return NotImplementedError(
+        f"{name} got a PackedSequence; shardflow's recurrent layers take padded tensors only. "
+        "Pass the padded (T, B, *) batch instead (pad_sequence), and read each sequence's "
+        "last valid step with output[lengths - 1, arange(B)] (or sort sequences by length "
+        "and run equal-length groups)"
+    )
+
+
+class RNNBase(Module):
+    """Shared constructor, parameter registration and multi-layer driver of RNN/LSTM/GRU."""
+
+    def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+                 bidirectional: bool = False, proj_size: int = 0, device=None,
+                 dtype=None) -> None:
+        super().__init__()
+        if mode not in _GATES:
+            raise ValueError(f"Unrecognized RNN mode: {mode!r}; expected one of {sorted(_GATES)}")
+        if (not isinstance(dropout, numbers.Number) or isinstance(dropout, bool)
+                or not 0 <= dropout <= 1):
+            raise ValueError("dropout should be a number in range [0, 1] representing the "
+                             f"probability of an element being zeroed, got {dropout!r}")
+        if dropout > 0 and num_layers == 1:
+            warnings.warn(
+                "dropout option adds dropout after all but last recurrent layer, so non-zero "
+                f"dropout expects num_layers greater than 1, but got dropout={dropout} and "
+                f"num_layers={num_layers}", stacklevel=2)
+        if not isinstance(hidden_size, int) or isinstance(hidden_size, bool):
+            raise TypeError(f"hidden_size should be of type int, got: {type(hidden_size).__name__}")
+        if hidden_size <= 0:
+            raise ValueError(f"hidden_size must be greater than zero, got {hidden_size}")
+        if num_layers <= 0:
+            raise ValueError(f"num_layers must be greater than zero, got {num_layers}")
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        if proj_size > 0:
+            raise NotImplementedError(
+                "LSTM(proj_size > 0) is not implemented in shardflow: the projected hidden "
+                "state feeds the recurrence, so an extra Linear after the LSTM is not "
+                "equivalent; use proj_size=0 (and a Linear on the outputs if a smaller output "
+                "is what you need)")
+        self.mode = mode
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.bias = bias
+        self.batch_first = batch_first
+        self.dropout = float(dropout)
+        self.bidirectional = bidirectional
+        self.proj_size = proj_size
+        num_directions = 2 if bidirectional else 1
+        gate_size = _GATES[mode] * hidden_size
+        fk = {"device": device, "dtype": dtype}
+        self._flat_weights_names: list[str] = []
+        self._all_weights: list[list[str]] = []
+        for layer in range(num_layers):
+            for direction in range(num_directions):
+                layer_input = input_size if layer == 0 else hidden_size * num_directions
+                sfx = "_reverse" if direction == 1 else ""
+                shapes = [("weight_ih", (gate_size, layer_input)),
+                          ("weight_hh", (gate_size, hidden_size))]
+                if bias:
+                    shapes += [("bias_ih", (gate_size,)), ("bias_hh", (gate_size,))]
+                names = []
+                for base, shape in shapes:
+                    name = f"{base}_l{layer}{sfx}"
+                    setattr(self, name, Parameter(empty(*shape, **fk)))
+                    names.append(name)
+                self._flat_weights_names.extend(names)
+                self._all_weights.append(names)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    @property
+    def _flat_weights(self) -> list:
+        return [getattr(self, name) for name in self._flat_weights_names]
+
+    @property
+    def all_weights(self) -> list[list[Parameter]]:
+        return [[getattr(self, name) for name in names] for names in self._all_weights]
+
+    def flatten_parameters(self) -> None:
+        """No-op (PyTorch compacts cuDNN weights here; shardflow keeps them separate)."""
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size != 0:
+            s += f", proj_size={self.proj_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        if self.batch_first is not False:
+            s += f", batch_first={self.batch_first}"
+        if self.dropout != 0:
+            s += f", dropout={self.dropout}"
+        if self.bidirectional is not False:
+            s += f", bidirectional={self.bidirectional}"
+        return s
+
+    # ------------------------------------------------------------------ checks
+    def _check_hidden(self, hx, expected, what="hidden"):
+        if tuple(hx.shape) != expected:
+            raise RuntimeError(f"Expected {what} size {expected}, got {list(hx.shape)}")
+
+    def _prepare(self, input, hx_list):
+        """Validate, add the batch dim to unbatched input, and put time first.
+        Returns (x (T, B, in), [h0 (L*D, B, H), ...], is_batched)."""
+        name = type(self).__name__
+        if _is_packed(input):
+            raise _packed_not_supported(name)
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}: input must be a Tensor, got {type(input).__name__}")
+        if input.ndim not in (2, 3):
+            raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.ndim}D instead")
+        is_batched = input.ndim == 3
+        if input.shape[-1] != self.input_size:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
+                               f"{self.input_size}, got {input.shape[-1]}")
+        if not is_batched:
+            input = input.unsqueeze(1)  # (T, 1, in)
+            for h in hx_list:
+                if h is not None and h.ndim != 2:
+                    raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but got "
+                                       f"{h.ndim}-D tensor")
+            hx_list = [None if h is None else h.unsqueeze(1) for h in hx_list]
+        else:
+            for h in hx_list:
+                if h is not None and h.ndim != 3:
+                    raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got "
+                                       f"{h.ndim}-D tensor")
+            if self.batch_first:
+                input = input.transpose(0, 1)
+        for h in hx_list:
+            if h is not None and h.dtype != input.dtype:
+                raise RuntimeError(
+                    f"Input and hidden tensors are not the same dtype, found input tensor with "
+                    f"{input.dtype} and hidden tensor with {h.dtype}; cast one with .to(dtype)")
+        return input, hx_list, is_batched
+
+    def _run(self, x, states):
+        """The layer/direction loop on time-first ``x``; ``states`` is [h0] or [h0, c0], each
+        ``(L*D, B, H)``. Returns (output (T, B, D*H), [h_n, (c_n)])."""
+        mode = _OP_MODE[self.mode]
+        num_directions = 2 if self.bidirectional else 1
+        finals = [[] for _ in states]
+        layer_input = x
+        for layer in range(self.num_layers):
+            outs = []
+            for direction in range(num_directions):
+                idx = layer * num_directions + direction
+                w = [getattr(self, n) for n in self._all_weights[idx]]
+                w_ih, w_hh = w[0], w[1]
+                b_ih, b_hh = (w[2], w[3]) if self.bias else (None, None)
+                xg = F.linear(layer_input, w_ih, b_ih)
+                res = recurrence(xg, w_hh, b_hh, *(s[idx] for s in states), mode=mode,
+                                 reverse=direction == 1)
+                outs.append(res[0])
+                for k in range(len(states)):
+                    finals[k].append(res[1 + k])
+            layer_input = outs[0] if num_directions == 1 else cat(outs, 2)
+            if self.dropout > 0 and self.training and layer < self.num_layers - 1:
+                layer_input = F.dropout(layer_input, self.dropout, True)
+        return layer_input, [stack(f, 0) for f in finals]
+
+    def _zeros_state(self, x):
+        num_directions = 2 if self.bidirectional else 1
+        return zeros(self.num_layers * num_directions, x.shape[1], self.hidden_size,
+                     dtype=x.dtype, device=x.device)
+
+    def _finish(self, output, finals, is_batched):
+        if not is_batched:
+            return output.squeeze(1), [f.squeeze(1) for f in finals]
+        if self.batch_first:
+            output = output.transpose(0, 1).contiguous()
+        return output, finals
+
+    def _expected_hidden(self, x):
+        num_directions = 2 if self.bidirectional else 1
+        return (self.num_layers * num_directions, x.shape[1], self.hidden_size)
+
+
+class RNN(RNNBase):
+    """Elman RNN: ``h_t = act(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh)``, act = tanh or relu.
+
+    ``RNN(input_size, hidden_size, num_layers=1, nonlinearity='tanh', bias=True,
+    batch_first=False, dropout=0.0, bidirectional=False)``; ``forward(input, hx=None)``
+    returns ``(output, h_n)``.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        if "proj_size" in kwargs:
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        if len(args) > 3:
+            self.nonlinearity = args[3]
+            args = args[:3] + args[4:]
+        else:
+            self.nonlinearity = kwargs.pop("nonlinearity", "tanh")
+        if self.nonlinearity == "tanh":
+            mode = "RNN_TANH"
+        elif self.nonlinearity == "relu":
+            mode = "RNN_RELU"
+        else:
+            raise ValueError(f"Unknown nonlinearity '{self.nonlinearity}'. Select from 'tanh' or 'relu'.")
+        super().__init__(mode, *args, **kwargs)
+
+    def forward(self, input, hx=None):
+        x, (h0,), is_batched = self._prepare(input, [hx])
+        if h0 is None:
+            h0 = self._zeros_state(x)
+        else:
+            self._check_hidden(h0, self._expected_hidden(x))
+        output, (h_n,) = self._run(x, [h0])
+        output, (h_n,) = self._finish(output, [h_n], is_batched)
+        return output, h_n
+
+
+class LSTM(RNNBase):
+    """LSTM with PyTorch's gate order (i, f, g, o):
+    ``c_t = f * c_{t-1} + i * g``, ``h_t = o * tanh(c_t)``.
+
+    ``forward(input, hx=None)`` with ``hx = (h_0, c_0)``; returns ``(output, (h_n, c_n))``.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__("LSTM", *args, **kwargs)
+
+    def forward(self, input, hx=None):
+        if hx is not None and not (isinstance(hx, tuple | list) and len(hx) == 2):
+            raise TypeError("LSTM expects hx to be a tuple (h_0, c_0) of Tensors, got "
+                            f"{type(hx).__name__}")
+        x, (h0, c0), is_batched = self._prepare(input, list(hx) if hx is not None else [None, None])
+        if h0 is None:
+            h0 = c0 = self._zeros_state(x)
+        else:
+            expected = self._expected_hidden(x)
+            self._check_hidden(h0, expected, "hidden[0]")
+            self._check_hidden(c0, expected, "hidden[1]")
+        output, finals = self._run(x, [h0, c0])
+        output, (h_n, c_n) = self._finish(output, finals, is_batched)
+        return output, (h_n, c_n)
+
+
+class GRU(RNNBase):
+    """GRU with PyTorch's gate order (r, z, n):
+    ``n_t = tanh(W_in x_t + b_in + r * (W_hn h_{t-1} + b_hn))``,
+    ``h_t = (1 - z) * n_t + z * h_{t-1}``. ``forward(input, hx=None)`` -> ``(output, h_n)``.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        if "proj_size" in kwargs:
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        super().__init__("GRU", *args, **kwargs)
+
+    forward = RNN.forward
+
+
+# ---------------------------------------------------------------------------- cells
+class RNNCellBase(Module):
+    """Parameters ``weight_ih`` ``(G*H, in)``, ``weight_hh`` ``(G*H, H)``, ``bias_ih``,
+    ``bias_hh`` ``(G*H,)``, all U(-1/sqrt(H), 1/sqrt(H)). One step runs the recurrence op
+    with T = 1 (see the module docstring)."""
+
+    _mode = "rnn_tanh"
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int,
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.bias = bias
+        fk = {"device": device, "dtype": dtype}
+        self.weight_ih = Parameter(empty(num_chunks * hidden_size, input_size, **fk))
+        self.weight_hh = Parameter(empty(num_chunks * hidden_size, hidden_size, **fk))
+        if bias:
+            self.bias_ih = Parameter(empty(num_chunks * hidden_size, **fk))
+            self.bias_hh = Parameter(empty(num_chunks * hidden_size, **fk))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        nonlinearity = getattr(self, "nonlinearity", "tanh")
+        if nonlinearity != "tanh":
+            s += f", nonlinearity={nonlinearity}"
+        return s
+
+    def _prepare(self, input, hx_list):
+        name = type(self).__name__
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}: input must be a Tensor, got {type(input).__name__}")
+        if input.ndim not in (1, 2):
+            raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.ndim}D instead")
+        for h in hx_list:
+            if h is not None and h.ndim not in (1, 2):
+                raise ValueError(f"{name}: Expected hidden to be 1D or 2D, got {h.ndim}D instead")
+        is_batched = input.ndim == 2
+        if input.shape[-1] != self.input_size:
+            raise RuntimeError(f"input has inconsistent input_size: got {input.shape[-1]} "
+                               f"expected {self.input_size}")
+        if not is_batched:
+            input = input.unsqueeze(0)
+            hx_list = [None if h is None else h.unsqueeze(0) for h in hx_list]
+        batch = input.shape[0]
+        out = []
+        for k, h in enumerate(hx_list):
+            if h is None:
+                h = zeros(batch, self.hidden_size, dtype=input.dtype, device=input.device)
+            elif tuple(h.shape) != (batch, self.hidden_size):
+                raise RuntimeError(f"hidden{k} has inconsistent size {list(h.shape)}: expected "
+                                   f"{[batch, self.hidden_size]} (batch, hidden_size)")
+            elif h.dtype != input.dtype:
+                raise RuntimeError(f"hidden{k} has dtype {h.dtype} but input has {input.dtype}; "
+                                   "cast one with .to(dtype)")
+            out.append(h)
+        return input, out, is_batched
+
+    def _step(self, input, states):
+        xg = F.linear(input, self.weight_ih, self.bias_ih).unsqueeze(0)  # (1, B, G*H)
+        res = recurrence(xg, self.weight_hh, self.bias_hh, *states, mode=self._mode)
+        return res[1:]
+
+
+class RNNCell(RNNCellBase):
+    """``h' = act(x W_ih^T + b_ih + h W_hh^T + b_hh)``; ``forward(input, hx=None)`` -> ``h'``."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
+                 nonlinearity: str = "tanh", device=None, dtype=None) -> None:
+        super().__init__(input_size, hidden_size, bias, num_chunks=1, device=device, dtype=dtype)
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity: {nonlinearity}; select 'tanh' or 'relu'")
+        self.nonlinearity = nonlinearity
+        self._mode = "rnn_" + nonlinearity
+
+    def forward(self, input, hx=None):
+        x, states, is_batched = self._prepare(input, [hx])
+        (h,) = self._step(x, states)
+        return h if is_batched else h.squeeze(0)
+
+
+class LSTMCell(RNNCellBase):
+    """One LSTM step; ``forward(input, hx=None)`` with ``hx = (h, c)`` -> ``(h', c')``."""
+
+    _mode = "lstm"
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None,
+                 dtype=None) -> None:
+        super().__init__(input_size, hidden_size, bias, num_chunks=4, device=device, dtype=dtype)
+
+    def forward(self, input, hx=None):
+        if hx is not None and not (isinstance(hx, tuple | list) and len(hx) == 2):
+            raise TypeError("LSTMCell expects hx to be a tuple (h, c) of Tensors, got "
+                            f"{type(hx).__name__}")
+        x, states, is_batched = self._prepare(input, list(hx) if hx is not None else [None, None])
+        h, c = self._step(x, states)
+        if not is_batched:
+            h, c = h.squeeze(0), c.squeeze(0)
+        return h, c
+
+
+class GRUCell(RNNCellBase):
+    """One GRU step; ``forward(input, hx=None)`` -> ``h'``."""
+
+    _mode = "gru"
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None,
+                 dtype=None) -> None:
+        super().__init__(input_size, hidden_size, bias, num_chunks=3, device=device, dtype=dtype)
+
+    forward = RNNCell.forward
