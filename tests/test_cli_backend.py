@@ -1,5 +1,6 @@
 """The `shardflow` command's dispatcher, `doctor`, and backend utilities."""
 
+import os
 import subprocess
 import sys
 
@@ -61,3 +62,26 @@ def test_result_type_scalars_and_zero_dim_like_torch():
         ta = torch.tensor(a.numpy())
         tb = torch.tensor(b.numpy()) if isinstance(b, sf.Tensor) else b
         assert str((a + b).dtype).split(".")[-1] == str((ta + tb).dtype).split(".")[-1], (a, b)
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["-n", "0"], "-n/--nproc must be a positive number of ranks, got 0; fix: e.g. -n 2"),
+    (["-n", "-3"], "got -3"),
+    (["--timeout", "-1"], "--timeout must be a positive number of seconds, got -1"),
+    (["--timeout", "0"], "--timeout must be a positive number of seconds, got 0"),
+    (["--timeout", "nan"], "--timeout must be a positive number of seconds, got nan"),
+    (["--comm-timeout", "0"], "--comm-timeout must be a positive number of seconds"),
+    (["--grace", "-1"], "--grace must be 0 or more seconds, got -1"),
+])
+def test_run_refuses_bad_arguments_before_creating_anything(tmp_path, monkeypatch, capsys, args, needle):
+    import tempfile
+
+    from shardflow.cli.run import main as run_main
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where a leaked job folder would go
+    script = tmp_path / "s.py"
+    script.write_text("print('ran')\n")
+    assert run_main([*args, str(script)]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+    assert os.listdir(tmp_path) == ["s.py"]  # no shardflow-run-* folder left behind

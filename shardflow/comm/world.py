@@ -5,7 +5,9 @@
   :class:`~shardflow.comm.mpi.MPICommunicator` over ``COMM_WORLD``; a plain ``python``
   process gets the world of one (no MPI import at all). torchrun-style ``RANK`` /
   ``WORLD_SIZE`` with ``WORLD_SIZE > 1`` is refused with a message, because shardflow's
-  CPU transport is MPI, which needs its own launcher.
+  CPU transport is MPI, which needs its own launcher. Backend ``"nccl"`` (what torchrun
+  scripts ask for) runs on MPI as ``"gloo"`` does, with a one-time note on rank 0, until
+  a NCCL transport exists.
 * When the world has more than one rank, :func:`init` installs a ``sys.excepthook``: an
   uncaught exception prints its traceback (each line prefixed ``[rank R]`` unless the
   launcher prefixes lines itself), writes a root-cause record for ``shardflow run`` and
@@ -53,10 +55,12 @@ def init(backend: str | None = None) -> Communicator:
     info = _config.launch_info()
     want = (backend or "auto").lower()
     if want in ("nccl", "cuda"):
-        raise NotImplementedError(
-            f"backend {backend!r}: the NCCL backend is not available yet; use backend='mpi' "
-            "(or 'gloo', which maps to MPI on CPU)"
-        )
+        # torchrun-style scripts ask for nccl; until a NCCL transport exists, run them on MPI
+        # (as 'gloo' does) rather than refuse them, and say so once, on rank 0
+        _note_once(info.rank, f"shardflow: init with backend {backend!r}: shardflow has no "
+                   "NCCL transport yet, so the collectives run over MPI on CPU, as with "
+                   "'gloo' (same results)\n")
+        want = "gloo"
     if want not in ("auto", "mpi", "gloo", "local", "none"):
         raise ValueError(f"unknown backend {backend!r}; expected 'mpi', 'gloo', 'nccl' or None")
     if info.launcher == "torchrun" and info.world_size > 1 and want != "local":
@@ -81,6 +85,16 @@ def init(backend: str | None = None) -> Communicator:
     if comm.size > 1:
         install_excepthook()
     return _world
+
+
+_noted: set[str] = set()
+
+
+def _note_once(rank: int, text: str) -> None:
+    if rank == 0 and text not in _noted:
+        _noted.add(text)
+        sys.stderr.write(text)
+        sys.stderr.flush()
 
 
 def get_world() -> Communicator:

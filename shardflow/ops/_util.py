@@ -117,7 +117,7 @@ def inplace(target: Tensor, result: Tensor) -> Tensor:
 
 
 def needs_graph(*tensors) -> bool:
-    return _gm._enabled[0] and any(isinstance(t, Tensor) and t.requires_grad for t in tensors)
+    return _gm._state.enabled and any(isinstance(t, Tensor) and t.requires_grad for t in tensors)
 
 
 def float_dtype_of(t: Tensor):
