@@ -505,6 +505,30 @@ class Module:
                             t.grad.array = g
         return self
 
+    def to_global(self, placement=None, sbp=None) -> Module:
+        """OneFlow's ``module.to_global(placement, sbp)``: lay every parameter and buffer out
+        over ``placement`` in place (each keeps its identity, so an optimizer made before
+        still updates it). ``sbp`` is one layout for all, or a callable
+        ``sbp(name, tensor) -> sbp`` (None keeps that tensor local). Every rank must hold the
+        same values first (same seed, or a broadcast); each then keeps its shard."""
+        from ..autograd.dispatch import op
+
+        convert = op("_module_to_global")
+        if placement is None or sbp is None:
+            raise ValueError("Module.to_global needs placement and sbp (or a callable sbp)")
+        seen = set()
+        for mname, m in self.named_modules():
+            for coll in (m._parameters, m._buffers):
+                for pname, t in coll.items():
+                    if t is None or id(t) in seen:
+                        continue
+                    seen.add(id(t))
+                    full = f"{mname}.{pname}" if mname else pname
+                    layout = sbp(full, t) if callable(sbp) else sbp
+                    if layout is not None and t._spec is None:
+                        convert(t, placement, layout)
+        return self
+
     def to(self, *args, **kwargs) -> Module:
         """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(tensor)``: in place.
         Only floating-point parameters and buffers change dtype (PyTorch's rule)."""

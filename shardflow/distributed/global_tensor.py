@@ -1,0 +1,250 @@
+"""Global tensors: a logical tensor laid over a placement with one sbp per mesh dimension.
+
+A global tensor is an ordinary :class:`~shardflow.Tensor` whose ``.array`` is this rank's
+shard and whose ``_spec`` (:class:`GlobalSpec`) records the placement, the sbp tuple and the
+logical shape (``.shape`` answers the logical shape). Autograd runs on the shards: the ops'
+local backward functions plus the boxing functions (:mod:`.boxing`) make every gradient
+land in its canonical layout (``sbp.grad_sbp``), so a global leaf's ``.grad`` is a global
+tensor of the leaf's layout (S stays S, B stays B) and optimizers update shards directly.
+
+Entry points (OneFlow's names, PyTorch's aliases):
+
+* ``tensor.to_global(placement, sbp)`` on a *local* tensor: the tensor is this rank's
+  component under ``sbp`` (B: every rank passes the whole tensor; S: its chunk). The
+  logical shape is inferred (one small all-gather of shapes for split dims) or given with
+  ``shape=``. Same as ``from_local``.
+* ``tensor.to_global(sbp=...)`` / ``redistribute`` on a *global* tensor: boxing.
+* ``distribute_tensor(full, placement, sbp)``: ``full`` is the whole tensor on every rank.
+* ``tensor.to_local()``: this rank's shard (differentiable), ``full_tensor()`` the whole.
+* creation ops take ``placement=`` and ``sbp=`` (``shardflow.randn(4, 8, placement=p,
+  sbp=sbp.split(0))``): every rank draws the whole logical tensor with its generator and
+  keeps its shard, so the values do not depend on the layout (ranks must share the seed).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import Function, Tensor, _wrap
+from ..autograd import dispatch as _dispatch
+from . import layout
+from .boxing import Boxing, box_array
+from .placement import placement as Placement
+from .sbp import as_sbp_tuple, broadcast, grad_sbp
+
+__all__ = [
+    "GlobalSpec", "install", "to_global", "to_local", "from_local", "distribute_tensor",
+    "redistribute", "full_tensor", "make_global", "module_to_global",
+]
+
+
+class GlobalSpec:
+    """Placement, sbp (one per mesh dimension) and logical shape of a global tensor."""
+
+    __slots__ = ("placement", "sbp", "shape")
+
+    def __init__(self, placement, sbp, shape):
+        self.placement = placement
+        self.sbp = tuple(sbp)
+        self.shape = tuple(int(s) for s in shape)
+
+    def grad_spec(self) -> GlobalSpec:
+        return GlobalSpec(self.placement, tuple(grad_sbp(s) for s in self.sbp), self.shape)
+
+    def local_shape(self) -> tuple[int, ...]:
+        p = self.placement
+        return layout.local_shape(self.shape, p.shape, p.coordinate, self.sbp)
+
+    def with_sbp(self, sbp) -> GlobalSpec:
+        return GlobalSpec(self.placement, sbp, self.shape)
+
+    def __repr__(self) -> str:
+        return f"GlobalSpec({self.placement}, sbp={self.sbp}, shape={self.shape})"
+
+
+def _set_grad_spec(t: Tensor) -> None:
+    spec = t._spec
+    if spec is not None and t.grad is not None:
+        t.grad._spec = spec.grad_spec()
+
+
+def make_global(t: Tensor, spec: GlobalSpec) -> Tensor:
+    """Mark ``t`` (its ``.array`` already this rank's shard) as global with ``spec``."""
+    t._spec = spec
+    if t.grad_fn is None and "_global_grad_hook" not in t.__dict__:
+        # A leaf's .grad is made by the engine as a plain tensor; give it the grad layout.
+        t.__dict__["_global_grad_hook"] = True
+        t.register_post_accumulate_grad_hook(_set_grad_spec)
+    return t
+
+
+def _normalize(sbp, placement, ndim):
+    return layout.normalize_dim_sbp(as_sbp_tuple(sbp, placement.ndim), ndim)
+
+
+class _Alias(Function):
+    """Identity with an identity backward: a new graph node for a layout reinterpretation."""
+
+    save_inputs = ()
+
+    def forward(self, x):
+        return x
+
+    def backward(self, g):
+        return g
+
+
+def _infer_shape(local, placement, sbp):
+    shape = list(local.shape)
+    if not any(s.is_split() for s in sbp):
+        return tuple(shape)
+    from .. import comm as _comm
+
+    world = _comm.get_world()
+    shapes = world.all_gather_object(tuple(local.shape))
+    ranks = placement.ranks
+    for d in {s.dim for s in sbp if s.is_split()}:
+        split_dims = [k for k, s in enumerate(sbp) if s.is_split() and s.dim == d]
+        total = 0
+        for coord in np.ndindex(*placement.shape):
+            if all(coord[k] == 0 for k in range(placement.ndim) if k not in split_dims):
+                total += shapes[int(ranks[coord])][d]
+        shape[d] = total
+    return tuple(shape)
+
+
+def from_local(local: Tensor, placement, sbp, *, shape=None) -> Tensor:
+    """A global tensor whose shard on this rank is ``local`` (OneFlow's local.to_global)."""
+    if local._spec is not None:
+        raise ValueError("from_local takes a local tensor; this one is global already")
+    if not isinstance(placement, Placement):
+        raise TypeError(f"placement must be a shardflow.placement, got {placement!r}")
+    sbp = _normalize(sbp, placement, local.array.ndim)
+    shape = tuple(shape) if shape is not None else _infer_shape(local.array, placement, sbp)
+    layout.validate(shape, placement.shape, sbp, "to_global")
+    spec = GlobalSpec(placement, sbp, shape)
+    want = spec.local_shape()
+    if tuple(local.array.shape) != want:
+        raise ValueError(
+            f"to_global: this rank's local tensor has shape {tuple(local.array.shape)}, but a "
+            f"tensor of logical shape {shape} laid out as {sbp} on {placement} puts a shard of "
+            f"shape {want} here; pass shape= or fix the local tensor"
+        )
+    out = _Alias.apply(local) if local.requires_grad else _wrap(local.array, version=local._version)
+    return make_global(out, spec)
+
+
+def to_global(t: Tensor, placement=None, sbp=None, *, shape=None, grad_sbp=None) -> Tensor:
+    """``Tensor.to_global``: from a local tensor (its component) or re-layout a global one."""
+    if t._spec is None:
+        if placement is None or sbp is None:
+            raise ValueError(
+                "to_global on a local tensor needs both placement and sbp, e.g. "
+                "x.to_global(placement('cpu', [0, 1]), sbp.broadcast)"
+            )
+        return from_local(t, placement, sbp, shape=shape)
+    spec = t._spec
+    if placement is not None and placement != spec.placement:
+        raise NotImplementedError(
+            f"moving a global tensor from {spec.placement} to {placement} is not supported "
+            "yet; re-layout within its placement (to_global(sbp=...))"
+        )
+    if sbp is None:
+        return t
+    dst = _normalize(sbp, spec.placement, len(spec.shape))
+    layout.validate(spec.shape, spec.placement.shape, dst, "to_global")
+    if dst == spec.sbp:
+        return t
+    out = _run_boxing(t, spec, dst, "to_global")
+    return make_global(out, spec.with_sbp(dst))
+
+
+def _run_boxing(t: Tensor, spec: GlobalSpec, dst, op_name: str) -> Tensor:
+    return Boxing.apply(t, spec.placement, spec.shape, spec.sbp, tuple(dst), op_name)
+
+
+def redistribute(t: Tensor, device_mesh=None, placements=None) -> Tensor:
+    """PyTorch's ``DTensor.redistribute(device_mesh, placements)``."""
+    return to_global(t, device_mesh, placements)
+
+
+def distribute_tensor(tensor: Tensor, device_mesh, placements) -> Tensor:
+    """PyTorch's ``distribute_tensor``: ``tensor`` is the whole tensor on every rank."""
+    full = from_local(tensor, device_mesh, [broadcast] * device_mesh.ndim)
+    return to_global(full, sbp=placements)
+
+
+class _ToLocal(Function):
+    save_inputs = ()
+
+    def forward(self, x):
+        return x
+
+    def backward(self, g):
+        return g
+
+
+def to_local(t: Tensor) -> Tensor:
+    """This rank's shard as a local tensor (gradients flow back into the global one)."""
+    if t._spec is None:
+        return t
+    if t.requires_grad:
+        return _ToLocal.apply(t)
+    return _wrap(t.array, version=t._version)
+
+
+def full_tensor(t: Tensor) -> Tensor:
+    """The whole logical tensor on every rank, as a local tensor (differentiable)."""
+    if t._spec is None:
+        return t
+    b = to_global(t, sbp=[broadcast] * t._spec.placement.ndim)
+    return to_local(b)
+
+
+def _global_to_numpy(t: Tensor) -> np.ndarray:
+    spec = t._spec
+    arr = box_array(t.array, spec.placement, spec.shape, spec.sbp,
+                    (broadcast,) * spec.placement.ndim, "numpy")
+    return np.asarray(arr)
+
+
+def module_to_global(param: Tensor, placement, sbp) -> Tensor:
+    """Lay a module's parameter or buffer out in place (it keeps its identity).
+
+    The tensor must hold the whole value on every rank (as after a seeded init); its
+    ``.array`` becomes this rank's shard.
+    """
+    if param._spec is not None:
+        raise ValueError("module.to_global: this tensor is global already")
+    sbp = _normalize(sbp, placement, param.array.ndim)
+    shape = tuple(param.array.shape)
+    layout.validate(shape, placement.shape, sbp, "module.to_global")
+    spec = GlobalSpec(placement, sbp, shape)
+    index = layout.local_index(shape, placement.shape, placement.coordinate, sbp)
+    local = np.ascontiguousarray(layout.take(param.array, index))
+    if any(s.is_partial() for s in sbp):
+        local = box_array(param.array, placement, shape, (broadcast,) * placement.ndim, sbp)
+    param.array = local
+    param._version[0] += 1
+    if param.grad is not None:
+        param.grad = None
+    return make_global(param, spec)
+
+
+_installed = [False]
+
+
+def install() -> None:
+    """Route ops on global tensors through the sbp rules (once; called by placement())."""
+    if _installed[0]:
+        return
+    from .rules import handle
+
+    _dispatch.OPS["to_global"] = to_global
+    _dispatch.OPS["to_local"] = to_local
+    _dispatch.OPS["redistribute"] = redistribute
+    _dispatch.OPS["full_tensor"] = full_tensor
+    _dispatch.OPS["_global_to_numpy"] = _global_to_numpy
+    _dispatch.OPS["_module_to_global"] = module_to_global
+    _dispatch.set_global_handler(handle)
+    _installed[0] = True

@@ -1,0 +1,190 @@
+"""``placement``: a mesh of ranks (OneFlow's name; PyTorch calls it ``DeviceMesh``).
+
+``placement("cpu", [0, 1, 2, 3])`` is a 1-D mesh; ``placement("cpu", [[0, 1], [2, 3]])``
+a 2x2 mesh whose dimension 0 runs down the columns (ranks 0 and 2 share mesh coordinate
+(*, 0)). A global tensor puts one sbp on each mesh dimension.
+
+Communication plan: each mesh dimension ``k`` has a communicator over the ranks that share
+every other coordinate with this rank (for the 2x2 mesh: dimension 0 of rank 1 is
+``[1, 3]``, dimension 1 is ``[0, 1]``). They are made on first use with
+``Communicator.new_group``, which every rank of the world calls for every group of that
+dimension in the same order (so first use must happen on all ranks, as it does in SPMD
+code), and cached per (mesh, dimension).
+
+Today every rank of the world must be in the placement, and ranks only on the CPU ("cuda"
+is accepted once the NCCL backend lands). A placement is a value: two placements with the
+same type and ranks compare equal and share their communicators.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from .. import comm as _comm
+
+__all__ = ["placement", "DeviceMesh", "init_device_mesh"]
+
+_GROUPS: dict[tuple, object] = {}  # (type, ranks, shape, mesh dim) -> Communicator
+
+
+class placement:  # noqa: N801 - OneFlow's name
+    """A device mesh: ``type`` ("cpu" or "cuda") and an N-d array of ranks."""
+
+    def __init__(self, type: str = "cpu", ranks=None, *, mesh_dim_names=None):
+        if type not in ("cpu", "cuda"):
+            raise ValueError(f"placement type must be 'cpu' or 'cuda', got {type!r}")
+        world = _comm.get_world()
+        if ranks is None:
+            ranks = list(range(world.size))
+        arr = np.asarray(ranks)
+        if arr.dtype.kind not in "iu" or arr.ndim == 0 or arr.size == 0:
+            raise ValueError(
+                f"placement ranks must be a non-empty (nested) list of ints, got {ranks!r}"
+            )
+        flat = sorted(int(r) for r in arr.reshape(-1))
+        if len(set(flat)) != len(flat):
+            raise ValueError(f"placement ranks must be distinct, got {arr.tolist()}")
+        if flat != list(range(world.size)):
+            raise NotImplementedError(
+                f"placement ranks {arr.tolist()} must cover every rank of the world "
+                f"(0 .. {world.size - 1}) for now; this job has {world.size} rank(s). "
+                f"Start it with `shardflow run -n {len(flat)} ...` or list all ranks"
+            )
+        for k in range(arr.ndim):
+            if arr.shape[k] > 1 and not np.all(np.diff(arr, axis=k) > 0):
+                raise NotImplementedError(
+                    f"placement ranks {arr.tolist()}: list the ranks of every mesh dimension in "
+                    "increasing order (e.g. [[0, 1], [2, 3]])"
+                )
+        self.type = type
+        self.ranks = arr.astype(np.int64)
+        self.ranks.setflags(write=False)
+        if mesh_dim_names is not None:
+            mesh_dim_names = tuple(mesh_dim_names)
+            if len(mesh_dim_names) != self.ranks.ndim:
+                raise ValueError(
+                    f"mesh_dim_names {mesh_dim_names} must name each of the {self.ranks.ndim} "
+                    "mesh dimensions"
+                )
+        self.mesh_dim_names = mesh_dim_names
+        self._rank = world.rank
+        coord = np.argwhere(self.ranks == self._rank)
+        self.coordinate = tuple(int(c) for c in coord[0])
+        from .global_tensor import install
+
+        install()
+
+    # ---- value semantics
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.ranks.shape)
+
+    hierarchy = shape  # OneFlow's name
+
+    @property
+    def ndim(self) -> int:
+        return self.ranks.ndim
+
+    def size(self, dim: int | None = None) -> int:
+        return int(self.ranks.size) if dim is None else int(self.ranks.shape[dim])
+
+    def _key(self):
+        return (self.type, tuple(self.ranks.reshape(-1).tolist()), self.shape)
+
+    def __eq__(self, other):
+        return isinstance(other, placement) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"placement(type={self.type!r}, ranks={self.ranks.tolist()})"
+
+    # ---- communication
+    def group(self, dim: int):
+        """The communicator over mesh dimension ``dim`` that contains this rank."""
+        parent = getattr(self, "_parent", None)
+        if parent is not None:  # a sub-mesh of a larger mesh: that mesh's dimension
+            return parent[0].group(parent[1])
+        key = (*self._key(), dim)
+        g = _GROUPS.get(key)
+        if g is not None:
+            return g
+        world = _comm.get_world()
+        if self.ranks.ndim == 1:
+            g = world  # a 1-D mesh covers the world in rank order (checked in __init__)
+        else:
+            # Every rank calls new_group for every group of this mesh dimension, in order.
+            others = [range(s) for i, s in enumerate(self.shape) if i != dim]
+            for rest in itertools.product(*others):
+                index = list(rest)
+                index.insert(dim, slice(None))
+                members = self.ranks[tuple(index)].tolist()
+                sub = world.new_group(members)
+                if self._rank in members:
+                    g = sub
+        _GROUPS[key] = g
+        return g
+
+    def index(self, dim: int) -> int:
+        """This rank's coordinate along mesh dimension ``dim``."""
+        return self.coordinate[dim]
+
+    # ---- PyTorch DeviceMesh names
+    @property
+    def device_type(self) -> str:
+        return self.type
+
+    @property
+    def mesh(self):
+        return self.ranks
+
+    def get_coordinate(self):
+        return list(self.coordinate)
+
+    def get_group(self, mesh_dim: int | str = 0):
+        return self.group(self._dim(mesh_dim))
+
+    def _dim(self, mesh_dim) -> int:
+        if isinstance(mesh_dim, str):
+            if not self.mesh_dim_names or mesh_dim not in self.mesh_dim_names:
+                raise KeyError(
+                    f"mesh dimension {mesh_dim!r} not found; this mesh's dimensions are "
+                    f"{self.mesh_dim_names}"
+                )
+            return self.mesh_dim_names.index(mesh_dim)
+        return int(mesh_dim)
+
+    def __getitem__(self, name):
+        """``mesh["tp"]``: the 1-D sub-mesh along that dimension that contains this rank."""
+        dim = self._dim(name)
+        index = list(self.coordinate)
+        index[dim] = slice(None)
+        sub = object.__new__(type(self))
+        sub.type = self.type
+        sub.ranks = self.ranks[tuple(index)].copy()
+        sub.ranks.setflags(write=False)
+        sub.mesh_dim_names = None if self.mesh_dim_names is None else (self.mesh_dim_names[dim],)
+        sub._rank = self._rank
+        sub.coordinate = (self.coordinate[dim],)
+        sub._parent = (self, dim)
+        return sub
+
+
+DeviceMesh = placement
+
+
+def init_device_mesh(device_type: str, mesh_shape, *, mesh_dim_names=None) -> placement:
+    """PyTorch's ``init_device_mesh``: ranks 0..N-1 laid out row-major in ``mesh_shape``."""
+    world = _comm.get_world()
+    shape = tuple(int(s) for s in mesh_shape)
+    total = int(np.prod(shape))
+    if total != world.size:
+        raise ValueError(
+            f"mesh_shape {shape} holds {total} ranks but the job has {world.size}; start it "
+            f"with `shardflow run -n {total} ...` or pick a shape whose product is {world.size}"
+        )
+    return placement(device_type, np.arange(total).reshape(shape).tolist(),
+                     mesh_dim_names=mesh_dim_names)
