@@ -35,6 +35,8 @@ from .backend import (
 from .backend import bool_ as bool
 from .backend.random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .checkpoint import load, save
+from .distributed import sbp
+from .distributed.placement import placement
 from .ops import *
 from .ops import add, clone, div, mul, neg, reciprocal, sub
 

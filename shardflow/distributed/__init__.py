@@ -299,3 +299,22 @@ def broadcast_object_list(object_list, src: int = 0, group=None, device=None) ->
     g = _group(group)
     got = g.broadcast_object(list(object_list), _group_rank(g, src))
     object_list[:] = got
+
+
+# -- global tensors (placement + sbp) and tensor parallelism: docs/GLOBAL.md ----------------
+from . import sbp  # noqa: E402
+from .global_tensor import (  # noqa: E402
+    distribute_tensor,
+    from_local,
+    full_tensor,
+    redistribute,
+    to_global,
+    to_local,
+)
+from .placement import DeviceMesh, init_device_mesh, placement  # noqa: E402
+from .plan import CommPlan, comm_plan  # noqa: E402
+
+__all__ += [
+    "sbp", "placement", "DeviceMesh", "init_device_mesh", "to_global", "to_local", "from_local",
+    "distribute_tensor", "redistribute", "full_tensor", "comm_plan", "CommPlan",
+]
