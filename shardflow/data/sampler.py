@@ -26,6 +26,8 @@ import numpy as np
 from ..backend import random as _random
 from . import _world
 
+_DRAW_CHUNK = 4096  # indices drawn at once by RandomSampler(replacement=True)
+
 __all__ = [
     "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
     "WeightedRandomSampler", "BatchSampler", "DistributedSampler", "BucketBatchSampler",
@@ -83,7 +85,12 @@ class RandomSampler(Sampler):
         n = len(self.data_source)
         rng = _fresh_rng(self.generator)
         if self.replacement:
-            yield from rng.integers(0, n, size=self.num_samples).tolist()
+            # Draw in chunks: ``num_samples`` may be far larger than memory (an "infinite"
+            # sampler). NumPy's bounded-integer stream does not depend on how it is chunked,
+            # so this yields exactly what one big draw would.
+            for start in range(0, self.num_samples, _DRAW_CHUNK):
+                size = min(_DRAW_CHUNK, self.num_samples - start)
+                yield from rng.integers(0, n, size=size).tolist()
             return
         for _ in range(self.num_samples // n):
             yield from rng.permutation(n).tolist()

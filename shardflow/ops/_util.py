@@ -7,9 +7,13 @@ import numpy as np
 
 from ..autograd import Tensor, _wrap
 from ..autograd import grad_mode as _gm
-from ..backend import dtypes, result_type
+from ..backend import dtypes, from_numpy_dtype, result_type
 
 _SCALARS = (int, float, bool, np.number, np.bool_)
+# What ``as_tensor_arg`` turns into a Tensor. A flat tuple: ``isinstance`` takes a tuple of
+# types or a ``X | Y`` union, but ``_SCALARS | np.ndarray`` (a tuple or'ed with a type) is a
+# TypeError, which made every ``tensor * ndarray`` fail.
+_TENSOR_LIKE = (*_SCALARS, np.ndarray, list, tuple)
 
 
 def unbroadcast(g, shape):
@@ -28,31 +32,74 @@ def unbroadcast(g, shape):
 def as_tensor_arg(x, name: str = "input") -> Tensor:
     if isinstance(x, Tensor):
         return x
-    if isinstance(x, _SCALARS | np.ndarray | list | tuple):
+    if isinstance(x, _TENSOR_LIKE):
         return Tensor(x)
     raise TypeError(f"{name} must be a Tensor or a number, got {type(x).__name__}")
+
+
+def number_arg(value, op: str, name: str):
+    """A ``Scalar`` argument such as ``alpha``: Python numbers pass through; NumPy scalars and
+    0-dim tensors that do not require grad become Python numbers (PyTorch accepts both as
+    a Scalar); anything else raises PyTorch's TypeError, with the fix."""
+    if isinstance(value, Tensor):
+        if value.array.ndim == 0 and not value.requires_grad:
+            return value.item()
+        raise TypeError(
+            f"{op}(): argument '{name}' must be Number, not Tensor (got shape "
+            f"{tuple(value.shape)}, requires_grad={value.requires_grad}); pass a Python number, "
+            f"e.g. {name}=float(t) or {name}=t.item()"
+        )
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
 
 
 def promote(a, b):
     """Return (a, b) ready for a binary op: Tensors cast to the PyTorch result dtype, Python
     scalars left as scalars of that dtype's kind (NumPy then keeps the array's dtype)."""
     ta, tb = isinstance(a, Tensor), isinstance(b, Tensor)
+    # NumPy scalars act as Python numbers (PyTorch: ``t * np.float64(2)`` stays float32);
+    # left as they are, NumPy 2 would promote the array to their dtype.
+    if isinstance(a, np.generic):
+        a = a.item()
+    if isinstance(b, np.generic):
+        b = b.item()
     if ta and tb:
         if a.array.dtype == b.array.dtype:
             return a, b
         rd = result_type([(a.dtype, a.array.ndim), (b.dtype, b.array.ndim)])
         return _cast(a, rd), _cast(b, rd)
     if ta:
+        if isinstance(b, np.ndarray):
+            return _promote_ndarray(a, b, tensor_first=True)
         if not isinstance(b, _SCALARS):
             return promote(a, as_tensor_arg(b, "other"))
         rd = result_type([(a.dtype, a.array.ndim), b])
         return _cast(a, rd), b
     if tb:
+        if isinstance(a, np.ndarray):
+            return _promote_ndarray(b, a, tensor_first=False)
         if not isinstance(a, _SCALARS):
             return promote(as_tensor_arg(a, "input"), b)
         rd = result_type([a, (b.dtype, b.array.ndim)])
         return a, _cast(b, rd)
     return as_tensor_arg(a), b
+
+
+def _promote_ndarray(t: Tensor, arr: np.ndarray, tensor_first: bool):
+    """A Tensor with a NumPy array operand: the result dtype follows NumPy's promotion of the
+    two dtypes, which is what PyTorch produces (it computes ``tensor * ndarray`` through
+    NumPy and wraps the result: float32 tensor * int32 array -> float64). The array becomes
+    a Tensor of that dtype; unlike PyTorch, the result keeps the Tensor's autograd graph."""
+    if arr.dtype.kind not in "biuf" and arr.dtype != dtypes.bfloat16.np:
+        raise TypeError(
+            f"cannot combine a Tensor with a NumPy array of dtype {arr.dtype}; "
+            "convert the array to a numeric dtype first"
+        )
+    rd = from_numpy_dtype(np.result_type(t.array.dtype, arr.dtype))
+    other = Tensor(arr if arr.dtype == rd.np else arr.astype(rd.np))
+    t = _cast(t, rd)
+    return (t, other) if tensor_first else (other, t)
 
 
 def _cast(t: Tensor, d) -> Tensor:
@@ -126,4 +173,5 @@ def float_dtype_of(t: Tensor):
     return d if d.is_floating_point else dtypes.get_default_dtype()
 
 
-__all__ = ["flush_subnormal_", "unbroadcast", "promote", "wrap_dim", "norm_dims", "inplace", "as_tensor_arg", "_wrap", "needs_graph"]
+__all__ = ["flush_subnormal_", "unbroadcast", "promote", "wrap_dim", "norm_dims", "inplace", "as_tensor_arg",
+           "number_arg", "_wrap", "needs_graph"]

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
-from ._util import inplace, promote, unbroadcast
+from ._util import inplace, number_arg, promote, unbroadcast
 
 _SHAPE_ERR = (
     "The size of tensor a ({a}) must match the size of tensor b ({b}) at non-singleton "
@@ -116,6 +116,8 @@ class Neg(Function):
 
 @register("add")
 def add(input, other, *, alpha=1, out=None):
+    if type(alpha) is not int:
+        alpha = number_arg(alpha, "add", "alpha")
     a, b = promote(input, other)
     if not isinstance(a, Tensor):  # scalar + Tensor: keep the Tensor first (commutative)
         return Add.apply(b, a, alpha=1) if alpha == 1 else Add.apply(b * alpha, a)
@@ -124,6 +126,8 @@ def add(input, other, *, alpha=1, out=None):
 
 @register("sub", "subtract")
 def sub(input, other, *, alpha=1):
+    if type(alpha) is not int:
+        alpha = number_arg(alpha, "sub", "alpha")
     a, b = promote(input, other)
     if not isinstance(a, Tensor):  # scalar - Tensor
         return Add.apply(Neg.apply(b) if alpha == 1 else b * -alpha, a)

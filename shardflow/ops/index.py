@@ -2,7 +2,7 @@
 take_along_dim, embedding, nonzero/argwhere (``where(cond)`` lives in elementwise).
 
 Indexing (``getitem``) follows PyTorch: ints, slices (positive steps only: a negative step
-raises ``ValueError`` as in PyTorch), ``None``, ``Ellipsis``, integer tensors/lists
+raises ``ValueError`` as in PyTorch), ``None``, ``Ellipsis``, integer tensors/lists/ranges
 (advanced indexing, NumPy's rules) and boolean masks. Index tensors must be integer or
 bool. Every index is checked before anything is read or written; an out-of-range index
 raises ``IndexError`` naming the value, the dim and its size. Basic indexing returns a view
@@ -110,6 +110,8 @@ def _to_index_item(item):
         arr = item
     elif isinstance(item, list | tuple):
         arr = np.asarray([i.item() if isinstance(i, Tensor) else i for i in item]) if item else np.zeros(0, np.int64)
+    elif isinstance(item, range):  # PyTorch: a range is a list of ints (advanced indexing)
+        arr = np.arange(item.start, item.stop, item.step, dtype=np.int64)
     else:
         if isinstance(item, slice):
             vals = []
