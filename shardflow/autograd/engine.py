@@ -1,29 +1,77 @@
 """The backward engine.
 
-Algorithm (PyTorch's, in miniature):
+Algorithm (PyTorch's, in miniature), one named step each:
 
-1. From the root nodes, walk ``Function.next`` edges once to count, for every node
-   (Function or leaf Tensor), how many edges point at it (its dependencies).
-2. Process nodes whose dependencies are all satisfied (Kahn's algorithm, LIFO). For a
-   Function: sum the gradients that arrived for each of its outputs, run tensor hooks on
-   them, call ``backward``, and send each input gradient along its edge.
-3. A leaf whose dependencies are satisfied has received its whole gradient: run its
-   tensor hooks, accumulate into ``.grad``, then run its post-accumulate-grad hooks. Data
-   parallel starts its bucket all_reduce from that last hook, while the rest of backward
-   is still running.
+1. ``_seed_roots``: put the seed gradient of every output in the slot of the Function that
+   made it (a seed given for a leaf goes to that leaf directly).
+2. ``_collect_dependencies``: walk ``Function.next`` edges once to count, for every node
+   (Function or leaf Tensor), how many edges point at it.
+3. Process nodes whose dependencies are all satisfied (Kahn's algorithm, LIFO). For a
+   Function (``_backward_node``): take the gradients that arrived for its outputs, run the
+   tensor hooks registered on them (``_run_output_hooks``), hand them to ``autograd.grad``
+   if it asked for them (``_capture_outputs``), check that no saved tensor was modified in
+   place, and call ``backward`` (``_call_backward``), which must return one gradient (or
+   None) per input.
 4. Unless ``retain_graph``, each Function is released right after its backward.
+5. ``_send_gradients``: add each input gradient into the slot of the node it belongs to,
+   after checking its shape against that node's (``_fit_gradient``), and count the edge
+   as satisfied. A Function with no edges left is ready; a leaf with no edges left has its
+   whole gradient and gets it (``_deliver_leaf``): tensor hooks, accumulation into ``.grad``,
+   then post-accumulate-grad hooks. Data parallel starts its bucket all_reduce from that
+   last hook, while the rest of backward is still running.
 
-``grad`` (``autograd.grad``) runs the same walk but captures the gradients reaching the
-requested tensors instead of accumulating into ``.grad``.
+``grad`` (``autograd.grad``) runs the same walk with ``capture``: gradients reaching the
+requested tensors are stored there instead of being accumulated into ``.grad``.
+
+The loop in ``run_backward`` and ``_send_gradients`` is the per-op hot path: the rare steps
+(hooks, capture, gradient fix-ups, errors) are called only when they have work to do.
 """
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 
 from .function import Function
+
+
+def run_backward(tensors, grad_tensors, retain_graph: bool, capture=None):
+    """Propagate ``grad_tensors`` back from ``tensors``.
+
+    ``capture``: optional dict ``{node_key: None}`` where node_key is ``(fn, output_nr)`` or a
+    leaf Tensor. When given, gradients reaching those keys are stored there and leaves'
+    ``.grad`` is left untouched (``autograd.grad``).
+    """
+    grads, roots = _seed_roots(tensors, grad_tensors, capture)
+    deps = _collect_dependencies(roots)
+    ready = [fn for fn in dict.fromkeys(roots) if deps.get(fn, 0) == 0]
+    while ready:
+        fn = ready.pop()
+        in_grads = _backward_node(fn, grads.pop(fn, None), capture)
+        if not retain_graph:
+            fn.release()
+        _send_gradients(fn, in_grads, grads, deps, ready, capture)
+
+
+def _seed_roots(tensors, grad_tensors, capture):
+    """Gradient slots holding the seeds, and the Functions that made the outputs."""
+    grads: dict = {}
+    roots = []
+    for t, g in zip(tensors, grad_tensors):
+        fn = t.grad_fn
+        if fn is None:  # backward on a leaf: its gradient is the seed itself
+            _deliver_leaf(t, g, capture)
+            continue
+        slot = grads.get(fn)
+        if slot is None:
+            slot = grads[fn] = _new_slot(fn)
+        slot[t._output_nr] = _add(slot[t._output_nr], g)
+        roots.append(fn)
+    return grads, roots
+
+
+def _new_slot(fn: Function) -> list:
+    """One gradient place per output of ``fn``."""
+    return [None] if fn._out_meta is None else [None] * len(fn._out_meta)
 
 
 def _collect_dependencies(roots) -> dict:
@@ -44,6 +92,174 @@ def _collect_dependencies(roots) -> dict:
                 if isinstance(node, Function):
                     stack.append(node)
     return deps
+
+
+def _backward_node(fn: Function, gouts, capture):
+    """Gradients for ``fn``'s inputs from those of its outputs (None: nothing arrived)."""
+    if fn._freed:
+        _raise_freed(fn)
+    if gouts is None:
+        return None
+    if fn._pre_hooks:
+        _run_output_hooks(fn, gouts)
+    if capture is not None:
+        _capture_outputs(fn, gouts, capture)
+    return _call_backward(fn, gouts)
+
+
+def _run_output_hooks(fn: Function, gouts: list) -> None:
+    """Tensor hooks registered on ``fn``'s outputs may replace their gradients."""
+    from .tensor import _wrap
+
+    for idx, hooks in fn._pre_hooks.items():
+        if gouts[idx] is None:
+            continue
+        for hook in hooks:
+            r = hook(_wrap(gouts[idx]))
+            if r is not None:
+                gouts[idx] = r.array
+
+
+def _capture_outputs(fn: Function, gouts: list, capture: dict) -> None:
+    for i, g in enumerate(gouts):
+        key = (fn, i)
+        if key in capture:
+            capture[key] = _add(capture[key], g)
+
+
+def _call_backward(fn: Function, gouts: list):
+    """``fn.backward`` on the output gradients, as a tuple of one entry per input."""
+    if fn._out_meta is None:
+        if gouts[0] is None:
+            return None
+        if fn._saved_versions:
+            _check_versions(fn)
+        in_grads = fn.backward(gouts[0])
+    else:
+        if all(g is None for g in gouts):
+            return None
+        if fn._saved_versions:
+            _check_versions(fn)
+        # an output that received no gradient gets zeros, so backward sees every output
+        in_grads = fn.backward(*[
+            g if g is not None else np.zeros(shape, dtype)
+            for g, (shape, dtype) in zip(gouts, fn._out_meta)
+        ])
+    if not isinstance(in_grads, tuple):
+        in_grads = (in_grads,)
+    if len(in_grads) != len(fn.next):
+        in_grads = _check_gradient_count(fn, in_grads)
+    return in_grads
+
+
+def _send_gradients(fn: Function, in_grads, grads: dict, deps: dict, ready: list, capture) -> None:
+    """Route each input gradient of ``fn`` to its node; release nodes that have them all."""
+    for i, edge in enumerate(fn.next):
+        if edge is None:
+            continue
+        node, idx = edge
+        g = None if in_grads is None else in_grads[i]
+        if isinstance(node, Function):
+            if g is not None:
+                expected = node._out_shape if node._out_meta is None else node._out_meta[idx][0]
+                if g.shape != expected:
+                    g = _fit_gradient(fn, i, g, expected)
+                slot = grads.get(node)
+                if slot is None:
+                    slot = grads[node] = _new_slot(node)
+                slot[idx] = g if slot[idx] is None else slot[idx] + g
+            left = deps[node] - 1
+            deps[node] = left
+            if left == 0:
+                ready.append(node)
+        else:
+            if g is not None:
+                if g.shape != node.array.shape:
+                    g = _fit_gradient(fn, i, g, node.array.shape)
+                prev = grads.get(node)
+                grads[node] = g if prev is None else prev + g
+            left = deps[node] - 1
+            deps[node] = left
+            if left == 0:
+                g_leaf = grads.pop(node, None)
+                if g_leaf is not None:
+                    _deliver_leaf(node, g_leaf, capture)
+
+
+def _deliver_leaf(leaf, g, capture) -> None:
+    """A leaf's whole gradient has arrived: accumulate it, or capture it for ``grad``."""
+    if capture is None:
+        _accumulate_leaf(leaf, g)
+    elif leaf in capture:
+        capture[leaf] = _add(capture[leaf], g)
+
+
+def _accumulate_leaf(leaf, g) -> None:
+    from .tensor import _wrap
+
+    if leaf._hooks:
+        for hook in leaf._hooks:
+            r = hook(_wrap(g))
+            if r is not None:
+                g = r.array
+    if g.shape != leaf.array.shape:
+        raise RuntimeError(
+            f"a gradient of shape {tuple(g.shape)} reached a leaf of shape "
+            f"{tuple(leaf.array.shape)}; a hook registered on the leaf returned a tensor of "
+            "the wrong shape: a tensor hook must return a gradient of the tensor's shape (or None)"
+        )
+    if g.dtype != leaf.array.dtype:
+        g = g.astype(leaf.array.dtype)
+    if leaf.grad is None:
+        # A copy: a backward may hand one array to several inputs (add) or keep it with
+        # retain_graph, and .grad is later changed in place (optimizers, clip_grad_norm_).
+        leaf.grad = _wrap(g.copy())
+    else:
+        leaf.grad.array += g
+    if leaf._post_hooks:
+        for hook in leaf._post_hooks:
+            hook(leaf)
+
+
+# ----------------------------------------------------------------------------- checks
+
+
+def _check_gradient_count(fn: Function, in_grads: tuple) -> tuple:
+    """One gradient per input (PyTorch's rule), with two allowances that lose nothing:
+    extra trailing entries that are None, and missing trailing entries for inputs that need
+    no gradient (non-Tensor arguments, integer targets). A missing gradient for an input
+    that needs one is the silent-loss case: it raises."""
+    n = len(fn.next)
+    got = len(in_grads)
+    if got > n and all(g is None for g in in_grads[n:]):
+        return in_grads[:n]
+    if got < n and all(edge is None for edge in fn.next[got:]):
+        return in_grads + (None,) * (n - got)
+    raise RuntimeError(
+        f"function {fn.name()} returned an incorrect number of gradients (expected {n}, got "
+        f"{len(in_grads)}): its backward must return one gradient (or None) for each of the "
+        f"{n} positional inputs of {fn.name()}.apply(), in order"
+    )
+
+
+def _fit_gradient(fn: Function, i: int, g, expected):
+    """A gradient whose shape differs from its input's: sum it over broadcast dims when the
+    input's shape broadcasts to it (as PyTorch does), else raise naming the Function."""
+    try:
+        compatible = np.broadcast_shapes(tuple(expected), tuple(g.shape)) == tuple(g.shape)
+    except ValueError:
+        compatible = False
+    if not compatible:
+        raise RuntimeError(
+            f"function {fn.name()} returned an invalid gradient at index {i} - got "
+            f"{list(g.shape)} but expected shape compatible with {list(expected)} (the shape "
+            f"of input {i}); its backward must return each input's gradient in that input's shape"
+        )
+    lead = g.ndim - len(expected)
+    axes = tuple(range(lead)) + tuple(
+        lead + k for k, n in enumerate(expected) if n == 1 and g.shape[lead + k] != 1
+    )
+    return g.sum(axis=axes).reshape(expected) if axes else g.reshape(expected)
 
 
 def _raise_freed(fn) -> None:
@@ -71,127 +287,3 @@ def _add(a, b):
     if b is None:
         return a
     return a + b
-
-
-def _owned(g):
-    """A gradient array the leaf may keep and later modify in place (steal or copy)."""
-    # references: the caller's local, this argument, getrefcount's own -> 3 means unshared
-    if g.base is None and sys.getrefcount(g) <= 3 and g.flags.writeable:
-        return g
-    return g.copy()
-
-
-def _accumulate_leaf(leaf, g) -> None:
-    from .tensor import _wrap
-
-    if leaf._hooks:
-        for hook in leaf._hooks:
-            r = hook(_wrap(g))
-            if r is not None:
-                g = r.array
-    if g.shape != leaf.array.shape:
-        raise RuntimeError(
-            f"internal error: gradient of shape {g.shape} reached a leaf of shape "
-            f"{leaf.array.shape}; please report this with the op that produced it"
-        )
-    if g.dtype != leaf.array.dtype:
-        g = g.astype(leaf.array.dtype)
-    if leaf.grad is None:
-        leaf.grad = _wrap(_owned(g) if isinstance(g, np.ndarray) else g.copy())
-    else:
-        leaf.grad.array += g
-    if leaf._post_hooks:
-        for hook in leaf._post_hooks:
-            hook(leaf)
-
-
-def run_backward(tensors, grad_tensors, retain_graph: bool, capture=None):
-    """Propagate ``grad_tensors`` back from ``tensors``.
-
-    ``capture``: optional dict ``{node_key: None}`` where node_key is ``(fn, output_nr)`` or a
-    leaf Tensor. When given, gradients reaching those keys are stored there and leaves'
-    ``.grad`` is left untouched (``autograd.grad``).
-    """
-    grads: dict = {}
-    roots = []
-    for t, g in zip(tensors, grad_tensors):
-        if t.grad_fn is None:  # backward on a leaf: its gradient is the seed itself
-            if capture is None:
-                _accumulate_leaf(t, g)
-            elif t in capture:
-                capture[t] = _add(capture[t], g)
-            continue
-        fn = t.grad_fn
-        slot = grads.get(fn)
-        if slot is None:
-            n = 1 if fn._out_meta is None else len(fn._out_meta)
-            slot = grads[fn] = [None] * n
-        slot[t._output_nr] = _add(slot[t._output_nr], g)
-        roots.append(fn)
-
-    deps = _collect_dependencies(roots)
-    ready = [fn for fn in dict.fromkeys(roots) if deps.get(fn, 0) == 0]
-    while ready:
-        fn = ready.pop()
-        gouts = grads.pop(fn, None)
-        if fn._freed:
-            _raise_freed(fn)
-        if gouts is not None and fn._pre_hooks:
-            from .tensor import _wrap
-
-            for idx, hooks in fn._pre_hooks.items():
-                if gouts[idx] is None:
-                    continue
-                for hook in hooks:
-                    r = hook(_wrap(gouts[idx]))
-                    if r is not None:
-                        gouts[idx] = r.array
-        if capture is not None and gouts is not None:
-            for i, g in enumerate(gouts):
-                key = (fn, i)
-                if key in capture:
-                    capture[key] = _add(capture[key], g)
-        if gouts is None or all(g is None for g in gouts):
-            in_grads = (None,) * len(fn.next)
-        else:
-            if fn._saved_versions:
-                _check_versions(fn)
-            if fn._out_meta is None:
-                in_grads = fn.backward(gouts[0])
-            else:
-                gouts = [
-                    g if g is not None else np.zeros(shape, dtype)
-                    for g, (shape, dtype) in zip(gouts, fn._out_meta)
-                ]
-                in_grads = fn.backward(*gouts)
-            if not isinstance(in_grads, tuple):
-                in_grads = (in_grads,)
-        if not retain_graph:
-            fn.release()
-        for edge, g in zip(fn.next, in_grads):
-            if edge is None:
-                continue
-            node, idx = edge
-            if g is not None:
-                if isinstance(node, Function):
-                    slot = grads.get(node)
-                    if slot is None:
-                        n = 1 if node._out_meta is None else len(node._out_meta)
-                        slot = grads[node] = [None] * n
-                    slot[idx] = g if slot[idx] is None else slot[idx] + g
-                else:
-                    prev = grads.get(node)
-                    grads[node] = g if prev is None else prev + g
-            left = deps[node] - 1
-            deps[node] = left
-            if left == 0:
-                if isinstance(node, Function):
-                    ready.append(node)
-                else:
-                    g_leaf = grads.pop(node, None)
-                    if g_leaf is None:
-                        continue
-                    if capture is None:
-                        _accumulate_leaf(node, g_leaf)
-                    elif node in capture:
-                        capture[node] = _add(capture[node], g_leaf)

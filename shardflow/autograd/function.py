@@ -14,6 +14,11 @@ Saved-tensor checks: a subclass declares which inputs its backward reads (``save
 indices; default all) and whether it reads its output (``save_output``). ``apply`` records
 their version counters; the engine refuses to run backward if one changed in between.
 
+What ``backward`` returns: one gradient (or None) per positional argument of ``apply``, each
+of that argument's shape; the engine checks both (``engine._check_gradient_count``,
+``engine._fit_gradient``) against ``next`` and the producer's recorded output shape
+(``_out_shape``, or ``_out_meta`` for several outputs).
+
 State a subclass keeps on ``self`` lives in ``__dict__`` and is dropped by ``release`` after
 backward unless ``retain_graph=True``.
 """
@@ -25,7 +30,8 @@ from .tensor import Tensor, _wrap
 
 
 class Function:
-    __slots__ = ("next", "_freed", "_pre_hooks", "_saved_versions", "_out_meta", "__dict__")
+    __slots__ = ("next", "_freed", "_pre_hooks", "_saved_versions", "_out_meta", "_out_shape",
+                 "__dict__")
 
     save_inputs: tuple[int, ...] | None = None  # None: every Tensor input may be read
     save_output: bool = False
@@ -56,7 +62,7 @@ class Function:
             else:
                 arrays.append(a)
                 edges.append(None)
-        if not need or not grad_mode._enabled[0]:
+        if not need or not grad_mode._state.enabled:
             out = fn.forward(*arrays, **params)
             if isinstance(out, tuple):
                 return tuple(_wrap(o) for o in out)
@@ -89,6 +95,7 @@ class Function:
                 _record_output_versions(fn, outs)
             return outs
         fn._out_meta = None
+        fn._out_shape = out.shape  # the engine checks the gradient it receives against it
         t = _wrap(out, True, fn, 0)
         if cls.save_output:
             _record_output_versions(fn, (t,))

@@ -1,81 +1,117 @@
 """Grad modes: ``no_grad``, ``enable_grad``, ``set_grad_enabled``, ``inference_mode``.
 
-Each is a context manager and a decorator, as in PyTorch. The state is one module-level
-flag read on every op (``_enabled[0]``), the cheapest thing Python offers.
+Each is a context manager and a decorator (with or without parentheses for ``no_grad``,
+``enable_grad`` and ``inference_mode``), as in PyTorch. The mode is per thread, as
+PyTorch's is: a ``no_grad`` block in one thread (a data-loading or serving thread) does not
+turn off graph recording in another, and every new thread starts with gradients enabled.
+
+The state is one attribute of a ``threading.local`` (``_state.enabled``), read on every op;
+the class attribute is the default each new thread sees.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 
-_enabled = [True]
+
+class _GradState(threading.local):
+    enabled = True  # every thread starts with grad mode on
+
+
+_state = _GradState()
 
 
 def is_grad_enabled() -> bool:
-    return _enabled[0]
+    """Whether ops run in this thread record the graph."""
+    return _state.enabled
 
 
 class _GradModeContext:
+    """Sets ``_state.enabled`` to ``self.mode`` inside the block, restores it after."""
+
     mode = True
 
     def __enter__(self):
-        self._prev = _enabled[0]
-        _enabled[0] = self.mode
+        self._prev = _state.enabled
+        _state.enabled = self.mode
         return self
 
     def __exit__(self, *exc):
-        _enabled[0] = self._prev
+        _state.enabled = self._prev
         return False
+
+    def clone(self):
+        """A fresh context with the same mode (one per call of a decorated function, so
+        recursive and concurrent calls each restore their own previous mode)."""
+        return self.__class__()
 
     def __call__(self, func):
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
-            with self.__class__():
+            with self.clone():
                 return func(*args, **kwargs)
 
         return wrapper
 
 
-class no_grad(_GradModeContext):
+class _NoParamContext(_GradModeContext):
+    """``@no_grad`` without parentheses decorates the function directly (PyTorch 2)."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoParamContext):
     """Ops inside record no graph: outputs have ``requires_grad=False``."""
 
     mode = False
 
 
-class enable_grad(_GradModeContext):
+class enable_grad(_NoParamContext):
+    """Ops inside record the graph, even within ``no_grad``."""
+
     mode = True
 
 
 class inference_mode(_GradModeContext):
-    """Like ``no_grad`` (shardflow has no separate inference tensors)."""
+    """Like ``no_grad`` (shardflow has no separate inference tensors). As in PyTorch,
+    ``inference_mode(False)`` turns grad mode *on* inside the block."""
+
+    def __new__(cls, mode=True):
+        if mode is None or isinstance(mode, bool):
+            return super().__new__(cls)
+        return cls()(mode)  # used as @inference_mode on a function
 
     def __init__(self, mode: bool = True):
         self.mode = not mode
 
-    def __call__(self, func):
-        mode = self.mode
-
-        @functools.wraps(func)
-        def wrapper(*args, **kwargs):
-            prev = _enabled[0]
-            _enabled[0] = mode
-            try:
-                return func(*args, **kwargs)
-            finally:
-                _enabled[0] = prev
-
-        return wrapper
+    def clone(self):
+        return self.__class__(not self.mode)
 
 
 class set_grad_enabled(_GradModeContext):
+    """Sets grad mode on construction (so ``set_grad_enabled(False)`` works as a plain call,
+    as in PyTorch); as a context manager or decorator, restores the previous mode after."""
+
     def __init__(self, mode: bool):
         self.mode = bool(mode)
-        self._prev = _enabled[0]
-        _enabled[0] = self.mode  # takes effect when called as a function too, like PyTorch
+        self._prev = _state.enabled
+        _state.enabled = self.mode
 
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        _enabled[0] = self._prev
-        return False
+    def clone(self):
+        return _ScopedGradMode(self.mode)
+
+    def __call__(self, func):
+        _state.enabled = self._prev  # used as a decorator: construction must not leak
+        return super().__call__(func)
+
+
+class _ScopedGradMode(_GradModeContext):
+    def __init__(self, mode: bool):
+        self.mode = mode

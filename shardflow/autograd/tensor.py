@@ -412,7 +412,7 @@ class Tensor:
     def _check_inplace_allowed(self, op: str = "an in-place operation") -> None:
         """PyTorch's rule: a leaf that requires grad may change in place only under no_grad.
         Every in-place path calls this before writing, so a refused op changes nothing."""
-        if self.requires_grad and self.grad_fn is None and grad_mode._enabled[0]:
+        if self.requires_grad and self.grad_fn is None and grad_mode._state.enabled:
             raise RuntimeError(
                 f"a leaf Variable that requires grad (shape {tuple(self.shape)}) is being used in "
                 f"{op}; wrap the update in `with shardflow.no_grad():` or use an out-of-place op"
