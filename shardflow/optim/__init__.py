@@ -1,12 +1,15 @@
 """Optimizers (layer L5) with PyTorch's names, formulas and ``state_dict`` format:
-SGD, Adam, AdamW, RMSprop, Adagrad, and ``lr_scheduler``. Updates run in place on raw
-arrays (no autograd, no Tensor allocation)."""
+SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, LBFGS, and ``lr_scheduler``. Updates run in
+place on raw arrays (no autograd, no Tensor allocation)."""
 
 from . import lr_scheduler
+from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
+from .lbfgs import LBFGS
 from .optimizer import Optimizer
 from .rmsprop import RMSprop
 from .sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "LBFGS",
+           "lr_scheduler"]

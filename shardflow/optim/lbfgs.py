@@ -1,0 +1,352 @@
+"""L-BFGS, a port of ``torch.optim.LBFGS`` (itself after minFunc) onto raw arrays.
+
+``step(closure)`` runs up to ``max_iter`` iterations on the flat vector of all parameters
+(one group only; ``closure`` re-evaluates the loss and its gradients):
+
+1. ``g`` = flat gradient. First iteration: direction ``d = -g``. Later ones: with
+   ``y = g - g_prev`` and ``s = t * d``, store the pair when ``y.s > 1e-10`` (keeping the
+   last ``history_size``), set ``H_diag = y.s / y.y``, and get ``d = -H g`` by the two-loop
+   recursion over the stored pairs.
+2. Step length: ``t = min(1, 1/|g|_1) * lr`` on the first iteration, else ``lr``. With
+   ``line_search_fn="strong_wolfe"`` a bracketing + cubic-interpolation zoom search finds a
+   ``t`` meeting the strong Wolfe conditions (c1 = 1e-4, c2 = 0.9; up to ``max_eval`` minus
+   evaluations so far); otherwise the parameters move by ``t * d`` and the closure is
+   re-evaluated (except on the last iteration).
+3. Stop on ``max_iter``, ``max_eval`` closure evaluations, ``max|g| <= tolerance_grad``,
+   ``max|t d| <= tolerance_change``, a loss change below ``tolerance_change``, or a
+   directional derivative ``g.d > -tolerance_change``.
+
+Scalars stay NumPy scalars of the parameters' dtype where PyTorch keeps 0-d tensors, so a
+float32 problem follows torch's float32 arithmetic (comparisons included). The state is
+global but registered under the first parameter, with PyTorch's keys (``func_evals``,
+``n_iter``, ``d``, ``t``, ``old_dirs``, ``old_stps``, ``ro``, ``H_diag``, ``prev_flat_grad``,
+``prev_loss``, ``al``); vectors are stored as Tensors.
+
+Deviation: an unknown ``line_search_fn`` raises at construction (PyTorch raises at the first
+``step``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import Tensor, _wrap
+from .optimizer import Optimizer, _bump
+
+__all__ = ["LBFGS"]
+
+
+def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None):
+    """Minimiser of the cubic through (x1, f1, g1) and (x2, f2, g2), clamped to ``bounds``
+    (default: the interval between the points); the midpoint when the cubic has none."""
+    if bounds is not None:
+        xmin_bound, xmax_bound = bounds
+    else:
+        xmin_bound, xmax_bound = (x1, x2) if x1 <= x2 else (x2, x1)
+    d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2)
+    d2_square = d1 ** 2 - g1 * g2
+    if d2_square >= 0:
+        d2 = np.sqrt(d2_square)
+        if x1 <= x2:
+            min_pos = x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
+        else:
+            min_pos = x1 - (x1 - x2) * ((g1 + d2 - d1) / (g1 - g2 + 2 * d2))
+        return min(max(min_pos, xmin_bound), xmax_bound)
+    return (xmin_bound + xmax_bound) / 2.0
+
+
+def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_change=1e-9,
+                  max_ls=25):
+    """Line search along ``d`` from step ``t``: bracket a point meeting the strong Wolfe
+    conditions, then zoom in by cubic interpolation. Returns (f, g, t, evaluations)."""
+    d_norm = np.abs(d).max()
+    g = g.copy()
+    f_new, g_new = obj_func(x, t, d)
+    ls_func_evals = 1
+    gtd_new = g_new.dot(d)
+
+    t_prev, f_prev, g_prev, gtd_prev = 0, f, g, gtd
+    done = False
+    ls_iter = 0
+    while ls_iter < max_ls:
+        if f_new > (f + c1 * t * gtd) or (ls_iter > 1 and f_new >= f_prev):
+            bracket, bracket_f = [t_prev, t], [f_prev, f_new]
+            bracket_g, bracket_gtd = [g_prev, g_new.copy()], [gtd_prev, gtd_new]
+            break
+        if abs(gtd_new) <= -c2 * gtd:
+            bracket, bracket_f, bracket_g = [t], [f_new], [g_new]
+            done = True
+            break
+        if gtd_new >= 0:
+            bracket, bracket_f = [t_prev, t], [f_prev, f_new]
+            bracket_g, bracket_gtd = [g_prev, g_new.copy()], [gtd_prev, gtd_new]
+            break
+        min_step = t + 0.01 * (t - t_prev)
+        max_step = t * 10
+        tmp = t
+        t = _cubic_interpolate(t_prev, f_prev, gtd_prev, t, f_new, gtd_new,
+                               bounds=(min_step, max_step))
+        t_prev, f_prev, g_prev, gtd_prev = tmp, f_new, g_new.copy(), gtd_new
+        f_new, g_new = obj_func(x, t, d)
+        ls_func_evals += 1
+        gtd_new = g_new.dot(d)
+        ls_iter += 1
+
+    if ls_iter == max_ls:
+        bracket, bracket_f, bracket_g = [0, t], [f, f_new], [g, g_new]
+
+    # zoom: shrink the bracket until a point meets the conditions
+    insuf_progress = False
+    low_pos, high_pos = (0, 1) if bracket_f[0] <= bracket_f[-1] else (1, 0)
+    while not done and ls_iter < max_ls:
+        if abs(bracket[1] - bracket[0]) * d_norm < tolerance_change:
+            break
+        t = _cubic_interpolate(bracket[0], bracket_f[0], bracket_gtd[0],
+                               bracket[1], bracket_f[1], bracket_gtd[1])
+        # too close to an end of the bracket twice in a row (or outside it): move 10% inside
+        eps = 0.1 * (max(bracket) - min(bracket))
+        if min(max(bracket) - t, t - min(bracket)) < eps:
+            if insuf_progress or t >= max(bracket) or t <= min(bracket):
+                if abs(t - max(bracket)) < abs(t - min(bracket)):
+                    t = max(bracket) - eps
+                else:
+                    t = min(bracket) + eps
+                insuf_progress = False
+            else:
+                insuf_progress = True
+        else:
+            insuf_progress = False
+
+        f_new, g_new = obj_func(x, t, d)
+        ls_func_evals += 1
+        gtd_new = g_new.dot(d)
+        ls_iter += 1
+
+        if f_new > (f + c1 * t * gtd) or f_new >= bracket_f[low_pos]:
+            # Armijo condition fails or no lower than the lowest point: new high end
+            bracket[high_pos], bracket_f[high_pos] = t, f_new
+            bracket_g[high_pos], bracket_gtd[high_pos] = g_new.copy(), gtd_new
+            low_pos, high_pos = (0, 1) if bracket_f[0] <= bracket_f[1] else (1, 0)
+        else:
+            if abs(gtd_new) <= -c2 * gtd:
+                done = True  # Wolfe conditions hold
+            elif gtd_new * (bracket[high_pos] - bracket[low_pos]) >= 0:
+                bracket[high_pos] = bracket[low_pos]  # old low becomes the high end
+                bracket_f[high_pos] = bracket_f[low_pos]
+                bracket_g[high_pos] = bracket_g[low_pos]
+                bracket_gtd[high_pos] = bracket_gtd[low_pos]
+            bracket[low_pos], bracket_f[low_pos] = t, f_new
+            bracket_g[low_pos], bracket_gtd[low_pos] = g_new.copy(), gtd_new
+
+    return bracket_f[low_pos], bracket_g[low_pos], bracket[low_pos], ls_func_evals
+
+
+def _raw(v):
+    """State value -> array/number for the algorithm (Tensors, incl. torch's, unwrap)."""
+    if isinstance(v, Tensor):
+        a = v.array
+        return a[()] if a.ndim == 0 else a
+    if hasattr(v, "detach") and hasattr(v, "numpy"):
+        a = v.detach().cpu().numpy()
+        return a[()] if a.ndim == 0 else a
+    if isinstance(v, list):
+        return [_raw(x) for x in v]
+    return v
+
+
+def _stored(v):
+    """Array/NumPy scalar -> Tensor for the state (PyTorch keeps tensors there)."""
+    if isinstance(v, np.ndarray | np.generic):
+        return _wrap(np.asarray(v))
+    if isinstance(v, list):
+        return [_stored(x) for x in v]
+    return v
+
+
+class LBFGS(Optimizer):
+    """``LBFGS(params, lr=1, max_iter=20, max_eval=None (max_iter * 5 // 4),
+    tolerance_grad=1e-7, tolerance_change=1e-9, history_size=100, line_search_fn=None)``;
+    ``step(closure)`` needs a closure that zeroes the gradients, computes the loss, calls
+    ``backward()`` and returns the loss."""
+
+    def __init__(self, params, lr=1, max_iter=20, max_eval=None, tolerance_grad=1e-7,
+                 tolerance_change=1e-9, history_size=100, line_search_fn=None):
+        if isinstance(lr, Tensor):
+            if lr.numel() != 1:
+                raise ValueError("Tensor lr must be 1-element")
+            lr = lr.item()
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr} (expected lr >= 0)")
+        if line_search_fn not in (None, "strong_wolfe"):
+            raise ValueError(f"line_search_fn must be None or 'strong_wolfe', got {line_search_fn!r}")
+        if max_eval is None:
+            max_eval = max_iter * 5 // 4
+        defaults = dict(lr=lr, max_iter=max_iter, max_eval=max_eval,
+                        tolerance_grad=tolerance_grad, tolerance_change=tolerance_change,
+                        history_size=history_size, line_search_fn=line_search_fn)
+        super().__init__(params, defaults)
+        if len(self.param_groups) != 1:
+            raise ValueError("LBFGS doesn't support per-parameter options (parameter groups); "
+                             "pass one list of parameters")
+        self._params = self.param_groups[0]["params"]
+        self._numel_cache = None
+
+    def _numel(self) -> int:
+        if self._numel_cache is None:
+            self._numel_cache = sum(p.array.size for p in self._params)
+        return self._numel_cache
+
+    def _gather_flat_grad(self) -> np.ndarray:
+        return np.concatenate([
+            np.zeros(p.array.size, p.array.dtype) if p.grad is None else p.grad.array.reshape(-1)
+            for p in self._params])
+
+    def _add_grad(self, step_size, update) -> None:
+        offset = 0
+        for p in self._params:
+            x = p.array
+            n = x.size
+            x += (update[offset:offset + n] * step_size).reshape(x.shape)
+            _bump(p)
+            offset += n
+        if offset != self._numel():
+            raise AssertionError(f"Expected offset {offset} to equal {self._numel()}")
+
+    def _clone_param(self) -> list[np.ndarray]:
+        return [p.array.copy() for p in self._params]
+
+    def _set_param(self, params_data) -> None:
+        for p, data in zip(self._params, params_data):
+            np.copyto(p.array, data)
+            _bump(p)
+
+    def _directional_evaluate(self, closure, x, t, d):
+        self._add_grad(t, d)
+        loss = float(self._closure(closure))
+        flat_grad = self._gather_flat_grad()
+        self._set_param(x)
+        return loss, flat_grad
+
+    def step(self, closure=None):
+        if closure is None:
+            raise TypeError("LBFGS.step needs a closure that re-evaluates the model and "
+                               "returns the loss: optimizer.step(closure)")
+        group = self.param_groups[0]
+        lr = group["lr"]
+        max_iter, max_eval = group["max_iter"], group["max_eval"]
+        tolerance_grad, tolerance_change = group["tolerance_grad"], group["tolerance_change"]
+        line_search_fn, history_size = group["line_search_fn"], group["history_size"]
+
+        state = self.state[self._params[0]]
+        state.setdefault("func_evals", 0)
+        state.setdefault("n_iter", 0)
+
+        orig_loss = self._closure(closure)
+        loss = float(orig_loss)
+        current_evals = 1
+        state["func_evals"] += 1
+
+        flat_grad = self._gather_flat_grad()
+        opt_cond = np.abs(flat_grad).max() <= tolerance_grad
+        if opt_cond:
+            return orig_loss
+
+        d, t = _raw(state.get("d")), _raw(state.get("t"))
+        old_dirs, old_stps = _raw(state.get("old_dirs")), _raw(state.get("old_stps"))
+        ro, H_diag = _raw(state.get("ro")), _raw(state.get("H_diag"))
+        prev_flat_grad, prev_loss = _raw(state.get("prev_flat_grad")), state.get("prev_loss")
+
+        n_iter = 0
+        while n_iter < max_iter:
+            n_iter += 1
+            state["n_iter"] += 1
+
+            # descent direction
+            if state["n_iter"] == 1:
+                d = -flat_grad
+                old_dirs, old_stps, ro = [], [], []
+                H_diag = 1
+            else:
+                y = flat_grad - prev_flat_grad
+                s = d * t
+                ys = y.dot(s)
+                if ys > 1e-10:
+                    if len(old_dirs) == history_size:  # keep the last history_size pairs
+                        old_dirs.pop(0)
+                        old_stps.pop(0)
+                        ro.pop(0)
+                    old_dirs.append(y)
+                    old_stps.append(s)
+                    ro.append(1.0 / ys)
+                    H_diag = ys / y.dot(y)
+                num_old = len(old_dirs)
+                al = [None] * history_size
+                # two-loop recursion: d = -H g with H from the stored pairs and H_diag
+                q = -flat_grad
+                for i in range(num_old - 1, -1, -1):
+                    al[i] = old_stps[i].dot(q) * ro[i]
+                    q += old_dirs[i] * -al[i]
+                d = r = q * H_diag
+                for i in range(num_old):
+                    be_i = old_dirs[i].dot(r) * ro[i]
+                    r += old_stps[i] * (al[i] - be_i)
+                state["al"] = _stored(al)
+
+            if prev_flat_grad is None:
+                prev_flat_grad = flat_grad.copy()
+            else:
+                np.copyto(prev_flat_grad, flat_grad)
+            prev_loss = loss
+
+            # step length
+            if state["n_iter"] == 1:
+                t = min(1.0, 1.0 / np.abs(flat_grad).sum()) * lr
+            else:
+                t = lr
+            gtd = flat_grad.dot(d)
+            if gtd > -tolerance_change:
+                break
+
+            ls_func_evals = 0
+            if line_search_fn is not None:
+                x_init = self._clone_param()
+
+                def obj_func(x, t, d):
+                    return self._directional_evaluate(closure, x, t, d)
+
+                loss, flat_grad, t, ls_func_evals = _strong_wolfe(
+                    obj_func, x_init, t, d, loss, flat_grad, gtd, max_ls=max_eval - current_evals)
+                self._add_grad(t, d)
+                opt_cond = np.abs(flat_grad).max() <= tolerance_grad
+            else:
+                self._add_grad(t, d)
+                if n_iter != max_iter:
+                    # re-evaluate only if another iteration follows (PyTorch's choice)
+                    loss = float(self._closure(closure))
+                    flat_grad = self._gather_flat_grad()
+                    opt_cond = np.abs(flat_grad).max() <= tolerance_grad
+                    ls_func_evals = 1
+
+            current_evals += ls_func_evals
+            state["func_evals"] += ls_func_evals
+
+            if n_iter == max_iter:
+                break
+            if current_evals >= max_eval:
+                break
+            if opt_cond:
+                break
+            if np.abs(d * t).max() <= tolerance_change:
+                break
+            if abs(loss - prev_loss) < tolerance_change:
+                break
+
+        state["d"] = _stored(d)
+        state["t"] = _stored(t)
+        state["old_dirs"] = _stored(old_dirs)
+        state["old_stps"] = _stored(old_stps)
+        state["ro"] = _stored(ro)
+        state["H_diag"] = _stored(H_diag)
+        state["prev_flat_grad"] = _stored(prev_flat_grad)
+        state["prev_loss"] = prev_loss
+        return orig_loss
