@@ -2,6 +2,8 @@
 (tensors converted with .numpy()), and compare forward outputs, input gradients, parameter
 gradients and buffers after a step."""
 
+import zlib
+
 import numpy as np
 import pytest
 import torch
@@ -9,7 +11,15 @@ import torch
 import shardflow as sf
 import shardflow.nn as nn
 
-RNG = np.random.default_rng(0)
+RNG = np.random.default_rng(0)  # replaced before every test by _per_test_rng
+
+
+@pytest.fixture(autouse=True)
+def _per_test_rng(request):
+    """Each test draws from its own generator, seeded from its name: its inputs do not
+    depend on which tests ran before it (-k, -x, reordering, xdist)."""
+    global RNG
+    RNG = np.random.default_rng(zlib.crc32(request.node.name.encode()))
 
 
 def _randn(*shape):
