@@ -15,6 +15,7 @@ from .autograd import (
     no_grad,
     set_grad_enabled,
 )
+from .autograd._tensor_str import get_printoptions, set_printoptions
 from .backend import (
     bfloat16,
     cuda_is_available,

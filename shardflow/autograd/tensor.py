@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend import CPU, as_dtype, device_of, dtypes, from_numpy_dtype, to_device
-from . import grad_mode
+from . import _tensor_str, grad_mode
 from .dispatch import OPS
 
 
@@ -135,6 +135,38 @@ class Tensor:
     @property
     def is_cuda(self) -> bool:
         return self.device.type == "cuda"
+
+    # Device kinds and layouts shardflow never makes (PyTorch code branches on them).
+    @property
+    def is_cpu(self) -> bool:
+        return self.device.type == "cpu"
+
+    @property
+    def is_xpu(self) -> bool:
+        return False
+
+    @property
+    def is_mps(self) -> bool:
+        return False
+
+    @property
+    def is_meta(self) -> bool:
+        return False
+
+    @property
+    def is_sparse(self) -> bool:
+        return False
+
+    @property
+    def is_quantized(self) -> bool:
+        return False
+
+    @property
+    def is_nested(self) -> bool:
+        return False
+
+    def is_complex(self) -> bool:
+        return self.array.dtype.kind == "c"
 
     @property
     def ndim(self) -> int:
@@ -447,21 +479,17 @@ class Tensor:
 
     # ------------------------------------------------------------------ repr
     def __repr__(self) -> str:
-        a = self.numpy()
-        if a.dtype.kind == "V":
-            a = a.astype(np.float32)
-        body = np.array2string(a, separator=", ", precision=4, prefix="tensor(")
-        extras = []
-        d = self.dtype
-        if d not in (dtypes.get_default_dtype(), dtypes.int64, dtypes.bool_):
-            extras.append(f"dtype={d}")
-        if self.device.type != "cpu":
-            extras.append(f"device='{self.device}'")
-        if self.grad_fn is not None:
-            extras.append(f"grad_fn=<{self.grad_fn.name()}>")
-        elif self.requires_grad:
-            extras.append("requires_grad=True")
-        return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+        # PyTorch's format (autograd/_tensor_str.py): tensor(1.5000), tensor([1., 2.]) ...
+        return _tensor_str.tensor_repr(self, dtypes.get_default_dtype(), (dtypes.int64, dtypes.bool_))
+
+    def __format__(self, format_spec: str) -> str:
+        # PyTorch: a 0-d tensor formats like its Python number (f"{loss:.4f}", and f"{t}"
+        # gives "10.0", not "tensor(10.)"); any other tensor formats as str() and refuses a
+        # non-empty spec (object.__format__'s TypeError). Subclasses (Parameter) too. A global
+        # tensor uses its logical shape (item() then gathers, as print() does).
+        if type(self) is Tensor and len(self.shape) == 0:
+            return self.item().__format__(format_spec)
+        return object.__format__(self, format_spec)
 
     __str__ = __repr__
 
