@@ -501,7 +501,9 @@ def _reduce_rule(name, func, args, kwargs):
         if s.is_split() and s.dim in dims:
             if name in ("sum", "mean"):
                 out.append(partial_sum)
-            elif name == "amax":
+            elif name == "amax" and not t.requires_grad:
+                # P(max) is exact for values; its gradient would reach every shard's local
+                # max, not only the global one, so with autograd the dim is gathered.
                 out.append(partial_max)
             else:
                 target[k] = broadcast
@@ -1071,8 +1073,14 @@ def _conv_rule(name, func, args, kwargs):
         return NotImplemented
     sx, sw = x._spec, w._spec
     tx, tw, out = list(sx.sbp), list(sw.sbp), []
+    mesh = sx.placement.shape
     for k in range(sx.placement.ndim):
         a, b = tx[k], tw[k]
+        # The conv kernels need non-empty shards: uneven splits are gathered.
+        if a.is_split() and sx.shape[a.dim] % mesh[k]:
+            a = tx[k] = broadcast
+        if b.is_split() and sw.shape[b.dim] % mesh[k]:
+            b = tw[k] = broadcast
         if a.is_split() and a.dim == 0:
             tw[k] = broadcast
             out.append(a)

@@ -39,7 +39,7 @@ from .sbp import Broadcast, Partial, Split, broadcast
 
 __all__ = [
     "ParallelStyle", "ColwiseParallel", "RowwiseParallel", "SequenceParallel",
-    "PrepareModuleInput", "PrepareModuleOutput", "parallelize_module",
+    "PrepareModuleInput", "PrepareModuleOutput", "parallelize_module", "data_tensor_parallel",
 ]
 
 
@@ -255,3 +255,32 @@ def parallelize_module(module, device_mesh, parallelize_plan):
         for n in hits:
             style.apply(names[n], mesh, dim)
     return module
+
+
+def data_tensor_parallel(model, dp: int, tp: int, plan=None):
+    """Lay ``model`` out for ``dp`` data-parallel x ``tp`` tensor-parallel ranks.
+
+    Builds the ``(dp, tp)`` mesh (``init_device_mesh``, names ``("dp", "tp")``), applies
+    ``plan`` (e.g. ``GPT.tensor_parallel_plan()``) on the ``tp`` dimension when ``tp > 1``
+    and lays every other parameter and buffer out as broadcast. Returns ``(mesh,
+    data_sbp)``: a batch made global with ``data_sbp`` (``S(0)`` on dp, ``B`` on tp) is split
+    across the data-parallel ranks. Checked before anything is laid out: ``dp * tp`` must be
+    the world size.
+    """
+    from .. import comm as _comm
+    from .placement import init_device_mesh
+
+    world = _comm.get_world().size
+    for name, v in (("dp", dp), ("tp", tp)):
+        if not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    if dp * tp != world:
+        raise ValueError(
+            f"dp x tp = {dp} x {tp} = {dp * tp}, but the job has {world} rank(s); launch with "
+            f"`shardflow run -n {dp * tp} ...` or choose dp and tp whose product is {world}"
+        )
+    mesh = init_device_mesh("cpu", (dp, tp), mesh_dim_names=("dp", "tp"))
+    if tp > 1 and plan:
+        parallelize_module(model, mesh["tp"], plan)
+    model.to_global(mesh, (broadcast, broadcast))
+    return mesh, (Split(0), broadcast)
