@@ -38,12 +38,16 @@ def _norm(a: np.ndarray, p: float) -> np.ndarray:
 def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
                     error_if_nonfinite: bool = False, foreach=None) -> Tensor:
     """Scale gradients in place so that their total ``norm_type``-norm is at most ``max_norm``."""
+    parameters = [parameters] if isinstance(parameters, Tensor) else list(parameters)
     grads = _grads(parameters)
     norm_type = float(norm_type)
     if not grads:
         return _wrap(np.zeros((), dtype=np.float32))
-    norms = np.stack([np.asarray(_norm(g, norm_type), dtype=g.dtype) for g in grads])
-    total = np.asarray(_norm(norms, norm_type), dtype=norms.dtype)
+    if _has_global_grads(parameters):
+        total = _global_total_norm(parameters, norm_type)
+    else:
+        norms = np.stack([np.asarray(_norm(g, norm_type), dtype=g.dtype) for g in grads])
+        total = np.asarray(_norm(norms, norm_type), dtype=norms.dtype)
     if error_if_nonfinite and not np.isfinite(total):
         raise RuntimeError(
             f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, "
@@ -55,6 +59,31 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
         for g in grads:
             g *= np.asarray(min(coef, 1.0) if np.isfinite(coef) else coef, dtype=g.dtype)
     return _wrap(total)
+
+
+def _has_global_grads(parameters) -> bool:
+    ps = [parameters] if isinstance(parameters, Tensor) else parameters
+    return any(p.grad is not None and p.grad._spec is not None for p in ps)
+
+
+def _global_total_norm(parameters, p: float) -> np.ndarray:
+    """The norm over global gradients: each shard's contribution goes through the sbp rules
+    (a split gradient's local sum is Partial), so ``.item()`` all-reduces exactly once."""
+    ps = [parameters] if isinstance(parameters, Tensor) else parameters
+    total = None
+    for q in ps:
+        if q.grad is None:
+            continue
+        g = q.grad.abs()
+        part = g.amax() if math.isinf(p) else (g**p).sum() if p != 2 else (g * g).sum()
+        if total is None:
+            total = part
+        else:
+            total = total.maximum(part) if math.isinf(p) else total + part
+    value = float(total.item())
+    if not math.isinf(p):
+        value = value ** (1.0 / p)
+    return np.asarray(value, dtype=np.float32)
 
 
 def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
