@@ -135,3 +135,109 @@ def test_train_mnist_on_tiny_idx_files(tmp_path, capsys):
     assert main(["mnist", "--data", str(tmp_path), "--out", str(out), "--batch-size", "100"]) == 2
     assert "training set has only 64 samples" in capsys.readouterr().err
     assert main(["mnist", "--out", str(out)]) == 2 or os.environ.get("SHARDFLOW_DATA")
+
+
+def _all_finite(state):
+    return all(np.isfinite(v.numpy()).all() for v in state["model"].values())
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy overflow in the diverging model
+def test_divergence_stops_at_the_step_and_keeps_a_finite_checkpoint(corpus, tmp_path, capsys):
+    out = tmp_path / "lr1e6"
+    rc = main(tiny(corpus, out, "--max-steps", "30", "--lr", "1e6", "--ckpt-interval", "1",
+                   "--keep-checkpoints", "1", "--dropout", "0", "--num-workers", "0"))
+    cap = capsys.readouterr()
+    assert rc == 1, cap.err
+    assert "the training loss or gradient became non-finite at step " in cap.err
+    step = int(cap.err.split("non-finite at step ")[1].split(" ")[0])
+    assert "--on-nonfinite skip" in cap.err and "lower --lr (now 1e+06)" in cap.err
+    ckpts = sorted(f for f in os.listdir(out) if f.startswith("ckpt_"))
+    assert ckpts == [f"ckpt_{step - 1:07d}.safetensors"]  # the last one before the bad step
+    assert f"Last checkpoint with finite parameters: {out / ckpts[0]}" in cap.err
+    assert _all_finite(sf.load(out / ckpts[0]))
+    assert "--- sample" not in cap.out  # no demo on a diverged model
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy overflow in the diverging model
+def test_skip_mode_skips_non_finite_updates_then_stops_after_too_many(corpus, tmp_path, capsys):
+    out = tmp_path / "skip"
+    rc = main(tiny(corpus, out, "--max-steps", "40", "--lr", "1e6", "--ckpt-interval", "1",
+                   "--keep-checkpoints", "2", "--dropout", "0", "--num-workers", "0",
+                   "--on-nonfinite", "skip", "--max-consecutive-skips", "3"))
+    cap = capsys.readouterr()
+    assert rc == 1, cap.err
+    first = int(cap.err.split("(steps ")[1].split("..")[0])
+    assert f"3 steps in a row had a non-finite loss or gradient (steps {first}..{first + 2}" in cap.err
+    for s in (first, first + 1):
+        assert f"step {s}: non-finite loss or gradient" in cap.out
+    ckpts = sorted(f for f in os.listdir(out) if f.startswith("ckpt_"))
+    assert ckpts == [f"ckpt_{first:07d}.safetensors", f"ckpt_{first + 1:07d}.safetensors"]
+    states = [sf.load(out / c) for c in ckpts]
+    assert all(_all_finite(s) for s in states)
+    # a skipped update leaves the parameters as they were
+    for k in states[0]["model"]:
+        np.testing.assert_array_equal(states[0]["model"][k].numpy(), states[1]["model"][k].numpy())
+    assert states[1]["nonfinite_skipped"] == 2
+
+
+def test_nonfinite_guard_skips_transient_steps_and_counts_them():
+    from shardflow.cli.nonfinite import NonFiniteError, NonFiniteGuard
+
+    g = NonFiniteGuard("skip", max_consecutive=3)
+    pattern = [False, True, False, True, True, False, True]
+    assert [g.skip_update(i + 1, bad, 1.0, 1.0, 0.1) for i, bad in enumerate(pattern)] == pattern
+    assert g.skipped == [2, 4, 5, 7] and g.streak == 1
+    g.skip_update(8, True, float("nan"), 1.0, 0.1)
+    with pytest.raises(NonFiniteError, match=r"3 steps in a row .*steps 7\.\.9") as e:
+        g.skip_update(9, True, float("inf"), 1.0, 0.1)
+    assert e.value.step == 7
+    with pytest.raises(NonFiniteError, match=r"non-finite at step 5 \(loss nan, gradient norm 2"):
+        NonFiniteGuard("raise").skip_update(5, True, float("nan"), 2.0, 0.1)
+    assert NonFiniteGuard("raise").skip_update(5, False, 1.0, 2.0, 0.1) is False
+
+
+def test_on_nonfinite_value_is_checked(tmp_path, capsys):
+    assert main(["gpt", "--out", str(tmp_path / "o"), "--on-nonfinite", "ignore"]) == 2
+    assert "--on-nonfinite: got 'ignore'; fix: use raise" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_prune_never_removes_the_last_finite_checkpoint(tmp_path):
+    from shardflow.cli.train import _prune
+
+    for s in (1, 2, 3, 4):
+        (tmp_path / f"ckpt_{s:07d}.safetensors").write_bytes(b"x")
+    _prune(str(tmp_path), 1, protect=str(tmp_path / "ckpt_0000002.safetensors"))
+    assert sorted(os.listdir(tmp_path)) == ["ckpt_0000002.safetensors", "ckpt_0000004.safetensors"]
+
+
+def test_resume_reports_skipped_checkpoint_and_cleans_stale_temp_files(corpus, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(tiny(corpus, out, "--max-steps", "4", "--num-workers", "0")) == 0
+    newest = out / "ckpt_0000004.safetensors"
+    newest.write_bytes(newest.read_bytes()[:-7])  # a damaged copy
+    stale = out / ".ckpt_0000006.safetensors.sf999999-abcdefgh.tmp"  # left by a killed save
+    stale.write_bytes(b"\0" * 2_000_000)
+    old = time.time() - 3600
+    os.utime(stale, (old, old))
+    capsys.readouterr()
+    assert main(tiny(corpus, out, "--max-steps", "5", "--num-workers", "0", "--resume")) == 0
+    printed = capsys.readouterr().out
+    assert f"removed 1 temp file(s) (2.0 MB) left in {out} by interrupted saves" in printed
+    assert not stale.exists()
+    assert (f"--resume: skipped checkpoint {newest}: it is truncated" in printed
+            and f"using {out / 'ckpt_0000002.safetensors'} instead" in printed), printed
+    assert f"resumed from {out / 'ckpt_0000002.safetensors'} at step 2" in printed
+
+
+def test_resume_on_another_world_size_with_dropout_warns():
+    from shardflow.cli.train import TrainConfig, _resume_differences
+
+    ck = {"step": 6, "world_size": 2, "config": {"batch_size": 8}}
+    lines = _resume_differences("c.safetensors", ck, TrainConfig(batch_size=8, dropout=0.1), 1)
+    assert len(lines) == 1 and lines[0].startswith("warning: c.safetensors was saved by a run on 2 rank(s)")
+    assert "with --dropout 0.1 each rank draws the masks" in lines[0] and "shardflow run -n 2" in lines[0]
+    lines = _resume_differences("c.safetensors", ck, TrainConfig(batch_size=4, dropout=0.0), 2)
+    assert lines == ["warning: c.safetensors was trained with --batch-size 8, this run uses 4; the steps "
+                     "from 6 on see different batches than the saved run would have"]
+    assert _resume_differences("c.safetensors", ck, TrainConfig(batch_size=8), 2) == []

@@ -10,16 +10,31 @@ Configuration: task defaults < ``--config file.yaml`` (keys are the long flag na
 runs, naming the field and the fix.
 
 Every run writes into ``--out`` (default ``runs/<task>``): ``ckpt_<step>.safetensors``
-checkpoints (model, optimizer, RNG state, step, config; the newest ``--keep-checkpoints``
-kept), ``metrics.csv`` and ``loss.png`` (when matplotlib is installed). ``--resume``
-continues from the newest checkpoint that loads. Resuming reproduces the uninterrupted
-run exactly: the batch of step ``s`` on rank ``r`` is drawn from ``seed, s, r`` alone
-(``StepBatchSampler``), the learning rate is a pure function of the step, and the RNG
-state travels in the checkpoint.
+checkpoints (model, optimizer, RNG state, step, config, world size; the newest
+``--keep-checkpoints`` kept, and never the last one with finite parameters pruned),
+``metrics.csv`` and ``loss.png``. At start, temp files that killed saves left in ``--out``
+are removed (``checkpoint.clean_stale_temp_files``). ``--resume`` continues from the
+newest checkpoint that loads, and says which newer files it skipped and why. Resuming
+reproduces the uninterrupted run exactly: the batch of step ``s`` is drawn from
+``seed, s`` alone (``StepBatchSampler``), the learning rate is a pure function of the
+step, and the RNG state travels in the checkpoint.
 
-Under ``shardflow run -n N`` (world size > 1) the model is wrapped in
-``DistributedDataParallel``, each rank draws its own batches, and only rank 0 prints and
-writes files.
+``--batch-size`` is the global batch. Under ``shardflow run -n N`` (world size > 1) the
+model is wrapped in ``DistributedDataParallel`` and rank ``r`` trains on the ``r``-th of N
+equal slices of each step's batch (the batch size must be a multiple of N), so N ranks
+compute the same mean gradient as one process: the same flags give the same training,
+up to float rounding, on any number of ranks, and a checkpoint saved on N ranks resumes
+on M. (Dropout masks are the exception: each rank draws them for its own slice, so with
+``--dropout`` > 0 the result depends on N; resuming on a different N says so.) Only rank
+0 prints and writes files.
+
+Stopping: SIGTERM (preemption; ``shardflow run`` forwards it to every rank), SIGHUP and
+SIGINT (Ctrl-C) finish the current step, write a checkpoint and exit 128 + the signal
+(143, 129, 130); all ranks agree on the step (``graceful_stop.py``). A second Ctrl-C stops
+at once. A non-finite loss or gradient stops training before the update is applied
+(``--on-nonfinite raise``, the default; exit code 1, naming the step), or skips that
+update (``--on-nonfinite skip``; after ``--max-consecutive-skips`` in a row it stops);
+see ``nonfinite.py``.
 """
 
 from __future__ import annotations
@@ -29,6 +44,7 @@ import csv
 import dataclasses
 import math
 import os
+import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -39,13 +55,25 @@ import shardflow as sf
 import shardflow.data as sfdata
 import shardflow.nn as nn
 import shardflow.optim as optim
-from shardflow import _config, checkpoint, models
+from shardflow import _config, checkpoint, comm, models
+
+from .graceful_stop import GracefulStop
+from .nonfinite import MODES as NONFINITE_MODES
+from .nonfinite import NonFiniteError, NonFiniteGuard
 
 TASKS = ("gpt", "mnist", "digits")
 
 
 class ConfigError(ValueError):
     """An impossible configuration, found before training starts."""
+
+
+class TrainingStopped(Exception):
+    """A stop signal ended training after a checkpoint was written (exit ``128 + signum``)."""
+
+    def __init__(self, signum: int, step: int, path: str):
+        super().__init__(f"stopped by signal {signum} at step {step}; checkpoint {path}")
+        self.signum, self.step, self.path = signum, step, path
 
 
 @dataclass
@@ -63,6 +91,8 @@ class TrainConfig:
     max_steps: int = 1000
     weight_decay: float = 0.1
     grad_clip: float = 1.0
+    on_nonfinite: str = "raise"
+    max_consecutive_skips: int = 10
     # bookkeeping
     eval_interval: int = 250
     eval_iters: int = 20
@@ -157,7 +187,8 @@ def validate(cfg: TrainConfig) -> None:
             raise ConfigError(f"{field_name}: got {got!r}; fix: {fix}")
 
     for name in ("batch_size", "max_steps", "eval_interval", "eval_iters", "log_interval",
-                 "ckpt_interval", "keep_checkpoints", "block_size", "n_layer", "n_head", "n_embd"):
+                 "ckpt_interval", "keep_checkpoints", "block_size", "n_layer", "n_head", "n_embd",
+                 "max_consecutive_skips"):
         v = getattr(cfg, name)
         need(isinstance(v, int) and v > 0, f"--{name.replace('_', '-')}", v, "use a positive integer")
     for name in ("lr", "min_lr"):
@@ -173,6 +204,8 @@ def validate(cfg: TrainConfig) -> None:
     need(cfg.n_embd % cfg.n_head == 0, "--n-embd", cfg.n_embd,
          f"make it a multiple of --n-head ({cfg.n_head}), e.g. {cfg.n_head * max(1, cfg.n_embd // cfg.n_head)}")
     need(cfg.model in ("lenet", "mlp"), "--model", cfg.model, "use lenet or mlp")
+    need(cfg.on_nonfinite in NONFINITE_MODES, "--on-nonfinite", cfg.on_nonfinite,
+         "use raise (stop at the first non-finite loss) or skip (skip such updates)")
     if cfg.data is not None:
         need(os.path.isdir(cfg.data), "--data", cfg.data, "give an existing folder with the data files")
     if cfg.task == "mnist":
@@ -182,18 +215,24 @@ def validate(cfg: TrainConfig) -> None:
 
 # ----------------------------------------------------------------------------- helpers
 class StepBatchSampler(sfdata.Sampler):
-    """Batches for steps ``start .. stop-1``: step ``s`` on rank ``r`` takes ``batch_size``
-    indices drawn uniformly (with replacement) from ``Generator(seed, s, r)``, so any step's
-    batch is known without replaying the ones before it (what exact resumption needs)."""
+    """Batches for steps ``start .. stop-1``: step ``s`` draws a global batch of ``batch_size``
+    indices uniformly (with replacement) from ``Generator(seed, s, 0)``, and rank ``r`` of
+    ``world_size`` takes its ``r``-th equal slice. Any step's batch is known without
+    replaying the ones before it (what exact resumption needs), and it does not depend on
+    the number of ranks (what makes N ranks train like one)."""
 
-    def __init__(self, n: int, batch_size: int, seed: int, start: int, stop: int, rank: int = 0):
+    def __init__(self, n: int, batch_size: int, seed: int, start: int, stop: int, rank: int = 0,
+                 world_size: int = 1):
+        if batch_size % world_size:
+            raise ValueError(f"batch_size {batch_size} is not a multiple of world_size {world_size}")
         self.n, self.batch_size, self.seed = n, batch_size, seed
-        self.start, self.stop, self.rank = start, stop, rank
+        self.start, self.stop, self.rank, self.world_size = start, stop, rank, world_size
 
     def __iter__(self):
+        per = self.batch_size // self.world_size
         for s in range(self.start, self.stop):
-            rng = np.random.default_rng([self.seed, s, self.rank])
-            yield rng.integers(0, self.n, size=self.batch_size).tolist()
+            rng = np.random.default_rng([self.seed, s, 0])
+            yield rng.integers(0, self.n, size=self.batch_size)[self.rank * per:(self.rank + 1) * per].tolist()
 
     def __len__(self):
         return max(0, self.stop - self.start)
@@ -298,7 +337,10 @@ class ImageTask(Task):
 
 # ----------------------------------------------------------------------------- the job
 def train(cfg: TrainConfig) -> dict:
-    """Run the job described by ``cfg``; returns final metrics (also used by tests)."""
+    """Run the job described by ``cfg``; returns final metrics (also used by tests).
+
+    Raises ConfigError (before anything is written), TrainingStopped (a stop signal; a
+    checkpoint was written) or NonFiniteError (non-finite loss/gradient; see nonfinite.py)."""
     li = _config.launch_info()
     rank, world = li.rank, li.world_size
     if world > 1:
@@ -308,6 +350,11 @@ def train(cfg: TrainConfig) -> dict:
             dist.init_process_group()
         rank, world = dist.get_rank(), dist.get_world_size()
     master = rank == 0
+    if cfg.batch_size % world:
+        raise ConfigError(
+            f"--batch-size: got {cfg.batch_size}, which {world} ranks cannot share evenly (it is "
+            f"the global batch; each rank trains on batch-size / world-size samples); fix: use a "
+            f"multiple of {world}, e.g. {max(world, cfg.batch_size // world * world)}")
 
     def log(msg):
         if master:
@@ -317,12 +364,18 @@ def train(cfg: TrainConfig) -> dict:
     task = GPTTask(cfg) if cfg.task == "gpt" else ImageTask(cfg)
     raw_model = task.model
     optimizer = task.optimizer(cfg)
-    start_step, best_val = 0, float("inf")
+    start_step, best_val, skipped_before = 0, float("inf"), 0
+    last_finite = None  # newest checkpoint with finite parameters: never pruned
     if master:
         os.makedirs(cfg.out, exist_ok=True)
+        removed = checkpoint.clean_stale_temp_files(cfg.out)
+        if removed:
+            mb = sum(size for _, size in removed) / 1e6
+            log(f"removed {len(removed)} temp file(s) ({mb:.1f} MB) left in {cfg.out} by "
+                "interrupted saves")
 
     if cfg.resume:
-        path = checkpoint.find_latest(cfg.out)
+        path = checkpoint.find_latest(cfg.out, on_skip=lambda m: log(f"--resume: {m}"))
         if path is None:
             log(f"--resume: no checkpoint in {cfg.out}; starting from step 0")
         else:
@@ -338,7 +391,11 @@ def train(cfg: TrainConfig) -> dict:
             optimizer.load_state_dict(ck["optimizer"])
             sf.set_rng_state(ck["rng"])
             start_step, best_val = int(ck["step"]), float(ck.get("best_val", best_val))
+            skipped_before = int(ck.get("nonfinite_skipped", 0))
+            last_finite = path if ck.get("finite", True) else None
             log(f"resumed from {path} at step {start_step}")
+            for line in _resume_differences(path, ck, cfg, world):
+                log(line)
             if start_step >= cfg.max_steps:
                 log(f"checkpoint step {start_step} >= --max-steps {cfg.max_steps}: nothing to do")
 
@@ -352,10 +409,12 @@ def train(cfg: TrainConfig) -> dict:
     n_params = raw_model.num_parameters()
     flops = raw_model.flops_per_sample(training=True)
     log(f"task {cfg.task}: {type(raw_model).__name__} with {n_params:,} parameters, "
-        f"{flops / 1e6:.1f} MFLOP per training sample; world size {world}; "
-        f"baseline loss (unigram / uniform) {task.baseline:.4f}")
+        f"{flops / 1e6:.1f} MFLOP per training sample; world size {world}"
+        + (f" ({cfg.batch_size // world} of each batch of {cfg.batch_size} per rank)" if world > 1 else "")
+        + f"; baseline loss (unigram / uniform) {task.baseline:.4f}")
 
-    sampler = StepBatchSampler(len(task.train_ds), cfg.batch_size, cfg.seed, start_step, cfg.max_steps, rank)
+    sampler = StepBatchSampler(len(task.train_ds), cfg.batch_size, cfg.seed, start_step,
+                               cfg.max_steps, rank, world)
     # its own generator: worker seeds must not consume the default generator, whose state
     # (dropout masks) travels in the checkpoint
     loader = sfdata.DataLoader(task.train_ds, batch_sampler=sampler, num_workers=cfg.num_workers,
@@ -380,20 +439,32 @@ def train(cfg: TrainConfig) -> dict:
     metrics_path = os.path.join(cfg.out, "metrics.csv")
     rows = _read_metrics(metrics_path) if (cfg.resume and start_step > 0) else []
     rows = [r for r in rows if int(r["step"]) < start_step or (int(r["step"]) == start_step and r["train_loss"])]
+    guard = NonFiniteGuard(cfg.on_nonfinite, cfg.max_consecutive_skips)
 
     def record(row):
         rows.append(row)
         if master:
             _write_metrics(metrics_path, rows)
 
+    def ckpt_path(step):
+        return os.path.join(cfg.out, f"ckpt_{step:07d}.safetensors")
+
     def save(step):
+        nonlocal last_finite
         if not master:
             return
+        finite = _parameters_finite(raw_model)
         state = {"model": raw_model.state_dict(), "optimizer": optimizer.state_dict(),
                  "rng": sf.get_rng_state(), "step": step, "best_val": best_val,
-                 "config": dataclasses.asdict(cfg), **task.extra_state()}
-        sf.save(state, os.path.join(cfg.out, f"ckpt_{step:07d}.safetensors"))
-        _prune(cfg.out, cfg.keep_checkpoints)
+                 "config": dataclasses.asdict(cfg), "world_size": world, "finite": finite,
+                 "nonfinite_skipped": skipped_before + len(guard.skipped), **task.extra_state()}
+        sf.save(state, ckpt_path(step))
+        if finite:
+            last_finite = ckpt_path(step)
+        else:
+            log(f"warning: checkpoint {ckpt_path(step)} holds non-finite parameters; "
+                f"{last_finite or 'no earlier checkpoint'} (the last finite one) is kept")
+        _prune(cfg.out, cfg.keep_checkpoints, protect=last_finite)
 
     bar = None
     if master and cfg.progress:
@@ -404,45 +475,83 @@ def train(cfg: TrainConfig) -> dict:
     model.train()
     t0, last_t, last_step = time.time(), time.time(), start_step
     step, loss_val, val_loss, val_acc, tps = start_step, float("nan"), None, None, 0.0
+    saved_at = None
     it = iter(loader)
-    while step < cfg.max_steps:
-        if step % cfg.eval_interval == 0:
-            te = time.time()
-            val_loss, val_acc = evaluate()
-            last_t += time.time() - te  # throughput counts training time only
-            best_val = min(best_val, val_loss)
-            record({"step": step, "train_loss": "", "val_loss": f"{val_loss:.5f}",
-                    "val_acc": "" if val_acc is None else f"{val_acc:.4f}", "lr": "", "throughput": "",
-                    "time_s": f"{time.time() - t0:.2f}"})
-            msg = f"step {step}: val loss {val_loss:.4f}" + ("" if val_acc is None else f", acc {val_acc:.3f}")
-            (bar.write(msg) if bar else log(msg))
-        lr = lr_at(step, cfg)
-        for g in optimizer.param_groups:
-            g["lr"] = lr
-        batch = next(it)
-        loss, _ = task.loss(model, batch)
-        loss.backward()
-        if cfg.grad_clip > 0:
-            nn.utils.clip_grad_norm_(raw_model.parameters(), cfg.grad_clip)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        step += 1
-        loss_val = loss.item()
-        if step % cfg.log_interval == 0 or step == cfg.max_steps:
-            now = time.time()
-            tps = (step - last_step) * task.tokens_per_batch(cfg) * world / max(now - last_t, 1e-9)
-            last_t, last_step = now, step
-            record({"step": step, "train_loss": f"{loss_val:.5f}", "val_loss": "", "val_acc": "",
-                    "lr": f"{lr:.3e}", "throughput": f"{tps:.1f}", "time_s": f"{now - t0:.2f}"})
-            if bar is None:
-                log(f"step {step}/{cfg.max_steps} loss {loss_val:.4f} {tps:,.0f} {task.unit}/s lr {lr:.2e}")
-        if bar is not None:
-            bar.set_postfix(loss=f"{loss_val:.4f}", **{f"{task.unit}/s": f"{tps:,.0f}"})
-            bar.update(1)
-        if step % cfg.ckpt_interval == 0 or step == cfg.max_steps:
-            save(step)
+    say = (lambda m: print(f"shardflow train: {m}", file=sys.stderr, flush=True)) if master else None
+    with GracefulStop(say=say) as stop:
+        while step < cfg.max_steps:
+            if step % cfg.eval_interval == 0:
+                te = time.time()
+                val_loss, val_acc = evaluate()
+                last_t += time.time() - te  # throughput counts training time only
+                best_val = min(best_val, val_loss)
+                record({"step": step, "train_loss": "", "val_loss": f"{val_loss:.5f}",
+                        "val_acc": "" if val_acc is None else f"{val_acc:.4f}", "lr": "", "throughput": "",
+                        "time_s": f"{time.time() - t0:.2f}"})
+                msg = f"step {step}: val loss {val_loss:.4f}" + ("" if val_acc is None else f", acc {val_acc:.3f}")
+                (bar.write(msg) if bar else log(msg))
+            lr = lr_at(step, cfg)
+            for g in optimizer.param_groups:
+                g["lr"] = lr
+            batch = next(it)
+            loss, _ = task.loss(model, batch)
+            loss.backward()
+            loss_val = loss.item()
+            # the total norm before clipping; max_norm=inf measures without clipping
+            grad_norm = float(nn.utils.clip_grad_norm_(raw_model.parameters(),
+                                                       cfg.grad_clip or math.inf).item())
+            # one small all-reduce per step: the ranks agree on skipping and on stopping, and
+            # the loss logged is the mean over ranks (= the loss of the global batch)
+            loss_val, bad, signum = _agree(loss_val, not math.isfinite(loss_val) or not math.isfinite(grad_norm),
+                                           stop.signum, world)
+            try:
+                skip = guard.skip_update(step + 1, bool(bad), loss_val, grad_norm, lr)
+            except NonFiniteError as e:
+                last = last_finite or "none yet"
+                also = ("; or pass --on-nonfinite skip to skip such steps" if cfg.on_nonfinite == "raise"
+                        else "")
+                raise NonFiniteError(
+                    f"{e}. Last checkpoint with finite parameters: {last}. Fix: lower --lr "
+                    f"(now {cfg.lr:g}) or --grad-clip (now {cfg.grad_clip:g}), then --resume{also}",
+                    e.step) from None
+            if skip:
+                msg = (f"step {step + 1}: non-finite loss or gradient (loss {loss_val:.4g}, gradient "
+                       f"norm {grad_norm:.4g}); update skipped ({guard.streak} in a row, "
+                       f"limit {cfg.max_consecutive_skips})")
+                (bar.write(msg) if bar else log(msg))
+            else:
+                optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            step += 1
+            if step % cfg.log_interval == 0 or step == cfg.max_steps:
+                now = time.time()
+                tps = (step - last_step) * task.tokens_per_batch(cfg) / max(now - last_t, 1e-9)
+                last_t, last_step = now, step
+                record({"step": step, "train_loss": f"{loss_val:.5f}", "val_loss": "", "val_acc": "",
+                        "lr": f"{lr:.3e}", "throughput": f"{tps:.1f}", "time_s": f"{now - t0:.2f}"})
+                if bar is None:
+                    log(f"step {step}/{cfg.max_steps} loss {loss_val:.4f} {tps:,.0f} {task.unit}/s lr {lr:.2e}")
+            if bar is not None:
+                bar.set_postfix(loss=f"{loss_val:.4f}", **{f"{task.unit}/s": f"{tps:,.0f}"})
+                bar.update(1)
+            if step % cfg.ckpt_interval == 0 or step == cfg.max_steps:
+                save(step)
+                saved_at = step
+            if signum:
+                if saved_at != step:
+                    save(step)
+                if world > 1:
+                    comm.get_world().barrier()  # no rank exits (and ends the job) before the file exists
+                if bar is not None:
+                    bar.close()
+                raise TrainingStopped(int(signum), step, ckpt_path(step))
     if bar is not None:
         bar.close()
+    skipped = skipped_before + len(guard.skipped)
+    if skipped:
+        shown = ", ".join(map(str, guard.skipped[:20])) + (" ..." if len(guard.skipped) > 20 else "")
+        log(f"skipped {skipped} update(s) with a non-finite loss or gradient"
+            + (f" (this run: steps {shown})" if guard.skipped else ""))
     if step > start_step or val_loss is None:
         val_loss, val_acc = evaluate()
         best_val = min(best_val, val_loss)
@@ -454,9 +563,58 @@ def train(cfg: TrainConfig) -> dict:
     if master:
         png = _plot(rows, os.path.join(cfg.out, "loss.png"), task.baseline, cfg.task)
         log(f"metrics: {metrics_path}" + (f", plot: {png}" if png else ""))
-        task.finish(cfg, log)
+        if _parameters_finite(raw_model):
+            task.finish(cfg, log)
+        else:
+            log("no demo: the parameters are not finite")
     return {"val_loss": val_loss, "val_acc": val_acc, "baseline": task.baseline, "step": step,
-            "model": raw_model}
+            "model": raw_model, "skipped_steps": skipped}
+
+
+_AGREED_SIGNALS = (signal.SIGINT, signal.SIGHUP, signal.SIGTERM)  # the last received wins
+
+
+def _agree(loss: float, bad: bool, signum: int | None, world: int) -> tuple[float, bool, int]:
+    """``(mean loss over ranks, any rank bad, stop signal or 0)`` with one SUM all-reduce of
+    ``[loss, bad, one flag per stop signal]`` (the inputs themselves in a world of one).
+    Ranks' batches are equal slices of the global batch, so the mean of their mean losses
+    is the global batch's loss."""
+    if world == 1:
+        return loss, bad, int(signum or 0)
+    a = np.array([loss, float(bad), *(float(signum == s) for s in _AGREED_SIGNALS)], np.float64)
+    comm.get_world().all_reduce(a, comm.ReduceOp.SUM)
+    got = [int(s) for s, flag in zip(_AGREED_SIGNALS, a[2:]) if flag > 0]
+    return float(a[0] / world), bool(a[1] > 0), (got[-1] if got else 0)
+
+
+def _parameters_finite(model) -> bool:
+    return all(bool(np.isfinite(p.array).all()) for p in model.parameters())
+
+
+def _resume_differences(path: str, ck: dict, cfg: TrainConfig, world: int) -> list[str]:
+    """Lines that say how this run differs from the one that saved ``ck``, and what follows."""
+    lines = []
+    saved_world = ck.get("world_size")
+    if saved_world is not None and int(saved_world) != world:
+        same = (f"--batch-size {cfg.batch_size} is the global batch, so steps train on the same "
+                "samples as before")
+        if cfg.dropout > 0:
+            lines.append(
+                f"warning: {path} was saved by a run on {saved_world} rank(s), this run has "
+                f"{world}; {same}, but with --dropout {cfg.dropout:g} each rank draws the masks for "
+                f"its own slice, so from step {int(ck['step'])} on the result differs from an "
+                f"uninterrupted {saved_world}-rank run; fix: resume with `shardflow run -n "
+                f"{saved_world}` for an exact continuation")
+        else:
+            lines.append(
+                f"note: {path} was saved by a run on {saved_world} rank(s), this run has {world}; "
+                f"{same}, and the result matches the {saved_world}-rank run up to float rounding")
+    saved_batch = ck.get("config", {}).get("batch_size")
+    if saved_batch is not None and saved_batch != cfg.batch_size:
+        lines.append(f"warning: {path} was trained with --batch-size {saved_batch}, this run uses "
+                     f"{cfg.batch_size}; the steps from {int(ck['step'])} on see different batches "
+                     "than the saved run would have")
+    return lines
 
 
 def _fetch(ds, idx):
@@ -487,10 +645,14 @@ def _write_metrics(path, rows):
     checkpoint.atomic_write(path, write)
 
 
-def _prune(folder, keep):
+def _prune(folder, keep, protect=None):
+    """Remove all but the newest ``keep`` checkpoints, except ``protect`` (the newest one with
+    finite parameters: a run that diverged must not delete the state to go back to)."""
     ckpts = sorted(f for f in os.listdir(folder) if f.startswith("ckpt_") and f.endswith(".safetensors"))
+    keep_name = os.path.basename(protect) if protect else None
     for f in ckpts[:-keep]:
-        os.remove(os.path.join(folder, f))
+        if f != keep_name:
+            os.remove(os.path.join(folder, f))
 
 
 def _plot(rows, path, baseline, task):
@@ -532,8 +694,18 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ImportError) as e:
         print(f"shardflow train: error: {e}", file=sys.stderr)
         return 2
+    except TrainingStopped as e:
+        if _config.launch_info().rank == 0:
+            print(f"shardflow train: stopped by {signal.Signals(e.signum).name} at step {e.step}; "
+                  f"checkpoint {e.path}; continue with --resume", file=sys.stderr, flush=True)
+        return 128 + e.signum
+    except NonFiniteError as e:
+        if _config.launch_info().rank == 0:
+            print(f"shardflow train: error: {e}", file=sys.stderr, flush=True)
+        return 1
     except KeyboardInterrupt:
-        print("\ninterrupted; continue with --resume", file=sys.stderr)
+        print("\ninterrupted without saving the current step; continue with --resume",
+              file=sys.stderr)
         return 130
     return 0
 
