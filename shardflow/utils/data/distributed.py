@@ -1,0 +1,5 @@
+"""``torch.utils.data.distributed``: ``DistributedSampler`` (``shardflow/data/sampler.py``)."""
+
+from ...data.sampler import DistributedSampler
+
+__all__ = ["DistributedSampler"]
