@@ -1,7 +1,8 @@
 """``shardflow bench <suite>`` / ``python -m shardflow.bench <suite>``.
 
 Suites: engine (single-process training steps vs PyTorch eager), comm (all_reduce bus
-bandwidth vs raw mpi4py), ddp (DistributedDataParallel step vs torch DDP on gloo).
+bandwidth vs raw mpi4py), ddp (DistributedDataParallel step vs torch DDP on gloo), tp
+(global-tensor overhead on one rank; tensor-parallel step and bytes vs Megatron's count).
 """
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ from __future__ import annotations
 import importlib
 import sys
 
-SUITES = {"engine": "shardflow.bench.engine", "comm": "shardflow.bench.comm", "ddp": "shardflow.bench.ddp"}
+SUITES = {"engine": "shardflow.bench.engine", "comm": "shardflow.bench.comm", "ddp": "shardflow.bench.ddp",
+          "tp": "shardflow.bench.tp"}
 
 
 def main(argv: list[str] | None = None) -> int:

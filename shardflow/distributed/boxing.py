@@ -107,7 +107,10 @@ def box_array(arr, placement, shape, src, dst, op_name="to_global", phase="forwa
         return arr
     mesh, coord = placement.shape, placement.coordinate
     nd = len(mesh)
-    changed = [k for k in range(nd) if src[k] != dst[k]]
+    # A mesh dimension of one rank holds the whole tensor whatever its sbp: nothing to do.
+    changed = [k for k in range(nd) if src[k] != dst[k] and mesh[k] > 1]
+    if not changed:
+        return arr
 
     # One changed mesh dim whose tensor dims no other mesh dim splits: a direct step.
     if len(changed) == 1:

@@ -157,7 +157,8 @@ def _run(name, func, args, kwargs, targets, out_sbps, out_shapes, local_args=Non
         if tuple(tgt) != spec.sbp:
             layout.validate(spec.shape, spec.placement.shape, tgt, name)
             cur = Boxing.apply(t, spec.placement, spec.shape, spec.sbp, tuple(tgt), name)
-        wrap = [k for k in out_nonb if tgt[k].is_broadcast()] if t.requires_grad else []
+        mesh = spec.placement.shape
+        wrap = [k for k in out_nonb if tgt[k].is_broadcast() and mesh[k] > 1] if t.requires_grad else []
         if wrap:
             cur = BroadcastUse.apply(cur, spec.placement, tuple(wrap), name)
         if cur is t:
