@@ -128,7 +128,6 @@ def _tensor_parallel(steps: int, warmup: int) -> int:
         act = BATCH * T * C * 4
         want_n, want_bytes = 4 * L, 4 * L * act
         got = plan.counts()
-        got_n = sum(got.values())
         print(f"tensor parallel GPT-mini (TP={n}, 1 BLAS thread per rank; median of {steps} steps, "
               "slowest rank)")
         print("| layout | step ms | speedup | collectives per step | bytes per step | "
