@@ -5,8 +5,9 @@ test or launcher that sets a variable before calling sees it.
 
 Variables
 ---------
-SHARDFLOW_DEBUG            comma list: ``collectives`` checks every collective's op/shape/dtype
-                           across ranks before running it.
+SHARDFLOW_DEBUG            comma list of flags from ``DEBUG_FLAGS`` (``collectives``: compare
+                           shapes of every collective across ranks too; ``plan``: print the
+                           communication plan of global-tensor operations). Unknown flags raise.
 SHARDFLOW_COMM_TIMEOUT     seconds a collective may wait before the job is ended (default 600).
 SHARDFLOW_DEVICE           ``cpu`` (default) or ``cuda``.
 SHARDFLOW_DATA             folder where dataset readers look by default.
@@ -30,13 +31,35 @@ def env(name: str, default: str | None = None) -> str | None:
     return os.environ.get(name, default)
 
 
+# The SHARDFLOW_DEBUG flags, the one list of them: a new flag is one line here.
+DEBUG_FLAGS = {
+    "collectives": "compare every collective's shapes across ranks too (dtype, element count, "
+                   "op and root are always compared)",
+    "plan": "print the communication plan of global-tensor operations",
+}
+
+
 def debug_flags() -> frozenset[str]:
+    """The flags of ``SHARDFLOW_DEBUG`` (comma-separated); an unknown one raises ValueError."""
     raw = os.environ.get("SHARDFLOW_DEBUG", "")
-    return frozenset(f.strip().lower() for f in raw.split(",") if f.strip())
+    flags = frozenset(f.strip().lower() for f in raw.split(",") if f.strip())
+    unknown = sorted(flags - DEBUG_FLAGS.keys())
+    if unknown:
+        known = "; ".join(f"{k} ({v})" for k, v in DEBUG_FLAGS.items())
+        raise ValueError(
+            f"SHARDFLOW_DEBUG={raw!r}: unknown flag(s) {', '.join(map(repr, unknown))}. "
+            f"Known flags: {known}. Fix the spelling (comma-separate several flags) or unset "
+            "SHARDFLOW_DEBUG."
+        )
+    return flags
 
 
 def debug_collectives() -> bool:
     return "collectives" in debug_flags()
+
+
+def debug_plan() -> bool:
+    return "plan" in debug_flags()
 
 
 def comm_timeout_s() -> float:

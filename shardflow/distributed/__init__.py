@@ -103,12 +103,20 @@ def is_initialized() -> bool:
     return _comm.is_initialized()
 
 
+# PyTorch's words (torch 2.13 raises ValueError with them); the fix follows
+NOT_INITIALIZED = (
+    "Default process group has not been initialized, please make sure to call "
+    "init_process_group."
+)
+
+
 def _group(group) -> Communicator:
     if group is None or group is GroupMember.WORLD:
         if not _comm.is_initialized():
-            raise RuntimeError(
-                "Default process group has not been initialized, please make sure to call "
-                "init_process_group()"
+            raise ValueError(
+                f"{NOT_INITIALIZED} (Code that runs with or without a process group can "
+                "check dist.is_initialized() first, or ask shardflow.comm.world_info(), which "
+                "never initialises anything.)"
             )
         return _comm.get_world()
     if group is GroupMember.NON_GROUP_MEMBER:
@@ -117,20 +125,19 @@ def _group(group) -> Communicator:
 
 
 def get_rank(group=None) -> int:
-    if group is None and not _comm.is_initialized():
-        return 0
-    g = _group(group)
-    return g.rank
+    """This process's rank in ``group`` (default: the world); raises before init_process_group."""
+    return _group(group).rank
 
 
 def get_world_size(group=None) -> int:
-    if group is None and not _comm.is_initialized():
-        return 1
+    """The number of ranks in ``group`` (default: the world); raises before init_process_group."""
     return _group(group).size
 
 
 def get_local_rank() -> int:
-    return _comm.world_info().local_rank if _comm.is_initialized() else 0
+    """The rank on this host (shardflow's addition); raises before init_process_group."""
+    _group(None)
+    return _comm.world_info().local_rank
 
 
 def get_backend(group=None) -> str:

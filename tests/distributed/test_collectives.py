@@ -197,7 +197,9 @@ def test_world_of_one_without_mpi():
     import shardflow.distributed as dist
     from shardflow import comm
 
-    assert dist.get_rank() == 0 and dist.get_world_size() == 1
+    for fn in (dist.get_rank, dist.get_world_size):  # before init_process_group: PyTorch raises
+        with pytest.raises(ValueError, match="Default process group has not been initialized"):
+            fn()
     w = comm.LocalCommunicator()
     a = np.arange(6.0).reshape(2, 3)
     assert w.all_reduce(a.copy(), "avg").tolist() == a.tolist()

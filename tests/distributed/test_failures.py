@@ -76,7 +76,9 @@ def test_rank_never_arriving_times_out():
     out = res.stderr
     assert "collective timed out on rank" in out, res.output
     assert "all_reduce (collective #2" in out and "shape (2, 5)" in out, out
-    assert "ranks that did not arrive: rank 1 (last started collective #1 (all_reduce))" in out, out
+    assert ("ranks that did not arrive: rank 1 (last started collective #1 "
+            "(all_reduce(shape=(4,), dtype=float32, op=sum)))") in out, out
+    assert "ranks that arrived: [0, 2]" in out, out
 
 
 def test_debug_mode_reports_shape_mismatch():

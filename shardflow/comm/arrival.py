@@ -1,0 +1,236 @@
+"""The arrival board: where every rank of a communicator is, readable without its help.
+
+Each :class:`~shardflow.comm.mpi.MPICommunicator` owns a one-sided MPI window with one
+slot of 24 int64 per rank. A rank writes only its own slot, with plain local stores (no
+communication, a few hundred nanoseconds per collective); a rank that is stuck reads the
+others' slots with passive-target ``Rget`` (no help from them, bounded in time) to explain
+why. Slot layout:
+
+====  =====================================================================
+ 0    guard: sequence number of the signature below, written **last**
+ 1-12 call signature of the last collective started (``callsig.py``)
+ 13   guard: the same sequence number, written **first**
+ 14   sequence number of the collective being waited on (-1: none)
+ 15   pid
+ 16   phase: 0 running, 1 exiting (the interpreter is shutting down)
+ 17-21 last point-to-point call: op code (send/recv), peer, tag, element count, dtype
+ 22   1 while waiting on that point-to-point call
+ 23   number of point-to-point calls made
+====  =====================================================================
+
+The two guards make a torn read visible (a seqlock): a reader copies the slot in
+ascending address order; the writer stores guard 13, then the signature, then guard 0.
+Equal guards mean the signature belongs to that sequence number. Reports built from the
+board are in this module too (timeouts of collectives and of point-to-point calls).
+The module does not import mpi4py: the communicator hands it the ``MPI`` module.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import NamedTuple
+
+import numpy as np
+
+from . import callsig
+
+SLOT = 24
+PHASE_RUNNING, PHASE_EXITING = 0, 1
+_G_LOW, _G_HIGH, _WAIT, _PID, _PHASE = 0, 13, 14, 15, 16
+_P2P, _P2P_WAIT, _P2P_COUNT = 17, 22, 23
+PEEK_TIMEOUT_S = 2.0
+
+
+class RankState(NamedTuple):
+    """One rank's slot, decoded."""
+
+    seq: int  # last collective started (0: none yet)
+    sig: callsig.CallSig | None  # its signature; None if none yet or the read was torn
+    waiting: int  # collective being waited on, -1 if none
+    pid: int
+    phase: int
+    p2p: tuple  # (op code, peer, tag, count, dtype code, waiting, number)
+
+    def p2p_text(self) -> str:
+        op, peer, tag, count, dt, waiting, number = self.p2p
+        if not number:
+            return "has made no point-to-point call"
+        name = callsig.OPNAMES.get(op, "?")
+        where = "to" if name == "send" else "from"
+        state = "waiting in it" if waiting else "completed"
+        return (f"last point-to-point call: {name} {where} rank {peer} (tag {tag}, {count} "
+                f"elements of {callsig.dtype_name(dt)}; {state})")
+
+    def collective_text(self) -> str:
+        if self.seq <= 0:
+            return "has not started any collective"
+        what = self.sig.describe() if self.sig is not None else "?"
+        return f"last started collective #{self.seq} ({what})"
+
+
+class ArrivalBoard:
+    """This rank's slot (written locally) and reads of the others' (see the module docstring)."""
+
+    def __init__(self, MPI, comm):
+        self._MPI = MPI
+        self.rank = comm.Get_rank()
+        self.size = comm.Get_size()
+        self._unreachable: set[int] = set()
+        self.win = None
+        try:
+            self.win = MPI.Win.Allocate(SLOT * 8, 8, comm=comm)
+            mem = memoryview(self.win.tomemory()).cast("B")
+            self.win.Lock_all(MPI.MODE_NOCHECK)  # one passive epoch for the window's life
+        except Exception:  # noqa: BLE001 - no one-sided support: reports say "unknown"
+            self.win = None
+            mem = memoryview(bytearray(SLOT * 8))
+        self.bytes = mem
+        self.q = mem.cast("q")
+        self.q[_WAIT] = -1
+        self.q[_PID] = os.getpid()
+
+    # -- writes (local stores only) ------------------------------------------------------
+    def started(self, seq: int, sig_fields: tuple) -> None:
+        q = self.q
+        q[_G_HIGH] = seq
+        callsig.PACKER.pack_into(self.bytes, 8, *sig_fields)
+        q[_G_LOW] = seq
+
+    def waiting(self, seq: int) -> None:
+        self.q[_WAIT] = seq
+
+    def p2p_started(self, op: str, peer: int, tag: int, count: int, dtype) -> None:
+        q = self.q
+        q[_P2P_COUNT] += 1
+        q[_P2P] = callsig.OPCODES[op]
+        q[_P2P + 1] = peer
+        q[_P2P + 2] = tag
+        q[_P2P + 3] = count
+        q[_P2P + 4] = callsig.dtype_code(dtype)
+
+    def p2p_waiting(self, flag: bool) -> None:
+        self.q[_P2P_WAIT] = 1 if flag else 0
+
+    def set_phase(self, phase: int) -> None:
+        self.q[_PHASE] = phase
+
+    # -- reads ---------------------------------------------------------------------------
+    @staticmethod
+    def decode(row) -> RankState:
+        row = [int(v) for v in row]
+        seq = row[_G_LOW]
+        sig = None
+        if seq > 0 and row[_G_HIGH] == seq:
+            sig = callsig.CallSig(*row[1:8], tuple(row[8:13]))
+            if sig.seq != seq:
+                sig = None
+        return RankState(seq, sig, row[_WAIT], row[_PID], row[_PHASE],
+                         tuple(row[_P2P:_P2P + 5]) + (row[_P2P_WAIT], row[_P2P_COUNT]))
+
+    def mine(self) -> RankState:
+        return self.decode(np.frombuffer(self.bytes, dtype=np.int64).copy())
+
+    def peek(self, timeout: float = PEEK_TIMEOUT_S, ranks=None) -> list[RankState | None]:
+        """Every rank's slot (None: unreachable within ``timeout`` or no window)."""
+        ranks = range(self.size) if ranks is None else ranks
+        out: dict[int, RankState | None] = {}
+        reqs = {}
+        MPI = self._MPI
+        for r in ranks:
+            if r == self.rank:
+                out[r] = self.mine()
+            elif self.win is None or r in self._unreachable:
+                out[r] = None
+            else:
+                buf = np.zeros(SLOT, dtype=np.int64)
+                try:
+                    reqs[r] = (self.win.Rget([buf, MPI.INT64_T], r), buf)
+                except Exception:  # noqa: BLE001 - best-effort diagnostics
+                    out[r] = None
+        end = time.monotonic() + timeout
+        while reqs and time.monotonic() < end:
+            for r, (req, buf) in list(reqs.items()):
+                try:
+                    done = req.Test()
+                except Exception:  # noqa: BLE001
+                    done, buf = True, None
+                if done:
+                    out[r] = None if buf is None else self.decode(buf)
+                    del reqs[r]
+            if reqs:
+                time.sleep(1e-3)
+        for r in reqs:  # a get that never completed: never ask that rank again
+            self._unreachable.add(r)
+            out[r] = None
+        return [out[r] for r in ranks]
+
+    def free(self) -> None:
+        if self.win is not None:
+            try:
+                self.win.Unlock_all()
+                self.win.Free()
+            except Exception:  # noqa: BLE001 - freeing at shutdown is best effort
+                pass
+            self.win = None
+
+
+# -- reports -------------------------------------------------------------------------------
+def collective_timeout_report(*, rank: int, op: str, seq: int, size: int, shape, dtype,
+                              waited: float, limit: float, states, world_ranks) -> str:
+    """Why collective ``seq`` did not complete: who did not arrive, who called what else."""
+    missing, arrived, other, unknown = [], [], [], []
+    mine = states[world_ranks.index(rank)] if rank in world_ranks else None
+    for r, st in enumerate(states):
+        wr = world_ranks[r]
+        if st is None:
+            unknown.append(f"rank {wr}")
+        elif st.phase == PHASE_EXITING and st.seq < seq:
+            missing.append(f"rank {wr} (exiting: it left its script after collective "
+                           f"#{st.seq}; sys.exit() or the end of the script on that rank only)")
+        elif st.seq < seq:
+            missing.append(f"rank {wr} ({st.collective_text()})")
+        elif (st.seq == seq and mine is not None and mine.sig is not None
+              and st.sig is not None and st.sig[:6] != mine.sig[:6]):
+            other.append(f"rank {wr}: {st.sig.describe()}")
+        else:
+            arrived.append(wr)
+    lines = [
+        f"shardflow: collective timed out on rank {rank}: {op} (collective #{seq} on a group "
+        f"of {size}, shape {tuple(shape)}, dtype {dtype}) waited {waited:.1f} s (limit "
+        f"{limit:g} s, SHARDFLOW_COMM_TIMEOUT)."
+    ]
+    if missing:
+        lines.append(f"  ranks that did not arrive: {', '.join(missing)}")
+    if other:
+        lines.append(f"  ranks that called something else as collective #{seq}: "
+                     + "; ".join(other))
+    if unknown:
+        lines.append(f"  ranks whose state could not be read: {', '.join(unknown)}")
+    lines.append(f"  ranks that arrived: {arrived}")
+    lines.append("  A rank that never calls the collective (different control flow, an "
+                 "exception caught and ignored, a hang) or calls a different one blocks the "
+                 "others. Aborting the whole job.")
+    return "\n".join(lines) + "\n"
+
+
+def p2p_timeout_report(*, rank: int, op: str, peer_world: int, tag: int, shape, dtype,
+                       waited: float, limit: float, peer_state) -> str:
+    """Why a send/recv did not complete: what the peer is doing instead."""
+    where = "from" if op == "recv" else "to"
+    lines = [
+        f"shardflow: {op} {where} rank {peer_world} timed out on rank {rank} (tag {tag}, shape "
+        f"{tuple(shape)}, dtype {dtype}) after {waited:.1f} s (limit {limit:g} s, "
+        "SHARDFLOW_COMM_TIMEOUT)."
+    ]
+    if peer_state is None:
+        lines.append(f"  rank {peer_world}: its state could not be read")
+    else:
+        exiting = " It is exiting (its script ended or called sys.exit())." \
+            if peer_state.phase == PHASE_EXITING else ""
+        lines.append(f"  rank {peer_world}: {peer_state.p2p_text()}; "
+                     f"{peer_state.collective_text()}.{exiting}")
+    need = "send" if op == "recv" else "recv"
+    lines.append(f"  Every {op} needs a matching {need} on rank {peer_world} with the same tag, "
+                 "dtype and number of elements. Aborting the whole job.")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,94 @@
+"""Leaving MPI at interpreter exit without hanging the job (layer L2).
+
+``MPI_Finalize`` is collective in Open MPI: a rank that reaches the end of its script (or
+calls ``sys.exit(1)``) blocks in it until every rank does. When another rank is waiting
+for this one in a collective, that is a deadlock that only the collective timeout ends
+(600 s by default), and the report then blames the waiting rank ("rank 0 timed out, exit
+124") instead of the one that left. Python does not tell an exit hook the exit code, so
+this module decides from the arrival boards instead:
+
+1. mark this rank ``exiting`` on every live communicator's board;
+2. poll the other ranks' slots (passive reads, naps growing to 50 ms):
+
+   * every other rank is exiting too -> the job is ending normally: ``MPI_Finalize``;
+   * some rank waits on a collective this rank never started, or on a send/recv with this
+     rank -> this exit is premature: print which rank waits where, and return **without**
+     ``MPI_Finalize``. The process then exits with its own exit code, and mpiexec, seeing a
+     rank exit without finalising, reports that rank and its exit code and ends the job;
+   * a board cannot be read (no one-sided support, a peer that does not answer) ->
+     ``MPI_Finalize`` as before (no worse than without this module).
+
+A rank that is still computing (neither exiting nor waiting on us) is waited for: that is
+the normal end of a job whose ranks finish at different times.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from . import callsig
+from .arrival import PHASE_EXITING
+
+
+def _premature(communicators) -> str | None:
+    """Poll until every peer is exiting (None) or one waits for this rank (the reason).
+
+    Returns ``"unknown"`` when a board cannot be read.
+    """
+    nap = 1e-3
+    while True:
+        everyone_exiting = True
+        for c in communicators:
+            me, my_world = c.rank, c.world_rank()
+            for r, st in enumerate(c.board.peek()):
+                if r == me:
+                    continue
+                if st is None:
+                    return "unknown"
+                if st.phase == PHASE_EXITING:
+                    continue
+                everyone_exiting = False
+                wr = c.world_ranks[r]
+                if st.waiting > c.seq:
+                    what = st.sig.describe() if st.sig is not None and st.seq == st.waiting \
+                        else "a collective"
+                    return (f"rank {wr} waits for it in {what} (collective #{st.waiting} on a "
+                            f"group of {c.size}); this rank's last was #{c.seq}")
+                op, peer, tag = st.p2p[0], st.p2p[1], st.p2p[2]
+                if st.p2p[5] and peer == my_world:
+                    name = "recv from" if op == callsig.OPCODES["recv"] else "send to"
+                    return f"rank {wr} waits for it in {name} rank {my_world} (tag {tag})"
+        if everyone_exiting:
+            return None
+        time.sleep(nap)
+        nap = min(nap * 2, 0.05)
+
+
+def finalize_at_exit(MPI, live) -> None:
+    """The ``atexit`` hook the MPI backend registers when it initialises MPI."""
+    try:
+        if MPI.Is_finalized():
+            return
+        comms = [c for c in list(live) if c.size > 1 and c.board.win is not None]
+        for c in comms:
+            c.board.set_phase(PHASE_EXITING)
+        reason = _premature(comms) if comms else None
+    except Exception:  # noqa: BLE001 - never let exit-time diagnostics block finalising
+        reason = "unknown"
+    if reason is not None and reason != "unknown":
+        rank = MPI.COMM_WORLD.Get_rank()
+        try:
+            sys.stdout.flush()
+        except Exception:  # noqa: BLE001
+            pass
+        from .world import prefixed
+
+        sys.stderr.write(prefixed(
+            f"shardflow: rank {rank} is exiting (its script ended or called sys.exit()) while "
+            f"{reason}. Ending without MPI_Finalize so that mpiexec reports this rank's exit "
+            "code and stops the job, instead of every rank waiting for the collective "
+            "timeout.\n", rank))
+        sys.stderr.flush()
+        return
+    MPI.Finalize()
