@@ -139,11 +139,13 @@ def test_lbfgs_float32_tracks_torch_on_a_well_conditioned_problem(line_search_fn
         w = lib.tensor((rng.standard_normal(6) * 0.5).astype(np.float32), requires_grad=True)
         return [w], lambda: ((A @ w - b) ** 2).mean() + 0.1 * (w ** 4).sum()
 
-    kw = dict(max_iter=4, line_search_fn=line_search_fn)
-    t_losses, t_params, _ = _lbfgs_run(torch, kw, np.float32, params_loss=problem(torch))
-    s_losses, s_params, _ = _lbfgs_run(sf, kw, np.float32, params_loss=problem(sf))
-    np.testing.assert_allclose(s_losses, t_losses, rtol=1e-5)
-    _assert_same(s_params, t_params, rtol=1e-4, atol=1e-5)
+    # stopped before the optimum: there float32 rounding alone moves the minimiser ~1e-4
+    # along the flat valley (torch against itself with another summation order does too)
+    kw = dict(max_iter=3, line_search_fn=line_search_fn)
+    t_losses, t_params, _ = _lbfgs_run(torch, kw, np.float32, steps=2, params_loss=problem(torch))
+    s_losses, s_params, _ = _lbfgs_run(sf, kw, np.float32, steps=2, params_loss=problem(sf))
+    np.testing.assert_allclose(s_losses, t_losses, rtol=1e-6)
+    _assert_same(s_params, t_params, rtol=1e-5, atol=1e-6)
     assert s_params[0].dtype == sf.float32
 
 
