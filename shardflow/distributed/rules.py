@@ -31,6 +31,8 @@ from __future__ import annotations
 import math
 import warnings
 
+import numpy as np
+
 from ..autograd import Tensor
 from ..autograd import dispatch as _dispatch
 from . import layout
@@ -950,13 +952,19 @@ def _getitem_rule(name, func, args, kwargs):
 # ----------------------------------------------------------------------------- nn ops
 @rule("embedding")
 def _embedding_rule(name, func, args, kwargs):
+    """Index split -> output split; weight split on the embedding dim -> output split on the
+    last dim; weight split on the vocabulary (dim 0) with whole indices -> each rank looks up
+    the ids it owns, zeros the others, and the output is Partial (Megatron's vocabulary-
+    parallel embedding: the all-reduce comes when the sum is first needed whole)."""
     idx, w = args[0], args[1]
     max_norm = args[3] if len(args) > 3 else kwargs.get("max_norm")
+    padding_idx = args[2] if len(args) > 2 else kwargs.get("padding_idx")
     if idx._spec is None or w._spec is None or max_norm is not None:
         return NotImplemented
     si, sw = idx._spec, w._spec
     ti, tw, out = list(si.sbp), list(sw.sbp), []
     nd = len(si.shape)
+    vocab_dims = []
     for k in range(len(ti)):
         a, b = ti[k], tw[k]
         if b.is_split() and b.dim == 1 and a.is_broadcast():
@@ -964,10 +972,30 @@ def _embedding_rule(name, func, args, kwargs):
             continue
         if a.is_partial():
             return NotImplemented
+        others = [m for m in range(len(tw)) if m != k and tw[m].is_split() and tw[m].dim == 0]
+        if b.is_split() and b.dim == 0 and b.blocks == 1 and a.is_broadcast() and not others \
+                and padding_idx is None:
+            vocab_dims.append(k)
+            out.append(partial_sum)
+            continue
         tw[k] = broadcast
         out.append(a if a.is_split() else broadcast)
     shape = (*si.shape, sw.shape[1])
-    return _run(name, func, args, kwargs, {id(idx): tuple(ti), id(w): tuple(tw)}, [tuple(out)], [shape])
+    fn = func
+    if vocab_dims:
+        p = sw.placement
+        k = vocab_dims[0]
+        lo, hi = layout.chunk_bounds(sw.shape[0], p.shape[k], p.index(k))
+        lookup = _dispatch.OPS["embedding"].__wrapped__
+
+        def fn(ids, weight, *rest, **kw):
+            ids_arr = ids.array
+            own = (ids_arr >= lo) & (ids_arr < hi)
+            local_ids = Tensor(np.where(own, ids_arr - lo, 0))
+            mask = Tensor(own[..., None].astype(weight.array.dtype))
+            return lookup(local_ids, weight) * mask
+
+    return _run(name, fn, args, kwargs, {id(idx): tuple(ti), id(w): tuple(tw)}, [tuple(out)], [shape])
 
 
 def _keep_unless(spec, dims):
@@ -1031,6 +1059,9 @@ def _cross_entropy_rule(name, func, args, kwargs):
     sx, st = x._spec, target._spec
     if len(sx.shape) != 2 or len(st.shape) != 1:
         return NotImplemented
+    class_split = [k for k, s_ in enumerate(sx.sbp) if s_.is_split() and s_.dim == 1 and s_.blocks == 1]
+    if len(class_split) == 1:
+        return _vocab_parallel_cross_entropy(x, target, class_split[0], reduction, ignore_index)
     tx, tt, out = [], [], []
     for k in range(sx.placement.ndim):
         a, b = sx.sbp[k], st.sbp[k]
@@ -1100,3 +1131,49 @@ def _conv_rule(name, func, args, kwargs):
     spatial = res.array.shape[2:]
     res._spec.shape = (sx.shape[0], sw.shape[0], *spatial)
     return res
+
+
+def _vocab_parallel_cross_entropy(x, target, k, reduction, ignore_index):
+    """Cross-entropy of logits split on the class dim (mesh dim ``k``) without gathering them
+    (Megatron's parallel cross-entropy; PyTorch's ``loss_parallel``). Written in global ops:
+    the row max (no gradient) and the sum of exponentials are all-reduced, ``(N,)`` each; the
+    target's logit is picked by the rank that owns it and stays Partial until the loss is
+    summed. Backward needs no collective: the gradient reaches each logit shard locally."""
+    from .global_tensor import GlobalSpec, make_global
+
+    sx = x._spec
+    p = sx.placement
+    m = x.detach().amax(dim=1, keepdim=True)  # (N, 1) P(max) -> boxed to B where needed
+    z = x - to_broadcast_on(m, k)  # (N, C) split on C
+    lse = to_broadcast_on(z.exp().sum(1), k).log()  # (N,) one all_reduce(sum)
+    lo, hi = layout.chunk_bounds(sx.shape[1], p.shape[k], p.index(k))
+    # The target logit: a local pick on the owning rank, zero elsewhere -> Partial on k.
+    t_b = target.to_global(sbp=tuple(broadcast if j == k else s for j, s in enumerate(target._spec.sbp)))
+    t_arr = t_b.array
+    own = (t_arr >= lo) & (t_arr < hi)
+    local_t = Tensor(np.where(own, t_arr - lo, 0).astype(np.int64))
+    gather = _dispatch.OPS["gather"].__wrapped__
+    from .global_tensor import to_local
+
+    z_local = to_local(z)  # (N, C_local), gradients flow back into z
+    picked = gather(z_local, 1, local_t.unsqueeze(1)).squeeze(1) * Tensor(own.astype(z.array.dtype))
+    out_sbp = tuple(partial_sum if j == k else (s if not s.is_partial() else broadcast)
+                    for j, s in enumerate(z._spec.sbp))
+    out_sbp = tuple(Split(0) if (s.is_split() and s.dim == 0) else s for s in out_sbp)
+    picked = make_global(picked, GlobalSpec(p, out_sbp, (sx.shape[0],)))
+    valid = t_b != ignore_index
+    losses = (lse - picked) * valid  # (N,)
+    if reduction == "none":
+        return losses
+    total = losses.sum()
+    if reduction == "sum":
+        return total
+    return total / valid.sum()
+
+
+def to_broadcast_on(t, k):
+    """``t`` boxed to B on mesh dim ``k`` (other dims unchanged)."""
+    from .global_tensor import to_global
+
+    sbp = tuple(broadcast if j == k else s for j, s in enumerate(t._spec.sbp))
+    return to_global(t, sbp=sbp)

@@ -156,19 +156,25 @@ class GPT(nn.Module):
             loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
         return logits, loss
 
-    def tensor_parallel_plan(self) -> dict:
+    def tensor_parallel_plan(self, vocab_parallel: bool = False) -> dict:
         """Megatron's layout for ``parallelize_module``: in each block the fused q/k/v
         projection and the MLP's first Linear are column parallel (heads and hidden units
         split; ``blocks=3`` keeps each rank's q, k and v heads together), the two output
-        projections row parallel. Embeddings, LayerNorms and the LM head stay whole."""
+        projections row parallel. Embeddings, LayerNorms and the LM head stay whole, unless
+        ``vocab_parallel``: then the tied token embedding / LM head is split on the
+        vocabulary (the logits stay split and the loss is the parallel cross-entropy)."""
         from shardflow.distributed.tensor_parallel import ColwiseParallel, RowwiseParallel
 
-        return {
+        plan = {
             "transformer.h.*.attn.c_attn": ColwiseParallel(blocks=3),
             "transformer.h.*.attn.c_proj": RowwiseParallel(),
             "transformer.h.*.mlp.c_fc": ColwiseParallel(),
             "transformer.h.*.mlp.c_proj": RowwiseParallel(),
         }
+        if vocab_parallel:
+            plan["transformer.wte"] = RowwiseParallel()  # weight (V, C) split on V
+            plan["lm_head"] = ColwiseParallel()  # the same tensor: logits split on V
+        return plan
 
     def configure_optimizers(self, weight_decay: float, learning_rate: float, betas=(0.9, 0.95)):
         """AdamW with weight decay on matrices (dim >= 2) only, as nanoGPT."""

@@ -209,7 +209,7 @@ cfg = GPTConfig(block_size=8, vocab_size=32, n_layer=2, n_head=4, n_embd=16)
 sf.manual_seed(0); ref = GPT(cfg)
 sf.manual_seed(0); m = GPT(cfg)
 data = np.random.default_rng(0).integers(0, 32, size=(11, 4, 9))
-mesh, data_sbp = data_tensor_parallel(m, DP, TP, m.tensor_parallel_plan())
+mesh, data_sbp = data_tensor_parallel(m, DP, TP, m.tensor_parallel_plan(vocab_parallel=VOCAB))
 opt_ref = ref.configure_optimizers(0.1, 1e-2)
 opt = m.configure_optimizers(0.1, 1e-2)
 for step in range(10):
@@ -220,17 +220,22 @@ for step in range(10):
     gx, gy = x.to_global(mesh, [sbp.broadcast] * 2).to_global(sbp=data_sbp), y.to_global(mesh, [sbp.broadcast] * 2).to_global(sbp=data_sbp)
     opt.zero_grad()
     with comm_plan() as plan:
-        _, loss = m(gx, gy)
+        logits, loss = m(gx, gy)
         loss.backward()
     assert abs(loss.item() - lref.item()) < 1e-5, (step, loss.item(), lref.item())
+    if VOCAB:  # the logits are never gathered: they stay split on the vocabulary
+        assert logits.sbp[1] == sbp.split(2), logits.sbp
     if step == 0:
         for (name, a), (_, b) in zip(m.named_parameters(), ref.named_parameters()):
             err = np.abs(a.grad.numpy() - b.grad.numpy()).max()
             assert err < 1e-5, (name, err, a.sbp)
         if DP == 1:
-            # Megatron: two all-reduces per layer forward, two backward, nothing else
-            assert dict(plan.counts("forward")) == {"all_reduce": 2 * cfg.n_layer}, str(plan)
-            assert dict(plan.counts("backward")) == {"all_reduce": 2 * cfg.n_layer}, str(plan)
+            # Megatron: two all-reduces per layer forward, two backward, nothing else; with
+            # the vocabulary split, one more for the embedding's partial sum and two (N,)
+            # all-reduces in the parallel cross-entropy forward, one for the LM head backward
+            fwd, bwd = 2 * cfg.n_layer + 3 * VOCAB, 2 * cfg.n_layer + VOCAB
+            assert dict(plan.counts("forward")) == {"all_reduce": fwd}, str(plan)
+            assert dict(plan.counts("backward")) == {"all_reduce": bwd}, str(plan)
             tp_names = [n for n, _ in m.named_parameters() if ".attn." in n or ".mlp." in n]
             local = sum(dict(m.named_parameters())[n].array.nbytes for n in tp_names if n.endswith("weight"))
             whole = sum(dict(ref.named_parameters())[n].array.nbytes for n in tp_names if n.endswith("weight"))
@@ -247,9 +252,10 @@ print("tracked")
 """
 
 
-@pytest.mark.parametrize("dp,tp", [(1, 2), (2, 1), (2, 2)])
-def test_gpt_mini_tensor_and_data_parallel_match_one_process(dp, tp):
-    res = run_mpi(f"DP, TP = {dp}, {tp}\n" + GPT_TP, n=dp * tp, timeout=300).check()
+@pytest.mark.parametrize("dp,tp,vocab", [(1, 2, False), (2, 1, False), (2, 2, False), (1, 2, True),
+                                         (2, 2, True)])
+def test_gpt_mini_tensor_and_data_parallel_match_one_process(dp, tp, vocab):
+    res = run_mpi(f"DP, TP, VOCAB = {dp}, {tp}, {vocab}\n" + GPT_TP, n=dp * tp, timeout=300).check()
     assert "tracked" in res.stdout
 
 
