@@ -40,6 +40,7 @@ from .sbp import Broadcast, Partial, Split, broadcast
 __all__ = [
     "ParallelStyle", "ColwiseParallel", "RowwiseParallel", "SequenceParallel",
     "PrepareModuleInput", "PrepareModuleOutput", "parallelize_module", "data_tensor_parallel",
+    "loss_parallel",
 ]
 
 
@@ -284,3 +285,15 @@ def data_tensor_parallel(model, dp: int, tp: int, plan=None):
         parallelize_module(model, mesh["tp"], plan)
     model.to_global(mesh, (broadcast, broadcast))
     return mesh, (Split(0), broadcast)
+
+
+class loss_parallel:  # noqa: N801 - PyTorch's name (a context manager)
+    """PyTorch's ``loss_parallel()``: cross-entropy on logits split on the class dimension
+    without gathering them. Here the sbp rule does that whenever the logits arrive split on
+    the class dim, so this context manager only marks the intent (kept for PyTorch code)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False

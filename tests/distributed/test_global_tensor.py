@@ -291,3 +291,39 @@ print("errors ok")
 def test_errors_are_raised_before_any_collective():
     res = run_mpi(ERRORS, n=2, timeout=120).check()
     assert "errors ok" in res.stdout
+
+
+SEQUENCE_PARALLEL = r"""
+import numpy as np, shardflow as sf, shardflow.nn as nn, warnings
+warnings.simplefilter("error")
+from shardflow.distributed import comm_plan, placement, sbp
+from shardflow.distributed.tensor_parallel import (ColwiseParallel, RowwiseParallel, SequenceParallel, parallelize_module)
+class Block(nn.Module):
+    def __init__(s):
+        super().__init__(); s.ln = nn.LayerNorm(8); s.fc = nn.Linear(8, 16); s.proj = nn.Linear(16, 8)
+    def forward(s, x):
+        return x + s.proj(s.fc(s.ln(x)).relu())
+sf.manual_seed(0); ref = Block(); sf.manual_seed(0); m = Block()
+p = placement("cpu")
+parallelize_module(m, p, {"ln": SequenceParallel(), "fc": ColwiseParallel(input_layouts=sbp.split(1)),
+                          "proj": RowwiseParallel(output_layouts=sbp.split(1))})
+m.to_global(p, sbp.broadcast)
+x = sf.tensor(np.random.default_rng(0).standard_normal((2, 6, 8)).astype(np.float32))
+gx = x.to_global(p, sbp.broadcast).to_global(sbp=sbp.split(1))
+with comm_plan() as plan:
+    y = m(gx); (y * y).sum().backward()
+yr = ref(x); (yr * yr).sum().backward()
+assert y.sbp == (sbp.split(1),), y.sbp
+assert np.abs(y.numpy() - yr.numpy()).max() < 1e-5
+for (n, a), (_, b) in zip(m.named_parameters(), ref.named_parameters()):
+    assert np.abs(a.grad.numpy() - b.grad.numpy()).max() < 1e-5, n
+assert dict(plan.counts("forward")) == {"all_gather": 1, "reduce_scatter": 1}, str(plan)
+print("sequence parallel ok")
+"""
+
+
+def test_sequence_parallel_block_gathers_and_reduce_scatters():
+    """LayerNorm on sequence shards, Colwise(input S(1)) -> Rowwise(output S(1)): forward is
+    one all_gather and one reduce_scatter (Megatron's sequence parallelism), equal to one process."""
+    res = run_mpi(SEQUENCE_PARALLEL, n=2, timeout=120).check()
+    assert "sequence parallel ok" in res.stdout
