@@ -5,7 +5,21 @@ PyTorch (note that, as in PyTorch, ``shardflow.bool``/``float``/``int`` are dtyp
 This module only re-exports; see docs/ARCHITECTURE.md for the layers.
 """
 
-from . import autograd, data, nn, optim, utils
+from . import (
+    accelerator,
+    amp,
+    autograd,
+    backends,
+    cuda,
+    data,
+    multiprocessing,
+    nn,
+    onnx,
+    optim,
+    serialization,
+    utils,
+)
+from .amp import autocast, get_autocast_dtype, is_autocast_enabled
 from .autograd import (
     Size,
     Tensor,
@@ -16,6 +30,7 @@ from .autograd import (
     set_grad_enabled,
 )
 from .autograd._tensor_str import get_printoptions, set_printoptions
+from .autograd.predicates import is_complex, is_floating_point, is_tensor
 from .backend import (
     bfloat16,
     cuda_is_available,
@@ -34,12 +49,26 @@ from .backend import (
     uint8,
 )
 from .backend import bool_ as bool
+from .backend.memory_format import (
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    memory_format,
+    preserve_format,
+)
 from .backend.random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
-from .checkpoint import load, save
+from .backends import (
+    are_deterministic_algorithms_enabled,
+    get_float32_matmul_precision,
+    is_deterministic_algorithms_warn_only_enabled,
+    set_float32_matmul_precision,
+    use_deterministic_algorithms,
+)
 from .distributed import sbp
 from .distributed.placement import placement
 from .ops import *
 from .ops import add, clone, div, mul, neg, reciprocal, sub
+from .serialization import load, save
 
 half = float16
 float = float32
@@ -50,7 +79,3 @@ short = int16
 
 __version__ = "0.1.0"
 
-
-def is_tensor(obj) -> object:
-    """True if ``obj`` is a shardflow Tensor (``torch.is_tensor``)."""
-    return isinstance(obj, Tensor)

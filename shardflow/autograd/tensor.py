@@ -203,7 +203,15 @@ class Tensor:
     def is_floating_point(self) -> bool:
         return _is_float(self.array)
 
-    def is_contiguous(self) -> bool:
+    def is_contiguous(self, memory_format=None) -> bool:
+        """Row-major contiguity; with ``memory_format=channels_last`` (4-d) or
+        ``channels_last_3d`` (5-d), whether the array is laid out channels-last."""
+        name = getattr(memory_format, "name", "contiguous_format")
+        if name in ("channels_last", "channels_last_3d"):
+            a = self.array
+            if a.ndim != (4 if name == "channels_last" else 5):
+                return False
+            return bool(a.transpose(0, *range(2, a.ndim), 1).flags.c_contiguous)
         return bool(self.array.flags.c_contiguous)
 
     def stride(self, dim: int | None = None):

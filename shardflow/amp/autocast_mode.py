@@ -1,0 +1,177 @@
+"""``autocast``: PyTorch's mixed-precision context manager and decorator, accepted but not
+yet mixed: ops inside the region compute in the dtype of their inputs (float32 for a
+float32 model), exactly as outside it.
+
+Real mixed precision (casting matmuls/convs to float16/bfloat16 inside the region) is a
+later piece of work. Until then ``autocast`` keeps PyTorch's signature, state and checks so
+that scripts run unchanged: ``with autocast('cpu'):``, ``@autocast('cuda')``, ``enabled=``,
+``dtype=``; ``is_autocast_enabled`` / ``get_autocast_dtype`` report the region; a CUDA
+region on a machine without CUDA is disabled with PyTorch's warning; an unsupported dtype
+is disabled with PyTorch's warning. The first time an enabled region with a lower dtype is
+entered, a ``MixedPrecisionNotImplementedWarning`` says that it computes in float32 — the
+results are more precise than PyTorch's, and the speed is float32's, never silently.
+``custom_fwd`` / ``custom_bwd`` follow PyTorch (``cast_inputs`` really casts).
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+from ..autograd import Tensor
+from ..backend import as_dtype, bfloat16, float16, float64
+from ..backend.xp import cuda_is_available
+
+__all__ = ["autocast", "autocast_decorator", "is_autocast_available", "is_autocast_enabled",
+           "get_autocast_dtype", "custom_fwd", "custom_bwd", "MixedPrecisionNotImplementedWarning"]
+
+_DEVICES = ("cpu", "cuda")
+# Per device type: [enabled, dtype] of the innermost active region (PyTorch's defaults).
+_state = {"cpu": [False, bfloat16], "cuda": [False, float16]}
+_warned = [False]
+
+
+class MixedPrecisionNotImplementedWarning(UserWarning):
+    """An enabled autocast region computes in float32 (mixed precision is not built yet)."""
+
+
+def is_autocast_available(device_type: str) -> bool:
+    """True for the device types autocast accepts here: 'cpu' and 'cuda'."""
+    return device_type in _DEVICES
+
+
+def is_autocast_enabled(device_type: str | None = None) -> bool:
+    """Whether an enabled autocast region for ``device_type`` is active (no argument: CUDA, as in PyTorch)."""
+    return _state[_check_device(device_type or "cuda")][0]
+
+
+def get_autocast_dtype(device_type: str):
+    """The dtype of the active region (or the default: float16 on CUDA, bfloat16 on CPU)."""
+    return _state[_check_device(device_type)][1]
+
+
+def _check_device(device_type) -> str:
+    if not isinstance(device_type, str):
+        raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+    if device_type not in _DEVICES:
+        raise RuntimeError(
+            f"User specified an unsupported autocast device_type '{device_type}'; shardflow "
+            f"supports {', '.join(repr(d) for d in _DEVICES)}"
+        )
+    return device_type
+
+
+def _warn_float32_once(device_type: str, dtype) -> None:
+    if _warned[0]:
+        return
+    _warned[0] = True
+    warnings.warn(
+        f"autocast('{device_type}', dtype={dtype}): mixed precision is not implemented in shardflow "
+        "yet (a planned amp feature); ops in this region compute in their inputs' dtype "
+        "(float32 for a float32 model), so results are float32 and the speed is float32's. "
+        "This is said once per process.",
+        MixedPrecisionNotImplementedWarning,
+        stacklevel=3,
+    )
+
+
+def autocast_decorator(autocast_instance, func):
+    @functools.wraps(func)
+    def decorate_autocast(*args, **kwargs):
+        with autocast_instance:
+            return func(*args, **kwargs)
+
+    return decorate_autocast
+
+
+class autocast:
+    """``autocast(device_type, dtype=None, enabled=True, cache_enabled=None)``: a context
+    manager or decorator (see the module docstring)."""
+
+    def __init__(self, device_type: str, dtype=None, enabled: bool = True, cache_enabled: bool | None = None):
+        self.device = _check_device(device_type)
+        self.fast_dtype = get_autocast_dtype(device_type) if dtype is None else as_dtype(dtype)
+        self._cache_enabled = True if cache_enabled is None else bool(cache_enabled)
+        name = device_type.upper()
+        if enabled:
+            if device_type == "cuda" and not cuda_is_available():
+                warnings.warn("CUDA is not available. Disabling autocast.", stacklevel=2)
+                enabled = False
+            elif self.fast_dtype not in (bfloat16, float16):
+                warnings.warn(
+                    f"In {name} autocast, but the target dtype is not supported. Disabling autocast.\n"
+                    f"{name} Autocast only supports dtypes of {bfloat16}, {float16} currently.",
+                    stacklevel=2,
+                )
+                enabled = False
+        self._enabled = bool(enabled)
+
+    def __enter__(self):
+        if self._enabled:
+            _warn_float32_once(self.device, self.fast_dtype)
+        state = _state[self.device]
+        self._prev = list(state)
+        state[0], state[1] = self._enabled, self.fast_dtype
+        return self
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        _state[self.device][:] = self._prev
+        return False
+
+    def __call__(self, func):
+        if not callable(func):
+            raise TypeError(
+                f"autocast()(func) requires a callable, but got {type(func).__name__}. Did you mean "
+                "to use autocast as a context manager? For example:\n"
+                "    with shardflow.autocast(device_type=...):\n        output = model(input)"
+            )
+        return autocast_decorator(self, func)
+
+
+def _cast(value, device_type: str, dtype):
+    """Floating tensors (not float64) on ``device_type`` cast to ``dtype``; containers recursed."""
+    if isinstance(value, Tensor):
+        ok = value.is_floating_point() and value.device.type == device_type and value.dtype != float64
+        return value.to(dtype) if ok else value
+    if isinstance(value, dict):
+        return {_cast(k, device_type, dtype): _cast(v, device_type, dtype) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_cast(v, device_type, dtype) for v in value)
+    return value
+
+
+def custom_fwd(fwd=None, *, device_type: str, cast_inputs=None):
+    """Decorator for ``forward`` of a custom ``autograd.Function`` (PyTorch's semantics)."""
+    if not isinstance(device_type, str):
+        raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+    if fwd is None:
+        return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
+
+    @functools.wraps(fwd)
+    def decorate_fwd(*args, **kwargs):
+        args[0]._dtype = get_autocast_dtype(device_type)
+        if cast_inputs is None:
+            args[0]._fwd_used_autocast = is_autocast_enabled(device_type)
+            return fwd(*args, **kwargs)
+        args[0]._fwd_used_autocast = False
+        if is_autocast_enabled(device_type):
+            with autocast(device_type=device_type, enabled=False):
+                return fwd(*_cast(args, device_type, cast_inputs), **_cast(kwargs, device_type, cast_inputs))
+        return fwd(*args, **kwargs)
+
+    return decorate_fwd
+
+
+def custom_bwd(bwd=None, *, device_type: str):
+    """Decorator for ``backward``: runs it with the autocast state its forward had."""
+    if not isinstance(device_type, str):
+        raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+    if bwd is None:
+        return functools.partial(custom_bwd, device_type=device_type)
+
+    @functools.wraps(bwd)
+    def decorate_bwd(*args, **kwargs):
+        with autocast(device_type=device_type, enabled=args[0]._fwd_used_autocast, dtype=args[0]._dtype):
+            return bwd(*args, **kwargs)
+
+    return decorate_bwd

@@ -1,0 +1,50 @@
+"""``torch.backends``: the switches scripts flip for cuDNN, cuBLAS and MPS, plus the
+matmul-precision and determinism settings (``torch.set_float32_matmul_precision``,
+``torch.use_deterministic_algorithms``).
+
+shardflow never calls cuDNN or MPS, and computes float32 matmuls in full float32 on every
+device (TF32 is never used), so these are settings a script may read and write with
+PyTorch's names and defaults; none changes a result. ``use_deterministic_algorithms``:
+shardflow's CPU kernels are deterministic whatever the setting; on CUDA the scatter-add
+backward passes (embedding, index_add, integer-array indexing) use atomics and are not
+checked. Details per switch in docs/COMPAT.md.
+"""
+
+from __future__ import annotations
+
+from . import cuda, cudnn, mps
+
+__all__ = ["cuda", "cudnn", "mps", "set_float32_matmul_precision", "get_float32_matmul_precision",
+           "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
+           "is_deterministic_algorithms_warn_only_enabled"]
+
+_PRECISIONS = ("highest", "high", "medium")
+_deterministic = {"enabled": False, "warn_only": False}
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """'highest' (default), 'high' or 'medium'; 'high'/'medium' allow TF32 on CUDA in PyTorch
+    (``backends.cuda.matmul.allow_tf32`` follows). shardflow keeps full float32 regardless."""
+    if precision not in _PRECISIONS:
+        raise RuntimeError(
+            f"invalid float32 matmul precision {precision!r}; expected one of {', '.join(_PRECISIONS)}"
+        )
+    cuda.matmul._precision = precision
+
+
+def get_float32_matmul_precision() -> str:
+    return cuda.matmul._precision
+
+
+def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
+    if not isinstance(mode, bool):
+        raise TypeError(f"use_deterministic_algorithms expects a bool, got {type(mode).__name__}")
+    _deterministic["enabled"], _deterministic["warn_only"] = mode, bool(warn_only)
+
+
+def are_deterministic_algorithms_enabled() -> bool:
+    return _deterministic["enabled"]
+
+
+def is_deterministic_algorithms_warn_only_enabled() -> bool:
+    return _deterministic["warn_only"]

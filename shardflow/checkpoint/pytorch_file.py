@@ -1,0 +1,338 @@
+"""Reading PyTorch ``.pt`` files (``torch.save``'s zip format) without running their code.
+
+A ``torch.save`` file is a zip archive: ``<root>/data.pkl`` is a pickle of the saved object,
+``<root>/data/<key>`` holds the raw bytes of each storage, ``<root>/byteorder`` says
+``little`` or ``big``. Unpickling normally imports and calls whatever the pickle names, so
+a ``.pt`` file from a stranger can run any code. This reader unpickles with an allow-list
+(``_RestrictedUnpickler.find_class``): every global the pickle names must be one of
+
+* PyTorch's tensor rebuild functions (``torch._utils._rebuild_tensor_v2``,
+  ``_rebuild_tensor``, ``_rebuild_parameter``, ``_rebuild_parameter_with_state``), the
+  typed storage classes (``torch.FloatStorage`` ...), dtypes (``torch.float32``),
+  ``torch.device`` and ``torch.Size`` — each mapped to a shardflow function here that
+  builds shardflow objects, never to PyTorch itself (PyTorch need not be installed);
+* ``collections.OrderedDict``, ``set``, ``frozenset`` and ``_codecs.encode`` (how protocol
+  2 stores bytes);
+* or a global the user allowed with ``add_safe_globals`` (as ``torch.serialization``).
+
+Anything else (a model class from ``torch.save(model)``, ``os.system`` in a malicious
+file) raises ``CheckpointError`` naming the global, before it is imported or called. Plain
+containers, numbers, strings, bools and None need no globals. Storage references
+(persistent ids ``('storage', type, key, location, numel)``) are read from the archive and
+checked: the record must exist and hold exactly ``numel`` elements, and every tensor's
+offset, sizes and strides must stay inside its storage. Each tensor is copied out of its
+storage, so tensors that shared a storage in the file (views, tied weights) load as
+separate tensors with equal values.
+
+``map_location`` follows ``torch.load``: None keeps each storage's saved location (a CUDA
+location without CUDA raises PyTorch's error and its fix); a device or string sends every
+tensor there; a dict renames locations; a callable ``f(storage, location)`` may return the
+storage (CPU), ``storage.cuda(i)``, or None (the default rule).
+"""
+
+from __future__ import annotations
+
+import _compat_pickle
+import codecs
+import collections
+import io
+import pickle
+import zipfile
+
+import ml_dtypes
+import numpy as np
+
+from ..autograd import Size
+from ..autograd.tensor import _wrap
+from ..backend import as_dtype, cuda_is_available, to_device
+from ..backend import device as _device
+from .safetensors import CheckpointError
+
+__all__ = ["load_pytorch_file", "is_pytorch_zip", "add_safe_globals", "clear_safe_globals",
+           "get_safe_globals", "safe_globals"]
+
+_STORAGE_DTYPES = {
+    "FloatStorage": np.float32, "DoubleStorage": np.float64, "HalfStorage": np.float16,
+    "BFloat16Storage": ml_dtypes.bfloat16, "LongStorage": np.int64, "IntStorage": np.int32,
+    "ShortStorage": np.int16, "CharStorage": np.int8, "ByteStorage": np.uint8, "BoolStorage": np.bool_,
+}
+_TORCH_DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8",
+                 "uint8", "bool", "float", "double", "half", "long", "int", "short")
+
+# User-allowed globals: "module.qualname" -> object (see add_safe_globals).
+_user_globals: dict[str, object] = {}
+
+
+def add_safe_globals(safe_globals) -> None:
+    """Allow these globals in PyTorch files (``torch.serialization.add_safe_globals``): each
+    entry is an object (allowed under its ``__module__.__qualname__``) or ``(object, "name")``.
+    Only allow what you trust: the pickle will call it with arguments from the file."""
+    for g in safe_globals:
+        obj, name = g if isinstance(g, tuple) else (g, f"{g.__module__}.{g.__qualname__}")
+        _user_globals[name] = obj
+
+
+def clear_safe_globals() -> None:
+    _user_globals.clear()
+
+
+def get_safe_globals() -> list:
+    return [obj if f"{obj.__module__}.{getattr(obj, '__qualname__', '')}" == name else (obj, name)
+            for name, obj in _user_globals.items()]
+
+
+class safe_globals:
+    """``with safe_globals([...]):`` allows the globals inside the block only."""
+
+    def __init__(self, globals_list):
+        self.globals_list = globals_list
+
+    def __enter__(self):
+        self._saved = dict(_user_globals)
+        add_safe_globals(self.globals_list)
+
+    def __exit__(self, *exc):
+        _user_globals.clear()
+        _user_globals.update(self._saved)
+        return False
+
+
+# ------------------------------------------------------------------ what the pickle may build
+class _StorageType:
+    """Stands for ``torch.FloatStorage`` etc. inside a persistent id: only its dtype matters."""
+
+    def __init__(self, name: str):
+        self.name, self.dtype = name, np.dtype(_STORAGE_DTYPES[name])
+
+
+class _Storage:
+    """One storage of the archive: its elements (1-D array) and where it is to live."""
+
+    def __init__(self, array: np.ndarray, location: str):
+        self.array, self.location = array, location
+
+    def cpu(self):
+        return _Storage(self.array, "cpu")
+
+    def cuda(self, device=None, non_blocking: bool = False):
+        if device is None:
+            idx = 0
+        elif isinstance(device, int):
+            idx = device
+        else:
+            idx = _device(device).index or 0
+        return _Storage(self.array, f"cuda:{idx}")
+
+
+def _ints(value, what: str) -> tuple:
+    if not isinstance(value, tuple | list) or not all(type(v) is int for v in value):
+        raise CheckpointError(f"PyTorch file: tensor {what} must be a tuple of ints, got {value!r}")
+    return tuple(value)
+
+
+def _rebuild_tensor(storage, storage_offset, size, stride, *unused):
+    """A copy of the tensor ``storage[offset]`` with ``size``/``stride`` (in elements),
+    after checking that every element it reads lies inside the storage."""
+    if not isinstance(storage, _Storage):
+        raise CheckpointError(f"PyTorch file: expected a storage for a tensor, got {type(storage).__name__}")
+    size, stride = _ints(size, "size"), _ints(stride, "stride")
+    if type(storage_offset) is not int or len(size) != len(stride):
+        raise CheckpointError(f"PyTorch file: bad tensor layout (offset {storage_offset!r}, size {size}, stride {stride})")
+    a = storage.array
+    if any(s < 0 for s in size) or any(s < 0 for s in stride) or storage_offset < 0:
+        raise CheckpointError(f"PyTorch file: negative size/stride/offset ({size}, {stride}, {storage_offset})")
+    numel = int(np.prod(size, dtype=np.int64)) if size else 1
+    if numel:
+        last = storage_offset + sum((n - 1) * s for n, s in zip(size, stride))
+        if last >= a.size:
+            raise CheckpointError(
+                f"PyTorch file is corrupt or malicious: a tensor of size {size}, stride {stride}, "
+                f"offset {storage_offset} reads element {last} of a storage of {a.size}"
+            )
+        view = np.lib.stride_tricks.as_strided(
+            a[storage_offset:], shape=size, strides=tuple(s * a.itemsize for s in stride), writeable=False
+        )
+        out = np.array(view, copy=True)
+    else:
+        out = np.empty(size, a.dtype)
+    return _wrap(out if storage.location == "cpu" else to_device(out, _device(storage.location)))
+
+
+def _rebuild_parameter(data, requires_grad, backward_hooks, *state):
+    from ..nn import Parameter
+
+    return Parameter(data, requires_grad=bool(requires_grad) and data.is_floating_point())
+
+
+def _codecs_encode(obj, encoding="utf-8"):
+    if not isinstance(obj, str) or encoding not in ("latin1", "latin-1", "utf-8", "utf8"):
+        raise CheckpointError(f"PyTorch file: unexpected _codecs.encode({type(obj).__name__}, {encoding!r})")
+    return codecs.encode(obj, encoding)
+
+
+def _size(values=()):
+    return Size(_ints(values, "Size"))
+
+
+def _allowed_global(module: str, name: str):
+    if module == "torch._utils":
+        if name in ("_rebuild_tensor_v2", "_rebuild_tensor"):
+            return _rebuild_tensor
+        if name in ("_rebuild_parameter", "_rebuild_parameter_with_state"):
+            return _rebuild_parameter
+    if module == "torch":
+        if name in _STORAGE_DTYPES:
+            return _StorageType(name)
+        if name in _TORCH_DTYPES:
+            return as_dtype(name)
+        if name == "device":
+            return _device
+        if name == "Size":
+            return _size
+    if (module, name) == ("collections", "OrderedDict"):
+        return collections.OrderedDict
+    if module == "builtins" and name in ("set", "frozenset"):
+        return {"set": set, "frozenset": frozenset}[name]
+    if (module, name) == ("_codecs", "encode"):
+        return _codecs_encode
+    return _user_globals.get(f"{module}.{name}")
+
+
+class _RestrictedUnpickler(pickle._Unpickler):
+    """The pure-Python unpickler (its opcode table can be extended; the pickle of a state
+    dict is small, the tensor bytes are separate records) with restricted globals, storage
+    ids and BUILD."""
+
+    dispatch = dict(pickle._Unpickler.dispatch)
+
+    def __init__(self, data: bytes, read_record, label: str, map_location, byteorder: str):
+        super().__init__(io.BytesIO(data))
+        self._read_record, self._label, self._map = read_record, label, map_location
+        self._byteorder = byteorder
+        self._storages: dict[str, _Storage] = {}
+
+    def load_build(self):
+        # BUILD sets attributes on the object below it. Allowed only on data objects: an
+        # OrderedDict (a state dict's ``_metadata``) or an instance of a user-allowed class;
+        # never on a class or function (that would patch shardflow or the standard library).
+        inst = self.stack[-2]
+        allowed = {id(o) for o in _user_globals.values()}
+        if not (type(inst) is collections.OrderedDict or id(type(inst)) in allowed):
+            raise CheckpointError(
+                f"{self._label}: the pickle sets the state of a {type(inst).__name__}, which shardflow "
+                "does not allow (only OrderedDicts and objects of classes given to add_safe_globals)"
+            )
+        super().load_build()
+
+    dispatch[pickle.BUILD[0]] = load_build
+
+    def find_class(self, module, name):
+        if (module, name) in _compat_pickle.NAME_MAPPING:  # protocol 2 spells builtins as __builtin__
+            module, name = _compat_pickle.NAME_MAPPING[(module, name)]
+        elif module in _compat_pickle.IMPORT_MAPPING:
+            module = _compat_pickle.IMPORT_MAPPING[module]
+        obj = _allowed_global(module, name)
+        if obj is None:
+            what = f"{module}.{name}"
+            hint = (
+                " (a whole model saved with torch.save(model)? In PyTorch save model.state_dict() "
+                "instead, and load that into the shardflow model with load_state_dict)"
+                if name[:1].isupper() else ""
+            )
+            raise CheckpointError(
+                f"{self._label} names the global {what!r}, which shardflow does not load{hint}. "
+                "shardflow reads only tensors, numbers, strings and plain containers from PyTorch "
+                "files, because unpickling anything else runs code from the file (weights_only=False "
+                "does not change this). If you trust the file and that object, allow it with "
+                f"shardflow.serialization.add_safe_globals([(obj, {what!r})])."
+            )
+        return obj
+
+    def persistent_load(self, pid):
+        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"
+                and isinstance(pid[1], _StorageType) and isinstance(pid[2], str)
+                and isinstance(pid[3], str) and type(pid[4]) is int):
+            raise CheckpointError(f"{self._label}: unsupported persistent id {pid!r} (expected a tensor storage)")
+        _, stype, key, location, numel = pid
+        if key not in self._storages:
+            raw = self._read_record(key)
+            if len(raw) != numel * stype.dtype.itemsize:
+                raise CheckpointError(
+                    f"{self._label} is corrupt: storage {key} holds {len(raw)} bytes, expected "
+                    f"{numel} x {stype.dtype.itemsize} ({stype.name})"
+                )
+            arr = np.frombuffer(raw, dtype=stype.dtype)
+            arr = arr.byteswap() if self._byteorder == "big" and arr.itemsize > 1 else arr.copy()
+            self._storages[key] = self._place(_Storage(arr, location), location)
+        return self._storages[key]
+
+    def _place(self, storage: _Storage, location: str) -> _Storage:
+        m = self._map
+        if callable(m) and not isinstance(m, _device | str):
+            result = m(storage.cpu(), location)
+            if result is not None:
+                if not isinstance(result, _Storage):
+                    raise CheckpointError(
+                        f"map_location returned {type(result).__name__}; return the storage, "
+                        "storage.cuda(i) or None"
+                    )
+                return result
+            m = None
+        if isinstance(m, dict):
+            location = str(m.get(location, location))
+        elif m is not None:
+            location = str(_device(m))
+        if location.startswith("cuda") and not cuda_is_available():
+            raise RuntimeError(
+                f"{self._label}: Attempting to deserialize object on a CUDA device but "
+                "shardflow.cuda.is_available() is False. If you are running on a CPU-only machine, "
+                "please use shardflow.load with map_location=shardflow.device('cpu') to map your "
+                "storages to the CPU."
+            )
+        if not (location == "cpu" or location.startswith("cuda")):
+            raise CheckpointError(
+                f"{self._label}: storage location {location!r} is not a shardflow device; "
+                "pass map_location='cpu'"
+            )
+        return _Storage(storage.array, location)
+
+
+def is_pytorch_zip(head: bytes) -> bool:
+    return head[:4] == b"PK\x03\x04"
+
+
+def load_pytorch_file(data: bytes, label: str, map_location=None):
+    """Load a ``torch.save`` zip archive given as ``data`` (see the module docstring)."""
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data))
+        names = zf.namelist()
+    except zipfile.BadZipFile as e:
+        raise CheckpointError(f"{label} is not a readable zip archive ({e})") from None
+    pkls = [n for n in names if n.endswith("/data.pkl") and n.count("/") == 1]
+    if not pkls:
+        if any(n.endswith("constants.pkl") or "/code/" in n for n in names):
+            raise CheckpointError(
+                f"{label} is a TorchScript archive (torch.jit.save); shardflow cannot run TorchScript. "
+                "In PyTorch: torch.save(torch.jit.load(path).state_dict(), 'weights.pt') and load that."
+            )
+        raise CheckpointError(f"{label} is a zip archive without data.pkl: not a torch.save file")
+    root = pkls[0][: -len("data.pkl")]
+    byteorder = "little"
+    if root + "byteorder" in names:
+        byteorder = zf.read(root + "byteorder").decode(errors="replace").strip()
+        if byteorder not in ("little", "big"):
+            raise CheckpointError(f"{label}: unknown byteorder {byteorder!r}")
+
+    def read_record(key: str) -> bytes:
+        name = f"{root}data/{key}"
+        if "/" in key or name not in names:
+            raise CheckpointError(f"{label} is corrupt: storage record {key!r} is missing")
+        return zf.read(name)
+
+    unpickler = _RestrictedUnpickler(zf.read(pkls[0]), read_record, label, map_location, byteorder)
+    try:
+        return unpickler.load()
+    except (CheckpointError, RuntimeError):
+        raise
+    except Exception as e:  # truncated or malformed pickle
+        raise CheckpointError(f"{label}: cannot read its pickle ({type(e).__name__}: {e})") from None

@@ -1,0 +1,178 @@
+"""``torch.cuda``: the names scripts call, answering sensibly on a machine without CUDA.
+
+shardflow runs CUDA through CuPy (``backend/xp.py``). Without CuPy or without a GPU the
+answers are those of a CPU-only PyTorch build:
+
+* ``is_available()`` False, ``device_count()`` 0, ``is_bf16_supported()`` False,
+  ``is_initialized()`` False, ``memory_allocated()`` / ``memory_reserved()`` /
+  ``max_memory_*()`` 0, ``empty_cache()`` does nothing;
+* ``manual_seed`` / ``manual_seed_all`` / ``seed`` / ``seed_all`` do nothing: shardflow has
+  one random generator for every device, seeded by ``shardflow.manual_seed`` (which a
+  script calls anyway); there is no separate CUDA generator to seed;
+* ``current_device()``, ``set_device()``, ``synchronize()``, ``get_device_name()``,
+  ``get_device_capability()``, ``get_device_properties()``, ``mem_get_info()`` raise
+  ``CudaNotAvailableError`` — an ``AssertionError`` like PyTorch's "Torch not compiled with
+  CUDA enabled", and a ``RuntimeError`` like a CUDA build's "No CUDA GPUs are available" —
+  whose message says how to run on the CPU instead.
+
+With a GPU they answer through CuPy. ``cuda.amp`` holds PyTorch's deprecated
+``torch.cuda.amp`` names.
+"""
+
+from __future__ import annotations
+
+from .. import accelerator as _acc
+from ..backend.xp import cuda_is_available, cupy
+from . import amp
+
+__all__ = [
+    "is_available", "device_count", "current_device", "set_device", "get_device_name",
+    "get_device_capability", "get_device_properties", "synchronize", "empty_cache",
+    "manual_seed", "manual_seed_all", "seed", "seed_all", "is_bf16_supported",
+    "is_initialized", "memory_allocated", "max_memory_allocated", "memory_reserved",
+    "max_memory_reserved", "reset_peak_memory_stats", "mem_get_info", "device", "amp",
+    "CudaNotAvailableError",
+]
+
+
+class CudaNotAvailableError(AssertionError, RuntimeError):
+    """A CUDA device was needed and none is visible (see the module docstring)."""
+
+
+def _require(what: str):
+    if not cuda_is_available():
+        raise CudaNotAvailableError(
+            f"shardflow.cuda.{what} needs a CUDA device, and none is available (shardflow uses "
+            "CUDA through CuPy; no CuPy or no NVIDIA GPU here). Guard the call with "
+            "shardflow.cuda.is_available() and run on device='cpu', or install cupy-cuda12x on a "
+            "machine with an NVIDIA GPU."
+        )
+    return cupy()
+
+
+def _index(device) -> int:
+    if device is None:
+        return current_device()
+    if isinstance(device, int):
+        return device
+    from ..backend import device as _device
+
+    return _device(device).index or 0
+
+
+def is_available() -> bool:
+    return cuda_is_available()
+
+
+def device_count() -> int:
+    return _acc.device_count()
+
+
+def is_initialized() -> bool:
+    return cuda_is_available()
+
+
+def current_device() -> int:
+    return int(_require("current_device()").cuda.runtime.getDevice())
+
+
+def set_device(device) -> None:
+    _require("set_device()").cuda.runtime.setDevice(_index(device))
+
+
+def get_device_properties(device=None) -> dict:
+    """CuPy's property dict of the device (``name``, ``totalGlobalMem``, ``major``, ...)."""
+    cp = _require("get_device_properties()")
+    return cp.cuda.runtime.getDeviceProperties(_index(device))
+
+
+def get_device_name(device=None) -> str:
+    _require("get_device_name()")
+    name = get_device_properties(device)["name"]
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def get_device_capability(device=None) -> tuple[int, int]:
+    _require("get_device_capability()")
+    props = get_device_properties(device)
+    return int(props["major"]), int(props["minor"])
+
+
+def synchronize(device=None) -> None:
+    cp = _require("synchronize()")
+    with cp.cuda.Device(_index(device)):
+        cp.cuda.Device().synchronize()
+
+
+def mem_get_info(device=None) -> tuple[int, int]:
+    _require("mem_get_info()")
+    return _acc.get_memory_info(_index(device))
+
+
+def empty_cache() -> None:
+    if cuda_is_available():
+        _acc.empty_cache()
+
+
+def memory_allocated(device=None) -> int:
+    return _acc.memory_allocated(device) if cuda_is_available() else 0
+
+
+def memory_reserved(device=None) -> int:
+    return _acc.memory_reserved(device) if cuda_is_available() else 0
+
+
+def max_memory_allocated(device=None) -> int:
+    """With a GPU: CuPy keeps no peak statistic, so this is the current allocation."""
+    return _acc.max_memory_allocated(device) if cuda_is_available() else 0
+
+
+def max_memory_reserved(device=None) -> int:
+    return _acc.max_memory_reserved(device) if cuda_is_available() else 0
+
+
+def reset_peak_memory_stats(device=None) -> None:
+    _require("reset_peak_memory_stats()")
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """bfloat16 arithmetic on the GPU (compute capability 8.0+); False without CUDA."""
+    if not cuda_is_available():
+        return False
+    return including_emulation or get_device_capability()[0] >= 8
+
+
+def manual_seed(seed: int) -> None:
+    """Nothing to do: one generator serves every device (``shardflow.manual_seed`` seeds it)."""
+    int(seed)
+
+
+def manual_seed_all(seed: int) -> None:
+    int(seed)
+
+
+def seed() -> None:
+    return None
+
+
+def seed_all() -> None:
+    return None
+
+
+class device:
+    """``with shardflow.cuda.device(i):`` makes GPU ``i`` current inside the block."""
+
+    def __init__(self, device):
+        self.idx = -1 if device is None else _index(device)
+        self.prev = -1
+
+    def __enter__(self):
+        if self.idx >= 0:
+            self.prev = current_device()
+            set_device(self.idx)
+        return self
+
+    def __exit__(self, *exc):
+        if self.prev >= 0:
+            set_device(self.prev)
+        return False

@@ -1,0 +1,254 @@
+"""The ``torch.*`` names that public PyTorch example programs use besides the model code:
+``accelerator``, ``cuda``, ``backends``, ``onnx``, ``multiprocessing``, the data-loading
+module paths, tensor predicates and memory formats. Each answers as torch 2.13 (a CPU
+build) answers on this machine without a GPU."""
+
+import importlib
+import inspect
+import os
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import shardflow as sf
+
+pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="compares with a CPU-only machine")
+
+
+# ---------------------------------------------------------------- torch.accelerator
+def test_accelerator_answers_like_torch_without_a_device():
+    for name in ("is_available", "device_count"):
+        assert getattr(sf.accelerator, name)() == getattr(torch.accelerator, name)()
+    assert sf.accelerator.current_accelerator() is None is torch.accelerator.current_accelerator()
+    for name, args in [("current_device_index", ()), ("set_device_index", (0,)), ("synchronize", ()),
+                       ("empty_cache", ()), ("get_device_capability", ()), ("memory_allocated", ())]:
+        with pytest.raises(RuntimeError, match="Cannot access accelerator device"):
+            getattr(torch.accelerator, name)(*args)
+        with pytest.raises(RuntimeError, match="Cannot access accelerator device.*device='cpu'"):
+            getattr(sf.accelerator, name)(*args)
+    with sf.accelerator.device_index(None):  # None: no device switch, as in torch
+        pass
+
+
+def test_device_agnostic_script_pattern_runs():
+    # the pattern of pytorch/examples' mnist/main.py
+    acc = sf.accelerator.current_accelerator() if sf.accelerator.is_available() else sf.device("cpu")
+    x = sf.ones(2, device=acc)
+    assert x.device == sf.device("cpu") and not x.is_cuda and x.is_cpu
+
+
+# ---------------------------------------------------------------- torch.cuda
+def test_cuda_queries_match_torch_cpu_build():
+    for name in ("is_available", "device_count", "is_bf16_supported", "is_initialized",
+                 "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved"):
+        assert getattr(sf.cuda, name)() == getattr(torch.cuda, name)(), name
+    for name in ("manual_seed", "manual_seed_all"):
+        assert getattr(sf.cuda, name)(0) is None is getattr(torch.cuda, name)(0)
+    assert sf.cuda.empty_cache() is None is torch.cuda.empty_cache()
+    assert not sf.cuda_is_available()
+
+
+@pytest.mark.parametrize("name", ["current_device", "synchronize", "get_device_name",
+                                  "get_device_capability", "mem_get_info"])
+def test_cuda_calls_that_need_a_device_raise_like_torch(name):
+    with pytest.raises(AssertionError, match="not compiled with CUDA"):
+        getattr(torch.cuda, name)()
+    with pytest.raises(AssertionError, match=r"needs a CUDA device.*cuda.is_available\(\).*device='cpu'") as e:
+        getattr(sf.cuda, name)()
+    assert isinstance(e.value, RuntimeError)  # what a CUDA build of torch raises without a GPU
+
+
+def test_cuda_manual_seed_leaves_the_cpu_stream_alone():
+    sf.manual_seed(3)
+    a = sf.rand(4)
+    sf.manual_seed(3)
+    sf.cuda.manual_seed_all(99)
+    assert np.array_equal(sf.rand(4).numpy(), a.numpy())
+
+
+# ---------------------------------------------------------------- torch.backends
+def test_backends_flags_have_torch_defaults_and_can_be_set():
+    for mod in ("cudnn",):
+        for flag in ("enabled", "benchmark", "deterministic", "allow_tf32"):
+            assert getattr(getattr(sf.backends, mod), flag) == getattr(getattr(torch.backends, mod), flag)
+    assert sf.backends.cudnn.is_available() == torch.backends.cudnn.is_available()
+    assert sf.backends.cudnn.version() is None is torch.backends.cudnn.version()
+    assert sf.backends.mps.is_available() == torch.backends.mps.is_available()
+    assert sf.backends.mps.is_built() == torch.backends.mps.is_built()
+    m, mt = sf.backends.cuda.matmul, torch.backends.cuda.matmul
+    for flag in ("allow_tf32", "allow_fp16_reduced_precision_reduction", "allow_bf16_reduced_precision_reduction"):
+        assert getattr(m, flag) == getattr(mt, flag)
+    saved = sf.backends.cudnn.benchmark, sf.backends.cudnn.deterministic
+    try:
+        sf.backends.cudnn.benchmark, sf.backends.cudnn.deterministic = True, True
+        assert sf.backends.cudnn.benchmark and sf.backends.cudnn.deterministic
+        with sf.backends.cudnn.flags(enabled=False):
+            assert not sf.backends.cudnn.enabled and not sf.backends.cudnn.benchmark
+        assert sf.backends.cudnn.enabled and sf.backends.cudnn.benchmark
+    finally:
+        sf.backends.cudnn.benchmark, sf.backends.cudnn.deterministic = saved
+
+
+def test_matmul_tf32_flag_and_precision_are_tied_and_validated():
+    try:
+        assert sf.get_float32_matmul_precision() == "highest" == torch.get_float32_matmul_precision()
+        sf.set_float32_matmul_precision("high")
+        assert sf.backends.cuda.matmul.allow_tf32
+        sf.backends.cuda.matmul.allow_tf32 = False
+        assert sf.get_float32_matmul_precision() == "highest"
+        with pytest.raises(AttributeError, match="Unknown attribute"):
+            torch.backends.cuda.matmul.allow_tf33 = True
+        with pytest.raises(AttributeError, match="Unknown attribute"):
+            sf.backends.cuda.matmul.allow_tf33 = True
+        with pytest.raises(RuntimeError, match="expects a bool"):
+            sf.backends.cuda.matmul.allow_tf32 = "yes"
+        with pytest.raises(RuntimeError, match="highest, high, medium"):
+            sf.set_float32_matmul_precision("fast")
+    finally:
+        sf.set_float32_matmul_precision("highest")
+
+
+def test_deterministic_algorithms_flag():
+    assert sf.are_deterministic_algorithms_enabled() == torch.are_deterministic_algorithms_enabled()
+    try:
+        sf.use_deterministic_algorithms(True, warn_only=True)
+        assert sf.are_deterministic_algorithms_enabled() and sf.is_deterministic_algorithms_warn_only_enabled()
+    finally:
+        sf.use_deterministic_algorithms(False)
+
+
+# ---------------------------------------------------------------- module paths
+@pytest.mark.parametrize("path, names", [
+    ("utils.data.dataloader", ["DataLoader", "default_collate", "get_worker_info"]),
+    ("utils.data.distributed", ["DistributedSampler"]),
+    ("utils.data.sampler", ["RandomSampler", "BatchSampler", "Sampler", "SequentialSampler"]),
+    ("utils.data.dataset", ["Dataset", "TensorDataset", "Subset", "random_split"]),
+    ("serialization", ["save", "load", "add_safe_globals", "safe_globals", "get_safe_globals"]),
+    ("onnx", ["export", "is_in_onnx_export"]),
+    ("multiprocessing", ["spawn", "Process", "Queue", "set_start_method", "get_context", "cpu_count",
+                         "start_processes", "ProcessRaisedException", "get_all_sharing_strategies"]),
+    ("amp", ["GradScaler", "autocast", "custom_fwd", "custom_bwd"]),
+    ("cuda.amp", ["GradScaler", "autocast"]),
+])
+def test_module_paths_import_like_torch(path, names):
+    mod_sf = importlib.import_module(f"shardflow.{path}")
+    mod_t = importlib.import_module(f"torch.{path}")
+    for n in names:
+        assert hasattr(mod_t, n), n  # the name is torch's
+        assert hasattr(mod_sf, n), n
+    # and they are reachable as attributes from the root, as in torch
+    obj = sf
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    assert obj is mod_sf
+
+
+def test_distributed_sampler_from_the_torch_path_is_the_sampler():
+    from shardflow.utils.data.distributed import DistributedSampler
+
+    assert DistributedSampler is sf.data.DistributedSampler
+    assert list(DistributedSampler(list(range(7)), num_replicas=2, rank=1, shuffle=False)) == \
+        list(torch.utils.data.distributed.DistributedSampler(list(range(7)), 2, 1, shuffle=False))
+
+
+def test_onnx_export_says_what_to_do():
+    assert sf.onnx.is_in_onnx_export() is False is torch.onnx.is_in_onnx_export()
+    with pytest.raises(NotImplementedError, match=r"cannot export ONNX.*state_dict.*torch\.onnx\.export"):
+        sf.onnx.export(sf.nn.Linear(2, 2), (sf.ones(1, 2),), "model.onnx")
+
+
+# ---------------------------------------------------------------- multiprocessing
+def test_multiprocessing_reexports_the_standard_library():
+    import multiprocessing as mp
+
+    assert sf.multiprocessing.Process is mp.Process
+    assert sf.multiprocessing.get_all_sharing_strategies() == torch.multiprocessing.get_all_sharing_strategies()
+    assert inspect.signature(sf.multiprocessing.spawn).parameters.keys() == \
+        inspect.signature(torch.multiprocessing.spawn).parameters.keys()
+
+
+def test_spawn_runs_fn_with_each_index(tmp_path):
+    from tests import _spawn_targets as t
+
+    # spawn() starts fresh interpreters (each imports shardflow: about a second); the other
+    # tests use start_processes(start_method="fork"), the same code with a faster start.
+    assert sf.multiprocessing.spawn(t.write_rank, args=(str(tmp_path), "r"), nprocs=2) is None
+    assert sorted(os.listdir(tmp_path)) == ["r0", "r1"]
+
+
+def test_start_processes_without_join_returns_the_context(tmp_path):
+    from tests import _spawn_targets as t
+
+    ctx = sf.multiprocessing.start_processes(t.write_rank, args=(str(tmp_path), "j"), nprocs=3,
+                                             join=False, start_method="fork")
+    assert len(ctx.pids()) == 3
+    while not ctx.join(timeout=30):
+        pass
+    assert sorted(os.listdir(tmp_path)) == ["j0", "j1", "j2"]
+
+
+def test_failing_process_is_reported_with_its_index_and_traceback():
+    from tests import _spawn_targets as t
+
+    with pytest.raises(sf.multiprocessing.ProcessRaisedException,
+                       match=r"(?s)Process 1 terminated with the following error.*ValueError: rank one refuses") as e:
+        sf.multiprocessing.start_processes(t.fail_on_one, nprocs=2, start_method="fork")
+    assert e.value.error_index == 1
+    with pytest.raises(sf.multiprocessing.ProcessExitedException, match="process 0 terminated with exit code 3"):
+        sf.multiprocessing.start_processes(t.exit_with_code, nprocs=1, start_method="fork")
+
+
+# ---------------------------------------------------------------- tensor predicates, memory formats
+def test_tensor_kind_properties_match_torch():
+    s, t = sf.ones(2), torch.ones(2)
+    for name in ("is_xpu", "is_sparse", "is_mps", "is_meta", "is_quantized", "is_nested", "is_cpu", "is_cuda"):
+        assert getattr(s, name) == getattr(t, name), name
+    assert s.is_complex() == t.is_complex()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int64", "bool"])
+def test_is_complex_and_is_floating_point_functions(dtype):
+    s, t = sf.ones(2, dtype=getattr(sf, dtype)), torch.ones(2, dtype=getattr(torch, dtype))
+    assert sf.is_complex(s) == torch.is_complex(t)
+    assert sf.is_floating_point(s) == torch.is_floating_point(t)
+    assert sf.is_tensor(s) and not sf.is_tensor(np.ones(2))
+    with pytest.raises(TypeError, match="must be Tensor, not float"):
+        torch.is_complex(1.0)
+    with pytest.raises(TypeError, match="must be Tensor, not float"):
+        sf.is_complex(1.0)
+
+
+@pytest.mark.parametrize("fmt", ["contiguous_format", "channels_last", "preserve_format"])
+def test_memory_formats_are_accepted_and_keep_values(fmt):
+    a = np.arange(120.0, dtype=np.float32).reshape(2, 3, 4, 5)
+    s, t = sf.tensor(a), torch.tensor(a)
+    ms, mt = getattr(sf, fmt), getattr(torch, fmt)
+    assert repr(ms) == repr(mt).replace("torch.", "shardflow.")
+    assert isinstance(ms, sf.memory_format)
+    if fmt != "preserve_format":  # torch refuses preserve_format in contiguous()
+        np.testing.assert_array_equal(s.contiguous(memory_format=ms).numpy(), t.contiguous(memory_format=mt).numpy())
+    np.testing.assert_array_equal(s.to(memory_format=ms).numpy(), t.to(memory_format=mt).numpy())
+    np.testing.assert_array_equal(s.clone(memory_format=ms).numpy(), t.clone(memory_format=mt).numpy())
+
+
+def test_is_contiguous_with_a_memory_format_describes_the_layout():
+    a = np.zeros((2, 3, 4, 5), np.float32)
+    nhwc = sf.tensor(np.ascontiguousarray(a.transpose(0, 2, 3, 1))).permute(0, 3, 1, 2)
+    assert sf.tensor(a).is_contiguous() and sf.tensor(a).is_contiguous(memory_format=sf.contiguous_format)
+    assert not sf.tensor(a).is_contiguous(memory_format=sf.channels_last)
+    assert nhwc.is_contiguous(memory_format=sf.channels_last) and not nhwc.is_contiguous()
+    t = torch.tensor(a).contiguous(memory_format=torch.channels_last)
+    assert t.is_contiguous(memory_format=torch.channels_last) and not t.is_contiguous()
+
+
+def test_root_names_from_the_examples_exist():
+    names = ["accelerator", "cuda", "backends", "amp", "autocast", "onnx", "multiprocessing",
+             "serialization", "is_complex", "is_floating_point", "contiguous_format", "channels_last",
+             "set_printoptions", "get_autocast_dtype", "is_autocast_enabled",
+             "set_float32_matmul_precision", "use_deterministic_algorithms"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        missing = [n for n in names if not hasattr(sf, n) or not hasattr(torch, n)]
+    assert missing == []
