@@ -22,8 +22,15 @@ gradients of every step; the weight gradient is then ONE GEMM over all steps,
 ``db_hh = sum(dA)``; ``dxg`` (the pre-activation gradients, in time order) flows back into
 the input-projection ``linear``.
 
+Variable lengths (packed sequences): with ``batch_sizes`` (one count per time step,
+non-increasing, the layout of a ``PackedSequence`` whose batch is sorted by decreasing
+length) only the first ``batch_sizes[t]`` rows are live at step ``t``. The others carry
+their state unchanged (forward: not yet started when reversed, already finished when not)
+and get no gate gradient; in backward their ``dh``/``dc`` pass through the step untouched.
+So ``h_n`` holds each sequence's state after its own last step, as in PyTorch.
+
 Outputs: ``(out, h_n)`` — and ``c_n`` for the LSTM — where ``out`` is ``(T, B, H)`` in time
-order. ``out`` is a view of the saved hidden states, so modifying it in place before
+order (rows past a sequence's end hold carried states; packing drops them). ``out`` is a view of the saved hidden states, so modifying it in place before
 backward raises the usual "modified by an inplace operation" error (``save_output``).
 """
 
@@ -50,12 +57,12 @@ class Recurrence(Function):
     save_inputs = (1,)  # backward reads W_hh; everything else it needs is saved below
     save_output = True  # ``out`` is a view of the saved hidden states
 
-    def forward(self, xg, w_hh, b_hh, h0, c0, *, mode, reverse=False):
+    def forward(self, xg, w_hh, b_hh, h0, c0, *, mode, reverse=False, batch_sizes=None):
         xp = get_array_module(xg)
         T, B, GH = xg.shape
         H = GH // _GATES[mode]
         dt = xg.dtype
-        self.mode, self.reverse = mode, reverse
+        self.mode, self.reverse, self.batch_sizes = mode, reverse, batch_sizes
         self.w_hh = w_hh
         # hs[t] is the state *before* time t when going forward, hs[t + 1] when reversed
         hs = xp.empty((T + 1, B, H), dtype=dt)
@@ -106,6 +113,11 @@ class Recurrence(Function):
                 xp.subtract(hs[prev], n, out=h)
                 h *= g[:, H:2 * H]
                 h += n
+            if batch_sizes is not None and batch_sizes[t] < B:  # finished / not started rows
+                live = int(batch_sizes[t])
+                hs[cur][live:] = hs[prev][live:]
+                if mode == "lstm":
+                    cs[cur][live:] = cs[prev][live:]
         self.hs = hs
         out = hs[:T] if reverse else hs[1:]
         h_n = hs[0 if reverse else T].copy()
@@ -131,9 +143,15 @@ class Recurrence(Function):
             cs, gates, tanh_c = self.cs, self.gates, self.tanh_c
         elif mode == "gru":
             gates, hn = self.gates, self.hn
+        batch_sizes = self.batch_sizes
         for t in (range(T) if reverse else range(T - 1, -1, -1)):
             prev, cur = (t + 1, t) if reverse else (t, t + 1)
             dh += dout[t]
+            live = B if batch_sizes is None else int(batch_sizes[t])
+            if live < B:  # carried rows (out[t] = h_prev there): gradients pass straight through
+                keep_h = dh[live:].copy()
+                if mode == "lstm":
+                    keep_c = dc[live:].copy()
             da = dA[t]
             if mode == "rnn_tanh":
                 h = hs[cur]
@@ -171,10 +189,18 @@ class Recurrence(Function):
                 da[:, :2 * H] = dx[:, :2 * H]
                 xp.multiply(dn, r, out=da[:, 2 * H:])
                 dh *= z  # the direct path h_prev -> h
+            if live < B:
+                da[live:] = 0
+                if mode == "gru":
+                    dxg[t][live:] = 0
             if mode == "gru":
                 dh += da @ w
             else:
                 dh = da @ w
+            if live < B:
+                dh[live:] = keep_h
+                if mode == "lstm":
+                    dc[live:] = keep_c
         need = self.needs_input_grad
         dw = db = None
         if need[1]:
@@ -188,10 +214,12 @@ class Recurrence(Function):
 
 
 def recurrence(xg: Tensor, w_hh: Tensor, b_hh, h0: Tensor, c0=None, *, mode: str,
-               reverse: bool = False):
-    """Run one recurrent layer direction; returns ``(out, h_n)`` or ``(out, h_n, c_n)``."""
+               reverse: bool = False, batch_sizes=None):
+    """Run one recurrent layer direction; returns ``(out, h_n)`` or ``(out, h_n, c_n)``.
+    ``batch_sizes``: live rows per step for variable-length batches (see above)."""
     if mode not in MODES:
         raise ValueError(f"recurrence mode must be one of {MODES}, got {mode!r}")
     if (mode == "lstm") != (c0 is not None):
         raise ValueError(f"recurrence mode {mode!r}: c0 is {'required' if mode == 'lstm' else 'only for lstm'}")
-    return Recurrence.apply(xg, w_hh, b_hh, h0, c0, mode=mode, reverse=reverse)
+    return Recurrence.apply(xg, w_hh, b_hh, h0, c0, mode=mode, reverse=reverse,
+                            batch_sizes=batch_sizes)

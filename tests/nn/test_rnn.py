@@ -1,15 +1,18 @@
 """RNN / LSTM / GRU and their cells against torch (torch's state_dict loaded into ours: same
-outputs, final states, and gradients of every weight, the input and the initial state), the
-fused recurrence op against float64 finite differences, and the PyTorch-named errors."""
+outputs, final states, and gradients of every weight, the input and the initial state),
+packed variable-length batches (nn.utils.rnn), the fused recurrence op against float64
+finite differences, and the PyTorch-named errors."""
 
 import warnings
 
 import numpy as np
 import pytest
 import torch
+from torch.nn.utils import rnn as th_rnn
 
 import shardflow as sf
 import shardflow.nn as nn
+from shardflow.nn.utils import rnn as sf_rnn
 from shardflow.ops.recurrence import recurrence
 from shardflow.testing.gradcheck import gradcheck
 
@@ -247,3 +250,97 @@ def test_in_place_change_of_output_before_backward_raises():
 def test_errors_name_what_was_expected(call, err, match):
     with pytest.raises(err, match=match):
         call()
+
+
+# ------------------------------------------------------------------ packed sequences
+PACKED = [
+    ("LSTM", dict(), [5, 3, 2], True, False),
+    ("LSTM", dict(num_layers=2, bidirectional=True, batch_first=True), [2, 5, 3, 5], False, True),
+    ("GRU", dict(num_layers=2, bidirectional=True), [2, 5, 1, 3], False, True),
+    ("RNN", dict(bidirectional=True, batch_first=True), [4, 4, 1], False, False),
+]
+
+
+@pytest.mark.parametrize("kind,kw,lengths,enforce_sorted,with_hx", PACKED,
+                         ids=[f"{p[0]}-{p[2]}" for p in PACKED])
+def test_packed_sequence_through_recurrent_layer_matches_torch(kind, kw, lengths, enforce_sorted, with_hx):
+    torch.manual_seed(3)
+    th, m = getattr(torch.nn, kind)(I, H, **kw), getattr(nn, kind)(I, H, **kw)
+    _load(th, m)
+    bf = kw.get("batch_first", False)
+    rng = np.random.default_rng(6)
+    T_, B_ = max(lengths), len(lengths)
+    num_states = kw.get("num_layers", 1) * (2 if kw.get("bidirectional") else 1)
+    arrays = [rng.standard_normal((B_, T_, I) if bf else (T_, B_, I)).astype(np.float32)]
+    if with_hx:
+        arrays += [rng.standard_normal((num_states, B_, H)).astype(np.float32)
+                   for _ in range(2 if kind == "LSTM" else 1)]
+    t_leaves = [torch.tensor(a, requires_grad=True) for a in arrays]
+    s_leaves = [sf.tensor(a, requires_grad=True) for a in arrays]
+    outs = []
+    for lib, pack_mod, mod, leaves in ((torch, th_rnn, th, t_leaves), (sf, sf_rnn, m, s_leaves)):
+        packed = pack_mod.pack_padded_sequence(leaves[0], lengths, batch_first=bf,
+                                               enforce_sorted=enforce_sorted)
+        hx = None if not with_hx else (tuple(leaves[1:]) if kind == "LSTM" else leaves[1])
+        out, hn = mod(packed, hx)
+        assert type(out).__name__ == "PackedSequence"
+        padded, out_lengths = pack_mod.pad_packed_sequence(out, batch_first=bf, padding_value=-2.0)
+        assert out_lengths.tolist() == lengths
+        outs.append([padded, *(hn if kind == "LSTM" else [hn])])
+    for name, t, s in zip(["padded output", "h_n", "c_n"], *outs):
+        _close(s.detach().numpy(), t.detach().numpy(), f"packed {kind}: {name}")
+    _weighted_sum(outs[0], torch).backward()
+    _weighted_sum(outs[1], sf).backward()
+    for k, (t, s) in enumerate(zip(t_leaves, s_leaves)):
+        _close(s.grad.numpy(), t.grad.numpy(), f"packed {kind}: grad of input/state {k}")
+    t_params = dict(th.named_parameters())
+    for k, p in m.named_parameters():
+        _close(p.grad.numpy(), t_params[k].grad.numpy(), f"packed {kind}: grad of {k}")
+
+
+@pytest.mark.parametrize("mode", ["lstm", "gru", "rnn_tanh"])
+@pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
+def test_recurrence_with_batch_sizes_float64_finite_differences(mode, reverse):
+    G = {"lstm": 4, "gru": 3}.get(mode, 1)
+    rng = np.random.default_rng(7)
+
+    def leaf(*shape):
+        return sf.tensor(rng.standard_normal(shape) * 0.7, requires_grad=True)
+
+    inputs = [leaf(3, 3, G * 2), leaf(G * 2, 2), leaf(G * 2), leaf(3, 2)] + ([leaf(3, 2)] if mode == "lstm" else [])
+    batch_sizes = np.array([3, 2, 1])
+
+    def f(xg, w, b, h0, c0=None):
+        return recurrence(xg, w, b, h0, c0, mode=mode, reverse=reverse, batch_sizes=batch_sizes)
+
+    assert gradcheck(f, inputs)
+
+
+def test_pad_and_pack_helpers_match_torch():
+    seqs = [np.random.default_rng(i).standard_normal((n, 2)).astype(np.float32) for i, n in enumerate((3, 1, 4))]
+    for bf in (False, True):
+        for side in ("right", "left"):
+            ref = th_rnn.pad_sequence([torch.tensor(s) for s in seqs], batch_first=bf, padding_value=7.0, padding_side=side)
+            ours = sf_rnn.pad_sequence([sf.tensor(s) for s in seqs], batch_first=bf, padding_value=7.0, padding_side=side)
+            np.testing.assert_array_equal(ours.numpy(), ref.numpy())
+    t_packed = th_rnn.pack_sequence([torch.tensor(s) for s in seqs], enforce_sorted=False)
+    s_packed = sf_rnn.pack_sequence([sf.tensor(s) for s in seqs], enforce_sorted=False)
+    for name in ("data", "batch_sizes", "sorted_indices", "unsorted_indices"):
+        np.testing.assert_array_equal(getattr(s_packed, name).numpy(), getattr(t_packed, name).numpy(), err_msg=name)
+    for ours, ref in zip(sf_rnn.unpack_sequence(s_packed), seqs):
+        np.testing.assert_array_equal(ours.numpy(), ref)
+    padded, lengths = sf_rnn.pad_packed_sequence(s_packed, total_length=6)
+    assert tuple(padded.shape) == (6, 3, 2) and lengths.tolist() == [3, 1, 4]
+
+
+def test_packing_errors_follow_torch():
+    x = sf.zeros(4, 3, 2)
+    with pytest.raises(RuntimeError, match="must be sorted in decreasing order"):
+        sf_rnn.pack_padded_sequence(x, [2, 4, 1])
+    with pytest.raises(RuntimeError, match="Length of all samples has to be greater than 0"):
+        sf_rnn.pack_padded_sequence(x, [4, 0, 0])
+    packed = sf_rnn.pack_padded_sequence(x, [4, 2, 1])
+    with pytest.raises(ValueError, match="Expected total_length to be at least"):
+        sf_rnn.pad_packed_sequence(packed, total_length=3)
+    with pytest.raises(RuntimeError, match="Expected 5, got 2"):
+        nn.GRU(5, 3)(packed)

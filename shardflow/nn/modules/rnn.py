@@ -16,8 +16,13 @@ and the single weight-gradient GEMM). A bidirectional layer concatenates the two
 directions' outputs on the feature dim; ``dropout`` is applied to every layer's output
 except the last one, in training mode only. Cells reuse the same op with T = 1.
 
-Not supported (each raises with the alternative): ``LSTM(proj_size > 0)`` and
-``PackedSequence`` input (``nn.utils.rnn.pack_padded_sequence``).
+Variable lengths: a ``PackedSequence`` input (``nn.utils.rnn.pack_padded_sequence``) is
+gathered into a padded time-first batch (sorted by decreasing length), every recurrence
+runs with the per-step ``batch_sizes`` so finished sequences carry their state, and the
+output is packed again; ``h_n`` is each sequence's state after its own last step, returned
+in the original batch order, as in PyTorch.
+
+Not supported (raises with the alternative): ``LSTM(proj_size > 0)``.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ import math
 import numbers
 import warnings
 
+import numpy as np
+
 from ...autograd import Tensor
 from ...ops import cat, stack, zeros
 from ...ops.recurrence import recurrence
@@ -33,25 +40,13 @@ from .. import functional as F
 from .. import init
 from ..module import Module
 from ..parameter import Parameter
+from ..utils.rnn import PackedSequence, _packed_positions
 from ._utils import empty
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 _OP_MODE = {"RNN_TANH": "rnn_tanh", "RNN_RELU": "rnn_relu", "LSTM": "lstm", "GRU": "gru"}
-
-
-def _is_packed(x) -> bool:
-    return type(x).__name__ == "PackedSequence"
-
-
-def _packed_not_supported(name):
-    return NotImplementedError(
-        f"{name} got a PackedSequence; shardflow's recurrent layers take padded tensors only. "
-        "Pass the padded (T, B, *) batch instead (pad_sequence), and read each sequence's "
-        "last valid step with output[lengths - 1, arange(B)] (or sort sequences by length "
-        "and run equal-length groups)"
-    )
 
 
 class RNNBase(Module):
@@ -158,11 +153,12 @@ class RNNBase(Module):
             raise RuntimeError(f"Expected {what} size {expected}, got {list(hx.shape)}")
 
     def _prepare(self, input, hx_list):
-        """Validate, add the batch dim to unbatched input, and put time first.
-        Returns (x (T, B, in), [h0 (L*D, B, H), ...], is_batched)."""
+        """Validate, add the batch dim to unbatched input, put time first, unpack packed
+        input. Returns (x (T, B, in), [h0 (L*D, B, H), ...], is_batched, packed) where
+        ``packed`` is None or the input PackedSequence."""
         name = type(self).__name__
-        if _is_packed(input):
-            raise _packed_not_supported(name)
+        if isinstance(input, PackedSequence):
+            return self._prepare_packed(input, hx_list)
         if not isinstance(input, Tensor):
             raise TypeError(f"{name}: input must be a Tensor, got {type(input).__name__}")
         if input.ndim not in (2, 3):
@@ -185,17 +181,44 @@ class RNNBase(Module):
                                        f"{h.ndim}-D tensor")
             if self.batch_first:
                 input = input.transpose(0, 1)
+        self._check_hidden_dtypes(input, hx_list)
+        return input, hx_list, is_batched, None
+
+    @staticmethod
+    def _check_hidden_dtypes(input, hx_list):
         for h in hx_list:
             if h is not None and h.dtype != input.dtype:
                 raise RuntimeError(
                     f"Input and hidden tensors are not the same dtype, found input tensor with "
                     f"{input.dtype} and hidden tensor with {h.dtype}; cast one with .to(dtype)")
-        return input, hx_list, is_batched
 
-    def _run(self, x, states):
+    def _prepare_packed(self, packed, hx_list):
+        data = packed.data
+        if data.ndim != 2 or data.shape[-1] != self.input_size:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
+                               f"{self.input_size}, got {data.shape[-1]}")
+        batch_sizes = packed.batch_sizes.numpy().astype(np.int64)
+        T, B = len(batch_sizes), int(batch_sizes[0])
+        # padded (T, B, in) gathered from [data; zero row]; rows past an end read the zeros
+        source = cat([data, zeros(1, data.shape[1], dtype=data.dtype, device=data.device)], 0)
+        index = np.full((T, B), data.shape[0], dtype=np.int64)
+        t_idx, b_idx = _packed_positions(batch_sizes)
+        index[t_idx, b_idx] = np.arange(t_idx.size)
+        x = source[index]
+        for h in hx_list:
+            if h is not None and h.ndim != 3:
+                raise RuntimeError(f"For packed input, hx should be 3-D but got {h.ndim}-D tensor")
+        if packed.sorted_indices is not None:  # the batch was sorted by length: follow it
+            hx_list = [None if h is None else h.index_select(1, packed.sorted_indices)
+                       for h in hx_list]
+        self._check_hidden_dtypes(x, hx_list)
+        return x, hx_list, True, packed
+
+    def _run(self, x, states, packed=None):
         """The layer/direction loop on time-first ``x``; ``states`` is [h0] or [h0, c0], each
         ``(L*D, B, H)``. Returns (output (T, B, D*H), [h_n, (c_n)])."""
         mode = _OP_MODE[self.mode]
+        batch_sizes = None if packed is None else packed.batch_sizes.numpy()
         num_directions = 2 if self.bidirectional else 1
         finals = [[] for _ in states]
         layer_input = x
@@ -208,7 +231,7 @@ class RNNBase(Module):
                 b_ih, b_hh = (w[2], w[3]) if self.bias else (None, None)
                 xg = F.linear(layer_input, w_ih, b_ih)
                 res = recurrence(xg, w_hh, b_hh, *(s[idx] for s in states), mode=mode,
-                                 reverse=direction == 1)
+                                 reverse=direction == 1, batch_sizes=batch_sizes)
                 outs.append(res[0])
                 for k in range(len(states)):
                     finals[k].append(res[1 + k])
@@ -222,7 +245,15 @@ class RNNBase(Module):
         return zeros(self.num_layers * num_directions, x.shape[1], self.hidden_size,
                      dtype=x.dtype, device=x.device)
 
-    def _finish(self, output, finals, is_batched):
+    def _finish(self, output, finals, is_batched, packed=None):
+        if packed is not None:
+            batch_sizes = packed.batch_sizes.numpy().astype(np.int64)
+            t_idx, b_idx = _packed_positions(batch_sizes)
+            data = output[t_idx, b_idx]
+            if packed.unsorted_indices is not None:
+                finals = [f.index_select(1, packed.unsorted_indices) for f in finals]
+            return PackedSequence(data, packed.batch_sizes, packed.sorted_indices,
+                                  packed.unsorted_indices), finals
         if not is_batched:
             return output.squeeze(1), [f.squeeze(1) for f in finals]
         if self.batch_first:
@@ -259,13 +290,13 @@ class RNN(RNNBase):
         super().__init__(mode, *args, **kwargs)
 
     def forward(self, input, hx=None):
-        x, (h0,), is_batched = self._prepare(input, [hx])
+        x, (h0,), is_batched, packed = self._prepare(input, [hx])
         if h0 is None:
             h0 = self._zeros_state(x)
         else:
             self._check_hidden(h0, self._expected_hidden(x))
-        output, (h_n,) = self._run(x, [h0])
-        output, (h_n,) = self._finish(output, [h_n], is_batched)
+        output, (h_n,) = self._run(x, [h0], packed)
+        output, (h_n,) = self._finish(output, [h_n], is_batched, packed)
         return output, h_n
 
 
@@ -283,15 +314,16 @@ class LSTM(RNNBase):
         if hx is not None and not (isinstance(hx, tuple | list) and len(hx) == 2):
             raise TypeError("LSTM expects hx to be a tuple (h_0, c_0) of Tensors, got "
                             f"{type(hx).__name__}")
-        x, (h0, c0), is_batched = self._prepare(input, list(hx) if hx is not None else [None, None])
+        x, (h0, c0), is_batched, packed = self._prepare(
+            input, list(hx) if hx is not None else [None, None])
         if h0 is None:
             h0 = c0 = self._zeros_state(x)
         else:
             expected = self._expected_hidden(x)
             self._check_hidden(h0, expected, "hidden[0]")
             self._check_hidden(c0, expected, "hidden[1]")
-        output, finals = self._run(x, [h0, c0])
-        output, (h_n, c_n) = self._finish(output, finals, is_batched)
+        output, finals = self._run(x, [h0, c0], packed)
+        output, (h_n, c_n) = self._finish(output, finals, is_batched, packed)
         return output, (h_n, c_n)
 
 
