@@ -3,7 +3,10 @@ float64 finite-difference check (``tests/ops/test_op_reference.py``).
 
 An ``OpSpec`` names a function ``fn(lib, *inputs)`` written once and run with ``lib`` set to
 ``shardflow`` and to ``torch``; inputs are ``Arg``s (random arrays made from a seed) or
-plain Python values passed through.
+plain Python values passed through. ``dtypes`` is the spec's dtype axis: the torch comparison
+runs once per dtype with the floating inputs cast to it (``tests/ops/test_op_reference.py``
+sets the tolerances per dtype; ``dtype_tol`` overrides them for one spec, with the reason in
+``notes``).
 """
 
 from __future__ import annotations
@@ -53,9 +56,11 @@ class Arg:
             return rng.random(self.shape) < 0.5
         raise ValueError(f"unknown Arg kind {self.kind!r}")
 
+    FLOAT_KINDS = ("normal", "uniform", "positive", "nonzero")
+
     @property
     def differentiable(self) -> bool:
-        return self.grad and self.kind in ("normal", "uniform", "positive", "nonzero")
+        return self.grad and self.kind in self.FLOAT_KINDS
 
 
 @dataclass
@@ -69,6 +74,11 @@ class OpSpec:
     fd: bool = True  # float64 finite-difference check
     fd_atol: float = 1e-5
     fd_rtol: float = 1e-3
+    fd_elements: int | None = None  # check only this many elements per input (large inputs)
+    # dtypes the torch comparison runs in (floating inputs cast to each); drop one only for a
+    # stated reason in ``notes`` (e.g. torch has no bfloat16 kernel for the op on CPU)
+    dtypes: tuple = ("float32", "float64", "bfloat16")
+    dtype_tol: dict = field(default_factory=dict)  # {"float64": (atol, rtol)}: a stated exception
     seed: int = 0
     notes: str = ""
     skip_torch: bool = False

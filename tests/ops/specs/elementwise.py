@@ -80,11 +80,13 @@ SPECS += [
     OpSpec("ew_elu", lambda m, a: F(m).elu(a), [NZ]),
     OpSpec("ew_elu_alpha", lambda m, a: F(m).elu(a, alpha=1.5), [NZ]),
     OpSpec("ew_selu", lambda m, a: F(m).selu(a), [NZ]),
-    OpSpec("ew_celu", lambda m, a: F(m).celu(a, alpha=0.7), [NZ]),
+    OpSpec("ew_celu", lambda m, a: F(m).celu(a, alpha=0.7), [NZ], dtype_tol={"float64": (1e-7, 1e-7)},
+           notes="torch's float64 celu backward uses 1/alpha in float32 (relative error 2e-8)"),
     OpSpec("ew_mish", lambda m, a: F(m).mish(a), [U(-10, 10)]),
     OpSpec("ew_hardtanh", lambda m, a: F(m).hardtanh(a), [U(-2, 2)]),
     OpSpec("ew_hardtanh_bounds", lambda m, a: F(m).hardtanh(a, -0.5, 0.3), [U(-1, 1)]),
-    OpSpec("ew_hardsigmoid", lambda m, a: F(m).hardsigmoid(a), [U(-5, 5)]),
+    OpSpec("ew_hardsigmoid", lambda m, a: F(m).hardsigmoid(a), [U(-5, 5)], dtype_tol={"float64": (1e-7, 1e-7)},
+           notes="torch's float64 hardsigmoid backward multiplies by 1.0f/6.0f, a float32 constant"),
     OpSpec("ew_hardswish", lambda m, a: F(m).hardswish(a), [U(-5, 5)]),
     OpSpec("ew_logsigmoid", lambda m, a: F(m).logsigmoid(a), [U(-30, 30)]),
     OpSpec("ew_leaky_relu_inplace_graph", lambda m, a: F(m).leaky_relu(a * 1, 0.2, inplace=True), [NZ]),
@@ -201,4 +203,42 @@ SPECS += [
     OpSpec("ew_bitwise_bool_int", lambda m, a, b: m.bitwise_and(a, b), [B, Int(0, 4)], grad=False, fd=False),
     OpSpec("ew_bitwise_or_bool_scalar", lambda m, a: a | True, [B], grad=False, fd=False),
     OpSpec("ew_mask_chain", lambda m, a: (a > 0) & ~(a > 1), [N], grad=False, fd=False),
+]
+
+# In-place forms on an intermediate (the graph is rewritten, as PyTorch's history rebase):
+# each is the out-of-place op's spec through ``(a * 1).op_()``.
+_inplace_unary = [
+    ("cos_", N), ("cosh_", N), ("sin_", N), ("sinh_", N), ("tan_", U(-1, 1)), ("erf_", N), ("erfc_", N),
+    ("exp2_", N), ("expm1_", N), ("square_", N), ("log_", P), ("log2_", P), ("log10_", P), ("log1p_", P),
+    ("rsqrt_", P), ("sign_", NZ),
+]
+SPECS += [OpSpec(f"ew_{name}graph", (lambda n: lambda m, a: getattr(a * 1, n)())(name), [arg])
+          for name, arg in _inplace_unary]
+
+# rounding in place: zero gradient through the rounded value, plus the input's own path
+_inplace_rounding = ["ceil_", "trunc_", "fix_", "round_", "frac_"]
+SPECS += [OpSpec(f"ew_{name}graph", (lambda n: lambda m, a: getattr(a * 1, n)() + a)(name), [U(-3, 3)])
+          for name in _inplace_rounding]
+
+SPECS += [
+    OpSpec("ew_clamp_min_inplace", lambda m, a: (a * 1).clamp_min_(0.1), [N]),
+    OpSpec("ew_clamp_max_inplace", lambda m, a: (a * 1).clamp_max_(-0.2), [N]),
+    OpSpec("ew_fmod_inplace", lambda m, a: (a * 1).fmod_(0.7), [U(-5, 5)]),
+    OpSpec("ew_remainder_inplace", lambda m, a: (a * 1).remainder_(0.7), [U(-5, 5)]),
+    OpSpec("ew_floor_divide_inplace", lambda m, a: (a * 1).floor_divide_(0.7), [U(-5, 5, (3, 4))],
+           grad=False, fd=False, notes="torch: derivative for floor_divide_ is not implemented"),
+    OpSpec("ew_nan_to_num_inplace", lambda m, a: m.log(a * 1).nan_to_num_(nan=0.5, neginf=-3.0), [N], fd=False),
+    OpSpec("ew_elu_inplace", lambda m, a: F(m).elu_(a * 1, alpha=0.5), [NZ]),
+    OpSpec("ew_selu_inplace", lambda m, a: F(m).selu_(a * 1), [NZ]),
+    OpSpec("ew_leaky_relu_inplace", lambda m, a: F(m).leaky_relu_(a * 1, 0.1), [NZ]),
+    OpSpec("ew_hardtanh_inplace", lambda m, a: F(m).hardtanh_(a * 1, -0.4, 0.6), [U(-1, 1)]),
+    OpSpec("ew_isposinf", lambda m, a: m.isposinf(m.exp(a * 100.0)), [N], grad=False, fd=False),
+    OpSpec("ew_isneginf", lambda m, a: m.isneginf(-m.exp(a * 100.0)), [N], grad=False, fd=False),
+    OpSpec("ew_bitwise_and_inplace", lambda m, a, b: (a + 0).bitwise_and_(b), [Int(0, 16), Int(0, 16)],
+           grad=False, fd=False),
+    OpSpec("ew_bitwise_or_inplace", lambda m, a, b: (a + 0).bitwise_or_(b), [Int(0, 16), Int(0, 16)],
+           grad=False, fd=False),
+    OpSpec("ew_bitwise_xor_inplace", lambda m, a, b: (a + 0).bitwise_xor_(b), [Int(0, 16), Int(0, 16)],
+           grad=False, fd=False),
+    OpSpec("ew_bitwise_not_inplace", lambda m, a: (a + 0).bitwise_not_(), [Int(-9, 9)], grad=False, fd=False),
 ]

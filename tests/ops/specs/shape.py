@@ -18,7 +18,8 @@ SPECS = [
     OpSpec("view_method", lambda m, a: a.view(3, -1), [Arg((2, 3, 2))]),
     OpSpec("view_tuple", lambda m, a: a.view((2, 6)) * 2, [Arg((3, 4))]),
     OpSpec("view_as", lambda m, a, b: a.view_as(b), [Arg((3, 4)), Arg((2, 6), grad=False)]),
-    OpSpec("view_dtype_int32", lambda m, a: a.view(m.int32), [Arg((2, 3))], grad=False, fd=False),
+    OpSpec("view_dtype_int32", lambda m, a: a.view(m.int32), [Arg((2, 3))], grad=False, fd=False,
+           dtypes=("float32",), notes="a float32 bit pattern: other dtypes have other itemsizes"),
     OpSpec("ravel", lambda m, a: m.ravel(a.t()), [Arg((2, 3))]),
     OpSpec("flatten_all", lambda m, a: m.flatten(a), [Arg((2, 3, 4))]),
     OpSpec("flatten_start", lambda m, a: a.flatten(1), [Arg((2, 3, 4))]),
@@ -113,6 +114,11 @@ SPECS = [
     OpSpec("unfold_overlap", lambda m, a: a.unfold(0, 3, 1), [Arg((5, 2))]),
     OpSpec("meshgrid_ij", lambda m, a, b: m.meshgrid(a, b, indexing="ij"), [Arg((3,)), Arg((4,))]),
     OpSpec("meshgrid_xy", lambda m, a, b, c: m.meshgrid(a, b, c, indexing="xy"), [Arg((3,)), Arg((2,)), Arg((2,))]),
+    # shardflow.expand_as is also a function (Tensor.expand_as calls expand directly); torch
+    # has only the method
+    OpSpec("expand_as_function", lambda m, a, b: m.expand_as(a, b) if m.__name__ == "shardflow" else a.expand_as(b),
+           [Arg((3, 1)), Arg((2, 3, 4), grad=False)]),
+    OpSpec("flipud", lambda m, a: m.flipud(a), [Arg((3, 2, 2))]),
     # integer data goes through unchanged
     OpSpec("permute_int", lambda m, a: a.permute(1, 0).reshape(-1), [Arg((2, 3), kind="int", low=-5, high=5)], grad=False, fd=False),
 ]

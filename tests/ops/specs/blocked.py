@@ -1,0 +1,40 @@
+"""Specs whose inputs span several blocks of the cache-blocked kernels (``ops/blocked.py``,
+64K elements per block) and end in a ragged (shorter) last block: GELU (flat elements),
+LayerNorm (blocks of rows), SDPA's head-blocked path (blocks of heads; causal attention
+also splits query rows in two, each half blocked on its own). The small specs elsewhere
+fit in one block and never reach the block boundaries.
+
+Cost: forward and backward are compared with PyTorch on the whole input; the float64
+finite differences check ``fd_elements`` elements per input (the first, the last, in the
+ragged block, and a seeded random choice), since checking every element of a 150K-element
+input would take two forwards per element. ``tests/ops/test_op_coverage.py`` asserts that
+these shapes really do span several blocks with a ragged last one.
+"""
+
+from shardflow.testing.opspec import Arg, OpSpec
+
+
+def _F(m):
+    return m.nn.functional if m.__name__ == "torch" else m
+
+
+# GELU: 150000 elements = 2 full blocks of 65536 + 18928
+GELU_SHAPE = (3, 50000)
+# LayerNorm over 64 features: 1024 rows per block; 2500 rows = 1024 + 1024 + 452
+LN_SHAPE = (2500, 64)
+# SDPA, 18 heads of 128 x 128 scores: unmasked 4 heads per block (4+4+4+4+2); causal row
+# halves of 64 x 64 (16 heads per block: 16+2) and 64 x 128 (8 per block: 8+8+2)
+SDPA_SHAPE = (2, 9, 128, 16)
+
+SPECS = [
+    OpSpec("blocked_gelu", lambda m, a: _F(m).gelu(a), [Arg(GELU_SHAPE)], fd_elements=4),
+    OpSpec("blocked_gelu_tanh", lambda m, a: _F(m).gelu(a, approximate="tanh"), [Arg(GELU_SHAPE)],
+           fd_elements=6),
+    OpSpec("blocked_layer_norm", lambda m, x, w, b: _F(m).layer_norm(x, (64,), w, b),
+           [Arg(LN_SHAPE), Arg((64,)), Arg((64,))], atol=1e-4, fd_elements=6),
+    OpSpec("blocked_sdpa", lambda m, q, k, v: _F(m).scaled_dot_product_attention(q, k, v),
+           [Arg(SDPA_SHAPE), Arg(SDPA_SHAPE), Arg(SDPA_SHAPE)], atol=1e-4, fd_elements=5),
+    OpSpec("blocked_sdpa_causal",
+           lambda m, q, k, v: _F(m).scaled_dot_product_attention(q, k, v, is_causal=True),
+           [Arg(SDPA_SHAPE), Arg(SDPA_SHAPE), Arg(SDPA_SHAPE)], atol=1e-4, fd_elements=5),
+]
