@@ -314,6 +314,7 @@ from .global_tensor import (  # noqa: E402
     distribute_tensor,
     from_local,
     full_tensor,
+    local_map,
     redistribute,
     to_global,
     to_local,
@@ -323,5 +324,5 @@ from .plan import CommPlan, comm_plan  # noqa: E402
 
 __all__ += [
     "sbp", "placement", "DeviceMesh", "init_device_mesh", "to_global", "to_local", "from_local",
-    "distribute_tensor", "redistribute", "full_tensor", "comm_plan", "CommPlan",
+    "distribute_tensor", "redistribute", "full_tensor", "comm_plan", "CommPlan", "local_map",
 ]

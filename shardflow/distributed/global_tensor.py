@@ -34,7 +34,7 @@ from .sbp import as_sbp_tuple, broadcast, grad_sbp
 
 __all__ = [
     "GlobalSpec", "install", "to_global", "to_local", "from_local", "distribute_tensor",
-    "redistribute", "full_tensor", "make_global", "module_to_global",
+    "redistribute", "full_tensor", "make_global", "module_to_global", "local_map",
 ]
 
 
@@ -229,6 +229,51 @@ def module_to_global(param: Tensor, placement, sbp) -> Tensor:
     if param.grad is not None:
         param.grad = None
     return make_global(param, spec)
+
+
+def local_map(func, out_placements, in_placements=None, device_mesh=None, *,
+              redistribute_inputs: bool = False):
+    """PyTorch's ``local_map``: run ``func`` on this rank's shards, and make its outputs global.
+
+    Global arguments are passed as their local shards (``to_local``, differentiable); with
+    ``in_placements`` (one sbp tuple, or None for a non-tensor, per positional argument) each is
+    checked first, or boxed to it when ``redistribute_inputs``. Each tensor output ``i`` becomes
+    a global tensor laid out as ``out_placements[i]`` (one sbp tuple for a single output) on the
+    inputs' placement (or ``device_mesh``); its logical shape is inferred from the shards.
+    """
+
+    def wrapped(*args, **kwargs):
+        mesh = device_mesh
+        local_args = []
+        for i, a in enumerate(args):
+            if isinstance(a, Tensor) and a._spec is not None:
+                mesh = mesh or a._spec.placement
+                want = None if in_placements is None else in_placements[i]
+                if want is not None:
+                    want = _normalize(want, a._spec.placement, len(a._spec.shape))
+                    if want != a._spec.sbp:
+                        if not redistribute_inputs:
+                            raise ValueError(
+                                f"local_map: argument {i} is laid out as {a._spec.sbp}, but "
+                                f"in_placements asks for {want}; pass redistribute_inputs=True "
+                                "or lay it out first"
+                            )
+                        a = to_global(a, sbp=want)
+                a = to_local(a)
+            local_args.append(a)
+        if mesh is None:
+            raise ValueError("local_map needs a global argument or device_mesh=")
+        out = func(*local_args, **kwargs)
+        single = not isinstance(out, tuple)
+        outs = (out,) if single else out
+        specs = [out_placements] if single else list(out_placements)
+        res = [
+            from_local(o, mesh, spec) if isinstance(o, Tensor) and spec is not None else o
+            for o, spec in zip(outs, specs)
+        ]
+        return res[0] if single else tuple(res)
+
+    return wrapped
 
 
 _installed = [False]

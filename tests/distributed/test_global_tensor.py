@@ -327,3 +327,34 @@ def test_sequence_parallel_block_gathers_and_reduce_scatters():
     one all_gather and one reduce_scatter (Megatron's sequence parallelism), equal to one process."""
     res = run_mpi(SEQUENCE_PARALLEL, n=2, timeout=120).check()
     assert "sequence parallel ok" in res.stdout
+
+
+LOCAL_MAP = r"""
+import numpy as np
+import shardflow as sf
+from shardflow.distributed import sbp, placement, distribute_tensor, local_map
+p = placement("cpu")
+full = sf.tensor(np.arange(12, dtype=np.float32).reshape(6, 2), requires_grad=True)
+x = distribute_tensor(full, p, sbp.split(0))
+# a per-shard function (row-wise, so shards compute independently), output split like x
+double_rows = local_map(lambda t: t * 2 + t.sum(1, keepdim=True), (sbp.split(0),), ((sbp.split(0),),))
+y = double_rows(x)
+assert y.sbp == (sbp.split(0),) and tuple(y.shape) == (6, 2)
+ref = full.detach() * 2 + full.detach().sum(1, keepdim=True)
+assert np.allclose(y.numpy(), ref.numpy())
+y.sum().backward()
+assert np.allclose(full.grad.numpy(), 4.0), full.grad
+try:
+    local_map(lambda t: t, (sbp.broadcast,), ((sbp.broadcast,),))(x)
+    raise AssertionError("no error")
+except ValueError as e:
+    assert "redistribute_inputs=True" in str(e)
+z = local_map(lambda t: t, (sbp.broadcast,), ((sbp.broadcast,),), redistribute_inputs=True)(x)
+assert np.allclose(z.numpy(), full.detach().numpy())
+print("local_map ok")
+"""
+
+
+def test_local_map_runs_on_shards():
+    res = run_mpi(LOCAL_MAP, n=2, timeout=120).check()
+    assert "local_map ok" in res.stdout
