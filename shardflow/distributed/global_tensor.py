@@ -174,22 +174,12 @@ def distribute_tensor(tensor: Tensor, device_mesh, placements) -> Tensor:
     return to_global(full, sbp=placements)
 
 
-class _ToLocal(Function):
-    save_inputs = ()
-
-    def forward(self, x):
-        return x
-
-    def backward(self, g):
-        return g
-
-
 def to_local(t: Tensor) -> Tensor:
     """This rank's shard as a local tensor (gradients flow back into the global one)."""
     if t._spec is None:
         return t
     if t.requires_grad:
-        return _ToLocal.apply(t)
+        return _Alias.apply(t)
     return _wrap(t.array, version=t._version)
 
 

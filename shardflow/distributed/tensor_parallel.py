@@ -108,33 +108,38 @@ def _kind(module):
     )
 
 
+def _hook_io(module, mesh, dim, style, default_in, want_in):
+    """Forward hooks shared by the Linear/Embedding styles: lay inputs out (a local input is
+    taken as ``style.input_layouts`` or ``default_in``) and box to ``want_in``; box the output
+    to ``style.output_layouts`` and return it local if ``style.use_local_output``."""
+
+    def pre(mod, args):
+        layout = style.input_layouts or default_in
+        return tuple(_to_layout(a, mesh, dim, layout, want_in) for a in args)
+
+    def post(mod, args, out):
+        out = _to_layout(out, mesh, dim, None, style.output_layouts)
+        return to_local(out) if style.use_local_output else out
+
+    module.register_forward_pre_hook(pre)
+    module.register_forward_hook(post)
+
+
 class ColwiseParallel(ParallelStyle):
     def __init__(self, *, input_layouts=None, output_layouts=None, use_local_output=False,
                  blocks: int = 1):
-        self.input_layouts = input_layouts or broadcast
+        self.input_layouts = input_layouts
         self.output_layouts = output_layouts
         self.use_local_output = use_local_output
         self.blocks = blocks
 
     def apply(self, module, mesh, dim):
-        kind = _kind(module)
-        if kind == "Linear":
+        if _kind(module) == "Linear":
             _shard_params(module, mesh, dim, {"weight": Split(0, self.blocks), "bias": Split(0, self.blocks)})
-            want_in = broadcast
+            _hook_io(module, mesh, dim, self, broadcast, broadcast)
         else:
             _shard_params(module, mesh, dim, {"weight": Split(1, self.blocks)})
-            want_in = None
-        style = self
-
-        def pre(mod, args):
-            return tuple(_to_layout(a, mesh, dim, style.input_layouts, want_in) for a in args)
-
-        def post(mod, args, out):
-            out = _to_layout(out, mesh, dim, None, style.output_layouts)
-            return to_local(out) if style.use_local_output else out
-
-        module.register_forward_pre_hook(pre)
-        module.register_forward_hook(post)
+            _hook_io(module, mesh, dim, self, broadcast, None)
 
 
 class RowwiseParallel(ParallelStyle):
@@ -144,25 +149,12 @@ class RowwiseParallel(ParallelStyle):
         self.use_local_output = use_local_output
 
     def apply(self, module, mesh, dim):
-        kind = _kind(module)
-        if kind == "Linear":
+        if _kind(module) == "Linear":
             _shard_params(module, mesh, dim, {"weight": Split(1), "bias": broadcast})
-            default_in, want_in = Split(-1), Split(-1)
+            _hook_io(module, mesh, dim, self, Split(-1), Split(-1))
         else:
             _shard_params(module, mesh, dim, {"weight": Split(0)})
-            default_in, want_in = broadcast, broadcast
-        style = self
-
-        def pre(mod, args):
-            layout = style.input_layouts or default_in
-            return tuple(_to_layout(a, mesh, dim, layout, want_in) for a in args)
-
-        def post(mod, args, out):
-            out = _to_layout(out, mesh, dim, None, style.output_layouts)
-            return to_local(out) if style.use_local_output else out
-
-        module.register_forward_pre_hook(pre)
-        module.register_forward_hook(post)
+            _hook_io(module, mesh, dim, self, broadcast, broadcast)
 
 
 class SequenceParallel(ParallelStyle):
