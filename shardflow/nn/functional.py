@@ -658,11 +658,13 @@ def adaptive_max_pool2d(input, output_size, return_indices: bool = False):
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
-    return _op("unfold_im2col")(input, kernel_size, dilation, padding, stride)
+    """Sliding local blocks of (N, C, H, W) as columns (N, C * prod(kernel_size), L)."""
+    return _op("im2col")(input, kernel_size, dilation, padding, stride)
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
-    return _op("fold")(input, output_size, kernel_size, dilation, padding, stride)
+    """Sum columns (N, C * prod(kernel_size), L) back into (N, C, *output_size)."""
+    return _op("col2im")(input, output_size, kernel_size, dilation, padding, stride)
 
 
 # ----------------------------------------------------------------------------- linear / misc
@@ -718,8 +720,11 @@ def one_hot(tensor, num_classes: int = -1) -> Tensor:
 
 def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", align_corners=None,
                 recompute_scale_factor=None, antialias: bool = False) -> Tensor:
+    """Resize the spatial dims (modes nearest, nearest-exact, linear, bilinear, bicubic,
+    trilinear, area); see ``shardflow/ops/sampling.py``."""
     return _op("interpolate")(input, size=size, scale_factor=scale_factor, mode=mode,
-                              **_kw(align_corners=align_corners))
+                              align_corners=align_corners,
+                              recompute_scale_factor=recompute_scale_factor, antialias=antialias)
 
 
 def pixel_shuffle(input, upscale_factor: int) -> Tensor:

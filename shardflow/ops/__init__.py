@@ -4,7 +4,8 @@ every op in the dispatch table that ``Tensor`` methods use.
 Files: arithmetic (add/sub/mul/div — the template for a family), elementwise (unary math,
 activations, comparisons, logical, where/clamp/pow), elementwise_extra (rounding, misc),
 reduce, shape, index, matmul (matmul/bmm/einsum/linear), sort (sort/topk/multinomial), loss,
-normalization, attention, conv, pool, dropout, creation, conversion.
+normalization, attention, conv, pool, sampling (interpolate, im2col/col2im), dropout, creation,
+conversion.
 """
 
 from .arithmetic import add, div, mul, neg, reciprocal, sub
@@ -21,5 +22,6 @@ from .matmul import *
 from .normalization import *
 from .pool import *
 from .reduce import *
+from .sampling import *
 from .shape import *
 from .sort import *

@@ -14,7 +14,8 @@ not cast the result back as the unary family does (``ops/elementwise.py``'s
 _SCALAR_ARITHMETIC = "ops/arithmetic.py: bfloat16 with a Python scalar (or reciprocal) returns float32"
 _CONV = "ops/conv.py: conv/conv_transpose on bfloat16 return float32"
 _MAX_POOL = "ops/pool.py: max_pool on bfloat16 raises 'Invalid integer data type V' (np.iinfo on a bfloat16 dtype)"
-_ADAPTIVE_AVG_POOL = "ops/pool.py: adaptive_avg_pool on bfloat16 returns float32"
+_ADAPTIVE_AVG_POOL = ("ops/pool.py: adaptive_avg_pool on bfloat16 returns float32 (also interpolate's mode "
+                      "'area', which is adaptive_avg_pool)")
 _ELEMENTWISE_SCALARS = ("ops/elementwise.py: pow/clamp/lerp/addcmul/addcdiv/remainder/fmod with a Python "
                         "float (or a float32 temporary) return float32 for bfloat16; their in-place forms "
                         "(clamp_min_, fmod_ ...) even turn the bfloat16 tensor into a float32 one")
@@ -44,7 +45,7 @@ KNOWN_GAPS = {
                     "max_pool2d_k3_s2_p1", "max_pool2d_ceil_dilation", "max_pool2d_return_indices",
                     "max_pool2d_unbatched", "max_pool1d", "max_pool3d"],
         _ADAPTIVE_AVG_POOL: ["adaptive_avg_pool2d_uneven", "adaptive_avg_pool2d_none", "adaptive_avg_pool1d",
-                             "adaptive_avg_pool3d"],
+                             "adaptive_avg_pool3d", "interp_area_size", "interp_area_scale"],
         _ELEMENTWISE_SCALARS: ["ew_pow_scalar", "ew_pow_neg", "ew_rpow_scalar", "ew_clamp", "ew_clamp_min",
                                "ew_clamp_max", "ew_clip", "ew_clamp_inplace_graph", "ew_clamp_min_fn",
                                "ew_clamp_max_fn", "ew_lerp_tensor_weight", "ew_lerp_tensor_weight_bcast",

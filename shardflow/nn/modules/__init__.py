@@ -11,5 +11,6 @@ from .module import Module
 from .normalization import *
 from .pooling import *
 from .rnn import *
+from .sampling import *
 from .sparse import *
 from .transformer import *
