@@ -100,6 +100,9 @@ class TrainConfig:
     ckpt_interval: int = 250
     keep_checkpoints: int = 3
     num_workers: int = 1
+    # layout (gpt): 0 = data parallel over every rank; dp x tp must be the world size
+    dp: int = 0
+    tp: int = 1
     resume: bool = False
     progress: bool = True
     # gpt
@@ -204,6 +207,12 @@ def validate(cfg: TrainConfig) -> None:
     need(cfg.n_embd % cfg.n_head == 0, "--n-embd", cfg.n_embd,
          f"make it a multiple of --n-head ({cfg.n_head}), e.g. {cfg.n_head * max(1, cfg.n_embd // cfg.n_head)}")
     need(cfg.model in ("lenet", "mlp"), "--model", cfg.model, "use lenet or mlp")
+    need(isinstance(cfg.tp, int) and cfg.tp >= 1, "--tp", cfg.tp, "use 1 (no tensor parallelism) or more")
+    need(isinstance(cfg.dp, int) and cfg.dp >= 0, "--dp", cfg.dp,
+         "use 0 (every rank not used by --tp does data parallelism) or a positive integer")
+    need(cfg.tp == 1 or cfg.task == "gpt", "--tp", cfg.tp, "tensor parallelism is built for gpt; use --tp 1")
+    need(cfg.n_head % cfg.tp == 0, "--tp", cfg.tp,
+         f"use a divisor of --n-head ({cfg.n_head}): each rank holds n_head / tp heads")
     need(cfg.on_nonfinite in NONFINITE_MODES, "--on-nonfinite", cfg.on_nonfinite,
          "use raise (stop at the first non-finite loss) or skip (skip such updates)")
     if cfg.data is not None:
@@ -350,7 +359,14 @@ def train(cfg: TrainConfig) -> dict:
             dist.init_process_group()
         rank, world = dist.get_rank(), dist.get_world_size()
     master = rank == 0
-    if cfg.batch_size % world:
+    layout = _layout(cfg, world)  # None: DDP (world > 1) or one process; else (dp, tp)
+    if layout is not None:
+        dp_size = layout[0]
+        if cfg.batch_size % dp_size:
+            raise ConfigError(
+                f"--batch-size: got {cfg.batch_size}, which {dp_size} data-parallel ranks cannot "
+                f"share evenly; fix: use a multiple of {dp_size}")
+    elif cfg.batch_size % world:
         raise ConfigError(
             f"--batch-size: got {cfg.batch_size}, which {world} ranks cannot share evenly (it is "
             f"the global batch; each rank trains on batch-size / world-size samples); fix: use a "
@@ -400,7 +416,17 @@ def train(cfg: TrainConfig) -> dict:
                 log(f"checkpoint step {start_step} >= --max-steps {cfg.max_steps}: nothing to do")
 
     model = raw_model
-    if world > 1:
+    if layout is not None:
+        # Global tensors: parameters laid out over a (dp, tp) mesh (Megatron's split on tp,
+        # broadcast on dp); every rank reads the whole global batch and keeps its S(0) part.
+        from shardflow.distributed.full_state import shard_optimizer_state
+        from shardflow.distributed.tensor_parallel import data_tensor_parallel
+
+        mesh, data_sbp = data_tensor_parallel(raw_model, layout[0], layout[1],
+                                              raw_model.tensor_parallel_plan())
+        shard_optimizer_state(optimizer)  # a resumed optimizer holds whole tensors
+        model = _GlobalBatch(raw_model, mesh, data_sbp)
+    elif world > 1:
         from shardflow.nn.parallel import DistributedDataParallel
 
         sfdata.note_data_parallel(True)
@@ -410,11 +436,12 @@ def train(cfg: TrainConfig) -> dict:
     flops = raw_model.flops_per_sample(training=True)
     log(f"task {cfg.task}: {type(raw_model).__name__} with {n_params:,} parameters, "
         f"{flops / 1e6:.1f} MFLOP per training sample; world size {world}"
-        + (f" ({cfg.batch_size // world} of each batch of {cfg.batch_size} per rank)" if world > 1 else "")
+        + (f" (global tensors: dp {layout[0]} x tp {layout[1]})" if layout is not None else
+           f" ({cfg.batch_size // world} of each batch of {cfg.batch_size} per rank)" if world > 1 else "")
         + f"; baseline loss (unigram / uniform) {task.baseline:.4f}")
 
     sampler = StepBatchSampler(len(task.train_ds), cfg.batch_size, cfg.seed, start_step,
-                               cfg.max_steps, rank, world)
+                               cfg.max_steps, *((0, 1) if layout is not None else (rank, world)))
     # its own generator: worker seeds must not consume the default generator, whose state
     # (dropout masks) travels in the checkpoint
     loader = sfdata.DataLoader(task.train_ds, batch_sampler=sampler, num_workers=cfg.num_workers,
@@ -429,7 +456,7 @@ def train(cfg: TrainConfig) -> dict:
         with sf.no_grad():
             for idx in val_batches:
                 batch = sfdata.default_collate(_fetch(task.val_ds, idx))
-                loss, acc = task.loss(raw_model, batch)
+                loss, acc = task.loss(raw_model if layout is None else model, batch)
                 losses.append(loss.item())
                 if acc is not None:
                     accs.append(acc)
@@ -451,10 +478,16 @@ def train(cfg: TrainConfig) -> dict:
 
     def save(step):
         nonlocal last_finite
+        if layout is not None:  # whole tensors (a collective): resumes on any layout
+            from shardflow.distributed.full_state import full_optimizer_state_dict, full_state_dict
+
+            model_state, opt_state = full_state_dict(raw_model), full_optimizer_state_dict(optimizer)
         if not master:
             return
+        if layout is None:
+            model_state, opt_state = raw_model.state_dict(), optimizer.state_dict()
         finite = _parameters_finite(raw_model)
-        state = {"model": raw_model.state_dict(), "optimizer": optimizer.state_dict(),
+        state = {"model": model_state, "optimizer": opt_state,
                  "rng": sf.get_rng_state(), "step": step, "best_val": best_val,
                  "config": dataclasses.asdict(cfg), "world_size": world, "finite": finite,
                  "nonfinite_skipped": skipped_before + len(guard.skipped), **task.extra_state()}
@@ -494,8 +527,16 @@ def train(cfg: TrainConfig) -> dict:
             for g in optimizer.param_groups:
                 g["lr"] = lr
             batch = next(it)
-            loss, _ = task.loss(model, batch)
-            loss.backward()
+            if layout is not None and step == start_step and _config.debug_plan():
+                from shardflow.distributed import comm_plan
+
+                with comm_plan() as plan:
+                    loss, _ = task.loss(model, batch)
+                    loss.backward()
+                log(f"communication plan of one step (dp {layout[0]} x tp {layout[1]}):\n{plan}")
+            else:
+                loss, _ = task.loss(model, batch)
+                loss.backward()
             loss_val = loss.item()
             # the total norm before clipping; max_norm=inf measures without clipping
             grad_norm = float(nn.utils.clip_grad_norm_(raw_model.parameters(),
@@ -560,15 +601,53 @@ def train(cfg: TrainConfig) -> dict:
                 "time_s": f"{time.time() - t0:.2f}"})
     log(f"final val loss {val_loss:.4f} (baseline {task.baseline:.4f})"
         + ("" if val_acc is None else f", accuracy {val_acc:.4f}"))
+    if layout is not None:  # sample with a whole copy of the model on rank 0
+        from shardflow.distributed.full_state import full_state_dict
+
+        whole = full_state_dict(raw_model)
+        if master:
+            task.model = models.GPT(raw_model.config)
+            task.model.load_state_dict(whole)
     if master:
         png = _plot(rows, os.path.join(cfg.out, "loss.png"), task.baseline, cfg.task)
         log(f"metrics: {metrics_path}" + (f", plot: {png}" if png else ""))
-        if _parameters_finite(raw_model):
+        if _parameters_finite(task.model):
             task.finish(cfg, log)
         else:
             log("no demo: the parameters are not finite")
     return {"val_loss": val_loss, "val_acc": val_acc, "baseline": task.baseline, "step": step,
             "model": raw_model, "skipped_steps": skipped}
+
+
+def _layout(cfg: TrainConfig, world: int):
+    """``(dp, tp)`` when the run uses global tensors (--tp > 1 or an explicit --dp), else
+    None (DistributedDataParallel, or one process). Checked before anything is built."""
+    if cfg.tp == 1 and cfg.dp in (0, world):
+        return None
+    dp = cfg.dp or world // cfg.tp
+    if dp * cfg.tp != world:
+        raise ConfigError(
+            f"--dp {cfg.dp or dp} x --tp {cfg.tp} = {dp * cfg.tp}, but this job has {world} rank(s); "
+            f"fix: launch `shardflow run -n {dp * cfg.tp} ...` or choose --dp and --tp whose "
+            f"product is {world}")
+    return dp, cfg.tp
+
+
+class _GlobalBatch(nn.Module):
+    """Feeds the whole global batch (the same on every rank) to a model whose parameters are
+    global: the inputs are laid out ``data_sbp`` (S(0) over the data-parallel ranks)."""
+
+    def __init__(self, model, mesh, data_sbp):
+        super().__init__()
+        self.module = model
+        self._layout = (mesh, data_sbp)
+
+    def forward(self, *inputs):
+        from shardflow.distributed import sbp
+
+        mesh, data_sbp = self._layout
+        whole = [sbp.broadcast] * mesh.ndim
+        return self.module(*(x.to_global(mesh, whole).to_global(sbp=data_sbp) for x in inputs))
 
 
 _AGREED_SIGNALS = (signal.SIGINT, signal.SIGHUP, signal.SIGTERM)  # the last received wins
