@@ -1,7 +1,7 @@
 """The arrival board: where every rank of a communicator is, readable without its help.
 
 Each :class:`~shardflow.comm.mpi.MPICommunicator` owns a one-sided MPI window with one
-slot of 24 int64 per rank. A rank writes only its own slot, with plain local stores (no
+slot of ``24 + 2 * size`` int64 per rank. A rank writes only its own slot, with plain local stores (no
 communication, a few hundred nanoseconds per collective); a rank that is stuck reads the
 others' slots with passive-target ``Rget`` (no help from them, bounded in time) to explain
 why. Slot layout:
@@ -14,8 +14,10 @@ why. Slot layout:
  15   pid
  16   phase: 0 running, 1 exiting (the interpreter is shutting down)
  17-21 last point-to-point call: op code (send/recv), peer, tag, element count, dtype
- 22   1 while waiting on that point-to-point call
+ 22   1 while waiting on a point-to-point call
  23   number of point-to-point calls made
+ 24.. sends posted to each rank of the group (``size`` counters)
+ ..   receives posted from each rank of the group (``size`` counters)
 ====  =====================================================================
 
 The two guards make a torn read visible (a seqlock): a reader copies the slot in
@@ -35,7 +37,7 @@ import numpy as np
 
 from . import callsig
 
-SLOT = 24
+HEAD = 24  # fixed part of a slot; per-peer message counters follow
 PHASE_RUNNING, PHASE_EXITING = 0, 1
 _G_LOW, _G_HIGH, _WAIT, _PID, _PHASE = 0, 13, 14, 15, 16
 _P2P, _P2P_WAIT, _P2P_COUNT = 17, 22, 23
@@ -51,6 +53,8 @@ class RankState(NamedTuple):
     pid: int
     phase: int
     p2p: tuple  # (op code, peer, tag, count, dtype code, waiting, number)
+    sent: tuple = ()  # sends posted to each rank of the group
+    received: tuple = ()  # receives posted from each rank of the group
 
     def p2p_text(self) -> str:
         op, peer, tag, count, dt, waiting, number = self.p2p
@@ -77,14 +81,15 @@ class ArrivalBoard:
         self.rank = comm.Get_rank()
         self.size = comm.Get_size()
         self._unreachable: set[int] = set()
+        self.slot = HEAD + 2 * self.size
         self.win = None
         try:
-            self.win = MPI.Win.Allocate(SLOT * 8, 8, comm=comm)
+            self.win = MPI.Win.Allocate(self.slot * 8, 8, comm=comm)
             mem = memoryview(self.win.tomemory()).cast("B")
             self.win.Lock_all(MPI.MODE_NOCHECK)  # one passive epoch for the window's life
         except Exception:  # noqa: BLE001 - no one-sided support: reports say "unknown"
             self.win = None
-            mem = memoryview(bytearray(SLOT * 8))
+            mem = memoryview(bytearray(self.slot * 8))
         self.bytes = mem
         self.q = mem.cast("q")
         self.q[_WAIT] = -1
@@ -100,11 +105,14 @@ class ArrivalBoard:
     def waiting(self, seq: int) -> None:
         self.q[_WAIT] = seq
 
-    def p2p_started(self, op: str, peer: int, tag: int, count: int, dtype) -> None:
+    def p2p_started(self, op: str, peer: int, peer_world: int, tag: int, count: int,
+                    dtype) -> None:
+        """A send/recv to/from group rank ``peer`` (``peer_world`` in the world) was posted."""
         q = self.q
+        q[HEAD + peer + (0 if op == "send" else self.size)] += 1
         q[_P2P_COUNT] += 1
         q[_P2P] = callsig.OPCODES[op]
-        q[_P2P + 1] = peer
+        q[_P2P + 1] = peer_world
         q[_P2P + 2] = tag
         q[_P2P + 3] = count
         q[_P2P + 4] = callsig.dtype_code(dtype)
@@ -116,8 +124,7 @@ class ArrivalBoard:
         self.q[_PHASE] = phase
 
     # -- reads ---------------------------------------------------------------------------
-    @staticmethod
-    def decode(row) -> RankState:
+    def decode(self, row) -> RankState:
         row = [int(v) for v in row]
         seq = row[_G_LOW]
         sig = None
@@ -125,8 +132,10 @@ class ArrivalBoard:
             sig = callsig.CallSig(*row[1:8], tuple(row[8:13]))
             if sig.seq != seq:
                 sig = None
+        n = self.size
         return RankState(seq, sig, row[_WAIT], row[_PID], row[_PHASE],
-                         tuple(row[_P2P:_P2P + 5]) + (row[_P2P_WAIT], row[_P2P_COUNT]))
+                         tuple(row[_P2P:_P2P + 5]) + (row[_P2P_WAIT], row[_P2P_COUNT]),
+                         tuple(row[HEAD:HEAD + n]), tuple(row[HEAD + n:HEAD + 2 * n]))
 
     def mine(self) -> RankState:
         return self.decode(np.frombuffer(self.bytes, dtype=np.int64).copy())
@@ -143,7 +152,7 @@ class ArrivalBoard:
             elif self.win is None or r in self._unreachable:
                 out[r] = None
             else:
-                buf = np.zeros(SLOT, dtype=np.int64)
+                buf = np.zeros(self.slot, dtype=np.int64)
                 try:
                     reqs[r] = (self.win.Rget([buf, MPI.INT64_T], r), buf)
                 except Exception:  # noqa: BLE001 - best-effort diagnostics

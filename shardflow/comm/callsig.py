@@ -61,6 +61,16 @@ def dtype_name(code: int) -> str:
     return _CODE_NAMES.get(int(code), f"dtype#{int(code)}")
 
 
+_ITEMSIZES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4,
+              "int16": 2, "int8": 1, "uint8": 1, "bool": 1, "uint16": 2, "uint32": 4,
+              "uint64": 8, "complex64": 8, "complex128": 16}
+
+
+def dtype_itemsize(code: int) -> int | None:
+    """Bytes per element of a dtype code (None for a dtype outside the table)."""
+    return _ITEMSIZES.get(_CODE_NAMES.get(int(code), ""))
+
+
 def fields(op: str, seq: int, reduce: str | None, dtype, count: int, root: int, shape) -> tuple:
     """The twelve int64 fields of a call (see the module docstring)."""
     nd = len(shape)

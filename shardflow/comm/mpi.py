@@ -13,23 +13,27 @@ Algorithm and communication plan
   the smaller side gets ``MPI_ERR_TRUNCATE`` (turned into the same report, the peers'
   signatures read from the arrival board) and the larger side sees the short signature.
 
-  - **Small messages** (at most ``SMALL_BYTES`` per rank) ride in that ``Allgather``:
-    ``[signature | data]``. all_reduce and reduce_scatter then reduce the gathered rows
-    locally with NumPy (in a fixed order, so every rank gets bit-identical results),
-    broadcast / all_gather / all_to_all copy rows out. One MPI call per collective, as
-    before; the extra cost is a copy of a small array.
-  - **Large messages**: the ``Allgather`` holds the signatures only; then the data goes
+  - **Small messages** (world x (96 + payload) <= ``EAGER_SAFE_BYTES`` = 3 KB: 1.4 KB of
+    data on 2 ranks) ride in that ``Allgather``: ``[signature | data]``. all_reduce and
+    reduce_scatter then reduce the gathered rows locally with NumPy (in a fixed order, so
+    every rank gets bit-identical results), broadcast / all_gather / all_to_all copy rows
+    out. One MPI call per collective, as before. The bound keeps every message of the
+    exchange under Open MPI's shared-memory eager limit: a size mismatch can then only
+    truncate an eager message, which MPI reports cleanly, whereas truncating a larger
+    message corrupts the receiver's memory (measured, see ``EAGER_SAFE_BYTES``).
+  - **Larger messages**: the ``Allgather`` holds the signatures only; then the data goes
     through MPI's own collective (``Allreduce(IN_PLACE)``, ``Bcast``, ``Allgather``,
     ``Reduce_scatter_block``, ``Alltoall``) on the user's buffer, zero-copy. The extra
-    small collective costs a few microseconds, under 2 % from 256 KB up (``shardflow
-    bench comm``).
+    small collective costs a few microseconds (``shardflow bench comm``: see
+    docs/DISTRIBUTED.md for the table).
   - ``SHARDFLOW_DEBUG=collectives`` compares the shapes as well (by default only what
     decides MPI's result is compared: ranks may hold the same elements in other shapes).
   - **Point-to-point**: ``send`` posts the signature on the side communicator and the data
-    on the communicator (same tag); ``recv`` posts both receives and checks the sender's
-    signature against its own (dtype, element count) on completion. ``MPI_ERR_TRUNCATE``
-    and a short message both raise a :class:`CommError` with both shapes; the receive
-    buffer's contents are then undefined.
+    on the communicator (same tag); ``recv`` receives the signature first and posts the
+    data receive only if dtype and element count match (else it consumes the message into
+    a scratch buffer and raises a :class:`CommError` with both shapes; the receive buffer
+    is untouched). Data receives are posted in call order per (source, tag), as MPI
+    matches them.
 * **Buffers.** Arrays go to MPI as ``[buffer, MPI datatype]``; nothing is pickled.
   Non-contiguous arrays are packed and unpacked; float16/bfloat16 are reduced in float32
   (MPI has no reduction for them). ``AVG`` is ``SUM`` followed by ``/= world``.
@@ -73,15 +77,20 @@ from .base import CommError, Communicator, CompletedWork, ReduceOp, Work, check_
 
 _MPI = None
 _LIVE: weakref.WeakSet = weakref.WeakSet()  # communicators whose boards the exit check reads
+_BUSY: set = set()  # communicators with unfinished async operations (see _progress_all)
 
 # Spin on Test() only briefly, then poll with growing naps (10 us .. 1 ms). Measured on 2
 # cores with 2 ranks: spinning for up to 1 s while the peer finishes its backward slowed the
 # peer's GPT-mini backward by ~80 ms (378 vs 291 ms); napping from the start did not.
 _SPIN_S = 2e-4
 TIMEOUT_EXIT_CODE = 124
-# Per-rank payload up to which data rides in the signature Allgather (see the docstring);
-# measured with `shardflow bench comm`, where the two paths cost the same.
-SMALL_BYTES = 64 << 10
+# Data rides in the signature Allgather only while the whole exchange (world x block) stays
+# under Open MPI's shared-memory eager limit (4096 bytes with headers): when ranks disagree
+# on a size, MPI then truncates an eager message, which it reports safely. Measured with
+# Open MPI 5.0.11: truncating a message above the eager limit (e.g. 4.4 KB into 3.9 KB, 40 KB
+# into 32 KB) corrupts the receiver's heap ("malloc(): corrupted top size"), so larger data
+# must never be received before the sizes are known to agree.
+EAGER_SAFE_BYTES = 3072
 _H = callsig.NBYTES
 
 
@@ -107,6 +116,19 @@ def mpi():
 
         atexit.register(finalize_at_exit, MPI, _LIVE)
     return _MPI
+
+
+def _progress_all() -> None:
+    """Advance every unfinished async operation of every communicator.
+
+    A recv posts its data receive only once the sender's signature arrived, and a large
+    collective its data call only once the signatures matched; that happens when the
+    operation is polled. Every wait (and every blocking call while something is pending)
+    polls all of them, so a rank blocked on one operation never starves another that a
+    peer is waiting on (e.g. a rendezvous send whose data receive is not posted yet).
+    """
+    for c in list(_BUSY):
+        c.progress()
 
 
 def _is_half(dt) -> bool:
@@ -202,6 +224,8 @@ class MPIWork(Work):
             deadline = start + limit
             nap = 1e-5
             while not self.is_completed():
+                if _BUSY:
+                    _progress_all()
                 now = time.monotonic()
                 if now > spin_until:
                     if now > deadline:
@@ -232,6 +256,7 @@ class MPICommunicator(Communicator):
         self.seq = 0
         self.p2p_seq = 0
         self._pending: list[MPIWork] = []
+        self._recv_fifo: dict = {}  # (source, tag) -> recv works not yet past their signature
         self._types: dict = {}
         self._ops = {"sum": MPI.SUM, "avg": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN,
                      "prod": MPI.PROD}
@@ -293,6 +318,7 @@ class MPICommunicator(Communicator):
             work = MPIWork(self, gen, call)
             if not work.done:
                 self._pending.append(work)
+                _BUSY.add(self)
             return work
         board = self._board
         board.waiting(call.seq)
@@ -302,7 +328,11 @@ class MPICommunicator(Communicator):
         try:
             step = next(gen)
             while True:
-                step[1]()
+                start, blocking = step
+                if blocking is None:
+                    self._poll(start())
+                else:
+                    blocking()
                 step = gen.send(None)
         except StopIteration as stop:
             return stop.value
@@ -311,6 +341,31 @@ class MPICommunicator(Communicator):
         finally:
             self._active = None
             board.waiting(-1)
+
+    @staticmethod
+    def _poll(req) -> None:
+        """Complete ``req`` by polling, advancing every pending async operation meanwhile.
+
+        The signature exchange that starts every collective is polled like this even in a
+        blocking call, on every rank (MPI requires all ranks to use the same blocking or
+        non-blocking variant). A peer blocked in a send whose matching recv on this rank
+        is still pending cannot have reached this collective; polling lets that recv post
+        its data receive, so the peer is released and arrives. Once the signatures are
+        exchanged every rank is inside the collective, and the data step may block. The
+        watchdog bounds the wait.
+        """
+        if req.Test():
+            return
+        spin_until = time.monotonic() + _SPIN_S
+        nap = 1e-5
+        while True:
+            if _BUSY:
+                _progress_all()
+            if req.Test():
+                return
+            if time.monotonic() > spin_until:
+                time.sleep(nap)
+                nap = min(nap * 2, 1e-3)
 
     def _start_watchdog(self) -> None:
         """A daemon thread that ends the job when a blocking collective outlives the timeout.
@@ -342,8 +397,14 @@ class MPICommunicator(Communicator):
     def progress(self) -> None:
         if self._pending:
             self._pending = [w for w in self._pending if not w.is_completed()]
+            if not self._pending:
+                _BUSY.discard(self)
 
     # -- the signature exchange ----------------------------------------------------------
+    def _small(self, nbytes: int) -> bool:
+        """Whether ``nbytes`` of data may ride in the signature Allgather (see EAGER_SAFE_BYTES)."""
+        return self._size * (_H + _pad8(nbytes)) <= EAGER_SAFE_BYTES
+
     def _exchange(self, fields, payload: int):
         """Send/receive buffers of the signature Allgather with ``payload`` data bytes."""
         row = _H + _pad8(payload)
@@ -352,7 +413,8 @@ class MPICommunicator(Communicator):
         recv = np.empty((self._size, row), dtype=np.uint8)
         BYTE, comm = mpi().BYTE, self._comm
         s, r = [send, BYTE], [recv, BYTE]
-        return send, recv, (lambda: comm.Iallgather(s, r), lambda: comm.Allgather(s, r))
+        # always the non-blocking call, polled (no blocking variant): see _run
+        return send, recv, (lambda: comm.Iallgather(s, r), None)
 
     def _check(self, send, recv) -> None:
         """Raise CommError (every rank sees the same table) unless all signatures agree."""
@@ -480,7 +542,7 @@ class MPICommunicator(Communicator):
         if self._size == 1:
             return self._done(array, async_op)
         call = _Call("all_reduce", seq, array.shape, array.dtype)
-        gen = (self._all_reduce_small(array, op, fields) if array.nbytes <= SMALL_BYTES
+        gen = (self._all_reduce_small(array, op, fields) if self._small(array.nbytes)
                else self._all_reduce_large(array, op, fields))
         return self._run(gen, call, async_op)
 
@@ -524,7 +586,7 @@ class MPICommunicator(Communicator):
         if self._size == 1:
             return self._done(array, async_op)
         call = _Call("broadcast", seq, array.shape, array.dtype)
-        gen = (self._broadcast_small(array, src, fields) if array.nbytes <= SMALL_BYTES
+        gen = (self._broadcast_small(array, src, fields) if self._small(array.nbytes)
                else self._broadcast_large(array, src, fields))
         return self._run(gen, call, async_op)
 
@@ -567,7 +629,7 @@ class MPICommunicator(Communicator):
             out.reshape(shape)[0] = array
             return self._done(out, async_op)
         call = _Call("all_gather", seq, array.shape, array.dtype)
-        gen = (self._all_gather_small(array, out, fields) if array.nbytes <= SMALL_BYTES
+        gen = (self._all_gather_small(array, out, fields) if self._small(array.nbytes)
                else self._all_gather_large(array, out, fields))
         return self._run(gen, call, async_op)
 
@@ -618,7 +680,7 @@ class MPICommunicator(Communicator):
             return self._done(out, async_op)
         call = _Call("reduce_scatter", seq, array.shape, array.dtype)
         gen = (self._reduce_scatter_small(array, op, out, oshape, fields)
-               if array.nbytes <= SMALL_BYTES
+               if self._small(array.nbytes)
                else self._reduce_scatter_large(array, op, out, oshape, fields))
         return self._run(gen, call, async_op)
 
@@ -666,7 +728,7 @@ class MPICommunicator(Communicator):
                 out[...] = array
             return self._done(out, async_op)
         call = _Call("all_to_all", seq, array.shape, array.dtype)
-        gen = (self._all_to_all_small(array, out, fields) if array.nbytes <= SMALL_BYTES
+        gen = (self._all_to_all_small(array, out, fields) if self._small(array.nbytes)
                else self._all_to_all_large(array, out, fields))
         return self._run(gen, call, async_op)
 
@@ -717,14 +779,19 @@ class MPICommunicator(Communicator):
         self.p2p_seq += 1
         fields = callsig.fields(op, self.p2p_seq, None, array.dtype, array.size,
                                 self.world_rank(), array.shape)
-        self._board.p2p_started(op, self.world_ranks[peer], tag, array.size, array.dtype)
+        self._board.p2p_started(op, peer, self.world_ranks[peer], tag, array.size, array.dtype)
         call = _Call(op, self.p2p_seq, array.shape, array.dtype, self.world_ranks[peer], tag)
-        gen = (self._send(array, peer, tag, fields) if op == "send"
-               else self._recv(array, peer, tag, fields))
-        work = MPIWork(self, gen, call)
+        if op == "send":
+            work = MPIWork(self, self._send(array, peer, tag, fields), call)
+        else:
+            me: list = []
+            work = MPIWork(self, self._recv(array, peer, tag, fields, me), call)
+            me.append(work)
+            self._recv_fifo.setdefault((peer, tag), []).append(work)
         if async_op:
             if not work.done:
                 self._pending.append(work)
+                _BUSY.add(self)
             return work
         return work.wait()
 
@@ -735,25 +802,41 @@ class MPICommunicator(Communicator):
         return self._p2p("recv", array, src, tag, async_op)
 
     def _send(self, array, dst, tag, fields):
-        MPI = mpi()
+        """The signature (96 bytes, side communicator) and the data, sent together."""
+        BYTE = mpi().BYTE
         sig = np.empty(_H, dtype=np.uint8)
         callsig.PACKER.pack_into(sig, 0, *fields)
         buf = np.ascontiguousarray(array)
         bv = buf.view(np.uint8) if _is_half(buf.dtype) else buf
-        side, comm = self._side, self._comm
-        reqs = []
-
-        def start():
-            reqs.append(side.Isend([sig, MPI.BYTE], dest=dst, tag=tag))
-            reqs.append(comm.Isend([bv, self._mpitype(bv.dtype)], dest=dst, tag=tag))
-            return _Both(reqs)
-
-        yield start, None
+        side, comm, dtype = self._side, self._comm, self._mpitype(bv.dtype)
+        yield (lambda: _Both([side.Isend([sig, BYTE], dest=dst, tag=tag),
+                              comm.Isend([bv, dtype], dest=dst, tag=tag)])), None
         return None
 
-    def _recv(self, array, src, tag, fields):
-        MPI = mpi()
+    def _recv(self, array, src, tag, fields, me):
+        """Signature first; the data is received only once its size is known to fit.
+
+        (A truncated receive above the eager limit corrupts memory; see EAGER_SAFE_BYTES.)
+        MPI matches receives from one (source, tag) in the order they are posted, so the
+        data receives are posted in the order the recv calls were made (``_recv_fifo``),
+        whichever handle is waited on first.
+        """
+        BYTE = mpi().BYTE
         sig = np.zeros(_H, dtype=np.uint8)
+        side, comm = self._side, self._comm
+        yield (lambda: side.Irecv([sig, BYTE], source=src, tag=tag)), None
+        self._await_turn((src, tag), me[0])
+        theirs = callsig.CallSig.unpack(sig)
+        mine = callsig.CallSig(*fields[:7], tuple(fields[7:]))
+        if theirs.op != callsig.OPCODES["send"] or (theirs.dtype, theirs.count) != (
+                mine.dtype, mine.count) or (self._debug and theirs.dims != mine.dims):
+            size = callsig.dtype_itemsize(theirs.dtype)
+            if size is None:
+                self._recv_fifo[(src, tag)].pop(0)
+            else:  # consume the message, so that it cannot match a later recv
+                scratch = np.empty(size * theirs.count, dtype=np.uint8)
+                yield (lambda: self._post_data(comm.Irecv, [scratch, BYTE], src, tag)), None
+            raise self._p2p_mismatch(theirs, array, src, tag)
         if array.flags.c_contiguous:
             buf, back = array, None
         else:
@@ -762,22 +845,25 @@ class MPICommunicator(Communicator):
             def back(a=array, b=buf):
                 a[...] = b
         bv = buf.view(np.uint8) if _is_half(buf.dtype) else buf
-        side, comm = self._side, self._comm
-
-        def start():
-            r1 = side.Irecv([sig, MPI.BYTE], source=src, tag=tag)
-            r2 = comm.Irecv([bv, self._mpitype(bv.dtype)], source=src, tag=tag)
-            return _Both([r1, r2], first_done=lambda: self._recv_truncated(sig, array, src, tag))
-
-        yield start, None
-        theirs, mine = callsig.CallSig.unpack(sig), callsig.CallSig(*fields[:7], tuple(fields[7:]))
-        nf = self._cmp // 8
-        if theirs.op != callsig.OPCODES["send"] or (theirs.dtype, theirs.count) != (
-                mine.dtype, mine.count) or (nf == 12 and theirs.dims != mine.dims):
-            raise self._p2p_mismatch(theirs, array, src, tag)
+        dtype = self._mpitype(bv.dtype)
+        yield (lambda: self._post_data(comm.Irecv, [bv, dtype], src, tag)), None
         if back is not None:
             back()
         return array
+
+    def _await_turn(self, key, work) -> None:
+        """Let earlier recvs from the same (source, tag) post their data receive first."""
+        fifo = self._recv_fifo[key]
+        while fifo[0] is not work:
+            head = fifo[0]
+            head.is_completed()  # its signature arrived before ours: this posts its data recv
+            if head.done and fifo and fifo[0] is head:
+                fifo.pop(0)
+
+    def _post_data(self, irecv, spec, src, tag):
+        fifo = self._recv_fifo[(src, tag)]
+        fifo.pop(0)  # this recv's turn is over: the next one may post
+        return irecv(spec, source=src, tag=tag)
 
     def _p2p_mismatch(self, theirs, array, src, tag) -> CommError:
         return CommError(
@@ -785,14 +871,8 @@ class MPICommunicator(Communicator):
             f"rank {self.world_ranks[src]} sent {theirs.describe()} but this rank's recv "
             f"expects shape={tuple(array.shape)}, dtype={array.dtype} "
             f"({theirs.count} vs {array.size} elements). A send and its recv must have the same "
-            "dtype and number of elements; the receive buffer's contents are undefined."
+            "dtype and number of elements; nothing was written to the receive buffer."
         )
-
-    def _recv_truncated(self, sig, array, src, tag):
-        """The data receive failed with MPI_ERR_TRUNCATE: report both shapes (the sender's
-        signature travels in its own message and has arrived or will shortly)."""
-        theirs = callsig.CallSig.unpack(sig)
-        return self._p2p_mismatch(theirs, array, src, tag)
 
     # -- Python objects (small control data; pickled) ----------------------------------
     def all_gather_object(self, obj) -> list:
@@ -858,6 +938,7 @@ class MPICommunicator(Communicator):
     def free(self) -> None:
         self._watchdog = None
         _LIVE.discard(self)
+        _BUSY.discard(self)
         try:
             self._board.free()
             self._side.Free()
@@ -872,36 +953,12 @@ class MPICommunicator(Communicator):
 
 
 class _Both:
-    """Two requests tested together (a send/recv's signature and data messages).
+    """Two requests tested together (a send's signature and data messages)."""
 
-    If a request fails, ``first_done`` (when given) builds the error after the other
-    request completed; a truncated data receive is reported with the sender's signature.
-    """
+    __slots__ = ("reqs",)
 
-    __slots__ = ("reqs", "first_done")
-
-    def __init__(self, reqs, first_done=None):
+    def __init__(self, reqs):
         self.reqs = reqs
-        self.first_done = first_done
 
     def Test(self) -> bool:
-        MPI = mpi()
-        try:
-            return MPI.Request.Testall(self.reqs)
-        except MPI.Exception:
-            if self.first_done is None:
-                raise
-            sig_req = self.reqs[0]
-            end = time.monotonic() + 2.0
-            while time.monotonic() < end:
-                try:
-                    if sig_req.Test():
-                        break
-                except MPI.Exception:
-                    break
-                time.sleep(1e-3)
-            raise self.first_done() from None
-
-    def Wait(self) -> None:
-        while not self.Test():
-            time.sleep(1e-5)
+        return mpi().Request.Testall(self.reqs)

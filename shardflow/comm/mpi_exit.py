@@ -11,8 +11,9 @@ this module decides from the arrival boards instead:
 2. poll the other ranks' slots (passive reads, naps growing to 50 ms):
 
    * every other rank is exiting too -> the job is ending normally: ``MPI_Finalize``;
-   * some rank waits on a collective this rank never started, or on a send/recv with this
-     rank -> this exit is premature: print which rank waits where, and return **without**
+   * some rank waits on a collective this rank never started, or waits in a send/recv and
+     has posted more recvs from (sends to) this rank than this rank posted sends to (recvs
+     from) it (the per-peer counters of the board) -> this exit is premature: print which rank waits where, and return **without**
      ``MPI_Finalize``. The process then exits with its own exit code, and mpiexec, seeing a
      rank exit without finalising, reports that rank and its exit code and ends the job;
    * a board cannot be read (no one-sided support, a peer that does not answer) ->
@@ -27,7 +28,6 @@ from __future__ import annotations
 import sys
 import time
 
-from . import callsig
 from .arrival import PHASE_EXITING
 
 
@@ -41,6 +41,7 @@ def _premature(communicators) -> str | None:
         everyone_exiting = True
         for c in communicators:
             me, my_world = c.rank, c.world_rank()
+            mine = c.board.mine()
             for r, st in enumerate(c.board.peek()):
                 if r == me:
                     continue
@@ -55,10 +56,14 @@ def _premature(communicators) -> str | None:
                         else "a collective"
                     return (f"rank {wr} waits for it in {what} (collective #{st.waiting} on a "
                             f"group of {c.size}); this rank's last was #{c.seq}")
-                op, peer, tag = st.p2p[0], st.p2p[1], st.p2p[2]
-                if st.p2p[5] and peer == my_world:
-                    name = "recv from" if op == callsig.OPCODES["recv"] else "send to"
-                    return f"rank {wr} waits for it in {name} rank {my_world} (tag {tag})"
+                if st.p2p[5] and st.received and st.received[me] > mine.sent[r]:
+                    return (f"rank {wr} waits in a point-to-point call and has posted "
+                            f"{st.received[me]} recv(s) from rank {my_world}, which sent it "
+                            f"{mine.sent[r]} message(s)")
+                if st.p2p[5] and st.sent and st.sent[me] > mine.received[r]:
+                    return (f"rank {wr} waits in a point-to-point call and has posted "
+                            f"{st.sent[me]} send(s) to rank {my_world}, which posted "
+                            f"{mine.received[r]} recv(s) from it")
         if everyone_exiting:
             return None
         time.sleep(nap)
