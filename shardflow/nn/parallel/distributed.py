@@ -34,6 +34,12 @@ Algorithm
   gradient leaves its bucket unfinished and the next forward raises PyTorch's error.
 * ``broadcast_buffers=True``: buffers (e.g. BatchNorm running stats) are broadcast from
   rank 0 before each forward.
+* A parameter that got no gradient (without ``find_unused_parameters``) is reported at the
+  next forward by its name in the module (``b.weight``), as PyTorch does with
+  ``TORCH_DISTRIBUTED_DEBUG=DETAIL``: each bucket keeps a ready flag per parameter.
+* ``join()``: uneven numbers of batches per rank; see ``join.py`` for the protocol (ranks
+  that ran out shadow the others' collectives with zeros, then the last joiner's model is
+  broadcast).
 
 Gradients are averaged over ranks with equal weight (PyTorch's DDP): with uneven local
 batches and a mean loss, the result is the mean of the per-rank mean gradients.
@@ -50,12 +56,14 @@ from ... import comm as _comm
 from ...autograd import is_grad_enabled
 from ...autograd.tensor import Tensor, _wrap
 from ..module import Module
+from .join import Join
 
 _FIRST_BUCKET_BYTES = 1 << 20
 
 
 class _Bucket:
-    __slots__ = ("index", "params", "offsets", "flat", "pending", "work", "dtype", "launched")
+    __slots__ = ("index", "params", "offsets", "flat", "pending", "work", "dtype", "launched",
+                 "ready")
 
     def __init__(self, index, params, dtype):
         self.index = index
@@ -65,6 +73,7 @@ class _Bucket:
         self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self.flat = np.zeros(int(self.offsets[-1]), dtype=dtype)
         self.pending = len(params)
+        self.ready = [False] * len(params)
         self.work = None
         self.launched = False
 
@@ -136,6 +145,11 @@ class DistributedDataParallel(Module):
         self._sync_module_states()
         params = list(dict.fromkeys(p for p in module.parameters() if p.requires_grad))
         d["_params"] = params
+        names = {id(p): n for n, p in module.named_parameters()}
+        d["_names"] = [names.get(id(p), f"<parameter {i}>") for i, p in enumerate(params)]
+        d["_index"] = {id(p): i for i, p in enumerate(params)}
+        d["_join"] = None  # the active join() context, if any
+        d["_grad_divisor"] = None  # in join(): what summed gradients are divided by
         d["_buckets"] = self._build_buckets(params)
         d["_slot"] = {}
         for b in self._buckets:
@@ -183,6 +197,7 @@ class DistributedDataParallel(Module):
         if not self.require_backward_grad_sync:
             return
         b, i = self._slot[id(p)]
+        b.ready[i] = True
         g = p.grad.array
         dst = b.view(i, g.shape)
         if not np.shares_memory(g, dst):
@@ -198,7 +213,9 @@ class DistributedDataParallel(Module):
         k = self._next_launch
         while k < len(buckets) and buckets[k].pending == 0:
             b = buckets[k]
-            b.work = self.process_group.all_reduce(b.flat, "avg", async_op=True)
+            # join(): summed, divided in _finalize by what join decided (joined ranks add 0)
+            op = "avg" if self._grad_divisor is None else "sum"
+            b.work = self.process_group.all_reduce(b.flat, op, async_op=True)
             b.launched = True
             self.stats["launches"] += 1
             k += 1
@@ -212,6 +229,9 @@ class DistributedDataParallel(Module):
             b.work.wait()
         self.stats["wait_s"] += time.perf_counter() - t0
         self.stats["backward_waits"] += 1
+        if self._grad_divisor is not None:
+            for b in self._buckets:
+                np.divide(b.flat, self._grad_divisor, out=b.flat, casting="unsafe")
         as_view = self.gradient_as_bucket_view
         for b in self._buckets:
             for i, p in enumerate(b.params):
@@ -228,6 +248,7 @@ class DistributedDataParallel(Module):
     def _reset(self) -> None:
         for b in self._buckets:
             b.pending = len(b.params)
+            b.ready = [False] * len(b.params)
             b.work = None
             b.launched = False
         self.__dict__["_next_launch"] = 0
@@ -239,6 +260,7 @@ class DistributedDataParallel(Module):
             for i, p in enumerate(b.params):
                 if id(p) not in used:
                     b.view(i, p.array.shape)[...] = 0
+                    b.ready[i] = True
                     b.pending -= 1
         if any(b.pending == 0 for b in self._buckets):
             self.__dict__["_touched"] = True
@@ -247,25 +269,51 @@ class DistributedDataParallel(Module):
     # -- public API ----------------------------------------------------------------------
     def forward(self, *inputs, **kwargs):
         if self._touched:
-            missing = [i for b in self._buckets for i, p in enumerate(b.params) if b.pending]
-            self._reset()
-            raise RuntimeError(
-                "Expected to have finished reduction in the prior iteration before starting a "
-                "new one: some parameters did not receive a gradient in the last backward "
-                f"({len(missing)} parameter(s) still pending). Pass "
-                "find_unused_parameters=True to DistributedDataParallel if parts of the model "
-                "are not used in every forward, and make sure every output used in the loss "
-                "comes from forward()."
-            )
+            self._raise_unfinished()
         pg = self.process_group
+        src = self._join.notify_forward() if self._join is not None else 0
         if self.broadcast_buffers and pg.size > 1:
-            for buf in self.module.buffers():
-                if buf is not None:
-                    pg.broadcast(buf.array, 0)
+            self._broadcast_buffers(src)
         out = self.module(*inputs, **kwargs)
         if self.find_unused_parameters and self.require_backward_grad_sync and is_grad_enabled():
             self._mark_unused(out)
         return out
+
+    def _raise_unfinished(self) -> None:
+        """PyTorch's error for a backward that left parameters without a gradient, naming them."""
+        missing = sorted(self._index[id(p)] for b in self._buckets
+                         for i, p in enumerate(b.params) if not b.ready[i])
+        self._reset()
+        names = ", ".join(self._names[i] for i in missing)
+        raise RuntimeError(
+            "Expected to have finished reduction in the prior iteration before starting a new "
+            "one. This error indicates that your module has parameters that were not used in "
+            "producing loss. Parameters which did not receive grad for rank "
+            f"{self.process_group.rank}: {names} ({len(missing)} of {len(self._params)} "
+            f"parameters; indices {', '.join(map(str, missing))}). Pass "
+            "find_unused_parameters=True to DistributedDataParallel if parts of the model are "
+            "not used in every forward, and make sure every output used in the loss comes from "
+            "forward()."
+        )
+
+    def _broadcast_buffers(self, src: int) -> None:
+        pg = self.process_group
+        for buf in self.module.buffers():
+            if buf is not None:
+                pg.broadcast(buf.array, src)
+
+    def join(self, divide_by_initial_world_size: bool = True, enable: bool = True,
+             throw_on_early_termination: bool = False) -> Join:
+        """Context manager for uneven inputs (PyTorch's ``DistributedDataParallel.join``).
+
+        ``with model.join(): for batch in loader: ...`` -- a rank that runs out of batches
+        shadows the others' collectives with zero gradients until every rank is done; then
+        the model of the last rank to finish is broadcast to all. Gradients are divided by
+        the initial world size (default) or, with ``divide_by_initial_world_size=False``, by
+        the number of ranks still training. ``throw_on_early_termination=True`` raises on
+        every rank as soon as one has run out. See ``join.py``.
+        """
+        return Join(self, divide_by_initial_world_size, enable, throw_on_early_termination)
 
     @contextlib.contextmanager
     def no_sync(self):

@@ -1,0 +1,121 @@
+"""Uneven inputs under DistributedDataParallel: ``with model.join(): ...`` (PyTorch's semantics).
+
+A rank that runs out of batches leaves its loop and waits in the context's ``__exit__``;
+the other ranks keep training. So that nobody hangs, the finished ("joined") rank shadows
+every collective of each iteration the others still run, contributing zeros.
+
+Communication plan, per iteration of the ranks still training (*active*):
+
+1. ``forward`` (active ranks): one all_reduce(SUM) of an int64 vector ``[a_0 .. a_{W-1},
+   s]``: ``a_r = 1`` for this rank (it has not joined), ``s = 1`` if this iteration's backward
+   will reduce gradients (grad mode on, not in ``no_sync``). Joined ranks contribute zeros.
+   Everyone learns who is active and whether the backward reduces.
+2. ``broadcast_buffers``: buffers are broadcast from the highest active rank (rank 0 may
+   have joined and hold stale buffers; PyTorch does the same).
+3. backward: one all_reduce(SUM) per gradient bucket, in bucket order. Joined ranks
+   all-reduce zero buckets of the same sizes in the same order. Gradients are divided by
+   the initial world size (``divide_by_initial_world_size=True``, PyTorch's default: a
+   joined rank counts as a zero gradient) or by the number of active ranks.
+
+A joined rank loops on step 1; when the vector comes back all zero, every rank has joined.
+Then the model of the *last joiner* (a rank that never had to shadow; the highest such
+rank) is broadcast to all (one all_reduce(MAX) to agree on it, then a broadcast per
+parameter and buffer), because the joined ranks skipped the optimizer steps of the
+shadowed iterations. With ``throw_on_early_termination=True`` the first iteration in which
+some rank has joined raises on every rank instead (PyTorch's messages).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...autograd import is_grad_enabled
+
+
+class Join:
+    """The context manager returned by ``DistributedDataParallel.join()``."""
+
+    def __init__(self, ddp, divide_by_initial_world_size: bool = True, enable: bool = True,
+                 throw_on_early_termination: bool = False):
+        self.ddp = ddp
+        self.divide_by_initial_world_size = bool(divide_by_initial_world_size)
+        self.enable = bool(enable)
+        self.throw_on_early_termination = bool(throw_on_early_termination)
+        self._zeros = None
+
+    def __enter__(self):
+        if self.enable:
+            if self.ddp._join is not None:
+                raise RuntimeError("DistributedDataParallel.join() contexts cannot be nested")
+            self.ddp.__dict__["_join"] = self
+        return self
+
+    # -- active ranks ----------------------------------------------------------------
+    def _flags(self, active: bool, syncing: bool) -> np.ndarray:
+        pg = self.ddp.process_group
+        flags = np.zeros(pg.size + 1, dtype=np.int64)
+        if active:
+            flags[pg.rank] = 1
+            flags[-1] = 1 if syncing else 0
+        pg.all_reduce(flags, "sum")
+        return flags
+
+    def notify_forward(self) -> int:
+        """Step 1 for an active rank; returns the rank buffers are broadcast from."""
+        ddp = self.ddp
+        pg = ddp.process_group
+        syncing = ddp.require_backward_grad_sync and is_grad_enabled()
+        flags = self._flags(True, syncing)
+        active = int(flags[:-1].sum())
+        if self.throw_on_early_termination and active < pg.size:
+            raise RuntimeError("Detected at least one rank that exhausted inputs. "
+                               "Throwing across all ranks.")
+        ddp.__dict__["_grad_divisor"] = pg.size if self.divide_by_initial_world_size else active
+        return int(np.flatnonzero(flags[:-1])[-1])
+
+    # -- joined ranks ----------------------------------------------------------------
+    def __exit__(self, exc_type, exc, tb):
+        ddp = self.ddp
+        if not self.enable:
+            return False
+        ddp.__dict__["_join"] = None
+        ddp.__dict__["_grad_divisor"] = None
+        if exc_type is not None:
+            return False  # the exception propagates; no shadowing (PyTorch's behaviour)
+        pg = ddp.process_group
+        is_last_joiner = True
+        while True:
+            flags = self._flags(False, False)
+            active = flags[:-1]
+            if not active.any():
+                break
+            if self.throw_on_early_termination:
+                raise RuntimeError(f"Rank {pg.rank} exhausted all inputs.")
+            is_last_joiner = False
+            if ddp.broadcast_buffers and pg.size > 1:
+                ddp._broadcast_buffers(int(np.flatnonzero(active)[-1]))
+            if flags[-1]:
+                self._shadow_backward()
+        self._sync_final_model(is_last_joiner)
+        return False
+
+    def _shadow_backward(self) -> None:
+        """Zero buckets all-reduced in the order the active ranks' backward reduces them."""
+        pg = self.ddp.process_group
+        if self._zeros is None:
+            self._zeros = [np.zeros_like(b.flat) for b in self.ddp._buckets]
+        for z in self._zeros:
+            z[...] = 0
+            pg.all_reduce(z, "sum")
+
+    def _sync_final_model(self, is_last_joiner: bool) -> None:
+        ddp = self.ddp
+        pg = ddp.process_group
+        if pg.size == 1:
+            return
+        cand = np.array([pg.rank if is_last_joiner else -1], dtype=np.int64)
+        pg.all_reduce(cand, "max")
+        src = int(cand[0])
+        for t in list(ddp.module.parameters()) + [b for b in ddp.module.buffers() if b is not None]:
+            pg.broadcast(t.array, src)
+            t._version[0] += 1

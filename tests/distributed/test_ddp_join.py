@@ -1,0 +1,153 @@
+"""DistributedDataParallel: uneven inputs with ``join()``, and the unused-parameter error.
+
+``join()`` is checked against the single-process computation PyTorch's semantics imply.
+Rank r holds ``2 + r`` batches. In iteration t the ranks that still have a batch (the set
+A_t) train; the others shadow them with zero gradients. So the update of iteration t is
+SGD on ``sum_{r in A_t} mse(batch_{r,t}) / W`` (``divide_by_initial_world_size=True``,
+the default) or ``/ |A_t|``; ranks that joined skip the optimizer step, and at the end
+every rank holds the model of the last rank to finish. Each rank rebuilds every rank's
+batches from seeds and computes that reference with PyTorch.
+"""
+
+import pytest
+
+from shardflow.testing.mpi import run_mpi
+
+pytestmark = pytest.mark.mpi
+
+JOIN = r"""
+import sys
+import numpy as np, torch
+import shardflow as sf, shardflow.nn as nn, shardflow.nn.functional as F
+import shardflow.distributed as dist
+from shardflow.nn.parallel import DistributedDataParallel as DDP
+dist.init_process_group()
+r, W = dist.get_rank(), dist.get_world_size()
+divide_initial = sys.argv[1] == "initial"
+
+def batches(rank):
+    g = np.random.default_rng(500 + rank)
+    return [(g.standard_normal((3, 5)).astype(np.float32), g.standard_normal((3, 2)).astype(np.float32))
+            for _ in range(2 + rank)]
+
+sf.manual_seed(3 + r)  # different init per rank: DDP broadcasts rank 0's
+model = nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 2))
+ddp = DDP(model, bucket_cap_mb=0.0002)  # a few buckets, so the shadowing order matters
+tmodel = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+with torch.no_grad():
+    for p, q in zip(model.parameters(), tmodel.parameters()):
+        q.copy_(torch.from_numpy(p.numpy().copy()))
+lr = 0.2
+with ddp.join(divide_by_initial_world_size=divide_initial):
+    for x, y in batches(r):
+        ddp.zero_grad(set_to_none=True)
+        F.mse_loss(ddp(sf.tensor(x)), sf.tensor(y)).backward()
+        for p in model.parameters():
+            p.array -= lr * p.grad.array
+# the reference: PyTorch, one process, the semantics above
+every = [batches(k) for k in range(W)]
+for t in range(max(len(b) for b in every)):
+    active = [k for k in range(W) if t < len(every[k])]
+    tmodel.zero_grad()
+    loss = sum(torch.nn.functional.mse_loss(tmodel(torch.from_numpy(every[k][t][0])),
+                                            torch.from_numpy(every[k][t][1])) for k in active)
+    (loss / (W if divide_initial else len(active))).backward()
+    with torch.no_grad():
+        for q in tmodel.parameters():
+            q -= lr * q.grad
+for (name, p), q in zip(model.named_parameters(), tmodel.parameters()):
+    diff = np.abs(p.numpy() - q.detach().numpy()).max()
+    assert diff < 2e-5, (r, name, diff)
+# training goes on normally after the context
+x, y = batches(0)[0]
+F.mse_loss(ddp(sf.tensor(x)), sf.tensor(y)).backward()
+print("ALL OK", r, flush=True)
+"""
+
+THROW = r"""
+import numpy as np
+import shardflow as sf, shardflow.nn as nn, shardflow.nn.functional as F
+import shardflow.distributed as dist
+from shardflow.nn.parallel import DistributedDataParallel as DDP
+dist.init_process_group()
+r = dist.get_rank()
+ddp = DDP(nn.Linear(4, 2))
+try:
+    with ddp.join(throw_on_early_termination=True):
+        for i in range(1 + r):
+            F.mse_loss(ddp(sf.ones(2, 4)), sf.zeros(2, 2)).backward()
+except RuntimeError as e:
+    print(f"RAISED {r}: {e}", flush=True)
+else:
+    print(f"NO ERROR {r}", flush=True)
+"""
+
+UNUSED = r"""
+import shardflow as sf, shardflow.nn as nn, shardflow.nn.functional as F
+import shardflow.distributed as dist
+from shardflow.nn.parallel import DistributedDataParallel as DDP
+dist.init_process_group()
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(6, 6), nn.Tanh())
+        self.heads = nn.ModuleList([nn.Linear(6, 3), nn.Linear(6, 3)])
+    def forward(self, x):
+        return self.heads[0](self.body(x))   # heads.1 gets no gradient
+
+for cap in (25, 0.0001):  # one bucket, one bucket per parameter
+    ddp = DDP(Net(), bucket_cap_mb=cap)
+    x = sf.randn(4, 6)
+    F.mse_loss(ddp(x), sf.zeros(4, 3)).backward()
+    try:
+        ddp(x)
+    except RuntimeError as e:
+        msg = str(e)
+        assert (f"Parameters which did not receive grad for rank {dist.get_rank()}: "
+                "heads.1.weight, heads.1.bias (2 of 6 parameters; indices 4, 5)") in msg, msg
+        assert "find_unused_parameters=True" in msg
+    else:
+        raise AssertionError("expected the unfinished-reduction error")
+print("ALL OK", dist.get_rank(), flush=True)
+"""
+
+
+@pytest.mark.parametrize("n,divide", [(2, "initial"), (3, "initial"), (3, "active")])
+def test_join_with_uneven_batches_matches_single_process(n, divide):
+    res = run_mpi(JOIN, n=n, timeout=90, args=[divide]).check()
+    assert res.stdout.count("ALL OK") == n, res.output
+
+
+def test_join_throw_on_early_termination_raises_on_every_rank():
+    res = run_mpi(THROW, n=3, timeout=90).check()
+    assert "RAISED 0: Rank 0 exhausted all inputs." in res.stdout, res.output
+    for k in (1, 2):
+        assert (f"RAISED {k}: Detected at least one rank that exhausted inputs. Throwing across "
+                "all ranks.") in res.stdout, res.output
+
+
+def test_unused_parameters_are_named_and_counted():
+    res = run_mpi(UNUSED, n=2, timeout=90).check()
+    assert res.stdout.count("ALL OK") == 2, res.output
+
+
+def test_join_in_a_world_of_one():
+    import numpy as np
+
+    import shardflow as sf
+    import shardflow.nn as nn
+    import shardflow.nn.functional as F
+    from shardflow.comm import LocalCommunicator
+    from shardflow.nn.parallel import DistributedDataParallel as DDP
+
+    model = nn.Linear(3, 1)
+    ddp = DDP(model, process_group=LocalCommunicator())
+    ref = nn.Linear(3, 1)
+    ref.load_state_dict(model.state_dict())
+    x, y = sf.randn(4, 3), sf.randn(4, 1)
+    with ddp.join():
+        F.mse_loss(ddp(x), y).backward()
+    F.mse_loss(ref(x), y).backward()
+    for p, q in zip(model.parameters(), ref.parameters()):
+        assert np.allclose(p.grad.numpy(), q.grad.numpy())
