@@ -1,6 +1,7 @@
 """Known gaps of the dtype axis: (spec, dtype) cases that fail today, grouped by cause, with
-the file where the fix belongs. ``test_op_reference.py`` runs them as *strict* xfails: a
-listed case that starts passing fails the suite (XPASS), so whoever fixes a cause deletes
+the file where the fix belongs. ``test_op_reference.py`` leaves them out of the per-case test
+and checks in ``test_known_dtype_gaps_still_fail`` that every one still fails (a strict
+xfail): a listed case that starts passing fails the suite, so whoever fixes a cause deletes
 its entry here, and a new failure is never hidden by this list (only the names below are
 expected to fail, and only in the dtype given).
 
