@@ -106,7 +106,6 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
     return _dropout(input, p, training, inplace, _feature_shape(3, "dropout1d"), "dropout1d")
 
 
-@register("dropout2d")
 def _warn_unusual_rank(name, ndim, expected, spatial):
     """PyTorch warns (and runs) when dropout2d/3d get a rank they were not meant for."""
     warnings.warn(
@@ -127,6 +126,7 @@ def _feature_dropout_shape(s):
     return s[:2] + (1,) * (len(s) - 2)
 
 
+@register("dropout2d")
 def dropout2d(input, p=0.5, training=True, inplace=False):
     """Zero whole channels of (N, C, H, W) input with probability ``p``.
 
@@ -149,6 +149,7 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
     return _dropout(input, p, training, inplace, _feature_dropout_shape, "dropout2d")
 
 
+@register("dropout3d")
 def dropout3d(input, p=0.5, training=True, inplace=False):
     """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) input with probability ``p``.
 

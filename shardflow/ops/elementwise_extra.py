@@ -121,19 +121,16 @@ def _rounding(name, cls, ufunc):
     fn_.__name__ = fn_.__qualname__ = name + "_"
     fn.__doc__ = f"``torch.{name}``: elementwise, integer dtypes kept, zero gradient."
     fn_.__doc__ = f"In-place ``{name}``."
-    register(name)(fn)
-    register(name + "_")(fn_)
-    return fn, fn_
+    return register(name)(fn), register(name + "_")(fn_)
 
 
 floor, floor_ = _rounding("floor", Floor, np.floor)
 ceil, ceil_ = _rounding("ceil", Ceil, np.ceil)
 trunc, trunc_ = _rounding("trunc", Trunc, np.trunc)
 sign, sign_ = _rounding("sign", Sign, np.sign)
-register("fix")(trunc)
-register("fix_")(trunc_)
-register("sgn")(sign)
-fix, fix_, sgn = trunc, trunc_, sign
+fix = register("fix")(trunc)
+fix_ = register("fix_")(trunc_)
+sgn = register("sgn")(sign)
 
 
 @register("round")
@@ -312,8 +309,7 @@ def _compare(name, ufunc, aliases=()):
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"``torch.{name}``: elementwise comparison with a Tensor or number -> bool."
-    register(name, *aliases)(fn)
-    return fn
+    return register(name, *aliases)(fn)
 
 
 eq = _compare("eq", np.equal)
@@ -332,8 +328,7 @@ def _predicate(name, f):
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"``torch.{name}``: elementwise test -> bool tensor."
-    register(name)(fn)
-    return fn
+    return register(name)(fn)
 
 
 def _nan_test(f, int_value):
@@ -416,8 +411,7 @@ def _logical(name, ufunc):
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"``torch.{name}``: nonzero elements count as True -> bool tensor."
-    register(name)(fn)
-    return fn
+    return register(name)(fn)
 
 
 logical_and = _logical("logical_and", np.logical_and)
@@ -474,9 +468,7 @@ def _bitwise(name, ufunc):
     fn_.__name__ = fn_.__qualname__ = name + "_"
     fn.__doc__ = f"``torch.{name}`` on bool/integer tensors (``&``, ``|``, ``^`` operators)."
     fn_.__doc__ = f"In-place ``{name}``."
-    register(name)(fn)
-    register(name + "_")(fn_)
-    return fn, fn_
+    return register(name)(fn), register(name + "_")(fn_)
 
 
 bitwise_and, bitwise_and_ = _bitwise("bitwise_and", np.bitwise_and)
