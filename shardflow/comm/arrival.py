@@ -96,10 +96,12 @@ class ArrivalBoard:
         self.q[_PID] = os.getpid()
 
     # -- writes (local stores only) ------------------------------------------------------
-    def started(self, seq: int, sig_fields: tuple) -> None:
+    def started(self, seq: int, sig: bytes) -> None:
+        """Collective ``seq`` started with signature ``sig`` (its own seq field 0 or ``seq``)."""
         q = self.q
         q[_G_HIGH] = seq
-        callsig.PACKER.pack_into(self.bytes, 8, *sig_fields)
+        self.bytes[8:8 + callsig.NBYTES] = sig
+        q[2] = seq  # the signature's sequence field
         q[_G_LOW] = seq
 
     def waiting(self, seq: int) -> None:

@@ -27,8 +27,11 @@ from __future__ import annotations
 
 import sys
 import time
+import weakref
 
 from .arrival import PHASE_EXITING
+
+LIVE: weakref.WeakSet = weakref.WeakSet()  # the MPI communicators whose boards are read
 
 
 def _premature(communicators) -> str | None:
@@ -70,12 +73,12 @@ def _premature(communicators) -> str | None:
         nap = min(nap * 2, 0.05)
 
 
-def finalize_at_exit(MPI, live) -> None:
-    """The ``atexit`` hook the MPI backend registers when it initialises MPI."""
+def finalize_at_exit(MPI) -> None:
+    """The ``atexit`` hook ``mpi_lib.mpi()`` registers when it initialises MPI."""
     try:
         if MPI.Is_finalized():
             return
-        comms = [c for c in list(live) if c.size > 1 and c.board.win is not None]
+        comms = [c for c in list(LIVE) if c.size > 1 and c.board.win is not None]
         for c in comms:
             c.board.set_phase(PHASE_EXITING)
         reason = _premature(comms) if comms else None

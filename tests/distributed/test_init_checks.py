@@ -13,9 +13,7 @@ import sys
 
 import pytest
 
-import shardflow as sf
-import shardflow.distributed as dist
-from shardflow import _config, comm
+from shardflow import _config
 from shardflow.testing.mpi import run_mpi
 
 
@@ -27,31 +25,37 @@ def _torch_message() -> str:
     return str(info.value)
 
 
-@pytest.fixture
-def no_world():
-    was = comm.is_initialized()
-    if was:
-        pytest.skip("a world is already initialised in this test process")
-    yield
-    if comm.is_initialized():
-        comm.destroy()
+WORLD_OF_ONE = r"""
+import sys
+import shardflow as sf
+import shardflow.distributed as dist
+from shardflow import comm
+expected = sys.argv[1]
+t = sf.ones(2)
+for call in (dist.get_rank, dist.get_world_size, dist.get_backend, dist.get_local_rank,
+             dist.barrier, lambda: dist.all_reduce(t)):
+    try:
+        call()
+    except ValueError as e:
+        assert str(e).startswith(expected), str(e)
+        assert "dist.is_initialized()" in str(e)
+    else:
+        raise AssertionError(f"{call} did not raise before init_process_group")
+assert not dist.is_initialized() and not comm.is_initialized()  # nothing was created
+info = comm.world_info()  # what lower layers ask instead: never initialises anything
+assert (info.rank, info.world_size, info.initialized) == (0, 1, False)
+dist.init_process_group()
+assert (dist.get_rank(), dist.get_world_size()) == (0, 1)
+dist.destroy_process_group()
+print("ok")
+"""
 
 
-def test_rank_queries_before_init_raise_like_pytorch(no_world):
-    expected = _torch_message()
-    t = sf.ones(2)
-    for call in (dist.get_rank, dist.get_world_size, dist.get_backend, dist.get_local_rank,
-                 dist.barrier, lambda: dist.all_reduce(t)):
-        with pytest.raises(ValueError) as info:
-            call()
-        assert str(info.value).startswith(expected), str(info.value)
-        assert "dist.is_initialized()" in str(info.value)
-    assert not dist.is_initialized() and not comm.is_initialized()  # nothing was created
-    info = comm.world_info()  # what lower layers ask instead: never initialises anything
-    assert (info.rank, info.world_size, info.initialized) == (0, 1, False)
-    dist.init_process_group()
-    assert (dist.get_rank(), dist.get_world_size()) == (0, 1)
-    dist.destroy_process_group()
+def test_rank_queries_before_init_raise_like_pytorch():
+    # a fresh interpreter: in this one another test may already have made the world
+    res = subprocess.run([sys.executable, "-c", WORLD_OF_ONE, _torch_message()],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and res.stdout.strip() == "ok", res.stdout + res.stderr
 
 
 BEFORE_INIT = r"""

@@ -1,0 +1,368 @@
+"""The collectives of the MPI backend, as generators of MPI steps (a mixin of
+:class:`~shardflow.comm.mpi.MPICommunicator`).
+
+Every collective starts with the signature ``Allgather`` (``mpi.py`` explains why): on the
+small path its blocks are ``[signature | data]`` and the collective is finished locally
+with NumPy (all_reduce and reduce_scatter reduce the gathered rows in rank order, so every
+rank gets bit-identical results; broadcast, all_gather and all_to_all copy rows out); on
+the large path the blocks are signatures only and MPI's own collective follows on the
+user's buffer. Each generator yields ``(start_nonblocking, run_blocking)`` per MPI step
+(``run_blocking`` None: the step is always polled, on every rank) and returns the result.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+
+from . import callsig
+from .base import ReduceOp, check_avg_dtype
+from .mpi_lib import mpi
+from .mpi_plans import Plan
+from .mpi_work import Call
+
+_REDUCE_UFUNCS = {"sum": np.add, "avg": np.add, "prod": np.multiply, "max": np.maximum,
+                  "min": np.minimum}
+_CANONICAL = frozenset(_REDUCE_UFUNCS)  # ReduceOp.SUM etc. are these strings: skip parsing
+
+
+def _is_half(dt) -> bool:
+    # float16 and ml_dtypes' bfloat16 (kind 'V'); cheaper than dtype equality on the hot path
+    return dt.itemsize == 2 and (dt.kind == "f" or dt.kind == "V")
+
+
+def _reduce_rows(rows, op: str, world: int, out=None):
+    """Reduce ``(world, ...)`` rows over axis 0 in rank order (float32 for half types)."""
+    ufunc = _REDUCE_UFUNCS[op]
+    half = _is_half(rows.dtype)
+    if half:
+        rows = rows.astype(np.float32)
+    if world == 2:
+        acc = ufunc(rows[0], rows[1], out=None if half else out)
+    else:
+        acc = ufunc.reduce(rows, axis=0, out=None if half else out)
+    if op == "avg":
+        np.divide(acc, world, out=acc, casting="unsafe")
+    if out is not None and acc is not out:
+        out[...] = acc
+        return out
+    return acc
+
+
+class CollectivesMixin:
+    """all_reduce, broadcast, all_gather, reduce_scatter, all_to_all, barrier, objects."""
+
+    # -- the signature exchange ----------------------------------------------------------
+    def _bufs(self, plan: Plan, seq: int, fresh: bool):
+        return plan.buffers(self._size, seq, fresh, mpi().BYTE)
+
+    def _exchange(self, s, r):
+        """Start the signature Allgather now; the step to yield waits for it.
+
+        Always the non-blocking call, polled (see ``mpi._run``). Started at once so that
+        Python work placed between this call and the ``yield`` overlaps it.
+        """
+        req = self._comm.Iallgather(s, r)
+        return (lambda: req), None
+
+    # -- all_reduce ----------------------------------------------------------------------
+    def all_reduce(self, array, op=ReduceOp.SUM, async_op: bool = False):
+        if op not in _CANONICAL:
+            op = ReduceOp.parse(op)
+        if op == "avg":
+            check_avg_dtype(array)
+        seq, plan = self._begin("all_reduce", array, op)
+        if self._size == 1:
+            return self._done(array, async_op)
+        if not async_op:
+            return self._all_reduce_now(plan, seq, array, op)
+        gen = (self._all_reduce_small if plan.small else self._all_reduce_large)(
+            plan, seq, array, op, async_op)
+        return self._run(gen, async_op, "all_reduce", seq, array.shape, array.dtype)
+
+    def _all_reduce_now(self, plan, seq, array, op):
+        """The blocking all_reduce, straight-line: the same steps as the generators below
+        without their machinery (it is the most frequent call; Python time is latency)."""
+        send, recv, data, rows, s, r = self._bufs(plan, seq, False)
+        if plan.small:
+            data[...] = array
+        self._enter_blocking("all_reduce", seq, array.shape, array.dtype)
+        try:
+            req = self._comm.Iallgather(s, r)
+            if not plan.small:  # prepared while the exchange runs
+                buf, back = self._prep(array)
+                spec = [buf, self._mpitype(buf.dtype)]
+            self._poll(req)
+            self._check(send, recv)
+            if plan.small:
+                return _reduce_rows(rows, op, self._size, out=array)
+            self._comm.Allreduce(mpi().IN_PLACE, spec, self._ops[op])
+        except mpi().Exception as e:
+            raise self._mpi_failure(e, Call("all_reduce", seq, array.shape, array.dtype)) from None
+        finally:
+            self._leave_blocking()
+        if op == "avg":
+            np.divide(buf, self._size, out=buf, casting="unsafe")
+        if back is not None:
+            back()
+        return array
+
+    def _all_reduce_small(self, plan, seq, array, op, fresh):
+        send, recv, data, rows, s, r = self._bufs(plan, seq, fresh)
+        data[...] = array
+        yield self._exchange(s, r)
+        self._check(send, recv)
+        return _reduce_rows(rows, op, self._size, out=array)
+
+    def _all_reduce_large(self, plan, seq, array, op, fresh):
+        send, recv, _, _, s, r = self._bufs(plan, seq, fresh)
+        exchange = self._exchange(s, r)
+        # prepared while the exchange runs (no array of the caller is written before the
+        # check: _prep only copies half/strided arrays)
+        buf, back = self._prep(array)
+        spec, mop, comm = [buf, self._mpitype(buf.dtype)], self._ops[op], self._comm
+        IN_PLACE = mpi().IN_PLACE
+        yield exchange
+        self._check(send, recv)
+        yield (lambda: comm.Iallreduce(IN_PLACE, spec, mop),
+               lambda: comm.Allreduce(IN_PLACE, spec, mop))
+        if op == "avg":
+            np.divide(buf, self._size, out=buf, casting="unsafe")
+        if back is not None:
+            back()
+        return array
+
+    # -- broadcast -----------------------------------------------------------------------
+    def broadcast(self, array, src: int = 0, async_op: bool = False):
+        if not 0 <= src < self._size:
+            raise ValueError(f"broadcast src must be a rank of the group (0 .. {self._size - 1}), got {src}")
+        seq, plan = self._begin("broadcast", array, root=src)
+        if self._size == 1:
+            return self._done(array, async_op)
+        gen = (self._broadcast_small if plan.small else self._broadcast_large)(
+            plan, seq, array, src, async_op)
+        return self._run(gen, async_op, "broadcast", seq, array.shape, array.dtype)
+
+    def _broadcast_small(self, plan, seq, array, src, fresh):
+        send, recv, data, rows, s, r = self._bufs(plan, seq, fresh)
+        if self._rank == src:
+            data[...] = array
+        yield self._exchange(s, r)
+        self._check(send, recv)
+        if self._rank != src:
+            array[...] = rows[src]
+        return array
+
+    def _broadcast_large(self, plan, seq, array, src, fresh):
+        send, recv, _, _, s, r = self._bufs(plan, seq, fresh)
+        yield self._exchange(s, r)
+        self._check(send, recv)
+        if array.flags.c_contiguous:
+            buf, back = array, None
+        else:
+            buf = np.ascontiguousarray(array)
+
+            def back(a=array, b=buf):
+                a[...] = b
+        view = buf.view(np.uint8) if _is_half(buf.dtype) else buf
+        spec, comm = [view, self._mpitype(view.dtype)], self._comm
+        yield lambda: comm.Ibcast(spec, root=src), lambda: comm.Bcast(spec, root=src)
+        if back is not None and self._rank != src:
+            back()
+        return array
+
+    # -- all_gather ----------------------------------------------------------------------
+    def all_gather(self, array, out=None, async_op: bool = False):
+        shape = (self._size, *array.shape)
+        if out is not None and (tuple(out.shape) != shape and out.size != int(np.prod(shape))):
+            raise ValueError(f"all_gather out must have shape {shape}, got {tuple(out.shape)}")
+        seq, plan = self._begin("all_gather", array)
+        if self._size == 1:
+            if out is None:
+                out = np.empty(shape, dtype=array.dtype)
+            out.reshape(shape)[0] = array
+            return self._done(out, async_op)
+        gen = (self._all_gather_small if plan.small else self._all_gather_large)(
+            plan, seq, array, out, async_op)
+        return self._run(gen, async_op, "all_gather", seq, array.shape, array.dtype)
+
+    def _all_gather_small(self, plan, seq, array, out, fresh):
+        send, recv, data, rows, s, r = self._bufs(plan, seq, fresh)
+        data[...] = array
+        yield self._exchange(s, r)
+        self._check(send, recv)
+        if out is None:
+            return rows.copy()
+        out[...] = rows if out.shape == rows.shape else rows.reshape(out.shape)
+        return out
+
+    def _all_gather_large(self, plan, seq, array, out, fresh):
+        send, recv, _, _, s, r = self._bufs(plan, seq, fresh)
+        yield self._exchange(s, r)
+        self._check(send, recv)
+        shape = (self._size, *array.shape)
+        target = out
+        if out is None or not out.flags.c_contiguous:
+            res = np.empty(shape, dtype=array.dtype)
+        else:
+            res = out.reshape(shape)
+        src = np.ascontiguousarray(array)
+        sv = src.view(np.uint8) if _is_half(src.dtype) else src
+        rv = res.view(np.uint8) if _is_half(res.dtype) else res
+        s1, s2, comm = [sv, self._mpitype(sv.dtype)], [rv, self._mpitype(rv.dtype)], self._comm
+        yield lambda: comm.Iallgather(s1, s2), lambda: comm.Allgather(s1, s2)
+        if target is not None and target is not res and not np.shares_memory(target, res):
+            target[...] = res.reshape(target.shape)
+            return target
+        return res if target is None else target
+
+    # -- reduce_scatter ------------------------------------------------------------------
+    def reduce_scatter(self, array, op=ReduceOp.SUM, out=None, async_op: bool = False):
+        op = ReduceOp.parse(op)
+        if op == "avg":
+            check_avg_dtype(array)
+        oshape = self._check_reduce_scatter(array)
+        if out is not None and tuple(out.shape) != oshape:
+            raise ValueError(f"reduce_scatter out must have shape {oshape}, got {tuple(out.shape)}")
+        seq, plan = self._begin("reduce_scatter", array, op)
+        if self._size == 1:
+            if out is None:
+                out = array.copy()
+            else:
+                out[...] = array
+            return self._done(out, async_op)
+        gen = (self._reduce_scatter_small if plan.small else self._reduce_scatter_large)(
+            plan, seq, array, op, out, oshape, async_op)
+        return self._run(gen, async_op, "reduce_scatter", seq, array.shape, array.dtype)
+
+    def _reduce_scatter_small(self, plan, seq, array, op, out, oshape, fresh):
+        send, recv, data, rows, s, r = self._bufs(plan, seq, fresh)
+        data[...] = array
+        yield self._exchange(s, r)
+        self._check(send, recv)
+        m = oshape[0]
+        acc = _reduce_rows(rows[:, self._rank * m:(self._rank + 1) * m], op, self._size)
+        if out is None:
+            return acc.astype(array.dtype, copy=False)
+        out[...] = acc
+        return out
+
+    def _reduce_scatter_large(self, plan, seq, array, op, out, oshape, fresh):
+        send, recv, _, _, s, r = self._bufs(plan, seq, fresh)
+        yield self._exchange(s, r)
+        self._check(send, recv)
+        src = np.ascontiguousarray(array, dtype=np.float32 if _is_half(array.dtype) else None)
+        res = np.empty(oshape, dtype=src.dtype)
+        s1, s2, comm = [src, self._mpitype(src.dtype)], [res, self._mpitype(res.dtype)], self._comm
+        mop = self._ops[op]
+        yield (lambda: comm.Ireduce_scatter_block(s1, s2, mop),
+               lambda: comm.Reduce_scatter_block(s1, s2, mop))
+        if op == "avg":
+            np.divide(res, self._size, out=res, casting="unsafe")
+        if out is not None:
+            out[...] = res
+            return out
+        return res.astype(array.dtype, copy=False)
+
+    # -- all_to_all ----------------------------------------------------------------------
+    def all_to_all(self, array, out=None, async_op: bool = False):
+        self._check_all_to_all(array)
+        seq, plan = self._begin("all_to_all", array)
+        if self._size == 1:
+            if out is None:
+                out = array.copy()
+            else:
+                out[...] = array
+            return self._done(out, async_op)
+        gen = (self._all_to_all_small if plan.small else self._all_to_all_large)(
+            plan, seq, array, out, async_op)
+        return self._run(gen, async_op, "all_to_all", seq, array.shape, array.dtype)
+
+    def _all_to_all_small(self, plan, seq, array, out, fresh):
+        send, recv, data, rows, s, r = self._bufs(plan, seq, fresh)
+        data[...] = array
+        yield self._exchange(s, r)
+        self._check(send, recv)
+        m = array.shape[0] // self._size
+        mine = rows[:, self._rank * m:(self._rank + 1) * m]  # block r of every rank, in order
+        if out is None:
+            return mine.reshape(array.shape).copy()
+        out[...] = mine.reshape(out.shape)
+        return out
+
+    def _all_to_all_large(self, plan, seq, array, out, fresh):
+        send, recv, _, _, s, r = self._bufs(plan, seq, fresh)
+        yield self._exchange(s, r)
+        self._check(send, recv)
+        src = np.ascontiguousarray(array)
+        res = np.empty_like(src)
+        sv = src.view(np.uint8) if _is_half(src.dtype) else src
+        rv = res.view(np.uint8) if _is_half(res.dtype) else res
+        s1, s2, comm = [sv, self._mpitype(sv.dtype)], [rv, self._mpitype(rv.dtype)], self._comm
+        yield lambda: comm.Ialltoall(s1, s2), lambda: comm.Alltoall(s1, s2)
+        if out is not None:
+            out[...] = res
+            return out
+        return res
+
+    # -- barrier -------------------------------------------------------------------------
+    def barrier(self, async_op: bool = False):
+        seq, plan = self._begin("barrier", None)
+        if self._size == 1:
+            return self._done(None, async_op)
+        return self._run(self._barrier(plan, seq, async_op), async_op, "barrier", seq, (),
+                         None)
+
+    def _barrier(self, plan, seq, fresh):
+        send, recv, _, _, s, r = self._bufs(plan, seq, fresh)
+        yield self._exchange(s, r)
+        self._check(send, recv)
+
+    # -- Python objects (small control data; pickled) ----------------------------------
+    # The pickle's size travels in the signature (dims[0]; the element count is 0, so the
+    # sizes, which differ by design, are not compared), then Allgatherv / Bcast moves it.
+    def all_gather_object(self, obj) -> list:
+        data = np.frombuffer(pickle.dumps(obj), dtype=np.uint8)
+        seq, plan = self._begin("all_gather_object", None, shape=(data.size,))
+        if self._size == 1:
+            return [pickle.loads(data.tobytes())]
+        return self._run(self._all_gather_object(plan, seq, data), False, "all_gather_object",
+                         seq, data.shape, np.uint8)
+
+    def _all_gather_object(self, plan, seq, data):
+        send, recv, _, _, s, r = self._bufs(plan, seq, True)
+        yield self._exchange(s, r)
+        counts = [int(callsig.CallSig.unpack(recv[k]).dims[0]) for k in range(self._size)]
+        recv[:, 7 * 8:8 * 8] = 0  # dims[0], the sizes: compare the rest
+        send[7 * 8:8 * 8] = 0
+        self._check(send, recv)
+        displs = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int).tolist()
+        out = np.empty(int(sum(counts)), dtype=np.uint8)
+        BYTE, comm = mpi().BYTE, self._comm
+        s2, r2 = [data, BYTE], [out, (counts, displs), BYTE]
+        yield lambda: comm.Iallgatherv(s2, r2), lambda: comm.Allgatherv(s2, r2)
+        return [pickle.loads(out[d:d + c].tobytes()) for c, d in zip(counts, displs)]
+
+    def broadcast_object(self, obj, src: int = 0):
+        data = (np.frombuffer(pickle.dumps(obj), dtype=np.uint8) if self._rank == src
+                else np.empty(0, dtype=np.uint8))
+        seq, plan = self._begin("broadcast_object", None, shape=(data.size,), root=src)
+        if self._size == 1:
+            return obj
+        got = self._run(self._broadcast_object(plan, seq, data, src), False, "broadcast_object",
+                        seq, data.shape, np.uint8)
+        return obj if self._rank == src else pickle.loads(got.tobytes())
+
+    def _broadcast_object(self, plan, seq, data, src):
+        send, recv, _, _, s, r = self._bufs(plan, seq, True)
+        yield self._exchange(s, r)
+        n = int(callsig.CallSig.unpack(recv[src]).dims[0])  # the root's pickle size
+        recv[:, 7 * 8:8 * 8] = 0
+        send[7 * 8:8 * 8] = 0
+        self._check(send, recv)
+        buf = data.copy() if self._rank == src else np.empty(n, dtype=np.uint8)
+        spec, comm = [buf, mpi().BYTE], self._comm
+        yield lambda: comm.Ibcast(spec, root=src), lambda: comm.Bcast(spec, root=src)
+        return buf
+

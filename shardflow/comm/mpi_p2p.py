@@ -1,0 +1,137 @@
+"""Point-to-point calls of the MPI backend (a mixin of
+:class:`~shardflow.comm.mpi.MPICommunicator`).
+
+``send`` posts the call signature (96 bytes, on the side communicator) and the data (on
+the communicator), same tag. ``recv`` receives the signature first and posts the data
+receive only when dtype and element count match: a truncated receive above the eager
+limit corrupts memory (``mpi_plans.py``). On a mismatch it consumes the message into a
+scratch buffer (so that it cannot match a later recv) and raises a CommError with both
+shapes; the receive buffer is untouched. MPI matches receives from one (source, tag) in
+the order they were posted, so the data receives are posted in call order whichever
+handle is waited on first (``_recv_fifo``). Pending receives are advanced by every wait
+(``mpi_work.progress_all``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import callsig
+from .base import CommError
+from .mpi_lib import mpi
+from .mpi_plans import H
+from .mpi_work import BUSY, Call, MPIWork
+
+
+def _is_half(dt) -> bool:
+    return dt.itemsize == 2 and (dt.kind == "f" or dt.kind == "V")
+
+
+class _Both:
+    """Two requests tested together (a send's signature and data messages)."""
+
+    __slots__ = ("reqs",)
+
+    def __init__(self, reqs):
+        self.reqs = reqs
+
+    def Test(self) -> bool:
+        return mpi().Request.Testall(self.reqs)
+
+
+class PointToPointMixin:
+    """send / recv with signature checks (see the module docstring)."""
+
+    def send(self, array, dst: int, tag: int = 0, async_op: bool = False):
+        return self._p2p("send", array, dst, tag, async_op)
+
+    def recv(self, array, src: int, tag: int = 0, async_op: bool = False):
+        return self._p2p("recv", array, src, tag, async_op)
+
+    def _p2p(self, op, array, peer, tag, async_op):
+        if not 0 <= peer < self._size:
+            raise ValueError(f"{op}: peer rank {peer} is outside the group 0 .. {self._size - 1}")
+        if peer == self._rank:
+            raise ValueError(f"{op}: rank {self.world_rank()} cannot {op} to/from itself")
+        self.p2p_seq += 1
+        fields = callsig.fields(op, self.p2p_seq, None, array.dtype, array.size,
+                                self.world_rank(), array.shape)
+        self.board.p2p_started(op, peer, self.world_ranks[peer], tag, array.size, array.dtype)
+        call = Call(op, self.p2p_seq, array.shape, array.dtype, self.world_ranks[peer], tag)
+        if op == "send":
+            work = MPIWork(self, self._send(array, peer, tag, fields), call)
+        else:
+            me: list = []
+            work = MPIWork(self, self._recv(array, peer, tag, fields, me), call)
+            me.append(work)
+            self._recv_fifo.setdefault((peer, tag), []).append(work)
+        if async_op:
+            if not work.done:
+                self._pending.append(work)
+                BUSY.add(self)
+            return work
+        return work.wait()
+
+    def _send(self, array, dst, tag, fields):
+        BYTE = mpi().BYTE
+        sig = np.empty(H, dtype=np.uint8)
+        callsig.PACKER.pack_into(sig, 0, *fields)
+        buf = np.ascontiguousarray(array)
+        bv = buf.view(np.uint8) if _is_half(buf.dtype) else buf
+        side, comm, dtype = self._side, self._comm, self._mpitype(bv.dtype)
+        yield (lambda: _Both([side.Isend([sig, BYTE], dest=dst, tag=tag),
+                              comm.Isend([bv, dtype], dest=dst, tag=tag)])), None
+        return None
+
+    def _recv(self, array, src, tag, fields, me):
+        BYTE = mpi().BYTE
+        sig = np.zeros(H, dtype=np.uint8)
+        side, comm = self._side, self._comm
+        yield (lambda: side.Irecv([sig, BYTE], source=src, tag=tag)), None
+        self._await_turn((src, tag), me[0])
+        theirs = callsig.CallSig.unpack(sig)
+        mine = callsig.CallSig(*fields[:7], tuple(fields[7:]))
+        if theirs.op != callsig.OPCODES["send"] or (theirs.dtype, theirs.count) != (
+                mine.dtype, mine.count) or (self._debug and theirs.dims != mine.dims):
+            size = callsig.dtype_itemsize(theirs.dtype)
+            if size is None:
+                self._recv_fifo[(src, tag)].pop(0)
+            else:  # consume the message, so that it cannot match a later recv
+                scratch = np.empty(size * theirs.count, dtype=np.uint8)
+                yield (lambda: self._post_data(comm.Irecv, [scratch, BYTE], src, tag)), None
+            raise self._p2p_mismatch(theirs, array, src, tag)
+        if array.flags.c_contiguous:
+            buf, back = array, None
+        else:
+            buf = np.empty(array.shape, dtype=array.dtype)  # C order, whatever array's is
+
+            def back(a=array, b=buf):
+                a[...] = b
+        bv = buf.view(np.uint8) if _is_half(buf.dtype) else buf
+        dtype = self._mpitype(bv.dtype)
+        yield (lambda: self._post_data(comm.Irecv, [bv, dtype], src, tag)), None
+        if back is not None:
+            back()
+        return array
+
+    def _await_turn(self, key, work) -> None:
+        """Let earlier recvs from the same (source, tag) post their data receive first."""
+        fifo = self._recv_fifo[key]
+        while fifo[0] is not work:
+            head = fifo[0]
+            head.is_completed()  # its signature arrived before ours: this posts its data recv
+            if head.done and fifo and fifo[0] is head:
+                fifo.pop(0)
+
+    def _post_data(self, irecv, spec, src, tag):
+        self._recv_fifo[(src, tag)].pop(0)  # this recv's turn is over: the next one may post
+        return irecv(spec, source=src, tag=tag)
+
+    def _p2p_mismatch(self, theirs, array, src, tag) -> CommError:
+        return CommError(
+            f"recv from rank {self.world_ranks[src]} (tag {tag}) on rank {self.world_rank()}: "
+            f"rank {self.world_ranks[src]} sent {theirs.describe()} but this rank's recv "
+            f"expects shape={tuple(array.shape)}, dtype={array.dtype} "
+            f"({theirs.count} vs {array.size} elements). A send and its recv must have the same "
+            "dtype and number of elements; nothing was written to the receive buffer."
+        )
