@@ -4,8 +4,9 @@ Algorithm and communication plan
 --------------------------------
 * **Every collective carries its call signature.** Each rank's call is summarised in 96
   bytes (``callsig.py``: op, sequence number, reduce op, dtype, element count, root,
-  shape). The first MPI call of every collective is one ``Allgather`` on the
-  communicator whose per-rank block starts with that signature, so every rank sees every
+  shape). The first MPI call of every collective is one ``Allgather`` on a duplicate of
+  the communicator (the *side* communicator) whose per-rank block starts with that
+  signature, so every rank sees every
   rank's call before any array is written, and a mismatch (another collective, another
   dtype or element count, another root or reduce op, a drifted sequence) raises
   :class:`CommError` naming each rank's call, on every rank, with the arrays unchanged.
@@ -23,7 +24,9 @@ Algorithm and communication plan
     message corrupts the receiver's memory (measured, see ``EAGER_SAFE_BYTES``).
   - **Larger messages**: the ``Allgather`` holds the signatures only; then the data goes
     through MPI's own collective (``Allreduce(IN_PLACE)``, ``Bcast``, ``Allgather``,
-    ``Reduce_scatter_block``, ``Alltoall``) on the user's buffer, zero-copy. The extra
+    ``Reduce_scatter_block``, ``Alltoall``) on the communicator, on the user's buffer,
+    zero-copy. MPI matches collectives by issue order: the signature exchanges are issued
+    when called, the data steps strictly in call order (``_data_turn``), on every rank. The extra
     small collective costs a few microseconds (``shardflow bench comm``: see
     docs/DISTRIBUTED.md for the table).
   - ``SHARDFLOW_DEBUG=collectives`` compares the shapes as well (by default only what
@@ -111,6 +114,7 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, Communicator):
         self.p2p_seq = 0
         self._pending: list[MPIWork] = []
         self._recv_fifo: dict = {}  # (source, tag) -> recvs not yet past their signature
+        self._data_queue: list = []  # async collectives whose data step is not issued yet
         self._plans: dict = {}
         self._types: dict = {}
         self._ops = {"sum": MPI.SUM, "avg": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN,
@@ -175,16 +179,23 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, Communicator):
         self._board.started(seq, plan.sig)
         return seq, plan
 
-    def _run(self, gen, async_op: bool, op: str, seq: int, shape, dtype):
+    def _run(self, gen, async_op: bool, op: str, seq: int, shape, dtype, me=None,
+             data_step: bool = False):
         """Drive an operation generator: as a Work (async) or with blocking MPI calls.
 
         A step whose blocking variant is None (the signature exchange) is polled, also in a
         blocking call: MPI does not match a blocking collective with a non-blocking one, so
         the variant must not depend on local state; polling advances pending async work.
+        An async operation with a ``data_step`` joins the queue of data steps to issue in
+        call order (``_data_turn``); ``me`` receives its handle.
         """
         if async_op:
             work = MPIWork(self, gen, Call(op, seq, shape, dtype))
+            if me is not None:
+                me.append(work)
             if not work.done:
+                if data_step:
+                    self._data_queue.append(work)
                 self._pending.append(work)
                 BUSY.add(self)
             return work
@@ -204,6 +215,35 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, Communicator):
             raise self._mpi_failure(e, Call(op, seq, shape, dtype)) from None
         finally:
             self._leave_blocking()
+
+    def _data_turn(self, work) -> None:
+        """Wait until the async operations called before ``work`` (None: before now) have
+        issued their data step on the communicator.
+
+        MPI matches collectives on a communicator by issue order, and an async data step
+        is issued when its operation notices, while being polled, that the signatures
+        matched; polling the earlier ones here keeps the issue order the call order on
+        every rank. Bounded by the collective timeout.
+        """
+        q = self._data_queue
+        if not q or q[0] is work:
+            return
+        start = time.monotonic()
+        spin_until = start + SPIN_S
+        nap = 1e-5
+        while q and q[0] is not work:
+            head = q[0]
+            if head.done:  # finished or failed before issuing: no data step will come
+                q.pop(0)
+                continue
+            head.is_completed()  # issues its data step once its signatures are in
+            if q and q[0] is head:
+                now = time.monotonic()
+                if now - start > self._timeout:
+                    self._on_timeout(head.call, now - start, self._timeout)
+                if now > spin_until:
+                    time.sleep(nap)
+                    nap = min(nap * 2, 1e-3)
 
     def _enter_blocking(self, op, seq, shape, dtype) -> None:
         """A blocking call starts: the board says what we wait on, the watchdog times it."""
@@ -378,6 +418,7 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, Communicator):
     # -- groups --------------------------------------------------------------------------
     def new_group(self, ranks):
         MPI = mpi()
+        self._data_turn(None)  # Split is a collective on the communicator: in call order
         ranks = sorted(int(r) for r in ranks)
         bad = [r for r in ranks if not 0 <= r < self._size]
         if bad:
@@ -389,6 +430,10 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, Communicator):
         return MPICommunicator(sub, [self.world_ranks[r] for r in ranks])
 
     def free(self) -> None:
+        try:
+            self._data_turn(None)  # Free is collective: after every issued data step
+        except Exception:  # noqa: BLE001 - freeing at shutdown is best effort
+            pass
         self._watchdog = None
         LIVE.discard(self)
         BUSY.discard(self)

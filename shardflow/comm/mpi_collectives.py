@@ -8,6 +8,14 @@ rank gets bit-identical results; broadcast, all_gather and all_to_all copy rows 
 the large path the blocks are signatures only and MPI's own collective follows on the
 user's buffer. Each generator yields ``(start_nonblocking, run_blocking)`` per MPI step
 (``run_blocking`` None: the step is always polled, on every rank) and returns the result.
+
+MPI matches collectives on a communicator by the order in which they are issued. The
+signature exchanges run on the side communicator and are issued when the collective is
+called, so their order is the call order on every rank. The data steps run on the
+communicator and are issued only after the signatures matched, which an async operation
+notices whenever it is polled; so that their order is the call order too, a data step
+waits for its turn (``MPICommunicator._data_turn``: earlier async operations issue theirs
+first). ``me`` is a one-element list holding the operation's handle when it is async.
 """
 
 from __future__ import annotations
@@ -63,8 +71,31 @@ class CollectivesMixin:
         Always the non-blocking call, polled (see ``mpi._run``). Started at once so that
         Python work placed between this call and the ``yield`` overlaps it.
         """
-        req = self._comm.Iallgather(s, r)
+        req = self._side.Iallgather(s, r)
         return (lambda: req), None
+
+    def _checked_turn(self, send, recv, me) -> None:
+        """Large path, after the exchange: wait for this data step's turn, then check."""
+        work = me[0] if me else None
+        self._data_turn(work)
+        try:
+            self._check(send, recv)
+        except Exception:
+            if work is not None:
+                self._data_queue.pop(0)  # no data step will follow: the next one's turn
+            raise
+
+    def _data_step(self, me, start, blocking):
+        """The step of a large collective on the communicator, in turn (see the docstring)."""
+        work = me[0] if me else None
+        if work is None:
+            return start, blocking
+
+        def issue():
+            self._data_queue.pop(0)  # issued: the next data step's turn
+            return start()
+
+        return issue, blocking
 
     # -- all_reduce ----------------------------------------------------------------------
     def all_reduce(self, array, op=ReduceOp.SUM, async_op: bool = False):
@@ -77,9 +108,11 @@ class CollectivesMixin:
             return self._done(array, async_op)
         if not async_op:
             return self._all_reduce_now(plan, seq, array, op)
+        me: list = []
         gen = (self._all_reduce_small if plan.small else self._all_reduce_large)(
-            plan, seq, array, op, async_op)
-        return self._run(gen, async_op, "all_reduce", seq, array.shape, array.dtype)
+            plan, seq, array, op, async_op, me)
+        return self._run(gen, async_op, "all_reduce", seq, array.shape, array.dtype, me,
+                         not plan.small)
 
     def _all_reduce_now(self, plan, seq, array, op):
         """The blocking all_reduce, straight-line: the same steps as the generators below
@@ -89,7 +122,7 @@ class CollectivesMixin:
             data[...] = array
         self._enter_blocking("all_reduce", seq, array.shape, array.dtype)
         try:
-            req = self._comm.Iallgather(s, r)
+            req = self._side.Iallgather(s, r)
             if not plan.small:  # prepared while the exchange runs
                 buf, back = self._prep(array)
                 spec = [buf, self._mpitype(buf.dtype)]
@@ -97,6 +130,7 @@ class CollectivesMixin:
             self._check(send, recv)
             if plan.small:
                 return _reduce_rows(rows, op, self._size, out=array)
+            self._data_turn(None)
             self._comm.Allreduce(mpi().IN_PLACE, spec, self._ops[op])
         except mpi().Exception as e:
             raise self._mpi_failure(e, Call("all_reduce", seq, array.shape, array.dtype)) from None
@@ -108,14 +142,14 @@ class CollectivesMixin:
             back()
         return array
 
-    def _all_reduce_small(self, plan, seq, array, op, fresh):
+    def _all_reduce_small(self, plan, seq, array, op, fresh, me=None):
         send, recv, data, rows, s, r = self._bufs(plan, seq, fresh)
         data[...] = array
         yield self._exchange(s, r)
         self._check(send, recv)
         return _reduce_rows(rows, op, self._size, out=array)
 
-    def _all_reduce_large(self, plan, seq, array, op, fresh):
+    def _all_reduce_large(self, plan, seq, array, op, fresh, me):
         send, recv, _, _, s, r = self._bufs(plan, seq, fresh)
         exchange = self._exchange(s, r)
         # prepared while the exchange runs (no array of the caller is written before the
@@ -124,9 +158,9 @@ class CollectivesMixin:
         spec, mop, comm = [buf, self._mpitype(buf.dtype)], self._ops[op], self._comm
         IN_PLACE = mpi().IN_PLACE
         yield exchange
-        self._check(send, recv)
-        yield (lambda: comm.Iallreduce(IN_PLACE, spec, mop),
-               lambda: comm.Allreduce(IN_PLACE, spec, mop))
+        self._checked_turn(send, recv, me)
+        yield self._data_step(me, lambda: comm.Iallreduce(IN_PLACE, spec, mop),
+                              lambda: comm.Allreduce(IN_PLACE, spec, mop))
         if op == "avg":
             np.divide(buf, self._size, out=buf, casting="unsafe")
         if back is not None:
@@ -140,11 +174,13 @@ class CollectivesMixin:
         seq, plan = self._begin("broadcast", array, root=src)
         if self._size == 1:
             return self._done(array, async_op)
+        me: list = []
         gen = (self._broadcast_small if plan.small else self._broadcast_large)(
-            plan, seq, array, src, async_op)
-        return self._run(gen, async_op, "broadcast", seq, array.shape, array.dtype)
+            plan, seq, array, src, async_op, me)
+        return self._run(gen, async_op, "broadcast", seq, array.shape, array.dtype, me,
+                         not plan.small)
 
-    def _broadcast_small(self, plan, seq, array, src, fresh):
+    def _broadcast_small(self, plan, seq, array, src, fresh, me=None):
         send, recv, data, rows, s, r = self._bufs(plan, seq, fresh)
         if self._rank == src:
             data[...] = array
@@ -154,10 +190,10 @@ class CollectivesMixin:
             array[...] = rows[src]
         return array
 
-    def _broadcast_large(self, plan, seq, array, src, fresh):
+    def _broadcast_large(self, plan, seq, array, src, fresh, me):
         send, recv, _, _, s, r = self._bufs(plan, seq, fresh)
         yield self._exchange(s, r)
-        self._check(send, recv)
+        self._checked_turn(send, recv, me)
         if array.flags.c_contiguous:
             buf, back = array, None
         else:
@@ -167,7 +203,8 @@ class CollectivesMixin:
                 a[...] = b
         view = buf.view(np.uint8) if _is_half(buf.dtype) else buf
         spec, comm = [view, self._mpitype(view.dtype)], self._comm
-        yield lambda: comm.Ibcast(spec, root=src), lambda: comm.Bcast(spec, root=src)
+        yield self._data_step(me, lambda: comm.Ibcast(spec, root=src),
+                              lambda: comm.Bcast(spec, root=src))
         if back is not None and self._rank != src:
             back()
         return array
@@ -183,11 +220,13 @@ class CollectivesMixin:
                 out = np.empty(shape, dtype=array.dtype)
             out.reshape(shape)[0] = array
             return self._done(out, async_op)
+        me: list = []
         gen = (self._all_gather_small if plan.small else self._all_gather_large)(
-            plan, seq, array, out, async_op)
-        return self._run(gen, async_op, "all_gather", seq, array.shape, array.dtype)
+            plan, seq, array, out, async_op, me)
+        return self._run(gen, async_op, "all_gather", seq, array.shape, array.dtype, me,
+                         not plan.small)
 
-    def _all_gather_small(self, plan, seq, array, out, fresh):
+    def _all_gather_small(self, plan, seq, array, out, fresh, me=None):
         send, recv, data, rows, s, r = self._bufs(plan, seq, fresh)
         data[...] = array
         yield self._exchange(s, r)
@@ -197,10 +236,10 @@ class CollectivesMixin:
         out[...] = rows if out.shape == rows.shape else rows.reshape(out.shape)
         return out
 
-    def _all_gather_large(self, plan, seq, array, out, fresh):
+    def _all_gather_large(self, plan, seq, array, out, fresh, me):
         send, recv, _, _, s, r = self._bufs(plan, seq, fresh)
         yield self._exchange(s, r)
-        self._check(send, recv)
+        self._checked_turn(send, recv, me)
         shape = (self._size, *array.shape)
         target = out
         if out is None or not out.flags.c_contiguous:
@@ -211,7 +250,8 @@ class CollectivesMixin:
         sv = src.view(np.uint8) if _is_half(src.dtype) else src
         rv = res.view(np.uint8) if _is_half(res.dtype) else res
         s1, s2, comm = [sv, self._mpitype(sv.dtype)], [rv, self._mpitype(rv.dtype)], self._comm
-        yield lambda: comm.Iallgather(s1, s2), lambda: comm.Allgather(s1, s2)
+        yield self._data_step(me, lambda: comm.Iallgather(s1, s2),
+                              lambda: comm.Allgather(s1, s2))
         if target is not None and target is not res and not np.shares_memory(target, res):
             target[...] = res.reshape(target.shape)
             return target
@@ -232,11 +272,13 @@ class CollectivesMixin:
             else:
                 out[...] = array
             return self._done(out, async_op)
+        me: list = []
         gen = (self._reduce_scatter_small if plan.small else self._reduce_scatter_large)(
-            plan, seq, array, op, out, oshape, async_op)
-        return self._run(gen, async_op, "reduce_scatter", seq, array.shape, array.dtype)
+            plan, seq, array, op, out, oshape, async_op, me)
+        return self._run(gen, async_op, "reduce_scatter", seq, array.shape, array.dtype, me,
+                         not plan.small)
 
-    def _reduce_scatter_small(self, plan, seq, array, op, out, oshape, fresh):
+    def _reduce_scatter_small(self, plan, seq, array, op, out, oshape, fresh, me=None):
         send, recv, data, rows, s, r = self._bufs(plan, seq, fresh)
         data[...] = array
         yield self._exchange(s, r)
@@ -248,16 +290,16 @@ class CollectivesMixin:
         out[...] = acc
         return out
 
-    def _reduce_scatter_large(self, plan, seq, array, op, out, oshape, fresh):
+    def _reduce_scatter_large(self, plan, seq, array, op, out, oshape, fresh, me):
         send, recv, _, _, s, r = self._bufs(plan, seq, fresh)
         yield self._exchange(s, r)
-        self._check(send, recv)
+        self._checked_turn(send, recv, me)
         src = np.ascontiguousarray(array, dtype=np.float32 if _is_half(array.dtype) else None)
         res = np.empty(oshape, dtype=src.dtype)
         s1, s2, comm = [src, self._mpitype(src.dtype)], [res, self._mpitype(res.dtype)], self._comm
         mop = self._ops[op]
-        yield (lambda: comm.Ireduce_scatter_block(s1, s2, mop),
-               lambda: comm.Reduce_scatter_block(s1, s2, mop))
+        yield self._data_step(me, lambda: comm.Ireduce_scatter_block(s1, s2, mop),
+                              lambda: comm.Reduce_scatter_block(s1, s2, mop))
         if op == "avg":
             np.divide(res, self._size, out=res, casting="unsafe")
         if out is not None:
@@ -275,11 +317,13 @@ class CollectivesMixin:
             else:
                 out[...] = array
             return self._done(out, async_op)
+        me: list = []
         gen = (self._all_to_all_small if plan.small else self._all_to_all_large)(
-            plan, seq, array, out, async_op)
-        return self._run(gen, async_op, "all_to_all", seq, array.shape, array.dtype)
+            plan, seq, array, out, async_op, me)
+        return self._run(gen, async_op, "all_to_all", seq, array.shape, array.dtype, me,
+                         not plan.small)
 
-    def _all_to_all_small(self, plan, seq, array, out, fresh):
+    def _all_to_all_small(self, plan, seq, array, out, fresh, me=None):
         send, recv, data, rows, s, r = self._bufs(plan, seq, fresh)
         data[...] = array
         yield self._exchange(s, r)
@@ -291,16 +335,16 @@ class CollectivesMixin:
         out[...] = mine.reshape(out.shape)
         return out
 
-    def _all_to_all_large(self, plan, seq, array, out, fresh):
+    def _all_to_all_large(self, plan, seq, array, out, fresh, me):
         send, recv, _, _, s, r = self._bufs(plan, seq, fresh)
         yield self._exchange(s, r)
-        self._check(send, recv)
+        self._checked_turn(send, recv, me)
         src = np.ascontiguousarray(array)
         res = np.empty_like(src)
         sv = src.view(np.uint8) if _is_half(src.dtype) else src
         rv = res.view(np.uint8) if _is_half(res.dtype) else res
         s1, s2, comm = [sv, self._mpitype(sv.dtype)], [rv, self._mpitype(rv.dtype)], self._comm
-        yield lambda: comm.Ialltoall(s1, s2), lambda: comm.Alltoall(s1, s2)
+        yield self._data_step(me, lambda: comm.Ialltoall(s1, s2), lambda: comm.Alltoall(s1, s2))
         if out is not None:
             out[...] = res
             return out
@@ -336,7 +380,7 @@ class CollectivesMixin:
         counts = [int(callsig.CallSig.unpack(recv[k]).dims[0]) for k in range(self._size)]
         recv[:, 7 * 8:8 * 8] = 0  # dims[0], the sizes: compare the rest
         send[7 * 8:8 * 8] = 0
-        self._check(send, recv)
+        self._checked_turn(send, recv, None)
         displs = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int).tolist()
         out = np.empty(int(sum(counts)), dtype=np.uint8)
         BYTE, comm = mpi().BYTE, self._comm
@@ -360,7 +404,7 @@ class CollectivesMixin:
         n = int(callsig.CallSig.unpack(recv[src]).dims[0])  # the root's pickle size
         recv[:, 7 * 8:8 * 8] = 0
         send[7 * 8:8 * 8] = 0
-        self._check(send, recv)
+        self._checked_turn(send, recv, None)
         buf = data.copy() if self._rank == src else np.empty(n, dtype=np.uint8)
         spec, comm = [buf, mpi().BYTE], self._comm
         yield lambda: comm.Ibcast(spec, root=src), lambda: comm.Bcast(spec, root=src)
