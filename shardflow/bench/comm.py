@@ -2,8 +2,10 @@
 
 Started as a plain process, it relaunches itself on ``-n`` ranks (default 2) through
 mpiexec. Each rank then, for message sizes 1 KB .. 64 MB (float32, x4 steps), times
-interleaved rounds of (a) ``shardflow.comm`` ``all_reduce`` (``Iallreduce`` + polled
-``Test`` with timeout bookkeeping) and (b) raw mpi4py ``COMM_WORLD.Allreduce(IN_PLACE, buf)``
+interleaved rounds of (a) ``shardflow.comm`` ``all_reduce`` (the checked call: the ranks'
+call signatures are exchanged first, with the data itself for messages under 3 KB in
+total, then ``Allreduce(IN_PLACE)`` under the watchdog) and (b) raw mpi4py
+``COMM_WORLD.Allreduce(IN_PLACE, buf)``
 (blocking, buffer-based) — the same buffer, the same ranks, after a barrier. Each cell is
 the median over rounds of the per-call time; bus bandwidth = bytes * 2(n-1)/n / time
 (NCCL-tests' definition). Rank 0 prints the table with the ratio shardflow / raw.

@@ -265,18 +265,13 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, Communicator):
         peer is released and arrives. Once the signatures are exchanged every rank is inside
         the collective, and the data step may block. The watchdog bounds the wait.
         """
-        if req.Test():
-            return
-        spin_until = time.monotonic() + SPIN_S
-        nap = 1e-5
-        while True:
+        # Spins, as the blocking MPI call it stands for does: a nap here delays this rank's
+        # data step by up to the nap (measured: 1-4 MB all_reduce 10-20 % slower with the
+        # 10 us .. 1 ms naps async waits use, when the peer was still in the previous call).
+        test = req.Test
+        while not test():
             if BUSY:
                 progress_all()
-            if req.Test():
-                return
-            if time.monotonic() > spin_until:
-                time.sleep(nap)
-                nap = min(nap * 2, 1e-3)
 
     def _start_watchdog(self) -> None:
         """A daemon thread that ends the job when a blocking collective outlives the timeout.

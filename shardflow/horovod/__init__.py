@@ -18,7 +18,9 @@ Algorithm and communication plan
   ``all_reduce`` (sum, or average = sum / size) while backward continues; hooks drive MPI
   progress. ``step()`` waits for every handle, decompresses into ``p.grad`` and runs the
   wrapped optimizer. Collectives are matched across ranks by issue order (the backward
-  graph is the same on every rank); ``SHARDFLOW_DEBUG=collectives`` checks it.
+  graph is the same on every rank); every collective checks that the ranks made the same
+  call (op, dtype, element count, root: ``shardflow.comm``), and raises naming each
+  rank's call if not.
 """
 
 from __future__ import annotations
