@@ -48,14 +48,7 @@ class Adadelta(Optimizer):
                     st["square_avg"] = self._zeros_like(p)
                     st["acc_delta"] = self._zeros_like(p)
                 st["step"].array += 1
-                if maximize or wd != 0:
-                    gg = self._scratch(x, 1)
-                    np.negative(g, out=gg) if maximize else np.copyto(gg, g)
-                    if wd != 0:
-                        tmp = self._scratch(x)
-                        np.multiply(x, wd, out=tmp)
-                        gg += tmp
-                    g = gg
+                g = self._effective_grad(x, g, wd, maximize)
                 sq, acc = st["square_avg"].array, st["acc_delta"].array
                 delta = self._scratch(x)
                 std = self._scratch(x, 2)

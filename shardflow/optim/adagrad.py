@@ -59,14 +59,7 @@ class Adagrad(Optimizer):
                 step_arr = st["step"].array
                 step_arr += 1
                 t = float(step_arr)
-                if maximize or wd != 0:
-                    gg = self._scratch(x, 1)
-                    np.negative(g, out=gg) if maximize else np.copyto(gg, g)
-                    if wd != 0:
-                        tmp = self._scratch(x)
-                        np.multiply(x, wd, out=tmp)
-                        gg += tmp
-                    g = gg
+                g = self._effective_grad(x, g, wd, maximize)
                 clr = lr / (1 + (t - 1) * lr_decay)
                 s = st["sum"].array
                 tmp = self._scratch(x)

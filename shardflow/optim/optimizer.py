@@ -134,6 +134,20 @@ class Optimizer:
             buf = self._scratch_cache[key] = np.empty_like(like)
         return buf
 
+    def _effective_grad(self, x: np.ndarray, g: np.ndarray, weight_decay: float, maximize: bool):
+        """``-g if maximize else g``, plus ``weight_decay * x`` (L2, PyTorch's non-decoupled
+        form), in scratch slot 1 (slot 0 stays free for the caller); ``g`` itself when neither
+        applies."""
+        if not maximize and weight_decay == 0:
+            return g
+        gg = self._scratch(x, 1)
+        np.negative(g, out=gg) if maximize else np.copyto(gg, g)
+        if weight_decay != 0:
+            tmp = self._scratch(x)
+            np.multiply(x, weight_decay, out=tmp)
+            gg += tmp
+        return gg
+
     @staticmethod
     def _zeros_like(p: Tensor) -> Tensor:
         return _wrap(np.zeros_like(p.array))

@@ -56,14 +56,7 @@ class RMSprop(Optimizer):
                     if centered:
                         st["grad_avg"] = self._zeros_like(p)
                 st["step"].array += 1
-                if maximize or wd != 0:
-                    gg = self._scratch(x, 1)
-                    np.negative(g, out=gg) if maximize else np.copyto(gg, g)
-                    if wd != 0:
-                        tmp = self._scratch(x)
-                        np.multiply(x, wd, out=tmp)
-                        gg += tmp
-                    g = gg
+                g = self._effective_grad(x, g, wd, maximize)
                 sq = st["square_avg"].array
                 avg = self._scratch(x)
                 sq *= alpha
