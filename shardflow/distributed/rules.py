@@ -301,8 +301,7 @@ def _random_like_rule(name, func, args, kwargs):
     # Draw the whole logical tensor (same values as one process), keep this rank's shard.
     t = args[0]
     spec = t._spec
-    full_arg = _Shape(spec.shape, t.array.dtype)
-    full = func(full_arg, *args[1:], **kwargs)
+    full = func(_wrap_local_array(np.empty(spec.shape, dtype=t.array.dtype)), *args[1:], **kwargs)
     from .boxing import box_array
     from .global_tensor import GlobalSpec, make_global
 
@@ -312,19 +311,14 @@ def _random_like_rule(name, func, args, kwargs):
     return make_global(out, GlobalSpec(spec.placement, sbp, spec.shape))
 
 
-class _Shape(Tensor):
-    """A stand-in with a shape and dtype for ``*_like`` creation of a whole tensor."""
-
-    def __init__(self, shape, dtype):
-        import numpy as np
-
-        super().__init__(np.empty(shape, dtype=dtype))
-
-
 def _wrap_local(t):
+    return _wrap_local_array(t.array)
+
+
+def _wrap_local_array(array):
     from ..autograd import _wrap
 
-    return _wrap(t.array)
+    return _wrap(array)
 
 
 # ----------------------------------------------------------------------------- elementwise
@@ -427,8 +421,7 @@ def _elementwise_rule(name, func, args, kwargs):
     mesh_nd = uniq[0]._spec.placement.ndim
     tg, out_sbp = _ew_plan(name, uniq, out_shape, n_scalars, mesh_nd)
     targets = {id(t): s for t, s in zip(uniq, tg)}
-    n_out = 1
-    return _run(name, func, args, kwargs, targets, [out_sbp] * n_out, [out_shape] * n_out)
+    return _run(name, func, args, kwargs, targets, [out_sbp], [out_shape])
 
 
 def _inplace_rule(name, func, args, kwargs):
@@ -728,7 +721,7 @@ def _view_sbp(spec, new_shape):
 
 def _view_like(name, func, t, new_shape, args, kwargs, rebuild):
     spec = t._spec
-    out_sbp = _view_sbp(spec, new_shape) if not any(s.is_partial() and False for s in spec.sbp) else None
+    out_sbp = _view_sbp(spec, new_shape)  # a view is linear: Partial passes through
     if out_sbp is None:
         return NotImplemented
     from .global_tensor import GlobalSpec
@@ -871,19 +864,17 @@ def _cat_rule(name, func, args, kwargs):
     dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
     spec = tensors[0]._spec
     nd = len(spec.shape)
-    if name == "stack":
-        dim = dim % (nd + 1)
-        out = tuple(Split(s.dim + (s.dim >= dim), s.blocks) if s.is_split() else s for s in spec.sbp)
-        shape = (*spec.shape[:dim], len(tensors), *spec.shape[dim:])
-    else:
-        dim = dim % nd
-        out = spec.sbp
-        shape = tuple(sum(x._spec.shape[dim] for x in tensors) if d == dim else spec.shape[d] for d in range(nd))
-    if any(s.is_split() and s.dim == dim for s in spec.sbp) and name != "stack":
-        out = tuple(broadcast if (s.is_split() and s.dim == dim) else s for s in spec.sbp)
     if any(s.is_partial() for s in spec.sbp):
         return NotImplemented
-    src = tuple(broadcast if s.is_split() and s.dim == dim and name != "stack" else s for s in spec.sbp)
+    if name == "stack":  # a new dim: splits move past it, nothing is gathered
+        dim = dim % (nd + 1)
+        src = spec.sbp
+        out = tuple(Split(s.dim + (s.dim >= dim), s.blocks) if s.is_split() else s for s in spec.sbp)
+        shape = (*spec.shape[:dim], len(tensors), *spec.shape[dim:])
+    else:  # concatenating along a split dim gathers it first
+        dim = dim % nd
+        src = out = tuple(broadcast if (s.is_split() and s.dim == dim) else s for s in spec.sbp)
+        shape = tuple(sum(x._spec.shape[dim] for x in tensors) if d == dim else spec.shape[d] for d in range(nd))
     targets = {id(x): src for x in tensors}
     return _run(name, func, args, kwargs, targets, [out], [shape])
 
