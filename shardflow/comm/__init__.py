@@ -1,8 +1,10 @@
 """Collectives on raw arrays (layer L2): the ``Communicator`` interface and its backends.
 
-``base`` (interface, ReduceOp, Work), ``local`` (world of one), ``mpi`` (mpi4py, the only
-module importing it), ``world`` (launch detection, default communicator, failure
-handling). See docs/DISTRIBUTED.md.
+``base`` (interface, ReduceOp, Work), ``local`` (world of one), ``mpi`` (the MPI
+communicator; ``mpi_lib`` is the only module importing mpi4py; ``mpi_collectives``,
+``mpi_p2p``, ``mpi_plans``, ``mpi_work``, ``mpi_exit``), ``callsig`` and ``arrival`` (the
+checked calls and the failure reports), ``world`` (launch detection, default
+communicator, failure handling). See docs/DISTRIBUTED.md.
 """
 
 from .base import CommError, CommTimeoutError, Communicator, CompletedWork, ReduceOp, Work
