@@ -75,6 +75,7 @@ _PRTE_ABORT = re.compile(r"MPI_ABORT was invoked on rank (\d+)")
 _PRTE_ABORT_CODE = re.compile(r"Errorcode:\s*(-?\d+)")
 _PRTE_SIGNAL = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exited on\s+signal (\d+)",
                           re.S)
+_PRTE_IMPROPER = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exiting\s+improperly", re.S)
 _SHELL_SAFE_ENV = ("SHARDFLOW_", "PYTHON", "OMPI_MCA_", "MASTER_ADDR", "MASTER_PORT")
 DEFAULT_GRACE_S = 30.0
 _FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
@@ -127,6 +128,9 @@ def _root_cause(records: list[dict], other: list[str], tails: dict, rc: int):
     m = _PRTE_SIGNAL.search(text)
     if rank is None and m:
         rank, code, kind = int(m.group(1)), -int(m.group(2)), "signal"
+    m = _PRTE_IMPROPER.search(text)
+    if rank is None and m:  # left early (even with exit code 0) while others still ran
+        rank, code, kind = int(m.group(1)), 0, "exited before the others, without finalising MPI"
     m = _PRTE_ABORT.search(text)
     if rank is None and m:
         rank, kind = int(m.group(1)), "abort"
