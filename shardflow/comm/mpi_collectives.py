@@ -98,6 +98,14 @@ class CollectivesMixin:
         return issue, blocking
 
     # -- all_reduce ----------------------------------------------------------------------
+    def _run_sized(self, name: str, plan, seq: int, array, async_op: bool, *args):
+        """Run collective ``name``'s small (data inside the signature exchange) or large step
+        generator, ``self._<name>_small|large(plan, seq, array, *args, async_op, me)``."""
+        me: list = []
+        steps = getattr(self, f"_{name}_{'small' if plan.small else 'large'}")
+        gen = steps(plan, seq, array, *args, async_op, me)
+        return self._run(gen, async_op, name, seq, array.shape, array.dtype, me, not plan.small)
+
     def all_reduce(self, array, op=ReduceOp.SUM, async_op: bool = False):
         if op not in _CANONICAL:
             op = ReduceOp.parse(op)
@@ -108,11 +116,7 @@ class CollectivesMixin:
             return self._done(array, async_op)
         if not async_op:
             return self._all_reduce_now(plan, seq, array, op)
-        me: list = []
-        gen = (self._all_reduce_small if plan.small else self._all_reduce_large)(
-            plan, seq, array, op, async_op, me)
-        return self._run(gen, async_op, "all_reduce", seq, array.shape, array.dtype, me,
-                         not plan.small)
+        return self._run_sized("all_reduce", plan, seq, array, async_op, op)
 
     def _all_reduce_now(self, plan, seq, array, op):
         """The blocking all_reduce, straight-line: the same steps as the generators below
@@ -174,11 +178,7 @@ class CollectivesMixin:
         seq, plan = self._begin("broadcast", array, root=src)
         if self._size == 1:
             return self._done(array, async_op)
-        me: list = []
-        gen = (self._broadcast_small if plan.small else self._broadcast_large)(
-            plan, seq, array, src, async_op, me)
-        return self._run(gen, async_op, "broadcast", seq, array.shape, array.dtype, me,
-                         not plan.small)
+        return self._run_sized("broadcast", plan, seq, array, async_op, src)
 
     def _broadcast_small(self, plan, seq, array, src, fresh, me=None):
         send, recv, data, rows, s, r = self._bufs(plan, seq, fresh)
@@ -220,11 +220,7 @@ class CollectivesMixin:
                 out = np.empty(shape, dtype=array.dtype)
             out.reshape(shape)[0] = array
             return self._done(out, async_op)
-        me: list = []
-        gen = (self._all_gather_small if plan.small else self._all_gather_large)(
-            plan, seq, array, out, async_op, me)
-        return self._run(gen, async_op, "all_gather", seq, array.shape, array.dtype, me,
-                         not plan.small)
+        return self._run_sized("all_gather", plan, seq, array, async_op, out)
 
     def _all_gather_small(self, plan, seq, array, out, fresh, me=None):
         send, recv, data, rows, s, r = self._bufs(plan, seq, fresh)
@@ -272,11 +268,7 @@ class CollectivesMixin:
             else:
                 out[...] = array
             return self._done(out, async_op)
-        me: list = []
-        gen = (self._reduce_scatter_small if plan.small else self._reduce_scatter_large)(
-            plan, seq, array, op, out, oshape, async_op, me)
-        return self._run(gen, async_op, "reduce_scatter", seq, array.shape, array.dtype, me,
-                         not plan.small)
+        return self._run_sized("reduce_scatter", plan, seq, array, async_op, op, out, oshape)
 
     def _reduce_scatter_small(self, plan, seq, array, op, out, oshape, fresh, me=None):
         send, recv, data, rows, s, r = self._bufs(plan, seq, fresh)
@@ -317,11 +309,7 @@ class CollectivesMixin:
             else:
                 out[...] = array
             return self._done(out, async_op)
-        me: list = []
-        gen = (self._all_to_all_small if plan.small else self._all_to_all_large)(
-            plan, seq, array, out, async_op, me)
-        return self._run(gen, async_op, "all_to_all", seq, array.shape, array.dtype, me,
-                         not plan.small)
+        return self._run_sized("all_to_all", plan, seq, array, async_op, out)
 
     def _all_to_all_small(self, plan, seq, array, out, fresh, me=None):
         send, recv, data, rows, s, r = self._bufs(plan, seq, fresh)
