@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import pickle
 
-import numpy as np
-
+from ..backend.xp import get_array_module
 from .base import CommError, Communicator, CompletedWork, ReduceOp, check_avg_dtype
 
 
@@ -44,7 +43,7 @@ class LocalCommunicator(Communicator):
 
     def all_gather(self, array, out=None, async_op: bool = False):
         if out is None:
-            out = np.empty((1, *array.shape), dtype=array.dtype)
+            out = get_array_module(array).empty((1, *array.shape), dtype=array.dtype)
         out.reshape((1, *array.shape))[0] = array
         return self._done(out, async_op)
 

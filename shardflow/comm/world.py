@@ -5,9 +5,10 @@
   :class:`~shardflow.comm.mpi.MPICommunicator` over ``COMM_WORLD``; a plain ``python``
   process gets the world of one (no MPI import at all). torchrun-style ``RANK`` /
   ``WORLD_SIZE`` with ``WORLD_SIZE > 1`` is refused with a message, because shardflow's
-  CPU transport is MPI, which needs its own launcher. Backend ``"nccl"`` (what torchrun
-  scripts ask for) runs on MPI as ``"gloo"`` does, with a one-time note on rank 0, until
-  a NCCL transport exists.
+  CPU transport is MPI, which needs its own launcher. Backend ``"nccl"`` builds a
+  :class:`~shardflow.comm.nccl.NCCLCommunicator` over that world (device arrays through
+  NCCL, the rest through MPI) when CuPy sees a CUDA device; without one it runs on MPI as
+  ``"gloo"`` does, with a one-time note on rank 0.
 * When the world has more than one rank, :func:`init` installs a ``sys.excepthook``: an
   uncaught exception prints its traceback (each line prefixed ``[rank R]`` unless the
   launcher prefixes lines itself), writes a root-cause record for ``shardflow run`` and
@@ -28,6 +29,7 @@ import traceback
 from dataclasses import dataclass
 
 from .. import _config
+from ..backend.xp import cuda_is_available
 from .base import Communicator
 from .local import LocalCommunicator
 
@@ -55,13 +57,16 @@ def init(backend: str | None = None) -> Communicator:
     _config.debug_flags()  # an unknown SHARDFLOW_DEBUG flag fails here, on every backend
     info = _config.launch_info()
     want = (backend or "auto").lower()
-    if want in ("nccl", "cuda"):
-        # torchrun-style scripts ask for nccl; until a NCCL transport exists, run them on MPI
+    nccl = want in ("nccl", "cuda")
+    if nccl and not cuda_is_available():
+        # torchrun-style scripts ask for nccl; on a machine without a GPU run them on MPI
         # (as 'gloo' does) rather than refuse them, and say so once, on rank 0
-        _note_once(info.rank, f"shardflow: init with backend {backend!r}: shardflow has no "
-                   "NCCL transport yet, so the collectives run over MPI on CPU, as with "
-                   "'gloo' (same results)\n")
-        want = "gloo"
+        _note_once(info.rank, f"shardflow: init with backend {backend!r}: no CUDA device here "
+                   "(CuPy sees none), so the collectives run over MPI on CPU, as with 'gloo' "
+                   "(same results)\n")
+        want, nccl = "gloo", False
+    elif nccl:
+        want = "auto"
     if want not in ("auto", "mpi", "gloo", "local", "none"):
         raise ValueError(f"unknown backend {backend!r}; expected 'mpi', 'gloo', 'nccl' or None")
     if info.launcher == "torchrun" and info.world_size > 1 and want != "local":
@@ -71,17 +76,21 @@ def init(backend: str | None = None) -> Communicator:
             f"Start the script with `shardflow run -n {info.world_size} script.py` instead."
         )
     if want == "local" or (info.launcher == "none" and want == "auto"):
-        _world = LocalCommunicator()
-        return _world
-    from .mpi import MPICommunicator
+        comm = LocalCommunicator()
+    else:
+        from .mpi import MPICommunicator
 
-    comm = MPICommunicator()
-    if info.launcher in ("mpiexec", "slurm") and comm.size != info.world_size:
-        raise RuntimeError(
-            f"the launcher says WORLD_SIZE={info.world_size} but MPI sees {comm.size} ranks; "
-            "the MPI library that runs this Python does not match the launcher. Start with "
-            "`shardflow run -n N` (it uses the mpiexec next to this Python)."
-        )
+        comm = MPICommunicator()
+        if info.launcher in ("mpiexec", "slurm") and comm.size != info.world_size:
+            raise RuntimeError(
+                f"the launcher says WORLD_SIZE={info.world_size} but MPI sees {comm.size} ranks; "
+                "the MPI library that runs this Python does not match the launcher. Start with "
+                "`shardflow run -n N` (it uses the mpiexec next to this Python)."
+            )
+    if nccl:
+        from .nccl import NCCLCommunicator
+
+        comm = NCCLCommunicator(comm)  # device arrays over NCCL; the rest over ``comm``
     _world = comm
     if comm.size > 1:
         install_excepthook()

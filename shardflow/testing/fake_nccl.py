@@ -1,0 +1,178 @@
+"""A CPU stand-in for the device side of the NCCL backend, for tests without a GPU.
+
+:class:`FakeCudaAPI` has the surface of :class:`shardflow.comm.nccl_lib.CudaAPI`: "device"
+arrays are NumPy arrays of the :class:`DeviceArray` subclass, pointers are their host
+addresses, and the NCCL calls (``allReduce(sendptr, recvptr, count, dtype, op, stream)``
+and the rest, with NCCL's enum values) rebuild arrays from those pointers and carry the
+operation out with MPI on a duplicate of the control communicator. It checks what the
+communicator hands to NCCL (pointers, counts, dtypes, roots, grouped send/recv), not
+NCCL itself: ``tests/gpu/test_nccl.py`` does that on a GPU.
+
+``hang_after=N`` lets the first N NCCL calls complete and makes the next one's completion
+event never fire (a peer that stalls inside a collective), to test the timeout report; ``has_avg=False`` models a NCCL
+older than 2.10 (no ``ncclAvg``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import types
+import uuid
+
+import numpy as np
+
+# NCCL's enum values (nccl.h): ncclDataType_t and ncclRedOp_t
+_TYPES = {0: np.int8, 1: np.uint8, 2: np.int32, 3: np.uint32, 4: np.int64, 5: np.uint64,
+          6: np.float16, 7: np.float32, 8: np.float64}
+_NAMES = {"NCCL_INT8": 0, "NCCL_UINT8": 1, "NCCL_INT32": 2, "NCCL_UINT32": 3, "NCCL_INT64": 4,
+          "NCCL_UINT64": 5, "NCCL_FLOAT16": 6, "NCCL_FLOAT32": 7, "NCCL_FLOAT64": 8,
+          "NCCL_SUM": 0, "NCCL_PROD": 1, "NCCL_MAX": 2, "NCCL_MIN": 3}
+
+
+class DeviceArray(np.ndarray):
+    """A host array that the fake backend treats as living on the device."""
+
+
+def to_device(a) -> DeviceArray:
+    return np.ascontiguousarray(a).view(DeviceArray)
+
+
+def _view(ptr: int, count: int, code: int) -> np.ndarray:
+    dt = np.dtype(_TYPES[code])
+    if count == 0:
+        return np.empty(0, dt)
+    raw = (ctypes.c_char * (count * dt.itemsize)).from_address(ptr)
+    return np.frombuffer(raw, dtype=dt, count=count)
+
+
+class _Event:
+    def __init__(self, done: bool):
+        self.done = done
+
+
+class _FakeNcclComm:
+    """NCCL's communicator calls, carried out by MPI on host memory."""
+
+    def __init__(self, api: FakeCudaAPI, mpi_comm):
+        from mpi4py import MPI
+
+        self._api, self._c, self._MPI = api, mpi_comm, MPI
+        self._ops = {0: MPI.SUM, 1: MPI.PROD, 2: MPI.MAX, 3: MPI.MIN, 4: MPI.SUM}
+        self.aborted = False
+
+    def _op(self, code):
+        if code not in self._ops:
+            raise RuntimeError(f"fake NCCL: unknown reduce op {code}")
+        return self._ops[code]
+
+    def allReduce(self, send, recv, count, dt, op, stream):  # noqa: N802 - NCCL's name
+        self._api._count_call()
+        s, r = _view(send, count, dt), _view(recv, count, dt)
+        self._c.Allreduce(s.copy() if send == recv else s, r, op=self._op(op))
+        if op == 4:  # ncclAvg
+            r /= self._c.Get_size()
+
+    def bcast(self, buf, count, dt, root, stream):
+        self._api._count_call()
+        self._c.Bcast(_view(buf, count, dt), root=root)
+
+    def allGather(self, send, recv, count, dt, stream):  # noqa: N802
+        self._api._count_call()
+        self._c.Allgather(_view(send, count, dt), _view(recv, count * self._c.Get_size(), dt))
+
+    def reduceScatter(self, send, recv, recvcount, dt, op, stream):  # noqa: N802
+        self._api._count_call()
+        n = self._c.Get_size()
+        s = _view(send, recvcount * n, dt)
+        r = _view(recv, recvcount, dt)
+        self._c.Reduce_scatter_block(s, r, op=self._op(op))
+        if op == 4:
+            r /= n
+
+    def send(self, buf, count, dt, peer, stream):
+        self._api._p2p(self._c, "send", _view(buf, count, dt), peer)
+
+    def recv(self, buf, count, dt, peer, stream):
+        self._api._p2p(self._c, "recv", _view(buf, count, dt), peer)
+
+    def abort(self):
+        self.aborted = True
+
+    def destroy(self):
+        self._c.Free()
+
+
+class FakeCudaAPI:
+    """The :class:`~shardflow.comm.nccl_lib.CudaAPI` surface on host memory (see module doc)."""
+
+    name = "fake-cuda"
+
+    def __init__(self, hang_after: int | None = None, has_avg: bool = True):
+        self.hang_after = hang_after
+        self.calls = 0
+        self.comms: list[_FakeNcclComm] = []
+        self._group: list | None = None
+        names = dict(_NAMES)
+        if has_avg:
+            names["NCCL_AVG"] = 4
+        self.nccl = types.SimpleNamespace(
+            **names,
+            NcclCommunicator=None,
+            get_unique_id=lambda: uuid.uuid4().hex,
+            groupStart=self._group_start,
+            groupEnd=self._group_end,
+        )
+
+    # the device
+    def is_device(self, array) -> bool:
+        return isinstance(array, DeviceArray)
+
+    @staticmethod
+    def ptr(array) -> int:
+        return int(array.ctypes.data)
+
+    def empty(self, shape, dtype, like=None):
+        return np.empty(shape, dtype=dtype).view(DeviceArray)
+
+    def contiguous(self, array):
+        return np.ascontiguousarray(array).view(DeviceArray)
+
+    def stream_ptr(self) -> int:
+        return 0
+
+    def record_event(self):
+        return _Event(not (self.hang_after is not None and self.calls > self.hang_after))
+
+    def device_count(self) -> int:
+        return 1
+
+    def use_device(self, index: int) -> None:
+        self.device = index
+
+    def make_comm(self, size, uid, rank, control):
+        comm = _FakeNcclComm(self, control.mpi_comm.Dup())
+        self.comms.append(comm)
+        return comm
+
+    # NCCL's calls
+    def _count_call(self):
+        self.calls += 1
+
+    def _group_start(self):
+        self._group = []
+
+    def _group_end(self):
+        group, self._group = self._group, None
+        if group:
+            self.calls += 1
+            reqs = [(c.Isend if kind == "send" else c.Irecv)(buf, peer) for c, kind, buf, peer in group]
+            from mpi4py import MPI
+
+            MPI.Request.Waitall(reqs)
+
+    def _p2p(self, comm, kind, buf, peer):
+        if self._group is not None:
+            self._group.append((comm, kind, buf, peer))
+            return
+        self.calls += 1
+        (comm.Send if kind == "send" else comm.Recv)(buf, peer)
