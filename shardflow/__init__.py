@@ -16,6 +16,7 @@ from . import (
     nn,
     onnx,
     optim,
+    profiler,
     serialization,
     utils,
 )

@@ -24,9 +24,34 @@ OPS: dict[str, Callable] = {}
 _global_handler: list[Callable | None] = [None]
 
 
+# What feeds that one slot: [global-tensor handler, profiler hook]. The profiler
+# (``shardflow.profiler``) times each op with ``hook(name, func, args, kwargs)``; both are
+# composed into ``_global_handler`` so an op still costs one check when neither is set.
+_hooks: list[Callable | None] = [None, None]
+
+
+def _compose() -> None:
+    g, p = _hooks
+    if p is None or g is None:
+        _global_handler[0] = p or g
+        return
+
+    def both(name, func, args, kwargs):  # profiler outside, so it times the global handling
+        return p(name, lambda *a, **k: g(name, func, a, k), args, kwargs)
+
+    _global_handler[0] = both
+
+
 def set_global_handler(handler: Callable | None) -> None:
     """Install (or remove, with None) the hook that sees every registered op call first."""
-    _global_handler[0] = handler
+    _hooks[0] = handler
+    _compose()
+
+
+def set_op_profiler(hook: Callable | None) -> None:
+    """Install (or remove, with None) the profiler's op hook (see ``_hooks``)."""
+    _hooks[1] = hook
+    _compose()
 
 
 def register(name: str, *aliases: str):

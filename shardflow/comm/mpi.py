@@ -80,6 +80,7 @@ import numpy as np
 
 from .. import _config
 from . import callsig
+from . import profiling as _profiling
 from .arrival import ArrivalBoard, collective_timeout_report, p2p_timeout_report
 from .base import CommError, Communicator, CompletedWork
 from .mpi_collectives import CollectivesMixin
@@ -181,6 +182,16 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, Communicator):
 
     def _run(self, gen, async_op: bool, op: str, seq: int, shape, dtype, me=None,
              data_step: bool = False):
+        rec = _profiling.current
+        if rec is None:
+            return self._run_steps(gen, async_op, op, seq, shape, dtype, me, data_step)
+        nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize if dtype is not None else 0
+        with rec.span(op, "comm", bytes=nbytes, seq=seq, async_op=async_op,
+                      group=",".join(map(str, self.world_ranks))):
+            return self._run_steps(gen, async_op, op, seq, shape, dtype, me, data_step)
+
+    def _run_steps(self, gen, async_op: bool, op: str, seq: int, shape, dtype, me=None,
+                   data_step: bool = False):
         """Drive an operation generator: as a Work (async) or with blocking MPI calls.
 
         A step whose blocking variant is None (the signature exchange) is polled, also in a

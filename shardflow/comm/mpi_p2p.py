@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import callsig
+from . import profiling as _profiling
 from .base import CommError
 from .mpi_lib import mpi
 from .mpi_plans import H
@@ -49,6 +50,13 @@ class PointToPointMixin:
         return self._p2p("recv", array, src, tag, async_op)
 
     def _p2p(self, op, array, peer, tag, async_op):
+        rec = _profiling.current
+        if rec is None:
+            return self._p2p_steps(op, array, peer, tag, async_op)
+        with rec.span(op, "comm", bytes=array.nbytes, peer=peer, tag=tag, async_op=async_op):
+            return self._p2p_steps(op, array, peer, tag, async_op)
+
+    def _p2p_steps(self, op, array, peer, tag, async_op):
         if not 0 <= peer < self._size:
             raise ValueError(f"{op}: peer rank {peer} is outside the group 0 .. {self._size - 1}")
         if peer == self._rank:

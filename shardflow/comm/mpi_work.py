@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 
+from . import profiling as _profiling
 from .base import CommError, Work
 from .mpi_lib import mpi
 
@@ -93,6 +94,13 @@ class MPIWork(Work):
         return self.value
 
     def wait(self, timeout: float | None = None):
+        rec = _profiling.current
+        if rec is not None and not self.done:  # a profile records the time blocked here
+            with rec.span(f"wait {self.call.op}", "wait", seq=self.call.seq):
+                return self._wait(timeout)
+        return self._wait(timeout)
+
+    def _wait(self, timeout: float | None):
         if not self.is_completed():
             comm = self.comm
             board = comm.board

@@ -56,6 +56,7 @@ import traceback
 from dataclasses import dataclass
 
 from ..backend import random as _random
+from ..comm import profiling as _profiling
 from . import _world
 from .collate import default_collate, default_convert
 from .dataset import IterableDataset
@@ -502,6 +503,11 @@ class DataLoader:
         return self.batch_sampler if self._auto_collation else self.sampler
 
     def __iter__(self):
+        it = self._new_iter()
+        rec = _profiling.current  # a profile records each batch as a ``data`` event
+        return it if rec is None else rec.wrap_loader(it)
+
+    def _new_iter(self):
         if self._sharding():
             self._index_sampler()
             self._shard_samplers[0].set_epoch(self._shard_epoch)
