@@ -1,0 +1,243 @@
+"""Pipeline schedules with PyTorch's names: ``ScheduleGPipe``, ``Schedule1F1B``,
+``ScheduleInterleaved1F1B``; ``schedule.step(x, target=y, losses=[])``.
+
+``step`` cuts the batch into ``n_microbatches`` chunks along dim 0 (``torch.chunk``'s
+rule): the first stage's rank passes the input, the last stage's rank the target (and a
+``losses`` list, which receives each micro-batch's loss); other ranks call ``step()``.
+Each rank then runs its list of actions, ``F(stage, mb)`` / ``B(stage, mb)``:
+
+* **GPipe**: all forwards, then all backwards (in the same micro-batch order). A stage holds
+  the activations of all ``m`` micro-batches at the turn.
+* **1F1B** (PipeDream-flush): rank ``r`` of ``p`` runs ``p - r - 1`` warm-up forwards, then
+  alternates one forward and one backward, then drains the backwards: at most ``p - r``
+  micro-batches in flight, so activation memory is bounded by ``p`` and not ``m``. Same
+  bubble as GPipe, ``(p - 1) / (m + p - 1)`` of the step for equal stage times.
+* **Interleaved 1F1B** (Megatron): each rank holds ``v`` stages (``s = k * p + r``); forwards
+  go in groups of ``p`` micro-batches through chunk 0, 1, .., ``v - 1``; backwards through
+  the chunks in reverse; warm-up ``(p - r - 1) * 2 + (v - 1) * p`` forwards. The bubble
+  shrinks to ``(p - 1) / (v * m + p - 1)`` at the cost of ``v`` times the messages;
+  ``m`` must be a multiple of ``p``.
+
+After the last backward: gradients are divided by ``m`` (``scale_grads=True``, PyTorch's
+default: the step's gradient is that of the mean micro-batch loss, i.e. of the full-batch
+mean loss for equal chunks), shared parameters' gradients are summed between the stages
+that hold them (one all-reduce on a two-rank group per tied parameter), and with a
+``dp_group`` each stage's gradients are averaged over its data-parallel replicas.
+
+Timing: ``schedule.last_timing`` has the step's wall time and the time this rank spent in
+forward/backward compute (not waiting on receives); ``1 - busy / wall`` is the measured
+bubble (``shardflow bench pipeline``).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ... import comm as _comm
+from ...autograd.tensor import Tensor
+
+__all__ = ["PipelineScheduleSingle", "ScheduleGPipe", "Schedule1F1B", "ScheduleInterleaved1F1B",
+           "bubble_fraction"]
+
+
+def bubble_fraction(p: int, m: int, v: int = 1) -> float:
+    """The analytic idle share of a step: ``(p - 1) / (v * m + p - 1)``."""
+    return (p - 1) / (v * m + p - 1)
+
+
+def _chunks(t, m: int) -> list:
+    if t is None:
+        return [None] * m
+    arr = t.array if isinstance(t, Tensor) else np.asarray(t)
+    if arr.shape[0] < m:
+        raise ValueError(f"a batch of {arr.shape[0]} rows cannot be cut into {m} micro-batches; "
+                         f"use n_microbatches <= {arr.shape[0]}")
+    parts = np.array_split(arr, m, axis=0) if arr.shape[0] % m == 0 else _torch_chunk(arr, m)
+    return [Tensor(np.ascontiguousarray(a)) for a in parts]
+
+
+def _torch_chunk(arr, m):
+    size = -(-arr.shape[0] // m)
+    parts = [arr[i:i + size] for i in range(0, arr.shape[0], size)]
+    if len(parts) != m:
+        raise ValueError(f"torch.chunk of {arr.shape[0]} rows gives {len(parts)} chunks, not "
+                         f"n_microbatches={m}; use a batch divisible by {m}")
+    return parts
+
+
+class _Schedule:
+    def __init__(self, stages: list, n_microbatches: int, loss_fn=None, scale_grads: bool = True):
+        if n_microbatches < 1:
+            raise ValueError(f"n_microbatches must be >= 1, got {n_microbatches}")
+        self.stages = sorted(stages, key=lambda s: s.stage_index)
+        self.n_microbatches = int(n_microbatches)
+        self.loss_fn = loss_fn
+        self.scale_grads = scale_grads
+        self.group = self.stages[0].group
+        self.p = self.group.size
+        self.last_timing = {}
+        self._tied_groups = self._make_tied_groups()
+        if any(s.is_last for s in self.stages) and loss_fn is None:
+            raise ValueError("the last stage needs loss_fn to run backward; pass "
+                             "loss_fn=lambda output, target: ...")
+
+    # -------------------------------------------------------------- tied parameters
+    def _make_tied_groups(self) -> dict:
+        """One two-rank group per pair of pipeline ranks sharing parameters. ``new_group``
+        is collective over the pipeline group, so every rank walks the same sorted pairs
+        (each stage knows the pairs from the Pipe, which every rank built identically)."""
+        pairs = set()
+        for s in self.stages:
+            for _, other in s.tied:
+                a, b = sorted((s.stage_index % self.p, other % self.p))
+                if a != b:
+                    pairs.add((a, b))
+        all_pairs = self.group.all_gather_object(sorted(pairs))
+        union = sorted({tuple(x) for lst in all_pairs for x in lst})
+        groups = {}
+        for pair in union:
+            g = self.group.new_group(list(pair))
+            if g is not None:
+                groups[pair] = g
+        return groups
+
+    def _sync_tied(self) -> None:
+        for s in self.stages:
+            params = dict(s.submod.named_parameters())
+            for name, other in s.tied:
+                pair = tuple(sorted((s.stage_index % self.p, other % self.p)))
+                p = params[name]
+                if p.grad is None:
+                    p.grad = Tensor(np.zeros_like(p.array))
+                if pair in self._tied_groups:
+                    self._tied_groups[pair].all_reduce(p.grad.array)
+
+    def _sync_dp(self) -> None:
+        for s in self.stages:
+            if s.dp_group is None or s.dp_group.size == 1:
+                continue
+            for p in s.submod.parameters():
+                if p.grad is None:
+                    p.grad = Tensor(np.zeros_like(p.array))
+                s.dp_group.all_reduce(p.grad.array, op=_comm.ReduceOp.AVG)
+
+    # -------------------------------------------------------------- the step
+    def _actions(self) -> list:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def step(self, *args, target=None, losses=None, **kwargs):
+        """Run one training step (forward and backward of every micro-batch; the optimizer
+        step is the caller's). Returns the last stage's outputs concatenated, else None."""
+        m = self.n_microbatches
+        by_index = {s.stage_index: s for s in self.stages}
+        first, last = by_index.get(0), by_index.get(self.stages[0].num_stages - 1)
+        if first is not None and not args:
+            raise ValueError("the first stage's rank must pass the input: schedule.step(x)")
+        if last is not None and target is None:
+            raise ValueError("the last stage's rank must pass target=...: schedule.step(target=y)")
+        xs = _chunks(args[0] if args else None, m)
+        ys = _chunks(target, m)
+        works: list = []
+        outputs, mb_losses = {}, {}
+        busy = 0.0
+        t_start = time.perf_counter()
+        for kind, s_idx, mb in self._actions():
+            stage = by_index[s_idx]
+            if kind == "F":
+                out = stage.forward_one(mb, xs[mb], works)
+                t0 = time.perf_counter()
+                if stage.is_last:
+                    outputs[mb] = out
+                    mb_losses[mb] = self.loss_fn(out, ys[mb])
+                busy += time.perf_counter() - t0 + stage.last_compute
+            else:
+                stage.backward_one(mb, mb_losses.get(mb) if stage.is_last else None, works)
+                busy += stage.last_compute
+        for w in works:
+            w.wait()
+        t_end = time.perf_counter()
+        if self.scale_grads:
+            for s in self.stages:
+                s.scale_grads(m)
+        self._sync_tied()
+        self._sync_dp()
+        self.last_timing = {"wall": t_end - t_start, "busy": busy,
+                            "bubble": 1.0 - busy / max(t_end - t_start, 1e-12)}
+        if last is None:
+            return None
+        if losses is not None:
+            losses.extend(mb_losses[i] for i in range(m))
+        from ...ops.shape import cat
+
+        return cat([outputs[i] for i in range(m)], dim=0)
+
+
+class PipelineScheduleSingle(_Schedule):
+    """Schedules with one stage per rank: ``Schedule(stage, n_microbatches, loss_fn)``."""
+
+    def __init__(self, stage, n_microbatches: int, loss_fn=None, scale_grads: bool = True):
+        if stage.num_stages != stage.group.size:
+            raise ValueError(
+                f"{type(self).__name__} runs one stage per rank: num_stages ({stage.num_stages}) "
+                f"must equal the pipeline group's size ({stage.group.size}); for several stages "
+                "per rank use ScheduleInterleaved1F1B"
+            )
+        super().__init__([stage], n_microbatches, loss_fn, scale_grads)
+        self.stage = stage
+
+
+class ScheduleGPipe(PipelineScheduleSingle):
+    """All forwards, then all backwards."""
+
+    def _actions(self) -> list:
+        s, m = self.stage.stage_index, self.n_microbatches
+        return [("F", s, i) for i in range(m)] + [("B", s, i) for i in range(m)]
+
+
+class Schedule1F1B(PipelineScheduleSingle):
+    """Warm-up forwards, then one forward / one backward, then the remaining backwards."""
+
+    def _actions(self) -> list:
+        s, m, p = self.stage.stage_index, self.n_microbatches, self.p
+        warm = min(p - s - 1, m)
+        acts = [("F", s, i) for i in range(warm)]
+        for i in range(m - warm):
+            acts.append(("F", s, warm + i))
+            acts.append(("B", s, i))
+        acts += [("B", s, i) for i in range(m - warm, m)]
+        return acts
+
+
+class ScheduleInterleaved1F1B(_Schedule):
+    """Megatron's interleaved 1F1B over ``stages`` (this rank's, ``s = k * p + r``)."""
+
+    def __init__(self, stages: list, n_microbatches: int, loss_fn=None, scale_grads: bool = True):
+        super().__init__(list(stages), n_microbatches, loss_fn, scale_grads)
+        self.v = len(self.stages)
+        if self.stages[0].num_stages != self.v * self.p:
+            raise ValueError(f"each of the {self.p} ranks must hold the same number of stages: "
+                             f"{self.stages[0].num_stages} stages, {self.v} here")
+        if self.n_microbatches % self.p:
+            raise ValueError(f"ScheduleInterleaved1F1B needs n_microbatches ({n_microbatches}) to be "
+                             f"a multiple of the number of pipeline ranks ({self.p})")
+
+    def _actions(self) -> list:
+        m, p, v, r = self.n_microbatches, self.p, self.v, self.group.rank
+        total = m * v
+
+        def unit(k, backward):
+            group, within = divmod(k, p * v)
+            chunk = within // p
+            if backward:
+                chunk = v - 1 - chunk
+            return chunk * p + r, group * p + within % p
+
+        warm = min((p - r - 1) * 2 + (v - 1) * p, total)
+        acts = [("F", *unit(k, False)) for k in range(warm)]
+        for i in range(total - warm):
+            acts.append(("F", *unit(warm + i, False)))
+            acts.append(("B", *unit(i, True)))
+        acts += [("B", *unit(k, True)) for k in range(total - warm, total)]
+        return acts

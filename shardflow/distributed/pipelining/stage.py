@@ -1,0 +1,174 @@
+"""``PipelineStage``: one stage's module, its place in the pipeline, and its transfers.
+
+A stage with index ``s`` of ``num_stages`` runs on rank ``s % group.size`` of the pipeline
+group (one stage per rank; with ``ScheduleInterleaved1F1B`` each rank holds several,
+``s = v * group.size + r``). Per micro-batch ``mb`` it keeps the input it received (a leaf
+that requires grad) and the output its module produced, until that micro-batch's backward.
+
+Communication plan (``shardflow.comm`` checked send/recv on the pipeline group):
+
+* forward: stage ``s`` sends its output to stage ``s+1`` as a 10-element int64 header
+  (ndim, up to 8 dims, dtype code) then the data (tags ``3*(s+1)`` and ``3*(s+1)+1``);
+  the receiver allocates from the header, so stage outputs may have any shape;
+* backward: stage ``s+1`` sends ``d loss / d input`` to stage ``s`` (tag ``3*s+2``); its shape
+  is the one stage ``s`` sent, so no header.
+
+Sends are asynchronous (their handles are waited at the end of ``step``), receives are
+blocking: a rank only ever waits for data, so any schedule whose per-rank order respects
+the dependencies cannot deadlock. MPI keeps messages of one (source, tag) in order, and
+every stage runs its micro-batches' forwards (and backwards) in increasing order.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ... import comm as _comm
+from ...autograd.tensor import Tensor
+
+__all__ = ["PipelineStage"]
+
+_DTYPES = ["float32", "float64", "float16", "int64", "int32", "bool", "uint8", "int8"]
+_MAX_DIMS = 8
+
+
+def _dtype_code(dt) -> int:
+    name = np.dtype(dt).name
+    if name not in _DTYPES:
+        raise TypeError(f"pipeline stage output dtype {name} is not sendable; expected one of {_DTYPES}")
+    return _DTYPES.index(name)
+
+
+def _nbytes(t) -> int:
+    return int(t.array.nbytes) if isinstance(t, Tensor) else 0
+
+
+class PipelineStage:
+    """PyTorch's ``PipelineStage(submodule, stage_index, num_stages, device, group)``.
+
+    ``group`` is the pipeline communicator (``new_group`` of the ranks of one pipeline;
+    default the world). ``tied`` (from :class:`~.split.Pipe`) lists the parameters shared
+    with another stage; ``dp_group``, when given, averages the gradients over the data
+    parallel replicas of this stage after the last backward (one all-reduce per parameter).
+    """
+
+    def __init__(self, submodule, stage_index: int, num_stages: int, device=None, group=None,
+                 *, tied=None, dp_group=None):
+        self.submod = submodule
+        self.group = group if group is not None else _comm.get_world()
+        self.stage_index = int(stage_index)
+        self.num_stages = int(num_stages)
+        self.device = device
+        if not 0 <= self.stage_index < self.num_stages:
+            raise ValueError(f"stage_index {stage_index} outside 0 .. {num_stages - 1}")
+        if self.num_stages % self.group.size:
+            raise ValueError(
+                f"num_stages ({num_stages}) must be a multiple of the pipeline group's size "
+                f"({self.group.size}): each rank holds num_stages / size stages"
+            )
+        if self.stage_index % self.group.size != self.group.rank:
+            raise ValueError(
+                f"stage {stage_index} belongs on pipeline rank {self.stage_index % self.group.size}, "
+                f"but it was built on pipeline rank {self.group.rank}; build stage "
+                f"s = v * {self.group.size} + {self.group.rank} on this rank"
+            )
+        self.tied = list(tied or [])
+        self.dp_group = dp_group
+        self._inputs: dict = {}
+        self._outputs: dict = {}
+        self.live_bytes = 0  # bytes of inputs + outputs held for pending backwards
+        self.peak_live_bytes = 0
+        self.peak_inflight = 0  # micro-batches whose backward has not run yet
+        self.last_compute = 0.0  # seconds of the last forward_one / backward_one's compute
+
+    @property
+    def is_first(self) -> bool:
+        return self.stage_index == 0
+
+    @property
+    def is_last(self) -> bool:
+        return self.stage_index == self.num_stages - 1
+
+    def _peer(self, stage: int) -> int:
+        return stage % self.group.size
+
+    # ------------------------------------------------------------------ transfers
+    def _recv_activation(self) -> Tensor:
+        src = self._peer(self.stage_index - 1)
+        hdr = np.zeros(_MAX_DIMS + 2, dtype=np.int64)
+        self.group.recv(hdr, src, tag=3 * self.stage_index)
+        ndim = int(hdr[0])
+        shape = tuple(int(d) for d in hdr[1:1 + ndim])
+        arr = np.empty(shape, dtype=_DTYPES[int(hdr[-1])])
+        self.group.recv(arr, src, tag=3 * self.stage_index + 1)
+        return Tensor(arr, requires_grad=arr.dtype.kind == "f")
+
+    def _send_activation(self, out: Tensor, works: list) -> None:
+        dst_stage = self.stage_index + 1
+        arr = np.ascontiguousarray(out.array)
+        if arr.ndim > _MAX_DIMS:
+            raise ValueError(f"stage output has {arr.ndim} dims; at most {_MAX_DIMS} can be sent")
+        hdr = np.zeros(_MAX_DIMS + 2, dtype=np.int64)
+        hdr[0] = arr.ndim
+        hdr[1:1 + arr.ndim] = arr.shape
+        hdr[-1] = _dtype_code(arr.dtype)
+        dst = self._peer(dst_stage)
+        works.append(self.group.send(hdr, dst, tag=3 * dst_stage, async_op=True))
+        works.append(self.group.send(arr, dst, tag=3 * dst_stage + 1, async_op=True))
+
+    def _recv_grad(self, like: Tensor) -> np.ndarray:
+        g = np.empty(like.array.shape, dtype=like.array.dtype)
+        self.group.recv(g, self._peer(self.stage_index + 1), tag=3 * self.stage_index + 2)
+        return g
+
+    def _send_grad(self, grad, works: list) -> None:
+        g = np.ascontiguousarray(grad)
+        works.append(self.group.send(g, self._peer(self.stage_index - 1),
+                                     tag=3 * (self.stage_index - 1) + 2, async_op=True))
+
+    # ------------------------------------------------------------------ compute
+    def forward_one(self, mb: int, x, works: list):
+        """Forward of micro-batch ``mb``: ``x`` is the first stage's input chunk; other
+        stages receive theirs. Returns the output (sent on unless this is the last stage)."""
+        if not self.is_first:
+            x = self._recv_activation()
+        t0 = time.perf_counter()
+        out = self.submod(x)
+        self.last_compute = time.perf_counter() - t0
+        self._inputs[mb] = x
+        self._outputs[mb] = out
+        self.live_bytes += _nbytes(out) + (0 if self.is_first else _nbytes(x))
+        self.peak_live_bytes = max(self.peak_live_bytes, self.live_bytes)
+        self.peak_inflight = max(self.peak_inflight, len(self._outputs))
+        if not self.is_last:
+            self._send_activation(out, works)
+        return out
+
+    def backward_one(self, mb: int, loss, works: list) -> None:
+        """Backward of micro-batch ``mb``: from ``loss`` on the last stage, else from the
+        gradient the next stage sends; sends ``d loss / d input`` to the previous stage."""
+        x, out = self._inputs.pop(mb), self._outputs.pop(mb)
+        self.live_bytes -= _nbytes(out) + (0 if self.is_first else _nbytes(x))
+        if self.is_last:
+            t0 = time.perf_counter()
+            loss.backward()
+        else:
+            g = Tensor(self._recv_grad(out))
+            t0 = time.perf_counter()
+            out.backward(g)
+        self.last_compute = time.perf_counter() - t0
+        if not self.is_first:
+            g = x.grad.array if x.grad is not None else np.zeros_like(x.array)
+            self._send_grad(g, works)
+
+    def scale_grads(self, factor: float) -> None:
+        for p in self.submod.parameters():
+            if p.grad is not None:
+                p.grad.array /= factor
+
+    def clear_runtime_states(self) -> None:
+        self._inputs.clear()
+        self._outputs.clear()
+        self.live_bytes = 0

@@ -1,0 +1,236 @@
+"""Pipeline parallelism on real ranks against one process (docs/PIPELINE.md).
+
+Every rank builds the same GPT-mini (4 layers) and computes the single-process reference
+itself (full batch forward + backward, then SGD steps); the pipelined run must give the
+same mean micro-batch loss and the same gradient for every parameter of its stages (1e-5),
+for GPipe, 1F1B and interleaved 1F1B on 2 ranks, 4 stages on 4 ranks, and 2 stages x 2
+data-parallel replicas. The memory check compares the activation bytes a stage holds under
+GPipe and 1F1B (and the tracemalloc peak of the step) on the same run.
+"""
+
+import numpy as np
+import pytest
+
+from shardflow.testing.mpi import run_mpi
+
+ENV = {"SHARDFLOW_COMM_TIMEOUT": "30"}
+
+COMMON = r"""
+import sys, tracemalloc
+import numpy as np
+import shardflow as sf
+import shardflow.distributed as dist
+from shardflow import comm
+from shardflow.distributed.pipelining import (PipelineStage, ScheduleGPipe, Schedule1F1B,
+                                              ScheduleInterleaved1F1B, pipeline_groups)
+from shardflow.models.gpt import GPT, GPTConfig
+from shardflow.models.gpt_pipeline import gpt_pipe, gpt_loss
+dist.init_process_group()
+world = comm.get_world()
+cfg = GPTConfig(block_size=8, vocab_size=32, n_layer=4, n_head=2, n_embd=16)
+LR, STEPS = 0.5, 2
+
+def build():
+    sf.manual_seed(0)
+    return GPT(cfg)
+
+def data(step, B):
+    g = np.random.default_rng(100 + step)
+    return g.integers(0, 32, (B, 8)), g.integers(0, 32, (B, 8))
+
+def sgd(params):
+    for p in params:
+        p.array -= LR * p.grad.array
+        p.grad = None
+
+def reference(B):
+    # one process, whole batch: per step the loss and every parameter's gradient by name
+    ref = build()
+    out = []
+    for step in range(STEPS):
+        idx, tgt = data(step, B)
+        _, loss = ref(sf.tensor(idx), sf.tensor(tgt))
+        loss.backward()
+        out.append((loss.item(), {n: p.grad.numpy().copy() for n, p in ref.named_parameters()}))
+        sgd(ref.parameters())
+    return out
+
+def run(kind, pp, dp, m, rows=4):
+    ref = reference(rows * dp)
+    pp_group, dp_group, st = pipeline_groups(pp, dp)
+    rep = world.rank % dp
+    model = build()
+    names = {id(p): n for n, p in model.named_parameters()}
+    v = 2 if kind == "interleaved" else 1
+    pipe = gpt_pipe(model, pp * v)
+    ids = [k * pp + st for k in range(v)]
+    stages = [PipelineStage(pipe.stages[s], s, pp * v, group=pp_group, tied=pipe.tied_for(s),
+                            dp_group=dp_group) for s in ids]
+    if kind == "interleaved":
+        sched = ScheduleInterleaved1F1B(stages, m, loss_fn=gpt_loss)
+    else:
+        sched = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}[kind](stages[0], m, loss_fn=gpt_loss)
+    params = [p for s in stages for p in s.submod.parameters()]
+    params = list({id(p): p for p in params}.values())
+    for step in range(STEPS):
+        idx, tgt = data(step, rows * dp)
+        mine = slice(rep * rows, (rep + 1) * rows)
+        args = (sf.tensor(idx[mine]),) if 0 in ids else ()
+        losses = []
+        kw = dict(target=sf.tensor(tgt[mine]), losses=losses) if pp * v - 1 in ids else {}
+        sched.step(*args, **kw)
+        ref_loss, ref_grads = ref[step]
+        if losses:
+            mean = np.mean([l.item() for l in losses])
+            if dp > 1:
+                mean = np.mean(dp_group.all_gather_object(float(mean)))
+            assert abs(mean - ref_loss) < 1e-5, (kind, step, mean, ref_loss)
+        for p in params:
+            d = np.abs(p.grad.numpy() - ref_grads[names[id(p)]]).max()
+            assert d < 1e-5, (kind, step, names[id(p)], d)
+        sgd(params)
+    return stages, sched
+"""
+
+TWO_RANKS = COMMON + r"""
+for kind in ("gpipe", "1f1b", "interleaved"):
+    run(kind, 2, 1, 4)
+# memory: stage 0 of 2 with 8 micro-batches holds 8 activations under GPipe, 2 under 1F1B;
+# tracemalloc sees every array the step allocates (saved graph tensors included)
+peaks = {}
+idx, tgt = data(0, 16)
+for kind in ("gpipe", "1f1b"):
+    stage = PipelineStage(gpt_pipe(build(), 2).stages[world.rank], world.rank, 2, group=world)
+    sched = (ScheduleGPipe if kind == "gpipe" else Schedule1F1B)(stage, 8, loss_fn=gpt_loss)
+    args = (sf.tensor(idx),) if world.rank == 0 else ()
+    kw = dict(target=sf.tensor(tgt)) if world.rank == 1 else {}
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    sched.step(*args, **kw)
+    traced = tracemalloc.get_traced_memory()[1] - base
+    tracemalloc.stop()
+    peaks[kind] = (stage.peak_inflight, stage.peak_live_bytes, traced)
+print(f"rank {world.rank} peaks {peaks}", flush=True)
+if world.rank == 0:
+    assert peaks["gpipe"][0] == 8 and peaks["1f1b"][0] == 2, peaks
+    assert peaks["1f1b"][2] < 0.6 * peaks["gpipe"][2], peaks
+assert peaks["1f1b"][1] < peaks["gpipe"][1], peaks
+print("OK", world.rank)
+"""
+
+FOUR_RANKS = COMMON + r"""
+run("1f1b", 4, 1, 4)
+run("gpipe", 4, 1, 2)
+run("gpipe", 2, 2, 2)
+run("1f1b", 2, 2, 4)
+print("OK", world.rank)
+"""
+
+
+@pytest.mark.mpi
+def test_pipeline_two_stages_equals_one_process_and_1f1b_holds_less():
+    res = run_mpi(TWO_RANKS, n=2, timeout=120, env=ENV).check()
+    assert res.output.count("OK") == 2, res.output
+
+
+@pytest.mark.mpi
+def test_pipeline_four_stages_and_pp_times_dp_equal_one_process():
+    res = run_mpi(FOUR_RANKS, n=4, timeout=120, env=ENV).check()
+    assert res.output.count("OK") == 4, res.output
+
+
+# ---------------------------------------------------------------- single process
+def _simulate(p, v, m, make):
+    """Run every rank's action list with blocking receives (a rank waits for the data it
+    needs): the schedules must finish (no deadlock) and run each F/B exactly once."""
+    acts = [list(make(r)) for r in range(p)]
+    done = set()
+    pos = [0] * p
+    S = p * v
+    while any(pos[r] < len(acts[r]) for r in range(p)):
+        moved = False
+        for r in range(p):
+            if pos[r] == len(acts[r]):
+                continue
+            kind, s, mb = acts[r][pos[r]]
+            need = (("F", s - 1, mb) if s > 0 else None) if kind == "F" else \
+                   (("B", s + 1, mb) if s < S - 1 else ("F", s, mb))
+            if need is None or need in done:
+                done.add((kind, s, mb))
+                pos[r] += 1
+                moved = True
+        assert moved, f"deadlock at positions {pos}"
+    assert len(done) == 2 * S * m
+
+
+@pytest.mark.parametrize("p,v,m", [(2, 1, 1), (2, 1, 4), (4, 1, 3), (4, 1, 8), (2, 2, 4), (4, 2, 8), (3, 3, 6)])
+def test_schedules_cover_every_microbatch_without_deadlock(p, v, m):
+    from shardflow.distributed.pipelining import schedules
+
+    class G:
+        size = p
+
+        def __init__(self, rank):
+            self.rank = rank
+
+    def actions(cls, r):
+        sched = object.__new__(cls)
+        sched.n_microbatches, sched.p, sched.v, sched.group = m, p, v, G(r)
+        sched.stage = type("S", (), {"stage_index": r})()
+        return sched._actions()
+
+    if v == 1:
+        for cls in (schedules.ScheduleGPipe, schedules.Schedule1F1B):
+            _simulate(p, 1, m, lambda r, cls=cls: actions(cls, r))
+        # 1F1B: rank r holds at most p - r micro-batches
+        for r in range(p):
+            live, peak = 0, 0
+            for kind, _, _ in actions(schedules.Schedule1F1B, r):
+                live += 1 if kind == "F" else -1
+                peak = max(peak, live)
+            assert peak == min(p - r, m)
+    else:
+        _simulate(p, v, m, lambda r: actions(schedules.ScheduleInterleaved1F1B, r))
+
+
+def test_one_stage_pipeline_in_one_process_equals_plain_backward():
+    import shardflow as sf
+    import shardflow.nn as nn
+    import shardflow.nn.functional as F
+    from shardflow.distributed.pipelining import (
+        PipelineStage,
+        ScheduleGPipe,
+        pipe_split,
+        split_module,
+    )
+
+    sf.manual_seed(0)
+    seq = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), pipe_split(), nn.Linear(8, 3))
+    pipe = split_module(seq)
+    assert pipe.num_stages == 2 and [len(s) for s in pipe.stages] == [2, 1]
+    whole = nn.Sequential(*[c for c in seq.children()])
+    x = sf.tensor(np.random.default_rng(0).standard_normal((6, 4)).astype(np.float32))
+    y = sf.tensor(np.random.default_rng(1).standard_normal((6, 3)).astype(np.float32))
+    F.mse_loss(whole(x), y).backward()
+    ref = [p.grad.numpy().copy() for p in whole.parameters()]
+    whole.zero_grad()
+    stage = PipelineStage(whole, 0, 1)
+    losses = []
+    out = ScheduleGPipe(stage, 3, loss_fn=F.mse_loss).step(x, target=y, losses=losses)
+    assert out.shape == (6, 3) and len(losses) == 3
+    for p, r in zip(whole.parameters(), ref):
+        np.testing.assert_allclose(p.grad.numpy(), r, rtol=1e-5, atol=1e-6)
+
+
+def test_split_errors_say_what_to_do():
+    import shardflow.nn as nn
+    from shardflow.distributed.pipelining import split_module
+
+    seq = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2), nn.Linear(2, 2))
+    assert [len(s) for s in split_module(seq, [1, 2]).stages] == [1, 1, 1]
+    with pytest.raises(ValueError, match="strictly increasing"):
+        split_module(seq, [2, 1])
+    with pytest.raises(ValueError, match="no pipe_split"):
+        split_module(seq)
+    with pytest.raises(TypeError, match="nn.Sequential"):
+        split_module(nn.Linear(2, 2), [1])
