@@ -1,1 +1,85 @@
-"""(to be written)"""
+"""Quantization: int8 inference (dynamic and static post-training) and quantization-aware
+training, with ``torch.ao.quantization``'s names (also reachable as ``shardflow.ao.quantization``
+and ``shardflow.ao.nn.quantized``). See docs/QUANT.md.
+
+| file | what |
+|---|---|
+| ``qtypes.py`` | ``quint8`` / ``qint8`` / ``qint32``, ``per_tensor_affine`` ... schemes |
+| ``qparams.py`` | scale / zero point from a range (PyTorch's and FBGEMM's formulas), array (de)quantize |
+| ``qtensor.py`` | ``QuantizedTensor``, ``quantize_per_tensor``, ``quantize_per_channel``, ``dequantize`` |
+| ``observer.py`` | MinMax / MovingAverage / PerChannel observers, placeholders, defaults |
+| ``fake_quantize.py`` | ``fake_quantize_per_{tensor,channel}_affine`` (STE backward), ``FakeQuantize`` |
+| ``qconfig.py`` | ``QConfig`` and the default qconfigs per engine |
+| ``stubs.py`` | ``QuantStub``, ``DeQuantStub``, ``QuantWrapper`` |
+| ``int8_gemm.py`` | exact int32-accumulating int8 GEMM on float32 BLAS (numba / NumPy options) |
+| ``engine.py`` | the quantized engine (x86/fbgemm/qnnpack numerics) |
+| ``modules/`` | static / dynamic / QAT quantized layers |
+| ``quantize.py`` | ``prepare``, ``convert``, ``prepare_qat``, ``quantize``, ``quantize_dynamic`` |
+| ``fuse.py`` | ``fuse_modules`` (Conv2d+ReLU, Linear+ReLU) |
+"""
+
+from . import modules
+from .engine import get_engine, set_engine, supported_engines
+from .fake_quantize import (
+    FakeQuantize,
+    FakeQuantizeBase,
+    default_fake_quant,
+    default_per_channel_weight_fake_quant,
+    default_weight_fake_quant,
+    disable_fake_quant,
+    disable_observer,
+    enable_fake_quant,
+    enable_observer,
+    fake_quantize_per_channel_affine,
+    fake_quantize_per_tensor_affine,
+)
+from .int8_gemm import get_int8_backend, int8_matmul, set_int8_backend
+from .observer import (
+    MinMaxObserver,
+    MovingAverageMinMaxObserver,
+    MovingAveragePerChannelMinMaxObserver,
+    NoopObserver,
+    ObserverBase,
+    PerChannelMinMaxObserver,
+    PlaceholderObserver,
+    default_dynamic_quant_observer,
+    default_observer,
+    default_per_channel_weight_observer,
+    default_placeholder_observer,
+    default_weight_observer,
+)
+from .qconfig import (
+    QConfig,
+    QConfigDynamic,
+    default_dynamic_qconfig,
+    default_per_channel_qconfig,
+    default_qat_qconfig,
+    default_qconfig,
+    get_default_qat_qconfig,
+    get_default_qconfig,
+    per_channel_dynamic_qconfig,
+)
+from .qtensor import QuantizedTensor, dequantize, quantize_per_channel, quantize_per_tensor
+from .qtypes import (
+    per_channel_affine,
+    per_channel_symmetric,
+    per_tensor_affine,
+    per_tensor_symmetric,
+    qint8,
+    qint32,
+    quint8,
+)
+from .quantize import (
+    convert,
+    get_default_dynamic_quant_module_mappings,
+    get_default_qat_module_mappings,
+    get_default_static_quant_module_mappings,
+    prepare,
+    prepare_qat,
+    propagate_qconfig_,
+    quantize,
+    quantize_dynamic,
+    quantize_qat,
+    swap_module,
+)
+from .stubs import DeQuantStub, QuantStub, QuantWrapper

@@ -1,0 +1,27 @@
+"""The quantized engine whose numerics the int8 layers follow (``torch.backends.quantized.engine``).
+
+``x86`` / ``fbgemm`` / ``onednn`` (default ``x86``): dynamic Linear quantizes activations
+with ``reduce_range`` (uint8 values 0..127), as FBGEMM does to keep its int16 intermediate
+sums from saturating on CPUs without VNNI; ``qnnpack``: the full 0..255 range.
+"""
+
+from __future__ import annotations
+
+__all__ = ["get_engine", "set_engine", "supported_engines", "activation_reduce_range"]
+
+supported_engines = ("x86", "fbgemm", "onednn", "qnnpack")
+_state = {"engine": "x86"}
+
+
+def set_engine(name: str) -> None:
+    if name not in supported_engines:
+        raise ValueError(f"quantized engine must be one of {', '.join(supported_engines)}, got {name!r}")
+    _state["engine"] = name
+
+
+def get_engine() -> str:
+    return _state["engine"]
+
+
+def activation_reduce_range() -> bool:
+    return _state["engine"] != "qnnpack"

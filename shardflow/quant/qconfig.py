@@ -1,0 +1,92 @@
+"""``QConfig``: which observer (or fake-quant) makes the activation and the weight qparams of
+a module, with PyTorch's named defaults.
+
+| name | activation | weight |
+|---|---|---|
+| ``default_qconfig`` | MinMax, quint8 0..127 | MinMax, qint8 symmetric per tensor |
+| ``get_default_qconfig('x86'/'fbgemm')`` | MinMax, quint8 reduce_range (0..127) [1] | PerChannelMinMax, qint8 symmetric |
+| ``get_default_qconfig('qnnpack')`` | MinMax, quint8 0..255 [1] | MinMax, qint8 symmetric per tensor |
+| ``default_dynamic_qconfig`` | placeholder (per batch, at run time) | MinMax, qint8 symmetric per tensor |
+| ``per_channel_dynamic_qconfig`` | placeholder | PerChannelMinMax, qint8 symmetric |
+| ``default_qat_qconfig`` | FakeQuantize(MovingAverageMinMax, 0..255 reduce_range) | FakeQuantize(MovingAverageMinMax, qint8 symmetric) |
+| ``get_default_qat_qconfig('x86'/'fbgemm')`` | same as above | FakeQuantize(MovingAveragePerChannelMinMax, qint8 symmetric) |
+
+[1] PyTorch uses ``HistogramObserver`` here (an MSE search for the clipping range). It is
+not built; these qconfigs use ``MinMaxObserver`` with the same dtype and range instead.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+from ..nn.module import Module
+from .fake_quantize import (
+    default_fake_quant,
+    default_per_channel_weight_fake_quant,
+    default_weight_fake_quant,
+)
+from .observer import (
+    MinMaxObserver,
+    default_dynamic_quant_observer,
+    default_observer,
+    default_per_channel_weight_observer,
+    default_weight_observer,
+)
+
+__all__ = [
+    "QConfig", "QConfigDynamic", "default_qconfig", "default_dynamic_qconfig",
+    "per_channel_dynamic_qconfig", "default_per_channel_qconfig", "default_qat_qconfig",
+    "get_default_qconfig", "get_default_qat_qconfig",
+]
+
+
+class QConfig(namedtuple("QConfig", ["activation", "weight"])):
+    """Factories (classes or ``Observer.with_args(...)``) for the activation and weight
+    observers; each module prepared with it gets fresh instances."""
+
+    def __new__(cls, activation, weight):
+        for name, f in (("activation", activation), ("weight", weight)):
+            if isinstance(f, Module) or not callable(f):
+                raise ValueError(
+                    f"QConfig received an observer instance for {name}, please pass the observer "
+                    "class (or Observer.with_args(...)) instead"
+                )
+        return super().__new__(cls, activation, weight)
+
+
+QConfigDynamic = QConfig
+
+default_qconfig = QConfig(activation=default_observer, weight=default_weight_observer)
+default_per_channel_qconfig = QConfig(activation=default_observer,
+                                      weight=default_per_channel_weight_observer)
+default_dynamic_qconfig = QConfig(activation=default_dynamic_quant_observer,
+                                  weight=default_weight_observer)
+per_channel_dynamic_qconfig = QConfig(activation=default_dynamic_quant_observer,
+                                      weight=default_per_channel_weight_observer)
+default_qat_qconfig = QConfig(activation=default_fake_quant, weight=default_weight_fake_quant)
+
+_ENGINES = ("x86", "fbgemm", "onednn", "qnnpack")
+
+
+def _check_backend(backend):
+    if backend not in _ENGINES:
+        raise ValueError(f"backend must be one of {', '.join(_ENGINES)}, got {backend!r}")
+
+
+def get_default_qconfig(backend: str = "x86", version: int = 0) -> QConfig:
+    """The post-training static qconfig for ``backend`` (see the table in the module docstring)."""
+    _check_backend(backend)
+    if backend == "qnnpack":
+        return QConfig(activation=MinMaxObserver.with_args(reduce_range=False),
+                       weight=default_weight_observer)
+    return QConfig(activation=MinMaxObserver.with_args(reduce_range=True),
+                   weight=default_per_channel_weight_observer)
+
+
+def get_default_qat_qconfig(backend: str = "x86", version: int = 1) -> QConfig:
+    """The quantization-aware-training qconfig for ``backend``."""
+    _check_backend(backend)
+    if backend == "qnnpack":
+        return QConfig(activation=default_fake_quant.with_args(reduce_range=False),
+                       weight=default_weight_fake_quant)
+    return QConfig(activation=default_fake_quant, weight=default_per_channel_weight_fake_quant)

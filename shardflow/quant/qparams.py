@@ -1,0 +1,131 @@
+"""Scale / zero point from a value range, and the array-level (de)quantization kernels.
+
+``calculate_qparams`` is PyTorch's ``ObserverBase._calculate_qparams`` in float32:
+the range is widened to include 0 (so 0.0 is exact, which zero padding and ReLU need), then
+
+* symmetric: ``scale = max(-min, max) / ((qmax - qmin) / 2)``, zero point 0 (128 for quint8);
+* affine: ``scale = (max - min) / (qmax - qmin)``, ``zero_point = qmin - round(min / scale)``
+  clamped to ``[qmin, qmax]``;
+
+and ``scale >= eps`` (float32 machine epsilon). ``round`` is half-to-even (``torch.round``).
+
+``choose_qparams_dynamic`` is FBGEMM's ``ChooseQuantizationParams`` (what PyTorch's dynamic
+int8 Linear uses for each batch of activations): same scale, but the zero point is the one of
+``qmin - min/scale`` and ``qmax - max/scale`` with the smaller rounding error.
+
+``quantize_array`` follows FBGEMM/PyTorch: ``q = clamp(zero_point + nearbyint(x * (1/scale)),
+qmin, qmax)`` with the reciprocal taken in float32 (a multiply, not a divide: that is what
+makes results bit-identical to PyTorch's).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .qtypes import QDtype, quint8
+
+__all__ = ["quant_range", "calculate_qparams", "choose_qparams_dynamic", "quantize_array",
+           "dequantize_array", "EPS"]
+
+EPS = np.float32(np.finfo(np.float32).eps)
+
+
+def quant_range(dtype: QDtype, reduce_range: bool = False, quant_min=None, quant_max=None):
+    """``(qmin, qmax)``: the dtype's range or the custom range if both ends are given; one bit
+    less with ``reduce_range`` (PyTorch's observers: quint8 0..127, qint8 -64..63)."""
+    if quant_min is not None and quant_max is not None:
+        if not dtype.qmin <= quant_min < quant_max <= dtype.qmax:
+            raise ValueError(
+                f"quant_min/quant_max must satisfy {dtype.qmin} <= quant_min < quant_max <= "
+                f"{dtype.qmax} for {dtype.name}, got {quant_min} and {quant_max}"
+            )
+        if reduce_range:  # PyTorch's calculate_qmin_qmax halves a custom range too
+            return int(quant_min) // 2, int(quant_max) // 2
+        return int(quant_min), int(quant_max)
+    if reduce_range:
+        return (dtype.qmin // 2, dtype.qmax // 2)
+    return dtype.qmin, dtype.qmax
+
+
+def calculate_qparams(min_val, max_val, qmin: int, qmax: int, symmetric: bool, dtype: QDtype,
+                      customized_range: bool = False, eps=EPS):
+    """Scale (float32) and zero point (int32) arrays for ``min_val``/``max_val`` (scalars or
+    per-channel arrays); see the module docstring."""
+    min_val = np.asarray(min_val, dtype=np.float32)
+    max_val = np.asarray(max_val, dtype=np.float32)
+    min_neg = np.minimum(min_val, np.float32(0))
+    max_pos = np.maximum(max_val, np.float32(0))
+    if symmetric:
+        max_pos = np.maximum(-min_neg, max_pos)
+        scale = max_pos / np.float32((qmax - qmin) / 2)
+        scale = np.maximum(scale, eps).astype(np.float32)
+        zp_value = ((qmin + qmax) // 2 if customized_range else 128) if dtype is quint8 else 0
+        zero_point = np.full(scale.shape, zp_value, dtype=np.int32)
+    else:
+        scale = (max_pos - min_neg) / np.float32(qmax - qmin)
+        scale = np.maximum(scale, eps).astype(np.float32)
+        zero_point = qmin - np.round(min_neg / scale).astype(np.int32)
+        zero_point = np.clip(zero_point, qmin, qmax).astype(np.int32)
+    return scale, zero_point
+
+
+def choose_qparams_dynamic(min_val: float, max_val: float, qmin: int, qmax: int):
+    """FBGEMM's ``ChooseQuantizationParams`` (no sparsity preservation, no power-of-two
+    scale): ``(scale, zero_point)`` as a Python float (float32-rounded) and an int. The scale
+    is computed in double, floored at 6.1e-5 (the range is stretched to match), and the zero
+    point is nudged from the double-precision candidate with the smaller error."""
+    lo = min(float(np.float32(min_val)), 0.0)
+    hi = max(float(np.float32(max_val)), 0.0)
+    scale = (hi - lo) / (qmax - qmin)
+    if float(np.float32(scale)) == 0.0 or np.isinf(np.float32(1.0) / np.float32(scale)):
+        scale = 0.1
+    small = float(np.float32(6.1e-5))
+    if scale < small:
+        org, scale = scale, small
+        if lo == 0.0:
+            hi = small * (qmax - qmin)
+        elif hi == 0.0:
+            lo = -small * (qmax - qmin)
+        else:
+            amp = float(np.float32(small / org))
+            lo, hi = float(np.float32(lo * amp)), float(np.float32(hi * amp))
+    zp_from_min = qmin - lo / scale
+    zp_from_max = qmax - hi / scale
+    err_min = abs(qmin) - abs(lo / scale)
+    err_max = abs(qmax) - abs(hi / scale)
+    initial = zp_from_min if err_min < err_max else zp_from_max
+    if initial < qmin:
+        zp = qmin
+    elif initial > qmax:
+        zp = qmax
+    else:
+        zp = int(np.rint(initial))  # nearbyint: half to even
+    return float(np.float32(scale)), int(zp)
+
+
+def _broadcast(param, ndim: int, axis: int | None):
+    param = np.asarray(param)
+    if axis is None or param.ndim == 0:
+        return param
+    shape = [1] * ndim
+    shape[axis] = -1
+    return param.reshape(shape)
+
+
+def quantize_array(x: np.ndarray, scale, zero_point, qmin: int, qmax: int, np_dtype,
+                   axis: int | None = None) -> np.ndarray:
+    """Integers ``clamp(zero_point + nearbyint(x * (1/scale)), qmin, qmax)`` as ``np_dtype``;
+    ``axis`` set: ``scale``/``zero_point`` are per-channel arrays along it."""
+    inv = _broadcast(np.float32(1.0) / np.asarray(scale, dtype=np.float32), x.ndim, axis)
+    zp = _broadcast(np.asarray(zero_point, dtype=np.float32), x.ndim, axis)
+    q = np.rint(x.astype(np.float32, copy=False) * inv)
+    q += zp
+    np.clip(q, qmin, qmax, out=q)
+    return q.astype(np_dtype)
+
+
+def dequantize_array(q: np.ndarray, scale, zero_point, axis: int | None = None) -> np.ndarray:
+    """Float32 ``(q - zero_point) * scale``."""
+    s = _broadcast(np.asarray(scale, dtype=np.float32), q.ndim, axis)
+    zp = _broadcast(np.asarray(zero_point, dtype=np.float32), q.ndim, axis)
+    return ((q.astype(np.float32) - zp) * s).astype(np.float32, copy=False)
