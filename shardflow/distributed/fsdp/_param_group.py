@@ -1,0 +1,310 @@
+"""One ``fully_shard`` unit's parameters: their dim-0 shards, the all-gather that rebuilds
+them, and the reduce-scatter of their gradients (FSDP2's ``FSDPParamGroup``).
+
+Layout
+------
+A unit holds parameters ``p_1 .. p_m`` (one dtype). Over the shard group of ``N`` ranks
+each parameter whose ``shape[0] >= N`` is cut along dim 0 with ``torch.chunk``'s rule
+(:func:`shardflow.distributed.layout.chunk_bounds`; the last chunks may be short or
+empty): rank ``k`` holds rows ``[lo_k, hi_k)``. Rank ``k``'s chunks of all parameters are
+laid end to end in one flat *segment* of ``S = max_k (sum of its chunk sizes)`` elements
+(shorter segments are zero-padded), so one collective moves a whole unit:
+
+    shard_flat (S,)         this rank's segment; each parameter's shard is a view into it
+    all_gather -> (N, S)    every rank's segment; unpacked into the full parameters
+    grad_flat (N * S,)      the full gradients, packed in the same rank-major order;
+    reduce_scatter(avg)     -> (S,): this rank's segment of the averaged gradient
+
+Parameters with ``ndim == 0`` or ``shape[0] < N`` are *replicated* (sbp Broadcast): each
+rank keeps the whole tensor and their gradients are all-reduced (avg), also as one flat
+buffer. On a 2-D (HSDP) mesh the segments are sharded over the shard dimension and every
+reduced gradient is then all-reduced (avg) over the replicate dimension.
+
+Memory
+------
+The full parameters live in one anonymous private ``mmap`` per unit; the arrays autograd
+saves during forward are views of it. ``free_full()`` gives those pages back to the OS
+(``madvise(MADV_DONTNEED)``: the addresses stay valid and read as zeros until the next
+all-gather writes them again), which is how stage 3 frees gathered parameters between
+forward and backward even though the graph holds references to them (PyTorch resizes the
+storage to 0 for the same reason).
+"""
+
+from __future__ import annotations
+
+import mmap
+
+import numpy as np
+
+from ...autograd import _wrap
+from .. import layout
+from ..global_tensor import GlobalSpec, make_global
+from ..plan import record
+
+SHARDED, UNSHARDED = "sharded", "unsharded"
+
+
+class FSDPParamGroup:
+    """The parameters of one ``fully_shard`` unit; see the module docstring."""
+
+    def __init__(self, params, names, mesh, shard_dim: int, replicate_dim: int | None, label: str):
+        self.params = list(params)
+        self.names = list(names)
+        self.label = label
+        self.mesh = mesh
+        self.shard_pg = mesh.group(shard_dim)
+        self.rep_pg = None if replicate_dim is None else mesh.group(replicate_dim)
+        n = self.N = self.shard_pg.size
+        self.rank = mesh.index(shard_dim)
+        dtypes = {p.array.dtype for p in self.params}
+        if len(dtypes) > 1:
+            listed = ", ".join(f"{nm}: {p.array.dtype}" for nm, p in zip(self.names, self.params))
+            raise TypeError(
+                f"fully_shard({label}): the parameters of one unit must share one dtype, got "
+                f"{listed}; cast the module first (module.float()) or wrap the differing "
+                "submodules with their own fully_shard")
+        self.dtype = dtypes.pop() if dtypes else np.dtype(np.float32)
+        split_sbp = [None] * mesh.ndim
+        repl_sbp = [None] * mesh.ndim
+        from ..sbp import broadcast, split
+
+        for k in range(mesh.ndim):
+            split_sbp[k] = split(0) if k == shard_dim else broadcast
+            repl_sbp[k] = broadcast
+        self.split = [p for p in self.params if p.array.ndim >= 1 and p.array.shape[0] >= n]
+        self.repl = [p for p in self.params if not (p.array.ndim >= 1 and p.array.shape[0] >= n)]
+        self.specs = {}
+        split_ids = {id(p) for p in self.split}
+        for p in self.params:
+            sbp = split_sbp if id(p) in split_ids else repl_sbp
+            self.specs[id(p)] = GlobalSpec(mesh, sbp, p.array.shape)
+        # -- per-rank segments: rows, offsets
+        self.rows = []  # per split param: [(lo, hi)] for each rank
+        self.offsets = []  # per split param: [offset in rank k's segment]
+        seg = [0] * n
+        for p in self.split:
+            row = int(np.prod(p.array.shape[1:], dtype=np.int64))
+            bounds = [layout.chunk_bounds(p.array.shape[0], n, k) for k in range(n)]
+            self.rows.append(bounds)
+            self.offsets.append(list(seg))
+            for k, (lo, hi) in enumerate(bounds):
+                seg[k] += (hi - lo) * row
+        self.S = max(seg) if seg else 0
+        self.shard_flat = np.zeros(self.S, dtype=self.dtype)
+        self.shard_views = []
+        for i, p in enumerate(self.split):
+            lo, hi = self.rows[i][self.rank]
+            off = self.offsets[i][self.rank]
+            v = self.shard_flat[off: off + p.array[lo:hi].size].reshape((hi - lo, *p.array.shape[1:]))
+            v[...] = p.array[lo:hi]
+            self.shard_views.append(v)
+        # -- full storage (anonymous private mmap; freed with madvise)
+        self.full_numel = sum(p.array.size for p in self.split)
+        nbytes = max(self.full_numel * self.dtype.itemsize, 1)
+        self._mm = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        flat_full = np.frombuffer(self._mm, dtype=self.dtype, count=self.full_numel)
+        self.full_views, off = [], 0
+        for p in self.split:
+            self.full_views.append(flat_full[off: off + p.array.size].reshape(p.array.shape))
+            off += p.array.size
+        self.repl_numel = sum(p.array.size for p in self.repl)
+        self.trainable = [p for p in self.params if p.requires_grad]
+        self.index = {id(p): i for i, p in enumerate(self.split)}
+        self.rindex = {}
+        off = 0
+        for p in self.repl:
+            self.rindex[id(p)] = (off, p.array.size)
+            off += p.array.size
+        self.state = UNSHARDED  # the params hold whole arrays until reshard() below
+        self.gather_work = None
+        self.gather_buf = None
+        self.stats = {"all_gather": 0, "reduce_scatter": 0, "all_reduce": 0, "bytes": {}}
+        self._stash = {}  # id(p) -> sharded grad kept from before this backward (accumulation)
+        self.reset_grad_state()
+        for p in self.params:
+            make_global(p, self.specs[id(p)])  # registers the grad-layout hook once
+        self.reshard()
+
+    # -- gradients of one backward ---------------------------------------------------------
+    def reset_grad_state(self) -> None:
+        self.pending = len(self.trainable)
+        self.ready = {id(p): False for p in self.trainable}
+        self.grad_flat = None  # (N * S,) packed full gradients of this backward
+        self.repl_grad = None
+        self.rs_work = None
+        self.ar_work = None
+        self.rs_out = None
+        self.launched = False
+
+    # -- unshard / reshard -----------------------------------------------------------------
+    def _sync_shards(self) -> None:
+        """Make ``shard_flat`` hold the current shard values (an optimizer or a load may have
+        rebound ``p.array``), and rebind ``p.array`` to its view."""
+        for p, v in zip(self.split, self.shard_views):
+            if p.array is not v:
+                if p.array.shape != v.shape:
+                    name = self.names[[id(q) for q in self.params].index(id(p))]
+                    raise RuntimeError(
+                        f"fully_shard({self.label}): parameter {name} "
+                        f"holds shape {tuple(p.array.shape)} but its shard is {tuple(v.shape)}; "
+                        "assign shard-shaped values to a sharded parameter (load a sharded state "
+                        "dict, or load the whole state before fully_shard)")
+                v[...] = p.array
+                p.array = v
+
+    def start_unshard(self, phase: str = "forward") -> None:
+        """Issue the all-gather of this unit's segments (non-blocking)."""
+        if self.state == UNSHARDED or self.gather_work is not None:
+            return
+        self._sync_shards()
+        if not self.split:
+            return
+        self.gather_buf = np.empty((self.N, self.S), dtype=self.dtype)
+        self.gather_work = self.shard_pg.all_gather(self.shard_flat, out=self.gather_buf,
+                                                    async_op=True)
+        self._count("all_gather", self.gather_buf.nbytes, phase, sent=self.shard_flat.nbytes)
+
+    def finish_unshard(self, phase: str = "forward") -> None:
+        """Wait for the all-gather and make the parameters whole local tensors."""
+        if self.state == UNSHARDED:
+            return
+        self.start_unshard(phase)
+        if self.gather_work is not None:
+            self.gather_work.wait()
+            buf = self.gather_buf
+            for i, full in enumerate(self.full_views):
+                row = full[0].size if full.ndim > 1 else 1
+                for k, (lo, hi) in enumerate(self.rows[i]):
+                    off = self.offsets[i][k]
+                    full[lo:hi] = buf[k, off: off + (hi - lo) * row].reshape(full[lo:hi].shape)
+            self.gather_work = None
+            self.gather_buf = None
+        for p, full in zip(self.split, self.full_views):
+            self._stash_grad(p)
+            p.array = full
+            p._spec = None
+        for p in self.repl:
+            self._stash_grad(p)
+            p._spec = None
+        self.state = UNSHARDED
+
+    def _stash_grad(self, p) -> None:
+        """A sharded ``.grad`` left from an earlier step (no zero_grad): kept aside and added
+        to this backward's reduced gradient (PyTorch accumulates in the same way)."""
+        if p.grad is not None and p.grad._spec is not None:
+            self._stash[id(p)] = p.grad
+            p.grad = None
+
+    def reshard(self) -> None:
+        """Parameters back to their shards (global tensors); the full pages are freed."""
+        if self.state == SHARDED:
+            return
+        for p, v in zip(self.split, self.shard_views):
+            p.array = v
+            p._spec = self.specs[id(p)]
+        for p in self.repl:
+            p._spec = self.specs[id(p)]
+        self.free_full()
+        self.state = SHARDED
+
+    def free_full(self) -> None:
+        if self.full_numel:
+            self._mm.madvise(mmap.MADV_DONTNEED)
+
+    # -- gradients -------------------------------------------------------------------------
+    def take_grad(self, p) -> bool:
+        """Add ``p.grad`` (the full local gradient) into the packed buffers (zeros at the start
+        of a synchronised step; after ``set_requires_gradient_sync(False)`` steps they hold
+        the sum so far) and drop it; True when every trainable parameter of the unit has
+        delivered its gradient."""
+        if not self.ready.get(id(p), True):
+            self.ready[id(p)] = True
+            self.pending -= 1
+        g = p.grad.array
+        p.grad = None
+        if id(p) in self.index:
+            if self.grad_flat is None:
+                self.grad_flat = np.zeros(self.N * self.S, dtype=self.dtype)
+            i = self.index[id(p)]
+            row = g[0].size if g.ndim > 1 else 1
+            for k, (lo, hi) in enumerate(self.rows[i]):
+                start = k * self.S + self.offsets[i][k]
+                dst = self.grad_flat[start: start + (hi - lo) * row]
+                dst += g[lo:hi].reshape(-1)
+        else:
+            if self.repl_grad is None:
+                self.repl_grad = np.zeros(self.repl_numel, dtype=self.dtype)
+            off, size = self.rindex[id(p)]
+            self.repl_grad[off: off + size] += g.reshape(-1)
+        return self.pending == 0
+
+    def launch_reduce(self) -> None:
+        """Start the reduce-scatter (and the all-reduce of replicated grads), non-blocking."""
+        if self.grad_flat is not None:
+            self.rs_out = np.empty(self.S, dtype=self.dtype)
+            self.rs_work = self.shard_pg.reduce_scatter(self.grad_flat, "avg", out=self.rs_out,
+                                                        async_op=True)
+            self._count("reduce_scatter", self.grad_flat.nbytes, "backward")
+        if self.repl_grad is not None:
+            self.ar_work = self.shard_pg.all_reduce(self.repl_grad, "avg", async_op=True)
+            self._count("all_reduce", self.repl_grad.nbytes, "backward")
+        self.launched = True
+
+    def finish_reduce(self) -> None:
+        """Wait, average over replicas (HSDP), and set each ``p.grad`` to its global shard."""
+        if self.rs_work is not None:
+            self.rs_work.wait()
+        if self.ar_work is not None:
+            self.ar_work.wait()
+        if self.rep_pg is not None and self.rep_pg.size > 1:
+            for buf in (self.rs_out, self.repl_grad):
+                if buf is not None:
+                    self.rep_pg.all_reduce(buf, "avg")
+                    self._count("all_reduce", buf.nbytes, "backward", replicate=True)
+        for i, p in enumerate(self.split):
+            if not p.requires_grad or self.rs_out is None:
+                continue
+            v = self.shard_views[i]
+            off = self.offsets[i][self.rank]
+            self._set_grad(p, self.rs_out[off: off + v.size].reshape(v.shape))
+        for p in self.repl:
+            if not p.requires_grad or self.repl_grad is None:
+                continue
+            off, size = self.rindex[id(p)]
+            self._set_grad(p, self.repl_grad[off: off + size].reshape(p.array.shape).copy())
+        self.reset_grad_state()
+
+    def _set_grad(self, p, arr) -> None:
+        old = self._stash.pop(id(p), None)
+        if old is not None:
+            old.array += arr
+            g = old
+        else:
+            g = _wrap(arr)
+        g._spec = self.specs[id(p)].grad_spec()
+        p.grad = g
+
+    def drop_stash(self) -> None:
+        """Sharded grads stashed but not accumulated (no backward ran): put them back."""
+        for p in self.params:
+            old = self._stash.pop(id(p), None)
+            if old is not None and p.grad is None:
+                p.grad = old
+
+    # -- bookkeeping -----------------------------------------------------------------------
+    def _count(self, collective: str, nbytes: int, phase: str, replicate: bool = False,
+               sent: int | None = None) -> None:
+        """Count a collective: ``stats["bytes"]`` adds its logical size as the ZeRO paper
+        counts it (all-gather: the output, reduce-scatter: the input, all-reduce: the
+        buffer); the communication plan gets this rank's input bytes."""
+        self.stats[collective] += 1
+        key = collective + (":replicate" if replicate else "")
+        self.stats["bytes"][key] = self.stats["bytes"].get(key, 0) + int(nbytes)
+        pg = self.rep_pg if replicate else self.shard_pg
+        record(phase, f"fsdp:{self.label}", collective, nbytes if sent is None else sent,
+               0 if replicate or self.rep_pg is None else 1, pg.size)
+
+    def missing(self) -> list[str]:
+        return [nm for nm, p in zip(self.names, self.params)
+                if p.requires_grad and not self.ready.get(id(p), True)]
+

@@ -1,0 +1,509 @@
+"""``fully_shard``: FSDP2's eager sharded data parallel (ZeRO stages 2 and 3).
+
+``fully_shard(module)`` shards the parameters that ``module`` owns (those not owned by a
+``fully_shard``-ed submodule) along dim 0 over the data-parallel ranks, and changes the
+module's class to ``FSDP<Class>`` (a subclass with :class:`FSDPModule`'s methods), as
+PyTorch does. Call it on the blocks first, then on the root::
+
+    for block in model.transformer.h:
+        fully_shard(block)
+    fully_shard(model)                       # reshard_after_forward=True: ZeRO-3
+    opt = optim.AdamW(model.parameters())    # updates the shards
+
+Each rank feeds its own batch (data parallel). At rest every parameter is a global tensor
+``Split(0)`` over the mesh (``(Broadcast, Split(0))`` on a 2-D HSDP mesh), and so is its
+``.grad`` after backward: optimizers, ``clip_grad_norm_``, LR schedulers and
+``state_dict()`` work on the shards unchanged.
+
+Algorithm and communication plan (per step, ``Ψ`` = parameter elements)
+-------------------------------------------------------------------------
+* **Forward**, for each unit in order: its pre-forward hook waits for the unit's
+  all-gather (started earlier by the prefetch, else now), swaps every parameter to its
+  whole array (a local tensor: the ops run unchanged), and *prefetches*: starts the next
+  unit's all-gather (order recorded in the previous forward), so the transfer overlaps this
+  unit's compute. Its post-forward hook registers a pre-backward hook on the outputs and,
+  with ``reshard_after_forward=True`` (ZeRO-3; not for the root, whose backward comes
+  first), frees the gathered parameters again. All-gathers: Ψ.
+* **Backward**: the pre-backward hook of a resharded unit gathers it again (ZeRO-3: another
+  Ψ) and prefetches the unit backward reaches next. A post-accumulate-grad hook on each
+  parameter packs its gradient into the unit's flat buffer and drops ``.grad``; when a unit
+  has all its gradients its ``reduce_scatter(avg)`` starts (non-blocking, units in a fixed
+  order on every rank, as DDP's buckets) and its gathered parameters are freed. Every hook
+  calls ``progress()`` on the group (Open MPI advances non-blocking collectives only inside
+  MPI calls). Reduce-scatters: Ψ. When the last unit is launched, all are waited for,
+  averaged over replicas (HSDP: an all-reduce of Ψ/N on the replicate dimension), and each
+  parameter gets its gradient shard as ``.grad``.
+* Total per step: ZeRO-2 (``reshard_after_forward=False``) 2Ψ, ZeRO-3 3Ψ: the ZeRO paper's
+  figures. Parameters too small to shard (``shape[0] <`` shard size, scalars) are replicated
+  and all-reduced.
+* ``set_requires_gradient_sync(False)`` (gradient accumulation): gradients are added into the
+  unit's unsharded buffer and not reduced; the next synchronised backward reduces the sum.
+
+At ``fully_shard`` time the parameters and buffers are broadcast from rank 0 (as DDP
+does), so every rank shards the same model.
+
+Limits: parameters of one unit share a dtype; modules run in the same order on every
+rank (SPMD); a parameter must get a gradient in every backward that runs (as DDP without
+``find_unused_parameters``), else the next forward names it; a parameter used outside its
+unit's forward (weight tying across units) must live in a common ancestor unit.
+"""
+
+from __future__ import annotations
+
+from ... import comm as _comm
+from ...autograd import Tensor, is_grad_enabled
+from ...nn.module import Module
+from ..placement import placement as Placement
+from ._param_group import SHARDED, FSDPParamGroup
+from .offload import OffloadPolicy
+
+__all__ = ["fully_shard", "FSDPModule"]
+
+_CLASSES: dict[type, type] = {}
+
+
+class FSDPModule:
+    """Methods a ``fully_shard``-ed module gains (PyTorch FSDP2's ``FSDPModule``)."""
+
+    def unshard(self, async_op: bool = False):
+        """All-gather this module's parameters (whole local tensors until :meth:`reshard`).
+        With ``async_op=True`` returns a handle whose ``wait()`` finishes it."""
+        st = _state(self)
+        st.group_start_unshard("forward")
+        handle = _UnshardHandle(st)
+        if not async_op:
+            handle.wait()
+            return None
+        return handle
+
+    def reshard(self) -> None:
+        """Free the gathered parameters: they become shards (global tensors) again."""
+        st = _state(self)
+        if st.group is not None:
+            st.group.reshard()
+
+    def set_requires_gradient_sync(self, requires_gradient_sync: bool, *, recurse: bool = True) -> None:
+        """``False``: the next backwards accumulate unsharded gradients without communicating
+        (gradient accumulation); ``True`` (default): reduce-scatter them."""
+        for st in _states_below(self, recurse):
+            st.sync = bool(requires_gradient_sync)
+
+    def set_reshard_after_forward(self, reshard_after_forward: bool, *, recurse: bool = True) -> None:
+        for st in _states_below(self, recurse):
+            st.reshard_after_forward = bool(reshard_after_forward)
+
+    def fsdp_stats(self) -> dict:
+        """Collectives this unit and the units below it ran so far (counts, and bytes as the
+        ZeRO paper counts them: all-gather output, reduce-scatter input, all-reduce buffer)."""
+        out = {"all_gather": 0, "reduce_scatter": 0, "all_reduce": 0, "bytes": {}}
+        for st in _states_below(self, True):
+            if st.group is None:
+                continue
+            for k in ("all_gather", "reduce_scatter", "all_reduce"):
+                out[k] += st.group.stats[k]
+            for k, v in st.group.stats["bytes"].items():
+                out["bytes"][k] = out["bytes"].get(k, 0) + v
+        return out
+
+
+class _UnshardHandle:
+    def __init__(self, st):
+        self.st = st
+
+    def wait(self) -> None:
+        if self.st.group is not None:
+            self.st.group.finish_unshard("forward")
+
+
+def _state(module) -> _FSDPState:
+    st = module.__dict__.get("_fsdp_state")
+    if st is None:
+        raise RuntimeError(f"{type(module).__name__} is not a fully_shard-ed module")
+    return st
+
+
+def _states_below(module, recurse: bool):
+    if not recurse:
+        return [_state(module)]
+    return [m.__dict__["_fsdp_state"] for m in module.modules() if "_fsdp_state" in m.__dict__]
+
+
+# ---------------------------------------------------------------------------- mesh checks
+def _resolve_mesh(mesh, label):
+    """``(mesh, shard_dim, replicate_dim)``; the default is a 1-D mesh of every rank."""
+    if mesh is None:
+        world = _comm.get_world()
+        mesh = Placement("cpu", list(range(world.size)))
+    if not isinstance(mesh, Placement):
+        raise TypeError(
+            f"fully_shard({label}, mesh=...): expected a shardflow.distributed placement / "
+            f"DeviceMesh (init_device_mesh('cpu', (N,))), got {type(mesh).__name__}")
+    if mesh.ndim == 1:
+        return mesh, 0, None
+    if mesh.ndim == 2:
+        names = mesh.mesh_dim_names
+        if names is not None and tuple(names) != ("dp_replicate", "dp_shard"):
+            raise ValueError(
+                f"fully_shard({label}): a 2-D mesh is hybrid sharding (HSDP): dimension 0 "
+                f"replicates, dimension 1 shards; its dimensions must be named "
+                f"('dp_replicate', 'dp_shard'), got {tuple(names)}. Build it with "
+                "init_device_mesh('cpu', (replicas, shards), mesh_dim_names=('dp_replicate', "
+                "'dp_shard')); for tensor parallelism plus FSDP pass mesh['dp'] (a 1-D mesh)")
+        return mesh, 1, 0
+    raise ValueError(
+        f"fully_shard({label}): mesh has {mesh.ndim} dimensions {mesh.shape}; expected a 1-D "
+        "data-parallel mesh (FSDP) or a 2-D ('dp_replicate', 'dp_shard') mesh (HSDP)")
+
+
+# ---------------------------------------------------------------------------- the state
+class _FSDPState:
+    """Per ``fully_shard``-ed module: its parameter group and its hooks."""
+
+    def __init__(self, module, mesh, shard_dim, rep_dim, reshard_after_forward, offload, label):
+        self.module = module
+        self.mesh = mesh
+        self.shard_dim, self.rep_dim = shard_dim, rep_dim
+        self.reshard_after_forward = reshard_after_forward
+        self.offload = offload
+        self.label = label
+        self.sync = True
+        self.root = None  # the _Root this unit belongs to, set at the root's first forward
+        self.group = None
+        self.hooked_backward = False
+
+    def group_start_unshard(self, phase):
+        if self.group is not None:
+            self.group.start_unshard(phase)
+            self.group.shard_pg.progress()
+
+
+class _Root:
+    """The outermost ``fully_shard``-ed module's view of every unit below it."""
+
+    def __init__(self, root_state, states):
+        self.root_state = root_state
+        self.states = states
+        self.order: list = []  # units in the order their forward ran, this step
+        self.prev_order: list = []  # ... in the previous step (what prefetch follows)
+        self.backward_started = False
+        self.queue: list = []  # units in reduce-scatter launch order
+        self.next_launch = 0
+        self.expect_backward = False
+
+    # -- forward -------------------------------------------------------------------------
+    def begin_forward(self) -> None:
+        self._check_previous_backward()
+        if self.order:
+            self.prev_order = self.order
+        self.order = []
+        self.queue = []
+        self.next_launch = 0
+        self.backward_started = False
+
+    def _check_previous_backward(self) -> None:
+        if not self.expect_backward:
+            return
+        touched = [st for st in self.states if st.group is not None
+                   and st.group.pending != len(st.group.trainable)]
+        if not touched:  # forward without backward (e.g. an eval pass): nothing owed
+            self.expect_backward = False
+            for st in self.states:
+                if st.group is not None:
+                    st.group.drop_stash()
+            return
+        missing = [f"{st.label}.{nm}" if st.label else nm
+                   for st in self.states if st.group is not None for nm in st.group.missing()]
+        for st in self.states:
+            if st.group is not None:
+                st.group.reset_grad_state()
+        raise RuntimeError(
+            "fully_shard: the previous backward did not produce a gradient for every "
+            f"parameter, so its gradients were never reduced: missing {', '.join(missing)} "
+            f"({len(missing)} parameter(s)). Every parameter of a fully_shard-ed model must be "
+            "used in producing the loss in each step; freeze unused ones (requires_grad_(False)) "
+            "before fully_shard, or move them out of the model")
+
+    def next_after(self, st, order):
+        if st in order:
+            i = order.index(st)
+            for nxt in order[i + 1:]:
+                if nxt is not st:
+                    return nxt
+        return None
+
+    # -- backward ------------------------------------------------------------------------
+    def _dedup(self, seq) -> list:
+        seen, out = set(), []
+        for st in seq:
+            if id(st) not in seen:
+                seen.add(id(st))
+                out.append(st)
+        return out
+
+    def backward_order(self) -> list:
+        """Units in the order backward reaches them (their pre-backward hooks fire): the
+        root first (its output is the loss), then the others in reverse forward order."""
+        return self._dedup(self.order[:1] + self.order[:0:-1])
+
+    def start_backward(self) -> None:
+        """The reduce-scatter launch order: reverse forward order, the root last (its
+        parameters, used first in forward, get their gradients last)."""
+        if self.backward_started:
+            return
+        self.backward_started = True
+        self.queue = [st for st in self._dedup(self.order[::-1])
+                      if st.group is not None and st.group.trainable]
+        self.next_launch = 0
+
+    def unit_ready(self, st) -> None:
+        """A unit delivered all its gradients: launch reduce-scatters in queue order."""
+        self.start_backward()
+        q = self.queue
+        k = self.next_launch
+        while k < len(q) and q[k].group.pending == 0:
+            u = q[k]
+            if u.sync:
+                u.group.launch_reduce()
+            u.group.reshard()
+            k += 1
+        self.next_launch = k
+        if k == len(q):
+            self.finalize()
+
+    def finalize(self) -> None:
+        for u in self.queue:
+            if u.sync:
+                u.group.finish_reduce()
+            else:
+                u.group.pending = len(u.group.trainable)  # keep accumulating into grad_flat
+                u.group.ready = {id(p): False for p in u.group.trainable}
+        self.expect_backward = False
+        self.queue = []
+        self.next_launch = 0
+
+
+# ---------------------------------------------------------------------------- hooks
+def _pre_forward(module, args):
+    st = module.__dict__["_fsdp_state"]
+    if st.root is None:
+        _lazy_init(st)
+    root = st.root
+    if st is root.root_state:
+        root.begin_forward()
+    root.order.append(st)
+    if st.group is not None:
+        st.group.finish_unshard("forward")
+    nxt = root.next_after(st, root.prev_order)
+    if nxt is not None and nxt.group is not None and nxt.group.state == SHARDED:
+        nxt.group.start_unshard("forward")
+    if is_grad_enabled() and st.group is not None and st.group.trainable:
+        root.expect_backward = True
+    return None
+
+
+def _post_forward(module, args, output):
+    st = module.__dict__["_fsdp_state"]
+    root = st.root
+    grad = is_grad_enabled()
+    if grad and st.group is not None and st.group.trainable:
+        outs = [t for t in _tensors(output, []) if t.requires_grad]
+        if outs:
+            fired = [False]
+
+            def pre_backward(g, st=st, fired=fired):
+                if not fired[0]:
+                    fired[0] = True
+                    _pre_backward(st)
+                return None
+
+            for t in outs:
+                t.register_hook(pre_backward)
+    if st.group is not None and (not grad or (st.reshard_after_forward and st is not root.root_state)):
+        st.group.reshard()
+    return None
+
+
+def _pre_backward(st) -> None:
+    root = st.root
+    root.start_backward()
+    g = st.group
+    if g is not None:
+        g.finish_unshard("backward")
+        g.shard_pg.progress()
+    order = root.backward_order()
+    nxt = root.next_after(st, order)
+    if nxt is not None and nxt.group is not None and nxt.group.state == SHARDED:
+        nxt.group.start_unshard("backward")
+
+
+def _make_grad_hook(st):
+    def hook(p):
+        g = st.group
+        if p.grad is None or p.grad._spec is not None:
+            return
+        done = g.take_grad(p)
+        g.shard_pg.progress()
+        if done:
+            st.root.unit_ready(st)
+
+    return hook
+
+
+def _tensors(obj, out):
+    if isinstance(obj, Tensor):
+        out.append(obj)
+    elif isinstance(obj, list | tuple):
+        for o in obj:
+            _tensors(o, out)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            _tensors(o, out)
+    return out
+
+
+def _lazy_init(st) -> None:
+    """The first forward of the outermost unit: it becomes the root of every unit below."""
+    states = [m.__dict__["_fsdp_state"] for m in st.module.modules() if "_fsdp_state" in m.__dict__]
+    root = _Root(st, states)
+    for s in states:
+        if s.root is not None and s.root is not root:
+            continue
+        s.root = root
+    _check_not_ddp(st.module)
+
+
+def _check_not_ddp(module) -> None:
+    from ...nn.parallel import DistributedDataParallel
+
+    for p in module.parameters():
+        for h in p._post_hooks or ():
+            if isinstance(getattr(h, "__self__", None), DistributedDataParallel):
+                raise RuntimeError(
+                    "fully_shard: this model's parameters are also managed by "
+                    "DistributedDataParallel; the two would reduce every gradient twice. Use one: "
+                    "fully_shard already averages gradients over the data-parallel ranks (drop the "
+                    "DDP wrapper), or keep DDP and shard only the optimizer state with "
+                    "ZeroRedundancyOptimizer (ZeRO-1)")
+
+
+# ---------------------------------------------------------------------------- fully_shard
+def fully_shard(module, *, mesh=None, reshard_after_forward: bool = True,
+                shard_placement_fn=None, mp_policy=None, offload_policy: OffloadPolicy | None = None,
+                ignored_params=None):
+    """Shard ``module``'s parameters over the data-parallel ``mesh``; see the module docstring.
+
+    ``reshard_after_forward=True`` frees gathered parameters after each unit's forward and
+    gathers them again in backward (ZeRO-3); ``False`` keeps them until the unit's
+    gradients are reduced (ZeRO-2: one all-gather per step). ``offload_policy``:
+    :class:`CPUOffloadPolicy` keeps shards and optimizer state in host memory (on the CPU
+    backend they already are: a no-op with the same results). ``shard_placement_fn`` and
+    ``mp_policy`` are not supported (dim-0 shards, the parameters' own dtype).
+    Returns ``module`` (its class becomes ``FSDP<Class>``).
+    """
+    from ...nn.parallel import DistributedDataParallel
+
+    label = type(module).__name__
+    if not isinstance(module, Module):
+        raise TypeError(f"fully_shard expects an nn.Module, got {label}")
+    if isinstance(module, DistributedDataParallel) or any(
+            isinstance(m, DistributedDataParallel) for m in module.modules()):
+        raise RuntimeError(
+            "fully_shard: the module is (or contains) a DistributedDataParallel; fully_shard "
+            "replaces DDP (it averages gradients itself). Pass the plain model: "
+            "fully_shard(model) instead of fully_shard(DDP(model))")
+    if "_fsdp_state" in module.__dict__:
+        raise RuntimeError(f"fully_shard: {label} is already fully_shard-ed; call it once per module")
+    if shard_placement_fn is not None or mp_policy is not None:
+        raise NotImplementedError(
+            "fully_shard: shard_placement_fn and mp_policy are not supported; parameters are "
+            "sharded on dim 0 and computed in their own dtype (cast the model first)")
+    if offload_policy is not None and not isinstance(offload_policy, OffloadPolicy):
+        raise TypeError(f"offload_policy must be an OffloadPolicy / CPUOffloadPolicy, got "
+                        f"{type(offload_policy).__name__}")
+    mesh, shard_dim, rep_dim = _resolve_mesh(mesh, label)
+    st = _FSDPState(module, mesh, shard_dim, rep_dim, bool(reshard_after_forward),
+                    offload_policy or OffloadPolicy(), label)
+    # parameters this unit owns: not under a fully_shard-ed submodule, not ignored
+    ignored = {id(p) for p in (ignored_params or ())}
+    owned_elsewhere = set()
+    for m in module.modules():
+        if m is not module and "_fsdp_state" in m.__dict__:
+            owned_elsewhere.update(id(p) for p in m.parameters())
+    params, names, seen = [], [], set()
+    for name, p in module.named_parameters():
+        if id(p) in owned_elsewhere or id(p) in ignored or id(p) in seen:
+            continue
+        if p._spec is not None:
+            raise ValueError(
+                f"fully_shard({label}): parameter {name} is already a global tensor laid out as "
+                f"{p._spec.sbp}; fully_shard takes a model with local parameters (for tensor "
+                "parallelism plus FSDP, apply fully_shard before laying out, or use data "
+                "parallelism of global tensors)")
+        seen.add(id(p))
+        params.append(p)
+        names.append(name)
+    _broadcast_from_rank0(params, module, owned_elsewhere)
+    if params:
+        st.offload.check(params, label)
+        st.group = FSDPParamGroup(params, names, mesh, shard_dim, rep_dim, label)
+        hook = _make_grad_hook(st)
+        for p in st.group.trainable:
+            p.register_post_accumulate_grad_hook(hook)
+    module.__dict__["_fsdp_state"] = st
+    module.register_forward_pre_hook(_pre_forward)
+    module.register_forward_hook(_post_forward)
+    cls = type(module)
+    if not isinstance(module, FSDPModule):
+        new = _CLASSES.get(cls)
+        if new is None:
+            new = _CLASSES[cls] = type(f"FSDP{cls.__name__}", (FSDPModule, cls), {})
+        module.__class__ = new
+    try:  # data loaders shard their data by rank, as under DDP
+        from ...data import _world as _data_world
+
+        _data_world.note_data_parallel(True)
+    except (ImportError, AttributeError):  # pragma: no cover
+        pass
+    if _comm.get_world().size > 1:
+        _comm.set_data_parallel(True)
+    return module
+
+
+def _broadcast_from_rank0(params, module, owned_elsewhere) -> None:
+    world = _comm.get_world()
+    if world.size == 1:
+        return
+    for p in params:
+        world.broadcast(p.array, 0)
+        p._version[0] += 1
+    for b in module.buffers():
+        if b is not None:
+            world.broadcast(b.array, 0)
+
+
+def sharded_optimizer_state_dict(optimizer) -> dict:
+    """``optimizer.state_dict()`` with each state tensor of a sharded parameter's shard shape
+    wrapped as a global tensor laid out like that parameter (no communication); for
+    sharded checkpoints."""
+    from ...autograd import _wrap
+
+    sd = optimizer.state_dict()
+    params = []
+    for g in optimizer.param_groups:
+        params.extend(g["params"])
+    state = {}
+    for i, st in sd["state"].items():
+        p = params[i] if isinstance(i, int) and i < len(params) else None
+        spec = None if p is None else p._spec
+        if spec is None:
+            state[i] = st
+            continue
+        state[i] = {}
+        for k, v in st.items():
+            if isinstance(v, Tensor) and v.array.ndim and v.array.shape == p.array.shape:
+                t = _wrap(v.array)
+                t._spec = spec
+                v = t
+            state[i][k] = v
+    return {"state": state, "param_groups": sd["param_groups"]}
+
