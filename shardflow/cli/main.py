@@ -19,6 +19,8 @@ commands:
   bench   benchmarks: engine (vs PyTorch eager), comm (vs raw mpi4py), ddp (vs torch DDP)
             shardflow bench engine
   doctor  check this machine for the classic distributed-training pitfalls
+  checkpoint  sharded checkpoints: consolidate into one safetensors file, shard, info
+            shardflow checkpoint consolidate ckpt/step_100 model.safetensors
 
 'shardflow <command> --help' shows a command's options.
 """
@@ -28,6 +30,7 @@ COMMANDS = {
     "train": "shardflow.cli.train",
     "bench": "shardflow.bench.__main__",
     "doctor": "shardflow.cli.doctor",
+    "checkpoint": "shardflow.cli.checkpoint",
 }
 
 

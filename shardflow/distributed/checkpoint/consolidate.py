@@ -1,0 +1,72 @@
+"""One safetensors file from a sharded checkpoint, and back (``shardflow checkpoint``).
+
+``dcp_to_safetensors(folder, out)`` (PyTorch: ``format_utils.dcp_to_torch_save``) assembles
+every tensor whole from its pieces (each piece read once, its CRC-32 blocks verified) and
+rebuilds the nested state dict from the index's paths, non-tensor values included; it is
+written with :func:`shardflow.save` (atomic), so ``shardflow.load(out)`` returns the state
+dict that was saved, with whole tensors (``load(out)["model"]`` loads into a plain model).
+
+``safetensors_to_dcp(path, folder)`` (PyTorch: ``torch_save_to_dcp``) is the reverse: a file
+written by ``shardflow.save`` (or any safetensors file) becomes a one-rank sharded
+checkpoint, which :func:`~.load` then reshards into any layout. Both run in one process.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ...autograd import _wrap
+from ...checkpoint import load as _load_file
+from ...checkpoint import save as _save_file
+from .filesystem import FileSystemReader, FileSystemWriter, dtype_of
+from .metadata import decode_object
+from .saver import save
+
+__all__ = ["dcp_to_safetensors", "safetensors_to_dcp", "read_full"]
+
+
+def read_full(folder) -> dict:
+    """The whole state dict of a sharded checkpoint, in this process (no communication)."""
+    reader = FileSystemReader(folder)
+    index = reader.read_index()
+    bs = index["block_size"]
+    out: dict = {}
+
+    def put(path, value):
+        node = out
+        for p in path[:-1]:
+            node = node.setdefault(p, {})
+        node[path[-1]] = value
+
+    try:
+        for name, e in index["tensors"].items():
+            dt = dtype_of(e["dtype"])
+            full = np.zeros(tuple(e["shape"]), dtype=dt)
+            for sh in e["shards"]:
+                raw = reader.read_bytes(sh, 0, sh["byte_length"], bs, f"tensor {name!r}")
+                piece = np.frombuffer(raw, dtype=dt).reshape(tuple(sh["lengths"]))
+                full[tuple(slice(o, o + n) for o, n in zip(sh["offsets"], sh["lengths"]))] = piece
+            put(e["path"], _wrap(full))
+        for e in index["objects"].values():
+            put(e["path"], decode_object(e["value"], reader.path))
+    finally:
+        reader.close()
+    return out
+
+
+def dcp_to_safetensors(folder, out_path) -> dict:
+    """Write the sharded checkpoint ``folder`` as one safetensors file; returns the state dict."""
+    state = read_full(folder)
+    _save_file(state, os.fspath(out_path))
+    return state
+
+
+def safetensors_to_dcp(path, folder, *, block_size: int | None = None) -> dict:
+    """Make a one-rank sharded checkpoint in ``folder`` from the safetensors file ``path``."""
+    state = _load_file(os.fspath(path))
+    if not isinstance(state, dict):
+        raise ValueError(f"{path} holds a {type(state).__name__}; a sharded checkpoint needs a dict")
+    kw = {} if block_size is None else {"block_size": block_size}
+    return save(state, storage_writer=FileSystemWriter(folder, **kw), no_dist=True)

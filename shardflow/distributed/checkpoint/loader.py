@@ -1,0 +1,180 @@
+"""``load(state_dict, checkpoint_id=path)``: fill ``state_dict`` in place, resharding on the fly.
+
+The target layout is the one of the tensors passed in: a global tensor receives its shard
+under its own placement and sbp, a plain tensor the whole value. The saving job's world
+size and layout do not matter (DP 4 -> 2 -> 3, ZeRO-3 shards -> whole tensors, TP 2 -> 1,
+1 -> N): the index records every saved piece as a box of the logical tensor.
+
+Algorithm (a collective over the group; the checkpoint folder must be visible to every rank):
+
+1. Read and verify ``index.json`` (missing: the folder was never committed — a clear error,
+   a half-written index is a temp file and never looked at).
+2. *Plan.* For each leaf of ``state_dict``: its entry in the index (missing key, tensor vs
+   value, logical shape mismatch are errors); the boxes this rank holds of the target
+   (``regions.local_boxes``); for each box and each saved piece, their intersection.
+   Errors are exchanged (``all_gather_object`` #1) so that every rank raises the same one
+   before any read.
+3. *Read* the intersections only: for each, the bytes from its first to its last element
+   inside the piece, widened to whole CRC-32 blocks, each block verified
+   (``FileSystemReader.read_bytes``). Values go to new arrays, not yet into the targets.
+   Errors (a corrupt or missing file) are exchanged again (#2).
+4. *Commit*: copy into the target tensors (``.array[...] =``, cast to the target's dtype,
+   version bumped) and replace non-tensor leaves in their dicts. So a failed load leaves
+   every rank's state untouched.
+
+Target ``P`` dimensions: coordinate 0 receives the value, the others zeros.
+Communication: two ``all_gather_object`` of error strings; no tensor bytes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import comm as _comm
+from ...backend.xp import get_array_module
+from .filesystem import FileSystemReader, dtype_of
+from .metadata import CheckpointError, decode_object, flatten
+from .regions import intersect, local_boxes, partial_zero, spec_of
+
+__all__ = ["load"]
+
+
+def _is_tensor(v) -> bool:
+    return hasattr(v, "array") or isinstance(v, np.ndarray)
+
+
+def _names(d, n=6) -> str:
+    ks = sorted(d)
+    return ", ".join(ks[:n]) + (f" ... ({len(ks)} in all)" if len(ks) > n else "")
+
+
+def _plan(flat, index, label: str):
+    """``(tensor_plans, object_values)``; tensor plans are (name, leaf, local shape, reads)."""
+    tensors, objects = index["tensors"], index["objects"]
+    tplans, ovals = [], []
+    for name, (path, leaf) in flat.items():
+        if _is_tensor(leaf):
+            if name not in tensors:
+                where = "a value, not a tensor" if name in objects else "missing"
+                raise CheckpointError(
+                    f"{label}: tensor {name!r} of the state dict is {where} in the checkpoint "
+                    f"(its tensors: {_names(tensors)}); load into a state dict with the saved "
+                    "keys (get_state_dict(model, optimizer) for model + optimizer)"
+                )
+            e = tensors[name]
+            spec = spec_of(leaf)
+            arr = leaf if isinstance(leaf, np.ndarray) else leaf.array
+            shape = tuple(spec.shape) if spec is not None else tuple(arr.shape)
+            if shape != tuple(e["shape"]):
+                raise CheckpointError(
+                    f"{label}: tensor {name!r} was saved with shape {tuple(e['shape'])}, the "
+                    f"state dict's tensor has shape {shape}; build the model with the saved "
+                    "configuration"
+                )
+            reads = []
+            if not partial_zero(spec):
+                for box in local_boxes(shape, spec):
+                    for sh in e["shards"]:
+                        inter = intersect(box.offsets, box.lengths, sh["offsets"], sh["lengths"])
+                        if inter is not None:
+                            reads.append((box, sh, inter))
+            tplans.append((name, leaf, tuple(arr.shape), dtype_of(e["dtype"]), reads))
+        else:
+            if name not in objects:
+                where = "a tensor" if name in tensors else "missing"
+                raise CheckpointError(
+                    f"{label}: value {name!r} of the state dict is {where} in the checkpoint "
+                    f"(its values: {_names(objects)})"
+                )
+            ovals.append((path, decode_object(objects[name]["value"], label)))
+    return tplans, ovals
+
+
+def _read_piece(reader, sh, lo, hi, dtype, block_size, what) -> np.ndarray:
+    """Elements ``[lo, hi)`` (logical coordinates) of saved piece ``sh``, read and verified."""
+    so, sl = sh["offsets"], sh["lengths"]
+    isz = dtype.itemsize
+    if not sl:  # a 0-d tensor
+        mv = reader.read_bytes(sh, 0, isz, block_size, what)
+        return np.frombuffer(bytes(mv), dtype=dtype).reshape(())
+    rel_lo = [a - o for a, o in zip(lo, so)]
+    rel_hi = [b - o for b, o in zip(hi, so)]
+    strides = np.cumprod([1] + list(sl[:0:-1]))[::-1]  # element strides of the C-order piece
+    first = int(np.dot(rel_lo, strides))
+    last = int(np.dot([h - 1 for h in rel_hi], strides)) + 1
+    row = int(strides[0])
+    base = rel_lo[0] * row
+    rows = rel_hi[0] - rel_lo[0]
+    buf = np.empty(rows * row, dtype=dtype)
+    mv = reader.read_bytes(sh, first * isz, last * isz, block_size, what)
+    buf.view(np.uint8)[(first - base) * isz:(last - base) * isz] = np.frombuffer(mv, np.uint8)
+    view = buf.reshape(rows, *sl[1:])
+    return view[(slice(None),) + tuple(slice(a, b) for a, b in zip(rel_lo[1:], rel_hi[1:]))]
+
+
+def _stage(tplans, reader, block_size):
+    staged = []
+    for name, leaf, local_shape, dtype, reads in tplans:
+        out = np.zeros(local_shape, dtype=dtype)
+        for box, sh, (lo, hi) in reads:
+            out[box.local_slices(lo, hi)] = _read_piece(reader, sh, lo, hi, dtype, block_size,
+                                                        f"tensor {name!r}")
+        staged.append((leaf, out))
+    return staged
+
+
+def _commit(staged, ovals, state_dict) -> None:
+    for leaf, value in staged:
+        if isinstance(leaf, np.ndarray):
+            leaf[...] = value.astype(leaf.dtype, copy=False)
+            continue
+        xp = get_array_module(leaf.array)
+        leaf.array[...] = xp.asarray(value.astype(leaf.array.dtype, copy=False))
+        leaf._bump_version()
+    for path, value in ovals:
+        node = state_dict
+        for p in path[:-1]:
+            node = node[p]
+        node[path[-1]] = value
+
+
+def load(state_dict, *, checkpoint_id=None, storage_reader=None, process_group=None,
+         planner=None, no_dist: bool = False) -> None:
+    """Load a sharded checkpoint into ``state_dict`` in place (a collective).
+
+    PyTorch's ``torch.distributed.checkpoint.load``: every tensor of ``state_dict`` receives
+    its part of the saved logical tensor under its own layout; non-tensor leaves are
+    replaced by the saved values. See the module docstring."""
+    if planner is not None:
+        raise NotImplementedError("dcp.load(planner=...) is not supported; leave it None")
+    reader = storage_reader
+    if reader is None:
+        if checkpoint_id is None:
+            raise ValueError("dcp.load needs checkpoint_id=<folder> (or storage_reader=)")
+        reader = FileSystemReader(checkpoint_id)
+    group = _comm.LocalCommunicator() if no_dist else (process_group or _comm.get_world())
+    rank = group.rank
+
+    def agree(err):
+        errs = group.all_gather_object(err)
+        bad = [e for e in errs if e]
+        if bad:
+            raise CheckpointError("dcp.load failed, nothing was loaded: " + "; ".join(
+                dict.fromkeys(bad)))
+
+    err = tplans = ovals = None
+    try:
+        index = reader.read_index()
+        tplans, ovals = _plan(flatten(state_dict), index, reader.path)
+    except (CheckpointError, FileNotFoundError, TypeError, ValueError) as e:
+        err = f"rank {rank}: {e}"
+    agree(err)  # #1
+    staged = None
+    try:
+        staged = _stage(tplans, reader, index["block_size"])
+    except (CheckpointError, OSError, ValueError) as e:
+        err = f"rank {rank}: {e}"
+    finally:
+        reader.close()
+    agree(err)  # #2
+    _commit(staged, ovals, state_dict)
