@@ -8,6 +8,7 @@ This module only re-exports; see docs/ARCHITECTURE.md for the layers.
 from . import (
     accelerator,
     amp,
+    ao,
     autograd,
     backends,
     cuda,
@@ -69,6 +70,7 @@ from .distributed import sbp
 from .distributed.placement import placement
 from .ops import *
 from .ops import add, clone, div, mul, neg, reciprocal, sub
+from .quant import dequantize, qint8, qint32, quantize_per_channel, quantize_per_tensor, quint8
 from .serialization import load, save
 
 half = float16

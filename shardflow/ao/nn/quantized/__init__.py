@@ -1,0 +1,14 @@
+"""``torch.ao.nn.quantized``: static int8 modules (QuantizedTensor in, QuantizedTensor out)."""
+
+from ....quant.modules.static import (
+    Conv2d,
+    DeQuantize,
+    Dropout,
+    Flatten,
+    Identity,
+    Linear,
+    MaxPool2d,
+    Quantize,
+    ReLU,
+)
+from . import dynamic
