@@ -5,6 +5,7 @@ module argument, so the very same definition builds a shardflow model and a PyTo
 (b) CNN conv(3->32,3x3,pad 1)-relu-pool-conv(32->64,3x3,pad 1)-relu-pool-linear(4096->256)-
     relu-linear(256->10) on 3x32x32, batch 64, SGD with momentum.
 (c) GPT-mini: 4 layers, d_model 256, 4 heads, seq 128, vocab 256, batch 16, AdamW.
+(d) gpt-l, for GPUs: 12 layers, d_model 768, 12 heads, seq 256, batch 16, AdamW.
 
 ``flops_per_step`` is the analytic count (2 FLOPs per multiply-add; backward = 2x forward).
 """
@@ -140,6 +141,13 @@ WORKLOADS = {
         "GPT-mini 4L d256 h4 T128 V256 (b16, AdamW)", gpt_mini,
         lambda r: (r.integers(0, 256, (16, 128)), r.integers(0, 256, (16, 128))),
         _adamw, _gpt_loss, _gpt_flops(),
+    ),
+    # GPU-sized (``bench engine --device cuda``): GPT-2 small's width and depth
+    "gpt-l": Workload(
+        "GPT 12L d768 h12 T256 V256 (b16, AdamW)",
+        lambda torch: gpt_mini(torch, n_layer=12, d_model=768, n_head=12, block_size=256),
+        lambda r: (r.integers(0, 256, (16, 256)), r.integers(0, 256, (16, 256))),
+        _adamw, _gpt_loss, _gpt_flops(batch=16, T=256, d=768, L=12),
     ),
 }
 
