@@ -1,0 +1,340 @@
+"""``ZeroRedundancyOptimizer``: ZeRO stage 1, optimizer state sharded over the ranks.
+
+PyTorch's name and signature::
+
+    model = DistributedDataParallel(model)               # gradients averaged (all-reduce)
+    opt = ZeroRedundancyOptimizer(model.parameters(), optim.AdamW, lr=1e-3)
+
+Algorithm
+---------
+Every parameter ``p`` with ``p.ndim >= 1`` and ``p.shape[0] >= N`` (``N`` ranks of
+``process_group``) is cut along dim 0 with ``torch.chunk``'s rule (uneven sizes allowed; the
+last ranks may hold short or empty chunks): in the global-tensor vocabulary its optimizer
+state is ``Split(0)`` over the group. Rank ``k`` builds ``optimizer_class`` over *views* of
+its rows: ``p.array[lo:hi]`` as the parameter and ``p.grad.array[lo:hi]`` as its gradient,
+so the inner optimizer allocates state (Adam's two moments: ``8Ψ/N`` bytes instead of
+``8Ψ``) for its rows only and updates them in place. Smaller parameters (scalars, fewer rows
+than ranks) are stepped whole on every rank (their state replicated; the gradients are equal
+on every rank after DDP, so the results are too).
+
+``step()``: copy the hyper-parameters of ``param_groups`` (what LR schedulers change) into
+the inner optimizer, point the views' ``.grad`` at this step's gradients, run the inner
+``step``, then rebuild whole parameters with one ``all_gather`` of a flat buffer holding
+each rank's rows of every sharded parameter (padded to the longest rank).
+
+Communication per step: this optimizer's all-gather moves Ψ; DDP's all-reduce before it
+2Ψ (PyTorch's ZeroRedundancyOptimizer has the same plan with a broadcast per parameter
+instead of one all-gather). The ZeRO paper's stage 1 reaches 2Ψ by reduce-scattering the
+gradients instead; ``fully_shard(reshard_after_forward=False)`` (stage 2) does that.
+
+State dict: ``consolidate_state_dict(to=0)`` (a collective) gathers the whole state on rank
+``to``, whose ``state_dict()`` then returns a plain ``optimizer_class`` state dict (whole
+tensors, PyTorch's format); ``load_state_dict`` takes that format from any world size and
+keeps this rank's rows. ``sharded_state_dict()`` returns the state without communication,
+each state tensor a global tensor ``Split(0)`` (for sharded checkpoints).
+
+``parameters_as_bucket_view`` and ``overlap_with_ddp`` are accepted with PyTorch's
+defaults; ``overlap_with_ddp=True`` (stepping inside DDP's communication hook) is not
+supported.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import comm as _comm
+from ..autograd import Tensor, _wrap
+from ..optim.optimizer import Optimizer
+from . import layout
+from .global_tensor import GlobalSpec, make_global
+from .sbp import broadcast, split
+
+__all__ = ["ZeroRedundancyOptimizer"]
+
+_HPARAM_SKIP = ("params",)
+
+
+class ZeroRedundancyOptimizer(Optimizer):
+    """ZeRO-1 over ``process_group`` (default: the world); see the module docstring."""
+
+    def __init__(self, params, optimizer_class, process_group=None,
+                 parameters_as_bucket_view: bool = False, overlap_with_ddp: bool = False,
+                 **defaults):
+        if overlap_with_ddp:
+            raise NotImplementedError(
+                "ZeroRedundancyOptimizer(overlap_with_ddp=True) is not supported; pass "
+                "overlap_with_ddp=False (the step runs after backward, on DDP's averaged "
+                "gradients)")
+        if not (isinstance(optimizer_class, type) and issubclass(optimizer_class, Optimizer)):
+            raise TypeError(
+                f"optimizer_class must be a shardflow Optimizer class such as optim.AdamW, got "
+                f"{optimizer_class!r}")
+        super().__init__(params, defaults)
+        self.optimizer_class = optimizer_class
+        self.process_group = process_group if process_group is not None else _comm.get_world()
+        self.parameters_as_bucket_view = parameters_as_bucket_view
+        self.overlap_with_ddp = overlap_with_ddp
+        self._consolidated = None
+        self.stats = {"all_gather": 0, "bytes": 0}  # bytes: all-gather outputs (ZeRO's count)
+        self._build()
+
+    # -- partition -----------------------------------------------------------------------
+    def _build(self) -> None:
+        pg = self.process_group
+        n, r = pg.size, pg.rank
+        self._all = [p for g in self.param_groups for p in g["params"]]
+        self._group_ids = [[id(p) for p in g["params"]] for g in self.param_groups]
+        self._rows = {}  # id(p) -> [(lo, hi)] per rank, for sharded params
+        self._views = {}  # id(p) -> the Tensor the inner optimizer updates
+        seg = [0] * n
+        self._offsets = {}
+        for p in self._all:
+            if p.array.ndim >= 1 and p.array.shape[0] >= n:
+                bounds = [layout.chunk_bounds(p.array.shape[0], n, k) for k in range(n)]
+                row = int(np.prod(p.array.shape[1:], dtype=np.int64))
+                self._rows[id(p)] = bounds
+                self._offsets[id(p)] = list(seg)
+                for k, (lo, hi) in enumerate(bounds):
+                    seg[k] += (hi - lo) * row
+                lo, hi = bounds[r]
+                view = _wrap(p.array[lo:hi])
+            else:
+                view = _wrap(p.array)
+            view.requires_grad = p.requires_grad
+            self._views[id(p)] = view
+        self._S = max(seg) if seg else 0
+        dts = {p.array.dtype for p in self._all if id(p) in self._rows}
+        if len(dts) > 1:
+            raise TypeError(f"ZeroRedundancyOptimizer: sharded parameters must share one dtype, "
+                            f"got {sorted(map(str, dts))}; cast the model first")
+        self._dtype = dts.pop() if dts else np.dtype(np.float32)
+        inner_groups = []
+        for g in self.param_groups:
+            inner = {k: v for k, v in g.items() if k not in _HPARAM_SKIP}
+            inner["params"] = [self._views[id(p)] for p in g["params"]]
+            inner_groups.append(inner)
+        self.optim = self.optimizer_class(inner_groups, **self.defaults)
+
+    def _check_groups(self) -> None:
+        now = [[id(p) for p in g["params"]] for g in self.param_groups]
+        if now != self._group_ids:
+            raise RuntimeError(
+                "ZeroRedundancyOptimizer: param_groups changed after the optimizer state was "
+                f"sharded (groups of {[len(x) for x in self._group_ids]} parameters when built, "
+                f"now {[len(x) for x in now]}); the shards follow the parameters given at "
+                "construction. Build a new ZeroRedundancyOptimizer with the new groups "
+                "(consolidate_state_dict + state_dict to carry the state over)")
+
+    def add_param_group(self, param_group: dict) -> None:
+        if "optim" in self.__dict__:
+            raise RuntimeError(
+                "ZeroRedundancyOptimizer.add_param_group: adding a group after the optimizer "
+                "state was sharded is not supported; pass every group to the constructor")
+        super().add_param_group(param_group)
+
+    def _rebind(self, p) -> Tensor:
+        """The inner view of ``p``, re-pointed at ``p.array`` if the parameter's array was
+        replaced (e.g. ``load_state_dict(assign=True)`` or a ``.data`` assignment)."""
+        view = self._views[id(p)]
+        rows = self._rows.get(id(p))
+        if rows is None:
+            if view.array is not p.array:
+                view.array = p.array
+        else:
+            lo, hi = rows[self.process_group.rank]
+            if view.array.size and not np.may_share_memory(view.array, p.array):
+                view.array = p.array[lo:hi]
+        return view
+
+    # -- step ----------------------------------------------------------------------------
+    def step(self, closure=None):
+        self._check_groups()
+        loss = self._closure(closure)
+        for g, ig in zip(self.param_groups, self.optim.param_groups):
+            for k, v in g.items():
+                if k != "params":
+                    ig[k] = v
+        r = self.process_group.rank
+        for p in self._all:
+            view = self._rebind(p)
+            if p.grad is None:
+                view.grad = None
+                continue
+            rows = self._rows.get(id(p))
+            if rows is None:
+                view.grad = _wrap(p.grad.array)
+            else:
+                lo, hi = rows[r]
+                view.grad = _wrap(p.grad.array[lo:hi])
+        self.optim.step()
+        self._gather_params()
+        for p in self._all:
+            self._views[id(p)].grad = None
+            if p.grad is not None:
+                p._version[0] += 1
+        self._consolidated = None
+        return loss
+
+    def _gather_params(self) -> None:
+        """One all-gather of every rank's rows of every sharded parameter (each parameter's
+        whole value is rebuilt from the gathered rows, this rank's own included)."""
+        pg = self.process_group
+        sharded = [p for p in self._all if id(p) in self._rows]
+        if not sharded:
+            return
+        n, r = pg.size, pg.rank
+        flat = np.zeros(self._S, dtype=self._dtype)
+        for p in sharded:
+            v = self._views[id(p)].array
+            off = self._offsets[id(p)][r]
+            flat[off: off + v.size] = v.reshape(-1)
+        out = np.empty((n, self._S), dtype=self._dtype)
+        if n > 1:
+            pg.all_gather(flat, out=out)
+        else:
+            out[0] = flat
+        self.stats["all_gather"] += 1
+        self.stats["bytes"] += out.nbytes
+        for p in sharded:
+            a = p.array
+            row = a[0].size if a.ndim > 1 else 1
+            for k, (lo, hi) in enumerate(self._rows[id(p)]):
+                off = self._offsets[id(p)][k]
+                a[lo:hi] = out[k, off: off + (hi - lo) * row].reshape(a[lo:hi].shape)
+
+    # -- state dicts ---------------------------------------------------------------------
+    def _index_of(self):
+        return {id(p): i for i, p in enumerate(self._all)}
+
+    def _local_state(self):
+        """{param index: inner state dict} of this rank (shard-shaped tensors)."""
+        views = {id(self._views[id(p)]): i for i, p in enumerate(self._all)}
+        return {views[id(v)]: st for v, st in self.optim.state.items() if id(v) in views}
+
+    def consolidate_state_dict(self, to: int = 0) -> None:
+        """Gather the whole optimizer state on rank ``to`` (a collective: every rank calls
+        it); then ``state_dict()`` on that rank returns it."""
+        pg = self.process_group
+        local = self._local_state()
+        keys = sorted({(i, k) for i, st in local.items() for k in st})
+        # every rank must list the same keys (they do after a step on every rank); check
+        all_keys = pg.all_gather_object(keys)
+        if any(k != all_keys[0] for k in all_keys):
+            raise RuntimeError(
+                "consolidate_state_dict: ranks hold different optimizer state keys (a rank "
+                "has not stepped yet?); call it after the same number of step() on every rank")
+        state: dict = {}
+        for i, k in keys:
+            p = self._all[i]
+            v = local[i][k]
+            if (isinstance(v, Tensor) and id(p) in self._rows and v.array.ndim
+                    and v.array.shape == self._views[id(p)].array.shape):
+                whole = self._gather_rows(p, v.array)
+                state.setdefault(i, {})[k] = _wrap(whole)
+            else:
+                state.setdefault(i, {})[k] = _wrap(np.array(v.array, copy=True)) if isinstance(v, Tensor) else v
+        groups = self._packed_groups()
+        self._consolidated = {"state": state, "param_groups": groups} if pg.rank == _group_rank(pg, to) else None
+        self._consolidated_on = to
+
+    def _gather_rows(self, p, arr):
+        pg = self.process_group
+        n = pg.size
+        rows = self._rows[id(p)]
+        cmax = max(hi - lo for lo, hi in rows)
+        padded = np.zeros((cmax, *arr.shape[1:]), dtype=arr.dtype)
+        padded[: arr.shape[0]] = arr
+        got = pg.all_gather(padded) if n > 1 else padded[None]
+        whole = np.empty((p.array.shape[0], *arr.shape[1:]), dtype=arr.dtype)
+        for k, (lo, hi) in enumerate(rows):
+            whole[lo:hi] = got[k][: hi - lo]
+        return whole
+
+    def _packed_groups(self):
+        out, start = [], 0
+        for g in self.param_groups:
+            packed = {k: v for k, v in g.items() if k != "params"}
+            packed["params"] = list(range(start, start + len(g["params"])))
+            start += len(g["params"])
+            out.append(packed)
+        return out
+
+    def state_dict(self) -> dict:
+        """The whole state (after ``consolidate_state_dict(to)``, on rank ``to``)."""
+        if self._consolidated is None:
+            raise RuntimeError(
+                "ZeroRedundancyOptimizer.state_dict: the optimizer state is sharded; call "
+                "consolidate_state_dict(to=RANK) on every rank first, then state_dict() on that "
+                "rank (PyTorch's protocol), or use sharded_state_dict() for a per-rank state")
+        return self._consolidated
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Load a whole state dict (PyTorch format, any world size): this rank keeps its rows."""
+        self._check_groups()
+        r = self.process_group.rank
+        sliced = {}
+        for i, st in state_dict["state"].items():
+            p = self._all[i] if isinstance(i, int) and i < len(self._all) else None
+            if p is None:
+                continue
+            sliced[i] = {}
+            for k, v in st.items():
+                if isinstance(v, Tensor) and v._spec is not None:
+                    v = _wrap(v.array)  # a sharded state dict: already this rank's rows
+                elif (isinstance(v, Tensor) and id(p) in self._rows and v.array.ndim
+                        and tuple(v.array.shape) == tuple(p.array.shape)):
+                    lo, hi = self._rows[id(p)][r]
+                    v = _wrap(np.array(v.array[lo:hi], copy=True))
+                sliced[i][k] = v
+        self._load_local(sliced, state_dict["param_groups"])
+
+    def _load_local(self, state, saved_groups) -> None:
+        if len(saved_groups) != len(self.param_groups):
+            raise ValueError(
+                f"loaded state dict has {len(saved_groups)} parameter groups, this optimizer "
+                f"{len(self.param_groups)}; build it with the same groups as the one saved")
+        inner_groups = []
+        for g, s in zip(self.param_groups, saved_groups):
+            for k, v in s.items():
+                if k != "params":
+                    g[k] = v
+            packed = {k: v for k, v in g.items() if k != "params"}
+            packed["params"] = list(s["params"])
+            inner_groups.append(packed)
+        self.optim.load_state_dict({"state": state, "param_groups": inner_groups})
+
+    def sharded_state_dict(self) -> dict:
+        """This rank's state without communication: every per-parameter state tensor of a
+        sharded parameter is a global tensor ``Split(0)`` over the group (logical shape = the
+        parameter's), others ``Broadcast``; scalars (``step``) stay local."""
+        pg = self.process_group
+        if pg is not _comm.get_world() and pg.size != _comm.get_world().size:
+            raise NotImplementedError("sharded_state_dict needs process_group = the world")
+        from .placement import placement as Placement
+
+        mesh = Placement("cpu", list(range(pg.size)))
+        state = {}
+        for i, st in self._local_state().items():
+            p = self._all[i]
+            state[i] = {}
+            for k, v in st.items():
+                if isinstance(v, Tensor) and v.array.ndim:
+                    sbp = (split(0),) if id(p) in self._rows else (broadcast,)
+                    v = make_global(_wrap(v.array), GlobalSpec(mesh, sbp, p.array.shape))
+                state[i][k] = v
+        return {"state": state, "param_groups": self._packed_groups()}
+
+    def load_sharded_state_dict(self, state_dict: dict) -> None:
+        """Inverse of :meth:`sharded_state_dict` (values: global tensors or shard arrays)."""
+        self._check_groups()
+        state = {i: {k: (_wrap(v.array) if isinstance(v, Tensor) else v) for k, v in st.items()}
+                 for i, st in state_dict["state"].items()}
+        self._load_local(state, state_dict["param_groups"])
+
+    def __repr__(self) -> str:
+        return f"ZeroRedundancyOptimizer({self.optim!r}, world_size={self.process_group.size})"
+
+
+def _group_rank(pg, rank: int) -> int:
+    ranks = getattr(pg, "world_ranks", None)
+    return rank if ranks is None else ranks.index(rank)
