@@ -6,6 +6,7 @@ Usage::
     shardflow run -n 2 -m package.module args       # a module (python -m)
     shardflow run -n 2 shardflow train gpt          # a console command
     shardflow run -n 8 --hosts h1:4,h2:4 train.py   # several machines (or --hostfile F)
+    shardflow run -n 2 --timeline trace.json train.py  # + a Chrome trace of every rank
 
 What it does
 ------------
@@ -36,6 +37,13 @@ What it does
    (the rank's exit code, 124 for ``--timeout``).
 6. Whatever happens (success, failure, ``--timeout``, a signal), every process left in the
    session is sent SIGTERM then SIGKILL, so no orphan rank survives.
+
+7. ``--timeline out.json``: each rank runs its Python program under
+   ``shardflow.cli.timeline_rank`` (a ``shardflow.profiler.profile``: ops, collectives with
+   bytes, waits, data loading) and writes its trace into a folder next to ``out.json``
+   (it must be on a file system every host sees); when the job ends the launcher merges
+   them into ``out.json`` (one row per rank, ``chrome://tracing`` or Perfetto) and prints
+   the compute / comm / idle / data split of each rank (``profiler.chrome.step_summary``).
 
 Not covered: a SIGKILL of the launcher itself cannot be handled; its job is then left to
 mpiexec (Open MPI ends it when a rank fails, not otherwise).
@@ -337,7 +345,7 @@ def _report_failure(records, other, tails, rc, say) -> int:
 
 
 _VALUED = {"-n", "--nproc", "--np", "--hosts", "--hostfile", "--timeout", "--comm-timeout",
-           "--grace"}
+           "--grace", "--timeline"}
 
 
 def _split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -387,6 +395,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="check op/shape/dtype of every collective across ranks")
     p.add_argument("--no-prefix", action="store_true", help="do not prefix lines with [rank R]")
     p.add_argument("--dry-run", action="store_true", help="print the mpiexec command and exit")
+    p.add_argument("--timeline", metavar="OUT.json",
+                   help="write a merged Chrome trace of every rank (ops, collectives, waits, "
+                        "data loading) and print each rank's compute/comm/idle split")
     p.add_argument("-m", dest="module", help="run a module, as python -m")
     p.add_argument("target", nargs=argparse.REMAINDER,
                    help="script.py args... | command args...")
@@ -412,6 +423,16 @@ def main(argv: list[str] | None = None) -> int:
         extra["SHARDFLOW_COMM_TIMEOUT"] = str(args.comm_timeout)
     if args.debug_collectives:
         extra["SHARDFLOW_DEBUG"] = "collectives"
+    tdir = None
+    if args.timeline:
+        try:
+            program = timeline_program(program, "TIMELINE_DIR")
+        except ValueError as e:
+            sys.stderr.write(f"shardflow run: error: {e}\n")
+            return 2
+        tdir = tempfile.mkdtemp(prefix=".shardflow-timeline-",
+                                dir=os.path.dirname(os.path.abspath(args.timeline)))
+        program = [tdir if a == "TIMELINE_DIR" else a for a in program]
     try:
         if args.dry_run:
             print(shlex.join(job_command(args.n, program, hosts=args.hosts, hostfile=args.hostfile)))
@@ -422,6 +443,36 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as e:  # no mpiexec
         sys.stderr.write(f"shardflow run: error: {e}\n")
         return 2
+    finally:
+        if tdir is not None:
+            merge_timeline(tdir, args.timeline)
+
+
+def timeline_program(program: list[str], out_dir: str) -> list[str]:
+    """``program`` run under ``shardflow.cli.timeline_rank`` (Python programs only)."""
+    if program[:2] != [sys.executable, "-u"]:
+        raise ValueError(f"--timeline needs a Python program (script.py, -m module or "
+                         f"`shardflow ...`), got the executable {program[0]!r}; run it "
+                         "through python, or profile it with shardflow.profiler yourself")
+    return [sys.executable, "-u", "-m", "shardflow.cli.timeline_rank", out_dir, *program[2:]]
+
+
+def merge_timeline(tdir: str, out: str) -> None:
+    """Merge the ranks' traces in ``tdir`` into ``out``, print the summary, remove ``tdir``."""
+    from ..profiler import chrome
+
+    try:
+        paths = sorted(os.path.join(tdir, f) for f in os.listdir(tdir) if f.endswith(".json"))
+        if not paths:
+            sys.stderr.write(f"shardflow run: --timeline: no rank wrote a trace (into {tdir}); "
+                             "nothing merged\n")
+            return
+        doc = chrome.merge(paths, out)
+        sys.stderr.write(f"shardflow run: timeline of {len(paths)} rank(s) written to {out} "
+                         "(open in chrome://tracing or ui.perfetto.dev)\n"
+                         + chrome.format_summary(doc["stepSummary"]) + "\n")
+    finally:
+        shutil.rmtree(tdir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -124,6 +124,7 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, Communicator):
         self._debug = _config.debug_collectives()
         self._cmp = callsig.NBYTES if self._debug else callsig.CHECKED_BYTES
         self._active = None
+        self._prof_call = None  # (recorder, frame, op, args) of a profiled blocking call
         self._watchdog = None
         self._board = ArrivalBoard(MPI, self._side)
         self._side.Barrier()
@@ -182,13 +183,15 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, Communicator):
 
     def _run(self, gen, async_op: bool, op: str, seq: int, shape, dtype, me=None,
              data_step: bool = False):
-        rec = _profiling.current
-        if rec is None:
+        rec = _profiling.current  # a profile records the issue of an async call (blocking
+        if rec is None or not async_op:  # ones: _enter_blocking to _leave_blocking)
             return self._run_steps(gen, async_op, op, seq, shape, dtype, me, data_step)
+        with rec.span(op, "comm", **self._prof_args(seq, shape, dtype), async_op=True):
+            return self._run_steps(gen, async_op, op, seq, shape, dtype, me, data_step)
+
+    def _prof_args(self, seq, shape, dtype) -> dict:
         nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize if dtype is not None else 0
-        with rec.span(op, "comm", bytes=nbytes, seq=seq, async_op=async_op,
-                      group=",".join(map(str, self.world_ranks))):
-            return self._run_steps(gen, async_op, op, seq, shape, dtype, me, data_step)
+        return {"bytes": nbytes, "seq": seq, "group": ",".join(map(str, self.world_ranks))}
 
     def _run_steps(self, gen, async_op: bool, op: str, seq: int, shape, dtype, me=None,
                    data_step: bool = False):
@@ -260,11 +263,18 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, Communicator):
         """A blocking call starts: the board says what we wait on, the watchdog times it."""
         self._board.waiting(seq)
         self._active = (op, seq, shape, dtype, time.monotonic())
+        rec = _profiling.current
+        if rec is not None:  # a profile records the blocking call, with its bytes
+            self._prof_call = (rec, rec.begin(), op, self._prof_args(seq, shape, dtype))
         if self._watchdog is None:
             self._start_watchdog()
 
     def _leave_blocking(self) -> None:
         self._active = None
+        if self._prof_call is not None:
+            rec, frame, op, args = self._prof_call
+            self._prof_call = None
+            rec.end(frame, op, "comm", args)
         self._board.waiting(-1)
 
     @staticmethod

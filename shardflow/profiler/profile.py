@@ -121,6 +121,7 @@ class profile:  # noqa: N801 - PyTorch's name
         if not self.enabled:
             return
         prev = self._action
+        self._close_step()  # names the step that just ended
         self.step_num += 1
         self._action = self.schedule(self.step_num)
         recording = prev in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
@@ -133,7 +134,6 @@ class profile:  # noqa: N801 - PyTorch's name
         if will and not recording:
             self._start_recording()
         elif will and self._rec is not None and self.schedule is not _always:
-            self._close_step()
             self._step_frame = self._rec.begin()
 
     # -- results --------------------------------------------------------------------------
