@@ -169,7 +169,7 @@ class _FSDPState:
         self.sync = True
         self.root = None  # the _Root this unit belongs to, set at the root's first forward
         self.group = None
-        self.hooked_backward = False
+        self.path = ""  # dotted name under the root (set at the root's first forward)
 
     def group_start_unshard(self, phase):
         if self.group is not None:
@@ -211,7 +211,7 @@ class _Root:
                 if st.group is not None:
                     st.group.drop_stash()
             return
-        missing = [f"{st.label}.{nm}" if st.label else nm
+        missing = [f"{st.path}.{nm}" if st.path else nm
                    for st in self.states if st.group is not None for nm in st.group.missing()]
         for st in self.states:
             if st.group is not None:
@@ -365,7 +365,9 @@ def _lazy_init(st) -> None:
     """The first forward of the outermost unit: it becomes the root of every unit below."""
     states = [m.__dict__["_fsdp_state"] for m in st.module.modules() if "_fsdp_state" in m.__dict__]
     root = _Root(st, states)
+    paths = {id(m): n for n, m in st.module.named_modules()}
     for s in states:
+        s.path = paths.get(id(s.module), s.label)
         if s.root is not None and s.root is not root:
             continue
         s.root = root
