@@ -175,35 +175,51 @@ class FileSystemReader:
             self._fds[fname] = fd
         return fd
 
-    def read_bytes(self, shard: dict, begin: int, end: int, block_size: int, what: str) -> memoryview:
-        """Bytes ``[begin, end)`` of a piece (offsets inside the piece), checksum-verified.
+    def read_window(self, shard: dict, lo: int, hi: int, ranges, block_size: int,
+                    what: str) -> bytearray:
+        """Bytes ``[lo, hi)`` of a piece (offsets inside the piece) in which every byte of
+        ``ranges`` (``[(begin, end), ...]`` inside the window) is read and checksum-verified;
+        the other bytes of the window are zeros.
 
-        Whole ``block_size`` blocks around the range are read and each is checked against
-        the CRC-32 the index recorded."""
-        b0 = (begin // block_size) * block_size
-        b1 = min(-(-end // block_size) * block_size, shard["byte_length"])
+        Only the ``block_size`` blocks that ``ranges`` touch are read (consecutive blocks in
+        one ``pread``), and each is checked against the CRC-32 the index recorded."""
+        out = bytearray(hi - lo)
+        touched = sorted({b for s, e in ranges if e > s
+                          for b in range(s // block_size, (e - 1) // block_size + 1)})
+        runs: list[list[int]] = []
+        for b in touched:
+            if runs and runs[-1][1] == b:
+                runs[-1][1] = b + 1
+            else:
+                runs.append([b, b + 1])
         fd = self._fd(shard["file"])
-        buf = bytearray(b1 - b0)
-        got = os.preadv(fd, [buf], shard["byte_offset"] + b0) if b1 > b0 else 0
-        self.bytes_read += got
-        if got != b1 - b0:
-            raise CheckpointError(
-                f"{os.path.join(self.path, shard['file'])} is truncated: {what} needs bytes up to "
-                f"{shard['byte_offset'] + b1} of it, the file ends before. Use an earlier checkpoint"
-            )
+        path = os.path.join(self.path, shard["file"])
         crcs = shard["crc32"]
-        mv = memoryview(buf)
-        for j, pos in enumerate(range(0, b1 - b0, block_size)):
-            k = b0 // block_size + j
-            crc = zlib.crc32(mv[pos: pos + block_size])
-            if crc != crcs[k]:
+        for first, stop in runs:
+            b0, b1 = first * block_size, min(stop * block_size, shard["byte_length"])
+            buf = bytearray(b1 - b0)
+            got = os.preadv(fd, [buf], shard["byte_offset"] + b0)
+            self.bytes_read += got
+            if got != b1 - b0:
                 raise CheckpointError(
-                    f"{os.path.join(self.path, shard['file'])} is corrupt: {what} (piece "
-                    f"{shard['name']!r}), bytes {shard['byte_offset'] + b0 + pos}.."
-                    f"{shard['byte_offset'] + min(b0 + pos + block_size, b1)} have CRC-32 {crc}, "
-                    f"the index recorded {crcs[k]}. Use an earlier checkpoint"
+                    f"{path} is truncated: {what} needs bytes up to {shard['byte_offset'] + b1} "
+                    "of it, the file ends before. Use an earlier checkpoint"
                 )
-        return mv[begin - b0: end - b0]
+            mv = memoryview(buf)
+            for k in range(first, stop):
+                pos = (k - first) * block_size
+                crc = zlib.crc32(mv[pos: pos + block_size])
+                if crc != crcs[k]:
+                    end = shard["byte_offset"] + min(b0 + pos + block_size, b1)
+                    raise CheckpointError(
+                        f"{path} is corrupt: {what} (piece {shard['name']!r}), bytes "
+                        f"{shard['byte_offset'] + b0 + pos}..{end} have CRC-32 {crc}, the index "
+                        f"recorded {crcs[k]}. Use an earlier checkpoint"
+                    )
+            c0, c1 = max(b0, lo), min(b1, hi)
+            if c1 > c0:
+                out[c0 - lo: c1 - lo] = mv[c0 - b0: c1 - b0]
+        return out
 
     def close(self) -> None:
         for fd in self._fds.values():

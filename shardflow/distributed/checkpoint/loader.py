@@ -14,9 +14,9 @@ Algorithm (a collective over the group; the checkpoint folder must be visible to
    (``regions.local_boxes``); for each box and each saved piece, their intersection.
    Errors are exchanged (``all_gather_object`` #1) so that every rank raises the same one
    before any read.
-3. *Read* the intersections only: for each, the bytes from its first to its last element
-   inside the piece, widened to whole CRC-32 blocks, each block verified
-   (``FileSystemReader.read_bytes``). Values go to new arrays, not yet into the targets.
+3. *Read* the intersections only: for each, the contiguous byte ranges it occupies in the
+   C-order piece, widened to whole CRC-32 blocks, each block read once and verified
+   (``FileSystemReader.read_window``). Values go to new arrays, not yet into the targets.
    Errors (a corrupt or missing file) are exchanged again (#2).
 4. *Commit*: copy into the target tensors (``.array[...] =``, cast to the target's dtype,
    version bumped) and replace non-tensor leaves in their dicts. So a failed load leaves
@@ -90,25 +90,47 @@ def _plan(flat, index, label: str):
     return tplans, ovals
 
 
+_MAX_RUNS = 1 << 16
+
+
+def _byte_ranges(sl, rel_lo, rel_hi, isz):
+    """Contiguous byte ranges of the C-order piece of shape ``sl`` that region
+    ``[rel_lo, rel_hi)`` occupies (one range from its first to its last element when there
+    would be more than ``_MAX_RUNS``)."""
+    nd = len(sl)
+    strides = [int(np.prod(sl[d + 1:], dtype=np.int64)) for d in range(nd)]
+    k = nd - 1  # dims after k are whole: each run is contiguous along k and beyond
+    while k > 0 and rel_lo[k] == 0 and rel_hi[k] == sl[k]:
+        k -= 1
+    n_runs = int(np.prod([rel_hi[d] - rel_lo[d] for d in range(k)], dtype=np.int64))
+    run_len = (rel_hi[k] - rel_lo[k]) * strides[k]
+    if n_runs > _MAX_RUNS:
+        first = sum(a * s for a, s in zip(rel_lo, strides))
+        last = sum((b - 1) * s for b, s in zip(rel_hi, strides)) + 1
+        return [(first * isz, last * isz)]
+    out = []
+    for prefix in np.ndindex(*[rel_hi[d] - rel_lo[d] for d in range(k)]):
+        start = sum((rel_lo[d] + prefix[d]) * strides[d] for d in range(k)) + rel_lo[k] * strides[k]
+        out.append((start * isz, (start + run_len) * isz))
+    return out
+
+
 def _read_piece(reader, sh, lo, hi, dtype, block_size, what) -> np.ndarray:
-    """Elements ``[lo, hi)`` (logical coordinates) of saved piece ``sh``, read and verified."""
+    """Elements ``[lo, hi)`` (logical coordinates) of saved piece ``sh``, read and verified.
+
+    The window read is the rows ``[lo[0], hi[0])`` of the piece; inside it only the byte
+    ranges the region occupies are read (block-wise, see ``FileSystemReader.read_window``)."""
     so, sl = sh["offsets"], sh["lengths"]
     isz = dtype.itemsize
     if not sl:  # a 0-d tensor
-        mv = reader.read_bytes(sh, 0, isz, block_size, what)
-        return np.frombuffer(bytes(mv), dtype=dtype).reshape(())
+        raw = reader.read_window(sh, 0, isz, [(0, isz)], block_size, what)
+        return np.frombuffer(bytes(raw), dtype=dtype).reshape(())
     rel_lo = [a - o for a, o in zip(lo, so)]
     rel_hi = [b - o for b, o in zip(hi, so)]
-    strides = np.cumprod([1] + list(sl[:0:-1]))[::-1]  # element strides of the C-order piece
-    first = int(np.dot(rel_lo, strides))
-    last = int(np.dot([h - 1 for h in rel_hi], strides)) + 1
-    row = int(strides[0])
-    base = rel_lo[0] * row
-    rows = rel_hi[0] - rel_lo[0]
-    buf = np.empty(rows * row, dtype=dtype)
-    mv = reader.read_bytes(sh, first * isz, last * isz, block_size, what)
-    buf.view(np.uint8)[(first - base) * isz:(last - base) * isz] = np.frombuffer(mv, np.uint8)
-    view = buf.reshape(rows, *sl[1:])
+    row = int(np.prod(sl[1:], dtype=np.int64)) * isz
+    w0, w1 = rel_lo[0] * row, rel_hi[0] * row
+    raw = reader.read_window(sh, w0, w1, _byte_ranges(sl, rel_lo, rel_hi, isz), block_size, what)
+    view = np.frombuffer(raw, dtype=dtype).reshape(rel_hi[0] - rel_lo[0], *sl[1:])
     return view[(slice(None),) + tuple(slice(a, b) for a, b in zip(rel_lo[1:], rel_hi[1:]))]
 
 
