@@ -1,14 +1,17 @@
 """``torch.amp``: automatic mixed precision (layer L5).
 
-``GradScaler`` (``grad_scaler.py``) is complete: dynamic loss scaling with PyTorch's
-semantics. ``autocast`` (``autocast_mode.py``) accepts PyTorch's context manager and
-decorator but does not cast yet: enabled regions compute in float32 and say so once.
+``autocast`` (``autocast_mode.py``): PyTorch's context manager and decorator; inside an
+enabled region ops are cast by the policy (``policy.py``, PyTorch's CPU/CUDA lists) through
+an op-dispatch hook (``cast_hook.py``). ``GradScaler`` (``grad_scaler.py``): dynamic loss
+scaling with PyTorch's semantics; under data parallelism the inf/NaN flag is all-reduced so
+every rank skips the same steps. See docs/AMP.md.
 """
 
 from . import autocast_mode, grad_scaler
 from .autocast_mode import (
     MixedPrecisionNotImplementedWarning,
     autocast,
+    clear_autocast_cache,
     custom_bwd,
     custom_fwd,
     get_autocast_dtype,
@@ -18,4 +21,5 @@ from .autocast_mode import (
 from .grad_scaler import GradScaler
 
 __all__ = ["GradScaler", "autocast", "custom_fwd", "custom_bwd", "is_autocast_available",
-           "is_autocast_enabled", "get_autocast_dtype", "MixedPrecisionNotImplementedWarning"]
+           "is_autocast_enabled", "get_autocast_dtype", "MixedPrecisionNotImplementedWarning",
+           "clear_autocast_cache"]

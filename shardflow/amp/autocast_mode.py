@@ -1,16 +1,25 @@
-"""``autocast``: PyTorch's mixed-precision context manager and decorator, accepted but not
-yet mixed: ops inside the region compute in the dtype of their inputs (float32 for a
-float32 model), exactly as outside it.
+"""``autocast``: PyTorch's mixed-precision context manager and decorator.
 
-Real mixed precision (casting matmuls/convs to float16/bfloat16 inside the region) is a
-later piece of work. Until then ``autocast`` keeps PyTorch's signature, state and checks so
-that scripts run unchanged: ``with autocast('cpu'):``, ``@autocast('cuda')``, ``enabled=``,
-``dtype=``; ``is_autocast_enabled`` / ``get_autocast_dtype`` report the region; a CUDA
-region on a machine without CUDA is disabled with PyTorch's warning; an unsupported dtype
-is disabled with PyTorch's warning. The first time an enabled region with a lower dtype is
-entered, a ``MixedPrecisionNotImplementedWarning`` says that it computes in float32 — the
-results are more precise than PyTorch's, and the speed is float32's, never silently.
-``custom_fwd`` / ``custom_bwd`` follow PyTorch (``cast_inputs`` really casts).
+Inside an enabled region, ops run in the dtype the autocast policy gives them
+(``policy.py``: PyTorch's CPU and CUDA lists): matmul/linear/conv/bmm/baddbmm/addmm/SDPA in
+the region's low dtype (bfloat16 on CPU, float16 on CUDA by default), losses and other
+precision-sensitive ops in float32, cat/stack at the widest input dtype; other ops on their
+inputs as they are. The casting is done by an op-dispatch hook (``cast_hook.py``), installed
+while at least one enabled region is open, so code outside any region pays nothing more
+than before. Casts are differentiable; parameters stay float32 and get float32 gradients.
+
+PyTorch's signature, state and checks: ``with autocast('cpu'):``, ``@autocast('cuda')``,
+``enabled=``, ``dtype=``, ``cache_enabled=``; regions nest (an inner region with
+``enabled=False`` turns casting off, and the outer state comes back on exit);
+``is_autocast_enabled`` / ``get_autocast_dtype`` report the region; a CUDA region on a
+machine without CUDA is disabled with PyTorch's warning; an unsupported dtype is disabled
+with PyTorch's warning. ``custom_fwd`` / ``custom_bwd`` follow PyTorch (``cast_inputs``
+casts). The region state is per process (PyTorch's is per thread).
+
+Speed on the CPU: NumPy has no bfloat16 BLAS; ``bfloat16 @ bfloat16`` computes in float32
+after converting, and the casts (ml_dtypes) cost time, so a bfloat16 region is usually
+*slower* than float32 on the CPU; it saves activation memory and matches what a GPU run
+computes. ``shardflow bench amp`` measures both.
 """
 
 from __future__ import annotations
@@ -19,20 +28,33 @@ import functools
 import warnings
 
 from ..autograd import Tensor
+from ..autograd.dispatch import set_autocast_handler
 from ..backend import as_dtype, bfloat16, float16, float64
 from ..backend.xp import cuda_is_available
+from . import cast_hook
 
 __all__ = ["autocast", "autocast_decorator", "is_autocast_available", "is_autocast_enabled",
-           "get_autocast_dtype", "custom_fwd", "custom_bwd", "MixedPrecisionNotImplementedWarning"]
+           "get_autocast_dtype", "custom_fwd", "custom_bwd", "MixedPrecisionNotImplementedWarning",
+           "clear_autocast_cache"]
 
 _DEVICES = ("cpu", "cuda")
-# Per device type: [enabled, dtype] of the innermost active region (PyTorch's defaults).
-_state = {"cpu": [False, bfloat16], "cuda": [False, float16]}
-_warned = [False]
+# Per device type: [enabled, dtype, cache_enabled] of the innermost active region (PyTorch's
+# defaults); the same lists the cast hook reads.
+_state = cast_hook.state
+_state["cpu"][1] = bfloat16
+_state["cuda"][1] = float16
+# How many enabled regions are open (the hook is installed while > 0) and how many of any kind
+# (the cast cache is cleared when the outermost closes).
+_open = {"enabled": 0, "all": 0}
 
 
 class MixedPrecisionNotImplementedWarning(UserWarning):
-    """An enabled autocast region computes in float32 (mixed precision is not built yet)."""
+    """Kept for scripts that filter it: no longer emitted (autocast casts since issue 12)."""
+
+
+def clear_autocast_cache() -> None:
+    """``torch.clear_autocast_cache``: forget the cached low-precision copies of parameters."""
+    cast_hook.clear_cache()
 
 
 def is_autocast_available(device_type: str) -> bool:
@@ -59,20 +81,6 @@ def _check_device(device_type) -> str:
             f"supports {', '.join(repr(d) for d in _DEVICES)}"
         )
     return device_type
-
-
-def _warn_float32_once(device_type: str, dtype) -> None:
-    if _warned[0]:
-        return
-    _warned[0] = True
-    warnings.warn(
-        f"autocast('{device_type}', dtype={dtype}): mixed precision is not implemented in shardflow "
-        "yet (a planned amp feature); ops in this region compute in their inputs' dtype "
-        "(float32 for a float32 model), so results are float32 and the speed is float32's. "
-        "This is said once per process.",
-        MixedPrecisionNotImplementedWarning,
-        stacklevel=3,
-    )
 
 
 def autocast_decorator(autocast_instance, func):
@@ -107,15 +115,25 @@ class autocast:
         self._enabled = bool(enabled)
 
     def __enter__(self):
-        if self._enabled:
-            _warn_float32_once(self.device, self.fast_dtype)
         state = _state[self.device]
         self._prev = list(state)
-        state[0], state[1] = self._enabled, self.fast_dtype
+        state[0], state[1], state[2] = self._enabled, self.fast_dtype, self._cache_enabled
+        _open["all"] += 1
+        if self._enabled:
+            _open["enabled"] += 1
+            if _open["enabled"] == 1:
+                set_autocast_handler(cast_hook.autocast_handler)
         return self
 
     def __exit__(self, exc_type, exc_val, exc_tb):
         _state[self.device][:] = self._prev
+        _open["all"] -= 1
+        if self._enabled:
+            _open["enabled"] -= 1
+            if _open["enabled"] == 0:
+                set_autocast_handler(None)
+        if _open["all"] == 0:
+            cast_hook.clear_cache()
         return False
 
     def __call__(self, func):

@@ -11,10 +11,15 @@ distributed layer (L6) installs a *global handler* with :func:`set_global_handle
 first global tensor (placement + sbp) is made; from then on the handler sees every op call
 first, and handles it when an argument is a global tensor (sbp rules, boxing), otherwise it
 calls the plain op. This is the only way an upper layer changes how ops run.
+
+Autocast (L5, ``shardflow.amp``) installs its hook with :func:`set_autocast_handler` while
+an enabled autocast region is open; it is composed into the same slot (outermost, with
+``nxt`` = the other hooks or the plain call), so outside autocast the cost stays one check.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 OPS: dict[str, Callable] = {}
@@ -24,22 +29,27 @@ OPS: dict[str, Callable] = {}
 _global_handler: list[Callable | None] = [None]
 
 
-# What feeds that one slot: [global-tensor handler, profiler hook]. The profiler
-# (``shardflow.profiler``) times each op with ``hook(name, func, args, kwargs)``; both are
-# composed into ``_global_handler`` so an op still costs one check when neither is set.
-_hooks: list[Callable | None] = [None, None]
+# What feeds that one slot: [global-tensor handler, profiler hook, autocast hook]. The profiler
+# (``shardflow.profiler``) times each op with ``hook(name, func, args, kwargs)``; autocast
+# (``shardflow.amp``) casts with ``hook(name, func, args, kwargs, nxt=...)``; all are
+# composed into ``_global_handler`` so an op still costs one check when none is set.
+_hooks: list[Callable | None] = [None, None, None]
+
+
+def _call_plain(name, func, args, kwargs):
+    return func(*args, **kwargs)
 
 
 def _compose() -> None:
-    g, p = _hooks
+    g, p, a = _hooks
     if p is None or g is None:
-        _global_handler[0] = p or g
-        return
+        inner = p or g
+    else:
+        def inner(name, func, args, kwargs):  # profiler outside, so it times the global handling
+            return p(name, lambda *xs, **kw: g(name, func, xs, kw), args, kwargs)
 
-    def both(name, func, args, kwargs):  # profiler outside, so it times the global handling
-        return p(name, lambda *a, **k: g(name, func, a, k), args, kwargs)
-
-    _global_handler[0] = both
+    # autocast outermost: it casts, then the call goes on as without it
+    _global_handler[0] = inner if a is None else functools.partial(a, nxt=inner or _call_plain)
 
 
 def set_global_handler(handler: Callable | None) -> None:
@@ -51,6 +61,13 @@ def set_global_handler(handler: Callable | None) -> None:
 def set_op_profiler(hook: Callable | None) -> None:
     """Install (or remove, with None) the profiler's op hook (see ``_hooks``)."""
     _hooks[1] = hook
+    _compose()
+
+
+def set_autocast_handler(handler: Callable | None) -> None:
+    """Install (or remove) the autocast hook ``handler(name, func, args, kwargs, nxt=...)``: it
+    sees each op call first and passes the (cast) call on to ``nxt`` (see ``_hooks``)."""
+    _hooks[2] = handler
     _compose()
 
 

@@ -1,0 +1,40 @@
+"""``torch.cpu.amp``: PyTorch's deprecated spellings of ``torch.amp`` for the CPU.
+
+``autocast(...)`` is ``shardflow.amp.autocast('cpu', ...)`` (bfloat16 by default) and
+``GradScaler(...)`` is ``shardflow.amp.GradScaler('cpu', ...)``; both warn ``FutureWarning``
+as PyTorch does.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from ..amp import autocast_mode as _autocast_mode
+from ..amp import grad_scaler as _grad_scaler
+from ..backend import bfloat16
+
+__all__ = ["autocast", "GradScaler"]
+
+
+class autocast(_autocast_mode.autocast):
+    def __init__(self, enabled: bool = True, dtype=bfloat16, cache_enabled: bool = True):
+        warnings.warn(
+            "`shardflow.cpu.amp.autocast(args...)` is deprecated (as `torch.cpu.amp.autocast` is). "
+            "Please use `shardflow.amp.autocast('cpu', args...)` instead.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        super().__init__("cpu", enabled=enabled, dtype=dtype, cache_enabled=cache_enabled)
+
+
+class GradScaler(_grad_scaler.GradScaler):
+    def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0, backoff_factor: float = 0.5,
+                 growth_interval: int = 2000, enabled: bool = True) -> None:
+        warnings.warn(
+            "`shardflow.cpu.amp.GradScaler(args...)` is deprecated (as `torch.cpu.amp.GradScaler` "
+            "is). Please use `shardflow.amp.GradScaler('cpu', args...)` instead.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        super().__init__("cpu", init_scale=init_scale, growth_factor=growth_factor,
+                         backoff_factor=backoff_factor, growth_interval=growth_interval, enabled=enabled)
