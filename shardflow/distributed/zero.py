@@ -114,6 +114,11 @@ class ZeroRedundancyOptimizer(Optimizer):
             inner["params"] = [self._views[id(p)] for p in g["params"]]
             inner_groups.append(inner)
         self.optim = self.optimizer_class(inner_groups, **self.defaults)
+        # the groups show every hyper-parameter (what schedulers and state dicts see)
+        for g, ig in zip(self.param_groups, self.optim.param_groups):
+            for k, v in ig.items():
+                if k != "params":
+                    g.setdefault(k, v)
 
     def _check_groups(self) -> None:
         now = [[id(p) for p in g["params"]] for g in self.param_groups]
