@@ -2,7 +2,9 @@
 
 Suites: engine (single-process training steps vs PyTorch eager), comm (all_reduce bus
 bandwidth vs raw mpi4py), ddp (DistributedDataParallel step vs torch DDP on gloo), tp
-(global-tensor overhead on one rank; tensor-parallel step and bytes vs Megatron's count).
+(global-tensor overhead on one rank; tensor-parallel step and bytes vs Megatron's count),
+suite (DLPerf-style throughput / speedup / scaling efficiency of 5 models on 1..N ranks,
+PyTorch DDP side by side; Markdown, JSON, PNG).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import importlib
 import sys
 
 SUITES = {"engine": "shardflow.bench.engine", "comm": "shardflow.bench.comm", "ddp": "shardflow.bench.ddp",
-          "tp": "shardflow.bench.tp"}
+          "tp": "shardflow.bench.tp", "suite": "shardflow.bench.suite"}
 
 
 def main(argv: list[str] | None = None) -> int:
