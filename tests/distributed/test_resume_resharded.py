@@ -1,7 +1,8 @@
 """Resume across world sizes and layouts (issue 10): saved on 2 ranks with ZeRO-2
 (``fully_shard(reshard_after_forward=False)``: parameters, gradients and AdamW state
 sharded ``S(0)``, uneven), resumed on 3 ranks with plain DDP (no sharding) and on 1 rank:
-the loss curve after the resume equals the uninterrupted 2-rank run's.
+the loss curve after the resume equals the uninterrupted 2-rank run's. And ZeRO-1
+(``ZeroRedundancyOptimizer``) on 2 ranks resumed with ZeRO-1 on 3 ranks.
 
 The global batch (6 rows) is the same whatever the world size; each rank takes its rows,
 so every layout computes the same mean loss and gradient. The run has AdamW with weight
@@ -96,6 +97,27 @@ if r == 0:
 """
 
 
+ZERO1 = COMMON + r"""
+from shardflow.nn.parallel import DistributedDataParallel as DDP
+from shardflow.distributed.zero import ZeroRedundancyOptimizer
+dist.init_process_group()
+r, W = dist.get_rank(), dist.get_world_size()
+inner = make()
+model = DDP(inner)
+opt = ZeroRedundancyOptimizer(inner.parameters(), optim.AdamW, lr=0.02, weight_decay=0.1)
+sched = optim.lr_scheduler.StepLR(opt, 3, 0.5)
+if sys.argv[2] == "save":
+    before = run(model, opt, sched, 0, SAVE_AT, r, W)
+    dcp.save(state_of(model, opt, sched, SAVE_AT), checkpoint_id=sys.argv[1])
+else:  # a fresh ZeRO-1 optimizer on another world size: its state is made, then resharded
+    before = []
+    assert resume(model, opt, sched, sys.argv[1]) == SAVE_AT
+after = run(model, opt, sched, SAVE_AT, END, r, W)
+if r == 0:
+    print("CURVE", repr(before + after), flush=True)
+"""
+
+
 def _curve(res) -> list[float]:
     line = next(ln for ln in res.stdout.splitlines() if ln.startswith("CURVE"))
     return eval(line.split(" ", 1)[1])  # a list literal printed by repr
@@ -116,3 +138,11 @@ def test_zero2_on_2_resumes_on_3_without_zero_and_on_1(tmp_path):
     assert start == 4 and abs(sched.get_last_lr()[0] - 0.01) < 1e-12  # StepLR halved at 3
     on1 = ns["run"](model, opt, sched, start, 8, 0, 1)
     np.testing.assert_allclose(on1, full[4:], rtol=1e-5)
+
+
+def test_zero1_on_2_resumes_with_zero1_on_3(tmp_path):
+    """ZeroRedundancyOptimizer's Split(0) state is resharded 2 -> 3 (rows 4,3 -> 3,3,1)."""
+    path = str(tmp_path / "ckpt")
+    full = _curve(run_mpi(ZERO1, n=2, timeout=120, args=(path, "save")).check())
+    on3 = _curve(run_mpi(ZERO1, n=3, timeout=120, args=(path, "load")).check())
+    np.testing.assert_allclose(on3, full[4:], rtol=1e-5)

@@ -15,7 +15,9 @@ PyTorch's ``torch.distributed.checkpoint.state_dict`` names. What they add over
   writes each rank's shard and :func:`~.load` reshards them into any other layout;
 * an optimizer that has not stepped yet gets its state created first (one ``step()`` with
   zero gradients and ``lr = 0``, as PyTorch does), so a fresh optimizer can be the target of
-  a load;
+  a load. Whether that is needed is agreed over the world (one ``all_gather_object`` of a
+  bool), because a sharded optimizer's step is a collective: call ``get_state_dict`` on
+  every rank, as ``save`` and ``load``;
 * a ``DistributedDataParallel`` wrapper is looked through (no ``module.`` prefix), so DDP
   checkpoints load into plain, tensor-parallel or sharded models and back.
 
@@ -25,6 +27,7 @@ a load with :func:`set_state_dict`, which goes through ``load_state_dict`` of ea
 
 from __future__ import annotations
 
+from ... import comm as _comm
 from ...autograd import Tensor, _wrap
 
 __all__ = ["get_state_dict", "set_state_dict", "get_model_state_dict",
@@ -70,9 +73,15 @@ def _params(optimizer):
 
 def _init_optim_state(optimizer) -> None:
     """Create missing optimizer state: a step with zero gradients and lr 0 (PyTorch's way)."""
-    params = [p for p in _params(optimizer) if p.requires_grad]
-    if all(optimizer.state.get(p) for p in params):
+    everything = _params(optimizer)
+    sd = _index_state_dict(optimizer)
+    missing = any(p.requires_grad and not sd["state"].get(i) for i, p in enumerate(everything))
+    if _comm.is_initialized() and _comm.get_world().size > 1:
+        # the step below is a collective for sharded optimizers: every rank decides the same
+        missing = any(_comm.get_world().all_gather_object(missing))
+    if not missing:
         return
+    params = [p for p in everything if p.requires_grad]
     saved_grads = [p.grad for p in params]
     for p in params:
         g = _wrap(p.array * 0)
