@@ -103,6 +103,9 @@ class TrainConfig:
     # layout (gpt): 0 = data parallel over every rank; dp x tp must be the world size
     dp: int = 0
     tp: int = 1
+    # ZeRO (docs/ZERO.md): 0 off; 1 optimizer state sharded (ZeroRedundancyOptimizer + DDP);
+    # 2 also gradients, 3 also parameters (fully_shard, reshard_after_forward False / True)
+    zero: int = 0
     resume: bool = False
     progress: bool = True
     # gpt
@@ -213,6 +216,11 @@ def validate(cfg: TrainConfig) -> None:
     need(cfg.tp == 1 or cfg.task == "gpt", "--tp", cfg.tp, "tensor parallelism is built for gpt; use --tp 1")
     need(cfg.n_head % cfg.tp == 0, "--tp", cfg.tp,
          f"use a divisor of --n-head ({cfg.n_head}): each rank holds n_head / tp heads")
+    need(cfg.zero in (0, 1, 2, 3), "--zero", cfg.zero,
+         "use 0 (off), 1 (shard optimizer state), 2 (+ gradients) or 3 (+ parameters)")
+    need(cfg.zero == 0 or (cfg.tp == 1 and cfg.dp == 0), "--zero", cfg.zero,
+         "ZeRO shards over the data-parallel ranks of a plain data-parallel run; drop --tp/--dp "
+         "(global-tensor layouts) or use --zero 0")
     need(cfg.on_nonfinite in NONFINITE_MODES, "--on-nonfinite", cfg.on_nonfinite,
          "use raise (stop at the first non-finite loss) or skip (skip such updates)")
     if cfg.data is not None:
@@ -379,7 +387,13 @@ def train(cfg: TrainConfig) -> dict:
     sf.manual_seed(cfg.seed)
     task = GPTTask(cfg) if cfg.task == "gpt" else ImageTask(cfg)
     raw_model = task.model
+    model_class = type(raw_model)  # fully_shard (--zero 2/3) changes the instance's class
     optimizer = task.optimizer(cfg)
+    if cfg.zero == 1:  # the same groups and hyper-parameters, the state sharded over the ranks
+        from shardflow.distributed.zero import ZeroRedundancyOptimizer
+
+        optimizer = ZeroRedundancyOptimizer([dict(g) for g in optimizer.param_groups],
+                                            type(optimizer), **optimizer.defaults)
     start_step, best_val, skipped_before = 0, float("inf"), 0
     last_finite = None  # newest checkpoint with finite parameters: never pruned
     if master:
@@ -426,6 +440,15 @@ def train(cfg: TrainConfig) -> dict:
                                               raw_model.tensor_parallel_plan())
         shard_optimizer_state(optimizer)  # a resumed optimizer holds whole tensors
         model = _GlobalBatch(raw_model, mesh, data_sbp)
+    elif cfg.zero >= 2:  # each block one unit, then the root (embeddings, head)
+        from shardflow.distributed.fsdp import fully_shard
+        from shardflow.distributed.full_state import shard_optimizer_state
+
+        for block in getattr(getattr(raw_model, "transformer", None), "h", ()):
+            fully_shard(block, reshard_after_forward=cfg.zero == 3)
+        fully_shard(raw_model, reshard_after_forward=cfg.zero == 3)
+        shard_optimizer_state(optimizer)  # a resumed optimizer holds whole tensors
+        model = raw_model
     elif world > 1:
         from shardflow.nn.parallel import DistributedDataParallel
 
@@ -436,6 +459,7 @@ def train(cfg: TrainConfig) -> dict:
     flops = raw_model.flops_per_sample(training=True)
     log(f"task {cfg.task}: {type(raw_model).__name__} with {n_params:,} parameters, "
         f"{flops / 1e6:.1f} MFLOP per training sample; world size {world}"
+        + (f"; ZeRO stage {cfg.zero}" if cfg.zero else "")
         + (f" (global tensors: dp {layout[0]} x tp {layout[1]})" if layout is not None else
            f" ({cfg.batch_size // world} of each batch of {cfg.batch_size} per rank)" if world > 1 else "")
         + f"; baseline loss (unigram / uniform) {task.baseline:.4f}")
@@ -478,15 +502,20 @@ def train(cfg: TrainConfig) -> dict:
 
     def save(step):
         nonlocal last_finite
-        if layout is not None:  # whole tensors (a collective): resumes on any layout
+        gathered = layout is not None or cfg.zero >= 2
+        if gathered:  # whole tensors (a collective): resumes on any layout
             from shardflow.distributed.full_state import full_optimizer_state_dict, full_state_dict
 
             model_state, opt_state = full_state_dict(raw_model), full_optimizer_state_dict(optimizer)
+        elif cfg.zero == 1:
+            optimizer.consolidate_state_dict(to=0)  # a collective: whole state on rank 0
         if not master:
             return
-        if layout is None:
+        if not gathered:
             model_state, opt_state = raw_model.state_dict(), optimizer.state_dict()
-        finite = _parameters_finite(raw_model)
+        finite = (_parameters_finite(raw_model) if not gathered else
+                  all(bool(np.isfinite(v.array).all()) for v in model_state.values()
+                      if isinstance(v, sf.Tensor)))
         state = {"model": model_state, "optimizer": opt_state,
                  "rng": sf.get_rng_state(), "step": step, "best_val": best_val,
                  "config": dataclasses.asdict(cfg), "world_size": world, "finite": finite,
@@ -601,12 +630,12 @@ def train(cfg: TrainConfig) -> dict:
                 "time_s": f"{time.time() - t0:.2f}"})
     log(f"final val loss {val_loss:.4f} (baseline {task.baseline:.4f})"
         + ("" if val_acc is None else f", accuracy {val_acc:.4f}"))
-    if layout is not None:  # sample with a whole copy of the model on rank 0
+    if layout is not None or cfg.zero >= 2:  # sample with a whole copy of the model on rank 0
         from shardflow.distributed.full_state import full_state_dict
 
         whole = full_state_dict(raw_model)
         if master:
-            task.model = models.GPT(raw_model.config)
+            task.model = model_class(raw_model.config)
             task.model.load_state_dict(whole)
     if master:
         png = _plot(rows, os.path.join(cfg.out, "loss.png"), task.baseline, cfg.task)

@@ -140,3 +140,75 @@ def test_one_process_and_constructor_errors():
         ZeroRedundancyOptimizer(a.parameters(), "adam")
     with pytest.raises(NotImplementedError, match="overlap_with_ddp"):
         ZeroRedundancyOptimizer(a.parameters(), optim.SGD, overlap_with_ddp=True, lr=0.1)
+
+
+# -- `shardflow train --zero 1|2|3` -------------------------------------------------------
+FLAGS = ["--max-steps", "4", "--n-layer", "2", "--n-embd", "32", "--n-head", "2", "--block-size",
+         "16", "--batch-size", "8", "--eval-iters", "1", "--eval-interval", "2", "--log-interval",
+         "1", "--ckpt-interval", "2", "--keep-checkpoints", "10", "--sample-tokens", "5",
+         "--no-progress", "--num-workers", "0", "--max-corpus-bytes", "20000"]
+
+
+def _losses(path):
+    rows = [r.split(",") for r in open(path).read().splitlines()[1:]]
+    return [float(r[1]) for r in rows if r[1]], [float(r[2]) for r in rows if r[2]]
+
+
+def _train(n, *args):
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "shardflow.cli.main", "run", "-n", str(n), "shardflow", "train",
+           "gpt", *args, *FLAGS]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+
+
+@pytest.mark.mpi
+def test_train_cli_zero_stages_equal_one_process_and_resume_across_layouts(tmp_path, capsys):
+    import numpy as np
+
+    import shardflow as sf
+    from shardflow.cli.train import ConfigError, main, resolve_config
+
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "a.py").write_text("def f(x):\n    return x + 1\n" * 300)
+    one = tmp_path / "one"
+    assert main(["gpt", "--data", str(corpus), "--out", str(one), *FLAGS]) == 0
+    capsys.readouterr()
+    t1, v1 = _losses(one / "metrics.csv")
+    s1 = sf.load(one / "ckpt_0000004.safetensors")
+    for z in (1, 2, 3):
+        out = tmp_path / f"z{z}"
+        r = _train(2, "--zero", str(z), "--data", str(corpus), "--out", str(out))
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert f"ZeRO stage {z}" in r.stdout and "--- sample" in r.stdout
+        tz, vz = _losses(out / "metrics.csv")
+        np.testing.assert_allclose(tz, t1, rtol=0, atol=2e-5)
+        np.testing.assert_allclose(vz, v1, rtol=0, atol=2e-5)
+        sz = sf.load(out / "ckpt_0000004.safetensors")
+        for k in s1["model"]:  # whole tensors, equal to one process's
+            np.testing.assert_allclose(sz["model"][k].numpy(), s1["model"][k].numpy(), atol=2e-5,
+                                       err_msg=k)
+    # a ZeRO-3 checkpoint (2 ranks) resumes on one rank without ZeRO, and a one-rank
+    # checkpoint resumes with ZeRO-1 on 2 ranks: the same trajectory
+    for src, n, extra in (("z3", 1, []), ("one", 2, ["--zero", "1"])):
+        dst = tmp_path / f"resume_{src}"
+        dst.mkdir()
+        (dst / "ckpt_0000002.safetensors").write_bytes((tmp_path / src / "ckpt_0000002.safetensors").read_bytes())
+        if n == 1:
+            assert main(["gpt", "--data", str(corpus), "--out", str(dst), "--resume", *FLAGS]) == 0
+            capsys.readouterr()
+        else:
+            r = _train(n, *extra, "--resume", "--data", str(corpus), "--out", str(dst))
+            assert r.returncode == 0, r.stdout + r.stderr
+        s3 = sf.load(dst / "ckpt_0000004.safetensors")
+        for k in s1["model"]:
+            np.testing.assert_allclose(s3["model"][k].numpy(), s1["model"][k].numpy(), atol=5e-5,
+                                       err_msg=k)
+    (tmp_path / "cfg.yaml").write_text("zero: 3\n")  # the YAML key
+    assert resolve_config(["gpt", "--config", str(tmp_path / "cfg.yaml")]).zero == 3
+    with pytest.raises(ConfigError, match="--zero"):
+        resolve_config(["gpt", "--zero", "4"])
+    with pytest.raises(ConfigError, match="--tp/--dp"):
+        resolve_config(["gpt", "--zero", "2", "--tp", "2"])
