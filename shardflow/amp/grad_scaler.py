@@ -14,8 +14,22 @@ PyTorch's errors.
 the scaler, exactly as PyTorch does: ``step`` then just calls ``optimizer.step()``, so a GPU
 script runs unchanged on a CPU. ``GradScaler('cpu')`` really scales.
 
-The gradients are unscaled in place on their arrays; under data parallelism they are
-already all-reduced when ``unscale_`` runs, so every rank takes the same skip decision.
+The gradients are unscaled in place on their arrays.
+
+Data parallelism: every rank must take the same skip decision, or the replicas drift apart.
+Averaged gradients usually carry an inf to every rank, but not always (an inf produced after
+the all-reduce, a sharded optimizer whose ranks hold different gradient slices, a NaN that
+one rank's reduction order hides). So when a ``process_group`` is given, or when data
+parallel is on (``DistributedDataParallel`` announces it) in a world of more than one rank,
+``unscale_`` all-reduces the found-inf flags (``MAX``, one 4-byte collective per step; as
+PyTorch's ``ShardedGradScaler``) and every rank skips the step if any rank saw an inf/NaN,
+and halves its scale in ``update``.
+
+Minimum scale (shardflow's addition): if a backoff would take the scale below ``min_scale``
+(default ``2**-24``, the smallest float16 subnormal; about 40 skipped steps in a row from
+``2**16``), ``update`` raises a ``RuntimeError`` that explains it (the gradients are inf/NaN
+at every scale: the forward itself overflows or produces NaN) and lists the fixes, before
+changing the scale. ``min_scale=None`` turns the check off (PyTorch's behaviour).
 """
 
 from __future__ import annotations
@@ -26,6 +40,7 @@ from enum import Enum
 
 import numpy as np
 
+from .. import comm as _comm
 from ..autograd import Tensor, no_grad
 from ..autograd.tensor import _wrap
 from ..backend import device as _device
@@ -49,8 +64,11 @@ class GradScaler:
     """See the module docstring. Arguments as ``torch.amp.GradScaler``."""
 
     def __init__(self, device: str = "cuda", init_scale: float = 2.0**16, growth_factor: float = 2.0,
-                 backoff_factor: float = 0.5, growth_interval: int = 2000, enabled: bool = True) -> None:
+                 backoff_factor: float = 0.5, growth_interval: int = 2000, enabled: bool = True,
+                 process_group=None, min_scale: float | None = 2.0**-24) -> None:
         self._device = str(device)
+        self._process_group = process_group
+        self._min_scale = min_scale
         self._enabled = bool(enabled)
         if self._device == "cuda" and self._enabled and not cuda_is_available():
             warnings.warn(
@@ -71,6 +89,7 @@ class GradScaler:
             self._growth_interval = growth_interval
             self._init_growth_tracker = 0
             self._growth_tracker: int | None = None
+            self._skips_in_row = 0
             self._per_optimizer_states: dict[int, dict] = defaultdict(_fresh_state)
 
     # ------------------------------------------------------------------ scale
@@ -146,8 +165,26 @@ class GradScaler:
         if state["stage"] is OptState.STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
         inv_scale = float(np.float32(1.0 / np.float64(self._scale.item())))  # PyTorch: reciprocal in fp64
-        state["found_inf_per_device"] = self._unscale_grads_(optimizer, inv_scale, allow_fp16=False)
+        found = self._unscale_grads_(optimizer, inv_scale, allow_fp16=False)
+        group = self._sync_group()
+        if group is not None:
+            flag = np.array([max((v.item() for v in found.values()), default=0.0)], np.float32)
+            group.all_reduce(flag, "max")
+            for v in found.values():
+                v.array[...] = flag[0]
+            if not found and flag[0] > 0:  # no local grads, but another rank saw an inf
+                found[self._scale.device] = _wrap(to_device(flag.reshape(()), self._scale.device))
+        state["found_inf_per_device"] = found
         state["stage"] = OptState.UNSCALED
+
+    def _sync_group(self):
+        """The group whose ranks must agree on skipping (module docstring), or None."""
+        if self._process_group is not None:
+            return self._process_group if self._process_group.size > 1 else None
+        info = _comm.world_info()
+        if info.initialized and info.data_parallel and info.world_size > 1:
+            return _comm.get_world()
+        return None
 
     def step(self, optimizer, *args, **kwargs):
         """Unscale (unless ``unscale_`` ran), then ``optimizer.step(*args, **kwargs)`` unless a
@@ -202,9 +239,24 @@ class GradScaler:
         """``torch._amp_update_scale_``: float32 arithmetic on the scale."""
         scale = self._scale.array
         if found_inf:
-            scale[...] = np.float32(float(scale) * self._backoff_factor)
+            new = np.float32(float(scale) * self._backoff_factor)
+            if self._min_scale is not None and new < self._min_scale:
+                raise RuntimeError(
+                    f"GradScaler: the loss scale would fall to {float(new):.3g}, below min_scale="
+                    f"{self._min_scale:.3g}, after {self._skips_in_row + 1} skipped steps in a row: the "
+                    "gradients hold an inf or NaN whatever the scale, so the overflow is not caused by "
+                    "the scale; the forward pass or the loss itself "
+                    "produces inf/NaN. Fixes: check the loss and inputs for NaN (torch-style "
+                    "anomaly checks, smaller learning rate); autocast with dtype=bfloat16, whose "
+                    "range is float32's, needs no GradScaler; or start lower "
+                    "(GradScaler(init_scale=2.0**8)); or pass min_scale=None to back off without "
+                    "a floor (PyTorch's behaviour). The scale was left unchanged."
+                )
+            scale[...] = new
             self._growth_tracker = 0
+            self._skips_in_row += 1
             return
+        self._skips_in_row = 0
         successful = self._growth_tracker + 1
         if successful == self._growth_interval:
             with np.errstate(over="ignore"):
@@ -294,6 +346,7 @@ class GradScaler:
             state["_init_growth_tracker"] = self._get_growth_tracker()
             state["_scale"] = None
             state["_growth_tracker"] = None
+            state["_process_group"] = None  # a communicator does not travel; pass it again
         return state
 
     def __setstate__(self, state: dict) -> None:
