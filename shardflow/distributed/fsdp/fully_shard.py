@@ -188,6 +188,7 @@ class _Root:
         self.backward_started = False
         self.queue: list = []  # units in reduce-scatter launch order
         self.next_launch = 0
+        self.next_finish = 0
         self.expect_backward = False
 
     # -- forward -------------------------------------------------------------------------
@@ -198,6 +199,7 @@ class _Root:
         self.order = []
         self.queue = []
         self.next_launch = 0
+        self.next_finish = 0
         self.backward_started = False
 
     def _check_previous_backward(self) -> None:
@@ -254,9 +256,13 @@ class _Root:
         self.queue = [st for st in self._dedup(self.order[::-1])
                       if st.group is not None and st.group.trainable]
         self.next_launch = 0
+        self.next_finish = 0
 
     def unit_ready(self, st) -> None:
-        """A unit delivered all its gradients: launch reduce-scatters in queue order."""
+        """A unit delivered all its gradients: launch reduce-scatters in queue order. At most
+        two are in flight: launching one finishes the one before the previous (long done,
+        a whole unit's backward ago), so its packed full gradients are freed early instead of
+        every unit's living until the end of backward."""
         self.start_backward()
         q = self.queue
         k = self.next_launch
@@ -266,20 +272,27 @@ class _Root:
                 u.group.launch_reduce()
             u.group.reshard()
             k += 1
+            while self.next_finish < k - 2:
+                self._finish(q[self.next_finish])
+                self.next_finish += 1
         self.next_launch = k
         if k == len(q):
             self.finalize()
 
+    def _finish(self, u) -> None:
+        if u.sync:
+            u.group.finish_reduce()
+        else:  # no gradient sync: keep the summed gradients for the next synchronised step
+            u.group.pending = len(u.group.trainable)
+            u.group.ready = {id(p): False for p in u.group.trainable}
+
     def finalize(self) -> None:
-        for u in self.queue:
-            if u.sync:
-                u.group.finish_reduce()
-            else:
-                u.group.pending = len(u.group.trainable)  # keep accumulating into grad_flat
-                u.group.ready = {id(p): False for p in u.group.trainable}
+        for u in self.queue[self.next_finish:]:
+            self._finish(u)
         self.expect_backward = False
         self.queue = []
         self.next_launch = 0
+        self.next_finish = 0
 
 
 # ---------------------------------------------------------------------------- hooks
