@@ -4,7 +4,8 @@ Suites: engine (single-process training steps vs PyTorch eager), comm (all_reduc
 bandwidth vs raw mpi4py), ddp (DistributedDataParallel step vs torch DDP on gloo), tp
 (global-tensor overhead on one rank; tensor-parallel step and bytes vs Megatron's count),
 suite (DLPerf-style throughput / speedup / scaling efficiency of 5 models on 1..N ranks,
-PyTorch DDP side by side; Markdown, JSON, PNG).
+PyTorch DDP side by side; Markdown, JSON, PNG), dcp (sharded checkpoint save/load vs a
+gathered save and vs torch.distributed.checkpoint).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import importlib
 import sys
 
 SUITES = {"engine": "shardflow.bench.engine", "comm": "shardflow.bench.comm", "ddp": "shardflow.bench.ddp",
-          "tp": "shardflow.bench.tp", "suite": "shardflow.bench.suite"}
+          "tp": "shardflow.bench.tp", "suite": "shardflow.bench.suite", "dcp": "shardflow.bench.dcp"}
 
 
 def main(argv: list[str] | None = None) -> int:

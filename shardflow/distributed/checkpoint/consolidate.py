@@ -47,7 +47,7 @@ def read_full(folder) -> dict:
             for sh in e["shards"]:
                 n = sh["byte_length"]
                 raw = reader.read_window(sh, 0, n, [(0, n)], bs, f"tensor {name!r}")
-                piece = np.frombuffer(raw, dtype=dt).reshape(tuple(sh["lengths"]))
+                piece = raw.view(dt).reshape(tuple(sh["lengths"]))
                 full[tuple(slice(o, o + n) for o, n in zip(sh["offsets"], sh["lengths"]))] = piece
             put(e["path"], _wrap(full))
         for e in index["objects"].values():

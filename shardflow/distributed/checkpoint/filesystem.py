@@ -176,14 +176,15 @@ class FileSystemReader:
         return fd
 
     def read_window(self, shard: dict, lo: int, hi: int, ranges, block_size: int,
-                    what: str) -> bytearray:
-        """Bytes ``[lo, hi)`` of a piece (offsets inside the piece) in which every byte of
-        ``ranges`` (``[(begin, end), ...]`` inside the window) is read and checksum-verified;
-        the other bytes of the window are zeros.
+                    what: str) -> np.ndarray:
+        """Bytes ``[lo, hi)`` of a piece (offsets inside the piece; a uint8 array) in which
+        every byte of ``ranges`` (``[(begin, end), ...]`` inside the window) is read and
+        checksum-verified; the other bytes of the window are undefined.
 
         Only the ``block_size`` blocks that ``ranges`` touch are read (consecutive blocks in
         one ``pread``), and each is checked against the CRC-32 the index recorded."""
-        out = bytearray(hi - lo)
+        out = np.empty(hi - lo, dtype=np.uint8)  # bytes outside ``ranges`` are never used
+        omv = memoryview(out)
         touched = sorted({b for s, e in ranges if e > s
                           for b in range(s // block_size, (e - 1) // block_size + 1)})
         runs: list[list[int]] = []
@@ -197,15 +198,15 @@ class FileSystemReader:
         crcs = shard["crc32"]
         for first, stop in runs:
             b0, b1 = first * block_size, min(stop * block_size, shard["byte_length"])
-            buf = bytearray(b1 - b0)
-            got = os.preadv(fd, [buf], shard["byte_offset"] + b0)
+            direct = b0 >= lo and b1 <= hi  # the blocks lie inside the window: no extra copy
+            mv = omv[b0 - lo: b1 - lo] if direct else memoryview(bytearray(b1 - b0))
+            got = os.preadv(fd, [mv], shard["byte_offset"] + b0)
             self.bytes_read += got
             if got != b1 - b0:
                 raise CheckpointError(
                     f"{path} is truncated: {what} needs bytes up to {shard['byte_offset'] + b1} "
                     "of it, the file ends before. Use an earlier checkpoint"
                 )
-            mv = memoryview(buf)
             for k in range(first, stop):
                 pos = (k - first) * block_size
                 crc = zlib.crc32(mv[pos: pos + block_size])
@@ -216,9 +217,10 @@ class FileSystemReader:
                         f"{shard['byte_offset'] + b0 + pos}..{end} have CRC-32 {crc}, the index "
                         f"recorded {crcs[k]}. Use an earlier checkpoint"
                     )
-            c0, c1 = max(b0, lo), min(b1, hi)
-            if c1 > c0:
-                out[c0 - lo: c1 - lo] = mv[c0 - b0: c1 - b0]
+            if not direct:
+                c0, c1 = max(b0, lo), min(b1, hi)
+                if c1 > c0:
+                    omv[c0 - lo: c1 - lo] = mv[c0 - b0: c1 - b0]
         return out
 
     def close(self) -> None:

@@ -124,20 +124,22 @@ def _read_piece(reader, sh, lo, hi, dtype, block_size, what) -> np.ndarray:
     isz = dtype.itemsize
     if not sl:  # a 0-d tensor
         raw = reader.read_window(sh, 0, isz, [(0, isz)], block_size, what)
-        return np.frombuffer(bytes(raw), dtype=dtype).reshape(())
+        return raw.view(dtype).reshape(())
     rel_lo = [a - o for a, o in zip(lo, so)]
     rel_hi = [b - o for b, o in zip(hi, so)]
     row = int(np.prod(sl[1:], dtype=np.int64)) * isz
     w0, w1 = rel_lo[0] * row, rel_hi[0] * row
     raw = reader.read_window(sh, w0, w1, _byte_ranges(sl, rel_lo, rel_hi, isz), block_size, what)
-    view = np.frombuffer(raw, dtype=dtype).reshape(rel_hi[0] - rel_lo[0], *sl[1:])
+    view = raw.view(dtype).reshape(rel_hi[0] - rel_lo[0], *sl[1:])
     return view[(slice(None),) + tuple(slice(a, b) for a, b in zip(rel_lo[1:], rel_hi[1:]))]
 
 
 def _stage(tplans, reader, block_size):
     staged = []
     for name, leaf, local_shape, dtype, reads in tplans:
-        out = np.zeros(local_shape, dtype=dtype)
+        # the saved pieces tile the tensor, so the reads cover every element; a P target's
+        # non-zero coordinates have no reads and stay zeros
+        out = np.empty(local_shape, dtype=dtype) if reads else np.zeros(local_shape, dtype=dtype)
         for box, sh, (lo, hi) in reads:
             out[box.local_slices(lo, hi)] = _read_piece(reader, sh, lo, hi, dtype, block_size,
                                                         f"tensor {name!r}")
