@@ -120,6 +120,15 @@ r2 = dcp.FileSystemReader(d1)
 dcp.load({"model": {"big": distribute_tensor(junk("big"), p, S(0))}}, storage_reader=r2)
 need = tgt["model"]["big"].to_local().numpy().nbytes
 assert need <= r2.bytes_read <= need + 2 * 2 * 256, (r2.bytes_read, need)
+# a plain tensor whose shape differs across ranks (a shard passed as a plain tensor) is
+# refused on every rank before anything is written
+import os
+try:
+    dcp.save({"x": sf.zeros(p.coordinate[0] + 2)}, checkpoint_id=d1 + "_bad")
+    raise AssertionError("not refused")
+except ValueError as e:
+    assert "'x' has shape (3,)" in str(e) and "get_state_dict" in str(e), e
+assert not [f for f in os.listdir(d1 + "_bad") if f.endswith(".safetensors") or f == "index.json"]
 print("LOAD3_OK", p.coordinate[0], r2.bytes_read, need)
 """
 
@@ -160,6 +169,8 @@ def test_save_2_load_1_plain_and_consolidate(saved, tmp_path):
     for k in ("s0", "s1", "b", "blk", "big", "p"):
         np.testing.assert_allclose(tgt["model"][k].numpy(), F[k], rtol=1e-6, atol=1e-6, err_msg=k)
     assert np.array_equal(tgt["np"], F["np"]) and tgt["step"] == 7
+    assert ckpt_main(["info", d1]) == 0
+    assert ckpt_main(["info", str(tmp_path)]) == 1  # not a checkpoint: a message, no traceback
     out = str(tmp_path / "one.safetensors")
     assert ckpt_main(["consolidate", d1, out]) == 0
     whole = sf.load(out)
