@@ -45,7 +45,9 @@ class _FakeQuantize(Function):
     save_inputs = ()
 
     def forward(self, x, *, scale, zero_point, quant_min, quant_max, axis):
-        ct = np.float64 if x.dtype == np.float64 else np.float32
+        # PyTorch's CPU kernels: per tensor computes in float32 for every input dtype; per
+        # channel computes in the input dtype (with float32 scales)
+        ct = np.float64 if x.dtype == np.float64 and axis is not None else np.float32
         inv = _broadcast(np.float32(1.0) / np.asarray(scale, np.float32), x.ndim, axis).astype(ct)
         s = _broadcast(np.asarray(scale, np.float32), x.ndim, axis).astype(ct)
         zp = _broadcast(np.asarray(zero_point, np.float64), x.ndim, axis).astype(ct)

@@ -146,6 +146,11 @@ def _convert_children(module: Module, mapping: dict) -> None:
 def convert(module: Module, mapping: dict | None = None, inplace: bool = False,
             remove_qconfig: bool = True, convert_custom_config_dict=None) -> Module:
     """Swap observed float (or QAT) modules for quantized ones (see the module docstring)."""
+    if not any("activation_post_process" in m._modules for m in module.modules()):
+        raise ValueError(
+            "convert: the model has no observers, so there is nothing to convert; call "
+            "prepare(model) (or prepare_qat) and run calibration (or training) batches first"
+        )
     if not inplace:
         module = copy.deepcopy(module)
     _convert_children(module, get_default_static_quant_module_mappings() if mapping is None else mapping)
