@@ -13,6 +13,7 @@ from shardflow.quant import int8_gemm
 tq = torch.ao.quantization
 pytestmark = [pytest.mark.filterwarnings("ignore:.*reduce_range will be deprecated:UserWarning"),
               pytest.mark.filterwarnings("ignore:torch.ao.quantization is deprecated:DeprecationWarning"),
+              pytest.mark.filterwarnings("ignore:.*are deprecated:UserWarning"),
               pytest.mark.filterwarnings("ignore:.*qnnpack incorrectly ignores:UserWarning")]
 
 
