@@ -16,6 +16,8 @@ SHARDFLOW_MPIEXEC          path of the mpiexec `shardflow run` uses (default: ne
 Launcher variables         OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE (mpiexec),
                            PMI_RANK/PMI_SIZE (MPICH/Hydra), SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID,
                            RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE (torchrun style).
+Slurm allocation           SLURM_JOB_NODELIST, SLURM_TASKS_PER_NODE, SLURM_NTASKS, SLURM_JOB_ID
+                           (``slurm_env``; `shardflow run` starts its ranks on the allocation).
 """
 
 from __future__ import annotations
@@ -132,6 +134,12 @@ def launch_info() -> LaunchInfo:
             "torchrun", rank, size, _int("LOCAL_RANK") or 0, _int("LOCAL_WORLD_SIZE") or size
         )
     return LaunchInfo("none", 0, 1, 0, 1)
+
+
+def slurm_env() -> dict[str, str]:
+    """The ``SLURM_*`` variables (empty outside a Slurm allocation); parsed by
+    ``cli/slurm.py`` for ``shardflow run`` inside ``salloc`` / ``sbatch``."""
+    return {k: v for k, v in os.environ.items() if k.startswith("SLURM_")}
 
 
 def rank_prefix_enabled() -> bool:

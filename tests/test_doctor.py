@@ -85,10 +85,19 @@ def test_interface_suggestion_and_wrong_settings(tmp_path):
     assert doctor_net.suggest_interface(ifaces, []) == ["eth0"]  # physical first
     check = doctor_net.check_if_setting
     assert check("OMPI_MCA_btl_tcp_if_include", "eth0", ifaces, hosts) is None
+    # with remote hosts Open MPI gets the subnet (valid whatever each host names its NIC)
     missing = check("OMPI_MCA_btl_tcp_if_include", "ib0", ifaces, hosts)
-    assert "ib0, which does not exist" in missing and "OMPI_MCA_btl_tcp_if_include=eth0" in missing
+    assert "ib0, which does not exist" in missing
+    assert "fix: set OMPI_MCA_btl_tcp_if_include=10.1.0.0/16" in missing
     wrong = check("OMPI_MCA_btl_tcp_if_include", "docker0", ifaces, hosts)
-    assert "reaches 10.1.3.7" in wrong and "fix: set OMPI_MCA_btl_tcp_if_include=eth0" in wrong
+    assert "reaches 10.1.3.7" in wrong and "fix: set OMPI_MCA_btl_tcp_if_include=10.1.0.0/16" in wrong
+    assert check("OMPI_MCA_btl_tcp_if_include", "10.1.0.0/16", ifaces, hosts) is None
+    assert "no subnet listed contains 10.1.3.7" in check("OMPI_MCA_btl_tcp_if_include",
+                                                        "172.17.0.0/16", ifaces, hosts)
+    # a name that exists here but not on a remote host (mpiexec passes one value to all)
+    remote = check("OMPI_MCA_btl_tcp_if_include", "eth0", ifaces, hosts, {"node2": ["lo", "ens5"]})
+    assert "names no interface of host node2 (its interfaces: lo, ens5)" in remote
+    assert check("NCCL_SOCKET_IFNAME", "e", ifaces, hosts, {"node2": ["lo", "ens5"]}) is None
     # NCCL: a prefix matches (eth -> eth0, eth1), '=' means exact, '^' excludes (not checked)
     assert check("NCCL_SOCKET_IFNAME", "eth", ifaces, hosts) is None
     assert "does not exist" in check("NCCL_SOCKET_IFNAME", "=eth", ifaces, hosts)

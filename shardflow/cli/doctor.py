@@ -16,7 +16,9 @@ The exit code is 1 when a check FAILed, else 0. Checks, in order:
 4. **/dev/shm** free space (Open MPI's shared-memory transport).
 5. **Versions** (``cli/doctor_probe.py``) on this host and on every host of ``--hosts``,
    compared: Python, numpy, mpi4py, MPI library, shardflow, CuPy / CUDA / NCCL.
-6. **ssh**: ``ssh -o BatchMode=yes HOST true`` to each remote host (and its port 22).
+6. **ssh**: ``ssh -o BatchMode=yes HOST true`` to each remote host (and its port 22);
+   Open MPI's own agent when ``PRTE_MCA_plm_ssh_agent`` / ``OMPI_MCA_plm_rsh_agent`` is set.
+   Inside a Slurm allocation with no ``--hosts``, the allocated nodes are the hosts.
 7. **Network** (``cli/doctor_net.py``): interfaces (physical / virtual / loopback), the one
    that reaches the hosts, suggested ``OMPI_MCA_btl_tcp_if_include`` / ``NCCL_SOCKET_IFNAME``;
    a FAIL when those name an interface that is missing or does not reach a host.
@@ -39,7 +41,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 
 from .. import _config
-from . import doctor_gpu, doctor_net, doctor_probe
+from . import doctor_gpu, doctor_net, doctor_probe, slurm
 
 
 @dataclass
@@ -179,8 +181,9 @@ def _probe(host: str | None) -> tuple[dict | None, str]:
         return None, f"unreadable probe output {out[-200:]!r}"
 
 
-def check_hosts(rep: Report, hosts: list[str], ifaces) -> list:
-    """Versions here and on each host, ssh and port 22 to remote ones; the remote IPs."""
+def check_hosts(rep: Report, hosts: list[str], ifaces) -> tuple[list, dict]:
+    """Versions here and on each host, ssh and port 22 to remote ones. Returns the remote
+    IPs and the interface names of each remote host that answered."""
     local, why = _probe(None)
     versions = {"(this host)": local} if local else {}
     if local:
@@ -223,10 +226,11 @@ def check_hosts(rep: Report, hosts: list[str], ifaces) -> list:
                     "collective)", hosts=seen)
         else:
             rep.add("OK", "versions across hosts", f"identical on {len(versions)} hosts")
-    return remote_ips
+    remote_ifaces = {h: v.get("interfaces", []) for h, v in versions.items() if h != "(this host)"}
+    return remote_ips, remote_ifaces
 
 
-def check_network(rep: Report, ifaces, remote_ips) -> None:
+def check_network(rep: Report, ifaces, remote_ips, remote_ifaces=None) -> None:
     if not ifaces:
         rep.add("WARN", "network interfaces", f"could not list {doctor_net.SYSFS_NET}")
         return
@@ -244,16 +248,17 @@ def check_network(rep: Report, ifaces, remote_ips) -> None:
         value = _config.env(var)
         if not value:
             continue
-        why = doctor_net.check_if_setting(var, value, ifaces, remote_ips)
+        why = doctor_net.check_if_setting(var, value, ifaces, remote_ips, remote_ifaces)
         bad |= why is not None
         rep.add("FAIL" if why else "OK", var, why or f"{value} (exists and reaches the hosts)")
     good = doctor_net.suggest_interface(ifaces, remote_ips)
     virtual = [i.name for i in ifaces if i.kind == "virtual" and i.up and i.network]
     if good and not bad:
         names = ",".join(good)
+        ompi = doctor_net.suggest_value("OMPI_MCA_btl_tcp_if_include", ifaces, remote_ips)
         note = (f"; other virtual interfaces up ({', '.join(v for v in virtual if v not in good)})"
                 " can make a multi-host job hang" if set(virtual) - set(good) else "")
-        rep.add("INFO", "interface to use", f"{names}: export OMPI_MCA_btl_tcp_if_include={names}"
+        rep.add("INFO", "interface to use", f"{names}: export OMPI_MCA_btl_tcp_if_include={ompi}"
                 f" NCCL_SOCKET_IFNAME={names}{note}", suggest=good)
 
 
@@ -340,9 +345,20 @@ def main(argv=None) -> int:
     check_cores(rep, args.nproc)
     check_shm(rep)
     ifaces = doctor_net.interfaces()
+    if not args.hosts:
+        try:
+            alloc = slurm.allocation()
+        except ValueError as e:
+            alloc = None
+            rep.add("FAIL", "Slurm allocation", str(e))
+        if alloc is not None:  # check the allocated nodes, as `shardflow run` would use them
+            args.hosts = alloc.hosts
+            rep.add("INFO", "Slurm allocation", f"job {alloc.job_id}: {alloc.hosts} "
+                    f"({alloc.ntasks} tasks); `shardflow run` uses these hosts",
+                    nodes=list(alloc.nodes), tasks=list(alloc.tasks))
     hosts = doctor_net.parse_hosts(args.hosts)
-    remote_ips = check_hosts(rep, hosts, ifaces)
-    check_network(rep, ifaces, remote_ips)
+    remote_ips, remote_ifaces = check_hosts(rep, hosts, ifaces)
+    check_network(rep, ifaces, remote_ips, remote_ifaces)
     check_ports(rep)
     check_gpu(rep)
     if args.no_smoke:

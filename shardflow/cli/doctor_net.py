@@ -168,24 +168,61 @@ def _if_names(var: str, value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip() and "/" not in v]
 
 
-def check_if_setting(var: str, value: str, ifaces: list[Interface], host_ips) -> str | None:
-    """Why ``var=value`` cannot work here (a message with the fix), or None if it can."""
+def suggest_value(var: str, ifaces: list[Interface], host_ips) -> str | None:
+    """The value to suggest for ``var``: for Open MPI with remote hosts, the subnets in CIDR
+    form (valid on every host whatever its interface names); else interface names."""
+    good = suggest_interface(ifaces, host_ips)
+    if not good:
+        return None
+    if var == "OMPI_MCA_btl_tcp_if_include" and host_ips:
+        nets = [str(i.network.network) for i in ifaces if i.name in good and i.network]
+        return ",".join(dict.fromkeys(nets))
+    return ",".join(good)
+
+
+def check_if_setting(var: str, value: str, ifaces: list[Interface], host_ips,
+                     remote_ifaces: dict[str, list[str]] | None = None) -> str | None:
+    """Why ``var=value`` cannot work (a message with the fix), or None if it can.
+
+    Checked: the names exist here and on every remote host (``remote_ifaces``: host ->
+    interface names; mpiexec passes the same value to every host), and the selected
+    interfaces (or CIDR subnets) reach every host of ``host_ips``."""
+    good = suggest_value(var, ifaces, host_ips)
+    fix = f"set {var}={good}" if good else f"unset {var}"
+    cidrs = []
+    if var == "OMPI_MCA_btl_tcp_if_include":
+        for v in value.split(","):
+            if "/" in v:
+                try:
+                    cidrs.append(ipaddress.IPv4Network(v.strip(), strict=False))
+                except ValueError:
+                    return f"{var}={value}: {v!r} is neither an interface name nor a subnet; fix: {fix}"
     names = _if_names(var, value)
+    prefix = var == "NCCL_SOCKET_IFNAME" and not value.startswith("=")
+
+    def matches(name):
+        return any(name == n or (prefix and name.startswith(n)) for n in names)
+
+    for host, remote in (remote_ifaces or {}).items():
+        if names and not any(matches(r) for r in remote):
+            return (f"{var}={value} names no interface of host {host} (its interfaces: "
+                    f"{', '.join(remote)}); mpiexec gives every host the same value; fix: {fix}")
     if not names:
+        unreached = [str(ip) for ip in host_ips if cidrs and not ip.is_loopback
+                     and not any(ip in c for c in cidrs)]
+        if unreached:
+            return f"{var}={value}: no subnet listed contains {', '.join(unreached)}; fix: {fix}"
         return None
     known = {i.name: i for i in ifaces}
-    prefix = var == "NCCL_SOCKET_IFNAME" and not value.startswith("=")
-    chosen = [i for i in ifaces if any(i.name == n or (prefix and i.name.startswith(n))
-                                       for n in names)]
+    chosen = [i for i in ifaces if matches(i.name)]
     listing = ", ".join(f"{i.name} ({i.network or 'no IPv4'})" for i in ifaces)
-    good = suggest_interface(ifaces, host_ips)
-    fix = f"set {var}={','.join(good)}" if good else f"unset {var}"
     if not chosen:
         missing = [n for n in names if n not in known]
         return (f"{var}={value} names {', '.join(missing) or value}, which does not exist on "
                 f"this host (interfaces: {listing}); fix: {fix}")
     unreached = [str(ip) for ip in host_ips if not ip.is_loopback
-                 and not any(i.network and ip in i.network.network for i in chosen)]
+                 and not any(i.network and ip in i.network.network for i in chosen)
+                 and not any(ip in c for c in cidrs)]
     if unreached:
         return (f"{var}={value}: no interface it selects reaches {', '.join(unreached)} "
                 f"(selected: {', '.join(f'{i.name} ({i.network})' for i in chosen)}); "

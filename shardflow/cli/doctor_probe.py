@@ -4,13 +4,16 @@ This file is self-contained (standard library only at the top) because the docto
 its *source* to each host of ``--hosts`` (``ssh HOST python -``, the same Python path the
 launcher uses there) and reads back one JSON line. :func:`collect` returns Python,
 numpy, mpi4py, the MPI library (``MPI.Get_library_version()``, read without initialising
-MPI), shardflow, and CuPy / the CUDA runtime / NCCL when CuPy is installed. A package
+MPI), shardflow, and CuPy / the CUDA runtime / NCCL when CuPy is installed, plus the
+host's network interface names (not compared: checked against the interface settings).
+A package
 that is missing is reported as ``"missing"``, never an exception.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import platform
 import socket
 import sys
@@ -72,6 +75,10 @@ def collect() -> dict:
         "shardflow": _version("shardflow"),
     }
     info.update(_cupy())
+    try:  # interface names: btl_tcp_if_include / NCCL_SOCKET_IFNAME must name these
+        info["interfaces"] = sorted(os.listdir("/sys/class/net"))
+    except OSError:
+        info["interfaces"] = []
     return info
 
 

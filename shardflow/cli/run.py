@@ -7,6 +7,7 @@ Usage::
     shardflow run -n 2 shardflow train gpt          # a console command
     shardflow run -n 8 --hosts h1:4,h2:4 train.py   # several machines (or --hostfile F)
     shardflow run -n 2 --timeline trace.json train.py  # + a Chrome trace of every rank
+    salloc -N 2 --ntasks-per-node 4 shardflow run train.py  # the Slurm allocation's nodes
 
 What it does
 ------------
@@ -75,6 +76,7 @@ from ..comm.launcher import (
     rank_env,
     with_torchrun_env,
 )
+from .slurm import allocation
 
 _TAG = re.compile(r"^\[(\d+),(\d+)\]<(stdout|stderr)>:\s?(.*)$")
 _PRTE_RANK = re.compile(r"Process name:\s*\[[^,\]]*,(\d+)\]")
@@ -380,8 +382,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="shardflow run",
         description="Run a script, module or command on N ranks through mpiexec.",
     )
-    p.add_argument("-n", "--nproc", "--np", dest="n", type=int, default=2,
-                   help="number of ranks (default 2)")
+    p.add_argument("-n", "--nproc", "--np", dest="n", type=int, default=None,
+                   help="number of ranks (default 2; inside a Slurm allocation SLURM_NTASKS)")
     p.add_argument("--hosts", help="hosts and slots, e.g. h1:4,h2:4")
     p.add_argument("--hostfile", help="an Open MPI hostfile")
     p.add_argument("--timeout", type=float, default=None,
@@ -410,6 +412,19 @@ def main(argv: list[str] | None = None) -> int:
     head, tail = _split_argv(argv)
     args = _parser().parse_args(head)
     args.target = list(args.target) + tail
+    try:
+        slurm = None if (args.hosts or args.hostfile) else allocation()
+    except ValueError as e:
+        sys.stderr.write(f"shardflow run: error: {e}; fix the variable or pass --hosts\n")
+        return 2
+    if slurm is not None:  # inside salloc/sbatch: the allocated nodes (cli/slurm.py)
+        args.hosts = slurm.hosts
+        if args.n is None:
+            args.n = slurm.ntasks
+        sys.stderr.write(f"shardflow run: Slurm job {slurm.job_id}: {len(slurm.nodes)} node(s), "
+                         f"--hosts {slurm.hosts}, -n {args.n}\n")
+    if args.n is None:
+        args.n = 2
     try:
         check_launch_args(args.n, args.timeout, args.comm_timeout, args.grace)
         program = program_argv(args.target, args.module)
