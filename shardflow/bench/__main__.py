@@ -14,7 +14,9 @@ import importlib
 import sys
 
 SUITES = {"engine": "shardflow.bench.engine", "comm": "shardflow.bench.comm", "ddp": "shardflow.bench.ddp",
-          "tp": "shardflow.bench.tp", "suite": "shardflow.bench.suite", "dcp": "shardflow.bench.dcp"}
+          "tp": "shardflow.bench.tp", "suite": "shardflow.bench.suite", "dcp": "shardflow.bench.dcp",
+          "zero": "shardflow.bench.zero",
+          "quant": "shardflow.bench.quant"}
 
 
 def main(argv: list[str] | None = None) -> int:
