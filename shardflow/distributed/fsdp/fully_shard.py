@@ -259,10 +259,10 @@ class _Root:
         self.next_finish = 0
 
     def unit_ready(self, st) -> None:
-        """A unit delivered all its gradients: launch reduce-scatters in queue order. At most
-        two are in flight: launching one finishes the one before the previous (long done,
-        a whole unit's backward ago), so its packed full gradients are freed early instead of
-        every unit's living until the end of backward."""
+        """A unit delivered all its gradients: launch reduce-scatters in queue order. One is in
+        flight while the next unit computes: launching a unit finishes the previous one (its
+        transfer had that unit's whole backward to complete), so packed full gradients are
+        freed as backward goes instead of every unit's living until its end."""
         self.start_backward()
         q = self.queue
         k = self.next_launch
@@ -272,7 +272,7 @@ class _Root:
                 u.group.launch_reduce()
             u.group.reshard()
             k += 1
-            while self.next_finish < k - 2:
+            while self.next_finish < k - 1:
                 self._finish(q[self.next_finish])
                 self.next_finish += 1
         self.next_launch = k
