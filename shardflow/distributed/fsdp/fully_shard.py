@@ -21,8 +21,9 @@ Algorithm and communication plan (per step, ``Ψ`` = parameter elements)
   all-gather (started earlier by the prefetch, else now), swaps every parameter to its
   whole array (a local tensor: the ops run unchanged), and *prefetches*: starts the next
   unit's all-gather (order recorded in the previous forward), so the transfer overlaps this
-  unit's compute. Its post-forward hook registers a pre-backward hook on the outputs and,
-  with ``reshard_after_forward=True`` (ZeRO-3; not for the root, whose backward comes
+  unit's compute (a forward hook on each of the unit's submodules polls it: Open MPI
+  advances it only inside MPI calls). Its post-forward hook registers a pre-backward hook
+  on the outputs and, with ``reshard_after_forward=True`` (ZeRO-3; not for the root, whose backward comes
   first), frees the gathered parameters again. All-gathers: Ψ.
 * **Backward**: the pre-backward hook of a resharded unit gathers it again (ZeRO-3: another
   Ψ) and prefetches the unit backward reaches next. A post-accumulate-grad hook on each
@@ -309,6 +310,7 @@ def _pre_forward(module, args):
     nxt = root.next_after(st, root.prev_order)
     if nxt is not None and nxt.group is not None and nxt.group.state == SHARDED:
         nxt.group.start_unshard("forward")
+        nxt.group.shard_pg.progress()
     if is_grad_enabled() and st.group is not None and st.group.trainable:
         root.expect_backward = True
     return None
@@ -347,6 +349,7 @@ def _pre_backward(st) -> None:
     nxt = root.next_after(st, order)
     if nxt is not None and nxt.group is not None and nxt.group.state == SHARDED:
         nxt.group.start_unshard("backward")
+        nxt.group.shard_pg.progress()
 
 
 def _make_grad_hook(st):
@@ -464,6 +467,7 @@ def fully_shard(module, *, mesh=None, reshard_after_forward: bool = True,
         hook = _make_grad_hook(st)
         for p in st.group.trainable:
             p.register_post_accumulate_grad_hook(hook)
+        _register_progress_hooks(module, st.group.shard_pg)
     module.__dict__["_fsdp_state"] = st
     module.register_forward_pre_hook(_pre_forward)
     module.register_forward_hook(_post_forward)
@@ -482,6 +486,23 @@ def fully_shard(module, *, mesh=None, reshard_after_forward: bool = True,
     if _comm.get_world().size > 1:
         _comm.set_data_parallel(True)
     return module
+
+
+def _register_progress_hooks(module, pg) -> None:
+    """A forward hook on each submodule of the unit (not those of nested units) that drives
+    MPI progress: Open MPI advances the prefetched all-gather only inside MPI calls, so the
+    unit's compute polls it between layers, as DDP's gradient hooks do in backward."""
+
+    def poll(mod, args, output):
+        pg.progress()
+
+    stack = list(module.children())
+    while stack:
+        m = stack.pop()
+        if "_fsdp_state" in m.__dict__:
+            continue
+        m.register_forward_hook(poll)
+        stack.extend(m.children())
 
 
 def _broadcast_from_rank0(params, module, owned_elsewhere) -> None:
