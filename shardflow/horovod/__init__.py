@@ -17,7 +17,8 @@ Algorithm and communication plan
   gradient (``Compression.fp16`` casts to float16) and starts an asynchronous
   ``all_reduce`` (sum, or average = sum / size) while backward continues; hooks drive MPI
   progress. ``step()`` waits for every handle, decompresses into ``p.grad`` and runs the
-  wrapped optimizer. Collectives are matched across ranks by issue order (the backward
+  wrapped optimizer. ``DistributedOptimizer.comm_bytes`` counts the bytes handed to the
+  all-reduces (after compression: ``Compression.fp16`` halves a float32 model's). Collectives are matched across ranks by issue order (the backward
   graph is the same on every rank); every collective checks that the ranks made the same
   call (op, dtype, element count, root: ``shardflow.comm``), and raises naming each
   rank's call if not.
@@ -273,6 +274,7 @@ class DistributedOptimizer:
         self._params = [p for p in params if p.requires_grad]
         self._counts = {id(p): 0 for p in self._params}
         self._handles: dict = {}
+        self.comm_bytes = 0  # bytes handed to the gradient all-reduces (after compression)
         self._sync = True
         self._hooks = [p.register_post_accumulate_grad_hook(self._ready) for p in self._params]
 
@@ -299,6 +301,7 @@ class DistributedOptimizer:
         if self._predivide != 1.0:
             buf /= self._predivide
         work = w.all_reduce(buf, self._op, async_op=True)
+        self.comm_bytes += int(buf.nbytes)
         self._handles[key] = (p, work, buf, ctx)
         w.progress()
 

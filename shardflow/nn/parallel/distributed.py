@@ -40,6 +40,13 @@ Algorithm
 * ``join()``: uneven numbers of batches per rank; see ``join.py`` for the protocol (ranks
   that ran out shadow the others' collectives with zeros, then the last joiner's model is
   broadcast).
+* ``register_comm_hook(state, hook)``: PyTorch's communication hook. Instead of the
+  bucket's ``all_reduce(AVG)``, ``hook(state, GradBucket)`` is called (same moment, same
+  order); it returns a future whose ``wait()`` gives the reduced flat array, and
+  ``_finalize`` waits on it instead of the all-reduce handle. The hooks of
+  ``shardflow.distributed.algorithms.ddp_comm_hooks`` compress the gradients (float16,
+  bfloat16, PowerSGD). Inside ``join()`` the plain all-reduce is used (joined ranks shadow
+  it with zeros and cannot run a hook's collectives).
 
 Gradients are averaged over ranks with equal weight (PyTorch's DDP): with uneven local
 batches and a mean loss, the result is the mean of the per-rank mean gradients.
@@ -56,6 +63,7 @@ from ... import comm as _comm
 from ...autograd import is_grad_enabled
 from ...autograd.tensor import Tensor, _wrap
 from ..module import Module
+from .grad_bucket import GradBucket
 from .join import Join
 
 _FIRST_BUCKET_BYTES = 1 << 20
@@ -149,6 +157,7 @@ class DistributedDataParallel(Module):
         d["_names"] = [names.get(id(p), f"<parameter {i}>") for i, p in enumerate(params)]
         d["_index"] = {id(p): i for i, p in enumerate(params)}
         d["_join"] = None  # the active join() context, if any
+        d["_comm_hook"] = None  # (state, hook) from register_comm_hook
         d["_grad_divisor"] = None  # in join(): what summed gradients are divided by
         d["_buckets"] = self._build_buckets(params)
         d["_slot"] = {}
@@ -214,8 +223,12 @@ class DistributedDataParallel(Module):
         while k < len(buckets) and buckets[k].pending == 0:
             b = buckets[k]
             # join(): summed, divided in _finalize by what join decided (joined ranks add 0)
-            op = "avg" if self._grad_divisor is None else "sum"
-            b.work = self.process_group.all_reduce(b.flat, op, async_op=True)
+            if self._comm_hook is not None and self._grad_divisor is None:
+                state, hook = self._comm_hook
+                b.work = hook(state, GradBucket(b, k == len(buckets) - 1))
+            else:
+                op = "avg" if self._grad_divisor is None else "sum"
+                b.work = self.process_group.all_reduce(b.flat, op, async_op=True)
             b.launched = True
             self.stats["launches"] += 1
             k += 1
@@ -225,8 +238,19 @@ class DistributedDataParallel(Module):
 
     def _finalize(self) -> None:
         t0 = time.perf_counter()
+        hooked = self._comm_hook is not None and self._grad_divisor is None
         for b in self._buckets:
-            b.work.wait()
+            out = b.work.wait()
+            if hooked:
+                out = getattr(out, "array", out)
+                if out is not b.flat:
+                    if out is None or out.size != b.flat.size:
+                        raise RuntimeError(
+                            f"DDP communication hook: the future of bucket {b.index} gave "
+                            f"{'None' if out is None else f'{out.size} elements'}, expected "
+                            f"the reduced bucket ({b.flat.size} elements). A hook returns a "
+                            "future whose wait() gives the bucket's reduced flat buffer.")
+                    np.copyto(b.flat, out.reshape(b.flat.shape), casting="unsafe")
         self.stats["wait_s"] += time.perf_counter() - t0
         self.stats["backward_waits"] += 1
         if self._grad_divisor is not None:
@@ -314,6 +338,27 @@ class DistributedDataParallel(Module):
         every rank as soon as one has run out. See ``join.py``.
         """
         return Join(self, divide_by_initial_world_size, enable, throw_on_early_termination)
+
+    def register_comm_hook(self, state, hook) -> None:
+        """Replace each bucket's all-reduce by ``hook(state, bucket)`` (PyTorch's API).
+
+        ``bucket`` is a :class:`GradBucket`; the hook starts the communication and returns a
+        future-like object whose ``wait()`` returns the reduced flat buffer (an array or a
+        Tensor, ``bucket.buffer()`` itself when reduced in place). Call it once, before the
+        first backward. Ready-made hooks: ``shardflow.distributed.algorithms.ddp_comm_hooks``
+        (``default_hooks.allreduce_hook`` / ``fp16_compress_hook`` / ``bf16_compress_hook``,
+        ``powerSGD_hook.powerSGD_hook`` with a ``PowerSGDState``).
+        """
+        if not callable(hook):
+            raise TypeError(f"register_comm_hook: hook must be callable as hook(state, bucket), "
+                            f"got {type(hook).__name__}")
+        if self._comm_hook is not None:
+            raise RuntimeError("register_comm_hook can only be called once (a hook is already "
+                               "registered on this DistributedDataParallel).")
+        if self._touched:
+            raise RuntimeError("register_comm_hook must be called before the first backward "
+                               "(gradients of this iteration are already being reduced).")
+        self.__dict__["_comm_hook"] = (state, hook)
 
     @contextlib.contextmanager
     def no_sync(self):

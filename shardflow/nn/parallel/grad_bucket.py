@@ -1,0 +1,53 @@
+"""``GradBucket``: what a DDP communication hook receives (PyTorch's ``dist.GradBucket``).
+
+A bucket is one flat gradient array of ``DistributedDataParallel`` (see ``distributed.py``)
+holding the gradients of several parameters back to back. A hook
+(``DistributedDataParallel.register_comm_hook(state, hook)``) is called once per bucket, in
+bucket order, as soon as every gradient of the bucket is in it, and returns a future-like
+object whose ``wait()`` gives the reduced flat array (or a Tensor over it); DDP waits on the
+futures at the end of backward and copies the results into ``p.grad``.
+
+``buffer()`` and ``gradients()`` are views of the bucket's memory (a Tensor over the flat
+array, and per-parameter Tensors shaped like the parameters), so a hook that writes them in
+place (error feedback, PowerSGD's low-rank result) changes the bucket, as in PyTorch.
+"""
+
+from __future__ import annotations
+
+from ...autograd.tensor import _wrap
+
+__all__ = ["GradBucket"]
+
+
+class GradBucket:
+    __slots__ = ("_bucket", "_is_last")
+
+    def __init__(self, bucket, is_last: bool):
+        self._bucket = bucket  # distributed._Bucket: index, params, offsets, flat
+        self._is_last = is_last
+
+    def index(self) -> int:
+        """Position of the bucket in launch order (the first bucket holds the last layers)."""
+        return self._bucket.index
+
+    def buffer(self):
+        """The flat gradient array of the bucket, as a Tensor sharing its memory."""
+        return _wrap(self._bucket.flat)
+
+    def gradients(self) -> list:
+        """Per-parameter gradients: Tensors viewing the bucket, shaped like the parameters."""
+        b = self._bucket
+        return [_wrap(b.view(i, p.array.shape)) for i, p in enumerate(b.params)]
+
+    def parameters(self) -> list:
+        """The parameters whose gradients the bucket holds, in bucket order."""
+        return list(self._bucket.params)
+
+    def is_last(self) -> bool:
+        """True for the last bucket of the iteration (PowerSGD counts iterations with it)."""
+        return self._is_last
+
+    def set_buffer(self, tensor) -> None:
+        """Copy ``tensor`` (same number of elements) into the bucket's flat array."""
+        arr = getattr(tensor, "array", tensor)
+        self._bucket.flat[...] = arr.reshape(self._bucket.flat.shape)
