@@ -33,6 +33,7 @@ from .fake_quantize import (
     fake_quantize_per_channel_affine,
     fake_quantize_per_tensor_affine,
 )
+from .fuse import fuse_conv_bn_eval, fuse_modules
 from .int8_gemm import get_int8_backend, int8_matmul, set_int8_backend
 from .observer import (
     MinMaxObserver,

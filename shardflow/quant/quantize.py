@@ -40,6 +40,7 @@ import copy
 from .. import nn
 from ..nn.module import Module
 from .modules import dynamic as nnqd
+from .modules import intrinsic as nni
 from .modules import qat as nnqat
 from .modules import static as nnq
 from .qconfig import QConfig, default_dynamic_qconfig
@@ -59,18 +60,21 @@ def get_default_static_quant_module_mappings() -> dict:
         nn.Linear: nnq.Linear, nn.Conv2d: nnq.Conv2d, nnqat.Linear: nnq.Linear,
         nnqat.Conv2d: nnq.Conv2d, nn.ReLU: nnq.ReLU, nn.MaxPool2d: nnq.MaxPool2d,
         nn.Flatten: nnq.Flatten, nn.Dropout: nnq.Dropout, nn.Identity: nnq.Identity,
+        nni.ConvReLU2d: nnq.ConvReLU2d, nni.LinearReLU: nnq.LinearReLU,
+        nni.QATConvReLU2d: nnq.ConvReLU2d, nni.QATLinearReLU: nnq.LinearReLU,
     }
 
 
 def get_default_qat_module_mappings() -> dict:
-    return {nn.Linear: nnqat.Linear, nn.Conv2d: nnqat.Conv2d}
+    return {nn.Linear: nnqat.Linear, nn.Conv2d: nnqat.Conv2d, nni.ConvReLU2d: nni.QATConvReLU2d,
+            nni.LinearReLU: nni.QATLinearReLU}
 
 
 def get_default_dynamic_quant_module_mappings() -> dict:
     return {nn.Linear: nnqd.Linear}
 
 
-_OBSERVED = (QuantStub, nn.Linear, nn.Conv2d)  # qat.Linear/Conv2d subclass these
+_OBSERVED = (QuantStub, nn.Linear, nn.Conv2d, nni.FusedModule)  # qat.* subclass these
 
 
 def propagate_qconfig_(module: Module, qconfig_dict: dict | None = None) -> None:
@@ -93,13 +97,15 @@ def _observer_hook(module, args, output):
     return module.activation_post_process(output)
 
 
-def _add_observers(module: Module) -> None:
-    for mod in module.modules():
-        qc = getattr(mod, "qconfig", None)
-        if qc is None or not isinstance(mod, _OBSERVED) or "activation_post_process" in mod._modules:
-            continue
+def _add_observers(mod: Module) -> None:
+    qc = getattr(mod, "qconfig", None)
+    if qc is not None and isinstance(mod, _OBSERVED) and "activation_post_process" not in mod._modules:
         mod.activation_post_process = qc.activation()
         mod._observer_hook_handle = mod.register_forward_hook(_observer_hook)
+    if isinstance(mod, nni.FusedModule):
+        return  # observed as one leaf: its output, not its inner layer's
+    for child in list(mod.children()):
+        _add_observers(child)
 
 
 def _check_has_qconfig(model, fn):
@@ -126,7 +132,7 @@ def swap_module(mod: Module, mapping: dict) -> Module:
     cls = mapping.get(type(mod))
     if cls is None or getattr(mod, "qconfig", None) is None:
         return mod
-    if cls in (nnq.Linear, nnq.Conv2d, nnq.Quantize) and "activation_post_process" not in mod._modules:
+    if issubclass(cls, nnq.Linear | nnq.Conv2d | nnq.Quantize) and "activation_post_process" not in mod._modules:
         raise ValueError(
             f"convert: {type(mod).__name__} has a qconfig but no observer; call prepare() (and "
             "run calibration batches) before convert()"

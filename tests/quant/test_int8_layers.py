@@ -80,13 +80,18 @@ def test_dynamic_linear_matches_torch_quantize_dynamic(engine, eng, per_channel)
         np.testing.assert_allclose(y, yt, rtol=1e-5, atol=1e-5 * np.abs(yt).max())
 
 
-def _pair(seed=0):
+def _pair(seed=0, fused=False):
     torch.manual_seed(seed)
     t = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
                             torch.nn.Flatten(), torch.nn.Linear(64, 10))
     s = snn.Sequential(snn.Conv2d(1, 4, 3, padding=1), snn.ReLU(), snn.MaxPool2d(2), snn.Flatten(),
                        snn.Linear(64, 10))
     s.load_state_dict({k: sf.tensor(v.detach().numpy()) for k, v in t.state_dict().items()})
+    if fused:  # Conv2d + ReLU -> ConvReLU2d (eval for PTQ; torch's QAT fusion needs train mode)
+        t = tq.fuse_modules_qat(t.train(), [["0", "1"]]) if fused == "qat" else tq.fuse_modules(t.eval(), [["0", "1"]])
+        s = Q.fuse_modules(s, [["0", "1"]])
+        assert isinstance(s[0], sf.ao.nn.intrinsic.ConvReLU2d) and isinstance(s[1], snn.Identity)
+        assert list(s.state_dict()) == list(t.state_dict())
     return tq.QuantWrapper(t), Q.QuantWrapper(s)
 
 
@@ -107,10 +112,10 @@ def _compare_quantized_layers(tc, sc, x):
     np.testing.assert_allclose(out, ref, atol=tc.module[4].scale * 1.001)
 
 
-@pytest.mark.parametrize("per_channel", [False, True])
-def test_static_ptq_matches_torch_layer_by_layer(engine, per_channel):
+@pytest.mark.parametrize("per_channel,fused", [(False, False), (True, False), (True, True)])
+def test_static_ptq_matches_torch_layer_by_layer(engine, per_channel, fused):
     engine("x86")
-    t, s = _pair()
+    t, s = _pair(fused=fused)
     t.qconfig = tq.QConfig(activation=tq.MinMaxObserver.with_args(reduce_range=True),
                            weight=tq.default_per_channel_weight_observer if per_channel else tq.default_weight_observer)
     s.qconfig = Q.QConfig(activation=Q.MinMaxObserver.with_args(reduce_range=True),
@@ -124,24 +129,25 @@ def test_static_ptq_matches_torch_layer_by_layer(engine, per_channel):
         tp(torch.tensor(c))
         sp(sf.tensor(c))
     tc, sc = tq.convert(tp), Q.convert(sp)
-    assert isinstance(sc.module[0], sf.ao.nn.quantized.Conv2d)
+    assert isinstance(sc.module[0], sf.ao.nn.intrinsic.quantized.ConvReLU2d if fused else sf.ao.nn.quantized.Conv2d)
     assert isinstance(sc.module[4], sf.ao.nn.quantized.Linear)
     _compare_quantized_layers(tc, sc, rng.standard_normal((16, 1, 8, 8)).astype(np.float32))
 
 
-@pytest.mark.parametrize("per_channel", [False, True])
-def test_qat_forward_backward_and_convert_match_torch(engine, per_channel):
+@pytest.mark.parametrize("per_channel,fused", [(False, False), (True, False), (True, True)])
+def test_qat_forward_backward_and_convert_match_torch(engine, per_channel, fused):
     # torch's get_default_qat_qconfig('x86') uses FusedMovingAvgObsFakeQuantize, whose qparams
     # come from FBGEMM's ChooseQuantizationParams; ours is FakeQuantize (docs/QUANT.md), so
     # the reference is torch's FakeQuantize-based qconfigs
     engine("x86")
-    t, s = _pair(seed=3)
+    t, s = _pair(seed=3, fused="qat" if fused else False)
     wt, ws = ((tq.default_per_channel_weight_fake_quant, Q.default_per_channel_weight_fake_quant)
               if per_channel else (tq.default_weight_fake_quant, Q.default_weight_fake_quant))
     t.qconfig = tq.QConfig(activation=tq.default_fake_quant, weight=wt)
     s.qconfig = Q.QConfig(activation=Q.default_fake_quant, weight=ws)
     tp, sp = tq.prepare_qat(t.train()), Q.prepare_qat(s.train())
-    assert isinstance(sp.module[4], sf.ao.nn.qat.Linear) and isinstance(sp.module[0], sf.ao.nn.qat.Conv2d)
+    assert isinstance(sp.module[4], sf.ao.nn.qat.Linear)
+    assert isinstance(sp.module[0], sf.ao.nn.intrinsic.qat.ConvReLU2d if fused else sf.ao.nn.qat.Conv2d)
     assert sp.module[4].weight is sp.module[4].weight  # shares the float Parameter
     rng = np.random.default_rng(2)
     for _ in range(3):  # fake-quant forward and STE backward, step after step
@@ -174,3 +180,22 @@ def test_workflow_errors_say_what_to_do():
         q.module(sf.ones(1, 1, 8, 8))
     with pytest.raises(ValueError, match="only dtype=qint8"):
         Q.quantize_dynamic(s, dtype=sf.quint8)
+
+
+def test_fuse_conv_bn_relu_folds_like_torch():
+    torch.manual_seed(0)
+    t = torch.nn.Sequential(torch.nn.Conv2d(3, 5, 3), torch.nn.BatchNorm2d(5), torch.nn.ReLU())
+    t[1].running_mean.uniform_(-1, 1)
+    t[1].running_var.uniform_(0.5, 2)
+    t[1].weight.data.uniform_(0.5, 1.5)
+    s = snn.Sequential(snn.Conv2d(3, 5, 3), snn.BatchNorm2d(5), snn.ReLU())
+    s.load_state_dict({k: sf.tensor(v.detach().numpy()) for k, v in t.state_dict().items()})
+    tf, sf_ = tq.fuse_modules(t.eval(), [["0", "1", "2"]]), Q.fuse_modules(s.eval(), ["0", "1", "2"])
+    assert isinstance(sf_[0], sf.ao.nn.intrinsic.ConvReLU2d)
+    x = np.random.default_rng(0).standard_normal((2, 3, 6, 6)).astype(np.float32)
+    np.testing.assert_allclose(sf_(sf.tensor(x)).numpy(), tf(torch.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(sf_(sf.tensor(x)).numpy(), s(sf.tensor(x)).numpy(), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="eval mode"):
+        Q.fuse_modules(s.train(), ["0", "1"])
+    with pytest.raises(NotImplementedError, match="cannot fuse ReLU, Conv2d"):
+        Q.fuse_modules(s, ["2", "0"])

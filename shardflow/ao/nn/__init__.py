@@ -1,3 +1,3 @@
-"""``torch.ao.nn``: ``quantized`` (static and ``quantized.dynamic``) and ``qat`` modules."""
+"""``torch.ao.nn``: ``quantized`` (static and ``quantized.dynamic``), ``qat`` and ``intrinsic`` (fused) modules."""
 
-from . import qat, quantized
+from . import intrinsic, qat, quantized

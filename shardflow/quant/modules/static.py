@@ -29,10 +29,11 @@ from ..int8_gemm import _bound, exact_chunk, int8_matmul
 from ..qparams import quantize_array
 from ..qtensor import QuantizedTensor
 from ..qtypes import as_qdtype, quint8
+from .intrinsic import FusedModule
 from .packed import PackedParams, quantize_weight
 
-__all__ = ["Quantize", "DeQuantize", "Linear", "Conv2d", "ReLU", "MaxPool2d", "Flatten",
-           "Dropout", "Identity"]
+__all__ = ["Quantize", "DeQuantize", "Linear", "Conv2d", "LinearReLU", "ConvReLU2d", "ReLU",
+           "MaxPool2d", "Flatten", "Dropout", "Identity"]
 
 
 def _need_q(x, who):
@@ -104,7 +105,11 @@ class DeQuantize(Module):
 
 
 class _WeightedQuantized(Module):
-    """Output qparams buffers + packed int8 weights; ``_requantize`` of the int32 result."""
+    """Output qparams buffers + packed int8 weights; ``_requantize`` of the int32 result
+    (``_relu``: the fused forms clamp the float result at 0 first, which equals PyTorch's
+    clamp of the integers at the zero point, since 0.0 quantizes to it exactly)."""
+
+    _relu = False
 
     def _init_out(self, scale=1.0, zero_point=0):
         self.register_buffer("scale", _wrap(np.array([scale], np.float32)))
@@ -124,6 +129,8 @@ class _WeightedQuantized(Module):
         b = p.bias_array()
         if b is not None:
             y += b.reshape(bshape)
+        if self._relu:
+            np.maximum(y, 0, out=y)
         s, z = float(self.scale.array[0]), int(self.zero_point.array[0])
         return QuantizedTensor(quantize_array(y, s, z, 0, 255, np.uint8), s, z, quint8)
 
@@ -152,9 +159,10 @@ class Linear(_WeightedQuantized):
 
     @classmethod
     def from_float(cls, mod):
-        q, scale, zp, per_channel = quantize_weight(mod.weight.array, _weight_observer(mod))
-        new = cls(mod.in_features, mod.out_features, mod.bias is not None, per_channel=per_channel)
-        new._packed_params.set(q, scale, zp, None if mod.bias is None else mod.bias.array)
+        layer = mod[0] if isinstance(mod, FusedModule) else mod  # (Linear, ReLU) fused
+        q, scale, zp, per_channel = quantize_weight(layer.weight.array, _weight_observer(mod))
+        new = cls(layer.in_features, layer.out_features, layer.bias is not None, per_channel=per_channel)
+        new._packed_params.set(q, scale, zp, None if layer.bias is None else layer.bias.array)
         new._init_out(*_output_qparams(mod))
         return new
 
@@ -205,10 +213,13 @@ class Conv2d(_WeightedQuantized):
 
     @classmethod
     def from_float(cls, mod):
-        q, scale, zp, per_channel = quantize_weight(mod.weight.array, _weight_observer(mod))
-        new = cls(mod.in_channels, mod.out_channels, mod.kernel_size, mod.stride, mod.padding,
-                  mod.dilation, mod.groups, mod.bias is not None, mod.padding_mode, per_channel)
-        new._packed_params.set(q, scale, zp, None if mod.bias is None else mod.bias.array)
+        c = mod[0] if isinstance(mod, FusedModule) else mod  # (Conv2d, ReLU) fused
+        q, scale, zp, per_channel = quantize_weight(c.weight.array, _weight_observer(mod))
+        if isinstance(c.padding, str):
+            raise NotImplementedError(f"quantized Conv2d takes numeric padding, got {c.padding!r}")
+        new = cls(c.in_channels, c.out_channels, c.kernel_size, c.stride, c.padding,
+                  c.dilation, c.groups, c.bias is not None, c.padding_mode, per_channel)
+        new._packed_params.set(q, scale, zp, None if c.bias is None else c.bias.array)
         new._init_out(*_output_qparams(mod))
         return new
 
@@ -219,6 +230,24 @@ class Conv2d(_WeightedQuantized):
 
     def _get_name(self) -> str:
         return "QuantizedConv2d"
+
+
+class LinearReLU(Linear):
+    """``ao.nn.intrinsic.quantized.LinearReLU``: Linear with the ReLU in its requantization."""
+
+    _relu = True
+
+    def _get_name(self) -> str:
+        return "QuantizedLinearReLU"
+
+
+class ConvReLU2d(Conv2d):
+    """``ao.nn.intrinsic.quantized.ConvReLU2d``."""
+
+    _relu = True
+
+    def _get_name(self) -> str:
+        return "QuantizedConvReLU2d"
 
 
 class _OnIntRepr(Module):
