@@ -16,7 +16,8 @@ import sys
 SUITES = {"engine": "shardflow.bench.engine", "comm": "shardflow.bench.comm", "ddp": "shardflow.bench.ddp",
           "tp": "shardflow.bench.tp", "suite": "shardflow.bench.suite", "dcp": "shardflow.bench.dcp",
           "zero": "shardflow.bench.zero",
-          "quant": "shardflow.bench.quant"}
+          "quant": "shardflow.bench.quant",
+          "amp": "shardflow.bench.amp"}
 
 
 def main(argv: list[str] | None = None) -> int:
