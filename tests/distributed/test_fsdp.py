@@ -285,6 +285,10 @@ def test_errors_are_clear():
     fully_shard(m)
     with pytest.raises(RuntimeError, match="already fully_shard"):
         fully_shard(m)
+    with pytest.raises(RuntimeError, match="also managed by DistributedDataParallel"):
+        DDP(m)(sf.randn(2, 5))  # DDP around a sharded model: refused at the first forward
+    with pytest.raises(ValueError, match="3 dimensions"):
+        fully_shard(_mlp(), mesh=init_device_mesh("cpu", (1, 1, 1)))
 
     class Branchy(nn.Module):
         def __init__(self):
