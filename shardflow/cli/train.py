@@ -457,7 +457,7 @@ def train(cfg: TrainConfig) -> dict:
 
     n_params = raw_model.num_parameters()
     flops = raw_model.flops_per_sample(training=True)
-    log(f"task {cfg.task}: {type(raw_model).__name__} with {n_params:,} parameters, "
+    log(f"task {cfg.task}: {model_class.__name__} with {n_params:,} parameters, "
         f"{flops / 1e6:.1f} MFLOP per training sample; world size {world}"
         + (f"; ZeRO stage {cfg.zero}" if cfg.zero else "")
         + (f" (global tensors: dp {layout[0]} x tp {layout[1]})" if layout is not None else
