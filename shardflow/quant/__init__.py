@@ -8,6 +8,7 @@ and ``shardflow.ao.nn.quantized``). See docs/QUANT.md.
 | ``qparams.py`` | scale / zero point from a range (PyTorch's and FBGEMM's formulas), array (de)quantize |
 | ``qtensor.py`` | ``QuantizedTensor``, ``quantize_per_tensor``, ``quantize_per_channel``, ``dequantize`` |
 | ``observer.py`` | MinMax / MovingAverage / PerChannel observers, placeholders, defaults |
+| ``histogram.py`` | ``HistogramObserver`` (L2-error search for the clipping range) |
 | ``fake_quantize.py`` | ``fake_quantize_per_{tensor,channel}_affine`` (STE backward), ``FakeQuantize`` |
 | ``qconfig.py`` | ``QConfig`` and the default qconfigs per engine |
 | ``stubs.py`` | ``QuantStub``, ``DeQuantStub``, ``QuantWrapper`` |
@@ -15,7 +16,7 @@ and ``shardflow.ao.nn.quantized``). See docs/QUANT.md.
 | ``engine.py`` | the quantized engine (x86/fbgemm/qnnpack numerics) |
 | ``modules/`` | static / dynamic / QAT quantized layers |
 | ``quantize.py`` | ``prepare``, ``convert``, ``prepare_qat``, ``quantize``, ``quantize_dynamic`` |
-| ``fuse.py`` | ``fuse_modules`` (Conv2d+ReLU, Linear+ReLU) |
+| ``fuse.py`` | ``fuse_modules`` (Conv2d+ReLU, Linear+ReLU, Conv2d+BatchNorm2d[+ReLU]) |
 """
 
 from . import modules
@@ -34,6 +35,7 @@ from .fake_quantize import (
     fake_quantize_per_tensor_affine,
 )
 from .fuse import fuse_conv_bn_eval, fuse_modules
+from .histogram import HistogramObserver
 from .int8_gemm import get_int8_backend, int8_matmul, set_int8_backend
 from .observer import (
     MinMaxObserver,

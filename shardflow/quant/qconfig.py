@@ -4,15 +4,16 @@ a module, with PyTorch's named defaults.
 | name | activation | weight |
 |---|---|---|
 | ``default_qconfig`` | MinMax, quint8 0..127 | MinMax, qint8 symmetric per tensor |
-| ``get_default_qconfig('x86'/'fbgemm')`` | MinMax, quint8 reduce_range (0..127) [1] | PerChannelMinMax, qint8 symmetric |
-| ``get_default_qconfig('qnnpack')`` | MinMax, quint8 0..255 [1] | MinMax, qint8 symmetric per tensor |
+| ``get_default_qconfig('x86'/'fbgemm')`` | Histogram, quint8 reduce_range (0..127) | PerChannelMinMax, qint8 symmetric |
+| ``get_default_qconfig('qnnpack')`` | Histogram, quint8 0..255 | MinMax, qint8 symmetric per tensor |
 | ``default_dynamic_qconfig`` | placeholder (per batch, at run time) | MinMax, qint8 symmetric per tensor |
 | ``per_channel_dynamic_qconfig`` | placeholder | PerChannelMinMax, qint8 symmetric |
 | ``default_qat_qconfig`` | FakeQuantize(MovingAverageMinMax, 0..255 reduce_range) | FakeQuantize(MovingAverageMinMax, qint8 symmetric) |
 | ``get_default_qat_qconfig('x86'/'fbgemm')`` | same as above | FakeQuantize(MovingAveragePerChannelMinMax, qint8 symmetric) |
 
-[1] PyTorch uses ``HistogramObserver`` here (an MSE search for the clipping range). It is
-not built; these qconfigs use ``MinMaxObserver`` with the same dtype and range instead.
+PyTorch's ``get_default_qat_qconfig('x86')`` uses ``FusedMovingAvgObsFakeQuantize`` (qparams
+from FBGEMM's ``ChooseQuantizationParams``); here it is ``FakeQuantize`` with the same
+observers, whose qparams can differ in the last bits.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from .fake_quantize import (
     default_per_channel_weight_fake_quant,
     default_weight_fake_quant,
 )
+from .histogram import HistogramObserver
 from .observer import (
-    MinMaxObserver,
     default_dynamic_quant_observer,
     default_observer,
     default_per_channel_weight_observer,
@@ -77,9 +78,9 @@ def get_default_qconfig(backend: str = "x86", version: int = 0) -> QConfig:
     """The post-training static qconfig for ``backend`` (see the table in the module docstring)."""
     _check_backend(backend)
     if backend == "qnnpack":
-        return QConfig(activation=MinMaxObserver.with_args(reduce_range=False),
+        return QConfig(activation=HistogramObserver.with_args(reduce_range=False),
                        weight=default_weight_observer)
-    return QConfig(activation=MinMaxObserver.with_args(reduce_range=True),
+    return QConfig(activation=HistogramObserver.with_args(reduce_range=True),
                    weight=default_per_channel_weight_observer)
 
 

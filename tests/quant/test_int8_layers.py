@@ -175,7 +175,8 @@ def test_workflow_errors_say_what_to_do():
         Q.convert(s)
     with pytest.raises(ValueError, match="training mode"):
         Q.prepare_qat(s.eval())
-    q = Q.convert(Q.prepare(s))
+    with pytest.warns(UserWarning, match="must run observer"):  # converted uncalibrated
+        q = Q.convert(Q.prepare(s))
     with pytest.raises(TypeError, match="QuantStub"):
         q.module(sf.ones(1, 1, 8, 8))
     with pytest.raises(ValueError, match="only dtype=qint8"):
