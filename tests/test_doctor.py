@@ -173,3 +173,24 @@ def test_smoke_all_reduce_on_two_real_ranks():
     assert c.status == "OK", c.detail
     assert c.data["ranks"] == 2 and c.data["correct"] and c.data["expected"] == 3.0
     assert c.data["latency_us"] > 0 and c.data["busbw_gbs"] > 0
+
+
+def test_mpi_tcp_port_range(monkeypatch):
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("0.0.0.0", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        monkeypatch.setenv("OMPI_MCA_btl_tcp_port_min_v4", str(port))
+        monkeypatch.setenv("OMPI_MCA_btl_tcp_port_range_v4", "1")
+        rep = doctor.Report(echo=False)
+        doctor.check_tcp_range(rep)
+        assert rep.checks[0].status == "FAIL" and f"{port}-{port}" in rep.checks[0].detail
+    rep = doctor.Report(echo=False)
+    doctor.check_tcp_range(rep)  # the port is free again
+    assert rep.checks[0].status == "OK"
+    monkeypatch.setenv("OMPI_MCA_btl_tcp_port_min_v4", "http")
+    rep = doctor.Report(echo=False)
+    doctor.check_tcp_range(rep)
+    assert rep.checks[0].status == "FAIL" and "not port numbers" in rep.checks[0].detail

@@ -22,7 +22,8 @@ The exit code is 1 when a check FAILed, else 0. Checks, in order:
 7. **Network** (``cli/doctor_net.py``): interfaces (physical / virtual / loopback), the one
    that reaches the hosts, suggested ``OMPI_MCA_btl_tcp_if_include`` / ``NCCL_SOCKET_IFNAME``;
    a FAIL when those name an interface that is missing or does not reach a host.
-8. **Ports**: ``MASTER_PORT`` (default 29500) free here.
+8. **Ports**: ``MASTER_PORT`` (default 29500) free here; Open MPI's TCP port range
+   (``OMPI_MCA_btl_tcp_port_min_v4`` / ``_range_v4``, for firewalls) bindable here.
 9. **GPU** (``cli/doctor_gpu.py``): CuPy sees a GPU; ``nvidia-smi topo -m`` summarised.
 10. **Smoke all_reduce** (``cli/doctor_smoke.py``): 2 real ranks (one per host with
     ``--hosts``) through ``shardflow run`` with a short timeout: the sum is checked, the
@@ -262,6 +263,30 @@ def check_network(rep: Report, ifaces, remote_ips, remote_ifaces=None) -> None:
                 f" NCCL_SOCKET_IFNAME={names}{note}", suggest=good)
 
 
+def check_tcp_range(rep: Report) -> None:
+    """Open MPI's TCP port range (set when a firewall opens only some ports): bindable here."""
+    lo_raw = _config.env("OMPI_MCA_btl_tcp_port_min_v4")
+    if not lo_raw:
+        rep.add("INFO", "MPI TCP ports", "any ephemeral port (Open MPI's default); behind a "
+                "firewall open a range and set OMPI_MCA_btl_tcp_port_min_v4 / "
+                "OMPI_MCA_btl_tcp_port_range_v4 to it")
+        return
+    rng_raw = _config.env("OMPI_MCA_btl_tcp_port_range_v4") or "64511"
+    if not (lo_raw.isdigit() and rng_raw.isdigit()) or not 0 < int(lo_raw) < 65536:
+        rep.add("FAIL", "MPI TCP ports", f"OMPI_MCA_btl_tcp_port_min_v4={lo_raw!r} / "
+                f"_range_v4={rng_raw!r} are not port numbers; set e.g. 50000 and 100")
+        return
+    lo, hi = int(lo_raw), min(65535, int(lo_raw) + int(rng_raw) - 1)
+    free = sum(doctor_net.port_free(p) for p in range(lo, min(hi, lo + 63) + 1))
+    if free == 0:
+        rep.add("FAIL", "MPI TCP ports", f"no port of {lo}-{hi} can be bound here (first 64 "
+                "tried); pick a free range", low=lo, high=hi)
+    else:
+        rep.add("OK", "MPI TCP ports", f"{lo}-{hi}: {free} of the first "
+                f"{min(hi, lo + 63) - lo + 1} free here; the same range must be open on every "
+                "host's firewall", low=lo, high=hi)
+
+
 def check_ports(rep: Report) -> None:
     port = int(_config.env("MASTER_PORT") or 29500) if (_config.env("MASTER_PORT") or "29500"
                                                         ).isdigit() else None
@@ -360,6 +385,7 @@ def main(argv=None) -> int:
     remote_ips, remote_ifaces = check_hosts(rep, hosts, ifaces)
     check_network(rep, ifaces, remote_ips, remote_ifaces)
     check_ports(rep)
+    check_tcp_range(rep)
     check_gpu(rep)
     if args.no_smoke:
         rep.add("SKIP", "smoke all_reduce", "--no-smoke")
