@@ -120,12 +120,27 @@ def _environment(world, has_torch: bool) -> dict:
                               platform.processor())
     except OSError:
         env["cpu"] = platform.processor()
+    env["topology"] = _topology()
     try:
         with open("/proc/meminfo") as f:
             env["memory_gib"] = round(int(f.readline().split()[1]) / 2**20, 1)
     except (OSError, ValueError, IndexError):
         pass
     return env
+
+
+def _topology() -> str:
+    """Sockets, NUMA nodes and logical cores of this host (Linux /proc and /sys)."""
+    import glob
+
+    try:
+        with open("/proc/cpuinfo") as f:
+            sockets = len({ln.split(":")[1].strip() for ln in f if ln.startswith("physical id")})
+    except OSError:
+        sockets = 0
+    numa = len(glob.glob("/sys/devices/system/node/node[0-9]*"))
+    return (f"{sockets or '?'} socket(s), {numa or '?'} NUMA node(s), {os.cpu_count()} logical "
+            "cores; ranks of one host talk through shared memory (vader), hosts through TCP")
 
 
 def worker(args) -> int:
