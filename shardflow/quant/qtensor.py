@@ -85,6 +85,34 @@ class QuantizedTensor:
     def numel(self) -> int:
         return int(self._q.size)
 
+    # shape ops that keep per-tensor qparams (what models call between quantized modules)
+    def _same_qparams(self, q):
+        if self._axis is not None:
+            raise RuntimeError("shape ops on per-channel QuantizedTensors are not supported")
+        return QuantizedTensor(q, self._scale, self._zero_point, self.dtype)
+
+    def reshape(self, *shape):
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple | list) else shape
+        return self._same_qparams(self._q.reshape(shape))
+
+    view = reshape
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1):
+        nd = self._q.ndim
+        s, e = start_dim % nd if nd else 0, end_dim % nd if nd else 0
+        shape = self._q.shape[:s] + (-1,) + self._q.shape[e + 1:] if nd else (1,)
+        return self._same_qparams(self._q.reshape(shape))
+
+    def contiguous(self, *args, **kwargs):
+        return self
+
+    def relu(self):
+        """``max(q, zero_point)``: ReLU on the integers (0.0 is exactly the zero point)."""
+        return self._same_qparams(np.maximum(self._q, np.asarray(self._zero_point, self._q.dtype)))
+
+    def __len__(self) -> int:
+        return len(self._q)
+
     def _need_per_tensor(self, what):
         if self._axis is not None:
             raise RuntimeError(

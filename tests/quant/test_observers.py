@@ -160,3 +160,14 @@ def test_quantize_per_tensor_and_channel_match_torch():
     np.testing.assert_allclose(q.dequantize().numpy(), r.dequantize().numpy(), rtol=1e-6)
     with pytest.raises(RuntimeError, match="per channel"):
         q.q_scale()
+
+
+def test_quantized_tensor_shape_ops_and_relu_match_torch():
+    x = np.random.default_rng(5).standard_normal((2, 3, 4)).astype(np.float32)
+    q = sf.quantize_per_tensor(sf.tensor(x), 0.02, 100, sf.quint8)
+    r = torch.quantize_per_tensor(torch.tensor(x), 0.02, 100, torch.quint8)
+    for ours, ref in ((q.flatten(1), r.flatten(1)), (q.reshape(6, 4), r.reshape(6, 4)),
+                      (q.view(-1), r.view(-1)), (q.relu(), torch.relu(r))):
+        assert tuple(ours.shape) == tuple(ref.shape)
+        np.testing.assert_array_equal(ours.int_repr().numpy(), ref.int_repr().numpy())
+        assert (ours.q_scale(), ours.q_zero_point()) == (ref.q_scale(), ref.q_zero_point())
