@@ -19,8 +19,8 @@ on every rank after DDP, so the results are too).
 
 ``step()``: copy the hyper-parameters of ``param_groups`` (what LR schedulers change) into
 the inner optimizer, point the views' ``.grad`` at this step's gradients, run the inner
-``step``, then rebuild whole parameters with one ``all_gather`` of a flat buffer holding
-each rank's rows of every sharded parameter (padded to the longest rank).
+``step``, then rebuild whole parameters: per bucket of parameters (16 MB of whole values),
+one ``all_gather`` of a flat buffer holding each rank's rows (padded to the longest rank).
 
 Communication per step: this optimizer's all-gather moves Ψ; DDP's all-reduce before it
 2Ψ (PyTorch's ZeroRedundancyOptimizer has the same plan with a broadcast per parameter
@@ -52,6 +52,7 @@ from .sbp import broadcast, split
 __all__ = ["ZeroRedundancyOptimizer"]
 
 _HPARAM_SKIP = ("params",)
+_BUCKET_BYTES = 16 << 20  # whole-parameter bytes per all-gather of step()
 
 
 class ZeroRedundancyOptimizer(Optimizer):
@@ -88,8 +89,14 @@ class ZeroRedundancyOptimizer(Optimizer):
         self._views = {}  # id(p) -> the Tensor the inner optimizer updates
         seg = [0] * n
         self._offsets = {}
+        self._buckets = []  # [(params, segment length)]: one all-gather each
+        cur = []
         for p in self._all:
             if p.array.ndim >= 1 and p.array.shape[0] >= n:
+                if cur and (sum(q.array.nbytes for q in cur) + p.array.nbytes > _BUCKET_BYTES):
+                    self._buckets.append((cur, max(seg)))
+                    cur, seg = [], [0] * n
+                cur.append(p)
                 bounds = [layout.chunk_bounds(p.array.shape[0], n, k) for k in range(n)]
                 row = int(np.prod(p.array.shape[1:], dtype=np.int64))
                 self._rows[id(p)] = bounds
@@ -102,7 +109,8 @@ class ZeroRedundancyOptimizer(Optimizer):
                 view = _wrap(p.array)
             view.requires_grad = p.requires_grad
             self._views[id(p)] = view
-        self._S = max(seg) if seg else 0
+        if cur:
+            self._buckets.append((cur, max(seg)))
         dts = {p.array.dtype for p in self._all if id(p) in self._rows}
         if len(dts) > 1:
             raise TypeError(f"ZeroRedundancyOptimizer: sharded parameters must share one dtype, "
@@ -181,31 +189,31 @@ class ZeroRedundancyOptimizer(Optimizer):
         return loss
 
     def _gather_params(self) -> None:
-        """One all-gather of every rank's rows of every sharded parameter (each parameter's
-        whole value is rebuilt from the gathered rows, this rank's own included)."""
+        """Rebuild whole parameters: per bucket of parameters (about ``_BUCKET_BYTES`` of
+        whole values, so the gathered buffer stays small next to the model), one all-gather
+        of every rank's rows, padded to the longest rank's; each parameter is then copied
+        out of the gathered rows, this rank's own included."""
         pg = self.process_group
-        sharded = [p for p in self._all if id(p) in self._rows]
-        if not sharded:
-            return
         n, r = pg.size, pg.rank
-        flat = np.zeros(self._S, dtype=self._dtype)
-        for p in sharded:
-            v = self._views[id(p)].array
-            off = self._offsets[id(p)][r]
-            flat[off: off + v.size] = v.reshape(-1)
-        out = np.empty((n, self._S), dtype=self._dtype)
-        if n > 1:
-            pg.all_gather(flat, out=out)
-        else:
-            out[0] = flat
-        self.stats["all_gather"] += 1
-        self.stats["bytes"] += out.nbytes
-        for p in sharded:
-            a = p.array
-            row = a[0].size if a.ndim > 1 else 1
-            for k, (lo, hi) in enumerate(self._rows[id(p)]):
-                off = self._offsets[id(p)][k]
-                a[lo:hi] = out[k, off: off + (hi - lo) * row].reshape(a[lo:hi].shape)
+        for params, seg_len in self._buckets:
+            flat = np.zeros(seg_len, dtype=self._dtype)
+            for p in params:
+                v = self._views[id(p)].array
+                off = self._offsets[id(p)][r]
+                flat[off: off + v.size] = v.reshape(-1)
+            out = np.empty((n, seg_len), dtype=self._dtype)
+            if n > 1:
+                pg.all_gather(flat, out=out)
+            else:
+                out[0] = flat
+            self.stats["all_gather"] += 1
+            self.stats["bytes"] += out.nbytes
+            for p in params:
+                a = p.array
+                row = a[0].size if a.ndim > 1 else 1
+                for k, (lo, hi) in enumerate(self._rows[id(p)]):
+                    off = self._offsets[id(p)][k]
+                    a[lo:hi] = out[k, off: off + (hi - lo) * row].reshape(a[lo:hi].shape)
 
     # -- state dicts ---------------------------------------------------------------------
     def _index_of(self):
