@@ -19,7 +19,8 @@ Started as a plain process, it launches MPI jobs (one BLAS thread per rank):
    models GPT-mini and a 10x larger GPT, 8 layers d 576, batch 1 x T 64 per rank): peak
    resident memory of a training step minus the process's RSS before the model was built
    (``/proc/self/status`` VmHWM, reset after a warm-up step; ``MALLOC_MMAP_THRESHOLD_`` is
-   fixed so that freed arrays go back to the OS). ``act`` is a plain local step's peak over
+   fixed so that freed arrays go back to the OS). ``--unit layer`` makes every Linear its
+   own ``fully_shard`` unit (smaller gathered buffers; stages 2 and 3 only). ``act`` is a plain local step's peak over
    its resting RSS minus its gradients (activations and temporaries). The analytic model
    states per rank, float32 AdamW (4 B parameters + 4 B gradients + 8 B moments):
    16Ψ, 8Ψ + 8Ψ/N, 4Ψ + 12Ψ/N, 16Ψ/N; the ZeRO paper's mixed-precision figures beside them:
@@ -64,7 +65,7 @@ def _relaunch(n: int, argv: list[str], capture: bool = False):
 
 
 # ----------------------------------------------------------------------------- building
-def _sf_setup(stage: int, kw: dict, world):
+def _sf_setup(stage: int, kw: dict, world, unit: str = "block"):
     import shardflow as sf
     import shardflow.optim as optim
     from shardflow.nn.parallel import DistributedDataParallel
@@ -86,6 +87,10 @@ def _sf_setup(stage: int, kw: dict, world):
         from shardflow.distributed.fsdp import fully_shard
 
         for block in model.h:
+            if unit == "layer":  # each Linear its own unit: smaller gathered buffers
+                for m in block.modules():
+                    if isinstance(m, sf.nn.Linear):
+                        fully_shard(m, reshard_after_forward=stage == 3)
             fully_shard(block, reshard_after_forward=stage == 3)
         fully_shard(model, reshard_after_forward=stage == 3)
         run = model
@@ -265,7 +270,7 @@ def _mem_worker(args) -> int:
         step()
         out["act"] = max(0, _status_kb("VmHWM") - rest - 4 * params)
     else:
-        sf_, model, run, opt, params = _sf_setup(args.stage, kw, world)
+        sf_, model, run, opt, params = _sf_setup(args.stage, kw, world, args.unit)
         xs, ys = _batch(rank, b, T)
         step = _step_fn(sf_, run, opt, sf_.tensor(xs), sf_.tensor(ys))
         step()
@@ -283,8 +288,8 @@ def _mem_worker(args) -> int:
 
 
 def _memory_table(args) -> None:
-    print("\nMemory per rank (MB, peak of a training step over the RSS before the model; batch 1 "
-          "x T 64 per rank; max over ranks)")
+    print(f"\nMemory per rank (MB, peak of a training step over the RSS before the model; batch 1 "
+          f"x T 64 per rank; max over ranks; fully_shard units: {args.unit})")
     hdr = (f"{'model':<32} | {'N':>2} | {'stage':<7} | {'measured':>8} | {'act':>5} | "
            f"{'fp32 analytic':>13} | {'paper':>7} | {'ratio':>5}")
     print(hdr)
@@ -295,8 +300,10 @@ def _memory_table(args) -> None:
         act = _parse_mem(act_run)
         for n in [int(v) for v in args.mem_ranks.split(",")]:
             for stage in STAGES:
+                if stage < 2 and args.unit != "block":
+                    continue
                 res = _parse_mem(_relaunch(n, ["--worker", "mem", "--model", name, "--stage",
-                                               str(stage)], capture=True))
+                                               str(stage), "--unit", args.unit], capture=True))
                 if res is None or act is None:
                     print(f"{title:<32} | {n:2d} | {STAGE_NAMES[stage]:<7} | failed")
                     continue
@@ -335,6 +342,9 @@ def _parser():
     p.add_argument("--steps", type=int, default=5, help="timed rounds (one step per variant)")
     p.add_argument("--mem-models", default="mini,10x", help="memory table workloads")
     p.add_argument("--mem-ranks", default="2,4", help="world sizes of the memory table")
+    p.add_argument("--unit", choices=("block", "layer"), default="block",
+                   help="fully_shard units of the memory table: each block (default), or each "
+                        "Linear too (only stages 2 and 3 are measured)")
     p.add_argument("--skip-speed", action="store_true")
     p.add_argument("--skip-memory", action="store_true")
     p.add_argument("--port", type=int, default=0)
