@@ -24,7 +24,11 @@ from .engine import get_engine, set_engine, supported_engines
 from .fake_quantize import (
     FakeQuantize,
     FakeQuantizeBase,
+    FusedMovingAvgObsFakeQuantize,
     default_fake_quant,
+    default_fused_act_fake_quant,
+    default_fused_per_channel_wt_fake_quant,
+    default_fused_wt_fake_quant,
     default_per_channel_weight_fake_quant,
     default_weight_fake_quant,
     disable_fake_quant,

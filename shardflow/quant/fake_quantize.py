@@ -31,10 +31,12 @@ from .observer import (
     MovingAveragePerChannelMinMaxObserver,
     _WithArgs,
 )
-from .qparams import _broadcast
+from .qparams import _broadcast, choose_qparams_dynamic
 
 __all__ = [
     "fake_quantize_per_tensor_affine", "fake_quantize_per_channel_affine", "FakeQuantize",
+    "FusedMovingAvgObsFakeQuantize", "default_fused_act_fake_quant", "default_fused_wt_fake_quant",
+    "default_fused_per_channel_wt_fake_quant",
     "FakeQuantizeBase", "default_fake_quant", "default_weight_fake_quant",
     "default_per_channel_weight_fake_quant", "enable_observer", "disable_observer",
     "enable_fake_quant", "disable_fake_quant",
@@ -173,6 +175,45 @@ class FakeQuantize(FakeQuantizeBase):
                 f"ch_axis={self.ch_axis}, scale={self.scale.array}, zero_point={self.zero_point.array}")
 
 
+class FusedMovingAvgObsFakeQuantize(FakeQuantize):
+    """PyTorch's fused observer + fake-quant (the x86 / qnnpack QAT default). Same moving
+    average as its observer, but the scale / zero point used *during training* come from
+    FBGEMM's ``ChooseQuantizationParams`` (``qparams.choose_qparams_dynamic``, with
+    ``preserve_sparsity`` for symmetric schemes: e.g. per-channel int8 weights get
+    ``scale = max(-min / 128, max / 127)``), per channel for per-channel schemes.
+    ``calculate_qparams()`` (what ``convert`` uses) is the observer's formula, as in PyTorch."""
+
+    def __init__(self, observer=MovingAverageMinMaxObserver, quant_min: int = 0,
+                 quant_max: int = 255, **observer_kwargs):
+        super().__init__(observer, quant_min, quant_max, **observer_kwargs)
+        if not isinstance(self.activation_post_process,
+                          MovingAverageMinMaxObserver | MovingAveragePerChannelMinMaxObserver):
+            raise ValueError(
+                "FusedMovingAvgObsFakeQuantize works with MovingAverageMinMaxObserver or "
+                f"MovingAveragePerChannelMinMaxObserver, got {type(self.activation_post_process).__name__}"
+            )
+        self.fake_quant_enabled = _wrap(np.array([1], np.int64))
+        self.observer_enabled = _wrap(np.array([1], np.int64))
+        self.is_symmetric_quant = self.qscheme.symmetric
+
+    def forward(self, X):
+        if self.observer_enabled.array[0] == 1:
+            app = self.activation_post_process
+            app(X.detach())
+            lo, hi = np.atleast_1d(app.min_val.array), np.atleast_1d(app.max_val.array)
+            qp = [choose_qparams_dynamic(a, b, self.quant_min, self.quant_max, self.is_symmetric_quant)
+                  for a, b in zip(lo.tolist(), hi.tolist())]
+            self.scale = _wrap(np.array([s for s, _ in qp], np.float32))
+            self.zero_point = _wrap(np.array([z for _, z in qp], np.int32))
+        if self.fake_quant_enabled.array[0] == 1:
+            if self.is_per_channel:
+                return fake_quantize_per_channel_affine(X, self.scale, self.zero_point, self.ch_axis,
+                                                        self.quant_min, self.quant_max)
+            return fake_quantize_per_tensor_affine(X, self.scale, self.zero_point, self.quant_min,
+                                                   self.quant_max)
+        return X
+
+
 default_fake_quant = FakeQuantize.with_args(
     observer=MovingAverageMinMaxObserver, quant_min=0, quant_max=255, dtype="quint8",
     qscheme="per_tensor_affine", reduce_range=True)
@@ -182,6 +223,16 @@ default_weight_fake_quant = FakeQuantize.with_args(
 default_per_channel_weight_fake_quant = FakeQuantize.with_args(
     observer=MovingAveragePerChannelMinMaxObserver, quant_min=-128, quant_max=127, dtype="qint8",
     qscheme="per_channel_symmetric", reduce_range=False, ch_axis=0)
+
+
+default_fused_act_fake_quant = FusedMovingAvgObsFakeQuantize.with_args(
+    observer=MovingAverageMinMaxObserver, quant_min=0, quant_max=255, dtype="quint8")
+default_fused_wt_fake_quant = FusedMovingAvgObsFakeQuantize.with_args(
+    observer=MovingAverageMinMaxObserver, quant_min=-128, quant_max=127, dtype="qint8",
+    qscheme="per_tensor_symmetric")
+default_fused_per_channel_wt_fake_quant = FusedMovingAvgObsFakeQuantize.with_args(
+    observer=MovingAveragePerChannelMinMaxObserver, quant_min=-128, quant_max=127, dtype="qint8",
+    qscheme="per_channel_symmetric")
 
 
 def _set(method, *args):

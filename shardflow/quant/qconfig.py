@@ -9,11 +9,11 @@ a module, with PyTorch's named defaults.
 | ``default_dynamic_qconfig`` | placeholder (per batch, at run time) | MinMax, qint8 symmetric per tensor |
 | ``per_channel_dynamic_qconfig`` | placeholder | PerChannelMinMax, qint8 symmetric |
 | ``default_qat_qconfig`` | FakeQuantize(MovingAverageMinMax, 0..255 reduce_range) | FakeQuantize(MovingAverageMinMax, qint8 symmetric) |
-| ``get_default_qat_qconfig('x86'/'fbgemm')`` | same as above | FakeQuantize(MovingAveragePerChannelMinMax, qint8 symmetric) |
+| ``get_default_qat_qconfig('x86'/'fbgemm')`` | Fused(MovingAverageMinMax, 0..255 reduce_range) | Fused(MovingAveragePerChannelMinMax, qint8 symmetric) |
+| ``get_default_qat_qconfig('qnnpack')`` | Fused(MovingAverageMinMax, 0..255) | Fused(MovingAverageMinMax, qint8 symmetric) |
 
-PyTorch's ``get_default_qat_qconfig('x86')`` uses ``FusedMovingAvgObsFakeQuantize`` (qparams
-from FBGEMM's ``ChooseQuantizationParams``); here it is ``FakeQuantize`` with the same
-observers, whose qparams can differ in the last bits.
+Fused = ``FusedMovingAvgObsFakeQuantize`` (training-time qparams from FBGEMM's formula).
+
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ from collections import namedtuple
 from ..nn.module import Module
 from .fake_quantize import (
     default_fake_quant,
-    default_per_channel_weight_fake_quant,
+    default_fused_act_fake_quant,
+    default_fused_per_channel_wt_fake_quant,
+    default_fused_wt_fake_quant,
     default_weight_fake_quant,
 )
 from .histogram import HistogramObserver
@@ -88,6 +90,7 @@ def get_default_qat_qconfig(backend: str = "x86", version: int = 1) -> QConfig:
     """The quantization-aware-training qconfig for ``backend``."""
     _check_backend(backend)
     if backend == "qnnpack":
-        return QConfig(activation=default_fake_quant.with_args(reduce_range=False),
-                       weight=default_weight_fake_quant)
-    return QConfig(activation=default_fake_quant, weight=default_per_channel_weight_fake_quant)
+        return QConfig(activation=default_fused_act_fake_quant.with_args(reduce_range=False),
+                       weight=default_fused_wt_fake_quant)
+    return QConfig(activation=default_fused_act_fake_quant.with_args(reduce_range=True),
+                   weight=default_fused_per_channel_wt_fake_quant)

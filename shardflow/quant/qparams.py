@@ -69,13 +69,23 @@ def calculate_qparams(min_val, max_val, qmin: int, qmax: int, symmetric: bool, d
     return scale, zero_point
 
 
-def choose_qparams_dynamic(min_val: float, max_val: float, qmin: int, qmax: int):
-    """FBGEMM's ``ChooseQuantizationParams`` (no sparsity preservation, no power-of-two
-    scale): ``(scale, zero_point)`` as a Python float (float32-rounded) and an int. The scale
-    is computed in double, floored at 6.1e-5 (the range is stretched to match), and the zero
-    point is nudged from the double-precision candidate with the smaller error."""
-    lo = min(float(np.float32(min_val)), 0.0)
-    hi = max(float(np.float32(max_val)), 0.0)
+def choose_qparams_dynamic(min_val: float, max_val: float, qmin: int, qmax: int,
+                           preserve_sparsity: bool = False):
+    """FBGEMM's ``ChooseQuantizationParams`` (no power-of-two scale): ``(scale, zero_point)``
+    as a Python float (float32-rounded) and an int. The scale is computed in double, floored
+    at 6.1e-5 (the range is stretched to match), and the zero point is nudged from the
+    double-precision candidate with the smaller error. ``preserve_sparsity`` (symmetric
+    schemes, used by ``FusedMovingAvgObsFakeQuantize``): a range straddling 0 is first made
+    symmetric as ``[-(qmax-qmin)//2 - 1, (qmax-qmin)//2] * max_scale`` and the zero point is
+    the middle of ``[qmin, qmax]``."""
+    lo, hi = float(np.float32(min_val)), float(np.float32(max_val))
+    straddles = lo < 0 < hi
+    if straddles and preserve_sparsity:
+        sym_min, sym_max = -((qmax - qmin) // 2 + 1), (qmax - qmin) // 2
+        f = np.float32  # C++: float / int in float, then double * int stored as float
+        max_scale = float(max(abs(f(lo) / f(sym_min)), abs(f(hi) / f(sym_max))))
+        lo, hi = float(f(max_scale * sym_min)), float(f(max_scale * sym_max))
+    lo, hi = min(lo, 0.0), max(hi, 0.0)
     scale = (hi - lo) / (qmax - qmin)
     if float(np.float32(scale)) == 0.0 or np.isinf(np.float32(1.0) / np.float32(scale)):
         scale = 0.1
@@ -94,6 +104,8 @@ def choose_qparams_dynamic(min_val: float, max_val: float, qmin: int, qmax: int)
     err_min = abs(qmin) - abs(lo / scale)
     err_max = abs(qmax) - abs(hi / scale)
     initial = zp_from_min if err_min < err_max else zp_from_max
+    if preserve_sparsity and lo < 0 < hi:
+        initial = (qmin + qmax) / 2
     if initial < qmin:
         zp = qmin
     elif initial > qmax:

@@ -134,17 +134,18 @@ def test_static_ptq_matches_torch_layer_by_layer(engine, per_channel, fused):
     _compare_quantized_layers(tc, sc, rng.standard_normal((16, 1, 8, 8)).astype(np.float32))
 
 
-@pytest.mark.parametrize("per_channel,fused", [(False, False), (True, False), (True, True)])
-def test_qat_forward_backward_and_convert_match_torch(engine, per_channel, fused):
-    # torch's get_default_qat_qconfig('x86') uses FusedMovingAvgObsFakeQuantize, whose qparams
-    # come from FBGEMM's ChooseQuantizationParams; ours is FakeQuantize (docs/QUANT.md), so
-    # the reference is torch's FakeQuantize-based qconfigs
-    engine("x86")
+@pytest.mark.parametrize("qconfig,fused", [("fake_quant per tensor", False), ("x86", False),
+                                           ("x86", True), ("qnnpack", False)])
+def test_qat_forward_backward_and_convert_match_torch(engine, qconfig, fused):
+    # qnnpack's qconfig uses the full 0..255 activation range: torch's x86 kernels saturate
+    # their int16 pair sums on it (the reason x86 uses reduce_range), so run it on qnnpack
+    engine("qnnpack" if qconfig == "qnnpack" else "x86")
     t, s = _pair(seed=3, fused="qat" if fused else False)
-    wt, ws = ((tq.default_per_channel_weight_fake_quant, Q.default_per_channel_weight_fake_quant)
-              if per_channel else (tq.default_weight_fake_quant, Q.default_weight_fake_quant))
-    t.qconfig = tq.QConfig(activation=tq.default_fake_quant, weight=wt)
-    s.qconfig = Q.QConfig(activation=Q.default_fake_quant, weight=ws)
+    if qconfig == "fake_quant per tensor":  # FakeQuantize (not fused) with per-tensor weights
+        t.qconfig = tq.QConfig(activation=tq.default_fake_quant, weight=tq.default_weight_fake_quant)
+        s.qconfig = Q.QConfig(activation=Q.default_fake_quant, weight=Q.default_weight_fake_quant)
+    else:  # FusedMovingAvgObsFakeQuantize, per channel (x86) or per tensor (qnnpack)
+        t.qconfig, s.qconfig = tq.get_default_qat_qconfig(qconfig), Q.get_default_qat_qconfig(qconfig)
     tp, sp = tq.prepare_qat(t.train()), Q.prepare_qat(s.train())
     assert isinstance(sp.module[4], sf.ao.nn.qat.Linear)
     assert isinstance(sp.module[0], sf.ao.nn.intrinsic.qat.ConvReLU2d if fused else sf.ao.nn.qat.Conv2d)

@@ -120,13 +120,18 @@ def test_fake_quantize_functions_forward_and_ste_backward_match_torch(dtype):
         assert 0 < clipped.sum() < clipped.size  # the mask both passes and blocks gradients here
 
 
-@pytest.mark.parametrize("which", ["default_fake_quant", "default_weight_fake_quant",
-                                   "default_per_channel_weight_fake_quant"])
+FAKE_QUANTS = ["default_fake_quant", "default_weight_fake_quant", "default_per_channel_weight_fake_quant",
+               "default_fused_act_fake_quant", "default_fused_wt_fake_quant",
+               "default_fused_per_channel_wt_fake_quant"]
+
+
+@pytest.mark.parametrize("which", FAKE_QUANTS)
 def test_fake_quantize_module_matches_torch_over_several_batches(which):
     rng = np.random.default_rng(2)
-    ours, ref = getattr(Q, which)(), getattr(tq, which)()
+    ours, ref = getattr(Q, which)(), getattr(tq.fake_quantize, which)()
     for i in range(3):
-        x = (rng.standard_normal((4, 6)) * (i + 1)).astype(np.float32)
+        shape = (6, 3, 3, 3) if "channel" in which else (4, 6)  # per channel: a conv weight
+        x = (rng.standard_normal(shape) * (i + 1) + 0.2).astype(np.float32)
         xa, xt = sf.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
         y, yt = ours(xa), ref(xt)
         np.testing.assert_array_equal(y.numpy(), yt.detach().numpy())
@@ -137,8 +142,12 @@ def test_fake_quantize_module_matches_torch_over_several_batches(which):
     assert list(ours_sd) == list(ref_sd)
     for k in ref_sd:
         np.testing.assert_array_equal(ours_sd[k].numpy().ravel(), ref_sd[k].numpy().ravel(), err_msg=k)
+    s, z = ours.calculate_qparams()  # what convert uses: the observer's formula, as in torch
+    rs, rz = ref.calculate_qparams()
+    np.testing.assert_array_equal(s.numpy(), rs.numpy())
+    np.testing.assert_array_equal(z.numpy(), rz.numpy())
     ours.apply(Q.disable_fake_quant)
-    x = sf.tensor(rng.standard_normal((4, 6)).astype(np.float32))
+    x = sf.tensor(rng.standard_normal(shape).astype(np.float32))
     np.testing.assert_array_equal(ours(x).numpy(), x.numpy())
 
 
