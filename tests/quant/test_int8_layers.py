@@ -201,3 +201,36 @@ def test_fuse_conv_bn_relu_folds_like_torch():
         Q.fuse_modules(s.train(), ["0", "1"])
     with pytest.raises(NotImplementedError, match="cannot fuse ReLU, Conv2d"):
         Q.fuse_modules(s, ["2", "0"])
+
+
+def test_partial_quantization_and_one_call_forms_match_torch(engine):
+    engine("x86")
+    torch.manual_seed(4)
+
+    def build(lib, Qm):
+        nn_ = lib.nn
+        m = nn_.Sequential(Qm.QuantStub(), nn_.Linear(6, 8), nn_.ReLU(), Qm.DeQuantStub(), nn_.Linear(8, 3))
+        m.qconfig = Qm.default_qconfig
+        m[4].qconfig = None  # stays float: after the DeQuantStub
+        return m
+
+    t, s = build(torch, tq), build(sf, Q)
+    s.load_state_dict({k: sf.tensor(v.detach().numpy()) for k, v in t.state_dict().items()})
+    rng = np.random.default_rng(5)
+    cal = [rng.standard_normal((16, 6)).astype(np.float32) for _ in range(2)]
+    x = rng.standard_normal((5, 6)).astype(np.float32)
+
+    def calibrate(model, lib):
+        for c in cal:
+            model(lib.tensor(c))
+
+    tq_model = tq.quantize(t.eval(), calibrate, [torch])
+    sq_model = Q.quantize(s.eval(), calibrate, [sf])
+    assert type(sq_model[4]) is snn.Linear and isinstance(sq_model[1], sf.ao.nn.quantized.Linear)
+    assert not any("activation_post_process" in m._modules for m in s.modules())  # input untouched
+    np.testing.assert_allclose(sq_model(sf.tensor(x)).numpy(), tq_model(torch.tensor(x)).detach().numpy(),
+                               rtol=1e-5, atol=1e-6)
+    # quantize() == prepare + calibrate + convert
+    p = Q.prepare(s.eval())
+    calibrate(p, sf)
+    np.testing.assert_array_equal(Q.convert(p)(sf.tensor(x)).numpy(), sq_model(sf.tensor(x)).numpy())
