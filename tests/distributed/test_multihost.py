@@ -126,12 +126,19 @@ def _reference():
 def test_run_across_two_hosts_equals_one_process(two_hosts, tmp_path):
     prog = tmp_path / "prog.py"
     prog.write_text(PROGRAM)
+    timeline = tmp_path / "timeline.json"
     p = _in_host_a(two_hosts, [sys.executable, "-m", "shardflow", "run", "-n", "2", "--hosts",
-                               two_hosts["hosts"], "--timeout", "90", str(prog)])
+                               two_hosts["hosts"], "--timeout", "90", "--timeline", str(timeline),
+                               str(prog)])
     line = next((ln for ln in p.stdout.splitlines() if "RESULT " in ln), None)
     assert p.returncode == 0 and line, p.stdout + p.stderr
     got = json.loads(line.split("RESULT ", 1)[1])
     assert got["hosts"] == [two_hosts["ns_a"], two_hosts["ns_a"].replace("sfA", "sfB")]
+    # each host's rank wrote its trace; the launcher merged them (DDP's bucket all_reduce)
+    ev = json.loads(timeline.read_text())["traceEvents"]
+    for rank in (0, 1):
+        comm = [e for e in ev if e.get("pid") == rank and e.get("cat") == "comm"]
+        assert any(e["args"].get("bytes") == (6 + 2) * 4 for e in comm), comm
     W, b = _reference()
     np.testing.assert_allclose(got["w"], W, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got["b"], b, rtol=1e-5, atol=1e-6)
