@@ -31,9 +31,10 @@ Algorithm and communication plan (per step, ``Ψ`` = parameter elements)
   has all its gradients its ``reduce_scatter(avg)`` starts (non-blocking, units in a fixed
   order on every rank, as DDP's buckets) and its gathered parameters are freed. Every hook
   calls ``progress()`` on the group (Open MPI advances non-blocking collectives only inside
-  MPI calls). Reduce-scatters: Ψ. When the last unit is launched, all are waited for,
-  averaged over replicas (HSDP: an all-reduce of Ψ/N on the replicate dimension), and each
-  parameter gets its gradient shard as ``.grad``.
+  MPI calls). Reduce-scatters: Ψ. One is in flight: the next unit's first gradient
+  finishes it (waits, averages over replicas: on an HSDP mesh an all-reduce of Ψ/N on the
+  replicate dimension, and gives each parameter its gradient shard as ``.grad``), so only
+  two units' packed gradients are ever alive; the last is finished at the end of backward.
 * Total per step: ZeRO-2 (``reshard_after_forward=False``) 2Ψ, ZeRO-3 3Ψ: the ZeRO paper's
   figures. Parameters too small to shard (``shape[0] <`` shard size, scalars) are replicated
   and all-reduced.
@@ -261,9 +262,9 @@ class _Root:
 
     def unit_ready(self, st) -> None:
         """A unit delivered all its gradients: launch reduce-scatters in queue order. One is in
-        flight while the next unit computes: launching a unit finishes the previous one (its
-        transfer had that unit's whole backward to complete), so packed full gradients are
-        freed as backward goes instead of every unit's living until its end."""
+        flight while the next unit computes: the first gradient of the next unit finishes it
+        (``finish_launched``; the transfer had that gradient's computation to complete), so
+        packed full gradients are freed as backward goes instead of living until its end."""
         self.start_backward()
         q = self.queue
         k = self.next_launch
@@ -273,12 +274,16 @@ class _Root:
                 u.group.launch_reduce()
             u.group.reshard()
             k += 1
-            while self.next_finish < k - 1:
-                self._finish(q[self.next_finish])
-                self.next_finish += 1
         self.next_launch = k
         if k == len(q):
             self.finalize()
+
+    def finish_launched(self) -> None:
+        """Finish every launched reduce-scatter (before a new unit's packed buffer is made,
+        so at most one unit's full gradients are alive besides the one being filled)."""
+        while self.next_finish < self.next_launch:
+            self._finish(self.queue[self.next_finish])
+            self.next_finish += 1
 
     def _finish(self, u) -> None:
         if u.sync:
@@ -357,6 +362,8 @@ def _make_grad_hook(st):
         g = st.group
         if p.grad is None or p.grad._spec is not None:
             return
+        if g.grad_flat is None:  # a unit starts receiving gradients: the one in flight is done
+            st.root.finish_launched()
         done = g.take_grad(p)
         g.shard_pg.progress()
         if done:
