@@ -76,7 +76,8 @@ for stage in (2, 3):
     # 10 steps x units with a sharded parameter (3 on 2 ranks; on 3 ranks the last Linear is
     # all replicated and all-reduced): stage 2 gathers once per step, stage 3 twice
     units = 3 if W == 2 else 2
-    assert st["all_gather"] == 10 * units * (stage - 1), st
+    assert st["unshard"] == 10 * units * (stage - 1), st
+    assert st["all_gather"] == 10 * (2 * units) * (stage - 1), st  # one per parameter
     assert st["reduce_scatter"] == 10 * units and st["all_reduce"] == 10 * (3 - units), st
     if r == 0:
         print("STAGE", stage, shards, flush=True)
@@ -133,7 +134,7 @@ for k, v in ref.state_dict().items():
 # the prefetch ran: 4 units (root + 2 blocks... root first), each gathered in forward and
 # (blocks) in backward
 st = m.fsdp_stats()
-assert st["all_gather"] == 3 * (3 + 2), st
+assert st["unshard"] == 3 * (3 + 2), st
 # state_dict: global tensors laid out S(0); a sharded round trip restores them
 sd = m.state_dict()
 w = sd["transformer.h.0.mlp.c_fc.weight"]

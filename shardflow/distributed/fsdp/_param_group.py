@@ -8,12 +8,16 @@ each parameter whose ``shape[0] >= N`` is cut along dim 0 with ``torch.chunk``'s
 (:func:`shardflow.distributed.layout.chunk_bounds`; the last chunks may be short or
 empty): rank ``k`` holds rows ``[lo_k, hi_k)``. Rank ``k``'s chunks of all parameters are
 laid end to end in one flat *segment* of ``S = max_k (sum of its chunk sizes)`` elements
-(shorter segments are zero-padded), so one collective moves a whole unit:
+(shorter segments are zero-padded), so one collective reduces a whole unit's gradients:
 
     shard_flat (S,)         this rank's segment; each parameter's shard is a view into it
-    all_gather -> (N, S)    every rank's segment; unpacked into the full parameters
     grad_flat (N * S,)      the full gradients, packed in the same rank-major order;
     reduce_scatter(avg)     -> (S,): this rank's segment of the averaged gradient
+
+The parameters are gathered one all-gather each: a parameter whose rows divide evenly
+is, as a C-contiguous array, its ranks' chunks in rank order, so the all-gather writes into
+its whole storage directly (a unit-sized gather buffer would be one more unit of peak
+memory); an uneven one goes through a padded buffer.
 
 Parameters with ``ndim == 0`` or ``shape[0] < N`` are *replicated* (sbp Broadcast): each
 rank keeps the whole tensor and their gradients are all-reduced (avg), also as one flat
@@ -117,8 +121,8 @@ class FSDPParamGroup:
             off += p.array.size
         self.state = UNSHARDED  # the params hold whole arrays until reshard() below
         self.gather_work = None
-        self.gather_buf = None
-        self.stats = {"all_gather": 0, "reduce_scatter": 0, "all_reduce": 0, "bytes": {}}
+        self.stats = {"all_gather": 0, "reduce_scatter": 0, "all_reduce": 0, "unshard": 0,
+                      "bytes": {}}
         self._stash = {}  # id(p) -> sharded grad kept from before this backward (accumulation)
         self.reset_grad_state()
         for p in self.params:
@@ -153,32 +157,46 @@ class FSDPParamGroup:
                 p.array = v
 
     def start_unshard(self, phase: str = "forward") -> None:
-        """Issue the all-gather of this unit's segments (non-blocking)."""
+        """Issue the all-gathers of this unit's parameters (non-blocking), one per parameter:
+        when its rows divide evenly the gathered chunks, in rank order, *are* the whole
+        parameter, so the all-gather writes straight into its storage (no gather buffer the
+        size of the unit); otherwise into a padded buffer, copied out in ``finish_unshard``."""
         if self.state == UNSHARDED or self.gather_work is not None:
             return
         self._sync_shards()
         if not self.split:
             return
-        self.gather_buf = np.empty((self.N, self.S), dtype=self.dtype)
-        self.gather_work = self.shard_pg.all_gather(self.shard_flat, out=self.gather_buf,
-                                                    async_op=True)
-        self._count("all_gather", self.gather_buf.nbytes, phase, sent=self.shard_flat.nbytes)
+        works = []
+        for i, (full, shard) in enumerate(zip(self.full_views, self.shard_views)):
+            rows = self.rows[i]
+            c = max(hi - lo for lo, hi in rows)
+            row = full[0].size if full.ndim > 1 else 1
+            if all(hi - lo == c for lo, hi in rows):
+                out, inp, padded = full.reshape(self.N, c * row), shard.reshape(-1), False
+            else:
+                out = np.empty((self.N, c * row), dtype=self.dtype)
+                inp = np.zeros(c * row, dtype=self.dtype)
+                inp[: shard.size] = shard.reshape(-1)
+                padded = True
+            works.append((i, self.shard_pg.all_gather(inp, out=out, async_op=True),
+                          out if padded else None))
+            self._count("all_gather", out.nbytes, phase, sent=inp.nbytes)
+        self.gather_work = works
+        self.stats["unshard"] += 1
 
     def finish_unshard(self, phase: str = "forward") -> None:
-        """Wait for the all-gather and make the parameters whole local tensors."""
+        """Wait for the all-gathers and make the parameters whole local tensors."""
         if self.state == UNSHARDED:
             return
         self.start_unshard(phase)
         if self.gather_work is not None:
-            self.gather_work.wait()
-            buf = self.gather_buf
-            for i, full in enumerate(self.full_views):
-                row = full[0].size if full.ndim > 1 else 1
-                for k, (lo, hi) in enumerate(self.rows[i]):
-                    off = self.offsets[i][k]
-                    full[lo:hi] = buf[k, off: off + (hi - lo) * row].reshape(full[lo:hi].shape)
+            for i, work, out in self.gather_work:
+                work.wait()
+                if out is not None:
+                    full = self.full_views[i]
+                    for k, (lo, hi) in enumerate(self.rows[i]):
+                        full[lo:hi] = out[k, : full[lo:hi].size].reshape(full[lo:hi].shape)
             self.gather_work = None
-            self.gather_buf = None
         for p, full in zip(self.split, self.full_views):
             self._stash_grad(p)
             p.array = full

@@ -95,13 +95,14 @@ class FSDPModule:
             st.reshard_after_forward = bool(reshard_after_forward)
 
     def fsdp_stats(self) -> dict:
-        """Collectives this unit and the units below it ran so far (counts, and bytes as the
-        ZeRO paper counts them: all-gather output, reduce-scatter input, all-reduce buffer)."""
-        out = {"all_gather": 0, "reduce_scatter": 0, "all_reduce": 0, "bytes": {}}
+        """Collectives this unit and the units below it ran so far (counts; ``unshard``: unit
+        gathers; bytes as the ZeRO paper counts them: all-gather output, reduce-scatter
+        input, all-reduce buffer)."""
+        out = {"all_gather": 0, "reduce_scatter": 0, "all_reduce": 0, "unshard": 0, "bytes": {}}
         for st in _states_below(self, True):
             if st.group is None:
                 continue
-            for k in ("all_gather", "reduce_scatter", "all_reduce"):
+            for k in ("all_gather", "reduce_scatter", "all_reduce", "unshard"):
                 out[k] += st.group.stats[k]
             for k, v in st.group.stats["bytes"].items():
                 out["bytes"][k] = out["bytes"].get(k, 0) + v
