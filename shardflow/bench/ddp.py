@@ -13,6 +13,16 @@ rank, GPT-mini batch 16 per rank; ``shardflow/bench/workloads.py``) and for each
   ``clip(1 - (ddp - local) / comm, 0, 1)``.
 
 Times are medians over steps of the slowest rank. Rank 0 prints one table.
+
+``--comm-hook fp16|bf16|powersgd|allreduce`` registers the same DDP communication hook on
+both frameworks (shardflow's ``shardflow.distributed.algorithms.ddp_comm_hooks``, torch's
+``torch.distributed.algorithms.ddp_comm_hooks``; PowerSGD with ``--powersgd-rank`` (4) and
+``start_powerSGD_iter=2``, so the timed steps are compressed), and adds the bytes a
+shardflow rank hands to the comm layer per step (``MB/step``, ``CountingProcessGroup``).
+The ``comm`` column stays the uncompressed all-reduce. Exception: torch's PowerSGD hook
+aborts here under gloo (``gloo::EnforceNotMet ... Received data size doesn't match
+expected size``, torch 2.13 CPU, 2 ranks on localhost), so with ``powersgd`` the torch row
+runs without a hook and the table says so.
 """
 
 from __future__ import annotations
@@ -53,8 +63,27 @@ def _bucket_elems(sizes, cap_bytes, itemsize=4):
     return out
 
 
-def _shardflow(wl, rank, steps, warmup, world):
+def _sf_hook(name, group, rank):
+    from shardflow.distributed.algorithms.ddp_comm_hooks import default_hooks
+    from shardflow.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as ps
+
+    if name == "powersgd":
+        return ps.PowerSGDState(group, matrix_approximation_rank=rank, start_powerSGD_iter=2), ps.powerSGD_hook
+    return group, getattr(default_hooks, "allreduce_hook" if name == "allreduce" else f"{name}_compress_hook")
+
+
+def _torch_hook(name, rank):
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as ps
+
+    if name == "powersgd":
+        return ps.PowerSGDState(None, matrix_approximation_rank=rank, start_powerSGD_iter=2), ps.powerSGD_hook
+    return None, getattr(default_hooks, "allreduce_hook" if name == "allreduce" else f"{name}_compress_hook")
+
+
+def _shardflow(wl, rank, steps, warmup, world, hook="none", psgd_rank=4):
     import shardflow as sf
+    from shardflow.distributed.algorithms import CountingProcessGroup
     from shardflow.nn.parallel import DistributedDataParallel
 
     rng = np.random.default_rng(rank)
@@ -73,8 +102,14 @@ def _shardflow(wl, rank, steps, warmup, world):
 
     barrier = world.barrier
     t_local = _median_step(make_step(model), steps, warmup, barrier)
-    ddp = DistributedDataParallel(model, process_group=world)
+    counter = CountingProcessGroup(world)
+    ddp = DistributedDataParallel(model, process_group=counter)
+    if hook != "none":
+        ddp.register_comm_hook(*_sf_hook(hook, counter, psgd_rank))
     t_ddp = _median_step(make_step(ddp), steps, warmup, barrier)
+    counter.reset()
+    make_step(ddp)()
+    step_bytes = counter.total_bytes("all_reduce")
     flats = [np.ones(n, np.float32) for n in ddp.bucket_sizes()]
 
     def comm_only():
@@ -82,10 +117,10 @@ def _shardflow(wl, rank, steps, warmup, world):
             world.all_reduce(f, "avg")
 
     t_comm = _median_step(comm_only, steps, warmup, barrier)
-    return t_local, t_ddp, t_comm
+    return t_local, t_ddp, t_comm, step_bytes
 
 
-def _torch(wl, rank, steps, warmup):
+def _torch(wl, rank, steps, warmup, hook="none", psgd_rank=4):
     import torch
     import torch.distributed as tdist
     from torch.nn.parallel import DistributedDataParallel
@@ -107,6 +142,8 @@ def _torch(wl, rank, steps, warmup):
     barrier = tdist.barrier
     t_local = _median_step(make_step(model), steps, warmup, barrier)
     ddp = DistributedDataParallel(model)
+    if hook not in ("none", "powersgd"):  # powersgd: see the module docstring
+        ddp.register_comm_hook(*_torch_hook(hook, psgd_rank))
     t_ddp = _median_step(make_step(ddp), steps, warmup, barrier)
     sizes = [p.numel() for p in model.parameters()]
     flats = [torch.ones(n) for n in _bucket_elems(sizes, 25 << 20)]
@@ -137,23 +174,27 @@ def _worker(args) -> int:
     for name in args.models.split(","):
         wl = WORKLOADS[name]
         steps = args.steps if name != "gpt" else max(3, args.steps // 3)
-        res_sf = _shardflow(wl, rank, steps, args.warmup, world)
-        res_th = _torch(wl, rank, steps, args.warmup)
-        worst = world.all_gather(np.array(res_sf + res_th)).max(axis=0)
-        rows.append((wl.name, worst[:3], worst[3:]))
+        res_sf = _shardflow(wl, rank, steps, args.warmup, world, args.comm_hook, args.powersgd_rank)
+        res_th = _torch(wl, rank, steps, args.warmup, args.comm_hook, args.powersgd_rank)
+        worst = world.all_gather(np.array(res_sf[:3] + res_th)).max(axis=0)
+        rows.append((wl.name, worst[:3], worst[3:], res_sf[3]))
     tdist.destroy_process_group()
     if rank == 0:
-        print(f"DistributedDataParallel training step on {n} ranks (ms, median, slowest rank)")
+        torch_hook = "none (its PowerSGD hook aborts under gloo here)" if args.comm_hook == "powersgd" \
+            else args.comm_hook
+        print(f"DistributedDataParallel training step on {n} ranks (ms, median, slowest rank); "
+              f"comm hook: shardflow {args.comm_hook}, torch {torch_hook}")
         hdr = (f"{'workload':<44} | {'fw':<9} | {'local':>8} | {'ddp':>8} | {'comm':>8} | "
-               f"{'hidden':>6} | {'ddp vs torch':>12}")
+               f"{'hidden':>6} | {'ddp vs torch':>12} | {'MB/step':>8}")
         print(hdr)
         print("-" * len(hdr))
-        for title, s, t in rows:
+        for title, s, t, nbytes in rows:
             for fw, (loc, ddp, com) in (("shardflow", s), ("torch", t)):
                 hidden = float(np.clip(1 - (ddp - loc) / com, 0, 1)) if com > 0 else 0.0
                 ratio = f"{s[1] / t[1]:.2f}x" if fw == "shardflow" else "1.00x"
+                mb = f"{nbytes / 1e6:8.2f}" if fw == "shardflow" else f"{'':8}"
                 print(f"{title:<44} | {fw:<9} | {loc * 1e3:8.1f} | {ddp * 1e3:8.1f} | "
-                      f"{com * 1e3:8.1f} | {hidden:6.0%} | {ratio:>12}")
+                      f"{com * 1e3:8.1f} | {hidden:6.0%} | {ratio:>12} | {mb}")
         print("hidden = 1 - (ddp - local) / comm: share of the gradient all_reduce that "
               "overlapped backward; ddp vs torch = shardflow DDP step / torch DDP step")
     return 0
@@ -172,6 +213,9 @@ def _parser():
     p.add_argument("--steps", type=int, default=10, help="timed steps (GPT: a third)")
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--port", type=int, default=0, help="TCP port for torch gloo (0: pick)")
+    p.add_argument("--comm-hook", default="none", choices=["none", "allreduce", "fp16", "bf16", "powersgd"],
+                   help="DDP communication hook on both frameworks (module docstring)")
+    p.add_argument("--powersgd-rank", type=int, default=4, help="PowerSGD matrix_approximation_rank")
     return p
 
 
