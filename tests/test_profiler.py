@@ -107,15 +107,24 @@ def _x(pid, name, cat, ts, dur, **args):
 
 
 def test_step_summary_splits_compute_comm_idle_data():
-    # rank 1 enters the all_reduce 300 us after rank 0: rank 0 waited 300 us of its 500 us
+    # blocking all_reduce #1: rank 1 enters 300 us after rank 0, so rank 0 idles 300 of its 500
+    # async all_reduce #3: rank 1 issues it at 180; rank 0 waits from 160 to 190: 20 idle, 10 comm
+    # wait on #2 (no peer issue in the trace): all comm
+    g = "0,1"
     ev = [_x(0, "ProfilerStep#0", "step", 0, 1000), _x(1, "ProfilerStep#0", "step", 0, 1000),
           _x(0, "enumerate(DataLoader)", "data", 0, 100), _x(1, "enumerate(DataLoader)", "data", 0, 100),
-          _x(0, "all_reduce", "comm", 400, 500, bytes=4096, seq=1, group="0,1"),
-          _x(1, "all_reduce", "comm", 700, 200, bytes=4096, seq=1, group="0,1"),
-          _x(0, "wait all_reduce", "wait", 950, 40, seq=2)]
+          _x(0, "all_reduce", "comm", 100, 5, bytes=4096, seq=3, group=g, async_op=True),
+          _x(1, "all_reduce", "comm", 180, 5, bytes=4096, seq=3, group=g, async_op=True),
+          _x(0, "wait all_reduce", "wait", 160, 30, seq=3, group=g),
+          _x(0, "all_reduce", "comm", 400, 500, bytes=4096, seq=1, group=g),
+          _x(1, "all_reduce", "comm", 700, 200, bytes=4096, seq=1, group=g),
+          _x(0, "wait all_reduce", "wait", 950, 40, seq=2, group=g)]
     rows = {r["rank"]: r for r in chrome.step_summary(ev)}
-    assert rows[0]["idle_ms"] * 1e3 == 300 + 40 and rows[0]["comm_ms"] * 1e3 == 200
-    assert rows[1]["idle_ms"] == 0 and rows[1]["comm_ms"] * 1e3 == 200
-    assert rows[0]["data_ms"] * 1e3 == 100 and rows[0]["compute_ms"] * 1e3 == 1000 - 100 - 540
-    assert rows[0]["comm_bytes"] == 4096
+    r0, r1 = rows[0], rows[1]
+    assert round(r0["idle_ms"] * 1e3, 6) == 300 + 20
+    assert round(r0["comm_ms"] * 1e3, 6) == 5 + 10 + 200 + 40
+    assert round(r0["data_ms"] * 1e3, 6) == 100
+    assert round(r0["compute_ms"] * 1e3, 6) == 1000 - 100 - 320 - 255
+    assert r1["idle_ms"] == 0 and round(r1["comm_ms"] * 1e3, 6) == 5 + 200
+    assert r0["comm_bytes"] == 8192 and r1["comm_bytes"] == 8192
     assert "idle" in chrome.format_summary(list(rows.values())).splitlines()[0]

@@ -96,7 +96,8 @@ class MPIWork(Work):
     def wait(self, timeout: float | None = None):
         rec = _profiling.current
         if rec is not None and not self.done:  # a profile records the time blocked here
-            with rec.span(f"wait {self.call.op}", "wait", seq=self.call.seq):
+            with rec.span(f"wait {self.call.op}", "wait", seq=self.call.seq,
+                          group=",".join(map(str, self.comm.world_ranks))):
                 return self._wait(timeout)
         return self._wait(timeout)
 

@@ -10,12 +10,14 @@ ranks on one host share the wall clock, so the rows line up).
 :func:`step_summary` splits each step (``ProfilerStep#N`` events, else the whole trace)
 of each rank into
 
-* ``comm``: time inside collectives and send/recv (top-level, not nested in another
-  comm event) minus the part spent waiting for the peers (below);
-* ``idle``: time a rank waited for the others: in a collective, the time from its entry
-  until the last rank entered the same collective (matched by op and sequence number
-  across ranks; one host only, as it compares clocks), plus time blocked in ``wait`` on
-  an async handle;
+* ``comm``: time inside blocking collectives and send/recv, and blocked in ``wait`` on an
+  async handle (top-level, not nested in another such event), minus the part spent
+  waiting for the peers (below): communication the rank did not hide;
+* ``idle``: time a rank waited for the others: in a blocking collective, the time from its
+  entry until the last rank entered the same collective; in a ``wait``, the time until the
+  last rank *issued* that async collective (collectives matched across ranks by op, group
+  and sequence number; this compares clocks, exact on one host). Without a match (one
+  rank's trace, send/recv) the time counts as ``comm``;
 * ``data``: time in the DataLoader;
 * ``compute``: the rest of the step (ops, backward, optimizer, Python).
 
@@ -78,12 +80,14 @@ def step_summary(events: list[dict]) -> list[dict]:
         if e.get("ph") == "X":
             by_rank[e["pid"]].append(e)
     # entry time of each collective per rank, to find who waited for whom
+    # (an async one: its issue, which the matching wait follows)
     entries = defaultdict(dict)
     for rank, evs in by_rank.items():
         for e in evs:
             a = e.get("args") or {}
-            if e["cat"] == "comm" and "seq" in a and not a.get("async_op"):
-                entries[(e["name"], a.get("group", 0), a["seq"])][rank] = e["ts"]
+            if e["cat"] == "comm" and "seq" in a:
+                kind = "issue" if a.get("async_op") else "entry"
+                entries[(kind, e["name"], a.get("group", 0), a["seq"])][rank] = e["ts"]
     last_entry = {k: max(v.values()) for k, v in entries.items() if len(v) > 1}
     rows = []
     for rank in sorted(by_rank):
@@ -106,10 +110,11 @@ def step_summary(events: list[dict]) -> list[dict]:
                 dur = min(e_, hi) - s
                 a = ev.get("args") or {}
                 if ev["cat"] == "wait":
-                    i_ms += dur
-                    continue
-                nbytes += int(a.get("bytes", 0))
-                key = (ev["name"], a.get("group", 0), a.get("seq"))
+                    key = ("issue", ev["name"].removeprefix("wait "), a.get("group", 0),
+                           a.get("seq"))
+                else:
+                    nbytes += int(a.get("bytes", 0))
+                    key = ("entry", ev["name"], a.get("group", 0), a.get("seq"))
                 waited = min(max(0.0, last_entry.get(key, s) - s), dur)
                 i_ms += waited
                 c_ms += dur - waited
