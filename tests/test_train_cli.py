@@ -91,6 +91,7 @@ def test_killed_run_resumes_on_the_same_trajectory(corpus, tmp_path):
     (["--lr", "0"], "--lr: got 0.0"),
     (["--data", "/no/such/folder"], "--data: got '/no/such/folder'; fix: give an existing folder"),
     (["--min-lr", "1", "--lr", "0.1"], "--min-lr"),
+    (["--device", "tpu"], "--device: got 'tpu'; fix: use cpu or cuda"),
 ])
 def test_impossible_configs_refused_at_start(tmp_path, capsys, args, needle):
     assert main(["gpt", "--out", str(tmp_path / "o"), *args]) == 2
@@ -241,3 +242,15 @@ def test_resume_on_another_world_size_with_dropout_warns():
     assert lines == ["warning: c.safetensors was trained with --batch-size 8, this run uses 4; the steps "
                      "from 6 on see different batches than the saved run would have"]
     assert _resume_differences("c.safetensors", ck, TrainConfig(batch_size=8), 2) == []
+
+
+def test_device_cuda_without_a_gpu_is_refused_with_the_fix(tmp_path, capsys):
+    from shardflow.backend.xp import cuda_is_available
+
+    if cuda_is_available():
+        pytest.skip("this machine has a GPU: tests/gpu/test_train_cuda.py runs it")
+    assert main(["gpt", "--out", str(tmp_path / "o"), "--device", "cuda"]) == 2
+    err = capsys.readouterr().err
+    assert "--device: got 'cuda'; fix: this machine has no CUDA device" in err
+    assert "--device cpu" in err
+    assert not (tmp_path / "o").exists()

@@ -106,6 +106,8 @@ class TrainConfig:
     # ZeRO (docs/ZERO.md): 0 off; 1 optimizer state sharded (ZeroRedundancyOptimizer + DDP);
     # 2 also gradients, 3 also parameters (fully_shard, reshard_after_forward False / True)
     zero: int = 0
+    # where the model and batches live: cpu (NumPy) or cuda (CuPy; collectives over NCCL)
+    device: str = "cpu"
     resume: bool = False
     progress: bool = True
     # gpt
@@ -221,6 +223,15 @@ def validate(cfg: TrainConfig) -> None:
     need(cfg.zero == 0 or (cfg.tp == 1 and cfg.dp == 0), "--zero", cfg.zero,
          "ZeRO shards over the data-parallel ranks of a plain data-parallel run; drop --tp/--dp "
          "(global-tensor layouts) or use --zero 0")
+    need(cfg.device in ("cpu", "cuda"), "--device", cfg.device, "use cpu or cuda")
+    if cfg.device == "cuda":
+        from shardflow.backend.xp import cuda_is_available
+
+        need(cuda_is_available(), "--device", cfg.device,
+             "this machine has no CUDA device that CuPy sees: run on a machine with an NVIDIA GPU "
+             "and CuPy (`pip install 'shardflow[gpu]'`), or use --device cpu")
+        need(cfg.tp == 1 and cfg.dp == 0 and cfg.zero == 0, "--device", cfg.device,
+             "on the GPU only data parallelism is wired so far; drop --tp/--dp/--zero")
     need(cfg.on_nonfinite in NONFINITE_MODES, "--on-nonfinite", cfg.on_nonfinite,
          "use raise (stop at the first non-finite loss) or skip (skip such updates)")
     if cfg.data is not None:
@@ -270,6 +281,11 @@ class Task:
     """What differs between tasks: data, model, loss, eval metric, final demo."""
 
     unit = "samples"
+    device = "cpu"
+
+    def on_device(self, batch):
+        """The batch's tensors on the task's device (batches are collated on the CPU)."""
+        return batch if self.device == "cpu" else [t.to(self.device) for t in batch]
 
     def tokens_per_batch(self, cfg):
         return cfg.batch_size
@@ -290,7 +306,7 @@ class GPTTask(Task):
         return cfg.batch_size * cfg.block_size
 
     def loss(self, model, batch):
-        x, y = batch
+        x, y = self.on_device(batch)
         _, loss = model(x, y)
         return loss, None
 
@@ -302,7 +318,7 @@ class GPTTask(Task):
 
     def finish(self, cfg, log):
         prompt = "def "
-        idx = sf.tensor(self.corpus.encode(prompt)[None])
+        idx = sf.tensor(self.corpus.encode(prompt)[None], device=self.device)
         self.model.eval()
         out = self.model.generate(idx, cfg.sample_tokens, temperature=0.8, top_k=20,
                                   generator=sf.Generator().manual_seed(cfg.seed))
@@ -332,7 +348,7 @@ class ImageTask(Task):
         self.baseline = math.log(ncls)
 
     def loss(self, model, batch):
-        x, y = batch
+        x, y = self.on_device(batch)
         logits = model(x)
         loss = nn.functional.cross_entropy(logits, y)
         acc = float((logits.argmax(-1) == y).float().mean().item())
@@ -363,8 +379,8 @@ def train(cfg: TrainConfig) -> dict:
     if world > 1:
         import shardflow.distributed as dist
 
-        if not dist.is_initialized():
-            dist.init_process_group()
+        if not dist.is_initialized():  # NCCL for device tensors (MPI carries the rest)
+            dist.init_process_group("nccl" if cfg.device == "cuda" else None)
         rank, world = dist.get_rank(), dist.get_world_size()
     master = rank == 0
     layout = _layout(cfg, world)  # None: DDP (world > 1) or one process; else (dp, tp)
@@ -386,7 +402,10 @@ def train(cfg: TrainConfig) -> dict:
 
     sf.manual_seed(cfg.seed)
     task = GPTTask(cfg) if cfg.task == "gpt" else ImageTask(cfg)
+    task.device = cfg.device
     raw_model = task.model
+    if cfg.device != "cpu":
+        raw_model.to(cfg.device)  # before the optimizer is built on its parameters
     model_class = type(raw_model)  # fully_shard (--zero 2/3) changes the instance's class
     optimizer = task.optimizer(cfg)
     if cfg.zero == 1:  # the same groups and hyper-parameters, the state sharded over the ranks
