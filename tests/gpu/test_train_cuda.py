@@ -8,7 +8,7 @@ from shardflow.cli.train import main
 
 def _losses(out):
     with open(out / "metrics.csv") as f:
-        return [float(r["loss"]) for r in csv.DictReader(f) if r.get("loss")]
+        return [float(r["train_loss"]) for r in csv.DictReader(f) if r.get("train_loss")]
 
 
 def test_train_gpt_on_cuda_tracks_cpu(tmp_path):
