@@ -19,8 +19,9 @@ policy) outside and inside an autocast region, and a 64x64 linear inside and out
 
 ``--part compression`` (relaunched on ``-n`` ranks, default 2, one BLAS thread each):
 DistributedDataParallel training of the same GPT-mini for ``--hook-steps`` steps (default
-100; batch 8 per rank) with no hook, ``fp16_compress_hook``, ``bf16_compress_hook`` and
-``powerSGD_hook`` (rank ``--powersgd-rank`` = 4, start at step 10); reports the final loss
+200; batch 8 per rank) with no hook, ``fp16_compress_hook``, ``bf16_compress_hook`` and
+``powerSGD_hook`` (ranks ``--powersgd-rank``, default 4 and 32, from step
+``--powersgd-start``, default 50); reports the final loss
 (mean of the last 10 steps) and its gap to uncompressed, the median step time of the
 slowest rank, and the bytes each rank hands to the comm layer per step
 (``CountingProcessGroup``).
@@ -181,15 +182,16 @@ def _compression_worker(args) -> int:
     world = init()
     rank = world.rank
     rows = []
-    for hook in ("none", "fp16", "bf16", "powersgd"):
+    psgd_ranks = [int(v) for v in str(args.powersgd_rank).split(",")]
+    for hook in ("none", "fp16", "bf16", *(f"powersgd{r}" for r in psgd_ranks)):
         counter = CountingProcessGroup(world)
         model = _build(sf, args.size)
         ddp = DistributedDataParallel(model, process_group=counter)
         if hook in ("fp16", "bf16"):
             ddp.register_comm_hook(counter, getattr(default_hooks, f"{hook}_compress_hook"))
-        elif hook == "powersgd":
-            state = ps.PowerSGDState(counter, matrix_approximation_rank=args.powersgd_rank,
-                                     start_powerSGD_iter=10)
+        elif hook.startswith("powersgd"):
+            state = ps.PowerSGDState(counter, matrix_approximation_rank=int(hook[8:]),
+                                     start_powerSGD_iter=args.powersgd_start)
             ddp.register_comm_hook(state, ps.powerSGD_hook)
         opt = sf.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1)
         step_bytes = []
@@ -208,7 +210,8 @@ def _compression_worker(args) -> int:
             times.append(time.perf_counter() - t0)
             step_bytes.append(counter.total_bytes("all_reduce"))
             losses.append(float(loss.item()))
-        tot = world.all_gather(np.array([np.mean(losses[-10:]), statistics.median(times[12:])]))
+        timed = times[args.powersgd_start + 2:] or times
+        tot = world.all_gather(np.array([np.mean(losses[-10:]), statistics.median(timed)]))
         rows.append((hook, float(tot[:, 0].mean()), float(tot[:, 1].max()), step_bytes[-1],
                      losses[0]))
         ddp.remove_hooks()
@@ -222,7 +225,7 @@ def _compression_worker(args) -> int:
         for hook, last, ms, nbytes, first in rows:
             print(f"{hook:<10} | {first:7.3f} | {last:12.4f} | {(last - base[1]) / base[1]:+7.2%} | "
                   f"{ms * 1e3:8.1f} | {nbytes / 1e6:12.3f} | {nbytes / base[3]:13.3f}")
-        print(f"powersgd: matrix_approximation_rank={args.powersgd_rank}, start_powerSGD_iter=10; "
+        print(f"powersgdR: matrix_approximation_rank=R, start_powerSGD_iter={args.powersgd_start}; "
               "bytes = what each rank hands to all_reduce in one (compressed) step")
     return 0
 
@@ -233,8 +236,9 @@ def _parser():
     p.add_argument("--steps", type=int, default=200, help="training steps of the precision part")
     p.add_argument("--size", choices=list(SIZES), default="small", help="GPT size (module docstring)")
     p.add_argument("--torch-steps", type=int, default=4, help="PyTorch steps timed for the ratio")
-    p.add_argument("--hook-steps", type=int, default=100, help="DDP steps per hook")
-    p.add_argument("--powersgd-rank", type=int, default=4)
+    p.add_argument("--hook-steps", type=int, default=200, help="DDP steps per hook")
+    p.add_argument("--powersgd-rank", default="4,32", help="comma list of PowerSGD ranks")
+    p.add_argument("--powersgd-start", type=int, default=50, help="start_powerSGD_iter")
     p.add_argument("-n", type=int, default=2, help="ranks of the compression part")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     return p
