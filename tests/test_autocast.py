@@ -207,20 +207,20 @@ def test_nesting_disabling_and_restoring():
             assert (a @ a.t()).dtype == sf.float16
         assert (a @ a.t()).dtype == sf.bfloat16 and sf.get_autocast_dtype("cpu") == sf.bfloat16
     assert (a @ a.t()).dtype == sf.float32
-    assert dispatch._global_handler[0] is None, "the cast hook must be removed after the last region"
+    assert dispatch._hooks[2] is None, "the cast hook must be removed after the last region"
 
 
 def test_enabled_false_installs_nothing_and_casts_nothing():
     a = sf.randn(2, 3)
     with sf.autocast("cpu", enabled=False):
-        assert dispatch._global_handler[0] is None
+        assert dispatch._hooks[2] is None
         assert (a @ a.t()).dtype == sf.float32
 
 
 def test_region_state_is_restored_after_an_exception():
     with pytest.raises(ValueError), sf.autocast("cpu"):
         raise ValueError("boom")
-    assert not sf.is_autocast_enabled("cpu") and dispatch._global_handler[0] is None
+    assert not sf.is_autocast_enabled("cpu") and dispatch._hooks[2] is None
 
 
 def test_cache_casts_a_weight_once_and_recasts_after_an_inplace_update():
@@ -293,3 +293,18 @@ def test_cpu_amp_spellings_warn_like_torch_and_cast():
             assert lib.cpu.amp.GradScaler().is_enabled()
     with pytest.warns(FutureWarning), sf.cpu.amp.autocast():
         assert (a @ a.t()).dtype == sf.bfloat16
+
+
+def test_autocast_composes_with_the_global_tensor_handler():
+    from shardflow.distributed import distribute_tensor, placement, sbp
+
+    p = placement("cpu", [0])
+    x = sf.randn(8, 16, placement=p, sbp=sbp.split(0))
+    leaf = sf.randn(16, 4, requires_grad=True)
+    w = distribute_tensor(leaf, p, sbp.broadcast)
+    with sf.autocast("cpu"):
+        y = x @ w
+    assert y.dtype == sf.bfloat16 and str(y.sbp) == "(S(0),)"
+    y.float().sum().backward()
+    assert leaf.grad is not None and leaf.grad.dtype == sf.float32
+    assert dispatch._hooks[2] is None and dispatch._hooks[0] is not None, "global handler kept"
