@@ -17,6 +17,7 @@ SUITES = {"engine": "shardflow.bench.engine", "comm": "shardflow.bench.comm", "d
           "tp": "shardflow.bench.tp", "suite": "shardflow.bench.suite", "dcp": "shardflow.bench.dcp",
           "zero": "shardflow.bench.zero",
           "quant": "shardflow.bench.quant",
+          "pipeline": "shardflow.bench.pipeline",
           "amp": "shardflow.bench.amp"}
 
 
