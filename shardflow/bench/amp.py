@@ -143,17 +143,17 @@ def precision(args) -> int:
     import shardflow as sf
 
     torch.set_num_threads(1)
-    sf_fp32, t_fp32 = _train(sf, args.steps, 16, False, args.size)
-    sf_bf16, t_bf16 = _train(sf, args.steps, 16, True, args.size)
+    sf_fp32, t_fp32 = _train(sf, args.steps, args.batch, False, args.size)
+    sf_bf16, t_bf16 = _train(sf, args.steps, args.batch, True, args.size)
     th = {}
     for ac in (False, True):
-        _, tt = _train(torch, args.torch_steps, 16, ac, args.size)
+        _, tt = _train(torch, args.torch_steps, args.batch, ac, args.size)
         th[ac] = statistics.median(tt[1:])
     tail = 20
     f32, b16 = float(np.mean(sf_fp32[-tail:])), float(np.mean(sf_bf16[-tail:]))
     cfg = SIZES[args.size]
     print(f"GPT {cfg['n_layer']}L d{cfg['d_model']} ({args.size}) on a Markov-chain language, "
-          f"{args.steps} AdamW steps, batch 16 x {cfg['block_size']} tokens, one process, 1 BLAS thread")
+          f"{args.steps} AdamW steps, batch {args.batch} x {cfg['block_size']} tokens, one process, 1 BLAS thread")
     print(f"{'run':<26} | {'loss@0':>7} | {'loss last 20':>12} | {'gap vs fp32':>11} | "
           f"{'ms/step':>8} | {'torch ms/step':>13} | {'ratio':>6}")
     for name, losses, times, ac in (("shardflow float32", sf_fp32, t_fp32, False),
@@ -234,6 +234,7 @@ def _parser():
     p = argparse.ArgumentParser(prog="shardflow bench amp", description=__doc__.split("\n")[0])
     p.add_argument("--part", default="precision,compression", help="comma list of: precision, compression")
     p.add_argument("--steps", type=int, default=200, help="training steps of the precision part")
+    p.add_argument("--batch", type=int, default=16, help="batch of the precision part")
     p.add_argument("--size", choices=list(SIZES), default="small", help="GPT size (module docstring)")
     p.add_argument("--torch-steps", type=int, default=4, help="PyTorch steps timed for the ratio")
     p.add_argument("--hook-steps", type=int, default=200, help="DDP steps per hook")
