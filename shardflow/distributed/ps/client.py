@@ -1,0 +1,129 @@
+"""``PSWorker``: a worker's side of the parameter server (pull, push, heartbeats).
+
+The worker keeps one request connection and one heartbeat connection per server. ``pull``
+asks every server for its shard at the worker's clock (retrying while the server answers
+``ready: false``) and writes the assembled vector into the model's parameters; ``push``
+sends each server its slice of the flat gradient and advances the clock. A server that
+does not answer within ``timeout`` seconds (or closes the connection) raises
+:class:`~.wire.PSError` naming it: a lost server is reported, never waited on forever.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import numpy as np
+
+from .wire import PSError, recv_msg, send_msg
+
+__all__ = ["PSWorker", "shard_sizes"]
+
+
+def shard_sizes(n: int, num_servers: int) -> list:
+    """Elements of the flat parameter vector on each server (``numpy.array_split``)."""
+    return [len(a) for a in np.array_split(np.empty(n, dtype=np.int8), num_servers)]
+
+
+class PSWorker:
+    def __init__(self, params, servers, worker_id: int, *, timeout: float = 10.0,
+                 heartbeat: float = 0.5, connect_timeout: float = 30.0):
+        self.params = list(params)
+        self.servers = [tuple(s) for s in servers]
+        self.worker_id, self.timeout = int(worker_id), float(timeout)
+        self.clock = 0
+        self.n = sum(p.array.size for p in self.params)
+        self.sizes = shard_sizes(self.n, len(self.servers))
+        self.req = [self._connect(a, connect_timeout) for a in self.servers]
+        self.hb = [self._connect(a, connect_timeout) for a in self.servers]
+        self._stop = threading.Event()
+        self._hb_thread = threading.Thread(target=self._beat, args=(heartbeat,), daemon=True)
+        self._hb_thread.start()
+
+    def _connect(self, addr, limit):
+        deadline = time.monotonic() + limit
+        while True:
+            try:
+                s = socket.create_connection(addr, timeout=self.timeout)
+                s.settimeout(self.timeout)
+                return s
+            except OSError as e:
+                if time.monotonic() > deadline:
+                    raise PSError(f"worker {self.worker_id}: cannot reach parameter server at "
+                                  f"{addr[0]}:{addr[1]} within {limit} s ({e}); is it running?") from e
+                time.sleep(0.05)
+
+    def _beat(self, every):
+        while not self._stop.wait(every):
+            for s in self.hb:
+                try:
+                    send_msg(s, {"op": "hb", "worker": self.worker_id})
+                except OSError:
+                    pass  # the request path reports a lost server
+
+    def _call(self, i, header, array=None):
+        header = {**header, "worker": self.worker_id}
+        try:
+            send_msg(self.req[i], header, array)
+            reply, arr = recv_msg(self.req[i])
+        except (OSError, ConnectionError) as e:
+            host, port = self.servers[i]
+            raise PSError(
+                f"worker {self.worker_id}: parameter server {i} at {host}:{port} did not answer "
+                f"{header['op']} within {self.timeout} s ({type(e).__name__}: {e}); the server is "
+                "lost (check its log), or raise timeout= if it is only slow"
+            ) from e
+        if "error" in reply:
+            raise PSError(reply["error"])
+        return reply, arr
+
+    # -------------------------------------------------------------- API
+    def _flat(self, arrays) -> np.ndarray:
+        return np.concatenate([np.asarray(a, dtype=np.float32).reshape(-1) for a in arrays])
+
+    def _slices(self, flat):
+        edges = np.cumsum([0, *self.sizes])
+        return [flat[edges[i]:edges[i + 1]] for i in range(len(self.sizes))]
+
+    def init_params(self) -> None:
+        """Send this worker's parameters as the servers' initial values (the chief calls it;
+        a server keeps the first init it receives)."""
+        for i, part in enumerate(self._slices(self._flat(p.array for p in self.params))):
+            self._call(i, {"op": "init"}, part)
+
+    def pull(self) -> None:
+        """Fetch the parameters allowed at this worker's clock into the model."""
+        parts = []
+        for i in range(len(self.servers)):
+            while True:
+                reply, arr = self._call(i, {"op": "pull", "clock": self.clock})
+                if reply.get("ready"):
+                    parts.append(arr)
+                    break
+        flat, off = np.concatenate(parts), 0
+        for p in self.params:
+            k = p.array.size
+            p.array[...] = flat[off:off + k].reshape(p.array.shape)
+            off += k
+
+    def push(self) -> None:
+        """Send the gradients (zeros for parameters without one) and advance the clock."""
+        grads = [p.grad.array if p.grad is not None else np.zeros_like(p.array) for p in self.params]
+        for i, part in enumerate(self._slices(self._flat(grads))):
+            self._call(i, {"op": "push", "clock": self.clock}, part)
+        self.clock += 1
+
+    def stats(self, server: int = 0) -> dict:
+        return self._call(server, {"op": "stats"})[0]
+
+    def close(self) -> None:
+        """Tell the servers this worker is done and stop the heartbeats."""
+        self._stop.set()
+        for i in range(len(self.servers)):
+            try:
+                self._call(i, {"op": "done"})
+            except PSError:
+                pass
+        for s in self.req + self.hb:
+            s.close()
