@@ -10,6 +10,10 @@ SHARDFLOW_DEBUG            comma list of flags from ``DEBUG_FLAGS`` (``collectiv
                            communication plan of global-tensor operations). Unknown flags raise.
 SHARDFLOW_COMM_TIMEOUT     seconds a collective may wait before the job is ended (default 600).
 SHARDFLOW_DEVICE           ``cpu`` (default) or ``cuda``.
+SHARDFLOW_KERNELS          ``auto`` (default: Numba kernels when numba imports), ``numba`` (required:
+                           an error if numba is missing) or ``numpy`` (force the NumPy path).
+SHARDFLOW_KERNEL_THREADS   threads of the Numba kernels (default: OMP_NUM_THREADS when set, which
+                           ``shardflow run`` sets per rank, else every core).
 SHARDFLOW_DATA             folder where dataset readers look by default.
 SHARDFLOW_FAILURE_DIR      set by `shardflow run`: where a failing rank writes its root-cause record.
 SHARDFLOW_MPIEXEC          path of the mpiexec `shardflow run` uses (default: next to Python).
@@ -38,6 +42,7 @@ DEBUG_FLAGS = {
     "collectives": "compare every collective's shapes across ranks too (dtype, element count, "
                    "op and root are always compared)",
     "plan": "print the communication plan of global-tensor operations",
+    "compile": "log what shardflow.compile traced, fused and why it fell back to eager",
 }
 
 
@@ -62,6 +67,34 @@ def debug_collectives() -> bool:
 
 def debug_plan() -> bool:
     return "plan" in debug_flags()
+
+
+def debug_compile() -> bool:
+    return "compile" in debug_flags()
+
+
+KERNEL_MODES = ("auto", "numba", "numpy")
+
+
+def kernels_mode() -> str:
+    """SHARDFLOW_KERNELS: ``auto`` (default), ``numba`` or ``numpy`` (see shardflow/kernels)."""
+    raw = os.environ.get("SHARDFLOW_KERNELS", "").strip().lower() or "auto"
+    if raw not in KERNEL_MODES:
+        raise ValueError(
+            f"SHARDFLOW_KERNELS={raw!r}: expected one of {', '.join(KERNEL_MODES)}; use 'numpy' to "
+            "force the NumPy path, 'numba' to require the compiled kernels, or unset it"
+        )
+    return raw
+
+
+def kernel_threads() -> int | None:
+    """Threads for the Numba kernels: SHARDFLOW_KERNEL_THREADS, else OMP_NUM_THREADS, else
+    None (numba's default: every core)."""
+    for name in ("SHARDFLOW_KERNEL_THREADS", "OMP_NUM_THREADS"):
+        v = _int(name)
+        if v is not None and v > 0:
+            return v
+    return None
 
 
 def comm_timeout_s() -> float:

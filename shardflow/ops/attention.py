@@ -29,10 +29,12 @@ import math
 
 import numpy as np
 
+from .. import kernels
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import device_of, get_array_module, to_device
 from ..backend import random as _random
+from ..kernels import softmax as _sm_kernels
 from ._util import flush_subnormal_, unbroadcast
 from .blocked import block_slices
 
@@ -133,6 +135,7 @@ class ScaledDotProductAttention(Function):
         O = np.zeros((n, L, Ev), dtype=qa.dtype)  # rows that see no key (S == 0) stay 0
         tiny = np.finfo(qa.dtype).tiny
         tri = np.tri(L, S, dtype=bool) if is_causal else None
+        fused = self.fused = kernels.usable(qa)
         blocks = []
         for r0, r1, kmax in self._row_blocks(L, S, is_causal):
             if kmax == 0 or r1 == r0:
@@ -144,6 +147,10 @@ class ScaledDotProductAttention(Function):
                 A = Pb[c]
                 # (h, rows, keys); scaling q costs a pass over E columns instead of the keys
                 np.matmul(q3[c, r0:r1] * scale, k3[c, :kmax].swapaxes(-1, -2), out=A)
+                if fused:  # masked softmax in one Numba pass per row (kernels/softmax.py)
+                    _sm_kernels.attn_softmax_(A, r0, is_causal)
+                    np.matmul(A, v3[c, :kmax], out=O[c, r0:r1])
+                    continue
                 if bias is not None:
                     A += bias
                 m = A.max(axis=-1, keepdims=True)
@@ -179,9 +186,12 @@ class ScaledDotProductAttention(Function):
                 if gq is None and gk is None:
                     continue
                 gP = np.matmul(gc, v3[c, :kmax].swapaxes(-1, -2))  # (h, rows, keys)
-                gP -= np.einsum("...i,...i->...", gP, Pc)[..., None]
-                gP *= Pc  # d loss / d (scaled scores)
-                flush_subnormal_(gP)
+                if self.fused:  # gP = P (gP - sum(gP P)), one Numba pass per row
+                    _sm_kernels.attn_softmax_backward_(gP, Pc)
+                else:
+                    gP -= np.einsum("...i,...i->...", gP, Pc)[..., None]
+                    gP *= Pc  # d loss / d (scaled scores)
+                    flush_subnormal_(gP)
                 if gq is not None:
                     gqc = gq[c, r0:r1]
                     np.matmul(gP, k3[c, :kmax], out=gqc)

@@ -41,9 +41,11 @@ import math
 
 import numpy as np
 
+from .. import kernels
 from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
 from ..backend import dtypes, get_array_module, result_type
+from ..kernels import gelu as _gelu_kernels
 from ._util import _SCALARS, as_tensor_arg, inplace, needs_graph, promote, unbroadcast
 from .blocked import run_blocked
 
@@ -571,6 +573,9 @@ class Gelu(Function):
 
     def forward(self, x, approximate="none"):
         self.x, self.approx = x, approximate
+        self.fused = x.size > 0 and kernels.usable(x)
+        if self.fused:  # one Numba pass (shardflow/kernels/gelu.py)
+            return _gelu_kernels.gelu_forward(x, approximate)
         kernel = _gelu_tanh_fwd if approximate == "tanh" else _gelu_exact_fwd
         if _blockable(x):
             return run_blocked(kernel, np.empty(x.shape, x.dtype), x, n_scratch=1)
@@ -583,6 +588,8 @@ class Gelu(Function):
         g = g.astype(x.dtype, copy=False)
         if g.shape != x.shape:
             g = np.broadcast_to(g, x.shape)
+        if self.fused:
+            return _gelu_kernels.gelu_backward(x, np.ascontiguousarray(g), self.approx)
         kernel = _gelu_tanh_bwd if self.approx == "tanh" else _gelu_exact_bwd
         if _blockable(x):
             return run_blocked(kernel, np.empty(x.shape, x.dtype), x, g)

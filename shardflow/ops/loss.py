@@ -33,9 +33,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import kernels
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import as_dtype, dtypes, get_array_module
+from ..kernels import softmax as _sm_kernels
 from ._util import flush_subnormal_, promote, unbroadcast, wrap_dim
 
 __all__ = [
@@ -126,6 +128,10 @@ class Softmax(Function):
     def forward(self, x, dim):
         self.dim = dim
         xa, dt = _up(x)
+        self.fused = _last_dim_fused(xa, dim)
+        if self.fused:  # one Numba pass per row (shardflow/kernels/softmax.py)
+            self.y = _sm_kernels.softmax_forward(xa.reshape(-1, xa.shape[-1])).reshape(xa.shape)
+            return _down(self.y, dt)
         y = xa - xa.max(axis=dim, keepdims=True)
         np.exp(y, out=y)
         y /= y.sum(axis=dim, keepdims=True)
@@ -135,6 +141,8 @@ class Softmax(Function):
 
     def backward(self, g):
         y = self.y
+        if self.fused:
+            return _fused_softmax_backward(g, y, log=False)
         if self.dim is not None and self.dim == y.ndim - 1 and g.dtype == y.dtype:
             s = np.einsum("...i,...i->...", g, y)[..., None]  # sum(g * y) without a temporary
         else:
@@ -151,6 +159,10 @@ class LogSoftmax(Function):
     def forward(self, x, dim):
         self.dim = dim
         xa, dt = _up(x)
+        self.fused = _last_dim_fused(xa, dim)
+        if self.fused:
+            self.y = _sm_kernels.softmax_forward(xa.reshape(-1, xa.shape[-1]), log=True).reshape(xa.shape)
+            return _down(self.y, dt)
         y = xa - xa.max(axis=dim, keepdims=True)
         lse = np.log(np.exp(y).sum(axis=dim, keepdims=True))
         y -= lse
@@ -158,10 +170,25 @@ class LogSoftmax(Function):
         return _down(y, dt)
 
     def backward(self, g):
+        if self.fused:
+            return _fused_softmax_backward(g, self.y, log=True)
         p = np.exp(self.y)
         p *= g.sum(axis=self.dim, keepdims=True)
         gx = g - p
         return flush_subnormal_(gx).astype(g.dtype, copy=False)
+
+
+def _last_dim_fused(xa, dim) -> bool:
+    """Whether the softmax kernels take this input: reduced over the last dim of a non-empty
+    C-contiguous NumPy float32/float64 array (``kernels.usable``)."""
+    return dim is not None and dim == xa.ndim - 1 and xa.size > 0 and kernels.usable(xa)
+
+
+def _fused_softmax_backward(g, y, log):
+    N = y.shape[-1]
+    g2 = np.ascontiguousarray(g, dtype=y.dtype).reshape(-1, N)
+    gx = _sm_kernels.softmax_backward(g2, y.reshape(-1, N), log=log).reshape(y.shape)
+    return gx.astype(g.dtype, copy=False)
 
 
 def _softmax_args(input, dim, _stacklevel, dtype, name):
@@ -253,15 +280,19 @@ class CrossEntropyIndex(Function):
         eps = float(label_smoothing)
         idx = np.expand_dims(tt, 1)  # (N, 1, d...)
         fdt = xa.dtype
-        z = xa - xa.max(axis=1, keepdims=True)  # (N, C, d...)
-        zt = np.take_along_axis(z, idx, axis=1)[:, 0]  # (N, d...)
         wb = None if weight is None else weight.astype(fdt, copy=False).reshape(_class_shape(xa.ndim, C))
-        if eps > 0:
-            zsum = (z * wb).sum(axis=1) if wb is not None else z.sum(axis=1)
-        np.exp(z, out=z)
-        s = z.sum(axis=1)  # (N, d...)
-        lse = np.log(s)
-        loss = lse - zt  # -log p_t
+        self.fused = eps == 0 and xa.ndim == 2 and xa.size > 0 and kernels.usable(xa)
+        if self.fused:  # one Numba pass per row: z = exp(x - max), s, -log p_t
+            z, s, loss = _sm_kernels.cross_entropy_forward(xa, tt)  # (N, C), (N,), (N,)
+        else:
+            z = xa - xa.max(axis=1, keepdims=True)  # (N, C, d...)
+            zt = np.take_along_axis(z, idx, axis=1)[:, 0]  # (N, d...)
+            if eps > 0:
+                zsum = (z * wb).sum(axis=1) if wb is not None else z.sum(axis=1)
+            np.exp(z, out=z)
+            s = z.sum(axis=1)  # (N, d...)
+            lse = np.log(s)
+            loss = lse - zt  # -log p_t
         # coef_i = w_{t_i} * valid_i (None: all ones)
         if weight is not None:
             coef = weight.astype(fdt, copy=False)[tt]
@@ -311,6 +342,11 @@ class CrossEntropyIndex(Function):
         else:
             A = coef if coef is not None else 1.0
         scale = (r * A) / self.s  # (N, d...)
+        if self.fused:  # eps == 0, 2-D: gx = e * scale - [c = t] r w_t
+            tgt = np.broadcast_to(r * (coef if coef is not None else 1.0), self.s.shape)
+            gx = _sm_kernels.cross_entropy_backward(
+                self.e, np.broadcast_to(scale, self.s.shape), self.idx[:, 0], tgt)
+            return _down(gx.reshape(self.in_shape), self.dt)
         gx = self.e * np.expand_dims(scale, 1)
         if eps > 0:
             wb = self.wb if self.wb is not None else 1.0

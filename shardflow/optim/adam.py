@@ -18,6 +18,8 @@ import math
 
 import numpy as np
 
+from .. import kernels
+from ..kernels import optim as _optim_kernels
 from ..ops.blocked import block_slices
 from .optimizer import Optimizer, _bump
 
@@ -63,6 +65,15 @@ class Adam(Optimizer):
                 step_arr = st["step"].array
                 step_arr += 1
                 t = float(step_arr)
+                m, v = st["exp_avg"].array, st["exp_avg_sq"].array
+                vmax = st["max_exp_avg_sq"].array if amsgrad else None
+                if kernels.usable(x, g, m, v, vmax):  # one Numba pass (kernels/optim.py)
+                    _optim_kernels.adam_update(
+                        x, g, m, v, vmax, maximize=maximize, l2=0.0 if decoupled else wd,
+                        b1=b1, b2=b2, eps=eps, bc1=1 - b1**t, bc2_sqrt=math.sqrt(1 - b2**t),
+                        lr=lr, decay=1 - lr * wd if decoupled else 1.0)
+                    _bump(p)
+                    continue
                 tmp = self._scratch(x)
                 decay = 1 - lr * wd if (wd != 0 and decoupled) else 1.0  # AdamW, applied per block
                 if maximize or (wd != 0 and not decoupled):

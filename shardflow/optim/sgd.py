@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import kernels
 from ..autograd import _wrap
+from ..kernels import optim as _optim_kernels
 from .optimizer import Optimizer, _bump, required
 
 
@@ -44,6 +46,20 @@ class SGD(Optimizer):
                 if p.grad is None:
                     continue
                 x, g = p.array, p.grad.array
+                if kernels.usable(x, g):  # one Numba pass (kernels/optim.py)
+                    buf = None
+                    first = False
+                    if mom != 0:
+                        st = self.state[p]
+                        if st.get("momentum_buffer") is None:
+                            st["momentum_buffer"] = _wrap(np.empty_like(x))
+                            first = True
+                        buf = st["momentum_buffer"].array
+                    if buf is None or kernels.usable(x, buf):
+                        _optim_kernels.sgd_update(x, g, buf, maximize=maximize, wd=wd, mom=mom,
+                                                  damp=damp, nesterov=nesterov, first=first, lr=lr)
+                        _bump(p)
+                        continue
                 d = g  # the update direction; `own` says whether it is a scratch buffer
                 own = False
                 if wd != 0 or maximize:

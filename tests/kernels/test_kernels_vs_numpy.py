@@ -1,0 +1,176 @@
+"""Every fused kernel against the NumPy path it replaces (``SHARDFLOW_KERNELS=numpy``), in
+float32 and float64, forward and backward, with row counts that leave each thread a ragged
+share. The op specs (``tests/ops/specs/kernels.py``, ``blocked.py``) compare the same ops with
+PyTorch; here the two shardflow paths are compared with each other, and the switch, the
+fallback for arrays the kernels do not take, and the compile report are checked."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import shardflow
+import shardflow.nn.functional as F
+from shardflow import kernels, optim
+
+pytest.importorskip("numba")
+
+TOL = {"float32": dict(rtol=2e-4, atol=2e-5), "float64": dict(rtol=1e-9, atol=1e-11)}
+ROWS = 517
+
+
+def _ce(x):
+    t = np.random.default_rng(5).integers(0, x.shape[-1], x.shape[0])
+    t[::5] = -100
+    return F.cross_entropy(x, shardflow.tensor(t))
+
+
+def _sdpa(x):
+    q = x[..., :16]
+    return F.scaled_dot_product_attention(q, q * 0.5, q.flip(-1), is_causal=True)
+
+
+# name -> (function of one input, input shape)
+CASES = {
+    "layer_norm": (lambda x: F.layer_norm(x, (x.shape[-1],), x[0] * 0 + 1.5, x[1] * 0 + 0.1), (ROWS, 48)),
+    "softmax": (lambda x: F.softmax(x * 3, dim=-1), (ROWS, 33)),
+    "log_softmax": (lambda x: F.log_softmax(x, dim=-1), (ROWS, 33)),
+    "cross_entropy": (_ce, (ROWS, 33)),
+    "gelu": (lambda x: F.gelu(x), (ROWS, 65)),
+    "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"), (ROWS, 65)),
+    "sdpa_causal": (_sdpa, (3, 4, 70, 16)),
+}
+
+
+def _run(monkeypatch, mode, fn, x0):
+    monkeypatch.setenv("SHARDFLOW_KERNELS", mode)
+    x = shardflow.tensor(x0, requires_grad=True)
+    y = fn(x)
+    op, fused = type(y.grad_fn).__name__, getattr(y.grad_fn, "fused", None)  # before backward frees it
+    g = np.random.default_rng(2).standard_normal(y.shape).astype(x0.dtype)
+    y.backward(shardflow.tensor(g))
+    return y.detach().numpy(), x.grad.numpy(), op, fused
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_kernel_matches_numpy_path(monkeypatch, name, dtype):
+    fn, shape = CASES[name]
+    x0 = np.random.default_rng(0).standard_normal(shape).astype(dtype)
+    y_k, g_k, op_k, fused_k = _run(monkeypatch, "numba", fn, x0)
+    y_n, g_n, op_n, fused_n = _run(monkeypatch, "numpy", fn, x0)
+    assert op_k == op_n and fused_k is True and fused_n is False  # the switch picked each path
+    np.testing.assert_allclose(y_k, y_n, **TOL[dtype])
+    np.testing.assert_allclose(g_k, g_n, **TOL[dtype])
+
+
+OPTIMS = {
+    "adam": lambda p: optim.Adam(p, lr=0.01),
+    "adam_l2_amsgrad_max": lambda p: optim.Adam(p, lr=0.01, weight_decay=0.1, amsgrad=True, maximize=True),
+    "adamw": lambda p: optim.AdamW(p, lr=0.01, weight_decay=0.1),
+    "sgd": lambda p: optim.SGD(p, lr=0.1),
+    "sgd_momentum_wd": lambda p: optim.SGD(p, lr=0.1, momentum=0.9, weight_decay=0.01, dampening=0.2),
+    "sgd_nesterov_max": lambda p: optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True, maximize=True),
+}
+
+
+def _train(monkeypatch, mode, make, dtype):
+    monkeypatch.setenv("SHARDFLOW_KERNELS", mode)
+    rng = np.random.default_rng(0)
+    ps = [shardflow.tensor(rng.standard_normal(s).astype(dtype), requires_grad=True)
+          for s in [(ROWS, 129), (7,)]]
+    opt = make(ps)
+    for _ in range(4):
+        for p in ps:
+            p.grad = shardflow.tensor(rng.standard_normal(p.shape).astype(dtype))
+        opt.step()
+    return [p.detach().numpy() for p in ps]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", sorted(OPTIMS))
+def test_optimizer_kernel_matches_numpy_path(monkeypatch, name, dtype):
+    a = _train(monkeypatch, "numba", OPTIMS[name], dtype)
+    b = _train(monkeypatch, "numpy", OPTIMS[name], dtype)
+    start = _train(monkeypatch, "numpy", lambda p: optim.SGD(p, lr=0.0), dtype)
+    for pa, pb, p0 in zip(a, b, start):
+        assert not np.allclose(pa, p0)  # the step moved the parameters
+        np.testing.assert_allclose(pa, pb, **TOL[dtype])
+
+
+def test_usable_takes_only_contiguous_numpy_float32_float64(monkeypatch):
+    monkeypatch.setenv("SHARDFLOW_KERNELS", "auto")
+    a = np.zeros((4, 6), np.float32)
+    assert kernels.usable(a) and kernels.usable(a.astype(np.float64))
+    assert not kernels.usable(a[:, ::2])  # strided
+    assert not kernels.usable(a.astype(np.float16))
+    assert not kernels.usable(a.astype(np.int64))
+    assert not kernels.usable(a, a.astype(np.float64))  # mixed dtypes
+    monkeypatch.setenv("SHARDFLOW_KERNELS", "numpy")
+    assert not kernels.usable(a)
+
+
+def test_strided_input_falls_back_with_same_result(monkeypatch):
+    x0 = np.random.default_rng(1).standard_normal((64, 80)).astype(np.float32)
+    monkeypatch.setenv("SHARDFLOW_KERNELS", "numba")
+    y = F.softmax(shardflow.tensor(x0)[:, ::2], dim=-1)
+    assert y.grad_fn is None or getattr(y.grad_fn, "fused", False) is False
+    x = x0[:, ::2]
+    ref = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(y.numpy(), ref / ref.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+def test_bad_mode_says_what_is_allowed(monkeypatch):
+    monkeypatch.setenv("SHARDFLOW_KERNELS", "fast")
+    with pytest.raises(ValueError, match="auto, numba, numpy"):
+        kernels.enabled()
+
+
+def test_compile_report_lists_compiled_kernels(monkeypatch):
+    monkeypatch.setenv("SHARDFLOW_KERNELS", "numba")
+    F.gelu(shardflow.randn(8, 8))
+    rows = [r for r in kernels.compile_report() if r["kernel"] == "gelu._fwd"]
+    assert rows and rows[0]["seconds"] > 0 and rows[0]["source"] in ("compiled", "disk cache")
+    assert "gelu._fwd" in kernels.format_compile_report()
+
+
+_NO_NUMBA = """
+import sys
+sys.modules['numba'] = None  # as if numba were not installed
+import numpy as np, shardflow, shardflow.nn.functional as F
+x = shardflow.tensor(np.linspace(-3, 3, 12, dtype=np.float32).reshape(3, 4), requires_grad=True)
+print(F.softmax(x, dim=-1).grad_fn.fused, float(F.softmax(x, dim=-1).sum()))
+"""
+
+
+def test_without_numba_auto_falls_back_and_numba_mode_says_how_to_install():
+    env = dict(os.environ, SHARDFLOW_KERNELS="auto")
+    out = subprocess.run([sys.executable, "-c", _NO_NUMBA], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    fused, total = out.stdout.split()
+    assert fused == "False" and abs(float(total) - 3.0) < 1e-5
+    env["SHARDFLOW_KERNELS"] = "numba"
+    out = subprocess.run([sys.executable, "-c", _NO_NUMBA], env=env, capture_output=True, text=True)
+    assert out.returncode != 0 and "pip install" in out.stderr and "SHARDFLOW_KERNELS" in out.stderr
+
+
+_FORK = """
+import os, numpy as np, shardflow, shardflow.nn.functional as F
+x = shardflow.tensor(np.random.default_rng(0).standard_normal((300, 40)).astype(np.float32))
+parent = F.softmax(x, dim=-1).numpy()  # the parallel kernel has run: OpenMP threads exist
+pid = os.fork()
+if pid == 0:
+    child = F.softmax(x, dim=-1).numpy()  # serial build in the child
+    os._exit(0 if np.allclose(child, parent, rtol=1e-6, atol=1e-8) else 3)
+print(os.waitpid(pid, 0)[1])
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_forked_child_runs_kernels_serially_instead_of_aborting():
+    env = dict(os.environ, SHARDFLOW_KERNELS="numba")
+    out = subprocess.run([sys.executable, "-c", _FORK], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "0", (out.stdout, out.stderr)
