@@ -68,6 +68,7 @@ from .backends import (
     use_deterministic_algorithms,
 )
 from .distributed import sbp
+from .distributed.parallel_config import parallelize
 from .distributed.placement import placement
 from .ops import *
 from .ops import add, clone, div, mul, neg, reciprocal, sub

@@ -326,3 +326,8 @@ __all__ += [
     "sbp", "placement", "DeviceMesh", "init_device_mesh", "to_global", "to_local", "from_local",
     "distribute_tensor", "redistribute", "full_tensor", "comm_plan", "CommPlan", "local_map",
 ]
+
+# -- one parallel config (dp x tp x pp, zero): docs/PIPELINE.md ----------------------------
+from .parallel_config import parallelize  # noqa: E402
+
+__all__ += ["parallelize"]

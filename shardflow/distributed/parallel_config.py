@@ -1,0 +1,234 @@
+"""``shardflow.parallelize(model, optimizer, dp=, tp=, pp=, zero=)``: one parallel config.
+
+Validated before anything is laid out or sent (every rank runs the same checks, so a
+bad config fails on all ranks with the same message):
+
+* ``dp * tp * pp`` equals the world size;
+* ``pp`` divides the number of layers (``model.config.n_layer`` when the model has one);
+* ``tp`` divides the number of heads (``model.config.n_head``);
+* ``dp * n_microbatches`` divides ``batch_size`` (when given);
+* supported combinations: ``dp x tp`` (global tensors, ``data_tensor_parallel``),
+  ``pp x dp`` (``pipelining``: stages on the rows of a ``("pp", "dp")`` mesh),
+  ``zero=1`` with ``dp`` only (``distributed/zero.py``'s ZeroRedundancyOptimizer).
+  ``pp > 1`` with ``tp > 1`` needs global tensors on placements that leave ranks out
+  (docs/GLOBAL.md "Not built yet") and ``zero`` with ``tp``/``pp`` or ``zero > 1`` through
+  this entry point are refused with NotImplementedError naming what is missing.
+
+Then the communication plan is printed on rank 0 (before step 1) and a
+:class:`Parallelized` is returned whose ``step(x, y)`` runs one training step from the
+whole global batch (the same on every rank) and returns the global mean loss on every rank.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import comm as _comm
+from ..autograd.tensor import Tensor
+
+__all__ = ["parallelize", "Parallelized", "validate_parallel_config"]
+
+
+def _positive(name, v):
+    if not isinstance(v, int) or v < 1:
+        raise ValueError(f"parallelize: {name} must be a positive integer, got {v!r}")
+
+
+def validate_parallel_config(world: int, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0,
+                             n_layer=None, n_head=None, batch_size=None, n_microbatches: int = 1) -> None:
+    """Raise ValueError / NotImplementedError for a config that cannot run (module docstring)."""
+    for name, v in (("dp", dp), ("tp", tp), ("pp", pp), ("n_microbatches", n_microbatches)):
+        _positive(name, v)
+    if dp * tp * pp != world:
+        raise ValueError(f"parallelize: dp x tp x pp = {dp} x {tp} x {pp} = {dp * tp * pp}, but the job has "
+                         f"{world} rank(s); launch with `shardflow run -n {dp * tp * pp}` or choose "
+                         f"factors whose product is {world}")
+    if n_layer is not None and n_layer % pp:
+        raise ValueError(f"parallelize: pp={pp} does not divide the model's {n_layer} layers; "
+                         f"choose pp among {[d for d in range(1, n_layer + 1) if n_layer % d == 0]}")
+    if n_head is not None and n_head % tp:
+        raise ValueError(f"parallelize: tp={tp} does not divide the model's {n_head} attention heads; "
+                         f"choose tp among {[d for d in range(1, n_head + 1) if n_head % d == 0]}")
+    if batch_size is not None and batch_size % (dp * n_microbatches):
+        raise ValueError(f"parallelize: the global batch of {batch_size} does not split into dp={dp} "
+                         f"replicas x {n_microbatches} micro-batches; use a batch divisible by "
+                         f"{dp * n_microbatches}")
+    if pp > 1 and tp > 1:
+        raise NotImplementedError(
+            "parallelize: pp > 1 with tp > 1 needs tensor-parallel global tensors on the ranks of "
+            "one pipeline stage, i.e. placements that leave ranks out, which are not built yet "
+            "(docs/GLOBAL.md); use pp x dp or dp x tp")
+    if zero not in (0, 1, 2, 3):
+        raise ValueError(f"parallelize: zero must be 0, 1, 2 or 3, got {zero!r}")
+    if zero and (tp > 1 or pp > 1):
+        raise NotImplementedError(
+            "parallelize: zero with tp or pp is not wired (ZeRO shards over the data-parallel "
+            "ranks of plain DDP: shardflow/distributed/zero.py, fsdp/); use zero with dp only")
+    if zero > 1:
+        raise NotImplementedError(
+            f"parallelize: zero={zero} through parallelize is not wired; use "
+            "shardflow.distributed.fsdp.fully_shard directly (reshard_after_forward=False for "
+            "ZeRO-2, True for ZeRO-3)")
+
+
+def _mb(nbytes: float) -> str:
+    return f"{nbytes / 1e6:.2f} MB"
+
+
+def comm_plan_text(model, dp, tp, pp, zero, n_microbatches, batch_size=None) -> str:
+    """The per-step communication of a config, from the parameter sizes and ``model.config``."""
+    n_params = sum(int(np.prod(p.shape)) for p in {id(p): p for p in model.parameters()}.values())
+    cfg = getattr(model, "config", None)
+    lines = [f"parallel plan: dp={dp} x tp={tp} x pp={pp}" + (f", zero={zero}" if zero else "")
+             + f" on {dp * tp * pp} rank(s); {n_params:,} parameters"]
+    grad_bytes = 4 * n_params / (tp * pp)
+    if pp > 1:
+        act = ""
+        if cfg is not None and batch_size:
+            act = f", {_mb(4 * batch_size / dp / n_microbatches * cfg.block_size * cfg.n_embd)} each way"
+        lines.append(f"  pp: {pp} stages of {cfg.n_layer // pp if cfg else '?'} layers; per step {n_microbatches} "
+                     f"micro-batches x {pp - 1} boundaries: send/recv of activations forward and "
+                     f"gradients backward{act}; bubble (p-1)/(m+p-1) = "
+                     f"{(pp - 1) / (n_microbatches + pp - 1):.3f}; 1F1B schedule")
+        lines.append("  pp: tied parameters (embedding / LM head): one all-reduce between the first "
+                     "and last stage per step")
+    if tp > 1:
+        per = ""
+        if cfg is not None and batch_size:
+            per = f" of {_mb(4 * batch_size / dp * cfg.block_size * cfg.n_embd)}"
+        lines.append(f"  tp: Megatron layout over {tp} ranks: 2 all-reduces{per} per layer forward and 2 "
+                     f"backward ({2 * cfg.n_layer if cfg else '?'} + {2 * cfg.n_layer if cfg else '?'} per step)")
+    if dp > 1:
+        what = "all-reduce (average) of" if not zero else "all-reduce of"
+        lines.append(f"  dp: {what} {_mb(grad_bytes)} of gradients per rank per step over {dp} replicas")
+        if zero == 1:
+            lines.append(f"  zero-1: optimizer state Split(0) over {dp} ranks; all-gather of "
+                         f"{_mb(grad_bytes)} of updated parameters after each step")
+    if dp * tp * pp == 1:
+        lines.append("  one process: no communication")
+    return "\n".join(lines)
+
+
+@dataclass
+class Parallelized:
+    """The laid-out model and its training step (see ``parallelize``)."""
+
+    model: object
+    optimizer: object
+    dp: int
+    tp: int
+    pp: int
+    zero: int
+    loss_fn: object
+    n_microbatches: int
+    plan_text: str
+    _state: dict = field(default_factory=dict)
+
+    def step(self, x, y) -> float:
+        """Forward, backward and optimizer step on the global batch ``(x, y)`` (the same on
+        every rank); returns the global mean loss on every rank."""
+        world = _comm.get_world()
+        if self.pp > 1:
+            return self._pipeline_step(world, x, y)
+        self.optimizer.zero_grad(set_to_none=True)
+        runner = self._state["runner"]
+        loss = runner(x, y)
+        loss.backward()
+        self.optimizer.step()
+        return float(loss.item())
+
+    def _pipeline_step(self, world, x, y) -> float:
+        st = self._state
+        stage, sched = st["stage"], st["schedule"]
+        rows = x.shape[0] // self.dp
+        rep = st["replica"]
+        sl = slice(rep * rows, (rep + 1) * rows)
+        xa = x.array if isinstance(x, Tensor) else np.asarray(x)
+        ya = y.array if isinstance(y, Tensor) else np.asarray(y)
+        self.optimizer.zero_grad(set_to_none=True)
+        losses = []
+        args = (Tensor(np.ascontiguousarray(xa[sl])),) if stage.is_first else ()
+        kw = dict(target=Tensor(np.ascontiguousarray(ya[sl])), losses=losses) if stage.is_last else {}
+        sched.step(*args, **kw)
+        self.optimizer.step()
+        mine = np.array([np.mean([lo.item() for lo in losses]) / self.dp if losses else 0.0])
+        world.all_reduce(mine)
+        return float(mine[0])
+
+
+def parallelize(model, optimizer, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0, *,
+                loss_fn=None, split=None, n_microbatches: int | None = None, batch_size=None,
+                plan=None, print_plan: bool = True) -> Parallelized:
+    """Lay ``model`` out for ``dp x tp x pp`` ranks (with ZeRO stage ``zero``), after validation.
+
+    ``loss_fn(output, target)``; ``split(model, num_stages) -> Pipe`` cuts the model for
+    ``pp > 1`` (for GPT: ``shardflow.models.gpt_pipeline.gpt_pipe``, whose stage outputs are
+    logits: pass ``loss_fn=gpt_loss``); ``n_microbatches`` defaults to ``2 * pp``; ``plan`` is
+    the tensor-parallel plan (default ``model.tensor_parallel_plan()``). Every rank must call
+    it with the same arguments (it builds communicator groups).
+    """
+    world = _comm.get_world()
+    m = n_microbatches or (2 * pp if pp > 1 else 1)
+    cfg = getattr(model, "config", None)
+    validate_parallel_config(world.size, dp, tp, pp, zero, getattr(cfg, "n_layer", None),
+                             getattr(cfg, "n_head", None), batch_size, m)
+    if loss_fn is None:
+        raise ValueError("parallelize: pass loss_fn=lambda output, target: ... (the loss of one batch)")
+    if pp > 1 and split is None:
+        raise ValueError("parallelize: pp > 1 needs split=(model, num_stages) -> Pipe, e.g. "
+                         "shardflow.models.gpt_pipeline.gpt_pipe, or a lambda over split_module")
+    text = comm_plan_text(model, dp, tp, pp, zero, m, batch_size)
+    if print_plan and world.rank == 0:
+        print(text, flush=True)
+    par = Parallelized(model, optimizer, dp, tp, pp, zero, loss_fn, m, text)
+    if pp > 1:
+        from .pipelining import PipelineStage, Schedule1F1B, pipeline_groups
+
+        pp_group, dp_group, st = pipeline_groups(pp, dp, world)
+        pipe = split(model, pp)
+        stage = PipelineStage(pipe.stages[st], st, pp, group=pp_group, tied=pipe.tied_for(st),
+                              dp_group=dp_group)
+        par._state.update(stage=stage, dp_group=dp_group, replica=world.rank % dp,
+                          schedule=Schedule1F1B(stage, m, loss_fn=loss_fn))
+        return par
+    if zero == 1 and dp > 1:
+        from ..nn.parallel import DistributedDataParallel
+        from .zero import ZeroRedundancyOptimizer
+
+        ddp = DistributedDataParallel(model)
+        par.optimizer = ZeroRedundancyOptimizer(list(model.parameters()), type(optimizer),
+                                                **optimizer.defaults)
+
+        def run_zero(x, y):
+            rows = x.shape[0] // dp
+            sl = slice(world.rank * rows, (world.rank + 1) * rows)
+            return loss_fn(ddp(_rows(x, sl)), _rows(y, sl))
+
+        par._state["runner"] = run_zero
+        return par
+    if dp * tp == 1:
+        par._state["runner"] = lambda x, y: loss_fn(model(x), y)
+        return par
+    from .tensor_parallel import data_tensor_parallel
+
+    if plan is None and tp > 1 and hasattr(model, "tensor_parallel_plan"):
+        plan = model.tensor_parallel_plan()
+    mesh, data_sbp = data_tensor_parallel(model, dp, tp, plan)
+    from . import sbp as _sbp
+
+    whole = [_sbp.broadcast] * mesh.ndim
+
+    def run_global(x, y):
+        xg = x.to_global(mesh, whole).to_global(sbp=data_sbp)
+        yg = y.to_global(mesh, whole).to_global(sbp=data_sbp)
+        return loss_fn(model(xg), yg)
+
+    par._state["runner"] = run_global
+    return par
+
+
+def _rows(t, sl):
+    arr = t.array if isinstance(t, Tensor) else np.asarray(t)
+    return Tensor(np.ascontiguousarray(arr[sl]))
