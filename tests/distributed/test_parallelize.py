@@ -37,9 +37,10 @@ for step in range(3):
     ref_losses.append(loss.item())
 
 for layout in sys.argv[1:]:
-    dp, tp, pp = (int(v) for v in layout.split("x"))
+    shape, _, z = layout.partition("z")
+    dp, tp, pp = (int(v) for v in shape.split("x"))
     model, opt = build()
-    par = sf.parallelize(model, opt, dp=dp, tp=tp, pp=pp, batch_size=8, split=gpt_pipe,
+    par = sf.parallelize(model, opt, dp=dp, tp=tp, pp=pp, zero=int(z or 0), batch_size=8, split=gpt_pipe,
                          loss_fn=gpt_loss if pp > 1 else (lambda out, y: gpt_loss(out[0], y)))
     losses = [par.step(*data(step)) for step in range(3)]
     d = max(abs(a - b) for a, b in zip(losses, ref_losses))
@@ -50,11 +51,12 @@ for layout in sys.argv[1:]:
 
 @pytest.mark.mpi
 def test_parallelize_layouts_on_two_ranks_equal_one_process():
-    res = run_mpi(SCRIPT, n=2, timeout=120, args=["1x1x2", "1x2x1", "2x1x1"],
+    res = run_mpi(SCRIPT, n=2, timeout=120, args=["1x1x2", "1x2x1", "2x1x1", "2x1x1z1"],
                   env={"SHARDFLOW_COMM_TIMEOUT": "30"}).check()
-    assert res.output.count("OK") == 6, res.output  # 3 layouts x 2 ranks
+    assert res.output.count("OK") == 8, res.output  # 4 layouts x 2 ranks
     assert "parallel plan: dp=1 x tp=1 x pp=2" in res.output
     assert re.search(r"pp: 2 stages of 2 layers; per step 4 micro-batches", res.output)
+    assert "zero-1: optimizer state Split(0) over 2 ranks" in res.output
     assert "tp: Megatron layout over 2 ranks: 2 all-reduces" in res.output
 
 
