@@ -16,12 +16,19 @@ timed run, and adds the larger ``gpt-l`` workload; it reports achieved TFLOP/s, 
 ``--peak-tflops`` (float32, without tensor cores: 67 on an H100/H200 SXM) and peak device
 memory of each library. Not yet run on a GPU (the GPU issue): without one it exits with a
 message that says so.
+
+``--numpy-path`` (CPU) adds a column for shardflow with its fused Numba kernels switched off
+(``SHARDFLOW_KERNELS=numpy`` around each of its steps), alternated with the other columns in
+the same runs, so the kernels' gain is measured under the same load. The kernels' compile
+(or disk-cache load) time, paid in the warm-up, is printed after the table
+(``shardflow.kernels.compile_report()``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 
@@ -57,6 +64,23 @@ def _step_fn(lib, wl, model, opt, x, y):
     return step
 
 
+def _with_kernels(mode, step):
+    """``step`` run with SHARDFLOW_KERNELS=mode (restored after each step)."""
+
+    def run():
+        old = os.environ.get("SHARDFLOW_KERNELS")
+        os.environ["SHARDFLOW_KERNELS"] = mode
+        try:
+            return step()
+        finally:
+            if old is None:
+                del os.environ["SHARDFLOW_KERNELS"]
+            else:
+                os.environ["SHARDFLOW_KERNELS"] = old
+
+    return run
+
+
 def _time_run(step, steps, sync=None):
     if sync is not None:
         sync()
@@ -82,7 +106,8 @@ def check_cuda(torch) -> None:
         )
 
 
-def bench_workload(key, runs=5, steps=None, warmup=2, seed=0, device="cpu", compile=False):
+def bench_workload(key, runs=5, steps=None, warmup=2, seed=0, device="cpu", compile=False,
+                   numpy_path=False):
     import shardflow as sf
 
     torch = _import_torch()
@@ -102,6 +127,8 @@ def bench_workload(key, runs=5, steps=None, warmup=2, seed=0, device="cpu", comp
     th_step = _step_fn(torch, wl, th_model, wl.make_optimizer(torch, th_model), th_x, th_y)
     sf_step = _step_fn(sf, wl, sf_model, wl.make_optimizer(sf, sf_model), sf_x, sf_y)
     variants = {"shardflow": (sf_step, sf_sync), "torch": (th_step, th_sync)}
+    if numpy_path and device == "cpu":  # same model and optimizer, kernels switched off
+        variants["shardflow (numpy)"] = (_with_kernels("numpy", sf_step), None)
     if compile:
         compiled = torch.compile(th_model)
         variants["torch.compile"] = (_step_fn(torch, wl, compiled, wl.make_optimizer(torch, th_model),
@@ -124,6 +151,8 @@ def bench_workload(key, runs=5, steps=None, warmup=2, seed=0, device="cpu", comp
     }
     if compile:
         row["torch_compile_ms"] = ms["torch.compile"]
+    if "shardflow (numpy)" in ms:
+        row["shardflow_numpy_ms"] = ms["shardflow (numpy)"]
     if device == "cuda":
         row["shardflow_peak_bytes"] = int(sf.cuda.max_memory_allocated())
         row["torch_peak_bytes"] = int(torch.cuda.max_memory_allocated())
@@ -169,6 +198,8 @@ def main(argv=None) -> int:
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="cuda: both libraries on the GPU (adds the gpt-l workload by default)")
     p.add_argument("--compile", action="store_true", help="add a torch.compile column")
+    p.add_argument("--numpy-path", action="store_true",
+                   help="add a column: shardflow with its fused kernels off (SHARDFLOW_KERNELS=numpy)")
     p.add_argument("--peak-tflops", type=float, default=67.0,
                    help="device float32 peak for the MFU column with --device cuda (H100 SXM: 67)")
     args = p.parse_args(argv)
@@ -188,18 +219,23 @@ def main(argv=None) -> int:
     hdr = f"{'workload':<44} {'shardflow ms':>12} {'torch ms':>9} {'ratio':>6} {'sf GFLOP/s':>10} {'th GFLOP/s':>10}"
     if args.compile:
         hdr += f" {'compile ms':>10}"
+    numpy_col = args.numpy_path and args.device == "cpu"
+    if numpy_col:
+        hdr += f" {'sf numpy ms':>11} {'kernel gain':>11}"
     if args.device == "cuda":
         hdr += f" {'sf MFU':>7} {'th MFU':>7} {'sf MiB':>7} {'th MiB':>7}"
     print(hdr)
     print("-" * len(hdr))
     for k in keys:
         r = bench_workload(k, runs=args.runs, steps=args.steps, warmup=args.warmup, device=args.device,
-                           compile=args.compile)
+                           compile=args.compile, numpy_path=numpy_col)
         rows.append(r)
         line = (f"{r['name']:<44} {r['shardflow_ms']:>12.1f} {r['torch_ms']:>9.1f} {r['ratio']:>6.2f} "
                 f"{r['shardflow_gflops']:>10.1f} {r['torch_gflops']:>10.1f}")
         if args.compile:
             line += f" {r['torch_compile_ms']:>10.1f}"
+        if numpy_col:
+            line += f" {r['shardflow_numpy_ms']:>11.1f} {r['shardflow_numpy_ms'] / r['shardflow_ms']:>10.2f}x"
         if args.device == "cuda":
             peak = args.peak_tflops * 1e3
             line += (f" {r['shardflow_gflops'] / peak:>7.1%} {r['torch_gflops'] / peak:>7.1%} "
@@ -210,6 +246,11 @@ def main(argv=None) -> int:
             with open(args.json, "w") as f:
                 json.dump({"workloads": rows}, f, indent=2)
         return 0
+    from shardflow import kernels
+
+    report = kernels.format_compile_report()
+    if report:
+        print(report)
     ops = bench_small_op(runs=args.runs)
     print()
     print(f"{'small op (16 elems, requires_grad)':<44} {'shardflow us':>12} {'torch us':>9} {'ratio':>6}")

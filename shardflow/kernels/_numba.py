@@ -6,15 +6,18 @@ compiled or imported at import time: the first call of a kernel imports numba, c
 ``fn`` with ``njit(parallel=True, cache=True)`` (or loads it from numba's on-disk cache) for
 the argument types of that call, and records how long that took (``compile_report()``).
 
-``prange`` is ``range`` until numba compiles the function: numba recognises the global
-name ``prange`` only by identity, so this module re-binds nothing; kernel modules import
-``prange`` from here, and the compiled version is made with ``numba.prange`` substituted
-(``_globals_with_prange``).
+``prange`` is ``range`` until numba compiles the function: kernel modules import ``prange``
+from here, and the compiled version is made from a copy of the function whose globals hold
+``numba.prange`` instead (``_build_globals``), together with the numba builds of the scalar
+functions marked ``@helper`` that it calls.
 
 Threads: ``_config.kernel_threads()`` (SHARDFLOW_KERNEL_THREADS, else OMP_NUM_THREADS that
 ``shardflow run`` sets per rank) so that N ranks on one host do not each start a thread per
-core. Numba's ``omp`` / ``tbb`` threading layers are safe to call from several Python threads;
-the fallback ``workqueue`` layer is not, so calls are serialised with a lock on that layer.
+core. Threading layer: ``workqueue`` unless the user chose one (NUMBA_THREADING_LAYER, read by
+numba): its threads sleep between kernels, where GNU OpenMP's spin-wait after each parallel
+region and take the cores from the BLAS threads of the next GEMM (measured: the CNN step
+59 ms with workqueue, 95 ms with omp). ``workqueue`` must not be entered by two Python
+threads at once, so calls are serialised with a lock on that layer.
 
 Fork: a child forked after a parallel kernel ran (DataLoader workers, multiprocessing) must
 not start GNU OpenMP threads again (numba aborts the child: "fork() called from a process
@@ -71,6 +74,10 @@ def require():
 def _setup_threads(nb) -> None:
     if _state["threads_set"]:
         return
+    if nb.config.THREADING_LAYER == "default":  # the user did not choose (NUMBA_THREADING_LAYER)
+        # workqueue threads sleep between kernels; OpenMP's spin and, on 2 cores, took the
+        # CPU from the BLAS threads of the next GEMM (CNN step 59 ms -> 95 ms, GPT-mini 3x)
+        nb.config.THREADING_LAYER = "workqueue"
     n = _config.kernel_threads()
     if n is not None:
         nb.set_num_threads(max(1, min(n, nb.config.NUMBA_NUM_THREADS)))
@@ -85,10 +92,26 @@ def num_threads() -> int:
     return nb.get_num_threads()
 
 
-def _globals_with_prange(fn, nb):
-    """A copy of ``fn`` whose globals see ``numba.prange`` as ``prange``."""
+_HELPERS: dict = {}  # id(python helper) -> its numba build
+
+
+def helper(fn):
+    """Mark a scalar Python function that kernels call: it is compiled (inlined) with them."""
+    fn._sf_kernel_helper = True
+    return fn
+
+
+def _build_globals(fn, nb, parallel):
+    """A copy of ``fn`` whose globals see ``numba.prange`` (or ``range`` for a serial build)
+    as ``prange`` and the numba builds of the ``helper`` functions it calls."""
     g = dict(fn.__globals__)
-    g["prange"] = nb.prange
+    g["prange"] = nb.prange if parallel else range
+    for name in fn.__code__.co_names:
+        h = g.get(name)
+        if getattr(h, "_sf_kernel_helper", False):
+            if id(h) not in _HELPERS:
+                _HELPERS[id(h)] = nb.njit(inline="always", fastmath=_FASTMATH, cache=True)(h)
+            g[name] = _HELPERS[id(h)]
     f = types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, fn.__closure__)
     f.__module__ = fn.__module__
     f.__qualname__ = fn.__qualname__
@@ -111,7 +134,7 @@ class Kernel:
         if not _state["fork_hook"]:
             os.register_at_fork(after_in_child=_mark_forked)
             _state["fork_hook"] = True
-        f = _globals_with_prange(self.fn, nb) if self.parallel else self.fn
+        f = _build_globals(self.fn, nb, self.parallel)
         self._disp = nb.njit(parallel=self.parallel, cache=True, fastmath=_FASTMATH, nogil=True)(f)
         if _state["lock"] is None:
             _state["lock"] = threading.Lock()
@@ -120,7 +143,9 @@ class Kernel:
     def _serial_dispatcher(self):
         if self._serial is None:
             # no disk cache: its index does not tell the serial build from the parallel one
-            self._serial = require().njit(cache=False, fastmath=_FASTMATH, nogil=True)(self.fn)
+            nb = require()
+            self._serial = nb.njit(cache=False, fastmath=_FASTMATH, nogil=True)(
+                _build_globals(self.fn, nb, parallel=False))
         return self._serial
 
     def __call__(self, *args):
