@@ -35,13 +35,14 @@ class PSWorker:
         self.clock = 0
         self.n = sum(p.array.size for p in self.params)
         self.sizes = shard_sizes(self.n, len(self.servers))
-        self.req = [self._connect(a, connect_timeout) for a in self.servers]
-        self.hb = [self._connect(a, connect_timeout) for a in self.servers]
+        self.req = [self._connect(i, connect_timeout) for i in range(len(self.servers))]
+        self.hb = [self._connect(i, connect_timeout) for i in range(len(self.servers))]
         self._stop = threading.Event()
         self._hb_thread = threading.Thread(target=self._beat, args=(heartbeat,), daemon=True)
         self._hb_thread.start()
 
-    def _connect(self, addr, limit):
+    def _connect(self, i, limit):
+        addr = self.servers[i]
         deadline = time.monotonic() + limit
         while True:
             try:
@@ -50,7 +51,7 @@ class PSWorker:
                 return s
             except OSError as e:
                 if time.monotonic() > deadline:
-                    raise PSError(f"worker {self.worker_id}: cannot reach parameter server at "
+                    raise PSError(f"worker {self.worker_id}: cannot reach parameter server {i} at "
                                   f"{addr[0]}:{addr[1]} within {limit} s ({e}); is it running?") from e
                 time.sleep(0.05)
 
