@@ -17,7 +17,7 @@ SUITES = {"engine": "shardflow.bench.engine", "comm": "shardflow.bench.comm", "d
           "tp": "shardflow.bench.tp", "suite": "shardflow.bench.suite", "dcp": "shardflow.bench.dcp",
           "zero": "shardflow.bench.zero",
           "quant": "shardflow.bench.quant",
-          "pipeline": "shardflow.bench.pipeline",
+          "pipeline": "shardflow.bench.pipeline", "ps": "shardflow.bench.ps",
           "amp": "shardflow.bench.amp"}
 
 
