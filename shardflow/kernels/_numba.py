@@ -110,7 +110,7 @@ def _build_globals(fn, nb, parallel):
         h = g.get(name)
         if getattr(h, "_sf_kernel_helper", False):
             if id(h) not in _HELPERS:
-                _HELPERS[id(h)] = nb.njit(inline="always", fastmath=_FASTMATH, cache=True)(h)
+                _HELPERS[id(h)] = nb.njit(inline="always", fastmath=_FASTMATH)(h)
             g[name] = _HELPERS[id(h)]
     f = types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, fn.__closure__)
     f.__module__ = fn.__module__
@@ -122,8 +122,9 @@ class Kernel:
     """A lazily compiled Numba function. ``k(*args)`` runs it; the first call for a new
     (dtype, ndim) of the first argument is timed and recorded in ``compile_report()``."""
 
-    def __init__(self, fn, parallel: bool = True):
+    def __init__(self, fn, parallel: bool = True, cache: bool = True):
         self.fn, self.parallel, self.name = fn, parallel, f"{fn.__module__.rsplit('.', 1)[-1]}.{fn.__name__}"
+        self.cache = cache  # False for generated source (numba cannot disk-cache it)
         self._disp = None
         self._serial = None
         self._seen: set = set()
@@ -135,7 +136,7 @@ class Kernel:
             os.register_at_fork(after_in_child=_mark_forked)
             _state["fork_hook"] = True
         f = _build_globals(self.fn, nb, self.parallel)
-        self._disp = nb.njit(parallel=self.parallel, cache=True, fastmath=_FASTMATH, nogil=True)(f)
+        self._disp = nb.njit(parallel=self.parallel, cache=self.cache, fastmath=_FASTMATH, nogil=True)(f)
         if _state["lock"] is None:
             _state["lock"] = threading.Lock()
         return self._disp

@@ -1,0 +1,251 @@
+"""``shardflow.compile(model_or_fn)``: forward-only (inference) compile with eager fallback.
+
+The spelling of ``torch.compile``: ``shardflow`` is the torch-like namespace, so a PyTorch
+program calling ``torch.compile(model)`` runs with ``import shardflow as torch``. ``backend``,
+``mode``, ``dynamic`` and ``options`` are accepted and ignored (there is one backend);
+``fullgraph=True`` raises instead of falling back; ``disable=True`` returns the input.
+
+Per call:
+
+1. *Eager when autograd is needed*: with grad mode on and an input or parameter requiring
+   grad, the call runs eagerly (this compile replays forward graphs without the autograd
+   tape; training steps are not compiled). Wrap inference in ``shardflow.no_grad()`` /
+   ``inference_mode()``.
+2. *Guards*: the key is the tensor arguments' (shape, dtype, device), the other arguments'
+   values, the module's ``training`` flag and the grad mode. A key seen before replays its
+   graph; a new key traces again (up to ``cache_size_limit`` = 8 keys, then eager).
+3. *Trace* (``trace.py``) the eager call into a ``Graph`` (``graph.py``), then the passes
+   (``passes.py``): dead-code elimination, common subexpressions, elementwise fusion into
+   generated Numba kernels (``codegen.py``; NumPy arrays only, and only when the kernels are
+   on, ``SHARDFLOW_KERNELS``).
+4. *Check*: the new graph is replayed once on the tracing inputs and compared with the eager
+   result (float tolerance of the dtype); a mismatch, or anything the trace refuses, makes
+   that key run eagerly, with the reason logged.
+
+``SHARDFLOW_DEBUG=compile`` prints to stderr each trace (the graph, what was fused, the pass
+counts) and each fallback reason; ``compiled.explain()`` returns the same text whenever asked.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from .. import _config, kernels
+from ..autograd import Tensor, is_grad_enabled, no_grad
+from ..nn import Module
+from . import executor, passes
+from .trace import TraceError, trace
+
+__all__ = ["compile", "CompiledFunction", "OptimizedModule"]
+
+cache_size_limit = 8
+
+
+def _log(lines: list[str], msg: str) -> None:
+    lines.append(msg)
+    if _config.debug_compile():
+        print(f"[shardflow.compile] {msg}", file=sys.stderr, flush=True)
+
+
+class _Entry:
+    """One guard key's compiled graph, or the reason it runs eagerly."""
+
+    def __init__(self, graph=None, reason=None):
+        self.graph, self.reason = graph, reason
+
+
+class CompiledFunction:
+    """A callable that replays traced graphs of ``fn`` (see the module docstring)."""
+
+    def __init__(self, fn, module: Module | None = None, fullgraph: bool = False):
+        self.fn, self.module, self.fullgraph = fn, module, fullgraph
+        self.cache: dict = {}
+        self.log: list[str] = []
+        self.stats = {"traces": 0, "replays": 0, "eager": 0, "compile_s": 0.0}
+
+    # ------------------------------------------------------------------ guards
+    def _key(self, args):
+        parts = []
+        for a in args:
+            if isinstance(a, Tensor):
+                parts.append(("T", tuple(a.shape), str(a.array.dtype), str(a.device)))
+            else:
+                try:
+                    hash(a)
+                    parts.append(("V", type(a).__name__, a))
+                except TypeError:
+                    return None
+        training = self.module.training if self.module is not None else None
+        return (tuple(parts), training, is_grad_enabled())
+
+    def _needs_autograd(self, args) -> bool:
+        if not is_grad_enabled():
+            return False
+        if any(isinstance(a, Tensor) and a.requires_grad for a in args):
+            return True
+        return self.module is not None and any(p.requires_grad for p in self.module.parameters())
+
+    def _eager(self, reason, args, kwargs):
+        if self.fullgraph:
+            raise RuntimeError(f"shardflow.compile(fullgraph=True): cannot compile this call: {reason}")
+        self.stats["eager"] += 1
+        return self.fn(*args, **kwargs)
+
+    # ------------------------------------------------------------------ call
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            return self._eager_logged("keyword arguments are not compiled (pass them "
+                                      "positionally)", args, kwargs)
+        if self._needs_autograd(args):
+            return self._eager_logged("autograd is needed (grad mode on and a tensor requires "
+                                      "grad): compile replays forward graphs only; run inference "
+                                      "under shardflow.no_grad()", args, kwargs)
+        key = self._key(args)
+        if key is None:
+            return self._eager_logged("an argument is unhashable (guards need hashable "
+                                      "non-tensor arguments)", args, kwargs)
+        entry = self.cache.get(key)
+        if entry is None:
+            if len(self.cache) >= cache_size_limit:
+                return self._eager_logged(f"cache_size_limit ({cache_size_limit}) guard keys "
+                                          "reached; new shapes run eagerly", args, kwargs)
+            entry, result = self._compile(key, args)
+            self.cache[key] = entry
+            if result is not None:  # the trace's eager result serves this first call
+                return result
+        if entry.graph is None:
+            return self._eager(entry.reason, args, kwargs)
+        self.stats["replays"] += 1
+        with no_grad():
+            return executor.run(entry.graph, args)
+
+    def _eager_logged(self, reason, args, kwargs):
+        if not self.log or self.log[-1] != f"eager: {reason}":
+            _log(self.log, f"eager: {reason}")
+        return self._eager(reason, args, kwargs)
+
+    def _consts(self) -> dict:
+        allowed: dict = {}
+        if self.module is not None:
+            for t in list(self.module.parameters()) + list(self.module.buffers()):
+                allowed[id(t)] = t
+        for cell in (getattr(self.fn, "__closure__", None) or ()):
+            try:
+                v = cell.cell_contents
+            except ValueError:
+                continue
+            if isinstance(v, Tensor):
+                allowed[id(v)] = v
+        return allowed
+
+    def _compile(self, key, args):
+        t0 = time.perf_counter()
+        self.stats["traces"] += 1
+        shapes = ", ".join(str(p[1]) for p in key[0] if p[0] == "T")
+        try:
+            with no_grad():
+                g, result = trace(self.fn, args, self._consts())
+        except TraceError as e:
+            _log(self.log, f"eager for inputs {shapes}: {e}")
+            if self.fullgraph:
+                raise RuntimeError(f"shardflow.compile(fullgraph=True): cannot compile: {e}") from None
+            return _Entry(reason=str(e)), None
+        n_calls = g.count("call")
+        dead = passes.dce(g)
+        merged = passes.cse(g)
+        fused = []
+        if all(type(n.value.array) is np.ndarray for n in g.nodes if n.kind == "const") and \
+                all(not isinstance(a, Tensor) or type(a.array) is np.ndarray for a in args) and \
+                kernels.enabled():
+            fused = passes.fuse_elementwise(g)
+        with no_grad():
+            replay = executor.run(g, args)
+        bad = _compare(replay, result)
+        dt = time.perf_counter() - t0
+        self.stats["compile_s"] += dt
+        if bad:
+            _log(self.log, f"eager for inputs {shapes}: the replayed graph differs from eager ({bad})")
+            return _Entry(reason=bad), result
+        groups = "; ".join("+".join(g.nodes[m[-1]].name.split(", ")) for m in fused) or "none"
+        _log(self.log, f"traced inputs {shapes}: {n_calls} op calls, dce removed {dead}, cse merged "
+                       f"{merged}, fused {len(fused)} group(s) [{groups}], {dt:.2f} s\n{g}")
+        return _Entry(graph=g), result
+
+    def explain(self) -> str:
+        """What was traced, fused, and why calls ran eagerly (the compile log)."""
+        return "\n".join(self.log)
+
+
+def _compare(a, b) -> str | None:
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        x, y = np.asarray(a.array), np.asarray(b.array)
+        if x.shape != y.shape or x.dtype != y.dtype:
+            return f"shape/dtype {x.shape} {x.dtype} vs eager {y.shape} {y.dtype}"
+        if x.dtype.kind == "f":
+            tol = 1e-4 if x.dtype.itemsize <= 4 else 1e-10
+            if not np.allclose(x, y, rtol=tol, atol=tol, equal_nan=True):
+                return f"max abs difference {float(np.nanmax(np.abs(x - y))):.3g}"
+        elif not np.array_equal(x, y):
+            return "values differ"
+        return None
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)) and len(a) == len(b):
+        for u, v in zip(a, b):
+            r = _compare(u, v)
+            if r:
+                return r
+        return None
+    if isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys():
+        for k in a:
+            r = _compare(a[k], b[k])
+            if r:
+                return r
+        return None
+    return f"output structure {type(a).__name__} vs eager {type(b).__name__}"
+
+
+class OptimizedModule(Module):
+    """``compile(module)``: calls go through a ``CompiledFunction`` of the module's
+    ``__call__``; the original module is ``_orig_mod`` (PyTorch's name; state_dict keys get
+    the ``_orig_mod.`` prefix, as torch.compile's wrapper)."""
+
+    def __init__(self, mod: Module, fullgraph: bool = False):
+        super().__init__()
+        self._orig_mod = mod
+        object.__setattr__(self, "_compiled", CompiledFunction(mod.__call__, module=mod,
+                                                                fullgraph=fullgraph))
+
+    def forward(self, *args, **kwargs):
+        return self._compiled(*args, **kwargs)
+
+    def train(self, mode: bool = True):
+        self._orig_mod.train(mode)
+        return super().train(mode)
+
+    def explain(self) -> str:
+        return self._compiled.explain()
+
+
+def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="inductor", mode=None,
+            options=None, disable: bool = False):
+    """Compile a Module or a function of tensors (``torch.compile``'s signature); used as
+    ``compile(fn)``, ``compile(model)`` or a decorator ``@compile`` / ``@compile(...)``."""
+    if model is None:
+        return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
+                                 mode=mode, options=options, disable=disable)
+    if disable:
+        return model
+    if isinstance(model, Module):
+        return OptimizedModule(model, fullgraph=fullgraph)
+    if not callable(model):
+        raise TypeError(f"compile: expected a Module or a callable, got {type(model).__name__}")
+    cf = CompiledFunction(model, fullgraph=fullgraph)
+    try:
+        cf.__wrapped__ = model
+        cf.__name__ = getattr(model, "__name__", "compiled")
+        cf.__doc__ = getattr(model, "__doc__", None)
+    except AttributeError:
+        pass
+    return cf

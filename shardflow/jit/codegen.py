@@ -1,0 +1,161 @@
+"""Code generation for fused elementwise groups: one Numba kernel per group.
+
+A group's values all have one shape ``S``; the kernel works on the 2-D view
+``(M, N) = (prod(S[:-1]), S[-1])`` with the rows split across cores (``prange``). Each
+operand from outside the group is one of: a tensor of shape ``S`` (read at ``[i, j]``), a
+trailing vector of shape ``(S[-1],)`` (a bias, read at ``[j]``), a 0-d tensor (read at
+``[0]``), or a Python number (a literal in the source). Every member is one float64 local
+per element; the members other nodes read are stored to output arrays. Example, for
+``gelu(x @ w + b) * 2`` after the matmul::
+
+    def fused_2(o0, a0, a1):          # o0, a0: (M, N); a1: (N,)
+        M, N = o0.shape
+        for i in prange(M):
+            for j in range(N):
+                x0 = float(a0[i, j]); x1 = float(a1[j])
+                v3 = x0 + x1
+                v4 = 0.5 * v3 * (1.0 + ERF(v3 * 0.7071067811865476))
+                v5 = v4 * 2.0
+                o0[i, j] = v5
+
+``ERF``/``TANH`` are the vectorisable float32 approximations of ``kernels/gelu.py`` for
+float32 graphs and libm for float64 ones. Kernels are memoised by source, so a retrace with
+new shapes reuses them; they are compiled in memory (numba cannot disk-cache generated
+source) and appear in ``shardflow.kernels.compile_report()``.
+
+Elementwise ops (``ELEMENTWISE``): add/sub (alpha 1), mul, div (true division), neg, exp,
+log, sqrt, rsqrt, tanh, sigmoid, relu, gelu (both forms), silu, square, abs, pow with a
+number exponent. All operands must be float32 or float64 of the result's dtype.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..kernels import _numba
+from ..kernels import gelu as _gelu
+from .graph import Node, Ref
+
+_R2 = repr(math.sqrt(0.5))
+_C = repr(math.sqrt(2.0 / math.pi))
+
+
+def _gelu_expr(a, kw):
+    if kw.get("approximate", "none") == "tanh":
+        return f"0.5 * {a} * (1.0 + TANH({_C} * ({a} + 0.044715 * {a} * {a} * {a})))"
+    return f"0.5 * {a} * (1.0 + ERF({a} * {_R2}))"
+
+
+# name -> (number of operands, expression builder(operand names, kwargs) or None if unsupported)
+ELEMENTWISE = {
+    "add": (2, lambda a, kw: f"({a[0]} + {a[1]})" if kw.get("alpha", 1) == 1 else None),
+    "sub": (2, lambda a, kw: f"({a[0]} - {a[1]})" if kw.get("alpha", 1) == 1 else None),
+    "mul": (2, lambda a, kw: f"({a[0]} * {a[1]})"),
+    "div": (2, lambda a, kw: f"({a[0]} / {a[1]})" if kw.get("rounding_mode") is None else None),
+    "neg": (1, lambda a, kw: f"(-{a[0]})"),
+    "exp": (1, lambda a, kw: f"math.exp({a[0]})"),
+    "log": (1, lambda a, kw: f"math.log({a[0]})"),
+    "sqrt": (1, lambda a, kw: f"math.sqrt({a[0]})"),
+    "rsqrt": (1, lambda a, kw: f"(1.0 / math.sqrt({a[0]}))"),
+    "tanh": (1, lambda a, kw: f"TANH({a[0]})"),
+    "sigmoid": (1, lambda a, kw: f"(0.5 + 0.5 * TANH(0.5 * {a[0]}))"),
+    "relu": (1, lambda a, kw: f"({a[0]} if not {a[0]} <= 0.0 else 0.0)"),
+    "gelu": (1, lambda a, kw: _gelu_expr(a[0], kw)),
+    "silu": (1, lambda a, kw: f"({a[0]} * (0.5 + 0.5 * TANH(0.5 * {a[0]})))"),
+    "square": (1, lambda a, kw: f"({a[0]} * {a[0]})"),
+    "abs": (1, lambda a, kw: f"abs({a[0]})"),
+    "pow": (2, lambda a, kw: f"({a[0]} ** {a[1]})"),
+}
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def elementwise_expr(g, i: int) -> str | None:
+    """The expression of call node ``i`` with operands named ``{0}``, ``{1}`` ... when it can
+    be fused (known op, float operands of its shape / trailing vector / 0-d, or numbers)."""
+    n = g.nodes[i]
+    spec = ELEMENTWISE.get(n.name)
+    meta = g.meta.get(i)
+    if spec is None or len(n.args) != spec[0] or meta is None:
+        return None
+    shape, dtype = meta
+    if dtype not in _FLOATS or not shape:
+        return None
+    for a in n.args:
+        if isinstance(a, Ref):
+            m = g.meta.get(a.node) if a.item is None else None
+            if m is None or m[1] != dtype or m[0] not in (shape, (shape[-1],), ()):
+                return None
+        elif not _number(a):
+            return None
+    if n.name == "pow" and not (isinstance(n.args[0], Ref) and _number(n.args[1])):
+        return None
+    return spec[1]([f"{{{k}}}" for k in range(len(n.args))], n.kwargs)
+
+
+_KERNELS: dict[str, _numba.Kernel] = {}
+
+
+def make_fused(g, members, outputs) -> Node:
+    """The ``fused`` node for ``members`` (node indices), writing ``outputs``."""
+    shape, dtype = g.meta[members[0]]
+    ext: list = []  # operands from outside the group: Refs, in first-use order
+    kinds: list[str] = []
+    body: list[str] = []
+    name_of: dict[int, str] = {}
+    inside = set(members)
+    for m in members:
+        n = g.nodes[m]
+        ops = []
+        for a in n.args:
+            if isinstance(a, Ref) and a.node in inside:
+                ops.append(name_of[a.node])
+            elif isinstance(a, Ref):
+                if a not in ext:
+                    ext.append(a)
+                    s = g.meta[a.node][0]
+                    kinds.append("full" if s == shape else ("row" if s == (shape[-1],) else "scalar"))
+                ops.append(f"x{ext.index(a)}")
+            else:
+                ops.append(repr(float(a)))
+        expr = elementwise_expr(g, m).format(*ops)
+        name_of[m] = f"v{m}"
+        body.append(f"            v{m} = {expr}")
+    loads = []
+    for k, kind in enumerate(kinds):
+        idx = {"full": "[i, j]", "row": "[j]", "scalar": "[0]"}[kind]
+        loads.append(f"            x{k} = float(a{k}{idx})")
+    stores = [f"            o{k}[i, j] = {name_of[m]}" for k, m in enumerate(outputs)]
+    params = [f"o{k}" for k in range(len(outputs))] + [f"a{k}" for k in range(len(ext))]
+    fname = f"fused_{len(members)}ops"
+    src = "\n".join([f"def {fname}({', '.join(params)}):", "    M, N = o0.shape",
+                     "    for i in prange(M):", "        for j in range(N):",
+                     *loads, *body, *stores])
+    f32 = dtype == np.float32
+    key = src + ("|f32" if f32 else "|f64")
+    kern = _KERNELS.get(key)
+    if kern is None:
+        ns = {"math": math, "prange": _numba.prange,
+              "TANH": _gelu.tanh32 if f32 else _libm_tanh, "ERF": _gelu.erf32 if f32 else _libm_erf}
+        exec(compile(src, f"<shardflow.compile {fname}>", "exec"), ns)  # noqa: S102 - generated
+        fn = ns[fname]
+        fn.__module__ = "jit"
+        kern = _KERNELS[key] = _numba.Kernel(fn, cache=False)
+    names = ", ".join(g.nodes[m].name for m in members)
+    return Node("fused", name=names, target=kern, args=tuple(ext), kwargs={"kinds": tuple(kinds),
+                "source": src}, outputs=tuple(outputs))
+
+
+@_numba.helper
+def _libm_tanh(v):
+    return math.tanh(v)
+
+
+@_numba.helper
+def _libm_erf(v):
+    return math.erf(v)

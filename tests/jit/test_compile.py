@@ -1,0 +1,129 @@
+"""``shardflow.compile``: the passes (DCE, CSE, elementwise fusion) on a small function, guards
+and retracing, every fallback reason, the Module wrapper, and compiled vs eager forward on
+the MLP / CNN / GPT-mini reference workloads (eval, no_grad)."""
+
+import numpy as np
+import pytest
+
+import shardflow as sf
+import shardflow.nn.functional as F
+from shardflow.bench.workloads import WORKLOADS
+from shardflow.jit import compile as sf_compile
+
+pytest.importorskip("numba")
+
+
+def _f(x, w, b):
+    h = x @ w + b  # bias: a trailing-vector operand of the fused group
+    y = F.gelu(h) * 2.0 + h.tanh()
+    z = F.gelu(h) * 2.0  # the same as in y: CSE
+    x.exp()  # unused: DCE
+    return y - z.sigmoid() + (h * 0.5).relu() / 3.0
+
+
+def _inputs(dtype, M=67, K=32, N=48):
+    rng = np.random.default_rng(0)
+    return tuple(sf.tensor(rng.standard_normal(s).astype(dtype)) for s in [(M, K), (K, N), (N,)])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_passes_and_fused_kernel_match_eager(dtype):
+    cf = sf_compile(_f)
+    args = _inputs(dtype)
+    with sf.no_grad():
+        first, replay = cf(*args), cf(*args)
+        ref = _f(*args)
+    assert cf.stats["traces"] == 1 and cf.stats["replays"] == 1
+    g = next(iter(cf.cache.values())).graph
+    assert g.count("fused") == 1 and g.count("call") == 1  # matmul + one fused group
+    log = cf.explain()
+    assert "dce removed 1" in log and "cse merged 2" in log and "fused 1 group" in log
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == "float32" else dict(rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(replay.numpy(), ref.numpy(), **tol)
+    np.testing.assert_array_equal(first.numpy(), ref.numpy())  # the trace's own eager result
+    assert replay.dtype == ref.dtype and not replay.requires_grad
+
+
+def test_numpy_kernels_mode_compiles_without_fusion(monkeypatch):
+    monkeypatch.setenv("SHARDFLOW_KERNELS", "numpy")
+    cf = sf_compile(_f)
+    args = _inputs("float32")
+    with sf.no_grad():
+        cf(*args)
+        out = cf(*args)
+    g = next(iter(cf.cache.values())).graph
+    assert g.count("fused") == 0 and cf.stats["replays"] == 1
+    np.testing.assert_allclose(out.numpy(), _f(*args).numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_guards_retrace_on_new_shape_and_dtype():
+    cf = sf_compile(lambda x: (x * 2.0 + 1.0).tanh())
+    with sf.no_grad():
+        for shape, dtype in [((4, 5), "float32"), ((4, 5), "float32"), ((3, 7), "float32"),
+                             ((3, 7), "float64"), ((4, 5), "float32")]:
+            x = sf.tensor(np.random.default_rng(1).standard_normal(shape).astype(dtype))
+            out = cf(x)
+            np.testing.assert_allclose(out.numpy(), np.tanh(x.numpy() * 2 + 1), rtol=1e-5, atol=1e-6)
+            assert out.numpy().dtype == np.dtype(dtype)
+    assert cf.stats["traces"] == 3 and cf.stats["replays"] == 2
+
+
+def test_fallback_reasons_are_logged_and_results_stay_eager(monkeypatch, capsys):
+    monkeypatch.setenv("SHARDFLOW_DEBUG", "compile")
+    x = sf.randn(3, 4, requires_grad=True)
+    cf = sf_compile(lambda t: t * 3.0)
+    y = cf(x)  # grad mode on: eager, and the result has a graph
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.full((3, 4), 3.0))
+    assert "autograd is needed" in cf.explain()
+
+    def inplace(t):
+        u = t * 1.0
+        u.add_(1.0)
+        return u
+
+    def outside(t):
+        return t + sf.tensor(np.ones(4, np.float32))  # made outside the dispatcher
+
+    for fn, why in [(inplace, "in-place op 'add_'"), (outside, "made outside the op dispatcher")]:
+        c = sf_compile(fn)
+        with sf.no_grad():
+            out = c(x.detach())
+            np.testing.assert_allclose(out.numpy(), x.detach().numpy() + 1.0, rtol=1e-6)
+            c(x.detach())
+        assert why in c.explain() and c.stats["eager"] == 2 and c.stats["replays"] == 0  # both calls
+        with sf.no_grad(), pytest.raises(RuntimeError, match="fullgraph=True"):
+            sf_compile(fn, fullgraph=True)(x.detach())
+    assert "[shardflow.compile] eager" in capsys.readouterr().err
+
+
+def test_compiled_module_shares_parameters_and_sees_updates():
+    model = sf.nn.Sequential(sf.nn.Linear(8, 16), sf.nn.GELU(), sf.nn.Linear(16, 4))
+    cm = sf.compile(model)  # torch.compile's spelling
+    assert set(cm.state_dict()) == {"_orig_mod." + k for k in model.state_dict()}
+    x = sf.randn(5, 8)
+    with sf.no_grad():
+        before = cm(x).numpy()
+        cm(x)
+    opt = sf.optim.SGD(model.parameters(), lr=0.5)
+    model(x).sum().backward()
+    opt.step()  # in place on the parameters the graph holds
+    with sf.no_grad():
+        after, ref = cm(x).numpy(), model(x).numpy()
+    assert not np.allclose(before, after)
+    np.testing.assert_allclose(after, ref, rtol=1e-6, atol=1e-6)
+    assert cm._compiled.stats["traces"] == 1
+
+
+@pytest.mark.parametrize("key", ["mlp", "cnn", "gpt"])
+def test_reference_workloads_compiled_forward_equals_eager(key):
+    wl = WORKLOADS[key]
+    model = wl.build(sf).eval()
+    x = sf.from_numpy(wl.make_batch(np.random.default_rng(0))[0])
+    cm = sf.compile(model)
+    with sf.no_grad():
+        ref = model(x).numpy()
+        cm(x)
+        out = cm(x).numpy()
+    assert cm._compiled.stats["replays"] == 1, cm.explain()
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
