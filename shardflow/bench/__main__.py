@@ -5,7 +5,8 @@ bandwidth vs raw mpi4py), ddp (DistributedDataParallel step vs torch DDP on gloo
 (global-tensor overhead on one rank; tensor-parallel step and bytes vs Megatron's count),
 suite (DLPerf-style throughput / speedup / scaling efficiency of 5 models on 1..N ranks,
 PyTorch DDP side by side; Markdown, JSON, PNG), dcp (sharded checkpoint save/load vs a
-gathered save and vs torch.distributed.checkpoint).
+gathered save and vs torch.distributed.checkpoint), kernels (fused Numba kernels vs the NumPy
+path and PyTorch per op; shardflow.compile inference).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ SUITES = {"engine": "shardflow.bench.engine", "comm": "shardflow.bench.comm", "d
           "zero": "shardflow.bench.zero",
           "quant": "shardflow.bench.quant",
           "pipeline": "shardflow.bench.pipeline", "ps": "shardflow.bench.ps",
-          "amp": "shardflow.bench.amp"}
+          "amp": "shardflow.bench.amp",
+          "kernels": "shardflow.bench.kernels"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,7 +18,7 @@ per element; the members other nodes read are stored to output arrays. Example, 
                 v5 = v4 * 2.0
                 o0[i, j] = v5
 
-``ERF``/``TANH`` are the vectorisable float32 approximations of ``kernels/gelu.py`` for
+``ERF``/``TANH`` are the vectorisable float32 approximations of ``kernels/_math.py`` for
 float32 graphs and libm for float64 ones. Kernels are memoised by source, so a retrace with
 new shapes reuses them; they are compiled in memory (numba cannot disk-cache generated
 source) and appear in ``shardflow.kernels.compile_report()``.
@@ -34,8 +34,7 @@ import math
 
 import numpy as np
 
-from ..kernels import _numba
-from ..kernels import gelu as _gelu
+from ..kernels import _math, _numba
 from .graph import Node, Ref
 
 _R2 = repr(math.sqrt(0.5))
@@ -141,7 +140,7 @@ def make_fused(g, members, outputs) -> Node:
     kern = _KERNELS.get(key)
     if kern is None:
         ns = {"math": math, "prange": _numba.prange,
-              "TANH": _gelu.tanh32 if f32 else _libm_tanh, "ERF": _gelu.erf32 if f32 else _libm_erf}
+              "TANH": _math.tanh32 if f32 else _libm_tanh, "ERF": _math.erf32 if f32 else _libm_erf}
         exec(compile(src, f"<shardflow.compile {fname}>", "exec"), ns)  # noqa: S102 - generated
         fn = ns[fname]
         fn.__module__ = "jit"

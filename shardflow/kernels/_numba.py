@@ -103,14 +103,16 @@ def helper(fn):
 
 def _build_globals(fn, nb, parallel):
     """A copy of ``fn`` whose globals see ``numba.prange`` (or ``range`` for a serial build)
-    as ``prange`` and the numba builds of the ``helper`` functions it calls."""
+    as ``prange`` and the numba builds of the ``helper`` functions it calls (helpers calling
+    helpers too)."""
     g = dict(fn.__globals__)
     g["prange"] = nb.prange if parallel else range
     for name in fn.__code__.co_names:
         h = g.get(name)
         if getattr(h, "_sf_kernel_helper", False):
             if id(h) not in _HELPERS:
-                _HELPERS[id(h)] = nb.njit(inline="always", fastmath=_FASTMATH)(h)
+                _HELPERS[id(h)] = nb.njit(inline="always", fastmath=_FASTMATH)(
+                    _build_globals(h, nb, parallel=False))
             g[name] = _HELPERS[id(h)]
     f = types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, fn.__closure__)
     f.__module__ = fn.__module__

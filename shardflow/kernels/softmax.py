@@ -10,7 +10,9 @@
   in place; with ``causal``, row ``i`` (global query row ``row0 + i % rows_per_head``) sees
   keys ``j <= row`` (top-left tril); a row that sees no key becomes zeros. Backward
   ``attn_softmax_backward_(gP, P)``: ``gP = P (gP - sum(gP P))`` in place.
-Sums accumulate in float64.
+Sums accumulate in float64. ``exp`` of the (non-positive) shifted scores is
+``_math.exp_neg`` for float32 arrays (vectorised; libm's per-element ``exp`` made these
+kernels no faster than NumPy's SIMD ufuncs) and libm for float64.
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ import math
 
 import numpy as np
 
+from ._math import exp_le0
 from ._numba import kernel, prange
 
 
 @kernel
-def _softmax_fwd(x, y, log, tiny):
+def _softmax_fwd(x, y, log, tiny, exact):
     M, N = x.shape
     for i in prange(M):
         mx = -np.inf
@@ -32,7 +35,7 @@ def _softmax_fwd(x, y, log, tiny):
                 mx = x[i, j]
         s = 0.0
         for j in range(N):
-            e = math.exp(x[i, j] - mx)
+            e = exp_le0(x[i, j] - mx, exact)
             y[i, j] = e
             s += e
         if log:
@@ -47,7 +50,7 @@ def _softmax_fwd(x, y, log, tiny):
 
 
 @kernel
-def _softmax_bwd(g, y, gx, log, tiny):
+def _softmax_bwd(g, y, gx, log, tiny, exact):
     M, N = y.shape
     for i in prange(M):
         s = 0.0
@@ -55,7 +58,7 @@ def _softmax_bwd(g, y, gx, log, tiny):
             for j in range(N):
                 s += g[i, j]
             for j in range(N):
-                v = g[i, j] - math.exp(y[i, j]) * s
+                v = g[i, j] - exp_le0(y[i, j], exact) * s
                 gx[i, j] = v if abs(v) >= tiny else 0.0
         else:
             for j in range(N):
@@ -66,7 +69,7 @@ def _softmax_bwd(g, y, gx, log, tiny):
 
 
 @kernel
-def _ce_fwd(x, t, e, s, loss):
+def _ce_fwd(x, t, e, s, loss, exact):
     M, N = x.shape
     for i in prange(M):
         mx = -np.inf
@@ -75,7 +78,7 @@ def _ce_fwd(x, t, e, s, loss):
                 mx = x[i, j]
         acc = 0.0
         for j in range(N):
-            v = math.exp(x[i, j] - mx)
+            v = exp_le0(x[i, j] - mx, exact)
             e[i, j] = v
             acc += v
         s[i] = acc
@@ -95,7 +98,7 @@ def _ce_bwd(e, scale, t, tgt, gx, tiny):
 
 
 @kernel
-def _attn_fwd(A, row0, rows_per_head, causal, tiny):
+def _attn_fwd(A, row0, rows_per_head, causal, tiny, exact):
     M, N = A.shape
     for i in prange(M):
         kmax = N
@@ -107,7 +110,7 @@ def _attn_fwd(A, row0, rows_per_head, causal, tiny):
                 mx = A[i, j]
         s = 0.0
         for j in range(kmax):
-            e = math.exp(A[i, j] - mx)
+            e = exp_le0(A[i, j] - mx, exact)
             A[i, j] = e
             s += e
         inv = 1.0 / s if s > 0.0 else 0.0
@@ -130,6 +133,11 @@ def _attn_bwd(gP, P, tiny):
             gP[i, j] = v if abs(v) >= tiny else 0.0
 
 
+def _exact(a):
+    """libm ``exp`` for float64 arrays; ``_math.exp_neg`` (vectorised, float32-exact) else."""
+    return a.dtype == np.float64
+
+
 def _tiny(a):
     return float(np.finfo(a.dtype).tiny)
 
@@ -137,13 +145,13 @@ def _tiny(a):
 def softmax_forward(x2, log=False):
     """softmax (or log_softmax) of each row of ``x2`` (M, N)."""
     y = np.empty(x2.shape, x2.dtype)
-    _softmax_fwd(x2, y, bool(log), _tiny(x2))
+    _softmax_fwd(x2, y, bool(log), _tiny(x2), _exact(x2))
     return y
 
 
 def softmax_backward(g2, y2, log=False):
     gx = np.empty(y2.shape, y2.dtype)
-    _softmax_bwd(g2, y2, gx, bool(log), _tiny(y2))
+    _softmax_bwd(g2, y2, gx, bool(log), _tiny(y2), _exact(y2))
     return gx
 
 
@@ -153,7 +161,7 @@ def cross_entropy_forward(x2, t):
     e = np.empty(x2.shape, x2.dtype)
     s = np.empty(M, x2.dtype)
     loss = np.empty(M, x2.dtype)
-    _ce_fwd(x2, np.ascontiguousarray(t, dtype=np.int64), e, s, loss)
+    _ce_fwd(x2, np.ascontiguousarray(t, dtype=np.int64), e, s, loss, _exact(x2))
     return e, s, loss
 
 
@@ -168,7 +176,7 @@ def cross_entropy_backward(e, scale, t, tgt):
 def attn_softmax_(A, row0=0, causal=False):
     """In place on scores ``A`` (h, rows, keys), C-contiguous: see the module docstring."""
     h, rows, keys = A.shape
-    _attn_fwd(A.reshape(h * rows, keys), int(row0), int(rows), bool(causal), _tiny(A))
+    _attn_fwd(A.reshape(h * rows, keys), int(row0), int(rows), bool(causal), _tiny(A), _exact(A))
     return A
 
 
