@@ -15,7 +15,8 @@ Per call:
    values, the module's ``training`` flag and the grad mode. A key seen before replays its
    graph; a new key traces again (up to ``cache_size_limit`` = 8 keys, then eager).
 3. *Trace* (``trace.py``) the eager call into a ``Graph`` (``graph.py``), then the passes
-   (``passes.py``): dead-code elimination, common subexpressions, elementwise fusion into
+   (``passes.py``): dead-code elimination, common subexpressions, linear's bias split off
+   to fuse with the activation after it, elementwise fusion into
    generated Numba kernels (``codegen.py``; NumPy arrays only, and only when the kernels are
    on, ``SHARDFLOW_KERNELS``).
 4. *Check*: the new graph is replayed once on the tracing inputs and compared with the eager
@@ -156,10 +157,11 @@ class CompiledFunction:
         n_calls = g.count("call")
         dead = passes.dce(g)
         merged = passes.cse(g)
-        fused = []
+        fused, split = [], 0
         if all(type(n.value.array) is np.ndarray for n in g.nodes if n.kind == "const") and \
                 all(not isinstance(a, Tensor) or type(a.array) is np.ndarray for a in args) and \
                 kernels.enabled():
+            split = passes.split_linear_bias(g)
             fused = passes.fuse_elementwise(g)
         with no_grad():
             replay = executor.run(g, args)
@@ -171,7 +173,7 @@ class CompiledFunction:
             return _Entry(reason=bad), result
         groups = "; ".join("+".join(g.nodes[m[-1]].name.split(", ")) for m in fused) or "none"
         _log(self.log, f"traced inputs {shapes}: {n_calls} op calls, dce removed {dead}, cse merged "
-                       f"{merged}, fused {len(fused)} group(s) [{groups}], {dt:.2f} s\n{g}")
+                       f"{merged}, linear bias split {split}, fused {len(fused)} group(s) [{groups}], {dt:.2f} s\n{g}")
         return _Entry(graph=g), result
 
     def explain(self) -> str:

@@ -13,10 +13,10 @@ per element; the members other nodes read are stored to output arrays. Example, 
         for i in prange(M):
             for j in range(N):
                 x0 = float(a0[i, j]); x1 = float(a1[j])
-                v3 = x0 + x1
-                v4 = 0.5 * v3 * (1.0 + ERF(v3 * 0.7071067811865476))
-                v5 = v4 * 2.0
-                o0[i, j] = v5
+                v0 = x0 + x1
+                v1 = 0.5 * v0 * (1.0 + ERF(v0 * 0.7071067811865476))
+                v2 = v1 * 2.0
+                o0[i, j] = v2
 
 ``ERF``/``TANH`` are the vectorisable float32 approximations of ``kernels/_math.py`` for
 float32 graphs and libm for float64 ones. Kernels are memoised by source, so a retrace with
@@ -108,7 +108,7 @@ def make_fused(g, members, outputs) -> Node:
     body: list[str] = []
     name_of: dict[int, str] = {}
     inside = set(members)
-    for m in members:
+    for pos, m in enumerate(members):  # locals named by position: equal groups share a kernel
         n = g.nodes[m]
         ops = []
         for a in n.args:
@@ -123,8 +123,8 @@ def make_fused(g, members, outputs) -> Node:
             else:
                 ops.append(repr(float(a)))
         expr = elementwise_expr(g, m).format(*ops)
-        name_of[m] = f"v{m}"
-        body.append(f"            v{m} = {expr}")
+        name_of[m] = f"v{pos}"
+        body.append(f"            v{pos} = {expr}")
     loads = []
     for k, kind in enumerate(kinds):
         idx = {"full": "[i, j]", "row": "[j]", "scalar": "[0]"}[kind]

@@ -110,7 +110,7 @@ class Graph:
             if n.kind == "input":
                 lines.append(f"%{i} = input[{n.index}]{ann}")
             elif n.kind == "const":
-                lines.append(f"%{i} = const {tuple(n.value.shape)} {n.value.dtype}")
+                lines.append(f"%{i} = const{ann}")
             elif n.kind == "fused":
                 outs = ", ".join(f"%{o}" for o in n.outputs)
                 lines.append(f"{outs} = fused[{n.name}]({_fmt(n.args)})")

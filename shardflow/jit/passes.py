@@ -6,6 +6,9 @@ change (removed nodes become ``dead``), so ``Ref``s stay valid.
   node is pure).
 * ``cse``: two calls of one op function on the same arguments (same ``Ref``s, equal
   constants) compute the same value; the later one's users read the earlier one.
+* ``split_linear_bias``: ``linear(x, w, b)`` whose result an elementwise op reads becomes
+  ``linear(x, w)`` then ``add(., b)``, so the bias add fuses with the activation after it
+  (one pass over the output instead of two: the GEMM epilogue of a fused compiler).
 * ``fuse_elementwise``: maximal groups of elementwise calls (``codegen.ELEMENTWISE``) on one
   output shape become one generated Numba kernel (``codegen.py``). A call joins the group of
   one of its operands when (a) every other operand was made before the group's first member
@@ -16,7 +19,8 @@ change (removed nodes become ``dead``), so ``Ref``s stay valid.
 
 from __future__ import annotations
 
-from .codegen import elementwise_expr, make_fused
+from ..autograd import dispatch
+from .codegen import ELEMENTWISE, elementwise_expr, make_fused
 from .graph import Graph, Node, Ref, map_refs
 
 
@@ -115,3 +119,47 @@ def fuse_elementwise(g: Graph) -> list[tuple[int, ...]]:
         g.nodes[members[-1]] = node
         fused.append(tuple(members))
     return fused
+
+
+def split_linear_bias(g: Graph) -> int:
+    """Rewrite ``linear(x, w, b)`` read by an elementwise op as ``add(linear(x, w), b)``;
+    returns how many. Rebuilds the node list (indices change; Refs are remapped)."""
+    users = g.users()
+
+    def wanted(i, n):
+        if n.kind != "call" or n.name != "linear" or len(n.args) != 3 or n.kwargs:
+            return False
+        b = n.args[2]
+        if not isinstance(b, Ref) or b.item is not None or i not in g.meta:
+            return False
+        shape, dtype = g.meta[i]
+        bm = g.meta.get(b.node)
+        return (bm is not None and bm == ((shape[-1],), dtype) and any(
+            u >= 0 and g.nodes[u].kind == "call" and g.nodes[u].name in ELEMENTWISE for u in users[i]))
+
+    todo = {i for i, n in enumerate(g.nodes) if wanted(i, n)}
+    if not todo:
+        return 0
+    add = dispatch.OPS["add"].__wrapped__
+    new_nodes: list[Node] = []
+    new_meta: dict = {}
+    where: dict[int, int] = {}
+
+    def remap(r: Ref) -> Ref:
+        return Ref(where[r.node], r.item)
+
+    for i, n in enumerate(g.nodes):
+        n.args, n.kwargs = map_refs(n.args, remap), map_refs(n.kwargs, remap)
+        if i in todo:
+            x, w, b = n.args
+            new_nodes.append(Node("call", name="linear", target=n.target, args=(x, w)))
+            new_meta[len(new_nodes) - 1] = g.meta[i]
+            new_nodes.append(Node("call", name="add", target=add, args=(Ref(len(new_nodes) - 1), b)))
+        else:
+            new_nodes.append(n)
+        where[i] = len(new_nodes) - 1
+        if i in g.meta:
+            new_meta[where[i]] = g.meta[i]
+    g.nodes, g.meta = new_nodes, new_meta
+    g.outputs = map_refs(g.outputs, remap)
+    return len(todo)

@@ -46,6 +46,7 @@ class _Tracer:
             if r is None:
                 r = self.consts[id(t)] = self.g.add(Node("const", value=t))
                 self.values[id(t)] = r
+                self.g.meta[r.node] = (tuple(t.shape), t.array.dtype)
             return r
         raise TraceError(
             f"op '{op}' got a tensor of shape {tuple(t.shape)} that is not an input, a parameter, "
