@@ -2,12 +2,14 @@
 
 Forward, per row (rows split across cores): ``mu = mean(x)``, ``var = mean((x - mu)^2)``
 (two passes over a row that stays in L1), ``rstd = 1/sqrt(var + eps)``,
-``y = (x - mu) * rstd * w + b``. Sums accumulate in float64.
+``y = (x - mu) * rstd * w + b``. Sums accumulate in the array's dtype (vectorised 8 wide
+for float32; float64 accumulators made the loops half as wide and cost a conversion per
+element: the kernels alone, forward+backward over (2048, 256), 0.68-0.92 ms -> 0.44 ms).
 
 Backward, per row, with ``xhat = (x - mu) * rstd`` recomputed and ``gxhat = g * w``:
 ``gx = rstd * (gxhat - mean(gxhat) - xhat * mean(gxhat * xhat))``; the column sums
 ``gw = sum_rows g * xhat`` and ``gb = sum_rows g`` are accumulated per chunk of rows (one
-chunk per thread, float64) and added at the end, so no two threads write one location.
+chunk per thread) and added at the end, so no two threads write one location.
 """
 
 from __future__ import annotations
@@ -20,26 +22,26 @@ from ._numba import kernel, num_threads, prange
 
 
 @kernel
-def _fwd(x, w, b, eps, y, mu, rstd):
+def _fwd(x, w, b, eps, zero, y, mu, rstd):
     M, D = x.shape
     for i in prange(M):
-        s = 0.0
+        s = zero  # the array's dtype: float32 loops vectorise twice as wide as float64 ones
         for j in range(D):
             s += x[i, j]
-        m = s / D
-        v = 0.0
+        mu[i] = s / D
+        m = mu[i]  # read back: typed like the array
+        v = zero
         for j in range(D):
             d = x[i, j] - m
             v += d * d
-        r = 1.0 / math.sqrt(v / D + eps)
-        mu[i] = m
-        rstd[i] = r
+        rstd[i] = 1.0 / math.sqrt(v / D + eps)
+        r = rstd[i]
         for j in range(D):
             y[i, j] = (x[i, j] - m) * r * w[j] + b[j]
 
 
 @kernel
-def _bwd(g, x, mu, rstd, w, gx, gw_part, gb_part, need_x):
+def _bwd(g, x, mu, rstd, w, zero, gx, gw_part, gb_part, need_x, scratch):
     M, D = x.shape
     nchunk = gw_part.shape[0]
     step = (M + nchunk - 1) // nchunk
@@ -48,8 +50,8 @@ def _bwd(g, x, mu, rstd, w, gx, gw_part, gb_part, need_x):
         for i in range(c * step, r1):
             m = mu[i]
             r = rstd[i]
-            a = 0.0
-            cc = 0.0
+            a = zero
+            cc = zero
             for j in range(D):
                 xh = (x[i, j] - m) * r
                 gi = g[i, j]
@@ -58,8 +60,10 @@ def _bwd(g, x, mu, rstd, w, gx, gw_part, gb_part, need_x):
                 gxh = gi * w[j]
                 a += gxh
                 cc += gxh * xh
-            a /= D
-            cc /= D
+            scratch[c, 0] = a / D  # typed like the array
+            scratch[c, 1] = cc / D
+            a = scratch[c, 0]
+            cc = scratch[c, 1]
             if need_x:
                 for j in range(D):
                     xh = (x[i, j] - m) * r
@@ -75,7 +79,7 @@ def layer_norm_forward(x2, w, b, eps):
     y = np.empty((M, D), dt)
     mu = np.empty(M, dt)
     rstd = np.empty(M, dt)
-    _fwd(x2, w, b, float(eps), y, mu, rstd)
+    _fwd(x2, w, b, float(eps), dt.type(0), y, mu, rstd)
     return y, mu, rstd
 
 
@@ -85,8 +89,8 @@ def layer_norm_backward(g2, x2, mu, rstd, w, need_x=True):
     dt = x2.dtype
     w = np.ones(D, dt) if w is None else w
     nchunk = max(1, min(M, num_threads()))
-    gw = np.zeros((nchunk, D), np.float64)
-    gb = np.zeros((nchunk, D), np.float64)
+    gw = np.zeros((nchunk, D), dt)
+    gb = np.zeros((nchunk, D), dt)
     gx = np.empty((M, D), dt) if need_x else np.empty((1, 1), dt)
-    _bwd(g2, x2, mu, rstd, w, gx, gw, gb, bool(need_x))
-    return (gx if need_x else None), gw.sum(0).astype(dt), gb.sum(0).astype(dt)
+    _bwd(g2, x2, mu, rstd, w, dt.type(0), gx, gw, gb, bool(need_x), np.empty((nchunk, 2), dt))
+    return (gx if need_x else None), gw.sum(0), gb.sum(0)
