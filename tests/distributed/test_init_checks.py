@@ -98,7 +98,7 @@ def test_unknown_debug_flag_raises_naming_the_known_ones(monkeypatch):
         _config.debug_flags()
     for flag in _config.DEBUG_FLAGS:
         assert flag in str(info.value)
-    assert set(_config.DEBUG_FLAGS) == {"collectives", "plan"}
+    assert set(_config.DEBUG_FLAGS) == {"collectives", "plan", "compile"}
     monkeypatch.setenv("SHARDFLOW_DEBUG", " Plan , collectives ")
     assert _config.debug_flags() == {"plan", "collectives"}
     assert _config.debug_plan() and _config.debug_collectives()
