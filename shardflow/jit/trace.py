@@ -12,7 +12,8 @@ with ``TraceError``, which ``compile`` turns into an eager fallback with that re
 
 Also refused (the graph would not replay them faithfully): in-place ops (names ending in
 ``_``, or ``out=``), random ops (dropout with p > 0 in training mode, ``rand*``), and an
-active profiler (its hook shares the slot).
+active profiler (its hook shares the slot). The hook is process-wide: ops that other Python
+threads run during a trace would be recorded too, so trace from one thread at a time.
 """
 
 from __future__ import annotations
