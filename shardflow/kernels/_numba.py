@@ -168,7 +168,16 @@ class Kernel:
         hits = sum(disp.stats.cache_hits.values())
         t0 = time.perf_counter()
         with _state["lock"]:
-            out = disp(*args)
+            try:
+                out = disp(*args)
+            except Exception:
+                if not self.cache:
+                    raise
+                # an unreadable disk-cache entry (e.g. written by another numba version):
+                # build this kernel in memory instead; a real error raises again below
+                self.cache, self._disp = False, None
+                disp = self._dispatcher()
+                out = disp(*args)
         dt = time.perf_counter() - t0
         loaded = sum(disp.stats.cache_hits.values()) > hits
         _report.append({"kernel": self.name, "dtype": str(key[0]), "ndim": key[1],
