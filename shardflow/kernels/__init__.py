@@ -11,6 +11,8 @@ each:
   (class indices) forward and backward, attention's in-place masked softmax and its backward |
 | ``gelu.py`` | GELU (exact erf and tanh) forward and backward |
 | ``optim.py`` | Adam / AdamW and SGD (momentum, Nesterov) parameter updates, in place |
+| ``_math.py`` | vectorisable float32 ``tanh`` / ``erf`` / ``exp`` (no libm call per element) |
+| ``_numba.py`` | the lazy numba adapter: ``@kernel``, ``@helper``, threads, fork guard, report |
 
 Who takes them: an op calls ``usable(*arrays)``; it is true when the mode allows kernels
 (``SHARDFLOW_KERNELS``: ``auto`` default, ``numba``, ``numpy``), numba imports, and every
@@ -19,7 +21,8 @@ precision, strided views, numba missing) runs the op's NumPy code, which stays t
 reference: ``tests/kernels`` run every kernel against it.
 
 Compilation is lazy (first call, per dtype) and cached on disk by numba (``cache=True``);
-``compile_report()`` lists what was compiled or loaded and how long it took.
+``compile_report()`` lists what was compiled or loaded and how long it took. docs/KERNELS.md
+has the design, figures and how to add a kernel.
 """
 
 from __future__ import annotations
