@@ -9,7 +9,9 @@
 | ``executor.py`` | replays a graph without the autograd tape |
 | ``api.py`` | ``compile`` (torch.compile's signature), guards, retrace, eager fallback, log |
 
-Forward (inference) only: calls that need autograd run eagerly. See docs/KERNELS.md.
+Forward graphs: inference calls get every pass (fusion included); training forwards replay
+with the autograd tape and no fusion; backward and optimizer steps are not compiled. See
+docs/KERNELS.md.
 """
 
 from .api import CompiledFunction, OptimizedModule, compile

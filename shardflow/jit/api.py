@@ -1,4 +1,5 @@
-"""``shardflow.compile(model_or_fn)``: forward-only (inference) compile with eager fallback.
+"""``shardflow.compile(model_or_fn)``: trace, optimise and replay forward graphs, with eager
+fallback.
 
 The spelling of ``torch.compile``: ``shardflow`` is the torch-like namespace, so a PyTorch
 program calling ``torch.compile(model)`` runs with ``import shardflow as torch``. ``backend``,
@@ -7,18 +8,21 @@ program calling ``torch.compile(model)`` runs with ``import shardflow as torch``
 
 Per call:
 
-1. *Eager when autograd is needed*: with grad mode on and an input or parameter requiring
-   grad, the call runs eagerly (this compile replays forward graphs without the autograd
-   tape; training steps are not compiled). Wrap inference in ``shardflow.no_grad()`` /
-   ``inference_mode()``.
-2. *Guards*: the key is the tensor arguments' (shape, dtype, device), the other arguments'
-   values, the module's ``training`` flag and the grad mode. A key seen before replays its
-   graph; a new key traces again (up to ``cache_size_limit`` = 8 keys, then eager).
+1. *Inference or autograd*: with grad mode off (``no_grad`` / ``inference_mode``), or nothing
+   requiring grad, the graph replays without the autograd tape and gets every pass. When
+   autograd is needed (a training forward), the graph replays with autograd recording each
+   replayed op, so ``loss.backward()`` works as in eager; it gets DCE and CSE but no fusion
+   (the generated kernels have no backward), so its gain is only the skipped Module calls.
+   Backward and the optimizer step themselves are not compiled.
+2. *Guards*: the key is the tensor arguments' (shape, dtype, device, requires_grad), the
+   other arguments' values, the module's ``training`` flag, the grad mode and (1). A key
+   seen before replays its graph; a new key traces again (up to ``cache_size_limit`` = 8
+   keys, then eager).
 3. *Trace* (``trace.py``) the eager call into a ``Graph`` (``graph.py``), then the passes
-   (``passes.py``): dead-code elimination, common subexpressions, linear's bias split off
-   to fuse with the activation after it, elementwise fusion into
-   generated Numba kernels (``codegen.py``; NumPy arrays only, and only when the kernels are
-   on, ``SHARDFLOW_KERNELS``).
+   (``passes.py``): dead-code elimination, common subexpressions, linear's bias split off to
+   fuse with the activation after it, elementwise fusion into generated Numba kernels
+   (``codegen.py``; NumPy arrays only, and only when the kernels are on,
+   ``SHARDFLOW_KERNELS``).
 4. *Check*: the new graph is replayed once on the tracing inputs and compared with the eager
    result (float tolerance of the dtype); a mismatch, or anything the trace refuses, makes
    that key run eagerly, with the reason logged.
@@ -54,8 +58,8 @@ def _log(lines: list[str], msg: str) -> None:
 class _Entry:
     """One guard key's compiled graph, or the reason it runs eagerly."""
 
-    def __init__(self, graph=None, reason=None):
-        self.graph, self.reason = graph, reason
+    def __init__(self, graph=None, reason=None, autograd=False):
+        self.graph, self.reason, self.autograd = graph, reason, autograd
 
 
 class CompiledFunction:
@@ -72,7 +76,8 @@ class CompiledFunction:
         parts = []
         for a in args:
             if isinstance(a, Tensor):
-                parts.append(("T", tuple(a.shape), str(a.array.dtype), str(a.device)))
+                parts.append(("T", tuple(a.shape), str(a.array.dtype), str(a.device),
+                              a.requires_grad))
             else:
                 try:
                     hash(a)
@@ -80,7 +85,7 @@ class CompiledFunction:
                 except TypeError:
                     return None
         training = self.module.training if self.module is not None else None
-        return (tuple(parts), training, is_grad_enabled())
+        return (tuple(parts), training, is_grad_enabled(), self._needs_autograd(args))
 
     def _needs_autograd(self, args) -> bool:
         if not is_grad_enabled():
@@ -100,10 +105,6 @@ class CompiledFunction:
         if kwargs:
             return self._eager_logged("keyword arguments are not compiled (pass them "
                                       "positionally)", args, kwargs)
-        if self._needs_autograd(args):
-            return self._eager_logged("autograd is needed (grad mode on and a tensor requires "
-                                      "grad): compile replays forward graphs only; run inference "
-                                      "under shardflow.no_grad()", args, kwargs)
         key = self._key(args)
         if key is None:
             return self._eager_logged("an argument is unhashable (guards need hashable "
@@ -120,6 +121,8 @@ class CompiledFunction:
         if entry.graph is None:
             return self._eager(entry.reason, args, kwargs)
         self.stats["replays"] += 1
+        if entry.autograd:  # the replayed ops record the tape: backward works as in eager
+            return executor.run(entry.graph, args)
         with no_grad():
             return executor.run(entry.graph, args)
 
@@ -146,9 +149,13 @@ class CompiledFunction:
         t0 = time.perf_counter()
         self.stats["traces"] += 1
         shapes = ", ".join(str(p[1]) for p in key[0] if p[0] == "T")
+        autograd = key[-1]
         try:
-            with no_grad():
+            if autograd:  # the trace run is the eager call: its result carries the tape
                 g, result = trace(self.fn, args, self._consts())
+            else:
+                with no_grad():
+                    g, result = trace(self.fn, args, self._consts())
         except TraceError as e:
             _log(self.log, f"eager for inputs {shapes}: {e}")
             if self.fullgraph:
@@ -158,7 +165,8 @@ class CompiledFunction:
         dead = passes.dce(g)
         merged = passes.cse(g)
         fused, split = [], 0
-        if all(type(n.value.array) is np.ndarray for n in g.nodes if n.kind == "const") and \
+        if not autograd and \
+                all(type(n.value.array) is np.ndarray for n in g.nodes if n.kind == "const") and \
                 all(not isinstance(a, Tensor) or type(a.array) is np.ndarray for a in args) and \
                 kernels.enabled():
             split = passes.split_linear_bias(g)
@@ -172,9 +180,11 @@ class CompiledFunction:
             _log(self.log, f"eager for inputs {shapes}: the replayed graph differs from eager ({bad})")
             return _Entry(reason=bad), result
         groups = "; ".join("+".join(g.nodes[m[-1]].name.split(", ")) for m in fused) or "none"
-        _log(self.log, f"traced inputs {shapes}: {n_calls} op calls, dce removed {dead}, cse merged "
-                       f"{merged}, linear bias split {split}, fused {len(fused)} group(s) [{groups}], {dt:.2f} s\n{g}")
-        return _Entry(graph=g), result
+        mode = "with autograd (no fusion)" if autograd else "inference"
+        _log(self.log, f"traced inputs {shapes} [{mode}]: {n_calls} op calls, dce removed {dead}, "
+                       f"cse merged {merged}, linear bias split {split}, fused {len(fused)} "
+                       f"group(s) [{groups}], {dt:.2f} s\n{g}")
+        return _Entry(graph=g, autograd=autograd), result
 
     def explain(self) -> str:
         """What was traced, fused, and why calls ran eagerly (the compile log)."""

@@ -71,11 +71,6 @@ def test_guards_retrace_on_new_shape_and_dtype():
 def test_fallback_reasons_are_logged_and_results_stay_eager(monkeypatch, capsys):
     monkeypatch.setenv("SHARDFLOW_DEBUG", "compile")
     x = sf.randn(3, 4, requires_grad=True)
-    cf = sf_compile(lambda t: t * 3.0)
-    y = cf(x)  # grad mode on: eager, and the result has a graph
-    y.sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), np.full((3, 4), 3.0))
-    assert "autograd is needed" in cf.explain()
 
     def inplace(t):
         u = t * 1.0
@@ -131,3 +126,46 @@ def test_reference_workloads_compiled_forward_equals_eager(key):
     g = next(iter(cm._compiled.cache.values())).graph
     assert g.count("fused") == {"mlp": 2, "cnn": 1, "gpt": 12}[key], cm.explain()
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_autograd_calls_replay_with_the_tape_and_without_fusion():
+    x = sf.randn(6, 4, requires_grad=True)
+    cf = sf_compile(lambda t: (t * 3.0).tanh() + 1.0)
+    for _ in range(2):  # trace, then replay
+        x.grad = None
+        cf(x).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), 3.0 / np.cosh(3.0 * x.detach().numpy()) ** 2,
+                                   rtol=1e-5, atol=1e-6)
+    assert cf.stats == {**cf.stats, "traces": 1, "replays": 1, "eager": 0}
+    assert "[with autograd (no fusion)]" in cf.explain() and "fused 0 group" in cf.explain()
+    with sf.no_grad():  # another guard key: inference, fused
+        cf(x)
+        cf(x)
+    assert cf.stats["traces"] == 2 and "fused 1 group" in cf.explain()
+
+
+@pytest.mark.parametrize("key,steps", [("mlp", 10), ("cnn", 10), ("gpt", 3)])
+def test_training_steps_with_compiled_model_track_eager(key, steps):
+    import torch
+
+    wl = WORKLOADS[key]
+    torch.manual_seed(0)
+    state = {k: v.detach().numpy() for k, v in wl.build(torch).state_dict().items()}
+    runs = []
+    for compiled in (False, True):
+        model = wl.build(sf)
+        model.load_state_dict({k: sf.tensor(v) for k, v in state.items()})
+        opt = wl.make_optimizer(sf, model)
+        fwd = sf.compile(model) if compiled else model
+        losses = []
+        for s in range(steps):
+            x, y = (sf.from_numpy(a) for a in wl.make_batch(np.random.default_rng(s)))
+            opt.zero_grad(set_to_none=True)
+            loss = wl.loss(sf, fwd, x, y)
+            loss.backward()
+            opt.step()
+            losses.append(float(loss))
+        runs.append(losses)
+        if compiled:
+            assert fwd._compiled.stats["replays"] == steps - 1, fwd.explain()
+    np.testing.assert_allclose(runs[1], runs[0], rtol=1e-6)
