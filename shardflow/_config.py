@@ -218,6 +218,9 @@ def mpi_launch_env() -> dict[str, str]:
         # also holds for a rank's script that never calls tune_allocator()
         "MALLOC_MMAP_THRESHOLD_": str(32 * 1024 * 1024),
         "MALLOC_TRIM_THRESHOLD_": str(256 * 1024 * 1024),
+        # mpiexec gives ranks a terminal for stdout: Numba's error highlighting then inits
+        # colorama, whose exit handler writes a stray ESC[0m into every rank's output
+        "NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING": "1",
     }
     return {k: v for k, v in defaults.items() if k not in os.environ}
 
