@@ -55,14 +55,19 @@ def test_table_has_torchs_columns_and_counts_calls():
 
 
 def test_hooks_installed_only_while_recording():
-    assert dispatch._global_handler[0] is None and slot.current is None
+    # the profiler's own slot (an earlier in-process test may have left the global-tensor
+    # handler installed, as a program that made a global tensor does)
+    assert dispatch._hooks[1] is None and slot.current is None
+    before = dispatch._global_handler[0]
     with profile() as outer:
-        assert slot.current is not None and dispatch._global_handler[0] is not None
+        assert slot.current is not None and dispatch._hooks[1] is not None
+        assert dispatch._global_handler[0] is not before
         sf.ones(2).exp()
         with profile() as inner:
             sf.ones(2).neg()
         assert slot.current is outer._rec
-    assert dispatch._global_handler[0] is None and slot.current is None
+    assert dispatch._hooks[1] is None and slot.current is None
+    assert dispatch._global_handler[0] is before
     names = [e.name for e in outer.events()]
     assert "exp" in names and "neg" in names  # an inner profile's events reach the outer
     assert "exp" not in [e.name for e in inner.events()]
