@@ -53,7 +53,7 @@ def _hashable(obj):
 
 
 def cse(g: Graph) -> int:
-    """Merge repeated calls (same op function, same arguments); returns how many merged."""
+    """Merge repeated calls (same op, same arguments); returns how many merged."""
     seen: dict = {}
     alias: dict[int, int] = {}
     merged = 0
@@ -66,7 +66,10 @@ def cse(g: Graph) -> int:
             continue
         n.args, n.kwargs = map_refs(n.args, rewrite), map_refs(n.kwargs, rewrite)
         try:
-            key = (id(n.target), _hashable(n.args), _hashable(n.kwargs))
+            # the op's registered name, not its function object: when another dispatcher hook
+            # (the global-tensor handler) is installed, each recorded call's target is a fresh
+            # closure around the same op
+            key = (n.name, _hashable(n.args), _hashable(n.kwargs))
         except TypeError:
             continue
         first = seen.setdefault(key, i)
