@@ -39,7 +39,9 @@ from .. import _config
 from .comm import _relaunch
 
 
-def _median_step(step, steps, warmup, barrier):
+def step_times(step, steps, warmup, barrier) -> list[float]:
+    """Seconds of each of ``steps`` calls of ``step`` after ``warmup`` untimed ones, every
+    timed step started together on all ranks (``barrier``)."""
     for _ in range(warmup):
         step()
     times = []
@@ -48,7 +50,11 @@ def _median_step(step, steps, warmup, barrier):
         t0 = time.perf_counter()
         step()
         times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return times
+
+
+def _median_step(step, steps, warmup, barrier):
+    return statistics.median(step_times(step, steps, warmup, barrier))
 
 
 def _bucket_elems(sizes, cap_bytes, itemsize=4):
@@ -200,7 +206,8 @@ def _worker(args) -> int:
     return 0
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port free on this host now (for torch's gloo rendezvous)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -224,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if _config.launch_info().launcher == "none":
         if args.port == 0:
-            argv = [*argv, "--port", str(_free_port())]
+            argv = [*argv, "--port", str(free_port())]
         return _relaunch("shardflow.bench.ddp", args.n, argv)
     return _worker(args)
 

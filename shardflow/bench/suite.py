@@ -34,20 +34,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 from .. import _config
+from .ddp import free_port
 from .suite_report import write_outputs
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _parser():
@@ -75,7 +69,7 @@ def _run_config(n: int, args, argv: list[str]) -> dict:
         out = os.path.join(tmp, "result.json")
         cmd = build_mpiexec_command(
             n, [sys.executable, "-u", "-m", "shardflow.bench.suite", *argv, "--worker", out,
-                "--port", str(_free_port())], tag_output=False)
+                "--port", str(free_port())], tag_output=False)
         env = rank_env({"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
                         "MKL_NUM_THREADS": "1"})
         t0 = time.monotonic()

@@ -17,6 +17,7 @@ import tracemalloc
 
 import numpy as np
 
+from .ddp import step_times
 from .suite_models import flops_per_sample, loss_fn, make_optimizer, suite_models
 
 
@@ -29,18 +30,6 @@ def gemm_gflops() -> float:
         a @ a
         best = min(best, time.perf_counter() - t0)
     return 2 * 512**3 / best / 1e9
-
-
-def _steps(step, warmup, steps, barrier) -> list[float]:
-    for _ in range(warmup):
-        step()
-    times = []
-    for _ in range(steps):
-        barrier()
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
-    return times
 
 
 def _run_shardflow(spec, x_np, y_np, world, warmup, steps):
@@ -57,7 +46,7 @@ def _run_shardflow(spec, x_np, y_np, world, warmup, steps):
         loss_fn(sf, model, x, y).backward()
         opt.step()
 
-    times = _steps(step, warmup, steps, world.barrier)
+    times = step_times(step, steps, warmup, world.barrier)
     gc.collect()
     tracemalloc.start()  # one extra untimed step: peak bytes of arrays alive
     step()
@@ -81,7 +70,7 @@ def _run_torch(spec, x_np, y_np, warmup, steps):
         loss_fn(torch, model, x, y).backward()
         opt.step()
 
-    return _steps(step, warmup, steps, tdist.barrier), None
+    return step_times(step, steps, warmup, tdist.barrier), None
 
 
 def _attempt(fn, *args):

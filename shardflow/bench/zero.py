@@ -33,7 +33,6 @@ import argparse
 import gc
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -42,6 +41,7 @@ import time
 import numpy as np
 
 from .. import _config
+from .ddp import free_port
 
 STAGES = (0, 1, 2, 3)
 MODELS = {
@@ -329,12 +329,6 @@ def _parse_mem(proc):
     return None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _parser():
     p = argparse.ArgumentParser(prog="shardflow bench zero", description=__doc__.split("\n")[0])
     p.add_argument("-n", type=int, default=2, help="ranks of the speed run (default 2)")
@@ -368,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     load = os.getloadavg()[0]
     print(f"load average at start: {load:.2f} on {os.cpu_count()} CPUs")
     if not args.skip_speed:
-        rc = _relaunch(args.n, ["--worker", "speed", "--port", str(args.port or _free_port()),
+        rc = _relaunch(args.n, ["--worker", "speed", "--port", str(args.port or free_port()),
                                 "--models", args.models, "--steps", str(args.steps)])
         if rc:
             return rc

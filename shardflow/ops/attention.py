@@ -141,8 +141,9 @@ class ScaledDotProductAttention(Function):
             if kmax == 0 or r1 == r0:
                 continue
             Pb = np.empty((n, r1 - r0, kmax), dtype=qa.dtype)  # probabilities of this block
-            bias = None if tri is None else np.where(tri[r0:r1, :kmax], 0.0, -np.inf).astype(qa.dtype)
-            ones = np.ones(kmax, dtype=qa.dtype)
+            if not fused:  # the kernel masks and sums rows itself
+                bias = None if tri is None else np.where(tri[r0:r1, :kmax], 0.0, -np.inf).astype(qa.dtype)
+                ones = np.ones(kmax, dtype=qa.dtype)
             for c in block_slices(n, (r1 - r0) * kmax):
                 A = Pb[c]
                 # (h, rows, keys); scaling q costs a pass over E columns instead of the keys

@@ -79,36 +79,14 @@ class LayerNorm(Function):
         self.shape = x.shape
         xa, dt = _up(x)
         x2 = xa.reshape(-1, D)  # (M, D)
-        xp = get_array_module(x2)
-        M = x2.shape[0]
-        inv = xp.full(D, 1.0 / D, dtype=x2.dtype)
         w2 = _f32(w, xa.dtype)
         w2 = None if w2 is None else w2.reshape(D)
         b2 = None if b is None else b.reshape(D).astype(xa.dtype, copy=False)
         self.fused = kernels.usable(x2, w2, b2)
         if self.fused:  # one Numba pass per row (shardflow/kernels/layer_norm.py)
             y, mu, rstd = _ln_kernels.layer_norm_forward(x2, w2, b2, eps)
-            self.x2, self.mu, self.rstd, self.w2, self.D, self.dt = x2, mu, rstd, w2, D, dt
-            self.wshape = None if w is None else w.shape
-            self.bshape = None if b is None else b.shape
-            return _down(y.reshape(x.shape), dt)
-        mu = xp.empty(M, dtype=x2.dtype)
-        rstd = xp.empty(M, dtype=x2.dtype)
-        y = xp.empty((M, D), dtype=x2.dtype)
-        for r in block_slices(M, D):
-            xb, yb = x2[r], y[r]
-            np.matmul(xb, inv, out=mu[r])  # row means (rows,)
-            np.subtract(xb, mu[r, None], out=yb)  # xhat before scaling
-            var = np.einsum("ij,ij->i", yb, yb)
-            var /= D
-            var += eps
-            np.sqrt(var, out=var)
-            np.divide(1.0, var, out=rstd[r])
-            yb *= rstd[r, None]
-            if w2 is not None:
-                yb *= w2
-            if b2 is not None:
-                yb += b2
+        else:
+            y, mu, rstd = _layer_norm_rows(x2, w2, b2, eps)
         self.x2, self.mu, self.rstd, self.w2, self.D, self.dt = x2, mu, rstd, w2, D, dt
         self.wshape = None if w is None else w.shape
         self.bshape = None if b is None else b.shape
@@ -163,6 +141,31 @@ class LayerNorm(Function):
             None if gw is None else _down(gw.reshape(self.wshape), self.dt),
             None if gb is None else _down(gb.reshape(self.bshape), self.dt),
         )
+
+
+def _layer_norm_rows(x2, w2, b2, eps):
+    """(y, mean, rstd) of the rows of ``x2`` (M, D), block by block (the NumPy path)."""
+    xp = get_array_module(x2)
+    M, D = x2.shape
+    inv = xp.full(D, 1.0 / D, dtype=x2.dtype)
+    mu = xp.empty(M, dtype=x2.dtype)
+    rstd = xp.empty(M, dtype=x2.dtype)
+    y = xp.empty((M, D), dtype=x2.dtype)
+    for r in block_slices(M, D):
+        xb, yb = x2[r], y[r]
+        np.matmul(xb, inv, out=mu[r])  # row means (rows,)
+        np.subtract(xb, mu[r, None], out=yb)  # xhat before scaling
+        var = np.einsum("ij,ij->i", yb, yb)
+        var /= D
+        var += eps
+        np.sqrt(var, out=var)
+        np.divide(1.0, var, out=rstd[r])
+        yb *= rstd[r, None]
+        if w2 is not None:
+            yb *= w2
+        if b2 is not None:
+            yb += b2
+    return y, mu, rstd
 
 
 @register("layer_norm")

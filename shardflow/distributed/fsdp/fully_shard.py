@@ -55,6 +55,7 @@ from __future__ import annotations
 from ... import comm as _comm
 from ...autograd import Tensor, is_grad_enabled
 from ...nn.module import Module
+from ...nn.parallel.distributed import _tensors_in  # outputs nested in lists, tuples, dicts
 from ..placement import placement as Placement
 from ._param_group import SHARDED, FSDPParamGroup
 from .offload import OffloadPolicy
@@ -237,13 +238,9 @@ class _Root:
         return None
 
     # -- backward ------------------------------------------------------------------------
-    def _dedup(self, seq) -> list:
-        seen, out = set(), []
-        for st in seq:
-            if id(st) not in seen:
-                seen.add(id(st))
-                out.append(st)
-        return out
+    @staticmethod
+    def _dedup(seq) -> list:
+        return list({id(st): st for st in seq}.values())  # first occurrences, in order
 
     def backward_order(self) -> list:
         """Units in the order backward reaches them (their pre-backward hooks fire): the
@@ -327,7 +324,7 @@ def _post_forward(module, args, output):
     root = st.root
     grad = is_grad_enabled()
     if grad and st.group is not None and st.group.trainable:
-        outs = [t for t in _tensors(output, []) if t.requires_grad]
+        outs = [t for t in _tensors_in(output, []) if t.requires_grad]
         if outs:
             fired = [False]
 
@@ -371,18 +368,6 @@ def _make_grad_hook(st):
             st.root.unit_ready(st)
 
     return hook
-
-
-def _tensors(obj, out):
-    if isinstance(obj, Tensor):
-        out.append(obj)
-    elif isinstance(obj, list | tuple):
-        for o in obj:
-            _tensors(o, out)
-    elif isinstance(obj, dict):
-        for o in obj.values():
-            _tensors(o, out)
-    return out
 
 
 def _lazy_init(st) -> None:
