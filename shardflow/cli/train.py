@@ -100,9 +100,11 @@ class TrainConfig:
     ckpt_interval: int = 250
     keep_checkpoints: int = 3
     num_workers: int = 1
-    # layout (gpt): 0 = data parallel over every rank; dp x tp must be the world size
+    # layout (gpt): dp 0 = every rank not used by tp x pp; dp x tp x pp must be the world size
     dp: int = 0
     tp: int = 1
+    pp: int = 1  # pipeline stages (cli/train_parallel.py); 1F1B over `microbatches` (0: 2 x pp)
+    microbatches: int = 0
     # ZeRO (docs/ZERO.md): 0 off; 1 optimizer state sharded (ZeroRedundancyOptimizer + DDP);
     # 2 also gradients, 3 also parameters (fully_shard, reshard_after_forward False / True)
     zero: int = 0
@@ -220,6 +222,14 @@ def validate(cfg: TrainConfig) -> None:
          f"use a divisor of --n-head ({cfg.n_head}): each rank holds n_head / tp heads")
     need(cfg.zero in (0, 1, 2, 3), "--zero", cfg.zero,
          "use 0 (off), 1 (shard optimizer state), 2 (+ gradients) or 3 (+ parameters)")
+    need(isinstance(cfg.pp, int) and cfg.pp >= 1, "--pp", cfg.pp, "use 1 (no pipeline) or more stages")
+    need(cfg.pp == 1 or cfg.task == "gpt", "--pp", cfg.pp, "pipeline parallelism is built for gpt; use --pp 1")
+    need(isinstance(cfg.microbatches, int) and cfg.microbatches >= 0, "--microbatches", cfg.microbatches,
+         "use 0 (2 x --pp) or a positive number of micro-batches per step")
+    if cfg.pp > 1:  # parallelize's own checks, for the world size the flags imply
+        from .train_parallel import check_pipeline_config
+
+        check_pipeline_config(cfg, None, ConfigError)
     need(cfg.zero == 0 or (cfg.tp == 1 and cfg.dp == 0), "--zero", cfg.zero,
          "ZeRO shards over the data-parallel ranks of a plain data-parallel run; drop --tp/--dp "
          "(global-tensor layouts) or use --zero 0")
@@ -230,8 +240,8 @@ def validate(cfg: TrainConfig) -> None:
         need(cuda_is_available(), "--device", cfg.device,
              "this machine has no CUDA device that CuPy sees: run on a machine with an NVIDIA GPU "
              "and CuPy (`pip install 'shardflow[gpu]'`), or use --device cpu")
-        need(cfg.tp == 1 and cfg.dp == 0 and cfg.zero == 0, "--device", cfg.device,
-             "on the GPU only data parallelism is wired so far; drop --tp/--dp/--zero")
+        need(cfg.tp == 1 and cfg.pp == 1 and cfg.dp == 0 and cfg.zero == 0, "--device", cfg.device,
+             "on the GPU only data parallelism is wired so far; drop --tp/--pp/--dp/--zero")
     need(cfg.on_nonfinite in NONFINITE_MODES, "--on-nonfinite", cfg.on_nonfinite,
          "use raise (stop at the first non-finite loss) or skip (skip such updates)")
     if cfg.data is not None:
@@ -383,14 +393,19 @@ def train(cfg: TrainConfig) -> dict:
             dist.init_process_group("nccl" if cfg.device == "cuda" else None)
         rank, world = dist.get_rank(), dist.get_world_size()
     master = rank == 0
-    layout = _layout(cfg, world)  # None: DDP (world > 1) or one process; else (dp, tp)
+    pipe_dp = None  # --pp > 1: the data-parallel degree of the pipeline layout
+    if cfg.pp > 1:
+        from .train_parallel import PipelineTraining, check_pipeline_config
+
+        pipe_dp = check_pipeline_config(cfg, world, ConfigError)
+    layout = None if pipe_dp else _layout(cfg, world)  # None: pipeline, DDP or one process; else (dp, tp)
     if layout is not None:
         dp_size = layout[0]
         if cfg.batch_size % dp_size:
             raise ConfigError(
                 f"--batch-size: got {cfg.batch_size}, which {dp_size} data-parallel ranks cannot "
                 f"share evenly; fix: use a multiple of {dp_size}")
-    elif cfg.batch_size % world:
+    elif cfg.batch_size % world and not pipe_dp:
         raise ConfigError(
             f"--batch-size: got {cfg.batch_size}, which {world} ranks cannot share evenly (it is "
             f"the global batch; each rank trains on batch-size / world-size samples); fix: use a "
@@ -448,8 +463,10 @@ def train(cfg: TrainConfig) -> dict:
             if start_step >= cfg.max_steps:
                 log(f"checkpoint step {start_step} >= --max-steps {cfg.max_steps}: nothing to do")
 
-    model = raw_model
-    if layout is not None:
+    model, pipe = raw_model, None
+    if pipe_dp:  # parallelize prints the communication plan (rank 0)
+        pipe = PipelineTraining(cfg, raw_model, optimizer, pipe_dp, _AGREED_SIGNALS)
+    elif layout is not None:
         # Global tensors: parameters laid out over a (dp, tp) mesh (Megatron's split on tp,
         # broadcast on dp); every rank reads the whole global batch and keeps its S(0) part.
         from shardflow.distributed.full_state import shard_optimizer_state
@@ -479,12 +496,13 @@ def train(cfg: TrainConfig) -> dict:
     log(f"task {cfg.task}: {model_class.__name__} with {n_params:,} parameters, "
         f"{flops / 1e6:.1f} MFLOP per training sample; world size {world}"
         + (f"; ZeRO stage {cfg.zero}" if cfg.zero else "")
-        + (f" (global tensors: dp {layout[0]} x tp {layout[1]})" if layout is not None else
+        + (pipe.describe() if pipe else
+           f" (global tensors: dp {layout[0]} x tp {layout[1]})" if layout is not None else
            f" ({cfg.batch_size // world} of each batch of {cfg.batch_size} per rank)" if world > 1 else "")
         + f"; baseline loss (unigram / uniform) {task.baseline:.4f}")
 
     sampler = StepBatchSampler(len(task.train_ds), cfg.batch_size, cfg.seed, start_step,
-                               cfg.max_steps, *((0, 1) if layout is not None else (rank, world)))
+                               cfg.max_steps, *((0, 1) if layout is not None or pipe else (rank, world)))
     # its own generator: worker seeds must not consume the default generator, whose state
     # (dropout masks) travels in the checkpoint
     loader = sfdata.DataLoader(task.train_ds, batch_sampler=sampler, num_workers=cfg.num_workers,
@@ -494,6 +512,10 @@ def train(cfg: TrainConfig) -> dict:
                                         cfg.eval_iters, 0))  # fixed val batches: comparable evals
 
     def evaluate():
+        if pipe is not None:  # the whole model on rank 0 (a collective); rank 0 evaluates
+            pipe.sync()
+            if not master:
+                return float("nan"), None
         model.eval()
         losses, accs = [], []
         with sf.no_grad():
@@ -522,7 +544,10 @@ def train(cfg: TrainConfig) -> dict:
     def save(step):
         nonlocal last_finite
         gathered = layout is not None or cfg.zero >= 2
-        if gathered:  # whole tensors (a collective): resumes on any layout
+        if pipe is not None:  # every stage's parameters and optimizer state (collectives)
+            pipe.sync()
+            opt_state = pipe.optimizer_state()
+        elif gathered:  # whole tensors (a collective): resumes on any layout
             from shardflow.distributed.full_state import full_optimizer_state_dict, full_state_dict
 
             model_state, opt_state = full_state_dict(raw_model), full_optimizer_state_dict(optimizer)
@@ -530,7 +555,9 @@ def train(cfg: TrainConfig) -> dict:
             optimizer.consolidate_state_dict(to=0)  # a collective: whole state on rank 0
         if not master:
             return
-        if not gathered:
+        if pipe is not None:
+            model_state = raw_model.state_dict()
+        elif not gathered:
             model_state, opt_state = raw_model.state_dict(), optimizer.state_dict()
         finite = (_parameters_finite(raw_model) if not gathered else
                   all(bool(np.isfinite(v.array).all()) for v in model_state.values()
@@ -553,6 +580,25 @@ def train(cfg: TrainConfig) -> dict:
 
         bar = tqdm(total=cfg.max_steps, initial=start_step, desc=f"train {cfg.task}", unit="step",
                    dynamic_ncols=True, file=sys.stderr)
+    def decide(bad, loss_val, grad_norm):
+        """True: skip this step's update (all ranks decide alike); raises NonFiniteError to stop."""
+        try:
+            skip = guard.skip_update(step + 1, bool(bad), loss_val, grad_norm, lr)
+        except NonFiniteError as e:
+            last = last_finite or "none yet"
+            also = ("; or pass --on-nonfinite skip to skip such steps" if cfg.on_nonfinite == "raise"
+                    else "")
+            raise NonFiniteError(
+                f"{e}. Last checkpoint with finite parameters: {last}. Fix: lower --lr "
+                f"(now {cfg.lr:g}) or --grad-clip (now {cfg.grad_clip:g}), then --resume{also}",
+                e.step) from None
+        if skip:
+            msg = (f"step {step + 1}: non-finite loss or gradient (loss {loss_val:.4g}, gradient "
+                   f"norm {grad_norm:.4g}); update skipped ({guard.streak} in a row, "
+                   f"limit {cfg.max_consecutive_skips})")
+            (bar.write(msg) if bar else log(msg))
+        return skip
+
     model.train()
     t0, last_t, last_step = time.time(), time.time(), start_step
     step, loss_val, val_loss, val_acc, tps = start_step, float("nan"), None, None, 0.0
@@ -575,41 +621,30 @@ def train(cfg: TrainConfig) -> dict:
             for g in optimizer.param_groups:
                 g["lr"] = lr
             batch = next(it)
-            if layout is not None and step == start_step and _config.debug_plan():
-                from shardflow.distributed import comm_plan
 
-                with comm_plan() as plan:
+            if pipe is not None:  # agree, clip, decide and update inside (train_parallel.py)
+                loss_val, grad_norm, bad, signum = pipe.step(batch, stop.signum, decide)
+            else:
+                if layout is not None and step == start_step and _config.debug_plan():
+                    from shardflow.distributed import comm_plan
+
+                    with comm_plan() as plan:
+                        loss, _ = task.loss(model, batch)
+                        loss.backward()
+                    log(f"communication plan of one step (dp {layout[0]} x tp {layout[1]}):\n{plan}")
+                else:
                     loss, _ = task.loss(model, batch)
                     loss.backward()
-                log(f"communication plan of one step (dp {layout[0]} x tp {layout[1]}):\n{plan}")
-            else:
-                loss, _ = task.loss(model, batch)
-                loss.backward()
-            loss_val = loss.item()
-            # the total norm before clipping; max_norm=inf measures without clipping
-            grad_norm = float(nn.utils.clip_grad_norm_(raw_model.parameters(),
-                                                       cfg.grad_clip or math.inf).item())
-            # one small all-reduce per step: the ranks agree on skipping and on stopping, and
-            # the loss logged is the mean over ranks (= the loss of the global batch)
-            loss_val, bad, signum = _agree(loss_val, not math.isfinite(loss_val) or not math.isfinite(grad_norm),
-                                           stop.signum, world)
-            try:
-                skip = guard.skip_update(step + 1, bool(bad), loss_val, grad_norm, lr)
-            except NonFiniteError as e:
-                last = last_finite or "none yet"
-                also = ("; or pass --on-nonfinite skip to skip such steps" if cfg.on_nonfinite == "raise"
-                        else "")
-                raise NonFiniteError(
-                    f"{e}. Last checkpoint with finite parameters: {last}. Fix: lower --lr "
-                    f"(now {cfg.lr:g}) or --grad-clip (now {cfg.grad_clip:g}), then --resume{also}",
-                    e.step) from None
-            if skip:
-                msg = (f"step {step + 1}: non-finite loss or gradient (loss {loss_val:.4g}, gradient "
-                       f"norm {grad_norm:.4g}); update skipped ({guard.streak} in a row, "
-                       f"limit {cfg.max_consecutive_skips})")
-                (bar.write(msg) if bar else log(msg))
-            else:
-                optimizer.step()
+                loss_val = loss.item()
+                # the total norm before clipping; max_norm=inf measures without clipping
+                grad_norm = float(nn.utils.clip_grad_norm_(raw_model.parameters(),
+                                                           cfg.grad_clip or math.inf).item())
+                # one small all-reduce per step: the ranks agree on skipping and on stopping, and
+                # the loss logged is the mean over ranks (= the loss of the global batch)
+                loss_val, bad, signum = _agree(loss_val, not math.isfinite(loss_val) or not math.isfinite(grad_norm),
+                                               stop.signum, world)
+                if not decide(bad, loss_val, grad_norm):
+                    optimizer.step()
             optimizer.zero_grad(set_to_none=True)
             step += 1
             if step % cfg.log_interval == 0 or step == cfg.max_steps:
@@ -649,7 +684,9 @@ def train(cfg: TrainConfig) -> dict:
                 "time_s": f"{time.time() - t0:.2f}"})
     log(f"final val loss {val_loss:.4f} (baseline {task.baseline:.4f})"
         + ("" if val_acc is None else f", accuracy {val_acc:.4f}"))
-    if layout is not None or cfg.zero >= 2:  # sample with a whole copy of the model on rank 0
+    if pipe is not None:
+        pipe.sync()  # every stage's parameters on rank 0 (and every rank)
+    elif layout is not None or cfg.zero >= 2:  # sample with a whole copy of the model on rank 0
         from shardflow.distributed.full_state import full_state_dict
 
         whole = full_state_dict(raw_model)

@@ -1,0 +1,152 @@
+"""``shardflow train gpt --pp N``: the training loop's step through ``shardflow.parallelize``.
+
+``check_pipeline_config`` runs ``parallelize``'s own validation (``validate_parallel_config``:
+dp x tp x pp = world size, pp divides the layers, tp the heads, dp x micro-batches the
+batch, supported combinations) and turns its refusal into a ``ConfigError`` naming the
+flags, before anything is built: once with the world size implied by the flags (from
+``validate``, before launch questions arise), once with the real one (start of ``train``).
+
+``PipelineTraining`` builds the layout with ``parallelize(model, gate, dp=, tp=, pp=,
+split=gpt_pipe, loss_fn=gpt_loss)``, which prints the communication plan on rank 0, and
+runs each step through ``Parallelized.step``. What the loop must do between backward and
+the update happens in :class:`_UpdateGate`, the optimizer ``parallelize`` is given, whose
+``step()`` is called once the schedule's last backward (and the tied / data-parallel
+gradient reductions) are done:
+
+1. one SUM all-reduce over the world of ``[loss share, squared gradient norm share, one
+   flag per stop signal]``: the last stage's ranks give their replica's mean micro-batch
+   loss / dp, and each parameter's squared gradient norm is counted once, on its owner
+   (the first stage holding it, replica 0; ``pipelining/sync.py``). So every rank gets the
+   global batch's loss and the global gradient norm across stages;
+2. gradient clipping with that norm (``clip_grad_norm_``'s rule: scale by
+   ``max_norm / (norm + 1e-6)`` when below 1), applied by every rank to its own stage;
+3. the non-finite decision (``decide``: the loop's ``NonFiniteGuard``; it may raise, on
+   every rank alike since they decide on the same reduced numbers), then the real
+   optimizer's ``step()`` unless the update is skipped.
+
+Evaluation, checkpoints and the final sample need the whole model: ``sync()`` brings every
+parameter from its owner to every rank, ``optimizer_state()`` the whole optimizer state
+(``shardflow/distributed/pipelining/sync.py`` has their communication plans).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from shardflow import comm
+
+__all__ = ["check_pipeline_config", "PipelineTraining"]
+
+def _microbatches(cfg) -> int:
+    return cfg.microbatches or 2 * cfg.pp
+
+
+def check_pipeline_config(cfg, world: int | None, error) -> int:
+    """The data-parallel degree of a ``--pp`` run; raises ``error`` (ConfigError) for a config
+    ``parallelize`` refuses. ``world`` None: check what does not depend on the world size."""
+    from shardflow.distributed.parallel_config import validate_parallel_config
+
+    per = cfg.tp * cfg.pp
+    dp = cfg.dp or (max(1, world // per) if world is not None else 1)
+    w = world if world is not None else dp * per
+    try:
+        validate_parallel_config(w, dp, cfg.tp, cfg.pp, cfg.zero, cfg.n_layer, cfg.n_head,
+                                 cfg.batch_size, _microbatches(cfg))
+    except (ValueError, NotImplementedError) as e:
+        flags = (f"--dp {cfg.dp or dp} --tp {cfg.tp} --pp {cfg.pp} --microbatches "
+                 f"{_microbatches(cfg)} --batch-size {cfg.batch_size} --n-layer {cfg.n_layer}")
+        raise error(f"{flags}" + (f" on {world} rank(s)" if world is not None else "")
+                    + f": {str(e).removeprefix('parallelize: ')}") from None
+    return dp
+
+
+class _UpdateGate:
+    """The optimizer handed to ``parallelize``: its ``step()`` agrees, clips and decides
+    before the real update (module docstring). Anything else goes to the real optimizer."""
+
+    def __init__(self, run, optimizer):
+        self._run, self._optimizer = run, optimizer
+
+    def __getattr__(self, name):  # param_groups, state, defaults, state_dict, ...
+        return getattr(self._optimizer, name)
+
+    def zero_grad(self, set_to_none: bool = True):
+        self._optimizer.zero_grad(set_to_none=set_to_none)
+
+    def step(self, closure=None):
+        self._run._agree_clip_decide()
+
+
+class PipelineTraining:
+    """The ``--pp`` layout of the training loop (module docstring)."""
+
+    def __init__(self, cfg, model, optimizer, dp: int, signals):
+        from shardflow.distributed.parallel_config import parallelize
+        from shardflow.distributed.pipelining.sync import parameter_owners
+        from shardflow.models.gpt_pipeline import gpt_loss, gpt_pipe
+
+        self.cfg, self.model, self.optimizer, self.dp = cfg, model, optimizer, dp
+        self.signals = tuple(signals)
+        self.world = comm.get_world()
+        self._losses: list = []  # this rank's micro-batch losses of the current step
+
+        def loss_fn(output, target):
+            loss = gpt_loss(output, target)
+            self._losses.append(loss)
+            return loss
+
+        self.par = parallelize(model, _UpdateGate(self, optimizer), dp=dp, tp=cfg.tp, pp=cfg.pp,
+                               loss_fn=loss_fn, split=gpt_pipe, n_microbatches=_microbatches(cfg),
+                               batch_size=cfg.batch_size)
+        self.stage = self.par._state["stage"]
+        # the same cut on every rank (it only wraps the model's modules; no communication)
+        self.owners = parameter_owners(gpt_pipe(model, cfg.pp), lambda s: s * dp)
+        self._params = list({id(p): p for p in self.stage.submod.parameters()}.values())
+        self._decide, self._signum, self.last = None, None, None
+
+    def describe(self) -> str:
+        return (f" (pipeline: dp {self.dp} x pp {self.cfg.pp}, {_microbatches(self.cfg)} "
+                f"micro-batches of {self.cfg.batch_size // self.dp // _microbatches(self.cfg)})")
+
+    def step(self, batch, signum, decide):
+        """One training step on the global ``batch``; ``decide(bad, loss, grad_norm)`` is the
+        loop's non-finite guard (True: skip the update). Returns ``(loss, grad_norm, bad,
+        signum)`` agreed by all ranks."""
+        self._decide, self._signum = decide, signum
+        x, y = batch
+        self.par.step(x, y)
+        return self.last
+
+    def _agree_clip_decide(self) -> None:
+        losses, self._losses = self._losses, []
+        mine = [p for p in self._params if self.owners.get(id(p)) == self.world.rank]
+        sq = sum(float(np.dot(g.reshape(-1), g.reshape(-1)))
+                 for g in (p.grad.array.astype(np.float64) for p in mine if p.grad is not None))
+        loss = float(np.mean([lo.item() for lo in losses])) / self.dp if losses else 0.0
+        v = np.array([loss, sq, *(float(self._signum == s) for s in self.signals)], np.float64)
+        self.world.all_reduce(v, comm.ReduceOp.SUM)
+        loss, norm = float(v[0]), math.sqrt(v[1]) if v[1] >= 0 else float("nan")
+        got = [int(s) for s, flag in zip(self.signals, v[2:]) if flag > 0]
+        bad = not (math.isfinite(loss) and math.isfinite(norm))
+        self.last = (loss, norm, bad, got[-1] if got else 0)
+        coef = self.cfg.grad_clip / (norm + 1e-6) if self.cfg.grad_clip else math.inf
+        if not bad and coef < 1.0:
+            for p in self._params:
+                if p.grad is not None:
+                    p.grad.array *= np.asarray(coef, dtype=p.grad.array.dtype)
+        if not self._decide(bad, loss, norm):
+            self.optimizer.step()
+
+    def sync(self) -> None:
+        """Every parameter's current value on every rank (a collective)."""
+        from shardflow.distributed.pipelining.sync import sync_parameters
+
+        sync_parameters(self.model.parameters(), self.owners, self.world)
+
+    def optimizer_state(self) -> dict:
+        """The whole optimizer ``state_dict`` (a collective)."""
+        from shardflow.distributed.pipelining.sync import gather_optimizer_state
+
+        return gather_optimizer_state(self.optimizer, self.owners, self.world)

@@ -1,0 +1,116 @@
+"""The whole model from a pipeline: every parameter's (and optimizer state's) current value,
+brought from the rank that trains it to every rank.
+
+Under pipeline parallelism each rank updates only the parameters of its own stage; the
+copies it holds of the other stages' parameters (the model was built whole on every rank)
+go stale after the first step. Evaluation, sampling and checkpoints need the whole model,
+so :func:`sync_parameters` copies each parameter from its owner, and
+:func:`gather_optimizer_state` builds the whole optimizer ``state_dict`` the same way.
+
+Ownership (:func:`parameter_owners`): a parameter belongs to the first stage that holds it
+(a tied parameter, e.g. GPT's embedding / LM head shared by the first and last stage, to the
+first: both copies hold the same value after every step) and, among the data-parallel
+replicas of that stage (which hold equal values), to replica 0; ``rank_of(stage)`` gives its
+world rank (``stage * dp`` in ``pipeline_groups``' numbering).
+
+Communication plan (on ``group``, normally the world; every rank calls, in the same order):
+
+* ``sync_parameters``: for each owner rank in increasing order and each dtype of its
+  parameters, one ``broadcast`` from the owner of the flat concatenation of those
+  parameters (the receivers know the shapes: every rank built the same model). One
+  broadcast per stage for a float32 model: the bytes of the whole model reach every rank.
+* ``gather_optimizer_state``: for each owner rank, one ``broadcast_object`` of the layout
+  (parameter index, state key, shape, dtype; no data) and one ``broadcast`` per dtype of the
+  flat state values (AdamW: ``exp_avg``, ``exp_avg_sq``, ``step``): twice the model's bytes.
+
+Both are plain collectives on whole arrays: nothing is pickled but the small layout list.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...autograd.tensor import Tensor
+
+__all__ = ["parameter_owners", "sync_parameters", "gather_optimizer_state"]
+
+
+def parameter_owners(pipe, rank_of) -> dict:
+    """``{id(parameter): world rank of its owner}`` for the parameters of ``pipe``'s stages:
+    the first stage that holds the parameter, on rank ``rank_of(stage)``."""
+    owner: dict = {}
+    for s, mod in enumerate(pipe.stages):
+        for p in mod.parameters():
+            owner.setdefault(id(p), int(rank_of(s)))
+    return owner
+
+
+def _broadcast_arrays(arrays: list, src: int, group) -> None:
+    """Overwrite ``arrays`` on every rank with the values on rank ``src``: one broadcast per
+    dtype of a flat buffer (the caller guarantees equal shapes and dtypes on every rank)."""
+    for dt in sorted({a.dtype.str for a in arrays}):
+        sel = [a for a in arrays if a.dtype.str == dt]
+        n = sum(a.size for a in sel)
+        if group.rank == src:
+            buf = np.concatenate([a.reshape(-1) for a in sel]) if sel else np.empty(0, dt)
+        else:
+            buf = np.empty(n, dtype=np.dtype(dt))
+        group.broadcast(buf, src=src)
+        if group.rank != src:
+            off = 0
+            for a in sel:
+                a[...] = buf[off:off + a.size].reshape(a.shape)
+                off += a.size
+
+
+def sync_parameters(params, owners: dict, group) -> None:
+    """Give every rank the owner's current value of each parameter in ``params`` (in place:
+    optimizers and modules keep their references). ``owners`` as from
+    :func:`parameter_owners`; a parameter it does not list is left alone."""
+    by_owner: dict = {}
+    for p in {id(p): p for p in params}.values():
+        if id(p) in owners:
+            by_owner.setdefault(owners[id(p)], []).append(p)
+    for src in sorted(by_owner):
+        ps = by_owner[src]
+        _broadcast_arrays([p.array for p in ps], src, group)
+        if group.rank != src:
+            for p in ps:
+                p._version[0] += 1  # changed in place, as optimizer.step does
+
+
+def _indexed_params(optimizer) -> list:
+    """The parameters in ``optimizer.state_dict()``'s index order."""
+    seen, out = set(), []
+    for g in optimizer.param_groups:
+        for p in g["params"]:
+            if id(p) not in seen:
+                seen.add(id(p))
+                out.append(p)
+    return out
+
+
+def gather_optimizer_state(optimizer, owners: dict, group) -> dict:
+    """The whole ``optimizer.state_dict()`` on every rank: each parameter's state as its
+    owner holds it (a collective; the ranks' own state is not changed)."""
+    params = _indexed_params(optimizer)
+    local = optimizer.state_dict()
+    state: dict = {}
+    for src in sorted(set(owners.values())):
+        layout, values = None, None
+        if group.rank == src:
+            layout, values = [], []
+            for i, p in enumerate(params):
+                if owners.get(id(p)) != src or i not in local["state"]:
+                    continue
+                for key, v in local["state"][i].items():
+                    arr = np.array(v.array if isinstance(v, Tensor) else v)
+                    layout.append((i, key, arr.shape, arr.dtype.str, isinstance(v, Tensor)))
+                    values.append(arr)
+        layout = group.broadcast_object(layout, src=src)
+        if values is None:
+            values = [np.empty(shape, dtype=np.dtype(dt)) for _, _, shape, dt, _ in layout]
+        _broadcast_arrays(values, src, group)
+        for (i, key, _, _, is_tensor), arr in zip(layout, values):
+            state.setdefault(i, {})[key] = Tensor(arr) if is_tensor else arr.item()
+    return {"state": state, "param_groups": local["param_groups"]}
