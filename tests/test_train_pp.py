@@ -143,3 +143,19 @@ def test_pp_times_dp_must_match_the_world_before_anything_is_built(tmp_path):
     assert "dp x tp x pp = 2 x 1 x 2 = 4, but the job has 2 rank(s); launch with `shardflow run -n 4`" \
         in r.stdout + r.stderr
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.mpi
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy overflow in the diverging model
+def test_pp_divergence_stops_at_the_same_step_as_one_rank(corpus, tmp_path, capsys):
+    flags = [*FLAGS[:FLAGS.index("--max-steps")], *FLAGS[FLAGS.index("--max-steps") + 2:]]
+    flags += ["--max-steps", "30", "--lr", "1e6", "--ckpt-interval", "1", "--keep-checkpoints", "1",
+              "--eval-interval", "100"]
+    assert main(["gpt", "--data", str(corpus), "--out", str(tmp_path / "one"), *flags]) == 1
+    step = int(capsys.readouterr().err.split("non-finite at step ")[1].split(" ")[0])
+    out = tmp_path / "pp"
+    r = _run(2, "--pp", "2", "--data", str(corpus), "--out", str(out), *flags)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"the training loss or gradient became non-finite at step {step} " in r.stderr  # all ranks agreed
+    assert sorted(f for f in out.iterdir() if f.name.startswith("ckpt_")) == [out / f"ckpt_{step - 1:07d}.safetensors"]
+    assert all(np.isfinite(v.numpy()).all() for v in sf.load(out / f"ckpt_{step - 1:07d}.safetensors")["model"].values())
