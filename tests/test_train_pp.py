@@ -136,6 +136,24 @@ def test_bad_pipeline_config_is_refused_before_anything_is_built(tmp_path, capsy
     assert not (tmp_path / "x").exists()
 
 
+def test_pp_with_tp_follows_parallelize(tmp_path, capsys):
+    """Refused with parallelize's own message while parallelize refuses tp x pp; accepted
+    by the CLI's checks once it does not."""
+    from shardflow.distributed.parallel_config import validate_parallel_config
+
+    flags = ["gpt", "--pp", "2", "--tp", "2", "--n-layer", "4", "--out", str(tmp_path / "x")]
+    try:
+        validate_parallel_config(4, 1, 2, 2, 0, 4, 4, 32, 4)
+    except NotImplementedError as e:
+        assert main(flags) == 2
+        assert str(e).removeprefix("parallelize: ") in capsys.readouterr().err
+        assert not (tmp_path / "x").exists()
+    else:
+        assert resolve_config(flags).tp == 2
+    assert main(["gpt", "--microbatches", "4", "--out", str(tmp_path / "y")]) == 2
+    assert "--microbatches: got 4; fix: micro-batches are for pipeline stages" in capsys.readouterr().err
+
+
 @pytest.mark.mpi
 def test_pp_times_dp_must_match_the_world_before_anything_is_built(tmp_path):
     r = _run(2, "--pp", "2", "--dp", "2", "--out", str(tmp_path / "x"), *FLAGS)

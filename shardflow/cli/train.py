@@ -4,6 +4,7 @@
     shardflow train mnist --data DIR        # LeNet-5 (or --model mlp) on MNIST IDX files
     shardflow train digits                  # MLP on scikit-learn's digits
     shardflow run -n 2 shardflow train gpt  # the same, data parallel over 2 ranks
+    shardflow run -n 4 shardflow train gpt --pp 2 --dp 2   # 2 pipeline stages x 2 replicas
 
 Configuration: task defaults < ``--config file.yaml`` (keys are the long flag names with
 ``_``) < command-line flags. A configuration that cannot work is refused before anything
@@ -26,7 +27,9 @@ compute the same mean gradient as one process: the same flags give the same trai
 up to float rounding, on any number of ranks, and a checkpoint saved on N ranks resumes
 on M. (Dropout masks are the exception: each rank draws them for its own slice, so with
 ``--dropout`` > 0 the result depends on N; resuming on a different N says so.) Only rank
-0 prints and writes files.
+0 prints and writes files. ``--tp`` / ``--dp`` lay the model out as global tensors;
+``--pp`` cuts it into pipeline stages through ``shardflow.parallelize``
+(``train_parallel.py``); docs/TRAINING.md "Parallel layouts".
 
 Stopping: SIGTERM (preemption; ``shardflow run`` forwards it to every rank), SIGHUP and
 SIGINT (Ctrl-C) finish the current step, write a checkpoint and exit 128 + the signal
@@ -226,6 +229,8 @@ def validate(cfg: TrainConfig) -> None:
     need(cfg.pp == 1 or cfg.task == "gpt", "--pp", cfg.pp, "pipeline parallelism is built for gpt; use --pp 1")
     need(isinstance(cfg.microbatches, int) and cfg.microbatches >= 0, "--microbatches", cfg.microbatches,
          "use 0 (2 x --pp) or a positive number of micro-batches per step")
+    need(cfg.microbatches == 0 or cfg.pp > 1, "--microbatches", cfg.microbatches,
+         "micro-batches are for pipeline stages: add --pp 2 (or more), or drop --microbatches")
     if cfg.pp > 1:  # parallelize's own checks, for the world size the flags imply
         from .train_parallel import check_pipeline_config
 
