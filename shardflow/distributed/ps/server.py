@@ -5,14 +5,17 @@ The model's parameters, flattened in ``model.parameters()`` order, form one floa
 split across the servers by ``numpy.array_split`` (``torch.chunk``'s sizes for an even
 split): as a placement, the parameters are ``Split(0)`` over the server sub-mesh, the
 workers hold ``Broadcast`` copies, and their gradients are ``Partial`` sums that the servers
-reduce. The update is SGD, ``shard -= lr * mean_gradient``.
+reduce. The update (``optim.py``) is SGD, ``shard -= lr * mean_gradient``, or Adam with its
+moments kept next to the shard (``optimizer="adam"``).
 
 * ``mode="sync"``: the gradients of clock ``c`` from every live worker are averaged and
   applied at once; a pull for clock ``c`` waits until round ``c`` is applied (DDP's result).
 * ``mode="async"`` with ``staleness=s`` (stale synchronous parallel): every push is applied
-  on arrival as ``lr * g / num_workers``; a worker at clock ``c`` may pull only when every
-  live worker has pushed at least ``c - s`` gradients. ``s = 0`` is lock-step (equal to sync
-  up to the order of the additions), larger ``s`` lets fast workers run ahead.
+  on arrival as one step with ``lr / num_workers`` (SGD: ``lr * g / num_workers``); a worker
+  at clock ``c`` may pull only when every live worker has pushed at least ``c - s``
+  gradients. ``s = 0`` is lock-step (with SGD equal to sync up to the order of the
+  additions; Adam steps once per push, so it differs), larger ``s`` lets fast workers run
+  ahead.
 
 Failure handling (one thread per connection plus a watch thread):
 
@@ -36,6 +39,7 @@ import time
 
 import numpy as np
 
+from .optim import make_shard_optimizer
 from .wire import recv_msg, send_msg
 
 __all__ = ["ParameterServer"]
@@ -45,7 +49,8 @@ class ParameterServer:
     def __init__(self, server_id: int, num_workers: int, *, lr: float, mode: str = "sync",
                  staleness: int = 0, worker_timeout: float = 5.0, on_worker_loss: str | None = None,
                  host: str = "127.0.0.1", port: int = 0, poll: float = 0.5,
-                 start_timeout: float = 60.0):
+                 start_timeout: float = 60.0, optimizer: str = "sgd", betas=(0.9, 0.999),
+                 eps: float = 1e-8):
         if mode not in ("sync", "async"):
             raise ValueError(f"mode must be 'sync' or 'async', got {mode!r}")
         if staleness < 0:
@@ -53,6 +58,7 @@ class ParameterServer:
         on_worker_loss = on_worker_loss or ("fail" if mode == "sync" else "continue")
         if on_worker_loss not in ("fail", "continue"):
             raise ValueError(f"on_worker_loss must be 'fail' or 'continue', got {on_worker_loss!r}")
+        self.opt = make_shard_optimizer(optimizer, lr, betas, eps)
         self.server_id, self.num_workers, self.lr = server_id, num_workers, float(lr)
         self.mode, self.staleness, self.on_worker_loss = mode, int(staleness), on_worker_loss
         self.worker_timeout, self.poll = float(worker_timeout), float(poll)
@@ -92,7 +98,7 @@ class ParameterServer:
     def stats(self) -> dict:
         return {"server": self.server_id, "version": self.version, "updates": self.updates,
                 "clocks": dict(self.clock), "done": sorted(self.done), "lost": list(self.lost),
-                "failed": self.failed}
+                "failed": self.failed, **self.opt.config()}
 
     def _log(self, msg: str) -> None:
         print(f"shardflow ps: server {self.server_id}: {msg}", file=sys.stderr, flush=True)
@@ -189,7 +195,7 @@ class ParameterServer:
         if grad.shape != self.shard.shape:
             return {"error": f"push of shape {grad.shape} to a shard of shape {self.shard.shape}"}, None
         if self.mode == "async":
-            self.shard -= (self.lr / self.num_workers) * grad
+            self.opt.step(self.shard, grad, 1.0 / self.num_workers)
             self.updates += 1
         else:
             self.pending.setdefault(clock, {})[w] = np.array(grad)
@@ -204,7 +210,7 @@ class ParameterServer:
         got = self.pending.get(self.version)
         if got and set(got) >= self.live:
             grads = [got[k] for k in sorted(got)]
-            self.shard -= self.lr * (np.sum(grads, axis=0) / len(grads))
+            self.opt.step(self.shard, (np.sum(grads, axis=0) / len(grads)).astype(np.float32))
             self.updates += len(grads)
             del self.pending[self.version]
             self.version += 1
