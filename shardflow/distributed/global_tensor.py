@@ -94,21 +94,40 @@ class _Alias(Function):
         return g
 
 
+def _gather_over_mesh(obj, placement):
+    """Every mesh rank's ``obj``, indexed by mesh coordinate: one all_gather_object on the
+    world for a placement that covers it; on a sub-mesh (``mesh["tp"]``, which leaves ranks
+    out, e.g. one pipeline stage's) a gather over each mesh dimension's own group, innermost
+    first, so only the placement's ranks take part."""
+    if getattr(placement, "_parent", None) is None:
+        from .. import comm as _comm
+
+        shapes = _comm.get_world().all_gather_object(obj)
+        return lambda coord: shapes[int(placement.ranks[coord])]
+    nested = obj
+    for k in reversed(range(placement.ndim)):  # group rank order = coordinate order
+        nested = placement.group(k).all_gather_object(nested)
+
+    def at(coord):
+        v = nested
+        for c in coord:
+            v = v[c]
+        return v
+
+    return at
+
+
 def _infer_shape(local, placement, sbp):
     shape = list(local.shape)
     if not any(s.is_split() for s in sbp):
         return tuple(shape)
-    from .. import comm as _comm
-
-    world = _comm.get_world()
-    shapes = world.all_gather_object(tuple(local.shape))
-    ranks = placement.ranks
+    shape_at = _gather_over_mesh(tuple(local.shape), placement)
     for d in {s.dim for s in sbp if s.is_split()}:
         split_dims = [k for k, s in enumerate(sbp) if s.is_split() and s.dim == d]
         total = 0
         for coord in np.ndindex(*placement.shape):
             if all(coord[k] == 0 for k in range(placement.ndim) if k not in split_dims):
-                total += shapes[int(ranks[coord])][d]
+                total += shape_at(coord)[d]
         shape[d] = total
     return tuple(shape)
 

@@ -8,11 +8,13 @@ bad config fails on all ranks with the same message):
 * ``tp`` divides the number of heads (``model.config.n_head``);
 * ``dp * n_microbatches`` divides ``batch_size`` (when given);
 * supported combinations: ``dp x tp`` (global tensors, ``data_tensor_parallel``),
-  ``pp x dp`` (``pipelining``: stages on the rows of a ``("pp", "dp")`` mesh),
+  ``dp x tp x pp`` with ``pp > 1`` (``pipelining``: the mesh ``("pp", "dp", "tp")``; each
+  stage's parameters are global tensors on its sub-mesh ``mesh["tp"]`` laid out by the
+  model's tensor-parallel plan, activations travel whole between same-TP-index ranks of
+  neighbouring stages: ``pipelining/mesh.py``, ``pipelining/tp_layout.py``),
   ``zero=1`` with ``dp`` only (``distributed/zero.py``'s ZeroRedundancyOptimizer).
-  ``pp > 1`` with ``tp > 1`` needs global tensors on placements that leave ranks out
-  (docs/GLOBAL.md "Not built yet") and ``zero`` with ``tp``/``pp`` or ``zero > 1`` through
-  this entry point are refused with NotImplementedError naming what is missing.
+  ``zero`` with ``tp``/``pp`` or ``zero > 1`` through this entry point are refused with
+  NotImplementedError naming what is missing.
 
 Then the communication plan is printed on rank 0 (before step 1) and a
 :class:`Parallelized` is returned whose ``step(x, y)`` runs one training step from the
@@ -55,11 +57,6 @@ def validate_parallel_config(world: int, dp: int = 1, tp: int = 1, pp: int = 1, 
         raise ValueError(f"parallelize: the global batch of {batch_size} does not split into dp={dp} "
                          f"replicas x {n_microbatches} micro-batches; use a batch divisible by "
                          f"{dp * n_microbatches}")
-    if pp > 1 and tp > 1:
-        raise NotImplementedError(
-            "parallelize: pp > 1 with tp > 1 needs tensor-parallel global tensors on the ranks of "
-            "one pipeline stage, i.e. placements that leave ranks out, which are not built yet "
-            "(docs/GLOBAL.md); use pp x dp or dp x tp")
     if zero not in (0, 1, 2, 3):
         raise ValueError(f"parallelize: zero must be 0, 1, 2 or 3, got {zero!r}")
     if zero and (tp > 1 or pp > 1):
@@ -93,16 +90,29 @@ def comm_plan_text(model, dp, tp, pp, zero, n_microbatches, batch_size=None) -> 
                      f"gradients backward{act}; bubble (p-1)/(m+p-1) = "
                      f"{(pp - 1) / (n_microbatches + pp - 1):.3f}; 1F1B schedule")
         lines.append("  pp: tied parameters (embedding / LM head): one all-reduce between the first "
-                     "and last stage per step")
-    if tp > 1:
+                     "and last stage per step" + (f", per TP index (matching shards, {tp} pairs)"
+                                                  if tp > 1 else ""))
+    if tp > 1 and pp == 1:
         per = ""
         if cfg is not None and batch_size:
             per = f" of {_mb(4 * batch_size / dp * cfg.block_size * cfg.n_embd)}"
         lines.append(f"  tp: Megatron layout over {tp} ranks: 2 all-reduces{per} per layer forward and 2 "
                      f"backward ({2 * cfg.n_layer if cfg else '?'} + {2 * cfg.n_layer if cfg else '?'} per step)")
+    elif tp > 1:
+        per, layers = "", "?"
+        if cfg is not None:
+            layers = cfg.n_layer // pp
+            if batch_size:
+                per = f" of {_mb(4 * batch_size / dp / n_microbatches * cfg.block_size * cfg.n_embd)}"
+        lines.append(f"  tp: Megatron layout over the {tp} ranks of each stage (sub-mesh mesh['tp']): per "
+                     f"micro-batch 2 all-reduces{per} per layer forward and 2 backward "
+                     f"({layers} layers per stage); each stage's output is all-reduced whole before "
+                     f"it is sent, to the same TP index of the next stage ({tp} pipelines of {pp} "
+                     "stages)")
     if dp > 1:
         what = "all-reduce (average) of" if not zero else "all-reduce of"
-        lines.append(f"  dp: {what} {_mb(grad_bytes)} of gradients per rank per step over {dp} replicas")
+        lines.append(f"  dp: {what} {_mb(grad_bytes)} of gradients per rank per step over {dp} replicas"
+                     + (" (per stage and TP index)" if pp > 1 and tp > 1 else ""))
         if zero == 1:
             lines.append(f"  zero-1: optimizer state Split(0) over {dp} ranks; all-gather of "
                          f"{_mb(grad_bytes)} of updated parameters after each step")
@@ -157,7 +167,9 @@ class Parallelized:
         kw = dict(target=Tensor(np.ascontiguousarray(ya[sl])), losses=losses) if stage.is_last else {}
         sched.step(*args, **kw)
         self.optimizer.step()
-        mine = np.array([np.mean([lo.item() for lo in losses]) / self.dp if losses else 0.0])
+        # The last stage's TP ranks all hold the same losses: TP index 0 speaks for them.
+        speak = losses and st.get("tp_index", 0) == 0
+        mine = np.array([np.mean([lo.item() for lo in losses]) / self.dp if speak else 0.0])
         world.all_reduce(mine)
         return float(mine[0])
 
@@ -188,13 +200,21 @@ def parallelize(model, optimizer, dp: int = 1, tp: int = 1, pp: int = 1, zero: i
         print(text, flush=True)
     par = Parallelized(model, optimizer, dp, tp, pp, zero, loss_fn, m, text)
     if pp > 1:
-        from .pipelining import PipelineStage, Schedule1F1B, pipeline_groups
+        from .pipelining import PipelineStage, Schedule1F1B, lay_out_stage, pipeline_mesh
 
-        pp_group, dp_group, st = pipeline_groups(pp, dp, world)
+        pm = pipeline_mesh(pp, dp, tp)  # every communicator, on every rank, before stages diverge
+        st = pm.stage
         pipe = split(model, pp)
-        stage = PipelineStage(pipe.stages[st], st, pp, group=pp_group, tied=pipe.tied_for(st),
-                              dp_group=dp_group)
-        par._state.update(stage=stage, dp_group=dp_group, replica=world.rank % dp,
+        tp_mesh = None
+        if tp > 1:
+            if plan is None and hasattr(model, "tensor_parallel_plan"):
+                plan = model.tensor_parallel_plan()
+            tp_mesh = pm.tp_mesh
+            lay_out_stage(model, pipe.stages[st], tp_mesh, plan)
+        stage = PipelineStage(pipe.stages[st], st, pp, group=pm.pp_group, tied=pipe.tied_for(st),
+                              dp_group=pm.dp_group, tp_mesh=tp_mesh)
+        par._state.update(stage=stage, dp_group=pm.dp_group, replica=pm.replica,
+                          tp_index=pm.tp_index, mesh=pm.mesh,
                           schedule=Schedule1F1B(stage, m, loss_fn=loss_fn))
         return par
     if zero == 1 and dp > 1:

@@ -11,9 +11,14 @@ every other coordinate with this rank (for the 2x2 mesh: dimension 0 of rank 1 i
 dimension in the same order (so first use must happen on all ranks, as it does in SPMD
 code), and cached per (mesh, dimension).
 
-Today every rank of the world must be in the placement, and ranks only on the CPU ("cuda"
-is accepted once the NCCL backend lands). A placement is a value: two placements with the
-same type and ranks compare equal and share their communicators.
+A placement built with ``placement(...)`` covers every rank of the world, on the CPU ("cuda"
+is accepted once the NCCL backend lands). A sub-mesh ``mesh["tp"]`` leaves ranks out: it
+holds the ranks of one line of ``mesh`` and uses that mesh dimension's communicator, so
+global tensors on it involve only those ranks (a pipeline stage's tensor-parallel ranks,
+``pipelining/mesh.py``). When only some ranks will use a sub-mesh, make the parent mesh's
+communicators first on every rank (``mesh.create_groups()``), since ``new_group`` is
+collective over the world. A placement is a value: two placements with the same type and
+ranks compare equal and share their communicators.
 """
 
 from __future__ import annotations
@@ -127,6 +132,14 @@ class placement:  # noqa: N801 - OneFlow's name
                     g = sub
         _GROUPS[key] = g
         return g
+
+    def create_groups(self) -> placement:
+        """Make the communicator of every mesh dimension now (collective: every rank of the
+        world calls it), so that later use by a subset of ranks (one pipeline stage's
+        sub-mesh) creates nothing."""
+        for k in range(self.ndim):
+            self.group(k)
+        return self
 
     def index(self, dim: int) -> int:
         """This rank's coordinate along mesh dimension ``dim``."""

@@ -1,5 +1,6 @@
 """``shardflow.parallelize``: validation before launch, the printed plan, and dp x tp x pp
-layouts of GPT-mini against one process (losses over three AdamW steps, 1e-5)."""
+layouts of GPT-mini against one process (losses over three AdamW steps, 1e-5), 1x2x2 and
+2x1x2 included (gradients and parameters of every layout: test_pipeline_tp.py)."""
 
 import re
 
@@ -61,9 +62,11 @@ def test_parallelize_layouts_on_two_ranks_equal_one_process():
 
 
 @pytest.mark.mpi
-def test_parallelize_dp2_pp2_on_four_ranks_equals_one_process():
-    res = run_mpi(SCRIPT, n=4, timeout=120, args=["2x1x2"], env={"SHARDFLOW_COMM_TIMEOUT": "30"}).check()
-    assert res.output.count("OK") == 4, res.output
+def test_parallelize_dp2_pp2_and_tp2_pp2_on_four_ranks_equal_one_process():
+    res = run_mpi(SCRIPT, n=4, timeout=120, args=["2x1x2", "1x2x2"],
+                  env={"SHARDFLOW_COMM_TIMEOUT": "30"}).check()
+    assert res.output.count("OK") == 8, res.output  # 2 layouts x 4 ranks
+    assert "tp: Megatron layout over the 2 ranks of each stage (sub-mesh mesh['tp'])" in res.output
 
 
 def test_validation_errors_name_the_fix():
@@ -77,11 +80,13 @@ def test_validation_errors_name_the_fix():
         v(4, tp=4, n_head=2)
     with pytest.raises(ValueError, match=r"global batch of 6 does not split into dp=2 replicas x 2"):
         v(2, dp=2, batch_size=6, n_microbatches=2)
-    with pytest.raises(NotImplementedError, match="placements that leave ranks out"):
-        v(4, tp=2, pp=2)
     with pytest.raises(NotImplementedError, match="zero with dp only"):
         v(4, dp=2, pp=2, zero=1)
+    with pytest.raises(NotImplementedError, match="zero with dp only"):
+        v(4, tp=2, pp=2, zero=1)
     v(4, dp=2, pp=2, n_layer=4, n_head=2, batch_size=8, n_microbatches=2)  # valid
+    v(4, tp=2, pp=2, n_layer=4, n_head=2, batch_size=8, n_microbatches=4)  # valid: TP inside stages
+    v(8, dp=2, tp=2, pp=2, n_layer=4, n_head=2, batch_size=8, n_microbatches=4)
 
 
 def test_one_process_plan_and_step(capsys):

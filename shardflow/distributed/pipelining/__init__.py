@@ -3,10 +3,11 @@
 ``split.py`` (``pipe_split``, ``split_module``, ``Pipe``), ``stage.py`` (``PipelineStage``:
 a stage's module and its send/recv of activations and gradients), ``schedules.py``
 (``ScheduleGPipe``, ``Schedule1F1B``, ``ScheduleInterleaved1F1B``), ``mesh.py`` (the
-pipeline and data-parallel groups of a ``pp x dp`` layout).
+pipeline, data-parallel and tensor-parallel groups of a ``pp x dp x tp`` layout),
+``tp_layout.py`` (a stage's parameters laid out over its tensor-parallel sub-mesh).
 """
 
-from .mesh import pipeline_groups
+from .mesh import PipelineMesh, pipeline_groups, pipeline_mesh
 from .schedules import (
     PipelineScheduleSingle,
     Schedule1F1B,
@@ -16,9 +17,10 @@ from .schedules import (
 )
 from .split import Pipe, PipeSplit, even_boundaries, pipe_split, split_module
 from .stage import PipelineStage
+from .tp_layout import lay_out_stage
 
 __all__ = [
-    "Pipe", "PipeSplit", "PipelineScheduleSingle", "PipelineStage", "Schedule1F1B",
+    "Pipe", "PipeSplit", "PipelineMesh", "PipelineScheduleSingle", "PipelineStage", "Schedule1F1B",
     "ScheduleGPipe", "ScheduleInterleaved1F1B", "bubble_fraction", "even_boundaries",
-    "pipe_split", "pipeline_groups", "split_module",
+    "lay_out_stage", "pipe_split", "pipeline_groups", "pipeline_mesh", "split_module",
 ]

@@ -13,6 +13,15 @@ Communication plan (``shardflow.comm`` checked send/recv on the pipeline group):
 * backward: stage ``s+1`` sends ``d loss / d input`` to stage ``s`` (tag ``3*s+2``); its shape
   is the one stage ``s`` sent, so no header.
 
+With ``tp_mesh`` (tensor parallelism inside the stage, parameters laid out by
+``tp_layout.lay_out_stage``): every TP rank of the stage receives the whole activation from the
+same-TP-index rank of the previous stage (the pipeline group is a line of the mesh along
+"pp"), makes it a ``Broadcast`` global tensor on ``tp_mesh``, runs the module on global
+tensors and sends its output whole (``full_tensor``: a ``Partial`` output is all-reduced over
+``tp_mesh`` first, the all-reduce the next layer would have done). Backward mirrors it: the
+received gradient is whole, and the gradient of the ``Broadcast`` input is whole too (the
+column-parallel layers' ``BroadcastUse`` all-reduces it), so what is sent back is whole.
+
 Sends are asynchronous (their handles are waited at the end of ``step``), receives are
 blocking: a rank only ever waits for data, so any schedule whose per-rank order respects
 the dependencies cannot deadlock. MPI keeps messages of one (source, tag) in order, and
@@ -52,10 +61,11 @@ class PipelineStage:
     default the world). ``tied`` (from :class:`~.split.Pipe`) lists the parameters shared
     with another stage; ``dp_group``, when given, averages the gradients over the data
     parallel replicas of this stage after the last backward (one all-reduce per parameter).
+    ``tp_mesh``, when given, is the stage's tensor-parallel sub-mesh (module docstring).
     """
 
     def __init__(self, submodule, stage_index: int, num_stages: int, device=None, group=None,
-                 *, tied=None, dp_group=None):
+                 *, tied=None, dp_group=None, tp_mesh=None):
         self.submod = submodule
         self.group = group if group is not None else _comm.get_world()
         self.stage_index = int(stage_index)
@@ -76,6 +86,7 @@ class PipelineStage:
             )
         self.tied = list(tied or [])
         self.dp_group = dp_group
+        self.tp_mesh = tp_mesh
         self._inputs: dict = {}
         self._outputs: dict = {}
         self.live_bytes = 0  # bytes of inputs + outputs held for pending backwards
@@ -135,7 +146,7 @@ class PipelineStage:
         if not self.is_first:
             x = self._recv_activation()
         t0 = time.perf_counter()
-        out = self.submod(x)
+        out = self._run(x)
         self.last_compute = time.perf_counter() - t0
         self._inputs[mb] = x
         self._outputs[mb] = out
@@ -145,6 +156,15 @@ class PipelineStage:
         if not self.is_last:
             self._send_activation(out, works)
         return out
+
+    def _run(self, x):
+        if self.tp_mesh is None:
+            return self.submod(x)
+        from ..global_tensor import from_local, full_tensor
+        from ..sbp import broadcast
+
+        xg = from_local(x, self.tp_mesh, (broadcast,)) if x._spec is None else x
+        return full_tensor(self.submod(xg))  # whole on every TP rank, differentiable
 
     def backward_one(self, mb: int, loss, works: list) -> None:
         """Backward of micro-batch ``mb``: from ``loss`` on the last stage, else from the
