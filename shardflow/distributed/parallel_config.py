@@ -153,6 +153,40 @@ class Parallelized:
             return float(v[0])
         return float(loss.item())
 
+    def full_state_dict(self) -> dict:
+        """``model.state_dict()`` with every tensor whole, on every rank (for checkpoints: a
+        plain one-process model loads it). A collective: every rank must call it.
+
+        Communication: within a stage, one all-gather per split tensor over ``mesh["tp"]``
+        (``full_tensor``); with ``pp > 1``, one broadcast per tensor over the pipeline group
+        from the first stage that holds it (every rank built the same split, so every rank
+        knows the owners and the shapes)."""
+        from .full_state import full_state_dict
+
+        if self.pp == 1:
+            return {k: Tensor(np.array(v.array, copy=True)) for k, v in full_state_dict(self.model).items()}
+        st = self._state
+        owner: dict = {}
+        for s, mod in enumerate(st["pipe"].stages):
+            for t in [*mod.parameters(), *mod.buffers()]:
+                owner.setdefault(id(t), s)
+        me, group = st["stage"].stage_index, st["stage"].group
+        out = {}
+        for k, t in self.model.state_dict(keep_vars=True).items():
+            if not isinstance(t, Tensor):
+                out[k] = t
+                continue
+            src = owner.get(id(t))
+            if src == me:
+                arr = _box_whole(t)
+            else:
+                shape = t._spec.shape if t._spec is not None else t.array.shape
+                arr = np.empty(shape, dtype=t.array.dtype)
+            if src is not None:
+                group.broadcast(arr, src=src)
+            out[k] = Tensor(arr)
+        return out
+
     def _pipeline_step(self, world, x, y) -> float:
         st = self._state
         stage, sched = st["stage"], st["schedule"]
@@ -213,7 +247,7 @@ def parallelize(model, optimizer, dp: int = 1, tp: int = 1, pp: int = 1, zero: i
             lay_out_stage(model, pipe.stages[st], tp_mesh, plan)
         stage = PipelineStage(pipe.stages[st], st, pp, group=pm.pp_group, tied=pipe.tied_for(st),
                               dp_group=pm.dp_group, tp_mesh=tp_mesh)
-        par._state.update(stage=stage, dp_group=pm.dp_group, replica=pm.replica,
+        par._state.update(stage=stage, pipe=pipe, dp_group=pm.dp_group, replica=pm.replica,
                           tp_index=pm.tp_index, mesh=pm.mesh,
                           schedule=Schedule1F1B(stage, m, loss_fn=loss_fn))
         return par
@@ -251,6 +285,15 @@ def parallelize(model, optimizer, dp: int = 1, tp: int = 1, pp: int = 1, zero: i
 
     par._state["runner"] = run_global
     return par
+
+
+def _box_whole(t) -> np.ndarray:
+    """The whole value of a (possibly global) tensor as a fresh C-contiguous array."""
+    if t._spec is None:
+        return np.array(t.array, copy=True, order="C")
+    from .global_tensor import full_tensor
+
+    return np.array(full_tensor(t.detach()).array, copy=True, order="C")
 
 
 def _rows(t, sl):
