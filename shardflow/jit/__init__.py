@@ -8,12 +8,17 @@
 | ``codegen.py`` | generates one Numba kernel per fused elementwise group |
 | ``executor.py`` | replays a graph without the autograd tape |
 | ``api.py`` | ``compile`` (torch.compile's signature), guards, retrace, eager fallback, log |
+| ``step.py`` | ``compile_step(model, optimizer, loss_fn)``: a whole training step, guards, check, fallback |
+| ``step_plan.py`` | the step's replay plan: forward, backward from each op's vjp, optimizer, memory plan |
+| ``bench.py`` | ``bench_compiled_step``: compiled vs eager step time, compile time, first step |
 
-Forward graphs: inference calls get every pass (fusion included); training forwards replay
-with the autograd tape and no fusion; backward and optimizer steps are not compiled. See
-docs/KERNELS.md.
+Forward graphs (``compile``): inference calls get every pass (fusion included); training
+forwards replay with the autograd tape and no fusion. Training steps (``compile_step``):
+forward, backward and optimizer update replay as one flat plan without the tape across ops.
+See docs/KERNELS.md.
 """
 
 from .api import CompiledFunction, OptimizedModule, compile
+from .step import CompiledStep, compile_step
 
-__all__ = ["compile", "CompiledFunction", "OptimizedModule"]
+__all__ = ["compile", "CompiledFunction", "OptimizedModule", "compile_step", "CompiledStep"]

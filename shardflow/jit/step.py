@@ -1,0 +1,276 @@
+"""``shardflow.compile_step(model, optimizer, loss_fn)``: a whole training step (forward,
+backward, optimizer update) compiled into one replay plan (``step_plan.py``).
+
+Why an explicit API rather than ``compile(train_step_fn)``: a function that calls
+``loss.backward()`` and ``optimizer.step()`` hides both from the op dispatcher (the only
+place the tracer listens); capturing them would mean patching the engine and the optimizer.
+Naming the model, the optimizer and the loss makes the parameter set, the update and the
+semantics explicit. One call ``step(*batch)`` does what this eager code does::
+
+    optimizer.zero_grad(set_to_none=True)
+    loss = loss_fn(model, *batch)          # a scalar Tensor
+    loss.backward()
+    optimizer.step()
+    return loss.detach()
+
+and leaves the same ``.grad`` (this step's gradients; None for parameters that got none).
+Difference: the ``.grad`` arrays are reused from step to step (written in place), so a
+reference kept to an old ``.grad`` sees the new values.
+
+Per call:
+
+1. *Guards*: the key is the tensor arguments' (shape, dtype, device), the other arguments'
+   values, ``model.training`` and which parameters require grad. A new key is compiled (up
+   to ``cache_size_limit`` keys, then eager); a known key replays its plan.
+2. *Compile* (first call of a key): the step runs eagerly once while ``trace.py`` records the
+   forward graph (DCE and CSE run on it; no fusion, the generated kernels have no backward);
+   that eager step is this call's result. Then the plan is *checked*: parameters and
+   optimizer state are put back as they were, the plan replays the same step, and its loss,
+   gradients and updated parameters are compared with eager's (float tolerance of the
+   dtype); eager's outcome is restored either way. A mismatch, or anything the trace refuses
+   (in-place ops, dropout in training mode, tensors made outside the dispatcher, tensor
+   hooks on parameters such as DDP's, an active autocast region), makes that key run
+   eagerly, with the reason logged.
+3. *Replay*: ``StepPlan.run``.
+
+``SHARDFLOW_DEBUG=compile`` prints each compile (the forward graph, backward kinds, memory
+plan counts, compile time) and each fallback reason; ``step.explain()`` returns the same.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..autograd import Tensor, _wrap, dispatch, is_grad_enabled
+from . import passes
+from .api import _log
+from .graph import Ref
+from .step_plan import StepPlan
+from .trace import TraceError, trace
+
+__all__ = ["compile_step", "CompiledStep"]
+
+cache_size_limit = 8
+
+
+class _Entry:
+    def __init__(self, plan=None, reason=None):
+        self.plan, self.reason = plan, reason
+
+
+class CompiledStep:
+    """``step(*batch) -> loss``: a compiled training step (see the module docstring)."""
+
+    def __init__(self, model, optimizer, loss_fn, fullgraph: bool = False):
+        self.model, self.optimizer, self.loss_fn = model, optimizer, loss_fn
+        self.fullgraph = fullgraph
+        self.params = [p for grp in optimizer.param_groups for p in grp["params"]]
+        self.cache: dict = {}
+        self.log: list[str] = []
+        self.stats = {"traces": 0, "replays": 0, "eager": 0, "compile_s": 0.0}
+
+    # ------------------------------------------------------------------ eager step
+    def eager_step(self, *args):
+        """The step this object compiles, run eagerly (the reference and the fallback)."""
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = self.loss_fn(self.model, *args)
+        loss.backward()
+        self.optimizer.step()
+        return loss.detach()
+
+    def _eager(self, reason, args):
+        if self.fullgraph:
+            raise RuntimeError(f"shardflow.compile_step(fullgraph=True): cannot compile this "
+                               f"step: {reason}")
+        if not self.log or self.log[-1] != f"eager: {reason}":
+            _log(self.log, f"eager: {reason}")
+        self.stats["eager"] += 1
+        return self.eager_step(*args)
+
+    # ------------------------------------------------------------------ guards
+    def _key(self, args):
+        parts = []
+        for a in args:
+            if isinstance(a, Tensor):
+                if a.requires_grad:
+                    return None, "an input requires grad (compile_step differentiates " \
+                                 "parameters only; run such steps eagerly)"
+                parts.append(("T", tuple(a.shape), str(a.array.dtype), str(a.device)))
+            else:
+                try:
+                    hash(a)
+                except TypeError:
+                    return None, "an argument is unhashable (guards need hashable non-tensor " \
+                                 "arguments)"
+                parts.append(("V", type(a).__name__, a))
+        training = getattr(self.model, "training", None)
+        return (tuple(parts), training, tuple(p.requires_grad for p in self.params)), None
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            return self._eager("keyword arguments are not compiled (pass them positionally)", args)
+        if not is_grad_enabled():
+            return self._eager("grad mode is off (a training step needs it)", args)
+        key, why = self._key(args)
+        if key is None:
+            return self._eager(why, args)
+        entry = self.cache.get(key)
+        if entry is None:
+            if len(self.cache) >= cache_size_limit:
+                return self._eager(f"cache_size_limit ({cache_size_limit}) guard keys reached; "
+                                   "new shapes run eagerly", args)
+            entry, loss = self._compile(args)
+            self.cache[key] = entry
+            return loss  # the compile ran this call's step eagerly
+        if entry.plan is None:
+            return self._eager(entry.reason, args)
+        self.stats["replays"] += 1
+        return entry.plan.run(args)
+
+    # ------------------------------------------------------------------ compile
+    def _consts(self) -> dict:
+        allowed: dict = {id(p): p for p in self.params}
+        mods = [self.model] if hasattr(self.model, "parameters") else []
+        for m in mods:
+            for t in list(m.parameters()) + list(m.buffers()):
+                allowed[id(t)] = t
+        for cell in (getattr(self.loss_fn, "__closure__", None) or ()):
+            try:
+                v = cell.cell_contents
+            except ValueError:
+                continue
+            if isinstance(v, Tensor):
+                allowed[id(v)] = v
+        return allowed
+
+    def _refuse(self) -> str | None:
+        if dispatch._hooks[2] is not None:
+            return "an autocast region is active (its casts are not part of the graph)"
+        for p in self.params:
+            if p._hooks or p._post_hooks:
+                return "a parameter has tensor hooks (e.g. DDP's gradient buckets); the plan " \
+                       "writes .grad without running them"
+        return None
+
+    def _compile(self, args):
+        t0 = time.perf_counter()
+        self.stats["traces"] += 1
+        shapes = ", ".join(str(tuple(a.shape)) for a in args if isinstance(a, Tensor))
+        before = _snapshot(self.params, self.optimizer)
+        reason = self._refuse()
+        g = None
+        self.optimizer.zero_grad(set_to_none=True)
+        if reason is None:
+            try:
+                g, loss = trace(lambda *a: self.loss_fn(self.model, *a), args, self._consts())
+            except TraceError as e:
+                reason = str(e)
+                loss = self.loss_fn(self.model, *args)
+            else:
+                if not (isinstance(g.outputs, Ref) and isinstance(loss, Tensor)
+                        and loss.array.size == 1 and loss.requires_grad):
+                    reason = "loss_fn must return a scalar Tensor that requires grad"
+        else:
+            loss = self.loss_fn(self.model, *args)
+        loss.backward()
+        self.optimizer.step()
+        loss = loss.detach()
+        if reason is not None:
+            _log(self.log, f"eager for inputs {shapes}: {reason}")
+            if self.fullgraph:
+                raise RuntimeError(f"shardflow.compile_step(fullgraph=True): cannot compile: "
+                                   f"{reason}")
+            self.stats["compile_s"] += time.perf_counter() - t0
+            return _Entry(reason=reason), loss
+        after = _snapshot(self.params, self.optimizer)
+        n_calls = g.count("call")
+        dead, merged = passes.dce(g), passes.cse(g)
+        plan = StepPlan(g, self.params, self.optimizer)
+        _restore(before, self.params, self.optimizer)
+        try:
+            replay = plan.run(args)
+            bad = _compare_step(replay, loss, _snapshot(self.params, self.optimizer), after)
+        except Exception as e:  # noqa: BLE001 - any failure of the plan means eager
+            bad = f"the plan raised {type(e).__name__}: {e}"
+        _restore(after, self.params, self.optimizer)  # this call's outcome is eager's
+        dt = time.perf_counter() - t0
+        self.stats["compile_s"] += dt
+        if bad:
+            _log(self.log, f"eager for inputs {shapes}: the compiled step differs from eager "
+                           f"({bad})")
+            return _Entry(reason=bad), loss
+        s = plan.stats
+        _log(self.log, f"compiled step for inputs {shapes}: {n_calls} forward op calls, dce "
+                       f"removed {dead}, cse merged {merged}; backward {s['fast_backward']} ops "
+                       f"direct, {s['engine_backward']} via the engine on their sub-graph; "
+                       f"{s['param_grads']} parameter gradients into reused .grad buffers; "
+                       f"memory plan drops {s['forward_drops']} forward values after their "
+                       f"last reader; optimizer {type(self.optimizer).__name__}.step in place; "
+                       f"{dt:.2f} s\n{g}")
+        for k in ("fast_backward", "engine_backward"):
+            s[k] = 0
+        return _Entry(plan=plan), loss
+
+    def explain(self) -> str:
+        """What was compiled and why steps ran eagerly (the compile log)."""
+        return "\n".join(self.log)
+
+
+# ---------------------------------------------------------------------- snapshots
+def _snapshot(params, optimizer) -> dict:
+    """Copies of the parameters, their ``.grad`` and the optimizer state."""
+    state = {}
+    for p in params:
+        st = optimizer.state.get(p)
+        if st:
+            state[id(p)] = {k: (v.array.copy() if isinstance(v, Tensor) else v)
+                            for k, v in st.items()}
+    return {"params": [p.array.copy() for p in params],
+            "grads": [None if p.grad is None else p.grad.array.copy() for p in params],
+            "state": state}
+
+
+def _restore(snap: dict, params, optimizer) -> None:
+    for p, a, gr in zip(params, snap["params"], snap["grads"]):
+        np.copyto(p.array, a)
+        p.grad = None if gr is None else _wrap(gr.copy())
+        st = snap["state"].get(id(p))
+        if st is None:
+            optimizer.state.pop(p, None)
+        else:
+            optimizer.state[p] = {k: (_wrap(v.copy()) if isinstance(v, np.ndarray) else v)
+                                  for k, v in st.items()}
+
+
+def _close(x, y) -> bool:
+    if x.shape != y.shape:
+        return False
+    tol = 1e-4 if x.dtype.itemsize <= 4 else 1e-9
+    return bool(np.allclose(x, y, rtol=tol, atol=tol, equal_nan=True))
+
+
+def _compare_step(loss, ref_loss, got: dict, ref: dict) -> str | None:
+    if not _close(np.asarray(loss.array), np.asarray(ref_loss.array)):
+        return f"loss {float(loss):.6g} vs eager {float(ref_loss):.6g}"
+    for k, (a, b) in enumerate(zip(got["grads"], ref["grads"])):
+        if (a is None) != (b is None) or (a is not None and not _close(a, b)):
+            return f"the gradient of parameter {k}"
+    for k, (a, b) in enumerate(zip(got["params"], ref["params"])):
+        if not _close(a, b):
+            return f"parameter {k} after the optimizer step"
+    return None
+
+
+def compile_step(model, optimizer, loss_fn, *, fullgraph: bool = False) -> CompiledStep:
+    """Compile one training step: ``loss_fn(model, *batch)`` forward, backward,
+    ``optimizer.step()``; returns a ``CompiledStep`` (call it with the batch; it returns the
+    loss). ``fullgraph=True`` raises instead of running a step eagerly."""
+    if not callable(loss_fn):
+        raise TypeError(f"compile_step: loss_fn must be callable as loss_fn(model, *batch), got "
+                        f"{type(loss_fn).__name__}")
+    if not hasattr(optimizer, "param_groups") or not hasattr(optimizer, "step"):
+        raise TypeError(f"compile_step: expected a shardflow.optim optimizer, got "
+                        f"{type(optimizer).__name__}")
+    return CompiledStep(model, optimizer, loss_fn, fullgraph=fullgraph)

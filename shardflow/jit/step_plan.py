@@ -1,0 +1,219 @@
+"""The replay plan of a compiled training step: forward, backward and optimizer as one flat
+schedule over a traced forward ``Graph``, without the autograd tape across ops.
+
+Built once per guard key (``StepPlan(graph, params, optimizer)``) from the forward graph that
+``trace.py`` recorded (after DCE and CSE); ``run(args)`` is one training step.
+
+**Forward.** The live ``call`` nodes in order. A value that needs a gradient (a parameter, or
+the result of an op on one) enters each op as a *fresh leaf*: a new Tensor around the same
+array with ``requires_grad=True`` and no history. So the op's ``Function`` (the object that
+holds what its backward reads, the same one eager autograd makes) is created, but it links
+only to those leaves: no tape across ops, nothing for the engine to walk. A value no
+gradient flows through enters as it is, so ``needs_input_grad`` is what eager sees (e.g. no
+input gradient for the first layer).
+
+**Backward.** The same nodes in reverse order (a topological order of the forward) call the
+same backward code autograd would:
+
+* one output whose ``Function`` links only to this call's leaves (almost every op):
+  ``fn.backward(g)`` directly, each returned gradient routed to the value its leaf stands for
+  (shape fix-ups as the engine's ``_fit_gradient``);
+* anything else (tuple results, ops made of several Functions, an op returning its input):
+  the engine on that op's small sub-graph only, capturing the leaves' gradients.
+
+Gradients of one value from several readers are summed in its slot, as the engine's slots do.
+
+**Parameters and the optimizer.** A parameter's gradient is complete once its first forward
+reader has run its backward; there it is written to ``.grad`` (into the previous step's
+``.grad`` array when its shape and dtype fit: the gradient buffers are allocated once).
+``optimizer.zero_grad(set_to_none=True)`` semantics for parameters that got no gradient. The
+optimizer update is the last node: ``optimizer.step()``, in place on the parameter and state
+buffers (the fused Numba Adam/AdamW/SGD kernels when they apply, ``kernels/optim.py``).
+
+**Memory plan.** Liveness from the schedule: a forward value is dropped right after its last
+forward reader ran (what a backward needs is held by that op's Function); a gradient slot is
+dropped once its op consumed it, and each Function is released right after its backward (as
+the engine's ``retain_graph=False``). NumPy's allocator reuses the freed blocks for the next
+ops; ``stats`` counts what the plan frees early.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import Tensor, _wrap
+from ..autograd import engine as _engine
+from .graph import Graph, Ref, map_refs
+
+
+class StepPlan:
+    """One guard key's compiled step: ``run(args) -> loss`` (a Tensor without history)."""
+
+    def __init__(self, g: Graph, params: list[Tensor], optimizer):
+        self.g, self.optimizer = g, optimizer
+        self.calls = [i for i, n in enumerate(g.nodes) if n.kind == "call"]
+        out_refs: list[Ref] = []
+        map_refs(g.outputs, out_refs.append)
+        keep = {r.node for r in out_refs}
+        # forward liveness: drop a value after its last forward reader
+        last: dict[int, int] = {}
+        for i in self.calls:
+            for r in g.nodes[i].refs():
+                last[r.node] = i
+        self.drops: dict[int, list[int]] = {}
+        for v, i in last.items():
+            if v not in keep and g.nodes[v].kind == "call":
+                self.drops.setdefault(i, []).append(v)
+        # parameter gradients are final after the backward of their first forward reader
+        by_id = {id(p): p for p in params}
+        first: dict[int, int] = {}
+        for i in self.calls:
+            for r in g.nodes[i].refs():
+                n = g.nodes[r.node]
+                if n.kind == "const" and id(n.value) in by_id and n.value.requires_grad:
+                    first.setdefault(r.node, i)
+        self.deliver: dict[int, list[int]] = {}
+        for v, i in first.items():
+            self.deliver.setdefault(i, []).append(v)
+        reached = {id(g.nodes[v].value) for v in first}
+        self.unreached = [p for p in params if id(p) not in reached]
+        self.stats = {"ops": len(self.calls), "fast_backward": 0, "engine_backward": 0,
+                      "forward_drops": sum(len(v) for v in self.drops.values()),
+                      "param_grads": len(first)}
+
+    # ------------------------------------------------------------------ replay
+    def run(self, args: tuple):
+        g = self.g
+        nodes = g.nodes
+        env: list = [None] * len(nodes)
+        for i, n in enumerate(nodes):
+            if n.kind == "input":
+                env[i] = args[n.index]
+            elif n.kind == "const":
+                env[i] = n.value
+
+        def get(r: Ref):
+            v = env[r.node]
+            return v if r.item is None else v[r.item]
+
+        tape: dict[int, tuple] = {}  # node -> (output, {id(leaf): Ref}), only for tracked ops
+        for i in self.calls:
+            n = nodes[i]
+            leaves: dict[int, tuple] = {}
+
+            def leaf(r: Ref, leaves=leaves):
+                t = get(r)
+                if not (isinstance(t, Tensor) and t.requires_grad):
+                    return t
+                lt = _wrap(t.array, True)
+                leaves[id(lt)] = (r, lt)
+                return lt
+
+            out = n.target(*map_refs(n.args, leaf), **map_refs(n.kwargs, leaf))
+            env[i] = out
+            if leaves:
+                tape[i] = _tape_entry(out, leaves)
+            for v in self.drops.get(i, ()):
+                env[v] = None
+        loss = map_refs(g.outputs, get)
+        self._backward(loss, tape, env)
+        self.optimizer.step()
+        return loss.detach()
+
+    def _backward(self, loss: Tensor, tape: dict, env: list) -> None:
+        nodes = self.g.nodes
+        grads: dict = {self.g.outputs: np.ones_like(loss.array)}  # Ref -> gradient array
+        for p in self.unreached:
+            p.grad = None
+        for i in reversed(self.calls):
+            entry = tape.pop(i, None)
+            if entry is not None:
+                n_out = entry[1]
+                gouts = [grads.pop(Ref(i), None)] if n_out is None else \
+                    [grads.pop(Ref(i, k), None) for k in range(n_out)]
+                if any(x is not None for x in gouts):
+                    if entry[0] == "fn":
+                        self._function_backward(entry, gouts, grads)
+                    else:
+                        self._engine_backward(entry, gouts, grads)
+            for v in self.deliver.get(i, ()):
+                _set_grad(nodes[v].value, grads.pop(Ref(v), None))
+
+    def _function_backward(self, entry, gouts: list, grads: dict) -> None:
+        """The op's one Function's ``backward``; its gradients routed to the leaves' values."""
+        _, n_out, fn, nrs, leaves = entry
+        self.stats["fast_backward"] += 1
+        if fn._out_meta is None:
+            slot = gouts
+        else:  # a multi-output Function: gradients by output number, as the engine's slot
+            slot = [None] * len(fn._out_meta)
+            for nr, x in zip(nrs, gouts):
+                slot[nr] = x
+        in_grads = _engine._call_backward(fn, slot)
+        fn.release()
+        if in_grads is None:
+            return
+        for k, edge in enumerate(fn.next):
+            if edge is None or in_grads[k] is None:
+                continue
+            ref, shape = leaves[id(edge[0])]
+            gk = in_grads[k]
+            if gk.shape != shape:
+                gk = _engine._fit_gradient(fn, k, gk, shape)
+            prev = grads.get(ref)
+            grads[ref] = gk if prev is None else prev + gk
+
+    def _engine_backward(self, entry, gouts: list, grads: dict) -> None:
+        """The engine on this op's own sub-graph (its Functions down to its leaves)."""
+        _, n_out, outs, leaves = entry
+        pairs = [(o, x) for o, x in zip(outs, gouts) if x is not None]
+        if len({id(o.grad_fn) for o, _ in pairs}) != len(pairs):
+            # the engine counts a Function's edges once per root naming it, so seeding two
+            # outputs of one Function would never complete its inputs' gradients
+            raise RuntimeError("an op's outputs share a Function reached through other "
+                               "Functions; this op's backward is not compiled")
+        self.stats["engine_backward"] += 1
+        capture = {lt: None for _, lt in leaves.values()}
+        _engine.run_backward([o for o, _ in pairs], [x for _, x in pairs], False, capture)
+        for ref, lt in leaves.values():
+            gk = capture[lt]
+            if gk is not None:
+                prev = grads.get(ref)
+                grads[ref] = gk if prev is None else prev + gk
+
+
+def _tape_entry(out, leaves: dict) -> tuple:
+    """What the backward of one op call needs, and nothing more (the memory plan).
+
+    ``("fn", n_out, fn, output numbers, {id(leaf): (Ref, shape)})`` when the op made one
+    Function whose inputs are this call's leaves: the leaves' arrays are let go (the Function
+    holds what its backward reads) and the outputs are not kept. Otherwise
+    ``("engine", n_out, outputs, {id(leaf): (Ref, leaf)})``. ``n_out``: None for a single
+    Tensor result, else the tuple's length."""
+    outs = [out] if isinstance(out, Tensor) else list(out)
+    n_out = None if isinstance(out, Tensor) else len(outs)
+    fn = outs[0].grad_fn if isinstance(outs[0], Tensor) else None
+    if fn is not None and not fn._pre_hooks and all(
+            isinstance(o, Tensor) and o.grad_fn is fn for o in outs) and \
+            (fn._out_meta is not None or len(outs) == 1) and \
+            all(e is None or id(e[0]) in leaves for e in fn.next):
+        small = {}
+        for k, (ref, lt) in leaves.items():
+            small[k] = (ref, lt.array.shape)
+            lt.array = None  # only its identity is needed: fn.next routes by it
+        return ("fn", n_out, fn, [o._output_nr for o in outs], small)
+    return ("engine", n_out, outs, leaves)
+
+
+def _set_grad(p: Tensor, g) -> None:
+    """``p.grad = g`` as the engine's leaf accumulation after ``zero_grad(set_to_none=True)``,
+    written into the existing ``.grad`` array when it fits (allocated once, reused)."""
+    if g is None:
+        p.grad = None
+        return
+    a = p.array
+    if p.grad is not None and p.grad.array.shape == a.shape and p.grad.array.dtype == a.dtype \
+            and type(p.grad.array) is type(g):
+        np.copyto(p.grad.array, g, casting="unsafe")
+    else:
+        p.grad = _wrap(g.astype(a.dtype) if g.dtype != a.dtype else g.copy())

@@ -1,0 +1,168 @@
+"""``shardflow.jit.compile_step``: a compiled training step (forward, backward, optimizer)
+against the eager step it replaces, on small MLP, CNN and GPT-mini models."""
+
+import numpy as np
+import pytest
+
+import shardflow as sf
+import shardflow.nn.functional as F
+from shardflow.bench.workloads import gpt_mini
+from shardflow.jit import compile_step
+
+
+def _mlp():
+    return sf.nn.Sequential(sf.nn.Linear(12, 32), sf.nn.ReLU(), sf.nn.Linear(32, 32), sf.nn.GELU(),
+                            sf.nn.Linear(32, 5))
+
+
+def _cnn():
+    nn = sf.nn
+    return nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(4, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Flatten(), nn.Linear(32, 16), nn.ReLU(), nn.Linear(16, 5))
+
+
+def _gpt():
+    return gpt_mini(sf, n_layer=2, d_model=32, n_head=2, block_size=16, vocab=40)
+
+
+def _ce(m, x, y):
+    return F.cross_entropy(m(x), y)
+
+
+def _gpt_loss(m, x, y):
+    logits = m(x)
+    return F.cross_entropy(logits.view(-1, logits.shape[-1]), y.view(-1))
+
+
+def _batch(kind, step, batch=6):
+    r = np.random.default_rng(step)
+    if kind == "mlp":
+        return sf.from_numpy(r.standard_normal((batch, 12)).astype(np.float32)), \
+            sf.from_numpy(r.integers(0, 5, batch))
+    if kind == "cnn":
+        return sf.from_numpy(r.standard_normal((batch, 3, 8, 8)).astype(np.float32)), \
+            sf.from_numpy(r.integers(0, 5, batch))
+    return sf.from_numpy(r.integers(0, 40, (2, 16))), sf.from_numpy(r.integers(0, 40, (2, 16)))
+
+
+CASES = {
+    "mlp": (_mlp, _ce, lambda ps: sf.optim.SGD(ps, lr=0.05, momentum=0.9)),
+    "cnn": (_cnn, _ce, lambda ps: sf.optim.SGD(ps, lr=0.05, momentum=0.9, nesterov=True)),
+    "gpt": (_gpt, _gpt_loss, lambda ps: sf.optim.AdamW(ps, lr=3e-3, weight_decay=0.1)),
+}
+
+
+def _pair(kind):
+    build, loss_fn, make_opt = CASES[kind]
+    sf.manual_seed(0)
+    a = build()
+    b = build()
+    b.load_state_dict({k: sf.tensor(v.numpy().copy()) for k, v in a.state_dict().items()})
+    sa = compile_step(a, make_opt(a.parameters()), loss_fn)
+    sb = compile_step(b, make_opt(b.parameters()), loss_fn)
+    return a, b, sa, sb
+
+
+def _assert_same_state(a, b, tol):
+    for (name, p), q in zip(a.named_parameters(), b.parameters()):
+        np.testing.assert_allclose(q.numpy(), p.numpy(), err_msg=name, **tol)
+        assert (p.grad is None) == (q.grad is None), name
+        if p.grad is not None:
+            np.testing.assert_allclose(q.grad.numpy(), p.grad.numpy(), err_msg=name, **tol)
+
+
+@pytest.mark.parametrize("kind", ["mlp", "cnn", "gpt"])
+def test_ten_compiled_steps_track_eager(kind):
+    eager_model, model, eager, step = _pair(kind)
+    tol = dict(rtol=1e-5, atol=1e-6)
+    grad_arrays = None
+    for s in range(10):
+        x, y = _batch(kind, s)
+        ref = eager.eager_step(x, y)
+        loss = step(x, y)
+        assert not loss.requires_grad
+        np.testing.assert_allclose(float(loss), float(ref), rtol=1e-6)
+        _assert_same_state(eager_model, model, tol)  # parameters and .grad after each step
+        if s == 2:
+            grad_arrays = [p.grad.array for p in model.parameters()]
+    assert step.stats == {**step.stats, "traces": 1, "replays": 9, "eager": 0}, step.explain()
+    # the .grad arrays are allocated once and written in place by later replays
+    assert all(p.grad.array is g for p, g in zip(model.parameters(), grad_arrays))
+    log = step.explain()
+    assert "compiled step for inputs" in log and "0 via the engine" in log, log
+
+
+def test_new_input_shape_retraces_and_known_shapes_replay():
+    eager_model, model, eager, step = _pair("mlp")
+    for s, batch in enumerate([6, 6, 3, 6, 3]):
+        x, y = _batch("mlp", s, batch)
+        np.testing.assert_allclose(float(step(x, y)), float(eager.eager_step(x, y)), rtol=1e-6)
+    _assert_same_state(eager_model, model, dict(rtol=1e-5, atol=1e-6))
+    assert step.stats["traces"] == 2 and step.stats["replays"] == 3 and step.stats["eager"] == 0
+    model.eval()  # the module's training flag is part of the guard key
+    eager_model.eval()
+    x, y = _batch("mlp", 9)
+    step(x, y)
+    assert step.stats["traces"] == 3
+
+
+def test_parameter_without_gradient_keeps_none_as_eager():
+    eager_model, model, eager, step = _pair("mlp")
+    for m in (eager_model, model):
+        m[2].bias.requires_grad_(False)  # frozen: no .grad, not updated
+    for s in range(3):
+        x, y = _batch("mlp", s)
+        eager.eager_step(x, y)
+        step(x, y)
+    assert model[2].bias.grad is None and step.stats["replays"] == 2
+    _assert_same_state(eager_model, model, dict(rtol=1e-5, atol=1e-6))
+
+
+def _dropout_loss(m, x, y):
+    return F.cross_entropy(F.dropout(m(x), p=0.5, training=True), y)
+
+
+def _inplace_loss(m, x, y):
+    h = m(x)
+    h.mul_(0.5)
+    return F.cross_entropy(h, y)
+
+
+@pytest.mark.parametrize("loss_fn,why", [(_dropout_loss, "random op 'dropout'"),
+                                         (_inplace_loss, "in-place op 'mul_'")])
+def test_untraceable_step_falls_back_to_eager_with_the_reason(monkeypatch, capsys, loss_fn, why):
+    monkeypatch.setenv("SHARDFLOW_DEBUG", "compile")
+    eager_model, model, _, _ = _pair("mlp")
+    opt_e = sf.optim.SGD(eager_model.parameters(), lr=0.1)
+    step = compile_step(model, sf.optim.SGD(model.parameters(), lr=0.1), loss_fn)
+    eager = compile_step(eager_model, opt_e, loss_fn)
+    for s in range(3):
+        x, y = _batch("mlp", s)
+        sf.manual_seed(s)
+        ref = eager.eager_step(x, y)
+        sf.manual_seed(s)
+        np.testing.assert_allclose(float(step(x, y)), float(ref), rtol=1e-6)
+    _assert_same_state(eager_model, model, dict(rtol=1e-6, atol=1e-7))
+    assert why in step.explain() and step.stats["eager"] == 2 and step.stats["replays"] == 0
+    assert "[shardflow.compile] eager" in capsys.readouterr().err
+    strict = compile_step(model, sf.optim.SGD(model.parameters(), lr=0.1), loss_fn, fullgraph=True)
+    with pytest.raises(RuntimeError, match="fullgraph=True"):
+        strict(*_batch("mlp", 0))
+
+
+def test_parameter_hooks_run_eagerly():
+    _, model, _, step = _pair("mlp")
+    seen = []
+    model[0].weight.register_post_accumulate_grad_hook(lambda p: seen.append(1))
+    for s in range(2):
+        step(*_batch("mlp", s))
+    assert len(seen) == 2 and step.stats["eager"] == 1 and "tensor hooks" in step.explain()
+
+
+def test_compile_step_rejects_bad_arguments():
+    model = _mlp()
+    with pytest.raises(TypeError, match="loss_fn"):
+        compile_step(model, sf.optim.SGD(model.parameters(), lr=0.1), None)
+    with pytest.raises(TypeError, match="optimizer"):
+        compile_step(model, object(), _ce)
