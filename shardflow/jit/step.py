@@ -13,9 +13,8 @@ semantics explicit. One call ``step(*batch)`` does what this eager code does::
     optimizer.step()
     return loss.detach()
 
-and leaves the same ``.grad`` (this step's gradients; None for parameters that got none).
-Difference: the ``.grad`` arrays are reused from step to step (written in place), so a
-reference kept to an old ``.grad`` sees the new values.
+and leaves the same ``.grad`` (this step's gradients, a new Tensor each step; None for
+parameters that got none).
 
 Per call:
 
@@ -205,7 +204,7 @@ class CompiledStep:
         _log(self.log, f"compiled step for inputs {shapes}: {n_calls} forward op calls, dce "
                        f"removed {dead}, cse merged {merged}; backward {s['fast_backward']} ops "
                        f"direct, {s['engine_backward']} via the engine on their sub-graph; "
-                       f"{s['param_grads']} parameter gradients into reused .grad buffers; "
+                       f"{s['param_grads']} parameter gradients; "
                        f"memory plan drops {s['forward_drops']} forward values after their "
                        f"last reader; optimizer {type(self.optimizer).__name__}.step in place; "
                        f"{dt:.2f} s\n{g}")

@@ -24,8 +24,8 @@ same backward code autograd would:
 Gradients of one value from several readers are summed in its slot, as the engine's slots do.
 
 **Parameters and the optimizer.** A parameter's gradient is complete once its first forward
-reader has run its backward; there it is written to ``.grad`` (into the previous step's
-``.grad`` array when its shape and dtype fit: the gradient buffers are allocated once).
+reader has run its backward; there it becomes ``.grad`` (without the engine's copy when the
+array is the backward's own and no other ``.grad`` holds it, see ``_set_grad``).
 ``optimizer.zero_grad(set_to_none=True)`` semantics for parameters that got no gradient. The
 optimizer update is the last node: ``optimizer.step()``, in place on the parameter and state
 buffers (the fused Numba Adam/AdamW/SGD kernels when they apply, ``kernels/optim.py``).
@@ -123,6 +123,7 @@ class StepPlan:
     def _backward(self, loss: Tensor, tape: dict, env: list) -> None:
         nodes = self.g.nodes
         grads: dict = {self.g.outputs: np.ones_like(loss.array)}  # Ref -> gradient array
+        handed: set[int] = set()  # ids of the arrays given to a .grad this step
         for p in self.unreached:
             p.grad = None
         for i in reversed(self.calls):
@@ -137,7 +138,7 @@ class StepPlan:
                     else:
                         self._engine_backward(entry, gouts, grads)
             for v in self.deliver.get(i, ()):
-                _set_grad(nodes[v].value, grads.pop(Ref(v), None))
+                _set_grad(nodes[v].value, grads.pop(Ref(v), None), handed)
 
     def _function_backward(self, entry, gouts: list, grads: dict) -> None:
         """The op's one Function's ``backward``; its gradients routed to the leaves' values."""
@@ -205,15 +206,21 @@ def _tape_entry(out, leaves: dict) -> tuple:
     return ("engine", n_out, outs, leaves)
 
 
-def _set_grad(p: Tensor, g) -> None:
-    """``p.grad = g`` as the engine's leaf accumulation after ``zero_grad(set_to_none=True)``,
-    written into the existing ``.grad`` array when it fits (allocated once, reused)."""
+def _set_grad(p: Tensor, g, handed: set) -> None:
+    """``p.grad = g`` as the engine's leaf accumulation after ``zero_grad(set_to_none=True)``
+    (a new Tensor each step).
+
+    The engine copies each leaf gradient (one backward may hand one array to several
+    inputs). Here the copy is skipped when it cannot matter: ``g`` owns its memory (not a
+    view), has the parameter's shape and dtype, and no other ``.grad`` got it this step; the
+    plan never writes a gradient array in place, so nothing else can change it."""
     if g is None:
         p.grad = None
         return
     a = p.array
-    if p.grad is not None and p.grad.array.shape == a.shape and p.grad.array.dtype == a.dtype \
-            and type(p.grad.array) is type(g):
-        np.copyto(p.grad.array, g, casting="unsafe")
-    else:
-        p.grad = _wrap(g.astype(a.dtype) if g.dtype != a.dtype else g.copy())
+    if not (type(g) is np.ndarray and g.base is None and g.dtype == a.dtype and
+            g.shape == a.shape and g.flags.c_contiguous and g.flags.writeable and
+            id(g) not in handed):
+        g = g.astype(a.dtype) if g.dtype != a.dtype else g.copy()
+    handed.add(id(g))
+    p.grad = _wrap(g)
