@@ -71,6 +71,8 @@ def validate_parallel_config(world: int, dp: int = 1, tp: int = 1, pp: int = 1, 
 
 
 def _mb(nbytes: float) -> str:
+    if nbytes < 1e5:  # small test models: "0.00 MB" would hide the size
+        return f"{nbytes / 1e3:.1f} kB"
     return f"{nbytes / 1e6:.2f} MB"
 
 

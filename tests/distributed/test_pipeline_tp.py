@@ -9,7 +9,9 @@ within 1e-9 (float64; the differences measured are about 1e-14, where float32 si
 issue's 1e-5 after AdamW), and so must the whole model state after the two steps, gathered
 from every stage by ``Parallelized.full_state_dict()`` on every rank. A stage's parameters
 must really be shards: the test checks that the fused q/k/v weight of a block on this rank
-holds ``1 / tp`` of the logical rows.
+holds ``1 / tp`` of the logical rows. ``1x2x2v`` uses the vocabulary-parallel plan: the
+token embedding (first stage) and the LM head (last stage), one tied parameter, are both
+``S(0)`` on their stage's TP ranks, and the tied-gradient all-reduce pairs matching shards.
 """
 
 import pytest
@@ -55,9 +57,11 @@ def whole(t):
     return (full_tensor(t) if t._spec is not None else t).array
 
 for layout in sys.argv[1:]:
-    dp, tp, pp = (int(v) for v in layout.split("x"))
+    shape, _, vocab = layout.partition("v")  # "1x2x2v": the tied embedding / LM head split on V
+    dp, tp, pp = (int(v) for v in shape.split("x"))
     model, opt = build()
-    par = sf.parallelize(model, opt, dp=dp, tp=tp, pp=pp, batch_size=B, split=gpt_pipe,
+    plan = model.tensor_parallel_plan(vocab_parallel=bool(vocab)) if tp > 1 else None
+    par = sf.parallelize(model, opt, dp=dp, tp=tp, pp=pp, batch_size=B, split=gpt_pipe, plan=plan,
                          loss_fn=gpt_loss if pp > 1 else (lambda out, y: gpt_loss(out[0], y)))
     stage_mod = par._state["stage"].submod if pp > 1 else model
     mine = {id(p) for p in stage_mod.parameters()}
@@ -65,6 +69,8 @@ for layout in sys.argv[1:]:
     for n, p in named:
         if n.endswith("attn.c_attn.weight"):
             assert p.array.shape[0] * tp == 3 * cfg.n_embd, (n, p.array.shape)
+        if n == "transformer.wte.weight":  # held by the first and the last stage
+            assert p.array.shape[0] * (tp if vocab else 1) == cfg.vocab_size, (n, p.array.shape)
     worst = 0.0
     for step in range(STEPS):
         loss = par.step(*data(step))
@@ -87,8 +93,8 @@ for layout in sys.argv[1:]:
 
 @pytest.mark.mpi
 def test_dp1_tp2_pp2_equals_one_process():
-    res = run_mpi(SCRIPT, n=4, timeout=120, args=["1x2x2"], env=ENV).check()
-    assert res.output.count("OK") == 4, res.output
+    res = run_mpi(SCRIPT, n=4, timeout=120, args=["1x2x2", "1x2x2v"], env=ENV).check()
+    assert res.output.count("OK") == 8, res.output  # 2 layouts x 4 ranks
     assert "parallel plan: dp=1 x tp=2 x pp=2" in res.output
     assert "tp: Megatron layout over the 2 ranks of each stage" in res.output
     assert "per TP index (matching shards, 2 pairs)" in res.output

@@ -22,7 +22,10 @@ After the last backward: gradients are divided by ``m`` (``scale_grads=True``, P
 default: the step's gradient is that of the mean micro-batch loss, i.e. of the full-batch
 mean loss for equal chunks), shared parameters' gradients are summed between the stages
 that hold them (one all-reduce on a two-rank group per tied parameter), and with a
-``dp_group`` each stage's gradients are averaged over its data-parallel replicas.
+``dp_group`` each stage's gradients are averaged over its data-parallel replicas. With
+tensor parallelism inside the stages (``PipelineStage(tp_mesh=)``) these act on each rank's
+shards: the pipeline and data-parallel groups are lines of the ``("pp", "dp", "tp")`` mesh at
+a fixed TP index, so they pair matching shards.
 
 Timing: ``schedule.last_timing`` has the step's wall time and the time this rank spent in
 forward/backward compute (not waiting on receives); ``1 - busy / wall`` is the measured
@@ -65,6 +68,15 @@ def _torch_chunk(arr, m):
         raise ValueError(f"torch.chunk of {arr.shape[0]} rows gives {len(parts)} chunks, not "
                          f"n_microbatches={m}; use a batch divisible by {m}")
     return parts
+
+
+def _zero_grad(p) -> Tensor:
+    """A zero gradient for a parameter the step did not reach (the collective still needs its
+    buffer); for a global parameter (TP inside the stage) a global tensor of its grad layout."""
+    g = Tensor(np.zeros_like(p.array))
+    if p._spec is not None:
+        g._spec = p._spec.grad_spec()
+    return g
 
 
 class _Schedule:
@@ -110,7 +122,7 @@ class _Schedule:
                 pair = tuple(sorted((s.stage_index % self.p, other % self.p)))
                 p = params[name]
                 if p.grad is None:
-                    p.grad = Tensor(np.zeros_like(p.array))
+                    p.grad = _zero_grad(p)
                 if pair in self._tied_groups:
                     self._tied_groups[pair].all_reduce(p.grad.array)
 
@@ -120,7 +132,7 @@ class _Schedule:
                 continue
             for p in s.submod.parameters():
                 if p.grad is None:
-                    p.grad = Tensor(np.zeros_like(p.array))
+                    p.grad = _zero_grad(p)
                 s.dp_group.all_reduce(p.grad.array, op=_comm.ReduceOp.AVG)
 
     # -------------------------------------------------------------- the step
