@@ -517,16 +517,18 @@ def train(cfg: TrainConfig) -> dict:
                                         cfg.eval_iters, 0))  # fixed val batches: comparable evals
 
     def evaluate():
+        net = raw_model if layout is None else model
         if pipe is not None:  # the whole model on rank 0 (a collective); rank 0 evaluates
-            pipe.sync()
-            if not master:
+            net = pipe.sync()
+            if net is None:
                 return float("nan"), None
         model.eval()
+        net.eval()
         losses, accs = [], []
         with sf.no_grad():
             for idx in val_batches:
                 batch = sfdata.default_collate(_fetch(task.val_ds, idx))
-                loss, acc = task.loss(raw_model if layout is None else model, batch)
+                loss, acc = task.loss(net, batch)
                 losses.append(loss.item())
                 if acc is not None:
                     accs.append(acc)
@@ -550,7 +552,7 @@ def train(cfg: TrainConfig) -> dict:
         nonlocal last_finite
         gathered = layout is not None or cfg.zero >= 2
         if pipe is not None:  # every stage's parameters and optimizer state (collectives)
-            pipe.sync()
+            whole = pipe.sync()
             opt_state = pipe.optimizer_state()
         elif gathered:  # whole tensors (a collective): resumes on any layout
             from shardflow.distributed.full_state import full_optimizer_state_dict, full_state_dict
@@ -561,10 +563,10 @@ def train(cfg: TrainConfig) -> dict:
         if not master:
             return
         if pipe is not None:
-            model_state = raw_model.state_dict()
+            model_state = whole.state_dict()
         elif not gathered:
             model_state, opt_state = raw_model.state_dict(), optimizer.state_dict()
-        finite = (_parameters_finite(raw_model) if not gathered else
+        finite = (_parameters_finite(raw_model) if not gathered and pipe is None else
                   all(bool(np.isfinite(v.array).all()) for v in model_state.values()
                       if isinstance(v, sf.Tensor)))
         state = {"model": model_state, "optimizer": opt_state,
@@ -689,8 +691,10 @@ def train(cfg: TrainConfig) -> dict:
                 "time_s": f"{time.time() - t0:.2f}"})
     log(f"final val loss {val_loss:.4f} (baseline {task.baseline:.4f})"
         + ("" if val_acc is None else f", accuracy {val_acc:.4f}"))
-    if pipe is not None:
-        pipe.sync()  # every stage's parameters on rank 0 (and every rank)
+    if pipe is not None:  # the whole model on rank 0
+        whole = pipe.sync()
+        if master:
+            task.model = whole
     elif layout is not None or cfg.zero >= 2:  # sample with a whole copy of the model on rank 0
         from shardflow.distributed.full_state import full_state_dict
 

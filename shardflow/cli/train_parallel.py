@@ -62,6 +62,11 @@ def check_pipeline_config(cfg, world: int | None, error) -> int:
     return dp
 
 
+def _is_split(p) -> bool:
+    spec = getattr(p, "_spec", None)
+    return spec is not None and any(s.is_split() for s in spec.sbp)
+
+
 class _UpdateGate:
     """The optimizer handed to ``parallelize``: its ``step()`` agrees, clips and decides
     before the real update (module docstring). Anything else goes to the real optimizer."""
@@ -83,6 +88,7 @@ class PipelineTraining:
     """The ``--pp`` layout of the training loop (module docstring)."""
 
     def __init__(self, cfg, model, optimizer, dp: int, signals):
+        from shardflow.distributed.full_state import shard_optimizer_state
         from shardflow.distributed.parallel_config import parallelize
         from shardflow.distributed.pipelining.sync import parameter_owners
         from shardflow.models.gpt_pipeline import gpt_loss, gpt_pipe
@@ -97,17 +103,26 @@ class PipelineTraining:
             self._losses.append(loss)
             return loss
 
-        self.par = parallelize(model, _UpdateGate(self, optimizer), dp=dp, tp=cfg.tp, pp=cfg.pp,
+        # the same cut on every rank (it only wraps the model's modules; no communication);
+        # owner of a parameter: replica 0, TP index 0 of the first stage holding it
+        tp = cfg.tp
+        self.owners = parameter_owners(gpt_pipe(model, cfg.pp), lambda s: s * dp * tp)
+        self.par = parallelize(model, _UpdateGate(self, optimizer), dp=dp, tp=tp, pp=cfg.pp,
                                loss_fn=loss_fn, split=gpt_pipe, n_microbatches=_microbatches(cfg),
                                batch_size=cfg.batch_size)
+        shard_optimizer_state(optimizer)  # a resumed optimizer holds whole tensors (tp > 1)
         self.stage = self.par._state["stage"]
-        # the same cut on every rank (it only wraps the model's modules; no communication)
-        self.owners = parameter_owners(gpt_pipe(model, cfg.pp), lambda s: s * dp)
+        self.tp_index = int(self.par._state.get("tp_index", 0))
         self._params = list({id(p): p for p in self.stage.submod.parameters()}.values())
-        self._decide, self._signum, self.last = None, None, None
+        first_rank = self.world.rank - self.tp_index  # TP index 0 of this stage and replica
+        # each parameter's squared gradient norm is counted once: on replica 0 of the first
+        # stage holding it, on every TP rank for a split (sharded) one, else on TP index 0
+        self._counted = [p for p in self._params if self.owners.get(id(p)) == first_rank
+                         and (self.tp_index == 0 or _is_split(p))]
+        self._whole_model, self._decide, self._signum, self.last = None, None, None, None
 
     def describe(self) -> str:
-        return (f" (pipeline: dp {self.dp} x pp {self.cfg.pp}, {_microbatches(self.cfg)} "
+        return (f" (pipeline: dp {self.dp} x tp {self.cfg.tp} x pp {self.cfg.pp}, {_microbatches(self.cfg)} "
                 f"micro-batches of {self.cfg.batch_size // self.dp // _microbatches(self.cfg)})")
 
     def step(self, batch, signum, decide):
@@ -121,10 +136,11 @@ class PipelineTraining:
 
     def _agree_clip_decide(self) -> None:
         losses, self._losses = self._losses, []
-        mine = [p for p in self._params if self.owners.get(id(p)) == self.world.rank]
         sq = sum(float(np.dot(g.reshape(-1), g.reshape(-1)))
-                 for g in (p.grad.array.astype(np.float64) for p in mine if p.grad is not None))
-        loss = float(np.mean([lo.item() for lo in losses])) / self.dp if losses else 0.0
+                 for g in (p.grad.array.astype(np.float64) for p in self._counted if p.grad is not None))
+        # the last stage's TP ranks hold the same losses: TP index 0 speaks for them
+        speak = losses and self.tp_index == 0
+        loss = float(np.mean([lo.item() for lo in losses])) / self.dp if speak else 0.0
         v = np.array([loss, sq, *(float(self._signum == s) for s in self.signals)], np.float64)
         self.world.all_reduce(v, comm.ReduceOp.SUM)
         loss, norm = float(v[0]), math.sqrt(v[1]) if v[1] >= 0 else float("nan")
@@ -139,11 +155,26 @@ class PipelineTraining:
         if not self._decide(bad, loss, norm):
             self.optimizer.step()
 
-    def sync(self) -> None:
-        """Every parameter's current value on every rank (a collective)."""
+    def sync(self):
+        """Every parameter's current value on every rank (a collective); returns the whole
+        model on rank 0 (the trained model itself without TP, else a plain copy), else None."""
         from shardflow.distributed.pipelining.sync import sync_parameters
 
-        sync_parameters(self.model.parameters(), self.owners, self.world)
+        whole = sync_parameters(self.model, self.owners, self.world)
+        if self.world.rank != 0:
+            return None
+        if self.cfg.tp == 1:  # every parameter is plain and now current
+            return self.model
+        if self._whole_model is None:  # built once; its init must not move the RNG stream
+            import shardflow as sf
+
+            rng = sf.get_rng_state()
+            self._whole_model = type(self.model)(self.model.config)
+            sf.set_rng_state(rng)
+        for n, p in self._whole_model.named_parameters():
+            p.array[...] = whole[n]
+            p._version[0] += 1
+        return self._whole_model
 
     def optimizer_state(self) -> dict:
         """The whole optimizer ``state_dict`` (a collective)."""

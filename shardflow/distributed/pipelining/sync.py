@@ -11,17 +11,23 @@ Ownership (:func:`parameter_owners`): a parameter belongs to the first stage tha
 (a tied parameter, e.g. GPT's embedding / LM head shared by the first and last stage, to the
 first: both copies hold the same value after every step) and, among the data-parallel
 replicas of that stage (which hold equal values), to replica 0; ``rank_of(stage)`` gives its
-world rank (``stage * dp`` in ``pipeline_groups``' numbering).
+world rank: ``stage * dp * tp`` in ``pipeline_mesh``'s numbering (replica 0, TP index 0).
+With tensor parallelism inside the stages (``tp_layout.py``) a stage's parameters are global
+tensors on its TP sub-mesh: their whole value is first gathered there (``full_state_dict``).
 
-Communication plan (on ``group``, normally the world; every rank calls, in the same order):
+Communication plan (every rank calls, in the same order; ``group`` is normally the world):
 
-* ``sync_parameters``: for each owner rank in increasing order and each dtype of its
-  parameters, one ``broadcast`` from the owner of the flat concatenation of those
-  parameters (the receivers know the shapes: every rank built the same model). One
-  broadcast per stage for a float32 model: the bytes of the whole model reach every rank.
-* ``gather_optimizer_state``: for each owner rank, one ``broadcast_object`` of the layout
-  (parameter index, state key, shape, dtype; no data) and one ``broadcast`` per dtype of the
-  flat state values (AdamW: ``exp_avg``, ``exp_avg_sq``, ``step``): twice the model's bytes.
+* :func:`whole_parameters`: with TP, one all-gather per split parameter on each stage's TP
+  sub-mesh (``full_state_dict``; none without TP); then for each owner rank in increasing
+  order and each dtype of its parameters, one ``broadcast`` on ``group`` from the owner of
+  the flat concatenation of those parameters' whole values (the receivers know the shapes:
+  every rank built the same model). One broadcast per stage for a float32 model: the bytes
+  of the whole model reach every rank. :func:`sync_parameters` writes them into the plain
+  (not laid out) parameters of each rank, in place.
+* :func:`gather_optimizer_state`: the same for the optimizer state (``full_optimizer_state_dict``
+  on the TP sub-meshes, then per owner one ``broadcast_object`` of the layout: parameter
+  index, state key, shape, dtype, no data; and one ``broadcast`` per dtype of the flat values,
+  AdamW's ``exp_avg``, ``exp_avg_sq``, ``step``): twice the model's bytes.
 
 Both are plain collectives on whole arrays: nothing is pickled but the small layout list.
 """
@@ -31,8 +37,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...autograd.tensor import Tensor
+from ..full_state import full_optimizer_state_dict, full_state_dict
 
-__all__ = ["parameter_owners", "sync_parameters", "gather_optimizer_state"]
+__all__ = ["parameter_owners", "whole_parameters", "sync_parameters", "gather_optimizer_state"]
 
 
 def parameter_owners(pipe, rank_of) -> dict:
@@ -63,20 +70,39 @@ def _broadcast_arrays(arrays: list, src: int, group) -> None:
                 off += a.size
 
 
-def sync_parameters(params, owners: dict, group) -> None:
-    """Give every rank the owner's current value of each parameter in ``params`` (in place:
-    optimizers and modules keep their references). ``owners`` as from
-    :func:`parameter_owners`; a parameter it does not list is left alone."""
-    by_owner: dict = {}
-    for p in {id(p): p for p in params}.values():
-        if id(p) in owners:
-            by_owner.setdefault(owners[id(p)], []).append(p)
-    for src in sorted(by_owner):
-        ps = by_owner[src]
-        _broadcast_arrays([p.array for p in ps], src, group)
-        if group.rank != src:
-            for p in ps:
-                p._version[0] += 1  # changed in place, as optimizer.step does
+def _whole_shape(p) -> tuple:
+    spec = getattr(p, "_spec", None)
+    return tuple(spec.shape) if spec is not None else tuple(p.array.shape)
+
+
+def whole_parameters(model, owners: dict, group) -> dict:
+    """``{name: whole value}`` (NumPy arrays, as ``model.named_parameters()`` names them) of
+    every parameter ``owners`` lists, as its owner holds it, on every rank (a collective)."""
+    local = full_state_dict(model)  # whole values of this rank's laid-out parameters
+    named = [(n, p) for n, p in model.named_parameters() if id(p) in owners]
+    out = {}
+    for src in sorted({owners[id(p)] for _, p in named}):
+        mine = [(n, p) for n, p in named if owners[id(p)] == src]
+        if group.rank == src:
+            arrays = [np.asarray(local[n].array) for n, _ in mine]
+        else:
+            arrays = [np.empty(_whole_shape(p), dtype=p.array.dtype) for _, p in mine]
+        _broadcast_arrays(arrays, src, group)
+        out.update((n, a) for (n, _), a in zip(mine, arrays))
+    return out
+
+
+def sync_parameters(model, owners: dict, group) -> dict:
+    """Give every rank the owner's current value of each parameter of ``model`` that
+    ``owners`` lists, written in place (optimizers and modules keep their references) into
+    the parameters that are plain tensors on this rank (a laid-out one keeps its shard);
+    returns :func:`whole_parameters`' dict."""
+    whole = whole_parameters(model, owners, group)
+    for n, p in model.named_parameters():
+        if n in whole and owners[id(p)] != group.rank and getattr(p, "_spec", None) is None:
+            p.array[...] = whole[n]
+            p._version[0] += 1  # changed in place, as optimizer.step does
+    return whole
 
 
 def _indexed_params(optimizer) -> list:
@@ -94,7 +120,7 @@ def gather_optimizer_state(optimizer, owners: dict, group) -> dict:
     """The whole ``optimizer.state_dict()`` on every rank: each parameter's state as its
     owner holds it (a collective; the ranks' own state is not changed)."""
     params = _indexed_params(optimizer)
-    local = optimizer.state_dict()
+    local = full_optimizer_state_dict(optimizer)  # whole state of laid-out parameters
     state: dict = {}
     for src in sorted(set(owners.values())):
         layout, values = None, None
