@@ -86,7 +86,8 @@ def comm_plan_text(model, dp, tp, pp, zero, n_microbatches, batch_size=None) -> 
     if pp > 1:
         act = ""
         if cfg is not None and batch_size:
-            act = f", {_mb(4 * batch_size / dp / n_microbatches * cfg.block_size * cfg.n_embd)} each way"
+            act = (f", {_mb(4 * batch_size / dp / n_microbatches * cfg.block_size * cfg.n_embd)} per "
+                   "micro-batch each way" + (f" in each of the {dp * tp} pipelines" if tp > 1 else ""))
         lines.append(f"  pp: {pp} stages of {cfg.n_layer // pp if cfg else '?'} layers; per step {n_microbatches} "
                      f"micro-batches x {pp - 1} boundaries: send/recv of activations forward and "
                      f"gradients backward{act}; bubble (p-1)/(m+p-1) = "
@@ -109,7 +110,7 @@ def comm_plan_text(model, dp, tp, pp, zero, n_microbatches, batch_size=None) -> 
         lines.append(f"  tp: Megatron layout over the {tp} ranks of each stage (sub-mesh mesh['tp']): per "
                      f"micro-batch 2 all-reduces{per} per layer forward and 2 backward "
                      f"({layers} layers per stage); each stage's output is all-reduced whole before "
-                     f"it is sent, to the same TP index of the next stage ({tp} pipelines of {pp} "
+                     f"it is sent, to the same TP index of the next stage ({dp * tp} pipelines of {pp} "
                      "stages)")
     if dp > 1:
         what = "all-reduce (average) of" if not zero else "all-reduce of"
