@@ -14,10 +14,11 @@ the update happens in :class:`_UpdateGate`, the optimizer ``parallelize`` is giv
 gradient reductions) are done:
 
 1. one SUM all-reduce over the world of ``[loss share, squared gradient norm share, one
-   flag per stop signal]``: the last stage's ranks give their replica's mean micro-batch
-   loss / dp, and each parameter's squared gradient norm is counted once, on its owner
-   (the first stage holding it, replica 0; ``pipelining/sync.py``). So every rank gets the
-   global batch's loss and the global gradient norm across stages;
+   flag per stop signal]``: the last stage's ranks (TP index 0) give their replica's mean
+   micro-batch loss / dp, and each parameter's squared gradient norm is counted once: on
+   replica 0 of the first stage holding it (``pipelining/sync.py``), there on every TP rank
+   for a split parameter (each its shard) and on TP index 0 for the others. So every rank
+   gets the global batch's loss and the global gradient norm across stages;
 2. gradient clipping with that norm (``clip_grad_norm_``'s rule: scale by
    ``max_norm / (norm + 1e-6)`` when below 1), applied by every rank to its own stage;
 3. the non-finite decision (``decide``: the loop's ``NonFiniteGuard``; it may raise, on
@@ -25,8 +26,9 @@ gradient reductions) are done:
    optimizer's ``step()`` unless the update is skipped.
 
 Evaluation, checkpoints and the final sample need the whole model: ``sync()`` brings every
-parameter from its owner to every rank, ``optimizer_state()`` the whole optimizer state
-(``shardflow/distributed/pipelining/sync.py`` has their communication plans).
+parameter from its owner to every rank and returns the whole model on rank 0 (with ``--tp``
+a plain copy, since rank 0's own stage holds shards), ``optimizer_state()`` the whole
+optimizer state (``shardflow/distributed/pipelining/sync.py`` has their communication plans).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import numpy as np
 from shardflow import comm
 
 __all__ = ["check_pipeline_config", "PipelineTraining"]
+
 
 def _microbatches(cfg) -> int:
     return cfg.microbatches or 2 * cfg.pp
