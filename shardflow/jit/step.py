@@ -66,6 +66,11 @@ class CompiledStep:
         self.model, self.optimizer, self.loss_fn = model, optimizer, loss_fn
         self.fullgraph = fullgraph
         self.params = [p for grp in optimizer.param_groups for p in grp["params"]]
+        # buffers an op updates in place (BatchNorm's running statistics): the compile-time
+        # check puts them back too
+        named = list(model.named_buffers()) if hasattr(model, "named_buffers") else []
+        self.buffer_names = [n for n, _ in named]
+        self.buffers = [b for _, b in named]
         self.cache: dict = {}
         self.log: list[str] = []
         self.stats = {"traces": 0, "replays": 0, "eager": 0, "compile_s": 0.0}
@@ -157,7 +162,7 @@ class CompiledStep:
         t0 = time.perf_counter()
         self.stats["traces"] += 1
         shapes = ", ".join(str(tuple(a.shape)) for a in args if isinstance(a, Tensor))
-        before = _snapshot(self.params, self.optimizer)
+        before = _snapshot(self.params, self.optimizer, self.buffers)
         reason = self._refuse()
         g = None
         self.optimizer.zero_grad(set_to_none=True)
@@ -183,17 +188,25 @@ class CompiledStep:
                                    f"{reason}")
             self.stats["compile_s"] += time.perf_counter() - t0
             return _Entry(reason=reason), loss
-        after = _snapshot(self.params, self.optimizer)
+        after = _snapshot(self.params, self.optimizer, self.buffers)
+        reason = self._untraced_state_change(g, before, after)
+        if reason is not None:
+            _log(self.log, f"eager for inputs {shapes}: {reason}")
+            if self.fullgraph:
+                raise RuntimeError(f"shardflow.compile_step(fullgraph=True): cannot compile: "
+                                   f"{reason}")
+            self.stats["compile_s"] += time.perf_counter() - t0
+            return _Entry(reason=reason), loss
         n_calls = g.count("call")
         dead, merged = passes.dce(g), passes.cse(g)
         plan = StepPlan(g, self.params, self.optimizer)
-        _restore(before, self.params, self.optimizer)
+        _restore(before, self.params, self.optimizer, self.buffers)
         try:
             replay = plan.run(args)
-            bad = _compare_step(replay, loss, _snapshot(self.params, self.optimizer), after)
+            bad = _compare_step(replay, loss, _snapshot(self.params, self.optimizer, self.buffers), after)
         except Exception as e:  # noqa: BLE001 - any failure of the plan means eager
             bad = f"the plan raised {type(e).__name__}: {e}"
-        _restore(after, self.params, self.optimizer)  # this call's outcome is eager's
+        _restore(after, self.params, self.optimizer, self.buffers)  # this call's outcome is eager's
         dt = time.perf_counter() - t0
         self.stats["compile_s"] += dt
         if bad:
@@ -212,14 +225,27 @@ class CompiledStep:
             s[k] = 0
         return _Entry(plan=plan), loss
 
+    def _untraced_state_change(self, g, before, after) -> str | None:
+        """A buffer the step changed although no traced op received it: Python code in a
+        module changed it (BatchNorm's ``num_batches_tracked += 1``), which a replay of the
+        op graph would not repeat."""
+        in_graph = {id(n.value) for n in g.nodes if n.kind == "const"}
+        for name, b, x, y in zip(self.buffer_names, self.buffers, before["buffers"],
+                                 after["buffers"]):
+            if id(b) not in in_graph and not np.array_equal(x, y):
+                return (f"buffer '{name}' was changed by Python code outside the traced ops "
+                        "(e.g. BatchNorm's num_batches_tracked counter in training mode); the "
+                        "plan would not repeat that change")
+        return None
+
     def explain(self) -> str:
         """What was compiled and why steps ran eagerly (the compile log)."""
         return "\n".join(self.log)
 
 
 # ---------------------------------------------------------------------- snapshots
-def _snapshot(params, optimizer) -> dict:
-    """Copies of the parameters, their ``.grad`` and the optimizer state."""
+def _snapshot(params, optimizer, buffers) -> dict:
+    """Copies of the parameters, their ``.grad``, the optimizer state and the buffers."""
     state = {}
     for p in params:
         st = optimizer.state.get(p)
@@ -228,10 +254,12 @@ def _snapshot(params, optimizer) -> dict:
                             for k, v in st.items()}
     return {"params": [p.array.copy() for p in params],
             "grads": [None if p.grad is None else p.grad.array.copy() for p in params],
-            "state": state}
+            "state": state, "buffers": [b.array.copy() for b in buffers]}
 
 
-def _restore(snap: dict, params, optimizer) -> None:
+def _restore(snap: dict, params, optimizer, buffers) -> None:
+    for b, a in zip(buffers, snap["buffers"]):
+        np.copyto(b.array, a)
     for p, a, gr in zip(params, snap["params"], snap["grads"]):
         np.copyto(p.array, a)
         p.grad = None if gr is None else _wrap(gr.copy())
@@ -259,6 +287,9 @@ def _compare_step(loss, ref_loss, got: dict, ref: dict) -> str | None:
     for k, (a, b) in enumerate(zip(got["params"], ref["params"])):
         if not _close(a, b):
             return f"parameter {k} after the optimizer step"
+    for k, (a, b) in enumerate(zip(got["buffers"], ref["buffers"])):
+        if not _close(a, b):
+            return f"buffer {k} after the step"
     return None
 
 

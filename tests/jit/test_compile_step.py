@@ -65,6 +65,8 @@ def _pair(kind):
 
 
 def _assert_same_state(a, b, tol):
+    for (name, u), v in zip(a.named_buffers(), b.buffers()):  # BatchNorm's running statistics
+        np.testing.assert_allclose(v.numpy(), u.numpy(), err_msg=name, **tol)
     for (name, p), q in zip(a.named_parameters(), b.parameters()):
         np.testing.assert_allclose(q.numpy(), p.numpy(), err_msg=name, **tol)
         assert (p.grad is None) == (q.grad is None), name
@@ -163,6 +165,29 @@ def test_untraceable_step_falls_back_to_eager_with_the_reason(monkeypatch, capsy
     strict = compile_step(model, sf.optim.SGD(model.parameters(), lr=0.1), loss_fn, fullgraph=True)
     with pytest.raises(RuntimeError, match="fullgraph=True"):
         strict(*_batch("mlp", 0))
+
+
+def test_module_state_changed_outside_ops_runs_eagerly():
+    """BatchNorm in training mode counts batches in Python (not an op): the trace cannot see
+    it, so the step runs eagerly, saying why; in eval mode the same model compiles."""
+    def build():
+        sf.manual_seed(0)
+        return sf.nn.Sequential(sf.nn.Conv2d(3, 4, 3, padding=1), sf.nn.BatchNorm2d(4),
+                                sf.nn.ReLU(), sf.nn.Flatten(), sf.nn.Linear(256, 5))
+
+    a, b = build(), build()
+    eager = compile_step(a, sf.optim.SGD(a.parameters(), lr=0.1), _ce)
+    step = compile_step(b, sf.optim.SGD(b.parameters(), lr=0.1), _ce)
+    for mode in ("train", "eval"):
+        for m in (a, b):
+            m.train(mode == "train")
+        for s in range(3):
+            x, y = _batch("cnn", s)
+            np.testing.assert_allclose(float(step(x, y)), float(eager.eager_step(x, y)),
+                                       rtol=1e-6)
+        _assert_same_state(a, b, dict(rtol=1e-5, atol=1e-6))
+    assert "buffer '1.num_batches_tracked' was changed by Python code" in step.explain()
+    assert step.stats["traces"] == 2 and step.stats["eager"] == 2 and step.stats["replays"] == 2
 
 
 def test_parameter_hooks_run_eagerly():
