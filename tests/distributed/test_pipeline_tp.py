@@ -105,3 +105,41 @@ def test_every_other_four_rank_layout_equals_one_process():
     # 2x1x2 runs in test_parallelize.py (float32, losses); 1x2x2 above
     res = run_mpi(SCRIPT, n=4, timeout=180, args=["1x1x4", "1x4x1", "2x2x1", "4x1x1"], env=ENV).check()
     assert res.output.count("OK") == 16, res.output
+
+
+SUBMESH = r"""
+import numpy as np
+import shardflow as sf
+import shardflow.distributed as dist
+from shardflow import comm
+from shardflow.distributed.global_tensor import from_local, full_tensor
+from shardflow.distributed.placement import init_device_mesh
+from shardflow.distributed import sbp
+from shardflow.distributed.sbp import Split
+dist.init_process_group()
+world = comm.get_world()
+mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("pp", "tp")).create_groups()
+row, t = mesh.coordinate
+sub = mesh["tp"]  # ranks [2*row, 2*row+1]: leaves the other row out
+assert sub.ranks.tolist() == [2 * row, 2 * row + 1], sub.ranks
+if row == 0:  # only this row runs: its shape inference must not use a world collective
+    rows = 3 if t == 0 else 2  # uneven split of 5 rows
+    g = from_local(sf.tensor(np.full((rows, 4), float(t))), sub, Split(0))
+    assert tuple(g.shape) == (5, 4), g.shape
+    whole = full_tensor(g).numpy()
+    assert whole.tolist() == [[0.0] * 4] * 3 + [[1.0] * 4] * 2, whole
+else:  # the other row does no collective meanwhile (as another pipeline stage would)
+    g = from_local(sf.tensor(np.ones((2, 2))), sub, (sbp.broadcast,))
+    assert tuple(g.shape) == (2, 2), g.shape
+world.barrier()
+print("SUBMESH OK", world.rank, flush=True)
+"""
+
+
+@pytest.mark.mpi
+def test_global_tensor_on_a_submesh_involves_only_its_ranks():
+    # Row 0 infers an uneven split's logical shape among its own ranks while row 1 runs no
+    # collective: an all_gather_object over the world (as before sub-meshes) would wait for
+    # row 1 and fail at the barrier.
+    res = run_mpi(SUBMESH, n=4, timeout=60, env=ENV).check()
+    assert res.output.count("SUBMESH OK") == 4, res.output
