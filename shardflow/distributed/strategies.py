@@ -1,4 +1,4 @@
-"""tf.distribute-style strategies: thin facades over the communicator (docs/PIPELINE.md).
+"""tf.distribute-style strategies: thin facades over the communicator and the parameter server (docs/PS.md).
 
 TensorFlow's custom-training-loop shape, on shardflow Tensors::
 
@@ -20,8 +20,9 @@ As in TensorFlow, gradients are **summed** over the replicas (scale the per-repl
   every replica rank 0's values; ``apply_gradients`` all-reduces the gradients (SUM).
 * ``CentralStorageStrategy``: the variables live on rank 0: gradients are summed there, rank 0
   steps the optimizer, the new values are broadcast (the optimizer state exists on rank 0 only).
-* ``ParameterServerStrategy``: refused with a pointer to ``shardflow.distributed.ps`` (the
-  parameter server runs over TCP between plain processes, not inside an MPI world).
+* ``ParameterServerStrategy``: the first ``num_ps`` ranks serve the variables (split across
+  them), the others are workers that push gradients and pull parameters over the ps
+  package's TCP protocol; sync or async (see the class).
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ import numpy as np
 
 from .. import comm as _comm
 from ..autograd.tensor import Tensor
+from .ps import ParameterServer, PSWorker
+from .ps.cluster import check_optimizer, mpi_cluster, tf_config_cluster
+from .ps.optim import make_shard_optimizer
 
 __all__ = ["OneDeviceStrategy", "MirroredStrategy", "MultiWorkerMirroredStrategy",
            "CentralStorageStrategy", "ParameterServerStrategy", "get_strategy"]
@@ -159,9 +163,121 @@ class CentralStorageStrategy(_Strategy):
             self._world.broadcast(p.array, src=0)
 
 
-class ParameterServerStrategy:
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError(
-            "ParameterServerStrategy is not a facade here: the parameter server runs over TCP "
-            "between plain processes (a lost worker must not end an MPI job); use "
-            "shardflow.distributed.ps.ParameterServer / PSWorker (docs/PIPELINE.md)")
+class ParameterServerStrategy(_Strategy):
+    """Parameter servers hold the variables, workers compute (TensorFlow's name; the
+    machinery is ``shardflow.distributed.ps``, docs/PS.md).
+
+    Launched under ``shardflow run -n N`` (``cluster_resolver=None``): the first ``num_ps``
+    ranks are servers, the other ``N - num_ps`` ranks workers (``ps.cluster.mpi_cluster``:
+    addresses exchanged once over MPI, then the ps package's TCP protocol). Plain
+    processes: ``cluster_resolver`` a TF_CONFIG-shaped dict (``ps.cluster.tf_config_cluster``);
+    needed for "continue without a lost worker", since mpiexec ends the job when a rank dies.
+
+    Every task runs the same script::
+
+        strategy = ParameterServerStrategy(num_ps=1, mode="sync", optimizer="sgd", lr=0.1)
+        if strategy.task_type == "ps":
+            strategy.join()                         # serve until every worker is done or lost
+        else:
+            with strategy.scope():
+                model = build()
+            strategy.broadcast_parameters(model.parameters())   # worker 0's values, pulled
+            for x, y in strategy.experimental_distribute_dataset(batches):
+                loss = strategy.run(step_fn, args=(x, y))
+                strategy.apply_gradients(None, model.parameters())   # push, then pull
+            strategy.join()                         # tell the servers this worker is done
+
+    Per step a worker pushes its gradients (times ``num_workers``, so that the servers'
+    mean is the replicas' SUM, as for the other strategies) and pulls the parameters the
+    servers allow at its clock: ``mode="sync"`` equals one process stepping the update on
+    the summed gradients (``MirroredStrategy``'s result), ``mode="async"`` applies each push
+    on arrival with the staleness bound. The update (``optimizer`` ``"sgd"`` or ``"adam"``,
+    ``lr``, ``betas``, ``eps``) runs on the servers, its state kept with each shard; a local
+    optimizer given to ``apply_gradients`` must describe the same update (it is never
+    stepped). ``num_replicas_in_sync`` is the number of workers; ``reduce`` is over the
+    workers (MPI launch only).
+    """
+
+    def __init__(self, cluster_resolver=None, variable_partitioner=None, *, num_ps: int = 1,
+                 mode: str = "sync", staleness: int = 0, optimizer: str = "sgd", lr: float = 0.01,
+                 betas=(0.9, 0.999), eps: float = 1e-8, worker_timeout: float = 10.0,
+                 on_worker_loss: str | None = None, timeout: float = 30.0, heartbeat: float = 0.5):
+        if variable_partitioner is not None:
+            raise NotImplementedError(
+                "variable_partitioner: the parameters are always one flat vector split evenly "
+                "across the servers (numpy.array_split); pass None")
+        make_shard_optimizer(optimizer, lr, betas, eps)  # refuse a bad update before any socket opens
+        self._opt_config = {"optimizer": optimizer, "lr": float(lr), "betas": tuple(betas), "eps": float(eps)}
+        self._timeout, self._heartbeat = float(timeout), float(heartbeat)
+
+        def make_server(server_id, num_workers, host, port=0):
+            return ParameterServer(server_id, num_workers, lr=lr, mode=mode, staleness=staleness,
+                                   worker_timeout=worker_timeout, on_worker_loss=on_worker_loss,
+                                   host=host, port=port, optimizer=optimizer, betas=betas, eps=eps)
+
+        if cluster_resolver is None:
+            self.cluster = mpi_cluster(_comm.get_world(), num_ps, make_server)
+        else:
+            self.cluster = tf_config_cluster(cluster_resolver, make_server)
+        self._world = self.cluster.worker_group  # reduce / dataset split over the workers
+        self._client = None
+
+    @property
+    def task_type(self) -> str:
+        return self.cluster.task_type
+
+    @property
+    def task_id(self) -> int:
+        return self.cluster.task_id
+
+    @property
+    def num_replicas_in_sync(self) -> int:
+        return self.cluster.num_workers
+
+    @property
+    def _rank(self) -> int:
+        return self.cluster.task_id
+
+    def _worker(self, what: str):
+        if self.task_type != "worker":
+            raise RuntimeError(f"{what} runs on workers; this task is parameter server "
+                               f"{self.task_id}: call strategy.join() there")
+        if self._client is None:
+            raise RuntimeError(f"{what} before broadcast_parameters(model.parameters()): the "
+                               "worker has no parameters to pull into yet")
+        return self._client
+
+    def broadcast_parameters(self, params) -> None:
+        """Worker 0's values become the servers' initial values; every worker pulls them."""
+        if self.task_type != "worker":
+            raise RuntimeError(f"broadcast_parameters runs on workers; this task is parameter "
+                               f"server {self.task_id}: call strategy.join() there")
+        self._client = PSWorker(params, self.cluster.servers, self.task_id, timeout=self._timeout,
+                                heartbeat=self._heartbeat)
+        if self.task_id == 0:
+            self._client.init_params()
+        self._client.pull()
+
+    def apply_gradients(self, optimizer, params) -> None:
+        """Push this worker's gradients (SUM convention), then pull the parameters."""
+        check_optimizer(optimizer, self._opt_config)
+        client = self._worker("apply_gradients")
+        client.push(scale=float(self.num_replicas_in_sync))
+        client.pull()
+
+    def reduce(self, reduce_op, value, axis=None) -> Tensor:
+        if self.num_replicas_in_sync > 1 and self._world is None:
+            raise NotImplementedError(
+                "ParameterServerStrategy.reduce over the workers needs the MPI launch "
+                "(cluster_resolver=None under `shardflow run`); with a TF_CONFIG cluster the "
+                "workers share no communicator: reduce locally (OneDeviceStrategy().reduce)")
+        return super().reduce(reduce_op, value, axis)
+
+    def join(self):
+        """Server: serve until every worker is done or lost, return its stats. Worker: tell
+        the servers this worker is done (its last call)."""
+        if self.task_type == "ps":
+            return self.cluster.server.serve()
+        if self._client is not None:
+            self._client.close()
+        return None

@@ -108,10 +108,15 @@ class PSWorker:
             p.array[...] = flat[off:off + k].reshape(p.array.shape)
             off += k
 
-    def push(self) -> None:
-        """Send the gradients (zeros for parameters without one) and advance the clock."""
+    def push(self, scale: float = 1.0) -> None:
+        """Send the gradients times ``scale`` (zeros for parameters without one) and advance
+        the clock. ``ParameterServerStrategy`` pushes ``num_workers x g`` so that the servers'
+        mean is the replicas' SUM, TensorFlow's convention."""
         grads = [p.grad.array if p.grad is not None else np.zeros_like(p.array) for p in self.params]
-        for i, part in enumerate(self._slices(self._flat(grads))):
+        flat = self._flat(grads)
+        if scale != 1.0:
+            flat *= np.float32(scale)
+        for i, part in enumerate(self._slices(flat)):
             self._call(i, {"op": "push", "clock": self.clock}, part)
         self.clock += 1
 
