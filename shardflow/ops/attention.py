@@ -130,12 +130,15 @@ class ScaledDotProductAttention(Function):
 
     def _forward_blocked(self, qa, ka, va, scale, is_causal):
         batch, L, (S, Ev) = qa.shape[:-2], qa.shape[-2], va.shape[-2:]
-        q3, k3, v3 = (a.reshape((-1,) + a.shape[-2:]) for a in (qa, ka, va))  # (B*H, ., .)
+        # (B*H, ., .); heads split from a fused qkv projection arrive as strided views, and
+        # the reshape copies them anyway: make them contiguous once so the kernels take them
+        q3, k3, v3 = (np.ascontiguousarray(a.reshape((-1,) + a.shape[-2:])) for a in (qa, ka, va))
+        self.q3, self.k3, self.v3 = q3, k3, v3
         n = q3.shape[0]
         O = np.zeros((n, L, Ev), dtype=qa.dtype)  # rows that see no key (S == 0) stay 0
         tiny = np.finfo(qa.dtype).tiny
         tri = np.tri(L, S, dtype=bool) if is_causal else None
-        fused = self.fused = kernels.usable(qa)
+        fused = self.fused = kernels.usable(q3, k3, v3)
         blocks = []
         for r0, r1, kmax in self._row_blocks(L, S, is_causal):
             if kmax == 0 or r1 == r0:
@@ -174,7 +177,7 @@ class ScaledDotProductAttention(Function):
         nig = self.needs_input_grad
         dtype = qa.dtype
         g3 = np.ascontiguousarray(g, dtype=dtype).reshape((-1,) + g.shape[-2:])
-        q3, k3, v3 = (a.reshape((-1,) + a.shape[-2:]) for a in (qa, ka, va))
+        q3, k3, v3 = self.q3, self.k3, self.v3
         n = q3.shape[0]
         gq = np.zeros(q3.shape, dtype) if nig[0] else None
         gk = np.zeros(k3.shape, dtype) if nig[1] else None

@@ -19,19 +19,23 @@ positions, the value gets the gradient of the positions it filled. Limitation: w
 written tensor is itself a view, the base tensor's autograd history is not rebased (its
 data is updated).
 
-``embedding`` backward accumulates rows with ``np.add.at``: measured against a sort +
-``np.add.reduceat`` and a ``np.bincount`` accumulation (NumPy 2.4, vocab 50k x 256, 8k
-ids: 27 / 42 / 54 ms; vocab 1k x 64, 4k ids: 2.3 / 1.3 / 1.0 ms), add.at is best or close at
-the sizes that matter (large vocab), so it is used throughout.
+``embedding`` backward accumulates rows with a Numba kernel (``kernels/embedding.py``: rows in
+order, columns split over threads, so the sums are formed in ``np.add.at``'s order) when the
+kernels are on, else with ``np.add.at``: measured against a sort + ``np.add.reduceat`` and a
+``np.bincount`` accumulation (NumPy 2.4, vocab 50k x 256, 8k ids: 27 / 42 / 54 ms; vocab 1k x
+64, 4k ids: 2.3 / 1.3 / 1.0 ms), add.at is best or close at the sizes that matter (large
+vocab), so it is the fallback.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .. import kernels
 from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
 from ..backend import get_array_module
+from ..kernels import embedding as _emb_kernels
 from ._util import inplace, needs_graph, unbroadcast, wrap_dim
 
 __all__ = [
@@ -751,6 +755,7 @@ class Embedding(Function):
 
     def forward(self, w, ids=None, padding_idx=None, scale_grad_by_freq=False):
         self.ids, self.w_shape, self.pad, self.scale = ids, w.shape, padding_idx, scale_grad_by_freq
+        self.fused = w.ndim == 2 and kernels.usable(w)  # backward by kernels/embedding.py
         return get_array_module(w).take(w, ids, axis=0)  # ids.shape + (D,)
 
     def backward(self, g):
@@ -764,6 +769,8 @@ class Embedding(Function):
         if self.pad is not None:
             keep = ids != self.pad
             ids, g2 = ids[keep], g2[keep]
+        if self.fused and kernels.usable(g2):  # np.add.at's sums in its order, vectorised
+            return _emb_kernels.embedding_backward(ids, g2, V)
         gw = xp.zeros(self.w_shape, g.dtype)
         _add_at(gw, ids, g2)
         return gw

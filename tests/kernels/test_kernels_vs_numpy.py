@@ -32,6 +32,15 @@ def _sdpa(x):
     return F.scaled_dot_product_attention(q, q * 0.5, q.flip(-1), is_causal=True)
 
 
+def _sdpa_qkv(x):
+    """GPT-mini's layout: heads are strided views of one (B, T, 3C) projection."""
+    B, T, C = x.shape[0], x.shape[1], x.shape[2] // 3
+    q, k, v = (t.reshape(B, T, 2, C // 2).transpose(1, 2) for t in x.split(C, dim=2))
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+_IDS = shardflow.tensor(np.random.default_rng(4).integers(0, 37, (9, 113)))
+
 # name -> (function of one input, input shape)
 CASES = {
     "layer_norm": (lambda x: F.layer_norm(x, (x.shape[-1],), x[0] * 0 + 1.5, x[1] * 0 + 0.1), (ROWS, 48)),
@@ -41,6 +50,11 @@ CASES = {
     "gelu": (lambda x: F.gelu(x), (ROWS, 65)),
     "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"), (ROWS, 65)),
     "sdpa_causal": (_sdpa, (3, 4, 70, 16)),
+    "sdpa_qkv_split": (_sdpa_qkv, (3, 70, 48)),
+    "max_pool2d": (lambda x: F.max_pool2d(x, 2), (5, 67, 8, 6)),
+    "max_pool2d_overlap_pad": (lambda x: F.max_pool2d(x, 3, stride=2, padding=1), (3, 41, 9, 11)),
+    "max_pool2d_relu_ties": (lambda x: F.max_pool2d(F.relu(x), 2), (4, 33, 6, 8)),
+    "embedding": (lambda w: F.embedding(_IDS, w), (37, 70)),
 }
 
 

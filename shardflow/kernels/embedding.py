@@ -1,0 +1,36 @@
+"""Embedding backward: ``gw[ids[r]] += g[r]`` for every row ``r``, repeated ids adding up.
+
+``np.add.at`` does this one element at a time through its generic ufunc loop (GPT-mini's token
+embedding, 2048 ids x 256: about 3 ms); the kernel walks the rows in order and adds each one
+with a vectorised inner loop. Threads split the *columns* (blocks of 32), not the rows, so no
+two threads ever write one location and each element's sum is formed in the same order as
+``np.add.at`` forms it (row order): the two paths give bit-identical results.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._numba import kernel, prange
+
+_COLS = 32  # columns per parallel block: 128 bytes of float32, whole cache lines
+
+
+@kernel
+def _bwd(ids, g, gw):
+    n, D = g.shape
+    nblk = (D + _COLS - 1) // _COLS
+    for b in prange(nblk):
+        c0 = b * _COLS
+        c1 = min(D, c0 + _COLS)
+        for r in range(n):
+            row = ids[r]
+            for j in range(c0, c1):
+                gw[row, j] += g[r, j]
+
+
+def embedding_backward(ids, g2, num_embeddings):
+    """(V, D) gradient of the embedding table from int ids (n,) and row gradients g2 (n, D)."""
+    gw = np.zeros((num_embeddings, g2.shape[1]), g2.dtype)
+    _bwd(np.ascontiguousarray(ids, dtype=np.int64), g2, gw)
+    return gw
