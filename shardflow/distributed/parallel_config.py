@@ -223,6 +223,12 @@ def parallelize(model, optimizer, dp: int = 1, tp: int = 1, pp: int = 1, zero: i
     it with the same arguments (it builds communicator groups).
     """
     world = _comm.get_world()
+    if plan is None and tp > 1 and hasattr(model, "tensor_parallel_plan"):
+        plan = model.tensor_parallel_plan()
+    if tp > 1 and not plan:
+        raise ValueError(f"parallelize: tp={tp} needs a tensor-parallel plan ({{module path pattern: "
+                         "ColwiseParallel() / RowwiseParallel()}}); pass plan=... or give the model a "
+                         "tensor_parallel_plan() method (GPT has one)")
     m = n_microbatches or (2 * pp if pp > 1 else 1)
     cfg = getattr(model, "config", None)
     validate_parallel_config(world.size, dp, tp, pp, zero, getattr(cfg, "n_layer", None),
@@ -244,8 +250,6 @@ def parallelize(model, optimizer, dp: int = 1, tp: int = 1, pp: int = 1, zero: i
         pipe = split(model, pp)
         tp_mesh = None
         if tp > 1:
-            if plan is None and hasattr(model, "tensor_parallel_plan"):
-                plan = model.tensor_parallel_plan()
             tp_mesh = pm.tp_mesh
             lay_out_stage(model, pipe.stages[st], tp_mesh, plan)
         stage = PipelineStage(pipe.stages[st], st, pp, group=pm.pp_group, tied=pipe.tied_for(st),
@@ -274,8 +278,6 @@ def parallelize(model, optimizer, dp: int = 1, tp: int = 1, pp: int = 1, zero: i
         return par
     from .tensor_parallel import data_tensor_parallel
 
-    if plan is None and tp > 1 and hasattr(model, "tensor_parallel_plan"):
-        plan = model.tensor_parallel_plan()
     mesh, data_sbp = data_tensor_parallel(model, dp, tp, plan)
     from . import sbp as _sbp
 

@@ -89,6 +89,16 @@ def test_validation_errors_name_the_fix():
     v(8, dp=2, tp=2, pp=2, n_layer=4, n_head=2, batch_size=8, n_microbatches=4)
 
 
+def test_tp_without_a_plan_is_refused_before_any_layout():
+    import shardflow as sf
+    from shardflow import nn
+
+    m = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2))  # no tensor_parallel_plan()
+    with pytest.raises(ValueError, match=r"tp=2 needs a tensor-parallel plan.*pass plan="):
+        sf.parallelize(m, sf.optim.SGD(m.parameters(), lr=0.1), tp=2, loss_fn=lambda o, y: o.sum())
+    assert all(p._spec is None for p in m.parameters())
+
+
 def test_one_process_plan_and_step(capsys):
     import numpy as np
 

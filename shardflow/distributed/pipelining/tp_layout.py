@@ -32,14 +32,15 @@ def lay_out_stage(root, stage_module, tp_mesh, plan) -> None:
         raise ValueError(f"lay_out_stage needs a 1-D tensor-parallel mesh (mesh['tp']), got {tp_mesh}")
     mine = {id(m) for m in stage_module.modules()}
     names = dict(root.named_modules())
-    for pattern, style in (plan or {}).items():
+    work = []
+    for pattern, style in (plan or {}).items():  # every pattern checked before any layout
         hits = [n for n in names if n and fnmatch.fnmatchcase(n, pattern)]
         if not hits:
             raise ValueError(
                 f"tensor-parallel plan: no submodule of the model matches {pattern!r}; module "
                 f"paths look like {[n for n in names if n][:5]}"
             )
-        for n in hits:
-            if id(names[n]) in mine:
-                style.apply(names[n], tp_mesh, 0)
+        work += [(names[n], style) for n in hits if id(names[n]) in mine]
+    for module, style in work:
+        style.apply(module, tp_mesh, 0)
     stage_module.to_global(tp_mesh, (broadcast,))
