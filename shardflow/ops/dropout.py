@@ -8,6 +8,10 @@ kept with probability ``1 - p`` and scaled by ``1 / (1 - p)``; backward multipli
 gradient by the same scaled mask. With ``training=False`` or ``p = 0`` the input is returned
 unchanged, as in PyTorch.
 
+Element-wise ``dropout`` on a C-contiguous float32/float64 NumPy array runs as
+``FusedDropout`` (``kernels/dropout.py``): the same uniform draws, mask and output in one pass,
+a 1-byte mask kept for backward; bit-identical to the NumPy path, which the rest keep.
+
 ``alpha_dropout`` (for SELU networks) keeps mean and variance:
 ``y = x * a * keep + b`` with ``a = ((1 - p) (1 + p alpha'^2))^-1/2`` and
 ``b = a alpha' (keep - 1 + p)`` — PyTorch's formula, alpha' = 1.7580993408473766.
@@ -19,10 +23,12 @@ import warnings
 
 import numpy as np
 
+from .. import kernels
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import device_of, get_array_module, to_device
 from ..backend import random as _random
+from ..kernels import dropout as _dropout_kernels
 from ._util import inplace as _inplace
 
 __all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"]
@@ -45,6 +51,24 @@ class MaskMul(Function):
     def backward(self, g):
         gx = g * self.mask
         return gx.astype(g.dtype, copy=False)
+
+
+class FusedDropout(Function):
+    """Element-wise dropout by the Numba kernel (``kernels/dropout.py``): the same uniform
+    draws and values as ``MaskMul`` with the NumPy mask, one pass each way, a 1-byte mask."""
+
+    save_inputs = ()
+    fused = True
+
+    def forward(self, x, u=None, p=0.5):
+        y, self.keep = _dropout_kernels.dropout_forward(x, u, p)
+        self.p = p
+        return y
+
+    def backward(self, g):
+        if not kernels.usable(g):
+            g = np.ascontiguousarray(g)
+        return _dropout_kernels.dropout_backward(g, self.keep, self.p)
 
 
 def _check(p, name):
@@ -73,6 +97,10 @@ def _dropout(input, p, training, inplace, shape_fn, name, generator=None):
     dt = xa.dtype
     if p == 1.0:
         mask = get_array_module(xa).zeros(shape_fn(xa.shape), dtype=dt)
+    elif name == "dropout" and kernels.usable(xa):
+        # the same draws as _keep (float32 uniforms, kept where >= p), then one fused pass
+        u = _random.rng(generator).random(xa.shape, dtype=np.float32)
+        return _finish(input, FusedDropout.apply(input, u=u, p=float(p)), inplace)
     else:
         keep = _keep(xa, shape_fn(xa.shape), p, generator)
         mask = keep.astype(dt)

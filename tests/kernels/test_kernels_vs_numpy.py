@@ -188,3 +188,40 @@ def test_forked_child_runs_kernels_serially_instead_of_aborting():
     out = subprocess.run([sys.executable, "-c", _FORK], env=env, capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "0", (out.stdout, out.stderr)
+
+
+def _dropout_run(monkeypatch, mode, x0, inplace=False, generator=None):
+    monkeypatch.setenv("SHARDFLOW_KERNELS", mode)
+    shardflow.manual_seed(11)
+    x = shardflow.tensor(x0, requires_grad=True)
+    h = x * 1.0  # a non-leaf, so that inplace=True is allowed
+    y = shardflow.dropout(h, 0.3, training=True, inplace=inplace, generator=generator)
+    op = type(y.grad_fn).__name__
+    g = np.random.default_rng(2).standard_normal(y.shape).astype(x0.dtype)
+    y.backward(shardflow.tensor(g))
+    return y.detach().numpy(), x.grad.numpy(), op
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("inplace", [False, True])
+def test_dropout_kernel_is_bit_identical_to_numpy_path(monkeypatch, dtype, inplace):
+    """Same seed -> the same uniform draws, mask, output and gradient (over several blocks)."""
+    x0 = np.random.default_rng(0).standard_normal((ROWS, 300)).astype(dtype)
+    y_k, g_k, op_k = _dropout_run(monkeypatch, "numba", x0, inplace)
+    y_n, g_n, op_n = _dropout_run(monkeypatch, "numpy", x0, inplace)
+    assert op_k == "FusedDropout" and op_n != "FusedDropout"
+    np.testing.assert_array_equal(y_k, y_n)
+    np.testing.assert_array_equal(g_k, g_n)
+    kept = y_k != 0
+    assert abs(kept.mean() - 0.7) < 0.01  # p = 0.3 dropped
+    np.testing.assert_allclose(y_k[kept], x0[kept] / np.asarray(0.7, dtype), rtol=1e-6)
+    np.testing.assert_array_equal(g_k != 0, kept)  # backward reuses the forward's mask
+
+
+def test_dropout_kernel_follows_an_explicit_generator(monkeypatch):
+    x0 = np.ones((64, 64), np.float32)
+    a = _dropout_run(monkeypatch, "numba", x0, generator=shardflow.Generator().manual_seed(5))
+    b = _dropout_run(monkeypatch, "numpy", x0, generator=shardflow.Generator().manual_seed(5))
+    c = _dropout_run(monkeypatch, "numba", x0, generator=shardflow.Generator().manual_seed(6))
+    np.testing.assert_array_equal(a[0], b[0])
+    assert not np.array_equal(a[0], c[0])
