@@ -12,7 +12,10 @@ weights, each with its own optimizer: one trained by the eager step (``zero_grad
   kernels' first-use cost once per process; whichever runs first pays numba's import);
 * ``first_replay_ms``: the first replay of the plan (its first-step cost);
 * ``eager_ms`` / ``compiled_ms``: medians over ``runs`` alternating runs of ``steps`` steps
-  each, after ``warmup`` steps, in milliseconds per step, and their ratio.
+  each, after ``warmup`` steps, in milliseconds per step, and their ratio;
+  ``eager_cpu_ms`` / ``compiled_cpu_ms`` / ``cpu_ratio``: the same with this process's CPU
+  time (all its threads), which other processes on a shared machine disturb much less than
+  wall time.
 
 The batch is fixed (one ``make_batch``), so both sides run the same arithmetic each step.
 """
@@ -40,6 +43,7 @@ def bench_compiled_step(wl, lib, *, runs: int = 7, steps: int | None = None, war
     (``shardflow``), e.g. ``bench_compiled_step(WORKLOADS["mlp"], shardflow)``.
 
     Returns ``{"workload", "eager_ms", "compiled_ms", "ratio" (compiled / eager),
+    "eager_cpu_ms", "compiled_cpu_ms", "cpu_ratio",
     "compile_s", "eager_first_ms", "first_replay_ms", "runs", "steps", "eager_runs_ms",
     "compiled_runs_ms", "plan"}`` (``plan``: the compile log's first line, or the eager
     fallback's reason). ``steps`` defaults to 5 (2 for GPT workloads)."""
@@ -65,18 +69,25 @@ def bench_compiled_step(wl, lib, *, runs: int = 7, steps: int | None = None, war
         eager(x, y)
         compiled(x, y)
 
-    def timed(fn):
-        t = time.perf_counter()
+    def timed(fn, wall, cpu):
+        t, p = time.perf_counter(), time.process_time()
         for _ in range(steps):
             fn(x, y)
-        return (time.perf_counter() - t) / steps * 1e3
+        wall.append((time.perf_counter() - t) / steps * 1e3)
+        cpu.append((time.process_time() - p) / steps * 1e3)
 
-    e_ms, c_ms = [], []
-    for _ in range(runs):  # alternating, so both see the same machine load
-        e_ms.append(timed(eager))
-        c_ms.append(timed(compiled))
+    e_ms, c_ms, e_cpu, c_cpu = [], [], [], []
+    for r in range(runs):  # alternating (and which goes first), so both see the same load
+        if r % 2:
+            timed(compiled, c_ms, c_cpu)
+            timed(eager, e_ms, e_cpu)
+        else:
+            timed(eager, e_ms, e_cpu)
+            timed(compiled, c_ms, c_cpu)
     e, c = statistics.median(e_ms), statistics.median(c_ms)
+    ec, cc = statistics.median(e_cpu), statistics.median(c_cpu)
     return {"workload": wl.name, "eager_ms": e, "compiled_ms": c, "ratio": c / e,
+            "eager_cpu_ms": ec, "compiled_cpu_ms": cc, "cpu_ratio": cc / ec,
             "compile_s": compile_s, "eager_first_ms": eager_first * 1e3,
             "first_replay_ms": first_replay * 1e3, "runs": runs, "steps": steps,
             "eager_runs_ms": e_ms, "compiled_runs_ms": c_ms,
@@ -86,10 +97,12 @@ def bench_compiled_step(wl, lib, *, runs: int = 7, steps: int | None = None, war
 
 def format_table(results: list[dict]) -> str:
     """The rows of ``bench_compiled_step`` results as a Markdown table."""
-    lines = ["| workload | eager ms | compiled ms | compiled / eager | compile s | "
-             "eager 1st step ms | 1st replay ms |", "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| workload | eager ms | compiled ms | compiled / eager | eager CPU ms | "
+             "compiled CPU ms | CPU ratio | compile s | eager 1st step ms | 1st replay ms |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         lines.append(f"| {r['workload']} | {r['eager_ms']:.1f} | {r['compiled_ms']:.1f} | "
-                     f"{r['ratio']:.2f} | {r['compile_s']:.2f} | {r['eager_first_ms']:.1f} | "
+                     f"{r['ratio']:.2f} | {r['eager_cpu_ms']:.1f} | {r['compiled_cpu_ms']:.1f} | "
+                     f"{r['cpu_ratio']:.2f} | {r['compile_s']:.2f} | {r['eager_first_ms']:.1f} | "
                      f"{r['first_replay_ms']:.1f} |")
     return "\n".join(lines)
