@@ -19,7 +19,8 @@ parameters that got none).
 Per call:
 
 1. *Guards*: the key is the tensor arguments' (shape, dtype, device), the other arguments'
-   values, ``model.training`` and which parameters require grad. A new key is compiled (up
+   values, every submodule's ``training`` flag and the parameters' (shape, dtype,
+   requires_grad). A new key is compiled (up
    to ``cache_size_limit`` keys, then eager); a known key replays its plan.
 2. *Compile* (first call of a key): the step runs eagerly once while ``trace.py`` records the
    forward graph (DCE and CSE run on it; no fusion, the generated kernels have no backward);
@@ -71,6 +72,7 @@ class CompiledStep:
         named = list(model.named_buffers()) if hasattr(model, "named_buffers") else []
         self.buffer_names = [n for n, _ in named]
         self.buffers = [b for _, b in named]
+        self.submodules = list(model.modules()) if hasattr(model, "modules") else []
         self.cache: dict = {}
         self.log: list[str] = []
         self.stats = {"traces": 0, "replays": 0, "eager": 0, "compile_s": 0.0}
@@ -109,8 +111,10 @@ class CompiledStep:
                     return None, "an argument is unhashable (guards need hashable non-tensor " \
                                  "arguments)"
                 parts.append(("V", type(a).__name__, a))
-        training = getattr(self.model, "training", None)
-        return (tuple(parts), training, tuple(p.requires_grad for p in self.params)), None
+        # every submodule's training flag (one may be switched alone: ``model.drop.eval()``)
+        training = tuple(m.training for m in self.submodules)
+        params = tuple((p.array.shape, p.array.dtype, p.requires_grad) for p in self.params)
+        return (tuple(parts), training, params), None
 
     def __call__(self, *args, **kwargs):
         if kwargs:

@@ -102,6 +102,10 @@ def test_new_input_shape_retraces_and_known_shapes_replay():
     x, y = _batch("mlp", 9)
     step(x, y)
     assert step.stats["traces"] == 3
+    model.train()
+    model[1].eval()  # one submodule's flag is guarded too
+    step(x, y)
+    assert step.stats["traces"] == 4
 
 
 def test_parameter_without_gradient_keeps_none_as_eager():
