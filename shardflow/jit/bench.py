@@ -45,8 +45,9 @@ def bench_compiled_step(wl, lib, *, runs: int = 7, steps: int | None = None, war
     Returns ``{"workload", "eager_ms", "compiled_ms", "ratio" (compiled / eager),
     "eager_cpu_ms", "compiled_cpu_ms", "cpu_ratio",
     "compile_s", "eager_first_ms", "first_replay_ms", "runs", "steps", "eager_runs_ms",
-    "compiled_runs_ms", "plan"}`` (``plan``: the compile log's first line, or the eager
-    fallback's reason). ``steps`` defaults to 5 (2 for GPT workloads)."""
+    "compiled_runs_ms", "plan", "compiled_phase_ms"}`` (``plan``: the compile log's first line,
+    or the eager fallback's reason; ``compiled_phase_ms``: mean wall ms per replayed step in
+    forward, backward and the optimizer). ``steps`` defaults to 5 (2 for GPT workloads)."""
     from .step import compile_step
 
     sf = lib
@@ -84,6 +85,10 @@ def bench_compiled_step(wl, lib, *, runs: int = 7, steps: int | None = None, war
         else:
             timed(eager, e_ms, e_cpu)
             timed(compiled, c_ms, c_cpu)
+    plan = next((en.plan for en in compiled.cache.values() if en.plan is not None), None)
+    phases = {}
+    if plan is not None and compiled.stats["replays"]:
+        phases = {k: v / compiled.stats["replays"] * 1e3 for k, v in plan.phase_s.items()}
     e, c = statistics.median(e_ms), statistics.median(c_ms)
     ec, cc = statistics.median(e_cpu), statistics.median(c_cpu)
     return {"workload": wl.name, "eager_ms": e, "compiled_ms": c, "ratio": c / e,
@@ -92,7 +97,7 @@ def bench_compiled_step(wl, lib, *, runs: int = 7, steps: int | None = None, war
             "first_replay_ms": first_replay * 1e3, "runs": runs, "steps": steps,
             "eager_runs_ms": e_ms, "compiled_runs_ms": c_ms,
             "plan": compiled.explain().splitlines()[0] if compiled.log else "",
-            "replays": compiled.stats["replays"]}
+            "replays": compiled.stats["replays"], "compiled_phase_ms": phases}
 
 
 def format_table(results: list[dict]) -> str:

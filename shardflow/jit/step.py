@@ -225,8 +225,9 @@ class CompiledStep:
                        f"memory plan drops {s['forward_drops']} forward values after their "
                        f"last reader; optimizer {type(self.optimizer).__name__}.step in place; "
                        f"{dt:.2f} s\n{g}")
-        for k in ("fast_backward", "engine_backward"):
+        for k in ("fast_backward", "engine_backward"):  # count replays only, not the check
             s[k] = 0
+        plan.phase_s = dict.fromkeys(plan.phase_s, 0.0)
         return _Entry(plan=plan), loss
 
     def _untraced_state_change(self, g, before, after) -> str | None:

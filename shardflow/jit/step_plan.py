@@ -39,6 +39,8 @@ ops; ``stats`` counts what the plan frees early.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from ..autograd import Tensor, _wrap
@@ -80,6 +82,8 @@ class StepPlan:
         self.stats = {"ops": len(self.calls), "fast_backward": 0, "engine_backward": 0,
                       "forward_drops": sum(len(v) for v in self.drops.values()),
                       "param_grads": len(first)}
+        # wall seconds spent in each phase over all runs (``bench.py`` reports them per step)
+        self.phase_s = {"forward": 0.0, "backward": 0.0, "optimizer": 0.0}
 
     # ------------------------------------------------------------------ replay
     def run(self, args: tuple):
@@ -96,7 +100,8 @@ class StepPlan:
             v = env[r.node]
             return v if r.item is None else v[r.item]
 
-        tape: dict[int, tuple] = {}  # node -> (output, {id(leaf): Ref}), only for tracked ops
+        t0 = time.perf_counter()
+        tape: dict[int, tuple] = {}  # node -> what its backward needs (``_tape_entry``)
         for i in self.calls:
             n = nodes[i]
             leaves: dict[int, tuple] = {}
@@ -116,8 +121,14 @@ class StepPlan:
             for v in self.drops.get(i, ()):
                 env[v] = None
         loss = map_refs(g.outputs, get)
+        t1 = time.perf_counter()
         self._backward(loss, tape, env)
+        t2 = time.perf_counter()
         self.optimizer.step()
+        ph = self.phase_s
+        ph["forward"] += t1 - t0
+        ph["backward"] += t2 - t1
+        ph["optimizer"] += time.perf_counter() - t2
         return loss.detach()
 
     def _backward(self, loss: Tensor, tape: dict, env: list) -> None:
