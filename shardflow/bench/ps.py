@@ -19,7 +19,8 @@ Runs ``ps sync`` and ``ps async`` (staleness ``--staleness``, worker 1 slowed by
 ``--slow-ms`` per step); worker 0 measures the held-out loss (64 fixed val blocks) on the
 parameters it pulled at 5 points of the run. Reported: the loss at each point for both
 runs, async's final loss relative to sync's, and steps per second per worker (evaluation
-time excluded).
+time excluded). ``--simulate``: the same task in one process, to separate the effect of
+staleness on Adam from the protocol (``_gpt_simulate``).
 """
 
 from __future__ import annotations
@@ -220,6 +221,8 @@ def _parser():
     p.add_argument("--staleness", type=int, default=2, help="async bound (gpt task)")
     p.add_argument("--slow-ms", type=float, default=5.0, help="gpt task, async: worker 1 sleeps this per step")
     p.add_argument("--corpus-bytes", type=int, default=300_000, help="gpt task: text read from the stdlib")
+    p.add_argument("--simulate", action="store_true",
+                   help="gpt task: one-process simulation of sync vs sequential vs lock-step updates")
     p.add_argument("--role", default=None, help=argparse.SUPPRESS)
     p.add_argument("--ddp-worker", action="store_true", help=argparse.SUPPRESS)
     return p
@@ -237,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.ddp_worker or _config.launch_info().launcher != "none":
         return _ddp_worker(args)
     if gpt:
-        return _gpt_report(args)
+        return _gpt_simulate(args) if args.simulate else _gpt_report(args)
     rows = [("ddp", _ddp_run(args)), ("ps sync", _ps_run(args, "sync", 0)),
             ("ps async (staleness 2)", _ps_run(args, "async", 2))]
     base = float(np.median(rows[0][1]))
@@ -248,6 +251,58 @@ def main(argv: list[str] | None = None) -> int:
         med = float(np.median(r))
         print(f"{name:<24} | {med:18.1f} | {med / base:5.2f}x")
     return 0
+
+
+def _gpt_simulate(args) -> int:
+    """One process, no sockets: sync (Adam on the mean of two workers' gradients) against two
+    workers' gradients applied one after the other as steps of lr/2, the second computed after
+    the first step ("sequential", no staleness) or at the same parameters ("lock-step",
+    staleness 1, what async with staleness 0 does)."""
+    print(f"one-process simulation, GPT task, {args.optimizer} lr {args.lr:g}, 2 workers x {args.rows} rows")
+    for mode in ("sync", "sequential", "lock-step"):
+        print(f"{mode:<11} held-out loss at round " + ", ".join(_simulate_one(args, mode)), flush=True)
+    return 0
+
+
+def _simulate_one(args, mode) -> list:
+    from shardflow.distributed.ps.optim import make_shard_optimizer
+
+    model, batch, held_out = _gpt_task({"corpus_bytes": args.corpus_bytes, "rows": args.rows})
+    params = list(model.parameters())
+    flat = np.concatenate([p.numpy().reshape(-1) for p in params])
+    opt = make_shard_optimizer(args.optimizer, args.lr)
+    marks = {round(args.steps * k / 4) for k in range(5)}
+
+    def load():
+        off = 0
+        for p in params:
+            p.array[...] = flat[off:off + p.array.size].reshape(p.array.shape)
+            off += p.array.size
+
+    def grad(w, t):
+        load()
+        x, y = batch(1000003 * w + t)
+        model.zero_grad()
+        model(x, y)[1].backward()
+        return np.concatenate([p.grad.numpy().reshape(-1) for p in params])
+
+    curve = []
+    for t in range(args.steps + 1):
+        if t in marks:
+            load()
+            curve.append(f"{t}: {held_out():.4f}")
+        if t == args.steps:
+            break
+        if mode == "sync":
+            opt.step(flat, (grad(0, t) + grad(1, t)) / 2)
+        elif mode == "sequential":
+            opt.step(flat, grad(0, t), 0.5)
+            opt.step(flat, grad(1, t), 0.5)
+        else:
+            g0, g1 = grad(0, t), grad(1, t)
+            opt.step(flat, g0, 0.5)
+            opt.step(flat, g1, 0.5)
+    return curve
 
 
 def _gpt_report(args) -> int:
