@@ -156,6 +156,11 @@ class CompiledStep:
     def _refuse(self) -> str | None:
         if dispatch._hooks[2] is not None:
             return "an autocast region is active (its casts are not part of the graph)"
+        known = {id(p) for p in self.params}
+        if hasattr(self.model, "parameters") and any(
+                p.requires_grad and id(p) not in known for p in self.model.parameters()):
+            return "a model parameter that requires grad is not in the optimizer (eager would " \
+                   "accumulate its .grad across steps; the plan only writes the optimizer's)"
         for p in self.params:
             if p._hooks or p._post_hooks:
                 return "a parameter has tensor hooks (e.g. DDP's gradient buckets); the plan " \

@@ -203,6 +203,15 @@ def test_parameter_hooks_run_eagerly():
     assert len(seen) == 2 and step.stats["eager"] == 1 and "tensor hooks" in step.explain()
 
 
+def test_parameter_outside_the_optimizer_runs_eagerly():
+    model = _mlp()
+    step = compile_step(model, sf.optim.SGD(model[0].parameters(), lr=0.1), _ce)
+    for s in range(2):
+        step(*_batch("mlp", s))
+    assert step.stats["eager"] == 1 and "not in the optimizer" in step.explain()
+    assert model[2].weight.grad is not None  # accumulated by eager backward, as without compile
+
+
 def test_compile_step_rejects_bad_arguments():
     model = _mlp()
     with pytest.raises(TypeError, match="loss_fn"):
