@@ -11,11 +11,13 @@ moments kept next to the shard (``optimizer="adam"``).
 * ``mode="sync"``: the gradients of clock ``c`` from every live worker are averaged and
   applied at once; a pull for clock ``c`` waits until round ``c`` is applied (DDP's result).
 * ``mode="async"`` with ``staleness=s`` (stale synchronous parallel): every push is applied
-  on arrival as one step with ``lr / num_workers`` (SGD: ``lr * g / num_workers``); a worker
-  at clock ``c`` may pull only when every live worker has pushed at least ``c - s``
-  gradients. ``s = 0`` is lock-step (with SGD equal to sync up to the order of the
-  additions; Adam steps once per push, so it differs), larger ``s`` lets fast workers run
-  ahead.
+  as one step with ``lr / num_workers`` (SGD: ``lr * g / num_workers``); a worker at clock
+  ``c`` may pull only when every live worker has pushed at least ``c - s`` gradients. A push
+  of clock ``c`` is applied once every live worker has pulled at clock ``>= c - s``
+  (``_release_held``; the pusher never waits), so a pull at clock ``c`` sees every push of
+  clock ``< c - s`` and none of clock ``>= c + s``. ``s = 0`` is lock-step: with SGD equal to
+  sync up to the order of the additions, whatever the timing (Adam steps once per push, so
+  it differs); larger ``s`` lets fast workers run ahead.
 
 Failure handling (one thread per connection plus a watch thread):
 
@@ -71,7 +73,9 @@ class ParameterServer:
         now = time.monotonic()
         self.last_seen = dict.fromkeys(range(num_workers), now)
         self.live, self.done, self.lost = set(range(num_workers)), set(), []
-        self.pending: dict = {}
+        self.pending: dict = {}  # sync: clock -> {worker: gradient}
+        self.held: list = []  # async: (clock, gradient) not applied yet, in arrival order
+        self.pulled = dict.fromkeys(range(num_workers), -1)  # highest clock each worker pulled
         self.failed = None
         self.cv = threading.Condition()
         self.sock = socket.create_server((host, port))
@@ -189,14 +193,17 @@ class ParameterServer:
             self.cv.wait(left)
         if self.failed:
             return {"error": self.failed}, None
-        return {"ready": True, "version": self.version}, self.shard.copy()
+        snapshot = self.shard.copy()
+        self.pulled[w] = max(self.pulled[w], clock)
+        self._release_held()
+        return {"ready": True, "version": self.version}, snapshot
 
     def _push(self, w, clock, grad):
         if grad.shape != self.shard.shape:
             return {"error": f"push of shape {grad.shape} to a shard of shape {self.shard.shape}"}, None
         if self.mode == "async":
-            self.opt.step(self.shard, grad, 1.0 / self.num_workers)
-            self.updates += 1
+            self.held.append((clock, np.array(grad)))
+            self._release_held()
         else:
             self.pending.setdefault(clock, {})[w] = np.array(grad)
             self._maybe_apply_sync()
@@ -204,8 +211,26 @@ class ParameterServer:
         self.cv.notify_all()
         return {"ok": True}, None
 
+    def _release_held(self) -> None:
+        """Async: apply the held pushes of clock ``c`` once every live worker has pulled at
+        clock ``>= c - staleness``. A pull never waits for this (clocks advance on arrival),
+        but a pull at clock ``c`` then never sees another worker's push of clock ``>= c +
+        staleness``: with ``staleness=0`` every worker computes step ``c`` on the same
+        parameters, as in sync (otherwise a fast worker's step-``c`` push could reach a slow
+        worker's step-``c`` pull, timing-dependent)."""
+        floor = min((self.pulled[v] for v in self.live), default=None)
+        keep = []
+        for clock, grad in self.held:
+            if floor is None or clock - self.staleness <= floor:
+                self.opt.step(self.shard, grad, 1.0 / self.num_workers)
+                self.updates += 1
+            else:
+                keep.append((clock, grad))
+        self.held = keep
+
     def _maybe_apply_sync(self) -> None:
         if self.mode != "sync":
+            self._release_held()
             return
         got = self.pending.get(self.version)
         if got and set(got) >= self.live:
