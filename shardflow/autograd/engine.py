@@ -76,7 +76,9 @@ def _new_slot(fn: Function) -> list:
 
 def _collect_dependencies(roots) -> dict:
     deps: dict = {}
-    stack = [r for r in roots if isinstance(r, Function)]
+    # One entry per root Function: two outputs of one multi-output Function (``split``)
+    # given as roots must not count that Function's edges twice.
+    stack = list(dict.fromkeys(r for r in roots if isinstance(r, Function)))
     seen = set(stack)
     while stack:
         fn = stack.pop()

@@ -210,3 +210,19 @@ def test_detach_and_requires_grad_flags():
     assert not b.is_leaf and b.grad_fn is not None
     with pytest.raises(RuntimeError, match="only floating point"):
         sf.tensor([1, 2]).requires_grad_()
+
+
+def test_backward_from_two_outputs_of_one_split_matches_torch():
+    # Two roots made by the same multi-output Function: its edges must be counted once,
+    # or the leaf never receives its gradient.
+    import torch
+
+    x0 = np.arange(12, dtype=np.float32).reshape(3, 4)
+    x = sf.tensor(x0, requires_grad=True)
+    a, b = sf.split(x, 2, 1)
+    sf.autograd.backward([a, b], [sf.ones(3, 2), sf.full((3, 2), 3.0)])
+    xt = torch.tensor(x0, requires_grad=True)
+    at, bt = torch.split(xt, 2, 1)
+    torch.autograd.backward([at, bt], [torch.ones(3, 2), torch.full((3, 2), 3.0)])
+    assert x.grad is not None
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy())
