@@ -70,7 +70,7 @@ from .backends import (
 from .distributed import sbp
 from .distributed.parallel_config import parallelize
 from .distributed.placement import placement
-from .jit import compile
+from .jit import compile, compile_step
 from .ops import *
 from .ops import add, clone, div, mul, neg, reciprocal, sub
 from .quant import dequantize, qint8, qint32, quantize_per_channel, quantize_per_tensor, quint8
