@@ -108,6 +108,7 @@ class TrainConfig:
     tp: int = 1
     pp: int = 1  # pipeline stages (cli/train_parallel.py); 1F1B over `microbatches` (0: 2 x pp)
     microbatches: int = 0
+    schedule: str = "1f1b"  # pipeline schedule: 1f1b (at most pp micro-batches in flight) or gpipe
     # ZeRO (docs/ZERO.md): 0 off; 1 optimizer state sharded (ZeroRedundancyOptimizer + DDP);
     # 2 also gradients, 3 also parameters (fully_shard, reshard_after_forward False / True)
     zero: int = 0
@@ -229,6 +230,8 @@ def validate(cfg: TrainConfig) -> None:
     need(cfg.pp == 1 or cfg.task == "gpt", "--pp", cfg.pp, "pipeline parallelism is built for gpt; use --pp 1")
     need(isinstance(cfg.microbatches, int) and cfg.microbatches >= 0, "--microbatches", cfg.microbatches,
          "use 0 (2 x --pp) or a positive number of micro-batches per step")
+    need(cfg.schedule in ("1f1b", "gpipe"), "--schedule", cfg.schedule,
+         "use --schedule 1f1b (default) or --schedule gpipe")
     need(cfg.microbatches == 0 or cfg.pp > 1, "--microbatches", cfg.microbatches,
          "micro-batches are for pipeline stages: add --pp 2 (or more), or drop --microbatches")
     if cfg.pp > 1:  # parallelize's own checks, for the world size the flags imply

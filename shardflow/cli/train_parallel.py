@@ -112,7 +112,7 @@ class PipelineTraining:
         self.owners = parameter_owners(gpt_pipe(model, cfg.pp), lambda s: s * dp * tp)
         self.par = parallelize(model, _UpdateGate(self, optimizer), dp=dp, tp=tp, pp=cfg.pp,
                                loss_fn=loss_fn, split=gpt_pipe, n_microbatches=_microbatches(cfg),
-                               batch_size=cfg.batch_size)
+                               batch_size=cfg.batch_size, schedule=cfg.schedule)
         shard_optimizer_state(optimizer)  # a resumed optimizer holds whole tensors (tp > 1)
         self.stage = self.par._state["stage"]
         self.tp_index = int(self.par._state.get("tp_index", 0))

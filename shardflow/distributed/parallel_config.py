@@ -76,7 +76,10 @@ def _mb(nbytes: float) -> str:
     return f"{nbytes / 1e6:.2f} MB"
 
 
-def comm_plan_text(model, dp, tp, pp, zero, n_microbatches, batch_size=None) -> str:
+_SCHEDULES = {"1f1b": "Schedule1F1B", "gpipe": "ScheduleGPipe"}
+
+
+def comm_plan_text(model, dp, tp, pp, zero, n_microbatches, batch_size=None, schedule="1f1b") -> str:
     """The per-step communication of a config, from the parameter sizes and ``model.config``."""
     n_params = sum(int(np.prod(p.shape)) for p in {id(p): p for p in model.parameters()}.values())
     cfg = getattr(model, "config", None)
@@ -91,7 +94,7 @@ def comm_plan_text(model, dp, tp, pp, zero, n_microbatches, batch_size=None) -> 
         lines.append(f"  pp: {pp} stages of {cfg.n_layer // pp if cfg else '?'} layers; per step {n_microbatches} "
                      f"micro-batches x {pp - 1} boundaries: send/recv of activations forward and "
                      f"gradients backward{act}; bubble (p-1)/(m+p-1) = "
-                     f"{(pp - 1) / (n_microbatches + pp - 1):.3f}; 1F1B schedule")
+                     f"{(pp - 1) / (n_microbatches + pp - 1):.3f}; {_SCHEDULES[schedule][8:]} schedule")
         lines.append("  pp: tied parameters (embedding / LM head): one all-reduce between the first "
                      "and last stage per step" + (f", per TP index (matching shards, {tp} pairs)"
                                                   if tp > 1 else ""))
@@ -213,12 +216,13 @@ class Parallelized:
 
 def parallelize(model, optimizer, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0, *,
                 loss_fn=None, split=None, n_microbatches: int | None = None, batch_size=None,
-                plan=None, print_plan: bool = True) -> Parallelized:
+                plan=None, print_plan: bool = True, schedule: str = "1f1b") -> Parallelized:
     """Lay ``model`` out for ``dp x tp x pp`` ranks (with ZeRO stage ``zero``), after validation.
 
     ``loss_fn(output, target)``; ``split(model, num_stages) -> Pipe`` cuts the model for
     ``pp > 1`` (for GPT: ``shardflow.models.gpt_pipeline.gpt_pipe``, whose stage outputs are
-    logits: pass ``loss_fn=gpt_loss``); ``n_microbatches`` defaults to ``2 * pp``; ``plan`` is
+    logits: pass ``loss_fn=gpt_loss``); ``n_microbatches`` defaults to ``2 * pp``; ``schedule``
+    is ``"1f1b"`` (default: at most ``pp`` micro-batches in flight) or ``"gpipe"``; ``plan`` is
     the tensor-parallel plan (default ``model.tensor_parallel_plan()``). Every rank must call
     it with the same arguments (it builds communicator groups).
     """
@@ -229,6 +233,10 @@ def parallelize(model, optimizer, dp: int = 1, tp: int = 1, pp: int = 1, zero: i
         raise ValueError(f"parallelize: tp={tp} needs a tensor-parallel plan ({{module path pattern: "
                          "ColwiseParallel() / RowwiseParallel()}}); pass plan=... or give the model a "
                          "tensor_parallel_plan() method (GPT has one)")
+    if schedule not in _SCHEDULES:
+        raise ValueError(f"parallelize: schedule must be one of {sorted(_SCHEDULES)}, got {schedule!r} "
+                         "(interleaved 1F1B needs several stages per rank: build it with "
+                         "ScheduleInterleaved1F1B directly, docs/PIPELINE.md)")
     m = n_microbatches or (2 * pp if pp > 1 else 1)
     cfg = getattr(model, "config", None)
     validate_parallel_config(world.size, dp, tp, pp, zero, getattr(cfg, "n_layer", None),
@@ -238,12 +246,13 @@ def parallelize(model, optimizer, dp: int = 1, tp: int = 1, pp: int = 1, zero: i
     if pp > 1 and split is None:
         raise ValueError("parallelize: pp > 1 needs split=(model, num_stages) -> Pipe, e.g. "
                          "shardflow.models.gpt_pipeline.gpt_pipe, or a lambda over split_module")
-    text = comm_plan_text(model, dp, tp, pp, zero, m, batch_size)
+    text = comm_plan_text(model, dp, tp, pp, zero, m, batch_size, schedule)
     if print_plan and world.rank == 0:
         print(text, flush=True)
     par = Parallelized(model, optimizer, dp, tp, pp, zero, loss_fn, m, text)
     if pp > 1:
-        from .pipelining import PipelineStage, Schedule1F1B, lay_out_stage, pipeline_mesh
+        from . import pipelining
+        from .pipelining import PipelineStage, lay_out_stage, pipeline_mesh
 
         pm = pipeline_mesh(pp, dp, tp)  # every communicator, on every rank, before stages diverge
         st = pm.stage
@@ -256,7 +265,7 @@ def parallelize(model, optimizer, dp: int = 1, tp: int = 1, pp: int = 1, zero: i
                               dp_group=pm.dp_group, tp_mesh=tp_mesh)
         par._state.update(stage=stage, pipe=pipe, dp_group=pm.dp_group, replica=pm.replica,
                           tp_index=pm.tp_index, mesh=pm.mesh,
-                          schedule=Schedule1F1B(stage, m, loss_fn=loss_fn))
+                          schedule=getattr(pipelining, _SCHEDULES[schedule])(stage, m, loss_fn=loss_fn))
         return par
     if zero == 1 and dp > 1:
         from ..nn.parallel import DistributedDataParallel
