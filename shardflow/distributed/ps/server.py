@@ -202,7 +202,7 @@ class ParameterServer:
         if grad.shape != self.shard.shape:
             return {"error": f"push of shape {grad.shape} to a shard of shape {self.shard.shape}"}, None
         if self.mode == "async":
-            self.held.append((clock, np.array(grad)))
+            self.held.append((clock, grad))  # its own buffer (wire.recv_msg), not reused
             self._release_held()
         else:
             self.pending.setdefault(clock, {})[w] = np.array(grad)
