@@ -136,13 +136,7 @@ class CompiledFunction:
         if self.module is not None:
             for t in list(self.module.parameters()) + list(self.module.buffers()):
                 allowed[id(t)] = t
-        for cell in (getattr(self.fn, "__closure__", None) or ()):
-            try:
-                v = cell.cell_contents
-            except ValueError:
-                continue
-            if isinstance(v, Tensor):
-                allowed[id(v)] = v
+        allowed.update(closure_tensors(self.fn))
         return allowed
 
     def _compile(self, key, args):
@@ -261,3 +255,16 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
     except AttributeError:
         pass
     return cf
+
+
+def closure_tensors(fn) -> dict:
+    """The Tensors ``fn`` closes over, by id: constants a trace of ``fn`` may read."""
+    out: dict = {}
+    for cell in (getattr(fn, "__closure__", None) or ()):
+        try:
+            v = cell.cell_contents
+        except ValueError:  # an empty cell (a name assigned later in the enclosing scope)
+            continue
+        if isinstance(v, Tensor):
+            out[id(v)] = v
+    return out

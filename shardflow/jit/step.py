@@ -45,7 +45,7 @@ import numpy as np
 
 from ..autograd import Tensor, _wrap, dispatch, is_grad_enabled
 from . import passes
-from .api import _log
+from .api import _log, closure_tensors
 from .graph import Ref
 from .step_plan import StepPlan
 from .trace import TraceError, trace
@@ -144,13 +144,7 @@ class CompiledStep:
         for m in mods:
             for t in list(m.parameters()) + list(m.buffers()):
                 allowed[id(t)] = t
-        for cell in (getattr(self.loss_fn, "__closure__", None) or ()):
-            try:
-                v = cell.cell_contents
-            except ValueError:
-                continue
-            if isinstance(v, Tensor):
-                allowed[id(v)] = v
+        allowed.update(closure_tensors(self.loss_fn))
         return allowed
 
     def _refuse(self) -> str | None:
@@ -190,15 +184,9 @@ class CompiledStep:
         loss.backward()
         self.optimizer.step()
         loss = loss.detach()
-        if reason is not None:
-            _log(self.log, f"eager for inputs {shapes}: {reason}")
-            if self.fullgraph:
-                raise RuntimeError(f"shardflow.compile_step(fullgraph=True): cannot compile: "
-                                   f"{reason}")
-            self.stats["compile_s"] += time.perf_counter() - t0
-            return _Entry(reason=reason), loss
-        after = _snapshot(self.params, self.optimizer, self.buffers)
-        reason = self._untraced_state_change(g, before, after)
+        if reason is None:
+            after = _snapshot(self.params, self.optimizer, self.buffers)
+            reason = self._untraced_state_change(g, before, after)
         if reason is not None:
             _log(self.log, f"eager for inputs {shapes}: {reason}")
             if self.fullgraph:
