@@ -1,4 +1,4 @@
-"""Parameter server against one process, in real processes over TCP (docs/PIPELINE.md).
+"""Parameter server against one process, in real processes over TCP (docs/PS.md).
 
 Servers and workers are separate Python processes started here (the parameter server
 does not run on MPI: a killed worker must not end the job). Task: a small MLP regression;
