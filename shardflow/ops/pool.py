@@ -25,10 +25,8 @@ import itertools
 
 import numpy as np
 
-from .. import kernels
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
-from ..kernels import pool as _pool_kernels
 from ._util import ntuple as _tuple
 
 __all__ = [
@@ -99,25 +97,26 @@ def _lowest(dtype):
 
 # --------------------------------------------------------------------------- max pool
 class MaxPoolNd(Function):
-    # the fused backward re-reads the input (as PyTorch's max_pool2d backward does): an
-    # in-place change of it before backward raises
-    save_inputs = (0,)
+    save_inputs = ()
 
     def forward(self, x, *, d, ksize, stride, padding, dilation, ceil_mode, return_indices, name):
         spatial = x.shape[-d:]
         osize, pads = _geometry(spatial, ksize, stride, padding, dilation, ceil_mode, name)
         xp = _pad(x, pads, _lowest(x.dtype))
         sls = _slices(ksize, stride, dilation, osize)
-        kdt = np.int32 if len(sls) > 127 else np.int8
-        # 2-D, C-contiguous float32/float64, no indices asked: one Numba pass (kernels/pool.py)
-        # instead of several full passes per window position; backward finds the arg-max again
-        self.fused = d == 2 and not return_indices and kernels.usable(xp)
-        if self.fused:
-            best = _pool_kernels.max_pool2d_forward(xp, ksize, stride, dilation, osize)
-            kidx, self.xp, self.best = None, xp, best.copy()  # the output may be changed in place
-        else:
-            best, kidx = self._forward_numpy(xp, sls, kdt)
-        self.ksize, self.stride, self.dilation = ksize, stride, dilation
+        best = xp[sls[0]].copy()  # (..., *osize)
+        kidx = np.zeros(best.shape, dtype=np.int32 if len(sls) > 127 else np.int8)
+        gt = np.empty(best.shape, dtype=bool)
+        step = np.empty_like(kidx)
+        for k in range(1, len(sls)):
+            v = xp[sls[k]]
+            np.greater(v, best, out=gt)
+            # kidx = where(gt, k, kidx), branch-free: a masked copy mispredicts on every
+            # random comparison and measured 8x slower than these three 1-byte passes
+            np.subtract(kidx.dtype.type(k), kidx, out=step)
+            np.multiply(step, gt, out=step)
+            kidx += step
+            np.maximum(best, v, out=best)
         self.kidx, self.pads, self.xpshape, self.spatial = kidx, pads, xp.shape, spatial
         self.sls = sls
         # windows that never overlap (stride >= dilated kernel): backward can write each
@@ -138,30 +137,8 @@ class MaxPoolNd(Function):
             flat = flat * spatial[i] + coord
         return best, flat
 
-    @staticmethod
-    def _forward_numpy(xp, sls, kdt):
-        best = xp[sls[0]].copy()  # (..., *osize)
-        kidx = np.zeros(best.shape, dtype=kdt)
-        gt = np.empty(best.shape, dtype=bool)
-        step = np.empty_like(kidx)
-        for k in range(1, len(sls)):
-            v = xp[sls[k]]
-            np.greater(v, best, out=gt)
-            # kidx = where(gt, k, kidx), branch-free: a masked copy mispredicts on every
-            # random comparison and measured 8x slower than these three 1-byte passes
-            np.subtract(kidx.dtype.type(k), kidx, out=step)
-            np.multiply(step, gt, out=step)
-            kidx += step
-            np.maximum(best, v, out=best)
-        return best, kidx
-
     def backward(self, g, *unused):
         kidx = self.kidx
-        if self.fused:
-            g = np.ascontiguousarray(g, dtype=self.best.dtype)
-            gxp = _pool_kernels.max_pool2d_backward(g, self.xp, self.best, self.ksize, self.stride,
-                                                    self.dilation, self.disjoint, self.tiled)
-            return _crop(gxp, self.pads, self.spatial)
         # tiled windows cover every input element exactly once: no zero fill needed
         gxp = (np.empty if self.tiled else np.zeros)(self.xpshape, dtype=g.dtype)
         m = np.empty(kidx.shape, dtype=bool)

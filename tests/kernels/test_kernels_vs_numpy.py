@@ -51,9 +51,6 @@ CASES = {
     "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"), (ROWS, 65)),
     "sdpa_causal": (_sdpa, (3, 4, 70, 16)),
     "sdpa_qkv_split": (_sdpa_qkv, (3, 70, 48)),
-    "max_pool2d": (lambda x: F.max_pool2d(x, 2), (5, 67, 8, 6)),
-    "max_pool2d_overlap_pad": (lambda x: F.max_pool2d(x, 3, stride=2, padding=1), (3, 41, 9, 11)),
-    "max_pool2d_relu_ties": (lambda x: F.max_pool2d(F.relu(x), 2), (4, 33, 6, 8)),
     "embedding": (lambda w: F.embedding(_IDS, w), (37, 70)),
 }
 

@@ -3,9 +3,8 @@ that the rows are split over every thread and each thread gets a ragged share: s
 log_softmax, cross-entropy (plain, class weights, ignore_index, reduction='none'),
 LayerNorm without affine, causal attention with more keys than queries (the kernel's
 per-row key limit) and with heads split from one qkv projection (strided views, as in
-GPT-mini), 2-D max pooling over many planes (with ties: ReLU zeros, first maximum wins) and
-embedding backward with many repeated ids. GELU, LayerNorm with affine and square SDPA with many rows are in
-``blocked.py``. The finite differences check a few elements per input (``fd_elements``).
+GPT-mini), and embedding backward with many repeated ids. GELU, LayerNorm with affine and
+square SDPA with many rows are in ``blocked.py``. The finite differences check a few elements per input (``fd_elements``).
 With ``SHARDFLOW_KERNELS=numpy`` the same specs check the NumPy path.
 """
 
@@ -19,7 +18,6 @@ def _F(m):
 
 
 ROWS = 1031  # prime: no thread count divides it
-_NO_BF16 = ("float32", "float64")  # max_pool on bfloat16: a known gap (tests/ops/dtype_gaps.py)
 
 
 def _ce_ignore_many(m, x):
@@ -35,10 +33,6 @@ def _sdpa_qkv_split(m, qkv):
     q, k, v = (t.reshape(B, T, nh, C // nh).transpose(1, 2) for t in qkv.split(C, dim=2))
     y = _F(m).scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, nh, T, hs)
     return y.transpose(1, 2).reshape(B, T, C)
-
-
-def _pool_relu_ties(m, x):
-    return _F(m).max_pool2d(_F(m).relu(x), 2)
 
 
 SPECS = [
@@ -63,15 +57,6 @@ SPECS = [
            [Arg((2, 3, 40, 8)), Arg((2, 3, 70, 8)), Arg((2, 3, 70, 8))], atol=1e-4, fd_elements=4),
     OpSpec("kernel_sdpa_qkv_split_heads", _sdpa_qkv_split, [Arg((3, 40, 48))], atol=1e-4,
            fd_elements=4),
-    # 2-D max pooling (kernels/pool.py): many planes; windows tiling, overlapping, padded
-    OpSpec("kernel_max_pool2d_planes", lambda m, x: _F(m).max_pool2d(x, 2),
-           [Arg((5, 67, 8, 6), distinct=True)], fd_elements=5, dtypes=_NO_BF16),
-    OpSpec("kernel_max_pool2d_overlap_pad",
-           lambda m, x: _F(m).max_pool2d(x, 3, stride=2, padding=1, dilation=(1, 2)),
-           [Arg((3, 41, 9, 11), distinct=True)], fd_elements=5, dtypes=_NO_BF16),
-    OpSpec("kernel_max_pool2d_relu_ties", _pool_relu_ties, [Arg((4, 33, 6, 8))], fd=False, dtypes=_NO_BF16,
-           notes="ties (ReLU zeros): the gradient goes to the first maximum, as in PyTorch; "
-                 "the max is not differentiable there, so no finite differences"),
     # embedding backward (kernels/embedding.py): repeated ids, columns over several blocks
     OpSpec("kernel_embedding_repeated_ids", lambda m, i, w: _F(m).embedding(i, w),
            [Arg((9, 113), kind="index", high=37, grad=False), Arg((37, 70))], fd_elements=5),
