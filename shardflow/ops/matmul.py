@@ -47,6 +47,13 @@ def _arr(x):
     return np.asarray(x) if isinstance(x, np.generic) else x
 
 
+def _as_inputs(out, a, b):
+    """``out`` in the dtype of ``a @ b`` as PyTorch types it: NumPy's matmul of two bfloat16
+    (ml_dtypes) arrays computes and returns float32, PyTorch returns bfloat16."""
+    want = np.result_type(a.dtype, b.dtype)
+    return out if out.dtype == want else out.astype(want)
+
+
 def _fmt(shape) -> str:
     return "x".join(str(s) for s in shape)
 
@@ -82,7 +89,7 @@ class MM(Function):
 
     def forward(self, a, b):
         self.a, self.b = a, b
-        return a @ b
+        return _as_inputs(a @ b, a, b)
 
     def backward(self, g):
         ga = g @ self.b.T if self.needs_input_grad[0] else None
@@ -99,7 +106,7 @@ class FoldedMM(Function):
         self.ashape = a.shape
         a2 = a.reshape(-1, a.shape[-1])  # (B*T, K): a view when a is contiguous
         self.a2, self.b = a2, b
-        return (a2 @ b).reshape(a.shape[:-1] + (b.shape[-1],))
+        return _as_inputs(a2 @ b, a, b).reshape(a.shape[:-1] + (b.shape[-1],))
 
     def backward(self, g):
         g2 = g.reshape(-1, g.shape[-1])  # (B*T, N)
@@ -115,7 +122,7 @@ class BatchedMatMul(Function):
 
     def forward(self, a, b):
         self.a, self.b = a, b
-        return _arr(a @ b)
+        return _arr(_as_inputs(a @ b, a, b))
 
     def backward(self, g):
         a, b = self.a, self.b
@@ -322,7 +329,7 @@ class Linear(Function):
     def forward(self, x, w, b=None):
         xshape = x.shape
         x2 = x if x.ndim == 2 else x.reshape(-1, xshape[-1])  # (R, in)
-        y = x2 @ w.T  # (R, out): BLAS reads W transposed in place
+        y = _as_inputs(x2 @ w.T, x, w)  # (R, out): BLAS reads W transposed in place
         if b is not None:
             y += b
         self.x2, self.w, self.xshape = x2, w, xshape

@@ -28,7 +28,8 @@ _COPY_DEST_GRAD = ("ops/conversion.py: after (b * 1).copy_(a), b.grad is None wh
                    "overwritten destination gets a zero gradient in PyTorch; None makes optimizers skip it)")
 _EMBEDDING = ("ops/index.py: embedding(weight, indices) (torch's argument order) does not recognise a bfloat16 "
               "weight as floating and takes it for the indices")
-_MATMUL = "ops/matmul.py: matmul/mm/bmm/mv/dot/vdot/inner/addmm/baddbmm/linear/einsum on bfloat16 return float32"
+_MATMUL = ("ops/matmul.py: inner (N-d), addmm with a scaled/broadcast input, baddbmm and einsum on bfloat16 "
+           "return float32 (matmul/mm/bmm/mv/dot/linear cast back since session 18)")
 _EINSUM_LOOP = "ops/matmul.py: einsum reductions/traces/outer products on bfloat16 raise (NumPy einsum has no bfloat16 loop)"
 
 KNOWN_GAPS = {
@@ -58,14 +59,7 @@ KNOWN_GAPS = {
         _NAN_TO_NUM: ["ew_nan_to_num", "ew_nan_to_num_inplace"],
         _COPY_DEST_GRAD: ["copy_broadcast"],
         _EMBEDDING: ["embedding_torch_order"],
-        _MATMUL: ["matmul_2d", "matmul_operator", "matmul_1d_1d", "matmul_1d_2d", "matmul_2d_1d",
-                  "matmul_3d_2d_folded", "matmul_4d_2d_folded", "matmul_2d_3d", "matmul_3d_3d",
-                  "matmul_batch_broadcast", "matmul_1d_3d", "matmul_3d_1d", "matmul_transposed_view",
-                  "matmul_one_grad", "mm", "mm_method", "bmm", "mv", "dot", "vdot", "inner_nd", "addmm",
-                  "addmm_scaled_broadcast", "addmm_beta0", "baddbmm", "linear_2d_bias", "linear_3d_bias",
-                  "linear_4d_nobias", "linear_1d_input", "linear_1d_weight", "linear_weight_only_grad",
-                  "einsum_mm", "einsum_implicit", "einsum_list_operands", "einsum_attention", "einsum_ellipsis",
-                  "einsum_three_chain", "einsum_bilinear", "einsum_uppercase"],
+        _MATMUL: ["inner_nd", "addmm_scaled_broadcast", "baddbmm", "einsum_mm", "einsum_implicit", "einsum_list_operands", "einsum_attention", "einsum_ellipsis", "einsum_three_chain", "einsum_bilinear", "einsum_uppercase"],
         _EINSUM_LOOP: ["einsum_sum_all", "einsum_trace", "einsum_ellipsis_broadcast", "einsum_outer_three",
                        "einsum_sum_only_in_operand"],
     },
