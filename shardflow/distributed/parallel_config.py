@@ -49,10 +49,12 @@ def validate_parallel_config(world: int, dp: int = 1, tp: int = 1, pp: int = 1, 
                          f"factors whose product is {world}")
     if n_layer is not None and n_layer % pp:
         raise ValueError(f"parallelize: pp={pp} does not divide the model's {n_layer} layers; "
-                         f"choose pp among {[d for d in range(1, n_layer + 1) if n_layer % d == 0]}")
+                         f"choose pp among {[d for d in range(1, n_layer + 1) if n_layer % d == 0]} "
+                         f"or a model with a multiple of {pp} layers (e.g. {n_layer + pp - n_layer % pp})")
     if n_head is not None and n_head % tp:
         raise ValueError(f"parallelize: tp={tp} does not divide the model's {n_head} attention heads; "
-                         f"choose tp among {[d for d in range(1, n_head + 1) if n_head % d == 0]}")
+                         f"choose tp among {[d for d in range(1, n_head + 1) if n_head % d == 0]} "
+                         f"or a model with a multiple of {tp} heads")
     if batch_size is not None and batch_size % (dp * n_microbatches):
         raise ValueError(f"parallelize: the global batch of {batch_size} does not split into dp={dp} "
                          f"replicas x {n_microbatches} micro-batches; use a batch divisible by "
