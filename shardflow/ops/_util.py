@@ -29,6 +29,19 @@ def unbroadcast(g, shape):
     return g
 
 
+def as_dtype_of(y, a, b=None):
+    """``y``, the result of an op on the array ``a`` (and ``b``: an array or a Python scalar),
+    in the dtype PyTorch gives it. The rule for low-precision arrays: NumPy widens an ml_dtypes
+    bfloat16 array combined with a Python float (``bf16 + 2.0``), or passed through a
+    BLAS/einsum path, to float32, where PyTorch keeps bfloat16 (it computes in float32 too and
+    rounds once, which is this cast). A Python scalar never widens the array; an array ``b``
+    takes part through ``np.result_type``. float32/float64 results pay one dtype comparison."""
+    if y.dtype == a.dtype or a.dtype.kind != "V":
+        return y
+    want = np.result_type(a.dtype, b.dtype) if hasattr(b, "dtype") else a.dtype
+    return y if y.dtype == want else y.astype(want)
+
+
 def as_tensor_arg(x, name: str = "input") -> Tensor:
     if isinstance(x, Tensor):
         return x

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
-from ._util import inplace, number_arg, promote, unbroadcast
+from ._util import as_dtype_of, inplace, number_arg, promote, unbroadcast
 
 _SHAPE_ERR = (
     "The size of tensor a ({a}) must match the size of tensor b ({b}) at non-singleton "
@@ -42,7 +42,7 @@ class Add(Function):
     def forward(self, a, b, alpha=1):
         self.sa, self.sb, self.alpha = _shape(a), _shape(b), alpha
         try:
-            return a + b if alpha == 1 else a + b * alpha
+            return as_dtype_of(a + b if alpha == 1 else a + b * alpha, a, b)
         except ValueError:
             raise _broadcast_error(_shape(a), _shape(b)) from None
 
@@ -50,7 +50,7 @@ class Add(Function):
         ga = unbroadcast(g, self.sa) if self.needs_input_grad[0] else None
         gb = None
         if self.needs_input_grad[1]:
-            gb = unbroadcast(g if self.alpha == 1 else g * self.alpha, self.sb)
+            gb = unbroadcast(g if self.alpha == 1 else as_dtype_of(g * self.alpha, g), self.sb)
         return ga, gb
 
 
@@ -60,13 +60,13 @@ class Sub(Function):
     def forward(self, a, b, alpha=1):
         self.sa, self.sb, self.alpha = _shape(a), _shape(b), alpha
         try:
-            return a - b if alpha == 1 else a - b * alpha
+            return as_dtype_of(a - b if alpha == 1 else a - b * alpha, a, b)
         except ValueError:
             raise _broadcast_error(_shape(a), _shape(b)) from None
 
     def backward(self, g):
         ga = unbroadcast(g, self.sa) if self.needs_input_grad[0] else None
-        gb = unbroadcast(-g if self.alpha == 1 else g * -self.alpha, self.sb) if self.needs_input_grad[1] else None
+        gb = unbroadcast(-g if self.alpha == 1 else as_dtype_of(g * -self.alpha, g), self.sb) if self.needs_input_grad[1] else None
         return ga, gb
 
 
@@ -76,7 +76,7 @@ class Mul(Function):
     def forward(self, a, b):
         self.a, self.b = a, b
         try:
-            return a * b
+            return as_dtype_of(a * b, a, b)
         except ValueError:
             raise _broadcast_error(_shape(a), _shape(b)) from None
 
@@ -93,7 +93,7 @@ class Div(Function):
     def forward(self, a, b):
         self.a, self.b = a, b
         try:
-            return a / b
+            return as_dtype_of(a / b, a, b)
         except ValueError:
             raise _broadcast_error(_shape(a), _shape(b)) from None
 
@@ -177,7 +177,7 @@ class Reciprocal(Function):
     save_output = True
 
     def forward(self, a):
-        self.out = 1.0 / a
+        self.out = as_dtype_of(1.0 / a, a)
         return self.out
 
     def backward(self, g):
