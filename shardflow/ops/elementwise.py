@@ -46,7 +46,7 @@ from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
 from ..backend import dtypes, get_array_module, result_type
 from ..kernels import gelu as _gelu_kernels
-from ._util import _SCALARS, as_tensor_arg, inplace, needs_graph, promote, unbroadcast
+from ._util import _SCALARS, as_dtype_of, as_tensor_arg, inplace, needs_graph, promote, unbroadcast
 from .blocked import run_blocked
 
 __all__ = [
@@ -876,7 +876,7 @@ class PowScalar(Function):
             return x * x
         if e == 0.5:
             return np.sqrt(x)
-        return np.power(x, e)
+        return as_dtype_of(np.power(x, e), x)
 
     def backward(self, g):
         x, e = self.x, self.e
@@ -885,7 +885,7 @@ class PowScalar(Function):
         if e == 1:
             return g
         if e == 2:
-            return g * (2.0 * x)
+            return as_dtype_of(g * (2.0 * x), g)
         return _same_dtype(g * (e * np.power(x, e - 1)), g)
 
 
@@ -897,7 +897,7 @@ class ScalarPow(Function):
 
     def forward(self, x, s=2.0):
         self.x, self.s = x, s
-        y = np.power(s, x)
+        y = as_dtype_of(np.power(s, x), x)
         self.y = y
         return y
 
@@ -906,7 +906,7 @@ class ScalarPow(Function):
         if s == 0:
             return np.where(self.x >= 0, 0.0, g * self.y * -np.inf).astype(g.dtype)
         with np.errstate(invalid="ignore"):
-            return g * (self.y * (math.log(s) if s > 0 else math.nan))
+            return as_dtype_of(g * (self.y * (math.log(s) if s > 0 else math.nan)), g)
 
 
 class PowTensor(Function):
@@ -970,8 +970,8 @@ class ClampScalar(Function):
     def forward(self, x, lo=None, hi=None):
         self.x, self.lo, self.hi = x, lo, hi
         if lo is not None and hi is not None:
-            return np.minimum(np.maximum(x, lo), hi)
-        return np.maximum(x, lo) if lo is not None else np.minimum(x, hi)
+            return as_dtype_of(np.minimum(np.maximum(x, lo), hi), x)
+        return as_dtype_of(np.maximum(x, lo) if lo is not None else np.minimum(x, hi), x)
 
     def backward(self, g):
         x, lo, hi = self.x, self.lo, self.hi
@@ -1289,7 +1289,7 @@ class Lerp(Function):
 
     def forward(self, s, e, w):
         self.s, self.e, self.w = s, e, w
-        return _lerp_array(s, e, w)
+        return as_dtype_of(_lerp_array(s, e, w), s, w)
 
     def backward(self, g):
         s, e, w = self.s, self.e, self.w
@@ -1299,7 +1299,7 @@ class Lerp(Function):
         if self.needs_input_grad[1]:
             ge = unbroadcast(_same_dtype(g * w, g), e.shape)
         if len(self.needs_input_grad) > 2 and self.needs_input_grad[2]:
-            gw = unbroadcast(g * (e - s), w.shape)
+            gw = unbroadcast(as_dtype_of(g * (e - s), g, w), w.shape)
         return gs, ge, gw
 
 
@@ -1343,11 +1343,11 @@ class Addcmul(Function):
 
     def forward(self, x, t1, t2, value=1):
         self.sx, self.t1, self.t2, self.value = x.shape, t1, t2, value
-        return x + _scaled_product(t1, t2, value)
+        return as_dtype_of(x + _scaled_product(t1, t2, value), x, t1)
 
     def backward(self, g):
         v = self.value
-        gv = g * v if v != 1 else g
+        gv = as_dtype_of(g * v, g) if v != 1 else g
         gx = unbroadcast(g, self.sx) if self.needs_input_grad[0] else None
         g1 = unbroadcast(gv * self.t2, self.t1.shape) if self.needs_input_grad[1] else None
         g2 = unbroadcast(gv * self.t1, self.t2.shape) if self.needs_input_grad[2] else None
@@ -1361,11 +1361,11 @@ class Addcdiv(Function):
 
     def forward(self, x, t1, t2, value=1):
         self.sx, self.t1, self.t2, self.value = x.shape, t1, t2, value
-        return x + _scaled_product(t1, t2, value, np.divide)
+        return as_dtype_of(x + _scaled_product(t1, t2, value, np.divide), x, t1)
 
     def backward(self, g):
         v, t1, t2 = self.value, self.t1, self.t2
-        gv = g * v if v != 1 else g
+        gv = as_dtype_of(g * v, g) if v != 1 else g
         gx = unbroadcast(g, self.sx) if self.needs_input_grad[0] else None
         g1 = unbroadcast(gv / t2, t1.shape) if self.needs_input_grad[1] else None
         g2 = unbroadcast(-gv * t1 / (t2 * t2), t2.shape) if self.needs_input_grad[2] else None

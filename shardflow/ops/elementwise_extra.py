@@ -24,7 +24,7 @@ import numpy as np
 from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
 from ..backend import result_type
-from ._util import _SCALARS, as_tensor_arg, inplace, needs_graph, promote, unbroadcast
+from ._util import _SCALARS, as_dtype_of, as_tensor_arg, inplace, needs_graph, promote, unbroadcast
 
 __all__ = [
     "floor", "ceil", "round", "trunc", "fix", "frac", "sign", "sgn",
@@ -248,7 +248,8 @@ class Remainder(Function):
             _check_int_zero(b, "remainder" if mode == "floor" else "fmod")
         try:
             with np.errstate(divide="ignore", invalid="ignore"):
-                return np.remainder(a, b) if mode == "floor" else np.fmod(a, b)
+                y = np.remainder(a, b) if mode == "floor" else np.fmod(a, b)
+            return as_dtype_of(y, a, b) if hasattr(a, "dtype") else as_dtype_of(y, b, a)
         except ValueError:
             raise _broadcast_error("remainder", a, b) from None
 

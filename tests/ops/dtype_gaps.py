@@ -16,9 +16,6 @@ _CONV = "ops/conv.py: conv/conv_transpose on bfloat16 return float32"
 _MAX_POOL = "ops/pool.py: max_pool on bfloat16 raises 'Invalid integer data type V' (np.iinfo on a bfloat16 dtype)"
 _ADAPTIVE_AVG_POOL = ("ops/pool.py: adaptive_avg_pool on bfloat16 returns float32 (also interpolate's mode "
                       "'area', which is adaptive_avg_pool)")
-_ELEMENTWISE_SCALARS = ("ops/elementwise.py: pow/clamp/lerp/addcmul/addcdiv/remainder/fmod with a Python "
-                        "float (or a float32 temporary) return float32 for bfloat16; their in-place forms "
-                        "(clamp_min_, fmod_ ...) even turn the bfloat16 tensor into a float32 one")
 _WHERE_SCALAR = "ops/elementwise.py: where(cond, bf16, 0.0) returns float64"
 _NAN_TO_NUM = "ops/elementwise_extra.py: nan_to_num / nan_to_num_ leave NaN in bfloat16 arrays"
 _COPY_DEST_GRAD = ("ops/conversion.py: after (b * 1).copy_(a), b.grad is None where torch gives zeros (the "
@@ -43,12 +40,6 @@ KNOWN_GAPS = {
                     "max_pool2d_unbatched", "max_pool1d", "max_pool3d"],
         _ADAPTIVE_AVG_POOL: ["adaptive_avg_pool2d_uneven", "adaptive_avg_pool2d_none", "adaptive_avg_pool1d",
                              "adaptive_avg_pool3d", "interp_area_size", "interp_area_scale"],
-        _ELEMENTWISE_SCALARS: ["ew_pow_scalar", "ew_pow_neg", "ew_rpow_scalar", "ew_clamp", "ew_clamp_min",
-                               "ew_clamp_max", "ew_clip", "ew_clamp_inplace_graph", "ew_clamp_min_fn",
-                               "ew_clamp_max_fn", "ew_lerp_tensor_weight", "ew_lerp_tensor_weight_bcast",
-                               "ew_addcmul", "ew_addcdiv", "ew_addcmul_inplace_graph", "ew_addcdiv_inplace_graph",
-                               "ew_remainder_scalar", "ew_rmod_scalar", "ew_fmod_scalar", "ew_clamp_min_inplace",
-                               "ew_clamp_max_inplace", "ew_fmod_inplace", "ew_remainder_inplace"],
         _WHERE_SCALAR: ["ew_where_scalar", "ew_where_scalar_first"],
         _NAN_TO_NUM: ["ew_nan_to_num", "ew_nan_to_num_inplace"],
         _COPY_DEST_GRAD: ["copy_broadcast"],
