@@ -1218,7 +1218,8 @@ class Where(Function):
 
     def forward(self, cond, a, b):
         self.cond, self.sa, self.sb = cond, _shape(a), _shape(b)
-        return np.where(cond, a, b)
+        y = np.where(cond, a, b)  # a bfloat16 array with a Python float gives float64 here
+        return as_dtype_of(y, a, b) if hasattr(a, "dtype") else as_dtype_of(y, b, a)
 
     def backward(self, g):
         cond = self.cond
