@@ -19,6 +19,7 @@ Semantics follow PyTorch:
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from ..autograd import Function, Tensor, _wrap
@@ -381,6 +382,12 @@ class NanToNum(Function):
 
     def forward(self, x, nan=0.0, posinf=None, neginf=None):
         self.x = x
+        if x.dtype.kind == "V":  # bfloat16: np.nan_to_num leaves non-NumPy float dtypes untouched
+            fi = ml_dtypes.finfo(x.dtype)
+            posinf = float(fi.max) if posinf is None else posinf
+            neginf = float(fi.min) if neginf is None else neginf
+            y = np.nan_to_num(x.astype(np.float32), nan=nan, posinf=posinf, neginf=neginf)
+            return y.astype(x.dtype)
         return np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
 
     def backward(self, g):

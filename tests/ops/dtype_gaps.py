@@ -16,7 +16,6 @@ _CONV = "ops/conv.py: conv/conv_transpose on bfloat16 return float32"
 _MAX_POOL = "ops/pool.py: max_pool on bfloat16 raises 'Invalid integer data type V' (np.iinfo on a bfloat16 dtype)"
 _ADAPTIVE_AVG_POOL = ("ops/pool.py: adaptive_avg_pool on bfloat16 returns float32 (also interpolate's mode "
                       "'area', which is adaptive_avg_pool)")
-_NAN_TO_NUM = "ops/elementwise_extra.py: nan_to_num / nan_to_num_ leave NaN in bfloat16 arrays"
 _COPY_DEST_GRAD = ("ops/conversion.py: after (b * 1).copy_(a), b.grad is None where torch gives zeros (the "
                    "overwritten destination gets a zero gradient in PyTorch; None makes optimizers skip it)")
 _EMBEDDING = ("ops/index.py: embedding(weight, indices) (torch's argument order) does not recognise a bfloat16 "
@@ -39,7 +38,6 @@ KNOWN_GAPS = {
                     "max_pool2d_unbatched", "max_pool1d", "max_pool3d"],
         _ADAPTIVE_AVG_POOL: ["adaptive_avg_pool2d_uneven", "adaptive_avg_pool2d_none", "adaptive_avg_pool1d",
                              "adaptive_avg_pool3d", "interp_area_size", "interp_area_scale"],
-        _NAN_TO_NUM: ["ew_nan_to_num", "ew_nan_to_num_inplace"],
         _COPY_DEST_GRAD: ["copy_broadcast"],
         _EMBEDDING: ["embedding_torch_order"],
         _MATMUL: ["inner_nd", "einsum_mm", "einsum_implicit", "einsum_list_operands", "einsum_attention", "einsum_ellipsis", "einsum_three_chain", "einsum_bilinear", "einsum_uppercase"],
