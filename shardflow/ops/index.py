@@ -786,7 +786,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
     ``padding_idx`` rows get no gradient; ``max_norm`` renormalises the referenced rows of
     ``weight`` in place (without autograd); ``sparse=True`` still returns a dense gradient.
     """
-    if (isinstance(input, Tensor) and input.array.dtype.kind == "f" and isinstance(weight, Tensor)
+    if (isinstance(input, Tensor) and input.array.dtype.kind in "fV" and isinstance(weight, Tensor)
             and weight.array.dtype.kind in "iu"):
         input, weight = weight, input
     ids = _int_index(input, "embedding")
