@@ -22,6 +22,7 @@ Algorithms (the hot path of every model):
   with the other operands, producing operand ``i``'s letters; letters found only in
   operand ``i`` are broadcast back, size-1 (broadcast) dims are summed, and a repeated
   letter (a diagonal, ``'ii->i'``) is written through a writeable diagonal view.
+  bfloat16 operands are contracted in float32 and rounded once (``_einsum``).
 
 Both operands must have the same dtype (PyTorch raises too). Shape mismatches raise
 RuntimeError naming both shapes.
@@ -447,13 +448,25 @@ def _dedupe(s: str) -> str:
     return "".join(dict.fromkeys(s))
 
 
+def _einsum(eq: str, *ops):
+    """``np.einsum(eq, *ops, optimize=True)`` in the operands' dtype. NumPy's einsum has no
+    bfloat16 (ml_dtypes) loop and its BLAS path returns float32, so bfloat16 operands are
+    contracted in float32 and the result rounded to bfloat16 once (PyTorch's CPU kernels
+    accumulate bfloat16 in float32 too). float32/float64 pay one dtype check per operand."""
+    low = next((o.dtype for o in ops if o.dtype.kind == "V"), None)
+    if low is None:
+        return np.einsum(eq, *ops, optimize=True)
+    wide = [o.astype(np.float32) if o.dtype.kind == "V" else o for o in ops]
+    return np.einsum(eq, *wide, optimize=True).astype(low)
+
+
 class Einsum(Function):
     save_inputs = None
 
     def forward(self, *arrays, ins, out):
         self.arrays, self.ins, self.out = arrays, ins, out
         eq = ",".join(ins) + "->" + out
-        res = np.einsum(eq, *arrays, optimize=True)
+        res = _einsum(eq, *arrays)
         if len(arrays) == 1 and np.may_share_memory(res, arrays[0]):
             res = res.copy()
         return _arr(res)
@@ -470,7 +483,7 @@ class Einsum(Function):
         ops = [g] + [x for j, x in enumerate(self.arrays) if j != i]
         avail = set("".join(subs))
         keep = "".join(c for c in uniq if c in avail)
-        r = np.einsum(",".join(subs) + "->" + keep, *ops, optimize=True)
+        r = _einsum(",".join(subs) + "->" + keep, *ops)
         # lay r out over operand i's unique letters: size-1 axes for letters absent from r
         r = r.reshape([r.shape[keep.index(c)] if c in keep else 1 for c in uniq])
         target = [shape_i[s_i.index(c)] for c in uniq]
@@ -481,12 +494,13 @@ class Einsum(Function):
         if len(uniq) == len(s_i):
             return np.ascontiguousarray(r).astype(g.dtype, copy=False)
         # repeated letter(s): the gradient lives on a diagonal of operand i
-        full = np.zeros_like(g, shape=shape_i)
+        low = g.dtype.kind == "V"  # no bfloat16 einsum loop, not even for a diagonal view
+        full = np.zeros(shape_i, np.float32 if low else g.dtype)
         diag = np.einsum(f"{s_i}->{uniq}", full)
         if not np.may_share_memory(diag, full):  # pragma: no cover - NumPy always gives a view
             raise NotImplementedError("einsum backward: repeated subscripts need a diagonal view")
         diag[...] = r
-        return full
+        return full.astype(g.dtype) if low else full
 
 
 @register("einsum")

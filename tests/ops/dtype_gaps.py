@@ -18,9 +18,6 @@ _ADAPTIVE_AVG_POOL = ("ops/pool.py: adaptive_avg_pool on bfloat16 returns float3
                       "'area', which is adaptive_avg_pool)")
 _COPY_DEST_GRAD = ("ops/conversion.py: after (b * 1).copy_(a), b.grad is None where torch gives zeros (the "
                    "overwritten destination gets a zero gradient in PyTorch; None makes optimizers skip it)")
-_MATMUL = ("ops/matmul.py: inner (N-d) and einsum on bfloat16 "
-           "return float32 (matmul/mm/bmm/mv/dot/linear cast back since session 18)")
-_EINSUM_LOOP = "ops/matmul.py: einsum reductions/traces/outer products on bfloat16 raise (NumPy einsum has no bfloat16 loop)"
 
 KNOWN_GAPS = {
     "float32": {_COPY_DEST_GRAD: ["copy_broadcast"]},
@@ -37,9 +34,6 @@ KNOWN_GAPS = {
         _ADAPTIVE_AVG_POOL: ["adaptive_avg_pool2d_uneven", "adaptive_avg_pool2d_none", "adaptive_avg_pool1d",
                              "adaptive_avg_pool3d", "interp_area_size", "interp_area_scale"],
         _COPY_DEST_GRAD: ["copy_broadcast"],
-        _MATMUL: ["inner_nd", "einsum_mm", "einsum_implicit", "einsum_list_operands", "einsum_attention", "einsum_ellipsis", "einsum_three_chain", "einsum_bilinear", "einsum_uppercase"],
-        _EINSUM_LOOP: ["einsum_sum_all", "einsum_trace", "einsum_ellipsis_broadcast", "einsum_outer_three",
-                       "einsum_sum_only_in_operand"],
     },
 }
 
