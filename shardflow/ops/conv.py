@@ -17,7 +17,9 @@ Algorithm (one fused ``Function`` per op, hand-written backward, any number of s
   its backward uses conv's forward (for the input) and the same weight GEMM.
 
 ``padding`` accepts an int, a tuple, ``'valid'`` or ``'same'`` (stride 1 only; for even
-effective kernels the extra element goes on the right/bottom, as in PyTorch).
+effective kernels the extra element goes on the right/bottom, as in PyTorch). bfloat16
+inputs: NumPy's GEMM accumulates and returns float32; the output (bias added in float32)
+and the gradients are rounded to bfloat16 once, as PyTorch returns them.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
+from ._util import as_dtype_of
 from ._util import ntuple as _tuple
 
 __all__ = [
@@ -142,6 +145,11 @@ def _check_dtypes(x, w, b):
         )
 
 
+def _as_grad(gr, g):
+    """A weight/input gradient in the output gradient's dtype (bfloat16 GEMMs give float32)."""
+    return None if gr is None else as_dtype_of(gr, g)
+
+
 class ConvNd(Function):
     """Fused convolution (im2col + one batched GEMM); see the module docstring."""
 
@@ -172,6 +180,7 @@ class ConvNd(Function):
         pshape = xp.shape[2:]
         if b is not None:
             out += b.reshape((o,) + (1,) * d)
+        out = as_dtype_of(out, w, x)  # bfloat16: NumPy's GEMM gave float32 (bias added in it)
         self.cols, self.w, self.has_b = cols, w, b is not None
         self.meta = (x.shape, (n, c) + pshape, padding, stride, dilation, groups, osize, unbatched)
         return out[0] if unbatched else out
@@ -208,7 +217,7 @@ class ConvNd(Function):
                 gx = gx[0]
         if self.has_b and len(self.needs_input_grad) > 2 and self.needs_input_grad[2]:
             gb = g.sum(axis=(0,) + tuple(range(2, g.ndim)))
-        return gx, gw, gb
+        return _as_grad(gx, g), _as_grad(gw, g), gb
 
 
 def _resolve_padding(padding, d, ksize, stride, dilation):
@@ -313,6 +322,7 @@ class ConvTransposeNd(Function):
         out = np.ascontiguousarray(out)
         if b is not None:
             out += b.reshape((cout,) + (1,) * d)
+        out = as_dtype_of(out, w, x)  # bfloat16: NumPy's GEMM gave float32 (bias added in it)
         self.x, self.w, self.has_b = x, w, b is not None
         self.meta = (pads, full, stride, dilation, groups, isize, unbatched)
         return out[0] if unbatched else out
@@ -340,7 +350,7 @@ class ConvTransposeNd(Function):
             gw = np.matmul(xm, cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(w.shape)
         if self.has_b and len(self.needs_input_grad) > 2 and self.needs_input_grad[2]:
             gb = g.sum(axis=(0,) + tuple(range(2, g.ndim)))
-        return gx, gw, gb
+        return _as_grad(gx, g), _as_grad(gw, g), gb
 
 
 def _conv_transpose(d, input, weight, bias, stride, padding, output_padding, groups, dilation):

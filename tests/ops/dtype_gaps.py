@@ -12,7 +12,6 @@ not cast the result back as the unary family does (``ops/elementwise.py``'s
 ``_same_dtype``). PyTorch returns bfloat16.
 """
 
-_CONV = "ops/conv.py: conv/conv_transpose on bfloat16 return float32"
 _MAX_POOL = "ops/pool.py: max_pool on bfloat16 raises 'Invalid integer data type V' (np.iinfo on a bfloat16 dtype)"
 _ADAPTIVE_AVG_POOL = ("ops/pool.py: adaptive_avg_pool on bfloat16 returns float32 (also interpolate's mode "
                       "'area', which is adaptive_avg_pool)")
@@ -23,11 +22,6 @@ KNOWN_GAPS = {
     "float32": {_COPY_DEST_GRAD: ["copy_broadcast"]},
     "float64": {_COPY_DEST_GRAD: ["copy_broadcast"]},
     "bfloat16": {
-        _CONV: ["conv2d_basic", "conv2d_pad1", "conv2d_nobias_stride_pad", "conv2d_dilation_groups",
-                "conv2d_depthwise", "conv2d_same", "conv2d_same_even_kernel_dilated", "conv2d_valid",
-                "conv2d_unbatched", "conv1d_basic", "conv1d_stride_pad_dil_groups", "conv1d_same",
-                "conv3d_basic", "conv_transpose2d_basic", "conv_transpose2d_stride_pad_outpad",
-                "conv_transpose2d_groups_dilation", "conv_transpose1d_basic", "conv_transpose3d_stride_pad"],
         _MAX_POOL: ["max_pool2d_k2", "max_pool2d_k2_odd", "max_pool2d_k2_s3_gaps", "max_pool2d_k2_p1",
                     "max_pool2d_k3_s2_p1", "max_pool2d_ceil_dilation", "max_pool2d_return_indices",
                     "max_pool2d_unbatched", "max_pool1d", "max_pool3d"],
