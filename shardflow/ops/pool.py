@@ -92,7 +92,7 @@ def _slices(ksize, stride, dilation, osize):
 
 
 def _lowest(dtype):
-    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+    return -np.inf if dtype.kind in "fV" else np.iinfo(dtype).min  # V: bfloat16 (ml_dtypes)
 
 
 # --------------------------------------------------------------------------- max pool

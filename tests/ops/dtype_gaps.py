@@ -12,7 +12,6 @@ not cast the result back as the unary family does (``ops/elementwise.py``'s
 ``_same_dtype``). PyTorch returns bfloat16.
 """
 
-_MAX_POOL = "ops/pool.py: max_pool on bfloat16 raises 'Invalid integer data type V' (np.iinfo on a bfloat16 dtype)"
 _ADAPTIVE_AVG_POOL = ("ops/pool.py: adaptive_avg_pool on bfloat16 returns float32 (also interpolate's mode "
                       "'area', which is adaptive_avg_pool)")
 _COPY_DEST_GRAD = ("ops/conversion.py: after (b * 1).copy_(a), b.grad is None where torch gives zeros (the "
@@ -22,9 +21,6 @@ KNOWN_GAPS = {
     "float32": {_COPY_DEST_GRAD: ["copy_broadcast"]},
     "float64": {_COPY_DEST_GRAD: ["copy_broadcast"]},
     "bfloat16": {
-        _MAX_POOL: ["max_pool2d_k2", "max_pool2d_k2_odd", "max_pool2d_k2_s3_gaps", "max_pool2d_k2_p1",
-                    "max_pool2d_k3_s2_p1", "max_pool2d_ceil_dilation", "max_pool2d_return_indices",
-                    "max_pool2d_unbatched", "max_pool1d", "max_pool3d"],
         _ADAPTIVE_AVG_POOL: ["adaptive_avg_pool2d_uneven", "adaptive_avg_pool2d_none", "adaptive_avg_pool1d",
                              "adaptive_avg_pool3d", "interp_area_size", "interp_area_scale"],
         _COPY_DEST_GRAD: ["copy_broadcast"],
