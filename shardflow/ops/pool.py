@@ -27,6 +27,7 @@ import numpy as np
 
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
+from ._util import as_dtype_of
 from ._util import ntuple as _tuple
 
 __all__ = [
@@ -334,13 +335,17 @@ class AdaptiveAvgPoolNd(Function):
             self.mats = None
             self.xshape, self.count = x.shape, int(np.prod(spatial))
             return x.mean(axis=tuple(range(x.ndim - d, x.ndim)), keepdims=True, dtype=x.dtype)
-        self.mats = [_pool_matrix(s, o, x.dtype) for s, o in zip(spatial, osize)]
-        return np.ascontiguousarray(_apply_along(x, self.mats, d))
+        # bfloat16: the weights (1/bin size) stay float32, the GEMMs run in float32 and the
+        # result is rounded once (NumPy's bfloat16 matmul returns float32 anyway)
+        wdt = np.float32 if x.dtype.kind == "V" else x.dtype
+        self.mats = [_pool_matrix(s, o, wdt) for s, o in zip(spatial, osize)]
+        return np.ascontiguousarray(as_dtype_of(_apply_along(x, self.mats, d), x))
 
     def backward(self, g):
         if self.mats is None:  # every input element gets grad / (number of pooled elements)
             return np.broadcast_to(g * np.asarray(1.0 / self.count, g.dtype), self.xshape).copy()
-        return np.ascontiguousarray(_apply_along(g, [m.T for m in self.mats], len(self.mats)))
+        gx = _apply_along(g, [m.T for m in self.mats], len(self.mats))
+        return np.ascontiguousarray(as_dtype_of(gx, g))
 
 
 def _adaptive_avg(d, input, output_size):

@@ -12,8 +12,6 @@ not cast the result back as the unary family does (``ops/elementwise.py``'s
 ``_same_dtype``). PyTorch returns bfloat16.
 """
 
-_ADAPTIVE_AVG_POOL = ("ops/pool.py: adaptive_avg_pool on bfloat16 returns float32 (also interpolate's mode "
-                      "'area', which is adaptive_avg_pool)")
 _COPY_DEST_GRAD = ("ops/conversion.py: after (b * 1).copy_(a), b.grad is None where torch gives zeros (the "
                    "overwritten destination gets a zero gradient in PyTorch; None makes optimizers skip it)")
 
@@ -21,8 +19,6 @@ KNOWN_GAPS = {
     "float32": {_COPY_DEST_GRAD: ["copy_broadcast"]},
     "float64": {_COPY_DEST_GRAD: ["copy_broadcast"]},
     "bfloat16": {
-        _ADAPTIVE_AVG_POOL: ["adaptive_avg_pool2d_uneven", "adaptive_avg_pool2d_none", "adaptive_avg_pool1d",
-                             "adaptive_avg_pool3d", "interp_area_size", "interp_area_scale"],
         _COPY_DEST_GRAD: ["copy_broadcast"],
     },
 }
