@@ -88,6 +88,10 @@ def zero_(t: Tensor) -> Tensor:
 
 
 class _CopyFrom(Function):
+    """dst <- broadcast(src). Backward: src gets the gradient summed back to its shape; the
+    overwritten destination gets zeros, as in PyTorch (not None: its graph, e.g. the ``b`` of
+    ``(b * 1).copy_(a)``, still receives a zero ``.grad`` that optimizers step on)."""
+
     save_inputs = ()
 
     def forward(self, dst, src):
@@ -100,7 +104,8 @@ class _CopyFrom(Function):
         from ._util import unbroadcast
 
         gsrc = unbroadcast(g, self.src_shape) if self.needs_input_grad[1] else None
-        return None, gsrc
+        gdst = np.zeros_like(g) if self.needs_input_grad[0] else None
+        return gdst, gsrc
 
 
 @register("copy_")
@@ -109,7 +114,7 @@ def copy_(t: Tensor, src) -> Tensor:
     if not isinstance(src, Tensor):
         src = Tensor(np.asarray(src))
     if needs_graph(src, t):
-        return inplace(t, _CopyFrom.apply(t.detach(), src))
+        return inplace(t, _CopyFrom.apply(t, src))
     if src.array.shape != t.array.shape:
         try:
             np.broadcast_shapes(src.array.shape, t.array.shape)
