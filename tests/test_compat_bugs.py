@@ -141,3 +141,26 @@ def test_replacement_sampler_stream_is_unchanged_by_chunking():
     # torch semantics: exactly num_samples draws, uniform over the dataset
     counts = np.bincount(got, minlength=n)
     assert counts.sum() == k and counts.min() > 0.5 * k / n
+
+
+@pytest.mark.parametrize("dst, call", [
+    ("int64", lambda t: t.add_(0.5)),
+    ("int64", lambda t: t.mul_(1.5)),
+    ("bool", lambda t: t.add_(1)),
+])
+def test_inplace_result_that_cannot_be_cast_raises_as_in_torch(dst, call):
+    ref = torch.zeros(3, dtype=getattr(torch, dst))
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        call(ref)
+    t = sf.zeros(3, dtype=getattr(sf, dst))
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+        call(t)
+    assert t.dtype == getattr(sf, dst) and not t.numpy().any()  # untouched
+
+
+def test_inplace_result_that_can_be_cast_still_works():
+    t = sf.arange(3)
+    t.add_(2)
+    f = sf.ones(2)
+    f.add_(sf.arange(2))
+    assert t.tolist() == [2, 3, 4] and f.tolist() == [1.0, 2.0]

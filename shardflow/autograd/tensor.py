@@ -477,6 +477,7 @@ class Tensor:
             if src.shape != self.array.shape:
                 src = np.broadcast_to(src, self.array.shape) if isinstance(src, np.ndarray) else src
             if self.array.dtype != src.dtype:
+                _check_inplace_cast(src.dtype, self.array.dtype)
                 src = src.astype(self.array.dtype)
             self.array[...] = src
         self._version[0] += 1
@@ -834,3 +835,16 @@ def _nested(data):
     if isinstance(data, list | tuple) and data and any(isinstance(d, Tensor | list | tuple) for d in data):
         return [_nested(d.numpy() if isinstance(d, Tensor) else d) for d in data]
     return data
+
+
+def _check_inplace_cast(src, dst) -> None:
+    """PyTorch's ``canCast`` for an in-place result: a floating result never goes into an
+    integer or bool tensor, and only a bool result goes into a bool tensor (``int_t.add_(0.5)``
+    raises in PyTorch instead of truncating)."""
+    s, d = np.dtype(src).kind, np.dtype(dst).kind
+    floating = s in "fcV"  # "V": ml_dtypes bfloat16
+    if (floating and d in "iub") or (d == "b" and s != "b"):
+        raise RuntimeError(
+            f"result type {np.dtype(src).name} can't be cast to the desired output type "
+            f"{np.dtype(dst).name} of this in-place op; use the out-of-place form (t = t + x) "
+            f"or convert the tensor first (t = t.to(float32))")
