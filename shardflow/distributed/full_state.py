@@ -40,22 +40,17 @@ def full_state_dict(module) -> dict:
     return out
 
 
-def _params_by_index(optimizer):
-    params = []
-    for g in optimizer.param_groups:
-        params.extend(g["params"])
-    seen, ordered = set(), []
-    for p in params:
-        if id(p) not in seen:
-            seen.add(id(p))
-            ordered.append(p)
-    return ordered
+def params_by_index(optimizer) -> list:
+    """The parameters in ``optimizer.state_dict()``'s index order: the groups' lists
+    concatenated (the optimizer refuses a parameter listed twice, so index ``i`` is the
+    ``i``-th of them)."""
+    return [p for g in optimizer.param_groups for p in g["params"]]
 
 
 def full_optimizer_state_dict(optimizer) -> dict:
     """``optimizer.state_dict()`` with each global parameter's state tensors gathered whole."""
     sd = optimizer.state_dict()
-    params = _params_by_index(optimizer)
+    params = params_by_index(optimizer)
     state = {}
     for i, st in sd["state"].items():
         p = params[i] if isinstance(i, int) and i < len(params) else None

@@ -36,7 +36,7 @@ import numpy as np
 
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
-from ._util import as_tensor_arg, unbroadcast
+from ._util import as_dtype_of, as_tensor_arg, unbroadcast
 
 __all__ = [
     "matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", "addmm", "baddbmm",
@@ -46,13 +46,6 @@ __all__ = [
 
 def _arr(x):
     return np.asarray(x) if isinstance(x, np.generic) else x
-
-
-def _as_inputs(out, a, b):
-    """``out`` in the dtype of ``a @ b`` as PyTorch types it: NumPy's matmul of two bfloat16
-    (ml_dtypes) arrays computes and returns float32, PyTorch returns bfloat16."""
-    want = np.result_type(a.dtype, b.dtype)
-    return out if out.dtype == want else out.astype(want)
 
 
 def _fmt(shape) -> str:
@@ -90,7 +83,7 @@ class MM(Function):
 
     def forward(self, a, b):
         self.a, self.b = a, b
-        return _as_inputs(a @ b, a, b)
+        return as_dtype_of(a @ b, a, b)
 
     def backward(self, g):
         ga = g @ self.b.T if self.needs_input_grad[0] else None
@@ -107,7 +100,7 @@ class FoldedMM(Function):
         self.ashape = a.shape
         a2 = a.reshape(-1, a.shape[-1])  # (B*T, K): a view when a is contiguous
         self.a2, self.b = a2, b
-        return _as_inputs(a2 @ b, a, b).reshape(a.shape[:-1] + (b.shape[-1],))
+        return as_dtype_of(a2 @ b, a, b).reshape(a.shape[:-1] + (b.shape[-1],))
 
     def backward(self, g):
         g2 = g.reshape(-1, g.shape[-1])  # (B*T, N)
@@ -123,7 +116,7 @@ class BatchedMatMul(Function):
 
     def forward(self, a, b):
         self.a, self.b = a, b
-        return _arr(_as_inputs(a @ b, a, b))
+        return _arr(as_dtype_of(a @ b, a, b))
 
     def backward(self, g):
         a, b = self.a, self.b
@@ -330,7 +323,7 @@ class Linear(Function):
     def forward(self, x, w, b=None):
         xshape = x.shape
         x2 = x if x.ndim == 2 else x.reshape(-1, xshape[-1])  # (R, in)
-        y = _as_inputs(x2 @ w.T, x, w)  # (R, out): BLAS reads W transposed in place
+        y = as_dtype_of(x2 @ w.T, x, w)  # (R, out): BLAS reads W transposed in place
         if b is not None:
             y += b
         self.x2, self.w, self.xshape = x2, w, xshape

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from ... import comm as _comm
 from ...autograd import Tensor, _wrap
+from ..full_state import params_by_index
 
 __all__ = ["get_state_dict", "set_state_dict", "get_model_state_dict",
            "get_optimizer_state_dict", "set_model_state_dict", "set_optimizer_state_dict"]
@@ -61,19 +62,9 @@ def _param_names(model, optimizer) -> list[str]:
     return out
 
 
-def _params(optimizer):
-    out, seen = [], set()
-    for g in optimizer.param_groups:
-        for p in g["params"]:
-            if id(p) not in seen:
-                seen.add(id(p))
-                out.append(p)
-    return out
-
-
 def _init_optim_state(optimizer) -> None:
     """Create missing optimizer state: a step with zero gradients and lr 0 (PyTorch's way)."""
-    everything = _params(optimizer)
+    everything = params_by_index(optimizer)
     sd = _index_state_dict(optimizer)
     missing = any(p.requires_grad and not sd["state"].get(i) for i, p in enumerate(everything))
     if _comm.is_initialized() and _comm.get_world().size > 1:
@@ -112,7 +103,7 @@ def _index_state_dict(optimizer) -> dict:
     if callable(sharded):
         return sharded()
     sd = optimizer.state_dict()
-    params = _params(optimizer)
+    params = params_by_index(optimizer)
     state = {}
     for i, st in sd["state"].items():
         spec = getattr(params[i], "_spec", None)

@@ -56,6 +56,7 @@ from ... import comm as _comm
 from ...autograd import Tensor, is_grad_enabled
 from ...nn.module import Module
 from ...nn.parallel.distributed import _tensors_in  # outputs nested in lists, tuples, dicts
+from ..full_state import params_by_index
 from ..placement import placement as Placement
 from ._param_group import SHARDED, FSDPParamGroup
 from .offload import OffloadPolicy
@@ -517,9 +518,7 @@ def sharded_optimizer_state_dict(optimizer) -> dict:
     from ...autograd import _wrap
 
     sd = optimizer.state_dict()
-    params = []
-    for g in optimizer.param_groups:
-        params.extend(g["params"])
+    params = params_by_index(optimizer)
     state = {}
     for i, st in sd["state"].items():
         p = params[i] if isinstance(i, int) and i < len(params) else None

@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...autograd.tensor import Tensor
-from ..full_state import full_optimizer_state_dict, full_state_dict
+from ..full_state import full_optimizer_state_dict, full_state_dict, params_by_index
 
 __all__ = ["parameter_owners", "whole_parameters", "sync_parameters", "gather_optimizer_state"]
 
@@ -105,21 +105,10 @@ def sync_parameters(model, owners: dict, group) -> dict:
     return whole
 
 
-def _indexed_params(optimizer) -> list:
-    """The parameters in ``optimizer.state_dict()``'s index order."""
-    seen, out = set(), []
-    for g in optimizer.param_groups:
-        for p in g["params"]:
-            if id(p) not in seen:
-                seen.add(id(p))
-                out.append(p)
-    return out
-
-
 def gather_optimizer_state(optimizer, owners: dict, group) -> dict:
     """The whole ``optimizer.state_dict()`` on every rank: each parameter's state as its
     owner holds it (a collective; the ranks' own state is not changed)."""
-    params = _indexed_params(optimizer)
+    params = params_by_index(optimizer)
     local = full_optimizer_state_dict(optimizer)  # whole state of laid-out parameters
     state: dict = {}
     for src in sorted(set(owners.values())):
