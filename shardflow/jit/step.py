@@ -39,11 +39,13 @@ plan counts, compile time) and each fallback reason; ``step.explain()`` returns 
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import numpy as np
 
 from ..autograd import Tensor, _wrap, dispatch, is_grad_enabled
+from ..nn.parallel import DistributedDataParallel
 from . import passes
 from .api import _log, closure_tensors
 from .graph import Ref
@@ -73,6 +75,8 @@ class CompiledStep:
         self.buffer_names = [n for n, _ in named]
         self.buffers = [b for _, b in named]
         self.submodules = list(model.modules()) if hasattr(model, "modules") else []
+        # DDP wrappers in the model: their per-iteration duties become plan steps (_wire_ddp)
+        self.ddps = [m for m in self.submodules if isinstance(m, DistributedDataParallel)]
         self.cache: dict = {}
         self.log: list[str] = []
         self.stats = {"traces": 0, "replays": 0, "eager": 0, "compile_s": 0.0}
@@ -121,6 +125,11 @@ class CompiledStep:
             return self._eager("keyword arguments are not compiled (pass them positionally)", args)
         if not is_grad_enabled():
             return self._eager("grad mode is off (a training step needs it)", args)
+        if any(d._join is not None or d._touched for d in self.ddps):
+            # join(): its shadow collectives follow eager forwards; an unfinished reduction:
+            # eager's forward raises DDP's error naming the parameters
+            return self._eager("DistributedDataParallel.join() is active or its last "
+                               "backward is unfinished", args)
         key, why = self._key(args)
         if key is None:
             return self._eager(why, args)
@@ -155,73 +164,120 @@ class CompiledStep:
                 p.requires_grad and id(p) not in known for p in self.model.parameters()):
             return "a model parameter that requires grad is not in the optimizer (eager would " \
                    "accumulate its .grad across steps; the plan only writes the optimizer's)"
-        for p in self.params:
-            if p._hooks or p._post_hooks:
-                return "a parameter has tensor hooks (e.g. DDP's gradient buckets); the plan " \
-                       "writes .grad without running them"
         return None
 
     def _compile(self, args):
+        """Trace, build the plan, check it against eager; returns (entry, this call's loss).
+
+        Without DDP the traced eager step is this call's step. With DDP, tracing and the
+        check run locally (``no_sync``, no buffer broadcast) from the same starting state,
+        which is then put back, and this call's step runs once more with communication (the
+        plan if it passed, else eager): every call makes exactly one step's collectives,
+        whether it compiles, replays or runs eagerly, so ranks that disagree about compiling
+        (a smaller last batch on one rank) still issue matching collectives."""
         t0 = time.perf_counter()
         self.stats["traces"] += 1
         shapes = ", ".join(str(tuple(a.shape)) for a in args if isinstance(a, Tensor))
-        before = _snapshot(self.params, self.optimizer, self.buffers)
         reason = self._refuse()
-        g = None
-        self.optimizer.zero_grad(set_to_none=True)
-        if reason is None:
-            try:
-                g, loss = trace(lambda *a: self.loss_fn(self.model, *a), args, self._consts())
-            except TraceError as e:
-                reason = str(e)
-                loss = self.loss_fn(self.model, *args)
-            else:
-                if not (isinstance(g.outputs, Ref) and isinstance(loss, Tensor)
-                        and loss.array.size == 1 and loss.requires_grad):
-                    reason = "loss_fn must return a scalar Tensor that requires grad"
+        if reason is not None:
+            return self._refused(reason, shapes, t0), self.eager_step(*args)
+        before = _snapshot(self.params, self.optimizer, self.buffers)
+        with self._local():
+            plan, loss, after, reason = self._trace_and_check(args, before, shapes)
+        if self.ddps:
+            _restore(before, self.params, self.optimizer, self.buffers)
+            loss = plan.run(args) if reason is None else self.eager_step(*args)
         else:
+            _restore(after, self.params, self.optimizer, self.buffers)  # eager's outcome
+        self.stats["compile_s"] += time.perf_counter() - t0
+        if reason is not None:
+            return self._refused(reason, shapes, None), loss
+        return _Entry(plan=plan), loss
+
+    def _refused(self, reason, shapes, t0) -> _Entry:
+        _log(self.log, f"eager for inputs {shapes}: {reason}")
+        if self.fullgraph:
+            raise RuntimeError(f"shardflow.compile_step(fullgraph=True): cannot compile: {reason}")
+        if t0 is not None:
+            self.stats["compile_s"] += time.perf_counter() - t0
+        return _Entry(reason=reason)
+
+    def _trace_and_check(self, args, before, shapes):
+        """The traced eager step, then the plan replayed from ``before`` and compared.
+        Returns (plan or None, eager loss, eager's end state, reason or None)."""
+        t0 = time.perf_counter()
+        g, reason = None, None
+        self.optimizer.zero_grad(set_to_none=True)
+        try:
+            g, loss = trace(lambda *a: self.loss_fn(self.model, *a), args, self._consts())
+        except TraceError as e:
+            reason = str(e)
             loss = self.loss_fn(self.model, *args)
+        else:
+            if not (isinstance(g.outputs, Ref) and isinstance(loss, Tensor)
+                    and loss.array.size == 1 and loss.requires_grad):
+                reason = "loss_fn must return a scalar Tensor that requires grad"
         loss.backward()
         self.optimizer.step()
         loss = loss.detach()
+        after = _snapshot(self.params, self.optimizer, self.buffers)
         if reason is None:
-            after = _snapshot(self.params, self.optimizer, self.buffers)
             reason = self._untraced_state_change(g, before, after)
         if reason is not None:
-            _log(self.log, f"eager for inputs {shapes}: {reason}")
-            if self.fullgraph:
-                raise RuntimeError(f"shardflow.compile_step(fullgraph=True): cannot compile: "
-                                   f"{reason}")
-            self.stats["compile_s"] += time.perf_counter() - t0
-            return _Entry(reason=reason), loss
+            return None, loss, after, reason
         n_calls = g.count("call")
         dead, merged = passes.dce(g), passes.cse(g)
         plan = StepPlan(g, self.params, self.optimizer)
+        self._wire_ddp(plan)
         _restore(before, self.params, self.optimizer, self.buffers)
         try:
             replay = plan.run(args)
             bad = _compare_step(replay, loss, _snapshot(self.params, self.optimizer, self.buffers), after)
         except Exception as e:  # noqa: BLE001 - any failure of the plan means eager
             bad = f"the plan raised {type(e).__name__}: {e}"
-        _restore(after, self.params, self.optimizer, self.buffers)  # this call's outcome is eager's
-        dt = time.perf_counter() - t0
-        self.stats["compile_s"] += dt
         if bad:
-            _log(self.log, f"eager for inputs {shapes}: the compiled step differs from eager "
-                           f"({bad})")
-            return _Entry(reason=bad), loss
+            return None, loss, after, f"the compiled step differs from eager ({bad})"
         s = plan.stats
+        ddp = (f"; DDP: {sum(len(d._buckets) for d in self.ddps)} gradient buckets "
+               "all-reduced from the backward schedule" if self.ddps else "")
         _log(self.log, f"compiled step for inputs {shapes}: {n_calls} forward op calls, dce "
                        f"removed {dead}, cse merged {merged}; backward {s['fast_backward']} ops "
                        f"direct, {s['engine_backward']} via the engine on their sub-graph; "
                        f"{s['param_grads']} parameter gradients; "
                        f"memory plan drops {s['forward_drops']} forward values after their "
-                       f"last reader; optimizer {type(self.optimizer).__name__}.step in place; "
-                       f"{dt:.2f} s\n{g}")
+                       f"last reader; optimizer {type(self.optimizer).__name__}.step in place"
+                       f"{ddp}; {time.perf_counter() - t0:.2f} s\n{g}")
         for k in ("fast_backward", "engine_backward"):  # count replays only, not the check
             s[k] = 0
         plan.phase_s = dict.fromkeys(plan.phase_s, 0.0)
-        return _Entry(plan=plan), loss
+        return plan, loss, after, None
+
+    # ------------------------------------------------------------------ DDP
+    @contextlib.contextmanager
+    def _local(self):
+        """While compiling: every DDP wrapper in ``no_sync`` and without its buffer
+        broadcast, so tracing and the check make no collective call."""
+        saved = [d.broadcast_buffers for d in self.ddps]
+        with contextlib.ExitStack() as stack:
+            for d in self.ddps:
+                stack.enter_context(d.no_sync())
+                d.__dict__["broadcast_buffers"] = False
+            try:
+                yield
+            finally:
+                for d, b in zip(self.ddps, saved):
+                    d.__dict__["broadcast_buffers"] = b
+
+    def _wire_ddp(self, plan: StepPlan) -> None:
+        """DDP's per-iteration duties as plan steps. Its bucket all-reduces need nothing
+        here: they are the parameters' post-accumulate-grad hooks, which the plan runs when
+        each gradient is final (``step_plan._set_grad``). Before the forward: DDP's check of
+        an unfinished reduction and its buffer broadcast; after it: the parameters this graph
+        never reaches are marked unused (``find_unused_parameters=True``)."""
+        for d in self.ddps:
+            plan.before_forward.append(lambda d=d: _ddp_pre_forward(d))
+            if d.find_unused_parameters:
+                plan.before_backward.append(d._mark_params_unused)
 
     def _untraced_state_change(self, g, before, after) -> str | None:
         """A buffer the step changed although no traced op received it: Python code in a
@@ -239,6 +295,14 @@ class CompiledStep:
     def explain(self) -> str:
         """What was compiled and why steps ran eagerly (the compile log)."""
         return "\n".join(self.log)
+
+
+def _ddp_pre_forward(d) -> None:
+    """What ``DistributedDataParallel.forward`` does before running its module."""
+    if d._touched:
+        d._raise_unfinished()
+    if d.broadcast_buffers and d.process_group.size > 1:
+        d._broadcast_buffers(0)
 
 
 # ---------------------------------------------------------------------- snapshots

@@ -26,7 +26,8 @@ Gradients of one value from several readers are summed in its slot, as the engin
 **Parameters and the optimizer.** A parameter's gradient is complete once its first forward
 reader has run its backward; there it becomes ``.grad`` (without the engine's copy when the
 array is the backward's own and no other ``.grad`` holds it, see ``_set_grad``).
-``optimizer.zero_grad(set_to_none=True)`` semantics for parameters that got no gradient. The
+Every ``.grad`` is set to None as the step begins (``optimizer.zero_grad(set_to_none=True)``),
+so parameters that get no gradient keep None and hooks see eager's state. The
 optimizer update is the last node: ``optimizer.step()``, in place on the parameter and state
 buffers (the fused Numba Adam/AdamW/SGD kernels when they apply, ``kernels/optim.py``).
 
@@ -52,7 +53,7 @@ class StepPlan:
     """One guard key's compiled step: ``run(args) -> loss`` (a Tensor without history)."""
 
     def __init__(self, g: Graph, params: list[Tensor], optimizer):
-        self.g, self.optimizer = g, optimizer
+        self.g, self.optimizer, self.params = g, optimizer, params
         self.calls = [i for i, n in enumerate(g.nodes) if n.kind == "call"]
         out_refs: list[Ref] = []
         map_refs(g.outputs, out_refs.append)
@@ -84,6 +85,11 @@ class StepPlan:
                       "param_grads": len(first)}
         # wall seconds spent in each phase over all runs (``bench.py`` reports them per step)
         self.phase_s = {"forward": 0.0, "backward": 0.0, "optimizer": 0.0}
+        # callables run once per step: before the forward (DDP's checks and buffer broadcast)
+        # and after it, once the parameters that get no gradient are known (DDP's
+        # find_unused_parameters marking); set by ``step.py``
+        self.before_forward: list = []
+        self.before_backward: list = []
 
     # ------------------------------------------------------------------ replay
     def run(self, args: tuple):
@@ -101,6 +107,10 @@ class StepPlan:
             return v if r.item is None else v[r.item]
 
         t0 = time.perf_counter()
+        for p in self.params:  # zero_grad(set_to_none=True), as the eager step begins
+            p.grad = None
+        for f in self.before_forward:
+            f()
         tape: dict[int, tuple] = {}  # node -> what its backward needs (``_tape_entry``)
         for i in self.calls:
             n = nodes[i]
@@ -135,8 +145,8 @@ class StepPlan:
         nodes = self.g.nodes
         grads: dict = {self.g.outputs: np.ones_like(loss.array)}  # Ref -> gradient array
         handed: set[int] = set()  # ids of the arrays given to a .grad this step
-        for p in self.unreached:
-            p.grad = None
+        for f in self.before_backward:
+            f(self.unreached)
         for i in reversed(self.calls):
             entry = tape.pop(i, None)
             if entry is not None:
@@ -219,7 +229,11 @@ def _tape_entry(out, leaves: dict) -> tuple:
 
 def _set_grad(p: Tensor, g, handed: set) -> None:
     """``p.grad = g`` as the engine's leaf accumulation after ``zero_grad(set_to_none=True)``
-    (a new Tensor each step).
+    (a new Tensor each step), with the parameter's hooks at the engine's moments: tensor
+    hooks (``register_hook``) on the gradient before it is set, post-accumulate-grad hooks
+    (``register_post_accumulate_grad_hook``; DDP's bucket hook) right after. So DDP's bucket
+    all-reduces start inside the backward schedule, as soon as a bucket's last gradient is
+    final -- the moment eager's engine would start them.
 
     The engine copies each leaf gradient (one backward may hand one array to several
     inputs). Here the copy is skipped when it cannot matter: ``g`` owns its memory (not a
@@ -228,6 +242,17 @@ def _set_grad(p: Tensor, g, handed: set) -> None:
     if g is None:
         p.grad = None
         return
+    if p._hooks:
+        for hook in p._hooks:
+            r = hook(_wrap(g))
+            if r is not None:
+                g = r.array
+        if g.shape != p.array.shape:
+            raise RuntimeError(
+                f"a tensor hook on a parameter of shape {tuple(p.array.shape)} returned a "
+                f"gradient of shape {tuple(g.shape)}; a hook must return a gradient of the "
+                "tensor's shape (or None)")
+        g = g.copy()  # a hook may have kept the array it was given (as the engine copies)
     a = p.array
     if not (type(g) is np.ndarray and g.base is None and g.dtype == a.dtype and
             g.shape == a.shape and g.flags.c_contiguous and g.flags.writeable and
@@ -235,3 +260,6 @@ def _set_grad(p: Tensor, g, handed: set) -> None:
         g = g.astype(a.dtype) if g.dtype != a.dtype else g.copy()
     handed.add(id(g))
     p.grad = _wrap(g)
+    if p._post_hooks:
+        for hook in p._post_hooks:
+            hook(p)

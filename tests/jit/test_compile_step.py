@@ -194,13 +194,23 @@ def test_module_state_changed_outside_ops_runs_eagerly():
     assert step.stats["traces"] == 2 and step.stats["eager"] == 2 and step.stats["replays"] == 2
 
 
-def test_parameter_hooks_run_eagerly():
-    _, model, _, step = _pair("mlp")
+def test_parameter_hooks_run_in_the_plan():
+    """Tensor hooks change the gradient before .grad is set, post-accumulate-grad hooks see
+    the final .grad: at the engine's moments, in every replay."""
+    eager_model, model, eager, step = _pair("mlp")
+    for m in (eager_model, model):
+        m[0].weight.register_hook(lambda g: g * 2.0)
     seen = []
-    model[0].weight.register_post_accumulate_grad_hook(lambda p: seen.append(1))
-    for s in range(2):
-        step(*_batch("mlp", s))
-    assert len(seen) == 2 and step.stats["eager"] == 1 and "tensor hooks" in step.explain()
+    model[2].weight.register_post_accumulate_grad_hook(
+        lambda p: seen.append(float(np.abs(p.grad.numpy()).sum())))
+    for s in range(3):
+        x, y = _batch("mlp", s)
+        np.testing.assert_allclose(float(step(x, y)), float(eager.eager_step(x, y)), rtol=1e-6)
+        _assert_same_state(eager_model, model, dict(rtol=1e-5, atol=1e-6))
+    assert step.stats["traces"] == 1 and step.stats["replays"] == 2 and step.stats["eager"] == 0
+    # the compile call runs the step twice (traced eager, then the checked replay)
+    assert len(seen) == 4 and seen[0] == pytest.approx(seen[1]) and seen[0] > 0
+    assert seen[-1] == pytest.approx(float(np.abs(model[2].weight.grad.numpy()).sum()))
 
 
 def test_parameter_outside_the_optimizer_runs_eagerly():

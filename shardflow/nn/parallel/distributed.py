@@ -280,9 +280,18 @@ class DistributedDataParallel(Module):
 
     def _mark_unused(self, output) -> None:
         used = _reachable_leaves(_tensors_in(output, []))
+        self._mark_params_unused([p for p in self._params if id(p) not in used])
+
+    def _mark_params_unused(self, params) -> None:
+        """``params`` get no gradient this iteration: their bucket slots count as ready
+        (zeros), so their buckets still complete. Called by ``forward`` (eager) and by a
+        compiled step (``shardflow.compile_step``), which knows them from its graph."""
+        unused = {id(p) for p in params}
+        if not unused or not self.require_backward_grad_sync:
+            return
         for b in self._buckets:
             for i, p in enumerate(b.params):
-                if id(p) not in used:
+                if id(p) in unused:
                     b.view(i, p.array.shape)[...] = 0
                     b.ready[i] = True
                     b.pending -= 1
