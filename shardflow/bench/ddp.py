@@ -14,6 +14,11 @@ rank, GPT-mini batch 16 per rank; ``shardflow/bench/workloads.py``) and for each
 
 Times are medians over steps of the slowest rank. Rank 0 prints one table.
 
+``--compile`` adds a ``compiled`` row: the same ``local`` and ``ddp`` steps through
+``shardflow.compile_step``, whose plan starts each bucket's all-reduce from the backward
+schedule (the parameters' post-accumulate-grad hooks, run when a gradient is final), so its
+``hidden`` column measures the compiled step's overlap.
+
 ``--comm-hook fp16|bf16|powersgd|allreduce`` registers the same DDP communication hook on
 both frameworks (shardflow's ``shardflow.distributed.algorithms.ddp_comm_hooks``, torch's
 ``torch.distributed.algorithms.ddp_comm_hooks``; PowerSGD with ``--powersgd-rank`` (4) and
@@ -87,7 +92,7 @@ def _torch_hook(name, rank):
     return None, getattr(default_hooks, "allreduce_hook" if name == "allreduce" else f"{name}_compress_hook")
 
 
-def _shardflow(wl, rank, steps, warmup, world, hook="none", psgd_rank=4):
+def _shardflow(wl, rank, steps, warmup, world, hook="none", psgd_rank=4, compiled=False):
     import shardflow as sf
     from shardflow.distributed.algorithms import CountingProcessGroup
     from shardflow.nn.parallel import DistributedDataParallel
@@ -100,6 +105,10 @@ def _shardflow(wl, rank, steps, warmup, world, hook="none", psgd_rank=4):
     opt = wl.make_optimizer(sf, model)
 
     def make_step(m):
+        if compiled:  # zero_grad(set_to_none), forward, backward, step: one compiled plan
+            cs = sf.compile_step(m, opt, lambda mm, a, b: wl.loss(sf, mm, a, b), fullgraph=True)
+            return lambda: cs(x, y)
+
         def step():
             opt.zero_grad()
             wl.loss(sf, m, x, y).backward()
@@ -182,8 +191,10 @@ def _worker(args) -> int:
         steps = args.steps if name != "gpt" else max(3, args.steps // 3)
         res_sf = _shardflow(wl, rank, steps, args.warmup, world, args.comm_hook, args.powersgd_rank)
         res_th = _torch(wl, rank, steps, args.warmup, args.comm_hook, args.powersgd_rank)
-        worst = world.all_gather(np.array(res_sf[:3] + res_th)).max(axis=0)
-        rows.append((wl.name, worst[:3], worst[3:], res_sf[3]))
+        res_c = _shardflow(wl, rank, steps, args.warmup, world, args.comm_hook, args.powersgd_rank,
+                           compiled=True)[:3] if args.compile else ()
+        worst = world.all_gather(np.array(res_sf[:3] + res_th + res_c)).max(axis=0)
+        rows.append((wl.name, worst[:3], worst[3:6], res_sf[3], worst[6:]))
     tdist.destroy_process_group()
     if rank == 0:
         torch_hook = "none (its PowerSGD hook aborts under gloo here)" if args.comm_hook == "powersgd" \
@@ -194,10 +205,11 @@ def _worker(args) -> int:
                f"{'hidden':>6} | {'ddp vs torch':>12} | {'MB/step':>8}")
         print(hdr)
         print("-" * len(hdr))
-        for title, s, t, nbytes in rows:
-            for fw, (loc, ddp, com) in (("shardflow", s), ("torch", t)):
+        for title, s, t, nbytes, c in rows:
+            fws = (("shardflow", s), ("torch", t)) + ((("compiled", c),) if len(c) else ())
+            for fw, (loc, ddp, com) in fws:
                 hidden = float(np.clip(1 - (ddp - loc) / com, 0, 1)) if com > 0 else 0.0
-                ratio = f"{s[1] / t[1]:.2f}x" if fw == "shardflow" else "1.00x"
+                ratio = "1.00x" if fw == "torch" else f"{ddp / t[1]:.2f}x"
                 mb = f"{nbytes / 1e6:8.2f}" if fw == "shardflow" else f"{'':8}"
                 print(f"{title:<44} | {fw:<9} | {loc * 1e3:8.1f} | {ddp * 1e3:8.1f} | "
                       f"{com * 1e3:8.1f} | {hidden:6.0%} | {ratio:>12} | {mb}")
@@ -223,6 +235,8 @@ def _parser():
     p.add_argument("--comm-hook", default="none", choices=["none", "allreduce", "fp16", "bf16", "powersgd"],
                    help="DDP communication hook on both frameworks (module docstring)")
     p.add_argument("--powersgd-rank", type=int, default=4, help="PowerSGD matrix_approximation_rank")
+    p.add_argument("--compile", action="store_true",
+                   help="add a row: the shardflow steps through shardflow.compile_step")
     return p
 
 
