@@ -92,6 +92,7 @@ def test_killed_run_resumes_on_the_same_trajectory(corpus, tmp_path):
     (["--data", "/no/such/folder"], "--data: got '/no/such/folder'; fix: give an existing folder"),
     (["--min-lr", "1", "--lr", "0.1"], "--min-lr"),
     (["--device", "tpu"], "--device: got 'tpu'; fix: use cpu or cuda"),
+    (["--compile", "--tp", "2"], "--compile: got True; fix: compile_step covers one process"),
 ])
 def test_impossible_configs_refused_at_start(tmp_path, capsys, args, needle):
     assert main(["gpt", "--out", str(tmp_path / "o"), *args]) == 2
@@ -254,3 +255,25 @@ def test_device_cuda_without_a_gpu_is_refused_with_the_fix(tmp_path, capsys):
     assert "--device: got 'cuda'; fix: this machine has no CUDA device" in err
     assert "--device cpu" in err
     assert not (tmp_path / "o").exists()
+
+
+def test_compile_trains_like_eager(tmp_path, capsys):
+    """``shardflow train --compile``: forward and backward through compile_step, clipping and
+    the optimizer in the loop; the same losses and weights as the eager run."""
+    flags = ["--max-steps", "6", "--eval-interval", "3", "--no-progress", "--log-interval", "1"]
+    assert main(["digits", "--out", str(tmp_path / "c"), "--compile", *flags]) == 0
+    out = capsys.readouterr().out
+    assert "compile: compiled step for inputs (64, 1, 8, 8), (64,)" in out, out
+    assert main(["digits", "--out", str(tmp_path / "e"), *flags]) == 0
+    rows = [open(tmp_path / d / "metrics.csv").read().splitlines() for d in ("c", "e")]
+    assert len(rows[0]) == len(rows[1]) > 6
+    for a, b in zip(rows[0][1:], rows[1][1:]):
+        ca, cb = a.split(","), b.split(",")
+        for u, v in zip(ca[1:5], cb[1:5]):  # train_loss, val_loss, val_acc, lr (not the timings)
+            assert (u == "") == (v == "")
+            if u:
+                np.testing.assert_allclose(float(u), float(v), rtol=1e-5, atol=1e-6)
+    ca, ce = (final_state(str(tmp_path / d), 6) for d in ("c", "e"))
+    for k in ce["model"]:
+        np.testing.assert_allclose(ca["model"][k].numpy(), ce["model"][k].numpy(), rtol=1e-5,
+                                   atol=1e-6, err_msg=k)

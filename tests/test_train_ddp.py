@@ -70,3 +70,26 @@ def test_train_gpt_on_two_ranks_equals_one_rank(tmp_path, capsys):
     assert ("was saved by a run on 2 rank(s), this run has 1; --batch-size 8 is the global batch"
             in printed), printed
     _assert_same_model(sf.load(resumed / "ckpt_0000004.safetensors")["model"], s2["model"])
+
+
+def test_compiled_train_on_two_ranks_equals_eager_one_rank(tmp_path, capsys):
+    """``--compile``: forward and backward through compile_step, DDP's buckets all-reduced
+    from the compiled backward; the run tracks the eager one-process run."""
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "a.py").write_text("def f(x):\n    return x + 1\n" * 300)
+    two, one = tmp_path / "two", tmp_path / "one"
+    cmd = [sys.executable, "-m", "shardflow.cli.main", "run", "-n", "2", "shardflow", "train", "gpt",
+           "--data", str(corpus), "--out", str(two), "--compile", *FLAGS]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "compile: compiled step for inputs (4, 16), (4, 16)" in r.stdout, r.stdout
+    assert main(["gpt", "--data", str(corpus), "--out", str(one), *FLAGS]) == 0
+    capsys.readouterr()
+    train2, val2 = _losses(two / "metrics.csv")
+    train1, val1 = _losses(one / "metrics.csv")
+    assert len(train2) == 4
+    np.testing.assert_allclose(train2, train1, rtol=0, atol=2e-5)
+    np.testing.assert_allclose(val2, val1, rtol=0, atol=2e-5)
+    _assert_same_model(sf.load(two / "ckpt_0000004.safetensors")["model"],
+                       sf.load(one / "ckpt_0000004.safetensors")["model"])

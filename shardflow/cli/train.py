@@ -114,6 +114,9 @@ class TrainConfig:
     zero: int = 0
     # where the model and batches live: cpu (NumPy) or cuda (CuPy; collectives over NCCL)
     device: str = "cpu"
+    # forward + backward through shardflow.compile_step (docs/KERNELS.md); clipping, the
+    # non-finite check and the optimizer step stay in this loop
+    compile: bool = False
     resume: bool = False
     progress: bool = True
     # gpt
@@ -146,13 +149,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("task", choices=TASKS, help="what to train")
     p.add_argument("--config", help="YAML file of options (keys as the flags, with _)")
     for f in dataclasses.fields(TrainConfig):
-        if f.name in ("task", "resume", "progress", "hidden"):
+        if f.name in ("task", "resume", "progress", "hidden", "compile"):
             continue
         typ = {"int | None": int, "str | None": str}.get(str(f.type), None)
         if typ is None:
             typ = {"int": int, "float": float, "str": str}[str(f.type)]
         p.add_argument("--" + f.name.replace("_", "-"), type=typ, default=None, dest=f.name)
     p.add_argument("--hidden", type=int, nargs="+", default=None, help="MLP hidden sizes")
+    p.add_argument("--compile", action="store_true", default=None,
+                   help="forward and backward through shardflow.compile_step (one process or DDP)")
     p.add_argument("--resume", action="store_true", default=None,
                    help="continue from the newest checkpoint in --out")
     p.add_argument("--no-progress", dest="progress", action="store_false", default=None,
@@ -250,6 +255,11 @@ def validate(cfg: TrainConfig) -> None:
              "and CuPy (`pip install 'shardflow[gpu]'`), or use --device cpu")
         need(cfg.tp == 1 and cfg.pp == 1 and cfg.dp == 0 and cfg.zero == 0, "--device", cfg.device,
              "on the GPU only data parallelism is wired so far; drop --tp/--pp/--dp/--zero")
+    need(not cfg.compile or (cfg.tp == 1 and cfg.pp == 1 and cfg.dp == 0 and cfg.zero <= 1),
+         "--compile", cfg.compile, "compile_step covers one process and plain data parallelism "
+         "(DDP, --zero 1); drop --compile or --tp/--pp/--dp/--zero 2-3")
+    need(not cfg.compile or cfg.device == "cpu", "--compile", cfg.compile,
+         "the compiled step is verified on the CPU only so far; drop --compile or use --device cpu")
     need(cfg.on_nonfinite in NONFINITE_MODES, "--on-nonfinite", cfg.on_nonfinite,
          "use raise (stop at the first non-finite loss) or skip (skip such updates)")
     if cfg.data is not None:
@@ -610,6 +620,9 @@ def train(cfg: TrainConfig) -> dict:
         return skip
 
     model.train()
+    compiled = None
+    if cfg.compile:
+        compiled = sf.compile_step(model, None, lambda m, *b: task.loss(m, b)[0])
     t0, last_t, last_step = time.time(), time.time(), start_step
     step, loss_val, val_loss, val_acc, tps = start_step, float("nan"), None, None, 0.0
     saved_at = None
@@ -642,6 +655,10 @@ def train(cfg: TrainConfig) -> dict:
                         loss, _ = task.loss(model, batch)
                         loss.backward()
                     log(f"communication plan of one step (dp {layout[0]} x tp {layout[1]}):\n{plan}")
+                elif compiled is not None:  # forward + backward; .grad left for the lines below
+                    loss = compiled(*batch)
+                    if step == start_step:
+                        log("compile: " + compiled.explain().split("\n")[0])
                 else:
                     loss, _ = task.loss(model, batch)
                     loss.backward()

@@ -238,6 +238,8 @@ class CompiledStep:
         if bad:
             return None, loss, after, f"the compiled step differs from eager ({bad})"
         s = plan.stats
+        opt = ("no optimizer (gradients left in .grad)" if isinstance(self.optimizer, _NoStep)
+               else f"optimizer {type(self.optimizer).__name__}.step in place")
         ddp = (f"; DDP: {sum(len(d._buckets) for d in self.ddps)} gradient buckets "
                "all-reduced from the backward schedule" if self.ddps else "")
         _log(self.log, f"compiled step for inputs {shapes}: {n_calls} forward op calls, dce "
@@ -245,8 +247,7 @@ class CompiledStep:
                        f"direct, {s['engine_backward']} via the engine on their sub-graph; "
                        f"{s['param_grads']} parameter gradients; "
                        f"memory plan drops {s['forward_drops']} forward values after their "
-                       f"last reader; optimizer {type(self.optimizer).__name__}.step in place"
-                       f"{ddp}; {time.perf_counter() - t0:.2f} s\n{g}")
+                       f"last reader; {opt}{ddp}; {time.perf_counter() - t0:.2f} s\n{g}")
         for k in ("fast_backward", "engine_backward"):  # count replays only, not the check
             s[k] = 0
         plan.phase_s = dict.fromkeys(plan.phase_s, 0.0)
@@ -358,11 +359,35 @@ def _compare_step(loss, ref_loss, got: dict, ref: dict) -> str | None:
 def compile_step(model, optimizer, loss_fn, *, fullgraph: bool = False) -> CompiledStep:
     """Compile one training step: ``loss_fn(model, *batch)`` forward, backward,
     ``optimizer.step()``; returns a ``CompiledStep`` (call it with the batch; it returns the
-    loss). ``fullgraph=True`` raises instead of running a step eagerly."""
+    loss). ``optimizer=None`` compiles forward and backward only: the call leaves this step's
+    gradients in ``.grad`` for the caller to clip and step. ``fullgraph=True`` raises instead
+    of running a step eagerly."""
     if not callable(loss_fn):
         raise TypeError(f"compile_step: loss_fn must be callable as loss_fn(model, *batch), got "
                         f"{type(loss_fn).__name__}")
-    if not hasattr(optimizer, "param_groups") or not hasattr(optimizer, "step"):
-        raise TypeError(f"compile_step: expected a shardflow.optim optimizer, got "
-                        f"{type(optimizer).__name__}")
+    if optimizer is None:
+        if not hasattr(model, "parameters"):
+            raise TypeError("compile_step(model, None, loss_fn): without an optimizer the "
+                            "parameters come from model.parameters(); pass an nn.Module")
+        optimizer = _NoStep([p for p in model.parameters() if p.requires_grad])
+    elif not hasattr(optimizer, "param_groups") or not hasattr(optimizer, "step"):
+        raise TypeError(f"compile_step: expected a shardflow.optim optimizer (or None for "
+                        f"forward and backward only), got {type(optimizer).__name__}")
     return CompiledStep(model, optimizer, loss_fn, fullgraph=fullgraph)
+
+
+class _NoStep:
+    """``compile_step(model, None, loss_fn)``: the optimizer slot of a forward-and-backward
+    step. Its ``step`` does nothing, so the caller clips, checks and steps the gradients it
+    leaves in ``.grad`` (``shardflow train --compile`` does)."""
+
+    def __init__(self, params):
+        self.param_groups = [{"params": list(dict.fromkeys(params))}]
+        self.state: dict = {}
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.param_groups[0]["params"]:
+            p.grad = None
+
+    def step(self) -> None:
+        return None

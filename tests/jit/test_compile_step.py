@@ -228,3 +228,27 @@ def test_compile_step_rejects_bad_arguments():
         compile_step(model, sf.optim.SGD(model.parameters(), lr=0.1), None)
     with pytest.raises(TypeError, match="optimizer"):
         compile_step(model, object(), _ce)
+
+
+def test_forward_backward_only_leaves_gradients_for_the_caller():
+    """``compile_step(model, None, loss_fn)``: no optimizer; the caller clips and steps."""
+    eager_model, model, _, _ = _pair("mlp")
+    step = compile_step(model, None, _ce)
+    opt_e = sf.optim.SGD(eager_model.parameters(), lr=0.1)
+    opt_c = sf.optim.SGD(model.parameters(), lr=0.1)
+    for s in range(4):
+        x, y = _batch("mlp", s)
+        opt_e.zero_grad(set_to_none=True)
+        ref = _ce(eager_model, x, y)
+        ref.backward()
+        loss = step(x, y)
+        np.testing.assert_allclose(float(loss), float(ref), rtol=1e-6)
+        _assert_same_state(eager_model, model, dict(rtol=1e-5, atol=1e-6))  # .grad equal
+        for m, o in ((eager_model, opt_e), (model, opt_c)):
+            sf.nn.utils.clip_grad_norm_(m.parameters(), 0.5)
+            o.step()
+        _assert_same_state(eager_model, model, dict(rtol=1e-5, atol=1e-6))
+    assert step.stats["traces"] == 1 and step.stats["replays"] == 3, step.explain()
+    assert "no optimizer (gradients left in .grad)" in step.explain()
+    with pytest.raises(TypeError, match="forward and backward only"):
+        compile_step(model, object(), _ce)
