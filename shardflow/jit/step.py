@@ -118,7 +118,8 @@ class CompiledStep:
         # every submodule's training flag (one may be switched alone: ``model.drop.eval()``)
         training = tuple(m.training for m in self.submodules)
         params = tuple((p.array.shape, p.array.dtype, p.requires_grad) for p in self.params)
-        return (tuple(parts), training, params), None
+        ddps = tuple(id(d) for d in self._all_ddps())  # a DDP wrapped after a compile retraces
+        return (tuple(parts), training, params, ddps), None
 
     def __call__(self, *args, **kwargs):
         if kwargs:
@@ -182,9 +183,10 @@ class CompiledStep:
         if reason is not None:
             return self._refused(reason, shapes, t0), self.eager_step(*args)
         before = _snapshot(self.params, self.optimizer, self.buffers)
-        with self._local():
+        ddps = self._all_ddps()
+        with self._local(ddps):
             plan, loss, after, reason = self._trace_and_check(args, before, shapes)
-        if self.ddps:
+        if ddps:
             _restore(before, self.params, self.optimizer, self.buffers)
             loss = plan.run(args) if reason is None else self.eager_step(*args)
         else:
@@ -240,8 +242,9 @@ class CompiledStep:
         s = plan.stats
         opt = ("no optimizer (gradients left in .grad)" if isinstance(self.optimizer, _NoStep)
                else f"optimizer {type(self.optimizer).__name__}.step in place")
-        ddp = (f"; DDP: {sum(len(d._buckets) for d in self.ddps)} gradient buckets "
-               "all-reduced from the backward schedule" if self.ddps else "")
+        ddps = self._all_ddps()
+        ddp = (f"; DDP: {sum(len(d._buckets) for d in ddps)} gradient buckets "
+               "all-reduced from the backward schedule" if ddps else "")
         _log(self.log, f"compiled step for inputs {shapes}: {n_calls} forward op calls, dce "
                        f"removed {dead}, cse merged {merged}; backward {s['fast_backward']} ops "
                        f"direct, {s['engine_backward']} via the engine on their sub-graph; "
@@ -254,19 +257,31 @@ class CompiledStep:
         return plan, loss, after, None
 
     # ------------------------------------------------------------------ DDP
+    def _all_ddps(self) -> list:
+        """The DDP wrappers inside the model, then any other DDP whose bucket hook sits on
+        one of the parameters (``compile_step(ddp.module, ...)``: eager runs its hooks but
+        not its forward, and so does the plan; compiling must still not communicate)."""
+        found = list(self.ddps)
+        for p in self.params:
+            for h in p._post_hooks or ():
+                d = getattr(h, "__self__", None)
+                if isinstance(d, DistributedDataParallel) and all(d is not e for e in found):
+                    found.append(d)
+        return found
+
     @contextlib.contextmanager
-    def _local(self):
-        """While compiling: every DDP wrapper in ``no_sync`` and without its buffer
-        broadcast, so tracing and the check make no collective call."""
-        saved = [d.broadcast_buffers for d in self.ddps]
+    def _local(self, ddps):
+        """While compiling: every DDP in ``no_sync`` and without its buffer broadcast, so
+        tracing and the check make no collective call."""
+        saved = [d.broadcast_buffers for d in ddps]
         with contextlib.ExitStack() as stack:
-            for d in self.ddps:
+            for d in ddps:
                 stack.enter_context(d.no_sync())
                 d.__dict__["broadcast_buffers"] = False
             try:
                 yield
             finally:
-                for d, b in zip(self.ddps, saved):
+                for d, b in zip(ddps, saved):
                     d.__dict__["broadcast_buffers"] = b
 
     def _wire_ddp(self, plan: StepPlan) -> None:

@@ -6,7 +6,8 @@ Each rank holds two DDP models with the same weights: one stepped eagerly, one t
 the same parameters (float32, 1e-5), and the compiled model must be identical on every rank.
 Batches are uneven (rank r has 3 + 2r rows) and change size at step 3 on rank 1 only, so that
 rank compiles a second plan while rank 0 replays: their collectives must still match. The
-buckets are small (several per model), and a communication hook records, for each bucket
+buckets are small (several per model); "module" compiles ``ddp.module`` (DDP's hooks on its
+parameters, found through them, and no DDP forward), and a communication hook records, for each bucket
 launch, how many parameters still had no gradient: the first bucket must start inside the
 backward (before the first layer's gradient exists), as eager DDP starts it.
 """
@@ -67,8 +68,10 @@ if variant == "hook":
     db.register_comm_hook(None, recording_hook)
 oa = sf.optim.SGD(a.parameters(), lr=0.1, momentum=0.9)
 ob = sf.optim.SGD(b.parameters(), lr=0.1, momentum=0.9)
-eager = compile_step(da, oa, mse)
-step = compile_step(db, ob, mse)
+if variant == "module":  # DDP's hooks on the parameters, its forward not called (eager alike)
+    eager, step = compile_step(da.module, oa, mse), compile_step(db.module, ob, mse)
+else:
+    eager, step = compile_step(da, oa, mse), compile_step(db, ob, mse)
 for s in range(5):
     x, y = batch(s)
     ref = eager.eager_step(x, y)
@@ -100,7 +103,7 @@ print("OK", r)
 """
 
 
-@pytest.mark.parametrize("variant", ["plain", "unused", "view", "hook"])
+@pytest.mark.parametrize("variant", ["plain", "unused", "view", "hook", "module"])
 def test_compiled_ddp_step_equals_eager_ddp(variant):
     res = run_mpi(SCRIPT, n=2, timeout=90, args=[variant]).check()
     assert res.stdout.count("OK") == 2, res.stdout
