@@ -9,11 +9,12 @@ program calling ``torch.compile(model)`` runs with ``import shardflow as torch``
 Per call:
 
 1. *Inference or autograd*: with grad mode off (``no_grad`` / ``inference_mode``), or nothing
-   requiring grad, the graph replays without the autograd tape and gets every pass. When
-   autograd is needed (a training forward), the graph replays with autograd recording each
-   replayed op, so ``loss.backward()`` works as in eager; it gets DCE and CSE but no fusion
-   (the generated kernels have no backward), so its gain is only the skipped Module calls.
-   Backward and the optimizer step themselves are not compiled.
+   requiring grad, the graph replays without the autograd tape; fused groups run as
+   ``fused`` nodes on raw arrays. When autograd is needed (a training forward), the graph
+   replays with autograd recording each replayed op, so ``loss.backward()`` works as in
+   eager; each fused group is then one autograd ``FusedFunction`` (``fused_function.py``:
+   generated forward and backward kernels), so the backward of a group is one pass too.
+   Backward and the optimizer step are otherwise not compiled (``compile_step`` does that).
 2. *Guards*: the key is the tensor arguments' (shape, dtype, device, requires_grad), the
    other arguments' values, the module's ``training`` flag, the grad mode and (1). A key
    seen before replays its graph; a new key traces again (up to ``cache_size_limit`` = 8
@@ -38,7 +39,7 @@ import time
 
 import numpy as np
 
-from .. import _config, kernels
+from .. import _config
 from ..autograd import Tensor, is_grad_enabled, no_grad
 from ..nn import Module
 from . import executor, passes
@@ -159,10 +160,9 @@ class CompiledFunction:
         dead = passes.dce(g)
         merged = passes.cse(g)
         fused, split = [], 0
-        if not autograd and \
-                all(type(n.value.array) is np.ndarray for n in g.nodes if n.kind == "const") and \
-                all(not isinstance(a, Tensor) or type(a.array) is np.ndarray for a in args) and \
-                kernels.enabled():
+        if autograd:  # groups become FusedFunctions: generated forward and backward kernels
+            split, fused = passes.fuse_for_training(g, args)
+        elif passes.can_fuse(g, args):
             split = passes.split_linear_bias(g)
             fused = passes.fuse_elementwise(g)
         with no_grad():
@@ -173,8 +173,8 @@ class CompiledFunction:
         if bad:
             _log(self.log, f"eager for inputs {shapes}: the replayed graph differs from eager ({bad})")
             return _Entry(reason=bad), result
-        groups = "; ".join("+".join(g.nodes[m[-1]].name.split(", ")) for m in fused) or "none"
-        mode = "with autograd (no fusion)" if autograd else "inference"
+        groups = passes.group_names(g, fused)
+        mode = "with autograd" if autograd else "inference"
         _log(self.log, f"traced inputs {shapes} [{mode}]: {n_calls} op calls, dce removed {dead}, "
                        f"cse merged {merged}, linear bias split {split}, fused {len(fused)} "
                        f"group(s) [{groups}], {dt:.2f} s\n{g}")

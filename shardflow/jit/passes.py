@@ -15,10 +15,17 @@ change (removed nodes become ``dead``), so ``Ref``s stay valid.
   or inside the group (so running the group at its last member's place reads only ready
   values), and (b) no node outside the group has read the group yet (a read *closes* the
   group: the values it read must exist when it runs). Groups of one call stay as they are.
+* ``fuse_elementwise_autograd``: the same groups for graphs that replay with autograd (training
+  forwards, ``compile_step``): each becomes one ``call`` node applying a ``FusedFunction``
+  (generated forward and backward kernels, ``fused_function.py``). ``fuse_for_training`` runs
+  ``split_linear_bias`` and it when ``can_fuse`` (kernels on, NumPy arrays).
 """
 
 from __future__ import annotations
 
+import numpy as np
+
+from .. import kernels
 from ..autograd import dispatch
 from .codegen import ELEMENTWISE, elementwise_expr, make_fused
 from .graph import Graph, Node, Ref, map_refs
@@ -82,8 +89,9 @@ def cse(g: Graph) -> int:
     return merged
 
 
-def fuse_elementwise(g: Graph) -> list[tuple[int, ...]]:
-    """Replace groups of elementwise calls by generated kernels; returns the groups fused."""
+def _groups(g: Graph) -> list[tuple[list[int], tuple[int, ...]]]:
+    """The fusable groups of two or more elementwise calls: (members, outputs), outputs the
+    members some node outside the group (or the graph's result) reads."""
     group_of: dict[int, int] = {}
     groups: list[dict] = []
     for i, n in enumerate(g.nodes):
@@ -109,19 +117,95 @@ def fuse_elementwise(g: Graph) -> list[tuple[int, ...]]:
             if gi is not None and gi != joined:
                 groups[gi]["closed"] = True
     users = g.users()
-    fused = []
+    out = []
     for grp in groups:
         members = grp["members"]
         if len(members) < 2:
             continue
         inside = set(members)
-        outputs = tuple(m for m in members if any(u not in inside for u in users[m]))
+        out.append((members, tuple(m for m in members if any(u not in inside for u in users[m]))))
+    return out
+
+
+def fuse_elementwise(g: Graph) -> list[tuple[int, ...]]:
+    """Replace groups of elementwise calls by generated kernels (inference graphs: ``fused``
+    nodes run on raw arrays, no autograd); returns the groups fused."""
+    fused = []
+    for members, outputs in _groups(g):
         node = make_fused(g, members, outputs)
         for m in members[:-1]:
             g.nodes[m] = Node("dead", name=g.nodes[m].name)
         g.nodes[members[-1]] = node
         fused.append(tuple(members))
     return fused
+
+
+def fuse_elementwise_autograd(g: Graph) -> list[tuple[int, ...]]:
+    """``fuse_elementwise`` for graphs that replay with autograd (training forwards,
+    ``compile_step``): each group becomes one ``call`` node at its last member's place whose
+    target applies a ``FusedFunction`` (generated forward and backward kernels,
+    ``fused_function.py``). One stored member: the node's result is that Tensor (its readers
+    read ``Ref(node)``); several: a tuple, reader of the k-th stored member reads
+    ``Ref(node, k)``. Returns the groups fused."""
+    from .fused_function import FusedCall, FusedGroup
+
+    fused = []
+    where: dict[int, Ref] = {}
+    tuples: list[int] = []
+    for members, outputs in _groups(g):
+        last = members[-1]
+        group = FusedGroup(g, members, outputs)
+        names = "+".join(g.nodes[m].name for m in members)
+        if outputs == (last,):
+            where[last] = Ref(last)
+        else:
+            where.update({m: Ref(last, k) for k, m in enumerate(outputs)})
+            tuples.append(last)
+        for m in members[:-1]:
+            g.nodes[m] = Node("dead", name=g.nodes[m].name)
+        g.nodes[last] = Node("call", name=f"fused[{names}]", target=FusedCall(group),
+                             args=tuple(group.ext))
+        fused.append(tuple(members))
+    if where:
+        def remap(r: Ref) -> Ref:
+            return where.get(r.node, r) if r.item is None else r
+
+        for n in g.nodes:
+            if n.kind in ("call", "fused"):
+                n.args, n.kwargs = map_refs(n.args, remap), map_refs(n.kwargs, remap)
+        g.outputs = map_refs(g.outputs, remap)
+    for last in tuples:
+        g.meta.pop(last, None)  # a tuple result (as a traced split's): no single meta
+    return fused
+
+
+def can_fuse(g: Graph, args) -> bool:
+    """Fusion applies: the kernels are on (``SHARDFLOW_KERNELS``, numba importable) and every
+    constant and tensor argument is a NumPy array (generated kernels are CPU only)."""
+    from ..autograd import Tensor
+
+    return all(type(n.value.array) is np.ndarray for n in g.nodes if n.kind == "const") and \
+        all(not isinstance(a, Tensor) or type(a.array) is np.ndarray for a in args) and \
+        kernels.enabled()
+
+
+def fuse_for_training(g: Graph, args) -> tuple[int, list[tuple[int, ...]]]:
+    """The fusion passes of a graph that replays with autograd, when ``can_fuse``: linear's
+    bias split off (``split_linear_bias``) and ``fuse_elementwise_autograd``. Returns (biases
+    split, groups fused); (0, []) when fusion does not apply."""
+    if not can_fuse(g, args):
+        return 0, []
+    split = split_linear_bias(g)
+    return split, fuse_elementwise_autograd(g)
+
+
+def group_names(g: Graph, fused) -> str:
+    """``add+relu; add+gelu`` for the compile log: the op names of each fused group."""
+    out = []
+    for members in fused:
+        n = g.nodes[members[-1]]
+        out.append(n.name[6:-1] if n.kind == "call" else "+".join(n.name.split(", ")))
+    return "; ".join(out) or "none"
 
 
 def split_linear_bias(g: Graph) -> int:

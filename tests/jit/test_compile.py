@@ -125,10 +125,11 @@ def test_reference_workloads_compiled_forward_equals_eager(key):
     # split off and fused with what follows (MLP 2 groups, CNN 1, GPT-mini 12)
     g = next(iter(cm._compiled.cache.values())).graph
     assert g.count("fused") == {"mlp": 2, "cnn": 1, "gpt": 12}[key], cm.explain()
-    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+    # float32 noise scales with the logits' magnitude (GPT-mini's reach about 200)
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6 * float(np.abs(ref).max()))
 
 
-def test_autograd_calls_replay_with_the_tape_and_without_fusion():
+def test_autograd_calls_replay_with_the_tape_and_fused_functions():
     x = sf.randn(6, 4, requires_grad=True)
     cf = sf_compile(lambda t: (t * 3.0).tanh() + 1.0)
     for _ in range(2):  # trace, then replay
@@ -137,11 +138,13 @@ def test_autograd_calls_replay_with_the_tape_and_without_fusion():
         np.testing.assert_allclose(x.grad.numpy(), 3.0 / np.cosh(3.0 * x.detach().numpy()) ** 2,
                                    rtol=1e-5, atol=1e-6)
     assert cf.stats == {**cf.stats, "traces": 1, "replays": 1, "eager": 0}
-    assert "[with autograd (no fusion)]" in cf.explain() and "fused 0 group" in cf.explain()
-    with sf.no_grad():  # another guard key: inference, fused
+    # the group is one autograd Function with generated forward and backward kernels
+    assert "[with autograd]" in cf.explain() and "fused 1 group(s) [mul+tanh+add]" in cf.explain()
+    assert type(cf(x).grad_fn).__name__ == "FusedFunction"
+    with sf.no_grad():  # another guard key: inference (a fused node on raw arrays)
         cf(x)
         cf(x)
-    assert cf.stats["traces"] == 2 and "fused 1 group" in cf.explain()
+    assert cf.stats["traces"] == 2 and "[inference]" in cf.explain()
 
 
 @pytest.mark.parametrize("key,steps", [("mlp", 10), ("cnn", 10), ("gpt", 3)])

@@ -1,0 +1,312 @@
+"""Elementwise fusion in training graphs (``jit/fused_function.py``): a fused group is one
+autograd Function with generated forward and backward kernels. Checked against eager
+autograd (float32 1e-5, float64 1e-10), float64 finite differences, the engine workloads'
+gradients, and the NumPy-path switch."""
+
+import numpy as np
+import pytest
+
+import shardflow as sf
+import shardflow.nn.functional as F
+from shardflow.bench.workloads import WORKLOADS
+from shardflow.jit.fused_function import FusedFunction
+
+TOL = {np.float32: dict(rtol=1e-5, atol=1e-5), np.float64: dict(rtol=1e-10, atol=1e-10)}
+
+
+def _graph(cf):
+    entries = [e for e in cf.cache.values() if e.graph is not None and e.autograd]
+    assert len(entries) == 1, cf.explain()
+    return entries[0].graph
+
+
+def _fused_nodes(g):
+    return [n for n in g.nodes if n.kind == "call" and n.name.startswith("fused[")]
+
+
+def _run(fn, arrays, needs, compiled, weights):  # noqa: ARG001 - compiled: for reading
+    """fn's outputs and the gradients of sum(out_k * weights_k) (eager or compiled)."""
+    ts = [sf.tensor(a.copy(), requires_grad=r) for a, r in zip(arrays, needs)]
+    outs = fn(*ts)
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    loss = None
+    for o, w in zip(outs, weights):
+        term = (o * sf.tensor(w)).sum()  # outside the compiled function: not fused
+        loss = term if loss is None else loss + term
+    loss.backward()
+    return [o.detach().numpy() for o in outs], [t.grad.numpy() if t.grad is not None else None
+                                                for t in ts], outs
+
+
+def _check(fn, arrays, needs=None, n_groups=1, dtype=np.float64, weights=None, seed=1,
+           all_fused=True):
+    needs = needs or [True] * len(arrays)
+    cf = sf.compile(fn)
+    r = np.random.default_rng(seed)
+    if weights is None:
+        with sf.no_grad():
+            outs = fn(*[sf.tensor(a) for a in arrays])
+        weights = [r.standard_normal(o.shape).astype(dtype)
+                   for o in (outs if isinstance(outs, tuple) else (outs,))]
+    ref_outs, ref_grads, _ = _run(fn, arrays, needs, False, weights)
+    for _ in range(2):  # the trace (eager), then a replay of the fused graph
+        outs, grads, touts = _run(cf, arrays, needs, True, weights)
+    assert cf.stats["replays"] == 1, cf.explain()
+    assert len(_fused_nodes(_graph(cf))) == n_groups, cf.explain()
+    assert not all_fused or all(n.kind != "call" or n.name.startswith("fused[")
+                                for n in _graph(cf).nodes), cf.explain()
+    assert not all_fused or any(isinstance(t.grad_fn, FusedFunction) for t in touts), \
+        cf.explain()
+    for o, ro in zip(outs, ref_outs):
+        assert o.dtype == ro.dtype
+        np.testing.assert_allclose(o, ro, **TOL[dtype])
+    for gr, rg in zip(grads, ref_grads):
+        assert (gr is None) == (rg is None)
+        if gr is not None:
+            assert gr.shape == rg.shape and gr.dtype == rg.dtype
+            np.testing.assert_allclose(gr, rg, **TOL[dtype])
+    return cf
+
+
+def _arr(r, shape, dtype, lo=None):
+    a = r.standard_normal(shape)
+    if lo is not None:
+        a = np.abs(a) + lo
+    return a.astype(dtype)
+
+
+# ---------------------------------------------------------------------- hand-written groups
+def _bias_act(x, b, c):  # broadcast bias, 0-d operand, number operands
+    h = F.gelu(x + b, approximate="tanh") * 2.0 - c
+    return F.silu(h) + F.gelu(h) / 3.0
+
+
+def _multi_out(x, b, c):  # three stored members, all read outside the group
+    h = x + b
+    y = F.relu(h)
+    z = y * c + h.tanh()
+    return h, y, z.sigmoid()
+
+
+def _all_ops(x, p, b, c):  # every fusable op in one chain (one group), domains kept valid
+    v = (x * b - 0.5).tanh() * c
+    v = (v.exp().log().square() + 0.25).sqrt().rsqrt() / p  # > 0
+    v = v ** 1.5 + v ** 2 - v ** -1.0 + (v ** 1) * (v ** 0) + v.pow(3.0) * 0.1
+    v = (-v).abs() + x
+    v = F.relu(v - 0.3) + F.gelu(v) - F.gelu(v, approximate="tanh") * 0.5
+    v = F.silu(v) * F.sigmoid(v) + (2.0 - v).tanh()
+    return x * v + p
+   
+
+def _residual(x, h, b):  # x + (h + b): x and h get the incoming gradient itself
+    return x + (h + b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_bias_gelu_silu_with_0d_and_number_operands(dtype):
+    r = np.random.default_rng(0)
+    _check(_bias_act, [_arr(r, (67, 48), dtype), _arr(r, (48,), dtype), _arr(r, (), dtype)],
+           dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_multiple_outputs_each_get_their_incoming_gradient(dtype):
+    r = np.random.default_rng(1)
+    cf = _check(_multi_out, [_arr(r, (5, 7, 33), dtype), _arr(r, (33,), dtype),
+                             _arr(r, (), dtype)], dtype=dtype)
+    (node,) = _fused_nodes(_graph(cf))
+    assert node.name == "fused[add+relu+mul+tanh+add+sigmoid]"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_every_fusable_op_forward_and_backward(dtype):
+    r = np.random.default_rng(2)
+    M, N = 41, 29
+    arrays = [_arr(r, (M, N), dtype), _arr(r, (M, N), dtype, lo=0.3), _arr(r, (N,), dtype),
+              _arr(r, (), dtype)]
+    _check(_all_ops, arrays, dtype=dtype)
+
+
+@pytest.mark.parametrize("needs", [[True, False, True], [False, True, False],
+                                   [False, False, True]])
+def test_only_the_inputs_that_need_a_gradient_get_one(needs):
+    r = np.random.default_rng(3)
+    _check(_bias_act, [_arr(r, (19, 12), np.float64), _arr(r, (12,), np.float64),
+                       _arr(r, (), np.float64)], needs=needs)
+
+
+def test_residual_add_hands_the_incoming_gradient_on():
+    r = np.random.default_rng(4)
+    _check(_residual, [_arr(r, (8, 16, 24), np.float32), _arr(r, (8, 16, 24), np.float32),
+                       _arr(r, (24,), np.float32)], dtype=np.float32)
+
+
+def test_an_operand_read_by_several_members_sums_its_gradients():
+    r = np.random.default_rng(5)
+    _check(lambda x, b: (x.tanh() * b + x) * x - x, [_arr(r, (13, 9), np.float64),
+                                                     _arr(r, (9,), np.float64)])
+
+
+def test_relu_gradient_at_zero_is_zero_as_eager():
+    x = np.array([[-1.0, 0.0, 2.0, 0.5], [0.25, -0.25, 0.0, 3.0]], np.float32)
+    b = np.array([0.0, 0.0, -2.0, -0.5], np.float32)  # x + b == 0 in five places
+    w = [np.ones((2, 4), np.float32)]
+    cf = _check(lambda x, b: F.relu(x + b) * 3.0, [x, b], dtype=np.float32, weights=w)
+    _, grads, _ = _run(cf, [x, b], [True, True], True, w)
+    np.testing.assert_array_equal(grads[0], np.where(x + b > 0, 3.0, 0.0))
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_backward_matches_the_gelu_kernel(approximate):
+    r = np.random.default_rng(6)
+    x = _arr(r, (256, 64), np.float32) * 3
+    b = _arr(r, (64,), np.float32)
+    w = [_arr(r, (256, 64), np.float32)]
+    fn = lambda x, b: F.gelu(x + b, approximate=approximate) * 1.0  # noqa: E731
+    _check(fn, [x, b], dtype=np.float32, weights=w)
+    # the gelu alone (its kernel) on the same pre-activation: equal to float32 rounding
+    t = sf.tensor(x + b, requires_grad=True)
+    (F.gelu(t, approximate=approximate) * sf.tensor(w[0])).sum().backward()
+    _, grads, _ = _run(sf.compile(fn), [x, b], [True, True], True, w)
+    _, grads, _ = _run(sf.compile(fn), [x, b], [True, True], True, w)
+    np.testing.assert_allclose(grads[0], t.grad.numpy(), rtol=2e-6, atol=2e-6)
+
+
+def _random_chain(r, n_ops):
+    """A random straight-line group over x (M, N), p (M, N) > 0, b (N,), c (): a function of
+    tensors returning two of its values (so two members are stored)."""
+    steps = []
+    for k in range(n_ops):
+        op = r.choice(["add", "sub", "mul", "div", "neg", "exp", "log", "sqrt", "rsqrt", "tanh",
+                       "sigmoid", "relu", "gelu", "gelu_tanh", "silu", "square", "abs", "pow"])
+        steps.append((op, int(r.integers(0, k + 4)), int(r.integers(0, k + 4)),
+                      float(r.choice([0.5, 1.5, 2.0, 3.0, -1.0])), bool(r.integers(0, 2))))
+
+    def fn(x, p, b, c):
+        vals = [x, p, b, c]
+        for op, i, j, num, use_num in steps:
+            a = vals[i]
+            o = num if use_num else vals[j]
+            pos = (a * a + 0.5)  # a positive operand for log/sqrt/rsqrt/pow/div
+            if op in ("add", "sub", "mul"):
+                v = getattr(sf, op)(a, o)
+            elif op == "div":
+                v = a / (o * o + 1.0) if not use_num else a / num
+            elif op in ("log", "sqrt", "rsqrt"):
+                v = getattr(sf, op)(pos)
+            elif op == "pow":
+                v = pos ** num
+            elif op == "exp":
+                v = (a.tanh() * 2.0).exp()
+            elif op == "gelu":
+                v = F.gelu(a)
+            elif op == "gelu_tanh":
+                v = F.gelu(a, approximate="tanh")
+            else:
+                v = getattr(F, op)(a) if op in ("relu", "silu", "sigmoid") else getattr(sf, op)(a)
+            if v.shape != x.shape:
+                v = v + x  # a value of the group's shape
+            vals.append(v)
+        return vals[-1], vals[-2] * 0.5 + vals[-1]
+
+    return fn
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("seed", range(5))
+def test_random_groups_match_eager(dtype, seed):
+    r = np.random.default_rng(100 + seed)
+    fn = _random_chain(r, int(r.integers(4, 12)))
+    M, N = int(r.integers(1, 40)), int(r.integers(1, 40))
+    arrays = [_arr(r, (M, N), dtype), _arr(r, (M, N), dtype, lo=0.3), _arr(r, (N,), dtype),
+              _arr(r, (), dtype)]
+    if dtype == np.float32:  # long chains of float32 ops (eager) vs float64 locals (fused)
+        cf = sf.compile(fn)
+        w = [r.standard_normal((M, N)).astype(dtype) for _ in range(2)]
+        ref_outs, ref_grads, _ = _run(fn, arrays, [True] * 4, False, w)
+        for _ in range(2):
+            outs, grads, _ = _run(cf, arrays, [True] * 4, True, w)
+        assert _fused_nodes(_graph(cf)), cf.explain()
+        for a, b in zip(outs + grads, ref_outs + ref_grads):
+            assert (a is None) == (b is None)
+            if a is None:
+                continue
+            scale = max(1.0, float(np.max(np.abs(b))))
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5 * scale)
+    else:
+        cf = sf.compile(fn)
+        _check(fn, arrays, n_groups=len(_fused_nodes(_graph(_prime(cf, arrays)))), dtype=dtype,
+               all_fused=False)
+
+
+def _prime(cf, arrays):
+    ts = [sf.tensor(a, requires_grad=True) for a in arrays]
+    cf(*ts)
+    return cf
+
+
+def test_fused_function_float64_finite_differences():
+    r = np.random.default_rng(7)
+    arrays = [_arr(r, (6, 5), np.float64), _arr(r, (6, 5), np.float64, lo=0.3),
+              _arr(r, (5,), np.float64), _arr(r, (), np.float64)]
+    fn = _all_ops
+    cf = sf.compile(fn)
+    w = [r.standard_normal((6, 5))]
+    for _ in range(2):
+        _, grads, touts = _run(cf, arrays, [True] * 4, True, w)
+    assert isinstance(touts[0].grad_fn, FusedFunction)
+
+    def loss(arrs):
+        with sf.no_grad():
+            out = cf(*[sf.tensor(a) for a in arrs]).numpy()
+        return float((out * w[0]).sum())
+
+    eps = 1e-6
+    for k, a in enumerate(arrays):
+        num = np.zeros_like(a)
+        for idx in np.ndindex(a.shape):
+            hi = [x.copy() for x in arrays]
+            lo = [x.copy() for x in arrays]
+            hi[k][idx] += eps
+            lo[k][idx] -= eps
+            num[idx] = (loss(hi) - loss(lo)) / (2 * eps)
+        np.testing.assert_allclose(grads[k], num, rtol=1e-6, atol=1e-7, err_msg=f"input {k}")
+
+
+def test_numpy_kernels_mode_means_no_fusion_in_training_graphs(monkeypatch):
+    monkeypatch.setenv("SHARDFLOW_KERNELS", "numpy")
+    r = np.random.default_rng(8)
+    cf = sf.compile(_bias_act)
+    arrays = [_arr(r, (7, 6), np.float32), _arr(r, (6,), np.float32), _arr(r, (), np.float32)]
+    w = [np.ones((7, 6), np.float32)]
+    ref = _run(_bias_act, arrays, [True] * 3, False, w)
+    for _ in range(2):
+        got = _run(cf, arrays, [True] * 3, True, w)
+    assert not _fused_nodes(_graph(cf)) and "fused 0 group" in cf.explain()
+    for a, b in zip(got[0] + got[1], ref[0] + ref[1]):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("key", ["mlp", "cnn", "gpt"])
+def test_compiled_workload_training_forward_and_backward_equal_eager(key):
+    wl = WORKLOADS[key]
+    sf.manual_seed(0)
+    a, b = wl.build(sf), wl.build(sf)
+    b.load_state_dict({k: sf.tensor(v.numpy().copy()) for k, v in a.state_dict().items()})
+    cm = sf.compile(b)
+    x, y = (sf.from_numpy(t) for t in wl.make_batch(np.random.default_rng(0)))
+    ref = wl.loss(sf, a, x, y)
+    ref.backward()
+    for _ in range(2):  # trace, then the fused replay
+        for p in b.parameters():
+            p.grad = None
+        loss = wl.loss(sf, cm, x, y)
+        loss.backward()
+    assert cm._compiled.stats["replays"] == 1, cm.explain()
+    g = _graph(cm._compiled)
+    assert len(_fused_nodes(g)) == {"mlp": 2, "cnn": 1, "gpt": 12}[key], cm.explain()
+    np.testing.assert_allclose(float(loss), float(ref), rtol=1e-6)
+    for (name, p), q in zip(a.named_parameters(), b.parameters()):
+        scale = float(np.max(np.abs(p.grad.numpy()))) + 1e-30
+        np.testing.assert_allclose(q.grad.numpy(), p.grad.numpy(), rtol=1e-4,
+                                   atol=1e-5 * scale, err_msg=name)
