@@ -29,8 +29,10 @@ import itertools
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from .. import kernels
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
+from ..kernels import conv as _conv_kernels
 from ._util import as_dtype_of
 from ._util import ntuple as _tuple
 
@@ -150,8 +152,48 @@ def _as_grad(gr, g):
     return None if gr is None else as_dtype_of(gr, g)
 
 
+def _im2col_t(xp, ksize, stride, dilation, osize):
+    """Columns of the padded input ``xp`` (N, C, *S) in the one-GEMM layout: a contiguous
+    (C, *K, N, *O) buffer, i.e. (C*prod(K), N*prod(O)) with the batch inside the columns."""
+    n, c = xp.shape[:2]
+    d = len(ksize)
+    st = xp.strides
+    view = as_strided(
+        xp,
+        shape=(c,) + tuple(ksize) + (n,) + tuple(osize),
+        strides=(st[1],)
+        + tuple(st[2 + i] * dilation[i] for i in range(d))
+        + (st[0],)
+        + tuple(st[2 + i] * stride[i] for i in range(d)),
+        writeable=False,
+    )
+    cols = np.empty(view.shape, dtype=xp.dtype)
+    np.copyto(cols, view)
+    return cols
+
+
+def _col2im_t(gcols, xshape_padded, ksize, stride, dilation, osize):
+    """Adjoint of ``_im2col_t``: add the (C, *K, N, *O) column gradient back into a zero
+    padded (N, C, *S) input gradient, one strided-slice addition per kernel position."""
+    n, c = xshape_padded[:2]
+    d = len(ksize)
+    g = gcols.reshape((c,) + tuple(ksize) + (n,) + tuple(osize))
+    gx = np.zeros(xshape_padded, dtype=gcols.dtype)
+    for pos in itertools.product(*(range(k) for k in ksize)):
+        sl = (slice(None), slice(None)) + tuple(
+            slice(pos[i] * dilation[i], pos[i] * dilation[i] + stride[i] * (osize[i] - 1) + 1, stride[i])
+            for i in range(d)
+        )
+        gx[sl] += g[(slice(None),) + pos].swapaxes(0, 1)
+    return gx
+
+
+_FUSED_COL2IM = True  # A/B switch (benchmarks): False keeps stride-1 col2im on the NumPy path
+_BATCHED = False  # A/B switch (benchmarks): the old per-sample batched GEMM lowering
+
+
 class ConvNd(Function):
-    """Fused convolution (im2col + one batched GEMM); see the module docstring."""
+    """Fused convolution (im2col + one GEMM); see the module docstring."""
 
     save_inputs = (1,)  # backward reads the weight; the input is kept as its column buffer
 
@@ -175,17 +217,82 @@ class ConvNd(Function):
             )
         wm = w.reshape(groups, o // groups, -1)  # (G, Og, Cg*K)
         xp = _pad(x, padding)
-        cols = _im2col(xp, groups, ksize, stride, dilation, osize)  # (N, G, Cg*K, L)
-        out = np.matmul(wm, cols).reshape((n, o) + osize)  # (N, O, *O)
         pshape = xp.shape[2:]
-        if b is not None:
-            out += b.reshape((o,) + (1,) * d)
+        self.batched = _BATCHED
+        if _BATCHED:
+            cols = _im2col(xp, groups, ksize, stride, dilation, osize)  # (N, G, Cg*K, L)
+            out = np.matmul(wm, cols).reshape((n, o) + osize)  # (N, O, *O)
+            if b is not None:
+                out += b.reshape((o,) + (1,) * d)
+        else:
+            # one GEMM per group: (Og, Cg*K) @ (Cg*K, N*L), then the (O, N, *O) result is
+            # transposed to (N, O, *O) in the same pass that adds the bias
+            cols = _im2col_t(xp, ksize, stride, dilation, osize)  # (C, *K, N, *O)
+            ot = np.matmul(wm, cols.reshape(groups, wm.shape[2], -1))  # (G, Og, N*L)
+            src = ot.reshape((o, n) + osize).swapaxes(0, 1)
+            out = np.empty(src.shape, dtype=ot.dtype)
+            if b is not None:
+                np.add(src, b.reshape((o,) + (1,) * d), out=out)
+            else:
+                np.copyto(out, src)
         out = as_dtype_of(out, w, x)  # bfloat16: NumPy's GEMM gave float32 (bias added in it)
         self.cols, self.w, self.has_b = cols, w, b is not None
         self.meta = (x.shape, (n, c) + pshape, padding, stride, dilation, groups, osize, unbatched)
         return out[0] if unbatched else out
 
     def backward(self, g):
+        if self.batched:
+            return self._backward_batched(g)
+        xshape, xpshape, padding, stride, dilation, groups, osize, unbatched = self.meta
+        w = self.w
+        d = w.ndim - 2
+        if unbatched:
+            g = g[None]
+        n, o = g.shape[:2]
+        c = xpshape[1]
+        gt = np.ascontiguousarray(g.swapaxes(0, 1)).reshape(groups, o // groups, -1)  # (G, Og, N*L)
+        cols = self.cols.reshape(groups, -1, gt.shape[2])  # (G, Cg*K, N*L)
+        gx = gw = None
+        if self.needs_input_grad[1]:
+            gw = np.matmul(gt, cols.transpose(0, 2, 1)).reshape(w.shape)
+        if self.needs_input_grad[0]:
+            wm = w.reshape(groups, o // groups, -1).transpose(0, 2, 1)  # (G, Cg*K, Og)
+            ksize = w.shape[2:]
+            pshape = xpshape[2:]
+            if _USE_FLAT and all(s == 1 for s in stride):
+                # stride 1: the column gradient is computed in the wide layout (output rows
+                # padded to the padded input's row length) so that col2im is one contiguous
+                # shifted addition per kernel position (see _flat_geometry)
+                offs, lw, slack = _flat_geometry(pshape, ksize, dilation, osize)
+                gtw = np.zeros((o, n, osize[0]) + pshape[1:], dtype=g.dtype)
+                gtw[(Ellipsis,) + tuple(slice(0, s) for s in osize[1:])] = gt.reshape((o, n) + osize)
+                gcols = np.matmul(wm, gtw.reshape(groups, o // groups, n * lw))  # (G, Cg*K, N*Lw)
+                total = int(np.prod(pshape))
+                if d == 2 and _FUSED_COL2IM and kernels.usable(gcols):
+                    # one pass per plane, result cropped and contiguous (kernels/conv.py)
+                    gx = _conv_kernels.col2im_flat2d(gcols, offs, (n,) + xshape[1:], total + slack,
+                                                     pshape[1], padding)
+                    return self._grads(gx[0] if unbatched else gx, gw, gt, g)
+                gcols = gcols.reshape(c, len(offs), n, lw)
+                gbuf = np.zeros((n, c, total + slack), dtype=gcols.dtype)
+                for k, off in enumerate(offs):
+                    gbuf[:, :, off:off + lw] += gcols[:, k].swapaxes(0, 1)
+                gxp = gbuf[:, :, :total].reshape(xpshape)
+            else:
+                gcols = np.matmul(wm, gt)  # (G, Cg*K, N*L)
+                gxp = _col2im_t(gcols, xpshape, ksize, stride, dilation, osize)
+            gx = _crop(gxp, padding, xshape)
+            if unbatched:
+                gx = gx[0]
+        return self._grads(gx, gw, gt, g)
+
+    def _grads(self, gx, gw, gt, g):
+        gb = None
+        if self.has_b and len(self.needs_input_grad) > 2 and self.needs_input_grad[2]:
+            gb = gt.reshape(gt.shape[0] * gt.shape[1], -1).sum(axis=1)
+        return _as_grad(gx, g), _as_grad(gw, g), gb
+
+    def _backward_batched(self, g):
         xshape, xpshape, padding, stride, dilation, groups, osize, unbatched = self.meta
         w = self.w
         if unbatched:

@@ -25,8 +25,10 @@ import itertools
 
 import numpy as np
 
+from .. import kernels
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
+from ..kernels import pool as _pool_kernels
 from ._util import as_dtype_of
 from ._util import ntuple as _tuple
 
@@ -97,12 +99,28 @@ def _lowest(dtype):
 
 
 # --------------------------------------------------------------------------- max pool
+_FUSED = True  # A/B switch (benchmarks): False keeps max_pool2d on the NumPy path
+
+
 class MaxPoolNd(Function):
     save_inputs = ()
 
     def forward(self, x, *, d, ksize, stride, padding, dilation, ceil_mode, return_indices, name):
         spatial = x.shape[-d:]
         osize, pads = _geometry(spatial, ksize, stride, padding, dilation, ceil_mode, name)
+        self.fused = (
+            d == 2 and _FUSED and tuple(ksize) == (2, 2) and tuple(stride) == (2, 2) and not any(padding)
+            and all(dl == 1 for dl in dilation)
+            and all(o * k <= n for o, k, n in zip(osize, ksize, spatial))  # whole windows only
+            and kernels.usable(x)
+        )
+        if self.fused:  # 2x2 windows, stride 2: one-pass kernels (kernels/pool.py)
+            best, kidx = _pool_kernels.max_pool2d_2x2_forward(x)
+            self.kidx, self.xshape = kidx, x.shape
+            if not return_indices:
+                return best
+            kidx = kidx.reshape(best.shape)
+            return best, self._flat_indices(kidx, d, ksize, stride, padding, dilation, osize, spatial)
         xp = _pad(x, pads, _lowest(x.dtype))
         sls = _slices(ksize, stride, dilation, osize)
         best = xp[sls[0]].copy()  # (..., *osize)
@@ -128,7 +146,11 @@ class MaxPoolNd(Function):
         )
         if not return_indices:
             return best
-        # flat index into the (unpadded) spatial dims, as PyTorch reports it
+        return best, self._flat_indices(kidx, d, ksize, stride, padding, dilation, osize, spatial)
+
+    @staticmethod
+    def _flat_indices(kidx, d, ksize, stride, padding, dilation, osize, spatial):
+        """Flat index into the (unpadded) spatial dims, as PyTorch reports it."""
         kpos = np.unravel_index(kidx, ksize)
         flat = np.zeros(kidx.shape, dtype=np.int64)
         for i in range(d):
@@ -136,10 +158,12 @@ class MaxPoolNd(Function):
             start = (np.arange(osize[i]) * stride[i] - padding[i]).reshape(shape)
             coord = start + kpos[i].astype(np.int64) * dilation[i]
             flat = flat * spatial[i] + coord
-        return best, flat
+        return flat
 
     def backward(self, g, *unused):
         kidx = self.kidx
+        if self.fused:
+            return _pool_kernels.max_pool2d_2x2_backward(g, kidx, self.xshape)
         # tiled windows cover every input element exactly once: no zero fill needed
         gxp = (np.empty if self.tiled else np.zeros)(self.xpshape, dtype=g.dtype)
         m = np.empty(kidx.shape, dtype=bool)
