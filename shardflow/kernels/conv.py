@@ -53,3 +53,66 @@ def col2im_flat2d(gcols, offs, xshape, buflen, wp, pads):
     _col2im_flat2d(gcols.reshape(-1), np.asarray(offs, dtype=np.int64), gx.reshape(-1), c, n, lw,
                    buflen, wp, pads[0][0], pads[1][0], h, w)
     return gx
+
+
+@kernel
+def _swap01(src, bias, dst, a_, b_, l_, has_bias):
+    # src: flat (A, B, L) -> dst: flat (B, A, L), dst[j, i] = src[i, j] (+ bias[i])
+    for t in prange(a_ * b_):
+        i = t // b_
+        j = t % b_
+        sv = src[t * l_:(t + 1) * l_]
+        dv = dst[(j * a_ + i) * l_:(j * a_ + i + 1) * l_]
+        if has_bias:
+            bi = bias[i]
+            for k in range(l_):
+                dv[k] = sv[k] + bi
+        else:
+            for k in range(l_):
+                dv[k] = sv[k]
+
+
+@kernel
+def _grad_t_wide(g, gt, gtw, n_, o_, oh_, ow_, wp):
+    # g: flat (N, O, OH, OW) -> gt: flat (O, N, OH*OW) and gtw: flat (O, N, OH, Wp), the
+    # rows of gtw padded with zeros from OW to Wp
+    zero = g[0] * 0
+    ll = oh_ * ow_
+    for t in prange(n_ * o_):
+        n = t // o_
+        o = t % o_
+        sv = g[t * ll:(t + 1) * ll]
+        dv = gt[(o * n_ + n) * ll:(o * n_ + n + 1) * ll]
+        for k in range(ll):
+            dv[k] = sv[k]
+        base = (o * n_ + n) * oh_ * wp
+        for i in range(oh_):
+            wv = gtw[base + i * wp:base + (i + 1) * wp]
+            rv = sv[i * ow_:(i + 1) * ow_]
+            for k in range(ow_):
+                wv[k] = rv[k]
+            for k in range(ow_, wp):
+                wv[k] = zero
+
+
+def swap01(src, bias=None):
+    """``src`` (A, B, *rest) C-contiguous -> a new contiguous (B, A, *rest) array (the copy
+    ``np.ascontiguousarray(src.swapaxes(0, 1))``), plus ``bias[i]`` on every ``src[i]``."""
+    a, b = src.shape[:2]
+    rest = src.shape[2:]
+    dst = np.empty((b, a) + rest, dtype=src.dtype)
+    l = src.size // (a * b) if a * b else 0
+    has = bias is not None
+    _swap01(src.reshape(-1), bias if has else src.reshape(-1)[:1], dst.reshape(-1), a, b, l, has)
+    return dst
+
+
+def grad_t_wide(g, wp):
+    """From the (N, O, OH, OW) output gradient ``g``: ``gt`` (O, N, OH*OW) and the wide
+    ``gtw`` (O, N, OH, Wp), rows zero-padded to ``wp``, in one pass."""
+    n, o, oh, ow = g.shape
+    gt = np.empty((o, n, oh * ow), dtype=g.dtype)
+    gtw = np.empty((o, n, oh, wp), dtype=g.dtype)
+    _grad_t_wide(g.reshape(-1), gt.reshape(-1), gtw.reshape(-1), n, o, oh, ow, wp)
+    return gt, gtw
+

@@ -188,7 +188,7 @@ def _col2im_t(gcols, xshape_padded, ksize, stride, dilation, osize):
     return gx
 
 
-_FUSED_COL2IM = True  # A/B switch (benchmarks): False keeps stride-1 col2im on the NumPy path
+_FUSED = True  # A/B switch (benchmarks): False keeps the conv kernels' work on the NumPy path
 _BATCHED = False  # A/B switch (benchmarks): the old per-sample batched GEMM lowering
 
 
@@ -229,12 +229,15 @@ class ConvNd(Function):
             # transposed to (N, O, *O) in the same pass that adds the bias
             cols = _im2col_t(xp, ksize, stride, dilation, osize)  # (C, *K, N, *O)
             ot = np.matmul(wm, cols.reshape(groups, wm.shape[2], -1))  # (G, Og, N*L)
-            src = ot.reshape((o, n) + osize).swapaxes(0, 1)
-            out = np.empty(src.shape, dtype=ot.dtype)
-            if b is not None:
-                np.add(src, b.reshape((o,) + (1,) * d), out=out)
+            if _FUSED and kernels.usable(ot, b):
+                out = _conv_kernels.swap01(ot.reshape(o, n, -1), b).reshape((n, o) + osize)
             else:
-                np.copyto(out, src)
+                src = ot.reshape((o, n) + osize).swapaxes(0, 1)
+                out = np.empty(src.shape, dtype=ot.dtype)
+                if b is not None:
+                    np.add(src, b.reshape((o,) + (1,) * d), out=out)
+                else:
+                    np.copyto(out, src)
         out = as_dtype_of(out, w, x)  # bfloat16: NumPy's GEMM gave float32 (bias added in it)
         self.cols, self.w, self.has_b = cols, w, b is not None
         self.meta = (x.shape, (n, c) + pshape, padding, stride, dilation, groups, osize, unbatched)
@@ -250,25 +253,33 @@ class ConvNd(Function):
             g = g[None]
         n, o = g.shape[:2]
         c = xpshape[1]
-        gt = np.ascontiguousarray(g.swapaxes(0, 1)).reshape(groups, o // groups, -1)  # (G, Og, N*L)
+        ksize = w.shape[2:]
+        pshape = xpshape[2:]
+        # stride 1: the column gradient is computed in the wide layout (output rows padded to
+        # the padded input's row length) so that col2im is one contiguous shifted addition
+        # per kernel position (see _flat_geometry)
+        flat = self.needs_input_grad[0] and _USE_FLAT and all(s == 1 for s in stride)
+        fused = _FUSED and kernels.usable(g)
+        gtw = None
+        if fused and flat and d == 2:  # gt and the wide gtw in one pass (kernels/conv.py)
+            gt, gtw = _conv_kernels.grad_t_wide(g, pshape[1])
+        else:  # (NumPy's transposing copy is as fast as a kernel here)
+            gt = np.ascontiguousarray(g.swapaxes(0, 1))
+        gt = gt.reshape(groups, o // groups, -1)  # (G, Og, N*L)
         cols = self.cols.reshape(groups, -1, gt.shape[2])  # (G, Cg*K, N*L)
         gx = gw = None
         if self.needs_input_grad[1]:
             gw = np.matmul(gt, cols.transpose(0, 2, 1)).reshape(w.shape)
         if self.needs_input_grad[0]:
             wm = w.reshape(groups, o // groups, -1).transpose(0, 2, 1)  # (G, Cg*K, Og)
-            ksize = w.shape[2:]
-            pshape = xpshape[2:]
-            if _USE_FLAT and all(s == 1 for s in stride):
-                # stride 1: the column gradient is computed in the wide layout (output rows
-                # padded to the padded input's row length) so that col2im is one contiguous
-                # shifted addition per kernel position (see _flat_geometry)
+            if flat:
                 offs, lw, slack = _flat_geometry(pshape, ksize, dilation, osize)
-                gtw = np.zeros((o, n, osize[0]) + pshape[1:], dtype=g.dtype)
-                gtw[(Ellipsis,) + tuple(slice(0, s) for s in osize[1:])] = gt.reshape((o, n) + osize)
+                if gtw is None:
+                    gtw = np.zeros((o, n, osize[0]) + pshape[1:], dtype=g.dtype)
+                    gtw[(Ellipsis,) + tuple(slice(0, s) for s in osize[1:])] = gt.reshape((o, n) + osize)
                 gcols = np.matmul(wm, gtw.reshape(groups, o // groups, n * lw))  # (G, Cg*K, N*Lw)
                 total = int(np.prod(pshape))
-                if d == 2 and _FUSED_COL2IM and kernels.usable(gcols):
+                if d == 2 and _FUSED and kernels.usable(gcols):
                     # one pass per plane, result cropped and contiguous (kernels/conv.py)
                     gx = _conv_kernels.col2im_flat2d(gcols, offs, (n,) + xshape[1:], total + slack,
                                                      pshape[1], padding)
