@@ -219,6 +219,7 @@ class ConvNd(Function):
         xp = _pad(x, padding)
         pshape = xp.shape[2:]
         self.batched = _BATCHED
+        self.fused = False
         if _BATCHED:
             cols = _im2col(xp, groups, ksize, stride, dilation, osize)  # (N, G, Cg*K, L)
             out = np.matmul(wm, cols).reshape((n, o) + osize)  # (N, O, *O)
@@ -229,7 +230,8 @@ class ConvNd(Function):
             # transposed to (N, O, *O) in the same pass that adds the bias
             cols = _im2col_t(xp, ksize, stride, dilation, osize)  # (C, *K, N, *O)
             ot = np.matmul(wm, cols.reshape(groups, wm.shape[2], -1))  # (G, Og, N*L)
-            if _FUSED and kernels.usable(ot, b):
+            self.fused = _FUSED and kernels.usable(ot, b)
+            if self.fused:
                 out = _conv_kernels.swap01(ot.reshape(o, n, -1), b).reshape((n, o) + osize)
             else:
                 src = ot.reshape((o, n) + osize).swapaxes(0, 1)

@@ -222,3 +222,95 @@ def test_dropout_kernel_follows_an_explicit_generator(monkeypatch):
     c = _dropout_run(monkeypatch, "numba", x0, generator=shardflow.Generator().manual_seed(6))
     np.testing.assert_array_equal(a[0], b[0])
     assert not np.array_equal(a[0], c[0])
+
+
+# ---------------------------------------------------------------- conv2d and max_pool2d (CNN)
+def _pool_input(shape, dtype):
+    """Small integers (many ties inside a window), some NaN and -inf."""
+    x = np.random.default_rng(7).integers(-2, 3, shape).astype(dtype)
+    x.flat[::7] = np.nan
+    x.flat[3::11] = -np.inf
+    x.flat[5::13] = np.inf
+    return x
+
+
+def _pool_run(monkeypatch, mode, x0, **kw):
+    monkeypatch.setenv("SHARDFLOW_KERNELS", mode)
+    x = shardflow.tensor(x0, requires_grad=True)
+    out = F.max_pool2d(x, 2, **kw)
+    y, idx = out if kw.get("return_indices") else (out, None)
+    fused = getattr(y.grad_fn, "fused", None)
+    g = np.random.default_rng(3).standard_normal(y.shape).astype(x0.dtype)
+    y.backward(shardflow.tensor(g))
+    return y.detach().numpy(), None if idx is None else idx.numpy(), x.grad.numpy(), fused
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(3, 5, 8, 6), (2, 3, 7, 5), (4, 6, 9)])  # even, odd, unbatched
+def test_max_pool2d_kernel_is_bit_identical_to_numpy_path(monkeypatch, shape, dtype):
+    """Ties (first maximum in row-major order), NaN (propagates into the value, does not move
+    the position) and +-inf, uncovered last rows/columns (odd sizes): the same values, indices
+    and gradients bit for bit."""
+    x0 = _pool_input(shape, dtype)
+    for kw in ({}, {"return_indices": True}, {"stride": 2, "ceil_mode": True}):
+        got = _pool_run(monkeypatch, "numba", x0, **kw)
+        want = _pool_run(monkeypatch, "numpy", x0, **kw)
+        # ceil_mode on odd sizes makes partial windows: those stay on the NumPy path
+        partial = kw.get("ceil_mode") and any(s % 2 for s in shape[-2:])
+        assert got[3] is (not partial) and want[3] is False
+        for a, b in zip(got[:3], want[:3]):
+            if a is not None:
+                np.testing.assert_array_equal(a, b)
+
+
+def test_max_pool2d_kernel_ties_match_torch(monkeypatch):
+    """PyTorch routes the gradient to the first maximum of a window in row-major order."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("SHARDFLOW_KERNELS", "numba")
+    x0 = np.random.default_rng(9).integers(0, 2, (2, 3, 6, 8)).astype(np.float32)  # mostly ties
+    x = shardflow.tensor(x0, requires_grad=True)
+    y, idx = F.max_pool2d(x, 2, return_indices=True)
+    assert y.grad_fn.fused is True
+    g = np.random.default_rng(1).standard_normal(y.shape).astype(np.float32)
+    y.backward(shardflow.tensor(g))
+    xt = torch.tensor(x0, requires_grad=True)
+    yt, it = torch.nn.functional.max_pool2d(xt, 2, return_indices=True)
+    yt.backward(torch.tensor(g))
+    np.testing.assert_array_equal(y.detach().numpy(), yt.detach().numpy())
+    np.testing.assert_array_equal(idx.numpy(), it.numpy())
+    np.testing.assert_array_equal(x.grad.numpy(), xt.grad.numpy())
+
+
+CONV_CASES = {  # name -> (input shape, weight shape, conv2d keywords)
+    "pad1": ((5, 3, 9, 7), (6, 3, 3, 3), dict(padding=1)),
+    "groups_dilation": ((3, 4, 8, 9), (6, 2, 3, 2), dict(padding=(2, 1), dilation=(2, 1), groups=2)),
+    "same_even_kernel": ((3, 2, 6, 5), (4, 2, 4, 2), dict(padding="same", dilation=(1, 2))),
+    "stride2": ((2, 3, 9, 8), (4, 3, 3, 3), dict(padding=1, stride=2)),
+    "unbatched": ((5, 6, 7), (4, 5, 3, 3), dict(padding=1)),
+}
+
+
+def _conv_run(monkeypatch, mode, x0, w0, b0, kw):
+    monkeypatch.setenv("SHARDFLOW_KERNELS", mode)
+    x, w, b = (shardflow.tensor(a, requires_grad=True) for a in (x0, w0, b0))
+    y = F.conv2d(x, w, b, **kw)
+    fused = y.grad_fn.fused
+    g = np.random.default_rng(2).standard_normal(y.shape).astype(x0.dtype)
+    y.backward(shardflow.tensor(g))
+    return [y.detach().numpy(), x.grad.numpy(), w.grad.numpy(), b.grad.numpy()], fused
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", sorted(CONV_CASES))
+def test_conv2d_kernels_are_bit_identical_to_numpy_path(monkeypatch, name, dtype):
+    """The transpose + bias, wide-gradient and col2im kernels do the NumPy path's arithmetic
+    in its order: outputs and all three gradients bit for bit."""
+    xs, ws, kw = CONV_CASES[name]
+    r = np.random.default_rng(0)
+    x0, w0, b0 = (r.standard_normal(s).astype(dtype) for s in (xs, ws, ws[:1]))
+    got, fused_k = _conv_run(monkeypatch, "numba", x0, w0, b0, kw)
+    want, fused_n = _conv_run(monkeypatch, "numpy", x0, w0, b0, kw)
+    assert fused_k is True and fused_n is False
+    assert got[1].flags.c_contiguous or got[1].ndim == 3
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
