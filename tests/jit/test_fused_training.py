@@ -310,3 +310,92 @@ def test_compiled_workload_training_forward_and_backward_equal_eager(key):
         scale = float(np.max(np.abs(p.grad.numpy()))) + 1e-30
         np.testing.assert_allclose(q.grad.numpy(), p.grad.numpy(), rtol=1e-4,
                                    atol=1e-5 * scale, err_msg=name)
+
+
+# ---------------------------------------------------------------------- compile_step's plan
+def _small_mlp():  # the small models of tests/jit/test_compile_step.py
+    nn = sf.nn
+    return nn.Sequential(nn.Linear(12, 32), nn.ReLU(), nn.Linear(32, 32), nn.GELU(),
+                         nn.Linear(32, 5))
+
+
+def _small_cnn():
+    nn = sf.nn
+    return nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(4, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Flatten(), nn.Linear(32, 16), nn.ReLU(), nn.Linear(16, 5))
+
+
+def _small_gpt():
+    from shardflow.bench.workloads import gpt_mini
+
+    return gpt_mini(sf, n_layer=2, d_model=32, n_head=2, block_size=16, vocab=40)
+
+
+def _ce(m, x, y):
+    return F.cross_entropy(m(x), y)
+
+
+def _gpt_loss(m, x, y):
+    logits = m(x)
+    return F.cross_entropy(logits.view(-1, logits.shape[-1]), y.view(-1))
+
+
+_SMALL = {"mlp": (_small_mlp, _ce), "cnn": (_small_cnn, _ce), "gpt": (_small_gpt, _gpt_loss)}
+
+
+def _small_batch(kind, step, batch=6):
+    r = np.random.default_rng(step)
+    if kind == "mlp":
+        return sf.from_numpy(r.standard_normal((batch, 12)).astype(np.float32)), \
+            sf.from_numpy(r.integers(0, 5, batch))
+    if kind == "cnn":
+        return sf.from_numpy(r.standard_normal((batch, 3, 8, 8)).astype(np.float32)), \
+            sf.from_numpy(r.integers(0, 5, batch))
+    return sf.from_numpy(r.integers(0, 40, (2, 16))), sf.from_numpy(r.integers(0, 40, (2, 16)))
+
+
+def _plan_pair(kind, make_opt):
+    """An eager model and a StepPlan over its copy's fused forward graph (what compile_step
+    builds with ``passes.fuse_for_training`` after DCE and CSE)."""
+    from shardflow.jit import passes
+    from shardflow.jit.step_plan import StepPlan
+    from shardflow.jit.trace import trace
+
+    build, loss_fn = _SMALL[kind]
+    sf.manual_seed(0)
+    a, b = build(), build()
+    b.load_state_dict({k: sf.tensor(v.numpy().copy()) for k, v in a.state_dict().items()})
+    oa, ob = make_opt(a.parameters()), make_opt(b.parameters())
+    x, y = _small_batch(kind, 0)
+    g, _ = trace(lambda *t: loss_fn(b, *t), (x, y), {id(p): p for p in b.parameters()})
+    passes.dce(g)
+    passes.cse(g)
+    _, fused = passes.fuse_for_training(g, (x, y))
+    plan = StepPlan(g, [p for grp in ob.param_groups for p in grp["params"]], ob)
+    return a, b, oa, plan, loss_fn, fused, _small_batch
+
+
+@pytest.mark.parametrize("kind,groups", [("mlp", 2), ("cnn", 1), ("gpt", 6)])
+def test_step_plan_over_fused_graph_tracks_eager_for_ten_steps(kind, groups):
+    def make_opt(ps):
+        return sf.optim.SGD(ps, lr=0.05, momentum=0.9)
+
+    a, b, oa, plan, loss_fn, fused, batch = _plan_pair(kind, make_opt)
+    assert len(fused) == groups
+    for s in range(10):
+        x, y = batch(kind, s)
+        oa.zero_grad(set_to_none=True)
+        ref = loss_fn(a, x, y)
+        ref.backward()
+        oa.step()
+        loss = plan.run((x, y))
+        np.testing.assert_allclose(float(loss), float(ref), rtol=1e-5)
+        for (name, p), q in zip(a.named_parameters(), b.parameters()):
+            np.testing.assert_allclose(q.numpy(), p.numpy(), rtol=1e-4, atol=1e-5, err_msg=name)
+            scale = float(np.max(np.abs(p.grad.numpy())))
+            np.testing.assert_allclose(q.grad.numpy(), p.grad.numpy(), rtol=1e-4,
+                                       atol=1e-5 * scale, err_msg=name)
+    # the fused groups' FusedFunction.backward ran directly, as every op's of the MLP and CNN
+    # (GPT: one op per layer and step goes through the engine with or without fusion)
+    assert plan.stats["engine_backward"] == {"mlp": 0, "cnn": 0, "gpt": 20}[kind], plan.stats
