@@ -38,6 +38,13 @@ SPECS = [
            [Arg((1, 2, 5, 4)), Arg((2, 2, 2, 3))]),
     OpSpec("conv2d_unbatched", lambda m, x, w, b: _F(m).conv2d(x, w, b, padding=1),
            [Arg((2, 4, 4)), Arg((3, 2, 3, 3)), Arg((3,))]),
+    # stride 1, 2-D: the one-GEMM lowering's kernels (transpose + bias, wide gradient,
+    # col2im) over several planes, with groups, asymmetric padding and dilation
+    OpSpec("conv2d_stride1_groups_pad",
+           lambda m, x, w, b: _F(m).conv2d(x, w, b, padding=(1, 2), groups=2),
+           [Arg((3, 4, 6, 5)), Arg((6, 2, 3, 3)), Arg((6,))]),
+    OpSpec("conv2d_stride1_dilated", lambda m, x, w, b: _F(m).conv2d(x, w, b, padding=2, dilation=2),
+           [Arg((2, 3, 7, 8)), Arg((4, 3, 3, 3)), Arg((4,))]),
     OpSpec("conv1d_basic", lambda m, x, w, b: _F(m).conv1d(x, w, b),
            [Arg((2, 3, 8)), Arg((4, 3, 3)), Arg((4,))]),
     OpSpec("conv1d_stride_pad_dil_groups",
@@ -71,6 +78,12 @@ SPECS = [
     # above the kernel leaves gaps, padding shifts the windows (backward's zero-fill path)
     OpSpec("max_pool2d_k2_odd", lambda m, x: _F(m).max_pool2d(x, 2),
            [Arg((2, 3, 7, 5), distinct=True)]),
+    # 2x2 / stride 2 (the one-pass kernels): ceil_mode on even sizes keeps whole windows;
+    # on odd sizes it adds partial windows (NumPy path)
+    OpSpec("max_pool2d_k2_s2_ceil_even", lambda m, x: _F(m).max_pool2d(x, 2, stride=2, ceil_mode=True),
+           [Arg((2, 3, 8, 6), distinct=True)]),
+    OpSpec("max_pool2d_k2_ceil_odd", lambda m, x: _F(m).max_pool2d(x, 2, ceil_mode=True),
+           [Arg((1, 2, 7, 5), distinct=True)]),
     OpSpec("max_pool2d_k2_s3_gaps", lambda m, x: _F(m).max_pool2d(x, 2, stride=3),
            [Arg((1, 2, 8, 8), distinct=True)]),
     OpSpec("max_pool2d_k2_p1", lambda m, x: _F(m).max_pool2d(x, 2, padding=1),
