@@ -6,10 +6,13 @@
 * ``cross_entropy`` (class indices, no label smoothing): per row ``e = exp(x - max)``,
   ``s = sum(e)``, ``loss = log(s) - (x_t - max)``; ``e`` and ``s`` are kept for the backward
   ``gx = e * scale - [c = t] tgt`` (``scale``, ``tgt`` per row from ops/loss.py).
-* attention: ``attn_softmax_(A, row0, causal)`` turns scores (rows, keys) into probabilities
-  in place; with ``causal``, row ``i`` (global query row ``row0 + i % rows_per_head``) sees
-  keys ``j <= row`` (top-left tril); a row that sees no key becomes zeros. Backward
-  ``attn_softmax_backward_(gP, P)``: ``gP = P (gP - sum(gP P))`` in place.
+* attention: ``attn_softmax_(A, row0, causal, scale)`` turns scores (rows, keys) into
+  probabilities ``softmax(A * scale)`` in place; with ``causal``, row ``i`` (global query row
+  ``row0 + i % rows_per_head``) sees keys ``j <= row`` (top-left tril); a row that sees no key
+  becomes zeros; keys a row does not see are set to 0 (never read: the caller need not
+  compute them). Backward ``attn_softmax_backward_(gP, P, row0, causal, scale)``:
+  ``gP = scale P (gP - sum(gP P))`` in place (the gradient w.r.t. the unscaled scores), the
+  same keys per row, the others set to 0.
 Sums accumulate in float64. ``exp`` of the (non-positive) shifted scores is
 ``_math.exp_neg`` for float32 arrays (vectorised; libm's per-element ``exp`` made these
 kernels no faster than NumPy's SIMD ufuncs) and libm for float64.
@@ -98,7 +101,7 @@ def _ce_bwd(e, scale, t, tgt, gx, tiny):
 
 
 @kernel
-def _attn_fwd(A, row0, rows_per_head, causal, tiny, exact):
+def _attn_fwd(A, row0, rows_per_head, causal, scale, tiny, exact):
     M, N = A.shape
     for i in prange(M):
         kmax = N
@@ -106,11 +109,12 @@ def _attn_fwd(A, row0, rows_per_head, causal, tiny, exact):
             kmax = min(N, row0 + i % rows_per_head + 1)
         mx = -np.inf
         for j in range(kmax):
-            if A[i, j] > mx:
-                mx = A[i, j]
+            a = A[i, j] * scale
+            if a > mx:
+                mx = a
         s = 0.0
         for j in range(kmax):
-            e = exp_le0(A[i, j] - mx, exact)
+            e = exp_le0(A[i, j] * scale - mx, exact)
             A[i, j] = e
             s += e
         inv = 1.0 / s if s > 0.0 else 0.0
@@ -122,15 +126,20 @@ def _attn_fwd(A, row0, rows_per_head, causal, tiny, exact):
 
 
 @kernel
-def _attn_bwd(gP, P, tiny):
+def _attn_bwd(gP, P, row0, rows_per_head, causal, scale, tiny):
     M, N = P.shape
     for i in prange(M):
+        kmax = N
+        if causal:
+            kmax = min(N, row0 + i % rows_per_head + 1)
         s = 0.0
-        for j in range(N):
+        for j in range(kmax):
             s += gP[i, j] * P[i, j]
-        for j in range(N):
-            v = P[i, j] * (gP[i, j] - s)
+        for j in range(kmax):
+            v = P[i, j] * (gP[i, j] - s) * scale
             gP[i, j] = v if abs(v) >= tiny else 0.0
+        for j in range(kmax, N):
+            gP[i, j] = 0.0
 
 
 def _exact(a):
@@ -173,15 +182,19 @@ def cross_entropy_backward(e, scale, t, tgt):
     return gx
 
 
-def attn_softmax_(A, row0=0, causal=False):
-    """In place on scores ``A`` (h, rows, keys), C-contiguous: see the module docstring."""
-    h, rows, keys = A.shape
-    _attn_fwd(A.reshape(h * rows, keys), int(row0), int(rows), bool(causal), _tiny(A), _exact(A))
+def attn_softmax_(A, row0=0, causal=False, scale=1.0):
+    """In place on scores ``A`` (..., rows, keys), C-contiguous: ``softmax(A * scale)`` per
+    row, see the module docstring."""
+    rows, keys = A.shape[-2:]
+    _attn_fwd(A.reshape(-1, keys), int(row0), int(rows), bool(causal), float(scale), _tiny(A), _exact(A))
     return A
 
 
-def attn_softmax_backward_(gP, P):
-    """In place: ``gP = P * (gP - sum(gP * P, -1))`` for (h, rows, keys) arrays."""
-    keys = P.shape[-1]
-    _attn_bwd(gP.reshape(-1, keys), P.reshape(-1, keys), _tiny(P))
+def attn_softmax_backward_(gP, P, row0=0, causal=False, scale=1.0):
+    """In place: ``gP = scale * P * (gP - sum(gP * P, -1))`` for (..., rows, keys) arrays;
+    with ``causal`` only the keys each row sees (as ``attn_softmax_``) are read, the others
+    are set to 0 (they may hold garbage: the caller's GEMMs skip them)."""
+    rows, keys = P.shape[-2:]
+    _attn_bwd(gP.reshape(-1, keys), P.reshape(-1, keys), int(row0), int(rows), bool(causal), float(scale),
+              _tiny(P))
     return gP

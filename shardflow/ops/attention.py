@@ -36,9 +36,15 @@ from ..backend import device_of, get_array_module, to_device
 from ..backend import random as _random
 from ..kernels import softmax as _sm_kernels
 from ._util import flush_subnormal_, unbroadcast
-from .blocked import block_slices
+from .blocked import BLOCK_ELEMENTS
 
 __all__ = ["scaled_dot_product_attention"]
+
+# Blocked path (ScaledDotProductAttention._forward_blocked): score elements per head block
+# (GPT-mini: 16 heads of 128 x 128; 4 heads per block took 11% longer, one kernel call costs
+# about 70 us), and multiply-adds per GEMM, up to which OpenBLAS stays on the calling thread.
+_HEAD_BLOCK = 4 * BLOCK_ELEMENTS
+_GEMM_MNK = 1 << 18
 
 
 def _up(a):
@@ -115,96 +121,169 @@ class ScaledDotProductAttention(Function):
         return O if dt is None else O.astype(dt)
 
     # ---------------------------------------------------------------- blocked path
-    # No mask tensor, no dropout, same batch dims, NumPy: run the whole softmax chain on a
-    # few heads at a time so that their score blocks stay in cache (ops/blocked.py explains
-    # why; every full-size pass over the scores is otherwise a trip to memory). Causal
-    # attention also splits the query rows in two: rows [0, L/2) only see keys [0, L/2), so
-    # the top-right quarter of the scores, all masked, is never computed.
+    # No mask tensor, no dropout, same batch dims, NumPy. The probabilities P are kept whole,
+    # (N1, N2, L, S), and the work runs on a few heads at a time (``_HEAD_BLOCK`` scores) so
+    # that their scores stay in cache (ops/blocked.py explains why: every full-size pass over
+    # the scores is otherwise a trip to memory). Within a head block the GEMMs run on blocks
+    # of R query rows (and, in the backward, R keys): causal attention skips the keys a row
+    # block cannot see and the rows that cannot see a key block (T = 128 in blocks of 32:
+    # 62.5% of the full products),
+    # and every GEMM stays within ``_GEMM_MNK`` multiply-adds, which OpenBLAS runs on the
+    # calling thread (larger ones it splits over its threads: on this 2-vCPU machine, shared,
+    # GPT-mini's (64, 128) x (128, 64) products then took up to 90 ms per layer instead of 4;
+    # blocks of 64 rows were as fast one-threaded but slower with OpenBLAS's threads). The
+    # masked softmax kernel runs once per head block over all rows and zeroes the keys a row
+    # does not see, so each GEMM reads whole row or key blocks of P without masking, and the
+    # key-block GEMMs of the backward write gk, gv once (no accumulation over row blocks).
+    #
+    # Layout: q, k, v are used as 4-D views (N1, N2, L, E) of the caller's arrays, not copied:
+    # BLAS takes a strided matrix as long as its rows are contiguous, which is the case for
+    # heads split from a fused (B, T, 3C) projection (rows 3C apart). Their gradients are
+    # stored in the layout of their inputs (heads split from (B, T, C): (N1, L, N2, E),
+    # returned transposed), so the backward of the head split reshapes without copying. The
+    # output stays C-contiguous: PyTorch's CPU kernel returns it in the query's layout, which
+    # would make the caller's head merge (``y.transpose(1, 2).contiguous()``) free, but
+    # ``contiguous()`` then returns its input and shardflow.compile's step plan sends such a
+    # call through the autograd engine; the merge copies 2 MB per GPT-mini layer (0.2 ms).
     @staticmethod
-    def _row_blocks(L, S, is_causal):
-        """(first row, end row, keys seen) per query-row block; top-left causal mask."""
-        if not is_causal or L < 2:
-            return [(0, L, S if not is_causal else min(S, L))]
-        h = L // 2
-        return [(0, h, min(S, h)), (h, L, min(S, L))]
+    def _rows_per_block(L, S, E):
+        """Rows (or keys) per GEMM block: the most that keep ``R * S * E`` within
+        ``_GEMM_MNK``, at least 32 (E the larger head size)."""
+        return max(1, min(max(L, S, 1), max(32, _GEMM_MNK // max(1, S * E))))
+
+    @staticmethod
+    def _as4(a):
+        """``a`` (..., L, E) as a 4-D view (N1, N2, L, E); a copy only where the batch dims
+        cannot be merged without one."""
+        if a.ndim == 4:
+            return a
+        if a.ndim < 4:
+            return a.reshape((1,) * (4 - a.ndim) + a.shape)
+        return a.reshape((-1,) + a.shape[-3:])
+
+    @staticmethod
+    def _like(a4, shape, dtype):
+        """A new (N1, N2, R, C) array of ``shape`` stored in ``a4``'s layout: (N1, R, N2, C)
+        transposed when ``a4``'s head stride is below its row stride, else C-contiguous."""
+        if abs(a4.strides[1]) < abs(a4.strides[2]) and shape[1] > 1 and shape[2] > 1:
+            n1, n2, r, c = shape
+            return np.empty((n1, r, n2, c), dtype).transpose(0, 2, 1, 3)
+        return np.empty(shape, dtype)
+
+    @staticmethod
+    def _head_blocks(n1, n2, item):
+        """(dim-0 slice, dim-1 slice) blocks of about ``_HEAD_BLOCK`` score elements: several
+        whole dim-0 entries when one holds fewer, else a few heads of one entry at a time."""
+        per = max(1, _HEAD_BLOCK // max(1, item))  # heads per block
+        if n2 <= per:
+            return [(slice(i, min(n1, i + per // n2)), slice(None)) for i in range(0, n1, per // n2)]
+        return [(slice(i, i + 1), slice(j, min(n2, j + per))) for i in range(n1) for j in range(0, n2, per)]
 
     def _forward_blocked(self, qa, ka, va, scale, is_causal):
         batch, L, (S, Ev) = qa.shape[:-2], qa.shape[-2], va.shape[-2:]
-        # (B*H, ., .); heads split from a fused qkv projection arrive as strided views, and
-        # the reshape copies them anyway: make them contiguous once so the kernels take them
-        q3, k3, v3 = (np.ascontiguousarray(a.reshape((-1,) + a.shape[-2:])) for a in (qa, ka, va))
-        self.q3, self.k3, self.v3 = q3, k3, v3
-        n = q3.shape[0]
-        O = np.zeros((n, L, Ev), dtype=qa.dtype)  # rows that see no key (S == 0) stay 0
-        tiny = np.finfo(qa.dtype).tiny
-        tri = np.tri(L, S, dtype=bool) if is_causal else None
-        fused = self.fused = kernels.usable(q3, k3, v3)
-        blocks = []
-        for r0, r1, kmax in self._row_blocks(L, S, is_causal):
-            if kmax == 0 or r1 == r0:
-                continue
-            Pb = np.empty((n, r1 - r0, kmax), dtype=qa.dtype)  # probabilities of this block
-            if not fused:  # the kernel masks and sums rows itself
-                bias = None if tri is None else np.where(tri[r0:r1, :kmax], 0.0, -np.inf).astype(qa.dtype)
-                ones = np.ones(kmax, dtype=qa.dtype)
-            for c in block_slices(n, (r1 - r0) * kmax):
-                A = Pb[c]
-                # (h, rows, keys); scaling q costs a pass over E columns instead of the keys
-                np.matmul(q3[c, r0:r1] * scale, k3[c, :kmax].swapaxes(-1, -2), out=A)
-                if fused:  # masked softmax in one Numba pass per row (kernels/softmax.py)
-                    _sm_kernels.attn_softmax_(A, r0, is_causal)
-                    np.matmul(A, v3[c, :kmax], out=O[c, r0:r1])
-                    continue
+        q4, k4, v4 = self._as4(qa), self._as4(ka), self._as4(va)
+        self.q4, self.k4, self.v4, self.is_causal = q4, k4, v4, is_causal
+        n1, n2 = q4.shape[:2]
+        O = np.empty((n1, n2, L, Ev), qa.dtype)  # C-contiguous (see the layout note above)
+        # the kernels see only P (ours, C-contiguous); q, k, v go to BLAS as views
+        fused = self.fused = kernels.usable(np.empty((0, 0), qa.dtype))
+        R = self.R = self._rows_per_block(L, S, max(q4.shape[-1], Ev))
+        rows = [(r0, min(L, r0 + R), min(S, r0 + R) if is_causal else S) for r0 in range(0, L, R)]
+        P = self.P = np.empty((n1, n2, L, S), dtype=qa.dtype)
+        if S == 0:
+            O[...] = 0  # rows that see no key
+            return O.reshape(batch + (L, Ev))
+        if not fused:
+            tiny = np.finfo(qa.dtype).tiny
+            bias = np.where(np.tri(L, S, dtype=bool), 0.0, -np.inf).astype(qa.dtype) if is_causal else None
+            ones = np.ones(S, dtype=qa.dtype)
+        for b, h in self._head_blocks(n1, n2, L * S):
+            Ph, qh, kh, vh, Oh = P[b, h], q4[b, h], k4[b, h], v4[b, h], O[b, h]
+            if fused:  # scale, mask (keys a row cannot see set to 0), softmax: kernels/softmax.py
+                for r0, r1, kmax in rows:
+                    np.matmul(qh[:, :, r0:r1], kh[:, :, :kmax].swapaxes(-1, -2), out=Ph[:, :, r0:r1, :kmax])
+                _sm_kernels.attn_softmax_(Ph, 0, is_causal, scale)
+            else:
+                # (., h, rows, keys); scaling q costs a pass over E columns instead of the keys
+                np.matmul(qh * scale, kh.swapaxes(-1, -2), out=Ph)
                 if bias is not None:
-                    A += bias
-                m = A.max(axis=-1, keepdims=True)
+                    Ph += bias
+                m = Ph.max(axis=-1, keepdims=True)
                 if not np.isfinite(m).all():  # a row with every key masked -> zeros
                     m[~np.isfinite(m)] = 0.0
-                A -= m
-                np.exp(A, out=A)
+                Ph -= m
+                np.exp(Ph, out=Ph)
                 # row sums as a BLAS matrix-vector product: 6x faster than A.sum(-1) at 128
-                s = (A.reshape(-1, kmax) @ ones).reshape(A.shape[:-1] + (1,))
+                s = (Ph.reshape(-1, S) @ ones).reshape(Ph.shape[:-1] + (1,))
                 s[s == 0] = 1.0
-                A *= 1.0 / s  # one division per row, not per score
-                A[A < tiny] = 0.0  # probabilities are >= 0: flush subnormals without abs
-                np.matmul(A, v3[c, :kmax], out=O[c, r0:r1])
-            blocks.append((r0, r1, kmax, Pb))
-        self.P_blocks = blocks  # [(first row, end row, keys, probabilities)]
+                Ph *= 1.0 / s  # one division per row, not per score
+                Ph[Ph < tiny] = 0.0  # probabilities are >= 0: flush subnormals without abs
+            for r0, r1, kmax in rows:
+                np.matmul(Ph[:, :, r0:r1, :kmax], vh[:, :, :kmax], out=Oh[:, :, r0:r1])
         return O.reshape(batch + (L, Ev))
 
     def _backward_blocked(self, g):
-        qa, ka, va, blocks, scale = self.qa, self.ka, self.va, self.P_blocks, self.scale
+        qa, P, scale, R = self.qa, self.P, self.scale, self.R
         nig = self.needs_input_grad
         dtype = qa.dtype
-        g3 = np.ascontiguousarray(g, dtype=dtype).reshape((-1,) + g.shape[-2:])
-        q3, k3, v3 = self.q3, self.k3, self.v3
-        n = q3.shape[0]
-        gq = np.zeros(q3.shape, dtype) if nig[0] else None
-        gk = np.zeros(k3.shape, dtype) if nig[1] else None
-        gv = np.zeros(v3.shape, dtype) if nig[2] else None
-        for r0, r1, kmax, Pb in blocks:  # key ranges overlap across blocks: gk, gv accumulate
-            for c in block_slices(n, (r1 - r0) * kmax):
-                Pc, gc = Pb[c], g3[c, r0:r1]
-                if gv is not None:
-                    gv[c, :kmax] += np.matmul(Pc.swapaxes(-1, -2), gc)  # (h, keys, Ev)
-                if gq is None and gk is None:
-                    continue
-                gP = np.matmul(gc, v3[c, :kmax].swapaxes(-1, -2))  # (h, rows, keys)
-                if self.fused:  # gP = P (gP - sum(gP P)), one Numba pass per row
-                    _sm_kernels.attn_softmax_backward_(gP, Pc)
-                else:
-                    gP -= np.einsum("...i,...i->...", gP, Pc)[..., None]
-                    gP *= Pc  # d loss / d (scaled scores)
-                    flush_subnormal_(gP)
-                if gq is not None:
-                    gqc = gq[c, r0:r1]
-                    np.matmul(gP, k3[c, :kmax], out=gqc)
-                    gqc *= scale  # on (h, rows, E), cheaper than on the scores
-                if gk is not None:
-                    gk[c, :kmax] += np.matmul(gP.swapaxes(-1, -2), q3[c, r0:r1] * scale)
+        q4, k4, v4 = self.q4, self.k4, self.v4
+        g4 = self._as4(g if type(g) is np.ndarray and g.dtype == dtype else np.asarray(g, dtype=dtype))
+        n1, n2, L, S = P.shape
+        causal = self.is_causal
+        gq = self._like(q4, q4.shape, dtype) if nig[0] else None
+        gk = self._like(k4, k4.shape, dtype) if nig[1] else None
+        gv = self._like(v4, v4.shape, dtype) if nig[2] else None
+        # row blocks (first row, end row, keys seen); key blocks (first key, end key, first
+        # row that sees them): causal rows see keys <= row (top-left)
+        rows = [(r0, min(L, r0 + R), min(S, r0 + R) if causal else S) for r0 in range(0, L, R)]
+        keys = [(k0, min(S, k0 + R), k0 if causal else 0) for k0 in range(0, S, R)]
+        if S == 0 or L == 0:
+            for ga in (gq, gk, gv):
+                if ga is not None:
+                    ga[...] = 0
+            return self._grads(gq, gk, gv)
+        for ga in (gk, gv):  # keys no row sees (causal, S > L)
+            if ga is not None and causal and S > L:
+                ga[:, :, L:] = 0
+        keys = [kb for kb in keys if kb[2] < L]
+        gP = None if gq is None and gk is None else np.empty(P.shape, dtype)
+        for b, h in self._head_blocks(n1, n2, L * S):
+            Ph, gh = P[b, h], g4[b, h]
+            if gv is not None:  # gv = P^T gO, by key block over the rows that see it
+                gvh = gv[b, h]
+                for k0, k1, rmin in keys:
+                    np.matmul(Ph[:, :, rmin:, k0:k1].swapaxes(-1, -2), gh[:, :, rmin:], out=gvh[:, :, k0:k1])
+            if gP is None:
+                continue
+            G, vh = gP[b, h], v4[b, h]
+            if self.fused:  # gP = gO v^T on the keys each row block sees, then
+                for r0, r1, kmax in rows:  # gP = scale P (gP - sum(gP P)), one pass per row
+                    np.matmul(gh[:, :, r0:r1], vh[:, :, :kmax].swapaxes(-1, -2), out=G[:, :, r0:r1, :kmax])
+                _sm_kernels.attn_softmax_backward_(G, Ph, 0, causal, scale)
+                qh = q4[b, h]
+            else:
+                np.matmul(gh, vh.swapaxes(-1, -2), out=G)
+                G -= np.einsum("...i,...i->...", G, Ph)[..., None]
+                G *= Ph  # d loss / d (scaled scores)
+                flush_subnormal_(G)
+                qh = q4[b, h] * scale
+            if gq is not None:
+                gqh = gq[b, h]
+                for r0, r1, kmax in rows:
+                    gqc = gqh[:, :, r0:r1]
+                    np.matmul(G[:, :, r0:r1, :kmax], k4[b, h][:, :, :kmax], out=gqc)
+                    if not self.fused:
+                        gqc *= scale  # on (h, rows, E), cheaper than on the scores
+            if gk is not None:
+                gkh = gk[b, h]
+                for k0, k1, rmin in keys:
+                    np.matmul(G[:, :, rmin:, k0:k1].swapaxes(-1, -2), qh[:, :, rmin:], out=gkh[:, :, k0:k1])
+        return self._grads(gq, gk, gv)
+
+    def _grads(self, gq, gk, gv):
         sq, sk, sv = self.shapes
         out = []
-        for ga, a, shape, is_kv in ((gq, qa, sq, False), (gk, ka, sk, True), (gv, va, sv, True)):
+        for ga, a, shape, is_kv in ((gq, self.qa, sq, False), (gk, self.ka, sk, True), (gv, self.va, sv, True)):
             if ga is None:
                 out.append(None)
                 continue

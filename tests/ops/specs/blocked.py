@@ -25,6 +25,20 @@ LN_SHAPE = (2500, 64)
 # SDPA, 18 heads of 128 x 128 scores: unmasked 4 heads per block (4+4+4+4+2); causal row
 # halves of 64 x 64 (16 heads per block: 16+2) and 64 x 128 (8 per block: 8+8+2)
 SDPA_SHAPE = (2, 9, 128, 16)
+# SDPA with head size 64: GEMM blocks of 32 query rows / keys (ops/attention.py, _GEMM_MNK),
+# 20 heads of 128 x 128 scores in head blocks of 16 + 4; causal with more keys than queries
+# (keys no row sees) and more queries than keys (ragged 42-row blocks); GPT's fused-qkv layout
+# (strided heads in, output and gradients in the (B, T, H, hs) layout)
+SDPA_ROWS_SHAPE = (1, 20, 128, 64)
+
+
+def _sdpa_qkv_split(m, qkv):
+    B, T, C3 = qkv.shape
+    C, nh = C3 // 3, 2
+    q, k, v = (t.reshape(B, T, nh, C // nh).transpose(1, 2) for t in qkv.split(C, dim=2))
+    y = _F(m).scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, nh, T, hs)
+    return y.transpose(1, 2).reshape(B, T, C)
+
 
 SPECS = [
     OpSpec("blocked_gelu", lambda m, a: _F(m).gelu(a), [Arg(GELU_SHAPE)], fd_elements=4),
@@ -37,4 +51,17 @@ SPECS = [
     OpSpec("blocked_sdpa_causal",
            lambda m, q, k, v: _F(m).scaled_dot_product_attention(q, k, v, is_causal=True),
            [Arg(SDPA_SHAPE), Arg(SDPA_SHAPE), Arg(SDPA_SHAPE)], atol=1e-4, fd_elements=5),
+    OpSpec("blocked_sdpa_row_blocks", lambda m, q, k, v: _F(m).scaled_dot_product_attention(q, k, v),
+           [Arg(SDPA_ROWS_SHAPE), Arg(SDPA_ROWS_SHAPE), Arg(SDPA_ROWS_SHAPE)], atol=1e-4, fd_elements=5),
+    OpSpec("blocked_sdpa_causal_row_blocks",
+           lambda m, q, k, v: _F(m).scaled_dot_product_attention(q, k, v, is_causal=True),
+           [Arg(SDPA_ROWS_SHAPE), Arg(SDPA_ROWS_SHAPE), Arg(SDPA_ROWS_SHAPE)], atol=1e-4, fd_elements=5),
+    OpSpec("blocked_sdpa_causal_more_keys_row_blocks",
+           lambda m, q, k, v: _F(m).scaled_dot_product_attention(q, k, v, is_causal=True),
+           [Arg((2, 3, 96, 64)), Arg((2, 3, 160, 64)), Arg((2, 3, 160, 64))], atol=1e-4, fd_elements=5),
+    OpSpec("blocked_sdpa_causal_more_queries_row_blocks",
+           lambda m, q, k, v: _F(m).scaled_dot_product_attention(q, k, v, is_causal=True),
+           [Arg((2, 3, 160, 64)), Arg((2, 3, 96, 64)), Arg((2, 3, 96, 64))], atol=1e-4, fd_elements=5),
+    OpSpec("blocked_sdpa_qkv_split_row_blocks", _sdpa_qkv_split, [Arg((2, 128, 384))], atol=1e-4,
+           fd_elements=5),
 ]
