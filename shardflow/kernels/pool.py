@@ -28,8 +28,8 @@ def _max_nan(p, q):
 
 @kernel
 def _fwd2x2(x, out, kidx, planes, h, w, oh_, ow_):
-    # x: flat (P, H, W); out, kidx: flat (P, OH, OW). Branch-free: a data-dependent branch
-    # on random data mispredicts (see docs/KERNELS.md, "Tried and dropped").
+    # x: flat (P, H, W); out, kidx: flat (P, OH, OW). Branch-free selects: a data-dependent
+    # branch on random data mispredicts (docs/KERNELS.md, "Tried and dropped").
     for t in prange(planes * oh_):
         p = t // oh_
         i = t % oh_
@@ -54,24 +54,27 @@ def _fwd2x2(x, out, kidx, planes, h, w, oh_, ow_):
 def _bwd2x2(g, kidx, eye, gx, planes, h, w, oh_, ow_):
     # g, kidx: flat (P, OH, OW); gx: flat (P, H, W), written whole (rows and columns that no
     # window covers get zeros). eye: the (4, 4) identity in g's dtype: ``g * eye[k, pos]`` is
-    # NumPy's ``g * (k == pos)`` without a data-dependent branch.
+    # NumPy's ``g * (k == pos)`` without a data-dependent branch. Row views indexed by the
+    # loop counter (not computed flat indices) let the loop vectorise: 2.1 -> 1.2 ms.
     zero = eye[0, 1]
     for t in prange(planes * oh_):
         p = t // oh_
         i = t % oh_
         r0 = (p * h + 2 * i) * w
-        r1 = r0 + w
-        o = t * ow_
+        x0 = gx[r0:r0 + w]
+        x1 = gx[r0 + w:r0 + 2 * w]
+        gv = g[t * ow_:(t + 1) * ow_]
+        kv = kidx[t * ow_:(t + 1) * ow_]
         for j in range(ow_):
-            gv = g[o + j]
-            k = kidx[o + j]
-            gx[r0 + 2 * j] = gv * eye[k, 0]
-            gx[r0 + 2 * j + 1] = gv * eye[k, 1]
-            gx[r1 + 2 * j] = gv * eye[k, 2]
-            gx[r1 + 2 * j + 1] = gv * eye[k, 3]
+            gj = gv[j]
+            k = kv[j]
+            x0[2 * j] = gj * eye[k, 0]
+            x0[2 * j + 1] = gj * eye[k, 1]
+            x1[2 * j] = gj * eye[k, 2]
+            x1[2 * j + 1] = gj * eye[k, 3]
         for cc in range(2 * ow_, w):
-            gx[r0 + cc] = zero
-            gx[r1 + cc] = zero
+            x0[cc] = zero
+            x1[cc] = zero
         if i == oh_ - 1:
             for cc in range((p * h + 2 * oh_) * w, (p + 1) * h * w):
                 gx[cc] = zero

@@ -4,15 +4,25 @@ channels-first (NCL / NCHW / NCDHW) like PyTorch.
 Algorithm (one fused ``Function`` per op, hand-written backward, any number of spatial dims):
 
 * forward: pad the input once, take an ``as_strided`` view of every kernel window laid out
-  as ``(N, G, C/G * K..., L)`` (``L`` = output positions, ``K...`` = kernel positions),
-  copy it into a contiguous column buffer ("im2col"), and run one batched GEMM
-  ``(G, O/G, C/G*K) @ (N, G, C/G*K, L) -> (N, G, O/G, L)``. That result already is the
-  NC(spatial) output, so no transpose copy follows. Groups ride on the GEMM's batch
-  broadcast, not on a Python loop.
-* backward: ``grad_weight = sum_n grad_out[n] @ cols[n]^T`` (one GEMM over the batch with
-  the saved columns); ``grad_input = col2im(W^T @ grad_out)``: the column gradient is added
-  back into the padded input with a loop over the kernel positions (``kh * kw`` strided
-  slice additions, never a loop over pixels), then the padding is cropped.
+  as ``(C, K..., N, O...)`` (``K...`` = kernel positions, ``O...`` = output positions) and
+  copy it into a contiguous column buffer ("im2col"): a ``(C*K, N*L)`` matrix with the batch
+  inside the columns. One GEMM per group ``(O/G, C/G*K) @ (C/G*K, N*L)`` (groups ride on
+  the GEMM's batch dim, ``G`` is 1 for a plain conv) gives the output as ``(O, N, L)``; one
+  transposing pass writes it as ``(N, O, L)`` and adds the bias.
+  Why not N per-sample GEMMs ``(O, C*K) @ (C*K, L)`` (the previous lowering, whose result
+  already is NCHW): on the CNN workload they were no faster on a quiet machine and, with
+  OpenBLAS's threads, each of the N small GEMMs pays a thread start/join that stalls when
+  the cores are shared (steps 2-5x slower under load); one large GEMM pays it once.
+* backward: the output gradient is transposed to ``(O, N*L)`` once; ``grad_weight =
+  g @ cols^T`` is one GEMM (no sum over the batch); ``grad_input = col2im(W^T @ g)``.
+  Stride 1 uses the "flat" layout (``_flat_geometry``): the GEMM runs on the gradient with
+  its rows padded to the padded input's row length, so col2im is one contiguous shifted
+  addition per kernel position; other strides add ``kh * kw`` strided slices (never a loop
+  over pixels). Either way into a zeroed padded buffer, then the padding is cropped.
+* Numba kernels (``kernels/conv.py``; float32/float64, C-contiguous, 2-D): the forward's
+  transpose + bias, the backward's transposed and wide gradients in one pass, and the
+  stride-1 col2im one input plane at a time (in L1, written cropped and contiguous). They
+  do the NumPy path's arithmetic in its order: results are bit-identical.
 * ``conv_transpose`` is the adjoint: its forward is conv's input-gradient computation and
   its backward uses conv's forward (for the input) and the same weight GEMM.
 

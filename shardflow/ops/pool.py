@@ -7,7 +7,10 @@ Algorithms (one fused ``Function`` each, any number of spatial dims):
   pixels): position k is a strided slice of the padded input covering every output at once.
   Max keeps a running maximum and the kernel position of the first (strict ``>``, PyTorch's
   order) maximum; backward scatters the gradient back with one masked strided addition per
-  kernel position. Avg sums the slices and divides by PyTorch's divisor (``count_include_pad``,
+  kernel position. ``max_pool2d`` with 2x2 windows and stride 2 (no padding or dilation,
+  whole windows) on float32/float64 takes one-pass Numba kernels instead (``kernels/pool.py``:
+  forward writes the maximum and a 1-byte window position, backward writes each gradient row
+  once; the same semantics, bit-identical). Avg sums the slices and divides by PyTorch's divisor (``count_include_pad``,
   ``ceil_mode`` windows that stop at ``input + padding``, ``divisor_override``).
 * adaptive average pooling is separable: along each spatial dim it is a matrix ``P`` of
   shape (out, in) holding ``1/len`` over bin ``[floor(i*in/out), ceil((i+1)*in/out))``; the
