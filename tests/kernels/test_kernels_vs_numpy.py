@@ -314,3 +314,45 @@ def test_conv2d_kernels_are_bit_identical_to_numpy_path(monkeypatch, name, dtype
     assert got[1].flags.c_contiguous or got[1].ndim == 3
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_sdpa_row_blocks_kernel_matches_numpy_path(monkeypatch, dtype):
+    """GPT's layout with head size 64: the blocked path's GEMMs run on 32-row / 32-key blocks
+    (ops/attention.py) and the kernels mask per row; the NumPy path computes whole score
+    matrices. Both must agree, forward and backward."""
+    x0 = np.random.default_rng(0).standard_normal((2, 128, 384)).astype(dtype)
+    y_k, g_k, _, fused_k = _run(monkeypatch, "numba", _sdpa_qkv, x0)
+    y_n, g_n, _, fused_n = _run(monkeypatch, "numpy", _sdpa_qkv, x0)
+    assert fused_k is True and fused_n is False
+    np.testing.assert_allclose(y_k, y_n, **TOL[dtype])
+    np.testing.assert_allclose(g_k, g_n, **TOL[dtype])
+
+
+@pytest.mark.parametrize("mode", ["numba", "numpy"])
+def test_sdpa_strided_heads_gradients_keep_the_input_layout(monkeypatch, mode):
+    """Heads split from a (B, T, 3C) projection are read in place (no copies) and their
+    gradients are stored (B, T, H, hs) so the split's backward reshapes without a copy; the
+    output is C-contiguous; values agree with PyTorch."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("SHARDFLOW_KERNELS", mode)
+    x0 = np.random.default_rng(1).standard_normal((2, 40, 48)).astype(np.float32)
+    g0 = np.random.default_rng(2).standard_normal((2, 2, 40, 8)).astype(np.float32)
+
+    def heads(x):
+        return [t.reshape(2, 40, 2, 8).transpose(1, 2) for t in x.split(16, dim=2)]
+
+    x = shardflow.tensor(x0, requires_grad=True)
+    qkv = heads(x)
+    for t in qkv:
+        t.retain_grad()
+    y = F.scaled_dot_product_attention(*qkv, is_causal=True)
+    y.backward(shardflow.tensor(g0))
+    xt = torch.tensor(x0, requires_grad=True)
+    yt = torch.nn.functional.scaled_dot_product_attention(*heads(xt), is_causal=True)
+    yt.backward(torch.tensor(g0))
+    assert y.array.flags.c_contiguous
+    for t in qkv:
+        assert t.grad.array.transpose(0, 2, 1, 3).flags.c_contiguous  # stored (B, T, H, hs)
+    np.testing.assert_allclose(y.detach().numpy(), yt.detach().numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-5)
