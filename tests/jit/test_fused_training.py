@@ -64,7 +64,12 @@ def _check(fn, arrays, needs=None, n_groups=1, dtype=np.float64, weights=None, s
         assert (gr is None) == (rg is None)
         if gr is not None:
             assert gr.shape == rg.shape and gr.dtype == rg.dtype
-            np.testing.assert_allclose(gr, rg, **TOL[dtype])
+            # float32 bias / 0-d gradients are sums of many rows (as eager's): their rounding
+            # scales with the summands, so the absolute tolerance with the gradient's size
+            tol = dict(TOL[dtype])
+            if dtype == np.float32:
+                tol["atol"] = max(tol["atol"], 1e-6 * float(np.max(np.abs(rg))))
+            np.testing.assert_allclose(gr, rg, **tol)
     return cf
 
 
@@ -96,7 +101,7 @@ def _all_ops(x, p, b, c):  # every fusable op in one chain (one group), domains 
     v = F.relu(v - 0.3) + F.gelu(v) - F.gelu(v, approximate="tanh") * 0.5
     v = F.silu(v) * F.sigmoid(v) + (2.0 - v).tanh()
     return x * v + p
-   
+
 
 def _residual(x, h, b):  # x + (h + b): x and h get the incoming gradient itself
     return x + (h + b)
@@ -118,13 +123,37 @@ def test_multiple_outputs_each_get_their_incoming_gradient(dtype):
     assert node.name == "fused[add+relu+mul+tanh+add+sigmoid]"
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_every_fusable_op_forward_and_backward(dtype):
+def test_every_fusable_op_forward_and_backward_float64():
     r = np.random.default_rng(2)
     M, N = 41, 29
-    arrays = [_arr(r, (M, N), dtype), _arr(r, (M, N), dtype, lo=0.3), _arr(r, (N,), dtype),
-              _arr(r, (), dtype)]
-    _check(_all_ops, arrays, dtype=dtype)
+    arrays = [_arr(r, (M, N), np.float64), _arr(r, (M, N), np.float64, lo=0.3),
+              _arr(r, (N,), np.float64), _arr(r, (), np.float64)]
+    _check(_all_ops, arrays, dtype=np.float64)
+
+
+def test_every_fusable_op_float32_is_as_accurate_as_eager():
+    """The chain is ill-conditioned in float32 (x^-1, rsqrt of exp of log...): fused and eager
+    float32 both differ from float64 by up to 2e-4 here, differently. The fused result must
+    be as close to the float64 one as eager's is (within 2x, or 1e-5 of each array's size)."""
+    r = np.random.default_rng(2)
+    M, N = 41, 29
+    a64 = [_arr(r, (M, N), np.float64), _arr(r, (M, N), np.float64, lo=0.3),
+           _arr(r, (N,), np.float64), _arr(r, (), np.float64)]
+    w64 = [r.standard_normal((M, N))]
+    t_out, t_grads, _ = _run(_all_ops, a64, [True] * 4, False, w64)
+    a32, w32 = [a.astype(np.float32) for a in a64], [w64[0].astype(np.float32)]
+    e_out, e_grads, _ = _run(_all_ops, a32, [True] * 4, False, w32)
+    cf = sf.compile(_all_ops)
+    for _ in range(2):
+        f_out, f_grads, touts = _run(cf, a32, [True] * 4, True, w32)
+    assert isinstance(touts[0].grad_fn, FusedFunction) and len(_fused_nodes(_graph(cf))) == 1
+
+    def err(a, t):
+        return float(np.max(np.abs(a.astype(np.float64) - t))) / float(np.max(np.abs(t)))
+
+    for f, e, t in zip(f_out + f_grads, e_out + e_grads, t_out + t_grads):
+        assert f.dtype == np.float32
+        assert err(f, t) <= max(2.0 * err(e, t), 1e-5), (err(f, t), err(e, t))
 
 
 @pytest.mark.parametrize("needs", [[True, False, True], [False, True, False],
@@ -159,17 +188,47 @@ def test_relu_gradient_at_zero_is_zero_as_eager():
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 def test_gelu_backward_matches_the_gelu_kernel(approximate):
     r = np.random.default_rng(6)
-    x = _arr(r, (256, 64), np.float32) * 3
-    b = _arr(r, (64,), np.float32)
+    # |x + b| < 4: inside tanh32's clamp, where the kernel's float32 variants agree (beyond
+    # it see the next test)
+    x = np.clip(_arr(r, (256, 64), np.float32) * 1.5, -2.0, 2.0)
+    b = np.clip(_arr(r, (64,), np.float32), -1.9, 1.9)
     w = [_arr(r, (256, 64), np.float32)]
     fn = lambda x, b: F.gelu(x + b, approximate=approximate) * 1.0  # noqa: E731
     _check(fn, [x, b], dtype=np.float32, weights=w)
     # the gelu alone (its kernel) on the same pre-activation: equal to float32 rounding
     t = sf.tensor(x + b, requires_grad=True)
     (F.gelu(t, approximate=approximate) * sf.tensor(w[0])).sum().backward()
-    _, grads, _ = _run(sf.compile(fn), [x, b], [True, True], True, w)
-    _, grads, _ = _run(sf.compile(fn), [x, b], [True, True], True, w)
+    cf = sf.compile(fn)
+    for _ in range(2):
+        _, grads, _ = _run(cf, [x, b], [True, True], True, w)
     np.testing.assert_allclose(grads[0], t.grad.numpy(), rtol=2e-6, atol=2e-6)
+
+
+def test_tanh_gelu_derivative_is_accurate_where_it_saturates():
+    """float32 tanh-GELU's derivative against float64 over |x| up to 1000: within tanh32's
+    error where it bends, exactly 0 / 1 beyond its clamp (the rational's residue there grew
+    like x^3: 28.9 instead of 1 at x = 1000)."""
+    x = np.concatenate([np.linspace(-12, 12, 4001), [-1000.0, -50.0, 50.0, 1000.0]])
+    x = x.astype(np.float32).reshape(1, -1)
+    zero = np.zeros(x.shape[1], np.float32)
+    fn = lambda x, b: F.gelu(x + b, approximate="tanh") * 1.0  # noqa: E731
+    # the fused graph replayed directly: compile()'s check against eager would send this
+    # key to eager wherever the eager kernel keeps the residue
+    from shardflow.jit import executor, passes
+    from shardflow.jit.trace import trace
+
+    ts = [sf.tensor(x, requires_grad=True), sf.tensor(zero, requires_grad=True)]
+    g, _ = trace(fn, tuple(ts), {})
+    passes.dce(g)
+    assert len(passes.fuse_for_training(g, tuple(ts))[1]) == 1
+    executor.run(g, tuple(ts)).sum().backward()
+    grads = [ts[0].grad.numpy()]
+    v = x.astype(np.float64)
+    c, a = np.sqrt(2.0 / np.pi), 0.044715
+    th = np.tanh(c * (v + a * v ** 3))
+    ref = 0.5 * (1.0 + th) + 0.5 * v * (1.0 - th * th) * c * (1.0 + 3.0 * a * v * v)
+    np.testing.assert_allclose(grads[0], ref, rtol=0, atol=2e-5)
+    np.testing.assert_array_equal(grads[0][0, -4:], [0.0, 0.0, 1.0, 1.0])
 
 
 def _random_chain(r, n_ops):
@@ -396,6 +455,52 @@ def test_step_plan_over_fused_graph_tracks_eager_for_ten_steps(kind, groups):
             scale = float(np.max(np.abs(p.grad.numpy())))
             np.testing.assert_allclose(q.grad.numpy(), p.grad.numpy(), rtol=1e-4,
                                        atol=1e-5 * scale, err_msg=name)
-    # the fused groups' FusedFunction.backward ran directly, as every op's of the MLP and CNN
-    # (GPT: one op per layer and step goes through the engine with or without fusion)
-    assert plan.stats["engine_backward"] == {"mlp": 0, "cnn": 0, "gpt": 20}[kind], plan.stats
+    # the plan calls each fused group's FusedFunction.backward directly (a "fn" tape entry)
+    from shardflow.autograd import _wrap
+    from shardflow.jit.step_plan import _tape_entry
+
+    for n in plan.g.nodes:
+        if n.kind == "call" and n.name.startswith("fused["):
+            grp = n.target.group
+            leaves = {}
+            args = []
+            for r, shp in zip(n.args, grp.ext_shapes):
+                lt = _wrap(np.ones(shp, grp.dtype), True)
+                leaves[id(lt)] = (r, lt)
+                args.append(lt)
+            assert _tape_entry(n.target(*args), leaves)[0] == "fn", n.name
+    if kind != "gpt":
+        assert plan.stats["engine_backward"] == 0, plan.stats
+
+
+def test_arithmetic_groups_give_eager_bits():
+    """float32 members are rounded as the eager ops store them and bias gradients are summed
+    row by row in float32 as NumPy's ``sum(axis=0)``: bias + ReLU (MLP) and bias + residual
+    add groups give eager's forward and gradients bit for bit."""
+    wl = WORKLOADS["mlp"]
+    sf.manual_seed(0)
+    a, b = wl.build(sf), wl.build(sf)
+    b.load_state_dict({k: sf.tensor(v.numpy().copy()) for k, v in a.state_dict().items()})
+    cm = sf.compile(b)
+    x, y = (sf.from_numpy(t) for t in wl.make_batch(np.random.default_rng(0)))
+    ref = wl.loss(sf, a, x, y)
+    ref.backward()
+    for _ in range(2):
+        for p in b.parameters():
+            p.grad = None
+        loss = wl.loss(sf, cm, x, y)
+        loss.backward()
+    assert len(_fused_nodes(_graph(cm._compiled))) == 2
+    assert float(loss) == float(ref)
+    for p, q in zip(a.parameters(), b.parameters()):
+        np.testing.assert_array_equal(q.grad.numpy(), p.grad.numpy())
+    r = np.random.default_rng(9)
+    arrays = [_arr(r, (4, 33, 64), np.float32), _arr(r, (4, 33, 64), np.float32),
+              _arr(r, (64,), np.float32)]
+    w = [_arr(r, (4, 33, 64), np.float32)]
+    e_out, e_grads, _ = _run(_residual, arrays, [True] * 3, False, w)
+    cf = sf.compile(_residual)
+    for _ in range(2):
+        f_out, f_grads, _ = _run(cf, arrays, [True] * 3, True, w)
+    for f, e in zip(f_out + f_grads, e_out + e_grads):
+        np.testing.assert_array_equal(f, e)
