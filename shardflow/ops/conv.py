@@ -10,9 +10,11 @@ Algorithm (one fused ``Function`` per op, hand-written backward, any number of s
   the GEMM's batch dim, ``G`` is 1 for a plain conv) gives the output as ``(O, N, L)``; one
   transposing pass writes it as ``(N, O, L)`` and adds the bias.
   Why not N per-sample GEMMs ``(O, C*K) @ (C*K, L)`` (the previous lowering, whose result
-  already is NCHW): on the CNN workload they were no faster on a quiet machine and, with
-  OpenBLAS's threads, each of the N small GEMMs pays a thread start/join that stalls when
-  the cores are shared (steps 2-5x slower under load); one large GEMM pays it once.
+  already is NCHW, no transposes): with one BLAS thread the GEMM time is about the same
+  (the weight gradient's one GEMM is 10-15% faster than N GEMMs and a batch sum), but with
+  OpenBLAS's threads each of the N small GEMMs pays a thread start/join, which stalls
+  whenever the cores are shared: the engine's CNN step took 2-3x longer with the batched
+  GEMMs at load 2-4 (docs/KERNELS.md). One large GEMM pays it once.
 * backward: the output gradient is transposed to ``(O, N*L)`` once; ``grad_weight =
   g @ cols^T`` is one GEMM (no sum over the batch); ``grad_input = col2im(W^T @ g)``.
   Stride 1 uses the "flat" layout (``_flat_geometry``): the GEMM runs on the gradient with
@@ -139,15 +141,6 @@ def _flat_geometry(pshape, ksize, dilation, osize):
     return offs, lw, slack
 
 
-def _col2im_flat(gcols, n, c, buflen, offs, lw):
-    """col2im in the flat layout: one contiguous shifted addition per kernel position."""
-    gcols = gcols.reshape(n, c, len(offs), lw)
-    gbuf = np.zeros((n, c, buflen), dtype=gcols.dtype)
-    for k, off in enumerate(offs):
-        gbuf[:, :, off:off + lw] += gcols[:, :, k]
-    return gbuf
-
-
 def _check_dtypes(x, w, b):
     if x.dtype != w.dtype or (b is not None and b.dtype != x.dtype):
         raise RuntimeError(
@@ -198,10 +191,6 @@ def _col2im_t(gcols, xshape_padded, ksize, stride, dilation, osize):
     return gx
 
 
-_FUSED = True  # A/B switch (benchmarks): False keeps the conv kernels' work on the NumPy path
-_BATCHED = False  # A/B switch (benchmarks): the old per-sample batched GEMM lowering
-
-
 class ConvNd(Function):
     """Fused convolution (im2col + one GEMM); see the module docstring."""
 
@@ -228,36 +217,26 @@ class ConvNd(Function):
         wm = w.reshape(groups, o // groups, -1)  # (G, Og, Cg*K)
         xp = _pad(x, padding)
         pshape = xp.shape[2:]
-        self.batched = _BATCHED
-        self.fused = False
-        if _BATCHED:
-            cols = _im2col(xp, groups, ksize, stride, dilation, osize)  # (N, G, Cg*K, L)
-            out = np.matmul(wm, cols).reshape((n, o) + osize)  # (N, O, *O)
-            if b is not None:
-                out += b.reshape((o,) + (1,) * d)
+        # one GEMM per group: (Og, Cg*K) @ (Cg*K, N*L), then the (O, N, *O) result is
+        # transposed to (N, O, *O) in the same pass that adds the bias
+        cols = _im2col_t(xp, ksize, stride, dilation, osize)  # (C, *K, N, *O)
+        ot = np.matmul(wm, cols.reshape(groups, wm.shape[2], -1))  # (G, Og, N*L)
+        self.fused = kernels.usable(ot, b)
+        if self.fused:
+            out = _conv_kernels.swap01(ot.reshape(o, n, -1), b).reshape((n, o) + osize)
         else:
-            # one GEMM per group: (Og, Cg*K) @ (Cg*K, N*L), then the (O, N, *O) result is
-            # transposed to (N, O, *O) in the same pass that adds the bias
-            cols = _im2col_t(xp, ksize, stride, dilation, osize)  # (C, *K, N, *O)
-            ot = np.matmul(wm, cols.reshape(groups, wm.shape[2], -1))  # (G, Og, N*L)
-            self.fused = _FUSED and kernels.usable(ot, b)
-            if self.fused:
-                out = _conv_kernels.swap01(ot.reshape(o, n, -1), b).reshape((n, o) + osize)
+            src = ot.reshape((o, n) + osize).swapaxes(0, 1)
+            out = np.empty(src.shape, dtype=ot.dtype)
+            if b is not None:
+                np.add(src, b.reshape((o,) + (1,) * d), out=out)
             else:
-                src = ot.reshape((o, n) + osize).swapaxes(0, 1)
-                out = np.empty(src.shape, dtype=ot.dtype)
-                if b is not None:
-                    np.add(src, b.reshape((o,) + (1,) * d), out=out)
-                else:
-                    np.copyto(out, src)
+                np.copyto(out, src)
         out = as_dtype_of(out, w, x)  # bfloat16: NumPy's GEMM gave float32 (bias added in it)
         self.cols, self.w, self.has_b = cols, w, b is not None
         self.meta = (x.shape, (n, c) + pshape, padding, stride, dilation, groups, osize, unbatched)
         return out[0] if unbatched else out
 
     def backward(self, g):
-        if self.batched:
-            return self._backward_batched(g)
         xshape, xpshape, padding, stride, dilation, groups, osize, unbatched = self.meta
         w = self.w
         d = w.ndim - 2
@@ -271,7 +250,7 @@ class ConvNd(Function):
         # the padded input's row length) so that col2im is one contiguous shifted addition
         # per kernel position (see _flat_geometry)
         flat = self.needs_input_grad[0] and _USE_FLAT and all(s == 1 for s in stride)
-        fused = _FUSED and kernels.usable(g)
+        fused = kernels.usable(g)
         gtw = None
         if fused and flat and d == 2:  # gt and the wide gtw in one pass (kernels/conv.py)
             gt, gtw = _conv_kernels.grad_t_wide(g, pshape[1])
@@ -291,7 +270,7 @@ class ConvNd(Function):
                     gtw[(Ellipsis,) + tuple(slice(0, s) for s in osize[1:])] = gt.reshape((o, n) + osize)
                 gcols = np.matmul(wm, gtw.reshape(groups, o // groups, n * lw))  # (G, Cg*K, N*Lw)
                 total = int(np.prod(pshape))
-                if d == 2 and _FUSED and kernels.usable(gcols):
+                if d == 2 and kernels.usable(gcols):
                     # one pass per plane, result cropped and contiguous (kernels/conv.py)
                     gx = _conv_kernels.col2im_flat2d(gcols, offs, (n,) + xshape[1:], total + slack,
                                                      pshape[1], padding)
@@ -313,40 +292,6 @@ class ConvNd(Function):
         gb = None
         if self.has_b and len(self.needs_input_grad) > 2 and self.needs_input_grad[2]:
             gb = gt.reshape(gt.shape[0] * gt.shape[1], -1).sum(axis=1)
-        return _as_grad(gx, g), _as_grad(gw, g), gb
-
-    def _backward_batched(self, g):
-        xshape, xpshape, padding, stride, dilation, groups, osize, unbatched = self.meta
-        w = self.w
-        if unbatched:
-            g = g[None]
-        n, o = g.shape[:2]
-        gm = g.reshape(n, groups, o // groups, -1)  # (N, G, Og, L)
-        gx = gw = gb = None
-        if self.needs_input_grad[1]:
-            # (G, Og, Cg*K) = sum_n (N, G, Og, L) @ (N, G, L, Cg*K)
-            gw = np.matmul(gm, self.cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(w.shape)
-        if self.needs_input_grad[0]:
-            wm = w.reshape(groups, o // groups, -1).transpose(0, 2, 1)  # (G, Cg*K, Og)
-            pshape = xpshape[2:]
-            if _USE_FLAT and all(s == 1 for s in stride):
-                # stride 1: the gradient goes through the wide layout so that col2im is one
-                # contiguous shifted addition per kernel position (see _flat_geometry)
-                offs, lw, slack = _flat_geometry(pshape, w.shape[2:], dilation, osize)
-                gwide = np.zeros((n, o, osize[0]) + pshape[1:], dtype=g.dtype)
-                gwide[(Ellipsis, slice(None)) + tuple(slice(0, s) for s in osize[1:])] = g
-                gcols = np.matmul(wm, gwide.reshape(n, groups, o // groups, lw))  # (N, G, Cg*K, Lw)
-                total = int(np.prod(pshape))
-                gbuf = _col2im_flat(gcols, n, xpshape[1], total + slack, offs, lw)
-                gxp = gbuf[:, :, :total].reshape(xpshape)
-            else:
-                gcols = np.matmul(wm, gm)  # (N, G, Cg*K, L)
-                gxp = _col2im(gcols, xpshape, w.shape[2:], stride, dilation, osize)
-            gx = _crop(gxp, padding, xshape)
-            if unbatched:
-                gx = gx[0]
-        if self.has_b and len(self.needs_input_grad) > 2 and self.needs_input_grad[2]:
-            gb = g.sum(axis=(0,) + tuple(range(2, g.ndim)))
         return _as_grad(gx, g), _as_grad(gw, g), gb
 
 

@@ -102,9 +102,6 @@ def _lowest(dtype):
 
 
 # --------------------------------------------------------------------------- max pool
-_FUSED = True  # A/B switch (benchmarks): False keeps max_pool2d on the NumPy path
-
-
 class MaxPoolNd(Function):
     save_inputs = ()
 
@@ -112,7 +109,7 @@ class MaxPoolNd(Function):
         spatial = x.shape[-d:]
         osize, pads = _geometry(spatial, ksize, stride, padding, dilation, ceil_mode, name)
         self.fused = (
-            d == 2 and _FUSED and tuple(ksize) == (2, 2) and tuple(stride) == (2, 2) and not any(padding)
+            d == 2 and tuple(ksize) == (2, 2) and tuple(stride) == (2, 2) and not any(padding)
             and all(dl == 1 for dl in dilation)
             and all(o * k <= n for o, k, n in zip(osize, ksize, spatial))  # whole windows only
             and kernels.usable(x)
