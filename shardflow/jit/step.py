@@ -228,7 +228,7 @@ class CompiledStep:
         if reason is not None:
             return None, loss, after, reason
         n_calls = g.count("call")
-        dead, merged = passes.dce(g), passes.cse(g)
+        dead, merged, _ = passes.dce(g), passes.cse(g), passes.fuse_for_training(g, args)
         plan = StepPlan(g, self.params, self.optimizer)
         self._wire_ddp(plan)
         _restore(before, self.params, self.optimizer, self.buffers)
