@@ -1,14 +1,24 @@
-"""col2im for stride-1 2-D convolutions in the "flat" layout of ``ops/conv.py``.
+"""Kernels for the one-GEMM convolution lowering of ``ops/conv.py`` (float32/float64).
 
-The input gradient of a stride-1 convolution is ``col2im(W^T @ g)``. ``ops/conv.py`` computes
-the column gradient in the wide layout ``(C, K, N, Lw)``: for kernel position ``k`` and input
-plane ``(n, c)``, its contribution is one contiguous run of ``Lw = OH * Wp`` elements added
-at offset ``off_k`` of the flattened padded plane. The NumPy path makes ``K`` passes over the
-whole gradient into a zeroed padded buffer (``K`` strided additions of ``(N, C, Lw)``) and
-returns a cropped view of it. This kernel owns one plane per iteration (planes split over
-threads, no write conflicts): it adds the ``K`` runs into a plane-sized buffer that stays in
-L1, in the same order (so the sums are the NumPy path's bit for bit), then writes the cropped
-plane into a contiguous ``(N, C, H, W)`` input gradient.
+* ``swap01``: the forward GEMM gives the output as (O, N, L); one pass writes it as
+  (N, O, L) and adds the bias (NumPy: a strided ``np.add``, about twice as long).
+* ``grad_t``: from the (N, O, L) output gradient, in one pass, the transposed (O, N, L) copy
+  the weight-gradient GEMM reads, the bias gradient (float64 sums) and, for 2-D stride-1
+  convolutions, the "wide" copy (rows zero-padded to the padded input's row length) that the
+  input-gradient GEMM reads.
+* ``col2im_flat2d``: the input gradient of a 2-D stride-1 convolution from the wide column
+  gradient ``(C, K, N, Lw)``: for kernel position ``k`` and input plane ``(n, c)`` its
+  contribution is one contiguous run of ``Lw = OH * Wp`` elements added at offset ``off_k``
+  of the flattened padded plane. The NumPy path makes ``K`` passes over the whole gradient
+  into a zeroed padded buffer and crops a view of it (4.5 ms for the CNN's second conv, one
+  thread); the kernel owns one plane per iteration (planes split over threads, no write
+  conflicts), adds the ``K`` runs into a plane buffer that stays in L1, in the NumPy path's
+  order (bit-identical sums), and writes the cropped plane into a contiguous (N, C, H, W)
+  gradient (1.7 ms).
+
+Loops index row views with the loop counter: with computed flat indices numba keeps a
+negative-index wraparound check per element and the loops do not vectorise (the col2im
+kernel took 5.4 ms that way).
 """
 
 from __future__ import annotations
@@ -73,9 +83,10 @@ def _swap01(src, bias, dst, a_, b_, l_, has_bias):
 
 
 @kernel
-def _grad_t_wide(g, gt, gtw, n_, o_, oh_, ow_, wp):
-    # g: flat (N, O, OH, OW) -> gt: flat (O, N, OH*OW) and gtw: flat (O, N, OH, Wp), the
-    # rows of gtw padded with zeros from OW to Wp
+def _grad_t(g, gt, gtw, part, n_, o_, oh_, ow_, wp, wide):
+    # g: flat (N, O, OH, OW) -> gt: flat (O, N, OH*OW); with ``wide`` also gtw: flat
+    # (O, N, OH, Wp), rows zero-padded from OW to Wp; part[n, o]: the float64 sum of g[n, o]
+    # (the bias gradient's partial sums: no race, each (n, o) is one iteration)
     zero = g[0] * 0
     ll = oh_ * ow_
     for t in prange(n_ * o_):
@@ -83,16 +94,21 @@ def _grad_t_wide(g, gt, gtw, n_, o_, oh_, ow_, wp):
         o = t % o_
         sv = g[t * ll:(t + 1) * ll]
         dv = gt[(o * n_ + n) * ll:(o * n_ + n + 1) * ll]
+        acc = 0.0
         for k in range(ll):
-            dv[k] = sv[k]
-        base = (o * n_ + n) * oh_ * wp
-        for i in range(oh_):
-            wv = gtw[base + i * wp:base + (i + 1) * wp]
-            rv = sv[i * ow_:(i + 1) * ow_]
-            for k in range(ow_):
-                wv[k] = rv[k]
-            for k in range(ow_, wp):
-                wv[k] = zero
+            v = sv[k]
+            dv[k] = v
+            acc += v
+        part[n, o] = acc
+        if wide:
+            base = (o * n_ + n) * oh_ * wp
+            for i in range(oh_):
+                wv = gtw[base + i * wp:base + (i + 1) * wp]
+                rv = sv[i * ow_:(i + 1) * ow_]
+                for k in range(ow_):
+                    wv[k] = rv[k]
+                for k in range(ow_, wp):
+                    wv[k] = zero
 
 
 def swap01(src, bias=None):
@@ -107,12 +123,16 @@ def swap01(src, bias=None):
     return dst
 
 
-def grad_t_wide(g, wp):
-    """From the (N, O, OH, OW) output gradient ``g``: ``gt`` (O, N, OH*OW) and the wide
-    ``gtw`` (O, N, OH, Wp), rows zero-padded to ``wp``, in one pass."""
-    n, o, oh, ow = g.shape
+def grad_t(g, wp=None):
+    """From the contiguous (N, O, *S) output gradient ``g``, in one pass: ``gt`` (O, N, prod(S))
+    (the copy ``g.swapaxes(0, 1)``), the bias gradient (float64 sums per (n, o), added over n,
+    in g's dtype) and, for 2-D ``g`` and a row length ``wp``, the wide ``gtw``
+    (O, N, OH, Wp) with rows zero-padded from OW to ``wp`` (else None)."""
+    n, o = g.shape[:2]
+    wide = wp is not None
+    oh, ow = (g.shape[2], g.shape[3]) if wide else (1, g.size // (n * o) if n * o else 0)
     gt = np.empty((o, n, oh * ow), dtype=g.dtype)
-    gtw = np.empty((o, n, oh, wp), dtype=g.dtype)
-    _grad_t_wide(g.reshape(-1), gt.reshape(-1), gtw.reshape(-1), n, o, oh, ow, wp)
-    return gt, gtw
-
+    gtw = np.empty((o, n, oh, wp) if wide else (1,), dtype=g.dtype)
+    part = np.empty((n, o), dtype=np.float64)
+    _grad_t(g.reshape(-1), gt.reshape(-1), gtw.reshape(-1), part, n, o, oh, ow, wp if wide else 0, wide)
+    return gt, part.sum(axis=0).astype(g.dtype), gtw if wide else None

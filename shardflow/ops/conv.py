@@ -21,10 +21,11 @@ Algorithm (one fused ``Function`` per op, hand-written backward, any number of s
   its rows padded to the padded input's row length, so col2im is one contiguous shifted
   addition per kernel position; other strides add ``kh * kw`` strided slices (never a loop
   over pixels). Either way into a zeroed padded buffer, then the padding is cropped.
-* Numba kernels (``kernels/conv.py``; float32/float64, C-contiguous, 2-D): the forward's
-  transpose + bias, the backward's transposed and wide gradients in one pass, and the
-  stride-1 col2im one input plane at a time (in L1, written cropped and contiguous). They
-  do the NumPy path's arithmetic in its order: results are bit-identical.
+* Numba kernels (``kernels/conv.py``; float32/float64, C-contiguous): the forward's
+  transpose + bias; the backward's transposed gradient, bias gradient and (2-D stride 1)
+  wide gradient in one pass; the 2-D stride-1 col2im one input plane at a time (in L1,
+  written cropped and contiguous). The output and the input/weight gradients are the NumPy
+  path's bit for bit; the bias gradient is summed in float64 (NumPy: pairwise in the dtype).
 * ``conv_transpose`` is the adjoint: its forward is conv's input-gradient computation and
   its backward uses conv's forward (for the input) and the same weight GEMM.
 
@@ -250,11 +251,11 @@ class ConvNd(Function):
         # the padded input's row length) so that col2im is one contiguous shifted addition
         # per kernel position (see _flat_geometry)
         flat = self.needs_input_grad[0] and _USE_FLAT and all(s == 1 for s in stride)
-        fused = kernels.usable(g)
-        gtw = None
-        if fused and flat and d == 2:  # gt and the wide gtw in one pass (kernels/conv.py)
-            gt, gtw = _conv_kernels.grad_t_wide(g, pshape[1])
-        else:  # (NumPy's transposing copy is as fast as a kernel here)
+        gtw = gb = None
+        if kernels.usable(g):
+            # gt, the bias gradient and (stride-1 2-D) the wide gtw in one pass (kernels/conv.py)
+            gt, gb, gtw = _conv_kernels.grad_t(g, pshape[1] if flat and d == 2 else None)
+        else:
             gt = np.ascontiguousarray(g.swapaxes(0, 1))
         gt = gt.reshape(groups, o // groups, -1)  # (G, Og, N*L)
         cols = self.cols.reshape(groups, -1, gt.shape[2])  # (G, Cg*K, N*L)
@@ -274,7 +275,7 @@ class ConvNd(Function):
                     # one pass per plane, result cropped and contiguous (kernels/conv.py)
                     gx = _conv_kernels.col2im_flat2d(gcols, offs, (n,) + xshape[1:], total + slack,
                                                      pshape[1], padding)
-                    return self._grads(gx[0] if unbatched else gx, gw, gt, g)
+                    return self._grads(gx[0] if unbatched else gx, gw, gb, gt, g)
                 gcols = gcols.reshape(c, len(offs), n, lw)
                 gbuf = np.zeros((n, c, total + slack), dtype=gcols.dtype)
                 for k, off in enumerate(offs):
@@ -286,11 +287,13 @@ class ConvNd(Function):
             gx = _crop(gxp, padding, xshape)
             if unbatched:
                 gx = gx[0]
-        return self._grads(gx, gw, gt, g)
+        return self._grads(gx, gw, gb, gt, g)
 
-    def _grads(self, gx, gw, gt, g):
-        gb = None
-        if self.has_b and len(self.needs_input_grad) > 2 and self.needs_input_grad[2]:
+    def _grads(self, gx, gw, gb, gt, g):
+        """The three gradients; ``gb``: the kernel's bias gradient, or None (NumPy path)."""
+        if not (self.has_b and len(self.needs_input_grad) > 2 and self.needs_input_grad[2]):
+            gb = None
+        elif gb is None:
             gb = gt.reshape(gt.shape[0] * gt.shape[1], -1).sum(axis=1)
         return _as_grad(gx, g), _as_grad(gw, g), gb
 
