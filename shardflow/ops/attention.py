@@ -246,8 +246,12 @@ class ScaledDotProductAttention(Function):
             if ga is not None and causal and S > L:
                 ga[:, :, L:] = 0
         keys = [kb for kb in keys if kb[2] < L]
-        gP = None if gq is None and gk is None else np.empty(P.shape, dtype)
-        for b, h in self._head_blocks(n1, n2, L * S):
+        blocks = self._head_blocks(n1, n2, L * S)
+        gP = None  # one head block's score gradients, reused by every block
+        if gq is not None or gk is not None:
+            b, h = blocks[0]
+            gP = np.empty(P[b, h].shape, dtype)
+        for b, h in blocks:
             Ph, gh = P[b, h], g4[b, h]
             if gv is not None:  # gv = P^T gO, by key block over the rows that see it
                 gvh = gv[b, h]
@@ -255,7 +259,8 @@ class ScaledDotProductAttention(Function):
                     np.matmul(Ph[:, :, rmin:, k0:k1].swapaxes(-1, -2), gh[:, :, rmin:], out=gvh[:, :, k0:k1])
             if gP is None:
                 continue
-            G, vh = gP[b, h], v4[b, h]
+            vh = v4[b, h]
+            G = gP[:vh.shape[0], :vh.shape[1]]  # C-contiguous: a shorter block is 1 x heads or whole rows
             if self.fused:  # gP = gO v^T on the keys each row block sees, then
                 for r0, r1, kmax in rows:  # gP = scale P (gP - sum(gP P)), one pass per row
                     np.matmul(gh[:, :, r0:r1], vh[:, :, :kmax].swapaxes(-1, -2), out=G[:, :, r0:r1, :kmax])
