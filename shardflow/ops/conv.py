@@ -221,10 +221,11 @@ class ConvNd(Function):
         # one GEMM per group: (Og, Cg*K) @ (Cg*K, N*L), then the (O, N, *O) result is
         # transposed to (N, O, *O) in the same pass that adds the bias
         cols = _im2col_t(xp, ksize, stride, dilation, osize)  # (C, *K, N, *O)
-        ot = np.matmul(wm, cols.reshape(groups, wm.shape[2], -1))  # (G, Og, N*L)
-        self.fused = kernels.usable(ot, b)
+        nl = n * int(np.prod(osize))
+        ot = np.matmul(wm, cols.reshape(groups, wm.shape[2], nl))  # (G, Og, N*L)
+        self.fused = n > 0 and kernels.usable(ot, b)  # (an empty batch: NumPy)
         if self.fused:
-            out = _conv_kernels.swap01(ot.reshape(o, n, -1), b).reshape((n, o) + osize)
+            out = _conv_kernels.swap01(ot.reshape(o, n, nl // n), b).reshape((n, o) + osize)
         else:
             src = ot.reshape((o, n) + osize).swapaxes(0, 1)
             out = np.empty(src.shape, dtype=ot.dtype)
@@ -252,13 +253,14 @@ class ConvNd(Function):
         # per kernel position (see _flat_geometry)
         flat = self.needs_input_grad[0] and _USE_FLAT and all(s == 1 for s in stride)
         gtw = gb = None
-        if kernels.usable(g):
+        if n > 0 and kernels.usable(g):
             # gt, the bias gradient and (stride-1 2-D) the wide gtw in one pass (kernels/conv.py)
             gt, gb, gtw = _conv_kernels.grad_t(g, pshape[1] if flat and d == 2 else None)
         else:
             gt = np.ascontiguousarray(g.swapaxes(0, 1))
-        gt = gt.reshape(groups, o // groups, -1)  # (G, Og, N*L)
-        cols = self.cols.reshape(groups, -1, gt.shape[2])  # (G, Cg*K, N*L)
+        nl = n * int(np.prod(osize))
+        gt = gt.reshape(groups, o // groups, nl)  # (G, Og, N*L)
+        cols = self.cols.reshape(groups, self.cols.shape[0] // groups * int(np.prod(ksize)), nl)  # (G, Cg*K, N*L)
         gx = gw = None
         if self.needs_input_grad[1]:
             gw = np.matmul(gt, cols.transpose(0, 2, 1)).reshape(w.shape)
@@ -271,7 +273,7 @@ class ConvNd(Function):
                     gtw[(Ellipsis,) + tuple(slice(0, s) for s in osize[1:])] = gt.reshape((o, n) + osize)
                 gcols = np.matmul(wm, gtw.reshape(groups, o // groups, n * lw))  # (G, Cg*K, N*Lw)
                 total = int(np.prod(pshape))
-                if d == 2 and kernels.usable(gcols):
+                if d == 2 and n > 0 and kernels.usable(gcols):
                     # one pass per plane, result cropped and contiguous (kernels/conv.py)
                     gx = _conv_kernels.col2im_flat2d(gcols, offs, (n,) + xshape[1:], total + slack,
                                                      pshape[1], padding)
@@ -294,7 +296,7 @@ class ConvNd(Function):
         if not (self.has_b and len(self.needs_input_grad) > 2 and self.needs_input_grad[2]):
             gb = None
         elif gb is None:
-            gb = gt.reshape(gt.shape[0] * gt.shape[1], -1).sum(axis=1)
+            gb = gt.reshape(gt.shape[0] * gt.shape[1], gt.shape[2]).sum(axis=1)
         return _as_grad(gx, g), _as_grad(gw, g), gb
 
 

@@ -363,3 +363,19 @@ def test_sdpa_strided_heads_gradients_keep_the_input_layout(monkeypatch, mode):
         assert t.grad.array.transpose(0, 2, 1, 3).flags.c_contiguous  # stored (B, T, H, hs)
     np.testing.assert_allclose(y.detach().numpy(), yt.detach().numpy(), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["numba", "numpy"])
+def test_conv2d_and_max_pool2d_empty_batch(monkeypatch, mode):
+    """A batch of 0 samples: the one-GEMM lowering's reshapes and the kernels' wrappers take
+    it (empty output, zero weight and bias gradients), as PyTorch does."""
+    monkeypatch.setenv("SHARDFLOW_KERNELS", mode)
+    x = shardflow.tensor(np.zeros((0, 3, 8, 8), np.float32), requires_grad=True)
+    w = shardflow.tensor(np.ones((4, 3, 3, 3), np.float32), requires_grad=True)
+    b = shardflow.tensor(np.ones(4, np.float32), requires_grad=True)
+    y = F.max_pool2d(F.conv2d(x, w, b, padding=1), 2)
+    assert tuple(y.shape) == (0, 4, 4, 4)
+    y.sum().backward()
+    assert tuple(x.grad.shape) == (0, 3, 8, 8)
+    np.testing.assert_array_equal(w.grad.numpy(), np.zeros((4, 3, 3, 3), np.float32))
+    np.testing.assert_array_equal(b.grad.numpy(), np.zeros(4, np.float32))
