@@ -80,42 +80,6 @@ def _crop(xp, pads, shape):
     return xp[idx]
 
 
-def _im2col(xp, groups, ksize, stride, dilation, osize):
-    """Columns of the padded input ``xp`` (N, C, *S) -> contiguous (N, G, C/G*prod(K), prod(O))."""
-    n, c = xp.shape[:2]
-    d = len(ksize)
-    st = xp.strides
-    view = as_strided(
-        xp,
-        shape=(n, c) + tuple(ksize) + tuple(osize),
-        strides=st[:2]
-        + tuple(st[2 + i] * dilation[i] for i in range(d))
-        + tuple(st[2 + i] * stride[i] for i in range(d)),
-        writeable=False,
-    )
-    kk = int(np.prod(ksize))
-    ll = int(np.prod(osize))
-    cols = np.empty((n, c) + tuple(ksize) + tuple(osize), dtype=xp.dtype)
-    np.copyto(cols, view)
-    return cols.reshape(n, groups, (c // groups) * kk, ll)
-
-
-def _col2im(gcols, xshape_padded, ksize, stride, dilation, osize):
-    """Adjoint of ``_im2col``: add the column gradient (N, C*prod(K), prod(O)) back into a
-    zero padded input gradient with one strided-slice addition per kernel position."""
-    n, c = xshape_padded[:2]
-    d = len(ksize)
-    g = gcols.reshape((n, c) + tuple(ksize) + tuple(osize))
-    gx = np.zeros(xshape_padded, dtype=gcols.dtype)
-    for pos in itertools.product(*(range(k) for k in ksize)):
-        sl = (slice(None), slice(None)) + tuple(
-            slice(pos[i] * dilation[i], pos[i] * dilation[i] + stride[i] * (osize[i] - 1) + 1, stride[i])
-            for i in range(d)
-        )
-        gx[sl] += g[(slice(None), slice(None)) + pos]
-    return gx
-
-
 _USE_FLAT = True  # stride-1 input gradients use the contiguous "flat" col2im below
 
 
@@ -369,9 +333,10 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) 
 class ConvTransposeNd(Function):
     """Transposed convolution: the adjoint of ``ConvNd`` with respect to its input.
 
-    forward: ``cols = W^T @ x`` (batched GEMM), then col2im into the (padded) output and
-    crop ``padding``; backward: im2col of the output gradient gives ``grad_x = W @ cols``
-    and ``grad_W = sum_n x[n] @ cols[n]^T``.
+    forward: ``cols = W^T @ x`` (one GEMM per group over the batch, ``x`` transposed to
+    (C_in, N*L) once), then col2im into the (padded) output and crop ``padding``; backward:
+    im2col of the output gradient (the (C*K, N*L) layout of ``ConvNd``) gives
+    ``grad_x = W @ cols`` (transposed back to (N, C_in, L)) and ``grad_W = x @ cols^T``.
     """
 
     save_inputs = (0, 1)
@@ -392,42 +357,44 @@ class ConvTransposeNd(Function):
         osize = tuple(full[i] - 2 * padding[i] for i in range(d))
         if any(s <= 0 for s in osize):
             raise RuntimeError(f"conv_transpose{d}d: output size {osize} is not positive; reduce padding")
-        xm = x.reshape(n, groups, cin // groups, -1)  # (N, G, Cin_g, L)
+        nl = n * int(np.prod(isize))
+        xt = np.ascontiguousarray(x.swapaxes(0, 1)).reshape(groups, cin // groups, nl)  # (G, Cin_g, N*L)
         wm = w.reshape(groups, cin // groups, og * int(np.prod(ksize)))  # (G, Cin_g, Og*K)
-        gcols = np.matmul(wm.transpose(0, 2, 1), xm)  # (N, G, Og*K, L)
-        outp = _col2im(gcols.reshape(n, cout * int(np.prod(ksize)), -1), (n, cout) + full,
-                       ksize, stride, dilation, isize)
+        gcols = np.matmul(wm.transpose(0, 2, 1), xt)  # (G, Og*K, N*L) = (Cout, *K, N, *L)
+        outp = _col2im_t(gcols, (n, cout) + full, ksize, stride, dilation, isize)
         pads = tuple((p, p) for p in padding)
         out = _crop(outp, pads, (n, cout) + osize)
         out = np.ascontiguousarray(out)
         if b is not None:
             out += b.reshape((cout,) + (1,) * d)
         out = as_dtype_of(out, w, x)  # bfloat16: NumPy's GEMM gave float32 (bias added in it)
-        self.x, self.w, self.has_b = x, w, b is not None
+        self.xt, self.xshape, self.w, self.has_b = xt, x.shape, w, b is not None
         self.meta = (pads, full, stride, dilation, groups, isize, unbatched)
         return out[0] if unbatched else out
 
     def backward(self, g):
         pads, full, stride, dilation, groups, isize, unbatched = self.meta
-        x, w = self.x, self.w
+        xt, xshape, w = self.xt, self.xshape, self.w
         if unbatched:
             g = g[None]
-        n, cin = x.shape[:2]
+        n, cin = xshape[:2]
         ksize = w.shape[2:]
         gp = _pad(g, pads)
         if gp.shape[2:] != full:  # the output_padding region beyond the crop
             extra = tuple((0, f - s) for f, s in zip(full, gp.shape[2:]))
             gp = _pad(gp, extra)
-        cols = _im2col(gp, groups, ksize, stride, dilation, isize)  # (N, G, Og*K, L)
-        xm = x.reshape(n, groups, cin // groups, -1)  # (N, G, Cin_g, L)
+        nl = xt.shape[2]
+        cols = _im2col_t(gp, ksize, stride, dilation, isize)  # (Cout, *K, N, *L)
+        cols = cols.reshape(groups, w.shape[1] * int(np.prod(ksize)), nl)  # (G, Og*K, N*L)
         gx = gw = gb = None
         if self.needs_input_grad[0]:
             wm = w.reshape(groups, cin // groups, -1)  # (G, Cin_g, Og*K)
-            gx = np.matmul(wm, cols).reshape(x.shape)
+            gxt = np.matmul(wm, cols).reshape((cin, n) + tuple(isize))
+            gx = np.ascontiguousarray(gxt.swapaxes(0, 1))
             if unbatched:
                 gx = gx[0]
         if self.needs_input_grad[1]:
-            gw = np.matmul(xm, cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(w.shape)
+            gw = np.matmul(xt, cols.transpose(0, 2, 1)).reshape(w.shape)
         if self.has_b and len(self.needs_input_grad) > 2 and self.needs_input_grad[2]:
             gb = g.sum(axis=(0,) + tuple(range(2, g.ndim)))
         return _as_grad(gx, g), _as_grad(gw, g), gb

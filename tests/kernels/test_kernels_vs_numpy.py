@@ -379,3 +379,14 @@ def test_conv2d_and_max_pool2d_empty_batch(monkeypatch, mode):
     assert tuple(x.grad.shape) == (0, 3, 8, 8)
     np.testing.assert_array_equal(w.grad.numpy(), np.zeros((4, 3, 3, 3), np.float32))
     np.testing.assert_array_equal(b.grad.numpy(), np.zeros(4, np.float32))
+
+
+def test_conv_transpose2d_empty_batch():
+    """conv_transpose's one-GEMM layout takes a batch of 0 samples, as PyTorch does."""
+    x = shardflow.tensor(np.zeros((0, 4, 3, 3), np.float32), requires_grad=True)
+    w = shardflow.tensor(np.ones((4, 2, 3, 3), np.float32), requires_grad=True)
+    y = F.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1, groups=2)
+    assert tuple(y.shape) == (0, 4, 6, 6)
+    y.sum().backward()
+    assert tuple(x.grad.shape) == (0, 4, 3, 3)
+    np.testing.assert_array_equal(w.grad.numpy(), np.zeros((4, 2, 3, 3), np.float32))
