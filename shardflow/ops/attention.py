@@ -195,19 +195,19 @@ class ScaledDotProductAttention(Function):
             return O.reshape(batch + (L, Ev))
         if not fused:
             tiny = np.finfo(qa.dtype).tiny
-            bias = np.where(np.tri(L, S, dtype=bool), 0.0, -np.inf).astype(qa.dtype) if is_causal else None
+            hidden = ~np.tri(L, S, dtype=bool) if is_causal else None  # keys a row cannot see
             ones = np.ones(S, dtype=qa.dtype)
         for b, h in self._head_blocks(n1, n2, L * S):
             Ph, qh, kh, vh, Oh = P[b, h], q4[b, h], k4[b, h], v4[b, h], O[b, h]
+            # the NumPy path scales q: a pass over E columns instead of the keys
+            qs = qh if fused else qh * scale
+            for r0, r1, kmax in rows:  # (., h, rows, keys seen by the row block)
+                np.matmul(qs[:, :, r0:r1], kh[:, :, :kmax].swapaxes(-1, -2), out=Ph[:, :, r0:r1, :kmax])
             if fused:  # scale, mask (keys a row cannot see set to 0), softmax: kernels/softmax.py
-                for r0, r1, kmax in rows:
-                    np.matmul(qh[:, :, r0:r1], kh[:, :, :kmax].swapaxes(-1, -2), out=Ph[:, :, r0:r1, :kmax])
                 _sm_kernels.attn_softmax_(Ph, 0, is_causal, scale)
             else:
-                # (., h, rows, keys); scaling q costs a pass over E columns instead of the keys
-                np.matmul(qh * scale, kh.swapaxes(-1, -2), out=Ph)
-                if bias is not None:
-                    Ph += bias
+                if hidden is not None:  # also the keys the GEMMs skipped (uninitialised)
+                    np.copyto(Ph, -np.inf, where=hidden)
                 m = Ph.max(axis=-1, keepdims=True)
                 if not np.isfinite(m).all():  # a row with every key masked -> zeros
                     m[~np.isfinite(m)] = 0.0
@@ -247,6 +247,7 @@ class ScaledDotProductAttention(Function):
                 ga[:, :, L:] = 0
         keys = [kb for kb in keys if kb[2] < L]
         blocks = self._head_blocks(n1, n2, L * S)
+        hidden = ~np.tri(L, S, dtype=bool) if causal and not self.fused else None  # keys a row cannot see
         gP = None  # one head block's score gradients, reused by every block
         if gq is not None or gk is not None:
             b, h = blocks[0]
@@ -261,13 +262,14 @@ class ScaledDotProductAttention(Function):
                 continue
             vh = v4[b, h]
             G = gP[:vh.shape[0], :vh.shape[1]]  # C-contiguous: a shorter block is 1 x heads or whole rows
-            if self.fused:  # gP = gO v^T on the keys each row block sees, then
-                for r0, r1, kmax in rows:  # gP = scale P (gP - sum(gP P)), one pass per row
-                    np.matmul(gh[:, :, r0:r1], vh[:, :, :kmax].swapaxes(-1, -2), out=G[:, :, r0:r1, :kmax])
+            for r0, r1, kmax in rows:  # gP = gO v^T on the keys each row block sees
+                np.matmul(gh[:, :, r0:r1], vh[:, :, :kmax].swapaxes(-1, -2), out=G[:, :, r0:r1, :kmax])
+            if self.fused:  # gP = scale P (gP - sum(gP P)), one Numba pass per row
                 _sm_kernels.attn_softmax_backward_(G, Ph, 0, causal, scale)
                 qh = q4[b, h]
             else:
-                np.matmul(gh, vh.swapaxes(-1, -2), out=G)
+                if hidden is not None:  # P is 0 there; the GEMMs skipped some (uninitialised)
+                    np.copyto(G, 0, where=hidden)
                 G -= np.einsum("...i,...i->...", G, Ph)[..., None]
                 G *= Ph  # d loss / d (scaled scores)
                 flush_subnormal_(G)
