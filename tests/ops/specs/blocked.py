@@ -1,8 +1,9 @@
 """Specs whose inputs span several blocks of the cache-blocked kernels (``ops/blocked.py``,
 64K elements per block) and end in a ragged (shorter) last block: GELU (flat elements),
-LayerNorm (blocks of rows), SDPA's head-blocked path (blocks of heads; causal attention
-also splits query rows in two, each half blocked on its own). The small specs elsewhere
-fit in one block and never reach the block boundaries.
+LayerNorm (blocks of rows), SDPA's blocked path (``ops/attention.py``: blocks of heads of
+``_HEAD_BLOCK`` = 256K scores, and within them GEMMs on blocks of query rows and keys that
+keep each GEMM within ``_GEMM_MNK`` multiply-adds). The small specs elsewhere fit in one
+block and never reach the block boundaries.
 
 Cost: forward and backward are compared with PyTorch on the whole input; the float64
 finite differences check ``fd_elements`` elements per input (the first, the last, in the
@@ -22,8 +23,8 @@ def _F(m):
 GELU_SHAPE = (3, 50000)
 # LayerNorm over 64 features: 1024 rows per block; 2500 rows = 1024 + 1024 + 452
 LN_SHAPE = (2500, 64)
-# SDPA, 18 heads of 128 x 128 scores: unmasked 4 heads per block (4+4+4+4+2); causal row
-# halves of 64 x 64 (16 heads per block: 16+2) and 64 x 128 (8 per block: 8+8+2)
+# SDPA, 2 x 9 heads of 128 x 128 scores: head blocks of one batch entry (9 heads), one row
+# block (head size 16); kept from the 64K-element head blocks of the earlier layout
 SDPA_SHAPE = (2, 9, 128, 16)
 # SDPA with head size 64: GEMM blocks of 32 query rows / keys (ops/attention.py, _GEMM_MNK),
 # 20 heads of 128 x 128 scores in head blocks of 16 + 4; causal with more keys than queries
