@@ -102,7 +102,11 @@ def test_train_gpt_pp2_dp2_on_four_ranks_equals_one_rank(corpus, one_rank, tmp_p
     r = _run(4, "--pp", "2", "--dp", "2", "--data", str(corpus), "--out", str(out), *FLAGS)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "parallel plan: dp=2 x tp=1 x pp=2 on 4 rank(s)" in r.stdout
-    _assert_same_training(out, one_rank)
+    # 4 ranks on 2 cores run 1 BLAS / kernel thread each, the reference 2: float32 rounding
+    # differs (one process alone moves by 4e-5 between 1 and 2 threads after these 4 steps),
+    # and AdamW at lr 1e-2 turns noise-level gradient elements into lr-sized steps. A wrong
+    # reduction or a lost micro-batch moves parameters by ~1e-2.
+    _assert_same_training(out, one_rank, atol=1e-4)
 
     # its checkpoint holds whole tensors: it resumes on one process, on the same curve
     resumed = tmp_path / "one"

@@ -174,6 +174,8 @@ class ScaledDotProductAttention(Function):
     def _head_blocks(n1, n2, item):
         """(dim-0 slice, dim-1 slice) blocks of about ``_HEAD_BLOCK`` score elements: several
         whole dim-0 entries when one holds fewer, else a few heads of one entry at a time."""
+        if n1 == 0 or n2 == 0:  # an empty batch or no heads (a shard of 0 heads): no block
+            return []
         per = max(1, _HEAD_BLOCK // max(1, item))  # heads per block
         if n2 <= per:
             return [(slice(i, min(n1, i + per // n2)), slice(None)) for i in range(0, n1, per // n2)]
@@ -237,7 +239,7 @@ class ScaledDotProductAttention(Function):
         # row that sees them): causal rows see keys <= row (top-left)
         rows = [(r0, min(L, r0 + R), min(S, r0 + R) if causal else S) for r0 in range(0, L, R)]
         keys = [(k0, min(S, k0 + R), k0 if causal else 0) for k0 in range(0, S, R)]
-        if S == 0 or L == 0:
+        if S == 0 or L == 0 or n1 == 0 or n2 == 0:
             for ga in (gq, gk, gv):
                 if ga is not None:
                     ga[...] = 0

@@ -269,3 +269,20 @@ def test_max_pool2d_ties_route_the_gradient_to_the_first_maximum_like_pytorch(ke
     (yt * torch.tensor(g)).sum().backward()
     np.testing.assert_array_equal(ys.numpy(), yt.detach().numpy())
     np.testing.assert_allclose(xs.grad.numpy(), xt.grad.numpy(), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(2, 0, 4, 8), (0, 2, 4, 8), (2, 2, 0, 8)])
+def test_sdpa_with_no_heads_or_an_empty_batch(shape):
+    """A shard holding 0 heads (a 3-way split of 2 heads) or an empty batch: empty output
+    and gradients of the inputs' shape, as PyTorch (the blocked path's head blocks are empty)."""
+    import torch
+
+    qkv = [sf.tensor(np.zeros(shape, np.float32), requires_grad=True) for _ in range(3)]
+    out = sf.nn.functional.scaled_dot_product_attention(*qkv, is_causal=True)
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        *[torch.zeros(shape) for _ in range(3)], is_causal=True)
+    assert tuple(out.shape) == tuple(ref.shape)
+    out.sum().backward()
+    for t in qkv:
+        assert t.grad is not None and tuple(t.grad.shape) == shape
+        assert not t.grad.numpy().any()
