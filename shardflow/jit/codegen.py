@@ -187,7 +187,7 @@ def kernel_for(src, fname, f32, parallel=True):
 
 # Bump when a helper below changes meaning: numba's disk cache of a generated module is keyed
 # by that module's text only, so the header carries this tag into the file name's digest.
-HELPERS_VERSION = 7
+HELPERS_VERSION = 8
 
 _HELPER_NAMES = ("RND", "TANH", "ERF", "EXPN", "SIGMOID", "GELU_T", "DGELU_T", "DTANH", "DSIGMOID",
                  "TANH_D", "SIGMOID_D", "SILU_D", "GELU_T_D", "GELU_E_D")
@@ -349,7 +349,9 @@ def tanh32nd(v):
     q = x2 * q + 2.26843463243900e-03
     q = x2 * q + 4.89352518554385e-03
     t = np.divide(u * p, q)
-    return t if u == v else (1.0 if v > 0.0 else -1.0)
+    if u == v:
+        return t
+    return 1.0 if v > 0.0 else (-1.0 if v < 0.0 else v)  # v NaN: NaN
 
 
 # tanh GELU as ``kernels/gelu.py`` computes it (float32: ``tanh32``; float64: libm):

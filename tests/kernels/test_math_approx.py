@@ -23,3 +23,24 @@ def test_exp_neg_half_an_ulp_and_its_edges():
     assert exp_neg(-105.0) == 0.0 and exp_neg(-math.inf) == 0.0
     assert math.isnan(exp_neg(math.nan))
     assert exp_le0(-3.0, True) == math.exp(-3.0)
+
+
+def test_tanh32_is_exactly_one_beyond_its_clamp_and_keeps_nan():
+    assert all(tanh32(v) == 1.0 and tanh32(-v) == -1.0 for v in (7.91, 8.0, 50.0, 1e6, math.inf))
+    assert math.isnan(tanh32(math.nan))
+
+
+def test_tanh_gelu_kernel_gradient_at_large_inputs():
+    """Eager tanh-GELU (the float32 kernel) against PyTorch in float64: the derivative for
+    large |x| (its ``x (1 - t^2)`` term grew like x^3 from tanh32's residue: 28.9 at x = 1000)."""
+    import torch
+
+    import shardflow as sf
+
+    x = np.array([-1000, -100, -20, -10, -5, -1, 0, 1, 5, 10, 20, 100, 1000, 3e4], np.float32)
+    t = sf.tensor(x, requires_grad=True)
+    sf.nn.functional.gelu(t, approximate="tanh").sum().backward()
+    assert t.grad_fn is None and sf.nn.functional.gelu(t, approximate="tanh").grad_fn.fused
+    r = torch.tensor(x.astype(np.float64), requires_grad=True)
+    torch.nn.functional.gelu(r, approximate="tanh").sum().backward()
+    np.testing.assert_allclose(t.grad.numpy(), r.grad.numpy(), rtol=0, atol=2e-6)
