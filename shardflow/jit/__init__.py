@@ -13,8 +13,10 @@
 | ``bench.py`` | ``bench_compiled_step``: compiled vs eager step time, compile time, first step |
 
 Forward graphs (``compile``): inference calls get every pass (fusion included); training
-forwards replay with the autograd tape and no fusion. Training steps (``compile_step``):
-forward, backward and optimizer update replay as one flat plan without the tape across ops.
+forwards replay with the autograd tape, each fused group one ``FusedFunction`` with a
+generated backward kernel. Training steps (``compile_step``): forward (fused), backward and
+optimizer update replay as one flat plan without the tape across ops; parameter hooks (DDP's
+bucket all-reduces) run in it.
 See docs/KERNELS.md.
 """
 

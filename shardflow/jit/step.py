@@ -23,13 +23,14 @@ Per call:
    requires_grad). A new key is compiled (up
    to ``cache_size_limit`` keys, then eager); a known key replays its plan.
 2. *Compile* (first call of a key): the step runs eagerly once while ``trace.py`` records the
-   forward graph (DCE and CSE run on it; no fusion, the generated kernels have no backward);
-   that eager step is this call's result. Then the plan is *checked*: parameters and
+   forward graph (DCE, CSE and ``passes.fuse_for_training``: elementwise groups become
+   ``FusedFunction`` calls with generated backward kernels); that eager step is this call's
+   result (with DDP: see ``_compile``). Then the plan is *checked*: parameters and
    optimizer state are put back as they were, the plan replays the same step, and its loss,
    gradients and updated parameters are compared with eager's (float tolerance of the
    dtype); eager's outcome is restored either way. A mismatch, or anything the trace refuses
-   (in-place ops, dropout in training mode, tensors made outside the dispatcher, tensor
-   hooks on parameters such as DDP's, an active autocast region), makes that key run
+   (in-place ops, dropout in training mode, tensors made outside the dispatcher, an active
+   autocast region), makes that key run
    eagerly, with the reason logged.
 3. *Replay*: ``StepPlan.run``.
 
