@@ -196,7 +196,10 @@ def _deliver_leaf(leaf, g, capture) -> None:
         capture[leaf] = _add(capture[leaf], g)
 
 
-def _accumulate_leaf(leaf, g) -> None:
+def run_tensor_hooks(leaf, g):
+    """The leaf's tensor hooks (``register_hook``) on its whole gradient ``g``, in order; a
+    hook's non-None result replaces it. Returns the array (checked against the leaf's shape).
+    Also run by compiled steps (``jit/step_plan.py``) where they set ``.grad``."""
     from .tensor import _wrap
 
     if leaf._hooks:
@@ -210,6 +213,13 @@ def _accumulate_leaf(leaf, g) -> None:
             f"{tuple(leaf.array.shape)}; a hook registered on the leaf returned a tensor of "
             "the wrong shape: a tensor hook must return a gradient of the tensor's shape (or None)"
         )
+    return g
+
+
+def _accumulate_leaf(leaf, g) -> None:
+    from .tensor import _wrap
+
+    g = run_tensor_hooks(leaf, g)
     if g.dtype != leaf.array.dtype:
         g = g.astype(leaf.array.dtype)
     if leaf.grad is None:

@@ -187,7 +187,7 @@ def kernel_for(src, fname, f32, parallel=True):
 
 # Bump when a helper below changes meaning: numba's disk cache of a generated module is keyed
 # by that module's text only, so the header carries this tag into the file name's digest.
-HELPERS_VERSION = 8
+HELPERS_VERSION = 9
 
 _HELPER_NAMES = ("RND", "TANH", "ERF", "EXPN", "SIGMOID", "GELU_T", "DGELU_T", "DTANH", "DSIGMOID",
                  "TANH_D", "SIGMOID_D", "SILU_D", "GELU_T_D", "GELU_E_D")
@@ -330,28 +330,8 @@ def sigmoid64(v):
     return w if v >= 0.0 else e * w
 
 
-@_numba.helper
-def tanh32nd(v):
-    """``_math.tanh32`` (the same arithmetic) with ``np.divide``: a serial build vectorises it
-    (``/`` compiles a ZeroDivisionError check; parallel builds drop it, serial ones do not:
-    tanh-GELU over (2048, 1024) took 10.8 ms serial with ``/``, 3.0 ms parallel). Beyond the
-    clamp it is exactly +-1: the rational's residue there (1 - 2.6e-7) made GELU's
-    ``x (1 - t^2)`` grow like ``x^3`` (derivative 28.9 instead of 1 at x = 1000)."""
-    u = min(max(v, -7.90531110763549805), 7.90531110763549805)
-    x2 = u * u
-    p = x2 * -2.76076847742355e-16 + 2.00018790482477e-13
-    p = x2 * p + -8.60467152213735e-11
-    p = x2 * p + 5.12229709037114e-08
-    p = x2 * p + 1.48572235717979e-05
-    p = x2 * p + 6.37261928875436e-04
-    p = x2 * p + 4.89352455891786e-03
-    q = x2 * 1.19825839466702e-06 + 1.18534705686654e-04
-    q = x2 * q + 2.26843463243900e-03
-    q = x2 * q + 4.89352518554385e-03
-    t = np.divide(u * p, q)
-    if u == v:
-        return t
-    return 1.0 if v > 0.0 else (-1.0 if v < 0.0 else v)  # v NaN: NaN
+# the generated modules import it by this name: the eager kernels' float32 tanh
+tanh32nd = _math.tanh32
 
 
 # tanh GELU as ``kernels/gelu.py`` computes it (float32: ``tanh32``; float64: libm):

@@ -243,16 +243,7 @@ def _set_grad(p: Tensor, g, handed: set) -> None:
         p.grad = None
         return
     if p._hooks:
-        for hook in p._hooks:
-            r = hook(_wrap(g))
-            if r is not None:
-                g = r.array
-        if g.shape != p.array.shape:
-            raise RuntimeError(
-                f"a tensor hook on a parameter of shape {tuple(p.array.shape)} returned a "
-                f"gradient of shape {tuple(g.shape)}; a hook must return a gradient of the "
-                "tensor's shape (or None)")
-        g = g.copy()  # a hook may have kept the array it was given (as the engine copies)
+        g = _engine.run_tensor_hooks(p, g).copy()  # a hook may keep what it was given
     a = p.array
     if not (type(g) is np.ndarray and g.base is None and g.dtype == a.dtype and
             g.shape == a.shape and g.flags.c_contiguous and g.flags.writeable and

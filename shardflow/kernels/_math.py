@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ._numba import helper
 
 
@@ -24,7 +26,9 @@ from ._numba import helper
 def tanh32(v):
     """float32 tanh, Eigen's rational approximation; exactly +-1 beyond +-7.905 (the
     rational's residue there, 1 - 2.6e-7, made tanh-GELU's ``x (1 - t^2)`` grow like x^3:
-    derivative 28.9 instead of 1 at x = 1000)."""
+    derivative 28.9 instead of 1 at x = 1000). ``np.divide``, not ``/``: numba compiles a
+    ZeroDivisionError check for ``/`` that keeps serial builds from vectorising (tanh-GELU
+    over (2048, 1024): 10.8 ms serial with ``/``, 3.0 ms parallel)."""
     u = min(max(v, -7.90531110763549805), 7.90531110763549805)
     x2 = u * u
     p = x2 * -2.76076847742355e-16 + 2.00018790482477e-13
@@ -36,7 +40,7 @@ def tanh32(v):
     q = x2 * 1.19825839466702e-06 + 1.18534705686654e-04
     q = x2 * q + 2.26843463243900e-03
     q = x2 * q + 4.89352518554385e-03
-    t = u * p / q
+    t = np.divide(u * p, q)
     if u == v:
         return t
     return 1.0 if v > 0.0 else (-1.0 if v < 0.0 else v)  # v NaN: NaN

@@ -10,6 +10,11 @@ import shardflow as sf
 import shardflow.nn.functional as F
 from shardflow.bench.workloads import WORKLOADS
 from shardflow.jit.fused_function import FusedFunction
+from tests.jit.test_compile_step import _batch as _small_batch  # the small models, batches
+from tests.jit.test_compile_step import _ce, _gpt_loss
+from tests.jit.test_compile_step import _cnn as _small_cnn
+from tests.jit.test_compile_step import _gpt as _small_gpt
+from tests.jit.test_compile_step import _mlp as _small_mlp
 
 TOL = {np.float32: dict(rtol=1e-5, atol=1e-5), np.float64: dict(rtol=1e-10, atol=1e-10)}
 
@@ -372,46 +377,7 @@ def test_compiled_workload_training_forward_and_backward_equal_eager(key):
 
 
 # ---------------------------------------------------------------------- compile_step's plan
-def _small_mlp():  # the small models of tests/jit/test_compile_step.py
-    nn = sf.nn
-    return nn.Sequential(nn.Linear(12, 32), nn.ReLU(), nn.Linear(32, 32), nn.GELU(),
-                         nn.Linear(32, 5))
-
-
-def _small_cnn():
-    nn = sf.nn
-    return nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                         nn.Conv2d(4, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                         nn.Flatten(), nn.Linear(32, 16), nn.ReLU(), nn.Linear(16, 5))
-
-
-def _small_gpt():
-    from shardflow.bench.workloads import gpt_mini
-
-    return gpt_mini(sf, n_layer=2, d_model=32, n_head=2, block_size=16, vocab=40)
-
-
-def _ce(m, x, y):
-    return F.cross_entropy(m(x), y)
-
-
-def _gpt_loss(m, x, y):
-    logits = m(x)
-    return F.cross_entropy(logits.view(-1, logits.shape[-1]), y.view(-1))
-
-
 _SMALL = {"mlp": (_small_mlp, _ce), "cnn": (_small_cnn, _ce), "gpt": (_small_gpt, _gpt_loss)}
-
-
-def _small_batch(kind, step, batch=6):
-    r = np.random.default_rng(step)
-    if kind == "mlp":
-        return sf.from_numpy(r.standard_normal((batch, 12)).astype(np.float32)), \
-            sf.from_numpy(r.integers(0, 5, batch))
-    if kind == "cnn":
-        return sf.from_numpy(r.standard_normal((batch, 3, 8, 8)).astype(np.float32)), \
-            sf.from_numpy(r.integers(0, 5, batch))
-    return sf.from_numpy(r.integers(0, 40, (2, 16))), sf.from_numpy(r.integers(0, 40, (2, 16)))
 
 
 def _plan_pair(kind, make_opt):
