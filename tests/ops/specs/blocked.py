@@ -14,6 +14,8 @@ these shapes really do span several blocks with a ragged last one.
 
 from shardflow.testing.opspec import Arg, OpSpec
 
+from .kernels import _sdpa_qkv_split  # GPT-mini's attention: heads as views of one projection
+
 
 def _F(m):
     return m.nn.functional if m.__name__ == "torch" else m
@@ -31,14 +33,6 @@ SDPA_SHAPE = (2, 9, 128, 16)
 # (keys no row sees) and more queries than keys (ragged 42-row blocks); GPT's fused-qkv layout
 # (strided heads in, output and gradients in the (B, T, H, hs) layout)
 SDPA_ROWS_SHAPE = (1, 20, 128, 64)
-
-
-def _sdpa_qkv_split(m, qkv):
-    B, T, C3 = qkv.shape
-    C, nh = C3 // 3, 2
-    q, k, v = (t.reshape(B, T, nh, C // nh).transpose(1, 2) for t in qkv.split(C, dim=2))
-    y = _F(m).scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, nh, T, hs)
-    return y.transpose(1, 2).reshape(B, T, C)
 
 
 SPECS = [
