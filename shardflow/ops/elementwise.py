@@ -45,6 +45,7 @@ from .. import kernels
 from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
 from ..backend import dtypes, get_array_module, result_type
+from ..kernels import activation as _activation_kernels
 from ..kernels import gelu as _gelu_kernels
 from ._util import _SCALARS, as_dtype_of, as_tensor_arg, inplace, needs_graph, promote, unbroadcast
 from .blocked import run_blocked
@@ -369,8 +370,22 @@ Erf = _unary("Erf", _UnaryX, erf_array, lambda g, x: g * (_2_SQRTPI * np.exp(-x 
 Erfc = _unary("Erfc", _UnaryX, erfc_array, lambda g, x: g * (-_2_SQRTPI * np.exp(-x * x)),
               "erfc (Cody); grad -g*2/sqrt(pi)*exp(-x^2)")
 Square = _unary("Square", _UnaryX, np.square, lambda g, x: g * (2.0 * x), "x^2; grad 2gx")
-Relu = _unary("Relu", _UnaryY, lambda x: np.maximum(x, 0), lambda g, y: g * _mask(y > 0, g.dtype),
-              "max(x, 0); grad g where y > 0")
+class Relu(_UnaryY):
+    """max(x, 0); grad g where y > 0, else 0 (also for an inf/NaN g, as PyTorch)."""
+
+    f = staticmethod(lambda x: np.maximum(x, 0))
+
+    def backward(self, g):
+        y = self.y
+        self.fused = g.shape == y.shape and g.dtype == y.dtype and kernels.usable(g, y)
+        if self.fused:  # one Numba pass (shardflow/kernels/activation.py)
+            return _activation_kernels.relu_backward(g, y)
+        active = y > 0
+        with np.errstate(invalid="ignore"):  # inf * 0 at inactive units: set to 0 below
+            gx = _same_dtype(g * _mask(active, g.dtype), g)
+        if not np.isfinite(gx).all():  # inf/NaN at inactive units: 0, not NaN
+            np.copyto(gx, 0, where=~np.broadcast_to(active, gx.shape))
+        return gx
 
 
 def _make_unary(name, cls, *, float_only=True, ufunc=None, doc=""):

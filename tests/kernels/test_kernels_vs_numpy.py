@@ -390,3 +390,29 @@ def test_conv_transpose2d_empty_batch():
     y.sum().backward()
     assert tuple(x.grad.shape) == (0, 4, 3, 3)
     np.testing.assert_array_equal(w.grad.numpy(), np.zeros((4, 2, 3, 3), np.float32))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_relu_backward_kernel_matches_numpy_path_and_torch_on_nonfinite(monkeypatch, dtype):
+    """ReLU backward: the one-pass kernel and the NumPy path give the same bits, and an inf or
+    NaN upstream gradient at an inactive unit gives 0 as PyTorch's threshold_backward."""
+    import torch
+
+    from shardflow.ops.elementwise import Relu
+
+    rng = np.random.default_rng(3)
+    y = np.maximum(rng.standard_normal((1031, 7)), 0).astype(dtype)
+    y[::5, 0] = 0.0  # exact zeros: relu'(0) = 0
+    g = rng.standard_normal(y.shape).astype(dtype)
+    g[::3, 1], g[1::3, 2], g[2::4, 3] = np.nan, np.inf, -np.inf
+    out = {}
+    for mode in ("numba", "numpy"):
+        monkeypatch.setenv("SHARDFLOW_KERNELS", mode)
+        fn = Relu()
+        fn.y = y
+        out[mode] = fn.backward(g)
+        assert fn.fused == (mode == "numba")
+    np.testing.assert_array_equal(out["numba"], out["numpy"])
+    x = torch.tensor(y, requires_grad=True)
+    torch.relu(x).backward(torch.tensor(g))
+    np.testing.assert_array_equal(out["numba"], x.grad.numpy())
