@@ -56,56 +56,55 @@ _R2 = repr(math.sqrt(0.5))
 _IP = repr(1.0 / math.sqrt(2.0 * math.pi))
 
 
-def _derivatives(name, a, y, g, kw, t):
-    """(auxiliary lines, [(operand position, contribution expression)]) of one member:
-    ``a`` its operand tokens, ``y`` its value, ``g`` its gradient local, ``t`` a prefix for
-    auxiliary locals."""
+def _derivatives(name, a, y, g, kw):
+    """[(operand position, contribution expression)] of one member: ``a`` its operand
+    tokens, ``y`` its value, ``g`` its gradient local."""
     if name == "add":
-        return [], [(0, g), (1, g)]
+        return [(0, g), (1, g)]
     if name == "sub":
-        return [], [(0, g), (1, f"(-{g})")]
+        return [(0, g), (1, f"(-{g})")]
     if name == "mul":
-        return [], [(0, f"{g} * {a[1]}"), (1, f"{g} * {a[0]}")]
+        return [(0, f"{g} * {a[1]}"), (1, f"{g} * {a[0]}")]
     if name == "div":
-        return [], [(0, f"np.divide({g}, {a[1]})"),
-                    (1, f"np.divide(-{g} * {a[0]}, {a[1]} * {a[1]})")]
+        return [(0, f"np.divide({g}, {a[1]})"),
+                (1, f"np.divide(-{g} * {a[0]}, {a[1]} * {a[1]})")]
     x = a[0]
     if name == "neg":
-        return [], [(0, f"(-{g})")]
+        return [(0, f"(-{g})")]
     if name == "exp":
-        return [], [(0, f"{g} * {y}")]
+        return [(0, f"{g} * {y}")]
     if name == "log":
-        return [], [(0, f"np.divide({g}, {x})")]
+        return [(0, f"np.divide({g}, {x})")]
     if name == "sqrt":
-        return [], [(0, f"np.divide({g} * 0.5, {y})")]
+        return [(0, f"np.divide({g} * 0.5, {y})")]
     if name == "rsqrt":
-        return [], [(0, f"{g} * (-0.5 * {y} * {y} * {y})")]
+        return [(0, f"{g} * (-0.5 * {y} * {y} * {y})")]
     if name == "tanh":  # from the input: no cancellation where tanh saturates
-        return [], [(0, f"{g} * DTANH({x})")]
+        return [(0, f"{g} * DTANH({x})")]
     if name == "sigmoid":
-        return [], [(0, f"{g} * DSIGMOID({x})")]
+        return [(0, f"{g} * DSIGMOID({x})")]
     if name == "relu":
-        return [], [(0, f"({g} if {x} > 0.0 else 0.0)")]
+        return [(0, f"({g} if {x} > 0.0 else 0.0)")]
     if name == "square":
-        return [], [(0, f"{g} * (2.0 * {x})")]
+        return [(0, f"{g} * (2.0 * {x})")]
     if name == "abs":  # sign(x): 0 at 0, NaN stays NaN
-        return [], [(0, f"{g} * (1.0 if {x} > 0.0 else (-1.0 if {x} < 0.0 else {x} * 0.0))")]
+        return [(0, f"{g} * (1.0 if {x} > 0.0 else (-1.0 if {x} < 0.0 else {x} * 0.0))")]
     if name == "silu":
-        return [], [(0, f"{g} * (SIGMOID({x}) + {x} * DSIGMOID({x}))")]
+        return [(0, f"{g} * (SIGMOID({x}) + {x} * DSIGMOID({x}))")]
     if name == "gelu":
         if kw.get("approximate", "none") == "tanh":
-            return [], [(0, f"{g} * DGELU_T({x})")]
-        return [], [(0, f"{g} * (0.5 * (1.0 + ERF({x} * {_R2})) + {x} * {_IP} * "
+            return [(0, f"{g} * DGELU_T({x})")]
+        return [(0, f"{g} * (0.5 * (1.0 + ERF({x} * {_R2})) + {x} * {_IP} * "
                         f"EXPN(-0.5 * {x} * {x}))")]
     if name == "pow":
         e = float(a[1])
         if e == 0.0:
-            return [], []
+            return []
         if e == 1.0:
-            return [], [(0, g)]
+            return [(0, g)]
         if e == 2.0:
-            return [], [(0, f"{g} * (2.0 * {x})")]
-        return [], [(0, f"{g} * ({e!r} * {x} ** {(e - 1.0)!r})")]
+            return [(0, f"{g} * (2.0 * {x})")]
+        return [(0, f"{g} * ({e!r} * {x} ** {(e - 1.0)!r})")]
     raise NotImplementedError(f"no fused backward for '{name}'")  # pragma: no cover
 
 
@@ -260,9 +259,9 @@ class FusedGroup:
                 continue
             name, ops, kw = items[p]
             if p in self.saved:  # the factor the training forward stored
-                aux, contribs = [], [(0, f"g{p} * float(sd{self.saved.index(p)}[i, j])")]
+                contribs = [(0, f"g{p} * float(sd{self.saved.index(p)}[i, j])")]
             else:
-                aux, contribs = _derivatives(name, ops, f"v{p}", f"g{p}", kw, f"t{p}")
+                contribs = _derivatives(name, ops, f"v{p}", f"g{p}", kw)
             body = []
             for pos, expr in contribs:
                 tok = ops[pos]
@@ -284,8 +283,8 @@ class FusedGroup:
                 # rounded as eager's arrays: each op's gradient, then the sum of two readers'
                 body.append(f"                {target} = RND({target} + RND({expr}))")
             if body:
-                lines += [f"                {a}" for a in aux] + body
-                used.update(_tokens(" ".join(aux + [e for _, e in contribs])))
+                lines += body
+                used.update(_tokens(" ".join(e for _, e in contribs)))
         lay: dict = {"full": [], "row": [], "scalar": [], "passthrough": [], "zero": [],
                      "same": [], "temps": 0, "reads": []}
         main: list[str] = []  # stores of the element loop (rows over the threads)

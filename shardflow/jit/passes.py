@@ -26,8 +26,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import kernels
-from ..autograd import dispatch
+from ..autograd import Tensor, dispatch
 from .codegen import ELEMENTWISE, elementwise_expr, make_fused
+from .fused_function import FusedCall, FusedGroup
 from .graph import Graph, Node, Ref, map_refs
 
 
@@ -147,8 +148,6 @@ def fuse_elementwise_autograd(g: Graph) -> list[tuple[int, ...]]:
     ``fused_function.py``). One stored member: the node's result is that Tensor (its readers
     read ``Ref(node)``); several: a tuple, reader of the k-th stored member reads
     ``Ref(node, k)``. Returns the groups fused."""
-    from .fused_function import FusedCall, FusedGroup
-
     fused = []
     where: dict[int, Ref] = {}
     tuples: list[int] = []
@@ -182,8 +181,6 @@ def fuse_elementwise_autograd(g: Graph) -> list[tuple[int, ...]]:
 def can_fuse(g: Graph, args) -> bool:
     """Fusion applies: the kernels are on (``SHARDFLOW_KERNELS``, numba importable) and every
     constant and tensor argument is a NumPy array (generated kernels are CPU only)."""
-    from ..autograd import Tensor
-
     return all(type(n.value.array) is np.ndarray for n in g.nodes if n.kind == "const") and \
         all(not isinstance(a, Tensor) or type(a.array) is np.ndarray for a in args) and \
         kernels.enabled()

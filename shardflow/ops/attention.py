@@ -187,11 +187,11 @@ class ScaledDotProductAttention(Function):
         self.q4, self.k4, self.v4, self.is_causal = q4, k4, v4, is_causal
         n1, n2 = q4.shape[:2]
         O = np.empty((n1, n2, L, Ev), qa.dtype)  # C-contiguous (see the layout note above)
-        # the kernels see only P (ours, C-contiguous); q, k, v go to BLAS as views
-        fused = self.fused = kernels.usable(np.empty((0, 0), qa.dtype))
         R = self.R = self._rows_per_block(L, S, max(q4.shape[-1], Ev))
         rows = [(r0, min(L, r0 + R), min(S, r0 + R) if is_causal else S) for r0 in range(0, L, R)]
         P = self.P = np.empty((n1, n2, L, S), dtype=qa.dtype)
+        # the kernels see only P (ours, C-contiguous); q, k, v go to BLAS as views
+        fused = self.fused = kernels.usable(P)
         if S == 0:
             O[...] = 0  # rows that see no key
             return O.reshape(batch + (L, Ev))

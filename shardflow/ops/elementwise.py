@@ -370,6 +370,8 @@ Erf = _unary("Erf", _UnaryX, erf_array, lambda g, x: g * (_2_SQRTPI * np.exp(-x 
 Erfc = _unary("Erfc", _UnaryX, erfc_array, lambda g, x: g * (-_2_SQRTPI * np.exp(-x * x)),
               "erfc (Cody); grad -g*2/sqrt(pi)*exp(-x^2)")
 Square = _unary("Square", _UnaryX, np.square, lambda g, x: g * (2.0 * x), "x^2; grad 2gx")
+
+
 class Relu(_UnaryY):
     """max(x, 0); grad g where y > 0, else 0 (also for an inf/NaN g, as PyTorch)."""
 
@@ -377,7 +379,7 @@ class Relu(_UnaryY):
 
     def backward(self, g):
         y = self.y
-        self.fused = g.shape == y.shape and g.dtype == y.dtype and kernels.usable(g, y)
+        self.fused = g.shape == y.shape and kernels.usable(g, y)  # same dtype, contiguous
         if self.fused:  # one Numba pass (shardflow/kernels/activation.py)
             return _activation_kernels.relu_backward(g, y)
         active = y > 0

@@ -351,8 +351,10 @@ def test_numpy_kernels_mode_means_no_fusion_in_training_graphs(monkeypatch):
         np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("key", ["mlp", "cnn", "gpt"])
-def test_compiled_workload_training_forward_and_backward_equal_eager(key):
+def _workload_twins(key):
+    """An engine workload eagerly and as ``compile(model)``, same weights and batch, each
+    through forward and backward (the compiled one twice: trace, then the fused replay).
+    Returns (eager model, compiled model's module, compiled wrapper, eager loss, its loss)."""
     wl = WORKLOADS[key]
     sf.manual_seed(0)
     a, b = wl.build(sf), wl.build(sf)
@@ -361,11 +363,17 @@ def test_compiled_workload_training_forward_and_backward_equal_eager(key):
     x, y = (sf.from_numpy(t) for t in wl.make_batch(np.random.default_rng(0)))
     ref = wl.loss(sf, a, x, y)
     ref.backward()
-    for _ in range(2):  # trace, then the fused replay
+    for _ in range(2):
         for p in b.parameters():
             p.grad = None
         loss = wl.loss(sf, cm, x, y)
         loss.backward()
+    return a, b, cm, ref, loss
+
+
+@pytest.mark.parametrize("key", ["mlp", "cnn", "gpt"])
+def test_compiled_workload_training_forward_and_backward_equal_eager(key):
+    a, b, cm, ref, loss = _workload_twins(key)
     assert cm._compiled.stats["replays"] == 1, cm.explain()
     g = _graph(cm._compiled)
     assert len(_fused_nodes(g)) == {"mlp": 2, "cnn": 1, "gpt": 12}[key], cm.explain()
@@ -443,19 +451,7 @@ def test_arithmetic_groups_give_eager_bits():
     """float32 members are rounded as the eager ops store them and bias gradients are summed
     row by row in float32 as NumPy's ``sum(axis=0)``: bias + ReLU (MLP) and bias + residual
     add groups give eager's forward and gradients bit for bit."""
-    wl = WORKLOADS["mlp"]
-    sf.manual_seed(0)
-    a, b = wl.build(sf), wl.build(sf)
-    b.load_state_dict({k: sf.tensor(v.numpy().copy()) for k, v in a.state_dict().items()})
-    cm = sf.compile(b)
-    x, y = (sf.from_numpy(t) for t in wl.make_batch(np.random.default_rng(0)))
-    ref = wl.loss(sf, a, x, y)
-    ref.backward()
-    for _ in range(2):
-        for p in b.parameters():
-            p.grad = None
-        loss = wl.loss(sf, cm, x, y)
-        loss.backward()
+    a, b, cm, ref, loss = _workload_twins("mlp")
     assert len(_fused_nodes(_graph(cm._compiled))) == 2
     assert float(loss) == float(ref)
     for p, q in zip(a.parameters(), b.parameters()):
