@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import CPU, as_dtype, device_of, dtypes, from_numpy_dtype, to_device
+from ..backend import CPU, as_dtype, device_of, dtypes, from_numpy_dtype, is_device_array, to_device
 from . import _tensor_str, grad_mode
 from .dispatch import OPS
 
@@ -818,7 +818,7 @@ def _as_array(data, dtype):
         return np.asarray(_nested(data), dtype=npd) if npd.kind != "V" else np.asarray(_nested(data), dtype=np.float32).astype(npd)
     if isinstance(data, np.ndarray):
         return data
-    if type(data).__module__.startswith("cupy"):
+    if is_device_array(data):
         return data
     arr = np.asarray(_nested(data))
     if arr.dtype == np.float64 and not isinstance(data, np.generic):

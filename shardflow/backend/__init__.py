@@ -22,4 +22,4 @@ from .dtypes import (
     uint8,
 )
 from .memory import tune_allocator
-from .xp import cuda_is_available, device_of, get_array_module, to_device, xp_for
+from .xp import cuda_is_available, device_of, get_array_module, is_device_array, to_device, xp_for

@@ -36,6 +36,22 @@ def cuda_is_available() -> bool:
         return False
 
 
+def set_cuda_array_module(module):
+    """Use ``module`` as the CUDA array module instead of importing CuPy; return the one it
+    replaces. ``None`` goes back to importing CuPy on next use.
+
+    For tests: ``shardflow.testing.host_cupy`` stands in for CuPy with arrays in host
+    memory, so the ``device="cuda"`` code paths run without a GPU (tests/host_cuda)."""
+    global _cupy
+    previous, _cupy = _cupy, module
+    return previous
+
+
+def is_device_array(array) -> bool:
+    """True for a CUDA array (CuPy's, or the stand-in's), False for NumPy and anything else."""
+    return _cupy is not None and isinstance(array, _cupy.ndarray)
+
+
 def get_array_module(array):
     if isinstance(array, np.ndarray) or _cupy is None:
         return np
