@@ -25,6 +25,7 @@ backward unless ``retain_graph=True``.
 
 from __future__ import annotations
 
+from ..backend import device_of, to_device
 from . import grad_mode
 from .tensor import Tensor, _wrap
 
@@ -51,9 +52,17 @@ class Function:
         arrays = []
         edges = []
         need = False
+        array_type = None  # NumPy's or CuPy's: a second kind means tensors on two devices
         for a in args:
             if isinstance(a, Tensor):
-                arrays.append(a.array)
+                arr = a.array
+                if array_type is None:
+                    array_type = type(arr)
+                elif type(arr) is not array_type:
+                    arrays = _same_device_arrays(cls, args)
+                    return cls.apply(*[_wrap(x) if isinstance(t, Tensor) and x is not t.array else t
+                                       for t, x in zip(args, arrays)], **params)
+                arrays.append(arr)
                 if a.requires_grad:
                     need = True
                     edges.append((a.grad_fn, a._output_nr) if a.grad_fn is not None else (a, 0))
@@ -116,3 +125,31 @@ class Function:
 def _record_output_versions(fn: Function, outs) -> None:
     extra = [(t._version, t._version[0], t.array.shape) for t in outs]
     fn._saved_versions = extra if fn._saved_versions is None else fn._saved_versions + extra
+
+
+def _same_device_arrays(cls, args) -> list:
+    """The arrays of ``args`` when their tensors are on two devices: a 0-d CPU tensor that
+    needs no gradient is a number to PyTorch and moves to the others' device; anything else
+    raises PyTorch's error, naming the op and the fix."""
+    tensors = [a for a in args if isinstance(a, Tensor)]
+    devices = {}
+    for t in tensors:
+        devices.setdefault(str(device_of(t.array)), t)
+    main = next((d for d in devices if d != "cpu"), "cpu")
+    arrays = []
+    for a in args:
+        if not isinstance(a, Tensor):
+            arrays.append(a)
+            continue
+        dev = device_of(a.array)
+        if str(dev) == main:
+            arrays.append(a.array)
+        elif dev.type == "cpu" and a.array.ndim == 0 and not a.requires_grad:
+            arrays.append(to_device(a.array, device_of(devices[main].array)))
+        else:
+            raise RuntimeError(
+                f"Expected all tensors to be on the same device, but found at least two devices, "
+                f"{main} and {dev}! (in {cls.__name__}); move them to one device with "
+                f".to({main!r}) before the op"
+            )
+    return arrays

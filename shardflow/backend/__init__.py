@@ -1,6 +1,6 @@
 """Backend (layer L1): dtypes, devices and the array module (NumPy on CPU, CuPy on GPU)."""
 
-from .device import CPU, device
+from .device import CPU, device, get_default_device, set_default_device
 from .dtypes import (
     ALL,
     as_dtype,
@@ -22,4 +22,12 @@ from .dtypes import (
     uint8,
 )
 from .memory import tune_allocator
-from .xp import cuda_is_available, device_of, get_array_module, is_device_array, to_device, xp_for
+from .xp import (
+    cuda_is_available,
+    device_of,
+    get_array_module,
+    is_device_array,
+    new_array,
+    to_device,
+    xp_for,
+)

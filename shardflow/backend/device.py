@@ -34,8 +34,34 @@ class device:
     def __str__(self):
         return self.type if self.index is None else f"{self.type}:{self.index}"
 
+    def __enter__(self):
+        """``with shardflow.device("cuda"):`` makes factory functions default to this device."""
+        _default_stack.append(_default[0])
+        _default[0] = self
+        return self
+
+    def __exit__(self, *exc):
+        _default[0] = _default_stack.pop()
+        return False
+
     def __repr__(self):
         return f"device(type='{self.type}'" + ("" if self.index is None else f", index={self.index}") + ")"
 
 
 CPU = device("cpu")
+
+
+# The device factory functions (zeros, randn, tensor, nn layers' parameters, ...) use when
+# they get no ``device=``: PyTorch's ``torch.set_default_device`` and ``with torch.device(d):``.
+_default = [CPU]
+_default_stack: list[device] = []
+
+
+def set_default_device(dev) -> None:
+    """``torch.set_default_device``: factory functions without ``device=`` use ``dev``
+    (None: back to the CPU). ``from_numpy`` and ``*_like`` are not affected, as in PyTorch."""
+    _default[0] = CPU if dev is None else device(dev)
+
+
+def get_default_device() -> device:
+    return _default[0]

@@ -71,9 +71,25 @@ def to_device(array, dev: device):
             return array
         return cupy().asnumpy(array)
     cp = cupy()
-    with cp.cuda.Device(dev.index or 0):
+    with _current(cp, dev):
         return cp.asarray(array)
+
+
+def _current(cp, dev: device):
+    """``dev`` made current for the block: ``cuda`` without an index is the current device
+    (as in PyTorch: after ``cuda.set_device(1)``, ``"cuda"`` means ``cuda:1``)."""
+    return cp.cuda.Device(dev.index) if dev.index is not None else cp.cuda.Device()
 
 
 def xp_for(dev: device):
     return np if dev.type == "cpu" else cupy()
+
+
+def new_array(dev: device, make):
+    """``make(xp)`` with ``dev``'s array module, allocating on ``dev`` (CuPy allocates on the
+    current device, so ``cuda:N`` is made current for the call)."""
+    if dev.type == "cpu":
+        return make(np)
+    cp = cupy()
+    with _current(cp, dev):
+        return make(cp)

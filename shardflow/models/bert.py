@@ -60,9 +60,9 @@ class BertEmbeddings(nn.Module):
 
     def forward(self, input_ids, token_type_ids=None):
         B, T = input_ids.size()
-        pos = torch.arange(T, dtype=torch.long)
+        pos = torch.arange(T, dtype=torch.long, device=input_ids.device)
         if token_type_ids is None:
-            token_type_ids = torch.zeros(B, T, dtype=torch.long)
+            token_type_ids = torch.zeros(B, T, dtype=torch.long, device=input_ids.device)
         x = self.word_embeddings(input_ids) + self.position_embeddings(pos) + self.token_type_embeddings(token_type_ids)
         return self.dropout(self.LayerNorm(x))  # (B, T, H)
 

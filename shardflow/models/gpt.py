@@ -145,7 +145,7 @@ class GPT(nn.Module):
                 f"cannot forward a sequence of length {T}: block_size is {self.config.block_size}; "
                 "crop the input or build the model with a larger block_size"
             )
-        pos = torch.arange(0, T, dtype=torch.long)  # (T,)
+        pos = torch.arange(0, T, dtype=torch.long, device=idx.device)  # (T,)
         x = self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(pos))  # (B, T, C)
         for block in self.transformer.h:
             x = block(x)

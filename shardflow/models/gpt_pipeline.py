@@ -31,7 +31,7 @@ class GPTEmbedding(nn.Module):
         B, T = idx.size()
         if T > self.block_size:
             raise ValueError(f"cannot forward a sequence of length {T}: block_size is {self.block_size}")
-        pos = torch.arange(0, T, dtype=torch.long)  # (T,)
+        pos = torch.arange(0, T, dtype=torch.long, device=idx.device)  # (T,)
         return self.drop(self.wte(idx) + self.wpe(pos))  # (B, T, C)
 
 

@@ -519,7 +519,7 @@ def multi_head_attention_forward(
 
     if is_causal and attn_mask is None:
         s_len = key.shape[0]
-        attn_mask = _op("ones")(tgt_len, s_len, dtype=_bool_dtype()).triu(1)
+        attn_mask = _op("ones")(tgt_len, s_len, dtype=_bool_dtype(), device=query.device).triu(1)
     attn_mask = _additive_mask(attn_mask, q, "attn_mask")
     if attn_mask is not None and attn_mask.ndim == 2:
         attn_mask = attn_mask.unsqueeze(0)  # (1, L, S)

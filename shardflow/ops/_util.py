@@ -29,6 +29,11 @@ def unbroadcast(g, shape):
     return g
 
 
+def as_array(r):
+    """A ufunc's result as an array: NumPy gives a scalar for 0-d operands, CuPy an array."""
+    return np.asarray(r) if isinstance(r, np.generic) else r
+
+
 def as_dtype_of(y, a, b=None):
     """``y``, the result of an op on the array ``a`` (and ``b``: an array or a Python scalar),
     in the dtype PyTorch gives it. The rule for low-precision arrays: NumPy widens an ml_dtypes

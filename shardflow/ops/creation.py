@@ -7,7 +7,15 @@ import numpy as np
 
 from ..autograd import Tensor, _wrap
 from ..autograd.dispatch import register
-from ..backend import as_dtype, dtypes, to_device
+from ..backend import (
+    CPU,
+    as_dtype,
+    dtypes,
+    get_default_device,
+    is_device_array,
+    new_array,
+    to_device,
+)
 from ..backend import device as _device
 from ..backend import random as _random
 
@@ -27,9 +35,15 @@ def _size(size):
     return tuple(int(s) for s in size)
 
 
+def _target(device) -> _device:
+    """``device=`` or, when None, the default device (``set_default_device``)."""
+    return get_default_device() if device is None else _device(device)
+
+
 def _finish(arr, dtype, device, requires_grad) -> Tensor:
-    if device is not None and _device(device).type != "cpu":
-        arr = to_device(arr, _device(device))
+    dev = _target(device)
+    if dev.type != "cpu":
+        arr = to_device(arr, dev)
     t = _wrap(arr)
     if requires_grad:
         t.requires_grad_(True)
@@ -44,9 +58,11 @@ def tensor(data, *, dtype=None, device=None, requires_grad: bool = False) -> Ten
     """Copy ``data`` (nested lists, numbers, NumPy arrays, Tensors) into a new Tensor."""
     if isinstance(data, Tensor):
         data = data.array
-    t = Tensor(np.array(data, copy=True) if isinstance(data, np.ndarray) else data, dtype=dtype)
-    if isinstance(data, np.ndarray) and data.dtype == np.float64 and dtype is None:
-        pass  # NumPy float64 stays float64, as in torch.tensor(np_array)
+    if isinstance(data, np.ndarray):
+        data = np.array(data, copy=True)  # a new tensor never shares memory with its source
+    elif is_device_array(data):
+        data = data.copy()
+    t = Tensor(data, dtype=dtype)
     return _finish(t.array, dtype, device, requires_grad)
 
 
@@ -65,24 +81,32 @@ def from_numpy(array: np.ndarray) -> Tensor:
 
 @register("zeros")
 def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return _finish(np.zeros(_size(size), _float(dtype).np), dtype, device, requires_grad)
+    dev = _target(device)  # made where it lives: no host buffer and copy for a GPU tensor
+    arr = new_array(dev, lambda xp: xp.zeros(_size(size), _float(dtype).np))
+    return _finish(arr, dtype, dev, requires_grad)
 
 
 @register("ones")
 def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return _finish(np.ones(_size(size), _float(dtype).np), dtype, device, requires_grad)
+    dev = _target(device)
+    arr = new_array(dev, lambda xp: xp.ones(_size(size), _float(dtype).np))
+    return _finish(arr, dtype, dev, requires_grad)
 
 
 @register("empty")
 def empty(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return _finish(np.empty(_size(size), _float(dtype).np), dtype, device, requires_grad)
+    dev = _target(device)
+    arr = new_array(dev, lambda xp: xp.empty(_size(size), _float(dtype).np))
+    return _finish(arr, dtype, dev, requires_grad)
 
 
 @register("full")
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     if dtype is None:
         dtype = dtypes.result_type([fill_value])
-    return _finish(np.full(_size((size,)), fill_value, as_dtype(dtype).np), dtype, device, requires_grad)
+    dev = _target(device)
+    arr = new_array(dev, lambda xp: xp.full(_size((size,)), fill_value, as_dtype(dtype).np))
+    return _finish(arr, dtype, dev, requires_grad)
 
 
 def _like(t: Tensor, dtype):
@@ -158,17 +182,18 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
 
 @register("rand_like")
 def rand_like(t, *, dtype=None, generator=None):
-    return rand(*t.shape, dtype=_like(t, dtype), generator=generator)
+    return rand(*t.shape, dtype=_like(t, dtype), generator=generator, device=t.device)
 
 
 @register("randn_like")
 def randn_like(t, *, dtype=None, generator=None):
-    return randn(*t.shape, dtype=_like(t, dtype), generator=generator)
+    return randn(*t.shape, dtype=_like(t, dtype), generator=generator, device=t.device)
 
 
 @register("randint_like")
 def randint_like(t, low, high=None, *, dtype=None, generator=None):
-    return randint(low, high, tuple(t.shape), dtype=_like(t, dtype), generator=generator)
+    return randint(low, high, tuple(t.shape), dtype=_like(t, dtype), generator=generator,
+                   device=t.device)
 
 
 @register("randperm")
@@ -179,18 +204,20 @@ def randperm(n, *, generator=None, dtype=None, device=None) -> Tensor:
 
 @register("normal")
 def normal(mean, std, size=None, *, generator=None) -> Tensor:
-    m = mean.array if isinstance(mean, Tensor) else mean
-    s = std.array if isinstance(std, Tensor) else std
+    # drawn on the host (one generator for every device), returned where mean/std live
+    dev = next((t.device for t in (mean, std) if isinstance(t, Tensor)), CPU)
+    m = to_device(mean.array, CPU) if isinstance(mean, Tensor) else mean
+    s = to_device(std.array, CPU) if isinstance(std, Tensor) else std
     shape = _size((size,)) if size is not None else np.broadcast_shapes(np.shape(m), np.shape(s))
     arr = _random.rng(generator).normal(m, s, shape).astype(dtypes.get_default_dtype().np)
-    return _wrap(arr)
+    return _finish(arr, None, dev, False)
 
 
 @register("bernoulli")
 def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:
     probs = input.array if p is None else p
-    arr = (_random.rng(generator).random(input.array.shape) < probs).astype(input.array.dtype)
-    return _wrap(arr)
+    draws = to_device(_random.rng(generator).random(input.array.shape), input.device)
+    return _wrap((draws < probs).astype(input.array.dtype))
 
 
 def _fill_random(t: Tensor, values) -> Tensor:

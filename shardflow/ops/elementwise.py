@@ -47,7 +47,16 @@ from ..autograd.dispatch import register
 from ..backend import dtypes, get_array_module, result_type
 from ..kernels import activation as _activation_kernels
 from ..kernels import gelu as _gelu_kernels
-from ._util import _SCALARS, as_dtype_of, as_tensor_arg, inplace, needs_graph, promote, unbroadcast
+from ._util import (
+    _SCALARS,
+    as_array,
+    as_dtype_of,
+    as_tensor_arg,
+    inplace,
+    needs_graph,
+    promote,
+    unbroadcast,
+)
 from .blocked import run_blocked
 
 __all__ = [
@@ -1076,10 +1085,11 @@ def clamp(input, min=None, max=None):
     if x.array.dtype != rd.np:
         x = to_dtype(x, rd)
     if isinstance(min, Tensor) or isinstance(max, Tensor):
+        xp = get_array_module(x.array)  # a number bound goes to x's device
         lo = to_dtype(min, rd) if isinstance(min, Tensor) else (
-            None if min is None else _wrap(np.asarray(min, dtype=rd.np)))
+            None if min is None else _wrap(xp.asarray(min, dtype=rd.np)))
         hi = to_dtype(max, rd) if isinstance(max, Tensor) else (
-            None if max is None else _wrap(np.asarray(max, dtype=rd.np)))
+            None if max is None else _wrap(xp.asarray(max, dtype=rd.np)))
         return ClampTensor.apply(x, lo, hi)
     return ClampScalar.apply(x, lo=min, hi=max)
 
@@ -1196,10 +1206,10 @@ class Fmin(_BinaryMaxMin):
 
 def _binary(cls, input, other):
     a, b = promote(input, other)
-    if not isinstance(b, Tensor):
-        b = _wrap(np.asarray(b, dtype=a.array.dtype))
+    if not isinstance(b, Tensor):  # a number goes to the tensor's device
+        b = _wrap(get_array_module(a.array).asarray(b, dtype=a.array.dtype))
     if not isinstance(a, Tensor):
-        a = _wrap(np.asarray(a, dtype=b.array.dtype))
+        a = _wrap(get_array_module(b.array).asarray(a, dtype=b.array.dtype))
     return cls.apply(a, b)
 
 
@@ -1255,7 +1265,7 @@ def where(condition, input=None, other=None):
     cond = condition if isinstance(condition, Tensor) else as_tensor_arg(condition, "condition")
     c = cond.array
     if input is None and other is None:
-        return tuple(_wrap(np.asarray(i, dtype=np.int64)) for i in np.nonzero(c))
+        return tuple(_wrap(i.astype(np.int64, copy=False)) for i in np.nonzero(c))
     if input is None or other is None:
         raise TypeError("where() expects where(condition) or where(condition, input, other)")
     if c.dtype != np.bool_:
@@ -1271,7 +1281,8 @@ def where(condition, input=None, other=None):
     ta, tb = isinstance(input, Tensor), isinstance(other, Tensor)
     if not ta and not tb:
         rd = result_type([input, other])
-        return _wrap(np.where(c, np.asarray(input, rd.np), np.asarray(other, rd.np)))
+        # NumPy scalars of rd: CuPy takes those with a device condition, not 0-d NumPy arrays
+        return _wrap(as_array(np.where(c, rd.np.type(input), rd.np.type(other))))
     a, b = promote(input, other)
     try:
         return Where.apply(_wrap(c), a, b)

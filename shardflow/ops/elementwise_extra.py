@@ -24,8 +24,17 @@ import numpy as np
 
 from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
-from ..backend import result_type
-from ._util import _SCALARS, as_dtype_of, as_tensor_arg, inplace, needs_graph, promote, unbroadcast
+from ..backend import get_array_module, result_type
+from ._util import (
+    _SCALARS,
+    as_array,
+    as_dtype_of,
+    as_tensor_arg,
+    inplace,
+    needs_graph,
+    promote,
+    unbroadcast,
+)
 
 __all__ = [
     "floor", "ceil", "round", "trunc", "fix", "frac", "sign", "sgn",
@@ -47,6 +56,11 @@ def _shape(x):
 def _is_float_array(a) -> bool:
     k = a.dtype.kind
     return k == "f" or k == "V"
+
+
+def _is_float_operand(x) -> bool:
+    """An array of a floating dtype, or a Python/NumPy float (no host copy of device data)."""
+    return _is_float_array(x) if hasattr(x, "dtype") else isinstance(x, float)
 
 
 def _arr(x):
@@ -169,7 +183,8 @@ def frac_(input):
 
 # ---------------------------------------------------------------------------- division
 def _check_int_zero(b, op):
-    if not (np.asarray(b) != 0).all():
+    nonzero = b != 0
+    if not (nonzero.all() if hasattr(nonzero, "all") else nonzero):
         raise ZeroDivisionError(
             f"{op}: integer division by zero (the divisor has zeros); use floating point "
             "tensors to get inf/nan instead"
@@ -188,7 +203,7 @@ class RoundedDiv(Function):
 
     def forward(self, a, b, mode="trunc"):
         self.sa, self.sb = _shape(a), _shape(b)
-        is_int = not _is_float_array(np.asarray(a) if not hasattr(a, "dtype") else a)
+        is_int = not _is_float_operand(a)
         if hasattr(b, "dtype"):
             is_int = is_int and not _is_float_array(b)
         try:
@@ -203,8 +218,9 @@ class RoundedDiv(Function):
             raise _broadcast_error("div", a, b) from None
 
     def backward(self, g):
-        ga = np.zeros(self.sa, g.dtype) if self.needs_input_grad[0] else None
-        gb = np.zeros(self.sb, g.dtype) if self.needs_input_grad[1] else None
+        xp = get_array_module(g)
+        ga = xp.zeros(self.sa, g.dtype) if self.needs_input_grad[0] else None
+        gb = xp.zeros(self.sb, g.dtype) if self.needs_input_grad[1] else None
         return ga, gb
 
 
@@ -244,7 +260,7 @@ class Remainder(Function):
 
     def forward(self, a, b, mode="floor"):
         self.a, self.b, self.mode = a, b, mode
-        is_int = not _is_float_array(np.asarray(a)) and not _is_float_array(np.asarray(b))
+        is_int = not _is_float_operand(a) and not _is_float_operand(b)
         if is_int:
             _check_int_zero(b, "remainder" if mode == "floor" else "fmod")
         try:
@@ -301,7 +317,7 @@ def _compare(name, ufunc, aliases=()):
         a = _arr(input)
         b = _arr(other)
         try:
-            return _wrap(np.asarray(ufunc(a, b)))
+            return _wrap(as_array(ufunc(a, b)))
         except ValueError:
             raise _broadcast_error(name, a, b) from None
         except TypeError:
@@ -326,7 +342,7 @@ not_equal, less, less_equal, greater, greater_equal = ne, lt, le, gt, ge
 def _predicate(name, f):
     def fn(input):
         x = input if isinstance(input, Tensor) else as_tensor_arg(input)
-        return _wrap(np.asarray(f(x.array)))
+        return _wrap(as_array(f(x.array)))
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"``torch.{name}``: elementwise test -> bool tensor."
@@ -336,7 +352,7 @@ def _predicate(name, f):
 def _nan_test(f, int_value):
     def g(a):
         if a.dtype.kind in "biu":
-            return np.full(a.shape, int_value)
+            return get_array_module(a).full(a.shape, int_value)
         return f(a)
 
     return g
@@ -358,8 +374,8 @@ def isclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: b
             f"isclose: {input.dtype} did not match {other.dtype}; cast one of them with .to()"
         )
     if a.dtype.kind == "V" or getattr(b, "dtype", np.dtype("f8")).kind == "V":
-        a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
-    return _wrap(np.asarray(np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
+        a, b = (v.astype(np.float32) if hasattr(v, "dtype") else v for v in (a, b))
+    return _wrap(as_array(np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
 
 
 @register("allclose")
@@ -413,7 +429,7 @@ def _logical(name, ufunc):
     def fn(input, other):
         a, b = _arr(input), _arr(other)
         try:
-            return _wrap(np.asarray(ufunc(a, b)))
+            return _wrap(as_array(ufunc(a, b)))
         except ValueError:
             raise _broadcast_error(name, a, b) from None
 
@@ -456,10 +472,11 @@ def _bitwise(name, ufunc):
     def fn(input, other):
         d = _bitwise_dtype(name, input, other)
         a, b = _arr(input), _arr(other)
-        a = np.asarray(a, d) if not isinstance(a, np.ndarray) or a.dtype != d else a
-        b = np.asarray(b, d) if not isinstance(b, np.ndarray) or b.dtype != d else b
+        # numbers become NumPy scalars of d (CuPy takes those, not 0-d NumPy arrays)
+        a = a.astype(d, copy=False) if hasattr(a, "dtype") else d.type(a)
+        b = b.astype(d, copy=False) if hasattr(b, "dtype") else d.type(b)
         try:
-            return _wrap(np.asarray(ufunc(a, b)))
+            return _wrap(as_array(ufunc(a, b)))
         except ValueError:
             raise _broadcast_error(name, a, b) from None
 

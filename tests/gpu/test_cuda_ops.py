@@ -3,9 +3,9 @@ the CPU: forward outputs and the gradients of every input, float32 tolerances (t
 is itself checked against PyTorch and float64 finite differences in tests/ops).
 
 Random-sampling specs are compared on shape and dtype only (CuPy's generator draws other
-numbers than NumPy's). A spec whose function builds a tensor inside (``m.tensor(...)``,
-``m.zeros(...)``) gets it on the CPU, as PyTorch's would, and fails on the device mismatch:
-the list of such failures is the work list of the GPU issue.
+numbers than NumPy's). The op runs under ``with shardflow.device("cuda")``, so a tensor its
+function builds (``m.tensor(...)``, ``m.arange(...)``) is made on the GPU, as under
+``torch.set_default_device("cuda")``.
 
 Skipped (with the reason) where CuPy sees no CUDA device: see tests/gpu/conftest.py.
 """
@@ -26,6 +26,7 @@ for _m in pkgutil.iter_modules(_specs_pkg.__path__):
     SPECS.extend(importlib.import_module(f"{_specs_pkg.__name__}.{_m.name}").SPECS)
 
 RANDOM_FAMILIES = ("sampling",)
+_HOST_BY_DESIGN = {"from_numpy_float64"}  # torch.from_numpy shares NumPy's memory: always the CPU
 _RANDOM = {s.name for _m in pkgutil.iter_modules(_specs_pkg.__path__) if _m.name in RANDOM_FAMILIES
            for s in importlib.import_module(f"{_specs_pkg.__name__}.{_m.name}").SPECS}
 
@@ -53,7 +54,8 @@ def _host(x):
 
 def _run(spec, device):
     inputs = _inputs(spec, device)
-    outs = _outs(spec.fn(shardflow, *inputs))
+    with shardflow.device(device):  # tensors the op's function builds (m.tensor, m.arange) go there too
+        outs = _outs(spec.fn(shardflow, *inputs))
     return inputs, outs
 
 
@@ -71,7 +73,8 @@ def check_op_on_cuda(spec):
     for c, g in zip(cpu_out, gpu_out):
         if isinstance(c, shardflow.Tensor):
             assert isinstance(g, shardflow.Tensor), f"{spec.name}: cuda returned {type(g).__name__}"
-            assert g.device.type == "cuda", f"{spec.name}: output on {g.device}, expected cuda"
+            expected = "cpu" if spec.name in _HOST_BY_DESIGN else "cuda"
+            assert g.device.type == expected, f"{spec.name}: output on {g.device}, expected {expected}"
             assert g.dtype == c.dtype, f"{spec.name}: dtype {g.dtype} on cuda vs {c.dtype} on cpu"
         hc, hg = _host(c), _host(g)
         assert hc.shape == hg.shape, f"{spec.name}: shape {hg.shape} on cuda vs {hc.shape} on cpu"

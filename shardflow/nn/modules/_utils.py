@@ -6,7 +6,7 @@ import collections.abc
 from itertools import repeat
 
 from ...autograd import Tensor
-from ...backend import as_dtype, dtypes, to_device
+from ...backend import as_dtype, dtypes, get_default_device, new_array
 from ...backend import device as _device
 
 
@@ -26,14 +26,11 @@ _triple = _ntuple(3, "_triple")
 
 
 def empty(*shape, device=None, dtype=None) -> Tensor:
-    """An uninitialised float tensor (``dtype`` default: the default dtype) on ``device``."""
-    import numpy as np
-
+    """An uninitialised float tensor (``dtype`` default: the default dtype) on ``device``
+    (default: the default device, ``shardflow.set_default_device``)."""
     d = as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-    arr = np.empty(shape, dtype=d.np)
-    if device is not None and _device(device).type != "cpu":
-        arr = to_device(arr, _device(device))
-    return Tensor(arr)
+    dev = get_default_device() if device is None else _device(device)
+    return Tensor(new_array(dev, lambda xp: xp.empty(shape, dtype=d.np)))
 
 
 def full(shape, value, device=None, dtype=None) -> Tensor:
