@@ -36,6 +36,7 @@ import numpy as np
 
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
+from ..backend import get_array_module
 from ._util import as_dtype_of, as_tensor_arg, unbroadcast
 
 __all__ = [
@@ -483,14 +484,16 @@ class Einsum(Function):
         sum_axes = tuple(k for k, (have, want) in enumerate(zip(r.shape, target)) if want == 1 and have != 1)
         if sum_axes:
             r = r.sum(axis=sum_axes, keepdims=True)
-        r = np.broadcast_to(r, target)
+        xp = get_array_module(g)  # numpy, or CuPy for device gradients
+        r = xp.broadcast_to(r, target)
         if len(uniq) == len(s_i):
-            return np.ascontiguousarray(r).astype(g.dtype, copy=False)
+            return xp.ascontiguousarray(r).astype(g.dtype, copy=False)
         # repeated letter(s): the gradient lives on a diagonal of operand i
         low = g.dtype.kind == "V"  # no bfloat16 einsum loop, not even for a diagonal view
-        full = np.zeros(shape_i, np.float32 if low else g.dtype)
-        diag = np.einsum(f"{s_i}->{uniq}", full)
-        if not np.may_share_memory(diag, full):  # pragma: no cover - NumPy always gives a view
+        full = xp.zeros(shape_i, np.float32 if low else g.dtype)
+        # a unary einsum without summation is a writeable view in NumPy and in CuPy
+        diag = xp.einsum(f"{s_i}->{uniq}", full)
+        if not xp.may_share_memory(diag, full):  # pragma: no cover - both always give a view
             raise NotImplementedError("einsum backward: repeated subscripts need a diagonal view")
         diag[...] = r
         return full.astype(g.dtype) if low else full

