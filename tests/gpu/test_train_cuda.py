@@ -12,12 +12,17 @@ def _losses(out):
 
 
 def test_train_gpt_on_cuda_tracks_cpu(tmp_path):
-    args = ["gpt", "--max-steps", "20", "--log-interval", "5", "--eval-interval", "20",
-            "--eval-iters", "2", "--max-corpus-bytes", "200000", "--no-progress",
-            "--sample-tokens", "10"]
+    check_train_gpt_tracks_cpu(tmp_path, steps=20, corpus_bytes=200000)
+
+
+def check_train_gpt_tracks_cpu(tmp_path, steps, corpus_bytes, model_args=()):
+    """The same run on cpu and cuda: every logged training loss within 2e-3 (relative)."""
+    args = ["gpt", "--max-steps", str(steps), "--log-interval", "1", "--eval-interval", str(steps),
+            "--eval-iters", "2", "--max-corpus-bytes", str(corpus_bytes), "--no-progress",
+            "--sample-tokens", "10", *model_args]
     assert main([*args, "--out", str(tmp_path / "cpu")]) == 0
     assert main([*args, "--out", str(tmp_path / "gpu"), "--device", "cuda"]) == 0
     cpu, gpu = _losses(tmp_path / "cpu"), _losses(tmp_path / "gpu")
-    assert len(cpu) == len(gpu) > 0
+    assert len(cpu) == len(gpu) == steps
     for c, g in zip(cpu, gpu):
         assert abs(c - g) <= 2e-3 * max(1.0, abs(c)), (cpu, gpu)

@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from ...autograd import Tensor, _wrap
+from ...backend import get_array_module
 
 
 def _grads(parameters):
@@ -20,18 +21,19 @@ def _grads(parameters):
     return [p.grad.array for p in parameters if p.grad is not None]
 
 
-def _norm(a: np.ndarray, p: float) -> np.ndarray:
+def _norm(a, p: float):
+    """The ``p``-norm of one array (NumPy's or CuPy's: NumPy's functions dispatch to CuPy)."""
     if p == math.inf:
-        return np.max(np.abs(a)) if a.size else np.zeros((), a.dtype)
+        return np.max(np.abs(a)) if a.size else get_array_module(a).zeros((), a.dtype)
     if p == -math.inf:
-        return np.min(np.abs(a)) if a.size else np.zeros((), a.dtype)
+        return np.min(np.abs(a)) if a.size else get_array_module(a).zeros((), a.dtype)
     flat = a.reshape(-1)
     if p == 2:
         return np.sqrt(np.dot(flat, flat))
     if p == 1:
         return np.sum(np.abs(flat))
     if p == 0:
-        return np.asarray(np.count_nonzero(flat), a.dtype)
+        return a.dtype.type(np.count_nonzero(flat))
     return np.sum(np.abs(flat) ** p) ** (1.0 / p)
 
 
@@ -46,8 +48,10 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
     if _has_global_grads(parameters):
         total = _global_total_norm(parameters, norm_type)
     else:
-        norms = np.stack([np.asarray(_norm(g, norm_type), dtype=g.dtype) for g in grads])
-        total = np.asarray(_norm(norms, norm_type), dtype=norms.dtype)
+        # .astype: a NumPy scalar or a 0-d device array, kept where the gradients are
+        norms = np.stack([_norm(g, norm_type).astype(g.dtype) for g in grads])
+        total = _norm(norms, norm_type).astype(norms.dtype)
+        total = np.asarray(total) if isinstance(total, np.generic) else total
     if error_if_nonfinite and not np.isfinite(total):
         raise RuntimeError(
             f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, "
@@ -57,7 +61,7 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
     coef = float(max_norm) / (float(total) + 1e-6)
     if coef < 1.0 or not np.isfinite(total):
         for g in grads:
-            g *= np.asarray(min(coef, 1.0) if np.isfinite(coef) else coef, dtype=g.dtype)
+            g *= g.dtype.type(min(coef, 1.0) if np.isfinite(coef) else coef)
     return _wrap(total)
 
 
