@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..backend import get_array_module
 from .function import Function
 
 
@@ -142,9 +143,11 @@ def _call_backward(fn: Function, gouts: list):
             return None
         if fn._saved_versions:
             _check_versions(fn)
-        # an output that received no gradient gets zeros, so backward sees every output
+        # an output that received no gradient gets zeros (on the others' device), so
+        # backward sees every output
+        xp = get_array_module(next(g for g in gouts if g is not None))
         in_grads = fn.backward(*[
-            g if g is not None else np.zeros(shape, dtype)
+            g if g is not None else xp.zeros(shape, dtype)
             for g, (shape, dtype) in zip(gouts, fn._out_meta)
         ])
     if not isinstance(in_grads, tuple):

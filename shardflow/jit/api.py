@@ -106,6 +106,9 @@ class CompiledFunction:
         if kwargs:
             return self._eager_logged("keyword arguments are not compiled (pass them "
                                       "positionally)", args, kwargs)
+        if any(isinstance(a, Tensor) and a.device.type != "cpu" for a in args):
+            return self._eager_logged("a tensor is on a GPU (the compiler generates NumPy code: "
+                                      "GPU calls run eagerly, on CuPy)", args, kwargs)
         key = self._key(args)
         if key is None:
             return self._eager_logged("an argument is unhashable (guards need hashable "

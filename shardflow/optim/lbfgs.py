@@ -205,7 +205,7 @@ class LBFGS(Optimizer):
 
     def _gather_flat_grad(self) -> np.ndarray:
         return np.concatenate([
-            np.zeros(p.array.size, p.array.dtype) if p.grad is None else p.grad.array.reshape(-1)
+            np.zeros_like(p.array).reshape(-1) if p.grad is None else p.grad.array.reshape(-1)
             for p in self._params])
 
     def _add_grad(self, step_size, update) -> None:

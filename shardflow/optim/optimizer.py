@@ -23,6 +23,7 @@ from itertools import chain
 import numpy as np
 
 from ..autograd import Tensor, _wrap, enable_grad
+from ..backend import device_of, is_device_array, to_device
 
 
 class _Required:
@@ -202,9 +203,11 @@ class Optimizer:
         def cast(param, value, key=None):
             if isinstance(value, Tensor) or hasattr(value, "detach") and hasattr(value, "numpy"):
                 arr = value.array if isinstance(value, Tensor) else value.detach().cpu().numpy()
-                if key == "step" or arr.dtype.kind != "f":
-                    return _wrap(np.array(arr, copy=True))
-                return _wrap(np.array(arr, dtype=param.array.dtype, copy=True))
+                if key == "step" or arr.dtype.kind != "f":  # stays where it was (step: a CPU scalar)
+                    return _wrap(arr.copy() if is_device_array(arr) else np.array(arr, copy=True))
+                # PyTorch: floating state takes the parameter's dtype and device
+                arr = to_device(arr, device_of(param.array))
+                return _wrap(arr.astype(param.array.dtype, copy=True))
             if isinstance(value, dict):
                 return {k: cast(param, v, k) for k, v in value.items()}
             return copy.deepcopy(value)

@@ -73,7 +73,7 @@ class SGD(Optimizer):
                     st = self.state[p]
                     buf = st.get("momentum_buffer")
                     if buf is None:
-                        buf = st["momentum_buffer"] = _wrap(np.array(d, copy=True))
+                        buf = st["momentum_buffer"] = _wrap(d.copy())
                     else:
                         b = buf.array
                         b *= mom

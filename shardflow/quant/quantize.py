@@ -116,9 +116,21 @@ def _check_has_qconfig(model, fn):
         )
 
 
+def _check_on_cpu(model: Module, fn: str) -> None:
+    """Quantized kernels are CPU kernels (as PyTorch's fbgemm/qnnpack): refuse a GPU model
+    before anything is copied or swapped."""
+    for name, t in [*model.named_parameters(), *model.named_buffers()]:
+        if t.device.type != "cpu":
+            raise RuntimeError(
+                f"{fn}: {name!r} is on {t.device}, and quantization runs on the CPU (int8 "
+                f"kernels, like PyTorch's fbgemm); move the model first: {fn}(model.cpu(), ...)"
+            )
+
+
 def prepare(model: Module, inplace: bool = False, allow_list=None, observer_non_leaf_module_list=None,
             prepare_custom_config_dict=None) -> Module:
     """Attach observers for post-training static quantization (see the module docstring)."""
+    _check_on_cpu(model, "prepare")
     if not inplace:
         model = copy.deepcopy(model)
     propagate_qconfig_(model)
@@ -168,6 +180,7 @@ def convert(module: Module, mapping: dict | None = None, inplace: bool = False,
 
 def prepare_qat(model: Module, mapping: dict | None = None, inplace: bool = False) -> Module:
     """Swap Linear / Conv2d for their QAT forms and attach FakeQuantize output observers."""
+    _check_on_cpu(model, "prepare_qat")
     if not model.training:
         raise ValueError("prepare_qat only works on models in training mode; call model.train() first")
     if not inplace:
@@ -207,6 +220,7 @@ def quantize_dynamic(model: Module, qconfig_spec=None, dtype=qint8, mapping=None
     ``{nn.Linear}``. Only ``dtype=qint8`` is built (PyTorch's float16 variant is not)."""
     if as_qdtype(dtype) is not qint8:
         raise ValueError(f"quantize_dynamic: only dtype=qint8 is supported, got {dtype!r}")
+    _check_on_cpu(model, "quantize_dynamic")
     if qconfig_spec is None:
         qconfig_spec = {nn.Linear: default_dynamic_qconfig}
     elif isinstance(qconfig_spec, set | list | tuple):

@@ -104,6 +104,8 @@ class LazyLinear(Linear):
     def forward(self, input):
         if self.weight is None:
             device, dtype = self._factory
+            if device is None:  # made where its input is (a .to(...) before the first call had nothing to move)
+                device = input.device
             self.in_features = input.shape[-1]
             self.weight = Parameter(empty(self.out_features, self.in_features, device=device,
                                           dtype=dtype or input.dtype))
