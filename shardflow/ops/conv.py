@@ -46,6 +46,7 @@ from numpy.lib.stride_tricks import as_strided
 from .. import kernels
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
+from ..backend.xp import get_array_module
 from ..kernels import conv as _conv_kernels
 from ._util import as_dtype_of
 from ._util import ntuple as _tuple
@@ -65,12 +66,13 @@ def _pad(x, pads, value=0.0):
         return x
     nsp = len(pads)
     shape = x.shape[:-nsp] + tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[-nsp:], pads))
-    xp = np.empty(shape, dtype=x.dtype) if value != 0.0 else np.zeros(shape, dtype=x.dtype)
+    xp = get_array_module(x)
+    padded = xp.empty(shape, dtype=x.dtype) if value != 0.0 else xp.zeros(shape, dtype=x.dtype)
     if value != 0.0:
-        xp.fill(value)
+        padded.fill(value)
     inner = (Ellipsis,) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(x.shape[-nsp:], pads))
-    xp[inner] = x
-    return xp
+    padded[inner] = x
+    return padded
 
 
 def _crop(xp, pads, shape):
@@ -121,23 +123,24 @@ def _as_grad(gr, g):
     return None if gr is None else as_dtype_of(gr, g)
 
 
-def _im2col_t(xp, ksize, stride, dilation, osize):
-    """Columns of the padded input ``xp`` (N, C, *S) in the one-GEMM layout: a contiguous
+def _im2col_t(xpad, ksize, stride, dilation, osize):
+    """Columns of the padded input ``xpad`` (N, C, *S) in the one-GEMM layout: a contiguous
     (C, *K, N, *O) buffer, i.e. (C*prod(K), N*prod(O)) with the batch inside the columns."""
-    n, c = xp.shape[:2]
+    n, c = xpad.shape[:2]
     d = len(ksize)
-    st = xp.strides
-    view = as_strided(
-        xp,
-        shape=(c,) + tuple(ksize) + (n,) + tuple(osize),
-        strides=(st[1],)
-        + tuple(st[2 + i] * dilation[i] for i in range(d))
-        + (st[0],)
-        + tuple(st[2 + i] * stride[i] for i in range(d)),
-        writeable=False,
-    )
-    cols = np.empty(view.shape, dtype=xp.dtype)
-    np.copyto(cols, view)
+    st = xpad.strides
+    shape = (c,) + tuple(ksize) + (n,) + tuple(osize)
+    strides = ((st[1],)
+               + tuple(st[2 + i] * dilation[i] for i in range(d))
+               + (st[0],)
+               + tuple(st[2 + i] * stride[i] for i in range(d)))
+    xp = get_array_module(xpad)
+    if xp is np:
+        view = as_strided(xpad, shape=shape, strides=strides, writeable=False)
+    else:  # a device array: CuPy's own as_strided (it has no ``writeable`` flag)
+        view = xp.lib.stride_tricks.as_strided(xpad, shape=shape, strides=strides)
+    cols = xp.empty(view.shape, dtype=xpad.dtype)
+    xp.copyto(cols, view)
     return cols
 
 
@@ -147,7 +150,7 @@ def _col2im_t(gcols, xshape_padded, ksize, stride, dilation, osize):
     n, c = xshape_padded[:2]
     d = len(ksize)
     g = gcols.reshape((c,) + tuple(ksize) + (n,) + tuple(osize))
-    gx = np.zeros(xshape_padded, dtype=gcols.dtype)
+    gx = get_array_module(gcols).zeros(xshape_padded, dtype=gcols.dtype)
     for pos in itertools.product(*(range(k) for k in ksize)):
         sl = (slice(None), slice(None)) + tuple(
             slice(pos[i] * dilation[i], pos[i] * dilation[i] + stride[i] * (osize[i] - 1) + 1, stride[i])
@@ -181,11 +184,11 @@ class ConvNd(Function):
                 "use a smaller kernel or more padding"
             )
         wm = w.reshape(groups, o // groups, -1)  # (G, Og, Cg*K)
-        xp = _pad(x, padding)
-        pshape = xp.shape[2:]
+        xpad = _pad(x, padding)
+        pshape = xpad.shape[2:]
         # one GEMM per group: (Og, Cg*K) @ (Cg*K, N*L), then the (O, N, *O) result is
         # transposed to (N, O, *O) in the same pass that adds the bias
-        cols = _im2col_t(xp, ksize, stride, dilation, osize)  # (C, *K, N, *O)
+        cols = _im2col_t(xpad, ksize, stride, dilation, osize)  # (C, *K, N, *O)
         nl = n * int(np.prod(osize))
         ot = np.matmul(wm, cols.reshape(groups, wm.shape[2], nl))  # (G, Og, N*L)
         self.fused = n > 0 and kernels.usable(ot, b)  # (an empty batch: NumPy)
@@ -193,7 +196,7 @@ class ConvNd(Function):
             out = _conv_kernels.swap01(ot.reshape(o, n, nl // n), b).reshape((n, o) + osize)
         else:
             src = ot.reshape((o, n) + osize).swapaxes(0, 1)
-            out = np.empty(src.shape, dtype=ot.dtype)
+            out = get_array_module(ot).empty(src.shape, dtype=ot.dtype)
             if b is not None:
                 np.add(src, b.reshape((o,) + (1,) * d), out=out)
             else:
@@ -222,7 +225,7 @@ class ConvNd(Function):
             # gt, the bias gradient and (stride-1 2-D) the wide gtw in one pass (kernels/conv.py)
             gt, gb, gtw = _conv_kernels.grad_t(g, pshape[1] if flat and d == 2 else None)
         else:
-            gt = np.ascontiguousarray(g.swapaxes(0, 1))
+            gt = get_array_module(g).ascontiguousarray(g.swapaxes(0, 1))
         nl = n * int(np.prod(osize))
         gt = gt.reshape(groups, o // groups, nl)  # (G, Og, N*L)
         cols = self.cols.reshape(groups, self.cols.shape[0] // groups * int(np.prod(ksize)), nl)  # (G, Cg*K, N*L)
@@ -234,7 +237,7 @@ class ConvNd(Function):
             if flat:
                 offs, lw, slack = _flat_geometry(pshape, ksize, dilation, osize)
                 if gtw is None:
-                    gtw = np.zeros((o, n, osize[0]) + pshape[1:], dtype=g.dtype)
+                    gtw = get_array_module(g).zeros((o, n, osize[0]) + pshape[1:], dtype=g.dtype)
                     gtw[(Ellipsis,) + tuple(slice(0, s) for s in osize[1:])] = gt.reshape((o, n) + osize)
                 gcols = np.matmul(wm, gtw.reshape(groups, o // groups, n * lw))  # (G, Cg*K, N*Lw)
                 total = int(np.prod(pshape))
@@ -244,7 +247,7 @@ class ConvNd(Function):
                                                      pshape[1], padding)
                     return self._grads(gx[0] if unbatched else gx, gw, gb, gt, g)
                 gcols = gcols.reshape(c, len(offs), n, lw)
-                gbuf = np.zeros((n, c, total + slack), dtype=gcols.dtype)
+                gbuf = get_array_module(gcols).zeros((n, c, total + slack), dtype=gcols.dtype)
                 for k, off in enumerate(offs):
                     gbuf[:, :, off:off + lw] += gcols[:, k].swapaxes(0, 1)
                 gxp = gbuf[:, :, :total].reshape(xpshape)
@@ -359,13 +362,14 @@ class ConvTransposeNd(Function):
         if any(s <= 0 for s in osize):
             raise RuntimeError(f"conv_transpose{d}d: output size {osize} is not positive; reduce padding")
         nl = n * int(np.prod(isize))
-        xt = np.ascontiguousarray(x.swapaxes(0, 1)).reshape(groups, cin // groups, nl)  # (G, Cin_g, N*L)
+        xp = get_array_module(x)
+        xt = xp.ascontiguousarray(x.swapaxes(0, 1)).reshape(groups, cin // groups, nl)  # (G, Cin_g, N*L)
         wm = w.reshape(groups, cin // groups, og * int(np.prod(ksize)))  # (G, Cin_g, Og*K)
         gcols = np.matmul(wm.transpose(0, 2, 1), xt)  # (G, Og*K, N*L) = (Cout, *K, N, *L)
         outp = _col2im_t(gcols, (n, cout) + full, ksize, stride, dilation, isize)
         pads = tuple((p, p) for p in padding)
         out = _crop(outp, pads, (n, cout) + osize)
-        out = np.ascontiguousarray(out)
+        out = xp.ascontiguousarray(out)
         if b is not None:
             out += b.reshape((cout,) + (1,) * d)
         out = as_dtype_of(out, w, x)  # bfloat16: NumPy's GEMM gave float32 (bias added in it)
@@ -391,7 +395,7 @@ class ConvTransposeNd(Function):
         if self.needs_input_grad[0]:
             wm = w.reshape(groups, cin // groups, -1)  # (G, Cin_g, Og*K)
             gxt = np.matmul(wm, cols).reshape((cin, n) + tuple(isize))
-            gx = np.ascontiguousarray(gxt.swapaxes(0, 1))
+            gx = get_array_module(gxt).ascontiguousarray(gxt.swapaxes(0, 1))
             if unbatched:
                 gx = gx[0]
         if self.needs_input_grad[1]:

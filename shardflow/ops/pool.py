@@ -31,6 +31,7 @@ import numpy as np
 from .. import kernels
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
+from ..backend.xp import get_array_module
 from ..kernels import pool as _pool_kernels
 from ._util import as_dtype_of
 from ._util import ntuple as _tuple
@@ -76,9 +77,9 @@ def _pad(x, pads, value):
         return x
     nsp = len(pads)
     shape = x.shape[:-nsp] + tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[-nsp:], pads))
-    xp = np.full(shape, value, dtype=x.dtype)
-    xp[(Ellipsis,) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(x.shape[-nsp:], pads))] = x
-    return xp
+    padded = get_array_module(x).full(shape, value, dtype=x.dtype)
+    padded[(Ellipsis,) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(x.shape[-nsp:], pads))] = x
+    return padded
 
 
 def _crop(xp, pads, spatial):
@@ -121,14 +122,15 @@ class MaxPoolNd(Function):
                 return best
             kidx = kidx.reshape(best.shape)
             return best, self._flat_indices(kidx, d, ksize, stride, padding, dilation, osize, spatial)
-        xp = _pad(x, pads, _lowest(x.dtype))
+        xp = get_array_module(x)
+        xpad = _pad(x, pads, _lowest(x.dtype))
         sls = _slices(ksize, stride, dilation, osize)
-        best = xp[sls[0]].copy()  # (..., *osize)
-        kidx = np.zeros(best.shape, dtype=np.int32 if len(sls) > 127 else np.int8)
-        gt = np.empty(best.shape, dtype=bool)
-        step = np.empty_like(kidx)
+        best = xpad[sls[0]].copy()  # (..., *osize)
+        kidx = xp.zeros(best.shape, dtype=np.int32 if len(sls) > 127 else np.int8)
+        gt = xp.empty(best.shape, dtype=bool)
+        step = xp.empty_like(kidx)
         for k in range(1, len(sls)):
-            v = xp[sls[k]]
+            v = xpad[sls[k]]
             np.greater(v, best, out=gt)
             # kidx = where(gt, k, kidx), branch-free: a masked copy mispredicts on every
             # random comparison and measured 8x slower than these three 1-byte passes
@@ -136,13 +138,13 @@ class MaxPoolNd(Function):
             np.multiply(step, gt, out=step)
             kidx += step
             np.maximum(best, v, out=best)
-        self.kidx, self.pads, self.xpshape, self.spatial = kidx, pads, xp.shape, spatial
+        self.kidx, self.pads, self.xpshape, self.spatial = kidx, pads, xpad.shape, spatial
         self.sls = sls
         # windows that never overlap (stride >= dilated kernel): backward can write each
         # slice instead of accumulating into a zeroed buffer
         self.disjoint = all(st >= dl * (k - 1) + 1 for k, st, dl in zip(ksize, stride, dilation))
         self.tiled = self.disjoint and all(
-            st == k and dl == 1 and o * st == n for k, st, dl, o, n in zip(ksize, stride, dilation, osize, xp.shape[-d:])
+            st == k and dl == 1 and o * st == n for k, st, dl, o, n in zip(ksize, stride, dilation, osize, xpad.shape[-d:])
         )
         if not return_indices:
             return best
@@ -151,11 +153,12 @@ class MaxPoolNd(Function):
     @staticmethod
     def _flat_indices(kidx, d, ksize, stride, padding, dilation, osize, spatial):
         """Flat index into the (unpadded) spatial dims, as PyTorch reports it."""
-        kpos = np.unravel_index(kidx, ksize)
-        flat = np.zeros(kidx.shape, dtype=np.int64)
+        xp = get_array_module(kidx)
+        kpos = xp.unravel_index(kidx, ksize)
+        flat = xp.zeros(kidx.shape, dtype=np.int64)
         for i in range(d):
             shape = (1,) * (kidx.ndim - d + i) + (osize[i],) + (1,) * (d - 1 - i)
-            start = (np.arange(osize[i]) * stride[i] - padding[i]).reshape(shape)
+            start = (xp.arange(osize[i]) * stride[i] - padding[i]).reshape(shape)
             coord = start + kpos[i].astype(np.int64) * dilation[i]
             flat = flat * spatial[i] + coord
         return flat
@@ -164,10 +167,11 @@ class MaxPoolNd(Function):
         kidx = self.kidx
         if self.fused:
             return _pool_kernels.max_pool2d_2x2_backward(g, kidx, self.xshape)
+        xp = get_array_module(g)
         # tiled windows cover every input element exactly once: no zero fill needed
-        gxp = (np.empty if self.tiled else np.zeros)(self.xpshape, dtype=g.dtype)
-        m = np.empty(kidx.shape, dtype=bool)
-        tmp = None if self.disjoint else np.empty_like(g)
+        gxp = (xp.empty if self.tiled else xp.zeros)(self.xpshape, dtype=g.dtype)
+        m = xp.empty(kidx.shape, dtype=bool)
+        tmp = None if self.disjoint else xp.empty_like(g)
         for k, sl in enumerate(self.sls):
             np.equal(kidx, k, out=m)
             if self.disjoint:
@@ -248,21 +252,24 @@ class AvgPoolNd(Function):
                 divisor_override, name):
         spatial = x.shape[-d:]
         osize, pads = _geometry(spatial, ksize, stride, padding, (1,) * d, ceil_mode, name)
-        xp = _pad(x, pads, 0)
+        xpad = _pad(x, pads, 0)
         sls = _slices(ksize, stride, (1,) * d, osize)
-        acc = xp[sls[0]].copy()
+        acc = xpad[sls[0]].copy()
         for sl in sls[1:]:
-            acc += xp[sl]
+            acc += xpad[sl]
         div = _divisor(spatial, ksize, stride, padding, osize, count_include_pad,
                        divisor_override, x.ndim - d)
-        scale = (1.0 / np.asarray(div, dtype=np.float64)).astype(x.dtype)
+        scale = (1.0 / np.asarray(div, dtype=np.float64)).astype(x.dtype)  # small, on the host
+        xp = get_array_module(x)
+        if xp is not np:
+            scale = xp.asarray(scale)  # to the device once; backward reuses it
         acc *= scale
-        self.scale, self.sls, self.pads, self.xpshape, self.spatial = scale, sls, pads, xp.shape, spatial
+        self.scale, self.sls, self.pads, self.xpshape, self.spatial = scale, sls, pads, xpad.shape, spatial
         return acc
 
     def backward(self, g):
         gs = g * self.scale
-        gxp = np.zeros(self.xpshape, dtype=g.dtype)
+        gxp = get_array_module(g).zeros(self.xpshape, dtype=g.dtype)
         for sl in self.sls:
             gxp[sl] += gs
         return _crop(gxp, self.pads, self.spatial)
@@ -362,14 +369,17 @@ class AdaptiveAvgPoolNd(Function):
         # bfloat16: the weights (1/bin size) stay float32, the GEMMs run in float32 and the
         # result is rounded once (NumPy's bfloat16 matmul returns float32 anyway)
         wdt = np.float32 if x.dtype.kind == "V" else x.dtype
-        self.mats = [_pool_matrix(s, o, wdt) for s, o in zip(spatial, osize)]
-        return np.ascontiguousarray(as_dtype_of(_apply_along(x, self.mats, d), x))
+        xp = get_array_module(x)
+        mats = [_pool_matrix(s, o, wdt) for s, o in zip(spatial, osize)]  # small, on the host
+        self.mats = mats if xp is np else [xp.asarray(m) for m in mats]
+        return xp.ascontiguousarray(as_dtype_of(_apply_along(x, self.mats, d), x))
 
     def backward(self, g):
+        xp = get_array_module(g)
         if self.mats is None:  # every input element gets grad / (number of pooled elements)
-            return np.broadcast_to(g * np.asarray(1.0 / self.count, g.dtype), self.xshape).copy()
+            return xp.broadcast_to(g * xp.asarray(1.0 / self.count, g.dtype), self.xshape).copy()
         gx = _apply_along(g, [m.T for m in self.mats], len(self.mats))
-        return np.ascontiguousarray(as_dtype_of(gx, g))
+        return xp.ascontiguousarray(as_dtype_of(gx, g))
 
 
 def _adaptive_avg(d, input, output_size):
@@ -405,8 +415,9 @@ class AdaptiveMaxPoolNd(Function):
         spatial = x.shape[-d:]
         lead = x.shape[:-d]
         bins = [_bins(s, o) for s, o in zip(spatial, osize)]
-        out = np.empty(lead + osize, dtype=x.dtype)
-        idx = np.empty(lead + osize, dtype=np.int64)
+        xp = get_array_module(x)
+        out = xp.empty(lead + osize, dtype=x.dtype)
+        idx = xp.empty(lead + osize, dtype=np.int64)
         for pos in itertools.product(*(range(o) for o in osize)):
             starts = [int(b[0][p]) for b, p in zip(bins, pos)]
             ends = [int(b[1][p]) for b, p in zip(bins, pos)]
@@ -416,7 +427,7 @@ class AdaptiveMaxPoolNd(Function):
             a = np.argmax(flatw, axis=-1)  # first maximum (NaN counts as maximum)
             out[(Ellipsis,) + pos] = np.take_along_axis(flatw, a[..., None], -1)[..., 0]
             local = np.unravel_index(a, wshape)
-            flat = np.zeros(a.shape, dtype=np.int64)
+            flat = xp.zeros(a.shape, dtype=np.int64)
             for i in range(d):
                 flat = flat * spatial[i] + (local[i] + starts[i])
             idx[(Ellipsis,) + pos] = flat
@@ -429,7 +440,8 @@ class AdaptiveMaxPoolNd(Function):
         lead = self.xshape[:-d]
         nsp = int(np.prod(self.xshape[-d:]))
         rows = int(np.prod(lead)) if lead else 1
-        flat_idx = (self.idx.reshape(rows, -1) + (np.arange(rows) * nsp)[:, None]).ravel()
+        xp = get_array_module(g)
+        flat_idx = (self.idx.reshape(rows, -1) + (xp.arange(rows) * nsp)[:, None]).ravel()
         gx = np.bincount(flat_idx, weights=g.reshape(-1), minlength=rows * nsp)
         return gx.astype(g.dtype, copy=False).reshape(self.xshape)
 
