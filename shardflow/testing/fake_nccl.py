@@ -176,3 +176,30 @@ class FakeCudaAPI:
             return
         self.calls += 1
         (comm.Send if kind == "send" else comm.Recv)(buf, peer)
+
+
+def nccl_module(api: FakeCudaAPI | None = None) -> types.SimpleNamespace:
+    """A stand-in for ``cupy.cuda.nccl`` itself (``host_cupy.cuda.nccl``): NCCL's constants,
+    ``get_unique_id``, ``groupStart``/``groupEnd`` and ``NcclCommunicator(size, uid, rank)``,
+    carried out by MPI on the host memory behind the pointers. With no control communicator
+    to build a subgroup from, it serves world-sized communicators only (what DDP and a
+    global tensor over every rank use)."""
+    api = api or FakeCudaAPI()
+
+    def communicator(size, uid, rank):
+        from mpi4py import MPI
+
+        world = MPI.COMM_WORLD
+        if size != world.Get_size() or rank != world.Get_rank():
+            raise NotImplementedError(
+                f"host_cupy's NCCL serves the world only (size {world.Get_size()}), got a "
+                f"communicator of {size} ranks; subgroups need a GPU (tests/gpu/test_nccl.py)"
+            )
+        comm = _FakeNcclComm(api, world.Dup())
+        api.comms.append(comm)
+        return comm
+
+    ns = types.SimpleNamespace(**vars(api.nccl))
+    ns.NcclCommunicator = communicator
+    ns.api = api
+    return ns

@@ -16,8 +16,11 @@ those behaviours of CuPy 14 on the CPU:
   ``TypeError: Unsupported type``: CuPy copies nothing from the host implicitly. Python and
   NumPy scalars are accepted; indices and ``x[...] = value`` accept NumPy arrays, as CuPy's do.
 * Reductions, ufuncs on 0-d arrays and ``x[i]`` return 0-d device arrays, never scalars.
-* ``cuda.Device``, ``cuda.runtime`` (one device), ``get_default_memory_pool()``,
-  ``random``, ``linalg``, ``fft`` and ``lib.stride_tricks``, limited to CuPy's names.
+* ``cuda.Device``, ``cuda.runtime`` (one device, which every rank shares),
+  ``cuda.Event``, ``get_default_memory_pool()``, ``random``, ``linalg``, ``fft`` and
+  ``lib.stride_tricks``, limited to CuPy's names; ``cuda.nccl`` is
+  :func:`shardflow.testing.fake_nccl.nccl_module` (NCCL's calls done by MPI on the host
+  memory behind the pointers), so ``init_process_group("nccl")`` and DDP run on it.
 
 It cannot check CUDA kernels, streams, asynchrony, the precision of CuPy's own kernels or
 device memory: ``tests/gpu`` does that on a GPU. Install it with
@@ -488,6 +491,31 @@ class _Stream:
         return self
 
 
+class _EventStandIn:
+    """``cupy.cuda.Event``: work is synchronous here, so an event is done once recorded."""
+
+    def __init__(self, block=False, disable_timing=False, interprocess=False):
+        self.done = True
+
+    def record(self, stream=None):
+        self.done = True
+
+    def synchronize(self):
+        return None
+
+
+class _CudaNamespace(types.SimpleNamespace):
+    """``cupy.cuda``; ``nccl`` (testing.fake_nccl's NCCL over MPI) is built on first use."""
+
+    def __getattr__(self, name):
+        if name == "nccl":
+            from .fake_nccl import nccl_module
+
+            self.nccl = nccl_module()
+            return self.nccl
+        raise AttributeError(f"module 'cupy.cuda' has no attribute {name!r}")
+
+
 class _MemoryPool:
     def used_bytes(self):
         return 0
@@ -506,9 +534,9 @@ class _MemoryPool:
 
 
 _POOL, _PINNED_POOL = _MemoryPool(), _MemoryPool()
-cuda = types.SimpleNamespace(Device=_DeviceContext, runtime=_Runtime, Stream=_Stream,
-                             get_current_stream=lambda device=None: _Stream(null=True),
-                             CUDARuntimeError=CUDARuntimeError, is_available=lambda: True)
+cuda = _CudaNamespace(Device=_DeviceContext, runtime=_Runtime, Stream=_Stream, Event=_EventStandIn,
+                     get_current_stream=lambda device=None: _Stream(null=True),
+                     CUDARuntimeError=CUDARuntimeError, is_available=lambda: True)
 
 
 def get_default_memory_pool():

@@ -62,6 +62,7 @@ import numpy as np
 from ... import comm as _comm
 from ...autograd import is_grad_enabled
 from ...autograd.tensor import Tensor, _wrap
+from ...backend import device_of, new_array
 from ..module import Module
 from .grad_bucket import GradBucket
 from .join import Join
@@ -79,7 +80,8 @@ class _Bucket:
         self.dtype = dtype
         sizes = [p.array.size for p in params]
         self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        self.flat = np.zeros(int(self.offsets[-1]), dtype=dtype)
+        dev = device_of(params[0].array)  # on the parameters' device: NCCL reduces it in place
+        self.flat = new_array(dev, lambda xp: xp.zeros(int(self.offsets[-1]), dtype=dtype))
         self.pending = len(params)
         self.ready = [False] * len(params)
         self.work = None

@@ -1,0 +1,94 @@
+"""Data parallel on ``device="cuda"`` in real ranks, without a GPU: every rank installs CuPy's
+host stand-in, whose ``cuda.nccl`` carries NCCL's calls over MPI on the host memory behind
+the pointers. ``init_process_group("nccl")`` then builds the NCCL communicator (the one a GPU
+uses: signature checks, packing, streams and events through the stand-in), DDP's gradient
+buckets go through it, and the result must equal one process on the CPU.
+"""
+
+import numpy as np
+import pytest
+
+from shardflow.cli.train import main
+from shardflow.testing.mpi import run_mpi
+
+pytestmark = pytest.mark.mpi
+
+DDP_SCRIPT = r"""
+import numpy as np
+from shardflow.backend import xp
+from shardflow.testing import host_cupy
+xp.set_cuda_array_module(host_cupy)
+import shardflow as sf, shardflow.nn as nn, shardflow.nn.functional as F
+import shardflow.distributed as dist
+from shardflow.comm import world
+from shardflow.comm.nccl import NCCLCommunicator
+from shardflow.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("nccl")
+r, W = dist.get_rank(), dist.get_world_size()
+assert isinstance(world.get_world(), NCCLCommunicator), type(world.get_world())
+
+def net():
+    return nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3))
+
+def batch(step, rank):  # 4 rows per rank: the mean of the ranks' means is the global mean
+    g = np.random.default_rng(100 * step + rank)
+    return g.standard_normal((4, 6)).astype(np.float32), g.standard_normal((4, 3)).astype(np.float32)
+
+sf.manual_seed(7)
+ref = net()  # one process, CPU, the whole batch
+sf.manual_seed(7 + r)  # DDP broadcasts rank 0's weights
+model = DDP(net().to("cuda"), bucket_cap_mb=0.0002)  # ~200 bytes: several buckets
+opt = sf.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+ref_opt = sf.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
+for step in range(3):
+    x, y = batch(step, r)
+    loss = F.mse_loss(model(sf.tensor(x, device="cuda")), sf.tensor(y, device="cuda"))
+    opt.zero_grad(); loss.backward(); opt.step()
+    xs, ys = zip(*(batch(step, k) for k in range(W)))
+    ref_loss = F.mse_loss(ref(sf.tensor(np.concatenate(xs))), sf.tensor(np.concatenate(ys)))
+    ref_opt.zero_grad(); ref_loss.backward(); ref_opt.step()
+    for p, q in zip(model.module.parameters(), ref.parameters()):
+        assert p.device.type == "cuda"
+        np.testing.assert_allclose(p.detach().cpu().numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-6)
+calls = host_cupy.cuda.nccl.api.calls
+assert calls >= 3 * 2, calls  # every step's buckets went through NCCL
+print(f"rank {r}: ok, {calls} NCCL calls")
+"""
+
+
+def test_ddp_over_nccl_on_host_cuda_equals_one_cpu_process():
+    res = run_mpi(DDP_SCRIPT, n=2, timeout=120).check()
+    assert "rank 0: ok" in res.output and "rank 1: ok" in res.output
+
+
+TRAIN_SCRIPT = r"""
+import sys
+from shardflow.backend import xp
+from shardflow.testing import host_cupy
+xp.set_cuda_array_module(host_cupy)
+from shardflow.cli.train import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+FLAGS = ["--max-steps", "3", "--n-layer", "1", "--n-embd", "32", "--n-head", "2", "--block-size", "16",
+         "--batch-size", "8", "--eval-iters", "1", "--eval-interval", "3", "--log-interval", "1",
+         "--sample-tokens", "5", "--no-progress", "--num-workers", "0", "--max-corpus-bytes", "20000"]
+
+
+def _train_losses(path):
+    rows = [r.split(",") for r in open(path).read().splitlines()[1:]]
+    return [float(r[1]) for r in rows if r[1]]
+
+
+def test_train_gpt_cuda_on_two_ranks_equals_one_cpu_process(tmp_path, capsys):
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "a.py").write_text("def f(x):\n    return x + 1\n" * 300)
+    two, one = tmp_path / "two", tmp_path / "one"
+    run_mpi(TRAIN_SCRIPT, n=2, timeout=240,
+            args=["gpt", "--device", "cuda", "--data", str(corpus), "--out", str(two), *FLAGS]).check()
+    assert main(["gpt", "--data", str(corpus), "--out", str(one), *FLAGS]) == 0
+    capsys.readouterr()
+    np.testing.assert_allclose(_train_losses(two / "metrics.csv"), _train_losses(one / "metrics.csv"),
+                               rtol=0, atol=5e-5)
