@@ -92,3 +92,41 @@ def test_train_gpt_cuda_on_two_ranks_equals_one_cpu_process(tmp_path, capsys):
     capsys.readouterr()
     np.testing.assert_allclose(_train_losses(two / "metrics.csv"), _train_losses(one / "metrics.csv"),
                                rtol=0, atol=5e-5)
+
+
+SYNC_BN_SCRIPT = r"""
+import numpy as np
+from shardflow.backend import xp
+from shardflow.testing import host_cupy
+xp.set_cuda_array_module(host_cupy)
+import shardflow as sf, shardflow.nn as nn
+import shardflow.distributed as dist
+
+dist.init_process_group("nccl")
+r, W = dist.get_rank(), dist.get_world_size()
+g = np.random.default_rng(0)
+full = g.standard_normal((2 * W, 3, 4, 4)).astype(np.float32)  # the global batch
+up = g.standard_normal(full.shape).astype(np.float32)
+ref = nn.BatchNorm2d(3)
+xr = sf.tensor(full, requires_grad=True)
+yr = ref(xr)
+(yr * sf.tensor(up)).sum().backward()
+
+bn = nn.SyncBatchNorm(3).to("cuda")
+x = sf.tensor(full[2 * r:2 * r + 2], device="cuda", requires_grad=True)
+y = bn(x)
+(y * sf.tensor(up[2 * r:2 * r + 2], device="cuda")).sum().backward()
+ok = lambda a, b: np.allclose(a, b, rtol=1e-4, atol=1e-5)
+assert y.device.type == "cuda" and x.grad.device.type == "cuda"
+assert ok(y.detach().cpu().numpy(), yr.detach().numpy()[2 * r:2 * r + 2]), "output"
+assert ok(x.grad.cpu().numpy(), xr.grad.numpy()[2 * r:2 * r + 2]), "input gradient"
+assert ok(bn.running_mean.cpu().numpy(), ref.running_mean.numpy()), "running mean"
+assert ok(bn.running_var.cpu().numpy(), ref.running_var.numpy()), "running var"
+assert host_cupy.cuda.nccl.api.calls >= 2
+print(f"rank {r}: ok")
+"""
+
+
+def test_sync_batchnorm_on_host_cuda_equals_batchnorm_on_the_global_batch():
+    res = run_mpi(SYNC_BN_SCRIPT, n=2, timeout=120).check()
+    assert "rank 0: ok" in res.output and "rank 1: ok" in res.output

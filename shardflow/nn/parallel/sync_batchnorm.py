@@ -21,6 +21,7 @@ import numpy as np
 
 from ... import comm as _comm
 from ...autograd.function import Function
+from ...backend import get_array_module
 from ..module import Module
 from ..modules.normalization import _BatchNorm
 
@@ -31,7 +32,7 @@ class _SyncBNFunction(Function):
         axes = (0,) + tuple(range(2, x.ndim))
         x64 = x.astype(np.float64, copy=False)
         local_m = x.size // max(C, 1)
-        packed = np.empty(2 * C + 1, dtype=np.float64)
+        packed = get_array_module(x).empty(2 * C + 1, dtype=np.float64)  # on x's device: one all-reduce
         packed[:C] = x64.sum(axis=axes)
         packed[C:2 * C] = np.square(x64).sum(axis=axes)
         packed[2 * C] = local_m
@@ -69,7 +70,7 @@ class _SyncBNFunction(Function):
             packed = np.concatenate([sum_dy_local, sum_dyx_local])
             self.comm.all_reduce(packed, "sum")
             sum_dy, sum_dyx = packed[:C], packed[C:]
-            w = self.weight if self.weight is not None else np.ones(C, dtype=dy.dtype)
+            w = self.weight if self.weight is not None else get_array_module(dy).ones(C, dtype=dy.dtype)
             scale = (w * self.invstd).reshape(bshape)
             dx = (scale * (dy - (sum_dy / self.M).reshape(bshape)
                            - xhat * (sum_dyx / self.M).reshape(bshape))).astype(dy.dtype)
