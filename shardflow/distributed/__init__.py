@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import comm as _comm
 from ..autograd.tensor import Tensor
+from ..backend.xp import get_array_module
 from ..comm import CommError, CommTimeoutError, Communicator, ReduceOp
 from ..comm import Work as _CommWork
 
@@ -202,7 +203,8 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
     a = _arr(tensor)
     if len(tensor_list) != g.size:
         raise ValueError(f"all_gather needs a list of {g.size} tensors (one per rank), got {len(tensor_list)}")
-    out = np.empty((g.size, *a.shape), dtype=a.dtype)
+    # Made with the tensor's array module: a device tensor's rows stay on the device (NCCL).
+    out = get_array_module(a).empty((g.size, *a.shape), dtype=a.dtype)
 
     def post():
         for t, row in zip(tensor_list, out):
@@ -243,8 +245,9 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bo
     if len(input_list) != g.size:
         raise ValueError(f"reduce_scatter needs {g.size} input tensors (one per rank), got {len(input_list)}")
     o = _arr(output, "output")
-    stacked = np.stack([_arr(t, "input_list[i]") for t in input_list])  # (world, *out.shape)
-    res = np.empty((1, *o.shape), dtype=o.dtype)
+    xp = get_array_module(o)
+    stacked = xp.stack([_arr(t, "input_list[i]") for t in input_list])  # (world, *out.shape)
+    res = xp.empty((1, *o.shape), dtype=o.dtype)
 
     def post():
         o[...] = res[0]

@@ -28,9 +28,8 @@ Megatron's ``f`` and data parallel's gradient all-reduce).
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..autograd import Function
+from ..backend.xp import get_array_module
 from . import layout, plan
 from .sbp import Partial, broadcast, grad_sbp
 
@@ -43,15 +42,16 @@ def _group(placement, k):
 
 def _all_reduce(arr, placement, k, op_name, phase, reduce="sum"):
     g = _group(placement, k)
-    out = np.array(arr, copy=True, order="C")
+    # The data's own array module: a device shard stays on the device (NCCL reduces it there).
+    out = get_array_module(arr).array(arr, copy=True, order="C")
     plan.record(phase, op_name, "all_reduce", out.nbytes, k, g.size)
     if g.size > 1:
         g.all_reduce(out, op=reduce)
     return out
 
 
-def _move_front(arr, d):
-    return np.moveaxis(arr, d, 0)
+def _move_front(xp, arr, d):
+    return xp.moveaxis(arr, d, 0)
 
 
 def _all_gather_dim(arr, placement, k, d, size, blocks, op_name, phase):
@@ -60,15 +60,16 @@ def _all_gather_dim(arr, placement, k, d, size, blocks, op_name, phase):
     n = g.size
     lens = [layout.piece_len(size, n, r, blocks) for r in range(n)]
     cmax = max(lens)
-    x = _move_front(arr, d)
-    padded = np.zeros((cmax, *x.shape[1:]), dtype=arr.dtype)
+    xp = get_array_module(arr)
+    x = _move_front(xp, arr, d)
+    padded = xp.zeros((cmax, *x.shape[1:]), dtype=arr.dtype)
     padded[: x.shape[0]] = x
     plan.record(phase, op_name, "all_gather", padded.nbytes, k, n)
     gathered = g.all_gather(padded) if n > 1 else padded[None]
-    out = np.empty((size, *x.shape[1:]), dtype=arr.dtype)
+    out = xp.empty((size, *x.shape[1:]), dtype=arr.dtype)
     for r in range(n):
         out[layout.piece(size, n, r, blocks)] = gathered[r][: lens[r]]
-    return np.ascontiguousarray(np.moveaxis(out, 0, d))
+    return xp.ascontiguousarray(xp.moveaxis(out, 0, d))
 
 
 def _slice_dim(arr, placement, k, d, size, blocks):
@@ -76,15 +77,16 @@ def _slice_dim(arr, placement, k, d, size, blocks):
     n = placement.shape[k]
     sel = layout.piece(size, n, g_index, blocks)
     idx = (slice(None),) * d + (sel,)
-    return np.ascontiguousarray(arr[idx])
+    return get_array_module(arr).ascontiguousarray(arr[idx])
 
 
 def _reduce_scatter_dim(arr, placement, k, d, op_name, phase):
     g = _group(placement, k)
-    x = np.ascontiguousarray(_move_front(arr, d))
+    xp = get_array_module(arr)
+    x = xp.ascontiguousarray(_move_front(xp, arr, d))
     plan.record(phase, op_name, "reduce_scatter", x.nbytes, k, g.size)
     out = g.reduce_scatter(x) if g.size > 1 else x
-    return np.ascontiguousarray(np.moveaxis(out, 0, d))
+    return xp.ascontiguousarray(xp.moveaxis(out, 0, d))
 
 
 def _all_to_all_dims(arr, placement, k, i, j, op_name, phase):
@@ -92,13 +94,14 @@ def _all_to_all_dims(arr, placement, k, i, j, op_name, phase):
     concatenate the received blocks along dim i."""
     g = _group(placement, k)
     n = g.size
-    x = np.moveaxis(arr, j, 0)  # (Lj, ...)
+    xp = get_array_module(arr)
+    x = xp.moveaxis(arr, j, 0)  # (Lj, ...)
     lj = x.shape[0] // n
-    blocks = np.ascontiguousarray(x.reshape(n, lj, *x.shape[1:]))
+    blocks = xp.ascontiguousarray(x.reshape(n, lj, *x.shape[1:]))
     plan.record(phase, op_name, "all_to_all", blocks.nbytes, k, n)
     recv = g.all_to_all(blocks) if n > 1 else blocks  # (n, lj, ...): block r came from rank r
-    recv = np.moveaxis(recv, 1, j + 1)  # (n, ... with dim j of size lj ...)
-    return np.ascontiguousarray(np.concatenate(list(recv), axis=i))
+    recv = xp.moveaxis(recv, 1, j + 1)  # (n, ... with dim j of size lj ...)
+    return xp.ascontiguousarray(xp.concatenate(list(recv), axis=i))
 
 
 def box_array(arr, placement, shape, src, dst, op_name="to_global", phase="forward"):
@@ -157,7 +160,7 @@ def _to_broadcast(arr, placement, shape, cur, k, op_name, phase):
 def _broadcast_to_partial(arr, placement, k, t: Partial):
     if t.op == "max" or placement.index(k) == 0:
         return arr
-    return np.zeros_like(arr)
+    return get_array_module(arr).zeros_like(arr)
 
 
 def _direct(arr, placement, shape, src, k, s, t, op_name, phase):

@@ -27,6 +27,8 @@ import numpy as np
 
 from ..autograd import Function, Tensor, _wrap
 from ..autograd import dispatch as _dispatch
+from ..backend.device import CPU
+from ..backend.xp import get_array_module, to_device
 from . import layout
 from .boxing import Boxing, box_array
 from .placement import placement as Placement
@@ -214,7 +216,8 @@ def _global_to_numpy(t: Tensor) -> np.ndarray:
     spec = t._spec
     arr = box_array(t.array, spec.placement, spec.shape, spec.sbp,
                     (broadcast,) * spec.placement.ndim, "numpy")
-    return np.asarray(arr)
+    # The whole tensor ends on the host: a device shard (a cuda placement) is copied there.
+    return to_device(arr, CPU)
 
 
 def module_to_global(param: Tensor, placement, sbp) -> Tensor:
@@ -230,7 +233,7 @@ def module_to_global(param: Tensor, placement, sbp) -> Tensor:
     layout.validate(shape, placement.shape, sbp, "module.to_global")
     spec = GlobalSpec(placement, sbp, shape)
     index = layout.local_index(shape, placement.shape, placement.coordinate, sbp)
-    local = np.ascontiguousarray(layout.take(param.array, index))
+    local = get_array_module(param.array).ascontiguousarray(layout.take(param.array, index))
     if any(s.is_partial() for s in sbp):
         local = box_array(param.array, placement, shape, (broadcast,) * placement.ndim, sbp)
     param.array = local
