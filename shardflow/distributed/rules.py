@@ -35,6 +35,7 @@ import numpy as np
 
 from ..autograd import Tensor
 from ..autograd import dispatch as _dispatch
+from ..backend.xp import get_array_module
 from . import layout
 from .boxing import Boxing, BroadcastUse
 from .sbp import Split, broadcast, partial_max, partial_sum
@@ -268,7 +269,16 @@ def _create(name, func, args, kwargs):
     if placement is None or sbp is None:
         raise ValueError(f"{name}: pass both placement= and sbp= to create a global tensor")
     requires_grad = kwargs.pop("requires_grad", False)
+    if placement.type != "cpu" and kwargs.get("device") is None:
+        # OneFlow: the placement's type is the device (a "cuda" placement makes device shards,
+        # on the current device, the one this rank's NCCL communicator bound).
+        kwargs["device"] = placement.type
     full = func(*args, **kwargs)
+    if full.device.type != placement.type:
+        raise ValueError(
+            f"{name}: device={kwargs['device']!r} does not match the placement's type "
+            f"{placement.type!r}; leave device= out (the placement decides) or make them agree"
+        )
     sbp = layout.normalize_dim_sbp(_as_tuple(sbp, placement), full.array.ndim)
     layout.validate(full.array.shape, placement.shape, sbp, name)
     from .boxing import box_array
@@ -301,7 +311,9 @@ def _random_like_rule(name, func, args, kwargs):
     # Draw the whole logical tensor (same values as one process), keep this rank's shard.
     t = args[0]
     spec = t._spec
-    full = func(_wrap_local_array(np.empty(spec.shape, dtype=t.array.dtype)), *args[1:], **kwargs)
+    # The template has the shard's array module, so the draw lands on the shard's device.
+    template = get_array_module(t.array).empty(spec.shape, dtype=t.array.dtype)
+    full = func(_wrap_local_array(template), *args[1:], **kwargs)
     from .boxing import box_array
     from .global_tensor import GlobalSpec, make_global
 
@@ -982,7 +994,7 @@ def _embedding_rule(name, func, args, kwargs):
         def fn(ids, weight, *rest, **kw):
             ids_arr = ids.array
             own = (ids_arr >= lo) & (ids_arr < hi)
-            local_ids = Tensor(np.where(own, ids_arr - lo, 0))
+            local_ids = Tensor(get_array_module(ids_arr).where(own, ids_arr - lo, 0))
             mask = Tensor(own[..., None].astype(weight.array.dtype))
             return lookup(local_ids, weight) * mask
 
@@ -1075,9 +1087,9 @@ def _cross_entropy_rule(name, func, args, kwargs):
         def fn(x_local, t_local, **kw):
             kw = dict(kw, reduction="sum")
             loss = func(x_local, t_local, **kw)
-            import numpy as np
-
-            valid = np.array((t_local.array != ignore_index).sum(), dtype=np.float64)
+            # Counted with the target's array module (a 0-d device array stays on the device).
+            xp = get_array_module(t_local.array)
+            valid = xp.array((t_local.array != ignore_index).sum(), dtype=xp.float64)
             for k in split_dims:
                 valid = _all_reduce(valid, placement, k, name, "forward")
             return loss / float(valid)
@@ -1142,7 +1154,7 @@ def _vocab_parallel_cross_entropy(x, target, k, reduction, ignore_index):
     t_b = target.to_global(sbp=tuple(broadcast if j == k else s for j, s in enumerate(target._spec.sbp)))
     t_arr = t_b.array
     own = (t_arr >= lo) & (t_arr < hi)
-    local_t = Tensor(np.where(own, t_arr - lo, 0).astype(np.int64))
+    local_t = Tensor(get_array_module(t_arr).where(own, t_arr - lo, 0).astype(np.int64))
     gather = _dispatch.OPS["gather"].__wrapped__
     from .global_tensor import to_local
 

@@ -1,0 +1,156 @@
+"""Global tensors on a ``placement("cuda")`` in real ranks, without a GPU: CuPy's host
+stand-in on every rank, its ``cuda.nccl`` (NCCL's calls over MPI) under the NCCL
+communicator. Every boxing between broadcast, partial-sum and the splits, with gradients, and a
+tensor-parallel MLP, against the local computation."""
+
+import pytest
+
+from shardflow.testing.mpi import run_mpi
+
+pytestmark = pytest.mark.mpi
+
+GLOBAL_SCRIPT = r"""
+import numpy as np
+from shardflow.backend import xp
+from shardflow.testing import host_cupy
+xp.set_cuda_array_module(host_cupy)
+import shardflow as sf
+import shardflow.distributed as dist
+from shardflow.distributed import sbp, placement, distribute_tensor
+
+dist.init_process_group("nccl")
+S, B, P = sbp.split, sbp.broadcast, sbp.partial_sum
+mesh = placement("cuda")
+
+def close(a, b, what):
+    assert np.allclose(a, b, rtol=1e-5, atol=1e-5), (what, np.abs(a - b).max())
+
+full = np.random.default_rng(3).standard_normal((6, 8)).astype(np.float32)
+R = np.random.default_rng(4).standard_normal((6, 8)).astype(np.float32)
+kinds = [B, P, S(0), S(1)]
+for src in kinds:
+    for dst in kinds:
+        leaf = sf.tensor(full, device="cuda", requires_grad=True)
+        x = distribute_tensor(leaf, mesh, B).to_global(sbp=src)
+        y = x.to_global(sbp=dst)
+        assert y.to_local().device.type == "cuda", (src, dst, y.to_local().device)
+        close(y.numpy(), full, f"{src}->{dst} value")
+        (y * sf.tensor(R, device="cuda")).sum().backward()
+        assert leaf.grad.device.type == "cuda"
+        close(leaf.grad.cpu().numpy(), R, f"{src}->{dst} grad")
+
+# a column- then row-parallel pair of linears (tensor parallel) against the local computation
+g = np.random.default_rng(5)
+xs, w1, w2 = (g.standard_normal(s).astype(np.float32) for s in ((4, 6), (6, 8), (8, 3)))
+ref = np.tanh(xs @ w1) @ w2
+X = distribute_tensor(sf.tensor(xs, device="cuda"), mesh, B)
+W1 = distribute_tensor(sf.tensor(w1, device="cuda", requires_grad=True), mesh, S(1))
+W2 = distribute_tensor(sf.tensor(w2, device="cuda", requires_grad=True), mesh, S(0))
+out = (X @ W1).tanh() @ W2
+assert out.sbp == (P,), out.sbp
+close(out.to_global(sbp=B).numpy(), ref, "tensor-parallel MLP")
+calls = host_cupy.cuda.nccl.api.calls
+assert calls > 0
+print(f"rank {dist.get_rank()}: ok, {calls} NCCL calls")
+"""
+
+
+def test_global_tensors_on_a_cuda_placement_over_nccl():
+    res = run_mpi(GLOBAL_SCRIPT, n=2, timeout=120).check()
+    assert "rank 0: ok" in res.output and "rank 1: ok" in res.output
+
+
+HEADER = r"""
+import itertools, warnings
+import numpy as np
+from shardflow.backend import xp
+from shardflow.testing import host_cupy
+xp.set_cuda_array_module(host_cupy)
+import shardflow as sf
+import shardflow.distributed as dist
+import shardflow.nn.functional as F
+from shardflow.distributed import sbp, placement, distribute_tensor
+warnings.simplefilter("ignore")
+dist.init_process_group("nccl")
+S, B, P = sbp.split, sbp.broadcast, sbp.partial_sum
+rank, world = dist.get_rank(), dist.get_world_size()
+
+def close(a, b, what, tol=1e-5):
+    a = np.asarray(a, dtype=np.float64); b = np.asarray(b, dtype=np.float64)
+    assert a.shape == b.shape, (what, a.shape, b.shape)
+    err = np.abs(a - b).max() if a.size else 0.0
+    assert np.allclose(a, b, rtol=tol, atol=tol), (what, err)
+
+def on_cuda(t, what):
+    assert t.device.type == "cuda", (what, t.device)
+"""
+
+OPS_SCRIPT = HEADER + r"""
+mesh = placement("cuda")
+
+def run_case(name, fn, shapes, layouts, kinds=None, seed=0):
+    kinds = kinds or ["float"] * len(shapes)
+    g = np.random.default_rng(seed)
+    arrays = [g.integers(0, 7, size=s) if k == "int" else g.standard_normal(s).astype(np.float32)
+              for s, k in zip(shapes, kinds)]
+    ref_in = [sf.tensor(a, requires_grad=(k == "float")) for a, k in zip(arrays, kinds)]
+    ref = fn(*ref_in)
+    R = np.random.default_rng(seed + 1).standard_normal(tuple(ref.shape)).astype(np.float32)
+    (ref * sf.tensor(R)).sum().backward()
+    for lay in layouts:
+        leaves = [sf.tensor(a, device="cuda", requires_grad=(k == "float")) for a, k in zip(arrays, kinds)]
+        gin = [distribute_tensor(t, mesh, s) for t, s in zip(leaves, lay)]
+        out = fn(*gin)
+        assert out.is_global, (name, lay)
+        on_cuda(out.to_local(), (name, lay))
+        close(out.numpy(), ref.numpy(), f"{name} {lay} forward")
+        (out * sf.tensor(R, device="cuda")).sum().backward()
+        for t, r, k in zip(leaves, ref_in, kinds):
+            if k == "float":
+                on_cuda(t.grad, (name, lay, "grad"))
+                close(t.grad.cpu().numpy(), r.grad.numpy(), f"{name} {lay} grad")
+
+one = lambda nd: [(s,) for s in [B] + [S(d) for d in range(nd)]]
+two = lambda a, b: [x + y for x, y in itertools.product(one(a), one(b))]
+run_case("add", lambda x, y: x + y, [(6, 4), (6, 4)], two(2, 2))
+run_case("mul_bcast", lambda x, b: x * b, [(6, 4), (4,)], two(2, 1))
+run_case("sum_dim0", lambda x: x.sum(0), [(6, 4)], one(2))
+run_case("mean_all", lambda x: x.mean(), [(6, 4)], one(2))
+run_case("amax_dim1", lambda x: x.amax(dim=1), [(6, 4)], one(2))
+run_case("matmul", lambda a, b: a @ b, [(6, 4), (4, 6)], two(2, 2))
+run_case("linear", lambda x, w, b: F.linear(x, w, b), [(2, 4, 6), (4, 6), (4,)],
+         [x + w + b for x in one(3)[:3] for w in one(2) for b in one(1)])
+run_case("view", lambda x: (x.view(4, 3, 4) * 1.5).reshape(12, 4), [(4, 12)], one(2))
+run_case("transpose", lambda x: x.transpose(0, 1).contiguous() * 2, [(4, 6)], one(2))
+run_case("cat", lambda x, y: sf.cat([x, y], dim=0) * 3, [(4, 6), (4, 6)], two(2, 2))
+run_case("getitem", lambda x: x[:, 1:4] * 2, [(6, 4)], one(2))
+run_case("softmax", lambda x: F.softmax(x, dim=-1), [(6, 4)], one(2))
+run_case("layer_norm", lambda x, w, b: F.layer_norm(x, (6,), w, b), [(2, 4, 6), (6,), (6,)],
+         [x + (B, B) for x in one(3)])
+run_case("embedding", lambda i, w: F.embedding(i, w), [(4, 5), (8, 6)],
+         [i + w for i in one(2) for w in one(2)], kinds=["int", "float"])
+run_case("cross_entropy", lambda x, t: F.cross_entropy(x, t), [(6, 8), (6,)],
+         [x + t for x in one(2) for t in one(1)], kinds=["float", "int"])
+run_case("fallback_cumsum", lambda x: x.cumsum(0) * 2, [(6, 4)], one(2))
+
+# creation on a placement and *_like: the same values as one process, on the device
+sf.manual_seed(7)
+ref = sf.randn(6, 4, device="cuda").cpu().numpy()
+sf.manual_seed(7)
+x = sf.randn(6, 4, placement=mesh, sbp=S(0))
+on_cuda(x.to_local(), "randn on a cuda placement")
+close(x.numpy(), ref, "randn")
+sf.manual_seed(8)
+ref = sf.rand_like(sf.zeros(6, 4, device="cuda")).cpu().numpy()
+sf.manual_seed(8)
+y = sf.rand_like(x)
+on_cuda(y.to_local(), "rand_like")
+assert y.sbp == x.sbp
+close(y.numpy(), ref, "rand_like")
+print(f"rank {rank}: ops ok")
+"""
+
+
+def test_global_ops_on_a_cuda_placement_match_one_cpu_process():
+    res = run_mpi(OPS_SCRIPT, n=2, timeout=240).check()
+    assert "rank 0: ops ok" in res.output and "rank 1: ops ok" in res.output
