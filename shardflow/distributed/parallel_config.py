@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import comm as _comm
 from ..autograd.tensor import Tensor
+from ..backend.xp import device_of, get_array_module, new_array
 
 __all__ = ["parallelize", "Parallelized", "validate_parallel_config"]
 
@@ -172,7 +173,7 @@ class Parallelized:
         from .full_state import full_state_dict
 
         if self.pp == 1:
-            return {k: Tensor(np.array(v.array, copy=True)) for k, v in full_state_dict(self.model).items()}
+            return {k: Tensor(_copy(v.array)) for k, v in full_state_dict(self.model).items()}
         st = self._state
         owner: dict = {}
         for s, mod in enumerate(st["pipe"].stages):
@@ -189,7 +190,8 @@ class Parallelized:
                 arr = _box_whole(t)
             else:
                 shape = t._spec.shape if t._spec is not None else t.array.shape
-                arr = np.empty(shape, dtype=t.array.dtype)
+                dt = t.array.dtype  # received on the tensor's device (NCCL for a GPU model)
+                arr = new_array(device_of(t.array), lambda xp, s=shape, d=dt: xp.empty(s, dtype=d))
             if src is not None:
                 group.broadcast(arr, src=src)
             out[k] = Tensor(arr)
@@ -205,8 +207,8 @@ class Parallelized:
         ya = y.array if isinstance(y, Tensor) else np.asarray(y)
         self.optimizer.zero_grad(set_to_none=True)
         losses = []
-        args = (Tensor(np.ascontiguousarray(xa[sl])),) if stage.is_first else ()
-        kw = dict(target=Tensor(np.ascontiguousarray(ya[sl])), losses=losses) if stage.is_last else {}
+        args = (_rows(xa, sl),) if stage.is_first else ()
+        kw = dict(target=_rows(ya, sl), losses=losses) if stage.is_last else {}
         sched.step(*args, **kw)
         self.optimizer.step()
         # The last stage's TP ranks all hold the same losses: TP index 0 speaks for them.
@@ -303,15 +305,21 @@ def parallelize(model, optimizer, dp: int = 1, tp: int = 1, pp: int = 1, zero: i
     return par
 
 
-def _box_whole(t) -> np.ndarray:
-    """The whole value of a (possibly global) tensor as a fresh C-contiguous array."""
+def _copy(a, order="K"):
+    """A fresh copy of ``a`` on its own device (NumPy's ``np.array(a, copy=True)`` on the host)."""
+    return get_array_module(a).array(a, copy=True, order=order)
+
+
+def _box_whole(t):
+    """The whole value of a (possibly global) tensor as a fresh C-contiguous array (on the
+    tensor's device)."""
     if t._spec is None:
-        return np.array(t.array, copy=True, order="C")
+        return _copy(t.array, order="C")
     from .global_tensor import full_tensor
 
-    return np.array(full_tensor(t.detach()).array, copy=True, order="C")
+    return _copy(full_tensor(t.detach()).array, order="C")
 
 
 def _rows(t, sl):
     arr = t.array if isinstance(t, Tensor) else np.asarray(t)
-    return Tensor(np.ascontiguousarray(arr[sl]))
+    return Tensor(get_array_module(arr).ascontiguousarray(arr[sl]))  # on the batch's device

@@ -33,6 +33,7 @@ import numpy as np
 
 from .. import comm as _comm
 from ..autograd.tensor import Tensor
+from ..backend.xp import get_array_module
 from .ps import ParameterServer, PSWorker
 from .ps.cluster import check_optimizer, mpi_cluster, tf_config_cluster
 from .ps.optim import make_shard_optimizer
@@ -83,7 +84,8 @@ class _Strategy:
             out = []
             for t in parts:
                 arr = t.array if isinstance(t, Tensor) else np.asarray(t)
-                out.append(Tensor(np.ascontiguousarray(np.array_split(arr, n, axis=0)[r])))
+                xp = get_array_module(arr)  # a device batch stays on its device
+                out.append(Tensor(xp.ascontiguousarray(xp.array_split(arr, n, axis=0)[r])))
             yield tuple(out) if isinstance(batch, tuple) else out[0]
 
     def reduce(self, reduce_op, value, axis=None) -> Tensor:
@@ -92,13 +94,16 @@ class _Strategy:
         op = str(reduce_op).upper().split(".")[-1]
         if op not in ("SUM", "MEAN"):
             raise ValueError(f"reduce_op must be 'SUM' or 'MEAN', got {reduce_op!r}")
-        v = np.asarray(value.array if isinstance(value, Tensor) else value, dtype=np.float64)
+        # a device value is reduced on its device (NCCL), host values over MPI
+        arr = value.array if isinstance(value, Tensor) else value
+        xp = get_array_module(arr)
+        v = xp.asarray(arr, dtype=xp.float64)
         count = 1
         if axis is not None:
             count = v.shape[axis]
             v = v.sum(axis=axis)
         shape = v.shape
-        buf = np.ascontiguousarray(v.reshape(-1))
+        buf = xp.ascontiguousarray(v.reshape(-1))
         total = np.array([float(count)])
         if self.num_replicas_in_sync > 1:
             self._world.all_reduce(buf)

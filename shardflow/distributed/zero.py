@@ -44,6 +44,8 @@ import numpy as np
 
 from .. import comm as _comm
 from ..autograd import Tensor, _wrap
+from ..backend.device import CPU
+from ..backend.xp import device_of, new_array
 from ..optim.optimizer import Optimizer
 from . import layout
 from .global_tensor import GlobalSpec, make_global
@@ -116,6 +118,12 @@ class ZeroRedundancyOptimizer(Optimizer):
             raise TypeError(f"ZeroRedundancyOptimizer: sharded parameters must share one dtype, "
                             f"got {sorted(map(str, dts))}; cast the model first")
         self._dtype = dts.pop() if dts else np.dtype(np.float32)
+        # the all-gather buffers live where the parameters do (NCCL on a GPU, MPI on the host)
+        devs = {device_of(p.array) for p in self._all if id(p) in self._rows}
+        if len(devs) > 1:
+            raise TypeError(f"ZeroRedundancyOptimizer: sharded parameters must be on one device, "
+                            f"got {sorted(map(str, devs))}; move the model first (model.to(...))")
+        self._device = devs.pop() if devs else CPU
         inner_groups = []
         for g in self.param_groups:
             inner = {k: v for k, v in g.items() if k not in _HPARAM_SKIP}
@@ -195,13 +203,14 @@ class ZeroRedundancyOptimizer(Optimizer):
         out of the gathered rows, this rank's own included."""
         pg = self.process_group
         n, r = pg.size, pg.rank
+        dt = self._dtype
         for params, seg_len in self._buckets:
-            flat = np.zeros(seg_len, dtype=self._dtype)
+            flat = new_array(self._device, lambda xp, k=seg_len: xp.zeros(k, dtype=dt))
             for p in params:
                 v = self._views[id(p)].array
                 off = self._offsets[id(p)][r]
                 flat[off: off + v.size] = v.reshape(-1)
-            out = np.empty((n, seg_len), dtype=self._dtype)
+            out = new_array(self._device, lambda xp, k=seg_len: xp.empty((n, k), dtype=dt))
             if n > 1:
                 pg.all_gather(flat, out=out)
             else:
@@ -245,7 +254,7 @@ class ZeroRedundancyOptimizer(Optimizer):
                 whole = self._gather_rows(p, v.array)
                 state.setdefault(i, {})[k] = _wrap(whole)
             else:
-                state.setdefault(i, {})[k] = _wrap(np.array(v.array, copy=True)) if isinstance(v, Tensor) else v
+                state.setdefault(i, {})[k] = _wrap(v.array.copy()) if isinstance(v, Tensor) else v
         groups = self._packed_groups()
         self._consolidated = {"state": state, "param_groups": groups} if pg.rank == _group_rank(pg, to) else None
         self._consolidated_on = to
@@ -255,10 +264,11 @@ class ZeroRedundancyOptimizer(Optimizer):
         n = pg.size
         rows = self._rows[id(p)]
         cmax = max(hi - lo for lo, hi in rows)
-        padded = np.zeros((cmax, *arr.shape[1:]), dtype=arr.dtype)
+        dev = device_of(arr)  # the state's device: the parameter's
+        padded = new_array(dev, lambda xp: xp.zeros((cmax, *arr.shape[1:]), dtype=arr.dtype))
         padded[: arr.shape[0]] = arr
         got = pg.all_gather(padded) if n > 1 else padded[None]
-        whole = np.empty((p.array.shape[0], *arr.shape[1:]), dtype=arr.dtype)
+        whole = new_array(dev, lambda xp: xp.empty((p.array.shape[0], *arr.shape[1:]), dtype=arr.dtype))
         for k, (lo, hi) in enumerate(rows):
             whole[lo:hi] = got[k][: hi - lo]
         return whole
@@ -297,7 +307,7 @@ class ZeroRedundancyOptimizer(Optimizer):
                 elif (isinstance(v, Tensor) and id(p) in self._rows and v.array.ndim
                         and tuple(v.array.shape) == tuple(p.array.shape)):
                     lo, hi = self._rows[id(p)][r]
-                    v = _wrap(np.array(v.array[lo:hi], copy=True))
+                    v = _wrap(v.array[lo:hi].copy())  # on its own device: the inner load moves it
                 sliced[i][k] = v
         self._load_local(sliced, state_dict["param_groups"])
 
@@ -325,7 +335,7 @@ class ZeroRedundancyOptimizer(Optimizer):
             raise NotImplementedError("sharded_state_dict needs process_group = the world")
         from .placement import placement as Placement
 
-        mesh = Placement("cpu", list(range(pg.size)))
+        mesh = Placement(self._device.type, list(range(pg.size)))
         state = {}
         for i, st in self._local_state().items():
             p = self._all[i]

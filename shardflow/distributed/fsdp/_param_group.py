@@ -31,7 +31,10 @@ saves during forward are views of it. ``free_full()`` gives those pages back to 
 (``madvise(MADV_DONTNEED)``: the addresses stay valid and read as zeros until the next
 all-gather writes them again), which is how stage 3 frees gathered parameters between
 forward and backward even though the graph holds references to them (PyTorch resizes the
-storage to 0 for the same reason).
+storage to 0 for the same reason). On a device (CuPy) the full parameters are one
+allocation of the parameters' array module, kept for the unit's lifetime (see
+``free_full``); every other buffer (shards, padded gathers, packed gradients) is also made
+on the parameters' device, so a GPU model's collectives go through NCCL.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ import mmap
 import numpy as np
 
 from ...autograd import _wrap
+from ...backend.device import CPU
+from ...backend.xp import device_of, new_array
 from .. import layout
 from ..global_tensor import GlobalSpec, make_global
 from ..plan import record
@@ -68,6 +73,16 @@ class FSDPParamGroup:
                 f"{listed}; cast the module first (module.float()) or wrap the differing "
                 "submodules with their own fully_shard")
         self.dtype = dtypes.pop() if dtypes else np.dtype(np.float32)
+        devices = {device_of(p.array) for p in self.params}
+        if len(devices) > 1:
+            listed = ", ".join(f"{nm}: {device_of(p.array)}" for nm, p in zip(self.names, self.params))
+            raise TypeError(
+                f"fully_shard({label}): the parameters of one unit must be on one device, got "
+                f"{listed}; move the module first (module.to(device))")
+        # every buffer of the unit (shards, gathered parameters, packed gradients) lives on the
+        # parameters' device, so a GPU model's collectives go through NCCL
+        self.device = devices.pop() if devices else CPU
+        self.on_host = self.device.type == "cpu"
         split_sbp = [None] * mesh.ndim
         repl_sbp = [None] * mesh.ndim
         from ..sbp import broadcast, split
@@ -94,7 +109,7 @@ class FSDPParamGroup:
             for k, (lo, hi) in enumerate(bounds):
                 seg[k] += (hi - lo) * row
         self.S = max(seg) if seg else 0
-        self.shard_flat = np.zeros(self.S, dtype=self.dtype)
+        self.shard_flat = self._zeros(self.S)
         self.shard_views = []
         for i, p in enumerate(self.split):
             lo, hi = self.rows[i][self.rank]
@@ -102,11 +117,16 @@ class FSDPParamGroup:
             v = self.shard_flat[off: off + p.array[lo:hi].size].reshape((hi - lo, *p.array.shape[1:]))
             v[...] = p.array[lo:hi]
             self.shard_views.append(v)
-        # -- full storage (anonymous private mmap; freed with madvise)
+        # -- full storage (on the host an anonymous private mmap, freed with madvise; on a
+        # device one allocation, kept: see free_full)
         self.full_numel = sum(p.array.size for p in self.split)
-        nbytes = max(self.full_numel * self.dtype.itemsize, 1)
-        self._mm = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-        flat_full = np.frombuffer(self._mm, dtype=self.dtype, count=self.full_numel)
+        if self.on_host:
+            nbytes = max(self.full_numel * self.dtype.itemsize, 1)
+            self._mm = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+            flat_full = np.frombuffer(self._mm, dtype=self.dtype, count=self.full_numel)
+        else:
+            self._mm = None
+            flat_full = self._empty(self.full_numel)
         self.full_views, off = [], 0
         for p in self.split:
             self.full_views.append(flat_full[off: off + p.array.size].reshape(p.array.shape))
@@ -128,6 +148,14 @@ class FSDPParamGroup:
         for p in self.params:
             make_global(p, self.specs[id(p)])  # registers the grad-layout hook once
         self.reshard()
+
+    def _zeros(self, shape):
+        dt = self.dtype
+        return new_array(self.device, lambda xp: xp.zeros(shape, dtype=dt))
+
+    def _empty(self, shape):
+        dt = self.dtype
+        return new_array(self.device, lambda xp: xp.empty(shape, dtype=dt))
 
     # -- gradients of one backward ---------------------------------------------------------
     def reset_grad_state(self) -> None:
@@ -174,8 +202,8 @@ class FSDPParamGroup:
             if all(hi - lo == c for lo, hi in rows):
                 out, inp, padded = full.reshape(self.N, c * row), shard.reshape(-1), False
             else:
-                out = np.empty((self.N, c * row), dtype=self.dtype)
-                inp = np.zeros(c * row, dtype=self.dtype)
+                out = self._empty((self.N, c * row))
+                inp = self._zeros(c * row)
                 inp[: shard.size] = shard.reshape(-1)
                 padded = True
             works.append((i, self.shard_pg.all_gather(inp, out=out, async_op=True),
@@ -226,7 +254,11 @@ class FSDPParamGroup:
         self.state = SHARDED
 
     def free_full(self) -> None:
-        if self.full_numel:
+        """Give the gathered parameters' pages back (host). On a device the storage is kept:
+        the graph's saved views pin a CuPy allocation, which cannot be released under them
+        (PyTorch resizes the storage to 0 instead), so on a device stage 3 keeps the
+        gathered parameters' memory between forward and backward (it still re-gathers them)."""
+        if self.full_numel and self._mm is not None:
             self._mm.madvise(mmap.MADV_DONTNEED)
 
     # -- gradients -------------------------------------------------------------------------
@@ -242,7 +274,7 @@ class FSDPParamGroup:
         p.grad = None
         if id(p) in self.index:
             if self.grad_flat is None:
-                self.grad_flat = np.zeros(self.N * self.S, dtype=self.dtype)
+                self.grad_flat = self._zeros(self.N * self.S)
             i = self.index[id(p)]
             row = g[0].size if g.ndim > 1 else 1
             for k, (lo, hi) in enumerate(self.rows[i]):
@@ -251,7 +283,7 @@ class FSDPParamGroup:
                 dst += g[lo:hi].reshape(-1)
         else:
             if self.repl_grad is None:
-                self.repl_grad = np.zeros(self.repl_numel, dtype=self.dtype)
+                self.repl_grad = self._zeros(self.repl_numel)
             off, size = self.rindex[id(p)]
             self.repl_grad[off: off + size] += g.reshape(-1)
         return self.pending == 0
@@ -259,7 +291,7 @@ class FSDPParamGroup:
     def launch_reduce(self) -> None:
         """Start the reduce-scatter (and the all-reduce of replicated grads), non-blocking."""
         if self.grad_flat is not None:
-            self.rs_out = np.empty(self.S, dtype=self.dtype)
+            self.rs_out = self._empty(self.S)
             self.rs_work = self.shard_pg.reduce_scatter(self.grad_flat, "avg", out=self.rs_out,
                                                         async_op=True)
             self._count("reduce_scatter", self.grad_flat.nbytes, "backward")

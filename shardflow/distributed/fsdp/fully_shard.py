@@ -134,11 +134,14 @@ def _states_below(module, recurse: bool):
 
 
 # ---------------------------------------------------------------------------- mesh checks
-def _resolve_mesh(mesh, label):
-    """``(mesh, shard_dim, replicate_dim)``; the default is a 1-D mesh of every rank."""
+def _resolve_mesh(mesh, label, module):
+    """``(mesh, shard_dim, replicate_dim)``; the default is a 1-D mesh of every rank, of the
+    parameters' device type."""
     if mesh is None:
         world = _comm.get_world()
-        mesh = Placement("cpu", list(range(world.size)))
+        first = next(iter(module.parameters()), None)
+        kind = "cpu" if first is None else first.device.type
+        mesh = Placement(kind, list(range(world.size)))
     if not isinstance(mesh, Placement):
         raise TypeError(
             f"fully_shard({label}, mesh=...): expected a shardflow.distributed placement / "
@@ -432,7 +435,7 @@ def fully_shard(module, *, mesh=None, reshard_after_forward: bool = True,
     if offload_policy is not None and not isinstance(offload_policy, OffloadPolicy):
         raise TypeError(f"offload_policy must be an OffloadPolicy / CPUOffloadPolicy, got "
                         f"{type(offload_policy).__name__}")
-    mesh, shard_dim, rep_dim = _resolve_mesh(mesh, label)
+    mesh, shard_dim, rep_dim = _resolve_mesh(mesh, label, module)
     st = _FSDPState(module, mesh, shard_dim, rep_dim, bool(reshard_after_forward),
                     offload_policy or OffloadPolicy(), label)
     # parameters this unit owns: not under a fully_shard-ed submodule, not ignored
