@@ -15,9 +15,8 @@ rank must call the gathering functions (they are collectives); only one needs to
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..autograd import Tensor, _wrap
+from ..backend.xp import get_array_module
 from . import layout
 from .boxing import box_array
 from .sbp import broadcast
@@ -30,12 +29,17 @@ def _full_array(arr, spec):
                      (broadcast,) * spec.placement.ndim, "checkpoint")
 
 
+def _full_copy(arr, spec):
+    """A copy of the whole tensor, on the shard's device (as ``state_dict`` keeps devices)."""
+    return get_array_module(arr).array(_full_array(arr, spec), copy=True)
+
+
 def full_state_dict(module) -> dict:
     """``module.state_dict()`` with every global tensor gathered whole (a collective)."""
     out = {}
     for k, v in module.state_dict().items():
         if isinstance(v, Tensor) and v._spec is not None:
-            v = _wrap(np.array(_full_array(v.array, v._spec), copy=True))
+            v = _wrap(_full_copy(v.array, v._spec))
         out[k] = v
     return out
 
@@ -60,7 +64,7 @@ def full_optimizer_state_dict(optimizer) -> dict:
             continue
         local = tuple(p.array.shape)
         state[i] = {
-            k: (_wrap(np.array(_full_array(v.array, spec), copy=True))
+            k: (_wrap(_full_copy(v.array, spec))
                 if isinstance(v, Tensor) and tuple(v.array.shape) == local and v.array.ndim else v)
             for k, v in st.items()
         }
@@ -78,4 +82,5 @@ def shard_optimizer_state(optimizer) -> None:
             if isinstance(v, Tensor) and tuple(v.array.shape) == tuple(spec.shape) and v.array.ndim:
                 if any(s.is_partial() for s in spec.sbp):
                     raise NotImplementedError("optimizer state of a partial-sum parameter")
-                st[k] = _wrap(np.ascontiguousarray(layout.take(v.array, index)))
+                xp = get_array_module(v.array)
+                st[k] = _wrap(xp.ascontiguousarray(layout.take(v.array, index)))

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..backend.xp import get_array_module
+
 __all__ = ["chunk_bounds", "piece", "local_index", "local_shape", "level_size", "validate"]
 
 
@@ -85,7 +87,8 @@ def take(array, index):
             if ix != slice(None):
                 out = out[(slice(None),) * d + (ix,)]
         else:
-            out = out.take(ix, axis=d)
+            # The index array is made on the host; a device array takes it on its device.
+            out = out.take(get_array_module(out).asarray(ix), axis=d)
     return out
 
 
