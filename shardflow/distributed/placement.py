@@ -11,8 +11,9 @@ every other coordinate with this rank (for the 2x2 mesh: dimension 0 of rank 1 i
 dimension in the same order (so first use must happen on all ranks, as it does in SPMD
 code), and cached per (mesh, dimension).
 
-A placement built with ``placement(...)`` covers every rank of the world, on the CPU ("cuda"
-is accepted once the NCCL backend lands). A sub-mesh ``mesh["tp"]`` leaves ranks out: it
+A placement built with ``placement(...)`` covers every rank of the world; on a "cuda"
+placement the shards are device arrays (creation ops make them on the current device) and
+boxing moves them through the world's communicator (NCCL under ``init_process_group("nccl")``). A sub-mesh ``mesh["tp"]`` leaves ranks out: it
 holds the ranks of one line of ``mesh`` and uses that mesh dimension's communicator, so
 global tensors on it involve only those ranks (a pipeline stage's tensor-parallel ranks,
 ``pipelining/mesh.py``). When only some ranks will use a sub-mesh, make the parent mesh's
