@@ -9,7 +9,12 @@ raises ``IndexError`` naming the value, the dim and its size. Basic indexing ret
 sharing the version counter; advanced indexing copies.
 
 Backward: basic indexing and boolean masks (no repeated positions) write the gradient into
-zeros; integer-array indexing accumulates with ``np.add.at`` (repeated indices add up).
+zeros; integer-array indexing accumulates with ``add.at`` (repeated indices add up).
+
+Devices: index arrays and masks may be NumPy arrays, lists or CPU tensors for CUDA data (as in
+PyTorch); they are checked on the host, then copied to the device once (they are saved for
+backward there). A CUDA index for CPU data is refused, as in PyTorch. CuPy wraps out-of-range
+indices silently, so the bounds checks here are what raises ``IndexError`` on CUDA too.
 
 In-place ops (``x[i] = v``, ``scatter_``, ``index_add_``, ``masked_fill_``) write into the
 tensor's own memory (views of it see the change) and, when autograd records them, rebase
@@ -34,7 +39,7 @@ import numpy as np
 from .. import kernels
 from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
-from ..backend import get_array_module
+from ..backend import get_array_module, is_device_array
 from ..kernels import embedding as _emb_kernels
 from ._util import inplace, needs_graph, unbroadcast, wrap_dim
 
@@ -67,14 +72,46 @@ def _bad_index_dtype(arr) -> IndexError:
     )
 
 
-def _int_index(index, op: str):
-    """An integer index argument (Tensor, array, list) as a raw integer array."""
-    arr = index.array if isinstance(index, Tensor) else np.asarray(index)
+def _int_index(index, op: str, xp=np):
+    """An integer index argument (Tensor, array, list) as a raw integer array, where it is
+    (move it with :func:`_to_xp` after the host-side checks); ``xp``: the data's module."""
+    if isinstance(index, Tensor):
+        arr = index.array
+    else:
+        arr = index if is_device_array(index) else np.asarray(index)
     if arr.dtype.kind not in "iu":
         if arr.dtype.kind == "b":
             raise IndexError(f"{op}(): expected an integer (int64) index tensor, got Bool; use .long()")
         raise _bad_index_dtype(arr)
+    if xp is np and not isinstance(arr, np.ndarray):
+        raise _device_mismatch(op)
     return arr
+
+
+def _device_mismatch(op: str) -> RuntimeError:
+    return RuntimeError(
+        f"{op}: indices should be either on cpu or on the same device as the indexed tensor "
+        "(cpu); move the index with .cpu()"
+    )
+
+
+def _to_xp(arr, xp):
+    """An index/mask array on the data's device (``xp``): host arrays are copied there once,
+    device arrays (and everything on the CPU path) are returned as they are."""
+    return arr if xp is np else xp.asarray(arr)
+
+
+def _is_array(x) -> bool:
+    """An array index component: NumPy's, or a device array (CuPy's are not np.ndarray)."""
+    return isinstance(x, np.ndarray) or is_device_array(x)
+
+
+def _to_input_device(value: Tensor, input: Tensor) -> Tensor:
+    """``value`` on ``input``'s device: a differentiable copy when it lives elsewhere (a CUDA
+    value written into a CPU tensor, or a CPU one into CUDA, as PyTorch's copy_ allows)."""
+    if type(value.array) is type(input.array):
+        return value
+    return value.to(input.device)
 
 
 def _check_bounds(idx, size: int, dim: int, allow_negative: bool) -> None:
@@ -89,8 +126,12 @@ def _check_bounds(idx, size: int, dim: int, allow_negative: bool) -> None:
 
 
 def _add_at(target, idx, values) -> None:
-    """``target[idx] += values`` with repeated indices accumulating."""
-    np.add.at(target, idx, values)
+    """``target[idx] += values`` with repeated indices accumulating (CuPy's ``add.at`` on the
+    device: NumPy's would convert the device arrays)."""
+    if isinstance(target, np.ndarray):
+        np.add.at(target, idx, values)
+    else:
+        get_array_module(target).add.at(target, idx, values)
 
 
 # ---------------------------------------------------------------------------- index parsing
@@ -99,7 +140,8 @@ def _is_int(x) -> bool:
 
 
 def _to_index_item(item):
-    """Convert one component of an index to what NumPy understands (arrays, ints, slices)."""
+    """Convert one component of an index to what NumPy understands (arrays, ints, slices);
+    arrays stay where they are (NumPy's or the device's)."""
     tp = type(item)
     if tp is int or item is None or item is Ellipsis:
         return item
@@ -116,6 +158,8 @@ def _to_index_item(item):
         arr = np.asarray([i.item() if isinstance(i, Tensor) else i for i in item]) if item else np.zeros(0, np.int64)
     elif isinstance(item, range):  # PyTorch: a range is a list of ints (advanced indexing)
         arr = np.arange(item.start, item.stop, item.step, dtype=np.int64)
+    elif is_device_array(item):
+        arr = item
     else:
         if isinstance(item, slice):
             vals = []
@@ -144,14 +188,26 @@ def _to_index_item(item):
     return arr
 
 
-def _parse_index(index, shape):
-    """Normalise ``index`` for ``shape``: returns ``(idx, advanced, unique, add_idx)``.
+def _device_index(it, a) -> bool:
+    """Whether the index component ``it`` (not a NumPy array) is a device array; one for
+    host data ``a`` is refused, as in PyTorch."""
+    if not is_device_array(it):
+        return False
+    if isinstance(a, np.ndarray):
+        raise _device_mismatch("index")
+    return True
+
+
+def _parse_index(index, a):
+    """Normalise ``index`` for the array ``a``: returns ``(idx, advanced, unique, add_idx)``.
 
     ``idx`` is the NumPy index tuple (with a trailing Ellipsis so results are arrays);
     ``advanced``: any array component; ``unique``: no position can be selected twice (no
     integer arrays), so backward may assign instead of accumulate; ``add_idx`` is ``idx`` with
-    boolean masks expanded to their ``nonzero()`` arrays (for ``np.add.at``).
+    boolean masks expanded to their ``nonzero()`` arrays (for ``add.at``). Index arrays end up
+    on ``a``'s device (checked first, on the host when they come from it).
     """
+    shape = a.shape
     if not isinstance(index, tuple):
         index = (index,)
     items = [_to_index_item(i) for i in index]
@@ -164,7 +220,7 @@ def _parse_index(index, shape):
         elif it is None or it is Ellipsis or tp is bool or tp is np.bool_:
             continue
         else:
-            used += it.ndim if isinstance(it, np.ndarray) and it.dtype.kind == "b" else 1
+            used += it.ndim if (isinstance(it, np.ndarray) or is_device_array(it)) and it.dtype.kind == "b" else 1
     if used > nd:
         raise IndexError(f"too many indices for tensor of dimension {nd}: the index uses {used} dims, shape is {tuple(shape)}")
     d = 0
@@ -190,7 +246,7 @@ def _parse_index(index, shape):
             advanced = True
         elif isinstance(it, slice):
             d += 1
-        elif isinstance(it, np.ndarray):
+        elif isinstance(it, np.ndarray) or _device_index(it, a):
             advanced = True
             if it.dtype.kind == "b":
                 k = it.ndim
@@ -210,13 +266,20 @@ def _parse_index(index, shape):
             d += 1
     if not has_ellipsis:
         items.append(Ellipsis)
+    xp = np
+    if advanced and not isinstance(a, np.ndarray):
+        # Host index arrays (lists, CPU tensors) go to the device once (checked above).
+        xp = get_array_module(a)
+        for j, it in enumerate(items):
+            if isinstance(it, np.ndarray):
+                items[j] = xp.asarray(it)
     idx = tuple(items)
     add_idx = idx
     if advanced and has_int_array:
         exp = []
         for it in items:
-            if isinstance(it, np.ndarray) and it.dtype.kind == "b":
-                exp.extend(np.nonzero(it))
+            if isinstance(it, xp.ndarray) and it.dtype.kind == "b":
+                exp.extend(xp.nonzero(it))
             else:
                 exp.append(it)
         add_idx = tuple(exp)
@@ -244,7 +307,7 @@ class Index(Function):
 @register("getitem")
 def getitem(input: Tensor, index) -> Tensor:
     """``input[index]`` with PyTorch semantics (see the module docstring)."""
-    idx, advanced, unique, add_idx = _parse_index(index, input.array.shape)
+    idx, advanced, unique, add_idx = _parse_index(index, input.array)
     out = Index.apply(input, idx=idx, unique=unique, add_idx=add_idx)
     if not advanced:
         out._version = input._version
@@ -290,16 +353,17 @@ class IndexPut(Function):
         self.idx, self.accumulate = idx, accumulate
         self.v_shape = getattr(v, "shape", None)
         out = a if inplace else a.copy()
+        xp = get_array_module(a)  # v and the index arrays are on a's device too
         try:
             if accumulate:
-                sel = _selected_shape(a.shape, idx)
-                _add_at(out, add_idx, np.broadcast_to(v, sel) if hasattr(v, "shape") else v)
+                sel = _selected_shape(a.shape, idx, xp)
+                _add_at(out, add_idx, xp.broadcast_to(v, sel) if hasattr(v, "shape") else v)
             else:
                 out[idx] = v  # NumPy checks the broadcast before writing anything
         except ValueError:
             raise RuntimeError(
                 f"shape mismatch: value tensor of shape {list(getattr(v, 'shape', ()))} cannot be "
-                f"broadcast to indexing result of shape {list(_selected_shape(a.shape, idx))}"
+                f"broadcast to indexing result of shape {list(_selected_shape(a.shape, idx, xp))}"
             ) from None
         return out
 
@@ -326,23 +390,25 @@ def _reduce_to(g, shape):
     return unbroadcast(g, stripped).reshape(shape)
 
 
-def _selected_shape(shape, idx):
-    """Shape of ``a[idx]`` without materialising it (indexes a zero-strided dummy)."""
-    dummy = np.broadcast_to(np.zeros((), np.int8), shape)
+def _selected_shape(shape, idx, xp=np):
+    """Shape of ``a[idx]`` without materialising it (indexes a zero-strided dummy made by
+    ``xp``, the data's module, where ``idx``'s arrays are)."""
+    dummy = xp.broadcast_to(xp.zeros((), np.int8), shape)
     return dummy[idx].shape
 
 
 @register("setitem_")
 def setitem_(input: Tensor, index, value) -> Tensor:
     """``input[index] = value``: value is a scalar or a tensor broadcast to the selection."""
-    idx, _, _, _ = _parse_index(index, input.array.shape)
+    idx, _, _, _ = _parse_index(index, input.array)
     if isinstance(value, Tensor):
+        value = _to_input_device(value, input)
         if value.array.dtype != input.array.dtype:
             from .conversion import to_dtype
 
             value = to_dtype(value, input.dtype)
     elif isinstance(value, np.ndarray | list | tuple):
-        value = Tensor(np.asarray(value), dtype=input.dtype)
+        value = _to_input_device(Tensor(np.asarray(value), dtype=input.dtype), input)
     return _run_inplace(input, "setitem", IndexPut, value, idx=idx)
 
 
@@ -350,6 +416,7 @@ def setitem_(input: Tensor, index, value) -> Tensor:
 def _grid_index(index, dim: int):
     """Index tuple selecting ``a[i0, .., index[i], .., ik]`` for each position of ``index``."""
     nd = index.ndim
+    xp = get_array_module(index)
     out = []
     for d in range(nd):
         if d == dim:
@@ -357,7 +424,7 @@ def _grid_index(index, dim: int):
         else:
             sh = [1] * nd
             sh[d] = index.shape[d]
-            out.append(np.arange(index.shape[d]).reshape(sh))
+            out.append(xp.arange(index.shape[d]).reshape(sh))
     return tuple(out)
 
 
@@ -397,14 +464,15 @@ class Gather(Function):
 @register("gather")
 def gather(input: Tensor, dim: int, index, *, sparse_grad: bool = False) -> Tensor:
     """``out[i][j][k] = input[i][index[i][j][k]][k]`` (for dim=1)."""
-    idx = _int_index(index, "gather")
     a = input.array
+    xp = get_array_module(a)
+    idx = _int_index(index, "gather", xp)
     d = wrap_dim(dim, a.ndim)
     if a.ndim == 0:
         raise RuntimeError("gather(): 0-dim input is not supported; unsqueeze it to 1-d first")
     _check_gather_shapes("gather", a.shape, idx.shape, d)
     _check_bounds(idx, a.shape[d], d, allow_negative=False)
-    return Gather.apply(input, index=idx, dim=d)
+    return Gather.apply(input, index=_to_xp(idx, xp), dim=d)
 
 
 class Scatter(Function):
@@ -418,7 +486,7 @@ class Scatter(Function):
         self.grid, self.add = _grid_index(index, dim), add
         self.src_shape = getattr(src, "shape", None)
         out = a if inplace else a.copy()
-        if isinstance(src, np.ndarray | np.generic) and src.ndim:
+        if getattr(src, "ndim", 0):  # an array src (NumPy's or the device's), not a scalar
             self.src_sl = tuple(slice(0, s) for s in index.shape)
             val = src[self.src_sl]
         else:
@@ -448,10 +516,14 @@ def _scatter_args(op, input, dim, index, src, value):
         src = value
     if src is None:
         raise TypeError(f"{op}(): expected a src tensor or a value")
-    idx = _int_index(index, op)
     a = input.array
+    xp = get_array_module(a)
+    idx = _int_index(index, op, xp)
     d = wrap_dim(dim, a.ndim)
+    if isinstance(src, np.ndarray) or is_device_array(src):
+        src = Tensor(src)
     if isinstance(src, Tensor):
+        src = _to_input_device(src, input)
         if src.array.dtype != a.dtype:
             raise RuntimeError(
                 f"{op}(): Expected self.dtype to be equal to src.dtype: got {input.dtype} and "
@@ -459,13 +531,10 @@ def _scatter_args(op, input, dim, index, src, value):
             )
         _check_gather_shapes(op, a.shape, idx.shape, d, src.array.shape)
     else:
-        if isinstance(src, np.ndarray):
-            src = Tensor(src)
         _check_gather_shapes(op, a.shape, idx.shape, d)
-        if not isinstance(src, Tensor):
-            src = np.asarray(src, dtype=a.dtype)
+        src = xp.asarray(src, dtype=a.dtype)  # a scalar value, 0-d where the data lives
     _check_bounds(idx, a.shape[d], d, allow_negative=False)
-    return idx, d, src
+    return _to_xp(idx, xp), d, src
 
 
 def _reduce_arg(op, reduce):
@@ -518,13 +587,14 @@ class IndexSelect(Function):
 
 
 def _vector_index(op, index, a, dim):
-    idx = _int_index(index, op)
+    xp = get_array_module(a)
+    idx = _int_index(index, op, xp)
     if idx.ndim > 1:
         raise IndexError(f"{op}(): Index is supposed to be a vector (0-d or 1-d), got shape {tuple(idx.shape)}")
     d = wrap_dim(dim, a.ndim)
     size = a.shape[d] if a.ndim else 1
     _check_bounds(idx, size, d, allow_negative=False)
-    return idx.reshape(-1), d
+    return _to_xp(idx.reshape(-1), xp), d
 
 
 @register("index_select")
@@ -560,6 +630,7 @@ def _index_add_args(op, input, dim, index, source):
     idx, d = _vector_index(op, index, a, dim)
     if not isinstance(source, Tensor):
         source = Tensor(np.asarray(source, dtype=a.dtype))
+    source = _to_input_device(source, input)
     if source.array.dtype != a.dtype:
         raise RuntimeError(f"{op}(): self ({input.dtype}) and source ({source.dtype}) must have the same scalar type")
     expected = a.shape[:d] + (idx.size,) + a.shape[d + 1:]
@@ -606,13 +677,21 @@ class MaskedFill(Function):
             ga = unbroadcast(get_array_module(g).where(self.mask, 0, g).astype(g.dtype, copy=False), self.a_shape)
             ga = ga.reshape(self.a_shape)
         if self.needs_input_grad[1]:
-            m = np.broadcast_to(self.mask, g.shape)
-            gv = np.asarray(g.sum(where=m), dtype=g.dtype)
+            if isinstance(g, np.ndarray):
+                gv = np.asarray(g.sum(where=np.broadcast_to(self.mask, g.shape)), dtype=g.dtype)
+            else:  # CuPy's sum has no where=
+                xp = get_array_module(g)
+                gv = xp.where(self.mask, g, 0).sum().astype(g.dtype, copy=False)
         return ga, gv
 
 
-def _mask_arg(op, mask, shape, inplace_op):
-    m = mask.array if isinstance(mask, Tensor) else np.asarray(mask)
+def _mask_arg(op, mask, a, inplace_op):
+    """The boolean mask as an array on ``a``'s device (checked against ``a.shape``)."""
+    shape, xp = a.shape, get_array_module(a)
+    if isinstance(mask, Tensor):
+        m = mask.array
+    else:
+        m = mask if is_device_array(mask) else np.asarray(mask)
     if m.dtype.kind != "b":
         raise RuntimeError(
             f"{op} only supports boolean masks, but got mask with dtype {_dtype_name(m)}; "
@@ -630,7 +709,9 @@ def _mask_arg(op, mask, shape, inplace_op):
             f"{op}: the mask of shape {tuple(m.shape)} must be broadcastable to the input shape "
             f"{tuple(shape)} for an in-place fill"
         )
-    return m
+    if xp is np and not isinstance(m, np.ndarray):
+        raise RuntimeError(f"{op}: the mask is on cuda and the input on cpu; move the mask with .cpu()")
+    return _to_xp(m, xp)
 
 
 def _fill_value(op, value, input):
@@ -640,6 +721,7 @@ def _fill_value(op, value, input):
                 f"{op} only supports a 0-dimensional value tensor, but got tensor with "
                 f"{value.array.ndim} dimension(s)."
             )
+        value = _to_input_device(value, input)  # PyTorch takes a CPU 0-d value for CUDA data
         if value.requires_grad and value.array.dtype != input.array.dtype:
             from .conversion import to_dtype
 
@@ -653,13 +735,13 @@ def _fill_value(op, value, input):
 @register("masked_fill")
 def masked_fill(input: Tensor, mask, value) -> Tensor:
     """``value`` where ``mask`` is True, ``input`` elsewhere (mask broadcasts)."""
-    m = _mask_arg("masked_fill", mask, input.array.shape, False)
+    m = _mask_arg("masked_fill", mask, input.array, False)
     return MaskedFill.apply(input, _fill_value("masked_fill", value, input), mask=m)
 
 
 @register("masked_fill_")
 def masked_fill_(input: Tensor, mask, value) -> Tensor:
-    m = _mask_arg("masked_fill_", mask, input.array.shape, True)
+    m = _mask_arg("masked_fill_", mask, input.array, True)
     return _run_inplace(input, "masked_fill_", MaskedFill, _fill_value("masked_fill_", value, input), mask=m)
 
 
@@ -681,7 +763,7 @@ class MaskedSelect(Function):
 @register("masked_select")
 def masked_select(input: Tensor, mask) -> Tensor:
     """1-d tensor of the elements of ``input`` where ``mask`` (broadcast) is True."""
-    m = _mask_arg("masked_select", mask, input.array.shape, False)
+    m = _mask_arg("masked_select", mask, input.array, False)
     return MaskedSelect.apply(input, mask=m)
 
 
@@ -706,15 +788,16 @@ class TakeAlong(Function):
 @register("take_along_dim")
 def take_along_dim(input: Tensor, indices, dim=None) -> Tensor:
     """Pick values along ``dim`` at ``indices`` (other dims broadcast); dim=None flattens both."""
-    idx = _int_index(indices, "take_along_dim")
     a = input.array
+    xp = get_array_module(a)
+    idx = _int_index(indices, "take_along_dim", xp)
     if dim is None:
         from .shape import reshape
 
         flat = reshape(input, (-1,))
         idx = idx.reshape(-1)
         _check_bounds(idx, flat.array.size, 0, allow_negative=False)
-        return TakeAlong.apply(flat, index=idx, dim=0, bshape=flat.array.shape)
+        return TakeAlong.apply(flat, index=_to_xp(idx, xp), dim=0, bshape=flat.array.shape)
     d = wrap_dim(dim, a.ndim)
     if idx.ndim != a.ndim:
         raise RuntimeError(
@@ -732,7 +815,7 @@ def take_along_dim(input: Tensor, indices, dim=None) -> Tensor:
     _check_bounds(idx, a.shape[d], d, allow_negative=False)
     bshape = other[:d] + (a.shape[d],) + other[d + 1:]
     ishape = other[:d] + (idx.shape[d],) + other[d + 1:]
-    idx = np.broadcast_to(idx, ishape)
+    idx = xp.broadcast_to(_to_xp(idx, xp), ishape)
     return TakeAlong.apply(input, index=idx, dim=d, bshape=bshape)
 
 
@@ -741,7 +824,7 @@ def take(input: Tensor, index) -> Tensor:
     """``input.flatten()[index]`` (the result has ``index``'s shape; negatives wrap)."""
     from .shape import reshape
 
-    idx = _int_index(index, "take")
+    idx = _int_index(index, "take", get_array_module(input.array))
     flat = reshape(input, (-1,))
     _check_bounds(idx, flat.array.size, 0, allow_negative=True)
     return getitem(flat, idx if idx.ndim else int(idx))
@@ -789,8 +872,9 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
     if (isinstance(input, Tensor) and input.array.dtype.kind in "fV" and isinstance(weight, Tensor)
             and weight.array.dtype.kind in "iu"):
         input, weight = weight, input
-    ids = _int_index(input, "embedding")
     w = weight.array
+    xp = get_array_module(w)
+    ids = _int_index(input, "embedding", xp)
     if w.ndim != 2:
         raise RuntimeError(f"embedding(): weight must be 2-d (num_embeddings, embedding_dim), got shape {tuple(w.shape)}")
     V = w.shape[0]
@@ -799,11 +883,12 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
         if not -V <= padding_idx < V:
             raise ValueError(f"embedding(): padding_idx {padding_idx} must be within num_embeddings ({V})")
         padding_idx = padding_idx + V if padding_idx < 0 else padding_idx
+    ids = _to_xp(ids, xp)
     if max_norm is not None:
-        rows = np.unique(ids)
+        rows = xp.unique(ids)
         sel = w[rows]
-        norms = np.linalg.norm(sel.astype(np.float64).reshape(len(rows), -1), ord=norm_type, axis=1)
-        scale = np.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(w.dtype)
+        norms = xp.linalg.norm(sel.astype(np.float64).reshape(len(rows), -1), ord=norm_type, axis=1)
+        scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(w.dtype)
         w[rows] = sel * scale[:, None]
         weight._version[0] += 1
     return Embedding.apply(weight, ids=ids, padding_idx=padding_idx, scale_grad_by_freq=scale_grad_by_freq)
@@ -831,19 +916,21 @@ def argwhere(input: Tensor) -> Tensor:
 def _index_put_args(input, indices, values):
     if not isinstance(indices, tuple | list):
         raise TypeError(f"index_put: indices must be a tuple of index tensors, got {type(indices).__name__}")
-    idx, _, _, add_idx = _parse_index(tuple(indices), input.array.shape)
-    if idx is not None and add_idx is idx:  # bool masks only: expand for np.add.at
+    idx, _, _, add_idx = _parse_index(tuple(indices), input.array)
+    if idx is not None and add_idx is idx:  # bool masks only: expand for add.at
+        xp = get_array_module(input.array)
         exp = []
         for it in idx:
-            exp.extend(np.nonzero(it) if isinstance(it, np.ndarray) and it.dtype.kind == "b" else [it])
+            exp.extend(xp.nonzero(it) if _is_array(it) and it.dtype.kind == "b" else [it])
         add_idx = tuple(exp)
     if isinstance(values, Tensor):
+        values = _to_input_device(values, input)
         if values.array.dtype != input.array.dtype:
             from .conversion import to_dtype
 
             values = to_dtype(values, input.dtype)
     else:
-        values = Tensor(np.asarray(values), dtype=input.dtype)
+        values = _to_input_device(Tensor(np.asarray(values), dtype=input.dtype), input)
     return idx, add_idx, values
 
 
@@ -879,7 +966,8 @@ class IndexFill(Function):
             ga = g.copy()
             ga[self.idx] = 0
         if self.needs_input_grad[1]:
-            gv = np.asarray(g[(*self.idx[:-2], np.unique(self.idx[-2]), Ellipsis)].sum(), dtype=g.dtype)
+            xp = get_array_module(g)  # asarray: NumPy's sum gives a scalar, CuPy's a 0-d array
+            gv = xp.asarray(g[(*self.idx[:-2], xp.unique(self.idx[-2]), Ellipsis)].sum(), dtype=g.dtype)
         return ga, gv
 
 
@@ -903,6 +991,19 @@ def index_fill_(input: Tensor, dim: int, index, value) -> Tensor:
     return _run_inplace(input, "index_fill_", IndexFill, value, index=idx, dim=d)
 
 
+def _repeat_index(r, xp):
+    """``arange(len(r)).repeat(r)`` as int64 on ``r``'s device (``xp``). CuPy's repeat refuses
+    array counts, so there each output position finds its element in the cumulative counts
+    (one sync, for the total: the output size depends on the data, as in PyTorch)."""
+    if xp is np:
+        return np.repeat(np.arange(r.size, dtype=np.int64), r)
+    if r.size and int(r.min()) < 0:
+        raise RuntimeError("repeat_interleave: repeats can not be negative")
+    ends = xp.cumsum(r)
+    total = int(ends[-1]) if r.size else 0
+    return xp.searchsorted(ends, xp.arange(total), side="right").astype(np.int64, copy=False)
+
+
 @register("repeat_interleave")
 def repeat_interleave(input: Tensor, repeats=None, dim=None, *, output_size=None) -> Tensor:
     """Repeat each element ``repeats`` times along ``dim`` (flattened when ``dim`` is None).
@@ -911,29 +1012,36 @@ def repeat_interleave(input: Tensor, repeats=None, dim=None, *, output_size=None
     accumulates. ``repeat_interleave(repeats_tensor)`` alone returns those indices.
     """
     if repeats is None:
-        r = _int_index(input, "repeat_interleave")
-        return _wrap(np.repeat(np.arange(r.size, dtype=np.int64), r.reshape(-1)))
+        xp = get_array_module(input.array) if isinstance(input, Tensor) else np
+        r = _int_index(input, "repeat_interleave", xp)
+        return _wrap(_repeat_index(r.reshape(-1), xp))
     if dim is None:
         from .shape import reshape
 
         input, d = reshape(input, (-1,)), 0
     else:
         d = wrap_dim(dim, input.array.ndim)
+    xp = get_array_module(input.array)
     n = input.array.shape[d] if input.array.ndim else 1
-    if isinstance(repeats, Tensor | np.ndarray | list | tuple):
-        r = _int_index(repeats, "repeat_interleave").reshape(-1)
+    if isinstance(repeats, Tensor | np.ndarray | list | tuple) or is_device_array(repeats):
+        r = _int_index(repeats, "repeat_interleave", xp).reshape(-1)
         if r.size == 1:
-            r = np.full(n, int(r[0]))
-        if r.size != n:
+            r = int(r[0])  # one count for every element
+        elif r.size != n:
             raise RuntimeError(
                 f"repeat_interleave: repeats must have the same size as input along dim {d}: "
                 f"got {r.size} repeats for size {n}"
             )
+        elif r.size and int(r.min()) < 0:
+            raise RuntimeError("repeat_interleave: repeats can not be negative")
     else:
         r = int(repeats)
-    if np.any(np.asarray(r) < 0):
-        raise RuntimeError("repeat_interleave: repeats can not be negative")
-    idx = np.repeat(np.arange(n, dtype=np.int64), r)
+    if isinstance(r, int):
+        if r < 0:
+            raise RuntimeError("repeat_interleave: repeats can not be negative")
+        idx = xp.repeat(xp.arange(n, dtype=np.int64), r)
+    else:  # a host count array for device data: the indices are made on the host, then copied
+        idx = _to_xp(_repeat_index(r, get_array_module(r)), xp)
     if input.array.ndim == 0:
         from .shape import reshape
 
