@@ -253,8 +253,9 @@ def validate(cfg: TrainConfig) -> None:
         need(cuda_is_available(), "--device", cfg.device,
              "this machine has no CUDA device that CuPy sees: run on a machine with an NVIDIA GPU "
              "and CuPy (`pip install 'shardflow[gpu]'`), or use --device cpu")
-        need(cfg.tp == 1 and cfg.pp == 1 and cfg.dp == 0 and cfg.zero == 0, "--device", cfg.device,
-             "on the GPU only data parallelism is wired so far; drop --tp/--pp/--dp/--zero")
+        need(cfg.pp == 1, "--device", cfg.device,
+             "pipeline parallelism is not wired on the GPU yet; drop --pp (DDP, --zero, --tp and "
+             "--dp are)")
     need(not cfg.compile or (cfg.tp == 1 and cfg.pp == 1 and cfg.dp == 0 and cfg.zero <= 1),
          "--compile", cfg.compile, "compile_step covers one process and plain data parallelism "
          "(DDP, --zero 1); drop --compile or --tp/--pp/--dp/--zero 2-3")
@@ -720,7 +721,7 @@ def train(cfg: TrainConfig) -> dict:
 
         whole = full_state_dict(raw_model)
         if master:
-            task.model = model_class(raw_model.config)
+            task.model = model_class(raw_model.config).to(cfg.device)
             task.model.load_state_dict(whole)
     if master:
         png = _plot(rows, os.path.join(cfg.out, "loss.png"), task.baseline, cfg.task)

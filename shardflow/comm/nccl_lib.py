@@ -66,8 +66,13 @@ class CudaAPI:
         return ev
 
     def make_comm(self, size: int, uid, rank: int, control):
-        """``ncclCommInitRank`` (collective over the group; ``control`` is not needed here)."""
-        return self.nccl.NcclCommunicator(size, uid, rank)
+        """``ncclCommInitRank`` (collective over the group). ``control`` (the group's MPI
+        communicator) is handed only to a stand-in that asks for it (``over_control``:
+        ``testing.fake_nccl`` carries NCCL's calls over MPI); real NCCL needs only the uid."""
+        make = self.nccl.NcclCommunicator
+        if getattr(make, "over_control", False):
+            return make(size, uid, rank, control=control)
+        return make(size, uid, rank)
 
     def device_count(self) -> int:
         return int(self.cp.cuda.runtime.getDeviceCount())

@@ -272,7 +272,9 @@ def data_tensor_parallel(model, dp: int, tp: int, plan=None):
             f"dp x tp = {dp} x {tp} = {dp * tp}, but the job has {world} rank(s); launch with "
             f"`shardflow run -n {dp * tp} ...` or choose dp and tp whose product is {world}"
         )
-    mesh = init_device_mesh("cpu", (dp, tp), mesh_dim_names=("dp", "tp"))
+    # the mesh's device type is the model's (a GPU model's shards stay on the GPU, over NCCL)
+    kind = next((p.device.type for p in model.parameters()), "cpu")
+    mesh = init_device_mesh(kind, (dp, tp), mesh_dim_names=("dp", "tp"))
     if tp > 1 and plan:
         parallelize_module(model, mesh["tp"], plan)
     model.to_global(mesh, (broadcast, broadcast))

@@ -181,24 +181,22 @@ class FakeCudaAPI:
 def nccl_module(api: FakeCudaAPI | None = None) -> types.SimpleNamespace:
     """A stand-in for ``cupy.cuda.nccl`` itself (``host_cupy.cuda.nccl``): NCCL's constants,
     ``get_unique_id``, ``groupStart``/``groupEnd`` and ``NcclCommunicator(size, uid, rank)``,
-    carried out by MPI on the host memory behind the pointers. With no control communicator
-    to build a subgroup from, it serves world-sized communicators only (what DDP and a
-    global tensor over every rank use)."""
+    carried out by MPI on the host memory behind the pointers. Its ``NcclCommunicator`` is
+    marked ``over_control``, so ``CudaAPI.make_comm`` also hands it the group's MPI
+    communicator, which it duplicates: subgroups (a 2-D mesh's rows) work as the world does."""
     api = api or FakeCudaAPI()
 
-    def communicator(size, uid, rank):
-        from mpi4py import MPI
-
-        world = MPI.COMM_WORLD
-        if size != world.Get_size() or rank != world.Get_rank():
+    def communicator(size, uid, rank, control=None):
+        if control is None or control.size != size or control.rank != rank:
             raise NotImplementedError(
-                f"host_cupy's NCCL serves the world only (size {world.Get_size()}), got a "
-                f"communicator of {size} ranks; subgroups need a GPU (tests/gpu/test_nccl.py)"
+                "fake NCCL communicators are made over the group's MPI communicator; build "
+                "them through CudaAPI.make_comm (NCCLCommunicator does)"
             )
-        comm = _FakeNcclComm(api, world.Dup())
+        comm = _FakeNcclComm(api, control.mpi_comm.Dup())
         api.comms.append(comm)
         return comm
 
+    communicator.over_control = True
     ns = types.SimpleNamespace(**vars(api.nccl))
     ns.NcclCommunicator = communicator
     ns.api = api

@@ -2,7 +2,8 @@
 host stand-in, whose ``cuda.nccl`` carries NCCL's calls over MPI on the host memory behind
 the pointers. ``init_process_group("nccl")`` then builds the NCCL communicator (the one a GPU
 uses: signature checks, packing, streams and events through the stand-in), DDP's gradient
-buckets go through it, and the result must equal one process on the CPU.
+buckets go through it, and the result must equal one process on the CPU; so must the main
+job on 2 ranks with DDP, ZeRO-3 and tensor parallelism (a (1, 2) mesh: NCCL subgroups).
 """
 
 import numpy as np
@@ -81,13 +82,15 @@ def _train_losses(path):
     return [float(r[1]) for r in rows if r[1]]
 
 
-def test_train_gpt_cuda_on_two_ranks_equals_one_cpu_process(tmp_path, capsys):
+@pytest.mark.parametrize("layout", [[], ["--zero", "3"], ["--tp", "2"]], ids=["ddp", "zero3", "tp2"])
+def test_train_gpt_cuda_on_two_ranks_equals_one_cpu_process(tmp_path, capsys, layout):
     corpus = tmp_path / "c"
     corpus.mkdir()
     (corpus / "a.py").write_text("def f(x):\n    return x + 1\n" * 300)
     two, one = tmp_path / "two", tmp_path / "one"
     run_mpi(TRAIN_SCRIPT, n=2, timeout=240,
-            args=["gpt", "--device", "cuda", "--data", str(corpus), "--out", str(two), *FLAGS]).check()
+            args=["gpt", "--device", "cuda", *layout, "--data", str(corpus), "--out", str(two),
+                  *FLAGS]).check()
     assert main(["gpt", "--data", str(corpus), "--out", str(one), *FLAGS]) == 0
     capsys.readouterr()
     np.testing.assert_allclose(_train_losses(two / "metrics.csv"), _train_losses(one / "metrics.csv"),
