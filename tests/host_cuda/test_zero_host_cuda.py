@@ -7,8 +7,8 @@ training in one CPU process (every rank rebuilds the whole global batch from the
 seed and computes that reference itself), and the NCCL call counter proves the device
 buffers (all-gathers, reduce-scatters, all-reduces) went through NCCL.
 
-Not covered here: HSDP (a 2-D ``("dp_replicate", "dp_shard")`` mesh) and ``pp > 1`` need
-sub-group communicators, which the fake NCCL refuses.
+HSDP (``fully_shard`` on a 2-D ``("dp_replicate", "dp_shard")`` cuda mesh) runs on 4 ranks:
+its shard and replicate dimensions are sub-group NCCL communicators.
 """
 
 import pytest
@@ -159,6 +159,46 @@ def test_fsdp_stages_2_and_3_on_cuda_over_nccl_equal_one_cpu_process():
     res = run_mpi(FSDP_SCRIPT, n=2, timeout=120).check()
     for stage in (2, 3):
         assert f"rank 0: stage {stage} ok" in res.output and f"rank 1: stage {stage} ok" in res.output
+
+
+HSDP_SCRIPT = COMMON + r"""
+from shardflow.distributed import init_device_mesh
+from shardflow.distributed.fsdp import fully_shard
+
+mesh = init_device_mesh("cuda", (2, 2), mesh_dim_names=("dp_replicate", "dp_shard"))
+sf.manual_seed(100 + r)  # different per rank: fully_shard broadcasts rank 0's
+m = make("cuda")
+if r == 0:
+    m.load_state_dict(make().state_dict())
+for i in (0, 2, 4):
+    fully_shard(m[i], mesh=mesh)
+fully_shard(m, mesh=mesh)
+o = optim.AdamW(m.parameters(), lr=0.02, weight_decay=0.1)
+before = host_cupy.cuda.nccl.api.calls
+for step in range(4):
+    step_on(m, o, step, "cuda", local=True)
+calls = host_cupy.cuda.nccl.api.calls - before
+w = m[0].weight
+rows = 4 if mesh.get_coordinate()[1] == 0 else 3  # 7 rows over the 2 ranks of dp_shard
+assert str(w.sbp) == "(B, S(0))" and w.to_local().shape == (rows, 5), (w.sbp, w.to_local().shape)
+for (name, p), q in zip(m.named_parameters(), ref.parameters()):
+    assert p.is_global and p.to_local().device.type == "cuda", name
+    close(p.numpy(), host(q), name)
+st = m.fsdp_stats()
+# per step (ZeRO-3): 2 units with sharded parameters gathered twice; their 2 reduce-scatters
+# over dp_shard each followed by an all-reduce over dp_replicate; the replicated last Linear
+# all-reduced over both dimensions (2); every one through NCCL's sub-group communicators
+assert st["unshard"] == 4 * 2 * 2 and st["reduce_scatter"] == 4 * 2 and st["all_reduce"] == 4 * 4, st
+assert st["bytes"]["all_reduce:replicate"] > 0, st
+assert calls >= st["all_gather"] + st["reduce_scatter"] + st["all_reduce"], (calls, st)
+print(f"rank {r}: ok, {calls} NCCL calls", flush=True)
+"""
+
+
+def test_hsdp_on_a_2d_cuda_mesh_over_nccl_equals_one_cpu_process():
+    res = run_mpi(HSDP_SCRIPT, n=4, timeout=180).check()
+    for k in range(4):
+        assert f"rank {k}: ok" in res.output
 
 
 STRATEGY_SCRIPT = r"""

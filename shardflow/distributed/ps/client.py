@@ -3,7 +3,9 @@
 The worker keeps one request connection and one heartbeat connection per server. ``pull``
 asks every server for its shard at the worker's clock (retrying while the server answers
 ``ready: false``) and writes the assembled vector into the model's parameters; ``push``
-sends each server its slice of the flat gradient and advances the clock. A server that
+sends each server its slice of the flat gradient and advances the clock. The wire carries
+host memory: parameters and gradients on a device (``device="cuda"``) are copied to the host
+before they are sent, and pulled values copied back to each parameter's device. A server that
 does not answer within ``timeout`` seconds (or closes the connection) raises
 :class:`~.wire.PSError` naming it: a lost server is reported, never waited on forever.
 """
@@ -16,6 +18,7 @@ import time
 
 import numpy as np
 
+from ...backend import CPU, device_of, to_device
 from .wire import PSError, recv_msg, send_msg
 
 __all__ = ["PSWorker", "shard_sizes"]
@@ -81,7 +84,9 @@ class PSWorker:
 
     # -------------------------------------------------------------- API
     def _flat(self, arrays) -> np.ndarray:
-        return np.concatenate([np.asarray(a, dtype=np.float32).reshape(-1) for a in arrays])
+        # the socket sends host bytes: device arrays are copied to the host explicitly
+        # (to_device is a no-op for NumPy arrays)
+        return np.concatenate([np.asarray(to_device(a, CPU), dtype=np.float32).reshape(-1) for a in arrays])
 
     def _slices(self, flat):
         edges = np.cumsum([0, *self.sizes])
@@ -104,15 +109,19 @@ class PSWorker:
                     break
         flat, off = np.concatenate(parts), 0
         for p in self.params:
-            k = p.array.size
-            p.array[...] = flat[off:off + k].reshape(p.array.shape)
+            a = p.array
+            k = a.size
+            # received on the host: copied to the parameter's device (no-op on the CPU)
+            a[...] = to_device(flat[off:off + k].reshape(a.shape), device_of(a))
             off += k
 
     def push(self, scale: float = 1.0) -> None:
         """Send the gradients times ``scale`` (zeros for parameters without one) and advance
         the clock. ``ParameterServerStrategy`` pushes ``num_workers x g`` so that the servers'
         mean is the replicas' SUM, TensorFlow's convention."""
-        grads = [p.grad.array if p.grad is not None else np.zeros_like(p.array) for p in self.params]
+        # a missing gradient is host zeros: _flat builds the host vector anyway
+        grads = [p.grad.array if p.grad is not None else np.zeros(p.array.shape, dtype=np.float32)
+                 for p in self.params]
         flat = self._flat(grads)
         if scale != 1.0:
             flat *= np.float32(scale)
