@@ -253,9 +253,6 @@ def validate(cfg: TrainConfig) -> None:
         need(cuda_is_available(), "--device", cfg.device,
              "this machine has no CUDA device that CuPy sees: run on a machine with an NVIDIA GPU "
              "and CuPy (`pip install 'shardflow[gpu]'`), or use --device cpu")
-        need(cfg.pp == 1, "--device", cfg.device,
-             "pipeline parallelism is not wired on the GPU yet; drop --pp (DDP, --zero, --tp and "
-             "--dp are)")
     need(not cfg.compile or (cfg.tp == 1 and cfg.pp == 1 and cfg.dp == 0 and cfg.zero <= 1),
          "--compile", cfg.compile, "compile_step covers one process and plain data parallelism "
          "(DDP, --zero 1); drop --compile or --tp/--pp/--dp/--zero 2-3")

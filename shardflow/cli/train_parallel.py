@@ -38,6 +38,7 @@ import math
 import numpy as np
 
 from shardflow import comm
+from shardflow.backend.xp import get_array_module
 
 __all__ = ["check_pipeline_config", "PipelineTraining"]
 
@@ -97,6 +98,7 @@ class PipelineTraining:
         from shardflow.models.gpt_pipeline import gpt_loss, gpt_pipe
 
         self.cfg, self.model, self.optimizer, self.dp = cfg, model, optimizer, dp
+        self.device = next(iter(model.parameters())).device  # the run's device
         self.signals = tuple(signals)
         self.world = comm.get_world()
         self._losses: list = []  # this rank's micro-batch losses of the current step
@@ -133,13 +135,13 @@ class PipelineTraining:
         loop's non-finite guard (True: skip the update). Returns ``(loss, grad_norm, bad,
         signum)`` agreed by all ranks."""
         self._decide, self._signum = decide, signum
-        x, y = batch
+        x, y = batch  # host tensors: the stages move their micro-batches to their device
         self.par.step(x, y)
         return self.last
 
     def _agree_clip_decide(self) -> None:
         losses, self._losses = self._losses, []
-        sq = sum(float(np.dot(g.reshape(-1), g.reshape(-1)))
+        sq = sum(float(get_array_module(g).dot(g.reshape(-1), g.reshape(-1)))  # on g's device
                  for g in (p.grad.array.astype(np.float64) for p in self._counted if p.grad is not None))
         # the last stage's TP ranks hold the same losses: TP index 0 speaks for them
         speak = losses and self.tp_index == 0
@@ -154,7 +156,8 @@ class PipelineTraining:
         if not bad and coef < 1.0:
             for p in self._params:
                 if p.grad is not None:
-                    p.grad.array *= np.asarray(coef, dtype=p.grad.array.dtype)
+                    g = p.grad.array
+                    g *= get_array_module(g).asarray(coef, dtype=g.dtype)  # on g's device
         if not self._decide(bad, loss, norm):
             self.optimizer.step()
 
@@ -172,7 +175,7 @@ class PipelineTraining:
             import shardflow as sf
 
             rng = sf.get_rng_state()
-            self._whole_model = type(self.model)(self.model.config)
+            self._whole_model = type(self.model)(self.model.config).to(self.device)
             sf.set_rng_state(rng)
         for n, p in self._whole_model.named_parameters():
             p.array[...] = whole[n]

@@ -11,8 +11,13 @@ def test_train_gpt_on_host_cuda_tracks_cpu(tmp_path):
                                            "--block-size", "32", "--batch-size", "4"))
 
 
-def test_pipeline_on_cuda_is_refused_with_the_fix(capsys):
+def test_bad_pipeline_config_on_cuda_is_refused_with_the_fix(tmp_path, capsys):
+    # --pp runs on cuda (tests/host_cuda/test_pipeline_host_cuda.py); a layout parallelize
+    # refuses is still refused before anything is built, naming the flags and the fix
     from shardflow.cli.train import main
 
-    assert main(["gpt", "--device", "cuda", "--pp", "3", "--batch-size", "36", "--max-steps", "1"]) == 2
-    assert "pipeline parallelism is not wired on the GPU yet; drop --pp" in capsys.readouterr().err
+    out = tmp_path / "x"
+    assert main(["gpt", "--device", "cuda", "--pp", "3", "--n-layer", "4", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "pp=3 does not divide the model's 4 layers" in err and "--pp 3 " in err, err
+    assert "not wired on the GPU" not in err and not out.exists()

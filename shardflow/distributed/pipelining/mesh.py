@@ -2,8 +2,9 @@
 ``pp x dp x tp`` (``pipeline_mesh``), pipeline stages on sub-meshes.
 
 World rank ``w = (stage * dp + replica) * tp + tp_index``: the mesh ``("pp", "dp", "tp")`` in
-row-major order, as ``init_device_mesh("cpu", (pp, dp, tp), mesh_dim_names=("pp", "dp",
-"tp"))`` numbers it. Per rank:
+row-major order, as ``init_device_mesh(device_type, (pp, dp, tp), mesh_dim_names=("pp",
+"dp", "tp"))`` numbers it; ``device_type`` is the model's ("cuda" for a GPU model: the
+stages' global tensors stay on the GPU and their collectives go over NCCL). Per rank:
 
 * the **pipeline group** is its line along ``"pp"`` (same replica and tp index, every stage):
   activations and gradients travel there by send/recv, so TP rank ``t`` of stage ``s``
@@ -66,9 +67,10 @@ class PipelineMesh:
     tp_index: int
 
 
-def pipeline_mesh(pp: int, dp: int = 1, tp: int = 1) -> PipelineMesh:
-    """Build the ``("pp", "dp", "tp")`` mesh and all its communicators (every rank must call
-    it, in the same order as any other group creation)."""
+def pipeline_mesh(pp: int, dp: int = 1, tp: int = 1, device_type: str = "cpu") -> PipelineMesh:
+    """Build the ``("pp", "dp", "tp")`` mesh on ``device_type`` (the model's: ``"cpu"`` or
+    ``"cuda"``) and all its communicators (every rank must call it, in the same order as any
+    other group creation)."""
     from ..placement import init_device_mesh
 
     world = _comm.get_world()
@@ -76,6 +78,7 @@ def pipeline_mesh(pp: int, dp: int = 1, tp: int = 1) -> PipelineMesh:
         raise ValueError(f"pp x dp x tp = {pp} x {dp} x {tp} = {pp * dp * tp} but the world has "
                          f"{world.size} ranks; launch with `shardflow run -n {pp * dp * tp}` or "
                          "change the factors")
-    mesh = init_device_mesh("cpu", (pp, dp, tp), mesh_dim_names=("pp", "dp", "tp")).create_groups()
+    mesh = init_device_mesh(device_type, (pp, dp, tp),
+                            mesh_dim_names=("pp", "dp", "tp")).create_groups()
     stage, replica, tp_index = mesh.coordinate
     return PipelineMesh(mesh, mesh.group(0), mesh.group(1), mesh["tp"], stage, replica, tp_index)

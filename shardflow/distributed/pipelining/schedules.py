@@ -11,7 +11,10 @@ Each rank then runs its list of actions, ``F(stage, mb)`` / ``B(stage, mb)``:
 * **1F1B** (PipeDream-flush): rank ``r`` of ``p`` runs ``p - r - 1`` warm-up forwards, then
   alternates one forward and one backward, then drains the backwards: at most ``p - r``
   micro-batches in flight, so activation memory is bounded by ``p`` and not ``m``. Same
-  bubble as GPipe, ``(p - 1) / (m + p - 1)`` of the step for equal stage times.
+  bubble as GPipe, ``(p - 1) / (m + p - 1)`` of the step for equal stage times. A
+  steady-state forward's output is sent after the paired backward has received its
+  gradient (the order in which the next stage sends that gradient and then receives the
+  activation): NCCL's in-order send/recv would otherwise deadlock (``stage.py``).
 * **Interleaved 1F1B** (Megatron): each rank holds ``v`` stages (``s = k * p + r``); forwards
   go in groups of ``p`` micro-batches through chunk 0, 1, .., ``v - 1``; backwards through
   the chunks in reverse; warm-up ``(p - r - 1) * 2 + (v - 1) * p`` forwards. The bubble
@@ -40,6 +43,7 @@ import numpy as np
 
 from ... import comm as _comm
 from ...autograd.tensor import Tensor
+from ...backend.xp import get_array_module
 
 __all__ = ["PipelineScheduleSingle", "ScheduleGPipe", "Schedule1F1B", "ScheduleInterleaved1F1B",
            "bubble_fraction"]
@@ -57,8 +61,10 @@ def _chunks(t, m: int) -> list:
     if arr.shape[0] < m:
         raise ValueError(f"a batch of {arr.shape[0]} rows cannot be cut into {m} micro-batches; "
                          f"use n_microbatches <= {arr.shape[0]}")
-    parts = np.array_split(arr, m, axis=0) if arr.shape[0] % m == 0 else _torch_chunk(arr, m)
-    return [Tensor(np.ascontiguousarray(a)) for a in parts]
+    # row slices (equal to np.array_split's when m divides the rows), copied on the batch's
+    # own device: a GPU batch stays on the GPU
+    xp = get_array_module(arr)
+    return [Tensor(xp.ascontiguousarray(a)) for a in _torch_chunk(arr, m)]
 
 
 def _torch_chunk(arr, m):
@@ -73,7 +79,7 @@ def _torch_chunk(arr, m):
 def _zero_grad(p) -> Tensor:
     """A zero gradient for a parameter the step did not reach (the collective still needs its
     buffer); for a global parameter (TP inside the stage) a global tensor of its grad layout."""
-    g = Tensor(np.zeros_like(p.array))
+    g = Tensor(get_array_module(p.array).zeros_like(p.array))  # on the parameter's device
     if p._spec is not None:
         g._spec = p._spec.grad_spec()
     return g
@@ -139,6 +145,11 @@ class _Schedule:
     def _actions(self) -> list:  # pragma: no cover - interface
         raise NotImplementedError
 
+    def _deferred_sends(self) -> set:
+        """``(stage, mb)`` of the forwards whose output is sent only after the stage's next
+        backward has received its gradient (``PipelineStage.forward_one(defer=True)``)."""
+        return set()
+
     def step(self, *args, target=None, losses=None, **kwargs):
         """Run one training step (forward and backward of every micro-batch; the optimizer
         step is the caller's). Returns the last stage's outputs concatenated, else None."""
@@ -155,18 +166,22 @@ class _Schedule:
         outputs, mb_losses = {}, {}
         busy = 0.0
         t_start = time.perf_counter()
+        deferred = self._deferred_sends()
         for kind, s_idx, mb in self._actions():
             stage = by_index[s_idx]
             if kind == "F":
-                out = stage.forward_one(mb, xs[mb], works)
+                out = stage.forward_one(mb, xs[mb], works, defer=(s_idx, mb) in deferred)
                 t0 = time.perf_counter()
                 if stage.is_last:
                     outputs[mb] = out
-                    mb_losses[mb] = self.loss_fn(out, ys[mb])
+                    y = ys[mb].to(stage.device) if isinstance(ys[mb], Tensor) else ys[mb]
+                    mb_losses[mb] = self.loss_fn(out, y)  # the target on the stage's device
                 busy += time.perf_counter() - t0 + stage.last_compute
             else:
                 stage.backward_one(mb, mb_losses.get(mb) if stage.is_last else None, works)
                 busy += stage.last_compute
+        for s in self.stages:
+            s.flush_sends(works)  # none left by the schedules here; kept safe for subclasses
         for w in works:
             w.wait()
         t_end = time.perf_counter()
@@ -220,6 +235,13 @@ class Schedule1F1B(PipelineScheduleSingle):
             acts.append(("B", s, i))
         acts += [("B", s, i) for i in range(m - warm, m)]
         return acts
+
+    def _deferred_sends(self) -> set:
+        # steady state: the next stage (one warm-up forward fewer) sends gradient i before it
+        # receives activation warm + i, so F(warm + i) is sent after B(i)'s receive
+        s, m, p = self.stage.stage_index, self.n_microbatches, self.p
+        warm = min(p - s - 1, m)
+        return {(s, i) for i in range(warm, m)}
 
 
 class ScheduleInterleaved1F1B(_Schedule):

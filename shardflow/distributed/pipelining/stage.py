@@ -13,6 +13,11 @@ Communication plan (``shardflow.comm`` checked send/recv on the pipeline group):
 * backward: stage ``s+1`` sends ``d loss / d input`` to stage ``s`` (tag ``3*s+2``); its shape
   is the one stage ``s`` sent, so no header.
 
+The header is a small host (NumPy) array: on an NCCL communicator it goes over the control
+(MPI) path. Activations and gradients stay on the stage's device: a GPU stage sends its
+device arrays and receives into buffers allocated on its device (the device of its
+module's parameters), so they travel by NCCL's send/recv, never through host memory.
+
 With ``tp_mesh`` (tensor parallelism inside the stage, parameters laid out by
 ``tp_layout.lay_out_stage``): every TP rank of the stage receives the whole activation from the
 same-TP-index rank of the previous stage (the pipeline group is a line of the mesh along
@@ -23,9 +28,15 @@ received gradient is whole, and the gradient of the ``Broadcast`` input is whole
 column-parallel layers' ``BroadcastUse`` all-reduces it), so what is sent back is whole.
 
 Sends are asynchronous (their handles are waited at the end of ``step``), receives are
-blocking: a rank only ever waits for data, so any schedule whose per-rank order respects
-the dependencies cannot deadlock. MPI keeps messages of one (source, tag) in order, and
-every stage runs its micro-batches' forwards (and backwards) in increasing order.
+blocking: a rank only ever waits for data. On MPI (host arrays) a send never waits for its
+receive, so any schedule whose per-rank order respects the dependencies cannot deadlock.
+NCCL's send/recv are in order on the stream and a send may wait until the peer posts the
+matching receive, so each pair of neighbours must also post them in the same order:
+``forward_one(defer=True)`` holds the activation back until this stage's next
+``backward_one`` has received its gradient (1F1B's steady state, PyTorch's fused "send
+output / receive gradient"; see ``Schedule1F1B``). MPI keeps messages of one (source, tag)
+in order, and every stage runs its micro-batches' forwards (and backwards) in increasing
+order.
 """
 
 from __future__ import annotations
@@ -36,6 +47,8 @@ import numpy as np
 
 from ... import comm as _comm
 from ...autograd.tensor import Tensor
+from ...backend import device as _device
+from ...backend.xp import CPU, device_of, get_array_module, new_array
 
 __all__ = ["PipelineStage"]
 
@@ -62,6 +75,8 @@ class PipelineStage:
     with another stage; ``dp_group``, when given, averages the gradients over the data
     parallel replicas of this stage after the last backward (one all-reduce per parameter).
     ``tp_mesh``, when given, is the stage's tensor-parallel sub-mesh (module docstring).
+    ``device`` (default: the device of ``submodule``'s parameters) is where the first stage's
+    input chunks are moved and the activations and gradients received are allocated.
     """
 
     def __init__(self, submodule, stage_index: int, num_stages: int, device=None, group=None,
@@ -70,7 +85,6 @@ class PipelineStage:
         self.group = group if group is not None else _comm.get_world()
         self.stage_index = int(stage_index)
         self.num_stages = int(num_stages)
-        self.device = device
         if not 0 <= self.stage_index < self.num_stages:
             raise ValueError(f"stage_index {stage_index} outside 0 .. {num_stages - 1}")
         if self.num_stages % self.group.size:
@@ -84,11 +98,17 @@ class PipelineStage:
                 f"but it was built on pipeline rank {self.group.rank}; build stage "
                 f"s = v * {self.group.size} + {self.group.rank} on this rank"
             )
+        # where received activations and gradients are allocated (a GPU stage receives into
+        # device buffers, over NCCL): ``device``, by default its module's parameters' device
+        first = next(iter(submodule.parameters()), None)
+        self.device = (_device(device) if device is not None else
+                       device_of(first.array) if first is not None else CPU)
         self.tied = list(tied or [])
         self.dp_group = dp_group
         self.tp_mesh = tp_mesh
         self._inputs: dict = {}
         self._outputs: dict = {}
+        self._deferred: list = []  # outputs whose send waits for the next gradient received
         self.live_bytes = 0  # bytes of inputs + outputs held for pending backwards
         self.peak_live_bytes = 0
         self.peak_inflight = 0  # micro-batches whose backward has not run yet
@@ -112,13 +132,14 @@ class PipelineStage:
         self.group.recv(hdr, src, tag=3 * self.stage_index)
         ndim = int(hdr[0])
         shape = tuple(int(d) for d in hdr[1:1 + ndim])
-        arr = np.empty(shape, dtype=_DTYPES[int(hdr[-1])])
+        dt = _DTYPES[int(hdr[-1])]
+        arr = new_array(self.device, lambda xp: xp.empty(shape, dtype=dt))
         self.group.recv(arr, src, tag=3 * self.stage_index + 1)
         return Tensor(arr, requires_grad=arr.dtype.kind == "f")
 
     def _send_activation(self, out: Tensor, works: list) -> None:
         dst_stage = self.stage_index + 1
-        arr = np.ascontiguousarray(out.array)
+        arr = get_array_module(out.array).ascontiguousarray(out.array)  # stays on its device
         if arr.ndim > _MAX_DIMS:
             raise ValueError(f"stage output has {arr.ndim} dims; at most {_MAX_DIMS} can be sent")
         hdr = np.zeros(_MAX_DIMS + 2, dtype=np.int64)
@@ -129,22 +150,26 @@ class PipelineStage:
         works.append(self.group.send(hdr, dst, tag=3 * dst_stage, async_op=True))
         works.append(self.group.send(arr, dst, tag=3 * dst_stage + 1, async_op=True))
 
-    def _recv_grad(self, like: Tensor) -> np.ndarray:
-        g = np.empty(like.array.shape, dtype=like.array.dtype)
+    def _recv_grad(self, like: Tensor):
+        a = like.array  # the gradient of what this stage sent: its shape, dtype and device
+        g = new_array(device_of(a), lambda xp: xp.empty(a.shape, dtype=a.dtype))
         self.group.recv(g, self._peer(self.stage_index + 1), tag=3 * self.stage_index + 2)
         return g
 
     def _send_grad(self, grad, works: list) -> None:
-        g = np.ascontiguousarray(grad)
+        g = get_array_module(grad).ascontiguousarray(grad)
         works.append(self.group.send(g, self._peer(self.stage_index - 1),
                                      tag=3 * (self.stage_index - 1) + 2, async_op=True))
 
     # ------------------------------------------------------------------ compute
-    def forward_one(self, mb: int, x, works: list):
+    def forward_one(self, mb: int, x, works: list, defer: bool = False):
         """Forward of micro-batch ``mb``: ``x`` is the first stage's input chunk; other
-        stages receive theirs. Returns the output (sent on unless this is the last stage)."""
+        stages receive theirs. Returns the output (sent on unless this is the last stage;
+        ``defer``: sent once the next ``backward_one`` has received its gradient)."""
         if not self.is_first:
             x = self._recv_activation()
+        elif isinstance(x, Tensor):
+            x = x.to(self.device)  # the caller's input chunk, on this stage's device
         t0 = time.perf_counter()
         out = self._run(x)
         self.last_compute = time.perf_counter() - t0
@@ -154,8 +179,17 @@ class PipelineStage:
         self.peak_live_bytes = max(self.peak_live_bytes, self.live_bytes)
         self.peak_inflight = max(self.peak_inflight, len(self._outputs))
         if not self.is_last:
-            self._send_activation(out, works)
+            if defer:
+                self._deferred.append(out)
+            else:
+                self._send_activation(out, works)
         return out
+
+    def flush_sends(self, works: list) -> None:
+        """Send the outputs held back by ``forward_one(defer=True)``, in order."""
+        deferred, self._deferred = self._deferred, []
+        for out in deferred:
+            self._send_activation(out, works)
 
     def _run(self, x):
         if self.tp_mesh is None:
@@ -176,11 +210,12 @@ class PipelineStage:
             loss.backward()
         else:
             g = Tensor(self._recv_grad(out))
+            self.flush_sends(works)  # the activation the next stage expects after this gradient
             t0 = time.perf_counter()
             out.backward(g)
         self.last_compute = time.perf_counter() - t0
         if not self.is_first:
-            g = x.grad.array if x.grad is not None else np.zeros_like(x.array)
+            g = x.grad.array if x.grad is not None else get_array_module(x.array).zeros_like(x.array)
             self._send_grad(g, works)
 
     def scale_grads(self, factor: float) -> None:
@@ -191,4 +226,5 @@ class PipelineStage:
     def clear_runtime_states(self) -> None:
         self._inputs.clear()
         self._outputs.clear()
+        self._deferred.clear()
         self.live_bytes = 0

@@ -30,6 +30,9 @@ Communication plan (every rank calls, in the same order; ``group`` is normally t
   AdamW's ``exp_avg``, ``exp_avg_sq``, ``step``): twice the model's bytes.
 
 Both are plain collectives on whole arrays: nothing is pickled but the small layout list.
+Values stay on the device they live on (a GPU model's parameters and AdamW state are
+broadcast as device arrays, over NCCL); host values (a step count kept as a number) go as
+host arrays, in their own broadcasts.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...autograd.tensor import Tensor
+from ...backend.xp import CPU, device_of, get_array_module, new_array
 from ..full_state import full_optimizer_state_dict, full_state_dict, params_by_index
 
 __all__ = ["parameter_owners", "whole_parameters", "sync_parameters", "gather_optimizer_state"]
@@ -54,14 +58,16 @@ def parameter_owners(pipe, rank_of) -> dict:
 
 def _broadcast_arrays(arrays: list, src: int, group) -> None:
     """Overwrite ``arrays`` on every rank with the values on rank ``src``: one broadcast per
-    dtype of a flat buffer (the caller guarantees equal shapes and dtypes on every rank)."""
-    for dt in sorted({a.dtype.str for a in arrays}):
-        sel = [a for a in arrays if a.dtype.str == dt]
+    device and dtype of a flat buffer on that device (the caller guarantees equal shapes,
+    dtypes and devices on every rank)."""
+    for key in sorted({(device_of(a).type, a.dtype.str) for a in arrays}):
+        sel = [a for a in arrays if (device_of(a).type, a.dtype.str) == key]
+        dev, dt = device_of(sel[0]), np.dtype(key[1])
         n = sum(a.size for a in sel)
         if group.rank == src:
-            buf = np.concatenate([a.reshape(-1) for a in sel]) if sel else np.empty(0, dt)
+            buf = get_array_module(sel[0]).concatenate([a.reshape(-1) for a in sel])
         else:
-            buf = np.empty(n, dtype=np.dtype(dt))
+            buf = new_array(dev, lambda xp, n=n, dt=dt: xp.empty(n, dtype=dt))
         group.broadcast(buf, src=src)
         if group.rank != src:
             off = 0
@@ -75,8 +81,14 @@ def _whole_shape(p) -> tuple:
     return tuple(spec.shape) if spec is not None else tuple(p.array.shape)
 
 
+def _empty_like_param(p, shape):
+    """An uninitialised array of ``shape`` with ``p``'s dtype, on ``p``'s device."""
+    dt = p.array.dtype
+    return new_array(device_of(p.array), lambda xp: xp.empty(shape, dtype=dt))
+
+
 def whole_parameters(model, owners: dict, group) -> dict:
-    """``{name: whole value}`` (NumPy arrays, as ``model.named_parameters()`` names them) of
+    """``{name: whole value}`` (arrays on the parameters' device, as ``model.named_parameters()`` names them) of
     every parameter ``owners`` lists, as its owner holds it, on every rank (a collective)."""
     local = full_state_dict(model)  # whole values of this rank's laid-out parameters
     named = [(n, p) for n, p in model.named_parameters() if id(p) in owners]
@@ -84,9 +96,9 @@ def whole_parameters(model, owners: dict, group) -> dict:
     for src in sorted({owners[id(p)] for _, p in named}):
         mine = [(n, p) for n, p in named if owners[id(p)] == src]
         if group.rank == src:
-            arrays = [np.asarray(local[n].array) for n, _ in mine]
+            arrays = [local[n].array for n, _ in mine]  # on the parameter's device
         else:
-            arrays = [np.empty(_whole_shape(p), dtype=p.array.dtype) for _, p in mine]
+            arrays = [_empty_like_param(p, _whole_shape(p)) for _, p in mine]
         _broadcast_arrays(arrays, src, group)
         out.update((n, a) for (n, _), a in zip(mine, arrays))
     return out
@@ -119,13 +131,19 @@ def gather_optimizer_state(optimizer, owners: dict, group) -> dict:
                 if owners.get(id(p)) != src or i not in local["state"]:
                     continue
                 for key, v in local["state"][i].items():
-                    arr = np.array(v.array if isinstance(v, Tensor) else v)
-                    layout.append((i, key, arr.shape, arr.dtype.str, isinstance(v, Tensor)))
+                    # a copy (the ranks' own state is not changed), on the value's device
+                    arr = (get_array_module(v.array).array(v.array, copy=True) if isinstance(v, Tensor)
+                           else np.array(v))
+                    on_gpu = device_of(arr).type != "cpu"
+                    layout.append((i, key, arr.shape, arr.dtype.str, isinstance(v, Tensor), on_gpu))
                     values.append(arr)
         layout = group.broadcast_object(layout, src=src)
-        if values is None:
-            values = [np.empty(shape, dtype=np.dtype(dt)) for _, _, shape, dt, _ in layout]
+        if values is None:  # a device state on this rank's device of its parameter (AdamW's
+            # moments), a host one on the host (a step count kept on the CPU, or a number)
+            values = [new_array(device_of(params[i].array) if on_gpu else CPU,
+                                lambda xp, s=shape, d=dt: xp.empty(s, dtype=np.dtype(d)))
+                      for i, _, shape, dt, _, on_gpu in layout]
         _broadcast_arrays(values, src, group)
-        for (i, key, _, _, is_tensor), arr in zip(layout, values):
+        for (i, key, _, _, is_tensor, _), arr in zip(layout, values):
             state.setdefault(i, {})[key] = Tensor(arr) if is_tensor else arr.item()
     return {"state": state, "param_groups": local["param_groups"]}
