@@ -258,7 +258,8 @@ def parallelize(model, optimizer, dp: int = 1, tp: int = 1, pp: int = 1, zero: i
         from . import pipelining
         from .pipelining import PipelineStage, lay_out_stage, pipeline_mesh
 
-        pm = pipeline_mesh(pp, dp, tp)  # every communicator, on every rank, before stages diverge
+        kind = next((q.device.type for q in model.parameters()), "cpu")  # the mesh's device type
+        pm = pipeline_mesh(pp, dp, tp, device_type=kind)  # every communicator, before stages diverge
         st = pm.stage
         pipe = split(model, pp)
         tp_mesh = None
@@ -321,5 +322,5 @@ def _box_whole(t):
 
 
 def _rows(t, sl):
-    arr = t.array if isinstance(t, Tensor) else np.asarray(t)
+    arr = t.array if isinstance(t, Tensor) else t if hasattr(t, "shape") else np.asarray(t)
     return Tensor(get_array_module(arr).ascontiguousarray(arr[sl]))  # on the batch's device
