@@ -11,6 +11,10 @@ now, CuPy arrays with the NCCL backend later) and knows nothing of autograd. Con
   reduced block ``(n, ...)``  (PyTorch's ``reduce_scatter_tensor``).
 * ``all_to_all(a)`` splits dim 0 into ``world`` blocks; block j goes to rank j.
 * ``send`` / ``recv`` are point-to-point; ``recv`` fills its argument in place.
+* ``batch_p2p(ops)`` starts a list of ``("send" | "recv", array, peer, tag)`` as one group and
+  returns one :class:`Work` per op (``torch.distributed.batch_isend_irecv``): the ops progress
+  together, so two ranks that each send to and receive from the other in one batch cannot
+  wait on each other (NCCL posts them between ``ncclGroupStart``/``ncclGroupEnd``).
 * Every collective takes ``async_op``; with ``True`` it returns a :class:`Work` whose
   ``wait()`` completes it (and returns the result), else it returns the result.
 
@@ -139,6 +143,24 @@ class Communicator:
     def recv(self, array, src: int, tag: int = 0, async_op: bool = False):
         raise NotImplementedError
 
+    def batch_p2p(self, ops) -> list:
+        """Start ``ops`` (``("send" | "recv", array, peer, tag)``) together; one Work per op.
+
+        Default (MPI, the world of one): every op is started non-blocking, the receives
+        first, then the sends, each kind in list order (the order MPI matches messages of one
+        (source, tag) by). A non-blocking op never waits for its peer, so no order of the
+        batches on two ranks can deadlock; posting the receives first lets a send above the
+        eager limit match at once.
+        """
+        ops = check_p2p_ops(ops, self.size, self.rank)
+        works: list = [None] * len(ops)
+        for kind in ("recv", "send"):
+            start = self.recv if kind == "recv" else self.send
+            for i, (op, array, peer, tag) in enumerate(ops):
+                if op == kind:
+                    works[i] = start(array, peer, tag, async_op=True)
+        return works
+
     def all_gather_object(self, obj) -> list:
         """Gather one picklable Python object per rank (small control data only)."""
         raise NotImplementedError
@@ -172,6 +194,25 @@ class Communicator:
                 f"all_to_all needs an input whose dim 0 is a multiple of the world size "
                 f"{self.size}; got shape {tuple(array.shape)}"
             )
+
+
+def check_p2p_ops(ops, size: int, rank: int) -> list:
+    """``batch_p2p``'s ops as a list of ``(op, array, peer, tag)``, each checked."""
+    out = []
+    for item in ops:
+        try:
+            op, array, peer, tag = item
+        except (TypeError, ValueError):
+            raise TypeError(f"batch_p2p takes (op, array, peer, tag) tuples, got {item!r}") from None
+        if op not in ("send", "recv"):
+            raise ValueError(f"batch_p2p op must be 'send' or 'recv', got {op!r}")
+        peer, tag = int(peer), int(tag)
+        if not 0 <= peer < size:
+            raise ValueError(f"batch_p2p {op}: peer rank {peer} is outside the group 0 .. {size - 1}")
+        if peer == rank:
+            raise ValueError(f"batch_p2p {op}: a rank cannot {op} to/from itself (rank {rank})")
+        out.append((op, array, peer, tag))
+    return out
 
 
 def check_avg_dtype(array) -> None:

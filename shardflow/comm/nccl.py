@@ -38,6 +38,11 @@ Algorithm and communication plan
   Non-contiguous arrays are packed and unpacked.
 * **all_to_all** is a grouped send/recv per peer (``groupStart``/``groupEnd``), as NCCL's
   own documentation does it.
+* **batch_p2p** (``batch_isend_irecv``) issues its device sends and receives between one
+  ``groupStart``/``groupEnd``: NCCL's send/recv are in order on the stream and a send may wait
+  until the peer posts the matching receive, so two ranks that each send before they receive
+  deadlock unless the pair is grouped. Signatures are checked as for ``send``/``recv``: every
+  send's signature is posted (non-blocking, control path) before any is received.
 * **Groups.** ``new_group(ranks)`` splits the control communicator and builds a NCCL
   communicator over the members (a NCCL communicator per group, as torch.distributed does).
 """
@@ -50,7 +55,7 @@ import numpy as np
 
 from .. import _config
 from . import callsig
-from .base import CommError, Communicator, ReduceOp, Work, check_avg_dtype
+from .base import CommError, Communicator, ReduceOp, Work, check_avg_dtype, check_p2p_ops
 
 _SPIN_S = 2e-4
 
@@ -223,6 +228,12 @@ class NCCLCommunicator(Communicator):
 
     def _issue(self, op, seq, array, launch, finish, async_op):
         """Run ``launch(stream)`` (the NCCL calls), then wait for them or return the Work."""
+        event = self._launch(op, seq, array, launch)
+        work = NCCLWork(self, event, (op, seq, tuple(array.shape), str(array.dtype)), finish)
+        return work if async_op else work.wait()
+
+    def _launch(self, op, seq, array, launch):
+        """Run ``launch(stream)`` and return the event recorded behind its NCCL calls."""
         if self._aborted:
             raise CommError(f"{op}: this NCCL communicator was aborted after an earlier failure")
         try:
@@ -232,9 +243,7 @@ class NCCLCommunicator(Communicator):
                 f"{op} (NCCL collective #{seq}) on rank {self.world_rank()}, shape "
                 f"{tuple(array.shape)}, dtype {array.dtype}: NCCL error: {e}"
             ) from None
-        work = NCCLWork(self, self._api.record_event(), (op, seq, tuple(array.shape),
-                                                         str(array.dtype)), finish)
-        return work if async_op else work.wait()
+        return self._api.record_event()
 
     def _on_timeout(self, call, waited: float, limit: float):
         op, seq, shape, dtype = call
@@ -381,6 +390,19 @@ class NCCLCommunicator(Communicator):
         return np.array(callsig.fields(op, 0, None, array.dtype, array.size, peer, array.shape),
                         dtype=np.int64)
 
+    def _check_peer_sig(self, array, src, tag) -> None:
+        """Receive the signature of the peer's send (control path) and compare it with ``array``."""
+        theirs = np.zeros(callsig.NBYTES // 8, dtype=np.int64)
+        self._control.recv(theirs, src, tag)
+        sig = callsig.CallSig.unpack(theirs.tobytes())
+        if sig.dtype != callsig.dtype_code(array.dtype) or sig.count != array.size:
+            raise CommError(
+                f"recv from rank {self.world_rank(src)} (tag {tag}) on rank {self.world_rank()}: "
+                f"the peer sent shape {sig.shape_text()} dtype {callsig.dtype_name(sig.dtype)}, "
+                f"this rank receives shape {tuple(array.shape)} dtype {array.dtype}; make the "
+                "two calls agree. The receive buffer is unchanged."
+            )
+
     def send(self, array, dst: int, tag: int = 0, async_op: bool = False):
         if not self._api.is_device(array):
             return self._control.send(array, dst, tag, async_op)
@@ -398,16 +420,7 @@ class NCCLCommunicator(Communicator):
         if not self._api.is_device(array):
             return self._control.recv(array, src, tag, async_op)
         dt = self._nccl_dtype(array)
-        theirs = np.zeros(callsig.NBYTES // 8, dtype=np.int64)
-        self._control.recv(theirs, src, tag)
-        sig = callsig.CallSig.unpack(theirs.tobytes())
-        if sig.dtype != callsig.dtype_code(array.dtype) or sig.count != array.size:
-            raise CommError(
-                f"recv from rank {self.world_rank(src)} (tag {tag}) on rank {self.world_rank()}: "
-                f"the peer sent shape {sig.shape_text()} dtype {callsig.dtype_name(sig.dtype)}, "
-                f"this rank receives shape {tuple(array.shape)} dtype {array.dtype}; make the "
-                "two calls agree. The receive buffer is unchanged."
-            )
+        self._check_peer_sig(array, src, tag)
         buf, back = self._packed(array)
         p = self._api.ptr(buf)
 
@@ -420,6 +433,55 @@ class NCCLCommunicator(Communicator):
             return array
 
         return self._issue("recv", -1, array, launch, finish, async_op)
+
+    def batch_p2p(self, ops) -> list:
+        """Host arrays go through the control communicator's batch; the device sends and
+        receives are checked, then issued between one ``groupStart``/``groupEnd``."""
+        ops = check_p2p_ops(ops, self._size, self._rank)
+        works: list = [None] * len(ops)
+        host = [i for i, o in enumerate(ops) if not self._api.is_device(o[1])]
+        if host:
+            for i, w in zip(host, self._control.batch_p2p([ops[i] for i in host])):
+                works[i] = w
+        dev = [i for i, o in enumerate(ops) if self._api.is_device(o[1])]
+        if not dev:
+            return works
+        dts = {i: self._nccl_dtype(ops[i][1]) for i in dev}
+        # every signature out before any is awaited: the peer does the same, so neither waits
+        sent = [self._control.send(self._p2p_sig("send", a, peer), peer, tag, async_op=True)
+                for op, a, peer, tag in (ops[i] for i in dev) if op == "send"]
+        for op, a, peer, tag in (ops[i] for i in dev):
+            if op == "recv":
+                self._check_peer_sig(a, peer, tag)
+        for w in sent:
+            w.wait()
+        bufs = {i: self._packed(ops[i][1]) for i in dev}
+        calls = [(ops[i][0], self._api.ptr(bufs[i][0]), bufs[i][0].size, dts[i], ops[i][2])
+                 for i in dev]
+        nccl, comm = self._api.nccl, self._comm
+
+        def launch(stream):
+            nccl.groupStart()
+            try:
+                for op, p, n, dt, peer in calls:
+                    (comm.send if op == "send" else comm.recv)(p, n, dt, peer, stream)
+            finally:
+                nccl.groupEnd()
+
+        first = ops[dev[0]][1]
+        event = self._launch("batch_p2p", -1, first, launch)
+        for i in dev:
+            op, array = ops[i][0], ops[i][1]
+            back = bufs[i][1]
+
+            def finish(array=array, back=back, recv=op == "recv"):
+                if recv and back is not None:
+                    back()
+                return array if recv else None
+
+            works[i] = NCCLWork(self, event, (op, -1, tuple(array.shape), str(array.dtype)),
+                                finish)
+        return works
 
     # -- objects, groups, lifetime -------------------------------------------------------
     def all_gather_object(self, obj) -> list:

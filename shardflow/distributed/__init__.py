@@ -26,7 +26,7 @@ __all__ = [
     "destroy_process_group", "is_initialized", "is_available", "get_rank", "get_world_size",
     "get_local_rank", "get_backend", "new_group", "all_reduce", "broadcast", "all_gather",
     "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor", "all_to_all_single",
-    "barrier", "send", "recv", "isend", "irecv", "all_gather_object",
+    "barrier", "send", "recv", "isend", "irecv", "P2POp", "batch_isend_irecv", "all_gather_object",
     "broadcast_object_list", "CommError", "CommTimeoutError",
 ]
 
@@ -295,6 +295,36 @@ def isend(tensor, dst: int, group=None, tag: int = 0) -> Work:
 def irecv(tensor, src: int, group=None, tag: int = 0) -> Work:
     g = _group(group)
     return Work(g.recv(_arr(tensor), _group_rank(g, src), tag, async_op=True), _bump(tensor))
+
+
+class P2POp:
+    """One op of :func:`batch_isend_irecv`: ``P2POp(dist.isend, tensor, peer)`` or
+    ``P2POp(dist.irecv, tensor, peer)`` (``peer`` a global rank, as in PyTorch)."""
+
+    __slots__ = ("op", "tensor", "peer", "group", "tag")
+
+    def __init__(self, op, tensor, peer: int, group=None, tag: int = 0):
+        if op not in (isend, irecv):
+            raise ValueError("P2POp's op must be dist.isend or dist.irecv, got "
+                             f"{getattr(op, '__name__', op)!r}")
+        _arr(tensor)
+        self.op, self.tensor, self.peer, self.group, self.tag = op, tensor, peer, group, tag
+
+
+def batch_isend_irecv(p2p_op_list) -> list:
+    """Start the sends and receives of ``p2p_op_list`` as one group and return their Works
+    (PyTorch's semantics: all ops on one group; on NCCL one ``ncclGroupStart``/``ncclGroupEnd``
+    around them, so ranks that send to each other before receiving cannot deadlock)."""
+    ops = list(p2p_op_list)
+    if not ops or not all(isinstance(o, P2POp) for o in ops):
+        raise ValueError("batch_isend_irecv takes a non-empty list of dist.P2POp")
+    g = _group(ops[0].group)
+    if any(_group(o.group) is not g for o in ops[1:]):
+        raise ValueError("batch_isend_irecv: all ops must use the same group")
+    raw = [("send" if o.op is isend else "recv", _arr(o.tensor), _group_rank(g, o.peer), o.tag)
+           for o in ops]
+    return [Work(w, None if o.op is isend else _bump(o.tensor))
+            for o, w in zip(ops, g.batch_p2p(raw))]
 
 
 def all_gather_object(object_list, obj, group=None) -> None:

@@ -11,15 +11,24 @@ Each rank then runs its list of actions, ``F(stage, mb)`` / ``B(stage, mb)``:
 * **1F1B** (PipeDream-flush): rank ``r`` of ``p`` runs ``p - r - 1`` warm-up forwards, then
   alternates one forward and one backward, then drains the backwards: at most ``p - r``
   micro-batches in flight, so activation memory is bounded by ``p`` and not ``m``. Same
-  bubble as GPipe, ``(p - 1) / (m + p - 1)`` of the step for equal stage times. A
-  steady-state forward's output is sent after the paired backward has received its
-  gradient (the order in which the next stage sends that gradient and then receives the
-  activation): NCCL's in-order send/recv would otherwise deadlock (``stage.py``).
+  bubble as GPipe, ``(p - 1) / (m + p - 1)`` of the step for equal stage times.
 * **Interleaved 1F1B** (Megatron): each rank holds ``v`` stages (``s = k * p + r``); forwards
   go in groups of ``p`` micro-batches through chunk 0, 1, .., ``v - 1``; backwards through
   the chunks in reverse; warm-up ``(p - r - 1) * 2 + (v - 1) * p`` forwards. The bubble
   shrinks to ``(p - 1) / (v * m + p - 1)`` at the cost of ``v`` times the messages;
   ``m`` must be a multiple of ``p``.
+
+Communication: every rank places all ranks' action lists on one timeline of unit steps (a
+greedy run: an action goes at the first step after its input was produced; the same table on
+every rank, PyTorch's ``pipeline_order``). At each step a rank runs its action, then posts, as
+one batch (``Communicator.batch_p2p``, ``dist.batch_isend_irecv``'s), the send of what it
+produced and the receives of what its neighbours produce at that step, e.g. 1F1B's "send my
+activation / receive the next gradient". NCCL's send/recv run in order on one stream and a
+send may wait until the peer posts its receive, so two neighbours that each send before they
+receive deadlock; in a batch (one ``groupStart``/``groupEnd``) the pair progresses together,
+and since every send of a step has its receive in the peer's batch of that step, no schedule
+can deadlock. Activations first exchange their host headers (shape, dtype) in a batch of their
+own. On MPI the ops are non-blocking anyway; the results are the same.
 
 After the last backward: gradients are divided by ``m`` (``scale_grads=True``, PyTorch's
 default: the step's gradient is that of the mean micro-batch loss, i.e. of the full-batch
@@ -44,6 +53,7 @@ import numpy as np
 from ... import comm as _comm
 from ...autograd.tensor import Tensor
 from ...backend.xp import get_array_module
+from .stage import PipelineStage
 
 __all__ = ["PipelineScheduleSingle", "ScheduleGPipe", "Schedule1F1B", "ScheduleInterleaved1F1B",
            "bubble_fraction"]
@@ -96,6 +106,7 @@ class _Schedule:
         self.group = self.stages[0].group
         self.p = self.group.size
         self.last_timing = {}
+        self._timeline_cache = None  # depends on p, v and m only: made at the first step
         self._tied_groups = self._make_tied_groups()
         if any(s.is_last for s in self.stages) and loss_fn is None:
             raise ValueError("the last stage needs loss_fn to run backward; pass "
@@ -142,13 +153,115 @@ class _Schedule:
                 s.dp_group.all_reduce(p.grad.array, op=_comm.ReduceOp.AVG)
 
     # -------------------------------------------------------------- the step
-    def _actions(self) -> list:  # pragma: no cover - interface
+    def _actions_of(self, r: int) -> list:  # pragma: no cover - interface
+        """Pipeline rank ``r``'s actions ``(kind, stage, mb)``, in order."""
         raise NotImplementedError
 
-    def _deferred_sends(self) -> set:
-        """``(stage, mb)`` of the forwards whose output is sent only after the stage's next
-        backward has received its gradient (``PipelineStage.forward_one(defer=True)``)."""
-        return set()
+    def _actions(self) -> list:
+        return self._actions_of(self.group.rank)
+
+    def _timeline(self) -> list:
+        """Every rank's actions placed on one timeline of unit steps (computed identically on
+        every rank): ``[{rank: action}]``. Each rank runs its next action at the first step
+        after the one at which its input was produced (a greedy run with unit times), so the
+        message an action sends at step ``t`` is received at step ``t`` by its peer and used
+        later; the transfers of one step are one batch on each rank (``step``)."""
+        if self._timeline_cache is not None:
+            return self._timeline_cache
+        p, S = self.p, self.stages[0].num_stages
+        acts = [self._actions_of(r) for r in range(p)]
+        pos, done_at, steps = [0] * p, {}, []
+        while any(pos[r] < len(acts[r]) for r in range(p)):
+            t, step = len(steps), {}
+            for r in range(p):
+                if pos[r] < len(acts[r]):
+                    kind, s, mb = acts[r][pos[r]]
+                    need = (("F", s - 1, mb) if s > 0 else None) if kind == "F" else \
+                        (("B", s + 1, mb) if s < S - 1 else ("F", s, mb))
+                    if need is None or done_at.get(need, t) < t:
+                        step[r] = (kind, s, mb)
+            if not step:
+                raise RuntimeError(f"{type(self).__name__}: the ranks' action lists deadlock at "
+                                   f"positions {pos}")
+            for r, a in step.items():
+                done_at[a] = t
+                pos[r] += 1
+            steps.append(step)
+        self._timeline_cache = steps
+        return steps
+
+    @staticmethod
+    def _message(action, S: int):
+        """The action a finished ``action`` feeds on another stage: ``("F", s + 1, mb)`` (its
+        activation) or ``("B", s - 1, mb)`` (its input gradient); None when it sends nothing."""
+        kind, s, mb = action
+        if kind == "F":
+            return ("F", s + 1, mb) if s < S - 1 else None
+        return ("B", s - 1, mb) if s > 0 else None
+
+    def _exchange(self, step: dict, produced, by_index: dict, inbox: dict, works: list) -> None:
+        """One timeline step's transfers on this rank: what its action produced goes to the
+        consuming stage's rank, and what the neighbours' actions of this step produce for
+        this rank's stages is received, all as one batch (``Communicator.batch_p2p``; on NCCL
+        one ``groupStart``/``groupEnd``). Every send of a step has its receive in the peer's
+        batch of the same step, so no order of sends and receives between two ranks can
+        deadlock on NCCL's in-order send/recv. Activations first exchange their host headers
+        (shape, dtype) in a batch of their own, since the receiver allocates from them."""
+        me, p, S = self.group.rank, self.p, self.stages[0].num_stages
+        sends, recvs = [], []
+        for q, action in sorted(step.items()):
+            key = self._message(action, S)
+            if key is None:
+                continue
+            dst = key[1] % p
+            if q == me and dst == me:  # both stages on this rank (one pipeline rank)
+                arr = produced.array if key[0] == "F" else produced
+                inbox[key] = (arr.copy(), None)
+            elif q == me:
+                sends.append((key, dst, produced))
+            elif dst == me:
+                recvs.append((key, q))
+        if not sends and not recvs:
+            return
+        hdr_ops, data = [], {}
+        for key, dst, payload in sends:
+            if key[0] == "F":
+                hdr, data[key] = by_index[key[1] - 1].activation_message(payload)
+                hdr_ops.append(("send", hdr, dst, PipelineStage.activation_tags(key[1])[0]))
+            else:
+                data[key] = payload
+        hdrs = {}
+        for key, src in recvs:
+            if key[0] == "F":
+                hdrs[key] = PipelineStage.header_buffer()
+                hdr_ops.append(("recv", hdrs[key], src, PipelineStage.activation_tags(key[1])[0]))
+        if hdr_ops:
+            for (op, *_), w in zip(hdr_ops, self.group.batch_p2p(hdr_ops)):
+                (w.wait() if op == "recv" else works.append(w))
+        ops, bufs = [], []
+        for key, dst, _ in sends:
+            tag = (PipelineStage.activation_tags(key[1])[1] if key[0] == "F"
+                   else PipelineStage.grad_tag(key[1]))
+            ops.append(("send", data[key], dst, tag))
+        for key, src in recvs:
+            stage = by_index[key[1]]
+            if key[0] == "F":
+                buf, tag = stage.activation_buffer(hdrs[key]), PipelineStage.activation_tags(key[1])[1]
+            else:
+                buf, tag = stage.grad_buffer(key[2]), PipelineStage.grad_tag(key[1])
+            ops.append(("recv", buf, src, tag))
+            bufs.append((key, buf))
+        batch = self.group.batch_p2p(ops)
+        works.extend(batch[:len(sends)])
+        for (key, buf), w in zip(bufs, batch[len(sends):]):
+            inbox[key] = (buf, w)
+
+    @staticmethod
+    def _take(inbox: dict, key):
+        arr, work = inbox.pop(key)
+        if work is not None:
+            work.wait()
+        return arr
 
     def step(self, *args, target=None, losses=None, **kwargs):
         """Run one training step (forward and backward of every micro-batch; the optimizer
@@ -163,25 +276,33 @@ class _Schedule:
         xs = _chunks(args[0] if args else None, m)
         ys = _chunks(target, m)
         works: list = []
+        inbox: dict = {}  # (kind, stage, mb) -> (received array, its Work) for a later action
         outputs, mb_losses = {}, {}
         busy = 0.0
+        me = self.group.rank
         t_start = time.perf_counter()
-        deferred = self._deferred_sends()
-        for kind, s_idx, mb in self._actions():
-            stage = by_index[s_idx]
-            if kind == "F":
-                out = stage.forward_one(mb, xs[mb], works, defer=(s_idx, mb) in deferred)
-                t0 = time.perf_counter()
-                if stage.is_last:
-                    outputs[mb] = out
-                    y = ys[mb].to(stage.device) if isinstance(ys[mb], Tensor) else ys[mb]
-                    mb_losses[mb] = self.loss_fn(out, y)  # the target on the stage's device
-                busy += time.perf_counter() - t0 + stage.last_compute
-            else:
-                stage.backward_one(mb, mb_losses.get(mb) if stage.is_last else None, works)
-                busy += stage.last_compute
-        for s in self.stages:
-            s.flush_sends(works)  # none left by the schedules here; kept safe for subclasses
+        for step in self._timeline():
+            action, produced = step.get(me), None
+            if action is not None:
+                kind, s_idx, mb = action
+                stage = by_index[s_idx]
+                if kind == "F":
+                    x = xs[mb] if stage.is_first else \
+                        stage.as_input(self._take(inbox, ("F", s_idx, mb)))
+                    produced = out = stage.forward_one(mb, x)
+                    t0 = time.perf_counter()
+                    if stage.is_last:
+                        outputs[mb] = out
+                        y = ys[mb].to(stage.device) if isinstance(ys[mb], Tensor) else ys[mb]
+                        mb_losses[mb] = self.loss_fn(out, y)  # the target on the stage's device
+                    busy += time.perf_counter() - t0 + stage.last_compute
+                else:
+                    if stage.is_last:
+                        produced = stage.backward_one(mb, loss=mb_losses[mb])
+                    else:
+                        produced = stage.backward_one(mb, grad=self._take(inbox, ("B", s_idx, mb)))
+                    busy += stage.last_compute
+            self._exchange(step, produced, by_index, inbox, works)
         for w in works:
             w.wait()
         t_end = time.perf_counter()
@@ -218,16 +339,16 @@ class PipelineScheduleSingle(_Schedule):
 class ScheduleGPipe(PipelineScheduleSingle):
     """All forwards, then all backwards."""
 
-    def _actions(self) -> list:
-        s, m = self.stage.stage_index, self.n_microbatches
+    def _actions_of(self, s: int) -> list:  # one stage per rank: stage index = rank
+        m = self.n_microbatches
         return [("F", s, i) for i in range(m)] + [("B", s, i) for i in range(m)]
 
 
 class Schedule1F1B(PipelineScheduleSingle):
     """Warm-up forwards, then one forward / one backward, then the remaining backwards."""
 
-    def _actions(self) -> list:
-        s, m, p = self.stage.stage_index, self.n_microbatches, self.p
+    def _actions_of(self, s: int) -> list:  # one stage per rank: stage index = rank
+        m, p = self.n_microbatches, self.p
         warm = min(p - s - 1, m)
         acts = [("F", s, i) for i in range(warm)]
         for i in range(m - warm):
@@ -235,13 +356,6 @@ class Schedule1F1B(PipelineScheduleSingle):
             acts.append(("B", s, i))
         acts += [("B", s, i) for i in range(m - warm, m)]
         return acts
-
-    def _deferred_sends(self) -> set:
-        # steady state: the next stage (one warm-up forward fewer) sends gradient i before it
-        # receives activation warm + i, so F(warm + i) is sent after B(i)'s receive
-        s, m, p = self.stage.stage_index, self.n_microbatches, self.p
-        warm = min(p - s - 1, m)
-        return {(s, i) for i in range(warm, m)}
 
 
 class ScheduleInterleaved1F1B(_Schedule):
@@ -257,8 +371,8 @@ class ScheduleInterleaved1F1B(_Schedule):
             raise ValueError(f"ScheduleInterleaved1F1B needs n_microbatches ({n_microbatches}) to be "
                              f"a multiple of the number of pipeline ranks ({self.p})")
 
-    def _actions(self) -> list:
-        m, p, v, r = self.n_microbatches, self.p, self.v, self.group.rank
+    def _actions_of(self, r: int) -> list:
+        m, p, v = self.n_microbatches, self.p, self.v
         total = m * v
 
         def unit(k, backward):

@@ -5,7 +5,8 @@ group (one stage per rank; with ``ScheduleInterleaved1F1B`` each rank holds seve
 ``s = v * group.size + r``). Per micro-batch ``mb`` it keeps the input it received (a leaf
 that requires grad) and the output its module produced, until that micro-batch's backward.
 
-Communication plan (``shardflow.comm`` checked send/recv on the pipeline group):
+Communication plan (``shardflow.comm`` checked point-to-point on the pipeline group, posted by
+the schedule, ``schedules.py``; the stage makes the messages and receive buffers):
 
 * forward: stage ``s`` sends its output to stage ``s+1`` as a 10-element int64 header
   (ndim, up to 8 dims, dtype code) then the data (tags ``3*(s+1)`` and ``3*(s+1)+1``);
@@ -27,16 +28,10 @@ tensors and sends its output whole (``full_tensor``: a ``Partial`` output is all
 received gradient is whole, and the gradient of the ``Broadcast`` input is whole too (the
 column-parallel layers' ``BroadcastUse`` all-reduces it), so what is sent back is whole.
 
-Sends are asynchronous (their handles are waited at the end of ``step``), receives are
-blocking: a rank only ever waits for data. On MPI (host arrays) a send never waits for its
-receive, so any schedule whose per-rank order respects the dependencies cannot deadlock.
-NCCL's send/recv are in order on the stream and a send may wait until the peer posts the
-matching receive, so each pair of neighbours must also post them in the same order:
-``forward_one(defer=True)`` holds the activation back until this stage's next
-``backward_one`` has received its gradient (1F1B's steady state, PyTorch's fused "send
-output / receive gradient"; see ``Schedule1F1B``). MPI keeps messages of one (source, tag)
-in order, and every stage runs its micro-batches' forwards (and backwards) in increasing
-order.
+The transfers of one step of the schedule's timeline (this rank's send and the receives of
+what its neighbours produce at that step) are one ``batch_p2p`` (``batch_isend_irecv``): on
+NCCL one ``groupStart``/``groupEnd``, since NCCL's send/recv are in order on the stream and a
+send may wait until its receive is posted (see ``schedules.py``).
 """
 
 from __future__ import annotations
@@ -108,7 +103,6 @@ class PipelineStage:
         self.tp_mesh = tp_mesh
         self._inputs: dict = {}
         self._outputs: dict = {}
-        self._deferred: list = []  # outputs whose send waits for the next gradient received
         self.live_bytes = 0  # bytes of inputs + outputs held for pending backwards
         self.peak_live_bytes = 0
         self.peak_inflight = 0  # micro-batches whose backward has not run yet
@@ -126,49 +120,57 @@ class PipelineStage:
         return stage % self.group.size
 
     # ------------------------------------------------------------------ transfers
-    def _recv_activation(self) -> Tensor:
-        src = self._peer(self.stage_index - 1)
-        hdr = np.zeros(_MAX_DIMS + 2, dtype=np.int64)
-        self.group.recv(hdr, src, tag=3 * self.stage_index)
-        ndim = int(hdr[0])
-        shape = tuple(int(d) for d in hdr[1:1 + ndim])
-        dt = _DTYPES[int(hdr[-1])]
-        arr = new_array(self.device, lambda xp: xp.empty(shape, dtype=dt))
-        self.group.recv(arr, src, tag=3 * self.stage_index + 1)
-        return Tensor(arr, requires_grad=arr.dtype.kind == "f")
+    # The schedule posts the transfers (one batch of sends and receives per step of its
+    # timeline, ``schedules.py``); the stage makes the messages and the receive buffers.
+    @staticmethod
+    def activation_tags(stage: int) -> tuple:
+        """(header tag, data tag) of the activation that ``stage`` receives."""
+        return 3 * stage, 3 * stage + 1
 
-    def _send_activation(self, out: Tensor, works: list) -> None:
-        dst_stage = self.stage_index + 1
-        arr = get_array_module(out.array).ascontiguousarray(out.array)  # stays on its device
+    @staticmethod
+    def grad_tag(stage: int) -> int:
+        """Tag of the gradient that ``stage`` receives (d loss / d its output)."""
+        return 3 * stage + 2
+
+    def activation_message(self, out: Tensor) -> tuple:
+        """(header, data) of this stage's output for the next stage: the header is a small
+        host array (shape and dtype), the data stays on the output's device."""
+        arr = get_array_module(out.array).ascontiguousarray(out.array)
         if arr.ndim > _MAX_DIMS:
             raise ValueError(f"stage output has {arr.ndim} dims; at most {_MAX_DIMS} can be sent")
         hdr = np.zeros(_MAX_DIMS + 2, dtype=np.int64)
         hdr[0] = arr.ndim
         hdr[1:1 + arr.ndim] = arr.shape
         hdr[-1] = _dtype_code(arr.dtype)
-        dst = self._peer(dst_stage)
-        works.append(self.group.send(hdr, dst, tag=3 * dst_stage, async_op=True))
-        works.append(self.group.send(arr, dst, tag=3 * dst_stage + 1, async_op=True))
+        return hdr, arr
 
-    def _recv_grad(self, like: Tensor):
-        a = like.array  # the gradient of what this stage sent: its shape, dtype and device
-        g = new_array(device_of(a), lambda xp: xp.empty(a.shape, dtype=a.dtype))
-        self.group.recv(g, self._peer(self.stage_index + 1), tag=3 * self.stage_index + 2)
-        return g
+    @staticmethod
+    def header_buffer():
+        return np.zeros(_MAX_DIMS + 2, dtype=np.int64)
 
-    def _send_grad(self, grad, works: list) -> None:
-        g = get_array_module(grad).ascontiguousarray(grad)
-        works.append(self.group.send(g, self._peer(self.stage_index - 1),
-                                     tag=3 * (self.stage_index - 1) + 2, async_op=True))
+    def activation_buffer(self, hdr):
+        """A buffer on this stage's device for the activation ``hdr`` announces."""
+        ndim = int(hdr[0])
+        shape = tuple(int(d) for d in hdr[1:1 + ndim])
+        dt = _DTYPES[int(hdr[-1])]
+        return new_array(self.device, lambda xp: xp.empty(shape, dtype=dt))
+
+    def grad_buffer(self, mb: int):
+        """A buffer for the gradient of micro-batch ``mb``'s output: its shape, dtype, device."""
+        a = self._outputs[mb].array
+        return new_array(device_of(a), lambda xp: xp.empty(a.shape, dtype=a.dtype))
+
+    @staticmethod
+    def as_input(arr) -> Tensor:
+        """A received activation as this stage's input: a leaf that requires grad."""
+        return Tensor(arr, requires_grad=arr.dtype.kind == "f")
 
     # ------------------------------------------------------------------ compute
-    def forward_one(self, mb: int, x, works: list, defer: bool = False):
-        """Forward of micro-batch ``mb``: ``x`` is the first stage's input chunk; other
-        stages receive theirs. Returns the output (sent on unless this is the last stage;
-        ``defer``: sent once the next ``backward_one`` has received its gradient)."""
-        if not self.is_first:
-            x = self._recv_activation()
-        elif isinstance(x, Tensor):
+    def forward_one(self, mb: int, x) -> Tensor:
+        """Forward of micro-batch ``mb`` on ``x`` (the first stage's input chunk, else the
+        activation received from the previous stage). Returns the output, kept with ``x``
+        until the micro-batch's backward; the schedule sends it on."""
+        if self.is_first and isinstance(x, Tensor):
             x = x.to(self.device)  # the caller's input chunk, on this stage's device
         t0 = time.perf_counter()
         out = self._run(x)
@@ -178,18 +180,7 @@ class PipelineStage:
         self.live_bytes += _nbytes(out) + (0 if self.is_first else _nbytes(x))
         self.peak_live_bytes = max(self.peak_live_bytes, self.live_bytes)
         self.peak_inflight = max(self.peak_inflight, len(self._outputs))
-        if not self.is_last:
-            if defer:
-                self._deferred.append(out)
-            else:
-                self._send_activation(out, works)
         return out
-
-    def flush_sends(self, works: list) -> None:
-        """Send the outputs held back by ``forward_one(defer=True)``, in order."""
-        deferred, self._deferred = self._deferred, []
-        for out in deferred:
-            self._send_activation(out, works)
 
     def _run(self, x):
         if self.tp_mesh is None:
@@ -200,23 +191,22 @@ class PipelineStage:
         xg = from_local(x, self.tp_mesh, (broadcast,)) if x._spec is None else x
         return full_tensor(self.submod(xg))  # whole on every TP rank, differentiable
 
-    def backward_one(self, mb: int, loss, works: list) -> None:
-        """Backward of micro-batch ``mb``: from ``loss`` on the last stage, else from the
-        gradient the next stage sends; sends ``d loss / d input`` to the previous stage."""
+    def backward_one(self, mb: int, loss=None, grad=None):
+        """Backward of micro-batch ``mb``: from ``loss`` on the last stage, else from ``grad``
+        (the array the next stage sent). Returns ``d loss / d input`` for the previous stage
+        (None on the first stage)."""
         x, out = self._inputs.pop(mb), self._outputs.pop(mb)
         self.live_bytes -= _nbytes(out) + (0 if self.is_first else _nbytes(x))
+        t0 = time.perf_counter()
         if self.is_last:
-            t0 = time.perf_counter()
             loss.backward()
         else:
-            g = Tensor(self._recv_grad(out))
-            self.flush_sends(works)  # the activation the next stage expects after this gradient
-            t0 = time.perf_counter()
-            out.backward(g)
+            out.backward(Tensor(grad))
         self.last_compute = time.perf_counter() - t0
-        if not self.is_first:
-            g = x.grad.array if x.grad is not None else get_array_module(x.array).zeros_like(x.array)
-            self._send_grad(g, works)
+        if self.is_first:
+            return None
+        g = x.grad.array if x.grad is not None else get_array_module(x.array).zeros_like(x.array)
+        return get_array_module(g).ascontiguousarray(g)
 
     def scale_grads(self, factor: float) -> None:
         for p in self.submod.parameters():
@@ -226,5 +216,4 @@ class PipelineStage:
     def clear_runtime_states(self) -> None:
         self._inputs.clear()
         self._outputs.clear()
-        self._deferred.clear()
         self.live_bytes = 0
