@@ -214,9 +214,16 @@ def test_one_stage_pipeline_in_one_process_equals_plain_backward():
     F.mse_loss(whole(x), y).backward()
     ref = [p.grad.numpy().copy() for p in whole.parameters()]
     whole.zero_grad()
-    stage = PipelineStage(whole, 0, 1)
-    losses = []
-    out = ScheduleGPipe(stage, 3, loss_fn=F.mse_loss).step(x, target=y, losses=losses)
+    from shardflow.comm import world
+
+    was_initialized = world.is_initialized()
+    try:
+        stage = PipelineStage(whole, 0, 1)  # no group: the world of one (initialised here)
+        losses = []
+        out = ScheduleGPipe(stage, 3, loss_fn=F.mse_loss).step(x, target=y, losses=losses)
+    finally:
+        if not was_initialized:  # leave no default group behind for later tests in this process
+            world.destroy()
     assert out.shape == (6, 3) and len(losses) == 3
     for p, r in zip(whole.parameters(), ref):
         np.testing.assert_allclose(p.grad.numpy(), r, rtol=1e-5, atol=1e-6)
