@@ -102,6 +102,54 @@ class _FakeNcclComm:
         self._c.Free()
 
 
+class _SelfNcclComm:
+    """A communicator of one rank without MPI (over a ``LocalCommunicator``): every
+    collective is a copy from the send buffer into the receive buffer; a send to itself is
+    matched with its receive in order (what ``all_to_all`` groups)."""
+
+    def __init__(self, api: FakeCudaAPI):
+        self._api, self.aborted = api, False
+        self._sent: list = []  # payloads sent to self, not received yet (NCCL allows self p2p)
+        self._waiting: list = []  # receive buffers posted before their send
+
+    def _copy(self, send, recv, count, dt):
+        self._api._count_call()
+        if send != recv:
+            _view(recv, count, dt)[...] = _view(send, count, dt)
+
+    def allReduce(self, send, recv, count, dt, op, stream):  # noqa: N802 - NCCL's name
+        self._copy(send, recv, count, dt)
+
+    def bcast(self, buf, count, dt, root, stream):
+        self._api._count_call()
+
+    def allGather(self, send, recv, count, dt, stream):  # noqa: N802
+        self._copy(send, recv, count, dt)
+
+    def reduceScatter(self, send, recv, recvcount, dt, op, stream):  # noqa: N802
+        self._copy(send, recv, recvcount, dt)
+
+    def send(self, buf, count, dt, peer, stream):
+        self._api._count_call()
+        self._sent.append(_view(buf, count, dt).copy())
+        self._match()
+
+    def recv(self, buf, count, dt, peer, stream):
+        self._api._count_call()
+        self._waiting.append(_view(buf, count, dt))
+        self._match()
+
+    def _match(self):
+        while self._sent and self._waiting:
+            self._waiting.pop(0)[...] = self._sent.pop(0)
+
+    def abort(self):
+        self.aborted = True
+
+    def destroy(self):
+        return None
+
+
 class FakeCudaAPI:
     """The :class:`~shardflow.comm.nccl_lib.CudaAPI` surface on host memory (see module doc)."""
 
@@ -187,6 +235,8 @@ def nccl_module(api: FakeCudaAPI | None = None) -> types.SimpleNamespace:
     api = api or FakeCudaAPI()
 
     def communicator(size, uid, rank, control=None):
+        if size == 1 and getattr(control, "mpi_comm", None) is None:  # a LocalCommunicator
+            return _SelfNcclComm(api)
         if control is None or control.size != size or control.rank != rank:
             raise NotImplementedError(
                 "fake NCCL communicators are made over the group's MPI communicator; build "
