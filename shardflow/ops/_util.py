@@ -30,7 +30,8 @@ def unbroadcast(g, shape):
 
 
 def as_array(r):
-    """A ufunc's result as an array: NumPy gives a scalar for 0-d operands, CuPy an array."""
+    """A result as an array: NumPy gives a scalar for 0-d operands and whole-array reductions
+    (a Tensor holds arrays); CuPy gives a 0-d array already."""
     return np.asarray(r) if isinstance(r, np.generic) else r
 
 

@@ -220,7 +220,7 @@ def _parse_index(index, a):
         elif it is None or it is Ellipsis or tp is bool or tp is np.bool_:
             continue
         else:
-            used += it.ndim if (isinstance(it, np.ndarray) or is_device_array(it)) and it.dtype.kind == "b" else 1
+            used += it.ndim if _is_array(it) and it.dtype.kind == "b" else 1
     if used > nd:
         raise IndexError(f"too many indices for tensor of dimension {nd}: the index uses {used} dims, shape is {tuple(shape)}")
     d = 0

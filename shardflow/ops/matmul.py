@@ -37,16 +37,12 @@ import numpy as np
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import get_array_module
-from ._util import as_dtype_of, as_tensor_arg, unbroadcast
+from ._util import as_array, as_dtype_of, as_tensor_arg, unbroadcast
 
 __all__ = [
     "matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", "addmm", "baddbmm",
     "einsum", "linear",
 ]
-
-
-def _arr(x):
-    return np.asarray(x) if isinstance(x, np.generic) else x
 
 
 def _fmt(shape) -> str:
@@ -117,7 +113,7 @@ class BatchedMatMul(Function):
 
     def forward(self, a, b):
         self.a, self.b = a, b
-        return _arr(as_dtype_of(a @ b, a, b))
+        return as_array(as_dtype_of(a @ b, a, b))
 
     def backward(self, g):
         a, b = self.a, self.b
@@ -463,7 +459,7 @@ class Einsum(Function):
         res = _einsum(eq, *arrays)
         if len(arrays) == 1 and np.may_share_memory(res, arrays[0]):
             res = res.copy()
-        return _arr(res)
+        return as_array(res)
 
     def backward(self, g):
         grads = [self._grad(i, g) if need else None for i, need in enumerate(self.needs_input_grad)]

@@ -32,7 +32,7 @@ import numpy as np
 from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import op, register
 from ..backend import as_dtype
-from ._util import norm_dims, wrap_dim
+from ._util import as_array, norm_dims, wrap_dim
 
 __all__ = [
     "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "aminmax",
@@ -59,11 +59,6 @@ for _cls in (v for k, v in vars(return_types).items() if not k.startswith("_")):
 
 
 # --------------------------------------------------------------------------- helpers
-def _arr(x):
-    """Reductions over all dims give NumPy scalars; a Tensor holds arrays."""
-    return np.asarray(x) if isinstance(x, np.generic) else x
-
-
 def _numel(shape, dims) -> int:
     if dims is None:
         return math.prod(shape)
@@ -97,7 +92,7 @@ def _scatter_grad(g, idx, shape, dim, keepdim):
         g = np.expand_dims(g, dim)
     out = np.zeros_like(g, shape=shape)
     if len(shape) == 0:
-        return _arr(out + g)
+        return as_array(out + g)
     np.put_along_axis(out, idx, g, axis=dim)
     return out
 
@@ -115,7 +110,7 @@ class Sum(Function):
 
     def forward(self, a, dims=None, keepdim=False, dtype=None):
         self.shape, self.dims, self.keepdim = a.shape, dims, keepdim
-        return _arr(a.sum(axis=dims, keepdims=keepdim, dtype=dtype))
+        return as_array(a.sum(axis=dims, keepdims=keepdim, dtype=dtype))
 
     def backward(self, g):
         return _expand_grad(g, self.shape, self.dims, self.keepdim)
@@ -127,10 +122,10 @@ class Mean(Function):
     def forward(self, a, dims=None, keepdim=False):
         self.shape, self.dims, self.keepdim = a.shape, dims, keepdim
         self.n = _numel(a.shape, dims)
-        return _arr(a.mean(axis=dims, keepdims=keepdim)).astype(a.dtype, copy=False)
+        return as_array(a.mean(axis=dims, keepdims=keepdim)).astype(a.dtype, copy=False)
 
     def backward(self, g):
-        return _arr(_expand_grad(g / self.n, self.shape, self.dims, self.keepdim).astype(g.dtype, copy=False))
+        return as_array(_expand_grad(g / self.n, self.shape, self.dims, self.keepdim).astype(g.dtype, copy=False))
 
 
 @register("sum")
@@ -164,7 +159,7 @@ class Prod(Function):
 
     def forward(self, a, dims=None, keepdim=False, dtype=None):
         self.a, self.dims, self.keepdim = a, dims, keepdim
-        return _arr(a.prod(axis=dims, keepdims=keepdim, dtype=dtype))
+        return as_array(a.prod(axis=dims, keepdims=keepdim, dtype=dtype))
 
     def backward(self, g):
         a, dims = self.a, self.dims
@@ -172,13 +167,13 @@ class Prod(Function):
         zero = a == 0
         if not zero.any():
             out = a.prod(axis=dims, keepdims=True)
-            return _arr(gk * out / a)
+            return as_array(gk * out / a)
         # Product of the non-zero entries, and the number of zeros, per reduced slice.
         nz = zero.sum(axis=dims, keepdims=True)
         safe = np.where(zero, 1, a)
         p_others = safe.prod(axis=dims, keepdims=True)  # product without the zeros
         grad = np.where(nz == 0, p_others / safe, np.where((nz == 1) & zero, p_others, 0))
-        return _arr((gk * grad).astype(a.dtype, copy=False))
+        return as_array((gk * grad).astype(a.dtype, copy=False))
 
 
 @register("prod")
@@ -237,14 +232,14 @@ class _Extreme(Function):
         self.outk = out
         if not keepdim:
             out = out.reshape(()) if dims is None else out.squeeze(dims)
-        return _arr(out)
+        return as_array(out)
 
     def backward(self, g):
         a, dims = self.a, self.dims
         mask = a == self.outk
         count = mask.sum(axis=dims, keepdims=True)
         gk = _keep(g, a.shape, dims, self.keepdim)
-        return _arr(np.where(mask, gk / count, 0).astype(g.dtype, copy=False))
+        return as_array(np.where(mask, gk / count, 0).astype(g.dtype, copy=False))
 
 
 def _max_min(input, dim, keepdim, largest, name):
@@ -295,12 +290,12 @@ def _arg_extreme(input: Tensor, dim, keepdim, largest):
     a = input.array
     f = a.argmax if largest else a.argmin
     if dim is None:
-        idx = _arr(f()).astype(np.int64)
+        idx = as_array(f()).astype(np.int64)
         return _wrap(idx.reshape((1,) * a.ndim) if keepdim else idx)
     d = wrap_dim(int(dim), a.ndim)
     if a.ndim == 0:
         return _wrap(np.zeros_like(a, dtype=np.int64))
-    return _wrap(_arr(f(axis=d, keepdims=keepdim)).astype(np.int64, copy=False))
+    return _wrap(as_array(f(axis=d, keepdims=keepdim)).astype(np.int64, copy=False))
 
 
 @register("argmax")
@@ -331,7 +326,7 @@ class Var(Function):
         self.d, self.dims, self.keepdim, self.take_sqrt, self.outk = d, dims, keepdim, take_sqrt, out
         if not keepdim:
             out = out.reshape(()) if dims is None else out.squeeze(dims)
-        return _arr(out).astype(a.dtype, copy=False)
+        return as_array(out).astype(a.dtype, copy=False)
 
     def backward(self, g):
         gk = _keep(g, self.d.shape, self.dims, self.keepdim)
@@ -340,7 +335,7 @@ class Var(Function):
                 scale = gk / (self.outk * self.d.dtype.type(self.denom))
             else:
                 scale = gk * (2.0 / self.d.dtype.type(self.denom))
-            return _arr((self.d * scale).astype(g.dtype, copy=False))
+            return as_array((self.d * scale).astype(g.dtype, copy=False))
 
 
 def _var_args(input, dim, unbiased, correction, name):
@@ -399,11 +394,11 @@ class LogSumExp(Function):
         self.a, self.dims, self.keepdim, self.outk = a, dims, keepdim, out
         if not keepdim:
             out = out.reshape(()) if dims is None else out.squeeze(dims)
-        return _arr(out)
+        return as_array(out)
 
     def backward(self, g):
         gk = _keep(g, self.a.shape, self.dims, self.keepdim)
-        return _arr(gk * np.exp(self.a - self.outk))
+        return as_array(gk * np.exp(self.a - self.outk))
 
 
 @register("logsumexp")
@@ -513,7 +508,7 @@ class VectorNorm(Function):
         self.outk = out
         if not keepdim:
             out = out.reshape(()) if dims is None else out.squeeze(dims)
-        return _arr(out)
+        return as_array(out)
 
     def backward(self, g):
         a, p, out = self.a, self.ord, self.outk
@@ -521,17 +516,17 @@ class VectorNorm(Function):
         if p == 0:
             return np.zeros_like(a)
         if p == 1:
-            return _arr(gk * np.sign(a))
+            return as_array(gk * np.sign(a))
         if p in (math.inf, -math.inf):
             mask = np.abs(a) == out
             count = mask.sum(axis=self.dims, keepdims=True)
-            return _arr((np.sign(a) * np.where(mask, gk / count, 0)).astype(g.dtype, copy=False))
+            return as_array((np.sign(a) * np.where(mask, gk / count, 0)).astype(g.dtype, copy=False))
         with np.errstate(divide="ignore", invalid="ignore"):
             if p == 2:
                 grad = a * (gk / out)
             else:
                 grad = np.sign(a) * np.abs(a) ** (p - 1) * (gk / out ** (p - 1))
-        return _arr(np.where(out == 0, 0, grad).astype(g.dtype, copy=False))
+        return as_array(np.where(out == 0, 0, grad).astype(g.dtype, copy=False))
 
 
 @register("linalg_vector_norm", "vector_norm")
@@ -564,17 +559,17 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) ->
 @register("all")
 def all(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """True where every element over ``dim`` is non-zero (bool result)."""
-    return _wrap(_arr(input.array.all(axis=norm_dims(dim, input.array.ndim), keepdims=keepdim)))
+    return _wrap(as_array(input.array.all(axis=norm_dims(dim, input.array.ndim), keepdims=keepdim)))
 
 
 @register("any")
 def any(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """True where some element over ``dim`` is non-zero (bool result)."""
-    return _wrap(_arr(input.array.any(axis=norm_dims(dim, input.array.ndim), keepdims=keepdim)))
+    return _wrap(as_array(input.array.any(axis=norm_dims(dim, input.array.ndim), keepdims=keepdim)))
 
 
 @register("count_nonzero")
 def count_nonzero(input: Tensor, dim=None) -> Tensor:
     """Number of non-zero elements over ``dim`` (all dims when None), as int64."""
     a = input.array
-    return _wrap(_arr((a != 0).sum(axis=norm_dims(dim, a.ndim), dtype=np.int64)))
+    return _wrap(as_array((a != 0).sum(axis=norm_dims(dim, a.ndim), dtype=np.int64)))

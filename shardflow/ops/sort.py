@@ -25,8 +25,8 @@ from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
 from ..backend import CPU, device_of, to_device
 from ..backend.random import rng
-from ._util import wrap_dim
-from .reduce import _arr, _scatter_grad, return_types
+from ._util import as_array, wrap_dim
+from .reduce import _scatter_grad, return_types
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "multinomial"]
 
@@ -160,7 +160,7 @@ class _MedianAll(Function):
 
     def backward(self, g):
         mask = self.a == self.out
-        return _arr(np.where(mask, g / mask.sum(), 0).astype(g.dtype, copy=False))
+        return as_array(np.where(mask, g / mask.sum(), 0).astype(g.dtype, copy=False))
 
 
 @register("median")

@@ -242,9 +242,7 @@ def nccl_module(api: FakeCudaAPI | None = None) -> types.SimpleNamespace:
                 "fake NCCL communicators are made over the group's MPI communicator; build "
                 "them through CudaAPI.make_comm (NCCLCommunicator does)"
             )
-        comm = _FakeNcclComm(api, control.mpi_comm.Dup())
-        api.comms.append(comm)
-        return comm
+        return api.make_comm(size, uid, rank, control)
 
     communicator.over_control = True
     ns = types.SimpleNamespace(**vars(api.nccl))

@@ -237,7 +237,10 @@ class _Schedule:
                 hdr_ops.append(("recv", hdrs[key], src, PipelineStage.activation_tags(key[1])[0]))
         if hdr_ops:
             for (op, *_), w in zip(hdr_ops, self.group.batch_p2p(hdr_ops)):
-                (w.wait() if op == "recv" else works.append(w))
+                if op == "recv":
+                    w.wait()  # the receiver allocates from the header
+                else:
+                    works.append(w)
         ops, bufs = [], []
         for key, dst, _ in sends:
             tag = (PipelineStage.activation_tags(key[1])[1] if key[0] == "F"

@@ -6,8 +6,7 @@ import collections.abc
 from itertools import repeat
 
 from ...autograd import Tensor
-from ...backend import as_dtype, dtypes, get_default_device, new_array
-from ...backend import device as _device
+from ...ops.creation import empty as _empty
 
 
 def _ntuple(n: int, name: str = "parse"):
@@ -27,10 +26,8 @@ _triple = _ntuple(3, "_triple")
 
 def empty(*shape, device=None, dtype=None) -> Tensor:
     """An uninitialised float tensor (``dtype`` default: the default dtype) on ``device``
-    (default: the default device, ``shardflow.set_default_device``)."""
-    d = as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-    dev = get_default_device() if device is None else _device(device)
-    return Tensor(new_array(dev, lambda xp: xp.empty(shape, dtype=d.np)))
+    (default: the default device, ``shardflow.set_default_device``): ``shardflow.empty``."""
+    return _empty(*shape, device=device, dtype=dtype)
 
 
 def full(shape, value, device=None, dtype=None) -> Tensor:
