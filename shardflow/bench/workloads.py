@@ -82,7 +82,7 @@ def gpt_mini(torch, n_layer=4, d_model=256, n_head=4, block_size=128, vocab=256)
 
         def forward(self, idx):
             B, T = idx.shape
-            pos = torch.arange(0, T, dtype=torch.long)
+            pos = torch.arange(0, T, dtype=torch.long, device=idx.device)
             x = self.wte(idx) + self.wpe(pos)  # (B, T, C)
             for block in self.h:
                 x = block(x)

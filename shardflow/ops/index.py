@@ -315,6 +315,12 @@ def getitem(input: Tensor, index) -> Tensor:
 
 
 # ---------------------------------------------------------------------------- in-place helper
+def _writeable(a) -> bool:
+    """NumPy arrays may be read-only views (``np.broadcast_to``, ``from_numpy`` of such);
+    CuPy's ``flags`` has no ``writeable``: every device array can be written."""
+    return getattr(a.flags, "writeable", True)
+
+
 def _run_inplace(t: Tensor, op: str, fn_cls, *args, **params) -> Tensor:
     """Run ``fn_cls`` with ``inplace=True`` on ``t``'s memory and record it like PyTorch.
 
@@ -323,11 +329,11 @@ def _run_inplace(t: Tensor, op: str, fn_cls, *args, **params) -> Tensor:
     """
     if needs_graph(t, *args):
         t._check_inplace_allowed(f"an in-place operation ({op})")
-        if not t.array.flags.writeable:
+        if not _writeable(t.array):
             _raise_readonly(t, op)
         res = fn_cls.apply(t, *args, inplace=True, **params)
         return inplace(t, res)
-    if not t.array.flags.writeable:
+    if not _writeable(t.array):
         _raise_readonly(t, op)
     fn_cls.apply(t, *args, inplace=True, **params)
     t._version[0] += 1

@@ -103,6 +103,22 @@ def _check_dtype(dt: np.dtype) -> None:
         raise ValueError(f"Unsupported dtype {dt}")
 
 
+class _Flags:
+    """CuPy's ``ndarray.flags``: contiguity and ownership only (no ``writeable``: every
+    device array can be written, and code that asks must not assume NumPy's flags)."""
+
+    __slots__ = ("c_contiguous", "f_contiguous", "owndata")
+
+    def __init__(self, host_flags):
+        self.c_contiguous = host_flags.c_contiguous
+        self.f_contiguous = host_flags.f_contiguous
+        self.owndata = host_flags.owndata
+
+    def __getitem__(self, name):
+        return getattr(self, {"C_CONTIGUOUS": "c_contiguous", "F_CONTIGUOUS": "f_contiguous",
+                              "OWNDATA": "owndata"}[name])
+
+
 class ndarray:
     """A device array (host memory behind it): CuPy's attributes and methods, NumPy's math."""
 
@@ -129,7 +145,7 @@ class ndarray:
     itemsize = property(lambda self: self._host.itemsize)
     nbytes = property(lambda self: self._host.nbytes)
     strides = property(lambda self: self._host.strides)
-    flags = property(lambda self: self._host.flags)
+    flags = property(lambda self: _Flags(self._host.flags))
     T = property(lambda self: ndarray._from_host(self._host.T))
     mT = property(lambda self: ndarray._from_host(np.swapaxes(self._host, -1, -2)))
     real = property(lambda self: ndarray._from_host(self._host.real))
