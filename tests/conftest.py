@@ -9,8 +9,7 @@ from shardflow.distributed import route
 def _global_route_ends_with_the_test():
     """A test that makes a placement turns the global route on (``route.enable()``: the sbp
     handler in front of every op); turn it off when the test ends, so that no later test in
-    the process runs with it (or with its warned-once fallback state)."""
-    was_on = route.is_enabled()
+    the process runs with it (or with its warned-once fallback state). A fixture that keeps a
+    placement for several tests must enable the route again in each (``route.enable()``)."""
     yield
-    if route.is_enabled() and not was_on:
-        route.disable()
+    route.disable()
