@@ -55,22 +55,38 @@ def test_table_has_torchs_columns_and_counts_calls():
 
 
 def test_hooks_installed_only_while_recording():
-    # the profiler's own slot (an earlier in-process test may have left the global-tensor
-    # handler installed, as a program that made a global tensor does)
-    assert dispatch._hooks[1] is None and slot.current is None
-    before = dispatch._global_handler[0]
+    # nothing is left in the hook slot by an earlier test (tests/conftest.py turns the global
+    # route off after each test that made a placement)
+    assert dispatch._hooks == [None, None, None] and slot.current is None
+    assert dispatch._global_handler[0] is None
     with profile() as outer:
         assert slot.current is not None and dispatch._hooks[1] is not None
-        assert dispatch._global_handler[0] is not before
+        assert dispatch._global_handler[0] is not None
         sf.ones(2).exp()
         with profile() as inner:
             sf.ones(2).neg()
         assert slot.current is outer._rec
-    assert dispatch._hooks[1] is None and slot.current is None
-    assert dispatch._global_handler[0] is before
+    assert dispatch._hooks == [None, None, None] and slot.current is None
+    assert dispatch._global_handler[0] is None
     names = [e.name for e in outer.events()]
     assert "exp" in names and "neg" in names  # an inner profile's events reach the outer
     assert "exp" not in [e.name for e in inner.events()]
+
+
+def test_profiling_global_tensors_keeps_the_global_handler():
+    from shardflow.distributed import placement, route, rules, sbp
+
+    p = placement("cpu")  # turns the global route on
+    assert dispatch._global_handler[0] is rules.handle
+    x = sf.randn(4, 3, placement=p, sbp=sbp.split(0))
+    with profile() as prof:
+        assert dispatch._global_handler[0] is not rules.handle  # the profiler wraps it
+        y = x.exp()
+    assert y.is_global and y.sbp == (sbp.split(0),)
+    assert "exp" in [e.name for e in prof.events()]
+    assert dispatch._global_handler[0] is rules.handle
+    route.disable()
+    assert dispatch._global_handler[0] is None and dispatch._hooks == [None, None, None]
 
 
 def test_dataloader_batches_are_data_events():

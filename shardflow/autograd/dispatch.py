@@ -6,11 +6,12 @@ registers its functional form here under its PyTorch name (``register("add")``),
 
 One route for every op. ``register`` returns a thin wrapper, and that wrapper is what the
 module-level name, the ``OPS`` entry, ``shardflow.<name>`` and ``nn.functional`` all call.
-While no global tensor exists the wrapper only checks one variable and calls the op. The
+While no placement exists the wrapper only checks one variable and calls the op. The
 distributed layer (L6) installs a *global handler* with :func:`set_global_handler` when the
-first global tensor (placement + sbp) is made; from then on the handler sees every op call
-first, and handles it when an argument is a global tensor (sbp rules, boxing), otherwise it
-calls the plain op. This is the only way an upper layer changes how ops run.
+first placement (mesh) is made (``shardflow/distributed/route.py``: ``enable()``, undone by
+``disable()``); from then on the handler sees every op call first, and handles it when an
+argument is a global tensor (sbp rules, boxing), otherwise it calls the plain op. This is
+the only way an upper layer changes how ops run.
 
 Autocast (L5, ``shardflow.amp``) installs its hook with :func:`set_autocast_handler` while
 an enabled autocast region is open; it is composed into the same slot (outermost, with

@@ -33,14 +33,15 @@ from ..backend.xp import get_array_module
 from . import layout, plan
 from .sbp import Partial, broadcast, grad_sbp
 
-__all__ = ["box_array", "Boxing", "BroadcastUse"]
+__all__ = ["box_array", "all_reduce_on", "Boxing", "BroadcastUse"]
 
 
 def _group(placement, k):
     return placement.group(k)
 
 
-def _all_reduce(arr, placement, k, op_name, phase, reduce="sum"):
+def all_reduce_on(arr, placement, k, op_name, phase, reduce="sum"):
+    """A copy of ``arr`` all-reduced over mesh dimension ``k`` (recorded in ``comm_plan()``)."""
     g = _group(placement, k)
     # The data's own array module: a device shard stays on the device (NCCL reduces it there).
     out = get_array_module(arr).array(arr, copy=True, order="C")
@@ -150,7 +151,7 @@ def box_array(arr, placement, shape, src, dst, op_name="to_global", phase="forwa
 def _to_broadcast(arr, placement, shape, cur, k, op_name, phase):
     s = cur[k]
     if s.is_partial():
-        return _all_reduce(arr, placement, k, op_name, phase, reduce=s.op)
+        return all_reduce_on(arr, placement, k, op_name, phase, reduce=s.op)
     if s.is_split():
         size = layout.level_size(shape, placement.shape, placement.coordinate, cur, s.dim, k)
         return _all_gather_dim(arr, placement, k, s.dim, size, s.blocks, op_name, phase)
@@ -173,12 +174,12 @@ def _direct(arr, placement, shape, src, k, s, t, op_name, phase):
         return _broadcast_to_partial(arr, placement, k, t)
     if s.is_partial():
         if t.is_broadcast():
-            return _all_reduce(arr, placement, k, op_name, phase, reduce=s.op)
+            return all_reduce_on(arr, placement, k, op_name, phase, reduce=s.op)
         if t.is_split() and s.op == "sum":
             size = layout.level_size(shape, mesh, coord, src, t.dim, k)
             if t.blocks == 1 and size % n == 0:
                 return _reduce_scatter_dim(arr, placement, k, t.dim, op_name, phase)
-            full = _all_reduce(arr, placement, k, op_name, phase)
+            full = all_reduce_on(arr, placement, k, op_name, phase)
             return _slice_dim(full, placement, k, t.dim, size, t.blocks)
         return None
     # s is a split
@@ -222,5 +223,5 @@ class BroadcastUse(Function):
     def backward(self, g):
         placement, mesh_dims, op_name = self.args
         for k in mesh_dims:
-            g = _all_reduce(g, placement, k, op_name, "backward")
+            g = all_reduce_on(g, placement, k, op_name, "backward")
         return g, None, None, None

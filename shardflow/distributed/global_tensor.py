@@ -26,62 +26,18 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import Function, Tensor, _wrap
-from ..autograd import dispatch as _dispatch
 from ..backend.device import CPU
 from ..backend.xp import get_array_module, to_device
 from . import layout
 from .boxing import Boxing, box_array
-from .placement import placement as Placement
-from .sbp import as_sbp_tuple, broadcast, grad_sbp
+from .sbp import broadcast
+from .spec import GlobalSpec, make_global, normalize_sbp
 
 __all__ = [
-    "GlobalSpec", "install", "to_global", "to_local", "from_local", "distribute_tensor",
+    "GlobalSpec", "to_global", "to_local", "from_local", "distribute_tensor",
     "redistribute", "full_tensor", "make_global", "module_to_global", "local_map",
+    "global_to_numpy",
 ]
-
-
-class GlobalSpec:
-    """Placement, sbp (one per mesh dimension) and logical shape of a global tensor."""
-
-    __slots__ = ("placement", "sbp", "shape")
-
-    def __init__(self, placement, sbp, shape):
-        self.placement = placement
-        self.sbp = tuple(sbp)
-        self.shape = tuple(int(s) for s in shape)
-
-    def grad_spec(self) -> GlobalSpec:
-        return GlobalSpec(self.placement, tuple(grad_sbp(s) for s in self.sbp), self.shape)
-
-    def local_shape(self) -> tuple[int, ...]:
-        p = self.placement
-        return layout.local_shape(self.shape, p.shape, p.coordinate, self.sbp)
-
-    def with_sbp(self, sbp) -> GlobalSpec:
-        return GlobalSpec(self.placement, sbp, self.shape)
-
-    def __repr__(self) -> str:
-        return f"GlobalSpec({self.placement}, sbp={self.sbp}, shape={self.shape})"
-
-
-def _set_grad_spec(t: Tensor) -> None:
-    spec = t._spec
-    if spec is not None and t.grad is not None:
-        t.grad._spec = spec.grad_spec()
-
-
-def make_global(t: Tensor, spec: GlobalSpec) -> Tensor:
-    """Mark ``t`` (its ``.array`` already this rank's shard) as global with ``spec``."""
-    t._spec = spec
-    if t.grad_fn is None and "_global_grad_hook" not in t.__dict__:
-        # A leaf's .grad is made by the engine as a plain tensor; give it the grad layout.
-        t.__dict__["_global_grad_hook"] = True
-        t.register_post_accumulate_grad_hook(_set_grad_spec)
-    return t
-
-
-def _normalize(sbp, placement, ndim):
-    return layout.normalize_dim_sbp(as_sbp_tuple(sbp, placement.ndim), ndim)
 
 
 class _Alias(Function):
@@ -134,13 +90,19 @@ def _infer_shape(local, placement, sbp):
     return tuple(shape)
 
 
+def _is_placement(obj) -> bool:
+    # Read, not imported: the mesh class sits above this module (making one enables the
+    # global route, which needs these conversions), so it is recognised by what it offers.
+    return hasattr(obj, "coordinate") and hasattr(obj, "group") and hasattr(obj, "ranks")
+
+
 def from_local(local: Tensor, placement, sbp, *, shape=None) -> Tensor:
     """A global tensor whose shard on this rank is ``local`` (OneFlow's local.to_global)."""
     if local._spec is not None:
         raise ValueError("from_local takes a local tensor; this one is global already")
-    if not isinstance(placement, Placement):
+    if not _is_placement(placement):
         raise TypeError(f"placement must be a shardflow.placement, got {placement!r}")
-    sbp = _normalize(sbp, placement, local.array.ndim)
+    sbp = normalize_sbp(sbp, placement, local.array.ndim)
     shape = tuple(shape) if shape is not None else _infer_shape(local.array, placement, sbp)
     layout.validate(shape, placement.shape, sbp, "to_global")
     spec = GlobalSpec(placement, sbp, shape)
@@ -172,7 +134,7 @@ def to_global(t: Tensor, placement=None, sbp=None, *, shape=None, grad_sbp=None)
         )
     if sbp is None:
         return t
-    dst = _normalize(sbp, spec.placement, len(spec.shape))
+    dst = normalize_sbp(sbp, spec.placement, len(spec.shape))
     layout.validate(spec.shape, spec.placement.shape, dst, "to_global")
     if dst == spec.sbp:
         return t
@@ -212,7 +174,7 @@ def full_tensor(t: Tensor) -> Tensor:
     return to_local(b)
 
 
-def _global_to_numpy(t: Tensor) -> np.ndarray:
+def global_to_numpy(t: Tensor) -> np.ndarray:
     spec = t._spec
     arr = box_array(t.array, spec.placement, spec.shape, spec.sbp,
                     (broadcast,) * spec.placement.ndim, "numpy")
@@ -228,7 +190,7 @@ def module_to_global(param: Tensor, placement, sbp) -> Tensor:
     """
     if param._spec is not None:
         raise ValueError("module.to_global: this tensor is global already")
-    sbp = _normalize(sbp, placement, param.array.ndim)
+    sbp = normalize_sbp(sbp, placement, param.array.ndim)
     shape = tuple(param.array.shape)
     layout.validate(shape, placement.shape, sbp, "module.to_global")
     spec = GlobalSpec(placement, sbp, shape)
@@ -262,7 +224,7 @@ def local_map(func, out_placements, in_placements=None, device_mesh=None, *,
                 mesh = mesh or a._spec.placement
                 want = None if in_placements is None else in_placements[i]
                 if want is not None:
-                    want = _normalize(want, a._spec.placement, len(a._spec.shape))
+                    want = normalize_sbp(want, a._spec.placement, len(a._spec.shape))
                     if want != a._spec.sbp:
                         if not redistribute_inputs:
                             raise ValueError(
@@ -286,22 +248,3 @@ def local_map(func, out_placements, in_placements=None, device_mesh=None, *,
         return res[0] if single else tuple(res)
 
     return wrapped
-
-
-_installed = [False]
-
-
-def install() -> None:
-    """Route ops on global tensors through the sbp rules (once; called by placement())."""
-    if _installed[0]:
-        return
-    from .rules import handle
-
-    _dispatch.OPS["to_global"] = to_global
-    _dispatch.OPS["to_local"] = to_local
-    _dispatch.OPS["redistribute"] = redistribute
-    _dispatch.OPS["full_tensor"] = full_tensor
-    _dispatch.OPS["_global_to_numpy"] = _global_to_numpy
-    _dispatch.OPS["_module_to_global"] = module_to_global
-    _dispatch.set_global_handler(handle)
-    _installed[0] = True

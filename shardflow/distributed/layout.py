@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend.xp import get_array_module
+from .sbp import Split
 
 __all__ = ["chunk_bounds", "piece", "local_index", "local_shape", "level_size", "validate"]
 
@@ -124,8 +125,6 @@ def validate(shape, mesh_shape, sbp, what: str = "tensor") -> None:
 
 def normalize_dim_sbp(sbp, ndim: int):
     """Split dims made non-negative (``split(-1)`` -> ``split(ndim - 1)``)."""
-    from .sbp import Split
-
     out = []
     for s in sbp:
         if s.is_split() and s.dim < 0:

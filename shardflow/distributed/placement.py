@@ -20,6 +20,10 @@ global tensors on it involve only those ranks (a pipeline stage's tensor-paralle
 communicators first on every rank (``mesh.create_groups()``), since ``new_group`` is
 collective over the world. A placement is a value: two placements with the same type and
 ranks compare equal and share their communicators.
+
+Making a placement turns the global route on (``route.enable()``: ops on global tensors go
+through the sbp rules from then on; idempotent). This module is the top of the global-tensor
+core: the modules below read a placement's attributes and never import it.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import itertools
 import numpy as np
 
 from .. import comm as _comm
+from . import route
 
 __all__ = ["placement", "DeviceMesh", "init_device_mesh"]
 
@@ -78,9 +83,8 @@ class placement:  # noqa: N801 - OneFlow's name
         self._rank = world.rank
         coord = np.argwhere(self.ranks == self._rank)
         self.coordinate = tuple(int(c) for c in coord[0])
-        from .global_tensor import install
-
-        install()
+        # The first placement turns the global route on (why here: route.py's docstring).
+        route.enable()
 
     # ---- value semantics
     @property

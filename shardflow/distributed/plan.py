@@ -5,6 +5,11 @@ that asked for it, forward or backward, the collective, bytes this rank sends in
 the mesh dimension). ``print(plan)`` shows the table; ``plan.counts()`` sums it up.
 ``SHARDFLOW_DEBUG=plan`` makes ``shardflow train`` print the plan of its first step before
 training on (the way to see what a layout costs before paying for it).
+
+An op with no sbp rule for its arguments runs as gather -> compute -> re-shard
+(``rules/fallback.py``); besides the collectives it causes (listed under the op's name), the
+plan lists the op in ``plan.fallbacks`` and ``print(plan)`` names it, so a layout that moves
+whole tensors is seen in the plan, not only in the one warning per op.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-__all__ = ["CommPlan", "PlanEntry", "comm_plan", "record"]
+__all__ = ["CommPlan", "PlanEntry", "comm_plan", "record", "record_fallback"]
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,7 @@ class PlanEntry:
 class CommPlan:
     def __init__(self):
         self.entries: list[PlanEntry] = []
+        self.fallbacks: list[str] = []  # ops that ran as gather -> compute -> re-shard, in order
 
     def counts(self, phase: str | None = None) -> Counter:
         """``{collective: count}`` (of one phase, or both)."""
@@ -51,6 +57,8 @@ class CommPlan:
             c = self.counts(phase)
             summary = ", ".join(f"{v} {k}" for k, v in sorted(c.items())) or "none"
             lines.append(f"{phase}: {summary}; {self.bytes(phase)} bytes")
+        if self.fallbacks:
+            lines.append("gather -> compute -> re-shard (no sbp rule): " + ", ".join(self.fallbacks))
         return "\n".join(lines)
 
 
@@ -62,6 +70,12 @@ def record(phase: str, op: str, collective: str, nbytes: int, mesh_dim: int, gro
         entry = PlanEntry(phase, op, collective, int(nbytes), mesh_dim, group_size)
         for plan in _active:
             plan.entries.append(entry)
+
+
+def record_fallback(op: str) -> None:
+    """Note that ``op`` ran as gather -> compute -> re-shard (recorded on one rank too)."""
+    for plan in _active:
+        plan.fallbacks.append(op)
 
 
 @contextmanager
