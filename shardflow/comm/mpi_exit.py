@@ -30,6 +30,7 @@ import time
 import weakref
 
 from .arrival import PHASE_EXITING
+from .failure import prefixed
 
 LIVE: weakref.WeakSet = weakref.WeakSet()  # the MPI communicators whose boards are read
 
@@ -90,8 +91,6 @@ def finalize_at_exit(MPI) -> None:
             sys.stdout.flush()
         except Exception:  # noqa: BLE001
             pass
-        from .world import prefixed
-
         sys.stderr.write(prefixed(
             f"shardflow: rank {rank} is exiting (its script ended or called sys.exit()) while "
             f"{reason}. Ending without MPI_Finalize so that mpiexec reports this rank's exit "
