@@ -5,7 +5,7 @@
   (:func:`write_failure_record`) and ends every rank: ``MPI_Abort`` through the world
   communicator when the world has more than one rank and can abort, then ``os._exit``.
   The backends call it when a collective outlives ``SHARDFLOW_COMM_TIMEOUT``
-  (:data:`TIMEOUT_EXIT_CODE`); ``mpi_exit`` uses :func:`prefixed`.
+  (:data:`TIMEOUT_EXIT_CODE`); ``mpi_exit`` prints through :func:`print_failure`.
 * The excepthook: with more than one rank, an uncaught exception prints its traceback,
   writes the record and aborts the job, so that no rank waits forever for the one that
   raised.
@@ -58,6 +58,16 @@ def prefixed(text: str, rank: int) -> str:
     return "".join(f"[rank {rank}] {line}\n" for line in text.rstrip("\n").split("\n"))
 
 
+def print_failure(text: str, rank: int) -> None:
+    """Write ``text`` to stderr, rank-prefixed, after whatever the script printed to stdout."""
+    try:
+        sys.stdout.flush()
+    except Exception:  # noqa: BLE001
+        pass
+    sys.stderr.write(prefixed(text, rank))
+    sys.stderr.flush()
+
+
 def write_failure_record(kind: str, message: str, tb: str, exit_code: int) -> None:
     """Leave a root-cause record for ``shardflow run`` (if it asked for one)."""
     folder = _config.failure_dir()
@@ -80,12 +90,7 @@ def abort_job(message: str, kind: str = "error", exit_code: int = 1, tb: str = "
     """Print ``message``, record it for the launcher and end every rank (MPI_Abort)."""
     rank = _rank()
     write_failure_record(kind, message, tb, exit_code)
-    try:
-        sys.stdout.flush()
-    except Exception:  # noqa: BLE001
-        pass
-    sys.stderr.write(prefixed((tb + message) if tb else message, rank))
-    sys.stderr.flush()
+    print_failure((tb + message) if tb else message, rank)
     world = _world
     if world is not None and world.size > 1 and hasattr(world, "abort"):
         world.abort(exit_code)

@@ -77,6 +77,22 @@ def _op_table(nccl) -> dict:
     return ops
 
 
+def _unpacked(array, back):
+    """The finishing step of a call that wrote into ``array``'s packed buffer: copy it back
+    (``back`` from ``_packed``; None when NCCL wrote ``array`` itself) and return ``array``."""
+
+    def finish():
+        if back is not None:
+            back()
+        return array
+
+    return finish
+
+
+def _nothing():
+    return None
+
+
 class NCCLWork(Work):
     """An issued NCCL call: ``wait()`` polls its event against the collective timeout."""
 
@@ -301,12 +317,7 @@ class NCCLCommunicator(Communicator):
         def launch(stream):
             self._comm.bcast(p, buf.size, dt, src, stream)
 
-        def finish():
-            if back is not None:
-                back()
-            return array
-
-        return self._issue("broadcast", seq, array, launch, finish, async_op)
+        return self._issue("broadcast", seq, array, launch, _unpacked(array, back), async_op)
 
     def all_gather(self, array, out=None, async_op: bool = False):
         if not self._api.is_device(array):
@@ -410,7 +421,7 @@ class NCCLCommunicator(Communicator):
         def launch(stream):
             self._comm.send(p, buf.size, dt, dst, stream)
 
-        return self._issue("send", -1, array, launch, lambda: None, async_op)
+        return self._issue("send", -1, array, launch, _nothing, async_op)
 
     def recv(self, array, src: int, tag: int = 0, async_op: bool = False):
         if not self._api.is_device(array):
@@ -423,12 +434,7 @@ class NCCLCommunicator(Communicator):
         def launch(stream):
             self._comm.recv(p, buf.size, dt, src, stream)
 
-        def finish():
-            if back is not None:
-                back()
-            return array
-
-        return self._issue("recv", -1, array, launch, finish, async_op)
+        return self._issue("recv", -1, array, launch, _unpacked(array, back), async_op)
 
     def batch_p2p(self, ops) -> list:
         """Host arrays go through the control communicator's batch; the device sends and
@@ -468,13 +474,7 @@ class NCCLCommunicator(Communicator):
         event = self._launch("batch_p2p", -1, first, launch)
         for i in dev:
             op, array = ops[i][0], ops[i][1]
-            back = bufs[i][1]
-
-            def finish(array=array, back=back, recv=op == "recv"):
-                if recv and back is not None:
-                    back()
-                return array if recv else None
-
+            finish = _unpacked(array, bufs[i][1]) if op == "recv" else _nothing
             works[i] = NCCLWork(self, event, (op, -1, tuple(array.shape), str(array.dtype)),
                                 finish)
         return works
