@@ -221,7 +221,11 @@ _CANONICAL = frozenset(ReduceOp._ALL)  # ReduceOp.SUM etc. are these strings: no
 def checked_reduce_op(op, array) -> str:
     """``op`` as a ``ReduceOp`` string (``ReduceOp.parse``), with AVG refused for a
     non-floating ``array`` (:func:`check_avg_dtype`): every backend's reductions start here."""
-    if type(op) is not str or op not in _CANONICAL:
+    try:
+        known = op in _CANONICAL
+    except TypeError:  # unhashable: ReduceOp.parse says what is accepted
+        known = False
+    if not known:
         op = ReduceOp.parse(op)
     if op == "avg":
         check_avg_dtype(array)

@@ -35,12 +35,17 @@ def mpi_type(dt):
 
 def spec(a) -> list:
     """``[a, its MPI datatype]``: the buffer argument of an mpi4py call."""
-    return [a, mpi_type(a.dtype)]
+    t = _TYPES.get(a.dtype)  # the cache inline: this runs on every large collective
+    return [a, t if t is not None else mpi_type(a.dtype)]
 
 
 def move_spec(a) -> list:
     """The buffer argument for moving ``a`` without reducing it (half types as bytes)."""
-    return spec(a.view(np.uint8) if is_half(a.dtype) else a)
+    dt = a.dtype
+    if dt.itemsize == 2 and (dt.kind == "f" or dt.kind == "V"):  # is_half, inline
+        a = a.view(np.uint8)
+    t = _TYPES.get(a.dtype)
+    return [a, t if t is not None else mpi_type(a.dtype)]
 
 
 def for_reduction(array):

@@ -11,8 +11,8 @@ from shardflow.comm.local import LocalCommunicator
 from shardflow.comm.nccl import NCCLCommunicator
 
 from ..doubles import host_cupy
-from ..doubles.host_cuda import installed
 from ..doubles.fake_nccl import HostCudaAPI
+from ..doubles.host_cuda import installed
 
 
 def test_asarray_of_a_host_array_copies_it_as_cupy_does():
