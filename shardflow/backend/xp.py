@@ -40,15 +40,16 @@ def set_cuda_array_module(module):
     """Use ``module`` as the CUDA array module instead of importing CuPy; return the one it
     replaces. ``None`` goes back to importing CuPy on next use.
 
-    For tests: ``shardflow.testing.host_cupy`` stands in for CuPy with arrays in host
-    memory, so the ``device="cuda"`` code paths run without a GPU (tests/host_cuda)."""
+    The injection point for tests: a module with CuPy's surface (the tests' stand-in keeps
+    its arrays in host memory) makes the ``device="cuda"`` code paths run without a GPU.
+    The NCCL backend's CUDA/NCCL API is given separately (``comm.nccl_lib.set_cuda_api``)."""
     global _cupy
     previous, _cupy = _cupy, module
     return previous
 
 
 def is_device_array(array) -> bool:
-    """True for a CUDA array (CuPy's, or the stand-in's), False for NumPy and anything else."""
+    """True for an array of the CUDA array module, False for NumPy and anything else."""
     return _cupy is not None and isinstance(array, _cupy.ndarray)
 
 

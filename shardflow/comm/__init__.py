@@ -4,14 +4,15 @@
 communicator; ``mpi_lib`` is the only module importing mpi4py; ``mpi_collectives``,
 ``mpi_p2p``, ``mpi_plans``, ``mpi_work``, ``mpi_exit``), ``callsig`` and ``arrival`` (the
 checked calls and the failure reports), ``world`` (launch detection, default
-communicator, failure handling). See docs/DISTRIBUTED.md.
+communicator), ``failure`` (the failure policy: abort the job, root-cause records, the
+excepthook). See docs/DISTRIBUTED.md.
 """
 
 from .base import CommError, CommTimeoutError, Communicator, CompletedWork, ReduceOp, Work
+from .failure import abort_job
 from .local import LocalCommunicator
 from .world import (
     WorldInfo,
-    abort_job,
     destroy,
     get_world,
     init,

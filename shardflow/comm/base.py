@@ -215,6 +215,23 @@ def check_p2p_ops(ops, size: int, rank: int) -> list:
     return out
 
 
+_CANONICAL = frozenset(ReduceOp._ALL)  # ReduceOp.SUM etc. are these strings: no parsing
+
+
+def checked_reduce_op(op, array) -> str:
+    """``op`` as a ``ReduceOp`` string (``ReduceOp.parse``), with AVG refused for a
+    non-floating ``array`` (:func:`check_avg_dtype`): every backend's reductions start here."""
+    try:
+        known = op in _CANONICAL
+    except TypeError:  # unhashable: ReduceOp.parse says what is accepted
+        known = False
+    if not known:
+        op = ReduceOp.parse(op)
+    if op == "avg":
+        check_avg_dtype(array)
+    return op
+
+
 def check_avg_dtype(array) -> None:
     if not np.issubdtype(array.dtype, np.floating) and array.dtype.kind != "V" and not (
         array.dtype.name == "bfloat16"

@@ -10,7 +10,24 @@ from __future__ import annotations
 import pickle
 
 from ..backend.xp import get_array_module
-from .base import CommError, Communicator, CompletedWork, ReduceOp, check_avg_dtype
+from .base import CommError, Communicator, CompletedWork, ReduceOp, checked_reduce_op
+
+
+def gathered_alone(array, out=None):
+    """all_gather on a world of one: ``array`` with a leading dim of 1 (written into ``out``,
+    which may have any shape of as many elements, when given)."""
+    if out is None:
+        out = get_array_module(array).empty((1, *array.shape), dtype=array.dtype)
+    out.reshape((1, *array.shape))[0] = array
+    return out
+
+
+def copied_alone(array, out=None):
+    """reduce_scatter and all_to_all on a world of one: a copy of ``array`` (or ``out`` filled)."""
+    if out is None:
+        return array.copy()
+    out[...] = array
+    return out
 
 
 class LocalCommunicator(Communicator):
@@ -32,8 +49,7 @@ class LocalCommunicator(Communicator):
         return CompletedWork(value) if async_op else value
 
     def all_reduce(self, array, op=ReduceOp.SUM, async_op: bool = False):
-        if ReduceOp.parse(op) == "avg":
-            check_avg_dtype(array)
+        checked_reduce_op(op, array)
         return self._done(array, async_op)
 
     def broadcast(self, array, src: int = 0, async_op: bool = False):
@@ -42,25 +58,14 @@ class LocalCommunicator(Communicator):
         return self._done(array, async_op)
 
     def all_gather(self, array, out=None, async_op: bool = False):
-        if out is None:
-            out = get_array_module(array).empty((1, *array.shape), dtype=array.dtype)
-        out.reshape((1, *array.shape))[0] = array
-        return self._done(out, async_op)
+        return self._done(gathered_alone(array, out), async_op)
 
     def reduce_scatter(self, array, op=ReduceOp.SUM, out=None, async_op: bool = False):
         ReduceOp.parse(op)
-        if out is None:
-            out = array.copy()
-        else:
-            out[...] = array
-        return self._done(out, async_op)
+        return self._done(copied_alone(array, out), async_op)
 
     def all_to_all(self, array, out=None, async_op: bool = False):
-        if out is None:
-            out = array.copy()
-        else:
-            out[...] = array
-        return self._done(out, async_op)
+        return self._done(copied_alone(array, out), async_op)
 
     def barrier(self, async_op: bool = False):
         return self._done(None, async_op)

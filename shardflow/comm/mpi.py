@@ -57,11 +57,12 @@ Algorithm and communication plan
   On a timeout the rank reads the others' slots and reports who did not arrive, who called
   something else, and for a send/recv what the peer is doing; then it writes the
   root-cause record and calls ``MPI_Abort``.
-* **Files.** ``mpi_lib`` (the mpi4py adapter), ``mpi_plans`` (cached signatures and
-  buffers per call shape), ``mpi_collectives`` / ``mpi_p2p`` (the operations, as generators
-  of MPI steps), ``mpi_work`` (async handles, the pending set), ``arrival`` (the board),
-  ``mpi_exit`` (finalising), this module (the communicator: running steps, watchdog,
-  reports).
+* **Files.** ``mpi_lib`` (the mpi4py adapter), ``mpi_buffers`` (arrays as MPI buffers:
+  datatypes, half types, packing), ``mpi_plans`` (cached signatures and buffers per call
+  shape), ``mpi_collectives`` / ``mpi_p2p`` (the operations, as generators of MPI steps),
+  ``mpi_work`` (async handles, the pending set), ``arrival`` (the board), ``mpi_exit``
+  (finalising), ``failure`` (ending the job), this module (the communicator: running
+  steps, watchdog, reports).
 * **Exit** (``mpi_exit.py``): MPI is finalised by ``mpi_exit`` at interpreter exit, after
   checking that no rank waits for this one; a rank that leaves early (``sys.exit(1)``,
   uneven control flow) skips ``MPI_Finalize`` instead of blocking in it, so mpiexec
@@ -83,6 +84,7 @@ from . import callsig
 from . import profiling as _profiling
 from .arrival import ArrivalBoard, collective_timeout_report, p2p_timeout_report
 from .base import CommError, Communicator, CompletedWork
+from .failure import TIMEOUT_EXIT_CODE, abort_job
 from .mpi_collectives import CollectivesMixin
 from .mpi_exit import LIVE
 from .mpi_lib import mpi
@@ -91,12 +93,6 @@ from .mpi_plans import EAGER_SAFE_BYTES, MAX_PLANS, Plan
 from .mpi_work import BUSY, SPIN_S, Call, MPIWork, progress_all
 
 __all__ = ["EAGER_SAFE_BYTES", "MPICommunicator", "MPIWork", "TIMEOUT_EXIT_CODE", "mpi"]
-
-TIMEOUT_EXIT_CODE = 124
-
-
-def _is_half(dt) -> bool:
-    return dt.itemsize == 2 and (dt.kind == "f" or dt.kind == "V")
 
 
 class MPICommunicator(CollectivesMixin, PointToPointMixin, Communicator):
@@ -117,7 +113,6 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, Communicator):
         self._recv_fifo: dict = {}  # (source, tag) -> recvs not yet past their signature
         self._data_queue: list = []  # async collectives whose data step is not issued yet
         self._plans: dict = {}
-        self._types: dict = {}
         self._ops = {"sum": MPI.SUM, "avg": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN,
                      "prod": MPI.PROD}
         self._timeout = _config.comm_timeout_s()  # read once, when the group is made
@@ -149,17 +144,6 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, Communicator):
 
     def world_rank(self, r: int | None = None) -> int:
         return self.world_ranks[self._rank if r is None else r]
-
-    def _mpitype(self, dt):
-        t = self._types.get(dt)
-        if t is None:
-            t = mpi()._typedict.get(np.dtype(dt).char)  # predefined types (reductions need them)
-            if t is None:
-                raise TypeError(
-                    f"dtype {dt} has no MPI datatype; cast to float32/float64/int64 first"
-                )
-            self._types[dt] = t
-        return t
 
     # -- running an operation ------------------------------------------------------------
     def _begin(self, op: str, array, reduce=None, root: int = -1, shape=()):
@@ -407,29 +391,7 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, Communicator):
                 rank=self.world_rank(), op=call.op, seq=call.seq, size=self._size,
                 shape=call.shape, dtype=call.dtype, waited=waited, limit=limit,
                 states=states, world_ranks=self.world_ranks)
-        from .world import abort_job
-
         abort_job(msg, kind="timeout", exit_code=TIMEOUT_EXIT_CODE)
-
-    def _prep(self, array, writable=True):
-        """(buffer for MPI, unpack function or None)."""
-        if _is_half(array.dtype):
-            buf = array.astype(np.float32)
-
-            def back(a=array, b=buf):
-                a[...] = b
-
-            return buf, back
-        if array.flags.c_contiguous:
-            return array, None
-        buf = np.ascontiguousarray(array)
-        if not writable:
-            return buf, None
-
-        def back2(a=array, b=buf):
-            a[...] = b
-
-        return buf, back2
 
     # -- groups --------------------------------------------------------------------------
     def new_group(self, ranks):

@@ -25,25 +25,21 @@ import pickle
 import numpy as np
 
 from . import callsig
-from .base import ReduceOp, check_avg_dtype
+from .base import ReduceOp, checked_reduce_op
+from .local import copied_alone, gathered_alone
+from .mpi_buffers import contiguous, for_reduction, is_half, move_spec, spec
 from .mpi_lib import mpi
 from .mpi_plans import Plan
 from .mpi_work import Call
 
 _REDUCE_UFUNCS = {"sum": np.add, "avg": np.add, "prod": np.multiply, "max": np.maximum,
                   "min": np.minimum}
-_CANONICAL = frozenset(_REDUCE_UFUNCS)  # ReduceOp.SUM etc. are these strings: skip parsing
-
-
-def _is_half(dt) -> bool:
-    # float16 and ml_dtypes' bfloat16 (kind 'V'); cheaper than dtype equality on the hot path
-    return dt.itemsize == 2 and (dt.kind == "f" or dt.kind == "V")
 
 
 def _reduce_rows(rows, op: str, world: int, out=None):
     """Reduce ``(world, ...)`` rows over axis 0 in rank order (float32 for half types)."""
     ufunc = _REDUCE_UFUNCS[op]
-    half = _is_half(rows.dtype)
+    half = is_half(rows.dtype)
     if half:
         rows = rows.astype(np.float32)
     if world == 2:
@@ -56,6 +52,15 @@ def _reduce_rows(rows, op: str, world: int, out=None):
         out[...] = acc
         return out
     return acc
+
+
+def _reduced_back(buf, back, op: str, world: int) -> None:
+    """After MPI reduced ``buf`` in place: AVG's division, then the copy into the caller's
+    array (``back``, from ``for_reduction``)."""
+    if op == "avg":
+        np.divide(buf, world, out=buf, casting="unsafe")
+    if back is not None:
+        back()
 
 
 class CollectivesMixin:
@@ -107,10 +112,7 @@ class CollectivesMixin:
         return self._run(gen, async_op, name, seq, array.shape, array.dtype, me, not plan.small)
 
     def all_reduce(self, array, op=ReduceOp.SUM, async_op: bool = False):
-        if op not in _CANONICAL:
-            op = ReduceOp.parse(op)
-        if op == "avg":
-            check_avg_dtype(array)
+        op = checked_reduce_op(op, array)
         seq, plan = self._begin("all_reduce", array, op)
         if self._size == 1:
             return self._done(array, async_op)
@@ -120,7 +122,9 @@ class CollectivesMixin:
 
     def _all_reduce_now(self, plan, seq, array, op):
         """The blocking all_reduce, straight-line: the same steps as the generators below
-        without their machinery (it is the most frequent call; Python time is latency)."""
+        without their machinery. It is the most frequent call and Python time is its
+        latency: driving the generators instead measured 1.3-1.9 us more per call on 2
+        ranks (1 KB: 5.3 -> 6.6 us; 64 KB: 23.0 -> 24.9 us; 1 MB: within noise)."""
         send, recv, data, rows, s, r = self._bufs(plan, seq, False)
         if plan.small:
             data[...] = array
@@ -128,22 +132,19 @@ class CollectivesMixin:
         try:
             req = self._side.Iallgather(s, r)
             if not plan.small:  # prepared while the exchange runs
-                buf, back = self._prep(array)
-                spec = [buf, self._mpitype(buf.dtype)]
+                buf, back = for_reduction(array)
+                buf_spec = spec(buf)
             self._poll(req)
             self._check(send, recv)
             if plan.small:
                 return _reduce_rows(rows, op, self._size, out=array)
             self._data_turn(None)
-            self._comm.Allreduce(mpi().IN_PLACE, spec, self._ops[op])
+            self._comm.Allreduce(mpi().IN_PLACE, buf_spec, self._ops[op])
         except mpi().Exception as e:
             raise self._mpi_failure(e, Call("all_reduce", seq, array.shape, array.dtype)) from None
         finally:
             self._leave_blocking()
-        if op == "avg":
-            np.divide(buf, self._size, out=buf, casting="unsafe")
-        if back is not None:
-            back()
+        _reduced_back(buf, back, op, self._size)
         return array
 
     def _all_reduce_small(self, plan, seq, array, op, fresh, me=None):
@@ -156,19 +157,14 @@ class CollectivesMixin:
     def _all_reduce_large(self, plan, seq, array, op, fresh, me):
         send, recv, _, _, s, r = self._bufs(plan, seq, fresh)
         exchange = self._exchange(s, r)
-        # prepared while the exchange runs (no array of the caller is written before the
-        # check: _prep only copies half/strided arrays)
-        buf, back = self._prep(array)
-        spec, mop, comm = [buf, self._mpitype(buf.dtype)], self._ops[op], self._comm
+        buf, back = for_reduction(array)  # prepared while the exchange runs
+        buf_spec, mop, comm = spec(buf), self._ops[op], self._comm
         IN_PLACE = mpi().IN_PLACE
         yield exchange
         self._checked_turn(send, recv, me)
-        yield self._data_step(me, lambda: comm.Iallreduce(IN_PLACE, spec, mop),
-                              lambda: comm.Allreduce(IN_PLACE, spec, mop))
-        if op == "avg":
-            np.divide(buf, self._size, out=buf, casting="unsafe")
-        if back is not None:
-            back()
+        yield self._data_step(me, lambda: comm.Iallreduce(IN_PLACE, buf_spec, mop),
+                              lambda: comm.Allreduce(IN_PLACE, buf_spec, mop))
+        _reduced_back(buf, back, op, self._size)
         return array
 
     # -- broadcast -----------------------------------------------------------------------
@@ -194,17 +190,10 @@ class CollectivesMixin:
         send, recv, _, _, s, r = self._bufs(plan, seq, fresh)
         yield self._exchange(s, r)
         self._checked_turn(send, recv, me)
-        if array.flags.c_contiguous:
-            buf, back = array, None
-        else:
-            buf = np.ascontiguousarray(array)
-
-            def back(a=array, b=buf):
-                a[...] = b
-        view = buf.view(np.uint8) if _is_half(buf.dtype) else buf
-        spec, comm = [view, self._mpitype(view.dtype)], self._comm
-        yield self._data_step(me, lambda: comm.Ibcast(spec, root=src),
-                              lambda: comm.Bcast(spec, root=src))
+        buf, back = contiguous(array)
+        buf_spec, comm = move_spec(buf), self._comm
+        yield self._data_step(me, lambda: comm.Ibcast(buf_spec, root=src),
+                              lambda: comm.Bcast(buf_spec, root=src))
         if back is not None and self._rank != src:
             back()
         return array
@@ -216,10 +205,7 @@ class CollectivesMixin:
             raise ValueError(f"all_gather out must have shape {shape}, got {tuple(out.shape)}")
         seq, plan = self._begin("all_gather", array)
         if self._size == 1:
-            if out is None:
-                out = np.empty(shape, dtype=array.dtype)
-            out.reshape(shape)[0] = array
-            return self._done(out, async_op)
+            return self._done(gathered_alone(array, out), async_op)
         return self._run_sized("all_gather", plan, seq, array, async_op, out)
 
     def _all_gather_small(self, plan, seq, array, out, fresh, me=None):
@@ -242,10 +228,7 @@ class CollectivesMixin:
             res = np.empty(shape, dtype=array.dtype)
         else:
             res = out.reshape(shape)
-        src = np.ascontiguousarray(array)
-        sv = src.view(np.uint8) if _is_half(src.dtype) else src
-        rv = res.view(np.uint8) if _is_half(res.dtype) else res
-        s1, s2, comm = [sv, self._mpitype(sv.dtype)], [rv, self._mpitype(rv.dtype)], self._comm
+        s1, s2, comm = move_spec(np.ascontiguousarray(array)), move_spec(res), self._comm
         yield self._data_step(me, lambda: comm.Iallgather(s1, s2),
                               lambda: comm.Allgather(s1, s2))
         if target is not None and target is not res and not np.shares_memory(target, res):
@@ -255,19 +238,13 @@ class CollectivesMixin:
 
     # -- reduce_scatter ------------------------------------------------------------------
     def reduce_scatter(self, array, op=ReduceOp.SUM, out=None, async_op: bool = False):
-        op = ReduceOp.parse(op)
-        if op == "avg":
-            check_avg_dtype(array)
+        op = checked_reduce_op(op, array)
         oshape = self._check_reduce_scatter(array)
         if out is not None and tuple(out.shape) != oshape:
             raise ValueError(f"reduce_scatter out must have shape {oshape}, got {tuple(out.shape)}")
         seq, plan = self._begin("reduce_scatter", array, op)
         if self._size == 1:
-            if out is None:
-                out = array.copy()
-            else:
-                out[...] = array
-            return self._done(out, async_op)
+            return self._done(copied_alone(array, out), async_op)
         return self._run_sized("reduce_scatter", plan, seq, array, async_op, op, out, oshape)
 
     def _reduce_scatter_small(self, plan, seq, array, op, out, oshape, fresh, me=None):
@@ -286,9 +263,9 @@ class CollectivesMixin:
         send, recv, _, _, s, r = self._bufs(plan, seq, fresh)
         yield self._exchange(s, r)
         self._checked_turn(send, recv, me)
-        src = np.ascontiguousarray(array, dtype=np.float32 if _is_half(array.dtype) else None)
+        src = np.ascontiguousarray(array, dtype=np.float32 if is_half(array.dtype) else None)
         res = np.empty(oshape, dtype=src.dtype)
-        s1, s2, comm = [src, self._mpitype(src.dtype)], [res, self._mpitype(res.dtype)], self._comm
+        s1, s2, comm = spec(src), spec(res), self._comm
         mop = self._ops[op]
         yield self._data_step(me, lambda: comm.Ireduce_scatter_block(s1, s2, mop),
                               lambda: comm.Reduce_scatter_block(s1, s2, mop))
@@ -304,11 +281,7 @@ class CollectivesMixin:
         self._check_all_to_all(array)
         seq, plan = self._begin("all_to_all", array)
         if self._size == 1:
-            if out is None:
-                out = array.copy()
-            else:
-                out[...] = array
-            return self._done(out, async_op)
+            return self._done(copied_alone(array, out), async_op)
         return self._run_sized("all_to_all", plan, seq, array, async_op, out)
 
     def _all_to_all_small(self, plan, seq, array, out, fresh, me=None):
@@ -329,9 +302,7 @@ class CollectivesMixin:
         self._checked_turn(send, recv, me)
         src = np.ascontiguousarray(array)
         res = np.empty_like(src)
-        sv = src.view(np.uint8) if _is_half(src.dtype) else src
-        rv = res.view(np.uint8) if _is_half(res.dtype) else res
-        s1, s2, comm = [sv, self._mpitype(sv.dtype)], [rv, self._mpitype(rv.dtype)], self._comm
+        s1, s2, comm = move_spec(src), move_spec(res), self._comm
         yield self._data_step(me, lambda: comm.Ialltoall(s1, s2), lambda: comm.Alltoall(s1, s2))
         if out is not None:
             out[...] = res

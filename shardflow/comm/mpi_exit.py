@@ -25,11 +25,11 @@ the normal end of a job whose ranks finish at different times.
 
 from __future__ import annotations
 
-import sys
 import time
 import weakref
 
 from .arrival import PHASE_EXITING
+from .failure import print_failure
 
 LIVE: weakref.WeakSet = weakref.WeakSet()  # the MPI communicators whose boards are read
 
@@ -86,17 +86,10 @@ def finalize_at_exit(MPI) -> None:
         reason = "unknown"
     if reason is not None and reason != "unknown":
         rank = MPI.COMM_WORLD.Get_rank()
-        try:
-            sys.stdout.flush()
-        except Exception:  # noqa: BLE001
-            pass
-        from .world import prefixed
-
-        sys.stderr.write(prefixed(
+        print_failure(
             f"shardflow: rank {rank} is exiting (its script ended or called sys.exit()) while "
             f"{reason}. Ending without MPI_Finalize so that mpiexec reports this rank's exit "
             "code and stops the job, instead of every rank waiting for the collective "
-            "timeout.\n", rank))
-        sys.stderr.flush()
+            "timeout.\n", rank)
         return
     MPI.Finalize()

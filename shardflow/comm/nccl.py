@@ -2,10 +2,9 @@
 ``cupy.cuda.nccl``, behind the same :class:`~shardflow.comm.base.Communicator` interface and
 with the same checks, timeouts and failure reports as the MPI backend.
 
-Status: written and tested on CPU against a stand-in with NCCL's surface
-(``shardflow.testing.fake_nccl``: the same pointer/count/dtype calls, carried out by MPI on
-host memory); not yet run on a GPU (``tests/gpu/test_nccl.py`` is that check, and skips
-without one). See docs/DISTRIBUTED.md, "NCCL".
+Status: tested on CPU ranks against stand-ins with NCCL's surface, given as its ``api``
+(``nccl_lib.set_cuda_api``; the doubles live in ``tests/doubles``), and on a GPU by
+``tests/gpu/test_nccl.py`` (skipped without one). See docs/DISTRIBUTED.md, "NCCL".
 
 Algorithm and communication plan
 --------------------------------
@@ -55,7 +54,9 @@ import numpy as np
 
 from .. import _config
 from . import callsig
-from .base import CommError, Communicator, ReduceOp, Work, check_avg_dtype, check_p2p_ops
+from .base import CommError, Communicator, ReduceOp, Work, check_p2p_ops, checked_reduce_op
+from .failure import TIMEOUT_EXIT_CODE, abort_job
+from .nccl_lib import cuda_api
 
 _SPIN_S = 2e-4
 
@@ -74,6 +75,22 @@ def _op_table(nccl) -> dict:
     if hasattr(nccl, "NCCL_AVG"):
         ops["avg"] = nccl.NCCL_AVG
     return ops
+
+
+def _unpacked(array, back):
+    """The finishing step of a call that wrote into ``array``'s packed buffer: copy it back
+    (``back`` from ``_packed``; None when NCCL wrote ``array`` itself) and return ``array``."""
+
+    def finish():
+        if back is not None:
+            back()
+        return array
+
+    return finish
+
+
+def _nothing():
+    return None
 
 
 class NCCLWork(Work):
@@ -120,10 +137,13 @@ class NCCLCommunicator(Communicator):
     backend = "nccl"
 
     def __init__(self, control: Communicator, api=None, device_index: int | None = None):
-        if api is None:
-            from .nccl_lib import CudaAPI
+        """A NCCL communicator over the ranks of ``control`` (collective over them).
 
-            api = CudaAPI()
+        ``api``: the CUDA/NCCL operations (:class:`~shardflow.comm.nccl_lib.CudaAPI`'s
+        surface; default ``nccl_lib.cuda_api()``); ``device_index``: the GPU to bind to
+        (default ``local_rank % device_count``)."""
+        if api is None:
+            api = cuda_api()
         self._control, self._api = control, api
         self._rank, self._size = control.rank, control.size
         self.world_ranks = list(getattr(control, "world_ranks", range(self._size)))
@@ -143,8 +163,6 @@ class NCCLCommunicator(Communicator):
         uid = control.broadcast_object(uid, src=0)
         try:
             self._comm = api.make_comm(self._size, uid, self._rank, control)
-        except NotImplementedError:  # a stand-in's own limit (testing.fake_nccl): its words
-            raise
         except Exception as e:  # noqa: BLE001 - NcclError and CUDA errors alike
             raise CommError(
                 f"NCCL could not create a communicator of {self._size} ranks (this is rank "
@@ -261,17 +279,13 @@ class NCCLCommunicator(Communicator):
             "aborted and the job ends; raise SHARDFLOW_COMM_TIMEOUT if the step is legitimately "
             "slower.\n"
         )
-        from .world import abort_job
-
-        abort_job(msg, kind="timeout", exit_code=124)
+        abort_job(msg, kind="timeout", exit_code=TIMEOUT_EXIT_CODE)
 
     # -- collectives ---------------------------------------------------------------------
     def all_reduce(self, array, op=ReduceOp.SUM, async_op: bool = False):
         if not self._api.is_device(array):
             return self._control.all_reduce(array, op, async_op)
-        op = ReduceOp.parse(op)
-        if op == "avg":
-            check_avg_dtype(array)
+        op = checked_reduce_op(op, array)
         dt = self._nccl_dtype(array)
         nop, divide = self._reduce_op(op, array)
         seq = self._checked("all_reduce", array, op)
@@ -303,12 +317,7 @@ class NCCLCommunicator(Communicator):
         def launch(stream):
             self._comm.bcast(p, buf.size, dt, src, stream)
 
-        def finish():
-            if back is not None:
-                back()
-            return array
-
-        return self._issue("broadcast", seq, array, launch, finish, async_op)
+        return self._issue("broadcast", seq, array, launch, _unpacked(array, back), async_op)
 
     def all_gather(self, array, out=None, async_op: bool = False):
         if not self._api.is_device(array):
@@ -331,9 +340,7 @@ class NCCLCommunicator(Communicator):
     def reduce_scatter(self, array, op=ReduceOp.SUM, out=None, async_op: bool = False):
         if not self._api.is_device(array):
             return self._control.reduce_scatter(array, op, out, async_op)
-        op = ReduceOp.parse(op)
-        if op == "avg":
-            check_avg_dtype(array)
+        op = checked_reduce_op(op, array)
         oshape = self._check_reduce_scatter(array)
         if out is not None and (tuple(out.shape) != oshape or not out.flags.c_contiguous):
             raise ValueError(f"reduce_scatter out must be a contiguous array of shape {oshape}, "
@@ -414,7 +421,7 @@ class NCCLCommunicator(Communicator):
         def launch(stream):
             self._comm.send(p, buf.size, dt, dst, stream)
 
-        return self._issue("send", -1, array, launch, lambda: None, async_op)
+        return self._issue("send", -1, array, launch, _nothing, async_op)
 
     def recv(self, array, src: int, tag: int = 0, async_op: bool = False):
         if not self._api.is_device(array):
@@ -427,12 +434,7 @@ class NCCLCommunicator(Communicator):
         def launch(stream):
             self._comm.recv(p, buf.size, dt, src, stream)
 
-        def finish():
-            if back is not None:
-                back()
-            return array
-
-        return self._issue("recv", -1, array, launch, finish, async_op)
+        return self._issue("recv", -1, array, launch, _unpacked(array, back), async_op)
 
     def batch_p2p(self, ops) -> list:
         """Host arrays go through the control communicator's batch; the device sends and
@@ -472,13 +474,7 @@ class NCCLCommunicator(Communicator):
         event = self._launch("batch_p2p", -1, first, launch)
         for i in dev:
             op, array = ops[i][0], ops[i][1]
-            back = bufs[i][1]
-
-            def finish(array=array, back=back, recv=op == "recv"):
-                if recv and back is not None:
-                    back()
-                return array if recv else None
-
+            finish = _unpacked(array, bufs[i][1]) if op == "recv" else _nothing
             works[i] = NCCLWork(self, event, (op, -1, tuple(array.shape), str(array.dtype)),
                                 finish)
         return works

@@ -1,4 +1,4 @@
-"""The process's world: launch detection, the default communicator, failure handling.
+"""The process's world: launch detection and the default communicator (the factory).
 
 * :func:`init` picks the backend from how the process was started
   (``_config.launch_info()``): under mpiexec / Slurm it initialises MPI and builds an
@@ -9,11 +9,10 @@
   :class:`~shardflow.comm.nccl.NCCLCommunicator` over that world (device arrays through
   NCCL, the rest through MPI) when CuPy sees a CUDA device; without one it runs on MPI as
   ``"gloo"`` does, with a one-time note on rank 0.
-* When the world has more than one rank, :func:`init` installs a ``sys.excepthook``: an
-  uncaught exception prints its traceback (each line prefixed ``[rank R]`` unless the
-  launcher prefixes lines itself), writes a root-cause record for ``shardflow run`` and
-  calls ``MPI_Abort`` so that the other ranks do not wait forever in their next
-  collective.
+* :func:`init` hands the world to the failure policy (``failure.install``): the rank its
+  reports name, the communicator ``abort_job`` aborts, and, when the world has more than
+  one rank, the ``sys.excepthook`` that ends the whole job on an uncaught exception
+  (``failure.py``). The backends report through ``failure`` and never import this module.
 * :func:`world_info` is what lower-level consumers (the DataLoader's automatic sharding)
   ask: rank, world size, whether a world is initialised and whether data parallel wrapped
   a model (:func:`set_data_parallel`).
@@ -21,21 +20,17 @@
 
 from __future__ import annotations
 
-import json
-import os
 import sys
-import time
-import traceback
 from dataclasses import dataclass
 
 from .. import _config
 from ..backend.xp import cuda_is_available
+from . import failure
 from .base import Communicator
 from .local import LocalCommunicator
 
 _world: Communicator | None = None
 _data_parallel = False
-_prev_excepthook = None
 
 
 @dataclass(frozen=True)
@@ -92,8 +87,7 @@ def init(backend: str | None = None) -> Communicator:
 
         comm = NCCLCommunicator(comm)  # device arrays over NCCL; the rest over ``comm``
     _world = comm
-    if comm.size > 1:
-        install_excepthook()
+    failure.install(comm)  # with more than one rank: the excepthook that aborts the job
     return _world
 
 
@@ -123,7 +117,7 @@ def destroy() -> None:
         _world.free()
     _world = None
     _data_parallel = False
-    uninstall_excepthook()
+    failure.uninstall()
 
 
 def set_data_parallel(flag: bool = True) -> None:
@@ -139,71 +133,3 @@ def world_info() -> WorldInfo:
         return WorldInfo(0, 1, 0, 1, False, False, info.launcher)
     return WorldInfo(_world.rank, _world.size, info.local_rank, info.local_world_size, True,
                      _data_parallel, info.launcher)
-
-
-# -- failure handling ------------------------------------------------------------------
-def _rank() -> int:
-    return _world.rank if _world is not None else _config.launch_info().rank
-
-
-def prefixed(text: str, rank: int) -> str:
-    """``text`` with every line prefixed ``[rank R]`` (unless the launcher prefixes lines)."""
-    if not _config.rank_prefix_enabled():
-        return text
-    return "".join(f"[rank {rank}] {line}\n" for line in text.rstrip("\n").split("\n"))
-
-
-def write_failure_record(kind: str, message: str, tb: str, exit_code: int) -> None:
-    """Leave a root-cause record for ``shardflow run`` (if it asked for one)."""
-    folder = _config.failure_dir()
-    if not folder:
-        return
-    rank = _rank()
-    rec = {"rank": rank, "time": time.time(), "kind": kind, "message": message,
-           "traceback": tb, "exit_code": exit_code, "pid": os.getpid()}
-    try:
-        path = os.path.join(folder, f"rank{rank}.json")
-        tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(rec, f)
-        os.replace(tmp, path)
-    except OSError:
-        pass
-
-
-def abort_job(message: str, kind: str = "error", exit_code: int = 1, tb: str = "") -> None:
-    """Print ``message``, record it for the launcher and end every rank (MPI_Abort)."""
-    rank = _rank()
-    write_failure_record(kind, message, tb, exit_code)
-    try:
-        sys.stdout.flush()
-    except Exception:  # noqa: BLE001
-        pass
-    sys.stderr.write(prefixed((tb + message) if tb else message, rank))
-    sys.stderr.flush()
-    world = _world
-    if world is not None and world.size > 1 and hasattr(world, "abort"):
-        world.abort(exit_code)
-    os._exit(exit_code)
-
-
-def _excepthook(exc_type, exc, tb):
-    text = "".join(traceback.format_exception(exc_type, exc, tb))
-    rank = _rank()
-    msg = (f"shardflow: rank {rank} raised an uncaught {exc_type.__name__}; aborting the whole "
-           "job (MPI_Abort) so that no rank waits forever for it.\n")
-    abort_job(msg, kind="exception", exit_code=1, tb=text)
-
-
-def install_excepthook() -> None:
-    global _prev_excepthook
-    if sys.excepthook is not _excepthook:
-        _prev_excepthook = sys.excepthook
-        sys.excepthook = _excepthook
-
-
-def uninstall_excepthook() -> None:
-    global _prev_excepthook
-    if sys.excepthook is _excepthook:
-        sys.excepthook = _prev_excepthook or sys.__excepthook__
-    _prev_excepthook = None

@@ -65,13 +65,11 @@ def check_calls(before):
 """
 
 CUDA_SETUP = r"""
-from shardflow.backend import xp
-from shardflow.testing import host_cupy
-xp.set_cuda_array_module(host_cupy)
+from tests.doubles import host_cuda
+api = host_cuda.install()  # host_cupy as CuPy, NCCL's calls over MPI
 import shardflow as sf, shardflow.distributed as dist
 dist.init_process_group("nccl")
 DEV = "cuda"
-api = host_cupy.cuda.nccl.api
 calls = lambda: api.calls
 def check_calls(before):
     # the four device sends/receives were one NCCL group (the fake counts a group once)
@@ -93,9 +91,8 @@ def test_batch_isend_irecv_ring_on_host_cuda_is_one_nccl_group():
 
 SUBGROUP = r"""
 import numpy as np
-from shardflow.backend import xp
-from shardflow.testing import host_cupy
-xp.set_cuda_array_module(host_cupy)
+from tests.doubles import host_cuda
+cuda_api = host_cuda.install()  # host_cupy as CuPy, NCCL's calls over MPI
 import shardflow as sf, shardflow.distributed as dist
 dist.init_process_group("nccl")
 r = dist.get_rank()
@@ -104,11 +101,11 @@ if r in (1, 3):
     peer = 4 - r  # a global rank, as in PyTorch
     mine = sf.tensor(np.full((64, 128), r, dtype=np.float32), device="cuda")
     got = sf.zeros(64, 128, device="cuda")
-    before = host_cupy.cuda.nccl.api.calls
+    before = cuda_api.calls
     for w in dist.batch_isend_irecv([dist.P2POp(dist.isend, mine, peer, group=g),
                                      dist.P2POp(dist.irecv, got, peer, group=g)]):
         w.wait()
-    assert host_cupy.cuda.nccl.api.calls == before + 1
+    assert cuda_api.calls == before + 1
     np.testing.assert_array_equal(got.cpu().numpy(), np.full((64, 128), peer))
 dist.barrier()
 print(f"rank {r}: ok", flush=True)

@@ -1,5 +1,5 @@
 """The NCCL communicator's own logic on real MPI ranks, without a GPU: its device side is
-``shardflow.testing.fake_nccl`` (NCCL's calls on host memory through MPI), so what is
+``tests.doubles.fake_nccl.FakeCudaAPI`` (NCCL's calls on host memory through MPI), so what is
 checked is what the communicator hands to NCCL (pointers, counts, dtypes, roots, grouped
 send/recv), its signature checks, its timeout report and its routing of host arrays.
 The same communicator on a real GPU is tests/gpu/test_nccl.py.
@@ -20,7 +20,7 @@ import numpy as np
 from shardflow import comm
 from shardflow.comm.nccl import NCCLCommunicator
 from shardflow.comm.mpi import MPICommunicator
-from shardflow.testing.fake_nccl import FakeCudaAPI, DeviceArray, to_device
+from tests.doubles.fake_nccl import FakeCudaAPI, DeviceArray, to_device
 
 def data(rank, shape, dtype=np.float32, seed=0):
     g = np.random.default_rng(1000 * seed + rank)

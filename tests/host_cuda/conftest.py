@@ -1,16 +1,13 @@
-"""``device="cuda"`` on the CPU: CuPy's stand-in (shardflow.testing.host_cupy) is installed as
-the CUDA array module for each test here and removed after it."""
+"""``device="cuda"`` on the CPU: CuPy's stand-in (tests/doubles/host_cupy.py) is installed as
+the CUDA array module, and the fake NCCL as the NCCL communicators' API, for each test here
+and removed after it (tests/doubles/host_cuda.py)."""
 
 import pytest
 
-from shardflow.backend import xp
-from shardflow.testing import host_cupy
+from ..doubles import host_cuda as _host_cuda
 
 
 @pytest.fixture(autouse=True)
 def host_cuda():
-    previous = xp.set_cuda_array_module(host_cupy)
-    try:
-        yield host_cupy
-    finally:
-        xp.set_cuda_array_module(previous)
+    with _host_cuda.installed() as api:
+        yield api

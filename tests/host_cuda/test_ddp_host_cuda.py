@@ -1,6 +1,6 @@
 """Data parallel on ``device="cuda"`` in real ranks, without a GPU: every rank installs CuPy's
-host stand-in, whose ``cuda.nccl`` carries NCCL's calls over MPI on the host memory behind
-the pointers. ``init_process_group("nccl")`` then builds the NCCL communicator (the one a GPU
+host stand-in and the fake NCCL, which carries NCCL's calls over MPI on the host memory behind
+the pointers (``tests.doubles.host_cuda.install()``). ``init_process_group("nccl")`` then builds the NCCL communicator (the one a GPU
 uses: signature checks, packing, streams and events through the stand-in), DDP's gradient
 buckets go through it, and the result must equal one process on the CPU; so must the main
 job on 2 ranks with DDP, ZeRO-3 and tensor parallelism (a (1, 2) mesh: NCCL subgroups).
@@ -16,9 +16,8 @@ pytestmark = pytest.mark.mpi
 
 DDP_SCRIPT = r"""
 import numpy as np
-from shardflow.backend import xp
-from shardflow.testing import host_cupy
-xp.set_cuda_array_module(host_cupy)
+from tests.doubles import host_cuda
+cuda_api = host_cuda.install()  # host_cupy as CuPy, NCCL's calls over MPI
 import shardflow as sf, shardflow.nn as nn, shardflow.nn.functional as F
 import shardflow.distributed as dist
 from shardflow.comm import world
@@ -52,7 +51,7 @@ for step in range(3):
     for p, q in zip(model.module.parameters(), ref.parameters()):
         assert p.device.type == "cuda"
         np.testing.assert_allclose(p.detach().cpu().numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-6)
-calls = host_cupy.cuda.nccl.api.calls
+calls = cuda_api.calls
 assert calls >= 3 * 2, calls  # every step's buckets went through NCCL
 print(f"rank {r}: ok, {calls} NCCL calls")
 """
@@ -65,9 +64,8 @@ def test_ddp_over_nccl_on_host_cuda_equals_one_cpu_process():
 
 TRAIN_SCRIPT = r"""
 import sys
-from shardflow.backend import xp
-from shardflow.testing import host_cupy
-xp.set_cuda_array_module(host_cupy)
+from tests.doubles import host_cuda
+cuda_api = host_cuda.install()  # host_cupy as CuPy, NCCL's calls over MPI
 from shardflow.cli.train import main
 sys.exit(main(sys.argv[1:]))
 """
@@ -99,9 +97,8 @@ def test_train_gpt_cuda_on_two_ranks_equals_one_cpu_process(tmp_path, capsys, la
 
 SYNC_BN_SCRIPT = r"""
 import numpy as np
-from shardflow.backend import xp
-from shardflow.testing import host_cupy
-xp.set_cuda_array_module(host_cupy)
+from tests.doubles import host_cuda
+cuda_api = host_cuda.install()  # host_cupy as CuPy, NCCL's calls over MPI
 import shardflow as sf, shardflow.nn as nn
 import shardflow.distributed as dist
 
@@ -125,7 +122,7 @@ assert ok(y.detach().cpu().numpy(), yr.detach().numpy()[2 * r:2 * r + 2]), "outp
 assert ok(x.grad.cpu().numpy(), xr.grad.numpy()[2 * r:2 * r + 2]), "input gradient"
 assert ok(bn.running_mean.cpu().numpy(), ref.running_mean.numpy()), "running mean"
 assert ok(bn.running_var.cpu().numpy(), ref.running_var.numpy()), "running var"
-assert host_cupy.cuda.nccl.api.calls >= 2
+assert cuda_api.calls >= 2
 print(f"rank {r}: ok")
 """
 

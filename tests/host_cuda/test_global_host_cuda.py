@@ -1,6 +1,6 @@
 """Global tensors on a ``placement("cuda")`` in real ranks, without a GPU: CuPy's host
-stand-in on every rank, its ``cuda.nccl`` (NCCL's calls over MPI) under the NCCL
-communicator. Every boxing between broadcast, partial-sum and the splits, with gradients, and a
+stand-in on every rank, the fake NCCL (NCCL's calls over MPI) under the NCCL
+communicator (``tests.doubles.host_cuda.install()``). Every boxing between broadcast, partial-sum and the splits, with gradients, and a
 tensor-parallel MLP, against the local computation."""
 
 import pytest
@@ -11,9 +11,8 @@ pytestmark = pytest.mark.mpi
 
 GLOBAL_SCRIPT = r"""
 import numpy as np
-from shardflow.backend import xp
-from shardflow.testing import host_cupy
-xp.set_cuda_array_module(host_cupy)
+from tests.doubles import host_cuda
+cuda_api = host_cuda.install()  # host_cupy as CuPy, NCCL's calls over MPI
 import shardflow as sf
 import shardflow.distributed as dist
 from shardflow.distributed import sbp, placement, distribute_tensor
@@ -49,7 +48,7 @@ W2 = distribute_tensor(sf.tensor(w2, device="cuda", requires_grad=True), mesh, S
 out = (X @ W1).tanh() @ W2
 assert out.sbp == (P,), out.sbp
 close(out.to_global(sbp=B).numpy(), ref, "tensor-parallel MLP")
-calls = host_cupy.cuda.nccl.api.calls
+calls = cuda_api.calls
 assert calls > 0
 print(f"rank {dist.get_rank()}: ok, {calls} NCCL calls")
 """
@@ -63,9 +62,8 @@ def test_global_tensors_on_a_cuda_placement_over_nccl():
 HEADER = r"""
 import itertools, warnings
 import numpy as np
-from shardflow.backend import xp
-from shardflow.testing import host_cupy
-xp.set_cuda_array_module(host_cupy)
+from tests.doubles import host_cuda
+cuda_api = host_cuda.install()  # host_cupy as CuPy, NCCL's calls over MPI
 import shardflow as sf
 import shardflow.distributed as dist
 import shardflow.nn.functional as F
@@ -162,7 +160,7 @@ COLLECTIVES_SCRIPT = HEADER + r"""
 base = np.arange(12, dtype=np.float32).reshape(4, 3)
 mine = base * (rank + 1)
 scale = sum(r + 1 for r in range(world))
-calls0 = host_cupy.cuda.nccl.api.calls
+calls0 = cuda_api.calls
 
 def dev(a):
     return sf.tensor(np.ascontiguousarray(a), device="cuda")
@@ -218,7 +216,7 @@ elif rank == 1:
     t = dev(np.zeros_like(base))
     dist.recv(t, src=0)
     close(host(t, "recv"), base * 7, "send/recv")
-assert host_cupy.cuda.nccl.api.calls > calls0
+assert cuda_api.calls > calls0
 
 # a global cuda tensor as a whole: full_tensor (differentiable, on the device) and .numpy()
 mesh = placement("cuda")

@@ -1,6 +1,7 @@
-"""The GPU's NCCL tests (tests/gpu/test_nccl.py) run on CuPy's host stand-in: the test code a
-GPU session will run first is itself exercised here (one rank in-process over a world of one;
-two ranks sharing the stand-in's one device, which real NCCL may refuse)."""
+"""The GPU's NCCL tests (tests/gpu/test_nccl.py) on CuPy's host stand-in and the fake NCCL:
+the test code a GPU session runs first is itself exercised here, on one rank in-process and
+on 2 and 3 ranks whose inputs differ (the fake never refuses ranks that share its one
+device, so every rank must give NumPy's results)."""
 
 import pytest
 
@@ -9,9 +10,8 @@ from shardflow.testing.mpi import run_mpi
 from ..gpu import test_nccl as gpu_nccl
 
 INSTALL = """
-from shardflow.backend import xp as _xp
-from shardflow.testing import host_cupy as _host_cupy
-_xp.set_cuda_array_module(_host_cupy)
+from tests.doubles import host_cuda
+host_cuda.install()  # host_cupy as CuPy, NCCL's calls over MPI
 """
 
 
@@ -20,6 +20,7 @@ def test_the_gpu_one_rank_nccl_test_on_host_cuda():
 
 
 @pytest.mark.mpi
-def test_the_gpu_two_rank_nccl_script_on_host_cuda():
-    res = run_mpi(INSTALL + gpu_nccl.TWO_RANKS, n=2, timeout=120).check()
-    assert res.stdout.count("OK") == 2, res.output
+@pytest.mark.parametrize("n", [2, 3])
+def test_the_gpu_multi_rank_nccl_script_on_host_cuda(n):
+    res = run_mpi(INSTALL + gpu_nccl.RANKS, n=n, timeout=120)
+    assert gpu_nccl.refusal(res, n) is None, res.output

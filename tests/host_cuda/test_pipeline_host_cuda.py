@@ -1,6 +1,6 @@
 """Pipeline parallelism on ``device="cuda"`` in real ranks, without a GPU: every rank installs
-CuPy's host stand-in, whose ``cuda.nccl`` carries NCCL's calls over MPI on the host memory
-behind the pointers. The stages' activations and gradients are device arrays sent over the
+CuPy's host stand-in and the fake NCCL, which carries NCCL's calls over MPI on the host memory
+behind the pointers (``tests.doubles.host_cuda.install()``). The stages' activations and gradients are device arrays sent over the
 NCCL communicator's send/recv (only the small shape headers travel over MPI as host arrays),
 and the run must train exactly like one process on the CPU.
 """
@@ -15,9 +15,8 @@ pytestmark = pytest.mark.mpi
 
 STAGE_SCRIPT = r"""
 import numpy as np
-from shardflow.backend import xp
-from shardflow.testing import host_cupy
-xp.set_cuda_array_module(host_cupy)
+from tests.doubles import host_cuda
+cuda_api = host_cuda.install()  # host_cupy as CuPy, NCCL's calls over MPI
 import shardflow as sf, shardflow.nn as nn, shardflow.nn.functional as F
 import shardflow.distributed as dist
 from shardflow.comm import world
@@ -51,7 +50,7 @@ for Sched in (Schedule1F1B, ScheduleGPipe):
     for p, q in zip(part.parameters(), refs):
         assert p.grad.device.type == "cuda", Sched
         np.testing.assert_allclose(p.grad.cpu().numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-6)
-calls = host_cupy.cuda.nccl.api.calls
+calls = cuda_api.calls
 # every micro-batch's activation and gradient went through NCCL: 16 messages, in groups (one
 # per timeline step, counted once by the fake) of at most a send and a receive
 assert calls >= 2 * 4, calls
@@ -66,12 +65,11 @@ def test_pipeline_stages_on_host_cuda_send_device_arrays_over_nccl():
 
 TRAIN_SCRIPT = r"""
 import sys
-from shardflow.backend import xp
-from shardflow.testing import host_cupy
-xp.set_cuda_array_module(host_cupy)
+from tests.doubles import host_cuda
+cuda_api = host_cuda.install()  # host_cupy as CuPy, NCCL's calls over MPI
 from shardflow.cli.train import main
 code = main(sys.argv[1:])
-calls = host_cupy.cuda.nccl.api.calls
+calls = cuda_api.calls
 assert calls > 0, calls
 print(f"NCCL calls: {calls}")
 sys.exit(code)
@@ -123,9 +121,8 @@ def test_train_gpt_pp_on_host_cuda_equals_one_cpu_process(tmp_path, capsys, n, l
 
 INTERLEAVED_SCRIPT = r"""
 import numpy as np
-from shardflow.backend import xp
-from shardflow.testing import host_cupy
-xp.set_cuda_array_module(host_cupy)
+from tests.doubles import host_cuda
+cuda_api = host_cuda.install()  # host_cupy as CuPy, NCCL's calls over MPI
 import shardflow as sf, shardflow.nn as nn, shardflow.nn.functional as F
 import shardflow.distributed as dist
 from shardflow.comm import world
@@ -167,7 +164,7 @@ for s in mine:
     for p, q in zip(mods[s].parameters(), ref[s].parameters()):
         assert p.grad.device.type == "cuda"
         np.testing.assert_allclose(p.grad.cpu().numpy(), q.grad.numpy(), rtol=1e-4, atol=1e-6)
-calls = host_cupy.cuda.nccl.api.calls
+calls = cuda_api.calls
 assert calls >= 3 * 4, calls  # 3 boundaries x 4 micro-batches each way, grouped per step
 print(f"rank {r}: ok, {calls} NCCL calls")
 """

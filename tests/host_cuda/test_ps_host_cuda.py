@@ -19,9 +19,8 @@ import json, sys
 import numpy as np
 cfg = json.loads(sys.argv[1])
 if cfg.get("device") == "cuda":
-    from shardflow.backend import xp
-    from shardflow.testing import host_cupy
-    xp.set_cuda_array_module(host_cupy)
+    from tests.doubles import host_cuda
+    host_cuda.install()  # host_cupy as CuPy
 import shardflow as sf, shardflow.nn as nn, shardflow.nn.functional as F
 from shardflow.distributed.ps import ParameterServer, PSWorker
 
@@ -57,9 +56,15 @@ else:
 """
 
 
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
 def _start(cfg):
+    # the repository root on the path: the roles import this worktree's shardflow and tests.doubles
+    path = os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)
     return subprocess.Popen([sys.executable, "-u", "-c", ROLE, json.dumps(cfg)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": path})
 
 
 def _run(device, workers=2, servers=2):

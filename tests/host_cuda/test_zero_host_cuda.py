@@ -1,7 +1,7 @@
 """ZeRO-1 (``ZeroRedundancyOptimizer``), FSDP (``fully_shard``, ZeRO-2 and ZeRO-3),
 ``parallelize`` and the tf.distribute-style strategies with parameters on ``device="cuda"``
-in real ranks, without a GPU: every rank installs CuPy's host stand-in, whose
-``cuda.nccl`` carries NCCL's calls over MPI on the host memory behind the pointers, and
+in real ranks, without a GPU: every rank installs CuPy's host stand-in and the
+fake NCCL, which carries NCCL's calls over MPI on the host memory behind the pointers, and
 ``init_process_group("nccl")`` builds the NCCL communicator. Each is checked against the same
 training in one CPU process (every rank rebuilds the whole global batch from the step's
 seed and computes that reference itself), and the NCCL call counter proves the device
@@ -20,9 +20,8 @@ pytestmark = pytest.mark.mpi
 COMMON = r"""
 import sys
 import numpy as np
-from shardflow.backend import xp
-from shardflow.testing import host_cupy
-xp.set_cuda_array_module(host_cupy)
+from tests.doubles import host_cuda
+cuda_api = host_cuda.install()  # host_cupy as CuPy, NCCL's calls over MPI
 import shardflow as sf, shardflow.nn as nn, shardflow.nn.functional as F, shardflow.optim as optim
 import shardflow.distributed as dist
 from shardflow.comm import world
@@ -99,7 +98,7 @@ for i, st in want.items():
 m2 = make("cuda"); m2.load_state_dict(m.state_dict())
 zo2 = ZeroRedundancyOptimizer(m2.parameters(), optim.AdamW, lr=0.02, weight_decay=0.1)
 zo2.load_state_dict(whole)
-before = host_cupy.cuda.nccl.api.calls
+before = cuda_api.calls
 ddp2 = DDP(m2)
 for step in range(4, 6):
     step_on(ddp2, zo2, step, "cuda", local=True)
@@ -108,7 +107,7 @@ for step in range(4, 6):
 for p, q, o in zip(m2.parameters(), ref.parameters(), m.parameters()):
     close(host(p), host(q), "resumed vs one process")
     close(host(p), host(o), "resumed vs continued")
-calls = host_cupy.cuda.nccl.api.calls
+calls = cuda_api.calls
 assert calls - before >= 2 * 2 * 2, (before, calls)  # all-reduces and all-gathers per step
 print(f"rank {r}: ok, {calls} NCCL calls", flush=True)
 """
@@ -131,10 +130,10 @@ for stage in (2, 3):
         fully_shard(m[i], reshard_after_forward=stage == 3)
     fully_shard(m, reshard_after_forward=stage == 3)
     o = optim.AdamW(m.parameters(), lr=0.02, weight_decay=0.1)
-    before = host_cupy.cuda.nccl.api.calls
+    before = cuda_api.calls
     for step in range(4):
         step_on(m, o, step, "cuda", local=True)
-    calls = host_cupy.cuda.nccl.api.calls - before
+    calls = cuda_api.calls - before
     for (name, p), q in zip(m.named_parameters(), ref.parameters()):
         assert p.is_global and p.to_local().device.type == "cuda", name
         assert p.grad is None
@@ -174,10 +173,10 @@ for i in (0, 2, 4):
     fully_shard(m[i], mesh=mesh)
 fully_shard(m, mesh=mesh)
 o = optim.AdamW(m.parameters(), lr=0.02, weight_decay=0.1)
-before = host_cupy.cuda.nccl.api.calls
+before = cuda_api.calls
 for step in range(4):
     step_on(m, o, step, "cuda", local=True)
-calls = host_cupy.cuda.nccl.api.calls - before
+calls = cuda_api.calls - before
 w = m[0].weight
 rows = 4 if mesh.get_coordinate()[1] == 0 else 3  # 7 rows over the 2 ranks of dp_shard
 assert str(w.sbp) == "(B, S(0))" and w.to_local().shape == (rows, 5), (w.sbp, w.to_local().shape)
@@ -203,9 +202,8 @@ def test_hsdp_on_a_2d_cuda_mesh_over_nccl_equals_one_cpu_process():
 
 STRATEGY_SCRIPT = r"""
 import numpy as np
-from shardflow.backend import xp
-from shardflow.testing import host_cupy
-xp.set_cuda_array_module(host_cupy)
+from tests.doubles import host_cuda
+cuda_api = host_cuda.install()  # host_cupy as CuPy, NCCL's calls over MPI
 import shardflow as sf, shardflow.nn as nn, shardflow.nn.functional as F
 import shardflow.distributed as dist
 from shardflow.distributed.strategies import OneDeviceStrategy, MirroredStrategy, CentralStorageStrategy
@@ -243,9 +241,9 @@ def train(strategy, dev):
 
 ref, ref_loss = train(OneDeviceStrategy(), "cpu")
 for cls in (MirroredStrategy, CentralStorageStrategy):
-    before = host_cupy.cuda.nccl.api.calls
+    before = cuda_api.calls
     params, losses = train(cls(), "cuda")
-    assert host_cupy.cuda.nccl.api.calls - before >= 3 * 4, cls  # gradients + loss per step
+    assert cuda_api.calls - before >= 3 * 4, cls  # gradients + loss per step
     for a, b in zip(params, ref):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=cls.__name__)
     np.testing.assert_allclose(losses, ref_loss, rtol=1e-5, atol=1e-7)
@@ -288,7 +286,7 @@ for zero in (1, 0):
         for k, v in ref.state_dict().items():
             assert full[k].device.type == "cuda", k
             np.testing.assert_allclose(full[k].cpu().numpy(), v.numpy(), rtol=0, atol=2e-5, err_msg=k)
-print(f"rank {r}: ok, {host_cupy.cuda.nccl.api.calls} NCCL calls", flush=True)
+print(f"rank {r}: ok, {cuda_api.calls} NCCL calls", flush=True)
 """
 
 

@@ -18,14 +18,14 @@ those behaviours of CuPy 14 on the CPU:
 * Reductions, ufuncs on 0-d arrays and ``x[i]`` return 0-d device arrays, never scalars.
 * ``cuda.Device``, ``cuda.runtime`` (one device, which every rank shares),
   ``cuda.Event``, ``get_default_memory_pool()``, ``random``, ``linalg``, ``fft`` and
-  ``lib.stride_tricks``, limited to CuPy's names; ``cuda.nccl`` is
-  :func:`shardflow.testing.fake_nccl.nccl_module` (NCCL's calls done by MPI on the host
-  memory behind the pointers), so ``init_process_group("nccl")`` and DDP run on it.
+  ``lib.stride_tricks``, limited to CuPy's names. NCCL is not here: ``fake_nccl`` stands in
+  for it (``fake_nccl.HostCudaAPI``, given to the NCCL communicator), so that
+  ``init_process_group("nccl")`` and DDP run on host memory too.
 
 It cannot check CUDA kernels, streams, asynchrony, the precision of CuPy's own kernels or
-device memory: ``tests/gpu`` does that on a GPU. Install it with
-``shardflow.backend.xp.set_cuda_array_module(host_cupy)`` (the tests' ``host_cuda`` fixture)
-and ``device="cuda"`` runs here.
+device memory: ``tests/gpu`` does that on a GPU. Install it with ``host_cuda.install()`` (in
+a rank script) or ``host_cuda.installed()`` (the tests' ``host_cuda`` fixture), which also
+give the NCCL communicator the fake NCCL; ``device="cuda"`` then runs here.
 """
 
 from __future__ import annotations
@@ -332,6 +332,9 @@ class _Function:
 
     def __call__(self, *args, **kwargs):
         known = _known(args, kwargs)
+        if self._host_ok and args and isinstance(args[0], np.ndarray):
+            # CuPy copies host data to the device: a device array never shares a NumPy array's memory
+            args = (np.array(args[0], copy=True), *args[1:])
         r = self._f(*_device(args, host_ok=self._host_ok), **_device(kwargs, host_ok=self._host_ok))
         return _wrap(r, known)
 
@@ -521,14 +524,9 @@ class _EventStandIn:
 
 
 class _CudaNamespace(types.SimpleNamespace):
-    """``cupy.cuda``; ``nccl`` (testing.fake_nccl's NCCL over MPI) is built on first use."""
+    """``cupy.cuda`` (without ``nccl``: see the module docstring)."""
 
     def __getattr__(self, name):
-        if name == "nccl":
-            from .fake_nccl import nccl_module
-
-            self.nccl = nccl_module()
-            return self.nccl
         raise AttributeError(f"module 'cupy.cuda' has no attribute {name!r}")
 
 
