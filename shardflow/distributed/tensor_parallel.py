@@ -192,9 +192,13 @@ def _shard_params(module, mesh, dim, layouts, src_data_rank):
 
 
 def _kind(module, style: str):
+    from ..nn import Embedding, Linear
+
     name = type(module).__name__
-    if name in ("Linear", "Embedding"):
-        return name
+    if isinstance(module, Linear) or name == "Linear":
+        return "Linear"
+    if isinstance(module, Embedding) or name == "Embedding":
+        return "Embedding"
     raise NotImplementedError(
         f"{style} supports nn.Linear and nn.Embedding (as PyTorch's does), got {name}; lay "
         "other modules out with module.to_global(placement, sbp) or PrepareModuleInput/Output"

@@ -376,3 +376,21 @@ def test_style_errors_name_the_fix():
         PrepareModuleInput(input_layouts=Shard(0))
     with pytest.raises(TypeError, match="takes a placement"):
         PrepareModuleOutput(output_layouts="S(0)", desired_output_layouts=Replicate())
+
+
+def test_parallelize_module_refusals_on_one_process():
+    import shardflow as sf
+    from shardflow.distributed import placement
+    from shardflow.distributed.tensor_parallel import ColwiseParallel, parallelize_module
+
+    p = placement("cpu")
+    norm = sf.nn.LayerNorm(4)
+    with pytest.raises(NotImplementedError, match="supports nn.Linear and nn.Embedding"):
+        parallelize_module(norm, p, ColwiseParallel())
+    assert not norm.weight.is_global  # refused before anything was laid out
+    with pytest.raises(RuntimeError, match="needs device_mesh"):
+        parallelize_module(norm, None, ColwiseParallel())
+    with pytest.warns(UserWarning, match="No parallelize_plan"):
+        assert parallelize_module(norm, p) is norm
+    with pytest.raises(ValueError, match=r"src_data_rank must be None or a rank .* got 3"):
+        parallelize_module(sf.nn.Linear(4, 4), p, ColwiseParallel(), src_data_rank=3)
