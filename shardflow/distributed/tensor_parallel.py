@@ -7,19 +7,19 @@ and, through forward hooks, converts the module's inputs and outputs, exactly as
 Defaults (PyTorch's; ``R`` = ``Replicate()`` = ``B``, ``S(d)`` = ``Shard(d)``; "in" is how a
 local input is taken, "wants" the layout it is boxed to, "out" the output layout):
 
-=============================  ==============================  ===========  =========  ========  ======
-style                          parameters                      in           wants      out       local
-=============================  ==============================  ===========  =========  ========  ======
-``ColwiseParallel``            Linear W, b ``S(0)``;           ``R``        ``R``      ``S(-1)``  yes
-                               Embedding W ``S(1)``
-``RowwiseParallel``            Linear W ``S(1)``, b ``R``;     ``S(-1)``    Linear     ``R``     yes
-                               Embedding W ``S(0)``                         ``S(-1)``,
-                                                                            Emb. ``R``
-``SequenceParallel``           ``R``                           ``S(1)``     ``S(1)``   as made   no
-``PrepareModuleInput``         untouched                       given        given      --        no
-``PrepareModuleOutput``        untouched                       --           --         given     yes
-``PrepareModuleInputOutput``   the two above                   given        given      given     no/yes
-=============================  ==============================  ===========  =========  ========  ======
+============================  ===========================  =========  ==========  =========  ======
+style                         parameters                   in         wants       out        local
+============================  ===========================  =========  ==========  =========  ======
+``ColwiseParallel``           Linear W, b ``S(0)``;        ``R``      ``R``       ``S(-1)``  yes
+                              Embedding W ``S(1)``
+``RowwiseParallel``           Linear W ``S(1)``, b ``R``;  ``S(-1)``  Linear      ``R``      yes
+                              Embedding W ``S(0)``                    ``S(-1)``,
+                                                                      Emb. ``R``
+``SequenceParallel``          ``R``                        ``S(1)``   ``S(1)``    as made    no
+``PrepareModuleInput``        untouched                    given      given       --         no
+``PrepareModuleOutput``       untouched                    --         --          given      yes
+``PrepareModuleInputOutput``  the two above                given      given       given      no/yes
+============================  ===========================  =========  ==========  =========  ======
 
 *Local vs global.* A style whose ``use_local_output`` is true returns ``to_local()`` of its
 (boxed) output: this rank's shard as a plain tensor. ``RowwiseParallel(output_layouts=
