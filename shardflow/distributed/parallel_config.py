@@ -235,7 +235,8 @@ def parallelize(model, optimizer, dp: int = 1, tp: int = 1, pp: int = 1, zero: i
         plan = model.tensor_parallel_plan()
     if tp > 1 and not plan:
         raise ValueError(f"parallelize: tp={tp} needs a tensor-parallel plan ({{module path pattern: "
-                         "ColwiseParallel() / RowwiseParallel()}}); pass plan=... or give the model a "
+                         "ColwiseParallel(use_local_output=False) / RowwiseParallel(use_local_output=False)}: "
+                         "the model computes on global tensors); pass plan=... or give the model a "
                          "tensor_parallel_plan() method (GPT has one)")
     if schedule not in _SCHEDULES:
         raise ValueError(f"parallelize: schedule must be one of {sorted(_SCHEDULES)}, got {schedule!r} "

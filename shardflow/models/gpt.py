@@ -162,18 +162,30 @@ class GPT(nn.Module):
         split; ``blocks=3`` keeps each rank's q, k and v heads together), the two output
         projections row parallel. Embeddings, LayerNorms and the LM head stay whole, unless
         ``vocab_parallel``: then the tied token embedding / LM head is split on the
-        vocabulary (the logits stay split and the loss is the parallel cross-entropy)."""
+        vocabulary (the logits stay split and the loss is the parallel cross-entropy).
+
+        Every style keeps its output global (``use_local_output=False``), so this model's
+        code runs unchanged on logical shapes (``view(B, T, n_head, hs)``), and the row
+        parallel outputs stay partial sums (``output_layouts=Partial()``): the residual add
+        keeps them partial and the next LayerNorm all-reduces once."""
+        from shardflow.distributed.sbp import Partial, Replicate
         from shardflow.distributed.tensor_parallel import ColwiseParallel, RowwiseParallel
 
+        def col(**kw):
+            return ColwiseParallel(use_local_output=False, **kw)
+
+        def row(**kw):
+            return RowwiseParallel(output_layouts=Partial(), use_local_output=False, **kw)
+
         plan = {
-            "transformer.h.*.attn.c_attn": ColwiseParallel(blocks=3),
-            "transformer.h.*.attn.c_proj": RowwiseParallel(),
-            "transformer.h.*.mlp.c_fc": ColwiseParallel(),
-            "transformer.h.*.mlp.c_proj": RowwiseParallel(),
+            "transformer.h.*.attn.c_attn": col(blocks=3),
+            "transformer.h.*.attn.c_proj": row(),
+            "transformer.h.*.mlp.c_fc": col(),
+            "transformer.h.*.mlp.c_proj": row(),
         }
         if vocab_parallel:
-            plan["transformer.wte"] = RowwiseParallel()  # weight (V, C) split on V
-            plan["lm_head"] = ColwiseParallel()  # the same tensor: logits split on V
+            plan["transformer.wte"] = row(input_layouts=Replicate())  # weight (V, C) split on V
+            plan["lm_head"] = col()  # the same tensor: logits split on V
         return plan
 
     def configure_optimizers(self, weight_decay: float, learning_rate: float, betas=(0.9, 0.95)):

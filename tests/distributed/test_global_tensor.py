@@ -339,8 +339,9 @@ class Block(nn.Module):
         return x + s.proj(s.fc(s.ln(x)).relu())
 sf.manual_seed(0); ref = Block(); sf.manual_seed(0); m = Block()
 p = placement("cpu")
-parallelize_module(m, p, {"ln": SequenceParallel(), "fc": ColwiseParallel(input_layouts=sbp.split(1)),
-                          "proj": RowwiseParallel(output_layouts=sbp.split(1))})
+parallelize_module(m, p, {"ln": SequenceParallel(),
+                          "fc": ColwiseParallel(input_layouts=sbp.split(1), use_local_output=False),
+                          "proj": RowwiseParallel(output_layouts=sbp.split(1), use_local_output=False)})
 m.to_global(p, sbp.broadcast)
 x = sf.tensor(np.random.default_rng(0).standard_normal((2, 6, 8)).astype(np.float32))
 gx = x.to_global(p, sbp.broadcast).to_global(sbp=sbp.split(1))
