@@ -205,11 +205,11 @@ def test_on_nonfinite_value_is_checked(tmp_path, capsys):
 
 
 def test_prune_never_removes_the_last_finite_checkpoint(tmp_path):
-    from shardflow.cli.train import _prune
+    from shardflow.cli.train.checkpoints import prune
 
     for s in (1, 2, 3, 4):
         (tmp_path / f"ckpt_{s:07d}.safetensors").write_bytes(b"x")
-    _prune(str(tmp_path), 1, protect=str(tmp_path / "ckpt_0000002.safetensors"))
+    prune(str(tmp_path), 1, protect=str(tmp_path / "ckpt_0000002.safetensors"))
     assert sorted(os.listdir(tmp_path)) == ["ckpt_0000002.safetensors", "ckpt_0000004.safetensors"]
 
 
@@ -233,16 +233,17 @@ def test_resume_reports_skipped_checkpoint_and_cleans_stale_temp_files(corpus, t
 
 
 def test_resume_on_another_world_size_with_dropout_warns():
-    from shardflow.cli.train import TrainConfig, _resume_differences
+    from shardflow.cli.train import TrainConfig
+    from shardflow.cli.train.checkpoints import resume_differences
 
     ck = {"step": 6, "world_size": 2, "config": {"batch_size": 8}}
-    lines = _resume_differences("c.safetensors", ck, TrainConfig(batch_size=8, dropout=0.1), 1)
+    lines = resume_differences("c.safetensors", ck, TrainConfig(batch_size=8, dropout=0.1), 1)
     assert len(lines) == 1 and lines[0].startswith("warning: c.safetensors was saved by a run on 2 rank(s)")
     assert "with --dropout 0.1 each rank draws the masks" in lines[0] and "shardflow run -n 2" in lines[0]
-    lines = _resume_differences("c.safetensors", ck, TrainConfig(batch_size=4, dropout=0.0), 2)
+    lines = resume_differences("c.safetensors", ck, TrainConfig(batch_size=4, dropout=0.0), 2)
     assert lines == ["warning: c.safetensors was trained with --batch-size 8, this run uses 4; the steps "
                      "from 6 on see different batches than the saved run would have"]
-    assert _resume_differences("c.safetensors", ck, TrainConfig(batch_size=8), 2) == []
+    assert resume_differences("c.safetensors", ck, TrainConfig(batch_size=8), 2) == []
 
 
 def test_device_cuda_without_a_gpu_is_refused_with_the_fix(tmp_path, capsys):

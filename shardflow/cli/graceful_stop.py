@@ -12,7 +12,7 @@ so that ``--resume`` continues from exactly there. Choices:
 * The handler only records the signal (Python runs it between bytecodes of the main thread;
   a rank blocked in a collective sees it when the call returns). Ranks may receive it at
   slightly different moments, so the loop must agree on it across ranks (an all-reduce of
-  the signal number, MAX) before acting; see ``cli/train.py``.
+  the signal number, MAX) before acting; see ``cli/train/loop.py``.
 * Handlers can only be installed from the main thread; elsewhere this is a no-op and
   signals keep their previous behaviour.
 """

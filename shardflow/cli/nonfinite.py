@@ -2,7 +2,7 @@
 
 The check runs after backward and before ``optimizer.step()``, so a bad step never reaches
 the parameters (nor, therefore, a checkpoint). Under data parallel the ranks first agree
-on it (an all-reduce of a flag; see ``cli/train.py``): a rank whose own loss is finite
+on it (an all-reduce of a flag; see ``cli/train/loop.py``): a rank whose own loss is finite
 still skips or stops with the others.
 
 * ``raise`` (default): stop with :class:`NonFiniteError`, naming the step, the loss, the

@@ -128,6 +128,29 @@ def _tokens(code: str) -> set[str]:
     return set(re.findall(r"\b[vx]\d+\b", code))
 
 
+def _column_sum_loop(sums) -> list[str]:
+    """The kernel's second loop: blocks of columns over the threads, rows in order. A column
+    sum adds the rows in order in the graph dtype, as NumPy's ``g.sum(axis=0)`` in eager's
+    backward does (bit-identical); 0-d operands' totals in float64 per block. ``sums``:
+    ``(kind, slot, ext, source array)`` per row / scalar operand."""
+    body = ["    for c in prange(C):", "        j0 = (c * N) // C",
+            "        j1 = ((c + 1) * N) // C", "        n = j1 - j0"]
+    for kind, _, k, _ in sums:
+        body.append(f"        acc{k} = np.zeros(n, go0.dtype)" if kind == "row"
+                    else f"        acc{k} = 0.0")
+    body.append("        for i in range(M):")
+    for _, _, k, src in sums:
+        body.append(f"            row{k} = {src}[i, j0:j1]")
+    body.append("            for j in range(n):")
+    for kind, _, k, _ in sums:
+        body.append(f"                acc{k}[j] += row{k}[j]" if kind == "row"
+                    else f"                acc{k} += float(row{k}[j])")
+    for kind, slot, k, _ in sums:
+        body.append(f"        r{slot}[j0:j1] = acc{k}" if kind == "row"
+                    else f"        q{slot}[c] = acc{k}")
+    return body
+
+
 class FusedGroup:
     """A fused group's kernels and layout: built once per trace (``passes``), shared by
     every replay. ``prepare(arrays)`` then ``forward(ins)`` or ``forward_train(ins, needs)``,
@@ -150,31 +173,35 @@ class FusedGroup:
         self.out_pos = [members.index(m) for m in outputs]
         self._backward: dict = {}  # needs_input_grad mask -> (kernel or None, layout)
         self.backward_sources: dict = {}
-        # the training forward: the inference kernel's loop, also storing the saved factors
         self.saved = [p for p, (name, _, kw) in enumerate(self.items) if name in _SAVED and
                       not (name == "gelu" and kw.get("approximate", "none") == "tanh")]
         self.train_kernel, self.train_source = self.forward_kernel, self.forward_source
         if self.saved:
-            fname = f"fused_train_{len(members)}ops"
-            loads = [f"            x{k} = float(a{k}{LOAD_INDEX[kind]})"
-                     for k, kind in enumerate(self.kinds)]
-            body = []
-            for p, (name, ops, kw) in enumerate(self.items):
-                if p in self.saved:
-                    body.append(f"            v{p}, f{p} = {_value_and_factor(name, ops[0], kw)}")
-                    body.append(f"            v{p} = RND(v{p})")
-                else:
-                    body.append(f"            v{p} = RND({self.exprs[p].format(*ops)})")
-            stores = [f"            o{k}[i, j] = v{p}" for k, p in enumerate(self.out_pos)] + \
-                [f"            sd{q}[i, j] = f{p}" for q, p in enumerate(self.saved)]
-            params = [f"o{k}" for k in range(self.n_out)] + \
-                [f"sd{q}" for q in range(len(self.saved))] + \
-                [f"a{k}" for k in range(len(self.kinds))]
-            self.train_source = "\n".join([
-                f"def {fname}({', '.join(params)}):", "    M, N = o0.shape",
-                "    for i in prange(M):", "        for j in range(N):", *loads, *body, *stores])
-            self.train_kernel = kernel_for(self.train_source, fname, self.dtype == np.float32,
-                                           parallel=self.parallel)
+            self._build_training_forward()
+
+    def _build_training_forward(self) -> None:
+        """The training forward: the inference kernel's loop, also storing the local
+        derivative of each ``saved`` member (float64 arrays ``sd<q>``)."""
+        fname = f"fused_train_{len(self.items)}ops"
+        loads = [f"            x{k} = float(a{k}{LOAD_INDEX[kind]})"
+                 for k, kind in enumerate(self.kinds)]
+        body = []
+        for p, (name, ops, kw) in enumerate(self.items):
+            if p in self.saved:
+                body.append(f"            v{p}, f{p} = {_value_and_factor(name, ops[0], kw)}")
+                body.append(f"            v{p} = RND(v{p})")
+            else:
+                body.append(f"            v{p} = RND({self.exprs[p].format(*ops)})")
+        stores = [f"            o{k}[i, j] = v{p}" for k, p in enumerate(self.out_pos)] + \
+            [f"            sd{q}[i, j] = f{p}" for q, p in enumerate(self.saved)]
+        params = [f"o{k}" for k in range(self.n_out)] + \
+            [f"sd{q}" for q in range(len(self.saved))] + \
+            [f"a{k}" for k in range(len(self.kinds))]
+        self.train_source = "\n".join([
+            f"def {fname}({', '.join(params)}):", "    M, N = o0.shape",
+            "    for i in prange(M):", "        for j in range(N):", *loads, *body, *stores])
+        self.train_kernel = kernel_for(self.train_source, fname, self.dtype == np.float32,
+                                       parallel=self.parallel)
 
     # ------------------------------------------------------------------ forward
     def prepare(self, arrays):
@@ -239,25 +266,73 @@ class FusedGroup:
         return tuple(grads)
 
     def _build_backward(self, needs):
-        """Generate the backward kernel for the mask ``needs`` (one bool per ext operand)."""
-        items, n = self.items, len(self.items)
+        """Generate the backward kernel for the mask ``needs`` (one bool per ext operand) and
+        memoise it with its layout: (kernel or None when no gradient needs a pass, layout).
+
+        Steps: which members need a gradient; the reverse-mode statements over them; where
+        each operand's gradient goes (its own array, an incoming gradient handed on, another
+        operand's array, a column sum, zeros); then the kernel: an element loop (recompute
+        the member values read, seed the gradient locals, the reverse-mode statements, the
+        stores) and a column-sum loop for row / scalar operands."""
         ext_need = list(needs)
-        # a member's gradient is needed when one of its operands needs one
-        mem_need = [False] * n
-        for p, (_, ops, _) in enumerate(items):
+        mem_need = self._members_needing_grad(ext_need)
+        lines, used, tag, single = self._reverse_mode(ext_need, mem_need)
+        lay, main, sums = self._gradient_layout(ext_need, tag, single)
+        if not main and not sums:
+            self._backward[needs] = (None, lay)
+            return None, lay
+        fwd = self._recompute(used)
+        lines = [ln[4:] for ln in lines]
+        reads = _tokens(" ".join(fwd + lines + main))
+        loads = [f"            x{k} = float(a{k}{LOAD_INDEX[kind]})"
+                 for k, kind in enumerate(self.kinds) if f"x{k}" in reads]
+        seeds = self._seeds(ext_need, mem_need, lines, main)
+        body = []
+        if main:  # rows split over the threads
+            body += ["    for i in prange(M):", "        for j in range(N):",
+                     *loads, *fwd, *seeds, *lines, *main]
+        if sums:
+            body += _column_sum_loop(sums)
+        lay["reads"] = [k for k in range(len(self.kinds)) if f"x{k}" in reads]
+        params = [f"go{o}" for o in range(self.n_out)] + \
+            [f"d{s}" for s in range(len(lay["full"]))] + \
+            [f"w{s}" for s in range(lay["temps"])] + \
+            [f"r{s}" for s in range(len(lay["row"]))] + \
+            [f"q{s}" for s in range(len(lay["scalar"]))] + \
+            [f"sd{q}" for q in range(len(self.saved))] + [f"a{k}" for k in lay["reads"]] + ["C"]
+        fname = f"fused_bwd_{len(self.items)}ops"
+        src = "\n".join([f"def {fname}({', '.join(params)}):", "    M, N = go0.shape", *body])
+        kern = kernel_for(src, fname, self.dtype == np.float32, parallel=self.parallel)
+        self._backward[needs] = (kern, lay)
+        self.backward_sources[needs] = src
+        return kern, lay
+
+    def _members_needing_grad(self, ext_need) -> list[bool]:
+        """A member's gradient is needed when one of its operands (an external operand or an
+        earlier member) needs one."""
+        mem_need = [False] * len(self.items)
+        for p, (_, ops, _) in enumerate(self.items):
             mem_need[p] = any((o[0] == "x" and ext_need[int(o[1:])]) or
                               (o[0] == "v" and mem_need[int(o[1:])]) for o in ops)
-        # contributions, and which gradients are exactly one output's incoming gradient
-        tag: dict[str, object] = {}  # gradient local -> ("id", out) | "other"; absent: zero
+        return mem_need
+
+    def _reverse_mode(self, ext_need, mem_need):
+        """The reverse-mode statements, last member first: each needed member's gradient local
+        ``g<p>`` adds its contribution to each operand's (``g<q>`` of a member, ``e<k>`` of an
+        external operand), rounded as eager's arrays. Returns ``(lines, used, tag, single)``:
+        the statements, the member values they read, ``tag[local]`` = ``("id", output)`` when
+        the local is exactly that output's incoming gradient, else ``"other"`` (absent: zero),
+        and ``single[local]`` = the expression of its one contribution (None for several)."""
+        tag: dict[str, object] = {}
         single: dict[str, str | None] = {f"g{p}": None for p in self.out_pos}
         for o, p in enumerate(self.out_pos):
             tag[f"g{p}"] = ("id", o)
         lines: list[str] = []
-        used: set[str] = set()  # member values the derivative code reads
-        for p in reversed(range(n)):
+        used: set[str] = set()
+        for p in reversed(range(len(self.items))):
             if not mem_need[p]:
                 continue
-            name, ops, kw = items[p]
+            name, ops, kw = self.items[p]
             if p in self.saved:  # the factor the training forward stored
                 contribs = [(0, f"g{p} * float(sd{self.saved.index(p)}[i, j])")]
             else:
@@ -285,6 +360,17 @@ class FusedGroup:
             if body:
                 lines += body
                 used.update(_tokens(" ".join(e for _, e in contribs)))
+        return lines, used, tag, single
+
+    def _gradient_layout(self, ext_need, tag, single):
+        """Where each needed operand gradient comes from: ``(layout, stores, sums)``.
+
+        Full operands: none contributed (``zero``), exactly an incoming gradient
+        (``passthrough``), the same expression as an earlier full operand's (``same``: one
+        array, as eager's ``add`` hands on), else an array the element loop stores into
+        (``full``). Row / scalar operands: a column sum (``sums``) of an incoming gradient,
+        of a full operand's array with the same expression, or of a temporary array the
+        element loop stores into (``temps``)."""
         lay: dict = {"full": [], "row": [], "scalar": [], "passthrough": [], "zero": [],
                      "same": [], "temps": 0, "reads": []}
         main: list[str] = []  # stores of the element loop (rows over the threads)
@@ -323,65 +409,32 @@ class FusedGroup:
                 lay["temps"] += 1
             sums.append((kind, len(lay[kind]), k, src))
             lay[kind].append(k)
-        if not main and not sums:
-            self._backward[needs] = (None, lay)
-            return None, lay
-        # forward recompute: the member values the derivatives read, and what they need
+        return lay, main, sums
+
+    def _recompute(self, used) -> list[str]:
+        """The forward statements of the member values the derivatives read, and of those
+        they are computed from (float64 locals, as the forward)."""
+        items = self.items
         live = {int(t[1:]) for t in used if t[0] == "v"}
-        for p in reversed(range(n)):
+        for p in reversed(range(len(items))):
             if p in live:
                 live.update(int(o[1:]) for o in items[p][1] if o[0] == "v")
-        fwd = [f"            v{p} = RND({self.exprs[p].format(*items[p][1])})"
-               for p in sorted(live)]
-        lines = [ln[4:] for ln in lines]
-        reads = _tokens(" ".join(fwd + lines + main))
-        loads = [f"            x{k} = float(a{k}{LOAD_INDEX[kind]})"
-                 for k, kind in enumerate(self.kinds) if f"x{k}" in reads]
+        return [f"            v{p} = RND({self.exprs[p].format(*items[p][1])})"
+                for p in sorted(live)]
+
+    def _seeds(self, ext_need, mem_need, lines, main) -> list[str]:
+        """The gradient locals' first values: an output member's is its incoming gradient,
+        another member's and an operand's 0."""
         code = " ".join(lines + main)
         seeds = []
-        for p in range(n):
+        for p in range(len(self.items)):
             if mem_need[p] and f"g{p}" in code:
                 o = self.out_pos.index(p) if p in self.out_pos else None
                 seeds.append(f"            g{p} = " + (f"float(go{o}[i, j])" if o is not None
                                                       else "0.0"))
         seeds += [f"            e{k} = 0.0" for k in range(len(self.kinds)) if ext_need[k]
                   and f"e{k}" in " ".join(lines)]
-        body = []
-        if main:  # rows split over the threads
-            body += ["    for i in prange(M):", "        for j in range(N):",
-                     *loads, *fwd, *seeds, *lines, *main]
-        if sums:
-            # then blocks of columns over the threads, rows in order: a column sum adds the
-            # rows in order in the graph dtype, as NumPy's ``g.sum(axis=0)`` in eager's
-            # backward does (bit-identical); 0-d operands' totals in float64 per block
-            body += ["    for c in prange(C):", "        j0 = (c * N) // C",
-                     "        j1 = ((c + 1) * N) // C", "        n = j1 - j0"]
-            for kind, _, k, _ in sums:
-                body.append(f"        acc{k} = np.zeros(n, go0.dtype)" if kind == "row"
-                            else f"        acc{k} = 0.0")
-            body.append("        for i in range(M):")
-            for _, _, k, src in sums:
-                body.append(f"            row{k} = {src}[i, j0:j1]")
-            body.append("            for j in range(n):")
-            for kind, _, k, _ in sums:
-                body.append(f"                acc{k}[j] += row{k}[j]" if kind == "row"
-                            else f"                acc{k} += float(row{k}[j])")
-            for kind, slot, k, _ in sums:
-                body.append(f"        r{slot}[j0:j1] = acc{k}" if kind == "row"
-                            else f"        q{slot}[c] = acc{k}")
-        lay["reads"] = [k for k in range(len(self.kinds)) if f"x{k}" in reads]
-        params = [f"go{o}" for o in range(self.n_out)] + \
-            [f"d{s}" for s in range(len(lay["full"]))] + \
-            [f"w{s}" for s in range(lay["temps"])] + \
-            [f"r{s}" for s in range(len(lay["row"]))] + \
-            [f"q{s}" for s in range(len(lay["scalar"]))] + \
-            [f"sd{q}" for q in range(len(self.saved))] + [f"a{k}" for k in lay["reads"]] + ["C"]
-        fname = f"fused_bwd_{n}ops"
-        src = "\n".join([f"def {fname}({', '.join(params)}):", "    M, N = go0.shape", *body])
-        kern = kernel_for(src, fname, self.dtype == np.float32, parallel=self.parallel)
-        self._backward[needs] = (kern, lay)
-        self.backward_sources[needs] = src
-        return kern, lay
+        return seeds
 
 
 class FusedFunction(Function):

@@ -485,7 +485,12 @@ def multi_head_attention_forward(
     separate weights), splits heads, computes ``softmax(q k^T / sqrt(hd) + mask) v`` per
     head, and applies ``out_proj``. Bool masks are True where attention is *not* allowed.
     Returns ``(attn_output (L, N, E), attn_weights (N, L, S) averaged over heads, or
-    (N, H, L, S) when not ``average_attn_weights``; None unless ``need_weights``)``."""
+    (N, H, L, S) when not ``average_attn_weights``; None unless ``need_weights``)``.
+
+    Steps: input projections; the additive attention mask (causal when asked); the extra key
+    positions (``bias_k``/``bias_v``, then ``add_zero_attn``, each widening the masks by
+    one column); heads split into the batch dimension; the key padding mask folded into the
+    attention mask; attention; heads merged and ``out_proj``."""
     if static_k is not None or static_v is not None:
         raise NotImplementedError("static_k / static_v are not supported by shardflow")
     unbatched = query.ndim == 2
@@ -500,75 +505,28 @@ def multi_head_attention_forward(
     if head_dim * num_heads != embed_dim:
         raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
 
-    # input projections
-    if not use_separate_proj_weight:
-        if in_proj_bias is None:
-            b_q = b_k = b_v = None
-        else:
-            b_q, b_k, b_v = in_proj_bias.chunk(3)
-        w_q, w_k, w_v = in_proj_weight.chunk(3)
+    if use_separate_proj_weight:
+        weights = (q_proj_weight, k_proj_weight, v_proj_weight)
     else:
-        w_q, w_k, w_v = q_proj_weight, k_proj_weight, v_proj_weight
-        if in_proj_bias is None:
-            b_q = b_k = b_v = None
-        else:
-            b_q, b_k, b_v = in_proj_bias.chunk(3)
-    q = linear(query, w_q, b_q)  # (L, N, E)
-    k = linear(key, w_k, b_k)  # (S, N, E)
-    v = linear(value, w_v, b_v)  # (S, N, E)
-
-    if is_causal and attn_mask is None:
-        s_len = key.shape[0]
-        attn_mask = _op("ones")(tgt_len, s_len, dtype=_bool_dtype(), device=query.device).triu(1)
-    attn_mask = _additive_mask(attn_mask, q, "attn_mask")
-    if attn_mask is not None and attn_mask.ndim == 2:
-        attn_mask = attn_mask.unsqueeze(0)  # (1, L, S)
-
+        weights = in_proj_weight.chunk(3)
+    q, k, v = _in_projections(query, key, value, weights, in_proj_bias)  # (L|S, N, E)
+    attn_mask = _attention_mask(attn_mask, is_causal, q, key.shape[0], query.device)
     if bias_k is not None and bias_v is not None:
         k = _op("cat")([k, bias_k.expand(1, bsz, embed_dim)], 0)
         v = _op("cat")([v, bias_v.expand(1, bsz, embed_dim)], 0)
-        if attn_mask is not None:
-            attn_mask = pad(attn_mask, (0, 1))
-        if key_padding_mask is not None:
-            key_padding_mask = pad(key_padding_mask, (0, 1))
-
-    # (L, N, E) -> (N, H, L, hd)
-    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
-    k = k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
-    v = v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+        attn_mask, key_padding_mask = _one_more_key(attn_mask, key_padding_mask)
+    q, k, v = (_split_heads(t, bsz * num_heads, head_dim) for t in (q, k, v))  # (N*H, L|S, hd)
     if add_zero_attn:
         zshape = (bsz * num_heads, 1, head_dim)
         k = _op("cat")([k, _op("zeros")(zshape, dtype=k.dtype)], 1)
         v = _op("cat")([v, _op("zeros")(zshape, dtype=v.dtype)], 1)
-        if attn_mask is not None:
-            attn_mask = pad(attn_mask, (0, 1))
-        if key_padding_mask is not None:
-            key_padding_mask = pad(key_padding_mask, (0, 1))
+        attn_mask, key_padding_mask = _one_more_key(attn_mask, key_padding_mask)
     src_len = k.shape[1]
-
     if key_padding_mask is not None:
-        if tuple(key_padding_mask.shape) != (bsz, src_len):
-            raise AssertionError(
-                f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
-                f"{tuple(key_padding_mask.shape)}"
-            )
-        kpm = _additive_mask(key_padding_mask, q, "key_padding_mask")
-        kpm = kpm.reshape(bsz, 1, 1, src_len).expand(bsz, num_heads, 1, src_len)
-        kpm = kpm.reshape(bsz * num_heads, 1, src_len)
-        attn_mask = kpm if attn_mask is None else attn_mask + kpm
+        attn_mask = _add_key_padding_mask(attn_mask, key_padding_mask, q, bsz, num_heads, src_len)
 
-    if not training:
-        dropout_p = 0.0
-
-    q = q * (1.0 / math.sqrt(head_dim))
-    scores = _op("matmul")(q, k.transpose(-2, -1))  # (N*H, L, S)
-    if attn_mask is not None:
-        scores = scores + attn_mask
-    weights = softmax(scores, dim=-1)
-    if dropout_p > 0.0:
-        weights = dropout(weights, p=dropout_p)
-    out = _op("matmul")(weights, v)  # (N*H, L, hd)
-    out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+    out, weights = _attend(q, k, v, attn_mask, dropout_p if training else 0.0)
+    out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)  # heads merged: (L*N, E)
     out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
     if unbatched:
         out = out.squeeze(1)
@@ -580,6 +538,65 @@ def multi_head_attention_forward(
     if unbatched:
         weights = weights.squeeze(0)
     return out, weights
+
+
+def _in_projections(query, key, value, weights, in_proj_bias):
+    """``linear`` of query, key and value with the q/k/v weights and the thirds of
+    ``in_proj_bias`` (None: no biases)."""
+    biases = (None, None, None) if in_proj_bias is None else in_proj_bias.chunk(3)
+    return tuple(linear(x, w, b) for x, w, b in zip((query, key, value), weights, biases))
+
+
+def _attention_mask(attn_mask, is_causal: bool, q, src_len: int, device):
+    """The additive attention mask of q's dtype, ``(1, L, S)`` or ``(N*H, L, S)``, or None;
+    ``is_causal`` without a mask makes the causal one (True above the diagonal)."""
+    if is_causal and attn_mask is None:
+        attn_mask = _op("ones")(q.shape[0], src_len, dtype=_bool_dtype(), device=device).triu(1)
+    attn_mask = _additive_mask(attn_mask, q, "attn_mask")
+    if attn_mask is not None and attn_mask.ndim == 2:
+        attn_mask = attn_mask.unsqueeze(0)  # (1, L, S)
+    return attn_mask
+
+
+def _one_more_key(attn_mask, key_padding_mask):
+    """The masks widened by one key column, attended (an appended bias or zero key)."""
+    if attn_mask is not None:
+        attn_mask = pad(attn_mask, (0, 1))
+    if key_padding_mask is not None:
+        key_padding_mask = pad(key_padding_mask, (0, 1))
+    return attn_mask, key_padding_mask
+
+
+def _split_heads(x, batch_heads: int, head_dim: int):
+    """``(T, N, E)`` -> ``(N*H, T, hd)``: each head a batch entry."""
+    return x.reshape(x.shape[0], batch_heads, head_dim).transpose(0, 1)
+
+
+def _add_key_padding_mask(attn_mask, key_padding_mask, q, bsz: int, num_heads: int, src_len: int):
+    """The key padding mask ``(N, S)`` as an additive ``(N*H, 1, S)`` mask, added to
+    ``attn_mask`` (or alone)."""
+    if tuple(key_padding_mask.shape) != (bsz, src_len):
+        raise AssertionError(
+            f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
+            f"{tuple(key_padding_mask.shape)}"
+        )
+    kpm = _additive_mask(key_padding_mask, q, "key_padding_mask")
+    kpm = kpm.reshape(bsz, 1, 1, src_len).expand(bsz, num_heads, 1, src_len)
+    kpm = kpm.reshape(bsz * num_heads, 1, src_len)
+    return kpm if attn_mask is None else attn_mask + kpm
+
+
+def _attend(q, k, v, attn_mask, dropout_p: float):
+    """``softmax(q k^T / sqrt(hd) + mask) v`` on ``(N*H, T, hd)`` heads: ``(output (N*H, L,
+    hd), weights (N*H, L, S))``; dropout on the weights when ``dropout_p`` > 0."""
+    q = q * (1.0 / math.sqrt(q.shape[-1]))
+    scores = _op("matmul")(q, k.transpose(-2, -1))  # (N*H, L, S)
+    if attn_mask is not None:
+        scores = scores + attn_mask
+    weights = softmax(scores, dim=-1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, p=dropout_p)
+    return _op("matmul")(weights, v), weights  # (N*H, L, hd)
 
 
 def _bool_dtype():

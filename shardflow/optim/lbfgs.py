@@ -170,6 +170,44 @@ def _stored(v):
     return v
 
 
+def _two_loop(flat_grad, h, history_size):
+    """``(-H g, al)``: the two-loop recursion with H from the stored pairs and ``H_diag``
+    (``al``: the first loop's coefficients, kept in the state as PyTorch does)."""
+    old_dirs, old_stps, ro = h.old_dirs, h.old_stps, h.ro
+    num_old = len(old_dirs)
+    al = [None] * history_size
+    q = -flat_grad
+    for i in range(num_old - 1, -1, -1):
+        al[i] = _dot(old_stps[i], q) * ro[i]
+        q += old_dirs[i] * -al[i]
+    d = r = q * h.H_diag
+    for i in range(num_old):
+        be_i = _dot(old_dirs[i], r) * ro[i]
+        r += old_stps[i] * (al[i] - be_i)
+    return d, al
+
+
+# the state L-BFGS carries from one step to the next (PyTorch's keys), besides prev_loss
+_CARRIED = ("d", "t", "old_dirs", "old_stps", "ro", "H_diag", "prev_flat_grad")
+
+
+class _History:
+    """The carried state as arrays and numbers: the last direction ``d`` and step ``t``, the
+    stored pairs (``old_dirs``: y, ``old_stps``: s, ``ro``: 1 / y.s), ``H_diag``, the
+    previous flat gradient and loss. Read from the state at the start of ``step``, written
+    back (as Tensors) at its end."""
+
+    def __init__(self, state):
+        for key in _CARRIED:
+            setattr(self, key, _raw(state.get(key)))
+        self.prev_loss = state.get("prev_loss")
+
+    def save(self, state) -> None:
+        for key in _CARRIED:
+            state[key] = _stored(getattr(self, key))
+        state["prev_loss"] = self.prev_loss
+
+
 class LBFGS(Optimizer):
     """``LBFGS(params, lr=1, max_iter=20, max_eval=None (max_iter * 5 // 4),
     tolerance_grad=1e-7, tolerance_change=1e-9, history_size=100, line_search_fn=None)``;
@@ -235,6 +273,9 @@ class LBFGS(Optimizer):
         return loss, flat_grad
 
     def step(self, closure=None):
+        """Up to ``max_iter`` iterations from the current parameters (module docstring):
+        each finds a descent direction, a step length, moves (with the line search or by a
+        fixed step) and checks the stopping rules. Returns the closure's first loss."""
         if closure is None:
             raise TypeError("LBFGS.step needs a closure that re-evaluates the model and "
                                "returns the loss: optimizer.step(closure)")
@@ -242,7 +283,6 @@ class LBFGS(Optimizer):
         lr = group["lr"]
         max_iter, max_eval = group["max_iter"], group["max_eval"]
         tolerance_grad, tolerance_change = group["tolerance_grad"], group["tolerance_change"]
-        line_search_fn, history_size = group["line_search_fn"], group["history_size"]
 
         state = self.state[self._params[0]]
         state.setdefault("func_evals", 0)
@@ -254,106 +294,89 @@ class LBFGS(Optimizer):
         state["func_evals"] += 1
 
         flat_grad = self._gather_flat_grad()
-        opt_cond = np.abs(flat_grad).max() <= tolerance_grad
-        if opt_cond:
+        if np.abs(flat_grad).max() <= tolerance_grad:
             return orig_loss
 
-        d, t = _raw(state.get("d")), _raw(state.get("t"))
-        old_dirs, old_stps = _raw(state.get("old_dirs")), _raw(state.get("old_stps"))
-        ro, H_diag = _raw(state.get("ro")), _raw(state.get("H_diag"))
-        prev_flat_grad, prev_loss = _raw(state.get("prev_flat_grad")), state.get("prev_loss")
-
+        h = _History(state)
         n_iter = 0
         while n_iter < max_iter:
             n_iter += 1
             state["n_iter"] += 1
+            self._descent_direction(h, flat_grad, state, group["history_size"])
+            if h.prev_flat_grad is None:
+                h.prev_flat_grad = flat_grad.copy()
+            else:
+                np.copyto(h.prev_flat_grad, flat_grad)
+            h.prev_loss = loss
 
-            # descent direction
+            # step length: the first iteration ever scales by the gradient's size
             if state["n_iter"] == 1:
-                d = -flat_grad
-                old_dirs, old_stps, ro = [], [], []
-                H_diag = 1
+                h.t = min(1.0, 1.0 / np.abs(flat_grad).sum()) * lr
             else:
-                y = flat_grad - prev_flat_grad
-                s = d * t
-                ys = _dot(y, s)
-                if ys > 1e-10:
-                    if len(old_dirs) == history_size:  # keep the last history_size pairs
-                        old_dirs.pop(0)
-                        old_stps.pop(0)
-                        ro.pop(0)
-                    old_dirs.append(y)
-                    old_stps.append(s)
-                    ro.append(1.0 / ys)
-                    H_diag = ys / _dot(y, y)
-                num_old = len(old_dirs)
-                al = [None] * history_size
-                # two-loop recursion: d = -H g with H from the stored pairs and H_diag
-                q = -flat_grad
-                for i in range(num_old - 1, -1, -1):
-                    al[i] = _dot(old_stps[i], q) * ro[i]
-                    q += old_dirs[i] * -al[i]
-                d = r = q * H_diag
-                for i in range(num_old):
-                    be_i = _dot(old_dirs[i], r) * ro[i]
-                    r += old_stps[i] * (al[i] - be_i)
-                state["al"] = _stored(al)
-
-            if prev_flat_grad is None:
-                prev_flat_grad = flat_grad.copy()
-            else:
-                np.copyto(prev_flat_grad, flat_grad)
-            prev_loss = loss
-
-            # step length
-            if state["n_iter"] == 1:
-                t = min(1.0, 1.0 / np.abs(flat_grad).sum()) * lr
-            else:
-                t = lr
-            gtd = _dot(flat_grad, d)
-            if gtd > -tolerance_change:
+                h.t = lr
+            gtd = _dot(flat_grad, h.d)
+            if gtd > -tolerance_change:  # not a descent direction (any more)
                 break
 
-            ls_func_evals = 0
-            if line_search_fn is not None:
-                x_init = self._clone_param()
+            loss, flat_grad, opt_cond, evals = self._move(
+                closure, h, loss, flat_grad, gtd, group, last=n_iter == max_iter,
+                evals_left=max_eval - current_evals)
+            current_evals += evals
+            state["func_evals"] += evals
 
-                def obj_func(x, t, d):
-                    return self._directional_evaluate(closure, x, t, d)
-
-                loss, flat_grad, t, ls_func_evals = _strong_wolfe(
-                    obj_func, x_init, t, d, loss, flat_grad, gtd, max_ls=max_eval - current_evals)
-                self._add_grad(t, d)
-                opt_cond = np.abs(flat_grad).max() <= tolerance_grad
-            else:
-                self._add_grad(t, d)
-                if n_iter != max_iter:
-                    # re-evaluate only if another iteration follows (PyTorch's choice)
-                    loss = float(self._closure(closure))
-                    flat_grad = self._gather_flat_grad()
-                    opt_cond = np.abs(flat_grad).max() <= tolerance_grad
-                    ls_func_evals = 1
-
-            current_evals += ls_func_evals
-            state["func_evals"] += ls_func_evals
-
-            if n_iter == max_iter:
+            if n_iter == max_iter or current_evals >= max_eval or opt_cond:
                 break
-            if current_evals >= max_eval:
+            if np.abs(h.d * h.t).max() <= tolerance_change:  # the move is negligible
                 break
-            if opt_cond:
-                break
-            if np.abs(d * t).max() <= tolerance_change:
-                break
-            if abs(loss - prev_loss) < tolerance_change:
+            if abs(loss - h.prev_loss) < tolerance_change:  # so is the loss change
                 break
 
-        state["d"] = _stored(d)
-        state["t"] = _stored(t)
-        state["old_dirs"] = _stored(old_dirs)
-        state["old_stps"] = _stored(old_stps)
-        state["ro"] = _stored(ro)
-        state["H_diag"] = _stored(H_diag)
-        state["prev_flat_grad"] = _stored(prev_flat_grad)
-        state["prev_loss"] = prev_loss
+        h.save(state)
         return orig_loss
+
+    def _descent_direction(self, h, flat_grad, state, history_size) -> None:
+        """Set ``h.d``: ``-g`` on the first iteration ever; later, first store the pair
+        ``(y, s)`` of the last move when ``y.s > 1e-10`` (curvature positive: H stays
+        positive definite), then ``d = -H g`` by the two-loop recursion."""
+        if state["n_iter"] == 1:
+            h.d = -flat_grad
+            h.old_dirs, h.old_stps, h.ro = [], [], []
+            h.H_diag = 1
+            return
+        y = flat_grad - h.prev_flat_grad
+        s = h.d * h.t
+        ys = _dot(y, s)
+        if ys > 1e-10:
+            if len(h.old_dirs) == history_size:  # keep the last history_size pairs
+                h.old_dirs.pop(0)
+                h.old_stps.pop(0)
+                h.ro.pop(0)
+            h.old_dirs.append(y)
+            h.old_stps.append(s)
+            h.ro.append(1.0 / ys)
+            h.H_diag = ys / _dot(y, y)
+        h.d, al = _two_loop(flat_grad, h, history_size)
+        state["al"] = _stored(al)
+
+    def _move(self, closure, h, loss, flat_grad, gtd, group, last: bool, evals_left: int):
+        """Move the parameters along ``h.d``: with ``line_search_fn`` to the step the strong
+        Wolfe search finds (``h.t`` updated), else by ``h.t``, re-evaluating the closure
+        unless this is the ``last`` iteration (PyTorch's choice). Returns ``(loss, flat grad,
+        gradient below tolerance_grad, closure evaluations)``."""
+        tolerance_grad = group["tolerance_grad"]
+        if group["line_search_fn"] is not None:
+            x_init = self._clone_param()
+
+            def obj_func(x, t, d):
+                return self._directional_evaluate(closure, x, t, d)
+
+            loss, flat_grad, h.t, evals = _strong_wolfe(
+                obj_func, x_init, h.t, h.d, loss, flat_grad, gtd, max_ls=evals_left)
+            self._add_grad(h.t, h.d)
+            return loss, flat_grad, np.abs(flat_grad).max() <= tolerance_grad, evals
+        self._add_grad(h.t, h.d)
+        if last:
+            return loss, flat_grad, False, 0
+        loss = float(self._closure(closure))
+        flat_grad = self._gather_flat_grad()
+        return loss, flat_grad, np.abs(flat_grad).max() <= tolerance_grad, 1

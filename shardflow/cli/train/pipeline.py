@@ -4,7 +4,8 @@
 dp x tp x pp = world size, pp divides the layers, tp the heads, dp x micro-batches the
 batch, supported combinations) and turns its refusal into a ``ConfigError`` naming the
 flags, before anything is built: once with the world size implied by the flags (from
-``validate``, before launch questions arise), once with the real one (start of ``train``).
+``config.validate``, before launch questions arise), once with the real one
+(``layout.plan_layout``, at the start of ``train``).
 
 ``PipelineTraining`` builds the layout with ``parallelize(model, gate, dp=, tp=, pp=,
 split=gpt_pipe, loss_fn=gpt_loss)``, which prints the communication plan on rank 0, and

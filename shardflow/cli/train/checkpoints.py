@@ -1,0 +1,202 @@
+"""The checkpoint and resume phases of ``shardflow train``.
+
+Files: ``--out/ckpt_<step>.safetensors``, each holding the model, the optimizer, the RNG
+state, the step, the best validation loss, the config, the world size, whether the
+parameters are finite and the count of skipped non-finite updates (plus the task's extra
+state, e.g. GPT's vocabulary). Tensors are whole in every layout (the sharded ones gather
+them first), so a checkpoint resumes on any layout and number of ranks.
+
+* :func:`prepare_out_dir`: create ``--out``, remove temp files that killed saves left.
+* :func:`resume`: the :class:`ResumePoint` of the newest checkpoint that loads (the
+  model, optimizer and RNG state are loaded into the given objects), after checking that
+  the model's shape flags match; says which newer files it skipped and how this run
+  differs from the saved one (:func:`resume_differences`).
+* :class:`Checkpointer`: the periodic policy (:meth:`Checkpointer.due`) and the save
+  (gather, write atomically on rank 0, prune with :func:`prune`, never deleting the newest
+  checkpoint with finite parameters).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+import shardflow as sf
+from shardflow import checkpoint
+
+from .config import ConfigError, TrainConfig
+from .layout import Layout
+
+# what must match to resume: the model's shape (and the task); the rest may change
+_SHAPE_FLAGS = ("task", "block_size", "n_layer", "n_head", "n_embd", "model")
+
+
+@dataclass
+class ResumePoint:
+    """Where training (re)starts: step 0 of a new run, or a checkpoint's step."""
+
+    step: int = 0
+    best_val: float = float("inf")
+    nonfinite_skipped: int = 0  # updates skipped by the runs before this one
+    last_finite: str | None = None  # newest checkpoint with finite parameters: never pruned
+
+
+def checkpoint_path(cfg: TrainConfig, step: int) -> str:
+    return os.path.join(cfg.out, f"ckpt_{step:07d}.safetensors")
+
+
+def prepare_out_dir(cfg: TrainConfig, master: bool, log) -> None:
+    """Rank 0 creates ``--out`` and removes the temp files that killed saves left there."""
+    if not master:
+        return
+    os.makedirs(cfg.out, exist_ok=True)
+    removed = checkpoint.clean_stale_temp_files(cfg.out)
+    if removed:
+        mb = sum(size for _, size in removed) / 1e6
+        log(f"removed {len(removed)} temp file(s) ({mb:.1f} MB) left in {cfg.out} by "
+            "interrupted saves")
+
+
+def resume(cfg: TrainConfig, model, optimizer, world: int, log) -> ResumePoint:
+    """With ``--resume``: load the newest checkpoint in ``--out`` that loads into ``model``,
+    ``optimizer`` and the RNG, and return its point; a fresh point without ``--resume`` or
+    without a checkpoint. Every rank reads the file (the state is whole)."""
+    point = ResumePoint()
+    if not cfg.resume:
+        return point
+    path = checkpoint.find_latest(cfg.out, on_skip=lambda m: log(f"--resume: {m}"))
+    if path is None:
+        log(f"--resume: no checkpoint in {cfg.out}; starting from step 0")
+        return point
+    ck = sf.load(path)
+    saved = ck.get("config", {})
+    for key in _SHAPE_FLAGS:
+        if key in saved and saved[key] != getattr(cfg, key):
+            raise ConfigError(
+                f"--{key.replace('_', '-')}: the checkpoint {path} was trained with "
+                f"{saved[key]!r}, now {getattr(cfg, key)!r}; fix: use the same value or a new --out"
+            )
+    model.load_state_dict(ck["model"])
+    optimizer.load_state_dict(ck["optimizer"])
+    sf.set_rng_state(ck["rng"])
+    point.step, point.best_val = int(ck["step"]), float(ck.get("best_val", point.best_val))
+    point.nonfinite_skipped = int(ck.get("nonfinite_skipped", 0))
+    point.last_finite = path if ck.get("finite", True) else None
+    log(f"resumed from {path} at step {point.step}")
+    for line in resume_differences(path, ck, cfg, world):
+        log(line)
+    if point.step >= cfg.max_steps:
+        log(f"checkpoint step {point.step} >= --max-steps {cfg.max_steps}: nothing to do")
+    return point
+
+
+def resume_differences(path: str, ck: dict, cfg: TrainConfig, world: int) -> list[str]:
+    """Lines that say how this run differs from the one that saved ``ck``, and what follows."""
+    lines = []
+    saved_world = ck.get("world_size")
+    if saved_world is not None and int(saved_world) != world:
+        same = (f"--batch-size {cfg.batch_size} is the global batch, so steps train on the same "
+                "samples as before")
+        if cfg.dropout > 0:
+            lines.append(
+                f"warning: {path} was saved by a run on {saved_world} rank(s), this run has "
+                f"{world}; {same}, but with --dropout {cfg.dropout:g} each rank draws the masks for "
+                f"its own slice, so from step {int(ck['step'])} on the result differs from an "
+                f"uninterrupted {saved_world}-rank run; fix: resume with `shardflow run -n "
+                f"{saved_world}` for an exact continuation")
+        else:
+            lines.append(
+                f"note: {path} was saved by a run on {saved_world} rank(s), this run has {world}; "
+                f"{same}, and the result matches the {saved_world}-rank run up to float rounding")
+    saved_batch = ck.get("config", {}).get("batch_size")
+    if saved_batch is not None and saved_batch != cfg.batch_size:
+        lines.append(f"warning: {path} was trained with --batch-size {saved_batch}, this run uses "
+                     f"{cfg.batch_size}; the steps from {int(ck['step'])} on see different batches "
+                     "than the saved run would have")
+    return lines
+
+
+class Checkpointer:
+    """Saves the run's checkpoints: every ``--ckpt-interval`` steps and at ``--max-steps``
+    (:meth:`due`), and when a stop signal arrives (the loop calls :meth:`save`).
+
+    ``save`` is a collective under layouts that shard the state (pipeline, global tensors,
+    ZeRO): every rank calls it, the state is gathered whole, and rank 0 writes the file."""
+
+    def __init__(self, cfg: TrainConfig, layout: Layout, task, optimizer, pipe, log,
+                 last_finite: str | None):
+        self.cfg, self.layout, self.task, self.optimizer, self.pipe = cfg, layout, task, optimizer, pipe
+        self.model = task.model  # the trained model itself (unwrapped; sharded in place)
+        self.log = log
+        self.last_finite = last_finite  # newest checkpoint with finite parameters: never pruned
+
+    def due(self, step: int) -> bool:
+        """The periodic policy: whether the end of ``step`` saves a checkpoint."""
+        return step % self.cfg.ckpt_interval == 0 or step == self.cfg.max_steps
+
+    def path(self, step: int) -> str:
+        return checkpoint_path(self.cfg, step)
+
+    def save(self, step: int, best_val: float, nonfinite_skipped: int) -> None:
+        """Gather the state (all ranks), write ``ckpt_<step>`` and prune (rank 0)."""
+        whole = self._gather()
+        if whole is None:  # not rank 0
+            return
+        model_state, opt_state, finite = whole
+        state = {"model": model_state, "optimizer": opt_state,
+                 "rng": sf.get_rng_state(), "step": step, "best_val": best_val,
+                 "config": dataclasses.asdict(self.cfg), "world_size": self.layout.world,
+                 "finite": finite, "nonfinite_skipped": nonfinite_skipped,
+                 **self.task.extra_state()}
+        sf.save(state, self.path(step))
+        if finite:
+            self.last_finite = self.path(step)
+        else:
+            self.log(f"warning: checkpoint {self.path(step)} holds non-finite parameters; "
+                     f"{self.last_finite or 'no earlier checkpoint'} (the last finite one) is kept")
+        prune(self.cfg.out, self.cfg.keep_checkpoints, protect=self.last_finite)
+
+    def _gather(self):
+        """``(model state, optimizer state, parameters finite)`` of whole tensors on rank 0,
+        None on the other ranks, which take part in the collectives of sharded layouts."""
+        master = self.layout.master
+        if self.pipe is not None:  # every stage's parameters and optimizer state (collectives)
+            whole, opt_state = self.pipe.sync(), self.pipe.optimizer_state()
+            if not master:
+                return None
+            model_state = whole.state_dict()
+            return model_state, opt_state, _state_finite(model_state)
+        if self.layout.shards_parameters:  # whole tensors (a collective): resumes on any layout
+            from shardflow.distributed.full_state import full_optimizer_state_dict, full_state_dict
+
+            model_state = full_state_dict(self.model)
+            opt_state = full_optimizer_state_dict(self.optimizer)
+            if not master:
+                return None
+            return model_state, opt_state, _state_finite(model_state)
+        if self.cfg.zero == 1:
+            self.optimizer.consolidate_state_dict(to=0)  # a collective: whole state on rank 0
+        if not master:
+            return None
+        return self.model.state_dict(), self.optimizer.state_dict(), parameters_finite(self.model)
+
+
+def parameters_finite(model) -> bool:
+    return all(bool(np.isfinite(p.array).all()) for p in model.parameters())
+
+
+def _state_finite(state: dict) -> bool:
+    return all(bool(np.isfinite(v.array).all()) for v in state.values() if isinstance(v, sf.Tensor))
+
+
+def prune(folder, keep, protect=None):
+    """Remove all but the newest ``keep`` checkpoints, except ``protect`` (the newest one with
+    finite parameters: a run that diverged must not delete the state to go back to)."""
+    ckpts = sorted(f for f in os.listdir(folder) if f.startswith("ckpt_") and f.endswith(".safetensors"))
+    keep_name = os.path.basename(protect) if protect else None
+    for f in ckpts[:-keep]:
+        if f != keep_name:
+            os.remove(os.path.join(folder, f))

@@ -1,0 +1,45 @@
+"""``main(argv) -> exit code`` of ``shardflow train``: parses the flags, runs the job, and turns
+its endings into exit codes and one-line messages: 0 done, 1 non-finite loss/gradient,
+2 refused configuration or missing data, 128 + signal after a stop signal's checkpoint,
+130 on a second Ctrl-C (without saving)."""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+from shardflow import _config
+
+from ..nonfinite import NonFiniteError
+from .config import ConfigError, resolve_config
+from .job import train
+from .loop import TrainingStopped
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "train":
+        argv = argv[1:]
+    try:
+        cfg = resolve_config(argv)
+        train(cfg)
+    except ConfigError as e:
+        print(f"shardflow train: error: {e}", file=sys.stderr)
+        return 2
+    except (FileNotFoundError, ImportError) as e:
+        print(f"shardflow train: error: {e}", file=sys.stderr)
+        return 2
+    except TrainingStopped as e:
+        if _config.launch_info().rank == 0:
+            print(f"shardflow train: stopped by {signal.Signals(e.signum).name} at step {e.step}; "
+                  f"checkpoint {e.path}; continue with --resume", file=sys.stderr, flush=True)
+        return 128 + e.signum
+    except NonFiniteError as e:
+        if _config.launch_info().rank == 0:
+            print(f"shardflow train: error: {e}", file=sys.stderr, flush=True)
+        return 1
+    except KeyboardInterrupt:
+        print("\ninterrupted without saving the current step; continue with --resume",
+              file=sys.stderr)
+        return 130
+    return 0

@@ -1,0 +1,119 @@
+"""The model phase of ``shardflow train``: what differs between tasks (data sets, model,
+loss, evaluation metric, optimizer, the demo at the end), and :func:`make_task`, which
+builds a task's data and model, seeded, on the run's device."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import shardflow as sf
+import shardflow.data as sfdata
+import shardflow.nn as nn
+import shardflow.optim as optim
+from shardflow import models
+
+from .config import ConfigError, TrainConfig
+
+
+def make_task(cfg: TrainConfig) -> Task:
+    """The task's data and model (initialised from ``--seed``), the model on ``--device``
+    (before any optimizer is built on its parameters)."""
+    sf.manual_seed(cfg.seed)
+    task = GPTTask(cfg) if cfg.task == "gpt" else ImageTask(cfg)
+    task.device = cfg.device
+    if cfg.device != "cpu":
+        task.model.to(cfg.device)
+    return task
+
+
+class Task:
+    """What differs between tasks: data, model, loss, eval metric, final demo."""
+
+    unit = "samples"
+    device = "cpu"
+
+    def on_device(self, batch):
+        """The batch's tensors on the task's device (batches are collated on the CPU)."""
+        return batch if self.device == "cpu" else [t.to(self.device) for t in batch]
+
+    def tokens_per_batch(self, cfg):
+        return cfg.batch_size
+
+
+class GPTTask(Task):
+    unit = "tok"
+
+    def __init__(self, cfg: TrainConfig):
+        self.corpus = sfdata.TextCorpus(cfg.data, block_size=cfg.block_size, max_bytes=cfg.max_corpus_bytes)
+        self.train_ds, self.val_ds = self.corpus, self.corpus.split("val")
+        self.baseline = self.corpus.unigram_entropy()
+        mc = models.GPTConfig(block_size=cfg.block_size, vocab_size=self.corpus.vocab_size,
+                              n_layer=cfg.n_layer, n_head=cfg.n_head, n_embd=cfg.n_embd, dropout=cfg.dropout)
+        self.model = models.GPT(mc)
+
+    def tokens_per_batch(self, cfg):
+        return cfg.batch_size * cfg.block_size
+
+    def loss(self, model, batch):
+        x, y = self.on_device(batch)
+        _, loss = model(x, y)
+        return loss, None
+
+    def optimizer(self, cfg):
+        return self.model.configure_optimizers(cfg.weight_decay, cfg.lr, betas=(0.9, 0.99))
+
+    def extra_state(self):
+        return {"vocab": "".join(self.corpus.itos) if self.corpus.itos else None}
+
+    def finish(self, cfg, log):
+        prompt = "def "
+        idx = sf.tensor(self.corpus.encode(prompt)[None], device=self.device)
+        self.model.eval()
+        out = self.model.generate(idx, cfg.sample_tokens, temperature=0.8, top_k=20,
+                                  generator=sf.Generator().manual_seed(cfg.seed))
+        log("\n--- sample (prompt 'def ') ---\n" + self.corpus.decode(out.numpy()[0]) + "\n---")
+
+
+class ImageTask(Task):
+    def __init__(self, cfg: TrainConfig):
+        if cfg.task == "mnist":
+            self.train_ds = sfdata.MNIST(cfg.data, train=True)
+            self.val_ds = sfdata.MNIST(cfg.data, train=False)
+            shape, ncls = (1, 28, 28), 10
+        else:
+            self.train_ds = sfdata.Digits(train=True, seed=cfg.seed)
+            self.val_ds = sfdata.Digits(train=False, seed=cfg.seed)
+            shape, ncls = (1, 8, 8), 10
+        if cfg.batch_size > len(self.train_ds):
+            raise ConfigError(
+                f"--batch-size: got {cfg.batch_size} but the training set has only "
+                f"{len(self.train_ds)} samples; fix: use --batch-size {min(64, len(self.train_ds))}"
+            )
+        if cfg.model == "lenet" and shape[1] == 28:
+            self.model = models.LeNet5(models.LeNetConfig(num_classes=ncls))
+        else:
+            self.model = models.MLP(models.MLPConfig(in_features=int(np.prod(shape)),
+                                                     hidden=tuple(cfg.hidden), num_classes=ncls))
+        self.baseline = math.log(ncls)
+
+    def loss(self, model, batch):
+        x, y = self.on_device(batch)
+        logits = model(x)
+        loss = nn.functional.cross_entropy(logits, y)
+        acc = float((logits.argmax(-1) == y).float().mean().item())
+        return loss, acc
+
+    def optimizer(self, cfg):
+        return optim.AdamW(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+
+    def extra_state(self):
+        return {}
+
+    def finish(self, cfg, log):
+        self.model.eval()
+        xs, ys = sfdata.default_collate([self.val_ds[i] for i in range(min(16, len(self.val_ds)))])
+        with sf.no_grad():
+            pred = self.model(xs).argmax(-1).numpy()
+        log(f"predictions: {pred.tolist()}\nlabels:      {ys.numpy().tolist()}")
