@@ -168,7 +168,7 @@ def test_train_gpt_pp2_tp2_on_four_ranks_equals_one_rank(corpus, one_rank, tmp_p
     assert main(["gpt", "--data", str(corpus), "--out", str(resumed), "--resume", *FLAGS]) == 0
     capsys.readouterr()
     np.testing.assert_allclose(_losses(resumed / "metrics.csv")[0][-2:], _losses(one_rank / "metrics.csv")[0][-2:],
-                               rtol=0, atol=2e-5)
+                               rtol=0, atol=3e-5)
 
 
 def test_pp_with_tp_follows_parallelize(tmp_path, capsys):
