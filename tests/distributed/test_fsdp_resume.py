@@ -119,6 +119,11 @@ try:
                                       "param_groups": osd["param_groups"]})
 except ValueError as err:
     refused["set_optimizer_state_dict"] = str(err)
+try:  # whole but plain: this rank would not know it holds rows, not the whole
+    opt.load_state_dict({"state": {0: {"exp_avg": sf.zeros(32, 16)}},
+                         "param_groups": sd["param_groups"]})
+except ValueError as err:
+    refused["whole_plain"] = str(err)
 refused["unchanged"] = (all(opt.state.get(p, {}).get(k) is v for p, st in before.items()
                             for k, v in st.items())
                         and opt.param_groups[0]["lr"] == 0.01)
@@ -212,6 +217,8 @@ def test_shard_shaped_state_is_refused_before_anything_changes(jobs):
     assert "nothing was loaded" in msg and "dcp.save" in msg, msg
     assert ("state 'exp_avg' of parameter '0.weight' has shape (16, 16)"
             in refused.get("set_optimizer_state_dict", "accepted")), refused
+    assert ("state 'exp_avg' of parameter 0: it is a plain tensor, the parameter a global tensor "
+            "laid out as (S(0),) (this rank holds (16, 16) of it)" in refused.get("whole_plain", "")), refused
     assert refused["unchanged"]
 
 
