@@ -142,6 +142,36 @@ def test_load_state_dict_mismatch_errors():
         optim.SGD(sf[:2], lr=0.1).load_state_dict(o.state_dict())
 
 
+@pytest.mark.parametrize("name,key", [("Adam", "exp_avg"), ("SGD", "momentum_buffer")])
+def test_load_state_dict_refuses_state_of_another_shape_before_changing_anything(name, key):
+    """A state tensor whose shape is not its parameter's (issue 27: one rank's shard of a
+    sharded parameter) is refused at load with a ValueError naming the parameter, the key,
+    both shapes and the fix; the optimizer is left as it was. PyTorch accepts the same
+    dict and fails only in step() ("The size of tensor a (8) must match ...")."""
+    kw = dict(lr=0.1, momentum=0.9) if name == "SGD" else dict(lr=0.1)
+    sp, tp = shardflow.tensor(np.ones(4, np.float32), requires_grad=True), torch.ones(4, requires_grad=True)
+    so, to = getattr(optim, name)([sp], **kw), getattr(torch.optim, name)([tp], **kw)
+    for p, o, lib in ((sp, so, shardflow), (tp, to, torch)):
+        p.grad = lib.ones(4)
+        o.step()
+    before = dict(so.state[sp])
+    bad_sf, bad_th = copy.deepcopy(so.state_dict()), copy.deepcopy(to.state_dict())
+    for bad, lib in ((bad_sf, shardflow), (bad_th, torch)):
+        bad["state"][0][key] = lib.zeros(8)
+        bad["param_groups"][0]["lr"] = 0.5
+    with pytest.raises(ValueError, match=rf"state '{key}' of parameter 0 has shape \(8,\), but "
+                                         r"the parameter has shape \(4,\)") as err:
+        so.load_state_dict(bad_sf)
+    assert "nothing was loaded" in str(err.value) and "Load state saved for the same" in str(err.value)
+    assert all(so.state[sp][k] is v for k, v in before.items()) and so.param_groups[0]["lr"] == 0.1
+    # a torch state dict of the wrong shape is refused the same way (converted tensors)
+    with pytest.raises(ValueError, match=rf"state '{key}' of parameter 0 has shape \(8,\)"):
+        so.load_state_dict(bad_th)
+    to.load_state_dict(bad_th)  # PyTorch: accepted here ...
+    with pytest.raises(RuntimeError, match="must match the size"):
+        to.step()  # ... and wrong in step
+
+
 def test_zero_grad_and_base_errors():
     sf, _ = _params()
     o = optim.Adam(sf)

@@ -4,10 +4,12 @@ A checkpoint written by a tensor-parallel run holds the same whole tensors as on
 by one process, so it resumes on any layout (and loads into a plain model):
 
 * :func:`full_state_dict` gathers each global parameter/buffer to a whole local tensor;
-* :func:`full_optimizer_state_dict` does the same for optimizer state tensors that have the
-  shape of their parameter's shard (Adam's moments; a scalar ``step`` is left alone);
+* :func:`full_optimizer_state_dict` does the same for optimizer state tensors: global ones
+  (the optimizers lay a global parameter's state out like it), and plain ones of the shape
+  of their parameter's shard (state made by older code); a scalar ``step`` is left alone;
 * :func:`shard_optimizer_state` is the inverse after loading: state tensors with the whole
-  shape of a global parameter keep this rank's shard.
+  shape of a global parameter keep this rank's shard, laid out like the parameter
+  (:func:`lay_out_like`).
 
 Communication: one S->B boxing (all_gather) per split tensor; broadcast ones are copied. Every
 rank must call the gathering functions (they are collectives); only one needs to write.
@@ -21,7 +23,7 @@ from . import layout
 from .boxing import box_array
 from .sbp import broadcast
 
-__all__ = ["full_state_dict", "full_optimizer_state_dict", "shard_optimizer_state"]
+__all__ = ["full_state_dict", "full_optimizer_state_dict", "shard_optimizer_state", "lay_out_like"]
 
 
 def _full_array(arr, spec):
@@ -59,28 +61,45 @@ def full_optimizer_state_dict(optimizer) -> dict:
     for i, st in sd["state"].items():
         p = params[i] if isinstance(i, int) and i < len(params) else None
         spec = None if p is None else p._spec
-        if spec is None:
-            state[i] = st
-            continue
-        local = tuple(p.array.shape)
-        state[i] = {
-            k: (_wrap(_full_copy(v.array, spec))
-                if isinstance(v, Tensor) and tuple(v.array.shape) == local and v.array.ndim else v)
-            for k, v in st.items()
-        }
+        state[i] = {k: _whole(v, spec, None if p is None else p.array.shape)
+                    for k, v in st.items()} if isinstance(st, dict) else st
     return {"state": state, "param_groups": sd["param_groups"]}
 
 
+def _whole(v, pspec, plocal):
+    """A whole local copy of state tensor ``v``: by its own layout if global; by its
+    parameter's (``pspec``) if it is a plain tensor of the parameter's shard shape."""
+    if not isinstance(v, Tensor) or not v.array.ndim:
+        return v
+    if v._spec is not None:
+        return _wrap(_full_copy(v.array, v._spec))
+    if pspec is not None and tuple(v.array.shape) == tuple(plocal):
+        return _wrap(_full_copy(v.array, pspec))
+    return v
+
+
+def lay_out_like(p, value):
+    """``value``, a plain tensor of global parameter ``p``'s whole shape, as a global tensor
+    laid out like ``p`` (a copy of this rank's shard; no communication). Anything else
+    (``p`` local, ``value`` global, scalar or of another shape) is returned unchanged."""
+    spec = getattr(p, "_spec", None)
+    if (spec is None or not isinstance(value, Tensor) or value._spec is not None
+            or not value.array.ndim or tuple(value.array.shape) != tuple(spec.shape)):
+        return value
+    if any(s.is_partial() for s in spec.sbp):
+        raise NotImplementedError("optimizer state of a partial-sum parameter")
+    index = layout.local_index(spec.shape, spec.placement.shape, spec.placement.coordinate, spec.sbp)
+    xp = get_array_module(value.array)
+    t = _wrap(xp.array(layout.take(value.array, index), copy=True))
+    t._spec = spec
+    return t
+
+
 def shard_optimizer_state(optimizer) -> None:
-    """Keep this rank's shard of every state tensor that has a global parameter's whole shape."""
+    """Keep this rank's shard of every state tensor that has a global parameter's whole
+    shape (a plain tensor, e.g. loaded before ``fully_shard``), laid out like the parameter."""
     for p, st in optimizer.state.items():
-        spec = getattr(p, "_spec", None)
-        if spec is None or not isinstance(st, dict):
+        if getattr(p, "_spec", None) is None or not isinstance(st, dict):
             continue
-        index = layout.local_index(spec.shape, spec.placement.shape, spec.placement.coordinate, spec.sbp)
         for k, v in list(st.items()):
-            if isinstance(v, Tensor) and tuple(v.array.shape) == tuple(spec.shape) and v.array.ndim:
-                if any(s.is_partial() for s in spec.sbp):
-                    raise NotImplementedError("optimizer state of a partial-sum parameter")
-                xp = get_array_module(v.array)
-                st[k] = _wrap(xp.ascontiguousarray(layout.take(v.array, index)))
+            st[k] = lay_out_like(p, v)

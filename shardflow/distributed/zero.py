@@ -292,8 +292,11 @@ class ZeroRedundancyOptimizer(Optimizer):
         return self._consolidated
 
     def load_state_dict(self, state_dict: dict) -> None:
-        """Load a whole state dict (PyTorch format, any world size): this rank keeps its rows."""
+        """Load a whole state dict (PyTorch format, any world size): this rank keeps its rows.
+        Every state tensor is checked first (its parameter's whole shape; a global one must
+        hold this rank's rows): nothing changes when one does not fit."""
         self._check_groups()
+        self._check_loaded(state_dict["state"], whole=True)
         r = self.process_group.rank
         sliced = {}
         for i, st in state_dict["state"].items():
@@ -303,13 +306,49 @@ class ZeroRedundancyOptimizer(Optimizer):
             sliced[i] = {}
             for k, v in st.items():
                 if isinstance(v, Tensor) and v._spec is not None:
-                    v = _wrap(v.array)  # a sharded state dict: already this rank's rows
+                    v = _wrap(v.array)  # a sharded state dict: already this rank's rows (checked)
                 elif (isinstance(v, Tensor) and id(p) in self._rows and v.array.ndim
                         and tuple(v.array.shape) == tuple(p.array.shape)):
                     lo, hi = self._rows[id(p)][r]
                     v = _wrap(v.array[lo:hi].copy())  # on its own device: the inner load moves it
                 sliced[i][k] = v
         self._load_local(sliced, state_dict["param_groups"])
+
+    def _check_loaded(self, state: dict, whole: bool) -> None:
+        """Raise one ValueError naming every per-parameter state tensor that does not fit:
+        its logical shape must be the parameter's; a global one must hold this rank's rows
+        (``Split(0)`` or ``Broadcast`` over the group, as :meth:`sharded_state_dict` makes);
+        a plain one must be whole (``whole``, PyTorch's format) or this rank's rows."""
+        errors = []
+        for i, st in state.items():
+            p = self._all[i] if isinstance(i, int) and i < len(self._all) else None
+            if p is None or not isinstance(st, dict):
+                continue
+            want = tuple(p.array.shape)
+            rows = tuple(self._views[id(p)].array.shape)
+            for k, v in st.items():
+                if not (isinstance(v, Tensor) or hasattr(v, "shape")) or not self.optim._is_param_shaped(k, v):
+                    continue
+                got = tuple(int(d) for d in v.shape)
+                spec = v._spec if isinstance(v, Tensor) else None
+                if spec is None and not whole:  # a shard array of a sharded state dict
+                    if got != rows:
+                        errors.append(f"state {k!r} of parameter {i} has shape {got}; a sharded "
+                                      f"state dict holds this rank's rows {rows} of it")
+                elif got != want:
+                    errors.append(f"state {k!r} of parameter {i} has shape {got}, but the "
+                                  f"parameter has shape {want}")
+                elif spec is not None and tuple(v.array.shape) != rows:
+                    errors.append(f"state {k!r} of parameter {i} is a global tensor laid out as "
+                                  f"{spec.sbp} whose part on this rank is {tuple(v.array.shape)}, "
+                                  f"but this rank's rows are {rows}; load it through dcp.load "
+                                  "into get_state_dict(model, optimizer)'s tensors, which reshards")
+        if errors:
+            raise ValueError(
+                "ZeroRedundancyOptimizer.load_state_dict: the loaded state does not fit this "
+                "optimizer's parameters (nothing was loaded):\n  " + "\n  ".join(errors) + "\n"
+                "Load state saved for the same model: consolidate_state_dict + state_dict "
+                "(whole tensors) or dcp.save/dcp.load of get_state_dict(model, optimizer)")
 
     def _load_local(self, state, saved_groups) -> None:
         if len(saved_groups) != len(self.param_groups):
@@ -318,13 +357,16 @@ class ZeroRedundancyOptimizer(Optimizer):
                 f"{len(self.param_groups)}; build it with the same groups as the one saved")
         inner_groups = []
         for g, s in zip(self.param_groups, saved_groups):
+            packed = {k: v for k, v in g.items() if k != "params"}
+            packed.update({k: v for k, v in s.items() if k != "params"})
+            packed["params"] = list(s["params"])
+            inner_groups.append(packed)
+        # the inner load checks everything before changing anything; then the groups follow
+        self.optim.load_state_dict({"state": state, "param_groups": inner_groups})
+        for g, s in zip(self.param_groups, saved_groups):
             for k, v in s.items():
                 if k != "params":
                     g[k] = v
-            packed = {k: v for k, v in g.items() if k != "params"}
-            packed["params"] = list(s["params"])
-            inner_groups.append(packed)
-        self.optim.load_state_dict({"state": state, "param_groups": inner_groups})
 
     def sharded_state_dict(self) -> dict:
         """This rank's state without communication: every per-parameter state tensor of a
@@ -348,8 +390,10 @@ class ZeroRedundancyOptimizer(Optimizer):
         return {"state": state, "param_groups": self._packed_groups()}
 
     def load_sharded_state_dict(self, state_dict: dict) -> None:
-        """Inverse of :meth:`sharded_state_dict` (values: global tensors or shard arrays)."""
+        """Inverse of :meth:`sharded_state_dict` (values: global tensors or this rank's rows),
+        checked first as :meth:`load_state_dict` does."""
         self._check_groups()
+        self._check_loaded(state_dict["state"], whole=False)
         state = {i: {k: (_wrap(v.array) if isinstance(v, Tensor) else v) for k, v in st.items()}
                  for i, st in state_dict["state"].items()}
         self._load_local(state, state_dict["param_groups"])

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import _wrap
 from .optimizer import Optimizer, _bump
 
 
@@ -41,7 +40,7 @@ class Adagrad(Optimizer):
             for p in group["params"]:
                 st = self.state[p]
                 st["step"] = self._step_tensor()
-                st["sum"] = _wrap(np.full_like(p.array, group["initial_accumulator_value"]))
+                st["sum"] = self._state_like(p, np.full_like(p.array, group["initial_accumulator_value"]))
 
     def step(self, closure=None):
         loss = self._closure(closure)
@@ -55,7 +54,7 @@ class Adagrad(Optimizer):
                 st = self.state[p]
                 if len(st) == 0:  # a group added after construction
                     st["step"] = self._step_tensor()
-                    st["sum"] = _wrap(np.full_like(x, group["initial_accumulator_value"]))
+                    st["sum"] = self._state_like(p, np.full_like(x, group["initial_accumulator_value"]))
                 step_arr = st["step"].array
                 step_arr += 1
                 t = float(step_arr)

@@ -214,6 +214,8 @@ class LBFGS(Optimizer):
     ``step(closure)`` needs a closure that zeroes the gradients, computes the loss, calls
     ``backward()`` and returns the loss."""
 
+    _param_shaped_state = ()  # flat vectors over every parameter, kept under the first
+
     def __init__(self, params, lr=1, max_iter=20, max_eval=None, tolerance_grad=1e-7,
                  tolerance_change=1e-9, history_size=100, line_search_fn=None):
         if isinstance(lr, Tensor):

@@ -12,6 +12,19 @@ Updates run on raw arrays (``p.array``, ``p.grad.array``) with in-place NumPy uf
 ``out=``: no Tensor is allocated and no graph is recorded on the hot path. State Tensors
 are updated in place (their ``.array`` keeps its identity). Temporaries come from a small
 per-optimizer scratch cache keyed by (shape, dtype), not kept in ``state``.
+
+Global parameters (``fully_shard``, tensor parallel, ``to_global``): a per-parameter state
+tensor (``exp_avg``, ``momentum_buffer`` ...) is a global tensor with its parameter's
+placement, sbp and logical shape, as PyTorch's ``zeros_like(DTensor)`` state is: its
+``.array`` is this rank's shard (what the update reads and writes, no communication), its
+``.shape`` the parameter's whole shape, so ``state_dict()`` holds the whole logical state
+and ``dcp.save`` writes every rank's part. Scalars (``step``) stay local.
+
+``load_state_dict`` checks every state tensor against its parameter before changing
+anything (:func:`check_state_fits`): the logical shape must be the parameter's (PyTorch
+would fail later, in ``step``, with "The size of tensor a (8) must match ..."), and a
+state tensor of a sharded parameter must carry the parameter's layout — one rank's shard
+saved as a plain tensor would otherwise be taken for the whole (issue 27).
 """
 
 from __future__ import annotations
@@ -36,6 +49,11 @@ required = _Required()
 
 class Optimizer:
     """Base class: subclasses implement ``step`` (see ``sgd.py`` for the pattern)."""
+
+    #: State keys holding a tensor of the parameter's shape (checked by ``load_state_dict``,
+    #: laid out like a global parameter); None: every state tensor with ``ndim >= 1``, the
+    #: convention of PyTorch's optimizers. LBFGS keeps flat vectors and declares ``()``.
+    _param_shaped_state: tuple[str, ...] | None = None
 
     def __init__(self, params, defaults: dict):
         self.defaults = defaults
@@ -151,7 +169,15 @@ class Optimizer:
 
     @staticmethod
     def _zeros_like(p: Tensor) -> Tensor:
-        return _wrap(np.zeros_like(p.array))
+        return Optimizer._state_like(p, np.zeros_like(p.array))
+
+    @staticmethod
+    def _state_like(p: Tensor, arr) -> Tensor:
+        """A state Tensor over ``arr`` (shaped like ``p.array``): for a global parameter a
+        global tensor with its layout (``arr`` is this rank's shard), else local."""
+        t = _wrap(arr)
+        t._spec = p._spec
+        return t
 
     @staticmethod
     def _step_tensor() -> Tensor:
@@ -176,8 +202,10 @@ class Optimizer:
     def load_state_dict(self, state_dict: dict) -> None:
         """Load a dict made by ``state_dict`` (ours or PyTorch's layout).
 
-        Checks that the number of groups and the size of each group match; state tensors
-        are copied and cast to their parameter's dtype (``step`` stays as saved).
+        Checks that the number of groups and the size of each group match, and that every
+        state tensor fits its parameter (:func:`check_state_fits`), before changing
+        anything. State tensors are copied and cast to their parameter's dtype (``step``
+        stays as saved); those of a global parameter keep its layout.
         """
         if "param_groups" not in state_dict or "state" not in state_dict:
             raise ValueError(f"optimizer state_dict must have 'state' and 'param_groups' keys, got "
@@ -199,6 +227,8 @@ class Optimizer:
                 )
         id_map = dict(zip(chain.from_iterable(s["params"] for s in saved_groups),
                           chain.from_iterable(g["params"] for g in groups)))
+        check_state_fits(self, {k: (id_map[k], v) for k, v in state_dict["state"].items()
+                                if k in id_map})
 
         def cast(param, value, key=None):
             if isinstance(value, Tensor) or hasattr(value, "detach") and hasattr(value, "numpy"):
@@ -207,7 +237,10 @@ class Optimizer:
                     return _wrap(arr.copy() if is_device_array(arr) else np.array(arr, copy=True))
                 # PyTorch: floating state takes the parameter's dtype and device
                 arr = to_device(arr, device_of(param.array))
-                return _wrap(arr.astype(param.array.dtype, copy=True))
+                out = _wrap(arr.astype(param.array.dtype, copy=True))
+                if self._is_param_shaped(key, value):  # checked: this rank's part, p's layout
+                    out._spec = param._spec
+                return out
             if isinstance(value, dict):
                 return {k: cast(param, v, k) for k, v in value.items()}
             return copy.deepcopy(value)
@@ -226,9 +259,77 @@ class Optimizer:
         self.state = state
         self.param_groups = new_groups
 
+    def _is_param_shaped(self, key, value) -> bool:
+        """Whether state ``key`` = ``value`` is a per-parameter tensor of the parameter's shape."""
+        if key == "step" or getattr(value, "ndim", 0) < 1 or not hasattr(value, "shape"):
+            return False
+        return self._param_shaped_state is None or key in self._param_shaped_state
+
+
+def _shape(t) -> tuple:
+    return tuple(int(s) for s in t.shape)  # a global tensor's .shape is its logical shape
+
+
+def _layout_problem(p: Tensor, v) -> str | None:
+    """Why state tensor ``v`` (of ``p``'s logical shape) cannot be ``p``'s state on this rank."""
+    ps = p._spec
+    vs = v._spec if isinstance(v, Tensor) else None
+    if vs is not None:
+        if ps is not None:
+            if vs.placement == ps.placement and tuple(vs.sbp) == tuple(ps.sbp):
+                return None
+            return (f"it is laid out as {vs.sbp} on {vs.placement}, the parameter as {ps.sbp} on "
+                    f"{ps.placement}; redistribute it like the parameter "
+                    "(value.redistribute(p.placement, p.sbp)), or load the checkpoint with "
+                    "dcp.load into the tensors of get_state_dict(model, optimizer), which reshards")
+        if tuple(v.array.shape) == tuple(vs.shape):  # replicated: this rank holds it whole
+            return None
+        return (f"it is a global tensor laid out as {vs.sbp} (this rank holds "
+                f"{tuple(v.array.shape)} of it), the parameter a local tensor; pass the whole "
+                "value (value.full_tensor() on every rank, or get_optimizer_state_dict(model, "
+                "optimizer, options=StateDictOptions(full_state_dict=True)))")
+    if ps is not None and tuple(p.array.shape) != tuple(ps.shape):
+        return (f"it is a plain tensor, the parameter a global tensor laid out as {ps.sbp} "
+                f"(this rank holds {tuple(p.array.shape)} of it); load whole state with "
+                "set_optimizer_state_dict(model, optimizer, state), which lays it out like the "
+                "parameters, or into the optimizer before fully_shard / to_global")
+    return None
+
+
+def check_state_fits(optimizer: Optimizer, state: dict, names: dict | None = None) -> None:
+    """Raise one ValueError listing every per-parameter state tensor of ``state`` (``{key:
+    (parameter, {state key: value})}``) whose logical shape is not its parameter's, or whose
+    layout cannot be its parameter's on this rank; ``names`` maps ``key`` to the
+    parameter's name for the message. Changes nothing."""
+    errors = []
+    for k, (p, st) in state.items():
+        if not isinstance(st, dict):
+            continue
+        who = f"parameter {names[k]!r}" if names and k in names else f"parameter {k}"
+        want = _shape(p)
+        for key, v in st.items():
+            if not optimizer._is_param_shaped(key, v):
+                continue
+            got = _shape(v)
+            if got != want:
+                errors.append(f"state {key!r} of {who} has shape {got}, but the parameter has "
+                              f"shape {want}")
+                continue
+            why = _layout_problem(p, v)
+            if why is not None:
+                errors.append(f"state {key!r} of {who}: {why}")
+    if errors:
+        raise ValueError(
+            f"{type(optimizer).__name__}.load_state_dict: the loaded state does not fit this "
+            "optimizer's parameters (nothing was loaded):\n  " + "\n  ".join(errors) + "\n"
+            "Load state saved for the same model and optimizer; for a sharded model save and "
+            "load the whole logical state: dcp.save/dcp.load of get_state_dict(model, "
+            "optimizer) (or of optimizer.state_dict(), whose tensors carry their layout), then "
+            "set_state_dict")
+
 
 def _bump(p: Tensor) -> None:
     p._version[0] += 1
 
 
-__all__ = ["Optimizer", "required"]
+__all__ = ["Optimizer", "required", "check_state_fits"]

@@ -15,7 +15,6 @@ from __future__ import annotations
 import numpy as np
 
 from .. import kernels
-from ..autograd import _wrap
 from ..kernels import optim as _optim_kernels
 from .optimizer import Optimizer, _bump, required
 
@@ -52,7 +51,7 @@ class SGD(Optimizer):
                     if mom != 0:
                         st = self.state[p]
                         if st.get("momentum_buffer") is None:
-                            st["momentum_buffer"] = _wrap(np.empty_like(x))
+                            st["momentum_buffer"] = self._state_like(p, np.empty_like(x))
                             first = True
                         buf = st["momentum_buffer"].array
                     if buf is None or kernels.usable(x, buf):
@@ -73,7 +72,7 @@ class SGD(Optimizer):
                     st = self.state[p]
                     buf = st.get("momentum_buffer")
                     if buf is None:
-                        buf = st["momentum_buffer"] = _wrap(d.copy())
+                        buf = st["momentum_buffer"] = self._state_like(p, d.copy())
                     else:
                         b = buf.array
                         b *= mom

@@ -142,6 +142,36 @@ def test_one_process_and_constructor_errors():
         ZeroRedundancyOptimizer(a.parameters(), optim.SGD, overlap_with_ddp=True, lr=0.1)
 
 
+def test_load_refuses_state_of_another_shape_before_changing_anything():
+    """ZeroRedundancyOptimizer.load_state_dict / load_sharded_state_dict check every state
+    tensor against its parameter first (issue 27): a wrong shape raises a ValueError naming
+    the state, and neither the state nor the hyper-parameters change."""
+    import copy
+
+    import shardflow as sf
+    import shardflow.nn as nn
+    import shardflow.optim as optim
+    from shardflow.distributed.zero import ZeroRedundancyOptimizer
+
+    sf.manual_seed(0)
+    m = nn.Linear(4, 3)
+    z = ZeroRedundancyOptimizer(m.parameters(), optim.AdamW, lr=0.1)
+    m(sf.randn(2, 4)).sum().backward()
+    z.step()
+    z.consolidate_state_dict(0)
+    good = z.state_dict()
+    inner_before = {p: dict(st) for p, st in z.optim.state.items()}
+    for load, sd in ((z.load_state_dict, good), (z.load_sharded_state_dict, z.sharded_state_dict())):
+        bad = copy.deepcopy(sd)
+        bad["state"][0]["exp_avg"] = sf.zeros(2, 4)  # the weight is (3, 4)
+        bad["param_groups"][0]["lr"] = 0.5
+        with pytest.raises(ValueError, match=r"state 'exp_avg' of parameter 0 has shape \(2, 4\)"):
+            load(bad)
+        assert z.param_groups[0]["lr"] == 0.1 and z.optim.param_groups[0]["lr"] == 0.1
+        assert all(z.optim.state[p][k] is v for p, st in inner_before.items() for k, v in st.items())
+    z.load_state_dict(good)  # the right state still loads
+
+
 # -- `shardflow train --zero 1|2|3` -------------------------------------------------------
 FLAGS = ["--max-steps", "4", "--n-layer", "2", "--n-embd", "32", "--n-head", "2", "--block-size",
          "16", "--batch-size", "8", "--eval-iters", "1", "--eval-interval", "2", "--log-interval",

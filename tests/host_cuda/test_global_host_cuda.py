@@ -253,9 +253,10 @@ opt = sf.optim.Adam(lin2.parameters(), lr=0.1)
 whole = np.arange(24, dtype=np.float32).reshape(6, 4)
 opt.state[lin2.weight] = {"exp_avg": sf.tensor(whole, device="cuda")}
 shard_optimizer_state(opt)
-st = opt.state[lin2.weight]["exp_avg"]
+st = opt.state[lin2.weight]["exp_avg"]  # laid out like its parameter (issue 27)
+assert st.is_global and st.sbp == lin2.weight.sbp and tuple(st.shape) == (6, 4)
 idx = layout.local_index((6, 4), mesh.shape, mesh.coordinate, lin2.weight.sbp)
-close(host(st, "shard_optimizer_state"), layout.take(whole, idx), "shard_optimizer_state")
+close(host(st.to_local(), "shard_optimizer_state"), layout.take(whole, idx), "shard_optimizer_state")
 close(lin2.weight.numpy(), w2, "blocks split parameter")
 print(f"rank {rank}: collectives ok")
 """

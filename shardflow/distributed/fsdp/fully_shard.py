@@ -13,7 +13,11 @@ PyTorch does. Call it on the blocks first, then on the root::
 Each rank feeds its own batch (data parallel). At rest every parameter is a global tensor
 ``Split(0)`` over the mesh (``(Broadcast, Split(0))`` on a 2-D HSDP mesh), and so is its
 ``.grad`` after backward: optimizers, ``clip_grad_norm_``, LR schedulers and
-``state_dict()`` work on the shards unchanged.
+``state_dict()`` work on the shards unchanged. The optimizers' state of a sharded
+parameter (Adam's moments, momentum buffers) is a global tensor with the parameter's
+layout, as PyTorch's is a DTensor: the update runs on the local shards, while
+``optimizer.state_dict()``, ``dcp.save`` and ``get_optimizer_state_dict`` see the whole
+logical tensor (docs/ZERO.md, "Optimizer state and checkpoints").
 
 Algorithm and communication plan (per step, ``Ψ`` = parameter elements)
 -------------------------------------------------------------------------
@@ -515,9 +519,10 @@ def _broadcast_from_rank0(params, module, owned_elsewhere) -> None:
 
 
 def sharded_optimizer_state_dict(optimizer) -> dict:
-    """``optimizer.state_dict()`` with each state tensor of a sharded parameter's shard shape
-    wrapped as a global tensor laid out like that parameter (no communication); for
-    sharded checkpoints."""
+    """``optimizer.state_dict()`` with every state tensor of a sharded parameter a global
+    tensor laid out like it (no communication); for sharded checkpoints. The optimizers
+    already make such state global (``Optimizer._state_like``), so this only wraps plain
+    shard-shaped state tensors made otherwise (kept for scripts written before)."""
     from ...autograd import _wrap
 
     sd = optimizer.state_dict()
@@ -531,7 +536,8 @@ def sharded_optimizer_state_dict(optimizer) -> dict:
             continue
         state[i] = {}
         for k, v in st.items():
-            if isinstance(v, Tensor) and v.array.ndim and v.array.shape == p.array.shape:
+            if (isinstance(v, Tensor) and v._spec is None and v.array.ndim
+                    and v.array.shape == p.array.shape):
                 t = _wrap(v.array)
                 t._spec = spec
                 v = t
