@@ -204,6 +204,25 @@ def test_queue_round_trip_shares_both_ways(method, strategy):
     _assert_nothing_left({os.getpid(), child.pid}, descriptors)
 
 
+def test_a_tensor_sent_back_after_its_sender_exited_is_received(strategy):
+    """The child has exited before the parent unpickles the tensor it sent back; the
+    parent maps that memory already, so nothing has to come from the child (torch's
+    file_descriptor strategy fails here: its receiver asks the dead sender for the
+    descriptor first)."""
+    descriptors = _descriptors()
+    ctx = smp.get_context("fork")
+    inbox, outbox = ctx.Queue(), ctx.Queue()
+    child = ctx.Process(target=targets.echo_and_exit, args=(inbox, outbox))
+    child.start()
+    t = sf.zeros(2)
+    inbox.put(t)
+    _finish(child)
+    back = outbox.get(timeout=TIMEOUT)
+    assert np.shares_memory(back.array, t.array) and t.tolist() == [1.0, 1.0]
+    del t, back
+    _assert_nothing_left({os.getpid(), child.pid}, descriptors)
+
+
 def test_pool_tasks_and_results_share_like_torch():
     results = {}
     for lib in (sf, torch):

@@ -34,8 +34,9 @@ when an array is moved; an array keeps its segment's kind):
   parent's mapping without a reference of its own.
 
 Releases run through ``multiprocessing.util.Finalize``: when the segment is garbage
-collected, and at the exit of the process (main, spawned, forked or forkserver child), but
-never in a forked child for its parent's segments.
+collected and, for named segments, at the exit of the process (main, spawned, forked or
+forkserver child) after its queues have flushed, but never in a forked child for its
+parent's segments.
 """
 
 from __future__ import annotations
@@ -278,11 +279,18 @@ def _named_release(segment: SharedSegment, name: str, directory: str) -> None:
     _own(segment, add_reference, (name, directory, -1))
 
 
+# Exit order: after multiprocessing's queues have flushed (their feeder threads are joined
+# at priority -5 and may still be pickling a tensor of this segment), before its temporary
+# directory goes (-100). Descriptors need no closing at exit.
+_EXIT_PRIORITY = {"fd": None, "name": -50}
+
+
 def _own(segment: SharedSegment, release, args) -> None:
-    """Run ``release(*args)`` when ``segment`` is collected or this process exits, in this
-    process only (``multiprocessing.util.Finalize`` skips other processes)."""
+    """Run ``release(*args)`` when ``segment`` is collected (and, for a named segment, when
+    this process exits), in this process only (``multiprocessing.util.Finalize`` skips
+    other processes)."""
     segment.owner_pid, segment.release = os.getpid(), (release, args)
-    util.Finalize(segment, release, args=args, exitpriority=0)
+    util.Finalize(segment, release, args=args, exitpriority=_EXIT_PRIORITY[segment.kind])
     util.register_after_fork(segment, _after_fork)
 
 
@@ -292,7 +300,7 @@ def _after_fork(segment: SharedSegment) -> None:
     # Segments a forked child inherited belong to its parent (another owner_pid).
     if segment.owner_pid == os.getpid():
         release, args = segment.release
-        util.Finalize(segment, release, args=args, exitpriority=0)
+        util.Finalize(segment, release, args=args, exitpriority=_EXIT_PRIORITY[segment.kind])
 
 
 def add_reference(name: str, directory: str, delta: int) -> int:
