@@ -31,11 +31,16 @@ def echo_and_make(inbox, outbox, release, report):
     report.put((was_shared, mine.tolist()))
 
 
-def echo_and_exit(inbox, outbox):
-    """Add 1 to the received tensor and send it back, then exit at once."""
+def echo(inbox, outbox, go=None, done=None):
+    """Add 1 to the received tensor and send it back, then exit at once. With ``go``, wait
+    for that event before receiving; with ``done``, for that one before exiting."""
+    if go is not None and not go.wait(60):
+        raise TimeoutError("the parent did not say go within 60 s")
     x = inbox.get(timeout=60)
     x.add_(1.0)
     outbox.put(x)
+    if done is not None and not done.wait(60):
+        raise TimeoutError("the parent did not say done within 60 s")
 
 
 def scale_in_place(t):
@@ -100,3 +105,19 @@ def hogwild_train(lib_name, rank, model, steps, batch, turns=None):
         step(k)
         if turns is not None:
             turns[(rank + 1) % len(turns)].release()
+
+
+def share_and_die(sharing, kill):
+    """A process that makes a shared tensor, then dies (``os.kill(SIGKILL)``: no cleanup of
+    its own) or exits normally; prints its pid first."""
+    import os
+    import signal
+
+    import shardflow.multiprocessing as smp
+
+    smp.set_sharing_strategy(sharing)
+    print(os.getpid(), flush=True)
+    t = shardflow.ones(1000).share_memory_()
+    assert t.is_shared()
+    if kill:
+        os.kill(os.getpid(), signal.SIGKILL)

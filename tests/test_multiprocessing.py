@@ -7,6 +7,10 @@ import gc
 import importlib
 import os
 import pickle
+import signal
+import subprocess
+import sys
+import time
 from multiprocessing.reduction import ForkingPickler
 
 import numpy as np
@@ -212,7 +216,7 @@ def test_a_tensor_sent_back_after_its_sender_exited_is_received(strategy):
     descriptors = _descriptors()
     ctx = smp.get_context("fork")
     inbox, outbox = ctx.Queue(), ctx.Queue()
-    child = ctx.Process(target=targets.echo_and_exit, args=(inbox, outbox))
+    child = ctx.Process(target=targets.echo, args=(inbox, outbox))
     child.start()
     t = sf.zeros(2)
     inbox.put(t)
@@ -221,6 +225,45 @@ def test_a_tensor_sent_back_after_its_sender_exited_is_received(strategy):
     assert np.shares_memory(back.array, t.array) and t.tolist() == [1.0, 1.0]
     del t, back
     _assert_nothing_left({os.getpid(), child.pid}, descriptors)
+
+
+def test_a_sent_tensor_outlives_its_senders_reference(strategy):
+    """The parent drops its tensor once the message is written, before the child reads it:
+    the message keeps the memory (a file_system reference, a descriptor duplicate)."""
+    descriptors = _descriptors()
+    ctx = smp.get_context("fork")
+    inbox, outbox, go, done = ctx.Queue(), ctx.Queue(), ctx.Event(), ctx.Event()
+    child = ctx.Process(target=targets.echo, args=(inbox, outbox, go, done))
+    child.start()
+    inbox.put(sf.full((2,), 5.0))
+    inbox.close()
+    inbox.join_thread()  # the message is written and the parent holds no tensor any more
+    gc.collect()
+    go.set()
+    back = outbox.get(timeout=TIMEOUT)  # a new mapping: the child must still be alive
+    done.set()
+    _finish(child)
+    assert back.is_shared() and back.tolist() == [6.0, 6.0]
+    del back
+    _assert_nothing_left({os.getpid(), child.pid}, descriptors)
+
+
+@pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="file_system segments live in /dev/shm")
+@pytest.mark.parametrize("kill", [False, True])
+def test_file_system_segments_go_when_their_processes_end(kill):
+    """A process that exits, or is killed with its segment still in use, leaves no name in
+    /dev/shm once it has ended (killed: multiprocessing's resource tracker unlinks it)."""
+    code = f"from tests._multiprocessing_targets import share_and_die; share_and_die('file_system', {kill})"
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    run = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True,
+                         text=True, timeout=TIMEOUT)
+    assert run.returncode == (-signal.SIGKILL if kill else 0), run.stderr
+    pid = int(run.stdout.split()[0])
+    deadline = time.monotonic() + 10  # the tracker notices its client's death asynchronously
+    while _segment_names({pid}) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _segment_names({pid}) == set()
 
 
 def test_pool_tasks_and_results_share_like_torch():
