@@ -141,6 +141,21 @@ def test_plain_pickle_and_deepcopy_still_copy():
         assert t.tolist() == [1.0, 1.0, 1.0]
 
 
+def test_views_travel_as_views_with_their_layout(strategy):
+    """A view of a shared tensor (offset, strides, bfloat16) pickled by multiprocessing's
+    pickler comes back as the same view of the same memory."""
+    descriptors = _descriptors()
+    base = sf.arange(12.0).reshape(3, 4).to(sf.bfloat16).share_memory_()
+    view = base.t()[1:]  # (3, 3), strides (1, 4), offset of one element
+    back = ForkingPickler.loads(ForkingPickler.dumps(view))
+    assert (back.stride(), back.dtype, back.tolist()) == (view.stride(), view.dtype, view.tolist())
+    assert np.shares_memory(back.array, base.array)
+    back.fill_(-1.0)
+    assert base.float().tolist() == [[0.0, -1.0, -1.0, -1.0], [4.0, -1.0, -1.0, -1.0], [8.0, -1.0, -1.0, -1.0]]
+    del base, view, back
+    _assert_nothing_left({os.getpid()}, descriptors)
+
+
 def test_refusals_name_the_problem_and_change_nothing():
     graph = sf.ones(2, requires_grad=True) * 2
     with pytest.raises(RuntimeError, match="Cowardly refusing to serialize non-leaf tensor"):

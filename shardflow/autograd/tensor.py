@@ -21,16 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import (
-    CPU,
-    as_dtype,
-    device_of,
-    dtypes,
-    from_numpy_dtype,
-    is_device_array,
-    shared_memory,
-    to_device,
-)
+from ..backend import CPU, as_dtype, device_of, dtypes, from_numpy_dtype, is_device_array, to_device
+from ..backend import shared_memory as shm
 from . import _tensor_str, grad_mode
 from .dispatch import OPS
 
@@ -336,15 +328,15 @@ class Tensor:
                 "(PyTorch shares CUDA tensors through CUDA IPC, which shardflow does not "
                 "implement). Keep the shared model on the CPU (Hogwild), or use `shardflow run "
                 "-n N` for multi-GPU data-parallel training")
-        with shared_memory.lock:
-            if not shared_memory.is_shared(self.array):
-                (self.array,) = shared_memory.share_arrays([self.array])
+        with shm.lock:
+            if not shm.is_shared(self.array):
+                (self.array,) = shm.share_arrays([self.array])
         return self
 
     def is_shared(self) -> bool:
         """True when the tensor's elements are in shared memory (``share_memory_()``, or
         received through ``shardflow.multiprocessing``)."""
-        return self._spec is None and shared_memory.is_shared(self.array)
+        return self._spec is None and shm.is_shared(self.array)
 
     def to(self, *args, **kwargs) -> Tensor:
         """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other_tensor)``."""

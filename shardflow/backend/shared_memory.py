@@ -41,7 +41,6 @@ parent's segments.
 
 from __future__ import annotations
 
-import fcntl
 import itertools
 import mmap
 import os
@@ -306,20 +305,18 @@ def _after_fork(segment: SharedSegment) -> None:
 def add_reference(name: str, directory: str, delta: int) -> int:
     """Change the reference count of the named segment by ``delta`` under its file lock;
     unlink it when the count reaches zero. Returns the new count (0 if already gone)."""
+    import fcntl  # POSIX only, like the file_system strategy
+
     path = os.path.join(directory, name)
     try:
         fd = os.open(path, os.O_RDWR)
     except FileNotFoundError:
-        if delta > 0:
-            raise RuntimeError(
-                f"cannot share the tensor in shared-memory segment {name!r}: it was freed (its "
-                "last owning process released it; a forked child does not own its parent's "
-                "segments). Keep the tensor alive in its creating process, or use the "
-                "'file_descriptor' sharing strategy") from None
-        return 0
+        return _gone(name, delta)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         (count,) = _COUNT.unpack(os.pread(fd, _COUNT.size, 0))
+        if count <= 0:  # another process released it to zero (and unlinked it) as we opened it
+            return _gone(name, delta)
         count = max(count + delta, 0)
         os.pwrite(fd, _COUNT.pack(count), 0)
         if count == 0:
@@ -329,6 +326,16 @@ def add_reference(name: str, directory: str, delta: int) -> int:
         return count
     finally:
         os.close(fd)  # releases the lock
+
+
+def _gone(name: str, delta: int) -> int:
+    if delta > 0:
+        raise RuntimeError(
+            f"cannot share the tensor in shared-memory segment {name!r}: it was freed (its last "
+            "owning process released it; a forked child does not own its parent's segments). "
+            "Keep the tensor alive in its creating process, or use the 'file_descriptor' "
+            "sharing strategy")
+    return 0
 
 
 def attach_named(name: str, directory: str) -> SharedSegment:
