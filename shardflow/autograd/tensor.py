@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend import CPU, as_dtype, device_of, dtypes, from_numpy_dtype, is_device_array, to_device
+from ..backend import shared_memory as shm
 from . import _tensor_str, grad_mode
 from .dispatch import OPS
 
@@ -305,6 +306,37 @@ class Tensor:
 
     def __reduce_ex__(self, protocol):
         return (_rebuild, (self.numpy().copy(), self.requires_grad))
+
+    # ------------------------------------------------------------------ shared memory
+    def share_memory_(self) -> Tensor:
+        """Move this tensor's elements into shared memory, in place (PyTorch's
+        ``share_memory_``); a no-op when they are there already. The same Tensor then views
+        a shared-memory segment (``backend/shared_memory.py``), so ``.data``, views taken
+        afterwards and the in-place updates of processes it is sent to
+        (``shardflow.multiprocessing``) all use the same memory. Views taken *before* keep
+        the old memory (PyTorch moves the whole storage; here the tensor's array is moved).
+        CUDA tensors are refused: PyTorch shares them through CUDA IPC, which shardflow does
+        not implement."""
+        if self._spec is not None:
+            raise RuntimeError(
+                "share_memory_() works on local tensors; a global tensor's shard belongs to its "
+                "rank's process. Share t.to_local() instead, or train data-parallel with "
+                "`shardflow run -n N`")
+        if not isinstance(self.array, np.ndarray):
+            raise RuntimeError(
+                f"share_memory_() of a {self.device} tensor: shardflow shares CPU tensors only "
+                "(PyTorch shares CUDA tensors through CUDA IPC, which shardflow does not "
+                "implement). Keep the shared model on the CPU (Hogwild), or use `shardflow run "
+                "-n N` for multi-GPU data-parallel training")
+        with shm.lock:
+            if not shm.is_shared(self.array):
+                (self.array,) = shm.share_arrays([self.array])
+        return self
+
+    def is_shared(self) -> bool:
+        """True when the tensor's elements are in shared memory (``share_memory_()``, or
+        received through ``shardflow.multiprocessing``)."""
+        return self._spec is None and shm.is_shared(self.array)
 
     def to(self, *args, **kwargs) -> Tensor:
         """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other_tensor)``."""

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from ..autograd import Function, Tensor, no_grad
-from ..backend import as_dtype, device_of, dtypes, to_device
+from ..backend import as_dtype, device_of, dtypes, shared_memory, to_device
 from ..backend import device as _device
 from .parameter import Buffer, Parameter
 
@@ -480,6 +480,26 @@ class Module:
         return self
 
     def share_memory(self) -> Module:
+        """PyTorch's ``Module.share_memory()``: move every parameter and buffer, and their
+        ``.grad``, into shared memory in place (``Tensor.share_memory_``), so processes the
+        module is given to (``shardflow.multiprocessing``, fork or spawn) update the same
+        memory: Hogwild training. Tensors that view one array (tied weights,
+        ``Parameter(t)``) are moved together and stay views of one shared copy. Every tensor
+        is checked before any moves (CPU and local)."""
+        tensors, seen = [], set()
+        for m in self.modules():
+            for t in itertools.chain(m._parameters.values(), m._buffers.values()):
+                for x in (t, None if t is None else t.grad):
+                    if x is not None and id(x) not in seen:
+                        seen.add(id(x))
+                        tensors.append(x)
+        for t in tensors:
+            if t._spec is not None or not isinstance(t.array, np.ndarray):
+                t.share_memory_()  # raises, saying why, before anything moved
+        with shared_memory.lock:
+            moved = shared_memory.share_arrays([t.array for t in tensors])
+            for t, a in zip(tensors, moved):
+                t.array = a
         return self
 
     # ------------------------------------------------------------------ dtype / device
