@@ -14,12 +14,15 @@ from . import (
     cpu,
     cuda,
     data,
+    distributions,
+    linalg,
     multiprocessing,
     nn,
     onnx,
     optim,
     profiler,
     serialization,
+    special,
     utils,
 )
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled

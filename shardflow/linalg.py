@@ -1,0 +1,8 @@
+"""``torch.linalg``'s names that shardflow has (a re-export module, no logic): the
+implementations are ops in ``shardflow/ops/cholesky.py``."""
+
+from .ops.cholesky import LinAlgError
+from .ops.cholesky import linalg_cholesky as cholesky
+from .ops.cholesky import linalg_solve_triangular as solve_triangular
+
+__all__ = ["cholesky", "solve_triangular", "LinAlgError"]
