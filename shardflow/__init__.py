@@ -39,6 +39,8 @@ from .autograd._tensor_str import get_printoptions, set_printoptions
 from .autograd.predicates import is_complex, is_floating_point, is_tensor
 from .backend import (
     bfloat16,
+    complex64,
+    complex128,
     cuda_is_available,
     device,
     dtype,
@@ -82,6 +84,8 @@ from .quant import dequantize, qint8, qint32, quantize_per_channel, quantize_per
 from .serialization import load, save
 
 half = float16
+cfloat = complex64
+cdouble = complex128
 float = float32
 double = float64
 long = int64

@@ -6,12 +6,15 @@ activations, comparisons, logical, where/clamp/pow), elementwise_extra (rounding
 reduce, shape, index, matmul (matmul/bmm/einsum/linear), sort (sort/topk/multinomial), loss,
 normalization, attention, conv, pool, sampling (interpolate, im2col/col2im), dropout, creation,
 conversion, special_functions (lgamma/digamma/polygamma/erfinv/xlogy), cholesky (Cholesky and
-triangular solves), gamma_sampling (Gamma/Dirichlet draws with implicit gradients).
+triangular solves), complex_ops (polar, view_as_real/complex, real/imag, conj, angle),
+gamma_sampling (Gamma/Dirichlet draws with implicit gradients), tensor_products (kron,
+tensordot, cross, addmv, addr).
 """
 
 from .arithmetic import add, div, mul, neg, reciprocal, sub
 from .attention import *
 from .cholesky import *
+from .complex_ops import *
 from .conv import *
 from .conversion import clone, contiguous, copy_, fill_
 from .creation import *
@@ -29,3 +32,4 @@ from .sampling import *
 from .shape import *
 from .sort import *
 from .special_functions import *
+from .tensor_products import *

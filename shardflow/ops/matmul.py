@@ -37,7 +37,7 @@ import numpy as np
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import get_array_module
-from ._util import as_array, as_dtype_of, as_tensor_arg, unbroadcast
+from ._util import as_array, as_dtype_of, as_tensor_arg, promote, unbroadcast
 
 __all__ = [
     "matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", "addmm", "baddbmm",
@@ -271,15 +271,19 @@ class Outer(Function):
         return a[:, None] * b[None, :]
 
     def backward(self, g):
-        ga = g @ self.b if self.needs_input_grad[0] else None
-        gb = self.a @ g if self.needs_input_grad[1] else None
+        a, b = self.a, self.b
+        if a.dtype.kind == "c":  # complex: g @ conj(other) (conjugate Wirtinger, as PyTorch)
+            a, b = a.conjugate(), b.conjugate()
+        ga = g @ b if self.needs_input_grad[0] else None
+        gb = a @ g if self.needs_input_grad[1] else None
         return ga, gb
 
 
 @register("outer", "ger")
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
-    """Outer product of two 1-D tensors: ``(M,), (N,) -> (M, N)``."""
-    a, b = _tensors(input, vec2)
+    """Outer product of two 1-D tensors: ``(M,), (N,) -> (M, N)``. Unlike the other
+    products, PyTorch promotes mixed dtypes here (``outer(int64, float32)`` is float32)."""
+    a, b = promote(as_tensor_arg(input, "input"), as_tensor_arg(vec2, "vec2"))
     for name, t in (("self", a), ("vec2", b)):
         if t.array.ndim != 1:
             raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {t.array.ndim}-D")
