@@ -22,6 +22,7 @@ from . import (
     optim,
     profiler,
     serialization,
+    sparse,
     special,
     utils,
 )
@@ -53,9 +54,12 @@ from .backend import (
     int16,
     int32,
     int64,
+    layout,
     promote_types,
     set_default_device,
     set_default_dtype,
+    sparse_coo,
+    strided,
     uint8,
 )
 from .backend import bool_ as bool

@@ -202,13 +202,16 @@ def array_str(a: np.ndarray, indent: int) -> str:
     return _nested_str(a, indent, summarize, fmt)
 
 
-def _add_suffixes(body: str, suffixes: list[str], indent: int) -> str:
+def _add_suffixes(body: str, suffixes: list[str], indent: int, force_newline: bool = False) -> str:
+    """Append ``suffixes`` after ``body``; ``force_newline`` starts the first on a new line
+    (PyTorch does for sparse tensors)."""
     parts = [body]
     last_line_len = len(body) - body.rfind("\n") + 1
     for s in suffixes:
-        if last_line_len + len(s) + 2 > PRINT_OPTS.linewidth:
+        if force_newline or last_line_len + len(s) + 2 > PRINT_OPTS.linewidth:
             parts.append(",\n" + " " * indent + s)
             last_line_len = indent + len(s)
+            force_newline = False
         else:
             parts.append(", " + s)
             last_line_len += len(s) + 2

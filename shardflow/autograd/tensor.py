@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend import CPU, as_dtype, device_of, dtypes, from_numpy_dtype, is_device_array, to_device
+from ..backend.layout import strided
 from . import _tensor_str, grad_mode
 from .dispatch import OPS
 
@@ -155,7 +156,11 @@ class Tensor:
 
     @property
     def is_sparse(self) -> bool:
-        return False
+        return False  # a sparse COO tensor is ops/sparse_coo.SparseTensor
+
+    @property
+    def layout(self):
+        return strided
 
     @property
     def is_quantized(self) -> bool:

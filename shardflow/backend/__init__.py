@@ -24,6 +24,7 @@ from .dtypes import (
     set_default_dtype,
     uint8,
 )
+from .layout import layout, sparse_coo, strided
 from .memory import tune_allocator
 from .xp import (
     cuda_is_available,
