@@ -14,12 +14,16 @@ from . import (
     cpu,
     cuda,
     data,
+    distributions,
+    linalg,
     multiprocessing,
     nn,
     onnx,
     optim,
     profiler,
     serialization,
+    sparse,
+    special,
     utils,
 )
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled
@@ -36,6 +40,8 @@ from .autograd._tensor_str import get_printoptions, set_printoptions
 from .autograd.predicates import is_complex, is_floating_point, is_tensor
 from .backend import (
     bfloat16,
+    complex64,
+    complex128,
     cuda_is_available,
     device,
     dtype,
@@ -48,9 +54,12 @@ from .backend import (
     int16,
     int32,
     int64,
+    layout,
     promote_types,
     set_default_device,
     set_default_dtype,
+    sparse_coo,
+    strided,
     uint8,
 )
 from .backend import bool_ as bool
@@ -79,6 +88,8 @@ from .quant import dequantize, qint8, qint32, quantize_per_channel, quantize_per
 from .serialization import load, save
 
 half = float16
+cfloat = complex64
+cdouble = complex128
 float = float32
 double = float64
 long = int64

@@ -17,6 +17,9 @@ Algorithm (PyTorch's ``torch/_tensor_str.py``, run on the NumPy array):
   that are not 1-d) follow the contents, moved to a new line when the line would pass
   ``linewidth``.
 
+Complex tensors print as PyTorch's ``1.0000+2.0000j``: the real and the imaginary parts
+each get their own float formatter.
+
 The only difference from PyTorch is the names it prints: ``dtype=shardflow.float64`` and
 shardflow's backward function names.
 """
@@ -131,6 +134,22 @@ class _Formatter:
         return (self.max_width - len(s)) * " " + s
 
 
+class _ComplexFormatter:
+    """PyTorch's complex format: one float formatter for the real parts and one for the
+    imaginary parts, joined as ``re+imj`` (the imaginary part's padding dropped)."""
+
+    def __init__(self, values: np.ndarray):
+        self.real = _Formatter(values.real)
+        self.imag = _Formatter(values.imag)
+        self.max_width = self.real.max_width + self.imag.max_width + 1  # + the 'j'
+
+    def format(self, value) -> str:
+        value = complex(value)
+        real = self.real.format(value.real)
+        imag = (self.imag.format(value.imag) + "j").lstrip()
+        return real + imag if imag[0] in "+-" else real + "+" + imag
+
+
 def _summarized(a: np.ndarray) -> np.ndarray:
     """The elements a summary shows (``edgeitems`` at each end of every dim)."""
     e = PRINT_OPTS.edgeitems
@@ -175,19 +194,24 @@ def array_str(a: np.ndarray, indent: int) -> str:
     """The bracketed contents of a tensor whose values are ``a`` (a host NumPy array)."""
     if a.size == 0:
         return "[]"
-    if a.dtype.kind not in "biuf" or (a.dtype.kind == "f" and a.dtype.itemsize < 4):
+    if a.dtype.kind not in "biufc" or (a.dtype.kind == "f" and a.dtype.itemsize < 4):
         a = a.astype(np.float64)  # bfloat16 (ml_dtypes) and float16 print their exact values
     summarize = a.size > PRINT_OPTS.threshold
-    return _nested_str(a, indent, summarize, _Formatter(_summarized(a) if summarize else a))
+    shown = _summarized(a) if summarize else a
+    fmt = _ComplexFormatter(shown) if a.dtype.kind == "c" else _Formatter(shown)
+    return _nested_str(a, indent, summarize, fmt)
 
 
-def _add_suffixes(body: str, suffixes: list[str], indent: int) -> str:
+def _add_suffixes(body: str, suffixes: list[str], indent: int, force_newline: bool = False) -> str:
+    """Append ``suffixes`` after ``body``; ``force_newline`` starts the first on a new line
+    (PyTorch does for sparse tensors)."""
     parts = [body]
     last_line_len = len(body) - body.rfind("\n") + 1
     for s in suffixes:
-        if last_line_len + len(s) + 2 > PRINT_OPTS.linewidth:
+        if force_newline or last_line_len + len(s) + 2 > PRINT_OPTS.linewidth:
             parts.append(",\n" + " " * indent + s)
             last_line_len = indent + len(s)
+            force_newline = False
         else:
             parts.append(", " + s)
             last_line_len += len(s) + 2

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..backend import CPU, as_dtype, device_of, dtypes, from_numpy_dtype, is_device_array, to_device
 from ..backend import shared_memory as shm
+from ..backend.layout import strided
 from . import _tensor_str, grad_mode
 from .dispatch import OPS
 
@@ -78,10 +79,10 @@ class Tensor:
         self._hooks = None
         self._post_hooks = None
         self._spec = None
-        if requires_grad and not _is_float(arr):
+        if requires_grad and not _is_differentiable(arr):
             raise RuntimeError(
-                f"only floating point tensors can require gradients, got dtype {self.dtype}; "
-                "create it with dtype=shardflow.float32"
+                f"only floating point and complex tensors can require gradients, got dtype "
+                f"{self.dtype}; create it with dtype=shardflow.float32"
             )
 
     # ------------------------------------------------------------------ metadata
@@ -156,7 +157,11 @@ class Tensor:
 
     @property
     def is_sparse(self) -> bool:
-        return False
+        return False  # a sparse COO tensor is ops/sparse_coo.SparseTensor
+
+    @property
+    def layout(self):
+        return strided
 
     @property
     def is_quantized(self) -> bool:
@@ -401,6 +406,23 @@ class Tensor:
     def bool(self):
         return self.to(dtypes.bool_)
 
+    # -------------------------------------------------------------- complex (ops/complex_ops.py)
+    def cfloat(self):
+        return self.to(dtypes.complex64)
+
+    def cdouble(self):
+        return self.to(dtypes.complex128)
+
+    @property
+    def real(self) -> Tensor:
+        """The real part (PyTorch: a view; the tensor itself for a real tensor)."""
+        return OPS["real"](self)
+
+    @property
+    def imag(self) -> Tensor:
+        """The imaginary part of a complex tensor (PyTorch raises for a real one)."""
+        return OPS["imag"](self)
+
     def cpu(self):
         return self.to("cpu")
 
@@ -412,9 +434,9 @@ class Tensor:
 
     # ------------------------------------------------------------------ autograd
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
-        if requires_grad and not _is_float(self.array):
+        if requires_grad and not _is_differentiable(self.array):
             raise RuntimeError(
-                f"only floating point tensors can require gradients, got dtype {self.dtype}"
+                f"only floating point and complex tensors can require gradients, got dtype {self.dtype}"
             )
         if not requires_grad and self.grad_fn is not None:
             raise RuntimeError(
@@ -521,7 +543,8 @@ class Tensor:
     # ------------------------------------------------------------------ repr
     def __repr__(self) -> str:
         # PyTorch's format (autograd/_tensor_str.py): tensor(1.5000), tensor([1., 2.]) ...
-        return _tensor_str.tensor_repr(self, dtypes.get_default_dtype(), (dtypes.int64, dtypes.bool_))
+        return _tensor_str.tensor_repr(self, dtypes.get_default_dtype(),
+                                       (dtypes.int64, dtypes.bool_, dtypes.get_default_complex_dtype()))
 
     def __format__(self, format_spec: str) -> str:
         # PyTorch: a 0-d tensor formats like its Python number (f"{loss:.4f}", and f"{t}"
@@ -830,6 +853,12 @@ def _is_float(arr) -> bool:
     return k == "f" or k == "V"
 
 
+def _is_differentiable(arr) -> bool:
+    """Floating or complex: the dtypes PyTorch lets require gradients."""
+    k = arr.dtype.kind
+    return k == "f" or k == "V" or k == "c"
+
+
 def _wrap_dim(dim: int, ndim: int) -> int:
     if not -max(ndim, 1) <= dim < max(ndim, 1):
         raise IndexError(
@@ -855,9 +884,11 @@ def _as_array(data, dtype):
     arr = np.asarray(_nested(data))
     if arr.dtype == np.float64 and not isinstance(data, np.generic):
         arr = arr.astype(dtypes.get_default_dtype().np)
+    elif arr.dtype == np.complex128 and not isinstance(data, np.generic):
+        arr = arr.astype(dtypes.get_default_complex_dtype().np)  # [1 + 2j] -> complex64
     elif arr.dtype.kind in "iu" and not isinstance(data, np.generic):
         arr = arr.astype(np.int64)
-    elif arr.dtype.kind not in "fiubV":
+    elif arr.dtype.kind not in "fiubVc":
         raise TypeError(f"cannot make a tensor from {type(data).__name__} of dtype {arr.dtype}")
     return arr
 

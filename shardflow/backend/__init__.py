@@ -6,11 +6,14 @@ from .dtypes import (
     as_dtype,
     bfloat16,
     bool_,
+    complex64,
+    complex128,
     dtype,
     float16,
     float32,
     float64,
     from_numpy_dtype,
+    get_default_complex_dtype,
     get_default_dtype,
     int8,
     int16,
@@ -21,6 +24,7 @@ from .dtypes import (
     set_default_dtype,
     uint8,
 )
+from .layout import layout, sparse_coo, strided
 from .memory import tune_allocator
 from .xp import (
     cuda_is_available,

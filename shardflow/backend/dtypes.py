@@ -1,9 +1,11 @@
 """dtypes: PyTorch-named dtype objects over NumPy dtypes, and PyTorch's promotion rules.
 
 A ``shardflow.dtype`` wraps one NumPy dtype (bfloat16 comes from ml_dtypes). Promotion
-follows PyTorch, not NumPy: categories bool < integer < floating; within the highest
-category present, dimensioned tensors decide over zero-dim tensors, which decide over
-Python scalars; a Python float with an integer tensor gives the default float dtype.
+follows PyTorch, not NumPy: categories bool < integer < floating < complex; within the
+highest category present, dimensioned tensors decide over zero-dim tensors, which decide over
+Python scalars; a Python float with an integer tensor gives the default float dtype, a Python
+complex with a real tensor the complex dtype of matching precision (complex64 for float32
+and below, complex128 for float64; the default complex dtype follows the default float).
 """
 
 from __future__ import annotations
@@ -27,7 +29,15 @@ class dtype:
 
     @property
     def is_complex(self) -> bool:
-        return False
+        return self._category == 3
+
+    def to_complex(self) -> dtype:
+        """``torch.dtype.to_complex``: the complex dtype of this floating precision."""
+        return _TO_COMPLEX.get(self, self) if self._category >= 2 else self
+
+    def to_real(self) -> dtype:
+        """``torch.dtype.to_real``: the real dtype of a complex one (itself otherwise)."""
+        return _TO_REAL.get(self, self)
 
     def __repr__(self) -> str:
         return f"shardflow.{self.name}"
@@ -46,13 +56,18 @@ float16 = dtype("float16", np.float16, 2)
 bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, 2)
 float32 = dtype("float32", np.float32, 2)
 float64 = dtype("float64", np.float64, 2)
+complex64 = dtype("complex64", np.complex64, 3)
+complex128 = dtype("complex128", np.complex128, 3)
 
-ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64,
+       complex128)
+_TO_COMPLEX = {float16: complex64, bfloat16: complex64, float32: complex64, float64: complex128}
+_TO_REAL = {complex64: float32, complex128: float64}
 _BY_NP = {d.np: d for d in ALL}
 _BY_NAME = {d.name: d for d in ALL}
 _BY_NAME.update(
     {"bool": bool_, "half": float16, "float": float32, "double": float64, "long": int64,
-     "int": int32, "short": int16}
+     "int": int32, "short": int16, "cfloat": complex64, "cdouble": complex128}
 )
 
 # default dtypes: float32 for floats (settable like torch.set_default_dtype), int64 for ints
@@ -61,6 +76,11 @@ _default_float = [float32]
 
 def get_default_dtype() -> dtype:
     return _default_float[0]
+
+
+def get_default_complex_dtype() -> dtype:
+    """complex128 when the default float dtype is float64, else complex64 (PyTorch's rule)."""
+    return complex128 if _default_float[0] is float64 else complex64
 
 
 def set_default_dtype(d) -> None:
@@ -80,6 +100,8 @@ def as_dtype(d) -> dtype:
         return int64
     if d is bool:
         return bool_
+    if d is complex:
+        return get_default_complex_dtype()
     if isinstance(d, str):
         try:
             return _BY_NAME[d.removeprefix("torch.").removeprefix("shardflow.")]
@@ -109,6 +131,8 @@ _FLOAT_ORDER = {float16: 1, bfloat16: 1, float32: 2, float64: 3}
 def _promote_same_category(a: dtype, b: dtype) -> dtype:
     if a is b:
         return a
+    if a.is_complex:
+        return complex128 if complex128 in (a, b) else complex64
     if a.is_floating_point:
         oa, ob = _FLOAT_ORDER[a], _FLOAT_ORDER[b]
         if oa == ob:  # float16 with bfloat16
@@ -123,7 +147,10 @@ def promote_types(a, b) -> dtype:
     """``torch.promote_types``: the smallest dtype both can be cast to."""
     a, b = as_dtype(a), as_dtype(b)
     if a._category != b._category:
-        return a if a._category > b._category else b
+        hi, lo = (a, b) if a._category > b._category else (b, a)
+        if hi is complex64 and lo is float64:  # the precision of the float survives
+            return complex128
+        return hi
     return _promote_same_category(a, b)
 
 
@@ -132,18 +159,36 @@ def scalar_category(value) -> int:
         return 0
     if isinstance(value, int | np.integer):
         return 1
+    if isinstance(value, complex | np.complexfloating):
+        return 3
     return 2
+
+
+def _combine_categories(higher, lower):
+    """PyTorch's ``combine_categories``: ``higher`` (dimensioned tensors, or zero-dim ones
+    against scalars) decides unless ``lower`` is of a higher category; a complex ``lower``
+    makes a floating ``higher`` complex at its own precision."""
+    if higher is None:
+        return lower
+    if lower is None or higher.is_complex:
+        return higher
+    if lower.is_complex:
+        return higher.to_complex() if higher.is_floating_point else lower
+    if higher.is_floating_point:
+        return higher
+    if higher is bool_ or lower.is_floating_point:
+        return promote_types(higher, lower)
+    return higher
 
 
 def result_type(operands) -> dtype:
     """PyTorch's result dtype for operands given as (dtype, ndim) pairs or Python scalars.
 
     Tensors with ndim > 0 outrank zero-dim tensors, which outrank Python scalars, but a
-    higher category always wins, taking the default dtype of that category when it comes
-    from a scalar.
+    higher category always wins (``_combine_categories``), taking the default dtype of that
+    category when it comes from a scalar.
     """
-    dim_t = zero_t = None
-    scalar_cat = -1
+    dim_t = zero_t = scalar_t = None
     for op in operands:
         if isinstance(op, tuple):
             d, ndim = op
@@ -152,12 +197,7 @@ def result_type(operands) -> dtype:
             else:
                 zero_t = d if zero_t is None else promote_types(zero_t, d)
         else:
-            scalar_cat = max(scalar_cat, scalar_category(op))
-    result = dim_t
-    if zero_t is not None:
-        if result is None or zero_t._category > result._category:
-            result = zero_t
-    if scalar_cat >= 0:
-        if result is None or scalar_cat > result._category:
-            result = (bool_, int64, get_default_dtype())[scalar_cat]
-    return result
+            cat = scalar_category(op)
+            d = (bool_, int64, get_default_dtype(), get_default_complex_dtype())[cat]
+            scalar_t = d if scalar_t is None else promote_types(scalar_t, d)
+    return _combine_categories(dim_t, _combine_categories(zero_t, scalar_t))

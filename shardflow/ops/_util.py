@@ -9,7 +9,7 @@ from ..autograd import Tensor, _wrap
 from ..autograd import grad_mode as _gm
 from ..backend import dtypes, from_numpy_dtype, result_type
 
-_SCALARS = (int, float, bool, np.number, np.bool_)
+_SCALARS = (int, float, complex, bool, np.number, np.bool_)
 # What ``as_tensor_arg`` turns into a Tensor. A flat tuple: ``isinstance`` takes a tuple of
 # types or a ``X | Y`` union, but ``_SCALARS | np.ndarray`` (a tuple or'ed with a type) is a
 # TypeError, which made every ``tensor * ndarray`` fail.
@@ -110,7 +110,7 @@ def _promote_ndarray(t: Tensor, arr: np.ndarray, tensor_first: bool):
     two dtypes, which is what PyTorch produces (it computes ``tensor * ndarray`` through
     NumPy and wraps the result: float32 tensor * int32 array -> float64). The array becomes
     a Tensor of that dtype; unlike PyTorch, the result keeps the Tensor's autograd graph."""
-    if arr.dtype.kind not in "biuf" and arr.dtype != dtypes.bfloat16.np:
+    if arr.dtype.kind not in "biufc" and arr.dtype != dtypes.bfloat16.np:
         raise TypeError(
             f"cannot combine a Tensor with a NumPy array of dtype {arr.dtype}; "
             "convert the array to a numeric dtype first"

@@ -70,6 +70,14 @@ class Sub(Function):
         return ga, gb
 
 
+def _conj(x):
+    """``x`` conjugated when complex: for a complex product PyTorch's gradient is
+    ``g * conj(other)`` (conjugate Wirtinger calculus). Real operands pass untouched."""
+    if isinstance(x, complex) or (hasattr(x, "dtype") and x.dtype.kind == "c"):
+        return x.conjugate()
+    return x
+
+
 class Mul(Function):
     save_inputs = (0, 1)
 
@@ -82,8 +90,8 @@ class Mul(Function):
 
     def backward(self, g):
         a, b = self.a, self.b
-        ga = unbroadcast(g * b, _shape(a)) if self.needs_input_grad[0] else None
-        gb = unbroadcast(g * a, _shape(b)) if self.needs_input_grad[1] else None
+        ga = unbroadcast(g * _conj(b), _shape(a)) if self.needs_input_grad[0] else None
+        gb = unbroadcast(g * _conj(a), _shape(b)) if self.needs_input_grad[1] else None
         return ga, gb
 
 
@@ -98,7 +106,7 @@ class Div(Function):
             raise _broadcast_error(_shape(a), _shape(b)) from None
 
     def backward(self, g):
-        a, b = self.a, self.b
+        a, b = _conj(self.a), _conj(self.b)
         ga = unbroadcast(g / b, _shape(a)) if self.needs_input_grad[0] else None
         gb = unbroadcast(-g * a / (b * b), _shape(b)) if self.needs_input_grad[1] else None
         return ga, gb
@@ -143,14 +151,15 @@ def mul(input, other):
 
 
 def _int_div_dtype_fix(a, b):
-    """True division always gives a float (PyTorch): ints are cast to the default float."""
+    """True division always gives a float (PyTorch): ints are cast to the default float
+    (complex tensors stay complex)."""
     from ..backend import dtypes
     from .conversion import to_dtype
 
     f = dtypes.get_default_dtype()
-    if isinstance(a, Tensor) and not a.dtype.is_floating_point:
+    if isinstance(a, Tensor) and not a.dtype.is_floating_point and not a.dtype.is_complex:
         a = to_dtype(a, f)
-    if isinstance(b, Tensor) and not b.dtype.is_floating_point:
+    if isinstance(b, Tensor) and not b.dtype.is_floating_point and not b.dtype.is_complex:
         b = to_dtype(b, f)
     if isinstance(a, Tensor) and isinstance(b, Tensor):
         a, b = promote(a, b)
@@ -181,7 +190,8 @@ class Reciprocal(Function):
         return self.out
 
     def backward(self, g):
-        return -g * self.out * self.out
+        out = _conj(self.out)
+        return -g * out * out
 
 
 @register("reciprocal")

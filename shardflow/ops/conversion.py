@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..autograd import Function, Tensor
@@ -11,13 +13,22 @@ from ._util import inplace, needs_graph
 
 
 class ToDtype(Function):
+    """Cast. Complex -> real keeps the real part (PyTorch warns, as here); the gradient of a
+    real -> complex cast is the real part of the complex gradient."""
+
     save_inputs = ()
 
     def forward(self, a, dtype=None):
         self.in_dtype = a.dtype
+        if a.dtype.kind == "c" and dtype.np.kind != "c":
+            warnings.warn("Casting complex values to real discards the imaginary part",
+                          UserWarning, stacklevel=4)
+            return a.real.astype(dtype.np)
         return a.astype(dtype.np)
 
     def backward(self, g):
+        if g.dtype.kind == "c" and self.in_dtype.kind != "c":
+            g = g.real
         return g.astype(self.in_dtype)
 
 

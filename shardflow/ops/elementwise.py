@@ -364,7 +364,22 @@ Log = _unary("Log", _UnaryX, np.log, lambda g, x: g / x, "ln(x); grad g/x")
 Log2 = _unary("Log2", _UnaryX, np.log2, lambda g, x: g / (x * _LN2), "log2(x); grad g/(x ln2)")
 Log10 = _unary("Log10", _UnaryX, np.log10, lambda g, x: g / (x * _LN10), "log10; grad g/(x ln10)")
 Log1p = _unary("Log1p", _UnaryX, np.log1p, lambda g, x: g / (x + 1.0), "ln(1+x); grad g/(1+x)")
-Abs = _unary("Abs", _UnaryX, np.abs, lambda g, x: g * np.sign(x), "|x|; grad g*sign(x)")
+class Abs(_UnaryX):
+    """|x|; grad g*sign(x). A complex x gives a real |x| and the gradient g*x/|x| (PyTorch's
+    ``sgn``; NumPy's ``sign`` of a complex number is x/|x| already)."""
+
+    f = staticmethod(np.abs)
+    df = staticmethod(lambda g, x: g * np.sign(x))
+
+    def forward(self, x):
+        self.x = x
+        return np.abs(x) if x.dtype.kind == "c" else _same_dtype(np.abs(x), x)
+
+    def backward(self, g):
+        gx = g * np.sign(self.x)
+        return gx if self.x.dtype.kind == "c" else _same_dtype(gx, g)
+
+
 Sin = _unary("Sin", _UnaryX, np.sin, lambda g, x: g * np.cos(x), "sin; grad g*cos(x)")
 Cos = _unary("Cos", _UnaryX, np.cos, lambda g, x: -g * np.sin(x), "cos; grad -g*sin(x)")
 Sinh = _unary("Sinh", _UnaryX, np.sinh, lambda g, x: g * np.cosh(x), "sinh; grad g*cosh(x)")
@@ -910,6 +925,8 @@ class PowScalar(Function):
             return np.zeros_like(g)
         if e == 1:
             return g
+        if x.dtype.kind == "c":  # complex x: g * conj(dy/dx) (conjugate Wirtinger, as PyTorch)
+            return g * np.conjugate(e * np.power(x, e - 1))
         if e == 2:
             return as_dtype_of(g * (2.0 * x), g)
         return _same_dtype(g * (e * np.power(x, e - 1)), g)

@@ -35,9 +35,9 @@ import string
 import numpy as np
 
 from ..autograd import Function, Tensor
-from ..autograd.dispatch import register
+from ..autograd.dispatch import OPS, register
 from ..backend import get_array_module
-from ._util import as_array, as_dtype_of, as_tensor_arg, unbroadcast
+from ._util import as_array, as_dtype_of, as_tensor_arg, promote, unbroadcast
 
 __all__ = [
     "matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", "addmm", "baddbmm",
@@ -63,6 +63,10 @@ def _same_dtype(a: Tensor, b: Tensor) -> None:
             f"expected m1 and m2 to have the same dtype, but got: {a.dtype} != {b.dtype}; cast "
             "one operand with .to(other.dtype)"
         )
+
+
+def _has_sparse(a, b) -> bool:
+    return getattr(a, "is_sparse", False) or getattr(b, "is_sparse", False)
 
 
 def _tensors(a, b):
@@ -172,6 +176,8 @@ def _check_matmul(sa, sb):
 @register("matmul")
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """``torch.matmul``: see the module docstring for the 1-D / batched rules."""
+    if (input.__class__ is not Tensor or other.__class__ is not Tensor) and _has_sparse(input, other):
+        return OPS["_sparse_matmul"](input, other)  # a sparse COO operand: ops/sparse_coo.py
     a, b = input, other
     if not (isinstance(a, Tensor) and isinstance(b, Tensor)) or a.array.dtype != b.array.dtype:
         a, b = _tensors(a, b)
@@ -189,6 +195,8 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
 @register("mm")
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
     """Matrix product of two 2-D tensors (no broadcasting)."""
+    if (input.__class__ is not Tensor or mat2.__class__ is not Tensor) and _has_sparse(input, mat2):
+        return OPS["_sparse_matmul"](input, mat2)  # a sparse COO operand: ops/sparse_coo.py
     a, b = _tensors(input, mat2)
     if a.array.ndim != 2:
         raise RuntimeError(f"self must be a matrix, got a {a.array.ndim}-D tensor of shape {tuple(a.shape)}")
@@ -271,15 +279,19 @@ class Outer(Function):
         return a[:, None] * b[None, :]
 
     def backward(self, g):
-        ga = g @ self.b if self.needs_input_grad[0] else None
-        gb = self.a @ g if self.needs_input_grad[1] else None
+        a, b = self.a, self.b
+        if a.dtype.kind == "c":  # complex: g @ conj(other) (conjugate Wirtinger, as PyTorch)
+            a, b = a.conjugate(), b.conjugate()
+        ga = g @ b if self.needs_input_grad[0] else None
+        gb = a @ g if self.needs_input_grad[1] else None
         return ga, gb
 
 
 @register("outer", "ger")
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
-    """Outer product of two 1-D tensors: ``(M,), (N,) -> (M, N)``."""
-    a, b = _tensors(input, vec2)
+    """Outer product of two 1-D tensors: ``(M,), (N,) -> (M, N)``. Unlike the other
+    products, PyTorch promotes mixed dtypes here (``outer(int64, float32)`` is float32)."""
+    a, b = promote(as_tensor_arg(input, "input"), as_tensor_arg(vec2, "vec2"))
     for name, t in (("self", a), ("vec2", b)):
         if t.array.ndim != 1:
             raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {t.array.ndim}-D")

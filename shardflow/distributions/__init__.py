@@ -1,0 +1,53 @@
+"""``shardflow.distributions`` (``torch.distributions`` under ``import shardflow as torch``):
+probability distributions with PyTorch's API, built on shardflow's differentiable ops
+(layer L5: it imports ``ops``, ``autograd`` and ``backend`` only).
+
+Distributions: Normal, Categorical, Bernoulli, Uniform, MultivariateNormal, Beta, Gamma,
+Dirichlet, Independent, OneHotCategorical (+StraightThrough), Laplace, Exponential,
+LogNormal, TransformedDistribution; ``kl_divergence``/``register_kl``; ``constraints``;
+``transforms``. Each file states its formulas (PyTorch's). ``rsample`` is reparameterised
+where PyTorch's is: location-scale families by ``loc + eps * scale``, Gamma/Beta/Dirichlet
+through implicit gradients (``shardflow/ops/gamma_sampling.py``); discrete ones raise
+``NotImplementedError`` as PyTorch does. See docs/COMPAT.md, "torch.distributions".
+"""
+
+from . import constraints, transforms
+from .bernoulli import Bernoulli
+from .beta import Beta
+from .categorical import Categorical
+from .dirichlet import Dirichlet
+from .distribution import Distribution
+from .exp_family import ExponentialFamily
+from .exponential import Exponential
+from .gamma import Gamma
+from .independent import Independent
+from .kl import kl_divergence, register_kl
+from .laplace import Laplace
+from .log_normal import LogNormal
+from .multivariate_normal import MultivariateNormal
+from .normal import Normal
+from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
+from .transformed_distribution import TransformedDistribution
+from .transforms import (
+    AbsTransform,
+    AffineTransform,
+    ComposeTransform,
+    ExpTransform,
+    IndependentTransform,
+    PowerTransform,
+    SigmoidTransform,
+    SoftplusTransform,
+    TanhTransform,
+    Transform,
+)
+from .uniform import Uniform
+
+__all__ = [
+    "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Categorical", "ComposeTransform",
+    "Dirichlet", "Distribution", "ExpTransform", "Exponential", "ExponentialFamily", "Gamma",
+    "Independent", "IndependentTransform", "Laplace", "LogNormal", "MultivariateNormal",
+    "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough", "PowerTransform",
+    "SigmoidTransform", "SoftplusTransform", "TanhTransform", "Transform",
+    "TransformedDistribution", "Uniform", "constraints", "kl_divergence", "register_kl",
+    "transforms",
+]
