@@ -164,7 +164,7 @@ def test_refusals_name_the_problem_and_change_nothing():
         ForkingPickler.dumps(torch.ones(2, requires_grad=True) * 2)
 
     from shardflow.backend import xp
-    from shardflow.testing import host_cupy
+    from tests.doubles import host_cupy
 
     previous = xp.set_cuda_array_module(host_cupy)
     try:
