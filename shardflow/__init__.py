@@ -14,6 +14,7 @@ from . import (
     cpu,
     cuda,
     data,
+    futures,
     multiprocessing,
     nn,
     onnx,

@@ -247,7 +247,7 @@ def launch(n: int, program: list[str], *, hosts=None, hostfile=None, timeout=Non
     stderr = stderr or sys.stderr
     check_launch_args(n, timeout, None, grace)
     remote = bool(hosts or hostfile)
-    base_env = {**master_env(hosts, hostfile), "SHARDFLOW_RANK_PREFIX": "0",
+    base_env = {**master_env(hosts, hostfile), **_config.rpc_launch_env(), "SHARDFLOW_RANK_PREFIX": "0",
                 **({} if remote else _config.blas_thread_env(n)), **(extra_env or {})}
     names = sorted(k for k in rank_env({"SHARDFLOW_FAILURE_DIR": "", **base_env})
                    if k.startswith(_SHELL_SAFE_ENV)) if remote else []
