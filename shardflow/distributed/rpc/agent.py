@@ -34,6 +34,7 @@ import traceback
 import numpy as np
 
 from ...futures import Future, collect_all
+from ..wire_arrays import WireFormatError
 from . import dist_autograd as DA
 from . import frame as F
 from .codec import Decoder, Encoder, qualified_name, resolve, values_from
@@ -431,6 +432,8 @@ class Agent:
                 result = None
             self.answer(conn, rid, result, cid)
         except Exception as e:
+            if isinstance(e, (RPCProtocolError, WireFormatError)):
+                log.warning("rpc: refused a message from %s: %s", conn.describe(), e)
             if kind == "remote" and "rr" in header:
                 self._set_remote_error(header, e)
             self.answer_error(conn, rid, e)

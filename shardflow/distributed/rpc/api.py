@@ -136,6 +136,7 @@ def _get_debug_info() -> dict:
     agent = _agent()
     info = agent.rrefs.debug_info()
     info.update(num_pending_requests=len(agent._pending), num_active_calls=agent.active_in,
-                num_connections=len(agent.transport.connections))
+                num_connections=len(agent.transport.connections),
+                listen_address=list(agent.transport.listen_address))
     return info
 

@@ -315,6 +315,7 @@ class Transport:
         self.loop_thread_id = None
         self.connections: set = set()
         self._listener = None
+        self.listen_address = None
         self._accept_task = None
         self._thread = threading.Thread(target=self._run, name="shardflow-rpc-io", daemon=True)
 
@@ -343,7 +344,8 @@ class Transport:
         while self.loop_thread_id is None:
             threading.Event().wait(0.001)
         self.call(self._start_accepting)
-        return ls.getsockname()[:2]
+        self.listen_address = ls.getsockname()[:2]
+        return self.listen_address
 
     def _start_accepting(self) -> None:
         self._accept_task = self.loop.create_task(self._accept_loop())
@@ -391,11 +393,7 @@ class Transport:
         except (RPCAuthError, asyncio.TimeoutError, asyncio.IncompleteReadError, ConnectionError, OSError) as e:
             why = "handshake timed out" if isinstance(e, asyncio.TimeoutError) else str(e) or type(e).__name__
             log.warning("rpc: refused connection from %s:%s: %s", addr[0], addr[1], why)
-            try:
-                await asyncio.wait_for(loop.sock_sendall(sock, S.REFUSED + b": " + why.encode() + b"\n"), 1.0)
-            except (OSError, asyncio.TimeoutError):
-                pass
-            sock.close()
+            await _refuse(loop, sock, why)
             return
         c2s, s2c = S.session_keys(self.key, cnonce, snonce)
         conn = Connection(self, sock, peer_id, s2c, c2s, outbound=False, peer_addr=addr[:2])
@@ -472,6 +470,23 @@ async def _recv_exact(loop, sock, n: int) -> bytes:
             raise asyncio.IncompleteReadError(bytes(buf), n)
         buf += chunk
     return bytes(buf)
+
+
+async def _refuse(loop, sock, why: str) -> None:
+    """Send the refusal line, then close without resetting: stop writing, drain what the
+    peer already sent (closing over unread input would send a reset that can discard the
+    refusal before the peer reads it), close."""
+    try:
+        await asyncio.wait_for(loop.sock_sendall(sock, S.REFUSED + b": " + why.encode() + b"\n"), 1.0)
+        sock.shutdown(socket.SHUT_WR)
+        end = loop.time() + 1.0
+        while loop.time() < end:
+            chunk = await asyncio.wait_for(loop.sock_recv(sock, 65536), max(0.01, end - loop.time()))
+            if not chunk:
+                break
+    except (OSError, asyncio.TimeoutError):
+        pass
+    sock.close()
 
 
 async def _recv_some(loop, sock) -> bytes:

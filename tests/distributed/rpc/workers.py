@@ -47,19 +47,30 @@ def worker_env(rank: int, world: int, port: int, secret: str | None, extra=None)
     return env
 
 
-def launch(script: str, world: int, args=(), timeout: float = 120.0, extra_env=None,
-           secret: str | None = None, port: int | None = None, check: bool = True) -> list[Worker]:
-    """Run ``script`` (a file in this folder) on ``world`` workers; wait for all of them."""
+def start(script: str, world: int, args=(), extra_env=None, secret: str | None = None,
+          port: int | None = None) -> list[Worker]:
+    """Start ``script`` (a file in this folder) on ``world`` workers."""
     port = port or free_port()
     secret = secret or secrets.token_hex(16)
     path = os.path.join(HERE, script)
     workers = []
-    start = time.monotonic()
     for r in range(world):
         env = worker_env(r, world, port, secret, (extra_env or {}).get(r))
         p = subprocess.Popen([sys.executable, path, *map(str, args)], env=env, cwd=ROOT,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         workers.append(Worker(r, p))
+    return workers
+
+
+def launch(script: str, world: int, args=(), timeout: float = 120.0, extra_env=None,
+           secret: str | None = None, port: int | None = None, check: bool = True) -> list[Worker]:
+    """Run ``script`` on ``world`` workers; wait for all of them (see ``finish``)."""
+    return finish(start(script, world, args, extra_env, secret, port), script, timeout, check)
+
+
+def finish(workers: list[Worker], script: str, timeout: float = 120.0, check: bool = True) -> list[Worker]:
+    """Wait for started workers; kill them all and fail with their output at the timeout."""
+    start = time.monotonic()
     deadline = start + timeout
     for w in workers:
         try:
