@@ -354,6 +354,12 @@ def backward(context_id: int, roots, retain_graph: bool = False) -> None:
     wait_all(local_pass(ctx, roots, seeds))
 
 
+def _get_debug_info() -> dict:
+    """Counts for tests and debugging (PyTorch's helper of the same name)."""
+    c = _STATE["container"]
+    return {"num_autograd_contexts": 0 if c is None else len(c.contexts)}
+
+
 def get_gradients(context_id: int) -> dict:
     """``{tensor: gradient}`` accumulated on this worker in context ``context_id``."""
     ctx = _container().get(context_id)
