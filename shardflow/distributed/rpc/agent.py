@@ -38,7 +38,14 @@ from ..wire_arrays import WireFormatError
 from . import dist_autograd as DA
 from . import frame as F
 from .codec import Decoder, Encoder, qualified_name, resolve, values_from
-from .errors import RemoteException, RPCConnectionError, RPCError, RPCProtocolError, RPCTimeoutError
+from .errors import (
+    RemoteException,
+    RPCAuthError,
+    RPCConnectionError,
+    RPCError,
+    RPCProtocolError,
+    RPCTimeoutError,
+)
 from .options import WorkerInfo
 from .pool import WorkerPool
 from .rref import RRef, RRefContext
@@ -206,9 +213,12 @@ class Agent:
             conn = await self.transport.connect(addr[0], addr[1], dst)
         except Exception as e:
             where = f" at {addr[0]}:{addr[1]}" if addr else ""
-            err = RPCConnectionError(
-                f"{self._describe(dst)}{where} is unreachable from {self.info}: {e} (the worker "
-                "died, has shut down, or is not started yet)")
+            if isinstance(e, RPCAuthError):  # not retried: another secret will not change
+                err = RPCAuthError(f"{self._describe(dst)}{where}: {e}")
+            else:
+                err = RPCConnectionError(
+                    f"{self._describe(dst)}{where} is unreachable from {self.info}: {e} (the "
+                    "worker died, has shut down, or is not started yet)")
             for rid, _ in self._waiting.pop(dst, []):
                 self._fail(rid, err)
             return

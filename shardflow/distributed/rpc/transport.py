@@ -391,7 +391,13 @@ class Transport:
             if not S.same(cproof, S.proof(self.key, b"client", snonce, cnonce)):
                 raise RPCAuthError("the peer does not hold the job's secret")
         except (RPCAuthError, asyncio.TimeoutError, asyncio.IncompleteReadError, ConnectionError, OSError) as e:
-            why = "handshake timed out" if isinstance(e, asyncio.TimeoutError) else str(e) or type(e).__name__
+            if isinstance(e, asyncio.TimeoutError):
+                why = "handshake timed out"
+            elif isinstance(e, asyncio.IncompleteReadError):
+                why = ("the peer closed the connection during the handshake (a peer with another "
+                       "secret does so when it finds this worker's proof wrong)")
+            else:
+                why = str(e) or type(e).__name__
             log.warning("rpc: refused connection from %s:%s: %s", addr[0], addr[1], why)
             await _refuse(loop, sock, why)
             return
