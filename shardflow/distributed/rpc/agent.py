@@ -11,11 +11,13 @@ and hand the frame to the loop.
 Requests and replies. Every message that asks something has an ``id``; its answer
 (``ret`` with a value, or ``err`` with the remote exception's type, message and
 traceback) carries ``re`` = that id. Each outstanding request is a ``_Pending`` with its
-Future, the connection it left on, and a timer: the timer (``loop.call_later``) fails it
-with RPCTimeoutError; the loss of its connection fails it with RPCConnectionError at once
-(a worker that dies mid-call closes its sockets, or is refused on reconnect). Calls to a
-worker go out on this worker's own connection to it (opened on first use); the answers to
-the calls it receives go back on the connection they came in on.
+Future, the connection it left on, and a deadline: a sweep on the loop thread every 20 ms
+fails the requests past theirs with RPCTimeoutError; the loss of its connection fails it
+with RPCConnectionError at once (a worker that dies mid-call closes its sockets, or is
+refused on reconnect). Calls to a worker go out on this worker's own connection to it
+(opened on first use by the loop; later requests are written by the calling thread itself,
+so a call costs no hand-off to the loop); the answers to the calls it receives go back on
+the connection they came in on.
 
 Message kinds: ``call``, ``remote``, ``fetch`` (``to_here``), ``bwd`` (gradients of
 distributed autograd), ``fork`` / ``accept`` / ``del`` (RRef protocol, ``rref.py``),
@@ -29,6 +31,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
+import time
 import traceback
 
 import numpy as np
@@ -63,11 +66,13 @@ def current_agent():
 
 
 class _Pending:
-    __slots__ = ("future", "peer", "what", "timer", "on_done", "conn", "started")
+    __slots__ = ("future", "peer", "what", "deadline", "timeout", "on_done", "conn")
 
-    def __init__(self, future, peer, what, on_done):
+    def __init__(self, future, peer, what, on_done, timeout):
         self.future, self.peer, self.what, self.on_done = future, peer, what, on_done
-        self.timer = self.conn = None
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout if timeout > 0 else None
+        self.conn = None
 
 
 class _LocalConnection:
@@ -82,7 +87,7 @@ class _LocalConnection:
         self.peer_id = agent.info.id
         self.state: dict = {}
 
-    def send(self, pieces) -> None:
+    def send(self, pieces) -> bool:
         first = bytes(pieces[0])
         hlen, plen = F.parse_prefix(first[:F.PREFIX.size])
         header = F.parse_header(first[F.PREFIX.size:F.PREFIX.size + hlen])
@@ -95,6 +100,7 @@ class _LocalConnection:
                 payload[pos:pos + v.size] = v
                 pos += v.size
         self.agent.transport.call(self.agent._on_frame, self, header, payload)
+        return True
 
     def describe(self) -> str:
         return f"{self.agent.info} (itself)"
@@ -115,6 +121,7 @@ class Agent:
         self._local = _LocalConnection(self)
         self._conns: dict = {}     # peer id -> outbound Connection (loop thread)
         self._waiting: dict = {}   # peer id -> [(request id, pieces)] while connecting
+        self._via_loop: dict = {}  # peer id -> requests handed to the loop, not yet sent
         self._pending: dict = {}   # request id -> _Pending
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
@@ -169,10 +176,23 @@ class Agent:
         fut = Future()
         rid = next(self._ids)
         header["id"] = rid
-        p = _Pending(fut, dst, what, on_done)
+        p = _Pending(fut, dst, what, on_done, timeout)
         self._pending[rid] = p
         pieces = self.pieces(header, enc)
-        self.transport.call(self._send_request, dst, rid, pieces, timeout)
+        conn = self._conns.get(dst)
+        with self._lock:
+            # direct only when no earlier request to dst still waits for the loop: one
+            # thread's requests to a worker arrive in the order it made them
+            direct = conn is not None and not conn.closed and not self._via_loop.get(dst)
+            if not direct:
+                self._via_loop[dst] = self._via_loop.get(dst, 0) + 1
+        if direct:
+            p.conn = conn       # before sending: a loss from now on fails this request
+            if not conn.send(pieces):
+                self._fail(rid, RPCConnectionError(
+                    f"{what} on {self._describe(dst)} failed: the connection closed as it was sent"))
+        else:
+            self.transport.call(self._send_request, dst, rid, pieces)
         return fut
 
     def pieces(self, header: dict, enc: Encoder | None) -> list:
@@ -184,12 +204,18 @@ class Agent:
             header["b"] = enc.meta
         return F.parts(F.encode_header(header), arrays, offsets, plen)
 
-    def _send_request(self, dst: int, rid: int, pieces, timeout: float) -> None:
+    def _send_request(self, dst: int, rid: int, pieces) -> None:
+        """The loop's part of sending: to itself, or once a connection is opened."""
+        try:
+            self._route(dst, rid, pieces)
+        finally:
+            with self._lock:
+                self._via_loop[dst] -= 1
+
+    def _route(self, dst: int, rid: int, pieces) -> None:
         p = self._pending.get(rid)
         if p is None:
             return
-        if timeout > 0:
-            p.timer = self.transport.loop.call_later(timeout, self._expire, rid, timeout)
         if dst == self.info.id:
             p.conn = self._local
             self._local.send(pieces)
@@ -222,12 +248,23 @@ class Agent:
             for rid, _ in self._waiting.pop(dst, []):
                 self._fail(rid, err)
             return
-        self._conns[dst] = conn
         for rid, pieces in self._waiting.pop(dst, []):
             p = self._pending.get(rid)
             if p is not None:
                 p.conn = conn
                 conn.send(pieces)
+        self._conns[dst] = conn  # published after the waiting requests are queued on it
+
+    def sweep(self) -> None:
+        """Fail the requests past their deadline (loop thread, every 20 ms)."""
+        if not self.stopped:
+            self.transport.loop.call_later(0.02, self.sweep)
+        if not self._pending:
+            return
+        now = time.monotonic()
+        for rid, p in list(self._pending.items()):
+            if p.deadline is not None and now >= p.deadline:
+                self._expire(rid, p.timeout)
 
     def _expire(self, rid: int, timeout: float) -> None:
         p = self._pending.get(rid)
@@ -244,8 +281,6 @@ class Agent:
             self._finish(p, None, exc)
 
     def _finish(self, p: _Pending, value, exc) -> None:
-        if p.timer is not None:
-            p.timer.cancel()
         if p.on_done is not None:
             try:
                 p.on_done(exc)
@@ -261,7 +296,7 @@ class Agent:
         """A connection closed (loop thread): fail every call waiting on it."""
         if self._conns.get(conn.peer_id) is conn:
             del self._conns[conn.peer_id]
-        lost = [rid for rid, p in self._pending.items() if p.conn is conn]
+        lost = [rid for rid, p in list(self._pending.items()) if p.conn is conn]
         for rid in lost:
             p = self._pending.get(rid)
             self._fail(rid, RPCConnectionError(

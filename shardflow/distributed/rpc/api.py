@@ -63,11 +63,14 @@ def init_rpc(name: str, backend=None, rank: int = -1, world_size: int | None = N
         host = RV.listen_host(rank, master[0])
         port = master[1] if rank == 0 else 0
         agent.shutdown_sync = RV.ShutdownSync(agent)
+        join = RV.Join(agent) if rank == 0 else None  # its handler before the first connection
+        if rank == 0:
+            agent.addresses[0] = (RV.advertised(host, master[0]), port)
         bound = agent.transport.start(host, port)
+        agent.transport.call(agent.sweep)
         agent.addresses[rank] = (RV.advertised(bound[0], master[0]), bound[1])
         try:
             if rank == 0:
-                join = RV.Join(agent)
                 if world_size == 1:
                     join.done.set()
                 join.wait(opts.rpc_timeout)

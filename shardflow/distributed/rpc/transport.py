@@ -41,7 +41,7 @@ from .errors import RPCAuthError, RPCConnectionError, RPCProtocolError
 log = logging.getLogger("shardflow.distributed.rpc")
 
 _STAGE = 256 << 10
-_CHUNK = 4 << 20
+_CHUNK = 256 << 10
 _SMALL = 64 << 10
 _HANDSHAKE_TIMEOUT = 10.0
 
@@ -79,24 +79,26 @@ class Connection:
         self._got = 0
 
     # -- sending ------------------------------------------------------------------------
-    def send(self, pieces: list) -> None:
+    def send(self, pieces: list) -> bool:
         """Send one frame (its pieces, without MAC); safe from any thread. The calling thread
         writes it itself while the socket takes it (no hand-off to the loop for a small
-        frame); what does not fit is left to the loop's writer callback."""
+        frame); what does not fit is left to the loop's writer callback. False when the
+        connection is closed (nothing was sent)."""
         with self._send_lock:
             if self.closed:
-                return
+                return False
             self._enqueue(pieces)
             if self._writing:
-                return          # the loop is draining the queue; it will send this too
+                return True     # the loop is draining the queue; it will send this too
             try:
                 self._write_some()
             except OSError as e:
                 self.transport.call(self.close, RPCConnectionError(f"sending to {self.describe()} failed: {e}"))
-                return
+                return True     # the close reports the loss to the requests waiting on it
             if self._out:
                 self._writing = True
                 self.transport.call(self._arm_writer)
+            return True
 
     def _enqueue(self, pieces: list) -> None:
         seq = F.SEQ.pack(self._send_seq)
