@@ -166,7 +166,25 @@ class Agent:
     # -- sending requests -----------------------------------------------------------------
     def _encoder(self, dst: int) -> Encoder:
         dmap = self.options.device_maps.get(self.workers[dst].name) if dst in self.workers else None
-        return Encoder(rref_encoder=lambda r: self.rrefs.encode_fork(r, dst), device_map=dmap)
+        forks: list = []
+
+        def fork(rref):
+            body = self.rrefs.encode_fork(rref, dst)
+            forks.append((rref, body[2]))
+            return body
+        enc = Encoder(rref_encoder=fork, device_map=dmap)
+        enc.forks = forks
+        return enc
+
+    def _encode_values(self, enc: Encoder, *values) -> list:
+        """Encode ``values``; if one cannot travel, undo the RRef forks already made for this
+        message (they would keep their values alive forever) and raise."""
+        try:
+            return [enc.encode(v) for v in values]
+        except BaseException:
+            for rref, fork_id in enc.forks:
+                self.rrefs.undo_fork(rref, fork_id)
+            raise
 
     def request(self, dst: int, header: dict, enc: Encoder | None, timeout: float, what: str,
                 on_done=None) -> Future:
@@ -326,8 +344,8 @@ class Agent:
         dst = self.worker(to).id
         name = qualified_name(fn)
         enc = self._encoder(dst)
-        header = {"k": "call", "fn": name, "a": enc.encode(list(args or ())),
-                  "kw": enc.encode(dict(kwargs or {}))}
+        a, kw = self._encode_values(enc, list(args or ()), dict(kwargs or {}))
+        header = {"k": "call", "fn": name, "a": a, "kw": kw}
         ag = DA.outgoing(enc.grad_tensors, dst) if DA.current_context_id() is not None else None
         if ag is not None:
             header["ag"] = ag
@@ -344,8 +362,8 @@ class Agent:
         enc = self._encoder(dst)
         rref_id, fork_id = self.rrefs.new_id(), self.rrefs.new_id()
         rref = self.rrefs.new_user(dst, rref_id, fork_id, confirmed=False)
-        header = {"k": "remote", "fn": name, "a": enc.encode(list(args or ())),
-                  "kw": enc.encode(dict(kwargs or {})), "rr": list(rref_id), "fk": list(fork_id)}
+        a, kw = self._encode_values(enc, list(args or ()), dict(kwargs or {}))
+        header = {"k": "remote", "fn": name, "a": a, "kw": kw, "rr": list(rref_id), "fk": list(fork_id)}
         ag = DA.outgoing(enc.grad_tensors, dst) if DA.current_context_id() is not None else None
         if ag is not None:
             header["ag"] = ag
@@ -579,7 +597,7 @@ class Agent:
             return
         enc = self._encoder(conn.peer_id)
         try:
-            header = {"k": "ret", "re": rid, "v": enc.encode(value)}
+            header = {"k": "ret", "re": rid, "v": self._encode_values(enc, value)[0]}
         except Exception as e:
             self.answer_error(conn, rid, e)
             return

@@ -146,12 +146,13 @@ class Encoder:
     """Encodes one message's values; collects its buffers (``arrays``, ``meta``) and the
     tensors that require grad (distributed autograd records them)."""
 
-    __slots__ = ("arrays", "meta", "grad_tensors", "_memo", "_keep", "_rref", "_device_map")
+    __slots__ = ("arrays", "meta", "grad_tensors", "forks", "_memo", "_keep", "_rref", "_device_map")
 
     def __init__(self, rref_encoder=None, device_map=None):
         self.arrays: list = []
         self.meta: list = []
         self.grad_tensors: list = []
+        self.forks: list = []           # the RRef forks this message made (the agent's)
         self._memo: dict = {}
         self._keep: list = []
         self._rref = rref_encoder

@@ -262,10 +262,22 @@ class RRefContext:
                 r._creation_error = error
 
     def user_deleted(self, owner_id: int, rref_id, fork_id) -> None:
+        """From ``RRef.__del__``, which may run in any thread at any allocation (the garbage
+        collector), even while that thread holds a connection's send lock: the ``del``
+        message is only scheduled here, and sent by the loop later."""
         with self.lock:
             if self.users.pop(fork_id, None) is None:
                 return
-        self.agent.notify(owner_id, {"k": "del", "rr": list(rref_id), "fk": list(fork_id)})
+        self.agent.transport.loop.call_soon_threadsafe(
+            self.agent.notify, owner_id, {"k": "del", "rr": list(rref_id), "fk": list(fork_id)})
+
+    def undo_fork(self, rref: RRef, fork_id) -> None:
+        """Take back a fork made for a message that was not sent."""
+        fork_id = tuple(fork_id)
+        if rref.is_owner():
+            self.del_fork(rref._rref_id, fork_id)
+        else:
+            self.release_child(fork_id)
 
     def release_child(self, fork_id) -> None:
         with self.lock:

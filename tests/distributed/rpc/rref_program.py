@@ -13,6 +13,10 @@ LIVE = weakref.WeakSet()   # the Tracked objects alive in this process
 KEEP = {}                  # RRefs this worker holds, by name
 
 
+class Unsendable:
+    pass
+
+
 class Tracked:
     def __init__(self, tag):
         self.tag = tag
@@ -112,6 +116,13 @@ def checks(R):
     rpc.rpc_sync("worker2", drop, args=("d",))
     R["back_to_one"] = wait_for(lambda: on_owner(debug)["num_forks"] == 1)
     R["d_alive"] = on_owner(live)
+    # a message that cannot be encoded takes back the fork it made for d (else the pending
+    # child would keep d alive for ever)
+    try:
+        rpc.rpc_sync("worker2", keep, args=("d", d, Unsendable()))
+        R["unsendable"] = "sent"
+    except TypeError:
+        R["unsendable"] = debug()["num_pending_children"]
     del d
     gc.collect()
     R["d_freed"] = wait_for(lambda: on_owner(live) == [] and on_owner(debug)["num_owner_rrefs"] == 0)
