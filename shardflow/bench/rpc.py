@@ -128,14 +128,14 @@ def main(argv: list[str] | None = None) -> int:
     med = {fw: {k: statistics.median(r[k] for r in rs) for k in keys} for fw, rs in runs.items()}
     print(f"RPC between 2 processes on this host, median of {args.runs} alternating runs; "
           f"shardflow authenticates every message, PyTorch does not")
-    print(f"{'measure':<30} | {'torch (tensorpipe)':>18} | {'shardflow':>10} | {'shardflow / torch':>17}")
+    print(f"{'measure':<34} | {'torch (tensorpipe)':>18} | {'shardflow':>10} | shardflow / torch")
     for k in keys:
         t, s = med["torch"][k], med["shardflow"][k]
         if k == "latency_us":
-            label, better = f"rpc_sync latency, 4 B (us, {args.calls} calls)", "lower is better"
+            label, better = "rpc_sync latency, 4 B tensor (us)", "lower is better"
         else:
-            label, better = f"{k[:-6]} tensor echo (GB/s)", "higher is better"
-        print(f"{label:<30} | {t:18.3g} | {s:10.3g} | {s / t:8.2f}x ({better})")
+            label, better = f"{k[:-len('MB_GBps')]} MB tensor echo (GB/s)", "higher is better"
+        print(f"{label:<34} | {t:18.3g} | {s:10.3g} | {s / t:5.2f}x ({better})")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"runs": runs, "median": med}, f, indent=1)

@@ -195,6 +195,9 @@ class Connection:
             log.warning("rpc: refused a frame from %s and closed the connection: %s",
                         self.describe(), e)
             self.close(RPCProtocolError(f"{self.describe()} sent a malformed frame: {e}"))
+        except Exception as e:  # e.g. MemoryError for a payload too large: end this connection
+            log.exception("rpc: reading from %s failed; closing the connection", self.describe())
+            self.close(RPCConnectionError(f"reading from {self.describe()} failed: {e!r}"))
 
     def _compact(self) -> None:
         left = self._end - self._start

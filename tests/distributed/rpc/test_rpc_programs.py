@@ -44,15 +44,23 @@ def losses(output: str) -> dict:
     return {k: [v for _, v in sorted(steps)] for k, steps in out.items()}
 
 
-def run_plain(framework: str, path: str, world: int, args, timeout=240) -> dict:
-    """Run ``path`` as ``world`` plain processes (forked after one import of the framework,
-    see forked_world.py) with MASTER_ADDR/MASTER_PORT, RANK, WORLD_SIZE; its losses."""
+def start_plain(framework: str, path: str, world: int, args) -> subprocess.Popen:
+    """Start ``path`` as ``world`` plain processes (forked after one import of the framework,
+    see forked_world.py) with MASTER_ADDR/MASTER_PORT, RANK, WORLD_SIZE."""
     env = worker_env(0, world, free_port(), secrets.token_hex(16))
-    res = subprocess.run([sys.executable, os.path.join(HERE, "forked_world.py"), framework, str(world),
-                          path, *args], env=env, cwd=ROOT, capture_output=True, text=True,
-                         timeout=timeout)
-    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-4000:]
-    return losses(res.stdout)
+    return subprocess.Popen([sys.executable, os.path.join(HERE, "forked_world.py"), framework, str(world),
+                             path, *args], env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def finish_plain(proc: subprocess.Popen, timeout=240) -> dict:
+    """The losses a started run printed (it must succeed)."""
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, out[-2000:] + err[-4000:]
+    return losses(out)
 
 
 def compare(got: dict, want: dict, steps: int) -> None:
@@ -80,17 +88,19 @@ def torch_copy(tmp_path):
 ])
 def test_program_matches_pytorch_step_by_step(name, world, steps, torch_copy):
     args = ["--steps", str(steps)]
-    want = run_plain("torch", torch_copy(name), world, args)
-    got = run_plain("shardflow", os.path.join(EXAMPLES, name), world, args)
+    theirs = start_plain("torch", torch_copy(name), world, args)   # both at once: importing
+    ours = start_plain("shardflow", os.path.join(EXAMPLES, name), world, args)  # PyTorch is slow
+    want, got = finish_plain(theirs), finish_plain(ours)
     compare(got, want, steps)
 
 
 @pytest.mark.mpi
 def test_ddp_with_remote_embedding_matches_pytorch(torch_copy):
     steps = 3
-    want = run_plain("torch", torch_copy("rpc_ddp.py"), 4, ["--steps", str(steps)])
+    theirs = start_plain("torch", torch_copy("rpc_ddp.py"), 4, ["--steps", str(steps)])
     res = launch_cli(["-n", "4", "--no-prefix", os.path.join(EXAMPLES, "rpc_ddp.py"), "--steps", str(steps)],
                      timeout=240, env={"MASTER_PORT": str(free_port())})
+    want = finish_plain(theirs)
     res.check()
     compare(losses(res.stdout), want, steps)
     assert sorted(want) == ["trainer0", "trainer1"]
