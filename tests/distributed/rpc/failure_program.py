@@ -10,6 +10,7 @@ what it saw and how long each step took; none may hang.
 
 import json
 import os
+import socket
 import sys
 import time
 
@@ -24,6 +25,17 @@ def die_after(t):
 
 def add(a, b):
     return a + b
+
+
+def wait_until_gone(host, port, limit=30.0):
+    """Until rank 0's listening port refuses connections (it has exited)."""
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        try:
+            socket.create_connection((host, port), timeout=1).close()
+        except OSError:
+            return
+        time.sleep(0.05)
 
 
 def timed(R, key, fn):
@@ -45,7 +57,9 @@ def main():
         if rank == 2:
             os._exit(0)
         if rank == 0:
-            time.sleep(1.0)
+            from shardflow.distributed.rpc.agent import current_agent
+
+            wait_until_gone(*current_agent().addresses[2])   # worker2 has exited
             timed(R, "call_dead", lambda: rpc.rpc_sync("worker2", add, args=(1, 2)))
             timed(R, "remote_dead", lambda: rpc.remote("worker2", add, args=(1, 2)).to_here())
             timed(R, "live_still_works", lambda: rpc.rpc_sync("worker1", add, args=(1, 2)))
@@ -55,9 +69,8 @@ def main():
             timed(R, "after", lambda: rpc.rpc_sync("worker1", add, args=(1, 2)))
     elif mode == "leader_dead":
         if rank == 0:
-            time.sleep(0.5)
             os._exit(0)
-        time.sleep(1.0)
+        wait_until_gone(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]))
         other = "worker2" if rank == 1 else "worker1"
         timed(R, "peer_call", lambda: rpc.rpc_sync(other, add, args=(torch.ones(1), 1)).item())
         timed(R, "leader_call", lambda: rpc.rpc_sync("worker0", add, args=(1, 2)))
