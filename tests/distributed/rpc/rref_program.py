@@ -99,7 +99,8 @@ def checks(R):
     R["kept_while_in_flight"] = on_owner(live)
     fut.wait()
     [f.wait() for f in busy]
-    R["pending_child_kept"] = [on_owner(live), rpc.rpc_sync("worker2", confirmed, args=("b",))]
+    R["pending_child_kept"] = [on_owner(live), wait_for(
+        lambda: rpc.rpc_sync("worker2", confirmed, args=("b",)) == [True])]
     rpc.rpc_sync("worker2", drop, args=("b",))
     R["pending_child_freed"] = wait_for(lambda: on_owner(live) == [])
     # 6. the owner hands out its own RRef(value): alive while worker0 holds it

@@ -12,7 +12,7 @@ def test_values_live_exactly_as_long_as_some_user_holds_them():
     assert r["one_fork_left"] and r["kept_for_worker2"] == ["a"]
     assert r["freed"]
     assert r["kept_while_in_flight"] == ["b"]
-    assert r["pending_child_kept"] == [["b"], [True]] and r["pending_child_freed"]
+    assert r["pending_child_kept"] == [["b"], True] and r["pending_child_freed"]
     assert r["owner_shared"] == ["worker1", True, ["c"]] and r["owner_shared_freed"]
     assert r["three_more_forks"] and r["back_to_one"] and r["d_alive"] == ["d"]
     assert r["unsendable"] == 0 and r["d_freed"]
