@@ -167,6 +167,7 @@ def checks(R):
     R["rref"] = [rref.is_owner(), rref.owner().name, rref.owner_name()]
     R["rref_proxy"] = [rref.rpc_sync().incr(5), rref.rpc_async().incr().wait(),
                        rref.remote().incr(2).to_here()]
+    rref._get_future().wait()   # the owner's answer to remote() (may come after the proxies')
     R["confirmed"] = rref.confirmed_by_owner()
     try:
         rref.local_value()
