@@ -36,6 +36,7 @@ import traceback
 
 import numpy as np
 
+from ...autograd.tensor import _wrap
 from ...futures import Future, collect_all
 from ..wire_arrays import WireFormatError
 from . import dist_autograd as DA
@@ -361,8 +362,8 @@ class Agent:
             return self._remote_local(fn, args, kwargs)
         enc = self._encoder(dst)
         rref_id, fork_id = self.rrefs.new_id(), self.rrefs.new_id()
-        rref = self.rrefs.new_user(dst, rref_id, fork_id, confirmed=False)
         a, kw = self._encode_values(enc, list(args or ()), dict(kwargs or {}))
+        rref = self.rrefs.new_user(dst, rref_id, fork_id, confirmed=False)  # once it can be sent
         header = {"k": "remote", "fn": name, "a": a, "kw": kw, "rr": list(rref_id), "fk": list(fork_id)}
         ag = DA.outgoing(enc.grad_tensors, dst) if DA.current_context_id() is not None else None
         if ag is not None:
@@ -397,8 +398,6 @@ class Agent:
 
     def send_backward(self, dst: int, cid: int, mid: int, grads) -> Future:
         enc = self._encoder(dst)
-        from ...autograd.tensor import _wrap
-
         g = enc.encode([None if x is None else _wrap(x) for x in grads])
         header = {"k": "bwd", "c": cid, "m": mid, "g": g}
         return self.request(dst, header, enc, self.timeout, "distributed backward")
