@@ -20,6 +20,12 @@ SHARDFLOW_MPIEXEC          path of the mpiexec `shardflow run` uses (default: ne
 Launcher variables         OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE (mpiexec),
                            PMI_RANK/PMI_SIZE (MPICH/Hydra), SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID,
                            RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE (torchrun style).
+MASTER_ADDR / MASTER_PORT  where RPC's rendezvous listens (``master_address``; torchrun's names).
+SHARDFLOW_RPC_SECRET       the job's RPC secret (``shardflow run`` sets a fresh one per job); when
+                           unset, RPC reads SHARDFLOW_RPC_SECRET_FILE (default
+                           ``~/.shardflow/rpc_secret``, created 0600 on first use).
+SHARDFLOW_RPC_BIND         interface RPC workers listen on (default: the one that reaches
+                           MASTER_ADDR; ``0.0.0.0`` asks for every interface).
 Slurm allocation           SLURM_JOB_NODELIST, SLURM_TASKS_PER_NODE, SLURM_NTASKS, SLURM_JOB_ID
                            (``slurm_env``; `shardflow run` starts its ranks on the allocation).
 """
@@ -27,6 +33,7 @@ Slurm allocation           SLURM_JOB_NODELIST, SLURM_TASKS_PER_NODE, SLURM_NTASK
 from __future__ import annotations
 
 import os
+import secrets
 from dataclasses import dataclass
 
 DEFAULT_COMM_TIMEOUT_S = 600.0
@@ -241,3 +248,38 @@ def blas_thread_env(ranks_per_host: int) -> dict[str, str]:
 def is_root_user() -> bool:
     """True when running as uid 0 (mpiexec then needs --allow-run-as-root)."""
     return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def master_address() -> tuple[str, int] | None:
+    """``(MASTER_ADDR, MASTER_PORT)`` (torchrun's variables), or None when either is unset."""
+    addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
+    if not addr or not port:
+        return None
+    try:
+        return addr, int(port)
+    except ValueError:
+        raise ValueError(f"MASTER_PORT must be a port number, got {port!r}") from None
+
+
+def rpc_secret() -> str | None:
+    """SHARDFLOW_RPC_SECRET: the job's RPC secret (None when unset)."""
+    return os.environ.get("SHARDFLOW_RPC_SECRET") or None
+
+
+def rpc_secret_file() -> str:
+    """Where RPC keeps the per-user secret used when SHARDFLOW_RPC_SECRET is unset:
+    SHARDFLOW_RPC_SECRET_FILE, else ``~/.shardflow/rpc_secret``."""
+    raw = os.environ.get("SHARDFLOW_RPC_SECRET_FILE")
+    return raw or os.path.join(os.path.expanduser("~"), ".shardflow", "rpc_secret")
+
+
+def rpc_bind_host() -> str | None:
+    """SHARDFLOW_RPC_BIND: the interface RPC listens on (None: the one that reaches the master)."""
+    return os.environ.get("SHARDFLOW_RPC_BIND") or None
+
+
+def rpc_launch_env() -> dict[str, str]:
+    """What ``shardflow run`` gives its ranks for RPC: a fresh job secret, unless one is set."""
+    if os.environ.get("SHARDFLOW_RPC_SECRET"):
+        return {}
+    return {"SHARDFLOW_RPC_SECRET": secrets.token_hex(32)}

@@ -110,6 +110,23 @@ class Function:
             _record_output_versions(fn, (t,))
         return t
 
+    @classmethod
+    def apply_source(cls, arrays, **attrs) -> tuple:
+        """Tensors requiring grad for ``arrays``, made by a new node of this class that has
+        no inputs: gradients reaching them arrive in its ``backward`` (one per output) and go
+        no further in this process. ``attrs`` are set on the node. Distributed autograd's
+        receive node uses it (its backward sends the gradients to the worker the tensors came
+        from); not on any per-op path."""
+        fn = cls()
+        fn.__dict__.update(attrs)
+        fn._freed = False
+        fn._pre_hooks = None
+        fn.next = []
+        fn._saved_versions = None
+        fn.needs_input_grad = ()
+        fn._out_meta = [(a.shape, a.dtype) for a in arrays]
+        return tuple(_wrap(a, True, fn, i) for i, a in enumerate(arrays))
+
     def release(self) -> None:
         """Free what forward saved; a second backward through this node then fails clearly."""
         self.__dict__.clear()

@@ -20,7 +20,7 @@ What it does
    Each rank runs this Python (``-u``) on the script, module or command, with torchrun's
    variables set (``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``LOCAL_WORLD_SIZE``,
    ``MASTER_ADDR``, ``MASTER_PORT``; see ``comm/launcher.py``), so torchrun-style scripts
-   run unchanged.
+   run unchanged, and a fresh ``SHARDFLOW_RPC_SECRET`` for RPC (docs/RPC.md) unless one is set.
 3. Starts mpiexec in a new session (``setsid``) and reads its two pipes in threads; the
    ``[1,R]<stdout>:`` tags become ``[rank R]`` prefixes. The ranks write no prefix
    themselves (``SHARDFLOW_RANK_PREFIX=0``).
@@ -247,7 +247,7 @@ def launch(n: int, program: list[str], *, hosts=None, hostfile=None, timeout=Non
     stderr = stderr or sys.stderr
     check_launch_args(n, timeout, None, grace)
     remote = bool(hosts or hostfile)
-    base_env = {**master_env(hosts, hostfile), "SHARDFLOW_RANK_PREFIX": "0",
+    base_env = {**master_env(hosts, hostfile), **_config.rpc_launch_env(), "SHARDFLOW_RANK_PREFIX": "0",
                 **({} if remote else _config.blas_thread_env(n)), **(extra_env or {})}
     names = sorted(k for k in rank_env({"SHARDFLOW_FAILURE_DIR": "", **base_env})
                    if k.startswith(_SHELL_SAFE_ENV)) if remote else []

@@ -3,7 +3,8 @@
 A message is ``8-byte big-endian header length | UTF-8 JSON header | raw bytes``. The
 header names the operation and its fields; when it carries an array it has ``"dtype"`` and
 ``"shape"`` and the raw bytes are the C-contiguous array (``nbytes`` follows from them).
-Receiving never evaluates anything from the peer: the dtype must be one of ``DTYPES``.
+Receiving never evaluates anything from the peer: the dtype must be one of ``DTYPES``
+(``distributed/wire_arrays.py``, shared with RPC).
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ import struct
 
 import numpy as np
 
+from ..wire_arrays import DTYPES, WireFormatError, array_from_buffer, wire_dtype
+
 __all__ = ["PSError", "send_msg", "recv_msg", "DTYPES"]
 
-DTYPES = ("float32", "float64", "float16", "int64", "int32")
 _LEN = struct.Struct(">Q")
 _MAX_HEADER = 1 << 20
 
@@ -30,9 +32,7 @@ def send_msg(sock: socket.socket, header: dict, array=None) -> None:
     payload = b""
     if array is not None:
         arr = np.ascontiguousarray(array)
-        if arr.dtype.name not in DTYPES:
-            raise TypeError(f"cannot send dtype {arr.dtype.name}; expected one of {DTYPES}")
-        header["dtype"], header["shape"] = arr.dtype.name, list(arr.shape)
+        header["dtype"], header["shape"] = wire_dtype(arr), list(arr.shape)
         payload = memoryview(arr).cast("B")
     hb = json.dumps(header).encode()
     sock.sendall(_LEN.pack(len(hb)) + hb)
@@ -62,6 +62,8 @@ def recv_msg(sock: socket.socket):
     if header["dtype"] not in DTYPES:
         raise PSError(f"unknown dtype {header['dtype']!r} in a parameter-server message")
     shape = tuple(int(d) for d in header["shape"])
-    dt = np.dtype(header["dtype"])
-    raw = _recv_exact(sock, int(np.prod(shape, dtype=np.int64)) * dt.itemsize)
-    return header, np.frombuffer(raw, dtype=dt).reshape(shape)
+    raw = _recv_exact(sock, int(np.prod(shape, dtype=np.int64)) * DTYPES[header["dtype"]].itemsize)
+    try:
+        return header, array_from_buffer(raw, header["dtype"], shape, "parameter-server message")
+    except WireFormatError as e:
+        raise PSError(str(e)) from None

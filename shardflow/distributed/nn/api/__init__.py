@@ -1,0 +1,1 @@
+"""``torch.distributed.nn.api``'s path (re-exports only)."""

@@ -1,0 +1,507 @@
+"""RPC's transport: TCP connections driven by one asyncio event loop on a daemon thread.
+
+The loop owns every socket of this worker: the listener (``sock_accept``), the handshake of
+each new connection (``secret.py``, as coroutines on ``sock_recv`` / ``sock_sendall``), and
+then framed I/O through the loop's reader and writer callbacks (``add_reader`` /
+``add_writer``), which are its cheapest path:
+
+* **Receiving** (``Connection._on_readable``): small frames are read through a 256 KB
+  staging buffer, several per ``recv`` call; a frame's payload is allocated once (NumPy,
+  uninitialised) and, past what was already staged, received straight into it with
+  ``recv_into``: the tensors that arrive are views of that buffer, no copy beyond the
+  socket's. The MAC is updated as bytes arrive, and checked before the header is parsed.
+* **Sending** (``Connection.send``, any thread): under the connection's send lock the frame
+  gets the next sequence number and the calling thread writes it with non-blocking
+  ``send`` calls; what the socket does not take is left to the loop's writer callback
+  (``add_writer``), which later frames then queue behind. A small frame therefore costs
+  its sender no thread hand-off. Large buffers are sent as memoryviews of the tensors (no
+  copy) in 4 MB pieces, each hashed into the MAC just before it is written, so the
+  sender's hashing overlaps the receiver's. Small frames are joined into one ``send``.
+
+A connection that fails (EOF, reset, a bad MAC or frame) is closed and reported once to the
+agent (``on_lost``), which fails the calls that were waiting on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import socket
+import threading
+
+import numpy as np
+
+from ..wire_arrays import WireFormatError
+from . import frame as F
+from . import mac as M
+from . import secret as S
+from .errors import RPCAuthError, RPCConnectionError, RPCProtocolError
+
+log = logging.getLogger("shardflow.distributed.rpc")
+
+_STAGE = 256 << 10
+_CHUNK = 256 << 10
+_SMALL = 64 << 10
+_HANDSHAKE_TIMEOUT = 10.0
+
+
+class Connection:
+    """One authenticated TCP connection (either direction)."""
+
+    def __init__(self, transport: Transport, sock: socket.socket, peer_id: int, send_key: bytes,
+                 recv_key: bytes, outbound: bool, peer_addr):
+        self.transport = transport
+        self.loop = transport.loop
+        self.sock = sock
+        self.fd = sock.fileno()
+        self.peer_id = peer_id
+        self.peer_addr = peer_addr
+        self.outbound = outbound
+        self.closed = False
+        self.state: dict = {}           # the agent's per-connection notes
+        self._send_key, self._recv_key = send_key, recv_key
+        self._send_seq = self._recv_seq = 0
+        self._out: collections.deque = collections.deque()  # [view, mac or None] / [None, mac]
+        self._writing = False           # the loop's writer callback owns the queue
+        self._send_lock = threading.Lock()
+        # receive state machine
+        self._buf = bytearray(_STAGE)
+        self._bufview = memoryview(self._buf)
+        self._start = self._end = 0
+        self._need = F.PREFIX.size
+        self._phase = "prefix"
+        self._mac = None
+        self._hlen = self._plen = 0
+        self._prefix = self._header = b""
+        self._payload = None
+        self._pview = None
+        self._got = 0
+
+    # -- sending ------------------------------------------------------------------------
+    def send(self, pieces: list) -> bool:
+        """Send one frame (its pieces, without MAC); safe from any thread. The calling thread
+        writes it itself while the socket takes it (no hand-off to the loop for a small
+        frame); what does not fit is left to the loop's writer callback. False when the
+        connection is closed (nothing was sent)."""
+        with self._send_lock:
+            if self.closed:
+                return False
+            self._enqueue(pieces)
+            if self._writing:
+                return True     # the loop is draining the queue; it will send this too
+            try:
+                self._write_some()
+            except OSError as e:
+                self.transport.call(self.close, RPCConnectionError(f"sending to {self.describe()} failed: {e}"))
+                return True     # the close reports the loss to the requests waiting on it
+            if self._out:
+                self._writing = True
+                self.transport.call(self._arm_writer)
+            return True
+
+    def _enqueue(self, pieces: list) -> None:
+        seq = F.SEQ.pack(self._send_seq)
+        self._send_seq += 1
+        total = sum(memoryview(p).nbytes for p in pieces)
+        if total <= _SMALL:
+            data = b"".join(pieces)
+            self._out.append([data + M.one_shot(self._send_key, seq, data), None])
+            return
+        head = pieces[0]  # prefix + header: authenticated when the MAC is made
+        mac = M.FrameMac(self._send_key, seq, head, total - len(head))
+        self._out.append([memoryview(head), None])
+        for p in pieces[1:]:
+            view = memoryview(p).cast("B")
+            for i in range(0, len(view), _CHUNK):
+                self._out.append([view[i:i + _CHUNK], mac])
+        self._out.append([None, mac])
+
+    def _write_some(self) -> None:
+        """Write queued pieces until the socket is full (caller holds ``_send_lock``)."""
+        out = self._out
+        while out:
+            item = out[0]
+            data, mac = item
+            if data is None:          # the MAC of a large frame: every piece is hashed
+                item[0] = data = memoryview(mac.digest())
+                item[1] = None
+            elif mac is not None:     # hash a large frame's piece just before writing it
+                mac.update(data)
+                item[1] = None
+            try:
+                n = self.sock.send(data)
+            except BlockingIOError:
+                return
+            if n < len(data):
+                item[0] = memoryview(data)[n:]
+                return
+            out.popleft()
+
+    def _arm_writer(self) -> None:
+        if not self.closed:
+            self.loop.add_writer(self.fd, self._on_writable)
+
+    def _on_writable(self) -> None:
+        with self._send_lock:
+            try:
+                self._write_some()
+            except OSError as e:
+                self._out.clear()
+                err = RPCConnectionError(f"sending to {self.describe()} failed: {e}")
+            else:
+                err = None
+                if self._out:
+                    return
+            self._writing = False
+            self.loop.remove_writer(self.fd)
+        if err is not None:
+            self.close(err)
+
+    # -- receiving ----------------------------------------------------------------------
+    def start_reading(self) -> None:
+        self.loop.add_reader(self.fd, self._on_readable)
+
+    def _on_readable(self) -> None:
+        try:
+            for _ in range(64):  # bounded, so one busy peer cannot starve the others
+                if self._phase == "payload" and self._start == self._end:
+                    n = self.sock.recv_into(self._pview[self._got:])
+                    if n == 0:
+                        raise EOFError
+                    self._mac.update(self._pview[self._got:self._got + n])
+                    self._got += n
+                    if self._got == self._plen:
+                        self._phase, self._need = "mac", F.MAC_LEN
+                    continue
+                if self._start == self._end:
+                    self._start = self._end = 0
+                elif self._end == len(self._buf):
+                    self._compact()
+                n = self.sock.recv_into(self._bufview[self._end:])
+                if n == 0:
+                    raise EOFError
+                self._end += n
+                self._parse()
+                if self.closed:
+                    return
+        except BlockingIOError:
+            return
+        except EOFError:
+            self.close(RPCConnectionError(f"{self.describe()} closed the connection"))
+        except OSError as e:
+            self.close(RPCConnectionError(f"connection to {self.describe()} failed: {e}"))
+        except (WireFormatError, RPCProtocolError) as e:
+            log.warning("rpc: refused a frame from %s and closed the connection: %s",
+                        self.describe(), e)
+            self.close(RPCProtocolError(f"{self.describe()} sent a malformed frame: {e}"))
+        except Exception as e:  # e.g. MemoryError for a payload too large: end this connection
+            log.exception("rpc: reading from %s failed; closing the connection", self.describe())
+            self.close(RPCConnectionError(f"reading from {self.describe()} failed: {e!r}"))
+
+    def _compact(self) -> None:
+        left = self._end - self._start
+        need = max(self._need, left + 1)
+        if need > len(self._buf):  # a header larger than the staging buffer
+            buf = bytearray(need)
+            buf[:left] = self._bufview[self._start:self._end]
+            self._buf, self._bufview = buf, memoryview(buf)
+        else:
+            self._buf[:left] = self._bufview[self._start:self._end]
+        self._start, self._end = 0, left
+
+    def _parse(self) -> None:
+        view = self._bufview
+        while True:
+            avail = self._end - self._start
+            phase = self._phase
+            if phase == "payload":
+                take = min(avail, self._plen - self._got)
+                if take:
+                    chunk = view[self._start:self._start + take]
+                    self._pview[self._got:self._got + take] = chunk
+                    self._mac.update(chunk)
+                    self._got += take
+                    self._start += take
+                if self._got < self._plen:
+                    return
+                self._phase, self._need = "mac", F.MAC_LEN
+                continue
+            if avail < self._need:
+                if self._need > len(self._buf) - self._start:
+                    self._compact()
+                return
+            raw = view[self._start:self._start + self._need]
+            if phase == "prefix":
+                hlen, plen = F.parse_prefix(raw)
+                end = self._start + F.PREFIX.size + hlen + plen
+                if plen < M.POLY_MIN and end + F.MAC_LEN <= self._end:  # staged: one-shot MAC
+                    self._whole_frame(hlen, plen, end)
+                    if self.closed:
+                        return
+                    continue
+            self._start += self._need
+            if phase == "prefix":
+                self._hlen, self._plen = hlen, plen
+                self._prefix = bytes(raw)
+                self._phase, self._need = "header", self._hlen
+            elif phase == "header":
+                self._header = bytes(raw)
+                self._mac = M.FrameMac(self._recv_key, F.SEQ.pack(self._recv_seq),
+                                       self._prefix + self._header, self._plen)
+                self._recv_seq += 1
+                self._payload = np.empty(self._plen, np.uint8) if self._plen else None
+                self._pview = memoryview(self._payload) if self._plen else None
+                self._got = 0
+                self._phase, self._need = ("payload", 0) if self._plen else ("mac", F.MAC_LEN)
+            else:  # mac
+                if not S.same(self._mac.digest(), bytes(raw)):
+                    raise RPCProtocolError("bad MAC (the frame was altered, replayed or not "
+                                           "sent by a holder of the job's secret)")
+                header, payload = self._header, self._payload
+                self._phase, self._need = "prefix", F.PREFIX.size
+                self._header, self._payload, self._pview, self._mac = b"", None, None, None
+                self.transport.on_frame(self, F.parse_header(header), payload)
+                if self.closed:
+                    return
+
+    def _whole_frame(self, hlen: int, plen: int, end: int) -> None:
+        view, start = self._bufview, self._start
+        seq = F.SEQ.pack(self._recv_seq)
+        self._recv_seq += 1
+        mac = M.one_shot(self._recv_key, seq, view[start:end])
+        if not S.same(mac, view[end:end + F.MAC_LEN]):
+            raise RPCProtocolError("bad MAC (the frame was altered, replayed or not sent by a "
+                                   "holder of the job's secret)")
+        hstart = start + F.PREFIX.size
+        header = F.parse_header(view[hstart:hstart + hlen])
+        payload = None
+        if plen:
+            payload = np.empty(plen, np.uint8)
+            memoryview(payload)[:] = view[hstart + hlen:end]
+        self._start = end + F.MAC_LEN
+        self.transport.on_frame(self, header, payload)
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def describe(self) -> str:
+        who = self.transport.describe_peer(self.peer_id)
+        return f"{who} ({self.peer_addr[0]}:{self.peer_addr[1]})" if self.peer_addr else who
+
+    def close(self, exc: BaseException | None = None) -> None:
+        """Close (loop thread); report ``exc`` (why) to the agent once."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self.loop.remove_reader(self.fd)
+            self.loop.remove_writer(self.fd)
+        except (ValueError, OSError):
+            pass
+        with self._send_lock:
+            self._out.clear()
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        self.transport.connections.discard(self)
+        self.transport.on_lost(self, exc or RPCConnectionError(f"{self.describe()}: connection closed"))
+
+
+class Transport:
+    """The event loop thread, the listener and the handshake (see the module docstring)."""
+
+    def __init__(self, key: bytes, worker_id: int, on_frame, on_lost, describe_peer):
+        self.key = key
+        self.worker_id = worker_id
+        self.on_frame = on_frame
+        self.on_lost = on_lost
+        self.describe_peer = describe_peer
+        self.loop = asyncio.new_event_loop()
+        self.loop_thread_id = None
+        self.connections: set = set()
+        self._listener = None
+        self.listen_address = None
+        self._accept_task = None
+        self._thread = threading.Thread(target=self._run, name="shardflow-rpc-io", daemon=True)
+
+    # -- loop -----------------------------------------------------------------------------
+    def _run(self) -> None:
+        self.loop_thread_id = threading.get_ident()
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def start(self, host: str, port: int) -> tuple[str, int]:
+        """Listen on ``host:port`` (0: any free port) and start the loop; the bound address."""
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        ls = socket.socket(family, socket.SOCK_STREAM)
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            ls.bind((host, port))
+        except OSError as e:
+            ls.close()
+            raise RPCConnectionError(
+                f"RPC worker could not listen on {host}:{port}: {e}. Another job may hold the "
+                "port: set MASTER_PORT (or init_method='tcp://host:port') to a free one") from None
+        ls.listen(128)
+        ls.setblocking(False)
+        self._listener = ls
+        self._thread.start()
+        while self.loop_thread_id is None:
+            threading.Event().wait(0.001)
+        self.call(self._start_accepting)
+        self.listen_address = ls.getsockname()[:2]
+        return self.listen_address
+
+    def _start_accepting(self) -> None:
+        self._accept_task = self.loop.create_task(self._accept_loop())
+
+    def call(self, fn, *args) -> None:
+        """Run ``fn(*args)`` on the loop thread (now if this is it)."""
+        if threading.get_ident() == self.loop_thread_id:
+            fn(*args)
+        else:
+            self.loop.call_soon_threadsafe(fn, *args)
+
+    def run(self, coro, timeout: float | None = None):
+        """Run a coroutine on the loop from another thread and wait for its result."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    # -- connections ----------------------------------------------------------------------
+    async def _accept_loop(self) -> None:
+        while True:
+            try:
+                sock, addr = await self.loop.sock_accept(self._listener)
+            except asyncio.CancelledError:
+                return
+            except OSError as e:
+                log.warning("rpc: accept failed: %s", e)
+                await asyncio.sleep(0.05)
+                continue
+            self.loop.create_task(self._server_handshake(sock, addr))
+
+    async def _server_handshake(self, sock: socket.socket, addr) -> None:
+        _tune(sock)
+        loop = self.loop
+        try:
+            hello = await asyncio.wait_for(_recv_exact(loop, sock, S.HELLO.size), _HANDSHAKE_TIMEOUT)
+            magic, version, cnonce = S.HELLO.unpack(hello)
+            if magic != S.MAGIC:
+                raise RPCAuthError(f"not a shardflow RPC client (first bytes {hello[:4]!r})")
+            if version != S.VERSION:
+                raise RPCAuthError(f"handshake version {version}, this worker speaks {S.VERSION}")
+            snonce = S.new_nonce()
+            await loop.sock_sendall(sock, S.CHALLENGE.pack(snonce, S.proof(self.key, b"server", cnonce, snonce)))
+            answer = await asyncio.wait_for(_recv_exact(loop, sock, S.ANSWER.size), _HANDSHAKE_TIMEOUT)
+            cproof, peer_id = S.ANSWER.unpack(answer)
+            if not S.same(cproof, S.proof(self.key, b"client", snonce, cnonce)):
+                raise RPCAuthError("the peer does not hold the job's secret")
+        except (RPCAuthError, asyncio.TimeoutError, asyncio.IncompleteReadError, ConnectionError, OSError) as e:
+            if isinstance(e, asyncio.TimeoutError):
+                why = "handshake timed out"
+            elif isinstance(e, asyncio.IncompleteReadError):
+                why = ("the peer closed the connection during the handshake (a peer with another "
+                       "secret does so when it finds this worker's proof wrong)")
+            else:
+                why = str(e) or type(e).__name__
+            log.warning("rpc: refused connection from %s:%s: %s", addr[0], addr[1], why)
+            await _refuse(loop, sock, why)
+            return
+        c2s, s2c = S.session_keys(self.key, cnonce, snonce)
+        conn = Connection(self, sock, peer_id, s2c, c2s, outbound=False, peer_addr=addr[:2])
+        self.connections.add(conn)
+        conn.start_reading()
+
+    async def connect(self, host: str, port: int, peer_id: int) -> Connection:
+        """An authenticated outbound connection to ``host:port`` (loop thread)."""
+        loop = self.loop
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        try:
+            await asyncio.wait_for(loop.sock_connect(sock, (host, port)), _HANDSHAKE_TIMEOUT)
+            _tune(sock)
+            cnonce = S.new_nonce()
+            await loop.sock_sendall(sock, S.HELLO.pack(S.MAGIC, S.VERSION, cnonce))
+            try:
+                first = await asyncio.wait_for(_recv_exact(loop, sock, S.CHALLENGE.size), _HANDSHAKE_TIMEOUT)
+            except asyncio.IncompleteReadError as e:
+                first = e.partial
+                if not first.startswith(S.REFUSED):
+                    raise RPCConnectionError(f"{host}:{port} closed the connection during the "
+                                             "handshake") from None
+            if first.startswith(S.REFUSED):
+                why = (first + await _recv_some(loop, sock))[len(S.REFUSED) + 2:]
+                raise RPCAuthError(f"{host}:{port} refused the connection: "
+                                   f"{why.decode(errors='replace').strip()}")
+            snonce, sproof = S.CHALLENGE.unpack(first)
+            if not S.same(sproof, S.proof(self.key, b"server", cnonce, snonce)):
+                raise RPCAuthError(f"{host}:{port} does not hold the job's secret (it is not this "
+                                   "job's worker, or SHARDFLOW_RPC_SECRET differs)")
+            await loop.sock_sendall(sock, S.ANSWER.pack(S.proof(self.key, b"client", snonce, cnonce),
+                                                        self.worker_id))
+        except BaseException:
+            sock.close()
+            raise
+        c2s, s2c = S.session_keys(self.key, cnonce, snonce)
+        conn = Connection(self, sock, peer_id, c2s, s2c, outbound=True, peer_addr=(host, port))
+        self.connections.add(conn)
+        conn.start_reading()
+        return conn
+
+    # -- stop -----------------------------------------------------------------------------
+    def close(self) -> None:
+        """Close every connection and the listener, stop the loop and join its thread."""
+        if not self._thread.is_alive():
+            return
+
+        def stop():
+            for conn in list(self.connections):
+                conn.close(RPCConnectionError("RPC was shut down"))
+            if self._accept_task is not None:
+                self._accept_task.cancel()
+            if self._listener is not None:
+                self._listener.close()
+            self.loop.call_soon(self.loop.stop)
+        self.loop.call_soon_threadsafe(stop)
+        self._thread.join(timeout=10)
+        if not self.loop.is_running():
+            self.loop.close()
+
+
+def _tune(sock: socket.socket) -> None:
+    sock.setblocking(False)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+async def _recv_exact(loop, sock, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = await loop.sock_recv(sock, n - len(buf))
+        if not chunk:
+            raise asyncio.IncompleteReadError(bytes(buf), n)
+        buf += chunk
+    return bytes(buf)
+
+
+async def _refuse(loop, sock, why: str) -> None:
+    """Send the refusal line, then close without resetting: stop writing, drain what the
+    peer already sent (closing over unread input would send a reset that can discard the
+    refusal before the peer reads it), close."""
+    try:
+        await asyncio.wait_for(loop.sock_sendall(sock, S.REFUSED + b": " + why.encode() + b"\n"), 1.0)
+        sock.shutdown(socket.SHUT_WR)
+        end = loop.time() + 1.0
+        while loop.time() < end:
+            chunk = await asyncio.wait_for(loop.sock_recv(sock, 65536), max(0.01, end - loop.time()))
+            if not chunk:
+                break
+    except (OSError, asyncio.TimeoutError):
+        pass
+    sock.close()
+
+
+async def _recv_some(loop, sock) -> bytes:
+    try:
+        return await asyncio.wait_for(loop.sock_recv(sock, 4096), 1.0)
+    except (asyncio.TimeoutError, OSError):
+        return b""

@@ -1,0 +1,41 @@
+"""Failures end with a named error within the timeout, and shutdown does not hang
+(failure_program.py): a call to a dead worker, a worker that dies mid-call, a dead
+rendezvous leader at shutdown. (Remote exceptions and timeouts: test_rpc_core.py.)"""
+
+from .workers import launch
+
+
+def test_calls_to_a_dead_worker_fail_fast_and_shutdown_skips_it():
+    w = launch("failure_program.py", 3, args=("dead_peer",), timeout=90, check=False)
+    assert w[0].proc.returncode == 0 and w[1].proc.returncode == 0, w[0].err + w[1].err
+    r = w[0].result()
+    name, msg, elapsed = r["call_dead"]
+    assert name == "RPCConnectionError" and "worker 'worker2' (rank 2)" in msg and "unreachable" in msg
+    assert elapsed < 5.0   # refused at once, not the 30 s rpc_timeout
+    name, msg, elapsed = r["remote_dead"]
+    assert name == "RPCConnectionError" and elapsed < 5.0
+    assert r["live_still_works"][:2] == ["ok", "3"]
+    for rank in (0, 1):
+        name, _, elapsed = w[rank].result()["shutdown"]
+        assert name == "ok" and elapsed < 15.0
+
+
+def test_a_worker_dying_mid_call_fails_the_call_at_once():
+    w = launch("failure_program.py", 2, args=("mid_call",), timeout=90, check=False)
+    r = w[0].result()
+    name, msg, elapsed = r["mid_call"]
+    assert name == "RPCConnectionError", r
+    assert "rpc of __main__:die_after on worker 'worker1' (rank 1) failed" in msg
+    assert "closed the connection" in msg and elapsed < 5.0
+    assert r["after"][0] == "RPCConnectionError" and r["after"][2] < 5.0
+    assert r["shutdown"][0] == "ok" and r["shutdown"][2] < 15.0
+
+
+def test_shutdown_without_the_leader_does_not_hang():
+    w = launch("failure_program.py", 3, args=("leader_dead",), timeout=90, check=False)
+    for rank in (1, 2):
+        r = w[rank].result()
+        assert r["peer_call"][:2] == ["ok", "2.0"]
+        assert r["leader_call"][0] == "RPCConnectionError" and r["leader_call"][2] < 5.0
+        assert r["shutdown"][0] == "ok" and r["shutdown"][2] < 15.0
+        assert "the barrier with rank 0 failed" in w[rank].err
