@@ -41,3 +41,13 @@ def raises(exc, fn, *needles: str) -> BaseException:
             assert needle in str(e), (needle, str(e))
         return e
     raise AssertionError(f"{fn} raised no {exc}")
+
+
+def start_failing_job():
+    """The start of the failure programs: ``comm.init()`` and collective #1, which every rank
+    reaches; returns the world communicator."""
+    from shardflow import comm
+
+    w = comm.init()
+    w.all_reduce(np.ones(4, np.float32))  # collective #1 everyone reaches
+    return w
