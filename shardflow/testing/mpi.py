@@ -1,10 +1,11 @@
 """Run test programs on N real ranks under mpiexec.
 
 **Test programs** (how a multi-rank test is written): the ranks' code is a real module, e.g.
-``tests/distributed/programs/ddp_buckets.py``, with a ``main(argv)`` that holds the body
+``tests/distributed/programs/ddp_matches_single_process.py``, with a ``main(argv)`` that holds the body
 (plain ``assert`` statements; arguments in ``argv``; nothing runs at import), and the test calls
 
-    run_program("tests.distributed.programs.ddp_buckets", n=2, args=["view"]).check()
+    run_program("tests.distributed.programs.ddp_matches_single_process", n=2,
+                args=["plain", "view"]).check()
 
 Every rank runs ``python -u -m shardflow.testing.rank_program MODULE ARGS...``, which imports
 the module with pytest's assertion rewriting (a failing ``assert a == b`` shows both values),
@@ -24,7 +25,8 @@ any survived. Output is captured raw (no rank prefixes: ranks prefix their own f
 messages with ``[rank R]``).
 
 ``run_mpi(code, n=2)`` runs Python source given as a string (written to a temporary
-script): for the few tests whose point is an arbitrary script, not a test program.
+script): for tests whose point is an arbitrary script rather than a test program (and, for
+now, the test files not yet converted to programs).
 ``run_script(path)`` runs an existing script. ``launch_cli(argv)`` runs ``shardflow run
 ARGV`` (the launcher itself) in a subprocess the same way, to test the launcher end to end.
 """
