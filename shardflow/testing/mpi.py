@@ -1,8 +1,9 @@
 """Run test programs on N real ranks under mpiexec.
 
-**Test programs** (how a multi-rank test is written): the ranks' code is a real module, e.g.
-``tests/distributed/programs/ddp_matches_single_process.py``, with a ``main(argv)`` that holds the body
-(plain ``assert`` statements; arguments in ``argv``; nothing runs at import), and the test calls
+**Test programs** (how a multi-rank test is written): the ranks' code is a real module,
+e.g. ``tests/distributed/programs/ddp_matches_single_process.py``, with a ``main(argv)`` that
+holds the body (plain ``assert`` statements; arguments in ``argv``; nothing runs at import),
+and the test calls
 
     run_program("tests.distributed.programs.ddp_matches_single_process", n=2,
                 args=["plain", "view"]).check()
