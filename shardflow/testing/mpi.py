@@ -1,18 +1,41 @@
-"""Run Python code on N real ranks under mpiexec, for tests.
+"""Run test programs on N real ranks under mpiexec.
 
-``run_mpi(code, n=2)`` writes ``code`` to a temporary script, starts it with the same
-mpiexec command ``shardflow run`` builds (root/oversubscribe flags, ``PYTHONPATH`` with
-shardflow), in its own session, waits at most ``timeout`` seconds, then kills every
-process left in that session and reports whether any survived. Output is captured raw
-(no rank prefixes: ranks prefix their own failure messages with ``[rank R]``).
+**Test programs** (how a multi-rank test is written): the ranks' code is a real module,
+e.g. ``tests/distributed/programs/ddp_matches_single_process.py``, with a ``main(argv)`` that
+holds the body (plain ``assert`` statements; arguments in ``argv``; nothing runs at import),
+and the test calls
 
-``launch_cli(argv)`` runs ``shardflow run ARGV`` (the launcher itself) in a subprocess the
-same way, to test the launcher end to end.
+    run_program("tests.distributed.programs.ddp_matches_single_process", n=2,
+                args=["plain", "view"]).check()
+
+Every rank runs ``python -u -m shardflow.testing.rank_program MODULE ARGS...``, which imports
+the module with pytest's assertion rewriting (a failing ``assert a == b`` shows both values),
+calls ``main(ARGS)`` and prints ``shardflow.testing: main() passed on rank R`` when it
+returns. :meth:`MPIResult.check` then wants exit code 0, no timeout and that line from every
+rank; on failure it raises an AssertionError that starts with each failing rank's traceback
+(the ``[rank R]`` lines: the assertion, its values and where it stands), followed by the
+whole output. A test that expects the job to fail (failure handling) checks ``returncode``
+and the output itself instead of calling ``check()``. :func:`program_command` is the same
+command for one plain process (a program started without mpiexec).
+
+``run_program``/``run_mpi``/``run_script`` start the job with the same mpiexec command
+``shardflow run`` builds (root/oversubscribe flags, ``PYTHONPATH`` with shardflow's root,
+which is also the root of the repository's ``tests`` package), in its own session, wait at
+most ``timeout`` seconds, then kill every process left in that session and report whether
+any survived. Output is captured raw (no rank prefixes: ranks prefix their own failure
+messages with ``[rank R]``).
+
+``run_mpi(code, n=2)`` runs Python source given as a string (written to a temporary
+script): for tests whose point is an arbitrary script rather than a test program (and, for
+now, the test files not yet converted to programs).
+``run_script(path)`` runs an existing script. ``launch_cli(argv)`` runs ``shardflow run
+ARGV`` (the launcher itself) in a subprocess the same way, to test the launcher end to end.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -21,6 +44,7 @@ import time
 from dataclasses import dataclass
 
 from ..comm.launcher import build_mpiexec_command, kill_session, rank_env, session_processes
+from .rank_program import PASSED
 
 
 @dataclass
@@ -31,19 +55,52 @@ class MPIResult:
     elapsed: float
     timed_out: bool
     leftover: list  # PIDs that were still alive after the job ended (before the cleanup)
+    ranks: int = 0  # run_program: how many ranks must report that main() passed (0: no such check)
 
     @property
     def output(self) -> str:
         return self.stdout + self.stderr
 
+    def passed_ranks(self) -> list[int]:
+        """The ranks whose program's ``main()`` returned (run_program's per-rank line)."""
+        head = PASSED + " "
+        return sorted(int(line[len(head):]) for line in self.stdout.splitlines()
+                      if line.startswith(head) and line[len(head):].isdigit())
+
     def check(self) -> MPIResult:
-        """Raise AssertionError with the whole output unless the job succeeded."""
-        if self.returncode != 0 or self.timed_out:
-            raise AssertionError(
-                f"MPI job failed (rc={self.returncode}, timed_out={self.timed_out}, "
-                f"{self.elapsed:.1f}s)\n--- stdout ---\n{self.stdout}\n--- stderr ---\n{self.stderr}"
-            )
+        """Raise AssertionError unless the job succeeded (exit code 0, no timeout, and for
+        ``run_program`` every rank's ``main()`` returned): the failing ranks' tracebacks
+        first, then the whole output."""
+        __tracebackhide__ = True  # pytest: the failure is the job's, not this method's
+        missing = sorted(set(range(self.ranks)) - set(self.passed_ranks()))
+        if self.returncode != 0 or self.timed_out or missing:
+            why = (f"MPI job failed (rc={self.returncode}, timed_out={self.timed_out}, "
+                   f"{self.elapsed:.1f}s)")
+            if missing and self.returncode == 0 and not self.timed_out:
+                why += f": main() did not return on rank(s) {missing}"
+            raise AssertionError(f"{why}\n{rank_errors(self.stderr)}--- stdout ---\n"
+                                 f"{self.stdout}\n--- stderr ---\n{self.stderr}")
         return self
+
+
+_PREFIX = re.compile(r"^\[rank (\d+)\] ?(.*)$")
+
+
+def rank_errors(stderr: str) -> str:
+    """Each rank's last traceback in ``stderr`` (its ``[rank R]`` lines from the last
+    ``Traceback`` on), one block per rank; empty when there is none."""
+    lines: dict[int, list[str]] = {}
+    for line in stderr.splitlines():
+        m = _PREFIX.match(line)
+        if m:
+            lines.setdefault(int(m.group(1)), []).append(m.group(2))
+    blocks = []
+    for rank in sorted(lines):
+        own = lines[rank]
+        starts = [i for i, text in enumerate(own) if text.startswith("Traceback (most recent")]
+        if starts:
+            blocks.append(f"--- rank {rank} raised ---\n" + "\n".join(own[starts[-1]:]) + "\n")
+    return "".join(blocks)
 
 
 def _run(cmd, env, timeout) -> MPIResult:
@@ -80,6 +137,24 @@ def run_mpi(code: str, n: int = 2, *, timeout: float = 60.0, env: dict | None = 
         cmd = build_mpiexec_command(n, [sys.executable, "-u", path, *map(str, args)],
                                     tag_output=False)
         return _run(cmd, rank_env(env), timeout)
+
+
+def program_command(program: str, args=()) -> list[str]:
+    """The command that runs the test program ``program`` (a module name) in one process."""
+    return [sys.executable, "-u", "-m", "shardflow.testing.rank_program", program,
+            *map(str, args)]
+
+
+def run_program(program: str, n: int = 2, *, args=(), timeout: float = 60.0,
+                env: dict | None = None) -> MPIResult:
+    """Run the test program ``program`` (a module name such as
+    ``"tests.distributed.programs.ddp_buckets"``, whose ``main(argv)`` gets ``args``) on
+    ``n`` ranks; ``check()`` on the result also wants every rank's ``main()`` to have
+    returned (see the module docstring)."""
+    cmd = build_mpiexec_command(n, program_command(program, args), tag_output=False)
+    res = _run(cmd, rank_env(env), timeout)
+    res.ranks = n
+    return res
 
 
 def run_script(path: str, n: int = 2, *, timeout: float = 60.0, env: dict | None = None,

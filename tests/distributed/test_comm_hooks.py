@@ -2,8 +2,9 @@
 the uncompressed average and against PyTorch's hook math (computed here, in the test process,
 with torch), and the bytes each hands to the comm layer (``CountingProcessGroup``).
 
-One MPI job runs every variant (the ranks write their local gradients, reduced gradients,
-byte counts and PowerSGD memories to ``.npz`` files); the checks run in the test process.
+One MPI job (``tests/distributed/programs/ddp_comm_hooks_record.py``) runs every variant
+(the ranks write their local gradients, reduced gradients, byte counts and PowerSGD memories
+to ``.npz`` files); the checks run in the test process.
 Each parameter gets its own bucket (``bucket_cap_mb`` tiny), so a bucket's PowerSGD memories
 are those of one parameter.
 """
@@ -17,7 +18,7 @@ import pytest
 import torch
 from torch.distributed.algorithms.ddp_comm_hooks.powerSGD_hook import _orthogonalize
 
-from shardflow.testing.mpi import run_mpi
+from shardflow.testing.mpi import run_program
 
 pytestmark = pytest.mark.mpi
 
@@ -25,109 +26,11 @@ W = 2
 STEPS = 4
 START = 2  # PowerSGD's start_powerSGD_iter in the 'powersgd' variant
 
-SCRIPT = r"""
-import sys
-import numpy as np
-import shardflow as sf, shardflow.nn as nn, shardflow.nn.functional as F
-import shardflow.distributed as dist
-from shardflow.nn.parallel import DistributedDataParallel as DDP
-from shardflow import comm
-from shardflow.distributed.algorithms import CountingProcessGroup
-from shardflow.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook as ps
-
-dist.init_process_group()
-r, W = dist.get_rank(), dist.get_world_size()
-out_dir = sys.argv[1]
-STEPS, START = int(sys.argv[2]), int(sys.argv[3])
-
-def batch(rank, step, n=12):
-    g = np.random.default_rng(1000 * step + rank)
-    return g.standard_normal((n, 16)).astype(np.float32), g.standard_normal((n, 8)).astype(np.float32)
-
-def make():
-    sf.manual_seed(0)
-    return nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 8))
-
-def run(variant):
-    model = make()
-    counter = CountingProcessGroup(comm.get_world())
-    ddp = DDP(model, process_group=counter, bucket_cap_mb=1e-9)  # one parameter per bucket
-    assert len(ddp.bucket_sizes()) == 4
-    state = None
-    if variant == "allreduce":
-        ddp.register_comm_hook(counter, default_hooks.allreduce_hook)
-    elif variant in ("fp16", "bf16"):
-        ddp.register_comm_hook(counter, getattr(default_hooks, variant + "_compress_hook"))
-    elif variant == "powersgd":
-        state = ps.PowerSGDState(counter, matrix_approximation_rank=1, start_powerSGD_iter=START)
-        ddp.register_comm_hook(state, ps.powerSGD_hook)
-    elif variant == "powersgd_full":
-        state = ps.PowerSGDState(counter, matrix_approximation_rank=64, start_powerSGD_iter=0,
-                                 min_compression_rate=0)
-        ddp.register_comm_hook(state, ps.powerSGD_hook)
-    opt = sf.optim.SGD(model.parameters(), lr=0.05)
-    names = [n for n, _ in model.named_parameters()]
-    rec = {}
-    for step in range(STEPS):
-        x, y = batch(r, step)
-        opt.zero_grad()
-        with ddp.no_sync():
-            F.mse_loss(ddp(sf.tensor(x)), sf.tensor(y)).backward()
-        for n, p in model.named_parameters():
-            rec[f"local/{step}/{n}"] = p.grad.numpy().copy()
-        opt.zero_grad()
-        counter.reset()
-        F.mse_loss(ddp(sf.tensor(x)), sf.tensor(y)).backward()
-        rec[f"bytes/{step}"] = np.array(counter.total_bytes("all_reduce"))
-        for n, p in model.named_parameters():
-            rec[f"reduced/{step}/{n}"] = p.grad.numpy().copy()
-        if state is not None:
-            for b in ddp._buckets:
-                n = names[[id(q) for q in model.parameters()].index(id(b.params[0]))]
-                if b.index in state.error_dict:
-                    rec[f"err/{step}/{n}"] = state.error_dict[b.index].reshape(b.params[0].shape).copy()
-                if b.index in state.q_memory_dict:
-                    rec[f"q/{step}/{n}"] = state.q_memory_dict[b.index].copy()
-        opt.step()
-    if state is not None:
-        rec["stats"] = np.array(state.compression_stats())
-    np.savez(f"{out_dir}/{variant}_rank{r}.npz", **rec)
-
-def train(hook):
-    # a short run that can fail: PowerSGD rank 4 must learn about as well as plain DDP
-    # (measured: rank 1 reaches 0.29 where plain reaches 0.18 in 30 steps, rank 4 0.187)
-    sf.manual_seed(0)
-    model = nn.Sequential(nn.Linear(16, 64), nn.Tanh(), nn.Linear(64, 8))
-    ddp = DDP(model)
-    if hook:
-        ddp.register_comm_hook(ps.PowerSGDState(None, matrix_approximation_rank=4,
-                                                start_powerSGD_iter=3), ps.powerSGD_hook)
-    opt = sf.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    g = np.random.default_rng(7)
-    T = g.standard_normal((16, 8)).astype(np.float32)
-    losses = []
-    for step in range(30):
-        x = np.random.default_rng(100 * step + r).standard_normal((32, 16)).astype(np.float32)
-        loss = F.mse_loss(ddp(sf.tensor(x)), sf.tensor(np.tanh(x @ T)))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    return losses
-
-for v in ("none", "allreduce", "fp16", "bf16", "powersgd", "powersgd_full"):
-    run(v)
-plain, psgd = train(False), train(True)
-np.savez(f"{out_dir}/train_rank{r}.npz", plain=np.array(plain), psgd=np.array(psgd))
-print("ALL OK")
-"""
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     out = tmp_path_factory.mktemp("hooks")
-    res = run_mpi(SCRIPT, n=W, timeout=120, args=[str(out), STEPS, START]).check()
-    assert res.stdout.count("ALL OK") == W, res.output
+    run_program("tests.distributed.programs.ddp_comm_hooks_record", n=W, timeout=120,
+                args=[str(out), STEPS, START]).check()
 
     def load(variant):
         return [dict(np.load(os.path.join(out, f"{variant}_rank{r}.npz"))) for r in range(W)]

@@ -11,52 +11,9 @@ batches from seeds and computes that reference with PyTorch.
 
 import pytest
 
-from shardflow.testing.mpi import run_mpi
+from shardflow.testing.mpi import run_program
 
 pytestmark = pytest.mark.mpi
-
-JOIN = r"""
-import sys
-import numpy as np
-import shardflow as sf, shardflow.nn as nn, shardflow.nn.functional as F
-import shardflow.distributed as dist
-from shardflow.nn.parallel import DistributedDataParallel as DDP
-dist.init_process_group()
-r, W = dist.get_rank(), dist.get_world_size()
-divide_initial, out = sys.argv[1] == "initial", sys.argv[2]
-
-def batches(rank):
-    g = np.random.default_rng(500 + rank)
-    return [(g.standard_normal((3, 5)).astype(np.float32), g.standard_normal((3, 2)).astype(np.float32))
-            for _ in range(2 + rank)]
-
-sf.manual_seed(3 + r)  # different init per rank: DDP broadcasts rank 0's
-model = nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 2))
-ddp = DDP(model, bucket_cap_mb=0.0002)  # a few buckets, so the shadowing order matters
-np.savez(f"{out}/init.npz", *[p.numpy() for p in model.parameters()])
-lr = 0.2
-with ddp.join(divide_by_initial_world_size=divide_initial):
-    for x, y in batches(r):
-        ddp.zero_grad(set_to_none=True)
-        F.mse_loss(ddp(sf.tensor(x)), sf.tensor(y)).backward()
-        for p in model.parameters():
-            p.array -= lr * p.grad.array
-np.savez(f"{out}/rank{r}.npz", *[p.numpy() for p in model.parameters()])
-x, y = batches(0)[0]  # training goes on normally after the context
-F.mse_loss(ddp(sf.tensor(x)), sf.tensor(y)).backward()
-# throw_on_early_termination: rank 0 has 1 batch, the others 1 + r
-ddp.zero_grad()
-try:
-    with ddp.join(throw_on_early_termination=True):
-        for i in range(1 + r):
-            F.mse_loss(ddp(sf.ones(2, 5)), sf.zeros(2, 2)).backward()
-except RuntimeError as e:
-    print(f"RAISED {r}: {e}", flush=True)
-else:
-    print(f"NO ERROR {r}", flush=True)
-dist.barrier()  # every rank raised at the same point: still in step
-print("ALL OK", r, flush=True)
-"""
 
 
 def _reference(world: int, divide_initial: bool, init: list, lr: float = 0.2) -> list:
@@ -86,43 +43,12 @@ def _reference(world: int, divide_initial: bool, init: list, lr: float = 0.2) ->
     return [q.detach().numpy() for q in tmodel.parameters()]
 
 
-UNUSED = r"""
-import shardflow as sf, shardflow.nn as nn, shardflow.nn.functional as F
-import shardflow.distributed as dist
-from shardflow.nn.parallel import DistributedDataParallel as DDP
-dist.init_process_group()
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.body = nn.Sequential(nn.Linear(6, 6), nn.Tanh())
-        self.heads = nn.ModuleList([nn.Linear(6, 3), nn.Linear(6, 3)])
-    def forward(self, x):
-        return self.heads[0](self.body(x))   # heads.1 gets no gradient
-
-for cap in (25, 0.0001):  # one bucket, one bucket per parameter
-    ddp = DDP(Net(), bucket_cap_mb=cap)
-    x = sf.randn(4, 6)
-    F.mse_loss(ddp(x), sf.zeros(4, 3)).backward()
-    try:
-        ddp(x)
-    except RuntimeError as e:
-        msg = str(e)
-        assert (f"Parameters which did not receive grad for rank {dist.get_rank()}: "
-                "heads.1.weight, heads.1.bias (2 of 6 parameters; indices 4, 5)") in msg, msg
-        assert "find_unused_parameters=True" in msg
-    else:
-        raise AssertionError("expected the unfinished-reduction error")
-print("ALL OK", dist.get_rank(), flush=True)
-"""
-
-
 @pytest.mark.parametrize("n,divide", [(2, "initial"), (3, "active")])
 def test_join_with_uneven_batches_matches_single_process(n, divide, tmp_path):
     import numpy as np
 
-    res = run_mpi(JOIN, n=n, timeout=90, args=[divide, str(tmp_path)]).check()
-    assert res.stdout.count("ALL OK") == n, res.output
+    res = run_program("tests.distributed.programs.ddp_join_uneven_inputs", n=n, timeout=90,
+                      args=[divide, str(tmp_path)]).check()
     with np.load(tmp_path / "init.npz") as f:
         init = [f[f"arr_{i}"] for i in range(len(f.files))]
     want = _reference(n, divide == "initial", init)
@@ -138,8 +64,7 @@ def test_join_with_uneven_batches_matches_single_process(n, divide, tmp_path):
 
 
 def test_unused_parameters_are_named_and_counted():
-    res = run_mpi(UNUSED, n=2, timeout=90).check()
-    assert res.stdout.count("ALL OK") == 2, res.output
+    run_program("tests.distributed.programs.ddp_unused_parameters_named", n=2, timeout=90).check()
 
 
 def test_join_in_a_world_of_one():

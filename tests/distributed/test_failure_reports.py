@@ -7,64 +7,20 @@
 * a recv that times out names its peer and what the peer did instead, never itself.
 """
 
+from pathlib import Path
+
 import pytest
 
 from shardflow.comm import arrival, callsig
-from shardflow.testing.mpi import launch_cli, run_mpi
+from shardflow.testing.mpi import launch_cli, run_program
 
 pytestmark = pytest.mark.mpi
 
 NO_TIMEOUT = {"SHARDFLOW_COMM_TIMEOUT": "600"}  # nothing here may rely on the comm timeout
 
-EXITS = r"""
-import sys, time
-import numpy as np
-from shardflow import comm
-w = comm.init()
-w.all_reduce(np.ones(3))                 # collective #1, everyone
-code = int(sys.argv[1])
-if w.rank == 1:
-    sys.exit(code)                        # leaves while rank 0 goes on to collective #2
-if sys.argv[2] == "collective":
-    w.all_reduce(np.ones(3))
-else:
-    w.recv(np.zeros(3), 1)
-"""
-
-UNEVEN_END = r"""
-import time
-import numpy as np
-from shardflow import comm
-w = comm.init()
-w.all_reduce(np.ones(3))
-if w.rank == 0:
-    time.sleep(1.0)                       # the others reach the end first: a normal ending
-print("done", w.rank, flush=True)
-"""
-
-OP_MISMATCH = r"""
-import numpy as np
-from shardflow import comm
-w = comm.init()
-w.all_reduce(np.ones(3))
-if w.rank == 1:
-    w.all_gather(np.ones(3))
-else:
-    w.all_reduce(np.ones(3))
-"""
-
-RECV_TIMEOUT = r"""
-import time
-import numpy as np
-from shardflow import comm
-w = comm.init()
-w.barrier()
-if w.rank == 0:
-    w.recv(np.zeros(3, np.float32), 1, tag=0)
-else:
-    w.send(np.ones(3, np.float32), 0, tag=5)   # the wrong tag: rank 0 never gets it
-    time.sleep(60)
-"""
+PROGRAMS = "tests.distributed.programs."
+# run as a plain script by the launcher test (it ends with a __main__ block)
+EXITS_SCRIPT = Path(__file__).parent / "programs" / "rank_exits_while_awaited.py"
 
 
 def _fast(res, bound=25):
@@ -74,10 +30,8 @@ def _fast(res, bound=25):
 
 
 @pytest.mark.parametrize("where", ["collective", "recv"])
-def test_early_exit_reports_that_rank_and_its_exit_code(tmp_path, where):
-    script = tmp_path / "exits.py"
-    script.write_text(EXITS)
-    res = launch_cli(["-n", "2", str(script), "1", where], timeout=60, env=NO_TIMEOUT)
+def test_early_exit_reports_that_rank_and_its_exit_code(where):
+    res = launch_cli(["-n", "2", str(EXITS_SCRIPT), "1", where], timeout=60, env=NO_TIMEOUT)
     _fast(res)
     assert res.returncode == 1, res.output
     assert "first failing rank: 1   exit code: 1" in res.stderr, res.output
@@ -86,7 +40,8 @@ def test_early_exit_reports_that_rank_and_its_exit_code(tmp_path, where):
 
 
 def test_early_exit_under_plain_mpiexec():
-    res = run_mpi(EXITS, n=3, timeout=60, env=NO_TIMEOUT, args=[3, "collective"])
+    res = run_program(PROGRAMS + "rank_exits_while_awaited", n=3, timeout=60, env=NO_TIMEOUT,
+                      args=[3, "collective"])
     _fast(res)
     assert res.returncode != 0
     assert "Exit code:    3" in res.output, res.output
@@ -94,12 +49,14 @@ def test_early_exit_under_plain_mpiexec():
 
 
 def test_ranks_ending_at_different_times_still_exit_cleanly():
-    res = run_mpi(UNEVEN_END, n=3, timeout=60, env=NO_TIMEOUT).check()
+    res = run_program(PROGRAMS + "ranks_end_at_different_times", n=3, timeout=60,
+                      env=NO_TIMEOUT).check()
     assert res.stdout.count("done") == 3 and "exiting" not in res.output, res.output
 
 
 def test_op_mismatch_names_what_each_rank_called():
-    res = run_mpi(OP_MISMATCH, n=3, timeout=60, env=NO_TIMEOUT)
+    res = run_program(PROGRAMS + "ranks_call_different_collectives", n=3, timeout=60,
+                      env=NO_TIMEOUT)
     _fast(res)
     out = res.stderr
     assert "collective mismatch at collective #2" in out, res.output
@@ -109,7 +66,8 @@ def test_op_mismatch_names_what_each_rank_called():
 
 
 def test_recv_timeout_names_the_peer_and_what_it_did():
-    res = run_mpi(RECV_TIMEOUT, n=2, timeout=60, env={"SHARDFLOW_COMM_TIMEOUT": "3"})
+    res = run_program(PROGRAMS + "recv_times_out", n=2, timeout=60,
+                      env={"SHARDFLOW_COMM_TIMEOUT": "3"})
     _fast(res)
     out = res.stderr
     assert "recv from rank 1 timed out on rank 0 (tag 0, shape (3,), dtype float32)" in out, out

@@ -6,47 +6,17 @@ calls the collective (``SHARDFLOW_COMM_TIMEOUT=3``), mismatched shapes under
 which must print the root-cause block.
 """
 
+from pathlib import Path
+
 import pytest
 
-from shardflow.testing.mpi import launch_cli, run_mpi
+from shardflow.testing.mpi import launch_cli, run_program
 
 pytestmark = pytest.mark.mpi
 
-PRELUDE = r"""
-import os, sys, time
-import numpy as np
-from shardflow import comm
-w = comm.init()
-r = w.rank
-w.all_reduce(np.ones(4, np.float32))  # collective #1 everyone reaches
-"""
-
-KILLED = PRELUDE + r"""
-if r == 1:
-    os._exit(3)
-big = np.ones(1 << 20, np.float32)
-w.all_reduce(big)
-time.sleep(60)
-"""
-
-RAISES = PRELUDE + r"""
-if r == 1:
-    raise ValueError("deliberate failure on rank 1")
-w.all_reduce(np.ones((2, 2), np.float32))
-time.sleep(60)
-"""
-
-NEVER_ARRIVES = PRELUDE + r"""
-if r == 1:
-    time.sleep(60)  # never calls collective #2
-w.all_reduce(np.ones((2, 5), np.float32))
-"""
-
-MISMATCH = PRELUDE + r"""
-shape = (3, 4) if r == 0 else (4, 4)
-w.all_reduce(np.ones(shape, np.float32))
-time.sleep(60)
-"""
+PROGRAMS = "tests.distributed.programs."
+# the programs the launcher tests run as plain scripts (each ends with a __main__ block)
+SCRIPTS = Path(__file__).parent / "programs"
 
 
 def _assert_fast_and_clean(res, bound):
@@ -58,20 +28,21 @@ def _assert_fast_and_clean(res, bound):
 
 @pytest.mark.parametrize("n", [2, 3])
 def test_rank_killed_mid_allreduce(n):
-    res = run_mpi(KILLED, n=n, timeout=40)
+    res = run_program(PROGRAMS + "rank_killed_mid_allreduce", n=n, timeout=40)
     _assert_fast_and_clean(res, 20)
     assert "Exit code:    3" in res.output or "exit code 3" in res.output.lower(), res.output
 
 
 def test_rank_raising_aborts_job():
-    res = run_mpi(RAISES, n=3, timeout=40)
+    res = run_program(PROGRAMS + "rank_raises", n=3, timeout=40)
     _assert_fast_and_clean(res, 20)
     assert "[rank 1] ValueError: deliberate failure on rank 1" in res.stderr, res.output
     assert "rank 1 raised an uncaught ValueError" in res.stderr
 
 
 def test_rank_never_arriving_times_out():
-    res = run_mpi(NEVER_ARRIVES, n=3, timeout=40, env={"SHARDFLOW_COMM_TIMEOUT": "3"})
+    res = run_program(PROGRAMS + "rank_never_arrives", n=3, timeout=40,
+                      env={"SHARDFLOW_COMM_TIMEOUT": "3"})
     _assert_fast_and_clean(res, 20)
     out = res.stderr
     assert "collective timed out on rank" in out, res.output
@@ -82,18 +53,16 @@ def test_rank_never_arriving_times_out():
 
 
 def test_debug_mode_reports_shape_mismatch():
-    res = run_mpi(MISMATCH, n=2, timeout=40,
-                  env={"SHARDFLOW_DEBUG": "collectives", "SHARDFLOW_COMM_TIMEOUT": "20"})
+    res = run_program(PROGRAMS + "collective_shape_mismatch", n=2, timeout=40,
+                      env={"SHARDFLOW_DEBUG": "collectives", "SHARDFLOW_COMM_TIMEOUT": "20"})
     _assert_fast_and_clean(res, 20)
     out = res.stderr
     assert "collective mismatch" in out, res.output
     assert "rank 0: all_reduce(shape=(3, 4)" in out and "rank 1: all_reduce(shape=(4, 4)" in out, out
 
 
-def test_launcher_root_cause_block(tmp_path):
-    script = tmp_path / "fail.py"
-    script.write_text(RAISES)
-    res = launch_cli(["-n", "2", str(script)], timeout=40)
+def test_launcher_root_cause_block():
+    res = launch_cli(["-n", "2", str(SCRIPTS / "rank_raises.py")], timeout=40)
     _assert_fast_and_clean(res, 20)
     assert res.returncode == 1
     assert "first failing rank: 1" in res.stderr, res.output
@@ -102,9 +71,7 @@ def test_launcher_root_cause_block(tmp_path):
 
 
 def test_launcher_killed_rank_and_job_timeout(tmp_path):
-    script = tmp_path / "killed.py"
-    script.write_text(KILLED)
-    res = launch_cli(["-n", "2", str(script)], timeout=40)
+    res = launch_cli(["-n", "2", str(SCRIPTS / "rank_killed_mid_allreduce.py")], timeout=40)
     _assert_fast_and_clean(res, 20)
     assert "first failing rank: 1   exit code: 3" in res.stderr, res.output
     assert res.returncode == 3

@@ -2,73 +2,13 @@
 
 import pytest
 
-from shardflow.testing.mpi import run_mpi
+from shardflow.testing.mpi import run_program
 
 pytestmark = pytest.mark.mpi
 
-HVD_SCRIPT = r"""
-import sys
-import numpy as np, torch
-import shardflow as sf, shardflow.nn as nn, shardflow.nn.functional as F
-import shardflow.optim as optim
-import shardflow.horovod as hvd
-hvd.init()
-r, W = hvd.rank(), hvd.size()
-assert hvd.local_size() == W and hvd.local_rank() == r
-compression = hvd.Compression.fp16 if sys.argv[1] == "fp16" else hvd.Compression.none
-passes = int(sys.argv[2])
-def data(k, seed, shape):
-    return np.random.default_rng(1000 * seed + k).standard_normal(shape).astype(np.float32)
-# collectives
-t = sf.tensor(data(r, 1, (3, 2)))
-avg = hvd.allreduce(t)
-assert np.allclose(avg.numpy(), np.mean([data(k, 1, (3, 2)) for k in range(W)], 0), atol=1e-6)
-assert np.allclose(t.numpy(), data(r, 1, (3, 2)))  # out of place
-s = hvd.allreduce(t, op=hvd.Sum)
-assert np.allclose(s.numpy(), np.sum([data(k, 1, (3, 2)) for k in range(W)], 0), atol=1e-5)
-g = hvd.allgather(sf.tensor(data(r, 2, (r + 1, 2))))  # uneven first dims
-assert np.allclose(g.numpy(), np.concatenate([data(k, 2, (k + 1, 2)) for k in range(W)]))
-b = hvd.broadcast(sf.tensor(data(r, 3, (4,))), root_rank=W - 1)
-assert np.allclose(b.numpy(), data(W - 1, 3, (4,)))
-# DistributedOptimizer vs torch
-sf.manual_seed(r + 5)
-model = nn.Sequential(nn.Linear(5, 7), nn.Tanh(), nn.Linear(7, 2))
-hvd.broadcast_parameters(model.state_dict(), root_rank=0)
-objs = hvd.allgather_object([p.numpy().copy() for p in model.parameters()])
-for other in objs:
-    for a, c in zip(other, objs[0]):
-        assert np.array_equal(a, c)
-tmodel = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.Tanh(), torch.nn.Linear(7, 2))
-with torch.no_grad():
-    for p, q in zip(model.parameters(), tmodel.parameters()):
-        q.copy_(torch.from_numpy(p.numpy().copy()))
-opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-opt = hvd.DistributedOptimizer(opt, named_parameters=model.named_parameters(),
-                               compression=compression, backward_passes_per_step=passes)
-hvd.broadcast_optimizer_state(opt, root_rank=0)
-topt = torch.optim.SGD(tmodel.parameters(), lr=0.1, momentum=0.9)
-for step in range(3):
-    tloss = 0
-    for m in range(passes):
-        x, y = data(r, 10 + 10 * step + m, (4, 5)), data(r, 50 + 10 * step + m, (4, 2))
-        F.mse_loss(model(sf.tensor(x)), sf.tensor(y)).backward()
-        for k in range(W):
-            xk, yk = data(k, 10 + 10 * step + m, (4, 5)), data(k, 50 + 10 * step + m, (4, 2))
-            tloss = tloss + torch.nn.functional.mse_loss(tmodel(torch.from_numpy(xk)), torch.from_numpy(yk)) / W
-    opt.step()
-    opt.zero_grad()
-    topt.zero_grad(); tloss.backward(); topt.step()
-tol = 2e-3 if sys.argv[1] == "fp16" else 2e-5
-for p, q in zip(model.parameters(), tmodel.parameters()):
-    assert np.allclose(p.numpy(), q.detach().numpy(), rtol=tol, atol=tol), np.abs(p.numpy() - q.detach().numpy()).max()
-# optimizer state broadcast: momentum buffers equal on every rank
-st = hvd.allgather_object(sorted((k, v["momentum_buffer"].numpy().sum()) for k, v in opt.state_dict()["state"].items()))
-assert all(s == st[0] for s in st)
-print("ALL OK", r, flush=True)
-"""
 
-
-@pytest.mark.parametrize("n,comp,passes", [(2, "none", 1), (3, "none", 2), (2, "fp16", 1)])
-def test_horovod_api_and_optimizer(n, comp, passes):
-    res = run_mpi(HVD_SCRIPT, n=n, timeout=90, args=[comp, passes]).check()
-    assert res.stdout.count("ALL OK") == n, res.output
+@pytest.mark.parametrize("n,runs", [(2, ["none:1", "fp16:1"]), (3, ["none:2"])])
+def test_horovod_api_and_optimizer(n, runs):
+    """``runs``: COMPRESSION:BACKWARD_PASSES_PER_STEP, each a fresh DistributedOptimizer."""
+    run_program("tests.distributed.programs.horovod_api_and_optimizer", n=n, timeout=90,
+                args=runs).check()

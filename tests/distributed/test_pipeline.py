@@ -11,132 +11,18 @@ GPipe and 1F1B (and the tracemalloc peak of the step) on the same run.
 import numpy as np
 import pytest
 
-from shardflow.testing.mpi import run_mpi
+from shardflow.testing.mpi import run_program
 
 ENV = {"SHARDFLOW_COMM_TIMEOUT": "30"}
 
-COMMON = r"""
-import sys, tracemalloc
-import numpy as np
-import shardflow as sf
-import shardflow.distributed as dist
-from shardflow import comm
-from shardflow.distributed.pipelining import (PipelineStage, ScheduleGPipe, Schedule1F1B,
-                                              ScheduleInterleaved1F1B, pipeline_groups)
-from shardflow.models.gpt import GPT, GPTConfig
-from shardflow.models.gpt_pipeline import gpt_pipe, gpt_loss
-dist.init_process_group()
-world = comm.get_world()
-cfg = GPTConfig(block_size=8, vocab_size=32, n_layer=4, n_head=2, n_embd=16)
-LR, STEPS = 0.5, 2
-
-def build():
-    sf.manual_seed(0)
-    return GPT(cfg)
-
-def data(step, B):
-    g = np.random.default_rng(100 + step)
-    return g.integers(0, 32, (B, 8)), g.integers(0, 32, (B, 8))
-
-def sgd(params):
-    for p in params:
-        p.array -= LR * p.grad.array
-        p.grad = None
-
-def reference(B):
-    # one process, whole batch: per step the loss and every parameter's gradient by name
-    ref = build()
-    out = []
-    for step in range(STEPS):
-        idx, tgt = data(step, B)
-        _, loss = ref(sf.tensor(idx), sf.tensor(tgt))
-        loss.backward()
-        out.append((loss.item(), {n: p.grad.numpy().copy() for n, p in ref.named_parameters()}))
-        sgd(ref.parameters())
-    return out
-
-def run(kind, pp, dp, m, rows=4):
-    ref = reference(rows * dp)
-    pp_group, dp_group, st = pipeline_groups(pp, dp)
-    rep = world.rank % dp
-    model = build()
-    names = {id(p): n for n, p in model.named_parameters()}
-    v = 2 if kind == "interleaved" else 1
-    pipe = gpt_pipe(model, pp * v)
-    ids = [k * pp + st for k in range(v)]
-    stages = [PipelineStage(pipe.stages[s], s, pp * v, group=pp_group, tied=pipe.tied_for(s),
-                            dp_group=dp_group) for s in ids]
-    if kind == "interleaved":
-        sched = ScheduleInterleaved1F1B(stages, m, loss_fn=gpt_loss)
-    else:
-        sched = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}[kind](stages[0], m, loss_fn=gpt_loss)
-    params = [p for s in stages for p in s.submod.parameters()]
-    params = list({id(p): p for p in params}.values())
-    for step in range(STEPS):
-        idx, tgt = data(step, rows * dp)
-        mine = slice(rep * rows, (rep + 1) * rows)
-        args = (sf.tensor(idx[mine]),) if 0 in ids else ()
-        losses = []
-        kw = dict(target=sf.tensor(tgt[mine]), losses=losses) if pp * v - 1 in ids else {}
-        sched.step(*args, **kw)
-        ref_loss, ref_grads = ref[step]
-        if losses:
-            mean = np.mean([l.item() for l in losses])
-            if dp > 1:
-                mean = np.mean(dp_group.all_gather_object(float(mean)))
-            assert abs(mean - ref_loss) < 1e-5, (kind, step, mean, ref_loss)
-        for p in params:
-            d = np.abs(p.grad.numpy() - ref_grads[names[id(p)]]).max()
-            assert d < 1e-5, (kind, step, names[id(p)], d)
-        sgd(params)
-    return stages, sched
-"""
-
-TWO_RANKS = COMMON + r"""
-for kind in ("gpipe", "1f1b", "interleaved"):
-    run(kind, 2, 1, 4)
-# memory: stage 0 of 2 with 8 micro-batches holds 8 activations under GPipe, 2 under 1F1B;
-# tracemalloc sees every array the step allocates (saved graph tensors included)
-peaks = {}
-idx, tgt = data(0, 16)
-for kind in ("gpipe", "1f1b"):
-    stage = PipelineStage(gpt_pipe(build(), 2).stages[world.rank], world.rank, 2, group=world)
-    sched = (ScheduleGPipe if kind == "gpipe" else Schedule1F1B)(stage, 8, loss_fn=gpt_loss)
-    args = (sf.tensor(idx),) if world.rank == 0 else ()
-    kw = dict(target=sf.tensor(tgt)) if world.rank == 1 else {}
-    tracemalloc.start()
-    base = tracemalloc.get_traced_memory()[0]
-    sched.step(*args, **kw)
-    traced = tracemalloc.get_traced_memory()[1] - base
-    tracemalloc.stop()
-    peaks[kind] = (stage.peak_inflight, stage.peak_live_bytes, traced)
-print(f"rank {world.rank} peaks {peaks}", flush=True)
-if world.rank == 0:
-    assert peaks["gpipe"][0] == 8 and peaks["1f1b"][0] == 2, peaks
-    assert peaks["1f1b"][2] < 0.6 * peaks["gpipe"][2], peaks
-assert peaks["1f1b"][1] < peaks["gpipe"][1], peaks
-print("OK", world.rank)
-"""
-
-FOUR_RANKS = COMMON + r"""
-run("1f1b", 4, 1, 4)
-run("gpipe", 4, 1, 2)
-run("gpipe", 2, 2, 2)
-run("1f1b", 2, 2, 4)
-print("OK", world.rank)
-"""
-
-
 @pytest.mark.mpi
 def test_pipeline_two_stages_equals_one_process_and_1f1b_holds_less():
-    res = run_mpi(TWO_RANKS, n=2, timeout=120, env=ENV).check()
-    assert res.output.count("OK") == 2, res.output
+    run_program("tests.distributed.programs.pipeline_two_stages", n=2, timeout=120, env=ENV).check()
 
 
 @pytest.mark.mpi
 def test_pipeline_four_stages_and_pp_times_dp_equal_one_process():
-    res = run_mpi(FOUR_RANKS, n=4, timeout=120, env=ENV).check()
-    assert res.output.count("OK") == 4, res.output
+    run_program("tests.distributed.programs.pipeline_four_ranks", n=4, timeout=120, env=ENV).check()
 
 
 # ---------------------------------------------------------------- single process

@@ -5,14 +5,9 @@ device, so every rank must give NumPy's results)."""
 
 import pytest
 
-from shardflow.testing.mpi import run_mpi
+from shardflow.testing.mpi import run_program
 
 from ..gpu import test_nccl as gpu_nccl
-
-INSTALL = """
-from tests.doubles import host_cuda
-host_cuda.install()  # host_cupy as CuPy, NCCL's calls over MPI
-"""
 
 
 def test_the_gpu_one_rank_nccl_test_on_host_cuda():
@@ -22,5 +17,5 @@ def test_the_gpu_one_rank_nccl_test_on_host_cuda():
 @pytest.mark.mpi
 @pytest.mark.parametrize("n", [2, 3])
 def test_the_gpu_multi_rank_nccl_script_on_host_cuda(n):
-    res = run_mpi(INSTALL + gpu_nccl.RANKS, n=n, timeout=120)
+    res = run_program(gpu_nccl.RANKS, n=n, timeout=120, args=["host_cuda"])
     assert gpu_nccl.refusal(res, n) is None, res.output

@@ -1,0 +1,53 @@
+"""``shardflow.testing.mpi.run_program``, the runner of the multi-rank test programs: a failing
+rank's assertion reaches the test with its rank and values (pytest's assertion rewriting in
+the ranks), and ``check()`` fails unless every rank's ``main()`` returned."""
+
+import pytest
+
+from shardflow.testing.mpi import program_command, run_program
+
+pytestmark = pytest.mark.mpi
+
+PROGRAM = "tests.distributed.programs.runner_fails_on_one_rank"
+
+
+def _failure(res) -> str:
+    with pytest.raises(AssertionError) as info:
+        res.check()
+    return str(info.value)
+
+
+def test_a_passing_program_passes_on_every_rank():
+    res = run_program(PROGRAM, n=2, args=["pass"], timeout=60).check()
+    assert res.passed_ranks() == [0, 1]
+
+
+@pytest.mark.parametrize("when", ["assert", "before_init"])
+def test_a_failing_assert_shows_its_rank_and_values(when):
+    message = _failure(run_program(PROGRAM, n=2, args=[when], timeout=60))
+    block = message[message.index("--- rank 1 raised ---"):]
+    assert "--- rank 0 raised ---" not in message, message
+    assert "runner_fails_on_one_rank.py" in block, message
+    if when == "assert":  # shardflow's excepthook reported it and aborted the job
+        assert "assert [0, 2, 4] == [0, 1, 2]" in block, message
+        assert "rank 1 raised an uncaught AssertionError" in block, message
+    else:  # no world yet: the runner prints the traceback with the rank itself
+        assert "assert [1.0, 2.0] == [1.0, 3.0]" in block, message
+        assert "the program raised on rank 1" in block, message
+    assert "rank_program.py" not in block, message  # the traceback starts at the program
+
+
+def test_a_rank_that_leaves_main_early_fails_the_check():
+    res = run_program(PROGRAM, n=2, args=["early_exit"], timeout=60)
+    assert res.returncode == 0, res.output
+    assert res.passed_ranks() == [0], res.output
+    assert "main() did not return on rank(s) [1]" in _failure(res)
+
+
+def test_program_command_runs_one_plain_process():
+    import subprocess
+
+    res = subprocess.run(program_command(PROGRAM, ["pass"]), capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "main() passed on rank 0" in res.stdout, res.stdout
