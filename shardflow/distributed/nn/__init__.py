@@ -1,0 +1,21 @@
+"""``torch.distributed.nn``'s path: the differentiable collectives of ``functional``
+(``all_reduce``, ``all_gather``, ``broadcast``, ...; PyTorch re-exports them here too).
+``RemoteModule`` (RPC) is not provided."""
+
+from .functional import (
+    ReduceOp,
+    all_gather,
+    all_reduce,
+    all_to_all,
+    all_to_all_single,
+    broadcast,
+    gather,
+    reduce,
+    reduce_scatter,
+    scatter,
+)
+
+__all__ = [
+    "ReduceOp", "all_gather", "all_reduce", "all_to_all", "all_to_all_single", "broadcast",
+    "gather", "reduce", "reduce_scatter", "scatter",
+]
