@@ -15,8 +15,9 @@ import numpy as np
 
 
 def init_pair(sf_backend=None):
-    import shardflow.distributed as sf_dist
     import torch.distributed as tdist
+
+    import shardflow.distributed as sf_dist
     from shardflow import comm
 
     if sf_backend is not None:

@@ -10,7 +10,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the worktree (tests package)
 
-from tests.distributed.torch_compat.pair import close, copy_weights, init_pair, whole  # noqa: E402
+from tests.distributed.torch_compat.pair import close, init_pair, whole  # noqa: E402
 
 r, n = init_pair()
 
