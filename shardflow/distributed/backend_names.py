@@ -20,7 +20,9 @@ __all__ = ["Backend", "get_default_backend_for_device", "engine_backend"]
 
 
 class Backend(str):
-    """PyTorch's ``Backend``: a lower-case backend name (``Backend("GLOO") == "gloo"``)."""
+    """PyTorch's ``Backend``: a lower-case backend name (``Backend("GLOO") == "gloo"``). Any
+    name is a ``Backend``, as in PyTorch (third-party backends); ``init_process_group``
+    refuses the ones shardflow does not run."""
 
     UNDEFINED = "undefined"
     GLOO = "gloo"
@@ -30,19 +32,12 @@ class Backend(str):
     XCCL = "xccl"
 
     backend_list = [UNDEFINED, GLOO, NCCL, XCCL, UCC, MPI]
-    _SHARDFLOW = ("local", "none", "auto", "cuda")  # comm.init's own names, accepted too
     default_device_backend_map = {"cpu": GLOO, "cuda": NCCL}
 
     def __new__(cls, name: str):
         if not isinstance(name, str):
             raise ValueError(f"Backend name must be a string, but got: {name!r}")
-        value = name.lower()
-        if value not in cls.backend_list and value not in cls._SHARDFLOW and ":" not in value:
-            raise ValueError(
-                f"Invalid backend: '{name}'; shardflow runs 'gloo' and 'mpi' on MPI and "
-                "'nccl' on NCCL (or on MPI without a GPU)"
-            )
-        return str.__new__(cls, value)
+        return str.__new__(cls, name.lower())
 
 
 def get_default_backend_for_device(device) -> str:
