@@ -204,7 +204,7 @@ def tensor_repr(t, default_dtype, no_suffix_dtypes) -> str:
     d = t.dtype
     if t.device.type == "meta":  # no values to print: PyTorch's form
         suffixes = ["device='meta'", f"size={tuple(t.shape)}"]
-        if d != default_dtype and d not in no_suffix_dtypes:
+        if d != default_dtype:  # no values to tell an int64 from: always named
             suffixes.append(f"dtype={d}")
         if t.grad_fn is not None:
             suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")

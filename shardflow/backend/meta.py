@@ -233,14 +233,9 @@ class MetaArray(NDArrayOperatorsMixin):
                                             kwargs.get("keepdims", False)), np.asarray(one).dtype)
         if method != "__call__":
             raise _unsupported(f"numpy.{ufunc.__name__}.{method}")
+        # (tensors on two devices never get here: Function.apply refuses them by name; a host
+        # array here is an op's own constant, and the result is meta)
         out = kwargs.pop("out", None)
-        for x in inputs:
-            if isinstance(x, np.ndarray) and x.ndim > 0:
-                raise RuntimeError(
-                    f"numpy.{ufunc.__name__}: expected all tensors to be on the same device, "
-                    "but found a meta tensor and a cpu tensor with data; move both to one "
-                    "device (to_empty(device=...) materialises meta tensors)"
-                )
         if ufunc is np.matmul:
             shapes = [_matmul_shape(inputs[0].shape, inputs[1].shape)]
         else:
@@ -347,6 +342,39 @@ def _stack(arrays, axis=0, **kwargs):
     return MetaArray(shape, np.result_type(*[a.dtype for a in arrays]))
 
 
+def _einsum(subscripts, *operands, out=None, **kwargs):
+    """Explicit-output einsum (``"ij,ij->i"``): sizes from the operands' labels."""
+    if "->" not in subscripts or "." in subscripts:
+        raise _unsupported(f"numpy.einsum('{subscripts}') (only explicit '->' forms)")
+    ins, res = subscripts.replace(" ", "").split("->")
+    sizes = {}
+    for labels, op in zip(ins.split(","), operands):
+        for lab, size in zip(labels, np.shape(op) if not isinstance(op, MetaArray) else op.shape):
+            sizes[lab] = size
+    dtype = np.result_type(*[op.dtype if isinstance(op, MetaArray) else np.asarray(op).dtype
+                             for op in operands])
+    result = MetaArray(tuple(sizes[lab] for lab in res), dtype)
+    return out if out is not None else result
+
+
+def _elementwise(*args, out=None, **kwargs):
+    """clip / where / around ...: the broadcast shape of the array arguments."""
+    arrays = [a for a in args if isinstance(a, MetaArray | np.ndarray)]
+    shape = np.broadcast_shapes(*[a.shape for a in arrays])
+    dtype = np.result_type(*[a.dtype for a in arrays if a.dtype.kind != "b"] or [np.bool_])
+    result = MetaArray(shape, dtype)
+    return out if out is not None else result
+
+
+def _where(cond, *xy, **kwargs):
+    if not xy:
+        raise _unsupported("numpy.where(condition) (its shape depends on the data)")
+    result = _elementwise(*xy, **kwargs)
+    shape = np.broadcast_shapes(np.shape(cond) if not isinstance(cond, MetaArray) else cond.shape,
+                                result.shape)
+    return MetaArray(shape, result.dtype)
+
+
 def _view_fn(name):
     """A NumPy function that only re-views its first argument, run on the zero-stride proxy."""
     fn = getattr(np, name)
@@ -364,6 +392,11 @@ _FUNCTIONS = {
     np.full_like: _full_like,
     np.copyto: _copyto,
     np.concatenate: _concat,
+    np.einsum: _einsum,
+    np.clip: _elementwise,
+    np.where: lambda cond, *xy, **kw: _where(cond, *xy, **kw),
+    np.around: _elementwise,
+    np.round: _elementwise,
     np.stack: _stack,
     np.reshape: lambda a, shape, *args, **kw: a.reshape(shape),
     np.ascontiguousarray: lambda a, dtype=None, **kw: a.astype(dtype or a.dtype),
@@ -383,7 +416,12 @@ for _name in ("transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze", "br
 
 
 class _MetaNamespace:
-    """The array module for ``new_array(meta, make)``: creation without allocation."""
+    """The array module of meta arrays (``get_array_module``, ``new_array(meta, make)``):
+    creation without allocation; every other name is NumPy's, whose functions reach meta
+    arrays through the dispatch protocols."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
 
     @staticmethod
     def _shape(shape):

@@ -55,9 +55,13 @@ def is_device_array(array) -> bool:
 
 
 def get_array_module(array):
-    """NumPy for host arrays and meta arrays (NumPy's functions reach a meta array through
-    its dispatch protocols, ``backend/meta.py``), CuPy for device arrays."""
-    if isinstance(array, np.ndarray) or _cupy is None or type(array) is MetaArray:
+    """NumPy for host arrays, CuPy for device arrays; for a meta array the meta namespace
+    (NumPy whose creation functions make meta arrays, ``backend/meta.py``)."""
+    if isinstance(array, np.ndarray):
+        return np
+    if type(array) is MetaArray:
+        return meta_namespace
+    if _cupy is None:
         return np
     return _cupy.get_array_module(array)
 
