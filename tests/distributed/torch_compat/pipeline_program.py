@@ -11,7 +11,12 @@ loaded as is and with only its imports changed to shardflow by ``run_pipelining.
 
 import torch
 import torch.nn as nn
-from torch.distributed.pipelining import PipelineStage, ScheduleGPipe, pipeline
+from torch.distributed.pipelining import (  # noqa: F401  (SplitPoint: used through this module)
+    PipelineStage,
+    ScheduleGPipe,
+    SplitPoint,
+    pipeline,
+)
 
 
 class MyNetworkBlock(torch.nn.Module):
