@@ -225,8 +225,17 @@ def tensor_repr(t, default_dtype, no_suffix_dtypes) -> str:
     ``dtype=`` (int64, bool)."""
     prefix = "tensor("
     indent = len(prefix)
-    a = t.numpy()
     d = t.dtype
+    if t.device.type == "meta":  # no values to print: PyTorch's form
+        suffixes = ["device='meta'", f"size={tuple(t.shape)}"]
+        if d != default_dtype:  # no values to tell an int64 from: always named
+            suffixes.append(f"dtype={d}")
+        if t.grad_fn is not None:
+            suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
+        elif t.requires_grad:
+            suffixes.append("requires_grad=True")
+        return _add_suffixes(prefix + "...", suffixes, indent)
+    a = t.numpy()
     suffixes = []
     if t.device.type != "cpu":
         suffixes.append(f"device='{t.device}'")

@@ -23,6 +23,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
+from ..backend.meta import MetaTensorError
+
 OPS: dict[str, Callable] = {}
 
 # The global-tensor handler: ``handler(name, func, args, kwargs)``; None until the distributed
@@ -85,9 +87,12 @@ def register(name: str, *aliases: str):
 
         def routed(*args, **kwargs):
             h = handler[0]
-            if h is None:
-                return func(*args, **kwargs)
-            return h(name, func, args, kwargs)
+            try:  # free when nothing is raised (zero-cost exception handling)
+                if h is None:
+                    return func(*args, **kwargs)
+                return h(name, func, args, kwargs)
+            except MetaTensorError as e:  # name the op that reached meta-tensor work
+                raise e.for_op(name) from None
 
         routed.__name__ = func.__name__
         routed.__qualname__ = func.__qualname__

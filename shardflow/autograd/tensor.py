@@ -24,6 +24,7 @@ import numpy as np
 from ..backend import CPU, as_dtype, device_of, dtypes, from_numpy_dtype, is_device_array, to_device
 from ..backend import shared_memory as shm
 from ..backend.layout import strided
+from ..backend.meta import MetaArray
 from . import _tensor_str, grad_mode
 from .dispatch import OPS
 
@@ -126,6 +127,20 @@ class Tensor:
             )
         return self._spec.sbp
 
+    # PyTorch's DTensor names for the same two things. A local tensor has neither: the
+    # AttributeError keeps ``hasattr(t, "placements")`` False for it, as for a plain torch.Tensor.
+    @property
+    def device_mesh(self):
+        if self._spec is None:
+            raise AttributeError("device_mesh is defined for global tensors (DTensors) only")
+        return self._spec.placement
+
+    @property
+    def placements(self):
+        if self._spec is None:
+            raise AttributeError("placements is defined for global tensors (DTensors) only")
+        return self._spec.sbp
+
     @property
     def dtype(self):
         return from_numpy_dtype(self.array.dtype)
@@ -153,7 +168,7 @@ class Tensor:
 
     @property
     def is_meta(self) -> bool:
-        return False
+        return self.device.type == "meta"
 
     @property
     def is_sparse(self) -> bool:
@@ -874,10 +889,10 @@ def _as_array(data, dtype):
         return arr if dtype is None else arr.astype(as_dtype(dtype).np)
     if dtype is not None:
         npd = as_dtype(dtype).np
-        if isinstance(data, np.ndarray):
+        if isinstance(data, np.ndarray | MetaArray):
             return data.astype(npd, copy=False)
         return np.asarray(_nested(data), dtype=npd) if npd.kind != "V" else np.asarray(_nested(data), dtype=np.float32).astype(npd)
-    if isinstance(data, np.ndarray):
+    if isinstance(data, np.ndarray | MetaArray):
         return data
     if is_device_array(data):
         return data

@@ -1,10 +1,12 @@
-"""Device: where a tensor's memory lives (``cpu`` with NumPy, ``cuda:N`` with CuPy)."""
+"""Device: where a tensor's memory lives (``cpu`` with NumPy, ``cuda:N`` with CuPy), or
+``meta``: shape and dtype without any memory (``backend/meta.py``)."""
 
 from __future__ import annotations
 
 
 class device:
-    """``shardflow.device('cpu')`` / ``device('cuda', 0)`` / ``device('cuda:1')``."""
+    """``shardflow.device('cpu')`` / ``device('cuda', 0)`` / ``device('cuda:1')`` /
+    ``device('meta')``."""
 
     __slots__ = ("type", "index")
 
@@ -16,8 +18,8 @@ class device:
         if ":" in s:
             s, idx = s.split(":", 1)
             index = int(idx)
-        if s not in ("cpu", "cuda"):
-            raise ValueError(f"unknown device type {s!r}; expected 'cpu' or 'cuda[:N]'")
+        if s not in ("cpu", "cuda", "meta"):
+            raise ValueError(f"unknown device type {s!r}; expected 'cpu', 'cuda[:N]' or 'meta'")
         self.type = s
         self.index = index if s == "cuda" else None
 
@@ -49,6 +51,7 @@ class device:
 
 
 CPU = device("cpu")
+META = device("meta")
 
 
 # The device factory functions (zeros, randn, tensor, nn layers' parameters, ...) use when

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .device import CPU, device
+from .device import CPU, META, device
+from .meta import NO_DATA, MetaArray, meta_namespace
 
 _cupy = None
 
@@ -54,19 +55,34 @@ def is_device_array(array) -> bool:
 
 
 def get_array_module(array):
-    if isinstance(array, np.ndarray) or _cupy is None:
+    """NumPy for host arrays, CuPy for device arrays; for a meta array the meta namespace
+    (NumPy whose creation functions make meta arrays, ``backend/meta.py``)."""
+    if isinstance(array, np.ndarray):
+        return np
+    if type(array) is MetaArray:
+        return meta_namespace
+    if _cupy is None:
         return np
     return _cupy.get_array_module(array)
 
 
 def device_of(array) -> device:
-    if isinstance(array, np.ndarray | np.generic) or _cupy is None:
+    if isinstance(array, np.ndarray | np.generic):
+        return CPU
+    if type(array) is MetaArray:
+        return META
+    if _cupy is None:
         return CPU
     return device("cuda", int(array.device.id))
 
 
 def to_device(array, dev: device):
-    """Move a raw array to ``dev`` (a no-op when already there)."""
+    """Move a raw array to ``dev`` (a no-op when already there). To ``meta`` keeps the shape
+    and dtype; from ``meta`` to a real device raises (there is no data to copy)."""
+    if dev.type == "meta":
+        return array if type(array) is MetaArray else MetaArray(array.shape, array.dtype)
+    if type(array) is MetaArray:
+        raise NotImplementedError(NO_DATA)
     if dev.type == "cpu":
         if isinstance(array, np.ndarray):
             return array
@@ -83,14 +99,18 @@ def _current(cp, dev: device):
 
 
 def xp_for(dev: device):
+    if dev.type == "meta":
+        return meta_namespace
     return np if dev.type == "cpu" else cupy()
 
 
 def new_array(dev: device, make):
     """``make(xp)`` with ``dev``'s array module, allocating on ``dev`` (CuPy allocates on the
-    current device, so ``cuda:N`` is made current for the call)."""
+    current device, so ``cuda:N`` is made current for the call; ``meta`` allocates nothing)."""
     if dev.type == "cpu":
         return make(np)
+    if dev.type == "meta":
+        return make(meta_namespace)
     cp = cupy()
     with _current(cp, dev):
         return make(cp)

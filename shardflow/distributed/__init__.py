@@ -3,7 +3,8 @@
 A torch.distributed script runs with ``import shardflow.distributed as dist``:
 ``init_process_group`` detects how the process was launched (mpiexec / ``shardflow run``,
 Slurm, or nothing = world of one; torchrun-style variables are recognised) and accepts the
-``backend`` argument (``"gloo"`` and ``"mpi"`` map to MPI on CPU). The collectives work in
+``backend`` argument (``"gloo"`` and ``"mpi"`` map to MPI on CPU; ``get_backend()`` reports the
+name asked for: ``backend_names.py``). The collectives work in
 place on ``Tensor.array`` through :mod:`shardflow.comm`, bump the tensor's version counter,
 and with ``async_op=True`` return a :class:`Work` whose ``wait()`` completes them. Ranks
 given to ``src``/``dst`` are global ranks, as in PyTorch, also for sub-groups.
@@ -13,13 +14,16 @@ Global tensors (placement + sbp) will live in this package as well.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import numpy as np
 
 from .. import comm as _comm
 from ..autograd.tensor import Tensor
-from ..backend.xp import get_array_module
+from ..backend.xp import cuda_is_available, get_array_module
 from ..comm import CommError, CommTimeoutError, Communicator, ReduceOp
 from ..comm import Work as _CommWork
+from .backend_names import Backend, engine_backend, get_default_backend_for_device
 
 __all__ = [
     "ReduceOp", "Work", "ProcessGroup", "GroupMember", "init_process_group",
@@ -27,7 +31,11 @@ __all__ = [
     "get_local_rank", "get_backend", "new_group", "all_reduce", "broadcast", "all_gather",
     "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor", "all_to_all_single",
     "barrier", "send", "recv", "isend", "irecv", "P2POp", "batch_isend_irecv", "all_gather_object",
-    "broadcast_object_list", "CommError", "CommTimeoutError",
+    "broadcast_object_list", "CommError", "CommTimeoutError", "Backend", "group",
+    "get_default_backend_for_device", "is_gloo_available", "is_nccl_available", "is_mpi_available",
+    "is_backend_available", "get_process_group_ranks", "get_global_rank", "get_group_rank",
+    "get_node_local_rank", "reduce", "gather", "scatter", "all_to_all", "gather_object",
+    "scatter_object_list", "monitored_barrier", "default_pg_timeout",
 ]
 
 ProcessGroup = Communicator
@@ -36,6 +44,16 @@ ProcessGroup = Communicator
 class GroupMember:
     WORLD = None
     NON_GROUP_MEMBER = object()
+
+
+class group:  # noqa: N801 - PyTorch's name (``dist.group.WORLD``)
+    WORLD = None
+
+
+default_pg_timeout = timedelta(minutes=30)  # PyTorch's value; see init_process_group
+
+# The backend name init_process_group was given (what get_backend reports), None if none.
+_asked_backend: list[str | None] = [None]
 
 
 class Work:
@@ -83,7 +101,8 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
             "trying to initialize the default process group twice; call "
             "destroy_process_group() first or check is_initialized()"
         )
-    world = _comm.init(backend)
+    asked = None if backend is None else str(Backend(backend))
+    world = _comm.init(engine_backend(asked, ":" in (asked or "") and cuda_is_available()))
     if world_size not in (-1, None) and world_size != world.size:
         raise ValueError(
             f"init_process_group(world_size={world_size}) but the launcher started "
@@ -91,11 +110,13 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
         )
     if rank not in (-1, None) and rank != world.rank:
         raise ValueError(f"init_process_group(rank={rank}) but this process is rank {world.rank}")
+    _asked_backend[0] = asked
 
 
 def destroy_process_group(group=None) -> None:
     if group is None or group is _comm.get_world():
         _comm.destroy()
+        _asked_backend[0] = None
     else:
         group.free()
 
@@ -142,7 +163,57 @@ def get_local_rank() -> int:
 
 
 def get_backend(group=None) -> str:
-    return _group(group).backend
+    """The backend name ``init_process_group`` was given (``"gloo"``, ``"nccl"``, ...), for the
+    world and its sub-groups; the engine's name when none was given (``backend_names.py``)."""
+    g = _group(group)
+    return _asked_backend[0] if _asked_backend[0] is not None else g.backend
+
+
+def is_gloo_available() -> bool:
+    """True: ``"gloo"`` is accepted (it runs on MPI)."""
+    return True
+
+
+def is_mpi_available() -> bool:
+    return True
+
+
+def is_nccl_available() -> bool:
+    """True when NCCL can run: CuPy sees a CUDA device."""
+    return cuda_is_available()
+
+
+def is_backend_available(backend: str) -> bool:
+    name = str(backend).lower()
+    if name == "nccl":
+        return is_nccl_available()
+    return name in ("gloo", "mpi")
+
+
+def get_process_group_ranks(group) -> list:
+    """The global ranks of ``group``, in group-rank order."""
+    g = _group(group)
+    ranks = getattr(g, "world_ranks", None)
+    return list(range(g.size)) if ranks is None else list(ranks)
+
+
+def get_global_rank(group, group_rank: int) -> int:
+    ranks = get_process_group_ranks(group)
+    if not 0 <= group_rank < len(ranks):
+        raise ValueError(f"group rank {group_rank} is not in this group of {len(ranks)} ranks")
+    return ranks[group_rank]
+
+
+def get_group_rank(group, global_rank: int) -> int:
+    return _group_rank(_group(group), global_rank)
+
+
+def get_node_local_rank(fallback_rank: int | None = None) -> int:
+    """The rank on this host (as ``get_local_rank``); ``fallback_rank`` when no launcher set it."""
+    info = _comm.world_info()
+    if info.launcher == "none" and fallback_rank is not None:
+        return int(fallback_rank)
+    return info.local_rank
 
 
 def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local_synchronization=False):
@@ -341,8 +412,142 @@ def broadcast_object_list(object_list, src: int = 0, group=None, device=None) ->
     object_list[:] = got
 
 
+# -- rooted collectives, built on the symmetric ones ---------------------------------------
+# shardflow's engines run all-reduce, all-gather, broadcast and all-to-all; PyTorch's rooted
+# forms are those plus a local choice of what to keep, so they cost what the symmetric
+# collective costs (the same message sizes on every rank) and fail the same bounded way.
+
+
+def _root(g, rank, group_rank, what) -> int:
+    """The root's rank in ``g``: ``group_rank`` if given, else the global ``rank`` (default
+    global rank 0, as PyTorch)."""
+    if group_rank is not None:
+        if rank is not None:
+            raise ValueError(f"{what}: pass either the global rank or the group rank, not both")
+        return int(group_rank)
+    return _group_rank(g, 0 if rank is None else int(rank))
+
+
+def reduce(tensor, dst: int | None = None, op=ReduceOp.SUM, group=None, async_op: bool = False,
+           group_dst: int | None = None):
+    """Reduce ``tensor`` over the group into ``dst``'s ``tensor``; other ranks' tensors are
+    left unchanged. Communication: one all-reduce of a copy."""
+    g = _group(group)
+    root = _root(g, dst, group_dst, "reduce")
+    a = _arr(tensor)
+    work = get_array_module(a).array(a, copy=True)
+
+    def post():
+        if g.rank == root:
+            a[...] = work
+            tensor._bump_version()
+
+    return _run(g, lambda asy: g.all_reduce(work, op, async_op=asy), async_op, post)
+
+
+def gather(tensor, gather_list=None, dst: int | None = None, group=None, async_op: bool = False,
+           group_dst: int | None = None):
+    """``gather_list[i]`` on ``dst`` receives rank i's ``tensor`` (other ranks pass None).
+    Communication: one all-gather."""
+    g = _group(group)
+    root = _root(g, dst, group_dst, "gather")
+    a = _arr(tensor)
+    if g.rank == root and (gather_list is None or len(gather_list) != g.size):
+        raise ValueError(f"gather: the destination rank needs gather_list of {g.size} tensors "
+                         f"(one per rank), got {gather_list!r}")
+    out = get_array_module(a).empty((g.size, *a.shape), dtype=a.dtype)
+
+    def post():
+        if g.rank == root:
+            for t, row in zip(gather_list, out):
+                t.array[...] = row
+                t._bump_version()
+
+    return _run(g, lambda asy: g.all_gather(a, out=out, async_op=asy), async_op, post)
+
+
+def scatter(tensor, scatter_list=None, src: int | None = None, group=None,
+            async_op: bool = False, group_src: int | None = None):
+    """Rank i's ``tensor`` receives ``scatter_list[i]`` of ``src`` (other ranks pass None).
+    Communication: one broadcast of the stacked list (every entry has ``tensor``'s shape)."""
+    g = _group(group)
+    root = _root(g, src, group_src, "scatter")
+    a = _arr(tensor)
+    xp = get_array_module(a)
+    if g.rank == root:
+        if scatter_list is None or len(scatter_list) != g.size:
+            raise ValueError(f"scatter: the source rank needs scatter_list of {g.size} tensors "
+                             f"(one per rank), got {scatter_list!r}")
+        bad = [tuple(t.shape) for t in scatter_list if tuple(t.shape) != tuple(a.shape)]
+        if bad:
+            raise ValueError(f"scatter: every scatter_list entry must have the output's shape "
+                             f"{tuple(a.shape)}, got {bad}")
+        stacked = xp.ascontiguousarray(xp.stack([_arr(t, "scatter_list[i]") for t in scatter_list]))
+    else:
+        stacked = xp.empty((g.size, *a.shape), dtype=a.dtype)
+
+    def post():
+        a[...] = stacked[g.rank]
+        tensor._bump_version()
+
+    return _run(g, lambda asy: g.broadcast(stacked, root, async_op=asy), async_op, post)
+
+
+def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op: bool = False):
+    """``output_tensor_list[j]`` receives rank j's ``input_tensor_list[i]`` (i = this rank).
+    All tensors must have one shape (uneven all-to-all is not supported)."""
+    g = _group(group)
+    if len(input_tensor_list) != g.size or len(output_tensor_list) != g.size:
+        raise ValueError(f"all_to_all needs {g.size} input and {g.size} output tensors (one per "
+                         f"rank), got {len(input_tensor_list)} and {len(output_tensor_list)}")
+    shapes = {tuple(t.shape) for t in (*input_tensor_list, *output_tensor_list)}
+    if len(shapes) != 1:
+        raise NotImplementedError(f"all_to_all with tensors of different shapes {sorted(shapes)} "
+                                  "is not supported; pad them to one shape")
+    xp = get_array_module(_arr(input_tensor_list[0]))
+    src = xp.ascontiguousarray(xp.stack([_arr(t, "input_tensor_list[i]") for t in input_tensor_list]))
+    out = xp.empty_like(src)
+
+    def post():
+        for t, row in zip(output_tensor_list, out):
+            t.array[...] = row
+            t._bump_version()
+
+    return _run(g, lambda asy: g.all_to_all(src, out=out, async_op=asy), async_op, post)
+
+
+def gather_object(obj, object_gather_list=None, dst: int | None = None, group=None,
+                  group_dst: int | None = None) -> None:
+    g = _group(group)
+    root = _root(g, dst, group_dst, "gather_object")
+    got = g.all_gather_object(obj)
+    if g.rank == root:
+        if object_gather_list is None or len(object_gather_list) != len(got):
+            raise ValueError(f"gather_object: the destination rank needs a list of {len(got)} "
+                             "slots")
+        object_gather_list[:] = got
+
+
+def scatter_object_list(scatter_object_output_list, scatter_object_input_list=None,
+                        src: int | None = None, group=None, group_src: int | None = None) -> None:
+    g = _group(group)
+    root = _root(g, src, group_src, "scatter_object_list")
+    got = g.broadcast_object(list(scatter_object_input_list or []) if g.rank == root else None,
+                             root)
+    if len(got) != g.size:
+        raise ValueError(f"scatter_object_list: the source passed {len(got)} objects for "
+                         f"{g.size} ranks")
+    scatter_object_output_list[0] = got[g.rank]
+
+
+def monitored_barrier(group=None, timeout=None, wait_all_ranks: bool = False) -> None:
+    """A barrier; every collective here already ends within the configured timeout naming the
+    rank that did not arrive (``SHARDFLOW_COMM_TIMEOUT``)."""
+    barrier(group)
+
+
 # -- global tensors (placement + sbp) and tensor parallelism: docs/GLOBAL.md ----------------
-from . import sbp  # noqa: E402
+from . import device_mesh, sbp  # noqa: E402,F401  (torch.distributed.device_mesh: an attribute too)
 from .global_tensor import (  # noqa: E402
     distribute_tensor,
     from_local,

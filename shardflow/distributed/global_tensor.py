@@ -36,7 +36,7 @@ from .spec import GlobalSpec, make_global, normalize_sbp
 __all__ = [
     "GlobalSpec", "to_global", "to_local", "from_local", "distribute_tensor",
     "redistribute", "full_tensor", "make_global", "module_to_global", "local_map",
-    "global_to_numpy",
+    "global_to_numpy", "DTensor", "distribute_module", "parameter_to_global",
 ]
 
 
@@ -146,19 +146,63 @@ def _run_boxing(t: Tensor, spec: GlobalSpec, dst, op_name: str) -> Tensor:
     return Boxing.apply(t, spec.placement, spec.shape, spec.sbp, tuple(dst), op_name)
 
 
-def redistribute(t: Tensor, device_mesh=None, placements=None) -> Tensor:
-    """PyTorch's ``DTensor.redistribute(device_mesh, placements)``."""
+def redistribute(t: Tensor, device_mesh=None, placements=None, *, async_op: bool = False,
+                 forward_dtype=None, backward_dtype=None) -> Tensor:
+    """PyTorch's ``DTensor.redistribute(device_mesh=None, placements=None)``: boxing to
+    ``placements`` within the tensor's mesh (required, as PyTorch 2.13 requires them).
+    ``async_op`` is accepted; the collectives complete before it returns.
+    ``forward_dtype`` / ``backward_dtype`` (casting around the collective) are refused."""
+    if forward_dtype is not None or backward_dtype is not None:
+        raise NotImplementedError(
+            "redistribute(forward_dtype=/backward_dtype=) is not supported; cast with "
+            "x.to(dtype) before or after redistribute"
+        )
+    if t._spec is None:
+        raise ValueError("redistribute takes a global tensor (a DTensor); this one is local. "
+                         "Make it global with DTensor.from_local or distribute_tensor first")
+    if placements is None:
+        raise RuntimeError("placements is needed for redistribute! (e.g. [Replicate()])")
     return to_global(t, device_mesh, placements)
 
 
-def distribute_tensor(tensor: Tensor, device_mesh, placements) -> Tensor:
-    """PyTorch's ``distribute_tensor``: ``tensor`` is the whole tensor on every rank."""
+def distribute_tensor(tensor: Tensor, device_mesh, placements=None, *,
+                      src_data_rank: int | None = None) -> Tensor:
+    """PyTorch's ``distribute_tensor``: ``tensor`` is the whole tensor on every rank; each
+    keeps its shard under ``placements`` (default ``Replicate()`` on every mesh dimension).
+
+    ``src_data_rank=None`` (shardflow's default) takes every rank's ``tensor`` as the same
+    values (as after a shared seed): no communication, and the result stays differentiable
+    with respect to ``tensor``. An int is PyTorch's semantics: the values of that group rank
+    of each mesh dimension are broadcast first (one broadcast per mesh dimension), and the
+    result is a new leaf (``requires_grad`` as ``tensor``'s), as PyTorch returns.
+    """
+    if not _is_placement(device_mesh):
+        raise TypeError(f"distribute_tensor needs a DeviceMesh (shardflow.placement), got "
+                        f"{device_mesh!r}")
+    if tensor._spec is not None:
+        raise ValueError("distribute_tensor takes a local tensor (the whole value on every "
+                         "rank); this one is global already: use redistribute")
+    if placements is None:
+        placements = [broadcast] * device_mesh.ndim
+    dst = normalize_sbp(placements, device_mesh, tensor.array.ndim)
+    layout.validate(tuple(tensor.array.shape), device_mesh.shape, dst, "distribute_tensor")
+    if src_data_rank is not None:
+        values = get_array_module(tensor.array).array(tensor.array, copy=True)
+        for k in range(device_mesh.ndim):
+            device_mesh.group(k).broadcast(values, int(src_data_rank))
+        leaf = _wrap(values)
+        tensor = leaf.requires_grad_(True) if tensor.requires_grad else leaf
     full = from_local(tensor, device_mesh, [broadcast] * device_mesh.ndim)
-    return to_global(full, sbp=placements)
+    return to_global(full, sbp=dst)
 
 
-def to_local(t: Tensor) -> Tensor:
-    """This rank's shard as a local tensor (gradients flow back into the global one)."""
+def to_local(t: Tensor, *, grad_placements=None) -> Tensor:
+    """This rank's shard as a local tensor (gradients flow back into the global one).
+
+    ``grad_placements`` (PyTorch's hint of the layout of the gradient that will reach the
+    local tensor) is accepted and unused: a local gradient is taken in the global tensor's
+    canonical gradient layout (``sbp.grad_sbp``), which is what the hint says in the usual
+    case (the same placements)."""
     if t._spec is None:
         return t
     if t.requires_grad:
@@ -166,7 +210,7 @@ def to_local(t: Tensor) -> Tensor:
     return _wrap(t.array, version=t._version)
 
 
-def full_tensor(t: Tensor) -> Tensor:
+def full_tensor(t: Tensor, *, grad_placements=None) -> Tensor:
     """The whole logical tensor on every rank, as a local tensor (differentiable)."""
     if t._spec is None:
         return t
@@ -248,3 +292,81 @@ def local_map(func, out_placements, in_placements=None, device_mesh=None, *,
         return res[0] if single else tuple(res)
 
     return wrapped
+
+
+# -- PyTorch's DTensor names ------------------------------------------------------------------
+
+
+class _DTensorType(type):
+    """``isinstance(x, DTensor)`` is true exactly for global tensors: a global tensor is an
+    ordinary ``Tensor`` with a spec, not an instance of another class."""
+
+    def __instancecheck__(cls, obj) -> bool:
+        return isinstance(obj, Tensor) and obj._spec is not None
+
+    def __subclasscheck__(cls, sub) -> bool:
+        return sub is cls
+
+
+class DTensor(metaclass=_DTensorType):
+    """PyTorch's ``DTensor``: in shardflow a global tensor (``Tensor`` with a placement and
+    sbp). Not constructed directly (as in PyTorch): use :meth:`from_local`,
+    :func:`distribute_tensor` or ``tensor.to_global``. A global tensor answers DTensor's API:
+    ``.device_mesh``, ``.placements``, ``.to_local()``, ``.full_tensor()``,
+    ``.redistribute(device_mesh, placements)``; ``.shape`` is the logical shape."""
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError(
+            "DTensor is not constructed directly; use DTensor.from_local(local, device_mesh, "
+            "placements) or distribute_tensor(tensor, device_mesh, placements)"
+        )
+
+    @staticmethod
+    def from_local(local_tensor: Tensor, device_mesh=None, placements=None, *,
+                   run_check: bool = False, shape=None, stride=None) -> Tensor:
+        """A global tensor whose shard on this rank is ``local_tensor`` (PyTorch's
+        ``DTensor.from_local``; placements default to ``Replicate()`` on every mesh
+        dimension). Differentiable. ``run_check`` and ``stride`` are accepted: the logical
+        shape of a split tensor is gathered from every rank's shard shape (one small
+        all-gather, so uneven shards are right) unless ``shape`` is given."""
+        if device_mesh is None:
+            raise ValueError("DTensor.from_local needs device_mesh= (shardflow keeps no "
+                             "current mesh); pass the DeviceMesh the local tensors live on")
+        if placements is None:
+            placements = [broadcast] * device_mesh.ndim
+        return from_local(local_tensor, device_mesh, placements, shape=shape)
+
+
+def distribute_module(module, device_mesh=None, partition_fn=None, input_fn=None,
+                      output_fn=None):
+    """PyTorch's ``distribute_module``: ``partition_fn(name, submodule, device_mesh)`` is
+    called on every submodule (it lays parameters out, e.g. with
+    ``register_parameter(n, nn.Parameter(distribute_tensor(p, mesh, [Shard(0)])))``), then
+    every parameter and buffer still local is made ``Replicate()`` in place (each rank's
+    values, taken as equal). ``input_fn(module, inputs, device_mesh)`` becomes a forward
+    pre-hook and ``output_fn(module, outputs, device_mesh)`` a forward hook. Returns
+    ``module``."""
+    if not _is_placement(device_mesh):
+        raise ValueError(f"distribute_module needs a DeviceMesh, got {device_mesh!r}")
+    replicate = [broadcast] * device_mesh.ndim
+    for name, sub in module.named_modules():
+        if partition_fn is not None:
+            partition_fn(name, sub, device_mesh)
+        for coll in (sub._parameters, sub._buffers):
+            for t in coll.values():
+                if t is not None and t._spec is None:
+                    module_to_global(t, device_mesh, replicate)
+    if input_fn is not None:
+        module.register_forward_pre_hook(
+            lambda mod, inputs: input_fn(mod, inputs, device_mesh))
+    if output_fn is not None:
+        module.register_forward_hook(
+            lambda mod, inputs, outputs: output_fn(mod, outputs, device_mesh))
+    return module
+
+
+def parameter_to_global(param: Tensor, source: Tensor) -> Tensor:
+    """``nn.Parameter(global_tensor)``: the new parameter (sharing ``source``'s shard) takes
+    its layout, and its ``.grad`` will have the layout's gradient layout (called by
+    ``nn.Parameter`` through the op table: nn sits below this layer)."""
+    return make_global(param, source._spec)

@@ -160,10 +160,35 @@ class placement:  # noqa: N801 - OneFlow's name
         return self.ranks
 
     def get_coordinate(self):
-        return list(self.coordinate)
+        """This rank's mesh coordinate (a tuple, as PyTorch 2.13 returns)."""
+        return tuple(self.coordinate)
 
-    def get_group(self, mesh_dim: int | str = 0):
-        return self.group(self._dim(mesh_dim))
+    def get_group(self, mesh_dim: int | str | None = None):
+        """The process group (communicator) of mesh dimension ``mesh_dim`` (an index or a
+        name) that contains this rank; usable as ``group=`` of ``dist`` collectives."""
+        return self.group(self._dim(self._one_dim(mesh_dim, "get_group")))
+
+    def get_all_groups(self) -> list:
+        return [self.group(k) for k in range(self.ndim)]
+
+    def get_rank(self) -> int:
+        """This process's global rank (PyTorch's ``DeviceMesh.get_rank``)."""
+        return self._rank
+
+    def get_local_rank(self, mesh_dim: int | str | None = None) -> int:
+        """This rank's coordinate along ``mesh_dim`` (its rank in that dimension's group)."""
+        return self.coordinate[self._dim(self._one_dim(mesh_dim, "get_local_rank"))]
+
+    def _one_dim(self, mesh_dim, what: str):
+        if mesh_dim is None:
+            if self.ndim != 1:
+                raise RuntimeError(
+                    f"{what}: optional kwarg `mesh_dim` needs to be specified when "
+                    f"device_mesh.ndim > 1 (this mesh has {self.ndim} dimensions, named "
+                    f"{self.mesh_dim_names})"
+                )
+            return 0
+        return mesh_dim
 
     def _dim(self, mesh_dim) -> int:
         if isinstance(mesh_dim, str):
@@ -176,7 +201,22 @@ class placement:  # noqa: N801 - OneFlow's name
         return int(mesh_dim)
 
     def __getitem__(self, name):
-        """``mesh["tp"]``: the 1-D sub-mesh along that dimension that contains this rank."""
+        """``mesh["tp"]``: the 1-D sub-mesh along that dimension that contains this rank.
+        ``mesh["dp", "tp"]`` (every dimension, in order) is the mesh itself; other
+        multi-dimension slices are not supported."""
+        if isinstance(name, tuple | list):
+            names = tuple(name)
+            if len(names) == 1:
+                return self[names[0]]
+            if [self._dim(n) for n in names] == list(range(self.ndim)):
+                return self
+            raise NotImplementedError(
+                f"slicing mesh dimensions {names} out of a mesh with dimensions "
+                f"{self.mesh_dim_names} is not supported; slice one dimension (mesh['tp']) "
+                "or all of them in order"
+            )
+        if self.ndim == 1 and self.mesh_dim_names is not None and name == self.mesh_dim_names[0]:
+            return self
         dim = self._dim(name)
         index = list(self.coordinate)
         index[dim] = slice(None)

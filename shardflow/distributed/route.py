@@ -3,7 +3,7 @@
 ``autograd/dispatch`` (L2) has one hook slot that every registered op call passes; while it
 is empty an op costs one check. :func:`enable` puts :func:`.rules.handle` there and adds the
 Tensor methods of global tensors to the op table (``x.to_global``, ``x.to_local``,
-``x.redistribute``, ``x.full_tensor``, what ``x.numpy()`` and ``Module.to_global`` call).
+``x.redistribute``, ``x.full_tensor``, what ``x.numpy()``, ``Module.to_global`` and ``nn.Parameter(global)`` call).
 It is idempotent, and :func:`disable` undoes exactly that (tests use it so no state
 outlives a test).
 
@@ -36,6 +36,7 @@ TENSOR_METHODS = {
     "full_tensor": _gt.full_tensor,
     "_global_to_numpy": _gt.global_to_numpy,
     "_module_to_global": _gt.module_to_global,
+    "_parameter_to_global": _gt.parameter_to_global,
 }
 
 _enabled = [False]

@@ -26,12 +26,12 @@ from dataclasses import dataclass
 
 __all__ = [
     "SbpType", "Split", "Broadcast", "Partial", "split", "broadcast", "partial_sum",
-    "partial_max", "grad_sbp", "as_sbp_tuple", "Shard", "Replicate",
+    "partial_max", "grad_sbp", "as_sbp_tuple", "Shard", "Replicate", "Placement",
 ]
 
 
 class SbpType:
-    """Base of the three sbp kinds."""
+    """Base of the three sbp kinds (PyTorch's ``Placement``)."""
 
     __slots__ = ()
 
@@ -43,6 +43,13 @@ class SbpType:
 
     def is_partial(self) -> bool:
         return False
+
+    # PyTorch's Placement predicates (``p.is_shard(dim=None)``, ``is_replicate``)
+    def is_shard(self, dim: int | None = None) -> bool:
+        return self.is_split() and (dim is None or self.dim == dim)
+
+    def is_replicate(self) -> bool:
+        return self.is_broadcast()
 
 
 @dataclass(frozen=True, repr=False)
@@ -72,13 +79,25 @@ class Broadcast(SbpType):
         return "B"
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, repr=False, init=False)
 class Partial(SbpType):
+    """``P``: ``Partial(op="sum")``; PyTorch's spelling ``Partial(reduce_op="sum")`` too."""
+
     op: str = "sum"
 
-    def __post_init__(self):
-        if self.op not in ("sum", "max"):
-            raise ValueError(f"sbp.Partial(op) takes 'sum' or 'max', got {self.op!r}")
+    def __init__(self, op: str = "sum", *, reduce_op: str | None = None):
+        op = reduce_op if reduce_op is not None else op
+        if op not in ("sum", "max"):
+            raise ValueError(
+                f"sbp.Partial(op) takes 'sum' or 'max', got {op!r} (PyTorch's 'avg', 'min' "
+                "and 'product' partial placements are not supported)"
+            )
+        object.__setattr__(self, "op", op)
+
+    @property
+    def reduce_op(self) -> str:
+        """PyTorch's name for ``op``."""
+        return self.op
 
     def is_partial(self) -> bool:
         return True
@@ -96,14 +115,11 @@ partial_sum = Partial("sum")
 partial_max = Partial("max")
 
 
-def Shard(dim: int) -> Split:  # noqa: N802 - PyTorch's DTensor name
-    """PyTorch's ``Shard(dim)``: the same as ``split(dim)``."""
-    return Split(dim)
-
-
-def Replicate() -> Broadcast:  # noqa: N802 - PyTorch's DTensor name
-    """PyTorch's ``Replicate()``: the same as ``broadcast``."""
-    return broadcast
+# PyTorch's DTensor names are the sbp classes themselves, so ``Shard(0) == split(0)``,
+# ``Replicate() == broadcast`` and ``isinstance(p, Shard)`` / ``p.dim`` work as in PyTorch.
+Shard = Split
+Replicate = Broadcast
+Placement = SbpType
 
 
 def grad_sbp(sbp: SbpType) -> SbpType:

@@ -5,7 +5,7 @@ changed. See ``module.py`` for the Module contract (registration order, deduplic
 traversal, validated in-place ``load_state_dict``).
 """
 
-from . import functional, init, modules, parallel, utils
+from . import attention, functional, init, modules, parallel, utils
 from .module import Module
 from .modules import *
 from .parallel import SyncBatchNorm

@@ -5,10 +5,15 @@ makes it reproducible; pass ``generator=`` for a private stream), and returns th
 Fans follow PyTorch: for a weight of shape ``(out, in, *k)``, ``fan_in = in * prod(k)`` and
 ``fan_out = out * prod(k)``. ``trunc_normal_`` samples N(mean, std) and redraws the values
 outside ``[a, b]`` until none are left (exact truncated normal, no erfinv needed).
+
+On a meta tensor (``backend/meta.py``: shape and dtype, no data) every fill returns the
+tensor unchanged and draws nothing, as in PyTorch, so a module built under
+``with device("meta")`` runs its ``reset_parameters()``.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -16,6 +21,7 @@ import numpy as np
 from ..autograd import Tensor
 from ..backend import device_of, to_device
 from ..backend import random as _random
+from ..backend.meta import is_meta_array
 
 __all__ = [
     "calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_", "dirac_",
@@ -23,6 +29,18 @@ __all__ = [
     "orthogonal_", "sparse_", "uniform", "normal", "constant", "xavier_uniform", "xavier_normal",
     "kaiming_uniform", "kaiming_normal", "orthogonal",
 ]
+
+
+def _skip_meta(fill):
+    """A fill that returns a meta tensor unchanged (no data to fill, nothing drawn)."""
+
+    @functools.wraps(fill)
+    def run(tensor, *args, **kwargs):
+        if isinstance(tensor, Tensor) and is_meta_array(tensor.array):
+            return tensor
+        return fill(tensor, *args, **kwargs)
+
+    return run
 
 
 def _check(tensor, fn: str) -> None:
@@ -94,6 +112,7 @@ def _calculate_correct_fan(tensor, mode: str) -> int:
     return fan_in if mode == "fan_in" else fan_out
 
 
+@_skip_meta
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
     """Fill with U(a, b)."""
     _check(tensor, "uniform_")
@@ -104,6 +123,7 @@ def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> 
     return _write(tensor, v)
 
 
+@_skip_meta
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
     """Fill with N(mean, std^2)."""
     _check(tensor, "normal_")
@@ -114,6 +134,7 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None)
     return _write(tensor, v)
 
 
+@_skip_meta
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
                   b: float = 2.0, generator=None) -> Tensor:
     """Fill with N(mean, std^2) truncated to ``[a, b]`` (rejection: redraw the outliers)."""
@@ -134,6 +155,7 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     return _write(tensor, v.reshape(tensor.array.shape))
 
 
+@_skip_meta
 def constant_(tensor: Tensor, val: float) -> Tensor:
     _check(tensor, "constant_")
     tensor.array[...] = val
@@ -149,6 +171,7 @@ def ones_(tensor: Tensor) -> Tensor:
     return constant_(tensor, 1.0)
 
 
+@_skip_meta
 def eye_(tensor: Tensor) -> Tensor:
     """Fill a 2-D tensor with the identity matrix (rectangular allowed)."""
     _check(tensor, "eye_")
@@ -157,6 +180,7 @@ def eye_(tensor: Tensor) -> Tensor:
     return _write(tensor, np.eye(*tensor.array.shape))
 
 
+@_skip_meta
 def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
     """Fill a 3/4/5-D conv weight with the Dirac delta (identity convolution per group)."""
     _check(tensor, "dirac_")
@@ -175,6 +199,7 @@ def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
     return _write(tensor, v)
 
 
+@_skip_meta
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     """U(-a, a) with ``a = gain * sqrt(6 / (fan_in + fan_out))`` (Glorot & Bengio)."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
@@ -183,6 +208,7 @@ def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor
     return uniform_(tensor, -a, a, generator)
 
 
+@_skip_meta
 def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     """N(0, std^2) with ``std = gain * sqrt(2 / (fan_in + fan_out))``."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
@@ -190,6 +216,7 @@ def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     return normal_(tensor, 0.0, std, generator)
 
 
+@_skip_meta
 def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
                      nonlinearity: str = "leaky_relu", generator=None) -> Tensor:
     """U(-bound, bound) with ``bound = gain(nonlinearity, a) * sqrt(3 / fan_mode)`` (He et al.)."""
@@ -202,6 +229,7 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
     return uniform_(tensor, -bound, bound, generator)
 
 
+@_skip_meta
 def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
                     nonlinearity: str = "leaky_relu", generator=None) -> Tensor:
     """N(0, std^2) with ``std = gain(nonlinearity, a) / sqrt(fan_mode)``."""
@@ -213,6 +241,7 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
     return normal_(tensor, 0.0, std, generator)
 
 
+@_skip_meta
 def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     """A (semi-)orthogonal matrix from the QR decomposition of a Gaussian matrix, with the
     signs of R's diagonal folded into Q so the result is uniformly distributed (Saxe et al.)."""
@@ -233,6 +262,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     return _write(tensor, (gain * q).reshape(tensor.array.shape))
 
 
+@_skip_meta
 def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Tensor:
     """2-D tensor: N(0, std^2) with a fraction ``sparsity`` of each column set to zero."""
     if tensor.ndim != 2:

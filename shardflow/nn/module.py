@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from ..autograd import Function, Tensor, no_grad
-from ..backend import as_dtype, device_of, dtypes, shared_memory, to_device
+from ..backend import as_dtype, device_of, dtypes, new_array, shared_memory, to_device
 from ..backend import device as _device
 from .parameter import Buffer, Parameter
 
@@ -577,6 +577,31 @@ class Module:
         if dtype is not None:
             npd = dtype.np
             self._apply_array(lambda a: a if a.dtype == npd else a.astype(npd), float_only=True)
+        return self
+
+    def to_empty(self, *, device, recurse: bool = True) -> Module:
+        """PyTorch's ``to_empty``: every parameter and buffer (and gradient) becomes an
+        uninitialised array of its shape and dtype on ``device``, in place (the same Tensor
+        objects, so a layout or an optimizer made before still holds them; a global
+        parameter keeps its layout and gets a shard of its local shape). The way from a
+        module built on the meta device (``backend/meta.py``) to one with memory; initialise
+        it next (``reset_parameters()``, or a model's own init)."""
+        dev = _device(device)
+
+        def empty(a):
+            return new_array(dev, lambda xp: xp.empty(a.shape, a.dtype))
+
+        seen = set()
+        for m in (self.modules() if recurse else [self]):
+            for coll in (m._parameters, m._buffers):
+                for t in coll.values():
+                    if t is None or id(t) in seen:
+                        continue
+                    seen.add(id(t))
+                    t.array = empty(t.array)
+                    t._version[0] += 1
+                    if t.grad is not None:
+                        t.grad.array = empty(t.grad.array)
         return self
 
     def _cast(self, d) -> Module:

@@ -1,7 +1,10 @@
 """``Parameter`` and ``Buffer``: Tensor subclasses that ``Module.__setattr__`` registers.
 
 ``Parameter(data)`` shares memory (and the version counter) with ``data`` — like PyTorch,
-no copy is made — and defaults to ``requires_grad=True``. Ops on a Parameter return plain
+no copy is made — and defaults to ``requires_grad=True``. A global ``data`` (a DTensor) gives
+a global parameter with the same layout (``nn.Parameter(distribute_tensor(w, mesh,
+[Shard(0)]))``, as PyTorch's DTensor parameters); the distributed layer marks it, through the
+op table, since nn sits below it. Ops on a Parameter return plain
 Tensors (ops build results with ``_wrap``), so only the leaf itself is a Parameter.
 """
 
@@ -10,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import Tensor
+from ..autograd.dispatch import op
 from ..backend import dtypes
 
 
@@ -22,6 +26,8 @@ class Parameter(Tensor):
         if isinstance(data, Tensor):
             super().__init__(data.array, requires_grad=requires_grad)
             self._version = data._version  # same storage, same counter (PyTorch's detach)
+            if data._spec is not None:
+                op("_parameter_to_global")(self, data)
         else:
             super().__init__(data, requires_grad=requires_grad)
 
@@ -37,6 +43,8 @@ class Parameter(Tensor):
         if id(self) in memo:
             return memo[id(self)]
         out = Parameter(self.array.copy(), requires_grad=self.requires_grad)
+        if self._spec is not None:  # a global parameter's copy keeps its layout
+            op("_parameter_to_global")(out, self)
         if self.grad is not None:
             out.grad = Tensor(self.grad.array.copy())
         memo[id(self)] = out

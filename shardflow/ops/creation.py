@@ -18,6 +18,7 @@ from ..backend import (
 )
 from ..backend import device as _device
 from ..backend import random as _random
+from ..backend.meta import MetaArray, is_meta_array
 
 __all__ = [
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "zeros_like",
@@ -52,6 +53,15 @@ def _finish(arr, dtype, device, requires_grad) -> Tensor:
 
 def _float(dtype):
     return as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+
+
+def _meta(shape, np_dtype, device, requires_grad):
+    """A meta tensor (``backend/meta.py``) when ``device`` (or the default device) is meta,
+    else None: random ops return it without drawing, as PyTorch's meta tensors consume no
+    random numbers."""
+    if _target(device).type != "meta":
+        return None
+    return _finish(MetaArray(shape, np_dtype), None, "meta", requires_grad)
 
 
 def tensor(data, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -158,12 +168,18 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
 
 @register("rand")
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    meta = _meta(_size(size), _float(dtype).np, device, requires_grad)
+    if meta is not None:
+        return meta
     arr = _random.rng(generator).random(_size(size), dtype=np.float64).astype(_float(dtype).np)
     return _finish(arr, dtype, device, requires_grad)
 
 
 @register("randn")
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    meta = _meta(_size(size), _float(dtype).np, device, requires_grad)
+    if meta is not None:
+        return meta
     arr = _random.rng(generator).standard_normal(_size(size)).astype(_float(dtype).np)
     return _finish(arr, dtype, device, requires_grad)
 
@@ -176,6 +192,10 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
         low, high = 0, low
     if high <= low:
         raise ValueError(f"randint: expected low < high, got low={low}, high={high}")
+    int_dtype = (as_dtype(dtype) if dtype is not None else dtypes.int64).np
+    meta = _meta(_size((size,)), int_dtype, device, requires_grad)
+    if meta is not None:
+        return meta
     arr = _random.rng(generator).integers(low, high, _size((size,)))
     return _finish(arr.astype((as_dtype(dtype) if dtype is not None else dtypes.int64).np), dtype, device, requires_grad)
 
@@ -221,6 +241,7 @@ def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:
 
 
 def _fill_random(t: Tensor, values) -> Tensor:
+    """Write ``values`` into ``t`` (the callers skip meta tensors before drawing them)."""
     t._check_inplace_allowed("an in-place random fill")
     t.array[...] = values.astype(t.array.dtype, copy=False) if t.array.dtype.kind != "V" else values.astype(np.float32).astype(t.array.dtype)
     t._version[0] += 1
@@ -229,21 +250,29 @@ def _fill_random(t: Tensor, values) -> Tensor:
 
 @register("normal_")
 def normal_(t: Tensor, mean=0.0, std=1.0, *, generator=None) -> Tensor:
+    if is_meta_array(t.array):  # no data: nothing to fill, nothing drawn
+        return t
     return _fill_random(t, _random.rng(generator).normal(mean, std, t.array.shape))
 
 
 @register("uniform_")
 def uniform_(t: Tensor, a=0.0, b=1.0, *, generator=None) -> Tensor:
+    if is_meta_array(t.array):
+        return t
     return _fill_random(t, _random.rng(generator).uniform(a, b, t.array.shape))
 
 
 @register("bernoulli_")
 def bernoulli_(t: Tensor, p=0.5, *, generator=None) -> Tensor:
+    if is_meta_array(t.array):
+        return t
     return _fill_random(t, (_random.rng(generator).random(t.array.shape) < p).astype(np.float64))
 
 
 @register("exponential_")
 def exponential_(t: Tensor, lambd=1.0, *, generator=None) -> Tensor:
+    if is_meta_array(t.array):
+        return t
     return _fill_random(t, _random.rng(generator).exponential(1.0 / lambd, t.array.shape))
 
 
@@ -251,6 +280,8 @@ def exponential_(t: Tensor, lambd=1.0, *, generator=None) -> Tensor:
 def random_(t: Tensor, low=0, high=None, *, generator=None) -> Tensor:
     if high is None:
         low, high = 0, low if low else 2**24
+    if is_meta_array(t.array):
+        return t
     return _fill_random(t, _random.rng(generator).integers(low, high, t.array.shape))
 
 

@@ -40,6 +40,7 @@ from .. import kernels
 from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
 from ..backend import get_array_module, is_device_array
+from ..backend.meta import MetaTensorError, is_meta_array
 from ..kernels import embedding as _emb_kernels
 from ._util import inplace, needs_graph, unbroadcast, wrap_dim
 
@@ -83,6 +84,8 @@ def _int_index(index, op: str, xp=np):
         if arr.dtype.kind == "b":
             raise IndexError(f"{op}(): expected an integer (int64) index tensor, got Bool; use .long()")
         raise _bad_index_dtype(arr)
+    if is_meta_array(arr):  # an integer gather has no shape rule on the meta device
+        raise MetaTensorError(f"{op}() with an integer index")
     if xp is np and not isinstance(arr, np.ndarray):
         raise _device_mismatch(op)
     return arr

@@ -18,6 +18,8 @@ _IMPORT_RULES = [
     (re.compile(r"^(\s*)import torch\.nn\.functional as (\w+)\s*$", re.M), r"\1import shardflow.nn.functional as \2"),
     (re.compile(r"^(\s*)import torch\.nn as (\w+)\s*$", re.M), r"\1import shardflow.nn as \2"),
     (re.compile(r"^(\s*)import torch\.optim as (\w+)\s*$", re.M), r"\1import shardflow.optim as \2"),
+    # any other submodule: import torch.distributed as dist -> import shardflow.distributed ...
+    (re.compile(r"^(\s*)import torch\.([\w.]+) as (\w+)\s*$", re.M), r"\1import shardflow.\2 as \3"),
     (re.compile(r"^(\s*)import torch\s*$", re.M), r"\1import shardflow as torch"),
     (re.compile(r"^(\s*)from torch(\.[\w.]+)? import (.+)$", re.M), r"\1from shardflow\2 import \3"),
 ]

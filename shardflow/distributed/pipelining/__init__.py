@@ -1,12 +1,14 @@
 """Pipeline parallelism (PyTorch's ``torch.distributed.pipelining`` names); docs/PIPELINE.md.
 
-``split.py`` (``pipe_split``, ``split_module``, ``Pipe``), ``stage.py`` (``PipelineStage``:
+``split.py`` (``pipe_split``, ``split_module``, ``Pipe``), ``frontend.py`` (PyTorch's
+``pipeline(module, mb_args, split_spec)``, ``SplitPoint``, ``build_stage``), ``stage.py`` (``PipelineStage``:
 a stage's module and its send/recv of activations and gradients), ``schedules.py``
 (``ScheduleGPipe``, ``Schedule1F1B``, ``ScheduleInterleaved1F1B``), ``mesh.py`` (the
 pipeline, data-parallel and tensor-parallel groups of a ``pp x dp x tp`` layout),
 ``tp_layout.py`` (a stage's parameters laid out over its tensor-parallel sub-mesh).
 """
 
+from .frontend import SplitPoint, build_stage, pipeline
 from .mesh import PipelineMesh, pipeline_groups, pipeline_mesh
 from .schedules import (
     PipelineScheduleSingle,
@@ -15,7 +17,7 @@ from .schedules import (
     ScheduleInterleaved1F1B,
     bubble_fraction,
 )
-from .split import Pipe, PipeSplit, even_boundaries, pipe_split, split_module
+from .split import Pipe, PipeInfo, PipeSplit, even_boundaries, pipe_split, split_module
 from .stage import PipelineStage
 from .tp_layout import lay_out_stage
 
@@ -23,4 +25,5 @@ __all__ = [
     "Pipe", "PipeSplit", "PipelineMesh", "PipelineScheduleSingle", "PipelineStage", "Schedule1F1B",
     "ScheduleGPipe", "ScheduleInterleaved1F1B", "bubble_fraction", "even_boundaries",
     "lay_out_stage", "pipe_split", "pipeline_groups", "pipeline_mesh", "split_module",
+    "SplitPoint", "pipeline", "build_stage", "PipeInfo",
 ]

@@ -7,7 +7,10 @@ turns GPT into embedding, blocks, head). Two ways to cut it, both giving a :clas
 * markers: put ``pipe_split()`` modules into the Sequential where a stage ends
   (PyTorch's ``pipe_split()`` is a call inside ``forward`` found by tracing; shardflow has no
   tracer on this path, so the marker is an identity module in the chain);
-* boundaries: ``split_module(seq, [2, 4])`` cuts before children 2 and 4 (three stages).
+* boundaries: ``split_module(seq, [2, 4])`` cuts before children 2 and 4 (three stages);
+* PyTorch's front end, ``pipeline(model, mb_args, split_spec=...)`` (``frontend.py``), which
+  records one forward and also honours ``pipe_split()`` *called* inside a forward, as
+  PyTorch's marker is.
 
 Parameters shared between stages (GPT ties the token embedding to the LM head) are found by
 identity and listed in ``Pipe.tied``; the schedules sum their gradients between the stages
@@ -19,8 +22,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ... import nn
+from .stage import PipelineStage
 
-__all__ = ["PipeSplit", "pipe_split", "split_module", "Pipe"]
+__all__ = ["PipeSplit", "pipe_split", "split_module", "Pipe", "PipeInfo"]
+
+# The recorders of ``frontend.pipeline`` while it runs a forward: a ``pipe_split()`` call made
+# then marks a cut at that point of the forward (PyTorch's in-forward marker).
+_RECORDERS: list = []
 
 
 class PipeSplit(nn.Module):
@@ -31,7 +39,11 @@ class PipeSplit(nn.Module):
 
 
 def pipe_split() -> PipeSplit:
-    """A stage-boundary marker to place in an ``nn.Sequential`` (see the module docstring)."""
+    """A stage-boundary marker: place the returned module in an ``nn.Sequential``, or call
+    ``pipe_split()`` inside a ``forward`` (PyTorch's way) for ``pipeline()`` to cut there
+    (see the module docstring); at other times the call does nothing."""
+    if _RECORDERS:
+        _RECORDERS[-1].mark()
     return PipeSplit()
 
 
@@ -59,6 +71,34 @@ class Pipe:
             elif b == stage_index:
                 out.append((nb, a))
         return out
+
+    # PyTorch's Pipe API
+    def get_stage_module(self, stage_idx: int):
+        return self.stages[stage_idx]
+
+    def info(self) -> PipeInfo:
+        return PipeInfo(self)
+
+    def build_stage(self, stage_index: int, device=None, group=None):
+        """PyTorch's ``pipe.build_stage(stage_index, device, group=None)``: the
+        :class:`~.stage.PipelineStage` of stage ``stage_index`` (its module moved to ``device``),
+        with the parameters it shares with other stages."""
+        return self.info().build(self.stages[stage_index], stage_index, device, group)
+
+
+class PipeInfo:
+    """What building a stage needs to know of the whole pipe (PyTorch's ``pipe.info()``)."""
+
+    def __init__(self, pipe: Pipe):
+        self.num_stages = pipe.num_stages
+        self.has_loss_and_backward = True
+        self._pipe = pipe
+
+    def build(self, stage_module, stage_index: int, device=None, group=None):
+        if device is not None:
+            stage_module.to(device)
+        return PipelineStage(stage_module, stage_index, self.num_stages, device, group,
+                             tied=self._pipe.tied_for(stage_index))
 
 
 def _children(model) -> list:

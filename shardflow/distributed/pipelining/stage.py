@@ -72,10 +72,14 @@ class PipelineStage:
     ``tp_mesh``, when given, is the stage's tensor-parallel sub-mesh (module docstring).
     ``device`` (default: the device of ``submodule``'s parameters) is where the first stage's
     input chunks are moved and the activations and gradients received are allocated.
+    PyTorch's ``input_args`` / ``output_args`` (example tensors for shape inference) and its
+    other keyword arguments are accepted and unused: every activation travels with a header
+    that gives its shape and dtype.
     """
 
     def __init__(self, submodule, stage_index: int, num_stages: int, device=None, group=None,
-                 *, tied=None, dp_group=None, tp_mesh=None):
+                 *, tied=None, dp_group=None, tp_mesh=None, input_args=None, output_args=None,
+                 output_grads=None, input_grads=None, dw_builder=None, get_mesh=None):
         self.submod = submodule
         self.group = group if group is not None else _comm.get_world()
         self.stage_index = int(stage_index)
