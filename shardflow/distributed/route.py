@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from ..autograd import dispatch as _dispatch
 from . import global_tensor as _gt
+from .full_state import lay_out_like
 from .rules import handle
 from .rules.fallback import forget_warnings
 
@@ -37,6 +38,7 @@ TENSOR_METHODS = {
     "_global_to_numpy": _gt.global_to_numpy,
     "_module_to_global": _gt.module_to_global,
     "_parameter_to_global": _gt.parameter_to_global,
+    "_lay_out_like": lay_out_like,  # Module.load_state_dict: a whole plain value -> this rank's part
 }
 
 _enabled = [False]

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from ..autograd import Function, Tensor, no_grad
+from ..autograd import Function, Tensor, dispatch, no_grad
 from ..backend import as_dtype, device_of, dtypes, new_array, shared_memory, to_device
 from ..backend import device as _device
 from .parameter import Buffer, Parameter
@@ -80,6 +80,35 @@ def _addindent(s: str, n: int) -> str:
 
 def _shape_str(shape) -> str:
     return str(tuple(int(s) for s in shape))
+
+
+def _global_source(key, target, value):
+    """``(this rank's array, None)`` for the value loaded into global parameter ``target``, or
+    ``(None, error)``. A global value must have the parameter's logical shape (re-laid out to
+    the parameter's sbp if it has another); a plain value must be the whole tensor, of which
+    this rank keeps its part. A plain value of this rank's shard shape is refused: it cannot
+    be told from a whole tensor of another model, and loading it silently put one rank's
+    rows where another's belong (an FSDP resume drifted by 1e-2)."""
+    spec = target._spec
+    want = tuple(spec.shape)
+    if isinstance(value, Tensor) and value._spec is not None:
+        if tuple(value._spec.shape) != want:
+            return None, (f"size mismatch for {key}: copying a param with shape "
+                          f"{_shape_str(value._spec.shape)} from checkpoint, the shape in current "
+                          f"model is {_shape_str(want)}.")
+        if value._spec.sbp != spec.sbp:
+            value = value.to_global(sbp=spec.sbp)
+        return value.array, None
+    arr = _as_array_value(value)
+    if tuple(arr.shape) == want:
+        return dispatch.op("_lay_out_like")(target, Tensor(arr)).array, None
+    return None, (
+        f"size mismatch for {key}: the parameter is a global tensor of shape {_shape_str(want)} "
+        f"laid out {spec.sbp} (this rank holds {_shape_str(target.array.shape)}); got a plain "
+        f"tensor of shape {_shape_str(arr.shape)}. A plain value must be the whole tensor. To "
+        "load this rank's shard, make it global first (DTensor.from_local(shard, mesh, "
+        "placements) or shard.to_global(placement, sbp)), or load the state_dict() of a model "
+        "with the same layout (its values are global tensors).")
 
 
 def _as_array_value(value):
@@ -692,6 +721,13 @@ class Module:
             if key not in state_dict:
                 continue
             target = owner._parameters[name] if kind == "param" else owner._buffers[name]
+            if target._spec is not None:  # a global (sharded) parameter: shapes are logical
+                src, error = _global_source(key, target, state_dict[key])
+                if error:
+                    errors.append(error)
+                else:
+                    plan.append((owner, name, kind, target, src))
+                continue
             src = _as_array_value(state_dict[key])
             if tuple(src.shape) != tuple(target.array.shape):
                 errors.append(
@@ -715,7 +751,7 @@ class Module:
             )
         with no_grad():
             for owner, name, kind, target, src in plan:
-                if assign:
+                if assign and target._spec is None:  # a global parameter keeps its layout
                     arr = np.array(src) if isinstance(src, np.ndarray) else src
                     arr = to_device(arr, device_of(target.array)) if device_of(target.array).type != "cpu" else arr
                     if kind == "param":

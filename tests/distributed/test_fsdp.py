@@ -141,10 +141,10 @@ w = sd["transformer.h.0.mlp.c_fc.weight"]
 assert w.is_global and str(w.sbp) == "(S(0),)" and tuple(w.shape) == (64, 16)
 osd = sharded_optimizer_state_dict(mo)
 assert any(getattr(v, "is_global", False) for st_ in osd["state"].values() for v in st_.values())
-saved = {k: v.array.copy() for k, v in sd.items()}
+saved = {k: v.detach().clone() for k, v in sd.items()}  # global copies, laid out as the model
 saved_opt = mo.state_dict()
 l_first = gstep(m, mo, 3, True).item()
-m.load_state_dict({k: sf.tensor(v) for k, v in saved.items()})
+m.load_state_dict(saved)
 mo.load_state_dict(saved_opt)
 l_again = gstep(m, mo, 3, True).item()
 # a whole checkpoint (one process's) loads before fully_shard, and the optimizer is re-sharded
