@@ -53,7 +53,7 @@ from .opcost import OpCost, op_cost
 from .profile import Group, Profile
 from .trace import StepTrace, assign_tp_roles
 
-__all__ = ["RunSpec", "Collective", "Estimate", "estimate"]
+__all__ = ["RunSpec", "Collective", "Estimate", "estimate", "predicted_comm_plan"]
 
 DDP_FIRST_BUCKET = 1 << 20
 DDP_BUCKET = 25 << 20
@@ -76,6 +76,7 @@ class RunSpec:
     entry: str = "parallelize"
     mem_per_rank: float | None = None
     extra_dims: dict = field(default_factory=dict)  # target dims besides the batch
+    pp_scatter_gather: bool = False  # Megatron's pipeline sends 1/tp per rank, all-gathers inside
 
 
 @dataclass
@@ -94,11 +95,12 @@ class Collective:
 class Estimate:
     layout: Layout
     step_time: float
-    compute: float  # seconds of computation on the critical path
+    compute: float  # seconds of computation of the slowest stage (all its micro-batches)
     comm_total: float  # seconds of communication (all of it)
     comm_exposed: float  # not hidden behind compute
     comm_bytes: float  # bytes each rank sends per step (bus bytes)
-    bubble: float  # pipeline bubble fraction
+    bubble: float  # pipeline bubble fraction (the schedule's formula)
+    bubble_time: float  # seconds of the step the slowest stage waits in the bubble
     optimizer: float
     memory: float  # peak bytes on the worst rank
     memory_parts: dict
@@ -207,9 +209,6 @@ def estimate(spec: RunSpec, layout: Layout, profile: Profile) -> Estimate:
     stage_biggest = [0.0] * pp
     layer_in_bytes = {}  # layer -> bytes of its input (kept under recomputation)
     layer_act = {}
-    tp_coll = []  # (phase, bytes, stage)
-    dp_uses = []  # (bytes, stage): per-use gradient all-reduces
-    col_inputs_seen = set()
     op_stage = []
     flops_total = 0.0
     for i, o in enumerate(st.ops):
@@ -236,20 +235,8 @@ def estimate(spec: RunSpec, layout: Layout, profile: Profile) -> Estimate:
             layer_act[o.layer] = layer_act.get(o.layer, 0.0) + keep
             if o.layer not in layer_in_bytes and o.in_shapes:
                 layer_in_bytes[o.layer] = _n(o.in_shapes[0]) * itemsize
-        if tp > 1:
-            if o.tp_role == "row":
-                tp_coll.append(("forward", _n(o.out_shapes[0]) * itemsize, s))
-            if o.tp_role == "col" and o.in_ids and o.in_ids[0] not in col_inputs_seen:
-                col_inputs_seen.add(o.in_ids[0])
-                tp_coll.append(("backward", _n(o.in_shapes[0]) * itemsize, s))
-        if dp > 1 and L.grad_sync == "per-use":
-            for j in o.dp_reduce:
-                nb = _n(o.in_shapes[j]) * itemsize
-                pname = o.params.get(j)
-                if pname is not None and tp > 1:
-                    role = _param_role(st, pname)
-                    nb = nb / tp if role else nb
-                dp_uses.append((nb, s))
+
+    tp_coll, dp_uses = _global_collectives(st, L, itemsize, op_stage)
 
     # ---- parameters -> stages (tied ones on every stage that uses them)
     param_stages = {}
@@ -277,22 +264,29 @@ def estimate(spec: RunSpec, layout: Layout, profile: Profile) -> Estimate:
 
     # ---- TP communication (inside each stage's forward/backward)
     colls: list[Collective] = []
+    comm_f = [0.0] * pp  # blocking collectives inside the stage's forward / backward
+    comm_b = [0.0] * pp
     if tp > 1:
         g = groups["tp"]
         for phase, nb, s in tp_coll:
             t = profile.collective_time("all_reduce", nb, g)
-            (stage_f if phase == "forward" else stage_b)[s] += t
+            (comm_f if phase == "forward" else comm_b)[s] += t
+            if phase == "forward" and L.recompute:
+                comm_b[s] += t  # the recomputed forward all-reduces again
         for phase in ("forward", "backward"):
             sel = [nb for ph, nb, s in tp_coll if ph == phase and s == 0]
             if sel:
-                colls.append(Collective(phase, "all_reduce", sum(sel) / len(sel), "tp", tp,
-                                        count=len(sel) * m, seconds=m * sum(profile.collective_time("all_reduce", nb, g) for nb in sel),
-                                        why="Megatron: row-parallel outputs (forward), column-parallel inputs' gradients (backward)"))
+                reps = m * (2 if phase == "forward" and L.recompute else 1)
+                colls.append(Collective(phase, "all_reduce", sum(sel) / len(sel), "tp", tp, count=len(sel) * reps,
+                                        seconds=reps * sum(profile.collective_time("all_reduce", nb, g) for nb in sel),
+                                        why="Megatron: row-parallel outputs (forward), column-parallel inputs' "
+                                            "gradients (backward), on the first stage"))
     # ---- per-use data-parallel all-reduces (global tensors), inside backward
     if dp_uses:
         g = groups["dp"]
         for nb, s in dp_uses:
-            stage_b[s] += profile.collective_time("all_reduce", nb, g)
+            comm_b[s] += profile.collective_time("all_reduce", nb, g)
+        comm_f[pp - 1] += profile.collective_time("all_reduce", 8, g)  # the loss's mean
         sel = [nb for nb, s in dp_uses if s == 0]
         colls.append(Collective("backward", "all_reduce", sum(sel) / max(1, len(sel)), "dp", dp,
                                 count=len(sel) * m,
@@ -303,26 +297,28 @@ def estimate(spec: RunSpec, layout: Layout, profile: Profile) -> Estimate:
     p2p = [0.0] * pp
     if pp > 1:
         g = groups["pp"]
+        pair = Group(2, g.per_node and 1, g.sharing, L.world)
         act_bytes = _boundary_bytes(st, op_stage, itemsize)
+        if spec.pp_scatter_gather and tp > 1:  # Megatron's: 1/tp over the link, all-gather inside
+            t = profile.collective_time("send_recv", act_bytes / tp, pair) + \
+                profile.collective_time("all_gather", act_bytes, groups["tp"])
+        else:
+            t = profile.collective_time("send_recv", act_bytes, pair)
+        t += profile.collective_time("send_recv", 64, pair)  # a header message before each
         for s in range(pp - 1):
-            t = profile.collective_time("send_recv", act_bytes, Group(2, g.per_node and 1, g.sharing, L.world))
-            t += profile.collective_time("send_recv", 64, Group(2, g.per_node and 1, g.sharing, L.world))
-            p2p[s] += t * v  # the activation (and its gradient), each after a header message
+            p2p[s] += t * v  # stage s sends its output on, stage s+1 the gradient back
             p2p[s + 1] += t * v
-        colls.append(Collective("forward", "send_recv", act_bytes, "pp", 2, count=2 * m * v * (pp - 1),
-                                seconds=2 * m * v * profile.collective_time("send_recv", act_bytes, Group(2, g.per_node and 1, g.sharing, L.world)),
+        colls.append(Collective("forward", "send_recv", act_bytes / (tp if spec.pp_scatter_gather else 1),
+                                "pp", 2, count=2 * m * v * (pp - 1), seconds=2 * m * v * t,
                                 why="activations forward, their gradients backward, per micro-batch and boundary"))
-    stage_T = [stage_f[s] + stage_b[s] + p2p[s] for s in range(pp)]
-    if pp == 1:
-        compute = stage_T[0] * m
-        bubble = 0.0
-    elif v == 1:
-        compute = sum(stage_T) + (m - 1) * max(stage_T)
-        bubble = (pp - 1) / (m + pp - 1)
-    else:
-        compute = m * max(stage_T) + (pp - 1) * max(stage_T) / v
-        bubble = (pp - 1) / (v * m + pp - 1)
-    comm_in_compute = sum(c.seconds for c in colls)
+    stage_c = [stage_f[s] + stage_b[s] for s in range(pp)]
+    stage_T = [stage_c[s] + comm_f[s] + comm_b[s] + p2p[s] for s in range(pp)]
+    pipe, bubble = _pipeline(stage_T, m, pp, v)
+    pipe_c, _ = _pipeline(stage_c, m, pp, v)
+    work = m * max(stage_c)
+    bubble_time = max(0.0, pipe_c - work)
+    comm_pipe = max(0.0, pipe - pipe_c)
+    compute = work
 
     # ---- data-parallel gradient synchronisation and ZeRO
     grad_elems = max(stage_params)
@@ -333,7 +329,7 @@ def estimate(spec: RunSpec, layout: Layout, profile: Profile) -> Estimate:
 
     ov = profile.overlap(L.world)
     exposed = 0.0
-    t_bwd = stage_b[0] * m
+    t_bwd = stage_b[0]  # the last micro-batch's backward: what gradient reductions can hide behind
     t_fwd = stage_f[0] * m
     gbytes = grad_elems * itemsize
     if dp > 1 and L.grad_sync == "bucketed":
@@ -392,7 +388,7 @@ def estimate(spec: RunSpec, layout: Layout, profile: Profile) -> Estimate:
     # ---- optimizer
     opt_elems = grad_elems / dp if L.zero >= 1 else grad_elems
     t_opt = profile.optimizer_time(opt_elems, conc, spec.optimizer, spec.precision)
-    step = compute + exposed + t_opt + profile.step_overhead(conc)
+    step = compute + bubble_time + comm_pipe + exposed + t_opt + profile.step_overhead(conc)
 
     # ---- memory (the worst stage)
     mem_parts, peak = None, -1.0
@@ -405,16 +401,70 @@ def estimate(spec: RunSpec, layout: Layout, profile: Profile) -> Estimate:
     tokens = spec.batch_size * spec.tokens_per_sample / step if step > 0 else 0.0
     model_flops = flops_total * dp * m  # the trace was at one micro-batch of one replica
     mfu = model_flops / (step * L.world * profile.peak_flops(spec.precision)) if step > 0 else 0.0
-    comm_total = comm_in_compute + sum(c.seconds for c in colls if c.axis == "dp" or c.phase == "step") \
-        - sum(c.seconds for c in colls if c.axis == "dp" and c.why.startswith("global"))
+    comm_total = max(sum(c.seconds for c in colls), comm_pipe + exposed)  # fill/drain repeats some
     comm_bytes = sum(bus_bytes(c.kind, c.group, c.nbytes) * c.count for c in colls)
-    exposed_all = exposed + comm_in_compute
-    return Estimate(layout=L, step_time=step, compute=compute - comm_in_compute if pp == 1 else compute,
-                    comm_total=comm_total, comm_exposed=exposed_all, comm_bytes=comm_bytes,
-                    bubble=bubble, optimizer=t_opt, memory=peak, memory_parts=mem_parts,
+    return Estimate(layout=L, step_time=step, compute=compute, comm_total=comm_total,
+                    comm_exposed=comm_pipe + exposed, comm_bytes=comm_bytes, bubble=bubble,
+                    bubble_time=bubble_time, optimizer=t_opt, memory=peak, memory_parts=mem_parts,
                     tokens_per_s=tokens, samples_per_s=spec.batch_size / step if step else 0.0,
                     mfu=mfu, model_flops=model_flops, fits=fits, collectives=colls,
                     stage_times=stage_T, notes=notes)
+
+
+def _pipeline(stage_T, m, pp, v) -> tuple[float, float]:
+    """``(seconds, bubble fraction)`` of ``m`` micro-batches through stages taking
+    ``stage_T`` each (module docstring)."""
+    if pp == 1:
+        return stage_T[0] * m, 0.0
+    if v == 1:
+        return sum(stage_T) + (m - 1) * max(stage_T), (pp - 1) / (m + pp - 1)
+    return m * max(stage_T) + (pp - 1) * max(stage_T) / v, (pp - 1) / (v * m + pp - 1)
+
+
+def _global_collectives(st: StepTrace, L: Layout, itemsize: int, op_stage) -> tuple[list, list]:
+    """The collectives global tensors run inside forward and backward, from the trace:
+    ``(tp, dp)`` with ``tp = [(phase, bytes, stage)]`` (one all-reduce of each row-parallel
+    output in forward, of each distinct column-parallel input's gradient in backward) and
+    ``dp = [(bytes, stage)]`` (per-use data parallelism: one all-reduce in backward of each
+    input that requires grad, does not depend on the batch and meets one that does;
+    a parameter split by TP at its shard's size)."""
+    tp, dp = L.tp, L.dp
+    tp_coll, dp_uses, seen = [], [], set()
+    roles = {p.name: p.tp_role for p in st.params}
+    for o, s in zip(st.ops, op_stage):
+        if tp > 1:
+            if o.tp_role == "row":
+                tp_coll.append(("forward", _n(o.out_shapes[0]) * itemsize, s))
+            if o.tp_role == "col" and o.in_ids and o.in_ids[0] not in seen:
+                seen.add(o.in_ids[0])
+                tp_coll.append(("backward", _n(o.in_shapes[0]) * itemsize, s))
+        if dp > 1 and L.grad_sync == "per-use":
+            for j in o.dp_reduce:
+                nb = _n(o.in_shapes[j]) * itemsize
+                pname = o.params.get(j)
+                if pname is not None and tp > 1 and roles.get(pname):
+                    nb /= tp
+                dp_uses.append((nb, s))
+    return tp_coll, dp_uses
+
+
+def predicted_comm_plan(spec: RunSpec, layout: Layout) -> list:
+    """``[(phase, collective, bytes, group size)]`` that ``distributed.comm_plan()`` should
+    record for one micro-batch's forward and backward of a global-tensor layout (dp x tp,
+    ``parallelize``'s path): the planner's model of it, compared with the recording in the
+    tests."""
+    L = layout.with_sync(spec.entry)
+    b = spec.batch_size // (L.dp * L.microbatches)
+    st = spec.model_trace.at(batch=b, **spec.extra_dims)
+    if L.tp > 1:
+        assign_tp_roles(st, spec.tp_plan)
+    itemsize = 2 if spec.precision == "mixed" else 4
+    tp_coll, dp_uses = _global_collectives(st, L, itemsize, [0] * len(st.ops))
+    out = [(ph, "all_reduce", int(nb), L.tp) for ph, nb, _ in tp_coll]
+    out += [("backward", "all_reduce", int(nb), L.dp) for nb, _ in dp_uses]
+    if dp_uses:
+        out.append(("forward", "all_reduce", 8, L.dp))
+    return out
 
 
 def _param_role(st: StepTrace, name: str) -> str:

@@ -129,8 +129,10 @@ def invalid_reason(layout: Layout, world: int, shape: ModelShape, batch_size: in
     stages = L.pp * (L.virtual if L.schedule == "interleaved" else 1)
     if shape.n_layer is not None and shape.n_layer % stages:
         return f"{stages} pipeline stages do not divide the {shape.n_layer} layers"
-    if L.pp == 1 and (L.microbatches != 1 or L.schedule != "1f1b" or L.virtual != 1):
-        return "micro-batches and schedules are for pipelines (pp > 1)"
+    if L.pp == 1 and (L.schedule != "1f1b" or L.virtual != 1):
+        return "schedules are for pipelines (pp > 1)"
+    if L.pp == 1 and L.microbatches != 1 and entry != "any":
+        return f"gradient accumulation (micro-batches without a pipeline) is not wired into {entry}"
     if L.schedule == "interleaved" and (L.virtual < 2 or L.microbatches % L.pp):
         return "the interleaved schedule needs virtual >= 2 chunks and micro-batches a multiple of pp"
     if L.schedule != "interleaved" and L.virtual != 1:

@@ -154,8 +154,12 @@ class Profile:
         if self.simulated:
             eff = self.data["efficiency"]
             t_mem = nbytes / (float(self.data["device"]["memory_gbs"]) * 1e9 * eff["memory"])
-            t_fl = flops / (self.peak_flops(precision) * eff.get(fam, eff["gemm"][-1][1])) if flops else 0.0
-            return max(t_mem, t_fl)
+            if fam == "attention":  # unfused: the two products (GEMMs), then softmax passes over P
+                g = self.gemm_time(cost.fwd_gemms if fwd else cost.bwd_gemms, conc, precision)
+                return g / eff.get("attention", 1.0) * eff["gemm"][-1][1] + t_mem
+            if fam == "conv":
+                return max(t_mem, flops / (self.peak_flops(precision) * eff["conv"]))
+            return t_mem
         c = self._conc(conc)
         if fam in ("attention", "conv"):
             rate = c[fam]["fwd_gflops" if fwd else "bwd_gflops"] * 1e9

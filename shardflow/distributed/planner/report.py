@@ -30,8 +30,9 @@ def breakdown(e) -> str:
     """One layout's terms and collectives (the communication plan it implies)."""
     mp = e.memory_parts
     lines = [f"{e.layout.describe()}: step {e.step_time * 1e3:.2f} ms = compute {e.compute * 1e3:.2f} "
-             f"+ exposed communication {e.comm_exposed * 1e3:.2f} (of {e.comm_total * 1e3:.2f}) "
-             f"+ optimizer {e.optimizer * 1e3:.2f} ms; bubble {e.bubble * 100:.1f}%",
+             f"+ bubble {e.bubble_time * 1e3:.2f} + exposed communication {e.comm_exposed * 1e3:.2f} "
+             f"(of {e.comm_total * 1e3:.2f}) + optimizer {e.optimizer * 1e3:.2f} ms "
+             f"(bubble fraction {e.bubble * 100:.1f}%)",
              "  memory per rank: " + ", ".join(f"{k} {mib(v)}" for k, v in mp.items())]
     for c in e.collectives:
         lines.append(f"  {c.phase:8} {c.kind:14} x{c.count:<4} {c.nbytes / 1e6:9.3f} MB over {c.group} "

@@ -180,9 +180,11 @@ def _replicate_layers(ops, params, t0: StepTrace, n: int):
     last = max(i for i, o in enumerate(ops) if o.layer is not None)
     block = ops[first:last + 1]
     new_ops = ops[:first]
-    for k in range(n):
+    span = 1 + max((i for o in ops for i in (*o.in_ids, *o.out_ids)), default=0)
+    for k in range(n):  # each copy's tensors are its own (serials shifted per copy)
         new_ops += [replace(o, layer=k, module=_rename(o.module, t0.stack_path, k),
-                            params={j: _rename(v, t0.stack_path, k) for j, v in o.params.items()})
+                            params={j: _rename(v, t0.stack_path, k) for j, v in o.params.items()},
+                            in_ids=[i + k * span for i in o.in_ids], out_ids=[i + k * span for i in o.out_ids])
                     for o in block]
     new_ops += ops[last + 1:]
     new_params, layer0 = [], [p for p in params if p.layer == 0]

@@ -99,7 +99,7 @@ def _versus(w: Estimate, o: Estimate) -> str:
              ("exposed communication", o.comm_exposed - w.comm_exposed),
              ("optimizer", o.optimizer - w.optimizer)]
     if o.layout.pp > 1 or w.layout.pp > 1:
-        terms.append(("pipeline bubble", o.bubble * o.step_time - w.bubble * w.step_time))
+        terms.append(("pipeline bubble", o.bubble_time - w.bubble_time))
     terms.sort(key=lambda t: -abs(t[1]))
     parts = [f"{name} {'+' if v >= 0 else '-'}{abs(v) * 1e3:.1f} ms" for name, v in terms if abs(v) > 1e-5][:3]
     pct = d / w.step_time * 100 if w.step_time else 0.0
