@@ -109,13 +109,23 @@ class Profile:
         k = min((k for k in keys if k >= conc), default=keys[-1])
         return comp[str(k)]
 
+    def _oversubscribed(self, conc: int) -> float:
+        """Time factor for more busy ranks than any measured concurrency, beyond the host's
+        cores: the cores are time-shared (``conc / max(measured, cores)``)."""
+        if self.simulated:
+            return 1.0
+        top = max(int(k) for k in self.data["compute"])
+        if conc <= top:
+            return 1.0
+        return max(1.0, conc / max(top, int(self.data.get("cores", 1))))
+
     def gemm_time(self, gemms, conc: int = 1, precision: str = "fp32") -> float:
         t = 0.0
         for m, k, n, c in gemms:
             flops = 2.0 * m * k * n * c
             if flops:
                 t += flops / self._gemm_rate(m, k, n, conc, precision)
-        return t
+        return t * self._oversubscribed(conc)
 
     def _gemm_rate(self, m, k, n, conc, precision) -> float:
         if self.simulated:
@@ -161,13 +171,14 @@ class Profile:
                 return max(t_mem, flops / (self.peak_flops(precision) * eff["conv"]))
             return t_mem
         c = self._conc(conc)
+        x = self._oversubscribed(conc)
         if fam in ("attention", "conv"):
             rate = c[fam]["fwd_gflops" if fwd else "bwd_gflops"] * 1e9
-            return flops / rate if flops else 0.0
+            return x * flops / rate if flops else 0.0
         table = c["bandwidth_gbs"]
         e = table.get(cost.name) or table.get(fam) or table["elementwise"]
         rate = _interp(e["elems"], e["fwd" if fwd else "bwd"], max(1.0, cost.elems))
-        return nbytes / (rate * 1e9)
+        return x * nbytes / (rate * 1e9)
 
     def overhead(self, conc: int = 1, global_tensors: bool = False) -> tuple[float, float]:
         """``(forward, backward)`` seconds of framework overhead per op (per autograd node)."""
@@ -178,7 +189,8 @@ class Profile:
         f, b = o["op_fwd"], o["op_bwd"]
         if global_tensors:
             f, b = f + o["global_op_fwd"], b + o["global_op_bwd"]
-        return f * 1e-6, b * 1e-6
+        x = self._oversubscribed(conc)
+        return x * f * 1e-6, x * b * 1e-6
 
     def step_overhead(self, conc: int = 1) -> float:
         """Fixed seconds per training step outside the ops (zero_grad, the step's Python)."""
@@ -194,7 +206,7 @@ class Profile:
             return elements * per / (float(self.data["device"]["memory_gbs"]) * 1e9
                                      * self.data["efficiency"]["memory"])
         ns = self._conc(conc)["optimizer_ns"]
-        return elements * ns.get(optimizer, ns["adamw"]) * 1e-9
+        return self._oversubscribed(conc) * elements * ns.get(optimizer, ns["adamw"]) * 1e-9
 
     # ---------------------------------------------------------------- communication
     def collective_time(self, kind: str, nbytes: float, group: Group) -> float:

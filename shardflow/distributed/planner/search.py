@@ -54,11 +54,19 @@ def model_shape(model) -> ModelShape:
 
 
 def plan(spec: RunSpec, world: int, profile, shape: ModelShape, *, microbatches=None,
-         recompute=(False,), schedules=("1f1b",), zero=(0, 1, 2, 3), virtual=(2,)) -> PlanResult:
-    """Cost every valid layout of ``world`` ranks (module docstring)."""
+         recompute=(False,), schedules=("1f1b",), zero=(0, 1, 2, 3), virtual=(2,),
+         allow=None) -> PlanResult:
+    """Cost every valid layout of ``world`` ranks (module docstring); ``allow(layout) ->
+    reason or None`` refuses more (e.g. pipelines when no split function was given)."""
     valid, refused = enumerate_layouts(world, shape, spec.batch_size, spec.entry,
                                        microbatches=microbatches, recompute=recompute,
                                        schedules=schedules, zero=zero, virtual=virtual)
+    if allow is not None:
+        keep = []
+        for L in valid:
+            why = allow(L)
+            (refused.append((L, why)) if why else keep.append(L))
+        valid = keep
     if not valid:
         why = "; ".join(sorted({r for _, r in refused}))[:600]
         raise ValueError(f"plan: no valid layout of {world} rank(s) for this model and batch "
