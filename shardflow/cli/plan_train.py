@@ -84,15 +84,28 @@ def auto_layout(cfg, log=print):
         raise ConfigError(f"--layout auto: {e}") from None
     if res is not None:
         log(f"--layout auto on {world} rank(s), profile {prof.label()}\n{report.table(res, top=8)}\n"
-            f"{explain(res)}\nchosen: {layout.describe()} ({layout.flags() or 'no flags: one process'})")
+            f"{explain(res)}\nchosen: {layout.describe()} ("
+            + (layout.flags() or ("DistributedDataParallel: no layout flags" if world > 1 else "one process"))
+            + ")")
     cfg = dataclasses.replace(cfg, **train_flags(layout, world))
     validate(cfg)
     return cfg, StepCheck(est, say=log if rank == 0 else None)
 
 
 def report_after(check, loop, cfg) -> None:
-    """Print (rank 0) the prediction against the loop's measured step time."""
+    """Print (rank 0) the prediction against the loop's measured step time (its last logged
+    throughput) and this rank's model states (parameter and optimizer-state arrays)."""
     if check is None or check.say is None or not loop.tps:
         return
     seconds = cfg.batch_size * cfg.block_size / loop.tps
+    arrays = {id(p.array): p.array.nbytes for p in loop.raw_model.parameters()}
+    for st in loop.optimizer.state.values():
+        for v in st.values():
+            a = getattr(v, "array", None)
+            if a is not None:
+                arrays[id(a)] = a.nbytes
     check.say(check.report(measured=seconds))
+    mp = check.predicted.memory_parts
+    check.say(f"planner check: model states on this rank measured {sum(arrays.values()) / 2**20:.1f} MiB "
+              f"(parameters + optimizer state), predicted {(mp['params'] + mp['optimizer']) / 2**20:.1f} MiB; "
+              "`shardflow bench planner` measures the whole peak")

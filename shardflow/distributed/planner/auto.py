@@ -7,9 +7,10 @@ and the check of its prediction once the job has run a few steps.
 * :func:`choose` -- rank 0 plans (``search.plan``) and broadcasts the winner, so that every
   rank lays the model out the same way even if their traces differed in a byte of memory.
 * :class:`StepCheck` -- fed each step's wall time, it prints predicted vs measured step time
-  and memory after ``after`` steps (memory: the growth of the process's peak resident set
-  since the check was made, which also holds the interpreter's own allocations: compare it
-  with the predicted peak as an upper bound).
+  and memory after ``after`` steps. Memory is measured on one step (not timed): the
+  parameter and optimizer-state arrays alive before it plus the ``tracemalloc`` peak of what
+  the step allocates; where no step can be wrapped (``shardflow train``), the model states
+  and the process's peak resident set are reported instead.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from .cost import Estimate, RunSpec
 from .layout import Layout
 from .search import PlanResult, model_shape, plan, spec_for_model
 
-__all__ = ["lm_spec", "choose", "StepCheck", "peak_rss_bytes", "resolve_profile", "parallelize_choice"]
+__all__ = ["lm_spec", "choose", "StepCheck", "peak_rss_bytes", "resolve_profile", "parallelize_choice",
+           "state_bytes"]
 
 DEFAULT_PROFILE = "planner-profile.json"
 
@@ -95,11 +97,39 @@ def choose(spec: RunSpec, world: int, profile, model=None, comm=None,
 class StepCheck:
     """Predicted vs measured (module docstring)."""
 
-    def __init__(self, predicted: Estimate, after: int = 5, say=print):
+    def __init__(self, predicted: Estimate, after: int = 5, say=print, memory_at: int = 3):
         self.predicted, self.after, self.say = predicted, after, say
         self.times: list[float] = []
         self.rss0 = peak_rss_bytes()
         self.done = False
+        self.memory_at = memory_at  # the step whose memory is measured (not timed)
+        self.calls = 0
+        self.memory: float | None = None
+
+    def wants_memory(self) -> bool:
+        """True for the one step to run under :meth:`measure_memory` (and not be timed)."""
+        self.calls += 1
+        return self.memory is None and self.calls == self.memory_at
+
+    def measure_memory(self, step, state_bytes: float):
+        """Run ``step()`` with ``tracemalloc`` on: the peak of what it allocates (activations,
+        gradients, temporaries) plus ``state_bytes`` (parameters and optimizer state alive
+        before it) is this rank's measured peak. Returns what ``step`` returns."""
+        import tracemalloc
+
+        was = tracemalloc.is_tracing()
+        if not was:
+            tracemalloc.start()
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        try:
+            out = step()
+        finally:
+            peak = tracemalloc.get_traced_memory()[1]
+            if not was:
+                tracemalloc.stop()
+        self.memory = float(state_bytes) + max(0, peak - base)
+        return out
 
     def observe(self, seconds: float) -> str | None:
         """Record one step's wall time; after ``after`` steps, return (and say) the report."""
@@ -120,15 +150,30 @@ class StepCheck:
         e = self.predicted
         steady = self.times[1:] or self.times
         meas = measured if measured is not None else statistics.median(steady)
-        peak = peak_rss_bytes()
-        grow = max(0, peak - self.rss0)
-        how = f"median of steps 2-{len(self.times)}; " if measured is None else ""
-        return (f"planner check ({e.layout.describe()}): step time predicted {e.step_time * 1e3:.1f} ms, "
+        how = f"median of {len(steady)} steps; " if measured is None else ""
+        text = (f"planner check ({e.layout.describe()}): step time predicted {e.step_time * 1e3:.1f} ms, "
                 f"measured {meas * 1e3:.1f} ms ({how}prediction {(e.step_time / meas - 1) * 100:+.0f}%); "
-                f"memory per rank predicted peak {e.memory / 2**20:.1f} MiB (model states + "
-                f"activations), measured peak resident set {peak / 2**20:.1f} MiB of which "
-                f"{grow / 2**20:.1f} MiB since the plan (the resident set also holds the interpreter, "
-                "libraries and MPI buffers)")
+                f"memory per rank predicted peak {e.memory / 2**20:.1f} MiB")
+        if self.memory is not None:
+            return text + (f", measured {self.memory / 2**20:.1f} MiB (parameters and optimizer state "
+                           f"+ the traced peak of a step; prediction {(e.memory / self.memory - 1) * 100:+.0f}%)")
+        peak = peak_rss_bytes()
+        return text + (f", this process's peak resident set {peak / 2**20:.1f} MiB (it also holds the "
+                       "interpreter, libraries and MPI buffers)")
+
+
+def state_bytes(model, optimizer) -> float:
+    """Bytes of this rank's parameter arrays and optimizer-state arrays (each array once)."""
+    arrays = {}
+    for p in model.parameters():
+        arrays[id(p.array)] = p.array.nbytes
+    for opt in (optimizer, getattr(optimizer, "optim", None), getattr(optimizer, "_optimizer", None)):
+        for st in (getattr(opt, "state", None) or {}).values() if opt is not None else ():
+            for v in st.values() if isinstance(st, dict) else ():
+                a = getattr(v, "array", None)
+                if a is not None:
+                    arrays[id(a)] = a.nbytes
+    return float(sum(arrays.values()))
 
 
 def parallelize_choice(model, comm, batch_size, profile, mem_per_rank=None, can_pipeline=True,

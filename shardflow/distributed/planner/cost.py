@@ -33,7 +33,8 @@ samples (``ModelTrace.at(batch=b)``), then per op (``opcost.op_cost``):
   ZeRO >= 1).
 
 Memory per rank (bytes): parameters ``P`` (TP split of col/row weights, this stage's, /dp for
-ZeRO-3), gradients ``G`` (/dp for ZeRO >= 2), optimizer state ``O`` (Adam: 2 x 4 bytes per
+ZeRO-3; shardflow's pipelines keep the whole model on every rank: the other stages' parameters
+count too, except for simulated clusters), gradients ``G`` (/dp for ZeRO >= 2), optimizer state ``O`` (Adam: 2 x 4 bytes per
 element, + a 4-byte master copy in mixed precision; /dp for ZeRO >= 1: the ZeRO paper's
 ``(2 + 2 + K) Psi`` family), communication buffers (DDP's flat buckets ``G``; ZeRO-2's whole
 gathered parameters; ZeRO-3's two gathered units), activations ``A`` = what the ops keep at
@@ -392,9 +393,16 @@ def estimate(spec: RunSpec, layout: Layout, profile: Profile) -> Estimate:
 
     # ---- memory (the worst stage)
     mem_parts, peak = None, -1.0
+    whole_elems = float(sum(_n(p.shape) for p in st.params))
     for s in range(pp):
+        # shardflow builds the whole model on every rank before cutting it into stages (the
+        # stage's own parameters are laid out; the others stay whole and untouched)
+        resident = None
+        if pp > 1 and spec.entry != "any":
+            stage_whole = sum(_n(p.shape) for p, _ in stage_param_list[s])
+            resident = whole_elems - stage_whole + stage_params[s]
         parts = _memory(spec, L, st, s, stage_params[s], stage_act[s], stage_trans[s], stage_biggest[s],
-                        layer_act, layer_in_bytes, nl, v, itemsize, tp)
+                        layer_act, layer_in_bytes, nl, v, itemsize, tp, resident)
         if parts["peak"] > peak:
             peak, mem_parts = parts["peak"], parts
     fits = spec.mem_per_rank is None or peak <= spec.mem_per_rank
@@ -507,11 +515,14 @@ def _fsdp_units(st: StepTrace, tp: int) -> list:
     return [root] + [per_layer[k] for k in sorted(per_layer)]
 
 
-def _memory(spec, L, st, s, elems, act, trans, biggest, layer_act, layer_in, nl, v, itemsize, tp) -> dict:
+def _memory(spec, L, st, s, elems, act, trans, biggest, layer_act, layer_in, nl, v, itemsize, tp,
+            resident=None) -> dict:
+    """Memory parts of stage ``s``'s ranks (module docstring); ``resident``: parameter
+    elements held when more than the stage's (``elems``)."""
     dp, pp, m = L.dp, L.pp, L.microbatches
     z = L.zero
     p_isz = itemsize
-    params = elems * p_isz / (dp if z == 3 else 1)
+    params = (resident if resident is not None else elems) * p_isz / (dp if z == 3 else 1)
     grads = elems * p_isz / (dp if z >= 2 else 1)
     state_per = {"adamw": 8.0, "adam": 8.0, "sgd_momentum": 4.0, "sgd": 0.0}.get(spec.optimizer, 8.0)
     if spec.precision == "mixed":
