@@ -178,3 +178,19 @@ def test_simulated_profiles_are_labelled_and_carry_sources():
         assert p.simulated and "SIMULATED" in p.label()
         assert p.data["sources"] and p.peak_flops("mixed") > p.peak_flops("fp32") > 0
     assert measured().label().endswith("source: tests")
+
+
+def test_train_layout_auto_refuses_layout_flags_and_a_missing_profile(tmp_path, capsys):
+    from shardflow.cli.train import main
+
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "a.py").write_text("def f(x):\n    return x\n" * 50)
+    base = ["gpt", "--data", str(corpus), "--out", str(tmp_path / "o"), "--max-steps", "1", "--no-progress",
+            "--layout", "auto"]
+    assert main([*base, "--tp", "2"]) != 0
+    assert "--layout auto chooses the layout itself, but --tp were given" in capsys.readouterr().err
+    assert main([*base, "--plan-profile", str(tmp_path / "none.json")]) != 0
+    assert "--plan-profile" in capsys.readouterr().err
+    assert main([*base[:-1], "sideways"]) != 0
+    assert "--layout: got 'sideways'" in capsys.readouterr().err
