@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 from ...autograd import dispatch
 from ...autograd.tensor import Tensor
+from ...backend import random as _random
 from ...comm import profiling as _profiling
 
 __all__ = ["OpRecord", "ParamRecord", "StepTrace", "trace_step", "assign_tp_roles", "layer_stack"]
@@ -217,7 +218,8 @@ class _Tracer:
 def trace_step(model, inputs, step_loss, batch: int = 1) -> StepTrace:
     """Trace one forward + backward of ``step_loss(model, inputs) -> loss`` (module
     docstring), after one untraced warm-up step. ``inputs`` are the tensors that carry the
-    batch; ``batch`` their sample count. The model's gradients are cleared afterwards."""
+    batch; ``batch`` their sample count. The model's gradients are cleared afterwards and the
+    global random state is restored (dropout in the traced steps does not move the run's)."""
     if _profiling.current is not None:
         raise RuntimeError("trace_step: a shardflow.profiler profile is recording; the planner's "
                            "trace uses the same op hook slot. Trace outside the profile.")
@@ -236,6 +238,7 @@ def trace_step(model, inputs, step_loss, batch: int = 1) -> StepTrace:
     for m in model.modules():
         handles.append(m.register_forward_pre_hook(pre))
         handles.append(m.register_forward_hook(post))
+    rng_state = _random.get_rng_state()  # tracing must not move the run's random stream
     # warm-up: first calls import, compile and cache; their allocations are not the step's
     step_loss(model, inputs).backward()
     for p in model.parameters():
@@ -259,6 +262,7 @@ def trace_step(model, inputs, step_loss, batch: int = 1) -> StepTrace:
             h.remove()
         if not was_tracing:
             tracemalloc.stop()
+        _random.set_rng_state(rng_state)
     grad_bytes = float(sum(p.grad.array.nbytes for p in {id(q): q for q in model.parameters()}.values()
                            if p.grad is not None))
     del loss

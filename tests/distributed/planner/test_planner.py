@@ -194,3 +194,14 @@ def test_train_layout_auto_refuses_layout_flags_and_a_missing_profile(tmp_path, 
     assert "--plan-profile" in capsys.readouterr().err
     assert main([*base[:-1], "sideways"]) != 0
     assert "--layout: got 'sideways'" in capsys.readouterr().err
+
+
+def test_tracing_leaves_the_random_stream_and_gradients_alone():
+    m = _gpt(dropout=0.5)
+    x = sf.tensor(np.random.default_rng(0).integers(0, 32, (2, 16)))
+    sf.manual_seed(123)
+    want = sf.rand(4).numpy()
+    sf.manual_seed(123)
+    trace_step(m, (x, x), lambda mod, inp: mod(*inp)[1], batch=2)
+    np.testing.assert_array_equal(sf.rand(4).numpy(), want)
+    assert all(p.grad is None for p in m.parameters())
