@@ -7,7 +7,9 @@
     shardflow plan published [--table megatron|dlperf]                      # the virtual cluster
 
 The model is the ``shardflow train gpt`` task's GPT (``--config`` takes the train YAML; the
-GPT flags override it; ``--vocab-size`` skips reading the corpus). The planner enumerates
+GPT flags override it; ``--vocab-size`` skips reading the corpus). Up to 30M parameters on a
+measured profile the model itself is traced; otherwise tiny instances are traced and
+extrapolated (``planner/scaling.py``), so a 175B model is planned without being built. The planner enumerates
 dp x tp x pp x ZeRO x micro-batches (x recomputation and schedules with ``--entry any``),
 refuses what cannot run (the reasons are listed with ``--refused``), and prints the ranked
 table (predicted step time, tokens/s, memory per rank, communication volume and its exposed
@@ -26,6 +28,7 @@ import sys
 __all__ = ["main"]
 
 _GPT_FLAGS = ("n_layer", "n_head", "n_embd", "block_size", "batch_size", "dropout")
+LIVE_TRACE_PARAMS = 30_000_000  # up to this size the model itself is built and traced
 
 
 def _parser():
@@ -94,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from shardflow.distributed.planner import builtin_profiles, report
     from shardflow.distributed.planner.auto import lm_spec, resolve_profile
-    from shardflow.distributed.planner.search import explain, model_shape, plan
+    from shardflow.distributed.planner.search import explain, plan
 
     if args.list_profiles:
         for n in builtin_profiles():
@@ -116,25 +119,38 @@ def main(argv: list[str] | None = None) -> int:
         vocab = sfdata.TextCorpus(vals["data"], block_size=vals["block_size"],
                                   max_bytes=vals["max_corpus_bytes"]).vocab_size
     import shardflow as sf
+    from shardflow.distributed.planner import ModelShape, RunSpec
     from shardflow.models import GPT, GPTConfig
 
-    sf.manual_seed(0)
-    model = GPT(GPTConfig(block_size=vals["block_size"], vocab_size=vocab, n_layer=vals["n_layer"],
-                          n_head=vals["n_head"], n_embd=vals["n_embd"], dropout=vals["dropout"]))
+    from .plan_published import gpt_trace
+
+    dims = dict(block_size=vals["block_size"], n_embd=vals["n_embd"], n_head=vals["n_head"],
+                vocab_size=vocab, n_layer=vals["n_layer"])
+    mt = gpt_trace(dropout=vals["dropout"])  # tiny traces, extrapolated: no big model is built
+    n_params = mt.at(batch=1, **dims).n_params()
     mem = args.mem_per_rank * 2**30 if args.mem_per_rank else (
         prof.data["device"].get("memory_gib", 0) * 2**30 if prof.simulated else None)
-    spec = lm_spec(model, vals["batch_size"], entry=args.entry, mem_per_rank=mem or None)
-    spec.precision = args.precision or ("mixed" if prof.simulated else "fp32")
+    precision = args.precision or ("mixed" if prof.simulated else "fp32")
+    sf.manual_seed(0)
+    tiny = GPT(GPTConfig(block_size=8, vocab_size=32, n_layer=1, n_head=2, n_embd=16))
+    if n_params <= LIVE_TRACE_PARAMS and not prof.simulated:  # small: trace the model itself
+        model = GPT(GPTConfig(dropout=vals["dropout"], **dims))
+        spec = lm_spec(model, vals["batch_size"], entry=args.entry, mem_per_rank=mem or None)
+        spec.precision = precision
+    else:
+        spec = RunSpec(mt, vals["batch_size"], vals["block_size"], precision, "adamw",
+                       tiny.tensor_parallel_plan(), args.entry, mem or None, extra_dims=dims)
+    shape = ModelShape(vals["n_layer"], vals["n_head"])
     options = {}
     if args.entry == "any":
         options = dict(recompute=(False, True), schedules=("1f1b", "interleaved"))
     try:
-        res = plan(spec, args.ranks, prof, model_shape(model), **options)
+        res = plan(spec, args.ranks, prof, shape, **options)
     except ValueError as e:
         print(f"shardflow plan: {e}", file=sys.stderr)
         return 2
     print(f"GPT {vals['n_layer']}L d{vals['n_embd']} h{vals['n_head']} T{vals['block_size']} V{vocab} "
-          f"({model.num_parameters():,} parameters), global batch {vals['batch_size']}, {args.ranks} rank(s), "
+          f"({n_params:,} parameters), global batch {vals['batch_size']}, {args.ranks} rank(s), "
           f"{spec.precision}, entry {args.entry}\nprofile: {prof.label()}\n")
     print(report.table(res, top=args.top))
     print("\n" + explain(res))

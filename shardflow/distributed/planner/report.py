@@ -15,12 +15,12 @@ def table(res, top: int | None = None) -> str:
     """The ranked layouts: predicted step time, tokens/s, memory per rank, communication
     volume and its exposed share of the step, bubble, MFU."""
     tok = res.spec.tokens_per_sample > 1
-    hdr = (f"{'#':>3} {'layout':<26} {'step ms':>9} {'tokens/s' if tok else 'samples/s':>10} "
+    hdr = (f"{'#':>3} {'layout':<32} {'step ms':>9} {'tokens/s' if tok else 'samples/s':>10} "
            f"{'mem/rank':>10} {'comm MB':>9} {'comm %':>7} {'bubble':>7} {'MFU':>6}  fits")
     lines = [hdr, "-" * len(hdr)]
     for i, e in enumerate(res.estimates[:top] if top else res.estimates, 1):
         rate = e.tokens_per_s if tok else e.samples_per_s
-        lines.append(f"{i:>3} {e.layout.describe():<26} {e.step_time * 1e3:9.2f} {rate:10.0f} "
+        lines.append(f"{i:>3} {e.layout.describe():<32} {e.step_time * 1e3:9.2f} {rate:10.0f} "
                      f"{mib(e.memory):>10} {e.comm_bytes / 1e6:9.2f} {e.comm_share * 100:6.1f}% "
                      f"{e.bubble * 100:6.1f}% {e.mfu * 100:5.1f}%  {'yes' if e.fits else 'NO'}")
     return "\n".join(lines)
@@ -47,7 +47,7 @@ def refusals(res, limit: int = 12) -> str:
         if key in seen:
             continue
         seen.add(key)
-        lines.append(f"  {L.describe():<26} refused: {why}")
+        lines.append(f"  {L.describe():<32} refused: {why}")
         if len(lines) >= limit:
             lines.append(f"  ... ({len(res.refused)} refused in all)")
             break
