@@ -19,7 +19,8 @@ bad config fails on all ranks with the same message):
 ``layout="auto"`` (with ``batch_size=`` and a ``profile=``, see docs/PLANNER.md) lets the
 planner (``distributed/planner``) choose dp, tp, pp, zero, the micro-batches and the schedule:
 rank 0 prints the ranked layouts and why the winner wins, every rank takes the winner, and
-after five steps rank 0 prints the predicted against the measured step time and memory.
+after six steps (one measures memory, five are timed) rank 0 prints the predicted against the
+measured step time and memory.
 
 Then the communication plan is printed on rank 0 (before step 1) and a
 :class:`Parallelized` is returned whose ``step(x, y)`` runs one training step from the
@@ -256,6 +257,10 @@ def parallelize(model, optimizer, dp: int = 1, tp: int = 1, pp: int = 1, zero: i
     world = _comm.get_world()
     check = None
     if layout == "auto":
+        if (dp, tp, pp, zero) != (1, 1, 1, 0) or n_microbatches is not None:
+            raise ValueError(f"parallelize: layout='auto' chooses dp/tp/pp/zero/n_microbatches itself, but "
+                             f"dp={dp}, tp={tp}, pp={pp}, zero={zero}, n_microbatches={n_microbatches} were "
+                             "given; drop them, or drop layout='auto'")
         from .planner.auto import parallelize_choice
 
         say = print if world.rank == 0 else None

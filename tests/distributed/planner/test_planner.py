@@ -205,3 +205,11 @@ def test_tracing_leaves_the_random_stream_and_gradients_alone():
     trace_step(m, (x, x), lambda mod, inp: mod(*inp)[1], batch=2)
     np.testing.assert_array_equal(sf.rand(4).numpy(), want)
     assert all(p.grad is None for p in m.parameters())
+
+
+def test_parallelize_auto_refuses_explicit_layout_arguments():
+    m = _gpt()
+    with pytest.raises(ValueError, match="layout='auto' chooses dp/tp/pp/zero"):
+        sf.parallelize(m, sf.optim.AdamW(m.parameters()), dp=2, layout="auto", batch_size=8)
+    with pytest.raises(ValueError, match="layout must be None"):
+        sf.parallelize(m, sf.optim.AdamW(m.parameters()), layout="fast", batch_size=8)
