@@ -6,8 +6,13 @@ bandwidth vs raw mpi4py), ddp (DistributedDataParallel step vs torch DDP on gloo
 suite (DLPerf-style throughput / speedup / scaling efficiency of 5 models on 1..N ranks,
 PyTorch DDP side by side; Markdown, JSON, PNG), dcp (sharded checkpoint save/load vs a
 gathered save and vs torch.distributed.checkpoint), kernels (fused Numba kernels vs the NumPy
+<<<<<<< HEAD
 path and PyTorch per op; shardflow.compile inference), rpc (RPC latency and throughput vs
 torch.distributed.rpc).
+=======
+path and PyTorch per op; shardflow.compile inference), planner (the layout planner's predicted
+step time and memory against measured, every valid layout of 1, 2 and 4 ranks).
+>>>>>>> planner
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ SUITES = {"engine": "shardflow.bench.engine", "comm": "shardflow.bench.comm", "d
           "quant": "shardflow.bench.quant",
           "pipeline": "shardflow.bench.pipeline", "ps": "shardflow.bench.ps",
           "amp": "shardflow.bench.amp",
-          "kernels": "shardflow.bench.kernels", "rpc": "shardflow.bench.rpc"}
+          "kernels": "shardflow.bench.kernels", "rpc": "shardflow.bench.rpc",
+          "planner": "shardflow.bench.planner"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,6 +18,8 @@ commands:
             shardflow train gpt --max-steps 500
   bench   benchmarks: engine (vs PyTorch eager), comm (vs raw mpi4py), ddp (vs torch DDP)
             shardflow bench engine
+  plan    the fastest parallel layout that fits (cost model; calibrate, published tables)
+            shardflow plan --model gpt --ranks 4
   doctor  check this machine for the classic distributed-training pitfalls
   checkpoint  sharded checkpoints: consolidate into one safetensors file, shard, info
             shardflow checkpoint consolidate ckpt/step_100 model.safetensors
@@ -31,6 +33,7 @@ COMMANDS = {
     "bench": "shardflow.bench.__main__",
     "doctor": "shardflow.cli.doctor",
     "checkpoint": "shardflow.cli.checkpoint",
+    "plan": "shardflow.cli.plan",
 }
 
 

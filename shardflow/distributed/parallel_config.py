@@ -16,6 +16,12 @@ bad config fails on all ranks with the same message):
   ``zero`` with ``tp``/``pp`` or ``zero > 1`` through this entry point are refused with
   NotImplementedError naming what is missing.
 
+``layout="auto"`` (with ``batch_size=`` and a ``profile=``, see docs/PLANNER.md) lets the
+planner (``distributed/planner``) choose dp, tp, pp, zero, the micro-batches and the schedule:
+rank 0 prints the ranked layouts and why the winner wins, every rank takes the winner, and
+after six steps (one measures memory, five are timed) rank 0 prints the predicted against the
+measured step time and memory.
+
 Then the communication plan is printed on rank 0 (before step 1) and a
 :class:`Parallelized` is returned whose ``step(x, y)`` runs one training step from the
 whole global batch (the same on every rank) and returns the global mean loss on every rank.
@@ -23,6 +29,7 @@ whole global batch (the same on every rank) and returns the global mean loss on 
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -144,10 +151,23 @@ class Parallelized:
     n_microbatches: int
     plan_text: str
     _state: dict = field(default_factory=dict)
+    check: object = None  # layout="auto": the planner's StepCheck (predicted vs measured)
 
     def step(self, x, y) -> float:
         """Forward, backward and optimizer step on the global batch ``(x, y)`` (the same on
         every rank); returns the global mean loss on every rank."""
+        if self.check is None:
+            return self._step(x, y)
+        if self.check.wants_memory():  # one step measures memory, untimed
+            from .planner.auto import state_bytes
+
+            return self.check.measure_memory(lambda: self._step(x, y), state_bytes(self.model, self.optimizer))
+        t0 = time.perf_counter()
+        loss = self._step(x, y)
+        self.check.observe(time.perf_counter() - t0)
+        return loss
+
+    def _step(self, x, y) -> float:
         world = _comm.get_world()
         if self.pp > 1:
             return self._pipeline_step(world, x, y)
@@ -220,7 +240,8 @@ class Parallelized:
 
 def parallelize(model, optimizer, dp: int = 1, tp: int = 1, pp: int = 1, zero: int = 0, *,
                 loss_fn=None, split=None, n_microbatches: int | None = None, batch_size=None,
-                plan=None, print_plan: bool = True, schedule: str = "1f1b") -> Parallelized:
+                plan=None, print_plan: bool = True, schedule: str = "1f1b", layout: str | None = None,
+                profile=None, mem_per_rank=None) -> Parallelized:
     """Lay ``model`` out for ``dp x tp x pp`` ranks (with ZeRO stage ``zero``), after validation.
 
     ``loss_fn(output, target)``; ``split(model, num_stages) -> Pipe`` cuts the model for
@@ -228,9 +249,27 @@ def parallelize(model, optimizer, dp: int = 1, tp: int = 1, pp: int = 1, zero: i
     logits: pass ``loss_fn=gpt_loss``); ``n_microbatches`` defaults to ``2 * pp``; ``schedule``
     is ``"1f1b"`` (default: at most ``pp`` micro-batches in flight) or ``"gpipe"``; ``plan`` is
     the tensor-parallel plan (default ``model.tensor_parallel_plan()``). Every rank must call
-    it with the same arguments (it builds communicator groups).
+    it with the same arguments (it builds communicator groups). ``layout="auto"``: the
+    planner chooses dp/tp/pp/zero/n_microbatches/schedule (module docstring); ``profile`` is
+    its machine profile (a path, a built-in name, or None: ``planner-profile.json`` here),
+    ``mem_per_rank`` a memory limit in bytes.
     """
     world = _comm.get_world()
+    check = None
+    if layout == "auto":
+        if (dp, tp, pp, zero) != (1, 1, 1, 0) or n_microbatches is not None:
+            raise ValueError(f"parallelize: layout='auto' chooses dp/tp/pp/zero/n_microbatches itself, but "
+                             f"dp={dp}, tp={tp}, pp={pp}, zero={zero}, n_microbatches={n_microbatches} were "
+                             "given; drop them, or drop layout='auto'")
+        from .planner.auto import parallelize_choice
+
+        say = print if world.rank == 0 else None
+        chosen, check = parallelize_choice(model, world, batch_size, profile, mem_per_rank,
+                                           can_pipeline=split is not None, say=say)
+        dp, tp, pp, zero = chosen["dp"], chosen["tp"], chosen["pp"], chosen["zero"]
+        n_microbatches, schedule = chosen["n_microbatches"], chosen["schedule"]
+    elif layout is not None:
+        raise ValueError(f"parallelize: layout must be None (give dp/tp/pp/zero) or 'auto', got {layout!r}")
     if plan is None and tp > 1 and hasattr(model, "tensor_parallel_plan"):
         plan = model.tensor_parallel_plan()
     if tp > 1 and not plan:
@@ -254,7 +293,7 @@ def parallelize(model, optimizer, dp: int = 1, tp: int = 1, pp: int = 1, zero: i
     text = comm_plan_text(model, dp, tp, pp, zero, m, batch_size, schedule)
     if print_plan and world.rank == 0:
         print(text, flush=True)
-    par = Parallelized(model, optimizer, dp, tp, pp, zero, loss_fn, m, text)
+    par = Parallelized(model, optimizer, dp, tp, pp, zero, loss_fn, m, text, check=check)
     if pp > 1:
         from . import pipelining
         from .pipelining import PipelineStage, lay_out_stage, pipeline_mesh

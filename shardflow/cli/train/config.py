@@ -59,6 +59,9 @@ class TrainConfig:
     # ZeRO (docs/ZERO.md): 0 off; 1 optimizer state sharded (ZeroRedundancyOptimizer + DDP);
     # 2 also gradients, 3 also parameters (fully_shard, reshard_after_forward False / True)
     zero: int = 0
+    # manual (the flags above) or auto: the planner chooses them (cli/plan_train.py, docs/PLANNER.md)
+    layout: str = "manual"
+    plan_profile: str | None = None  # the planner's machine profile (default planner-profile.json)
     # where the model and batches live: cpu (NumPy) or cuda (CuPy; collectives over NCCL)
     device: str = "cpu"
     # forward + backward through shardflow.compile_step (docs/KERNELS.md); clipping, the
@@ -192,6 +195,7 @@ def validate(cfg: TrainConfig) -> None:
     need(cfg.zero == 0 or (cfg.tp == 1 and cfg.dp == 0), "--zero", cfg.zero,
          "ZeRO shards over the data-parallel ranks of a plain data-parallel run; drop --tp/--dp "
          "(global-tensor layouts) or use --zero 0")
+    need(cfg.layout in ("manual", "auto"), "--layout", cfg.layout, "use manual (the layout flags) or auto (the planner)")
     need(cfg.device in ("cpu", "cuda"), "--device", cfg.device, "use cpu or cuda")
     if cfg.device == "cuda":
         from shardflow.backend.xp import cuda_is_available

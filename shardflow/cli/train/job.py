@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..plan_train import auto_layout, report_after
 from .batches import train_loader, validation_batches
 from .checkpoints import Checkpointer, prepare_out_dir, resume
 from .config import TrainConfig
@@ -18,6 +19,7 @@ def train(cfg: TrainConfig) -> dict:
 
     Raises ConfigError (before anything is written), TrainingStopped (a stop signal; a
     checkpoint was written) or NonFiniteError (non-finite loss/gradient; see nonfinite.py)."""
+    cfg, planned = auto_layout(cfg)  # --layout auto: the planner sets the layout flags
     layout = plan_layout(cfg)  # joins the world; refuses a layout that cannot run
 
     def log(msg):
@@ -44,6 +46,7 @@ def train(cfg: TrainConfig) -> dict:
     loop = TrainingLoop(cfg, layout, task, model, optimizer, pipe, loader, evaluate, metrics,
                         checkpoints, start, log)
     loop.run()
+    report_after(planned, loop, cfg)  # --layout auto: predicted vs measured
     loop.finish()
     report(cfg, layout, task, pipe, model_class, metrics, log)
     return {"val_loss": loop.val_loss, "val_acc": loop.val_acc, "baseline": task.baseline,

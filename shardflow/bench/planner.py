@@ -1,0 +1,314 @@
+"""``shardflow bench planner``: the planner's predictions against measured steps on this machine.
+
+For the GPT task at two sizes (``--sizes``, default ``small`` and ``large``) and every valid
+layout of 1, 2 and 4 ranks (``--ranks``) that ``shardflow train`` runs -- DDP, data
+parallelism on global tensors, ZeRO 1/2/3, dp x tp, pipelines with dp and tp and their
+micro-batch counts (``--microbatches``, multiples of pp) -- the planner predicts the step
+time and the peak memory per rank (``--profile``, default ``planner-profile.json``: run
+``shardflow plan calibrate`` first, on the same quiet machine), then one mpiexec job per
+layout measures them (one BLAS thread per rank):
+
+* memory first: one throwaway instance of the layout runs a step untraced (imports, compiled
+  kernels, caches); then ``tracemalloc`` runs from before a second instance is built, one
+  warm-up step, then the peak of traced bytes over one more step (parameters, gradients,
+  optimizer state, buffers, activations: what the planner predicts), the maximum over ranks;
+* then, with tracing off, ``--warmup`` steps and ``--steps`` timed steps, each started after
+  a barrier; the step time is the slowest rank's, the figure the median.
+
+Each step is what the layout's entry point runs: ``parallelize(...).step`` for global
+tensors, pipelines and ZeRO-1; ``DistributedDataParallel`` for DDP; ``fully_shard`` (each
+block, then the root) for ZeRO 2/3; forward, backward and the AdamW step, from a fixed
+batch.
+
+Output: one table (predicted and measured time and memory, their errors), the summary
+(``median_time_error``, ``median_memory_error``, ``worst_time_error``,
+``worst_memory_error``: absolute relative errors; ``spearman``: the mean over (size, ranks)
+groups of the rank correlation of predicted and measured step times; ``first_choice_gap``:
+the worst over groups of how much slower the planner's first choice measured than the
+best measured layout), and ``--json FILE`` with one row per layout and those keys.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from .. import _config
+
+SIZES = {  # name: GPT dims (the train task's defaults are 3L d128 h4 T64 batch 32)
+    "small": dict(n_layer=4, n_head=4, n_embd=128, block_size=64, vocab_size=96, batch_size=16),
+    "large": dict(n_layer=4, n_head=4, n_embd=256, block_size=128, vocab_size=96, batch_size=16),
+    "tiny": dict(n_layer=2, n_head=2, n_embd=32, block_size=16, vocab_size=32, batch_size=8),
+}
+
+
+def _model(dims):
+    import shardflow as sf
+    from shardflow.models import GPT, GPTConfig
+
+    sf.manual_seed(0)
+    return GPT(GPTConfig(block_size=dims["block_size"], vocab_size=dims["vocab_size"],
+                         n_layer=dims["n_layer"], n_head=dims["n_head"], n_embd=dims["n_embd"]))
+
+
+def _layout_args(L) -> list:
+    return ["--dp", str(L.dp), "--tp", str(L.tp), "--pp", str(L.pp), "--zero", str(L.zero),
+            "--m", str(L.microbatches), "--sync", L.grad_sync]
+
+
+# ----------------------------------------------------------------------------- worker
+def _worker(args) -> int:
+    import tracemalloc
+
+    import shardflow as sf
+    import shardflow.distributed as dist
+    from shardflow import comm
+
+    from .ddp import step_times
+
+    dist.init_process_group()
+    world = comm.get_world()
+    dims = SIZES[args.size]
+    rng = np.random.default_rng(0)
+    B, T, V = dims["batch_size"], dims["block_size"], dims["vocab_size"]
+    x = sf.tensor(rng.integers(0, V, (B, T)))
+    y = sf.tensor(rng.integers(0, V, (B, T)))
+    # a first instance, untraced: imports, JIT-compiled kernels and caches are not the step's
+    _build_step(args, dims, world, x, y)()
+    gc.collect()
+    tracemalloc.start()
+    step = _build_step(args, dims, world, x, y)
+    step()  # warm-up (optimizer state made, first calls)
+    gc.collect()
+    tracemalloc.reset_peak()
+    step()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    gc.collect()
+    times = step_times(step, args.steps, args.warmup, world.barrier)
+    per_step = world.all_gather(np.array(times, np.float64)).reshape(world.size, -1).max(0)
+    peaks = world.all_gather_object(int(peak))
+    if world.rank == 0:
+        with open(args.worker, "w") as f:
+            json.dump({"step_s": float(statistics.median(per_step)), "steps_s": per_step.tolist(),
+                       "memory": max(peaks), "memory_by_rank": peaks}, f)
+    return 0
+
+
+def _build_step(args, dims, world, x, y):
+    """The training step of the layout (module docstring)."""
+    import shardflow as sf
+    from shardflow.models.gpt_pipeline import gpt_loss, gpt_pipe
+
+    model = _model(dims)
+    opt = model.configure_optimizers(0.1, 1e-3, betas=(0.9, 0.99))
+    dp, tp, pp, zero, m = args.dp, args.tp, args.pp, args.zero, args.m
+    rows = x.shape[0] // dp
+    sl = slice(world.rank * rows, (world.rank + 1) * rows) if tp == 1 and pp == 1 else slice(None)
+    xl, yl = sf.tensor(x.numpy()[sl]), sf.tensor(y.numpy()[sl])
+    if tp == 1 and pp == 1 and zero >= 2:
+        from shardflow.distributed.fsdp import fully_shard
+
+        for block in model.transformer.h:
+            fully_shard(block, reshard_after_forward=zero == 3)
+        fully_shard(model, reshard_after_forward=zero == 3)
+        opt = model.configure_optimizers(0.1, 1e-3, betas=(0.9, 0.99))
+        return _plain_step(model, opt, xl, yl)
+    if tp == 1 and pp == 1 and zero == 0 and args.sync == "bucketed" and world.size > 1:
+        from shardflow.nn.parallel import DistributedDataParallel
+
+        return _plain_step(DistributedDataParallel(model), opt, xl, yl)
+    if world.size == 1:
+        return _plain_step(model, opt, x, y)
+    par = sf.parallelize(model, opt, dp=dp, tp=tp, pp=pp, zero=zero, batch_size=x.shape[0],
+                         n_microbatches=m if pp > 1 else None, split=gpt_pipe, print_plan=False,
+                         loss_fn=gpt_loss if pp > 1 else (lambda out, t: gpt_loss(out[0], t)))
+    return lambda: par.step(x, y)
+
+
+def _plain_step(model, opt, x, y):
+    def step():
+        opt.zero_grad(set_to_none=True)
+        _, loss = model(x, y)
+        loss.backward()
+        opt.step()
+    return step
+
+
+# ----------------------------------------------------------------------------- parent
+def _measure(n, size, L, args) -> dict:
+    from ..comm.launcher import build_mpiexec_command, kill_session, rank_env
+
+    with tempfile.TemporaryDirectory(prefix="shardflow-bench-planner-") as tmp:
+        out = os.path.join(tmp, "r.json")
+        argv = [sys.executable, "-u", "-m", "shardflow.bench.planner", "--worker", out, "--size", size,
+                "--steps", str(args.steps), "--warmup", str(args.warmup), *_layout_args(L)]
+        cmd = build_mpiexec_command(n, argv, tag_output=False)
+        env = rank_env({"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
+        proc = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        try:
+            log, _ = proc.communicate(timeout=args.job_timeout)
+        except subprocess.TimeoutExpired:
+            kill_session(proc.pid, grace=1.0)
+            return {"error": f"timed out after {args.job_timeout:g} s"}
+        if proc.returncode or not os.path.exists(out):
+            return {"error": f"exit {proc.returncode}: {log[-1500:]}"}
+        with open(out) as f:
+            return json.load(f)
+
+
+def _spearman(a, b) -> float:
+    def ranks(v):
+        order = np.argsort(v, kind="stable")
+        r = np.empty(len(v))
+        r[order] = np.arange(len(v))
+        for val in set(v):  # ties share their mean rank
+            idx = [i for i, x in enumerate(v) if x == val]
+            r[idx] = np.mean(r[idx])
+        return r
+    if len(a) < 3:
+        return float("nan")
+    ra, rb = ranks(list(a)), ranks(list(b))
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def summarize(rows: list) -> dict:
+    """The summary keys (module docstring) from rows with predicted/measured time and memory."""
+    ok = [r for r in rows if r.get("measured_time")]
+    te = [abs(r["predicted_time"] / r["measured_time"] - 1) for r in ok]
+    me = [abs(r["predicted_memory"] / r["measured_memory"] - 1) for r in ok if r.get("measured_memory")]
+    groups = {}
+    for r in ok:
+        groups.setdefault((r["size"], r["ranks"]), []).append(r)
+    sp, gaps = {}, {}
+    for key, rs in groups.items():
+        name = f"{key[0]}/{key[1]}"
+        if len(rs) >= 3:
+            sp[name] = _spearman([r["predicted_time"] for r in rs], [r["measured_time"] for r in rs])
+        first = min(rs, key=lambda r: r["predicted_time"])
+        best = min(r["measured_time"] for r in rs)
+        gaps[name] = first["measured_time"] / best - 1
+    valid_sp = [v for v in sp.values() if v == v]
+    return {"layouts": len(rows), "measured": len(ok),
+            "median_time_error": statistics.median(te) if te else None,
+            "median_memory_error": statistics.median(me) if me else None,
+            "worst_time_error": max(te) if te else None,
+            "worst_memory_error": max(me) if me else None,
+            "spearman": statistics.mean(valid_sp) if valid_sp else None,
+            "spearman_by_group": sp,
+            "first_choice_gap": max(gaps.values()) if gaps else None,
+            "first_choice_gap_by_group": gaps}
+
+
+def _table(rows, summary) -> str:
+    hdr = (f"{'size':<6} {'N':>2} {'layout':<22} {'pred ms':>9} {'meas ms':>9} {'err':>6} "
+           f"{'pred MiB':>9} {'meas MiB':>9} {'err':>6}")
+    lines = [hdr, "-" * len(hdr)]
+    for r in rows:
+        if r.get("error"):
+            lines.append(f"{r['size']:<6} {r['ranks']:>2} {r['layout']:<22} {r['predicted_time'] * 1e3:9.1f} "
+                         f"{'FAILED':>9}  {r['error'][:60]}")
+            continue
+        lines.append(f"{r['size']:<6} {r['ranks']:>2} {r['layout']:<22} {r['predicted_time'] * 1e3:9.1f} "
+                     f"{r['measured_time'] * 1e3:9.1f} {(r['predicted_time'] / r['measured_time'] - 1) * 100:+5.0f}% "
+                     f"{r['predicted_memory'] / 2**20:9.1f} {r['measured_memory'] / 2**20:9.1f} "
+                     f"{(r['predicted_memory'] / r['measured_memory'] - 1) * 100:+5.0f}%")
+    s = summary
+
+    def pct(v):
+        return "-" if v is None else f"{v * 100:.1f}%"
+    lines.append(f"\nmedian |time error| {pct(s['median_time_error'])}, worst {pct(s['worst_time_error'])}; "
+                 f"median |memory error| {pct(s['median_memory_error'])}, worst {pct(s['worst_memory_error'])}; "
+                 f"Spearman {s['spearman'] if s['spearman'] is None else round(s['spearman'], 3)} "
+                 f"{ {k: round(v, 3) for k, v in s['spearman_by_group'].items()} }; first choice gap "
+                 f"{pct(s['first_choice_gap'])} { {k: round(v, 3) for k, v in s['first_choice_gap_by_group'].items()} }")
+    return "\n".join(lines)
+
+
+def _parser():
+    p = argparse.ArgumentParser(prog="shardflow bench planner", description=__doc__.split("\n")[0])
+    p.add_argument("--profile", default=None, help="planner profile (default planner-profile.json)")
+    p.add_argument("--sizes", default="small,large", help=f"GPT sizes among {sorted(SIZES)}")
+    p.add_argument("--ranks", default="1,2,4")
+    p.add_argument("--microbatches", default="1,2", help="micro-batches per pipeline, as multiples of pp")
+    p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--limit", type=int, default=0, help="measure at most this many layouts per group")
+    p.add_argument("--json", help="write rows and summary here")
+    p.add_argument("--job-timeout", type=float, default=600.0)
+    p.add_argument("--worker", help=argparse.SUPPRESS)
+    p.add_argument("--size", default="small", help=argparse.SUPPRESS)
+    for f in ("dp", "tp", "pp", "zero", "m"):
+        p.add_argument("--" + f, type=int, default=1 if f != "zero" else 0, help=argparse.SUPPRESS)
+    p.add_argument("--sync", default="", help=argparse.SUPPRESS)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _parser().parse_args(argv)
+    if args.worker:
+        return _worker(args)
+    if _config.launch_info().launcher != "none":
+        print("shardflow bench planner starts its own MPI jobs; run it as a plain process", file=sys.stderr)
+        return 2
+    from ..distributed.planner.auto import lm_spec, resolve_profile
+    from ..distributed.planner.cost import estimate
+    from ..distributed.planner.layout import enumerate_layouts
+    from ..distributed.planner.search import model_shape
+
+    try:
+        prof = resolve_profile(args.profile)
+    except (FileNotFoundError, ValueError) as e:
+        print(f"shardflow bench planner: {e}", file=sys.stderr)
+        return 2
+    print(f"profile: {prof.label()}; load average at start {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs",
+          flush=True)
+    rows = []
+    t0 = time.monotonic()
+    mults = [int(v) for v in args.microbatches.split(",")]
+    for size in args.sizes.split(","):
+        dims = SIZES[size]
+        model = _model(dims)
+        spec = lm_spec(model, dims["batch_size"], entry="train")
+        for n in [int(v) for v in args.ranks.split(",")]:
+            ms = sorted({k * p for k in mults for p in range(2, n + 1)})
+            valid, _ = enumerate_layouts(n, model_shape(model), dims["batch_size"], "train", microbatches=ms)
+            valid = [L for L in valid if L.pp == 1 or L.microbatches in {k * L.pp for k in mults}]
+            ests = sorted((estimate(spec, L, prof) for L in valid), key=lambda e: e.step_time)
+            if args.limit:
+                ests = ests[:args.limit]
+            for e in ests:
+                L = e.layout
+                print(f"[bench planner] {size} on {n} rank(s): {L.describe()} ...", flush=True)
+                res = _measure(n, size, L, args)
+                rows.append({"size": size, "ranks": n, "layout": L.describe(), "dp": L.dp, "tp": L.tp,
+                             "pp": L.pp, "zero": L.zero, "microbatches": L.microbatches,
+                             "grad_sync": L.grad_sync, "predicted_time": e.step_time,
+                             "predicted_memory": e.memory, "measured_time": res.get("step_s"),
+                             "measured_memory": res.get("memory"), "steps_s": res.get("steps_s"),
+                             "error": res.get("error")})
+    summary = summarize(rows)
+    summary["seconds"] = round(time.monotonic() - t0, 1)
+    summary["load_average_end"] = round(os.getloadavg()[0], 2)
+    summary["profile"] = prof.name
+    print(_table(rows, summary))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"rows": rows, **summary}, f, indent=1)
+        print(f"wrote {args.json}")
+    return 0 if all(not r.get("error") for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

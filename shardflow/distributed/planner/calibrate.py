@@ -1,0 +1,124 @@
+"""``shardflow plan calibrate``: measure this machine into a profile (``profile.py``).
+
+For each rank count ``n`` of ``--ranks`` (default 1, 2, 4) one job of ``n`` ranks is
+started through mpiexec (one BLAS thread per rank, as ``shardflow run`` and the bench
+suites run them); every rank runs ``microbench.compute_rates`` at once (the rates of ``n``
+busy ranks), then, for ``n > 1``, the collectives and the overlap measurement. The jobs'
+results are merged into one JSON profile (``kind: "measured"``, the host, the date, the
+load average before and after: a loaded machine gives a profile of a loaded machine).
+
+Run it on a quiet machine; it takes a few minutes (``--quick``: a smaller grid, for tests).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+
+from .profile import SCHEMA
+
+__all__ = ["calibrate", "worker_main"]
+
+
+def _job(n: int, quick: bool, timeout: float) -> dict:
+    from ...comm.launcher import build_mpiexec_command, kill_session, rank_env
+
+    with tempfile.TemporaryDirectory(prefix="shardflow-calibrate-") as tmp:
+        out = os.path.join(tmp, "rates.json")
+        argv = [sys.executable, "-u", "-m", "shardflow.distributed.planner.calibrate", "--worker", out]
+        if quick:
+            argv.append("--quick")
+        cmd = build_mpiexec_command(n, argv, tag_output=False)
+        env = rank_env({"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
+        proc = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        try:
+            log, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_session(proc.pid, grace=1.0)
+            raise RuntimeError(f"plan calibrate: the {n}-rank job did not finish in {timeout:g} s; "
+                               "is the machine busy? rerun later or with --quick") from None
+        if proc.returncode or not os.path.exists(out):
+            raise RuntimeError(f"plan calibrate: the {n}-rank job failed (exit {proc.returncode}):\n"
+                               + log[-3000:])
+        with open(out) as f:
+            return json.load(f)
+
+
+def calibrate(ranks=(1, 2, 4), quick: bool = False, out: str | None = None, name: str | None = None,
+              timeout: float = 1800.0, log=print) -> dict:
+    """Measure (module docstring); returns the profile document and writes it to ``out``."""
+    cores = os.cpu_count() or 1
+    load0 = os.getloadavg()[0]
+    doc = {"schema": SCHEMA, "name": name or f"{platform.node()}-measured", "kind": "measured",
+           "source": f"shardflow plan calibrate on {platform.node()}",
+           "measured_at": datetime.datetime.now().isoformat(timespec="seconds"),
+           "host": {"node": platform.node(), "cpu": _cpu_name(), "cores": cores,
+                    "python": platform.python_version()},
+           "cores": cores, "quick": bool(quick), "compute": {}, "collectives": {}, "overlap": {}}
+    for n in sorted(set(int(r) for r in ranks)):
+        log(f"[calibrate] {n} rank(s) ...")
+        res = _job(n, quick, timeout)
+        doc["compute"][str(n)] = res["compute"]
+        if n > 1:
+            doc["collectives"][str(n)] = res["collectives"]
+            doc["overlap"][str(n)] = res["overlap"]
+    doc["load_average"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
+    if out:
+        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+        with open(out, "w") as f:
+            json.dump(doc, f, indent=1)
+    return doc
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")),
+                        platform.processor())
+    except OSError:
+        return platform.processor()
+
+
+def worker_main(argv) -> int:
+    """One rank of a calibration job: ``--worker OUT [--quick]``."""
+    from ... import comm
+    from .microbench import collective_fits, compute_rates, overlap_fraction
+
+    out = argv[argv.index("--worker") + 1]
+    quick = "--quick" in argv
+    world = comm.init()
+    barrier = world.barrier if world.size > 1 else None
+    res = {"compute": compute_rates(quick, barrier, world.size)}
+    if world.size > 1:
+        res["collectives"] = collective_fits(world, quick)
+        res["overlap"] = overlap_fraction(world, quick)
+    mine = world.all_gather_object(res["compute"]) if world.size > 1 else [res["compute"]]
+    res["compute"] = _median_of(mine)
+    if world.rank == 0:
+        with open(out, "w") as f:
+            json.dump(res, f)
+    return 0
+
+
+def _median_of(docs: list):
+    """Element-wise median of the ranks' compute documents (same structure)."""
+    import statistics
+
+    a = docs[0]
+    if isinstance(a, dict):
+        return {k: _median_of([d[k] for d in docs]) for k in a}
+    if isinstance(a, list):
+        return [_median_of([d[i] for d in docs]) for i in range(len(a))]
+    if isinstance(a, int | float) and not isinstance(a, bool):
+        return round(float(statistics.median(docs)), 6)
+    return a
+
+
+if __name__ == "__main__":
+    sys.exit(worker_main(sys.argv[1:]))

@@ -1,0 +1,571 @@
+"""The cost model: a traced step + a layout + a profile -> step time, memory, communication.
+
+Notation: ``B`` global batch (samples), ``m`` micro-batches, ``b = B / (dp * m)`` samples
+per micro-batch, ``p`` pipeline stages, ``v`` chunks per pipeline rank (interleaved), ``t``
+tensor-parallel degree, ``f`` the profile's overlap fraction. The trace is taken at ``b``
+samples (``ModelTrace.at(batch=b)``), then per op (``opcost.op_cost``):
+
+* **Tensor parallelism** (``trace.assign_tp_roles``): a ``col`` op computes ``N/t`` of its
+  output features, a ``row`` op ``K/t`` of its inputs, a ``split`` op (attention heads, the
+  MLP's hidden units) ``1/t`` of its work and bytes; the rest (embeddings, norms, the head,
+  the loss) is replicated on every TP rank. Communication, blocking: one all-reduce of each
+  ``row`` output in forward (the partial sum made whole), one of each distinct ``col`` input's
+  gradient in backward.
+* **Compute of stage s**: ``t_f(s) = sum(op forward time + per-op overhead)``, ``t_b(s)``
+  likewise for ops with a backward; with recomputation the stage's block forwards are run
+  again in backward. Global tensors (tp > 1, or data parallelism through ``parallelize``)
+  add the profile's global-tensor overhead per op.
+* **Pipeline** (1F1B / GPipe, stage times ``T_s = t_f + t_b`` plus the send/recv of the
+  activation and its gradient): ``T = sum_s T_s + (m - 1) * max_s T_s``, which is
+  ``(m + p - 1) T`` for equal stages: the bubble ``(p - 1) / (m + p - 1)``. Interleaved with
+  ``v`` chunks per rank: ``T = m * max_r T_r + (p - 1) * max_r T_r / v``, bubble
+  ``(p - 1) / (v m + p - 1)``.
+* **Data-parallel gradients** (``layout.grad_sync``), over the ``dp`` group:
+  ``bucketed`` -- DDP's buckets (the first 1 MB, then 25 MB) all-reduced as backward makes
+  them: all but the last hide behind backward compute up to ``f * t_b``; ``per-use`` --
+  global tensors all-reduce each use of a broadcast tensor in its backward (blocking);
+  ``after-backward`` -- the pipeline all-reduces each parameter after the schedule (and each
+  tied parameter between the first and last stage); ``sharded`` -- ZeRO-2/3 (``fully_shard``
+  per block, then the root): an all-gather per unit in forward (stage 3: again in backward),
+  prefetched, and a reduce-scatter per unit in backward, hidden up to ``f`` times the compute
+  they run beside. ZeRO-1 adds one all-gather of the updated parameters after the step.
+* **Optimizer**: the profile's time per element over this rank's elements (``/dp`` for
+  ZeRO >= 1).
+
+Memory per rank (bytes): parameters ``P`` (TP split of col/row weights, this stage's, /dp for
+ZeRO-3; shardflow's pipelines keep the whole model on every rank: the other stages' parameters
+count too, except for simulated clusters), gradients ``G`` (/dp for ZeRO >= 2), optimizer state ``O`` (Adam: 2 x 4 bytes per
+element, + a 4-byte master copy in mixed precision; /dp for ZeRO >= 1: the ZeRO paper's
+``(2 + 2 + K) Psi`` family), communication buffers (DDP's flat buckets ``G``; ZeRO-2's whole
+gathered parameters; ZeRO-3's two gathered units), activations ``A`` = what the ops keep at
+``b`` samples (TP: col/split ops' /t) times the micro-batches in flight (1F1B: ``p - s`` at
+stage s; GPipe: ``m``; recomputation keeps each block's input only, plus one block), and
+the peaks on top: ``max(A + forward transient, A + backward extra, G + buffers)``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from .collectives import bus_bytes
+from .layout import Layout
+from .opcost import OpCost, op_cost
+from .profile import Group, Profile
+from .trace import StepTrace, assign_tp_roles
+
+__all__ = ["RunSpec", "Collective", "Estimate", "estimate", "predicted_comm_plan"]
+
+DDP_FIRST_BUCKET = 1 << 20
+DDP_BUCKET = 25 << 20
+ZERO1_BUCKET = 16 << 20
+
+
+@dataclass
+class RunSpec:
+    """What the run is besides its layout: global batch, tokens per sample (1 for images),
+    precision (``fp32`` | ``mixed``), optimizer (``adamw`` | ``sgd`` | ``sgd_momentum``), the
+    tensor-parallel plan, the entry point (``layout.ENTRIES``), memory per rank (bytes,
+    None: unlimited), and the model trace (``scaling.ModelTrace``)."""
+
+    model_trace: object
+    batch_size: int
+    tokens_per_sample: int = 1
+    precision: str = "fp32"
+    optimizer: str = "adamw"
+    tp_plan: dict | None = None
+    entry: str = "parallelize"
+    mem_per_rank: float | None = None
+    extra_dims: dict = field(default_factory=dict)  # target dims besides the batch
+    pp_scatter_gather: bool = False  # Megatron's pipeline sends 1/tp per rank, all-gathers inside
+
+
+@dataclass
+class Collective:
+    phase: str  # forward | backward | step
+    kind: str  # all_reduce, all_gather, reduce_scatter, broadcast, send_recv
+    nbytes: float  # this rank's input (all-gather: output)
+    axis: str  # dp | tp | pp
+    group: int  # ranks in the group
+    count: int = 1
+    seconds: float = 0.0  # time of all `count`
+    why: str = ""
+
+
+@dataclass
+class Estimate:
+    layout: Layout
+    step_time: float
+    compute: float  # seconds of computation of the slowest stage (all its micro-batches)
+    comm_total: float  # seconds of communication (all of it)
+    comm_exposed: float  # not hidden behind compute
+    comm_bytes: float  # bytes each rank sends per step (bus bytes)
+    bubble: float  # pipeline bubble fraction (the schedule's formula)
+    bubble_time: float  # seconds of the step the slowest stage waits in the bubble
+    optimizer: float
+    memory: float  # peak bytes on the worst rank
+    memory_parts: dict
+    tokens_per_s: float
+    samples_per_s: float
+    mfu: float
+    model_flops: float  # FLOPs of one step (forward + backward, whole model, no recompute)
+    fits: bool
+    collectives: list
+    stage_times: list
+    notes: list = field(default_factory=list)
+
+    @property
+    def comm_share(self) -> float:
+        return self.comm_exposed / self.step_time if self.step_time else 0.0
+
+
+# ------------------------------------------------------------------------------ helpers
+def _local_cost(rec, cost, role: str, tp: int, itemsize: int):
+    """The cost on one TP rank of an op whose role is ``role`` (module docstring): a col/row
+    ``linear`` is re-costed on its shard's shapes, a ``split`` op does ``1/tp`` of the work
+    (attention: ``1/tp`` of the heads)."""
+    if tp == 1 or not role:
+        return cost
+    from dataclasses import replace
+
+    if role in ("col", "row") and rec.name == "linear" and len(rec.in_shapes) >= 2:
+        ins = list(rec.in_shapes)
+        x, w = ins[0], ins[1]
+        if role == "col":
+            ins[1] = (max(1, w[0] // tp),) + tuple(w[1:])
+            if len(ins) > 2:
+                ins[2] = (max(1, ins[2][0] // tp),)
+            outs = [tuple(o[:-1]) + (max(1, o[-1] // tp),) for o in rec.out_shapes]
+        else:
+            ins[0] = tuple(x[:-1]) + (max(1, x[-1] // tp),)
+            ins[1] = (w[0], max(1, w[1] // tp))
+            outs = rec.out_shapes
+        return op_cost(replace(rec, in_shapes=ins, out_shapes=outs), itemsize)
+
+    def share(gs):
+        return [(m, k, n, c // tp) if c >= tp else (m, k, max(1, n // tp), c) for m, k, n, c in gs]
+
+    return replace(cost, fwd_gemms=share(cost.fwd_gemms), bwd_gemms=share(cost.bwd_gemms),
+                   flops=cost.flops / tp, bwd_flops=cost.bwd_flops / tp, bytes=cost.bytes / tp,
+                   bwd_bytes=cost.bwd_bytes / tp, retain=cost.retain / tp, elems=cost.elems / tp)
+
+
+def _n(shape) -> int:
+    return int(math.prod(shape)) if shape else 1
+
+
+def _stage_of_layer(layer: int, n_layers: int, pp: int, v: int) -> tuple[int, int]:
+    """``(pipeline rank, chunk)`` of ``layer``: ``pp * v`` equal chunks, chunk ``k`` on rank
+    ``k % pp`` (the interleaved assignment; v = 1 is the plain split)."""
+    chunks = pp * v
+    k = layer * chunks // max(1, n_layers)
+    return k % pp, k // pp
+
+
+def _groups(layout: Layout, profile: Profile) -> dict:
+    """Where each axis' groups sit (tp innermost, then dp, then pp: parallelize's
+    ``("pp", "dp", "tp")`` mesh and Megatron's order)."""
+    world = layout.world
+    gpn = profile.ranks_per_node if profile.simulated else world
+    out = {}
+    stride = 1
+    for axis, size in (("tp", layout.tp), ("dp", layout.dp), ("pp", layout.pp)):
+        if stride >= gpn:
+            per_node = 1
+        else:
+            per_node = max(1, min(size, gpn // stride))
+        sharing = max(1, gpn // per_node) if per_node * stride >= gpn or stride > 1 else 1
+        if not profile.simulated or size * stride <= gpn:
+            per_node = 0  # inside one node
+        out[axis] = Group(size=size, per_node=per_node, sharing=sharing, world=world)
+        stride *= size
+    return out
+
+
+# ------------------------------------------------------------------------------ estimate
+def estimate(spec: RunSpec, layout: Layout, profile: Profile) -> Estimate:
+    """The predicted step of ``layout`` (module docstring)."""
+    L = layout.with_sync(spec.entry)
+    dp, tp, pp, m = L.dp, L.tp, L.pp, L.microbatches
+    v = L.virtual if L.schedule == "interleaved" else 1
+    b = spec.batch_size // (dp * m)
+    st: StepTrace = spec.model_trace.at(batch=b, **spec.extra_dims)
+    if tp > 1:
+        assign_tp_roles(st, spec.tp_plan)
+    itemsize = 2 if spec.precision == "mixed" else 4
+    conc = L.world if not profile.simulated else 1  # ranks busy at once on one host
+    global_tensors = tp > 1 or (dp > 1 and L.grad_sync == "per-use")
+    ov_f, ov_b = profile.overhead(conc, global_tensors)
+    groups = _groups(L, profile)
+    notes = []
+
+    # ---- ops -> stages
+    nl = st.n_layers or 1
+    first_layer_op = next((i for i, o in enumerate(st.ops) if o.layer is not None), len(st.ops))
+    stage_f = [0.0] * pp
+    stage_b = [0.0] * pp
+    stage_rc = [0.0] * pp  # block forwards (recomputed in backward)
+    stage_act = [0.0] * pp
+    stage_trans = [0.0] * pp
+    stage_biggest = [0.0] * pp
+    layer_in_bytes = {}  # layer -> bytes of its input (kept under recomputation)
+    layer_act = {}
+    op_stage = []
+    flops_total = 0.0
+    for i, o in enumerate(st.ops):
+        if o.layer is not None:
+            s, _chunk = _stage_of_layer(o.layer, nl, pp, v)
+        else:
+            s = 0 if i < first_layer_op else pp - 1
+        op_stage.append(s)
+        full = op_cost(o, itemsize)
+        flops_total += full.flops + (full.bwd_flops if full.has_bwd else 0.0)
+        c = _local_cost(o, full, o.tp_role if tp > 1 else "", tp, itemsize)
+        tf = profile.op_time(c, "fwd", conc, spec.precision) + ov_f
+        tb = (profile.op_time(c, "bwd", conc, spec.precision) + ov_b) if c.has_bwd else 0.0
+        stage_f[s] += tf
+        stage_b[s] += tb
+        keep = o.retained * (itemsize / o.itemsize)
+        if tp > 1 and o.tp_role in ("col", "split"):
+            keep /= tp
+        stage_act[s] += keep
+        stage_trans[s] = max(stage_trans[s], o.transient * (itemsize / o.itemsize) / (tp if o.tp_role in ("col", "split") else 1))
+        stage_biggest[s] = max(stage_biggest[s], c.retain)
+        if o.layer is not None:
+            stage_rc[s] += tf
+            layer_act[o.layer] = layer_act.get(o.layer, 0.0) + keep
+            if o.layer not in layer_in_bytes and o.in_shapes:
+                layer_in_bytes[o.layer] = _n(o.in_shapes[0]) * itemsize
+
+    tp_coll, dp_uses = _global_collectives(st, L, itemsize, op_stage)
+
+    # ---- parameters -> stages (tied ones on every stage that uses them)
+    param_stages = {}
+    for i, o in enumerate(st.ops):
+        for pname in o.params.values():
+            param_stages.setdefault(pname, set()).add(op_stage[i])
+    stage_params = [0.0] * pp  # elements on one rank of the stage
+    stage_param_list = [[] for _ in range(pp)]
+    tied = []
+    for p in st.params:
+        elems = _n(p.shape)
+        if tp > 1 and p.tp_role:
+            elems /= tp
+        ss = param_stages.get(p.name, {0 if p.layer is None else _stage_of_layer(p.layer, nl, pp, v)[0]})
+        if len(ss) > 1:
+            tied.append((p.name, elems))
+        for s in ss:
+            stage_params[s] += elems
+            stage_param_list[s].append((p, elems))
+
+    # ---- recomputation
+    if L.recompute:
+        for s in range(pp):
+            stage_b[s] += stage_rc[s]
+
+    # ---- TP communication (inside each stage's forward/backward)
+    colls: list[Collective] = []
+    comm_f = [0.0] * pp  # blocking collectives inside the stage's forward / backward
+    comm_b = [0.0] * pp
+    if tp > 1:
+        g = groups["tp"]
+        for phase, nb, s in tp_coll:
+            t = profile.collective_time("all_reduce", nb, g)
+            (comm_f if phase == "forward" else comm_b)[s] += t
+            if phase == "forward" and L.recompute:
+                comm_b[s] += t  # the recomputed forward all-reduces again
+        for phase in ("forward", "backward"):
+            sel = [nb for ph, nb, s in tp_coll if ph == phase and s == 0]
+            if sel:
+                reps = m * (2 if phase == "forward" and L.recompute else 1)
+                colls.append(Collective(phase, "all_reduce", sum(sel) / len(sel), "tp", tp, count=len(sel) * reps,
+                                        seconds=reps * sum(profile.collective_time("all_reduce", nb, g) for nb in sel),
+                                        why="Megatron: row-parallel outputs (forward), column-parallel inputs' "
+                                            "gradients (backward), on the first stage"))
+    # ---- per-use data-parallel all-reduces (global tensors), inside backward
+    if dp_uses:
+        g = groups["dp"]
+        for nb, s in dp_uses:
+            comm_b[s] += profile.collective_time("all_reduce", nb, g)
+        comm_f[pp - 1] += profile.collective_time("all_reduce", 8, g)  # the loss's mean
+        sel = [nb for nb, s in dp_uses if s == 0]
+        colls.append(Collective("backward", "all_reduce", sum(sel) / max(1, len(sel)), "dp", dp,
+                                count=len(sel) * m,
+                                seconds=m * sum(profile.collective_time("all_reduce", nb, g) for nb in sel),
+                                why="global tensors: one all-reduce per use of a broadcast tensor"))
+
+    # ---- pipeline send/recv of activations (and their gradients)
+    p2p = [0.0] * pp
+    if pp > 1:
+        g = groups["pp"]
+        pair = Group(2, g.per_node and 1, g.sharing, L.world)
+        act_bytes = _boundary_bytes(st, op_stage, itemsize)
+        if spec.pp_scatter_gather and tp > 1:  # Megatron's: 1/tp over the link, all-gather inside
+            t = profile.collective_time("send_recv", act_bytes / tp, pair) + \
+                profile.collective_time("all_gather", act_bytes, groups["tp"])
+        else:
+            t = profile.collective_time("send_recv", act_bytes, pair)
+        t += profile.collective_time("send_recv", 64, pair)  # a header message before each
+        for s in range(pp - 1):
+            p2p[s] += t * v  # stage s sends its output on, stage s+1 the gradient back
+            p2p[s + 1] += t * v
+        colls.append(Collective("forward", "send_recv", act_bytes / (tp if spec.pp_scatter_gather else 1),
+                                "pp", 2, count=2 * m * v * (pp - 1), seconds=2 * m * v * t,
+                                why="activations forward, their gradients backward, per micro-batch and boundary"))
+    stage_c = [stage_f[s] + stage_b[s] for s in range(pp)]
+    stage_T = [stage_c[s] + comm_f[s] + comm_b[s] + p2p[s] for s in range(pp)]
+    pipe, bubble = _pipeline(stage_T, m, pp, v)
+    pipe_c, _ = _pipeline(stage_c, m, pp, v)
+    work = m * max(stage_c)
+    bubble_time = max(0.0, pipe_c - work)
+    comm_pipe = max(0.0, pipe - pipe_c)
+    compute = work
+
+    # ---- data-parallel gradient synchronisation and ZeRO
+    grad_elems = max(stage_params)
+
+    def copy_time(nbytes):  # the framework's packing copies (DDP buckets, fully_shard units)
+        return profile.op_time(OpCost("copy", name="contiguous", bytes=2 * nbytes, bwd_bytes=2 * nbytes,
+                                      elems=nbytes / itemsize), "fwd", conc, spec.precision)
+
+    ov = profile.overlap(L.world)
+    exposed = 0.0
+    t_bwd = stage_b[0]  # the last micro-batch's backward: what gradient reductions can hide behind
+    t_fwd = stage_f[0] * m
+    gbytes = grad_elems * itemsize
+    if dp > 1 and L.grad_sync == "bucketed":
+        g = groups["dp"]
+        buckets = _buckets(gbytes, DDP_FIRST_BUCKET, DDP_BUCKET)
+        ts = [profile.collective_time("all_reduce", nb, g) for nb in buckets]
+        total = sum(ts)
+        hidden = min(total - ts[-1], ov * t_bwd) if len(ts) > 1 else 0.0
+        exposed += total - hidden
+        compute += 2 * copy_time(gbytes)  # gradients into the flat buckets and back
+        colls.append(Collective("backward", "all_reduce", gbytes / len(buckets), "dp", dp, count=len(buckets),
+                                seconds=total, why=f"DDP buckets ({len(buckets)}), overlapped with backward"))
+        if L.zero == 1:
+            ag = _buckets(grad_elems * 4, ZERO1_BUCKET, ZERO1_BUCKET)
+            t = sum(profile.collective_time("all_gather", nb, g) for nb in ag)
+            exposed += t
+            compute += copy_time(grad_elems * 4)  # gathered rows back into the parameters
+            colls.append(Collective("step", "all_gather", grad_elems * 4 / len(ag), "dp", dp, count=len(ag),
+                                    seconds=t, why="ZeRO-1: updated parameters gathered after the step"))
+    elif dp > 1 and L.grad_sync == "sharded":
+        g = groups["dp"]
+        units = _fsdp_units(st, tp)
+        ag = [profile.collective_time("all_gather", u * itemsize, g) for u in units]
+        rs = [profile.collective_time("reduce_scatter", u * itemsize, g) for u in units]
+        f_comm = sum(ag)
+        f_exposed = ag[0] + max(0.0, f_comm - ag[0] - ov * t_fwd)
+        b_comm = sum(rs) + (sum(ag) if L.zero == 3 else 0.0)
+        b_exposed = rs[-1] + max(0.0, b_comm - rs[-1] - ov * t_bwd)
+        exposed += f_exposed + b_exposed
+        ub = sum(units) * itemsize  # unpack gathered units, pack gradients, unpack shards
+        compute += copy_time(ub) * (2 if L.zero == 3 else 1) + copy_time(ub) + copy_time(ub / dp)
+        colls.append(Collective("forward", "all_gather", sum(units) * itemsize / len(units), "dp", dp,
+                                count=len(units), seconds=f_comm, why="ZeRO: parameters gathered per unit, prefetched"))
+        if L.zero == 3:
+            colls.append(Collective("backward", "all_gather", sum(units) * itemsize / len(units), "dp", dp,
+                                    count=len(units), seconds=sum(ag), why="ZeRO-3: gathered again for backward"))
+        colls.append(Collective("backward", "reduce_scatter", sum(units) * itemsize / len(units), "dp", dp,
+                                count=len(units), seconds=sum(rs), why="ZeRO-2/3: gradients reduce-scattered per unit"))
+    elif dp > 1 and L.grad_sync == "after-backward":
+        g = groups["dp"]
+        worst = 0.0
+        for s in range(pp):
+            t = sum(profile.collective_time("all_reduce", e * itemsize, g) for _, e in stage_param_list[s])
+            worst = max(worst, t)
+        exposed += worst
+        n0 = len(stage_param_list[0])
+        colls.append(Collective("step", "all_reduce", stage_params[0] * itemsize / max(1, n0), "dp", dp,
+                                count=n0, seconds=worst, why="pipeline: each parameter all-reduced after the schedule"))
+    if pp > 1 and tied:
+        g2 = Group(2, groups["pp"].per_node and 1, groups["pp"].sharing, L.world)
+        t = sum(profile.collective_time("all_reduce", e * itemsize, g2) for _, e in tied)
+        exposed += t
+        colls.append(Collective("step", "all_reduce", sum(e for _, e in tied) * itemsize / len(tied), "pp", 2,
+                                count=len(tied), seconds=t, why="tied parameters summed between first and last stage"))
+
+    # ---- optimizer
+    opt_elems = grad_elems / dp if L.zero >= 1 else grad_elems
+    t_opt = profile.optimizer_time(opt_elems, conc, spec.optimizer, spec.precision)
+    step = compute + bubble_time + comm_pipe + exposed + t_opt + profile.step_overhead(conc)
+
+    # ---- memory (the worst stage)
+    mem_parts, peak = None, -1.0
+    whole_elems = float(sum(_n(p.shape) for p in st.params))
+    for s in range(pp):
+        # shardflow builds the whole model on every rank before cutting it into stages (the
+        # stage's own parameters are laid out; the others stay whole and untouched)
+        resident = None
+        if pp > 1 and spec.entry != "any":
+            stage_whole = sum(_n(p.shape) for p, _ in stage_param_list[s])
+            resident = whole_elems - stage_whole + stage_params[s]
+        parts = _memory(spec, L, st, s, stage_params[s], stage_act[s], stage_trans[s], stage_biggest[s],
+                        layer_act, layer_in_bytes, nl, v, itemsize, tp, resident)
+        if parts["peak"] > peak:
+            peak, mem_parts = parts["peak"], parts
+    fits = spec.mem_per_rank is None or peak <= spec.mem_per_rank
+    tokens = spec.batch_size * spec.tokens_per_sample / step if step > 0 else 0.0
+    model_flops = flops_total * dp * m  # the trace was at one micro-batch of one replica
+    mfu = model_flops / (step * L.world * profile.peak_flops(spec.precision)) if step > 0 else 0.0
+    comm_total = max(sum(c.seconds for c in colls), comm_pipe + exposed)  # fill/drain repeats some
+    comm_bytes = sum(bus_bytes(c.kind, c.group, c.nbytes) * c.count for c in colls)
+    return Estimate(layout=L, step_time=step, compute=compute, comm_total=comm_total,
+                    comm_exposed=comm_pipe + exposed, comm_bytes=comm_bytes, bubble=bubble,
+                    bubble_time=bubble_time, optimizer=t_opt, memory=peak, memory_parts=mem_parts,
+                    tokens_per_s=tokens, samples_per_s=spec.batch_size / step if step else 0.0,
+                    mfu=mfu, model_flops=model_flops, fits=fits, collectives=colls,
+                    stage_times=stage_T, notes=notes)
+
+
+def _pipeline(stage_T, m, pp, v) -> tuple[float, float]:
+    """``(seconds, bubble fraction)`` of ``m`` micro-batches through stages taking
+    ``stage_T`` each (module docstring)."""
+    if pp == 1:
+        return stage_T[0] * m, 0.0
+    if v == 1:
+        return sum(stage_T) + (m - 1) * max(stage_T), (pp - 1) / (m + pp - 1)
+    return m * max(stage_T) + (pp - 1) * max(stage_T) / v, (pp - 1) / (v * m + pp - 1)
+
+
+def _global_collectives(st: StepTrace, L: Layout, itemsize: int, op_stage) -> tuple[list, list]:
+    """The collectives global tensors run inside forward and backward, from the trace:
+    ``(tp, dp)`` with ``tp = [(phase, bytes, stage)]`` (one all-reduce of each row-parallel
+    output in forward, of each distinct column-parallel input's gradient in backward) and
+    ``dp = [(bytes, stage)]`` (per-use data parallelism: one all-reduce in backward of each
+    input that requires grad, does not depend on the batch and meets one that does;
+    a parameter split by TP at its shard's size)."""
+    tp, dp = L.tp, L.dp
+    tp_coll, dp_uses, seen = [], [], set()
+    roles = {p.name: p.tp_role for p in st.params}
+    for o, s in zip(st.ops, op_stage):
+        if tp > 1:
+            if o.tp_role == "row":
+                tp_coll.append(("forward", _n(o.out_shapes[0]) * itemsize, s))
+            if o.tp_role == "col" and o.in_ids and o.in_ids[0] not in seen:
+                seen.add(o.in_ids[0])
+                tp_coll.append(("backward", _n(o.in_shapes[0]) * itemsize, s))
+        if dp > 1 and L.grad_sync == "per-use":
+            for j in o.dp_reduce:
+                nb = _n(o.in_shapes[j]) * itemsize
+                pname = o.params.get(j)
+                if pname is not None and tp > 1 and roles.get(pname):
+                    nb /= tp
+                dp_uses.append((nb, s))
+    return tp_coll, dp_uses
+
+
+def predicted_comm_plan(spec: RunSpec, layout: Layout) -> list:
+    """``[(phase, collective, bytes, group size)]`` that ``distributed.comm_plan()`` should
+    record for one micro-batch's forward and backward of a global-tensor layout (dp x tp,
+    ``parallelize``'s path): the planner's model of it, compared with the recording in the
+    tests."""
+    L = layout.with_sync(spec.entry)
+    b = spec.batch_size // (L.dp * L.microbatches)
+    st = spec.model_trace.at(batch=b, **spec.extra_dims)
+    if L.tp > 1:
+        assign_tp_roles(st, spec.tp_plan)
+    itemsize = 2 if spec.precision == "mixed" else 4
+    tp_coll, dp_uses = _global_collectives(st, L, itemsize, [0] * len(st.ops))
+    out = [(ph, "all_reduce", int(nb), L.tp) for ph, nb, _ in tp_coll]
+    out += [("backward", "all_reduce", int(nb), L.dp) for nb, _ in dp_uses]
+    if dp_uses:
+        out.append(("forward", "all_reduce", 8, L.dp))
+    return out
+
+
+def _param_role(st: StepTrace, name: str) -> str:
+    for p in st.params:
+        if p.name == name:
+            return p.tp_role
+    return ""
+
+
+def _boundary_bytes(st: StepTrace, op_stage, itemsize) -> float:
+    """Bytes of the activation a stage sends on: the output of the last op before the
+    first stage boundary (the residual stream for a transformer)."""
+    for i in range(1, len(st.ops)):
+        if op_stage[i] != op_stage[i - 1] and st.ops[i - 1].out_shapes:
+            return _n(st.ops[i - 1].out_shapes[0]) * itemsize
+    return 0.0
+
+
+def _buckets(total: float, first: float, cap: float) -> list:
+    if total <= 0:
+        return [0.0]
+    out = [min(total, first)]
+    rest = total - out[0]
+    while rest > 0:
+        out.append(min(rest, cap))
+        rest -= out[-1]
+    return out
+
+
+def _fsdp_units(st: StepTrace, tp: int) -> list:
+    """Elements per ``fully_shard`` unit: each block of the stack, then the root (the rest),
+    in forward order (root first: its pre-forward runs before the blocks')."""
+    per_layer, root = {}, 0.0
+    for p in st.params:
+        e = _n(p.shape) / (tp if p.tp_role else 1)
+        if p.layer is None:
+            root += e
+        else:
+            per_layer[p.layer] = per_layer.get(p.layer, 0.0) + e
+    return [root] + [per_layer[k] for k in sorted(per_layer)]
+
+
+def _memory(spec, L, st, s, elems, act, trans, biggest, layer_act, layer_in, nl, v, itemsize, tp,
+            resident=None) -> dict:
+    """Memory parts of stage ``s``'s ranks (module docstring); ``resident``: parameter
+    elements held when more than the stage's (``elems``)."""
+    dp, pp, m = L.dp, L.pp, L.microbatches
+    z = L.zero
+    p_isz = itemsize
+    params = (resident if resident is not None else elems) * p_isz / (dp if z == 3 else 1)
+    grads = elems * p_isz / (dp if z >= 2 else 1)
+    state_per = {"adamw": 8.0, "adam": 8.0, "sgd_momentum": 4.0, "sgd": 0.0}.get(spec.optimizer, 8.0)
+    if spec.precision == "mixed":
+        state_per += 4.0  # the float32 master copy
+    opt = elems * state_per / (dp if z >= 1 else 1)
+    buffers = 0.0
+    if dp > 1 and L.grad_sync == "bucketed":
+        buffers += elems * p_isz  # DDP's flat buckets
+        if z == 1:
+            buffers += min(ZERO1_BUCKET, elems * 4)
+    if z >= 2 and dp > 1:
+        units = _fsdp_units(st, tp)
+        if z == 2:
+            buffers += sum(units) * p_isz  # gathered parameters kept from forward to backward
+        else:
+            buffers += 2 * max(units) * p_isz  # the unit in use and the one prefetched
+        buffers += 2 * max(units) * p_isz  # packed gradients of two units
+    # activations in flight
+    if pp == 1:
+        inflight = 1
+    elif L.schedule == "gpipe":
+        inflight = m
+    elif v > 1:
+        inflight = min(m * v, (pp - s - 1) * 2 + (v - 1) * pp + 1) / v
+    else:
+        inflight = min(pp - s, m)
+    if L.recompute and nl:
+        layers_here = [k for k in layer_act if _stage_of_layer(k, nl, pp, v)[0] == s]
+        kept = sum(layer_in.get(k, 0.0) for k in layers_here)
+        non_layer = act - sum(layer_act[k] for k in layers_here)
+        one_block = max((layer_act[k] for k in layers_here), default=0.0)
+        activations = inflight * (kept + max(0.0, non_layer)) + one_block
+    else:
+        activations = inflight * act
+    bwd_extra = st.bwd_fixed * (grads / max(1.0, st.grad_bytes)) + st.bwd_per_act * biggest \
+        if st.bwd_per_act or st.bwd_fixed else st.backward_extra
+    base = params + opt + (buffers if L.grad_sync == "bucketed" else 0.0)
+    fwd_peak = base + activations + trans
+    bwd_peak = base + activations + bwd_extra
+    end_peak = base + grads + (0.0 if L.grad_sync == "bucketed" else buffers)
+    if z >= 2:
+        fwd_peak += buffers / 2
+        bwd_peak += buffers
+    peak = max(fwd_peak, bwd_peak, end_peak)
+    return {"params": params, "grads": grads, "optimizer": opt, "buffers": buffers,
+            "activations": activations, "transient": max(trans, bwd_extra), "peak": peak}

@@ -1,0 +1,186 @@
+"""The planner's cost terms on cases computed by hand: a Linear's FLOPs (and PyTorch's count
+of them), collective formulas and bytes, ZeRO's memory per stage (the ZeRO paper's), the
+pipeline bubble, tensor-parallel splits and their collectives."""
+
+import math
+
+import numpy as np
+import pytest
+
+from shardflow.distributed.planner import Layout, RunSpec, estimate
+from shardflow.distributed.planner.collectives import (
+    bus_bytes,
+    fit_alpha_beta,
+    formula_time,
+    ring_time,
+    tree_allreduce_time,
+)
+from shardflow.distributed.planner.cost import predicted_comm_plan
+from shardflow.distributed.planner.opcost import op_cost
+from shardflow.distributed.planner.trace import OpRecord
+
+from .profiles import measured
+from .synthetic import LinearStack
+
+
+def _linear(M, K, N, bias=True, x_grad=True):
+    ins = [(M, K), (N, K)] + ([(N,)] if bias else [])
+    return OpRecord(name="linear", in_shapes=ins, out_shapes=[(M, N)], itemsize=4, module="", layer=None,
+                    params={}, needs_grad=True, inputs_grad=[x_grad, True] + ([True] if bias else []),
+                    batch_dep=True, dp_reduce=[])
+
+
+def test_linear_flops_by_hand_and_as_pytorch_counts_them():
+    c = op_cost(_linear(6, 5, 7))
+    assert c.family == "gemm"
+    assert c.flops == 2 * 6 * 5 * 7
+    assert c.fwd_gemms == [(6, 5, 7, 1)]
+    assert sorted(c.bwd_gemms) == sorted([(6, 7, 5, 1), (7, 6, 5, 1)])  # dX, dW
+    assert c.bwd_flops == 2 * c.flops
+    assert op_cost(_linear(6, 5, 7, x_grad=False)).bwd_flops == c.flops  # dW only
+
+    torch = pytest.importorskip("torch")
+    from torch.utils.flop_counter import FlopCounterMode
+
+    lin = torch.nn.Linear(5, 7)
+    x = torch.randn(6, 5, requires_grad=True)
+    with FlopCounterMode(display=False) as fc:
+        y = lin(x)
+    fwd = fc.get_total_flops()
+    with FlopCounterMode(display=False) as fc:
+        y.sum().backward()
+    assert (fwd, fc.get_total_flops()) == (c.flops, c.bwd_flops)
+
+
+def test_attention_flops_match_pytorch():
+    torch = pytest.importorskip("torch")
+    from torch.utils.flop_counter import FlopCounterMode
+
+    B, H, T, E = 2, 3, 16, 8
+    rec = OpRecord(name="scaled_dot_product_attention", in_shapes=[(B, H, T, E)] * 3, out_shapes=[(B, H, T, E)],
+                   itemsize=4, module="", layer=None, params={}, needs_grad=True, inputs_grad=[True] * 3,
+                   batch_dep=True, dp_reduce=[])
+    c = op_cost(rec)
+    q, k, v = (torch.randn(B, H, T, E, requires_grad=True) for _ in range(3))
+    with FlopCounterMode(display=False) as fc:  # the math form (PyTorch's CPU kernel is not counted)
+        out = torch.softmax(q @ k.transpose(-2, -1) / E**0.5, -1) @ v
+    assert fc.get_total_flops() == c.flops == 4 * B * H * T * T * E
+    with FlopCounterMode(display=False) as fc:
+        out.sum().backward()
+    assert fc.get_total_flops() == c.bwd_flops
+
+
+def test_ring_all_reduce_bytes_and_time():
+    S, n, a, bw = 1000.0, 4, 1e-5, 1e9
+    assert bus_bytes("all_reduce", n, S) == 2 * 3 / 4 * S == 1500
+    assert bus_bytes("reduce_scatter", n, S) == bus_bytes("all_gather", n, S) == 750
+    assert ring_time("all_reduce", n, S, a, bw) == pytest.approx(2 * 3 * a + 1500 / bw)
+    assert ring_time("all_gather", n, S, a, bw) == pytest.approx(3 * a + 750 / bw)
+    assert ring_time("send_recv", 2, S, a, bw) == pytest.approx(a + S / bw)
+    assert ring_time("all_reduce", 1, S, a, bw) == 0.0
+    # NCCL's choice: the tree wins for small messages on many ranks, the ring for large ones
+    n = 64
+    small, large = 1e3, 1e9
+    assert tree_allreduce_time(n, small, a, bw) < ring_time("all_reduce", n, small, a, bw)
+    assert formula_time("all_reduce", n, small, a, bw) == tree_allreduce_time(n, small, a, bw)
+    assert formula_time("all_reduce", n, large, a, bw) == ring_time("all_reduce", n, large, a, bw)
+
+
+def test_alpha_beta_fit_recovers_the_line():
+    sizes = [1e3, 1e4, 1e5, 1e6, 1e7]
+    a, b = fit_alpha_beta(sizes, [3e-5 + 2e-10 * s for s in sizes])
+    assert a == pytest.approx(3e-5, rel=1e-6) and b == pytest.approx(2e-10, rel=1e-6)
+
+
+def _spec(trace, batch=8, **kw):
+    return RunSpec(trace, batch, entry=kw.pop("entry", "any"), **kw)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "mixed"])
+def test_zero_stage_memory_is_the_zero_papers(precision):
+    """Model states per rank (parameters + gradients + optimizer state) for Adam, N = 4:
+    fp32 (4 + 4 + 8 bytes per parameter): 16P, 8P + 8P/N, 4P + 12P/N, 16P/N;
+    mixed precision (the ZeRO paper's 2 + 2 + 12): 16P, 4P + 12P/N, 2P + 14P/N, 16P/N."""
+    tr = LinearStack(layers=2, C=64)
+    P, N = tr.n_params(), 4
+    want = {"fp32": [16 * P, 8 * P + 8 * P / N, 4 * P + 12 * P / N, 16 * P / N],
+            "mixed": [16 * P, 4 * P + 12 * P / N, 2 * P + 14 * P / N, 16 * P / N]}[precision]
+    prof = measured()
+    for z in range(4):
+        L = Layout(dp=N, zero=z, grad_sync="bucketed" if z < 2 else "sharded")
+        e = estimate(_spec(tr, batch=8, precision=precision), L, prof)
+        mp = e.memory_parts
+        assert mp["params"] + mp["grads"] + mp["optimizer"] == pytest.approx(want[z]), z
+
+
+def test_pipeline_bubble_formula_and_time():
+    """Equal stages of time T: the step is (m + p - 1) T, the bubble (p - 1)/(m + p - 1)
+    (GPipe / 1F1B) and (p - 1)/(v m + p - 1) interleaved."""
+    p, m, C, rows, batch = 4, 8, 64, 8, 16
+    tr = LinearStack(layers=8, C=C, rows=rows)
+    prof = measured(gflops=100.0, adamw_ns=0.0)
+    e = estimate(_spec(tr, batch=batch), Layout(pp=p, microbatches=m), prof)
+    M = batch // m * rows
+    T = 2 * (2 * M * C * C + 4 * M * C * C) / 100e9  # two layers per stage, fwd + bwd
+    assert e.bubble == pytest.approx((p - 1) / (m + p - 1))
+    assert e.compute == pytest.approx(m * T)
+    assert e.bubble_time == pytest.approx((p - 1) * T)
+    assert e.step_time == pytest.approx((m + p - 1) * T)
+    v = 2
+    e2 = estimate(_spec(tr, batch=batch), Layout(pp=p, microbatches=m, schedule="interleaved", virtual=v), prof)
+    assert e2.bubble == pytest.approx((p - 1) / (v * m + p - 1))
+    assert e2.step_time == pytest.approx(m * T + (p - 1) * T / v)
+
+
+def test_tensor_parallel_split_and_its_collectives():
+    """Megatron's pair on tp = 2: each rank computes half of each GEMM; one all-reduce of
+    the row-parallel output in forward, one of the column-parallel input's gradient in
+    backward, both (M, C) float32."""
+    tr = LinearStack(layers=1, C=64, rows=8, pair=True)
+    batch, C, M = 4, 64, 32
+    prof = measured(gflops=100.0, adamw_ns=0.0, alpha=1e-6, beta_per_gb=1.0)
+    spec = _spec(tr, batch=batch, tp_plan=LinearStack.tp_plan())
+    one = estimate(spec, Layout(), prof)
+    two = estimate(spec, Layout(tp=2), prof)
+    assert two.compute == pytest.approx(one.compute / 2)
+    plan = predicted_comm_plan(spec, Layout(tp=2))
+    assert sorted(plan) == [("backward", "all_reduce", M * C * 4, 2), ("forward", "all_reduce", M * C * 4, 2)]
+    t_ar = 1e-6 + M * C * 4 * 1e-9
+    assert two.comm_exposed == pytest.approx(2 * t_ar)
+    # each rank holds half of both weights
+    assert two.memory_parts["params"] == pytest.approx(one.memory_parts["params"] / 2)
+
+
+def test_ddp_buckets_hide_behind_backward_up_to_the_overlap():
+    """DDP: buckets (1 MB first, then 25 MB) all-reduced during backward; all but the last
+    hide behind backward compute up to the profile's overlap fraction."""
+    tr = LinearStack(layers=2, C=1024, rows=8)  # 8 MB of gradients: buckets of 1 MB and 7 MB
+    alpha, beta = 1e-4, 1e-9
+    for ov in (0.0, 1.0):
+        prof = measured(gflops=100.0, adamw_ns=0.0, alpha=alpha, beta_per_gb=1.0, overlap=ov, gbs=1e9)
+        e = estimate(_spec(tr, batch=8), Layout(dp=2, grad_sync="bucketed"), prof)
+        first, last = 1 << 20, 8 * 2**20 - (1 << 20)
+        t_first, t_last = alpha + beta * first, alpha + beta * last
+        assert e.comm_exposed == pytest.approx(t_last + (t_first if ov == 0 else 0.0))
+
+
+def test_measured_gemm_table_is_interpolated_in_log_space():
+    from shardflow.distributed.planner.profile import SCHEMA, Profile
+
+    grid = [16, 256]
+    table = [[[1.0, 2.0], [4.0, 8.0]], [[16.0, 32.0], [64.0, 128.0]]]  # gflops[m][k][n] = 2^(4i+2j+k)
+    comp = {"gemm": {"grid": grid, "gflops": table}}
+    prof = Profile({"schema": SCHEMA, "kind": "measured", "name": "t", "compute": {"1": comp}})
+    assert prof._gemm_rate(256, 16, 256, 1, "fp32") == pytest.approx(32e9)
+    mid = prof._gemm_rate(64, 16, 16, 1, "fp32")  # half-way in log(M): the geometric mean
+    assert mid == pytest.approx(math.sqrt(1.0 * 16.0) * 1e9)
+    assert prof._gemm_rate(4096, 4096, 4096, 1, "fp32") == pytest.approx(128e9)  # clamped
+
+
+def test_oversubscribed_host_time_shares_its_cores():
+    prof = measured(concs=(1, 2), cores=2)
+    tr = LinearStack(layers=1)
+    spec = _spec(tr, batch=4)
+    c2 = prof.gemm_time([(64, 64, 64, 1)], conc=2)
+    assert prof.gemm_time([(64, 64, 64, 1)], conc=4) == pytest.approx(2 * c2)
+    assert np.isfinite(estimate(spec, Layout(dp=4, grad_sync="bucketed"), prof).step_time)
