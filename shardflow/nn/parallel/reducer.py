@@ -67,8 +67,9 @@ __all__ = ["Reducer", "Bucket", "reducers_of", "deferred_reduction"]
 
 _MB = 1024 * 1024
 
-# id(parameter) -> (weakref to it, reducer, mesh dimension): global parameters whose
-# data-parallel reduction over that mesh dimension a reducer's buckets do
+# id(parameter) -> (weakref to it, weakref to the reducer, mesh dimension): global parameters
+# whose data-parallel reduction over that mesh dimension a reducer's buckets do (weak both
+# ways: a discarded model and its reducer are collected, and their entries go with them)
 _DEFERRED: dict[int, tuple] = {}
 
 
@@ -79,7 +80,8 @@ def deferred_reduction(t):
     entry = _DEFERRED.get(id(t)) if _DEFERRED else None
     if entry is None or entry[0]() is not t:
         return None
-    return entry[1], entry[2]
+    reducer = entry[1]()
+    return None if reducer is None else (reducer, entry[2])
 
 
 def reducers_of(p) -> list:
@@ -167,7 +169,7 @@ class Reducer:
         for p in self.params:
             k = self.partial_dims.get(id(p))
             if k is not None:
-                _DEFERRED[id(p)] = (weakref.ref(p, _forget(id(p))), self, k)
+                _DEFERRED[id(p)] = (weakref.ref(p, _forget(id(p))), weakref.ref(self), k)
 
     # -- buckets ---------------------------------------------------------------------------
     def _op_of(self, p) -> str:
@@ -392,7 +394,7 @@ class Reducer:
         self._hook_handles.clear()
         for p in self.params:
             entry = _DEFERRED.get(id(p))
-            if entry is not None and entry[1] is self:
+            if entry is not None and entry[1]() is self:
                 del _DEFERRED[id(p)]
 
 
