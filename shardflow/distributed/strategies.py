@@ -23,8 +23,9 @@ As in TensorFlow, gradients are **summed** over the replicas (scale the per-repl
 
 The gradient sums go through the shared gradient reducer
 (:class:`shardflow.nn.parallel.reducer.Reducer`, ``op="sum"``, its after-backward form
-``reduce_gradients``): one ``all_reduce(SUM)`` per bucket of gradients (25 MB, 1 MB for the
-first) instead of one per parameter; a parameter without a gradient contributes zeros.
+``reduce_gradients``), one bucket per gradient: one ``all_reduce(SUM)`` per parameter, the
+collectives these strategies have always issued (fewer, larger ones are a bucket cap away:
+``_GRADIENT_BUCKET_MB``); a parameter without a gradient contributes zeros.
 * ``ParameterServerStrategy``: the first ``num_ps`` ranks serve the variables (split across
   them), the others are workers that push gradients and pull parameters over the ps
   package's TCP protocol; sync or async (see the class).
@@ -48,6 +49,7 @@ __all__ = ["OneDeviceStrategy", "MirroredStrategy", "MultiWorkerMirroredStrategy
            "CentralStorageStrategy", "ParameterServerStrategy", "get_strategy"]
 
 _CURRENT: list = []
+_GRADIENT_BUCKET_MB = 0  # one all-reduce per gradient (see the module docstring)
 
 
 def get_strategy():
@@ -140,7 +142,8 @@ class _Strategy:
         reducers = self.__dict__.setdefault("_reducers", {})
         if key not in reducers:
             reducers[key] = Reducer(params, self._world, op="sum", hooks=False,
-                                    finalize_in_backward=False)
+                                    finalize_in_backward=False,
+                                    bucket_cap_mb=_GRADIENT_BUCKET_MB)
         reducers[key].reduce_gradients()
 
 
