@@ -13,6 +13,7 @@ from .failure import abort_job
 from .local import LocalCommunicator
 from .world import (
     WorldInfo,
+    data_parallel_active,
     destroy,
     get_world,
     init,
@@ -23,6 +24,6 @@ from .world import (
 
 __all__ = [
     "CommError", "CommTimeoutError", "Communicator", "CompletedWork", "LocalCommunicator",
-    "ReduceOp", "Work", "WorldInfo", "abort_job", "destroy", "get_world", "init",
+    "ReduceOp", "Work", "WorldInfo", "abort_job", "data_parallel_active", "destroy", "get_world", "init",
     "is_initialized", "set_data_parallel", "world_info",
 ]

@@ -16,6 +16,11 @@
 * :func:`world_info` is what lower-level consumers (the DataLoader's automatic sharding)
   ask: rank, world size, whether a world is initialised and whether data parallel wrapped
   a model (:func:`set_data_parallel`).
+* The data-parallel flag (:func:`set_data_parallel`, :func:`data_parallel_active`) is the
+  process's one answer to "is a model trained data-parallel here" (so each rank reads its
+  own share of the data): set by ``DistributedDataParallel`` and ``fully_shard``, read by
+  the DataLoader (``data/_world.py``) and GradScaler (through :func:`world_info`); it lives
+  here, the lowest layer both sides import.
 """
 
 from __future__ import annotations
@@ -124,6 +129,11 @@ def set_data_parallel(flag: bool = True) -> None:
     """Data parallel announces itself so that DataLoaders shard their data automatically."""
     global _data_parallel
     _data_parallel = bool(flag)
+
+
+def data_parallel_active() -> bool:
+    """Whether data parallel announced itself (:func:`set_data_parallel`), world or not."""
+    return _data_parallel
 
 
 def world_info() -> WorldInfo:

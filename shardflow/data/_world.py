@@ -4,16 +4,17 @@ Asks ``shardflow.comm`` when it exposes the world (``world_info()`` or ``get_wor
 ``get_rank``); otherwise reads the launcher's variables through ``shardflow._config``. It
 never initialises MPI itself.
 
-``note_data_parallel()`` is the hook data-parallel wrappers call (DistributedDataParallel's
-constructor): once it has been called, a DataLoader with ``auto_shard=None`` and no user
-sampler splits the dataset across ranks (see ``dataloader.py``).
+Whether data parallel is active is one flag of the process, kept by
+``shardflow.comm`` (``comm.set_data_parallel``, which DistributedDataParallel and
+``fully_shard`` call): once it is set, a DataLoader with ``auto_shard=None`` and no user
+sampler splits the dataset across ranks (see ``dataloader.py``). ``note_data_parallel`` is
+this package's name for setting it.
 """
 
 from __future__ import annotations
 
 from .. import _config
-
-_state = {"data_parallel": False}
+from ..comm import world as _comm_world
 
 
 def world() -> tuple[int, int]:
@@ -45,9 +46,10 @@ def world() -> tuple[int, int]:
 
 
 def note_data_parallel(active: bool = True) -> None:
-    """Record that the model is trained data-parallel (called by DistributedDataParallel)."""
-    _state["data_parallel"] = bool(active)
+    """Record that the model is trained data-parallel (``comm.set_data_parallel``)."""
+    _comm_world.set_data_parallel(active)
 
 
 def data_parallel_active() -> bool:
-    return _state["data_parallel"]
+    """The process's data-parallel flag (``comm.data_parallel_active``)."""
+    return _comm_world.data_parallel_active()

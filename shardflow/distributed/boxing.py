@@ -24,16 +24,28 @@ backward S->B (all_gather). :class:`BroadcastUse` is the other half of the gradi
 convention: a B input consumed by a computation whose output is not B on some mesh
 dimension receives only a partial gradient there, so its backward all-reduces it (this is
 Megatron's ``f`` and data parallel's gradient all-reduce).
+
+Data parallel through a gradient reducer: when a reducer's buckets reduce a global
+parameter's gradient over a mesh dimension (``DistributedDataParallel(device_mesh=...)``
+over a model laid out as global tensors; ``nn/parallel/reducer.py``), :func:`data_parallel_use`
+takes that dimension out of the parameter's per-use all-reduces and wraps the use in
+:class:`DeferredReduction`, whose backward leaves the gradient a partial sum there; the
+parameter's accumulated gradient is then all-reduced once, in its bucket, with the other
+parameters' (recorded by ``comm_plan()`` as ``data_parallel_bucket``).
 """
 
 from __future__ import annotations
 
+import weakref
+
 from ..autograd import Function
 from ..backend.xp import get_array_module
+from ..nn.parallel.reducer import deferred_reduction
 from . import layout, plan
 from .sbp import Partial, broadcast, grad_sbp
 
-__all__ = ["box_array", "all_reduce_on", "Boxing", "BroadcastUse"]
+__all__ = ["box_array", "all_reduce_on", "Boxing", "BroadcastUse", "DeferredReduction",
+           "data_parallel_use"]
 
 
 def _group(placement, k):
@@ -225,3 +237,48 @@ class BroadcastUse(Function):
         for k in mesh_dims:
             g = all_reduce_on(g, placement, k, op_name, "backward")
         return g, None, None, None
+
+
+class DeferredReduction(Function):
+    """A use of a global parameter whose data-parallel reduction over mesh dimension ``k`` a
+    gradient reducer's buckets do. Identity forward. Backward leaves this use's gradient a
+    partial sum over ``k`` (what the bucket's all_reduce(SUM) completes): a partial gradient
+    (``partial``: the op's output is not B on ``k``) passes unchanged; a whole one (the output
+    is B on ``k``, or the parameter was boxed away from B there) is kept on index 0 of ``k``
+    and zero on the others (B -> P), so the sum counts it once."""
+
+    save_inputs = ()
+
+    def forward(self, x, placement, k, partial):
+        self.args = (placement, k, partial)
+        return x
+
+    def backward(self, g):
+        placement, k, partial = self.args
+        if not partial and placement.index(k) != 0:
+            g = get_array_module(g).zeros_like(g)
+        return g, None, None, None
+
+
+_RECORDING: weakref.WeakSet = weakref.WeakSet()  # reducers whose launches comm_plan() records
+
+
+def data_parallel_use(t, placement, wrap):
+    """``(tensor to use, mesh dims to all-reduce per use)`` for the global input ``t`` of an
+    op whose B-input gradients are partial on the mesh dims ``wrap``. When a gradient reducer
+    reduces ``t``'s gradient over a mesh dimension (``reducer.deferred_reduction``), ``t`` is
+    wrapped in :class:`DeferredReduction` and that dimension leaves ``wrap``; otherwise
+    ``(t, wrap)`` unchanged."""
+    found = deferred_reduction(t)
+    if found is None:
+        return t, wrap
+    reducer, k = found
+    group = placement.group(k)
+    if group is not reducer.process_group:  # laid out again since the reducer was made
+        return t, wrap
+    if reducer not in _RECORDING:
+        _RECORDING.add(reducer)
+        reducer.register_launch_hook(
+            lambda b, k=k, n=group.size: plan.record("backward", "data_parallel_bucket",
+                                                     "all_reduce", b.flat.nbytes, k, n))
+    return DeferredReduction.apply(t, placement, k, k in wrap), [d for d in wrap if d != k]

@@ -20,6 +20,12 @@ As in TensorFlow, gradients are **summed** over the replicas (scale the per-repl
   every replica rank 0's values; ``apply_gradients`` all-reduces the gradients (SUM).
 * ``CentralStorageStrategy``: the variables live on rank 0: gradients are summed there, rank 0
   steps the optimizer, the new values are broadcast (the optimizer state exists on rank 0 only).
+
+The gradient sums go through the shared gradient reducer
+(:class:`shardflow.nn.parallel.reducer.Reducer`, ``op="sum"``, its after-backward form
+``reduce_gradients``), one bucket per gradient: one ``all_reduce(SUM)`` per parameter, the
+collectives these strategies have always issued (fewer, larger ones are a bucket cap away:
+``_GRADIENT_BUCKET_MB``); a parameter without a gradient contributes zeros.
 * ``ParameterServerStrategy``: the first ``num_ps`` ranks serve the variables (split across
   them), the others are workers that push gradients and pull parameters over the ps
   package's TCP protocol; sync or async (see the class).
@@ -34,6 +40,7 @@ import numpy as np
 from .. import comm as _comm
 from ..autograd.tensor import Tensor
 from ..backend.xp import get_array_module
+from ..nn.parallel.reducer import Reducer
 from .ps import ParameterServer, PSWorker
 from .ps.cluster import check_optimizer, mpi_cluster, tf_config_cluster
 from .ps.optim import make_shard_optimizer
@@ -42,6 +49,7 @@ __all__ = ["OneDeviceStrategy", "MirroredStrategy", "MultiWorkerMirroredStrategy
            "CentralStorageStrategy", "ParameterServerStrategy", "get_strategy"]
 
 _CURRENT: list = []
+_GRADIENT_BUCKET_MB = 0  # one all-reduce per gradient (see the module docstring)
 
 
 def get_strategy():
@@ -120,13 +128,23 @@ class _Strategy:
 
     def apply_gradients(self, optimizer, params) -> None:
         """Sum the gradients over the replicas and step ``optimizer`` (TF's apply_gradients)."""
-        params = list(params)
         if self.num_replicas_in_sync > 1:
-            for p in params:
-                if p.grad is None:
-                    p.grad = Tensor(np.zeros_like(p.array))
-                self._world.all_reduce(p.grad.array)
+            self._sum_gradients(list(params))
         optimizer.step()
+
+    def _sum_gradients(self, params) -> None:
+        """Every replica's gradients summed, in place, through the gradient reducer (one made
+        per parameter list, kept for the next steps)."""
+        for p in params:
+            if p.grad is None:
+                p.grad = Tensor(np.zeros_like(p.array))
+        key = tuple(id(p) for p in params)
+        reducers = self.__dict__.setdefault("_reducers", {})
+        if key not in reducers:
+            reducers[key] = Reducer(params, self._world, op="sum", hooks=False,
+                                    finalize_in_backward=False,
+                                    bucket_cap_mb=_GRADIENT_BUCKET_MB)
+        reducers[key].reduce_gradients()
 
 
 class OneDeviceStrategy(_Strategy):
@@ -158,10 +176,7 @@ class CentralStorageStrategy(_Strategy):
         if self.num_replicas_in_sync == 1:
             optimizer.step()
             return
-        for p in params:
-            if p.grad is None:
-                p.grad = Tensor(np.zeros_like(p.array))
-            self._world.all_reduce(p.grad.array)  # the sum is used on rank 0 only
+        self._sum_gradients(params)  # the sum is used on rank 0 only
         if self._rank == 0:
             optimizer.step()
         for p in params:

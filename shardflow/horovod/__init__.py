@@ -13,11 +13,13 @@ Algorithm and communication plan
   ``named_parameters`` list in place; ``broadcast_optimizer_state`` sends the root's
   optimizer ``state_dict`` (pickled, control-sized) and loads it everywhere.
 * ``DistributedOptimizer`` wraps an optimizer: a post-accumulate-grad hook on every
-  parameter counts backward passes; on the ``backward_passes_per_step``-th it compresses the
-  gradient (``Compression.fp16`` casts to float16) and starts an asynchronous
-  ``all_reduce`` (sum, or average = sum / size) while backward continues; hooks drive MPI
-  progress. ``step()`` waits for every handle, decompresses into ``p.grad`` and runs the
-  wrapped optimizer. ``DistributedOptimizer.comm_bytes`` counts the bytes handed to the
+  parameter counts backward passes; on the ``backward_passes_per_step``-th it hands the
+  gradient to the shared gradient reducer (``shardflow.nn.parallel.reducer``: Horovod's
+  tensor fusion), which copies it into a bucket; a full bucket is compressed
+  (``Compression.fp16`` casts to float16) and an asynchronous ``all_reduce`` (sum, or
+  average = sum / size) of it starts while backward continues; hooks drive MPI progress.
+  ``step()`` waits for every bucket, decompresses into ``p.grad`` and runs the wrapped
+  optimizer. ``DistributedOptimizer.comm_bytes`` counts the bytes handed to the
   all-reduces (after compression: ``Compression.fp16`` halves a float32 model's). Collectives are matched across ranks by issue order (the backward
   graph is the same on every rank); every collective checks that the ranks made the same
   call (op, dtype, element count, root: ``shardflow.comm``), and raises naming each
@@ -32,6 +34,7 @@ import numpy as np
 
 from .. import comm as _comm
 from ..autograd.tensor import Tensor, _wrap
+from ..nn.parallel.reducer import Reducer
 
 __all__ = [
     "init", "shutdown", "is_initialized", "size", "rank", "local_rank", "local_size",
@@ -249,7 +252,13 @@ def broadcast_optimizer_state(optimizer, root_rank=0) -> None:
 
 
 class DistributedOptimizer:
-    """Wrap ``optimizer`` so that ``step()`` uses gradients averaged over all ranks."""
+    """Wrap ``optimizer`` so that ``step()`` uses gradients averaged over all ranks.
+
+    The gradients go through the shared gradient reducer
+    (:class:`shardflow.nn.parallel.reducer.Reducer`, Horovod's tensor fusion): buckets of
+    gradients launched during backward, waited for in ``step()`` / ``synchronize()``.
+    Compression and the pre/post-division run in the reducer's communication hook
+    (:func:`_reduce_bucket`), once per bucket."""
 
     def __init__(self, optimizer, named_parameters=None, compression=Compression.none,
                  backward_passes_per_step: int = 1, op=Average, gradient_predivide_factor=1.0,
@@ -262,18 +271,21 @@ class DistributedOptimizer:
         self._passes = backward_passes_per_step
         self._predivide = gradient_predivide_factor
         params = [p for g in optimizer.param_groups for p in g["params"]]
+        names = None
         if named_parameters is not None:
             named = list(named_parameters)
-            names = {id(p): n for n, p in named}
-            missing = [i for i, p in enumerate(params) if id(p) not in names]
+            by_id = {id(p): n for n, p in named}
+            missing = [i for i, p in enumerate(params) if id(p) not in by_id]
             if missing:
                 raise ValueError(
                     f"named_parameters does not cover {len(missing)} optimizer parameter(s); "
                     "pass model.named_parameters() of the model whose parameters the optimizer holds"
                 )
+            names = [by_id[id(p)] for p in params]
         self._params = [p for p in params if p.requires_grad]
+        self._names = names if names is None else [n for n, p in zip(names, params) if p.requires_grad]
         self._counts = {id(p): 0 for p in self._params}
-        self._handles: dict = {}
+        self._reducer = None  # made at the first gradient (hvd.init() may come after this)
         self.comm_bytes = 0  # bytes handed to the gradient all-reduces (after compression)
         self._sync = True
         self._hooks = [p.register_post_accumulate_grad_hook(self._ready) for p in self._params]
@@ -289,33 +301,25 @@ class DistributedOptimizer:
     def state(self):
         return self._optimizer.state
 
+    def _get_reducer(self) -> Reducer:
+        if self._reducer is None:
+            self._reducer = Reducer(self._params, _world(), hooks=False,
+                                    finalize_in_backward=False, names=self._names)
+            self._reducer.register_comm_hook(self, _reduce_bucket)
+        return self._reducer
+
     def _ready(self, p) -> None:
         key = id(p)
         self._counts[key] += 1
         if self._counts[key] < self._passes:
             return
         self._counts[key] = 0
-        c, ctx = self._compression.compress(_wrap(p.grad.array))
-        buf = c.array if c.array is not p.grad.array else c.array.copy()
-        w = _world()
-        if self._predivide != 1.0:
-            buf /= self._predivide
-        work = w.all_reduce(buf, self._op, async_op=True)
-        self.comm_bytes += int(buf.nbytes)
-        self._handles[key] = (p, work, buf, ctx)
-        w.progress()
+        self._get_reducer().grad_ready(p)
 
     def synchronize(self) -> None:
         """Wait for every outstanding gradient all_reduce and write the results to ``.grad``."""
-        for p, work, buf, ctx in self._handles.values():
-            work.wait()
-            g = self._compression.decompress(_wrap(buf), ctx).array
-            if self._predivide != 1.0 and self._op == "sum":
-                g = g * self._predivide
-            if self._predivide != 1.0 and self._op == "avg":
-                g = g * self._predivide
-            np.copyto(p.grad.array, g, casting="unsafe")
-        self._handles.clear()
+        if self._reducer is not None:
+            self._reducer.finalize()
 
     @contextlib.contextmanager
     def skip_synchronize(self):
@@ -331,7 +335,7 @@ class DistributedOptimizer:
         return self._optimizer.step(closure) if closure is not None else self._optimizer.step()
 
     def zero_grad(self, set_to_none: bool = True):
-        if self._handles:
+        if self._reducer is not None and self._reducer.touched:
             raise AssertionError(
                 "optimizer.zero_grad() was called after loss.backward() but before "
                 "optimizer.step() or optimizer.synchronize(); call step() first"
@@ -343,3 +347,39 @@ class DistributedOptimizer:
 
     def load_state_dict(self, state):
         return self._optimizer.load_state_dict(state)
+
+
+class _Pending:
+    """What :func:`_reduce_bucket` returns: ``wait()`` completes the reduction once."""
+
+    __slots__ = ("_complete", "_value")
+
+    def __init__(self, complete):
+        self._complete, self._value = complete, None
+
+    def wait(self):
+        if self._complete is not None:
+            self._value, self._complete = self._complete(), None
+        return self._value
+
+
+def _reduce_bucket(opt: DistributedOptimizer, bucket) -> _Pending:
+    """The reducer's communication hook for one bucket: compress (``Compression.fp16``:
+    float16), divide by ``gradient_predivide_factor``, start the all_reduce (``op``), and on
+    ``wait()`` decompress and multiply the factor back (so ``Average`` is the average)."""
+    flat = bucket.buffer().array
+    c, ctx = opt._compression.compress(_wrap(flat))
+    buf = c.array  # the bucket itself, or its compressed copy
+    if opt._predivide != 1.0:
+        buf /= opt._predivide
+    work = _world().all_reduce(buf, opt._op, async_op=True)
+    opt.comm_bytes += int(buf.nbytes)
+
+    def complete():
+        work.wait()
+        g = opt._compression.decompress(_wrap(buf), ctx).array
+        if opt._predivide != 1.0 and opt._op in ("sum", "avg"):
+            g = g * opt._predivide
+        return g
+
+    return _Pending(complete)

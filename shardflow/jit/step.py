@@ -47,6 +47,7 @@ import numpy as np
 
 from ..autograd import Tensor, _wrap, dispatch, is_grad_enabled
 from ..nn.parallel import DistributedDataParallel
+from ..nn.parallel.reducer import reducers_of
 from . import passes
 from .api import _log, closure_tensors
 from .graph import Ref
@@ -119,15 +120,16 @@ class CompiledStep:
         # every submodule's training flag (one may be switched alone: ``model.drop.eval()``)
         training = tuple(m.training for m in self.submodules)
         params = tuple((p.array.shape, p.array.dtype, p.requires_grad) for p in self.params)
-        ddps = tuple(id(d) for d in self._all_ddps())  # a DDP wrapped after a compile retraces
-        return (tuple(parts), training, params, ddps), None
+        # a DDP wrapped after a compile retraces
+        reducers = tuple(id(r) for r in self._all_reducers())
+        return (tuple(parts), training, params, reducers), None
 
     def __call__(self, *args, **kwargs):
         if kwargs:
             return self._eager("keyword arguments are not compiled (pass them positionally)", args)
         if not is_grad_enabled():
             return self._eager("grad mode is off (a training step needs it)", args)
-        if any(d._join is not None or d._touched for d in self.ddps):
+        if any(d.join_active or d.reducer.touched for d in self.ddps):
             # join(): its shadow collectives follow eager forwards; an unfinished reduction:
             # eager's forward raises DDP's error naming the parameters
             return self._eager("DistributedDataParallel.join() is active or its last "
@@ -184,10 +186,10 @@ class CompiledStep:
         if reason is not None:
             return self._refused(reason, shapes, t0), self.eager_step(*args)
         before = _snapshot(self.params, self.optimizer, self.buffers)
-        ddps = self._all_ddps()
-        with self._local(ddps):
+        reducers = self._all_reducers()
+        with self._local(reducers):
             plan, loss, after, reason = self._trace_and_check(args, before, shapes)
-        if ddps:
+        if reducers:
             _restore(before, self.params, self.optimizer, self.buffers)
             loss = plan.run(args) if reason is None else self.eager_step(*args)
         else:
@@ -243,9 +245,9 @@ class CompiledStep:
         s = plan.stats
         opt = ("no optimizer (gradients left in .grad)" if isinstance(self.optimizer, _NoStep)
                else f"optimizer {type(self.optimizer).__name__}.step in place")
-        ddps = self._all_ddps()
-        ddp = (f"; DDP: {sum(len(d._buckets) for d in ddps)} gradient buckets "
-               "all-reduced from the backward schedule" if ddps else "")
+        reducers = self._all_reducers()
+        ddp = (f"; DDP: {sum(len(r.buckets) for r in reducers)} gradient buckets "
+               "all-reduced from the backward schedule" if reducers else "")
         _log(self.log, f"compiled step for inputs {shapes}: {n_calls} forward op calls, dce "
                        f"removed {dead}, cse merged {merged}; backward {s['fast_backward']} ops "
                        f"direct, {s['engine_backward']} via the engine on their sub-graph; "
@@ -258,32 +260,33 @@ class CompiledStep:
         return plan, loss, after, None
 
     # ------------------------------------------------------------------ DDP
-    def _all_ddps(self) -> list:
-        """The DDP wrappers inside the model, then any other DDP whose bucket hook sits on
-        one of the parameters (``compile_step(ddp.module, ...)``: eager runs its hooks but
-        not its forward, and so does the plan; compiling must still not communicate)."""
-        found = list(self.ddps)
+    def _all_reducers(self) -> list:
+        """The gradient reducers of the DDP wrappers inside the model, then any other reducer
+        whose hook sits on one of the parameters (``compile_step(ddp.module, ...)``: eager
+        runs its hooks but not DDP's forward, and so does the plan; compiling must still not
+        communicate)."""
+        found = [d.reducer for d in self.ddps]
         for p in self.params:
-            for h in p._post_hooks or ():
-                d = getattr(h, "__self__", None)
-                if isinstance(d, DistributedDataParallel) and all(d is not e for e in found):
-                    found.append(d)
+            for r in reducers_of(p):
+                if all(r is not e for e in found):
+                    found.append(r)
         return found
 
     @contextlib.contextmanager
-    def _local(self, ddps):
-        """While compiling: every DDP in ``no_sync`` and without its buffer broadcast, so
-        tracing and the check make no collective call."""
-        saved = [d.broadcast_buffers for d in ddps]
+    def _local(self, reducers):
+        """While compiling: every reducer in ``no_sync`` and the model's DDP wrappers without
+        their buffer broadcast, so tracing and the check make no collective call."""
+        saved = [d.broadcast_buffers for d in self.ddps]
         with contextlib.ExitStack() as stack:
-            for d in ddps:
-                stack.enter_context(d.no_sync())
-                d.__dict__["broadcast_buffers"] = False
+            for r in reducers:
+                stack.enter_context(r.no_sync())
+            for d in self.ddps:
+                d.broadcast_buffers = False
             try:
                 yield
             finally:
-                for d, b in zip(ddps, saved):
-                    d.__dict__["broadcast_buffers"] = b
+                for d, b in zip(self.ddps, saved):
+                    d.broadcast_buffers = b
 
     def _wire_ddp(self, plan: StepPlan) -> None:
         """DDP's per-iteration duties as plan steps. Its bucket all-reduces need nothing
@@ -292,9 +295,9 @@ class CompiledStep:
         an unfinished reduction and its buffer broadcast; after it: the parameters this graph
         never reaches are marked unused (``find_unused_parameters=True``)."""
         for d in self.ddps:
-            plan.before_forward.append(lambda d=d: _ddp_pre_forward(d))
+            plan.before_forward.append(d.pre_forward)
             if d.find_unused_parameters:
-                plan.before_backward.append(d._mark_params_unused)
+                plan.before_backward.append(d.reducer.mark_unused)
 
     def _untraced_state_change(self, g, before, after) -> str | None:
         """A buffer the step changed although no traced op received it: Python code in a
@@ -312,14 +315,6 @@ class CompiledStep:
     def explain(self) -> str:
         """What was compiled and why steps ran eagerly (the compile log)."""
         return "\n".join(self.log)
-
-
-def _ddp_pre_forward(d) -> None:
-    """What ``DistributedDataParallel.forward`` does before running its module."""
-    if d._touched:
-        d._raise_unfinished()
-    if d.broadcast_buffers and d.process_group.size > 1:
-        d._broadcast_buffers(0)
 
 
 # ---------------------------------------------------------------------- snapshots

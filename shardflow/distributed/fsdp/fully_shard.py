@@ -59,7 +59,8 @@ from __future__ import annotations
 from ... import comm as _comm
 from ...autograd import Tensor, is_grad_enabled
 from ...nn.module import Module
-from ...nn.parallel.distributed import _tensors_in  # outputs nested in lists, tuples, dicts
+from ...nn.parallel.autograd_walk import tensors_in  # outputs nested in lists, tuples, dicts
+from ...nn.parallel.reducer import reducers_of
 from ..full_state import params_by_index
 from ..placement import placement as Placement
 from ._param_group import SHARDED, FSDPParamGroup
@@ -332,7 +333,7 @@ def _post_forward(module, args, output):
     root = st.root
     grad = is_grad_enabled()
     if grad and st.group is not None and st.group.trainable:
-        outs = [t for t in _tensors_in(output, []) if t.requires_grad]
+        outs = [t for t in tensors_in(output) if t.requires_grad]
         if outs:
             fired = [False]
 
@@ -392,17 +393,14 @@ def _lazy_init(st) -> None:
 
 
 def _check_not_ddp(module) -> None:
-    from ...nn.parallel import DistributedDataParallel
-
     for p in module.parameters():
-        for h in p._post_hooks or ():
-            if isinstance(getattr(h, "__self__", None), DistributedDataParallel):
-                raise RuntimeError(
-                    "fully_shard: this model's parameters are also managed by "
-                    "DistributedDataParallel; the two would reduce every gradient twice. Use one: "
-                    "fully_shard already averages gradients over the data-parallel ranks (drop the "
-                    "DDP wrapper), or keep DDP and shard only the optimizer state with "
-                    "ZeroRedundancyOptimizer (ZeRO-1)")
+        if reducers_of(p):  # a gradient reducer's hooks: DistributedDataParallel's
+            raise RuntimeError(
+                "fully_shard: this model's parameters are also managed by "
+                "DistributedDataParallel; the two would reduce every gradient twice. Use one: "
+                "fully_shard already averages gradients over the data-parallel ranks (drop the "
+                "DDP wrapper), or keep DDP and shard only the optimizer state with "
+                "ZeroRedundancyOptimizer (ZeRO-1)")
 
 
 # ---------------------------------------------------------------------------- fully_shard
@@ -478,13 +476,7 @@ def fully_shard(module, *, mesh=None, reshard_after_forward: bool = True,
         if new is None:
             new = _CLASSES[cls] = type(f"FSDP{cls.__name__}", (FSDPModule, cls), {})
         module.__class__ = new
-    try:  # data loaders shard their data by rank, as under DDP
-        from ...data import _world as _data_world
-
-        _data_world.note_data_parallel(True)
-    except (ImportError, AttributeError):  # pragma: no cover
-        pass
-    if _comm.get_world().size > 1:
+    if _comm.get_world().size > 1:  # data loaders shard their data by rank, as under DDP
         _comm.set_data_parallel(True)
     return module
 

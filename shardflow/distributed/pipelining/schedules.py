@@ -34,7 +34,10 @@ After the last backward: gradients are divided by ``m`` (``scale_grads=True``, P
 default: the step's gradient is that of the mean micro-batch loss, i.e. of the full-batch
 mean loss for equal chunks), shared parameters' gradients are summed between the stages
 that hold them (one all-reduce on a two-rank group per tied parameter), and with a
-``dp_group`` each stage's gradients are averaged over its data-parallel replicas. With
+``dp_group`` each stage's gradients are averaged over its data-parallel replicas by the
+shared gradient reducer (``shardflow.nn.parallel.reducer.Reducer``, its after-backward form:
+one ``all_reduce(AVG)`` per bucket of the stage's gradients; a parameter the step did not
+reach contributes zeros). With
 tensor parallelism inside the stages (``PipelineStage(tp_mesh=)``) these act on each rank's
 shards: the pipeline and data-parallel groups are lines of the ``("pp", "dp", "tp")`` mesh at
 a fixed TP index, so they pair matching shards.
@@ -50,9 +53,9 @@ import time
 
 import numpy as np
 
-from ... import comm as _comm
 from ...autograd.tensor import Tensor
 from ...backend.xp import get_array_module
+from ...nn.parallel.reducer import Reducer
 from .stage import PipelineStage
 
 __all__ = ["PipelineScheduleSingle", "ScheduleGPipe", "Schedule1F1B", "ScheduleInterleaved1F1B",
@@ -108,6 +111,7 @@ class _Schedule:
         self.last_timing = {}
         self._timeline_cache = None  # depends on p, v and m only: made at the first step
         self._tied_groups = self._make_tied_groups()
+        self._dp_reducers: dict = {}  # stage index -> its gradient reducer over dp_group
         if any(s.is_last for s in self.stages) and loss_fn is None:
             raise ValueError("the last stage needs loss_fn to run backward; pass "
                              "loss_fn=lambda output, target: ...")
@@ -147,10 +151,16 @@ class _Schedule:
         for s in self.stages:
             if s.dp_group is None or s.dp_group.size == 1:
                 continue
-            for p in s.submod.parameters():
+            params = list(s.submod.parameters())
+            for p in params:
                 if p.grad is None:
                     p.grad = _zero_grad(p)
-                s.dp_group.all_reduce(p.grad.array, op=_comm.ReduceOp.AVG)
+            reducer = self._dp_reducers.get(s.stage_index)
+            if reducer is None:  # no collective: made at the first step on every replica
+                reducer = Reducer(params, s.dp_group, op="avg", hooks=False,
+                                  finalize_in_backward=False)
+                self._dp_reducers[s.stage_index] = reducer
+            reducer.reduce_gradients()
 
     # -------------------------------------------------------------- the step
     def _actions_of(self, r: int) -> list:  # pragma: no cover - interface

@@ -7,7 +7,9 @@ logical shapes; :func:`run_on_shards` then
    collectives, recorded by ``comm_plan()``),
 2. wraps an input that requires grad and is B on a mesh dimension where an output is not B
    in ``boxing.BroadcastUse`` (its local gradient there is partial: the backward
-   all-reduces it — Megatron's ``f``, data parallel's gradient all-reduce),
+   all-reduces it — Megatron's ``f``, data parallel's gradient all-reduce; a parameter whose
+   data-parallel reduction a gradient reducer does is wrapped in
+   ``boxing.DeferredReduction`` for that mesh dimension instead: ``boxing.data_parallel_use``),
 3. calls the plain op on the local shards (global inputs passed through unchanged are
    stripped of their spec for the call, so the op sees local tensors),
 4. marks each output global with its (sbp, shape) (:func:`mark_outputs`).
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 from ...autograd import Tensor
 from .. import layout
-from ..boxing import Boxing, BroadcastUse
+from ..boxing import Boxing, BroadcastUse, data_parallel_use
 from ..spec import GlobalSpec, make_global
 
 __all__ = [
@@ -70,12 +72,15 @@ def run_on_shards(name, func, args, kwargs, targets, out_sbps, out_shapes, local
             mesh_nd = spec.placement.ndim
             out_nonb = [k for k in range(mesh_nd) if any(not s[k].is_broadcast() for s in out_sbps)]
         tgt = targets.get(id(t), spec.sbp)
-        cur = t
+        mesh = spec.placement.shape
+        cur, wrap = t, []
+        if t.requires_grad:
+            wrap = [k for k in out_nonb if tgt[k].is_broadcast() and mesh[k] > 1]
+            # a parameter whose data-parallel gradient a reducer's buckets reduce
+            cur, wrap = data_parallel_use(t, spec.placement, wrap)
         if tuple(tgt) != spec.sbp:
             layout.validate(spec.shape, spec.placement.shape, tgt, name)
-            cur = Boxing.apply(t, spec.placement, spec.shape, spec.sbp, tuple(tgt), name)
-        mesh = spec.placement.shape
-        wrap = [k for k in out_nonb if tgt[k].is_broadcast() and mesh[k] > 1] if t.requires_grad else []
+            cur = Boxing.apply(cur, spec.placement, spec.shape, spec.sbp, tuple(tgt), name)
         if wrap:
             cur = BroadcastUse.apply(cur, spec.placement, tuple(wrap), name)
         if cur is t:

@@ -64,13 +64,13 @@ class Join:
         """Step 1 for an active rank; returns the rank buffers are broadcast from."""
         ddp = self.ddp
         pg = ddp.process_group
-        syncing = ddp.require_backward_grad_sync and is_grad_enabled()
+        syncing = ddp.reducer.require_sync and is_grad_enabled()
         flags = self._flags(True, syncing)
         active = int(flags[:-1].sum())
         if self.throw_on_early_termination and active < pg.size:
             raise RuntimeError("Detected at least one rank that exhausted inputs. "
                                "Throwing across all ranks.")
-        ddp.__dict__["_grad_divisor"] = pg.size if self.divide_by_initial_world_size else active
+        ddp.reducer.divide_by = pg.size if self.divide_by_initial_world_size else active
         return int(np.flatnonzero(flags[:-1])[-1])
 
     # -- joined ranks ----------------------------------------------------------------
@@ -79,7 +79,7 @@ class Join:
         if not self.enable:
             return False
         ddp.__dict__["_join"] = None
-        ddp.__dict__["_grad_divisor"] = None
+        ddp.reducer.divide_by = None
         if exc_type is not None:
             return False  # the exception propagates; no shadowing (PyTorch's behaviour)
         pg = ddp.process_group
@@ -103,7 +103,7 @@ class Join:
         """Zero buckets all-reduced in the order the active ranks' backward reduces them."""
         pg = self.ddp.process_group
         if self._zeros is None:
-            self._zeros = [np.zeros_like(b.flat) for b in self.ddp._buckets]
+            self._zeros = [np.zeros_like(b.flat) for b in self.ddp.reducer.buckets]
         for z in self._zeros:
             z[...] = 0
             pg.all_reduce(z, "sum")

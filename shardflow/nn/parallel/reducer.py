@@ -1,0 +1,407 @@
+"""``Reducer``: the one data-parallel gradient reducer (buckets, hooks, overlap, comm hooks).
+
+Every data-parallel gradient reduction of shardflow goes through this class:
+``DistributedDataParallel`` (and through it global-tensor data parallelism), Horovod's
+``DistributedOptimizer``, the tf.distribute-style strategies and the pipeline schedules'
+data-parallel step (docs/DISTRIBUTED.md, "The gradient reducer"). It sits in ``nn.parallel``
+(layer L4, beside DDP) and talks to :mod:`shardflow.comm` directly.
+
+Algorithm
+---------
+* **Buckets.** The parameters that require grad are laid into buckets in reverse order
+  (the order backward produces their gradients): the first bucket is capped at
+  ``first_bucket_cap_mb`` (1 MB) so that communication starts early, the others at
+  ``bucket_cap_mb``; a bucket holds one dtype, one device and one reduction op. Each bucket
+  owns one flat array on the parameters' device (NCCL reduces it in place); each parameter
+  a slice of it.
+* **Gradient ready** (:meth:`grad_ready`, a post-accumulate-grad hook on every parameter
+  when ``hooks=True``; callers with their own hooks call it themselves): the parameter's
+  ``.grad`` is copied into its slice. When the last slice of a bucket is filled, the
+  bucket's collective starts asynchronously: ``all_reduce(op)`` or, with a communication
+  hook, ``hook(state, GradBucket)``. Buckets are launched strictly in index order, so every
+  rank issues the same collectives in the same sequence even if gradients arrive in a
+  different order. Each call also drives ``process_group.progress()``: Open MPI advances a
+  non-blocking collective only inside MPI calls, so this is what overlaps the transfer with
+  the rest of backward.
+* **Finalize** (:meth:`finalize`): wait for every launched bucket (a hook's future gives the
+  reduced flat array, copied into the bucket), divide by ``divide_by`` if set (``join()``:
+  summed, then divided by what join decided), and write each reduced slice back to
+  ``p.grad`` (in place; with ``gradient_as_bucket_view=True`` ``p.grad`` becomes a view of
+  the bucket). ``finalize_in_backward=True`` (DDP): the hook that launches the last bucket
+  finalizes, so ``backward()`` returns with reduced gradients. ``False`` (Horovod): the
+  caller finalizes (``optimizer.step()``); buckets still incomplete then are launched with
+  zeros in the missing slices, and only the slices that received a gradient are written.
+* :meth:`reduce_gradients`: the after-backward form (strategies, pipeline): every
+  parameter's current ``.grad`` is put in its bucket, the buckets reduced, and the results
+  written back, before it returns.
+* :meth:`no_sync` / ``require_sync = False``: :meth:`grad_ready` does nothing, gradients
+  accumulate locally in ``.grad``; the first reduction after it reduces the sum.
+* :meth:`mark_unused`: parameters that get no gradient this iteration (DDP's
+  ``find_unused_parameters``, or a compiled step that knows them from its graph) count as
+  ready with a zero slice, so their buckets still complete.
+* **Partial-sum parameters** (``partial_dims``): global tensors replicated (``B``) on the mesh
+  dimension whose communicator is ``process_group``. Their gradients are partial sums over
+  that dimension (the loss is a global tensor, a mean over the global batch), so their
+  buckets use ``all_reduce(SUM)``, and the sbp rules leave that dimension's reduction to
+  these buckets instead of all-reducing at every use (``deferred_reduction``, read by
+  ``distributed/boxing.py``).
+
+Communication plan per synchronised iteration: one collective per bucket, in bucket order
+(``all_reduce`` of the bucket's bytes, or whatever the communication hook issues), on
+``process_group``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import weakref
+
+import numpy as np
+
+from ...autograd.tensor import _wrap
+from ...backend import device_of, new_array
+from .grad_bucket import GradBucket
+
+__all__ = ["Reducer", "Bucket", "reducers_of", "deferred_reduction"]
+
+_MB = 1024 * 1024
+
+# id(parameter) -> (weakref to it, weakref to the reducer, mesh dimension): global parameters
+# whose data-parallel reduction over that mesh dimension a reducer's buckets do (weak both
+# ways: a discarded model and its reducer are collected, and their entries go with them)
+_DEFERRED: dict[int, tuple] = {}
+
+
+def deferred_reduction(t):
+    """``(reducer, mesh_dim)`` when a reducer's buckets reduce the gradient of the global
+    parameter ``t`` over mesh dimension ``mesh_dim`` (so a use of ``t`` must leave its
+    gradient a partial sum there), else None."""
+    entry = _DEFERRED.get(id(t)) if _DEFERRED else None
+    if entry is None or entry[0]() is not t:
+        return None
+    reducer = entry[1]()
+    return None if reducer is None else (reducer, entry[2])
+
+
+def reducers_of(p) -> list:
+    """The reducers whose gradient-ready hooks sit on parameter ``p`` (e.g. the one of the
+    ``DistributedDataParallel`` that wraps ``p``'s module)."""
+    return [h.__self__ for h in (p._post_hooks or ())
+            if isinstance(getattr(h, "__self__", None), Reducer)]
+
+
+class Bucket:
+    """One flat gradient buffer: ``params`` back to back, reduced by one collective."""
+
+    __slots__ = ("index", "params", "offsets", "flat", "pending", "work", "dtype", "op",
+                 "launched", "ready", "hooked")
+
+    def __init__(self, index, params, dtype, op):
+        self.index = index
+        self.params = params
+        self.dtype = dtype
+        self.op = op
+        sizes = [p.array.size for p in params]
+        self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        dev = device_of(params[0].array)  # on the parameters' device: NCCL reduces it in place
+        self.flat = new_array(dev, lambda xp: xp.zeros(int(self.offsets[-1]), dtype=dtype))
+        self.pending = len(params)
+        self.ready = [False] * len(params)
+        self.work = None
+        self.launched = False
+        self.hooked = False
+
+    def view(self, i, shape):
+        """Parameter ``i``'s slice of the flat buffer, shaped ``shape``."""
+        return self.flat[self.offsets[i]:self.offsets[i + 1]].reshape(shape)
+
+    def reset(self) -> None:
+        self.pending = len(self.params)
+        self.ready = [False] * len(self.params)
+        self.work = None
+        self.launched = False
+        self.hooked = False
+
+
+class Reducer:
+    """Data-parallel gradient reduction over ``process_group``; see the module docstring.
+
+    ``params``: the parameters (those that do not require grad are left out; duplicates
+    once). ``op``: ``"avg"`` (DDP, Horovod's default) or ``"sum"`` (tf.distribute). ``hooks``:
+    register :meth:`grad_ready` as each parameter's post-accumulate-grad hook.
+    ``finalize_in_backward``: finalize inside the hook that launches the last bucket.
+    ``names``: the parameters' names for error messages. ``partial_dims``: ``{id(p): mesh
+    dim}`` for global parameters whose gradients are partial sums over ``process_group``.
+    """
+
+    def __init__(self, params, process_group, *, op: str = "avg", bucket_cap_mb: float = 25,
+                 first_bucket_cap_mb: float = 1, hooks: bool = True,
+                 finalize_in_backward: bool = True, gradient_as_bucket_view: bool = False,
+                 names=None, partial_dims: dict | None = None):
+        if op not in ("avg", "sum"):
+            raise ValueError(f"Reducer: op must be 'avg' or 'sum', got {op!r}")
+        params = list(params)
+        if names is None:
+            names = [f"<parameter {i}>" for i in range(len(params))]
+        name_of = {id(p): n for p, n in zip(params, names)}
+        self.params = list(dict.fromkeys(p for p in params if p.requires_grad))
+        self.names = [name_of[id(p)] for p in self.params]
+        self.process_group = process_group
+        self.op = op
+        self.bucket_bytes_cap = int(bucket_cap_mb * _MB)
+        self.first_bucket_bytes_cap = min(int(first_bucket_cap_mb * _MB), self.bucket_bytes_cap)
+        self.finalize_in_backward = finalize_in_backward
+        self.gradient_as_bucket_view = gradient_as_bucket_view
+        self.partial_dims = dict(partial_dims or {})
+        self.require_sync = True
+        self.divide_by = None  # join(): sum the buckets, then divide by this
+        self.comm_hook = None  # (state, hook) from register_comm_hook
+        self.stats = {"backward_waits": 0, "wait_s": 0.0, "launches": 0}
+        self.buckets = self._build_buckets(self.params)
+        self._slot = {id(p): (b, i) for b in self.buckets for i, p in enumerate(b.params)}
+        self._index = {id(p): i for i, p in enumerate(self.params)}
+        self._next_launch = 0
+        self._touched = False
+        self._launch_hooks: list = []
+        self._hook_handles = ([p.register_post_accumulate_grad_hook(self.grad_ready)
+                               for p in self.params] if hooks else [])
+        for p in self.params:
+            k = self.partial_dims.get(id(p))
+            if k is not None:
+                _DEFERRED[id(p)] = (weakref.ref(p, _forget(id(p))), weakref.ref(self), k)
+
+    # -- buckets ---------------------------------------------------------------------------
+    def _op_of(self, p) -> str:
+        return "sum" if id(p) in self.partial_dims else self.op
+
+    def _build_buckets(self, params) -> list[Bucket]:
+        buckets, cur, cur_bytes, key = [], [], 0, None
+        cap = self.first_bucket_bytes_cap
+        for p in reversed(params):
+            nbytes = p.array.nbytes
+            pkey = (p.array.dtype, device_of(p.array), self._op_of(p))
+            if cur and (pkey != key or cur_bytes + nbytes > cap):
+                buckets.append(Bucket(len(buckets), cur, key[0], key[2]))
+                cur, cur_bytes = [], 0
+                cap = self.bucket_bytes_cap
+            cur.append(p)
+            cur_bytes += nbytes
+            key = pkey
+        if cur:
+            buckets.append(Bucket(len(buckets), cur, key[0], key[2]))
+        return buckets
+
+    def bucket_sizes(self) -> list[int]:
+        """Number of elements of each bucket, in launch order."""
+        return [b.flat.size for b in self.buckets]
+
+    @property
+    def touched(self) -> bool:
+        """True between the first gradient of an iteration and its :meth:`finalize`."""
+        return self._touched
+
+    # -- backward --------------------------------------------------------------------------
+    def grad_ready(self, p) -> None:
+        """``p.grad`` holds this iteration's whole local gradient: copy it into its bucket and
+        launch the buckets that are complete (in order). The post-accumulate-grad hook."""
+        if not self.require_sync:
+            return
+        b, i = self._slot[id(p)]
+        b.ready[i] = True
+        g = p.grad.array
+        dst = b.view(i, g.shape)
+        if not np.shares_memory(g, dst):
+            np.copyto(dst, g, casting="unsafe")
+        self._touched = True
+        b.pending -= 1
+        if b.pending == 0:
+            self._launch_ready()
+        self.process_group.progress()
+
+    def mark_unused(self, params) -> None:
+        """``params`` get no gradient this iteration: their slots count as ready (zeros), so
+        their buckets still complete."""
+        unused = {id(p) for p in params}
+        if not unused or not self.require_sync:
+            return
+        for b in self.buckets:
+            for i, p in enumerate(b.params):
+                if id(p) in unused:
+                    b.view(i, p.array.shape)[...] = 0
+                    b.ready[i] = True
+                    b.pending -= 1
+        if any(b.pending == 0 for b in self.buckets):
+            self._touched = True
+            self._launch_ready()
+
+    def _launch_ready(self) -> None:
+        buckets = self.buckets
+        k = self._next_launch
+        while k < len(buckets) and buckets[k].pending == 0:
+            self._launch(buckets[k], k == len(buckets) - 1)
+            k += 1
+        self._next_launch = k
+        if k == len(buckets) and self.finalize_in_backward:
+            self.finalize()
+
+    def _launch(self, b: Bucket, is_last: bool) -> None:
+        if self.comm_hook is not None and self.divide_by is None:
+            state, hook = self.comm_hook
+            b.work = hook(state, GradBucket(b, is_last))
+            b.hooked = True
+        else:
+            op = b.op if self.divide_by is None else "sum"
+            b.work = self.process_group.all_reduce(b.flat, op, async_op=True)
+        b.launched = True
+        self.stats["launches"] += 1
+        for fn in self._launch_hooks:
+            fn(b)
+
+    def finalize(self) -> None:
+        """Wait for the buckets' collectives and write the reduced gradients to ``.grad``
+        (see the module docstring); a no-op when nothing was reduced this iteration."""
+        if not self._touched:
+            return
+        for k in range(self._next_launch, len(self.buckets)):  # finalize_in_backward=False
+            b = self.buckets[k]
+            if any(b.ready):
+                self._launch(b, k == len(self.buckets) - 1)
+        self._next_launch = len(self.buckets)
+        t0 = time.perf_counter()
+        launched = [b for b in self.buckets if b.launched]
+        for b in launched:
+            out = b.work.wait()
+            if b.hooked:
+                self._take_hook_result(b, out)
+        self.stats["wait_s"] += time.perf_counter() - t0
+        self.stats["backward_waits"] += 1
+        if self.divide_by is not None:
+            for b in launched:
+                if b.op == "avg":
+                    np.divide(b.flat, self.divide_by, out=b.flat, casting="unsafe")
+        for b in launched:
+            self._write_back(b)
+        self._reset()
+
+    @staticmethod
+    def _take_hook_result(b: Bucket, out) -> None:
+        out = getattr(out, "array", out)
+        if out is b.flat:
+            return
+        if out is None or out.size != b.flat.size:
+            raise RuntimeError(
+                f"DDP communication hook: the future of bucket {b.index} gave "
+                f"{'None' if out is None else f'{out.size} elements'}, expected "
+                f"the reduced bucket ({b.flat.size} elements). A hook returns a "
+                "future whose wait() gives the bucket's reduced flat buffer.")
+        np.copyto(b.flat, out.reshape(b.flat.shape), casting="unsafe")
+
+    def _write_back(self, b: Bucket) -> None:
+        as_view = self.gradient_as_bucket_view
+        for i, p in enumerate(b.params):
+            if not b.ready[i]:
+                continue
+            v = b.view(i, p.array.shape)
+            g = p.grad
+            if g is None:
+                p.grad = _wrap(v if as_view else v.copy())
+            elif as_view:
+                if g.array is not v and not np.shares_memory(g.array, v):
+                    p.grad = _wrap(v)
+                    p.grad._spec = g._spec  # a global parameter's gradient keeps its layout
+            else:
+                np.copyto(g.array, v, casting="unsafe")
+
+    def _reset(self) -> None:
+        for b in self.buckets:
+            b.reset()
+        self._next_launch = 0
+        self._touched = False
+
+    def reduce_gradients(self) -> None:
+        """Reduce every parameter's current ``.grad`` now and write the results back (the
+        after-backward form: strategies, pipeline). Every parameter needs a ``.grad``."""
+        missing = [n for n, p in zip(self.names, self.params) if p.grad is None]
+        if missing:
+            raise RuntimeError(
+                f"Reducer.reduce_gradients: {len(missing)} parameter(s) have no .grad "
+                f"({', '.join(missing[:5])}); give them a zero gradient first")
+        for b in self.buckets:
+            for p in b.params:
+                self.grad_ready(p)
+        self.finalize()
+
+    # -- errors ----------------------------------------------------------------------------
+    def raise_unfinished(self) -> None:
+        """PyTorch's error for a backward that left parameters without a gradient (their
+        buckets never completed), naming them; the reducer is reset first."""
+        missing = sorted(self._index[id(p)] for b in self.buckets
+                         for i, p in enumerate(b.params) if not b.ready[i])
+        self._reset()
+        names = ", ".join(self.names[i] for i in missing)
+        raise RuntimeError(
+            "Expected to have finished reduction in the prior iteration before starting a new "
+            "one. This error indicates that your module has parameters that were not used in "
+            "producing loss. Parameters which did not receive grad for rank "
+            f"{self.process_group.rank}: {names} ({len(missing)} of {len(self.params)} "
+            f"parameters; indices {', '.join(map(str, missing))}). Pass "
+            "find_unused_parameters=True to DistributedDataParallel if parts of the model are "
+            "not used in every forward, and make sure every output used in the loss comes from "
+            "forward()."
+        )
+
+    # -- configuration ---------------------------------------------------------------------
+    def register_comm_hook(self, state, hook) -> None:
+        """Replace each bucket's all-reduce by ``hook(state, GradBucket)``, which starts the
+        communication and returns a future-like object whose ``wait()`` gives the reduced flat
+        buffer (PyTorch's DDP communication hook). Once, before the first reduction."""
+        if not callable(hook):
+            raise TypeError(f"register_comm_hook: hook must be callable as hook(state, bucket), "
+                            f"got {type(hook).__name__}")
+        if self.comm_hook is not None:
+            raise RuntimeError("register_comm_hook can only be called once (a hook is already "
+                               "registered on this DistributedDataParallel).")
+        if self._touched:
+            raise RuntimeError("register_comm_hook must be called before the first backward "
+                               "(gradients of this iteration are already being reduced).")
+        if any(b.op == "sum" for b in self.buckets) and self.op != "sum":
+            raise RuntimeError(
+                "register_comm_hook: this reducer sums the partial gradients of global "
+                "parameters (their loss is a mean over the global batch), while communication "
+                "hooks average; wrap only plain (local) parameters in a reducer with a hook")
+        self.comm_hook = (state, hook)
+
+    def register_launch_hook(self, fn) -> None:
+        """Call ``fn(bucket)`` each time a bucket's collective starts (observers: the global
+        tensors' ``comm_plan()`` records, tests)."""
+        self._launch_hooks.append(fn)
+
+    @contextlib.contextmanager
+    def no_sync(self):
+        """No reduction inside the context: gradients accumulate locally."""
+        old = self.require_sync
+        self.require_sync = False
+        try:
+            yield
+        finally:
+            self.require_sync = old
+
+    def remove_hooks(self) -> None:
+        """Take the reducer's hooks off the parameters (and its partial-sum registrations)."""
+        for h in self._hook_handles:
+            h.remove()
+        self._hook_handles.clear()
+        for p in self.params:
+            entry = _DEFERRED.get(id(p))
+            if entry is not None and entry[1]() is self:
+                del _DEFERRED[id(p)]
+
+
+def _forget(key: int):
+    def drop(_ref) -> None:
+        entry = _DEFERRED.get(key)
+        if entry is not None and entry[0] is _ref:
+            del _DEFERRED[key]
+
+    return drop
