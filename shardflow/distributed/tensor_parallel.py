@@ -528,7 +528,10 @@ def data_tensor_parallel(model, dp: int, tp: int, plan=None):
     ``plan`` (e.g. ``GPT.tensor_parallel_plan()``) on the ``tp`` dimension when ``tp > 1``
     and lays every other parameter and buffer out as broadcast. Returns ``(mesh,
     data_sbp)``: a batch made global with ``data_sbp`` (``S(0)`` on dp, ``B`` on tp) is split
-    across the data-parallel ranks. Checked before anything is laid out: ``dp * tp`` must be
+    across the data-parallel ranks. With ``dp > 1`` the parameters' gradients, partial sums
+    over ``dp``, are summed by one :class:`~shardflow.nn.parallel.reducer.Reducer` (kept as
+    ``model._dp_reducer``) in buckets during backward, as DDP's are, instead of one all-reduce
+    per use of each parameter. Checked before anything is laid out: ``dp * tp`` must be
     the world size. The plan's styles must keep outputs global (``use_local_output=False``)
     for model code written on logical shapes, as GPT's plan does.
     """
@@ -550,6 +553,14 @@ def data_tensor_parallel(model, dp: int, tp: int, plan=None):
     if tp > 1 and plan:
         parallelize_module(model, mesh["tp"], plan)
     model.to_global(mesh, (broadcast, broadcast))
+    if dp > 1:  # the dp gradient sums go through one Reducer's buckets, not one per use
+        from ..nn.parallel.reducer import Reducer, partial_dims
+
+        dp_group = mesh["dp"].get_group(0)
+        named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+        params = [p for _, p in named]
+        model.__dict__["_dp_reducer"] = Reducer(
+            params, dp_group, names=[n for n, _ in named], partial_dims=partial_dims(params, dp_group))
     return mesh, (Split(0), broadcast)
 
 

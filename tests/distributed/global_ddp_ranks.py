@@ -1,10 +1,12 @@
 """Rank program of ``test_reducer.py``: global-tensor data parallelism through the reducer.
 
-``python global_ddp_ranks.py gpt``: GPT-mini laid out by ``data_tensor_parallel(dp=world)``,
-one twin wrapped in ``DistributedDataParallel(device_mesh=mesh["dp"])`` and one left bare,
-both against one process (loss and every gradient for three SGD steps). ``comm_plan()``
-counts the backward all-reduces on the data-parallel mesh dimension: the bare twin
-all-reduces every parameter at every use; the wrapped one once per bucket.
+``python global_ddp_ranks.py gpt``: GPT-mini on a (world, 1) mesh three ways, each against one
+process (loss and every gradient for three SGD steps): laid out bare with ``to_global`` (no
+reducer), by ``data_tensor_parallel(dp=world)`` (its own reducer), and by
+``data_tensor_parallel`` then wrapped in ``DistributedDataParallel(device_mesh=mesh["dp"])``
+(DDP's reducer takes over). ``comm_plan()`` counts the backward all-reduces on the
+data-parallel mesh dimension: the bare twin all-reduces every parameter at every use; the
+other two once per bucket of their reducer.
 
 ``python global_ddp_ranks.py mlp``: a small model with a parameter used twice, once with the
 split batch (a partial gradient) and once on its own (``shift.exp()``: a whole gradient that
@@ -47,19 +49,23 @@ def sgd(*models):
 
 
 def gpt():
+    from shardflow.distributed.placement import init_device_mesh
     from shardflow.distributed.tensor_parallel import data_tensor_parallel
     from shardflow.models.gpt import GPT, GPTConfig
 
     cfg = GPTConfig(block_size=8, vocab_size=32, n_layer=2, n_head=4, n_embd=16)
     sf.manual_seed(0)
-    ref, bare, wrapped = GPT(cfg), GPT(cfg), GPT(cfg)
-    bare.load_state_dict(ref.state_dict())
-    wrapped.load_state_dict(ref.state_dict())
-    mesh, data_sbp = data_tensor_parallel(bare, W, 1)
+    ref, bare, auto, wrapped = GPT(cfg), GPT(cfg), GPT(cfg), GPT(cfg)
+    for m in (bare, auto, wrapped):
+        m.load_state_dict(ref.state_dict())
+    mesh = init_device_mesh("cpu", (W, 1), mesh_dim_names=("dp", "tp"))
+    bare.to_global(mesh, (sbp.broadcast, sbp.broadcast))
+    _, data_sbp = data_tensor_parallel(auto, W, 1)
+    auto_buckets = len(auto._dp_reducer.buckets)
     data_tensor_parallel(wrapped, W, 1)
     ddp = DDP(wrapped, device_mesh=mesh["dp"], bucket_cap_mb=0.01)
     n_buckets, n_params = len(ddp.bucket_sizes()), len(list(wrapped.parameters()))
-    assert 1 < n_buckets < n_params, (n_buckets, n_params)
+    assert 1 < n_buckets < n_params and auto_buckets < n_buckets, (n_buckets, auto_buckets, n_params)
     assert not comm.data_parallel_active()  # the global batch is laid out by its sbp
     data = np.random.default_rng(0).integers(0, 32, size=(3, 4, 9))
     for step in range(3):
@@ -72,21 +78,26 @@ def gpt():
         with comm_plan() as plan_bare:
             _, lbare = bare(gx, gy)
             lbare.backward()
+        with comm_plan() as plan_auto:
+            _, lauto = auto(gx, gy)
+            lauto.backward()
         with comm_plan() as plan_ddp:
             _, lddp = ddp(gx, gy)
             lddp.backward()
-        for loss in (lbare, lddp):
+        for loss in (lbare, lauto, lddp):
             assert abs(loss.item() - lref.item()) < 1e-5, (step, loss.item(), lref.item())
         check_grads(bare, ref, "bare")
+        check_grads(auto, ref, "data_tensor_parallel")
         check_grads(wrapped, ref, "DDP")
         per_use, bucketed = dp_backward_all_reduces(plan_bare), dp_backward_all_reduces(plan_ddp)
+        assert dp_backward_all_reduces(plan_auto) == {"data_parallel_bucket": auto_buckets, "add": 1}
         # bare: an all-reduce per use of each parameter (and one activation, below)
         assert "data_parallel_bucket" not in per_use and sum(per_use.values()) > n_params, per_use
         # DDP: one per bucket; what remains is the position embedding's output (a B
         # activation added to the S(0) token embeddings), not a parameter
         assert bucketed == {"data_parallel_bucket": n_buckets, "add": 1}, bucketed
-        sgd(ref, bare, wrapped)
-        for m in (ref, bare, wrapped):
+        sgd(ref, bare, auto, wrapped)
+        for m in (ref, bare, auto, wrapped):
             m.zero_grad()
     if r == 0:
         print(f"per use {dict(per_use)} -> bucketed {dict(bucketed)}", flush=True)

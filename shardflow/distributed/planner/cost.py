@@ -49,7 +49,7 @@ import math
 from dataclasses import dataclass, field
 
 from .collectives import bus_bytes
-from .layout import Layout
+from .layout import GLOBAL_SYNCS, Layout
 from .opcost import OpCost, op_cost
 from .profile import Group, Profile
 from .trace import StepTrace, assign_tp_roles
@@ -194,7 +194,7 @@ def estimate(spec: RunSpec, layout: Layout, profile: Profile) -> Estimate:
         assign_tp_roles(st, spec.tp_plan)
     itemsize = 2 if spec.precision == "mixed" else 4
     conc = L.world if not profile.simulated else 1  # ranks busy at once on one host
-    global_tensors = tp > 1 or (dp > 1 and L.grad_sync == "per-use")
+    global_tensors = tp > 1 or (dp > 1 and L.grad_sync in GLOBAL_SYNCS)
     ov_f, ov_b = profile.overhead(conc, global_tensors)
     groups = _groups(L, profile)
     notes = []
@@ -283,16 +283,18 @@ def estimate(spec: RunSpec, layout: Layout, profile: Profile) -> Estimate:
                                         why="Megatron: row-parallel outputs (forward), column-parallel inputs' "
                                             "gradients (backward), on the first stage"))
     # ---- per-use data-parallel all-reduces (global tensors), inside backward
-    if dp_uses:
+    if dp > 1 and L.grad_sync in GLOBAL_SYNCS:
         g = groups["dp"]
         for nb, s in dp_uses:
             comm_b[s] += profile.collective_time("all_reduce", nb, g)
         comm_f[pp - 1] += profile.collective_time("all_reduce", 8, g)  # the loss's mean
         sel = [nb for nb, s in dp_uses if s == 0]
-        colls.append(Collective("backward", "all_reduce", sum(sel) / max(1, len(sel)), "dp", dp,
-                                count=len(sel) * m,
-                                seconds=m * sum(profile.collective_time("all_reduce", nb, g) for nb in sel),
-                                why="global tensors: one all-reduce per use of a broadcast tensor"))
+        if sel:
+            colls.append(Collective("backward", "all_reduce", sum(sel) / len(sel), "dp", dp,
+                                    count=len(sel) * m,
+                                    seconds=m * sum(profile.collective_time("all_reduce", nb, g) for nb in sel),
+                                    why="global tensors: one all-reduce per use of a broadcast "
+                                        + ("tensor" if L.grad_sync == "per-use" else "activation")))
 
     # ---- pipeline send/recv of activations (and their gradients)
     p2p = [0.0] * pp
@@ -333,16 +335,18 @@ def estimate(spec: RunSpec, layout: Layout, profile: Profile) -> Estimate:
     t_bwd = stage_b[0]  # the last micro-batch's backward: what gradient reductions can hide behind
     t_fwd = stage_f[0] * m
     gbytes = grad_elems * itemsize
-    if dp > 1 and L.grad_sync == "bucketed":
+    if dp > 1 and L.grad_sync in ("bucketed", "global-bucketed"):
         g = groups["dp"]
-        buckets = _buckets(gbytes, DDP_FIRST_BUCKET, DDP_BUCKET)
+        buckets = (_buckets(gbytes, DDP_FIRST_BUCKET, DDP_BUCKET) if L.grad_sync == "bucketed"
+                   else reducer_buckets(st, tp, itemsize))
         ts = [profile.collective_time("all_reduce", nb, g) for nb in buckets]
         total = sum(ts)
         hidden = min(total - ts[-1], ov * t_bwd) if len(ts) > 1 else 0.0
         exposed += total - hidden
         compute += 2 * copy_time(gbytes)  # gradients into the flat buckets and back
         colls.append(Collective("backward", "all_reduce", gbytes / len(buckets), "dp", dp, count=len(buckets),
-                                seconds=total, why=f"DDP buckets ({len(buckets)}), overlapped with backward"))
+                                seconds=total, why=f"{'DDP' if L.grad_sync == 'bucketed' else 'reducer'} buckets "
+                                                   f"({len(buckets)}), overlapped with backward"))
         if L.zero == 1:
             ag = _buckets(grad_elems * 4, ZERO1_BUCKET, ZERO1_BUCKET)
             t = sum(profile.collective_time("all_gather", nb, g) for nb in ag)
@@ -446,10 +450,12 @@ def _global_collectives(st: StepTrace, L: Layout, itemsize: int, op_stage) -> tu
             if o.tp_role == "col" and o.in_ids and o.in_ids[0] not in seen:
                 seen.add(o.in_ids[0])
                 tp_coll.append(("backward", _n(o.in_shapes[0]) * itemsize, s))
-        if dp > 1 and L.grad_sync == "per-use":
+        if dp > 1 and L.grad_sync in GLOBAL_SYNCS:
             for j in o.dp_reduce:
                 nb = _n(o.in_shapes[j]) * itemsize
                 pname = o.params.get(j)
+                if pname is not None and L.grad_sync == "global-bucketed":
+                    continue  # a parameter's partial gradient waits for its bucket
                 if pname is not None and tp > 1 and roles.get(pname):
                     nb /= tp
                 dp_uses.append((nb, s))
@@ -470,9 +476,25 @@ def predicted_comm_plan(spec: RunSpec, layout: Layout) -> list:
     tp_coll, dp_uses = _global_collectives(st, L, itemsize, [0] * len(st.ops))
     out = [(ph, "all_reduce", int(nb), L.tp) for ph, nb, _ in tp_coll]
     out += [("backward", "all_reduce", int(nb), L.dp) for nb, _ in dp_uses]
-    if dp_uses:
-        out.append(("forward", "all_reduce", 8, L.dp))
+    if L.dp > 1 and L.grad_sync == "global-bucketed":
+        out += [("backward", "all_reduce", int(nb), L.dp) for nb in reducer_buckets(st, L.tp, itemsize)]
+    if L.dp > 1 and L.grad_sync in GLOBAL_SYNCS:
+        out.append(("forward", "all_reduce", 8, L.dp))  # the loss's mean over the global batch
     return out
+
+
+def reducer_buckets(st: StepTrace, tp: int, itemsize: int) -> list:
+    """Bytes of each bucket of ``nn.parallel.reducer.Reducer``: this rank's parameters (split
+    ones divided by ``tp``) in reverse order, a bucket closed when the next parameter would
+    pass its cap (the first ``DDP_FIRST_BUCKET``, then ``DDP_BUCKET``)."""
+    out, cur, cap = [], 0.0, DDP_FIRST_BUCKET
+    for p in reversed(st.params):
+        nb = _n(p.shape) / (tp if p.tp_role else 1) * itemsize
+        if cur and cur + nb > cap:
+            out.append(cur)
+            cur, cap = 0.0, DDP_BUCKET
+        cur += nb
+    return out + [cur] if cur else out or [0.0]
 
 
 def _param_role(st: StepTrace, name: str) -> str:
@@ -529,8 +551,8 @@ def _memory(spec, L, st, s, elems, act, trans, biggest, layer_act, layer_in, nl,
         state_per += 4.0  # the float32 master copy
     opt = elems * state_per / (dp if z >= 1 else 1)
     buffers = 0.0
-    if dp > 1 and L.grad_sync == "bucketed":
-        buffers += elems * p_isz  # DDP's flat buckets
+    if dp > 1 and L.grad_sync in ("bucketed", "global-bucketed"):
+        buffers += elems * p_isz  # the reducer's flat buckets
         if z == 1:
             buffers += min(ZERO1_BUCKET, elems * 4)
     if z >= 2 and dp > 1:
@@ -559,10 +581,10 @@ def _memory(spec, L, st, s, elems, act, trans, biggest, layer_act, layer_in, nl,
         activations = inflight * act
     bwd_extra = st.bwd_fixed * (grads / max(1.0, st.grad_bytes)) + st.bwd_per_act * biggest \
         if st.bwd_per_act or st.bwd_fixed else st.backward_extra
-    base = params + opt + (buffers if L.grad_sync == "bucketed" else 0.0)
+    base = params + opt + (buffers if L.grad_sync in ("bucketed", "global-bucketed") else 0.0)
     fwd_peak = base + activations + trans
     bwd_peak = base + activations + bwd_extra
-    end_peak = base + grads + (0.0 if L.grad_sync == "bucketed" else buffers)
+    end_peak = base + grads + (0.0 if L.grad_sync in ("bucketed", "global-bucketed") else buffers)
     if z >= 2:
         fwd_peak += buffers / 2
         bwd_peak += buffers

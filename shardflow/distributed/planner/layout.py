@@ -5,8 +5,8 @@ Which layouts are *runnable* depends on the entry point that will run them:
 
 * ``"parallelize"`` -- ``shardflow.parallelize``: what ``validate_parallel_config`` accepts
   (dp x tp on global tensors, dp x tp x pp with ``pp > 1``, ZeRO-1 with dp only), no
-  recomputation; plain data parallelism runs on global tensors (gradients all-reduced per
-  use, during backward, ``grad_sync="per-use"``);
+  recomputation; data parallelism runs on global tensors, their gradients (partial sums over
+  dp) summed in one reducer's buckets during backward (``grad_sync="global-bucketed"``);
 * ``"train"`` -- ``shardflow train gpt``: the same, plus ZeRO 2/3 (``fully_shard``) with dp
   only, and plain data parallelism either as ``DistributedDataParallel`` (bucketed,
   overlapped with backward: ``grad_sync="bucketed"``) or on global tensors;
@@ -15,8 +15,10 @@ Which layouts are *runnable* depends on the entry point that will run them:
 
 ``grad_sync`` names how the data-parallel gradients are reduced, because the same logical
 layout costs differently under each: ``"bucketed"`` (DDP: flat buckets all-reduced as
-backward produces them), ``"per-use"`` (global tensors: one all-reduce per use of a
-broadcast tensor, in its backward, blocking), ``"after-backward"`` (pipeline stages: one
+backward produces them), ``"global-bucketed"`` (global tensors laid out by
+``data_tensor_parallel``: the parameters' partial gradients in the same buckets, plus one
+blocking all-reduce per use of a broadcast activation), ``"per-use"`` (global tensors with
+no reducer: one all-reduce per use of every broadcast tensor, in its backward, blocking), ``"after-backward"`` (pipeline stages: one
 all-reduce per parameter after the last micro-batch's backward), ``"sharded"`` (ZeRO 2/3:
 reduce-scatter per ``fully_shard`` unit, overlapped). It is derived from the layout and the
 entry point (:func:`grad_sync_of`) unless a simulated run states it.
@@ -87,11 +89,15 @@ class Layout:
                 f.append(f"--schedule {self.schedule}")
         if self.tp > 1:
             f.append(f"--tp {self.tp}")
-        if self.dp > 1 and (self.tp > 1 or self.pp > 1 or self.grad_sync == "per-use"):
+        if self.dp > 1 and (self.tp > 1 or self.pp > 1 or self.grad_sync in GLOBAL_SYNCS):
             f.append(f"--dp {self.dp}")
         if self.zero:
             f.append(f"--zero {self.zero}")
         return " ".join(f)
+
+
+# the data-parallel reductions of global tensors (their layouts run with --dp)
+GLOBAL_SYNCS = ("per-use", "global-bucketed")
 
 
 def grad_sync_of(layout: Layout, entry: str) -> str:
@@ -104,7 +110,7 @@ def grad_sync_of(layout: Layout, entry: str) -> str:
     if layout.zero == 1:
         return "bucketed"  # ZeroRedundancyOptimizer keeps DDP's all-reduce
     if layout.tp > 1 or entry == "parallelize":
-        return "per-use"
+        return "global-bucketed"
     return "bucketed"
 
 
@@ -188,7 +194,7 @@ def enumerate_layouts(world: int, shape: ModelShape, batch_size: int | None,
                 base = Layout(dp, tp, pp, z, m, rc, sc, v)
                 syncs = [grad_sync_of(base, entry)]
                 if dp > 1 and tp == 1 and pp == 1 and z == 0 and entry != "parallelize":
-                    syncs = ["bucketed", "per-use"]
+                    syncs = ["bucketed", "global-bucketed"]
                 for s in syncs:
                     L = replace(base, grad_sync=s)
                     why = invalid_reason(L, world, shape, batch_size, entry)

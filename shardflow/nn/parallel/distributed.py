@@ -58,7 +58,7 @@ from ...autograd import is_grad_enabled
 from ..module import Module
 from .autograd_walk import reachable_leaves, tensors_in
 from .join import Join
-from .reducer import Reducer
+from .reducer import Reducer, partial_dims, reducers_of
 
 
 class DistributedDataParallel(Module):
@@ -97,7 +97,11 @@ class DistributedDataParallel(Module):
         named = list(module.named_parameters())
         params = list(dict.fromkeys(p for p in module.parameters() if p.requires_grad))
         names = {id(p): n for n, p in named}
-        partial = _partial_dims(params, pg)
+        partial = partial_dims(params, pg)
+        for p in params:  # a reducer over the same group (data_tensor_parallel's) hands over
+            for other in reducers_of(p):
+                if other.process_group is pg:
+                    other.remove_hooks()
         d["_join"] = None  # the active join() context, if any
         d["reducer"] = Reducer(params, pg, bucket_cap_mb=bucket_cap_mb,
                                gradient_as_bucket_view=gradient_as_bucket_view,
@@ -207,18 +211,3 @@ class DistributedDataParallel(Module):
     def extra_repr(self) -> str:
         return (f"world_size={self.process_group.size}, buckets={len(self.reducer.buckets)}, "
                 f"find_unused_parameters={self.find_unused_parameters}")
-
-
-def _partial_dims(params, pg) -> dict:
-    """``{id(p): k}`` for the global parameters replicated on a mesh dimension ``k`` whose
-    communicator is ``pg``: their gradients are partial sums over it (module docstring)."""
-    dims = {}
-    for p in params:
-        if not p.is_global or pg.size == 1:
-            continue
-        pl, sbp = p.placement, p.sbp
-        for k in range(pl.ndim):
-            if pl.size(k) == pg.size and sbp[k].is_broadcast() and pl.group(k) is pg:
-                dims[id(p)] = k
-                break
-    return dims

@@ -84,6 +84,21 @@ def deferred_reduction(t):
     return None if reducer is None else (reducer, entry[2])
 
 
+def partial_dims(params, pg) -> dict:
+    """``{id(p): k}`` for the global parameters replicated on a mesh dimension ``k`` whose
+    communicator is ``pg``: their gradients are partial sums over it (module docstring)."""
+    dims = {}
+    for p in params:
+        if not p.is_global or pg.size == 1:
+            continue
+        pl, sbp = p.placement, p.sbp
+        for k in range(pl.ndim):
+            if pl.size(k) == pg.size and sbp[k].is_broadcast() and pl.group(k) is pg:
+                dims[id(p)] = k
+                break
+    return dims
+
+
 def reducers_of(p) -> list:
     """The reducers whose gradient-ready hooks sit on parameter ``p`` (e.g. the one of the
     ``DistributedDataParallel`` that wraps ``p``'s module)."""
