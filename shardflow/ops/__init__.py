@@ -4,8 +4,8 @@ every op in the dispatch table that ``Tensor`` methods use.
 Files: arithmetic (add/sub/mul/div — the template for a family), elementwise (unary math,
 activations, comparisons, logical, where/clamp/pow), elementwise_extra (rounding, misc),
 reduce, shape, index, matmul (matmul/bmm/einsum/linear), sort (sort/topk/multinomial), loss,
-normalization, attention, conv, pool, sampling (interpolate, im2col/col2im), dropout, creation,
-conversion.
+ctc (ctc_loss), embedding_bag, normalization, attention, conv, pool, sampling (interpolate,
+im2col/col2im), dropout, creation, conversion.
 """
 
 from .arithmetic import add, div, mul, neg, reciprocal, sub
@@ -13,9 +13,11 @@ from .attention import *
 from .conv import *
 from .conversion import clone, contiguous, copy_, fill_
 from .creation import *
+from .ctc import *
 from .dropout import *
 from .elementwise import *
 from .elementwise_extra import *
+from .embedding_bag import *
 from .index import *
 from .loss import *
 from .matmul import *

@@ -9,6 +9,8 @@ from .linear import *
 from .loss import *
 from .module import Module
 from .normalization import *
+from .padding import *
+from .pixelshuffle import *
 from .pooling import *
 from .rnn import *
 from .sampling import *

@@ -19,7 +19,8 @@ from .linear import NonDynamicallyQuantizableLinear
 __all__ = [
     "ReLU", "ReLU6", "GELU", "SiLU", "Mish", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Softmin",
     "LeakyReLU", "ELU", "SELU", "CELU", "Softplus", "Softsign", "Hardtanh", "Hardswish",
-    "Hardsigmoid", "Tanhshrink", "LogSigmoid", "GLU", "Threshold", "PReLU", "MultiheadAttention",
+    "Hardsigmoid", "Tanhshrink", "Hardshrink", "Softshrink", "LogSigmoid", "GLU", "Threshold",
+    "PReLU", "MultiheadAttention",
 ]
 
 
@@ -224,6 +225,34 @@ class Hardtanh(Module):
 
     def extra_repr(self) -> str:
         return f"min_val={self.min_val}, max_val={self.max_val}" + (", inplace=True" if self.inplace else "")
+
+
+class Hardshrink(Module):
+    """``x if |x| > lambd else 0``."""
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return F.hardshrink(input, self.lambd)
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Softshrink(Module):
+    """``x - lambd if x > lambd, x + lambd if x < -lambd, else 0``."""
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return F.softshrink(input, self.lambd)
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
 
 
 class Threshold(Module):
