@@ -33,6 +33,19 @@ from .autograd import (
     set_grad_enabled,
 )
 from .autograd._tensor_str import get_printoptions, set_printoptions
+from .autograd.legacy_types import (
+    BFloat16Tensor,
+    BoolTensor,
+    ByteTensor,
+    CharTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    ShortTensor,
+    set_default_tensor_type,
+)
 from .autograd.predicates import is_complex, is_floating_point, is_tensor
 from .backend import (
     bfloat16,

@@ -252,3 +252,76 @@ def test_root_names_from_the_examples_exist():
         warnings.simplefilter("ignore")
         missing = [n for n in names if not hasattr(sf, n) or not hasattr(torch, n)]
     assert missing == []
+
+
+# ---------------------------------------------------------------- legacy tensor types, Tensor(...)
+_LEGACY = ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor", "CharTensor",
+           "ShortTensor", "IntTensor", "LongTensor", "BoolTensor"]
+
+
+@pytest.mark.parametrize("name", _LEGACY)
+def test_legacy_tensor_types_construct_and_check_like_torch(name):
+    s_type, t_type = getattr(sf, name), getattr(torch, name)
+    data = [[0, 1.75, 2], [3, -4, 5]]
+    s, t = s_type(data), t_type(data)
+    assert str(s.dtype).split(".")[-1] == str(t.dtype).split(".")[-1]
+    np.testing.assert_array_equal(s.float().numpy(), t.float().numpy())
+    assert tuple(s_type(2, 3).shape) == tuple(t_type(2, 3).shape) == (2, 3)
+    assert tuple(s_type(sf.Size([4])).shape) == (4,) and tuple(s_type().shape) == (0,)
+    np.testing.assert_array_equal(s_type(np.arange(3.0)).float().numpy(), t_type(np.arange(3.0)).float().numpy())
+    assert isinstance(s, s_type) and isinstance(s, sf.Tensor) and not issubclass(s_type, sf.Tensor)
+    assert (s.type(), t.type()) == (f"torch.{name}",) * 2
+    others = [n for n in _LEGACY if n != name]
+    assert not any(isinstance(s, getattr(sf, n)) for n in others)
+    assert s_type.dtype is s.dtype and s_type.is_cuda is False
+    assert not isinstance(s, getattr(sf.cuda, name)) and getattr(sf.cuda, name).is_cuda
+
+
+def test_tensor_type_conversions_and_errors():
+    x = sf.zeros(2, 3, dtype=sf.float64)
+    assert x.type(sf.FloatTensor).dtype is sf.float32
+    assert x.type("torch.IntTensor").dtype is sf.int32 and x.type(sf.int16).dtype is sf.int16
+    assert isinstance(x.type(sf.LongTensor), sf.LongTensor)
+    with pytest.raises(ValueError, match="invalid type: 'torch.Floaty'"):
+        x.type("torch.Floaty")
+    with pytest.raises(TypeError, match="expected a shardflow.int64 tensor"):
+        sf.LongTensor(sf.tensor([1.5]))
+    with pytest.raises(RuntimeError, match="negative dimension -1"):
+        sf.FloatTensor(2, -1)
+    assert sf.nn.Linear(2, 2).type(sf.DoubleTensor).weight.dtype is sf.float64  # Module.type
+
+
+def test_tensor_constructor_legacy_forms_match_torch():
+    for args in [(3, 4), (3,), (sf.Size([2, 5]),), ()]:
+        targs = tuple(torch.Size(a) if isinstance(a, sf.Size) else a for a in args)
+        s, t = sf.Tensor(*args), torch.Tensor(*targs)
+        assert tuple(s.shape) == tuple(t.shape) and s.dtype is sf.float32
+    for data in ([1, 2], (2, 3), [[1, 0], [True, 5]], []):
+        s, t = sf.Tensor(data), torch.Tensor(data)
+        assert s.dtype is sf.float32 and tuple(s.shape) == tuple(t.shape)
+        np.testing.assert_array_equal(s.numpy(), t.numpy())
+    a = np.arange(3, dtype=np.int32)  # an array keeps its dtype (shardflow's documented deviation)
+    assert sf.Tensor(a).dtype is sf.int32
+    assert sf.tensor(3).shape == () and sf.tensor([1, 2]).dtype is sf.int64  # tensor() unchanged
+
+
+def test_set_default_tensor_type():
+    try:
+        sf.set_default_tensor_type(sf.DoubleTensor)
+        assert sf.zeros(1).dtype is sf.float64 and sf.Tensor(2).dtype is sf.float64
+        sf.set_default_tensor_type("torch.FloatTensor")
+        assert sf.zeros(1).dtype is sf.float32
+        with pytest.raises(TypeError, match="only floating-point types"):
+            sf.set_default_tensor_type(sf.LongTensor)
+    finally:
+        sf.set_default_dtype(sf.float32)
+
+
+@pytest.mark.parametrize("factory", ["empty", "zeros", "ones", "rand", "randn"])
+def test_factories_take_size_as_a_keyword(factory):
+    s, t = getattr(sf, factory)(size=(2, 3)), getattr(torch, factory)(size=(2, 3))
+    assert tuple(s.shape) == tuple(t.shape) == (2, 3) and s.dtype is sf.float32
+    assert tuple(getattr(sf, factory)(size=[4]).shape) == (4,)
+    with pytest.raises(TypeError, match="pass one"):
+        getattr(sf, factory)(2, size=(2,))
+    assert sf.full(size=(2,), fill_value=1.5).numpy().tolist() == [1.5, 1.5]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend import CPU, as_dtype, device_of, dtypes, from_numpy_dtype, is_device_array, to_device
-from . import _tensor_str, grad_mode
+from . import _tensor_str, grad_mode, legacy_types
 from .dispatch import OPS
 
 
@@ -64,9 +64,13 @@ class Tensor:
 
     __array_priority__ = 1000  # numpy scalars/arrays defer to our reflected operators
 
-    def __init__(self, data=None, *, dtype=None, requires_grad: bool = False):
+    def __init__(self, data=None, *sizes, dtype=None, requires_grad: bool = False):
         if data is None:
             data = np.empty((0,), dtype=np.float32)
+        elif sizes or type(data) is int or type(data) is Size:  # torch.Tensor(2, 3): sizes
+            data = legacy_types.uninitialized(data, sizes, dtype)
+        elif dtype is None and type(data) in (list, tuple):
+            dtype = dtypes.get_default_dtype()  # torch.Tensor([1, 2]) is a float tensor
         arr = _as_array(data, dtype)
         self.array = arr
         self.requires_grad = bool(requires_grad)
@@ -334,10 +338,13 @@ class Tensor:
             out = self.clone()
         return out
 
-    def type(self, dtype=None):
+    def type(self, dtype=None, non_blocking: bool = False):
+        """PyTorch's ``x.type()`` string (``'torch.FloatTensor'``), or a copy converted to a
+        dtype / legacy type / type name (``legacy_types.py``)."""
         if dtype is None:
-            return f"shardflow.{type(self).__name__}"
-        return self.to(dtype)
+            return legacy_types.tensor_type_name(self)
+        dt, dev = legacy_types.resolve_tensor_type(dtype)
+        return self.to(dt) if dev is None else self.to(dev, dt)
 
     def float(self):
         return self.to(dtypes.float32)

@@ -80,6 +80,8 @@ def as_dtype(d) -> dtype:
         return int64
     if d is bool:
         return bool_
+    if isinstance(getattr(d, "dtype", None), dtype) and isinstance(d, type):
+        return d.dtype  # a legacy tensor type (FloatTensor: autograd/legacy_types.py)
     if isinstance(d, str):
         try:
             return _BY_NAME[d.removeprefix("torch.").removeprefix("shardflow.")]

@@ -14,6 +14,7 @@ from .conv import *
 from .conversion import clone, contiguous, copy_, fill_
 from .creation import *
 from .ctc import *
+from .diag import *
 from .dropout import *
 from .elementwise import *
 from .elementwise_extra import *
