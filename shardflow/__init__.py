@@ -74,7 +74,15 @@ from .backend.memory_format import (
     memory_format,
     preserve_format,
 )
-from .backend.random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
+from .backend.random import (
+    Generator,
+    default_generator,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    seed,
+    set_rng_state,
+)
 from .backends import (
     are_deterministic_algorithms_enabled,
     get_float32_matmul_precision,

@@ -325,3 +325,80 @@ def test_factories_take_size_as_a_keyword(factory):
     with pytest.raises(TypeError, match="pass one"):
         getattr(sf, factory)(2, size=(2,))
     assert sf.full(size=(2,), fill_value=1.5).numpy().tolist() == [1.5, 1.5]
+
+
+# ---------------------------------------------------------------- seeds, NumPy's FP warnings
+def _fresh_process(code: str) -> str:
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(sf.__file__))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env=env, cwd=root, timeout=120).stdout
+
+
+def test_unseeded_processes_draw_different_streams_like_torch():
+    code = ("import shardflow as sf; s = sf.initial_seed(); x = sf.rand(3).tolist(); "
+            "print(s, x, sf.Generator().initial_seed(), s == sf.initial_seed())")
+    runs = [_fresh_process(code).split(" ", 1) for _ in range(2)]
+    assert runs[0][0] != runs[1][0] and runs[0][1] != runs[1][1]  # seed and draws differ per process
+    for _, rest in runs:
+        assert rest.rstrip().endswith("67280421310721 True")  # a new Generator: torch's fixed seed
+    assert torch.Generator().initial_seed() == sf.Generator().initial_seed()
+    sf.manual_seed(5)
+    a = sf.rand(4).numpy()
+    sf.manual_seed(5)
+    np.testing.assert_array_equal(sf.rand(4).numpy(), a)
+    assert sf.initial_seed() == 5
+
+
+_EDGE = [0.0, -1.0, float("inf"), float("-inf"), float("nan"), 1e30, 700.0]
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m, x: m.log(x), lambda m, x: x.log2(), lambda m, x: m.log1p(-x), lambda m, x: x.sqrt(),
+    lambda m, x: x.rsqrt(), lambda m, x: 1.0 / x, lambda m, x: x / x, lambda m, x: x * m.zeros_like(x) * x,
+    lambda m, x: x ** -1.5, lambda m, x: m.pow(x, 0.5), lambda m, x: x.exp(), lambda m, x: (x * 1e30).expm1(),
+    lambda m, x: x.sinh() + x.cosh(), lambda m, x: x.acos() + x.asin(), lambda m, x: x.tan(),
+    lambda m, x: x.reciprocal(), lambda m, x: x.sum(), lambda m, x: x.mean(), lambda m, x: x.var(),
+    lambda m, x: x.softmax(0), lambda m, x: x.log_softmax(0), lambda m, x: m.logsumexp(x, 0),
+    lambda m, x: m.einsum("i,i->", x, x), lambda m, x: x.norm(), lambda m, x: x.round(decimals=3),
+    lambda m, x: m.nn.functional.adaptive_avg_pool1d(x.reshape(1, 1, -1), 1),
+    lambda m, x: m.nn.functional.binary_cross_entropy_with_logits(x, x.sigmoid().detach()),
+], ids=["log", "log2", "log1p", "sqrt", "rsqrt", "rdiv", "div", "zero_times_inf", "pow_neg", "pow_half",
+        "exp", "expm1", "sinh_cosh", "acos_asin", "tan", "reciprocal", "sum", "mean", "var", "softmax",
+        "log_softmax", "logsumexp", "einsum", "norm", "round", "global_avg_pool", "bce"])
+def test_ops_are_silent_where_torch_is_silent(fn):
+    """No NumPy RuntimeWarning (divide by zero / invalid value / overflow) from an op or its
+    backward on 0, -1, inf, nan and huge values; the program's own NumPy warnings still show."""
+    results = {}
+    for lib in (torch, sf):
+        x = lib.tensor(_EDGE, requires_grad=True)
+        with warnings.catch_warnings(record=True) as caught:  # the filters as they are: no simplefilter
+            y = fn(lib, x)
+            y.sum().backward()
+        results[lib] = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert results[torch] == []
+    assert results[sf] == []
+    with warnings.catch_warnings(record=True) as caught:
+        np.log(np.zeros(1))  # user code: NumPy's warning is not silenced
+    assert any("divide by zero" in str(w.message) for w in caught)
+
+
+def test_a_script_prints_no_numpy_warning_for_ops():
+    """The user's view: ``python script.py`` (the filter shardflow adds at import is in place)."""
+    code = ("import numpy as np, shardflow as sf\n"
+            "x = sf.tensor([0.0, -1.0, float('inf')], requires_grad=True)\n"
+            "y = (x.log() + x.sqrt() + 1 / x + (x * 1e38).exp() + x * 0).sum()\n"
+            "y.backward()\n"
+            "np.log(np.zeros(1))  # the program's own NumPy call still warns\n")
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(sf.__file__))
+    res = subprocess.run([sys.executable, "-W", "default", "-c", code], capture_output=True, text=True,
+                         cwd=root, env=dict(os.environ, PYTHONPATH=root), timeout=120)
+    assert res.returncode == 0, res.stderr
+    warned = [line for line in res.stderr.splitlines() if "RuntimeWarning" in line]
+    assert len(warned) == 1 and "<string>:5" in warned[0], res.stderr
