@@ -21,10 +21,13 @@ from .elementwise_extra import *
 from .embedding_bag import *
 from .index import *
 from .loss import *
+from .math_extra import *
 from .matmul import *
 from .normalization import *
 from .pool import *
 from .reduce import *
+from .reduce_extra import *
 from .sampling import *
+from .search import *
 from .shape import *
 from .sort import *

@@ -53,6 +53,9 @@ class return_types:  # noqa: N801 - PyTorch's name (torch.return_types)
     kthvalue = namedtuple("kthvalue", ["values", "indices"])
     median = namedtuple("median", ["values", "indices"])
     aminmax = namedtuple("aminmax", ["min", "max"])
+    cummax = namedtuple("cummax", ["values", "indices"])
+    cummin = namedtuple("cummin", ["values", "indices"])
+    mode = namedtuple("mode", ["values", "indices"])
 
 
 for _cls in (v for k, v in vars(return_types).items() if not k.startswith("_")):
