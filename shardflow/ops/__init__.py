@@ -8,6 +8,7 @@ ctc (ctc_loss), embedding_bag, normalization, attention, conv, pool, sampling (i
 im2col/col2im), dropout, creation, conversion.
 """
 
+from . import linalg
 from .arithmetic import add, div, mul, neg, reciprocal, sub
 from .attention import *
 from .conv import *
@@ -20,6 +21,8 @@ from .elementwise import *
 from .elementwise_extra import *
 from .embedding_bag import *
 from .index import *
+from .index_extra import *
+from .linalg_ops import *
 from .loss import *
 from .math_extra import *
 from .matmul import *
@@ -30,4 +33,5 @@ from .reduce_extra import *
 from .sampling import *
 from .search import *
 from .shape import *
+from .shape_extra import *
 from .sort import *

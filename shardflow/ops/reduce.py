@@ -56,6 +56,7 @@ class return_types:  # noqa: N801 - PyTorch's name (torch.return_types)
     cummax = namedtuple("cummax", ["values", "indices"])
     cummin = namedtuple("cummin", ["values", "indices"])
     mode = namedtuple("mode", ["values", "indices"])
+    slogdet = namedtuple("slogdet", ["sign", "logabsdet"])
 
 
 for _cls in (v for k, v in vars(return_types).items() if not k.startswith("_")):

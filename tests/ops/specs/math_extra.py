@@ -128,4 +128,18 @@ SPECS = [
              notes="bin edges from a bfloat16 range round differently in torch's kernel"),
     _no_grad("isin", lambda m, a, b: m.isin(a, b), [Int(0, 6, (3, 4)), Int(0, 6, (5,))]),
     _no_grad("isin_invert", lambda m, a: m.isin(a, m.tensor([1, 2]), invert=True), [Int(0, 4, (3, 4))]),
+    # ---------------------------------------------------------------- in-place forms
+    OpSpec("asinh_inplace", lambda m, a: (a * 1).asinh_(), [N], grad=False, notes="torch has no derivative for asinh_"),
+    OpSpec("atanh_inplace", lambda m, a: (a * 0.5).arctanh_(), [N], grad=False, notes="torch has no derivative for atanh_"),
+    OpSpec("arcsinh_inplace", lambda m, a: (a * 1).arcsinh_(), [N], grad=False, notes="torch has no derivative"),
+    OpSpec("atan2_inplace", lambda m, a, b: (a * 1).atan2_(b), [N, N]),
+    OpSpec("arctan2_inplace", lambda m, a, b: (a * 1).arctan2_(b), [N, N]),
+    OpSpec("copysign_inplace", lambda m, a, b: (a * 1).copysign_(b), [Arg((3, 4), kind="nonzero"),
+                                                                       Arg((3, 4), kind="nonzero", grad=False)]),
+    OpSpec("deg2rad_rad2deg_inplace", lambda m, a: (a * 1).deg2rad_() + (a * 1).rad2deg_(), [N]),
+    OpSpec("special_inplace", lambda m, a: (a * 1).lgamma_() + (a * 1).digamma_() + (a * 0.5).erfinv_(), [U(0.2, 1.5)]),
+    OpSpec("hypot_inplace", lambda m, a, b: (a * 1).hypot_(b), [N, N]),
+    OpSpec("logit_sinc_negative_inplace", lambda m, a: (a * 1).logit_() + (a * 1).sinc_() + (a * 1).negative_(),
+           [U(0.1, 0.9)]),
+    OpSpec("xlogy_inplace", lambda m, a, b: (a * 1).xlogy_(b), [N, P]),
 ]
