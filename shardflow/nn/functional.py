@@ -842,3 +842,11 @@ def pixel_unshuffle(input, downscale_factor: int) -> Tensor:
     x = input.reshape(*lead, c, h // r, r, w // r, r)
     x = x.permute(*range(k), k, k + 2, k + 4, k + 1, k + 3)  # (*, C, r, r, H, W)
     return x.reshape(*lead, c * r * r, h // r, w // r)
+
+
+# The rest of torch.nn.functional (remaining losses, lp/unpool pooling, local_response_norm,
+# channel_shuffle, rrelu, gumbel_softmax, pdist, affine_grid, upsample*, in-place activations).
+from .functional_extra import *  # noqa: E402,F403
+from .functional_extra import __all__ as _extra_all  # noqa: E402
+
+__all__ += _extra_all

@@ -20,6 +20,7 @@ from .dropout import *
 from .elementwise import *
 from .elementwise_extra import *
 from .embedding_bag import *
+from .grid_sample import *
 from .index import *
 from .index_extra import *
 from .linalg_ops import *

@@ -272,3 +272,89 @@ def test_data_parallel_is_a_pass_through_with_torchs_state_dict_keys():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no warning on a machine without GPUs
         nn.DataParallel(nn.Linear(2, 2), device_ids=None)
+
+
+# ---------------------------------------------------------------- the rest of torch.nn (COMPAT gap list)
+@pytest.mark.parametrize("build, shapes", [
+    (lambda m: m.CosineSimilarity(dim=1), [(4, 5), (4, 5)]),
+    (lambda m: m.PairwiseDistance(p=1.5, keepdim=True), [(4, 5), (4, 5)]),
+    (lambda m: m.Softmax2d(), [(2, 3, 2, 2)]),
+    (lambda m: m.ChannelShuffle(3), [(2, 6, 2, 2)]),
+    (lambda m: m.RReLU(0.1, 0.3), [(4, 5)]),  # eval: the mean slope
+    (lambda m: m.LocalResponseNorm(3), [(2, 5, 3, 3)]),
+    (lambda m: m.LPPool1d(2, 2), [(2, 3, 6)]),
+    (lambda m: m.LPPool2d(3, (2, 2), stride=1), [(1, 2, 4, 4)]),
+    (lambda m: m.LPPool3d(2, 2), [(1, 1, 4, 4, 4)]),
+])
+def test_distance_shuffle_lrn_lppool_layers(build, shapes):
+    inputs = [_randn(*s) for s in shapes]
+    if "LPPool" in type(build(nn)).__name__:
+        inputs = [np.abs(x) + 0.1 for x in inputs]  # positive: x^p has a real root
+    compare(build, inputs)
+    assert repr(build(nn)) == repr(build(torch.nn))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_max_unpool_inverts_max_pool_like_torch(n):
+    shape = (2, 3) + (4,) * n
+    x = _randn(*shape)
+    res = []
+    for lib in (sf, torch):
+        t = lib.tensor(x, requires_grad=True)
+        pool = getattr(lib.nn, f"MaxPool{n}d")(2, return_indices=True)
+        unpool = getattr(lib.nn, f"MaxUnpool{n}d")(2)
+        out, idx = pool(t)
+        y = unpool(out, idx, output_size=t.shape)
+        (y * lib.tensor(np.arange(y.numel(), dtype=np.float32).reshape(tuple(y.shape)))).sum().backward()
+        res.append((y.detach().numpy(), t.grad.numpy()))
+    np.testing.assert_allclose(res[0][0], res[1][0])
+    np.testing.assert_allclose(res[0][1], res[1][1])
+    assert repr(nn.MaxUnpool2d(2)) == repr(torch.nn.MaxUnpool2d(2))
+
+
+@pytest.mark.parametrize("name, make, target", [
+    ("GaussianNLLLoss", lambda m: m.GaussianNLLLoss(full=True), "var"),
+    ("PoissonNLLLoss", lambda m: m.PoissonNLLLoss(), "count"),
+    ("PoissonNLLLoss_full", lambda m: m.PoissonNLLLoss(log_input=False, full=True, reduction="sum"), "count"),
+    ("HingeEmbeddingLoss", lambda m: m.HingeEmbeddingLoss(margin=0.5), "sign"),
+    ("SoftMarginLoss", lambda m: m.SoftMarginLoss(reduction="none"), "sign"),
+    ("MultiLabelSoftMarginLoss", lambda m: m.MultiLabelSoftMarginLoss(), "binary"),
+    ("MultiMarginLoss", lambda m: m.MultiMarginLoss(p=2, margin=0.7), "class"),
+    ("MultiLabelMarginLoss", lambda m: m.MultiLabelMarginLoss(), "labels"),
+    ("NLLLoss2d", lambda m: m.NLLLoss2d(), "class"),
+])
+def test_remaining_losses(name, make, target):
+    x = _randn(4, 5)
+    if name == "PoissonNLLLoss_full":
+        x = np.abs(x) + 0.2
+    t = {"var": _randn(4, 5), "count": RNG.poisson(2.0, (4, 5)).astype(np.float32),
+         "sign": np.sign(_randn(4, 5)), "binary": (RNG.random((4, 5)) > 0.5).astype(np.float32),
+         "class": RNG.integers(0, 5, 4), "labels": np.array([[3, 0, -1, 1, 1], [1, 2, 4, -1, 0],
+                                                               [0, 1, 2, 3, 4], [-1, 1, 2, 3, 4]])}[target]
+    var = np.abs(_randn(4, 5)) + 0.1
+    res = []
+    for lib in (sf, torch):
+        xi = lib.tensor(x, requires_grad=True)
+        args = (xi, lib.tensor(t)) + ((lib.tensor(var),) if target == "var" else ())
+        loss = make(lib.nn)(*args)
+        loss.sum().backward()
+        res.append((loss.detach().numpy(), xi.grad.numpy()))
+    np.testing.assert_allclose(res[0][0], res[1][0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(res[0][1], res[1][1], rtol=1e-5, atol=1e-6)
+
+
+def test_rrelu_and_feature_alpha_dropout_in_training_are_random_and_seeded():
+    layer = nn.RReLU(0.1, 0.3).train()
+    x = -sf.ones(2000)
+    sf.manual_seed(3)
+    a = layer(x).numpy()
+    sf.manual_seed(3)
+    np.testing.assert_array_equal(layer(x).numpy(), a)
+    slopes = -a
+    assert 0.1 <= slopes.min() and slopes.max() <= 0.3 and abs(slopes.mean() - 0.2) < 0.01
+    assert np.array_equal(layer(sf.ones(5)).numpy(), np.ones(5))  # positives pass
+    drop = nn.FeatureAlphaDropout(0.5).train()
+    y = drop(sf.ones(8, 400, 2)).numpy()
+    per_channel = y.reshape(8, 400, 2)
+    assert (per_channel[..., 0] == per_channel[..., 1]).all()  # whole channels share the mask
+    assert repr(nn.FeatureAlphaDropout(0.2)) == repr(torch.nn.FeatureAlphaDropout(0.2))

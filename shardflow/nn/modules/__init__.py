@@ -1,8 +1,10 @@
 """Layer modules (``torch.nn.modules``): one family per file."""
 
 from .activation import *
+from .channelshuffle import *
 from .container import *
 from .conv import *
+from .distance import *
 from .dropout import *
 from .flatten import *
 from .linear import *
