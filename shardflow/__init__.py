@@ -46,7 +46,18 @@ from .autograd.legacy_types import (
     ShortTensor,
     set_default_tensor_type,
 )
-from .autograd.predicates import is_complex, is_floating_point, is_tensor
+from .autograd.predicates import (
+    can_cast,
+    is_complex,
+    is_floating_point,
+    is_nonzero,
+    is_same_size,
+    is_signed,
+    is_tensor,
+    numel,
+    result_type,
+    typename,
+)
 from .backend import (
     bfloat16,
     cuda_is_available,
@@ -67,6 +78,7 @@ from .backend import (
     uint8,
 )
 from .backend import bool_ as bool
+from .backend.info import e, finfo, iinfo, inf, layout, nan, newaxis, pi, strided
 from .backend.memory_format import (
     channels_last,
     channels_last_3d,
@@ -94,6 +106,12 @@ from .distributed import sbp
 from .distributed.parallel_config import parallelize
 from .distributed.placement import placement
 from .jit import compile, compile_step
+from .kernels.threads import (
+    get_num_interop_threads,
+    get_num_threads,
+    set_num_interop_threads,
+    set_num_threads,
+)
 from .ops import *
 from .ops import add, clone, div, mul, neg, reciprocal, sub
 from .quant import dequantize, qint8, qint32, quantize_per_channel, quantize_per_tensor, quint8

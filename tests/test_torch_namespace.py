@@ -402,3 +402,57 @@ def test_a_script_prints_no_numpy_warning_for_ops():
     assert res.returncode == 0, res.stderr
     warned = [line for line in res.stderr.splitlines() if "RuntimeWarning" in line]
     assert len(warned) == 1 and "<string>:5" in warned[0], res.stderr
+
+
+# ---------------------------------------------------------------- gap list: values, info, predicates, methods
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_finfo_matches_torch(dtype):
+    s, t = sf.finfo(getattr(sf, dtype)), torch.finfo(getattr(torch, dtype))
+    for attr in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution"):
+        assert getattr(s, attr) == getattr(t, attr), attr
+    assert s.dtype == t.dtype and sf.finfo().dtype == torch.finfo().dtype
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "int32", "int64"])
+def test_iinfo_matches_torch(dtype):
+    s, t = sf.iinfo(getattr(sf, dtype)), torch.iinfo(getattr(torch, dtype))
+    assert (s.bits, s.max, s.min, s.dtype) == (t.bits, t.max, t.min, t.dtype)
+    with pytest.raises(TypeError, match="iinfo"):
+        sf.finfo(getattr(sf, dtype))
+
+
+def test_constants_layout_threads_and_predicates_match_torch():
+    assert (sf.pi, sf.e, sf.inf, sf.newaxis) == (torch.pi, torch.e, torch.inf, torch.newaxis)
+    assert sf.nan != sf.nan and repr(sf.ones(1).layout) == "shardflow.strided" and sf.ones(1).layout is sf.strided
+    n = sf.get_num_threads()
+    assert n >= 1 and sf.get_num_interop_threads() >= 1
+    sf.set_num_threads(1)
+    assert sf.get_num_threads() == 1
+    sf.set_num_threads(n)
+    with pytest.raises(RuntimeError, match="positive"):
+        sf.set_num_threads(0)
+    a, b = sf.tensor([1], dtype=sf.int32), sf.tensor(2.0)
+    assert str(sf.result_type(a, b)) == "shardflow.float32" and str(torch.result_type(torch.tensor([1], dtype=torch.int32),
+                                                                                       torch.tensor(2.0))) == "torch.float32"
+    for src, dst in [("int32", "float32"), ("float64", "float32"), ("bool", "int8"), ("int64", "bool"), ("float32", "int32")]:
+        assert sf.can_cast(getattr(sf, src), getattr(sf, dst)) == torch.can_cast(getattr(torch, src), getattr(torch, dst))
+    assert sf.typename(sf.ones(1)) == torch.typename(torch.ones(1)) == "torch.FloatTensor"
+    assert sf.numel(sf.ones(2, 3)) == 6 and sf.ones(1).is_nonzero() and not sf.zeros(1).is_nonzero()
+    with pytest.raises(RuntimeError, match="more than one value is ambiguous"):
+        sf.ones(2).is_nonzero()
+    assert sf.ones(2).is_same_size(sf.zeros(2)) and not sf.tensor([1], dtype=sf.uint8).is_signed()
+
+
+def test_tensor_metadata_methods_match_torch():
+    for lib in (sf, torch):
+        x = lib.arange(12.0).reshape(3, 4)
+        assert x[:, 1:].storage_offset() == 1 and x[1].storage_offset() == 4 and x.get_device() == -1
+        assert x.is_pinned() is False and x.is_inference() is False
+        assert tuple(x.H.shape) == (4, 3) and tuple(x.mH.shape) == (4, 3) and (x * 1).output_nr == 0
+        with pytest.raises(RuntimeError, match="Cannot access accelerator device"):
+            x.pin_memory()
+        y = x.clone()
+        y.apply_(lambda v: v * 2)
+        assert y[2, 3].item() == 22.0
+        y.map_(x, lambda a, b: a - b)
+        assert y.sum().item() == x.sum().item()

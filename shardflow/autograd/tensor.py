@@ -243,6 +243,30 @@ class Tensor:
     def mT(self) -> Tensor:
         return OPS["transpose"](self, -2, -1)
 
+    # -- PyTorch metadata properties from the torch-namespace gap list (docs/COMPAT.md) --
+    @property
+    def H(self) -> Tensor:
+        """Conjugate transpose of a matrix (real dtypes: the transpose)."""
+        if self.array.ndim not in (0, 2):
+            raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.array.ndim}-D tensor.")
+        return self.T
+
+    @property
+    def mH(self) -> Tensor:
+        """Conjugate transpose of the last two dims (real dtypes: ``mT``)."""
+        return self.mT
+
+    @property
+    def layout(self):
+        from ..backend.info import strided
+
+        return strided
+
+    @property
+    def output_nr(self) -> int:
+        """Which output of ``grad_fn`` this tensor is."""
+        return self._output_nr
+
     # ------------------------------------------------------------------ conversion
     def numpy(self, *, force: bool = False) -> np.ndarray:
         """The array on the CPU (shares memory when the tensor is on the CPU).

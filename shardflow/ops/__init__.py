@@ -36,3 +36,4 @@ from .search import *
 from .shape import *
 from .shape_extra import *
 from .sort import *
+from .tensor_methods import *
