@@ -112,6 +112,24 @@ from .kernels.threads import (
     set_num_interop_threads,
     set_num_threads,
 )
+from .nn.functional import (  # torch's top-level names for these nn.functional functions
+    bilinear,
+    celu_,
+    channel_shuffle,
+    cosine_similarity,
+    hardshrink,
+    max_pool1d_with_indices,
+    native_channel_shuffle,
+    pairwise_distance,
+    pdist,
+    pixel_shuffle,
+    pixel_unshuffle,
+    prelu,
+    rrelu,
+    rrelu_,
+    threshold,
+    threshold_,
+)
 from .ops import *
 from .ops import add, clone, div, mul, neg, reciprocal, sub
 from .quant import dequantize, qint8, qint32, quantize_per_channel, quantize_per_tensor, quint8
@@ -123,6 +141,13 @@ double = float64
 long = int64
 int = int32
 short = int16
+
+
+
+def constant_pad_nd(input, pad, value=0):
+    """``torch.constant_pad_nd``: ``nn.functional.pad(input, pad, 'constant', value)``."""
+    return nn.functional.pad(input, pad, "constant", value)
+
 
 __version__ = "0.1.0"
 

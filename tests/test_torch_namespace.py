@@ -456,3 +456,21 @@ def test_tensor_metadata_methods_match_torch():
         assert y[2, 3].item() == 22.0
         y.map_(x, lambda a, b: a - b)
         assert y.sum().item() == x.sum().item()
+
+
+def test_top_level_names_of_functional_functions_match_torch():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 8, 3, 3)).astype(np.float32)
+    w = np.array([0.2], np.float32)
+    cases = [
+        lambda m, t: m.pixel_shuffle(t, 2), lambda m, t: m.pixel_unshuffle(m.pixel_shuffle(t, 2), 2),
+        lambda m, t: m.channel_shuffle(t, 2), lambda m, t: m.native_channel_shuffle(t, 4),
+        lambda m, t: m.hardshrink(t, 0.3), lambda m, t: m.prelu(t, m.tensor(w)), lambda m, t: m.rrelu(t),
+        lambda m, t: m.threshold(t, 0.1, -1.0), lambda m, t: m.threshold_(t.clone(), 0.1, -1.0),
+        lambda m, t: m.celu_(t.clone()), lambda m, t: m.constant_pad_nd(t, (1, 2), 0.5),
+        lambda m, t: m.cosine_similarity(t, t.flip(0)), lambda m, t: m.pairwise_distance(t[0, 0], t[1, 0]),
+        lambda m, t: m.pdist(t[0, 0]), lambda m, t: m.max_pool1d_with_indices(t[0], 2)[0],
+        lambda m, t: m.bilinear(t[0, 0], t[1, 0], m.ones(2, 3, 3), m.zeros(2)),
+    ]
+    for f in cases:
+        np.testing.assert_allclose(f(sf, sf.tensor(x)).numpy(), f(torch, torch.tensor(x)).numpy(), rtol=1e-5, atol=1e-6)

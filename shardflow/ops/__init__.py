@@ -27,6 +27,7 @@ from .linalg_ops import *
 from .loss import *
 from .math_extra import *
 from .matmul import *
+from .misc_extra import *
 from .normalization import *
 from .pool import *
 from .reduce import *

@@ -57,6 +57,8 @@ class return_types:  # noqa: N801 - PyTorch's name (torch.return_types)
     cummin = namedtuple("cummin", ["values", "indices"])
     mode = namedtuple("mode", ["values", "indices"])
     slogdet = namedtuple("slogdet", ["sign", "logabsdet"])
+    frexp = namedtuple("frexp", ["mantissa", "exponent"])
+    histogram = namedtuple("histogram", ["hist", "bin_edges"])
 
 
 for _cls in (v for k, v in vars(return_types).items() if not k.startswith("_")):
