@@ -22,7 +22,7 @@ from . import (
     serialization,
     utils,
 )
-from .amp import autocast, get_autocast_dtype, is_autocast_enabled
+from .amp import GradScaler, autocast, get_autocast_dtype, is_autocast_enabled
 from .autograd import (
     Size,
     Tensor,

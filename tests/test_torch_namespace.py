@@ -474,3 +474,30 @@ def test_top_level_names_of_functional_functions_match_torch():
     ]
     for f in cases:
         np.testing.assert_allclose(f(sf, sf.tensor(x)).numpy(), f(torch, torch.tensor(x)).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_gap_list_is_current():
+    """docs/COMPAT.md's gap list names only what torch has and shardflow lacks: building a name
+    fails this test until its entry is deleted (and a name wrongly listed fails it too)."""
+    import re
+
+    root = os.path.dirname(os.path.dirname(sf.__file__))
+    text = open(os.path.join(root, "docs", "COMPAT.md")).read()
+    section = text[text.index("## What shardflow still lacks"):]
+    section = section[section.index("Still missing:"):]
+    bullets = [b for b in section.split("\nDeviation notes")[0].split("\n* ") if ": `" in b]
+    names = [n for b in bullets for n in re.findall(r"`([A-Za-z_][\w.]*)`", b[b.rindex(": `"):])]
+    spaces = {"nn": (torch.nn, sf.nn), "F": (torch.nn.functional, sf.nn.functional), "Tensor": (torch.Tensor, sf.Tensor)}
+    listed, wrong = set(), []
+    for full in names:
+        prefix, _, name = full.rpartition(".")
+        t_ns, s_ns = spaces.get(prefix, (torch, sf))
+        listed.add(full)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            in_torch = hasattr(t_ns, name)
+        in_sf = hasattr(s_ns, name) or (prefix == "Tensor" and name in sf.autograd.dispatch.OPS)
+        if not in_torch or in_sf:
+            wrong.append(full)
+    assert len(listed) > 600
+    assert wrong == [], f"gap list entries that torch lacks or shardflow now has: {wrong}"

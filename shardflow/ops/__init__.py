@@ -3,9 +3,15 @@ every op in the dispatch table that ``Tensor`` methods use.
 
 Files: arithmetic (add/sub/mul/div — the template for a family), elementwise (unary math,
 activations, comparisons, logical, where/clamp/pow), elementwise_extra (rounding, misc),
-reduce, shape, index, matmul (matmul/bmm/einsum/linear), sort (sort/topk/multinomial), loss,
-ctc (ctc_loss), embedding_bag, normalization, attention, conv, pool, sampling (interpolate,
-im2col/col2im), dropout, creation, conversion.
+math_extra (inverse hyperbolics, special functions over special_functions.py, atan2, hypot,
+logaddexp, xlogy ...), reduce, reduce_extra (nansum, cummax, logcumsumexp, quantile ...),
+search (searchsorted, unique, bincount ...), shape, shape_extra (atleast_*, rot90, block_diag
+...), index, index_extra (index_copy, scatter_reduce, masked_scatter), matmul
+(matmul/bmm/einsum/linear), linalg_ops (inverse, det, solve, cross, kron, tensordot, cdist) and
+linalg (``torch.linalg``'s names), diag, sort (sort/topk/multinomial), loss, ctc (ctc_loss),
+embedding_bag, normalization, attention, conv, pool, sampling (interpolate, im2col/col2im),
+grid_sample, dropout, creation, conversion, misc_extra (gcd, trapezoid, windows, *_scatter ...),
+tensor_methods (in-place forms, view changes, ``new``, ``asarray`` ...).
 """
 
 from . import linalg
