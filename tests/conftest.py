@@ -8,13 +8,21 @@ PyTorch's default seed, as a fresh process was before per-process seeds, so a te
 do not depend on which tests ran before it. Rank processes under MPI seed in their scripts.
 
 pytest imports shardflow inside a ``warnings.catch_warnings`` block, which drops the
-warning filter shardflow adds at import (``backend/fp_errors.py``); each test re-adds it.
+warning filter shardflow adds at import (``backend/fp_errors.py``); it is re-added before the
+test loop starts (each test's warning context starts from that list, module-scoped fixtures
+included) and by every test (in case a test replaced the filters).
 """
 
 import pytest
 
 import shardflow
 from shardflow.backend.fp_errors import install_warning_filter
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtestloop(session):
+    install_warning_filter()
+    yield
 
 
 @pytest.fixture(autouse=True)
