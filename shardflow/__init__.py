@@ -27,7 +27,7 @@ from . import (
     special,
     utils,
 )
-from .amp import autocast, get_autocast_dtype, is_autocast_enabled
+from .amp import GradScaler, autocast, get_autocast_dtype, is_autocast_enabled
 from .autograd import (
     Size,
     Tensor,
@@ -38,7 +38,31 @@ from .autograd import (
     set_grad_enabled,
 )
 from .autograd._tensor_str import get_printoptions, set_printoptions
-from .autograd.predicates import is_complex, is_floating_point, is_tensor
+from .autograd.legacy_types import (
+    BFloat16Tensor,
+    BoolTensor,
+    ByteTensor,
+    CharTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    ShortTensor,
+    set_default_tensor_type,
+)
+from .autograd.predicates import (
+    can_cast,
+    is_complex,
+    is_floating_point,
+    is_nonzero,
+    is_same_size,
+    is_signed,
+    is_tensor,
+    numel,
+    result_type,
+    typename,
+)
 from .backend import (
     bfloat16,
     complex64,
@@ -64,6 +88,7 @@ from .backend import (
     uint8,
 )
 from .backend import bool_ as bool
+from .backend.info import e, finfo, iinfo, inf, layout, nan, newaxis, pi, strided
 from .backend.memory_format import (
     channels_last,
     channels_last_3d,
@@ -71,7 +96,15 @@ from .backend.memory_format import (
     memory_format,
     preserve_format,
 )
-from .backend.random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
+from .backend.random import (
+    Generator,
+    default_generator,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    seed,
+    set_rng_state,
+)
 from .backends import (
     are_deterministic_algorithms_enabled,
     get_float32_matmul_precision,
@@ -83,6 +116,30 @@ from .distributed import sbp
 from .distributed.parallel_config import parallelize
 from .distributed.placement import placement
 from .jit import compile, compile_step
+from .kernels.threads import (
+    get_num_interop_threads,
+    get_num_threads,
+    set_num_interop_threads,
+    set_num_threads,
+)
+from .nn.functional import (  # torch's top-level names for these nn.functional functions
+    bilinear,
+    celu_,
+    channel_shuffle,
+    cosine_similarity,
+    hardshrink,
+    max_pool1d_with_indices,
+    native_channel_shuffle,
+    pairwise_distance,
+    pdist,
+    pixel_shuffle,
+    pixel_unshuffle,
+    prelu,
+    rrelu,
+    rrelu_,
+    threshold,
+    threshold_,
+)
 from .ops import *
 from .ops import add, clone, div, mul, neg, reciprocal, sub
 from .quant import dequantize, qint8, qint32, quantize_per_channel, quantize_per_tensor, quint8
@@ -96,6 +153,13 @@ double = float64
 long = int64
 int = int32
 short = int16
+
+
+
+def constant_pad_nd(input, pad, value=0):
+    """``torch.constant_pad_nd``: ``nn.functional.pad(input, pad, 'constant', value)``."""
+    return nn.functional.pad(input, pad, "constant", value)
+
 
 __version__ = "0.1.0"
 

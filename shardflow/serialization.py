@@ -1,16 +1,22 @@
 """``torch.serialization``: ``save`` / ``load`` with PyTorch's signatures, and the safe-globals
-registry for reading PyTorch files.
+registry for reading pickled files.
 
-``save(obj, f)`` writes shardflow's checkpoint format, a safetensors file (``checkpoint/io.py``),
-whatever the file name's suffix; nothing is pickled. ``save(model)`` of a whole ``Module`` is
-refused: pickling a model stores its class by name and runs code at load time, so the
-portable form is ``save(model.state_dict(), f)`` and, to restore, building the model from
-its class and calling ``load_state_dict(load(f))``.
+``save(obj, f)`` writes shardflow's checkpoint format, a safetensors file
+(``checkpoint/io.py``), whatever the file name's suffix, for everything a checkpoint is
+usually made of (dicts, lists, tuples of tensors, arrays, numbers, strings, dtypes): no
+pickle, and PyTorch reads a flat state dict of it with ``safetensors.torch.load_file``.
+What safetensors cannot hold — a whole ``Module`` (``torch.save(model, f)``), a checkpoint
+dict with an ``argparse.Namespace`` in it — is written as PyTorch does, a pickle in
+``torch.save``'s zip format (``checkpoint/pytorch_writer.py``).
 
-``load(f)`` reads the file's first bytes: a zip archive is a PyTorch ``torch.save`` file,
-read by the restricted unpickler in ``checkpoint/pytorch_file.py`` (tensors and plain
-containers only, never arbitrary code; ``weights_only=False`` cannot widen that); anything
-else is a safetensors checkpoint (``checkpoint/io.py``, which also refuses raw pickles).
+``load(f)`` reads the file's first bytes: a zip archive is a ``torch.save`` file (from
+PyTorch or from ``save`` above), read by ``checkpoint/pytorch_file.py``; anything else is a
+safetensors checkpoint (``checkpoint/io.py``, which also refuses raw pickles). A pickle can
+run code when loaded, so, as in PyTorch >= 2.6, ``weights_only=True`` is the default: only
+tensors, plain containers and globals the program allowed with ``add_safe_globals`` /
+``safe_globals`` load. ``weights_only=False`` is the caller's statement that the file is
+trusted: then whole modules load (a PyTorch ``torch.save(model)`` file becomes the
+equivalent shardflow modules, the program's own classes are imported as pickle does).
 PyTorch's pre-1.6 non-zip format is a raw pickle stream and is refused with how to convert it.
 """
 
@@ -21,6 +27,7 @@ import pickle
 
 from .backend import device as _device
 from .checkpoint import io as _io
+from .checkpoint.io import NotPlainDataError
 from .checkpoint.pytorch_file import (
     add_safe_globals,
     clear_safe_globals,
@@ -29,25 +36,31 @@ from .checkpoint.pytorch_file import (
     load_pytorch_file,
     safe_globals,
 )
+from .checkpoint.pytorch_writer import save_pytorch_file
 from .checkpoint.safetensors import CheckpointError
-from .nn import Module
 
 __all__ = ["save", "load", "add_safe_globals", "clear_safe_globals", "get_safe_globals",
            "safe_globals", "CheckpointError"]
 
 def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True,
          _disable_byteorder_record=False, *, metadata: dict[str, str] | None = None) -> None:
-    """Save a state dict (or any nesting of dicts/lists/tuples of tensors, numbers, strings)
-    to path or binary file ``f`` as safetensors. The pickle arguments are accepted for
-    PyTorch compatibility and unused (nothing is pickled)."""
-    if isinstance(obj, Module):
-        raise TypeError(
-            f"shardflow.save does not save whole modules ({type(obj).__name__}): that needs pickle, "
-            "which stores the class by name and runs code when loaded. Save the weights with "
-            "shardflow.save(model.state_dict(), path); to restore, build the model from its class "
-            "and call model.load_state_dict(shardflow.load(path))."
-        )
-    _io.save(obj, f, metadata=metadata)
+    """Save ``obj`` to path or binary file ``f``: a state dict (or any nesting of
+    dicts/lists/tuples of tensors, numbers, strings) as safetensors; anything else (a whole
+    module, an object of the program's own class) as a pickle in ``torch.save``'s format,
+    which ``load`` reads back with ``weights_only=False`` (module docstring). The pickle
+    arguments are accepted for PyTorch compatibility and unused."""
+    try:
+        _io.save(obj, f, metadata=metadata)
+    except NotPlainDataError as not_plain:  # raised before anything was written
+        if metadata:
+            raise TypeError(
+                "metadata= is stored in safetensors checkpoints only, and this object needs pickle "
+                f"({type(obj).__name__}); save its state_dict() to keep metadata"
+            ) from None
+        try:
+            save_pytorch_file(obj, f)  # pickles everything before writing
+        except (pickle.PicklingError, TypeError, AttributeError) as e:
+            raise TypeError(f"{not_plain}; pickling it as torch.save does failed too ({type(e).__name__}: {e})") from None
 
 
 def _read_head(f) -> tuple[bytes, str]:
@@ -75,15 +88,18 @@ def _resolve_cpu_map(map_location):
 
 
 def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args):
-    """Load a shardflow checkpoint or a PyTorch ``torch.save`` zip file (module docstring).
+    """Load a shardflow checkpoint or a ``torch.save`` zip file (module docstring).
 
-    ``map_location``: as ``torch.load`` (device, string, dict or callable). ``weights_only``
-    and ``mmap`` are accepted; loading is always restricted to data."""
+    ``map_location``: as ``torch.load`` (device, string, dict or callable).
+    ``weights_only``: None or True (the default, as PyTorch >= 2.6) loads only data and
+    allowed globals from a pickled file; False trusts the file. ``mmap`` is accepted."""
     if pickle_module is not None and pickle_module is not pickle:
         raise ValueError(
             f"shardflow.load does not take a pickle_module (got {getattr(pickle_module, '__name__', pickle_module)}); "
-            "PyTorch files are read with shardflow's restricted unpickler"
+            "PyTorch files are read with shardflow's own unpickler"
         )
+    if weights_only not in (None, True, False):
+        raise TypeError(f"weights_only must be None, True or False, got {weights_only!r}")
     head, label = _read_head(f)
     if is_pytorch_zip(head):
         if hasattr(f, "read"):
@@ -91,7 +107,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         else:
             with open(os.fspath(f), "rb") as fh:
                 data = fh.read()
-        return load_pytorch_file(data, label, map_location)
+        return load_pytorch_file(data, label, map_location, weights_only=weights_only is not False)
     if len(head) >= 2 and head[0] == 0x80 and 1 <= head[1] <= 5:
         raise CheckpointError(
             f"{label} is a Python pickle stream, not a zip archive (PyTorch's legacy pre-1.6 torch.save "

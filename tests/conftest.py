@@ -1,15 +1,39 @@
-"""Fixtures every test gets."""
+"""Fixtures every test gets.
+
+* Every test starts from the same random state, with NumPy's floating-point warnings from
+  shardflow's ops filtered as a program sees them. shardflow's default generator, like
+  PyTorch's, is seeded from OS entropy in each process (``backend/random.py``), so an unseeded
+  program varies from run to run. Tests must not: each one starts with the default generator
+  seeded with PyTorch's default seed, so a test's draws do not depend on which tests ran before
+  it. Rank processes under MPI seed in their scripts. pytest imports shardflow inside a
+  ``warnings.catch_warnings`` block, which drops the warning filter shardflow adds at import
+  (``backend/fp_errors.py``); it is re-added before the test loop starts and by every test.
+* A test that makes a placement turns the global route on (``route.enable()``: the sbp handler
+  in front of every op); it is turned off when the test ends, so that no later test in the
+  process runs with it (or with its warned-once fallback state). A fixture that keeps a
+  placement for several tests must enable the route again in each (``route.enable()``).
+"""
 
 import pytest
 
+import shardflow
+from shardflow.backend.fp_errors import install_warning_filter
 from shardflow.distributed import route
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtestloop(session):
+    install_warning_filter()
+    yield
+
+
+@pytest.fixture(autouse=True)
+def _seeded_default_generator():
+    shardflow.manual_seed(67280421310721)
+    install_warning_filter()
 
 
 @pytest.fixture(autouse=True)
 def _global_route_ends_with_the_test():
-    """A test that makes a placement turns the global route on (``route.enable()``: the sbp
-    handler in front of every op); turn it off when the test ends, so that no later test in
-    the process runs with it (or with its warned-once fallback state). A fixture that keeps a
-    placement for several tests must enable the route again in each (``route.enable()``)."""
     yield
     route.disable()

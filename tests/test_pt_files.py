@@ -1,10 +1,13 @@
 """Reading PyTorch ``torch.save`` files with ``shardflow.load`` (restricted unpickler: tensors
 and plain containers only), and what ``shardflow.save`` does with what PyTorch would pickle."""
 
+import argparse
 import collections
+import importlib.util
 import io
 import os
 import pickle
+import sys
 import zipfile
 
 import numpy as np
@@ -151,9 +154,9 @@ def test_malicious_pickle_is_refused_before_anything_runs(tmp_path):
     path = _malicious_archive(tmp_path, payload)
     with pytest.raises(CheckpointError, match=r"names the global 'posix.system'.*runs code from the file"):
         sf.load(path)
-    with pytest.raises(CheckpointError):
-        sf.load(path, weights_only=False)  # cannot be widened
-    assert not flag.exists()
+    with pytest.raises(CheckpointError, match="weights_only=False"):
+        sf.load(path, weights_only=True)
+    assert not flag.exists()  # (weights_only=False would run it: the caller's statement of trust)
     # a raw (non-zip) pickle is not even opened as a pickle
     raw = tmp_path / "evil.pkl"
     raw.write_bytes(payload)
@@ -183,12 +186,161 @@ def test_out_of_bounds_tensor_layout_is_refused():
         sf.load(io.BytesIO(bad))
 
 
-def test_whole_module_files_and_saves_are_refused_with_the_fix():
-    data = _torch_bytes(torch.nn.Linear(2, 2))
-    with pytest.raises(CheckpointError, match=r"torch\.nn\.modules\.linear\.Linear.*model\.state_dict\(\)"):
-        sf.load(io.BytesIO(data))
-    with pytest.raises(TypeError, match=r"does not save whole modules.*state_dict.*load_state_dict"):
-        sf.save(sf.nn.Linear(2, 2), io.BytesIO())
+# ---------------------------------------------------------------- whole modules (pickled)
+# PyTorch's word_language_model/model.py, as a program defines it. The shardflow program is
+# the same file with ``import torch...`` changed to ``import shardflow...``.
+_WLM_SOURCE = """
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class RNNModel(nn.Module):
+    def __init__(self, rnn_type, ntoken, ninp, nhid, nlayers, dropout=0.5, tie_weights=False):
+        super().__init__()
+        self.ntoken = ntoken
+        self.drop = nn.Dropout(dropout)
+        self.encoder = nn.Embedding(ntoken, ninp)
+        self.rnn = getattr(nn, rnn_type)(ninp, nhid, nlayers, dropout=dropout)
+        self.decoder = nn.Linear(nhid, ntoken)
+        if tie_weights:
+            self.decoder.weight = self.encoder.weight
+        self.rnn_type, self.nhid, self.nlayers = rnn_type, nhid, nlayers
+
+    def forward(self, input, hidden):
+        emb = self.drop(self.encoder(input))
+        output, hidden = self.rnn(emb, hidden)
+        decoded = self.decoder(self.drop(output)).view(-1, self.ntoken)
+        return F.log_softmax(decoded, dim=1), hidden
+"""
+_WLM_NAME = "sf_test_wlm_model"  # the module path the pickle names, in both programs
+
+
+def _program_module(tmp_path, monkeypatch, lib: str):
+    """Import the model file as module ``_WLM_NAME``, written for ``lib`` (torch or shardflow)."""
+    folder = tmp_path / lib
+    folder.mkdir()
+    path = folder / f"{_WLM_NAME}.py"
+    path.write_text(_WLM_SOURCE.replace("import torch.", f"import {lib}."))
+    spec = importlib.util.spec_from_file_location(_WLM_NAME, path)
+    mod = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, _WLM_NAME, mod)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _wlm_outputs(model, lib, tokens):
+    hidden = tuple(lib.zeros(2, 3, 4) for _ in range(2))
+    out, (h, c) = model(lib.tensor(tokens), hidden)
+    return [t.detach().numpy() for t in (out, h, c)]
+
+
+def test_word_language_model_whole_module_saved_by_torch_loads_with_weights_only_false(tmp_path, monkeypatch):
+    torch.manual_seed(0)
+    tm = _program_module(tmp_path, monkeypatch, "torch").RNNModel("LSTM", 10, 4, 4, 2, tie_weights=True).eval()
+    path = tmp_path / "model.pt"
+    with open(path, "wb") as f:
+        torch.save(tm, f)  # main.py: torch.save(model, f)
+    sf_module = _program_module(tmp_path, monkeypatch, "shardflow")
+    with open(path, "rb") as f:  # the safe default refuses, naming the exact fix
+        with pytest.raises(CheckpointError, match=(
+                rf"model.pt names the global '{_WLM_NAME}.RNNModel' \(a whole model saved with "
+                r"torch.save\(model\)\).*shardflow.load\(path, weights_only=False\).*add_safe_globals")):
+            sf.load(f)
+    with open(path, "rb") as f:
+        sm = sf.load(f, weights_only=False)  # main.py: torch.load(f, weights_only=False)
+    assert type(sm) is sf_module.RNNModel and isinstance(sm.rnn, sf.nn.LSTM)
+    assert sm.decoder.weight is sm.encoder.weight  # the tie survives
+    assert (sm.rnn_type, sm.nhid, sm.nlayers, sm.training) == ("LSTM", 4, 2, False)
+    sm.rnn.flatten_parameters()
+    tokens = np.random.default_rng(0).integers(0, 10, (5, 3))
+    for got, want in zip(_wlm_outputs(sm, sf, tokens), _wlm_outputs(tm, torch, tokens)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert list(sm.state_dict()) == list(tm.state_dict())
+    # it trains on
+    sm.train()
+    loss = sm(sf.tensor(tokens), tuple(sf.zeros(2, 3, 4) for _ in range(2)))[0].mean()
+    loss.backward()
+    assert sm.encoder.weight.grad is not None and sm.rnn.weight_hh_l1.grad is not None
+
+
+def test_allow_listed_classes_load_a_whole_module_with_weights_only_true(tmp_path, monkeypatch):
+    tm = _program_module(tmp_path, monkeypatch, "torch").RNNModel("GRU", 10, 4, 4, 2)
+    data = _torch_bytes(tm)
+    prog = _program_module(tmp_path, monkeypatch, "shardflow")
+    needed = [prog.RNNModel, sf.nn.Dropout, sf.nn.Embedding, sf.nn.GRU]
+    with sf.serialization.safe_globals(needed):  # Linear is missing: named in the error
+        with pytest.raises(CheckpointError, match=r"'torch.nn.modules.linear.Linear'.*add_safe_globals\(\[shardflow.nn.Linear"):
+            sf.load(io.BytesIO(data))
+    with sf.serialization.safe_globals(needed + [sf.nn.Linear]):
+        sm = sf.load(io.BytesIO(data), weights_only=True)
+    assert type(sm) is prog.RNNModel and isinstance(sm.rnn, sf.nn.GRU)
+    for k, v in tm.state_dict().items():
+        np.testing.assert_array_equal(sm.state_dict()[k].numpy(), v.numpy())
+    sf.serialization.add_safe_globals(needed + [sf.nn.Linear])
+    try:
+        assert type(sf.load(io.BytesIO(data))) is prog.RNNModel
+    finally:
+        sf.serialization.clear_safe_globals()
+
+
+def test_shardflow_saves_a_whole_module_as_torch_does(tmp_path, monkeypatch):
+    prog = _program_module(tmp_path, monkeypatch, "shardflow")
+    sf.manual_seed(0)
+    model = prog.RNNModel("LSTM", 10, 4, 4, 2, tie_weights=True).eval()
+    path = tmp_path / "model.pt"
+    sf.save(model, path)  # a pickle in torch.save's zip format
+    assert path.read_bytes()[:4] == b"PK\x03\x04"
+    with pytest.raises(CheckpointError, match="weights_only=False"):
+        sf.load(path)
+    back = sf.load(path, weights_only=False)
+    assert type(back) is prog.RNNModel and back.decoder.weight is back.encoder.weight
+    tokens = np.random.default_rng(1).integers(0, 10, (5, 3))
+    for got, want in zip(_wlm_outputs(back, sf, tokens), _wlm_outputs(model, sf, tokens)):
+        np.testing.assert_array_equal(got, want)
+    with sf.serialization.safe_globals([prog.RNNModel, sf.nn.Dropout, sf.nn.Embedding, sf.nn.LSTM, sf.nn.Linear]):
+        assert type(sf.load(path)) is prog.RNNModel
+
+
+@pytest.mark.parametrize("make, shape", [
+    (lambda: torch.nn.Sequential(torch.nn.Conv2d(2, 3, 3, padding=1), torch.nn.BatchNorm2d(3), torch.nn.ReLU(),
+                                 torch.nn.MaxPool2d(2), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten()), (2, 2, 4, 4)),
+    (lambda: torch.nn.LSTM(4, 3, num_layers=2, bidirectional=True, batch_first=True), (2, 5, 4)),
+    (lambda: torch.nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0, activation="gelu", batch_first=True), (2, 3, 4)),
+    (lambda: torch.nn.ModuleDict({"a": torch.nn.Linear(4, 2), "n": torch.nn.LayerNorm(2)}), (3, 4)),
+], ids=["cnn", "lstm", "transformer_gelu", "moduledict"])
+def test_torch_modules_saved_whole_load_as_the_shardflow_modules(make, shape):
+    torch.manual_seed(0)
+    tm = make().eval()
+    sm = sf.load(io.BytesIO(_torch_bytes(tm)), weights_only=False).eval()
+    assert type(sm).__name__ == type(tm).__name__ and type(sm).__module__.startswith("shardflow.nn")
+    x = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
+    if isinstance(tm, torch.nn.ModuleDict):
+        want = tm["n"](tm["a"](torch.tensor(x)))
+        got = sm["n"](sm["a"](sf.tensor(x)))
+    else:
+        want, got = tm(torch.tensor(x)), sm(sf.tensor(x))
+    if isinstance(want, tuple):
+        want, got = want[0], got[0]
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_checkpoint_with_a_non_tensor_object_is_pickled_and_torch_reads_it(tmp_path):
+    ck = {"model": {"w": sf.ones(2, 3, dtype=sf.bfloat16)}, "p": sf.nn.Parameter(sf.zeros(2)),
+          "args": argparse.Namespace(lr=0.1, model="LSTM"), "dtype": sf.float16, "shape": sf.Size([2, 3])}
+    path = tmp_path / "ckpt.pt"
+    sf.save(ck, path)
+    t = torch.load(path, weights_only=False)  # PyTorch reads shardflow's pickled file
+    assert t["args"] == ck["args"] and t["dtype"] == torch.float16 and t["shape"] == torch.Size([2, 3])
+    assert t["model"]["w"].dtype == torch.bfloat16 and isinstance(t["p"], torch.nn.Parameter)
+    with pytest.raises(CheckpointError, match="argparse.Namespace.*weights_only=False"):
+        sf.load(path)
+    back = sf.load(path, weights_only=False)
+    assert back["args"] == ck["args"] and back["dtype"] is sf.float16 and back["shape"] == (2, 3)
+    assert isinstance(back["p"], sf.nn.Parameter) and back["model"]["w"].dtype == sf.bfloat16
+    with pytest.raises(TypeError, match="metadata= is stored in safetensors"):
+        sf.save(ck, tmp_path / "x.pt", metadata={"a": "b"})
+    with pytest.raises(RuntimeError, match="non-leaf tensor which requires_grad"):
+        sf.save({"x": sf.ones(2, requires_grad=True) * 2, "o": object()}, tmp_path / "y.pt")
 
 
 def test_add_safe_globals_allows_a_trusted_global():

@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend import get_array_module
+from ..backend.fp_errors import enter_quiet, exit_quiet
 from .function import Function
 
 
@@ -42,15 +43,19 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, capture=None):
     leaf Tensor. When given, gradients reaching those keys are stored there and leaves'
     ``.grad`` is left untouched (``autograd.grad``).
     """
-    grads, roots = _seed_roots(tensors, grad_tensors, capture)
-    deps = _collect_dependencies(roots)
-    ready = [fn for fn in dict.fromkeys(roots) if deps.get(fn, 0) == 0]
-    while ready:
-        fn = ready.pop()
-        in_grads = _backward_node(fn, grads.pop(fn, None), capture)
-        if not retain_graph:
-            fn.release()
-        _send_gradients(fn, in_grads, grads, deps, ready, capture)
+    token = enter_quiet()  # NumPy's FP warnings off for the whole pass (backend/fp_errors.py)
+    try:
+        grads, roots = _seed_roots(tensors, grad_tensors, capture)
+        deps = _collect_dependencies(roots)
+        ready = [fn for fn in dict.fromkeys(roots) if deps.get(fn, 0) == 0]
+        while ready:
+            fn = ready.pop()
+            in_grads = _backward_node(fn, grads.pop(fn, None), capture)
+            if not retain_graph:
+                fn.release()
+            _send_gradients(fn, in_grads, grads, deps, ready, capture)
+    finally:
+        exit_quiet(token)
 
 
 def _seed_roots(tensors, grad_tensors, capture):

@@ -25,7 +25,7 @@ from ..backend import CPU, as_dtype, device_of, dtypes, from_numpy_dtype, is_dev
 from ..backend import shared_memory as shm
 from ..backend.layout import strided
 from ..backend.meta import MetaArray
-from . import _tensor_str, grad_mode
+from . import _tensor_str, grad_mode, legacy_types
 from .dispatch import OPS
 
 
@@ -67,9 +67,13 @@ class Tensor:
 
     __array_priority__ = 1000  # numpy scalars/arrays defer to our reflected operators
 
-    def __init__(self, data=None, *, dtype=None, requires_grad: bool = False):
+    def __init__(self, data=None, *sizes, dtype=None, requires_grad: bool = False):
         if data is None:
             data = np.empty((0,), dtype=np.float32)
+        elif sizes or type(data) is int or type(data) is Size:  # torch.Tensor(2, 3): sizes
+            data = legacy_types.uninitialized(data, sizes, dtype)
+        elif dtype is None and type(data) in (list, tuple):
+            dtype = dtypes.get_default_dtype()  # torch.Tensor([1, 2]) is a float tensor
         arr = _as_array(data, dtype)
         self.array = arr
         self.requires_grad = bool(requires_grad)
@@ -260,6 +264,30 @@ class Tensor:
     def mT(self) -> Tensor:
         return OPS["transpose"](self, -2, -1)
 
+    # -- PyTorch metadata properties from the torch-namespace gap list (docs/COMPAT.md) --
+    @property
+    def H(self) -> Tensor:
+        """Conjugate transpose of a matrix (real dtypes: the transpose)."""
+        if self.array.ndim not in (0, 2):
+            raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.array.ndim}-D tensor.")
+        return self.T
+
+    @property
+    def mH(self) -> Tensor:
+        """Conjugate transpose of the last two dims (real dtypes: ``mT``)."""
+        return self.mT
+
+    @property
+    def layout(self):
+        from ..backend.info import strided
+
+        return strided
+
+    @property
+    def output_nr(self) -> int:
+        """Which output of ``grad_fn`` this tensor is."""
+        return self._output_nr
+
     # ------------------------------------------------------------------ conversion
     def numpy(self, *, force: bool = False) -> np.ndarray:
         """The array on the CPU (shares memory when the tensor is on the CPU).
@@ -386,10 +414,13 @@ class Tensor:
             out = self.clone()
         return out
 
-    def type(self, dtype=None):
+    def type(self, dtype=None, non_blocking: bool = False):
+        """PyTorch's ``x.type()`` string (``'torch.FloatTensor'``), or a copy converted to a
+        dtype / legacy type / type name (``legacy_types.py``)."""
         if dtype is None:
-            return f"shardflow.{type(self).__name__}"
-        return self.to(dtype)
+            return legacy_types.tensor_type_name(self)
+        dt, dev = legacy_types.resolve_tensor_type(dtype)
+        return self.to(dt) if dev is None else self.to(dev, dt)
 
     def float(self):
         return self.to(dtypes.float32)

@@ -24,6 +24,7 @@ from .dtypes import (
     set_default_dtype,
     uint8,
 )
+from .fp_errors import install_warning_filter
 from .layout import layout, sparse_coo, strided
 from .memory import tune_allocator
 from .xp import (
@@ -35,3 +36,7 @@ from .xp import (
     to_device,
     xp_for,
 )
+
+# The one process-wide effect of importing shardflow: NumPy's floating-point warnings raised
+# from shardflow's own modules are ignored, as PyTorch is silent (see fp_errors.py).
+install_warning_filter()

@@ -102,6 +102,8 @@ def as_dtype(d) -> dtype:
         return bool_
     if d is complex:
         return get_default_complex_dtype()
+    if isinstance(getattr(d, "dtype", None), dtype) and isinstance(d, type):
+        return d.dtype  # a legacy tensor type (FloatTensor: autograd/legacy_types.py)
     if isinstance(d, str):
         try:
             return _BY_NAME[d.removeprefix("torch.").removeprefix("shardflow.")]

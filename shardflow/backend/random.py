@@ -3,6 +3,13 @@
 A ``Generator`` wraps NumPy's PCG64 bit generator. Its state is a small uint8 array (so a
 checkpoint can store it as a tensor) and restoring it replays the same stream, which is
 what resuming a run and activation-checkpoint recomputation rely on.
+
+Seeds follow PyTorch: a ``Generator()`` the program makes starts from PyTorch's fixed
+default seed 67280421310721, while the default generator (``shardflow.rand``, layer
+initialisation, dropout, shuffling) starts from a fresh seed drawn from the operating
+system's entropy in every process, so an unseeded program varies from run to run and
+``initial_seed()`` reports the seed drawn; ``manual_seed(s)`` makes it repeat. The draw
+happens at the generator's first use, not at import.
 """
 
 from __future__ import annotations
@@ -16,8 +23,14 @@ class Generator:
     """``shardflow.Generator()``; ``manual_seed(s)`` returns self, like PyTorch's."""
 
     def __init__(self, device="cpu"):
-        self._seed = 67280421310721  # PyTorch's default seed, for familiarity
-        self._rng = np.random.Generator(np.random.PCG64(self._seed))
+        self.manual_seed(67280421310721)  # PyTorch's seed for a new Generator
+
+    @classmethod
+    def _from_entropy(cls) -> Generator:
+        """A generator seeded from OS entropy at its first use (the default generator)."""
+        g = cls.__new__(cls)
+        g._seed = g._rng = None
+        return g
 
     def manual_seed(self, seed: int) -> Generator:
         seed = int(seed)
@@ -33,14 +46,20 @@ class Generator:
         return s
 
     def initial_seed(self) -> int:
+        if self._rng is None:
+            self.seed()
         return self._seed
 
     @property
     def numpy(self) -> np.random.Generator:
-        return self._rng
+        rng = self._rng
+        if rng is None:
+            self.seed()
+            rng = self._rng
+        return rng
 
     def get_state(self) -> np.ndarray:
-        state = {"seed": self._seed, "bit_generator": self._rng.bit_generator.state}
+        state = {"seed": self.initial_seed(), "bit_generator": self.numpy.bit_generator.state}
         return np.frombuffer(json.dumps(state).encode(), dtype=np.uint8).copy()
 
     def set_state(self, state) -> Generator:
@@ -56,7 +75,7 @@ class Generator:
         return self
 
 
-default_generator = Generator()
+default_generator = Generator._from_entropy()
 
 
 def manual_seed(seed: int) -> Generator:

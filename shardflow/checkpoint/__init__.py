@@ -1,5 +1,7 @@
 """Checkpoints (layer L5): safetensors files with the nested structure in the header
-metadata, atomic writes, and refusal of pickle / truncated / corrupt files.
+metadata, atomic writes, and refusal of raw pickle / truncated / corrupt files; PyTorch's
+``torch.save`` zip format read (``pytorch_file.py``, weights only unless trusted) and written
+for what safetensors cannot hold (``pytorch_writer.py``).
 
 ``shardflow.save(obj, path)`` / ``shardflow.load(path)``; ``save_file`` / ``load_file`` /
 ``save_model`` / ``load_model`` as in ``safetensors.torch``. See ``io.py``. Atomic writes

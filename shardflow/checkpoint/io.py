@@ -37,9 +37,14 @@ from . import safetensors as st
 from .safetensors import CheckpointError
 
 __all__ = ["save", "load", "save_file", "load_file", "save_model", "load_model",
-           "find_latest", "scan_checkpoints", "CheckpointError", "CheckpointSkippedWarning"]
+           "find_latest", "scan_checkpoints", "CheckpointError", "CheckpointSkippedWarning",
+           "NotPlainDataError"]
 
 _FORMAT = "shardflow.checkpoint/1"
+
+
+class NotPlainDataError(TypeError):
+    """``save`` met a value a safetensors checkpoint cannot hold (raised before writing)."""
 
 
 def _esc(k: str) -> str:
@@ -57,7 +62,7 @@ def _key(k):
         return {"f": k}
     if k is None:
         return {"n": None}
-    raise TypeError(f"cannot save a dict key of type {type(k).__name__} ({k!r}); use str or int keys")
+    raise NotPlainDataError(f"cannot save a dict key of type {type(k).__name__} ({k!r}); use str or int keys")
 
 
 def _unkey(k):
@@ -74,7 +79,7 @@ def _flatten(obj, path: list[str], arrays: dict):
         return {"T": name}
     if isinstance(obj, np.ndarray):
         if obj.dtype.kind in "OSU":
-            raise TypeError(f"cannot save a NumPy array of dtype {obj.dtype} at {name!r}")
+            raise NotPlainDataError(f"cannot save a NumPy array of dtype {obj.dtype} at {name!r}")
         arrays[name] = obj
         return {"A": name}
     if obj is None or isinstance(obj, bool | str):
@@ -100,7 +105,7 @@ def _flatten(obj, path: list[str], arrays: dict):
         return {"U": [_flatten(v, path + [str(i)], arrays) for i, v in enumerate(obj)]}
     if isinstance(obj, list):
         return [_flatten(v, path + [str(i)], arrays) for i, v in enumerate(obj)]
-    raise TypeError(
+    raise NotPlainDataError(
         f"cannot save an object of type {type(obj).__name__} at {name!r}: a checkpoint holds "
         "tensors, arrays, numbers, strings, None, dtypes, lists, tuples and dicts (no pickle); "
         "convert it to one of those, e.g. call its state_dict()"

@@ -1,10 +1,11 @@
-"""Reading PyTorch ``.pt`` files (``torch.save``'s zip format) without running their code.
+"""Reading PyTorch ``.pt`` files (``torch.save``'s zip format).
 
 A ``torch.save`` file is a zip archive: ``<root>/data.pkl`` is a pickle of the saved object,
 ``<root>/data/<key>`` holds the raw bytes of each storage, ``<root>/byteorder`` says
-``little`` or ``big``. Unpickling normally imports and calls whatever the pickle names, so
-a ``.pt`` file from a stranger can run any code. This reader unpickles with an allow-list
-(``_RestrictedUnpickler.find_class``): every global the pickle names must be one of
+``little`` or ``big``. Unpickling imports and calls whatever the pickle names, so a ``.pt``
+file from a stranger can run any code. As in PyTorch >= 2.6, ``weights_only=True`` is the
+default, and then this reader unpickles with an allow-list (``_Unpickler.find_class``):
+every global the pickle names must be one of
 
 * PyTorch's tensor rebuild functions (``torch._utils._rebuild_tensor_v2``,
   ``_rebuild_tensor``, ``_rebuild_parameter``, ``_rebuild_parameter_with_state``), the
@@ -13,16 +14,27 @@ a ``.pt`` file from a stranger can run any code. This reader unpickles with an a
   builds shardflow objects, never to PyTorch itself (PyTorch need not be installed);
 * ``collections.OrderedDict``, ``set``, ``frozenset`` and ``_codecs.encode`` (how protocol
   2 stores bytes);
-* or a global the user allowed with ``add_safe_globals`` (as ``torch.serialization``).
+* or a global the user allowed with ``add_safe_globals`` / ``safe_globals`` (as
+  ``torch.serialization``). A PyTorch name in the file is allowed when the shardflow object
+  it maps to is (``torch_names.py``): ``add_safe_globals([nn.Linear])`` allows the file's
+  ``torch.nn.modules.linear.Linear``, as PyTorch allows it for ``torch.nn.Linear``.
 
 Anything else (a model class from ``torch.save(model)``, ``os.system`` in a malicious
-file) raises ``CheckpointError`` naming the global, before it is imported or called. Plain
-containers, numbers, strings, bools and None need no globals. Storage references
-(persistent ids ``('storage', type, key, location, numel)``) are read from the archive and
-checked: the record must exist and hold exactly ``numel`` elements, and every tensor's
-offset, sizes and strides must stay inside its storage. Each tensor is copied out of its
-storage, so tensors that shared a storage in the file (views, tied weights) load as
-separate tensors with equal values.
+file) raises ``CheckpointError`` naming the global and the two fixes, before it is
+imported or called. Plain containers, numbers, strings, bools and None need no globals.
+
+``weights_only=False`` is PyTorch's explicit opt-in to trust the file: every global is
+resolved — PyTorch's names to their shardflow counterparts (``torch_names.py``; a
+PyTorch name shardflow lacks is named in the error), any other name imported as
+``pickle`` would (the program's own model class) — so a whole module saved with
+``torch.save(model)`` loads as a shardflow module (``torch_names.restore_module``).
+
+Storage references (persistent ids ``('storage', type, key, location, numel)``) are read
+from the archive and checked: the record must exist and hold exactly ``numel`` elements,
+and every tensor's offset, sizes and strides must stay inside its storage. Each tensor is
+copied out of its storage, so tensors that shared a storage in the file (views) load as
+separate tensors with equal values; one tensor object referenced twice (tied weights)
+stays one object.
 
 ``map_location`` follows ``torch.load``: None keeps each storage's saved location (a CUDA
 location without CUDA raises PyTorch's error and its fix); a device or string sends every
@@ -46,7 +58,9 @@ from ..autograd import Size
 from ..autograd.tensor import _wrap
 from ..backend import as_dtype, cuda_is_available, to_device
 from ..backend import device as _device
+from ..nn.module import Module
 from .safetensors import CheckpointError
+from .torch_names import is_torch_name, restore_module, shardflow_global
 
 __all__ = ["load_pytorch_file", "is_pytorch_zip", "add_safe_globals", "clear_safe_globals",
            "get_safe_globals", "safe_globals"]
@@ -195,33 +209,63 @@ def _allowed_global(module: str, name: str):
         return {"set": set, "frozenset": frozenset}[name]
     if (module, name) == ("_codecs", "encode"):
         return _codecs_encode
-    return _user_globals.get(f"{module}.{name}")
+    return None
 
 
-class _RestrictedUnpickler(pickle._Unpickler):
+def _user_allowed(module: str, name: str):
+    """A global the user allowed: by its name, or a PyTorch name whose shardflow object is
+    allowed (``torch.nn.modules.linear.Linear`` when ``nn.Linear`` is)."""
+    obj = _user_globals.get(f"{module}.{name}")
+    if obj is None and is_torch_name(module):
+        mapped = shardflow_global(module, name)
+        if mapped is not None and any(mapped is o for o in _user_globals.values()):
+            obj = mapped
+    return obj
+
+
+def _suggestion(module: str, name: str) -> str:
+    """How the user names ``module.name`` in add_safe_globals."""
+    if is_torch_name(module):
+        mapped = shardflow_global(module, name)
+        if mapped is not None:
+            where = "nn.functional" if module in ("torch.nn.functional", "torch._C._nn") else (
+                "nn" if isinstance(mapped, type) else "")
+            return f"shardflow.{where + '.' if where else ''}{name}"
+    return f"{module}.{name}"
+
+
+class _Unpickler(pickle._Unpickler):
     """The pure-Python unpickler (its opcode table can be extended; the pickle of a state
-    dict is small, the tensor bytes are separate records) with restricted globals, storage
-    ids and BUILD."""
+    dict is small, the tensor bytes are separate records) with PyTorch's globals mapped to
+    shardflow, storage ids read from the archive, and — with ``weights_only`` — restricted
+    globals and BUILD (module docstring)."""
 
     dispatch = dict(pickle._Unpickler.dispatch)
 
-    def __init__(self, data: bytes, read_record, label: str, map_location, byteorder: str):
+    def __init__(self, data: bytes, read_record, label: str, map_location, byteorder: str,
+                 weights_only: bool = True):
         super().__init__(io.BytesIO(data))
         self._read_record, self._label, self._map = read_record, label, map_location
-        self._byteorder = byteorder
+        self._byteorder, self._weights_only = byteorder, weights_only
         self._storages: dict[str, _Storage] = {}
 
     def load_build(self):
-        # BUILD sets attributes on the object below it. Allowed only on data objects: an
-        # OrderedDict (a state dict's ``_metadata``) or an instance of a user-allowed class;
-        # never on a class or function (that would patch shardflow or the standard library).
+        # BUILD sets attributes on the object below it. With weights_only it is allowed only
+        # on data objects: an OrderedDict (a state dict's ``_metadata``) or an instance of a
+        # user-allowed class; never on a class or function (that would patch shardflow or the
+        # standard library). A shardflow Module gets PyTorch's or shardflow's module state.
         inst = self.stack[-2]
-        allowed = {id(o) for o in _user_globals.values()}
-        if not (type(inst) is collections.OrderedDict or id(type(inst)) in allowed):
-            raise CheckpointError(
-                f"{self._label}: the pickle sets the state of a {type(inst).__name__}, which shardflow "
-                "does not allow (only OrderedDicts and objects of classes given to add_safe_globals)"
-            )
+        if self._weights_only:
+            allowed = {id(o) for o in _user_globals.values()}
+            if not (type(inst) is collections.OrderedDict or id(type(inst)) in allowed):
+                raise CheckpointError(
+                    f"{self._label}: the pickle sets the state of a {type(inst).__name__}, which "
+                    "weights_only=True does not allow (only OrderedDicts and objects of classes given "
+                    "to add_safe_globals)"
+                )
+        if isinstance(inst, Module):
+            restore_module(inst, self.stack.pop())
+            return
         super().load_build()
 
     dispatch[pickle.BUILD[0]] = load_build
@@ -233,20 +277,28 @@ class _RestrictedUnpickler(pickle._Unpickler):
             module = _compat_pickle.IMPORT_MAPPING[module]
         obj = _allowed_global(module, name)
         if obj is None:
-            what = f"{module}.{name}"
-            hint = (
-                " (a whole model saved with torch.save(model)? In PyTorch save model.state_dict() "
-                "instead, and load that into the shardflow model with load_state_dict)"
-                if name[:1].isupper() else ""
-            )
-            raise CheckpointError(
-                f"{self._label} names the global {what!r}, which shardflow does not load{hint}. "
-                "shardflow reads only tensors, numbers, strings and plain containers from PyTorch "
-                "files, because unpickling anything else runs code from the file (weights_only=False "
-                "does not change this). If you trust the file and that object, allow it with "
-                f"shardflow.serialization.add_safe_globals([(obj, {what!r})])."
-            )
-        return obj
+            obj = _user_allowed(module, name)
+        if obj is not None:
+            return obj
+        what = f"{module}.{name}"
+        if not self._weights_only:  # the caller trusts the file: resolve like pickle
+            if not is_torch_name(module):
+                return super().find_class(module, name)
+            obj = shardflow_global(module, name)
+            if obj is None:
+                raise CheckpointError(
+                    f"{self._label} names PyTorch's {what!r}, which has no shardflow counterpart; "
+                    "save the object's state (e.g. its state_dict()) in PyTorch instead of the object"
+                )
+            return obj
+        hint = " (a whole model saved with torch.save(model))" if name[:1].isupper() else ""
+        raise CheckpointError(
+            f"{self._label} names the global {what!r}{hint}, which weights_only=True (the default, as "
+            "in PyTorch >= 2.6) does not load: unpickling it runs code from the file. If you trust "
+            "the file, load it with shardflow.load(path, weights_only=False); or allow what it "
+            f"needs: shardflow.serialization.add_safe_globals([{_suggestion(module, name)}, ...]) "
+            "(or `with shardflow.serialization.safe_globals([...]):`), as in PyTorch."
+        )
 
     def persistent_load(self, pid):
         if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"
@@ -301,7 +353,7 @@ def is_pytorch_zip(head: bytes) -> bool:
     return head[:4] == b"PK\x03\x04"
 
 
-def load_pytorch_file(data: bytes, label: str, map_location=None):
+def load_pytorch_file(data: bytes, label: str, map_location=None, weights_only: bool = True):
     """Load a ``torch.save`` zip archive given as ``data`` (see the module docstring)."""
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
@@ -329,10 +381,17 @@ def load_pytorch_file(data: bytes, label: str, map_location=None):
             raise CheckpointError(f"{label} is corrupt: storage record {key!r} is missing")
         return zf.read(name)
 
-    unpickler = _RestrictedUnpickler(zf.read(pkls[0]), read_record, label, map_location, byteorder)
+    unpickler = _Unpickler(zf.read(pkls[0]), read_record, label, map_location, byteorder, weights_only)
     try:
         return unpickler.load()
     except (CheckpointError, RuntimeError):
         raise
+    except (ImportError, AttributeError) as e:
+        if weights_only:
+            raise CheckpointError(f"{label}: cannot read its pickle ({type(e).__name__}: {e})") from None
+        raise type(e)(
+            f"{label} names a class or function that cannot be found ({e}); a pickled object is "
+            "loaded by its class's module path, so import or define it where the saving program did"
+        ) from e
     except Exception as e:  # truncated or malformed pickle
         raise CheckpointError(f"{label}: cannot read its pickle ({type(e).__name__}: {e})") from None

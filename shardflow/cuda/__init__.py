@@ -16,14 +16,27 @@ answers are those of a CPU-only PyTorch build:
   whose message says how to run on the CPU instead.
 
 With a GPU they answer through CuPy. ``cuda.amp`` holds PyTorch's deprecated
-``torch.cuda.amp`` names.
+``torch.cuda.amp`` names. The legacy types ``cuda.FloatTensor`` ... construct CUDA tensors
+and match them in ``isinstance`` (``autograd/legacy_types.py``).
 """
 
 from __future__ import annotations
 
 from .. import accelerator as _acc
+from ..autograd.legacy_types import CUDA_TYPES as _CUDA_TYPES
 from ..backend.xp import cuda_is_available, cupy
 from . import amp
+
+FloatTensor = _CUDA_TYPES["FloatTensor"]
+DoubleTensor = _CUDA_TYPES["DoubleTensor"]
+HalfTensor = _CUDA_TYPES["HalfTensor"]
+BFloat16Tensor = _CUDA_TYPES["BFloat16Tensor"]
+ByteTensor = _CUDA_TYPES["ByteTensor"]
+CharTensor = _CUDA_TYPES["CharTensor"]
+ShortTensor = _CUDA_TYPES["ShortTensor"]
+IntTensor = _CUDA_TYPES["IntTensor"]
+LongTensor = _CUDA_TYPES["LongTensor"]
+BoolTensor = _CUDA_TYPES["BoolTensor"]
 
 __all__ = [
     "is_available", "device_count", "current_device", "set_device", "get_device_name",
@@ -31,7 +44,7 @@ __all__ = [
     "manual_seed", "manual_seed_all", "seed", "seed_all", "is_bf16_supported",
     "is_initialized", "memory_allocated", "max_memory_allocated", "memory_reserved",
     "max_memory_reserved", "reset_peak_memory_stats", "mem_get_info", "device", "amp",
-    "CudaNotAvailableError",
+    "CudaNotAvailableError", *_CUDA_TYPES,
 ]
 
 

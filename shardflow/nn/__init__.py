@@ -8,5 +8,5 @@ traversal, validated in-place ``load_state_dict``).
 from . import attention, functional, init, modules, parallel, utils
 from .module import Module
 from .modules import *
-from .parallel import SyncBatchNorm
+from .parallel import DataParallel, SyncBatchNorm
 from .parameter import Buffer, Parameter

@@ -25,7 +25,8 @@ __all__ = [
     # losses
     "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
-    "cosine_embedding_loss", "margin_ranking_loss",
+    "cosine_embedding_loss", "margin_ranking_loss", "ctc_loss", "triplet_margin_loss",
+    "triplet_margin_with_distance_loss",
     # normalisation
     "layer_norm", "batch_norm", "group_norm", "instance_norm", "rms_norm", "normalize",
     # dropout
@@ -34,10 +35,11 @@ __all__ = [
     "scaled_dot_product_attention", "multi_head_attention_forward",
     # conv / pool
     "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
-    "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
-    "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "unfold", "fold",
+    "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
+    "adaptive_max_pool2d", "adaptive_max_pool3d", "unfold", "fold",
     # linear / embedding / misc
-    "linear", "bilinear", "embedding", "pad", "one_hot", "cosine_similarity",
+    "linear", "bilinear", "embedding", "embedding_bag", "pad", "one_hot", "cosine_similarity",
     "pairwise_distance", "interpolate", "pixel_shuffle", "pixel_unshuffle",
 ]
 
@@ -314,6 +316,12 @@ def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean
     return _op("kl_div")(input, target, reduction=reduction)
 
 
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0, reduction: str = "mean",
+             zero_infinity: bool = False) -> Tensor:
+    """Connectionist Temporal Classification loss (``shardflow/ops/ctc.py``)."""
+    return _op("ctc_loss")(log_probs, targets, input_lengths, target_lengths, blank, reduction, zero_infinity)
+
+
 def _reduce(x: Tensor, reduction: str) -> Tensor:
     if reduction == "mean":
         return x.mean()
@@ -332,6 +340,43 @@ def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, size_aver
     neg = _op("clamp")(cos - margin, 0.0, None)
     loss = _op("where")(target == 1, pos, neg)
     return _reduce(loss, _reduction(size_average, reduce, reduction))
+
+
+def _check_triplet_dims(anchor, positive, negative, op: str) -> None:
+    dims = (anchor.ndim, positive.ndim, negative.ndim)
+    if len(set(dims)) != 1:
+        raise RuntimeError(
+            f"{op}: The anchor, positive, and negative tensors are expected to have the same number of "
+            f"dimensions, but got: anchor {dims[0]}D, positive {dims[1]}D, and negative {dims[2]}D inputs"
+        )
+
+
+def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2, eps: float = 1e-6,
+                        swap: bool = False, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
+    """``max(d(a, p) - d(a, n) + margin, 0)`` with ``d`` the ``p``-norm ``pairwise_distance``;
+    ``swap`` uses ``min(d(a, n), d(p, n))`` as the negative distance."""
+    _check_triplet_dims(anchor, positive, negative, "triplet_margin_loss")
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = _op("minimum")(d_neg, pairwise_distance(positive, negative, p, eps))
+    loss = _op("clamp")(margin + d_pos - d_neg, 0.0, None)
+    return _reduce(loss, _reduction(size_average, reduce, reduction))
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin: float = 1.0,
+                                      swap: bool = False, reduction: str = "mean") -> Tensor:
+    """``triplet_margin_loss`` with any ``distance_function(x1, x2)`` (default
+    ``pairwise_distance``)."""
+    _check_triplet_dims(anchor, positive, negative, "triplet_margin_with_distance_loss")
+    if margin <= 0:
+        raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got {margin} instead")
+    dist = distance_function if distance_function is not None else pairwise_distance
+    d_pos, d_neg = dist(anchor, positive), dist(anchor, negative)
+    if swap:
+        d_neg = _op("minimum")(d_neg, dist(positive, negative))
+    loss = _op("clamp")(margin + d_pos - d_neg, 0.0, None)
+    return _reduce(loss, reduction)
 
 
 def margin_ranking_loss(input1, input2, target, margin: float = 0.0, size_average=None,
@@ -645,6 +690,12 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                              return_indices=return_indices)
 
 
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+               return_indices: bool = False):
+    return _op("max_pool3d")(input, kernel_size, stride, padding, dilation, ceil_mode=ceil_mode,
+                             return_indices=return_indices)
+
+
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                count_include_pad: bool = True) -> Tensor:
     return _op("avg_pool1d")(input, kernel_size, stride, padding, ceil_mode=ceil_mode,
@@ -658,6 +709,13 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode: bool = Fal
                              count_include_pad=count_include_pad, **kw)
 
 
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override=None) -> Tensor:
+    kw = _kw(divisor_override=divisor_override)
+    return _op("avg_pool3d")(input, kernel_size, stride, padding, ceil_mode=ceil_mode,
+                             count_include_pad=count_include_pad, **kw)
+
+
 def adaptive_avg_pool1d(input, output_size) -> Tensor:
     return _op("adaptive_avg_pool1d")(input, output_size)
 
@@ -666,12 +724,20 @@ def adaptive_avg_pool2d(input, output_size) -> Tensor:
     return _op("adaptive_avg_pool2d")(input, output_size)
 
 
+def adaptive_avg_pool3d(input, output_size) -> Tensor:
+    return _op("adaptive_avg_pool3d")(input, output_size)
+
+
 def adaptive_max_pool1d(input, output_size, return_indices: bool = False):
     return _op("adaptive_max_pool1d")(input, output_size, return_indices=return_indices)
 
 
 def adaptive_max_pool2d(input, output_size, return_indices: bool = False):
     return _op("adaptive_max_pool2d")(input, output_size, return_indices=return_indices)
+
+
+def adaptive_max_pool3d(input, output_size, return_indices: bool = False):
+    return _op("adaptive_max_pool3d")(input, output_size, return_indices=return_indices)
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
@@ -709,6 +775,14 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
                             sparse)
 
 
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float = 2, scale_grad_by_freq: bool = False,
+                  mode: str = "mean", sparse: bool = False, per_sample_weights=None,
+                  include_last_offset: bool = False, padding_idx=None) -> Tensor:
+    """Sums / means / maxima of bags of rows of ``weight`` (``shardflow/ops/embedding_bag.py``)."""
+    return _op("embedding_bag")(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode, sparse,
+                                per_sample_weights, include_last_offset, padding_idx)
+
+
 def pad(input, pad, mode: str = "constant", value: float | None = None) -> Tensor:
     """Pad the last ``len(pad) // 2`` dims: ``pad = (left_last, right_last, left_prev, ...)``."""
     kw = {}
@@ -744,17 +818,52 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", alig
                               recompute_scale_factor=recompute_scale_factor, antialias=antialias)
 
 
+def _pixel_dims(input, op: str):
+    if input.ndim < 3:
+        raise RuntimeError(f"{op} expects input to have at least 3 dimensions, but got input with {input.ndim} dimension(s)")
+    *lead, c, h, w = input.shape
+    return tuple(lead), c, h, w
+
+
 def pixel_shuffle(input, upscale_factor: int) -> Tensor:
-    """(N, C*r*r, H, W) -> (N, C, H*r, W*r)."""
-    n, c, h, w = input.shape
-    r = upscale_factor
-    x = input.reshape(n, c // (r * r), r, r, h, w).permute(0, 1, 4, 2, 5, 3)
-    return x.reshape(n, c // (r * r), h * r, w * r)
+    """(*, C*r*r, H, W) -> (*, C, H*r, W*r): channel ``c*r*r + i*r + j`` goes to pixel
+    ``(h*r + i, w*r + j)`` of channel ``c``."""
+    lead, c, h, w = _pixel_dims(input, "pixel_shuffle")
+    r = int(upscale_factor)
+    if r <= 0:
+        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+    if c % (r * r):
+        raise RuntimeError(
+            "pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
+            f"upscale_factor, but input.size(-3)={c} is not divisible by {r * r}"
+        )
+    k = len(lead)
+    x = input.reshape(*lead, c // (r * r), r, r, h, w)
+    x = x.permute(*range(k), k, k + 3, k + 1, k + 4, k + 2)  # (*, C, H, r, W, r)
+    return x.reshape(*lead, c // (r * r), h * r, w * r)
 
 
 def pixel_unshuffle(input, downscale_factor: int) -> Tensor:
-    """(N, C, H*r, W*r) -> (N, C*r*r, H, W)."""
-    n, c, h, w = input.shape
-    r = downscale_factor
-    x = input.reshape(n, c, h // r, r, w // r, r).permute(0, 1, 3, 5, 2, 4)
-    return x.reshape(n, c * r * r, h // r, w // r)
+    """(*, C, H*r, W*r) -> (*, C*r*r, H, W), the inverse of ``pixel_shuffle``."""
+    lead, c, h, w = _pixel_dims(input, "pixel_unshuffle")
+    r = int(downscale_factor)
+    if r <= 0:
+        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    for name, size, d in (("height", h, -2), ("width", w, -1)):
+        if size % r:
+            raise RuntimeError(
+                f"pixel_unshuffle expects {name} to be divisible by downscale_factor, but "
+                f"input.size({d})={size} is not divisible by {r}"
+            )
+    k = len(lead)
+    x = input.reshape(*lead, c, h // r, r, w // r, r)
+    x = x.permute(*range(k), k, k + 2, k + 4, k + 1, k + 3)  # (*, C, r, r, H, W)
+    return x.reshape(*lead, c * r * r, h // r, w // r)
+
+
+# The rest of torch.nn.functional (remaining losses, lp/unpool pooling, local_response_norm,
+# channel_shuffle, rrelu, gumbel_softmax, pdist, affine_grid, upsample*, in-place activations).
+from .functional_extra import *  # noqa: E402,F403
+from .functional_extra import __all__ as _extra_all  # noqa: E402
+
+__all__ += _extra_all

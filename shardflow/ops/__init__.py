@@ -3,12 +3,18 @@ every op in the dispatch table that ``Tensor`` methods use.
 
 Files: arithmetic (add/sub/mul/div — the template for a family), elementwise (unary math,
 activations, comparisons, logical, where/clamp/pow), elementwise_extra (rounding, misc),
-reduce, shape, index, matmul (matmul/bmm/einsum/linear), sort (sort/topk/multinomial), loss,
-normalization, attention, conv, pool, sampling (interpolate, im2col/col2im), dropout, creation,
-conversion, special_functions (lgamma/digamma/polygamma/erfinv/xlogy), cholesky (Cholesky and
-triangular solves), complex_ops (polar, view_as_real/complex, real/imag, conj, angle),
-gamma_sampling (Gamma/Dirichlet draws with implicit gradients), tensor_products (kron,
-tensordot, cross, addmv, addr), sparse_coo (sparse COO tensors, sparse @ dense).
+reduce, reduce_extra (nansum, cummax, logcumsumexp, quantile ...), search (searchsorted,
+unique, bincount ...), shape, shape_extra (atleast_*, rot90, block_diag ...), index,
+index_extra (index_copy, scatter_reduce, masked_scatter), matmul (matmul/bmm/einsum/linear),
+linalg_ops (inverse, det, solve, cdist) and _linalg_names (``torch.linalg``'s names), tensor_products
+(kron, tensordot, cross, addmv, addr), cholesky (Cholesky and triangular solves), diag, sort
+(sort/topk/multinomial), loss, ctc (ctc_loss), embedding_bag, normalization, attention, conv,
+pool, sampling (interpolate, im2col/col2im), grid_sample, dropout, creation, conversion,
+special_functions (lgamma/digamma/polygamma/mvlgamma/erfinv/xlogy), math_extra (inverse
+hyperbolics, atan2, hypot, logaddexp ...), misc_extra (gcd, trapezoid, windows, *_scatter
+...), complex_ops (polar, view_as_real/complex, real/imag, conj, angle), gamma_sampling
+(Gamma/Dirichlet draws with implicit gradients), sparse_coo (sparse COO tensors, sparse @
+dense), tensor_methods (in-place forms, view changes, ``new``, ``asarray`` ...).
 """
 
 from .arithmetic import add, div, mul, neg, reciprocal, sub
@@ -18,19 +24,31 @@ from .complex_ops import *
 from .conv import *
 from .conversion import clone, contiguous, copy_, fill_
 from .creation import *
+from .ctc import *
+from .diag import *
 from .dropout import *
 from .elementwise import *
 from .elementwise_extra import *
+from .embedding_bag import *
 from .gamma_sampling import *
+from .grid_sample import *
 from .index import *
+from .index_extra import *
+from .linalg_ops import *
 from .loss import *
+from .math_extra import *
 from .matmul import *
+from .misc_extra import *
 from .normalization import *
 from .pool import *
 from .reduce import *
+from .reduce_extra import *
 from .sampling import *
+from .search import *
 from .shape import *
+from .shape_extra import *
 from .sort import *
 from .sparse_coo import *
 from .special_functions import *
+from .tensor_methods import *
 from .tensor_products import *

@@ -7,6 +7,7 @@ import numpy as np
 
 from ..autograd import Tensor, _wrap
 from ..autograd import grad_mode as _gm
+from ..autograd.tensor import _as_array
 from ..backend import dtypes, from_numpy_dtype, result_type
 
 _SCALARS = (int, float, complex, bool, np.number, np.bool_)
@@ -52,7 +53,7 @@ def as_tensor_arg(x, name: str = "input") -> Tensor:
     if isinstance(x, Tensor):
         return x
     if isinstance(x, _TENSOR_LIKE):
-        return Tensor(x)
+        return _wrap(_as_array(x, None))  # data with tensor()'s dtypes (Tensor(3) would be sizes)
     raise TypeError(f"{name} must be a Tensor or a number, got {type(x).__name__}")
 
 

@@ -7,6 +7,7 @@ import numpy as np
 
 from ..autograd import Tensor, _wrap
 from ..autograd.dispatch import register
+from ..autograd.tensor import _as_array
 from ..backend import (
     CPU,
     as_dtype,
@@ -34,6 +35,15 @@ def _size(size):
         if not isinstance(s, int | np.integer) or s < 0:
             raise ValueError(f"sizes must be non-negative integers, got {tuple(size)}")
     return tuple(int(s) for s in size)
+
+
+def _sizes(sizes: tuple, size, op: str) -> tuple:
+    """The shape of ``op(*sizes)`` or ``op(size=...)`` (PyTorch accepts both spellings)."""
+    if size is None:
+        return _size(sizes)
+    if sizes:
+        raise TypeError(f"{op}() got the sizes both as positional arguments {sizes} and as size={size!r}; pass one")
+    return _size((size,) if isinstance(size, int | np.integer) else tuple(size))
 
 
 def _target(device) -> _device:
@@ -72,14 +82,13 @@ def tensor(data, *, dtype=None, device=None, requires_grad: bool = False) -> Ten
         data = np.array(data, copy=True)  # a new tensor never shares memory with its source
     elif is_device_array(data):
         data = data.copy()
-    t = Tensor(data, dtype=dtype)
-    return _finish(t.array, dtype, device, requires_grad)
+    return _finish(_as_array(data, dtype), dtype, device, requires_grad)
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:
     if isinstance(data, Tensor):
         return data.to(dtype) if dtype is not None else data
-    return _finish(Tensor(data, dtype=dtype).array, dtype, device, False)
+    return _finish(_as_array(data, dtype), dtype, device, False)
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
@@ -90,23 +99,26 @@ def from_numpy(array: np.ndarray) -> Tensor:
 
 
 @register("zeros")
-def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     dev = _target(device)  # made where it lives: no host buffer and copy for a GPU tensor
-    arr = new_array(dev, lambda xp: xp.zeros(_size(size), _float(dtype).np))
+    shape = _sizes(sizes, size, "zeros")
+    arr = new_array(dev, lambda xp: xp.zeros(shape, _float(dtype).np))
     return _finish(arr, dtype, dev, requires_grad)
 
 
 @register("ones")
-def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     dev = _target(device)
-    arr = new_array(dev, lambda xp: xp.ones(_size(size), _float(dtype).np))
+    shape = _sizes(sizes, size, "ones")
+    arr = new_array(dev, lambda xp: xp.ones(shape, _float(dtype).np))
     return _finish(arr, dtype, dev, requires_grad)
 
 
 @register("empty")
-def empty(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+def empty(*sizes, size=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     dev = _target(device)
-    arr = new_array(dev, lambda xp: xp.empty(_size(size), _float(dtype).np))
+    shape = _sizes(sizes, size, "empty")
+    arr = new_array(dev, lambda xp: xp.empty(shape, _float(dtype).np))
     return _finish(arr, dtype, dev, requires_grad)
 
 
@@ -167,20 +179,22 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
 
 
 @register("rand")
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
-    meta = _meta(_size(size), _float(dtype).np, device, requires_grad)
+def rand(*sizes, size=None, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    sz = _sizes(sizes, size, "rand")
+    meta = _meta(sz, _float(dtype).np, device, requires_grad)
     if meta is not None:
         return meta
-    arr = _random.rng(generator).random(_size(size), dtype=np.float64).astype(_float(dtype).np)
+    arr = _random.rng(generator).random(sz, dtype=np.float64).astype(_float(dtype).np)
     return _finish(arr, dtype, device, requires_grad)
 
 
 @register("randn")
-def randn(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
-    meta = _meta(_size(size), _float(dtype).np, device, requires_grad)
+def randn(*sizes, size=None, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    sz = _sizes(sizes, size, "randn")
+    meta = _meta(sz, _float(dtype).np, device, requires_grad)
     if meta is not None:
         return meta
-    arr = _random.rng(generator).standard_normal(_size(size)).astype(_float(dtype).np)
+    arr = _random.rng(generator).standard_normal(sz).astype(_float(dtype).np)
     return _finish(arr, dtype, device, requires_grad)
 
 

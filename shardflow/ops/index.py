@@ -868,6 +868,19 @@ class Embedding(Function):
         return gw
 
 
+def renorm_rows_(weight: Tensor, ids, max_norm: float, norm_type: float) -> None:
+    """Scale the rows of ``weight`` that ``ids`` names down to norm ``max_norm`` where longer
+    (in place, without autograd: PyTorch's ``embedding_renorm_``)."""
+    w = weight.array
+    xp = get_array_module(w)
+    rows = xp.unique(ids)
+    sel = w[rows]
+    norms = xp.linalg.norm(sel.astype(np.float64).reshape(len(rows), -1), ord=norm_type, axis=1)
+    scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(w.dtype)
+    w[rows] = sel * scale[:, None]
+    weight._version[0] += 1
+
+
 @register("embedding")
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float = 2.0,
               scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
@@ -894,12 +907,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
         padding_idx = padding_idx + V if padding_idx < 0 else padding_idx
     ids = _to_xp(ids, xp)
     if max_norm is not None:
-        rows = xp.unique(ids)
-        sel = w[rows]
-        norms = xp.linalg.norm(sel.astype(np.float64).reshape(len(rows), -1), ord=norm_type, axis=1)
-        scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(w.dtype)
-        w[rows] = sel * scale[:, None]
-        weight._version[0] += 1
+        renorm_rows_(weight, ids, max_norm, norm_type)
     return Embedding.apply(weight, ids=ids, padding_idx=padding_idx, scale_grad_by_freq=scale_grad_by_freq)
 
 

@@ -37,6 +37,7 @@ import numpy as np
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import OPS, register
 from ..backend import get_array_module
+from ..backend.fp_errors import enter_quiet, exit_quiet
 from ._util import as_array, as_dtype_of, as_tensor_arg, promote, unbroadcast
 
 __all__ = [
@@ -456,10 +457,14 @@ def _einsum(eq: str, *ops):
     contracted in float32 and the result rounded to bfloat16 once (PyTorch's CPU kernels
     accumulate bfloat16 in float32 too). float32/float64 pay one dtype check per operand."""
     low = next((o.dtype for o in ops if o.dtype.kind == "V"), None)
-    if low is None:
-        return np.einsum(eq, *ops, optimize=True)
-    wide = [o.astype(np.float32) if o.dtype.kind == "V" else o for o in ops]
-    return np.einsum(eq, *wide, optimize=True).astype(low)
+    token = enter_quiet()  # np.einsum is Python: its FP warnings escape the module filter (fp_errors.py)
+    try:
+        if low is None:
+            return np.einsum(eq, *ops, optimize=True)
+        wide = [o.astype(np.float32) if o.dtype.kind == "V" else o for o in ops]
+        return np.einsum(eq, *wide, optimize=True).astype(low)
+    finally:
+        exit_quiet(token)
 
 
 class Einsum(Function):

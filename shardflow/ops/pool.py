@@ -365,7 +365,10 @@ class AdaptiveAvgPoolNd(Function):
         if all(o == 1 for o in osize):  # global average pooling
             self.mats = None
             self.xshape, self.count = x.shape, int(np.prod(spatial))
-            return x.mean(axis=tuple(range(x.ndim - d, x.ndim)), keepdims=True, dtype=x.dtype)
+            axes = tuple(range(x.ndim - d, x.ndim))
+            total = np.add.reduce(x, axis=axes, keepdims=True, dtype=x.dtype) if type(x) is np.ndarray else (
+                x.sum(axis=axes, keepdims=True, dtype=x.dtype))  # ufunc.reduce from here: see backend/fp_errors.py
+            return total / x.dtype.type(self.count)
         # bfloat16: the weights (1/bin size) stay float32, the GEMMs run in float32 and the
         # result is rounded once (NumPy's bfloat16 matmul returns float32 anyway)
         wdt = np.float32 if x.dtype.kind == "V" else x.dtype

@@ -32,6 +32,7 @@ import numpy as np
 from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import op, register
 from ..backend import as_dtype
+from ..backend.fp_errors import enter_quiet, exit_quiet
 from ._util import as_array, norm_dims, wrap_dim
 
 __all__ = [
@@ -52,6 +53,12 @@ class return_types:  # noqa: N801 - PyTorch's name (torch.return_types)
     kthvalue = namedtuple("kthvalue", ["values", "indices"])
     median = namedtuple("median", ["values", "indices"])
     aminmax = namedtuple("aminmax", ["min", "max"])
+    cummax = namedtuple("cummax", ["values", "indices"])
+    cummin = namedtuple("cummin", ["values", "indices"])
+    mode = namedtuple("mode", ["values", "indices"])
+    slogdet = namedtuple("slogdet", ["sign", "logabsdet"])
+    frexp = namedtuple("frexp", ["mantissa", "exponent"])
+    histogram = namedtuple("histogram", ["hist", "bin_edges"])
 
 
 for _cls in (v for k, v in vars(return_types).items() if not k.startswith("_")):
@@ -110,6 +117,8 @@ class Sum(Function):
 
     def forward(self, a, dims=None, keepdim=False, dtype=None):
         self.shape, self.dims, self.keepdim = a.shape, dims, keepdim
+        if type(a) is np.ndarray:  # ndarray.sum's own ufunc call, from here (see backend/fp_errors.py)
+            return as_array(np.add.reduce(a, axis=dims, keepdims=keepdim, dtype=dtype))
         return as_array(a.sum(axis=dims, keepdims=keepdim, dtype=dtype))
 
     def backward(self, g):
@@ -122,7 +131,11 @@ class Mean(Function):
     def forward(self, a, dims=None, keepdim=False):
         self.shape, self.dims, self.keepdim = a.shape, dims, keepdim
         self.n = _numel(a.shape, dims)
-        return as_array(a.mean(axis=dims, keepdims=keepdim)).astype(a.dtype, copy=False)
+        token = enter_quiet()  # ndarray.mean is Python: its FP warnings escape the module filter
+        try:
+            return as_array(a.mean(axis=dims, keepdims=keepdim)).astype(a.dtype, copy=False)
+        finally:
+            exit_quiet(token)
 
     def backward(self, g):
         return as_array(_expand_grad(g / self.n, self.shape, self.dims, self.keepdim).astype(g.dtype, copy=False))
@@ -319,10 +332,13 @@ class Var(Function):
     def forward(self, a, dims, correction, keepdim, take_sqrt):
         n = _numel(a.shape, dims)
         self.denom = builtins.max(n - correction, 0)
-        d = a - a.mean(axis=dims, keepdims=True, dtype=a.dtype)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        token = enter_quiet()  # ndarray.mean/.sum are Python: see backend/fp_errors.py
+        try:
+            d = a - a.mean(axis=dims, keepdims=True, dtype=a.dtype)
             v = (d * d).sum(axis=dims, keepdims=True) / a.dtype.type(self.denom)
             out = np.sqrt(v) if take_sqrt else v
+        finally:
+            exit_quiet(token)
         self.d, self.dims, self.keepdim, self.take_sqrt, self.outk = d, dims, keepdim, take_sqrt, out
         if not keepdim:
             out = out.reshape(()) if dims is None else out.squeeze(dims)

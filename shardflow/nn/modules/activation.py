@@ -19,7 +19,8 @@ from .linear import NonDynamicallyQuantizableLinear
 __all__ = [
     "ReLU", "ReLU6", "GELU", "SiLU", "Mish", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Softmin",
     "LeakyReLU", "ELU", "SELU", "CELU", "Softplus", "Softsign", "Hardtanh", "Hardswish",
-    "Hardsigmoid", "Tanhshrink", "LogSigmoid", "GLU", "Threshold", "PReLU", "MultiheadAttention",
+    "Hardsigmoid", "Tanhshrink", "Hardshrink", "Softshrink", "LogSigmoid", "GLU", "Threshold",
+    "PReLU", "RReLU", "Softmax2d", "MultiheadAttention",
 ]
 
 
@@ -224,6 +225,60 @@ class Hardtanh(Module):
 
     def extra_repr(self) -> str:
         return f"min_val={self.min_val}, max_val={self.max_val}" + (", inplace=True" if self.inplace else "")
+
+
+class Hardshrink(Module):
+    """``x if |x| > lambd else 0``."""
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return F.hardshrink(input, self.lambd)
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Softshrink(Module):
+    """``x - lambd if x > lambd, x + lambd if x < -lambd, else 0``."""
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return F.softshrink(input, self.lambd)
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class RReLU(Module):
+    """Leaky ReLU with a random negative slope in ``[lower, upper]`` in training, the mean
+    slope in eval (``F.rrelu``)."""
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False) -> None:
+        super().__init__()
+        self.lower = lower
+        self.upper = upper
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")
+
+
+class Softmax2d(Module):
+    """Softmax over the channels of ``(N, C, H, W)`` or ``(C, H, W)``."""
+
+    def forward(self, input):
+        if input.ndim not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.ndim}D instead")
+        return F.softmax(input, -3)
 
 
 class Threshold(Module):

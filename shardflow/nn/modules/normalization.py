@@ -1,4 +1,11 @@
-"""Normalisation layers: ``BatchNorm1d/2d/3d``, ``LayerNorm``, ``GroupNorm``, ``RMSNorm``.
+"""Normalisation layers: ``BatchNorm1d/2d/3d``, ``InstanceNorm1d/2d/3d``, ``LayerNorm``,
+``GroupNorm``, ``RMSNorm``.
+
+InstanceNorm (PyTorch's defaults: ``affine=False``, ``track_running_stats=False``) normalises
+each (sample, channel) over its spatial positions with ``F.instance_norm``; with
+``track_running_stats`` it also keeps running statistics (the batch mean of the per-instance
+statistics) and uses them in eval. Unbatched input ``(C, *spatial)`` is accepted, as in
+PyTorch.
 
 BatchNorm keeps the buffers ``running_mean`` (zeros), ``running_var`` (ones) and
 ``num_batches_tracked`` (int64 0). In training it normalises with the batch statistics and
@@ -11,6 +18,7 @@ ones, biases at zeros.
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 
@@ -21,7 +29,8 @@ from ..module import Module
 from ..parameter import Parameter
 from ._utils import empty
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm", "RMSNorm"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
+           "InstanceNorm3d", "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm"]
 
 
 class _NormBase(Module):
@@ -120,6 +129,55 @@ class BatchNorm3d(_BatchNorm):
     def _check_input_dim(self, input) -> None:
         if input.ndim != 5:
             raise ValueError(f"expected 5D input (got {input.ndim}D input)")
+
+
+class _InstanceNorm(_NormBase):
+    spatial: int = 1  # spatial dims of the input
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = False, track_running_stats: bool = False, device=None, dtype=None,
+                 *, bias: bool = True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+
+    def forward(self, input):
+        unbatched = self.spatial + 1
+        if input.ndim not in (unbatched, unbatched + 1):
+            raise ValueError(f"expected {unbatched}D or {unbatched + 1}D input (got {input.ndim}D input)")
+        feature_dim = input.ndim - unbatched
+        if input.shape[feature_dim] != self.num_features:
+            if self.affine:
+                raise ValueError(
+                    f"expected input's size at dim={feature_dim} to match num_features "
+                    f"({self.num_features}), but got: {input.shape[feature_dim]}."
+                )
+            warnings.warn(
+                f"input's size at dim={feature_dim} does not match num_features. You can silence this "
+                "warning by not passing in num_features, which is not used because affine=False",
+                stacklevel=2,
+            )
+        x = input.unsqueeze(0) if input.ndim == unbatched else input
+        y = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                            self.training or not self.track_running_stats,
+                            self.momentum if self.momentum is not None else 0.0, self.eps)
+        return y.squeeze(0) if input.ndim == unbatched else y
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance norm over ``(N, C, L)`` or ``(C, L)``."""
+
+    spatial = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance norm over ``(N, C, H, W)`` or ``(C, H, W)``."""
+
+    spatial = 2
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance norm over ``(N, C, D, H, W)`` or ``(C, D, H, W)``."""
+
+    spatial = 3
 
 
 class LayerNorm(Module):
@@ -221,3 +279,20 @@ class RMSNorm(Module):
 
     def extra_repr(self) -> str:
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class LocalResponseNorm(Module):
+    """``x / (k + alpha * mean of x^2 over `size` neighbouring channels)^beta`` (``F.local_response_norm``)."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

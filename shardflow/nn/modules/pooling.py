@@ -1,12 +1,15 @@
-"""Pooling layers: max / average / adaptive average and max, 1-D and 2-D."""
+"""Pooling layers: max / average / adaptive average and max / power-average (``LPPool``), 1-D,
+2-D and 3-D, and ``MaxUnpool`` (the inverse of max pooling with ``return_indices=True``)."""
 
 from __future__ import annotations
 
 from .. import functional as F
 from ..module import Module
 
-__all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
-           "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
+__all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
+           "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
+           "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d",
+           "MaxUnpool2d", "MaxUnpool3d"]
 
 
 class _MaxPoolNd(Module):
@@ -34,6 +37,12 @@ class MaxPool1d(_MaxPoolNd):
 class MaxPool2d(_MaxPoolNd):
     def forward(self, input):
         return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+
+class MaxPool3d(_MaxPoolNd):
+    def forward(self, input):
+        return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
                             ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
 
@@ -74,6 +83,12 @@ class AvgPool2d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
+class AvgPool3d(AvgPool2d):
+    def forward(self, input):
+        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+
 class _AdaptiveNd(Module):
     def __init__(self, output_size, return_indices: bool = False) -> None:
         super().__init__()
@@ -100,6 +115,14 @@ class AdaptiveAvgPool2d(_AdaptiveNd):
         return F.adaptive_avg_pool2d(input, self.output_size)
 
 
+class AdaptiveAvgPool3d(_AdaptiveNd):
+    def __init__(self, output_size) -> None:
+        super().__init__(output_size)
+
+    def forward(self, input):
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
 class AdaptiveMaxPool1d(_AdaptiveNd):
     def forward(self, input):
         return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
@@ -108,3 +131,67 @@ class AdaptiveMaxPool1d(_AdaptiveNd):
 class AdaptiveMaxPool2d(_AdaptiveNd):
     def forward(self, input):
         return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool3d(_AdaptiveNd):
+    def forward(self, input):
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+
+class _LPPoolNd(Module):
+    def __init__(self, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False) -> None:
+        super().__init__()
+        self.norm_type = norm_type
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.ceil_mode = ceil_mode
+
+    def extra_repr(self) -> str:
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(_LPPoolNd):
+    def forward(self, input):
+        return F.lp_pool1d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class LPPool2d(_LPPoolNd):
+    def forward(self, input):
+        return F.lp_pool2d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class LPPool3d(_LPPoolNd):
+    def forward(self, input):
+        return F.lp_pool3d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class _MaxUnpoolNd(Module):
+    n = 1
+
+    def __init__(self, kernel_size, stride=None, padding=0) -> None:
+        super().__init__()
+        n = self.n
+        self.kernel_size = tuple(kernel_size) if isinstance(kernel_size, list | tuple) else (kernel_size,) * n
+        s = stride if stride is not None else kernel_size
+        self.stride = tuple(s) if isinstance(s, list | tuple) else (s,) * n
+        self.padding = tuple(padding) if isinstance(padding, list | tuple) else (padding,) * n
+
+    def forward(self, input, indices, output_size=None):
+        f = {1: F.max_unpool1d, 2: F.max_unpool2d, 3: F.max_unpool3d}[self.n]
+        return f(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    n = 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    n = 2
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    n = 3

@@ -111,4 +111,24 @@ SPECS = [
     OpSpec("nonzero_as_tuple", lambda m, a: m.nonzero(a, as_tuple=True), [Arg((3, 4), kind="bool")], grad=False, fd=False),
     OpSpec("nonzero_float_method", lambda m, a: (a > 0).float().nonzero(), [Arg((2, 3, 2))], grad=False, fd=False),
     OpSpec("argwhere", lambda m, a: m.argwhere(a), [Arg((5,), kind="int", low=0, high=2)], grad=False, fd=False),
+    # embedding_bag (bags from offsets: 2, 0, 3, 3 entries; or a 2-D input of fixed bags)
+    OpSpec("embedding_bag_sum", lambda m, i, w: F(m).embedding_bag(i, w, m.tensor([0, 2, 2, 5]), mode="sum"),
+           [Arg((8,), high=6, **I), Arg((6, 3))]),
+    OpSpec("embedding_bag_mean_padding", lambda m, i, w: F(m).embedding_bag(i, w, m.tensor([0, 3, 3, 4]), padding_idx=1),
+           [Arg((7,), high=4, **I), Arg((4, 3))]),
+    OpSpec("embedding_bag_max", lambda m, i, w: F(m).embedding_bag(i, w, m.tensor([0, 2, 2, 5]), mode="max"),
+           [Arg((8,), high=6, **I), Arg((6, 3), distinct=True)]),
+    OpSpec("embedding_bag_max_2d", lambda m, i, w: m.embedding_bag(i, w, mode="max") if m.__name__ != "torch"
+           else m.nn.functional.embedding_bag(i, w, mode="max"), [Arg((3, 4), high=5, **I), Arg((5, 2), distinct=True)]),
+    OpSpec("embedding_bag_per_sample_weights",
+           lambda m, i, w, p: F(m).embedding_bag(i, w, m.tensor([0, 4, 4]), mode="sum", per_sample_weights=p, padding_idx=0),
+           [Arg((6,), high=5, **I), Arg((5, 3)), Arg((6,))]),
+    OpSpec("embedding_bag_last_offset", lambda m, i, w: F(m).embedding_bag(i, w, m.tensor([0, 1, 6]), mode="mean",
+                                                                           include_last_offset=True),
+           [Arg((6,), high=4, **I), Arg((4, 2))]),
+    # each index occurs twice: torch 2.13's CPU frequency scaling is right here (pytorch#190063)
+    OpSpec("embedding_bag_scale_grad_by_freq",
+           lambda m, w: F(m).embedding_bag(m.tensor([3, 0, 3, 2, 0, 2]), w, m.tensor([0, 2]), mode="sum",
+                                           scale_grad_by_freq=True), [Arg((4, 2))], fd=False,
+           notes="frequency scaling is not the true gradient (as in PyTorch)"),
 ]

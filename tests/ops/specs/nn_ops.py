@@ -164,4 +164,23 @@ SPECS += [
     OpSpec("sdpa_float_mask", _sdpa_mask(), _QKV + [Arg((2, 1, 3, 5))]),
     OpSpec("sdpa_gqa", _sdpa(enable_gqa=True), [Arg((1, 4, 3, 4)), Arg((1, 2, 5, 4)), Arg((1, 2, 5, 4))]),
     OpSpec("sdpa_broadcast_kv", _sdpa(), [Arg((2, 3, 3, 4)), Arg((1, 5, 4)), Arg((1, 5, 2))]),
+    # ---------------------------------------------------------------- ctc loss (through log_softmax:
+    # torch's ctc gradient is the true one only there, see shardflow/ops/ctc.py)
+    OpSpec("ctc_loss_mean", lambda m, x: _F(m).ctc_loss(x.log_softmax(2), m.tensor([[1, 2, 2], [3, 1, 0]]),
+                                                        m.tensor([6, 5]), m.tensor([3, 2])),
+           [Arg((6, 2, 4))], dtypes=("float32", "float64"), notes="torch has no bfloat16 ctc_loss on CPU"),
+    OpSpec("ctc_loss_none_concatenated", lambda m, x: _F(m).ctc_loss(
+        x.log_softmax(-1), m.tensor([1, 1, 2, 3]), m.tensor([5, 3, 4]), m.tensor([2, 2, 0]), reduction="none"),
+        [Arg((5, 3, 4))], dtypes=("float32", "float64"), notes="torch has no bfloat16 ctc_loss on CPU"),
+    OpSpec("ctc_loss_sum_blank_last_zero_inf", lambda m, x: _F(m).ctc_loss(
+        x.log_softmax(2), m.tensor([[0, 1, 1], [2, 0, 1]]), m.tensor([6, 2]), m.tensor([3, 3]), blank=3,
+        reduction="sum", zero_infinity=True),
+        [Arg((6, 2, 4))], dtypes=("float32", "float64"), notes="torch has no bfloat16 ctc_loss on CPU"),
+    # ---------------------------------------------------------------- compositions in nn.functional
+    OpSpec("triplet_margin_loss", lambda m, a, p, n: m.nn.functional.triplet_margin_loss(a, p, n, margin=2.0),
+           [Arg((5, 4)), Arg((5, 4)), Arg((5, 4))]),
+    OpSpec("triplet_margin_loss_swap_l1", lambda m, a, p, n: m.nn.functional.triplet_margin_loss(
+        a, p, n, margin=3.0, p=1, swap=True, reduction="none"), [Arg((4, 3)), Arg((4, 3)), Arg((4, 3))]),
+    OpSpec("pixel_shuffle", lambda m, x: m.nn.functional.pixel_shuffle(x, 2), [Arg((2, 8, 2, 3))]),
+    OpSpec("pixel_unshuffle_batched_dims", lambda m, x: m.nn.functional.pixel_unshuffle(x, 2), [Arg((2, 1, 3, 4, 2))]),
 ]

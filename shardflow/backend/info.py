@@ -1,0 +1,85 @@
+"""``torch.finfo`` / ``torch.iinfo``, the ``strided`` layout and the math constants
+(``pi``, ``e``, ``inf``, ``nan``, ``newaxis``), with PyTorch's names and values.
+
+``finfo(dtype)`` (default: the default dtype) reports ``bits``, ``eps``, ``max``, ``min``,
+``tiny`` (= ``smallest_normal``), ``resolution`` and ``dtype`` (a string, as PyTorch's);
+``iinfo`` reports ``bits``, ``max``, ``min``, ``dtype``. Values come from NumPy's
+``finfo``/``iinfo`` (bfloat16 from ml_dtypes).
+"""
+
+from __future__ import annotations
+
+import math
+
+import ml_dtypes
+import numpy as np
+
+from . import dtypes
+
+__all__ = ["finfo", "iinfo", "layout", "strided", "pi", "e", "inf", "nan", "newaxis"]
+
+pi = math.pi
+e = math.e
+inf = math.inf
+nan = math.nan
+newaxis = None
+
+
+class layout:
+    """``torch.layout``: shardflow's tensors are all dense and strided."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"shardflow.{self.name}"
+
+    def __reduce__(self):
+        return (_layout_named, (self.name,))
+
+
+strided = layout("strided")
+
+
+def _layout_named(name: str) -> layout:
+    return strided if name == "strided" else layout(name)
+
+
+class finfo:
+    """Machine limits of a floating dtype: ``finfo(shardflow.float16).max`` ..."""
+
+    def __init__(self, type=None):
+        d = dtypes.get_default_dtype() if type is None else dtypes.as_dtype(type)
+        if not d.is_floating_point:
+            raise TypeError(f"torch.finfo() requires a floating point input type. Use torch.iinfo to handle '{d}'")
+        info = ml_dtypes.finfo(d.np) if d.np.kind == "V" else np.finfo(d.np)
+        self.bits = int(info.bits)
+        self.eps = float(info.eps)
+        self.max = float(info.max)
+        self.min = float(info.min)
+        self.tiny = self.smallest_normal = float(info.smallest_normal)
+        self.resolution = 10.0 ** -int(info.precision)  # as PyTorch: 10^-digits, a Python float
+        self.dtype = d.name
+
+    def __repr__(self) -> str:
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
+                f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, dtype={self.dtype})")
+
+
+class iinfo:
+    """Limits of an integer dtype: ``iinfo(shardflow.int64).max`` ..."""
+
+    def __init__(self, type):
+        d = dtypes.as_dtype(type)
+        if d.is_floating_point:
+            raise TypeError(f"torch.iinfo() requires an integer input type. Use torch.finfo to handle '{d}'")
+        info = np.iinfo(np.uint8 if d.name == "bool" else d.np)
+        self.bits = 8 if d.name == "bool" else int(info.bits)
+        self.max = 1 if d.name == "bool" else int(info.max)
+        self.min = 0 if d.name == "bool" else int(info.min)
+        self.dtype = d.name
+
+    def __repr__(self) -> str:
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"

@@ -1,0 +1,125 @@
+"""``torch.linalg``: the names shardflow has, over the ops of ``linalg_ops.py`` and
+``reduce.py`` (``shardflow.linalg``, as ``torch.linalg``).
+
+Provided: ``vector_norm``, ``matrix_norm`` (``'fro'``, ``1``, ``-1``, ``inf``, ``-inf``),
+``norm``, ``inv`` / ``inv_ex``, ``det``, ``slogdet``, ``solve`` / ``solve_ex``, ``cross``,
+``matmul``, ``multi_dot``, ``matrix_power``, ``diagonal``, ``vecdot``, ``LinAlgError``.
+Not built (docs/COMPAT.md): the decompositions and what rests on them — ``svd``,
+``svdvals``, ``eig``/``eigh``/``eigvals``/``eigvalsh``, ``qr``, ``cholesky``, ``lu``,
+``ldl``, ``lstsq``, ``pinv``, ``matrix_rank``, ``cond``, ``matrix_exp``, ``solve_triangular``,
+the nuclear and spectral matrix norms (``'nuc'``, ``2``, ``-2``) — each needs its own
+backward formula and checks.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..autograd import Tensor
+from . import linalg_ops as _lo
+from .matmul import matmul
+from .reduce import vector_norm
+from .shape import diagonal as _diagonal
+
+__all__ = ["vector_norm", "matrix_norm", "norm", "inv", "inv_ex", "det", "slogdet", "solve", "solve_ex",
+           "cross", "matmul", "multi_dot", "matrix_power", "diagonal", "vecdot", "LinAlgError"]
+
+
+from .cholesky import LinAlgError  # one torch.linalg.LinAlgError for every linalg op
+from .tensor_products import linalg_cross as _linalg_cross
+
+
+def _checked(fn, *args, **kwargs):
+    try:
+        return fn(*args, **kwargs)
+    except np.linalg.LinAlgError as e:
+        raise LinAlgError(f"linalg: {e}; the matrix is singular (not invertible)") from None
+
+
+def inv(A: Tensor) -> Tensor:
+    return _checked(_lo.inverse, A)
+
+
+def inv_ex(A: Tensor, *, check_errors: bool = False):
+    """``(inverse, info)``; ``info`` is 0 (a singular matrix raises ``LinAlgError``)."""
+    from .creation import zeros
+
+    return inv(A), zeros(A.shape[:-2], dtype="int32")
+
+
+def det(A: Tensor) -> Tensor:
+    return _lo.det(A)
+
+
+def slogdet(A: Tensor):
+    return _lo.slogdet(A)
+
+
+def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
+    return _checked(_lo.solve, A, B, left=left)
+
+
+def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False):
+    from .creation import zeros
+
+    return solve(A, B, left=left), zeros(A.shape[:-2], dtype="int32")
+
+
+def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
+    return _linalg_cross(input, other, dim=dim)
+
+
+def matrix_power(A: Tensor, n: int) -> Tensor:
+    return _lo.matrix_power(A, n)
+
+
+def multi_dot(tensors) -> Tensor:
+    """``tensors[0] @ tensors[1] @ ...``; a 1-D first (last) tensor is a row (column) vector."""
+    tensors = list(tensors)
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    out = tensors[0]
+    for t in tensors[1:]:
+        out = matmul(out, t)
+    return out
+
+
+def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    return _diagonal(A, offset, dim1, dim2)
+
+
+def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
+    return (x * y).sum(dim)
+
+
+def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None) -> Tensor:
+    """'fro': the 2-norm of the entries; ``1`` / ``-1``: max / min column abs sum; ``inf`` /
+    ``-inf``: max / min row abs sum (over the two ``dim``)."""
+    if dtype is not None:
+        A = A.to(dtype)
+    d0, d1 = dim
+    if ord == "fro":
+        return vector_norm(A, 2, dim, keepdim)
+    if ord in (1, -1, math.inf, -math.inf):
+        inner, outer = (d0, d1) if ord in (1, -1) else (d1, d0)
+        s = A.abs().sum(inner, keepdim=True)
+        r = s.amax(outer, keepdim=True) if ord > 0 else s.amin(outer, keepdim=True)
+        return r if keepdim else r.squeeze(max(d0 % A.ndim, d1 % A.ndim)).squeeze(min(d0 % A.ndim, d1 % A.ndim))
+    raise NotImplementedError(
+        f"linalg.matrix_norm(ord={ord!r}) needs singular values, which shardflow does not compute; "
+        "ord='fro', 1, -1, inf and -inf are supported"
+    )
+
+
+def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """``torch.linalg.norm``: a vector norm over one dim (or the flattened input when
+    ``ord`` is None), a matrix norm over two dims or of a 2-D input with ``ord`` given."""
+    if isinstance(dim, int):
+        dim = (dim,)
+    if ord is None:
+        return vector_norm(A, 2, dim, keepdim, dtype=dtype)
+    if isinstance(ord, str) or (dim is not None and len(dim) == 2) or (dim is None and A.ndim == 2):
+        return matrix_norm(A, ord, dim if dim is not None else (-2, -1), keepdim, dtype=dtype)
+    return vector_norm(A, ord, dim, keepdim, dtype=dtype)

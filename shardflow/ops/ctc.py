@@ -1,0 +1,211 @@
+"""``ctc_loss``: Connectionist Temporal Classification (Graves et al. 2006), as
+``torch.nn.functional.ctc_loss``.
+
+Inputs: ``log_probs`` ``(T, N, C)`` (or ``(T, C)`` unbatched), log-probabilities over ``C``
+classes with class ``blank`` the blank; ``targets`` ``(N, S)`` padded or 1-D concatenated
+(``sum(target_lengths)``); ``input_lengths`` / ``target_lengths`` ``(N,)`` (tensors or
+sequences of ints).
+
+Algorithm (batched over samples, looped over time, in float64): each target ``l`` is
+extended with blanks to ``l' = (b, l1, b, l2, ..., b)`` (``2 S_n + 1`` states). The forward
+variables ``alpha_t(s) = logsumexp(alpha_{t-1}(s), alpha_{t-1}(s-1), alpha_{t-1}(s-2)) +
+log_probs[t, l'(s)]`` (the ``s-2`` skip only onto a label differing from ``l'(s-2)``) and
+the backward variables ``beta`` (the mirror recursion from ``T_n - 1``) give the negative
+log-likelihood ``nll_n = -logsumexp(alpha_{T_n-1}(2S_n), alpha_{T_n-1}(2S_n - 1))``.
+
+Gradient: PyTorch's, ``exp(log_probs[t, k]) - sum_{s: l'(s)=k} exp(alpha_t(s) + beta_t(s) +
+nll - log_probs[t, k])`` for ``t < T_n`` (zero after). That is the gradient with respect
+to the *logits* when ``log_probs = log_softmax(logits)`` — the term ``exp(log_probs)``
+vanishes through log_softmax's backward, since the occupation probabilities sum to one per
+step — and it is what PyTorch returns for ``log_probs`` itself; so results through
+``log_softmax`` (the documented use) match PyTorch and finite differences, and a
+gradient taken at ``log_probs`` directly matches PyTorch (not finite differences).
+
+Reductions: ``'none'`` ``(N,)``; ``'sum'``; ``'mean'`` (PyTorch's: each loss divided by its
+target length, clamped to 1, then the batch mean). ``zero_infinity`` replaces infinite
+losses (no alignment possible, e.g. a target longer than the input) and their gradients by
+zero.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import Function, Tensor
+from ..autograd.dispatch import register
+from ..backend import get_array_module
+
+__all__ = ["ctc_loss"]
+
+_NEG_INF = -np.inf
+
+
+def _lse(*xs):
+    """logsumexp of same-shaped arrays, elementwise (-inf where all are -inf)."""
+    m = np.maximum.reduce(xs)
+    safe = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
+        return np.log(sum(np.exp(x - safe) for x in xs)) + safe
+
+
+def _shift(a, k: int):
+    """``a`` moved right by ``k`` along the last axis (``k < 0``: left), filled with -inf."""
+    out = np.full_like(a, _NEG_INF)
+    if k > 0:
+        out[..., k:] = a[..., :-k]
+    else:
+        out[..., :k] = a[..., -k:]
+    return out
+
+
+class CTCLoss(Function):
+    """``log_probs (T, N, C) -> (N,)`` negative log-likelihoods (reduced by the caller's
+    params); see the module docstring."""
+
+    def forward(self, log_probs, *, ext, skip, in_len, tgt_len, reduction, zero_infinity):
+        xp = get_array_module(log_probs)
+        to_host = hasattr(log_probs, "get")
+        lp = (log_probs.get() if to_host else log_probs).astype(np.float64)  # (T, N, C)
+        T, N, _ = lp.shape
+        Lp = ext.shape[1]
+        n_idx = np.arange(N)[:, None]
+        lpe = lp[:, n_idx, ext]  # (T, N, Lp)
+        states = np.arange(Lp)[None, :]
+        valid = states < (2 * tgt_len + 1)[:, None]  # (N, Lp)
+        last = 2 * tgt_len  # index of the final blank
+
+        alpha = np.full((T, N, Lp), _NEG_INF)
+        alpha[0, :, 0] = lpe[0, :, 0]
+        alpha[0, :, 1] = np.where(tgt_len > 0, lpe[0, :, 1], _NEG_INF) if Lp > 1 else alpha[0, :, 1]
+        for t in range(1, T):
+            prev = alpha[t - 1]
+            a = _lse(prev, _shift(prev, 1), np.where(skip, _shift(prev, 2), _NEG_INF)) + lpe[t]
+            alpha[t] = np.where(valid, a, _NEG_INF)
+
+        beta = np.full((T, N, Lp), _NEG_INF)
+        skip_next = _shift(skip.astype(np.float64), -2) == 1  # may s jump to s + 2
+        end = np.zeros((N, Lp), bool)
+        end[np.arange(N), last] = True
+        end[np.arange(N), np.maximum(last - 1, 0)] |= tgt_len > 0
+        for t in range(T - 1, -1, -1):
+            at_end = (in_len - 1 == t)[:, None]
+            if t + 1 < T:
+                nxt = beta[t + 1]
+                b = _lse(nxt, _shift(nxt, -1), np.where(skip_next, _shift(nxt, -2), _NEG_INF)) + lpe[t]
+            else:
+                b = np.full((N, Lp), _NEG_INF)
+            b = np.where(at_end, np.where(end, lpe[t], _NEG_INF), b)
+            b = np.where((t < in_len)[:, None] & valid, b, _NEG_INF)
+            beta[t] = b
+
+        fin = alpha[in_len - 1, np.arange(N)]  # (N, Lp): alpha at each sample's last step
+        ll = _lse(fin[np.arange(N), last], np.where(tgt_len > 0, fin[np.arange(N), np.maximum(last - 1, 0)], _NEG_INF))
+        nll = -ll  # (N,)
+        self.inf = ~np.isfinite(nll)
+        if zero_infinity:
+            nll = np.where(self.inf, 0.0, nll)
+        self.lp, self.alpha, self.beta, self.lpe = lp, alpha, beta, lpe
+        self.ext, self.in_len, self.tgt_len, self.nll_raw = ext, in_len, tgt_len, -ll
+        self.reduction, self.zero_infinity, self.xp, self.dtype = reduction, zero_infinity, xp, log_probs.dtype
+        if reduction == "mean":
+            out = np.mean(nll / np.maximum(tgt_len, 1))
+        elif reduction == "sum":
+            out = nll.sum()
+        else:
+            out = nll
+        out = np.asarray(out, dtype=log_probs.dtype)
+        return xp.asarray(out) if to_host else out
+
+    def backward(self, g):
+        to_host = hasattr(g, "get")
+        g = np.asarray(g.get() if to_host else g, np.float64)
+        lp, nll = self.lp, self.nll_raw
+        T, N, C = lp.shape
+        with np.errstate(invalid="ignore", over="ignore"):
+            occ = np.exp(self.alpha + self.beta + nll[None, :, None] - self.lpe)  # (T, N, Lp)
+        occ = np.nan_to_num(occ, nan=0.0) if self.zero_infinity else occ
+        gamma = np.zeros((T, N, C))
+        np.add.at(gamma, (slice(None), np.arange(N)[:, None], self.ext), occ)
+        grad = np.exp(lp) - gamma
+        grad[np.arange(T)[:, None] >= self.in_len[None, :]] = 0.0
+        if self.zero_infinity:
+            grad[:, self.inf] = 0.0
+        if self.reduction == "mean":
+            scale = np.broadcast_to(g / N / np.maximum(self.tgt_len, 1), (N,))
+        else:
+            scale = np.broadcast_to(g, (N,))
+        out = (grad * scale[None, :, None]).astype(self.dtype)
+        return self.xp.asarray(out) if to_host else out
+
+
+def _lengths(x, n: int, name: str) -> np.ndarray:
+    if isinstance(x, Tensor):
+        x = x.array.get() if hasattr(x.array, "get") else x.array
+    a = np.asarray(x)
+    if a.dtype.kind not in "iu":
+        raise RuntimeError(f"ctc_loss: {name} must be integers (a tensor or a sequence of ints), got dtype {a.dtype}")
+    a = a.astype(np.int64).reshape(-1)
+    if a.size != n:
+        raise RuntimeError(f"ctc_loss: {name} must have one entry per batch element ({n}), got {a.size}")
+    return a
+
+
+@register("ctc_loss")
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0, reduction: str = "mean",
+             zero_infinity: bool = False) -> Tensor:
+    """``F.ctc_loss`` (module docstring)."""
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction; use 'none', 'mean' or 'sum'")
+    if not isinstance(log_probs, Tensor) or log_probs.array.dtype.kind not in "fV":
+        raise RuntimeError("ctc_loss: log_probs must be a floating point Tensor of shape (T, N, C)")
+    unbatched = log_probs.ndim == 2
+    if unbatched:
+        log_probs = log_probs.unsqueeze(1)
+    if log_probs.ndim != 3:
+        raise RuntimeError(f"ctc_loss: log_probs must be (T, N, C) or (T, C), got shape {tuple(log_probs.shape)}")
+    T, N, C = log_probs.shape
+    if not 0 <= blank < C:
+        raise RuntimeError(f"ctc_loss: blank must be in label range [0, {C}), got {blank}")
+    tg = targets.array if isinstance(targets, Tensor) else np.asarray(targets)
+    tg = np.asarray(tg.get() if hasattr(tg, "get") else tg).astype(np.int64)
+    in_len = _lengths(input_lengths, N, "input_lengths")
+    tgt_len = _lengths(target_lengths, N, "target_lengths")
+    if unbatched:
+        tg = tg.reshape(1, -1)
+    if (in_len > T).any() or (in_len < 1).any():
+        raise RuntimeError(f"ctc_loss: Expected input_lengths to have values in [1, {T}], but got {in_len.tolist()}")
+    if (tgt_len < 0).any():
+        raise RuntimeError(f"ctc_loss: target_lengths must be non-negative, got {tgt_len.tolist()}")
+    S = int(tgt_len.max()) if N else 0
+    if tg.ndim == 1:  # concatenated targets
+        if tg.size != tgt_len.sum():
+            raise RuntimeError(
+                f"ctc_loss: 1-D targets hold the targets one after the other and must have "
+                f"sum(target_lengths) = {int(tgt_len.sum())} entries, got {tg.size}"
+            )
+        starts = np.concatenate([[0], np.cumsum(tgt_len)[:-1]])
+        padded = np.full((N, max(S, 1)), blank, np.int64)
+        for n in range(N):
+            padded[n, :tgt_len[n]] = tg[starts[n]:starts[n] + tgt_len[n]]
+        tg = padded
+    elif tg.ndim == 2:
+        if tg.shape[0] != N or tg.shape[1] < S:
+            raise RuntimeError(
+                f"ctc_loss: Expected targets of shape (N={N}, S>={S}) for target_lengths {tgt_len.tolist()}, "
+                f"got {tuple(tg.shape)}"
+            )
+    else:
+        raise RuntimeError(f"ctc_loss: targets must be 1-D (concatenated) or 2-D (N, S), got shape {tuple(tg.shape)}")
+    Lp = 2 * S + 1
+    ext = np.full((N, Lp), blank, np.int64)  # (N, Lp): b, l1, b, l2, ..., b
+    if S:
+        labels = tg[:, :S].copy()
+        labels[np.arange(S)[None, :] >= tgt_len[:, None]] = blank
+        if ((labels < 0) | (labels >= C)).any():
+            raise RuntimeError(f"ctc_loss: target labels must be in [0, {C}), got {labels[(labels < 0) | (labels >= C)][:5].tolist()}")
+        ext[:, 1::2] = labels
+    skip = np.zeros((N, Lp), bool)
+    skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
+    out = CTCLoss.apply(log_probs, ext=ext, skip=skip, in_len=in_len, tgt_len=tgt_len, reduction=reduction,
+                        zero_infinity=zero_infinity)
+    return out.squeeze(0) if unbatched and reduction == "none" else out

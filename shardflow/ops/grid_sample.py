@@ -1,0 +1,161 @@
+"""``grid_sample`` for 4-D input (``F.grid_sample``; ``affine_grid`` builds grids in
+``nn/functional_extra.py``).
+
+``out[n, c, h, w] = input[n, c]`` sampled at ``grid[n, h, w] = (x, y)`` in ``[-1, 1]``
+coordinates (``x`` across the width). Steps, as PyTorch's CPU kernel:
+
+1. unnormalise: ``ix = (x + 1) / 2 (W - 1)`` with ``align_corners``, else
+   ``((x + 1) W - 1) / 2`` (pixel centres); the same for ``iy``;
+2. padding: ``border`` clips to ``[0, W - 1]``; ``reflection`` reflects about the edges
+   (``[0, W - 1]`` with ``align_corners``, ``[-0.5, W - 0.5]`` without) and then clips;
+   ``zeros`` leaves it, and samples falling outside read zero;
+3. ``bilinear``: the four neighbours ``floor(ix), floor(ix) + 1`` (and ``iy``) weighted by the
+   distances; ``nearest``: the neighbour at ``round(ix)`` (half to even).
+
+Backward: ``input`` gets ``g`` scattered to the neighbours with the same weights
+(``add.at``); ``grid`` gets ``sum_c g * d(out)/d(ix)`` (differences of the neighbours) times
+``d(ix)/d(x)`` and the padding step's derivative (0 where clipped, -1 where reflected an odd
+number of times); ``nearest`` gives the grid no gradient. ``bicubic`` and 5-D input are not
+implemented (they raise).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import Function, Tensor
+from ..autograd.dispatch import register
+from ..backend import get_array_module
+from .index import _add_at
+
+__all__ = ["grid_sample"]
+
+
+def _unnormalize(coord, size, align_corners):
+    if align_corners:
+        return (coord + 1) / 2 * (size - 1), (size - 1) / 2
+    return ((coord + 1) * size - 1) / 2, size / 2
+
+
+def _clip(xp, coord, size):
+    """Clip to [0, size - 1] and the derivative (1 inside, 0 where clipped)."""
+    c = xp.clip(coord, 0, size - 1)
+    return c, ((coord > 0) & (coord < size - 1)).astype(coord.dtype)
+
+
+def _reflect(xp, coord, twice_low, twice_high):
+    """PyTorch's reflect_coordinates and its derivative (+-1)."""
+    if twice_low == twice_high:
+        return xp.zeros_like(coord), xp.zeros_like(coord)
+    lo = twice_low / 2
+    span = (twice_high - twice_low) / 2
+    c = coord - lo
+    sign = xp.where(c < 0, -1.0, 1.0).astype(coord.dtype)
+    c = xp.abs(c)
+    extra = xp.fmod(c, span)
+    flips = xp.floor(c / span)
+    even = (flips % 2) == 0
+    out = xp.where(even, extra + lo, span - extra + lo)
+    return out, sign * xp.where(even, 1.0, -1.0).astype(coord.dtype)
+
+
+def _source_index(xp, coord, size, padding_mode, align_corners):
+    """Pixel coordinate, d(pixel)/d(normalised) for each sample."""
+    ix, scale = _unnormalize(coord, size, align_corners)
+    d = xp.full(ix.shape, scale, dtype=ix.dtype)
+    if padding_mode == "border":
+        ix, dc = _clip(xp, ix, size)
+        d = d * dc
+    elif padding_mode == "reflection":
+        if align_corners:
+            ix, dr = _reflect(xp, ix, 0, 2 * (size - 1))
+        else:
+            ix, dr = _reflect(xp, ix, -1, 2 * size - 1)
+        ix, dc = _clip(xp, ix, size)
+        d = d * dr * dc
+    return ix, d
+
+
+class GridSample2d(Function):
+    def forward(self, inp, grid, mode="bilinear", padding_mode="zeros", align_corners=False):
+        xp = get_array_module(inp)
+        N, C, H, W = inp.shape
+        dt = inp.dtype
+        wide = np.float32 if dt.kind == "V" or dt.itemsize < 4 else dt
+        a = inp.astype(wide, copy=False)
+        gx = grid[..., 0].astype(wide, copy=False)
+        gy = grid[..., 1].astype(wide, copy=False)
+        ix, dix = _source_index(xp, gx, W, padding_mode, align_corners)  # (N, Ho, Wo)
+        iy, diy = _source_index(xp, gy, H, padding_mode, align_corners)
+        n = xp.arange(N)[:, None, None]
+        self.shape, self.mode, self.dt, self.wide = inp.shape, mode, dt, wide
+        if mode == "nearest":
+            xi, yi = xp.rint(ix).astype(np.int64), xp.rint(iy).astype(np.int64)
+            ok = (xi >= 0) & (xi < W) & (yi >= 0) & (yi < H)
+            xc, yc = xp.clip(xi, 0, W - 1), xp.clip(yi, 0, H - 1)
+            vals = a[n, :, yc, xc] * ok[..., None]  # (N, Ho, Wo, C)
+            self.corners = [(yc, xc, ok.astype(wide))]
+            return xp.moveaxis(vals, -1, 1).astype(dt, copy=False)
+        x0, y0 = xp.floor(ix), xp.floor(iy)
+        tx, ty = ix - x0, iy - y0
+        x0, y0 = x0.astype(np.int64), y0.astype(np.int64)
+        corners, out = [], 0
+        for dy, wy in ((0, 1 - ty), (1, ty)):
+            for dx, wx in ((0, 1 - tx), (1, tx)):
+                xs, ys = x0 + dx, y0 + dy
+                ok = (xs >= 0) & (xs < W) & (ys >= 0) & (ys < H)
+                xc, yc = xp.clip(xs, 0, W - 1), xp.clip(ys, 0, H - 1)
+                v = a[n, :, yc, xc] * ok[..., None]  # (N, Ho, Wo, C)
+                corners.append((yc, xc, ok.astype(wide) * wx * wy, v, dx, dy))
+                out = out + v * (wx * wy)[..., None]
+        self.corners, self.tx, self.ty, self.dix, self.diy = corners, tx, ty, dix, diy
+        return xp.moveaxis(out, -1, 1).astype(dt, copy=False)
+
+    def backward(self, g):
+        xp = get_array_module(g)
+        N, C, H, W = self.shape
+        gw = xp.moveaxis(g.astype(self.wide, copy=False), 1, -1)  # (N, Ho, Wo, C)
+        n = xp.arange(N)[:, None, None]
+        g_in = g_grid = None
+        if self.needs_input_grad[0]:
+            acc = xp.zeros((N, H, W, C), self.wide)
+            for yc, xc, w, *_ in self.corners:
+                _add_at(acc, (n, yc, xc), gw * w[..., None])
+            g_in = xp.moveaxis(acc, -1, 1).astype(self.dt, copy=False)
+        if self.needs_input_grad[1]:
+            if self.mode == "nearest":
+                g_grid = xp.zeros(gw.shape[:3] + (2,), self.wide)
+            else:
+                tx, ty = self.tx, self.ty
+                dout_dx = dout_dy = 0
+                for _, _, _, v, dx, dy in self.corners:
+                    wx = tx if dx else 1 - tx
+                    wy = ty if dy else 1 - ty
+                    s = (gw * v).sum(-1)  # (N, Ho, Wo)
+                    dout_dx = dout_dx + s * wy * (1.0 if dx else -1.0)
+                    dout_dy = dout_dy + s * wx * (1.0 if dy else -1.0)
+                g_grid = xp.stack([dout_dx * self.dix, dout_dy * self.diy], axis=-1)
+            g_grid = g_grid.astype(self.dt, copy=False)
+        return g_in, g_grid
+
+
+@register("grid_sample")
+def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mode: str = "zeros",
+                align_corners=None) -> Tensor:
+    """Sample ``input`` ``(N, C, H, W)`` at ``grid`` ``(N, Ho, Wo, 2)`` (module docstring)."""
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError("nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
+                         f"'reflection', but got: '{padding_mode}'")
+    if mode == "bicubic" or input.ndim != 4:
+        raise NotImplementedError(
+            f"grid_sample: shardflow implements 4-D input with mode 'bilinear' or 'nearest' (got {input.ndim}-D, "
+            f"mode {mode!r}); 5-D input and bicubic are not built"
+        )
+    if grid.ndim != 4 or grid.shape[-1] != 2 or grid.shape[0] != input.shape[0]:
+        raise RuntimeError(f"grid_sample(): expected grid of shape (N={input.shape[0]}, H, W, 2), got {tuple(grid.shape)}")
+    if grid.dtype is not input.dtype:
+        raise RuntimeError(f"grid_sample(): expected input and grid to have same dtype, but input has {input.dtype} "
+                           f"and grid has {grid.dtype}")
+    return GridSample2d.apply(input, grid, mode=mode, padding_mode=padding_mode, align_corners=bool(align_corners))

@@ -1,0 +1,202 @@
+"""Matrix functions with PyTorch's names: ``inverse``, ``det``, ``slogdet``, ``logdet``,
+``matrix_power``, ``solve`` (``torch.linalg.solve``), ``cdist``, ``addbmm``,
+``chain_matmul`` (``cross``, ``kron``, ``tensordot``, ``addmv``, ``addr`` are in
+``tensor_products.py``); ``linalg.py`` gathers them
+under ``torch.linalg``'s names. Matrices may carry leading batch dims (NumPy's
+``linalg`` broadcasts over them; CuPy's too).
+
+Gradients (``A^-T`` is the inverse transposed over the last two dims):
+
+* ``inverse``: ``-A^-T g A^-T``; ``det``: ``g det(A) A^-T`` (invertible ``A``: PyTorch also
+  handles singular matrices through an SVD, which is not done here); ``slogdet``: the
+  log-abs-det part gets ``g A^-T``, the sign none; ``logdet``: ``g A^-T`` (NaN for a
+  negative determinant, as PyTorch).
+* ``solve(A, B)``: ``X = A^-1 B``; ``gB = solve(A^T, g)``, ``gA = -gB X^T`` (a vector ``B``
+  is a column).
+* ``matrix_power``, ``cdist``, ``addbmm`` are
+  compositions of ``matmul`` / ``einsum`` / ``vector_norm`` / products, so their gradients
+  are those ops'.
+"""
+
+from __future__ import annotations
+
+from ..autograd import Function, Tensor
+from ..autograd.dispatch import register
+from ..backend import get_array_module
+from ._util import unbroadcast
+
+__all__ = ["inverse", "det", "slogdet", "logdet", "matrix_power", "cdist", "addbmm", "chain_matmul"]
+
+
+def _ops():
+    from .. import ops
+
+    return ops
+
+
+def _mT(a):
+    return get_array_module(a).swapaxes(a, -1, -2)
+
+
+def _square(input, op: str) -> None:
+    if input.ndim < 2 or input.shape[-1] != input.shape[-2]:
+        raise RuntimeError(f"linalg.{op}: A must be batches of square matrices, but they are "
+                           f"{tuple(input.shape[-2:]) if input.ndim >= 2 else tuple(input.shape)} matrices")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.{op}: Expected a floating point tensor as input. Got {input.dtype}")
+
+
+class Inverse(Function):
+    save_inputs = ()
+    save_output = True
+
+    def forward(self, a):
+        self.inv = get_array_module(a).linalg.inv(a)
+        return self.inv
+
+    def backward(self, g):
+        it = _mT(self.inv)
+        return -(it @ g @ it)
+
+
+class Det(Function):
+    save_inputs = (0,)
+    save_output = True
+
+    def forward(self, a):
+        self.a = a
+        self.det = get_array_module(a).linalg.det(a)
+        return self.det
+
+    def backward(self, g):
+        xp = get_array_module(g)
+        return (g * self.det)[..., None, None] * _mT(xp.linalg.inv(self.a))
+
+
+class SlogDet(Function):
+    save_inputs = (0,)
+
+    def forward(self, a):
+        self.a = a
+        sign, logabs = get_array_module(a).linalg.slogdet(a)
+        return sign.astype(a.dtype), logabs.astype(a.dtype)
+
+    def backward(self, g_sign, g_log):
+        xp = get_array_module(g_log)
+        return g_log[..., None, None] * _mT(xp.linalg.inv(self.a))
+
+
+@register("inverse", "linalg_inv")
+def inverse(input: Tensor) -> Tensor:
+    """The inverse of each square matrix (gradient in the module docstring)."""
+    _square(input, "inv")
+    return Inverse.apply(input)
+
+
+@register("det", "linalg_det")
+def det(input: Tensor) -> Tensor:
+    """The determinant of each square matrix."""
+    _square(input, "det")
+    return Det.apply(input)
+
+
+@register("slogdet", "linalg_slogdet")
+def slogdet(input: Tensor):
+    """``(sign, log|det|)`` of each square matrix."""
+    _square(input, "slogdet")
+    from .reduce import return_types
+
+    sign, logabs = SlogDet.apply(input)
+    return return_types.slogdet(sign, logabs)
+
+
+@register("logdet")
+def logdet(input: Tensor) -> Tensor:
+    """``log(det(A))``: NaN where the determinant is negative, as PyTorch."""
+    sign, logabs = slogdet(input)
+    ops = _ops()
+    return ops.where(sign < 0, float("nan"), ops.where(sign == 0, float("-inf"), logabs))
+
+
+@register("matrix_power", "linalg_matrix_power")
+def matrix_power(input: Tensor, n: int) -> Tensor:
+    """``A^n`` by repeated squaring (``n < 0``: of the inverse; ``n = 0``: the identity)."""
+    _square(input, "matrix_power")
+    ops = _ops()
+    n = int(n)
+    if n == 0:
+        eye = ops.eye(input.shape[-1], dtype=input.dtype, device=input.device)
+        return eye.expand(*input.shape) * 1
+    base = inverse(input) if n < 0 else input
+    n = abs(n)
+    result = None
+    while n:
+        if n & 1:
+            result = base if result is None else ops.matmul(result, base)
+        n >>= 1
+        if n:
+            base = ops.matmul(base, base)
+    return result
+
+
+class Solve(Function):
+    save_inputs = (0,)
+    save_output = True
+
+    def forward(self, a, b, vector=False):
+        xp = get_array_module(a)
+        self.a, self.vector = a, vector
+        bb = b[..., None] if vector else b
+        self.x = xp.linalg.solve(a, bb)
+        return self.x[..., 0] if vector else self.x
+
+    def backward(self, g):
+        xp = get_array_module(g)
+        gg = g[..., None] if self.vector else g
+        gb = xp.linalg.solve(_mT(self.a), gg)
+        ga = -(gb @ _mT(self.x)) if self.needs_input_grad[0] else None
+        if ga is not None:
+            ga = unbroadcast(ga, self.a.shape)
+        return ga, (gb[..., 0] if self.vector else gb)
+
+
+def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
+    """``torch.linalg.solve``: ``X`` with ``A X = B`` (``left=False``: ``X A = B``)."""
+    _square(A, "solve")
+    if not left:
+        return solve(A.mT, B.mT).mT
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    return Solve.apply(A, B, vector=vector)
+
+
+# ---------------------------------------------------------------------------- products
+@register("cdist")
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode=None) -> Tensor:
+    """``(.., P, M) x (.., R, M) -> (.., P, R)`` ``p``-norm distances between the rows."""
+    if x1.ndim < 2 or x2.ndim < 2 or x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"cdist only supports at least 2D tensors with the same number of columns, got "
+                           f"{tuple(x1.shape)} and {tuple(x2.shape)}")
+    return _ops().vector_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p, -1)
+
+
+def _scaled_add(input, prod, beta, alpha):
+    from .matmul import _scaled_add as sa
+
+    return sa(input, prod, beta, alpha)
+
+
+@register("addbmm")
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1) -> Tensor:
+    """``beta * input + alpha * sum_b batch1[b] @ batch2[b]``."""
+    return _scaled_add(input, _ops().bmm(batch1, batch2).sum(0), beta, alpha)
+
+
+@register("chain_matmul")
+def chain_matmul(*matrices) -> Tensor:
+    """``matrices[0] @ matrices[1] @ ...`` (PyTorch's deprecated ``linalg.multi_dot``)."""
+    if len(matrices) == 1 and isinstance(matrices[0], list | tuple):
+        matrices = tuple(matrices[0])
+    out = matrices[0]
+    for m in matrices[1:]:
+        out = _ops().mm(out, m)
+    return out
