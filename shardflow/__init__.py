@@ -88,7 +88,7 @@ from .backend import (
     uint8,
 )
 from .backend import bool_ as bool
-from .backend.info import e, finfo, iinfo, inf, layout, nan, newaxis, pi, strided
+from .backend.info import e, finfo, iinfo, inf, nan, newaxis, pi
 from .backend.memory_format import (
     channels_last,
     channels_last_3d,

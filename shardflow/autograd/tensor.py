@@ -270,18 +270,12 @@ class Tensor:
         """Conjugate transpose of a matrix (real dtypes: the transpose)."""
         if self.array.ndim not in (0, 2):
             raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.array.ndim}-D tensor.")
-        return self.T
+        return self.T.conj() if self.dtype.is_complex else self.T
 
     @property
     def mH(self) -> Tensor:
         """Conjugate transpose of the last two dims (real dtypes: ``mT``)."""
-        return self.mT
-
-    @property
-    def layout(self):
-        from ..backend.info import strided
-
-        return strided
+        return self.mT.conj() if self.dtype.is_complex else self.mT
 
     @property
     def output_nr(self) -> int:

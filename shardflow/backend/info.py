@@ -1,4 +1,4 @@
-"""``torch.finfo`` / ``torch.iinfo``, the ``strided`` layout and the math constants
+"""``torch.finfo`` / ``torch.iinfo``, the ``strided`` layout (from ``layout.py``) and the math constants
 (``pi``, ``e``, ``inf``, ``nan``, ``newaxis``), with PyTorch's names and values.
 
 ``finfo(dtype)`` (default: the default dtype) reports ``bits``, ``eps``, ``max``, ``min``,
@@ -18,33 +18,13 @@ from . import dtypes
 
 __all__ = ["finfo", "iinfo", "layout", "strided", "pi", "e", "inf", "nan", "newaxis"]
 
+from .layout import layout, strided  # noqa: E402 - re-exported under the names torch has
+
 pi = math.pi
 e = math.e
 inf = math.inf
 nan = math.nan
 newaxis = None
-
-
-class layout:
-    """``torch.layout``: shardflow's tensors are all dense and strided."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str):
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f"shardflow.{self.name}"
-
-    def __reduce__(self):
-        return (_layout_named, (self.name,))
-
-
-strided = layout("strided")
-
-
-def _layout_named(name: str) -> layout:
-    return strided if name == "strided" else layout(name)
 
 
 class finfo:
