@@ -10,15 +10,10 @@ import torch
 
 import shardflow as sf
 import shardflow.nn.functional as F
-from shardflow import kernels
 from shardflow.bench.workloads import WORKLOADS
 from shardflow.jit import compile as sf_compile
 
-# fusion generates Numba kernels: only the tests about fused groups need numba; the passes,
-# guards, fallbacks and the NumPy-mode replay run without it
-needs_fusion = pytest.mark.skipif(not (kernels.available() and kernels.enabled()),
-                                  reason="fusion needs the Numba kernels (pip install numba; "
-                                         "SHARDFLOW_KERNELS not 'numpy')")
+from ._fusion import fusion_on, needs_fusion  # only the tests about fused groups need numba
 
 
 def _fused_groups(compiled) -> int:
@@ -214,6 +209,6 @@ def test_training_steps_with_compiled_model_track_eager(key, steps):
         if compiled:  # every step after the first ran the traced graph
             stats = fwd._compiled.stats
             assert (stats["replays"], stats["eager"]) == (steps - 1, 0), fwd.explain()
-            if kernels.available() and kernels.enabled():  # with FusedFunction groups
+            if fusion_on():  # with FusedFunction groups
                 assert _fused_groups(fwd) == {"mlp": 2, "cnn": 1, "gpt": 12}[key], fwd.explain()
     np.testing.assert_allclose(runs[1], runs[0], rtol=1e-6)
