@@ -212,7 +212,8 @@ def test_default_collate_matches_torch():
         np.testing.assert_array_equal(ours[k].numpy(), theirs[k].numpy())
         assert str(ours[k].dtype).split(".")[-1] == str(theirs[k].dtype).split(".")[-1]
     assert ours["name"] == theirs["name"]
-    for a, b in zip(ours["pair"], theirs["pair"]):
+    assert type(ours["pair"]) is type(theirs["pair"])
+    for a, b in zip(ours["pair"], theirs["pair"], strict=True):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
     t = [sf.tensor([1.0, 2.0]), sf.tensor([3.0, 4.0])]
     np.testing.assert_array_equal(sfd.default_collate(t).numpy(), [[1, 2], [3, 4]])

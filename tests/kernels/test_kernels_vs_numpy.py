@@ -259,7 +259,8 @@ def test_max_pool2d_kernel_is_bit_identical_to_numpy_path(monkeypatch, shape, dt
         # ceil_mode on odd sizes makes partial windows: those stay on the NumPy path
         partial = kw.get("ceil_mode") and any(s % 2 for s in shape[-2:])
         assert got[3] is (not partial) and want[3] is False
-        for a, b in zip(got[:3], want[:3]):
+        for a, b in zip(got[:3], want[:3], strict=True):
+            assert (a is None) == (b is None)  # indices: both or neither
             if a is not None:
                 np.testing.assert_array_equal(a, b)
 
