@@ -318,3 +318,10 @@ def test_autocast_composes_with_the_global_tensor_handler():
     y.float().sum().backward()
     assert leaf.grad is not None and leaf.grad.dtype == sf.float32
     assert dispatch._hooks[2] is None and dispatch._hooks[0] is not None, "global handler kept"
+    # the values: torch's autocast on the same local tensors
+    xt, lt = torch.tensor(x.numpy()), torch.tensor(leaf.detach().numpy(), requires_grad=True)
+    with torch.autocast("cpu"):
+        yt = xt @ lt
+    yt.float().sum().backward()
+    _close(_as_np(y), _as_np(yt), "global y")
+    _close(_as_np(leaf.grad), _as_np(lt.grad), "grad of the broadcast leaf")
