@@ -212,7 +212,8 @@ def test_default_collate_matches_torch():
         np.testing.assert_array_equal(ours[k].numpy(), theirs[k].numpy())
         assert str(ours[k].dtype).split(".")[-1] == str(theirs[k].dtype).split(".")[-1]
     assert ours["name"] == theirs["name"]
-    for a, b in zip(ours["pair"], theirs["pair"]):
+    assert type(ours["pair"]) is type(theirs["pair"])
+    for a, b in zip(ours["pair"], theirs["pair"], strict=True):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
     t = [sf.tensor([1.0, 2.0]), sf.tensor([3.0, 4.0])]
     np.testing.assert_array_equal(sfd.default_collate(t).numpy(), [[1, 2], [3, 4]])
@@ -231,8 +232,11 @@ def test_tensor_dataset_and_batch_none():
     ds = sfd.TensorDataset(x, y)
     batches = list(sfd.DataLoader(ds, batch_size=4))
     np.testing.assert_array_equal(batches[0][0].numpy(), x.numpy()[:4])
-    items = list(sfd.DataLoader(Squares(3), batch_size=None))
-    assert isinstance(items[0][0], sf.Tensor) and items[2][1] == 2
+    items = list(sfd.DataLoader(Squares(3), batch_size=None))  # no batching: converted only
+    ref = list(tud.DataLoader(Squares(3), batch_size=None))  # [[tensor([i, i*i]), i], ...]
+    assert [type(it) for it in items] == [type(it) for it in ref]
+    assert all(isinstance(a, sf.Tensor) and type(i) is int for a, i in items)
+    assert [(a.numpy().tolist(), i) for a, i in items] == [(a.numpy().tolist(), i) for a, i in ref]
     with pytest.raises(ValueError, match="same first dimension"):
         sfd.TensorDataset(x, sf.tensor(np.arange(5)))
 

@@ -8,6 +8,7 @@ import struct
 import numpy as np
 import pytest
 
+import shardflow as sf
 from shardflow.utils import data as sfd
 
 
@@ -123,10 +124,21 @@ def test_synthetic_deterministic():
 
 def test_digits():
     pytest.importorskip("sklearn")
+    from sklearn.datasets import load_digits
+
     tr, va = sfd.Digits(train=True), sfd.Digits(train=False)
-    assert len(tr) + len(va) == 1797
+    assert (len(tr), len(va)) == (1797 - 359, 359)  # val_fraction 0.2 of sklearn's 1797
     x, y = tr[0]
-    assert tuple(x.shape) == (1, 8, 8) and 0 <= y < 10
+    assert tuple(x.shape) == (1, 8, 8) and x.dtype == sf.float32 and type(y) is int
+    # train and val split sklearn's images (16 grey levels, scaled to [0, 1]) and labels
+    # between them: the same (image, label) multiset, every image in exactly one of the two
+    d = load_digits()
+
+    def key(img, label):
+        return (np.round(np.asarray(img, np.float64) * 16).astype(np.int64).tobytes(), int(label))
+
+    ours = sorted(key(x.numpy(), y) for ds in (tr, va) for x, y in (ds[i] for i in range(len(ds))))
+    assert ours == sorted(key(img / 16, t) for img, t in zip(d.images, d.target, strict=True))
 
 
 def test_digits_without_sklearn_names_the_fix(monkeypatch):

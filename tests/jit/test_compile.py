@@ -2,15 +2,25 @@
 small function, guards and retracing, every fallback reason, the Module wrapper, and compiled
 vs eager forward on the MLP / CNN / GPT-mini reference workloads (eval, no_grad)."""
 
+import re
+
 import numpy as np
 import pytest
+import torch
 
 import shardflow as sf
 import shardflow.nn.functional as F
 from shardflow.bench.workloads import WORKLOADS
 from shardflow.jit import compile as sf_compile
 
-pytest.importorskip("numba")
+from ._fusion import fusion_on, needs_fusion  # only the tests about fused groups need numba
+
+
+def _fused_groups(compiled) -> int:
+    """How many fused groups the last trace made, from the compile log (``explain()``)."""
+    counts = re.findall(r"fused (\d+) group", compiled.explain())
+    assert counts, f"nothing was traced:\n{compiled.explain()}"
+    return int(counts[-1])
 
 
 def _f(x, w, b):
@@ -21,39 +31,62 @@ def _f(x, w, b):
     return y - z.sigmoid() + (h * 0.5).relu() / 3.0
 
 
+def _f_torch(x, w, b):
+    """``_f`` in torch float64: a reference computed by neither the eager ops nor the graph."""
+    x, w, b = (torch.from_numpy(a.numpy().astype(np.float64)) for a in (x, w, b))
+    h = x @ w + b
+    y = torch.nn.functional.gelu(h) * 2.0 + h.tanh()
+    z = torch.nn.functional.gelu(h) * 2.0
+    return (y - z.sigmoid() + (h * 0.5).relu() / 3.0).numpy()
+
+
 def _inputs(dtype, M=67, K=32, N=48):
     rng = np.random.default_rng(0)
     return tuple(sf.tensor(rng.standard_normal(s).astype(dtype)) for s in [(M, K), (K, N), (N,)])
 
 
+@needs_fusion
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_passes_and_fused_kernel_match_eager(dtype):
     cf = sf_compile(_f)
     args = _inputs(dtype)
     with sf.no_grad():
-        first, replay = cf(*args), cf(*args)
+        cf(*args)  # the trace (its result is the eager call's)
+        replay = cf(*args)  # the optimised graph with the generated kernel
         ref = _f(*args)
-    assert cf.stats["traces"] == 1 and cf.stats["replays"] == 1
+    assert cf.stats["traces"] == 1 and cf.stats["replays"] == 1 and cf.stats["eager"] == 0, cf.explain()
     g = next(iter(cf.cache.values())).graph
     assert g.count("fused") == 1 and g.count("call") == 1  # matmul + one fused group
     log = cf.explain()
     assert "dce removed 1" in log and "cse merged 2" in log and "fused 1 group" in log
     tol = dict(rtol=1e-5, atol=1e-5) if dtype == "float32" else dict(rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(replay.numpy(), ref.numpy(), **tol)
-    np.testing.assert_array_equal(first.numpy(), ref.numpy())  # the trace's own eager result
+    np.testing.assert_allclose(replay.numpy(), _f_torch(*args), **tol)
     assert replay.dtype == ref.dtype and not replay.requires_grad
 
 
 def test_numpy_kernels_mode_compiles_without_fusion(monkeypatch):
+    """Without the kernels the graph still runs its passes (DCE, CSE) and replays the
+    remaining op calls: the same ops as eager on the same values, so bit for bit equal."""
     monkeypatch.setenv("SHARDFLOW_KERNELS", "numpy")
     cf = sf_compile(_f)
     args = _inputs("float32")
     with sf.no_grad():
         cf(*args)
         out = cf(*args)
+        ref = _f(*args)
+    assert cf.stats["traces"] == 1 and cf.stats["replays"] == 1 and cf.stats["eager"] == 0, cf.explain()
     g = next(iter(cf.cache.values())).graph
-    assert g.count("fused") == 0 and cf.stats["replays"] == 1
-    np.testing.assert_allclose(out.numpy(), _f(*args).numpy(), rtol=1e-6, atol=1e-6)
+    log = cf.explain()
+    assert "dce removed 1" in log and "cse merged 2" in log and _fused_groups(cf) == 0, log
+    assert g.count("fused") == 0
+    # _f's 15 op calls less the unused exp (DCE) and the repeated gelu(h) * 2.0 (CSE)
+    assert "15 op calls" in log, log
+    ops = re.findall(r"= (\w+)\(", str(g))
+    assert ops == ["matmul", "add", "gelu", "mul", "tanh", "add", "sigmoid", "sub", "mul", "relu",
+                   "div", "add"], str(g)
+    np.testing.assert_array_equal(out.numpy(), ref.numpy())
+    np.testing.assert_allclose(out.numpy(), _f_torch(*args), rtol=1e-5, atol=1e-5)
 
 
 def test_guards_retrace_on_new_shape_and_dtype():
@@ -107,9 +140,12 @@ def test_compiled_module_shares_parameters_and_sees_updates():
         after, ref = cm(x).numpy(), model(x).numpy()
     assert not np.allclose(before, after)
     np.testing.assert_allclose(after, ref, rtol=1e-6, atol=1e-6)
-    assert cm._compiled.stats["traces"] == 1
+    # `after` came from the traced graph (replayed), not from an eager fallback
+    stats = cm._compiled.stats
+    assert (stats["traces"], stats["replays"], stats["eager"]) == (1, 2, 0), cm.explain()
 
 
+@needs_fusion
 @pytest.mark.parametrize("key", ["mlp", "cnn", "gpt"])
 def test_reference_workloads_compiled_forward_equals_eager(key):
     wl = WORKLOADS[key]
@@ -120,7 +156,7 @@ def test_reference_workloads_compiled_forward_equals_eager(key):
         ref = model(x).numpy()
         cm(x)
         out = cm(x).numpy()
-    assert cm._compiled.stats["replays"] == 1, cm.explain()
+    assert cm._compiled.stats["replays"] == 1 and cm._compiled.stats["eager"] == 0, cm.explain()
     # every workload has a linear followed by an activation or a residual add: its bias is
     # split off and fused with what follows (MLP 2 groups, CNN 1, GPT-mini 12)
     g = next(iter(cm._compiled.cache.values())).graph
@@ -129,6 +165,7 @@ def test_reference_workloads_compiled_forward_equals_eager(key):
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6 * float(np.abs(ref).max()))
 
 
+@needs_fusion
 def test_autograd_calls_replay_with_the_tape_and_fused_functions():
     x = sf.randn(6, 4, requires_grad=True)
     cf = sf_compile(lambda t: (t * 3.0).tanh() + 1.0)
@@ -169,6 +206,9 @@ def test_training_steps_with_compiled_model_track_eager(key, steps):
             opt.step()
             losses.append(float(loss))
         runs.append(losses)
-        if compiled:
-            assert fwd._compiled.stats["replays"] == steps - 1, fwd.explain()
+        if compiled:  # every step after the first ran the traced graph
+            stats = fwd._compiled.stats
+            assert (stats["replays"], stats["eager"]) == (steps - 1, 0), fwd.explain()
+            if fusion_on():  # with FusedFunction groups
+                assert _fused_groups(fwd) == {"mlp": 2, "cnn": 1, "gpt": 12}[key], fwd.explain()
     np.testing.assert_allclose(runs[1], runs[0], rtol=1e-6)

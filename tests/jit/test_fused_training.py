@@ -16,6 +16,8 @@ from tests.jit.test_compile_step import _cnn as _small_cnn
 from tests.jit.test_compile_step import _gpt as _small_gpt
 from tests.jit.test_compile_step import _mlp as _small_mlp
 
+from ._fusion import needs_fusion  # every test here but the NumPy-mode one
+
 TOL = {np.float32: dict(rtol=1e-5, atol=1e-5), np.float64: dict(rtol=1e-10, atol=1e-10)}
 
 
@@ -112,6 +114,7 @@ def _residual(x, h, b):  # x + (h + b): x and h get the incoming gradient itself
     return x + (h + b)
 
 
+@needs_fusion
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_bias_gelu_silu_with_0d_and_number_operands(dtype):
     r = np.random.default_rng(0)
@@ -119,6 +122,7 @@ def test_bias_gelu_silu_with_0d_and_number_operands(dtype):
            dtype=dtype)
 
 
+@needs_fusion
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_multiple_outputs_each_get_their_incoming_gradient(dtype):
     r = np.random.default_rng(1)
@@ -128,6 +132,7 @@ def test_multiple_outputs_each_get_their_incoming_gradient(dtype):
     assert node.name == "fused[add+relu+mul+tanh+add+sigmoid]"
 
 
+@needs_fusion
 def test_every_fusable_op_forward_and_backward_float64():
     r = np.random.default_rng(2)
     M, N = 41, 29
@@ -136,6 +141,7 @@ def test_every_fusable_op_forward_and_backward_float64():
     _check(_all_ops, arrays, dtype=np.float64)
 
 
+@needs_fusion
 def test_every_fusable_op_float32_is_as_accurate_as_eager():
     """The chain is ill-conditioned in float32 (x^-1, rsqrt of exp of log...): fused and eager
     float32 both differ from float64 by up to 2e-4 here, differently. The fused result must
@@ -163,24 +169,28 @@ def test_every_fusable_op_float32_is_as_accurate_as_eager():
 
 @pytest.mark.parametrize("needs", [[True, False, True], [False, True, False],
                                    [False, False, True]])
+@needs_fusion
 def test_only_the_inputs_that_need_a_gradient_get_one(needs):
     r = np.random.default_rng(3)
     _check(_bias_act, [_arr(r, (19, 12), np.float64), _arr(r, (12,), np.float64),
                        _arr(r, (), np.float64)], needs=needs)
 
 
+@needs_fusion
 def test_residual_add_hands_the_incoming_gradient_on():
     r = np.random.default_rng(4)
     _check(_residual, [_arr(r, (8, 16, 24), np.float32), _arr(r, (8, 16, 24), np.float32),
                        _arr(r, (24,), np.float32)], dtype=np.float32)
 
 
+@needs_fusion
 def test_an_operand_read_by_several_members_sums_its_gradients():
     r = np.random.default_rng(5)
     _check(lambda x, b: (x.tanh() * b + x) * x - x, [_arr(r, (13, 9), np.float64),
                                                      _arr(r, (9,), np.float64)])
 
 
+@needs_fusion
 def test_relu_gradient_at_zero_is_zero_as_eager():
     x = np.array([[-1.0, 0.0, 2.0, 0.5], [0.25, -0.25, 0.0, 3.0]], np.float32)
     b = np.array([0.0, 0.0, -2.0, -0.5], np.float32)  # x + b == 0 in five places
@@ -190,6 +200,7 @@ def test_relu_gradient_at_zero_is_zero_as_eager():
     np.testing.assert_array_equal(grads[0], np.where(x + b > 0, 3.0, 0.0))
 
 
+@needs_fusion
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 def test_gelu_backward_matches_the_gelu_kernel(approximate):
     r = np.random.default_rng(6)
@@ -209,6 +220,7 @@ def test_gelu_backward_matches_the_gelu_kernel(approximate):
     np.testing.assert_allclose(grads[0], t.grad.numpy(), rtol=2e-6, atol=2e-6)
 
 
+@needs_fusion
 def test_tanh_gelu_derivative_is_accurate_where_it_saturates():
     """float32 tanh-GELU's derivative against float64 over |x| up to 1000: within tanh32's
     error where it bends, exactly 0 / 1 beyond its clamp (the rational's residue there grew
@@ -276,6 +288,7 @@ def _random_chain(r, n_ops):
     return fn
 
 
+@needs_fusion
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("seed", range(5))
 def test_random_groups_match_eager(dtype, seed):
@@ -309,6 +322,7 @@ def _prime(cf, arrays):
     return cf
 
 
+@needs_fusion
 def test_fused_function_float64_finite_differences():
     r = np.random.default_rng(7)
     arrays = [_arr(r, (6, 5), np.float64), _arr(r, (6, 5), np.float64, lo=0.3),
@@ -371,6 +385,7 @@ def _workload_twins(key):
     return a, b, cm, ref, loss
 
 
+@needs_fusion
 @pytest.mark.parametrize("key", ["mlp", "cnn", "gpt"])
 def test_compiled_workload_training_forward_and_backward_equal_eager(key):
     a, b, cm, ref, loss = _workload_twins(key)
@@ -409,6 +424,7 @@ def _plan_pair(kind, make_opt):
     return a, b, oa, plan, loss_fn, fused, _small_batch
 
 
+@needs_fusion
 @pytest.mark.parametrize("kind,groups", [("mlp", 2), ("cnn", 1), ("gpt", 6)])
 def test_step_plan_over_fused_graph_tracks_eager_for_ten_steps(kind, groups):
     def make_opt(ps):
@@ -447,6 +463,7 @@ def test_step_plan_over_fused_graph_tracks_eager_for_ten_steps(kind, groups):
         assert plan.stats["engine_backward"] == 0, plan.stats
 
 
+@needs_fusion
 def test_arithmetic_groups_give_eager_bits():
     """float32 members are rounded as the eager ops store them and bias gradients are summed
     row by row in float32 as NumPy's ``sum(axis=0)``: bias + ReLU (MLP) and bias + residual

@@ -181,13 +181,34 @@ def test_float64_stays_float64_and_float16_stays_float16():
             assert f(x).dtype == dt
 
 
-def test_bfloat16_activations_keep_dtype():
-    x = sf.tensor([0.5, -1.0, 2.0]).to(sf.bfloat16)
-    for f in (sf.exp, sf.sigmoid, sf.gelu, sf.silu, sf.tanh, sf.relu, sf.leaky_relu):
-        y = f(x)
-        assert y.dtype == sf.bfloat16
-        ref = f(sf.tensor([0.5, -1.0, 2.0])).numpy()
-        np.testing.assert_allclose(y.float().numpy(), ref, rtol=2e-2, atol=1e-2)
+def _bf16_spacing(a):
+    """The distance between adjacent bfloat16 values at |a| (8 significant bits)."""
+    e = np.floor(np.log2(np.maximum(np.abs(a).astype(np.float64), 2.0 ** -126)))
+    return 2.0 ** (e - 7)
+
+
+_HALF_GELU_BUG = pytest.mark.xfail(
+    strict=True, reason="library bug: half-precision gelu evaluates 1 + erf / 1 + tanh in the "
+    "input's dtype (Gelu.forward's scratch arrays), so for x < -2 the sum cancels: gelu(-5.07) "
+    "is -0.0 in bfloat16 and float16 where torch (float32 opmath, one rounding) gives -1.06e-6, "
+    "and tanh-gelu(-3.05) is -0.0078 against -0.0031")
+
+
+@pytest.mark.parametrize("name", ["exp", "sigmoid", pytest.param("gelu", marks=_HALF_GELU_BUG),
+                                  "silu", "tanh", "relu", "leaky_relu"])
+def test_bfloat16_activations_keep_dtype(name):
+    """bfloat16 in, bfloat16 out, within one bfloat16 step of torch's bfloat16 result (torch
+    computes in float32 and rounds once) over [-6, 6], where the old 3-point check at 1e-2
+    could not see a wrong tail."""
+    xt = torch.linspace(-6, 6, 481).bfloat16()
+    x = sf.tensor(xt.float().numpy()).to(sf.bfloat16)
+    y = getattr(sf, name)(x)
+    assert y.dtype == sf.bfloat16
+    ref = getattr(torch.nn.functional, name, None) or getattr(torch, name)
+    want = ref(xt).float().numpy()
+    got = y.float().numpy()
+    bad = np.abs(got - want) > _bf16_spacing(want)
+    assert not bad.any(), f"{name}: at x = {xt.float().numpy()[bad][:5]} got {got[bad][:5]}, torch {want[bad][:5]}"
 
 
 def test_comparisons_are_bool_and_not_differentiable():

@@ -175,8 +175,8 @@ def _compare_with_torch(spec, dtype):
         return
     rng = np.random.default_rng(spec.seed + 1)
     pairs = [(s, t) for s, t in zip(sf_out, th_out) if isinstance(t, torch.Tensor) and t.requires_grad]
-    if not pairs:
-        return
+    assert pairs, f"{spec.name}: the spec says grad=True but no torch output requires grad " \
+                  "(set grad=False, or make an input differentiable)"
     s_loss, t_loss = 0, 0
     for s, t in pairs:
         v = rng.standard_normal(tuple(t.shape)).astype(np.float32)

@@ -1,8 +1,20 @@
 """Random and uninitialised factories, and the channel dropouts: what cannot be compared with
 PyTorch value by value is checked here instead of in the spec table (see
 ``test_op_coverage.CHECKED_ELSEWHERE``): shapes and dtypes against the same torch call,
-ranges, moments and frequencies on a few thousand draws (bounds of about 5 standard
-errors), reproducibility under ``manual_seed``, and gradients through the drawn masks."""
+ranges, moments, frequencies and the whole distribution on a few thousand draws,
+reproducibility under ``manual_seed``, and gradients through the drawn masks.
+
+Every statistical bound is derived from the sample size: ``Z = 5`` standard errors of the
+estimate under the known distribution (``sd / sqrt(n)`` for a mean, ``sqrt((m4 - var^2) / n)``
+for a variance, ``sqrt(p (1 - p) / n)`` for a frequency), so a correct sampler fails one check
+with probability about 1e-6 while a wrong mean, scale or probability fails it; the whole
+distribution is checked with the Dvoretzky-Kiefer-Wolfowitz bound
+``P(sup |F_n - F| > eps) <= 2 exp(-2 n eps^2)`` at the same 1e-6. The generators are seeded,
+so every run draws the same numbers.
+"""
+
+import itertools
+import math
 
 import numpy as np
 import pytest
@@ -10,10 +22,55 @@ import torch
 
 import shardflow as sf
 
+Z = 5.0  # standard errors
+FALSE_ALARM = 1e-6  # the DKW bound's probability, about that of a 5-sigma excursion
+
 
 def _same_meta(s, t):
     assert tuple(s.shape) == tuple(t.shape)
     assert str(s.dtype).split(".")[-1] == str(t.dtype).split(".")[-1], (s.dtype, t.dtype)
+
+
+def _check_mean(values, mean, sd, what):
+    """The mean of ``values`` (n draws along axis 0) within Z standard errors ``sd / sqrt(n)``."""
+    n = values.shape[0]
+    err, bound = np.abs(values.mean(0) - mean), Z * np.asarray(sd) / math.sqrt(n)
+    assert np.all(err <= bound), f"{what}: mean off by {err}, allowed {bound} ({Z} s.e. for n={n})"
+
+
+def _check_variance(values, var, m4, what):
+    """The variance of ``values`` within Z standard errors ``sqrt((m4 - var^2) / n)``, where
+    ``m4`` is the distribution's fourth central moment."""
+    n = values.shape[0]
+    err = np.abs(values.var(0) - var)
+    bound = Z * np.sqrt((np.asarray(m4) - np.asarray(var) ** 2) / n)
+    assert np.all(err <= bound), f"{what}: variance off by {err}, allowed {bound} ({Z} s.e. for n={n})"
+
+
+def _check_frequencies(values, support, probs, what):
+    """How often each value of ``support`` occurs, within Z standard errors of ``probs``."""
+    values = np.asarray(values).ravel()
+    n = values.size
+    freq = np.array([(values == s).mean() for s in support])
+    probs = np.broadcast_to(np.asarray(probs, np.float64), freq.shape)
+    bound = Z * np.sqrt(probs * (1 - probs) / n)
+    assert np.all(np.abs(freq - probs) <= bound), f"{what}: frequencies {freq}, expected {probs} +- {bound}"
+    assert np.isin(values, support).all(), f"{what}: values outside {support}"
+
+
+def _check_cdf(values, cdf, what):
+    """The empirical CDF within the DKW bound of ``cdf`` (the whole distribution, not only
+    its first two moments)."""
+    v = np.sort(np.asarray(values, np.float64).ravel())
+    n = v.size
+    f = cdf(v)
+    gap = max(np.max(np.arange(1, n + 1) / n - f), np.max(f - np.arange(n) / n))
+    eps = math.sqrt(math.log(2 / FALSE_ALARM) / (2 * n))
+    assert gap <= eps, f"{what}: empirical CDF off by {gap:.4f}, DKW allows {eps:.4f} for n={n}"
+
+
+def _normal_cdf(v):
+    return torch.special.ndtr(torch.from_numpy(v)).numpy()
 
 
 def test_uniform_and_normal_factories():
@@ -26,11 +83,17 @@ def test_uniform_and_normal_factories():
         _same_meta(x, getattr(torch, name)(*targs))
         sf.manual_seed(3)
         np.testing.assert_array_equal(getattr(sf, name)(*args).numpy(), x.numpy())  # reproducible
-        v = x.numpy()
-        if name.startswith("rand") and not name.startswith("randn"):
-            assert v.min() >= 0 and v.max() < 1 and abs(v.mean() - 0.5) < 0.02 and abs(v.var() - 1 / 12) < 0.01
-        else:
-            assert abs(v.mean()) < 0.04 and abs(v.std() - 1) < 0.04
+        assert not np.array_equal(getattr(sf, name)(*args).numpy(), x.numpy())  # the state moved on
+        v = x.numpy().astype(np.float64).ravel()
+        if name.startswith("randn"):  # N(0, 1): fourth central moment 3
+            _check_mean(v, 0.0, 1.0, name)
+            _check_variance(v, 1.0, 3.0, name)
+            _check_cdf(v, _normal_cdf, name)
+        else:  # U[0, 1): variance 1/12, fourth central moment 1/80
+            assert v.min() >= 0 and v.max() < 1, (name, v.min(), v.max())
+            _check_mean(v, 0.5, math.sqrt(1 / 12), name)
+            _check_variance(v, 1 / 12, 1 / 80, name)
+            _check_cdf(v, lambda t: t, name)
     assert sf.rand(2, 3, dtype=sf.float64).dtype == sf.float64
     assert sf.randn(4, requires_grad=True).requires_grad
 
@@ -41,26 +104,39 @@ def test_normal_broadcasts_mean_and_std():
     x = sf.normal(mean.expand(3, 4).contiguous(), std).numpy()
     _same_meta(sf.tensor(x), torch.normal(torch.zeros(3, 4), torch.ones(4)))
     draws = np.stack([sf.normal(mean.expand(3, 4).contiguous(), std).numpy() for _ in range(2000)])
-    np.testing.assert_allclose(draws.mean(0), np.broadcast_to(mean.numpy(), (3, 4)), atol=0.25)
-    np.testing.assert_allclose(draws.std(0), np.broadcast_to(std.numpy(), (3, 4)), rtol=0.08)
+    draws = draws.astype(np.float64)  # (2000, 3, 4)
+    mu = np.broadcast_to(mean.numpy(), (3, 4))
+    sd = np.broadcast_to(std.numpy(), (3, 4)).astype(np.float64)
+    _check_mean(draws, mu, sd, "normal(mean, std) per element")  # bounds from 0.011 (std 0.1) up
+    _check_variance(draws, sd ** 2, 3 * sd ** 4, "normal(mean, std) per element")
+    _check_cdf((draws - mu) / sd, _normal_cdf, "normal(mean, std) standardised")
     y = sf.normal(2.0, 3.0, size=(4000,))
     _same_meta(y, torch.normal(2.0, 3.0, size=(4000,)))
-    assert abs(y.numpy().mean() - 2) < 0.3 and abs(y.numpy().std() - 3) < 0.2
+    v = y.numpy().astype(np.float64)
+    _check_mean(v, 2.0, 3.0, "normal(2, 3)")
+    _check_variance(v, 9.0, 3 * 81.0, "normal(2, 3)")
+    _check_cdf((v - 2.0) / 3.0, _normal_cdf, "normal(2, 3) standardised")
 
 
 def test_integer_factories():
     sf.manual_seed(7)
     r = sf.randint(-3, 5, (4000,))
     _same_meta(r, torch.randint(-3, 5, (4000,)))
-    assert set(np.unique(r.numpy())) == set(range(-3, 5))
+    _check_frequencies(r.numpy(), list(range(-3, 5)), 1 / 8, "randint(-3, 5)")
     like = sf.zeros(3, 1000)
     ri = sf.randint_like(like, 0, 4)
     _same_meta(ri, torch.randint_like(torch.zeros(3, 1000), 0, 4))
-    assert set(np.unique(ri.numpy())) == {0.0, 1.0, 2.0, 3.0}
+    _check_frequencies(ri.numpy(), [0.0, 1.0, 2.0, 3.0], 1 / 4, "randint_like(0, 4)")
     p = sf.randperm(50)
     _same_meta(p, torch.randperm(50))
     np.testing.assert_array_equal(np.sort(p.numpy()), np.arange(50))
-    assert not np.array_equal(p.numpy(), np.arange(50))
+    # every ordering equally likely: 20000 shuffles of 3 items tell 1/6 from the 4/27 and 5/27
+    # of the classic biased shuffle (swap each item with any position)
+    perms = np.stack([sf.randperm(3).numpy() for _ in range(20000)])
+    assert (np.sort(perms, axis=1) == np.arange(3)).all()
+    codes = perms @ (3 ** np.arange(3))  # one integer per ordering
+    support = [int(np.array(q) @ (3 ** np.arange(3))) for q in itertools.permutations(range(3))]
+    _check_frequencies(codes, support, 1 / 6, "randperm(3) orderings")
 
 
 def test_bernoulli_frequencies():
@@ -70,7 +146,8 @@ def test_bernoulli_frequencies():
     _same_meta(b, torch.bernoulli(torch.tensor(probs.numpy())))
     v = b.numpy()
     assert set(np.unique(v)) <= {0.0, 1.0}
-    np.testing.assert_allclose(v.mean(0), [0.1, 0.5, 0.9], atol=0.03)
+    for j, pj in enumerate([0.1, 0.5, 0.9]):  # P(1) = p, per column
+        _check_frequencies(v[:, j], [1.0, 0.0], [pj, 1 - pj], f"bernoulli({pj})")
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
@@ -82,7 +159,7 @@ def test_empty_shapes_and_dtypes(dtype):
     assert sf.empty((0, 5)).shape == (0, 5)
 
 
-@pytest.mark.parametrize("name,shape", [("dropout1d", (40, 30, 5)), ("dropout3d", (10, 30, 2, 2, 2))])
+@pytest.mark.parametrize("name,shape", [("dropout1d", (100, 60, 5)), ("dropout3d", (100, 60, 2, 2, 2))])
 def test_channel_dropouts_drop_whole_channels(name, shape):
     sf.manual_seed(13)
     x = sf.tensor(np.ones(shape, np.float32), requires_grad=True)
@@ -90,7 +167,7 @@ def test_channel_dropouts_drop_whole_channels(name, shape):
     out = y.numpy().reshape(shape[0], shape[1], -1)
     assert (out.min(axis=2) == out.max(axis=2)).all()  # one draw per (sample, channel)
     kept = out[:, :, 0] != 0
-    assert abs(kept.mean() - 0.6) < 0.06
+    _check_frequencies(kept, [True, False], [0.6, 0.4], f"{name} kept channels")  # 6000 channels
     np.testing.assert_allclose(out[:, :, 0][kept], 1 / 0.6, rtol=1e-6)
     y.sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), y.numpy())  # the same mask in backward
@@ -98,12 +175,22 @@ def test_channel_dropouts_drop_whole_channels(name, shape):
 
 
 def test_feature_alpha_dropout_keeps_mean_and_variance():
+    """PyTorch's formula (``torch.nn.functional.feature_alpha_dropout``): a kept channel is
+    ``a x + alpha a p``, a dropped one the constant ``-alpha a (1 - p)``, with
+    ``a = ((alpha^2 p + 1)(1 - p))^-1/2``; that keeps mean 0 and variance 1 for N(0, 1) input."""
     sf.manual_seed(17)
-    a = np.random.default_rng(8).standard_normal((200, 100, 4, 4)).astype(np.float32)
-    y = sf.feature_alpha_dropout(sf.tensor(a), 0.2, training=True).numpy()
-    assert abs(y.mean()) < 0.03 and abs(y.std() - 1) < 0.04
-    flat = y.reshape(200, 100, 16)
-    constant = flat.min(axis=2) == flat.max(axis=2)  # a dropped channel is one value
-    assert abs(constant.mean() - 0.2) < 0.02
-    x = sf.tensor(a)
-    assert sf.feature_alpha_dropout(x, 0.2) is x  # training=False by default: identity
+    p, alpha = 0.2, 1.7580993408473766
+    a_coef = 1 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
+    x = np.random.default_rng(8).standard_normal((200, 100, 4, 4)).astype(np.float32)
+    y = sf.feature_alpha_dropout(sf.tensor(x), p, training=True).numpy()
+    flat, xf = y.reshape(200, 100, 16), x.reshape(200, 100, 16)
+    dropped = np.abs(flat + alpha * a_coef * (1 - p)).max(axis=2) < 1e-6
+    kept_ref = a_coef * xf + alpha * a_coef * p
+    np.testing.assert_allclose(flat[~dropped], kept_ref[~dropped], rtol=1e-6, atol=1e-6)
+    _check_frequencies(dropped, [True, False], [p, 1 - p], "dropped channels")  # 20000 channels
+    # the channels are the independent units: moments of the per-channel averages
+    chan_mean, chan_sq = flat.astype(np.float64).mean(2), (flat.astype(np.float64) ** 2).mean(2)
+    _check_mean(chan_mean.ravel(), 0.0, chan_mean.std(), "output mean")
+    _check_mean(chan_sq.ravel(), 1.0, chan_sq.std(), "output second moment")
+    t = sf.tensor(x)
+    assert sf.feature_alpha_dropout(t, 0.2) is t  # training=False by default: identity

@@ -222,6 +222,7 @@ def test_cat_promotes_dtypes_like_torch():
         ta, tb = getattr(torch, str(a).split(".")[-1]), getattr(torch, str(b).split(".")[-1])
         ref = torch.cat([torch.zeros(2, dtype=ta), torch.ones(2, dtype=tb)])
         assert str(out.dtype).split(".")[-1] == str(ref.dtype).split(".")[-1]
+        np.testing.assert_array_equal(out.numpy(), ref.numpy())
 
 
 def test_shape_op_errors():

@@ -1,8 +1,9 @@
 """PyTorch model files run on shardflow with only their imports changed.
 
-For each file in torch_models/: build the model with torch and with shardflow, copy
-torch's weights, then check logits, loss, every parameter gradient, and ten optimizer steps
-(float32, rtol 1e-4 / atol 1e-5).
+For each file in torch_models/: build the model with torch and with shardflow, check the
+state_dict keys (names, order, shapes, dtypes: torch's), copy torch's weights, then check
+logits, loss, every parameter gradient, and ten optimizer steps (float32, rtol 1e-4 / atol
+1e-5).
 """
 
 from pathlib import Path
@@ -35,8 +36,21 @@ def _build(name):
     torch.manual_seed(0)
     shardflow.manual_seed(0)
     th_model, sf_model = th_mod.build(), sf_mod.build()
+    _same_keys(sf_model, th_model, f"{name} as built")
     sf_model.load_state_dict({k: shardflow.tensor(v.detach().numpy()) for k, v in th_model.state_dict().items()})
     return th_mod, sf_mod, th_model, sf_model
+
+
+def _same_keys(sf_model, th_model, what):
+    """state_dict names in torch's order (a checkpoint written by one loads in the other),
+    with the same shapes and dtypes; parameters and buffers listed as torch lists them."""
+    sf_sd, th_sd = sf_model.state_dict(), th_model.state_dict()
+    assert list(sf_sd) == list(th_sd), f"{what}: state_dict keys differ from torch's"
+    for k, v in th_sd.items():
+        assert tuple(sf_sd[k].shape) == tuple(v.shape), (what, k, sf_sd[k].shape, v.shape)
+        assert str(sf_sd[k].dtype).split(".")[-1] == str(v.dtype).split(".")[-1], (what, k)
+    assert [k for k, _ in sf_model.named_parameters()] == [k for k, _ in th_model.named_parameters()]
+    assert [k for k, _ in sf_model.named_buffers()] == [k for k, _ in th_model.named_buffers()]
 
 
 def _close(a, b, what):
@@ -48,7 +62,6 @@ def _close(a, b, what):
 def test_forward_loss_and_gradients_match_torch(name):
     th_mod, sf_mod, th_model, sf_model = _build(name)
     x, y = _batch(name, np.random.default_rng(0))
-    assert [k for k, _ in sf_model.named_parameters()] == [k for k, _ in th_model.named_parameters()]
     th_loss = th_mod.loss_fn(th_model, torch.from_numpy(x), torch.from_numpy(y))
     sf_loss = sf_mod.loss_fn(sf_model, shardflow.from_numpy(x), shardflow.from_numpy(y))
     _close(sf_loss.item(), th_loss.item(), f"{name}: loss")
@@ -79,6 +92,7 @@ def test_ten_optimizer_steps_track_torch(name):
         th_opt.step()
         sf_opt.step()
         _close(sf_loss.item(), th_loss.item(), f"{name}: loss at step {step}")
+    _same_keys(sf_model, th_model, f"{name} after 10 steps")
     th_state = th_model.state_dict()
-    for k, v in sf_model.state_dict().items():
+    for k, v in sf_model.state_dict().items():  # parameters and buffers (BatchNorm statistics)
         _close(v.numpy(), th_state[k].numpy(), f"{name}: {k} after 10 steps")

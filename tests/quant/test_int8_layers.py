@@ -149,7 +149,15 @@ def test_qat_forward_backward_and_convert_match_torch(engine, qconfig, fused):
     tp, sp = tq.prepare_qat(t.train()), Q.prepare_qat(s.train())
     assert isinstance(sp.module[4], sf.ao.nn.qat.Linear)
     assert isinstance(sp.module[0], sf.ao.nn.intrinsic.qat.ConvReLU2d if fused else sf.ao.nn.qat.Conv2d)
-    assert sp.module[4].weight is sp.module[4].weight  # shares the float Parameter
+    # prepare_qat copies the model (inplace=False, as torch); from_float hands the float
+    # module's Parameters to the QAT module (torch's qat.Linear.from_float does the same)
+    for name in ("weight", "bias"):
+        np.testing.assert_array_equal(getattr(sp.module[4], name).detach().numpy(),
+                                      getattr(s.module[4], name).detach().numpy())
+    lin = snn.Linear(4, 3)
+    lin.qconfig = s.qconfig
+    assert sf.ao.nn.qat.Linear.from_float(lin).weight is lin.weight
+    assert [n for n, _ in sp.named_parameters()] == [n for n, _ in tp.named_parameters()]
     rng = np.random.default_rng(2)
     for _ in range(3):  # fake-quant forward and STE backward, step after step
         x = rng.standard_normal((8, 1, 8, 8)).astype(np.float32)
@@ -161,8 +169,9 @@ def test_qat_forward_backward_and_convert_match_torch(engine, qconfig, fused):
         sp.zero_grad()
         yt.backward(torch.tensor(g))
         ys.backward(sf.tensor(g))
-        for (n, p), (_, q) in zip(sp.named_parameters(), tp.named_parameters()):
-            np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-4, atol=1e-5, err_msg=n)
+        t_params = dict(tp.named_parameters())
+        for n, p in sp.named_parameters():  # names checked equal above
+            np.testing.assert_allclose(p.grad.numpy(), t_params[n].grad.numpy(), rtol=1e-4, atol=1e-5, err_msg=n)
     tc, sc = tq.convert(tp.eval()), Q.convert(sp.eval())
     _compare_quantized_layers(tc, sc, rng.standard_normal((8, 1, 8, 8)).astype(np.float32))
 

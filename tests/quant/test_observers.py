@@ -34,14 +34,20 @@ def _torch_kwargs(kw):
 def test_observer_qparams_and_state_match_torch(name, kw):
     rng = np.random.default_rng(0)
     ours, ref = getattr(Q, name)(**kw), getattr(tq, name)(**_torch_kwargs(kw))
-    for scale, shift in ((1, 0.3), (2, -1), (0.5, 2)):
+    for step, (scale, shift) in enumerate(((1, 0.3), (2, -1), (0.5, 2))):
         x = (rng.standard_normal((4, 8)) * scale + shift).astype(np.float32)
-        assert ours(sf.tensor(x)).numpy() is not None
+        t = sf.tensor(x)
+        assert ours(t) is t  # an observer passes its input through, as torch's
         ref(torch.tensor(x))
-    s, z = ours.calculate_qparams()
-    rs, rz = ref.calculate_qparams()
-    np.testing.assert_array_equal(s.numpy(), rs.numpy())
-    np.testing.assert_array_equal(z.numpy(), rz.numpy())
+        # after every batch: the running (or averaged) min / max and the qparams they give
+        for attr in ("min_val", "max_val"):
+            np.testing.assert_array_equal(getattr(ours, attr).numpy(), getattr(ref, attr).numpy(),
+                                          err_msg=f"{attr} after batch {step}")
+        s, z = ours.calculate_qparams()
+        rs, rz = ref.calculate_qparams()
+        np.testing.assert_array_equal(s.numpy(), rs.numpy(), err_msg=f"scale after batch {step}")
+        np.testing.assert_array_equal(z.numpy(), rz.numpy(), err_msg=f"zero_point after batch {step}")
+        assert s.dtype == sf.float32 and z.dtype == sf.int64, (s.dtype, z.dtype)  # torch's dtypes
     ours_sd, ref_sd = ours.state_dict(), ref.state_dict()
     assert list(ours_sd) == list(ref_sd)
     for k in ref_sd:
@@ -78,9 +84,14 @@ def test_histogram_observer_qparams_match_torch(kw, skewed):
 
 
 def test_unobserved_observer_warns_and_gives_defaults():
-    with pytest.warns(UserWarning, match="must run observer"):
-        s, z = Q.MinMaxObserver().calculate_qparams()
-    assert s.numpy().tolist() == [1.0] and z.numpy().tolist() == [0]
+    for name in ("MinMaxObserver", "PerChannelMinMaxObserver"):
+        with pytest.warns(UserWarning, match="must run observer"):
+            s, z = getattr(Q, name)().calculate_qparams()
+        with pytest.warns(UserWarning, match="must run observer"):
+            rs, rz = getattr(tq, name)().calculate_qparams()
+        np.testing.assert_array_equal(s.numpy(), rs.numpy())
+        np.testing.assert_array_equal(z.numpy(), rz.numpy())
+        assert s.dtype == sf.float32 and z.dtype == sf.int64, (name, s.dtype, z.dtype)
 
 
 def test_observer_errors_name_the_fix():
