@@ -614,6 +614,10 @@ class Gelu(Function):
 
     def forward(self, x, approximate="none"):
         self.x, self.approx = x, approximate
+        if x.dtype.itemsize == 2:  # float16/bfloat16: 1 + erf/tanh cancels below x = -2 in
+            # half precision (gelu(-5.07) gave -0.0) and still loses digits in float32; compute
+            # in float64 and round once (torch's float32 opmath is within one half step of it)
+            return self.forward(x.astype(np.float64), approximate).astype(x.dtype)
         self.fused = x.size > 0 and kernels.usable(x)
         if self.fused:  # one Numba pass (shardflow/kernels/gelu.py)
             return _gelu_kernels.gelu_forward(x, approximate)
@@ -625,10 +629,16 @@ class Gelu(Function):
         return y
 
     def backward(self, g):
-        x = self.x
+        x = self.x  # float64 for a half-precision input (forward kept that copy)
+        out_dtype = g.dtype
         g = g.astype(x.dtype, copy=False)
         if g.shape != x.shape:
             g = np.broadcast_to(g, x.shape)
+        if x.dtype != out_dtype and out_dtype.itemsize == 2:
+            return self._backward(x, g).astype(out_dtype)
+        return self._backward(x, g)
+
+    def _backward(self, x, g):
         if self.fused:
             return _gelu_kernels.gelu_backward(x, np.ascontiguousarray(g), self.approx)
         kernel = _gelu_tanh_bwd if self.approx == "tanh" else _gelu_exact_bwd
