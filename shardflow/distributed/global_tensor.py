@@ -229,14 +229,21 @@ def global_to_numpy(t: Tensor) -> np.ndarray:
 def module_to_global(param: Tensor, placement, sbp) -> Tensor:
     """Lay a module's parameter or buffer out in place (it keeps its identity).
 
-    The tensor must hold the whole value on every rank (as after a seeded init); its
-    ``.array`` becomes this rank's shard.
+    The whole value is first broadcast from the placement's first rank (one broadcast per
+    mesh dimension, from coordinate 0), as PyTorch's ``distribute_tensor`` /
+    ``parallelize_module`` do by default (``src_data_rank=0``) and DDP does at
+    construction: default seeds differ per process (PyTorch's rule), so an unseeded init
+    would otherwise give each rank another whole value and the shards would not fit together.
+    Then ``.array`` becomes this rank's shard.
     """
     if param._spec is not None:
         raise ValueError("module.to_global: this tensor is global already")
     sbp = normalize_sbp(sbp, placement, param.array.ndim)
     shape = tuple(param.array.shape)
     layout.validate(shape, placement.shape, sbp, "module.to_global")
+    for k in range(len(placement.shape)):
+        if placement.shape[k] > 1:
+            placement.group(k).broadcast(param.array, 0)
     spec = GlobalSpec(placement, sbp, shape)
     index = layout.local_index(shape, placement.shape, placement.coordinate, sbp)
     local = get_array_module(param.array).ascontiguousarray(layout.take(param.array, index))

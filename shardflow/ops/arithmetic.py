@@ -225,6 +225,6 @@ def div_(t, other, *, rounding_mode=None):
     return inplace(t, div(t, other, rounding_mode=rounding_mode))
 
 
-@register("neg_")
+@register("neg_", "negative_")
 def neg_(t):
     return inplace(t, neg(t))

@@ -29,7 +29,7 @@ from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
 from ..backend import dtypes, get_array_module
 from ._util import promote, unbroadcast
-from .arithmetic import div, mul, neg, sub
+from .arithmetic import div, mul, neg, neg_, sub
 from .elementwise import _float_arg, _make_unary, _same_dtype, _unary, _UnaryX, exp2, pow
 from .special_functions import xlogy
 
@@ -107,18 +107,6 @@ def logit_(input, eps=None) -> Tensor:
 def signbit(input) -> Tensor:
     """Whether the sign bit is set (True for -0.0 too); bool, no gradient."""
     return _wrap(get_array_module(input.array).signbit(input.array))
-
-
-@register("negative")
-def negative(input) -> Tensor:
-    return neg(input)
-
-
-@register("negative_")
-def negative_(input) -> Tensor:
-    from ._util import inplace
-
-    return inplace(input, neg(input))
 
 
 @register("positive")
@@ -281,3 +269,5 @@ def ldexp(input, other) -> Tensor:
     x = _float_arg(input)
     e = other if isinstance(other, Tensor) else Tensor(np.asarray(other))
     return mul(x, exp2(_float_arg(e).to(x.dtype)))
+
+negative, negative_ = neg, neg_  # arithmetic.py registers them as aliases

@@ -34,7 +34,7 @@ from .elementwise import acos_, asin_, atan_
 __all__ = ["gcd", "gcd_", "lcm", "lcm_", "bitwise_left_shift", "bitwise_right_shift", "frexp", "trapezoid", "trapz",
            "cumulative_trapezoid", "hann_window", "hamming_window", "blackman_window", "bartlett_window",
            "kaiser_window", "vander", "histogram", "select_scatter", "slice_scatter", "diagonal_scatter",
-           "acos_", "asin_", "atan_", "arccos_", "arcsin_", "arctan_", "neg_", "negative_", "zero_",
+           "acos_", "asin_", "atan_", "arccos_", "arcsin_", "arctan_", "neg_", "zero_",
            "reciprocal_", "detach_"]
 
 arccos_ = register("arccos_")(acos_)
@@ -54,11 +54,6 @@ def reciprocal_(input) -> Tensor:
     from .arithmetic import reciprocal
 
     return inplace(input, reciprocal(input))
-
-
-@register("negative_")
-def negative_(input) -> Tensor:
-    return neg_(input)
 
 
 @register("detach_")

@@ -1,6 +1,6 @@
 """``Tensor`` methods and ``torch`` functions from the torch-namespace gap list that are not
 math: in-place forms (``tril_``, ``cumsum_``, comparisons ``eq_`` ..., ``logical_and_`` ...,
-``addmm_`` ..., ``reciprocal_``, ``sgn_``, the ``multiply_``-style aliases), in-place view
+``addmm_`` ..., ``sgn_``, the ``multiply_``-style aliases), in-place view
 changes (``t_``, ``transpose_``, ``swapaxes_``, ``unsqueeze_``, ``squeeze_``), ``new``,
 ``sum_to_size``, ``storage_offset``, ``get_device``, ``pin_memory`` / ``is_pinned``,
 ``apply_`` / ``map_``, ``is_inference``; and ``scalar_tensor``, ``logspace``, ``empty_strided``,
@@ -23,7 +23,7 @@ from ..autograd import Tensor, _wrap
 from ..autograd.dispatch import register
 from ..backend import as_dtype, cuda_is_available, dtypes
 from ._util import inplace
-from .arithmetic import div, mul, reciprocal, sub
+from .arithmetic import div, mul, sub
 from .elementwise_extra import (
     eq,
     ge,
@@ -67,7 +67,7 @@ def _inplace_method(name, fn, keep_dtype=False):
 
 for _name, _fn in (("tril_", tril), ("triu_", triu), ("cumsum_", cumsum), ("cumprod_", cumprod),
                    ("addmm_", addmm), ("baddbmm_", baddbmm), ("addmv_", addmv), ("addr_", addr),
-                   ("addbmm_", addbmm), ("reciprocal_", reciprocal), ("sgn_", sgn), ("multiply_", mul),
+                   ("addbmm_", addbmm), ("sgn_", sgn), ("multiply_", mul),
                    ("subtract_", sub), ("divide_", div), ("true_divide_", div)):
     _inplace_method(_name, _fn)
 for _name, _fn in (("eq_", eq), ("ne_", ne), ("not_equal_", ne), ("lt_", lt), ("less_", lt), ("le_", le),

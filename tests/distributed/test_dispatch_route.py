@@ -13,8 +13,8 @@ import shardflow.ops as ops
 from shardflow.autograd.dispatch import OPS
 from shardflow.distributed import placement, sbp
 
-# Creation from data: no tensor argument to dispatch on.
-NOT_ROUTED = {"tensor", "as_tensor", "from_numpy"}
+# Creation from data, and shapes in -> shape out: no tensor argument to dispatch on.
+NOT_ROUTED = {"tensor", "as_tensor", "from_numpy", "broadcast_shapes"}
 
 
 def _exported():

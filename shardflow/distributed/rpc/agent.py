@@ -54,16 +54,12 @@ from .options import WorkerInfo
 from .pool import WorkerPool
 from .rref import RRef, RRefContext
 from .secret import job_secret
+from .state import _STATE, current_agent  # noqa: F401 - re-exported for api.py
 from .transport import Transport
 
 log = logging.getLogger("shardflow.distributed.rpc")
 
-_STATE: dict = {"agent": None}
 _POOL_KINDS = ("call", "remote", "bwd")
-
-
-def current_agent():
-    return _STATE["agent"]
 
 
 class _Pending:

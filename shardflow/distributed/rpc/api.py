@@ -8,7 +8,7 @@ import threading
 from ... import _config
 from . import dist_autograd as DA
 from . import rendezvous as RV
-from .agent import _STATE, Agent
+from .agent import Agent
 from .options import (
     DEFAULT_SHUTDOWN_TIMEOUT,
     UNSET_RPC_TIMEOUT,
@@ -17,6 +17,7 @@ from .options import (
     WorkerInfo,
 )
 from .rref import RRef
+from .state import _STATE
 
 __all__ = ["init_rpc", "shutdown", "rpc_sync", "rpc_async", "remote", "get_worker_info",
            "is_available", "_rref_context_get_debug_info", "_get_debug_info"]

@@ -40,6 +40,7 @@ import threading
 
 from ...futures import Future
 from .errors import RPCError
+from .state import current_agent
 
 __all__ = ["RRef", "RRefContext"]
 
@@ -180,19 +181,18 @@ class _Proxy:
         self._rref, self._how, self._timeout = rref, how, timeout
 
     def __getattr__(self, name: str):
-        from . import api
-
         rref, how, timeout = self._rref, self._how, self._timeout
 
-        def call(*args, **kwargs):
-            fn = getattr(api, how)
-            return fn(rref.owner(), _invoke_on_value, args=(rref, name, args, kwargs), timeout=timeout)
+        def call(*args, **kwargs):  # api.rpc_sync / rpc_async / remote, on the agent itself
+            agent, call_args = _agent_or_raise(), (rref, name, args, kwargs)
+            if how == "remote":
+                return agent.remote(rref.owner(), _invoke_on_value, call_args, None, timeout)
+            fut = agent.call(rref.owner(), _invoke_on_value, call_args, None, timeout)
+            return fut.wait() if how == "rpc_sync" else fut
         return call
 
 
 def _agent_or_raise():
-    from .agent import current_agent
-
     agent = current_agent()
     if agent is None:
         raise RuntimeError("RPC has not been initialized: call shardflow.distributed.rpc.init_rpc first")

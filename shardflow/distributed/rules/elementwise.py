@@ -38,7 +38,9 @@ MATH = (
     "sqrt", "rsqrt", "sin", "cos", "tan", "asin", "acos", "atan", "arcsin", "arccos", "arctan",
     "sinh", "cosh", "tanh", "erf", "erfc", "ceil", "floor", "fix", "frac", "round", "trunc",
     "clamp", "clamp_max", "clamp_min", "clip", "maximum", "minimum", "fmax", "fmin",
-    "nan_to_num",
+    "nan_to_num", "acosh", "asinh", "atanh", "arccosh", "arcsinh", "arctanh", "deg2rad",
+    "rad2deg", "sinc", "logit", "lgamma", "digamma", "erfinv", "atan2", "arctan2", "hypot",
+    "copysign", "xlogy",
 )
 ACTIVATIONS = (
     "relu", "relu6", "gelu", "silu", "mish", "sigmoid", "expit", "special_expit", "logsigmoid",

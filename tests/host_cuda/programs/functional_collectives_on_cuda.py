@@ -93,8 +93,14 @@ def check_whole_tensors():
         (f * 3).sum().backward()
         close(host(leaf.grad, "full_tensor grad"), np.full_like(g, 3), f"{s} full_tensor grad")
     # a module parameter laid out in place keeps a device shard; full_state_dict gathers it
+    # unseeded: default seeds differ per process, so each rank draws another init; to_global
+    # broadcasts rank 0's whole value first (PyTorch's src_data_rank=0)
     lin = nn.Linear(4, 6).to("cuda")
-    w = lin.weight.cpu().numpy()
+    mine = lin.weight.cpu().numpy()
+    w_t = lin.weight.detach().clone()
+    dist.broadcast(w_t, 0)
+    w = w_t.cpu().numpy()  # rank 0's value, on every rank
+    assert dist.get_rank() == 0 or not np.allclose(mine, w), "unseeded inits should differ"
     lin.to_global(mesh, S(0))
     on_cuda(lin.weight.to_local(), "module.to_global")
     close(lin.weight.numpy(), w, "module.to_global")
@@ -104,7 +110,9 @@ def check_whole_tensors():
     # optimizer state loaded whole is cut back to this rank's shard, on the device (blocks
     # split: an index array taken on the device)
     lin2 = nn.Linear(4, 6).to("cuda")
-    w2 = lin2.weight.cpu().numpy()
+    w2_t = lin2.weight.detach().clone()
+    dist.broadcast(w2_t, 0)
+    w2 = w2_t.cpu().numpy()
     lin2.to_global(mesh, sbp.split(0, blocks=2))
     opt = sf.optim.Adam(lin2.parameters(), lr=0.1)
     whole = np.arange(24, dtype=np.float32).reshape(6, 4)
