@@ -12,11 +12,15 @@
   in front of every op); it is turned off when the test ends, so that no later test in the
   process runs with it (or with its warned-once fallback state). A fixture that keeps a
   placement for several tests must enable the route again in each (``route.enable()``).
+* A test that leaves the default process group initialised (``init_process_group``, or a
+  collective on the world of one, which initialises it on first use) has it destroyed when
+  it ends, so that the next test meets PyTorch's state before ``init_process_group``.
 """
 
 import pytest
 
 import shardflow
+import shardflow.distributed as dist
 from shardflow.backend.fp_errors import install_warning_filter
 from shardflow.distributed import route
 
@@ -37,3 +41,10 @@ def _seeded_default_generator():
 def _global_route_ends_with_the_test():
     yield
     route.disable()
+
+
+@pytest.fixture(autouse=True)
+def _process_group_ends_with_the_test():
+    yield
+    if dist.is_initialized():
+        dist.destroy_process_group()

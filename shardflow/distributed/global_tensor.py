@@ -226,7 +226,7 @@ def global_to_numpy(t: Tensor) -> np.ndarray:
     return to_device(arr, CPU)
 
 
-def module_to_global(param: Tensor, placement, sbp) -> Tensor:
+def module_to_global(param: Tensor, placement, sbp, src=0) -> Tensor:
     """Lay a module's parameter or buffer out in place (it keeps its identity).
 
     The whole value is first broadcast from the placement's first rank (one broadcast per
@@ -235,15 +235,20 @@ def module_to_global(param: Tensor, placement, sbp) -> Tensor:
     construction: default seeds differ per process (PyTorch's rule), so an unseeded init
     would otherwise give each rank another whole value and the shards would not fit together.
     Then ``.array`` becomes this rank's shard.
+
+    ``src`` picks the source coordinate: an int for every mesh dimension, a sequence with one
+    entry per dimension (None skips that dimension's broadcast), or None for no broadcast at
+    all (each rank keeps its own value: PyTorch's ``src_data_rank=None``).
     """
     if param._spec is not None:
         raise ValueError("module.to_global: this tensor is global already")
     sbp = normalize_sbp(sbp, placement, param.array.ndim)
     shape = tuple(param.array.shape)
     layout.validate(shape, placement.shape, sbp, "module.to_global")
-    for k in range(len(placement.shape)):
-        if placement.shape[k] > 1:
-            placement.group(k).broadcast(param.array, 0)
+    sources = (src,) * len(placement.shape) if src is None or isinstance(src, int) else tuple(src)
+    for k, source in enumerate(sources):
+        if source is not None and placement.shape[k] > 1:
+            placement.group(k).broadcast(param.array, int(source))
     spec = GlobalSpec(placement, sbp, shape)
     index = layout.local_index(shape, placement.shape, placement.coordinate, sbp)
     local = get_array_module(param.array).ascontiguousarray(layout.take(param.array, index))

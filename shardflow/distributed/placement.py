@@ -37,7 +37,9 @@ from . import route
 
 __all__ = ["placement", "DeviceMesh", "init_device_mesh"]
 
-_GROUPS: dict[tuple, object] = {}  # (type, ranks, shape, mesh dim) -> Communicator
+# (type, ranks, shape, mesh dim) -> (the world it was made in, Communicator); an entry of an
+# earlier world (destroy_process_group, then init again) is made again
+_GROUPS: dict[tuple, tuple] = {}
 
 
 class placement:  # noqa: N801 - OneFlow's name
@@ -119,10 +121,10 @@ class placement:  # noqa: N801 - OneFlow's name
         if parent is not None:  # a sub-mesh of a larger mesh: that mesh's dimension
             return parent[0].group(parent[1])
         key = (*self._key(), dim)
-        g = _GROUPS.get(key)
-        if g is not None:
-            return g
         world = _comm.get_world()
+        hit = _GROUPS.get(key)
+        if hit is not None and hit[0] is world:
+            return hit[1]
         if self.ranks.ndim == 1:
             g = world  # a 1-D mesh covers the world in rank order (checked in __init__)
         else:
@@ -135,7 +137,7 @@ class placement:  # noqa: N801 - OneFlow's name
                 sub = world.new_group(members)
                 if self._rank in members:
                     g = sub
-        _GROUPS[key] = g
+        _GROUPS[key] = (world, g)
         return g
 
     def create_groups(self) -> placement:

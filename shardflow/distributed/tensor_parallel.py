@@ -166,12 +166,14 @@ class ParallelStyle:
 def _shard_params(module, mesh, dim, layouts, src_data_rank):
     """Lay ``module``'s own parameters and buffers out in place: ``layouts[name]`` on the
     tensor-parallel dim (others broadcast). Communication: with ``src_data_rank`` set, one
-    broadcast over the tensor-parallel group per parameter named in ``layouts`` (so the
-    shards come from that rank's whole tensor), before any tensor changes."""
+    broadcast per mesh dimension and tensor (``module_to_global``): over the tensor-parallel
+    group from ``src_data_rank`` (so the shards come from that rank's whole tensor), over any
+    other dimension from its first coordinate; with None, none (each rank's own values)."""
     from ..autograd.dispatch import op
 
     todo = [(n, t) for n, t in list(module._parameters.items()) + list(module._buffers.items())
             if t is not None and t._spec is None]
+    src = None
     if src_data_rank is not None:
         size = mesh.size(dim)
         if not isinstance(src_data_rank, int) or not 0 <= src_data_rank < size:
@@ -179,16 +181,15 @@ def _shard_params(module, mesh, dim, layouts, src_data_rank):
                 f"src_data_rank must be None or a rank of the tensor-parallel group (0 .. "
                 f"{size - 1}), got {src_data_rank!r}"
             )
-        group = mesh.group(dim)
-        for name, t in todo:
-            if name in layouts and size > 1:
-                group.broadcast(t.array, src_data_rank)
+        # the tensor-parallel dim's values come from src_data_rank; any other mesh dim's from
+        # its first coordinate (as Module.to_global)
+        src = tuple(src_data_rank if k == dim else 0 for k in range(mesh.ndim))
     convert = op("_module_to_global")
     for name, t in todo:
         s = layouts.get(name, broadcast)
         if s.is_split() and s.dim >= t.array.ndim:
             s = broadcast
-        convert(t, mesh, _on_mesh(mesh, dim, s))
+        convert(t, mesh, _on_mesh(mesh, dim, s), src)
 
 
 def _kind(module, style: str):

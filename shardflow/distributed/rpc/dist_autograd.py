@@ -25,8 +25,11 @@ Gradients go into the context, not into ``.grad``: during a local pass each leaf
 is set aside, the engine accumulates into it as usual (so leaf hooks, and DDP's
 post-accumulate-grad hooks with their all-reduce, run exactly as in a local backward), and
 afterwards the result is added to the context's gradient for that leaf and ``.grad`` is
-restored. One local pass runs at a time in a process (``_PASS_LOCK``; a pass never waits
-on another worker while holding it, except inside collectives such as DDP's). Passes keep
+restored. One local pass runs at a time in a process (``GRAD_LOCK``; a pass never waits
+on another worker while holding it, except inside collectives such as DDP's), and
+``DistributedOptimizer``'s step, which sets ``.grad`` from a context, holds the same lock:
+otherwise one trainer's step could set a shared parameter's ``.grad`` in the middle of
+another trainer's pass, which would then accumulate into it. Passes keep
 the graph (``retain_graph`` is accepted; the graph is freed when the context is released).
 
 Release. Leaving ``context()`` drops the context here and sends ``release`` to every worker
@@ -48,7 +51,7 @@ from ...autograd.tensor import Tensor, _wrap
 __all__ = ["context", "backward", "get_gradients", "DistAutogradContext", "is_available"]
 
 _local = threading.local()
-_PASS_LOCK = threading.Lock()
+GRAD_LOCK = threading.Lock()
 
 
 class DistAutogradContext:
@@ -297,7 +300,7 @@ def local_pass(ctx: DistAutogradContext, roots, seeds) -> list:
     roots, seeds = [p[0] for p in pairs], [p[1] for p in pairs]
     leaves = _leaves(roots)
     futures: list = []
-    with _PASS_LOCK:
+    with GRAD_LOCK:
         saved = [(leaf, leaf.grad) for leaf in leaves]
         for leaf in leaves:
             leaf.grad = None

@@ -7,13 +7,14 @@ Communication plan: the constructor groups the parameter RRefs by owner and, wit
 owner's local parameters, built from the RRefs' local values); each answers with an RRef
 to it. ``step(context_id)`` sends one ``rpc_async`` per owner and waits for all: the owner
 sets each parameter's ``.grad`` to its gradient in that context and steps its optimizer,
-under a lock shared by the local optimizers of the process (PyTorch's semantics,
-including that a parameter without a gradient in the context keeps its former ``.grad``).
+under the lock that distributed autograd's local passes hold while they borrow ``.grad``
+(``dist_autograd.GRAD_LOCK``: a step never lands inside another context's pass), as
+PyTorch's lock shared by the local optimizers of the process (and, as there, a parameter
+without a gradient in the context keeps its former ``.grad``).
 """
 
 from __future__ import annotations
 
-import threading
 from collections import defaultdict
 
 from ...futures import wait_all
@@ -25,7 +26,7 @@ __all__ = ["DistributedOptimizer"]
 
 
 class _LocalOptimizer:
-    global_lock = threading.Lock()
+    global_lock = DA.GRAD_LOCK
 
     def __init__(self, optim_cls, local_params_rref, *args, **kwargs):
         self._local_params = [rref.local_value() for rref in local_params_rref]

@@ -12,6 +12,7 @@ import json
 import os
 import socket
 import sys
+import threading
 import time
 
 import shardflow as torch
@@ -25,6 +26,14 @@ def die_after(t):
 
 def add(a, b):
     return a + b
+
+
+PEER_DONE = threading.Event()
+
+
+def peer_done():
+    """leader_dead: the other worker has finished its calls (so this one may shut down)."""
+    PEER_DONE.set()
 
 
 def wait_until_gone(host, port, limit=30.0):
@@ -74,6 +83,13 @@ def main():
         other = "worker2" if rank == 1 else "worker1"
         timed(R, "peer_call", lambda: rpc.rpc_sync(other, add, args=(torch.ones(1), 1)).item())
         timed(R, "leader_call", lambda: rpc.rpc_sync("worker0", add, args=(1, 2)))
+        # Without the leader, shutdown has no barrier to wait on: without this handshake one
+        # worker could shut down while the other's call to it is still under way.
+        try:
+            rpc.rpc_sync(other, peer_done)
+        except RuntimeError:
+            pass  # the peer saw our mark and shut down before its answer left
+        R["peer_done"] = PEER_DONE.wait(30)
     timed(R, "shutdown", rpc.shutdown)
     print("RESULT " + json.dumps(R), flush=True)
 

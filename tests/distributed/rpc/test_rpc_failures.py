@@ -35,7 +35,7 @@ def test_shutdown_without_the_leader_does_not_hang():
     w = launch("failure_program.py", 3, args=("leader_dead",), timeout=90, check=False)
     for rank in (1, 2):
         r = w[rank].result()
-        assert r["peer_call"][:2] == ["ok", "2.0"]
+        assert r["peer_call"][:2] == ["ok", "2.0"] and r["peer_done"], r
         assert r["leader_call"][0] == "RPCConnectionError" and r["leader_call"][2] < 5.0
         assert r["shutdown"][0] == "ok" and r["shutdown"][2] < 15.0
         assert "the barrier with rank 0 failed" in w[rank].err
