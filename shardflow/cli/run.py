@@ -426,6 +426,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.n is None:
         args.n = 2
     try:
+        _config.check_environment()  # the ranks read the same variables: refuse a typo here
         check_launch_args(args.n, args.timeout, args.comm_timeout, args.grace)
         program = program_argv(args.target, args.module)
     except (ValueError, FileNotFoundError) as e:

@@ -1,6 +1,6 @@
 """``main(argv) -> exit code`` of ``shardflow train``: parses the flags, runs the job, and turns
 its endings into exit codes and one-line messages: 0 done, 1 non-finite loss/gradient,
-2 refused configuration or missing data, 128 + signal after a stop signal's checkpoint,
+2 refused configuration (flags, YAML, environment variables) or missing data, 128 + signal after a stop signal's checkpoint,
 130 on a second Ctrl-C (without saving)."""
 
 from __future__ import annotations
@@ -20,6 +20,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "train":
         argv = argv[1:]
+    try:
+        _config.check_environment()
+    except _config.EnvironmentValueError as e:
+        print(f"shardflow train: error: {e}", file=sys.stderr)
+        return 2
     try:
         cfg = resolve_config(argv)
         train(cfg)

@@ -46,8 +46,18 @@ class GPTTask(Task):
     unit = "tok"
 
     def __init__(self, cfg: TrainConfig):
-        self.corpus = sfdata.TextCorpus(cfg.data, block_size=cfg.block_size, max_bytes=cfg.max_corpus_bytes)
+        where = cfg.data or "the default corpus"
+        try:
+            self.corpus = sfdata.TextCorpus(cfg.data, block_size=cfg.block_size,
+                                            max_bytes=cfg.max_corpus_bytes)
+        except ValueError as e:  # too little text for one block
+            raise ConfigError(f"--data: {where}: {e}") from None
         self.train_ds, self.val_ds = self.corpus, self.corpus.split("val")
+        if len(self.val_ds.data) <= cfg.block_size:
+            raise ConfigError(
+                f"--data: the validation split of {where} has {len(self.val_ds.data)} tokens, not "
+                f"more than --block-size {cfg.block_size}; fix: give more text or a smaller "
+                "--block-size")
         self.baseline = self.corpus.unigram_entropy()
         mc = models.GPTConfig(block_size=cfg.block_size, vocab_size=self.corpus.vocab_size,
                               n_layer=cfg.n_layer, n_head=cfg.n_head, n_embd=cfg.n_embd, dropout=cfg.dropout)
