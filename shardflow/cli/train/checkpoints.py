@@ -7,10 +7,12 @@ state, e.g. GPT's vocabulary). Tensors are whole in every layout (the sharded on
 them first), so a checkpoint resumes on any layout and number of ranks.
 
 * :func:`prepare_out_dir`: create ``--out``, remove temp files that killed saves left.
-* :func:`resume`: the :class:`ResumePoint` of the newest checkpoint that loads (the
-  model, optimizer and RNG state are loaded into the given objects), after checking that
-  the model's shape flags match; says which newer files it skipped and how this run
-  differs from the saved one (:func:`resume_differences`).
+* :func:`resume`: the :class:`ResumePoint` of the newest checkpoint that loads and has
+  finite parameters (:func:`newest_resumable`; the model, optimizer and RNG state are
+  loaded into the given objects), after checking that the model's shape flags match; says
+  which newer files it skipped and why, and how this run differs from the saved one
+  (:func:`resume_differences`). Checkpoints that exist but of which none can be resumed
+  from stop the run (ConfigError) instead of silently starting from step 0.
 * :class:`Checkpointer`: the periodic policy (:meth:`Checkpointer.due`) and the save
   (gather, write atomically on rank 0, prune with :func:`prune`, never deleting the newest
   checkpoint with finite parameters).
@@ -67,11 +69,11 @@ def resume(cfg: TrainConfig, model, optimizer, world: int, log) -> ResumePoint:
     point = ResumePoint()
     if not cfg.resume:
         return point
-    path = checkpoint.find_latest(cfg.out, on_skip=lambda m: log(f"--resume: {m}"))
-    if path is None:
+    found = newest_resumable(cfg.out, log)
+    if found is None:
         log(f"--resume: no checkpoint in {cfg.out}; starting from step 0")
         return point
-    ck = sf.load(path)
+    path, ck = found
     saved = ck.get("config", {})
     for key in _SHAPE_FLAGS:
         if key in saved and saved[key] != getattr(cfg, key):
@@ -84,13 +86,48 @@ def resume(cfg: TrainConfig, model, optimizer, world: int, log) -> ResumePoint:
     sf.set_rng_state(ck["rng"])
     point.step, point.best_val = int(ck["step"]), float(ck.get("best_val", point.best_val))
     point.nonfinite_skipped = int(ck.get("nonfinite_skipped", 0))
-    point.last_finite = path if ck.get("finite", True) else None
+    point.last_finite = path  # newest_resumable returns only checkpoints with finite parameters
     log(f"resumed from {path} at step {point.step}")
     for line in resume_differences(path, ck, cfg, world):
         log(line)
     if point.step >= cfg.max_steps:
         log(f"checkpoint step {point.step} >= --max-steps {cfg.max_steps}: nothing to do")
     return point
+
+
+def newest_resumable(folder: str, log) -> tuple[str, dict] | None:
+    """``(path, state)`` of the newest checkpoint in ``folder`` that loads and whose parameters
+    are finite, saying (through ``log``) which newer files were skipped and why; None when
+    the folder holds no checkpoint. Raises ConfigError when it holds checkpoints but none can
+    be resumed from (all corrupt, truncated or non-finite): starting over from step 0 then
+    would silently throw the run away."""
+    files = checkpoint.checkpoint_files(folder)
+    if not files:
+        return None
+    unusable = []  # (path, reason), newest first
+    for path in files:
+        try:
+            ck = sf.load(path)
+        except (checkpoint.CheckpointError, OSError) as e:
+            unusable.append((path, str(e)))
+            continue
+        if not ck.get("finite", True):
+            unusable.append((path, f"its parameters are not finite (an update overflowed by step "
+                                   f"{int(ck.get('step', -1))}; the run stopped after it)"))
+            continue
+        for bad, reason in unusable:
+            log(f"--resume: {checkpoint.skipped_message(bad, reason, path)}")
+        return path, ck
+    listing = "; ".join(f"{os.path.basename(p)}: {_short(r, p)}" for p, r in unusable)
+    raise ConfigError(
+        f"--resume: none of the {len(files)} checkpoint(s) in {folder} can be resumed from "
+        f"({listing}); fix: move them out of {folder} (or pass another --out) to keep them, or "
+        "run without --resume to start from step 0")
+
+
+def _short(reason: str, path: str) -> str:
+    """The reader's reason without the file name it starts with."""
+    return reason[len(path):].lstrip(" :") if reason.startswith(path) else reason
 
 
 def resume_differences(path: str, ck: dict, cfg: TrainConfig, world: int) -> list[str]:

@@ -32,7 +32,7 @@ from shardflow import _config, comm
 
 from ..graceful_stop import GracefulStop
 from ..nonfinite import NonFiniteError, NonFiniteGuard
-from .checkpoints import Checkpointer, ResumePoint
+from .checkpoints import Checkpointer, ResumePoint, parameters_finite
 from .config import TrainConfig
 from .evaluation import Evaluator
 from .layout import Layout
@@ -159,7 +159,8 @@ class TrainingLoop:
         """True: skip this step's update (all ranks decide alike); raises NonFiniteError to stop."""
         cfg = self.cfg
         try:
-            skip = self.guard.skip_update(self.step + 1, bool(bad), loss_val, grad_norm, self.lr)
+            skip = self.guard.skip_update(self.step + 1, bool(bad), loss_val, grad_norm, self.lr,
+                                          lambda: parameters_finite(self.raw_model))
         except NonFiniteError as e:
             last = self.checkpoints.last_finite or "none yet"
             also = ("; or pass --on-nonfinite skip to skip such steps" if cfg.on_nonfinite == "raise"
