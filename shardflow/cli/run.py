@@ -36,6 +36,12 @@ What it does
    other ranks. The launcher prints a root-cause block: the first failing rank (earliest
    record, else the rank mpiexec names), its traceback and exit code, and exits non-zero
    (the rank's exit code, 124 for ``--timeout``).
+   A rank of ``shardflow train`` that a stop signal reached directly (not through the
+   launcher) leaves a ``stop-signal`` record: the job is reported as stopped by that
+   signal on that rank, not as a failure of the first rank to exit.
+   Host problems (``cli/hosts.py``): ``--hosts`` / ``--hostfile`` are checked before
+   mpiexec starts; PRTE's pages about a host it could not start on become one line naming
+   the host and the line that gave it.
 6. Whatever happens (success, failure, ``--timeout``, a signal), every process left in the
    session is sent SIGTERM then SIGKILL, so no orphan rank survives.
 
@@ -67,6 +73,7 @@ import threading
 import time
 
 from .. import _config
+from ..comm.failure import STOP_SIGNAL_RECORD
 from ..comm.launcher import (
     build_mpiexec_command,
     forward_signal,
@@ -76,6 +83,7 @@ from ..comm.launcher import (
     rank_env,
     with_torchrun_env,
 )
+from .hosts import check_hosts, translate_prte_block
 from .slurm import allocation
 
 _TAG = re.compile(r"^\[(\d+),(\d+)\]<(stdout|stderr)>:\s?(.*)$")
@@ -86,18 +94,27 @@ _PRTE_ABORT_CODE = re.compile(r"Errorcode:\s*(-?\d+)")
 _PRTE_SIGNAL = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exited on\s+signal (\d+)",
                           re.S)
 _PRTE_IMPROPER = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exiting\s+improperly", re.S)
+_DASHES = re.compile(r"-{20,}")
 _SHELL_SAFE_ENV = ("SHARDFLOW_", "PYTHON", "OMPI_MCA_", "MASTER_ADDR", "MASTER_PORT")
 DEFAULT_GRACE_S = 30.0
 _FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
 
 class _Reader(threading.Thread):
-    """Copies one mpiexec pipe to our stream, rewriting rank tags; keeps per-rank tails."""
+    """Copies one mpiexec pipe to our stream, rewriting rank tags; keeps per-rank tails.
 
-    def __init__(self, pipe, sink, prefix: bool, tails: dict, other: list, lock):
+    Untagged text between two dashed lines is a PRTE message block: it is held until the
+    block ends; one that ``translate(block, lines before it)`` recognises is kept back (in
+    ``translated``: the launcher prints shardflow's one line for it at the end, when all of
+    mpiexec's output is in); any other block is printed as it was."""
+
+    def __init__(self, pipe, sink, prefix: bool, tails: dict, other: list, lock,
+                 translate=lambda block, before: None, translated=None):
         super().__init__(daemon=True)
         self.pipe, self.sink, self.prefix = pipe, sink, prefix
         self.tails, self.other, self.lock = tails, other, lock
+        self.translate, self.translated = translate, translated if translated is not None else []
+        self.block = None  # the lines of a PRTE block being read
 
     def run(self):
         for raw in iter(self.pipe.readline, b""):
@@ -109,16 +126,37 @@ class _Reader(threading.Thread):
                     tail = self.tails.setdefault(rank, [])
                     tail.append(text)
                     del tail[:-200]
-                out = f"[rank {rank}] {text}" if self.prefix else text
+                self._write(f"[rank {rank}] {text}" if self.prefix else text)
+                continue
+            if _DASHES.fullmatch(line.strip()):
+                if self.block is None:
+                    self.block = []
+                else:
+                    self._end_block(line)
+                continue
+            self.other.append(line)
+            if self.block is not None:
+                self.block.append(line)
             else:
-                self.other.append(line)
-                out = line
-            with self.lock:
-                try:
-                    self.sink.write(out + "\n")
-                    self.sink.flush()
-                except (OSError, ValueError):
-                    pass
+                self._write(line)
+        if self.block is not None:  # a block cut short: show what came
+            self._write("\n".join(self.block))
+
+    def _end_block(self, dashes: str) -> None:
+        block, self.block = self.block, None
+        before = self.other[:len(self.other) - len(block)][-5:]
+        if self.translate(block, before) is not None:
+            self.translated.append(block)  # translated again at the end, with all the output
+        else:
+            self._write("\n".join([dashes, *block, dashes]))
+
+    def _write(self, out: str) -> None:
+        with self.lock:
+            try:
+                self.sink.write(out + "\n")
+                self.sink.flush()
+            except (OSError, ValueError):
+                pass
 
 
 def _root_cause(records: list[dict], other: list[str], tails: dict, rc: int):
@@ -246,6 +284,7 @@ def launch(n: int, program: list[str], *, hosts=None, hostfile=None, timeout=Non
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
     check_launch_args(n, timeout, None, grace)
+    host_lines = check_hosts(hosts, hostfile)  # HostsError (a ValueError) before anything starts
     remote = bool(hosts or hostfile)
     base_env = {**master_env(hosts, hostfile), "SHARDFLOW_RANK_PREFIX": "0",
                 **({} if remote else _config.blas_thread_env(n)), **(extra_env or {})}
@@ -273,8 +312,13 @@ def launch(n: int, program: list[str], *, hosts=None, hostfile=None, timeout=Non
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                                     start_new_session=True)
             signals.attach(proc)
-            readers = [_Reader(proc.stdout, stdout, prefix, tails, other, lock),
-                       _Reader(proc.stderr, stderr, prefix, tails, other, lock)]
+            translated: list[list[str]] = []  # PRTE blocks about hosts
+
+            def translate(block, before):
+                return translate_prte_block(block, host_lines, hostfile, before)
+
+            readers = [_Reader(proc.stdout, stdout, prefix, tails, other, lock, translate, translated),
+                       _Reader(proc.stderr, stderr, prefix, tails, other, lock, translate, translated)]
             for r in readers:
                 r.start()
             start = time.monotonic()
@@ -305,6 +349,9 @@ def launch(n: int, program: list[str], *, hosts=None, hostfile=None, timeout=Non
         records = _read_records(faildir)
     finally:
         shutil.rmtree(faildir, ignore_errors=True)
+    # a graceful stop on a signal that reached a rank directly (not through us) is not a failure
+    stops = sorted((r for r in records if r.get("kind") == STOP_SIGNAL_RECORD), key=lambda r: r["time"])
+    records = [r for r in records if r.get("kind") != STOP_SIGNAL_RECORD]
     if timed_out:
         say(f"shardflow run: the job exceeded --timeout {timeout:g} s; all ranks were stopped")
     if signals.signum is not None:
@@ -320,6 +367,14 @@ def launch(n: int, program: list[str], *, hosts=None, hostfile=None, timeout=Non
         return 128 + int(signals.signum)
     if rc == 0 and not records:
         return 0
+    if stops and not records:
+        say(f"shardflow run: stopped: {stops[0]['message']}")
+        return int(stops[0].get("exit_code") or rc or 1)
+    if translated and not records:  # Open MPI could not start the job on the hosts: its one line
+        messages = [translate_prte_block(block, host_lines, hostfile, other) for block in translated]
+        for message in messages:
+            say(message)
+        return 2 if "refused --hostfile" in messages[0] else (rc if 0 < rc < 256 else 1)
     exit_code = _report_failure(records, other, tails, rc, say)
     if timed_out:
         exit_code = 124
@@ -428,6 +483,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         _config.check_environment()  # the ranks read the same variables: refuse a typo here
         check_launch_args(args.n, args.timeout, args.comm_timeout, args.grace)
+        check_hosts(args.hosts, args.hostfile)  # HostsError: the host line and the fix
         program = program_argv(args.target, args.module)
     except (ValueError, FileNotFoundError) as e:
         msg = str(e)

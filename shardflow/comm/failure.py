@@ -27,6 +27,9 @@ import traceback
 from .. import _config
 
 TIMEOUT_EXIT_CODE = 124  # a collective outlived SHARDFLOW_COMM_TIMEOUT (as coreutils' timeout)
+# the kind of record a rank leaves when a stop signal reached it and the job stopped
+# gracefully (not a failure): ``shardflow run`` names that rank instead of the first to exit
+STOP_SIGNAL_RECORD = "stop-signal"
 
 _world = None  # the world communicator given by world.init (None: no world yet)
 _prev_excepthook = None

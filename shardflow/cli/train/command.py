@@ -9,6 +9,8 @@ import signal
 import sys
 
 from shardflow import _config
+from shardflow.comm import failure
+from shardflow.comm.failure import STOP_SIGNAL_RECORD
 
 from ..nonfinite import NonFiniteError
 from .config import ConfigError, resolve_config
@@ -35,9 +37,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"shardflow train: error: {e}", file=sys.stderr)
         return 2
     except TrainingStopped as e:
-        if _config.launch_info().rank == 0:
-            print(f"shardflow train: stopped by {signal.Signals(e.signum).name} at step {e.step}; "
+        name = signal.Signals(e.signum).name
+        rank = _config.launch_info().rank
+        if rank == 0:
+            print(f"shardflow train: stopped by {name} at step {e.step}; "
                   f"checkpoint {e.path}; continue with --resume", file=sys.stderr, flush=True)
+        if e.received_here:  # tell `shardflow run` which rank the signal came to
+            failure.write_failure_record(
+                STOP_SIGNAL_RECORD, f"rank {rank} received {name}; every rank stopped after step "
+                f"{e.step} with checkpoint {e.path}; continue with --resume", "", 128 + e.signum)
         return 128 + e.signum
     except NonFiniteError as e:
         if _config.launch_info().rank == 0:

@@ -44,9 +44,10 @@ AGREED_SIGNALS = (signal.SIGINT, signal.SIGHUP, signal.SIGTERM)  # the last rece
 class TrainingStopped(Exception):
     """A stop signal ended training after a checkpoint was written (exit ``128 + signum``)."""
 
-    def __init__(self, signum: int, step: int, path: str):
+    def __init__(self, signum: int, step: int, path: str, received_here: bool = False):
         super().__init__(f"stopped by signal {signum} at step {step}; checkpoint {path}")
         self.signum, self.step, self.path = signum, step, path
+        self.received_here = received_here  # this rank got the signal (not only the agreement)
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
@@ -112,7 +113,7 @@ class TrainingLoop:
                     self._save()
                     self._saved_at = self.step
                 if signum:
-                    self._stop(signum)
+                    self._stop(signum, received_here=stop.signum is not None)
         if self.bar is not None:
             self.bar.close()
 
@@ -202,7 +203,7 @@ class TrainingLoop:
     def _save(self) -> None:
         self.checkpoints.save(self.step, self.best_val, self.nonfinite_skipped)
 
-    def _stop(self, signum: int) -> None:
+    def _stop(self, signum: int, received_here: bool) -> None:
         """After a stop signal: the step's checkpoint (if the policy did not just write it),
         on every rank only once rank 0's file exists; then TrainingStopped."""
         if self._saved_at != self.step:
@@ -211,7 +212,8 @@ class TrainingLoop:
             comm.get_world().barrier()  # no rank exits (and ends the job) before the file exists
         if self.bar is not None:
             self.bar.close()
-        raise TrainingStopped(int(signum), self.step, self.checkpoints.path(self.step))
+        raise TrainingStopped(int(signum), self.step, self.checkpoints.path(self.step),
+                              received_here)
 
     def _progress_bar(self):
         if not (self.layout.master and self.cfg.progress):
