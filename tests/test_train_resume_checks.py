@@ -85,3 +85,73 @@ def test_resume_in_an_empty_folder_starts_from_step_0(corpus, tmp_path, capsys):
     out = tmp_path / "run"
     assert main(tiny(corpus, out, "--max-steps", "1", "--resume")) == 0
     assert f"--resume: no checkpoint in {out}; starting from step 0" in capsys.readouterr().out
+
+
+@pytest.fixture
+def saved_run(corpus, tmp_path):
+    """A run of 2 steps on ``corpus`` (dropout 0.1, seed 7), its checkpoints in ``out``."""
+    out = tmp_path / "run"
+    assert main(tiny(corpus, out, "--max-steps", "2", "--dropout", "0.1", "--seed", "7")) == 0
+    return out
+
+
+def _other_corpus(tmp_path, text):
+    d = tmp_path / "other"
+    d.mkdir(exist_ok=True)
+    (d / "a.py").write_text(text)
+    return str(d)
+
+
+def _refused_resume(capsys, argv, needles):
+    capsys.readouterr()
+    rc = main(argv)
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def test_resume_refuses_a_vocabulary_of_the_same_size_with_other_characters(corpus, saved_run,
+                                                                           tmp_path, capsys):
+    other = _other_corpus(tmp_path, SRC.translate(str.maketrans("0123456789", "ABCDEFGHIJ")))
+    _refused_resume(capsys, tiny(other, saved_run, "--max-steps", "3", "--dropout", "0.1",
+                                 "--seed", "7", "--resume"),
+                    [f"--data: {ckpt(saved_run, 2)} was trained on a vocabulary of ",
+                     f"from {corpus}; this run's data {other} gives ",
+                     "only in the checkpoint's: '0123456789', only in this run's: 'ABCDEFGHIJ'",
+                     f"fix: resume with the data it was trained on (--data {corpus}), or train "
+                     "into a new --out"])
+
+
+def test_resume_refuses_a_smaller_corpus_and_other_text(corpus, saved_run, tmp_path, capsys):
+    base = ["--max-steps", "3", "--dropout", "0.1", "--seed", "7", "--resume"]
+    # --max-corpus-bytes cuts the text: here the vocabulary loses characters
+    _refused_resume(capsys, tiny(corpus, saved_run, *base, "--max-corpus-bytes", "300"),
+                    ["was trained on a vocabulary of", "only in the checkpoint's: "])
+    # the same characters, other text (a line dropped): the content's hash differs
+    other = _other_corpus(tmp_path, SRC.replace("def f3(x):\n    return x * 3 + 3\n", ""))
+    _refused_resume(capsys, tiny(other, saved_run, *base),
+                    [f"--data: {ckpt(saved_run, 2)} was trained on other data: {corpus} (",
+                     f"this run reads {other} ("])
+
+
+@pytest.mark.parametrize("flag,value,saved", [("--seed", "8", "7"), ("--dropout", "0.2", "0.1")])
+def test_resume_refuses_another_seed_or_dropout(corpus, saved_run, capsys, flag, value, saved):
+    argv = ["--max-steps", "3", "--resume", "--seed", "7", "--dropout", "0.1", flag, value]
+    _refused_resume(capsys, tiny(corpus, saved_run, *argv),
+                    [f"{flag}: the checkpoint {ckpt(saved_run, 2)} was trained with {saved}, now {value}",
+                     f"fix: resume with {flag} {saved}, or train into a new --out"])
+
+
+def test_resume_prints_what_changed_and_accepts_moved_data(corpus, saved_run, tmp_path, capsys):
+    moved = _other_corpus(tmp_path, SRC)  # the same text in another folder
+    capsys.readouterr()
+    assert main(tiny(moved, saved_run, "--max-steps", "3", "--dropout", "0.1", "--seed", "7",
+                     "--resume", "--lr", "1e-3", "--grad-clip", "0.5")) == 0
+    out = capsys.readouterr().out
+    assert (f"changed on resume: --lr 0.002 -> 0.001, --max-steps 2 -> 3, --grad-clip 1.0 -> 0.5, "
+            f"--data {corpus!r} -> {moved!r} (the same content)") in out
+    data = sf.load(ckpt(saved_run, 3))["data"]
+    assert data["source"] == moved and len(data["vocab_sha256"]) == 64 and data["vocab_size"] == 25

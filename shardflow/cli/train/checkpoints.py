@@ -32,8 +32,17 @@ from shardflow import checkpoint
 from .config import ConfigError, TrainConfig
 from .layout import Layout
 
-# what must match to resume: the model's shape (and the task); the rest may change
-_SHAPE_FLAGS = ("task", "block_size", "n_layer", "n_head", "n_embd", "model")
+# what must match to resume: the model's shape (and the task) ...
+_SHAPE_FLAGS = ("task", "block_size", "n_layer", "n_head", "n_embd", "model", "hidden")
+# ... and what the run's trajectory is made of: the batches of every step and the model's
+# initialisation come from the seed, the masks from dropout (the data is compared by content,
+# check_same_data). Everything else may change on resume and is printed (changed_settings).
+_TRAJECTORY_FLAGS = {
+    "seed": "the batch of every step and the worker seeds come from it",
+    "dropout": "it changes the model being trained (the masks drawn and the activations' scale)",
+}
+# may change without a note: where the run writes, how it reports, and --resume itself
+_QUIET_FLAGS = ("out", "resume", "progress", "data", "max_corpus_bytes", "batch_size")
 
 
 @dataclass
@@ -62,10 +71,13 @@ def prepare_out_dir(cfg: TrainConfig, master: bool, log) -> None:
             "interrupted saves")
 
 
-def resume(cfg: TrainConfig, model, optimizer, world: int, log) -> ResumePoint:
-    """With ``--resume``: load the newest checkpoint in ``--out`` that loads into ``model``,
-    ``optimizer`` and the RNG, and return its point; a fresh point without ``--resume`` or
-    without a checkpoint. Every rank reads the file (the state is whole)."""
+def resume(cfg: TrainConfig, task, optimizer, world: int, log) -> ResumePoint:
+    """With ``--resume``: load the newest checkpoint in ``--out`` that loads into the task's
+    model, ``optimizer`` and the RNG, and return its point; a fresh point without
+    ``--resume`` or without a checkpoint. Refuses (ConfigError, before anything is loaded) a
+    checkpoint of another model shape, other data or another seed / dropout; prints what
+    else changed. Every rank reads the file (the state is whole)."""
+    model = task.model
     point = ResumePoint()
     if not cfg.resume:
         return point
@@ -81,6 +93,13 @@ def resume(cfg: TrainConfig, model, optimizer, world: int, log) -> ResumePoint:
                 f"--{key.replace('_', '-')}: the checkpoint {path} was trained with "
                 f"{saved[key]!r}, now {getattr(cfg, key)!r}; fix: use the same value or a new --out"
             )
+    check_same_data(path, ck, task.data_identity(), cfg)
+    for key, why in _TRAJECTORY_FLAGS.items():
+        if key in saved and saved[key] != getattr(cfg, key):
+            raise ConfigError(
+                f"--{key}: the checkpoint {path} was trained with {saved[key]!r}, now "
+                f"{getattr(cfg, key)!r}; {why}, so the run would not continue the saved one; fix: "
+                f"resume with --{key} {saved[key]!r}, or train into a new --out")
     model.load_state_dict(ck["model"])
     optimizer.load_state_dict(ck["optimizer"])
     sf.set_rng_state(ck["rng"])
@@ -90,6 +109,11 @@ def resume(cfg: TrainConfig, model, optimizer, world: int, log) -> ResumePoint:
     log(f"resumed from {path} at step {point.step}")
     for line in resume_differences(path, ck, cfg, world):
         log(line)
+    changed = changed_settings(saved, cfg)
+    if saved.get("data") != cfg.data and "data" in saved:  # check_same_data: the same content
+        changed.append(f"--data {saved['data']!r} -> {cfg.data!r} (the same content)")
+    if changed:
+        log("changed on resume: " + ", ".join(changed))
     if point.step >= cfg.max_steps:
         log(f"checkpoint step {point.step} >= --max-steps {cfg.max_steps}: nothing to do")
     return point
@@ -128,6 +152,65 @@ def newest_resumable(folder: str, log) -> tuple[str, dict] | None:
 def _short(reason: str, path: str) -> str:
     """The reader's reason without the file name it starts with."""
     return reason[len(path):].lstrip(" :") if reason.startswith(path) else reason
+
+
+def check_same_data(path: str, ck: dict, now: dict, cfg: TrainConfig) -> None:
+    """Refuse to continue a checkpoint on other data: another vocabulary (GPT; its hash
+    differs, even with the same size), or other content (the tokens' / samples' hash). The
+    message names what the checkpoint was trained on and the flags that give it back.
+    Checkpoints of earlier versions without the record are compared by vocabulary only."""
+    saved = ck.get("data")
+    saved_cfg = ck.get("config", {})
+    again = f"--data {saved_cfg.get('data')}" if saved_cfg.get("data") else "no --data"
+    if saved_cfg.get("max_corpus_bytes"):
+        again += f" --max-corpus-bytes {saved_cfg['max_corpus_bytes']}"
+    fix = f"fix: resume with the data it was trained on ({again}), or train into a new --out"
+    if saved is None:  # an earlier version's checkpoint: only its vocabulary
+        vocab = ck.get("vocab")
+        if vocab is not None and now.get("vocab") is not None and vocab != now["vocab"]:
+            raise ConfigError(f"--data: {path} was trained on another vocabulary "
+                              f"({_vocab_diff(vocab, now['vocab'])}); {fix}")
+        return
+    if saved.get("vocab_sha256") != now.get("vocab_sha256"):
+        raise ConfigError(
+            f"--data: {path} was trained on a vocabulary of {saved.get('vocab_size')} tokens (sha256 "
+            f"{str(saved.get('vocab_sha256'))[:12]}) from {saved.get('source')}; this run's data "
+            f"{now['source']} gives {now.get('vocab_size')} (sha256 {str(now.get('vocab_sha256'))[:12]}"
+            f"; {_vocab_diff(saved.get('vocab'), now.get('vocab'))}), so token ids would mean other "
+            f"characters; {fix}")
+    if saved.get("tokens_sha256") != now.get("tokens_sha256"):
+        size = ("tokens", "samples")["samples" in saved]
+        raise ConfigError(
+            f"--data: {path} was trained on other data: {saved.get('source')} "
+            f"({saved.get(size)} {size}, sha256 {str(saved.get('tokens_sha256'))[:12]}), this run "
+            f"reads {now['source']} ({now.get(size)} {size}, sha256 "
+            f"{str(now.get('tokens_sha256'))[:12]}); {fix}")
+
+
+def _vocab_diff(old: str | None, new: str | None) -> str:
+    """Which characters one vocabulary has and the other lacks, for the message."""
+    if old is None or new is None:
+        return "byte level vs characters" if (old is None) != (new is None) else "same"
+    parts = []
+    for label, chars in (("only in the checkpoint's", sorted(set(old) - set(new))),
+                         ("only in this run's", sorted(set(new) - set(old)))):
+        if chars:
+            parts.append(f"{label}: {''.join(chars[:12]) + ('...' if len(chars) > 12 else '')!r}")
+    return ", ".join(parts) or "the same characters in another order"
+
+
+def changed_settings(saved: dict, cfg: TrainConfig) -> list[str]:
+    """``--flag old -> new`` for each setting that may change on resume and did (the ones
+    that may not are refused before; ``--batch-size`` has its own warning)."""
+    out = []
+    for f in dataclasses.fields(cfg):
+        key = f.name
+        if key in _QUIET_FLAGS or key in _SHAPE_FLAGS or key in _TRAJECTORY_FLAGS or key not in saved:
+            continue
+        old, new = saved[key], getattr(cfg, key)
+        if old != new:
+            out.append(f"--{key.replace('_', '-')} {old!r} -> {new!r}")
+    return out
 
 
 def resume_differences(path: str, ck: dict, cfg: TrainConfig, world: int) -> list[str]:
@@ -187,7 +270,7 @@ class Checkpointer:
                  "rng": sf.get_rng_state(), "step": step, "best_val": best_val,
                  "config": dataclasses.asdict(self.cfg), "world_size": self.layout.world,
                  "finite": finite, "nonfinite_skipped": nonfinite_skipped,
-                 **self.task.extra_state()}
+                 "data": self.task.data_identity(), **self.task.extra_state()}
         sf.save(state, self.path(step))
         if finite:
             self.last_finite = self.path(step)
