@@ -52,8 +52,9 @@ What it does
    them into ``out.json`` (one row per rank, ``chrome://tracing`` or Perfetto) and prints
    the compute / comm / idle / data split of each rank (``profiler.chrome.step_summary``).
 
-Not covered: a SIGKILL of the launcher itself cannot be handled; its job is then left to
-mpiexec (Open MPI ends it when a rank fails, not otherwise).
+A SIGKILL of the launcher itself cannot be handled, but its job does not outlive it:
+mpiexec gets SIGTERM from the kernel when the launcher dies (``parent_death_signal``) and
+ends every rank; a ``shardflow train`` rank's DataLoader workers end with their rank.
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ from ..comm.launcher import (
     forward_signal,
     kill_session,
     master_env,
+    parent_death_signal,
     program_argv,
     rank_env,
     with_torchrun_env,
@@ -310,7 +312,7 @@ def launch(n: int, program: list[str], *, hosts=None, hostfile=None, timeout=Non
         signals = _JobSignals(grace, local=not remote, say=say)
         with signals:
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                    start_new_session=True)
+                                    start_new_session=True, preexec_fn=parent_death_signal())
             signals.attach(proc)
             translated: list[list[str]] = []  # PRTE blocks about hosts
 
