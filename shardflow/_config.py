@@ -18,6 +18,9 @@ SHARDFLOW_KERNEL_THREADS   threads of the Numba kernels, a positive integer (def
 SHARDFLOW_DATA             folder where dataset readers look by default.
 SHARDFLOW_FAILURE_DIR      set by `shardflow run`: where a failing rank writes its root-cause record.
 SHARDFLOW_MPIEXEC          path of the mpiexec `shardflow run` uses (default: next to Python).
+SHARDFLOW_RESTART_COUNT    set by `shardflow run --max-restarts`: 0 for the first start of the
+                           job, k for its k-th restart (also exported as torchrun's
+                           TORCHELASTIC_RESTART_COUNT); `shardflow train` resumes when it is > 0.
 Launcher variables         OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE (mpiexec),
                            PMI_RANK/PMI_SIZE (MPICH/Hydra), SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID,
                            RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE (torchrun style).
@@ -151,12 +154,24 @@ def _rank_prefix_value() -> str:
     return raw
 
 
+def restart_count() -> int:
+    """SHARDFLOW_RESTART_COUNT: how many times ``shardflow run --max-restarts`` restarted this
+    job (0: first start, also when unset)."""
+    v = _int("SHARDFLOW_RESTART_COUNT")
+    if v is None:
+        return 0
+    if v < 0:
+        raise EnvironmentValueError(f"SHARDFLOW_RESTART_COUNT={v}: expected 0 or more (set by "
+                                    "`shardflow run --max-restarts`); unset it")
+    return v
+
+
 def check_environment() -> None:
     """Parse every variable shardflow reads that is set; raise :class:`EnvironmentValueError`
     for the first one that is unusable (called by the commands before anything starts, so a
     typo is one line and exit code 2, not a traceback in the middle of a job)."""
     for parse in (comm_timeout_s, debug_flags, kernels_mode, kernel_threads, _device_value,
-                  _rank_prefix_value, launch_info):
+                  _rank_prefix_value, launch_info, restart_count):
         parse()
 
 

@@ -72,6 +72,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, field
 
 from .. import _config
 from ..comm.failure import STOP_SIGNAL_RECORD
@@ -85,6 +86,7 @@ from ..comm.launcher import (
     rank_env,
     with_torchrun_env,
 )
+from .elastic import check_elastic_args, first_world, next_world, restart_env, why_not_restart
 from .hosts import check_hosts, translate_prte_block
 from .slurm import allocation
 
@@ -97,7 +99,7 @@ _PRTE_SIGNAL = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exited o
                           re.S)
 _PRTE_IMPROPER = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exiting\s+improperly", re.S)
 _DASHES = re.compile(r"-{20,}")
-_SHELL_SAFE_ENV = ("SHARDFLOW_", "PYTHON", "OMPI_MCA_", "MASTER_ADDR", "MASTER_PORT")
+_SHELL_SAFE_ENV = ("SHARDFLOW_", "PYTHON", "OMPI_MCA_", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_")
 DEFAULT_GRACE_S = 30.0
 _FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
@@ -276,13 +278,31 @@ def _read_records(faildir: str) -> list[dict]:
     return records
 
 
-def launch(n: int, program: list[str], *, hosts=None, hostfile=None, timeout=None,
-           grace: float = DEFAULT_GRACE_S, prefix: bool = True, extra_env: dict | None = None,
-           stdout=None, stderr=None) -> int:
+@dataclass
+class JobOutcome:
+    """How one start of the job ended (what ``--max-restarts`` decides on)."""
+
+    exit_code: int
+    user_signal: int | None = None  # the launcher got SIGTERM / SIGHUP / SIGINT
+    timed_out: bool = False  # --timeout
+    failed_rank: int | None = None  # the first failing rank (root cause), or the signalled one
+    reason: str = ""  # one line: what ended the job
+    host_error: bool = False  # Open MPI could not start the job on the hosts
+    output: list = field(default_factory=list)  # mpiexec's own (untagged) lines
+
+
+def launch(n: int, program: list[str], **kwargs) -> int:
     """Run ``program`` on ``n`` ranks; return the job's exit code (see the module docstring).
 
     Raises ValueError for impossible arguments and FileNotFoundError without an mpiexec,
-    before anything is created."""
+    before anything is created. Keyword arguments: :func:`launch_job`'s."""
+    return launch_job(n, program, **kwargs).exit_code
+
+
+def launch_job(n: int, program: list[str], *, hosts=None, hostfile=None, timeout=None,
+               grace: float = DEFAULT_GRACE_S, prefix: bool = True, extra_env: dict | None = None,
+               stdout=None, stderr=None) -> JobOutcome:
+    """:func:`launch`, returning the whole :class:`JobOutcome`."""
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
     check_launch_args(n, timeout, None, grace)
@@ -365,27 +385,48 @@ def launch(n: int, program: list[str], *, hosts=None, hostfile=None, timeout=Non
             say(f"shardflow run: stopped by {name}; every rank exited "
                 f"{time.monotonic() - signals.received_at:.1f} s after it")
         if records:
-            _report_failure(records, other, tails, rc, say)
-        return 128 + int(signals.signum)
+            _report_failure(_root_cause(records, other, tails, rc), rc, say)
+        return JobOutcome(128 + int(signals.signum), user_signal=int(signals.signum),
+                          reason=f"the launcher received {name}", output=other)
     if rc == 0 and not records:
-        return 0
+        return JobOutcome(0, output=other)
     if stops and not records:
         say(f"shardflow run: stopped: {stops[0]['message']}")
-        return int(stops[0].get("exit_code") or rc or 1)
+        return JobOutcome(int(stops[0].get("exit_code") or rc or 1), failed_rank=stops[0]["rank"],
+                          reason=stops[0]["message"].split(";")[0], output=other)
     if translated and not records:  # Open MPI could not start the job on the hosts: its one line
         messages = [translate_prte_block(block, host_lines, hostfile, other) for block in translated]
         for message in messages:
             say(message)
-        return 2 if "refused --hostfile" in messages[0] else (rc if 0 < rc < 256 else 1)
-    exit_code = _report_failure(records, other, tails, rc, say)
+        code = 2 if "refused --hostfile" in messages[0] else (rc if 0 < rc < 256 else 1)
+        return JobOutcome(code, host_error=True, reason=messages[0], output=other)
+    cause = _root_cause(records, other, tails, rc)
+    exit_code = _report_failure(cause, rc, say)
     if timed_out:
         exit_code = 124
-    return int(exit_code) if 0 < int(exit_code) < 256 else 1
+    exit_code = int(exit_code) if 0 < int(exit_code) < 256 else 1
+    return JobOutcome(exit_code, timed_out=timed_out, failed_rank=None if cause is None else cause[0],
+                      reason=_cause_line(cause, rc, timed_out), output=other)
 
 
-def _report_failure(records, other, tails, rc, say) -> int:
-    """Print the root-cause block; return the exit code it implies."""
-    cause = _root_cause(records, other, tails, rc)
+def _cause_line(cause, rc: int, timed_out: bool) -> str:
+    """What ended the job, in a few words, for the restart line."""
+    if timed_out:
+        return "the job exceeded --timeout"
+    if cause is None:
+        return f"mpiexec exited with code {rc}"
+    rank, code, kind, _ = cause
+    if kind == "signal" and isinstance(code, int) and code < 0:
+        try:
+            return f"rank {rank} died of {signal.Signals(-code).name}"
+        except ValueError:
+            return f"rank {rank} died of signal {-code}"
+    return f"rank {rank} failed (exit code {code}, {kind})"
+
+
+def _report_failure(cause, rc, say) -> int:
+    """Print the root-cause block of ``cause`` (``_root_cause``); return the exit code it
+    implies."""
     bar = "=" * 78
     lines = [bar, "shardflow run: the job failed"]
     if cause is not None:
@@ -404,7 +445,7 @@ def _report_failure(records, other, tails, rc, say) -> int:
 
 
 _VALUED = {"-n", "--nproc", "--np", "--hosts", "--hostfile", "--timeout", "--comm-timeout",
-           "--grace", "--timeline"}
+           "--grace", "--timeline", "--max-restarts", "--min-ranks"}
 
 
 def _split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -457,6 +498,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--timeline", metavar="OUT.json",
                    help="write a merged Chrome trace of every rank (ops, collectives, waits, "
                         "data loading) and print each rank's compute/comm/idle split")
+    p.add_argument("--max-restarts", type=int, default=0, metavar="K",
+                   help="when the job fails, start it again up to K times (SHARDFLOW_RESTART_COUNT; "
+                        "`shardflow train` resumes from its newest checkpoint)")
+    p.add_argument("--min-ranks", type=int, default=None, metavar="M",
+                   help="restart on the ranks/hosts still there (the failed rank or lost host "
+                        "dropped) while at least M ranks remain (default: the same ranks)")
     p.add_argument("-m", dest="module", help="run a module, as python -m")
     p.add_argument("target", nargs=argparse.REMAINDER,
                    help="script.py args... | command args...")
@@ -485,7 +532,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         _config.check_environment()  # the ranks read the same variables: refuse a typo here
         check_launch_args(args.n, args.timeout, args.comm_timeout, args.grace)
-        check_hosts(args.hosts, args.hostfile)  # HostsError: the host line and the fix
+        host_lines = check_hosts(args.hosts, args.hostfile)  # HostsError: the line and the fix
+        check_elastic_args(args.max_restarts, args.min_ranks, args.n)
         program = program_argv(args.target, args.module)
     except (ValueError, FileNotFoundError) as e:
         msg = str(e)
@@ -511,15 +559,50 @@ def main(argv: list[str] | None = None) -> int:
         if args.dry_run:
             print(shlex.join(job_command(args.n, program, hosts=args.hosts, hostfile=args.hostfile)))
             return 0
+        options = dict(timeout=args.timeout, grace=args.grace, prefix=not args.no_prefix)
+        if args.max_restarts:
+            return run_elastic(args, program, extra, host_lines, options)
         return launch(args.n, program, hosts=args.hosts, hostfile=args.hostfile,
-                      timeout=args.timeout, grace=args.grace, prefix=not args.no_prefix,
-                      extra_env=extra)
+                      extra_env=extra, **options)
     except FileNotFoundError as e:  # no mpiexec
         sys.stderr.write(f"shardflow run: error: {e}\n")
         return 2
     finally:
         if tdir is not None:
             merge_timeline(tdir, args.timeline)
+
+
+def run_elastic(args, program: list[str], extra: dict, host_lines, options: dict) -> int:
+    """Start the job, and again after a failure, at most ``--max-restarts`` times, on the
+    world ``elastic.next_world`` gives (``cli/elastic.py``); returns the last exit code."""
+    def say(text):
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+
+    first = world = first_world(args.n, host_lines)
+    count = 0
+    while True:
+        where = (dict(hosts=args.hosts, hostfile=args.hostfile) if world == first
+                 else dict(hosts=world.hosts_arg(), hostfile=None))
+        outcome = launch_job(world.n, program, extra_env={**extra, **restart_env(
+            count, args.max_restarts)}, **where, **options)
+        ended = time.monotonic()
+        why = why_not_restart(outcome)
+        if why is None and count >= args.max_restarts:
+            why = f"--max-restarts {args.max_restarts} used up ({outcome.reason})"
+        if why is None:
+            try:
+                world_next, how = next_world(world, outcome.failed_rank, args.min_ranks)
+            except RuntimeError as e:
+                why = str(e)
+        if why is not None:
+            if outcome.exit_code != 0:
+                say(f"shardflow run: not restarted: {why}")
+            return outcome.exit_code
+        count += 1
+        say(f"shardflow run: restart {count} of {args.max_restarts} after {outcome.reason}: {how}; "
+            f"SHARDFLOW_RESTART_COUNT={count} (decided in {time.monotonic() - ended:.1f} s)")
+        world = world_next
 
 
 def timeline_program(program: list[str], out_dir: str) -> list[str]:

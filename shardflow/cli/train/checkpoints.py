@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +30,7 @@ import numpy as np
 import shardflow as sf
 from shardflow import checkpoint
 
+from .checkpoint_writer import CheckpointWriter, snapshot
 from .config import ConfigError, TrainConfig
 from .layout import Layout
 
@@ -42,7 +44,8 @@ _TRAJECTORY_FLAGS = {
     "dropout": "it changes the model being trained (the masks drawn and the activations' scale)",
 }
 # may change without a note: where the run writes, how it reports, and --resume itself
-_QUIET_FLAGS = ("out", "resume", "progress", "data", "max_corpus_bytes", "batch_size")
+_QUIET_FLAGS = ("out", "resume", "progress", "data", "max_corpus_bytes", "batch_size",
+                "ckpt_async")
 
 
 @dataclass
@@ -240,11 +243,14 @@ def resume_differences(path: str, ck: dict, cfg: TrainConfig, world: int) -> lis
 
 
 class Checkpointer:
-    """Saves the run's checkpoints: every ``--ckpt-interval`` steps and at ``--max-steps``
-    (:meth:`due`), and when a stop signal arrives (the loop calls :meth:`save`).
+    """Saves the run's checkpoints: when the policy says so (:meth:`due`: every
+    ``--ckpt-interval`` steps, at ``--max-steps``, and every ``--ckpt-seconds`` seconds when
+    given), and when a stop signal arrives (the loop calls :meth:`save`).
 
     ``save`` is a collective under layouts that shard the state (pipeline, global tensors,
-    ZeRO): every rank calls it, the state is gathered whole, and rank 0 writes the file."""
+    ZeRO): every rank calls it, the state is gathered whole, and rank 0 snapshots it and
+    hands the write to the :class:`~.checkpoint_writer.CheckpointWriter` (a background
+    thread unless ``--ckpt-sync``). :meth:`flush` waits for the file in flight."""
 
     def __init__(self, cfg: TrainConfig, layout: Layout, task, optimizer, pipe, log,
                  last_finite: str | None):
@@ -252,32 +258,52 @@ class Checkpointer:
         self.model = task.model  # the trained model itself (unwrapped; sharded in place)
         self.log = log
         self.last_finite = last_finite  # newest checkpoint with finite parameters: never pruned
+        self.writer = CheckpointWriter(background=cfg.ckpt_async)
+        self._last_save_t = time.monotonic()
 
-    def due(self, step: int) -> bool:
-        """The periodic policy: whether the end of ``step`` saves a checkpoint."""
-        return step % self.cfg.ckpt_interval == 0 or step == self.cfg.max_steps
+    def due(self, step: int, by_time: bool = False) -> bool:
+        """The periodic policy: whether the end of ``step`` saves a checkpoint. ``by_time``:
+        the ranks agreed that ``--ckpt-seconds`` passed (:meth:`time_due` on rank 0)."""
+        return by_time or step % self.cfg.ckpt_interval == 0 or step == self.cfg.max_steps
+
+    def time_due(self) -> bool:
+        """On rank 0: ``--ckpt-seconds`` have passed since the last save (the loop makes the
+        ranks agree on it, so that every rank takes part in the save's collectives)."""
+        secs = self.cfg.ckpt_seconds
+        return bool(secs) and self.layout.master and time.monotonic() - self._last_save_t >= secs
 
     def path(self, step: int) -> str:
         return checkpoint_path(self.cfg, step)
 
     def save(self, step: int, best_val: float, nonfinite_skipped: int) -> None:
-        """Gather the state (all ranks), write ``ckpt_<step>`` and prune (rank 0)."""
+        """Gather the state (all ranks); on rank 0 snapshot it and write ``ckpt_<step>``,
+        then prune (in the writer)."""
+        t0 = time.perf_counter()
+        self._last_save_t = time.monotonic()
         whole = self._gather()
         if whole is None:  # not rank 0
             return
         model_state, opt_state, finite = whole
-        state = {"model": model_state, "optimizer": opt_state,
-                 "rng": sf.get_rng_state(), "step": step, "best_val": best_val,
-                 "config": dataclasses.asdict(self.cfg), "world_size": self.layout.world,
-                 "finite": finite, "nonfinite_skipped": nonfinite_skipped,
-                 "data": self.task.data_identity(), **self.task.extra_state()}
-        sf.save(state, self.path(step))
-        if finite:
-            self.last_finite = self.path(step)
-        else:
-            self.log(f"warning: checkpoint {self.path(step)} holds non-finite parameters; "
-                     f"{self.last_finite or 'no earlier checkpoint'} (the last finite one) is kept")
-        prune(self.cfg.out, self.cfg.keep_checkpoints, protect=self.last_finite)
+        state = snapshot({"model": model_state, "optimizer": opt_state,
+                          "rng": sf.get_rng_state(), "step": step, "best_val": best_val,
+                          "config": dataclasses.asdict(self.cfg), "world_size": self.layout.world,
+                          "finite": finite, "nonfinite_skipped": nonfinite_skipped,
+                          "data": self.task.data_identity(), **self.task.extra_state()})
+        path = self.path(step)
+
+        def after():  # in the writer, once the file exists
+            if finite:
+                self.last_finite = path
+            else:
+                self.log(f"warning: checkpoint {path} holds non-finite parameters; "
+                         f"{self.last_finite or 'no earlier checkpoint'} (the last finite one) is kept")
+            prune(self.cfg.out, self.cfg.keep_checkpoints, protect=self.last_finite)
+
+        self.writer.submit(state, path, after, t0)
+
+    def flush(self) -> None:
+        """Wait for the checkpoint being written (rank 0); re-raises a failed write."""
+        self.writer.wait()
 
     def _gather(self):
         """``(model state, optimizer state, parameters finite)`` of whole tensors on rank 0,

@@ -29,6 +29,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         cfg = resolve_config(argv)
+        restarts = _config.restart_count()
+        if restarts and not cfg.resume:  # an elastic restart (shardflow run --max-restarts)
+            cfg.resume = True
+            if _config.launch_info().rank == 0:
+                print(f"shardflow train: restart {restarts} of the job (SHARDFLOW_RESTART_COUNT): "
+                      "resuming from the newest checkpoint", flush=True)
         train(cfg)
     except ConfigError as e:
         print(f"shardflow train: error: {e}", file=sys.stderr)

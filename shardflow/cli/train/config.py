@@ -49,6 +49,11 @@ class TrainConfig:
     eval_iters: int = 20
     log_interval: int = 10
     ckpt_interval: int = 250
+    # also save when this many seconds passed since the last save (rank 0's clock decides,
+    # the ranks agree on it in the step's all-reduce); for elastic jobs (docs/TRAINING.md)
+    ckpt_seconds: float | None = None
+    # write checkpoints in a background thread (the loop only waits for the gather and a copy)
+    ckpt_async: bool = True
     keep_checkpoints: int = 3
     num_workers: int = 1
     # layout (gpt): dp 0 = every rank not used by tp x pp; dp x tp x pp must be the world size
@@ -96,15 +101,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("task", choices=TASKS, help="what to train")
     p.add_argument("--config", help="YAML file of options (keys as the flags, with _)")
     for f in dataclasses.fields(TrainConfig):
-        if f.name in ("task", "resume", "progress", "hidden", "compile"):
+        if f.name in ("task", "resume", "progress", "hidden", "compile", "ckpt_async"):
             continue
-        typ = {"int | None": int, "str | None": str}.get(str(f.type), None)
+        typ = {"int | None": int, "str | None": str, "float | None": float}.get(str(f.type), None)
         if typ is None:
             typ = {"int": int, "float": float, "str": str}[str(f.type)]
         p.add_argument("--" + f.name.replace("_", "-"), type=typ, default=None, dest=f.name)
     p.add_argument("--hidden", type=int, nargs="+", default=None, help="MLP hidden sizes")
     p.add_argument("--compile", action="store_true", default=None,
                    help="forward and backward through shardflow.compile_step (one process or DDP)")
+    p.add_argument("--ckpt-sync", dest="ckpt_async", action="store_false", default=None,
+                   help="write checkpoints in the loop instead of a background thread")
     p.add_argument("--resume", action="store_true", default=None,
                    help="continue from the newest checkpoint in --out")
     p.add_argument("--no-progress", dest="progress", action="store_false", default=None,
@@ -211,6 +218,8 @@ def validate(cfg: TrainConfig) -> None:
     need(cfg.max_corpus_bytes is None or cfg.max_corpus_bytes > 0, "--max-corpus-bytes",
          cfg.max_corpus_bytes, "use a positive number of bytes (default: the whole corpus)")
     need(cfg.warmup_steps >= 0, "--warmup-steps", cfg.warmup_steps, "use 0 or more")
+    need(cfg.ckpt_seconds is None or cfg.ckpt_seconds > 0, "--ckpt-seconds", cfg.ckpt_seconds,
+         "use a positive number of seconds (or leave it out: --ckpt-interval steps only)")
     need(cfg.lr_decay_steps is None or cfg.lr_decay_steps > 0, "--lr-decay-steps", cfg.lr_decay_steps,
          "use a positive integer (default: --max-steps)")
     need(cfg.num_workers >= 0, "--num-workers", cfg.num_workers, "use 0 (main process) or more")
