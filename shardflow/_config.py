@@ -18,6 +18,8 @@ SHARDFLOW_KERNEL_THREADS   threads of the Numba kernels, a positive integer (def
 SHARDFLOW_DATA             folder where dataset readers look by default.
 SHARDFLOW_FAILURE_DIR      set by `shardflow run`: where a failing rank writes its root-cause record.
 SHARDFLOW_MPIEXEC          path of the mpiexec `shardflow run` uses (default: next to Python).
+SHARDFLOW_JOB_SECRET       the secret a parameter server of a TF_CONFIG cluster asks every
+                           connection to prove (every task the same value).
 SHARDFLOW_RESTART_COUNT    set by `shardflow run --max-restarts`: 0 for the first start of the
                            job, k for its k-th restart (also exported as torchrun's
                            TORCHELASTIC_RESTART_COUNT); `shardflow train` resumes when it is > 0.
@@ -152,6 +154,12 @@ def _rank_prefix_value() -> str:
             f"SHARDFLOW_RANK_PREFIX={raw!r}: expected 1 (prefix lines with [rank R]) or 0; set it "
             "so or unset it")
     return raw
+
+
+def job_secret() -> str | None:
+    """SHARDFLOW_JOB_SECRET: the secret every connection to a parameter server of a TF_CONFIG
+    cluster must prove (``distributed/ps/auth.py``; ``shardflow run`` jobs draw their own)."""
+    return os.environ.get("SHARDFLOW_JOB_SECRET") or None
 
 
 def restart_count() -> int:

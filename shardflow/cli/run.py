@@ -80,6 +80,7 @@ from ..comm.launcher import (
     build_mpiexec_command,
     forward_signal,
     kill_session,
+    local_job_env,
     master_env,
     parent_death_signal,
     program_argv,
@@ -309,7 +310,8 @@ def launch_job(n: int, program: list[str], *, hosts=None, hostfile=None, timeout
     host_lines = check_hosts(hosts, hostfile)  # HostsError (a ValueError) before anything starts
     remote = bool(hosts or hostfile)
     base_env = {**master_env(hosts, hostfile), "SHARDFLOW_RANK_PREFIX": "0",
-                **({} if remote else _config.blas_thread_env(n)), **(extra_env or {})}
+                **({} if remote else {**_config.blas_thread_env(n), **local_job_env()}),
+                **(extra_env or {})}
     names = sorted(k for k in rank_env({"SHARDFLOW_FAILURE_DIR": "", **base_env})
                    if k.startswith(_SHELL_SAFE_ENV)) if remote else []
     cmd = job_command(n, program, hosts=hosts, hostfile=hostfile, env_names=names)

@@ -140,6 +140,14 @@ def with_torchrun_env(program: list[str]) -> list[str]:
             *program]
 
 
+def local_job_env() -> dict[str, str]:
+    """For a job on this machine only: Open MPI's transports without TCP
+    (``OMPI_MCA_btl=self,vader``: the ranks talk through shared memory), so no rank listens
+    on a network interface (the TCP transport listens on 0.0.0.0 and ::, whatever
+    ``btl_tcp_if_include`` says). Unless the user chose the transports."""
+    return {} if _config.env("OMPI_MCA_btl") is not None else {"OMPI_MCA_btl": "self,vader"}
+
+
 def master_env(hosts: str | None = None, hostfile: str | None = None) -> dict[str, str]:
     """``MASTER_ADDR`` (the first host, else 127.0.0.1) and ``MASTER_PORT`` (29500), unless
     the user set them."""
