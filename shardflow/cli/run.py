@@ -75,7 +75,7 @@ import time
 from dataclasses import dataclass, field
 
 from .. import _config
-from ..comm.failure import STOP_SIGNAL_RECORD
+from ..comm.failure import LIFECYCLE_LINES, STOP_SIGNAL_RECORD
 from ..comm.launcher import (
     build_mpiexec_command,
     forward_signal,
@@ -100,6 +100,7 @@ _PRTE_SIGNAL = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exited o
                           re.S)
 _PRTE_IMPROPER = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exiting\s+improperly", re.S)
 _DASHES = re.compile(r"-{20,}")
+_LIFECYCLE = {line: event for event, line in LIFECYCLE_LINES.items()}
 _SHELL_SAFE_ENV = ("SHARDFLOW_", "PYTHON", "OMPI_MCA_", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_")
 DEFAULT_GRACE_S = 30.0
 _FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
@@ -114,8 +115,9 @@ class _Reader(threading.Thread):
     mpiexec's output is in); any other block is printed as it was."""
 
     def __init__(self, pipe, sink, prefix: bool, tails: dict, other: list, lock,
-                 translate=lambda block, before: None, translated=None):
+                 translate=lambda block, before: None, translated=None, lifecycle=None):
         super().__init__(daemon=True)
+        self.lifecycle = lifecycle if lifecycle is not None else {}  # rank -> started|ended
         self.pipe, self.sink, self.prefix = pipe, sink, prefix
         self.tails, self.other, self.lock = tails, other, lock
         self.translate, self.translated = translate, translated if translated is not None else []
@@ -127,6 +129,10 @@ class _Reader(threading.Thread):
             m = _TAG.match(line)
             if m:
                 rank, text = int(m.group(2)), m.group(4)
+                event = _LIFECYCLE.get(text.strip())
+                if event is not None:  # the rank's own lifecycle line: not shown
+                    self.lifecycle[rank] = event
+                    continue
                 if m.group(3) == "stderr":
                     tail = self.tails.setdefault(rank, [])
                     tail.append(text)
@@ -341,8 +347,9 @@ def launch_job(n: int, program: list[str], *, hosts=None, hostfile=None, timeout
             def translate(block, before):
                 return translate_prte_block(block, host_lines, hostfile, before)
 
-            readers = [_Reader(proc.stdout, stdout, prefix, tails, other, lock, translate, translated),
-                       _Reader(proc.stderr, stderr, prefix, tails, other, lock, translate, translated)]
+            lifecycle: dict = {}
+            readers = [_Reader(pipe, sink, prefix, tails, other, lock, translate, translated, lifecycle)
+                       for pipe, sink in ((proc.stdout, stdout), (proc.stderr, stderr))]
             for r in readers:
                 r.start()
             start = time.monotonic()
@@ -390,6 +397,13 @@ def launch_job(n: int, program: list[str], *, hosts=None, hostfile=None, timeout
             _report_failure(_root_cause(records, other, tails, rc), rc, say)
         return JobOutcome(128 + int(signals.signum), user_signal=int(signals.signum),
                           reason=f"the launcher received {name}", output=other)
+    vanished = sorted(r for r, event in lifecycle.items() if event != "ended")
+    if rc == 0 and not records and vanished:  # mpiexec said success, a rank never ended
+        reason = (f"rank(s) {vanished} started but never ended their program, yet mpiexec "
+                  "exited 0 (a lost host, or a rank killed without a report)")
+        say("=" * 78 + f"\nshardflow run: the job failed\n{reason}\n" + "=" * 78)
+        return JobOutcome(1, failed_rank=vanished[0], reason=f"rank {vanished[0]} vanished",
+                          output=other)
     if rc == 0 and not records:
         return JobOutcome(0, output=other)
     if stops and not records:

@@ -99,7 +99,9 @@ class InitWatchdog:
         self._pipe, self._child = write_end, pid
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is None:
+            failure.say_lifecycle("started")
         if self._pipe is not None:
             os.close(self._pipe)  # the world started (or failed otherwise): the child exits
             self._pipe = None
