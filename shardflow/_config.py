@@ -12,11 +12,17 @@ SHARDFLOW_COMM_TIMEOUT     seconds a collective may wait before the job is ended
 SHARDFLOW_DEVICE           ``cpu`` (default) or ``cuda``.
 SHARDFLOW_KERNELS          ``auto`` (default: Numba kernels when numba imports), ``numba`` (required:
                            an error if numba is missing) or ``numpy`` (force the NumPy path).
-SHARDFLOW_KERNEL_THREADS   threads of the Numba kernels (default: OMP_NUM_THREADS when set, which
-                           ``shardflow run`` sets per rank, else every core).
+SHARDFLOW_KERNEL_THREADS   threads of the Numba kernels, a positive integer (default:
+                           OMP_NUM_THREADS when set, which ``shardflow run`` sets per rank, else
+                           every core).
 SHARDFLOW_DATA             folder where dataset readers look by default.
 SHARDFLOW_FAILURE_DIR      set by `shardflow run`: where a failing rank writes its root-cause record.
 SHARDFLOW_MPIEXEC          path of the mpiexec `shardflow run` uses (default: next to Python).
+SHARDFLOW_JOB_SECRET       the secret a parameter server of a TF_CONFIG cluster asks every
+                           connection to prove (every task the same value).
+SHARDFLOW_RESTART_COUNT    set by `shardflow run --max-restarts`: 0 for the first start of the
+                           job, k for its k-th restart (also exported as torchrun's
+                           TORCHELASTIC_RESTART_COUNT); `shardflow train` resumes when it is > 0.
 Launcher variables         OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE (mpiexec),
                            PMI_RANK/PMI_SIZE (MPICH/Hydra), SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID,
                            RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE (torchrun style).
@@ -28,15 +34,25 @@ SHARDFLOW_RPC_BIND         interface RPC workers listen on (default: the one tha
                            MASTER_ADDR; ``0.0.0.0`` asks for every interface).
 Slurm allocation           SLURM_JOB_NODELIST, SLURM_TASKS_PER_NODE, SLURM_NTASKS, SLURM_JOB_ID
                            (``slurm_env``; `shardflow run` starts its ranks on the allocation).
+
+``check_environment()`` parses every one of these that is set and raises
+:class:`EnvironmentValueError` (one line: the variable, its value, what is allowed, the fix)
+for the first unusable one; ``shardflow run`` and ``shardflow train`` call it before anything
+starts (exit code 2).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 from dataclasses import dataclass
 
 DEFAULT_COMM_TIMEOUT_S = 600.0
+
+
+class EnvironmentValueError(ValueError):
+    """An environment variable shardflow reads holds a value it cannot use."""
 
 
 def env(name: str, default: str | None = None) -> str | None:
@@ -60,7 +76,7 @@ def debug_flags() -> frozenset[str]:
     unknown = sorted(flags - DEBUG_FLAGS.keys())
     if unknown:
         known = "; ".join(f"{k} ({v})" for k, v in DEBUG_FLAGS.items())
-        raise ValueError(
+        raise EnvironmentValueError(
             f"SHARDFLOW_DEBUG={raw!r}: unknown flag(s) {', '.join(map(repr, unknown))}. "
             f"Known flags: {known}. Fix the spelling (comma-separate several flags) or unset "
             "SHARDFLOW_DEBUG."
@@ -87,7 +103,7 @@ def kernels_mode() -> str:
     """SHARDFLOW_KERNELS: ``auto`` (default), ``numba`` or ``numpy`` (see shardflow/kernels)."""
     raw = os.environ.get("SHARDFLOW_KERNELS", "").strip().lower() or "auto"
     if raw not in KERNEL_MODES:
-        raise ValueError(
+        raise EnvironmentValueError(
             f"SHARDFLOW_KERNELS={raw!r}: expected one of {', '.join(KERNEL_MODES)}; use 'numpy' to "
             "force the NumPy path, 'numba' to require the compiled kernels, or unset it"
         )
@@ -97,31 +113,82 @@ def kernels_mode() -> str:
 def kernel_threads() -> int | None:
     """Threads for the Numba kernels: SHARDFLOW_KERNEL_THREADS, else OMP_NUM_THREADS, else
     None (numba's default: every core)."""
-    for name in ("SHARDFLOW_KERNEL_THREADS", "OMP_NUM_THREADS"):
-        v = _int(name)
-        if v is not None and v > 0:
-            return v
-    return None
+    own = _int("SHARDFLOW_KERNEL_THREADS")
+    if own is not None:
+        if own < 1:
+            raise EnvironmentValueError(
+                f"SHARDFLOW_KERNEL_THREADS={own}: expected a positive number of threads; set it "
+                "to e.g. 2, or unset it (default: OMP_NUM_THREADS, else every core)")
+        return own
+    v = _int("OMP_NUM_THREADS")
+    return v if v is not None and v > 0 else None
 
 
 def comm_timeout_s() -> float:
     raw = os.environ.get("SHARDFLOW_COMM_TIMEOUT")
     if raw is None or raw == "":
         return DEFAULT_COMM_TIMEOUT_S
+    fix = f"set it to e.g. 600 or unset it (default {DEFAULT_COMM_TIMEOUT_S:g})"
     try:
         value = float(raw)
     except ValueError:
-        raise ValueError(
-            f"SHARDFLOW_COMM_TIMEOUT must be a number of seconds, got {raw!r}; "
-            "set it to e.g. 600 or unset it"
-        ) from None
-    if value <= 0:
-        raise ValueError(f"SHARDFLOW_COMM_TIMEOUT must be > 0 seconds, got {value}")
+        raise EnvironmentValueError(
+            f"SHARDFLOW_COMM_TIMEOUT must be a number of seconds, got {raw!r}; {fix}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise EnvironmentValueError(
+            f"SHARDFLOW_COMM_TIMEOUT must be a positive, finite number of seconds, got {raw!r}; {fix}")
     return value
 
 
 def default_device() -> str:
     return os.environ.get("SHARDFLOW_DEVICE", "cpu")
+
+
+def _device_value() -> str:
+    raw = default_device()
+    kind = raw.split(":", 1)[0]
+    index = raw.split(":", 1)[1] if ":" in raw else "0"
+    if kind not in ("cpu", "cuda") or not index.isdigit():
+        raise EnvironmentValueError(
+            f"SHARDFLOW_DEVICE={raw!r}: expected cpu or cuda (cuda:N for one GPU); set it so or "
+            "unset it (default cpu)")
+    return raw
+
+
+def _rank_prefix_value() -> str:
+    raw = os.environ.get("SHARDFLOW_RANK_PREFIX", "1")
+    if raw not in ("0", "1"):
+        raise EnvironmentValueError(
+            f"SHARDFLOW_RANK_PREFIX={raw!r}: expected 1 (prefix lines with [rank R]) or 0; set it "
+            "so or unset it")
+    return raw
+
+
+def job_secret() -> str | None:
+    """SHARDFLOW_JOB_SECRET: the secret every connection to a parameter server of a TF_CONFIG
+    cluster must prove (``distributed/ps/auth.py``; ``shardflow run`` jobs draw their own)."""
+    return os.environ.get("SHARDFLOW_JOB_SECRET") or None
+
+
+def restart_count() -> int:
+    """SHARDFLOW_RESTART_COUNT: how many times ``shardflow run --max-restarts`` restarted this
+    job (0: first start, also when unset)."""
+    v = _int("SHARDFLOW_RESTART_COUNT")
+    if v is None:
+        return 0
+    if v < 0:
+        raise EnvironmentValueError(f"SHARDFLOW_RESTART_COUNT={v}: expected 0 or more (set by "
+                                    "`shardflow run --max-restarts`); unset it")
+    return v
+
+
+def check_environment() -> None:
+    """Parse every variable shardflow reads that is set; raise :class:`EnvironmentValueError`
+    for the first one that is unusable (called by the commands before anything starts, so a
+    typo is one line and exit code 2, not a traceback in the middle of a job)."""
+    for parse in (comm_timeout_s, debug_flags, kernels_mode, kernel_threads, _device_value,
+                  _rank_prefix_value, launch_info, restart_count):
+        parse()
 
 
 def data_root() -> str | None:
@@ -146,7 +213,8 @@ def _int(name: str) -> int | None:
     try:
         return int(raw)
     except ValueError:
-        raise ValueError(f"environment variable {name} must be an integer, got {raw!r}") from None
+        raise EnvironmentValueError(f"{name}={raw!r}: expected an integer; set it to a whole "
+                                    "number or unset it") from None
 
 
 def launch_info() -> LaunchInfo:

@@ -12,6 +12,7 @@ from .atomic import atomic_write, clean_stale_temp_files
 from .io import (
     CheckpointError,
     CheckpointSkippedWarning,
+    checkpoint_files,
     find_latest,
     load,
     load_file,
@@ -20,8 +21,9 @@ from .io import (
     save_file,
     save_model,
     scan_checkpoints,
+    skipped_message,
 )
 
 __all__ = ["save", "load", "save_file", "load_file", "save_model", "load_model", "find_latest",
-           "scan_checkpoints", "CheckpointError", "CheckpointSkippedWarning", "atomic_write",
+           "scan_checkpoints", "checkpoint_files", "skipped_message", "CheckpointError", "CheckpointSkippedWarning", "atomic_write",
            "clean_stale_temp_files"]

@@ -37,8 +37,8 @@ from . import safetensors as st
 from .safetensors import CheckpointError
 
 __all__ = ["save", "load", "save_file", "load_file", "save_model", "load_model",
-           "find_latest", "scan_checkpoints", "CheckpointError", "CheckpointSkippedWarning",
-           "NotPlainDataError"]
+           "find_latest", "scan_checkpoints", "checkpoint_files", "skipped_message",
+           "CheckpointError", "CheckpointSkippedWarning", "NotPlainDataError"]
 
 _FORMAT = "shardflow.checkpoint/1"
 
@@ -240,20 +240,26 @@ class CheckpointSkippedWarning(UserWarning):
     """A newer checkpoint did not load and an older one was used (or none)."""
 
 
-def scan_checkpoints(folder, prefix: str = "ckpt_", suffix: str = ".safetensors"):
-    """``(path, skipped)``: the newest checkpoint in ``folder`` (highest step number in the
-    name) that passes every check of a full read, or None, and ``[(newer_path, reason)]``
-    for each newer file that failed (truncated, corrupt, unreadable), newest first."""
+def checkpoint_files(folder, prefix: str = "ckpt_", suffix: str = ".safetensors") -> list[str]:
+    """The checkpoint files in ``folder`` (``prefix<step>suffix``), newest (highest step) first;
+    nothing is read."""
     if not os.path.isdir(folder):
-        return None, []
+        return []
     cands = []
     for name in os.listdir(folder):
         if name.startswith(prefix) and name.endswith(suffix):
             m = _STEP.search(name[len(prefix): len(name) - len(suffix)])
             if m:
                 cands.append((int(m.group(1)), os.path.join(folder, name)))
+    return [path for _, path in sorted(cands, reverse=True)]
+
+
+def scan_checkpoints(folder, prefix: str = "ckpt_", suffix: str = ".safetensors"):
+    """``(path, skipped)``: the newest checkpoint in ``folder`` (highest step number in the
+    name) that passes every check of a full read, or None, and ``[(newer_path, reason)]``
+    for each newer file that failed (truncated, corrupt, unreadable), newest first."""
     skipped = []
-    for _, path in sorted(cands, reverse=True):
+    for path in checkpoint_files(folder, prefix, suffix):
         try:
             st.read(path)
         except (CheckpointError, OSError) as e:

@@ -45,16 +45,22 @@ class NonFiniteGuard:
         self.streak = 0
 
     def skip_update(self, step: int, nonfinite: bool, loss: float, grad_norm: float,
-                    lr: float) -> bool:
-        """True when the update of ``step`` must be skipped; raises NonFiniteError to stop."""
+                    lr: float, parameters_finite=lambda: True) -> bool:
+        """True when the update of ``step`` must be skipped; raises NonFiniteError to stop.
+        ``parameters_finite()`` is asked only when stopping: an earlier update may have
+        overflowed the parameters themselves (a finite gradient times a huge learning rate),
+        and the message must not claim they are finite then."""
         if not nonfinite:
             self.streak = 0
             return False
         where = _describe(step, loss, grad_norm, lr)
         if self.mode == "raise":
+            state = ("so the parameters are still finite" if parameters_finite() else
+                     "but the parameters were already non-finite (an earlier update overflowed "
+                     "them: a finite gradient times too large a learning rate)")
             raise NonFiniteError(
                 f"the training loss or gradient became non-finite at {where}; the update was "
-                "not applied, so the parameters are still finite", step)
+                f"not applied, {state}", step)
         self.skipped.append(step)
         self.streak += 1
         if self.streak >= self.max_consecutive:

@@ -36,6 +36,12 @@ What it does
    other ranks. The launcher prints a root-cause block: the first failing rank (earliest
    record, else the rank mpiexec names), its traceback and exit code, and exits non-zero
    (the rank's exit code, 124 for ``--timeout``).
+   A rank of ``shardflow train`` that a stop signal reached directly (not through the
+   launcher) leaves a ``stop-signal`` record: the job is reported as stopped by that
+   signal on that rank, not as a failure of the first rank to exit.
+   Host problems (``cli/hosts.py``): ``--hosts`` / ``--hostfile`` are checked before
+   mpiexec starts; PRTE's pages about a host it could not start on become one line naming
+   the host and the line that gave it.
 6. Whatever happens (success, failure, ``--timeout``, a signal), every process left in the
    session is sent SIGTERM then SIGKILL, so no orphan rank survives.
 
@@ -46,8 +52,9 @@ What it does
    them into ``out.json`` (one row per rank, ``chrome://tracing`` or Perfetto) and prints
    the compute / comm / idle / data split of each rank (``profiler.chrome.step_summary``).
 
-Not covered: a SIGKILL of the launcher itself cannot be handled; its job is then left to
-mpiexec (Open MPI ends it when a rank fails, not otherwise).
+A SIGKILL of the launcher itself cannot be handled, but its job does not outlive it:
+mpiexec gets SIGTERM from the kernel when the launcher dies (``parent_death_signal``) and
+ends every rank; a ``shardflow train`` rank's DataLoader workers end with their rank.
 """
 
 from __future__ import annotations
@@ -65,17 +72,23 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, field
 
 from .. import _config
+from ..comm.failure import LIFECYCLE_LINES, STOP_SIGNAL_RECORD
 from ..comm.launcher import (
     build_mpiexec_command,
     forward_signal,
     kill_session,
+    local_job_env,
     master_env,
+    parent_death_signal,
     program_argv,
     rank_env,
     with_torchrun_env,
 )
+from .elastic import check_elastic_args, first_world, next_world, restart_env, why_not_restart
+from .hosts import check_hosts, translate_prte_block
 from .slurm import allocation
 
 _TAG = re.compile(r"^\[(\d+),(\d+)\]<(stdout|stderr)>:\s?(.*)$")
@@ -86,18 +99,29 @@ _PRTE_ABORT_CODE = re.compile(r"Errorcode:\s*(-?\d+)")
 _PRTE_SIGNAL = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exited on\s+signal (\d+)",
                           re.S)
 _PRTE_IMPROPER = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exiting\s+improperly", re.S)
-_SHELL_SAFE_ENV = ("SHARDFLOW_", "PYTHON", "OMPI_MCA_", "MASTER_ADDR", "MASTER_PORT")
+_DASHES = re.compile(r"-{20,}")
+_LIFECYCLE = {line: event for event, line in LIFECYCLE_LINES.items()}
+_SHELL_SAFE_ENV = ("SHARDFLOW_", "PYTHON", "OMPI_MCA_", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_")
 DEFAULT_GRACE_S = 30.0
 _FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
 
 class _Reader(threading.Thread):
-    """Copies one mpiexec pipe to our stream, rewriting rank tags; keeps per-rank tails."""
+    """Copies one mpiexec pipe to our stream, rewriting rank tags; keeps per-rank tails.
 
-    def __init__(self, pipe, sink, prefix: bool, tails: dict, other: list, lock):
+    Untagged text between two dashed lines is a PRTE message block: it is held until the
+    block ends; one that ``translate(block, lines before it)`` recognises is kept back (in
+    ``translated``: the launcher prints shardflow's one line for it at the end, when all of
+    mpiexec's output is in); any other block is printed as it was."""
+
+    def __init__(self, pipe, sink, prefix: bool, tails: dict, other: list, lock,
+                 translate=lambda block, before: None, translated=None, lifecycle=None):
         super().__init__(daemon=True)
+        self.lifecycle = lifecycle if lifecycle is not None else {}  # rank -> started|ended
         self.pipe, self.sink, self.prefix = pipe, sink, prefix
         self.tails, self.other, self.lock = tails, other, lock
+        self.translate, self.translated = translate, translated if translated is not None else []
+        self.block = None  # the lines of a PRTE block being read
 
     def run(self):
         for raw in iter(self.pipe.readline, b""):
@@ -105,20 +129,45 @@ class _Reader(threading.Thread):
             m = _TAG.match(line)
             if m:
                 rank, text = int(m.group(2)), m.group(4)
+                event = _LIFECYCLE.get(text.strip())
+                if event is not None:  # the rank's own lifecycle line: not shown
+                    self.lifecycle[rank] = event
+                    continue
                 if m.group(3) == "stderr":
                     tail = self.tails.setdefault(rank, [])
                     tail.append(text)
                     del tail[:-200]
-                out = f"[rank {rank}] {text}" if self.prefix else text
+                self._write(f"[rank {rank}] {text}" if self.prefix else text)
+                continue
+            if _DASHES.fullmatch(line.strip()):
+                if self.block is None:
+                    self.block = []
+                else:
+                    self._end_block(line)
+                continue
+            self.other.append(line)
+            if self.block is not None:
+                self.block.append(line)
             else:
-                self.other.append(line)
-                out = line
-            with self.lock:
-                try:
-                    self.sink.write(out + "\n")
-                    self.sink.flush()
-                except (OSError, ValueError):
-                    pass
+                self._write(line)
+        if self.block is not None:  # a block cut short: show what came
+            self._write("\n".join(self.block))
+
+    def _end_block(self, dashes: str) -> None:
+        block, self.block = self.block, None
+        before = self.other[:len(self.other) - len(block)][-5:]
+        if self.translate(block, before) is not None:
+            self.translated.append(block)  # translated again at the end, with all the output
+        else:
+            self._write("\n".join([dashes, *block, dashes]))
+
+    def _write(self, out: str) -> None:
+        with self.lock:
+            try:
+                self.sink.write(out + "\n")
+                self.sink.flush()
+            except (OSError, ValueError):
+                pass
 
 
 def _root_cause(records: list[dict], other: list[str], tails: dict, rc: int):
@@ -236,19 +285,39 @@ def _read_records(faildir: str) -> list[dict]:
     return records
 
 
-def launch(n: int, program: list[str], *, hosts=None, hostfile=None, timeout=None,
-           grace: float = DEFAULT_GRACE_S, prefix: bool = True, extra_env: dict | None = None,
-           stdout=None, stderr=None) -> int:
+@dataclass
+class JobOutcome:
+    """How one start of the job ended (what ``--max-restarts`` decides on)."""
+
+    exit_code: int
+    user_signal: int | None = None  # the launcher got SIGTERM / SIGHUP / SIGINT
+    timed_out: bool = False  # --timeout
+    failed_rank: int | None = None  # the first failing rank (root cause), or the signalled one
+    reason: str = ""  # one line: what ended the job
+    host_error: bool = False  # Open MPI could not start the job on the hosts
+    output: list = field(default_factory=list)  # mpiexec's own (untagged) lines
+
+
+def launch(n: int, program: list[str], **kwargs) -> int:
     """Run ``program`` on ``n`` ranks; return the job's exit code (see the module docstring).
 
     Raises ValueError for impossible arguments and FileNotFoundError without an mpiexec,
-    before anything is created."""
+    before anything is created. Keyword arguments: :func:`launch_job`'s."""
+    return launch_job(n, program, **kwargs).exit_code
+
+
+def launch_job(n: int, program: list[str], *, hosts=None, hostfile=None, timeout=None,
+               grace: float = DEFAULT_GRACE_S, prefix: bool = True, extra_env: dict | None = None,
+               stdout=None, stderr=None) -> JobOutcome:
+    """:func:`launch`, returning the whole :class:`JobOutcome`."""
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
     check_launch_args(n, timeout, None, grace)
+    host_lines = check_hosts(hosts, hostfile)  # HostsError (a ValueError) before anything starts
     remote = bool(hosts or hostfile)
     base_env = {**master_env(hosts, hostfile), **_config.rpc_launch_env(), "SHARDFLOW_RANK_PREFIX": "0",
-                **({} if remote else _config.blas_thread_env(n)), **(extra_env or {})}
+                **({} if remote else {**_config.blas_thread_env(n), **local_job_env()}),
+                **(extra_env or {})}
     names = sorted(k for k in rank_env({"SHARDFLOW_FAILURE_DIR": "", **base_env})
                    if k.startswith(_SHELL_SAFE_ENV)) if remote else []
     cmd = job_command(n, program, hosts=hosts, hostfile=hostfile, env_names=names)
@@ -271,10 +340,16 @@ def launch(n: int, program: list[str], *, hosts=None, hostfile=None, timeout=Non
         signals = _JobSignals(grace, local=not remote, say=say)
         with signals:
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                    start_new_session=True)
+                                    start_new_session=True, preexec_fn=parent_death_signal())
             signals.attach(proc)
-            readers = [_Reader(proc.stdout, stdout, prefix, tails, other, lock),
-                       _Reader(proc.stderr, stderr, prefix, tails, other, lock)]
+            translated: list[list[str]] = []  # PRTE blocks about hosts
+
+            def translate(block, before):
+                return translate_prte_block(block, host_lines, hostfile, before)
+
+            lifecycle: dict = {}
+            readers = [_Reader(pipe, sink, prefix, tails, other, lock, translate, translated, lifecycle)
+                       for pipe, sink in ((proc.stdout, stdout), (proc.stderr, stderr))]
             for r in readers:
                 r.start()
             start = time.monotonic()
@@ -305,6 +380,9 @@ def launch(n: int, program: list[str], *, hosts=None, hostfile=None, timeout=Non
         records = _read_records(faildir)
     finally:
         shutil.rmtree(faildir, ignore_errors=True)
+    # a graceful stop on a signal that reached a rank directly (not through us) is not a failure
+    stops = sorted((r for r in records if r.get("kind") == STOP_SIGNAL_RECORD), key=lambda r: r["time"])
+    records = [r for r in records if r.get("kind") != STOP_SIGNAL_RECORD]
     if timed_out:
         say(f"shardflow run: the job exceeded --timeout {timeout:g} s; all ranks were stopped")
     if signals.signum is not None:
@@ -316,19 +394,55 @@ def launch(n: int, program: list[str], *, hosts=None, hostfile=None, timeout=Non
             say(f"shardflow run: stopped by {name}; every rank exited "
                 f"{time.monotonic() - signals.received_at:.1f} s after it")
         if records:
-            _report_failure(records, other, tails, rc, say)
-        return 128 + int(signals.signum)
+            _report_failure(_root_cause(records, other, tails, rc), rc, say)
+        return JobOutcome(128 + int(signals.signum), user_signal=int(signals.signum),
+                          reason=f"the launcher received {name}", output=other)
+    vanished = sorted(r for r, event in lifecycle.items() if event != "ended")
+    if rc == 0 and not records and vanished:  # mpiexec said success, a rank never ended
+        reason = (f"rank(s) {vanished} started but never ended their program, yet mpiexec "
+                  "exited 0 (a lost host, or a rank killed without a report)")
+        say("=" * 78 + f"\nshardflow run: the job failed\n{reason}\n" + "=" * 78)
+        return JobOutcome(1, failed_rank=vanished[0], reason=f"rank {vanished[0]} vanished",
+                          output=other)
     if rc == 0 and not records:
-        return 0
-    exit_code = _report_failure(records, other, tails, rc, say)
+        return JobOutcome(0, output=other)
+    if stops and not records:
+        say(f"shardflow run: stopped: {stops[0]['message']}")
+        return JobOutcome(int(stops[0].get("exit_code") or rc or 1), failed_rank=stops[0]["rank"],
+                          reason=stops[0]["message"].split(";")[0], output=other)
+    if translated and not records:  # Open MPI could not start the job on the hosts: its one line
+        messages = [translate_prte_block(block, host_lines, hostfile, other) for block in translated]
+        for message in messages:
+            say(message)
+        code = 2 if "refused --hostfile" in messages[0] else (rc if 0 < rc < 256 else 1)
+        return JobOutcome(code, host_error=True, reason=messages[0], output=other)
+    cause = _root_cause(records, other, tails, rc)
+    exit_code = _report_failure(cause, rc, say)
     if timed_out:
         exit_code = 124
-    return int(exit_code) if 0 < int(exit_code) < 256 else 1
+    exit_code = int(exit_code) if 0 < int(exit_code) < 256 else 1
+    return JobOutcome(exit_code, timed_out=timed_out, failed_rank=None if cause is None else cause[0],
+                      reason=_cause_line(cause, rc, timed_out), output=other)
 
 
-def _report_failure(records, other, tails, rc, say) -> int:
-    """Print the root-cause block; return the exit code it implies."""
-    cause = _root_cause(records, other, tails, rc)
+def _cause_line(cause, rc: int, timed_out: bool) -> str:
+    """What ended the job, in a few words, for the restart line."""
+    if timed_out:
+        return "the job exceeded --timeout"
+    if cause is None:
+        return f"mpiexec exited with code {rc}"
+    rank, code, kind, _ = cause
+    if kind == "signal" and isinstance(code, int) and code < 0:
+        try:
+            return f"rank {rank} died of {signal.Signals(-code).name}"
+        except ValueError:
+            return f"rank {rank} died of signal {-code}"
+    return f"rank {rank} failed (exit code {code}, {kind})"
+
+
+def _report_failure(cause, rc, say) -> int:
+    """Print the root-cause block of ``cause`` (``_root_cause``); return the exit code it
+    implies."""
     bar = "=" * 78
     lines = [bar, "shardflow run: the job failed"]
     if cause is not None:
@@ -347,7 +461,7 @@ def _report_failure(records, other, tails, rc, say) -> int:
 
 
 _VALUED = {"-n", "--nproc", "--np", "--hosts", "--hostfile", "--timeout", "--comm-timeout",
-           "--grace", "--timeline"}
+           "--grace", "--timeline", "--max-restarts", "--min-ranks"}
 
 
 def _split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -400,6 +514,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--timeline", metavar="OUT.json",
                    help="write a merged Chrome trace of every rank (ops, collectives, waits, "
                         "data loading) and print each rank's compute/comm/idle split")
+    p.add_argument("--max-restarts", type=int, default=0, metavar="K",
+                   help="when the job fails, start it again up to K times (SHARDFLOW_RESTART_COUNT; "
+                        "`shardflow train` resumes from its newest checkpoint)")
+    p.add_argument("--min-ranks", type=int, default=None, metavar="M",
+                   help="restart on the ranks/hosts still there (the failed rank or lost host "
+                        "dropped) while at least M ranks remain (default: the same ranks)")
     p.add_argument("-m", dest="module", help="run a module, as python -m")
     p.add_argument("target", nargs=argparse.REMAINDER,
                    help="script.py args... | command args...")
@@ -426,7 +546,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.n is None:
         args.n = 2
     try:
+        _config.check_environment()  # the ranks read the same variables: refuse a typo here
         check_launch_args(args.n, args.timeout, args.comm_timeout, args.grace)
+        host_lines = check_hosts(args.hosts, args.hostfile)  # HostsError: the line and the fix
+        check_elastic_args(args.max_restarts, args.min_ranks, args.n)
         program = program_argv(args.target, args.module)
     except (ValueError, FileNotFoundError) as e:
         msg = str(e)
@@ -452,15 +575,50 @@ def main(argv: list[str] | None = None) -> int:
         if args.dry_run:
             print(shlex.join(job_command(args.n, program, hosts=args.hosts, hostfile=args.hostfile)))
             return 0
+        options = dict(timeout=args.timeout, grace=args.grace, prefix=not args.no_prefix)
+        if args.max_restarts:
+            return run_elastic(args, program, extra, host_lines, options)
         return launch(args.n, program, hosts=args.hosts, hostfile=args.hostfile,
-                      timeout=args.timeout, grace=args.grace, prefix=not args.no_prefix,
-                      extra_env=extra)
+                      extra_env=extra, **options)
     except FileNotFoundError as e:  # no mpiexec
         sys.stderr.write(f"shardflow run: error: {e}\n")
         return 2
     finally:
         if tdir is not None:
             merge_timeline(tdir, args.timeline)
+
+
+def run_elastic(args, program: list[str], extra: dict, host_lines, options: dict) -> int:
+    """Start the job, and again after a failure, at most ``--max-restarts`` times, on the
+    world ``elastic.next_world`` gives (``cli/elastic.py``); returns the last exit code."""
+    def say(text):
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+
+    first = world = first_world(args.n, host_lines)
+    count = 0
+    while True:
+        where = (dict(hosts=args.hosts, hostfile=args.hostfile) if world == first
+                 else dict(hosts=world.hosts_arg(), hostfile=None))
+        outcome = launch_job(world.n, program, extra_env={**extra, **restart_env(
+            count, args.max_restarts)}, **where, **options)
+        ended = time.monotonic()
+        why = why_not_restart(outcome)
+        if why is None and count >= args.max_restarts:
+            why = f"--max-restarts {args.max_restarts} used up ({outcome.reason})"
+        if why is None:
+            try:
+                world_next, how = next_world(world, outcome.failed_rank, args.min_ranks)
+            except RuntimeError as e:
+                why = str(e)
+        if why is not None:
+            if outcome.exit_code != 0:
+                say(f"shardflow run: not restarted: {why}")
+            return outcome.exit_code
+        count += 1
+        say(f"shardflow run: restart {count} of {args.max_restarts} after {outcome.reason}: {how}; "
+            f"SHARDFLOW_RESTART_COUNT={count} (decided in {time.monotonic() - ended:.1f} s)")
+        world = world_next
 
 
 def timeline_program(program: list[str], out_dir: str) -> list[str]:

@@ -27,6 +27,23 @@ import traceback
 from .. import _config
 
 TIMEOUT_EXIT_CODE = 124  # a collective outlived SHARDFLOW_COMM_TIMEOUT (as coreutils' timeout)
+# the kind of record a rank leaves when a stop signal reached it and the job stopped
+# gracefully (not a failure): ``shardflow run`` names that rank instead of the first to exit
+STOP_SIGNAL_RECORD = "stop-signal"
+# the lines a rank of `shardflow run` prints (stdout) when its MPI world has started and
+# when its program has ended normally; the launcher swallows them and checks that every
+# rank that started also ended, even when mpiexec exits 0 (it did after losing a host)
+LIFECYCLE_LINES = {"started": "[shardflow-lifecycle] started", "ended": "[shardflow-lifecycle] ended"}
+
+
+def say_lifecycle(event: str) -> None:
+    """Print this rank's lifecycle line for ``shardflow run`` (only under it)."""
+    if _config.failure_dir():
+        try:
+            sys.stdout.flush()
+            os.write(1, (LIFECYCLE_LINES[event] + "\n").encode())
+        except OSError:
+            pass
 
 _world = None  # the world communicator given by world.init (None: no world yet)
 _prev_excepthook = None

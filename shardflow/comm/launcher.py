@@ -16,6 +16,11 @@ shell, so the rank is still mpiexec's child. ``MASTER_ADDR`` / ``MASTER_PORT`` a
 same for all ranks (:func:`master_env`); shardflow's transport does not use them (MPI
 wires the ranks up), they are there for scripts that read them.
 
+The job dies with the launcher (:func:`parent_death_signal`): mpiexec is started with
+Linux's parent-death signal (SIGTERM, on which Open MPI ends the job and its ranks), so a
+launcher killed with SIGKILL, which can run no cleanup, does not leave ranks spinning in
+their collectives; mpiexec's own death ends its ranks (they lose its PMIx server).
+
 Signals (:func:`forward_signal`): the ranks of a local job are mpiexec's children; a
 signal for the job is sent to them directly, so that each rank's own handler runs (e.g.
 ``shardflow train`` writes an emergency checkpoint). Sending it to mpiexec instead would
@@ -24,6 +29,7 @@ make Open MPI kill the ranks itself after a fixed short delay.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import shutil
@@ -134,6 +140,14 @@ def with_torchrun_env(program: list[str]) -> list[str]:
             *program]
 
 
+def local_job_env() -> dict[str, str]:
+    """For a job on this machine only: Open MPI's transports without TCP
+    (``OMPI_MCA_btl=self,vader``: the ranks talk through shared memory), so no rank listens
+    on a network interface (the TCP transport listens on 0.0.0.0 and ::, whatever
+    ``btl_tcp_if_include`` says). Unless the user chose the transports."""
+    return {} if _config.env("OMPI_MCA_btl") is not None else {"OMPI_MCA_btl": "self,vader"}
+
+
 def master_env(hosts: str | None = None, hostfile: str | None = None) -> dict[str, str]:
     """``MASTER_ADDR`` (the first host, else 127.0.0.1) and ``MASTER_PORT`` (29500), unless
     the user set them."""
@@ -202,6 +216,31 @@ def forward_signal(mpiexec_pid: int, sig: int, local: bool = True) -> list[int]:
         except OSError:
             pass
     return ranks
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def parent_death_signal(sig: int = signal.SIGTERM):
+    """A ``preexec_fn`` for ``subprocess.Popen`` that makes the child receive ``sig`` when
+    this process ends, whatever it died of (Linux ``prctl(PR_SET_PDEATHSIG)``; it survives
+    ``exec``); None elsewhere. The signal fires when the *thread* that started the child
+    ends, so call Popen from a thread that outlives the child (``launch`` waits for it)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)  # resolved here, not in the forked child
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def arm():
+        prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the signal was armed
+            os._exit(128 + int(sig))
+
+    return arm
 
 
 def kill_session(sid: int, grace: float = 2.0) -> None:

@@ -10,9 +10,9 @@ Algorithm and communication plan
   rank's call before any array is written, and a mismatch (another collective, another
   dtype or element count, another root or reduce op, a drifted sequence) raises
   :class:`CommError` naming each rank's call, on every rank, with the arrays unchanged.
-  Mismatched calls always meet in that same ``Allgather``: if their blocks differ in size,
-  the smaller side gets ``MPI_ERR_TRUNCATE`` (turned into the same report, the peers'
-  signatures read from the arrival board) and the larger side sees the short signature.
+  Mismatched calls always meet in that same ``Allgather``, whose blocks have the same size
+  for every call on a world (``mpi_plans.block_bytes``), so no block is ever truncated:
+  every rank completes the exchange and raises the same report from the real signatures.
 
   - **Small messages** (world x (96 + payload) <= ``EAGER_SAFE_BYTES`` = 3 KB: 1.4 KB of
     data on 2 ranks; ``mpi_plans.py``) ride in that ``Allgather``: ``[signature | data]``.
@@ -67,6 +67,9 @@ Algorithm and communication plan
   checking that no rank waits for this one; a rank that leaves early (``sys.exit(1)``,
   uneven control flow) skips ``MPI_Finalize`` instead of blocking in it, so mpiexec
   reports its rank and exit code and ends the job.
+* **Start** (``mpi_init.py``): building the world (MPI's initialisation, ``Dup``, the
+  board, a ``Barrier``) is bounded by the same timeout; a rank that never arrives ends the
+  job with a report naming it.
 * Groups: ``new_group(ranks)`` is ``Comm.Split`` (collective over the parent, as in
   torch.distributed); members get a new communicator with its own board and sequence.
 """
@@ -87,6 +90,7 @@ from .base import CommError, Communicator, CompletedWork
 from .failure import TIMEOUT_EXIT_CODE, abort_job
 from .mpi_collectives import CollectivesMixin
 from .mpi_exit import LIVE
+from .mpi_init import InitWatchdog
 from .mpi_lib import mpi
 from .mpi_p2p import PointToPointMixin
 from .mpi_plans import EAGER_SAFE_BYTES, MAX_PLANS, Plan
@@ -101,8 +105,18 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, Communicator):
     backend = "mpi"
 
     def __init__(self, comm=None, world_ranks=None):
+        self._timeout = _config.comm_timeout_s()  # read once, when the group is made
+        if comm is None:  # the world: its start is bounded too (mpi_init.py)
+            with InitWatchdog(self._timeout):
+                self._setup(mpi().COMM_WORLD, world_ranks)
+        else:
+            self._setup(comm, world_ranks)
+
+    def _setup(self, comm, world_ranks) -> None:
+        """Everything a communicator holds; collective over ``comm`` (Dup, the board's
+        window, a Barrier)."""
         MPI = mpi()
-        self._comm = MPI.COMM_WORLD if comm is None else comm
+        self._comm = comm
         self._rank = self._comm.Get_rank()
         self._size = self._comm.Get_size()
         self._side = self._comm.Dup()
@@ -115,7 +129,6 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, Communicator):
         self._plans: dict = {}
         self._ops = {"sum": MPI.SUM, "avg": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN,
                      "prod": MPI.PROD}
-        self._timeout = _config.comm_timeout_s()  # read once, when the group is made
         self._debug = _config.debug_collectives()
         self._cmp = callsig.NBYTES if self._debug else callsig.CHECKED_BYTES
         self._active = None

@@ -29,7 +29,7 @@ import time
 import weakref
 
 from .arrival import PHASE_EXITING
-from .failure import print_failure
+from .failure import print_failure, say_lifecycle
 
 LIVE: weakref.WeakSet = weakref.WeakSet()  # the MPI communicators whose boards are read
 
@@ -75,6 +75,7 @@ def _premature(communicators) -> str | None:
 
 def finalize_at_exit(MPI) -> None:
     """The ``atexit`` hook ``mpi_lib.mpi()`` registers when it initialises MPI."""
+    say_lifecycle("ended")  # the program ended normally (shardflow run checks every rank did)
     try:
         if MPI.Is_finalized():
             return

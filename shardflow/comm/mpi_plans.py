@@ -8,12 +8,25 @@ NumPy views of the data inside them. Building these costs microseconds of Python
 a 1 KB all_reduce close to raw MPI. Asynchronous calls, which may overlap, get fresh
 buffers.
 
-The small path is taken while the whole exchange, world x (96 + data) bytes, stays within
-``EAGER_SAFE_BYTES`` (3 KB, under Open MPI's 4 KB shared-memory eager limit with headers):
-if the ranks disagree on a size, MPI can then only truncate an eager message, which it
-reports cleanly. Measured with Open MPI 5.0.11: truncating a larger message (4.4 KB into
-3.9 KB, 40 KB into 32 KB) corrupts the receiver's heap ("malloc(): corrupted top size"),
-so larger data is never exchanged before the signatures matched.
+Every rank's block in the exchange has the same size on a world of a given size, whatever
+the call (:func:`block_bytes`: ``EAGER_SAFE_BYTES // world``, at least the 96-byte
+signature): ``[signature | data | padding]`` on the small path, ``[signature | padding]``
+on the large one. Ranks that disagree on the call (another element count, dtype, op, small
+on one rank and large on another) therefore never make MPI truncate a block: the exchange
+completes on every rank, every rank sees every signature and raises the same mismatch
+report. (Blocks sized by the call made the smaller side's receive fail with
+``MPI_ERR_TRUNCATE``: Open MPI's non-blocking schedule then aborted on that rank only and
+printed its own "MPI Error in NBC subrequest" lines, a rank that forwarded blocks (3+
+ranks) could leave the others waiting, the report had to read the peers' calls from the
+arrival board, racing a peer that had moved on to its next collective (seen in 2 runs of 5
+on 3 ranks), and the communicator was out of step afterwards.)
+
+The small path is taken while the data fits in the block, i.e. while the whole exchange,
+world x (96 + data) bytes, stays within ``EAGER_SAFE_BYTES`` (3 KB, under Open MPI's 4 KB
+shared-memory eager limit with headers). The bound is kept from when blocks differed in
+size (measured with Open MPI 5.0.11: truncating a message beyond the eager limit, 4.4 KB
+into 3.9 KB, corrupted the receiver's heap, "malloc(): corrupted top size"): larger data is
+never exchanged before the signatures matched.
 """
 
 from __future__ import annotations
@@ -34,6 +47,12 @@ def pad8(n: int) -> int:
     return (n + 7) & ~7
 
 
+def block_bytes(world: int) -> int:
+    """Every rank's block of the signature exchange on a world of ``world`` ranks (the same
+    for every call: see the module docstring)."""
+    return max(H, (EAGER_SAFE_BYTES // world) & ~7)
+
+
 class Plan:
     """See the module docstring."""
 
@@ -44,8 +63,8 @@ class Plan:
         self.nbytes = nbytes
         self.dtype = dtype
         self.shape = shape
-        self.small = small_ok and world * (H + pad8(nbytes)) <= EAGER_SAFE_BYTES
-        self.row = H + (pad8(nbytes) if self.small else 0)
+        self.row = block_bytes(world)
+        self.small = small_ok and H + pad8(nbytes) <= self.row
         self._cached = None
 
     def buffers(self, world: int, seq: int, fresh: bool, BYTE):
@@ -56,7 +75,7 @@ class Plan:
         """
         b = None if fresh else self._cached
         if b is None:
-            send = np.empty(self.row, dtype=np.uint8)
+            send = np.zeros(self.row, dtype=np.uint8)  # the padding is sent: zeros, not garbage
             send[:H] = np.frombuffer(self.sig, dtype=np.uint8)
             recv = np.empty((world, self.row), dtype=np.uint8)
             data = rows = None

@@ -21,7 +21,8 @@ liveness; a worker that died (segfault, OOM kill, ``os._exit``) raises ``Runtime
 worker 1 (pid N) exited unexpectedly with exit code -9 (signal SIGKILL)")``; an exception
 inside a worker is re-raised in the main process with the worker id and the worker's
 traceback; with ``timeout > 0`` a worker that is alive but produces nothing for ``timeout``
-seconds raises naming the worker and the batch. A worker whose parent disappears exits.
+seconds raises naming the worker and the batch. A worker whose parent disappears exits
+within ``PARENT_POLL_S`` (a watchdog thread; also when it is blocked writing a batch).
 
 Seeds: every epoch draws a base seed from ``generator`` (or the default generator); worker
 ``k`` seeds shardflow's default generator, NumPy's legacy global generator and ``random``
@@ -51,6 +52,7 @@ import pickle
 import queue
 import random
 import signal
+import threading
 import time
 import traceback
 from dataclasses import dataclass
@@ -163,11 +165,42 @@ def _seed_everything(seed: int) -> None:
     random.seed(seed)
 
 
+PARENT_POLL_S = 0.5  # how often a worker checks that the main process is still there
+
+
+def _exit_with_parent(parent_pid: int) -> None:
+    """A daemon thread that ends this worker (``os._exit``) as soon as the main process is
+    gone, whatever it died of (``kill -9`` included). Needed beyond the main loop's own check:
+    a worker whose result pipe is full is blocked in the queue's feeder thread, and a normal
+    exit would wait for that thread forever. (A parent-death signal, ``prctl``, would fire
+    when the *thread* that created the worker ends, which is not the main process's end.)"""
+    def parent_alive() -> bool:
+        if direct:
+            return os.getppid() == parent_pid  # re-parented: the parent is gone
+        try:  # started through a fork server: the main process is not our parent
+            os.kill(parent_pid, 0)
+        except ProcessLookupError:
+            return False
+        except OSError:
+            pass
+        return True
+
+    def watch():
+        while parent_alive():
+            time.sleep(PARENT_POLL_S)
+        os._exit(0)
+
+    direct = os.getppid() == parent_pid
+
+    threading.Thread(target=watch, name="shardflow-worker-parent-watch", daemon=True).start()
+
+
 def _worker_loop(kind, dataset, task_q, result_q, collate_fn, auto_collation, drop_last,
                  batch_size, seed, init_fn, worker_id, num_workers, parent_pid):
     """Body of a worker process: answer tasks in order until told to stop (``None``)."""
     global _worker_info
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
+    _exit_with_parent(parent_pid)
 
     def send(epoch, idx, payload):
         try:
@@ -189,9 +222,7 @@ def _worker_loop(kind, dataset, task_q, result_q, collate_fn, auto_collation, dr
         try:
             task = task_q.get(timeout=5.0)
         except queue.Empty:
-            if os.getppid() != parent_pid:  # the main process is gone: stop
-                return
-            continue
+            continue  # a main process that is gone ends this worker (_exit_with_parent)
         if task is None:
             result_q.cancel_join_thread()
             return

@@ -112,15 +112,49 @@ def _calculate_correct_fan(tensor, mode: str) -> int:
     return fan_in if mode == "fan_in" else fan_out
 
 
+_FILL_CHUNK = 1 << 18  # values drawn at a time when they cannot be drawn into the tensor
+
+
+def _fill(tensor: Tensor, draw, scale: float, shift: float) -> Tensor:
+    """``tensor = draw * scale + shift`` in place, ``draw(shape, dtype, out)`` being one of
+    the generator's float32/float64 samplers. A contiguous CPU float32/float64 tensor is
+    drawn into directly (no temporary: ``nn.Linear``'s init used to peak at twice the
+    weight); any other (half types, a GPU) a chunk at a time through :func:`_write`. The
+    values are those of one draw of the whole shape either way."""
+    dst, sample = tensor.array, _sample_dtype(tensor)
+    if isinstance(dst, np.ndarray) and dst.dtype == sample and dst.flags.c_contiguous:
+        draw(dst.shape, sample, dst)
+        dst *= scale
+        dst += shift
+        tensor._version[0] += 1
+        return tensor
+    flat = dst.reshape(-1)
+    for start in range(0, flat.size, _FILL_CHUNK):
+        stop = min(start + _FILL_CHUNK, flat.size)
+        v = draw((stop - start,), sample, None)
+        v *= scale
+        v += shift
+        _write_flat(flat, start, stop, v)
+    tensor._version[0] += 1
+    return tensor
+
+
+def _write_flat(flat, start: int, stop: int, values) -> None:
+    """``flat[start:stop] = values`` with ``_write``'s conversions (bfloat16, device)."""
+    if flat.dtype.kind == "V" and values.dtype != np.float32:  # bfloat16 via float32
+        values = values.astype(np.float32)
+    values = values.astype(flat.dtype, copy=False)
+    if device_of(flat).type != "cpu":
+        values = to_device(values, device_of(flat))
+    flat[start:stop] = values
+
+
 @_skip_meta
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
     """Fill with U(a, b)."""
     _check(tensor, "uniform_")
     rng = _random.rng(generator)
-    v = rng.random(tensor.array.shape, dtype=_sample_dtype(tensor))
-    v *= b - a
-    v += a
-    return _write(tensor, v)
+    return _fill(tensor, lambda shape, dt, out: rng.random(shape, dtype=dt, out=out), b - a, a)
 
 
 @_skip_meta
@@ -128,10 +162,8 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None)
     """Fill with N(mean, std^2)."""
     _check(tensor, "normal_")
     rng = _random.rng(generator)
-    v = rng.standard_normal(tensor.array.shape, dtype=_sample_dtype(tensor))
-    v *= std
-    v += mean
-    return _write(tensor, v)
+    return _fill(tensor, lambda shape, dt, out: rng.standard_normal(shape, dtype=dt, out=out),
+                 std, mean)
 
 
 @_skip_meta

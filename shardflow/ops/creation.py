@@ -178,13 +178,30 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     return _finish(np.eye(n, m, dtype=_float(dtype).np), dtype, device, requires_grad)
 
 
+_DRAW_CHUNK = 1 << 18  # float64 values drawn at a time (2 MB) by _drawn
+
+
+def _drawn(draw, shape, dtype) -> np.ndarray:
+    """A new ``dtype`` array of ``shape`` holding ``draw(n)``'s float64 values, drawn and cast
+    a chunk at a time: the values, and the generator's stream, are those of one
+    ``draw(size)``, but the peak memory is the result plus 2 MB instead of the float64 draw
+    plus its cast (3x a float32 tensor: a tensor near the memory limit failed in ``randn``)."""
+    out = np.empty(shape, dtype)
+    flat = out.reshape(-1)
+    for start in range(0, flat.size, _DRAW_CHUNK):
+        stop = min(start + _DRAW_CHUNK, flat.size)
+        flat[start:stop] = draw(stop - start)
+    return out
+
+
 @register("rand")
 def rand(*sizes, size=None, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     sz = _sizes(sizes, size, "rand")
     meta = _meta(sz, _float(dtype).np, device, requires_grad)
     if meta is not None:
         return meta
-    arr = _random.rng(generator).random(sz, dtype=np.float64).astype(_float(dtype).np)
+    rng = _random.rng(generator)
+    arr = _drawn(lambda n: rng.random(n, dtype=np.float64), sz, _float(dtype).np)
     return _finish(arr, dtype, device, requires_grad)
 
 
@@ -194,7 +211,8 @@ def randn(*sizes, size=None, generator=None, dtype=None, device=None, requires_g
     meta = _meta(sz, _float(dtype).np, device, requires_grad)
     if meta is not None:
         return meta
-    arr = _random.rng(generator).standard_normal(sz).astype(_float(dtype).np)
+    rng = _random.rng(generator)
+    arr = _drawn(rng.standard_normal, sz, _float(dtype).np)
     return _finish(arr, dtype, device, requires_grad)
 
 

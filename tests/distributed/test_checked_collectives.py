@@ -41,8 +41,9 @@ def test_broadcast_into_larger_tensor_reports_both_shapes():
     assert not res.timed_out and "NO ERROR" not in res.stdout, res.output
     errors = [line for line in res.stdout.splitlines() if line.startswith("ERR")]
     assert len(errors) == 2, res.output
-    truncated = [e for e in errors if "MPI_ERR_TRUNCATE" in e]
-    assert truncated, res.output  # the smaller side's receive was truncated
+    # the signature exchange has one block size per world, so nothing is truncated: both
+    # ranks report the mismatch from the real signatures
+    assert not any("MPI_ERR_TRUNCATE" in e for e in errors), res.output
     for e in errors:
         assert "broadcast(shape=(4,), dtype=float32, root=0)" in e, e
         assert "broadcast(shape=(6,), dtype=float32, root=0)" in e, e

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
 from dataclasses import dataclass, field
 
@@ -48,6 +49,11 @@ class TrainConfig:
     eval_iters: int = 20
     log_interval: int = 10
     ckpt_interval: int = 250
+    # also save when this many seconds passed since the last save (rank 0's clock decides,
+    # the ranks agree on it in the step's all-reduce); for elastic jobs (docs/TRAINING.md)
+    ckpt_seconds: float | None = None
+    # write checkpoints in a background thread (the loop only waits for the gather and a copy)
+    ckpt_async: bool = True
     keep_checkpoints: int = 3
     num_workers: int = 1
     # layout (gpt): dp 0 = every rank not used by tp x pp; dp x tp x pp must be the world size
@@ -98,15 +104,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("task", choices=TASKS, help="what to train")
     p.add_argument("--config", help="YAML file of options (keys as the flags, with _)")
     for f in dataclasses.fields(TrainConfig):
-        if f.name in ("task", "resume", "progress", "hidden", "compile"):
+        if f.name in ("task", "resume", "progress", "hidden", "compile", "ckpt_async"):
             continue
-        typ = {"int | None": int, "str | None": str}.get(str(f.type), None)
+        typ = {"int | None": int, "str | None": str, "float | None": float}.get(str(f.type), None)
         if typ is None:
             typ = {"int": int, "float": float, "str": str}[str(f.type)]
         p.add_argument("--" + f.name.replace("_", "-"), type=typ, default=None, dest=f.name)
     p.add_argument("--hidden", type=int, nargs="+", default=None, help="MLP hidden sizes")
     p.add_argument("--compile", action="store_true", default=None,
                    help="forward and backward through shardflow.compile_step (one process or DDP)")
+    p.add_argument("--ckpt-sync", dest="ckpt_async", action="store_false", default=None,
+                   help="write checkpoints in the loop instead of a background thread")
     p.add_argument("--resume", action="store_true", default=None,
                    help="continue from the newest checkpoint in --out")
     p.add_argument("--no-progress", dest="progress", action="store_false", default=None,
@@ -118,8 +126,12 @@ def resolve_config(argv: list[str]) -> TrainConfig:
     args = build_parser().parse_args(argv)
     values = dict(TASK_DEFAULTS[args.task])
     if args.config:
-        values.update(_read_yaml(args.config))
-    values.update({k: v for k, v in vars(args).items() if v is not None and k != "config"})
+        from_file = _read_yaml(args.config)
+        check_types(from_file, f"--config {args.config}")
+        values.update(from_file)
+    flags = {k: v for k, v in vars(args).items() if v is not None and k != "config"}
+    check_types(flags, None)
+    values.update(flags)
     values["task"] = args.task
     if values.get("out") is None:
         values["out"] = os.path.join("runs", args.task)
@@ -128,13 +140,53 @@ def resolve_config(argv: list[str]) -> TrainConfig:
     return cfg
 
 
+# what a value of each annotated field type may be: (test, what is allowed)
+_KINDS = {
+    "int": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
+    "float": (lambda v: isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v),
+              "a finite number"),
+    "str": (lambda v: isinstance(v, str), "a string"),
+    "bool": (lambda v: isinstance(v, bool), "true or false"),
+    "list": (lambda v: isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool)
+                                                   and x > 0 for x in v),
+             "a list of positive integers, e.g. [128, 64]"),
+}
+
+
+def check_types(values: dict, source: str | None) -> None:
+    """Refuse a value whose type the field cannot take (a YAML string where a number belongs,
+    ``true`` as a step count, ``--lr inf``), naming the key, where it came from, the value
+    and what is allowed. ``source``: ``--config FILE`` for the YAML file, None for flags."""
+    types = {f.name: str(f.type) for f in dataclasses.fields(TrainConfig)}
+    for key, value in values.items():
+        if key not in types or key == "task":
+            continue
+        kind = types[key]
+        optional = kind.endswith(" | None")
+        if optional and value is None:
+            continue
+        test, allowed = _KINDS[kind.removesuffix(" | None")]
+        if not test(value):
+            where = (f"{source}: {key}" if source else f"--{key.replace('_', '-')}")
+            also = " or null (the default)" if optional else ""
+            raise ConfigError(f"{where}: got {value!r} ({type(value).__name__}); allowed: "
+                              f"{allowed}{also}")
+
+
 def _read_yaml(path: str) -> dict:
     import yaml
 
     if not os.path.isfile(path):
         raise ConfigError(f"--config: file {path!r} does not exist; fix: give the path of a YAML file")
     with open(path) as fh:
-        data = yaml.safe_load(fh) or {}
+        try:
+            data = yaml.safe_load(fh) or {}
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+            what = getattr(e, "problem", None) or str(e).splitlines()[0]
+            raise ConfigError(f"--config: {path} is not valid YAML{at}: {what}; fix: write one "
+                              "`option: value` per line (e.g. `max_steps: 500`)") from None
     if not isinstance(data, dict):
         raise ConfigError(f"--config: {path} must hold a mapping of option: value, got {type(data).__name__}")
     known = {f.name for f in dataclasses.fields(TrainConfig)}
@@ -163,7 +215,14 @@ def validate(cfg: TrainConfig) -> None:
         v = getattr(cfg, name)
         need(isinstance(v, int | float) and v > 0, f"--{name.replace('_', '-')}", v, "use a positive number such as 1e-3")
     need(cfg.min_lr <= cfg.lr, "--min-lr", cfg.min_lr, f"use a value <= --lr ({cfg.lr})")
+    need(cfg.weight_decay >= 0, "--weight-decay", cfg.weight_decay, "use 0 (off) or a positive number")
+    need(0 <= cfg.seed < 2**63, "--seed", cfg.seed, "use an integer in [0, 2**63)")
+    need(cfg.sample_tokens >= 0, "--sample-tokens", cfg.sample_tokens, "use 0 (no sample) or more")
+    need(cfg.max_corpus_bytes is None or cfg.max_corpus_bytes > 0, "--max-corpus-bytes",
+         cfg.max_corpus_bytes, "use a positive number of bytes (default: the whole corpus)")
     need(cfg.warmup_steps >= 0, "--warmup-steps", cfg.warmup_steps, "use 0 or more")
+    need(cfg.ckpt_seconds is None or cfg.ckpt_seconds > 0, "--ckpt-seconds", cfg.ckpt_seconds,
+         "use a positive number of seconds (or leave it out: --ckpt-interval steps only)")
     need(cfg.lr_decay_steps is None or cfg.lr_decay_steps > 0, "--lr-decay-steps", cfg.lr_decay_steps,
          "use a positive integer (default: --max-steps)")
     need(cfg.num_workers >= 0, "--num-workers", cfg.num_workers, "use 0 (main process) or more")

@@ -31,7 +31,7 @@ def train(cfg: TrainConfig) -> dict:
     model_class = type(raw_model)  # fully_shard (--zero 2/3) changes the instance's class
     optimizer = shard_optimizer(cfg, task.optimizer(cfg))
     prepare_out_dir(cfg, layout.master, log)
-    start = resume(cfg, raw_model, optimizer, layout.world, log)
+    start = resume(cfg, task, optimizer, layout.world, log)
     model, pipe = apply_layout(cfg, layout, raw_model, optimizer, AGREED_SIGNALS)
     flops = raw_model.flops_per_sample(training=True)
     log(f"task {cfg.task}: {model_class.__name__} with {raw_model.num_parameters():,} parameters, "

@@ -10,7 +10,9 @@ Each step (:meth:`TrainingLoop.run`):
    on the loss to log (the global batch's), on a non-finite step and on a stop signal
    (:func:`_agree`); the update unless the non-finite guard skips it (``nonfinite.py``);
 4. log every ``--log-interval`` steps (a metrics row, throughput);
-5. save a checkpoint when the policy says so (``Checkpointer.due``);
+5. save a checkpoint when the policy says so (``Checkpointer.due``: every
+   ``--ckpt-interval`` steps, or ``--ckpt-seconds`` on rank 0's clock, agreed in step 3's
+   all-reduce); the file is written in the background (``checkpoint_writer.py``);
 6. on a stop signal (every rank sees the same one after step 3): save, wait for rank 0's
    file, raise :class:`TrainingStopped`.
 
@@ -32,7 +34,7 @@ from shardflow import _config, comm
 
 from ..graceful_stop import GracefulStop
 from ..nonfinite import NonFiniteError, NonFiniteGuard
-from .checkpoints import Checkpointer, ResumePoint
+from .checkpoints import Checkpointer, ResumePoint, parameters_finite
 from .config import TrainConfig
 from .evaluation import Evaluator
 from .layout import Layout
@@ -44,9 +46,10 @@ AGREED_SIGNALS = (signal.SIGINT, signal.SIGHUP, signal.SIGTERM)  # the last rece
 class TrainingStopped(Exception):
     """A stop signal ended training after a checkpoint was written (exit ``128 + signum``)."""
 
-    def __init__(self, signum: int, step: int, path: str):
+    def __init__(self, signum: int, step: int, path: str, received_here: bool = False):
         super().__init__(f"stopped by signal {signum} at step {step}; checkpoint {path}")
         self.signum, self.step, self.path = signum, step, path
+        self.received_here = received_here  # this rank got the signal (not only the agreement)
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
@@ -105,21 +108,25 @@ class TrainingLoop:
                 self.lr = lr_at(self.step, cfg)
                 for g in self.optimizer.param_groups:
                     g["lr"] = self.lr
-                signum = self._train_step(next(it), stop.signum)
+                signum, by_time = self._train_step(next(it), stop.signum,
+                                                   self.checkpoints.time_due())
                 self.step += 1
                 self._log_progress()
-                if self.checkpoints.due(self.step):
+                if self.checkpoints.due(self.step, by_time):
                     self._save()
                     self._saved_at = self.step
                 if signum:
-                    self._stop(signum)
+                    self._stop(signum, received_here=stop.signum is not None)
+        self.checkpoints.flush()
         if self.bar is not None:
             self.bar.close()
 
-    def _train_step(self, batch, signum: int | None) -> int:
-        """One step on ``batch``; returns the stop signal the ranks agreed on (0: none)."""
+    def _train_step(self, batch, signum: int | None, ckpt_due: bool) -> tuple[int, bool]:
+        """One step on ``batch``; returns the stop signal the ranks agreed on (0: none) and
+        whether they agreed that a time-based checkpoint is due (``ckpt_due``: rank 0's)."""
         if self.pipe is not None:  # agree, clip, decide and update inside (pipeline.py)
-            self.loss_val, _, _, signum = self.pipe.step(batch, signum, self._decide)
+            self.loss_val, _, _, signum, ckpt_due = self.pipe.step(batch, signum, self._decide,
+                                                                   ckpt_due)
         else:
             loss = self._forward_backward(batch)
             loss_val = loss.item()
@@ -129,11 +136,12 @@ class TrainingLoop:
             # one small all-reduce per step: the ranks agree on skipping and on stopping, and
             # the loss logged is the mean over ranks (= the loss of the global batch)
             bad = not math.isfinite(loss_val) or not math.isfinite(grad_norm)
-            self.loss_val, bad, signum = _agree(loss_val, bad, signum, self.layout.world)
+            self.loss_val, bad, signum, ckpt_due = _agree(loss_val, bad, signum, ckpt_due,
+                                                         self.layout.world)
             if not self._decide(bad, self.loss_val, grad_norm):
                 self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
-        return signum
+        return signum, ckpt_due
 
     def _forward_backward(self, batch):
         """The loss of ``batch``, with the gradients in ``.grad``."""
@@ -159,8 +167,10 @@ class TrainingLoop:
         """True: skip this step's update (all ranks decide alike); raises NonFiniteError to stop."""
         cfg = self.cfg
         try:
-            skip = self.guard.skip_update(self.step + 1, bool(bad), loss_val, grad_norm, self.lr)
+            skip = self.guard.skip_update(self.step + 1, bool(bad), loss_val, grad_norm, self.lr,
+                                          lambda: parameters_finite(self.raw_model))
         except NonFiniteError as e:
+            self.checkpoints.flush()  # the file in flight decides which one is the last finite
             last = self.checkpoints.last_finite or "none yet"
             also = ("; or pass --on-nonfinite skip to skip such steps" if cfg.on_nonfinite == "raise"
                     else "")
@@ -201,16 +211,18 @@ class TrainingLoop:
     def _save(self) -> None:
         self.checkpoints.save(self.step, self.best_val, self.nonfinite_skipped)
 
-    def _stop(self, signum: int) -> None:
+    def _stop(self, signum: int, received_here: bool) -> None:
         """After a stop signal: the step's checkpoint (if the policy did not just write it),
         on every rank only once rank 0's file exists; then TrainingStopped."""
         if self._saved_at != self.step:
             self._save()
+        self.checkpoints.flush()  # the file exists before any rank exits
         if self.layout.world > 1:
             comm.get_world().barrier()  # no rank exits (and ends the job) before the file exists
         if self.bar is not None:
             self.bar.close()
-        raise TrainingStopped(int(signum), self.step, self.checkpoints.path(self.step))
+        raise TrainingStopped(int(signum), self.step, self.checkpoints.path(self.step),
+                              received_here)
 
     def _progress_bar(self):
         if not (self.layout.master and self.cfg.progress):
@@ -239,16 +251,21 @@ class TrainingLoop:
             self.metrics.record_eval(self.step, self.val_loss, self.val_acc, time.time() - self._t0)
         self.log(f"final val loss {self.val_loss:.4f} (baseline {self.task.baseline:.4f})"
                  + ("" if self.val_acc is None else f", accuracy {self.val_acc:.4f}"))
+        line = self.checkpoints.writer.summary()
+        if line:
+            self.log(line)
 
 
-def _agree(loss: float, bad: bool, signum: int | None, world: int) -> tuple[float, bool, int]:
-    """``(mean loss over ranks, any rank bad, stop signal or 0)`` with one SUM all-reduce of
-    ``[loss, bad, one flag per stop signal]`` (the inputs themselves in a world of one).
-    Ranks' batches are equal slices of the global batch, so the mean of their mean losses
-    is the global batch's loss."""
+def _agree(loss: float, bad: bool, signum: int | None, ckpt_due: bool,
+           world: int) -> tuple[float, bool, int, bool]:
+    """``(mean loss over ranks, any rank bad, stop signal or 0, checkpoint due)`` with one
+    SUM all-reduce of ``[loss, bad, checkpoint due, one flag per stop signal]`` (the inputs
+    themselves in a world of one). Ranks' batches are equal slices of the global batch, so
+    the mean of their mean losses is the global batch's loss."""
     if world == 1:
-        return loss, bad, int(signum or 0)
-    a = np.array([loss, float(bad), *(float(signum == s) for s in AGREED_SIGNALS)], np.float64)
+        return loss, bad, int(signum or 0), bool(ckpt_due)
+    a = np.array([loss, float(bad), float(ckpt_due),
+                  *(float(signum == s) for s in AGREED_SIGNALS)], np.float64)
     comm.get_world().all_reduce(a, comm.ReduceOp.SUM)
-    got = [int(s) for s, flag in zip(AGREED_SIGNALS, a[2:]) if flag > 0]
-    return float(a[0] / world), bool(a[1] > 0), (got[-1] if got else 0)
+    got = [int(s) for s, flag in zip(AGREED_SIGNALS, a[3:]) if flag > 0]
+    return float(a[0] / world), bool(a[1] > 0), (got[-1] if got else 0), bool(a[2] > 0)

@@ -126,16 +126,17 @@ class PipelineTraining:
         self._counted = [p for p in self._params if self.owners.get(id(p)) == first_rank
                          and (self.tp_index == 0 or _is_split(p))]
         self._whole_model, self._decide, self._signum, self.last = None, None, None, None
+        self._ckpt_due = False
 
     def describe(self) -> str:
         return (f" (pipeline: dp {self.dp} x tp {self.cfg.tp} x pp {self.cfg.pp}, {_microbatches(self.cfg)} "
                 f"micro-batches of {self.cfg.batch_size // self.dp // _microbatches(self.cfg)})")
 
-    def step(self, batch, signum, decide):
+    def step(self, batch, signum, decide, ckpt_due=False):
         """One training step on the global ``batch``; ``decide(bad, loss, grad_norm)`` is the
         loop's non-finite guard (True: skip the update). Returns ``(loss, grad_norm, bad,
-        signum)`` agreed by all ranks."""
-        self._decide, self._signum = decide, signum
+        signum, ckpt_due)`` agreed by all ranks (``ckpt_due``: rank 0's time-based policy)."""
+        self._decide, self._signum, self._ckpt_due = decide, signum, ckpt_due
         x, y = batch  # host tensors: the stages move their micro-batches to their device
         self.par.step(x, y)
         return self.last
@@ -147,12 +148,13 @@ class PipelineTraining:
         # the last stage's TP ranks hold the same losses: TP index 0 speaks for them
         speak = losses and self.tp_index == 0
         loss = float(np.mean([lo.item() for lo in losses])) / self.dp if speak else 0.0
-        v = np.array([loss, sq, *(float(self._signum == s) for s in self.signals)], np.float64)
+        v = np.array([loss, sq, float(self._ckpt_due),
+                      *(float(self._signum == s) for s in self.signals)], np.float64)
         self.world.all_reduce(v, comm.ReduceOp.SUM)
         loss, norm = float(v[0]), math.sqrt(v[1]) if v[1] >= 0 else float("nan")
-        got = [int(s) for s, flag in zip(self.signals, v[2:]) if flag > 0]
+        got = [int(s) for s, flag in zip(self.signals, v[3:]) if flag > 0]
         bad = not (math.isfinite(loss) and math.isfinite(norm))
-        self.last = (loss, norm, bad, got[-1] if got else 0)
+        self.last = (loss, norm, bad, got[-1] if got else 0, bool(v[2] > 0))
         coef = self.cfg.grad_clip / (norm + 1e-6) if self.cfg.grad_clip else math.inf
         if not bad and coef < 1.0:
             for p in self._params:

@@ -4,7 +4,9 @@ builds a task's data and model, seeded, on the run's device."""
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
 
 import numpy as np
 
@@ -33,6 +35,18 @@ class Task:
 
     unit = "samples"
     device = "cpu"
+    _identity = None
+
+    def data_identity(self) -> dict:
+        """What the run trains on, recorded in every checkpoint and compared on ``--resume``
+        (``checkpoints.check_same_data``): the source, the size, a SHA-256 of the content
+        (and for GPT the vocabulary and its hash). Computed once."""
+        if self._identity is None:
+            self._identity = self._data_identity()
+        return self._identity
+
+    def _data_identity(self) -> dict:
+        raise NotImplementedError
 
     def on_device(self, batch):
         """The batch's tensors on the task's device (batches are collated on the CPU)."""
@@ -46,8 +60,18 @@ class GPTTask(Task):
     unit = "tok"
 
     def __init__(self, cfg: TrainConfig):
-        self.corpus = sfdata.TextCorpus(cfg.data, block_size=cfg.block_size, max_bytes=cfg.max_corpus_bytes)
+        where = cfg.data or "the default corpus"
+        try:
+            self.corpus = sfdata.TextCorpus(cfg.data, block_size=cfg.block_size,
+                                            max_bytes=cfg.max_corpus_bytes)
+        except ValueError as e:  # too little text for one block
+            raise ConfigError(f"--data: {where}: {e}") from None
         self.train_ds, self.val_ds = self.corpus, self.corpus.split("val")
+        if len(self.val_ds.data) <= cfg.block_size:
+            raise ConfigError(
+                f"--data: the validation split of {where} has {len(self.val_ds.data)} tokens, not "
+                f"more than --block-size {cfg.block_size}; fix: give more text or a smaller "
+                "--block-size")
         self.baseline = self.corpus.unigram_entropy()
         mc = models.GPTConfig(block_size=cfg.block_size, vocab_size=self.corpus.vocab_size,
                               n_layer=cfg.n_layer, n_head=cfg.n_head, n_embd=cfg.n_embd, dropout=cfg.dropout)
@@ -67,6 +91,14 @@ class GPTTask(Task):
     def extra_state(self):
         return {"vocab": "".join(self.corpus.itos) if self.corpus.itos else None}
 
+    def _data_identity(self) -> dict:
+        c = self.corpus
+        vocab = "".join(c.itos) if c.itos else None  # None: byte level (all 256 bytes)
+        tokens = np.concatenate([c._tokens["train"], c._tokens["val"]]).astype(np.int32)
+        return {"source": os.path.abspath(c.root), "vocab": vocab, "vocab_size": int(c.vocab_size),
+                "vocab_sha256": _sha256((vocab or "").encode("utf-8", "surrogatepass")),
+                "tokens": int(tokens.size), "tokens_sha256": _sha256(tokens.tobytes())}
+
     def finish(self, cfg, log):
         prompt = "def "
         idx = sf.tensor(self.corpus.encode(prompt)[None], device=self.device)
@@ -78,6 +110,7 @@ class GPTTask(Task):
 
 class ImageTask(Task):
     def __init__(self, cfg: TrainConfig):
+        self.source = cfg.data if cfg.task == "mnist" else None
         if cfg.task == "mnist":
             self.train_ds = sfdata.MNIST(cfg.data, train=True)
             self.val_ds = sfdata.MNIST(cfg.data, train=False)
@@ -111,9 +144,23 @@ class ImageTask(Task):
     def extra_state(self):
         return {}
 
+    def _data_identity(self) -> dict:
+        arrays = [getattr(ds, name) for ds in (self.train_ds, self.val_ds)
+                  for name in ("data", "targets")]
+        digest = hashlib.sha256()
+        for a in arrays:
+            digest.update(np.ascontiguousarray(a).tobytes())
+        source = os.path.abspath(self.source) if self.source else "scikit-learn digits"
+        return {"source": source, "samples": len(self.train_ds) + len(self.val_ds),
+                "tokens_sha256": digest.hexdigest()}
+
     def finish(self, cfg, log):
         self.model.eval()
         xs, ys = sfdata.default_collate([self.val_ds[i] for i in range(min(16, len(self.val_ds)))])
         with sf.no_grad():
             pred = self.model(xs).argmax(-1).numpy()
         log(f"predictions: {pred.tolist()}\nlabels:      {ys.numpy().tolist()}")
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

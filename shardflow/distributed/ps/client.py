@@ -7,7 +7,8 @@ sends each server its slice of the flat gradient and advances the clock. The wir
 host memory: parameters and gradients on a device (``device="cuda"``) are copied to the host
 before they are sent, and pulled values copied back to each parameter's device. A server that
 does not answer within ``timeout`` seconds (or closes the connection) raises
-:class:`~.wire.PSError` naming it: a lost server is reported, never waited on forever.
+:class:`~.wire.PSError` naming it: a lost server is reported, never waited on forever. Each
+connection first answers the server's challenge with the job's secret (``auth.py``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import time
 import numpy as np
 
 from ...backend import CPU, device_of, to_device
+from .auth import ServerAddress, answer
 from .wire import PSError, recv_msg, send_msg
 
 __all__ = ["PSWorker", "shard_sizes"]
@@ -31,9 +33,11 @@ def shard_sizes(n: int, num_servers: int) -> list:
 
 class PSWorker:
     def __init__(self, params, servers, worker_id: int, *, timeout: float = 10.0,
-                 heartbeat: float = 0.5, connect_timeout: float = 30.0):
+                 heartbeat: float = 0.5, connect_timeout: float = 30.0, secret: str | None = None):
         self.params = list(params)
-        self.servers = [tuple(s) for s in servers]
+        # an auth.ServerAddress carries its secret; ``secret=`` serves plain (host, port) pairs
+        self.servers = [s if isinstance(s, ServerAddress) else ServerAddress(*s, secret)
+                        for s in servers]
         self.worker_id, self.timeout = int(worker_id), float(timeout)
         self.clock = 0
         self.n = sum(p.array.size for p in self.params)
@@ -51,12 +55,18 @@ class PSWorker:
             try:
                 s = socket.create_connection(addr, timeout=self.timeout)
                 s.settimeout(self.timeout)
-                return s
             except OSError as e:
                 if time.monotonic() > deadline:
                     raise PSError(f"worker {self.worker_id}: cannot reach parameter server {i} at "
                                   f"{addr[0]}:{addr[1]} within {limit} s ({e}); is it running?") from e
                 time.sleep(0.05)
+                continue
+            try:
+                answer(s, addr.secret, f"parameter server {i} at {addr[0]}:{addr[1]}")
+            except BaseException:
+                s.close()
+                raise
+            return s
 
     def _beat(self, every):
         while not self._stop.wait(every):

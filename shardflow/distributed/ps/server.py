@@ -30,6 +30,9 @@ Failure handling (one thread per connection plus a watch thread):
   there yet), so a worker that hears nothing for its timeout knows the server is gone.
 
 The server ends when every worker has said ``done`` or been lost.
+
+Every connection first proves it holds the job's secret (``auth.py``; refused and closed
+otherwise, before any request is read).
 """
 
 from __future__ import annotations
@@ -41,8 +44,17 @@ import time
 
 import numpy as np
 
+from . import auth
 from .optim import make_shard_optimizer
-from .wire import recv_msg, send_msg
+from .wire import PSError, recv_msg, send_msg
+
+
+def _peer(conn) -> str:
+    try:
+        host, port = conn.getpeername()[:2]
+        return f"{host}:{port}"
+    except OSError:
+        return "a peer that left"
 
 __all__ = ["ParameterServer"]
 
@@ -52,7 +64,7 @@ class ParameterServer:
                  staleness: int = 0, worker_timeout: float = 5.0, on_worker_loss: str | None = None,
                  host: str = "127.0.0.1", port: int = 0, poll: float = 0.5,
                  start_timeout: float = 60.0, optimizer: str = "sgd", betas=(0.9, 0.999),
-                 eps: float = 1e-8):
+                 eps: float = 1e-8, secret: str | None = None):
         if mode not in ("sync", "async"):
             raise ValueError(f"mode must be 'sync' or 'async', got {mode!r}")
         if staleness < 0:
@@ -80,10 +92,20 @@ class ParameterServer:
         self.cv = threading.Condition()
         self.sock = socket.create_server((host, port))
         self.address = self.sock.getsockname()[:2]
+        self.secret = secret  # who may connect (auth.py); require_secret sets it later
+        self.refused = 0  # connections refused for want of the secret
 
     # -------------------------------------------------------------- serving
+    def require_secret(self, secret: str | None) -> None:
+        """Refuse every connection that does not prove it holds ``secret`` (``auth.py``)."""
+        self.secret = secret
+
     def serve(self) -> dict:
         """Serve until every worker is done or lost; returns the final stats."""
+        if self.secret is None and not self.address[0].startswith("127."):
+            self._log(f"listening on {self.address[0]}:{self.address[1]} without a secret: anyone "
+                      "who reaches it can push gradients; give every task the same "
+                      "SHARDFLOW_JOB_SECRET")
         self.sock.settimeout(0.2)
         threading.Thread(target=self._watch, daemon=True).start()
         while True:
@@ -101,6 +123,7 @@ class ParameterServer:
 
     def stats(self) -> dict:
         return {"server": self.server_id, "version": self.version, "updates": self.updates,
+                "refused": self.refused,
                 "clocks": dict(self.clock), "done": sorted(self.done), "lost": list(self.lost),
                 "failed": self.failed, **self.opt.config()}
 
@@ -135,6 +158,14 @@ class ParameterServer:
         self.cv.notify_all()
 
     def _connection(self, conn) -> None:
+        try:
+            auth.challenge(conn, self.secret)
+        except (PSError, ConnectionError, OSError) as e:
+            with self.cv:
+                self.refused += 1
+            self._log(f"refused a connection from {_peer(conn)}: {e}")
+            conn.close()
+            return
         try:
             while True:
                 header, arr = recv_msg(conn)
