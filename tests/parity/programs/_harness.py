@@ -1,0 +1,169 @@
+"""Run a public PyTorch program twice, on torch and on shardflow, from the same start.
+
+The program files beside this one are PyTorch programs (examples, tutorials, well-known
+repositories) with only sizes, data, steps and argument parsing changed. The parity tests
+load each file twice with :func:`load_pair` (torch, and its imports rewritten to shardflow by
+``shardflow.testing.parity``) and then need the two runs to start from the same state:
+
+* **Weights** -- :func:`same_weights` makes every model the program builds from a named class
+  start from torch's initial weights: the torch run (always first) records each instance's
+  ``state_dict`` right after its ``__init__``, and the shardflow run's instances, built in
+  the same order, load those values. The program still builds its own models, where and
+  when it does; only that program's class object gets a wrapped ``__init__``.
+* **Randomness inside training** (reparameterisation noise, sampled actions) -- the two
+  frameworks' generators differ (PyTorch: MT19937 and its own normal sampler; shardflow:
+  PCG64), so :func:`same_draws` gives both programs the same NumPy draws for the named
+  functions, and :func:`same_sampling` makes a ``Categorical``'s ``sample()`` pick by
+  inverse CDF from a shared uniform stream. Everything else in the distribution
+  (``log_prob``, ``entropy``) is the framework's own.
+* **Dropout** is random too; :func:`dropout_off` sets ``p = 0`` on every dropout module, as
+  the tests that compare training with dropout do (said in each test).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+import shardflow
+from shardflow.testing.parity import load_torch_file
+
+HERE = Path(__file__).parent
+
+
+def load_pair(name: str):
+    """``(torch_program, shardflow_program)``: the file ``programs/<name>.py`` executed as
+    written and with its imports rewritten."""
+    path = HERE / f"{name}.py"
+    return (load_torch_file(path, use_shardflow=False, name=f"public_{name}_torch"),
+            load_torch_file(path, use_shardflow=True, name=f"public_{name}_shardflow"))
+
+
+def state_arrays(model) -> dict:
+    """A module's state as NumPy arrays (either framework)."""
+    return {k: np.array(v.detach().numpy(), copy=True) for k, v in model.state_dict().items()}
+
+
+def copy_weights(th_model, sf_model) -> None:
+    sf_model.load_state_dict({k: shardflow.tensor(v) for k, v in state_arrays(th_model).items()})
+
+
+def same_weights(th_prog, sf_prog, *class_names: str, prepare=None) -> dict:
+    """Make the named model classes of both programs start from torch's weights (see the
+    module docstring): each class's ``__init__`` is wrapped on that program's own class
+    object (``super(Net, self)`` inside still finds the class by its name); ``prepare(model)``,
+    when given, runs on every instance after that (e.g. :func:`dropout_off`). Returns
+    ``{name: [state, ...]}``, the recorded initial states in construction order."""
+    records: dict[str, list] = {}
+    for name in class_names:
+        recorded = records.setdefault(name, [])
+        th_cls, sf_cls = getattr(th_prog, name), getattr(sf_prog, name)
+        th_orig, sf_orig = th_cls.__init__, sf_cls.__init__
+
+        def th_init(self, *args, _cls=th_cls, _orig=th_orig, _rec=recorded, **kwargs):
+            _orig(self, *args, **kwargs)
+            if type(self) is _cls:  # not when a subclass's __init__ calls this one
+                _rec.append(state_arrays(self))
+                if prepare is not None:
+                    prepare(self)
+
+        def sf_init(self, *args, _cls=sf_cls, _orig=sf_orig, _rec=recorded, _next=[0], **kwargs):
+            _orig(self, *args, **kwargs)
+            if type(self) is not _cls:
+                return
+            if _next[0] >= len(_rec):
+                raise AssertionError(f"the shardflow run built more {_cls.__name__} models "
+                                     f"({_next[0] + 1}) than the torch run ({len(_rec)})")
+            self.load_state_dict({k: shardflow.tensor(v) for k, v in _rec[_next[0]].items()})
+            _next[0] += 1
+            if prepare is not None:
+                prepare(self)
+
+        th_cls.__init__, sf_cls.__init__ = th_init, sf_init
+    return records
+
+
+def dropout_off(*models) -> None:
+    """``p = 0`` on every dropout module of the models (their forward stays the program's)."""
+    for model in models:
+        for m in model.modules():
+            if "Dropout" in type(m).__name__:
+                m.p = 0.0
+
+
+class _Draws:
+    """The program's ``torch`` module with some random functions replaced by draws from a
+    NumPy generator; every other attribute is the module's own."""
+
+    def __init__(self, lib, rng: np.random.Generator, names):
+        self._lib = lib
+        self._rng = rng
+        for name in names:
+            setattr(self, name, getattr(self, f"_{name}"))
+
+    def __getattr__(self, name):
+        return getattr(self._lib, name)
+
+    def _tensor(self, array, like=None):
+        dtype = like.dtype if like is not None else self._lib.float32
+        return self._lib.from_numpy(np.ascontiguousarray(array)).to(dtype)
+
+    def _randn_like(self, t, **kwargs):
+        return self._tensor(self._rng.standard_normal(tuple(t.shape)).astype(np.float32), t)
+
+    def _rand_like(self, t, **kwargs):
+        return self._tensor(self._rng.random(tuple(t.shape)).astype(np.float32), t)
+
+    def _randn(self, *size, **kwargs):
+        size = tuple(size[0]) if len(size) == 1 and not isinstance(size[0], int) else size
+        return self._tensor(self._rng.standard_normal(size).astype(np.float32))
+
+    def _rand(self, *size, **kwargs):
+        size = tuple(size[0]) if len(size) == 1 and not isinstance(size[0], int) else size
+        return self._tensor(self._rng.random(size).astype(np.float32))
+
+    def _randint(self, low, high=None, size=None, **kwargs):
+        if high is None:
+            low, high = 0, low
+        return self._lib.from_numpy(self._rng.integers(low, high, tuple(size)).astype(np.int64))
+
+
+def same_draws(programs, names, seed: int = 0) -> None:
+    """Give each program's ``torch`` the same draws (a fresh generator seeded ``seed`` each)
+    for the functions in ``names`` (``randn_like``, ``rand_like``, ``randn``, ``rand``,
+    ``randint``)."""
+    for prog in programs:
+        prog.torch = _Draws(prog.torch, np.random.default_rng(seed), names)
+
+
+def same_sampling(programs, class_name: str = "Categorical", seed: int = 0) -> None:
+    """Make ``prog.<class_name>(...).sample()`` pick by inverse CDF from a shared uniform
+    stream (one fresh generator seeded ``seed`` per program)."""
+    for prog in programs:
+        base = getattr(prog, class_name)
+        lib = prog.torch
+        rng = np.random.default_rng(seed)
+
+        def sample(self, sample_shape=(), _rng=rng, _lib=lib):
+            probs = np.asarray(self.probs.detach().numpy(), np.float64)
+            cdf = np.cumsum(probs / probs.sum(-1, keepdims=True), -1)
+            u = _rng.random(tuple(sample_shape) + probs.shape[:-1])
+            index = np.minimum((cdf < u[..., None]).sum(-1), probs.shape[-1] - 1)
+            return _lib.from_numpy(np.asarray(index, np.int64))
+
+        setattr(prog, class_name, type(base.__name__, (base,), {"sample": sample}))
+
+
+def assert_close(sf_values, th_values, what: str, rtol: float = 1e-5, atol: float = 1e-6) -> None:
+    sf_values = np.asarray(sf_values, np.float64)
+    th_values = np.asarray(th_values, np.float64)
+    assert sf_values.shape == th_values.shape, (what, sf_values.shape, th_values.shape)
+    np.testing.assert_allclose(sf_values, th_values, rtol=rtol, atol=atol, err_msg=what)
+
+
+def assert_same_state(sf_model, th_model, what: str, rtol: float = 1e-4, atol: float = 1e-5) -> None:
+    th_state, sf_state = state_arrays(th_model), state_arrays(sf_model)
+    assert list(sf_state) == list(th_state), what
+    for k, v in sf_state.items():
+        assert_close(v, th_state[k], f"{what}: {k}", rtol, atol)
