@@ -20,6 +20,9 @@ _IMPORT_RULES = [
     (re.compile(r"^(\s*)import torch\.optim as (\w+)\s*$", re.M), r"\1import shardflow.optim as \2"),
     # any other submodule: import torch.distributed as dist -> import shardflow.distributed ...
     (re.compile(r"^(\s*)import torch\.([\w.]+) as (\w+)\s*$", re.M), r"\1import shardflow.\2 as \3"),
+    # import torch.utils.data (no alias) binds the name torch and loads the submodule
+    (re.compile(r"^([ \t]*)import torch\.([\w.]+)[ \t]*$", re.M),
+     r'\1import shardflow as torch; __import__("shardflow.\2")'),
     (re.compile(r"^(\s*)import torch\s*$", re.M), r"\1import shardflow as torch"),
     (re.compile(r"^(\s*)from torch(\.[\w.]+)? import (.+)$", re.M), r"\1from shardflow\2 import \3"),
 ]
@@ -40,4 +43,24 @@ def load_torch_file(path, use_shardflow: bool = True, name: str | None = None) -
     module.__file__ = str(path)
     sys.modules[module.__name__] = module  # dataclasses and pickling look the module up
     exec(compile(source, str(path), "exec"), module.__dict__)
+    if use_shardflow:
+        _refuse_torch_names(module)
     return module
+
+
+def _refuse_torch_names(module: types.ModuleType) -> None:
+    """A rewritten program that still reaches PyTorch (an import form the rules above do not
+    know, or a package such as torchvision that imports torch) would run on torch and pass
+    a parity test vacuously: refuse it, naming the global."""
+    for name, value in vars(module).items():
+        if isinstance(value, types.ModuleType):
+            origin = value.__name__
+        else:
+            origin = getattr(value, "__module__", None)
+            if not isinstance(origin, str):
+                continue
+        if origin == "torch" or origin.startswith(("torch.", "torchvision", "torchaudio")):
+            raise ImportError(
+                f"{module.__file__}: after rewriting its imports to shardflow, the global "
+                f"{name!r} still comes from {origin!r}; add a rule for that import form to "
+                "shardflow.testing.parity or drop the import from the program")

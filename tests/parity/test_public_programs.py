@@ -37,3 +37,18 @@ def test_mnist_trains_like_torch():
     assert [t[1] for t in sf_test] == [t[1] for t in th_test]  # correct predictions
     assert_same_state(sf_model, th_model, "Net")
     assert th_train[-1] < th_train[0]  # it does learn (the comparison is not of constants)
+
+
+@pytest.mark.filterwarnings("ignore:dropout2d. Received a 2-D input")  # torch's note, the program's use
+def test_mnist_rnn_trains_like_torch():
+    """examples/mnist_rnn: LSTM + BatchNorm1d + Dropout2d, Adadelta + StepLR, shuffled
+    loaders of one batch per epoch; dropout p=0 (its masks are random)."""
+    th, sf = load_pair("mnist_rnn")
+    same_weights(th, sf, "Net", prepare=dropout_off)
+    th_model, th_train, th_test = th.main([])
+    sf_model, sf_train, sf_test = sf.main([])
+    assert len(sf_train) == len(th_train) == 3
+    assert_close(sf_train, th_train, "train losses")
+    assert_close(sf_test, th_test, "test losses")
+    assert_same_state(sf_model, th_model, "Net")
+    assert th_train[-1] < th_train[0]
