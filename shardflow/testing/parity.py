@@ -3,8 +3,12 @@
 ``load_torch_file(path, use_shardflow=True)`` reads the file, rewrites its ``torch`` imports
 (``import torch`` -> ``import shardflow as torch``, ``import torch.nn as nn`` ->
 ``import shardflow.nn as nn``, ``from torch.nn import functional as F`` -> ``from
-shardflow.nn import functional as F`` ...) and executes it as a fresh module. Nothing else in
-the file changes: this is the compatibility promise made to PyTorch users, tested literally.
+shardflow.nn import functional as F``, ``import torch.utils.data`` -> ``shardflow`` bound to
+the name ``torch`` with ``shardflow.utils.data`` loaded ...) and executes it as a fresh
+module. Nothing else in the file changes: this is the compatibility promise made to PyTorch
+users, tested literally. A rewritten module with a global that still comes from PyTorch (an
+import form these rules miss, torchvision) raises ImportError naming it instead of running
+on torch.
 """
 
 from __future__ import annotations
