@@ -21,6 +21,7 @@ from .programs._harness import (
     dropout_off,
     load_pair,
     same_draws,
+    same_sampling,
     same_weights,
 )
 
@@ -118,3 +119,23 @@ def test_regression_fits_like_torch():
     torch_spread = np.abs(np.subtract(alt_losses, th_losses)).max()
     assert np.abs(np.subtract(sf_losses, th_losses)).max() <= 5 * torch_spread + 1e-6
     assert (sf_learned, sf_actual) == (th_learned, th_actual)
+
+
+@pytest.mark.parametrize("name", ["reinforce", "actor_critic"])
+def test_reinforcement_learning_trains_like_torch(name):
+    """examples/reinforcement_learning (CartPole from tiny_gym, gym's dynamics): the
+    Categorical's sample() picks by inverse CDF from one shared uniform stream in both runs
+    (log_prob stays the framework's own); reinforce's Dropout(0.6) is set to p=0. Same
+    actions, so same episodes: rewards equal. Each loss is a sum of ~20 terms of size ~1
+    (log-probabilities times normalised returns, which have mean 0) that cancel to ~0.05,
+    so its float32 rounding is absolute, ~n ulp(1) = 2e-6: losses to atol 1e-5."""
+    th, sf = load_pair(name)
+    th_model, sf_model = (th.policy, sf.policy) if name == "reinforce" else (th.model, sf.model)
+    copy_weights(th_model, sf_model)
+    dropout_off(th_model, sf_model)
+    same_sampling((th, sf))
+    th_hist, sf_hist = th.main(), sf.main()
+    assert len(sf_hist) == len(th_hist) == 4
+    assert [h[:2] for h in sf_hist] == [h[:2] for h in th_hist]  # episode rewards
+    assert_close([h[2] for h in sf_hist], [h[2] for h in th_hist], "losses", atol=1e-5)
+    assert_same_state(sf_model, th_model, name)
