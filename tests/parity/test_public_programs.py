@@ -139,3 +139,23 @@ def test_reinforcement_learning_trains_like_torch(name):
     assert [h[:2] for h in sf_hist] == [h[:2] for h in th_hist]  # episode rewards
     assert_close([h[2] for h in sf_hist], [h[2] for h in th_hist], "losses", atol=1e-5)
     assert_same_state(sf_model, th_model, name)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "needs compat-nn: torch.FloatTensor, torch.LongTensor, legacy torch.Tensor(in, out), "
+    "torch.diag; and dense + sparse COO addition (load_cora's torch.eye(V) + adj_mat), "
+    "not built (docs/COMPAT.md, Sparse COO tensors)"))
+def test_gcn_trains_like_torch(tmp_path):
+    """examples/gcn on a synthetic graph in Cora's file formats: the split's torch.randperm
+    gets the same NumPy permutation in both runs; dropout p=0. (With those names stood in
+    by hand, every loss and accuracy matched to 1e-7.)"""
+    th, sf = load_pair("gcn")
+    th.write_synthetic_cora(tmp_path)
+    same_weights(th, sf, "GCN", prepare=dropout_off)
+    same_draws((th, sf), ["randperm"])
+    th_model, th_hist, th_test = th.main([], str(tmp_path))
+    sf_model, sf_hist, sf_test = sf.main([], str(tmp_path))
+    assert len(sf_hist) == len(th_hist) == 5
+    assert_close(sf_hist, th_hist, "loss, train loss/accuracy, validation loss/accuracy")
+    assert_close(sf_test, th_test, "test loss/accuracy")
+    assert_same_state(sf_model, th_model, "GCN")

@@ -123,6 +123,9 @@ class _Draws:
         size = tuple(size[0]) if len(size) == 1 and not isinstance(size[0], int) else size
         return self._tensor(self._rng.random(size).astype(np.float32))
 
+    def _randperm(self, n, **kwargs):
+        return self._lib.from_numpy(self._rng.permutation(n).astype(np.int64))
+
     def _randint(self, low, high=None, size=None, **kwargs):
         if high is None:
             low, high = 0, low
@@ -132,7 +135,8 @@ class _Draws:
 def same_draws(programs, names, seed: int = 0) -> None:
     """Give each program's ``torch`` the same draws (a fresh generator seeded ``seed`` each)
     for the functions in ``names`` (``randn_like``, ``rand_like``, ``randn``, ``rand``,
-    ``randint``)."""
+    ``randint``,
+    ``randperm``)."""
     for prog in programs:
         prog.torch = _Draws(prog.torch, np.random.default_rng(seed), names)
 
