@@ -4,9 +4,9 @@
 # init, torch.spmm), load_cora's renormalised adjacency (sparse_coo_tensor, eye + sparse,
 # diag(...).to_sparse(), sparse @ dense), sparse input features, NLLLoss, Adam with weight
 # decay, and the train/test loops. Changes, and only these: the `__main__` block is
-# `main(argv, path)` and returns the losses it prints; the Cora download became
-# `write_synthetic_cora(path)`, a small random graph written in Cora's two file formats
-# (load_cora reads it unchanged); small sizes and epochs.
+# `main(argv, path)` and returns the losses it prints; the Cora download is gone: the test
+# writes a small random graph in Cora's two file formats (`_data.write_synthetic_cora`)
+# that load_cora reads unchanged; small sizes and epochs.
 import argparse
 import os
 import time
@@ -155,22 +155,6 @@ def test(model, criterion, input, target, mask):
         loss = criterion(output, target)
         acc = (output.argmax(dim=1) == target).float().sum() / len(target)
     return loss.item(), acc.item()
-
-
-def write_synthetic_cora(path, nodes=40, feats=30, classes=3, edges=80, seed=0):
-    """A random graph in Cora's formats: cora.content lines `<paper id> <0/1 words...>
-    <class label>`, cora.cites lines `<cited id> <citing id>`."""
-    rng = np.random.default_rng(seed)
-    os.makedirs(path, exist_ok=True)
-    ids = rng.choice(100000, nodes, replace=False)
-    words = (rng.random((nodes, feats)) < 0.2).astype(int)
-    labels = rng.choice(['Neural_Networks', 'Theory', 'Genetic_Algorithms'][:classes], nodes)
-    with open(os.path.join(path, 'cora.content'), 'w') as f:
-        for i in range(nodes):
-            f.write('\t'.join([str(ids[i]), *map(str, words[i]), labels[i]]) + '\n')
-    with open(os.path.join(path, 'cora.cites'), 'w') as f:
-        for a, b in rng.integers(0, nodes, (edges, 2)):
-            f.write(f'{ids[a]}\t{ids[b]}\n')
 
 
 def main(argv=None, path='./cora'):

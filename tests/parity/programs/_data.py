@@ -1,0 +1,21 @@
+"""Synthetic data sets in the formats public programs read (the originals download them)."""
+
+import os
+
+import numpy as np
+
+
+def write_synthetic_cora(path, nodes=40, feats=30, classes=3, edges=80, seed=0):
+    """A random graph in Cora's formats: cora.content lines `<paper id> <0/1 words...>
+    <class label>`, cora.cites lines `<cited id> <citing id>`."""
+    rng = np.random.default_rng(seed)
+    os.makedirs(path, exist_ok=True)
+    ids = rng.choice(100000, nodes, replace=False)
+    words = (rng.random((nodes, feats)) < 0.2).astype(int)
+    labels = rng.choice(['Neural_Networks', 'Theory', 'Genetic_Algorithms'][:classes], nodes)
+    with open(os.path.join(path, 'cora.content'), 'w') as f:
+        for i in range(nodes):
+            f.write('\t'.join([str(ids[i]), *map(str, words[i]), labels[i]]) + '\n')
+    with open(os.path.join(path, 'cora.cites'), 'w') as f:
+        for a, b in rng.integers(0, nodes, (edges, 2)):
+            f.write(f'{ids[a]}\t{ids[b]}\n')
