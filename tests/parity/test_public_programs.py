@@ -181,3 +181,33 @@ def test_gat_trains_like_torch(tmp_path):
     assert_close(sf_hist, th_hist, "loss, train loss/accuracy, validation loss/accuracy")
     assert_close(sf_test, th_test, "test loss/accuracy")
     assert_same_state(sf_model, th_model, "GAT")
+
+
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")  # torch's notes on the
+@pytest.mark.filterwarnings("ignore:Support for mismatched key_padding_mask")  # tutorial's use
+def test_translation_transformer_trains_like_torch():
+    """pytorch/tutorials translation_transformer: nn.Transformer seq2seq on a synthetic
+    corpus, 2 epochs of 2 batches and a greedy-decoded translation; dropout (modules and
+    attention) p=0. The module-level model takes torch's weights after loading.
+
+    The attention's key bias (in_proj_bias[E:2E]) has a zero gradient in exact arithmetic
+    (softmax ignores a score shift shared by all keys), so both frameworks' Adam step it by
+    +-lr on the sign of rounding noise: after 4 steps it is only bounded, |diff| <= 8 lr."""
+    th, sf = load_pair("translation_transformer")
+    copy_weights(th.transformer, sf.transformer)
+    dropout_off(th.transformer, sf.transformer)
+    th_hist, th_translation = th.main()
+    sf_hist, sf_translation = sf.main()
+    assert_close(sf_hist, th_hist, "train and validation losses")
+    assert sf_translation == th_translation
+    lr, emb = th.optimizer.param_groups[0]["lr"], th.EMB_SIZE
+
+    def key_bias(key, value):
+        if key.endswith("in_proj_bias"):
+            mask = np.zeros(value.shape, bool)
+            mask[emb:2 * emb] = True
+            return 8 * lr, mask
+        return None
+
+    assert_same_state(sf.transformer, th.transformer, "Seq2SeqTransformer", rounding_only=key_bias)
+    assert th_hist[-1][0] < th_hist[0][0]
