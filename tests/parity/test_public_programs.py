@@ -14,7 +14,7 @@ import torch
 
 import shardflow
 
-from .programs._data import write_synthetic_cora
+from .programs._data import write_name_files, write_synthetic_cora
 from .programs._harness import (
     assert_close,
     assert_same_state,
@@ -211,3 +211,28 @@ def test_translation_transformer_trains_like_torch():
 
     assert_same_state(sf.transformer, th.transformer, "Seq2SeqTransformer", rounding_only=key_bias)
     assert th_hist[-1][0] < th_hist[0][0]
+
+
+def test_char_rnn_classification_trains_like_torch(tmp_path):
+    """pytorch/tutorials char_rnn_classification: 60 single-name SGD steps of a
+    hand-written RNN cell, Python's `random` seeded alike for both runs, then the confusion
+    matrix and three topk predictions."""
+    import random
+
+    th, sf = load_pair("char_rnn_classification")
+    write_name_files(tmp_path)
+    for prog in (th, sf):
+        prog.load_data(str(tmp_path / "*.txt"))
+    same_weights(th, sf, "RNN")
+    results = []
+    for prog in (th, sf):
+        random.seed(0)
+        results.append(prog.main())
+    (th_losses, th_avg, th_conf, th_pred), (sf_losses, sf_avg, sf_conf, sf_pred) = results
+    assert len(sf_losses) == len(th_losses) == 60
+    assert_close(sf_losses, th_losses, "losses")
+    assert_close(sf_avg, th_avg, "plotted average losses")
+    assert_close(sf_conf.numpy(), th_conf.numpy(), "confusion matrix")
+    assert [[c for _, c in p] for p in sf_pred] == [[c for _, c in p] for p in th_pred]
+    assert_close([[v for v, _ in p] for p in sf_pred], [[v for v, _ in p] for p in th_pred], "predictions")
+    assert_same_state(sf.rnn, th.rnn, "RNN")

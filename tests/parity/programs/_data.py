@@ -19,3 +19,18 @@ def write_synthetic_cora(path, nodes=40, feats=30, classes=3, edges=80, seed=0):
     with open(os.path.join(path, 'cora.cites'), 'w') as f:
         for a, b in rng.integers(0, nodes, (edges, 2)):
             f.write(f'{ids[a]}\t{ids[b]}\n')
+
+
+NAMES = {
+    "English": ["Smith", "Jackson", "Brown", "Taylor", "Walker", "Wright", "Green", "Hall"],
+    "Japanese": ["Satoshi", "Tanaka", "Suzuki", "Yamamoto", "Kobayashi", "Sato", "Ito"],
+    "Russian": ["Dovesky", "Ivanov", "Petrov", "Smirnov", "Volkov", "Sokolov", "Popov"],
+}
+
+
+def write_name_files(path):
+    """data/names/<Language>.txt files, one name a line, as the char-RNN tutorials read."""
+    os.makedirs(path, exist_ok=True)
+    for language, names in NAMES.items():
+        with open(os.path.join(path, f"{language}.txt"), "w", encoding="utf-8") as f:
+            f.write("\n".join(names) + "\n")
