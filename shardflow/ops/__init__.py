@@ -8,7 +8,8 @@ normalization, attention, conv, pool, sampling (interpolate, im2col/col2im), dro
 conversion, special_functions (lgamma/digamma/polygamma/erfinv/xlogy), cholesky (Cholesky and
 triangular solves), complex_ops (polar, view_as_real/complex, real/imag, conj, angle),
 gamma_sampling (Gamma/Dirichlet draws with implicit gradients), tensor_products (kron,
-tensordot, cross, addmv, addr), sparse_coo (sparse COO tensors, sparse @ dense).
+tensordot, cross, addmv, addr), sparse_coo (sparse COO tensors, sparse @ dense), unique
+(unique, unique_consecutive).
 """
 
 from .arithmetic import add, div, mul, neg, reciprocal, sub
@@ -34,3 +35,4 @@ from .sort import *
 from .sparse_coo import *
 from .special_functions import *
 from .tensor_products import *
+from .unique import *
