@@ -236,3 +236,21 @@ def test_char_rnn_classification_trains_like_torch(tmp_path):
     assert [[c for _, c in p] for p in sf_pred] == [[c for _, c in p] for p in th_pred]
     assert_close([[v for v, _ in p] for p in sf_pred], [[v for v, _ in p] for p in th_pred], "predictions")
     assert_same_state(sf.rnn, th.rnn, "RNN")
+
+
+@pytest.mark.filterwarnings("ignore:'pin_memory' argument is set as true")  # torch's, on CPU
+def test_mingpt_sorting_demo_trains_like_torch():
+    """minGPT (model.py, trainer.py, the sorting demo): gpt-nano, AdamW with the decay /
+    no-decay groups, clip_grad_norm_, 8 iterations, then greedy generation. The data set
+    draws its examples with torch.randint / torch.rand (the sampler's indices are unused),
+    given the same NumPy draws in both runs; dropout p=0."""
+    th, sf = load_pair("mingpt")
+    same_weights(th, sf, "GPT", prepare=dropout_off)
+    same_draws((th, sf), ["randint", "rand"])
+    th_model, th_losses, th_scores, th_sorted = th.main()
+    sf_model, sf_losses, sf_scores, sf_sorted = sf.main()
+    assert len(sf_losses) == len(th_losses) == 8
+    assert_close(sf_losses, th_losses, "losses")
+    assert (sf_scores, sf_sorted) == (th_scores, th_sorted)
+    assert_same_state(sf_model, th_model, "GPT")
+    assert th_losses[-1] < th_losses[0]
