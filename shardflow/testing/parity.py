@@ -48,11 +48,11 @@ def load_torch_file(path, use_shardflow: bool = True, name: str | None = None) -
     sys.modules[module.__name__] = module  # dataclasses and pickling look the module up
     exec(compile(source, str(path), "exec"), module.__dict__)
     if use_shardflow:
-        _refuse_torch_names(module)
+        refuse_torch_names(module)
     return module
 
 
-def _refuse_torch_names(module: types.ModuleType) -> None:
+def refuse_torch_names(module: types.ModuleType) -> None:
     """A rewritten program that still reaches PyTorch (an import form the rules above do not
     know, or a package such as torchvision that imports torch) would run on torch and pass
     a parity test vacuously: refuse it, naming the global."""

@@ -13,14 +13,16 @@ import pytest
 import torch
 
 import shardflow
+from shardflow.testing.parity import load_torch_file
 
-from .programs._data import write_name_files, write_synthetic_cora
+from .programs._data import write_name_files, write_nanogpt_data, write_synthetic_cora
 from .programs._harness import (
     assert_close,
     assert_same_state,
     copy_weights,
     dropout_off,
     load_pair,
+    run_script,
     same_draws,
     same_sampling,
     same_weights,
@@ -254,3 +256,73 @@ def test_mingpt_sorting_demo_trains_like_torch():
     assert (sf_scores, sf_sorted) == (th_scores, th_sorted)
     assert_same_state(sf_model, th_model, "GPT")
     assert th_losses[-1] < th_losses[0]
+
+
+def _record_training_losses(model_module, losses):
+    """Wrap the model module's GPT.forward to record every training-mode loss (the script
+    prints them to 4 decimals only); what it returns is unchanged."""
+    forward = model_module.GPT.forward
+
+    def recording_forward(self, idx, targets=None):
+        logits, loss = forward(self, idx, targets)
+        if targets is not None and model_module.torch.is_grad_enabled():
+            losses.append(loss.item())
+        return logits, loss
+
+    model_module.GPT.forward = recording_forward
+
+
+@pytest.mark.filterwarnings("ignore:.*GradScaler")  # train.py's own GradScaler on a CPU: both warn
+def test_nanogpt_train_py_trains_like_torch(tmp_path, monkeypatch):
+    """nanoGPT's train.py and model.py, unchanged, run as its README runs them on a CPU
+    (`python train.py --device=cpu --compile=False --key=value ...`): resumed
+    (init_from='resume') from one out/ckpt.pt that torch wrote, so both start from the same
+    weights through the program's own torch.load path, and cropped from block size 32 to
+    16 (crop_block_size); AdamW groups, gradient accumulation over 2 micro-steps, cosine lr
+    with warmup, clip_grad_norm_, estimate_loss and the checkpoint the run saves. get_batch's
+    torch.randint gets the same NumPy draws in both runs (after the script's imports).
+    Every micro-step loss agrees to 1e-5, and so do the saved checkpoints."""
+    from pathlib import Path
+
+    here = Path(__file__).parent / "programs" / "nanogpt"
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "configurator.py").write_text((here / "configurator.py").read_text())
+    write_nanogpt_data(tmp_path)
+    th_model_mod = load_torch_file(here / "model.py", use_shardflow=False, name="nanogpt_model_torch")
+    sf_model_mod = load_torch_file(here / "model.py", use_shardflow=True, name="nanogpt_model_shardflow")
+    torch.manual_seed(0)
+    model_args = dict(n_layer=2, n_head=2, n_embd=32, block_size=32, bias=False, vocab_size=32, dropout=0.0)
+    model = th_model_mod.GPT(th_model_mod.GPTConfig(**model_args))
+    optimizer = model.configure_optimizers(0.1, 1e-3, (0.9, 0.95), "cpu")
+    start = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "model_args": model_args,
+             "iter_num": 0, "best_val_loss": 1e9, "config": {}}
+    argv = ["--device=cpu", "--compile=False", "--dataset=tiny", "--init_from=resume", "--eval_interval=3",
+            "--eval_iters=2", "--gradient_accumulation_steps=2", "--batch_size=4", "--block_size=16",
+            "--max_iters=5", "--warmup_iters=2", "--lr_decay_iters=4", "--learning_rate=0.001", "--min_lr=0.0001"]
+    runs = {}
+    for name, model_mod, use_sf in (("torch", th_model_mod, False), ("shardflow", sf_model_mod, True)):
+        (tmp_path / f"out_{name}").mkdir()
+        torch.save(start, tmp_path / f"out_{name}" / "ckpt.pt")
+        losses = []
+        _record_training_losses(model_mod, losses)
+        script = run_script(here / "train.py", use_sf, argv + [f"--out_dir=out_{name}"], modules={"model": model_mod},
+                            after_imports=lambda g: same_draws((g,), ["randint"]))
+        runs[name] = script, losses
+    (th, th_losses), (sf, sf_losses) = runs["torch"], runs["shardflow"]
+    assert sf.iter_num == th.iter_num == 6 and sf.model.config.block_size == 16
+    assert len(sf_losses) == len(th_losses) == 12  # 6 iterations of 2 micro-steps
+    assert_close(sf_losses, th_losses, "micro-step losses")
+    assert_close(float(sf.best_val_loss), float(th.best_val_loss), "estimate_loss() val loss")
+    assert_same_state(sf.model, th.model, "GPT")
+    # the checkpoint each run saved at step 3 (shardflow's is its safetensors format: shardflow.load)
+    th_ckpt = torch.load(tmp_path / "out_torch" / "ckpt.pt")
+    sf_ckpt = shardflow.load(tmp_path / "out_shardflow" / "ckpt.pt")
+    assert sf_ckpt["iter_num"] == th_ckpt["iter_num"] == 3 and sf_ckpt["model_args"] == th_ckpt["model_args"]
+    assert {**sf_ckpt["config"], "out_dir": None} == {**th_ckpt["config"], "out_dir": None}
+    for k, v in th_ckpt["model"].items():
+        assert_close(sf_ckpt["model"][k].numpy(), v.numpy(), f"checkpoint model {k}", rtol=1e-4, atol=1e-5)
+    assert sf_ckpt["optimizer"]["param_groups"] == th_ckpt["optimizer"]["param_groups"]
+    for i, state in th_ckpt["optimizer"]["state"].items():
+        for k, v in state.items():
+            assert_close(np.asarray(sf_ckpt["optimizer"]["state"][i][k]), v.numpy(), f"Adam {k} of {i}",
+                         rtol=1e-4, atol=1e-7)

@@ -34,3 +34,17 @@ def write_name_files(path):
     for language, names in NAMES.items():
         with open(os.path.join(path, f"{language}.txt"), "w", encoding="utf-8") as f:
             f.write("\n".join(names) + "\n")
+
+
+def write_nanogpt_data(path, dataset="tiny", vocab_size=32, seed=0):
+    """nanoGPT's prepared-data layout: data/<dataset>/train.bin and val.bin (uint16 token
+    ids, as its prepare.py scripts write them) and meta.pkl with the vocab size."""
+    import pickle
+
+    rng = np.random.default_rng(seed)
+    directory = os.path.join(path, "data", dataset)
+    os.makedirs(directory, exist_ok=True)
+    rng.integers(0, vocab_size, 400).astype(np.uint16).tofile(os.path.join(directory, "train.bin"))
+    rng.integers(0, vocab_size, 200).astype(np.uint16).tofile(os.path.join(directory, "val.bin"))
+    with open(os.path.join(directory, "meta.pkl"), "wb") as f:
+        pickle.dump({"vocab_size": vocab_size}, f)

@@ -23,12 +23,15 @@ load each file twice with :func:`load_pair` (torch, and its imports rewritten to
 
 from __future__ import annotations
 
+import ast
+import sys
+import types
 from pathlib import Path
 
 import numpy as np
 
 import shardflow
-from shardflow.testing.parity import load_torch_file
+from shardflow.testing.parity import load_torch_file, refuse_torch_names, rewrite_imports
 
 HERE = Path(__file__).parent
 
@@ -39,6 +42,45 @@ def load_pair(name: str):
     path = HERE / f"{name}.py"
     return (load_torch_file(path, use_shardflow=False, name=f"public_{name}_torch"),
             load_torch_file(path, use_shardflow=True, name=f"public_{name}_shardflow"))
+
+
+def run_script(path, use_shardflow: bool, argv=(), modules=None, after_imports=None):
+    """Run the script ``path`` as ``python path ARGV`` would (``sys.argv`` set, ``__name__``
+    ``"__main__"``), in this process, with its imports rewritten to shardflow when
+    ``use_shardflow``; ``modules`` (``{name: module}``) stand in ``sys.modules`` for its own
+    sibling imports (``from model import GPT``) while it runs. ``after_imports(module)``, when
+    given, runs once the script's leading import statements have run and before the rest
+    (where :func:`same_draws` goes for a script whose work is at module level). Returns
+    the module with the script's globals."""
+    path = Path(path)
+    source = path.read_text()
+    if use_shardflow:
+        source = rewrite_imports(source)
+    body = ast.parse(source).body
+    split = 0
+    while split < len(body) and isinstance(body[split], ast.Import | ast.ImportFrom | ast.Expr):
+        split += 1  # the docstring and the leading imports
+    module = types.ModuleType("__main__")
+    module.__file__ = str(path)
+    saved_argv, saved_modules = sys.argv, {k: sys.modules.get(k) for k in modules or {}}
+    sys.argv = [str(path), *argv]
+    sys.modules.update(modules or {})
+    try:
+        head, rest = body[:split], body[split:]
+        exec(compile(ast.Module(body=head, type_ignores=[]), str(path), "exec"), module.__dict__)
+        if use_shardflow:
+            refuse_torch_names(module)  # before it runs, not after
+        if after_imports is not None:
+            after_imports(module)
+        exec(compile(ast.Module(body=rest, type_ignores=[]), str(path), "exec"), module.__dict__)
+    finally:
+        sys.argv = saved_argv
+        for k, v in saved_modules.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
+    return module
 
 
 def state_arrays(model) -> dict:
@@ -132,7 +174,9 @@ class _Draws:
         return self._lib.from_numpy(self._rng.permutation(n).astype(np.int64))
 
     def _randint(self, low, high=None, size=None, **kwargs):
-        if high is None:
+        if size is None and isinstance(high, tuple | list):  # randint(high, size)
+            low, high, size = 0, low, high
+        elif high is None:
             low, high = 0, low
         return self._lib.from_numpy(self._rng.integers(low, high, tuple(size)).astype(np.int64))
 
