@@ -8,6 +8,8 @@ of float32 per op, grown by the steps); where a program's own randomness would m
 runs differ (dropout, sampling), the test says how it is made equal (``_harness``).
 """
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -15,13 +17,20 @@ import torch
 import shardflow
 from shardflow.testing.parity import load_torch_file
 
-from .programs._data import write_name_files, write_nanogpt_data, write_synthetic_cora
+from .programs._data import (
+    write_makemore_names,
+    write_name_files,
+    write_nanogpt_data,
+    write_synthetic_cora,
+)
 from .programs._harness import (
     assert_close,
     assert_same_state,
+    attention_key_bias,
     copy_weights,
     dropout_off,
     load_pair,
+    record_calls,
     run_script,
     same_draws,
     same_sampling,
@@ -192,9 +201,9 @@ def test_translation_transformer_trains_like_torch():
     corpus, 2 epochs of 2 batches and a greedy-decoded translation; dropout (modules and
     attention) p=0. The module-level model takes torch's weights after loading.
 
-    The attention's key bias (in_proj_bias[E:2E]) has a zero gradient in exact arithmetic
-    (softmax ignores a score shift shared by all keys), so both frameworks' Adam step it by
-    +-lr on the sign of rounding noise: after 4 steps it is only bounded, |diff| <= 8 lr."""
+    The attention's key bias (in_proj_bias[E:2E]) has a zero gradient in exact arithmetic,
+    so Adam steps it on rounding noise: after 4 steps it is only bounded, |diff| <= 8 lr
+    (``_harness.attention_key_bias``)."""
     th, sf = load_pair("translation_transformer")
     copy_weights(th.transformer, sf.transformer)
     dropout_off(th.transformer, sf.transformer)
@@ -202,16 +211,9 @@ def test_translation_transformer_trains_like_torch():
     sf_hist, sf_translation = sf.main()
     assert_close(sf_hist, th_hist, "train and validation losses")
     assert sf_translation == th_translation
-    lr, emb = th.optimizer.param_groups[0]["lr"], th.EMB_SIZE
-
-    def key_bias(key, value):
-        if key.endswith("in_proj_bias"):
-            mask = np.zeros(value.shape, bool)
-            mask[emb:2 * emb] = True
-            return 8 * lr, mask
-        return None
-
-    assert_same_state(sf.transformer, th.transformer, "Seq2SeqTransformer", rounding_only=key_bias)
+    lr = th.optimizer.param_groups[0]["lr"]
+    assert_same_state(sf.transformer, th.transformer, "Seq2SeqTransformer",
+                      rounding_only=attention_key_bias(th.EMB_SIZE, 8 * lr))
     assert th_hist[-1][0] < th_hist[0][0]
 
 
@@ -254,7 +256,8 @@ def test_mingpt_sorting_demo_trains_like_torch():
     assert len(sf_losses) == len(th_losses) == 8
     assert_close(sf_losses, th_losses, "losses")
     assert (sf_scores, sf_sorted) == (th_scores, th_sorted)
-    assert_same_state(sf_model, th_model, "GPT")
+    # the key bias: zero gradient up to rounding, AdamW steps it on noise (8 steps of lr 5e-4)
+    assert_same_state(sf_model, th_model, "GPT", rounding_only=attention_key_bias(48, 16 * 5e-4))
     assert th_losses[-1] < th_losses[0]
 
 
@@ -282,8 +285,6 @@ def test_nanogpt_train_py_trains_like_torch(tmp_path, monkeypatch):
     with warmup, clip_grad_norm_, estimate_loss and the checkpoint the run saves. get_batch's
     torch.randint gets the same NumPy draws in both runs (after the script's imports).
     Every micro-step loss agrees to 1e-5, and so do the saved checkpoints."""
-    from pathlib import Path
-
     here = Path(__file__).parent / "programs" / "nanogpt"
     monkeypatch.chdir(tmp_path)
     (tmp_path / "configurator.py").write_text((here / "configurator.py").read_text())
@@ -326,3 +327,51 @@ def test_nanogpt_train_py_trains_like_torch(tmp_path, monkeypatch):
         for k, v in state.items():
             assert_close(np.asarray(sf_ckpt["optimizer"]["state"][i][k]), v.numpy(), f"Adam {k} of {i}",
                          rtol=1e-4, atol=1e-7)
+
+
+def _sample_blocks(text: str) -> list:
+    """The sample listings print_samples writes between its lines of dashes."""
+    return [block for i, block in enumerate(text.split("-" * 80)) if i % 2 == 1]
+
+
+@pytest.mark.parametrize("kind", ["bigram", "mlp", "rnn", "gru", "bow", "transformer"])
+def test_makemore_trains_like_torch(kind, tmp_path, monkeypatch, capsys):
+    """Karpathy's makemore.py run as a script (`--type KIND ... --resume`): both runs resume
+    from one work_dir/model.pt that torch wrote, so they start from the same weights through
+    the program's own torch.load path. The split's torch.randperm, the InfiniteDataLoader's
+    RandomSampler and print_samples' torch.multinomial get the same NumPy draws in both
+    runs. 9 AdamW steps, evaluation, the saved model and sampling at step 4 and 8: every
+    training loss to 1e-5, the evaluation losses, and the same sampled names."""
+    here = Path(__file__).parent / "programs" / "makemore.py"
+    monkeypatch.chdir(tmp_path)
+    write_makemore_names(tmp_path)
+    th = load_torch_file(here, use_shardflow=False, name="makemore_torch")
+    words = (tmp_path / "names.txt").read_text().split()
+    config = th.ModelConfig(vocab_size=len(set("".join(words))) + 1, block_size=max(map(len, words)) + 1,
+                            n_layer=2, n_head=2, n_embd=16, n_embd2=16)
+    torch.manual_seed(0)
+    model = th.RNN(config, kind) if kind in ("rnn", "gru") else getattr(
+        th, {"bigram": "Bigram", "mlp": "MLP", "bow": "BoW", "transformer": "Transformer"}[kind])(config)
+    argv = ["--type", kind, "--n-layer", "2", "--n-head", "2", "--n-embd", "16", "--n-embd2", "16",
+            "--batch-size", "8", "--max-steps", "9", "--num-workers", "0", "--resume"]
+    runs = {}
+    for name, use_sf in (("torch", False), ("shardflow", True)):
+        (tmp_path / name).mkdir()
+        torch.save(model.state_dict(), tmp_path / name / "model.pt")
+        losses = []
+
+        def after_imports(g, losses=losses):
+            same_draws((g,), ["randperm", "RandomSampler", "multinomial"])
+            record_calls(g, "F", "cross_entropy", losses, when=lambda: g.torch.is_grad_enabled())
+
+        capsys.readouterr()
+        script = run_script(here, use_sf, argv + ["--work-dir", name], after_imports=after_imports)
+        runs[name] = script, losses, _sample_blocks(capsys.readouterr().out)
+    (th_run, th_losses, th_samples), (sf_run, sf_losses, sf_samples) = runs["torch"], runs["shardflow"]
+    assert len(sf_losses) == len(th_losses) == 9
+    assert_close(sf_losses, th_losses, "training losses")
+    assert_close([sf_run.train_loss, sf_run.test_loss, sf_run.best_loss],
+                 [th_run.train_loss, th_run.test_loss, th_run.best_loss], "evaluation losses")
+    assert len(sf_samples) == len(th_samples) == 2 and sf_samples == th_samples
+    # transformer: the key bias has a zero gradient up to rounding (9 AdamW steps of lr 5e-4)
+    assert_same_state(sf_run.model, th_run.model, kind, rounding_only=attention_key_bias(16, 18 * 5e-4))

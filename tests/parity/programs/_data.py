@@ -48,3 +48,15 @@ def write_nanogpt_data(path, dataset="tiny", vocab_size=32, seed=0):
     rng.integers(0, vocab_size, 200).astype(np.uint16).tofile(os.path.join(directory, "val.bin"))
     with open(os.path.join(directory, "meta.pkl"), "wb") as f:
         pickle.dump({"vocab_size": vocab_size}, f)
+
+
+MAKEMORE_NAMES = ("emma olivia ava isabella sophia charlotte mia amelia harper evelyn abigail emily "
+                  "elizabeth mila ella avery sofia camila aria scarlett victoria madison luna grace "
+                  "chloe penelope layla riley zoey nora lily eleanor hannah lillian addison aubrey "
+                  "ellie stella natalie zoe leah hazel").split()
+
+
+def write_makemore_names(path):
+    """makemore's input: names.txt, one name a line."""
+    with open(os.path.join(path, "names.txt"), "w") as f:
+        f.write("\n".join(MAKEMORE_NAMES) + "\n")

@@ -139,18 +139,63 @@ def dropout_off(*models) -> None:
                 m.dropout = 0.0
 
 
-class _Draws:
-    """The program's ``torch`` module with some random functions replaced by draws from a
-    NumPy generator; every other attribute is the module's own."""
+class _Through:
+    """A module seen through: every attribute is the module's own except those set here."""
 
-    def __init__(self, lib, rng: np.random.Generator, names):
+    def __init__(self, lib):
         self._lib = lib
-        self._rng = rng
-        for name in names:
-            setattr(self, name, getattr(self, f"_{name}"))
 
     def __getattr__(self, name):
         return getattr(self._lib, name)
+
+
+class _Draws(_Through):
+    """The program's ``torch`` module with some random functions replaced by draws from a
+    NumPy generator; every other attribute is the module's own. ``RandomSampler`` replaces
+    ``torch.utils.data.RandomSampler`` (the program's own use of it)."""
+
+    def __init__(self, lib, rng: np.random.Generator, names):
+        super().__init__(lib)
+        self._rng = rng
+        for name in names:
+            if name == "RandomSampler":
+                self.utils = _Through(lib.utils)
+                self.utils.data = _Through(lib.utils.data)
+                self.utils.data.RandomSampler = self._random_sampler()
+            else:
+                setattr(self, name, getattr(self, f"_{name}"))
+
+    def _random_sampler(self):
+        rng = self._rng
+
+        class SharedRandomSampler:
+            """RandomSampler's indices drawn from the shared stream."""
+
+            def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
+                self.n = len(data_source)
+                self.replacement = replacement
+                self.num_samples = self.n if num_samples is None else num_samples
+
+            def __iter__(self):
+                if not self.replacement:
+                    yield from rng.permutation(self.n).tolist()
+                    return
+                for _ in range(self.num_samples):
+                    yield int(rng.integers(self.n))
+
+            def __len__(self):
+                return self.num_samples
+
+        return SharedRandomSampler
+
+    def _multinomial(self, probs, num_samples, replacement=False, **kwargs):
+        if num_samples != 1:
+            raise NotImplementedError("shared multinomial draws: num_samples=1 only")
+        p = np.asarray(probs.detach().numpy(), np.float64)
+        cdf = np.cumsum(p / p.sum(-1, keepdims=True), -1)
+        u = self._rng.random(p.shape[:-1] + (1,))
+        index = np.minimum((cdf < u).sum(-1, keepdims=True), p.shape[-1] - 1)
+        return self._lib.from_numpy(index.astype(np.int64))
 
     def _tensor(self, array, like=None):
         dtype = like.dtype if like is not None else self._lib.float32
@@ -184,10 +229,30 @@ class _Draws:
 def same_draws(programs, names, seed: int = 0) -> None:
     """Give each program's ``torch`` the same draws (a fresh generator seeded ``seed`` each)
     for the functions in ``names`` (``randn_like``, ``rand_like``, ``randn``, ``rand``,
-    ``randint``,
-    ``randperm``)."""
+    ``randint``, ``randperm``, ``multinomial`` with one sample, and ``RandomSampler`` for
+    ``torch.utils.data.RandomSampler``)."""
     for prog in programs:
         prog.torch = _Draws(prog.torch, np.random.default_rng(seed), names)
+
+
+class _Recorder(_Through):
+    def __init__(self, lib, name, into, when):
+        super().__init__(lib)
+        func = getattr(lib, name)
+
+        def recording(*args, **kwargs):
+            out = func(*args, **kwargs)
+            if when():
+                into.append(out.item())
+            return out
+
+        setattr(self, name, recording)
+
+
+def record_calls(program, module_name: str, func_name: str, into: list, when=lambda: True) -> None:
+    """Make ``program.<module_name>.<func_name>`` (e.g. ``F.cross_entropy``) also append its
+    result's ``.item()`` to ``into`` when ``when()``; what the program gets is unchanged."""
+    setattr(program, module_name, _Recorder(getattr(program, module_name), func_name, into, when))
 
 
 def same_sampling(programs, class_name: str = "Categorical", seed: int = 0) -> None:
@@ -232,3 +297,19 @@ def assert_same_state(sf_model, th_model, what: str, rtol: float = 1e-4, atol: f
                 assert_close(v[mask], t[mask], f"{what}: {k} (zero-gradient part)", rtol=0, atol=bound)
                 v, t = v[~mask], t[~mask]
         assert_close(v, t, f"{what}: {k}", rtol, atol)
+
+
+def attention_key_bias(embed_dim: int, bound: float):
+    """``rounding_only`` for :func:`assert_same_state`: the key part (``[E:2E]``) of a fused
+    q/k/v projection bias (``c_attn.bias``, ``in_proj_bias``). Its gradient is zero in exact
+    arithmetic (softmax ignores a score shift shared by every key of a query), so Adam steps
+    it by about +-lr on the sign of rounding noise: it is only bounded, by ``bound``."""
+
+    def key_part(key, value):
+        if not key.endswith(("c_attn.bias", "in_proj_bias")):
+            return None
+        mask = np.zeros(value.shape, bool)
+        mask[embed_dim:2 * embed_dim] = True
+        return bound, mask
+
+    return key_part
