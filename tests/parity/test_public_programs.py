@@ -37,6 +37,9 @@ from .programs._harness import (
     same_weights,
 )
 
+# torch's note when a program asks for pin_memory on a CPU-only machine (minGPT, makemore)
+pytestmark = pytest.mark.filterwarnings("ignore:'pin_memory' argument is set as true")
+
 
 @pytest.fixture(autouse=True)
 def _torch_single_thread():
@@ -242,7 +245,6 @@ def test_char_rnn_classification_trains_like_torch(tmp_path):
     assert_same_state(sf.rnn, th.rnn, "RNN")
 
 
-@pytest.mark.filterwarnings("ignore:'pin_memory' argument is set as true")  # torch's, on CPU
 def test_mingpt_sorting_demo_trains_like_torch():
     """minGPT (model.py, trainer.py, the sorting demo): gpt-nano, AdamW with the decay /
     no-decay groups, clip_grad_norm_, 8 iterations, then greedy generation. The data set
