@@ -249,6 +249,31 @@ class _Recorder(_Through):
         setattr(self, name, recording)
 
 
+class _ModuleRecorder(_Through):
+    def __init__(self, lib, name, into):
+        super().__init__(lib)
+        base = getattr(lib, name)
+        grad_enabled = shardflow.is_grad_enabled if lib.__name__.startswith("shardflow") else None
+        if grad_enabled is None:
+            import torch
+
+            grad_enabled = torch.is_grad_enabled
+
+        def forward(self, *args, **kwargs):
+            out = base.forward(self, *args, **kwargs)
+            into.append((grad_enabled(), out.item()))
+            return out
+
+        setattr(self, name, type(base.__name__, (base,), {"forward": forward}))
+
+
+def record_module_outputs(program, module_name: str, class_name: str, into: list) -> None:
+    """Make the modules ``program.<module_name>.<class_name>(...)`` builds (e.g. a
+    ``nn.CrossEntropyLoss`` criterion) also append ``(grad_enabled, output.item())`` to
+    ``into`` on every call; the outputs are unchanged."""
+    setattr(program, module_name, _ModuleRecorder(getattr(program, module_name), class_name, into))
+
+
 def record_calls(program, module_name: str, func_name: str, into: list, when=lambda: True) -> None:
     """Make ``program.<module_name>.<func_name>`` (e.g. ``F.cross_entropy``) also append its
     result's ``.item()`` to ``into`` when ``when()``; what the program gets is unchanged."""
