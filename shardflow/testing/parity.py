@@ -18,17 +18,16 @@ import sys
 import types
 from pathlib import Path
 
+_TAIL = r"([ \t]*(?:#.*)?)$"  # trailing spaces and a comment, kept as they were
+
 _IMPORT_RULES = [
-    (re.compile(r"^(\s*)import torch\.nn\.functional as (\w+)\s*$", re.M), r"\1import shardflow.nn.functional as \2"),
-    (re.compile(r"^(\s*)import torch\.nn as (\w+)\s*$", re.M), r"\1import shardflow.nn as \2"),
-    (re.compile(r"^(\s*)import torch\.optim as (\w+)\s*$", re.M), r"\1import shardflow.optim as \2"),
-    # any other submodule: import torch.distributed as dist -> import shardflow.distributed ...
-    (re.compile(r"^(\s*)import torch\.([\w.]+) as (\w+)\s*$", re.M), r"\1import shardflow.\2 as \3"),
+    # any submodule with an alias: import torch.distributed as dist -> shardflow.distributed
+    (re.compile(r"^([ \t]*)import torch\.([\w.]+) as (\w+)" + _TAIL, re.M), r"\1import shardflow.\2 as \3\4"),
     # import torch.utils.data (no alias) binds the name torch and loads the submodule
-    (re.compile(r"^([ \t]*)import torch\.([\w.]+)[ \t]*$", re.M),
-     r'\1import shardflow as torch; __import__("shardflow.\2")'),
-    (re.compile(r"^(\s*)import torch\s*$", re.M), r"\1import shardflow as torch"),
-    (re.compile(r"^(\s*)from torch(\.[\w.]+)? import (.+)$", re.M), r"\1from shardflow\2 import \3"),
+    (re.compile(r"^([ \t]*)import torch\.([\w.]+)" + _TAIL, re.M),
+     r'\1import shardflow as torch; __import__("shardflow.\2")\3'),
+    (re.compile(r"^([ \t]*)import torch" + _TAIL, re.M), r"\1import shardflow as torch\2"),
+    (re.compile(r"^([ \t]*)from torch(\.[\w.]+)? import (.+)$", re.M), r"\1from shardflow\2 import \3"),
 ]
 
 

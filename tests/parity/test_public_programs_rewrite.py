@@ -11,9 +11,9 @@ from shardflow.testing.parity import load_torch_file, rewrite_imports
 def test_import_forms_land_on_shardflow(tmp_path):
     path = tmp_path / "prog.py"
     path.write_text(
-        "import torch\n"
+        "import torch  # noqa: F401 (a comment)\n"
         "import torch.utils.data\n"
-        "import torch.nn as nn\n"
+        "import torch.nn as nn  # the layers\n"
         "import torch.distributed as dist\n"
         "from torch import optim\n"
         "from torch.nn import functional as F\n"
@@ -25,6 +25,11 @@ def test_import_forms_land_on_shardflow(tmp_path):
         assert getattr(prog, name).__name__.startswith("shardflow"), name
     assert prog.torch.utils.data.DataLoader.__module__.startswith("shardflow.")
     assert prog.f().__name__ == "shardflow"
+
+
+def test_comments_are_kept_and_torch_prefixed_names_left_alone():
+    assert rewrite_imports("import torch  # why\nimport torchvision\nimport torch.nn as nn # x\n") == (
+        "import shardflow as torch  # why\nimport torchvision\nimport shardflow.nn as nn # x\n")
 
 
 def test_bare_submodule_import_keeps_the_name_torch():

@@ -44,9 +44,10 @@ def load_pair(name: str):
             load_torch_file(path, use_shardflow=True, name=f"public_{name}_shardflow"))
 
 
-def run_script(path, use_shardflow: bool, argv=(), modules=None, after_imports=None):
+def run_script(path, use_shardflow: bool, argv=(), modules=None, after_imports=None, as_main=True):
     """Run the script ``path`` as ``python path ARGV`` would (``sys.argv`` set, ``__name__``
-    ``"__main__"``), in this process, with its imports rewritten to shardflow when
+    ``"__main__"``; with ``as_main=False`` its ``if __name__ == "__main__":`` part does not
+    run, so that the test can call its ``main()`` and get what it returns), in this process, with its imports rewritten to shardflow when
     ``use_shardflow``; ``modules`` (``{name: module}``) stand in ``sys.modules`` for its own
     sibling imports (``from model import GPT``) while it runs. ``after_imports(module)``, when
     given, runs once the script's leading import statements have run and before the rest
@@ -60,7 +61,7 @@ def run_script(path, use_shardflow: bool, argv=(), modules=None, after_imports=N
     split = 0
     while split < len(body) and isinstance(body[split], ast.Import | ast.ImportFrom | ast.Expr):
         split += 1  # the docstring and the leading imports
-    module = types.ModuleType("__main__")
+    module = types.ModuleType("__main__" if as_main else f"{path.stem}_{'shardflow' if use_shardflow else 'torch'}")
     module.__file__ = str(path)
     saved_argv, saved_modules = sys.argv, {k: sys.modules.get(k) for k in modules or {}}
     sys.argv = [str(path), *argv]
