@@ -236,20 +236,6 @@ def same_draws(programs, names, seed: int = 0) -> None:
         prog.torch = _Draws(prog.torch, np.random.default_rng(seed), names)
 
 
-class _Recorder(_Through):
-    def __init__(self, lib, name, into, when):
-        super().__init__(lib)
-        func = getattr(lib, name)
-
-        def recording(*args, **kwargs):
-            out = func(*args, **kwargs)
-            if when():
-                into.append(out.item())
-            return out
-
-        setattr(self, name, recording)
-
-
 class _ModuleRecorder(_Through):
     def __init__(self, lib, name, into):
         super().__init__(lib)
@@ -275,10 +261,38 @@ def record_module_outputs(program, module_name: str, class_name: str, into: list
     setattr(program, module_name, _ModuleRecorder(getattr(program, module_name), class_name, into))
 
 
-def record_calls(program, module_name: str, func_name: str, into: list, when=lambda: True) -> None:
-    """Make ``program.<module_name>.<func_name>`` (e.g. ``F.cross_entropy``) also append its
-    result's ``.item()`` to ``into`` when ``when()``; what the program gets is unchanged."""
-    setattr(program, module_name, _Recorder(getattr(program, module_name), func_name, into, when))
+def _proxy_path(program, dotted: str):
+    """The object at ``program.<dotted>`` seen through :class:`_Through` proxies, made along
+    the path as needed (the program's own attributes then point at them)."""
+    parent = program
+    for part in dotted.split("."):
+        current = getattr(parent, part)
+        if not isinstance(current, _Through):
+            current = _Through(current)
+            setattr(parent, part, current)
+        parent = current
+    return parent
+
+
+def _item(value) -> float:
+    full = getattr(value, "full_tensor", None)  # a DTensor / global tensor: its whole value
+    return float((full() if callable(full) else value).item())
+
+
+def record_calls(program, module_path: str, func_name: str, into: list, when=lambda: True) -> None:
+    """Make ``program.<module_path>.<func_name>`` (``"F"``, ``"cross_entropy"``; or
+    ``"torch.nn.utils"``, ``"clip_grad_norm_"``) also append its result's value to ``into``
+    when ``when()``; what the program gets is unchanged."""
+    owner = _proxy_path(program, module_path)
+    func = getattr(owner, func_name)
+
+    def recording(*args, **kwargs):
+        out = func(*args, **kwargs)
+        if when():
+            into.append(_item(out))
+        return out
+
+    setattr(owner, func_name, recording)
 
 
 def same_sampling(programs, class_name: str = "Categorical", seed: int = 0) -> None:
