@@ -182,3 +182,25 @@ def test_mnist_hogwild_trains_one_shared_model_like_torch(tmp_path, monkeypatch)
         trained = load(run_dir / "MNIST_hogwild.pt")
         moved = max(float(np.abs(np.asarray(trained[k]) - v.numpy()).max()) for k, v in start.state_dict().items())
         assert moved > 1e-3, (name, moved)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "processes started by mp.spawn that meet through MASTER_ADDR/MASTER_PORT "
+    "(init_process_group('gloo', rank=rank, world_size=2)): shardflow's process groups come "
+    "from its launcher (shardflow run / mpiexec), so each spawned process is a world of one "
+    "and init_process_group(world_size=2) raises"))
+def test_ddp_tutorial_spawned_processes_run_like_torch(tmp_path):
+    """pytorch/tutorials ddp_tutorial: demo_basic and demo_checkpoint, each on 2 processes
+    started by mp.spawn that rendezvous through MASTER_ADDR/MASTER_PORT (the usual DDP
+    program shape before torchrun). The tutorial prints only which rank started and
+    finished (its losses and weights are not shown), so both runs must finish and print
+    the same lines. (Its torchrun form matches torch's losses and weights:
+    tests/distributed/test_torchrun_style.py.)"""
+    here = HERE / "ddp_tutorial"
+    outputs = {}
+    for name, use_sf in (("shardflow", True), ("torch", False)):  # shardflow first: it fails first
+        _program_copy(tmp_path / name, here, ("main.py",), use_sf)
+        outputs[name] = sorted(line for line in _run_script_file(tmp_path / name, [], timeout=120).splitlines()
+                               if line.strip())
+    assert outputs["shardflow"] == outputs["torch"]
+    assert len(outputs["torch"]) == 8  # 2 demos x 2 ranks x (started, finished)
