@@ -133,8 +133,12 @@ def test_fsdp2_example_trains_like_torch(tmp_path):
 
 
 def _run_script_file(directory: Path, argv, timeout: float = 300.0) -> str:
-    """``python main.py ARGV`` in ``directory`` (a program that starts its own processes)."""
-    proc = subprocess.run([sys.executable, "main.py", *argv], cwd=directory, env=rank_env({"OMP_NUM_THREADS": "1"}),
+    """``python main.py ARGV`` in ``directory`` (a program that starts its own processes).
+    Output stays block-buffered, so each process writes its lines whole (unbuffered, two
+    processes' prints can interleave within a line)."""
+    env = rank_env({"OMP_NUM_THREADS": "1"})
+    env.pop("PYTHONUNBUFFERED", None)
+    proc = subprocess.run([sys.executable, "main.py", *argv], cwd=directory, env=env,
                           capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, f"main.py failed (rc={proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout
