@@ -45,7 +45,8 @@ from .index import _add_at
 __all__ = ["sparse_coo_tensor", "spmm"]
 
 _SUPPORTED = ("to_dense, coalesce, indices/values, sparse.mm/spmm/mm/matmul/@ with a dense "
-              "matrix, t/transpose, * and / by a number, +/- of sparse tensors, to(device/dtype)")
+              "matrix, t/transpose, * and / by a number, +/- of sparse tensors, dense +/- sparse "
+              "(dense result), to(device/dtype)")
 
 
 class SparseTensor(Tensor):
@@ -288,7 +289,8 @@ class SparseTensor(Tensor):
 
     def __add__(self, other):
         if not isinstance(other, SparseTensor):
-            raise RuntimeError("sparse + dense is not supported; use sparse.to_dense() + dense")
+            raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
+                               "instead (dense + sparse gives a dense tensor)")
         if other._size != self._size:
             raise RuntimeError(f"sparse add: sizes differ, {self._size} and {other._size}")
         from .shape import cat
@@ -299,6 +301,18 @@ class SparseTensor(Tensor):
 
     def __sub__(self, other):
         return self + (-other)
+
+    # dense + sparse / dense - sparse: a dense result (PyTorch's). SparseTensor subclasses
+    # Tensor, so Python asks these reflected forms before Tensor.__add__ / __sub__.
+    def __radd__(self, other):
+        if isinstance(other, Tensor):
+            return other + self.to_dense()
+        raise RuntimeError("a sparse tensor can be added to a tensor only")
+
+    def __rsub__(self, other):
+        if isinstance(other, Tensor):
+            return other - self.to_dense()
+        raise RuntimeError("a sparse tensor can be subtracted from a tensor only")
 
     def __repr__(self) -> str:
         return _sparse_repr(self)

@@ -3,8 +3,12 @@
 ``load_torch_file(path, use_shardflow=True)`` reads the file, rewrites its ``torch`` imports
 (``import torch`` -> ``import shardflow as torch``, ``import torch.nn as nn`` ->
 ``import shardflow.nn as nn``, ``from torch.nn import functional as F`` -> ``from
-shardflow.nn import functional as F`` ...) and executes it as a fresh module. Nothing else in
-the file changes: this is the compatibility promise made to PyTorch users, tested literally.
+shardflow.nn import functional as F``, ``import torch.utils.data`` -> ``shardflow`` bound to
+the name ``torch`` with ``shardflow.utils.data`` loaded ...) and executes it as a fresh
+module. Nothing else in the file changes: this is the compatibility promise made to PyTorch
+users, tested literally. A rewritten module with a global that still comes from PyTorch (an
+import form these rules miss, torchvision) raises ImportError naming it instead of running
+on torch.
 """
 
 from __future__ import annotations
@@ -14,14 +18,16 @@ import sys
 import types
 from pathlib import Path
 
+_TAIL = r"([ \t]*(?:#.*)?)$"  # trailing spaces and a comment, kept as they were
+
 _IMPORT_RULES = [
-    (re.compile(r"^(\s*)import torch\.nn\.functional as (\w+)\s*$", re.M), r"\1import shardflow.nn.functional as \2"),
-    (re.compile(r"^(\s*)import torch\.nn as (\w+)\s*$", re.M), r"\1import shardflow.nn as \2"),
-    (re.compile(r"^(\s*)import torch\.optim as (\w+)\s*$", re.M), r"\1import shardflow.optim as \2"),
-    # any other submodule: import torch.distributed as dist -> import shardflow.distributed ...
-    (re.compile(r"^(\s*)import torch\.([\w.]+) as (\w+)\s*$", re.M), r"\1import shardflow.\2 as \3"),
-    (re.compile(r"^(\s*)import torch\s*$", re.M), r"\1import shardflow as torch"),
-    (re.compile(r"^(\s*)from torch(\.[\w.]+)? import (.+)$", re.M), r"\1from shardflow\2 import \3"),
+    # any submodule with an alias: import torch.distributed as dist -> shardflow.distributed
+    (re.compile(r"^([ \t]*)import torch\.([\w.]+) as (\w+)" + _TAIL, re.M), r"\1import shardflow.\2 as \3\4"),
+    # import torch.utils.data (no alias) binds the name torch and loads the submodule
+    (re.compile(r"^([ \t]*)import torch\.([\w.]+)" + _TAIL, re.M),
+     r'\1import shardflow as torch; __import__("shardflow.\2")\3'),
+    (re.compile(r"^([ \t]*)import torch" + _TAIL, re.M), r"\1import shardflow as torch\2"),
+    (re.compile(r"^([ \t]*)from torch(\.[\w.]+)? import (.+)$", re.M), r"\1from shardflow\2 import \3"),
 ]
 
 
@@ -40,4 +46,24 @@ def load_torch_file(path, use_shardflow: bool = True, name: str | None = None) -
     module.__file__ = str(path)
     sys.modules[module.__name__] = module  # dataclasses and pickling look the module up
     exec(compile(source, str(path), "exec"), module.__dict__)
+    if use_shardflow:
+        refuse_torch_names(module)
     return module
+
+
+def refuse_torch_names(module: types.ModuleType) -> None:
+    """A rewritten program that still reaches PyTorch (an import form the rules above do not
+    know, or a package such as torchvision that imports torch) would run on torch and pass
+    a parity test vacuously: refuse it, naming the global."""
+    for name, value in vars(module).items():
+        if isinstance(value, types.ModuleType):
+            origin = value.__name__
+        else:
+            origin = getattr(value, "__module__", None)
+            if not isinstance(origin, str):
+                continue
+        if origin == "torch" or origin.startswith(("torch.", "torchvision", "torchaudio")):
+            raise ImportError(
+                f"{module.__file__}: after rewriting its imports to shardflow, the global "
+                f"{name!r} still comes from {origin!r}; add a rule for that import form to "
+                "shardflow.testing.parity or drop the import from the program")

@@ -157,6 +157,25 @@ def test_errors():
     with pytest.raises(RuntimeError, match="does not support sparse tensors.*to_dense"):
         S.exp()
     with pytest.raises(RuntimeError, match="does not support sparse tensors"):
+        shardflow.maximum(shardflow.ones(3, 4), S)
+    with pytest.raises(RuntimeError, match="must match the size"):  # dense + sparse broadcasts
         shardflow.ones(3) + S
     with pytest.raises(TypeError, match="to_dense"):
         S.numpy()
+
+
+def test_dense_plus_sparse_is_dense_and_sparse_plus_dense_refused_like_torch():
+    d = np.random.default_rng(3).standard_normal((3, 4)).astype(np.float32)
+    outs = []
+    for lib in (shardflow, torch):
+        x = lib.tensor(d, requires_grad=True)
+        vals = lib.tensor(V, requires_grad=True)
+        s = lib.sparse_coo_tensor(lib.tensor(I), vals, (3, 4))  # duplicated entries add up
+        out = (x + s) * 2 - (x - s) * 3 + lib.eye(3, 4) + s
+        assert out.layout == lib.strided and not out.is_sparse
+        (out * out).sum().backward()
+        outs.append((out.detach().numpy(), x.grad.numpy(), vals.grad.numpy()))
+        with pytest.raises(RuntimeError, match=r"add\(sparse, dense\) is not supported"):
+            s + x
+    for a, b in zip(*outs):
+        np.testing.assert_allclose(a, b, rtol=1e-5)

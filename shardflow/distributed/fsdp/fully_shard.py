@@ -64,6 +64,7 @@ from ...nn.parallel.reducer import reducers_of
 from ..full_state import params_by_index
 from ..placement import placement as Placement
 from ._param_group import SHARDED, FSDPParamGroup
+from .mixed_precision import MixedPrecisionPolicy
 from .offload import OffloadPolicy
 
 __all__ = ["fully_shard", "FSDPModule"]
@@ -414,7 +415,8 @@ def fully_shard(module, *, mesh=None, reshard_after_forward: bool = True,
     gradients are reduced (ZeRO-2: one all-gather per step). ``offload_policy``:
     :class:`CPUOffloadPolicy` keeps shards and optimizer state in host memory (on the CPU
     backend they already are: a no-op with the same results). ``shard_placement_fn`` and
-    ``mp_policy`` are not supported (dim-0 shards, the parameters' own dtype).
+    a ``mp_policy`` that casts are not supported (dim-0 shards, the parameters' own dtype;
+    the default ``MixedPrecisionPolicy()`` casts nothing and is accepted).
     Returns ``module`` (its class becomes ``FSDP<Class>``).
     """
     from ...nn.parallel import DistributedDataParallel
@@ -430,10 +432,18 @@ def fully_shard(module, *, mesh=None, reshard_after_forward: bool = True,
             "fully_shard(model) instead of fully_shard(DDP(model))")
     if "_fsdp_state" in module.__dict__:
         raise RuntimeError(f"fully_shard: {label} is already fully_shard-ed; call it once per module")
-    if shard_placement_fn is not None or mp_policy is not None:
+    if shard_placement_fn is not None:
         raise NotImplementedError(
-            "fully_shard: shard_placement_fn and mp_policy are not supported; parameters are "
-            "sharded on dim 0 and computed in their own dtype (cast the model first)")
+            "fully_shard: shard_placement_fn is not supported; parameters are sharded on dim 0")
+    if mp_policy is not None:
+        if not isinstance(mp_policy, MixedPrecisionPolicy):
+            raise TypeError(f"mp_policy must be a MixedPrecisionPolicy, got {type(mp_policy).__name__}")
+        if mp_policy.casts():
+            raise NotImplementedError(
+                f"fully_shard: mp_policy={mp_policy} asks for casts ({mp_policy.casts()}), which "
+                "are not supported: parameters are computed and gradients reduced in their own "
+                "dtype. Cast the model first (model.to(torch.bfloat16)), or pass "
+                "MixedPrecisionPolicy() / no mp_policy")
     if offload_policy is not None and not isinstance(offload_policy, OffloadPolicy):
         raise TypeError(f"offload_policy must be an OffloadPolicy / CPUOffloadPolicy, got "
                         f"{type(offload_policy).__name__}")
