@@ -4,14 +4,32 @@
 registers its functional form here under its PyTorch name (``register("add")``), and
 ``Tensor.add`` looks the name up in ``OPS``.
 
-One route for every op. ``register`` returns a thin wrapper, and that wrapper is what the
-module-level name, the ``OPS`` entry, ``shardflow.<name>`` and ``nn.functional`` all call.
-While no placement exists the wrapper only checks one variable and calls the op. The
+One route for every op. ``register`` returns a thin wrapper (the *routed* form), and that
+wrapper is what the module-level name, ``shardflow.<name>`` and ``nn.functional`` call.
+While no hook is installed the wrapper only checks one variable and calls the op. The
 distributed layer (L6) installs a *global handler* with :func:`set_global_handler` when the
 first placement (mesh) is made (``shardflow/distributed/route.py``: ``enable()``, undone by
 ``disable()``); from then on the handler sees every op call first, and handles it when an
 argument is a global tensor (sbp rules, boxing), otherwise it calls the plain op. This is
 the only way an upper layer changes how ops run.
+
+The ``OPS`` table (what ``Tensor`` methods and operators call: ``x * y`` is
+``OPS["mul"](x, y)``) holds the *plain* functions while no hook is installed, and the routed
+forms while one is (:func:`_compose` swaps them, a C-level ``dict.update``): the routed
+wrapper's ``*args, **kwargs`` call costs about 1,500 instructions, a tenth of a 16-element
+op, and only a hook needs it. So code must look ops up in ``OPS`` when it calls them (as
+``Tensor`` does), never keep an entry; ``plain(name)`` is the unrouted function either way.
+One difference while no hook is installed: a ``MetaTensorError`` raised directly by an op
+reached through a Tensor method is named by the innermost routed op inside it, if any.
+
+Tensor methods. Every registered name is also a method of ``Tensor`` (``x.exp()``,
+``x.sum(1)``), unless ``tensor.py`` spells that method out: ``register`` sets the routed
+function as a class attribute of the class ``tensor.py`` names with :func:`set_method_owner`.
+Why not ``Tensor.__getattr__`` (looking names up in ``OPS`` on a miss, as before): CPython
+3.11 specialises attribute reads (``t.array``, ``t.requires_grad``, ``t.add``) only for
+classes whose ``tp_getattro`` is the generic one, and defining ``__getattr__`` replaces it,
+so *every* attribute read of every Tensor took the slow generic path (measured: 10% of a
+16-element op's instructions, scripts/op_cost.py).
 
 Autocast (L5, ``shardflow.amp``) installs its hook with :func:`set_autocast_handler` while
 an enabled autocast region is open; it is composed into the same slot (outermost, with
@@ -25,7 +43,9 @@ from collections.abc import Callable
 
 from ..backend.meta import MetaTensorError
 
-OPS: dict[str, Callable] = {}
+OPS: dict[str, Callable] = {}  # name -> plain function (no hook installed) or routed form
+_PLAIN: dict[str, Callable] = {}
+_ROUTED: dict[str, Callable] = {}
 
 # The global-tensor handler: ``handler(name, func, args, kwargs)``; None until the distributed
 # layer installs one. A one-element list so the wrappers read it without a global statement.
@@ -53,6 +73,7 @@ def _compose() -> None:
 
     # autocast outermost: it casts, then the call goes on as without it
     _global_handler[0] = inner if a is None else functools.partial(a, nxt=inner or _call_plain)
+    OPS.update(_PLAIN if _global_handler[0] is None else _ROUTED)
 
 
 def set_global_handler(handler: Callable | None) -> None:
@@ -101,10 +122,43 @@ def register(name: str, *aliases: str):
         routed.__wrapped__ = func
         routed.op_name = name
         for n in (name, *aliases):
-            OPS[n] = routed
+            _PLAIN[n] = func
+            _ROUTED[n] = routed
+            OPS[n] = func if handler[0] is None else routed
+            _install_method(n, routed)
         return routed
 
     return deco
+
+
+# The class whose methods the registered ops become (autograd's Tensor, named by tensor.py),
+# and the method names this module set on it (re-registering a name replaces its method).
+_method_owner: list[type | None] = [None]
+_installed_methods: set[str] = set()
+
+
+def set_method_owner(cls: type) -> None:
+    """Make every registered op (now and later) a method of ``cls``: ``x.name(...)`` calls
+    ``OPS[name](x, ...)``. Names ``cls`` defines itself (or inherits) keep their own
+    method; dunder names are never set."""
+    _method_owner[0] = cls
+    for name, f in _ROUTED.items():  # the routed forms: a method must see the hooks
+        _install_method(name, f)
+
+
+def method_names() -> list[str]:
+    """The method names :func:`set_method_owner`'s class got from the op table."""
+    return sorted(_installed_methods)
+
+
+def _install_method(name: str, routed: Callable) -> None:
+    cls = _method_owner[0]
+    if cls is None or name.startswith("__"):
+        return
+    if name not in _installed_methods and hasattr(cls, name):
+        return  # spelled out by the class (a method, property or slot): it wins
+    setattr(cls, name, routed)
+    _installed_methods.add(name)
 
 
 class _MissingOp:
@@ -119,5 +173,12 @@ class _MissingOp:
 
 
 def op(name: str) -> Callable:
+    """The op ``name`` as ``OPS`` has it now (call it now: see the module docstring)."""
     f = OPS.get(name)
+    return f if f is not None else _MissingOp(name)
+
+
+def plain(name: str) -> Callable:
+    """The registered function ``name`` without the hook route (what a hook calls)."""
+    f = _PLAIN.get(name)
     return f if f is not None else _MissingOp(name)

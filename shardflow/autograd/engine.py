@@ -48,12 +48,76 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, capture=None):
         grads, roots = _seed_roots(tensors, grad_tensors, capture)
         deps = _collect_dependencies(roots)
         ready = [fn for fn in dict.fromkeys(roots) if deps.get(fn, 0) == 0]
+        # The loop inlines the common case of steps 3-5 (a one-output node, no hooks, no
+        # capture; gradients of the expected shapes): each helper call would cost about as much
+        # as a small op's arithmetic. Everything else goes to the named helpers.
         while ready:
             fn = ready.pop()
-            in_grads = _backward_node(fn, grads.pop(fn, None), capture)
+            gouts = grads.pop(fn, None)
+            if fn._freed:
+                _raise_freed(fn)
+            if gouts is None:
+                in_grads = None
+            elif fn._pre_hooks or capture is not None or fn._out_meta is not None:
+                in_grads = _backward_node(fn, gouts, capture)
+            else:
+                g = gouts[0]
+                if g is None:
+                    in_grads = None
+                else:
+                    saved = fn._saved_versions
+                    if saved is not None:
+                        for k in range(0, len(saved), 3):
+                            if saved[k][0] != saved[k + 1]:
+                                _check_versions(fn)  # raises, naming the tensor
+                    in_grads = fn.backward(g)
+                    if type(in_grads) is not tuple:
+                        in_grads = (in_grads,)
+                    if len(in_grads) != len(fn.next):
+                        in_grads = _check_gradient_count(fn, in_grads)
             if not retain_graph:
-                fn.release()
-            _send_gradients(fn, in_grads, grads, deps, ready, capture)
+                fn.__dict__.clear()  # Function.release(), inlined
+                fn._freed = True
+            if in_grads is None or capture is not None:
+                _send_gradients(fn, in_grads, grads, deps, ready, capture)
+                continue
+            for i, edge in enumerate(fn.next):  # _send_gradients, inlined
+                if edge is None:
+                    continue
+                node, idx = edge
+                g = in_grads[i]
+                if isinstance(node, Function):
+                    if g is not None:
+                        meta = node._out_meta
+                        expected = node._out_shape if meta is None else meta[idx][0]
+                        if g.shape != expected:
+                            g = _fit_gradient(fn, i, g, expected)
+                        slot = grads.get(node)
+                        if slot is None:
+                            if meta is None:
+                                grads[node] = [g]
+                            else:
+                                slot = grads[node] = [None] * len(meta)
+                                slot[idx] = g
+                        else:
+                            prev = slot[idx]
+                            slot[idx] = g if prev is None else prev + g
+                    left = deps[node] - 1
+                    deps[node] = left
+                    if left == 0:
+                        ready.append(node)
+                else:
+                    if g is not None:
+                        if g.shape != node.array.shape:
+                            g = _fit_gradient(fn, i, g, node.array.shape)
+                        prev = grads.get(node)
+                        grads[node] = g if prev is None else prev + g
+                    left = deps[node] - 1
+                    deps[node] = left
+                    if left == 0:
+                        g_leaf = grads.pop(node, None)
+                        if g_leaf is not None:
+                            _accumulate_leaf(node, g_leaf)
     finally:
         exit_quiet(token)
 
@@ -291,14 +355,34 @@ def _raise_freed(fn) -> None:
 
 
 def _check_versions(fn: Function) -> None:
-    for counter, version, shape in fn._saved_versions:
+    saved = fn._saved_versions
+    for k in range(0, len(saved), 3):
+        counter, version, index = saved[k:k + 3]
         if counter[0] != version:
             raise RuntimeError(
                 f"one of the tensors needed for gradient computation has been modified by an "
-                f"inplace operation: a tensor of shape {tuple(shape)} saved by {fn.name()} is "
+                f"inplace operation: {_saved_tensor_name(fn, index)} saved by {fn.name()} is "
                 f"at version {counter[0]}; expected version {version}. Use an out-of-place "
                 "op (e.g. x = x * 2 instead of x *= 2) or .clone() the tensor before changing it."
             )
+
+
+def _saved_tensor_name(fn: Function, index: int) -> str:
+    """'output 0' / 'input 1' of ``fn``, with its shape where the graph records it (the
+    producer's output shape, or the leaf's; an input that needs no gradient has no edge)."""
+    if index < 0:
+        k = -1 - index
+        shape = fn._out_shape if fn._out_meta is None else fn._out_meta[k][0]
+        return f"a tensor of shape {tuple(shape)} (output {k})"
+    edge = fn.next[index] if index < len(fn.next) else None
+    if edge is None:
+        return f"input {index}"
+    node, k = edge
+    if isinstance(node, Function):
+        shape = node._out_shape if node._out_meta is None else node._out_meta[k][0]
+    else:
+        shape = node.array.shape
+    return f"a tensor of shape {tuple(shape)} (input {index})"
 
 
 def _add(a, b):

@@ -12,7 +12,9 @@ in-place op rebase a tensor's history without making a cycle.
 
 Saved-tensor checks: a subclass declares which inputs its backward reads (``save_inputs``,
 indices; default all) and whether it reads its output (``save_output``). ``apply`` records
-their version counters; the engine refuses to run backward if one changed in between.
+their version counters (``_saved_versions``: a flat tuple of counter, version, input index
+per saved tensor; index -1-k for output k); the engine refuses to run backward if one
+changed in between.
 
 What ``backward`` returns: one gradient (or None) per positional argument of ``apply``, each
 of that argument's shape; the engine checks both (``engine._check_gradient_count``,
@@ -25,19 +27,25 @@ backward unless ``retain_graph=True``.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..backend import device_of, to_device
 from . import grad_mode
+from .grad_mode import _off as _grad_off
 from .tensor import Tensor, _wrap
+
+_new_tensor = object.__new__
+_ndarray = np.ndarray
+_np_generic = np.generic
+_np_asarray = np.asarray
 
 
 class Function:
     __slots__ = ("next", "_freed", "_pre_hooks", "_saved_versions", "_out_meta", "_out_shape",
-                 "__dict__")
+                 "needs_input_grad", "__dict__")
 
     save_inputs: tuple[int, ...] | None = None  # None: every Tensor input may be read
     save_output: bool = False
-
-    needs_input_grad: tuple[bool, ...]
 
     def forward(self, *arrays, **params):  # pragma: no cover - interface
         raise NotImplementedError
@@ -47,65 +55,77 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **params):
-        """Run the op on Tensors (and plain values), recording the graph when needed."""
+        """Run the op on Tensors (and plain values), recording the graph when needed.
+
+        This is the per-op hot path (a 16-element op costs a few microseconds, and this
+        method is most of it): one pass over ``args`` collects the arrays, the graph edges
+        and the saved inputs' version counters; no generator, comprehension or helper call.
+        """
         fn = cls()
         arrays = []
         edges = []
+        needs = []
         need = False
         array_type = None  # NumPy's or CuPy's: a second kind means tensors on two devices
         for a in args:
             if isinstance(a, Tensor):
                 arr = a.array
-                if array_type is None:
+                if type(arr) is not array_type:
+                    if array_type is not None:
+                        return _apply_on_one_device(cls, args, params)
                     array_type = type(arr)
-                elif type(arr) is not array_type:
-                    arrays = _same_device_arrays(cls, args)
-                    return cls.apply(*[_wrap(x) if isinstance(t, Tensor) and x is not t.array else t
-                                       for t, x in zip(args, arrays)], **params)
                 arrays.append(arr)
                 if a.requires_grad:
                     need = True
-                    edges.append((a.grad_fn, a._output_nr) if a.grad_fn is not None else (a, 0))
-                else:
-                    edges.append(None)
+                    producer = a.grad_fn
+                    edges.append((a, 0) if producer is None else (producer, a._output_nr))
+                    needs.append(True)
+                    continue
             else:
                 arrays.append(a)
-                edges.append(None)
-        if not need or not grad_mode._state.enabled:
+            edges.append(None)
+            needs.append(False)
+        if not need or (_grad_off[0] and not grad_mode._state.enabled):
             out = fn.forward(*arrays, **params)
-            if isinstance(out, tuple):
+            if type(out) is tuple:
                 return tuple(_wrap(o) for o in out)
             return _wrap(out)
 
-        fn.needs_input_grad = tuple(e is not None for e in edges)
-        out = fn.forward(*arrays, **params)
+        fn.needs_input_grad = tuple(needs)
+        out = fn.forward(*arrays, **params) if params else fn.forward(*arrays)
         fn._freed = False
         fn._pre_hooks = None
-        fn.next = edges
+        fn.next = tuple(edges)
         saved = cls.save_inputs
-        if saved is None:
-            fn._saved_versions = [
-                (a._version, a._version[0], a.array.shape) for a in args if isinstance(a, Tensor)
-            ]
-        elif saved:
-            fn._saved_versions = [
-                (args[i]._version, args[i]._version[0], args[i].array.shape)
-                for i in saved
-                if isinstance(args[i], Tensor)
-            ]
-        else:
+        if saved == ():
             fn._saved_versions = None
-        if isinstance(out, tuple):
-            fn._out_meta = [(o.shape, o.dtype) for o in out]
-            outs = tuple(
-                _wrap(o, o.dtype.kind == "f" or o.dtype.kind == "V", fn, i) for i, o in enumerate(out)
-            )
-            if cls.save_output:
-                _record_output_versions(fn, outs)
-            return outs
+        else:
+            # counter, version at save, input index: three entries per saved Tensor input,
+            # in one flat tuple (one allocation); the engine compares before backward
+            versions = []
+            for i in range(len(args)) if saved is None else saved:
+                a = args[i]
+                if isinstance(a, Tensor):
+                    counter = a._version
+                    versions += (counter, counter[0], i)
+            fn._saved_versions = tuple(versions) if versions else None
+        if type(out) is tuple:
+            return _link_outputs(fn, out)
         fn._out_meta = None
         fn._out_shape = out.shape  # the engine checks the gradient it receives against it
-        t = _wrap(out, True, fn, 0)
+        # _wrap(out, True, fn, 0), inlined
+        if type(out) is not _ndarray and isinstance(out, _np_generic):
+            out = _np_asarray(out)
+        t = _new_tensor(Tensor)
+        t.array = out
+        t.requires_grad = True
+        t.grad = None
+        t.grad_fn = fn
+        t._output_nr = 0
+        t._version = [0]
+        t._hooks = None
+        t._post_hooks = None
+        t._spec = None
         if cls.save_output:
             _record_output_versions(fn, (t,))
         return t
@@ -121,7 +141,7 @@ class Function:
         fn.__dict__.update(attrs)
         fn._freed = False
         fn._pre_hooks = None
-        fn.next = []
+        fn.next = ()
         fn._saved_versions = None
         fn.needs_input_grad = ()
         fn._out_meta = [(a.shape, a.dtype) for a in arrays]
@@ -139,9 +159,95 @@ class Function:
         return f"<{self.name()}>"
 
 
+def apply_binary(cls, a: Tensor, b: Tensor):
+    """``cls.apply(a, b)`` for two Tensors and no keyword parameters: the binary ops' hot
+    path (``x * y``, ``x + y``, ``x @ w``). The same node, edges, saved versions and
+    output as ``apply`` makes, with the per-argument loop unrolled and no list
+    building; keep the two in step (tests/autograd compares their graphs)."""
+    x = a.array
+    y = b.array
+    if type(x) is not type(y):
+        return cls.apply(a, b)
+    fn = cls()
+    if a.requires_grad:
+        producer = a.grad_fn
+        ea = (a, 0) if producer is None else (producer, a._output_nr)
+    else:
+        ea = None
+    if b.requires_grad:
+        producer = b.grad_fn
+        eb = (b, 0) if producer is None else (producer, b._output_nr)
+    else:
+        eb = None
+    if (ea is None and eb is None) or (_grad_off[0] and not grad_mode._state.enabled):
+        out = fn.forward(x, y)
+        return tuple(_wrap(o) for o in out) if type(out) is tuple else _wrap(out)
+
+    fn.needs_input_grad = _NEEDS2[ea is not None][eb is not None]
+    out = fn.forward(x, y)
+    fn._freed = False
+    fn._pre_hooks = None
+    fn.next = (ea, eb)
+    saved = cls.save_inputs
+    if saved is None or len(saved) == 2:
+        ca = a._version
+        cb = b._version
+        fn._saved_versions = (ca, ca[0], 0, cb, cb[0], 1)
+    elif saved:
+        t = a if saved[0] == 0 else b
+        fn._saved_versions = (t._version, t._version[0], saved[0])
+    else:
+        fn._saved_versions = None
+    if type(out) is tuple:
+        return _link_outputs(fn, out)
+    fn._out_meta = None
+    fn._out_shape = out.shape
+    if type(out) is not _ndarray and isinstance(out, _np_generic):
+        out = _np_asarray(out)
+    t = _new_tensor(Tensor)
+    t.array = out
+    t.requires_grad = True
+    t.grad = None
+    t.grad_fn = fn
+    t._output_nr = 0
+    t._version = [0]
+    t._hooks = None
+    t._post_hooks = None
+    t._spec = None
+    if cls.save_output:
+        _record_output_versions(fn, (t,))
+    return t
+
+
+# needs_input_grad of a two-input node, by whether each input needs a gradient
+_NEEDS2 = (((False, False), (False, True)), ((True, False), (True, True)))
+
+
+def _link_outputs(fn: Function, out: tuple) -> tuple:
+    """The output Tensors of a node whose forward returned several arrays (integer and bool
+    outputs are never differentiable)."""
+    fn._out_meta = [(o.shape, o.dtype) for o in out]
+    outs = tuple(
+        _wrap(o, o.dtype.kind == "f" or o.dtype.kind == "V", fn, i) for i, o in enumerate(out)
+    )
+    if type(fn).save_output:
+        _record_output_versions(fn, outs)
+    return outs
+
+
 def _record_output_versions(fn: Function, outs) -> None:
-    extra = [(t._version, t._version[0], t.array.shape) for t in outs]
+    """Add the outputs' version counters (index -1 - output number) to the saved ones."""
+    extra = ()
+    for k, t in enumerate(outs):
+        extra += (t._version, t._version[0], -1 - k)
     fn._saved_versions = extra if fn._saved_versions is None else fn._saved_versions + extra
+
+
+def _apply_on_one_device(cls, args, params):
+    """``cls.apply`` when the tensor arguments are on two devices (see _same_device_arrays)."""
+    arrays = _same_device_arrays(cls, args)
+    return cls.apply(*[_wrap(x) if isinstance(t, Tensor) and x is not t.array else t
+                       for t, x in zip(args, arrays)], **params)
 
 
 def _same_device_arrays(cls, args) -> list:

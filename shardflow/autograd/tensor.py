@@ -26,7 +26,7 @@ from ..backend import shared_memory as shm
 from ..backend.layout import strided
 from ..backend.meta import MetaArray
 from . import _tensor_str, grad_mode, legacy_types
-from .dispatch import OPS
+from .dispatch import OPS, set_method_owner
 
 
 def _wrap(array, requires_grad=False, grad_fn=None, output_nr=0, version=None):
@@ -343,8 +343,10 @@ class Tensor:
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self.array.shape[0]))
 
-    def __hash__(self):
-        return id(self)
+    # Identity hashing (``__eq__`` is elementwise, so Python would drop the inherited hash).
+    # object's own slot, not a Python ``def``: the backward engine keys its dicts by leaf
+    # tensors, and a Python-level __hash__ costs a frame per lookup.
+    __hash__ = object.__hash__
 
     def __reduce_ex__(self, protocol):
         return (_rebuild, (self.numpy().copy(), self.requires_grad))
@@ -795,13 +797,20 @@ class Tensor:
     def contiguous(self, memory_format=None):
         return OPS["contiguous"](self)
 
-    def __getattr__(self, name):
-        # Unary/reduction/shape methods not spelled out above: x.exp(), x.sum(dim) ...
-        # (__getattr__ runs only when normal lookup fails, so it costs nothing on the hot path).
-        if name.startswith("__") or name not in OPS:
-            raise AttributeError(f"'Tensor' object has no attribute '{name}'")
-        f = OPS[name]
-        return lambda *args, **kwargs: f(self, *args, **kwargs)
+    # Methods of global tensors: the distributed layer adds these ops to the table when the
+    # first placement is made (``distributed/route.py``). Ops registered with ``register``
+    # become methods by themselves (``dispatch.set_method_owner``, at the end of this file).
+    def to_global(self, *args, **kwargs):
+        return _global_op("to_global")(self, *args, **kwargs)
+
+    def to_local(self, *args, **kwargs):
+        return _global_op("to_local")(self, *args, **kwargs)
+
+    def redistribute(self, *args, **kwargs):
+        return _global_op("redistribute")(self, *args, **kwargs)
+
+    def full_tensor(self, *args, **kwargs):
+        return _global_op("full_tensor")(self, *args, **kwargs)
 
     # Shape methods whose Tensor form takes varargs, unlike the functional form.
     def view(self, *shape):
@@ -884,6 +893,15 @@ class _RemovableHandle:
             pass
 
 
+def _global_op(name: str):
+    f = OPS.get(name)
+    if f is None:
+        raise RuntimeError(
+            f"Tensor.{name}() works on global tensors, which need a placement: make one first "
+            f"(shardflow.placement('cpu', ranks) or init_device_mesh), then call {name}")
+    return f
+
+
 def _rebuild(array, requires_grad):
     return Tensor(array, requires_grad=requires_grad)
 
@@ -951,3 +969,7 @@ def _check_inplace_cast(src, dst) -> None:
             f"result type {np.dtype(src).name} can't be cast to the desired output type "
             f"{np.dtype(dst).name} of this in-place op; use the out-of-place form (t = t + x) "
             f"or convert the tensor first (t = t.to(float32))")
+
+
+# Every registered op is a Tensor method unless spelled out above (see dispatch.py).
+set_method_owner(Tensor)

@@ -445,7 +445,7 @@ class FusedFunction(Function):
     def forward(self, *arrays, group=None):
         self.group = group
         ins = group.prepare(arrays)
-        if "needs_input_grad" in self.__dict__:  # set by apply when a backward may follow
+        if getattr(self, "needs_input_grad", None) is not None:  # set by apply when a backward may follow
             outs, self.sd, self.ins = group.forward_train(ins, self.needs_input_grad)
         else:
             outs = group.forward(ins)

@@ -224,7 +224,7 @@ def split_linear_bias(g: Graph) -> int:
     todo = {i for i, n in enumerate(g.nodes) if wanted(i, n)}
     if not todo:
         return 0
-    add = dispatch.OPS["add"].__wrapped__
+    add = dispatch.plain("add")
     new_nodes: list[Node] = []
     new_meta: dict = {}
     where: dict[int, int] = {}

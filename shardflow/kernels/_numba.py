@@ -1,4 +1,5 @@
-"""The one adapter to Numba (optional dependency, imported lazily on the first kernel call).
+"""The one adapter to Numba (a base dependency, imported lazily on the first kernel call;
+shardflow still runs without it, on the NumPy path).
 
 A kernel module writes its loops as plain Python functions over NumPy arrays (``prange``
 from this module for the parallel loops) and wraps each with ``kernel(fn)``. Nothing is
@@ -19,6 +20,21 @@ region and take the cores from the BLAS threads of the next GEMM (measured: the 
 59 ms with workqueue, 95 ms with omp). ``workqueue`` must not be entered by two Python
 threads at once, so calls are serialised with a lock on that layer.
 
+Parallel or serial build. A kernel is compiled with ``parallel=True`` only when it will run
+on more than one thread; with one thread (``shardflow run`` gives each rank cores / ranks,
+and machines with at most 2 CPUs default to 1, see ``_default_threads``) it is compiled as a
+serial loop (``prange`` as ``range``): the same code, and numba compiles it about 3.5x faster
+(gelu backward 0.25 s vs 0.82 s; the parfor passes are most of a parallel compile). The two
+builds have their own disk-cache entries (the serial copy's ``__qualname__`` ends in
+``__serial``: numba names cache files after it).
+
+Compiling once per machine: two ranks starting at once would each compile every kernel
+(twice the CPU on a machine that has none to spare) and write the same cache files. The first
+call of each specialisation holds an exclusive file lock next to the kernel's cache files
+(``_CacheLock``) while numba compiles (or loads) it; the second rank waits, then finds the
+first one's cache entry and loads it in milliseconds. The wait is bounded (``LOCK_TIMEOUT_S``):
+past it the rank compiles on its own, as it would without the lock.
+
 Fork: a child forked after a parallel kernel ran (DataLoader workers, multiprocessing) must
 not start GNU OpenMP threads again (numba aborts the child: "fork() called from a process
 already using GNU OpenMP"). An ``os.register_at_fork`` hook, installed when the first kernel is
@@ -32,6 +48,11 @@ import os
 import threading
 import time
 import types
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no cross-process compile lock
+    fcntl = None
 
 from .. import _config
 
@@ -65,10 +86,21 @@ def require():
     if nb is None:
         raise ImportError(
             "SHARDFLOW_KERNELS=numba needs numba, which failed to import "
-            f"({_state['error']}); install it with `pip install 'shardflow[fast]'` (or "
-            "`pip install numba`), or set SHARDFLOW_KERNELS=auto to use the NumPy path"
+            f"({_state['error']}); install it with `pip install numba` (a dependency of "
+            "shardflow that this environment lacks), or set SHARDFLOW_KERNELS=auto to use the "
+            "NumPy path"
         )
     return nb
+
+
+def _default_threads() -> int | None:
+    """Kernel threads when neither SHARDFLOW_KERNEL_THREADS nor OMP_NUM_THREADS says: 1 on a
+    machine with at most 2 CPUs, else None (numba's default, every CPU). Why: the kernels are
+    memory-bound passes, and on 2 vCPUs a second thread measured no faster (docs/KERNELS.md,
+    "kernels 1 thread") while it made steps 3-10x slower under load and the parallel build
+    compiles 3.5x slower."""
+    cpus = os.cpu_count() or 1
+    return 1 if cpus <= 2 else None
 
 
 def _setup_threads(nb) -> None:
@@ -79,6 +111,8 @@ def _setup_threads(nb) -> None:
         # CPU from the BLAS threads of the next GEMM (CNN step 59 ms -> 95 ms, GPT-mini 3x)
         nb.config.THREADING_LAYER = "workqueue"
     n = _config.kernel_threads()
+    if n is None:
+        n = _default_threads()
     if n is not None:
         nb.set_num_threads(max(1, min(n, nb.config.NUMBA_NUM_THREADS)))
     _state["threads_set"] = True
@@ -116,8 +150,14 @@ def _build_globals(fn, nb, parallel):
             g[name] = _HELPERS[id(h)]
     f = types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, fn.__closure__)
     f.__module__ = fn.__module__
-    f.__qualname__ = fn.__qualname__
+    # numba names its cache files after the qualname: the serial build of a parallel kernel
+    # gets its own entries (its index does not tell the two builds apart)
+    f.__qualname__ = fn.__qualname__ if parallel or not _has_prange(fn) else fn.__qualname__ + "__serial"
     return f
+
+
+def _has_prange(fn) -> bool:
+    return "prange" in fn.__code__.co_names
 
 
 class Kernel:
@@ -126,6 +166,7 @@ class Kernel:
 
     def __init__(self, fn, parallel: bool = True, cache: bool = True):
         self.fn, self.parallel, self.name = fn, parallel, f"{fn.__module__.rsplit('.', 1)[-1]}.{fn.__name__}"
+        self.built_parallel = False  # set by the first call (_dispatcher)
         self.cache = cache  # False for generated source (numba cannot disk-cache it)
         self._disp = None
         self._serial = None
@@ -137,29 +178,33 @@ class Kernel:
         if not _state["fork_hook"]:
             os.register_at_fork(after_in_child=_mark_forked)
             _state["fork_hook"] = True
-        f = _build_globals(self.fn, nb, self.parallel)
-        self._disp = nb.njit(parallel=self.parallel, cache=self.cache, fastmath=_FASTMATH, nogil=True)(f)
         if _state["lock"] is None:
             _state["lock"] = threading.Lock()
+        # one thread: the serial build (same loops, compiles 3.5x faster; module docstring)
+        self.built_parallel = self.parallel and nb.get_num_threads() > 1
+        if not self.built_parallel:
+            self._disp = self._serial_dispatcher()
+            return self._disp
+        f = _build_globals(self.fn, nb, True)
+        self._disp = nb.njit(parallel=True, cache=self.cache, fastmath=_FASTMATH, nogil=True)(f)
         return self._disp
 
     def _serial_dispatcher(self):
         if self._serial is None:
-            # no disk cache: its index does not tell the serial build from the parallel one
             nb = require()
-            self._serial = nb.njit(cache=False, fastmath=_FASTMATH, nogil=True)(
+            self._serial = nb.njit(cache=self.cache, fastmath=_FASTMATH, nogil=True)(
                 _build_globals(self.fn, nb, parallel=False))
         return self._serial
 
     def __call__(self, *args):
         disp = self._disp or self._dispatcher()
-        if _state["forked"] and self.parallel:
-            return self._serial_dispatcher()(*args)
+        if _state["forked"] and self.built_parallel:
+            disp = self._serial_dispatcher()
         a0 = args[0]
         key = (a0.dtype, a0.ndim)
         if key not in self._seen:
             return self._first_call(disp, key, args)
-        if self.parallel and _layer_needs_lock():
+        if self.built_parallel and _layer_needs_lock():
             with _state["lock"]:
                 return disp(*args)
         return disp(*args)
@@ -167,7 +212,7 @@ class Kernel:
     def _first_call(self, disp, key, args):
         hits = sum(disp.stats.cache_hits.values())
         t0 = time.perf_counter()
-        with _state["lock"]:
+        with _state["lock"], _CacheLock(disp if self.cache else None):
             try:
                 out = disp(*args)
             except Exception:
@@ -175,15 +220,65 @@ class Kernel:
                     raise
                 # an unreadable disk-cache entry (e.g. written by another numba version):
                 # build this kernel in memory instead; a real error raises again below
-                self.cache, self._disp = False, None
+                self.cache, self._disp, self._serial = False, None, None
                 disp = self._dispatcher()
+                if _state["forked"] and self.built_parallel:
+                    disp = self._serial_dispatcher()
                 out = disp(*args)
         dt = time.perf_counter() - t0
         loaded = sum(disp.stats.cache_hits.values()) > hits
         _report.append({"kernel": self.name, "dtype": str(key[0]), "ndim": key[1],
-                        "seconds": dt, "source": "disk cache" if loaded else "compiled"})
+                        "seconds": dt, "source": "disk cache" if loaded else "compiled",
+                        "build": "parallel" if disp is self._disp and self.built_parallel
+                        else "serial"})
         self._seen.add(key)
         return out
+
+
+LOCK_TIMEOUT_S = 600.0  # longer than any one kernel's compile on a loaded machine
+
+
+class _CacheLock:
+    """An exclusive ``flock`` on ``<numba cache dir>/<function>.lock`` for the block, so that
+    processes of one machine compile each kernel once (module docstring). No-op without a
+    disk cache, without ``fcntl``, or when the lock file cannot be made (read-only cache)."""
+
+    def __init__(self, disp):
+        self.path = None
+        cache = getattr(disp, "_cache", None)
+        impl = getattr(cache, "_impl", None)
+        folder = getattr(cache, "_cache_path", None)
+        base = getattr(impl, "filename_base", None)
+        if fcntl is not None and folder and base:
+            self.path = os.path.join(folder, base + ".lock")
+        self.fd = None
+
+    def __enter__(self):
+        if self.path is None:
+            return self
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError:
+            return self
+        deadline = time.monotonic() + LOCK_TIMEOUT_S
+        while True:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return self
+            except BlockingIOError:
+                if time.monotonic() > deadline:  # compile unlocked rather than wait forever
+                    os.close(self.fd)
+                    self.fd = None
+                    return self
+                time.sleep(0.05)
+
+    def __exit__(self, *exc):
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None
+        return False
 
 
 def _mark_forked() -> None:
@@ -211,5 +306,6 @@ def kernel(fn=None, *, parallel: bool = True):
 
 def compile_report() -> list[dict]:
     """One entry per kernel specialisation compiled or loaded in this process:
-    ``{'kernel', 'dtype', 'ndim', 'seconds', 'source': 'compiled' | 'disk cache'}``."""
+    ``{'kernel', 'dtype', 'ndim', 'seconds', 'source': 'compiled' | 'disk cache',
+    'build': 'parallel' | 'serial'}``."""
     return list(_report)

@@ -78,6 +78,8 @@ def promote(a, b):
     """Return (a, b) ready for a binary op: Tensors cast to the PyTorch result dtype, Python
     scalars left as scalars of that dtype's kind (NumPy then keeps the array's dtype)."""
     ta, tb = isinstance(a, Tensor), isinstance(b, Tensor)
+    if ta and tb and a.array.dtype == b.array.dtype:  # the common case first
+        return a, b
     # NumPy scalars act as Python numbers (PyTorch: ``t * np.float64(2)`` stays float32);
     # left as they are, NumPy 2 would promote the array to their dtype.
     if isinstance(a, np.generic):

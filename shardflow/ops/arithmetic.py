@@ -14,6 +14,7 @@ import numpy as np
 
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
+from ..autograd.function import apply_binary
 from ._util import as_dtype_of, inplace, number_arg, promote, unbroadcast
 
 _SHAPE_ERR = (
@@ -40,17 +41,26 @@ class Add(Function):
     save_inputs = ()
 
     def forward(self, a, b, alpha=1):
-        self.sa, self.sb, self.alpha = _shape(a), _shape(b), alpha
+        # ``a`` is always an array (a Tensor comes first, see ``add``); ``b`` may be a number
         try:
-            return as_dtype_of(a + b if alpha == 1 else a + b * alpha, a, b)
+            y = a + b if alpha == 1 else a + b * alpha
         except ValueError:
             raise _broadcast_error(_shape(a), _shape(b)) from None
+        self.sa = a.shape
+        self.sb = getattr(b, "shape", ())
+        self.alpha = alpha
+        return y if y.dtype is a.dtype else as_dtype_of(y, a, b)
 
     def backward(self, g):
-        ga = unbroadcast(g, self.sa) if self.needs_input_grad[0] else None
-        gb = None
-        if self.needs_input_grad[1]:
-            gb = unbroadcast(g if self.alpha == 1 else as_dtype_of(g * self.alpha, g), self.sb)
+        need_a, need_b = self.needs_input_grad
+        shape = g.shape
+        ga = gb = None
+        if need_a:
+            ga = g if shape == self.sa else unbroadcast(g, self.sa)
+        if need_b:
+            gb = g if self.alpha == 1 else as_dtype_of(g * self.alpha, g)
+            if shape != self.sb:
+                gb = unbroadcast(gb, self.sb)
         return ga, gb
 
 
@@ -58,15 +68,25 @@ class Sub(Function):
     save_inputs = ()
 
     def forward(self, a, b, alpha=1):
-        self.sa, self.sb, self.alpha = _shape(a), _shape(b), alpha
         try:
-            return as_dtype_of(a - b if alpha == 1 else a - b * alpha, a, b)
+            y = a - b if alpha == 1 else a - b * alpha
         except ValueError:
             raise _broadcast_error(_shape(a), _shape(b)) from None
+        self.sa = a.shape
+        self.sb = getattr(b, "shape", ())
+        self.alpha = alpha
+        return y if y.dtype is a.dtype else as_dtype_of(y, a, b)
 
     def backward(self, g):
-        ga = unbroadcast(g, self.sa) if self.needs_input_grad[0] else None
-        gb = unbroadcast(-g if self.alpha == 1 else as_dtype_of(g * -self.alpha, g), self.sb) if self.needs_input_grad[1] else None
+        need_a, need_b = self.needs_input_grad
+        shape = g.shape
+        ga = gb = None
+        if need_a:
+            ga = g if shape == self.sa else unbroadcast(g, self.sa)
+        if need_b:
+            gb = -g if self.alpha == 1 else as_dtype_of(g * -self.alpha, g)
+            if shape != self.sb:
+                gb = unbroadcast(gb, self.sb)
         return ga, gb
 
 
@@ -82,16 +102,29 @@ class Mul(Function):
     save_inputs = (0, 1)
 
     def forward(self, a, b):
-        self.a, self.b = a, b
+        self.a = a
+        self.b = b
         try:
-            return as_dtype_of(a * b, a, b)
+            y = a * b
         except ValueError:
             raise _broadcast_error(_shape(a), _shape(b)) from None
+        return y if y.dtype is a.dtype else as_dtype_of(y, a, b)
 
     def backward(self, g):
-        a, b = self.a, self.b
-        ga = unbroadcast(g * _conj(b), _shape(a)) if self.needs_input_grad[0] else None
-        gb = unbroadcast(g * _conj(a), _shape(b)) if self.needs_input_grad[1] else None
+        a = self.a
+        b = self.b
+        need_a, need_b = self.needs_input_grad
+        if g.dtype.kind == "c":  # a complex operand makes a complex result
+            a, b = _conj(a), _conj(b)
+        ga = gb = None
+        if need_a:
+            ga = g * b
+            if ga.ndim != a.ndim or ga.size != a.size:  # a was broadcast (cheaper than shapes)
+                ga = unbroadcast(ga, a.shape)
+        if need_b:
+            gb = g * a
+            if gb.ndim != b.ndim or gb.size != b.size:
+                gb = unbroadcast(gb, b.shape)
         return ga, gb
 
 
@@ -99,16 +132,29 @@ class Div(Function):
     save_inputs = (0, 1)
 
     def forward(self, a, b):
-        self.a, self.b = a, b
+        self.a = a
+        self.b = b
         try:
-            return as_dtype_of(a / b, a, b)
+            y = a / b
         except ValueError:
             raise _broadcast_error(_shape(a), _shape(b)) from None
+        return y if y.dtype is a.dtype else as_dtype_of(y, a, b)
 
     def backward(self, g):
-        a, b = _conj(self.a), _conj(self.b)
-        ga = unbroadcast(g / b, _shape(a)) if self.needs_input_grad[0] else None
-        gb = unbroadcast(-g * a / (b * b), _shape(b)) if self.needs_input_grad[1] else None
+        a = self.a
+        b = self.b
+        need_a, need_b = self.needs_input_grad
+        if g.dtype.kind == "c":  # a complex operand makes a complex result
+            a, b = _conj(a), _conj(b)
+        ga = gb = None
+        if need_a:
+            ga = g / b
+            if ga.ndim != a.ndim or ga.size != a.size:  # a was broadcast (see Mul)
+                ga = unbroadcast(ga, a.shape)
+        if need_b:
+            gb = -g * a / (b * b)
+            if gb.ndim != b.ndim or gb.size != b.size:
+                gb = unbroadcast(gb, b.shape)
         return ga, gb
 
 
@@ -124,6 +170,9 @@ class Neg(Function):
 
 @register("add")
 def add(input, other, *, alpha=1, out=None):
+    if alpha == 1 and isinstance(input, Tensor) and isinstance(other, Tensor) and \
+            input.array.dtype is other.array.dtype:  # the common case, without promote
+        return apply_binary(Add, input, other)
     if type(alpha) is not int:
         alpha = number_arg(alpha, "add", "alpha")
     a, b = promote(input, other)
@@ -134,6 +183,9 @@ def add(input, other, *, alpha=1, out=None):
 
 @register("sub", "subtract")
 def sub(input, other, *, alpha=1):
+    if alpha == 1 and isinstance(input, Tensor) and isinstance(other, Tensor) and \
+            input.array.dtype is other.array.dtype:  # the common case, without promote
+        return apply_binary(Sub, input, other)
     if type(alpha) is not int:
         alpha = number_arg(alpha, "sub", "alpha")
     a, b = promote(input, other)
@@ -144,6 +196,9 @@ def sub(input, other, *, alpha=1):
 
 @register("mul", "multiply")
 def mul(input, other):
+    if isinstance(input, Tensor) and isinstance(other, Tensor) and \
+            input.array.dtype is other.array.dtype:  # the common case, without promote
+        return apply_binary(Mul, input, other)
     a, b = promote(input, other)
     if not isinstance(a, Tensor):
         return Mul.apply(b, a)
@@ -168,6 +223,9 @@ def _int_div_dtype_fix(a, b):
 
 @register("div", "divide", "true_divide")
 def div(input, other, *, rounding_mode=None):
+    if rounding_mode is None and isinstance(input, Tensor) and isinstance(other, Tensor) and \
+            input.array.dtype is other.array.dtype and input.array.dtype.kind == "f":
+        return apply_binary(Div, input, other)  # the common case, without promote
     a, b = promote(input, other)
     if rounding_mode is not None:
         from .elementwise_extra import _rounded_div

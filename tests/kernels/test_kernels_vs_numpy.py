@@ -181,7 +181,8 @@ print(os.waitpid(pid, 0)[1])
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_forked_child_runs_kernels_serially_instead_of_aborting():
-    env = dict(os.environ, SHARDFLOW_KERNELS="numba")
+    # two kernel threads: the parallel build (one thread would build it serial already)
+    env = dict(os.environ, SHARDFLOW_KERNELS="numba", SHARDFLOW_KERNEL_THREADS="2")
     out = subprocess.run([sys.executable, "-c", _FORK], env=env, capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "0", (out.stdout, out.stderr)

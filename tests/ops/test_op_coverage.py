@@ -89,6 +89,13 @@ def _spec_coverage(public: dict) -> set:
             impl = getattr(f, "__wrapped__", f)
             if impl in public:
                 mp.setitem(dispatch.OPS, key, recording(impl, f))
+        # ops reached as Tensor methods that tensor.py does not spell out (``x.exp()``):
+        # the routed functions set on the class by ``dispatch.set_method_owner``
+        for key in dispatch.method_names():
+            f = getattr(shardflow.Tensor, key)
+            impl = getattr(f, "__wrapped__", f)
+            if impl in public:
+                mp.setattr(shardflow.Tensor, key, recording(impl, f))
         for spec in SPECS:
             depth[0] = 0
             spec.fn(shardflow, *_to(shardflow, spec.make_inputs(), spec))

@@ -1,0 +1,227 @@
+"""The per-op path (issue 24, goal 3): what its shortcuts must keep.
+
+* ``Function.apply`` and its two-Tensor form ``apply_binary`` build the same node (edges,
+  ``needs_input_grad``, saved version counters, output shape) and the same result;
+* grad mode is read through a count of threads that have it off, and stays per thread;
+* ``dispatch.OPS`` holds the plain functions while no hook is installed and the routed forms
+  while one is (the profiler and the tracer still see ``x * y``);
+* registered ops are Tensor methods without ``Tensor.__getattr__`` (whose presence disabled
+  CPython's attribute specialisation for every Tensor);
+* the in-place check still names the tensor; tensors hash by identity.
+"""
+
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+import shardflow as sf
+from shardflow.autograd import Function, dispatch, grad_mode
+from shardflow.autograd.function import apply_binary
+from shardflow.ops import arithmetic
+
+
+def _t(seed, shape=(3, 4), requires_grad=True):
+    x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    return sf.tensor(x, requires_grad=requires_grad)
+
+
+def _node(t):
+    fn = t.grad_fn
+    edges = [None if e is None else (e[0], e[1]) for e in fn.next]
+    return (type(fn), edges, fn.needs_input_grad, fn._saved_versions, fn._out_shape, fn._out_meta)
+
+
+@pytest.mark.parametrize("cls", [arithmetic.Mul, arithmetic.Add, arithmetic.Sub, arithmetic.Div])
+@pytest.mark.parametrize("grads", [(True, True), (True, False), (False, True)])
+def test_apply_binary_builds_the_node_apply_builds(cls, grads):
+    a0, b0 = _t(0), _t(1, (4,))
+    a = a0 * 1.0 if grads[0] else a0.detach()  # a non-leaf producer when it needs a gradient
+    b = b0 if grads[1] else b0.detach()
+    generic, binary = cls.apply(a, b), apply_binary(cls, a, b)
+    np.testing.assert_array_equal(generic.numpy(), binary.numpy())
+    assert _node(generic) == _node(binary)
+    assert generic._version is not binary._version and binary._version == [0]
+    generic.sum().backward(retain_graph=True)
+    ga = None if a.grad is None else a.grad.numpy().copy()
+    gb0 = None if b0.grad is None else b0.grad.numpy().copy()
+    binary.sum().backward()
+    if grads[1]:
+        np.testing.assert_array_equal(b0.grad.numpy(), 2 * gb0)
+    assert ga is None  # a is a non-leaf or a detached tensor: no .grad either way
+
+
+def test_apply_binary_without_grad_records_nothing():
+    a, b = _t(0, requires_grad=False), _t(1, requires_grad=False)
+    out = apply_binary(arithmetic.Mul, a, b)
+    assert out.grad_fn is None and not out.requires_grad
+    with sf.no_grad():
+        out = apply_binary(arithmetic.Mul, _t(0), _t(1))
+    assert out.grad_fn is None and not out.requires_grad
+
+
+def test_binary_fast_path_keeps_promotion_and_broadcast_gradients_like_torch():
+    """Same-dtype Tensors take the fast path; other operands go through promote."""
+    x = np.random.default_rng(2).standard_normal((2, 3)).astype(np.float32)
+    w = np.random.default_rng(3).standard_normal((3,)).astype(np.float64)
+    for op in ("mul", "add", "sub", "div"):
+        a, b = sf.tensor(x, requires_grad=True), sf.tensor(w, requires_grad=True)
+        ta, tb = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+        y, ty = getattr(sf, op)(a, b), getattr(torch, op)(ta, tb)
+        assert str(y.dtype).split(".")[-1] == str(ty.dtype).split(".")[-1]
+        y.sum().backward()
+        ty.sum().backward()
+        np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy(), rtol=1e-6)
+        assert b.grad.dtype == sf.float64
+
+
+# ------------------------------------------------------------------------ grad mode
+
+
+def test_grad_off_count_follows_blocks_and_plain_calls():
+    assert grad_mode._off[0] == 0
+    with sf.no_grad():
+        assert grad_mode._off[0] == 1
+        with sf.no_grad():  # already off in this thread: counted once
+            assert grad_mode._off[0] == 1
+        with sf.enable_grad():
+            assert grad_mode._off[0] == 0
+            assert (_t(0) * _t(1)).requires_grad
+        assert grad_mode._off[0] == 1
+        assert not (_t(0) * _t(1)).requires_grad
+    assert grad_mode._off[0] == 0
+    sf.set_grad_enabled(False)
+    try:
+        assert grad_mode._off[0] == 1 and not (_t(0) * _t(1)).requires_grad
+    finally:
+        sf.set_grad_enabled(True)
+    assert grad_mode._off[0] == 0
+
+
+def test_another_threads_no_grad_does_not_stop_this_thread_recording():
+    """While thread B is inside no_grad the count is 1: this thread then reads its own flag
+    (on) and still records; B's ops record nothing."""
+    inside, leave = threading.Event(), threading.Event()
+    seen = {}
+
+    def worker():
+        with sf.no_grad():
+            seen["b"] = (_t(0) * _t(1)).requires_grad
+            inside.set()
+            leave.wait(10)
+
+    th = threading.Thread(target=worker)
+    th.start()
+    assert inside.wait(10)
+    assert grad_mode._off[0] == 1
+    assert (_t(0) * _t(1)).requires_grad and sf.is_grad_enabled()
+    leave.set()
+    th.join(10)
+    assert seen["b"] is False and grad_mode._off[0] == 0
+
+
+# ------------------------------------------------------------------------ dispatch
+
+
+def test_ops_table_holds_plain_functions_until_a_hook_is_installed():
+    assert dispatch.OPS["mul"] is arithmetic.mul.__wrapped__ is dispatch.plain("mul")
+    seen = []
+
+    def hook(name, func, args, kwargs):
+        seen.append(name)
+        return func(*args, **kwargs)
+
+    dispatch.set_op_profiler(hook)
+    try:
+        assert dispatch.OPS["mul"] is arithmetic.mul
+        _t(0) * _t(1)
+    finally:
+        dispatch.set_op_profiler(None)
+    assert seen == ["mul"]
+    assert dispatch.OPS["mul"] is arithmetic.mul.__wrapped__
+
+
+def test_registered_ops_are_methods_without_getattr():
+    assert "__getattr__" not in vars(sf.Tensor)
+    x = _t(0)
+    np.testing.assert_allclose(x.exp().numpy(), np.exp(x.numpy()), rtol=1e-6)
+    assert x.sum(1).shape == (3,)
+    assert sf.Tensor.exp is sf.exp  # the routed function: a global handler sees x.exp()
+    assert "exp" in dispatch.method_names() and "add" not in dispatch.method_names()
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_op'"):
+        x.no_such_op()
+
+
+def test_an_op_registered_later_becomes_a_method_and_spelled_out_methods_win():
+    @dispatch.register("_test_only_double")
+    def double(t):
+        return t * 2
+
+    @dispatch.register("element_size")  # tensor.py spells this method out: it must stay
+    def not_element_size(t):
+        raise AssertionError("Tensor.element_size was replaced")
+
+    try:
+        x = _t(0)
+        np.testing.assert_array_equal(x._test_only_double().numpy(), x.numpy() * 2)
+        assert x.element_size() == 4
+    finally:
+        for name in ("_test_only_double", "element_size"):
+            for table in (dispatch.OPS, dispatch._PLAIN, dispatch._ROUTED):
+                table.pop(name, None)
+        delattr(sf.Tensor, "_test_only_double")
+        dispatch._installed_methods.discard("_test_only_double")
+
+
+def test_global_methods_without_a_placement_say_what_is_missing():
+    with pytest.raises(RuntimeError, match=r"to_global\(\) works on global tensors, which need a placement"):
+        _t(0).to_global()
+
+
+# ------------------------------------------------------------------------ checks
+
+
+def test_inplace_check_names_the_saved_input_and_its_shape():
+    a = _t(0)
+    b = a * 1.0
+    c = b * a  # Mul saves both inputs; input 0 is b
+    with sf.no_grad():
+        b.mul_(2)
+    with pytest.raises(RuntimeError, match=r"shape \(3, 4\) \(input 0\) saved by Mul is at "
+                                           r"version 1; expected version 0"):
+        c.sum().backward()
+
+
+def test_output_saved_by_its_function_is_checked_too():
+    x = _t(0)
+    y = x.exp()  # Exp saves its output
+    with sf.no_grad():
+        y.add_(1)
+    with pytest.raises(RuntimeError, match=r"\(output 0\) saved by"):
+        y.sum().backward()
+
+
+def test_tensors_hash_by_identity():
+    a, b = _t(0), _t(0)
+    assert hash(a) != hash(b) and hash(a) == hash(a)
+    assert {a: 1, b: 2}[a] == 1
+
+
+class _Pair(Function):
+    """A user Function with two outputs and a non-Tensor argument (the generic path)."""
+
+    def forward(self, x, k):
+        return x * k, x + k
+
+    def backward(self, g1, g2):
+        return g1 * 2 + g2, None
+
+
+def test_generic_apply_with_numbers_and_two_outputs():
+    x = _t(0)
+    y1, y2 = _Pair.apply(x, 2.0)
+    assert y1.grad_fn is y2.grad_fn and y1.grad_fn.needs_input_grad == (True, False)
+    (y1.sum() + y2.sum()).backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.full((3, 4), 3.0), rtol=1e-6)

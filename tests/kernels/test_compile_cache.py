@@ -1,0 +1,133 @@
+"""Kernel compilation cost (issue 24, goal 4): one-thread processes get the serial build, two
+processes starting at once compile each kernel once (a file lock next to numba's cache), and
+a lock that is never released delays a compile by a bounded time only.
+
+Each check runs in fresh processes with their own numba cache folder (``NUMBA_CACHE_DIR``),
+so they compile from nothing whatever ran before."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from shardflow.kernels import _numba
+
+pytest.importorskip("numba")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# Waits for the go-file (so that both processes call the kernel at the same moment), runs the
+# ReLU backward kernel, prints the compile report and the gradient.
+_PROGRAM = """
+import json, os, sys, time
+import numpy as np
+go = sys.argv[1]
+from shardflow import kernels
+from shardflow.kernels import activation
+deadline = time.monotonic() + 60
+while go != "-" and not os.path.exists(go) and time.monotonic() < deadline:
+    time.sleep(0.01)
+y = np.linspace(-1, 1, 301, dtype=np.float32)
+g = np.ones_like(y)
+gx = np.empty_like(y)
+activation._relu_bwd(g, y, gx)
+print(json.dumps({"report": kernels.compile_report(), "gx": gx.tolist()}))
+"""
+
+
+def _start(tmp_path, go="-", threads=None):
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), SHARDFLOW_KERNELS="numba",
+               PYTHONPATH=ROOT)
+    env.pop("SHARDFLOW_KERNEL_THREADS", None)
+    env.pop("OMP_NUM_THREADS", None)
+    if threads is not None:
+        env["SHARDFLOW_KERNEL_THREADS"] = str(threads)
+    return subprocess.Popen([sys.executable, "-c", _PROGRAM, go], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _result(proc):
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _expected_relu_grad():
+    y = np.linspace(-1, 1, 301, dtype=np.float32)
+    return np.where(y > 0, 1.0, 0.0)
+
+
+def test_one_thread_gets_the_serial_build(tmp_path):
+    r = _result(_start(tmp_path, threads=1))
+    (row,) = r["report"]
+    assert row["kernel"] == "activation._relu_bwd" and row["build"] == "serial"
+    assert row["source"] == "compiled"
+    np.testing.assert_array_equal(r["gx"], _expected_relu_grad())
+    # numba's cache files of the serial build carry its own name
+    assert any("_relu_bwd__serial" in n and n.endswith(".nbi") for n in _walk(tmp_path / "cache"))
+    again = _result(_start(tmp_path, threads=1))["report"][0]
+    assert again["source"] == "disk cache" and again["build"] == "serial"
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="a parallel build needs 2 CPUs")
+def test_two_threads_get_the_parallel_build_with_its_own_cache_entry(tmp_path):
+    serial = _result(_start(tmp_path, threads=1))["report"][0]
+    parallel = _result(_start(tmp_path, threads=2))
+    row = parallel["report"][0]
+    assert serial["build"] == "serial" and row["build"] == "parallel"
+    assert row["source"] == "compiled"  # the serial build's cache entry is not taken for it
+    np.testing.assert_array_equal(parallel["gx"], _expected_relu_grad())
+
+
+def test_two_processes_starting_at_once_compile_each_kernel_once(tmp_path):
+    go = tmp_path / "go"
+    procs = [_start(tmp_path, go=str(go), threads=1) for _ in range(2)]
+    time.sleep(0.5)  # both are importing; the go-file makes them call the kernel together
+    go.write_text("")
+    reports = [_result(p)["report"] for p in procs]
+    sources = sorted(r[0]["source"] for r in reports)
+    assert sources == ["compiled", "disk cache"], reports
+
+
+def test_a_held_lock_delays_the_compile_a_bounded_time(tmp_path, monkeypatch):
+    """A process that holds the lock and never lets go (stopped, not dead: a dead one's lock
+    is released by the OS) costs the next one LOCK_TIMEOUT_S, then it compiles alone."""
+    fcntl = pytest.importorskip("fcntl")
+
+    class FakeDispatcher:
+        class _cache:
+            _cache_path = str(tmp_path)
+
+            class _impl:
+                filename_base = "k-1.py311"
+
+    lock = _numba._CacheLock(FakeDispatcher)
+    assert lock.path == str(tmp_path / "k-1.py311.lock")
+    holder = os.open(lock.path, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    monkeypatch.setattr(_numba, "LOCK_TIMEOUT_S", 0.3)
+    t0 = time.monotonic()
+    with lock:
+        waited = time.monotonic() - t0
+        assert lock.fd is None  # gave up the lock, goes on without it
+    assert 0.3 <= waited < 5
+    os.close(holder)
+    with lock:
+        assert lock.fd is not None  # free now: taken at once
+    assert lock.fd is None
+
+
+def test_machines_with_two_cpus_default_to_one_kernel_thread(monkeypatch):
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert _numba._default_threads() == 1
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    assert _numba._default_threads() is None  # numba's default: every CPU
+
+
+def _walk(folder):
+    for _, _, files in os.walk(folder):
+        yield from files
