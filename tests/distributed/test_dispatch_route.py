@@ -10,6 +10,7 @@ import numpy as np
 import shardflow as sf
 import shardflow.nn.functional as F
 import shardflow.ops as ops
+from shardflow.autograd import dispatch
 from shardflow.autograd.dispatch import OPS
 from shardflow.distributed import placement, sbp
 
@@ -34,12 +35,20 @@ def test_every_exported_op_is_routed():
 
 
 def test_top_level_functional_and_table_are_the_same_routed_function():
+    """The table holds the plain function while no hook is installed and the routed one while
+    one is (dispatch's docstring): either way it is this op's."""
+    routed = dispatch._ROUTED
     for q, name, f in _exported():
         if name in NOT_ROUTED:
             continue
-        assert OPS[f.op_name] is f or OPS[name] is f, q
+        key = f.op_name if routed.get(f.op_name) is f else name
+        assert routed[key] is f, q
+        assert OPS[key] in (f, f.__wrapped__), q
         top = getattr(sf, name, None)
         assert top is None or top is f, q
+    p = placement("cpu")  # a hook is installed: the table holds the routed forms
+    del p
+    assert all(OPS[k] is v for k, v in routed.items())
 
 
 def test_global_tensor_passes_every_entry_point():
