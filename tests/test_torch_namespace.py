@@ -501,3 +501,17 @@ def test_gap_list_is_current():
             wrong.append(full)
     assert len(listed) > 600
     assert wrong == [], f"gap list entries that torch lacks or shardflow now has: {wrong}"
+
+
+def test_top_level_names_are_not_ops_submodules():
+    """``from .ops import *`` once exported ops' submodules, so ``shardflow.sparse_coo`` was
+    ``ops/sparse_coo.py`` instead of the layout (and did not pickle)."""
+    import pickle
+    import types
+
+    leaked = [n for n in dir(sf) if isinstance(getattr(sf, n), types.ModuleType)
+              and getattr(sf, n).__name__.startswith("shardflow.ops.")]
+    assert not leaked, leaked
+    for c in (sf.strided, sf.sparse_coo, sf.channels_last):
+        assert pickle.loads(pickle.dumps(c)) is c
+    assert repr(sf.sparse_coo) == "shardflow.sparse_coo"

@@ -6,8 +6,9 @@ from __future__ import annotations
 __all__ = ["layout", "strided", "sparse_coo"]
 
 
-class layout:
-    """A named tensor layout (compared by identity, printed as PyTorch prints it)."""
+class NamedConstant:
+    """A named module-level constant (compared by identity, printed as PyTorch prints it):
+    the base of ``layout`` and ``memory_format`` (``memory_format.py``)."""
 
     __slots__ = ("name",)
 
@@ -19,6 +20,12 @@ class layout:
 
     def __reduce__(self):
         return self.name  # pickles as the module attribute, so identity survives
+
+
+class layout(NamedConstant):
+    """A named tensor layout."""
+
+    __slots__ = ()
 
 
 strided = layout("strided")

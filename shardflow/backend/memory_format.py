@@ -9,22 +9,15 @@ only speed could differ, and NumPy's convolutions do not gain from NHWC.
 
 from __future__ import annotations
 
+from .layout import NamedConstant
+
 __all__ = ["memory_format", "contiguous_format", "channels_last", "channels_last_3d", "preserve_format"]
 
 
-class memory_format:
-    """A named memory layout (compared by identity, printed as PyTorch prints it)."""
+class memory_format(NamedConstant):
+    """A named memory layout."""
 
-    __slots__ = ("name",)
-
-    def __init__(self, name: str):
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f"shardflow.{self.name}"
-
-    def __reduce__(self):
-        return self.name  # pickles as the module attribute, so identity survives
+    __slots__ = ()
 
 
 contiguous_format = memory_format("contiguous_format")

@@ -2,13 +2,14 @@
 every op in the dispatch table that ``Tensor`` methods use.
 
 Files: arithmetic (add/sub/mul/div — the template for a family), elementwise (unary math,
-activations, comparisons, logical, where/clamp/pow), elementwise_extra (rounding, misc),
+activations, where/clamp/pow), rounding (rounding, rounded division, remainder/fmod),
+comparison (comparisons, NaN tests, isclose, logical, bitwise),
 reduce, reduce_extra (nansum, cummax, logcumsumexp, quantile ...), search (searchsorted,
 unique, bincount ...), shape, shape_extra (atleast_*, rot90, block_diag ...), index,
 index_extra (index_copy, scatter_reduce, masked_scatter), matmul (matmul/bmm/einsum/linear),
 linalg_ops (inverse, det, solve, cdist) and _linalg_names (``torch.linalg``'s names), tensor_products
 (kron, tensordot, cross, addmv, addr), cholesky (Cholesky and triangular solves), diag, sort
-(sort/topk/multinomial), loss, ctc (ctc_loss), embedding_bag, normalization, attention, conv,
+(sort/topk/multinomial), loss, softmax (softmax, log_softmax), ctc (ctc_loss), embedding_bag, normalization, attention, conv,
 pool, sampling (interpolate, im2col/col2im), grid_sample, dropout, creation, conversion,
 special_functions (lgamma/digamma/polygamma/mvlgamma/erfinv/xlogy), math_extra (inverse
 hyperbolics, atan2, hypot, logaddexp ...), misc_extra (gcd, trapezoid, windows, *_scatter
@@ -20,6 +21,7 @@ dense), tensor_methods (in-place forms, view changes, ``new``, ``asarray`` ...).
 from .arithmetic import add, div, mul, neg, reciprocal, sub
 from .attention import *
 from .cholesky import *
+from .comparison import *
 from .complex_ops import *
 from .conv import *
 from .conversion import clone, contiguous, copy_, fill_
@@ -28,7 +30,6 @@ from .ctc import *
 from .diag import *
 from .dropout import *
 from .elementwise import *
-from .elementwise_extra import *
 from .embedding_bag import *
 from .gamma_sampling import *
 from .grid_sample import *
@@ -43,12 +44,19 @@ from .normalization import *
 from .pool import *
 from .reduce import *
 from .reduce_extra import *
+from .rounding import *
 from .sampling import *
 from .search import *
 from .shape import *
 from .shape_extra import *
+from .softmax import *
 from .sort import *
 from .sparse_coo import *
 from .special_functions import *
 from .tensor_methods import *
 from .tensor_products import *
+
+# What ``from shardflow.ops import *`` (the top-level package) takes: the ops, not this
+# package's submodules (``shardflow.sparse_coo`` is the layout, not ``ops/sparse_coo.py``).
+__all__ = [_n for _n, _v in list(globals().items())
+           if not _n.startswith("_") and type(_v).__name__ != "module"]

@@ -197,3 +197,43 @@ def float_dtype_of(t: Tensor):
 
 __all__ = ["flush_subnormal_", "unbroadcast", "promote", "wrap_dim", "norm_dims", "inplace", "as_tensor_arg",
            "number_arg", "_wrap", "needs_graph"]
+
+
+# ---- half precision in the fused ops (softmax.py, loss.py): compute in float32
+def _up(a):
+    """float16/bfloat16 arrays -> float32 (accumulate in single precision); also the dtype
+    to cast results back to (None when no cast is needed)."""
+    if a.dtype.itemsize < 4 and a.dtype.kind in "fV":
+        return a.astype(np.float32), a.dtype
+    return a, None
+
+
+def _down(a, dt):
+    return a if dt is None or a is None else a.astype(dt)
+
+
+def _float_input(x: Tensor, name: str = "input") -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name} must be a Tensor, got {type(x).__name__}")
+    if not x.dtype.is_floating_point:
+        from .conversion import to_dtype
+
+        return to_dtype(x, dtypes.get_default_dtype())
+    return x
+
+
+# ---- small helpers shared by the elementwise op files
+def _shape(x):
+    return x.shape if hasattr(x, "shape") else ()
+
+
+def _is_float_array(a) -> bool:
+    k = a.dtype.kind
+    return k == "f" or k == "V"
+
+
+def _broadcast_error_named(op, a, b) -> RuntimeError:
+    return RuntimeError(
+        f"{op}: the size of tensor a {tuple(_shape(a))} must match the size of tensor b "
+        f"{tuple(_shape(b))} (they do not broadcast); reshape one of them"
+    )

@@ -15,7 +15,7 @@ import numpy as np
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..autograd.function import apply_binary
-from ._util import as_dtype_of, inplace, number_arg, promote, unbroadcast
+from ._util import _shape, as_dtype_of, inplace, number_arg, promote, unbroadcast
 
 _SHAPE_ERR = (
     "The size of tensor a ({a}) must match the size of tensor b ({b}) at non-singleton "
@@ -31,10 +31,6 @@ def _broadcast_error(sa, sb) -> RuntimeError:
                 _SHAPE_ERR.format(a=ra[i], b=rb[i], d=max(len(sa), len(sb)) - 1 - i, sa=tuple(sa), sb=tuple(sb))
             )
     return RuntimeError(f"shapes {tuple(sa)} and {tuple(sb)} do not broadcast")
-
-
-def _shape(x):
-    return x.shape if hasattr(x, "shape") else ()
 
 
 class Add(Function):
@@ -228,7 +224,7 @@ def div(input, other, *, rounding_mode=None):
         return apply_binary(Div, input, other)  # the common case, without promote
     a, b = promote(input, other)
     if rounding_mode is not None:
-        from .elementwise_extra import _rounded_div
+        from .rounding import _rounded_div
 
         return _rounded_div(a, b, rounding_mode)
     a, b = _int_div_dtype_fix(a, b)

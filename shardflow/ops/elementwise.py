@@ -1,6 +1,6 @@
 """Elementwise ops: unary math, activations, pow, clamp, maximum/minimum, where, lerp and
-addcmul/addcdiv (rounding, division variants, comparisons, logical and bitwise ops live in
-``elementwise_extra.py``).
+addcmul/addcdiv (rounding and division variants live in ``rounding.py``; comparisons, logical
+and bitwise ops in ``comparison.py``).
 
 Conventions (see ``arithmetic.py``, the family template):
 
@@ -49,6 +49,8 @@ from ..kernels import activation as _activation_kernels
 from ..kernels import gelu as _gelu_kernels
 from ._util import (
     _SCALARS,
+    _is_float_array,
+    _shape,
     as_array,
     as_dtype_of,
     as_tensor_arg,
@@ -105,15 +107,6 @@ def _tensor_arg(t) -> Tensor:
 def _same_dtype(y, x):
     """Cast ``y`` back to ``x``'s dtype (bfloat16 arrays mixed with Python floats widen)."""
     return y if y.dtype == x.dtype else y.astype(x.dtype)
-
-
-def _shape(x):
-    return x.shape if hasattr(x, "shape") else ()
-
-
-def _is_float_array(a) -> bool:
-    k = a.dtype.kind
-    return k == "f" or k == "V"
 
 
 def _check_inplace_dtype(t: Tensor, name: str) -> None:

@@ -1,13 +1,11 @@
-"""Softmax family and losses, each one fused ``Function`` with a hand-written backward.
+"""Losses, each one fused ``Function`` with a hand-written backward (the softmax family is
+in ``softmax.py``).
 
 Composing these from small ops would allocate one array per step and record one graph node
 per step; here each op is one forward pass over NumPy arrays and one backward pass.
 
 Algorithms:
 
-* ``softmax``: ``y = exp(x - max) / sum(exp(x - max))``; backward ``gx = y * (g - sum(g*y))``.
-* ``log_softmax``: ``y = (x - max) - log(sum(exp(x - max)))``; backward
-  ``gx = g - exp(y) * sum(g)``.
 * ``cross_entropy`` (class-index targets): ``loss_i = lse_i - z_{i,t_i}`` with
   ``z = x - max`` and ``lse = log(sum(exp(z)))`` — the full ``log_softmax`` array is never
   built. With label smoothing ``eps`` (PyTorch's formula)
@@ -36,13 +34,11 @@ import numpy as np
 from .. import kernels
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
-from ..backend import as_dtype, dtypes, get_array_module
+from ..backend import get_array_module
 from ..kernels import softmax as _sm_kernels
-from ._util import flush_subnormal_, promote, unbroadcast, wrap_dim
+from ._util import _down, _float_input, _up, flush_subnormal_, promote, unbroadcast
 
 __all__ = [
-    "softmax",
-    "log_softmax",
     "cross_entropy",
     "nll_loss",
     "mse_loss",
@@ -58,18 +54,6 @@ _REDUCTIONS = ("none", "mean", "sum")
 
 
 # ---------------------------------------------------------------------------- helpers
-def _up(a):
-    """float16/bfloat16 arrays -> float32 (accumulate in single precision); also the dtype
-    to cast results back to (None when no cast is needed)."""
-    if a.dtype.itemsize < 4 and a.dtype.kind in "fV":
-        return a.astype(np.float32), a.dtype
-    return a, None
-
-
-def _down(a, dt):
-    return a if dt is None or a is None else a.astype(dt)
-
-
 def _raw(t):
     """A constant argument (weight, pos_weight) as a raw array, or None."""
     if t is None:
@@ -108,119 +92,6 @@ def _out_grad(g, reduction: str, n):
     if reduction == "mean":
         return g / n
     return g
-
-
-def _float_input(x: Tensor, name: str = "input") -> Tensor:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{name} must be a Tensor, got {type(x).__name__}")
-    if not x.dtype.is_floating_point:
-        from .conversion import to_dtype
-
-        return to_dtype(x, dtypes.get_default_dtype())
-    return x
-
-
-# ---------------------------------------------------------------------------- softmax
-class Softmax(Function):
-    save_inputs = ()
-    save_output = True
-
-    def forward(self, x, dim):
-        self.dim = dim
-        xa, dt = _up(x)
-        self.fused = _last_dim_fused(xa, dim)
-        if self.fused:  # one Numba pass per row (shardflow/kernels/softmax.py)
-            self.y = _sm_kernels.softmax_forward(xa.reshape(-1, xa.shape[-1])).reshape(xa.shape)
-            return _down(self.y, dt)
-        y = xa - xa.max(axis=dim, keepdims=True)
-        np.exp(y, out=y)
-        y /= y.sum(axis=dim, keepdims=True)
-        flush_subnormal_(y)  # a probability under 1.2e-38 would slow every GEMM it enters
-        self.y = y  # float32 even for half inputs: backward reuses it
-        return _down(y, dt)
-
-    def backward(self, g):
-        y = self.y
-        if self.fused:
-            return _fused_softmax_backward(g, y, log=False)
-        if self.dim is not None and self.dim == y.ndim - 1 and g.dtype == y.dtype:
-            s = np.einsum("...i,...i->...", g, y)[..., None]  # sum(g * y) without a temporary
-        else:
-            s = (g * y).sum(axis=self.dim, keepdims=True)
-        gx = g - s
-        gx *= y
-        return flush_subnormal_(gx).astype(g.dtype, copy=False)
-
-
-class LogSoftmax(Function):
-    save_inputs = ()
-    save_output = True
-
-    def forward(self, x, dim):
-        self.dim = dim
-        xa, dt = _up(x)
-        self.fused = _last_dim_fused(xa, dim)
-        if self.fused:
-            self.y = _sm_kernels.softmax_forward(xa.reshape(-1, xa.shape[-1]), log=True).reshape(xa.shape)
-            return _down(self.y, dt)
-        y = xa - xa.max(axis=dim, keepdims=True)
-        lse = np.log(np.exp(y).sum(axis=dim, keepdims=True))
-        y -= lse
-        self.y = y
-        return _down(y, dt)
-
-    def backward(self, g):
-        if self.fused:
-            return _fused_softmax_backward(g, self.y, log=True)
-        p = np.exp(self.y)
-        p *= g.sum(axis=self.dim, keepdims=True)
-        gx = g - p
-        return flush_subnormal_(gx).astype(g.dtype, copy=False)
-
-
-def _last_dim_fused(xa, dim) -> bool:
-    """Whether the softmax kernels take this input: reduced over the last dim of a non-empty
-    C-contiguous NumPy float32/float64 array (``kernels.usable``)."""
-    return dim is not None and dim == xa.ndim - 1 and xa.size > 0 and kernels.usable(xa)
-
-
-def _fused_softmax_backward(g, y, log):
-    N = y.shape[-1]
-    g2 = np.ascontiguousarray(g, dtype=y.dtype).reshape(-1, N)
-    gx = _sm_kernels.softmax_backward(g2, y.reshape(-1, N), log=log).reshape(y.shape)
-    return gx.astype(g.dtype, copy=False)
-
-
-def _softmax_args(input, dim, _stacklevel, dtype, name):
-    if not isinstance(input, Tensor):
-        raise TypeError(f"{name}: input must be a Tensor, got {type(input).__name__}")
-    if dtype is None and _stacklevel is not None and not isinstance(_stacklevel, int):
-        dtype = _stacklevel  # torch.softmax(x, dim, dtype) passes dtype third
-    if dtype is not None:
-        from .conversion import to_dtype
-
-        input = to_dtype(input, as_dtype(dtype))
-    else:
-        input = _float_input(input)
-    nd = input.array.ndim
-    if dim is None:  # PyTorch's legacy implicit choice
-        dim = 0 if nd in (0, 1, 3) else 1
-    axis = wrap_dim(dim, nd) if nd else None
-    return input, axis
-
-
-@register("softmax")
-def softmax(input, dim=None, _stacklevel=3, dtype=None):
-    """``exp(x - max) / sum(exp(x - max))`` along ``dim`` (fused, numerically stable)."""
-    input, axis = _softmax_args(input, dim, _stacklevel, dtype, "softmax")
-    return Softmax.apply(input, dim=axis)
-
-
-@register("log_softmax")
-def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
-    """``(x - max) - log(sum(exp(x - max)))`` along ``dim`` (fused, numerically stable)."""
-    input, axis = _softmax_args(input, dim, _stacklevel, dtype, "log_softmax")
-    return LogSoftmax.apply(input, dim=axis)
 
 
 # ---------------------------------------------------------------------------- class targets

@@ -24,7 +24,7 @@ from ..autograd.dispatch import register
 from ..backend import as_dtype, cuda_is_available, dtypes
 from ._util import inplace
 from .arithmetic import div, mul, sub
-from .elementwise_extra import (
+from .comparison import (
     eq,
     ge,
     gt,
@@ -35,11 +35,11 @@ from .elementwise_extra import (
     logical_xor,
     lt,
     ne,
-    sgn,
 )
 from .linalg_ops import addbmm
 from .matmul import addmm, baddbmm
 from .reduce import cumprod, cumsum
+from .rounding import sgn
 from .shape import squeeze, t, transpose, tril, triu, unsqueeze
 from .tensor_products import addmv, addr
 

@@ -1,5 +1,5 @@
 """``shardflow.utils.checkpoint.checkpoint``: activation checkpointing (PyTorch's path)."""
 
-from ..autograd.checkpoint import checkpoint
+from ..autograd.recompute import checkpoint
 
 __all__ = ["checkpoint"]

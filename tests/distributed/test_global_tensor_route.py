@@ -47,7 +47,7 @@ def test_first_placement_turns_the_route_on_and_disable_undoes_it():
 # to one bool (allclose, equal), or have their own rule (where: three operands, no kwargs).
 NOT_ELEMENTWISE = {"allclose", "equal", "isclose", "where"}
 ELEMENTWISE_FILES = ("shardflow.ops.arithmetic", "shardflow.ops.elementwise",
-                     "shardflow.ops.elementwise_extra")
+                     "shardflow.ops.rounding", "shardflow.ops.comparison")
 
 
 def test_every_elementwise_op_has_an_sbp_rule():

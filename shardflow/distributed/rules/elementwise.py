@@ -1,7 +1,7 @@
 """Elementwise ops: one rule for every op in the name lists below (and their in-place forms).
 
-The lists are the elementwise ops of ``ops/arithmetic.py``, ``ops/elementwise.py`` and
-``ops/elementwise_extra.py`` (``tests/distributed/test_global_tensor_route.py`` checks that
+The lists are the elementwise ops of ``ops/arithmetic.py``, ``ops/elementwise.py``,
+``ops/rounding.py`` and ``ops/comparison.py`` (``tests/distributed/test_global_tensor_route.py`` checks that
 every op those files register has a rule here, or is on its list of ops that are not
 elementwise). Rule, per mesh dimension, with broadcasting:
 

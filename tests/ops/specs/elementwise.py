@@ -1,4 +1,5 @@
-"""Specs for the elementwise family (shardflow/ops/elementwise.py, elementwise_extra.py).
+"""Specs for the elementwise family (shardflow/ops/arithmetic.py, elementwise.py,
+rounding.py, comparison.py).
 
 Inputs avoid non-differentiable points: 'positive' for log/sqrt/pow bases, 'nonzero' for
 abs/relu/divisors, uniform ranges away from clamp/hardtanh kinks only by chance (random

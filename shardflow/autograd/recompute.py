@@ -1,4 +1,6 @@
-"""Activation checkpointing (``shardflow.utils.checkpoint.checkpoint``).
+"""Activation checkpointing by recomputation (``shardflow.utils.checkpoint.checkpoint``, PyTorch's
+path). Named ``recompute`` because "checkpoint" elsewhere in shardflow means saved state
+(``checkpoint/``, ``distributed/checkpoint/``, ``shardflow checkpoint``).
 
 Forward runs ``function`` under ``no_grad`` and keeps only its inputs. Backward re-runs it
 with gradients on (same RNG state, so dropout masks repeat), then backpropagates the
