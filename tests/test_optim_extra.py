@@ -191,3 +191,23 @@ def test_lbfgs_stops_at_once_when_the_gradient_is_already_zero():
 
     opt.step(closure)
     assert len(calls) == 1 and opt.state[p]["n_iter"] == 0
+
+
+@pytest.mark.parametrize("name,kwargs", [
+    ("Adagrad", dict(lr=-1)), ("Adagrad", dict(lr_decay=-1)), ("Adagrad", dict(weight_decay=-1)),
+    ("Adagrad", dict(initial_accumulator_value=-1)), ("Adagrad", dict(eps=-1)),
+    ("Adam", dict(lr=-1)), ("Adam", dict(eps=-1)), ("Adam", dict(weight_decay=-1)),
+    ("RMSprop", dict(lr=-1)), ("RMSprop", dict(eps=-1)), ("RMSprop", dict(momentum=-1)),
+    ("RMSprop", dict(weight_decay=-1)), ("RMSprop", dict(alpha=-1)),
+    ("SGD", dict(lr=-1)), ("SGD", dict(momentum=-1)), ("SGD", dict(weight_decay=-1)),
+])
+def test_negative_arguments_raise_torchs_message(name, kwargs):
+    """One table of argument checks (optim/_checks.py): each optimizer raises PyTorch's
+    ValueError for a negative hyperparameter (its words, then ours: what was expected)."""
+    import torch
+
+    with pytest.raises(ValueError) as ref:
+        getattr(torch.optim, name)([torch.zeros(2, requires_grad=True)], **kwargs)
+    with pytest.raises(ValueError) as ours:
+        getattr(optim, name)([sf.zeros(2, requires_grad=True)], **kwargs)
+    assert str(ours.value).startswith(str(ref.value)), (str(ours.value), str(ref.value))

@@ -310,7 +310,7 @@ def _print_cold_table(rows, names) -> None:
                       f"{r['ms'][name]:>10.1f} {r['compile_s'][name]:>10.2f}")
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="shardflow bench engine", description=__doc__.split("\n\n")[0])
     p.add_argument("--models", default="mlp,cnn,gpt", help="comma list of: " + ",".join(WORKLOADS))
     p.add_argument("--runs", type=int, default=5, help="timed runs per library (median reported)")
@@ -330,6 +330,54 @@ def main(argv=None) -> int:
     p.add_argument("--no-small-op", action="store_true", help="skip the per-op overhead line")
     p.add_argument("--peak-tflops", type=float, default=67.0,
                    help="device float32 peak for the MFU column with --device cuda (H100 SXM: 67)")
+    return p
+
+
+def _table_header(labels: list[str], numpy_col: bool, device: str) -> str:
+    """The header of the per-workload table: fixed columns, one per peer, then the optional ones."""
+    hdr = f"{'workload':<44} {'shardflow ms':>12} {'torch ms':>9} {'ratio':>6} {'sf GFLOP/s':>10} {'th GFLOP/s':>10}"
+    for label in labels:
+        hdr += f" {label + ' ms':>{max(9, len(label) + 3)}}"
+    if labels:
+        hdr += f" {'sf/best':>7}"
+    if numpy_col:
+        hdr += f" {'sf numpy ms':>11} {'kernel gain':>11}"
+    if device == "cuda":
+        hdr += f" {'sf MFU':>7} {'th MFU':>7} {'sf MiB':>7} {'th MiB':>7}"
+    return hdr
+
+
+def _table_row(r: dict, labels: list[str], numpy_col: bool, device: str, peak_tflops: float) -> str:
+    """One workload's line under :func:`_table_header`."""
+    line = (f"{r['name']:<44} {r['shardflow_ms']:>12.1f} {r['torch_ms']:>9.1f} {r['ratio']:>6.2f} "
+            f"{r['shardflow_gflops']:>10.1f} {r['torch_gflops']:>10.1f}")
+    for label in labels:
+        cell = f"{r['ms'][label]:.1f}" if label in r["ms"] else "failed"
+        line += f" {cell:>{max(9, len(label) + 3)}}"
+    if labels:
+        others = [v for name, v in r["ms"].items() if name not in ("shardflow", "shardflow (numpy)")]
+        line += f" {r['shardflow_ms'] / min(others):>7.2f}"
+    if numpy_col:
+        line += f" {r['shardflow_numpy_ms']:>11.1f} {r['shardflow_numpy_ms'] / r['shardflow_ms']:>10.2f}x"
+    if device == "cuda":
+        peak = peak_tflops * 1e3
+        line += (f" {r['shardflow_gflops'] / peak:>7.1%} {r['torch_gflops'] / peak:>7.1%} "
+                 f"{r['shardflow_peak_bytes'] / 2**20:>7.0f} {r['torch_peak_bytes'] / 2**20:>7.0f}")
+    return line
+
+
+def _print_small_op(ops: dict) -> None:
+    print()
+    print(f"{'small op (16 elems, requires_grad)':<44} {'shardflow us':>12} {'torch us':>9} {'ratio':>6}")
+    for key, (s, t) in ops.items():
+        print(f"{'  x = x * w, ' + key + ' per op':<44} {s:>12.2f} {t:>9.2f} {s / t:>6.2f}")
+
+
+def main(argv=None) -> int:
+    """Phases: parse and check the arguments, time each workload (one table line each), the
+    cold-start table and failures, the kernel compile report and the per-op overhead (CPU),
+    then the JSON file."""
+    p = _parser()
     args = p.parse_args(argv)
     try:
         peers = parse_peers(args.peers + (",torch-compile" if args.compile else ""))
@@ -349,37 +397,15 @@ def main(argv=None) -> int:
     print(f"engine benchmark: {args.device.upper()} float32, median of {args.runs} runs, torch "
           f"{torch.__version__}, {torch.get_num_threads()} torch threads{_peer_header(peers, args.device)}")
     labels = [PEER_LABELS[peer] for peer in peers]
-    hdr = f"{'workload':<44} {'shardflow ms':>12} {'torch ms':>9} {'ratio':>6} {'sf GFLOP/s':>10} {'th GFLOP/s':>10}"
-    for label in labels:
-        hdr += f" {label + ' ms':>{max(9, len(label) + 3)}}"
-    if labels:
-        hdr += f" {'sf/best':>7}"
     numpy_col = args.numpy_path and args.device == "cpu"
-    if numpy_col:
-        hdr += f" {'sf numpy ms':>11} {'kernel gain':>11}"
-    if args.device == "cuda":
-        hdr += f" {'sf MFU':>7} {'th MFU':>7} {'sf MiB':>7} {'th MiB':>7}"
+    hdr = _table_header(labels, numpy_col, args.device)
     print(hdr)
     print("-" * len(hdr))
     for k in keys:
         r = bench_workload(k, runs=args.runs, steps=args.steps, warmup=args.warmup, device=args.device,
                            numpy_path=numpy_col, peers=peers)
         rows.append(r)
-        line = (f"{r['name']:<44} {r['shardflow_ms']:>12.1f} {r['torch_ms']:>9.1f} {r['ratio']:>6.2f} "
-                f"{r['shardflow_gflops']:>10.1f} {r['torch_gflops']:>10.1f}")
-        for label in labels:
-            cell = f"{r['ms'][label]:.1f}" if label in r["ms"] else "failed"
-            line += f" {cell:>{max(9, len(label) + 3)}}"
-        if labels:
-            others = [v for name, v in r["ms"].items() if name not in ("shardflow", "shardflow (numpy)")]
-            line += f" {r['shardflow_ms'] / min(others):>7.2f}"
-        if numpy_col:
-            line += f" {r['shardflow_numpy_ms']:>11.1f} {r['shardflow_numpy_ms'] / r['shardflow_ms']:>10.2f}x"
-        if args.device == "cuda":
-            peak = args.peak_tflops * 1e3
-            line += (f" {r['shardflow_gflops'] / peak:>7.1%} {r['torch_gflops'] / peak:>7.1%} "
-                     f"{r['shardflow_peak_bytes'] / 2**20:>7.0f} {r['torch_peak_bytes'] / 2**20:>7.0f}")
-        print(line, flush=True)
+        print(_table_row(r, labels, numpy_col, args.device, args.peak_tflops), flush=True)
     _print_cold_table(rows, ["shardflow", "torch", *labels])
     for r in rows:
         for name, why in r["failed"].items():
@@ -394,10 +420,7 @@ def main(argv=None) -> int:
     if args.device == "cpu" and not args.no_small_op:
         ops = bench_small_op(runs=args.runs)
         out["small_op_us"] = ops
-        print()
-        print(f"{'small op (16 elems, requires_grad)':<44} {'shardflow us':>12} {'torch us':>9} {'ratio':>6}")
-        for key, (s, t) in ops.items():
-            print(f"{'  x = x * w, ' + key + ' per op':<44} {s:>12.2f} {t:>9.2f} {s / t:>6.2f}")
+        _print_small_op(ops)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=2)

@@ -309,20 +309,39 @@ def launch(n: int, program: list[str], **kwargs) -> int:
 def launch_job(n: int, program: list[str], *, hosts=None, hostfile=None, timeout=None,
                grace: float = DEFAULT_GRACE_S, prefix: bool = True, extra_env: dict | None = None,
                stdout=None, stderr=None) -> JobOutcome:
-    """:func:`launch`, returning the whole :class:`JobOutcome`."""
+    """:func:`launch`, returning the whole :class:`JobOutcome`.
+
+    Phases: check the arguments and hosts (before anything starts), build the ranks'
+    environment and the mpiexec command (:func:`_job_env`), run mpiexec to its end
+    (:func:`_run_job`), then tell what ended the job (:func:`_job_outcome`)."""
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
     check_launch_args(n, timeout, None, grace)
     host_lines = check_hosts(hosts, hostfile)  # HostsError (a ValueError) before anything starts
     remote = bool(hosts or hostfile)
+    base_env, names = _job_env(n, remote, hosts, hostfile, extra_env)
+    cmd = job_command(n, program, hosts=hosts, hostfile=hostfile, env_names=names)
+    lock = threading.Lock()
+    say = _stderr_writer(stderr, lock)
+    job = _run_job(cmd, base_env, host_lines, hostfile, timeout, grace, prefix, remote,
+                   stdout, stderr, lock, say)
+    return _job_outcome(job, host_lines, hostfile, timeout, grace, say)
+
+
+def _job_env(n: int, remote: bool, hosts, hostfile, extra_env) -> tuple[dict, list[str]]:
+    """The ranks' environment (but the failure folder) and, for remote hosts, the names
+    mpiexec must pass on with ``-x``."""
     base_env = {**master_env(hosts, hostfile), **_config.rpc_launch_env(), "SHARDFLOW_RANK_PREFIX": "0",
                 **({} if remote else {**_config.blas_thread_env(n), **local_job_env()}),
                 **(extra_env or {})}
     names = sorted(k for k in rank_env({"SHARDFLOW_FAILURE_DIR": "", **base_env})
                    if k.startswith(_SHELL_SAFE_ENV)) if remote else []
-    cmd = job_command(n, program, hosts=hosts, hostfile=hostfile, env_names=names)
-    lock = threading.Lock()
+    return base_env, names
 
+
+def _stderr_writer(stderr, lock):
+    """``say(text)``: one line to ``stderr`` under ``lock`` (the pipe readers share it); a
+    closed stream is ignored."""
     def say(text):
         with lock:
             try:
@@ -330,7 +349,30 @@ def launch_job(n: int, program: list[str], *, hosts=None, hostfile=None, timeout
                 stderr.flush()
             except (OSError, ValueError):
                 pass
+    return say
 
+
+@dataclass
+class _JobRun:
+    """What one run of mpiexec left: its exit code, how it was stopped, the ranks' records
+    and the output the pipe readers kept."""
+
+    rc: int
+    timed_out: bool
+    killed: bool  # the grace period ran out: SIGKILL
+    signals: _JobSignals
+    records: list  # root-cause / stop-signal records of the ranks
+    tails: dict  # per-rank last lines
+    other: list  # mpiexec's own (untagged) lines
+    translated: list  # PRTE blocks about hosts
+    lifecycle: dict  # rank -> its last lifecycle event
+
+
+def _run_job(cmd, base_env, host_lines, hostfile, timeout, grace, prefix, remote, stdout, stderr,
+             lock, say) -> _JobRun:
+    """Start mpiexec in its own session, copy its pipes, wait for it (``--timeout``, the
+    grace period of a forwarded signal), then end whatever is left of the session and
+    read the ranks' records from a temporary failure folder."""
     faildir = tempfile.mkdtemp(prefix="shardflow-run-")
     try:
         env = rank_env({"SHARDFLOW_FAILURE_DIR": faildir, **base_env})
@@ -380,24 +422,32 @@ def launch_job(n: int, program: list[str], *, hosts=None, hostfile=None, timeout
         records = _read_records(faildir)
     finally:
         shutil.rmtree(faildir, ignore_errors=True)
+    return _JobRun(rc, timed_out, killed, signals, records, tails, other, translated, lifecycle)
+
+
+def _job_outcome(job: _JobRun, host_lines, hostfile, timeout, grace, say) -> JobOutcome:
+    """What ended the job, in order: a signal the launcher received, a rank that vanished
+    while mpiexec said success, success, a stop signal a rank received directly, a host
+    Open MPI could not start on, else the root cause of a failure (printed)."""
+    rc, other, signals = job.rc, job.other, job.signals
     # a graceful stop on a signal that reached a rank directly (not through us) is not a failure
-    stops = sorted((r for r in records if r.get("kind") == STOP_SIGNAL_RECORD), key=lambda r: r["time"])
-    records = [r for r in records if r.get("kind") != STOP_SIGNAL_RECORD]
-    if timed_out:
+    stops = sorted((r for r in job.records if r.get("kind") == STOP_SIGNAL_RECORD), key=lambda r: r["time"])
+    records = [r for r in job.records if r.get("kind") != STOP_SIGNAL_RECORD]
+    if job.timed_out:
         say(f"shardflow run: the job exceeded --timeout {timeout:g} s; all ranks were stopped")
     if signals.signum is not None:
         name = signal.Signals(signals.signum).name
-        if killed:
+        if job.killed:
             say(f"shardflow run: the ranks did not exit within {grace:g} s of {name} (--grace); "
                 "they were killed with SIGKILL")
         else:
             say(f"shardflow run: stopped by {name}; every rank exited "
                 f"{time.monotonic() - signals.received_at:.1f} s after it")
         if records:
-            _report_failure(_root_cause(records, other, tails, rc), rc, say)
+            _report_failure(_root_cause(records, other, job.tails, rc), rc, say)
         return JobOutcome(128 + int(signals.signum), user_signal=int(signals.signum),
                           reason=f"the launcher received {name}", output=other)
-    vanished = sorted(r for r, event in lifecycle.items() if event != "ended")
+    vanished = sorted(r for r, event in job.lifecycle.items() if event != "ended")
     if rc == 0 and not records and vanished:  # mpiexec said success, a rank never ended
         reason = (f"rank(s) {vanished} started but never ended their program, yet mpiexec "
                   "exited 0 (a lost host, or a rank killed without a report)")
@@ -410,19 +460,19 @@ def launch_job(n: int, program: list[str], *, hosts=None, hostfile=None, timeout
         say(f"shardflow run: stopped: {stops[0]['message']}")
         return JobOutcome(int(stops[0].get("exit_code") or rc or 1), failed_rank=stops[0]["rank"],
                           reason=stops[0]["message"].split(";")[0], output=other)
-    if translated and not records:  # Open MPI could not start the job on the hosts: its one line
-        messages = [translate_prte_block(block, host_lines, hostfile, other) for block in translated]
+    if job.translated and not records:  # Open MPI could not start the job on the hosts: its one line
+        messages = [translate_prte_block(block, host_lines, hostfile, other) for block in job.translated]
         for message in messages:
             say(message)
         code = 2 if "refused --hostfile" in messages[0] else (rc if 0 < rc < 256 else 1)
         return JobOutcome(code, host_error=True, reason=messages[0], output=other)
-    cause = _root_cause(records, other, tails, rc)
+    cause = _root_cause(records, other, job.tails, rc)
     exit_code = _report_failure(cause, rc, say)
-    if timed_out:
+    if job.timed_out:
         exit_code = 124
     exit_code = int(exit_code) if 0 < int(exit_code) < 256 else 1
-    return JobOutcome(exit_code, timed_out=timed_out, failed_rank=None if cause is None else cause[0],
-                      reason=_cause_line(cause, rc, timed_out), output=other)
+    return JobOutcome(exit_code, timed_out=job.timed_out, failed_rank=None if cause is None else cause[0],
+                      reason=_cause_line(cause, rc, job.timed_out), output=other)
 
 
 def _cause_line(cause, rc: int, timed_out: bool) -> str:

@@ -95,11 +95,12 @@ from .mpi_lib import mpi
 from .mpi_p2p import PointToPointMixin
 from .mpi_plans import EAGER_SAFE_BYTES, MAX_PLANS, Plan
 from .mpi_work import BUSY, SPIN_S, Call, MPIWork, progress_all
+from .ranked import RankedMixin
 
 __all__ = ["EAGER_SAFE_BYTES", "MPICommunicator", "MPIWork", "TIMEOUT_EXIT_CODE", "mpi"]
 
 
-class MPICommunicator(CollectivesMixin, PointToPointMixin, Communicator):
+class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communicator):
     """A communicator over an ``mpi4py`` ``Comm`` (see the module docstring)."""
 
     backend = "mpi"
@@ -140,23 +141,12 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, Communicator):
 
     # -- basic properties ----------------------------------------------------------------
     @property
-    def rank(self) -> int:
-        return self._rank
-
-    @property
-    def size(self) -> int:
-        return self._size
-
-    @property
     def mpi_comm(self):
         return self._comm
 
     @property
     def board(self) -> ArrivalBoard:
         return self._board
-
-    def world_rank(self, r: int | None = None) -> int:
-        return self.world_ranks[self._rank if r is None else r]
 
     # -- running an operation ------------------------------------------------------------
     def _begin(self, op: str, array, reduce=None, root: int = -1, shape=()):

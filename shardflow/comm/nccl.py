@@ -57,6 +57,7 @@ from . import callsig
 from .base import CommError, Communicator, ReduceOp, Work, check_p2p_ops, checked_reduce_op
 from .failure import TIMEOUT_EXIT_CODE, abort_job
 from .nccl_lib import cuda_api
+from .ranked import RankedMixin
 
 _SPIN_S = 2e-4
 
@@ -131,7 +132,7 @@ class NCCLWork(Work):
         return self.wait()
 
 
-class NCCLCommunicator(Communicator):
+class NCCLCommunicator(RankedMixin, Communicator):
     """Collectives on device arrays over NCCL, checked over a control communicator."""
 
     backend = "nccl"
@@ -174,20 +175,9 @@ class NCCLCommunicator(Communicator):
 
     # -- basic properties ----------------------------------------------------------------
     @property
-    def rank(self) -> int:
-        return self._rank
-
-    @property
-    def size(self) -> int:
-        return self._size
-
-    @property
     def control(self) -> Communicator:
         """The host communicator that carries signatures, objects and host arrays."""
         return self._control
-
-    def world_rank(self, r: int | None = None) -> int:
-        return self.world_ranks[self._rank if r is None else r]
 
     # -- bookkeeping ---------------------------------------------------------------------
     def _nccl_dtype(self, array):

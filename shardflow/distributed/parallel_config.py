@@ -257,21 +257,47 @@ def parallelize(model, optimizer, dp: int = 1, tp: int = 1, pp: int = 1, zero: i
     world = _comm.get_world()
     check = None
     if layout == "auto":
-        if (dp, tp, pp, zero) != (1, 1, 1, 0) or n_microbatches is not None:
-            raise ValueError(f"parallelize: layout='auto' chooses dp/tp/pp/zero/n_microbatches itself, but "
-                             f"dp={dp}, tp={tp}, pp={pp}, zero={zero}, n_microbatches={n_microbatches} were "
-                             "given; drop them, or drop layout='auto'")
-        from .planner.auto import parallelize_choice
-
-        say = print if world.rank == 0 else None
-        chosen, check = parallelize_choice(model, world, batch_size, profile, mem_per_rank,
-                                           can_pipeline=split is not None, say=say)
-        dp, tp, pp, zero = chosen["dp"], chosen["tp"], chosen["pp"], chosen["zero"]
-        n_microbatches, schedule = chosen["n_microbatches"], chosen["schedule"]
+        dp, tp, pp, zero, n_microbatches, schedule, check = _choose_layout(
+            model, world, dp, tp, pp, zero, n_microbatches, batch_size, profile, mem_per_rank, split)
     elif layout is not None:
         raise ValueError(f"parallelize: layout must be None (give dp/tp/pp/zero) or 'auto', got {layout!r}")
     if plan is None and tp > 1 and hasattr(model, "tensor_parallel_plan"):
         plan = model.tensor_parallel_plan()
+    m = n_microbatches or (2 * pp if pp > 1 else 1)
+    _check_layout_arguments(model, world, dp, tp, pp, zero, m, batch_size, plan, schedule, loss_fn, split)
+    text = comm_plan_text(model, dp, tp, pp, zero, m, batch_size, schedule)
+    if print_plan and world.rank == 0:
+        print(text, flush=True)
+    par = Parallelized(model, optimizer, dp, tp, pp, zero, loss_fn, m, text, check=check)
+    if pp > 1:
+        _lay_out_pipeline(par, model, split, plan, dp, tp, pp, m, schedule, loss_fn)
+    elif zero == 1 and dp > 1:
+        _lay_out_zero1(par, model, optimizer, world, dp, loss_fn)
+    elif dp * tp == 1:
+        par._state["runner"] = lambda x, y: loss_fn(model(x), y)
+    else:
+        _lay_out_global(par, model, dp, tp, plan, loss_fn)
+    return par
+
+
+def _choose_layout(model, world, dp, tp, pp, zero, n_microbatches, batch_size, profile, mem_per_rank,
+                   split):
+    """``layout="auto"``: the planner's dp/tp/pp/zero/n_microbatches/schedule and its check."""
+    if (dp, tp, pp, zero) != (1, 1, 1, 0) or n_microbatches is not None:
+        raise ValueError(f"parallelize: layout='auto' chooses dp/tp/pp/zero/n_microbatches itself, but "
+                         f"dp={dp}, tp={tp}, pp={pp}, zero={zero}, n_microbatches={n_microbatches} were "
+                         "given; drop them, or drop layout='auto'")
+    from .planner.auto import parallelize_choice
+
+    say = print if world.rank == 0 else None
+    chosen, check = parallelize_choice(model, world, batch_size, profile, mem_per_rank,
+                                       can_pipeline=split is not None, say=say)
+    return (chosen["dp"], chosen["tp"], chosen["pp"], chosen["zero"], chosen["n_microbatches"],
+            chosen["schedule"], check)
+
+
+def _check_layout_arguments(model, world, dp, tp, pp, zero, m, batch_size, plan, schedule, loss_fn, split):
+    """Every argument error of :func:`parallelize`, raised before any communicator is built."""
     if tp > 1 and not plan:
         raise ValueError(f"parallelize: tp={tp} needs a tensor-parallel plan ({{module path pattern: "
                          "ColwiseParallel(use_local_output=False) / RowwiseParallel(use_local_output=False)}: "
@@ -281,7 +307,6 @@ def parallelize(model, optimizer, dp: int = 1, tp: int = 1, pp: int = 1, zero: i
         raise ValueError(f"parallelize: schedule must be one of {sorted(_SCHEDULES)}, got {schedule!r} "
                          "(interleaved 1F1B needs several stages per rank: build it with "
                          "ScheduleInterleaved1F1B directly, docs/PIPELINE.md)")
-    m = n_microbatches or (2 * pp if pp > 1 else 1)
     cfg = getattr(model, "config", None)
     validate_parallel_config(world.size, dp, tp, pp, zero, getattr(cfg, "n_layer", None),
                              getattr(cfg, "n_head", None), batch_size, m)
@@ -290,46 +315,48 @@ def parallelize(model, optimizer, dp: int = 1, tp: int = 1, pp: int = 1, zero: i
     if pp > 1 and split is None:
         raise ValueError("parallelize: pp > 1 needs split=(model, num_stages) -> Pipe, e.g. "
                          "shardflow.models.gpt_pipeline.gpt_pipe, or a lambda over split_module")
-    text = comm_plan_text(model, dp, tp, pp, zero, m, batch_size, schedule)
-    if print_plan and world.rank == 0:
-        print(text, flush=True)
-    par = Parallelized(model, optimizer, dp, tp, pp, zero, loss_fn, m, text, check=check)
-    if pp > 1:
-        from . import pipelining
-        from .pipelining import PipelineStage, lay_out_stage, pipeline_mesh
 
-        kind = next((q.device.type for q in model.parameters()), "cpu")  # the mesh's device type
-        pm = pipeline_mesh(pp, dp, tp, device_type=kind)  # every communicator, before stages diverge
-        st = pm.stage
-        pipe = split(model, pp)
-        tp_mesh = None
-        if tp > 1:
-            tp_mesh = pm.tp_mesh
-            lay_out_stage(model, pipe.stages[st], tp_mesh, plan)
-        stage = PipelineStage(pipe.stages[st], st, pp, group=pm.pp_group, tied=pipe.tied_for(st),
-                              dp_group=pm.dp_group, tp_mesh=tp_mesh)
-        par._state.update(stage=stage, pipe=pipe, dp_group=pm.dp_group, replica=pm.replica,
-                          tp_index=pm.tp_index, mesh=pm.mesh,
-                          schedule=getattr(pipelining, _SCHEDULES[schedule])(stage, m, loss_fn=loss_fn))
-        return par
-    if zero == 1 and dp > 1:
-        from ..nn.parallel import DistributedDataParallel
-        from .zero import ZeroRedundancyOptimizer
 
-        ddp = DistributedDataParallel(model)
-        par.optimizer = ZeroRedundancyOptimizer(list(model.parameters()), type(optimizer),
-                                                **optimizer.defaults)
+def _lay_out_pipeline(par, model, split, plan, dp, tp, pp, m, schedule, loss_fn):
+    """``pp > 1``: this rank's stage of ``split(model, pp)`` (tensor-parallel inside it when
+    ``tp > 1``) and its schedule; every communicator is built before the stages diverge."""
+    from . import pipelining
+    from .pipelining import PipelineStage, lay_out_stage, pipeline_mesh
 
-        def run_zero(x, y):
-            rows = x.shape[0] // dp
-            sl = slice(world.rank * rows, (world.rank + 1) * rows)
-            return loss_fn(ddp(_rows(x, sl)), _rows(y, sl))
+    kind = next((q.device.type for q in model.parameters()), "cpu")  # the mesh's device type
+    pm = pipeline_mesh(pp, dp, tp, device_type=kind)  # every communicator, before stages diverge
+    st = pm.stage
+    pipe = split(model, pp)
+    tp_mesh = None
+    if tp > 1:
+        tp_mesh = pm.tp_mesh
+        lay_out_stage(model, pipe.stages[st], tp_mesh, plan)
+    stage = PipelineStage(pipe.stages[st], st, pp, group=pm.pp_group, tied=pipe.tied_for(st),
+                          dp_group=pm.dp_group, tp_mesh=tp_mesh)
+    par._state.update(stage=stage, pipe=pipe, dp_group=pm.dp_group, replica=pm.replica,
+                      tp_index=pm.tp_index, mesh=pm.mesh,
+                      schedule=getattr(pipelining, _SCHEDULES[schedule])(stage, m, loss_fn=loss_fn))
 
-        par._state["runner"] = run_zero
-        return par
-    if dp * tp == 1:
-        par._state["runner"] = lambda x, y: loss_fn(model(x), y)
-        return par
+
+def _lay_out_zero1(par, model, optimizer, world, dp, loss_fn):
+    """ZeRO-1 over ``dp`` ranks: DDP on this rank's rows of the batch, the optimizer state sharded."""
+    from ..nn.parallel import DistributedDataParallel
+    from .zero import ZeroRedundancyOptimizer
+
+    ddp = DistributedDataParallel(model)
+    par.optimizer = ZeroRedundancyOptimizer(list(model.parameters()), type(optimizer),
+                                            **optimizer.defaults)
+
+    def run_zero(x, y):
+        rows = x.shape[0] // dp
+        sl = slice(world.rank * rows, (world.rank + 1) * rows)
+        return loss_fn(ddp(_rows(x, sl)), _rows(y, sl))
+
+    par._state["runner"] = run_zero
+
+
+def _lay_out_global(par, model, dp, tp, plan, loss_fn):
+    """``dp x tp`` on global tensors: the batch enters broadcast, then takes the data sbp."""
     from .tensor_parallel import data_tensor_parallel
 
     mesh, data_sbp = data_tensor_parallel(model, dp, tp, plan)
@@ -343,7 +370,6 @@ def parallelize(model, optimizer, dp: int = 1, tp: int = 1, pp: int = 1, zero: i
         return loss_fn(model(xg), yg)
 
     par._state["runner"] = run_global
-    return par
 
 
 def _copy(a, order="K"):

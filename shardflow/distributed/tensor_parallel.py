@@ -229,7 +229,28 @@ def _repr(style, **fields) -> str:
     return type(style).__name__ + "(" + ", ".join(f"{k}={v}" for k, v in fields.items()) + ")"
 
 
-class ColwiseParallel(ParallelStyle):
+class _SplitLinearStyle(ParallelStyle):
+    """What ColwiseParallel and RowwiseParallel share: shard the module's parameters by
+    :meth:`_param_layouts`, then hook its first input (``input_layouts[0]`` boxed to
+    ``desired_input_layouts[0]``) and its output (boxed to ``output_layouts[0]``)."""
+
+    def _param_layouts(self, module) -> dict:
+        """The sbp of each parameter of ``module`` (and, for Rowwise, its desired input layout)."""
+        raise NotImplementedError
+
+    def apply(self, module, mesh, dim):
+        _shard_params(module, mesh, dim, self._param_layouts(module), self.src_data_rank)
+        _hook_first_input_and_output(module, mesh, dim, self.input_layouts[0],
+                                     self.desired_input_layouts[0], self.output_layouts[0],
+                                     self.use_local_output)
+        return module
+
+    def __repr__(self) -> str:
+        return _repr(self, input_layouts=self.input_layouts, output_layouts=self.output_layouts,
+                     use_local_output=self.use_local_output)
+
+
+class ColwiseParallel(_SplitLinearStyle):
     """Column-wise split of an ``nn.Linear`` (weight and bias ``S(0)``: output features) or
     ``nn.Embedding`` (weight ``S(1)``). Input: a local one is taken as ``input_layouts``
     (default ``Replicate()``), then made ``Replicate()``; output: ``S(-1)`` boxed to
@@ -247,23 +268,15 @@ class ColwiseParallel(ParallelStyle):
         self.desired_input_layouts = (_REPLICATE,)
         self.use_local_output = use_local_output
 
-    def apply(self, module, mesh, dim):
+    def _param_layouts(self, module) -> dict:
         if _kind(module, "ColwiseParallel") == "Linear":
             layouts = {"weight": Split(0, self.blocks), "bias": Split(0, self.blocks)}
         else:
             layouts = {"weight": Split(1, self.blocks)}
-        _shard_params(module, mesh, dim, layouts, self.src_data_rank)
-        _hook_first_input_and_output(module, mesh, dim, self.input_layouts[0],
-                                     self.desired_input_layouts[0], self.output_layouts[0],
-                                     self.use_local_output)
-        return module
-
-    def __repr__(self) -> str:
-        return _repr(self, input_layouts=self.input_layouts, output_layouts=self.output_layouts,
-                     use_local_output=self.use_local_output)
+        return layouts
 
 
-class RowwiseParallel(ParallelStyle):
+class RowwiseParallel(_SplitLinearStyle):
     """Row-wise split of an ``nn.Linear`` (weight ``S(1)``: input features; bias
     ``Replicate()``) or ``nn.Embedding`` (weight ``S(0)``: vocabulary parallel). Input: a
     local one is taken as ``input_layouts`` (default ``Shard(-1)``, for an Embedding too, as in
@@ -277,22 +290,14 @@ class RowwiseParallel(ParallelStyle):
         self.output_layouts = (output_layouts or _REPLICATE,)
         self.use_local_output = use_local_output
 
-    def apply(self, module, mesh, dim):
+    def _param_layouts(self, module) -> dict:
         if _kind(module, "RowwiseParallel") == "Linear":
             layouts = {"weight": Split(1), "bias": broadcast}
             self.desired_input_layouts = (_SHARD_LAST,)
         else:
             layouts = {"weight": Split(0)}
             self.desired_input_layouts = (_REPLICATE,)
-        _shard_params(module, mesh, dim, layouts, self.src_data_rank)
-        _hook_first_input_and_output(module, mesh, dim, self.input_layouts[0],
-                                     self.desired_input_layouts[0], self.output_layouts[0],
-                                     self.use_local_output)
-        return module
-
-    def __repr__(self) -> str:
-        return _repr(self, input_layouts=self.input_layouts, output_layouts=self.output_layouts,
-                     use_local_output=self.use_local_output)
+        return layouts
 
 
 class SequenceParallel(ParallelStyle):

@@ -44,15 +44,8 @@ class Bernoulli(ExponentialFamily):
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(Bernoulli, _instance)
         batch_shape = as_size(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
-        super(Bernoulli, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        self._expand_probs_or_logits(new, batch_shape)
+        return self._init_expanded(Bernoulli, new, batch_shape)
 
     @property
     def mean(self):

@@ -31,9 +31,7 @@ class Beta(ExponentialFamily):
         new = self._get_checked_instance(Beta, _instance)
         batch_shape = as_size(batch_shape)
         new._dirichlet = self._dirichlet.expand(batch_shape)
-        super(Beta, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._init_expanded(Beta, new, batch_shape)
 
     @property
     def mean(self):

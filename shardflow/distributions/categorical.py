@@ -44,16 +44,9 @@ class Categorical(Distribution):
         new = self._get_checked_instance(Categorical, _instance)
         batch_shape = as_size(batch_shape)
         param_shape = tuple(batch_shape) + (self._num_events,)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(param_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(param_shape)
-            new._param = new.logits
+        self._expand_probs_or_logits(new, param_shape)
         new._num_events = self._num_events
-        super(Categorical, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._init_expanded(Categorical, new, batch_shape)
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):

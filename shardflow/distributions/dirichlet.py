@@ -29,9 +29,7 @@ class Dirichlet(ExponentialFamily):
         new = self._get_checked_instance(Dirichlet, _instance)
         batch_shape = as_size(batch_shape)
         new.concentration = self.concentration.expand(tuple(batch_shape) + tuple(self.event_shape))
-        super(Dirichlet, new).__init__(batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._init_expanded(Dirichlet, new, batch_shape, self.event_shape)
 
     def rsample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))

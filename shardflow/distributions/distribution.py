@@ -170,6 +170,32 @@ class Distribution:
                 f"to be within the support ({support!r}) of the distribution {self!r}, but found "
                 f"invalid values:\n{value}")
 
+    def _expand_params(self, cls, batch_shape, _instance, names):
+        """PyTorch's ``expand`` for a distribution whose parameters ``names`` all have its
+        batch shape (no event dimensions): each is expanded (a view, no copy)."""
+        new = self._get_checked_instance(cls, _instance)
+        batch_shape = as_size(batch_shape)
+        for name in names:
+            setattr(new, name, getattr(self, name).expand(batch_shape))
+        return self._init_expanded(cls, new, batch_shape)
+
+    def _init_expanded(self, cls, new, batch_shape, event_shape=Size()):
+        """The end of every ``expand``: ``new`` (its parameters set) is initialised as ``cls``
+        without validating again, then keeps this instance's validation setting."""
+        super(cls, new).__init__(batch_shape, event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    def _expand_probs_or_logits(self, new, param_shape) -> None:
+        """``expand`` of a ``probs``-or-``logits`` parameter (Bernoulli, Categorical): the
+        ones this instance holds, expanded to ``param_shape``, and ``_param``."""
+        if "probs" in self.__dict__:
+            new.probs = self.probs.expand(param_shape)
+            new._param = new.probs
+        if "logits" in self.__dict__:
+            new.logits = self.logits.expand(param_shape)
+            new._param = new.logits
+
     def _get_checked_instance(self, cls, _instance=None):
         if _instance is None and type(self).__init__ != cls.__init__:
             raise NotImplementedError(

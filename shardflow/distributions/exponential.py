@@ -6,7 +6,7 @@ from ..autograd import Size
 from ..ops import empty, exp, log, log1p, zeros_like
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import as_size, broadcast_all, is_number
+from .utils import broadcast_all, is_number
 
 __all__ = ["Exponential"]
 
@@ -23,12 +23,7 @@ class Exponential(ExponentialFamily):
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Exponential, _instance)
-        batch_shape = as_size(batch_shape)
-        new.rate = self.rate.expand(batch_shape)
-        super(Exponential, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Exponential, batch_shape, _instance, ('rate',))
 
     @property
     def mean(self):

@@ -11,7 +11,7 @@ from ..ops import digamma, lgamma, log, xlogy
 from ..ops.gamma_sampling import _standard_gamma
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import as_size, broadcast_all, finfo, is_number
+from .utils import broadcast_all, finfo, is_number
 
 __all__ = ["Gamma"]
 
@@ -28,13 +28,7 @@ class Gamma(ExponentialFamily):
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Gamma, _instance)
-        batch_shape = as_size(batch_shape)
-        new.concentration = self.concentration.expand(batch_shape)
-        new.rate = self.rate.expand(batch_shape)
-        super(Gamma, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Gamma, batch_shape, _instance, ('concentration', 'rate'))
 
     @property
     def mean(self):

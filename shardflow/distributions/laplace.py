@@ -8,7 +8,7 @@ from ..ops import abs as _abs
 from ..ops import empty, expm1, log, log1p
 from . import constraints
 from .distribution import Distribution
-from .utils import as_size, broadcast_all, finfo, is_number
+from .utils import broadcast_all, finfo, is_number
 
 __all__ = ["Laplace"]
 
@@ -24,21 +24,13 @@ class Laplace(Distribution):
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Laplace, _instance)
-        batch_shape = as_size(batch_shape)
-        new.loc = self.loc.expand(batch_shape)
-        new.scale = self.scale.expand(batch_shape)
-        super(Laplace, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Laplace, batch_shape, _instance, ('loc', 'scale'))
 
     @property
     def mean(self):
         return self.loc
 
-    @property
-    def mode(self):
-        return self.loc
+    mode = mean  # symmetric and unimodal: the mode is the mean
 
     @property
     def variance(self):

@@ -109,9 +109,7 @@ class MultivariateNormal(Distribution):
         for name in ("covariance_matrix", "scale_tril", "precision_matrix"):
             if name in self.__dict__:
                 setattr(new, name, self.__dict__[name].expand(cov_shape))
-        super(MultivariateNormal, new).__init__(batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._init_expanded(MultivariateNormal, new, batch_shape, self.event_shape)
 
     def _matrix_shape(self):
         return tuple(self._batch_shape) + tuple(self._event_shape) + tuple(self._event_shape)
@@ -133,9 +131,7 @@ class MultivariateNormal(Distribution):
     def mean(self):
         return self.loc
 
-    @property
-    def mode(self):
-        return self.loc
+    mode = mean  # symmetric and unimodal: the mode is the mean
 
     @property
     def variance(self):

@@ -11,7 +11,7 @@ from ..autograd import Size
 from ..ops import erf, erfinv, log
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import as_size, broadcast_all, is_number, standard_normal
+from .utils import broadcast_all, is_number, standard_normal
 
 __all__ = ["Normal"]
 
@@ -28,21 +28,13 @@ class Normal(ExponentialFamily):
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Normal, _instance)
-        batch_shape = as_size(batch_shape)
-        new.loc = self.loc.expand(batch_shape)
-        new.scale = self.scale.expand(batch_shape)
-        super(Normal, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Normal, batch_shape, _instance, ('loc', 'scale'))
 
     @property
     def mean(self):
         return self.loc
 
-    @property
-    def mode(self):
-        return self.loc
+    mode = mean  # symmetric and unimodal: the mode is the mean
 
     @property
     def stddev(self):

@@ -28,9 +28,7 @@ class OneHotCategorical(Distribution):
         new = self._get_checked_instance(OneHotCategorical, _instance)
         batch_shape = as_size(batch_shape)
         new._categorical = self._categorical.expand(batch_shape)
-        super(OneHotCategorical, new).__init__(batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._init_expanded(OneHotCategorical, new, batch_shape, self.event_shape)
 
     @property
     def _param(self):

@@ -55,9 +55,7 @@ class TransformedDistribution(Distribution):
             shape = tuple(t.inverse_shape(shape))
         new.base_dist = self.base_dist.expand(shape[: len(shape) - len(self.base_dist.event_shape)])
         new.transforms = self.transforms
-        super(TransformedDistribution, new).__init__(batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._init_expanded(TransformedDistribution, new, batch_shape, self.event_shape)
 
     @constraints.dependent_property(is_discrete=False)
     def support(self):

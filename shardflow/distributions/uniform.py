@@ -9,7 +9,7 @@ from ..autograd import Size
 from ..ops import log, rand
 from . import constraints
 from .distribution import Distribution
-from .utils import as_size, broadcast_all, is_number
+from .utils import broadcast_all, is_number
 
 __all__ = ["Uniform"]
 
@@ -27,13 +27,7 @@ class Uniform(Distribution):
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Uniform, _instance)
-        batch_shape = as_size(batch_shape)
-        new.low = self.low.expand(batch_shape)
-        new.high = self.high.expand(batch_shape)
-        super(Uniform, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Uniform, batch_shape, _instance, ('low', 'high'))
 
     @property
     def mean(self):

@@ -209,13 +209,34 @@ def _parse_index(index, a):
     integer arrays), so backward may assign instead of accumulate; ``add_idx`` is ``idx`` with
     boolean masks expanded to their ``nonzero()`` arrays (for ``add.at``). Index arrays end up
     on ``a``'s device (checked first, on the host when they come from it).
+
+    Phases: normalise each component (``_to_index_item``), check them against ``a.shape``
+    (:func:`_check_index_items`), then, for advanced indices only, move host index arrays to
+    ``a``'s device and expand masks (:func:`_advanced_index`).
     """
-    shape = a.shape
     if not isinstance(index, tuple):
         index = (index,)
     items = [_to_index_item(i) for i in index]
+    advanced, has_int_array, has_ellipsis = _check_index_items(items, a)
+    if not has_ellipsis:
+        items.append(Ellipsis)
+    if advanced:
+        idx, add_idx = _advanced_index(items, a, has_int_array)
+        return idx, True, not has_int_array, add_idx
+    idx = tuple(items)
+    return idx, False, True, idx
+
+
+_BOOLS = (bool, np.bool_)
+
+
+def _check_index_items(items: list, a) -> tuple[bool, bool, bool]:
+    """Check the normalised index components against ``a.shape`` (count of dimensions, int
+    bounds, mask shapes, one Ellipsis, device); returns ``(advanced, has_int_array,
+    has_ellipsis)``."""
+    shape = a.shape
     nd = len(shape)
-    used = 0
+    used = 0  # dimensions the index consumes (a mask consumes its ndim)
     for it in items:
         tp = type(it)
         if tp is int or tp is slice:
@@ -226,7 +247,7 @@ def _parse_index(index, a):
             used += it.ndim if _is_array(it) and it.dtype.kind == "b" else 1
     if used > nd:
         raise IndexError(f"too many indices for tensor of dimension {nd}: the index uses {used} dims, shape is {tuple(shape)}")
-    d = 0
+    d = 0  # the dimension of ``a`` the next component indexes
     advanced = False
     has_int_array = False
     has_ellipsis = False
@@ -245,7 +266,7 @@ def _parse_index(index, a):
             d += nd - used
         elif it is None:
             continue
-        elif isinstance(it, bool | np.bool_):
+        elif isinstance(it, _BOOLS):
             advanced = True
         elif isinstance(it, slice):
             d += 1
@@ -267,26 +288,29 @@ def _parse_index(index, a):
             if not -shape[d] <= it < shape[d]:
                 raise IndexError(f"index {it} is out of bounds for dimension {d} with size {shape[d]}")
             d += 1
-    if not has_ellipsis:
-        items.append(Ellipsis)
+    return advanced, has_int_array, has_ellipsis
+
+
+def _advanced_index(items: list, a, has_int_array: bool) -> tuple[tuple, tuple]:
+    """``(idx, add_idx)`` of a checked advanced index: host index arrays moved to ``a``'s
+    device (once, checked above); ``add_idx`` expands masks to ``nonzero()`` arrays when
+    integer arrays are present (else it is ``idx``)."""
     xp = np
-    if advanced and not isinstance(a, np.ndarray):
-        # Host index arrays (lists, CPU tensors) go to the device once (checked above).
+    if not isinstance(a, np.ndarray):
         xp = get_array_module(a)
         for j, it in enumerate(items):
             if isinstance(it, np.ndarray):
                 items[j] = xp.asarray(it)
     idx = tuple(items)
-    add_idx = idx
-    if advanced and has_int_array:
-        exp = []
-        for it in items:
-            if isinstance(it, xp.ndarray) and it.dtype.kind == "b":
-                exp.extend(xp.nonzero(it))
-            else:
-                exp.append(it)
-        add_idx = tuple(exp)
-    return idx, advanced, not has_int_array, add_idx
+    if not has_int_array:
+        return idx, idx
+    exp = []
+    for it in items:
+        if isinstance(it, xp.ndarray) and it.dtype.kind == "b":
+            exp.extend(xp.nonzero(it))
+        else:
+            exp.append(it)
+    return idx, tuple(exp)
 
 
 # ---------------------------------------------------------------------------- getitem

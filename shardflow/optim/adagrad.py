@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._checks import check_nonnegative
 from .optimizer import Optimizer, _bump
 
 
@@ -22,25 +23,20 @@ class Adagrad(Optimizer):
     def __init__(self, params, lr=1e-2, lr_decay=0.0, weight_decay=0.0,
                  initial_accumulator_value=0.0, eps=1e-10, foreach=None, *, maximize=False,
                  differentiable=False, fused=None):
-        if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr} (expected lr >= 0)")
-        if lr_decay < 0.0:
-            raise ValueError(f"Invalid lr_decay value: {lr_decay} (expected >= 0)")
-        if weight_decay < 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay} (expected >= 0)")
-        if initial_accumulator_value < 0.0:
-            raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
-        if eps < 0.0:
-            raise ValueError(f"Invalid epsilon value: {eps} (expected eps >= 0)")
+        check_nonnegative(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
+                          initial_accumulator_value=initial_accumulator_value, eps=eps)
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
         for group in self.param_groups:
             for p in group["params"]:
-                st = self.state[p]
-                st["step"] = self._step_tensor()
-                st["sum"] = self._state_like(p, np.full_like(p.array, group["initial_accumulator_value"]))
+                self._init_state(p, group)
+
+    def _init_state(self, p, group) -> None:
+        st = self.state[p]
+        st["step"] = self._step_tensor()
+        st["sum"] = self._state_like(p, np.full_like(p.array, group["initial_accumulator_value"]))
 
     def step(self, closure=None):
         loss = self._closure(closure)
@@ -53,8 +49,7 @@ class Adagrad(Optimizer):
                 x, g = p.array, p.grad.array
                 st = self.state[p]
                 if len(st) == 0:  # a group added after construction
-                    st["step"] = self._step_tensor()
-                    st["sum"] = self._state_like(p, np.full_like(x, group["initial_accumulator_value"]))
+                    self._init_state(p, group)
                 step_arr = st["step"].array
                 step_arr += 1
                 t = float(step_arr)

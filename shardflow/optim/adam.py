@@ -21,6 +21,7 @@ import numpy as np
 from .. import kernels
 from ..kernels import optim as _optim_kernels
 from ..ops.blocked import block_slices
+from ._checks import check_nonnegative
 from .optimizer import Optimizer, _bump
 
 
@@ -30,16 +31,12 @@ class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False, fused=None):
-        if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr} (expected lr >= 0)")
-        if eps < 0.0:
-            raise ValueError(f"Invalid epsilon value: {eps} (expected eps >= 0)")
+        check_nonnegative(lr=lr, eps=eps)
         if not 0.0 <= betas[0] < 1.0:
             raise ValueError(f"Invalid beta parameter at index 0: {betas[0]} (expected [0, 1))")
         if not 0.0 <= betas[1] < 1.0:
             raise ValueError(f"Invalid beta parameter at index 1: {betas[1]} (expected [0, 1))")
-        if weight_decay < 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay} (expected >= 0)")
+        check_nonnegative(weight_decay=weight_decay)
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                         amsgrad=amsgrad, maximize=maximize, foreach=foreach,
                         capturable=capturable, differentiable=differentiable, fused=fused)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._checks import check_nonnegative
 from .optimizer import Optimizer, _bump
 
 
@@ -23,16 +24,7 @@ class RMSprop(Optimizer):
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0,
                  centered=False, capturable=False, foreach=None, maximize=False,
                  differentiable=False):
-        if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr} (expected lr >= 0)")
-        if eps < 0.0:
-            raise ValueError(f"Invalid epsilon value: {eps} (expected eps >= 0)")
-        if momentum < 0.0:
-            raise ValueError(f"Invalid momentum value: {momentum} (expected momentum >= 0)")
-        if weight_decay < 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay} (expected >= 0)")
-        if alpha < 0.0:
-            raise ValueError(f"Invalid alpha value: {alpha} (expected alpha >= 0)")
+        check_nonnegative(lr=lr, eps=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha)
         defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
                         weight_decay=weight_decay, capturable=capturable, foreach=foreach,
                         maximize=maximize, differentiable=differentiable)

@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import kernels
 from ..kernels import optim as _optim_kernels
+from ._checks import check_nonnegative
 from .optimizer import Optimizer, _bump, required
 
 
@@ -23,12 +24,9 @@ class SGD(Optimizer):
     def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0,
                  nesterov=False, *, maximize=False, foreach=None, differentiable=False,
                  fused=None):
-        if lr is not required and lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr} (expected lr >= 0)")
-        if momentum < 0.0:
-            raise ValueError(f"Invalid momentum value: {momentum} (expected momentum >= 0)")
-        if weight_decay < 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay} (expected >= 0)")
+        if lr is not required:
+            check_nonnegative(lr=lr)
+        check_nonnegative(momentum=momentum, weight_decay=weight_decay)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,

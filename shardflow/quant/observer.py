@@ -35,6 +35,16 @@ __all__ = [
 ]
 
 
+
+def _unobserved_qparams():
+    """PyTorch's answer to ``calculate_qparams`` before any observation: a warning (naming
+    the caller of ``calculate_qparams``), then scale 1 and zero point 0."""
+    warnings.warn(
+        "must run observer before calling calculate_qparams; returning default "
+        "values (scale 1, zero point 0)", stacklevel=3,
+    )
+    return _wrap(np.array([1.0], np.float32)), _wrap(np.array([0], np.int64))
+
 class _PartialWithRepr(functools.partial):
     def __repr__(self) -> str:
         kw = ", ".join(f"{k}={v!r}" for k, v in self.keywords.items())
@@ -113,11 +123,7 @@ class MinMaxObserver(ObserverBase):
 
     def calculate_qparams(self):
         if not np.isfinite(self.min_val.array) or not np.isfinite(self.max_val.array):
-            warnings.warn(
-                "must run observer before calling calculate_qparams; returning default "
-                "values (scale 1, zero point 0)", stacklevel=2,
-            )
-            return _wrap(np.array([1.0], np.float32)), _wrap(np.array([0], np.int64))
+            return _unobserved_qparams()
         return self._qparams(self.min_val.array, self.max_val.array)
 
     def reset_min_max_vals(self):
@@ -188,11 +194,7 @@ class PerChannelMinMaxObserver(ObserverBase):
 
     def calculate_qparams(self):
         if self.min_val.array.size == 0:
-            warnings.warn(
-                "must run observer before calling calculate_qparams; returning default "
-                "values (scale 1, zero point 0)", stacklevel=2,
-            )
-            return _wrap(np.array([1.0], np.float32)), _wrap(np.array([0], np.int64))
+            return _unobserved_qparams()
         return self._qparams(self.min_val.array, self.max_val.array)
 
     def reset_min_max_vals(self):

@@ -10,7 +10,9 @@ from ..nn.module import Module
 __all__ = ["QuantStub", "DeQuantStub", "QuantWrapper"]
 
 
-class QuantStub(Module):
+class _Stub(Module):
+    """An identity until ``convert`` replaces it; holds ``qconfig`` when given one."""
+
     def __init__(self, qconfig=None):
         super().__init__()
         if qconfig is not None:
@@ -20,14 +22,12 @@ class QuantStub(Module):
         return x
 
 
-class DeQuantStub(Module):
-    def __init__(self, qconfig=None):
-        super().__init__()
-        if qconfig is not None:
-            self.qconfig = qconfig
+class QuantStub(_Stub):
+    """Where float values enter the quantized region (``Quantize`` after ``convert``)."""
 
-    def forward(self, x):
-        return x
+
+class DeQuantStub(_Stub):
+    """Where quantized values leave the quantized region (``DeQuantize`` after ``convert``)."""
 
 
 class QuantWrapper(Module):

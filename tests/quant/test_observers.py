@@ -191,3 +191,17 @@ def test_quantized_tensor_shape_ops_and_relu_match_torch():
         assert tuple(ours.shape) == tuple(ref.shape)
         np.testing.assert_array_equal(ours.int_repr().numpy(), ref.int_repr().numpy())
         assert (ours.q_scale(), ours.q_zero_point()) == (ref.q_scale(), ref.q_zero_point())
+
+
+@pytest.mark.parametrize("name", ["MinMaxObserver", "PerChannelMinMaxObserver"])
+def test_unobserved_qparams_warn_at_the_caller_like_torch(name):
+    """Before any observation: PyTorch's warning (reported at the caller's line) and its
+    default qparams (scale 1, zero point 0)."""
+    ours, ref = getattr(Q, name)(), getattr(tq, name)()
+    with pytest.warns(UserWarning, match="must run observer") as rec:
+        s, z = ours.calculate_qparams()
+    assert rec[0].filename == __file__
+    with pytest.warns(UserWarning, match="must run observer"):
+        rs, rz = ref.calculate_qparams()
+    np.testing.assert_array_equal(s.numpy(), rs.numpy())
+    np.testing.assert_array_equal(z.numpy(), rz.numpy())

@@ -7,6 +7,7 @@ from itertools import repeat
 
 from ...autograd import Tensor
 from ...ops.creation import empty as _empty
+from ..parameter import Parameter
 
 
 def _ntuple(n: int, name: str = "parse"):
@@ -34,3 +35,13 @@ def full(shape, value, device=None, dtype=None) -> Tensor:
     t = empty(*shape, device=device, dtype=dtype)
     t.array[...] = value
     return t
+
+
+def register_bias(module, bias: bool, shape: int | tuple, device=None, dtype=None) -> None:
+    """``module.bias``: an uninitialised Parameter of ``shape`` when ``bias`` (the module's
+    ``reset_parameters`` fills it), else registered as None (PyTorch's layout)."""
+    if bias:
+        shape = shape if isinstance(shape, tuple) else (shape,)
+        module.bias = Parameter(empty(*shape, device=device, dtype=dtype))
+    else:
+        module.register_parameter("bias", None)

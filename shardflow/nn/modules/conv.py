@@ -15,7 +15,7 @@ from .. import functional as F
 from .. import init
 from ..module import Module
 from ..parameter import Parameter
-from ._utils import _pair, _single, _triple, empty
+from ._utils import _pair, _single, _triple, empty, register_bias
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
@@ -73,10 +73,7 @@ class _ConvNd(Module):
         else:
             shape = (out_channels, in_channels // groups, *self.kernel_size)
         self.weight = Parameter(empty(*shape, device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(empty(out_channels, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        register_bias(self, bias, out_channels, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

@@ -12,7 +12,7 @@ from .. import functional as F
 from .. import init
 from ..module import Module
 from ..parameter import Parameter
-from ._utils import empty
+from ._utils import empty, register_bias
 
 __all__ = ["Identity", "Linear", "Bilinear", "LazyLinear"]
 
@@ -36,10 +36,7 @@ class Linear(Module):
         self.in_features = in_features
         self.out_features = out_features
         self.weight = Parameter(empty(out_features, in_features, device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(empty(out_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        register_bias(self, bias, out_features, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -70,10 +67,7 @@ class Bilinear(Module):
         self.in2_features = in2_features
         self.out_features = out_features
         self.weight = Parameter(empty(out_features, in1_features, in2_features, device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(empty(out_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        register_bias(self, bias, out_features, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

@@ -27,10 +27,28 @@ from .. import functional as F
 from .. import init
 from ..module import Module
 from ..parameter import Parameter
-from ._utils import empty
+from ._utils import empty, register_bias
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
            "InstanceNorm3d", "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm"]
+
+
+def _affine_parameters(module: Module, affine: bool, bias: bool, shape: tuple, device, dtype) -> None:
+    """The per-element affine ``weight`` and ``bias`` of ``shape`` (uninitialised: see
+    :func:`_reset_affine`); registered as None when ``affine`` (or ``bias``) is off."""
+    if affine:
+        module.weight = Parameter(empty(*shape, device=device, dtype=dtype))
+        register_bias(module, bias, shape, device, dtype)
+    else:
+        module.register_parameter("weight", None)
+        module.register_parameter("bias", None)
+
+
+def _reset_affine(module: Module) -> None:
+    """The identity affine map: ``weight`` ones, ``bias`` (if any) zeros."""
+    init.ones_(module.weight)
+    if module.bias is not None:
+        init.zeros_(module.bias)
 
 
 class _NormBase(Module):
@@ -43,15 +61,7 @@ class _NormBase(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = Parameter(empty(num_features, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(empty(num_features, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, affine, bias, (num_features,), device, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", empty(num_features, device=device, dtype=dtype))
             self.register_buffer("running_var", empty(num_features, device=device, dtype=dtype))
@@ -73,9 +83,7 @@ class _NormBase(Module):
     def reset_parameters(self) -> None:
         self.reset_running_stats()
         if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+            _reset_affine(self)
 
     def _check_input_dim(self, input) -> None:
         raise NotImplementedError
@@ -191,22 +199,12 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(empty(*self.normalized_shape, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(empty(*self.normalized_shape, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, elementwise_affine, bias, self.normalized_shape, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+            _reset_affine(self)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -228,22 +226,12 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if affine:
-            self.weight = Parameter(empty(num_channels, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(empty(num_channels, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, affine, bias, (num_channels,), device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+            _reset_affine(self)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)

@@ -71,6 +71,19 @@ def _detect_is_causal_mask(mask, is_causal=None, size=None) -> bool:
     return make_causal
 
 
+def _self_attention_block(layer, x, attn_mask, key_padding_mask, is_causal=False):
+    """``_sa_block`` of the encoder and decoder layers: self-attention over ``x`` (no
+    weights returned), then ``dropout1``."""
+    x = layer.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                        need_weights=False, is_causal=is_causal)[0]
+    return layer.dropout1(x)
+
+
+def _get_clones(module: Module, n: int) -> ModuleList:
+    """``n`` independent deep copies of ``module`` (PyTorch's ``_get_clones``)."""
+    return ModuleList([copy.deepcopy(module) for _ in range(n)])
+
+
 class TransformerEncoderLayer(Module):
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
                  activation="relu", layer_norm_eps: float = 1e-5, batch_first: bool = False,
@@ -99,10 +112,7 @@ class TransformerEncoderLayer(Module):
             x = self.norm2(x + self._ff_block(x))
         return x
 
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
-        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                           need_weights=False, is_causal=is_causal)[0]
-        return self.dropout1(x)
+    _sa_block = _self_attention_block
 
     def _ff_block(self, x):
         x = self.linear2(self.dropout(self.activation(self.linear1(x))))
@@ -116,7 +126,7 @@ class TransformerEncoder(Module):
     def __init__(self, encoder_layer: TransformerEncoderLayer, num_layers: int, norm=None,
                  enable_nested_tensor: bool = True, mask_check: bool = True) -> None:
         super().__init__()
-        self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(num_layers)])
+        self.layers = _get_clones(encoder_layer, num_layers)
         self.num_layers = num_layers
         self.norm = norm
 
@@ -173,10 +183,7 @@ class TransformerDecoderLayer(Module):
             x = self.norm3(x + self._ff_block(x))
         return x
 
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
-        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                           is_causal=is_causal, need_weights=False)[0]
-        return self.dropout1(x)
+    _sa_block = _self_attention_block
 
     def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal=False):
         x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
@@ -194,7 +201,7 @@ class TransformerDecoder(Module):
 
     def __init__(self, decoder_layer: TransformerDecoderLayer, num_layers: int, norm=None) -> None:
         super().__init__()
-        self.layers = ModuleList([copy.deepcopy(decoder_layer) for _ in range(num_layers)])
+        self.layers = _get_clones(decoder_layer, num_layers)
         self.num_layers = num_layers
         self.norm = norm
 
