@@ -171,8 +171,8 @@ class Connection:
             if not (self._shared_reads and cma.available()):
                 return
             try:
-                pid, addr, want = int(header["pid"]), int(header["a"]), bytes.fromhex(header["v"])
-                got = bytearray(len(want))
+                pid, addr, want = int(header["pid"]), int(header["a"]), bytes.fromhex(header["v"][:32])
+                got = bytearray(16)
                 if len(want) == 16:
                     cma.read(pid, addr, got)
             except (KeyError, TypeError, ValueError, OSError) as e:

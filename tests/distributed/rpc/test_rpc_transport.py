@@ -83,6 +83,22 @@ def test_large_payload_is_read_from_the_senders_memory(pair):
     assert _received(b, small)["id"] == 2
 
 
+@needs_cma
+def test_several_buffers_with_padding_by_reference(pair):
+    conn, b, _ = pair
+    arrays = [np.arange(7, dtype=np.int16), np.linspace(0, 1, 1 << 17).astype(np.float64),
+              np.array([True, False, True]), np.arange(1 << 16, dtype=np.int64).reshape(256, 256)]
+    offsets, plen = F.layout(arrays)
+    assert plen >= REF_MIN and offsets[1] % F.ALIGN == 0 and offsets[1] > arrays[0].nbytes
+    meta = [[str(a.dtype), list(a.shape), off, 0] for a, off in zip(arrays, offsets)]
+    conn.send(F.parts(F.encode_header({"k": "t", "id": 3, "b": meta}), arrays, offsets, plen))
+    header, payload = b.frames.get(timeout=15)
+    for got, want in zip(F.buffers(header, payload), arrays):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    assert _wait(lambda: not conn._lent)
+
+
 @pytest.mark.parametrize("pair", [False], indirect=True)
 def test_large_payload_over_tcp_when_reads_are_off(pair):
     conn, b, _ = pair
