@@ -17,7 +17,8 @@ Flags: ``FLAG_CTL``, a transport control frame (``transport.py``: the same-host 
 read receipts), never given to the agent; ``FLAG_REF``, the payload is not in the frame but
 read by the receiver from the sender's memory (``cma.py``): what follows the header is the
 reference section ``REF`` (payload length, ``Poly1305(otk, payload)`` (``mac.py``), number
-of segments) and one ``SEG`` (address, length; address 0: zeros) per piece of the payload.
+of segments) and one ``SEG`` (address in the sender, length) per piece of the payload
+(padding included).
 
 The receiver reads the prefix, refuses a wrong magic or version and sizes over the limits,
 reads the rest, and verifies the MAC *before* it parses the header: nothing an
@@ -46,7 +47,7 @@ _ZEROS = bytes(ALIGN)
 FLAG_REF = 1
 FLAG_CTL = 2
 REF = struct.Struct(">Q16sI")   # payload length, payload tag, segments
-SEG = struct.Struct(">QQ")      # address in the sender (0: zeros), length
+SEG = struct.Struct(">QQ")      # address in the sender, length
 MAX_SEGS = 1 << 16
 
 
