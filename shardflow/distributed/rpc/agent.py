@@ -112,7 +112,9 @@ class Agent:
         self.workers: dict = {rank: self.info}
         self.by_name: dict = {name: self.info}
         self.addresses: dict = {}
-        self.transport = Transport(job_secret(), rank, self._on_frame, self._on_lost, self._describe)
+        channels = getattr(options, "_channels", None)
+        self.transport = Transport(job_secret(), rank, self._on_frame, self._on_lost, self._describe,
+                                   shared_reads=channels is None or "cma" in channels)
         self.executor = WorkerPool(options.num_worker_threads, f"shardflow-rpc-{name}")
         self.rrefs = RRefContext(self)
         self._local = _LocalConnection(self)

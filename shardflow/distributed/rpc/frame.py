@@ -13,6 +13,13 @@
              the connection's key for this direction (``secret.py``); the sequence number
              (8 bytes, counting this direction's frames from 0) is not sent: both ends count
 
+Flags: ``FLAG_CTL``, a transport control frame (``transport.py``: the same-host probe and
+read receipts), never given to the agent; ``FLAG_REF``, the payload is not in the frame but
+read by the receiver from the sender's memory (``cma.py``): what follows the header is the
+reference section ``REF`` (payload length, ``Poly1305(otk, payload)`` (``mac.py``), number
+of segments) and one ``SEG`` (address in the sender, length) per piece of the payload
+(padding included).
+
 The receiver reads the prefix, refuses a wrong magic or version and sizes over the limits,
 reads the rest, and verifies the MAC *before* it parses the header: nothing an
 unauthenticated peer sends is ever interpreted. Buffers are described by dtype names from a
@@ -37,6 +44,11 @@ ALIGN = 64
 MAX_HEADER = 64 << 20
 MAX_PAYLOAD = 1 << 40
 _ZEROS = bytes(ALIGN)
+FLAG_REF = 1
+FLAG_CTL = 2
+REF = struct.Struct(">Q16sI")   # payload length, payload tag, segments
+SEG = struct.Struct(">QQ")      # address in the sender, length
+MAX_SEGS = 1 << 16
 
 
 def layout(arrays) -> tuple[list[int], int]:
@@ -65,6 +77,26 @@ def parts(header_bytes: bytes, arrays, offsets, payload_len: int) -> list:
             out.append(memoryview(a.reshape(-1).view(np.uint8)))  # any dtype, bfloat16 too
         pos = off + a.nbytes
     return out
+
+
+def ref_section(length: int, tag: bytes, segments) -> bytes:
+    """The reference section of a ``FLAG_REF`` frame."""
+    return REF.pack(length, tag, len(segments)) + b"".join(SEG.pack(a, n) for a, n in segments)
+
+
+def parse_ref(raw) -> tuple[int, bytes, list]:
+    """``(payload length, tag, [(address, length), ...])`` of a reference section;
+    WireFormatError when it is malformed or its lengths disagree."""
+    raw = bytes(raw)
+    if len(raw) < REF.size:
+        raise WireFormatError("malformed RPC reference section (too short)")
+    length, tag, count = REF.unpack_from(raw)
+    if count > MAX_SEGS or len(raw) != REF.size + count * SEG.size or length > MAX_PAYLOAD:
+        raise WireFormatError(f"malformed RPC reference section ({count} segments in {len(raw)} bytes)")
+    segs = [SEG.unpack_from(raw, REF.size + i * SEG.size) for i in range(count)]
+    if sum(n for _, n in segs) != length:
+        raise WireFormatError("malformed RPC reference section (segment lengths do not add up)")
+    return length, tag, segs
 
 
 def parse_prefix(raw) -> tuple[int, int]:

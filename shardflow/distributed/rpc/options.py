@@ -72,6 +72,10 @@ class TensorPipeRpcBackendOptions:
         self.num_worker_threads = int(num_worker_threads)
         self.rpc_timeout = float(rpc_timeout)
         self.init_method = init_method
+        # PyTorch's private transport/channel lists; of the channels, shardflow knows "cma"
+        # (same-host reads, cma.py: used when listed or when no list is given) and "basic"
+        self._transports = None if _transports is None else list(_transports)
+        self._channels = None if _channels is None else list(_channels)
         self.device_maps: dict = {}
         self.devices: list = []
         for to, mapping in (device_maps or {}).items():

@@ -17,6 +17,12 @@ then framed I/O through the loop's reader and writer callbacks (``add_reader`` /
   its sender no thread hand-off. Large buffers are sent as memoryviews of the tensors (no
   copy) in 4 MB pieces, each hashed into the MAC just before it is written, so the
   sender's hashing overlaps the receiver's. Small frames are joined into one ``send``.
+* **Same host** (``cma.py``): once the peer has proved that it can read this process's
+  memory (an authenticated probe after the handshake, ``offer_shared_reads``), a payload of
+  ``REF_MIN`` bytes or more is not written to the socket: the frame carries the addresses
+  of its pieces and their Poly1305 tag (``FLAG_REF``), the receiver reads them straight
+  into the payload array with ``process_vm_readv`` (one copy instead of TCP's two), checks
+  the tag, and sends a read receipt; the sender holds the pieces until then.
 
 A connection that fails (EOF, reset, a bad MAC or frame) is closed and reported once to the
 agent (``on_lost``), which fails the calls that were waiting on it.
@@ -27,12 +33,14 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import os
 import socket
 import threading
 
 import numpy as np
 
 from ..wire_arrays import WireFormatError
+from . import cma
 from . import frame as F
 from . import mac as M
 from . import secret as S
@@ -44,6 +52,7 @@ _STAGE = 256 << 10
 _CHUNK = 256 << 10
 _SMALL = 64 << 10
 _HANDSHAKE_TIMEOUT = 10.0
+REF_MIN = M.POLY_MIN   # payloads from this size are read from the sender's memory when it can
 
 
 class Connection:
@@ -65,6 +74,12 @@ class Connection:
         self._out: collections.deque = collections.deque()  # [view, mac or None] / [None, mac]
         self._writing = False           # the loop's writer callback owns the queue
         self._send_lock = threading.Lock()
+        # same-host reads (cma.py)
+        self._shared_reads = transport.shared_reads
+        self._probe = None              # the bytes the peer reads to prove it can
+        self._ref_ok = False            # the peer reads our large payloads from our memory
+        self._peer_pid = None           # we read the peer's (verified by its probe)
+        self._lent: dict = {}           # send seq -> pieces the peer has not read yet
         # receive state machine
         self._buf = bytearray(_STAGE)
         self._bufview = memoryview(self._buf)
@@ -77,6 +92,8 @@ class Connection:
         self._payload = None
         self._pview = None
         self._got = 0
+        self._flags = 0
+        self._frame_seq = 0
 
     # -- sending ------------------------------------------------------------------------
     def send(self, pieces: list) -> bool:
@@ -101,7 +118,8 @@ class Connection:
             return True
 
     def _enqueue(self, pieces: list) -> None:
-        seq = F.SEQ.pack(self._send_seq)
+        seq_n = self._send_seq
+        seq = F.SEQ.pack(seq_n)
         self._send_seq += 1
         total = sum(memoryview(p).nbytes for p in pieces)
         if total <= _SMALL:
@@ -109,6 +127,9 @@ class Connection:
             self._out.append([data + M.one_shot(self._send_key, seq, data), None])
             return
         head = pieces[0]  # prefix + header: authenticated when the MAC is made
+        if self._ref_ok and total - len(head) >= REF_MIN:
+            self._enqueue_ref(seq_n, seq, head, pieces[1:], total - len(head))
+            return
         mac = M.FrameMac(self._send_key, seq, head, total - len(head))
         self._out.append([memoryview(head), None])
         for p in pieces[1:]:
@@ -116,6 +137,88 @@ class Connection:
             for i in range(0, len(view), _CHUNK):
                 self._out.append([view[i:i + _CHUNK], mac])
         self._out.append([None, mac])
+
+    def _enqueue_ref(self, seq_n: int, seq: bytes, head, pieces, length: int) -> None:
+        """A frame whose payload the peer reads from this process (``FLAG_REF``): prefix,
+        header, reference section (addresses, lengths, the payload's tag), MAC."""
+        views = [memoryview(p).cast("B") for p in pieces]
+        tag = M.payload_tag(self._send_key, seq, views)
+        ref = F.ref_section(length, tag, [(cma.address(v), len(v)) for v in views])
+        data = (F.PREFIX.pack(S.MAGIC, S.VERSION, F.FLAG_REF, 0, len(head) - F.PREFIX.size, len(ref))
+                + bytes(head[F.PREFIX.size:]) + ref)
+        self._lent[seq_n] = views   # alive and unchanged until the peer's read receipt
+        self._out.append([data + M.one_shot(self._send_key, seq, data), None])
+
+    def _send_control(self, header: dict) -> None:
+        body = F.encode_header(header)
+        self.send([F.PREFIX.pack(S.MAGIC, S.VERSION, F.FLAG_CTL, 0, len(body), 0) + body])
+
+    def offer_shared_reads(self) -> None:
+        """Ask the peer to prove it can read this process's memory (loop thread, after the
+        handshake): our pid and the address and value of 16 random bytes. Its "ok" turns on
+        payloads by reference in this direction."""
+        if self._shared_reads and cma.available():
+            self._probe = os.urandom(16)
+            self._send_control({"c": "hello", "pid": os.getpid(), "a": cma.address(self._probe),
+                                "v": self._probe.hex()})
+
+    def _on_control(self, header: dict) -> None:
+        c = header.get("c")
+        if c == "rd":        # the peer has read a payload by reference: release its pieces
+            with self._send_lock:
+                self._lent.pop(header.get("s"), None)
+        elif c == "hello":
+            if not (self._shared_reads and cma.available()):
+                return
+            try:
+                pid, addr, want = int(header["pid"]), int(header["a"]), bytes.fromhex(header["v"][:32])
+                got = bytearray(16)
+                if len(want) == 16:
+                    cma.read(pid, addr, got)
+            except (KeyError, TypeError, ValueError, OSError) as e:
+                log.debug("rpc: cannot read %s's memory, large payloads stay on TCP: %s", self.describe(), e)
+                return
+            if len(want) == 16 and got == want:
+                self._peer_pid = pid
+                self._send_control({"c": "ok"})
+        elif c == "ok":
+            if self._probe is not None:
+                with self._send_lock:
+                    self._ref_ok = True
+        else:
+            raise RPCProtocolError(f"unknown control frame {c!r}")
+
+    def _read_ref(self, seq_n: int, section) -> np.ndarray | None:
+        """The payload of a ``FLAG_REF`` frame, read from the peer's memory and checked
+        against the frame's tag (then acknowledged, so the peer may release it)."""
+        if self._peer_pid is None:
+            raise RPCProtocolError("a payload by reference from a peer not verified to share this "
+                                   "host (its memory cannot be read from here)")
+        length, tag, segs = F.parse_ref(b"" if section is None else memoryview(section))
+        payload = np.empty(length, np.uint8)
+        check = M.PayloadTag(self._recv_key, F.SEQ.pack(seq_n))
+        pos = 0
+        for addr, n in segs:
+            try:
+                cma.read(self._peer_pid, addr, payload[pos:pos + n], check.update)
+            except OSError as e:
+                raise RPCProtocolError(f"reading a payload from {self.describe()}'s memory failed: {e}") from None
+            pos += n
+        if not check.check(tag):
+            raise RPCProtocolError("bad MAC (the payload read from the sender's memory does not "
+                                   "match the frame's tag: it was altered after it was sent)")
+        self._send_control({"c": "rd", "s": seq_n})
+        return payload if length else None
+
+    def _deliver(self, flags: int, seq_n: int, header_raw, payload) -> None:
+        """An authenticated frame: control frames stay here, the others go to the agent."""
+        header = F.parse_header(header_raw)
+        if flags & F.FLAG_CTL:
+            self._on_control(header)
+            return
+        if flags & F.FLAG_REF:
+            payload = self._read_ref(seq_n, payload)
+        self.transport.on_frame(self, header, payload)
 
     def _write_some(self) -> None:
         """Write queued pieces until the socket is full (caller holds ``_send_lock``)."""
@@ -234,6 +337,7 @@ class Connection:
             raw = view[self._start:self._start + self._need]
             if phase == "prefix":
                 hlen, plen = F.parse_prefix(raw)
+                self._flags = raw[5]
                 end = self._start + F.PREFIX.size + hlen + plen
                 if plen < M.POLY_MIN and end + F.MAC_LEN <= self._end:  # staged: one-shot MAC
                     self._whole_frame(hlen, plen, end)
@@ -249,6 +353,7 @@ class Connection:
                 self._header = bytes(raw)
                 self._mac = M.FrameMac(self._recv_key, F.SEQ.pack(self._recv_seq),
                                        self._prefix + self._header, self._plen)
+                self._frame_seq = self._recv_seq
                 self._recv_seq += 1
                 self._payload = np.empty(self._plen, np.uint8) if self._plen else None
                 self._pview = memoryview(self._payload) if self._plen else None
@@ -261,26 +366,27 @@ class Connection:
                 header, payload = self._header, self._payload
                 self._phase, self._need = "prefix", F.PREFIX.size
                 self._header, self._payload, self._pview, self._mac = b"", None, None, None
-                self.transport.on_frame(self, F.parse_header(header), payload)
+                self._deliver(self._flags, self._frame_seq, header, payload)
                 if self.closed:
                     return
 
     def _whole_frame(self, hlen: int, plen: int, end: int) -> None:
         view, start = self._bufview, self._start
-        seq = F.SEQ.pack(self._recv_seq)
+        seq_n = self._recv_seq
+        seq = F.SEQ.pack(seq_n)
         self._recv_seq += 1
         mac = M.one_shot(self._recv_key, seq, view[start:end])
         if not S.same(mac, view[end:end + F.MAC_LEN]):
             raise RPCProtocolError("bad MAC (the frame was altered, replayed or not sent by a "
                                    "holder of the job's secret)")
         hstart = start + F.PREFIX.size
-        header = F.parse_header(view[hstart:hstart + hlen])
+        header = bytes(view[hstart:hstart + hlen])
         payload = None
         if plen:
             payload = np.empty(plen, np.uint8)
             memoryview(payload)[:] = view[hstart + hlen:end]
         self._start = end + F.MAC_LEN
-        self.transport.on_frame(self, header, payload)
+        self._deliver(view[start + 5], seq_n, header, payload)
 
     # -- lifecycle ----------------------------------------------------------------------
     def describe(self) -> str:
@@ -299,6 +405,7 @@ class Connection:
             pass
         with self._send_lock:
             self._out.clear()
+            self._lent.clear()
         try:
             self.sock.close()
         except OSError:
@@ -310,8 +417,10 @@ class Connection:
 class Transport:
     """The event loop thread, the listener and the handshake (see the module docstring)."""
 
-    def __init__(self, key: bytes, worker_id: int, on_frame, on_lost, describe_peer):
+    def __init__(self, key: bytes, worker_id: int, on_frame, on_lost, describe_peer,
+                 shared_reads: bool = True):
         self.key = key
+        self.shared_reads = shared_reads   # offer and accept same-host reads (cma.py)
         self.worker_id = worker_id
         self.on_frame = on_frame
         self.on_lost = on_lost
@@ -410,6 +519,7 @@ class Transport:
         conn = Connection(self, sock, peer_id, s2c, c2s, outbound=False, peer_addr=addr[:2])
         self.connections.add(conn)
         conn.start_reading()
+        conn.offer_shared_reads()
 
     async def connect(self, host: str, port: int, peer_id: int) -> Connection:
         """An authenticated outbound connection to ``host:port`` (loop thread)."""
@@ -446,6 +556,7 @@ class Transport:
         conn = Connection(self, sock, peer_id, c2s, s2c, outbound=True, peer_addr=(host, port))
         self.connections.add(conn)
         conn.start_reading()
+        conn.offer_shared_reads()
         return conn
 
     # -- stop -----------------------------------------------------------------------------
