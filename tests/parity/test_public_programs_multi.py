@@ -73,11 +73,6 @@ def _recorded(out: Path) -> dict:
 
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "fully_shard of a meta-device model (FSDP2's `with torch.device('meta')` init) is refused: "
-    "'placement type must be cpu or cuda, got meta'; and (found with the meta context removed) "
-    "load_state_dict(sd, strict=False, assign=True) of DTensor Parameters into a fully_shard-ed "
-    "model leaves plain local shards (Checkpointer.load_model), so Adam's state no longer fits"))
 def test_fsdp2_example_trains_like_torch(tmp_path):
     """examples/distributed/FSDP2 (example.py, model.py, checkpoint.py, utils.py): the
     Transformer built on the meta device, fully_shard per layer and on the root,

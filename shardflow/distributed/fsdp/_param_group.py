@@ -45,6 +45,7 @@ import numpy as np
 
 from ...autograd import _wrap
 from ...backend.device import CPU
+from ...backend.meta import is_meta_array
 from ...backend.xp import device_of, new_array
 from .. import layout
 from ..global_tensor import GlobalSpec, make_global
@@ -109,28 +110,9 @@ class FSDPParamGroup:
             for k, (lo, hi) in enumerate(bounds):
                 seg[k] += (hi - lo) * row
         self.S = max(seg) if seg else 0
-        self.shard_flat = self._zeros(self.S)
-        self.shard_views = []
-        for i, p in enumerate(self.split):
-            lo, hi = self.rows[i][self.rank]
-            off = self.offsets[i][self.rank]
-            v = self.shard_flat[off: off + p.array[lo:hi].size].reshape((hi - lo, *p.array.shape[1:]))
-            v[...] = p.array[lo:hi]
-            self.shard_views.append(v)
-        # -- full storage (on the host an anonymous private mmap, freed with madvise; on a
-        # device one allocation, kept: see free_full)
         self.full_numel = sum(p.array.size for p in self.split)
-        if self.on_host:
-            nbytes = max(self.full_numel * self.dtype.itemsize, 1)
-            self._mm = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-            flat_full = np.frombuffer(self._mm, dtype=self.dtype, count=self.full_numel)
-        else:
-            self._mm = None
-            flat_full = self._empty(self.full_numel)
-        self.full_views, off = [], 0
-        for p in self.split:
-            self.full_views.append(flat_full[off: off + p.array.size].reshape(p.array.shape))
-            off += p.array.size
+        self._allocate([p.array[lo:hi] for p, ((lo, hi)) in
+                        zip(self.split, (r[self.rank] for r in self.rows))])
         self.repl_numel = sum(p.array.size for p in self.repl)
         self.trainable = [p for p in self.params if p.requires_grad]
         self.index = {id(p): i for i, p in enumerate(self.split)}
@@ -148,6 +130,63 @@ class FSDPParamGroup:
         for p in self.params:
             make_global(p, self.specs[id(p)])  # registers the grad-layout hook once
         self.reshard()
+
+    def _allocate(self, shards) -> None:
+        """The unit's storage on ``self.device``: ``shard_flat`` (S,) with each parameter's
+        shard a view (filled from ``shards``), and the full parameters' storage (on the host
+        an anonymous private mmap, freed with madvise; on a device one allocation, kept: see
+        ``free_full``). On the meta device every buffer is a shape without memory."""
+        self.shard_flat = self._zeros(self.S)
+        self.shard_views = []
+        for i, (p, src) in enumerate(zip(self.split, shards)):
+            lo, hi = self.rows[i][self.rank]
+            off = self.offsets[i][self.rank]
+            shape = (hi - lo, *self.specs[id(p)].shape[1:])
+            v = self.shard_flat[off: off + (hi - lo) * int(np.prod(shape[1:], dtype=np.int64))].reshape(shape)
+            v[...] = src
+            self.shard_views.append(v)
+        if self.on_host:
+            nbytes = max(self.full_numel * self.dtype.itemsize, 1)
+            self._mm = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+            flat_full = np.frombuffer(self._mm, dtype=self.dtype, count=self.full_numel)
+        else:
+            self._mm = None
+            flat_full = self._empty(self.full_numel)
+        self.full_views, off = [], 0
+        for p in self.split:
+            shape = tuple(self.specs[id(p)].shape)
+            n = int(np.prod(shape, dtype=np.int64))
+            self.full_views.append(flat_full[off: off + n].reshape(shape))
+            off += n
+
+    @property
+    def is_meta(self) -> bool:
+        return self.device.type == "meta"
+
+    def _materialize_if_needed(self) -> None:
+        """A unit built on the meta device (FSDP2's ``with torch.device("meta")`` init) has
+        shapes only; once ``module.to_empty(device=...)`` (or ``load_state_dict(...,
+        assign=True)``) gave its parameters real shards, allocate the unit's buffers on
+        that device and adopt the shards' values. Raises, naming the parameters, while some
+        are still meta and others not (a partial ``to_empty``)."""
+        if not self.is_meta:
+            return
+        arrays = [p.array for p in self.params]
+        real = [device_of(a) for a in arrays if not is_meta_array(a)]
+        if not real:
+            return
+        if len(real) != len(arrays) or len(set(real)) > 1:
+            listed = ", ".join(f"{nm}: {device_of(p.array)}" for nm, p in zip(self.names, self.params))
+            raise RuntimeError(
+                f"fully_shard({self.label}): the unit was built on the meta device and only some "
+                f"of its parameters were materialised ({listed}); call model.to_empty(device=...) "
+                "on the whole model (then reset_parameters()), or load every parameter with "
+                "load_state_dict(..., assign=True)")
+        self.device = real[0]
+        self.on_host = self.device.type == "cpu"
+        self._allocate([p.array for p in self.split])
+        for p, v in zip(self.split, self.shard_views):
+            p.array = v
 
     def _zeros(self, shape):
         dt = self.dtype
@@ -172,6 +211,13 @@ class FSDPParamGroup:
     def _sync_shards(self) -> None:
         """Make ``shard_flat`` hold the current shard values (an optimizer or a load may have
         rebound ``p.array``), and rebind ``p.array`` to its view."""
+        self._materialize_if_needed()
+        if self.is_meta:
+            raise RuntimeError(
+                f"fully_shard({self.label}): the parameters are on the meta device (no data); "
+                "materialise the model first: model.to_empty(device='cpu') then "
+                "model.reset_parameters(), or load a checkpoint with "
+                "load_state_dict(state_dict, assign=True)")
         for p, v in zip(self.split, self.shard_views):
             if p.array is not v:
                 if p.array.shape != v.shape:

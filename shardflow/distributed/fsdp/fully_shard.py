@@ -58,6 +58,7 @@ from __future__ import annotations
 
 from ... import comm as _comm
 from ...autograd import Tensor, is_grad_enabled
+from ...backend.meta import is_meta_array
 from ...nn.module import Module
 from ...nn.parallel.autograd_walk import tensors_in  # outputs nested in lists, tuples, dicts
 from ...nn.parallel.reducer import reducers_of
@@ -147,6 +148,8 @@ def _resolve_mesh(mesh, label, module):
         world = _comm.get_world()
         first = next(iter(module.parameters()), None)
         kind = "cpu" if first is None else first.device.type
+        if kind == "meta":  # a model built on the meta device is sharded over the host mesh
+            kind = "cpu"     # (PyTorch: the default device's mesh); to_empty gives it memory
         mesh = Placement(kind, list(range(world.size)))
     if not isinstance(mesh, Placement):
         raise TypeError(
@@ -513,10 +516,12 @@ def _broadcast_from_rank0(params, module, owned_elsewhere) -> None:
     if world.size == 1:
         return
     for p in params:
+        if is_meta_array(p.array):  # no data yet: to_empty + reset_parameters (or a load) gives it
+            continue
         world.broadcast(p.array, 0)
         p._version[0] += 1
     for b in module.buffers():
-        if b is not None:
+        if b is not None and not is_meta_array(b.array):
             world.broadcast(b.array, 0)
 
 
