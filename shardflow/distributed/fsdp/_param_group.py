@@ -57,7 +57,8 @@ SHARDED, UNSHARDED = "sharded", "unsharded"
 class FSDPParamGroup:
     """The parameters of one ``fully_shard`` unit; see the module docstring."""
 
-    def __init__(self, params, names, mesh, shard_dim: int, replicate_dim: int | None, label: str):
+    def __init__(self, params, names, mesh, shard_dim: int, replicate_dim: int | None, label: str,
+                 param_dtype=None, reduce_dtype=None):
         self.params = list(params)
         self.names = list(names)
         self.label = label
@@ -74,6 +75,13 @@ class FSDPParamGroup:
                 f"{listed}; cast the module first (module.float()) or wrap the differing "
                 "submodules with their own fully_shard")
         self.dtype = dtypes.pop() if dtypes else np.dtype(np.float32)
+        # mixed precision (MixedPrecisionPolicy, NumPy dtypes here): the shards (what the
+        # optimizer updates) stay in self.dtype; the gathered parameters that forward and
+        # backward use are in compute_dtype; gradients are packed and reduced in reduce_dtype
+        # (default: the compute dtype, as PyTorch) and stored as self.dtype shards
+        self.compute_dtype = np.dtype(param_dtype) if param_dtype is not None else self.dtype
+        self.reduce_dtype = np.dtype(reduce_dtype) if reduce_dtype is not None else self.compute_dtype
+        self._repl_master = {}  # id(p) -> its self.dtype array while p holds a cast copy
         devices = {device_of(p.array) for p in self.params}
         if len(devices) > 1:
             listed = ", ".join(f"{nm}: {device_of(p.array)}" for nm, p in zip(self.names, self.params))
@@ -145,13 +153,14 @@ class FSDPParamGroup:
             v = self.shard_flat[off: off + (hi - lo) * int(np.prod(shape[1:], dtype=np.int64))].reshape(shape)
             v[...] = src
             self.shard_views.append(v)
+        cdt = self.compute_dtype
         if self.on_host:
-            nbytes = max(self.full_numel * self.dtype.itemsize, 1)
+            nbytes = max(self.full_numel * cdt.itemsize, 1)
             self._mm = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-            flat_full = np.frombuffer(self._mm, dtype=self.dtype, count=self.full_numel)
+            flat_full = np.frombuffer(self._mm, dtype=cdt, count=self.full_numel)
         else:
             self._mm = None
-            flat_full = self._empty(self.full_numel)
+            flat_full = self._empty(self.full_numel, cdt)
         self.full_views, off = [], 0
         for p in self.split:
             shape = tuple(self.specs[id(p)].shape)
@@ -188,12 +197,12 @@ class FSDPParamGroup:
         for p, v in zip(self.split, self.shard_views):
             p.array = v
 
-    def _zeros(self, shape):
-        dt = self.dtype
+    def _zeros(self, shape, dtype=None):
+        dt = self.dtype if dtype is None else dtype
         return new_array(self.device, lambda xp: xp.zeros(shape, dtype=dt))
 
-    def _empty(self, shape):
-        dt = self.dtype
+    def _empty(self, shape, dtype=None):
+        dt = self.dtype if dtype is None else dtype
         return new_array(self.device, lambda xp: xp.empty(shape, dtype=dt))
 
     # -- gradients of one backward ---------------------------------------------------------
@@ -245,12 +254,16 @@ class FSDPParamGroup:
             rows = self.rows[i]
             c = max(hi - lo for lo, hi in rows)
             row = full[0].size if full.ndim > 1 else 1
+            cdt = self.compute_dtype
             if all(hi - lo == c for lo, hi in rows):
-                out, inp, padded = full.reshape(self.N, c * row), shard.reshape(-1), False
+                inp = shard.reshape(-1)
+                if inp.dtype != cdt:  # mixed precision: gather the shards cast to param_dtype
+                    inp = inp.astype(cdt)
+                out, padded = full.reshape(self.N, c * row), False
             else:
-                out = self._empty((self.N, c * row))
-                inp = self._zeros(c * row)
-                inp[: shard.size] = shard.reshape(-1)
+                out = self._empty((self.N, c * row), cdt)
+                inp = self._zeros(c * row, cdt)
+                inp[: shard.size] = shard.reshape(-1).astype(cdt, copy=False)
                 padded = True
             works.append((i, self.shard_pg.all_gather(inp, out=out, async_op=True),
                           out if padded else None))
@@ -277,6 +290,9 @@ class FSDPParamGroup:
             p._spec = None
         for p in self.repl:
             self._stash_grad(p)
+            if p.array.dtype != self.compute_dtype:  # mixed precision: a cast copy; the
+                self._repl_master[id(p)] = p.array   # self.dtype array comes back at reshard
+                p.array = p.array.astype(self.compute_dtype)
             p._spec = None
         self.state = UNSHARDED
 
@@ -295,6 +311,9 @@ class FSDPParamGroup:
             p.array = v
             p._spec = self.specs[id(p)]
         for p in self.repl:
+            master = self._repl_master.pop(id(p), None)
+            if master is not None:
+                p.array = master
             p._spec = self.specs[id(p)]
         self.free_full()
         self.state = SHARDED
@@ -318,9 +337,11 @@ class FSDPParamGroup:
             self.pending -= 1
         g = p.grad.array
         p.grad = None
+        if g.dtype != self.reduce_dtype:  # mixed precision: reduced in reduce_dtype
+            g = g.astype(self.reduce_dtype)
         if id(p) in self.index:
             if self.grad_flat is None:
-                self.grad_flat = self._zeros(self.N * self.S)
+                self.grad_flat = self._zeros(self.N * self.S, self.reduce_dtype)
             i = self.index[id(p)]
             row = g[0].size if g.ndim > 1 else 1
             for k, (lo, hi) in enumerate(self.rows[i]):
@@ -329,7 +350,7 @@ class FSDPParamGroup:
                 dst += g[lo:hi].reshape(-1)
         else:
             if self.repl_grad is None:
-                self.repl_grad = self._zeros(self.repl_numel)
+                self.repl_grad = self._zeros(self.repl_numel, self.reduce_dtype)
             off, size = self.rindex[id(p)]
             self.repl_grad[off: off + size] += g.reshape(-1)
         return self.pending == 0
@@ -337,7 +358,7 @@ class FSDPParamGroup:
     def launch_reduce(self) -> None:
         """Start the reduce-scatter (and the all-reduce of replicated grads), non-blocking."""
         if self.grad_flat is not None:
-            self.rs_out = self._empty(self.S)
+            self.rs_out = self._empty(self.S, self.reduce_dtype)
             self.rs_work = self.shard_pg.reduce_scatter(self.grad_flat, "avg", out=self.rs_out,
                                                         async_op=True)
             self._count("reduce_scatter", self.grad_flat.nbytes, "backward")
@@ -371,6 +392,8 @@ class FSDPParamGroup:
         self.reset_grad_state()
 
     def _set_grad(self, p, arr) -> None:
+        if arr.dtype != self.dtype:  # a reduce_dtype gradient, stored in the shards' dtype
+            arr = arr.astype(self.dtype)
         old = self._stash.pop(id(p), None)
         if old is not None:
             old.array += arr

@@ -65,7 +65,7 @@ from ...nn.parallel.reducer import reducers_of
 from ..full_state import params_by_index
 from ..placement import placement as Placement
 from ._param_group import SHARDED, FSDPParamGroup
-from .mixed_precision import MixedPrecisionPolicy
+from .mixed_precision import MixedPrecisionPolicy, cast_inputs_hook, cast_outputs_hook
 from .offload import OffloadPolicy
 
 __all__ = ["fully_shard", "FSDPModule"]
@@ -103,6 +103,20 @@ class FSDPModule:
         for st in _states_below(self, recurse):
             st.reshard_after_forward = bool(reshard_after_forward)
 
+    def set_modules_to_forward_prefetch(self, modules) -> None:
+        """Explicit forward prefetching (PyTorch's name): when this unit's forward starts, start
+        the all-gathers of ``modules`` (``fully_shard``-ed modules, in that order) instead of
+        the one unit the previous forward's order gives. Results are the same; only when
+        the transfers start changes. Every rank must name the same modules (SPMD)."""
+        _state(self).forward_prefetch = _prefetch_states(modules, "set_modules_to_forward_prefetch")
+
+    def set_modules_to_backward_prefetch(self, modules) -> None:
+        """Explicit backward prefetching (PyTorch's name): when backward reaches this unit,
+        start the all-gathers of ``modules`` (``fully_shard``-ed modules; with
+        ``reshard_after_forward=True`` they were freed after forward) instead of the one unit
+        the reverse forward order gives. Results are the same."""
+        _state(self).backward_prefetch = _prefetch_states(modules, "set_modules_to_backward_prefetch")
+
     def fsdp_stats(self) -> dict:
         """Collectives this unit and the units below it ran so far (counts; ``unshard``: unit
         gathers; bytes as the ZeRO paper counts them: all-gather output, reduce-scatter
@@ -125,6 +139,32 @@ class _UnshardHandle:
     def wait(self) -> None:
         if self.st.group is not None:
             self.st.group.finish_unshard("forward")
+
+
+def _prefetch_states(modules, method: str) -> list:
+    """The ``_FSDPState`` of each module in ``modules``; refuses (before changing anything) a
+    non-list and any module that is not ``fully_shard``-ed, naming its position and type."""
+    if isinstance(modules, Module) or not isinstance(modules, list | tuple):
+        raise TypeError(f"{method} expects a list of FSDPModules (fully_shard-ed modules), got "
+                        f"{type(modules).__name__}; pass e.g. [model.layers[i + 1]]")
+    out = []
+    for i, m in enumerate(modules):
+        st = m.__dict__.get("_fsdp_state") if isinstance(m, Module) else None
+        if st is None:
+            raise ValueError(
+                f"{method}: expects FSDPModule but got {type(m).__name__} at position {i}; only "
+                "fully_shard-ed modules have parameters to all-gather early: call fully_shard on "
+                "it first, or leave it out of the list")
+        out.append(st)
+    return out
+
+
+def _prefetch(states, phase: str) -> None:
+    """Start the all-gathers of ``states``' units that are sharded (non-blocking)."""
+    for nxt in states:
+        if nxt is not None and nxt.group is not None and nxt.group.state == SHARDED:
+            nxt.group.start_unshard(phase)
+            nxt.group.shard_pg.progress()
 
 
 def _state(module) -> _FSDPState:
@@ -187,6 +227,8 @@ class _FSDPState:
         self.root = None  # the _Root this unit belongs to, set at the root's first forward
         self.group = None
         self.path = ""  # dotted name under the root (set at the root's first forward)
+        self.forward_prefetch = None  # explicit prefetch lists (set_modules_to_*_prefetch)
+        self.backward_prefetch = None
 
     def group_start_unshard(self, phase):
         if self.group is not None:
@@ -323,10 +365,10 @@ def _pre_forward(module, args):
     root.order.append(st)
     if st.group is not None:
         st.group.finish_unshard("forward")
-    nxt = root.next_after(st, root.prev_order)
-    if nxt is not None and nxt.group is not None and nxt.group.state == SHARDED:
-        nxt.group.start_unshard("forward")
-        nxt.group.shard_pg.progress()
+    if st.forward_prefetch is not None:
+        _prefetch(st.forward_prefetch, "forward")
+    else:
+        _prefetch([root.next_after(st, root.prev_order)], "forward")
     if is_grad_enabled() and st.group is not None and st.group.trainable:
         root.expect_backward = True
     return None
@@ -361,11 +403,10 @@ def _pre_backward(st) -> None:
     if g is not None:
         g.finish_unshard("backward")
         g.shard_pg.progress()
-    order = root.backward_order()
-    nxt = root.next_after(st, order)
-    if nxt is not None and nxt.group is not None and nxt.group.state == SHARDED:
-        nxt.group.start_unshard("backward")
-        nxt.group.shard_pg.progress()
+    if st.backward_prefetch is not None:
+        _prefetch(st.backward_prefetch, "backward")
+    else:
+        _prefetch([root.next_after(st, root.backward_order())], "backward")
 
 
 def _make_grad_hook(st):
@@ -417,9 +458,10 @@ def fully_shard(module, *, mesh=None, reshard_after_forward: bool = True,
     gathers them again in backward (ZeRO-3); ``False`` keeps them until the unit's
     gradients are reduced (ZeRO-2: one all-gather per step). ``offload_policy``:
     :class:`CPUOffloadPolicy` keeps shards and optimizer state in host memory (on the CPU
-    backend they already are: a no-op with the same results). ``shard_placement_fn`` and
-    a ``mp_policy`` that casts are not supported (dim-0 shards, the parameters' own dtype;
-    the default ``MixedPrecisionPolicy()`` casts nothing and is accepted).
+    backend they already are: a no-op with the same results). ``mp_policy``:
+    :class:`MixedPrecisionPolicy` (gathered parameters in ``param_dtype``, gradients reduced
+    in ``reduce_dtype``, inputs/outputs cast; see mixed_precision.py).
+    ``shard_placement_fn`` is not supported (dim-0 shards).
     Returns ``module`` (its class becomes ``FSDP<Class>``).
     """
     from ...nn.parallel import DistributedDataParallel
@@ -438,15 +480,11 @@ def fully_shard(module, *, mesh=None, reshard_after_forward: bool = True,
     if shard_placement_fn is not None:
         raise NotImplementedError(
             "fully_shard: shard_placement_fn is not supported; parameters are sharded on dim 0")
-    if mp_policy is not None:
-        if not isinstance(mp_policy, MixedPrecisionPolicy):
-            raise TypeError(f"mp_policy must be a MixedPrecisionPolicy, got {type(mp_policy).__name__}")
-        if mp_policy.casts():
-            raise NotImplementedError(
-                f"fully_shard: mp_policy={mp_policy} asks for casts ({mp_policy.casts()}), which "
-                "are not supported: parameters are computed and gradients reduced in their own "
-                "dtype. Cast the model first (model.to(torch.bfloat16)), or pass "
-                "MixedPrecisionPolicy() / no mp_policy")
+    if mp_policy is None:
+        mp_policy = MixedPrecisionPolicy()
+    if not isinstance(mp_policy, MixedPrecisionPolicy):
+        raise TypeError(f"mp_policy must be a MixedPrecisionPolicy, got {type(mp_policy).__name__}")
+    mp = mp_policy.numpy_dtypes(label)  # checked before any state changes
     if offload_policy is not None and not isinstance(offload_policy, OffloadPolicy):
         raise TypeError(f"offload_policy must be an OffloadPolicy / CPUOffloadPolicy, got "
                         f"{type(offload_policy).__name__}")
@@ -475,7 +513,8 @@ def fully_shard(module, *, mesh=None, reshard_after_forward: bool = True,
     _broadcast_from_rank0(params, module, owned_elsewhere)
     if params:
         st.offload.check(params, label)
-        st.group = FSDPParamGroup(params, names, mesh, shard_dim, rep_dim, label)
+        st.group = FSDPParamGroup(params, names, mesh, shard_dim, rep_dim, label,
+                                  param_dtype=mp["param_dtype"], reduce_dtype=mp["reduce_dtype"])
         hook = _make_grad_hook(st)
         for p in st.group.trainable:
             p.register_post_accumulate_grad_hook(hook)
@@ -483,6 +522,10 @@ def fully_shard(module, *, mesh=None, reshard_after_forward: bool = True,
     module.__dict__["_fsdp_state"] = st
     module.register_forward_pre_hook(_pre_forward)
     module.register_forward_hook(_post_forward)
+    if mp_policy.cast_forward_inputs and mp["param_dtype"] is not None:
+        module.register_forward_pre_hook(cast_inputs_hook(mp_policy.param_dtype), with_kwargs=True)
+    if mp["output_dtype"] is not None:
+        module.register_forward_hook(cast_outputs_hook(mp_policy.output_dtype))
     cls = type(module)
     if not isinstance(module, FSDPModule):
         new = _CLASSES.get(cls)
