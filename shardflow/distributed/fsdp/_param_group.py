@@ -24,6 +24,16 @@ rank keeps the whole tensor and their gradients are all-reduced (avg), also as o
 buffer. On a 2-D (HSDP) mesh the segments are sharded over the shard dimension and every
 reduced gradient is then all-reduced (avg) over the replicate dimension.
 
+Mixed precision and the meta device
+-----------------------------------
+With ``MixedPrecisionPolicy(param_dtype=pd, reduce_dtype=rd)`` the shards stay in the
+parameters' dtype; each all-gather sends the shards cast to ``pd`` into ``pd`` full storage
+(replicated parameters get a ``pd`` copy while unsharded), and the gradients are packed and
+reduce-scattered in ``rd`` (default ``pd``), then cast back for ``.grad``. A unit whose
+parameters are meta arrays (a model built under ``device("meta")``) computes the same layout
+with meta buffers; the first all-gather after ``to_empty`` / ``load_state_dict(assign=True)``
+allocates them on the parameters' new device (``_materialize_if_needed``).
+
 Memory
 ------
 The full parameters live in one anonymous private ``mmap`` per unit; the arrays autograd

@@ -45,8 +45,17 @@ Algorithm and communication plan (per step, ``Ψ`` = parameter elements)
 * ``set_requires_gradient_sync(False)`` (gradient accumulation): gradients are added into the
   unit's unsharded buffer and not reduced; the next synchronised backward reduces the sum.
 
+* ``mp_policy=MixedPrecisionPolicy(param_dtype, reduce_dtype, ...)``: the all-gathers move
+  the shards cast to ``param_dtype`` (half the bytes for bfloat16 over float32) and the
+  reduce-scatters run in ``reduce_dtype``; the shards and the optimizer stay in the
+  parameters' dtype (mixed_precision.py).
+* ``set_modules_to_forward_prefetch`` / ``set_modules_to_backward_prefetch``: the listed
+  units' all-gathers start instead of the one the recorded order gives.
+
 At ``fully_shard`` time the parameters and buffers are broadcast from rank 0 (as DDP
-does), so every rank shards the same model.
+does), so every rank shards the same model; a meta-device model has nothing to broadcast:
+its shards are meta until ``to_empty`` (then ``reset_parameters()``) or
+``load_state_dict(..., assign=True)`` gives them data (docs/ZERO.md, "Meta-device init").
 
 Limits: parameters of one unit share a dtype; modules run in the same order on every
 rank (SPMD); a parameter must get a gradient in every backward that runs (as DDP without
