@@ -760,6 +760,10 @@ class Module:
                         owner._buffers[name] = Tensor(arr)
                     continue
                 dst = target.array
+                if assign:  # a global parameter keeps its object and layout, takes src's array
+                    target.array = src  # (the way a meta-device model, e.g. FSDP2's, gets data)
+                    target._version[0] += 1
+                    continue
                 if device_of(dst) != device_of(src):
                     src = to_device(src, device_of(dst))
                 if src.dtype != dst.dtype:

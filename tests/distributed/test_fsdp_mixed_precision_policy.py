@@ -1,6 +1,7 @@
 """``MixedPrecisionPolicy`` (PyTorch FSDP2's name, imported by its FSDP2 example): PyTorch's
 fields and defaults; ``fully_shard`` takes the default policy (no casts) as no policy, and
-refuses one that asks for a cast, naming it. One process (a world of one)."""
+refuses a non-floating dtype or a non-policy, naming it. One process (a world of one); the
+casts themselves are tested on 2 ranks in test_fsdp_mixed_precision.py."""
 
 import dataclasses
 
@@ -36,14 +37,16 @@ def test_fields_and_defaults_are_pytorchs():
     assert ours == theirs
 
 
-def test_default_policy_is_no_policy_and_a_cast_is_refused():
+def test_default_policy_is_no_policy_and_a_bad_dtype_is_refused():
     import shardflow as sf
     import shardflow.nn as nn
     from shardflow.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
     for a, b in zip(_trained(MixedPrecisionPolicy()), _trained(None)):
         np.testing.assert_array_equal(a, b)
-    with pytest.raises(NotImplementedError, match="param_dtype"):
-        fully_shard(nn.Linear(2, 2), mp_policy=MixedPrecisionPolicy(param_dtype=sf.bfloat16))
+    with pytest.raises(TypeError, match="param_dtype must be a floating dtype"):
+        fully_shard(nn.Linear(2, 2), mp_policy=MixedPrecisionPolicy(param_dtype=sf.int64))
+    with pytest.raises(TypeError, match="reduce_dtype"):
+        fully_shard(nn.Linear(2, 2), mp_policy=MixedPrecisionPolicy(reduce_dtype="not a dtype"))
     with pytest.raises(TypeError, match="MixedPrecisionPolicy"):
         fully_shard(nn.Linear(2, 2), mp_policy={"param_dtype": None})

@@ -73,12 +73,40 @@ def _recorded(out: Path) -> dict:
 
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "fully_shard of a meta-device model (FSDP2's `with torch.device('meta')` init) is refused: "
-    "'placement type must be cpu or cuda, got meta'; and (found with the meta context removed) "
-    "load_state_dict(sd, strict=False, assign=True) of DTensor Parameters into a fully_shard-ed "
-    "model leaves plain local shards (Checkpointer.load_model), so Adam's state no longer fits"))
-def test_fsdp2_example_trains_like_torch(tmp_path):
+# bfloat16 compute (MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=float32)): the two
+# libraries round bf16 intermediates at different places (matmul accumulation, softmax,
+# norms), so they agree to bf16's precision (eps 7.8e-3), not float32's
+# to bf16's precision in bulk (an element whose tiny gradient changed sign may be a few Adam
+# steps of lr=1e-2 apart: "bulk" is the fraction of elements that may exceed rtol/atol, each
+# still within 5 steps, 5e-2)
+FSDP2_TOLERANCES = {
+    "fp32": {"norm": 1e-5, "model": 1e-4, "model_atol": 1e-5, "adam": 1e-4, "adam_atol": 1e-7, "bulk": 0.0},
+    "bf16": {"norm": 1e-2, "model": 1e-2, "model_atol": 1e-3, "adam": 5e-2, "adam_atol": 1e-2, "bulk": 0.01},
+}
+
+
+def _close_in_bulk(pairs, rtol: float, atol: float, bulk: float) -> None:
+    """``pairs`` of (shardflow value, torch value, what): every element within rtol/atol, or
+    (``bulk`` > 0; atol then relative to each tensor's largest magnitude, at least 1) all but a
+    fraction ``bulk`` of all the pairs' elements together, the rest
+    within 5e-2 (see FSDP2_TOLERANCES)."""
+    off = total = 0
+    for a, b, what in pairs:
+        if not bulk:
+            assert_close(a, b, what, rtol=rtol, atol=atol)
+            continue
+        a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+        assert a.shape == b.shape, (what, a.shape, b.shape)
+        scale = max(1.0, float(np.abs(b).max(initial=0.0)))  # atol relative to the tensor's scale
+        off += int((np.abs(a - b) > atol * scale + rtol * np.abs(b)).sum())
+        total += a.size
+        np.testing.assert_allclose(a, b, rtol=0, atol=5e-2, err_msg=what)
+    assert off <= bulk * total, f"{off} of {total} elements beyond rtol={rtol}, atol={atol}"
+
+
+@pytest.mark.parametrize("argv", [[], ["--mixed-precision", "--explicit-prefetching"]],
+                         ids=["fp32", "bf16-prefetch"])
+def test_fsdp2_example_trains_like_torch(tmp_path, argv):
     """examples/distributed/FSDP2 (example.py, model.py, checkpoint.py, utils.py): the
     Transformer built on the meta device, fully_shard per layer and on the root,
     inspect_model's FSDPModule / Shard(0) checks, a resume through Checkpointer.load_model
@@ -88,6 +116,7 @@ def test_fsdp2_example_trains_like_torch(tmp_path):
     get the same NumPy draws in both runs (both ranks the same, as torch's seed gives them).
     Every step's gradient norm (clip_grad_norm_'s result, on both ranks) to 1e-5, and the
     saved model and Adam state to 1e-4."""
+    tol = FSDP2_TOLERANCES["bf16" if "--mixed-precision" in argv else "fp32"]
     th_model = shardflow.testing.parity.load_torch_file(HERE / "fsdp2" / "model.py", use_shardflow=False,
                                                         name="fsdp2_model_torch")
     torch.manual_seed(0)
@@ -106,7 +135,7 @@ def test_fsdp2_example_trains_like_torch(tmp_path):
         torch.save(opt.state_dict(), start / "optim_state_dict.pt")
         (run_dir / "out").mkdir()
         spec = _write_spec(run_dir / "spec.json", script=str(HERE / "fsdp2" / "example.py"), shardflow=use_sf,
-                           argv=[], modules=[[m, str(HERE / "fsdp2" / f"{m}.py")] for m in ("model", "utils", "checkpoint")],
+                           argv=argv, modules=[[m, str(HERE / "fsdp2" / f"{m}.py")] for m in ("model", "utils", "checkpoint")],
                            draws=["randint"], record=[["torch.nn.utils", "clip_grad_norm_"]], out=str(run_dir / "out"))
         (_shardflow_run if use_sf else _torchrun)(spec, run_dir)
         outputs[name] = _recorded(run_dir / "out")
@@ -115,7 +144,7 @@ def test_fsdp2_example_trains_like_torch(tmp_path):
     for rank in ("0", "1"):
         th, sf = th_norms[rank]["torch.nn.utils.clip_grad_norm_"], sf_norms[rank]["torch.nn.utils.clip_grad_norm_"]
         assert len(sf) == len(th) == 10
-        assert_close(sf, th, f"rank {rank}: gradient norm per step")
+        assert_close(sf, th, f"rank {rank}: gradient norm per step", rtol=tol["norm"])
     saved = {}
     for name in ("torch", "shardflow"):
         folders = sorted(p for p in (tmp_path / name / "checkpoints" / "dtensor_api").iterdir() if p.name != "1")
@@ -124,12 +153,12 @@ def test_fsdp2_example_trains_like_torch(tmp_path):
         saved[name] = (load(folders[0] / "model_state_dict.pt"), load(folders[0] / "optim_state_dict.pt"))
     (th_model_sd, th_optim_sd), (sf_model_sd, sf_optim_sd) = saved["torch"], saved["shardflow"]
     assert list(sf_model_sd) == list(th_model_sd)
-    for k, v in th_model_sd.items():
-        assert_close(np.asarray(sf_model_sd[k]), v.numpy(), f"saved {k}", rtol=1e-4, atol=1e-5)
+    pairs = [(np.asarray(sf_model_sd[k]), v.numpy(), f"saved {k}") for k, v in th_model_sd.items()]
+    _close_in_bulk(pairs, tol["model"], tol["model_atol"], tol["bulk"])
     assert sorted(sf_optim_sd["state"]) == sorted(th_optim_sd["state"])
-    for i, state in th_optim_sd["state"].items():
-        for k, v in state.items():
-            assert_close(np.asarray(sf_optim_sd["state"][i][k]), v.numpy(), f"Adam {k} of {i}", rtol=1e-4, atol=1e-7)
+    pairs = [(np.asarray(sf_optim_sd["state"][i][k]), v.numpy(), f"Adam {k} of {i}")
+             for i, state in th_optim_sd["state"].items() for k, v in state.items()]
+    _close_in_bulk(pairs, tol["adam"], tol["adam_atol"], tol["bulk"])
 
 
 def _run_script_file(directory: Path, argv, timeout: float = 300.0) -> str:

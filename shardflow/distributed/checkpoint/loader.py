@@ -35,6 +35,7 @@ from ...backend.xp import get_array_module
 from .filesystem import FileSystemReader, dtype_of
 from .metadata import CheckpointError, decode_object, flatten
 from .regions import intersect, local_boxes, partial_zero, spec_of
+from .stateful import Stateful, stateful_to_state_dict
 
 __all__ = ["load"]
 
@@ -178,6 +179,23 @@ def load(state_dict, *, checkpoint_id=None, storage_reader=None, process_group=N
         reader = FileSystemReader(checkpoint_id)
     group = _comm.LocalCommunicator() if no_dist else (process_group or _comm.get_world())
     rank = group.rank
+    # Stateful values (a Module, an optimizer, an AppState): loaded into their state_dict()
+    # in place, then given to their load_state_dict, as PyTorch's dcp.load does
+    stateful = {k: v for k, v in state_dict.items() if isinstance(v, Stateful)}
+    if stateful:
+        inner = stateful_to_state_dict(state_dict)
+        _load(inner, reader, group, rank)
+        for k, v in inner.items():
+            if k in stateful:
+                stateful[k].load_state_dict(v)
+            else:
+                state_dict[k] = v
+        return None
+    return _load(state_dict, reader, group, rank)
+
+
+def _load(state_dict, reader, group, rank) -> None:
+    """``load``'s protocol on a plain (nested dict) ``state_dict``."""
 
     def agree(err):
         errs = group.all_gather_object(err)

@@ -41,6 +41,7 @@ from ..sbp import broadcast
 from .filesystem import FileSystemWriter, dtype_name, dtype_of
 from .metadata import FORMAT, CheckpointError, encode_object, flatten
 from .regions import local_boxes, spec_of
+from .stateful import stateful_to_state_dict
 
 __all__ = ["save"]
 
@@ -172,7 +173,7 @@ def save(state_dict, *, checkpoint_id=None, storage_writer=None, process_group=N
     group = _comm.LocalCommunicator() if no_dist else (process_group or _comm.get_world())
     rank, size = group.rank, group.size
 
-    flat = flatten(state_dict)
+    flat = flatten(stateful_to_state_dict(state_dict))  # Stateful values: their state_dict()
     err = None
     save_id = old_files = None
     try:

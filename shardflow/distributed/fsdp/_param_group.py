@@ -24,6 +24,16 @@ rank keeps the whole tensor and their gradients are all-reduced (avg), also as o
 buffer. On a 2-D (HSDP) mesh the segments are sharded over the shard dimension and every
 reduced gradient is then all-reduced (avg) over the replicate dimension.
 
+Mixed precision and the meta device
+-----------------------------------
+With ``MixedPrecisionPolicy(param_dtype=pd, reduce_dtype=rd)`` the shards stay in the
+parameters' dtype; each all-gather sends the shards cast to ``pd`` into ``pd`` full storage
+(replicated parameters get a ``pd`` copy while unsharded), and the gradients are packed and
+reduce-scattered in ``rd`` (default ``pd``), then cast back for ``.grad``. A unit whose
+parameters are meta arrays (a model built under ``device("meta")``) computes the same layout
+with meta buffers; the first all-gather after ``to_empty`` / ``load_state_dict(assign=True)``
+allocates them on the parameters' new device (``_materialize_if_needed``).
+
 Memory
 ------
 The full parameters live in one anonymous private ``mmap`` per unit; the arrays autograd
@@ -45,6 +55,7 @@ import numpy as np
 
 from ...autograd import _wrap
 from ...backend.device import CPU
+from ...backend.meta import is_meta_array
 from ...backend.xp import device_of, new_array
 from .. import layout
 from ..global_tensor import GlobalSpec, make_global
@@ -56,7 +67,8 @@ SHARDED, UNSHARDED = "sharded", "unsharded"
 class FSDPParamGroup:
     """The parameters of one ``fully_shard`` unit; see the module docstring."""
 
-    def __init__(self, params, names, mesh, shard_dim: int, replicate_dim: int | None, label: str):
+    def __init__(self, params, names, mesh, shard_dim: int, replicate_dim: int | None, label: str,
+                 param_dtype=None, reduce_dtype=None):
         self.params = list(params)
         self.names = list(names)
         self.label = label
@@ -73,6 +85,13 @@ class FSDPParamGroup:
                 f"{listed}; cast the module first (module.float()) or wrap the differing "
                 "submodules with their own fully_shard")
         self.dtype = dtypes.pop() if dtypes else np.dtype(np.float32)
+        # mixed precision (MixedPrecisionPolicy, NumPy dtypes here): the shards (what the
+        # optimizer updates) stay in self.dtype; the gathered parameters that forward and
+        # backward use are in compute_dtype; gradients are packed and reduced in reduce_dtype
+        # (default: the compute dtype, as PyTorch) and stored as self.dtype shards
+        self.compute_dtype = np.dtype(param_dtype) if param_dtype is not None else self.dtype
+        self.reduce_dtype = np.dtype(reduce_dtype) if reduce_dtype is not None else self.compute_dtype
+        self._repl_master = {}  # id(p) -> its self.dtype array while p holds a cast copy
         devices = {device_of(p.array) for p in self.params}
         if len(devices) > 1:
             listed = ", ".join(f"{nm}: {device_of(p.array)}" for nm, p in zip(self.names, self.params))
@@ -109,28 +128,9 @@ class FSDPParamGroup:
             for k, (lo, hi) in enumerate(bounds):
                 seg[k] += (hi - lo) * row
         self.S = max(seg) if seg else 0
-        self.shard_flat = self._zeros(self.S)
-        self.shard_views = []
-        for i, p in enumerate(self.split):
-            lo, hi = self.rows[i][self.rank]
-            off = self.offsets[i][self.rank]
-            v = self.shard_flat[off: off + p.array[lo:hi].size].reshape((hi - lo, *p.array.shape[1:]))
-            v[...] = p.array[lo:hi]
-            self.shard_views.append(v)
-        # -- full storage (on the host an anonymous private mmap, freed with madvise; on a
-        # device one allocation, kept: see free_full)
         self.full_numel = sum(p.array.size for p in self.split)
-        if self.on_host:
-            nbytes = max(self.full_numel * self.dtype.itemsize, 1)
-            self._mm = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-            flat_full = np.frombuffer(self._mm, dtype=self.dtype, count=self.full_numel)
-        else:
-            self._mm = None
-            flat_full = self._empty(self.full_numel)
-        self.full_views, off = [], 0
-        for p in self.split:
-            self.full_views.append(flat_full[off: off + p.array.size].reshape(p.array.shape))
-            off += p.array.size
+        self._allocate([p.array[lo:hi] for p, ((lo, hi)) in
+                        zip(self.split, (r[self.rank] for r in self.rows))])
         self.repl_numel = sum(p.array.size for p in self.repl)
         self.trainable = [p for p in self.params if p.requires_grad]
         self.index = {id(p): i for i, p in enumerate(self.split)}
@@ -149,12 +149,70 @@ class FSDPParamGroup:
             make_global(p, self.specs[id(p)])  # registers the grad-layout hook once
         self.reshard()
 
-    def _zeros(self, shape):
-        dt = self.dtype
+    def _allocate(self, shards) -> None:
+        """The unit's storage on ``self.device``: ``shard_flat`` (S,) with each parameter's
+        shard a view (filled from ``shards``), and the full parameters' storage (on the host
+        an anonymous private mmap, freed with madvise; on a device one allocation, kept: see
+        ``free_full``). On the meta device every buffer is a shape without memory."""
+        self.shard_flat = self._zeros(self.S)
+        self.shard_views = []
+        for i, (p, src) in enumerate(zip(self.split, shards)):
+            lo, hi = self.rows[i][self.rank]
+            off = self.offsets[i][self.rank]
+            shape = (hi - lo, *self.specs[id(p)].shape[1:])
+            v = self.shard_flat[off: off + (hi - lo) * int(np.prod(shape[1:], dtype=np.int64))].reshape(shape)
+            v[...] = src
+            self.shard_views.append(v)
+        cdt = self.compute_dtype
+        if self.on_host:
+            nbytes = max(self.full_numel * cdt.itemsize, 1)
+            self._mm = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+            flat_full = np.frombuffer(self._mm, dtype=cdt, count=self.full_numel)
+        else:
+            self._mm = None
+            flat_full = self._empty(self.full_numel, cdt)
+        self.full_views, off = [], 0
+        for p in self.split:
+            shape = tuple(self.specs[id(p)].shape)
+            n = int(np.prod(shape, dtype=np.int64))
+            self.full_views.append(flat_full[off: off + n].reshape(shape))
+            off += n
+
+    @property
+    def is_meta(self) -> bool:
+        return self.device.type == "meta"
+
+    def _materialize_if_needed(self) -> None:
+        """A unit built on the meta device (FSDP2's ``with torch.device("meta")`` init) has
+        shapes only; once ``module.to_empty(device=...)`` (or ``load_state_dict(...,
+        assign=True)``) gave its parameters real shards, allocate the unit's buffers on
+        that device and adopt the shards' values. Raises, naming the parameters, while some
+        are still meta and others not (a partial ``to_empty``)."""
+        if not self.is_meta:
+            return
+        arrays = [p.array for p in self.params]
+        real = [device_of(a) for a in arrays if not is_meta_array(a)]
+        if not real:
+            return
+        if len(real) != len(arrays) or len(set(real)) > 1:
+            listed = ", ".join(f"{nm}: {device_of(p.array)}" for nm, p in zip(self.names, self.params))
+            raise RuntimeError(
+                f"fully_shard({self.label}): the unit was built on the meta device and only some "
+                f"of its parameters were materialised ({listed}); call model.to_empty(device=...) "
+                "on the whole model (then reset_parameters()), or load every parameter with "
+                "load_state_dict(..., assign=True)")
+        self.device = real[0]
+        self.on_host = self.device.type == "cpu"
+        self._allocate([p.array for p in self.split])
+        for p, v in zip(self.split, self.shard_views):
+            p.array = v
+
+    def _zeros(self, shape, dtype=None):
+        dt = self.dtype if dtype is None else dtype
         return new_array(self.device, lambda xp: xp.zeros(shape, dtype=dt))
 
-    def _empty(self, shape):
-        dt = self.dtype
+    def _empty(self, shape, dtype=None):
+        dt = self.dtype if dtype is None else dtype
         return new_array(self.device, lambda xp: xp.empty(shape, dtype=dt))
 
     # -- gradients of one backward ---------------------------------------------------------
@@ -172,6 +230,13 @@ class FSDPParamGroup:
     def _sync_shards(self) -> None:
         """Make ``shard_flat`` hold the current shard values (an optimizer or a load may have
         rebound ``p.array``), and rebind ``p.array`` to its view."""
+        self._materialize_if_needed()
+        if self.is_meta:
+            raise RuntimeError(
+                f"fully_shard({self.label}): the parameters are on the meta device (no data); "
+                "materialise the model first: model.to_empty(device='cpu') then "
+                "model.reset_parameters(), or load a checkpoint with "
+                "load_state_dict(state_dict, assign=True)")
         for p, v in zip(self.split, self.shard_views):
             if p.array is not v:
                 if p.array.shape != v.shape:
@@ -199,12 +264,16 @@ class FSDPParamGroup:
             rows = self.rows[i]
             c = max(hi - lo for lo, hi in rows)
             row = full[0].size if full.ndim > 1 else 1
+            cdt = self.compute_dtype
             if all(hi - lo == c for lo, hi in rows):
-                out, inp, padded = full.reshape(self.N, c * row), shard.reshape(-1), False
+                inp = shard.reshape(-1)
+                if inp.dtype != cdt:  # mixed precision: gather the shards cast to param_dtype
+                    inp = inp.astype(cdt)
+                out, padded = full.reshape(self.N, c * row), False
             else:
-                out = self._empty((self.N, c * row))
-                inp = self._zeros(c * row)
-                inp[: shard.size] = shard.reshape(-1)
+                out = self._empty((self.N, c * row), cdt)
+                inp = self._zeros(c * row, cdt)
+                inp[: shard.size] = shard.reshape(-1).astype(cdt, copy=False)
                 padded = True
             works.append((i, self.shard_pg.all_gather(inp, out=out, async_op=True),
                           out if padded else None))
@@ -231,6 +300,9 @@ class FSDPParamGroup:
             p._spec = None
         for p in self.repl:
             self._stash_grad(p)
+            if p.array.dtype != self.compute_dtype:  # mixed precision: a cast copy; the
+                self._repl_master[id(p)] = p.array   # self.dtype array comes back at reshard
+                p.array = p.array.astype(self.compute_dtype)
             p._spec = None
         self.state = UNSHARDED
 
@@ -249,6 +321,9 @@ class FSDPParamGroup:
             p.array = v
             p._spec = self.specs[id(p)]
         for p in self.repl:
+            master = self._repl_master.pop(id(p), None)
+            if master is not None:
+                p.array = master
             p._spec = self.specs[id(p)]
         self.free_full()
         self.state = SHARDED
@@ -272,9 +347,11 @@ class FSDPParamGroup:
             self.pending -= 1
         g = p.grad.array
         p.grad = None
+        if g.dtype != self.reduce_dtype:  # mixed precision: reduced in reduce_dtype
+            g = g.astype(self.reduce_dtype)
         if id(p) in self.index:
             if self.grad_flat is None:
-                self.grad_flat = self._zeros(self.N * self.S)
+                self.grad_flat = self._zeros(self.N * self.S, self.reduce_dtype)
             i = self.index[id(p)]
             row = g[0].size if g.ndim > 1 else 1
             for k, (lo, hi) in enumerate(self.rows[i]):
@@ -283,7 +360,7 @@ class FSDPParamGroup:
                 dst += g[lo:hi].reshape(-1)
         else:
             if self.repl_grad is None:
-                self.repl_grad = self._zeros(self.repl_numel)
+                self.repl_grad = self._zeros(self.repl_numel, self.reduce_dtype)
             off, size = self.rindex[id(p)]
             self.repl_grad[off: off + size] += g.reshape(-1)
         return self.pending == 0
@@ -291,7 +368,7 @@ class FSDPParamGroup:
     def launch_reduce(self) -> None:
         """Start the reduce-scatter (and the all-reduce of replicated grads), non-blocking."""
         if self.grad_flat is not None:
-            self.rs_out = self._empty(self.S)
+            self.rs_out = self._empty(self.S, self.reduce_dtype)
             self.rs_work = self.shard_pg.reduce_scatter(self.grad_flat, "avg", out=self.rs_out,
                                                         async_op=True)
             self._count("reduce_scatter", self.grad_flat.nbytes, "backward")
@@ -325,6 +402,8 @@ class FSDPParamGroup:
         self.reset_grad_state()
 
     def _set_grad(self, p, arr) -> None:
+        if arr.dtype != self.dtype:  # a reduce_dtype gradient, stored in the shards' dtype
+            arr = arr.astype(self.dtype)
         old = self._stash.pop(id(p), None)
         if old is not None:
             old.array += arr

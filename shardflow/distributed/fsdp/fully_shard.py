@@ -45,8 +45,17 @@ Algorithm and communication plan (per step, ``Ψ`` = parameter elements)
 * ``set_requires_gradient_sync(False)`` (gradient accumulation): gradients are added into the
   unit's unsharded buffer and not reduced; the next synchronised backward reduces the sum.
 
+* ``mp_policy=MixedPrecisionPolicy(param_dtype, reduce_dtype, ...)``: the all-gathers move
+  the shards cast to ``param_dtype`` (half the bytes for bfloat16 over float32) and the
+  reduce-scatters run in ``reduce_dtype``; the shards and the optimizer stay in the
+  parameters' dtype (mixed_precision.py).
+* ``set_modules_to_forward_prefetch`` / ``set_modules_to_backward_prefetch``: the listed
+  units' all-gathers start instead of the one the recorded order gives.
+
 At ``fully_shard`` time the parameters and buffers are broadcast from rank 0 (as DDP
-does), so every rank shards the same model.
+does), so every rank shards the same model; a meta-device model has nothing to broadcast:
+its shards are meta until ``to_empty`` (then ``reset_parameters()``) or
+``load_state_dict(..., assign=True)`` gives them data (docs/ZERO.md, "Meta-device init").
 
 Limits: parameters of one unit share a dtype; modules run in the same order on every
 rank (SPMD); a parameter must get a gradient in every backward that runs (as DDP without
@@ -58,13 +67,14 @@ from __future__ import annotations
 
 from ... import comm as _comm
 from ...autograd import Tensor, is_grad_enabled
+from ...backend.meta import is_meta_array
 from ...nn.module import Module
 from ...nn.parallel.autograd_walk import tensors_in  # outputs nested in lists, tuples, dicts
 from ...nn.parallel.reducer import reducers_of
 from ..full_state import params_by_index
 from ..placement import placement as Placement
 from ._param_group import SHARDED, FSDPParamGroup
-from .mixed_precision import MixedPrecisionPolicy
+from .mixed_precision import MixedPrecisionPolicy, cast_inputs_hook, cast_outputs_hook
 from .offload import OffloadPolicy
 
 __all__ = ["fully_shard", "FSDPModule"]
@@ -102,6 +112,20 @@ class FSDPModule:
         for st in _states_below(self, recurse):
             st.reshard_after_forward = bool(reshard_after_forward)
 
+    def set_modules_to_forward_prefetch(self, modules) -> None:
+        """Explicit forward prefetching (PyTorch's name): when this unit's forward starts, start
+        the all-gathers of ``modules`` (``fully_shard``-ed modules, in that order) instead of
+        the one unit the previous forward's order gives. Results are the same; only when
+        the transfers start changes. Every rank must name the same modules (SPMD)."""
+        _state(self).forward_prefetch = _prefetch_states(modules, "set_modules_to_forward_prefetch")
+
+    def set_modules_to_backward_prefetch(self, modules) -> None:
+        """Explicit backward prefetching (PyTorch's name): when backward reaches this unit,
+        start the all-gathers of ``modules`` (``fully_shard``-ed modules; with
+        ``reshard_after_forward=True`` they were freed after forward) instead of the one unit
+        the reverse forward order gives. Results are the same."""
+        _state(self).backward_prefetch = _prefetch_states(modules, "set_modules_to_backward_prefetch")
+
     def fsdp_stats(self) -> dict:
         """Collectives this unit and the units below it ran so far (counts; ``unshard``: unit
         gathers; bytes as the ZeRO paper counts them: all-gather output, reduce-scatter
@@ -126,6 +150,32 @@ class _UnshardHandle:
             self.st.group.finish_unshard("forward")
 
 
+def _prefetch_states(modules, method: str) -> list:
+    """The ``_FSDPState`` of each module in ``modules``; refuses (before changing anything) a
+    non-list and any module that is not ``fully_shard``-ed, naming its position and type."""
+    if isinstance(modules, Module) or not isinstance(modules, list | tuple):
+        raise TypeError(f"{method} expects a list of FSDPModules (fully_shard-ed modules), got "
+                        f"{type(modules).__name__}; pass e.g. [model.layers[i + 1]]")
+    out = []
+    for i, m in enumerate(modules):
+        st = m.__dict__.get("_fsdp_state") if isinstance(m, Module) else None
+        if st is None:
+            raise ValueError(
+                f"{method}: expects FSDPModule but got {type(m).__name__} at position {i}; only "
+                "fully_shard-ed modules have parameters to all-gather early: call fully_shard on "
+                "it first, or leave it out of the list")
+        out.append(st)
+    return out
+
+
+def _prefetch(states, phase: str) -> None:
+    """Start the all-gathers of ``states``' units that are sharded (non-blocking)."""
+    for nxt in states:
+        if nxt is not None and nxt.group is not None and nxt.group.state == SHARDED:
+            nxt.group.start_unshard(phase)
+            nxt.group.shard_pg.progress()
+
+
 def _state(module) -> _FSDPState:
     st = module.__dict__.get("_fsdp_state")
     if st is None:
@@ -147,6 +197,8 @@ def _resolve_mesh(mesh, label, module):
         world = _comm.get_world()
         first = next(iter(module.parameters()), None)
         kind = "cpu" if first is None else first.device.type
+        if kind == "meta":  # a model built on the meta device is sharded over the host mesh
+            kind = "cpu"     # (PyTorch: the default device's mesh); to_empty gives it memory
         mesh = Placement(kind, list(range(world.size)))
     if not isinstance(mesh, Placement):
         raise TypeError(
@@ -184,6 +236,8 @@ class _FSDPState:
         self.root = None  # the _Root this unit belongs to, set at the root's first forward
         self.group = None
         self.path = ""  # dotted name under the root (set at the root's first forward)
+        self.forward_prefetch = None  # explicit prefetch lists (set_modules_to_*_prefetch)
+        self.backward_prefetch = None
 
     def group_start_unshard(self, phase):
         if self.group is not None:
@@ -320,10 +374,10 @@ def _pre_forward(module, args):
     root.order.append(st)
     if st.group is not None:
         st.group.finish_unshard("forward")
-    nxt = root.next_after(st, root.prev_order)
-    if nxt is not None and nxt.group is not None and nxt.group.state == SHARDED:
-        nxt.group.start_unshard("forward")
-        nxt.group.shard_pg.progress()
+    if st.forward_prefetch is not None:
+        _prefetch(st.forward_prefetch, "forward")
+    else:
+        _prefetch([root.next_after(st, root.prev_order)], "forward")
     if is_grad_enabled() and st.group is not None and st.group.trainable:
         root.expect_backward = True
     return None
@@ -358,11 +412,10 @@ def _pre_backward(st) -> None:
     if g is not None:
         g.finish_unshard("backward")
         g.shard_pg.progress()
-    order = root.backward_order()
-    nxt = root.next_after(st, order)
-    if nxt is not None and nxt.group is not None and nxt.group.state == SHARDED:
-        nxt.group.start_unshard("backward")
-        nxt.group.shard_pg.progress()
+    if st.backward_prefetch is not None:
+        _prefetch(st.backward_prefetch, "backward")
+    else:
+        _prefetch([root.next_after(st, root.backward_order())], "backward")
 
 
 def _make_grad_hook(st):
@@ -414,9 +467,10 @@ def fully_shard(module, *, mesh=None, reshard_after_forward: bool = True,
     gathers them again in backward (ZeRO-3); ``False`` keeps them until the unit's
     gradients are reduced (ZeRO-2: one all-gather per step). ``offload_policy``:
     :class:`CPUOffloadPolicy` keeps shards and optimizer state in host memory (on the CPU
-    backend they already are: a no-op with the same results). ``shard_placement_fn`` and
-    a ``mp_policy`` that casts are not supported (dim-0 shards, the parameters' own dtype;
-    the default ``MixedPrecisionPolicy()`` casts nothing and is accepted).
+    backend they already are: a no-op with the same results). ``mp_policy``:
+    :class:`MixedPrecisionPolicy` (gathered parameters in ``param_dtype``, gradients reduced
+    in ``reduce_dtype``, inputs/outputs cast; see mixed_precision.py).
+    ``shard_placement_fn`` is not supported (dim-0 shards).
     Returns ``module`` (its class becomes ``FSDP<Class>``).
     """
     from ...nn.parallel import DistributedDataParallel
@@ -435,15 +489,11 @@ def fully_shard(module, *, mesh=None, reshard_after_forward: bool = True,
     if shard_placement_fn is not None:
         raise NotImplementedError(
             "fully_shard: shard_placement_fn is not supported; parameters are sharded on dim 0")
-    if mp_policy is not None:
-        if not isinstance(mp_policy, MixedPrecisionPolicy):
-            raise TypeError(f"mp_policy must be a MixedPrecisionPolicy, got {type(mp_policy).__name__}")
-        if mp_policy.casts():
-            raise NotImplementedError(
-                f"fully_shard: mp_policy={mp_policy} asks for casts ({mp_policy.casts()}), which "
-                "are not supported: parameters are computed and gradients reduced in their own "
-                "dtype. Cast the model first (model.to(torch.bfloat16)), or pass "
-                "MixedPrecisionPolicy() / no mp_policy")
+    if mp_policy is None:
+        mp_policy = MixedPrecisionPolicy()
+    if not isinstance(mp_policy, MixedPrecisionPolicy):
+        raise TypeError(f"mp_policy must be a MixedPrecisionPolicy, got {type(mp_policy).__name__}")
+    mp = mp_policy.numpy_dtypes(label)  # checked before any state changes
     if offload_policy is not None and not isinstance(offload_policy, OffloadPolicy):
         raise TypeError(f"offload_policy must be an OffloadPolicy / CPUOffloadPolicy, got "
                         f"{type(offload_policy).__name__}")
@@ -472,7 +522,8 @@ def fully_shard(module, *, mesh=None, reshard_after_forward: bool = True,
     _broadcast_from_rank0(params, module, owned_elsewhere)
     if params:
         st.offload.check(params, label)
-        st.group = FSDPParamGroup(params, names, mesh, shard_dim, rep_dim, label)
+        st.group = FSDPParamGroup(params, names, mesh, shard_dim, rep_dim, label,
+                                  param_dtype=mp["param_dtype"], reduce_dtype=mp["reduce_dtype"])
         hook = _make_grad_hook(st)
         for p in st.group.trainable:
             p.register_post_accumulate_grad_hook(hook)
@@ -480,6 +531,10 @@ def fully_shard(module, *, mesh=None, reshard_after_forward: bool = True,
     module.__dict__["_fsdp_state"] = st
     module.register_forward_pre_hook(_pre_forward)
     module.register_forward_hook(_post_forward)
+    if mp_policy.cast_forward_inputs and mp["param_dtype"] is not None:
+        module.register_forward_pre_hook(cast_inputs_hook(mp_policy.param_dtype), with_kwargs=True)
+    if mp["output_dtype"] is not None:
+        module.register_forward_hook(cast_outputs_hook(mp_policy.output_dtype))
     cls = type(module)
     if not isinstance(module, FSDPModule):
         new = _CLASSES.get(cls)
@@ -513,10 +568,12 @@ def _broadcast_from_rank0(params, module, owned_elsewhere) -> None:
     if world.size == 1:
         return
     for p in params:
+        if is_meta_array(p.array):  # no data yet: to_empty + reset_parameters (or a load) gives it
+            continue
         world.broadcast(p.array, 0)
         p._version[0] += 1
     for b in module.buffers():
-        if b is not None:
+        if b is not None and not is_meta_array(b.array):
             world.broadcast(b.array, 0)
 
 
