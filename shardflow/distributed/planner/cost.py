@@ -113,6 +113,7 @@ class Estimate:
     collectives: list
     stage_times: list
     notes: list = field(default_factory=list)
+    time_share: float = 1.0  # step / schedule: > 1 where more ranks than cores time-share them
 
     @property
     def comm_share(self) -> float:
@@ -393,7 +394,11 @@ def estimate(spec: RunSpec, layout: Layout, profile: Profile) -> Estimate:
     # ---- optimizer
     opt_elems = grad_elems / dp if L.zero >= 1 else grad_elems
     t_opt = profile.optimizer_time(opt_elems, conc, spec.optimizer, spec.precision)
-    step = compute + bubble_time + comm_pipe + exposed + t_opt + profile.step_overhead(conc)
+    span = compute + bubble_time + comm_pipe + exposed + t_opt + profile.step_overhead(conc)
+    step, share = _time_shared(span, stage_T, m, compute - work + exposed + t_opt + profile.step_overhead(conc),
+                               L, profile)
+    if share > 1.0:
+        notes.append(f"{L.world} ranks on {profile.host_cores} cores: time-shared, x{share:.2f} on the schedule")
 
     # ---- memory (the worst stage)
     mem_parts, peak = None, -1.0
@@ -420,7 +425,27 @@ def estimate(spec: RunSpec, layout: Layout, profile: Profile) -> Estimate:
                     bubble_time=bubble_time, optimizer=t_opt, memory=peak, memory_parts=mem_parts,
                     tokens_per_s=tokens, samples_per_s=spec.batch_size / step if step else 0.0,
                     mfu=mfu, model_flops=model_flops, fits=fits, collectives=colls,
-                    stage_times=stage_T, notes=notes)
+                    stage_times=stage_T, notes=notes, time_share=share)
+
+
+def _time_shared(span, stage_T, m, per_rank_rest, L: Layout, profile: Profile) -> tuple[float, float]:
+    """``(step seconds, factor over span)`` on a host with fewer cores than busy ranks.
+
+    ``span`` is the schedule at the rates of a rank holding a core. Every rank is busy
+    (computing, or spinning in a blocking collective or send/recv, as the MPI backend does)
+    for its stage's ``m`` micro-batches (``stage_T``: compute, the collectives inside the
+    stage, the pipeline sends) plus ``per_rank_rest`` (gradient synchronisation, packing
+    copies, the optimizer); it is idle, napping, in the pipeline's bubble. The cores then
+    deliver at most ``cores`` rank-seconds per second, so the step takes at least the total
+    busy time over the cores: ``max(span, sum_ranks busy / cores)``. Both terms come from
+    the profile: the rates at ``min(ranks, cores)`` and the cores it recorded."""
+    cores = profile.host_cores
+    if not cores or L.world <= cores:
+        return span, 1.0
+    per_stage = L.world // max(1, L.pp)  # the dp x tp ranks of each stage
+    busy = per_stage * sum(m * t for t in stage_T) + L.world * per_rank_rest
+    step = max(span, busy / cores)
+    return step, step / span if span > 0 else 1.0
 
 
 def _pipeline(stage_T, m, pp, v) -> tuple[float, float]:
@@ -544,7 +569,9 @@ def _memory(spec, L, st, s, elems, act, trans, biggest, layer_act, layer_in, nl,
     dp, pp, m = L.dp, L.pp, L.microbatches
     z = L.zero
     p_isz = itemsize
-    params = (resident if resident is not None else elems) * p_isz / (dp if z == 3 else 1)
+    # fully_shard keeps every parameter sharded at rest for ZeRO-2 as for ZeRO-3; the
+    # gathered whole units are the buffers below (ZeRO-2 keeps them from forward to backward)
+    params = (resident if resident is not None else elems) * p_isz / (dp if z >= 2 else 1)
     grads = elems * p_isz / (dp if z >= 2 else 1)
     state_per = {"adamw": 8.0, "adam": 8.0, "sgd_momentum": 4.0, "sgd": 0.0}.get(spec.optimizer, 8.0)
     if spec.precision == "mixed":
