@@ -31,16 +31,24 @@ samples (``ModelTrace.at(batch=b)``), then per op (``opcost.op_cost``):
   they run beside. ZeRO-1 adds one all-gather of the updated parameters after the step.
 * **Optimizer**: the profile's time per element over this rank's elements (``/dp`` for
   ZeRO >= 1).
+* **A host with fewer cores than ranks** (measured profiles): ops run at the rates measured
+  at ``min(ranks, cores)`` busy ranks (a rank holding a core), and the step is
+  ``max(schedule, busy rank-seconds / cores)``: every rank is busy for its stage's
+  micro-batches (compute, spinning collectives, sends) and the synchronisation and
+  optimizer after them, idle in the pipeline bubble (``_time_shared``).
 
 Memory per rank (bytes): parameters ``P`` (TP split of col/row weights, this stage's, /dp for
-ZeRO-3; shardflow's pipelines keep the whole model on every rank: the other stages' parameters
+ZeRO-2/3: ``fully_shard`` keeps them sharded at rest for both; shardflow's pipelines keep the whole model on every rank: the other stages' parameters
 count too, except for simulated clusters), gradients ``G`` (/dp for ZeRO >= 2), optimizer state ``O`` (Adam: 2 x 4 bytes per
 element, + a 4-byte master copy in mixed precision; /dp for ZeRO >= 1: the ZeRO paper's
-``(2 + 2 + K) Psi`` family), communication buffers (DDP's flat buckets ``G``; ZeRO-2's whole
-gathered parameters; ZeRO-3's two gathered units), activations ``A`` = what the ops keep at
-``b`` samples (TP: col/split ops' /t) times the micro-batches in flight (1F1B: ``p - s`` at
-stage s; GPipe: ``m``; recomputation keeps each block's input only, plus one block), and
-the peaks on top: ``max(A + forward transient, A + backward extra, G + buffers)``.
+``(2 + 2 + K) Psi`` family), communication buffers (DDP's flat buckets ``G``, always; ZeRO-1's all-gather bucket, after
+the step only; ZeRO-2's whole gathered parameters, ZeRO-3's two gathered units, from forward
+into backward; ``fully_shard``'s two units of packed gradients, only once backward has freed
+activations), activations ``A`` = what the ops keep at ``b`` samples (TP: col/split ops'
+/t) times the micro-batches in flight (1F1B: ``p - s`` at stage s; GPipe: ``m``;
+recomputation keeps each block's input only, plus one block), and the peaks on top:
+``max(A + gathered + forward transient, A + gathered + backward extra, G + packed or the
+ZeRO-1 bucket)``.
 """
 
 from __future__ import annotations
@@ -648,18 +656,19 @@ def _memory(spec, L, st, s, elems, act, trans, biggest, layer_act, layer_in, nl,
     if spec.precision == "mixed":
         state_per += 4.0  # the float32 master copy
     opt = elems * state_per / (dp if z >= 1 else 1)
-    buffers = 0.0
+    buckets = gathered = packed = step_only = 0.0
     if dp > 1 and L.grad_sync in ("bucketed", "global-bucketed"):
-        buffers += elems * p_isz  # the reducer's flat buckets
-        if z == 1:
-            buffers += min(ZERO1_BUCKET, elems * 4)
+        buckets = elems * p_isz  # the reducer's flat buckets
+        if z == 1:  # the all-gather of the updated rows: after the step, activations gone
+            step_only = min(ZERO1_BUCKET, elems * 4)
     if z >= 2 and dp > 1:
         units = _fsdp_units(st, tp)
         if z == 2:
-            buffers += sum(units) * p_isz  # gathered parameters kept from forward to backward
+            gathered = sum(units) * p_isz  # gathered parameters kept from forward to backward
         else:
-            buffers += 2 * max(units) * p_isz  # the unit in use and the one prefetched
-        buffers += 2 * max(units) * p_isz  # packed gradients of two units
+            gathered = 2 * max(units) * p_isz  # the unit in use and the one prefetched
+        packed = 2 * max(units) * p_isz  # packed gradients of two units
+    buffers = buckets + step_only + gathered + packed
     # activations in flight
     if pp == 1:
         inflight = 1
@@ -679,13 +688,14 @@ def _memory(spec, L, st, s, elems, act, trans, biggest, layer_act, layer_in, nl,
         activations = inflight * act
     bwd_extra = st.bwd_fixed * (grads / max(1.0, st.grad_bytes)) + st.bwd_per_act * biggest \
         if st.bwd_per_act or st.bwd_fixed else st.backward_extra
-    base = params + opt + (buffers if L.grad_sync in ("bucketed", "global-bucketed") else 0.0)
-    fwd_peak = base + activations + trans
-    bwd_peak = base + activations + bwd_extra
-    end_peak = base + grads + (0.0 if L.grad_sync in ("bucketed", "global-bucketed") else buffers)
-    if z >= 2:
-        fwd_peak += buffers / 2
-        bwd_peak += buffers
+    # When each buffer is alive: DDP's buckets always; ZeRO-1's gather bucket after the step
+    # (no activations then); fully_shard's gathered units from forward into backward, its
+    # packed gradients only once backward has freed activations (a unit's gradients are
+    # packed as its backward ends), so they meet the gradient shards, not the activations.
+    base = params + opt + buckets
+    fwd_peak = base + activations + trans + gathered
+    bwd_peak = base + activations + bwd_extra + gathered
+    end_peak = base + grads + max(step_only, packed)
     peak = max(fwd_peak, bwd_peak, end_peak)
     return {"params": params, "grads": grads, "optimizer": opt, "buffers": buffers,
             "activations": activations, "transient": max(trans, bwd_extra), "peak": peak}
