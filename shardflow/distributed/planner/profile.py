@@ -10,7 +10,9 @@ Two kinds, one interface (:class:`Profile`):
   memory-bound op family (bytes as ``opcost`` counts them, per second); the optimizer's time
   per parameter element; the framework's per-op overheads (local tensors and global
   tensors). Per collective, group size and job size, a fitted ``alpha + beta * bytes``; the
-  fraction of a non-blocking all-reduce hidden behind computation (``overlap``).
+  fraction of a non-blocking all-reduce hidden behind computation (``overlap``). Beyond the
+  host's ``cores`` the rates are those measured at ``cores`` busy ranks (:meth:`Profile._running`)
+  and the cost model time-shares the cores (:meth:`Profile.time_share`).
 * ``"simulated"`` -- a data file for hardware we cannot measure (``profiles/*.json``, each
   with its sources). Compute is a roofline: ``max(FLOPs / (peak * efficiency(shape)),
   bytes / (HBM bandwidth * efficiency)) + kernel launch``; collectives follow NCCL's ring /
