@@ -124,6 +124,11 @@ class Estimate:
     time_share: float = 1.0  # step / schedule: > 1 where more ranks than cores time-share them
 
     @property
+    def time_shared(self) -> float:
+        """Seconds the step loses to more busy ranks than cores (0 within the cores)."""
+        return self.step_time - self.step_time / self.time_share if self.time_share > 1 else 0.0
+
+    @property
     def comm_share(self) -> float:
         return self.comm_exposed / self.step_time if self.step_time else 0.0
 

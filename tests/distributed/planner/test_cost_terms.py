@@ -275,3 +275,18 @@ def test_fully_shard_packed_gradients_do_not_meet_the_activations():
     unit = 4 * tr.C * tr.C  # one layer's weight, the largest fully_shard unit
     assert mp["activations"] > 10 * (mp["params"] + mp["optimizer"])
     assert e.memory == pytest.approx(mp["params"] + mp["optimizer"] + mp["activations"] + 2 * unit)
+
+
+def test_breakdown_terms_add_up_to_the_step_when_cores_are_time_shared():
+    """The report's terms (compute + bubble + exposed communication + optimizer + the cores'
+    time-sharing) sum to the predicted step, and the report names the time-sharing."""
+    from shardflow.distributed.planner.report import breakdown
+
+    tr = LinearStack(layers=4)
+    prof = measured(cores=2, overhead_us=10.0, alpha=20e-6, beta_per_gb=1.0, adamw_ns=2.0)
+    for L in (Layout(dp=4, grad_sync="bucketed"), Layout(pp=4, microbatches=4)):
+        e = estimate(_spec(tr, batch=8), L, prof)
+        assert e.time_shared > 0
+        parts = e.compute + e.bubble_time + e.comm_exposed + e.optimizer + e.time_shared
+        assert parts == pytest.approx(e.step_time)
+        assert "cores time-shared" in breakdown(e)
