@@ -31,16 +31,24 @@ samples (``ModelTrace.at(batch=b)``), then per op (``opcost.op_cost``):
   they run beside. ZeRO-1 adds one all-gather of the updated parameters after the step.
 * **Optimizer**: the profile's time per element over this rank's elements (``/dp`` for
   ZeRO >= 1).
+* **A host with fewer cores than ranks** (measured profiles): ops run at the rates measured
+  at ``min(ranks, cores)`` busy ranks (a rank holding a core), and the step is
+  ``max(schedule, busy rank-seconds / cores)``: every rank is busy for its stage's
+  micro-batches (compute, spinning collectives, sends) and the synchronisation and
+  optimizer after them, idle in the pipeline bubble (``_time_shared``).
 
 Memory per rank (bytes): parameters ``P`` (TP split of col/row weights, this stage's, /dp for
-ZeRO-3; shardflow's pipelines keep the whole model on every rank: the other stages' parameters
+ZeRO-2/3: ``fully_shard`` keeps them sharded at rest for both; shardflow's pipelines keep the whole model on every rank: the other stages' parameters
 count too, except for simulated clusters), gradients ``G`` (/dp for ZeRO >= 2), optimizer state ``O`` (Adam: 2 x 4 bytes per
 element, + a 4-byte master copy in mixed precision; /dp for ZeRO >= 1: the ZeRO paper's
-``(2 + 2 + K) Psi`` family), communication buffers (DDP's flat buckets ``G``; ZeRO-2's whole
-gathered parameters; ZeRO-3's two gathered units), activations ``A`` = what the ops keep at
-``b`` samples (TP: col/split ops' /t) times the micro-batches in flight (1F1B: ``p - s`` at
-stage s; GPipe: ``m``; recomputation keeps each block's input only, plus one block), and
-the peaks on top: ``max(A + forward transient, A + backward extra, G + buffers)``.
+``(2 + 2 + K) Psi`` family), communication buffers (DDP's flat buckets ``G``, always; ZeRO-1's all-gather bucket, after
+the step only; ZeRO-2's whole gathered parameters, ZeRO-3's two gathered units, from forward
+into backward; ``fully_shard``'s two units of packed gradients, only once backward has freed
+activations), activations ``A`` = what the ops keep at ``b`` samples (TP: col/split ops'
+/t) times the micro-batches in flight (1F1B: ``p - s`` at stage s; GPipe: ``m``;
+recomputation keeps each block's input only, plus one block), and the peaks on top:
+``max(A + gathered + forward transient, A + gathered + backward extra, G + packed or the
+ZeRO-1 bucket)``.
 """
 
 from __future__ import annotations
@@ -113,6 +121,12 @@ class Estimate:
     collectives: list
     stage_times: list
     notes: list = field(default_factory=list)
+    time_share: float = 1.0  # step / schedule: > 1 where more ranks than cores time-share them
+
+    @property
+    def time_shared(self) -> float:
+        """Seconds the step loses to more busy ranks than cores (0 within the cores)."""
+        return self.step_time - self.step_time / self.time_share if self.time_share > 1 else 0.0
 
     @property
     def comm_share(self) -> float:
@@ -183,244 +197,339 @@ def _groups(layout: Layout, profile: Profile) -> dict:
 
 
 # ------------------------------------------------------------------------------ estimate
+@dataclass
+class _Ctx:
+    """What every phase of :func:`estimate` reads: the run, the layout (sync filled in), the
+    profile, the trace at one micro-batch, and the derived sizes."""
+
+    spec: RunSpec
+    L: Layout
+    profile: Profile
+    st: StepTrace
+    v: int  # chunks per pipeline rank
+    nl: int  # layers of the stack
+    itemsize: int
+    conc: int  # ranks busy at once on one host (1 on simulated hardware)
+    groups: dict
+
+
+@dataclass
+class _Stages:
+    """Per pipeline stage (lists of ``pp``): seconds of one micro-batch's forward and
+    backward (recomputation included), the blocking collectives inside them and the sends;
+    bytes kept, transient and largest retained; the parameters placed on it."""
+
+    f: list
+    b: list
+    rc: list  # block forwards (run again in backward under recomputation)
+    act: list
+    trans: list
+    biggest: list
+    comm_f: list
+    comm_b: list
+    p2p: list
+    op_stage: list = field(default_factory=list)
+    layer_act: dict = field(default_factory=dict)  # layer -> bytes it keeps
+    layer_in: dict = field(default_factory=dict)  # layer -> bytes of its input
+    flops: float = 0.0  # forward + backward FLOPs of one micro-batch, whole model
+    params: list = field(default_factory=list)  # elements on one rank of the stage
+    param_list: list = field(default_factory=list)
+    tied: list = field(default_factory=list)
+
+    @classmethod
+    def empty(cls, pp: int) -> _Stages:
+        return cls(*([0.0] * pp for _ in range(9)))
+
+    def compute(self) -> list:
+        return [f + b for f, b in zip(self.f, self.b)]
+
+    def total(self) -> list:
+        return [c + f + b + p for c, f, b, p in zip(self.compute(), self.comm_f, self.comm_b, self.p2p)]
+
+
 def estimate(spec: RunSpec, layout: Layout, profile: Profile) -> Estimate:
-    """The predicted step of ``layout`` (module docstring)."""
-    L = layout.with_sync(spec.entry)
-    dp, tp, pp, m = L.dp, L.tp, L.pp, L.microbatches
-    v = L.virtual if L.schedule == "interleaved" else 1
-    b = spec.batch_size // (dp * m)
-    st: StepTrace = spec.model_trace.at(batch=b, **spec.extra_dims)
-    if tp > 1:
-        assign_tp_roles(st, spec.tp_plan)
-    itemsize = 2 if spec.precision == "mixed" else 4
-    conc = L.world if not profile.simulated else 1  # ranks busy at once on one host
-    global_tensors = tp > 1 or (dp > 1 and L.grad_sync in GLOBAL_SYNCS)
-    ov_f, ov_b = profile.overhead(conc, global_tensors)
-    groups = _groups(L, profile)
-    notes = []
-
-    # ---- ops -> stages
-    nl = st.n_layers or 1
-    first_layer_op = next((i for i, o in enumerate(st.ops) if o.layer is not None), len(st.ops))
-    stage_f = [0.0] * pp
-    stage_b = [0.0] * pp
-    stage_rc = [0.0] * pp  # block forwards (recomputed in backward)
-    stage_act = [0.0] * pp
-    stage_trans = [0.0] * pp
-    stage_biggest = [0.0] * pp
-    layer_in_bytes = {}  # layer -> bytes of its input (kept under recomputation)
-    layer_act = {}
-    op_stage = []
-    flops_total = 0.0
-    for i, o in enumerate(st.ops):
-        if o.layer is not None:
-            s, _chunk = _stage_of_layer(o.layer, nl, pp, v)
-        else:
-            s = 0 if i < first_layer_op else pp - 1
-        op_stage.append(s)
-        full = op_cost(o, itemsize)
-        flops_total += full.flops + (full.bwd_flops if full.has_bwd else 0.0)
-        c = _local_cost(o, full, o.tp_role if tp > 1 else "", tp, itemsize)
-        tf = profile.op_time(c, "fwd", conc, spec.precision) + ov_f
-        tb = (profile.op_time(c, "bwd", conc, spec.precision) + ov_b) if c.has_bwd else 0.0
-        stage_f[s] += tf
-        stage_b[s] += tb
-        keep = o.retained * (itemsize / o.itemsize)
-        if tp > 1 and o.tp_role in ("col", "split"):
-            keep /= tp
-        stage_act[s] += keep
-        stage_trans[s] = max(stage_trans[s], o.transient * (itemsize / o.itemsize) / (tp if o.tp_role in ("col", "split") else 1))
-        stage_biggest[s] = max(stage_biggest[s], c.retain)
-        if o.layer is not None:
-            stage_rc[s] += tf
-            layer_act[o.layer] = layer_act.get(o.layer, 0.0) + keep
-            if o.layer not in layer_in_bytes and o.in_shapes:
-                layer_in_bytes[o.layer] = _n(o.in_shapes[0]) * itemsize
-
-    tp_coll, dp_uses = _global_collectives(st, L, itemsize, op_stage)
-
-    # ---- parameters -> stages (tied ones on every stage that uses them)
-    param_stages = {}
-    for i, o in enumerate(st.ops):
-        for pname in o.params.values():
-            param_stages.setdefault(pname, set()).add(op_stage[i])
-    stage_params = [0.0] * pp  # elements on one rank of the stage
-    stage_param_list = [[] for _ in range(pp)]
-    tied = []
-    for p in st.params:
-        elems = _n(p.shape)
-        if tp > 1 and p.tp_role:
-            elems /= tp
-        ss = param_stages.get(p.name, {0 if p.layer is None else _stage_of_layer(p.layer, nl, pp, v)[0]})
-        if len(ss) > 1:
-            tied.append((p.name, elems))
-        for s in ss:
-            stage_params[s] += elems
-            stage_param_list[s].append((p, elems))
-
-    # ---- recomputation
+    """The predicted step of ``layout`` (module docstring), in phases: ops to stages, the
+    parameters to stages, the collectives inside each stage, the pipeline's sends, the
+    schedule, the data-parallel synchronisation, the optimizer, the host's cores, memory."""
+    c = _context(spec, layout, profile)
+    L, m = c.L, c.L.microbatches
+    S = _cost_ops(c)
+    tp_coll, dp_uses = _global_collectives(c.st, L, c.itemsize, S.op_stage)
+    _place_params(c, S)
     if L.recompute:
-        for s in range(pp):
-            stage_b[s] += stage_rc[s]
-
-    # ---- TP communication (inside each stage's forward/backward)
+        S.b = [b + rc for b, rc in zip(S.b, S.rc)]
     colls: list[Collective] = []
-    comm_f = [0.0] * pp  # blocking collectives inside the stage's forward / backward
-    comm_b = [0.0] * pp
-    if tp > 1:
-        g = groups["tp"]
-        for phase, nb, s in tp_coll:
-            t = profile.collective_time("all_reduce", nb, g)
-            (comm_f if phase == "forward" else comm_b)[s] += t
-            if phase == "forward" and L.recompute:
-                comm_b[s] += t  # the recomputed forward all-reduces again
-        for phase in ("forward", "backward"):
-            sel = [nb for ph, nb, s in tp_coll if ph == phase and s == 0]
-            if sel:
-                reps = m * (2 if phase == "forward" and L.recompute else 1)
-                colls.append(Collective(phase, "all_reduce", sum(sel) / len(sel), "tp", tp, count=len(sel) * reps,
-                                        seconds=reps * sum(profile.collective_time("all_reduce", nb, g) for nb in sel),
-                                        why="Megatron: row-parallel outputs (forward), column-parallel inputs' "
-                                            "gradients (backward), on the first stage"))
-    # ---- per-use data-parallel all-reduces (global tensors), inside backward
-    if dp > 1 and L.grad_sync in GLOBAL_SYNCS:
-        g = groups["dp"]
-        for nb, s in dp_uses:
-            comm_b[s] += profile.collective_time("all_reduce", nb, g)
-        comm_f[pp - 1] += profile.collective_time("all_reduce", 8, g)  # the loss's mean
-        sel = [nb for nb, s in dp_uses if s == 0]
-        if sel:
-            colls.append(Collective("backward", "all_reduce", sum(sel) / len(sel), "dp", dp,
-                                    count=len(sel) * m,
-                                    seconds=m * sum(profile.collective_time("all_reduce", nb, g) for nb in sel),
-                                    why="global tensors: one all-reduce per use of a broadcast "
-                                        + ("tensor" if L.grad_sync == "per-use" else "activation")))
+    _stage_collectives(c, S, tp_coll, dp_uses, colls)
+    _pipeline_sends(c, S, colls)
 
-    # ---- pipeline send/recv of activations (and their gradients)
-    p2p = [0.0] * pp
-    if pp > 1:
-        g = groups["pp"]
-        pair = Group(2, g.per_node and 1, g.sharing, L.world)
-        act_bytes = _boundary_bytes(st, op_stage, itemsize)
-        if spec.pp_scatter_gather and tp > 1:  # Megatron's: 1/tp over the link, all-gather inside
-            t = profile.collective_time("send_recv", act_bytes / tp, pair) + \
-                profile.collective_time("all_gather", act_bytes, groups["tp"])
-        else:
-            t = profile.collective_time("send_recv", act_bytes, pair)
-        t += profile.collective_time("send_recv", 64, pair)  # a header message before each
-        for s in range(pp - 1):
-            p2p[s] += t * v  # stage s sends its output on, stage s+1 the gradient back
-            p2p[s + 1] += t * v
-        colls.append(Collective("forward", "send_recv", act_bytes / (tp if spec.pp_scatter_gather else 1),
-                                "pp", 2, count=2 * m * v * (pp - 1), seconds=2 * m * v * t,
-                                why="activations forward, their gradients backward, per micro-batch and boundary"))
-    stage_c = [stage_f[s] + stage_b[s] for s in range(pp)]
-    stage_T = [stage_c[s] + comm_f[s] + comm_b[s] + p2p[s] for s in range(pp)]
-    pipe, bubble = _pipeline(stage_T, m, pp, v)
-    pipe_c, _ = _pipeline(stage_c, m, pp, v)
+    # ---- the schedule
+    stage_c, stage_T = S.compute(), S.total()
+    pipe, bubble = _pipeline(stage_T, m, L.pp, c.v)
+    pipe_c, _ = _pipeline(stage_c, m, L.pp, c.v)
     work = m * max(stage_c)
     bubble_time = max(0.0, pipe_c - work)
     comm_pipe = max(0.0, pipe - pipe_c)
-    compute = work
 
-    # ---- data-parallel gradient synchronisation and ZeRO
-    grad_elems = max(stage_params)
+    exposed, copies = _grad_sync(c, S, colls)
+    grad_elems = max(S.params)
+    opt_elems = grad_elems / L.dp if L.zero >= 1 else grad_elems
+    t_opt = profile.optimizer_time(opt_elems, c.conc, spec.optimizer, spec.precision)
+    rest = copies + exposed + t_opt + profile.step_overhead(c.conc)  # after the schedule, every rank
+    compute = work + copies
+    span = work + bubble_time + comm_pipe + rest
+    step, share = _time_shared(span, stage_T, m, rest, L, profile)
+    notes = []
+    if share > 1.0:
+        notes.append(f"{L.world} ranks on {profile.host_cores} cores: time-shared, x{share:.2f} on the schedule")
 
-    def copy_time(nbytes):  # the framework's packing copies (DDP buckets, fully_shard units)
-        return profile.op_time(OpCost("copy", name="contiguous", bytes=2 * nbytes, bwd_bytes=2 * nbytes,
-                                      elems=nbytes / itemsize), "fwd", conc, spec.precision)
-
-    ov = profile.overlap(L.world)
-    exposed = 0.0
-    t_bwd = stage_b[0]  # the last micro-batch's backward: what gradient reductions can hide behind
-    t_fwd = stage_f[0] * m
-    gbytes = grad_elems * itemsize
-    if dp > 1 and L.grad_sync in ("bucketed", "global-bucketed"):
-        g = groups["dp"]
-        buckets = (_buckets(gbytes, DDP_FIRST_BUCKET, DDP_BUCKET) if L.grad_sync == "bucketed"
-                   else reducer_buckets(st, tp, itemsize))
-        ts = [profile.collective_time("all_reduce", nb, g) for nb in buckets]
-        total = sum(ts)
-        hidden = min(total - ts[-1], ov * t_bwd) if len(ts) > 1 else 0.0
-        exposed += total - hidden
-        compute += 2 * copy_time(gbytes)  # gradients into the flat buckets and back
-        colls.append(Collective("backward", "all_reduce", gbytes / len(buckets), "dp", dp, count=len(buckets),
-                                seconds=total, why=f"{'DDP' if L.grad_sync == 'bucketed' else 'reducer'} buckets "
-                                                   f"({len(buckets)}), overlapped with backward"))
-        if L.zero == 1:
-            ag = _buckets(grad_elems * 4, ZERO1_BUCKET, ZERO1_BUCKET)
-            t = sum(profile.collective_time("all_gather", nb, g) for nb in ag)
-            exposed += t
-            compute += copy_time(grad_elems * 4)  # gathered rows back into the parameters
-            colls.append(Collective("step", "all_gather", grad_elems * 4 / len(ag), "dp", dp, count=len(ag),
-                                    seconds=t, why="ZeRO-1: updated parameters gathered after the step"))
-    elif dp > 1 and L.grad_sync == "sharded":
-        g = groups["dp"]
-        units = _fsdp_units(st, tp)
-        ag = [profile.collective_time("all_gather", u * itemsize, g) for u in units]
-        rs = [profile.collective_time("reduce_scatter", u * itemsize, g) for u in units]
-        f_comm = sum(ag)
-        f_exposed = ag[0] + max(0.0, f_comm - ag[0] - ov * t_fwd)
-        b_comm = sum(rs) + (sum(ag) if L.zero == 3 else 0.0)
-        b_exposed = rs[-1] + max(0.0, b_comm - rs[-1] - ov * t_bwd)
-        exposed += f_exposed + b_exposed
-        ub = sum(units) * itemsize  # unpack gathered units, pack gradients, unpack shards
-        compute += copy_time(ub) * (2 if L.zero == 3 else 1) + copy_time(ub) + copy_time(ub / dp)
-        colls.append(Collective("forward", "all_gather", sum(units) * itemsize / len(units), "dp", dp,
-                                count=len(units), seconds=f_comm, why="ZeRO: parameters gathered per unit, prefetched"))
-        if L.zero == 3:
-            colls.append(Collective("backward", "all_gather", sum(units) * itemsize / len(units), "dp", dp,
-                                    count=len(units), seconds=sum(ag), why="ZeRO-3: gathered again for backward"))
-        colls.append(Collective("backward", "reduce_scatter", sum(units) * itemsize / len(units), "dp", dp,
-                                count=len(units), seconds=sum(rs), why="ZeRO-2/3: gradients reduce-scattered per unit"))
-    elif dp > 1 and L.grad_sync == "after-backward":
-        g = groups["dp"]
-        worst = 0.0
-        for s in range(pp):
-            t = sum(profile.collective_time("all_reduce", e * itemsize, g) for _, e in stage_param_list[s])
-            worst = max(worst, t)
-        exposed += worst
-        n0 = len(stage_param_list[0])
-        colls.append(Collective("step", "all_reduce", stage_params[0] * itemsize / max(1, n0), "dp", dp,
-                                count=n0, seconds=worst, why="pipeline: each parameter all-reduced after the schedule"))
-    if pp > 1 and tied:
-        g2 = Group(2, groups["pp"].per_node and 1, groups["pp"].sharing, L.world)
-        t = sum(profile.collective_time("all_reduce", e * itemsize, g2) for _, e in tied)
-        exposed += t
-        colls.append(Collective("step", "all_reduce", sum(e for _, e in tied) * itemsize / len(tied), "pp", 2,
-                                count=len(tied), seconds=t, why="tied parameters summed between first and last stage"))
-
-    # ---- optimizer
-    opt_elems = grad_elems / dp if L.zero >= 1 else grad_elems
-    t_opt = profile.optimizer_time(opt_elems, conc, spec.optimizer, spec.precision)
-    step = compute + bubble_time + comm_pipe + exposed + t_opt + profile.step_overhead(conc)
-
-    # ---- memory (the worst stage)
-    mem_parts, peak = None, -1.0
-    whole_elems = float(sum(_n(p.shape) for p in st.params))
-    for s in range(pp):
-        # shardflow builds the whole model on every rank before cutting it into stages (the
-        # stage's own parameters are laid out; the others stay whole and untouched)
-        resident = None
-        if pp > 1 and spec.entry != "any":
-            stage_whole = sum(_n(p.shape) for p, _ in stage_param_list[s])
-            resident = whole_elems - stage_whole + stage_params[s]
-        parts = _memory(spec, L, st, s, stage_params[s], stage_act[s], stage_trans[s], stage_biggest[s],
-                        layer_act, layer_in_bytes, nl, v, itemsize, tp, resident)
-        if parts["peak"] > peak:
-            peak, mem_parts = parts["peak"], parts
+    peak, mem_parts = _worst_memory(c, S)
     fits = spec.mem_per_rank is None or peak <= spec.mem_per_rank
     tokens = spec.batch_size * spec.tokens_per_sample / step if step > 0 else 0.0
-    model_flops = flops_total * dp * m  # the trace was at one micro-batch of one replica
+    model_flops = S.flops * L.dp * m  # the trace was at one micro-batch of one replica
     mfu = model_flops / (step * L.world * profile.peak_flops(spec.precision)) if step > 0 else 0.0
-    comm_total = max(sum(c.seconds for c in colls), comm_pipe + exposed)  # fill/drain repeats some
-    comm_bytes = sum(bus_bytes(c.kind, c.group, c.nbytes) * c.count for c in colls)
+    comm_total = max(sum(x.seconds for x in colls), comm_pipe + exposed)  # fill/drain repeats some
+    comm_bytes = sum(bus_bytes(x.kind, x.group, x.nbytes) * x.count for x in colls)
     return Estimate(layout=L, step_time=step, compute=compute, comm_total=comm_total,
                     comm_exposed=comm_pipe + exposed, comm_bytes=comm_bytes, bubble=bubble,
                     bubble_time=bubble_time, optimizer=t_opt, memory=peak, memory_parts=mem_parts,
                     tokens_per_s=tokens, samples_per_s=spec.batch_size / step if step else 0.0,
                     mfu=mfu, model_flops=model_flops, fits=fits, collectives=colls,
-                    stage_times=stage_T, notes=notes)
+                    stage_times=stage_T, notes=notes, time_share=share)
+
+
+def _context(spec: RunSpec, layout: Layout, profile: Profile) -> _Ctx:
+    """The layout with its sync, the trace at ``b = B / (dp m)`` samples (TP roles set)."""
+    L = layout.with_sync(spec.entry)
+    b = spec.batch_size // (L.dp * L.microbatches)
+    st: StepTrace = spec.model_trace.at(batch=b, **spec.extra_dims)
+    if L.tp > 1:
+        assign_tp_roles(st, spec.tp_plan)
+    return _Ctx(spec=spec, L=L, profile=profile, st=st, v=L.virtual if L.schedule == "interleaved" else 1,
+                nl=st.n_layers or 1, itemsize=2 if spec.precision == "mixed" else 4,
+                conc=L.world if not profile.simulated else 1, groups=_groups(L, profile))
+
+
+def _cost_ops(c: _Ctx) -> _Stages:
+    """Each op's forward and backward seconds (its TP shard, plus the per-op overhead) and
+    the bytes it keeps, summed per pipeline stage (layers by ``_stage_of_layer``; ops before
+    the first layer on the first stage, the rest on the last)."""
+    L, st, tp, isz = c.L, c.st, c.L.tp, c.itemsize
+    S = _Stages.empty(L.pp)
+    global_tensors = tp > 1 or (L.dp > 1 and L.grad_sync in GLOBAL_SYNCS)
+    ov_f, ov_b = c.profile.overhead(c.conc, global_tensors)
+    first_layer_op = next((i for i, o in enumerate(st.ops) if o.layer is not None), len(st.ops))
+    for i, o in enumerate(st.ops):
+        if o.layer is not None:
+            s, _chunk = _stage_of_layer(o.layer, c.nl, L.pp, c.v)
+        else:
+            s = 0 if i < first_layer_op else L.pp - 1
+        S.op_stage.append(s)
+        full = op_cost(o, isz)
+        S.flops += full.flops + (full.bwd_flops if full.has_bwd else 0.0)
+        cost = _local_cost(o, full, o.tp_role if tp > 1 else "", tp, isz)
+        tf = c.profile.op_time(cost, "fwd", c.conc, c.spec.precision) + ov_f
+        tb = (c.profile.op_time(cost, "bwd", c.conc, c.spec.precision) + ov_b) if cost.has_bwd else 0.0
+        S.f[s] += tf
+        S.b[s] += tb
+        keep = o.retained * (isz / o.itemsize)
+        if tp > 1 and o.tp_role in ("col", "split"):
+            keep /= tp
+        S.act[s] += keep
+        S.trans[s] = max(S.trans[s], o.transient * (isz / o.itemsize) / (tp if o.tp_role in ("col", "split") else 1))
+        S.biggest[s] = max(S.biggest[s], cost.retain)
+        if o.layer is not None:
+            S.rc[s] += tf
+            S.layer_act[o.layer] = S.layer_act.get(o.layer, 0.0) + keep
+            if o.layer not in S.layer_in and o.in_shapes:
+                S.layer_in[o.layer] = _n(o.in_shapes[0]) * isz
+    return S
+
+
+def _place_params(c: _Ctx, S: _Stages) -> None:
+    """Parameters to the stages whose ops use them (tied ones on each; TP-split ones at their
+    shard's size)."""
+    L, st = c.L, c.st
+    param_stages = {}
+    for i, o in enumerate(st.ops):
+        for pname in o.params.values():
+            param_stages.setdefault(pname, set()).add(S.op_stage[i])
+    S.params = [0.0] * L.pp
+    S.param_list = [[] for _ in range(L.pp)]
+    for p in st.params:
+        elems = _n(p.shape)
+        if L.tp > 1 and p.tp_role:
+            elems /= L.tp
+        ss = param_stages.get(p.name, {0 if p.layer is None else _stage_of_layer(p.layer, c.nl, L.pp, c.v)[0]})
+        if len(ss) > 1:
+            S.tied.append((p.name, elems))
+        for s in ss:
+            S.params[s] += elems
+            S.param_list[s].append((p, elems))
+
+
+def _stage_collectives(c: _Ctx, S: _Stages, tp_coll, dp_uses, colls) -> None:
+    """The blocking collectives inside each stage's forward and backward: TP's all-reduces
+    (again in backward for a recomputed forward) and, on global tensors, the per-use
+    data-parallel all-reduces and the loss's mean."""
+    L, prof, m = c.L, c.profile, c.L.microbatches
+    if L.tp > 1:
+        g = c.groups["tp"]
+        for phase, nb, s in tp_coll:
+            t = prof.collective_time("all_reduce", nb, g)
+            (S.comm_f if phase == "forward" else S.comm_b)[s] += t
+            if phase == "forward" and L.recompute:
+                S.comm_b[s] += t  # the recomputed forward all-reduces again
+        for phase in ("forward", "backward"):
+            sel = [nb for ph, nb, s in tp_coll if ph == phase and s == 0]
+            if sel:
+                reps = m * (2 if phase == "forward" and L.recompute else 1)
+                colls.append(Collective(phase, "all_reduce", sum(sel) / len(sel), "tp", L.tp, count=len(sel) * reps,
+                                        seconds=reps * sum(prof.collective_time("all_reduce", nb, g) for nb in sel),
+                                        why="Megatron: row-parallel outputs (forward), column-parallel inputs' "
+                                            "gradients (backward), on the first stage"))
+    if L.dp > 1 and L.grad_sync in GLOBAL_SYNCS:
+        g = c.groups["dp"]
+        for nb, s in dp_uses:
+            S.comm_b[s] += prof.collective_time("all_reduce", nb, g)
+        S.comm_f[L.pp - 1] += prof.collective_time("all_reduce", 8, g)  # the loss's mean
+        sel = [nb for nb, s in dp_uses if s == 0]
+        if sel:
+            colls.append(Collective("backward", "all_reduce", sum(sel) / len(sel), "dp", L.dp,
+                                    count=len(sel) * m,
+                                    seconds=m * sum(prof.collective_time("all_reduce", nb, g) for nb in sel),
+                                    why="global tensors: one all-reduce per use of a broadcast "
+                                        + ("tensor" if L.grad_sync == "per-use" else "activation")))
+
+
+def _pipeline_sends(c: _Ctx, S: _Stages, colls) -> None:
+    """The send/recv of each boundary's activation (forward) and its gradient (backward), on
+    both stages of the boundary, per chunk."""
+    L, prof, tp = c.L, c.profile, c.L.tp
+    if L.pp == 1:
+        return
+    g = c.groups["pp"]
+    pair = Group(2, g.per_node and 1, g.sharing, L.world)
+    act_bytes = _boundary_bytes(c.st, S.op_stage, c.itemsize)
+    if c.spec.pp_scatter_gather and tp > 1:  # Megatron's: 1/tp over the link, all-gather inside
+        t = prof.collective_time("send_recv", act_bytes / tp, pair) + \
+            prof.collective_time("all_gather", act_bytes, c.groups["tp"])
+    else:
+        t = prof.collective_time("send_recv", act_bytes, pair)
+    t += prof.collective_time("send_recv", 64, pair)  # a header message before each
+    for s in range(L.pp - 1):
+        S.p2p[s] += t * c.v  # stage s sends its output on, stage s+1 the gradient back
+        S.p2p[s + 1] += t * c.v
+    m = L.microbatches
+    colls.append(Collective("forward", "send_recv", act_bytes / (tp if c.spec.pp_scatter_gather else 1),
+                            "pp", 2, count=2 * m * c.v * (L.pp - 1), seconds=2 * m * c.v * t,
+                            why="activations forward, their gradients backward, per micro-batch and boundary"))
+
+
+def _grad_sync(c: _Ctx, S: _Stages, colls) -> tuple[float, float]:
+    """``(exposed seconds, packing-copy seconds)`` of the data-parallel gradient
+    synchronisation (``layout.grad_sync``, module docstring) and of tied parameters."""
+    L, prof, isz, dp, m = c.L, c.profile, c.itemsize, c.L.dp, c.L.microbatches
+    grad_elems = max(S.params)
+
+    def copy_time(nbytes):  # the framework's packing copies (DDP buckets, fully_shard units)
+        return prof.op_time(OpCost("copy", name="contiguous", bytes=2 * nbytes, bwd_bytes=2 * nbytes,
+                                   elems=nbytes / isz), "fwd", c.conc, c.spec.precision)
+
+    ov = prof.overlap(L.world)
+    exposed = copies = 0.0
+    t_bwd = S.b[0]  # the last micro-batch's backward: what gradient reductions can hide behind
+    t_fwd = S.f[0] * m
+    gbytes = grad_elems * isz
+    g = c.groups["dp"]
+    if dp > 1 and L.grad_sync in ("bucketed", "global-bucketed"):
+        buckets = (_buckets(gbytes, DDP_FIRST_BUCKET, DDP_BUCKET) if L.grad_sync == "bucketed"
+                   else reducer_buckets(c.st, L.tp, isz))
+        ts = [prof.collective_time("all_reduce", nb, g) for nb in buckets]
+        total = sum(ts)
+        hidden = min(total - ts[-1], ov * t_bwd) if len(ts) > 1 else 0.0
+        exposed += total - hidden
+        copies += 2 * copy_time(gbytes)  # gradients into the flat buckets and back
+        colls.append(Collective("backward", "all_reduce", gbytes / len(buckets), "dp", dp, count=len(buckets),
+                                seconds=total, why=f"{'DDP' if L.grad_sync == 'bucketed' else 'reducer'} buckets "
+                                                   f"({len(buckets)}), overlapped with backward"))
+        if L.zero == 1:
+            ag = _buckets(grad_elems * 4, ZERO1_BUCKET, ZERO1_BUCKET)
+            t = sum(prof.collective_time("all_gather", nb, g) for nb in ag)
+            exposed += t
+            copies += copy_time(grad_elems * 4)  # gathered rows back into the parameters
+            colls.append(Collective("step", "all_gather", grad_elems * 4 / len(ag), "dp", dp, count=len(ag),
+                                    seconds=t, why="ZeRO-1: updated parameters gathered after the step"))
+    elif dp > 1 and L.grad_sync == "sharded":
+        units = _fsdp_units(c.st, L.tp)
+        ag = [prof.collective_time("all_gather", u * isz, g) for u in units]
+        rs = [prof.collective_time("reduce_scatter", u * isz, g) for u in units]
+        f_comm = sum(ag)
+        f_exposed = ag[0] + max(0.0, f_comm - ag[0] - ov * t_fwd)
+        b_comm = sum(rs) + (sum(ag) if L.zero == 3 else 0.0)
+        b_exposed = rs[-1] + max(0.0, b_comm - rs[-1] - ov * t_bwd)
+        exposed += f_exposed + b_exposed
+        ub = sum(units) * isz  # unpack gathered units, pack gradients, unpack shards
+        copies += copy_time(ub) * (2 if L.zero == 3 else 1) + copy_time(ub) + copy_time(ub / dp)
+        colls.append(Collective("forward", "all_gather", ub / len(units), "dp", dp,
+                                count=len(units), seconds=f_comm, why="ZeRO: parameters gathered per unit, prefetched"))
+        if L.zero == 3:
+            colls.append(Collective("backward", "all_gather", ub / len(units), "dp", dp,
+                                    count=len(units), seconds=sum(ag), why="ZeRO-3: gathered again for backward"))
+        colls.append(Collective("backward", "reduce_scatter", ub / len(units), "dp", dp,
+                                count=len(units), seconds=sum(rs), why="ZeRO-2/3: gradients reduce-scattered per unit"))
+    elif dp > 1 and L.grad_sync == "after-backward":
+        worst = max(sum(prof.collective_time("all_reduce", e * isz, g) for _, e in S.param_list[s])
+                    for s in range(L.pp))
+        exposed += worst
+        n0 = len(S.param_list[0])
+        colls.append(Collective("step", "all_reduce", S.params[0] * isz / max(1, n0), "dp", dp,
+                                count=n0, seconds=worst, why="pipeline: each parameter all-reduced after the schedule"))
+    if L.pp > 1 and S.tied:
+        g2 = Group(2, c.groups["pp"].per_node and 1, c.groups["pp"].sharing, L.world)
+        t = sum(prof.collective_time("all_reduce", e * isz, g2) for _, e in S.tied)
+        exposed += t
+        colls.append(Collective("step", "all_reduce", sum(e for _, e in S.tied) * isz / len(S.tied), "pp", 2,
+                                count=len(S.tied), seconds=t, why="tied parameters summed between first and last stage"))
+    return exposed, copies
+
+
+def _worst_memory(c: _Ctx, S: _Stages) -> tuple[float, dict]:
+    """``(peak bytes, parts)`` of the stage whose ranks peak highest (``_memory``)."""
+    L, spec, st = c.L, c.spec, c.st
+    mem_parts, peak = None, -1.0
+    whole_elems = float(sum(_n(p.shape) for p in st.params))
+    for s in range(L.pp):
+        # shardflow builds the whole model on every rank before cutting it into stages (the
+        # stage's own parameters are laid out; the others stay whole and untouched)
+        resident = None
+        if L.pp > 1 and spec.entry != "any":
+            stage_whole = sum(_n(p.shape) for p, _ in S.param_list[s])
+            resident = whole_elems - stage_whole + S.params[s]
+        parts = _memory(spec, L, st, s, S.params[s], S.act[s], S.trans[s], S.biggest[s],
+                        S.layer_act, S.layer_in, c.nl, c.v, c.itemsize, L.tp, resident)
+        if parts["peak"] > peak:
+            peak, mem_parts = parts["peak"], parts
+    return peak, mem_parts
+
+
+def _time_shared(span, stage_T, m, per_rank_rest, L: Layout, profile: Profile) -> tuple[float, float]:
+    """``(step seconds, factor over span)`` on a host with fewer cores than busy ranks.
+
+    ``span`` is the schedule at the rates of a rank holding a core. Every rank is busy
+    (computing, or spinning in a blocking collective or send/recv, as the MPI backend does)
+    for its stage's ``m`` micro-batches (``stage_T``: compute, the collectives inside the
+    stage, the pipeline sends) plus ``per_rank_rest`` (gradient synchronisation, packing
+    copies, the optimizer); it is idle, napping, in the pipeline's bubble. The cores then
+    deliver at most ``cores`` rank-seconds per second, so the step takes at least the total
+    busy time over the cores: ``max(span, sum_ranks busy / cores)``. Both terms come from
+    the profile: the rates at ``min(ranks, cores)`` and the cores it recorded."""
+    cores = profile.host_cores
+    if not cores or L.world <= cores:
+        return span, 1.0
+    per_stage = L.world // max(1, L.pp)  # the dp x tp ranks of each stage
+    busy = per_stage * sum(m * t for t in stage_T) + L.world * per_rank_rest
+    step = max(span, busy / cores)
+    return step, step / span if span > 0 else 1.0
 
 
 def _pipeline(stage_T, m, pp, v) -> tuple[float, float]:
@@ -544,24 +653,27 @@ def _memory(spec, L, st, s, elems, act, trans, biggest, layer_act, layer_in, nl,
     dp, pp, m = L.dp, L.pp, L.microbatches
     z = L.zero
     p_isz = itemsize
-    params = (resident if resident is not None else elems) * p_isz / (dp if z == 3 else 1)
+    # fully_shard keeps every parameter sharded at rest for ZeRO-2 as for ZeRO-3; the
+    # gathered whole units are the buffers below (ZeRO-2 keeps them from forward to backward)
+    params = (resident if resident is not None else elems) * p_isz / (dp if z >= 2 else 1)
     grads = elems * p_isz / (dp if z >= 2 else 1)
     state_per = {"adamw": 8.0, "adam": 8.0, "sgd_momentum": 4.0, "sgd": 0.0}.get(spec.optimizer, 8.0)
     if spec.precision == "mixed":
         state_per += 4.0  # the float32 master copy
     opt = elems * state_per / (dp if z >= 1 else 1)
-    buffers = 0.0
+    buckets = gathered = packed = step_only = 0.0
     if dp > 1 and L.grad_sync in ("bucketed", "global-bucketed"):
-        buffers += elems * p_isz  # the reducer's flat buckets
-        if z == 1:
-            buffers += min(ZERO1_BUCKET, elems * 4)
+        buckets = elems * p_isz  # the reducer's flat buckets
+        if z == 1:  # the all-gather of the updated rows: after the step, activations gone
+            step_only = min(ZERO1_BUCKET, elems * 4)
     if z >= 2 and dp > 1:
         units = _fsdp_units(st, tp)
         if z == 2:
-            buffers += sum(units) * p_isz  # gathered parameters kept from forward to backward
+            gathered = sum(units) * p_isz  # gathered parameters kept from forward to backward
         else:
-            buffers += 2 * max(units) * p_isz  # the unit in use and the one prefetched
-        buffers += 2 * max(units) * p_isz  # packed gradients of two units
+            gathered = 2 * max(units) * p_isz  # the unit in use and the one prefetched
+        packed = 2 * max(units) * p_isz  # packed gradients of two units
+    buffers = buckets + step_only + gathered + packed
     # activations in flight
     if pp == 1:
         inflight = 1
@@ -581,13 +693,14 @@ def _memory(spec, L, st, s, elems, act, trans, biggest, layer_act, layer_in, nl,
         activations = inflight * act
     bwd_extra = st.bwd_fixed * (grads / max(1.0, st.grad_bytes)) + st.bwd_per_act * biggest \
         if st.bwd_per_act or st.bwd_fixed else st.backward_extra
-    base = params + opt + (buffers if L.grad_sync in ("bucketed", "global-bucketed") else 0.0)
-    fwd_peak = base + activations + trans
-    bwd_peak = base + activations + bwd_extra
-    end_peak = base + grads + (0.0 if L.grad_sync in ("bucketed", "global-bucketed") else buffers)
-    if z >= 2:
-        fwd_peak += buffers / 2
-        bwd_peak += buffers
+    # When each buffer is alive: DDP's buckets always; ZeRO-1's gather bucket after the step
+    # (no activations then); fully_shard's gathered units from forward into backward, its
+    # packed gradients only once backward has freed activations (a unit's gradients are
+    # packed as its backward ends), so they meet the gradient shards, not the activations.
+    base = params + opt + buckets
+    fwd_peak = base + activations + trans + gathered
+    bwd_peak = base + activations + bwd_extra + gathered
+    end_peak = base + grads + max(step_only, packed)
     peak = max(fwd_peak, bwd_peak, end_peak)
     return {"params": params, "grads": grads, "optimizer": opt, "buffers": buffers,
             "activations": activations, "transient": max(trans, bwd_extra), "peak": peak}

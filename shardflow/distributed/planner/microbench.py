@@ -2,7 +2,9 @@
 
 All ranks of the job run each compute measurement at the same time (a barrier before each),
 so the rates are those of ``n`` ranks sharing the host: the concurrency the planner asks
-for when it costs a layout of ``n`` ranks on this machine. Times are medians of repeats.
+for when it costs a layout of ``n`` ranks on this machine, up to the host's cores (beyond
+them a short op runs un-preempted at about the ``cores`` rate, and the planner time-shares
+the cores over the whole step instead). Times are medians of repeats.
 
 * GEMM: ``np.matmul`` float32 over a log grid of (M, K, N) (shardflow's ``linear`` folds
   leading dims into M and calls the same BLAS); cells above a size cap are left empty (the

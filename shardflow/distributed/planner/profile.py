@@ -10,7 +10,9 @@ Two kinds, one interface (:class:`Profile`):
   memory-bound op family (bytes as ``opcost`` counts them, per second); the optimizer's time
   per parameter element; the framework's per-op overheads (local tensors and global
   tensors). Per collective, group size and job size, a fitted ``alpha + beta * bytes``; the
-  fraction of a non-blocking all-reduce hidden behind computation (``overlap``).
+  fraction of a non-blocking all-reduce hidden behind computation (``overlap``). Beyond the
+  host's ``cores`` the rates are those measured at ``cores`` busy ranks (:meth:`Profile._running`)
+  and the cost model time-shares the cores (:meth:`Profile.time_share`).
 * ``"simulated"`` -- a data file for hardware we cannot measure (``profiles/*.json``, each
   with its sources). Compute is a roofline: ``max(FLOPs / (peak * efficiency(shape)),
   bytes / (HBM bandwidth * efficiency)) + kernel launch``; collectives follow NCCL's ring /
@@ -109,15 +111,34 @@ class Profile:
         k = min((k for k in keys if k >= conc), default=keys[-1])
         return comp[str(k)]
 
-    def _oversubscribed(self, conc: int) -> float:
-        """Time factor for more busy ranks than any measured concurrency, beyond the host's
-        cores: the cores are time-shared (``conc / max(measured, cores)``)."""
+    def _running(self, conc: int) -> dict:
+        """The rates of one rank while it runs, with ``conc`` ranks busy on the host: those
+        measured at ``min(conc, cores)`` concurrency. Beyond the host's cores the extra
+        ranks do not run faster or slower while they hold a core -- they wait for one, which
+        :meth:`time_share` accounts for over a whole step (a calibration op of a few
+        microseconds finishes inside one scheduler slice, so the rates measured with more
+        ranks than cores are those of a rank holding a core, or, for the longest GEMMs, a
+        mix of holding and waiting: neither is a rate to scale by the oversubscription)."""
         if self.simulated:
+            return self._conc(conc)
+        return self._conc(max(1, min(conc, self.host_cores or conc)))
+
+    @property
+    def host_cores(self) -> int | None:
+        """Cores of the measured host (``cores`` in the profile); None for a simulated
+        profile (every rank has its own device)."""
+        if self.simulated:
+            return None
+        return int(self.data.get("cores", 0)) or None
+
+    def time_share(self, busy_ranks: float) -> float:
+        """How much longer a stretch of work takes when ``busy_ranks`` ranks compute at once
+        on the host: ``busy / cores`` beyond the cores (the scheduler shares them out), 1
+        within them and on simulated hardware."""
+        cores = self.host_cores
+        if not cores or busy_ranks <= cores:
             return 1.0
-        top = max(int(k) for k in self.data["compute"])
-        if conc <= top:
-            return 1.0
-        return max(1.0, conc / max(top, int(self.data.get("cores", 1))))
+        return busy_ranks / cores
 
     def gemm_time(self, gemms, conc: int = 1, precision: str = "fp32") -> float:
         t = 0.0
@@ -125,14 +146,14 @@ class Profile:
             flops = 2.0 * m * k * n * c
             if flops:
                 t += flops / self._gemm_rate(m, k, n, conc, precision)
-        return t * self._oversubscribed(conc)
+        return t
 
     def _gemm_rate(self, m, k, n, conc, precision) -> float:
         if self.simulated:
             eff = self.data["efficiency"]["gemm"]
             xs, ys = [p[0] for p in eff], [p[1] for p in eff]
             return self.peak_flops(precision) * _interp(xs, ys, min(m, k, n))
-        g = self._conc(conc)["gemm"]
+        g = self._running(conc)["gemm"]
         grid, table = g["grid"], g["gflops"]
         # trilinear interpolation of log(rate) over log(M), log(K), log(N), clamped
         def pos(v):
@@ -170,33 +191,31 @@ class Profile:
             if fam == "conv":
                 return max(t_mem, flops / (self.peak_flops(precision) * eff["conv"]))
             return t_mem
-        c = self._conc(conc)
-        x = self._oversubscribed(conc)
+        c = self._running(conc)
         if fam in ("attention", "conv"):
             rate = c[fam]["fwd_gflops" if fwd else "bwd_gflops"] * 1e9
-            return x * flops / rate if flops else 0.0
+            return flops / rate if flops else 0.0
         table = c["bandwidth_gbs"]
         e = table.get(cost.name) or table.get(fam) or table["elementwise"]
         rate = _interp(e["elems"], e["fwd" if fwd else "bwd"], max(1.0, cost.elems))
-        return x * nbytes / (rate * 1e9)
+        return nbytes / (rate * 1e9)
 
     def overhead(self, conc: int = 1, global_tensors: bool = False) -> tuple[float, float]:
         """``(forward, backward)`` seconds of framework overhead per op (per autograd node)."""
         if self.simulated:
             k = float(self.data.get("kernel_us", 5.0)) * 1e-6
             return k, 2 * k
-        o = self._conc(conc)["overhead_us"]
+        o = self._running(conc)["overhead_us"]
         f, b = o["op_fwd"], o["op_bwd"]
         if global_tensors:
             f, b = f + o["global_op_fwd"], b + o["global_op_bwd"]
-        x = self._oversubscribed(conc)
-        return x * f * 1e-6, x * b * 1e-6
+        return f * 1e-6, b * 1e-6
 
     def step_overhead(self, conc: int = 1) -> float:
         """Fixed seconds per training step outside the ops (zero_grad, the step's Python)."""
         if self.simulated:
             return 0.0
-        return self._conc(conc)["overhead_us"].get("step", 0.0) * 1e-6
+        return self._running(conc)["overhead_us"].get("step", 0.0) * 1e-6
 
     def optimizer_time(self, elements: float, conc: int = 1, optimizer: str = "adamw",
                        precision: str = "fp32") -> float:
@@ -205,8 +224,8 @@ class Profile:
             per = self.data["efficiency"]["optimizer_bytes_per_param"][precision]
             return elements * per / (float(self.data["device"]["memory_gbs"]) * 1e9
                                      * self.data["efficiency"]["memory"])
-        ns = self._conc(conc)["optimizer_ns"]
-        return self._oversubscribed(conc) * elements * ns.get(optimizer, ns["adamw"]) * 1e-9
+        ns = self._running(conc)["optimizer_ns"]
+        return elements * ns.get(optimizer, ns["adamw"]) * 1e-9
 
     # ---------------------------------------------------------------- communication
     def collective_time(self, kind: str, nbytes: float, group: Group) -> float:

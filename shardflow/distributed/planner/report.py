@@ -31,8 +31,9 @@ def breakdown(e) -> str:
     mp = e.memory_parts
     lines = [f"{e.layout.describe()}: step {e.step_time * 1e3:.2f} ms = compute {e.compute * 1e3:.2f} "
              f"+ bubble {e.bubble_time * 1e3:.2f} + exposed communication {e.comm_exposed * 1e3:.2f} "
-             f"(of {e.comm_total * 1e3:.2f}) + optimizer {e.optimizer * 1e3:.2f} ms "
-             f"(bubble fraction {e.bubble * 100:.1f}%)",
+             f"(of {e.comm_total * 1e3:.2f}) + optimizer {e.optimizer * 1e3:.2f} ms"
+             + (f" + cores time-shared {e.time_shared * 1e3:.2f} ms (x{e.time_share:.2f})" if e.time_shared else "")
+             + f" (bubble fraction {e.bubble * 100:.1f}%)",
              "  memory per rank: " + ", ".join(f"{k} {mib(v)}" for k, v in mp.items())]
     for c in e.collectives:
         lines.append(f"  {c.phase:8} {c.kind:14} x{c.count:<4} {c.nbytes / 1e6:9.3f} MB over {c.group} "

@@ -108,6 +108,8 @@ def _versus(w: Estimate, o: Estimate) -> str:
              ("optimizer", o.optimizer - w.optimizer)]
     if o.layout.pp > 1 or w.layout.pp > 1:
         terms.append(("pipeline bubble", o.bubble_time - w.bubble_time))
+    if o.time_shared or w.time_shared:
+        terms.append(("cores time-shared", o.time_shared - w.time_shared))
     terms.sort(key=lambda t: -abs(t[1]))
     parts = [f"{name} {'+' if v >= 0 else '-'}{abs(v) * 1e3:.1f} ms" for name, v in terms if abs(v) > 1e-5][:3]
     pct = d / w.step_time * 100 if w.step_time else 0.0
