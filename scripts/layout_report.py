@@ -26,7 +26,8 @@ def modules(root: str) -> dict[str, str]:
     """``{dotted module name: path}`` for every .py file under ``root/shardflow``."""
     out = {}
     base = os.path.join(root, "shardflow")
-    for dirpath, _, files in os.walk(base):
+    for dirpath, dirs, files in os.walk(base):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]  # generated code (jit's fused kernels)
         for f in files:
             if f.endswith(".py"):
                 path = os.path.join(dirpath, f)
