@@ -42,15 +42,21 @@ def _premature(communicators) -> str | None:
     nap = 1e-3
     while True:
         everyone_exiting = True
-        for c in communicators:
+        boards = [(c, c.board.peek()) for c in communicators]
+        # A peer marks itself exiting on every communicator *it* still holds; its copy of a
+        # smaller group may have been freed or garbage-collected, and that board then never
+        # says so. Exiting on any shared board means exiting (it waits for no one).
+        exiting = {c.world_ranks[r] for c, peek in boards for r, st in enumerate(peek)
+                   if st is not None and st.phase == PHASE_EXITING}
+        for c, peek in boards:
             me, my_world = c.rank, c.world_rank()
             mine = c.board.mine()
-            for r, st in enumerate(c.board.peek()):
+            for r, st in enumerate(peek):
                 if r == me:
                     continue
                 if st is None:
                     return "unknown"
-                if st.phase == PHASE_EXITING:
+                if st.phase == PHASE_EXITING or c.world_ranks[r] in exiting:
                     continue
                 everyone_exiting = False
                 wr = c.world_ranks[r]

@@ -54,6 +54,13 @@ def test_ranks_ending_at_different_times_still_exit_cleanly():
     assert res.stdout.count("done") == 3 and "exiting" not in res.output, res.output
 
 
+def test_a_group_dropped_on_one_rank_does_not_hang_the_exit():
+    res = run_program(PROGRAMS + "group_dropped_on_one_rank", n=2, timeout=60,
+                      env=NO_TIMEOUT).check()
+    assert res.stdout.count("done") == 2 and "exiting" not in res.output, res.output
+    assert res.elapsed < 30, res.elapsed
+
+
 def test_op_mismatch_names_what_each_rank_called():
     res = run_program(PROGRAMS + "ranks_call_different_collectives", n=3, timeout=60,
                       env=NO_TIMEOUT)
