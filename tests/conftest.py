@@ -15,7 +15,12 @@
 * A test that leaves the default process group initialised (``init_process_group``, or a
   collective on the world of one, which initialises it on first use) has it destroyed when
   it ends, so that the next test meets PyTorch's state before ``init_process_group``.
+* Process-wide switches a program may set (``torch.backends.cuda.matmul.allow_tf32 = True``
+  in nanoGPT's train.py) are put back after each test, shardflow's and, when a test has
+  imported it, PyTorch's: float32 matmul precision.
 """
+
+import sys
 
 import pytest
 
@@ -48,3 +53,12 @@ def _process_group_ends_with_the_test():
     yield
     if dist.is_initialized():
         dist.destroy_process_group()
+
+
+@pytest.fixture(autouse=True)
+def _matmul_precision_ends_with_the_test():
+    yield
+    shardflow.set_float32_matmul_precision("highest")
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_float32_matmul_precision("highest")

@@ -275,7 +275,9 @@ def _proxy_path(program, dotted: str):
 
 
 def _item(value) -> float:
-    full = getattr(value, "full_tensor", None)  # a DTensor / global tensor: its whole value
+    # a DTensor / global tensor: its whole value (a shardflow Tensor always has the method,
+    # and it refuses local tensors; torch's plain Tensor has no such attribute)
+    full = getattr(value, "full_tensor", None) if getattr(value, "is_global", True) else None
     return float((full() if callable(full) else value).item())
 
 
