@@ -70,12 +70,13 @@ def test_snapshot_is_a_copy_and_a_failed_write_is_raised_in_the_loop(tmp_path):
 
 def test_ckpt_seconds_saves_by_time(corpus, tmp_path, capsys):
     out = tmp_path / "t"
-    # --ckpt-sync: saves depend on the timer alone, not also on when the background writer
-    # finishes a file (under load CI kept only two, [22, 40])
     assert main(tiny(corpus, out, "--max-steps", "40", "--ckpt-interval", "100000",
-                     "--ckpt-seconds", "0.05", "--ckpt-sync")) == 0
+                     "--ckpt-seconds", "0.05")) == 0
     steps = [int(n[5:12]) for n in _ckpts(out)]
-    assert steps[-1] == 40 and len(steps) >= 3, steps  # by time, and the last step
+    # the last step, and at least one save before it, which only the timer can have asked
+    # for (the interval is 100000 steps); how many depends on the machine's step time
+    # (40 tiny steps take 0.1-0.5 s: CI kept [23, 40])
+    assert steps[-1] == 40 and len(steps) >= 2 and steps[0] < 40, steps
     assert main(tiny(corpus, tmp_path / "x", "--ckpt-seconds", "0")) == 2
     assert "--ckpt-seconds: got 0" in capsys.readouterr().err
 
