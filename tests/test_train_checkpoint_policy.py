@@ -90,4 +90,5 @@ def test_ckpt_seconds_is_agreed_by_every_rank(corpus, tmp_path):
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
     assert p.returncode == 0, p.stdout + p.stderr
     steps = [int(n[5:12]) for n in _ckpts(out)]
-    assert steps[-1] == 40 and len(steps) >= 3, steps
+    # as above: the last step and a save before it that only the agreed timer can ask for
+    assert steps[-1] == 40 and len(steps) >= 2 and steps[0] < 40, steps
