@@ -91,7 +91,18 @@ def test_program_matches_pytorch_step_by_step(name, world, steps, torch_copy):
     theirs = start_plain("torch", torch_copy(name), world, args)   # both at once: importing
     ours = start_plain("shardflow", os.path.join(EXAMPLES, name), world, args)  # PyTorch is slow
     want, got = finish_plain(theirs), finish_plain(ours)
-    compare(got, want, steps)
+    try:
+        compare(got, want, steps)
+    except AssertionError:
+        # PyTorch's own run of the parameter server gave a different step-2 loss once in
+        # CI under load (2.144 against 2.180 in every other run of either framework). A
+        # reference that changes between runs is not a reference: run it again, and if the
+        # two runs of PyTorch disagree, shardflow must match the second; if they agree,
+        # shardflow is the one that differs.
+        again = finish_plain(start_plain("torch", torch_copy(name), world, args))
+        if again == want:
+            raise
+        compare(got, again, steps)
 
 
 @pytest.mark.mpi
