@@ -17,3 +17,18 @@ def fail_on_one(i):
 def exit_with_code(i):
     if i == 0:
         os._exit(3)
+
+
+def all_reduce_ranks(i, world_size, folder):
+    """PyTorch's DDP-tutorial shape: meet with init_process_group(rank, world_size), then
+    one collective; the sum of the ranks is written per rank."""
+    import shardflow as sf
+    import shardflow.distributed as dist
+
+    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "localhost", "12355"
+    dist.init_process_group("gloo", rank=i, world_size=world_size)
+    t = sf.tensor([float(i + 1)])
+    dist.all_reduce(t)
+    with open(os.path.join(folder, f"sum{i}"), "w") as fh:
+        fh.write(f"{dist.get_rank()} {dist.get_world_size()} {t.item()}")
+    dist.destroy_process_group()

@@ -106,7 +106,9 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     if world_size not in (-1, None) and world_size != world.size:
         raise ValueError(
             f"init_process_group(world_size={world_size}) but the launcher started "
-            f"{world.size} rank(s); launch with `shardflow run -n {world_size} ...`"
+            f"{world.size} rank(s); launch with `shardflow run -n {world_size} ...`, or start "
+            f"the processes with shardflow.multiprocessing.spawn(fn, args, nprocs={world_size}) "
+            "with join=True and plain-data args (it launches them as one MPI job)"
         )
     if rank not in (-1, None) and rank != world.rank:
         raise ValueError(f"init_process_group(rank={rank}) but this process is rank {world.rank}")

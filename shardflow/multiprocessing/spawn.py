@@ -8,6 +8,11 @@ children's sentinels; as soon as one exits with a non-zero status it terminates 
 the child's index and traceback, or ``ProcessExitedException`` with its exit code or signal
 when the child died without a Python exception. ``join=False`` returns the
 ``ProcessContext`` so the caller can ``join(timeout)`` itself.
+
+With ``join=True`` and arguments that are plain data, the children are started as one MPI
+job instead (``mpi_spawn.py``), so that ``init_process_group(rank=i, world_size=nprocs)``
+in them forms one process group, as PyTorch's DDP tutorial expects; the failure reports
+are the same.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ import signal
 import sys
 import tempfile
 import time
+
+from . import mpi_spawn
 
 __all__ = ["ProcessContext", "ProcessException", "ProcessExitedException", "ProcessRaisedException",
            "spawn", "start_processes"]
@@ -130,6 +137,8 @@ class ProcessContext:
 def start_processes(fn, args=(), nprocs: int = 1, join: bool = True, daemon: bool = False,
                     start_method: str = "spawn"):
     """Start ``nprocs`` processes with ``start_method``; see the module docstring."""
+    if mpi_spawn.can_launch(args, nprocs, join, start_method):
+        return mpi_spawn.launch(fn, args, nprocs)
     ctx = multiprocessing.get_context(start_method)
     processes, error_files = [], []
     for i in range(nprocs):

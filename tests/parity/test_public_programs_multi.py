@@ -217,11 +217,6 @@ def test_mnist_hogwild_trains_one_shared_model_like_torch(tmp_path, monkeypatch)
         assert moved > 1e-3, (name, moved)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "processes started by mp.spawn that meet through MASTER_ADDR/MASTER_PORT "
-    "(init_process_group('gloo', rank=rank, world_size=2)): shardflow's process groups come "
-    "from its launcher (shardflow run / mpiexec), so each spawned process is a world of one "
-    "and init_process_group(world_size=2) raises"))
 def test_ddp_tutorial_spawned_processes_run_like_torch(tmp_path):
     """pytorch/tutorials ddp_tutorial: demo_basic and demo_checkpoint, each on 2 processes
     started by mp.spawn that rendezvous through MASTER_ADDR/MASTER_PORT (the usual DDP

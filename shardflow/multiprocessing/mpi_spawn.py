@@ -1,0 +1,121 @@
+"""``spawn`` as one MPI job: the children of ``mp.spawn(fn, args, nprocs)`` started by
+mpiexec, so that ``init_process_group(rank=i, world_size=nprocs)`` in them forms one group.
+
+Why. PyTorch's DDP tutorial (and most DDP programs written before torchrun) start their
+ranks with ``mp.spawn`` and let them meet through ``MASTER_ADDR``/``MASTER_PORT``.
+shardflow's process groups are MPI communicators, and Open MPI cannot join independently
+started processes into one (``MPI_Comm_connect`` between singletons needs a shared runtime:
+it fails with ``MPI_ERR_INTERN``). So ``spawn`` itself becomes the launcher: the same
+``mpiexec`` line ``shardflow run`` uses (``comm/launcher.py``), and child ``i`` is MPI rank
+``i``. ``MASTER_ADDR``/``MASTER_PORT`` are then not needed (MPI wires the ranks up).
+
+How a child finds ``fn``. As the standard library's spawn start method does: the parent
+writes ``multiprocessing.spawn.get_preparation_data()`` (``sys.path``, the working folder,
+the main script's path) and the pickled ``(fn, args)`` to a file in a private temporary
+folder; each rank (``python -m shardflow.multiprocessing.mpi_child FILE``) runs
+``multiprocessing.spawn.prepare()`` on it, which re-imports the main script as
+``__mp_main__`` (its ``if __name__ == "__main__":`` block does not run again), then
+unpickles ``fn`` and calls ``fn(rank, *args)``.
+
+When. Only where the result is the same as separate ``multiprocessing`` children would give
+(:func:`can_launch`): ``join=True``, the ``spawn`` start method, more than one process, not
+already inside an MPI job, an mpiexec present, and arguments that are plain data (numbers,
+strings, bytes, ``None``, containers of them, ``argparse.Namespace``). Tensors, queues,
+pipes and events must stay ``multiprocessing`` objects (shared memory, inherited handles),
+so spawn keeps its ``multiprocessing`` children for them.
+
+Failures, as ``spawn``'s: a child that raises writes its traceback to ``ERRDIR/<rank>``
+and exits 1, mpiexec then ends the other ranks, and the parent raises
+``ProcessRaisedException`` with the first failing child's index and traceback (the
+earliest written file), or ``ProcessExitedException`` with mpiexec's exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing.spawn as _mp_spawn
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from .. import _config
+from ..comm import launcher
+
+__all__ = ["can_launch", "launch"]
+
+_PLAIN = (int, float, complex, str, bytes, bool, type(None))
+
+
+def _plain(value, depth: int = 0) -> bool:
+    """Whether ``value`` is data that pickling copies without losing anything."""
+    if depth > 20:
+        return False
+    if isinstance(value, _PLAIN):
+        return True
+    if type(value) in (list, tuple, set, frozenset):
+        return all(_plain(v, depth + 1) for v in value)
+    if type(value) is dict:
+        return all(_plain(k, depth + 1) and _plain(v, depth + 1) for k, v in value.items())
+    if type(value) is argparse.Namespace:
+        return _plain(vars(value), depth + 1)
+    return False
+
+
+def can_launch(args, nprocs: int, join: bool, start_method: str) -> bool:
+    """Whether ``spawn`` should start its children as one MPI job (see the module docstring)."""
+    if nprocs < 2 or not join or start_method != "spawn" or not _plain(tuple(args)):
+        return False
+    if _config.launch_info().launcher == "mpiexec":  # already a rank: no nested jobs
+        return False
+    try:
+        launcher.find_mpiexec()
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _child_env() -> dict[str, str]:
+    """The ranks' environment: ``shardflow run``'s, without a singleton parent's MPI and
+    PMIx variables (they would point the children at the parent's runtime)."""
+    env = launcher.rank_env()
+    for name in list(env):
+        if name.startswith(("OMPI_COMM_WORLD", "PMIX_", "PRTE_JOBID")) or name in ("OMPI_UNIVERSE_SIZE",):
+            del env[name]
+    return env
+
+
+def launch(fn, args, nprocs: int) -> None:
+    """Run ``fn(i, *args)`` on ranks ``0..nprocs-1`` of one mpiexec job; return when all
+    finished, raise as ``spawn`` does when one failed."""
+    from .spawn import ProcessExitedException, ProcessRaisedException
+
+    workdir = tempfile.mkdtemp(prefix="shardflow-spawn-")  # mode 0700
+    try:
+        payload = os.path.join(workdir, "payload.pickle")
+        errdir = os.path.join(workdir, "errors")
+        os.mkdir(errdir)
+        with open(payload, "wb") as fh:
+            preparation = _mp_spawn.get_preparation_data("shardflow-spawn")
+            preparation["authkey"] = bytes(preparation["authkey"])  # an AuthenticationString refuses pickle
+            pickle.dump({"preparation": preparation,
+                         "target": pickle.dumps((fn, tuple(args))), "errdir": errdir}, fh)
+        program = [sys.executable, "-u", "-m", "shardflow.multiprocessing.mpi_child", payload]
+        cmd = launcher.build_mpiexec_command(nprocs, program, tag_output=False)
+        code = subprocess.call(cmd, env=_child_env(), preexec_fn=launcher.parent_death_signal())
+        if code == 0:
+            return
+        failed = sorted(os.listdir(errdir), key=lambda n: os.stat(os.path.join(errdir, n)).st_mtime)
+        if failed:
+            index = int(failed[0])
+            with open(os.path.join(errdir, failed[0]), "rb") as fh:
+                trace = pickle.load(fh)
+            raise ProcessRaisedException(
+                f"\n\n-- Process {index} terminated with the following error:\n{trace}", index, -1)
+        raise ProcessExitedException(
+            f"spawn: the MPI job of {nprocs} processes ended with exit code {code} (no process "
+            "raised a Python exception; mpiexec's message is above)", 0, -1, code)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
