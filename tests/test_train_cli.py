@@ -278,3 +278,32 @@ def test_compile_trains_like_eager(tmp_path, capsys):
     for k in ce["model"]:
         np.testing.assert_allclose(ca["model"][k].numpy(), ce["model"][k].numpy(), rtol=1e-5,
                                    atol=1e-6, err_msg=k)
+
+
+def test_a_model_with_non_finite_outputs_ends_without_a_sample_not_a_crash():
+    """--on-nonfinite skip can finish a run whose weights overflowed later (finite but huge):
+    the closing sample's probabilities are then NaN. The run reports it and ends normally;
+    any other error from sampling still propagates."""
+    from types import SimpleNamespace
+
+    from shardflow.cli.train.tasks import GPTTask
+
+    class Exploded:
+        def __init__(self, message):
+            self.message = message
+
+        def eval(self):
+            return self
+
+        def generate(self, *args, **kwargs):
+            raise RuntimeError(self.message)
+
+    task = object.__new__(GPTTask)
+    task.corpus, task.device = SimpleNamespace(encode=lambda s: np.array([1, 2]), decode=str), "cpu"
+    cfg, lines = SimpleNamespace(sample_tokens=4, seed=0), []
+    task.model = Exploded("probability tensor contains either `inf`, `nan` or element < 0")
+    task.finish(cfg, lines.append)
+    assert len(lines) == 1 and "no sample" in lines[0] and "--on-nonfinite raise" in lines[0]
+    task.model = Exploded("some other failure")
+    with pytest.raises(RuntimeError, match="some other failure"):
+        task.finish(cfg, lines.append)

@@ -103,8 +103,17 @@ class GPTTask(Task):
         prompt = "def "
         idx = sf.tensor(self.corpus.encode(prompt)[None], device=self.device)
         self.model.eval()
-        out = self.model.generate(idx, cfg.sample_tokens, temperature=0.8, top_k=20,
-                                  generator=sf.Generator().manual_seed(cfg.seed))
+        try:
+            out = self.model.generate(idx, cfg.sample_tokens, temperature=0.8, top_k=20,
+                                      generator=sf.Generator().manual_seed(cfg.seed))
+        except RuntimeError as e:
+            if "probability tensor contains" not in str(e):
+                raise
+            # the run is over and its checkpoint written: a sample is not worth failing it for
+            log("\n--- no sample: the model's next-token probabilities are not finite (its "
+                "weights overflowed; with --on-nonfinite skip the run keeps going past such "
+                "steps): lower --lr or use --on-nonfinite raise to stop at the first one ---")
+            return
         log("\n--- sample (prompt 'def ') ---\n" + self.corpus.decode(out.numpy()[0]) + "\n---")
 
 
