@@ -58,6 +58,7 @@ _SMALL = 64 << 10
 _HANDSHAKE_TIMEOUT = 10.0
 REF_MIN = M.POLY_MIN   # payloads from this size are read from the sender's memory when it can
 _RELEASE_AFTER_CLOSE = 1.0   # s a closed connection still holds lent pieces (see close)
+_RECEIPT_DELAY = 0.01         # s a read receipt may wait for a frame to ride with (see send)
 
 
 class Connection:
@@ -85,6 +86,8 @@ class Connection:
         self._ref_ok = False            # the peer reads our large payloads from our memory
         self._peer = None               # cma.PeerProcess: we read the peer's (verified by its probe)
         self._lent: dict = {}           # send seq -> pieces the peer has not read yet
+        self._receipts: list = []       # seqs of the peer's frames read, receipt not sent yet
+        self._receipt_timer = False
         # receive state machine
         self._buf = bytearray(_STAGE)
         self._bufview = memoryview(self._buf)
@@ -101,15 +104,20 @@ class Connection:
         self._frame_seq = 0
 
     # -- sending ------------------------------------------------------------------------
-    def send(self, pieces: list) -> bool:
+    def send(self, pieces: list | None) -> bool:
         """Send one frame (its pieces, without MAC); safe from any thread. The calling thread
         writes it itself while the socket takes it (no hand-off to the loop for a small
-        frame); what does not fit is left to the loop's writer callback. False when the
+        frame); what does not fit is left to the loop's writer callback. The read receipts
+        that are due go first, in the same write (``None``: only them). False when the
         connection is closed (nothing was sent)."""
         with self._send_lock:
             if self.closed:
                 return False
-            self._enqueue(pieces)
+            if self._receipts:
+                self._enqueue([self._control_frame({"c": "rd", "s": self._receipts})])
+                self._receipts = []
+            if pieces is not None:
+                self._enqueue(pieces)
             if self._writing:
                 return True     # the loop is draining the queue; it will send this too
             try:
@@ -153,9 +161,29 @@ class Connection:
         self._lent[seq_n] = views   # alive and unchanged until the peer's read receipt
         self._out.append([data + M.one_shot(self._send_key, seq, data), None])
 
-    def _send_control(self, header: dict) -> None:
+    @staticmethod
+    def _control_frame(header: dict) -> bytes:
         body = F.encode_header(header)
-        self.send([F.PREFIX.pack(S.MAGIC, S.VERSION, F.FLAG_CTL, 0, len(body), 0) + body])
+        return F.PREFIX.pack(S.MAGIC, S.VERSION, F.FLAG_CTL, 0, len(body), 0) + body
+
+    def _send_control(self, header: dict) -> None:
+        self.send([self._control_frame(header)])
+
+    def _receipt_due(self, seq_n: int) -> None:
+        """The peer's frame ``seq_n`` was read from its memory (loop thread). Its receipt
+        rides with the next frame sent on this connection (an answer, the next request:
+        no frame and no wake-up of its own for the peer), or goes alone after
+        ``_RECEIPT_DELAY`` when none is sent meanwhile."""
+        with self._send_lock:
+            self._receipts.append(seq_n)
+        if not self._receipt_timer:
+            self._receipt_timer = True
+            self.loop.call_later(_RECEIPT_DELAY, self._flush_receipts)
+
+    def _flush_receipts(self) -> None:
+        self._receipt_timer = False
+        if self._receipts and not self.closed:
+            self.send(None)
 
     def offer_shared_reads(self) -> None:
         """Ask the peer to prove it can read this process's memory (loop thread, after the
@@ -168,9 +196,12 @@ class Connection:
 
     def _on_control(self, header: dict) -> None:
         c = header.get("c")
-        if c == "rd":        # the peer has read a payload by reference: release its pieces
+        if c == "rd":        # the peer has read payloads by reference: release their pieces
+            seqs = header.get("s")
             with self._send_lock:
-                self._lent.pop(header.get("s"), None)
+                for s in seqs if isinstance(seqs, list) else (seqs,):
+                    if isinstance(s, int):
+                        self._lent.pop(s, None)
         elif c == "hello":
             if not (self._shared_reads and cma.available()):
                 return
@@ -224,7 +255,7 @@ class Connection:
             pos += n
         if peer.gone():   # exited (its pid may be another's now) or closed: discard the read
             raise EOFError
-        self._send_control({"c": "rd", "s": seq_n})
+        self._receipt_due(seq_n)
         return payload if length else None
 
     def _deliver(self, flags: int, seq_n: int, header_raw, payload) -> None:
