@@ -137,7 +137,7 @@ class Connection:
         total = sum(memoryview(p).nbytes for p in pieces)
         if total <= _SMALL:
             data = b"".join(pieces)
-            self._out.append([data + M.one_shot(self._send_key, seq, data), None])
+            self._queue_small(data + M.one_shot(self._send_key, seq, data))
             return
         head = pieces[0]  # prefix + header: authenticated when the MAC is made
         if self._ref_ok and total - len(head) >= REF_MIN:
@@ -159,7 +159,19 @@ class Connection:
         data = (F.PREFIX.pack(S.MAGIC, S.VERSION, F.FLAG_REF, 0, len(head) - F.PREFIX.size, len(ref))
                 + bytes(head[F.PREFIX.size:]) + ref)
         self._lent[seq_n] = views   # alive and unchanged until the peer's read receipt
-        self._out.append([data + M.one_shot(self._send_key, seq, data), None])
+        self._queue_small(data + M.one_shot(self._send_key, seq, data))
+
+    def _queue_small(self, frame: bytes) -> None:
+        """Queue a whole small frame; joined to the queue's last one when that is a small
+        frame not yet begun (bytes: a partial write leaves a memoryview), so that frames
+        made together (read receipts and the frame they ride with) take one ``send``."""
+        out = self._out
+        if out:
+            last = out[-1]
+            if type(last[0]) is bytes and len(last[0]) + len(frame) <= _SMALL:
+                last[0] += frame
+                return
+        out.append([frame, None])
 
     @staticmethod
     def _control_frame(header: dict) -> bytes:
