@@ -50,6 +50,8 @@ FLAG_CTL = 2
 REF = struct.Struct(">QI")      # payload length, segments
 SEG = struct.Struct(">QQ")      # address in the sender, length
 MAX_SEGS = 1 << 16
+_JSON_OUT = json.JSONEncoder(separators=(",", ":"))   # made once: json.dumps with options
+_JSON_IN = json.JSONDecoder()                          # builds an encoder per call
 
 
 def layout(arrays) -> tuple[list[int], int]:
@@ -63,7 +65,7 @@ def layout(arrays) -> tuple[list[int], int]:
 
 
 def encode_header(header: dict) -> bytes:
-    return json.dumps(header, separators=(",", ":")).encode()
+    return _JSON_OUT.encode(header).encode()
 
 
 def parts(header_bytes: bytes, arrays, offsets, payload_len: int) -> list:
@@ -117,7 +119,7 @@ def parse_prefix(raw) -> tuple[int, int]:
 
 def parse_header(raw) -> dict:
     try:
-        header = json.loads(str(raw, "utf-8"))
+        header = _JSON_IN.decode(str(raw, "utf-8"))
     except (ValueError, RecursionError, UnicodeDecodeError) as e:
         raise WireFormatError(f"malformed RPC header: {e}") from None
     if not isinstance(header, dict):
