@@ -341,12 +341,17 @@ class Connection:
                     self._start = self._end = 0
                 elif self._end == len(self._buf):
                     self._compact()
+                want = len(self._buf) - self._end
                 n = self.sock.recv_into(self._bufview[self._end:])
                 if n == 0:
                     raise EOFError
                 self._end += n
                 self._parse()
-                if self.closed:
+                if self.closed or (n < want and self._phase == "prefix"):
+                    # A short read that ended on a frame boundary drained the socket: return
+                    # without the recv that would only say so (EAGAIN), one system call per
+                    # message less; data that arrives meanwhile wakes the (level-triggered)
+                    # reader again. Inside a large frame, the sender is still streaming.
                     return
         except BlockingIOError:
             return
