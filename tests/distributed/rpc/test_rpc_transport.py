@@ -18,6 +18,7 @@ from shardflow.distributed.rpc import cma
 from shardflow.distributed.rpc import frame as F
 from shardflow.distributed.rpc import mac as M
 from shardflow.distributed.rpc import secret as S
+from shardflow.distributed.rpc import transport as T
 from shardflow.distributed.rpc.transport import REF_MIN, Transport
 
 needs_cma = pytest.mark.skipif(not cma.available(), reason="process_vm_readv is Linux only")
@@ -100,6 +101,40 @@ def test_several_buffers_with_padding_by_reference(pair):
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
     assert _wait(lambda: not conn._lent)
+
+
+@needs_cma
+def test_read_receipt_rides_with_the_next_frame_or_goes_alone(pair, monkeypatch):
+    """The receiver owes a receipt for a payload it read from the sender's memory; it goes
+    out with the next frame it sends on that connection, or alone after the delay. Until
+    then the sender holds the pieces."""
+    monkeypatch.setattr(T, "_RECEIPT_DELAY", 1.0)   # 10 ms could pass before the asserts
+    conn, b, a = pair
+    back = b.only_connection()
+    arr = np.arange(1 << 18, dtype=np.float32)
+    conn.send(_frame({"k": "t", "id": 1}, arr))
+    _received(b, arr)
+    assert conn._lent and back._receipts, "the receipt left before the reply"
+    seq_before = back._send_seq
+    back.send(_frame({"k": "t", "id": 2}, np.ones(4, np.float32)))   # the reply
+    assert back._send_seq == seq_before + 2 and not back._receipts     # receipt + reply
+    assert _wait(lambda: not conn._lent), "the receipt riding with the reply was not applied"
+    assert a.frames.get(timeout=15)[0]["id"] == 2
+    conn.send(_frame({"k": "t", "id": 3}, arr))                       # no reply this time
+    _received(b, arr)
+    assert _wait(lambda: not conn._lent, limit=5.0), "the receipt never went alone"
+
+
+def test_many_small_frames_back_to_back_all_arrive_in_order(pair):
+    """A reader that returns after a short read (no recv just to see EAGAIN) still gets
+    every frame: the loop's reader is level-triggered."""
+    conn, b, _ = pair
+    for i in range(500):
+        conn.send(_frame({"k": "t", "id": i}, np.full(3, i, np.float32)))
+    for i in range(500):
+        header, payload = b.frames.get(timeout=15)
+        assert header["id"] == i
+        np.testing.assert_array_equal(F.buffers(header, payload)[0], np.full(3, i, np.float32))
 
 
 @pytest.mark.parametrize("pair", [False], indirect=True)
