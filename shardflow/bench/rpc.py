@@ -16,9 +16,10 @@ the same machine load; reported: the median over runs and the ratio. Goal (docs/
 shardflow's latency no higher and its throughput no lower than PyTorch's.
 
 shardflow authenticates every message (HMAC-SHA256, with a Poly1305 one-time key for
-payloads of 256 KiB and more); PyTorch's RPC authenticates nothing. Both move a large
-tensor between processes of one host with one ``process_vm_readv`` (tensorpipe's "cma"
-channel, shardflow's ``rpc/cma.py``). ``--json PATH`` also
+payloads of 256 KiB and more sent over TCP; a payload read from the sender's memory is
+covered by its frame's MAC over the addresses, docs/RPC.md); PyTorch's RPC authenticates
+nothing. Both move a large tensor between processes of one host with one
+``process_vm_readv`` (tensorpipe's "cma" channel, shardflow's ``rpc/cma.py``). ``--json PATH`` also
 writes the numbers.
 """
 

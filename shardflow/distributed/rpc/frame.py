@@ -1,8 +1,8 @@
-"""RPC's message format (version 1): a fixed prefix, a JSON header, raw buffers, a MAC.
+"""RPC's message format (version 2): a fixed prefix, a JSON header, raw buffers, a MAC.
 
 ::
 
-    prefix   20 bytes  ">4sBBHIQ": magic b"SFRP", version 1, flags 0, reserved 0,
+    prefix   20 bytes  ">4sBBHIQ": magic b"SFRP", version 2, flags, reserved 0,
                        header length (bytes), payload length (bytes)
     header   JSON (UTF-8): the message (kind, request id, function name, encoded arguments,
              see ``codec.py``) and ``"b"``: one ``[dtype, shape, offset]`` per buffer
@@ -16,9 +16,10 @@
 Flags: ``FLAG_CTL``, a transport control frame (``transport.py``: the same-host probe and
 read receipts), never given to the agent; ``FLAG_REF``, the payload is not in the frame but
 read by the receiver from the sender's memory (``cma.py``): what follows the header is the
-reference section ``REF`` (payload length, ``Poly1305(otk, payload)`` (``mac.py``), number
-of segments) and one ``SEG`` (address in the sender, length) per piece of the payload
-(padding included).
+reference section ``REF`` (payload length, number of segments) and one ``SEG`` (address in
+the sender, length) per piece of the payload (padding included); the MAC covers it like any
+payload. (Version 1 also carried a Poly1305 tag of the payload here: see docs/RPC.md,
+Security, for why version 2 does not hash a payload read from the sender's memory.)
 
 The receiver reads the prefix, refuses a wrong magic or version and sizes over the limits,
 reads the rest, and verifies the MAC *before* it parses the header: nothing an
@@ -46,9 +47,11 @@ MAX_PAYLOAD = 1 << 40
 _ZEROS = bytes(ALIGN)
 FLAG_REF = 1
 FLAG_CTL = 2
-REF = struct.Struct(">Q16sI")   # payload length, payload tag, segments
+REF = struct.Struct(">QI")      # payload length, segments
 SEG = struct.Struct(">QQ")      # address in the sender, length
 MAX_SEGS = 1 << 16
+_JSON_OUT = json.JSONEncoder(separators=(",", ":"))   # made once: json.dumps with options
+_JSON_IN = json.JSONDecoder()                          # builds an encoder per call
 
 
 def layout(arrays) -> tuple[list[int], int]:
@@ -62,7 +65,7 @@ def layout(arrays) -> tuple[list[int], int]:
 
 
 def encode_header(header: dict) -> bytes:
-    return json.dumps(header, separators=(",", ":")).encode()
+    return _JSON_OUT.encode(header).encode()
 
 
 def parts(header_bytes: bytes, arrays, offsets, payload_len: int) -> list:
@@ -79,29 +82,29 @@ def parts(header_bytes: bytes, arrays, offsets, payload_len: int) -> list:
     return out
 
 
-def ref_section(length: int, tag: bytes, segments) -> bytes:
+def ref_section(length: int, segments) -> bytes:
     """The reference section of a ``FLAG_REF`` frame."""
-    return REF.pack(length, tag, len(segments)) + b"".join(SEG.pack(a, n) for a, n in segments)
+    return REF.pack(length, len(segments)) + b"".join(SEG.pack(a, n) for a, n in segments)
 
 
-def parse_ref(raw) -> tuple[int, bytes, list]:
-    """``(payload length, tag, [(address, length), ...])`` of a reference section;
+def parse_ref(raw) -> tuple[int, list]:
+    """``(payload length, [(address, length), ...])`` of a reference section;
     WireFormatError when it is malformed or its lengths disagree."""
     raw = bytes(raw)
     if len(raw) < REF.size:
         raise WireFormatError("malformed RPC reference section (too short)")
-    length, tag, count = REF.unpack_from(raw)
+    length, count = REF.unpack_from(raw)
     if count > MAX_SEGS or len(raw) != REF.size + count * SEG.size or length > MAX_PAYLOAD:
         raise WireFormatError(f"malformed RPC reference section ({count} segments in {len(raw)} bytes)")
     segs = [SEG.unpack_from(raw, REF.size + i * SEG.size) for i in range(count)]
     if sum(n for _, n in segs) != length:
         raise WireFormatError("malformed RPC reference section (segment lengths do not add up)")
-    return length, tag, segs
+    return length, segs
 
 
 def parse_prefix(raw) -> tuple[int, int]:
     """``(header length, payload length)``; WireFormatError for anything that is not a
-    version-1 shardflow RPC frame within the limits."""
+    shardflow RPC frame of this version within the limits."""
     magic, version, _flags, _res, hlen, plen = PREFIX.unpack(raw)
     if magic != MAGIC:
         raise WireFormatError(f"not a shardflow RPC frame (magic {magic!r}, expected {MAGIC!r})")
@@ -116,7 +119,7 @@ def parse_prefix(raw) -> tuple[int, int]:
 
 def parse_header(raw) -> dict:
     try:
-        header = json.loads(str(raw, "utf-8"))
+        header = _JSON_IN.decode(str(raw, "utf-8"))
     except (ValueError, RecursionError, UnicodeDecodeError) as e:
         raise WireFormatError(f"malformed RPC header: {e}") from None
     if not isinstance(header, dict):

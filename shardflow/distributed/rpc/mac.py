@@ -10,11 +10,10 @@ frame's direction, over ``seq | prefix | header | P``, where ``P`` is
   ChaCha20-Poly1305 per nonce.
 
 Both ends decide from the payload length alone, so the format needs no flag. A payload read
-from the sender's memory (``cma.py``, frame flag ``REF``) is authenticated the same way: the
-frame carries ``Poly1305(otk, payload)`` in its reference section, which the HMAC covers,
-and the receiver recomputes it over the bytes it read (``PayloadTag``). Poly1305
-comes from the ``cryptography`` package (a dependency of shardflow), imported the first time
-a large frame is authenticated.
+from the sender's memory (``cma.py``, frame flag ``REF``) is not in the frame: its frame's
+MAC covers the reference section (the addresses and lengths), not the bytes read (why that
+is enough: docs/RPC.md, Security). Poly1305 comes from the ``cryptography`` package (a
+dependency of shardflow), imported the first time a large frame is authenticated.
 """
 
 from __future__ import annotations
@@ -42,27 +41,6 @@ def _poly1305():
 def one_time_key(key: bytes, seq: bytes) -> bytes:
     """The Poly1305 key of frame ``seq`` (never used for another frame)."""
     return hmac.digest(key, b"otk" + seq, "sha256")
-
-
-def payload_tag(key: bytes, seq: bytes, pieces) -> bytes:
-    """``Poly1305(otk, payload)`` of a payload given as its pieces (16 bytes)."""
-    p = _poly1305()(one_time_key(key, seq))
-    for piece in pieces:
-        p.update(piece)
-    return p.finalize()
-
-
-class PayloadTag:
-    """Incremental ``Poly1305(otk, payload)``; ``check(tag)`` compares in constant time."""
-
-    __slots__ = ("_p", "update")
-
-    def __init__(self, key: bytes, seq: bytes):
-        self._p = _poly1305()(one_time_key(key, seq))
-        self.update = self._p.update
-
-    def check(self, tag: bytes) -> bool:
-        return hmac.compare_digest(self._p.finalize(), tag)
 
 
 def one_shot(key: bytes, seq: bytes, frame) -> bytes:

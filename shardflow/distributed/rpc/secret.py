@@ -35,7 +35,7 @@ from ... import _config
 from .errors import RPCAuthError
 
 MAGIC = b"SFRP"
-VERSION = 1
+VERSION = 2   # 2: the reference section of a FLAG_REF frame carries no payload tag
 NONCE_LEN = 32
 MAC_LEN = 32
 HELLO = struct.Struct(">4sB32s")          # magic, version, client nonce

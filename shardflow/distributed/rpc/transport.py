@@ -20,9 +20,13 @@ then framed I/O through the loop's reader and writer callbacks (``add_reader`` /
 * **Same host** (``cma.py``): once the peer has proved that it can read this process's
   memory (an authenticated probe after the handshake, ``offer_shared_reads``), a payload of
   ``REF_MIN`` bytes or more is not written to the socket: the frame carries the addresses
-  of its pieces and their Poly1305 tag (``FLAG_REF``), the receiver reads them straight
-  into the payload array with ``process_vm_readv`` (one copy instead of TCP's two), checks
-  the tag, and sends a read receipt; the sender holds the pieces until then.
+  of its pieces (``FLAG_REF``; the frame's HMAC covers them), the receiver reads them
+  straight into the payload array with ``process_vm_readv`` (one copy instead of TCP's two),
+  checks that the verified sender is still alive and has not closed the connection (so the
+  pieces were still held when they were read), and sends a read receipt; the sender holds
+  the pieces until then. The payload itself is not hashed on this path (docs/RPC.md,
+  Security: the bytes come from the verified process through the kernel, not from a
+  network).
 
 A connection that fails (EOF, reset, a bad MAC or frame) is closed and reported once to the
 agent (``on_lost``), which fails the calls that were waiting on it.
@@ -53,6 +57,8 @@ _CHUNK = 256 << 10
 _SMALL = 64 << 10
 _HANDSHAKE_TIMEOUT = 10.0
 REF_MIN = M.POLY_MIN   # payloads from this size are read from the sender's memory when it can
+_RELEASE_AFTER_CLOSE = 1.0   # s a closed connection still holds lent pieces (see close)
+_RECEIPT_DELAY = 0.01         # s a read receipt may wait for a frame to ride with (see send)
 
 
 class Connection:
@@ -78,8 +84,10 @@ class Connection:
         self._shared_reads = transport.shared_reads
         self._probe = None              # the bytes the peer reads to prove it can
         self._ref_ok = False            # the peer reads our large payloads from our memory
-        self._peer_pid = None           # we read the peer's (verified by its probe)
+        self._peer = None               # cma.PeerProcess: we read the peer's (verified by its probe)
         self._lent: dict = {}           # send seq -> pieces the peer has not read yet
+        self._receipts: list = []       # seqs of the peer's frames read, receipt not sent yet
+        self._receipt_timer = False
         # receive state machine
         self._buf = bytearray(_STAGE)
         self._bufview = memoryview(self._buf)
@@ -96,15 +104,20 @@ class Connection:
         self._frame_seq = 0
 
     # -- sending ------------------------------------------------------------------------
-    def send(self, pieces: list) -> bool:
+    def send(self, pieces: list | None) -> bool:
         """Send one frame (its pieces, without MAC); safe from any thread. The calling thread
         writes it itself while the socket takes it (no hand-off to the loop for a small
-        frame); what does not fit is left to the loop's writer callback. False when the
+        frame); what does not fit is left to the loop's writer callback. The read receipts
+        that are due go first, in the same write (``None``: only them). False when the
         connection is closed (nothing was sent)."""
         with self._send_lock:
             if self.closed:
                 return False
-            self._enqueue(pieces)
+            if self._receipts:
+                self._enqueue([self._control_frame({"c": "rd", "s": self._receipts})])
+                self._receipts = []
+            if pieces is not None:
+                self._enqueue(pieces)
             if self._writing:
                 return True     # the loop is draining the queue; it will send this too
             try:
@@ -124,7 +137,7 @@ class Connection:
         total = sum(memoryview(p).nbytes for p in pieces)
         if total <= _SMALL:
             data = b"".join(pieces)
-            self._out.append([data + M.one_shot(self._send_key, seq, data), None])
+            self._queue_small(data + M.one_shot(self._send_key, seq, data))
             return
         head = pieces[0]  # prefix + header: authenticated when the MAC is made
         if self._ref_ok and total - len(head) >= REF_MIN:
@@ -140,18 +153,49 @@ class Connection:
 
     def _enqueue_ref(self, seq_n: int, seq: bytes, head, pieces, length: int) -> None:
         """A frame whose payload the peer reads from this process (``FLAG_REF``): prefix,
-        header, reference section (addresses, lengths, the payload's tag), MAC."""
+        header, reference section (payload length, addresses and lengths), MAC."""
         views = [memoryview(p).cast("B") for p in pieces]
-        tag = M.payload_tag(self._send_key, seq, views)
-        ref = F.ref_section(length, tag, [(cma.address(v), len(v)) for v in views])
+        ref = F.ref_section(length, [(cma.address(v), len(v)) for v in views])
         data = (F.PREFIX.pack(S.MAGIC, S.VERSION, F.FLAG_REF, 0, len(head) - F.PREFIX.size, len(ref))
                 + bytes(head[F.PREFIX.size:]) + ref)
         self._lent[seq_n] = views   # alive and unchanged until the peer's read receipt
-        self._out.append([data + M.one_shot(self._send_key, seq, data), None])
+        self._queue_small(data + M.one_shot(self._send_key, seq, data))
+
+    def _queue_small(self, frame: bytes) -> None:
+        """Queue a whole small frame; joined to the queue's last one when that is a small
+        frame not yet begun (bytes: a partial write leaves a memoryview), so that frames
+        made together (read receipts and the frame they ride with) take one ``send``."""
+        out = self._out
+        if out:
+            last = out[-1]
+            if type(last[0]) is bytes and len(last[0]) + len(frame) <= _SMALL:
+                last[0] += frame
+                return
+        out.append([frame, None])
+
+    @staticmethod
+    def _control_frame(header: dict) -> bytes:
+        body = F.encode_header(header)
+        return F.PREFIX.pack(S.MAGIC, S.VERSION, F.FLAG_CTL, 0, len(body), 0) + body
 
     def _send_control(self, header: dict) -> None:
-        body = F.encode_header(header)
-        self.send([F.PREFIX.pack(S.MAGIC, S.VERSION, F.FLAG_CTL, 0, len(body), 0) + body])
+        self.send([self._control_frame(header)])
+
+    def _receipt_due(self, seq_n: int) -> None:
+        """The peer's frame ``seq_n`` was read from its memory (loop thread). Its receipt
+        rides with the next frame sent on this connection (an answer, the next request:
+        no frame and no wake-up of its own for the peer), or goes alone after
+        ``_RECEIPT_DELAY`` when none is sent meanwhile."""
+        with self._send_lock:
+            self._receipts.append(seq_n)
+        if not self._receipt_timer:
+            self._receipt_timer = True
+            self.loop.call_later(_RECEIPT_DELAY, self._flush_receipts)
+
+    def _flush_receipts(self) -> None:
+        self._receipt_timer = False
+        if self._receipts and not self.closed:
+            self.send(None)
 
     def offer_shared_reads(self) -> None:
         """Ask the peer to prove it can read this process's memory (loop thread, after the
@@ -164,23 +208,35 @@ class Connection:
 
     def _on_control(self, header: dict) -> None:
         c = header.get("c")
-        if c == "rd":        # the peer has read a payload by reference: release its pieces
+        if c == "rd":        # the peer has read payloads by reference: release their pieces
+            seqs = header.get("s")
             with self._send_lock:
-                self._lent.pop(header.get("s"), None)
+                for s in seqs if isinstance(seqs, list) else (seqs,):
+                    if isinstance(s, int):
+                        self._lent.pop(s, None)
         elif c == "hello":
             if not (self._shared_reads and cma.available()):
                 return
+            peer = None
             try:
                 pid, addr, want = int(header["pid"]), int(header["a"]), bytes.fromhex(header["v"][:32])
                 got = bytearray(16)
                 if len(want) == 16:
-                    cma.read(pid, addr, got)
+                    peer = cma.PeerProcess(pid)   # before the read: bound to the process read
+                    peer.read(addr, got)
             except (KeyError, TypeError, ValueError, OSError) as e:
+                if peer is not None:
+                    peer.close()
                 log.debug("rpc: cannot read %s's memory, large payloads stay on TCP: %s", self.describe(), e)
                 return
-            if len(want) == 16 and got == want:
-                self._peer_pid = pid
+            if peer is not None and got == want and not peer.gone():
+                peer.watch(self.fd)
+                if self._peer is not None:
+                    self._peer.close()
+                self._peer = peer
                 self._send_control({"c": "ok"})
+            elif peer is not None:
+                peer.close()
         elif c == "ok":
             if self._probe is not None:
                 with self._send_lock:
@@ -189,25 +245,29 @@ class Connection:
             raise RPCProtocolError(f"unknown control frame {c!r}")
 
     def _read_ref(self, seq_n: int, section) -> np.ndarray | None:
-        """The payload of a ``FLAG_REF`` frame, read from the peer's memory and checked
-        against the frame's tag (then acknowledged, so the peer may release it)."""
-        if self._peer_pid is None:
+        """The payload of a ``FLAG_REF`` frame (whose MAC, covering the addresses, was
+        checked), read from the verified peer's memory, then acknowledged so that the peer
+        may release it. Trusted only if, after the read, the peer process is still the one
+        verified and has not closed this connection: a sender releases lent pieces only
+        after closing its socket (``close``), so the pieces were held while they were read."""
+        peer = self._peer
+        if peer is None:
             raise RPCProtocolError("a payload by reference from a peer not verified to share this "
                                    "host (its memory cannot be read from here)")
-        length, tag, segs = F.parse_ref(b"" if section is None else memoryview(section))
+        length, segs = F.parse_ref(b"" if section is None else memoryview(section))
         payload = np.empty(length, np.uint8)
-        check = M.PayloadTag(self._recv_key, F.SEQ.pack(seq_n))
         pos = 0
         for addr, n in segs:
             try:
-                cma.read(self._peer_pid, addr, payload[pos:pos + n], check.update)
+                peer.read(addr, payload[pos:pos + n])
             except OSError as e:
+                if peer.gone():
+                    raise EOFError from None
                 raise RPCProtocolError(f"reading a payload from {self.describe()}'s memory failed: {e}") from None
             pos += n
-        if not check.check(tag):
-            raise RPCProtocolError("bad MAC (the payload read from the sender's memory does not "
-                                   "match the frame's tag: it was altered after it was sent)")
-        self._send_control({"c": "rd", "s": seq_n})
+        if peer.gone():   # exited (its pid may be another's now) or closed: discard the read
+            raise EOFError
+        self._receipt_due(seq_n)
         return payload if length else None
 
     def _deliver(self, flags: int, seq_n: int, header_raw, payload) -> None:
@@ -281,12 +341,17 @@ class Connection:
                     self._start = self._end = 0
                 elif self._end == len(self._buf):
                     self._compact()
+                want = len(self._buf) - self._end
                 n = self.sock.recv_into(self._bufview[self._end:])
                 if n == 0:
                     raise EOFError
                 self._end += n
                 self._parse()
-                if self.closed:
+                if self.closed or (n < want and self._phase == "prefix"):
+                    # A short read that ended on a frame boundary drained the socket: return
+                    # without the recv that would only say so (EAGAIN), one system call per
+                    # message less; data that arrives meanwhile wakes the (level-triggered)
+                    # reader again. Inside a large frame, the sender is still streaming.
                     return
         except BlockingIOError:
             return
@@ -405,11 +470,20 @@ class Connection:
             pass
         with self._send_lock:
             self._out.clear()
-            self._lent.clear()
+            lent, self._lent = self._lent, {}
         try:
             self.sock.close()
         except OSError:
             pass
+        if self._peer is not None:
+            self._peer.close()
+        if lent:
+            # Released only after the socket is closed, and a moment later: a peer still
+            # reading them then sees the close (``_read_ref``) and discards what it read.
+            try:
+                self.loop.call_later(_RELEASE_AFTER_CLOSE, lent.clear)
+            except RuntimeError:   # the loop is closed: nothing runs any more
+                pass
         self.transport.connections.discard(self)
         self.transport.on_lost(self, exc or RPCConnectionError(f"{self.describe()}: connection closed"))
 
