@@ -246,6 +246,9 @@ def _parser():
     p.add_argument("--limit", type=int, default=0, help="measure at most this many layouts per group")
     p.add_argument("--json", help="write rows and summary here")
     p.add_argument("--job-timeout", type=float, default=600.0)
+    p.add_argument("--from-json", metavar="FILE",
+                   help="measure nothing: re-predict the rows of an earlier --json run with --profile "
+                        "and compare them with its stored measurements (the model's accuracy offline)")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--size", default="small", help=argparse.SUPPRESS)
     for f in ("dp", "tp", "pp", "zero", "m"):
@@ -272,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as e:
         print(f"shardflow bench planner: {e}", file=sys.stderr)
         return 2
+    if args.from_json:
+        return _repredict(args, prof)
     print(f"profile: {prof.label()}; load average at start {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs",
           flush=True)
     rows = []
@@ -308,6 +313,56 @@ def main(argv: list[str] | None = None) -> int:
             json.dump({"rows": rows, **summary}, f, indent=1)
         print(f"wrote {args.json}")
     return 0 if all(not r.get("error") for r in rows) else 1
+
+
+def _layout_of(row):
+    from ..distributed.planner.layout import Layout
+
+    return Layout(dp=row["dp"], tp=row["tp"], pp=row["pp"], zero=row["zero"],
+                  microbatches=row["microbatches"], grad_sync=row["grad_sync"])
+
+
+def repredict(rows: list, profile) -> list:
+    """``rows`` of an earlier run (``--json``) with ``predicted_time`` and ``predicted_memory``
+    recomputed by the current model with ``profile``; the measurements are kept, the old
+    predictions move to ``stored_predicted_time`` / ``stored_predicted_memory``."""
+    from ..distributed.planner.auto import lm_spec
+    from ..distributed.planner.cost import estimate
+
+    specs, out = {}, []
+    for r in rows:
+        if r["size"] not in specs:
+            dims = SIZES[r["size"]]
+            specs[r["size"]] = lm_spec(_model(dims), dims["batch_size"], entry="train")
+        e = estimate(specs[r["size"]], _layout_of(r), profile)
+        out.append({**r, "stored_predicted_time": r["predicted_time"],
+                    "stored_predicted_memory": r["predicted_memory"],
+                    "predicted_time": e.step_time, "predicted_memory": e.memory})
+    return out
+
+
+def _repredict(args, prof) -> int:
+    with open(args.from_json) as f:
+        doc = json.load(f)
+    rows = repredict(doc["rows"], prof)
+    before, summary = summarize(doc["rows"]), summarize(rows)
+    summary["profile"] = prof.name
+    summary["from_json"] = args.from_json
+    summary["stored_summary"] = {k: v for k, v in before.items()}
+    print(f"profile: {prof.label()}; re-predicting {len(rows)} stored rows of {args.from_json} "
+          "(measured values as stored: one run, not re-measured)")
+    print(_table(rows, summary))
+    def f(v):
+        return "-" if v is None else f"{v:.3f}"
+    print("\nstored predictions -> this model, same measurements:")
+    for k in ("median_time_error", "worst_time_error", "median_memory_error", "worst_memory_error",
+              "spearman", "first_choice_gap"):
+        print(f"  {k:22} {f(before[k])} -> {f(summary[k])}")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"rows": rows, **summary}, fh, indent=1)
+        print(f"wrote {args.json}")
+    return 0
 
 
 if __name__ == "__main__":
