@@ -278,6 +278,8 @@ def estimate(spec: RunSpec, layout: Layout, profile: Profile) -> Estimate:
     compute = work + copies
     span = work + bubble_time + comm_pipe + rest
     step, share = _time_shared(span, stage_T, m, rest, L, profile)
+    if _replays_pipeline(c):  # shardflow's own schedule on this host, event by event
+        step, share, bubble_time, comm_pipe = _pipeline_replay(c, S, rest, work)
     notes = []
     if share > 1.0:
         notes.append(f"{L.world} ranks on {profile.host_cores} cores: time-shared, x{share:.2f} on the schedule")
@@ -510,6 +512,39 @@ def _worst_memory(c: _Ctx, S: _Stages) -> tuple[float, dict]:
         if parts["peak"] > peak:
             peak, mem_parts = parts["peak"], parts
     return peak, mem_parts
+
+
+def _replays_pipeline(c: _Ctx) -> bool:
+    """A pipeline that shardflow's schedule runs on a measured host (``pipesim``): 1F1B or
+    GPipe, one stage per rank, an entry point that runs it."""
+    L = c.L
+    return (L.pp > 1 and not c.profile.simulated and c.v == 1 and L.schedule in ("1f1b", "gpipe")
+            and c.spec.entry != "any")
+
+
+def _pipeline_replay(c: _Ctx, S: _Stages, rest: float, work: float) -> tuple:
+    """``(step, time share, bubble seconds, exposed pipeline communication)`` of the pipeline
+    replayed by ``pipesim.simulate``: per stage one micro-batch's forward (compute, its
+    blocking collectives, half its sends) and backward (likewise), the ``dp x tp`` ranks of a
+    stage sharing the host's cores with the other stages', the receivers' wake-up delays;
+    then ``rest`` (gradient synchronisation, copies, optimizer) on every rank at once,
+    time-shared where the ranks outnumber the cores."""
+    from .pipesim import simulate
+
+    L, m = c.L, c.L.microbatches
+    fwd = [f + cf + p2 / 2 for f, cf, p2 in zip(S.f, S.comm_f, S.p2p)]
+    bwd = [b + cb + p2 / 2 for b, cb, p2 in zip(S.b, S.comm_b, S.p2p)]
+    weights = [L.dp * L.tp] * L.pp
+    cores = c.profile.host_cores
+    sched = simulate(fwd, bwd, m, weights, cores, L.schedule)
+    alone = simulate(fwd, bwd, m, weights, None, L.schedule)  # every rank on a core of its own
+    rest_shared = rest * max(1.0, c.profile.time_share(L.world))
+    step = sched + rest_shared
+    share = step / (alone + rest) if alone + rest > 0 else 1.0
+    compute_path = _pipeline(S.compute(), m, L.pp, 1)[0]
+    bubble_time = max(0.0, compute_path - work)
+    comm_pipe = max(0.0, alone - compute_path)
+    return step, share, bubble_time, comm_pipe
 
 
 def _time_shared(span, stage_T, m, per_rank_rest, L: Layout, profile: Profile) -> tuple[float, float]:
