@@ -256,6 +256,7 @@ def estimate(spec: RunSpec, layout: Layout, profile: Profile) -> Estimate:
     S = _cost_ops(c)
     tp_coll, dp_uses = _global_collectives(c.st, L, c.itemsize, S.op_stage)
     _place_params(c, S)
+    _grad_accumulation(c, S)
     if L.recompute:
         S.b = [b + rc for b, rc in zip(S.b, S.rc)]
     colls: list[Collective] = []
@@ -367,6 +368,29 @@ def _place_params(c: _Ctx, S: _Stages) -> None:
         for s in ss:
             S.params[s] += elems
             S.param_list[s].append((p, elems))
+
+
+def _grad_accumulation(c: _Ctx, S: _Stages) -> None:
+    """The autograd engine's writes into ``.grad`` (``engine._accumulate_leaf``), which the
+    trace's ops do not include: the first micro-batch's gradient of each parameter is copied
+    in (read + write), each later one added in place (two reads, a write). With ``m``
+    micro-batches a stage pays one copy and ``m - 1`` adds of every parameter it holds per
+    step, at the profile's measured ``contiguous`` and ``add`` bandwidths for the
+    parameter's size; spread over the stage's ``m`` backwards (``S.b`` is per micro-batch).
+    Measured profiles only (a simulated cluster's runs fuse this into their GEMMs)."""
+    prof, m, isz = c.profile, c.L.microbatches, c.itemsize
+    if prof.simulated:
+        return
+    for s, plist in enumerate(S.param_list):
+        t = 0.0
+        for _p, e in plist:
+            nb = e * isz
+            t += prof.op_time(OpCost("copy", name="contiguous", bytes=2 * nb, elems=e), "fwd", c.conc,
+                              c.spec.precision)
+            if m > 1:
+                t += (m - 1) * prof.op_time(OpCost("elementwise", name="add", bytes=3 * nb, elems=e), "fwd",
+                                            c.conc, c.spec.precision)
+        S.b[s] += t / m
 
 
 def _stage_collectives(c: _Ctx, S: _Stages, tp_coll, dp_uses, colls) -> None:
