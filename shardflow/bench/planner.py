@@ -15,6 +15,12 @@ layout measures them (one BLAS thread per rank):
 * then, with tracing off, ``--warmup`` steps and ``--steps`` timed steps, each started after
   a barrier; the step time is the slowest rank's, the figure the median.
 
+Every layout is measured ``--rounds`` times (default 3), in interleaved rounds: each round
+measures every layout once, odd rounds in reverse order, so the machine's drift and bursts
+of load fall on different layouts; a row's figure is the median over its rounds
+(``rounds_s`` keeps each). One run per layout does not reproduce its own order: two quiet
+runs of this grid agreed at a Spearman of ~0.5 (docs/PLANNER.md, issue 26).
+
 Each step is what the layout's entry point runs: ``parallelize(...).step`` for global
 tensors, pipelines and ZeRO-1; ``DistributedDataParallel`` for DDP; ``fully_shard`` (each
 block, then the root) for ZeRO 2/3; forward, backward and the AdamW step, from a fixed
@@ -25,7 +31,13 @@ Output: one table (predicted and measured time and memory, their errors), the su
 ``worst_memory_error``: absolute relative errors; ``spearman``: the mean over (size, ranks)
 groups of the rank correlation of predicted and measured step times; ``first_choice_gap``:
 the worst over groups of how much slower the planner's first choice measured than the
-best measured layout), and ``--json FILE`` with one row per layout and those keys.
+best measured layout; ``measurement_spearman``: the mean over groups of the Spearman
+correlation between every two rounds, the ceiling any prediction can reach against one
+round), and ``--json FILE`` with one row per layout and those keys.
+
+``--from-json FILE[,FILE...]`` measures nothing: it re-predicts the stored rows (several
+runs merged as rounds) with the current model and ``--profile`` and prints the stored and
+the new summary: the model's accuracy offline.
 """
 
 from __future__ import annotations
