@@ -111,3 +111,17 @@ def test_micro_batches_accumulate_gradients_into_grad():
     pipe = estimate(_spec(tr, batch=8, entry="any"), Layout(pp=p, microbatches=m), prof)
     per_mb = (2 * nb + (m - 1) * 3 * nb) / (gbs * 1e9) / m
     assert pipe.step_time == pytest.approx((m + p - 1) * per_mb, rel=1e-6)
+
+
+def test_breakdown_of_a_replayed_pipeline_adds_up_on_shared_cores():
+    """The report's terms (compute + bubble + exposed communication + optimizer + the cores'
+    time-sharing) still sum to the step when the step is the replay's."""
+    from shardflow.distributed.planner.report import breakdown
+
+    tr = LinearStack(layers=4)
+    prof = measured(cores=2, overhead_us=10.0, alpha=20e-6, beta_per_gb=1.0, adamw_ns=2.0)
+    e = estimate(_spec(tr, batch=8, entry="train"), Layout(pp=4, microbatches=4), prof)
+    assert e.time_shared > 0
+    parts = e.compute + e.bubble_time + e.comm_exposed + e.optimizer + e.time_shared
+    assert parts == pytest.approx(e.step_time)
+    assert "cores time-shared" in breakdown(e)
