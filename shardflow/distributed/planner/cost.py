@@ -19,7 +19,10 @@ samples (``ModelTrace.at(batch=b)``), then per op (``opcost.op_cost``):
   activation and its gradient): ``T = sum_s T_s + (m - 1) * max_s T_s``, which is
   ``(m + p - 1) T`` for equal stages: the bubble ``(p - 1) / (m + p - 1)``. Interleaved with
   ``v`` chunks per rank: ``T = m * max_r T_r + (p - 1) * max_r T_r / v``, bubble
-  ``(p - 1) / (v m + p - 1)``.
+  ``(p - 1) / (v m + p - 1)``. On a measured host shardflow's own 1F1B/GPipe is replayed
+  instead (``pipesim``: the runtime's timeline, its wake-up delays, the cores shared),
+  and each stage pays the autograd engine's copy/adds of its gradients into ``.grad``
+  (one copy and ``m - 1`` adds per parameter per step, ``_grad_accumulation``).
 * **Data-parallel gradients** (``layout.grad_sync``), over the ``dp`` group:
   ``bucketed`` -- DDP's buckets (the first 1 MB, then 25 MB) all-reduced as backward makes
   them: all but the last hide behind backward compute up to ``f * t_b``; ``per-use`` --
