@@ -29,9 +29,10 @@ nap schedule); nothing is fitted to measured steps.
 
 from __future__ import annotations
 
+from ...comm.mpi_work import SPIN_S  # a wait spins this long before it naps
+
 __all__ = ["timeline", "wake_delay", "simulate", "SPIN_S", "FIRST_NAP_S", "MAX_NAP_S"]
 
-SPIN_S = 2e-4  # comm.mpi_work.SPIN_S: a wait spins this long before it naps
 FIRST_NAP_S = 1e-5  # MPIWork.wait: then naps of 10 us, doubling ...
 MAX_NAP_S = 1e-3  # ... up to 1 ms
 
