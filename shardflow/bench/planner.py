@@ -15,6 +15,12 @@ layout measures them (one BLAS thread per rank):
 * then, with tracing off, ``--warmup`` steps and ``--steps`` timed steps, each started after
   a barrier; the step time is the slowest rank's, the figure the median.
 
+Every layout is measured ``--rounds`` times (default 3), in interleaved rounds: each round
+measures every layout once, odd rounds in reverse order, so the machine's drift and bursts
+of load fall on different layouts; a row's figure is the median over its rounds
+(``rounds_s`` keeps each). One run per layout does not reproduce its own order: two quiet
+runs of this grid agreed at a Spearman of ~0.5 (docs/PLANNER.md, issue 26).
+
 Each step is what the layout's entry point runs: ``parallelize(...).step`` for global
 tensors, pipelines and ZeRO-1; ``DistributedDataParallel`` for DDP; ``fully_shard`` (each
 block, then the root) for ZeRO 2/3; forward, backward and the AdamW step, from a fixed
@@ -25,7 +31,13 @@ Output: one table (predicted and measured time and memory, their errors), the su
 ``worst_memory_error``: absolute relative errors; ``spearman``: the mean over (size, ranks)
 groups of the rank correlation of predicted and measured step times; ``first_choice_gap``:
 the worst over groups of how much slower the planner's first choice measured than the
-best measured layout), and ``--json FILE`` with one row per layout and those keys.
+best measured layout; ``measurement_spearman``: the mean over groups of the Spearman
+correlation between every two rounds, the ceiling any prediction can reach against one
+round), and ``--json FILE`` with one row per layout and those keys.
+
+``--from-json FILE[,FILE...]`` measures nothing: it re-predicts the stored rows (several
+runs merged as rounds) with the current model and ``--profile`` and prints the stored and
+the new summary: the model's accuracy offline.
 """
 
 from __future__ import annotations
@@ -167,6 +179,40 @@ def _measure(n, size, L, args) -> dict:
             return json.load(f)
 
 
+def _row(size, n, e, rounds: list) -> dict:
+    """One layout's row: the prediction, and the measurement over ``rounds`` (the median of
+    the rounds' step medians; each round's figure in ``rounds_s``; memory the median too)."""
+    L = e.layout
+    ok = [r for r in rounds if r.get("step_s") is not None]
+    err = next((r["error"] for r in rounds if r.get("error")), None)
+    row = {"size": size, "ranks": n, "layout": L.describe(), "dp": L.dp, "tp": L.tp, "pp": L.pp,
+           "zero": L.zero, "microbatches": L.microbatches, "grad_sync": L.grad_sync,
+           "predicted_time": e.step_time, "predicted_memory": e.memory,
+           "measured_time": statistics.median(r["step_s"] for r in ok) if ok else None,
+           "measured_memory": statistics.median(r["memory"] for r in ok) if ok else None,
+           "rounds_s": [r["step_s"] for r in ok], "steps_s": [r.get("steps_s") for r in ok],
+           "error": err}
+    return row
+
+
+def measurement_spearman(rows: list) -> dict:
+    """How well the measurement reproduces its own order: per (size, ranks) group, the mean
+    Spearman correlation between every two rounds' step times (rows with ``rounds_s``); the
+    ceiling any prediction can reach against one round. Empty with fewer than two rounds."""
+    groups = {}
+    for r in rows:
+        if r.get("rounds_s") and len(r["rounds_s"]) >= 2:
+            groups.setdefault(f"{r['size']}/{r['ranks']}", []).append(r["rounds_s"])
+    out = {}
+    for name, rs in groups.items():
+        k = min(len(x) for x in rs)
+        if len(rs) < 3:
+            continue
+        pairs = [_spearman([x[i] for x in rs], [x[j] for x in rs]) for i in range(k) for j in range(i + 1, k)]
+        out[name] = statistics.mean(pairs)
+    return out
+
+
 def _spearman(a, b) -> float:
     def ranks(v):
         order = np.argsort(v, kind="stable")
@@ -199,7 +245,10 @@ def summarize(rows: list) -> dict:
         best = min(r["measured_time"] for r in rs)
         gaps[name] = first["measured_time"] / best - 1
     valid_sp = [v for v in sp.values() if v == v]
-    return {"layouts": len(rows), "measured": len(ok),
+    ceiling = measurement_spearman(rows)
+    return {"measurement_spearman_by_group": ceiling,
+            "measurement_spearman": statistics.mean(ceiling.values()) if ceiling else None,
+            "layouts": len(rows), "measured": len(ok),
             "median_time_error": statistics.median(te) if te else None,
             "median_memory_error": statistics.median(me) if me else None,
             "worst_time_error": max(te) if te else None,
@@ -232,6 +281,10 @@ def _table(rows, summary) -> str:
                  f"Spearman {s['spearman'] if s['spearman'] is None else round(s['spearman'], 3)} "
                  f"{ {k: round(v, 3) for k, v in s['spearman_by_group'].items()} }; first choice gap "
                  f"{pct(s['first_choice_gap'])} { {k: round(v, 3) for k, v in s['first_choice_gap_by_group'].items()} }")
+    if s.get("measurement_spearman") is not None:
+        lines.append(f"the measurement against itself (Spearman between rounds, the ceiling of any prediction): "
+                     f"{s['measurement_spearman']:.3f} "
+                     f"{ {k: round(v, 3) for k, v in s['measurement_spearman_by_group'].items()} }")
     return "\n".join(lines)
 
 
@@ -242,10 +295,17 @@ def _parser():
     p.add_argument("--ranks", default="1,2,4")
     p.add_argument("--microbatches", default="1,2", help="micro-batches per pipeline, as multiples of pp")
     p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=3,
+                   help="measure every layout this many times, in interleaved rounds (odd rounds in "
+                        "reverse order); the figure is the median over rounds")
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--limit", type=int, default=0, help="measure at most this many layouts per group")
     p.add_argument("--json", help="write rows and summary here")
     p.add_argument("--job-timeout", type=float, default=600.0)
+    p.add_argument("--from-json", metavar="FILE",
+                   help="measure nothing: re-predict the rows of an earlier --json run with --profile "
+                        "and compare them with its stored measurements (the model's accuracy offline); "
+                        "FILE1,FILE2,...: runs of the same grid merged as rounds (median per layout)")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--size", default="small", help=argparse.SUPPRESS)
     for f in ("dp", "tp", "pp", "zero", "m"):
@@ -272,11 +332,13 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as e:
         print(f"shardflow bench planner: {e}", file=sys.stderr)
         return 2
+    if args.from_json:
+        return _repredict(args, prof)
     print(f"profile: {prof.label()}; load average at start {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs",
           flush=True)
-    rows = []
     t0 = time.monotonic()
     mults = [int(v) for v in args.microbatches.split(",")]
+    plan = []  # (size, ranks, estimate) in the planner's order per group
     for size in args.sizes.split(","):
         dims = SIZES[size]
         model = _model(dims)
@@ -288,16 +350,18 @@ def main(argv: list[str] | None = None) -> int:
             ests = sorted((estimate(spec, L, prof) for L in valid), key=lambda e: e.step_time)
             if args.limit:
                 ests = ests[:args.limit]
-            for e in ests:
-                L = e.layout
-                print(f"[bench planner] {size} on {n} rank(s): {L.describe()} ...", flush=True)
-                res = _measure(n, size, L, args)
-                rows.append({"size": size, "ranks": n, "layout": L.describe(), "dp": L.dp, "tp": L.tp,
-                             "pp": L.pp, "zero": L.zero, "microbatches": L.microbatches,
-                             "grad_sync": L.grad_sync, "predicted_time": e.step_time,
-                             "predicted_memory": e.memory, "measured_time": res.get("step_s"),
-                             "measured_memory": res.get("memory"), "steps_s": res.get("steps_s"),
-                             "error": res.get("error")})
+            plan += [(size, n, e) for e in ests]
+    results = [[] for _ in plan]
+    for k in range(args.rounds):
+        # interleaved rounds: every layout once per round, odd rounds in reverse order, so a
+        # slow drift of the machine (or a burst of load) falls on different layouts each time
+        order = list(range(len(plan)))[::(-1 if k % 2 else 1)]
+        for i in order:
+            size, n, e = plan[i]
+            print(f"[bench planner] round {k + 1}/{args.rounds}: {size} on {n} rank(s): "
+                  f"{e.layout.describe()} ...", flush=True)
+            results[i].append(_measure(n, size, e.layout, args))
+    rows = [_row(size, n, e, res) for (size, n, e), res in zip(plan, results)]
     summary = summarize(rows)
     summary["seconds"] = round(time.monotonic() - t0, 1)
     summary["load_average_end"] = round(os.getloadavg()[0], 2)
@@ -308,6 +372,79 @@ def main(argv: list[str] | None = None) -> int:
             json.dump({"rows": rows, **summary}, f, indent=1)
         print(f"wrote {args.json}")
     return 0 if all(not r.get("error") for r in rows) else 1
+
+
+def _layout_of(row):
+    from ..distributed.planner.layout import Layout
+
+    return Layout(dp=row["dp"], tp=row["tp"], pp=row["pp"], zero=row["zero"],
+                  microbatches=row["microbatches"], grad_sync=row["grad_sync"])
+
+
+def repredict(rows: list, profile) -> list:
+    """``rows`` of an earlier run (``--json``) with ``predicted_time`` and ``predicted_memory``
+    recomputed by the current model with ``profile``; the measurements are kept, the old
+    predictions move to ``stored_predicted_time`` / ``stored_predicted_memory``."""
+    from ..distributed.planner.auto import lm_spec
+    from ..distributed.planner.cost import estimate
+
+    specs, out = {}, []
+    for r in rows:
+        if r["size"] not in specs:
+            dims = SIZES[r["size"]]
+            specs[r["size"]] = lm_spec(_model(dims), dims["batch_size"], entry="train")
+        e = estimate(specs[r["size"]], _layout_of(r), profile)
+        out.append({**r, "stored_predicted_time": r["predicted_time"],
+                    "stored_predicted_memory": r["predicted_memory"],
+                    "predicted_time": e.step_time, "predicted_memory": e.memory})
+    return out
+
+
+def merge_runs(docs: list) -> list:
+    """Rows of several ``--json`` runs of the same grid as one run of several rounds: each
+    layout's ``rounds_s`` holds every run's figure (its rounds, or its median), the
+    measured time is their median; predictions and memory from the first run."""
+    merged = {}
+    for doc in docs:
+        for r in doc["rows"]:
+            key = (r["size"], r["ranks"], r["layout"])
+            got = r.get("rounds_s") or ([r["measured_time"]] if r.get("measured_time") else [])
+            if key not in merged:
+                merged[key] = {**r, "rounds_s": list(got)}
+            else:
+                merged[key]["rounds_s"] += got
+    rows = list(merged.values())
+    for r in rows:
+        if r["rounds_s"]:
+            r["measured_time"] = statistics.median(r["rounds_s"])
+    return rows
+
+
+def _repredict(args, prof) -> int:
+    docs = []
+    for path in args.from_json.split(","):
+        with open(path) as f:
+            docs.append(json.load(f))
+    doc = {"rows": merge_runs(docs)}
+    rows = repredict(doc["rows"], prof)
+    before, summary = summarize(doc["rows"]), summarize(rows)
+    summary["profile"] = prof.name
+    summary["from_json"] = args.from_json
+    summary["stored_summary"] = {k: v for k, v in before.items()}
+    print(f"profile: {prof.label()}; re-predicting {len(rows)} stored rows of {args.from_json} "
+          "(measured values as stored, not re-measured)")
+    print(_table(rows, summary))
+    def f(v):
+        return "-" if v is None else f"{v:.3f}"
+    print("\nstored predictions -> this model, same measurements:")
+    for k in ("median_time_error", "worst_time_error", "median_memory_error", "worst_memory_error",
+              "spearman", "first_choice_gap"):
+        print(f"  {k:22} {f(before[k])} -> {f(summary[k])}")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"rows": rows, **summary}, fh, indent=1)
+        print(f"wrote {args.json}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -19,7 +19,10 @@ samples (``ModelTrace.at(batch=b)``), then per op (``opcost.op_cost``):
   activation and its gradient): ``T = sum_s T_s + (m - 1) * max_s T_s``, which is
   ``(m + p - 1) T`` for equal stages: the bubble ``(p - 1) / (m + p - 1)``. Interleaved with
   ``v`` chunks per rank: ``T = m * max_r T_r + (p - 1) * max_r T_r / v``, bubble
-  ``(p - 1) / (v m + p - 1)``.
+  ``(p - 1) / (v m + p - 1)``. On a measured host shardflow's own 1F1B/GPipe is replayed
+  instead (``pipesim``: the runtime's timeline, its wake-up delays, the cores shared),
+  and each stage pays the autograd engine's copy/adds of its gradients into ``.grad``
+  (one copy and ``m - 1`` adds per parameter per step, ``_grad_accumulation``).
 * **Data-parallel gradients** (``layout.grad_sync``), over the ``dp`` group:
   ``bucketed`` -- DDP's buckets (the first 1 MB, then 25 MB) all-reduced as backward makes
   them: all but the last hide behind backward compute up to ``f * t_b``; ``per-use`` --
@@ -256,6 +259,7 @@ def estimate(spec: RunSpec, layout: Layout, profile: Profile) -> Estimate:
     S = _cost_ops(c)
     tp_coll, dp_uses = _global_collectives(c.st, L, c.itemsize, S.op_stage)
     _place_params(c, S)
+    _grad_accumulation(c, S)
     if L.recompute:
         S.b = [b + rc for b, rc in zip(S.b, S.rc)]
     colls: list[Collective] = []
@@ -278,6 +282,8 @@ def estimate(spec: RunSpec, layout: Layout, profile: Profile) -> Estimate:
     compute = work + copies
     span = work + bubble_time + comm_pipe + rest
     step, share = _time_shared(span, stage_T, m, rest, L, profile)
+    if _replays_pipeline(c):  # shardflow's own schedule on this host, event by event
+        step, share, bubble_time, comm_pipe = _pipeline_replay(c, S, rest, work)
     notes = []
     if share > 1.0:
         notes.append(f"{L.world} ranks on {profile.host_cores} cores: time-shared, x{share:.2f} on the schedule")
@@ -365,6 +371,29 @@ def _place_params(c: _Ctx, S: _Stages) -> None:
         for s in ss:
             S.params[s] += elems
             S.param_list[s].append((p, elems))
+
+
+def _grad_accumulation(c: _Ctx, S: _Stages) -> None:
+    """The autograd engine's writes into ``.grad`` (``engine._accumulate_leaf``), which the
+    trace's ops do not include: the first micro-batch's gradient of each parameter is copied
+    in (read + write), each later one added in place (two reads, a write). With ``m``
+    micro-batches a stage pays one copy and ``m - 1`` adds of every parameter it holds per
+    step, at the profile's measured ``contiguous`` and ``add`` bandwidths for the
+    parameter's size; spread over the stage's ``m`` backwards (``S.b`` is per micro-batch).
+    Measured profiles only (a simulated cluster's runs fuse this into their GEMMs)."""
+    prof, m, isz = c.profile, c.L.microbatches, c.itemsize
+    if prof.simulated:
+        return
+    for s, plist in enumerate(S.param_list):
+        t = 0.0
+        for _p, e in plist:
+            nb = e * isz
+            t += prof.op_time(OpCost("copy", name="contiguous", bytes=2 * nb, elems=e), "fwd", c.conc,
+                              c.spec.precision)
+            if m > 1:
+                t += (m - 1) * prof.op_time(OpCost("elementwise", name="add", bytes=3 * nb, elems=e), "fwd",
+                                            c.conc, c.spec.precision)
+        S.b[s] += t / m
 
 
 def _stage_collectives(c: _Ctx, S: _Stages, tp_coll, dp_uses, colls) -> None:
@@ -510,6 +539,39 @@ def _worst_memory(c: _Ctx, S: _Stages) -> tuple[float, dict]:
         if parts["peak"] > peak:
             peak, mem_parts = parts["peak"], parts
     return peak, mem_parts
+
+
+def _replays_pipeline(c: _Ctx) -> bool:
+    """A pipeline that shardflow's schedule runs on a measured host (``pipesim``): 1F1B or
+    GPipe, one stage per rank, an entry point that runs it."""
+    L = c.L
+    return (L.pp > 1 and not c.profile.simulated and c.v == 1 and L.schedule in ("1f1b", "gpipe")
+            and c.spec.entry != "any")
+
+
+def _pipeline_replay(c: _Ctx, S: _Stages, rest: float, work: float) -> tuple:
+    """``(step, time share, bubble seconds, exposed pipeline communication)`` of the pipeline
+    replayed by ``pipesim.simulate``: per stage one micro-batch's forward (compute, its
+    blocking collectives, half its sends) and backward (likewise), the ``dp x tp`` ranks of a
+    stage sharing the host's cores with the other stages', the receivers' wake-up delays;
+    then ``rest`` (gradient synchronisation, copies, optimizer) on every rank at once,
+    time-shared where the ranks outnumber the cores."""
+    from .pipesim import simulate
+
+    L, m = c.L, c.L.microbatches
+    fwd = [f + cf + p2 / 2 for f, cf, p2 in zip(S.f, S.comm_f, S.p2p)]
+    bwd = [b + cb + p2 / 2 for b, cb, p2 in zip(S.b, S.comm_b, S.p2p)]
+    weights = [L.dp * L.tp] * L.pp
+    cores = c.profile.host_cores
+    sched = simulate(fwd, bwd, m, weights, cores, L.schedule)
+    alone = simulate(fwd, bwd, m, weights, None, L.schedule)  # every rank on a core of its own
+    rest_shared = rest * max(1.0, c.profile.time_share(L.world))
+    step = sched + rest_shared
+    share = step / (alone + rest) if alone + rest > 0 else 1.0
+    compute_path = _pipeline(S.compute(), m, L.pp, 1)[0]
+    bubble_time = max(0.0, compute_path - work)
+    comm_pipe = max(0.0, alone - compute_path)
+    return step, share, bubble_time, comm_pipe
 
 
 def _time_shared(span, stage_T, m, per_rank_rest, L: Layout, profile: Profile) -> tuple[float, float]:
