@@ -135,7 +135,10 @@ class Function:
         fn._out_meta = None
         # the engine checks the gradient it receives against it; interned (see _SHAPES)
         shape = out.shape
-        fn._out_shape = _SHAPES.get(shape) or _interned_shape(shape)
+        try:
+            fn._out_shape = _SHAPES[shape]
+        except KeyError:
+            fn._out_shape = _interned_shape(shape)
         # _wrap(out, True, fn, 0), inlined
         if type(out) is not _ndarray and isinstance(out, _np_generic):
             out = _np_asarray(out)
@@ -225,7 +228,10 @@ def apply_binary(cls, a: Tensor, b: Tensor):
         return _link_outputs(fn, out)
     fn._out_meta = None
     shape = out.shape
-    fn._out_shape = _SHAPES.get(shape) or _interned_shape(shape)
+    try:  # free when nothing is raised
+        fn._out_shape = _SHAPES[shape]
+    except KeyError:
+        fn._out_shape = _interned_shape(shape)
     if type(out) is not _ndarray and isinstance(out, _np_generic):
         out = _np_asarray(out)
     t = _new_tensor(Tensor)
