@@ -64,7 +64,7 @@ class Function:
     def next(self) -> tuple:
         """The graph edges, one per positional input of ``apply``: ``(producer Function,
         output number)``, ``(leaf Tensor, 0)`` or None (see the module docstring)."""
-        return tuple(_edge_pair(e) for e in self._edges)
+        return tuple(map(_edge_pair, self._edges))
 
     def forward(self, *arrays, **params):  # pragma: no cover - interface
         raise NotImplementedError
