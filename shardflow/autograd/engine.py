@@ -4,7 +4,7 @@ Algorithm (PyTorch's, in miniature), one named step each:
 
 1. ``_seed_roots``: put the seed gradient of every output in the slot of the Function that
    made it (a seed given for a leaf goes to that leaf directly).
-2. ``_collect_dependencies``: walk ``Function.next`` edges once to count, for every node
+2. ``_collect_dependencies``: walk the ``Function`` edges (``_edges``, packed) once to count, for every node
    (Function or leaf Tensor), how many edges point at it.
 3. Process nodes whose dependencies are all satisfied (Kahn's algorithm, LIFO). For a
    Function (``_backward_node``): take the gradients that arrived for its outputs, run the
@@ -73,7 +73,7 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, capture=None):
                     in_grads = fn.backward(g)
                     if type(in_grads) is not tuple:
                         in_grads = (in_grads,)
-                    if len(in_grads) != len(fn.next):
+                    if len(in_grads) != len(fn._edges):
                         in_grads = _check_gradient_count(fn, in_grads)
             if not retain_graph:
                 fn.__dict__.clear()  # Function.release(), inlined
@@ -81,10 +81,13 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, capture=None):
             if in_grads is None or capture is not None:
                 _send_gradients(fn, in_grads, grads, deps, ready, capture)
                 continue
-            for i, edge in enumerate(fn.next):  # _send_gradients, inlined
-                if edge is None:
+            for i, node in enumerate(fn._edges):  # _send_gradients, inlined
+                if node is None:
                     continue
-                node, idx = edge
+                if type(node) is tuple:  # packed edges (function.py): a pair for output >= 1
+                    node, idx = node
+                else:
+                    idx = 0
                 g = in_grads[i]
                 if isinstance(node, Function):
                     if g is not None:
@@ -154,10 +157,11 @@ def _collect_dependencies(roots) -> dict:
         fn = stack.pop()
         if fn._freed:
             _raise_freed(fn)
-        for edge in fn.next:
-            if edge is None:
+        for node in fn._edges:  # packed edges (function.py)
+            if node is None:
                 continue
-            node = edge[0]
+            if type(node) is tuple:
+                node = node[0]
             deps[node] = deps.get(node, 0) + 1
             if node not in seen:
                 seen.add(node)
@@ -221,17 +225,20 @@ def _call_backward(fn: Function, gouts: list):
         ])
     if not isinstance(in_grads, tuple):
         in_grads = (in_grads,)
-    if len(in_grads) != len(fn.next):
+    if len(in_grads) != len(fn._edges):
         in_grads = _check_gradient_count(fn, in_grads)
     return in_grads
 
 
 def _send_gradients(fn: Function, in_grads, grads: dict, deps: dict, ready: list, capture) -> None:
     """Route each input gradient of ``fn`` to its node; release nodes that have them all."""
-    for i, edge in enumerate(fn.next):
-        if edge is None:
+    for i, node in enumerate(fn._edges):  # packed edges (function.py)
+        if node is None:
             continue
-        node, idx = edge
+        if type(node) is tuple:
+            node, idx = node
+        else:
+            idx = 0
         g = None if in_grads is None else in_grads[i]
         if isinstance(node, Function):
             if g is not None:
@@ -313,11 +320,11 @@ def _check_gradient_count(fn: Function, in_grads: tuple) -> tuple:
     extra trailing entries that are None, and missing trailing entries for inputs that need
     no gradient (non-Tensor arguments, integer targets). A missing gradient for an input
     that needs one is the silent-loss case: it raises."""
-    n = len(fn.next)
+    n = len(fn._edges)
     got = len(in_grads)
     if got > n and all(g is None for g in in_grads[n:]):
         return in_grads[:n]
-    if got < n and all(edge is None for edge in fn.next[got:]):
+    if got < n and all(edge is None for edge in fn._edges[got:]):
         return in_grads + (None,) * (n - got)
     raise RuntimeError(
         f"function {fn.name()} returned an incorrect number of gradients (expected {n}, got "

@@ -8,7 +8,12 @@ the engine near one Python call. ``apply`` wraps them: it unwraps Tensor argumen
 Graph edges (``next``) point at the *producer* of each input, captured when the op ran:
 ``(function, output_nr)`` for an intermediate, ``(leaf_tensor, 0)`` for a leaf, ``None``
 for an input that needs no gradient. Holding producers rather than tensors is what lets an
-in-place op rebase a tensor's history without making a cycle.
+in-place op rebase a tensor's history without making a cycle. The node stores them packed
+(``_edges``, what the engine reads): the producer Function itself for its output 0, the leaf
+Tensor itself, ``(function, output_nr)`` only for a later output. A pair per edge was two
+tuples per binary op, and every tuple that outlives the op is work for the cyclic garbage
+collector (each collection walks the young objects: at 7 tracked objects per op it was
+a fifth of a 16-element op's instructions); ``next`` gives the pairs.
 
 Saved-tensor checks: a subclass declares which inputs its backward reads (``save_inputs``,
 indices; default all) and whether it reads its output (``save_output``). ``apply`` records
@@ -35,17 +40,31 @@ from .grad_mode import _off as _grad_off
 from .tensor import Tensor, _wrap
 
 _new_tensor = object.__new__
+
+# One tuple per distinct output shape, shared by the nodes (``Function._out_shape``): the
+# tuple ``out.shape`` makes is tracked by the cyclic garbage collector, and a node keeps it
+# as long as the graph lives, so without this every op left one more object for each
+# collection to walk; a looked-up temporary is freed at once. Cleared when it grows past
+# _MAX_SHAPES (programs with ever-changing shapes), which only costs new entries.
+_SHAPES: dict = {}
+_MAX_SHAPES = 4096
 _ndarray = np.ndarray
 _np_generic = np.generic
 _np_asarray = np.asarray
 
 
 class Function:
-    __slots__ = ("next", "_freed", "_pre_hooks", "_saved_versions", "_out_meta", "_out_shape",
+    __slots__ = ("_edges", "_freed", "_pre_hooks", "_saved_versions", "_out_meta", "_out_shape",
                  "needs_input_grad", "__dict__")
 
     save_inputs: tuple[int, ...] | None = None  # None: every Tensor input may be read
     save_output: bool = False
+
+    @property
+    def next(self) -> tuple:
+        """The graph edges, one per positional input of ``apply``: ``(producer Function,
+        output number)``, ``(leaf Tensor, 0)`` or None (see the module docstring)."""
+        return tuple(map(_edge_pair, self._edges))
 
     def forward(self, *arrays, **params):  # pragma: no cover - interface
         raise NotImplementedError
@@ -78,7 +97,9 @@ class Function:
                 if a.requires_grad:
                     need = True
                     producer = a.grad_fn
-                    edges.append((a, 0) if producer is None else (producer, a._output_nr))
+                    # packed edge (module docstring): the leaf, the producer, or a pair
+                    edges.append(a if producer is None else producer if a._output_nr == 0
+                                 else (producer, a._output_nr))
                     needs.append(True)
                     continue
             else:
@@ -95,7 +116,7 @@ class Function:
         out = fn.forward(*arrays, **params) if params else fn.forward(*arrays)
         fn._freed = False
         fn._pre_hooks = None
-        fn.next = tuple(edges)
+        fn._edges = tuple(edges)
         saved = cls.save_inputs
         if saved == ():
             fn._saved_versions = None
@@ -112,7 +133,12 @@ class Function:
         if type(out) is tuple:
             return _link_outputs(fn, out)
         fn._out_meta = None
-        fn._out_shape = out.shape  # the engine checks the gradient it receives against it
+        # the engine checks the gradient it receives against it; interned (see _SHAPES)
+        shape = out.shape
+        try:
+            fn._out_shape = _SHAPES[shape]
+        except KeyError:
+            fn._out_shape = _interned_shape(shape)
         # _wrap(out, True, fn, 0), inlined
         if type(out) is not _ndarray and isinstance(out, _np_generic):
             out = _np_asarray(out)
@@ -141,7 +167,7 @@ class Function:
         fn.__dict__.update(attrs)
         fn._freed = False
         fn._pre_hooks = None
-        fn.next = ()
+        fn._edges = ()
         fn._saved_versions = None
         fn.needs_input_grad = ()
         fn._out_meta = [(a.shape, a.dtype) for a in arrays]
@@ -169,14 +195,14 @@ def apply_binary(cls, a: Tensor, b: Tensor):
     if type(x) is not type(y):
         return cls.apply(a, b)
     fn = cls()
-    if a.requires_grad:
+    if a.requires_grad:  # packed edges (module docstring)
         producer = a.grad_fn
-        ea = (a, 0) if producer is None else (producer, a._output_nr)
+        ea = a if producer is None else producer if a._output_nr == 0 else (producer, a._output_nr)
     else:
         ea = None
     if b.requires_grad:
         producer = b.grad_fn
-        eb = (b, 0) if producer is None else (producer, b._output_nr)
+        eb = b if producer is None else producer if b._output_nr == 0 else (producer, b._output_nr)
     else:
         eb = None
     if (ea is None and eb is None) or (_grad_off[0] and not grad_mode._state.enabled):
@@ -187,7 +213,7 @@ def apply_binary(cls, a: Tensor, b: Tensor):
     out = fn.forward(x, y)
     fn._freed = False
     fn._pre_hooks = None
-    fn.next = (ea, eb)
+    fn._edges = (ea, eb)
     saved = cls.save_inputs
     if saved is None or len(saved) == 2:
         ca = a._version
@@ -201,7 +227,11 @@ def apply_binary(cls, a: Tensor, b: Tensor):
     if type(out) is tuple:
         return _link_outputs(fn, out)
     fn._out_meta = None
-    fn._out_shape = out.shape
+    shape = out.shape
+    try:  # free when nothing is raised
+        fn._out_shape = _SHAPES[shape]
+    except KeyError:
+        fn._out_shape = _interned_shape(shape)
     if type(out) is not _ndarray and isinstance(out, _np_generic):
         out = _np_asarray(out)
     t = _new_tensor(Tensor)
@@ -217,6 +247,20 @@ def apply_binary(cls, a: Tensor, b: Tensor):
     if cls.save_output:
         _record_output_versions(fn, (t,))
     return t
+
+
+def _interned_shape(shape: tuple) -> tuple:
+    """``shape`` as the one tuple ``_SHAPES`` holds for it (added on first sight)."""
+    if len(_SHAPES) >= _MAX_SHAPES:
+        _SHAPES.clear()
+    return _SHAPES.setdefault(shape, shape)
+
+
+def _edge_pair(edge):
+    """A packed edge (``Function._edges``) as the pair ``(node, output number)`` (or None)."""
+    if edge is None or type(edge) is tuple:
+        return edge
+    return (edge, 0)
 
 
 # needs_input_grad of a two-input node, by whether each input needs a gradient

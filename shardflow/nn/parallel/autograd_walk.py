@@ -43,10 +43,11 @@ def reachable_leaves(outputs) -> set:
         if id(fn) in seen_fn:
             continue
         seen_fn.add(id(fn))
-        for edge in fn.next:
-            if edge is None:
+        for node in fn._edges:  # packed edges (autograd/function.py): no pair per edge
+            if node is None:
                 continue
-            node = edge[0]
+            if type(node) is tuple:
+                node = node[0]
             if isinstance(node, Tensor):
                 leaves.add(id(node))
             else:
