@@ -260,21 +260,24 @@ class CollectivesMixin:
         return out
 
     def _reduce_scatter_large(self, plan, seq, array, op, out, oshape, fresh, me):
+        """An all-to-all of the ranks' blocks, then this rank sums its ``world`` received
+        blocks in rank order (as the small path does) into ``out``.
+
+        Not MPI's Reduce_scatter_block: Open MPI's (libnbc's non-blocking one: a reduction to
+        rank 0, then a scatter) takes scratch of twice the whole input on every rank, which
+        was the peak of a ZeRO-3 backward (``docs/ZERO.md``, "Memory"). The all-to-all moves
+        the same bytes (``world - 1`` blocks out and in per rank) into one receive buffer of
+        the input's size and needs no scratch; the sum runs in float32 for half types."""
         send, recv, _, _, s, r = self._bufs(plan, seq, fresh)
         yield self._exchange(s, r)
         self._checked_turn(send, recv, me)
-        src = np.ascontiguousarray(array, dtype=np.float32 if is_half(array.dtype) else None)
-        res = np.empty(oshape, dtype=src.dtype)
-        s1, s2, comm = spec(src), spec(res), self._comm
-        mop = self._ops[op]
-        yield self._data_step(me, lambda: comm.Ireduce_scatter_block(s1, s2, mop),
-                              lambda: comm.Reduce_scatter_block(s1, s2, mop))
-        if op == "avg":
-            np.divide(res, self._size, out=res, casting="unsafe")
+        src = np.ascontiguousarray(array)
+        rows = np.empty((self._size, *oshape), dtype=src.dtype)  # block k: rank k's for me
+        s1, s2, comm = move_spec(src), move_spec(rows), self._comm
+        yield self._data_step(me, lambda: comm.Ialltoall(s1, s2), lambda: comm.Alltoall(s1, s2))
         if out is not None:
-            out[...] = res
-            return out
-        return res.astype(array.dtype, copy=False)
+            return _reduce_rows(rows, op, self._size, out=out)
+        return _reduce_rows(rows, op, self._size).astype(array.dtype, copy=False)
 
     # -- all_to_all ----------------------------------------------------------------------
     def all_to_all(self, array, out=None, async_op: bool = False):

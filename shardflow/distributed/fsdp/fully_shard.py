@@ -408,14 +408,20 @@ def _post_forward(module, args, output):
 def _pre_backward(st) -> None:
     root = st.root
     root.start_backward()
+    # the reduce-scatter in flight is finished before this unit's gradients are computed, so
+    # its whole gradients (and the collective's buffers) are gone before new ones are made
+    root.finish_launched()
     g = st.group
     if g is not None:
         g.finish_unshard("backward")
         g.shard_pg.progress()
     if st.backward_prefetch is not None:
         _prefetch(st.backward_prefetch, "backward")
-    else:
+    elif g is None or not g.trainable:  # no gradients to wait for: prefetch now
         _prefetch([root.next_after(st, root.backward_order())], "backward")
+    # else the next unit is prefetched once this one's gradients are in (_make_grad_hook), not
+    # now: while this unit computes its gradients, the next unit's gathered parameters would
+    # be one more unit of memory at the peak of backward (ZeRO-3's peak: docs/ZERO.md)
 
 
 def _make_grad_hook(st):
@@ -423,12 +429,15 @@ def _make_grad_hook(st):
         g = st.group
         if p.grad is None or p.grad._spec is not None:
             return
-        if g.grad_flat is None:  # a unit starts receiving gradients: the one in flight is done
-            st.root.finish_launched()
+        if g.pending == len(g.trainable):  # a unit starts receiving gradients: the one in
+            st.root.finish_launched()        # flight is done (usually already, at pre-backward)
         done = g.take_grad(p)
         g.shard_pg.progress()
         if done:
-            st.root.unit_ready(st)
+            root = st.root
+            root.unit_ready(st)  # reduce-scatters launched, gathered parameters freed
+            if st.backward_prefetch is None:
+                _prefetch([root.next_after(st, root.backward_order())], "backward")
 
     return hook
 
