@@ -35,8 +35,8 @@ Mixed precision and the meta device
 -----------------------------------
 With ``MixedPrecisionPolicy(param_dtype=pd, reduce_dtype=rd)`` the shards stay in the
 parameters' dtype; each all-gather sends the shards cast to ``pd`` into ``pd`` full storage
-(replicated parameters get a ``pd`` copy while unsharded), and the gradients are packed and
-reduce-scattered in ``rd`` (default ``pd``), then cast back for ``.grad``. A unit whose
+(replicated parameters get a ``pd`` copy while unsharded), and the gradients are cast to
+``rd`` and reduce-scattered in it (default ``pd``), then cast back for ``.grad``. A unit whose
 parameters are meta arrays (a model built under ``device("meta")``) computes the same layout
 with meta buffers; the first all-gather after ``to_empty`` / ``load_state_dict(assign=True)``
 allocates them on the parameters' new device (``_materialize_if_needed``).
@@ -50,7 +50,7 @@ all-gather writes them again), which is how stage 3 frees gathered parameters be
 forward and backward even though the graph holds references to them (PyTorch resizes the
 storage to 0 for the same reason). On a device (CuPy) the full parameters are one
 allocation of the parameters' array module, kept for the unit's lifetime (see
-``free_full``); every other buffer (shards, padded gathers, packed gradients) is also made
+``free_full``); every other buffer (shards, padded gathers, reduced gradients) is also made
 on the parameters' device, so a GPU model's collectives go through NCCL.
 """
 
@@ -94,7 +94,7 @@ class FSDPParamGroup:
         self.dtype = dtypes.pop() if dtypes else np.dtype(np.float32)
         # mixed precision (MixedPrecisionPolicy, NumPy dtypes here): the shards (what the
         # optimizer updates) stay in self.dtype; the gathered parameters that forward and
-        # backward use are in compute_dtype; gradients are packed and reduced in reduce_dtype
+        # backward use are in compute_dtype; gradients are reduced in reduce_dtype
         # (default: the compute dtype, as PyTorch) and stored as self.dtype shards
         self.compute_dtype = np.dtype(param_dtype) if param_dtype is not None else self.dtype
         self.reduce_dtype = np.dtype(reduce_dtype) if reduce_dtype is not None else self.compute_dtype
@@ -105,7 +105,7 @@ class FSDPParamGroup:
             raise TypeError(
                 f"fully_shard({label}): the parameters of one unit must be on one device, got "
                 f"{listed}; move the module first (module.to(device))")
-        # every buffer of the unit (shards, gathered parameters, packed gradients) lives on the
+        # every buffer of the unit (shards, gathered parameters, reduced gradients) lives on the
         # parameters' device, so a GPU model's collectives go through NCCL
         self.device = devices.pop() if devices else CPU
         self.on_host = self.device.type == "cpu"
