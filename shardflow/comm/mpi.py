@@ -121,6 +121,7 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
         self._rank = self._comm.Get_rank()
         self._size = self._comm.Get_size()
         self._side = self._comm.Dup()
+        self._pairwise = self._comm.Dup()  # the messages of large reduce-scatters
         self.world_ranks = list(range(self._size)) if world_ranks is None else list(world_ranks)
         self.seq = 0
         self.p2p_seq = 0
@@ -421,6 +422,7 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
         try:
             self._board.free()
             self._side.Free()
+            self._pairwise.Free()
             if self._comm is not mpi().COMM_WORLD:
                 self._comm.Free()
         except Exception:  # noqa: BLE001 - freeing at shutdown is best effort
