@@ -19,7 +19,9 @@ Started as a plain process, it launches MPI jobs (one BLAS thread per rank):
    models GPT-mini and a 10x larger GPT, 8 layers d 576, batch 1 x T 64 per rank): peak
    resident memory of a training step minus the process's RSS before the model was built
    (``/proc/self/status`` VmHWM, reset after a warm-up step; ``MALLOC_MMAP_THRESHOLD_`` is
-   fixed so that freed arrays go back to the OS). ``--unit layer`` makes every Linear its
+   fixed so that freed arrays go back to the OS). The baseline is read after one step of a
+   tiny GPT has loaded the runtime (numba and the compiled kernels, ~130 MB per process
+   whatever the model: not model memory). ``--unit layer`` makes every Linear its
    own ``fully_shard`` unit (smaller gathered buffers; stages 2 and 3 only). ``act`` is a plain local step's peak over
    its resting RSS minus its gradients (activations and temporaries). The analytic model
    states per rank, float32 AdamW (4 B parameters + 4 B gradients + 8 B moments):
