@@ -233,11 +233,6 @@ class FSDPParamGroup:
         self.rs_out = None
         self.launched = False
 
-    @property
-    def has_grads(self) -> bool:
-        """Whether this unit holds gradients not yet reduced (this backward's or summed ones)."""
-        return bool(self.full_grads) or self.repl_grad is not None
-
     # -- unshard / reshard -----------------------------------------------------------------
     def _sync_shards(self) -> None:
         """Make ``shard_flat`` hold the current shard values (an optimizer or a load may have
