@@ -211,3 +211,33 @@ def test_negative_arguments_raise_torchs_message(name, kwargs):
     with pytest.raises(ValueError) as ours:
         getattr(optim, name)([sf.zeros(2, requires_grad=True)], **kwargs)
     assert str(ours.value).startswith(str(ref.value)), (str(ours.value), str(ref.value))
+
+
+def test_adam_numpy_path_scratch_is_one_block_not_one_array_per_shape(monkeypatch):
+    """The NumPy path of Adam/AdamW updates cache-sized blocks, so its temporaries are one
+    block per dtype and slot (they were one whole array per parameter shape, kept for the
+    optimizer's life: 8.4 MB of a 10x GPT's AdamW per rank in ``bench zero``); the result
+    still equals PyTorch's over several blocks with L2, amsgrad and maximize."""
+    from shardflow.ops.blocked import BLOCK_ELEMENTS
+
+    monkeypatch.setenv("SHARDFLOW_KERNELS", "numpy")
+    rng = np.random.default_rng(3)
+    shapes = [(300, 400), (1000, 70), (5,)]
+    inits = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    grads = [[rng.standard_normal(s).astype(np.float32) for s in shapes] for _ in range(3)]
+    for cls, kw in ((optim.AdamW, dict(weight_decay=0.1)),
+                    (optim.Adam, dict(weight_decay=0.1, amsgrad=True, maximize=True))):
+        ps = [sf.tensor(a.copy(), requires_grad=True) for a in inits]
+        tps = [torch.tensor(a.copy(), requires_grad=True) for a in inits]
+        opt = cls(ps, lr=0.01, **kw)
+        topt = getattr(torch.optim, cls.__name__)(tps, lr=0.01, **kw)
+        for step in grads:
+            for p, tp, g in zip(ps, tps, step):
+                p.grad = sf.tensor(g)
+                tp.grad = torch.tensor(g)
+            opt.step()
+            topt.step()
+        for p, tp in zip(ps, tps):
+            np.testing.assert_allclose(p.detach().numpy(), tp.detach().numpy(), rtol=1e-5, atol=1e-6)
+        scratch = [b.size for b in opt._scratch_cache.values()]
+        assert sum(scratch) <= 2 * BLOCK_ELEMENTS, (cls.__name__, scratch)

@@ -19,7 +19,9 @@ Started as a plain process, it launches MPI jobs (one BLAS thread per rank):
    models GPT-mini and a 10x larger GPT, 8 layers d 576, batch 1 x T 64 per rank): peak
    resident memory of a training step minus the process's RSS before the model was built
    (``/proc/self/status`` VmHWM, reset after a warm-up step; ``MALLOC_MMAP_THRESHOLD_`` is
-   fixed so that freed arrays go back to the OS). ``--unit layer`` makes every Linear its
+   fixed so that freed arrays go back to the OS). The baseline is read after one step of a
+   tiny GPT has loaded the runtime (numba and the compiled kernels, ~130 MB per process
+   whatever the model: not model memory). ``--unit layer`` makes every Linear its
    own ``fully_shard`` unit (smaller gathered buffers; stages 2 and 3 only). ``act`` is a plain local step's peak over
    its resting RSS minus its gradients (activations and temporaries). The analytic model
    states per rank, float32 AdamW (4 B parameters + 4 B gradients + 8 B moments):
@@ -239,6 +241,25 @@ def _reset_peak() -> None:
         f.write("5")
 
 
+def _warm_runtime(sf) -> None:
+    """Load the runtime a training step uses before the baseline is read: one local AdamW
+    step of a tiny GPT (d 32, 1 layer) imports numba and compiles (or loads from its disk
+    cache) every kernel specialisation the measured step calls (kernels are specialised by
+    dtype and ndim, not by shape). That code is about 130 MB per process, the same for any
+    model and any N, like the interpreter and NumPy that the baseline already holds; left
+    in, it was counted as model memory (the first measured step loaded it)."""
+    import shardflow.optim as optim
+
+    from .workloads import gpt_mini
+
+    model = gpt_mini(sf, n_layer=1, d_model=32, n_head=2)
+    opt = optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
+    xs, ys = _batch(0, 1, 8)
+    _step_fn(sf, model, opt, sf.tensor(xs), sf.tensor(ys))()
+    del model, opt
+    gc.collect()
+
+
 def _mem_worker(args) -> int:
     from ..comm import init
 
@@ -248,6 +269,7 @@ def _mem_worker(args) -> int:
     b, T = 1, 64
     import shardflow as sf  # noqa: F401 - imported before the baseline
 
+    _warm_runtime(sf)
     world.barrier()
     gc.collect()
     base = _status_kb("VmRSS")

@@ -24,8 +24,10 @@ Algorithm and communication plan
     message corrupts the receiver's memory (measured, see ``EAGER_SAFE_BYTES``).
   - **Larger messages**: the ``Allgather`` holds the signatures only; then the data goes
     through MPI's own collective (``Allreduce(IN_PLACE)``, ``Bcast``, ``Allgather``,
-    ``Reduce_scatter_block``, ``Alltoall``) on the communicator, on the user's buffer,
-    zero-copy. MPI matches collectives by issue order: the signature exchanges are issued
+    ``Alltoall``) on the communicator, on the user's buffer, zero-copy; reduce_scatter
+    is a pairwise exchange (``world - 1`` ``Sendrecv`` ring shifts on the ``_pairwise``
+    communicator, one block of scratch: Open MPI's ``Reduce_scatter_block`` took twice the
+    whole input). MPI matches collectives by issue order: the signature exchanges are issued
     when called, the data steps strictly in call order (``_data_turn``), on every rank. The extra
     small collective costs a few microseconds (``shardflow bench comm``: see
     docs/DISTRIBUTED.md for the table).
@@ -121,6 +123,7 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
         self._rank = self._comm.Get_rank()
         self._size = self._comm.Get_size()
         self._side = self._comm.Dup()
+        self._pairwise = self._comm.Dup()  # the messages of large reduce-scatters
         self.world_ranks = list(range(self._size)) if world_ranks is None else list(world_ranks)
         self.seq = 0
         self.p2p_seq = 0
@@ -421,6 +424,7 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
         try:
             self._board.free()
             self._side.Free()
+            self._pairwise.Free()
             if self._comm is not mpi().COMM_WORLD:
                 self._comm.Free()
         except Exception:  # noqa: BLE001 - freeing at shutdown is best effort

@@ -29,9 +29,11 @@ from .base import ReduceOp, checked_reduce_op
 from .local import copied_alone, gathered_alone
 from .mpi_buffers import contiguous, for_reduction, is_half, move_spec, spec
 from .mpi_lib import mpi
+from .mpi_p2p import _Both
 from .mpi_plans import Plan
 from .mpi_work import Call
 
+PAIRWISE_TAGS = 32768  # MPI guarantees tags up to 32767
 _REDUCE_UFUNCS = {"sum": np.add, "avg": np.add, "prod": np.multiply, "max": np.maximum,
                   "min": np.minimum}
 
@@ -260,21 +262,52 @@ class CollectivesMixin:
         return out
 
     def _reduce_scatter_large(self, plan, seq, array, op, out, oshape, fresh, me):
+        """Pairwise exchange: in step ``k = 1 .. world - 1`` this rank sends its block for
+        rank ``r + k`` and receives rank ``r - k``'s block for it (one Sendrecv, a ring
+        shift), adding it into its own; ``avg`` divides at the end, half types sum in
+        float32. The same bytes as any reduce-scatter (``world - 1`` blocks out and in per
+        rank), with one block of scratch (the received block; plus the sum when ``out`` is
+        not a C-contiguous array of the input's dtype).
+
+        Not MPI's Reduce_scatter_block: Open MPI's (libnbc's non-blocking one: a reduction to
+        rank 0, then a scatter) takes scratch of twice the whole input on every rank, which
+        was the peak of a ZeRO-3 backward (``docs/ZERO.md``, "Memory"). The messages run on
+        a communicator of their own (``_pairwise``), tagged by the call's sequence number, so
+        they match neither user messages nor those of another reduce-scatter in flight."""
         send, recv, _, _, s, r = self._bufs(plan, seq, fresh)
         yield self._exchange(s, r)
         self._checked_turn(send, recv, me)
+        n, rank = self._size, self._rank
         src = np.ascontiguousarray(array, dtype=np.float32 if is_half(array.dtype) else None)
-        res = np.empty(oshape, dtype=src.dtype)
-        s1, s2, comm = spec(src), spec(res), self._comm
-        mop = self._ops[op]
-        yield self._data_step(me, lambda: comm.Ireduce_scatter_block(s1, s2, mop),
-                              lambda: comm.Reduce_scatter_block(s1, s2, mop))
+        blocks = src.reshape(n, -1)  # (world, block): block k goes to rank k
+        flat_out = None if out is None else out.reshape(-1)
+        if (flat_out is not None and out.flags.c_contiguous and out.dtype == src.dtype
+                and not np.shares_memory(out, src)):
+            acc = flat_out  # the sum builds in the caller's buffer
+            acc[...] = blocks[rank]
+        else:
+            acc = blocks[rank].copy()
+        part = np.empty_like(acc)
+        ufunc = _REDUCE_UFUNCS[op]
+        pc, tag, rb = self._pairwise, seq % PAIRWISE_TAGS, spec(part)
+        for k in range(1, n):
+            dst, frm, sb = (rank + k) % n, (rank - k) % n, spec(blocks[(rank + k) % n])
+
+            def start(sb=sb, dst=dst, frm=frm):
+                return _Both([pc.Irecv(rb, source=frm, tag=tag), pc.Isend(sb, dest=dst, tag=tag)])
+
+            def blocking(sb=sb, dst=dst, frm=frm):
+                pc.Sendrecv(sb, dest=dst, sendtag=tag, recvbuf=rb, source=frm, recvtag=tag)
+
+            yield self._data_step(me, start, blocking) if k == 1 else (start, blocking)
+            ufunc(acc, part, out=acc)
         if op == "avg":
-            np.divide(res, self._size, out=res, casting="unsafe")
-        if out is not None:
-            out[...] = res
-            return out
-        return res.astype(array.dtype, copy=False)
+            np.divide(acc, n, out=acc, casting="unsafe")
+        if out is None:
+            return acc.reshape(oshape).astype(array.dtype, copy=False)
+        if acc is not flat_out:
+            out[...] = acc.reshape(oshape)
+        return out
 
     # -- all_to_all ----------------------------------------------------------------------
     def all_to_all(self, array, out=None, async_op: bool = False):

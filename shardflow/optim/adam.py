@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import kernels
 from ..kernels import optim as _optim_kernels
-from ..ops.blocked import block_slices
+from ..ops.blocked import BLOCK_ELEMENTS, block_slices
 from ._checks import check_nonnegative
 from .optimizer import Optimizer, _bump
 
@@ -71,20 +71,26 @@ class Adam(Optimizer):
                         lr=lr, decay=1 - lr * wd if decoupled else 1.0)
                     _bump(p)
                     continue
-                tmp = self._scratch(x)
                 decay = 1 - lr * wd if (wd != 0 and decoupled) else 1.0  # AdamW, applied per block
-                if maximize or (wd != 0 and not decoupled):
-                    gg = self._scratch(x, 1)
-                    np.negative(g, out=gg) if maximize else np.copyto(gg, g)
-                    if wd != 0 and not decoupled:  # L2 penalty folded into the gradient
-                        np.multiply(x, wd, out=tmp)
-                        gg += tmp
-                    g = gg
-                m, v = st["exp_avg"].array, st["exp_avg_sq"].array
-                vmax = st["max_exp_avg_sq"].array if amsgrad else None
                 coef = (b1, b2, eps, 1 - b1**t, math.sqrt(1 - b2**t), lr, decay)
-                for blk in _blocks(x, g, m, v, vmax, tmp):
-                    _adam_update(*blk, coef)
+                adjust = maximize or (wd != 0 and not decoupled)
+                if _blockable(x, g, m, v, vmax):  # block-sized temporaries, whatever the size
+                    tmp = self._flat_scratch(BLOCK_ELEMENTS, x.dtype)
+                    gg = self._flat_scratch(BLOCK_ELEMENTS, x.dtype, 1) if adjust else None
+                    flat = [None if a is None else a.reshape(-1) for a in (x, g, m, v, vmax)]
+                    for b in block_slices(x.size):
+                        xb, gb, mb, vb, vmb = (None if a is None else a[b] for a in flat)
+                        k = b.stop - b.start
+                        tb = tmp[:k]
+                        if adjust:
+                            gb = _effective_grad_block(xb, gb, gg[:k], tb, wd, decoupled, maximize)
+                        _adam_update(xb, gb, mb, vb, vmb, tb, coef)
+                else:  # CuPy or strided arrays: whole-array temporaries
+                    tmp = self._scratch(x)
+                    if adjust:
+                        g = _effective_grad_block(x, g, self._scratch(x, 1), tmp, wd, decoupled,
+                                                  maximize)
+                    _adam_update(x, g, m, v, vmax, tmp, coef)
                 _bump(p)
         return loss
 
@@ -113,15 +119,21 @@ def _adam_update(x, g, m, v, vmax, tmp, coef):
     x -= tmp
 
 
-def _blocks(*arrays):
-    """Matching pieces of same-shape arrays (None entries stay None): flat cache-sized blocks
-    when every array is a C-contiguous NumPy array (``ops/blocked.py`` explains why), else
-    the whole arrays as one piece."""
-    arrs = [a for a in arrays if a is not None]
-    if not all(type(a) is np.ndarray and a.flags.c_contiguous for a in arrs):
-        return [arrays]
-    flat = [None if a is None else a.reshape(-1) for a in arrays]
-    return [tuple(None if a is None else a[b] for a in flat) for b in block_slices(arrs[0].size)]
+def _blockable(*arrays) -> bool:
+    """Every array (None entries skipped) a C-contiguous NumPy array: the update then runs
+    on flat cache-sized blocks (``ops/blocked.py`` explains why) with block-sized
+    temporaries, so the scratch is one block per dtype, not one array per parameter shape
+    (8.4 MB of a 10x GPT's AdamW on 2 ranks, kept for the optimizer's life)."""
+    return all(a is None or (type(a) is np.ndarray and a.flags.c_contiguous) for a in arrays)
+
+
+def _effective_grad_block(x, g, out, tmp, wd, decoupled, maximize):
+    """``-g if maximize else g``, plus ``wd * x`` for Adam's L2 penalty, into ``out``."""
+    np.negative(g, out=out) if maximize else np.copyto(out, g)
+    if wd != 0 and not decoupled:  # L2 penalty folded into the gradient
+        np.multiply(x, wd, out=tmp)
+        out += tmp
+    return out
 
 
 class AdamW(Adam):

@@ -153,6 +153,15 @@ class Optimizer:
             buf = self._scratch_cache[key] = np.empty_like(like)
         return buf
 
+    def _flat_scratch(self, n: int, dtype, slot: int = 0) -> np.ndarray:
+        """A reusable flat ``(n,)`` temporary of ``dtype``: the scratch of updates that run on
+        cache-sized blocks (one per dtype and slot, whatever the parameters' shapes)."""
+        key = ((n,), np.dtype(dtype), slot)
+        buf = self._scratch_cache.get(key)
+        if buf is None:
+            buf = self._scratch_cache[key] = np.empty(n, dtype=dtype)
+        return buf
+
     def _effective_grad(self, x: np.ndarray, g: np.ndarray, weight_decay: float, maximize: bool):
         """``-g if maximize else g``, plus ``weight_decay * x`` (L2, PyTorch's non-decoupled
         form), in scratch slot 1 (slot 0 stays free for the caller); ``g`` itself when neither

@@ -78,7 +78,8 @@ for stage in (2, 3):
     units = 3 if W == 2 else 2
     assert st["unshard"] == 10 * units * (stage - 1), st
     assert st["all_gather"] == 10 * (2 * units) * (stage - 1), st  # one per parameter
-    assert st["reduce_scatter"] == 10 * units and st["all_reduce"] == 10 * (3 - units), st
+    # one reduce-scatter per sharded parameter too (from its own gradient, no packed copy)
+    assert st["reduce_scatter"] == 10 * (2 * units) and st["all_reduce"] == 10 * (3 - units), st
     if r == 0:
         print("STAGE", stage, shards, flush=True)
 print("ALL OK", r, flush=True)
@@ -305,3 +306,46 @@ def test_errors_are_clear():
     b(sf.randn(2, 3)).sum().backward()
     with pytest.raises(RuntimeError, match=r"missing b\.weight, b\.bias"):
         b(sf.randn(2, 3))
+
+
+NO_PACKED_COPY_SCRIPT = COMMON + r"""
+# a parameter whose rows divide evenly is reduce-scattered straight from its own .grad array
+# (no unit-sized packed copy beside it: ZeRO-3's peak memory, docs/ZERO.md "Memory"); an
+# uneven one goes through a padded buffer. The gradients still equal one process's.
+sf.manual_seed(0)
+ref = make()
+sf.manual_seed(0)
+m = make()
+grads_seen = {}  # id(p) -> the .grad array autograd gave p (recorded before FSDP takes it)
+for p in m.parameters():
+    p.register_post_accumulate_grad_hook(lambda p: grads_seen.__setitem__(id(p), p.grad.array))
+for i in (0, 2):
+    fully_shard(m[i])
+fully_shard(m)
+sends = []  # every reduce-scatter input (observed through a wrapper on the shard group)
+groups = {id(st.group.shard_pg): st.group.shard_pg for mod in m.modules()
+          if (st := mod.__dict__.get("_fsdp_state")) is not None and st.group is not None}
+for pg in groups.values():
+    def rs(array, op, out=None, async_op=False, _orig=pg.reduce_scatter):
+        sends.append(array)
+        return _orig(array, op, out=out, async_op=async_op)
+    pg.reduce_scatter = rs
+X, Y = batch(0)
+F.mse_loss(m(sf.tensor(X[r * ROWS:(r + 1) * ROWS])), sf.tensor(Y[r * ROWS:(r + 1) * ROWS])).backward()
+F.mse_loss(ref(sf.tensor(X)), sf.tensor(Y)).backward()
+even = {id(p) for p in m.parameters() if p.shape[0] % W == 0 and p.shape[0] >= W}
+assert even and len(sends) == sum(1 for p in m.parameters() if p.shape[0] >= W), len(sends)
+for p in m.parameters():
+    if id(p) in even:
+        assert any(np.shares_memory(s, grads_seen[id(p)]) for s in sends), p.shape
+for p, q in zip(m.parameters(), ref.parameters()):  # the mean over ranks of local means
+    assert rel(p.grad.numpy(), q.grad.array) < 1e-5, (p.shape, rel(p.grad.numpy(), q.grad.array))
+print("ALL OK", r, flush=True)
+"""
+
+
+@pytest.mark.mpi
+def test_even_parameters_reduce_scatter_from_their_own_grad():
+    # 2 ranks: (7, 5) and (7,) split 4 + 3 (padded), the others evenly
+    res = run_mpi(NO_PACKED_COPY_SCRIPT, n=2, timeout=120).check()
+    assert res.stdout.count("ALL OK") == 2

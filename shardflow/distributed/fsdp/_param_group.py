@@ -11,8 +11,15 @@ laid end to end in one flat *segment* of ``S = max_k (sum of its chunk sizes)`` 
 (shorter segments are zero-padded), so one collective reduces a whole unit's gradients:
 
     shard_flat (S,)         this rank's segment; each parameter's shard is a view into it
-    grad_flat (N * S,)      the full gradients, packed in the same rank-major order;
-    reduce_scatter(avg)     -> (S,): this rank's segment of the averaged gradient
+    rs_out (S,)             this rank's segment of the averaged gradients: each parameter's
+                            reduce_scatter(avg) writes its chunk there, ``.grad`` is a view
+
+The gradients are reduce-scattered one collective per parameter, straight from the full
+gradient autograd gave the parameter (its ``.grad`` array, which the parameter owns: the
+engine hands each leaf a fresh copy): a parameter whose rows divide evenly is, C-contiguous,
+its ranks' chunks in rank order, so no packed copy of the unit's gradients is made (it
+used to be: a unit-sized buffer beside the engine's gradient at the peak of backward); an
+uneven one is packed into a padded ``(N, ceil(rows / N) * row)`` buffer.
 
 The parameters are gathered one all-gather each: a parameter whose rows divide evenly
 is, as a C-contiguous array, its ranks' chunks in rank order, so the all-gather writes into
@@ -28,8 +35,8 @@ Mixed precision and the meta device
 -----------------------------------
 With ``MixedPrecisionPolicy(param_dtype=pd, reduce_dtype=rd)`` the shards stay in the
 parameters' dtype; each all-gather sends the shards cast to ``pd`` into ``pd`` full storage
-(replicated parameters get a ``pd`` copy while unsharded), and the gradients are packed and
-reduce-scattered in ``rd`` (default ``pd``), then cast back for ``.grad``. A unit whose
+(replicated parameters get a ``pd`` copy while unsharded), and the gradients are cast to
+``rd`` and reduce-scattered in it (default ``pd``), then cast back for ``.grad``. A unit whose
 parameters are meta arrays (a model built under ``device("meta")``) computes the same layout
 with meta buffers; the first all-gather after ``to_empty`` / ``load_state_dict(assign=True)``
 allocates them on the parameters' new device (``_materialize_if_needed``).
@@ -43,7 +50,7 @@ all-gather writes them again), which is how stage 3 frees gathered parameters be
 forward and backward even though the graph holds references to them (PyTorch resizes the
 storage to 0 for the same reason). On a device (CuPy) the full parameters are one
 allocation of the parameters' array module, kept for the unit's lifetime (see
-``free_full``); every other buffer (shards, padded gathers, packed gradients) is also made
+``free_full``); every other buffer (shards, padded gathers, reduced gradients) is also made
 on the parameters' device, so a GPU model's collectives go through NCCL.
 """
 
@@ -56,7 +63,7 @@ import numpy as np
 from ...autograd import _wrap
 from ...backend.device import CPU
 from ...backend.meta import is_meta_array
-from ...backend.xp import device_of, new_array
+from ...backend.xp import device_of, get_array_module, new_array
 from .. import layout
 from ..global_tensor import GlobalSpec, make_global
 from ..plan import record
@@ -87,7 +94,7 @@ class FSDPParamGroup:
         self.dtype = dtypes.pop() if dtypes else np.dtype(np.float32)
         # mixed precision (MixedPrecisionPolicy, NumPy dtypes here): the shards (what the
         # optimizer updates) stay in self.dtype; the gathered parameters that forward and
-        # backward use are in compute_dtype; gradients are packed and reduced in reduce_dtype
+        # backward use are in compute_dtype; gradients are reduced in reduce_dtype
         # (default: the compute dtype, as PyTorch) and stored as self.dtype shards
         self.compute_dtype = np.dtype(param_dtype) if param_dtype is not None else self.dtype
         self.reduce_dtype = np.dtype(reduce_dtype) if reduce_dtype is not None else self.compute_dtype
@@ -98,7 +105,7 @@ class FSDPParamGroup:
             raise TypeError(
                 f"fully_shard({label}): the parameters of one unit must be on one device, got "
                 f"{listed}; move the module first (module.to(device))")
-        # every buffer of the unit (shards, gathered parameters, packed gradients) lives on the
+        # every buffer of the unit (shards, gathered parameters, reduced gradients) lives on the
         # parameters' device, so a GPU model's collectives go through NCCL
         self.device = devices.pop() if devices else CPU
         self.on_host = self.device.type == "cpu"
@@ -219,9 +226,9 @@ class FSDPParamGroup:
     def reset_grad_state(self) -> None:
         self.pending = len(self.trainable)
         self.ready = {id(p): False for p in self.trainable}
-        self.grad_flat = None  # (N * S,) packed full gradients of this backward
+        self.full_grads = {}  # split index -> the whole gradient of this backward (or the sum)
         self.repl_grad = None
-        self.rs_work = None
+        self.rs_works = []  # (work, send buffer, padded output or None, split index) in flight
         self.ar_work = None
         self.rs_out = None
         self.launched = False
@@ -338,10 +345,10 @@ class FSDPParamGroup:
 
     # -- gradients -------------------------------------------------------------------------
     def take_grad(self, p) -> bool:
-        """Add ``p.grad`` (the full local gradient) into the packed buffers (zeros at the start
-        of a synchronised step; after ``set_requires_gradient_sync(False)`` steps they hold
-        the sum so far) and drop it; True when every trainable parameter of the unit has
-        delivered its gradient."""
+        """Take ``p.grad`` (the full local gradient, owned by the parameter) and drop it: kept
+        as it is for the reduce-scatter, or added to the sum kept after
+        ``set_requires_gradient_sync(False)`` steps; True when every trainable parameter of
+        the unit has delivered its gradient."""
         if not self.ready.get(id(p), True):
             self.ready[id(p)] = True
             self.pending -= 1
@@ -350,14 +357,13 @@ class FSDPParamGroup:
         if g.dtype != self.reduce_dtype:  # mixed precision: reduced in reduce_dtype
             g = g.astype(self.reduce_dtype)
         if id(p) in self.index:
-            if self.grad_flat is None:
-                self.grad_flat = self._zeros(self.N * self.S, self.reduce_dtype)
             i = self.index[id(p)]
-            row = g[0].size if g.ndim > 1 else 1
-            for k, (lo, hi) in enumerate(self.rows[i]):
-                start = k * self.S + self.offsets[i][k]
-                dst = self.grad_flat[start: start + (hi - lo) * row]
-                dst += g[lo:hi].reshape(-1)
+            held = self.full_grads.get(i)
+            if held is None:
+                xp = get_array_module(g)
+                self.full_grads[i] = xp.ascontiguousarray(g)  # no copy: .copy() made it C order
+            else:
+                held += g
         else:
             if self.repl_grad is None:
                 self.repl_grad = self._zeros(self.repl_numel, self.reduce_dtype)
@@ -366,12 +372,33 @@ class FSDPParamGroup:
         return self.pending == 0
 
     def launch_reduce(self) -> None:
-        """Start the reduce-scatter (and the all-reduce of replicated grads), non-blocking."""
-        if self.grad_flat is not None:
+        """Start the reduce-scatters, one per sharded parameter in the unit's order (the same
+        on every rank), and the all-reduce of the replicated gradients; non-blocking. An
+        evenly split gradient is sent as it is (its rows are the ranks' chunks in order) and
+        lands in its place in ``rs_out``; an uneven one goes through a padded buffer and its
+        whole gradient is dropped at once."""
+        if self.full_grads:
             self.rs_out = self._empty(self.S, self.reduce_dtype)
-            self.rs_work = self.shard_pg.reduce_scatter(self.grad_flat, "avg", out=self.rs_out,
-                                                        async_op=True)
-            self._count("reduce_scatter", self.grad_flat.nbytes, "backward")
+            for i in range(len(self.split)):
+                full = self.full_grads.pop(i, None)
+                if full is None:  # frozen parameter: no gradient to reduce
+                    continue
+                rows = self.rows[i]
+                c = max(hi - lo for lo, hi in rows)
+                row = full[0].size if full.ndim > 1 else 1
+                off = self.offsets[i][self.rank]
+                if all(hi - lo == c for lo, hi in rows):
+                    send, padded = full.reshape(-1), None
+                    out = self.rs_out[off: off + c * row]
+                else:
+                    send = self._zeros(self.N * c * row, self.reduce_dtype)
+                    for k, (lo, hi) in enumerate(rows):
+                        send[k * c * row: (k * c + hi - lo) * row] = full[lo:hi].reshape(-1)
+                    del full
+                    padded = out = self._empty(c * row, self.reduce_dtype)
+                work = self.shard_pg.reduce_scatter(send, "avg", out=out, async_op=True)
+                self.rs_works.append((work, send, padded, i))
+                self._count("reduce_scatter", send.nbytes, "backward")
         if self.repl_grad is not None:
             self.ar_work = self.shard_pg.all_reduce(self.repl_grad, "avg", async_op=True)
             self._count("all_reduce", self.repl_grad.nbytes, "backward")
@@ -379,8 +406,13 @@ class FSDPParamGroup:
 
     def finish_reduce(self) -> None:
         """Wait, average over replicas (HSDP), and set each ``p.grad`` to its global shard."""
-        if self.rs_work is not None:
-            self.rs_work.wait()
+        for work, _send, padded, i in self.rs_works:
+            work.wait()
+            if padded is not None:
+                size = self.shard_views[i].size
+                off = self.offsets[i][self.rank]
+                self.rs_out[off: off + size] = padded[:size]
+        self.rs_works = []  # the send buffers (whole gradients) go now
         if self.ar_work is not None:
             self.ar_work.wait()
         if self.rep_pg is not None and self.rep_pg.size > 1:

@@ -29,16 +29,20 @@ Algorithm and communication plan (per step, ``Ψ`` = parameter elements)
   advances it only inside MPI calls). Its post-forward hook registers a pre-backward hook
   on the outputs and, with ``reshard_after_forward=True`` (ZeRO-3; not for the root, whose backward comes
   first), frees the gathered parameters again. All-gathers: Ψ.
-* **Backward**: the pre-backward hook of a resharded unit gathers it again (ZeRO-3: another
-  Ψ) and prefetches the unit backward reaches next. A post-accumulate-grad hook on each
-  parameter packs its gradient into the unit's flat buffer and drops ``.grad``; when a unit
-  has all its gradients its ``reduce_scatter(avg)`` starts (non-blocking, units in a fixed
-  order on every rank, as DDP's buckets) and its gathered parameters are freed. Every hook
-  calls ``progress()`` on the group (Open MPI advances non-blocking collectives only inside
-  MPI calls). Reduce-scatters: Ψ. One is in flight: the next unit's first gradient
-  finishes it (waits, averages over replicas: on an HSDP mesh an all-reduce of Ψ/N on the
-  replicate dimension, and gives each parameter its gradient shard as ``.grad``), so only
-  two units' packed gradients are ever alive; the last is finished at the end of backward.
+* **Backward**: the pre-backward hook of a unit finishes the reduce-scatter in flight (see
+  below) and, for a resharded unit, gathers it again (ZeRO-3: another Ψ). A
+  post-accumulate-grad hook on each parameter takes its whole gradient (``.grad``, which
+  the parameter owns) and drops ``.grad``; when a unit has all its gradients its
+  ``reduce_scatter(avg)`` starts, one per parameter straight from those gradients
+  (non-blocking, units in a fixed order on every rank, as DDP's buckets), its gathered
+  parameters are freed, and the unit backward reaches next is prefetched (not earlier: while
+  a unit computes its gradients the next gathered unit would be one more unit of memory at
+  the peak). Every hook calls ``progress()`` on the group (Open MPI advances non-blocking
+  collectives only inside MPI calls). Reduce-scatters: Ψ. One unit's are in flight: the
+  next unit's pre-backward finishes them (waits, averages over replicas: on an HSDP mesh
+  an all-reduce of Ψ/N on the replicate dimension, and gives each parameter its gradient
+  shard as ``.grad``), so at most one unit's whole gradients are alive besides the ones
+  being computed; the last is finished at the end of backward.
 * Total per step: ZeRO-2 (``reshard_after_forward=False``) 2Ψ, ZeRO-3 3Ψ: the ZeRO paper's
   figures. Parameters too small to shard (``shape[0] <`` shard size, scalars) are replicated
   and all-reduced.
@@ -254,6 +258,7 @@ class _Root:
         self.order: list = []  # units in the order their forward ran, this step
         self.prev_order: list = []  # ... in the previous step (what prefetch follows)
         self.backward_started = False
+        self.reached: set = set()  # ids of the units whose pre-backward ran in this backward
         self.queue: list = []  # units in reduce-scatter launch order
         self.next_launch = 0
         self.next_finish = 0
@@ -269,6 +274,7 @@ class _Root:
         self.next_launch = 0
         self.next_finish = 0
         self.backward_started = False
+        self.reached = set()
 
     def _check_previous_backward(self) -> None:
         if not self.expect_backward:
@@ -324,9 +330,9 @@ class _Root:
 
     def unit_ready(self, st) -> None:
         """A unit delivered all its gradients: launch reduce-scatters in queue order. One is in
-        flight while the next unit computes: the first gradient of the next unit finishes it
-        (``finish_launched``; the transfer had that gradient's computation to complete), so
-        packed full gradients are freed as backward goes instead of living until its end."""
+        flight until backward reaches the next unit (its pre-backward calls
+        ``finish_launched``; the transfer overlaps the ops in between), so whole gradients
+        are freed as backward goes instead of living until its end."""
         self.start_backward()
         q = self.queue
         k = self.next_launch
@@ -341,8 +347,8 @@ class _Root:
             self.finalize()
 
     def finish_launched(self) -> None:
-        """Finish every launched reduce-scatter (before a new unit's packed buffer is made,
-        so at most one unit's full gradients are alive besides the one being filled)."""
+        """Finish every launched reduce-scatter (before a new unit computes its gradients,
+        so at most one unit's whole gradients are alive besides the ones being computed)."""
         while self.next_finish < self.next_launch:
             self._finish(self.queue[self.next_finish])
             self.next_finish += 1
@@ -408,14 +414,23 @@ def _post_forward(module, args, output):
 def _pre_backward(st) -> None:
     root = st.root
     root.start_backward()
+    root.reached.add(id(st))
+    # the reduce-scatter in flight is finished before this unit's gradients are computed, so
+    # its whole gradients (and the collective's buffers) are gone before new ones are made
+    root.finish_launched()
     g = st.group
     if g is not None:
         g.finish_unshard("backward")
         g.shard_pg.progress()
     if st.backward_prefetch is not None:
         _prefetch(st.backward_prefetch, "backward")
-    else:
+    elif g is None or not g.trainable or st is root.root_state:
+        # no gradients to wait for, or the root's (its tied embedding's gradient comes last):
+        # prefetch now
         _prefetch([root.next_after(st, root.backward_order())], "backward")
+    # else the next unit is prefetched once this one's gradients are in (_make_grad_hook), not
+    # now: while this unit computes its gradients, the next unit's gathered parameters would
+    # be one more unit of memory at the peak of backward (ZeRO-3's peak: docs/ZERO.md)
 
 
 def _make_grad_hook(st):
@@ -423,12 +438,18 @@ def _make_grad_hook(st):
         g = st.group
         if p.grad is None or p.grad._spec is not None:
             return
-        if g.grad_flat is None:  # a unit starts receiving gradients: the one in flight is done
-            st.root.finish_launched()
+        if g.pending == len(g.trainable):  # a unit starts receiving gradients: the one in
+            st.root.finish_launched()        # flight is done (usually already, at pre-backward)
         done = g.take_grad(p)
         g.shard_pg.progress()
         if done:
-            st.root.unit_ready(st)
+            root = st.root
+            root.unit_ready(st)  # reduce-scatters launched, gathered parameters freed
+            nxt = root.next_after(st, root.backward_order())
+            # only a unit backward has not reached yet: one it passed (the root's gradients
+            # come last) would be gathered with the shards before the optimizer step
+            if st.backward_prefetch is None and nxt is not None and id(nxt) not in root.reached:
+                _prefetch([nxt], "backward")
 
     return hook
 

@@ -71,6 +71,22 @@ def check_broadcast_gather_scatter(w, r, n):
         fullT = np.stack([data(k, (3, n * 2), np.float32, 14).T for k in range(n)])
         close(got, REDUCE_REFS[op](fullT)[2 * r: 2 * r + 2], ("reduce_scatter view", op))
     assert w.reduce_scatter(np.zeros((0, 2), np.float32)).shape == (0, 2)
+    # the large path (data above the signature block: an all-to-all, then a rank-order sum):
+    # every reduce op, blocking and async into out=, float64, half through float32
+    for seed, (op, ref) in enumerate(REDUCE_REFS.items()):
+        full = np.stack([data(k, (n * 64, 5), np.float64, 40 + seed) for k in range(n)])
+        got = w.reduce_scatter(full[r].copy(), op)
+        assert got.dtype == np.float64 and got.shape == (64, 5)
+        close(got, ref(full)[64 * r: 64 * r + 64], ("reduce_scatter large", op))
+        out = np.full((64, 5), np.nan)
+        w.reduce_scatter(full[r].copy(), op, out=out, async_op=True).wait()
+        close(out, ref(full)[64 * r: 64 * r + 64], ("reduce_scatter large async out=", op))
+    xs = [data(k, (n * 600,), np.float32, 48).astype(ml_dtypes.bfloat16) for k in range(n)]
+    got = w.reduce_scatter(xs[r], "avg")
+    assert got.dtype == np.dtype(ml_dtypes.bfloat16)
+    want = (np.sum([x.astype(np.float32) for x in xs], 0) / n)[600 * r: 600 * r + 600]
+    close(got.astype(np.float32), want.astype(ml_dtypes.bfloat16).astype(np.float32),
+          "reduce_scatter large bfloat16", tol=1e-2)
     # all_to_all
     xs = [data(k, (n * 2, 2), np.float32, 15) for k in range(n)]
     got = w.all_to_all(xs[r])

@@ -34,7 +34,8 @@ def main(argv):
         # 4 steps x 2 units with a sharded parameter (the last Linear is replicated and
         # all-reduced): stage 2 gathers once per step, stage 3 twice; every one through NCCL
         assert st["unshard"] == 4 * 2 * (stage - 1), st
-        assert st["reduce_scatter"] == 4 * 2 and st["all_reduce"] == 4, st
+        # one reduce-scatter per sharded parameter (weight and bias of 2 units)
+        assert st["reduce_scatter"] == 4 * 2 * 2 and st["all_reduce"] == 4, st
         assert calls >= st["all_gather"] + st["reduce_scatter"] + st["all_reduce"], (calls, st)
         w = m.state_dict()["0.weight"]
         assert w.is_global and str(w.sbp) == "(S(0),)", w.sbp
