@@ -1,0 +1,108 @@
+"""Inter-op parallelism for compile_step's backward: weight-gradient GEMMs on a second thread.
+
+Why: the engine workloads are GEMM-bound (single-threaded profiles: GEMMs are 77% of a
+GPT-mini step's CPU time, 80% of the MLP's, about 60% of the CNN's, each at about one core's
+float32 peak), and on a 2-core machine OpenBLAS splitting every GEMM over both cores scales
+poorly (GPT-mini: 559 CPU ms of work ran in 449 ms of wall time on 2 quiet cores, 1.25x). The
+backward has two independent GEMMs per ``linear``: the input gradient ``g @ W`` is on the
+critical path (the next op's backward reads it), the weight gradient ``g.T @ x`` is read by
+nobody until the optimizer. So the plan runs each weight gradient on one worker thread
+(``Linear.backward_weight_later``) while the main thread carries the input gradient on, with
+BLAS at one thread per call for the backward's duration: two single-threaded GEMMs (or a GEMM
+and a memory-bound kernel) at once instead of one GEMM split in two. The forward keeps BLAS's
+threads (its GEMMs are all on the critical path). The same GEMM expressions run, so the
+gradients are eager's.
+
+When (``policy``): on by default on a machine with exactly 2 CPUs (where it was measured); off
+on more CPUs, where one GEMM's own threads already use the cores and OpenBLAS serialises
+concurrent callers of its thread pool, and on 1 CPU; ``compile_step(..., overlap=True/False)``
+decides explicitly. It needs ``threadpoolctl`` to set BLAS's threads (a dependency of
+scikit-learn; ``pip install threadpoolctl``); without it the backward runs as before and the
+compile log says why. Parameters with hooks (DDP's bucket all-reduce included) also turn it
+off for that step, so hooks run at eager's moments.
+
+The adapter for ``threadpoolctl`` (an optional import) is here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+
+_state: dict = {"controller": None, "why": None, "pool": None}
+_lock = threading.Lock()
+
+
+def policy(requested: bool | None) -> tuple[bool, str]:
+    """(on, why) for ``compile_step(..., overlap=requested)``; None = automatic."""
+    if requested is False:
+        return False, "off (overlap=False)"
+    cpus = os.cpu_count() or 1
+    if requested is None and cpus != 2:
+        return False, f"off ({cpus} CPUs; automatic only on 2)"
+    why = _blas_controller_problem()
+    if why is not None:
+        return False, f"off ({why})"
+    return True, "weight-gradient GEMMs on a second thread, BLAS at 1 thread in backward"
+
+
+def _blas_controller_problem() -> str | None:
+    with _lock:
+        if _state["controller"] is None and _state["why"] is None:
+            try:
+                import threadpoolctl
+            except ImportError:
+                _state["why"] = ("threadpoolctl is not installed: `pip install threadpoolctl` "
+                                 "lets compile_step set BLAS's threads")
+            else:
+                ctl = threadpoolctl.ThreadpoolController().select(user_api="blas")
+                if not ctl.lib_controllers:
+                    _state["why"] = "threadpoolctl finds no BLAS library to set threads on"
+                else:
+                    _state["controller"] = ctl
+    return _state["why"]
+
+
+def executor() -> ThreadPoolExecutor:
+    """The one worker thread (per process) that runs deferred weight-gradient GEMMs."""
+    with _lock:
+        if _state["pool"] is None:
+            _state["pool"] = ThreadPoolExecutor(1, thread_name_prefix="shardflow-wgrad")
+        return _state["pool"]
+
+
+@contextlib.contextmanager
+def blas_single_thread():
+    """BLAS at one thread inside the block, its previous count restored after (the caller
+    makes sure no deferred GEMM is still running when the block ends)."""
+    libs = _state["controller"].lib_controllers
+    before = [lc.num_threads for lc in libs]
+    for lc in libs:
+        lc.set_num_threads(1)
+    try:
+        yield
+    finally:
+        for lc, n in zip(libs, before):
+            lc.set_num_threads(n)
+
+
+class Later:
+    """A gradient being computed on the worker thread (a slot value in the plan's backward)."""
+
+    __slots__ = ("future",)
+
+    def __init__(self, fn):
+        self.future: Future = executor().submit(fn)
+
+    def done(self) -> bool:
+        return self.future.done()
+
+    def result(self):
+        return self.future.result()
+
+
+def resolve(g):
+    """``g`` itself, or the array a ``Later`` computes (waiting for it)."""
+    return g.result() if type(g) is Later else g
