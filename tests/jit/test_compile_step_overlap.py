@@ -35,8 +35,8 @@ def _models(kind, n):
     return models, loss_fn, make_opt
 
 
-@pytest.mark.parametrize("kind, linears", [("mlp", 3), ("cnn", 2), ("gpt", 2 * 4 + 1)])
-def test_overlapped_steps_track_eager_and_the_serial_plan(kind, linears):
+@pytest.mark.parametrize("kind, weight_ops", [("mlp", 3), ("cnn", 2 + 2), ("gpt", 2 * 4 + 1)])
+def test_overlapped_steps_track_eager_and_the_serial_plan(kind, weight_ops):
     (m_eager, m_on, m_off), loss_fn, make_opt = _models(kind, 3)
     eager = compile_step(m_eager, make_opt(m_eager.parameters()), loss_fn)
     on = compile_step(m_on, make_opt(m_on.parameters()), loss_fn, overlap=True)
@@ -53,8 +53,8 @@ def test_overlapped_steps_track_eager_and_the_serial_plan(kind, linears):
     assert on.stats == {**on.stats, "traces": 1, "replays": 9, "eager": 0}, on.explain()
     plan_on = next(iter(on.cache.values())).plan
     plan_off = next(iter(off.cache.values())).plan
-    # every linear's weight gradient (GPT-mini: 4 per block and the tied lm_head) deferred
-    assert plan_on.stats["deferred_weight_grads"] == 9 * linears
+    # every linear and conv weight gradient (GPT-mini: 4 per block and the tied lm_head)
+    assert plan_on.stats["deferred_weight_grads"] == 9 * weight_ops
     assert plan_off.stats["deferred_weight_grads"] == 0
     assert "backward overlap weight-gradient GEMMs on a second thread" in on.explain()
     assert "backward overlap off (overlap=False)" in off.explain()
@@ -161,3 +161,32 @@ def test_linear_backward_weight_later_is_backward(bias):
     np.testing.assert_allclose(grads[0], tx.grad.numpy(), rtol=1e-5, atol=1e-5)
     if bias:
         np.testing.assert_allclose(grads[2], tb.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("stride, groups, need_x", [(1, 1, True), (2, 2, True), (1, 1, False)])
+def test_conv_backward_weight_later_is_backward(stride, groups, need_x):
+    r = np.random.default_rng(1)
+    xa = r.standard_normal((2, 4, 7, 6)).astype(np.float32)
+    wa = r.standard_normal((6, 4 // groups, 3, 3)).astype(np.float32)
+    ba = r.standard_normal(6).astype(np.float32)
+    x = sf.tensor(xa, requires_grad=need_x)
+    w, b = sf.tensor(wa, requires_grad=True), sf.tensor(ba, requires_grad=True)
+    out = sf.nn.functional.conv2d(x, w, b, stride=stride, padding=1, groups=groups)
+    ga = r.standard_normal(out.shape).astype(np.float32)
+    fn = out.grad_fn
+    full = fn.backward(ga)
+    grads, later = fn.backward_weight_later(ga)
+    fn.release()  # the callable holds what it needs
+    assert grads[1] is None and len(grads) == len(full)
+    tx, tw = torch.tensor(xa, requires_grad=need_x), torch.tensor(wa, requires_grad=True)
+    tb = torch.tensor(ba, requires_grad=True)
+    torch.nn.functional.conv2d(tx, tw, tb, stride=stride, padding=1, groups=groups).backward(
+        torch.tensor(ga))
+    np.testing.assert_array_equal(later(), full[1])
+    np.testing.assert_allclose(later(), tw.grad.numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(grads[2], tb.grad.numpy(), rtol=1e-4, atol=1e-4)
+    if need_x:
+        np.testing.assert_array_equal(grads[0], full[0])
+        np.testing.assert_allclose(grads[0], tx.grad.numpy(), rtol=1e-4, atol=1e-4)
+    else:
+        assert grads[0] is None
