@@ -3,7 +3,8 @@
 Why: the engine workloads are GEMM-bound (single-threaded profiles: GEMMs are 77% of a
 GPT-mini step's CPU time, 80% of the MLP's, about 60% of the CNN's, each at about one core's
 float32 peak), and on a 2-core machine OpenBLAS splitting every GEMM over both cores scales
-poorly (GPT-mini: 559 CPU ms of work ran in 449 ms of wall time on 2 quiet cores, 1.25x). The
+poorly (GPT-mini: 559 ms of one-core work per step, measured with one thread; 449 ms of wall
+time on 2 quiet cores in issue 24's benchmark run: 1.25x). The
 backward has two independent GEMMs per ``linear``: the input gradient ``g @ W`` is on the
 critical path (the next op's backward reads it), the weight gradient ``g.T @ x`` is read by
 nobody until the optimizer. So the plan runs each weight gradient on one worker thread
