@@ -70,8 +70,19 @@ def executor() -> ThreadPoolExecutor:
     """The one worker thread (per process) that runs deferred weight-gradient GEMMs."""
     with _lock:
         if _state["pool"] is None:
+            if not _state.get("fork_hook"):
+                # a forked child has the executor object but not its thread: a submit there
+                # would wait forever, so the child starts its own
+                os.register_at_fork(after_in_child=_forget_pool)
+                _state["fork_hook"] = True
             _state["pool"] = ThreadPoolExecutor(1, thread_name_prefix="shardflow-wgrad")
         return _state["pool"]
+
+
+def _forget_pool() -> None:
+    global _lock
+    _lock = threading.Lock()  # the parent's may have been held by another thread at the fork
+    _state["pool"] = None
 
 
 @contextlib.contextmanager

@@ -190,3 +190,28 @@ def test_conv_backward_weight_later_is_backward(stride, groups, need_x):
         np.testing.assert_allclose(grads[0], tx.grad.numpy(), rtol=1e-4, atol=1e-4)
     else:
         assert grads[0] is None
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_a_forked_child_runs_overlapped_steps():
+    """The worker thread does not survive a fork: the child must start its own (a submit to
+    the parent's executor would wait forever)."""
+    import os
+    import signal
+
+    (model,), loss_fn, make_opt = _models("mlp", 1)
+    step = compile_step(model, make_opt(model.parameters()), loss_fn, overlap=True)
+    step(*_batch("mlp", 0))
+    step(*_batch("mlp", 1))  # the parent's worker thread exists now
+    pid = os.fork()
+    if pid == 0:  # the child: a hang ends by the alarm, any failure by a non-zero status
+        code = 1
+        try:
+            signal.alarm(20)
+            loss = step(*_batch("mlp", 2))
+            plan = next(iter(step.cache.values())).plan
+            code = 0 if np.isfinite(float(loss)) and plan.stats["deferred_weight_grads"] > 3 else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
