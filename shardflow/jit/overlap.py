@@ -14,8 +14,10 @@ and a memory-bound kernel) at once instead of one GEMM split in two. The forward
 threads (its GEMMs are all on the critical path). The same GEMM expressions run, so the
 gradients are eager's.
 
-When (``policy``): on by default on a machine with exactly 2 CPUs (where it was measured); off
-on more CPUs, where one GEMM's own threads already use the cores and OpenBLAS serialises
+When (``policy``): by default, on a machine with exactly 2 CPUs, each plan times its first
+replays both ways and keeps the faster (``Tuner``: measured here, the overlap won on the MLP at
+every load and on every workload under heavy load, and lost on CNN and GPT-mini at load 3);
+off on more CPUs, where one GEMM's own threads already use the cores and OpenBLAS serialises
 concurrent callers of its thread pool, and on 1 CPU; ``compile_step(..., overlap=True/False)``
 decides explicitly. It needs ``threadpoolctl`` to set BLAS's threads (a dependency of
 scikit-learn; ``pip install threadpoolctl``); without it the backward runs as before and the
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import statistics
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -36,8 +39,9 @@ _state: dict = {"controller": None, "why": None, "pool": None}
 _lock = threading.Lock()
 
 
-def policy(requested: bool | None) -> tuple[bool, str]:
-    """(on, why) for ``compile_step(..., overlap=requested)``; None = automatic."""
+def policy(requested: bool | None) -> tuple[bool | str, str]:
+    """(mode, why) for ``compile_step(..., overlap=requested)``: mode False (serial
+    backward), True (overlapped) or "tune" (``Tuner`` picks per plan); None = automatic."""
     if requested is False:
         return False, "off (overlap=False)"
     cpus = os.cpu_count() or 1
@@ -46,7 +50,44 @@ def policy(requested: bool | None) -> tuple[bool, str]:
     why = _blas_controller_problem()
     if why is not None:
         return False, f"off ({why})"
+    if requested is None:
+        return "tune", ("tuned: the first replays alternate the overlapped and the serial "
+                        "backward, the faster is kept")
     return True, "weight-gradient GEMMs on a second thread, BLAS at 1 thread in backward"
+
+
+class Tuner:
+    """Picks the overlapped or the serial backward for one plan by timing whole replayed
+    steps: the first ``2 * trials`` replays alternate (overlapped first), then the mode with
+    the lower median step time is kept. Both modes run the same GEMMs, so the choice changes
+    time only, never values. Why measure rather than decide: on 2 vCPUs shared with other
+    processes the winner changed with the load (docs/KERNELS.md, "Overlapped backward")."""
+
+    trials = 3
+
+    def __init__(self):
+        self.times: dict[bool, list[float]] = {True: [], False: []}
+        self.choice: bool | None = None
+
+    def mode(self) -> bool:
+        if self.choice is not None:
+            return self.choice
+        return len(self.times[True]) <= len(self.times[False])
+
+    def record(self, mode: bool, seconds: float) -> None:
+        if self.choice is not None:
+            return
+        self.times[mode].append(seconds)
+        if min(len(v) for v in self.times.values()) >= self.trials:
+            on, off = (statistics.median(self.times[m]) for m in (True, False))
+            self.choice = on < off
+
+    def describe(self) -> str:
+        if self.choice is None:
+            return f"tuning ({len(self.times[True])} + {len(self.times[False])} steps timed)"
+        on, off = (statistics.median(self.times[m]) * 1e3 for m in (True, False))
+        return (f"{'overlapped' if self.choice else 'serial'} backward chosen (median step "
+                f"{on:.1f} ms overlapped, {off:.1f} ms serial)")
 
 
 def _blas_controller_problem() -> str | None:

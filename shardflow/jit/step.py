@@ -259,6 +259,8 @@ class CompiledStep:
                        f"memory plan drops {s['forward_drops']} forward values after their "
                        f"last reader; {opt}{ddp}; backward overlap {overlap_why}; "
                        f"{time.perf_counter() - t0:.2f} s\n{g}")
+        if plan.tuner is not None:  # the check replay is not a trial (first-run costs)
+            plan.tuner = _overlap.Tuner()
         for k in ("fast_backward", "engine_backward", "deferred_weight_grads"):  # replays only
             s[k] = 0
         plan.phase_s = dict.fromkeys(plan.phase_s, 0.0)
@@ -318,8 +320,12 @@ class CompiledStep:
         return None
 
     def explain(self) -> str:
-        """What was compiled and why steps ran eagerly (the compile log)."""
-        return "\n".join(self.log)
+        """What was compiled and why steps ran eagerly (the compile log), and each plan's
+        backward overlap choice so far."""
+        tuned = [f"backward overlap for plan {k}: {e.plan.tuner.describe()}"
+                 for k, e in enumerate(self.cache.values())
+                 if e.plan is not None and e.plan.tuner is not None]
+        return "\n".join(self.log + tuned)
 
 
 # ---------------------------------------------------------------------- snapshots
@@ -379,8 +385,9 @@ def compile_step(model, optimizer, loss_fn, *, fullgraph: bool = False,
     loss). ``optimizer=None`` compiles forward and backward only: the call leaves this step's
     gradients in ``.grad`` for the caller to clip and step. ``fullgraph=True`` raises instead
     of running a step eagerly. ``overlap``: run the linear layers' weight-gradient GEMMs on a
-    second thread during the backward (``jit/overlap.py``); None (default) decides by the
-    machine (on with exactly 2 CPUs and threadpoolctl installed)."""
+    second thread during the backward (``jit/overlap.py``); None (default): with exactly 2 CPUs
+    (and threadpoolctl) each plan times its first replays with and without and keeps the
+    faster, else off."""
     if not callable(loss_fn):
         raise TypeError(f"compile_step: loss_fn must be callable as loss_fn(model, *batch), got "
                         f"{type(loss_fn).__name__}")

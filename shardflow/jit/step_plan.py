@@ -54,10 +54,12 @@ from .overlap import Later, resolve
 class StepPlan:
     """One guard key's compiled step: ``run(args) -> loss`` (a Tensor without history)."""
 
-    def __init__(self, g: Graph, params: list[Tensor], optimizer, overlap: bool = False):
+    def __init__(self, g: Graph, params: list[Tensor], optimizer, overlap: bool | str = False):
         self.g, self.optimizer, self.params = g, optimizer, params
-        # weight-gradient GEMMs on the worker thread in backward (``overlap.py``)
+        # weight-gradient GEMMs on the worker thread in backward (``overlap.py``): False,
+        # True, or "tune" (``tuner`` times both and keeps the faster)
         self.overlap = overlap
+        self.tuner = _overlap.Tuner() if overlap == "tune" else None
         self.calls = [i for i, n in enumerate(g.nodes) if n.kind == "call"]
         out_refs: list[Ref] = []
         map_refs(g.outputs, out_refs.append)
@@ -137,17 +139,23 @@ class StepPlan:
                 env[v] = None
         loss = map_refs(g.outputs, get)
         t1 = time.perf_counter()
-        if self.overlap and not any(p._hooks or p._post_hooks for p in self.params):
+        tuner = self.tuner
+        defer = (tuner.mode() if tuner is not None else self.overlap is True) and \
+            not any(p._hooks or p._post_hooks for p in self.params)
+        if defer:
             with _overlap.blas_single_thread():
                 self._backward(loss, tape, env, defer=True)
         else:
             self._backward(loss, tape, env, defer=False)
         t2 = time.perf_counter()
         self.optimizer.step()
+        t3 = time.perf_counter()
         ph = self.phase_s
         ph["forward"] += t1 - t0
         ph["backward"] += t2 - t1
-        ph["optimizer"] += time.perf_counter() - t2
+        ph["optimizer"] += t3 - t2
+        if tuner is not None and tuner.choice is None and defer == tuner.mode():
+            tuner.record(defer, t3 - t0)  # (a step with hooks runs serially: not a trial)
         return loss.detach()
 
     def _backward(self, loss: Tensor, tape: dict, env: list, defer: bool) -> None:

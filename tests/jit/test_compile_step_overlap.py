@@ -129,13 +129,47 @@ def test_a_failing_backward_waits_for_its_deferred_gemms_and_restores_blas(monke
 def test_overlap_policy(monkeypatch):
     assert overlap.policy(False) == (False, "off (overlap=False)")
     monkeypatch.setattr(overlap.os, "cpu_count", lambda: 16)
-    on, why = overlap.policy(None)
-    assert not on and "16 CPUs" in why
-    assert overlap.policy(True)[0]  # asked for explicitly: on wherever BLAS can be set
+    mode, why = overlap.policy(None)
+    assert mode is False and "16 CPUs" in why
+    assert overlap.policy(True)[0] is True  # asked for explicitly: on wherever BLAS can be set
     monkeypatch.setattr(overlap.os, "cpu_count", lambda: 2)
-    assert overlap.policy(None)[0]
+    assert overlap.policy(None)[0] == "tune"
     with pytest.raises(TypeError, match="overlap must be None"):
         compile_step(_mlp(), None, lambda m, x, y: m(x).sum(), overlap="yes")
+
+
+@pytest.mark.parametrize("on_faster", [True, False])
+def test_tuner_alternates_then_keeps_the_faster_median(on_faster):
+    tuner = overlap.Tuner()
+    seen = []
+    for k in range(2 * overlap.Tuner.trials):
+        mode = tuner.mode()
+        seen.append(mode)
+        fast = mode == on_faster
+        tuner.record(mode, (1.0 if fast else 2.0) + (5.0 if k == 0 else 0.0))  # one outlier
+    assert seen == [True, False] * overlap.Tuner.trials
+    assert tuner.choice is on_faster and tuner.mode() is on_faster
+    tuner.record(not on_faster, 0.0)  # decided: later steps do not change it
+    assert tuner.choice is on_faster and "chosen" in tuner.describe()
+
+
+def test_automatic_overlap_tunes_on_two_cpus_and_tracks_eager(monkeypatch):
+    monkeypatch.setattr(overlap.os, "cpu_count", lambda: 2)
+    (m_eager, model), loss_fn, make_opt = _models("mlp", 2)
+    eager = compile_step(m_eager, make_opt(m_eager.parameters()), loss_fn)
+    step = compile_step(model, make_opt(model.parameters()), loss_fn)  # overlap=None
+    for s in range(9):
+        x, y = _batch("mlp", s)
+        np.testing.assert_allclose(float(step(x, y)), float(eager.eager_step(x, y)), rtol=1e-6)
+        _assert_same_state(m_eager, model, TOL)
+    plan = next(iter(step.cache.values())).plan
+    trials = overlap.Tuner.trials
+    assert len(plan.tuner.times[True]) == len(plan.tuner.times[False]) == trials
+    chosen = plan.tuner.choice
+    assert chosen in (True, False)
+    # 3 linears per overlapped step: the trials, then the 2 replays after the choice
+    assert plan.stats["deferred_weight_grads"] == 3 * (trials + (8 - 2 * trials) * chosen)
+    assert "backward chosen (median step" in step.explain()
 
 
 @pytest.mark.parametrize("bias", [True, False])
