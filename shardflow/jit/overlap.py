@@ -59,15 +59,18 @@ def policy(requested: bool | None) -> tuple[bool | str, str]:
 class Tuner:
     """Picks the overlapped or the serial backward for one plan by timing whole replayed
     steps: the first ``2 * trials`` replays alternate (overlapped first), then the mode with
-    the lower median step time is kept. Both modes run the same GEMMs, so the choice changes
+    the lower median step time is kept for ``retune_every`` replays, after which both are
+    timed again. Both modes run the same GEMMs, so the choice changes
     time only, never values. Why measure rather than decide: on 2 vCPUs shared with other
     processes the winner changed with the load (docs/KERNELS.md, "Overlapped backward")."""
 
     trials = 3
+    retune_every = 500  # replays after a choice; then both are timed again (the load changes)
 
     def __init__(self):
         self.times: dict[bool, list[float]] = {True: [], False: []}
         self.choice: bool | None = None
+        self.since_choice = 0
 
     def mode(self) -> bool:
         if self.choice is not None:
@@ -76,6 +79,9 @@ class Tuner:
 
     def record(self, mode: bool, seconds: float) -> None:
         if self.choice is not None:
+            self.since_choice += 1
+            if self.since_choice >= self.retune_every:
+                self.times, self.choice, self.since_choice = {True: [], False: []}, None, 0
             return
         self.times[mode].append(seconds)
         if min(len(v) for v in self.times.values()) >= self.trials:

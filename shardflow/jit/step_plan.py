@@ -154,7 +154,7 @@ class StepPlan:
         ph["forward"] += t1 - t0
         ph["backward"] += t2 - t1
         ph["optimizer"] += t3 - t2
-        if tuner is not None and tuner.choice is None and defer == tuner.mode():
+        if tuner is not None and defer == tuner.mode():
             tuner.record(defer, t3 - t0)  # (a step with hooks runs serially: not a trial)
         return loss.detach()
 

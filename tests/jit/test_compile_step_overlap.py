@@ -149,8 +149,12 @@ def test_tuner_alternates_then_keeps_the_faster_median(on_faster):
         tuner.record(mode, (1.0 if fast else 2.0) + (5.0 if k == 0 else 0.0))  # one outlier
     assert seen == [True, False] * overlap.Tuner.trials
     assert tuner.choice is on_faster and tuner.mode() is on_faster
-    tuner.record(not on_faster, 0.0)  # decided: later steps do not change it
-    assert tuner.choice is on_faster and "chosen" in tuner.describe()
+    assert "chosen" in tuner.describe()
+    for _ in range(overlap.Tuner.retune_every - 1):  # kept for retune_every steps ...
+        tuner.record(on_faster, 9.0)
+    assert tuner.choice is on_faster
+    tuner.record(on_faster, 9.0)  # ... then both are timed again
+    assert tuner.choice is None and tuner.mode() is True and tuner.times == {True: [], False: []}
 
 
 def test_automatic_overlap_tunes_on_two_cpus_and_tracks_eager(monkeypatch):
