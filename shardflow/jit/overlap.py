@@ -15,8 +15,9 @@ threads (its GEMMs are all on the critical path). The same GEMM expressions run,
 gradients are eager's.
 
 When (``policy``): by default, on a machine with exactly 2 CPUs, each plan times its first
-replays both ways and keeps the faster (``Tuner``: measured here, the overlap won on the MLP at
-every load and on every workload under heavy load, and lost on CNN and GPT-mini at load 3);
+replays both ways and keeps the faster (``Tuner``: measured here, the overlap won on every
+workload under heavy load and lost on MLP and CNN on the quietest run, and the winner changed
+from run to run at one load; docs/KERNELS.md, "Overlapped backward");
 off on more CPUs, where one GEMM's own threads already use the cores and OpenBLAS serialises
 concurrent callers of its thread pool, and on 1 CPU; ``compile_step(..., overlap=True/False)``
 decides explicitly. It needs ``threadpoolctl`` to set BLAS's threads (a dependency of
