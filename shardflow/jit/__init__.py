@@ -10,6 +10,7 @@
 | ``api.py`` | ``compile`` (torch.compile's signature), guards, retrace, eager fallback, log |
 | ``step.py`` | ``compile_step(model, optimizer, loss_fn)``: a whole training step, guards, check, fallback |
 | ``step_plan.py`` | the step's replay plan: forward, backward from each op's vjp, optimizer, memory plan |
+| ``overlap.py`` | the plan's backward on 2 CPUs: weight-gradient GEMMs on a worker thread, BLAS threads |
 
 Forward graphs (``compile``): inference calls get every pass (fusion included); training
 forwards replay with the autograd tape, each fused group one ``FusedFunction`` with a

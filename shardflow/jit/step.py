@@ -48,6 +48,7 @@ import numpy as np
 from ..autograd import Tensor, _wrap, dispatch, is_grad_enabled
 from ..nn.parallel import DistributedDataParallel
 from ..nn.parallel.reducer import reducers_of
+from . import overlap as _overlap
 from . import passes
 from .api import _log, closure_tensors
 from .graph import Ref
@@ -67,9 +68,11 @@ class _Entry:
 class CompiledStep:
     """``step(*batch) -> loss``: a compiled training step (see the module docstring)."""
 
-    def __init__(self, model, optimizer, loss_fn, fullgraph: bool = False):
+    def __init__(self, model, optimizer, loss_fn, fullgraph: bool = False,
+                 overlap: bool | None = None):
         self.model, self.optimizer, self.loss_fn = model, optimizer, loss_fn
         self.fullgraph = fullgraph
+        self.overlap = overlap  # None: automatic (overlap.policy)
         self.params = [p for grp in optimizer.param_groups for p in grp["params"]]
         # buffers an op updates in place (BatchNorm's running statistics): the compile-time
         # check puts them back too
@@ -232,7 +235,8 @@ class CompiledStep:
             return None, loss, after, reason
         n_calls = g.count("call")
         dead, merged, _ = passes.dce(g), passes.cse(g), passes.fuse_for_training(g, args)
-        plan = StepPlan(g, self.params, self.optimizer)
+        overlap_on, overlap_why = _overlap.policy(self.overlap)
+        plan = StepPlan(g, self.params, self.optimizer, overlap=overlap_on)
         self._wire_ddp(plan)
         _restore(before, self.params, self.optimizer, self.buffers)
         try:
@@ -253,8 +257,11 @@ class CompiledStep:
                        f"direct, {s['engine_backward']} via the engine on their sub-graph; "
                        f"{s['param_grads']} parameter gradients; "
                        f"memory plan drops {s['forward_drops']} forward values after their "
-                       f"last reader; {opt}{ddp}; {time.perf_counter() - t0:.2f} s\n{g}")
-        for k in ("fast_backward", "engine_backward"):  # count replays only, not the check
+                       f"last reader; {opt}{ddp}; backward overlap {overlap_why}; "
+                       f"{time.perf_counter() - t0:.2f} s\n{g}")
+        if plan.tuner is not None:  # the check replay is not a trial (first-run costs)
+            plan.tuner = _overlap.Tuner()
+        for k in ("fast_backward", "engine_backward", "deferred_weight_grads"):  # replays only
             s[k] = 0
         plan.phase_s = dict.fromkeys(plan.phase_s, 0.0)
         return plan, loss, after, None
@@ -313,8 +320,12 @@ class CompiledStep:
         return None
 
     def explain(self) -> str:
-        """What was compiled and why steps ran eagerly (the compile log)."""
-        return "\n".join(self.log)
+        """What was compiled and why steps ran eagerly (the compile log), and each plan's
+        backward overlap choice so far."""
+        tuned = [f"backward overlap for plan {k}: {e.plan.tuner.describe()}"
+                 for k, e in enumerate(self.cache.values())
+                 if e.plan is not None and e.plan.tuner is not None]
+        return "\n".join(self.log + tuned)
 
 
 # ---------------------------------------------------------------------- snapshots
@@ -367,12 +378,16 @@ def _compare_step(loss, ref_loss, got: dict, ref: dict) -> str | None:
     return None
 
 
-def compile_step(model, optimizer, loss_fn, *, fullgraph: bool = False) -> CompiledStep:
+def compile_step(model, optimizer, loss_fn, *, fullgraph: bool = False,
+                 overlap: bool | None = None) -> CompiledStep:
     """Compile one training step: ``loss_fn(model, *batch)`` forward, backward,
     ``optimizer.step()``; returns a ``CompiledStep`` (call it with the batch; it returns the
     loss). ``optimizer=None`` compiles forward and backward only: the call leaves this step's
     gradients in ``.grad`` for the caller to clip and step. ``fullgraph=True`` raises instead
-    of running a step eagerly."""
+    of running a step eagerly. ``overlap``: run the linear layers' weight-gradient GEMMs on a
+    second thread during the backward (``jit/overlap.py``); None (default): with exactly 2 CPUs
+    (and threadpoolctl) each plan times its first replays with and without and keeps the
+    faster, else off."""
     if not callable(loss_fn):
         raise TypeError(f"compile_step: loss_fn must be callable as loss_fn(model, *batch), got "
                         f"{type(loss_fn).__name__}")
@@ -384,7 +399,10 @@ def compile_step(model, optimizer, loss_fn, *, fullgraph: bool = False) -> Compi
     elif not hasattr(optimizer, "param_groups") or not hasattr(optimizer, "step"):
         raise TypeError(f"compile_step: expected a shardflow.optim optimizer (or None for "
                         f"forward and backward only), got {type(optimizer).__name__}")
-    return CompiledStep(model, optimizer, loss_fn, fullgraph=fullgraph)
+    if overlap not in (None, True, False):
+        raise TypeError(f"compile_step: overlap must be None (automatic), True or False, got "
+                        f"{overlap!r}")
+    return CompiledStep(model, optimizer, loss_fn, fullgraph=fullgraph, overlap=overlap)
 
 
 class _NoStep:

@@ -46,14 +46,20 @@ import numpy as np
 
 from ..autograd import Tensor, _wrap
 from ..autograd import engine as _engine
+from . import overlap as _overlap
 from .graph import Graph, Ref, map_refs
+from .overlap import Later, resolve
 
 
 class StepPlan:
     """One guard key's compiled step: ``run(args) -> loss`` (a Tensor without history)."""
 
-    def __init__(self, g: Graph, params: list[Tensor], optimizer):
+    def __init__(self, g: Graph, params: list[Tensor], optimizer, overlap: bool | str = False):
         self.g, self.optimizer, self.params = g, optimizer, params
+        # weight-gradient GEMMs on the worker thread in backward (``overlap.py``): False,
+        # True, or "tune" (``tuner`` times both and keeps the faster)
+        self.overlap = overlap
+        self.tuner = _overlap.Tuner() if overlap == "tune" else None
         self.calls = [i for i, n in enumerate(g.nodes) if n.kind == "call"]
         out_refs: list[Ref] = []
         map_refs(g.outputs, out_refs.append)
@@ -81,6 +87,7 @@ class StepPlan:
         reached = {id(g.nodes[v].value) for v in first}
         self.unreached = [p for p in params if id(p) not in reached]
         self.stats = {"ops": len(self.calls), "fast_backward": 0, "engine_backward": 0,
+                      "deferred_weight_grads": 0,
                       "forward_drops": sum(len(v) for v in self.drops.values()),
                       "param_grads": len(first)}
         # wall seconds spent in each phase over all runs (``bench.py`` reports them per step)
@@ -132,37 +139,71 @@ class StepPlan:
                 env[v] = None
         loss = map_refs(g.outputs, get)
         t1 = time.perf_counter()
-        self._backward(loss, tape, env)
+        tuner = self.tuner
+        defer = (tuner.mode() if tuner is not None else self.overlap is True) and \
+            not any(p._hooks or p._post_hooks for p in self.params)
+        if defer:
+            with _overlap.blas_single_thread():
+                self._backward(loss, tape, env, defer=True)
+        else:
+            self._backward(loss, tape, env, defer=False)
         t2 = time.perf_counter()
         self.optimizer.step()
+        t3 = time.perf_counter()
         ph = self.phase_s
         ph["forward"] += t1 - t0
         ph["backward"] += t2 - t1
-        ph["optimizer"] += time.perf_counter() - t2
+        ph["optimizer"] += t3 - t2
+        if tuner is not None and defer == tuner.mode():
+            tuner.record(defer, t3 - t0)  # (a step with hooks runs serially: not a trial)
         return loss.detach()
 
-    def _backward(self, loss: Tensor, tape: dict, env: list) -> None:
+    def _backward(self, loss: Tensor, tape: dict, env: list, defer: bool) -> None:
+        """The reverse schedule. With ``defer``, each ``Linear``'s weight-gradient GEMM runs
+        on the worker thread (a ``Later`` in its slot); a parameter whose gradient is still
+        being computed waits in ``pending`` and is delivered, in order, as soon as it is done
+        (checked after every node) or at the end, which waits for all of them, so no GEMM
+        is left running when BLAS's threads are restored."""
         nodes = self.g.nodes
         grads: dict = {self.g.outputs: np.ones_like(loss.array)}  # Ref -> gradient array
         handed: set[int] = set()  # ids of the arrays given to a .grad this step
+        pending: list = []  # (parameter, Later) in delivery order
         for f in self.before_backward:
             f(self.unreached)
-        for i in reversed(self.calls):
-            entry = tape.pop(i, None)
-            if entry is not None:
-                n_out = entry[1]
-                gouts = [grads.pop(Ref(i), None)] if n_out is None else \
-                    [grads.pop(Ref(i, k), None) for k in range(n_out)]
-                if any(x is not None for x in gouts):
-                    if entry[0] == "fn":
-                        self._function_backward(entry, gouts, grads)
+        try:
+            for i in reversed(self.calls):
+                entry = tape.pop(i, None)
+                if entry is not None:
+                    n_out = entry[1]
+                    gouts = [resolve(grads.pop(Ref(i), None))] if n_out is None else \
+                        [resolve(grads.pop(Ref(i, k), None)) for k in range(n_out)]
+                    if any(x is not None for x in gouts):
+                        if entry[0] == "fn":
+                            self._function_backward(entry, gouts, grads, defer)
+                        else:
+                            self._engine_backward(entry, gouts, grads)
+                for v in self.deliver.get(i, ()):
+                    g = grads.pop(Ref(v), None)
+                    if type(g) is Later or pending:
+                        pending.append((nodes[v].value, g))
                     else:
-                        self._engine_backward(entry, gouts, grads)
-            for v in self.deliver.get(i, ()):
-                _set_grad(nodes[v].value, grads.pop(Ref(v), None), handed)
+                        _set_grad(nodes[v].value, g, handed)
+                while pending and not (type(pending[0][1]) is Later and not pending[0][1].done()):
+                    p, g = pending.pop(0)
+                    _set_grad(p, resolve(g), handed)
+        finally:
+            # no deferred GEMM may outlive the backward (BLAS's threads are restored next),
+            # also when a backward raised
+            for g in [g for _, g in pending] + list(grads.values()):
+                if type(g) is Later:
+                    g.future.exception()
+        for p, g in pending:
+            _set_grad(p, resolve(g), handed)
 
-    def _function_backward(self, entry, gouts: list, grads: dict) -> None:
-        """The op's one Function's ``backward``; its gradients routed to the leaves' values."""
+    def _function_backward(self, entry, gouts: list, grads: dict, defer: bool = False) -> None:
+        """The op's one Function's ``backward``; its gradients routed to the leaves' values.
+        With ``defer``, the weight gradient of a Function that offers
+        ``backward_weight_later`` (``Linear``) is a ``Later`` (``overlap.py``)."""
         _, n_out, fn, nrs, leaves = entry
         self.stats["fast_backward"] += 1
         if fn._out_meta is None:
@@ -171,8 +212,18 @@ class StepPlan:
             slot = [None] * len(fn._out_meta)
             for nr, x in zip(nrs, gouts):
                 slot[nr] = x
-        in_grads = _engine._call_backward(fn, slot)
+        later = None
+        split = getattr(fn, "backward_weight_later", None) if defer else None
+        if split is not None and fn._out_meta is None and slot[0] is not None:
+            if fn._saved_versions:
+                _engine._check_versions(fn)
+            in_grads, later = split(slot[0])
+        else:
+            in_grads = _engine._call_backward(fn, slot)
         fn.release()
+        if later is not None:
+            self.stats["deferred_weight_grads"] += 1
+            in_grads = (in_grads[0], Later(later)) + tuple(in_grads[2:])
         if in_grads is None:
             return
         for k, edge in enumerate(fn.next):
@@ -180,10 +231,10 @@ class StepPlan:
                 continue
             ref, shape = leaves[id(edge[0])]
             gk = in_grads[k]
-            if gk.shape != shape:
+            if type(gk) is not Later and gk.shape != shape:
                 gk = _engine._fit_gradient(fn, k, gk, shape)
             prev = grads.get(ref)
-            grads[ref] = gk if prev is None else prev + gk
+            grads[ref] = gk if prev is None else resolve(prev) + resolve(gk)
 
     def _engine_backward(self, entry, gouts: list, grads: dict) -> None:
         """The engine on this op's own sub-graph (its Functions down to its leaves)."""
@@ -201,7 +252,7 @@ class StepPlan:
             gk = capture[lt]
             if gk is not None:
                 prev = grads.get(ref)
-                grads[ref] = gk if prev is None else prev + gk
+                grads[ref] = gk if prev is None else resolve(prev) + gk
 
 
 def _tape_entry(out, leaves: dict) -> tuple:

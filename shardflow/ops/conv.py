@@ -207,6 +207,16 @@ class ConvNd(Function):
         return out[0] if unbatched else out
 
     def backward(self, g):
+        return self._backward(g, False)[0]
+
+    def backward_weight_later(self, g):
+        """``backward(g)`` with the weight's gradient left out and returned as a
+        zero-argument callable running the same GEMM (None when not needed):
+        ``((gx, None, gb), later)``. compile_step's backward runs it on a second thread
+        (``jit/overlap.py``); the callable holds its own references."""
+        return self._backward(g, True)
+
+    def _backward(self, g, defer_weight):
         xshape, xpshape, padding, stride, dilation, groups, osize, unbatched = self.meta
         w = self.w
         d = w.ndim - 2
@@ -229,9 +239,12 @@ class ConvNd(Function):
         nl = n * int(np.prod(osize))
         gt = gt.reshape(groups, o // groups, nl)  # (G, Og, N*L)
         cols = self.cols.reshape(groups, self.cols.shape[0] // groups * int(np.prod(ksize)), nl)  # (G, Cg*K, N*L)
-        gx = gw = None
+        gx = gw = later = None
         if self.needs_input_grad[1]:
-            gw = np.matmul(gt, cols.transpose(0, 2, 1)).reshape(w.shape)
+            def later(gt=gt, cols=cols, wshape=w.shape, g=g):
+                return _as_grad(np.matmul(gt, cols.transpose(0, 2, 1)).reshape(wshape), g)
+            if not defer_weight:
+                gw, later = later(), None
         if self.needs_input_grad[0]:
             wm = w.reshape(groups, o // groups, -1).transpose(0, 2, 1)  # (G, Cg*K, Og)
             if flat:
@@ -245,7 +258,7 @@ class ConvNd(Function):
                     # one pass per plane, result cropped and contiguous (kernels/conv.py)
                     gx = _conv_kernels.col2im_flat2d(gcols, offs, (n,) + xshape[1:], total + slack,
                                                      pshape[1], padding)
-                    return self._grads(gx[0] if unbatched else gx, gw, gb, gt, g)
+                    return self._grads(gx[0] if unbatched else gx, gw, gb, gt, g), later
                 gcols = gcols.reshape(c, len(offs), n, lw)
                 gbuf = get_array_module(gcols).zeros((n, c, total + slack), dtype=gcols.dtype)
                 for k, off in enumerate(offs):
@@ -257,15 +270,16 @@ class ConvNd(Function):
             gx = _crop(gxp, padding, xshape)
             if unbatched:
                 gx = gx[0]
-        return self._grads(gx, gw, gb, gt, g)
+        return self._grads(gx, gw, gb, gt, g), later
 
     def _grads(self, gx, gw, gb, gt, g):
-        """The three gradients; ``gb``: the kernel's bias gradient, or None (NumPy path)."""
+        """The three gradients (``gw`` already in ``g``'s dtype); ``gb``: the kernel's bias
+        gradient, or None (NumPy path)."""
         if not (self.has_b and len(self.needs_input_grad) > 2 and self.needs_input_grad[2]):
             gb = None
         elif gb is None:
             gb = gt.reshape(gt.shape[0] * gt.shape[1], gt.shape[2]).sum(axis=1)
-        return _as_grad(gx, g), _as_grad(gw, g), gb
+        return _as_grad(gx, g), gw, gb
 
 
 def _resolve_padding(padding, d, ksize, stride, dilation):

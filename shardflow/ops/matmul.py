@@ -342,14 +342,27 @@ class Linear(Function):
 
     def backward(self, g):
         g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])  # (R, out)
+        gw = g2.T @ self.x2 if self.needs_input_grad[1] else None  # (out, in): sums all rows
+        return self._other_grads(g2, gw)
+
+    def backward_weight_later(self, g):
+        """``backward(g)`` with the weight's gradient left out and returned as a
+        zero-argument callable running the same GEMM (None when not needed):
+        ``((gx, None[, gb]), later)``. compile_step's backward runs it on a second thread
+        while the input gradient flows on (``jit/overlap.py``); the callable holds its own
+        references, so ``release()`` may run before it."""
+        g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])  # (R, out)
+        x2 = self.x2
+        later = (lambda: g2.T @ x2) if self.needs_input_grad[1] else None
+        return self._other_grads(g2, None), later
+
+    def _other_grads(self, g2, gw):
         need = self.needs_input_grad
-        gx = gw = gb = None
+        gx = gb = None
         if need[0]:
             gx = g2 @ self.w
             if len(self.xshape) != 2:
                 gx = gx.reshape(self.xshape)
-        if need[1]:
-            gw = g2.T @ self.x2  # (out, in): sums over all rows in the GEMM
         if self.bshape is None:
             return gx, gw
         if need[2]:
