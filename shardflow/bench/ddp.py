@@ -3,16 +3,27 @@
 Started as a plain process, it relaunches itself on ``-n`` ranks (default 2) through
 mpiexec with one BLAS/OpenMP thread per rank (2 ranks share the machine fairly). In the
 same job, for each workload of the engine benchmark (MLP 784-1024-1024-10 batch 128 per
-rank, GPT-mini batch 16 per rank; ``shardflow/bench/workloads.py``) and for each framework
-(shardflow on MPI; torch with ``torch.distributed`` gloo over TCP on localhost):
+rank, CNN batch 64, GPT-mini batch 16 per rank; ``shardflow/bench/workloads.py``) and
+``mlp-wide`` (784-2048-2048-2048-10, batch 32 per rank: 10.5 M parameters, 42 MB of
+gradients against a short backward, the workload whose communication is a large share of
+the step, for the overlap goal) and for each framework (shardflow on MPI; torch with
+``torch.distributed`` gloo over TCP on localhost):
 
 * ``local``: a training step (forward, loss, backward, optimizer step) with no DDP;
-* ``ddp``: the same step through DistributedDataParallel (25 MB buckets);
+* ``ddp``: the same step through DistributedDataParallel (25 MB buckets; shardflow reduces
+  them in 1 MB pieces, each started once its gradients are in: ``nn/parallel/reducer.py``);
 * ``comm``: the gradient all_reduce alone: the same bucket sizes reduced back to back;
 * ``hidden``: fraction of the communication that overlapped backward,
   ``clip(1 - (ddp - local) / comm, 0, 1)``.
 
 Times are medians over steps of the slowest rank. Rank 0 prints one table.
+
+``--variants`` adds shardflow rows that differ in how the reduction progresses, for the
+overlap study (docs/DISTRIBUTED.md, "Overlap"): ``buckets`` (each bucket one all-reduce,
+started when the whole bucket is in: the reducer before pieces), ``thread`` (pieces, plus a
+bench-only thread that drives MPI progress every 100 us while buckets are in flight;
+this Open MPI build has no asynchronous progress of its own). Rows are measured one after
+the other on the same model, in one job.
 
 ``--compile`` adds a ``compiled`` row: the same ``local`` and ``ddp`` steps through
 ``shardflow.compile_step``, whose plan starts each bucket's all-reduce from the backward
@@ -92,7 +103,95 @@ def _torch_hook(name, rank):
     return None, getattr(default_hooks, "allreduce_hook" if name == "allreduce" else f"{name}_compress_hook")
 
 
-def _shardflow(wl, rank, steps, warmup, world, hook="none", psgd_rank=4, compiled=False):
+def _mlp_wide(torch):
+    nn = torch.nn
+    return nn.Sequential(nn.Linear(784, 2048), nn.ReLU(), nn.Linear(2048, 2048), nn.ReLU(),
+                         nn.Linear(2048, 2048), nn.ReLU(), nn.Linear(2048, 10))
+
+
+def _workloads():
+    from .workloads import WORKLOADS, Workload, _ce, _sgd
+
+    macs = 784 * 2048 + 2 * 2048 * 2048 + 2048 * 10
+    wide = Workload(
+        "MLP-wide 784-2048x3-10 (b32, SGD-m)", _mlp_wide,
+        lambda r: (r.standard_normal((32, 784)).astype(np.float32), r.integers(0, 10, 32)),
+        _sgd, _ce, 3 * 2 * macs * 32)
+    return {**WORKLOADS, "mlp-wide": wide}
+
+
+class ThreadedProgress:
+    """Bench-only: a process group whose MPI progress a thread drives while buckets are in
+    flight (``--variants thread``). Every call of the reducer and the thread's polls take one
+    lock, so MPI and the comm layer's Python state are never used by both at once (MPI is
+    initialised THREAD_MULTIPLE, but the pending-operation lists are not thread-safe). Safe
+    only where nothing else communicates during backward (this bench); the thread is a
+    daemon, stopped by :meth:`close`, and never blocks: a poll is ``Test`` only."""
+
+    def __init__(self, inner, nap=1e-4):
+        import threading
+
+        self.inner, self.nap = inner, nap
+        self.rank, self.size = inner.rank, inner.size
+        self.lock = threading.Lock()
+        self.in_flight = threading.Event()
+        self.flying = 0  # async operations not yet waited
+        self.stopped = False
+        self.thread = threading.Thread(target=self._loop, name="bench-ddp-progress", daemon=True)
+        self.thread.start()
+
+    def _loop(self):
+        while not self.stopped:
+            if not self.in_flight.wait(0.05):
+                continue
+            with self.lock:
+                self.inner.progress()
+            time.sleep(self.nap)
+
+    def all_reduce(self, array, op, async_op=False):
+        with self.lock:
+            work = self.inner.all_reduce(array, op, async_op=async_op)
+        if not async_op:
+            return work
+        self.flying += 1
+        self.in_flight.set()
+        return _LockedWork(work, self)
+
+    def progress(self):
+        with self.lock:
+            self.inner.progress()
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def close(self):
+        self.stopped = True
+        self.in_flight.set()
+        self.thread.join(timeout=5)
+
+
+class _LockedWork:
+    def __init__(self, work, group):
+        self.work, self.group = work, group
+
+    def wait(self):
+        g = self.group
+        while True:  # poll under the lock, nap outside it (the thread polls meanwhile)
+            with g.lock:
+                if self.work.is_completed():
+                    g.flying -= 1
+                    if not g.flying:
+                        g.in_flight.clear()
+                    return self.work.wait()
+            time.sleep(g.nap / 4)
+
+    def is_completed(self):
+        with self.group.lock:
+            return self.work.is_completed()
+
+
+def _shardflow(wl, rank, steps, warmup, world, hook="none", psgd_rank=4, compiled=False,
+               variants=()):
     import shardflow as sf
     from shardflow.distributed.algorithms import CountingProcessGroup
     from shardflow.nn.parallel import DistributedDataParallel
@@ -132,7 +231,20 @@ def _shardflow(wl, rank, steps, warmup, world, hook="none", psgd_rank=4, compile
             world.all_reduce(f, "avg")
 
     t_comm = _median_step(comm_only, steps, warmup, barrier)
-    return t_local, t_ddp, t_comm, step_bytes
+    ddp.reducer.remove_hooks()  # the variants wrap the same model
+    extra = []
+    for variant in variants:  # the overlap study: other ways to progress the same reduction
+        group = ThreadedProgress(world) if variant == "thread" else world
+        vddp = DistributedDataParallel(model, process_group=group)
+        if variant == "buckets":
+            vddp.reducer.set_piece_bytes(vddp.reducer.bucket_bytes_cap)
+        try:
+            extra.append(_median_step(make_step(vddp), steps, warmup, barrier))
+        finally:
+            vddp.reducer.remove_hooks()
+            if group is not world:
+                group.close()
+    return t_local, t_ddp, t_comm, step_bytes, extra
 
 
 def _torch(wl, rank, steps, warmup, hook="none", psgd_rank=4):
@@ -177,7 +289,6 @@ def _worker(args) -> int:
     import torch.distributed as tdist
 
     from ..comm import init
-    from .workloads import WORKLOADS
 
     torch.set_num_threads(1)
     world = init()
@@ -185,37 +296,51 @@ def _worker(args) -> int:
     port = args.port
     tdist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                              world_size=n)
+    workloads = _workloads()
+    variants = [v for v in args.variants.split(",") if v]
     rows = []
     for name in args.models.split(","):
-        wl = WORKLOADS[name]
+        wl = workloads[name]
         steps = args.steps if name != "gpt" else max(3, args.steps // 3)
-        res_sf = _shardflow(wl, rank, steps, args.warmup, world, args.comm_hook, args.powersgd_rank)
+        res_sf = _shardflow(wl, rank, steps, args.warmup, world, args.comm_hook, args.powersgd_rank,
+                            variants=variants)
         res_th = _torch(wl, rank, steps, args.warmup, args.comm_hook, args.powersgd_rank)
         res_c = _shardflow(wl, rank, steps, args.warmup, world, args.comm_hook, args.powersgd_rank,
                            compiled=True)[:3] if args.compile else ()
-        worst = world.all_gather(np.array(res_sf[:3] + res_th + res_c)).max(axis=0)
-        rows.append((wl.name, worst[:3], worst[3:6], res_sf[3], worst[6:]))
+        worst = world.all_gather(np.array(res_sf[:3] + res_th + tuple(res_sf[4]) + res_c)
+                                 ).max(axis=0)
+        k = 6 + len(variants)
+        rows.append((wl.name, worst[:3], worst[3:6], res_sf[3], worst[6:k], worst[k:]))
     tdist.destroy_process_group()
     if rank == 0:
-        torch_hook = "none (its PowerSGD hook aborts under gloo here)" if args.comm_hook == "powersgd" \
-            else args.comm_hook
-        print(f"DistributedDataParallel training step on {n} ranks (ms, median, slowest rank); "
-              f"comm hook: shardflow {args.comm_hook}, torch {torch_hook}")
-        hdr = (f"{'workload':<44} | {'fw':<9} | {'local':>8} | {'ddp':>8} | {'comm':>8} | "
-               f"{'hidden':>6} | {'ddp vs torch':>12} | {'MB/step':>8}")
-        print(hdr)
-        print("-" * len(hdr))
-        for title, s, t, nbytes, c in rows:
-            fws = (("shardflow", s), ("torch", t)) + ((("compiled", c),) if len(c) else ())
-            for fw, (loc, ddp, com) in fws:
-                hidden = float(np.clip(1 - (ddp - loc) / com, 0, 1)) if com > 0 else 0.0
-                ratio = "1.00x" if fw == "torch" else f"{ddp / t[1]:.2f}x"
-                mb = f"{nbytes / 1e6:8.2f}" if fw == "shardflow" else f"{'':8}"
-                print(f"{title:<44} | {fw:<9} | {loc * 1e3:8.1f} | {ddp * 1e3:8.1f} | "
-                      f"{com * 1e3:8.1f} | {hidden:6.0%} | {ratio:>12} | {mb}")
-        print("hidden = 1 - (ddp - local) / comm: share of the gradient all_reduce that "
-              "overlapped backward; ddp vs torch = shardflow DDP step / torch DDP step")
+        _print_table(args, n, variants, rows)
     return 0
+
+
+def _print_table(args, n, variants, rows) -> None:
+    torch_hook = "none (its PowerSGD hook aborts under gloo here)" if args.comm_hook == "powersgd" \
+        else args.comm_hook
+    load = " ".join(open("/proc/loadavg").read().split()[:3]) if sys.platform == "linux" else "?"
+    print(f"DistributedDataParallel training step on {n} ranks (ms, median, slowest rank); "
+          f"comm hook: shardflow {args.comm_hook}, torch {torch_hook}; load average {load}")
+    hdr = (f"{'workload':<44} | {'fw':<16} | {'local':>8} | {'ddp':>8} | {'comm':>8} | "
+           f"{'hidden':>6} | {'ddp vs torch':>12} | {'MB/step':>8} | {'comm/step':>9}")
+    print(hdr)
+    print("-" * len(hdr))
+    for title, s, t, nbytes, var, c in rows:
+        fws = [("shardflow", s), ("torch", t)]
+        fws += [(f"shardflow {v}", (s[0], var[i], s[2])) for i, v in enumerate(variants)]
+        if len(c):
+            fws.append(("compiled", c))
+        for fw, (loc, ddp, com) in fws:
+            hidden = float(np.clip(1 - (ddp - loc) / com, 0, 1)) if com > 0 else 0.0
+            ratio = "1.00x" if fw == "torch" else f"{ddp / t[1]:.2f}x"
+            mb = f"{nbytes / 1e6:8.2f}" if fw == "shardflow" else f"{'':8}"
+            print(f"{title:<44} | {fw:<16} | {loc * 1e3:8.1f} | {ddp * 1e3:8.1f} | "
+                  f"{com * 1e3:8.1f} | {hidden:6.0%} | {ratio:>12} | {mb} | {com / ddp:9.0%}")
+    print("hidden = 1 - (ddp - local) / comm: share of the gradient all_reduce that "
+          "overlapped backward; ddp vs torch = shardflow DDP step / torch DDP step; "
+          "comm/step = comm / ddp")
 
 
 def free_port() -> int:
@@ -228,7 +353,10 @@ def free_port() -> int:
 def _parser():
     p = argparse.ArgumentParser(prog="shardflow bench ddp", description=__doc__.split("\n")[0])
     p.add_argument("-n", type=int, default=2, help="ranks (default 2)")
-    p.add_argument("--models", default="mlp,gpt", help="comma list of: mlp, cnn, gpt")
+    p.add_argument("--models", default="mlp,gpt",
+                   help="comma list of: mlp, cnn, gpt, mlp-wide (module docstring)")
+    p.add_argument("--variants", default="",
+                   help="comma list of extra shardflow rows: buckets, thread (module docstring)")
     p.add_argument("--steps", type=int, default=10, help="timed steps (GPT: a third)")
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--port", type=int, default=0, help="TCP port for torch gloo (0: pick)")
