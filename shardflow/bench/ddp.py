@@ -16,13 +16,18 @@ the step, for the overlap goal) and for each framework (shardflow on MPI; torch 
 * ``hidden``: fraction of the communication that overlapped backward,
   ``clip(1 - (ddp - local) / comm, 0, 1)``.
 
-Times are medians over steps of the slowest rank. Rank 0 prints one table.
+Every configuration runs on its own copy of the model (same initialisation), and they are
+timed in rounds, one step of each per round (``interleaved_times``), so that the machine's
+load changing during the run falls on every column alike. Times are medians over rounds of
+the slowest rank. Rank 0 prints one table with the load average.
 
-``--variants`` adds shardflow rows that differ in how the reduction progresses, for the
-overlap study (docs/DISTRIBUTED.md, "Overlap"): ``buckets`` (each bucket one all-reduce,
-started when the whole bucket is in: the reducer before pieces), ``thread`` (pieces, plus a
-bench-only thread that drives MPI progress every 100 us while buckets are in flight;
-this Open MPI build has no asynchronous progress of its own). Rows are measured one after
+``--variants`` adds shardflow rows that differ in how the reduction is cut and progressed,
+for the overlap study (docs/DISTRIBUTED.md, "Overlap"); the ``shardflow`` row is the
+default DDP (1 MB pieces, each started once its gradients are in, plus the background
+progress thread, ``comm/mpi_progress.py``): ``buckets`` (each bucket one all-reduce started
+when the whole bucket is in, progress only from the hooks and the final wait: the reducer
+before this study), ``hooks`` (pieces, no thread), ``buckets+thread`` (whole buckets, with
+the thread). Rows are measured one after
 the other on the same model, in one job.
 
 ``--compile`` adds a ``compiled`` row: the same ``local`` and ``ddp`` steps through
@@ -53,24 +58,6 @@ import numpy as np
 
 from .. import _config
 from .comm import _relaunch
-
-
-def step_times(step, steps, warmup, barrier) -> list[float]:
-    """Seconds of each of ``steps`` calls of ``step`` after ``warmup`` untimed ones, every
-    timed step started together on all ranks (``barrier``)."""
-    for _ in range(warmup):
-        step()
-    times = []
-    for _ in range(steps):
-        barrier()
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
-    return times
-
-
-def _median_step(step, steps, warmup, barrier):
-    return statistics.median(step_times(step, steps, warmup, barrier))
 
 
 def _bucket_elems(sizes, cap_bytes, itemsize=4):
@@ -120,78 +107,44 @@ def _workloads():
     return {**WORKLOADS, "mlp-wide": wide}
 
 
-class ThreadedProgress:
-    """Bench-only: a process group whose MPI progress a thread drives while buckets are in
-    flight (``--variants thread``). Every call of the reducer and the thread's polls take one
-    lock, so MPI and the comm layer's Python state are never used by both at once (MPI is
-    initialised THREAD_MULTIPLE, but the pending-operation lists are not thread-safe). Safe
-    only where nothing else communicates during backward (this bench); the thread is a
-    daemon, stopped by :meth:`close`, and never blocks: a poll is ``Test`` only."""
-
-    def __init__(self, inner, nap=1e-4):
-        import threading
-
-        self.inner, self.nap = inner, nap
-        self.rank, self.size = inner.rank, inner.size
-        self.lock = threading.Lock()
-        self.in_flight = threading.Event()
-        self.flying = 0  # async operations not yet waited
-        self.stopped = False
-        self.thread = threading.Thread(target=self._loop, name="bench-ddp-progress", daemon=True)
-        self.thread.start()
-
-    def _loop(self):
-        while not self.stopped:
-            if not self.in_flight.wait(0.05):
-                continue
-            with self.lock:
-                self.inner.progress()
-            time.sleep(self.nap)
-
-    def all_reduce(self, array, op, async_op=False):
-        with self.lock:
-            work = self.inner.all_reduce(array, op, async_op=async_op)
-        if not async_op:
-            return work
-        self.flying += 1
-        self.in_flight.set()
-        return _LockedWork(work, self)
-
-    def progress(self):
-        with self.lock:
-            self.inner.progress()
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-    def close(self):
-        self.stopped = True
-        self.in_flight.set()
-        self.thread.join(timeout=5)
+def step_times(step, steps, warmup, barrier) -> list[float]:
+    """Seconds of each of ``steps`` calls of ``step`` after ``warmup`` untimed ones, every
+    timed step started together on all ranks (``barrier``)."""
+    for _ in range(warmup):
+        step()
+    times = []
+    for _ in range(steps):
+        barrier()
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    return times
 
 
-class _LockedWork:
-    def __init__(self, work, group):
-        self.work, self.group = work, group
-
-    def wait(self):
-        g = self.group
-        while True:  # poll under the lock, nap outside it (the thread polls meanwhile)
-            with g.lock:
-                if self.work.is_completed():
-                    g.flying -= 1
-                    if not g.flying:
-                        g.in_flight.clear()
-                    return self.work.wait()
-            time.sleep(g.nap / 4)
-
-    def is_completed(self):
-        with self.group.lock:
-            return self.work.is_completed()
+def interleaved_times(fns: dict, steps, warmup, barrier) -> dict:
+    """Median seconds of each function of ``fns``, timed in rounds (one call of each per
+    round, in order, each started together on all ranks), so that a change in the machine's
+    load during the run falls on every column alike."""
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    times = {k: [] for k in fns}
+    for _ in range(steps):
+        for k, fn in fns.items():
+            barrier()
+            t0 = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) for k, v in times.items()}
 
 
-def _shardflow(wl, rank, steps, warmup, world, hook="none", psgd_rank=4, compiled=False,
-               variants=()):
+VARIANTS = ("buckets", "hooks", "buckets+thread")
+
+
+def _sf_steps(wl, rank, world, hook="none", psgd_rank=4, compiled=False, variants=()):
+    """``({name: step}, bytes_of_a_ddp_step)``: shardflow's local step, DDP step,
+    comm-only step and each variant's DDP step, each on its own copy of the model (same
+    initialisation), so that they can be timed in rounds."""
     import shardflow as sf
     from shardflow.distributed.algorithms import CountingProcessGroup
     from shardflow.nn.parallel import DistributedDataParallel
@@ -199,30 +152,35 @@ def _shardflow(wl, rank, steps, warmup, world, hook="none", psgd_rank=4, compile
     rng = np.random.default_rng(rank)
     x, y = wl.make_batch(rng)
     x, y = sf.from_numpy(x), sf.from_numpy(y)
-    sf.manual_seed(0)
-    model = wl.build(sf)
-    opt = wl.make_optimizer(sf, model)
 
-    def make_step(m):
+    def make_step(wrap):
+        sf.manual_seed(0)
+        model = wl.build(sf)
+        m = wrap(model)
+        opt = wl.make_optimizer(sf, model)
         if compiled:  # zero_grad(set_to_none), forward, backward, step: one compiled plan
             cs = sf.compile_step(m, opt, lambda mm, a, b: wl.loss(sf, mm, a, b), fullgraph=True)
-            return lambda: cs(x, y)
+            return m, lambda: cs(x, y)
 
         def step():
             opt.zero_grad()
             wl.loss(sf, m, x, y).backward()
             opt.step()
-        return step
+        return m, step
 
-    barrier = world.barrier
-    t_local = _median_step(make_step(model), steps, warmup, barrier)
+    fns = {}
+    fns["local"] = make_step(lambda m: m)[1]
     counter = CountingProcessGroup(world)
-    ddp = DistributedDataParallel(model, process_group=counter)
-    if hook != "none":
-        ddp.register_comm_hook(*_sf_hook(hook, counter, psgd_rank))
-    t_ddp = _median_step(make_step(ddp), steps, warmup, barrier)
+
+    def wrap_ddp(model):
+        ddp = DistributedDataParallel(model, process_group=counter)
+        if hook != "none":
+            ddp.register_comm_hook(*_sf_hook(hook, counter, psgd_rank))
+        return ddp
+
+    ddp, fns["ddp"] = make_step(wrap_ddp)
     counter.reset()
-    make_step(ddp)()
+    fns["ddp"]()
     step_bytes = counter.total_bytes("all_reduce")
     flats = [np.ones(n, np.float32) for n in ddp.bucket_sizes()]
 
@@ -230,24 +188,26 @@ def _shardflow(wl, rank, steps, warmup, world, hook="none", psgd_rank=4, compile
         for f in flats:
             world.all_reduce(f, "avg")
 
-    t_comm = _median_step(comm_only, steps, warmup, barrier)
-    ddp.reducer.remove_hooks()  # the variants wrap the same model
-    extra = []
+    fns["comm"] = comm_only
     for variant in variants:  # the overlap study: other ways to progress the same reduction
-        group = ThreadedProgress(world) if variant == "thread" else world
-        vddp = DistributedDataParallel(model, process_group=group)
-        if variant == "buckets":
-            vddp.reducer.set_piece_bytes(vddp.reducer.bucket_bytes_cap)
-        try:
-            extra.append(_median_step(make_step(vddp), steps, warmup, barrier))
-        finally:
-            vddp.reducer.remove_hooks()
-            if group is not world:
-                group.close()
-    return t_local, t_ddp, t_comm, step_bytes, extra
+        if variant not in VARIANTS:
+            raise ValueError(f"bench ddp --variants: unknown variant {variant!r}; expected "
+                             f"some of {', '.join(VARIANTS)}")
+
+        def wrap_variant(model, variant=variant):
+            vddp = DistributedDataParallel(model, process_group=world)
+            red = vddp.reducer
+            if variant.startswith("buckets"):
+                red.set_piece_bytes(red.bucket_bytes_cap)
+            red.background_progress = variant.endswith("thread")
+            return vddp
+
+        fns[variant] = make_step(wrap_variant)[1]
+    return fns, step_bytes
 
 
-def _torch(wl, rank, steps, warmup, hook="none", psgd_rank=4):
+def _torch_steps(wl, rank, hook="none", psgd_rank=4) -> dict:
+    """torch's local step, DDP step (gloo) and comm-only step, each on its own model copy."""
     import torch
     import torch.distributed as tdist
     from torch.nn.parallel import DistributedDataParallel
@@ -255,23 +215,27 @@ def _torch(wl, rank, steps, warmup, hook="none", psgd_rank=4):
     rng = np.random.default_rng(rank)
     x, y = wl.make_batch(rng)
     x, y = torch.from_numpy(x), torch.from_numpy(y)
-    torch.manual_seed(0)
-    model = wl.build(torch)
-    opt = wl.make_optimizer(torch, model)
 
-    def make_step(m):
+    def make_step(wrap):
+        torch.manual_seed(0)
+        model = wl.build(torch)
+        m = wrap(model)
+        opt = wl.make_optimizer(torch, model)
+
         def step():
             opt.zero_grad()
             wl.loss(torch, m, x, y).backward()
             opt.step()
-        return step
+        return model, step
 
-    barrier = tdist.barrier
-    t_local = _median_step(make_step(model), steps, warmup, barrier)
-    ddp = DistributedDataParallel(model)
-    if hook not in ("none", "powersgd"):  # powersgd: see the module docstring
-        ddp.register_comm_hook(*_torch_hook(hook, psgd_rank))
-    t_ddp = _median_step(make_step(ddp), steps, warmup, barrier)
+    def wrap_ddp(model):
+        ddp = DistributedDataParallel(model)
+        if hook not in ("none", "powersgd"):  # powersgd: see the module docstring
+            ddp.register_comm_hook(*_torch_hook(hook, psgd_rank))
+        return ddp
+
+    model, local = make_step(lambda m: m)
+    fns = {"torch local": local, "torch ddp": make_step(wrap_ddp)[1]}
     sizes = [p.numel() for p in model.parameters()]
     flats = [torch.ones(n) for n in _bucket_elems(sizes, 25 << 20)]
 
@@ -280,8 +244,8 @@ def _torch(wl, rank, steps, warmup, hook="none", psgd_rank=4):
             tdist.all_reduce(f)
             f /= tdist.get_world_size()
 
-    t_comm = _median_step(comm_only, steps, warmup, barrier)
-    return t_local, t_ddp, t_comm
+    fns["torch comm"] = comm_only
+    return fns
 
 
 def _worker(args) -> int:
@@ -302,15 +266,20 @@ def _worker(args) -> int:
     for name in args.models.split(","):
         wl = workloads[name]
         steps = args.steps if name != "gpt" else max(3, args.steps // 3)
-        res_sf = _shardflow(wl, rank, steps, args.warmup, world, args.comm_hook, args.powersgd_rank,
-                            variants=variants)
-        res_th = _torch(wl, rank, steps, args.warmup, args.comm_hook, args.powersgd_rank)
-        res_c = _shardflow(wl, rank, steps, args.warmup, world, args.comm_hook, args.powersgd_rank,
-                           compiled=True)[:3] if args.compile else ()
-        worst = world.all_gather(np.array(res_sf[:3] + res_th + tuple(res_sf[4]) + res_c)
-                                 ).max(axis=0)
+        fns, step_bytes = _sf_steps(wl, rank, world, args.comm_hook, args.powersgd_rank,
+                                    variants=variants)
+        fns.update(_torch_steps(wl, rank, args.comm_hook, args.powersgd_rank))
+        med = interleaved_times(fns, steps, args.warmup, world.barrier)
+        res_c = ()
+        if args.compile:
+            cfns, _ = _sf_steps(wl, rank, world, args.comm_hook, args.powersgd_rank,
+                                compiled=True)
+            cmed = interleaved_times(cfns, steps, args.warmup, world.barrier)
+            res_c = (cmed["local"], cmed["ddp"], cmed["comm"])
+        order = ["local", "ddp", "comm", "torch local", "torch ddp", "torch comm", *variants]
+        worst = world.all_gather(np.array([med[k] for k in order] + list(res_c))).max(axis=0)
         k = 6 + len(variants)
-        rows.append((wl.name, worst[:3], worst[3:6], res_sf[3], worst[6:k], worst[k:]))
+        rows.append((wl.name, worst[:3], worst[3:6], step_bytes, worst[6:k], worst[k:]))
     tdist.destroy_process_group()
     if rank == 0:
         _print_table(args, n, variants, rows)
@@ -323,7 +292,7 @@ def _print_table(args, n, variants, rows) -> None:
     load = " ".join(open("/proc/loadavg").read().split()[:3]) if sys.platform == "linux" else "?"
     print(f"DistributedDataParallel training step on {n} ranks (ms, median, slowest rank); "
           f"comm hook: shardflow {args.comm_hook}, torch {torch_hook}; load average {load}")
-    hdr = (f"{'workload':<44} | {'fw':<16} | {'local':>8} | {'ddp':>8} | {'comm':>8} | "
+    hdr = (f"{'workload':<44} | {'fw':<24} | {'local':>8} | {'ddp':>8} | {'comm':>8} | "
            f"{'hidden':>6} | {'ddp vs torch':>12} | {'MB/step':>8} | {'comm/step':>9}")
     print(hdr)
     print("-" * len(hdr))
@@ -336,7 +305,7 @@ def _print_table(args, n, variants, rows) -> None:
             hidden = float(np.clip(1 - (ddp - loc) / com, 0, 1)) if com > 0 else 0.0
             ratio = "1.00x" if fw == "torch" else f"{ddp / t[1]:.2f}x"
             mb = f"{nbytes / 1e6:8.2f}" if fw == "shardflow" else f"{'':8}"
-            print(f"{title:<44} | {fw:<16} | {loc * 1e3:8.1f} | {ddp * 1e3:8.1f} | "
+            print(f"{title:<44} | {fw:<24} | {loc * 1e3:8.1f} | {ddp * 1e3:8.1f} | "
                   f"{com * 1e3:8.1f} | {hidden:6.0%} | {ratio:>12} | {mb} | {com / ddp:9.0%}")
     print("hidden = 1 - (ddp - local) / comm: share of the gradient all_reduce that "
           "overlapped backward; ddp vs torch = shardflow DDP step / torch DDP step; "
@@ -356,7 +325,8 @@ def _parser():
     p.add_argument("--models", default="mlp,gpt",
                    help="comma list of: mlp, cnn, gpt, mlp-wide (module docstring)")
     p.add_argument("--variants", default="",
-                   help="comma list of extra shardflow rows: buckets, thread (module docstring)")
+                   help="comma list of extra shardflow rows: buckets, hooks, buckets+thread "
+                        "(module docstring)")
     p.add_argument("--steps", type=int, default=10, help="timed steps (GPT: a third)")
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--port", type=int, default=0, help="TCP port for torch gloo (0: pick)")

@@ -175,6 +175,11 @@ class Communicator:
     def progress(self) -> None:
         """Drive outstanding non-blocking operations (MPI progresses only inside MPI calls)."""
 
+    def background_progress(self, on: bool) -> None:
+        """Ask for (``True``) or release (``False``) progress of outstanding operations in the
+        background while the caller computes (MPI: a polling thread, ``mpi_progress.py``);
+        calls pair up. Nothing to do for backends that progress on their own."""
+
     def free(self) -> None:
         """Release backend resources."""
 

@@ -83,7 +83,7 @@ import time
 import numpy as np
 
 from .. import _config
-from . import callsig
+from . import callsig, mpi_progress
 from . import profiling as _profiling
 from .arrival import ArrivalBoard, collective_timeout_report, p2p_timeout_report
 from .base import CommError, Communicator, CompletedWork
@@ -94,7 +94,7 @@ from .mpi_init import InitWatchdog
 from .mpi_lib import mpi
 from .mpi_p2p import PointToPointMixin
 from .mpi_plans import EAGER_SAFE_BYTES, MAX_PLANS, Plan
-from .mpi_work import BUSY, SPIN_S, Call, MPIWork, progress_all
+from .mpi_work import BUSY, SPIN_S, Call, MPIWork, locked, progress_all
 from .ranked import RankedMixin
 
 __all__ = ["EAGER_SAFE_BYTES", "MPICommunicator", "MPIWork", "TIMEOUT_EXIT_CODE", "mpi"]
@@ -308,11 +308,22 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
     def _done(value, async_op):
         return CompletedWork(value) if async_op else value
 
+    @locked
     def progress(self) -> None:
         if self._pending:
             self._pending = [w for w in self._pending if not w.is_completed()]
             if not self._pending:
                 BUSY.discard(self)
+
+    def background_progress(self, on: bool) -> None:
+        """Hold (``True``) or release (``False``) the background progress thread
+        (``mpi_progress.py``): DDP's reducer holds it while its buckets are in flight."""
+        if self._size == 1:
+            return
+        if on:
+            mpi_progress.hold()
+        else:
+            mpi_progress.release()
 
     # -- checking signatures ---------------------------------------------------------------
     def _check(self, send, recv) -> None:
@@ -397,6 +408,7 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
         abort_job(msg, kind="timeout", exit_code=TIMEOUT_EXIT_CODE)
 
     # -- groups --------------------------------------------------------------------------
+    @locked
     def new_group(self, ranks):
         MPI = mpi()
         self._data_turn(None)  # Split is a collective on the communicator: in call order
@@ -410,6 +422,7 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
             return None
         return MPICommunicator(sub, [self.world_ranks[r] for r in ranks])
 
+    @locked
     def free(self) -> None:
         try:
             self._data_turn(None)  # Free is collective: after every issued data step

@@ -30,7 +30,7 @@ from .local import copied_alone, gathered_alone
 from .mpi_buffers import contiguous, for_reduction, is_half, move_spec, spec
 from .mpi_lib import mpi
 from .mpi_plans import Plan
-from .mpi_work import Call
+from .mpi_work import Call, locked
 
 _REDUCE_UFUNCS = {"sum": np.add, "avg": np.add, "prod": np.multiply, "max": np.maximum,
                   "min": np.minimum}
@@ -111,6 +111,7 @@ class CollectivesMixin:
         gen = steps(plan, seq, array, *args, async_op, me)
         return self._run(gen, async_op, name, seq, array.shape, array.dtype, me, not plan.small)
 
+    @locked
     def all_reduce(self, array, op=ReduceOp.SUM, async_op: bool = False):
         op = checked_reduce_op(op, array)
         seq, plan = self._begin("all_reduce", array, op)
@@ -168,6 +169,7 @@ class CollectivesMixin:
         return array
 
     # -- broadcast -----------------------------------------------------------------------
+    @locked
     def broadcast(self, array, src: int = 0, async_op: bool = False):
         if not 0 <= src < self._size:
             raise ValueError(f"broadcast src must be a rank of the group (0 .. {self._size - 1}), got {src}")
@@ -199,6 +201,7 @@ class CollectivesMixin:
         return array
 
     # -- all_gather ----------------------------------------------------------------------
+    @locked
     def all_gather(self, array, out=None, async_op: bool = False):
         shape = (self._size, *array.shape)
         if out is not None and (tuple(out.shape) != shape and out.size != int(np.prod(shape))):
@@ -237,6 +240,7 @@ class CollectivesMixin:
         return res if target is None else target
 
     # -- reduce_scatter ------------------------------------------------------------------
+    @locked
     def reduce_scatter(self, array, op=ReduceOp.SUM, out=None, async_op: bool = False):
         op = checked_reduce_op(op, array)
         oshape = self._check_reduce_scatter(array)
@@ -277,6 +281,7 @@ class CollectivesMixin:
         return res.astype(array.dtype, copy=False)
 
     # -- all_to_all ----------------------------------------------------------------------
+    @locked
     def all_to_all(self, array, out=None, async_op: bool = False):
         self._check_all_to_all(array)
         seq, plan = self._begin("all_to_all", array)
@@ -310,6 +315,7 @@ class CollectivesMixin:
         return res
 
     # -- barrier -------------------------------------------------------------------------
+    @locked
     def barrier(self, async_op: bool = False):
         seq, plan = self._begin("barrier", None)
         if self._size == 1:
@@ -325,6 +331,7 @@ class CollectivesMixin:
     # -- Python objects (small control data; pickled) ----------------------------------
     # The pickle's size travels in the signature (dims[0]; the element count is 0, so the
     # sizes, which differ by design, are not compared), then Allgatherv / Bcast moves it.
+    @locked
     def all_gather_object(self, obj) -> list:
         data = np.frombuffer(pickle.dumps(obj), dtype=np.uint8)
         seq, plan = self._begin("all_gather_object", None, shape=(data.size,))
@@ -347,6 +354,7 @@ class CollectivesMixin:
         yield lambda: comm.Iallgatherv(s2, r2), lambda: comm.Allgatherv(s2, r2)
         return [pickle.loads(out[d:d + c].tobytes()) for c, d in zip(counts, displs)]
 
+    @locked
     def broadcast_object(self, obj, src: int = 0):
         data = (np.frombuffer(pickle.dumps(obj), dtype=np.uint8) if self._rank == src
                 else np.empty(0, dtype=np.uint8))

@@ -180,12 +180,15 @@ class Reducer:
     ``names``: the parameters' names for error messages. ``partial_dims``: ``{id(p): mesh
     dim}`` for global parameters whose gradients are partial sums over ``process_group``.
     ``piece_cap_mb``: the most a bucket's all-reduce moves in one collective (pieces, above).
+    ``background_progress``: hold the communicator's background progress while buckets are
+    in flight (above).
     """
 
     def __init__(self, params, process_group, *, op: str = "avg", bucket_cap_mb: float = 25,
                  first_bucket_cap_mb: float = 1, hooks: bool = True,
                  finalize_in_backward: bool = True, gradient_as_bucket_view: bool = False,
-                 names=None, partial_dims: dict | None = None, piece_cap_mb: float = 1):
+                 names=None, partial_dims: dict | None = None, piece_cap_mb: float = 1,
+                 background_progress: bool = True):
         if op not in ("avg", "sum"):
             raise ValueError(f"Reducer: op must be 'avg' or 'sum', got {op!r}")
         params = list(params)
@@ -212,6 +215,8 @@ class Reducer:
         self._touched = False
         self.piece_bytes = None
         self.set_piece_bytes(int(piece_cap_mb * _MB))
+        self.background_progress = background_progress
+        self._progress_held = False
         self._launch_hooks: list = []
         self._hook_handles = ([p.register_post_accumulate_grad_hook(self.grad_ready)
                                for p in self.params] if hooks else [])
@@ -341,6 +346,11 @@ class Reducer:
             self.finalize()
 
     def _launched(self, b: Bucket) -> None:
+        if self.background_progress and not self._progress_held:
+            hold = getattr(self.process_group, "background_progress", None)
+            if hold is not None:  # wrappers of a communicator may not have it
+                hold(True)
+                self._progress_held = True
         b.launched = True
         self.stats["launches"] += 1
         for fn in self._launch_hooks:
@@ -424,6 +434,9 @@ class Reducer:
                 np.copyto(g.array, v, casting="unsafe")
 
     def _reset(self) -> None:
+        if self._progress_held:
+            self._progress_held = False
+            self.process_group.background_progress(False)
         for b in self.buckets:
             b.reset()
         self._next_launch = 0
