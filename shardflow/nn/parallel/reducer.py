@@ -60,6 +60,7 @@ whatever the communication hook issues once per bucket, on ``process_group``.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import time
 import weakref
@@ -118,7 +119,7 @@ class Bucket:
 
     __slots__ = ("index", "params", "offsets", "flat", "pending", "works", "dtype", "op",
                  "launched", "ready", "hooked", "pieces", "param_pieces", "piece_params",
-                 "piece_pending", "next_piece")
+                 "piece_pending", "next_piece", "piece_direct", "directable", "direct")
 
     def __init__(self, index, params, dtype, op):
         self.index = index
@@ -137,24 +138,61 @@ class Bucket:
         self.set_pieces(max(1, int(self.offsets[-1])))
 
     def set_pieces(self, piece_elems: int) -> None:
-        """Cut the flat array into consecutive pieces of at most ``piece_elems`` elements;
-        piece ``j`` waits for every parameter whose slice overlaps it (a zero-size
-        parameter: for the piece its offset falls in)."""
+        """Cut the flat array into the consecutive pieces reduced one collective each.
+
+        A parameter of at least ``piece_elems // 4`` elements is *direct*: it gets pieces of
+        its own (at most ``piece_elems`` each), so that its gradient can be reduced in place
+        in ``p.grad`` without the copy into the bucket and back. Smaller ones are packed
+        into shared pieces of at most ``piece_elems`` (a packed parameter is never split).
+        Piece ``j`` waits for every parameter whose slice overlaps it (a zero-size
+        parameter: for the piece its offset falls in). The layout depends only on the
+        sizes, so every rank cuts the same pieces whichever gradients it reduces in place.
+        """
         n = int(self.offsets[-1])
-        bounds = list(range(0, n, piece_elems)) + [n] if n else [0, 0]
+        small = max(1, piece_elems // 4)
+        bounds, direct_of = [0], []  # piece j: (param, offset in it) when inside one direct
+        self.directable = []
+        for i in range(len(self.params)):
+            lo, size = int(self.offsets[i]), int(self.offsets[i + 1] - self.offsets[i])
+            self.directable.append(size >= small)
+            if size >= small:
+                if bounds[-1] != lo:  # close the packed piece before it
+                    bounds.append(lo)
+                    direct_of.append(None)
+                for start in range(0, size, piece_elems):
+                    bounds.append(lo + min(size, start + piece_elems))
+                    direct_of.append((i, start))
+            elif lo + size - bounds[-1] > piece_elems and bounds[-1] != lo:
+                bounds.append(lo)
+                direct_of.append(None)
+        if bounds[-1] != n or len(bounds) == 1:
+            bounds.append(n)
+            direct_of.append(None)
         self.pieces = list(zip(bounds[:-1], bounds[1:]))
+        self.piece_direct = direct_of
         last = len(self.pieces) - 1
         self.param_pieces = []
         for i in range(len(self.params)):
             lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
-            first = min(lo // piece_elems, last)
-            self.param_pieces.append(range(first, max(first, min((hi - 1) // piece_elems, last)) + 1))
+            first = min(bisect.bisect_right(bounds, lo) - 1, last)
+            stop = max(first, min(bisect.bisect_left(bounds, hi) - 1, last))
+            self.param_pieces.append(range(first, stop + 1))
         self.piece_params = [0] * len(self.pieces)
         for r in self.param_pieces:
             for j in r:
                 self.piece_params[j] += 1
         self.piece_pending = list(self.piece_params)
         self.next_piece = 0
+        self.direct = [None] * len(self.params)
+
+    def piece_buffer(self, j):
+        """The array piece ``j`` is reduced in: the gradient itself when its parameter's
+        gradient is reduced in place this iteration, else the bucket's slice."""
+        lo, hi = self.pieces[j]
+        d = self.piece_direct[j]
+        if d is not None and self.direct[d[0]] is not None:
+            return self.direct[d[0]][d[1]:d[1] + hi - lo]
+        return self.flat[lo:hi]
 
     def view(self, i, shape):
         """Parameter ``i``'s slice of the flat buffer, shaped ``shape``."""
@@ -168,6 +206,7 @@ class Bucket:
         self.hooked = False
         self.piece_pending = list(self.piece_params)
         self.next_piece = 0
+        self.direct = [None] * len(self.params)
 
 
 class Reducer:
@@ -281,9 +320,13 @@ class Reducer:
         b, i = self._slot[id(p)]
         b.ready[i] = True
         g = p.grad.array
-        dst = b.view(i, g.shape)
-        if not np.shares_memory(g, dst):
-            np.copyto(dst, g, casting="unsafe")
+        if (b.directable[i] and g.dtype == b.dtype and g.flags.c_contiguous
+                and not self.gradient_as_bucket_view and not self._by_hook()):
+            b.direct[i] = g.reshape(-1)  # reduced in place: no copy in, none back
+        else:
+            dst = b.view(i, g.shape)
+            if not np.shares_memory(g, dst):
+                np.copyto(dst, g, casting="unsafe")
         self._touched = True
         if self._mark_ready(b, i):
             self._launch_ready()
@@ -370,12 +413,12 @@ class Reducer:
     def _launch_piece(self, b: Bucket) -> None:
         """Start the async all_reduce of ``b``'s next piece (the bucket counts as launched
         at its first piece: launch hooks and ``stats['launches']`` see buckets)."""
-        lo, hi = b.pieces[b.next_piece]
         b.next_piece += 1
         if not b.launched:
             self._launched(b)
         op = b.op if self.divide_by is None else "sum"
-        b.works.append(self.process_group.all_reduce(b.flat[lo:hi], op, async_op=True))
+        buf = b.piece_buffer(b.next_piece - 1)
+        b.works.append(self.process_group.all_reduce(buf, op, async_op=True))
 
     def finalize(self) -> None:
         """Wait for the buckets' collectives and write the reduced gradients to ``.grad``
@@ -399,7 +442,8 @@ class Reducer:
         if self.divide_by is not None:
             for b in launched:
                 if b.op == "avg":
-                    np.divide(b.flat, self.divide_by, out=b.flat, casting="unsafe")
+                    for arr in [b.flat, *(d for d in b.direct if d is not None)]:
+                        np.divide(arr, self.divide_by, out=arr, casting="unsafe")
         for b in launched:
             self._write_back(b)
         self._reset()
@@ -420,7 +464,7 @@ class Reducer:
     def _write_back(self, b: Bucket) -> None:
         as_view = self.gradient_as_bucket_view
         for i, p in enumerate(b.params):
-            if not b.ready[i]:
+            if not b.ready[i] or b.direct[i] is not None:  # direct: reduced in p.grad itself
                 continue
             v = b.view(i, p.array.shape)
             g = p.grad
