@@ -21,6 +21,13 @@ Algorithm
   Open MPI pipelines it (its non-blocking ``Iallreduce`` of one 32 MB buffer measured
   slower than the blocking call, 1 MB pieces faster; docs/DISTRIBUTED.md, "Overlap").
   The reduction is elementwise, so the result is the same as the whole bucket's.
+* **In place.** A parameter of at least a quarter piece gets pieces of its own (smaller
+  ones are packed), and with ``finalize_in_backward`` (DDP), no communication hook and no
+  ``gradient_as_bucket_view``, its pieces are all-reduced in ``p.grad`` itself (a contiguous
+  array of the bucket's dtype, owned by ``.grad``: autograd's first accumulation copies):
+  no copy into the bucket and none back (on MLP-wide the two copies of 38 MB took 21 ms,
+  as long as the all-reduce). The piece layout depends only on the sizes, so ranks that
+  fall back to the bucket for some gradient (non-contiguous) still issue the same calls.
 * **Gradient ready** (:meth:`grad_ready`, a post-accumulate-grad hook on every parameter
   when ``hooks=True``; callers with their own hooks call it themselves): the parameter's
   ``.grad`` is copied into its slice. When the last parameter of a piece is in, the piece's
@@ -320,8 +327,7 @@ class Reducer:
         b, i = self._slot[id(p)]
         b.ready[i] = True
         g = p.grad.array
-        if (b.directable[i] and g.dtype == b.dtype and g.flags.c_contiguous
-                and not self.gradient_as_bucket_view and not self._by_hook()):
+        if b.directable[i] and self._in_place_ok() and g.dtype == b.dtype and g.flags.c_contiguous:
             b.direct[i] = g.reshape(-1)  # reduced in place: no copy in, none back
         else:
             dst = b.view(i, g.shape)
@@ -361,6 +367,14 @@ class Reducer:
         if completed:
             self._touched = True
             self._launch_ready()
+
+    def _in_place_ok(self) -> bool:
+        """Reduce large gradients in ``p.grad`` itself: only when backward returns with them
+        reduced (DDP: nobody reads ``.grad`` while MPI writes it; the caller-finalized form
+        leaves local gradients readable until ``finalize``), not into bucket views, and not
+        under a communication hook (it gets the whole bucket)."""
+        return (self.finalize_in_backward and not self.gradient_as_bucket_view
+                and not self._by_hook())
 
     def _by_hook(self) -> bool:
         """A communication hook reduces whole buckets (inside ``join()``: pieces, plain)."""
