@@ -23,11 +23,13 @@ the slowest rank. Rank 0 prints one table with the load average.
 
 ``--variants`` adds shardflow rows that differ in how the reduction is cut and progressed,
 for the overlap study (docs/DISTRIBUTED.md, "Overlap"); the ``shardflow`` row is the
-default DDP (1 MB pieces, each started once its gradients are in, plus the background
-progress thread, ``comm/mpi_progress.py``): ``buckets`` (each bucket one all-reduce started
+default DDP (1 MB pieces, each started once its gradients are in, large gradients reduced
+in place, and the background progress thread ``comm/mpi_progress.py`` when
+``SHARDFLOW_PROGRESS_THREAD`` asks for it: by default only with more ranks than cores):
+``buckets`` (each bucket one all-reduce started
 when the whole bucket is in, progress only from the hooks and the final wait: the reducer
-before this study), ``hooks`` (pieces, no thread), ``buckets+thread`` (whole buckets, with
-the thread). Rows are measured one after
+before this study), ``hooks`` (pieces, never the thread), ``buckets+thread`` (whole
+buckets, always the thread); ``thread`` (pieces, always the thread). Rows are measured one after
 the other on the same model, in one job.
 
 ``--compile`` adds a ``compiled`` row: the same ``local`` and ``ddp`` steps through
@@ -138,7 +140,7 @@ def interleaved_times(fns: dict, steps, warmup, barrier) -> dict:
     return {k: statistics.median(v) for k, v in times.items()}
 
 
-VARIANTS = ("buckets", "hooks", "buckets+thread")
+VARIANTS = ("buckets", "hooks", "buckets+thread", "thread")
 
 
 def _sf_steps(wl, rank, world, hook="none", psgd_rank=4, compiled=False, variants=()):
@@ -199,7 +201,7 @@ def _sf_steps(wl, rank, world, hook="none", psgd_rank=4, compiled=False, variant
             red = vddp.reducer
             if variant.startswith("buckets"):
                 red.set_piece_bytes(red.bucket_bytes_cap)
-            red.background_progress = variant.endswith("thread")
+            red.background_progress = variant.endswith("thread")  # forced on, or off
             return vddp
 
         fns[variant] = make_step(wrap_variant)[1]
@@ -325,7 +327,7 @@ def _parser():
     p.add_argument("--models", default="mlp,gpt",
                    help="comma list of: mlp, cnn, gpt, mlp-wide (module docstring)")
     p.add_argument("--variants", default="",
-                   help="comma list of extra shardflow rows: buckets, hooks, buckets+thread "
+                   help="comma list of extra shardflow rows: buckets, hooks, buckets+thread, thread "
                         "(module docstring)")
     p.add_argument("--steps", type=int, default=10, help="timed steps (GPT: a third)")
     p.add_argument("--warmup", type=int, default=2)

@@ -107,6 +107,7 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
 
     def __init__(self, comm=None, world_ranks=None):
         self._timeout = _config.comm_timeout_s()  # read once, when the group is made
+        self._progress_thread = _config.progress_thread()
         if comm is None:  # the world: its start is bounded too (mpi_init.py)
             with InitWatchdog(self._timeout):
                 self._setup(mpi().COMM_WORLD, world_ranks)
@@ -315,15 +316,21 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
             if not self._pending:
                 BUSY.discard(self)
 
-    def background_progress(self, on: bool) -> None:
+    def background_progress(self, on: bool, force: bool = False) -> bool:
         """Hold (``True``) or release (``False``) the background progress thread
-        (``mpi_progress.py``): DDP's reducer holds it while its buckets are in flight."""
+        (``mpi_progress.py``): DDP's reducer holds it while its buckets are in flight. A hold
+        takes effect when ``SHARDFLOW_PROGRESS_THREAD`` asks for the thread (read when the
+        communicator is made; ``_config.progress_thread``) or ``force``; returns whether it
+        did, and only a hold that did is released."""
         if self._size == 1:
-            return
-        if on:
-            mpi_progress.hold()
-        else:
+            return False
+        if not on:
             mpi_progress.release()
+            return False
+        if not (force or self._progress_thread):
+            return False
+        mpi_progress.hold()
+        return True
 
     # -- checking signatures ---------------------------------------------------------------
     def _check(self, send, recv) -> None:

@@ -34,9 +34,13 @@ Algorithm
   ``all_reduce(op)`` starts asynchronously; with a communication hook, the whole bucket's
   ``hook(state, GradBucket)`` starts when its last slice is filled. Pieces (and buckets)
   are launched strictly in order, so every rank issues the same collectives in the same
-  sequence even if gradients arrive in a different order. Each call also drives ``process_group.progress()``: Open MPI advances a
-  non-blocking collective only inside MPI calls, so this is what overlaps the transfer with
-  the rest of backward.
+  sequence even if gradients arrive in a different order. Each call also drives
+  ``process_group.progress()``: Open MPI advances a non-blocking collective only inside
+  MPI calls. The reducer may also hold the
+  communicator's background progress thread from its first launch to the end of
+  :meth:`finalize` (``background_progress``; by default as ``SHARDFLOW_PROGRESS_THREAD``
+  says, auto = when this host runs more ranks than it has cores; MPI: a thread polling
+  every 100 us, ``comm/mpi_progress.py``).
 * **Finalize** (:meth:`finalize`): wait for every launched bucket (a hook's future gives the
   reduced flat array, copied into the bucket), divide by ``divide_by`` if set (``join()``:
   summed, then divided by what join decided), and write each reduced slice back to
@@ -227,14 +231,15 @@ class Reducer:
     dim}`` for global parameters whose gradients are partial sums over ``process_group``.
     ``piece_cap_mb``: the most a bucket's all-reduce moves in one collective (pieces, above).
     ``background_progress``: hold the communicator's background progress while buckets are
-    in flight (above).
+    in flight (above): None (default) as ``SHARDFLOW_PROGRESS_THREAD`` says (auto: when the
+    host runs more ranks than it has cores), True always, False never.
     """
 
     def __init__(self, params, process_group, *, op: str = "avg", bucket_cap_mb: float = 25,
                  first_bucket_cap_mb: float = 1, hooks: bool = True,
                  finalize_in_backward: bool = True, gradient_as_bucket_view: bool = False,
                  names=None, partial_dims: dict | None = None, piece_cap_mb: float = 1,
-                 background_progress: bool = True):
+                 background_progress: bool | None = None):
         if op not in ("avg", "sum"):
             raise ValueError(f"Reducer: op must be 'avg' or 'sum', got {op!r}")
         params = list(params)
@@ -403,11 +408,10 @@ class Reducer:
             self.finalize()
 
     def _launched(self, b: Bucket) -> None:
-        if self.background_progress and not self._progress_held:
+        if self.background_progress is not False and not self._progress_held:
             hold = getattr(self.process_group, "background_progress", None)
             if hold is not None:  # wrappers of a communicator may not have it
-                hold(True)
-                self._progress_held = True
+                self._progress_held = bool(hold(True, force=self.background_progress is True))
         b.launched = True
         self.stats["launches"] += 1
         for fn in self._launch_hooks:
