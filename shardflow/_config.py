@@ -202,7 +202,7 @@ def check_environment() -> None:
     for the first one that is unusable (called by the commands before anything starts, so a
     typo is one line and exit code 2, not a traceback in the middle of a job)."""
     for parse in (comm_timeout_s, debug_flags, kernels_mode, kernel_threads, _device_value,
-                  _rank_prefix_value, launch_info, restart_count):
+                  _rank_prefix_value, launch_info, restart_count, progress_thread):
         parse()
 
 
