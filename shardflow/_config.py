@@ -124,6 +124,21 @@ def kernel_threads() -> int | None:
     return v if v is not None and v > 0 else None
 
 
+def progress_thread() -> bool:
+    """``SHARDFLOW_PROGRESS_THREAD``: whether DDP's reducer runs the comm layer's background
+    progress thread while its buckets are in flight (``comm/mpi_progress.py``). ``auto``
+    (default): only when this host runs more ranks than it has cores (measured: it helped
+    on oversubscribed or loaded cores, and cost a few ms per step with one free core per
+    rank; docs/DISTRIBUTED.md, "Overlap"); ``1``: always; ``0``: never."""
+    raw = os.environ.get("SHARDFLOW_PROGRESS_THREAD", "auto").strip().lower()
+    if raw in ("", "auto"):
+        return launch_info().local_world_size > (os.cpu_count() or 1)
+    if raw in ("1", "0"):
+        return raw == "1"
+    raise EnvironmentValueError(
+        f"SHARDFLOW_PROGRESS_THREAD must be auto, 1 or 0, got {raw!r}; unset it for auto")
+
+
 def comm_timeout_s() -> float:
     raw = os.environ.get("SHARDFLOW_COMM_TIMEOUT")
     if raw is None or raw == "":
@@ -187,7 +202,7 @@ def check_environment() -> None:
     for the first one that is unusable (called by the commands before anything starts, so a
     typo is one line and exit code 2, not a traceback in the middle of a job)."""
     for parse in (comm_timeout_s, debug_flags, kernels_mode, kernel_threads, _device_value,
-                  _rank_prefix_value, launch_info, restart_count):
+                  _rank_prefix_value, launch_info, restart_count, progress_thread):
         parse()
 
 

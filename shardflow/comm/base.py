@@ -175,6 +175,14 @@ class Communicator:
     def progress(self) -> None:
         """Drive outstanding non-blocking operations (MPI progresses only inside MPI calls)."""
 
+    def background_progress(self, on: bool, force: bool = False) -> bool:
+        """Ask for (``True``) or release (``False``) progress of outstanding operations in the
+        background while the caller computes (MPI: a polling thread, ``mpi_progress.py``,
+        when the configuration or ``force`` asks for it). Returns whether the request took
+        effect; release only those that did. Nothing to do for backends that progress on
+        their own."""
+        return False
+
     def free(self) -> None:
         """Release backend resources."""
 

@@ -85,7 +85,7 @@ import time
 import numpy as np
 
 from .. import _config
-from . import callsig
+from . import callsig, mpi_progress
 from . import profiling as _profiling
 from .arrival import ArrivalBoard, collective_timeout_report, p2p_timeout_report
 from .base import CommError, Communicator, CompletedWork
@@ -96,7 +96,7 @@ from .mpi_init import InitWatchdog
 from .mpi_lib import mpi
 from .mpi_p2p import PointToPointMixin
 from .mpi_plans import EAGER_SAFE_BYTES, MAX_PLANS, Plan
-from .mpi_work import BUSY, SPIN_S, Call, MPIWork, progress_all
+from .mpi_work import BUSY, SPIN_S, Call, MPIWork, locked, progress_all
 from .ranked import RankedMixin
 
 __all__ = ["EAGER_SAFE_BYTES", "MPICommunicator", "MPIWork", "TIMEOUT_EXIT_CODE", "mpi"]
@@ -109,6 +109,7 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
 
     def __init__(self, comm=None, world_ranks=None):
         self._timeout = _config.comm_timeout_s()  # read once, when the group is made
+        self._progress_thread = _config.progress_thread()
         if comm is None:  # the world: its start is bounded too (mpi_init.py)
             with InitWatchdog(self._timeout):
                 self._setup(mpi().COMM_WORLD, world_ranks)
@@ -311,11 +312,28 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
     def _done(value, async_op):
         return CompletedWork(value) if async_op else value
 
+    @locked
     def progress(self) -> None:
         if self._pending:
             self._pending = [w for w in self._pending if not w.is_completed()]
             if not self._pending:
                 BUSY.discard(self)
+
+    def background_progress(self, on: bool, force: bool = False) -> bool:
+        """Hold (``True``) or release (``False``) the background progress thread
+        (``mpi_progress.py``): DDP's reducer holds it while its buckets are in flight. A hold
+        takes effect when ``SHARDFLOW_PROGRESS_THREAD`` asks for the thread (read when the
+        communicator is made; ``_config.progress_thread``) or ``force``; returns whether it
+        did, and only a hold that did is released."""
+        if self._size == 1:
+            return False
+        if not on:
+            mpi_progress.release()
+            return False
+        if not (force or self._progress_thread):
+            return False
+        mpi_progress.hold()
+        return True
 
     # -- checking signatures ---------------------------------------------------------------
     def _check(self, send, recv) -> None:
@@ -400,6 +418,7 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
         abort_job(msg, kind="timeout", exit_code=TIMEOUT_EXIT_CODE)
 
     # -- groups --------------------------------------------------------------------------
+    @locked
     def new_group(self, ranks):
         MPI = mpi()
         self._data_turn(None)  # Split is a collective on the communicator: in call order
@@ -413,6 +432,7 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
             return None
         return MPICommunicator(sub, [self.world_ranks[r] for r in ranks])
 
+    @locked
     def free(self) -> None:
         try:
             self._data_turn(None)  # Free is collective: after every issued data step

@@ -31,7 +31,7 @@ from .mpi_buffers import contiguous, for_reduction, is_half, move_spec, spec
 from .mpi_lib import mpi
 from .mpi_p2p import _Both
 from .mpi_plans import Plan
-from .mpi_work import Call
+from .mpi_work import Call, locked
 
 PAIRWISE_TAGS = 32768  # MPI guarantees tags up to 32767
 _REDUCE_UFUNCS = {"sum": np.add, "avg": np.add, "prod": np.multiply, "max": np.maximum,
@@ -113,6 +113,7 @@ class CollectivesMixin:
         gen = steps(plan, seq, array, *args, async_op, me)
         return self._run(gen, async_op, name, seq, array.shape, array.dtype, me, not plan.small)
 
+    @locked
     def all_reduce(self, array, op=ReduceOp.SUM, async_op: bool = False):
         op = checked_reduce_op(op, array)
         seq, plan = self._begin("all_reduce", array, op)
@@ -170,6 +171,7 @@ class CollectivesMixin:
         return array
 
     # -- broadcast -----------------------------------------------------------------------
+    @locked
     def broadcast(self, array, src: int = 0, async_op: bool = False):
         if not 0 <= src < self._size:
             raise ValueError(f"broadcast src must be a rank of the group (0 .. {self._size - 1}), got {src}")
@@ -201,6 +203,7 @@ class CollectivesMixin:
         return array
 
     # -- all_gather ----------------------------------------------------------------------
+    @locked
     def all_gather(self, array, out=None, async_op: bool = False):
         shape = (self._size, *array.shape)
         if out is not None and (tuple(out.shape) != shape and out.size != int(np.prod(shape))):
@@ -239,6 +242,7 @@ class CollectivesMixin:
         return res if target is None else target
 
     # -- reduce_scatter ------------------------------------------------------------------
+    @locked
     def reduce_scatter(self, array, op=ReduceOp.SUM, out=None, async_op: bool = False):
         op = checked_reduce_op(op, array)
         oshape = self._check_reduce_scatter(array)
@@ -310,6 +314,7 @@ class CollectivesMixin:
         return out
 
     # -- all_to_all ----------------------------------------------------------------------
+    @locked
     def all_to_all(self, array, out=None, async_op: bool = False):
         self._check_all_to_all(array)
         seq, plan = self._begin("all_to_all", array)
@@ -343,6 +348,7 @@ class CollectivesMixin:
         return res
 
     # -- barrier -------------------------------------------------------------------------
+    @locked
     def barrier(self, async_op: bool = False):
         seq, plan = self._begin("barrier", None)
         if self._size == 1:
@@ -358,6 +364,7 @@ class CollectivesMixin:
     # -- Python objects (small control data; pickled) ----------------------------------
     # The pickle's size travels in the signature (dims[0]; the element count is 0, so the
     # sizes, which differ by design, are not compared), then Allgatherv / Bcast moves it.
+    @locked
     def all_gather_object(self, obj) -> list:
         data = np.frombuffer(pickle.dumps(obj), dtype=np.uint8)
         seq, plan = self._begin("all_gather_object", None, shape=(data.size,))
@@ -380,6 +387,7 @@ class CollectivesMixin:
         yield lambda: comm.Iallgatherv(s2, r2), lambda: comm.Allgatherv(s2, r2)
         return [pickle.loads(out[d:d + c].tobytes()) for c, d in zip(counts, displs)]
 
+    @locked
     def broadcast_object(self, obj, src: int = 0):
         data = (np.frombuffer(pickle.dumps(obj), dtype=np.uint8) if self._rank == src
                 else np.empty(0, dtype=np.uint8))

@@ -31,6 +31,7 @@ import weakref
 from .arrival import PHASE_EXITING
 from .failure import print_failure, say_lifecycle
 
+BEFORE_FINALIZE: list = []  # callables run first at exit (mpi_progress.stop)
 LIVE: weakref.WeakSet = weakref.WeakSet()  # the MPI communicators whose boards are read
 
 
@@ -82,6 +83,8 @@ def _premature(communicators) -> str | None:
 def finalize_at_exit(MPI) -> None:
     """The ``atexit`` hook ``mpi_lib.mpi()`` registers when it initialises MPI."""
     say_lifecycle("ended")  # the program ended normally (shardflow run checks every rank did)
+    for stop in BEFORE_FINALIZE:  # the background progress thread: no MPI call after this
+        stop()
     try:
         if MPI.Is_finalized():
             return

@@ -22,7 +22,7 @@ from .base import CommError
 from .mpi_buffers import contiguous, move_spec
 from .mpi_lib import mpi
 from .mpi_plans import H
-from .mpi_work import BUSY, Call, MPIWork
+from .mpi_work import BUSY, Call, MPIWork, locked
 
 
 class _Both:
@@ -40,9 +40,11 @@ class _Both:
 class PointToPointMixin:
     """send / recv with signature checks (see the module docstring)."""
 
+    @locked
     def send(self, array, dst: int, tag: int = 0, async_op: bool = False):
         return self._p2p("send", array, dst, tag, async_op)
 
+    @locked
     def recv(self, array, src: int, tag: int = 0, async_op: bool = False):
         return self._p2p("recv", array, src, tag, async_op)
 

@@ -15,6 +15,8 @@ whose matching data receive is not posted yet.
 
 from __future__ import annotations
 
+import functools
+import threading
 import time
 
 from . import profiling as _profiling
@@ -26,6 +28,21 @@ from .mpi_lib import mpi
 # peer's GPT-mini backward by ~80 ms (378 vs 291 ms); napping from the start did not.
 SPIN_S = 2e-4
 BUSY: set = set()
+# Held by every entry point of the MPI communicator and its works, and by each poll of the
+# background progress thread (``mpi_progress.py``): the pending lists, the data-step queue
+# and the operation generators are shared Python state. Re-entrant: calls nest.
+LOCK = threading.RLock()
+
+
+def locked(method):
+    """Run ``method`` under :data:`LOCK` (the communicator's public calls)."""
+
+    @functools.wraps(method)
+    def run(*args, **kwargs):
+        with LOCK:
+            return method(*args, **kwargs)
+
+    return run
 
 
 def progress_all() -> None:
@@ -83,6 +100,12 @@ class MPIWork(Work):
             return True
 
     def is_completed(self) -> bool:
+        if self.done:
+            return True
+        with LOCK:
+            return self._advance()
+
+    def _advance(self) -> bool:
         while not self.done:
             if not self._test():
                 return False
@@ -115,9 +138,12 @@ class MPIWork(Work):
             spin_until = start + SPIN_S
             deadline = start + limit
             nap = 1e-5
-            while not self.is_completed():
-                if BUSY:
-                    progress_all()
+            while True:
+                with LOCK:  # released while napping: the progress thread may poll then
+                    if self._advance():
+                        break
+                    if BUSY:
+                        progress_all()
                 now = time.monotonic()
                 if now > spin_until:
                     if now > deadline:

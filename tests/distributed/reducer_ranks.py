@@ -126,6 +126,57 @@ for step in (3, 4):
     assert_grads(model, over_ranks(local_grads([step]), "mean"), "comm hook")
 passed("comm_hook_once_per_bucket")
 
+# -- pieces: a bucket's all-reduce goes out piece by piece, each once its parameters are in --
+class Recording:
+    """The world, recording each all_reduce's size and how many gradients were missing then."""
+
+    def __init__(self, inner, model):
+        self.inner, self.model, self.calls = inner, model, []
+        self.rank, self.size = inner.rank, inner.size
+
+    def all_reduce(self, array, op, async_op=False):
+        self.calls.append((array.size, sum(p.grad is None for p in self.model.parameters()),
+                           np.shares_memory(array, red.buckets[0].flat)))
+        return self.inner.all_reduce(array, op, async_op=async_op)
+
+    def progress(self):
+        self.inner.progress()
+
+
+model = make()
+rec = Recording(world, model)
+# one bucket of every parameter (275 float32, 2 KB cap), in pieces of at most 16; bucket
+# order b2 (3), w2 (24), b1 (8), w1 (128), b0 (16), w0 (96): parameters of 4 elements or more
+# get pieces of their own and are reduced in place in p.grad, b2 is packed in the bucket
+red = Reducer(model.parameters(), rec, bucket_cap_mb=2**-9, first_bucket_cap_mb=2**-9,
+              piece_cap_mb=64 / 2**20)
+want = [3, 16, 8, 8] + [16] * 8 + [16] + [16] * 6
+assert len(red.buckets) == 1 and red.piece_sizes() == [want], red.piece_sizes()
+for step in (8, 9):
+    model.zero_grad(set_to_none=True)
+    rec.calls.clear()
+    backward(model, step)
+    assert [c[0] for c in rec.calls] == want, rec.calls
+    assert [c[2] for c in rec.calls] == [True] + [False] * (len(want) - 1), rec.calls
+    assert rec.calls[0][1] >= 1, rec.calls  # the first piece went out inside backward
+    assert red.stats["launches"] == step - 7  # launch hooks and counters see buckets
+    assert_grads(model, over_ranks(local_grads([step]), "mean"), "pieces")
+# a communication hook still gets whole buckets, whatever the pieces
+calls.clear()
+red.set_piece_bytes(8)
+red.register_comm_hook(world, hook)
+model.zero_grad(set_to_none=True)
+backward(model, 10)
+assert [c[0] for c in calls] == [0] and calls[0][2] == 6, calls
+assert_grads(model, over_ranks(local_grads([10]), "mean"), "pieces with a comm hook")
+try:
+    red.set_piece_bytes(0)
+except ValueError as e:
+    assert "positive byte count, got 0" in str(e), e
+else:
+    raise AssertionError("set_piece_bytes(0) must raise")
+passed("pieces")
+
 # -- finalize by the caller (Horovod's step()): launched in backward, written at finalize --
 model = make()
 red = Reducer(model.parameters(), world, bucket_cap_mb=600 / 2**20, finalize_in_backward=False)

@@ -4,8 +4,9 @@ On real ranks (``reducer_ranks.py``, 2 ranks; every check against the mean or su
 ranks' local gradients): bucket layout in reverse registration order with the first bucket
 under its own cap; the first bucket's collective starts inside backward; ``no_sync``
 accumulates and the next backward reduces the sum; a communication hook runs once per
-bucket, in order; finalize by the caller (Horovod's ``step()``), with an incomplete bucket
-launched there; the after-backward ``reduce_gradients`` with ``op="sum"``.
+bucket, in order; a bucket reduced in pieces, each started once its gradients are in,
+large gradients reduced in place in ``p.grad`` (a hook still gets whole buckets); finalize
+by the caller (Horovod's ``step()``), with an incomplete bucket launched there; the after-backward ``reduce_gradients`` with ``op="sum"``.
 
 Global tensors (``global_ddp_ranks.py``): under ``DistributedDataParallel(device_mesh=...)``
 the data-parallel gradient of a global model goes through the reducer's buckets
@@ -24,8 +25,8 @@ import pytest
 from shardflow.testing.mpi import run_script
 
 HERE = os.path.dirname(__file__)
-CHECKS = ["bucket_order", "overlap", "no_sync", "comm_hook_once_per_bucket", "manual_finalize",
-          "unused_parameter_at_finalize", "reduce_gradients_sum"]
+CHECKS = ["bucket_order", "overlap", "no_sync", "comm_hook_once_per_bucket", "pieces",
+          "manual_finalize", "unused_parameter_at_finalize", "reduce_gradients_sum"]
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,9 @@ Communication plan, per iteration of the ranks still training (*active*):
    Everyone learns who is active and whether the backward reduces.
 2. ``broadcast_buffers``: buffers are broadcast from the highest active rank (rank 0 may
    have joined and hold stale buffers; PyTorch does the same).
-3. backward: one all_reduce(SUM) per gradient bucket, in bucket order. Joined ranks
-   all-reduce zero buckets of the same sizes in the same order. Gradients are divided by
+3. backward: one all_reduce(SUM) per gradient bucket piece (``Reducer``: pieces of at most
+   1 MB), in bucket and piece order. Joined ranks all-reduce zero pieces of the same sizes
+   in the same order. Gradients are divided by
    the initial world size (``divide_by_initial_world_size=True``, PyTorch's default: a
    joined rank counts as a zero gradient) or by the number of active ranks.
 
@@ -102,11 +103,13 @@ class Join:
     def _shadow_backward(self) -> None:
         """Zero buckets all-reduced in the order the active ranks' backward reduces them."""
         pg = self.ddp.process_group
+        buckets = self.ddp.reducer.buckets
         if self._zeros is None:
-            self._zeros = [np.zeros_like(b.flat) for b in self.ddp.reducer.buckets]
-        for z in self._zeros:
-            z[...] = 0
-            pg.all_reduce(z, "sum")
+            self._zeros = [np.zeros_like(b.flat) for b in buckets]
+        for z, b in zip(self._zeros, buckets):
+            for lo, hi in b.pieces:  # the active ranks reduce each bucket piece by piece
+                z[lo:hi] = 0
+                pg.all_reduce(z[lo:hi], "sum")
 
     def _sync_final_model(self, is_last_joiner: bool) -> None:
         ddp = self.ddp

@@ -29,6 +29,7 @@ def main(argv):
     sf.manual_seed(3 + r)  # different init per rank: DDP broadcasts rank 0's
     model = nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 2))
     ddp = DDP(model, bucket_cap_mb=0.0002)  # a few buckets, so the shadowing order matters
+    ddp.reducer.set_piece_bytes(48)  # buckets reduced in pieces: joined ranks shadow each piece
     np.savez(f"{out}/init.npz", *[p.numpy() for p in model.parameters()])
     lr = 0.2
     with ddp.join(divide_by_initial_world_size=divide_initial):
