@@ -33,6 +33,7 @@ import numpy as np
 
 from ..autograd.tensor import Tensor, _wrap
 from ..backend import dtypes as _dtypes
+from ..comm.base import CommError
 from . import safetensors as st
 from .safetensors import CheckpointError
 
@@ -72,10 +73,28 @@ def _unkey(k):
     return v
 
 
+def _whole_array(t: Tensor, name: str) -> np.ndarray:
+    """The tensor's whole value. A global tensor's is gathered from every rank of its
+    placement (a collective): a save called on one rank only fails in that gather, and the
+    error then says why and what to do instead."""
+    if t._spec is None:
+        return t.numpy()
+    try:
+        return t.numpy()
+    except CommError as e:
+        raise CommError(
+            f"{e}\n(shardflow.save: {name!r} is a global tensor with sbp {t.sbp}; saving it "
+            "gathers its pieces from every rank of its placement, so every rank must call save. "
+            "To save from one rank, save plain tensors: t.to_local() for this rank's piece, or a "
+            "full state dict gathered on every rank first, e.g. get_model_state_dict(model, "
+            "options=StateDictOptions(full_state_dict=True)) or {k: v.full_tensor() ...})"
+        ) from e
+
+
 def _flatten(obj, path: list[str], arrays: dict):
     name = "/".join(_esc(p) for p in path) or "_"
     if isinstance(obj, Tensor):
-        arrays[name] = obj.numpy()
+        arrays[name] = _whole_array(obj, name)
         return {"T": name}
     if isinstance(obj, np.ndarray):
         if obj.dtype.kind in "OSU":
