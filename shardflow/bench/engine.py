@@ -253,6 +253,18 @@ def bench_workload(key, runs=5, steps=None, warmup=2, seed=0, device="cpu", comp
     return row
 
 
+def small_op_chain(a, b, n: int, backward: bool) -> float:
+    """µs per op of ``y = y * b`` repeated ``n`` times from ``y = a`` (then
+    ``y.sum().backward()`` when ``backward``), for either library's tensors."""
+    t0 = time.perf_counter()
+    y = a
+    for _ in range(n):
+        y = y * b
+    if backward:
+        y.sum().backward()
+    return (time.perf_counter() - t0) / n * 1e6
+
+
 def bench_small_op(n=2000, runs=5):
     """Per-op overhead through the autograd engine, shardflow vs PyTorch (µs per op)."""
     import shardflow as sf
@@ -260,23 +272,14 @@ def bench_small_op(n=2000, runs=5):
     torch = _import_torch()
     v = np.random.default_rng(0).standard_normal(16).astype(np.float32)
 
-    def chain(lib, a, b, backward):
-        t0 = time.perf_counter()
-        y = a
-        for _ in range(n):
-            y = y * b
-        if backward:
-            y.sum().backward()
-        return (time.perf_counter() - t0) / n * 1e6
-
     out = {}
     for backward in (False, True):
         sf_t, th_t = [], []
         for _ in range(runs):
             a, b = sf.tensor(v, requires_grad=True), sf.tensor(v * 0 + 1.0001, requires_grad=True)
-            sf_t.append(chain(sf, a, b, backward))
+            sf_t.append(small_op_chain(a, b, n, backward))
             ta, tb = torch.tensor(v, requires_grad=True), torch.tensor(v * 0 + 1.0001, requires_grad=True)
-            th_t.append(chain(torch, ta, tb, backward))
+            th_t.append(small_op_chain(ta, tb, n, backward))
         key = "fwd+bwd" if backward else "fwd"
         out[key] = (statistics.median(sf_t), statistics.median(th_t))
     return out

@@ -98,6 +98,45 @@ def _zero_grad(p) -> Tensor:
     return g
 
 
+
+def gpipe_actions(s: int, m: int) -> list:
+    """GPipe on stage (= rank) ``s``: all ``m`` forwards, then all backwards."""
+    return [("F", s, i) for i in range(m)] + [("B", s, i) for i in range(m)]
+
+
+def one_f_one_b_actions(s: int, p: int, m: int) -> list:
+    """1F1B on stage (= rank) ``s`` of ``p``: warm-up forwards, then one forward / one
+    backward, then the remaining backwards."""
+    warm = min(p - s - 1, m)
+    acts = [("F", s, i) for i in range(warm)]
+    for i in range(m - warm):
+        acts += [("F", s, warm + i), ("B", s, i)]
+    return acts + [("B", s, i) for i in range(m - warm, m)]
+
+
+def greedy_timeline(acts: list, num_stages: int, name: str = "pipeline schedule") -> list:
+    """Every rank's action list ``acts[r]`` placed on one timeline of unit steps:
+    ``[{rank: action}]``, each rank's next action at the first step after the one at which
+    its input was produced (see ``_Schedule._timeline``; the planner's replay uses it too)."""
+    p = len(acts)
+    pos, done_at, steps = [0] * p, {}, []
+    while any(pos[r] < len(acts[r]) for r in range(p)):
+        t, step = len(steps), {}
+        for r in range(p):
+            if pos[r] < len(acts[r]):
+                kind, s, mb = acts[r][pos[r]]
+                need = (("F", s - 1, mb) if s > 0 else None) if kind == "F" else \
+                    (("B", s + 1, mb) if s < num_stages - 1 else ("F", s, mb))
+                if need is None or done_at.get(need, t) < t:
+                    step[r] = (kind, s, mb)
+        if not step:
+            raise RuntimeError(f"{name}: the ranks' action lists deadlock at positions {pos}")
+        for r, a in step.items():
+            done_at[a] = t
+            pos[r] += 1
+        steps.append(step)
+    return steps
+
 class _Schedule:
     def __init__(self, stages: list, n_microbatches: int, loss_fn=None, scale_grads: bool = True):
         if n_microbatches < 1:
@@ -178,25 +217,8 @@ class _Schedule:
         later; the transfers of one step are one batch on each rank (``step``)."""
         if self._timeline_cache is not None:
             return self._timeline_cache
-        p, S = self.p, self.stages[0].num_stages
-        acts = [self._actions_of(r) for r in range(p)]
-        pos, done_at, steps = [0] * p, {}, []
-        while any(pos[r] < len(acts[r]) for r in range(p)):
-            t, step = len(steps), {}
-            for r in range(p):
-                if pos[r] < len(acts[r]):
-                    kind, s, mb = acts[r][pos[r]]
-                    need = (("F", s - 1, mb) if s > 0 else None) if kind == "F" else \
-                        (("B", s + 1, mb) if s < S - 1 else ("F", s, mb))
-                    if need is None or done_at.get(need, t) < t:
-                        step[r] = (kind, s, mb)
-            if not step:
-                raise RuntimeError(f"{type(self).__name__}: the ranks' action lists deadlock at "
-                                   f"positions {pos}")
-            for r, a in step.items():
-                done_at[a] = t
-                pos[r] += 1
-            steps.append(step)
+        acts = [self._actions_of(r) for r in range(self.p)]
+        steps = greedy_timeline(acts, self.stages[0].num_stages, type(self).__name__)
         self._timeline_cache = steps
         return steps
 
@@ -353,22 +375,14 @@ class ScheduleGPipe(PipelineScheduleSingle):
     """All forwards, then all backwards."""
 
     def _actions_of(self, s: int) -> list:  # one stage per rank: stage index = rank
-        m = self.n_microbatches
-        return [("F", s, i) for i in range(m)] + [("B", s, i) for i in range(m)]
+        return gpipe_actions(s, self.n_microbatches)
 
 
 class Schedule1F1B(PipelineScheduleSingle):
     """Warm-up forwards, then one forward / one backward, then the remaining backwards."""
 
     def _actions_of(self, s: int) -> list:  # one stage per rank: stage index = rank
-        m, p = self.n_microbatches, self.p
-        warm = min(p - s - 1, m)
-        acts = [("F", s, i) for i in range(warm)]
-        for i in range(m - warm):
-            acts.append(("F", s, warm + i))
-            acts.append(("B", s, i))
-        acts += [("B", s, i) for i in range(m - warm, m)]
-        return acts
+        return one_f_one_b_actions(s, self.p, self.n_microbatches)
 
 
 class ScheduleInterleaved1F1B(_Schedule):

@@ -30,6 +30,7 @@ nap schedule); nothing is fitted to measured steps.
 from __future__ import annotations
 
 from ...comm.mpi_work import SPIN_S  # a wait spins this long before it naps
+from ..pipelining.schedules import gpipe_actions, greedy_timeline, one_f_one_b_actions
 
 __all__ = ["timeline", "wake_delay", "simulate", "SPIN_S", "FIRST_NAP_S", "MAX_NAP_S"]
 
@@ -38,40 +39,18 @@ MAX_NAP_S = 1e-3  # ... up to 1 ms
 
 
 def actions_1f1b(r: int, p: int, m: int) -> list:
-    """Pipeline rank ``r``'s actions (``Schedule1F1B._actions_of``)."""
-    warm = min(p - r - 1, m)
-    acts = [("F", r, i) for i in range(warm)]
-    for i in range(m - warm):
-        acts += [("F", r, warm + i), ("B", r, i)]
-    return acts + [("B", r, i) for i in range(m - warm, m)]
+    """Pipeline rank ``r``'s actions (``Schedule1F1B``'s)."""
+    return one_f_one_b_actions(r, p, m)
 
 
 def actions_gpipe(r: int, p: int, m: int) -> list:
-    """``ScheduleGPipe._actions_of``: all forwards, then all backwards."""
-    return [("F", r, i) for i in range(m)] + [("B", r, i) for i in range(m)]
+    """``ScheduleGPipe``'s actions: all forwards, then all backwards."""
+    return gpipe_actions(r, m)
 
 
 def timeline(acts: list, n_stages: int) -> list:
-    """The schedule's greedy timeline (``_Schedule._timeline``): ``[{rank: action}]``, each
-    rank's next action at the first step after its input was produced."""
-    p = len(acts)
-    pos, done_at, steps = [0] * p, {}, []
-    while any(pos[r] < len(acts[r]) for r in range(p)):
-        t, step = len(steps), {}
-        for r in range(p):
-            if pos[r] < len(acts[r]):
-                kind, s, mb = acts[r][pos[r]]
-                need = (("F", s - 1, mb) if s > 0 else None) if kind == "F" else \
-                    (("B", s + 1, mb) if s < n_stages - 1 else ("F", s, mb))
-                if need is None or done_at.get(need, t) < t:
-                    step[r] = (kind, s, mb)
-        if not step:
-            raise RuntimeError(f"pipeline timeline: the action lists deadlock at {pos}")
-        for r, a in step.items():
-            done_at[a] = t
-            pos[r] += 1
-        steps.append(step)
-    return steps
+    """The schedule's greedy timeline (``_Schedule._timeline``): ``[{rank: action}]``."""
+    return greedy_timeline(acts, n_stages, "pipeline timeline")
 
 
 def wake_delay(waited: float) -> float:
