@@ -26,6 +26,7 @@ import numpy as np
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import get_array_module
+from ..backend.ufuncs import multiply_at
 from ._util import wrap_dim
 from .index import (
     _add_at,
@@ -112,6 +113,8 @@ class ScatterReduce(Function):
         ufunc = {"sum": xp.add, "mean": xp.add, "prod": xp.multiply, "amax": xp.maximum, "amin": xp.minimum}[reduce]
         if ufunc is xp.add:
             _add_at(out, grid, val)
+        elif ufunc is xp.multiply:
+            multiply_at(out, grid, val)  # CuPy has no multiply.at
         else:
             ufunc.at(out, grid, val)
         if reduce == "mean":
@@ -147,7 +150,7 @@ class ScatterReduce(Function):
             _add_at(zeros, grid, (val == 0).astype(np.int64))
             zeros = zeros + ((a == 0) & hit & inc)
             nonzero_prod = xp.where(hit & inc & (a != 0), a, xp.ones_like(a))
-            xp.multiply.at(nonzero_prod, grid, xp.where(val == 0, 1, val))
+            multiply_at(nonzero_prod, grid, xp.where(val == 0, 1, val))
 
             def others(v, z_count, nz_prod, o):
                 return xp.where(v == 0, xp.where(z_count == 1, nz_prod, 0), xp.where(z_count == 0, o / xp.where(v == 0, 1, v), 0))

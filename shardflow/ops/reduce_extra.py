@@ -7,7 +7,8 @@
 * ``cummax`` / ``cummin`` return ``(values, indices)``: the running extreme and the index it
   came from — the latest index on ties; once a NaN is met the values stay NaN and the
   index is the latest NaN's (PyTorch's answers). Backward adds each output gradient to the input position of its index.
-* ``logcumsumexp``: ``np.logaddexp.accumulate`` along the dim (exact and stable). Backward
+* ``logcumsumexp``: ``logaddexp.accumulate`` along the dim (exact and stable; on a GPU a
+  log-depth scan, ``backend/ufuncs.py``). Backward
   ``grad_j = sum_{i >= j} g_i exp(x_j - out_i)``, computed in log space for the positive
   and negative parts of ``g`` separately (a reversed logcumsumexp of ``log|g| - out``), so
   nothing over- or underflows.
@@ -26,6 +27,7 @@ import numpy as np
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import get_array_module
+from ..backend.ufuncs import accumulate
 from ._util import wrap_dim
 from .index import _add_at
 from .reduce import return_types
@@ -71,10 +73,10 @@ class CumExtreme(Function):
             self.idx = xp.zeros((), np.int64)
             return a.copy(), self.idx
         x = xp.moveaxis(a, dim, -1)
-        acc = (xp.maximum if largest else xp.minimum).accumulate(x, axis=-1)  # NaN propagates
+        acc = accumulate("maximum" if largest else "minimum", x, axis=-1)  # NaN propagates
         hit = (x == acc) | xp.isnan(x)  # a new extreme (the latest on ties), or a NaN
         pos = xp.arange(x.shape[-1])
-        idx = xp.maximum.accumulate(xp.where(hit, pos, -1), axis=-1).astype(np.int64)
+        idx = accumulate("maximum", xp.where(hit, pos, -1), axis=-1).astype(np.int64)
         self.idx = xp.moveaxis(idx, -1, dim)
         return xp.moveaxis(acc, -1, dim), self.idx
 
@@ -112,7 +114,7 @@ def cummin(input, dim: int):
 def _rev_logcumsumexp(v, axis):
     xp = get_array_module(v)
     r = xp.flip(v, axis=axis)
-    return xp.flip(xp.logaddexp.accumulate(r, axis=axis), axis=axis)
+    return xp.flip(accumulate("logaddexp", r, axis=axis), axis=axis)
 
 
 class LogCumSumExp(Function):
@@ -120,9 +122,8 @@ class LogCumSumExp(Function):
     save_output = True
 
     def forward(self, a, dim):
-        xp = get_array_module(a)
         self.a, self.dim = a, dim
-        self.out = a.copy() if a.ndim == 0 else xp.logaddexp.accumulate(a, axis=dim)
+        self.out = a.copy() if a.ndim == 0 else accumulate("logaddexp", a, axis=dim)
         return self.out
 
     def backward(self, g):
