@@ -46,6 +46,7 @@ from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
 from ..backend import dtypes, get_array_module, result_type
 from ..kernels import activation as _activation_kernels
+from ..kernels import cuda as _cuda_kernels
 from ..kernels import gelu as _gelu_kernels
 from ._util import (
     _SCALARS,
@@ -614,6 +615,9 @@ class Gelu(Function):
         self.fused = x.size > 0 and kernels.usable(x)
         if self.fused:  # one Numba pass (shardflow/kernels/gelu.py)
             return _gelu_kernels.gelu_forward(x, approximate)
+        if x.size > 0 and _cuda_kernels.usable(x):  # one CuPy launch (shardflow/kernels/cuda.py)
+            self.fused = "cuda"
+            return _cuda_kernels.gelu_forward(x, approximate)
         kernel = _gelu_tanh_fwd if approximate == "tanh" else _gelu_exact_fwd
         if _blockable(x):
             return run_blocked(kernel, np.empty(x.shape, x.dtype), x, n_scratch=1)
@@ -632,6 +636,8 @@ class Gelu(Function):
         return self._backward(x, g)
 
     def _backward(self, x, g):
+        if self.fused == "cuda":
+            return _cuda_kernels.gelu_backward(x, get_array_module(g).ascontiguousarray(g), self.approx)
         if self.fused:
             return _gelu_kernels.gelu_backward(x, np.ascontiguousarray(g), self.approx)
         kernel = _gelu_tanh_bwd if self.approx == "tanh" else _gelu_exact_bwd

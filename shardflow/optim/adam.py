@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from .. import kernels
+from ..kernels import cuda as _cuda_kernels
 from ..kernels import optim as _optim_kernels
 from ..ops.blocked import BLOCK_ELEMENTS, block_slices
 from ._checks import check_nonnegative
@@ -66,6 +67,13 @@ class Adam(Optimizer):
                 vmax = st["max_exp_avg_sq"].array if amsgrad else None
                 if kernels.usable(x, g, m, v, vmax):  # one Numba pass (kernels/optim.py)
                     _optim_kernels.adam_update(
+                        x, g, m, v, vmax, maximize=maximize, l2=0.0 if decoupled else wd,
+                        b1=b1, b2=b2, eps=eps, bc1=1 - b1**t, bc2_sqrt=math.sqrt(1 - b2**t),
+                        lr=lr, decay=1 - lr * wd if decoupled else 1.0)
+                    _bump(p)
+                    continue
+                if _cuda_kernels.usable(x, g, m, v, vmax):  # one CuPy launch (kernels/cuda.py)
+                    _cuda_kernels.adam_update(
                         x, g, m, v, vmax, maximize=maximize, l2=0.0 if decoupled else wd,
                         b1=b1, b2=b2, eps=eps, bc1=1 - b1**t, bc2_sqrt=math.sqrt(1 - b2**t),
                         lr=lr, decay=1 - lr * wd if decoupled else 1.0)
