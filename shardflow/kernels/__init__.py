@@ -13,7 +13,7 @@ each:
 | ``optim.py`` | Adam / AdamW and SGD (momentum, Nesterov) parameter updates, in place |
 | ``_math.py`` | vectorisable float32 ``tanh`` / ``erf`` / ``exp`` (no libm call per element) |
 | ``_numba.py`` | the lazy numba adapter: ``@kernel``, ``@helper``, threads, fork guard, report |
-| ``cuda.py`` | the GPU's: AdamW/Adam and GELU as fused CuPy ``ElementwiseKernel`` s (its own ``usable``) |
+| ``cuda.py`` | the GPU's: AdamW/Adam, GELU and LayerNorm as fused CuPy kernels (its own ``usable``) |
 
 Who takes them: an op calls ``usable(*arrays)``; it is true when the mode allows kernels
 (``SHARDFLOW_KERNELS``: ``auto`` default, ``numba``, ``numpy``), numba imports, and every

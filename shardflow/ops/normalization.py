@@ -35,6 +35,7 @@ from .. import kernels
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import get_array_module
+from ..kernels import cuda as _cuda_kernels
 from ..kernels import layer_norm as _ln_kernels
 from ._util import wrap_dim
 from .blocked import block_slices
@@ -85,6 +86,9 @@ class LayerNorm(Function):
         self.fused = kernels.usable(x2, w2, b2)
         if self.fused:  # one Numba pass per row (shardflow/kernels/layer_norm.py)
             y, mu, rstd = _ln_kernels.layer_norm_forward(x2, w2, b2, eps)
+        elif _cuda_kernels.usable(x2, w2, b2):  # one CuPy launch (shardflow/kernels/cuda.py)
+            self.fused = "cuda"
+            y, mu, rstd = _cuda_kernels.layer_norm_forward(x2, w2, b2, eps)
         else:
             y, mu, rstd = _layer_norm_rows(x2, w2, b2, eps)
         self.x2, self.mu, self.rstd, self.w2, self.D, self.dt = x2, mu, rstd, w2, D, dt
@@ -101,8 +105,8 @@ class LayerNorm(Function):
         need_b = self.bshape is not None and self.needs_input_grad[2]
         need_x = self.needs_input_grad[0]
         if self.fused:
-            gx, gw, gb = _ln_kernels.layer_norm_backward(
-                np.ascontiguousarray(gy_all), x2, mu, rstd, w2, need_x)
+            kern = _cuda_kernels if self.fused == "cuda" else _ln_kernels
+            gx, gw, gb = kern.layer_norm_backward(xp.ascontiguousarray(gy_all), x2, mu, rstd, w2, need_x)
             return (
                 None if gx is None else _down(gx.reshape(self.shape), self.dt),
                 _down(gw.reshape(self.wshape), self.dt) if need_w else None,

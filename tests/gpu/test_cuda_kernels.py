@@ -1,5 +1,5 @@
 """The fused CuPy kernels (shardflow/kernels/cuda.py) on a GPU against the CPU: Adam/AdamW
-(every option) over a few steps, and GELU forward and backward, float32 and float64. Each
+(every option) over a few steps, GELU and LayerNorm forward and backward, float32 and float64. Each
 test first checks that the fused path is the one taken, so it cannot pass on the unfused one."""
 
 import numpy as np
@@ -49,3 +49,28 @@ def test_gelu_fused_on_cuda_matches_cpu(dtype, rtol, approximate, monkeypatch):
     assert cuda_kernels.usable(sf.tensor(x0, device="cuda").array)
     np.testing.assert_allclose(out[1][0], out[0][0], rtol=rtol, atol=rtol)
     np.testing.assert_allclose(out[1][1], out[0][1], rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("dtype,rtol", [("float32", 2e-5), ("float64", 1e-11)])
+@pytest.mark.parametrize("shape,affine", [((4, 7, 768), "wb"), ((33, 5), "w"), ((6, 300), ""), ((1, 1), "wb")])
+def test_layer_norm_fused_on_cuda_matches_cpu(dtype, rtol, shape, affine, monkeypatch):
+    monkeypatch.delenv("SHARDFLOW_KERNELS", raising=False)
+    rng = np.random.default_rng(2)
+    D = shape[-1]
+    x0 = (rng.normal(size=shape) * 2 + 0.5).astype(dtype)
+    g0 = rng.normal(size=shape).astype(dtype)
+    w0 = rng.normal(size=D).astype(dtype)
+    b0 = rng.normal(size=D).astype(dtype)
+    out = []
+    for device in ("cpu", "cuda"):
+        x = sf.tensor(x0, device=device, requires_grad=True)
+        w = sf.tensor(w0, device=device, requires_grad=True) if "w" in affine else None
+        b = sf.tensor(b0, device=device, requires_grad=True) if "b" in affine else None
+        y = sf.nn.functional.layer_norm(x, (D,), w, b)
+        if device == "cuda":
+            assert y.grad_fn.fused == "cuda"
+        y.backward(sf.tensor(g0, device=device))
+        out.append([y.detach().cpu().numpy(), x.grad.cpu().numpy()]
+                   + [t.grad.cpu().numpy() for t in (w, b) if t is not None])
+    for got, want in zip(out[1], out[0]):
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * 10)
