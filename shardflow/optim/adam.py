@@ -65,15 +65,11 @@ class Adam(Optimizer):
                 t = float(step_arr)
                 m, v = st["exp_avg"].array, st["exp_avg_sq"].array
                 vmax = st["max_exp_avg_sq"].array if amsgrad else None
-                if kernels.usable(x, g, m, v, vmax):  # one Numba pass (kernels/optim.py)
-                    _optim_kernels.adam_update(
-                        x, g, m, v, vmax, maximize=maximize, l2=0.0 if decoupled else wd,
-                        b1=b1, b2=b2, eps=eps, bc1=1 - b1**t, bc2_sqrt=math.sqrt(1 - b2**t),
-                        lr=lr, decay=1 - lr * wd if decoupled else 1.0)
-                    _bump(p)
-                    continue
-                if _cuda_kernels.usable(x, g, m, v, vmax):  # one CuPy launch (kernels/cuda.py)
-                    _cuda_kernels.adam_update(
+                # one fused pass: Numba on the CPU (kernels/optim.py), CuPy on a GPU (kernels/cuda.py)
+                fused = (_optim_kernels if kernels.usable(x, g, m, v, vmax)
+                         else _cuda_kernels if _cuda_kernels.usable(x, g, m, v, vmax) else None)
+                if fused is not None:
+                    fused.adam_update(
                         x, g, m, v, vmax, maximize=maximize, l2=0.0 if decoupled else wd,
                         b1=b1, b2=b2, eps=eps, bc1=1 - b1**t, bc2_sqrt=math.sqrt(1 - b2**t),
                         lr=lr, decay=1 - lr * wd if decoupled else 1.0)
