@@ -38,6 +38,11 @@ from .autograd import (
     set_grad_enabled,
 )
 from .autograd._tensor_str import get_printoptions, set_printoptions
+from .autograd.anomaly_mode import (
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    set_anomaly_enabled,
+)
 from .autograd.legacy_types import (
     BFloat16Tensor,
     BoolTensor,
