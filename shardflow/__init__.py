@@ -25,6 +25,7 @@ from . import (
     serialization,
     sparse,
     special,
+    testing,
     utils,
 )
 from .amp import GradScaler, autocast, get_autocast_dtype, is_autocast_enabled
