@@ -22,6 +22,7 @@ from . import (
     onnx,
     optim,
     profiler,
+    random,
     serialization,
     sparse,
     special,
