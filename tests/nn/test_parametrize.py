@@ -290,3 +290,46 @@ def test_legacy_spectral_norm_matches_torch(kind):
     sf.nn.utils.remove_spectral_norm(sm)
     assert list(sm.state_dict()) == list(tm.state_dict())
     _close(sm.weight, tm.weight, 1e-4)
+
+
+# ---------------------------------------------------------------- a GAN-style training run
+def _disc(lib, legacy):
+    nn, U = lib.nn, lib.nn.utils
+    conv1, conv2, fc = nn.Conv1d(2, 4, 3), nn.Conv1d(4, 4, 3), nn.Linear(8, 1)
+    if legacy:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            conv1, conv2, fc = U.weight_norm(conv1), U.spectral_norm(conv2), U.spectral_norm(fc)
+    else:
+        P_ = U.parametrizations
+        conv1, conv2, fc = P_.weight_norm(conv1), P_.spectral_norm(conv2), P_.spectral_norm(fc)
+    return nn.Sequential(conv1, nn.LeakyReLU(0.2), conv2, nn.LeakyReLU(0.2), nn.Flatten(), fc)
+
+
+@pytest.mark.parametrize("legacy", [False, True])
+def test_spectral_and_weight_norm_training_steps_match_torch(legacy):
+    torch.manual_seed(0)
+    td, sd = _disc(torch, legacy), _disc(sf, legacy)
+    sd.load_state_dict(_sf_state(td))
+    topt = torch.optim.SGD(td.parameters(), lr=0.05, momentum=0.9)
+    sopt = sf.optim.SGD(sd.parameters(), lr=0.05, momentum=0.9)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        x = rng.standard_normal((4, 2, 6)).astype(np.float32)
+        tl = torch.nn.functional.softplus(-td(torch.tensor(x))).mean()
+        sl = sf.nn.functional.softplus(-sd(sf.tensor(x))).mean()
+        np.testing.assert_allclose(sl.item(), tl.item(), rtol=1e-4)
+        topt.zero_grad()
+        sopt.zero_grad()
+        tl.backward()
+        sl.backward()
+        topt.step()
+        sopt.step()
+    for (k, tv), (m, sv) in zip(td.state_dict().items(), sd.state_dict().items(), strict=True):
+        assert k == m
+        np.testing.assert_allclose(sv.numpy(), tv.numpy(), rtol=1e-3, atol=1e-5, err_msg=k)
+    if not legacy:  # fold the parametrizations away, as before export
+        for tm, sm in ((td[0], sd[0]), (td[2], sd[2])):
+            torch.nn.utils.parametrize.remove_parametrizations(tm, "weight")
+            P.remove_parametrizations(sm, "weight")
+            _close(sm.weight, tm.weight, 1e-4)
