@@ -22,9 +22,11 @@ from . import (
     onnx,
     optim,
     profiler,
+    random,
     serialization,
     sparse,
     special,
+    testing,
     utils,
 )
 from .amp import GradScaler, autocast, get_autocast_dtype, is_autocast_enabled
@@ -38,6 +40,11 @@ from .autograd import (
     set_grad_enabled,
 )
 from .autograd._tensor_str import get_printoptions, set_printoptions
+from .autograd.anomaly_mode import (
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    set_anomaly_enabled,
+)
 from .autograd.legacy_types import (
     BFloat16Tensor,
     BoolTensor,

@@ -33,6 +33,8 @@ import numpy as np
 
 from ..backend import get_array_module
 from ..backend.fp_errors import enter_quiet, exit_quiet
+from .anomaly_mode import _flags as _anomaly_flags
+from .anomaly_mode import check_gradients_for_nan
 from .function import Function
 
 
@@ -48,6 +50,7 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, capture=None):
         grads, roots = _seed_roots(tensors, grad_tensors, capture)
         deps = _collect_dependencies(roots)
         ready = [fn for fn in dict.fromkeys(roots) if deps.get(fn, 0) == 0]
+        check_nan = _anomaly_flags[0] and _anomaly_flags[1]  # anomaly mode (anomaly_mode.py)
         # The loop inlines the common case of steps 3-5 (a one-output node, no hooks, no
         # capture; gradients of the expected shapes): each helper call would cost about as much
         # as a small op's arithmetic. Everything else goes to the named helpers.
@@ -75,6 +78,8 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, capture=None):
                         in_grads = (in_grads,)
                     if len(in_grads) != len(fn._edges):
                         in_grads = _check_gradient_count(fn, in_grads)
+            if check_nan and in_grads is not None:
+                check_gradients_for_nan(fn, in_grads)
             if not retain_graph:
                 fn.__dict__.clear()  # Function.release(), inlined
                 fn._freed = True

@@ -9,4 +9,4 @@ from . import attention, functional, init, modules, parallel, utils
 from .module import Module
 from .modules import *
 from .parallel import DataParallel, SyncBatchNorm
-from .parameter import Buffer, Parameter
+from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter

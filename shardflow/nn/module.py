@@ -26,6 +26,7 @@ graph nodes; the output node records ``grad_output`` and the input node calls th
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Iterator
@@ -711,6 +712,7 @@ class Module:
         """
         if not isinstance(state_dict, dict):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict).__name__}.")
+        state_dict = self._run_load_state_dict_pre_hooks(state_dict, strict)
         entries = self._state_entries()
         expected = {k for k, *_ in entries}
         missing = [k for k, *_ in entries if k not in state_dict]
@@ -774,6 +776,34 @@ class Module:
         for hook in self._load_state_dict_post_hooks.values():
             hook(self, result)
         return result
+
+    def _run_load_state_dict_pre_hooks(self, state_dict, strict):
+        """Each module's load-state-dict pre-hooks, with its prefix, on a copy of
+        ``state_dict`` (hooks may rename keys, e.g. weight norm's legacy ``weight_g``)."""
+        hooked = [(prefix, m) for prefix, m in self.named_modules(remove_duplicate=False)
+                  if m.__dict__.get("_load_state_dict_pre_hooks")]
+        if not hooked:
+            return state_dict
+        state_dict = OrderedDict(state_dict)
+        for prefix, m in hooked:
+            for hook in list(m._load_state_dict_pre_hooks.values()):
+                hook(state_dict, prefix + "." if prefix else "", {}, strict, [], [], [])
+        return state_dict
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module: bool = False) -> RemovableHandle:
+        """``hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+        error_msgs)`` (``with_module``: the module first) before ``load_state_dict`` reads
+        this module's keys; it may edit ``state_dict`` (a copy of the caller's)."""
+        if "_load_state_dict_pre_hooks" not in self.__dict__:
+            self.__dict__["_load_state_dict_pre_hooks"] = OrderedDict()
+        handle = RemovableHandle(self._load_state_dict_pre_hooks)
+        self._load_state_dict_pre_hooks[handle.id] = functools.partial(hook, self) if with_module else hook
+        return handle
+
+    def register_load_state_dict_pre_hook(self, hook) -> RemovableHandle:
+        """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)`` before ``load_state_dict`` reads this module's keys."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
 
     def register_state_dict_post_hook(self, hook) -> RemovableHandle:
         """``hook(module, state_dict, prefix, local_metadata)`` after this module's entries."""

@@ -66,8 +66,88 @@ def _rebuild_parameter(array, requires_grad):
     return Parameter(Tensor(array), requires_grad=requires_grad)
 
 
+class _UninitializedTensorMixin:
+    """A placeholder whose shape a lazy module learns at its first call (PyTorch's
+    ``UninitializedTensorMixin``): it holds no elements, refuses ``shape``, and
+    ``materialize(shape)`` turns it, in place (same object), into its ``cls_to_become``."""
+
+    __slots__ = ()
+    cls_to_become: type
+
+    def materialize(self, shape, device=None, dtype=None) -> None:
+        """Give the placeholder uninitialised elements of ``shape`` (on its device and dtype
+        unless given) and make it a plain ``cls_to_become`` (Parameter / Tensor)."""
+        from ..ops.creation import empty
+
+        if device is None:
+            device = self.array_device()
+        if dtype is None:
+            dtype = dtypes.as_dtype(self.array.dtype)
+        self.array = empty(*tuple(shape), device=device, dtype=dtype).array
+        self._version[0] += 1
+        self.__class__ = self.cls_to_become
+
+    def array_device(self):
+        from ..backend import device_of
+
+        return device_of(self.array)
+
+    @property
+    def shape(self):
+        raise RuntimeError(
+            "Can't access the shape of an uninitialized parameter or buffer. This error usually happens "
+            "in `load_state_dict` when trying to load an uninitialized parameter into an initialized one. "
+            "Call `forward` to initialize the parameters before accessing their attributes.")
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}>"
+
+    __str__ = __repr__
+
+    def __reduce_ex__(self, protocol):
+        return (_rebuild_uninitialized, (type(self), self.requires_grad))
+
+    def __deepcopy__(self, memo):
+        if id(self) not in memo:
+            out = type(self)(requires_grad=self.requires_grad, device=self.array_device(),
+                             dtype=dtypes.as_dtype(self.array.dtype))
+            memo[id(self)] = out
+        return memo[id(self)]
+
+
+def _rebuild_uninitialized(cls, requires_grad):
+    return cls(requires_grad=requires_grad)
+
+
+def _empty_placeholder(device, dtype):
+    from ..ops.creation import empty
+
+    return empty(0, device=device, dtype=dtype)
+
+
+class UninitializedParameter(_UninitializedTensorMixin, Parameter):
+    """A Parameter of unknown shape (lazy modules); ``materialize(shape)`` makes it a Parameter."""
+
+    __slots__ = ()
+    cls_to_become = Parameter
+
+    def __init__(self, requires_grad: bool = True, device=None, dtype=None) -> None:
+        super().__init__(_empty_placeholder(device, dtype), requires_grad=requires_grad)
+
+
+class UninitializedBuffer(_UninitializedTensorMixin, Tensor):
+    """A buffer of unknown shape (lazy modules); ``materialize(shape)`` makes it a Tensor."""
+
+    __slots__ = ()
+    cls_to_become = Tensor
+
+    def __init__(self, requires_grad: bool = False, device=None, dtype=None) -> None:
+        super().__init__(_empty_placeholder(device, dtype).array, requires_grad=requires_grad)
+
+
 def is_lazy(param) -> bool:
-    return False
+    """Whether ``param`` is an uninitialised placeholder of a lazy module."""
+    return isinstance(param, _UninitializedTensorMixin)
 
 
-__all__ = ["Parameter", "Buffer"]
+__all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"]

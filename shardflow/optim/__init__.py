@@ -1,8 +1,8 @@
 """Optimizers (layer L5) with PyTorch's names, formulas and ``state_dict`` format:
-SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, LBFGS, and ``lr_scheduler``. Updates run in
+SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, LBFGS, ``lr_scheduler`` and ``swa_utils``. Updates run in
 place on raw arrays (no autograd, no Tensor allocation)."""
 
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
 from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
@@ -12,4 +12,4 @@ from .rmsprop import RMSprop
 from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "LBFGS",
-           "lr_scheduler"]
+           "lr_scheduler", "swa_utils"]

@@ -1,4 +1,10 @@
-"""Helpers for testing code built on shardflow: ``gradcheck`` (float64 finite differences),
-``mpi`` (run code on N real ranks), ``opspec`` (op spec tables), ``parity`` (a PyTorch file
-run with its imports changed). The CuPy and NCCL stand-ins of shardflow's own tests are not
-shipped: they live in the repository's ``tests/doubles``."""
+"""Helpers for testing code built on shardflow: torch's ``assert_close`` and ``make_tensor``
+(``torch.testing``, PyTorch's rules and messages), and shardflow's own: ``gradcheck`` (float64
+finite differences), ``mpi`` (run code on N real ranks), ``opspec`` (op spec tables),
+``parity`` (a PyTorch file run with its imports changed). The CuPy and NCCL stand-ins of
+shardflow's own tests are not shipped: they live in the repository's ``tests/doubles``."""
+
+from .comparison import assert_close
+from .creation import make_tensor
+
+__all__ = ["assert_close", "make_tensor"]

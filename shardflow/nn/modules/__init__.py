@@ -7,6 +7,7 @@ from .conv import *
 from .distance import *
 from .dropout import *
 from .flatten import *
+from .lazy import *
 from .linear import *
 from .loss import *
 from .module import Module

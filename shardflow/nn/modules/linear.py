@@ -14,7 +14,7 @@ from ..module import Module
 from ..parameter import Parameter
 from ._utils import empty, register_bias
 
-__all__ = ["Identity", "Linear", "Bilinear", "LazyLinear"]
+__all__ = ["Identity", "Linear", "Bilinear"]  # LazyLinear: lazy.py
 
 
 class Identity(Module):
@@ -82,28 +82,3 @@ class Bilinear(Module):
     def extra_repr(self) -> str:
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
                 f"out_features={self.out_features}, bias={self.bias is not None}")
-
-
-class LazyLinear(Linear):
-    """``Linear`` whose ``in_features`` is taken from the first input."""
-
-    def __init__(self, out_features: int, bias: bool = True, device=None, dtype=None) -> None:
-        Module.__init__(self)
-        self.in_features = 0
-        self.out_features = out_features
-        self._lazy_bias, self._factory = bias, (device, dtype)
-        self.register_parameter("weight", None)
-        self.register_parameter("bias", None)
-
-    def forward(self, input):
-        if self.weight is None:
-            device, dtype = self._factory
-            if device is None:  # made where its input is (a .to(...) before the first call had nothing to move)
-                device = input.device
-            self.in_features = input.shape[-1]
-            self.weight = Parameter(empty(self.out_features, self.in_features, device=device,
-                                          dtype=dtype or input.dtype))
-            if self._lazy_bias:
-                self.bias = Parameter(empty(self.out_features, device=device, dtype=dtype or input.dtype))
-            self.reset_parameters()
-        return F.linear(input, self.weight, self.bias)

@@ -1,0 +1,44 @@
+"""``torch.random``: the default generator's functions and ``fork_rng``.
+
+``manual_seed``, ``seed``, ``initial_seed``, ``get_rng_state``, ``set_rng_state`` and
+``default_generator`` are shardflow's one generator (``backend/random.py``), the same
+objects as ``shardflow.manual_seed`` etc. ``fork_rng(devices=None, enabled=True,
+device_type="cuda")`` saves the generator's state on entry and restores it on exit, so
+draws inside the block do not change what the program draws after it. shardflow has one
+generator for every device (docs/COMPAT.md, devices), so ``devices`` has nothing more to
+save; it is accepted, checked to be an iterable of device indices, and otherwise unused.
+``enabled=False`` makes the block a no-op, as in torch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from .backend.random import (
+    Generator,
+    default_generator,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    seed,
+    set_rng_state,
+)
+
+__all__ = ["set_rng_state", "get_rng_state", "manual_seed", "seed", "initial_seed", "fork_rng",
+           "default_generator", "Generator"]
+
+
+@contextlib.contextmanager
+def fork_rng(devices=None, enabled: bool = True, _caller: str = "fork_rng", _devices_kw: str = "devices",
+             device_type: str = "cuda"):
+    """Restore the random state on exit from the block (module docstring)."""
+    if device_type == "meta" or not enabled:
+        yield
+        return
+    if devices is not None:
+        devices = list(devices)  # torch's check: an iterable (of device indices)
+    state = get_rng_state()
+    try:
+        yield
+    finally:
+        set_rng_state(state)
