@@ -16,7 +16,7 @@ special_functions (lgamma/digamma/polygamma/mvlgamma/erfinv/xlogy), math_extra (
 hyperbolics, atan2, hypot, logaddexp ...), misc_extra (gcd, trapezoid, windows, *_scatter
 ...), complex_ops (polar, view_as_real/complex, real/imag, conj, angle), gamma_sampling
 (Gamma/Dirichlet draws with implicit gradients), sparse_coo (sparse COO tensors, sparse @
-dense), tensor_methods (in-place forms, view changes, ``new``, ``asarray`` ...).
+dense), fft_ops (``torch.fft``'s transforms, as ``fft_fft`` ...), tensor_methods (in-place forms, view changes, ``new``, ``asarray`` ...).
 """
 
 from .arithmetic import add, div, mul, neg, reciprocal, sub
@@ -33,6 +33,7 @@ from .diag import *
 from .dropout import *
 from .elementwise import *
 from .embedding_bag import *
+from .fft_ops import *
 from .gamma_sampling import *
 from .grid_sample import *
 from .index import *
