@@ -3,7 +3,7 @@
 See ``engine.py`` for the algorithm and ``function.py`` for how an op plugs in.
 """
 
-from . import dispatch
+from . import dispatch, functional
 from .api import backward, grad
 from .function import Function
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
