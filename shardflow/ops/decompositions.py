@@ -9,9 +9,11 @@ Forward: the backend's batched LAPACK (NumPy) or cuSOLVER (CuPy) routine — ``q
 ``Q``, an eigenvector or a singular pair may flip sign between libraries; gauge-invariant
 functions such as ``U diag(S) Vh`` or ``V diag(L) V^T`` agree).
 
-Backward (torch's formulas, ``FunctionsManual.cpp``; ``^T`` over the last two dims):
+Backward (the gradients torch's ``FunctionsManual.cpp`` computes, checked against torch in
+the op spec table; ``^T`` over the last two dims):
 
-* ``Q, R = qr(A)``, ``m >= n`` (reduced): ``M = Q^T gQ - gQ^T Q + R gR^T - gR R^T``;
+* ``Q, R = qr(A)``, ``m >= n`` (reduced), in the Walter-Lehmann form TensorFlow also uses
+  (algebraically torch's): ``M = Q^T gQ - gQ^T Q + R gR^T - gR R^T``;
   ``gA = Q (gR + tril(M) R^-T) + (gQ - Q Q^T gQ) R^-T``. ``m < n``: with ``A = [X | Y]``,
   ``R = [U | V]``: ``gX`` is the square case at ``(Q, U)`` with ``gQ + Y gV^T``, ``gY = Q gV``.
   ``mode='complete'`` with ``m > n`` and ``mode='r'`` are not differentiable (torch raises

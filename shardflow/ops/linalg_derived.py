@@ -35,12 +35,13 @@ from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import get_array_module
 from ._util import as_tensor_arg
-from .cholesky import LinAlgError, _first_bad_minor, linalg_cholesky
+from .cholesky import LinAlgError, _first_bad_minor, linalg_cholesky, linalg_solve_triangular
 from .decompositions import _lapack, check_float_matrix, linalg_svdvals
 from .reduce import return_types
 
 __all__ = ["linalg_pinv", "pinverse", "linalg_lstsq", "linalg_matrix_rank", "linalg_matrix_exp",
-           "matrix_exp", "linalg_cond", "linalg_cholesky_ex", "nuclear_norm", "frobenius_norm"]
+           "matrix_exp", "linalg_cond", "linalg_cholesky_ex", "nuclear_norm", "frobenius_norm",
+           "triangular_solve"]
 
 
 def _mT(a):
@@ -299,3 +300,16 @@ def frobenius_norm(input, dim, keepdim: bool = False, *, out=None) -> Tensor:
     from .reduce import vector_norm
 
     return vector_norm(as_tensor_arg(input), 2, tuple(dim) if not isinstance(dim, int) else dim, keepdim)
+
+
+@register("triangular_solve")
+def triangular_solve(input, A, upper: bool = True, transpose: bool = False, unitriangular: bool = False,
+                     *, out=None):
+    """``torch.triangular_solve(b, A)`` (deprecated in torch for ``linalg.solve_triangular``,
+    whose arguments are reversed): ``(solution, cloned_coefficient)`` with ``A X = b``
+    (``A^T X = b`` when ``transpose``) reading the ``upper`` (default) or lower triangle;
+    ``cloned_coefficient`` is a copy of ``A``."""
+    A, b = as_tensor_arg(A, "A"), as_tensor_arg(input)
+    lhs, up = (A.mT, not upper) if transpose else (A, upper)
+    x = linalg_solve_triangular(lhs, b, upper=up, unitriangular=unitriangular)
+    return return_types.triangular_solve(x, A.clone())

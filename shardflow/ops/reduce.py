@@ -66,6 +66,7 @@ class return_types:  # noqa: N801 - PyTorch's name (torch.return_types)
     linalg_svd = namedtuple("linalg_svd", ["U", "S", "Vh"])
     linalg_lstsq = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
     linalg_cholesky_ex = namedtuple("linalg_cholesky_ex", ["L", "info"])
+    triangular_solve = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
 
 
 for _cls in (v for k, v in vars(return_types).items() if not k.startswith("_")):

@@ -116,6 +116,10 @@ SPECS = [
     _la("linalg_cholesky_ex", lambda m, a: L(m, "cholesky_ex")(_spd(m, a))[0], [Arg((2, 3, 3))]),
     OpSpec("linalg_cholesky_ex_info", lambda m, a: L(m, "cholesky_ex")(a - 2 * m.eye(3)).info, [Arg((2, 3, 3))],
            grad=False, fd=False, dtypes=NO_BF16, notes=NOTE),
+    _la("triangular_solve_upper", lambda m, a, b: m.triangular_solve(b, a + 3 * m.eye(3)), [Arg((3, 3)), Arg((3, 2))]),
+    _la("triangular_solve_lower_transpose_unit_method",
+        lambda m, a, b: b.triangular_solve(a, upper=False, transpose=True, unitriangular=True).solution,
+        [Arg((2, 3, 3)), Arg((2, 3, 2))]),
     # ---------------------------------------------------------------- legacy norm names
     _la("nuclear_norm_legacy", lambda m, a: m.nuclear_norm(a) + m.nuclear_norm(a, True).sum(), [Arg((3, 4))]),
     _la("nuclear_norm_dims", lambda m, a: m.nuclear_norm(a, dim=(0, 2), keepdim=True), [Arg((3, 2, 4))]),
