@@ -30,6 +30,9 @@ from .ops._linalg_names import (
     solve_triangular,
     svd,
     svdvals,
+    tensorinv,
+    tensorsolve,
+    vander,
     vecdot,
     vector_norm,
 )
@@ -38,4 +41,4 @@ from .ops.cholesky import LinAlgError
 __all__ = ["cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv",
            "inv_ex", "lstsq", "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank",
            "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd",
-           "svdvals", "vecdot", "vector_norm", "LinAlgError"]
+           "svdvals", "tensorinv", "tensorsolve", "vander", "vecdot", "vector_norm", "LinAlgError"]

@@ -7,11 +7,10 @@ Provided: ``vector_norm``, ``matrix_norm`` (``'fro'``, ``'nuc'``, ``1``, ``-1``,
 ``solve_ex``, ``cross``, ``matmul``, ``multi_dot``, ``matrix_power``, ``diagonal``, ``vecdot``,
 ``LinAlgError``; the decompositions ``qr``, ``eigh``, ``eigvalsh``, ``svd``, ``svdvals``,
 ``cholesky`` / ``cholesky_ex``, and ``solve_triangular``, ``lstsq``, ``pinv``,
-``matrix_rank``, ``matrix_exp``, ``cond``. The nuclear and spectral norms are sums / extremes
+``matrix_rank``, ``matrix_exp``, ``cond``, ``tensorinv``, ``tensorsolve``, ``vander``. The nuclear and spectral norms are sums / extremes
 of ``svdvals`` (so their gradients are ``U diag(g') Vh``, torch's).
 Not built (docs/COMPAT.md): ``eig`` / ``eigvals`` (complex results of real matrices), ``lu``,
-``lu_factor``, ``lu_solve``, ``ldl_factor``, ``householder_product``, ``tensorinv``,
-``tensorsolve``, ``vander``, ``matrix_power`` of non-square stacks.
+``lu_factor``, ``lu_solve``, ``ldl_factor``, ``householder_product``.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ from .shape import diagonal as _diagonal
 __all__ = ["vector_norm", "matrix_norm", "norm", "inv", "inv_ex", "det", "slogdet", "solve", "solve_ex",
            "cross", "matmul", "multi_dot", "matrix_power", "diagonal", "vecdot", "LinAlgError",
            "qr", "eigh", "eigvalsh", "svd", "svdvals", "cholesky", "cholesky_ex", "solve_triangular",
-           "lstsq", "pinv", "matrix_rank", "matrix_exp", "cond"]
+           "lstsq", "pinv", "matrix_rank", "matrix_exp", "cond", "tensorinv", "tensorsolve", "vander"]
 
 
 from .cholesky import LinAlgError  # one torch.linalg.LinAlgError for every linalg op
@@ -155,3 +154,54 @@ def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) ->
     if isinstance(ord, str) or (dim is not None and len(dim) == 2) or (dim is None and A.ndim == 2):
         return matrix_norm(A, ord, dim if dim is not None else (-2, -1), keepdim, dtype=dtype)
     return vector_norm(A, ord, dim, keepdim, dtype=dtype)
+
+
+def tensorinv(A: Tensor, ind: int = 2, *, out=None) -> Tensor:
+    """``torch.linalg.tensorinv``: the inverse of ``A`` seen as the square matrix
+    ``(prod(A.shape[:ind]), prod(A.shape[ind:]))``, shaped ``A.shape[ind:] + A.shape[:ind]``."""
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    rows, cols = math.prod(A.shape[:ind]), math.prod(A.shape[ind:])
+    if rows != cols:
+        raise RuntimeError(
+            f"Expected self to satisfy the requirement prod(self.shape[ind:]) == prod(self.shape[:ind]), "
+            f"but got {cols} != {rows} (shape {tuple(A.shape)}, ind={ind})"
+        )
+    return inv(A.reshape(rows, cols)).reshape(*A.shape[ind:], *A.shape[:ind])
+
+
+def tensorsolve(A: Tensor, B: Tensor, dims=None, *, out=None) -> Tensor:
+    """``torch.linalg.tensorsolve``: ``X`` with ``tensordot(A, X, X.ndim) = B``; ``dims`` of
+    ``A`` are moved to the end first. ``X.shape = A.shape[B.ndim:]``."""
+    if dims is not None:
+        dims = [d % A.ndim for d in dims]
+        A = A.permute(*[d for d in range(A.ndim) if d not in dims], *dims)
+    rows = math.prod(B.shape)
+    x_shape = tuple(A.shape[B.ndim:])
+    if tuple(A.shape[:B.ndim]) != tuple(B.shape) or math.prod(x_shape) != rows:
+        raise RuntimeError(
+            f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
+            f"prod(self.shape[:other.ndim]), but got {math.prod(x_shape)} != {rows} "
+            f"(A: {tuple(A.shape)}, B: {tuple(B.shape)})"
+        )
+    return solve(A.reshape(rows, rows), B.reshape(rows)).reshape(*x_shape)
+
+
+def vander(x: Tensor, N: int | None = None) -> Tensor:
+    """``torch.linalg.vander``: ``(..., n) -> (..., n, N)`` with columns ``x^0 .. x^(N-1)``
+    (increasing powers), as a cumulative product so that ``x = 0`` has finite gradients."""
+    from .creation import ones_like
+    from .shape import cat
+
+    if x.ndim < 1:
+        raise RuntimeError("linalg.vander: x must have at least one dimension, got a 0-d tensor; "
+                           "use x.reshape(1)")
+    n = x.shape[-1] if N is None else int(N)
+    if n < 1:
+        raise RuntimeError(f"N must be greater than 1, got {n}")
+    col = x.unsqueeze(-1)
+    first = ones_like(col)
+    if n == 1:
+        return first
+    powers = col.expand(*x.shape, n - 1).cumprod(-1)
+    return cat([first, powers], -1)

@@ -2,7 +2,8 @@
 (``fft_fft``, ``fft_rfft2`` ...; ``shardflow.fft`` re-exports them under the short names):
 ``fft``/``ifft``/``fft2``/``ifft2``/``fftn``/``ifftn`` (complex to complex), ``rfft``/
 ``rfft2``/``rfftn`` (real to the one-sided half spectrum), ``irfft``/``irfft2``/``irfftn``
-(back to real), ``hfft``/``ihfft`` (Hermitian signals), ``fftfreq``/``rfftfreq``,
+(back to real), ``hfft``/``ihfft``/``hfft2``/``ihfft2``/``hfftn``/``ihfftn`` (Hermitian
+signals), ``fftfreq``/``rfftfreq``,
 ``fftshift``/``ifftshift``.
 
 Semantics are torch's: ``n`` / ``s`` zero-pad or trim the input along each transformed dim
@@ -42,7 +43,7 @@ from ._util import as_tensor_arg
 
 __all__ = ["fft_fft", "fft_ifft", "fft_fft2", "fft_ifft2", "fft_fftn", "fft_ifftn", "fft_rfft",
            "fft_irfft", "fft_rfft2", "fft_irfft2", "fft_rfftn", "fft_irfftn", "fft_hfft", "fft_ihfft",
-           "fft_fftfreq", "fft_rfftfreq", "fft_fftshift", "fft_ifftshift"]
+           "fft_hfft2", "fft_ihfft2", "fft_hfftn", "fft_ihfftn", "fft_fftfreq", "fft_rfftfreq", "fft_fftshift", "fft_ifftshift"]
 
 _NORMS = ("backward", "forward", "ortho")
 _DUAL = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
@@ -300,25 +301,58 @@ def fft_irfftn(input, s=None, dim=None, norm=None, *, out=None) -> Tensor:
     return _irfftn(input, s, dim, norm, "fft.irfftn", None)
 
 
+def _hfftn(input, s, dim, norm, op, default_last):
+    from .complex_ops import conj
+
+    x = _input(input, op)
+    if x.array.dtype.kind == "c":
+        x = conj(x)
+    return _irfftn(x, s, dim, _DUAL[_norm(norm, op)], op, default_last)
+
+
+def _ihfftn(input, s, dim, norm, op, default_last):
+    from .complex_ops import conj
+
+    return conj(_rfftn(input, s, dim, _DUAL[_norm(norm, op)], op, default_last))
+
+
 @register("fft_hfft")
 def fft_hfft(input, n=None, dim: int = -1, norm=None, *, out=None) -> Tensor:
     """``torch.fft.hfft``: the real spectrum of a Hermitian signal given by its first half,
     ``irfft(conj(input))`` at the dual norm."""
-    from .complex_ops import conj
-
-    x = _input(input, "fft.hfft")
-    if x.array.dtype.kind == "c":
-        x = conj(x)
-    return _irfftn(x, None if n is None else [n], [dim], _DUAL[_norm(norm, "fft.hfft")], "fft.hfft", 1)
+    return _hfftn(input, None if n is None else [n], [dim], norm, "fft.hfft", 1)
 
 
 @register("fft_ihfft")
 def fft_ihfft(input, n=None, dim: int = -1, norm=None, *, out=None) -> Tensor:
     """``torch.fft.ihfft``: the inverse of ``hfft``, ``conj(rfft(input))`` at the dual norm."""
-    from .complex_ops import conj
+    return _ihfftn(input, None if n is None else [n], [dim], norm, "fft.ihfft", 1)
 
-    y = _rfftn(input, None if n is None else [n], [dim], _DUAL[_norm(norm, "fft.ihfft")], "fft.ihfft", 1)
-    return conj(y)
+
+@register("fft_hfft2")
+def fft_hfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None) -> Tensor:
+    """``torch.fft.hfft2``: ``hfftn`` over two dims (the last two by default)."""
+    return _hfftn(input, s, dim, norm, "fft.hfft2", 2)
+
+
+@register("fft_ihfft2")
+def fft_ihfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None) -> Tensor:
+    """``torch.fft.ihfft2``: the inverse of ``hfft2``."""
+    return _ihfftn(input, s, dim, norm, "fft.ihfft2", 2)
+
+
+@register("fft_hfftn")
+def fft_hfftn(input, s=None, dim=None, norm=None, *, out=None) -> Tensor:
+    """``torch.fft.hfftn``: the real n-dim DFT of a signal Hermitian in every transformed dim,
+    given by the half of its last dim (``irfftn(conj(input))`` at the dual norm: the
+    Hermitian extension of ``conj(x)`` is the conjugate of ``x``'s)."""
+    return _hfftn(input, s, dim, norm, "fft.hfftn", None)
+
+
+@register("fft_ihfftn")
+def fft_ihfftn(input, s=None, dim=None, norm=None, *, out=None) -> Tensor:
+    """``torch.fft.ihfftn``: the inverse of ``hfftn``, ``conj(rfftn(input))`` at the dual norm."""
+    return _ihfftn(input, s, dim, norm, "fft.ihfftn", None)
 
 
 # ----------------------------------------------------------------------------- helpers

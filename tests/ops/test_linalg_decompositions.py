@@ -143,3 +143,19 @@ def test_linalg_namespace_reexports_the_ops():
                  "cholesky_ex", "matrix_exp"):
         assert getattr(sf.linalg, name) is getattr(sf, "linalg_" + name), name
         assert hasattr(torch.linalg, name)
+
+
+def test_vander_gradient_is_finite_at_zero_like_torch():
+    x = np.array([0.0, 1.5, -2.0])
+    s_x, t_x = sf.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    sf.linalg.vander(s_x, N=4).sum().backward()
+    torch.linalg.vander(t_x, N=4).sum().backward()
+    assert np.isfinite(s_x.grad.numpy()).all()
+    np.testing.assert_allclose(s_x.grad.numpy(), t_x.grad.numpy())
+
+
+def test_tensor_shaped_refusals():
+    with pytest.raises(RuntimeError, match="prod"):
+        sf.linalg.tensorinv(sf.randn(2, 3, 4), ind=2)
+    with pytest.raises(RuntimeError, match="prod"):
+        sf.linalg.tensorsolve(sf.randn(2, 3, 4), sf.randn(2, 3))

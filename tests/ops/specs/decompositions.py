@@ -120,6 +120,12 @@ SPECS = [
     _la("triangular_solve_lower_transpose_unit_method",
         lambda m, a, b: b.triangular_solve(a, upper=False, transpose=True, unitriangular=True).solution,
         [Arg((2, 3, 3)), Arg((2, 3, 2))]),
+    # ---------------------------------------------------------------- tensor-shaped solves, Vandermonde
+    _la("linalg_tensorinv", lambda m, a: m.linalg.tensorinv(a + 3 * m.eye(6).reshape(2, 3, 6), ind=2), [Arg((2, 3, 6))]),
+    _la("linalg_tensorsolve_dims", lambda m, a, b: m.linalg.tensorsolve(a + 3 * m.eye(6).reshape(6, 2, 3), b, dims=(0,)),
+        [Arg((6, 2, 3)), Arg((2, 3))]),
+    OpSpec("linalg_vander", lambda m, a: m.linalg.vander(a) + m.linalg.vander(a, N=3).sum(-1, keepdim=True),
+           [Arg((2, 4))]),
     # ---------------------------------------------------------------- legacy norm names
     _la("nuclear_norm_legacy", lambda m, a: m.nuclear_norm(a) + m.nuclear_norm(a, True).sum(), [Arg((3, 4))]),
     _la("nuclear_norm_dims", lambda m, a: m.nuclear_norm(a, dim=(0, 2), keepdim=True), [Arg((3, 2, 4))]),

@@ -72,6 +72,11 @@ SPECS = [
     _f("hfft_n_ortho", lambda m, a, b: F(m, "hfft")(_c(m, a, b), n=7, norm="ortho"), [Arg((4,)), Arg((4,))]),
     _f("ihfft", lambda m, a: _r(m, F(m, "ihfft")(a)), [Arg((2, 6))]),
     _f("ihfft_n_forward", lambda m, a: _r(m, F(m, "ihfft")(a, n=5, dim=0, norm="forward")), [Arg((4, 2))]),
+    _f("hfft2_s_forward", lambda m, a, b: F(m, "hfft2")(_c(m, a, b), s=(3, 6), norm="forward"),
+       [Arg((2, 3, 4)), Arg((2, 3, 4))]),
+    _f("hfftn_all_dims", lambda m, a, b: F(m, "hfftn")(_c(m, a, b)), [Arg((3, 4)), Arg((3, 4))]),
+    _f("ihfft2_ortho", lambda m, a: _r(m, F(m, "ihfft2")(a, norm="ortho")), [Arg((2, 3, 5))]),
+    _f("ihfftn_s_dim", lambda m, a: _r(m, F(m, "ihfftn")(a, s=(4, 4), dim=(0, 2))), [Arg((3, 2, 5))]),
     # ---------------------------------------------------------------- frequencies and shifts
     OpSpec("fftfreq_rfftfreq", lambda m: (F(m, "fftfreq")(7), F(m, "fftfreq")(8, d=0.5), F(m, "rfftfreq")(9, 2.0),
                                           F(m, "rfftfreq")(4, dtype=m.float64)), [], grad=False, fd=False),
