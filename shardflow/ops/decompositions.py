@@ -59,6 +59,11 @@ def check_float_matrix(t: Tensor, op: str, square: bool = False) -> None:
             f"{op}: A must be batches of square matrices, but they are {t.shape[-2]} by "
             f"{t.shape[-1]} matrices (shape {tuple(t.shape)})"
         )
+    if t.array.dtype.kind == "c":
+        raise RuntimeError(
+            f"{op}: complex matrices ({t.dtype}) are not supported by shardflow yet (real float32 "
+            "and float64 only); decompose a real matrix"
+        )
     if t.array.dtype.kind != "f" or t.array.dtype.itemsize < 4:
         raise RuntimeError(
             f"{op}: not implemented for {t.dtype} (float32 and float64 only: torch's CPU build "

@@ -195,7 +195,8 @@ def _expm_array(xp, a):
     """``exp(a)`` by scaling and squaring with a Taylor polynomial (module docstring)."""
     n = a.shape[-1]
     norm1 = float(xp.abs(a).sum(-2).max()) if a.size else 0.0
-    s = max(0, int(math.ceil(math.log2(norm1 / 0.5)))) if norm1 > 0.5 else 0
+    # a non-finite input gives a non-finite result without squarings
+    s = int(math.ceil(math.log2(norm1 / 0.5))) if math.isfinite(norm1) and norm1 > 0.5 else 0
     x = a / (2.0 ** s)
     eye = xp.broadcast_to(xp.eye(n, dtype=a.dtype), a.shape)
     out = eye + x / _TAYLOR_DEGREE

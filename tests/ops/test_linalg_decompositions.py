@@ -159,3 +159,13 @@ def test_tensor_shaped_refusals():
         sf.linalg.tensorinv(sf.randn(2, 3, 4), ind=2)
     with pytest.raises(RuntimeError, match="prod"):
         sf.linalg.tensorsolve(sf.randn(2, 3, 4), sf.randn(2, 3))
+
+
+def test_matrix_exp_of_non_finite_input_is_non_finite_not_an_error():
+    out = sf.linalg.matrix_exp(sf.tensor([[float("inf"), 0.0], [0.0, 1.0]]))
+    assert not np.isfinite(out.numpy()).all()
+
+
+def test_complex_input_is_refused_by_name():
+    with pytest.raises(RuntimeError, match="complex matrices"):
+        sf.linalg.svd(sf.randn(2, 2).to(sf.complex64))
