@@ -15,6 +15,7 @@ from . import (
     cuda,
     data,
     distributions,
+    fft,
     futures,
     linalg,
     multiprocessing,

@@ -131,6 +131,10 @@ def test_deterministic_algorithms_flag():
                          "start_processes", "ProcessRaisedException", "get_all_sharing_strategies"]),
     ("amp", ["GradScaler", "autocast", "custom_fwd", "custom_bwd"]),
     ("cuda.amp", ["GradScaler", "autocast"]),
+    ("autograd.functional", ["jacobian", "hessian", "vjp", "jvp", "hvp", "vhp"]),
+    ("fft", ["fft", "ifft", "rfft", "irfft", "fftn", "rfft2", "hfft", "ihfft", "fftfreq", "fftshift"]),
+    ("linalg", ["qr", "eigh", "eigvalsh", "svd", "svdvals", "cholesky_ex", "lstsq", "pinv", "matrix_rank",
+                "matrix_exp", "cond", "solve_triangular"]),
 ])
 def test_module_paths_import_like_torch(path, names):
     mod_sf = importlib.import_module(f"shardflow.{path}")

@@ -3,7 +3,7 @@
 See ``engine.py`` for the algorithm and ``function.py`` for how an op plugs in.
 """
 
-from . import anomaly_mode, dispatch
+from . import anomaly_mode, dispatch, functional
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .api import backward, grad
 from .function import Function

@@ -8,14 +8,15 @@ reduce, reduce_extra (nansum, cummax, logcumsumexp, quantile ...), search (searc
 unique, bincount ...), shape, shape_extra (atleast_*, rot90, block_diag ...), index,
 index_extra (index_copy, scatter_reduce, masked_scatter), matmul (matmul/bmm/einsum/linear),
 linalg_ops (inverse, det, solve, cdist) and _linalg_names (``torch.linalg``'s names), tensor_products
-(kron, tensordot, cross, addmv, addr), cholesky (Cholesky and triangular solves), diag, sort
+(kron, tensordot, cross, addmv, addr), cholesky (Cholesky and triangular solves),
+decompositions (qr, eigh, svd), linalg_derived (pinv, lstsq, matrix_rank, matrix_exp, cond), diag, sort
 (sort/topk/multinomial), loss, softmax (softmax, log_softmax), ctc (ctc_loss), embedding_bag, normalization, attention, conv,
 pool, sampling (interpolate, im2col/col2im), grid_sample, dropout, creation, conversion,
 special_functions (lgamma/digamma/polygamma/mvlgamma/erfinv/xlogy), math_extra (inverse
 hyperbolics, atan2, hypot, logaddexp ...), misc_extra (gcd, trapezoid, windows, *_scatter
 ...), complex_ops (polar, view_as_real/complex, real/imag, conj, angle), gamma_sampling
 (Gamma/Dirichlet draws with implicit gradients), sparse_coo (sparse COO tensors, sparse @
-dense), tensor_methods (in-place forms, view changes, ``new``, ``asarray`` ...).
+dense), fft_ops (``torch.fft``'s transforms, as ``fft_fft`` ...), tensor_methods (in-place forms, view changes, ``new``, ``asarray`` ...).
 """
 
 from .arithmetic import add, div, mul, neg, reciprocal, sub
@@ -27,14 +28,17 @@ from .conv import *
 from .conversion import clone, contiguous, copy_, fill_
 from .creation import *
 from .ctc import *
+from .decompositions import *
 from .diag import *
 from .dropout import *
 from .elementwise import *
 from .embedding_bag import *
+from .fft_ops import *
 from .gamma_sampling import *
 from .grid_sample import *
 from .index import *
 from .index_extra import *
+from .linalg_derived import *
 from .linalg_ops import *
 from .loss import *
 from .math_extra import *

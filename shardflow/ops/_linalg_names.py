@@ -1,14 +1,16 @@
-"""``torch.linalg``: the names shardflow has, over the ops of ``linalg_ops.py`` and
-``reduce.py`` (``shardflow.linalg``, as ``torch.linalg``).
+"""``torch.linalg``: the names shardflow has, over the ops of ``linalg_ops.py``,
+``reduce.py``, ``cholesky.py``, ``decompositions.py`` and ``linalg_derived.py``
+(``shardflow.linalg``, as ``torch.linalg``).
 
-Provided: ``vector_norm``, ``matrix_norm`` (``'fro'``, ``1``, ``-1``, ``inf``, ``-inf``),
-``norm``, ``inv`` / ``inv_ex``, ``det``, ``slogdet``, ``solve`` / ``solve_ex``, ``cross``,
-``matmul``, ``multi_dot``, ``matrix_power``, ``diagonal``, ``vecdot``, ``LinAlgError``.
-Not built (docs/COMPAT.md): the decompositions and what rests on them — ``svd``,
-``svdvals``, ``eig``/``eigh``/``eigvals``/``eigvalsh``, ``qr``, ``cholesky``, ``lu``,
-``ldl``, ``lstsq``, ``pinv``, ``matrix_rank``, ``cond``, ``matrix_exp``, ``solve_triangular``,
-the nuclear and spectral matrix norms (``'nuc'``, ``2``, ``-2``) — each needs its own
-backward formula and checks.
+Provided: ``vector_norm``, ``matrix_norm`` (``'fro'``, ``'nuc'``, ``1``, ``-1``, ``2``, ``-2``,
+``inf``, ``-inf``), ``norm``, ``inv`` / ``inv_ex``, ``det``, ``slogdet``, ``solve`` /
+``solve_ex``, ``cross``, ``matmul``, ``multi_dot``, ``matrix_power``, ``diagonal``, ``vecdot``,
+``LinAlgError``; the decompositions ``qr``, ``eigh``, ``eigvalsh``, ``svd``, ``svdvals``,
+``cholesky`` / ``cholesky_ex``, and ``solve_triangular``, ``lstsq``, ``pinv``,
+``matrix_rank``, ``matrix_exp``, ``cond``, ``tensorinv``, ``tensorsolve``, ``vander``. The nuclear and spectral norms are sums / extremes
+of ``svdvals`` (so their gradients are ``U diag(g') Vh``, torch's).
+Not built (docs/COMPAT.md): ``eig`` / ``eigvals`` (complex results of real matrices), ``lu``,
+``lu_factor``, ``lu_solve``, ``ldl_factor``, ``householder_product``.
 """
 
 from __future__ import annotations
@@ -24,10 +26,25 @@ from .reduce import vector_norm
 from .shape import diagonal as _diagonal
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "inv", "inv_ex", "det", "slogdet", "solve", "solve_ex",
-           "cross", "matmul", "multi_dot", "matrix_power", "diagonal", "vecdot", "LinAlgError"]
+           "cross", "matmul", "multi_dot", "matrix_power", "diagonal", "vecdot", "LinAlgError",
+           "qr", "eigh", "eigvalsh", "svd", "svdvals", "cholesky", "cholesky_ex", "solve_triangular",
+           "lstsq", "pinv", "matrix_rank", "matrix_exp", "cond", "tensorinv", "tensorsolve", "vander"]
 
 
 from .cholesky import LinAlgError  # one torch.linalg.LinAlgError for every linalg op
+from .cholesky import linalg_cholesky as cholesky
+from .cholesky import linalg_solve_triangular as solve_triangular
+from .decompositions import linalg_eigh as eigh
+from .decompositions import linalg_eigvalsh as eigvalsh
+from .decompositions import linalg_qr as qr
+from .decompositions import linalg_svd as svd
+from .decompositions import linalg_svdvals as svdvals
+from .linalg_derived import linalg_cholesky_ex as cholesky_ex
+from .linalg_derived import linalg_cond as cond
+from .linalg_derived import linalg_lstsq as lstsq
+from .linalg_derived import linalg_matrix_exp as matrix_exp
+from .linalg_derived import linalg_matrix_rank as matrix_rank
+from .linalg_derived import linalg_pinv as pinv
 from .tensor_products import linalg_cross as _linalg_cross
 
 
@@ -107,10 +124,24 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
         s = A.abs().sum(inner, keepdim=True)
         r = s.amax(outer, keepdim=True) if ord > 0 else s.amin(outer, keepdim=True)
         return r if keepdim else r.squeeze(max(d0 % A.ndim, d1 % A.ndim)).squeeze(min(d0 % A.ndim, d1 % A.ndim))
-    raise NotImplementedError(
-        f"linalg.matrix_norm(ord={ord!r}) needs singular values, which shardflow does not compute; "
-        "ord='fro', 1, -1, inf and -inf are supported"
+    if ord in ("nuc", 2, -2):
+        return _singular_value_norm(A, ord, d0 % A.ndim, d1 % A.ndim, keepdim)
+    raise RuntimeError(
+        f"linalg.matrix_norm: Order {ord!r} not supported; use one of 'fro', 'nuc', 1, -1, 2, -2, "
+        "inf, -inf"
     )
+
+
+def _singular_value_norm(A: Tensor, ord, d0: int, d1: int, keepdim: bool) -> Tensor:
+    """'nuc': the sum of the singular values over dims (d0, d1); 2 / -2: the largest /
+    smallest (the two dims are moved last for ``svdvals``)."""
+    rest = [d for d in range(A.ndim) if d not in (d0, d1)]
+    s = svdvals(A.permute(*rest, d0, d1))  # (..., k)
+    r = s.sum(-1) if ord == "nuc" else s.amax(-1) if ord == 2 else s.amin(-1)
+    if keepdim:
+        for d in sorted((d0, d1)):
+            r = r.unsqueeze(d)
+    return r
 
 
 def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
@@ -123,3 +154,54 @@ def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) ->
     if isinstance(ord, str) or (dim is not None and len(dim) == 2) or (dim is None and A.ndim == 2):
         return matrix_norm(A, ord, dim if dim is not None else (-2, -1), keepdim, dtype=dtype)
     return vector_norm(A, ord, dim, keepdim, dtype=dtype)
+
+
+def tensorinv(A: Tensor, ind: int = 2, *, out=None) -> Tensor:
+    """``torch.linalg.tensorinv``: the inverse of ``A`` seen as the square matrix
+    ``(prod(A.shape[:ind]), prod(A.shape[ind:]))``, shaped ``A.shape[ind:] + A.shape[:ind]``."""
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    rows, cols = math.prod(A.shape[:ind]), math.prod(A.shape[ind:])
+    if rows != cols:
+        raise RuntimeError(
+            f"Expected self to satisfy the requirement prod(self.shape[ind:]) == prod(self.shape[:ind]), "
+            f"but got {cols} != {rows} (shape {tuple(A.shape)}, ind={ind})"
+        )
+    return inv(A.reshape(rows, cols)).reshape(*A.shape[ind:], *A.shape[:ind])
+
+
+def tensorsolve(A: Tensor, B: Tensor, dims=None, *, out=None) -> Tensor:
+    """``torch.linalg.tensorsolve``: ``X`` with ``tensordot(A, X, X.ndim) = B``; ``dims`` of
+    ``A`` are moved to the end first. ``X.shape = A.shape[B.ndim:]``."""
+    if dims is not None:
+        dims = [d % A.ndim for d in dims]
+        A = A.permute(*[d for d in range(A.ndim) if d not in dims], *dims)
+    rows = math.prod(B.shape)
+    x_shape = tuple(A.shape[B.ndim:])
+    if tuple(A.shape[:B.ndim]) != tuple(B.shape) or math.prod(x_shape) != rows:
+        raise RuntimeError(
+            f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
+            f"prod(self.shape[:other.ndim]), but got {math.prod(x_shape)} != {rows} "
+            f"(A: {tuple(A.shape)}, B: {tuple(B.shape)})"
+        )
+    return solve(A.reshape(rows, rows), B.reshape(rows)).reshape(*x_shape)
+
+
+def vander(x: Tensor, N: int | None = None) -> Tensor:
+    """``torch.linalg.vander``: ``(..., n) -> (..., n, N)`` with columns ``x^0 .. x^(N-1)``
+    (increasing powers), as a cumulative product so that ``x = 0`` has finite gradients."""
+    from .creation import ones_like
+    from .shape import cat
+
+    if x.ndim < 1:
+        raise RuntimeError("linalg.vander: x must have at least one dimension, got a 0-d tensor; "
+                           "use x.reshape(1)")
+    n = x.shape[-1] if N is None else int(N)
+    if n < 1:
+        raise RuntimeError(f"N must be greater than 1, got {n}")
+    col = x.unsqueeze(-1)
+    first = ones_like(col)
+    if n == 1:
+        return first
+    powers = col.expand(*x.shape, n - 1).cumprod(-1)
+    return cat([first, powers], -1)

@@ -59,6 +59,14 @@ class return_types:  # noqa: N801 - PyTorch's name (torch.return_types)
     slogdet = namedtuple("slogdet", ["sign", "logabsdet"])
     frexp = namedtuple("frexp", ["mantissa", "exponent"])
     histogram = namedtuple("histogram", ["hist", "bin_edges"])
+    qr = namedtuple("qr", ["Q", "R"])
+    linalg_qr = namedtuple("linalg_qr", ["Q", "R"])
+    linalg_eigh = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
+    svd = namedtuple("svd", ["U", "S", "V"])
+    linalg_svd = namedtuple("linalg_svd", ["U", "S", "Vh"])
+    linalg_lstsq = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+    linalg_cholesky_ex = namedtuple("linalg_cholesky_ex", ["L", "info"])
+    triangular_solve = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
 
 
 for _cls in (v for k, v in vars(return_types).items() if not k.startswith("_")):
