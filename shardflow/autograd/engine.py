@@ -16,9 +16,19 @@ Algorithm (PyTorch's, in miniature), one named step each:
 5. ``_send_gradients``: add each input gradient into the slot of the node it belongs to,
    after checking its shape against that node's (``_fit_gradient``), and count the edge
    as satisfied. A Function with no edges left is ready; a leaf with no edges left has its
-   whole gradient and gets it (``_deliver_leaf``): tensor hooks, accumulation into ``.grad``,
-   then post-accumulate-grad hooks. Data parallel starts its bucket all_reduce from that
-   last hook, while the rest of backward is still running.
+   whole gradient and gets it (``_deliver_leaf``, once the node's edges are all sent):
+   tensor hooks, accumulation into ``.grad``, then post-accumulate-grad hooks. Data
+   parallel starts its bucket all_reduce from that last hook, while the rest of backward
+   is still running.
+
+A leaf's first gradient is *adopted* as ``.grad`` (no copy) when no one else references
+the array, as PyTorch's AccumulateGrad steals it; otherwise it is copied, because ``.grad``
+is changed in place later (optimizers, in-place reduces) and must alias nothing. Before a
+leaf is delivered the engine drops its own references (the backward's result tuple, the
+output gradients, loop locals) and moves the array into a one-element list; its reference
+count, compared with one measured at import, then tells whether anything else holds it (a
+second input handed the same array, a hook that kept it, a saved tensor, a view).
+Views, non-contiguous, read-only and CuPy arrays are always copied (``_adopt_or_copy``).
 
 ``grad`` (``autograd.grad``) runs the same walk with ``capture``: gradients reaching the
 requested tensors are stored there instead of being accumulated into ``.grad``.
