@@ -58,7 +58,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         got = grad(tensors, inputs, grads, retain_graph=retain_graph, allow_unused=True)
         for t, g in zip(inputs, got):
             if g is not None:
-                t.grad = g if t.grad is None else Tensor(t.grad.array + g.array)
+                # a copy: grad() may give two inputs one array (add's backward), or a
+                # read-only broadcast view, and .grad is changed in place later
+                t.grad = Tensor(g.array.copy()) if t.grad is None else Tensor(t.grad.array + g.array)
         return
     run_backward(tensors, _seed_grads(tensors, grads), bool(retain_graph))
 

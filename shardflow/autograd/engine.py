@@ -16,9 +16,19 @@ Algorithm (PyTorch's, in miniature), one named step each:
 5. ``_send_gradients``: add each input gradient into the slot of the node it belongs to,
    after checking its shape against that node's (``_fit_gradient``), and count the edge
    as satisfied. A Function with no edges left is ready; a leaf with no edges left has its
-   whole gradient and gets it (``_deliver_leaf``): tensor hooks, accumulation into ``.grad``,
-   then post-accumulate-grad hooks. Data parallel starts its bucket all_reduce from that
-   last hook, while the rest of backward is still running.
+   whole gradient and gets it (``_deliver_leaf``, once the node's edges are all sent):
+   tensor hooks, accumulation into ``.grad``, then post-accumulate-grad hooks. Data
+   parallel starts its bucket all_reduce from that last hook, while the rest of backward
+   is still running.
+
+A leaf's first gradient is *adopted* as ``.grad`` (no copy) when no one else references
+the array, as PyTorch's AccumulateGrad steals it; otherwise it is copied, because ``.grad``
+is changed in place later (optimizers, in-place reduces) and must alias nothing. Before a
+leaf is delivered the engine drops its own references (the backward's result tuple, the
+output gradients, loop locals) and moves the array into a one-element list; its reference
+count, compared with one measured at import, then tells whether anything else holds it (a
+second input handed the same array, a hook that kept it, a saved tensor, a view).
+Views, non-contiguous, read-only and CuPy arrays are always copied (``_adopt_or_copy``).
 
 ``grad`` (``autograd.grad``) runs the same walk with ``capture``: gradients reaching the
 requested tensors are stored there instead of being accumulated into ``.grad``.
@@ -28,6 +38,8 @@ The loop in ``run_backward`` and ``_send_gradients`` is the per-op hot path: the
 """
 
 from __future__ import annotations
+
+import sys
 
 import numpy as np
 
@@ -51,6 +63,7 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, capture=None):
         deps = _collect_dependencies(roots)
         ready = [fn for fn in dict.fromkeys(roots) if deps.get(fn, 0) == 0]
         check_nan = _anomaly_flags[0] and _anomaly_flags[1]  # anomaly mode (anomaly_mode.py)
+        done: list = []  # leaves whose whole gradient arrived at the current node
         # The loop inlines the common case of steps 3-5 (a one-output node, no hooks, no
         # capture; gradients of the expected shapes): each helper call would cost about as much
         # as a small op's arithmetic. Everything else goes to the named helpers.
@@ -84,7 +97,10 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, capture=None):
                 fn.__dict__.clear()  # Function.release(), inlined
                 fn._freed = True
             if in_grads is None or capture is not None:
-                _send_gradients(fn, in_grads, grads, deps, ready, capture)
+                _send_gradients(fn, in_grads, grads, deps, ready, done)
+                if done:
+                    in_grads = gouts = g = None
+                    _deliver_leaves(done, grads, capture)
                 continue
             for i, node in enumerate(fn._edges):  # _send_gradients, inlined
                 if node is None:
@@ -123,9 +139,12 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, capture=None):
                     left = deps[node] - 1
                     deps[node] = left
                     if left == 0:
-                        g_leaf = grads.pop(node, None)
-                        if g_leaf is not None:
-                            _accumulate_leaf(node, g_leaf)
+                        done.append(node)
+            if done:
+                # the engine's own references to the gradients go first: what is left is
+                # what tells _adopt_or_copy whether anyone else holds a leaf's gradient
+                in_grads = gouts = g = prev = slot = None
+                _deliver_leaves(done, grads, None)
     finally:
         exit_quiet(token)
 
@@ -136,8 +155,8 @@ def _seed_roots(tensors, grad_tensors, capture):
     roots = []
     for t, g in zip(tensors, grad_tensors):
         fn = t.grad_fn
-        if fn is None:  # backward on a leaf: its gradient is the seed itself
-            _deliver_leaf(t, g, capture)
+        if fn is None:  # backward on a leaf: its gradient is the seed itself (which the
+            _deliver_leaf(t, [g], capture)  # caller holds: copied into .grad)
             continue
         slot = grads.get(fn)
         if slot is None:
@@ -235,8 +254,10 @@ def _call_backward(fn: Function, gouts: list):
     return in_grads
 
 
-def _send_gradients(fn: Function, in_grads, grads: dict, deps: dict, ready: list, capture) -> None:
-    """Route each input gradient of ``fn`` to its node; release nodes that have them all."""
+def _send_gradients(fn: Function, in_grads, grads: dict, deps: dict, ready: list, done: list) -> None:
+    """Route each input gradient of ``fn`` to its node; a Function that has them all goes to
+    ``ready``, a leaf that has them all to ``done`` (the caller delivers it once this call's
+    references to the gradients are gone: see ``_adopt_or_copy``)."""
     for i, node in enumerate(fn._edges):  # packed edges (function.py)
         if node is None:
             continue
@@ -267,17 +288,26 @@ def _send_gradients(fn: Function, in_grads, grads: dict, deps: dict, ready: list
             left = deps[node] - 1
             deps[node] = left
             if left == 0:
-                g_leaf = grads.pop(node, None)
-                if g_leaf is not None:
-                    _deliver_leaf(node, g_leaf, capture)
+                done.append(node)
 
 
-def _deliver_leaf(leaf, g, capture) -> None:
-    """A leaf's whole gradient has arrived: accumulate it, or capture it for ``grad``."""
+def _deliver_leaves(done: list, grads: dict, capture) -> None:
+    """Deliver (``_deliver_leaf``) the leaves in ``done``, in order, and empty it. Each
+    gradient moves from ``grads`` into a one-element list with no other reference left
+    here, which ``_adopt_or_copy`` relies on."""
+    for leaf in done:
+        if leaf in grads:
+            _deliver_leaf(leaf, [grads.pop(leaf)], capture)
+    done.clear()
+
+
+def _deliver_leaf(leaf, box: list, capture) -> None:
+    """A leaf's whole gradient (``box[0]``) has arrived: accumulate it, or capture it for
+    ``grad``."""
     if capture is None:
-        _accumulate_leaf(leaf, g)
+        _accumulate_leaf(leaf, box)
     elif leaf in capture:
-        capture[leaf] = _add(capture[leaf], g)
+        capture[leaf] = _add(capture[leaf], box[0])
 
 
 def run_tensor_hooks(leaf, g):
@@ -300,21 +330,70 @@ def run_tensor_hooks(leaf, g):
     return g
 
 
-def _accumulate_leaf(leaf, g) -> None:
+def _accumulate_leaf(leaf, box: list) -> None:
+    """Add the leaf's whole gradient ``box[0]`` into ``.grad`` (tensor hooks first,
+    post-accumulate-grad hooks after). ``box`` is a one-element list holding the only
+    reference the engine keeps to the array (``_adopt_or_copy``); the gradient is only ever
+    read through it here, never kept in a local, so that stays true."""
     from .tensor import _wrap
 
-    g = run_tensor_hooks(leaf, g)
-    if g.dtype != leaf.array.dtype:
-        g = g.astype(leaf.array.dtype)
-    if leaf.grad is None:
-        # A copy: a backward may hand one array to several inputs (add) or keep it with
-        # retain_graph, and .grad is later changed in place (optimizers, clip_grad_norm_).
-        leaf.grad = _wrap(g.copy())
+    if leaf._hooks:
+        box[0] = run_tensor_hooks(leaf, box[0])
+    elif box[0].shape != leaf.array.shape:
+        run_tensor_hooks(leaf, box[0])  # raises, naming the shapes
+    if box[0].dtype != leaf.array.dtype:
+        box[0] = box[0].astype(leaf.array.dtype)  # a new array, owned by the box alone
+    grad = leaf.grad
+    if grad is None:
+        leaf.grad = _wrap(_adopt_or_copy(box))
     else:
-        leaf.grad.array += g
+        grad.array += box[0]
     if leaf._post_hooks:
         for hook in leaf._post_hooks:
             hook(leaf)
+
+
+def _refs_in_box(box: list) -> int:
+    """``sys.getrefcount`` of ``box[0]``, always counted from this one call site."""
+    return sys.getrefcount(box[0])
+
+
+# What _refs_in_box reads for an array held by nothing but its box: the list's reference
+# plus the call's own, however this interpreter counts the latter (measured, not assumed).
+_SOLE_REFS = _refs_in_box([np.empty(0)])
+
+
+def _adopt_or_copy(box: list):
+    """The array ``.grad`` may take: ``box[0]`` itself when nobody else can see it, else a
+    copy (PyTorch's AccumulateGrad "steals" the incoming gradient under the same rule).
+
+    ``.grad`` is changed in place afterwards (optimizers, ``grad *= x``, ``clip_grad_norm_``,
+    DDP's and FSDP's in-place reduces, the next backward's accumulation), so it must share
+    memory with no other live array. The incoming array is adopted when all of these hold:
+
+    * nothing but the box references it. Every other holder keeps a counted reference: a
+      second input of the same backward that was handed the same array (``add`` returns
+      ``g`` twice: the other slot in ``grads`` or the next Function's slot still holds it),
+      a saved tensor or an input whose array it is (the Tensor, or the Function's state
+      under ``retain_graph``), a hook that kept the Tensor it was given (or its array), a
+      view of it (a view references its base), a buffer exported to MPI or DLPack. The
+      engine drops its own references (the backward's result tuple, the output gradients,
+      loop locals) before it delivers, so the count is exact. A Python program cannot hold
+      the array without a counted reference, which is why a reference count is sound here
+      (NumPy's temporary elision relies on the same fact); the expected count is measured
+      at import (``_SOLE_REFS``), not hard-coded for one interpreter version;
+    * it owns its memory (``base is None``): a view of something else (``broadcast_to`` of
+      the output gradient, a slice of a saved array, the mmap FSDP gathers into) shares
+      that memory however few references the view has;
+    * it is a NumPy array, C-contiguous and writeable (the dtype and shape are the
+      parameter's already). CuPy arrays are always copied: two CuPy arrays can share one
+      allocation without either being the other's ``base``.
+
+    A copy is what was made before in every case, so the rule only removes copies."""
+    if (_refs_in_box(box) == _SOLE_REFS and type(box[0]) is np.ndarray
+            and box[0].base is None and box[0].flags.c_contiguous and box[0].flags.writeable):
+        return box[0]
+    return box[0].copy()
 
 
 # ----------------------------------------------------------------------------- checks

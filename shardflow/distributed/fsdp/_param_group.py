@@ -16,7 +16,8 @@ laid end to end in one flat *segment* of ``S = max_k (sum of its chunk sizes)`` 
 
 The gradients are reduce-scattered one collective per parameter, straight from the full
 gradient autograd gave the parameter (its ``.grad`` array, which the parameter owns: the
-engine hands each leaf a fresh copy): a parameter whose rows divide evenly is, C-contiguous,
+engine adopts the backward's own array when nothing else holds it, else copies it; see
+``autograd/engine.py``): a parameter whose rows divide evenly is, C-contiguous,
 its ranks' chunks in rank order, so no packed copy of the unit's gradients is made (it
 used to be: a unit-sized buffer beside the engine's gradient at the peak of backward); an
 uneven one is packed into a padded ``(N, ceil(rows / N) * row)`` buffer.
@@ -361,7 +362,7 @@ class FSDPParamGroup:
             held = self.full_grads.get(i)
             if held is None:
                 xp = get_array_module(g)
-                self.full_grads[i] = xp.ascontiguousarray(g)  # no copy: .copy() made it C order
+                self.full_grads[i] = xp.ascontiguousarray(g)  # no copy: the engine's .grad is C order
             else:
                 held += g
         else:
