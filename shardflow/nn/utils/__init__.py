@@ -1,8 +1,21 @@
-"""``shardflow.nn.utils``: gradient clipping, parameter/vector conversion, and ``rnn``
-(packed variable-length sequences)."""
+"""``shardflow.nn.utils``: gradient clipping, parameter/vector conversion, ``rnn``
+(packed variable-length sequences), conv/linear + BatchNorm fusion, ``skip_init`` and the
+conv weight memory-format converters."""
 
 from . import rnn
 from .clip_grad import clip_grad_norm_, clip_grad_value_
 from .convert_parameters import parameters_to_vector, vector_to_parameters
+from .fusion import (
+           fuse_conv_bn_eval,
+           fuse_conv_bn_weights,
+           fuse_linear_bn_eval,
+           fuse_linear_bn_weights,
+)
+from .init import skip_init
+from .memory_format import convert_conv2d_weight_memory_format, convert_conv3d_weight_memory_format
+from .total_norm import clip_grad_norm, clip_grads_with_norm_, get_total_norm
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters",
+           "get_total_norm", "clip_grads_with_norm_", "clip_grad_norm", "fuse_conv_bn_eval",
+           "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights", "skip_init",
+           "convert_conv2d_weight_memory_format", "convert_conv3d_weight_memory_format"]
