@@ -209,3 +209,19 @@ def test_bad_arguments_raise_like_torch():
         L.ChainedScheduler([])
     with pytest.raises(TypeError, match="list is not an Optimizer"):
         L.ReduceLROnPlateau([sgd])
+
+
+def test_legacy_lrscheduler_base_class_runs_a_custom_scheduler_like_torch():
+    def make(m, o):
+        class Warmup(m._LRScheduler):  # the pre-2.0 base name old programs subclass
+            def get_lr(self):
+                return [b * min(1.0, (self.last_epoch + 1) / 4) for b in self.base_lrs]
+
+        return Warmup(o)
+
+    s_sf, s_th, o_sf, o_th = _pair(make)
+    assert isinstance(s_sf, optim.lr_scheduler.LRScheduler)
+    for i in range(6):
+        _assert_same_groups(o_sf, o_th, f"step {i}")
+        s_sf.step()
+        s_th.step()

@@ -89,6 +89,11 @@ class LRScheduler:
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 
 
+class _LRScheduler(LRScheduler):
+    """PyTorch's pre-2.0 base-class name, kept as a subclass (as torch does) so that
+    schedulers written as ``class Warmup(torch.optim.lr_scheduler._LRScheduler)`` run."""
+
+
 def _lrs(sched):
     return [group["lr"] for group in sched.optimizer.param_groups]
 
