@@ -1,6 +1,6 @@
 """Optimizers (layer L5) with PyTorch's names, formulas and ``state_dict`` format:
 SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, LBFGS, NAdam, RAdam, Adamax, Rprop, ASGD,
-Adafactor, SparseAdam, and ``lr_scheduler``. Updates run in
+Adafactor, SparseAdam, Muon, and ``lr_scheduler``. Updates run in
 place on raw arrays (no autograd, no Tensor allocation)."""
 
 from . import lr_scheduler
@@ -11,6 +11,7 @@ from .adam import Adam, AdamW
 from .adamax import Adamax
 from .asgd import ASGD
 from .lbfgs import LBFGS
+from .muon import Muon
 from .nadam import NAdam
 from .optimizer import Optimizer
 from .radam import RAdam
@@ -20,4 +21,5 @@ from .sgd import SGD
 from .sparse_adam import SparseAdam
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "LBFGS",
-           "NAdam", "RAdam", "Adamax", "Rprop", "ASGD", "Adafactor", "SparseAdam", "lr_scheduler"]
+           "NAdam", "RAdam", "Adamax", "Rprop", "ASGD", "Adafactor", "SparseAdam", "Muon",
+           "lr_scheduler"]
