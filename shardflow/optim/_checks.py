@@ -10,6 +10,7 @@ _NONNEGATIVE = {
     "momentum": "Invalid momentum value: {} (expected momentum >= 0)",
     "alpha": "Invalid alpha value: {} (expected alpha >= 0)",
     "initial_accumulator_value": "Invalid initial_accumulator_value value: {}",
+    "momentum_decay": "Invalid momentum_decay value: {} (expected >= 0)",
 }
 
 
@@ -20,3 +21,10 @@ def check_nonnegative(**values) -> None:
     for name, value in values.items():
         if value < 0.0:
             raise ValueError(_NONNEGATIVE[name].format(value))
+
+
+def check_betas(betas) -> None:
+    """Raise ValueError (PyTorch's message) unless both Adam-style betas lie in [0, 1)."""
+    for i, beta in enumerate(betas[:2]):
+        if not 0.0 <= beta < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {beta} (expected [0, 1))")

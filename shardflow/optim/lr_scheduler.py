@@ -7,7 +7,10 @@ as PyTorch does, so several schedulers may act on the same optimizer; ``step(epo
 the closed form where one exists.
 
 Schedulers: StepLR, MultiStepLR, ExponentialLR, CosineAnnealingLR, LambdaLR, LinearLR,
-OneCycleLR, SequentialLR.
+OneCycleLR, SequentialLR; and, one family per module, MultiplicativeLR / ConstantLR /
+PolynomialLR (``_sched_factor.py``), CyclicLR / CosineAnnealingWarmRestarts
+(``_sched_cyclic.py``), ReduceLROnPlateau (``_sched_plateau.py``) and ChainedScheduler
+(``_sched_chain.py``), re-exported at the end of this module.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from .optimizer import Optimizer
 
 __all__ = [
     "LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "LambdaLR",
-    "LinearLR", "OneCycleLR", "SequentialLR",
+    "LinearLR", "OneCycleLR", "SequentialLR", "MultiplicativeLR", "ConstantLR", "PolynomialLR",
+    "CyclicLR", "CosineAnnealingWarmRestarts", "ReduceLROnPlateau", "ChainedScheduler",
 ]
 
 
@@ -46,8 +50,14 @@ class LRScheduler:
         self._initial_step()
 
     def _initial_step(self) -> None:
+        """Take the construction step with ``_is_initial`` set (as PyTorch's
+        ``_initial_mode``): recursive schedulers return the lr unchanged then."""
         self._step_count = 0
-        self.step()
+        self._is_initial = True
+        try:
+            self.step()
+        finally:
+            self._is_initial = False
 
     def state_dict(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
@@ -77,6 +87,11 @@ class LRScheduler:
         for group, lr in zip(self.optimizer.param_groups, values):
             group["lr"] = lr
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+
+class _LRScheduler(LRScheduler):
+    """PyTorch's pre-2.0 base-class name, kept as a subclass (as torch does) so that
+    schedulers written as ``class Warmup(torch.optim.lr_scheduler._LRScheduler)`` run."""
 
 
 def _lrs(sched):
@@ -387,3 +402,10 @@ def _undo(s) -> None:
             _undo(sub)
     elif hasattr(s, "last_epoch"):
         s.last_epoch -= 1
+
+
+# The other scheduler families, defined on LRScheduler above (imported last for that reason).
+from ._sched_chain import ChainedScheduler  # noqa: E402
+from ._sched_cyclic import CosineAnnealingWarmRestarts, CyclicLR  # noqa: E402
+from ._sched_factor import ConstantLR, MultiplicativeLR, PolynomialLR  # noqa: E402
+from ._sched_plateau import ReduceLROnPlateau  # noqa: E402

@@ -1,5 +1,64 @@
-"""``shardflow.utils.checkpoint.checkpoint``: activation checkpointing (PyTorch's path)."""
+"""``shardflow.utils.checkpoint``: activation checkpointing (PyTorch's path).
 
+``checkpoint`` recomputes one function's activations in backward (``autograd/recompute.py``).
+``checkpoint_sequential`` splits a sequence of modules/functions into ``segments`` runs of
+``len // segments`` and checkpoints every run but the last, which runs normally (its
+activations are needed at once by backward), exactly PyTorch's split.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from ..autograd import Tensor, is_grad_enabled
 from ..autograd.recompute import checkpoint
 
-__all__ = ["checkpoint"]
+
+class CheckpointError(RuntimeError):
+    """PyTorch's error for a checkpointed region whose recomputation differs from its first
+    run (exported so that ``except torch.utils.checkpoint.CheckpointError`` works)."""
+
+
+def _run_segment(functions, start: int, end: int):
+    def forward(x):
+        for j in range(start, end + 1):
+            x = functions[j](x)
+        return x
+
+    return forward
+
+
+def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):
+    """Run ``functions`` (an ``nn.Sequential`` or a list of callables) on ``input``,
+    checkpointing all segments but the last. ``use_reentrant=None`` warns as PyTorch does
+    and means True (both modes recompute the same way here); ``preserve_rng_state`` is the
+    one other keyword."""
+    if use_reentrant is None:
+        warnings.warn(
+            "torch.utils.checkpoint.checkpoint_sequential: the use_reentrant parameter should be "
+            "passed explicitly. use_reentrant=False is recommended, but if you need to preserve "
+            "the current default behavior, you can pass use_reentrant=True.", stacklevel=2)
+        use_reentrant = True
+    preserve = kwargs.pop("preserve_rng_state", True)
+    if kwargs:
+        raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
+    if not isinstance(functions, list | tuple) and hasattr(functions, "children"):
+        functions = list(functions.children())  # an nn.Sequential: its layers in order
+    if (not use_reentrant and isinstance(input, Tensor) and not input.requires_grad
+            and is_grad_enabled() and input.is_floating_point()):
+        # shardflow's checkpoint sees only its tensor arguments, as PyTorch's reentrant
+        # variant does: with an input that needs no gradient, the parameters of the
+        # checkpointed segments would get none. PyTorch's non-reentrant variant gives them
+        # their gradients; a detached copy that requires grad does the same here (its own
+        # gradient is computed and dropped).
+        input = input.detach().requires_grad_()
+    segment_size = len(functions) // segments
+    end = -1
+    for start in range(0, segment_size * (segments - 1), segment_size):
+        end = start + segment_size - 1
+        input = checkpoint(_run_segment(functions, start, end), input,
+                           use_reentrant=use_reentrant, preserve_rng_state=preserve)
+    return _run_segment(functions, end + 1, len(functions) - 1)(input)
+
+
+__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError"]

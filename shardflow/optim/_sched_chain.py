@@ -1,0 +1,52 @@
+"""``ChainedScheduler``: step several schedulers of one optimizer together, in order, each
+acting on the lr the previous one left (``torch.optim.lr_scheduler``)."""
+
+from __future__ import annotations
+
+from ._sched_plateau import ReduceLROnPlateau
+from .lr_scheduler import LRScheduler, _lrs
+
+
+class ChainedScheduler(LRScheduler):
+    def __init__(self, schedulers, optimizer=None):
+        name = type(self).__name__
+        if len(schedulers) < 1:
+            raise ValueError(f"{name} expects at least one scheduler to be chained, but got no "
+                             "scheduler.")
+        optimizer = optimizer or schedulers[0].optimizer
+        for i, s in enumerate(schedulers):
+            if not hasattr(s, "optimizer"):
+                raise TypeError(f"{name} at index {i} should have `optimizer` as its attribute.")
+            if isinstance(s, ReduceLROnPlateau):
+                raise ValueError(
+                    f"{name} does not support `ReduceLROnPlateau` scheduler as it requires "
+                    "additional kwargs to be specified when calling `step`, but got one at index "
+                    f"{i} in the given schedulers sequence.")
+            if optimizer is not s.optimizer:
+                raise ValueError(
+                    f"{name} expects all schedulers to belong to the same optimizer, but got "
+                    f"scheduler {type(s).__name__} at index {i} has {s.optimizer}, which is "
+                    f"different from {type(optimizer).__name__}.")
+        self._schedulers = schedulers
+        self.optimizer = optimizer
+        self._last_lr = _lrs(self._schedulers[-1])
+
+    def step(self) -> None:  # type: ignore[override]
+        for s in self._schedulers:
+            s.step()
+        self._last_lr = _lrs(self._schedulers[-1])
+
+    def state_dict(self) -> dict:
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        state_dict = dict(state_dict)
+        subs = state_dict.pop("_schedulers")
+        self.__dict__.update(state_dict)
+        for s, sd in zip(self._schedulers, subs):
+            s.load_state_dict(sd)
+
+
+__all__ = ["ChainedScheduler"]

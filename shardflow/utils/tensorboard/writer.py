@@ -1,0 +1,127 @@
+"""``torch.utils.tensorboard.SummaryWriter``: PyTorch's writer API over tensorboardX's
+event-file writer (the same TensorBoard event format; ``tensorboard --logdir runs`` reads
+it). shardflow tensors are converted to NumPy arrays before each call; torch's argument
+names are mapped where tensorboardX names them differently (``log_dir``, ``run_name``).
+
+``add_graph`` raises: tensorboardX draws a graph by tracing the model with
+``torch.jit.trace``, and shardflow has no TorchScript tracer.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ._tensorboardx import tensorboardx, to_numpy
+
+
+class SummaryWriter:
+    """Write scalars, histograms, images, text ... to an event file in ``log_dir`` (default
+    ``runs/<date>_<host><comment>``, as in PyTorch). Use as a context manager to close it."""
+
+    def __init__(self, log_dir=None, comment="", purge_step=None, max_queue=10, flush_secs=120,
+                 filename_suffix=""):
+        self._tbx = tensorboardx()
+        self._writer = self._tbx.SummaryWriter(
+            logdir=log_dir, comment=comment, purge_step=purge_step, max_queue=max_queue,
+            flush_secs=flush_secs, filename_suffix=filename_suffix)
+        self.log_dir = self._writer.logdir
+        self._file_options = dict(max_queue=max_queue, flush_secs=flush_secs,
+                                  filename_suffix=filename_suffix)
+        self._scalars_writers: dict = {}  # add_scalars' per-tag runs
+
+    def get_logdir(self) -> str:
+        return self.log_dir
+
+    def add_scalar(self, tag, scalar_value, global_step=None, walltime=None, new_style=False,
+                   double_precision=False):
+        """``new_style`` / ``double_precision`` (torch's tensor-proto encodings) are accepted;
+        the value is written as tensorboardX's simple value, which TensorBoard reads alike."""
+        value = to_numpy(scalar_value)
+        self._writer.add_scalar(tag, float(value), global_step, walltime)
+
+    def add_scalars(self, main_tag, tag_scalar_dict, global_step=None, walltime=None):
+        """Each ``tag`` goes to its own run, ``<log_dir>/<main_tag>_<tag>`` (PyTorch's layout;
+        tensorboardX's own would be ``<main_tag>/<tag>``), under the tag ``main_tag``."""
+        walltime = time.time() if walltime is None else walltime
+        for tag, value in tag_scalar_dict.items():
+            run = f"{self.log_dir}/{main_tag.replace('/', '_')}_{tag}"
+            fw = self._scalars_writers.get(run)
+            if fw is None:
+                fw = self._scalars_writers[run] = self._tbx.writer.FileWriter(
+                    run, **self._file_options)
+            summary = self._tbx.summary.scalar(main_tag, float(to_numpy(value)))
+            fw.add_summary(summary, global_step, walltime)
+
+    def add_histogram(self, tag, values, global_step=None, bins="tensorflow", walltime=None,
+                      max_bins=None):
+        self._writer.add_histogram(tag, to_numpy(values), global_step, bins, walltime, max_bins)
+
+    def add_image(self, tag, img_tensor, global_step=None, walltime=None, dataformats="CHW"):
+        self._writer.add_image(tag, to_numpy(img_tensor), global_step, walltime, dataformats)
+
+    def add_images(self, tag, img_tensor, global_step=None, walltime=None, dataformats="NCHW"):
+        self._writer.add_images(tag, to_numpy(img_tensor), global_step, walltime, dataformats)
+
+    def add_figure(self, tag, figure, global_step=None, close=True, walltime=None):
+        self._writer.add_figure(tag, figure, global_step, close, walltime)
+
+    def add_text(self, tag, text_string, global_step=None, walltime=None):
+        self._writer.add_text(tag, text_string, global_step, walltime)
+
+    def add_video(self, tag, vid_tensor, global_step=None, fps=4, walltime=None):
+        self._writer.add_video(tag, to_numpy(vid_tensor), global_step, fps, walltime)
+
+    def add_audio(self, tag, snd_tensor, global_step=None, sample_rate=44100, walltime=None):
+        self._writer.add_audio(tag, to_numpy(snd_tensor), global_step, sample_rate, walltime)
+
+    def add_pr_curve(self, tag, labels, predictions, global_step=None, num_thresholds=127,
+                     weights=None, walltime=None):
+        self._writer.add_pr_curve(tag, to_numpy(labels), to_numpy(predictions), global_step,
+                                  num_thresholds, to_numpy(weights), walltime)
+
+    def add_embedding(self, mat, metadata=None, label_img=None, global_step=None, tag="default",
+                      metadata_header=None):
+        self._writer.add_embedding(to_numpy(mat), metadata, to_numpy(label_img), global_step, tag,
+                                   metadata_header)
+
+    def add_mesh(self, tag, vertices, colors=None, faces=None, config_dict=None, global_step=None,
+                 walltime=None):
+        self._writer.add_mesh(tag, to_numpy(vertices), to_numpy(colors), to_numpy(faces),
+                              config_dict, global_step, walltime)
+
+    def add_custom_scalars(self, layout):
+        self._writer.add_custom_scalars(layout)
+
+    def add_hparams(self, hparam_dict, metric_dict, hparam_domain_discrete=None, run_name=None,
+                    global_step=None):
+        if hparam_domain_discrete is not None:
+            raise NotImplementedError(
+                "add_hparams(hparam_domain_discrete=...) is not supported: tensorboardX, which "
+                "writes shardflow's event files, has no discrete-domain field; leave it None")
+        self._writer.add_hparams(to_numpy(hparam_dict), to_numpy(metric_dict), name=run_name,
+                                 global_step=global_step)
+
+    def add_graph(self, model, input_to_model=None, verbose=False, use_strict_trace=True):
+        raise NotImplementedError(
+            "SummaryWriter.add_graph is not supported by shardflow: TensorBoard's graph comes "
+            "from tracing the model with torch.jit.trace, and shardflow has no TorchScript "
+            "tracer. Log the architecture as text instead: writer.add_text('model', "
+            "str(model)); for a graph view, load the weights into the same model in PyTorch "
+            "and call its SummaryWriter.add_graph there")
+
+    def flush(self) -> None:
+        self._writer.flush()
+        for fw in self._scalars_writers.values():
+            fw.flush()
+
+    def close(self) -> None:
+        self._writer.close()
+        for fw in self._scalars_writers.values():
+            fw.close()
+        self._scalars_writers.clear()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        self.close()

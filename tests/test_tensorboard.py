@@ -1,0 +1,105 @@
+"""``torch.utils.tensorboard.SummaryWriter`` over tensorboardX: events written to tmp_path are
+read back from the event file (TFRecord framing parsed here, records decoded with
+tensorboardX's Event proto) and compared with what was logged."""
+
+import struct
+
+import numpy as np
+import pytest
+
+import shardflow
+from shardflow.utils.tensorboard import SummaryWriter
+
+tbx = pytest.importorskip("tensorboardX")
+from tensorboardX.proto import event_pb2  # noqa: E402
+
+
+def _read_events(log_dir):
+    """Every Event in the event files under ``log_dir`` (TFRecord: u64 length, u32 crc, data,
+    u32 crc)."""
+    events = []
+    for path in sorted(log_dir.rglob("events.out.tfevents.*")):
+        data = path.read_bytes()
+        pos = 0
+        while pos < len(data):
+            (length,) = struct.unpack("<Q", data[pos:pos + 8])
+            record = data[pos + 12:pos + 12 + length]
+            pos += 12 + length + 4
+            ev = event_pb2.Event()
+            ev.ParseFromString(record)
+            events.append((path.parent, ev))
+    return events
+
+
+def _values(events, tag):
+    return [(ev.step, v) for _, ev in events for v in ev.summary.value if v.tag == tag]
+
+
+def test_scalars_histogram_image_text_round_trip(tmp_path):
+    with SummaryWriter(log_dir=str(tmp_path)) as w:
+        assert w.get_logdir() == str(tmp_path)
+        for step in range(3):
+            w.add_scalar("loss", shardflow.tensor(1.5 - step), step)  # a 0-d tensor, as torch code passes
+        w.add_scalar("lr", 0.25, global_step=7)
+        data = shardflow.tensor(np.arange(100, dtype=np.float32))
+        w.add_histogram("weights", data, 3)
+        img = shardflow.tensor(np.linspace(0, 1, 3 * 4 * 5, dtype=np.float32).reshape(3, 4, 5))
+        w.add_image("sample", img, 4)
+        w.add_text("note", "hello shardflow", 5)
+    events = _read_events(tmp_path)
+    assert [(s, v.simple_value) for s, v in _values(events, "loss")] == [(0, 1.5), (1, 0.5), (2, -0.5)]
+    assert [(s, v.simple_value) for s, v in _values(events, "lr")] == [(7, 0.25)]
+    [(step, hist)] = _values(events, "weights")
+    assert step == 3
+    h = hist.histo
+    assert (h.min, h.max, h.num, h.sum) == (0.0, 99.0, 100, float(np.arange(100).sum()))
+    assert sum(h.bucket) == 100
+    [(step, image)] = _values(events, "sample")
+    assert step == 4 and (image.image.height, image.image.width, image.image.colorspace) == (4, 5, 3)
+    assert image.image.encoded_image_string.startswith(b"\x89PNG")
+    [(step, text)] = _values(events, "note/text_summary")  # the tag torch writes too
+    assert step == 5 and b"hello shardflow" in text.tensor.string_val[0]
+
+
+def test_add_scalars_writes_one_run_per_tag(tmp_path):
+    w = SummaryWriter(str(tmp_path))
+    for step in range(2):
+        w.add_scalars("run", {"train": shardflow.tensor(float(step)), "val": 2.0 * step}, step)
+    w.flush()
+    w.close()
+    events = _read_events(tmp_path)
+    by_dir = {}
+    for d, ev in events:
+        for v in ev.summary.value:
+            by_dir.setdefault(d.name, []).append((ev.step, v.tag, v.simple_value))
+    assert by_dir["run_train"] == [(0, "run", 0.0), (1, "run", 1.0)]
+    assert by_dir["run_val"] == [(0, "run", 0.0), (1, "run", 2.0)]
+
+
+def test_add_graph_raises_with_the_reason(tmp_path):
+    with SummaryWriter(str(tmp_path)) as w:
+        with pytest.raises(NotImplementedError, match="no TorchScript tracer.*add_text"):
+            w.add_graph(shardflow.nn.Linear(2, 2), shardflow.ones(1, 2))
+
+
+def test_default_log_dir_is_under_runs_with_the_comment(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with SummaryWriter(comment="_lr0.1") as w:
+        w.add_scalar("x", 1.0, 0)
+    [d] = list((tmp_path / "runs").iterdir())
+    assert d.name.endswith("_lr0.1") and list(d.glob("events.out.tfevents.*"))
+
+
+def test_torch_import_path():
+    import importlib
+
+    mod = importlib.import_module("shardflow.utils.tensorboard")
+    assert mod.SummaryWriter is SummaryWriter
+
+
+def test_missing_tensorboardx_raises_with_the_install_line(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "tensorboardX", None)  # what an uninstalled package does
+    with pytest.raises(ImportError, match=r"pip install tensorboardX"):
+        SummaryWriter(str(tmp_path))
