@@ -6,9 +6,23 @@ Forward runs ``function`` under ``no_grad`` and keeps only its inputs. Backward 
 with gradients on (same RNG state, so dropout masks repeat), then backpropagates the
 incoming gradient through the recomputed graph. Memory: one segment's activations at a
 time instead of all of them; cost: one extra forward of the segment.
+
+The two PyTorch variants differ where no tensor argument requires a gradient. Reentrant
+(``use_reentrant=True``, and ``None``, which warns as PyTorch 2.13 does) then leaves the
+segment out of the graph: its parameters get no gradient and PyTorch warns "None of the
+inputs have requires_grad=True". Non-reentrant (``use_reentrant=False``) still gives the
+parameters their gradients: here the node gets one extra input, a 0-d leaf that requires
+grad (an anchor), so it is in the graph and its backward (which fills the parameters'
+``.grad`` through the recomputed graph) runs. Non-reentrant also passes keyword arguments
+to ``function``; reentrant refuses them with PyTorch's ValueError.
 """
 
 from __future__ import annotations
+
+import functools
+import warnings
+
+import numpy as np
 
 from ..backend import random as _random
 from . import grad_mode
@@ -20,8 +34,11 @@ from .tensor import Tensor, _wrap
 class _Checkpoint(Function):
     save_inputs = None
 
-    def forward(self, *arrays, run_function=None, tensor_mask=None, others=None, preserve_rng_state=True):
+    def forward(self, *arrays, run_function=None, tensor_mask=None, others=None, preserve_rng_state=True,
+                anchored=False):
         self.run_function = run_function
+        self.anchored = anchored
+        arrays = arrays[1:] if anchored else arrays  # the anchor is no argument of the function
         self.arrays = arrays
         self.tensor_mask = tensor_mask
         self.others = others
@@ -62,20 +79,36 @@ class _Checkpoint(Function):
         pairs = [(o, g) for o, g in zip(outs, grads) if isinstance(o, Tensor) and o.requires_grad]
         if pairs:
             run_backward([o for o, _ in pairs], [g for _, g in pairs], retain_graph=False)
-        result = []
+        result = [None] if self.anchored else []
         for leaf in self.leaves:
             result.append(None if leaf.grad is None else leaf.grad.array)
         return tuple(result)
 
 
 def checkpoint(function, *args, use_reentrant: bool | None = None, preserve_rng_state: bool = True, **kwargs):
-    """Run ``function(*args)`` without keeping its activations; recompute them in backward."""
+    """Run ``function(*args, **kwargs)`` without keeping its activations; recompute them in
+    backward (module docstring: the reentrant and non-reentrant variants)."""
+    if use_reentrant is None:
+        warnings.warn(
+            "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. "
+            "use_reentrant=False is recommended, but if you need to preserve the current default "
+            "behavior, you can pass use_reentrant=True.", stacklevel=2)
+        use_reentrant = True
+    if kwargs and use_reentrant:
+        raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
     if kwargs:
-        raise TypeError(f"checkpoint got unexpected keyword arguments {sorted(kwargs)}")
+        function = functools.partial(function, **kwargs)
     tensor_mask = tuple(isinstance(a, Tensor) for a in args)
     others = [None if isinstance(a, Tensor) else a for a in args]
     tensors = [a for a in args if isinstance(a, Tensor)]
+    anchored = False
+    if grad_mode.is_grad_enabled() and not any(t.requires_grad for t in tensors):
+        if use_reentrant:
+            warnings.warn("None of the inputs have requires_grad=True. Gradients will be None", stacklevel=2)
+        else:
+            tensors.insert(0, _wrap(np.zeros((), np.float32), True))
+            anchored = True
     return _Checkpoint.apply(
         *tensors, run_function=function, tensor_mask=tensor_mask, others=others,
-        preserve_rng_state=preserve_rng_state,
+        preserve_rng_state=preserve_rng_state, anchored=anchored,
     )

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import warnings
 
-from ..autograd import Tensor, is_grad_enabled
 from ..autograd.recompute import checkpoint
 
 
@@ -44,14 +43,6 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
         raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
     if not isinstance(functions, list | tuple) and hasattr(functions, "children"):
         functions = list(functions.children())  # an nn.Sequential: its layers in order
-    if (not use_reentrant and isinstance(input, Tensor) and not input.requires_grad
-            and is_grad_enabled() and input.is_floating_point()):
-        # shardflow's checkpoint sees only its tensor arguments, as PyTorch's reentrant
-        # variant does: with an input that needs no gradient, the parameters of the
-        # checkpointed segments would get none. PyTorch's non-reentrant variant gives them
-        # their gradients; a detached copy that requires grad does the same here (its own
-        # gradient is computed and dropped).
-        input = input.detach().requires_grad_()
     segment_size = len(functions) // segments
     end = -1
     for start in range(0, segment_size * (segments - 1), segment_size):

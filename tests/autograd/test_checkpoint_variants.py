@@ -1,0 +1,79 @@
+"""utils.checkpoint's two PyTorch variants against torch 2.13: where no argument requires a
+gradient, non-reentrant (``use_reentrant=False``) still gives the parameters inside their
+gradients (shardflow gave none: a silent wrong result), reentrant gives none and warns;
+``use_reentrant=None`` warns and means reentrant; keyword arguments only non-reentrant."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import shardflow as sf
+
+
+def _pair(seed=0):
+    torch.manual_seed(seed)
+    tl = torch.nn.Sequential(torch.nn.Linear(4, 5), torch.nn.Tanh(), torch.nn.Linear(5, 3))
+    sl = sf.nn.Sequential(sf.nn.Linear(4, 5), sf.nn.Tanh(), sf.nn.Linear(5, 3))
+    sl.load_state_dict({k: sf.tensor(v.detach().numpy()) for k, v in tl.state_dict().items()})
+    x = np.random.default_rng(seed).normal(size=(2, 4)).astype(np.float32)
+    return tl, sl, x
+
+
+def _grads(model):
+    return [None if p.grad is None else np.asarray(p.grad.detach().cpu().numpy()) for p in model.parameters()]
+
+
+def _run(lib, model, x, **kw):
+    mod = torch if lib is torch else sf
+    xt = mod.tensor(x)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = mod.utils.checkpoint.checkpoint(model, xt, **kw)
+    out.sum().backward() if out.requires_grad else None
+    return out, [str(w.message) for w in caught]
+
+
+def test_non_reentrant_gives_parameter_gradients_when_no_input_requires_grad():
+    tl, sl, x = _pair()
+    t_out, t_warn = _run(torch, tl, x, use_reentrant=False)
+    s_out, s_warn = _run(sf, sl, x, use_reentrant=False)
+    assert s_out.requires_grad and t_out.requires_grad
+    np.testing.assert_allclose(s_out.detach().numpy(), t_out.detach().numpy(), rtol=1e-6)
+    for g_s, g_t in zip(_grads(sl), _grads(tl), strict=True):
+        assert g_s is not None and g_t is not None
+        np.testing.assert_allclose(g_s, g_t, rtol=1e-5, atol=1e-7)
+    assert not s_warn and not t_warn
+
+
+def test_reentrant_without_grad_inputs_warns_and_gives_no_gradients_like_torch():
+    tl, sl, x = _pair(1)
+    t_out, t_warn = _run(torch, tl, x, use_reentrant=True)
+    s_out, s_warn = _run(sf, sl, x, use_reentrant=True)
+    assert not t_out.requires_grad and not s_out.requires_grad
+    assert all(g is None for g in _grads(sl)) and all(g is None for g in _grads(tl))
+    msg = "None of the inputs have requires_grad=True. Gradients will be None"
+    assert msg in t_warn and msg in s_warn
+
+
+def test_unset_use_reentrant_warns_and_means_reentrant():
+    tl, sl, x = _pair(2)
+    _, t_warn = _run(torch, tl, x)
+    _, s_warn = _run(sf, sl, x)
+    assert any("use_reentrant parameter should be passed explicitly" in w for w in t_warn)
+    assert any("use_reentrant parameter should be passed explicitly" in w for w in s_warn)
+    assert all(g is None for g in _grads(sl))
+
+
+def test_keyword_arguments_pass_through_non_reentrant_only():
+    def f(lib):
+        return lambda a, scale=1.0: (a * scale).tanh()
+
+    for lib in (torch, sf):
+        a = lib.tensor(np.ones(3, np.float32), requires_grad=True)
+        out = lib.utils.checkpoint.checkpoint(f(lib), a, use_reentrant=False, scale=2.0)
+        out.sum().backward()
+        np.testing.assert_allclose(a.grad.detach().numpy(), 2 * (1 - np.tanh(2.0) ** 2), rtol=1e-6)
+        with pytest.raises(ValueError, match="Unexpected keyword arguments: scale"):
+            lib.utils.checkpoint.checkpoint(f(lib), a, use_reentrant=True, scale=2.0)
