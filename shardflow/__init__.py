@@ -15,6 +15,7 @@ from . import (
     cuda,
     data,
     distributions,
+    func,
     futures,
     linalg,
     multiprocessing,
@@ -26,6 +27,7 @@ from . import (
     sparse,
     special,
     utils,
+    version,
 )
 from .amp import GradScaler, autocast, get_autocast_dtype, is_autocast_enabled
 from .autograd import (
@@ -161,5 +163,5 @@ def constant_pad_nd(input, pad, value=0):
     return nn.functional.pad(input, pad, "constant", value)
 
 
-__version__ = "0.1.0"
+__version__ = version.__version__
 

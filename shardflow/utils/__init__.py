@@ -1,3 +1,4 @@
-"""PyTorch's ``torch.utils`` paths: ``shardflow.utils.data`` and ``shardflow.utils.checkpoint``."""
+"""PyTorch's ``torch.utils`` paths: ``data``, ``checkpoint``, ``hooks`` (``RemovableHandle``),
+``_pytree`` (nested containers), ``benchmark`` (``Timer``, ``Compare``)."""
 
-from . import checkpoint, data
+from . import _pytree, benchmark, checkpoint, data, hooks
