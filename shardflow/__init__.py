@@ -39,6 +39,7 @@ from .autograd import (
     no_grad,
     set_grad_enabled,
 )
+from .autograd import profiler as _autograd_profiler  # noqa: F401 (torch.autograd.profiler's path)
 from .autograd._tensor_str import get_printoptions, set_printoptions
 from .autograd.legacy_types import (
     BFloat16Tensor,
