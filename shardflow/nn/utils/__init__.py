@@ -1,7 +1,7 @@
 """``shardflow.nn.utils``: gradient clipping, parameter/vector conversion, and ``rnn``
 (packed variable-length sequences)."""
 
-from . import rnn, stateless
+from . import prune, rnn, stateless
 from .clip_grad import clip_grad_norm_, clip_grad_value_
 from .convert_parameters import parameters_to_vector, vector_to_parameters
 
