@@ -12,7 +12,7 @@ import torch
 import shardflow as sf
 
 FILES = ["batchnorm", "conv", "utils", "module", "linear", "activation", "loss", "container", "dropout", "pooling",
-         "normalization", "rnn", "sparse", "transformer", "padding", "upsampling", "fold", "instancenorm", "flatten",
+         "normalization", "rnn", "sparse", "transformer", "padding", "upsampling", "fold", "instancenorm", "adaptive", "flatten",
          "pixelshuffle", "channelshuffle", "distance"]
 # torch names under these paths that shardflow has not built (Lazy modules, FractionalMaxPool, global
 # module hooks ...): each is listed in docs/COMPAT.md's gap list or its own note

@@ -5,6 +5,7 @@ from types import ModuleType as _ModuleType
 # torch.nn.modules.<file> paths that re-export layers of the files below
 from . import batchnorm, fold, instancenorm, upsampling, utils
 from .activation import *
+from .adaptive import *
 from .channelshuffle import *
 from .container import *
 from .conv import *
