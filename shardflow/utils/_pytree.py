@@ -12,6 +12,7 @@ returns the leaves and the spec; ``tree_unflatten`` consumes leaves in the same 
 from __future__ import annotations
 
 import collections
+import types
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
@@ -176,7 +177,7 @@ def tree_map(func: Callable, tree, *rests, is_leaf=None) -> Any:
 
 
 def _type_pred(type_or_types_or_pred):
-    if isinstance(type_or_types_or_pred, type | tuple) or type(type_or_types_or_pred).__name__ == "UnionType":
+    if isinstance(type_or_types_or_pred, type | tuple | types.UnionType):
         return lambda x: isinstance(x, type_or_types_or_pred)
     if callable(type_or_types_or_pred):
         return type_or_types_or_pred

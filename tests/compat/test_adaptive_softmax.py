@@ -67,3 +67,14 @@ def test_errors_like_torch():
             m(lib.zeros(3, 8), lib.tensor([1, 2]))
         with pytest.raises(RuntimeError, match="0D or 1D target tensor expected"):
             m(lib.zeros(2, 8), lib.zeros(2, 2, dtype=lib.int64))
+
+
+def test_predict_with_rows_inside_and_outside_the_shortlist():
+    t, s = _pair(head_bias=True)
+    with torch.no_grad():
+        t.head.bias.copy_(torch.tensor([0, 0, 0, 0, 1.5, 1.5]))  # make the cluster logits competitive
+    s.head.load_state_dict({k: sf.tensor(v.numpy()) for k, v in t.head.state_dict().items()})
+    x = np.random.default_rng(3).standard_normal((64, 8)).astype(np.float32) * 3
+    head_choice = t.head(torch.tensor(x)).argmax(1)
+    assert (head_choice < 4).any() and (head_choice >= 4).any()  # the mixed case is exercised
+    assert s.predict(sf.tensor(x)).tolist() == t.predict(torch.tensor(x)).tolist()

@@ -25,6 +25,7 @@ import numpy as np
 
 from ...autograd import Tensor
 from ...backend import get_array_module
+from ...ops.elementwise import where
 from ...ops.reduce import argmax
 from ...ops.shape import cat
 from .. import functional as F
@@ -131,10 +132,12 @@ class AdaptiveLogSoftmaxWithLoss(Module):
         return self._get_full_log_prob(input, self.head(input))
 
     def predict(self, input: Tensor) -> Tensor:
-        """The most likely class per row (the head's argmax when it is a shortlist class, else
-        the argmax over all classes)."""
+        """The most likely class per row: the head's argmax when it is a shortlist class, else
+        the argmax over all classes (torch's rule)."""
         head_output = self.head(input)
-        output = argmax(head_output, dim=1)
-        if not (output >= self.shortlist_size).any():
+        output = argmax(head_output, dim=1)  # (B,)
+        not_in_shortlist = output >= self.shortlist_size
+        if not not_in_shortlist.any():
             return output
-        return argmax(self._get_full_log_prob(input, head_output), dim=1)
+        full = argmax(self._get_full_log_prob(input, head_output), dim=1)
+        return where(not_in_shortlist, full, output)
