@@ -16,6 +16,7 @@ from . import (
     data,
     distributions,
     fft,
+    func,
     futures,
     linalg,
     multiprocessing,
@@ -29,6 +30,7 @@ from . import (
     special,
     testing,
     utils,
+    version,
 )
 from .amp import GradScaler, autocast, get_autocast_dtype, is_autocast_enabled
 from .autograd import (
@@ -40,6 +42,7 @@ from .autograd import (
     no_grad,
     set_grad_enabled,
 )
+from .autograd import profiler as _autograd_profiler  # noqa: F401 (torch.autograd.profiler's path)
 from .autograd._tensor_str import get_printoptions, set_printoptions
 from .autograd.anomaly_mode import (
     is_anomaly_check_nan_enabled,
@@ -169,5 +172,5 @@ def constant_pad_nd(input, pad, value=0):
     return nn.functional.pad(input, pad, "constant", value)
 
 
-__version__ = "0.1.0"
+__version__ = version.__version__
 

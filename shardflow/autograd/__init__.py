@@ -3,10 +3,15 @@
 See ``engine.py`` for the algorithm and ``function.py`` for how an op plugs in.
 """
 
-from . import anomaly_mode, dispatch, functional
+from . import anomaly_mode, dispatch, functional, graph, variable
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .api import backward, grad
 from .function import Function
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .gradcheck import gradcheck, gradgradcheck
 from .recompute import checkpoint
 from .tensor import Size, Tensor, _wrap
+from .variable import Variable
+
+# ``autograd.profiler`` (torch's path for the legacy profiler) sits over shardflow.profiler, a
+# layer above: the root package imports it after both (shardflow/__init__.py)

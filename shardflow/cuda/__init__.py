@@ -6,6 +6,7 @@ answers are those of a CPU-only PyTorch build:
 * ``is_available()`` False, ``device_count()`` 0, ``is_bf16_supported()`` False,
   ``is_initialized()`` False, ``memory_allocated()`` / ``memory_reserved()`` /
   ``max_memory_*()`` 0, ``empty_cache()`` does nothing;
+* RNG states (``get_rng_state`` ...): see ``random.py``;
 * ``manual_seed`` / ``manual_seed_all`` / ``seed`` / ``seed_all`` do nothing: shardflow has
   one random generator for every device, seeded by ``shardflow.manual_seed`` (which a
   script calls anyway); there is no separate CUDA generator to seed;
@@ -25,7 +26,8 @@ from __future__ import annotations
 from .. import accelerator as _acc
 from ..autograd.legacy_types import CUDA_TYPES as _CUDA_TYPES
 from ..backend.xp import cuda_is_available, cupy
-from . import amp
+from . import amp, random
+from .random import get_rng_state, get_rng_state_all, initial_seed, set_rng_state, set_rng_state_all
 
 FloatTensor = _CUDA_TYPES["FloatTensor"]
 DoubleTensor = _CUDA_TYPES["DoubleTensor"]
@@ -44,7 +46,8 @@ __all__ = [
     "manual_seed", "manual_seed_all", "seed", "seed_all", "is_bf16_supported",
     "is_initialized", "memory_allocated", "max_memory_allocated", "memory_reserved",
     "max_memory_reserved", "reset_peak_memory_stats", "mem_get_info", "device", "amp",
-    "CudaNotAvailableError", *_CUDA_TYPES,
+    "CudaNotAvailableError", "get_rng_state", "get_rng_state_all", "set_rng_state", "set_rng_state_all",
+    "initial_seed", *_CUDA_TYPES,
 ]
 
 

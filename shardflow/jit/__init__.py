@@ -10,6 +10,7 @@
 | ``api.py`` | ``compile`` (torch.compile's signature), guards, retrace, eager fallback, log |
 | ``step.py`` | ``compile_step(model, optimizer, loss_fn)``: a whole training step, guards, check, fallback |
 | ``step_plan.py`` | the step's replay plan: forward, backward from each op's vjp, optimizer, memory plan |
+| ``torchscript.py`` | torch.jit's TorchScript names (``script``, ``trace``, ``ignore`` ...): pass-through, run eagerly |
 | ``overlap.py`` | the plan's backward on 2 CPUs: weight-gradient GEMMs on a worker thread, BLAS threads |
 
 Forward graphs (``compile``): inference calls get every pass (fusion included); training
@@ -22,5 +23,7 @@ See docs/KERNELS.md.
 
 from .api import CompiledFunction, OptimizedModule, compile
 from .step import CompiledStep, compile_step
+from .torchscript import *  # noqa: F403 (after the submodules: ``trace`` is the function here, as in torch)
+from .torchscript import __all__ as _torchscript_names
 
-__all__ = ["compile", "CompiledFunction", "OptimizedModule", "compile_step", "CompiledStep"]
+__all__ = ["compile", "CompiledFunction", "OptimizedModule", "compile_step", "CompiledStep", *_torchscript_names]

@@ -57,8 +57,11 @@ class RemovableHandle:
 
     _next_id = itertools.count()
 
-    def __init__(self, *hook_dicts):
-        self.hook_dicts = hook_dicts
+    def __init__(self, *hook_dicts, extra_dict=None):
+        # torch's signature is (hooks_dict, *, extra_dict=None): extra_dict is one more dict (or
+        # a list of them) whose entry under this handle's id goes too (a hook's kwargs flag)
+        extras = [] if extra_dict is None else extra_dict if isinstance(extra_dict, list) else [extra_dict]
+        self.hook_dicts = (*hook_dicts, *extras)
         self.id = next(RemovableHandle._next_id)
 
     def remove(self) -> None:

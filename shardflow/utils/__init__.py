@@ -1,4 +1,5 @@
-"""PyTorch's ``torch.utils`` paths: ``shardflow.utils.data`` and ``shardflow.utils.checkpoint``;
-``shardflow.utils.tensorboard`` is imported on request, as ``torch.utils.tensorboard`` is."""
+"""PyTorch's ``torch.utils`` paths: ``data``, ``checkpoint``, ``hooks`` (``RemovableHandle``),
+``_pytree`` (nested containers), ``benchmark`` (``Timer``, ``Compare``); ``tensorboard`` is
+imported on request, as ``torch.utils.tensorboard`` is."""
 
-from . import checkpoint, data
+from . import _pytree, benchmark, checkpoint, data, hooks

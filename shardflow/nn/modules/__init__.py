@@ -1,6 +1,11 @@
 """Layer modules (``torch.nn.modules``): one family per file."""
 
+from types import ModuleType as _ModuleType
+
+# torch.nn.modules.<file> paths that re-export layers of the files below
+from . import batchnorm, fold, instancenorm, upsampling, utils
 from .activation import *
+from .adaptive import *
 from .channelshuffle import *
 from .container import *
 from .conv import *
@@ -19,3 +24,7 @@ from .rnn import *
 from .sampling import *
 from .sparse import *
 from .transformer import *
+
+# what ``from .modules import *`` gives ``shardflow.nn``: the layers, not this package's
+# submodules (``modules.utils`` would shadow ``nn.utils``)
+__all__ = [_n for _n, _v in dict(globals()).items() if not _n.startswith("_") and not isinstance(_v, _ModuleType)]

@@ -103,63 +103,81 @@ class ZeroPad3d(_ZeroPadNd):
     n = 3
 
 
-class ReflectionPad1d(_PadNd):
+class _ReflectionPadNd(_PadNd):
+    """torch's base of ``ReflectionPad1d/2d/3d`` (for ``isinstance`` checks)."""
+
+    mode = "reflect"
+
+
+class _ReplicationPadNd(_PadNd):
+    """torch's base of ``ReplicationPad1d/2d/3d``."""
+
+    mode = "replicate"
+
+
+class _CircularPadNd(_PadNd):
+    """torch's base of ``CircularPad1d/2d/3d``."""
+
+    mode = "circular"
+
+
+class ReflectionPad1d(_ReflectionPadNd):
     """``F.pad(input, padding, 'reflect')`` over the last 1 dim."""
 
     n = 1
     mode = "reflect"
 
 
-class ReflectionPad2d(_PadNd):
+class ReflectionPad2d(_ReflectionPadNd):
     """``F.pad(input, padding, 'reflect')`` over the last 2 dims."""
 
     n = 2
     mode = "reflect"
 
 
-class ReflectionPad3d(_PadNd):
+class ReflectionPad3d(_ReflectionPadNd):
     """``F.pad(input, padding, 'reflect')`` over the last 3 dims."""
 
     n = 3
     mode = "reflect"
 
 
-class ReplicationPad1d(_PadNd):
+class ReplicationPad1d(_ReplicationPadNd):
     """``F.pad(input, padding, 'replicate')`` over the last 1 dim."""
 
     n = 1
     mode = "replicate"
 
 
-class ReplicationPad2d(_PadNd):
+class ReplicationPad2d(_ReplicationPadNd):
     """``F.pad(input, padding, 'replicate')`` over the last 2 dims."""
 
     n = 2
     mode = "replicate"
 
 
-class ReplicationPad3d(_PadNd):
+class ReplicationPad3d(_ReplicationPadNd):
     """``F.pad(input, padding, 'replicate')`` over the last 3 dims."""
 
     n = 3
     mode = "replicate"
 
 
-class CircularPad1d(_PadNd):
+class CircularPad1d(_CircularPadNd):
     """``F.pad(input, padding, 'circular')`` over the last 1 dim."""
 
     n = 1
     mode = "circular"
 
 
-class CircularPad2d(_PadNd):
+class CircularPad2d(_CircularPadNd):
     """``F.pad(input, padding, 'circular')`` over the last 2 dims."""
 
     n = 2
     mode = "circular"
 
 
-class CircularPad3d(_PadNd):
+class CircularPad3d(_CircularPadNd):
     """``F.pad(input, padding, 'circular')`` over the last 3 dims."""
 
     n = 3

@@ -93,7 +93,15 @@ class _AdaptiveNd(Module):
         return f"output_size={self.output_size}"
 
 
-class AdaptiveAvgPool1d(_AdaptiveNd):
+class _AdaptiveAvgPoolNd(_AdaptiveNd):
+    """torch's base of ``AdaptiveAvgPool1d/2d/3d`` (for ``isinstance`` checks)."""
+
+
+class _AdaptiveMaxPoolNd(_AdaptiveNd):
+    """torch's base of ``AdaptiveMaxPool1d/2d/3d`` (for ``isinstance`` checks)."""
+
+
+class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
     def __init__(self, output_size) -> None:
         super().__init__(output_size)
 
@@ -101,7 +109,7 @@ class AdaptiveAvgPool1d(_AdaptiveNd):
         return F.adaptive_avg_pool1d(input, self.output_size)
 
 
-class AdaptiveAvgPool2d(_AdaptiveNd):
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
     def __init__(self, output_size) -> None:
         super().__init__(output_size)
 
@@ -109,7 +117,7 @@ class AdaptiveAvgPool2d(_AdaptiveNd):
         return F.adaptive_avg_pool2d(input, self.output_size)
 
 
-class AdaptiveAvgPool3d(_AdaptiveNd):
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
     def __init__(self, output_size) -> None:
         super().__init__(output_size)
 
@@ -117,17 +125,17 @@ class AdaptiveAvgPool3d(_AdaptiveNd):
         return F.adaptive_avg_pool3d(input, self.output_size)
 
 
-class AdaptiveMaxPool1d(_AdaptiveNd):
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
     def forward(self, input):
         return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
 
 
-class AdaptiveMaxPool2d(_AdaptiveNd):
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
     def forward(self, input):
         return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
 
 
-class AdaptiveMaxPool3d(_AdaptiveNd):
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
     def forward(self, input):
         return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
 

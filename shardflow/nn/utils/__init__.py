@@ -3,7 +3,7 @@ variable-length sequences), ``parametrize`` / ``parametrizations`` (weight norm,
 norm), the legacy ``weight_norm`` / ``spectral_norm`` hooks, conv/linear + BatchNorm fusion,
 ``skip_init`` and the conv weight memory-format converters."""
 
-from . import parametrizations, parametrize, rnn
+from . import parametrizations, parametrize, prune, rnn, stateless
 from .clip_grad import clip_grad_norm_, clip_grad_value_
 from .convert_parameters import parameters_to_vector, vector_to_parameters
 from .fusion import (

@@ -1,0 +1,160 @@
+"""``torch.autograd.gradcheck`` / ``gradgradcheck`` (torch's signatures and messages).
+
+``gradcheck(func, inputs)``: for every floating-point output ``o_j`` and every input ``x_i``
+that requires grad, the numerical Jacobian (central differences ``(f(x + eps e_k) -
+f(x - eps e_k)) / 2 eps``, one input element at a time, in float64 arithmetic on the input's
+own array) is compared with the analytical one (row ``m`` of ``d o_j / d x_i`` from
+``autograd.grad(o_j, x_i, one_hot_m)``) elementwise with ``|a - n| <= atol + rtol * |n|``.
+A mismatch raises ``GradcheckError`` (a ``RuntimeError``) naming the output and the input
+with both Jacobians, or returns False with ``raise_exception=False``. Non-float64 inputs
+that require grad warn, as torch's do (float32 differences are too coarse for the default
+tolerances).
+
+``gradgradcheck(func, inputs, grad_outputs=None)``: ``gradcheck`` of the first-derivative
+map ``(inputs, v) -> autograd.grad(func(inputs), inputs, v, create_graph=True)``, with
+random float64 ``v`` (seeded) when ``grad_outputs`` is not given: the second derivatives.
+
+Torch's forward-mode, batched and sparse options are accepted; the ones this check cannot
+honour (``check_forward_ad``, ``check_batched_grad``, ``check_batched_forward_grad``) raise
+``NotImplementedError`` when turned on, instead of passing without checking.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .api import grad as _grad
+from .grad_mode import no_grad
+from .tensor import Tensor
+
+__all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
+
+
+class GradcheckError(RuntimeError):
+    """Raised by ``gradcheck`` / ``gradgradcheck`` when a check fails."""
+
+
+def _as_tuple(x) -> tuple:
+    return tuple(x) if isinstance(x, tuple | list) else (x,)
+
+
+def _float_outputs(out) -> list[Tensor]:
+    return [o for o in _as_tuple(out) if isinstance(o, Tensor) and o.dtype.is_floating_point]
+
+
+def _refuse_unsupported(**flags) -> None:
+    on = [name for name, value in flags.items() if value]
+    if on:
+        raise NotImplementedError(f"gradcheck: {', '.join(on)}=True is not supported by shardflow (no forward-mode "
+                                  "AD or vmap); check reverse mode only (the default)")
+
+
+def _numerical_jacobian(func, inputs, x: Tensor, n_out: list[int], eps: float) -> list[np.ndarray]:
+    """(numel(o_j), numel(x)) per output, by central differences on ``x``'s own array."""
+    if not x.array.flags.c_contiguous:
+        raise ValueError("gradcheck needs contiguous inputs (use .contiguous())")
+    flat = x.array.reshape(-1)
+    jac = [np.zeros((n, flat.size)) for n in n_out]
+    for k in range(flat.size):
+        orig = flat[k].copy()
+        flat[k] = orig + eps
+        with no_grad():
+            plus = [o.array.astype(np.float64).reshape(-1) for o in _float_outputs(func(*inputs))]
+        flat[k] = orig - eps
+        with no_grad():
+            minus = [o.array.astype(np.float64).reshape(-1) for o in _float_outputs(func(*inputs))]
+        flat[k] = orig
+        for j, (p, m) in enumerate(zip(plus, minus)):
+            jac[j][:, k] = (p - m) / (2 * eps)
+    return jac
+
+
+def _analytical_jacobian(output: Tensor, diff_inputs: list[Tensor]) -> list[np.ndarray]:
+    """(numel(output), numel(x)) per input: one vector-Jacobian product per output element."""
+    n = output.numel()
+    jac = [np.zeros((n, x.numel())) for x in diff_inputs]
+    if not output.requires_grad:
+        return jac
+    for m in range(n):
+        onehot = np.zeros(n, dtype=output.array.dtype)
+        onehot[m] = 1
+        grads = _grad([output], diff_inputs, [Tensor(onehot.reshape(output.array.shape))], retain_graph=True,
+                      allow_unused=True)
+        for i, g in enumerate(grads):
+            if g is not None:
+                jac[i][m] = np.asarray(g.array, dtype=np.float64).reshape(-1)
+    return jac
+
+
+def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
+              raise_exception: bool = True, nondet_tol: float = 0.0, check_undefined_grad: bool = True,
+              check_grad_dtypes: bool = False, check_batched_grad: bool = False,
+              check_batched_forward_grad: bool = False, check_forward_ad: bool = False,
+              check_backward_ad: bool = True, fast_mode: bool = False, masked: bool | None = None) -> bool:
+    """True when the analytical and numerical Jacobians agree (module docstring)."""
+    _refuse_unsupported(check_forward_ad=check_forward_ad, check_batched_grad=check_batched_grad,
+                        check_batched_forward_grad=check_batched_forward_grad)
+    inputs = _as_tuple(inputs)
+    diff = [(i, x) for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+    if not diff:
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of the them "
+                         "have requires_grad=True.")
+    for i, x in diff:
+        if x.dtype.is_floating_point and x.array.dtype != np.float64:
+            warnings.warn(f"Input #{i} requires gradient and is not a double precision floating point. This check "
+                          "will likely fail if all the inputs are not of double precision floating point.",
+                          UserWarning, stacklevel=2)
+    outputs = _float_outputs(func(*inputs))
+    if not outputs:
+        raise ValueError("gradcheck: the function returned no floating-point tensor, so there is no gradient to check; "
+                         "return the differentiable result(s)")
+    if not check_backward_ad:
+        return True
+    diff_inputs = [x for _, x in diff]
+    analytical = [_analytical_jacobian(o, diff_inputs) for o in outputs]  # [output][input]
+    numerical = [_numerical_jacobian(func, inputs, x, [o.numel() for o in outputs], eps) for x in diff_inputs]
+    for j in range(len(outputs)):
+        for k, (i, _) in enumerate(diff):
+            a, n = analytical[j][k], numerical[k][j]
+            if not np.allclose(a, n, rtol=rtol, atol=atol):
+                if not raise_exception:
+                    return False
+                # torch prints (input element, output element) matrices
+                raise GradcheckError(f"Jacobian mismatch for output {j} with respect to input {i},\n"
+                                     f"numerical:{n.T}\nanalytical:{a.T}\n")
+    return True
+
+
+def gradgradcheck(func, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
+                  gen_non_contig_grad_outputs: bool = False, raise_exception: bool = True, nondet_tol: float = 0.0,
+                  check_undefined_grad: bool = True, check_grad_dtypes: bool = False, check_batched_grad: bool = False,
+                  check_fwd_over_rev: bool = False, check_rev_over_rev: bool = True, fast_mode: bool = False,
+                  masked: bool = False) -> bool:
+    """``gradcheck`` of the vector-Jacobian product of ``func`` (module docstring)."""
+    _refuse_unsupported(check_fwd_over_rev=check_fwd_over_rev, check_batched_grad=check_batched_grad)
+    inputs = _as_tuple(inputs)
+    outputs = _float_outputs(func(*inputs))
+    if grad_outputs is None:
+        rng = np.random.default_rng(0)
+        grad_outputs = tuple(Tensor(rng.standard_normal(o.array.shape), requires_grad=True) for o in outputs)
+    grad_outputs = _as_tuple(grad_outputs)
+    if len(grad_outputs) != len(outputs):
+        raise ValueError(f"gradgradcheck: got {len(grad_outputs)} grad_outputs for {len(outputs)} floating-point "
+                         "outputs; pass one per output")
+    n_in = len(inputs)
+    diff_positions = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+
+    def first_derivatives(*args):
+        xs, vs = args[:n_in], args[n_in:]
+        outs = _float_outputs(func(*xs))
+        pairs = [(o, v) for o, v in zip(outs, vs) if o.requires_grad]
+        grads = _grad([o for o, _ in pairs], [xs[i] for i in diff_positions], [v for _, v in pairs],
+                      create_graph=True, allow_unused=True)
+        return tuple(g for g in grads if g is not None)
+
+    if not check_rev_over_rev:
+        return True
+    return gradcheck(first_derivatives, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
+                     raise_exception=raise_exception)

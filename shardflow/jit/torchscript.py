@@ -1,0 +1,157 @@
+"""``torch.jit``'s TorchScript surface for programs that decorate with it, run eagerly.
+
+shardflow has no TorchScript compiler: scripting and tracing are compiler hints with the
+program's own semantics, so ``script``, ``trace``, ``trace_module``, ``freeze``,
+``optimize_for_inference`` and the decorators (``ignore``, ``unused``, ``export``,
+``interface``, ``script_method``, ``script_if_tracing``) return what they are given
+unchanged, and the module or function runs as Python. ``is_scripting()`` / ``is_tracing()``
+are False (code guarded by them takes its eager branch, as under torch outside a script);
+``annotate`` returns the value; ``Final`` is ``typing.Final``; ``Attribute`` is torch's
+``(value, type)`` pair, unwrapped by ``ScriptModule``. ``fork`` runs the call at once and
+returns a completed ``shardflow.futures.Future``; ``wait`` returns its value (or raises its
+error). ``save`` / ``load`` raise: a TorchScript archive holds compiled code shardflow cannot
+write or run; the error names the fix (a ``state_dict`` through ``shardflow.save``/``load``).
+"""
+
+from __future__ import annotations
+
+import typing
+import warnings
+from collections import namedtuple
+
+from ..futures import Future
+from ..nn import Module
+
+__all__ = ["script", "trace", "trace_module", "freeze", "optimize_for_inference", "ignore", "unused", "export",
+           "interface", "script_method", "script_if_tracing", "is_scripting", "is_tracing", "annotate", "Final",
+           "Attribute", "fork", "wait", "save", "load", "ScriptModule", "ScriptFunction", "RecursiveScriptModule",
+           "TracerWarning", "enable_onednn_fusion", "onednn_fusion_enabled"]
+
+Final = typing.Final
+Attribute = namedtuple("Attribute", ["value", "type"])
+
+
+class TracerWarning(Warning):
+    """torch's warning category for tracing (``warnings.filterwarnings('ignore', category=...)``)."""
+
+
+def script(obj, optimize=None, _frames_up: int = 0, _rcb=None, example_inputs=None):
+    """``obj`` (an ``nn.Module``, function or class) unchanged: it runs eagerly."""
+    return obj
+
+
+def trace(func, example_inputs=None, optimize=None, check_trace: bool = True, check_inputs=None,
+          check_tolerance: float = 1e-5, strict: bool = True, _force_outplace: bool = False, _module_class=None,
+          _compilation_unit=None, example_kwarg_inputs=None, _store_inputs: bool = True):
+    """``func`` unchanged: it runs eagerly (so data-dependent branches stay live, where a torch
+    trace would freeze the one taken for ``example_inputs``)."""
+    return func
+
+
+def trace_module(mod, inputs, optimize=None, check_trace: bool = True, check_inputs=None,
+                 check_tolerance: float = 1e-5, strict: bool = True, _force_outplace: bool = False,
+                 _module_class=None, _compilation_unit=None, example_inputs_is_kwarg: bool = False,
+                 _store_inputs: bool = True):
+    return mod
+
+
+def freeze(mod, preserved_attrs=None, optimize_numerics: bool = True):
+    return mod
+
+
+def optimize_for_inference(mod, other_methods=None):
+    return mod
+
+
+def ignore(drop=False, **kwargs):
+    """``@ignore`` or ``@ignore(drop=True)``: the function unchanged."""
+    if callable(drop):
+        return drop
+    if drop:
+        warnings.warn("ignore(True) has been deprecated. TorchScript will now drop the function call on compilation. "
+                      "Use torch.jit.unused now. {}", FutureWarning, stacklevel=2)
+    return lambda fn: fn
+
+
+def unused(fn):
+    return fn
+
+
+def export(fn):
+    return fn
+
+
+def interface(obj):
+    return obj
+
+
+def script_method(fn):
+    return fn
+
+
+def script_if_tracing(fn):
+    return fn
+
+
+def is_scripting() -> bool:
+    return False
+
+
+def is_tracing() -> bool:
+    return False
+
+
+def annotate(the_type, the_value):
+    return the_value
+
+
+def fork(func, *args, **kwargs) -> Future:
+    """Run ``func(*args, **kwargs)`` now; the returned Future holds its result or its error."""
+    fut = Future()
+    try:
+        fut.set_result(func(*args, **kwargs))
+    except Exception as e:  # delivered by wait(), as torch's fork delivers a task's error
+        fut.set_exception(e)
+    return fut
+
+
+def wait(future):
+    return future.wait()
+
+
+def save(m, f, _extra_files=None) -> None:
+    raise RuntimeError("shardflow.jit.save: shardflow has no TorchScript, so it cannot write a TorchScript archive; "
+                       "save the weights instead: shardflow.save(model.state_dict(), path), and rebuild the model "
+                       "from its Python class with model.load_state_dict(shardflow.load(path))")
+
+
+def load(f, map_location=None, _extra_files=None, _restore_shapes: bool = False):
+    raise RuntimeError(f"shardflow.jit.load({f!r}): shardflow cannot run TorchScript archives (compiled code); in "
+                       "PyTorch, save the weights with torch.save(model.state_dict(), path), then build the model "
+                       "from its Python class here and call model.load_state_dict(shardflow.load(path))")
+
+
+class ScriptModule(Module):
+    """Base of torch's scripted modules: an ``nn.Module`` here (methods decorated with
+    ``script_method`` run eagerly); an ``Attribute(value, type)`` assigned to it stores ``value``."""
+
+    def __setattr__(self, name, value) -> None:
+        if isinstance(value, Attribute):
+            value = value.value
+        super().__setattr__(name, value)
+
+
+class RecursiveScriptModule(ScriptModule):
+    """torch's type of ``script(module)``'s result (``script`` returns the module itself here)."""
+
+
+class ScriptFunction:
+    """torch's type of ``script(function)``'s result (``script`` returns the function itself here)."""
+
+
+def enable_onednn_fusion(enabled: bool) -> None:
+    """Accepted for torch's API: shardflow has no oneDNN graph fuser."""
+
+
+def onednn_fusion_enabled() -> bool:
+    return False

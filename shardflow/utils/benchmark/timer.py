@@ -1,0 +1,95 @@
+"""``Timer``: time a Python statement with ``timeit`` after running its setup.
+
+``blocked_autorange``: grow the block size by 10x until one block takes at least
+``min_run_time / 1000`` (so the timer's own overhead is negligible), then time blocks of that
+size until ``min_run_time`` seconds are spent; each block is one entry of ``raw_times``.
+"""
+
+from __future__ import annotations
+
+import enum
+import timeit
+
+from ...kernels.threads import get_num_threads, set_num_threads
+from .common import Measurement, TaskSpec
+
+__all__ = ["Timer", "Language"]
+
+
+class Language(enum.Enum):
+    PYTHON = 0
+    CPP = 1
+
+
+class Timer:
+    def __init__(self, stmt: str = "pass", setup: str = "pass", global_setup: str = "", timer=timeit.default_timer,
+                 globals: dict | None = None, label: str | None = None, sub_label: str | None = None,
+                 description: str | None = None, env: str | None = None, num_threads: int = 1,
+                 language: Language | str = Language.PYTHON) -> None:
+        if language not in (Language.PYTHON, "py", "python"):
+            raise ValueError(f"Timer: language={language!r} is not supported; shardflow times Python statements "
+                             "only (Language.PYTHON)")
+        if not isinstance(stmt, str):
+            raise ValueError(f"Timer: stmt must be a string of Python code, got {type(stmt).__name__}")
+        self._globals = dict(globals or {})
+        if global_setup:
+            exec(global_setup, self._globals)
+        self._task_spec = TaskSpec(stmt=stmt, setup=setup, global_setup=global_setup, label=label,
+                                   sub_label=sub_label, description=description, env=env, num_threads=num_threads)
+        self._timer = timeit.Timer(stmt=stmt, setup=setup, timer=timer, globals=self._globals)
+
+    def _timeit(self, number: int) -> float:
+        previous = get_num_threads()
+        set_num_threads(self._task_spec.num_threads)
+        try:
+            return max(self._timer.timeit(number), 1e-9)
+        finally:
+            set_num_threads(previous)
+
+    def timeit(self, number: int = 1000000) -> Measurement:
+        """One block of ``number`` runs (after a warm-up run)."""
+        self._timeit(number=max(int(number // 100), 2))
+        return Measurement(number, [self._timeit(number)], self._task_spec)
+
+    def repeat(self, repeat: int = -1, number: int = -1):
+        raise NotImplementedError("See `Timer.blocked_autorange.`")
+
+    def autorange(self, callback=None):
+        raise NotImplementedError("See `Timer.blocked_autorange.`")
+
+    def _block_size(self, min_run_time: float) -> int:
+        number = 1
+        while True:
+            if self._timeit(number) >= min_run_time / 1000 or number >= 10**9:
+                return number
+            number *= 10
+
+    def blocked_autorange(self, callback=None, min_run_time: float = 0.2) -> Measurement:
+        """Blocks of an estimated size until ``min_run_time`` seconds are spent (module docstring)."""
+        number = self._block_size(min_run_time)
+        times, total = [], 0.0
+        while total < min_run_time or not times:
+            t = self._timeit(number)
+            total += t
+            times.append(t)
+            if callback is not None:
+                callback(number, t)
+        return Measurement(number, times, self._task_spec)
+
+    def adaptive_autorange(self, threshold: float = 0.1, *, min_run_time: float = 0.01, max_run_time: float = 10.0,
+                           callback=None) -> Measurement:
+        """Blocks until the IQR/median of the per-run times is below ``threshold`` (after at
+        least ``min_run_time`` seconds) or ``max_run_time`` seconds are spent."""
+        number = self._block_size(0.05)
+        times, total = [], 0.0
+        while True:
+            t = self._timeit(number)
+            total += t
+            times.append(t)
+            if callback is not None:
+                callback(number, t)
+            m = Measurement(number, times, self._task_spec)
+            if total >= min_run_time and len(times) > 3 and m.meets_confidence(threshold):
+                return m
+            if total >= max_run_time:
+                return m

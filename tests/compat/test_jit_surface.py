@@ -1,0 +1,130 @@
+"""``torch.jit``'s TorchScript names: scripted/traced code runs eagerly with the same results
+as torch's scripted code, the decorators are pass-through, save/load name the fix."""
+
+import numpy as np
+import pytest
+import torch
+
+import shardflow as sf
+
+
+def _program(lib):
+    """A TorchScript-decorated program, written once for both frameworks."""
+
+    class Block(lib.nn.Module):
+        scale: lib.jit.Final[float]
+
+        def __init__(self):
+            super().__init__()
+            self.lin = lib.nn.Linear(3, 2)
+            self.scale = 2.0
+
+        @lib.jit.export
+        def doubled(self, x):
+            return self.forward(x) * self.scale
+
+        @lib.jit.ignore
+        def debug(self, x):
+            return float(x.sum())
+
+        @lib.jit.unused
+        def never(self, x):
+            raise RuntimeError("unused")
+
+        def forward(self, x):
+            if lib.jit.is_scripting():
+                y = lib.jit.annotate(lib.Tensor, self.lin(x))
+            else:
+                y = self.lin(x)
+            return lib.relu(y)
+
+    @lib.jit.script
+    def gelu_ish(x):
+        return x * lib.sigmoid(1.702 * x)
+
+    return Block, gelu_ish
+
+
+def test_scripted_module_and_function_run_like_torch_script():
+    t_block, t_fn = _program(torch)
+    s_block, s_fn = _program(sf)
+    torch.manual_seed(0)
+    t_mod = t_block()
+    s_mod = s_block()
+    s_mod.load_state_dict({k: sf.tensor(v.detach().numpy()) for k, v in t_mod.state_dict().items()})
+    t_scripted = torch.jit.script(t_mod)
+    s_scripted = sf.jit.script(s_mod)
+    assert s_scripted is s_mod  # pass-through: the module runs eagerly
+    x = np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)
+    np.testing.assert_allclose(s_scripted(sf.tensor(x)).detach().numpy(), t_scripted(torch.tensor(x)).detach().numpy(),
+                               rtol=1e-6)
+    np.testing.assert_allclose(s_scripted.doubled(sf.tensor(x)).detach().numpy(),
+                               t_scripted.doubled(torch.tensor(x)).detach().numpy(), rtol=1e-6)
+    assert s_scripted.debug(sf.tensor(x)) == pytest.approx(t_scripted.debug(torch.tensor(x)), rel=1e-5)
+    np.testing.assert_allclose(s_fn(sf.tensor(x)).numpy(), t_fn(torch.tensor(x)).numpy(), rtol=1e-6)
+    # trainable as before
+    s_scripted(sf.tensor(x)).sum().backward()
+    assert s_mod.lin.weight.grad is not None
+
+
+def test_trace_returns_the_callable():
+    lin = sf.nn.Linear(2, 2)
+    assert sf.jit.trace(lin, sf.ones(1, 2)) is lin
+    f = lambda x: x * 2  # noqa: E731
+    assert sf.jit.trace(f, (sf.ones(2),)) is f and sf.jit.trace_module(lin, {"forward": sf.ones(1, 2)}) is lin
+    assert sf.jit.freeze(lin) is lin and sf.jit.optimize_for_inference(lin) is lin
+
+
+def test_predicates_and_helpers_answer_as_torch_in_eager_code():
+    for lib in (torch, sf):
+        assert lib.jit.is_scripting() is False and not lib.jit.is_tracing()
+        assert lib.jit.annotate(list[int], [1]) == [1]
+        assert lib.jit.Final is __import__("typing").Final
+        def helper(v):
+            return v
+
+        with pytest.warns(FutureWarning, match="ignore\\(True\\) has been deprecated"):
+            assert lib.jit.ignore(drop=True)(helper) is helper
+        assert lib.jit.ignore(helper) is helper and lib.jit.ignore()(helper) is helper
+        assert tuple(lib.jit.Attribute(3, int)) == (3, int)
+        fut = lib.jit.fork(lambda a, b=1: a + b, 2, b=5)
+        assert lib.jit.wait(fut) == 7 and fut.done()
+
+
+def test_fork_delivers_the_error_at_wait():
+    def boom():
+        raise ValueError("bad input")
+
+    fut = sf.jit.fork(boom)
+    with pytest.raises(ValueError, match="bad input"):
+        sf.jit.wait(fut)
+
+
+def test_script_module_base_and_attribute():
+    class Counter(sf.jit.ScriptModule):
+        def __init__(self):
+            super().__init__()
+            self.count = sf.jit.Attribute(0, int)
+
+        @sf.jit.script_method
+        def forward(self, x):
+            return x + self.count
+
+    c = Counter()
+    assert c.count == 0 and isinstance(c, sf.nn.Module) and c(sf.ones(1)).item() == 1.0
+
+
+def test_save_and_load_name_the_fix(tmp_path):
+    with pytest.raises(RuntimeError, match=r"shardflow.save\(model.state_dict\(\), path\)"):
+        sf.jit.save(sf.nn.Linear(2, 2), str(tmp_path / "m.pt"))
+    with pytest.raises(RuntimeError, match=r"cannot run TorchScript archives.*load_state_dict\(shardflow.load\(path\)\)"):
+        sf.jit.load(str(tmp_path / "m.pt"))
+    assert not (tmp_path / "m.pt").exists()
+
+
+def test_existing_jit_names_are_kept():
+    assert callable(sf.jit.compile) and callable(sf.jit.compile_step)
+    # the compile tracer module is still importable
+    from shardflow.jit.trace import TraceError, trace
+
+    assert callable(trace) and issubclass(TraceError, Exception)
