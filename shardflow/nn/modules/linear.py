@@ -82,3 +82,13 @@ class Bilinear(Module):
     def extra_repr(self) -> str:
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
                 f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+def __getattr__(name):
+    """``torch.nn.modules.linear.LazyLinear``: the class lives in ``lazy.py`` with the other
+    lazy modules (which import this file, hence the late lookup)."""
+    if name == "LazyLinear":
+        from .lazy import LazyLinear
+
+        return LazyLinear
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
