@@ -51,3 +51,25 @@ __all__ = [
     "TransformedDistribution", "Uniform", "constraints", "kl_divergence", "register_kl",
     "transforms",
 ]
+
+# the distributions of the compat pass (docs/COMPAT.md, "torch.distributions")
+from .binomial import Binomial  # noqa: E402,I001
+from .cauchy import Cauchy  # noqa: E402
+from .chi2 import Chi2  # noqa: E402
+from .geometric import Geometric  # noqa: E402
+from .gumbel import Gumbel  # noqa: E402
+from .half_normal import HalfCauchy, HalfNormal  # noqa: E402
+from .mixture_same_family import MixtureSameFamily  # noqa: E402
+from .multinomial import Multinomial  # noqa: E402
+from .negative_binomial import NegativeBinomial  # noqa: E402
+from .poisson import Poisson  # noqa: E402
+from .relaxed_bernoulli import RelaxedBernoulli  # noqa: E402
+from .relaxed_categorical import RelaxedOneHotCategorical  # noqa: E402
+from .student_t import StudentT  # noqa: E402
+from . import kl_more  # noqa: E402,F401  (registers the KL pairs of the distributions above)
+
+__all__ += [
+    "Binomial", "Cauchy", "Chi2", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal",
+    "MixtureSameFamily", "Multinomial", "NegativeBinomial", "Poisson", "RelaxedBernoulli",
+    "RelaxedOneHotCategorical", "StudentT",
+]

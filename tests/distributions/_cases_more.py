@@ -1,0 +1,106 @@
+"""Cases (``_cases.Case``) for the distributions of the compat pass: the same factory run
+with ``torch.distributions`` and ``shardflow.distributions``, the points where
+``log_prob``/``cdf`` are evaluated, and the KL pairs torch registers between them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._cases import BY_NAME, Case, Param
+
+
+def _counts(hi):
+    return lambda r: r.integers(0, hi + 1, (4, 2, 3)).astype(np.float64)
+
+
+def _simplex(r, shape):
+    x = r.uniform(0.2, 1.0, shape)
+    return x / x.sum(-1, keepdims=True)
+
+
+MOMENTS = ("mean", "variance", "stddev", "entropy", "log_prob")
+
+CASES = [
+    Case("poisson", lambda D, m, rate: D.Poisson(rate), [Param((2, 3), "positive")],
+         value=_counts(6), methods=("mean", "variance", "stddev", "log_prob")),
+    Case("binomial_probs", lambda D, m, p: D.Binomial(5, probs=p), [Param((2, 3), "prob")],
+         value=_counts(5), methods=MOMENTS),
+    Case("binomial_logits_counts", lambda D, m, lg: D.Binomial(m.tensor([3.0, 7.0, 2.0], dtype=lg.dtype), logits=lg),
+         [Param((2, 3))], value=lambda r: r.integers(0, 3, (4, 2, 3)).astype(np.float64),
+         methods=("mean", "variance", "log_prob")),
+    Case("geometric_probs", lambda D, m, p: D.Geometric(probs=p), [Param((2, 3), "prob")],
+         value=_counts(8), methods=MOMENTS),
+    Case("geometric_logits", lambda D, m, lg: D.Geometric(logits=lg), [Param((3,))],
+         value=lambda r: r.integers(0, 9, (4, 3)).astype(np.float64), methods=MOMENTS),
+    Case("negative_binomial_probs", lambda D, m, r_, p: D.NegativeBinomial(r_, probs=p),
+         [Param((2, 3), "positive"), Param((3,), "prob")], value=_counts(9),
+         methods=("mean", "variance", "stddev", "log_prob")),
+    Case("negative_binomial_logits", lambda D, m, r_, lg: D.NegativeBinomial(r_, logits=lg),
+         [Param((3,), "positive"), Param((3,))], value=_counts(9), methods=("mean", "variance", "log_prob")),
+    Case("multinomial", lambda D, m, p: D.Multinomial(6, probs=p), [Param((2, 4), "positive")],
+         value=lambda r: r.multinomial(6, [0.25] * 4, size=(3, 2)).astype(np.float64),
+         methods=("mean", "variance", "entropy", "log_prob")),
+    Case("multinomial_logits", lambda D, m, lg: D.Multinomial(3, logits=lg), [Param((4,))],
+         value=lambda r: r.multinomial(3, [0.25] * 4, size=(5,)).astype(np.float64),
+         methods=("mean", "variance", "entropy", "log_prob")),
+    Case("cauchy", lambda D, m, loc, s: D.Cauchy(loc, s), [Param((2, 3)), Param((3,), "positive")],
+         value=lambda r: 3 * r.standard_normal((4, 2, 3)),
+         methods=("mean", "variance", "entropy", "log_prob", "cdf"), quantiles=True),
+    Case("half_normal", lambda D, m, s: D.HalfNormal(s), [Param((2, 3), "positive")],
+         value=lambda r: r.uniform(0.0, 3.0, (4, 2, 3)),
+         methods=("mean", "variance", "stddev", "entropy", "log_prob", "cdf"), quantiles=True),
+    Case("half_cauchy", lambda D, m, s: D.HalfCauchy(s), [Param((3,), "positive")],
+         value=lambda r: r.uniform(0.0, 5.0, (4, 3)),
+         methods=("mean", "variance", "entropy", "log_prob", "cdf"), quantiles=True),
+    Case("gumbel", lambda D, m, loc, s: D.Gumbel(loc, s), [Param((2, 3)), Param((3,), "positive")],
+         value=lambda r: r.standard_normal((4, 2, 3)),
+         methods=("mean", "variance", "stddev", "entropy", "log_prob", "cdf"), quantiles=True),
+    Case("student_t", lambda D, m, df, loc, s: D.StudentT(df, loc, s),
+         [Param((2, 3), "positive"), Param((3,)), Param((3,), "positive")],
+         value=lambda r: 2 * r.standard_normal((4, 2, 3)), methods=MOMENTS),
+    Case("student_t_large_df", lambda D, m, df: D.StudentT(df + 3.0), [Param((3,), "positive")],
+         value=lambda r: r.standard_normal((4, 3)), methods=MOMENTS),
+    Case("chi2", lambda D, m, df: D.Chi2(df), [Param((2, 3), "positive")],
+         value=lambda r: r.uniform(0.1, 4.0, (4, 2, 3)), methods=MOMENTS),
+    Case("relaxed_bernoulli", lambda D, m, p: D.RelaxedBernoulli(m.tensor(0.7, dtype=p.dtype), probs=p),
+         [Param((2, 3), "prob")], value=lambda r: r.uniform(0.05, 0.95, (4, 2, 3)), methods=("log_prob",)),
+    Case("relaxed_bernoulli_logits", lambda D, m, lg: D.RelaxedBernoulli(m.tensor([0.5, 1.0, 2.0], dtype=lg.dtype), logits=lg),
+         [Param((3,))], value=lambda r: r.uniform(0.05, 0.95, (4, 3)), methods=("log_prob",)),
+    Case("relaxed_one_hot", lambda D, m, lg: D.RelaxedOneHotCategorical(m.tensor(0.5, dtype=lg.dtype), logits=lg),
+         [Param((2, 4))], value=lambda r: _simplex(r, (3, 2, 4)), methods=("log_prob",)),
+    Case("relaxed_one_hot_probs", lambda D, m, p: D.RelaxedOneHotCategorical(m.tensor(1.3, dtype=p.dtype), probs=p),
+         [Param((4,), "positive")], value=lambda r: _simplex(r, (3, 4)), methods=("log_prob",)),
+    Case("mixture_normal", lambda D, m, lg, loc, s: D.MixtureSameFamily(D.Categorical(logits=lg), D.Normal(loc, s)),
+         [Param((2, 3)), Param((2, 3)), Param((2, 3), "positive")], value=lambda r: r.standard_normal((4, 2)),
+         methods=("mean", "variance", "log_prob", "cdf")),
+    Case("mixture_independent", lambda D, m, p, loc, s: D.MixtureSameFamily(
+        D.Categorical(probs=p), D.Independent(D.Normal(loc, s), 1)),
+        [Param((3,), "positive"), Param((3, 2)), Param((3, 2), "positive")], value=lambda r: r.standard_normal((4, 2)),
+        methods=("mean", "variance", "log_prob")),
+]
+
+KL_ONLY = [
+    Case("gumbel_1d", lambda D, m, loc, s: D.Gumbel(loc, s), [Param((3,)), Param((3,), "positive")]),
+    Case("poisson_1d", lambda D, m, rate: D.Poisson(rate), [Param((3,), "positive")]),
+    Case("binomial_7", lambda D, m, p: D.Binomial(7, probs=p), [Param((2, 3), "prob")]),
+    Case("binomial_mixed_counts", lambda D, m, p: D.Binomial(m.tensor([5.0, 7.0, 9.0], dtype=p.dtype), probs=p),
+         [Param((3,), "prob")]),
+    Case("bernoulli_1d", lambda D, m, p: D.Bernoulli(probs=p), [Param((3,), "prob")]),
+]
+
+MORE_BY_NAME = {c.name: c for c in CASES + KL_ONLY}
+
+
+def lookup(name):
+    return MORE_BY_NAME.get(name) or BY_NAME[name]
+
+
+KL_PAIRS = [
+    ("poisson", "poisson"), ("binomial_probs", "binomial_probs"), ("binomial_7", "binomial_probs"),
+    ("binomial_mixed_counts", "binomial_probs"), ("geometric_probs", "geometric_probs"),
+    ("geometric_logits", "geometric_probs"), ("gumbel", "gumbel"), ("half_normal", "half_normal"),
+    ("cauchy", "cauchy"), ("bernoulli_1d", "poisson_1d"), ("poisson_1d", "bernoulli_1d"),
+    ("poisson", "binomial_probs"), ("exponential", "gumbel_1d"), ("gamma_1d", "gumbel_1d"),
+    ("gumbel_1d", "normal"), ("normal", "gumbel"), ("uniform", "gumbel_1d"), ("gumbel_1d", "gamma_1d"),
+    ("gumbel_1d", "exponential"), ("gumbel_1d", "uniform"), ("chi2", "chi2"), ("chi2", "gamma"),
+]

@@ -1,0 +1,170 @@
+"""Sampling of the compat-pass distributions: moments of many seeded draws against the closed
+forms (``Z`` standard errors, as tests/distributions/test_sampling.py), quantiles of the
+heavy-tailed ones through their cdf, and reparameterised gradients: the per-draw gradient of
+``f(rsample)`` w.r.t. each parameter (a batch of ``N`` identical parameters gives ``N``
+independent per-draw gradients) has the same mean as torch's, checked by a two-sample test;
+plus torch's errors for bad parameters and values."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import shardflow
+from shardflow import distributions as D
+
+from ._cases import build
+from ._cases_more import CASES
+from .test_sampling import N, Z, _check_mean, _check_variance
+from .test_validation import _message
+
+MOMENT_NAMES = ["poisson", "binomial_probs", "binomial_logits_counts", "geometric_probs",
+                "geometric_logits", "negative_binomial_probs", "negative_binomial_logits", "multinomial",
+                "half_normal", "gumbel", "student_t_large_df", "chi2", "mixture_normal", "mixture_independent"]
+BY_NAME = {c.name: c for c in CASES}
+
+
+@pytest.mark.parametrize("name", MOMENT_NAMES)
+def test_sample_moments(name):
+    case = BY_NAME[name]
+    shardflow.manual_seed(0)
+    arrays = [p.make(np.random.default_rng(0)) for p in case.params]
+    if name == "student_t_large_df":
+        arrays = [a + 3.0 for a in arrays]  # df > 7: a finite fourth moment for the variance check
+    dist, _ = build(case, shardflow, arrays, "float64")
+    x = dist.sample((N,))
+    assert not x.requires_grad
+    xs = x.numpy().astype(np.float64)
+    _check_mean(xs, dist.mean.detach().numpy(), name)
+    _check_variance(xs, dist.variance.detach().numpy(), name)
+
+
+@pytest.mark.parametrize("name", ["cauchy", "half_cauchy", "gumbel", "half_normal"])
+def test_sample_quantiles_follow_the_cdf(name):
+    """The fraction of draws below ``icdf(q)`` is ``q`` (binomial standard error)."""
+    case = BY_NAME[name]
+    shardflow.manual_seed(1)
+    arrays = [p.make(np.random.default_rng(0)) for p in case.params]
+    dist, _ = build(case, shardflow, arrays, "float64")
+    x = dist.sample((N,)).numpy()
+    for q in (0.1, 0.5, 0.9):
+        edge = dist.icdf(shardflow.tensor(q, dtype=shardflow.float64)).detach().numpy()
+        frac = (x <= edge).mean(0)
+        assert np.all(np.abs(frac - q) <= Z * math.sqrt(q * (1 - q) / N)), f"{name}: q={q} got {frac}"
+
+
+def test_relaxed_samples_match_torch_in_distribution():
+    """No closed-form moments: the means of shardflow's and torch's draws agree (two-sample)."""
+    shardflow.manual_seed(2)
+    torch.manual_seed(2)
+    for make in (lambda m: m.distributions.RelaxedBernoulli(m.tensor(0.6, dtype=m.float64), probs=m.tensor([0.2, 0.5, 0.9], dtype=m.float64)),
+                 lambda m: m.distributions.RelaxedOneHotCategorical(m.tensor(0.8, dtype=m.float64), logits=m.tensor([0.1, -1.0, 1.5], dtype=m.float64))):
+        a = make(shardflow).sample((N,)).numpy()
+        b = make(torch).sample((N,)).numpy()
+        se = np.sqrt(a.var(0) / N + b.var(0) / N)
+        assert np.all(np.abs(a.mean(0) - b.mean(0)) <= Z * se), (a.mean(0), b.mean(0))
+        assert np.all((a >= 0) & (a <= 1))
+
+
+# (factory of (lib, params...) -> distribution, parameter values, f applied to the draw)
+REPARAM = [
+    ("cauchy", lambda m, loc, s: m.distributions.Cauchy(loc, s), (0.3, 1.5), lambda x: x.clamp(-5, 5)),
+    ("half_normal", lambda m, s: m.distributions.HalfNormal(s), (1.7,), lambda x: x ** 2),
+    ("half_cauchy", lambda m, s: m.distributions.HalfCauchy(s), (0.8,), lambda x: x.clamp(max=4.0)),
+    ("gumbel", lambda m, loc, s: m.distributions.Gumbel(loc, s), (0.5, 2.0), lambda x: x ** 2),
+    ("student_t", lambda m, df, loc, s: m.distributions.StudentT(df, loc, s), (6.0, -0.5, 1.3), lambda x: x ** 2),
+    ("chi2", lambda m, df: m.distributions.Chi2(df), (2.5,), lambda x: x.sqrt()),
+    ("relaxed_bernoulli", lambda m, t, p: m.distributions.RelaxedBernoulli(t, probs=p), (0.7, 0.3), lambda x: x ** 2),
+    ("relaxed_one_hot", lambda m, t, lg: m.distributions.RelaxedOneHotCategorical(t.unsqueeze(-1), logits=lg.unsqueeze(-1) * m.tensor([1.0, -0.5, 0.2], dtype=lg.dtype)),
+     (0.9, 1.2), lambda x: x[..., 0] ** 2),
+]
+
+
+@pytest.mark.parametrize("name,make,values,f", REPARAM, ids=[r[0] for r in REPARAM])
+def test_rsample_gradients_match_torch_on_average(name, make, values, f):
+    n = 20_000
+    grads = {}
+    for lib in (shardflow, torch):
+        lib.manual_seed(7)
+        params = [lib.full((n,), v, dtype=lib.float64, requires_grad=True) for v in values]
+        dist = make(lib, *params)
+        assert dist.has_rsample
+        x = dist.rsample()
+        assert tuple(x.shape)[:1] == (n,)
+        f(x).sum().backward()
+        grads[lib.__name__] = [p.grad.numpy().copy() for p in params]
+    for k, (a, b) in enumerate(zip(grads["shardflow"], grads["torch"])):
+        assert np.all(np.isfinite(a)), f"{name}: param {k} has non-finite per-draw gradients"
+        se = math.sqrt(a.var() / n + b.var() / n)
+        assert abs(a.mean() - b.mean()) <= Z * se + 1e-12, f"{name}: param {k} d E[f]/d p {a.mean()} vs torch {b.mean()} (se {se})"
+
+
+def test_location_scale_rsample_gradients_are_exact():
+    shardflow.manual_seed(3)
+    for cls in (D.Cauchy, D.StudentT):
+        loc = shardflow.tensor([0.5, -1.0], dtype=shardflow.float64, requires_grad=True)
+        scale = shardflow.tensor([2.0, 0.5], dtype=shardflow.float64, requires_grad=True)
+        dist = cls(loc, scale) if cls is D.Cauchy else cls(5.0, loc, scale)
+        x = dist.rsample((50,))
+        x.sum().backward()
+        np.testing.assert_allclose(loc.grad.numpy(), [50.0, 50.0])
+        eps = (x.detach().numpy() - loc.detach().numpy()) / scale.detach().numpy()
+        np.testing.assert_allclose(scale.grad.numpy(), eps.sum(0), rtol=1e-10)
+
+
+def test_discrete_ones_have_no_rsample_and_mixture_sample_needs_no_grad():
+    p = shardflow.tensor([0.3, 0.7])
+    for dist in (D.Poisson(p), D.Binomial(3, probs=p), D.Geometric(probs=p),
+                 D.NegativeBinomial(2.0, probs=p), D.Multinomial(4, probs=p),
+                 D.MixtureSameFamily(D.Categorical(probs=p), D.Normal(p, 1.0))):
+        assert not dist.has_rsample
+        with pytest.raises(NotImplementedError):
+            dist.rsample()
+
+
+def test_sampling_follows_manual_seed():
+    for dist in (D.Poisson(shardflow.tensor([2.0, 5.0])), D.Binomial(9, probs=shardflow.tensor([0.4])),
+                 D.Cauchy(0.0, 1.0), D.StudentT(shardflow.tensor([3.0]))):
+        shardflow.manual_seed(11)
+        a = dist.sample((4,)).numpy()
+        shardflow.manual_seed(11)
+        np.testing.assert_array_equal(a, dist.sample((4,)).numpy())
+
+
+@pytest.mark.parametrize("build_bad", [
+    lambda m: m.distributions.Poisson(m.tensor([1.0, -1.0])),
+    lambda m: m.distributions.Binomial(m.tensor([2.5]), probs=m.tensor([0.5])),
+    lambda m: m.distributions.Binomial(3, probs=m.tensor([1.5])),
+    lambda m: m.distributions.Binomial(3),
+    lambda m: m.distributions.Geometric(probs=m.tensor([0.0, 0.5])),
+    lambda m: m.distributions.NegativeBinomial(m.tensor([-1.0]), probs=m.tensor([0.5])),
+    lambda m: m.distributions.NegativeBinomial(2.0, probs=m.tensor([1.0])),
+    lambda m: m.distributions.Multinomial(3.5, probs=m.tensor([0.5, 0.5])),
+    lambda m: m.distributions.Cauchy(m.tensor([0.0]), m.tensor([-1.0])),
+    lambda m: m.distributions.HalfNormal(m.tensor([0.0])),
+    lambda m: m.distributions.StudentT(m.tensor([-2.0])),
+    lambda m: m.distributions.Chi2(m.tensor([-2.0])),
+    lambda m: m.distributions.Gumbel(m.tensor([0.0]), m.tensor([-2.0])),
+    lambda m: m.distributions.MixtureSameFamily(m.distributions.Categorical(probs=m.ones(3)), m.distributions.Normal(m.zeros(2), 1.0)),
+    lambda m: m.distributions.MixtureSameFamily(m.distributions.Normal(m.zeros(2), 1.0), m.distributions.Normal(m.zeros(2), 1.0)),
+], ids=["poisson_rate", "binomial_count", "binomial_probs", "binomial_no_param", "geometric_zero",
+        "negbin_count", "negbin_probs_one", "multinomial_float_count", "cauchy_scale", "halfnormal_scale",
+        "studentt_df", "chi2_df", "gumbel_scale", "mixture_k_mismatch", "mixture_not_categorical"])
+def test_parameter_errors_match_torch(build_bad):
+    assert _message(lambda: build_bad(shardflow)) == _message(lambda: build_bad(torch))
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.distributions.Poisson(m.ones(2)).log_prob(m.tensor([1.0, 0.5])),
+    lambda m: m.distributions.Binomial(3, probs=m.tensor([0.5, 0.5])).log_prob(m.tensor([1.0, 4.0])),
+    lambda m: m.distributions.Geometric(probs=m.tensor([0.5])).log_prob(m.tensor([-1.0])),
+    lambda m: m.distributions.Multinomial(3, probs=m.tensor([0.5, 0.5])).log_prob(m.tensor([2.0, 2.0])),
+    lambda m: m.distributions.HalfNormal(m.ones(2)).log_prob(m.tensor([1.0, -1.0])),
+    lambda m: m.distributions.RelaxedBernoulli(m.tensor(0.5), probs=m.tensor([0.5])).log_prob(m.tensor([1.5])),
+    lambda m: m.distributions.RelaxedOneHotCategorical(m.tensor(0.5), probs=m.tensor([0.5, 0.5])).log_prob(m.tensor([0.7, 0.7])),
+    lambda m: m.distributions.MixtureSameFamily(m.distributions.Categorical(probs=m.ones(2)), m.distributions.Gamma(m.ones(2), 1.0)).log_prob(m.tensor(-1.0)),
+], ids=["poisson", "binomial", "geometric", "multinomial", "halfnormal", "relaxed_bernoulli",
+        "relaxed_one_hot", "mixture"])
+def test_value_errors_match_torch(call):
+    assert _message(lambda: call(shardflow)) == _message(lambda: call(torch))
