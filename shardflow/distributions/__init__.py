@@ -66,10 +66,33 @@ from .poisson import Poisson  # noqa: E402
 from .relaxed_bernoulli import RelaxedBernoulli  # noqa: E402
 from .relaxed_categorical import RelaxedOneHotCategorical  # noqa: E402
 from .student_t import StudentT  # noqa: E402
+from .fisher_snedecor import FisherSnedecor  # noqa: E402
+from .generalized_pareto import GeneralizedPareto  # noqa: E402
+from .inverse_gamma import InverseGamma  # noqa: E402
+from .kumaraswamy import Kumaraswamy  # noqa: E402
+from .logistic_normal import LogisticNormal  # noqa: E402
+from .pareto import Pareto  # noqa: E402
+from .weibull import Weibull  # noqa: E402
+from .transforms import (  # noqa: E402
+    CatTransform,
+    CorrCholeskyTransform,
+    CumulativeDistributionTransform,
+    LowerCholeskyTransform,
+    PositiveDefiniteTransform,
+    ReshapeTransform,
+    SoftmaxTransform,
+    StackTransform,
+    StickBreakingTransform,
+    identity_transform,
+)
 from . import kl_more  # noqa: E402,F401  (registers the KL pairs of the distributions above)
 
 __all__ += [
     "Binomial", "Cauchy", "Chi2", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal",
     "MixtureSameFamily", "Multinomial", "NegativeBinomial", "Poisson", "RelaxedBernoulli",
-    "RelaxedOneHotCategorical", "StudentT",
+    "RelaxedOneHotCategorical", "StudentT", "FisherSnedecor", "GeneralizedPareto",
+    "InverseGamma", "Kumaraswamy", "LogisticNormal", "Pareto", "Weibull", "CatTransform",
+    "CorrCholeskyTransform", "CumulativeDistributionTransform", "LowerCholeskyTransform",
+    "PositiveDefiniteTransform", "ReshapeTransform", "SoftmaxTransform", "StackTransform",
+    "StickBreakingTransform", "identity_transform",
 ]

@@ -9,6 +9,7 @@ import math
 
 from ..ops import exp, log1p, where
 from .bernoulli import Bernoulli
+from .beta import Beta
 from .binomial import Binomial
 from .cauchy import Cauchy
 from .exponential import Exponential
@@ -16,8 +17,10 @@ from .gamma import Gamma
 from .geometric import Geometric
 from .gumbel import Gumbel
 from .half_normal import HalfNormal
-from .kl import _infinite_like, _kl_normal_normal, register_kl
+from .kl import _infinite_like, _kl_normal_normal, _x_log_x, register_kl
+from .laplace import Laplace
 from .normal import Normal
+from .pareto import Pareto
 from .poisson import Poisson
 from .uniform import Uniform
 from .utils import euler_constant as _euler_gamma
@@ -99,8 +102,10 @@ def _kl_gamma_gumbel(p, q):
     return t1 + t2 + t3
 
 
+@register_kl(Gumbel, Beta)
 @register_kl(Gumbel, Exponential)
 @register_kl(Gumbel, Gamma)
+@register_kl(Gumbel, Pareto)
 @register_kl(Gumbel, Uniform)
 def _kl_gumbel_infinity(p, q):
     return _infinite_like(p.loc)
@@ -134,3 +139,77 @@ def _kl_uniform_gumbel(p, q):
     t1 = common_term.log() + 0.5 * (high_loc_diff + low_loc_diff)
     t2 = common_term * (exp(-high_loc_diff) - exp(-low_loc_diff))
     return t1 - t2
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p, q):
+    scale_ratio = p.scale / q.scale
+    alpha_ratio = q.alpha / p.alpha
+    result = q.alpha * scale_ratio.log() - alpha_ratio.log() + alpha_ratio - 1
+    return where(p.support.lower_bound < q.support.lower_bound, math.inf, result)
+
+
+@register_kl(Pareto, Exponential)
+def _kl_pareto_exponential(p, q):
+    scale_rate_prod = p.scale * q.rate
+    t1 = (p.alpha / scale_rate_prod).log()
+    t2 = p.alpha.reciprocal()
+    t3 = p.alpha * scale_rate_prod / (p.alpha - 1)
+    return where(p.alpha <= 1, math.inf, t1 - t2 + t3 - 1)
+
+
+@register_kl(Pareto, Gamma)
+def _kl_pareto_gamma(p, q):
+    common_term = p.scale.log() + p.alpha.reciprocal()
+    t1 = p.alpha.log() - common_term
+    t2 = q.concentration.lgamma() - q.concentration * q.rate.log()
+    t3 = (1 - q.concentration) * common_term
+    t4 = q.rate * p.alpha * p.scale / (p.alpha - 1)
+    return where(p.alpha <= 1, math.inf, t1 + t2 + t3 + t4 - 1)
+
+
+@register_kl(Pareto, Normal)
+def _kl_pareto_normal(p, q):
+    var_normal = 2 * q.scale.pow(2)
+    common_term = p.scale / (p.alpha - 1)
+    t1 = (math.sqrt(2 * math.pi) * q.scale * p.alpha / p.scale).log()
+    t2 = p.alpha.reciprocal()
+    t3 = p.alpha * common_term.pow(2) / (p.alpha - 2)
+    t4 = (p.alpha * common_term - q.loc).pow(2)
+    return where(p.alpha <= 2, math.inf, t1 - t2 + (t3 + t4) / var_normal - 1)
+
+
+@register_kl(Pareto, Beta)
+@register_kl(Pareto, Uniform)
+def _kl_pareto_infinity(p, q):
+    return _infinite_like(p.scale)
+
+
+@register_kl(Uniform, Pareto)
+def _kl_uniform_pareto(p, q):
+    support_uniform = p.high - p.low
+    t1 = (q.alpha * q.scale.pow(q.alpha) * support_uniform).log()
+    t2 = (_x_log_x(p.high) - _x_log_x(p.low) - support_uniform) / support_uniform
+    result = t2 * (q.alpha + 1) - t1
+    return where(p.low < q.support.lower_bound, math.inf, result)
+
+
+@register_kl(Beta, Pareto)
+def _kl_beta_pareto(p, q):
+    return _infinite_like(p.concentration1)
+
+
+@register_kl(Exponential, Pareto)
+def _kl_exponential_pareto(p, q):
+    return _infinite_like(p.rate)
+
+
+@register_kl(Gamma, Pareto)
+def _kl_gamma_pareto(p, q):
+    return _infinite_like(p.concentration)
+
+
+@register_kl(Laplace, Pareto)
+@register_kl(Normal, Pareto)
+def _kl_loc_pareto(p, q):
+    return _infinite_like(p.loc)

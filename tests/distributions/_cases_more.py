@@ -79,12 +79,49 @@ CASES = [
         methods=("mean", "variance", "log_prob")),
 ]
 
+CASES += [
+    Case("weibull", lambda D, m, s, k: D.Weibull(s, k), [Param((2, 3), "positive"), Param((3,), "positive")],
+         value=lambda r: r.uniform(0.1, 4.0, (4, 2, 3)), methods=MOMENTS + ("cdf",), quantiles=True),
+    Case("pareto", lambda D, m, s, a: D.Pareto(s, a + 1.5), [Param((3,), "positive"), Param((2, 3), "positive")],
+         value=lambda r: r.uniform(2.6, 6.0, (4, 2, 3)), methods=MOMENTS + ("cdf",), quantiles=True),
+    Case("pareto_heavy", lambda D, m, s, a: D.Pareto(s, a * 0.5), [Param((3,), "positive"), Param((3,), "positive")],
+         value=lambda r: r.uniform(2.6, 6.0, (4, 3)), methods=MOMENTS),
+    Case("kumaraswamy", lambda D, m, a, b: D.Kumaraswamy(a, b), [Param((2, 3), "positive"), Param((3,), "positive")],
+         value=lambda r: r.uniform(0.05, 0.95, (4, 2, 3)), methods=MOMENTS, tol=1e-4),
+    Case("inverse_gamma", lambda D, m, a, b: D.InverseGamma(a, b), [Param((2, 3), "positive"), Param((3,), "positive")],
+         value=lambda r: r.uniform(0.1, 4.0, (4, 2, 3)), methods=MOMENTS),
+    Case("fisher_snedecor", lambda D, m, d1, d2: D.FisherSnedecor(d1 * 2, d2 * 2), [Param((2, 3), "positive"), Param((3,), "positive")],
+         value=lambda r: r.uniform(0.1, 4.0, (4, 2, 3)), methods=("mean", "variance", "log_prob")),
+    Case("logistic_normal", lambda D, m, loc, s: D.LogisticNormal(loc, s), [Param((2, 3)), Param((3,), "positive")],
+         value=lambda r: _simplex(r, (4, 2, 4)), methods=("log_prob",)),
+    Case("generalized_pareto", lambda D, m, loc, s, c: D.GeneralizedPareto(loc, s, c * 0.2),
+         [Param((3,), "prob"), Param((3,), "positive"), Param((3,), "positive")],
+         value=lambda r: r.uniform(1.0, 3.5, (4, 3)), methods=("mean", "variance", "entropy", "log_prob", "cdf"),
+         quantiles=True),
+    Case("generalized_pareto_bounded", lambda D, m, loc, s, c: D.GeneralizedPareto(loc, s, c * -0.2),
+         [Param((2, 3), "prob"), Param((3,), "positive"), Param((3,), "prob")],
+         value=lambda r: r.uniform(1.0, 1.2, (4, 2, 3)), methods=("mean", "variance", "entropy", "log_prob", "cdf"),
+         quantiles=True),
+    Case("softmax_transformed", lambda D, m, loc, s: D.TransformedDistribution(
+        D.Independent(D.Normal(loc, s), 1), D.transforms.StickBreakingTransform()),
+        [Param((2, 3)), Param((2, 3), "positive")], value=lambda r: _simplex(r, (4, 2, 4)), methods=("log_prob",)),
+    Case("reshape_transformed", lambda D, m, loc, s: D.TransformedDistribution(
+        D.Independent(D.Normal(loc, s), 1), D.transforms.ReshapeTransform((6,), (2, 3))),
+        [Param((2, 6)), Param((2, 6), "positive")], value=lambda r: r.standard_normal((4, 2, 2, 3)), methods=("log_prob",)),
+    Case("cat_transformed", lambda D, m, loc, s: D.TransformedDistribution(
+        D.Normal(loc, s), D.transforms.CatTransform([D.transforms.ExpTransform(), D.transforms.AffineTransform(1.0, 2.0)], dim=-1, lengths=[2, 3])),
+        [Param((2, 5)), Param((2, 5), "positive")], value=lambda r: np.abs(r.standard_normal((4, 2, 5))) + 0.1, methods=("log_prob",)),
+]
+
 KL_ONLY = [
     Case("gumbel_1d", lambda D, m, loc, s: D.Gumbel(loc, s), [Param((3,)), Param((3,), "positive")]),
     Case("poisson_1d", lambda D, m, rate: D.Poisson(rate), [Param((3,), "positive")]),
     Case("binomial_7", lambda D, m, p: D.Binomial(7, probs=p), [Param((2, 3), "prob")]),
     Case("binomial_mixed_counts", lambda D, m, p: D.Binomial(m.tensor([5.0, 7.0, 9.0], dtype=p.dtype), probs=p),
          [Param((3,), "prob")]),
+    Case("pareto_1d", lambda D, m, s, a: D.Pareto(s, a + 1.0), [Param((3,), "positive"), Param((3,), "positive")]),
+    Case("pareto_1d_big", lambda D, m, s, a: D.Pareto(s + 1.0, a), [Param((3,), "positive"), Param((3,), "positive")]),
+    Case("normal_1d", lambda D, m, loc, s: D.Normal(loc, s), [Param((3,)), Param((3,), "positive")]),
     Case("bernoulli_1d", lambda D, m, p: D.Bernoulli(probs=p), [Param((3,), "prob")]),
 ]
 
@@ -103,4 +140,8 @@ KL_PAIRS = [
     ("poisson", "binomial_probs"), ("exponential", "gumbel_1d"), ("gamma_1d", "gumbel_1d"),
     ("gumbel_1d", "normal"), ("normal", "gumbel"), ("uniform", "gumbel_1d"), ("gumbel_1d", "gamma_1d"),
     ("gumbel_1d", "exponential"), ("gumbel_1d", "uniform"), ("chi2", "chi2"), ("chi2", "gamma"),
+    ("pareto", "pareto"), ("pareto_1d", "pareto_1d_big"), ("pareto_heavy", "exponential"), ("pareto_heavy", "gamma_1d"),
+    ("pareto_heavy", "normal_1d"), ("pareto_1d", "uniform"), ("pareto_1d", "beta"), ("uniform_pos", "pareto_1d"),
+    ("uniform", "pareto_1d"), ("beta", "pareto_1d"), ("exponential", "pareto_1d"), ("gamma_1d", "pareto_1d"),
+    ("laplace", "pareto_1d"), ("normal_1d", "pareto_heavy"), ("gumbel_1d", "pareto_1d"), ("gumbel_1d", "beta"),
 ]

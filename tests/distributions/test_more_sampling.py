@@ -21,7 +21,15 @@ from .test_validation import _message
 
 MOMENT_NAMES = ["poisson", "binomial_probs", "binomial_logits_counts", "geometric_probs",
                 "geometric_logits", "negative_binomial_probs", "negative_binomial_logits", "multinomial",
-                "half_normal", "gumbel", "student_t_large_df", "chi2", "mixture_normal", "mixture_independent"]
+                "half_normal", "gumbel", "student_t_large_df", "chi2", "mixture_normal", "mixture_independent",
+                "weibull", "pareto", "kumaraswamy", "inverse_gamma", "fisher_snedecor", "generalized_pareto_bounded"]
+# parameters moved where the fourth moment is finite, so the variance check has a standard error
+SHIFT = {
+    "student_t_large_df": lambda a: [a[0] + 3.0],  # df > 7
+    "pareto": lambda a: [a[0], a[1] + 3.0],  # alpha > 5
+    "inverse_gamma": lambda a: [a[0] + 4.0, a[1]],  # concentration > 4.5
+    "fisher_snedecor": lambda a: [a[0], a[1] + 4.5],  # df2 > 10
+}
 BY_NAME = {c.name: c for c in CASES}
 
 
@@ -30,8 +38,7 @@ def test_sample_moments(name):
     case = BY_NAME[name]
     shardflow.manual_seed(0)
     arrays = [p.make(np.random.default_rng(0)) for p in case.params]
-    if name == "student_t_large_df":
-        arrays = [a + 3.0 for a in arrays]  # df > 7: a finite fourth moment for the variance check
+    arrays = SHIFT.get(name, lambda a: a)(arrays)
     dist, _ = build(case, shardflow, arrays, "float64")
     x = dist.sample((N,))
     assert not x.requires_grad
@@ -75,6 +82,14 @@ REPARAM = [
     ("gumbel", lambda m, loc, s: m.distributions.Gumbel(loc, s), (0.5, 2.0), lambda x: x ** 2),
     ("student_t", lambda m, df, loc, s: m.distributions.StudentT(df, loc, s), (6.0, -0.5, 1.3), lambda x: x ** 2),
     ("chi2", lambda m, df: m.distributions.Chi2(df), (2.5,), lambda x: x.sqrt()),
+    ("weibull", lambda m, s, k: m.distributions.Weibull(s, k), (1.3, 1.8), lambda x: x ** 2),
+    ("pareto", lambda m, s, a: m.distributions.Pareto(s, a), (0.8, 4.5), lambda x: x.clamp(max=3.0)),
+    ("kumaraswamy", lambda m, a, b: m.distributions.Kumaraswamy(a, b), (1.5, 2.5), lambda x: x ** 2),
+    ("inverse_gamma", lambda m, a, b: m.distributions.InverseGamma(a, b), (4.0, 1.5), lambda x: x),
+    ("fisher_snedecor", lambda m, d1, d2: m.distributions.FisherSnedecor(d1, d2), (5.0, 9.0), lambda x: x.clamp(max=3.0)),
+    ("generalized_pareto", lambda m, loc, s, c: m.distributions.GeneralizedPareto(loc, s, c), (0.2, 1.1, -0.15), lambda x: x ** 2),
+    ("logistic_normal", lambda m, loc, s: m.distributions.LogisticNormal(loc.unsqueeze(-1) * m.tensor([1.0, -0.5], dtype=loc.dtype), s.unsqueeze(-1)),
+     (0.4, 0.9), lambda x: x[..., 0] ** 2 + x[..., 2]),
     ("relaxed_bernoulli", lambda m, t, p: m.distributions.RelaxedBernoulli(t, probs=p), (0.7, 0.3), lambda x: x ** 2),
     ("relaxed_one_hot", lambda m, t, lg: m.distributions.RelaxedOneHotCategorical(t.unsqueeze(-1), logits=lg.unsqueeze(-1) * m.tensor([1.0, -0.5, 0.2], dtype=lg.dtype)),
      (0.9, 1.2), lambda x: x[..., 0] ** 2),
@@ -167,4 +182,41 @@ def test_parameter_errors_match_torch(build_bad):
 ], ids=["poisson", "binomial", "geometric", "multinomial", "halfnormal", "relaxed_bernoulli",
         "relaxed_one_hot", "mixture"])
 def test_value_errors_match_torch(call):
+    assert _message(lambda: call(shardflow)) == _message(lambda: call(torch))
+
+
+def test_logistic_normal_samples_match_torch_in_distribution():
+    shardflow.manual_seed(3)
+    torch.manual_seed(3)
+    make = lambda m: m.distributions.LogisticNormal(m.tensor([0.3, -0.8, 1.1], dtype=m.float64),  # noqa: E731
+                                                    m.tensor([0.5, 1.0, 0.7], dtype=m.float64))
+    a, b = make(shardflow).sample((N,)).numpy(), make(torch).sample((N,)).numpy()
+    assert a.shape == b.shape == (N, 4)
+    np.testing.assert_allclose(a.sum(-1), 1.0, rtol=1e-12)
+    se = np.sqrt(a.var(0) / N + b.var(0) / N)
+    assert np.all(np.abs(a.mean(0) - b.mean(0)) <= Z * se), (a.mean(0), b.mean(0))
+
+
+@pytest.mark.parametrize("build_bad", [
+    lambda m: m.distributions.Weibull(m.tensor([1.0]), m.tensor([-1.0])),
+    lambda m: m.distributions.Pareto(m.tensor([-1.0]), m.tensor([1.0])),
+    lambda m: m.distributions.Kumaraswamy(m.tensor([0.0]), m.tensor([1.0])),
+    lambda m: m.distributions.InverseGamma(m.tensor([1.0]), m.tensor([-1.0])),
+    lambda m: m.distributions.FisherSnedecor(m.tensor([1.0]), m.tensor([0.0])),
+    lambda m: m.distributions.LogisticNormal(m.tensor([1.0]), m.tensor([-1.0])),
+    lambda m: m.distributions.GeneralizedPareto(m.tensor([0.0]), m.tensor([-1.0]), m.tensor([0.1])),
+], ids=["weibull", "pareto", "kumaraswamy", "inverse_gamma", "fisher_snedecor", "logistic_normal",
+        "generalized_pareto"])
+def test_more_parameter_errors_match_torch(build_bad):
+    assert _message(lambda: build_bad(shardflow)) == _message(lambda: build_bad(torch))
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.distributions.Pareto(m.tensor([2.0]), m.tensor([1.0])).log_prob(m.tensor([1.0])),
+    lambda m: m.distributions.Weibull(m.tensor([1.0]), m.tensor([1.0])).log_prob(m.tensor([-1.0])),
+    lambda m: m.distributions.Kumaraswamy(m.tensor([1.0]), m.tensor([1.0])).log_prob(m.tensor([1.5])),
+    lambda m: m.distributions.LogisticNormal(m.tensor([1.0]), m.tensor([1.0])).log_prob(m.tensor([0.7, 0.7])),
+    lambda m: m.distributions.GeneralizedPareto(m.tensor([0.0]), m.tensor([1.0]), m.tensor([-0.5])).log_prob(m.tensor([3.0])),
+], ids=["pareto", "weibull", "kumaraswamy", "logistic_normal", "generalized_pareto_bounded"])
+def test_more_value_errors_match_torch(call):
     assert _message(lambda: call(shardflow)) == _message(lambda: call(torch))
