@@ -73,6 +73,10 @@ from .kumaraswamy import Kumaraswamy  # noqa: E402
 from .logistic_normal import LogisticNormal  # noqa: E402
 from .pareto import Pareto  # noqa: E402
 from .weibull import Weibull  # noqa: E402
+from .continuous_bernoulli import ContinuousBernoulli  # noqa: E402
+from .lowrank_multivariate_normal import LowRankMultivariateNormal  # noqa: E402
+from .von_mises import VonMises  # noqa: E402
+from . import kl_more  # noqa: E402,F401  (registers the KL pairs of the distributions above)
 from .transforms import (  # noqa: E402
     CatTransform,
     CorrCholeskyTransform,
@@ -85,13 +89,13 @@ from .transforms import (  # noqa: E402
     StickBreakingTransform,
     identity_transform,
 )
-from . import kl_more  # noqa: E402,F401  (registers the KL pairs of the distributions above)
 
 __all__ += [
     "Binomial", "Cauchy", "Chi2", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal",
     "MixtureSameFamily", "Multinomial", "NegativeBinomial", "Poisson", "RelaxedBernoulli",
     "RelaxedOneHotCategorical", "StudentT", "FisherSnedecor", "GeneralizedPareto",
-    "InverseGamma", "Kumaraswamy", "LogisticNormal", "Pareto", "Weibull", "CatTransform",
+    "InverseGamma", "Kumaraswamy", "LogisticNormal", "Pareto", "Weibull", "ContinuousBernoulli",
+    "LowRankMultivariateNormal", "VonMises", "CatTransform",
     "CorrCholeskyTransform", "CumulativeDistributionTransform", "LowerCholeskyTransform",
     "PositiveDefiniteTransform", "ReshapeTransform", "SoftmaxTransform", "StackTransform",
     "StickBreakingTransform", "identity_transform",

@@ -7,18 +7,27 @@ from __future__ import annotations
 
 import math
 
-from ..ops import exp, log1p, where
+import numpy as np
+
+from ..ops import diag_embed, exp, linalg_solve_triangular, log, log1p, square, where
 from .bernoulli import Bernoulli
 from .beta import Beta
 from .binomial import Binomial
 from .cauchy import Cauchy
+from .continuous_bernoulli import ContinuousBernoulli
 from .exponential import Exponential
 from .gamma import Gamma
 from .geometric import Geometric
 from .gumbel import Gumbel
 from .half_normal import HalfNormal
-from .kl import _infinite_like, _kl_normal_normal, _x_log_x, register_kl
+from .kl import _batch_trace_XXT, _infinite_like, _kl_normal_normal, _x_log_x, register_kl
 from .laplace import Laplace
+from .lowrank_multivariate_normal import (
+    LowRankMultivariateNormal,
+    _batch_lowrank_logdet,
+    _batch_lowrank_mahalanobis,
+)
+from .multivariate_normal import MultivariateNormal, _batch_mahalanobis
 from .normal import Normal
 from .pareto import Pareto
 from .poisson import Poisson
@@ -103,6 +112,7 @@ def _kl_gamma_gumbel(p, q):
 
 
 @register_kl(Gumbel, Beta)
+@register_kl(Gumbel, ContinuousBernoulli)
 @register_kl(Gumbel, Exponential)
 @register_kl(Gumbel, Gamma)
 @register_kl(Gumbel, Pareto)
@@ -180,6 +190,7 @@ def _kl_pareto_normal(p, q):
 
 
 @register_kl(Pareto, Beta)
+@register_kl(Pareto, ContinuousBernoulli)
 @register_kl(Pareto, Uniform)
 def _kl_pareto_infinity(p, q):
     return _infinite_like(p.scale)
@@ -199,17 +210,121 @@ def _kl_beta_pareto(p, q):
     return _infinite_like(p.concentration1)
 
 
+@register_kl(Exponential, ContinuousBernoulli)
 @register_kl(Exponential, Pareto)
 def _kl_exponential_pareto(p, q):
     return _infinite_like(p.rate)
 
 
+@register_kl(Gamma, ContinuousBernoulli)
 @register_kl(Gamma, Pareto)
 def _kl_gamma_pareto(p, q):
     return _infinite_like(p.concentration)
 
 
+@register_kl(Laplace, ContinuousBernoulli)
 @register_kl(Laplace, Pareto)
+@register_kl(Normal, ContinuousBernoulli)
 @register_kl(Normal, Pareto)
 def _kl_loc_pareto(p, q):
     return _infinite_like(p.loc)
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_continuous_bernoulli(p, q):
+    t1 = p.mean * (p.logits - q.logits)
+    t2 = p._cont_bern_log_norm() + log1p(-p.probs)
+    t3 = -q._cont_bern_log_norm() - log1p(-q.probs)
+    return t1 + t2 + t3
+
+
+@register_kl(Beta, ContinuousBernoulli)
+def _kl_beta_continuous_bernoulli(p, q):
+    return -p.entropy() - p.mean * q.logits - log1p(-q.probs) - q._cont_bern_log_norm()
+
+
+@register_kl(ContinuousBernoulli, Pareto)
+def _kl_continuous_bernoulli_infinity(p, q):
+    return _infinite_like(p.probs)
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_continuous_bernoulli_exponential(p, q):
+    return -p.entropy() - log(q.rate) + q.rate * p.mean
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_continuous_bernoulli_normal(p, q):
+    t1 = -p.entropy()
+    t2 = 0.5 * (math.log(2.0 * math.pi) + square(q.loc / q.scale)) + log(q.scale)
+    t3 = (p.variance + square(p.mean) - 2.0 * q.loc * p.mean) / (2.0 * square(q.scale))
+    return t1 + t2 + t3
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_continuous_bernoulli_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    outside = (q.low >= p.support.lower_bound) | (q.high <= p.support.upper_bound)  # PyTorch's test
+    return where(outside, math.inf, result)
+
+
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_continuous_bernoulli(p, q):
+    result = -p.entropy() - p.mean * q.logits - log1p(-q.probs) - q._cont_bern_log_norm()
+    outside = (p.high >= q.support.upper_bound) | (p.low <= q.support.lower_bound)  # PyTorch's test
+    return where(outside, math.inf, result)
+
+
+def _check_same_event_shape(p, q, what):
+    if p.event_shape != q.event_shape:
+        raise ValueError(f"KL-divergence between two {what} with different event shapes cannot be computed")
+
+
+@register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
+def _kl_lowrankmultivariatenormal_lowrankmultivariatenormal(p, q):
+    _check_same_event_shape(p, q, "Low Rank Multivariate Normals")
+    pW, pD = p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag
+    qW, qD = q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag
+    term1 = (_batch_lowrank_logdet(qW, qD, q._capacitance_tril)
+             - _batch_lowrank_logdet(pW, pD, p._capacitance_tril))
+    term3 = _batch_lowrank_mahalanobis(qW, qD, q.loc - p.loc, q._capacitance_tril)
+    qWt_qDinv = qW.mT / qD.unsqueeze(-2)
+    A = linalg_solve_triangular(q._capacitance_tril, qWt_qDinv, upper=False)
+    term21 = (pD / qD).sum(-1)
+    term22 = _batch_trace_XXT(pW * qD.rsqrt().unsqueeze(-1))
+    term23 = _batch_trace_XXT(A * pD.sqrt().unsqueeze(-2))
+    term24 = _batch_trace_XXT(A.matmul(pW))
+    term2 = term21 + term22 - term23 - term24
+    return 0.5 * (term1 + term2 + term3 - p.event_shape[0])
+
+
+@register_kl(MultivariateNormal, LowRankMultivariateNormal)
+def _kl_multivariatenormal_lowrankmultivariatenormal(p, q):
+    _check_same_event_shape(p, q, "(Low Rank) Multivariate Normals")
+    qW, qD = q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag
+    term1 = (_batch_lowrank_logdet(qW, qD, q._capacitance_tril)
+             - 2 * p._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1))
+    term3 = _batch_lowrank_mahalanobis(qW, qD, q.loc - p.loc, q._capacitance_tril)
+    qWt_qDinv = qW.mT / qD.unsqueeze(-2)
+    A = linalg_solve_triangular(q._capacitance_tril, qWt_qDinv, upper=False)
+    term21 = _batch_trace_XXT(p._unbroadcasted_scale_tril * qD.rsqrt().unsqueeze(-1))
+    term22 = _batch_trace_XXT(A.matmul(p._unbroadcasted_scale_tril))
+    return 0.5 * (term1 + term21 - term22 + term3 - p.event_shape[0])
+
+
+@register_kl(LowRankMultivariateNormal, MultivariateNormal)
+def _kl_lowrankmultivariatenormal_multivariatenormal(p, q):
+    _check_same_event_shape(p, q, "(Low Rank) Multivariate Normals")
+    pW, pD = p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag
+    q_tril = q._unbroadcasted_scale_tril
+    term1 = (2 * q_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+             - _batch_lowrank_logdet(pW, pD, p._capacitance_tril))
+    term3 = _batch_mahalanobis(q_tril, q.loc - p.loc)
+    batch = tuple(np.broadcast_shapes(tuple(q_tril.shape[:-2]), tuple(pW.shape[:-2])))
+    n = p.event_shape[0]
+    q_scale_tril = q_tril.expand(batch + (n, n))
+    p_cov_factor = pW.expand(batch + (n, p.cov_factor.size(-1)))
+    p_cov_diag = diag_embed(pD.sqrt()).expand(batch + (n, n))
+    term21 = _batch_trace_XXT(linalg_solve_triangular(q_scale_tril, p_cov_factor, upper=False))
+    term22 = _batch_trace_XXT(linalg_solve_triangular(q_scale_tril, p_cov_diag, upper=False))
+    return 0.5 * (term1 + term21 + term22 + term3 - p.event_shape[0])

@@ -18,6 +18,13 @@ def _simplex(r, shape):
     return x / x.sum(-1, keepdims=True)
 
 
+
+
+def _away_from_half(p):
+    """(0.1, 0.9) -> (0.08, 0.4) U (0.6, 0.92)."""
+    return p * 0.8 + 0.2 * (p > 0.5).to(p.dtype)
+
+
 MOMENTS = ("mean", "variance", "stddev", "entropy", "log_prob")
 
 CASES = [
@@ -113,6 +120,29 @@ CASES += [
         [Param((2, 5)), Param((2, 5), "positive")], value=lambda r: np.abs(r.standard_normal((4, 2, 5))) + 0.1, methods=("log_prob",)),
 ]
 
+CASES += [
+    Case("lowrank_mvn", lambda D, m, loc, w, d: D.LowRankMultivariateNormal(loc, w, d),
+         [Param((2, 3)), Param((3, 2), "matrix"), Param((3,), "positive")], value=lambda r: r.standard_normal((4, 2, 3)),
+         methods=("mean", "variance", "entropy", "log_prob"), tol=1e-4,
+         extra={"matrices": ("covariance_matrix", "precision_matrix", "scale_tril")}),
+    Case("lowrank_mvn_batched_factor", lambda D, m, loc, w, d: D.LowRankMultivariateNormal(loc, w, d),
+         [Param((4,)), Param((2, 4, 1), "matrix"), Param((2, 4), "positive")], value=lambda r: r.standard_normal((3, 2, 4)),
+         methods=("mean", "variance", "entropy", "log_prob"), tol=1e-4,
+         extra={"matrices": ("covariance_matrix", "precision_matrix", "scale_tril")}),
+    Case("von_mises", lambda D, m, loc, k: D.VonMises(loc, k * 2.0), [Param((2, 3)), Param((3,), "positive")],
+         value=lambda r: r.uniform(-3.1, 3.1, (4, 2, 3)), methods=("mean", "variance", "log_prob")),
+    # probs kept out of (0.4, 0.6) (the Taylor case covers the middle): just outside lims the
+    # closed forms cancel in float32, and torch's and shardflow's float32 values and gradients
+    # differ there by 1e-4 and 3% (both off the float64 value, which they agree on)
+    Case("continuous_bernoulli", lambda D, m, p: D.ContinuousBernoulli(probs=_away_from_half(p)), [Param((2, 3), "prob")],
+         value=lambda r: r.uniform(0.0, 1.0, (4, 2, 3)), methods=MOMENTS + ("cdf",), quantiles=True),
+    Case("continuous_bernoulli_taylor", lambda D, m, p: D.ContinuousBernoulli(probs=0.4995 + p * 0.001),
+         [Param((3,), "prob")], value=lambda r: r.uniform(0.0, 1.0, (4, 3)), methods=MOMENTS + ("cdf",), quantiles=True,
+         tol=1e-4),
+    Case("continuous_bernoulli_logits", lambda D, m, lg: D.ContinuousBernoulli(logits=lg + 0.6 * lg.sign()), [Param((3,))],
+         value=lambda r: r.uniform(0.0, 1.0, (4, 3)), methods=MOMENTS + ("cdf",)),
+]
+
 KL_ONLY = [
     Case("gumbel_1d", lambda D, m, loc, s: D.Gumbel(loc, s), [Param((3,)), Param((3,), "positive")]),
     Case("poisson_1d", lambda D, m, rate: D.Poisson(rate), [Param((3,), "positive")]),
@@ -122,6 +152,10 @@ KL_ONLY = [
     Case("pareto_1d", lambda D, m, s, a: D.Pareto(s, a + 1.0), [Param((3,), "positive"), Param((3,), "positive")]),
     Case("pareto_1d_big", lambda D, m, s, a: D.Pareto(s + 1.0, a), [Param((3,), "positive"), Param((3,), "positive")]),
     Case("normal_1d", lambda D, m, loc, s: D.Normal(loc, s), [Param((3,)), Param((3,), "positive")]),
+    Case("lowrank_mvn_4", lambda D, m, loc, w, d: D.LowRankMultivariateNormal(loc, w, d),
+         [Param((2, 4)), Param((4, 2), "matrix"), Param((4,), "positive")], tol=1e-4),
+    Case("continuous_bernoulli_1d", lambda D, m, p: D.ContinuousBernoulli(probs=_away_from_half(p)), [Param((3,), "prob")]),
+    Case("uniform_inner", lambda D, m, x: D.Uniform(0.2 + 0 * x, 0.7 + 0 * x), [Param((3,))]),
     Case("bernoulli_1d", lambda D, m, p: D.Bernoulli(probs=p), [Param((3,), "prob")]),
 ]
 
@@ -144,4 +178,14 @@ KL_PAIRS = [
     ("pareto_heavy", "normal_1d"), ("pareto_1d", "uniform"), ("pareto_1d", "beta"), ("uniform_pos", "pareto_1d"),
     ("uniform", "pareto_1d"), ("beta", "pareto_1d"), ("exponential", "pareto_1d"), ("gamma_1d", "pareto_1d"),
     ("laplace", "pareto_1d"), ("normal_1d", "pareto_heavy"), ("gumbel_1d", "pareto_1d"), ("gumbel_1d", "beta"),
+    ("lowrank_mvn", "lowrank_mvn"), ("lowrank_mvn_batched_factor", "lowrank_mvn_4"), ("lowrank_mvn", "mvn_covariance"),
+    ("mvn_covariance", "lowrank_mvn"), ("mvn_scale_tril_batched", "lowrank_mvn"),
+    ("continuous_bernoulli", "continuous_bernoulli"), ("continuous_bernoulli_1d", "continuous_bernoulli_logits"),
+    ("beta", "continuous_bernoulli_logits"), ("continuous_bernoulli_1d", "exponential"),
+    ("continuous_bernoulli_1d", "normal_1d"), ("continuous_bernoulli_1d", "uniform"),
+    ("continuous_bernoulli_1d", "uniform01"), ("uniform01", "continuous_bernoulli_logits"),
+    ("uniform_inner", "continuous_bernoulli_logits"), ("continuous_bernoulli_1d", "pareto_1d"),
+    ("exponential", "continuous_bernoulli_logits"), ("gamma_1d", "continuous_bernoulli_logits"),
+    ("gumbel_1d", "continuous_bernoulli_logits"), ("laplace", "continuous_bernoulli_logits"),
+    ("normal_1d", "continuous_bernoulli_logits"), ("pareto_1d", "continuous_bernoulli_logits"),
 ]

@@ -22,7 +22,8 @@ from .test_validation import _message
 MOMENT_NAMES = ["poisson", "binomial_probs", "binomial_logits_counts", "geometric_probs",
                 "geometric_logits", "negative_binomial_probs", "negative_binomial_logits", "multinomial",
                 "half_normal", "gumbel", "student_t_large_df", "chi2", "mixture_normal", "mixture_independent",
-                "weibull", "pareto", "kumaraswamy", "inverse_gamma", "fisher_snedecor", "generalized_pareto_bounded"]
+                "weibull", "pareto", "kumaraswamy", "inverse_gamma", "fisher_snedecor", "generalized_pareto_bounded",
+                "lowrank_mvn", "lowrank_mvn_batched_factor", "continuous_bernoulli", "continuous_bernoulli_taylor"]
 # parameters moved where the fourth moment is finite, so the variance check has a standard error
 SHIFT = {
     "student_t_large_df": lambda a: [a[0] + 3.0],  # df > 7
@@ -90,6 +91,11 @@ REPARAM = [
     ("generalized_pareto", lambda m, loc, s, c: m.distributions.GeneralizedPareto(loc, s, c), (0.2, 1.1, -0.15), lambda x: x ** 2),
     ("logistic_normal", lambda m, loc, s: m.distributions.LogisticNormal(loc.unsqueeze(-1) * m.tensor([1.0, -0.5], dtype=loc.dtype), s.unsqueeze(-1)),
      (0.4, 0.9), lambda x: x[..., 0] ** 2 + x[..., 2]),
+    ("continuous_bernoulli", lambda m, p: m.distributions.ContinuousBernoulli(probs=p), (0.3,), lambda x: x ** 2),
+    ("continuous_bernoulli_taylor", lambda m, p: m.distributions.ContinuousBernoulli(probs=p), (0.5,), lambda x: x ** 2),
+    ("lowrank_mvn", lambda m, loc, w, d: m.distributions.LowRankMultivariateNormal(
+        loc.unsqueeze(-1).expand(-1, 2), w.reshape(-1, 1, 1).expand(-1, 2, 1) * m.tensor([[1.0], [-0.5]], dtype=w.dtype),
+        d.unsqueeze(-1).expand(-1, 2)), (0.3, 0.8, 1.2), lambda x: (x ** 2).sum(-1) + x[..., 0] * x[..., 1]),
     ("relaxed_bernoulli", lambda m, t, p: m.distributions.RelaxedBernoulli(t, probs=p), (0.7, 0.3), lambda x: x ** 2),
     ("relaxed_one_hot", lambda m, t, lg: m.distributions.RelaxedOneHotCategorical(t.unsqueeze(-1), logits=lg.unsqueeze(-1) * m.tensor([1.0, -0.5, 0.2], dtype=lg.dtype)),
      (0.9, 1.2), lambda x: x[..., 0] ** 2),
@@ -220,3 +226,36 @@ def test_more_parameter_errors_match_torch(build_bad):
 ], ids=["pareto", "weibull", "kumaraswamy", "logistic_normal", "generalized_pareto_bounded"])
 def test_more_value_errors_match_torch(call):
     assert _message(lambda: call(shardflow)) == _message(lambda: call(torch))
+
+
+def test_lowrank_mvn_sample_covariance():
+    shardflow.manual_seed(4)
+    loc = np.array([1.0, -2.0, 0.5])
+    w = np.array([[1.0, 0.2], [-0.5, 0.7], [0.3, -0.4]])
+    d = np.array([0.5, 1.0, 0.3])
+    dist = D.LowRankMultivariateNormal(shardflow.tensor(loc), shardflow.tensor(w), shardflow.tensor(d))
+    x = dist.sample((N,)).numpy()
+    cov = w @ w.T + np.diag(d)
+    np.testing.assert_allclose(dist.covariance_matrix.numpy(), cov, rtol=1e-12)
+    np.testing.assert_allclose(dist.precision_matrix.numpy(), np.linalg.inv(cov), rtol=1e-10)
+    np.testing.assert_allclose(dist.scale_tril.numpy(), np.linalg.cholesky(cov), rtol=1e-10)
+    _check_mean(x, loc, "lowrank mean")
+    c = x - loc
+    _check_mean(c[:, :, None] * c[:, None, :], cov, "lowrank covariance")
+
+
+def test_von_mises_samples_circular_moments():
+    """Draws lie in [-pi, pi); E[cos(x - loc)] = I1/I0 = 1 - variance; E[sin(x - loc)] = 0."""
+    shardflow.manual_seed(5)
+    loc = np.array([0.3, -2.9, 3.0])
+    kappa = np.array([0.5, 2.0, 8.0])
+    for dtype in (shardflow.float32, shardflow.float64):
+        dist = D.VonMises(shardflow.tensor(loc, dtype=dtype), shardflow.tensor(kappa, dtype=dtype))
+        x = dist.sample((N,))
+        assert x.dtype == dtype and tuple(x.shape) == (N, 3)
+        x = x.numpy().astype(np.float64)
+        assert np.all((x >= -np.pi) & (x < np.pi))
+        _check_mean(np.cos(x - loc), 1 - dist.variance.numpy().astype(np.float64), "E cos")
+        _check_mean(np.sin(x - loc), np.zeros(3), "E sin")
+    t = torch.distributions.VonMises(torch.tensor(loc), torch.tensor(kappa))
+    np.testing.assert_allclose(dist.variance.numpy(), t.variance.numpy(), rtol=1e-12)
