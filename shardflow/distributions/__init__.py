@@ -76,6 +76,8 @@ from .weibull import Weibull  # noqa: E402
 from .continuous_bernoulli import ContinuousBernoulli  # noqa: E402
 from .lowrank_multivariate_normal import LowRankMultivariateNormal  # noqa: E402
 from .von_mises import VonMises  # noqa: E402
+from .lkj_cholesky import LKJCholesky  # noqa: E402
+from .wishart import Wishart  # noqa: E402
 from . import constraint_registry  # noqa: E402
 from .constraint_registry import biject_to, transform_to  # noqa: E402
 from . import kl_more  # noqa: E402,F401  (registers the KL pairs of the distributions above)
@@ -97,7 +99,7 @@ __all__ += [
     "MixtureSameFamily", "Multinomial", "NegativeBinomial", "Poisson", "RelaxedBernoulli",
     "RelaxedOneHotCategorical", "StudentT", "FisherSnedecor", "GeneralizedPareto",
     "InverseGamma", "Kumaraswamy", "LogisticNormal", "Pareto", "Weibull", "ContinuousBernoulli",
-    "LowRankMultivariateNormal", "VonMises", "CatTransform",
+    "LowRankMultivariateNormal", "VonMises", "LKJCholesky", "Wishart", "CatTransform",
     "CorrCholeskyTransform", "CumulativeDistributionTransform", "LowerCholeskyTransform",
     "PositiveDefiniteTransform", "ReshapeTransform", "SoftmaxTransform", "StackTransform",
     "StickBreakingTransform", "identity_transform", "biject_to", "transform_to", "constraint_registry",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._cases import BY_NAME, Case, Param
+from ._cases import BY_NAME, Case, Param, lower, spd
 
 
 def _counts(hi):
@@ -123,12 +123,12 @@ CASES += [
 CASES += [
     Case("lowrank_mvn", lambda D, m, loc, w, d: D.LowRankMultivariateNormal(loc, w, d),
          [Param((2, 3)), Param((3, 2), "matrix"), Param((3,), "positive")], value=lambda r: r.standard_normal((4, 2, 3)),
-         methods=("mean", "variance", "entropy", "log_prob"), tol=1e-4,
-         extra={"matrices": ("covariance_matrix", "precision_matrix", "scale_tril")}),
+         methods=("mean", "variance", "entropy", "log_prob", "covariance_matrix", "precision_matrix", "scale_tril"),
+         tol=1e-4),
     Case("lowrank_mvn_batched_factor", lambda D, m, loc, w, d: D.LowRankMultivariateNormal(loc, w, d),
          [Param((4,)), Param((2, 4, 1), "matrix"), Param((2, 4), "positive")], value=lambda r: r.standard_normal((3, 2, 4)),
-         methods=("mean", "variance", "entropy", "log_prob"), tol=1e-4,
-         extra={"matrices": ("covariance_matrix", "precision_matrix", "scale_tril")}),
+         methods=("mean", "variance", "entropy", "log_prob", "covariance_matrix", "precision_matrix", "scale_tril"),
+         tol=1e-4),
     Case("von_mises", lambda D, m, loc, k: D.VonMises(loc, k * 2.0), [Param((2, 3)), Param((3,), "positive")],
          value=lambda r: r.uniform(-3.1, 3.1, (4, 2, 3)), methods=("mean", "variance", "log_prob")),
     # probs kept out of (0.4, 0.6) (the Taylor case covers the middle): just outside lims the
@@ -141,6 +141,38 @@ CASES += [
          tol=1e-4),
     Case("continuous_bernoulli_logits", lambda D, m, lg: D.ContinuousBernoulli(logits=lg + 0.6 * lg.sign()), [Param((3,))],
          value=lambda r: r.uniform(0.0, 1.0, (4, 3)), methods=MOMENTS + ("cdf",)),
+]
+
+
+
+def _corr_cholesky(r, shape):
+    """Lower-triangular factors with unit-norm rows and a positive diagonal."""
+    a = np.tril(r.standard_normal(shape))
+    idx = np.arange(shape[-1])
+    a[..., idx, idx] = np.abs(a[..., idx, idx]) + 0.5
+    return a / np.linalg.norm(a, axis=-1, keepdims=True)
+
+
+def _spd_values(r, shape):
+    a = r.standard_normal(shape)
+    return a @ np.swapaxes(a, -1, -2) + shape[-1] * np.eye(shape[-1])
+
+
+WISHART_METHODS = ("mean", "variance", "entropy", "log_prob", "covariance_matrix", "precision_matrix", "scale_tril")
+
+CASES += [
+    Case("lkj_cholesky", lambda D, m, k: D.LKJCholesky(3, k), [Param((2,), "positive")],
+         value=lambda r: _corr_cholesky(r, (4, 2, 3, 3)), methods=("log_prob",)),
+    Case("lkj_cholesky_scalar", lambda D, m, k: D.LKJCholesky(4, k.sum()), [Param((1,), "positive")],
+         value=lambda r: _corr_cholesky(r, (3, 4, 4)), methods=("log_prob",)),
+    Case("wishart_covariance", lambda D, m, df, a: D.Wishart(df + 2.0, covariance_matrix=spd(m, a)),
+         [Param((2,), "positive"), Param((3, 3), "matrix")], value=lambda r: _spd_values(r, (4, 2, 3, 3)),
+         methods=WISHART_METHODS, tol=1e-4),
+    Case("wishart_scale_tril", lambda D, m, df, a: D.Wishart(df + 1.5, scale_tril=lower(m, a)),
+         [Param((), "positive"), Param((2, 3, 3), "matrix")], value=lambda r: _spd_values(r, (4, 2, 3, 3)),
+         methods=WISHART_METHODS, tol=1e-4),
+    Case("wishart_precision", lambda D, m, a: D.Wishart(5.0, precision_matrix=spd(m, a)),
+         [Param((2, 2), "matrix")], value=lambda r: _spd_values(r, (4, 2, 2)), methods=WISHART_METHODS, tol=1e-4),
 ]
 
 KL_ONLY = [

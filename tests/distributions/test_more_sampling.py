@@ -259,3 +259,47 @@ def test_von_mises_samples_circular_moments():
         _check_mean(np.sin(x - loc), np.zeros(3), "E sin")
     t = torch.distributions.VonMises(torch.tensor(loc), torch.tensor(kappa))
     np.testing.assert_allclose(dist.variance.numpy(), t.variance.numpy(), rtol=1e-12)
+
+
+def test_lkj_cholesky_samples_are_correlation_factors_with_the_lkj_marginal():
+    """Each off-diagonal correlation of LKJ(eta) in dim d is 2 Beta(b, b) - 1 with
+    b = eta - 1 + d/2: mean 0, variance 1 / (2 eta + d - 1)."""
+    shardflow.manual_seed(6)
+    eta = np.array([0.5, 2.0])
+    d = 3
+    dist = D.LKJCholesky(d, shardflow.tensor(eta))
+    L = dist.sample((N // 4,))
+    assert tuple(L.shape) == (N // 4, 2, d, d)
+    assert bool(D.constraints.corr_cholesky.check(L).all())
+    Ln = L.numpy()
+    corr = Ln @ np.swapaxes(Ln, -1, -2)
+    np.testing.assert_allclose(np.diagonal(corr, axis1=-2, axis2=-1), 1.0, rtol=1e-10)
+    r = corr[..., 1, 0]  # (n, 2)
+    _check_mean(r, np.zeros(2), "LKJ correlation mean")
+    _check_variance(r, 1.0 / (2 * eta + d - 1), "LKJ correlation variance")
+
+
+def test_wishart_samples_and_rsample_gradient():
+    shardflow.manual_seed(7)
+    cov = np.array([[2.0, 0.3], [0.3, 1.0]])
+    df = 6.0
+    dist = D.Wishart(shardflow.tensor(df, dtype=shardflow.float64), covariance_matrix=shardflow.tensor(cov))
+    x = dist.sample((N,)).numpy()
+    assert np.all(np.linalg.eigvalsh(x) > 0)
+    _check_mean(x, df * cov, "Wishart mean")
+    _check_variance(x, dist.variance.numpy(), "Wishart variance")
+    # per-draw gradient of trace(X) w.r.t. df and the covariance: E = df tr(cov), so
+    # d/d df = tr(cov) and d/d cov = df I (torch's per-draw gradients have the same mean)
+    n = 20_000
+    grads = {}
+    for lib in (shardflow, torch):
+        lib.manual_seed(8)
+        dfs = lib.full((n,), df, dtype=lib.float64, requires_grad=True)
+        c = lib.tensor(cov, requires_grad=True)
+        w = lib.distributions.Wishart(dfs, covariance_matrix=c)
+        w.rsample().diagonal(dim1=-2, dim2=-1).sum().backward()
+        grads[lib.__name__] = (dfs.grad.numpy(), c.grad.numpy())
+    g_df = grads["shardflow"][0]
+    _check_mean(g_df[:, None], np.array([np.trace(cov)]), "d E tr X / d df")
+    np.testing.assert_allclose(grads["shardflow"][1] / n, df * np.eye(2), atol=0.05)
+    np.testing.assert_allclose(grads["torch"][1] / n, df * np.eye(2), atol=0.05)
