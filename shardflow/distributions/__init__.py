@@ -58,15 +58,16 @@ from .cauchy import Cauchy  # noqa: E402
 from .chi2 import Chi2  # noqa: E402
 from .geometric import Geometric  # noqa: E402
 from .gumbel import Gumbel  # noqa: E402
-from .half_normal import HalfCauchy, HalfNormal  # noqa: E402
+from .half_cauchy import HalfCauchy  # noqa: E402
+from .half_normal import HalfNormal  # noqa: E402
 from .mixture_same_family import MixtureSameFamily  # noqa: E402
 from .multinomial import Multinomial  # noqa: E402
 from .negative_binomial import NegativeBinomial  # noqa: E402
 from .poisson import Poisson  # noqa: E402
 from .relaxed_bernoulli import RelaxedBernoulli  # noqa: E402
 from .relaxed_categorical import RelaxedOneHotCategorical  # noqa: E402
-from .student_t import StudentT  # noqa: E402
-from .fisher_snedecor import FisherSnedecor  # noqa: E402
+from .studentT import StudentT  # noqa: E402
+from .fishersnedecor import FisherSnedecor  # noqa: E402
 from .generalized_pareto import GeneralizedPareto  # noqa: E402
 from .inverse_gamma import InverseGamma  # noqa: E402
 from .kumaraswamy import Kumaraswamy  # noqa: E402

@@ -1,4 +1,4 @@
-"""``HalfNormal(scale)`` and ``HalfCauchy(scale)``: ``|X|`` for ``X ~ Normal(0, scale)`` /
+"""``HalfNormal(scale)`` (and the base ``HalfCauchy`` shares): ``|X|`` for ``X ~ Normal(0, scale)`` /
 ``Cauchy(0, scale)`` (a ``TransformedDistribution`` through ``AbsTransform``), PyTorch's
 formulas: ``log_prob = base.log_prob(x) + log 2`` on ``x >= 0`` (``-inf`` below),
 ``cdf = 2 base.cdf(x) - 1``, ``icdf(p) = base.icdf((p + 1) / 2)``,
@@ -9,14 +9,13 @@ from __future__ import annotations
 import math
 
 from ..autograd import Tensor
-from ..ops import full, tensor, where, zeros_like
+from ..ops import tensor, where, zeros_like
 from . import constraints
-from .cauchy import Cauchy
 from .normal import Normal
 from .transformed_distribution import TransformedDistribution
 from .transforms import AbsTransform
 
-__all__ = ["HalfNormal", "HalfCauchy"]
+__all__ = ["HalfNormal"]
 
 
 class _HalfBase(TransformedDistribution):
@@ -69,20 +68,3 @@ class HalfNormal(_HalfBase):
     @property
     def variance(self):
         return self.scale.pow(2) * (1 - 2 / math.pi)
-
-
-class HalfCauchy(_HalfBase):
-    def __init__(self, scale, validate_args=None):
-        super().__init__(Cauchy(0, scale, validate_args=False), AbsTransform(), validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(HalfCauchy, _instance)
-        return super().expand(batch_shape, _instance=new)
-
-    @property
-    def mean(self):
-        return full(tuple(self._extended_shape()), math.inf, dtype=self.scale.dtype, device=self.scale.device)
-
-    @property
-    def variance(self):
-        return self.base_dist.variance
