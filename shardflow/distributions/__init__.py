@@ -2,10 +2,9 @@
 probability distributions with PyTorch's API, built on shardflow's differentiable ops
 (layer L5: it imports ``ops``, ``autograd`` and ``backend`` only).
 
-Distributions: Normal, Categorical, Bernoulli, Uniform, MultivariateNormal, Beta, Gamma,
-Dirichlet, Independent, OneHotCategorical (+StraightThrough), Laplace, Exponential,
-LogNormal, TransformedDistribution; ``kl_divergence``/``register_kl``; ``constraints``;
-``transforms``. Each file states its formulas (PyTorch's). ``rsample`` is reparameterised
+Distributions: every one in torch 2.13's ``torch.distributions.__all__`` (one file each, with
+torch's module name); ``kl_divergence``/``register_kl`` (``kl.py``, ``kl_more.py``);
+``constraints``; ``transforms``; ``biject_to``/``transform_to``. Each file states its formulas (PyTorch's). ``rsample`` is reparameterised
 where PyTorch's is: location-scale families by ``loc + eps * scale``, Gamma/Beta/Dirichlet
 through implicit gradients (``shardflow/ops/gamma_sampling.py``); discrete ones raise
 ``NotImplementedError`` as PyTorch does. See docs/COMPAT.md, "torch.distributions".
