@@ -4,8 +4,8 @@ probability distributions with PyTorch's API, built on shardflow's differentiabl
 
 Distributions: every one in torch 2.13's ``torch.distributions.__all__`` (one file each, with
 torch's module name); ``kl_divergence``/``register_kl`` (``kl.py``, ``kl_more.py``);
-``constraints``; ``transforms``; ``biject_to``/``transform_to``. Each file states its formulas (PyTorch's). ``rsample`` is reparameterised
-where PyTorch's is: location-scale families by ``loc + eps * scale``, Gamma/Beta/Dirichlet
+``constraints``; ``transforms``; ``biject_to``/``transform_to``. Each file states its
+formulas (PyTorch's). ``rsample`` is reparameterised where PyTorch's is: location-scale families by ``loc + eps * scale``, Gamma/Beta/Dirichlet
 through implicit gradients (``shardflow/ops/gamma_sampling.py``); discrete ones raise
 ``NotImplementedError`` as PyTorch does. See docs/COMPAT.md, "torch.distributions".
 """

@@ -2,15 +2,14 @@
 ``log_prob = k logits - lgamma(k+1) - lgamma(n-k+1) + lgamma(n+1) - n max(logits, 0)
 - n log1p(exp(-|logits|))`` (stable for large ``|logits|``); ``entropy`` sums
 ``-p log p`` over the enumerated support (a homogeneous ``total_count`` only, as PyTorch);
-``sample`` draws on the host (``_draws.py``)."""
+``sample`` is ``torch.binomial`` (``ops/random_draws.py``)."""
 
 from __future__ import annotations
 
 from ..autograd import Size, no_grad
 from ..ops import abs as _abs
-from ..ops import arange, exp, lgamma, log1p
+from ..ops import arange, binomial, exp, lgamma, log1p
 from . import constraints
-from ._draws import binomial_draw
 from .distribution import Distribution
 from .utils import as_size, broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
@@ -76,7 +75,7 @@ class Binomial(Distribution):
     def sample(self, sample_shape=Size()):
         shape = tuple(self._extended_shape(sample_shape))
         with no_grad():
-            return binomial_draw(self.total_count.expand(shape), self.probs.expand(shape))
+            return binomial(self.total_count.expand(shape), self.probs.expand(shape))
 
     def log_prob(self, value):
         if self._validate_args:

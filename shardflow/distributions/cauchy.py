@@ -1,5 +1,5 @@
-"""``Cauchy(loc, scale)``: PyTorch's formulas. ``rsample = loc + scale tan(pi (u - 1/2))``
-(``u ~ U(0, 1)``, the inverse CDF; PyTorch's ``cauchy_`` is the same map);
+"""``Cauchy(loc, scale)``: PyTorch's formulas. ``rsample = loc + scale * eps`` with
+``eps`` from ``Tensor.cauchy_()``;
 ``log_prob = -log(pi) - log(scale) - log1p(((x - loc) / scale)^2)``;
 ``cdf = atan((x - loc) / scale) / pi + 1/2``; ``entropy = log(4 pi scale)``; the mean is NaN
 and the variance infinite."""
@@ -44,8 +44,7 @@ class Cauchy(Distribution):
 
     def rsample(self, sample_shape=Size()):
         shape = tuple(self._extended_shape(sample_shape))
-        u = empty(shape, dtype=self.loc.dtype, device=self.loc.device).uniform_()
-        eps = tan(math.pi * (u - 0.5))
+        eps = empty(shape, dtype=self.loc.dtype, device=self.loc.device).cauchy_()
         return self.loc + eps * self.scale
 
     def log_prob(self, value):

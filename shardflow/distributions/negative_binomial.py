@@ -6,9 +6,8 @@ where ``r + k = 0``); ``sample`` is a Gamma-Poisson mixture: ``Poisson(Gamma(r, 
 from __future__ import annotations
 
 from ..autograd import Size, no_grad
-from ..ops import exp, lgamma, sigmoid, softplus
+from ..ops import exp, lgamma, poisson, sigmoid, softplus
 from . import constraints
-from ._draws import poisson_draw
 from .distribution import Distribution
 from .gamma import Gamma
 from .utils import as_size, broadcast_all, lazy_property, logits_to_probs, probs_to_logits
@@ -74,7 +73,7 @@ class NegativeBinomial(Distribution):
 
     def sample(self, sample_shape=Size()):
         with no_grad():
-            return poisson_draw(self._gamma.sample(sample_shape=sample_shape))
+            return poisson(self._gamma.sample(sample_shape=sample_shape))
 
     def log_prob(self, value):
         if self._validate_args:

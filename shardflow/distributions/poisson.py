@@ -1,13 +1,12 @@
 """``Poisson(rate)``: PyTorch's formulas. ``log_prob = xlogy(k, rate) - rate - lgamma(k + 1)``;
-``mean = variance = rate``, ``mode = floor(rate)``; ``sample`` draws on the host
-(``_draws.py``). No ``rsample`` (discrete), as in PyTorch."""
+``mean = variance = rate``, ``mode = floor(rate)``; ``sample`` is ``torch.poisson``
+(``ops/random_draws.py``). No ``rsample`` (discrete), as in PyTorch."""
 
 from __future__ import annotations
 
 from ..autograd import Size, no_grad
-from ..ops import lgamma, xlogy
+from ..ops import lgamma, poisson, xlogy
 from . import constraints
-from ._draws import poisson_draw
 from .exp_family import ExponentialFamily
 from .utils import broadcast_all, is_number
 
@@ -41,7 +40,7 @@ class Poisson(ExponentialFamily):
     def sample(self, sample_shape=Size()):
         shape = tuple(self._extended_shape(sample_shape))
         with no_grad():
-            return poisson_draw(self.rate.expand(shape))
+            return poisson(self.rate.expand(shape))
 
     def log_prob(self, value):
         if self._validate_args:

@@ -42,6 +42,7 @@ from .matmul import *
 from .misc_extra import *
 from .normalization import *
 from .pool import *
+from .random_draws import *
 from .reduce import *
 from .reduce_extra import *
 from .rounding import *
