@@ -33,6 +33,7 @@ from .elementwise import *
 from .embedding_bag import *
 from .gamma_sampling import *
 from .grid_sample import *
+from .incomplete_gamma import *
 from .index import *
 from .index_extra import *
 from .linalg_ops import *

@@ -175,6 +175,14 @@ CASES += [
          [Param((2, 2), "matrix")], value=lambda r: _spd_values(r, (4, 2, 2)), methods=WISHART_METHODS, tol=1e-4),
 ]
 
+# cdf through gammainc: torch has no derivative in the concentration, so it is a constant here
+CASES += [
+    Case("gamma_cdf", lambda D, m, b: D.Gamma(m.tensor([0.4, 2.0, 35.0], dtype=b.dtype), b), [Param((2, 3), "positive")],
+         value=lambda r: r.uniform(0.05, 30.0, (4, 2, 3)), methods=("cdf",)),
+    Case("chi2_cdf", lambda D, m, b: D.Chi2(m.tensor([0.7, 3.0, 12.0], dtype=b.dtype) + 0 * b.detach()), [Param((3,), "positive")],
+         value=lambda r: r.uniform(0.05, 20.0, (4, 3)), methods=("cdf",)),
+]
+
 KL_ONLY = [
     Case("gumbel_1d", lambda D, m, loc, s: D.Gumbel(loc, s), [Param((3,)), Param((3,), "positive")]),
     Case("poisson_1d", lambda D, m, rate: D.Poisson(rate), [Param((3,), "positive")]),
