@@ -20,6 +20,7 @@ dense), tensor_methods (in-place forms, view changes, ``new``, ``asarray`` ...).
 
 from .arithmetic import add, div, mul, neg, reciprocal, sub
 from .attention import *
+from .bessel import *
 from .cholesky import *
 from .comparison import *
 from .complex_ops import *
