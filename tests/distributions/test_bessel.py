@@ -38,6 +38,9 @@ def test_method_in_place_and_integer_input():
     s.i0_()
     t.i0_()
     np.testing.assert_allclose(s.numpy(), t.numpy(), rtol=1e-6)
+    shardflow.i0_(s)  # the top-level in-place form torch also has
+    torch.i0_(t)
+    np.testing.assert_allclose(s.numpy(), t.numpy(), rtol=1e-6)
     a, b = shardflow.i0(shardflow.tensor([1, 2])), torch.i0(torch.tensor([1, 2]))
     assert a.dtype == shardflow.float32 and b.dtype == torch.float32
     np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6)
