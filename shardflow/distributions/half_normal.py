@@ -1,5 +1,5 @@
-"""``HalfNormal(scale)`` (and the base ``HalfCauchy`` shares): ``|X|`` for ``X ~ Normal(0, scale)`` /
-``Cauchy(0, scale)`` (a ``TransformedDistribution`` through ``AbsTransform``), PyTorch's
+"""``HalfNormal(scale)``, and ``_HalfBase``, which HalfCauchy shares: ``|X|`` for
+``X ~ Normal(0, scale)`` / ``Cauchy(0, scale)`` (a ``TransformedDistribution`` through ``AbsTransform``), PyTorch's
 formulas: ``log_prob = base.log_prob(x) + log 2`` on ``x >= 0`` (``-inf`` below),
 ``cdf = 2 base.cdf(x) - 1``, ``icdf(p) = base.icdf((p + 1) / 2)``,
 ``entropy = base.entropy() - log 2``."""

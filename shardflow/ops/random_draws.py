@@ -39,7 +39,7 @@ class _Poisson(Function):
         r = _host64(rates)
         if np.any(r < 0) or np.any(np.isnan(r)):
             raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
-        return _on_device_of(_random.rng(generator).poisson(r).astype(np.float64), rates)
+        return _on_device_of(np.asarray(_random.rng(generator).poisson(r), dtype=np.float64), rates)
 
     def backward(self, g):
         return g * 0
@@ -51,7 +51,7 @@ class _Binomial(Function):
     def forward(self, count, prob, generator=None):
         n = np.rint(_host64(count)).astype(np.int64)
         p = np.clip(_host64(prob), 0.0, 1.0)
-        draws = _random.rng(generator).binomial(np.maximum(n, 0), p).astype(np.float64)
+        draws = np.asarray(_random.rng(generator).binomial(np.maximum(n, 0), p), dtype=np.float64)
         return _on_device_of(draws, prob)
 
     def backward(self, g):

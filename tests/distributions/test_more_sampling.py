@@ -303,3 +303,31 @@ def test_wishart_samples_and_rsample_gradient():
     _check_mean(g_df[:, None], np.array([np.trace(cov)]), "d E tr X / d df")
     np.testing.assert_allclose(grads["shardflow"][1] / n, df * np.eye(2), atol=0.05)
     np.testing.assert_allclose(grads["torch"][1] / n, df * np.eye(2), atol=0.05)
+
+
+SCALAR_BUILDS = [
+    lambda m: m.distributions.Poisson(3.0), lambda m: m.distributions.Binomial(4, probs=0.3),
+    lambda m: m.distributions.Geometric(0.2), lambda m: m.distributions.NegativeBinomial(3.0, probs=0.4),
+    lambda m: m.distributions.Cauchy(0.0, 1.0), lambda m: m.distributions.StudentT(3.0),
+    lambda m: m.distributions.Gumbel(0.0, 1.0), lambda m: m.distributions.HalfNormal(1.0),
+    lambda m: m.distributions.HalfCauchy(1.0), lambda m: m.distributions.Chi2(3.0),
+    lambda m: m.distributions.Weibull(1.0, 2.0), lambda m: m.distributions.Pareto(1.0, 2.0),
+    lambda m: m.distributions.Kumaraswamy(1.0, 2.0), lambda m: m.distributions.InverseGamma(2.0, 1.0),
+    lambda m: m.distributions.FisherSnedecor(3.0, 5.0), lambda m: m.distributions.LogisticNormal(0.0, 1.0),
+    lambda m: m.distributions.VonMises(0.0, 1.0), lambda m: m.distributions.ContinuousBernoulli(0.3),
+    lambda m: m.distributions.GeneralizedPareto(0.0, 1.0, 0.1),
+    lambda m: m.distributions.RelaxedBernoulli(m.tensor(0.5), probs=0.3),
+    lambda m: m.distributions.LKJCholesky(2),
+]
+
+
+@pytest.mark.parametrize("make", SCALAR_BUILDS, ids=range(len(SCALAR_BUILDS)))
+def test_python_number_parameters_sample_shapes_and_dtypes_as_torch(make):
+    """Parameters given as Python numbers: empty batch shape, default dtype, every shape."""
+    s, t = make(shardflow), make(torch)
+    assert tuple(s.batch_shape) == tuple(t.batch_shape) and tuple(s.event_shape) == tuple(t.event_shape)
+    for shape in ((), (3,), (2, 2)):
+        a, b = s.sample(shape), t.sample(shape)
+        assert tuple(a.shape) == tuple(b.shape)
+        assert str(a.dtype).split(".")[-1] == str(b.dtype).split(".")[-1]
+        assert bool(s.support.check(a).all())
