@@ -1,8 +1,10 @@
-"""``i0`` / ``Tensor.i0(_)`` / ``special.i0`` / ``special.i1`` (``ops/bessel.py``) against
+"""``i0`` / ``Tensor.i0(_)`` / ``special.i0`` / ``special.i1`` (``ops/bessel.py``) and the
+in-place ``Tensor.polygamma_`` / ``mvlgamma_`` against
 torch: values across both branches and the overflow / non-finite edges, gradients, dtypes
 and the in-place form."""
 
 import numpy as np
+import pytest
 import torch
 
 import shardflow
@@ -44,3 +46,19 @@ def test_method_in_place_and_integer_input():
     a, b = shardflow.i0(shardflow.tensor([1, 2])), torch.i0(torch.tensor([1, 2]))
     assert a.dtype == shardflow.float32 and b.dtype == torch.float32
     np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6)
+
+
+def test_polygamma_and_mvlgamma_in_place_match_torch():
+    for n in (0, 1, 3):
+        s, t = shardflow.tensor([1.5, 2.5, 7.0], dtype=shardflow.float64), torch.tensor([1.5, 2.5, 7.0], dtype=torch.float64)
+        # rtol: shardflow's polygamma (n >= 1, ops/special_functions.py) is within ~5e-10 of torch's
+        np.testing.assert_allclose(s.polygamma_(n).numpy(), t.polygamma_(n).numpy(), rtol=1e-8)
+        np.testing.assert_allclose(s.numpy(), t.numpy(), rtol=1e-8)
+    for p in (1, 2, 4):
+        s, t = shardflow.tensor([2.5, 4.0], dtype=shardflow.float64), torch.tensor([2.5, 4.0], dtype=torch.float64)
+        s.mvlgamma_(p)
+        t.mvlgamma_(p)
+        np.testing.assert_allclose(s.numpy(), t.numpy(), rtol=1e-12)
+    leaf = shardflow.tensor([2.0], requires_grad=True)
+    with pytest.raises(RuntimeError):
+        leaf.polygamma_(1)  # in place on a leaf that requires grad, as torch refuses
