@@ -89,7 +89,7 @@ class _I1(Function):
 
 def _float(input) -> Tensor:
     t = as_tensor_arg(input)
-    return t if t.array.dtype.kind == "f" else to_dtype(t, float_dtype_of(t))
+    return t if t.array.dtype.kind in "fV" else to_dtype(t, float_dtype_of(t))
 
 
 @register("i0", "special_i0")

@@ -142,7 +142,7 @@ def _operands(input, other, op):
         a = Tensor(get_array_module(x.array).asarray(a, dtype=x.array.dtype))
     if not isinstance(x, Tensor):
         x = Tensor(get_array_module(a.array).asarray(x, dtype=a.array.dtype))
-    if a.array.dtype.kind != "f":
+    if a.array.dtype.kind not in "fV":  # V: bfloat16 (ml_dtypes)
         name = str(a.dtype).split(".")[-1]
         aten = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
         raise NotImplementedError(f'"{op}_cpu" not implemented for \'{aten.get(name, name)}\'')

@@ -64,7 +64,7 @@ _ATEN_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char"
 
 
 def _floating(t: Tensor, op: str) -> Tensor:
-    if t.array.dtype.kind != "f":
+    if t.array.dtype.kind not in "fV":  # V: bfloat16 (ml_dtypes)
         name = str(t.dtype).split(".")[-1]
         raise NotImplementedError(f'"{op}" not implemented for \'{_ATEN_NAMES.get(name, name)}\'')
     return t
