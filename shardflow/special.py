@@ -1,8 +1,12 @@
 """``torch.special``'s names that shardflow has (a re-export module, no logic): the
 implementations are ops in ``shardflow/ops/``."""
 
+from .ops.bessel import i0
+from .ops.bessel import special_i1 as i1
 from .ops.elementwise import erf, erfc, expm1, log1p
 from .ops.elementwise import sigmoid as expit
+from .ops.incomplete_gamma import igamma as gammainc
+from .ops.incomplete_gamma import igammac as gammaincc
 from .ops.reduce import logsumexp
 from .ops.special_functions import digamma, erfinv, polygamma, xlogy
 from .ops.special_functions import digamma as psi
@@ -10,4 +14,4 @@ from .ops.special_functions import lgamma as gammaln
 from .ops.special_functions import mvlgamma as multigammaln
 
 __all__ = ["digamma", "psi", "gammaln", "polygamma", "multigammaln", "erf", "erfc", "erfinv",
-           "expit", "expm1", "log1p", "logsumexp", "xlogy"]
+           "expit", "expm1", "log1p", "logsumexp", "xlogy", "gammainc", "gammaincc", "i0", "i1"]

@@ -1,13 +1,14 @@
 """``Gamma(concentration, rate)``: PyTorch's formulas. ``rsample = standard_gamma(alpha) /
 rate`` with the implicit reparameterisation gradient of ``ops/gamma_sampling.py``;
 ``log_prob = xlogy(alpha, rate) + xlogy(alpha - 1, x) - rate x - lgamma(alpha)``;
-``entropy = alpha - log(rate) + lgamma(alpha) + (1 - alpha) digamma(alpha)``. ``cdf`` needs
-the regularised incomplete gamma function, which shardflow does not have yet (it raises)."""
+``entropy = alpha - log(rate) + lgamma(alpha) + (1 - alpha) digamma(alpha)``;
+``cdf = gammainc(alpha, rate x)`` (``ops/incomplete_gamma.py``; differentiable in ``x`` and
+``rate``, not in ``alpha``, as PyTorch)."""
 
 from __future__ import annotations
 
 from ..autograd import Size, Tensor
-from ..ops import digamma, lgamma, log, xlogy
+from ..ops import digamma, igamma, lgamma, log, xlogy
 from ..ops.gamma_sampling import _standard_gamma
 from . import constraints
 from .exp_family import ExponentialFamily
@@ -61,6 +62,6 @@ class Gamma(ExponentialFamily):
                 + (1.0 - self.concentration) * digamma(self.concentration))
 
     def cdf(self, value):
-        raise NotImplementedError(
-            "Gamma.cdf needs the regularized incomplete gamma function (torch.special.gammainc), "
-            "which shardflow does not implement yet")
+        if self._validate_args:
+            self._validate_sample(value)
+        return igamma(self.concentration, self.rate * value)

@@ -533,3 +533,21 @@ class AffineTransform(Transform):
     inverse_shape = forward_shape
 
 
+
+
+# the structured transforms live in their own module; ``torch.distributions.transforms`` has them all
+from .transforms_structured import (  # noqa: E402
+    CatTransform,
+    CorrCholeskyTransform,
+    CumulativeDistributionTransform,
+    LowerCholeskyTransform,
+    PositiveDefiniteTransform,
+    ReshapeTransform,
+    SoftmaxTransform,
+    StackTransform,
+    StickBreakingTransform,
+)
+
+__all__ += ["CatTransform", "CorrCholeskyTransform", "CumulativeDistributionTransform",
+            "LowerCholeskyTransform", "PositiveDefiniteTransform", "ReshapeTransform",
+            "SoftmaxTransform", "StackTransform", "StickBreakingTransform"]

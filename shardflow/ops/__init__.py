@@ -21,6 +21,7 @@ dense), fft_ops (``torch.fft``'s transforms, as ``fft_fft`` ...), tensor_methods
 
 from .arithmetic import add, div, mul, neg, reciprocal, sub
 from .attention import *
+from .bessel import *
 from .cholesky import *
 from .comparison import *
 from .complex_ops import *
@@ -36,6 +37,7 @@ from .embedding_bag import *
 from .fft_ops import *
 from .gamma_sampling import *
 from .grid_sample import *
+from .incomplete_gamma import *
 from .index import *
 from .index_extra import *
 from .linalg_derived import *
@@ -46,6 +48,7 @@ from .matmul import *
 from .misc_extra import *
 from .normalization import *
 from .pool import *
+from .random_draws import *
 from .reduce import *
 from .reduce_extra import *
 from .rounding import *

@@ -307,6 +307,22 @@ def erfinv_(input) -> Tensor:
     return inplace(input, erfinv(input))
 
 
+@register("polygamma_")
+def polygamma_(input, n: int) -> Tensor:
+    """``x.polygamma_(n)``: ``x = polygamma(n, x)`` in place."""
+    from ._util import inplace
+
+    return inplace(input, polygamma(n, input))
+
+
+@register("mvlgamma_")
+def mvlgamma_(input, p: int) -> Tensor:
+    """``x.mvlgamma_(p)``: ``x = mvlgamma(x, p)`` in place."""
+    from ._util import inplace
+
+    return inplace(input, mvlgamma(input, p))
+
+
 class Xlogy(Function):
     save_inputs = (0, 1)
 

@@ -49,6 +49,8 @@ CHECKED_ELSEWHERE = {
     "dropout3d": f"{_RANDOM_OPS}::test_channel_dropouts_drop_whole_channels",
     "alpha_dropout": "tests/ops/test_nn_ops_misc.py::test_alpha_dropout_keeps_mean_and_variance",
     "feature_alpha_dropout": f"{_RANDOM_OPS}::test_feature_alpha_dropout_keeps_mean_and_variance",
+    "poisson": "tests/distributions/test_random_draw_ops.py::test_poisson_and_binomial_match_torch_in_shape_dtype_and_graph",
+    "binomial": "tests/distributions/test_random_draw_ops.py::test_poisson_and_binomial_match_torch_in_shape_dtype_and_graph",
 }
 
 
