@@ -62,6 +62,7 @@ from .tensor_methods import *
 # torch-compat pass (helper compat-ops): statistics, indexed reductions, special functions, extras
 from .index_reduce import *
 from .stats import *
+from .tensor_compat import *
 from .tensor_products import *
 
 # What ``from shardflow.ops import *`` (the top-level package) takes: the ops, not this

@@ -1,3 +1,4 @@
-"""PyTorch's ``torch.utils`` paths: ``shardflow.utils.data`` and ``shardflow.utils.checkpoint``."""
+"""PyTorch's ``torch.utils`` paths: ``shardflow.utils.data``, ``shardflow.utils.checkpoint`` and
+``shardflow.utils.dlpack``."""
 
-from . import checkpoint, data
+from . import checkpoint, data, dlpack
