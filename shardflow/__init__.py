@@ -120,6 +120,14 @@ from .backends import (
     set_float32_matmul_precision,
     use_deterministic_algorithms,
 )
+from .backends.switches import (
+    get_deterministic_debug_mode,
+    init_num_threads,
+    is_warn_always_enabled,
+    set_deterministic_debug_mode,
+    set_flush_denormal,
+    set_warn_always,
+)
 from .distributed import sbp
 from .distributed.parallel_config import parallelize
 from .distributed.placement import placement
