@@ -61,6 +61,7 @@ from .tensor_methods import *
 
 # torch-compat pass (helper compat-ops): statistics, indexed reductions, special functions, extras
 from .index_reduce import *
+from .special_extra import *
 from .stats import *
 from .tensor_compat import *
 from .tensor_products import *
