@@ -62,7 +62,7 @@ def _put(input, index, source, accumulate, name):
 @register("put")
 def put(input, index, source, accumulate: bool = False) -> Tensor:
     """``input`` with ``source`` written (or added) at the flat positions ``index``."""
-    return _put(input, index, source, accumulate, "put")
+    return _put(input, index, source, accumulate, "put_")  # PyTorch names put_ in put's errors too
 
 
 @register("put_")

@@ -131,6 +131,11 @@ def corrcoef(input) -> Tensor:
 
 
 # ---------------------------------------------------------------------------- mode / nanmedian
+def _sortable(a):
+    """``a`` with NaN sorting last: bfloat16 (ml_dtypes) compared as float32."""
+    return a.astype(np.float32) if a.dtype.kind == "V" else a
+
+
 @register("mode")
 def mode(input, dim: int = -1, keepdim: bool = False):
     """``(values, indices)``: most frequent value per slice (smallest on ties), its last index."""
@@ -143,7 +148,7 @@ def mode(input, dim: int = -1, keepdim: bool = False):
     n = a.shape[d]
     if n == 0:
         raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size, got shape {tuple(a.shape)}")
-    x = xp.moveaxis(a, d, -1)  # (..., n)
+    x = xp.moveaxis(_sortable(a), d, -1)  # (..., n)
     s = xp.sort(x, axis=-1)
     pos = xp.arange(n)
     new_run = xp.concatenate([xp.ones(s.shape[:-1] + (1,), bool), s[..., 1:] != s[..., :-1]], axis=-1)
@@ -164,10 +169,10 @@ class _NanMedianAll(Function):
 
     def forward(self, a):
         xp = get_array_module(a)
-        flat = a.reshape(-1)
+        flat = _sortable(a).reshape(-1)
         k = int(xp.sum(~xp.isnan(flat)))
-        out = xp.sort(flat)[max((k - 1) // 2, 0)].reshape(()) if flat.size else xp.asarray(np.nan, a.dtype)
-        self.a, self.out = a, out
+        out = xp.sort(flat)[max((k - 1) // 2, 0)].reshape(()) if flat.size else xp.asarray(np.nan, flat.dtype)
+        self.a, self.out = _sortable(a), out
         return out.astype(a.dtype)
 
     def backward(self, g):
@@ -191,8 +196,9 @@ def nanmedian(input, dim=None, keepdim: bool = False):
     if a.shape[d] == 0:
         raise IndexError(f"nanmedian(): Expected reduction dim {d} to have non-zero size, got shape "
                          f"{tuple(a.shape)}")
-    order = xp.argsort(a, axis=d, kind="stable")  # NaN sorts last
-    k = xp.sum(~xp.isnan(a), axis=d, keepdims=True)
+    key = _sortable(a)
+    order = xp.argsort(key, axis=d, kind="stable")  # NaN sorts last
+    k = xp.sum(~xp.isnan(key), axis=d, keepdims=True)
     rank = xp.maximum((k - 1) // 2, 0)
     idx = xp.take_along_axis(order, rank, axis=d)
     vals, ind = _Select.apply(input, idx, dim=d, keepdim=keepdim)
@@ -300,7 +306,7 @@ def gradient(input, *, spacing=1, dim=None, edge_order: int = 1):
             if s.shape[0] != x.shape[d]:
                 raise RuntimeError(f"torch.gradient expected each tensor to be on the same device and to have "
                                    f"the size of the input along its dim ({x.shape[d]}), got {s.shape[0]}")
-            out.append(_diff_along(x, d, s.to(x.dtype), None, edge_order))
+            out.append(_diff_along(x, d, s, None, edge_order))  # coefficients in the coordinates' dtype, as PyTorch
         else:
             h = float(s.item()) if isinstance(s, Tensor) else float(s)
             out.append(_diff_along(x, d, None, h, edge_order))
