@@ -39,7 +39,10 @@ def set_deterministic_debug_mode(debug_mode) -> None:
 
 def get_deterministic_debug_mode() -> int:
     """0 when deterministic algorithms are off, 1 when on with ``warn_only``, else 2."""
-    from . import are_deterministic_algorithms_enabled, is_deterministic_algorithms_warn_only_enabled
+    from . import (
+        are_deterministic_algorithms_enabled,
+        is_deterministic_algorithms_warn_only_enabled,
+    )
 
     if not are_deterministic_algorithms_enabled():
         return 0

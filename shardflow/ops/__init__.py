@@ -16,7 +16,9 @@ special_functions (lgamma/digamma/polygamma/mvlgamma/erfinv/xlogy), math_extra (
 hyperbolics, atan2, hypot, logaddexp ...), misc_extra (gcd, trapezoid, windows, *_scatter
 ...), complex_ops (polar, view_as_real/complex, real/imag, conj, angle), gamma_sampling
 (Gamma/Dirichlet draws with implicit gradients), sparse_coo (sparse COO tensors, sparse @
-dense), fft_ops (``torch.fft``'s transforms, as ``fft_fft`` ...), tensor_methods (in-place forms, view changes, ``new``, ``asarray`` ...).
+dense), fft_ops (``torch.fft``'s transforms, as ``fft_fft`` ...), tensor_methods (in-place forms, view changes, ``new``, ``asarray`` ...); stats (cov, mode, nanmedian, renorm, gradient, histogramdd), index_reduce (put,
+index_reduce, segment_reduce, nonzero_static), special_extra (i0, igamma, samplers), tensor_compat
+(range, DLPack, resize_, in-place forms, dropout_ ...).
 """
 
 from .arithmetic import add, div, mul, neg, reciprocal, sub
@@ -38,6 +40,7 @@ from .gamma_sampling import *
 from .grid_sample import *
 from .index import *
 from .index_extra import *
+from .index_reduce import *
 from .linalg_derived import *
 from .linalg_ops import *
 from .loss import *
@@ -56,14 +59,11 @@ from .shape_extra import *
 from .softmax import *
 from .sort import *
 from .sparse_coo import *
-from .special_functions import *
-from .tensor_methods import *
-
-# torch-compat pass (helper compat-ops): statistics, indexed reductions, special functions, extras
-from .index_reduce import *
 from .special_extra import *
+from .special_functions import *
 from .stats import *
 from .tensor_compat import *
+from .tensor_methods import *
 from .tensor_products import *
 
 # What ``from shardflow.ops import *`` (the top-level package) takes: the ops, not this

@@ -2,7 +2,7 @@
 end-inclusive), ``fill``, ``frombuffer``, ``from_dlpack`` / ``to_dlpack``, ``empty_permuted``,
 ``new_empty_strided``, ``resize_`` / ``resize_as_`` / ``resize`` / ``resize_as``, the in-place
 forms ``bitwise_left_shift_`` ... ``nextafter_``, the top-level ``dropout_`` family and
-``feature_dropout``, ``Tensor.hardshrink`` / ``Tensor.prelu``, ``Tensor.as_subclass``, and the
+``feature_dropout``, ``Tensor.hardshrink`` / ``Tensor.prelu``, ``Tensor.as_subclass``, ``Tensor.dim_order``, and the
 top-level ``get_device`` / ``is_inference`` / ``addmv_`` of existing methods.
 
 * ``range(start=0, end, step=1)``: ``start + i * step`` for ``i = 0 .. floor((end - start) /
@@ -304,6 +304,18 @@ def as_subclass(self, cls) -> Tensor:
             if not slot.startswith("__") and hasattr(alias, slot):
                 setattr(out, slot, getattr(alias, slot))
     return out
+
+
+@register("dim_order")
+def dim_order(self, *, ambiguity_check=False) -> tuple:
+    """Dims from outermost to innermost in memory: sorted by stride, largest first (ties keep
+    their order, as PyTorch). ``ambiguity_check=True`` raises where a tie makes it ambiguous."""
+    strides = self.stride()
+    order = tuple(sorted(builtins.range(self.ndim), key=lambda i: strides[i], reverse=True))
+    if ambiguity_check is True and len(set(strides)) != len(strides):
+        raise RuntimeError("The tensor does not have unique dim order, or cannot map to exact one of the given "
+                           "memory formats.")
+    return order
 
 
 # ---------------------------------------------------------------------------- top-level forms of methods

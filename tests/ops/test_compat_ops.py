@@ -263,3 +263,15 @@ def test_top_level_method_forms():
     assert sf.addmv_(y, sf.eye(2), sf.tensor([1.0, 2.0])) is y and np.array_equal(y.numpy(), [1, 2])
     z = sf.tensor([1.0, 2.0])
     assert sf.ldexp_(z, sf.tensor([1, 2])) is z and np.array_equal(z.numpy(), [2, 8])
+
+
+@pytest.mark.parametrize("make", [
+    lambda m: m.ones(2, 3, 4),
+    lambda m: m.ones(2, 3, 4).permute(2, 0, 1),
+    lambda m: m.ones(2, 1, 4),
+    lambda m: m.ones(()),
+    lambda m: m.empty_permuted((2, 3, 4, 5), (0, 2, 3, 1)),
+    lambda m: m.ones(4, 6)[:, ::2].t(),
+])
+def test_dim_order_matches_torch(make):
+    assert make(sf).dim_order() == make(torch).dim_order()

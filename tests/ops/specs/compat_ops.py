@@ -110,7 +110,7 @@ SPECS = [
     # top-level forms, creation and conversion
     OpSpec("addmv_toplevel", lambda m, a, mat, v: m.addmv_(a * 1, mat, v, beta=0.5, alpha=2.0),
            [Arg((3,)), Arg((3, 4)), Arg((4,))]),
-    OpSpec("get_device_is_inference", lambda m, a: m.tensor([m.get_device(a), int(m.is_inference(a))]),
+    OpSpec("get_device_is_inference", lambda m, a: m.tensor([m.get_device(a.cpu()), int(m.is_inference(a))]),
            [Arg((2,))], grad=False, fd=False),
     OpSpec("range_end_inclusive", lambda m, a: m.range(1, 2, 0.25) * a, [Arg((5,))]),
     OpSpec("range_int_dtype", lambda m: m.range(-3, 4, 2, dtype=m.int64), [], grad=False, fd=False),
@@ -121,10 +121,12 @@ SPECS = [
     OpSpec("histogramdd_range_density", lambda m, a: (lambda r: (r[0], *r[1]))(
         m.histogramdd(a, bins=4, range=[-1.0, 1.0, -2.0, 2.0], density=True)), [Arg((3, 10, 2))],
            grad=False, fd=False),
-    OpSpec("dlpack_round_trip", lambda m, a: m.from_dlpack(m.to_dlpack(a.detach())) * a, [Arg((2, 3))], fd=False,
+    OpSpec("dlpack_round_trip", lambda m, a: m.from_dlpack(m.to_dlpack(a.detach().cpu())).to(a.device) * a,
+           [Arg((2, 3))], fd=False,
            dtypes=("float32", "float64"), notes="no fd: the shared memory sees the perturbation too; NumPy's "
            "DLPack export has no bfloat16 (ml_dtypes) code"),
     OpSpec("frombuffer", lambda m, a: m.frombuffer(bytearray(b"\x01\x00\xff\xff\x07\x00\x00\x01"),
-                                                  dtype=m.int16, count=3, offset=2) * a,
-           [Arg((3,))], dtypes=("float32",), notes="int16 times float: the dtype axis adds nothing"),
+                                                  dtype=m.int16, count=3, offset=2).to(a.device) * a,
+           [Arg((3,))], dtypes=("float32",), notes="int16 times float: the dtype axis adds nothing; the "
+           "buffer is host memory (moved to the input's device)"),
 ]
