@@ -275,3 +275,32 @@ def test_top_level_method_forms():
 ])
 def test_dim_order_matches_torch(make):
     assert make(sf).dim_order() == make(torch).dim_order()
+
+
+def test_training_steps_with_renorm_and_a_correlation_loss_match_torch():
+    """A max-norm constraint (``weight.data.renorm_``) and a decorrelation loss built from
+    ``cov`` / ``corrcoef`` / ``nanmedian`` over several SGD steps, from torch's weights."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((16, 5)).astype(np.float32)
+    t_lin = torch.nn.Linear(5, 4)
+    s_lin = sf.nn.Linear(5, 4)
+    s_lin.load_state_dict({k: sf.tensor(v.detach().numpy()) for k, v in t_lin.state_dict().items()})
+    t_opt = torch.optim.SGD(t_lin.parameters(), lr=0.1)
+    s_opt = sf.optim.SGD(s_lin.parameters(), lr=0.1)
+    for _ in range(4):
+        for m, lin, opt in ((torch, t_lin, t_opt), (sf, s_lin, s_opt)):
+            h = lin(m.tensor(x))  # (16, 4)
+            off_diag = m.corrcoef(h.t()) - m.eye(4)
+            loss = (off_diag ** 2).sum() + m.cov(h.t()).diagonal().sum() * 0.1 + m.nanmedian(h) ** 2
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            lin.weight.data.renorm_(2, 0, 0.5)
+        np.testing.assert_allclose(s_lin.weight.detach().numpy(), t_lin.weight.detach().numpy(), atol=1e-5)
+        np.testing.assert_allclose(s_lin.bias.detach().numpy(), t_lin.bias.detach().numpy(), atol=1e-5)
+    norms = np.linalg.norm(s_lin.weight.detach().numpy(), axis=1)
+    assert np.all(norms <= 0.5 + 1e-5)
+    state = s_lin.state_dict()
+    restored = sf.nn.Linear(5, 4)
+    restored.load_state_dict(state)
+    assert np.array_equal(restored.weight.detach().numpy(), s_lin.weight.detach().numpy())
