@@ -2,7 +2,8 @@
 end-inclusive), ``fill``, ``frombuffer``, ``from_dlpack`` / ``to_dlpack``, ``empty_permuted``,
 ``new_empty_strided``, ``resize_`` / ``resize_as_`` / ``resize`` / ``resize_as``, the in-place
 forms ``bitwise_left_shift_`` ... ``nextafter_``, the top-level ``dropout_`` family and
-``feature_dropout``, ``Tensor.hardshrink`` / ``Tensor.prelu``, ``Tensor.as_subclass``, ``Tensor.dim_order``, and the
+``feature_dropout``, ``Tensor.hardshrink`` / ``Tensor.prelu``, ``Tensor.as_subclass``, ``Tensor.dim_order``,
+``Tensor.module_load``, ``Tensor.reinforce`` (PyTorch's removal error), and the
 top-level ``get_device`` / ``is_inference`` / ``addmv_`` of existing methods.
 
 * ``range(start=0, end, step=1)``: ``start + i * step`` for ``i = 0 .. floor((end - start) /
@@ -316,6 +317,27 @@ def dim_order(self, *, ambiguity_check=False) -> tuple:
         raise RuntimeError("The tensor does not have unique dim order, or cannot map to exact one of the given "
                            "memory formats.")
     return order
+
+
+@register("module_load")
+def module_load(self, other, assign: bool = False) -> Tensor:
+    """How ``load_state_dict`` turns ``other`` into this parameter's value (PyTorch's default:
+    ``other.detach()`` with ``assign``, else ``self.copy_(other).detach()``)."""
+    return other.detach() if assign else self.copy_(other).detach()
+
+
+@register("reinforce")
+def reinforce(self, reward):
+    """Removed from PyTorch long ago; raises PyTorch's message pointing to distributions."""
+    raise RuntimeError(
+        "reinforce() was removed.\nUse torch.distributions instead.\n"
+        "See https://pytorch.org/docs/main/distributions.html\n\n"
+        "Instead of:\n\nprobs = policy_network(state)\naction = probs.multinomial()\n"
+        "next_state, reward = env.step(action)\naction.reinforce(reward)\naction.backward()\n\n"
+        "Use:\n\nprobs = policy_network(state)\n"
+        "# NOTE: categorical is equivalent to what used to be called multinomial\n"
+        "m = torch.distributions.Categorical(probs)\naction = m.sample()\n"
+        "next_state, reward = env.step(action)\nloss = -m.log_prob(action) * reward\nloss.backward()\n")
 
 
 # ---------------------------------------------------------------------------- top-level forms of methods

@@ -304,3 +304,17 @@ def test_training_steps_with_renorm_and_a_correlation_loss_match_torch():
     restored = sf.nn.Linear(5, 4)
     restored.load_state_dict(state)
     assert np.array_equal(restored.weight.detach().numpy(), s_lin.weight.detach().numpy())
+
+
+def test_module_load_and_reinforce_like_torch():
+    for assign in (False, True):
+        s_dest, t_dest = sf.zeros(3), torch.zeros(3)
+        s_out = s_dest.module_load(sf.tensor([1.0, 2.0, 3.0], requires_grad=True), assign=assign)
+        t_out = t_dest.module_load(torch.tensor([1.0, 2.0, 3.0], requires_grad=True), assign=assign)
+        assert np.array_equal(s_out.numpy(), t_out.numpy()) and not s_out.requires_grad
+        assert np.array_equal(s_dest.detach().numpy(), t_dest.detach().numpy())  # copied into dest unless assign
+    with pytest.raises(RuntimeError) as t:
+        torch.ones(2).reinforce(1)
+    with pytest.raises(RuntimeError) as s:
+        sf.ones(2).reinforce(1)
+    assert str(s.value) == str(t.value)
