@@ -4,7 +4,8 @@ end-inclusive), ``fill``, ``frombuffer``, ``from_dlpack`` / ``to_dlpack``, ``emp
 forms ``bitwise_left_shift_`` ... ``nextafter_``, the top-level ``dropout_`` family and
 ``feature_dropout``, ``Tensor.hardshrink`` / ``Tensor.prelu``, ``Tensor.as_subclass``, ``Tensor.dim_order``,
 ``Tensor.module_load``, ``Tensor.reinforce`` (PyTorch's removal error), and the
-top-level ``get_device`` / ``is_inference`` / ``addmv_`` of existing methods.
+top-level ``get_device`` / ``is_inference`` / ``addmv_`` of existing methods, ``is_distributed``,
+``Tensor.map2_``.
 
 * ``range(start=0, end, step=1)``: ``start + i * step`` for ``i = 0 .. floor((end - start) /
   step)`` (``end`` included), in the default float dtype unless ``dtype`` says otherwise;
@@ -44,7 +45,7 @@ from .misc_extra import bitwise_left_shift, bitwise_right_shift
 
 __all__ = ["range", "fill", "frombuffer", "from_dlpack", "to_dlpack", "empty_permuted", "resize_as_",
            "ldexp_", "dropout_", "alpha_dropout_", "feature_alpha_dropout_", "feature_dropout",
-           "feature_dropout_", "get_device", "is_inference", "addmv_"]
+           "feature_dropout_", "get_device", "is_inference", "is_distributed", "addmv_"]
 
 
 def _ops():
@@ -349,6 +350,27 @@ def get_device(input) -> int:
 def is_inference(input) -> bool:
     """``torch.is_inference(t)``: False (shardflow has no inference tensors)."""
     return input.is_inference()
+
+
+def is_distributed(input) -> bool:
+    """``torch.is_distributed(t)``: False (PyTorch's answer for every tensor it makes today;
+    shardflow's global tensors are asked with ``is_global``)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"is_distributed(): argument 'input' must be Tensor, not {type(input).__name__}")
+    return False
+
+
+@register("map2_")
+def map2_(self, x, y, callable) -> Tensor:
+    """``self[i] = callable(self[i], x[i], y[i])`` in place (CPU tensors, no autograd; ``x`` and
+    ``y`` broadcast to ``self``), PyTorch's legacy ``map2_``."""
+    if self.device.type != "cpu":
+        raise TypeError("map2_ is only implemented on CPU tensors")
+    a = self.array
+    xs = [np.broadcast_to(t.array if isinstance(t, Tensor) else np.asarray(t), a.shape) for t in (x, y)]
+    a[...] = np.vectorize(callable, otypes=[a.dtype])(a, *xs)
+    self._version[0] += 1
+    return self
 
 
 def addmv_(input, mat, vec, *, beta=1, alpha=1) -> Tensor:

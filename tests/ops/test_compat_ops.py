@@ -318,3 +318,12 @@ def test_module_load_and_reinforce_like_torch():
     with pytest.raises(RuntimeError) as s:
         sf.ones(2).reinforce(1)
     assert str(s.value) == str(t.value)
+
+
+def test_map2_and_is_distributed_like_torch():
+    s, t = sf.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, 2.0, 3.0])
+    fn = lambda a, b, c: a * b + c  # noqa: E731
+    assert s.map2_(sf.tensor([2.0, 2.0, 2.0]), sf.tensor([1.0]), fn) is s
+    t.map2_(torch.tensor([2.0, 2.0, 2.0]), torch.tensor([1.0, 1.0, 1.0]), fn)
+    assert np.array_equal(s.numpy(), t.numpy())
+    assert sf.is_distributed(s) is False is torch.is_distributed(t)

@@ -110,7 +110,8 @@ SPECS = [
     # top-level forms, creation and conversion
     OpSpec("addmv_toplevel", lambda m, a, mat, v: m.addmv_(a * 1, mat, v, beta=0.5, alpha=2.0),
            [Arg((3,)), Arg((3, 4)), Arg((4,))]),
-    OpSpec("get_device_is_inference", lambda m, a: m.tensor([m.get_device(a.cpu()), int(m.is_inference(a))]),
+    OpSpec("get_device_is_inference", lambda m, a: m.tensor([m.get_device(a.cpu()), int(m.is_inference(a)),
+                                                             int(m.is_distributed(a))]),
            [Arg((2,))], grad=False, fd=False),
     OpSpec("range_end_inclusive", lambda m, a: m.range(1, 2, 0.25) * a, [Arg((5,))]),
     OpSpec("range_int_dtype", lambda m: m.range(-3, 4, 2, dtype=m.int64), [], grad=False, fd=False),
