@@ -46,6 +46,9 @@ def _put(input, index, source, accumulate, name):
                            f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
     if index.dtype.is_floating_point or index.dtype.name == "bool":
         raise RuntimeError(f"{name}(): Expected a long tensor for index, but got {index.dtype}")
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"{name}(): self and source expected to have the same dtype, but got self.dtype = "
+                           f"{input.dtype} and source.dtype = {source.dtype}; cast source with .to(self.dtype)")
     idx = index.array.reshape(-1).astype(np.int64)
     xp = get_array_module(idx)
     bad = (idx < -n) | (idx >= n)
@@ -54,7 +57,7 @@ def _put(input, index, source, accumulate, name):
         raise IndexError(f"out of range: tried to access index {first} on a tensor of {n} elements.")
     idx = _wrap(xp.where(idx < 0, idx + n, idx))
     flat = input.reshape(-1)
-    src = source.reshape(-1).to(input.dtype)
+    src = source.reshape(-1)
     out = flat.scatter_add(0, idx, src) if accumulate else flat.scatter(0, idx, src)
     return out.reshape(input.shape)
 
@@ -76,8 +79,14 @@ _INDEX_REDUCE = ("prod", "mean", "amax", "amin")
 
 def _index_reduce(input, dim, index, source, reduce, include_self, name):
     if reduce not in _INDEX_REDUCE:
-        raise RuntimeError(f"{name}(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+        raise RuntimeError(f"{name.rstrip('_')}(): Expected reduce to be one of prod, mean, amax or amin but got "
+                           f"{reduce}.")
     d = wrap_dim(int(dim), max(input.ndim, 1))
+    if index.dtype.is_floating_point or index.dtype.name == "bool":
+        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index but got: {index.dtype}")
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"{name}(): self ({input.dtype}) and source ({source.dtype}) must have the same scalar "
+                           f"type; cast source with .to(self.dtype)")
     if index.ndim > 1:
         raise IndexError(f"{name}(): Index is supposed to be a vector, got a {index.ndim}-D index")
     src_len = source.shape[d] if source.ndim else 1
@@ -93,13 +102,13 @@ def _index_reduce(input, dim, index, source, reduce, include_self, name):
     shape = [1] * source.ndim
     shape[d] = -1
     idx = index.reshape(shape).expand(*source.shape)
-    return _ops().scatter_reduce(input, d, idx, source.to(input.dtype), reduce, include_self=include_self)
+    return _ops().scatter_reduce(input, d, idx, source, reduce, include_self=include_self)
 
 
 @register("index_reduce")
 def index_reduce(input, dim: int, index, source, reduce: str, *, include_self: bool = True) -> Tensor:
     """Fold slices of ``source`` along ``dim`` into the slices ``index`` of ``input``."""
-    return _index_reduce(input, dim, index, source, reduce, include_self, "index_reduce")
+    return _index_reduce(input, dim, index, source, reduce, include_self, "index_reduce_")  # PyTorch's name
 
 
 @register("index_reduce_")
