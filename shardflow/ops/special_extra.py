@@ -5,10 +5,11 @@
 
 Kernels run in float64 (then cast back) with array functions CuPy also has:
 
-* ``i0(x)``: the power series ``sum_k (x^2 / 4)^k / (k!)^2`` (60 terms) for ``|x| <= 30``,
+* ``i0(x)`` (and ``torch.special``'s ``i1``, ``i0e``, ``i1e``): the power series ``sum_k (x^2 / 4)^k / (k!)^2`` (60 terms) for ``|x| <= 30``,
   the asymptotic series ``e^|x| / sqrt(2 pi |x|) sum_k a_k(0) / |x|^k`` (25 terms,
-  relative error < 1e-19) beyond. Gradient ``i1(x)``, from the same two series for order 1
-  (odd in ``x``).
+  relative error < 1e-19) beyond; order 1 the same way (odd in ``x``); the ``e`` forms scale
+  by ``exp(-|x|)`` without overflow. Gradients: ``i0' = i1``, ``i1' = i0 - i1 / x``, the scaled
+  forms less ``sign(x)`` times themselves.
 * ``igamma(a, x)`` = P(a, x), the regularised lower incomplete gamma function, and
   ``igammac`` = Q = 1 - P: the series for ``x < a + 1`` and Lentz's continued fraction
   otherwise (Numerical Recipes' ``gser`` / ``gcf``, iterated until every element has
@@ -45,8 +46,9 @@ _SERIES_LIMIT = 30.0
 
 
 # ---------------------------------------------------------------------------- i0 / i1
-def _bessel_i(order: int, x):
-    """Modified Bessel function of the first kind, order 0 or 1, float64 (module docstring)."""
+def _bessel_i(order: int, x, scaled: bool = False):
+    """Modified Bessel function of the first kind, order 0 or 1, float64 (module docstring);
+    ``scaled`` multiplies by ``exp(-|x|)`` (computed without overflow)."""
     xp = get_array_module(x)
     ax = xp.abs(x)
     small = ax <= _SERIES_LIMIT
@@ -57,6 +59,8 @@ def _bessel_i(order: int, x):
     for k in range(1, _SERIES_TERMS):
         term = term * q / (k * (k + order))
         total = total + term
+    if scaled:
+        total = total * xp.exp(-xs)
     xl = xp.where(small, 1.0, ax)
     mu = 4.0 * order * order
     term = xp.ones_like(xl)
@@ -64,34 +68,68 @@ def _bessel_i(order: int, x):
     for k in range(1, _ASYMPTOTIC_TERMS):
         term = -term * (mu - (2 * k - 1) ** 2) / (k * 8.0 * xl)
         acc = acc + term
-    with np.errstate(over="ignore"):
-        large = xp.exp(xl) / xp.sqrt(2.0 * math.pi * xl) * acc
+    large = acc / xp.sqrt(2.0 * math.pi * xl)
+    if not scaled:
+        with np.errstate(over="ignore", invalid="ignore"):
+            large = xp.exp(xl) * large
     out = xp.where(small, total, large)
     if order == 1:
         out = xp.where(x < 0, -out, out)
     return xp.where(xp.isnan(x), xp.nan, out)
 
 
-class I0(Function):
+def _bessel_derivative(order: int, scaled: bool, x):
+    """d/dx of i0 / i1 / i0e / i1e: i0' = i1, i1' = i0 - i1 / x (1/2 at 0); the scaled forms
+    subtract ``sign(x)`` times themselves."""
+    xp = get_array_module(x)
+    if order == 0:
+        d = _bessel_i(1, x, scaled)
+    else:
+        safe = xp.where(x == 0, 1.0, x)
+        d = xp.where(x == 0, 0.5, _bessel_i(0, x, scaled) - _bessel_i(1, x, scaled) / safe)
+    if scaled:
+        d = d - xp.sign(x) * _bessel_i(order, x, True)
+    return d
+
+
+class BesselI(Function):
     save_inputs = (0,)
 
-    def forward(self, x):
-        self.x = x
-        return _back(_bessel_i(0, _f64(x)), x)
+    def forward(self, x, order=0, scaled=False):
+        self.x, self.order, self.scaled = x, order, scaled
+        return _back(_bessel_i(order, _f64(x), scaled), x)
 
     def backward(self, g):
-        return _back(g * _back(_bessel_i(1, _f64(self.x)), g), g)
+        return _back(g * _back(_bessel_derivative(self.order, self.scaled, _f64(self.x)), g), g)
 
 
 @register("i0", "special_i0")
 def i0(input) -> Tensor:
     """Modified Bessel function of the first kind of order 0."""
-    return I0.apply(_as_float_tensor(input))
+    return BesselI.apply(_as_float_tensor(input), order=0)
 
 
 @register("i0_")
 def i0_(input) -> Tensor:
     return inplace(input, i0(input))
+
+
+@register("special_i1")
+def special_i1(input) -> Tensor:
+    """``torch.special.i1``: modified Bessel function of the first kind of order 1."""
+    return BesselI.apply(_as_float_tensor(input), order=1)
+
+
+@register("special_i0e")
+def special_i0e(input) -> Tensor:
+    """``torch.special.i0e``: ``exp(-|x|) i0(x)``."""
+    return BesselI.apply(_as_float_tensor(input), order=0, scaled=True)
+
+
+@register("special_i1e")
+def special_i1e(input) -> Tensor:
+    """``torch.special.i1e``: ``exp(-|x|) i1(x)``."""
+    return BesselI.apply(_as_float_tensor(input), order=1, scaled=True)
 
 
 # ---------------------------------------------------------------------------- igamma / igammac

@@ -84,6 +84,12 @@ SPECS = [
     OpSpec("prelu_method_scalar_weight", lambda m, a, w: a.prelu(w), [Arg((5,), kind="nonzero"), Arg((1,))]),
     # special functions
     OpSpec("i0", lambda m, a: m.i0(a * 4), [Arg((3, 4))], atol=1e-4),
+    OpSpec("special_i1", lambda m, a: m.special.i1(a * 4), [Arg((3, 4))], atol=1e-4,
+           dtypes=("float32", "float64"), notes="torch has no bfloat16 i1 backward on CPU"),
+    OpSpec("special_i0e_i1e", lambda m, a: (m.special.i0e(a * 40), m.special.i1e(a * 40)), [Arg((3, 4))],
+           dtypes=("float32", "float64"), notes="torch has no bfloat16 i1e backward on CPU"),
+    OpSpec("special_gammainc_gammaincc", lambda m, a, x: (m.special.gammainc(a, x), m.special.gammaincc(a, x)),
+           [Arg((5,), kind="positive", grad=False), Arg((5,), kind="positive")]),
     OpSpec("i0_method_inplace", lambda m, a: (a * 3).i0_(), [Arg((5,))], atol=1e-4),
     OpSpec("igamma", lambda m, a, x: m.igamma(a, x), [Arg((3, 4), kind="positive", grad=False),
                                                        Arg((3, 4), kind="positive")]),
