@@ -52,3 +52,10 @@ def test_flush_denormal_and_init_num_threads():
     assert sf.set_flush_denormal(True) is False  # not settable from NumPy: torch's answer without the feature
     assert sf.set_flush_denormal(False) is False
     assert sf.init_num_threads() is None is torch.init_num_threads()
+
+
+def test_legacy_contiguous_format_is_contiguous_format_like_torch():
+    assert torch.legacy_contiguous_format is torch.contiguous_format
+    assert sf.legacy_contiguous_format is sf.contiguous_format
+    x = sf.ones(2, 3)
+    assert x.is_contiguous(memory_format=sf.legacy_contiguous_format)
