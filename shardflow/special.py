@@ -4,16 +4,10 @@ implementations are ops in ``shardflow/ops/``."""
 from .ops.elementwise import erf, erfc, expm1, log1p
 from .ops.elementwise import sigmoid as expit
 from .ops.reduce import logsumexp
-from .ops.special_extra import i0
-from .ops.special_extra import igamma as gammainc
-from .ops.special_extra import igammac as gammaincc
-from .ops.special_extra import special_i0e as i0e
-from .ops.special_extra import special_i1 as i1
-from .ops.special_extra import special_i1e as i1e
 from .ops.special_functions import digamma, erfinv, polygamma, xlogy
 from .ops.special_functions import digamma as psi
 from .ops.special_functions import lgamma as gammaln
 from .ops.special_functions import mvlgamma as multigammaln
 
 __all__ = ["digamma", "psi", "gammaln", "polygamma", "multigammaln", "erf", "erfc", "erfinv",
-           "expit", "expm1", "log1p", "logsumexp", "xlogy", "i0", "i0e", "i1", "i1e", "gammainc", "gammaincc"]
+           "expit", "expm1", "log1p", "logsumexp", "xlogy"]

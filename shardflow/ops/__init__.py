@@ -17,7 +17,7 @@ hyperbolics, atan2, hypot, logaddexp ...), misc_extra (gcd, trapezoid, windows, 
 ...), complex_ops (polar, view_as_real/complex, real/imag, conj, angle), gamma_sampling
 (Gamma/Dirichlet draws with implicit gradients), sparse_coo (sparse COO tensors, sparse @
 dense), fft_ops (``torch.fft``'s transforms, as ``fft_fft`` ...), tensor_methods (in-place forms, view changes, ``new``, ``asarray`` ...); stats (cov, mode, nanmedian, renorm, gradient, histogramdd), index_reduce (put,
-index_reduce, segment_reduce, nonzero_static), special_extra (i0, igamma, samplers), tensor_compat
+index_reduce, segment_reduce, nonzero_static), tensor_compat
 (range, DLPack, resize_, in-place forms, dropout_ ...).
 """
 
@@ -59,7 +59,6 @@ from .shape_extra import *
 from .softmax import *
 from .sort import *
 from .sparse_coo import *
-from .special_extra import *
 from .special_functions import *
 from .stats import *
 from .tensor_compat import *

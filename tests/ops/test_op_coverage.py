@@ -51,8 +51,6 @@ CHECKED_ELSEWHERE = {
     "alpha_dropout": "tests/ops/test_nn_ops_misc.py::test_alpha_dropout_keeps_mean_and_variance",
     "feature_alpha_dropout": f"{_RANDOM_OPS}::test_feature_alpha_dropout_keeps_mean_and_variance",
     # the compat-ops pass (tests/ops/test_compat_ops.py)
-    "poisson": f"{_COMPAT}::test_poisson_and_binomial_have_their_distributions_mean_and_variance",
-    "binomial": f"{_COMPAT}::test_poisson_and_binomial_have_their_distributions_mean_and_variance",
     "dropout_": f"{_COMPAT}::test_in_place_dropouts_write_into_the_input",
     "alpha_dropout_": f"{_COMPAT}::test_in_place_dropouts_write_into_the_input",
     "feature_alpha_dropout_": f"{_COMPAT}::test_in_place_dropouts_write_into_the_input",

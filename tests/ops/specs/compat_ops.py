@@ -1,5 +1,5 @@
 """Ops of the compat-ops pass: statistics (ops/stats.py), indexed reductions
-(ops/index_reduce.py), special functions (ops/special_extra.py), in-place forms and methods
+(ops/index_reduce.py), in-place forms and methods
 (ops/tensor_compat.py)."""
 
 import math
@@ -82,25 +82,6 @@ SPECS = [
     OpSpec("hardshrink_method_default", lambda m, a: a.hardshrink(), [Arg((3, 4))]),
     OpSpec("prelu_method", lambda m, a, w: a.prelu(w), [Arg((2, 3, 4), kind="nonzero"), Arg((3,))]),
     OpSpec("prelu_method_scalar_weight", lambda m, a, w: a.prelu(w), [Arg((5,), kind="nonzero"), Arg((1,))]),
-    # special functions
-    OpSpec("i0", lambda m, a: m.i0(a * 4), [Arg((3, 4))], atol=1e-4),
-    OpSpec("special_i1", lambda m, a: m.special.i1(a * 4), [Arg((3, 4))], atol=1e-4,
-           dtypes=("float32", "float64"), notes="torch has no bfloat16 i1 backward on CPU"),
-    OpSpec("special_i0e_i1e", lambda m, a: (m.special.i0e(a * 40), m.special.i1e(a * 40)), [Arg((3, 4))],
-           dtypes=("float32", "float64"), notes="torch has no bfloat16 i1e backward on CPU"),
-    OpSpec("special_gammainc_gammaincc", lambda m, a, x: (m.special.gammainc(a, x), m.special.gammaincc(a, x)),
-           [Arg((5,), kind="positive", grad=False), Arg((5,), kind="positive")]),
-    OpSpec("i0_method_inplace", lambda m, a: (a * 3).i0_(), [Arg((5,))], atol=1e-4),
-    OpSpec("igamma", lambda m, a, x: m.igamma(a, x), [Arg((3, 4), kind="positive", grad=False),
-                                                       Arg((3, 4), kind="positive")]),
-    OpSpec("igammac_broadcast", lambda m, a, x: m.igammac(a, x), [Arg((3, 1), kind="positive", grad=False),
-                                                                   Arg((4,), kind="positive")]),
-    OpSpec("igamma_method_inplace", lambda m, a, x: (a * 1).igamma_(x), [Arg((4,), kind="positive", grad=False),
-                                                                          Arg((4,), kind="positive")]),
-    OpSpec("igammac_inplace", lambda m, a, x: (a * 2).igammac_(x), [Arg((4,), kind="positive", grad=False),
-                                                                     Arg((4,), kind="positive")]),
-    OpSpec("polygamma_inplace", lambda m, a: (a * 1).polygamma_(1), [Arg((5,), kind="positive")], atol=1e-4),
-    OpSpec("mvlgamma_inplace", lambda m, a: (a + 1).mvlgamma_(2), [Arg((5,), kind="positive")]),
     # in-place forms of existing ops
     # non-negative exponents: torch 2.13's ldexp gradient is 0 for negative integer exponents
     # (it computes 2 ** other in integers); shardflow's is 2 ** other
