@@ -104,6 +104,7 @@ from .backend.memory_format import (
     channels_last,
     channels_last_3d,
     contiguous_format,
+    legacy_contiguous_format,
     memory_format,
     preserve_format,
 )
@@ -122,6 +123,14 @@ from .backends import (
     is_deterministic_algorithms_warn_only_enabled,
     set_float32_matmul_precision,
     use_deterministic_algorithms,
+)
+from .backends.switches import (
+    get_deterministic_debug_mode,
+    init_num_threads,
+    is_warn_always_enabled,
+    set_deterministic_debug_mode,
+    set_flush_denormal,
+    set_warn_always,
 )
 from .distributed import sbp
 from .distributed.parallel_config import parallelize

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from .layout import NamedConstant
 
-__all__ = ["memory_format", "contiguous_format", "channels_last", "channels_last_3d", "preserve_format"]
+__all__ = ["memory_format", "contiguous_format", "channels_last", "channels_last_3d", "preserve_format",
+           "legacy_contiguous_format"]
 
 
 class memory_format(NamedConstant):
@@ -24,3 +25,4 @@ contiguous_format = memory_format("contiguous_format")
 channels_last = memory_format("channels_last")
 channels_last_3d = memory_format("channels_last_3d")
 preserve_format = memory_format("preserve_format")
+legacy_contiguous_format = contiguous_format  # PyTorch's alias: the same object

@@ -12,11 +12,11 @@ checked. Details per switch in docs/COMPAT.md.
 
 from __future__ import annotations
 
-from . import cuda, cudnn, mps
+from . import cuda, cudnn, mps, switches
 
 __all__ = ["cuda", "cudnn", "mps", "set_float32_matmul_precision", "get_float32_matmul_precision",
            "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
-           "is_deterministic_algorithms_warn_only_enabled"]
+           "is_deterministic_algorithms_warn_only_enabled", "switches"]
 
 _PRECISIONS = ("highest", "high", "medium")
 _deterministic = {"enabled": False, "warn_only": False}

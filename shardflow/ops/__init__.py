@@ -16,7 +16,9 @@ special_functions (lgamma/digamma/polygamma/mvlgamma/erfinv/xlogy), math_extra (
 hyperbolics, atan2, hypot, logaddexp ...), misc_extra (gcd, trapezoid, windows, *_scatter
 ...), complex_ops (polar, view_as_real/complex, real/imag, conj, angle), gamma_sampling
 (Gamma/Dirichlet draws with implicit gradients), sparse_coo (sparse COO tensors, sparse @
-dense), fft_ops (``torch.fft``'s transforms, as ``fft_fft`` ...), tensor_methods (in-place forms, view changes, ``new``, ``asarray`` ...).
+dense), fft_ops (``torch.fft``'s transforms, as ``fft_fft`` ...), tensor_methods (in-place forms, view changes, ``new``, ``asarray`` ...); stats (cov, mode, nanmedian, renorm, gradient, histogramdd), index_reduce (put,
+index_reduce, segment_reduce, nonzero_static), tensor_compat
+(range, DLPack, resize_, in-place forms, dropout_ ...).
 """
 
 from .arithmetic import add, div, mul, neg, reciprocal, sub
@@ -40,6 +42,7 @@ from .grid_sample import *
 from .incomplete_gamma import *
 from .index import *
 from .index_extra import *
+from .index_reduce import *
 from .linalg_derived import *
 from .linalg_ops import *
 from .loss import *
@@ -60,6 +63,8 @@ from .softmax import *
 from .sort import *
 from .sparse_coo import *
 from .special_functions import *
+from .stats import *
+from .tensor_compat import *
 from .tensor_methods import *
 from .tensor_products import *
 

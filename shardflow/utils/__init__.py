@@ -1,5 +1,5 @@
-"""PyTorch's ``torch.utils`` paths: ``data``, ``checkpoint``, ``hooks`` (``RemovableHandle``),
-``_pytree`` (nested containers), ``benchmark`` (``Timer``, ``Compare``); ``tensorboard`` is
-imported on request, as ``torch.utils.tensorboard`` is."""
+"""PyTorch's ``torch.utils`` paths: ``data``, ``checkpoint``, ``dlpack``, ``hooks``
+(``RemovableHandle``), ``_pytree`` (nested containers), ``benchmark`` (``Timer``, ``Compare``);
+``tensorboard`` is imported on request, as ``torch.utils.tensorboard`` is."""
 
-from . import _pytree, benchmark, checkpoint, data, hooks
+from . import _pytree, benchmark, checkpoint, data, dlpack, hooks

@@ -28,6 +28,7 @@ from .specs import blocked as blocked_specs
 from .test_op_reference import SPECS, _to
 
 _RANDOM_OPS = "tests/ops/test_random_ops.py"
+_COMPAT = "tests/ops/test_compat_ops.py"
 
 # op -> "file::test" that checks it instead of a spec (random or undefined values)
 CHECKED_ELSEWHERE = {
@@ -51,6 +52,13 @@ CHECKED_ELSEWHERE = {
     "feature_alpha_dropout": f"{_RANDOM_OPS}::test_feature_alpha_dropout_keeps_mean_and_variance",
     "poisson": "tests/distributions/test_random_draw_ops.py::test_poisson_and_binomial_match_torch_in_shape_dtype_and_graph",
     "binomial": "tests/distributions/test_random_draw_ops.py::test_poisson_and_binomial_match_torch_in_shape_dtype_and_graph",
+    # the compat-ops pass (tests/ops/test_compat_ops.py)
+    "dropout_": f"{_COMPAT}::test_in_place_dropouts_write_into_the_input",
+    "alpha_dropout_": f"{_COMPAT}::test_in_place_dropouts_write_into_the_input",
+    "feature_alpha_dropout_": f"{_COMPAT}::test_in_place_dropouts_write_into_the_input",
+    "feature_dropout": f"{_COMPAT}::test_in_place_dropouts_write_into_the_input",
+    "feature_dropout_": f"{_COMPAT}::test_in_place_dropouts_write_into_the_input",
+    "empty_permuted": f"{_COMPAT}::test_empty_permuted_and_new_empty_strided_have_torch_strides_and_shapes",
 }
 
 
