@@ -310,6 +310,17 @@ def _mask(cond, dtype):
     return cond.astype(dtype)
 
 
+def _grad_where(g, cond):
+    """``g`` where ``cond``, else 0, as PyTorch's ``where``-based backwards (clamp, hardtanh,
+    threshold): an inf/NaN output gradient at a position the mask drops gives 0, not the NaN
+    of ``g * 0``. One multiply, and a fix-up pass only when the product is not finite."""
+    with np.errstate(invalid="ignore"):
+        gx = g * _mask(cond, g.dtype)
+    if not np.isfinite(gx).all():
+        np.copyto(gx, 0, where=~np.broadcast_to(cond, gx.shape))
+    return gx
+
+
 # ---------------------------------------------------------------------------- unary bases
 class _UnaryX(Function):
     """y = f(x); backward reads the saved input: grad = df(g, x)."""
@@ -400,12 +411,7 @@ class Relu(_UnaryY):
         self.fused = g.shape == y.shape and kernels.usable(g, y)  # same dtype, contiguous
         if self.fused:  # one Numba pass (shardflow/kernels/activation.py)
             return _activation_kernels.relu_backward(g, y)
-        active = y > 0
-        with np.errstate(invalid="ignore"):  # inf * 0 at inactive units: set to 0 below
-            gx = _same_dtype(g * _mask(active, g.dtype), g)
-        if not np.isfinite(gx).all():  # inf/NaN at inactive units: 0, not NaN
-            np.copyto(gx, 0, where=~np.broadcast_to(active, gx.shape))
-        return gx
+        return _same_dtype(_grad_where(g, y > 0), g)  # inf/NaN at inactive units: 0, not NaN
 
 
 def _make_unary(name, cls, *, float_only=True, ufunc=None, doc=""):
@@ -506,7 +512,7 @@ class Hardtanh(Function):
 
     def backward(self, g):
         x = self.x
-        return g * _mask((x > self.lo) & (x < self.hi), g.dtype)
+        return _grad_where(g, (x > self.lo) & (x < self.hi))
 
 
 @register("hardtanh")
@@ -1033,7 +1039,7 @@ class ClampScalar(Function):
             m = x >= lo
         else:
             m = x <= hi
-        return g * _mask(m, g.dtype)
+        return _grad_where(g, m)
 
 
 class ClampTensor(Function):
@@ -1058,24 +1064,23 @@ class ClampTensor(Function):
         x, lo, hi = self.x, self.lo, self.hi
         need = self.needs_input_grad
         gx = glo = ghi = None
-        dt = g.dtype
         if lo is not None and hi is not None:
             if need[0]:
-                gx = g * _mask((x >= lo) & (x <= hi), dt)
+                gx = _grad_where(g, (x >= lo) & (x <= hi))
             if need[1]:
-                glo = g * _mask((x < lo) & (lo < hi), dt)
+                glo = _grad_where(g, (x < lo) & (lo < hi))
             if need[2]:
-                ghi = g * _mask((x > hi) | (hi < lo), dt)
+                ghi = _grad_where(g, (x > hi) | (hi < lo))
         elif lo is not None:
             if need[0]:
-                gx = g * _mask(x >= lo, dt)
+                gx = _grad_where(g, x >= lo)
             if need[1]:
-                glo = g * _mask(x < lo, dt)
+                glo = _grad_where(g, x < lo)
         elif hi is not None:
             if need[0]:
-                gx = g * _mask(x <= hi, dt)
+                gx = _grad_where(g, x <= hi)
             if need[2]:
-                ghi = g * _mask(x > hi, dt)
+                ghi = _grad_where(g, x > hi)
         if gx is not None:
             gx = unbroadcast(gx, x.shape)
         if glo is not None:
