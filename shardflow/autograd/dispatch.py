@@ -74,6 +74,8 @@ def _compose() -> None:
     # autocast outermost: it casts, then the call goes on as without it
     _global_handler[0] = inner if a is None else functools.partial(a, nxt=inner or _call_plain)
     OPS.update(_PLAIN if _global_handler[0] is None else _ROUTED)
+    for dunder, name in _operator_methods.items():
+        _install_operator(dunder, name)
 
 
 def set_global_handler(handler: Callable | None) -> None:
@@ -126,6 +128,8 @@ def register(name: str, *aliases: str):
             _ROUTED[n] = routed
             OPS[n] = func if handler[0] is None else routed
             _install_method(n, routed)
+            for dunder in _operator_names.get(n, ()):
+                _install_operator(dunder, n)
         return routed
 
     return deco
@@ -135,15 +139,41 @@ def register(name: str, *aliases: str):
 # and the method names this module set on it (re-registering a name replaces its method).
 _method_owner: list[type | None] = [None]
 _installed_methods: set[str] = set()
+# Operator methods that *are* an op (``x * y`` is ``mul(x, y)``): dunder -> op name, and the
+# reverse (op name -> dunders). The owner's attribute is ``OPS[name]`` itself, kept in step
+# by ``register`` and ``_compose``, rather than a method that looks it up: that method was a
+# Python frame entered from C (``slot_nb_multiply``), about 800 instructions of a
+# 16-element op (scripts/op_cost.py).
+_operator_methods: dict[str, str] = {}
+_operator_names: dict[str, tuple[str, ...]] = {}
 
 
-def set_method_owner(cls: type) -> None:
+def set_method_owner(cls: type, operators: dict[str, str] | None = None) -> None:
     """Make every registered op (now and later) a method of ``cls``: ``x.name(...)`` calls
     ``OPS[name](x, ...)``. Names ``cls`` defines itself (or inherits) keep their own
-    method; dunder names are never set."""
+    method; dunder names are never set, except those in ``operators`` (dunder -> op name,
+    for ops whose functional form takes ``(self, other)`` as the operator does): they are
+    set to ``OPS[name]`` itself, now, whenever the op is registered and whenever a hook
+    is installed or removed, so ``x * y`` costs no frame more than ``mul(x, y)``."""
     _method_owner[0] = cls
     for name, f in _ROUTED.items():  # the routed forms: a method must see the hooks
         _install_method(name, f)
+    for dunder, name in (operators or {}).items():
+        _operator_methods[dunder] = name
+        _operator_names[name] = _operator_names.get(name, ()) + (dunder,)
+        _install_operator(dunder, name)
+
+
+def operator_methods() -> dict[str, str]:
+    """The operator methods that are ops (dunder -> op name; see :func:`set_method_owner`)."""
+    return dict(_operator_methods)
+
+
+def _install_operator(dunder: str, name: str) -> None:
+    cls = _method_owner[0]
+    f = OPS.get(name)
+    if cls is not None and f is not None and cls.__dict__.get(dunder) is not f:
+        setattr(cls, dunder, f)
 
 
 def method_names() -> list[str]:

@@ -209,31 +209,37 @@ def apply_binary(cls, a: Tensor, b: Tensor):
         out = fn.forward(x, y)
         return tuple(_wrap(o) for o in out) if type(out) is tuple else _wrap(out)
 
-    fn.needs_input_grad = _NEEDS2[ea is not None][eb is not None]
+    # (a tuple indexed by bools is not a specialised subscript: ~160 instructions)
+    fn.needs_input_grad = _NEEDS_B if ea is None else _NEEDS_A if eb is None else _NEEDS_AB
     out = fn.forward(x, y)
     fn._freed = False
     fn._pre_hooks = None
     fn._edges = (ea, eb)
-    saved = cls.save_inputs
-    if saved is None or len(saved) == 2:
+    try:  # a class attribute read is unspecialised in CPython 3.11; a dict read by type is cheap
+        plan = _BINARY_PLANS[cls]
+    except KeyError:
+        plan = _binary_plan(cls)
+    if plan is _SAVE_BOTH:
         ca = a._version
         cb = b._version
         fn._saved_versions = (ca, ca[0], 0, cb, cb[0], 1)
-    elif saved:
-        t = a if saved[0] == 0 else b
-        fn._saved_versions = (t._version, t._version[0], saved[0])
-    else:
+    elif plan is _SAVE_NONE:
         fn._saved_versions = None
-    if type(out) is tuple:
-        return _link_outputs(fn, out)
+    else:
+        i = plan[0]
+        counter = (a if i == 0 else b)._version
+        fn._saved_versions = (counter, counter[0], i)
     fn._out_meta = None
+    if type(out) is not _ndarray:  # one test for the common case (a NumPy array)
+        if type(out) is tuple:
+            return _link_outputs(fn, out)
+        if isinstance(out, _np_generic):
+            out = _np_asarray(out)
     shape = out.shape
     try:  # free when nothing is raised
         fn._out_shape = _SHAPES[shape]
     except KeyError:
         fn._out_shape = _interned_shape(shape)
-    if type(out) is not _ndarray and isinstance(out, _np_generic):
-        out = _np_asarray(out)
     t = _new_tensor(Tensor)
     t.array = out
     t.requires_grad = True
@@ -244,9 +250,25 @@ def apply_binary(cls, a: Tensor, b: Tensor):
     t._hooks = None
     t._post_hooks = None
     t._spec = None
-    if cls.save_output:
+    if plan[1]:
         _record_output_versions(fn, (t,))
     return t
+
+
+# What apply_binary saves, by Function class: (saved input indices, save_output), read from
+# the class once (``save_inputs`` None means both). The class attributes are declarations,
+# fixed when the class is made; the two common plans are shared, so ``is`` tells them apart.
+_SAVE_BOTH = ((0, 1), False)
+_SAVE_NONE = ((), False)
+_BINARY_PLANS: dict = {}
+
+
+def _binary_plan(cls) -> tuple:
+    saved = (0, 1) if cls.save_inputs is None else tuple(sorted(set(cls.save_inputs)))
+    plan = (saved, bool(cls.save_output))
+    plan = _SAVE_BOTH if plan == _SAVE_BOTH else _SAVE_NONE if plan == _SAVE_NONE else plan
+    _BINARY_PLANS[cls] = plan
+    return plan
 
 
 def _interned_shape(shape: tuple) -> tuple:
@@ -263,8 +285,10 @@ def _edge_pair(edge):
     return (edge, 0)
 
 
-# needs_input_grad of a two-input node, by whether each input needs a gradient
-_NEEDS2 = (((False, False), (False, True)), ((True, False), (True, True)))
+# needs_input_grad of a two-input node whose inputs need a gradient: b only, a only, both
+_NEEDS_B = (False, True)
+_NEEDS_A = (True, False)
+_NEEDS_AB = (True, True)
 
 
 def _link_outputs(fn: Function, out: tuple) -> tuple:

@@ -143,6 +143,37 @@ def test_ops_table_holds_plain_functions_until_a_hook_is_installed():
     assert dispatch.OPS["mul"] is arithmetic.mul.__wrapped__
 
 
+def test_binary_operators_are_the_ops_themselves_and_follow_the_hooks():
+    """``Tensor.__mul__`` is ``OPS["mul"]`` (no method frame between), before, during and
+    after a hook; a subclass's own operator and ``super()`` still work."""
+    for dunder, name in {"__add__": "add", "__sub__": "sub", "__mul__": "mul",
+                         "__truediv__": "div", "__matmul__": "matmul"}.items():
+        assert dispatch.operator_methods()[dunder] == name
+        assert vars(sf.Tensor)[dunder] is dispatch.OPS[name] is dispatch.plain(name)
+    seen = []
+    dispatch.set_op_profiler(lambda name, func, args, kwargs: seen.append(name) or func(*args, **kwargs))
+    try:
+        assert vars(sf.Tensor)["__truediv__"] is dispatch.OPS["div"] is sf.div
+        x, w = _t(0), _t(1, (4, 2))
+        ((x + x - x) / x) @ w
+    finally:
+        dispatch.set_op_profiler(None)
+    assert seen == ["add", "sub", "div", "matmul"]
+    assert vars(sf.Tensor)["__truediv__"] is dispatch.plain("div")
+
+    class Doubled(sf.Tensor):
+        def __mul__(self, other):
+            return super().__mul__(other) * 2
+
+    a = _t(2)
+    d = Doubled(a.detach().numpy())
+    np.testing.assert_allclose((d * a).numpy(), a.numpy() ** 2 * 2, rtol=1e-6)
+    ta = torch.tensor(a.detach().numpy(), requires_grad=True)
+    (ta * ta).sum().backward()
+    (a * a).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-6)
+
+
 def test_registered_ops_are_methods_without_getattr():
     assert "__getattr__" not in vars(sf.Tensor)
     x = _t(0)

@@ -91,7 +91,8 @@ def _spec_coverage(public: dict) -> set:
                 mp.setitem(dispatch.OPS, key, recording(impl, f))
         # ops reached as Tensor methods that tensor.py does not spell out (``x.exp()``):
         # the routed functions set on the class by ``dispatch.set_method_owner``
-        for key in dispatch.method_names():
+        # and the operators that are ops themselves (``x * y``: ``Tensor.__mul__`` is the op)
+        for key in [*dispatch.method_names(), *dispatch.operator_methods()]:
             f = getattr(shardflow.Tensor, key)
             impl = getattr(f, "__wrapped__", f)
             if impl in public:
