@@ -97,14 +97,19 @@ def set_autocast_handler(handler: Callable | None) -> None:
     _compose()
 
 
-def register(name: str, *aliases: str):
+def register(name: str, *aliases: str, operator: Callable | None = None):
     """Decorator: make ``func`` the implementation of op ``name`` (and ``aliases``).
 
     Returns the routed form of ``func`` (see the module docstring), which keeps ``func``'s
-    name and docstring and exposes the unrouted function as ``__wrapped__``.
+    name and docstring and exposes the unrouted function as ``__wrapped__``. ``operator``:
+    the op's two-argument form ``operator(input, other)``, equal to ``func(input, other)``
+    (e.g. ``function.binary_operator``), which the method owner's operator methods for
+    ``name`` (``x * y``) call while no hook is installed (see :func:`set_method_owner`).
     """
 
     def deco(func):
+        if operator is not None:
+            _OPERATOR_FORMS[name] = operator
         func = getattr(func, "__wrapped__", func)  # an alias of an op registered already
         handler = _global_handler
 
@@ -146,6 +151,7 @@ _installed_methods: set[str] = set()
 # 16-element op (scripts/op_cost.py).
 _operator_methods: dict[str, str] = {}
 _operator_names: dict[str, tuple[str, ...]] = {}
+_OPERATOR_FORMS: dict[str, Callable] = {}  # op name -> its two-argument form (register)
 
 
 def set_method_owner(cls: type, operators: dict[str, str] | None = None) -> None:
@@ -153,8 +159,10 @@ def set_method_owner(cls: type, operators: dict[str, str] | None = None) -> None
     ``OPS[name](x, ...)``. Names ``cls`` defines itself (or inherits) keep their own
     method; dunder names are never set, except those in ``operators`` (dunder -> op name,
     for ops whose functional form takes ``(self, other)`` as the operator does): they are
-    set to ``OPS[name]`` itself, now, whenever the op is registered and whenever a hook
-    is installed or removed, so ``x * y`` costs no frame more than ``mul(x, y)``."""
+    set to the op's two-argument form (``register(..., operator=)``; else ``OPS[name]``)
+    while no hook is installed and to the routed form while one is, now, whenever the op
+    is registered and whenever a hook is installed or removed: ``x * y`` runs no frame
+    before the op's own."""
     _method_owner[0] = cls
     for name, f in _ROUTED.items():  # the routed forms: a method must see the hooks
         _install_method(name, f)
@@ -169,9 +177,15 @@ def operator_methods() -> dict[str, str]:
     return dict(_operator_methods)
 
 
+def operator_form(name: str) -> Callable:
+    """What the operator methods for op ``name`` call now (see :func:`set_method_owner`)."""
+    f = OPS.get(name) if _global_handler[0] is not None else _OPERATOR_FORMS.get(name, OPS.get(name))
+    return f if f is not None else _MissingOp(name)
+
+
 def _install_operator(dunder: str, name: str) -> None:
     cls = _method_owner[0]
-    f = OPS.get(name)
+    f = operator_form(name) if name in OPS else None
     if cls is not None and f is not None and cls.__dict__.get(dunder) is not f:
         setattr(cls, dunder, f)
 

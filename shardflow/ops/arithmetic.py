@@ -4,7 +4,10 @@ forms, and neg. This file is the template for an op family:
 * a ``Function`` subclass per op works on raw arrays; ``save_inputs`` says which inputs
   backward reads (for the in-place-modification check);
 * the functional form (registered under the PyTorch name) promotes dtypes and handles
-  Python scalars, then calls ``Function.apply``;
+  Python scalars, then calls ``Function.apply``; a two-input op also registers its
+  two-argument form, ``function.binary_operator(cls, general)``, which ``x * y`` calls
+  directly and which builds the node itself for same-dtype Tensors (the per-op hot path)
+  and calls the general form for anything else;
 * the in-place form computes out of place and hands the result to ``inplace``.
 """
 
@@ -14,7 +17,7 @@ import numpy as np
 
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
-from ..autograd.function import apply_binary
+from ..autograd.function import binary_operator
 from ._util import _shape, as_dtype_of, inplace, number_arg, promote, unbroadcast
 
 _SHAPE_ERR = (
@@ -164,11 +167,7 @@ class Neg(Function):
         return -g
 
 
-@register("add")
-def add(input, other, *, alpha=1, out=None):
-    if alpha == 1 and isinstance(input, Tensor) and isinstance(other, Tensor) and \
-            input.array.dtype is other.array.dtype:  # the common case, without promote
-        return apply_binary(Add, input, other)
+def _add_general(input, other, alpha=1):
     if type(alpha) is not int:
         alpha = number_arg(alpha, "add", "alpha")
     a, b = promote(input, other)
@@ -177,11 +176,19 @@ def add(input, other, *, alpha=1, out=None):
     return Add.apply(a, b, alpha=alpha)
 
 
-@register("sub", "subtract")
-def sub(input, other, *, alpha=1):
-    if alpha == 1 and isinstance(input, Tensor) and isinstance(other, Tensor) and \
-            input.array.dtype is other.array.dtype:  # the common case, without promote
-        return apply_binary(Sub, input, other)
+# ``x + y`` (Tensor.__add__) and add(x, y): same-dtype Tensors build the node directly
+# (function.binary_operator), anything else goes through promote
+_add_operator = binary_operator(Add, _add_general)
+
+
+@register("add", operator=_add_operator)
+def add(input, other, *, alpha=1, out=None):
+    if alpha == 1:
+        return _add_operator(input, other)
+    return _add_general(input, other, alpha)
+
+
+def _sub_general(input, other, alpha=1):
     if type(alpha) is not int:
         alpha = number_arg(alpha, "sub", "alpha")
     a, b = promote(input, other)
@@ -190,15 +197,29 @@ def sub(input, other, *, alpha=1):
     return Sub.apply(a, b, alpha=alpha)
 
 
-@register("mul", "multiply")
-def mul(input, other):
-    if isinstance(input, Tensor) and isinstance(other, Tensor) and \
-            input.array.dtype is other.array.dtype:  # the common case, without promote
-        return apply_binary(Mul, input, other)
+_sub_operator = binary_operator(Sub, _sub_general)
+
+
+@register("sub", "subtract", operator=_sub_operator)
+def sub(input, other, *, alpha=1):
+    if alpha == 1:
+        return _sub_operator(input, other)
+    return _sub_general(input, other, alpha)
+
+
+def _mul_general(input, other):
     a, b = promote(input, other)
     if not isinstance(a, Tensor):
         return Mul.apply(b, a)
     return Mul.apply(a, b)
+
+
+_mul_operator = binary_operator(Mul, _mul_general)
+
+
+@register("mul", "multiply", operator=_mul_operator)
+def mul(input, other):
+    return _mul_operator(input, other)
 
 
 def _int_div_dtype_fix(a, b):
@@ -217,11 +238,7 @@ def _int_div_dtype_fix(a, b):
     return a, b
 
 
-@register("div", "divide", "true_divide")
-def div(input, other, *, rounding_mode=None):
-    if rounding_mode is None and isinstance(input, Tensor) and isinstance(other, Tensor) and \
-            input.array.dtype is other.array.dtype and input.array.dtype.kind == "f":
-        return apply_binary(Div, input, other)  # the common case, without promote
+def _div_general(input, other, rounding_mode=None):
     a, b = promote(input, other)
     if rounding_mode is not None:
         from .rounding import _rounded_div
@@ -233,6 +250,17 @@ def div(input, other, *, rounding_mode=None):
     if not isinstance(b, Tensor):
         return Mul.apply(a, 1.0 / b) if b != 0 else Div.apply(a, np.asarray(b, a.array.dtype))
     return Div.apply(a, b)
+
+
+# floating tensors only: integer true division gives the default float (_int_div_dtype_fix)
+_div_operator = binary_operator(Div, _div_general, kinds="f")
+
+
+@register("div", "divide", "true_divide", operator=_div_operator)
+def div(input, other, *, rounding_mode=None):
+    if rounding_mode is None:
+        return _div_operator(input, other)
+    return _div_general(input, other, rounding_mode)
 
 
 class Reciprocal(Function):

@@ -10,6 +10,7 @@
 * the in-place check still names the tensor; tensors hash by identity.
 """
 
+import operator
 import threading
 
 import numpy as np
@@ -149,17 +150,19 @@ def test_binary_operators_are_the_ops_themselves_and_follow_the_hooks():
     for dunder, name in {"__add__": "add", "__sub__": "sub", "__mul__": "mul",
                          "__truediv__": "div", "__matmul__": "matmul"}.items():
         assert dispatch.operator_methods()[dunder] == name
-        assert vars(sf.Tensor)[dunder] is dispatch.OPS[name] is dispatch.plain(name)
+        assert vars(sf.Tensor)[dunder] is dispatch.operator_form(name)
+    assert sf.Tensor.__matmul__ is dispatch.OPS["matmul"]  # an op without a two-argument form
+    assert sf.Tensor.__mul__ is dispatch._OPERATOR_FORMS["mul"]
     seen = []
     dispatch.set_op_profiler(lambda name, func, args, kwargs: seen.append(name) or func(*args, **kwargs))
     try:
-        assert vars(sf.Tensor)["__truediv__"] is dispatch.OPS["div"] is sf.div
+        assert vars(sf.Tensor)["__truediv__"] is dispatch.OPS["div"] is sf.div  # routed
         x, w = _t(0), _t(1, (4, 2))
         ((x + x - x) / x) @ w
     finally:
         dispatch.set_op_profiler(None)
     assert seen == ["add", "sub", "div", "matmul"]
-    assert vars(sf.Tensor)["__truediv__"] is dispatch.plain("div")
+    assert vars(sf.Tensor)["__truediv__"] is dispatch.operator_form("div") is not sf.div
 
     class Doubled(sf.Tensor):
         def __mul__(self, other):
@@ -172,6 +175,24 @@ def test_binary_operators_are_the_ops_themselves_and_follow_the_hooks():
     (ta * ta).sum().backward()
     (a * a).sum().backward()
     np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("apply", [operator.add, operator.sub, operator.mul, operator.truediv])
+def test_binary_operators_promote_and_divide_like_torch(apply):
+    """The operator forms take their direct path only for same-dtype Tensors (floating ones
+    for ``/``); every other operand pair goes through the op's promotion, as in torch."""
+    f32 = np.array([1.5, -2.0, 3.0], np.float32)
+    ints = np.array([3, 4, 5])
+    pairs = [(f32, f32), (f32, f32.astype(np.float64)), (f32, np.array(2.0)), (f32, 2.0), (f32, 3),
+             (ints, ints - 1), (ints, 2.5), (f32.astype(np.float16), f32)]
+    for xa, ya in pairs:
+        results = []
+        for lib in (sf, torch):
+            y = lib.tensor(ya) if isinstance(ya, np.ndarray) else ya
+            results.append((apply(lib.tensor(xa), y), apply(y, lib.tensor(xa))))
+        for got, want in zip(*results):
+            assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1], (xa.dtype, ya)
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-3)
 
 
 def test_registered_ops_are_methods_without_getattr():

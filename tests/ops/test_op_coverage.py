@@ -91,12 +91,16 @@ def _spec_coverage(public: dict) -> set:
                 mp.setitem(dispatch.OPS, key, recording(impl, f))
         # ops reached as Tensor methods that tensor.py does not spell out (``x.exp()``):
         # the routed functions set on the class by ``dispatch.set_method_owner``
-        # and the operators that are ops themselves (``x * y``: ``Tensor.__mul__`` is the op)
-        for key in [*dispatch.method_names(), *dispatch.operator_methods()]:
+        for key in dispatch.method_names():
             f = getattr(shardflow.Tensor, key)
             impl = getattr(f, "__wrapped__", f)
             if impl in public:
                 mp.setattr(shardflow.Tensor, key, recording(impl, f))
+        # and the operators that call an op's two-argument form (``x * y``: Tensor.__mul__)
+        for key, name in dispatch.operator_methods().items():
+            impl = dispatch.plain(name)
+            if impl in public:
+                mp.setattr(shardflow.Tensor, key, recording(impl, getattr(shardflow.Tensor, key)))
         for spec in SPECS:
             depth[0] = 0
             spec.fn(shardflow, *_to(shardflow, spec.make_inputs(), spec))
