@@ -195,6 +195,33 @@ def test_binary_operators_promote_and_divide_like_torch(apply):
             np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-3)
 
 
+_UFUNCS = {arithmetic.Add: np.add, arithmetic.Sub: np.subtract, arithmetic.Mul: np.multiply,
+           arithmetic.Div: np.divide}
+
+
+@pytest.mark.parametrize("cls", list(_UFUNCS))
+def test_forward_with_an_array_operand_keeps_numpys_dtype_as_as_dtype_of_does(cls):
+    """The arithmetic forwards skip ``as_dtype_of`` when both operands are NumPy arrays:
+    for every pair of dtypes (bfloat16 included) it would have kept NumPy's result (or
+    raised, for pairs promotion never lets reach a forward)."""
+    from shardflow.backend import dtypes
+    from shardflow.ops._util import as_dtype_of
+
+    kinds = [dtypes.bfloat16, sf.float16, sf.float32, sf.float64, sf.int8, sf.uint8, sf.int32,
+             sf.int64, sf.bool, sf.complex64]
+    checked = 0
+    for da, db in [(p, q) for p in kinds for q in kinds]:
+        a = sf.ones(3, dtype=da).array
+        for b in (sf.ones(3, dtype=db).array, sf.ones((), dtype=db).array):
+            try:
+                expected = as_dtype_of(_UFUNCS[cls](a, b), a, b)
+            except Exception:
+                continue  # NumPy or as_dtype_of refuses the pair (not reachable after promote)
+            assert cls().forward(a, b).dtype == expected.dtype, (da, db, b.ndim)
+            checked += 1
+    assert checked > 100
+
+
 def test_registered_ops_are_methods_without_getattr():
     assert "__getattr__" not in vars(sf.Tensor)
     x = _t(0)
