@@ -13,12 +13,15 @@ first placement (mesh) is made (``shardflow/distributed/route.py``: ``enable()``
 argument is a global tensor (sbp rules, boxing), otherwise it calls the plain op. This is
 the only way an upper layer changes how ops run.
 
-The ``OPS`` table (what ``Tensor`` methods and operators call: ``x * y`` is
-``OPS["mul"](x, y)``) holds the *plain* functions while no hook is installed, and the routed
-forms while one is (:func:`_compose` swaps them, a C-level ``dict.update``): the routed
-wrapper's ``*args, **kwargs`` call costs about 1,500 instructions, a tenth of a 16-element
-op, and only a hook needs it. So code must look ops up in ``OPS`` when it calls them (as
-``Tensor`` does), never keep an entry; ``plain(name)`` is the unrouted function either way.
+The ``OPS`` table (what ``Tensor`` methods call: ``x.exp()`` is ``OPS["exp"](x)``) holds
+the *plain* functions while no hook is installed, and the routed forms while one is
+(:func:`_compose` swaps them, a C-level ``dict.update``): the routed wrapper's ``*args,
+**kwargs`` call costs about 1,500 instructions, a tenth of a 16-element op, and only a hook
+needs it. So code must look ops up in ``OPS`` when it calls them (as ``Tensor`` does),
+never keep an entry; ``plain(name)`` is the unrouted function either way. The binary
+operators go one step further: ``Tensor.__mul__`` *is* the op's two-argument form
+(``register("mul", operator=...)``) while no hook is installed and the routed ``mul`` while
+one is (:func:`set_method_owner`), so ``x * y`` enters no Python frame before the op's own.
 One difference while no hook is installed: a ``MetaTensorError`` raised directly by an op
 reached through a Tensor method is named by the innermost routed op inside it, if any.
 
