@@ -113,6 +113,8 @@ def register(name: str, *aliases: str, operator: Callable | None = None):
     def deco(func):
         if operator is not None:
             _OPERATOR_FORMS[name] = operator
+        else:  # re-registered without one: the operators must not keep the old op's form
+            _OPERATOR_FORMS.pop(name, None)
         func = getattr(func, "__wrapped__", func)  # an alias of an op registered already
         handler = _global_handler
 
@@ -148,10 +150,10 @@ def register(name: str, *aliases: str, operator: Callable | None = None):
 _method_owner: list[type | None] = [None]
 _installed_methods: set[str] = set()
 # Operator methods that *are* an op (``x * y`` is ``mul(x, y)``): dunder -> op name, and the
-# reverse (op name -> dunders). The owner's attribute is ``OPS[name]`` itself, kept in step
-# by ``register`` and ``_compose``, rather than a method that looks it up: that method was a
-# Python frame entered from C (``slot_nb_multiply``), about 800 instructions of a
-# 16-element op (scripts/op_cost.py).
+# reverse (op name -> dunders). The owner's attribute is the op itself (``operator_form``),
+# kept in step by ``register`` and ``_compose``, rather than a method that looks it up: that
+# method was a Python frame entered from C (``slot_nb_multiply``), about 800 instructions of
+# a 16-element op (scripts/op_cost.py).
 _operator_methods: dict[str, str] = {}
 _operator_names: dict[str, tuple[str, ...]] = {}
 _OPERATOR_FORMS: dict[str, Callable] = {}  # op name -> its two-argument form (register)

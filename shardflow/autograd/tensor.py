@@ -958,9 +958,9 @@ def _check_inplace_cast(src, dst) -> None:
 
 
 # Every registered op is a Tensor method unless spelled out above (see dispatch.py). These
-# binary operators are the ops themselves (``x * y`` calls ``OPS["mul"](x, y)`` with no
-# method frame between: dispatch.set_method_owner); the reflected and in-place ones are
-# spelled out above.
+# binary operators are the ops themselves (``Tensor.__mul__`` is mul's two-argument form, or
+# the routed ``mul`` while a hook is installed: dispatch.set_method_owner), with no method
+# frame before them; the reflected and in-place ones are spelled out above.
 _OPERATORS = {"__add__": "add", "__sub__": "sub", "__mul__": "mul", "__truediv__": "div",
               "__matmul__": "matmul"}
 set_method_owner(Tensor, _OPERATORS)

@@ -177,6 +177,25 @@ def test_binary_operators_are_the_ops_themselves_and_follow_the_hooks():
     np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-6)
 
 
+def test_an_op_registered_again_without_an_operator_form_is_what_its_operator_calls():
+    x, y = _t(0), _t(1)
+
+    @dispatch.register("sub", "subtract")
+    def replaced(input, other):
+        return sf.tensor([42.0])
+
+    try:
+        assert (x - y).tolist() == [42.0]
+        assert vars(sf.Tensor)["__sub__"] is replaced.__wrapped__
+    finally:  # the original op, its routed form and methods as they were
+        dispatch.register("sub", "subtract", operator=arithmetic._sub_operator)(arithmetic.sub)
+        for name in ("sub", "subtract"):
+            dispatch._ROUTED[name] = arithmetic.sub
+            dispatch._install_method(name, arithmetic.sub)
+    assert vars(sf.Tensor)["__sub__"] is arithmetic._sub_operator
+    np.testing.assert_array_equal((x - y).numpy(), x.numpy() - y.numpy())
+
+
 @pytest.mark.parametrize("apply", [operator.add, operator.sub, operator.mul, operator.truediv])
 def test_binary_operators_promote_and_divide_like_torch(apply):
     """The operator forms take their direct path only for same-dtype Tensors (floating ones
