@@ -32,6 +32,9 @@ _SHAPE_ERR = (
 # its two dtype reads (~600 instructions of a 16-element op) for an array ``b``.
 # tests/autograd/test_op_path.py checks this for every pair of dtypes.
 _ndarray = np.ndarray
+# the dtype classes of kind "c": ``type(g.dtype) in`` this is ``g.dtype.kind == "c"`` with one
+# NumPy attribute read less (~200 instructions of a backward node)
+_COMPLEX_DTYPES = frozenset(type(np.dtype(c)) for c in "FDG")
 
 
 def _broadcast_error(sa, sb) -> RuntimeError:
@@ -126,7 +129,7 @@ class Mul(Function):
         a = self.a
         b = self.b
         need_a, need_b = self.needs_input_grad
-        if g.dtype.kind == "c":  # a complex operand makes a complex result
+        if type(g.dtype) in _COMPLEX_DTYPES:  # a complex operand makes a complex result
             a, b = _conj(a), _conj(b)
         ga = gb = None
         if need_a:
@@ -156,7 +159,7 @@ class Div(Function):
         a = self.a
         b = self.b
         need_a, need_b = self.needs_input_grad
-        if g.dtype.kind == "c":  # a complex operand makes a complex result
+        if type(g.dtype) in _COMPLEX_DTYPES:  # a complex operand makes a complex result
             a, b = _conj(a), _conj(b)
         ga = gb = None
         if need_a:
