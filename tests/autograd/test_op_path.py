@@ -241,6 +241,25 @@ def test_forward_with_an_array_operand_keeps_numpys_dtype_as_as_dtype_of_does(cl
     assert checked > 100
 
 
+@pytest.mark.parametrize("apply", [operator.mul, operator.truediv])
+def test_broadcast_gradients_of_mul_and_div_match_torch(apply):
+    """Mul/Div backward compare each input's shape with the node's output shape (the
+    gradient's): rank-only and size differences are both summed down, as torch does."""
+    rng = np.random.default_rng(5)
+    for sa, sb in [((2, 3), (3,)), ((3,), (2, 3)), ((1, 3), (3,)), ((3,), (1, 3)), ((2, 1), (1, 3)),
+                   ((), (3,)), ((3,), ()), ((2, 3), (2, 3))]:
+        xa = rng.standard_normal(sa).astype(np.float32)
+        ya = rng.uniform(0.5, 2.0, sb).astype(np.float32)
+        grads = []
+        for lib in (sf, torch):
+            x, y = lib.tensor(xa, requires_grad=True), lib.tensor(ya, requires_grad=True)
+            apply(x, y).sum().backward()
+            grads.append((x.grad.numpy(), y.grad.numpy()))
+        for got, want in zip(*grads):
+            assert got.shape == want.shape, (sa, sb)
+            np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
 def test_registered_ops_are_methods_without_getattr():
     assert "__getattr__" not in vars(sf.Tensor)
     x = _t(0)
