@@ -13,12 +13,15 @@ first placement (mesh) is made (``shardflow/distributed/route.py``: ``enable()``
 argument is a global tensor (sbp rules, boxing), otherwise it calls the plain op. This is
 the only way an upper layer changes how ops run.
 
-The ``OPS`` table (what ``Tensor`` methods and operators call: ``x * y`` is
-``OPS["mul"](x, y)``) holds the *plain* functions while no hook is installed, and the routed
-forms while one is (:func:`_compose` swaps them, a C-level ``dict.update``): the routed
-wrapper's ``*args, **kwargs`` call costs about 1,500 instructions, a tenth of a 16-element
-op, and only a hook needs it. So code must look ops up in ``OPS`` when it calls them (as
-``Tensor`` does), never keep an entry; ``plain(name)`` is the unrouted function either way.
+The ``OPS`` table (what ``Tensor`` methods call: ``x.exp()`` is ``OPS["exp"](x)``) holds
+the *plain* functions while no hook is installed, and the routed forms while one is
+(:func:`_compose` swaps them, a C-level ``dict.update``): the routed wrapper's ``*args,
+**kwargs`` call costs about 1,500 instructions, a tenth of a 16-element op, and only a hook
+needs it. So code must look ops up in ``OPS`` when it calls them (as ``Tensor`` does),
+never keep an entry; ``plain(name)`` is the unrouted function either way. The binary
+operators go one step further: ``Tensor.__mul__`` *is* the op's two-argument form
+(``register("mul", operator=...)``) while no hook is installed and the routed ``mul`` while
+one is (:func:`set_method_owner`), so ``x * y`` enters no Python frame before the op's own.
 One difference while no hook is installed: a ``MetaTensorError`` raised directly by an op
 reached through a Tensor method is named by the innermost routed op inside it, if any.
 
@@ -74,6 +77,8 @@ def _compose() -> None:
     # autocast outermost: it casts, then the call goes on as without it
     _global_handler[0] = inner if a is None else functools.partial(a, nxt=inner or _call_plain)
     OPS.update(_PLAIN if _global_handler[0] is None else _ROUTED)
+    for dunder, name in _operator_methods.items():
+        _install_operator(dunder, name)
 
 
 def set_global_handler(handler: Callable | None) -> None:
@@ -95,14 +100,21 @@ def set_autocast_handler(handler: Callable | None) -> None:
     _compose()
 
 
-def register(name: str, *aliases: str):
+def register(name: str, *aliases: str, operator: Callable | None = None):
     """Decorator: make ``func`` the implementation of op ``name`` (and ``aliases``).
 
     Returns the routed form of ``func`` (see the module docstring), which keeps ``func``'s
-    name and docstring and exposes the unrouted function as ``__wrapped__``.
+    name and docstring and exposes the unrouted function as ``__wrapped__``. ``operator``:
+    the op's two-argument form ``operator(input, other)``, equal to ``func(input, other)``
+    (e.g. ``function.binary_operator``), which the method owner's operator methods for
+    ``name`` (``x * y``) call while no hook is installed (see :func:`set_method_owner`).
     """
 
     def deco(func):
+        if operator is not None:
+            _OPERATOR_FORMS[name] = operator
+        else:  # re-registered without one: the operators must not keep the old op's form
+            _OPERATOR_FORMS.pop(name, None)
         func = getattr(func, "__wrapped__", func)  # an alias of an op registered already
         handler = _global_handler
 
@@ -126,6 +138,8 @@ def register(name: str, *aliases: str):
             _ROUTED[n] = routed
             OPS[n] = func if handler[0] is None else routed
             _install_method(n, routed)
+            for dunder in _operator_names.get(n, ()):
+                _install_operator(dunder, n)
         return routed
 
     return deco
@@ -135,15 +149,50 @@ def register(name: str, *aliases: str):
 # and the method names this module set on it (re-registering a name replaces its method).
 _method_owner: list[type | None] = [None]
 _installed_methods: set[str] = set()
+# Operator methods that *are* an op (``x * y`` is ``mul(x, y)``): dunder -> op name, and the
+# reverse (op name -> dunders). The owner's attribute is the op itself (``operator_form``),
+# kept in step by ``register`` and ``_compose``, rather than a method that looks it up: that
+# method was a Python frame entered from C (``slot_nb_multiply``), about 800 instructions of
+# a 16-element op (scripts/op_cost.py).
+_operator_methods: dict[str, str] = {}
+_operator_names: dict[str, tuple[str, ...]] = {}
+_OPERATOR_FORMS: dict[str, Callable] = {}  # op name -> its two-argument form (register)
 
 
-def set_method_owner(cls: type) -> None:
+def set_method_owner(cls: type, operators: dict[str, str] | None = None) -> None:
     """Make every registered op (now and later) a method of ``cls``: ``x.name(...)`` calls
     ``OPS[name](x, ...)``. Names ``cls`` defines itself (or inherits) keep their own
-    method; dunder names are never set."""
+    method; dunder names are never set, except those in ``operators`` (dunder -> op name,
+    for ops whose functional form takes ``(self, other)`` as the operator does): they are
+    set to the op's two-argument form (``register(..., operator=)``; else ``OPS[name]``)
+    while no hook is installed and to the routed form while one is, now, whenever the op
+    is registered and whenever a hook is installed or removed: ``x * y`` runs no frame
+    before the op's own."""
     _method_owner[0] = cls
     for name, f in _ROUTED.items():  # the routed forms: a method must see the hooks
         _install_method(name, f)
+    for dunder, name in (operators or {}).items():
+        _operator_methods[dunder] = name
+        _operator_names[name] = _operator_names.get(name, ()) + (dunder,)
+        _install_operator(dunder, name)
+
+
+def operator_methods() -> dict[str, str]:
+    """The operator methods that are ops (dunder -> op name; see :func:`set_method_owner`)."""
+    return dict(_operator_methods)
+
+
+def operator_form(name: str) -> Callable:
+    """What the operator methods for op ``name`` call now (see :func:`set_method_owner`)."""
+    f = OPS.get(name) if _global_handler[0] is not None else _OPERATOR_FORMS.get(name, OPS.get(name))
+    return f if f is not None else _MissingOp(name)
+
+
+def _install_operator(dunder: str, name: str) -> None:
+    cls = _method_owner[0]
+    f = operator_form(name) if name in OPS else None
+    if cls is not None and f is not None and cls.__dict__.get(dunder) is not f:
+        setattr(cls, dunder, f)
 
 
 def method_names() -> list[str]:

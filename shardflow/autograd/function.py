@@ -185,68 +185,110 @@ class Function:
         return f"<{self.name()}>"
 
 
-def apply_binary(cls, a: Tensor, b: Tensor):
-    """``cls.apply(a, b)`` for two Tensors and no keyword parameters: the binary ops' hot
-    path (``x * y``, ``x + y``, ``x @ w``). The same node, edges, saved versions and
-    output as ``apply`` makes, with the per-argument loop unrolled and no list
-    building; keep the two in step (tests/autograd compares their graphs)."""
-    x = a.array
-    y = b.array
-    if type(x) is not type(y):
-        return cls.apply(a, b)
-    fn = cls()
-    if a.requires_grad:  # packed edges (module docstring)
-        producer = a.grad_fn
-        ea = a if producer is None else producer if a._output_nr == 0 else (producer, a._output_nr)
-    else:
-        ea = None
-    if b.requires_grad:
-        producer = b.grad_fn
-        eb = b if producer is None else producer if b._output_nr == 0 else (producer, b._output_nr)
-    else:
-        eb = None
-    if (ea is None and eb is None) or (_grad_off[0] and not grad_mode._state.enabled):
-        out = fn.forward(x, y)
-        return tuple(_wrap(o) for o in out) if type(out) is tuple else _wrap(out)
+def binary_operator(cls, general, kinds: str | None = None):
+    """The two-argument form of a two-input op (``x * y``, ``mul(x, y)``): ``operator(input,
+    other)`` runs ``cls``'s node directly when both are Tensors of one dtype (of a kind in
+    ``kinds``, e.g. ``"f"``; any when None) on one device, and calls ``general(input, other)``
+    (the op's functional form: promotion, scalars, devices) for anything else.
 
-    fn.needs_input_grad = _NEEDS2[ea is not None][eb is not None]
-    out = fn.forward(x, y)
-    fn._freed = False
-    fn._pre_hooks = None
-    fn._edges = (ea, eb)
-    saved = cls.save_inputs
-    if saved is None or len(saved) == 2:
-        ca = a._version
-        cb = b._version
-        fn._saved_versions = (ca, ca[0], 0, cb, cb[0], 1)
-    elif saved:
-        t = a if saved[0] == 0 else b
-        fn._saved_versions = (t._version, t._version[0], saved[0])
-    else:
-        fn._saved_versions = None
-    if type(out) is tuple:
-        return _link_outputs(fn, out)
-    fn._out_meta = None
-    shape = out.shape
-    try:  # free when nothing is raised
-        fn._out_shape = _SHAPES[shape]
+    This is the binary ops' hot path, written out once here: the node, edges, saved
+    versions and output are what ``cls.apply(input, other)`` makes (tests/autograd compares
+    their graphs), with the per-argument loop unrolled, no list building, and what ``cls``
+    declares (``save_inputs``, ``save_output``) read once, here, rather than per call. The
+    ops register it as their ``operator`` (``dispatch.register``), so ``Tensor.__mul__`` is
+    this function itself: no frame runs before it.
+    """
+    save_both, save_one, save_output = _binary_plan(cls)
+
+    def operator(input, other):
+        if not (isinstance(input, Tensor) and isinstance(other, Tensor)):
+            return general(input, other)
+        x = input.array
+        y = other.array
+        if x.dtype is not y.dtype or type(x) is not type(y) or \
+                (kinds is not None and x.dtype.kind not in kinds):
+            return general(input, other)
+        fn = cls()
+        if input.requires_grad:  # packed edges (module docstring)
+            producer = input.grad_fn
+            ea = input if producer is None else producer if input._output_nr == 0 \
+                else (producer, input._output_nr)
+        else:
+            ea = None
+        if other.requires_grad:
+            producer = other.grad_fn
+            eb = other if producer is None else producer if other._output_nr == 0 \
+                else (producer, other._output_nr)
+        else:
+            eb = None
+        if (ea is None and eb is None) or (_grad_off[0] and not grad_mode._state.enabled):
+            out = fn.forward(x, y)
+            return tuple(_wrap(o) for o in out) if type(out) is tuple else _wrap(out)
+
+        # (a tuple indexed by bools is not a specialised subscript: ~160 instructions)
+        fn.needs_input_grad = _NEEDS_B if ea is None else _NEEDS_A if eb is None else _NEEDS_AB
+        out = fn.forward(x, y)
+        fn._freed = False
+        fn._pre_hooks = None
+        fn._edges = (ea, eb)
+        if save_both:
+            ca = input._version
+            cb = other._version
+            fn._saved_versions = (ca, ca[0], 0, cb, cb[0], 1)
+        elif save_one is None:
+            fn._saved_versions = None
+        else:
+            counter = (input if save_one == 0 else other)._version
+            fn._saved_versions = (counter, counter[0], save_one)
+        fn._out_meta = None
+        if type(out) is not _ndarray:  # one test for the common case (a NumPy array)
+            if type(out) is tuple:
+                return _link_outputs(fn, out)
+            if isinstance(out, _np_generic):
+                out = _np_asarray(out)
+        shape = out.shape
+        try:  # free when nothing is raised
+            fn._out_shape = _SHAPES[shape]
+        except KeyError:
+            fn._out_shape = _interned_shape(shape)
+        t = _new_tensor(Tensor)
+        t.array = out
+        t.requires_grad = True
+        t.grad = None
+        t.grad_fn = fn
+        t._output_nr = 0
+        t._version = [0]
+        t._hooks = None
+        t._post_hooks = None
+        t._spec = None
+        if save_output:
+            _record_output_versions(fn, (t,))
+        return t
+
+    operator.__qualname__ = operator.__name__ = f"{cls.__name__.lower()}_operator"
+    return operator
+
+
+def apply_binary(cls, a: Tensor, b: Tensor):
+    """``cls.apply(a, b)`` for two Tensors and no keyword parameters, through
+    :func:`binary_operator` (made once per class) when their dtypes and devices agree."""
+    try:
+        op = _APPLY_BINARY[cls]
     except KeyError:
-        fn._out_shape = _interned_shape(shape)
-    if type(out) is not _ndarray and isinstance(out, _np_generic):
-        out = _np_asarray(out)
-    t = _new_tensor(Tensor)
-    t.array = out
-    t.requires_grad = True
-    t.grad = None
-    t.grad_fn = fn
-    t._output_nr = 0
-    t._version = [0]
-    t._hooks = None
-    t._post_hooks = None
-    t._spec = None
-    if cls.save_output:
-        _record_output_versions(fn, (t,))
-    return t
+        op = _APPLY_BINARY[cls] = binary_operator(cls, cls.apply)
+    return op(a, b)
+
+
+_APPLY_BINARY: dict = {}
+
+
+def _binary_plan(cls) -> tuple:
+    """What a two-input node of ``cls`` saves: (both inputs, the one input index or None,
+    the output), from the class's declarations (``save_inputs`` None means all)."""
+    saved = {0, 1} if cls.save_inputs is None else set(cls.save_inputs)
+    both = saved >= {0, 1}
+    one = None if both or not saved else min(saved)
+    return both, one, bool(cls.save_output)
 
 
 def _interned_shape(shape: tuple) -> tuple:
@@ -263,8 +305,10 @@ def _edge_pair(edge):
     return (edge, 0)
 
 
-# needs_input_grad of a two-input node, by whether each input needs a gradient
-_NEEDS2 = (((False, False), (False, True)), ((True, False), (True, True)))
+# needs_input_grad of a two-input node whose inputs need a gradient: b only, a only, both
+_NEEDS_B = (False, True)
+_NEEDS_A = (True, False)
+_NEEDS_AB = (True, True)
 
 
 def _link_outputs(fn: Function, out: tuple) -> tuple:

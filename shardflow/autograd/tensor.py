@@ -600,17 +600,12 @@ class Tensor:
     __str__ = __repr__
 
     # ------------------------------------------------------------------ operators
-    def __add__(self, other):
-        return OPS["add"](self, other)
-
+    # __add__, __sub__, __mul__, __truediv__, __matmul__: set by dispatch (_OPERATORS, below)
     def __radd__(self, other):
         return OPS["add"](other, self)
 
     def __iadd__(self, other):
         return OPS["add_"](self, other)
-
-    def __sub__(self, other):
-        return OPS["sub"](self, other)
 
     def __rsub__(self, other):
         return OPS["sub"](other, self)
@@ -618,17 +613,11 @@ class Tensor:
     def __isub__(self, other):
         return OPS["sub_"](self, other)
 
-    def __mul__(self, other):
-        return OPS["mul"](self, other)
-
     def __rmul__(self, other):
         return OPS["mul"](other, self)
 
     def __imul__(self, other):
         return OPS["mul_"](self, other)
-
-    def __truediv__(self, other):
-        return OPS["div"](self, other)
 
     def __rtruediv__(self, other):
         return OPS["div"](other, self)
@@ -656,9 +645,6 @@ class Tensor:
 
     def __ipow__(self, other):
         return OPS["pow_"](self, other)
-
-    def __matmul__(self, other):
-        return OPS["matmul"](self, other)
 
     def __rmatmul__(self, other):
         return OPS["matmul"](other, self)
@@ -971,5 +957,10 @@ def _check_inplace_cast(src, dst) -> None:
             f"or convert the tensor first (t = t.to(float32))")
 
 
-# Every registered op is a Tensor method unless spelled out above (see dispatch.py).
-set_method_owner(Tensor)
+# Every registered op is a Tensor method unless spelled out above (see dispatch.py). These
+# binary operators are the ops themselves (``Tensor.__mul__`` is mul's two-argument form, or
+# the routed ``mul`` while a hook is installed: dispatch.set_method_owner), with no method
+# frame before them; the reflected and in-place ones are spelled out above.
+_OPERATORS = {"__add__": "add", "__sub__": "sub", "__mul__": "mul", "__truediv__": "div",
+              "__matmul__": "matmul"}
+set_method_owner(Tensor, _OPERATORS)

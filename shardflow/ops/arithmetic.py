@@ -4,7 +4,10 @@ forms, and neg. This file is the template for an op family:
 * a ``Function`` subclass per op works on raw arrays; ``save_inputs`` says which inputs
   backward reads (for the in-place-modification check);
 * the functional form (registered under the PyTorch name) promotes dtypes and handles
-  Python scalars, then calls ``Function.apply``;
+  Python scalars, then calls ``Function.apply``; a two-input op also registers its
+  two-argument form, ``function.binary_operator(cls, general)``, which ``x * y`` calls
+  directly and which builds the node itself for same-dtype Tensors (the per-op hot path)
+  and calls the general form for anything else;
 * the in-place form computes out of place and hands the result to ``inplace``.
 """
 
@@ -14,13 +17,24 @@ import numpy as np
 
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
-from ..autograd.function import apply_binary
+from ..autograd.function import binary_operator
 from ._util import _shape, as_dtype_of, inplace, number_arg, promote, unbroadcast
 
 _SHAPE_ERR = (
     "The size of tensor a ({a}) must match the size of tensor b ({b}) at non-singleton "
     "dimension {d}: shapes {sa} and {sb} do not broadcast"
 )
+
+
+# _KEEPS_DTYPE: ``as_dtype_of(y, a, b)`` changes a result only when NumPy widened a
+# bfloat16 array combined with a Python scalar (or a scaled operand, ``b * alpha``); when
+# ``y`` is ``a <op> b`` for two NumPy arrays it returns ``y``, so the forwards below skip
+# its two dtype reads (~600 instructions of a 16-element op) for an array ``b``.
+# tests/autograd/test_op_path.py checks this for every pair of dtypes.
+_ndarray = np.ndarray
+# the dtype classes of kind "c": ``type(g.dtype) in`` this is ``g.dtype.kind == "c"`` with one
+# NumPy attribute read less (~200 instructions of a backward node)
+_COMPLEX_DTYPES = frozenset(type(np.dtype(c)) for c in "FDG")
 
 
 def _broadcast_error(sa, sb) -> RuntimeError:
@@ -45,6 +59,8 @@ class Add(Function):
         self.sa = a.shape
         self.sb = getattr(b, "shape", ())
         self.alpha = alpha
+        if alpha == 1 and type(b) is _ndarray:  # NumPy's result dtype (see _KEEPS_DTYPE)
+            return y
         return y if y.dtype is a.dtype else as_dtype_of(y, a, b)
 
     def backward(self, g):
@@ -71,6 +87,8 @@ class Sub(Function):
         self.sa = a.shape
         self.sb = getattr(b, "shape", ())
         self.alpha = alpha
+        if alpha == 1 and type(b) is _ndarray:  # NumPy's result dtype (see _KEEPS_DTYPE)
+            return y
         return y if y.dtype is a.dtype else as_dtype_of(y, a, b)
 
     def backward(self, g):
@@ -104,22 +122,27 @@ class Mul(Function):
             y = a * b
         except ValueError:
             raise _broadcast_error(_shape(a), _shape(b)) from None
-        return y if y.dtype is a.dtype else as_dtype_of(y, a, b)
+        # two NumPy arrays: NumPy's result dtype is the one as_dtype_of keeps (_KEEPS_DTYPE)
+        return y if type(b) is _ndarray or y.dtype is a.dtype else as_dtype_of(y, a, b)
 
     def backward(self, g):
         a = self.a
         b = self.b
         need_a, need_b = self.needs_input_grad
-        if g.dtype.kind == "c":  # a complex operand makes a complex result
+        if type(g.dtype) in _COMPLEX_DTYPES:  # a complex operand makes a complex result
             a, b = _conj(a), _conj(b)
+        # g has the output's shape (the engine fits every gradient to ``_out_shape``), and so
+        # have g * b and g * a: an input of another shape was broadcast. One NumPy attribute
+        # read per input (~300 instructions each) where ndim and size were two.
+        out_shape = self._out_shape
         ga = gb = None
         if need_a:
             ga = g * b
-            if ga.ndim != a.ndim or ga.size != a.size:  # a was broadcast (cheaper than shapes)
+            if a.shape != out_shape:
                 ga = unbroadcast(ga, a.shape)
         if need_b:
             gb = g * a
-            if gb.ndim != b.ndim or gb.size != b.size:
+            if b.shape != out_shape:
                 gb = unbroadcast(gb, b.shape)
         return ga, gb
 
@@ -134,22 +157,23 @@ class Div(Function):
             y = a / b
         except ValueError:
             raise _broadcast_error(_shape(a), _shape(b)) from None
-        return y if y.dtype is a.dtype else as_dtype_of(y, a, b)
+        return y if type(b) is _ndarray or y.dtype is a.dtype else as_dtype_of(y, a, b)
 
     def backward(self, g):
         a = self.a
         b = self.b
         need_a, need_b = self.needs_input_grad
-        if g.dtype.kind == "c":  # a complex operand makes a complex result
+        if type(g.dtype) in _COMPLEX_DTYPES:  # a complex operand makes a complex result
             a, b = _conj(a), _conj(b)
+        out_shape = self._out_shape  # g's shape (see Mul)
         ga = gb = None
         if need_a:
             ga = g / b
-            if ga.ndim != a.ndim or ga.size != a.size:  # a was broadcast (see Mul)
+            if a.shape != out_shape:  # a was broadcast
                 ga = unbroadcast(ga, a.shape)
         if need_b:
             gb = -g * a / (b * b)
-            if gb.ndim != b.ndim or gb.size != b.size:
+            if b.shape != out_shape:
                 gb = unbroadcast(gb, b.shape)
         return ga, gb
 
@@ -164,11 +188,7 @@ class Neg(Function):
         return -g
 
 
-@register("add")
-def add(input, other, *, alpha=1, out=None):
-    if alpha == 1 and isinstance(input, Tensor) and isinstance(other, Tensor) and \
-            input.array.dtype is other.array.dtype:  # the common case, without promote
-        return apply_binary(Add, input, other)
+def _add_general(input, other, alpha=1):
     if type(alpha) is not int:
         alpha = number_arg(alpha, "add", "alpha")
     a, b = promote(input, other)
@@ -177,11 +197,19 @@ def add(input, other, *, alpha=1, out=None):
     return Add.apply(a, b, alpha=alpha)
 
 
-@register("sub", "subtract")
-def sub(input, other, *, alpha=1):
-    if alpha == 1 and isinstance(input, Tensor) and isinstance(other, Tensor) and \
-            input.array.dtype is other.array.dtype:  # the common case, without promote
-        return apply_binary(Sub, input, other)
+# ``x + y`` (Tensor.__add__) and add(x, y): same-dtype Tensors build the node directly
+# (function.binary_operator), anything else goes through promote
+_add_operator = binary_operator(Add, _add_general)
+
+
+@register("add", operator=_add_operator)
+def add(input, other, *, alpha=1, out=None):
+    if alpha == 1:
+        return _add_operator(input, other)
+    return _add_general(input, other, alpha)
+
+
+def _sub_general(input, other, alpha=1):
     if type(alpha) is not int:
         alpha = number_arg(alpha, "sub", "alpha")
     a, b = promote(input, other)
@@ -190,15 +218,29 @@ def sub(input, other, *, alpha=1):
     return Sub.apply(a, b, alpha=alpha)
 
 
-@register("mul", "multiply")
-def mul(input, other):
-    if isinstance(input, Tensor) and isinstance(other, Tensor) and \
-            input.array.dtype is other.array.dtype:  # the common case, without promote
-        return apply_binary(Mul, input, other)
+_sub_operator = binary_operator(Sub, _sub_general)
+
+
+@register("sub", "subtract", operator=_sub_operator)
+def sub(input, other, *, alpha=1):
+    if alpha == 1:
+        return _sub_operator(input, other)
+    return _sub_general(input, other, alpha)
+
+
+def _mul_general(input, other):
     a, b = promote(input, other)
     if not isinstance(a, Tensor):
         return Mul.apply(b, a)
     return Mul.apply(a, b)
+
+
+_mul_operator = binary_operator(Mul, _mul_general)
+
+
+@register("mul", "multiply", operator=_mul_operator)
+def mul(input, other):
+    return _mul_operator(input, other)
 
 
 def _int_div_dtype_fix(a, b):
@@ -217,11 +259,7 @@ def _int_div_dtype_fix(a, b):
     return a, b
 
 
-@register("div", "divide", "true_divide")
-def div(input, other, *, rounding_mode=None):
-    if rounding_mode is None and isinstance(input, Tensor) and isinstance(other, Tensor) and \
-            input.array.dtype is other.array.dtype and input.array.dtype.kind == "f":
-        return apply_binary(Div, input, other)  # the common case, without promote
+def _div_general(input, other, rounding_mode=None):
     a, b = promote(input, other)
     if rounding_mode is not None:
         from .rounding import _rounded_div
@@ -233,6 +271,17 @@ def div(input, other, *, rounding_mode=None):
     if not isinstance(b, Tensor):
         return Mul.apply(a, 1.0 / b) if b != 0 else Div.apply(a, np.asarray(b, a.array.dtype))
     return Div.apply(a, b)
+
+
+# floating tensors only: integer true division gives the default float (_int_div_dtype_fix)
+_div_operator = binary_operator(Div, _div_general, kinds="f")
+
+
+@register("div", "divide", "true_divide", operator=_div_operator)
+def div(input, other, *, rounding_mode=None):
+    if rounding_mode is None:
+        return _div_operator(input, other)
+    return _div_general(input, other, rounding_mode)
 
 
 class Reciprocal(Function):

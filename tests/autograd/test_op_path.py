@@ -10,6 +10,7 @@
 * the in-place check still names the tensor; tensors hash by identity.
 """
 
+import operator
 import threading
 
 import numpy as np
@@ -141,6 +142,122 @@ def test_ops_table_holds_plain_functions_until_a_hook_is_installed():
         dispatch.set_op_profiler(None)
     assert seen == ["mul"]
     assert dispatch.OPS["mul"] is arithmetic.mul.__wrapped__
+
+
+def test_binary_operators_are_the_ops_themselves_and_follow_the_hooks():
+    """``Tensor.__mul__`` is ``OPS["mul"]`` (no method frame between), before, during and
+    after a hook; a subclass's own operator and ``super()`` still work."""
+    for dunder, name in {"__add__": "add", "__sub__": "sub", "__mul__": "mul",
+                         "__truediv__": "div", "__matmul__": "matmul"}.items():
+        assert dispatch.operator_methods()[dunder] == name
+        assert vars(sf.Tensor)[dunder] is dispatch.operator_form(name)
+    assert sf.Tensor.__matmul__ is dispatch.OPS["matmul"]  # an op without a two-argument form
+    assert sf.Tensor.__mul__ is dispatch._OPERATOR_FORMS["mul"]
+    seen = []
+    dispatch.set_op_profiler(lambda name, func, args, kwargs: seen.append(name) or func(*args, **kwargs))
+    try:
+        assert vars(sf.Tensor)["__truediv__"] is dispatch.OPS["div"] is sf.div  # routed
+        x, w = _t(0), _t(1, (4, 2))
+        ((x + x - x) / x) @ w
+    finally:
+        dispatch.set_op_profiler(None)
+    assert seen == ["add", "sub", "div", "matmul"]
+    assert vars(sf.Tensor)["__truediv__"] is dispatch.operator_form("div") is not sf.div
+
+    class Doubled(sf.Tensor):
+        def __mul__(self, other):
+            return super().__mul__(other) * 2
+
+    a = _t(2)
+    d = Doubled(a.detach().numpy())
+    np.testing.assert_allclose((d * a).numpy(), a.numpy() ** 2 * 2, rtol=1e-6)
+    ta = torch.tensor(a.detach().numpy(), requires_grad=True)
+    (ta * ta).sum().backward()
+    (a * a).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-6)
+
+
+def test_an_op_registered_again_without_an_operator_form_is_what_its_operator_calls():
+    x, y = _t(0), _t(1)
+
+    @dispatch.register("sub", "subtract")
+    def replaced(input, other):
+        return sf.tensor([42.0])
+
+    try:
+        assert (x - y).tolist() == [42.0]
+        assert vars(sf.Tensor)["__sub__"] is replaced.__wrapped__
+    finally:  # the original op, its routed form and methods as they were
+        dispatch.register("sub", "subtract", operator=arithmetic._sub_operator)(arithmetic.sub)
+        for name in ("sub", "subtract"):
+            dispatch._ROUTED[name] = arithmetic.sub
+            dispatch._install_method(name, arithmetic.sub)
+    assert vars(sf.Tensor)["__sub__"] is arithmetic._sub_operator
+    np.testing.assert_array_equal((x - y).numpy(), x.numpy() - y.numpy())
+
+
+@pytest.mark.parametrize("apply", [operator.add, operator.sub, operator.mul, operator.truediv])
+def test_binary_operators_promote_and_divide_like_torch(apply):
+    """The operator forms take their direct path only for same-dtype Tensors (floating ones
+    for ``/``); every other operand pair goes through the op's promotion, as in torch."""
+    f32 = np.array([1.5, -2.0, 3.0], np.float32)
+    ints = np.array([3, 4, 5])
+    pairs = [(f32, f32), (f32, f32.astype(np.float64)), (f32, np.array(2.0)), (f32, 2.0), (f32, 3),
+             (ints, ints - 1), (ints, 2.5), (f32.astype(np.float16), f32)]
+    for xa, ya in pairs:
+        results = []
+        for lib in (sf, torch):
+            y = lib.tensor(ya) if isinstance(ya, np.ndarray) else ya
+            results.append((apply(lib.tensor(xa), y), apply(y, lib.tensor(xa))))
+        for got, want in zip(*results):
+            assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1], (xa.dtype, ya)
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-3)
+
+
+_UFUNCS = {arithmetic.Add: np.add, arithmetic.Sub: np.subtract, arithmetic.Mul: np.multiply,
+           arithmetic.Div: np.divide}
+
+
+@pytest.mark.parametrize("cls", list(_UFUNCS))
+def test_forward_with_an_array_operand_keeps_numpys_dtype_as_as_dtype_of_does(cls):
+    """The arithmetic forwards skip ``as_dtype_of`` when both operands are NumPy arrays:
+    for every pair of dtypes (bfloat16 included) it would have kept NumPy's result (or
+    raised, for pairs promotion never lets reach a forward)."""
+    from shardflow.backend import dtypes
+    from shardflow.ops._util import as_dtype_of
+
+    kinds = [dtypes.bfloat16, sf.float16, sf.float32, sf.float64, sf.int8, sf.uint8, sf.int32,
+             sf.int64, sf.bool, sf.complex64]
+    checked = 0
+    for da, db in [(p, q) for p in kinds for q in kinds]:
+        a = sf.ones(3, dtype=da).array
+        for b in (sf.ones(3, dtype=db).array, sf.ones((), dtype=db).array):
+            try:
+                expected = as_dtype_of(_UFUNCS[cls](a, b), a, b)
+            except Exception:
+                continue  # NumPy or as_dtype_of refuses the pair (not reachable after promote)
+            assert cls().forward(a, b).dtype == expected.dtype, (da, db, b.ndim)
+            checked += 1
+    assert checked > 100
+
+
+@pytest.mark.parametrize("apply", [operator.mul, operator.truediv])
+def test_broadcast_gradients_of_mul_and_div_match_torch(apply):
+    """Mul/Div backward compare each input's shape with the node's output shape (the
+    gradient's): rank-only and size differences are both summed down, as torch does."""
+    rng = np.random.default_rng(5)
+    for sa, sb in [((2, 3), (3,)), ((3,), (2, 3)), ((1, 3), (3,)), ((3,), (1, 3)), ((2, 1), (1, 3)),
+                   ((), (3,)), ((3,), ()), ((2, 3), (2, 3))]:
+        xa = rng.standard_normal(sa).astype(np.float32)
+        ya = rng.uniform(0.5, 2.0, sb).astype(np.float32)
+        grads = []
+        for lib in (sf, torch):
+            x, y = lib.tensor(xa, requires_grad=True), lib.tensor(ya, requires_grad=True)
+            apply(x, y).sum().backward()
+            grads.append((x.grad.numpy(), y.grad.numpy()))
+        for got, want in zip(*grads):
+            assert got.shape == want.shape, (sa, sb)
+            np.testing.assert_allclose(got, want, rtol=1e-5)
 
 
 def test_registered_ops_are_methods_without_getattr():

@@ -106,6 +106,11 @@ def _spec_coverage(public: dict) -> set:
             impl = getattr(f, "__wrapped__", f)
             if impl in public:
                 mp.setattr(shardflow.Tensor, key, recording(impl, f))
+        # and the operators that call an op's two-argument form (``x * y``: Tensor.__mul__)
+        for key, name in dispatch.operator_methods().items():
+            impl = dispatch.plain(name)
+            if impl in public:
+                mp.setattr(shardflow.Tensor, key, recording(impl, getattr(shardflow.Tensor, key)))
         for spec in SPECS:
             depth[0] = 0
             spec.fn(shardflow, *_to(shardflow, spec.make_inputs(), spec))
