@@ -42,6 +42,11 @@ from ._util import inplace
 from .dropout import _alpha, _dropout, _feature_dropout_shape
 from .math_extra import heaviside, ldexp, nextafter
 from .misc_extra import bitwise_left_shift, bitwise_right_shift
+from .tensor_methods import (  # re-exported at the top level (torch.get_device(t))
+    addmv_,
+    get_device,
+    is_inference,
+)
 
 __all__ = ["range", "fill", "frombuffer", "from_dlpack", "to_dlpack", "empty_permuted", "resize_as_",
            "ldexp_", "dropout_", "alpha_dropout_", "feature_alpha_dropout_", "feature_dropout",
@@ -251,24 +256,29 @@ nextafter_ = _inplace_form("nextafter_", nextafter)
 
 
 # ---------------------------------------------------------------------------- dropout family
+@register("dropout_")
 def dropout_(input, p: float, train: bool) -> Tensor:
     """``torch.dropout_(input, p, train)``: dropout in place."""
     return _dropout(input, p, train, True, lambda s: s, "dropout")
 
 
+@register("alpha_dropout_")
 def alpha_dropout_(input, p: float, train: bool) -> Tensor:
     return _alpha(input, p, train, True, lambda s: s, "alpha_dropout")
 
 
+@register("feature_alpha_dropout_")
 def feature_alpha_dropout_(input, p: float, train: bool) -> Tensor:
     return _alpha(input, p, train, True, _feature_dropout_shape, "feature_alpha_dropout")
 
 
+@register("feature_dropout")
 def feature_dropout(input, p: float, train: bool) -> Tensor:
     """Dropout of whole features: one draw per (dim 0, dim 1) pair (PyTorch's ``feature_dropout``)."""
     return _dropout(input, p, train, False, _feature_dropout_shape, "feature_dropout")
 
 
+@register("feature_dropout_")
 def feature_dropout_(input, p: float, train: bool) -> Tensor:
     return _dropout(input, p, train, True, _feature_dropout_shape, "feature_dropout")
 
@@ -342,16 +352,10 @@ def reinforce(self, reward):
 
 
 # ---------------------------------------------------------------------------- top-level forms of methods
-def get_device(input) -> int:
-    """``torch.get_device(t)``: ``t.get_device()`` (-1 on the CPU)."""
-    return input.get_device()
+# torch.get_device(t) / torch.is_inference(t): the ops tensor_methods.py registers (imported above)
 
 
-def is_inference(input) -> bool:
-    """``torch.is_inference(t)``: False (shardflow has no inference tensors)."""
-    return input.is_inference()
-
-
+@register("is_distributed")
 def is_distributed(input) -> bool:
     """``torch.is_distributed(t)``: False (PyTorch's answer for every tensor it makes today;
     shardflow's global tensors are asked with ``is_global``)."""
@@ -371,8 +375,3 @@ def map2_(self, x, y, callable) -> Tensor:
     a[...] = np.vectorize(callable, otypes=[a.dtype])(a, *xs)
     self._version[0] += 1
     return self
-
-
-def addmv_(input, mat, vec, *, beta=1, alpha=1) -> Tensor:
-    """``torch.addmv_``: ``input.addmv_(mat, vec, beta=beta, alpha=alpha)``."""
-    return input.addmv_(mat, vec, beta=beta, alpha=alpha)

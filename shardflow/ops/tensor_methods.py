@@ -61,15 +61,16 @@ def _inplace_method(name, fn, keep_dtype=False):
 
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"In-place ``{name.rstrip('_')}``."
-    register(name)(method)
-    return method
+    return register(name)(method)  # the routed form
 
 
+_INPLACE = {}
 for _name, _fn in (("tril_", tril), ("triu_", triu), ("cumsum_", cumsum), ("cumprod_", cumprod),
                    ("addmm_", addmm), ("baddbmm_", baddbmm), ("addmv_", addmv), ("addr_", addr),
                    ("addbmm_", addbmm), ("sgn_", sgn), ("multiply_", mul),
                    ("subtract_", sub), ("divide_", div), ("true_divide_", div)):
-    _inplace_method(_name, _fn)
+    _INPLACE[_name] = _inplace_method(_name, _fn)
+addmv_ = _INPLACE["addmv_"]  # also torch's top-level torch.addmv_ (ops/tensor_compat.py)
 for _name, _fn in (("eq_", eq), ("ne_", ne), ("not_equal_", ne), ("lt_", lt), ("less_", lt), ("le_", le),
                    ("less_equal_", le), ("gt_", gt), ("greater_", gt), ("ge_", ge), ("greater_equal_", ge),
                    ("logical_and_", logical_and), ("logical_or_", logical_or), ("logical_xor_", logical_xor),

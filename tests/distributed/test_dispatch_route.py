@@ -15,7 +15,10 @@ from shardflow.autograd.dispatch import OPS
 from shardflow.distributed import placement, sbp
 
 # Creation from data, and shapes in -> shape out: no tensor argument to dispatch on.
-NOT_ROUTED = {"tensor", "as_tensor", "from_numpy", "broadcast_shapes"}
+NOT_ROUTED = {"tensor", "as_tensor", "from_numpy", "broadcast_shapes",
+              # creation with no tensor argument that torch spells only at the top level, and the
+              # exchange with other libraries' buffers (DLPack, the buffer protocol)
+              "range", "empty_permuted", "frombuffer", "from_dlpack", "to_dlpack"}
 
 
 def _exported():
