@@ -8,45 +8,19 @@ ConstantLR, PolynomialLR, with PyTorch's recursive ``get_lr`` and closed forms.
 
 from __future__ import annotations
 
-import types
-
-from .lr_scheduler import LRScheduler, _lrs
+from .lr_scheduler import LRScheduler, _LambdaScheduler, _lrs
 
 
-class MultiplicativeLR(LRScheduler):
+class MultiplicativeLR(_LambdaScheduler):
     """Multiply each group's lr by ``lr_lambda(epoch)`` at every step (one function, or one
     per param group)."""
 
     def __init__(self, optimizer, lr_lambda, last_epoch=-1):
-        self.optimizer = optimizer
-        if not isinstance(lr_lambda, list | tuple):
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
-        else:
-            if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got "
-                                 f"{len(lr_lambda)}")
-            self.lr_lambdas = list(lr_lambda)
+        self._set_lambdas(optimizer, lr_lambda)
         for fn in self.lr_lambdas:
             if not callable(fn):
                 raise TypeError(f"lr_lambda should be a function, but got {type(fn).__name__}")
         super().__init__(optimizer, last_epoch)
-
-    def state_dict(self) -> dict:
-        """Functions and lambdas are not saved; callable objects save their ``__dict__``."""
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
-        state["lr_lambdas"] = [None] * len(self.lr_lambdas)
-        for i, fn in enumerate(self.lr_lambdas):
-            if not isinstance(fn, types.FunctionType):
-                state["lr_lambdas"][i] = fn.__dict__.copy()
-        return state
-
-    def load_state_dict(self, state_dict: dict) -> None:
-        state_dict = dict(state_dict)
-        lr_lambdas = state_dict.pop("lr_lambdas")
-        self.__dict__.update(state_dict)
-        for i, fn in enumerate(lr_lambdas):
-            if fn is not None:
-                self.lr_lambdas[i].__dict__.update(fn)
 
     def get_lr(self):
         if self._is_initial:

@@ -98,10 +98,12 @@ def _lrs(sched):
     return [group["lr"] for group in sched.optimizer.param_groups]
 
 
-class LambdaLR(LRScheduler):
-    """``lr = base_lr * lr_lambda(epoch)`` (one function, or one per param group)."""
+class _LambdaScheduler(LRScheduler):
+    """What LambdaLR and MultiplicativeLR share: one lr function per param group, saved as
+    PyTorch saves them (functions and lambdas are not saved; callable objects save their
+    ``__dict__``). Not a base PyTorch has: neither is an instance of the other there."""
 
-    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+    def _set_lambdas(self, optimizer, lr_lambda) -> None:
         self.optimizer = optimizer
         if not isinstance(lr_lambda, list | tuple):
             self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
@@ -110,7 +112,6 @@ class LambdaLR(LRScheduler):
                 raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got "
                                  f"{len(lr_lambda)}")
             self.lr_lambdas = list(lr_lambda)
-        super().__init__(optimizer, last_epoch)
 
     def state_dict(self) -> dict:
         """Functions and lambdas are not saved; callable objects save their ``__dict__``."""
@@ -128,6 +129,14 @@ class LambdaLR(LRScheduler):
         for i, fn in enumerate(lr_lambdas):
             if fn is not None:
                 self.lr_lambdas[i].__dict__.update(fn)
+
+
+class LambdaLR(_LambdaScheduler):
+    """``lr = base_lr * lr_lambda(epoch)`` (one function, or one per param group)."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+        self._set_lambdas(optimizer, lr_lambda)
+        super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
         return [base * fn(self.last_epoch) for fn, base in zip(self.lr_lambdas, self.base_lrs)]
