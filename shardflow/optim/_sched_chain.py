@@ -4,7 +4,7 @@ acting on the lr the previous one left (``torch.optim.lr_scheduler``)."""
 from __future__ import annotations
 
 from ._sched_plateau import ReduceLROnPlateau
-from .lr_scheduler import LRScheduler, _lrs
+from .lr_scheduler import LRScheduler, _load_schedulers_state_dict, _lrs, _schedulers_state_dict
 
 
 class ChainedScheduler(LRScheduler):
@@ -36,17 +36,8 @@ class ChainedScheduler(LRScheduler):
             s.step()
         self._last_lr = _lrs(self._schedulers[-1])
 
-    def state_dict(self) -> dict:
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
-
-    def load_state_dict(self, state_dict: dict) -> None:
-        state_dict = dict(state_dict)
-        subs = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        for s, sd in zip(self._schedulers, subs):
-            s.load_state_dict(sd)
+    state_dict = _schedulers_state_dict
+    load_state_dict = _load_schedulers_state_dict
 
 
 __all__ = ["ChainedScheduler"]

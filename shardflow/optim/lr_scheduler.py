@@ -354,6 +354,22 @@ class OneCycleLR(LRScheduler):
         return lrs
 
 
+def _schedulers_state_dict(self) -> dict:
+    """A scheduler of schedulers (SequentialLR, ChainedScheduler): its own attributes and each
+    inner scheduler's state_dict under ``_schedulers``, as PyTorch saves it."""
+    state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+    state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+    return state
+
+
+def _load_schedulers_state_dict(self, state_dict: dict) -> None:
+    state_dict = dict(state_dict)
+    subs = state_dict.pop("_schedulers")
+    self.__dict__.update(state_dict)
+    for s, sd in zip(self._schedulers, subs):
+        s.load_state_dict(sd)
+
+
 class SequentialLR(LRScheduler):
     """Run ``schedulers[i]`` between ``milestones[i-1]`` and ``milestones[i]``; each later
     scheduler is restarted (``step(0)``) at its milestone."""
@@ -392,17 +408,8 @@ class SequentialLR(LRScheduler):
             sched.step()
         self._last_lr = sched.get_last_lr()
 
-    def state_dict(self) -> dict:
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
-
-    def load_state_dict(self, state_dict: dict) -> None:
-        state_dict = dict(state_dict)
-        subs = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        for s, sd in zip(self._schedulers, subs):
-            s.load_state_dict(sd)
+    state_dict = _schedulers_state_dict
+    load_state_dict = _load_schedulers_state_dict
 
 
 def _undo(s) -> None:
