@@ -594,7 +594,9 @@ from .errors import (  # noqa: E402
 __all__ += _errors.__all__
 from .coalesced import all_gather_coalesced, all_reduce_coalesced  # noqa: E402
 from .object_p2p import recv_object_list, send_object_list  # noqa: E402
+from .store import FileStore, HashStore, PrefixStore, Store, TCPStore  # noqa: E402
 from .subgroups import new_subgroups, new_subgroups_by_enumeration  # noqa: E402
 
 __all__ += ["send_object_list", "recv_object_list", "all_reduce_coalesced",
-            "all_gather_coalesced", "new_subgroups", "new_subgroups_by_enumeration"]
+            "all_gather_coalesced", "new_subgroups", "new_subgroups_by_enumeration", "Store", "HashStore",
+            "FileStore", "TCPStore", "PrefixStore"]
