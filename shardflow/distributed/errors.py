@@ -50,11 +50,16 @@ class DebugLevel(enum.IntEnum):
         return f"DebugLevel.{self.name}"
 
 
-_debug_level: list[DebugLevel] = [DebugLevel.OFF]
+# None until first asked or set: then TORCH_DISTRIBUTED_DEBUG decides (torch reads it when
+# torch.distributed is imported; read lazily here, as shardflow has no import-time effects)
+_debug_level: list[DebugLevel | None] = [None]
 
 
 def get_debug_level() -> DebugLevel:
-    """The debug level last set (``DebugLevel.OFF`` until one is set)."""
+    """The debug level last set; before any is set, ``TORCH_DISTRIBUTED_DEBUG``'s (OFF if
+    unset)."""
+    if _debug_level[0] is None:
+        set_debug_level_from_env()
     return _debug_level[0]
 
 

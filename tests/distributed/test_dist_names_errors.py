@@ -69,6 +69,18 @@ def test_is_torchelastic_launched_follows_torchelastic_run_id(run_id):
     assert out[0] == out[1] == str(run_id is not None)
 
 
+@pytest.mark.parametrize("level", [None, "info", "DETAIL"])
+def test_debug_level_starts_from_the_environment(level):
+    env = {k: v for k, v in os.environ.items() if k != "TORCH_DISTRIBUTED_DEBUG"}
+    if level is not None:
+        env["TORCH_DISTRIBUTED_DEBUG"] = level
+    code = ("import shardflow.distributed as d, torch.distributed as t; "
+            "print(d.get_debug_level(), t.get_debug_level())")
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True,
+                         text=True, timeout=120, check=True).stdout.split()
+    assert out[0] == out[1] == f"DebugLevel.{(level or 'OFF').upper()}"
+
+
 def test_supports_complex_matches_torch():
     for name in ("SUM", "AVG", "PRODUCT", "MAX", "MIN"):
         assert dist.supports_complex(getattr(dist.ReduceOp, name)) == \
