@@ -96,6 +96,16 @@ def debug_compile() -> bool:
     return "compile" in debug_flags()
 
 
+def torchelastic_run_id() -> str | None:
+    """``TORCHELASTIC_RUN_ID`` (set by torchrun / torch.distributed.elastic), None if unset."""
+    return os.environ.get("TORCHELASTIC_RUN_ID")
+
+
+def torch_distributed_debug() -> str | None:
+    """``TORCH_DISTRIBUTED_DEBUG`` as set (``OFF``/``INFO``/``DETAIL``), None if unset."""
+    return os.environ.get("TORCH_DISTRIBUTED_DEBUG")
+
+
 KERNEL_MODES = ("auto", "numba", "numpy")
 
 

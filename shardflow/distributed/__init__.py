@@ -23,6 +23,7 @@ from ..autograd.tensor import Tensor
 from ..backend.xp import cuda_is_available, get_array_module
 from ..comm import CommError, CommTimeoutError, Communicator, ReduceOp
 from ..comm import Work as _CommWork
+from . import errors as _errors
 from .backend_names import Backend, engine_backend, get_default_backend_for_device
 
 __all__ = [
@@ -113,12 +114,14 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     if rank not in (-1, None) and rank != world.rank:
         raise ValueError(f"init_process_group(rank={rank}) but this process is rank {world.rank}")
     _asked_backend[0] = asked
+    _errors._count_group()
 
 
 def destroy_process_group(group=None) -> None:
     if group is None or group is _comm.get_world():
         _comm.destroy()
         _asked_backend[0] = None
+        _errors._count_group(reset=True)
     else:
         group.free()
 
@@ -223,6 +226,7 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     world = _group(None)
     ranks = list(range(world.size)) if ranks is None else list(ranks)
     sub = world.new_group(ranks)
+    _errors._count_group()
     return GroupMember.NON_GROUP_MEMBER if sub is None else sub
 
 
@@ -571,3 +575,28 @@ __all__ += [
 from .parallel_config import parallelize  # noqa: E402
 
 __all__ += ["parallelize"]
+
+# -- torch.distributed's smaller names: docs/COMPAT.md "torch.distributed's smaller names" ---
+from .errors import (  # noqa: E402
+    DebugLevel,
+    DistBackendError,
+    DistError,
+    DistNetworkError,
+    DistStoreError,
+    get_debug_level,
+    get_pg_count,
+    is_torchelastic_launched,
+    set_debug_level,
+    set_debug_level_from_env,
+    supports_complex,
+)
+
+__all__ += _errors.__all__
+from .coalesced import all_gather_coalesced, all_reduce_coalesced  # noqa: E402
+from .object_p2p import recv_object_list, send_object_list  # noqa: E402
+from .store import FileStore, HashStore, PrefixStore, Store, TCPStore  # noqa: E402
+from .subgroups import new_subgroups, new_subgroups_by_enumeration  # noqa: E402
+
+__all__ += ["send_object_list", "recv_object_list", "all_reduce_coalesced",
+            "all_gather_coalesced", "new_subgroups", "new_subgroups_by_enumeration", "Store", "HashStore",
+            "FileStore", "TCPStore", "PrefixStore"]
