@@ -462,6 +462,13 @@ class Module:
                 raise AttributeError(f"`{item}` is not an nn.Module (looking up '{target}')")
         return mod
 
+    def compile(self, *args, **kwargs) -> None:
+        """Compile this module's ``forward`` in place with ``shardflow.compile`` (torch's
+        ``Module.compile``; the same arguments). See ``jit.api.compile_in_place``."""
+        from ..jit.api import compile_in_place  # jit (L6) compiles modules: the one upward edge
+
+        compile_in_place(self, *args, **kwargs)
+
     def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
         """Replace (or, unless ``strict``, add) the submodule at dotted path ``target``."""
         if target == "":

@@ -107,3 +107,48 @@ def test_set_submodule_matches_torch():
         m.attr = 5
         with pytest.raises(AttributeError, match="`attr` is not an nn.Module"):
             m.set_submodule("attr", nn.Tanh())
+
+
+def _mlp(seed):
+    sf.manual_seed(seed)
+    return sf.nn.Sequential(sf.nn.Linear(4, 8), sf.nn.GELU(), sf.nn.Linear(8, 3))
+
+
+def test_compile_in_place_matches_eager_over_training_steps():
+    import numpy as np
+
+    eager, compiled = _mlp(0), _mlp(0)
+    compiled.load_state_dict(eager.state_dict())
+    assert compiled.compile() is None and torch.nn.Linear(2, 2).compile() is None  # both in place
+    assert list(compiled.state_dict()) == list(eager.state_dict())  # no _orig_mod. prefix
+    opts = [sf.optim.SGD(m.parameters(), lr=0.1) for m in (eager, compiled)]
+    x = sf.tensor(np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32))
+    for _ in range(3):
+        outs = []
+        for m, opt in zip((eager, compiled), opts):
+            opt.zero_grad()
+            y = m(x)
+            (y ** 2).mean().backward()
+            opt.step()
+            outs.append(y.detach().numpy())
+        np.testing.assert_allclose(outs[1], outs[0], rtol=1e-5, atol=1e-6)
+    for pe, pc in zip(eager.parameters(), compiled.parameters()):
+        np.testing.assert_allclose(pc.detach().numpy(), pe.detach().numpy(), rtol=1e-5, atol=1e-6)
+    stats = compiled.forward.stats  # really compiled: traced once per guard, replayed, never eager
+    assert stats["traces"] >= 1 and stats["replays"] >= 1 and stats["eager"] == 0, stats
+    seen = []
+    compiled.register_forward_hook(lambda mod, inp, out: seen.append(out.shape))
+    compiled.eval()
+    with sf.no_grad():
+        np.testing.assert_allclose(compiled(x).numpy(), eager.eval()(x).numpy(), rtol=1e-5, atol=1e-6)
+    assert seen == [(5, 3)]
+
+
+def test_compile_takes_torch_compile_arguments():
+    m = _mlp(1)
+    m.compile(disable=True)
+    assert "forward" not in m.__dict__  # disabled: eager
+    with pytest.raises(TypeError):
+        m.compile(not_an_option=1)
+    m.compile(fullgraph=True, mode="reduce-overhead")
+    assert m(sf.ones(2, 4)).shape == (2, 3)
