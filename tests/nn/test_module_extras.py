@@ -49,7 +49,8 @@ def test_missing_extra_state_is_a_strict_error_as_torch():
         ours.load_state_dict(sd)
     with pytest.raises(RuntimeError, match="Missing key.*0._extra_state"):
         ref.load_state_dict(sd_ref)
-    ours.load_state_dict(sd, strict=False)
+    res, res_ref = ours.load_state_dict(sd, strict=False), ref.load_state_dict(sd_ref, strict=False)
+    assert res.missing_keys == res_ref.missing_keys == ["0._extra_state"]
     assert ours[0].count == 7  # untouched
 
 
