@@ -55,11 +55,13 @@ import signal
 import threading
 import time
 import traceback
+import warnings
 from dataclasses import dataclass
 
 from ..backend import random as _random
 from ..comm import profiling as _profiling
 from . import _world
+from ._worker_checks import checked_multiprocessing_context, worker_number_warning
 from .collate import default_collate, default_convert
 from .dataset import IterableDataset
 from .sampler import BatchSampler, DistributedSampler, RandomSampler, SequentialSampler
@@ -265,6 +267,7 @@ class _SingleProcessIter:
 
 class _MultiProcessIter:
     def __init__(self, loader):
+        loader.check_worker_number_rationality()  # each time workers start, as torch
         self.loader = loader
         self.n = loader.num_workers
         ctx = loader.multiprocessing_context
@@ -465,7 +468,8 @@ class DataLoader:
         self.num_workers, self.prefetch_factor = num_workers, prefetch_factor
         self.pin_memory, self.pin_memory_device = pin_memory, pin_memory_device
         self.timeout, self.worker_init_fn = timeout, worker_init_fn
-        self.multiprocessing_context, self.persistent_workers = multiprocessing_context, persistent_workers
+        self.multiprocessing_context = multiprocessing_context  # checked by the property
+        self.persistent_workers = persistent_workers
         self.generator, self.in_order, self.auto_shard = generator, in_order, auto_shard
         self._kind = "iterable" if isinstance(dataset, IterableDataset) else "map"
 
@@ -510,6 +514,23 @@ class DataLoader:
         self._shard_epoch = 0
         self._shard_samplers = None
         self._iterator = None
+        self.check_worker_number_rationality()  # torch warns when made and when workers start
+
+    @property
+    def multiprocessing_context(self):
+        """The workers' ``multiprocessing`` context (a start-method name given is turned into
+        its context); None: ``fork``."""
+        return self._multiprocessing_context
+
+    @multiprocessing_context.setter
+    def multiprocessing_context(self, context) -> None:
+        self._multiprocessing_context = checked_multiprocessing_context(context, self.num_workers)
+
+    def check_worker_number_rationality(self) -> None:
+        """Warn (torch's message) when ``num_workers`` exceeds the CPUs this process may use."""
+        message = worker_number_warning(self.num_workers)
+        if message is not None:
+            warnings.warn(message, stacklevel=2)
 
     # -- sharding
     def _sharding(self) -> bool:

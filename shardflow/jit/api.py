@@ -260,6 +260,21 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
     return cf
 
 
+def compile_in_place(module: Module, *args, **kwargs) -> None:
+    """``Module.compile(*args, **kwargs)`` (torch's): this module's ``forward`` becomes a
+    ``CompiledFunction`` of the class's forward bound to it, guarded on ``module.training``
+    (``compile``'s arguments; ``disable=True`` leaves it eager). Calls, hooks, submodules and
+    ``state_dict`` keys are unchanged: the module is compiled in place, not wrapped."""
+    import inspect
+
+    inspect.signature(compile).bind(module, *args, **kwargs)  # compile's arguments, or TypeError
+    if kwargs.get("disable", False):
+        return
+    forward = type(module).forward.__get__(module)
+    module.__dict__["forward"] = CompiledFunction(forward, module=module,
+                                                  fullgraph=kwargs.get("fullgraph", False))
+
+
 def closure_tensors(fn) -> dict:
     """The Tensors ``fn`` closes over, by id: constants a trace of ``fn`` may read."""
     out: dict = {}

@@ -41,6 +41,9 @@ from .parameter import Buffer, Parameter
 __all__ = ["Module", "RemovableHandle"]
 
 
+_EXTRA_STATE_KEY_SUFFIX = "_extra_state"  # torch's key for get_extra_state's object
+
+
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
     __slots__ = ()
 
@@ -459,6 +462,27 @@ class Module:
                 raise AttributeError(f"`{item}` is not an nn.Module (looking up '{target}')")
         return mod
 
+    def compile(self, *args, **kwargs) -> None:
+        """Compile this module's ``forward`` in place with ``shardflow.compile`` (torch's
+        ``Module.compile``; the same arguments). See ``jit.api.compile_in_place``."""
+        from ..jit.api import compile_in_place  # jit (L6) compiles modules: the one upward edge
+
+        compile_in_place(self, *args, **kwargs)
+
+    def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
+        """Replace (or, unless ``strict``, add) the submodule at dotted path ``target``."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        *path, last = target.split(".")
+        parent = self.get_submodule(".".join(path))
+        if strict and not hasattr(parent, last):
+            raise AttributeError(parent._get_name() + " has no attribute `" + last + "`")
+        if hasattr(parent, last) and not isinstance(getattr(parent, last), Module):
+            raise AttributeError("`" + last + "` is not an nn.Module")
+        setattr(parent, last, module)
+
     def get_parameter(self, target: str) -> Parameter:
         module_path, _, name = target.rpartition(".")
         mod = self.get_submodule(module_path)
@@ -670,6 +694,23 @@ class Module:
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = b if keep_vars else b.detach()
+        if type(self).get_extra_state is not Module.get_extra_state:
+            destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
+
+    def get_extra_state(self):
+        """The extra (picklable) state a subclass saves under ``<prefix>_extra_state``;
+        override it together with ``set_extra_state`` (torch's contract)."""
+        raise RuntimeError(
+            f"{self._get_name()}.get_extra_state() was called but {self._get_name()} does not "
+            "override it; override get_extra_state and set_extra_state together to save extra state."
+        )
+
+    def set_extra_state(self, state) -> None:
+        """Restore what ``get_extra_state`` returned; called by ``load_state_dict``."""
+        raise RuntimeError(
+            f"{self._get_name()}.set_extra_state() was called but {self._get_name()} does not "
+            "override it; override get_extra_state and set_extra_state together to load extra state."
+        )
 
     def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False):
         """An OrderedDict of every parameter and persistent buffer by dotted name (detached
@@ -682,6 +723,8 @@ class Module:
                 keep_vars = args[2]
         if destination is None:
             destination = OrderedDict()
+        for hook in self.__dict__.get("_state_dict_pre_hooks", {}).values():
+            hook(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, module in self._modules.items():
             if module is not None:
@@ -701,6 +744,8 @@ class Module:
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent_buffers_set:
                 out.append((prefix + name, self, name, "buffer"))
+        if type(self).set_extra_state is not Module.set_extra_state:
+            out.append((prefix + _EXTRA_STATE_KEY_SUFFIX, self, _EXTRA_STATE_KEY_SUFFIX, "extra"))
         for name, module in self._modules.items():
             if module is not None:
                 out.extend(module._state_entries(prefix + name + "."))
@@ -724,6 +769,9 @@ class Module:
         plan = []
         for key, owner, name, kind in entries:
             if key not in state_dict:
+                continue
+            if kind == "extra":  # no shape: set_extra_state takes the saved object as is
+                plan.append((owner, name, kind, None, state_dict[key]))
                 continue
             target = owner._parameters[name] if kind == "param" else owner._buffers[name]
             if target._spec is not None:  # a global (sharded) parameter: shapes are logical
@@ -756,6 +804,9 @@ class Module:
             )
         with no_grad():
             for owner, name, kind, target, src in plan:
+                if kind == "extra":
+                    owner.set_extra_state(src)
+                    continue
                 if assign and target._spec is None:  # a global parameter keeps its layout
                     arr = np.array(src) if isinstance(src, np.ndarray) else src
                     arr = to_device(arr, device_of(target.array)) if device_of(target.array).type != "cpu" else arr
@@ -815,6 +866,14 @@ class Module:
         return handle
 
     _register_state_dict_hook = register_state_dict_post_hook
+
+    def register_state_dict_pre_hook(self, hook) -> RemovableHandle:
+        """``hook(module, prefix, keep_vars)`` before ``state_dict`` saves this module."""
+        if "_state_dict_pre_hooks" not in self.__dict__:  # lazily: modules pickled before it load
+            self.__dict__["_state_dict_pre_hooks"] = OrderedDict()
+        handle = RemovableHandle(self._state_dict_pre_hooks)
+        self._state_dict_pre_hooks[handle.id] = hook
+        return handle
 
     def register_load_state_dict_post_hook(self, hook) -> RemovableHandle:
         """``hook(module, incompatible_keys)`` after ``load_state_dict`` on this module."""

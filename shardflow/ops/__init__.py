@@ -18,7 +18,8 @@ hyperbolics, atan2, hypot, logaddexp ...), misc_extra (gcd, trapezoid, windows, 
 (Gamma/Dirichlet draws with implicit gradients), sparse_coo (sparse COO tensors, sparse @
 dense), fft_ops (``torch.fft``'s transforms, as ``fft_fft`` ...), tensor_methods (in-place forms, view changes, ``new``, ``asarray`` ...); stats (cov, mode, nanmedian, renorm, gradient, histogramdd), index_reduce (put,
 index_reduce, segment_reduce, nonzero_static), tensor_compat
-(range, DLPack, resize_, in-place forms, dropout_ ...).
+(range, DLPack, resize_, in-place forms, dropout_ ...), tensor_aliases (isreal, is_neg,
+adjoint, narrow_copy, unsafe_split ...: other ops under torch's names).
 """
 
 from .arithmetic import add, div, mul, neg, reciprocal, sub
@@ -64,6 +65,7 @@ from .sort import *
 from .sparse_coo import *
 from .special_functions import *
 from .stats import *
+from .tensor_aliases import *
 from .tensor_compat import *
 from .tensor_methods import *
 from .tensor_products import *

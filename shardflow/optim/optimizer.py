@@ -37,6 +37,12 @@ import numpy as np
 
 from ..autograd import Tensor, _wrap, enable_grad
 from ..backend import device_of, is_device_array, to_device
+from .hooks import (
+    OptimizerHooks,
+    hooked_step,
+    register_optimizer_step_post_hook,
+    register_optimizer_step_pre_hook,
+)
 
 
 class _Required:
@@ -47,8 +53,9 @@ class _Required:
 required = _Required()
 
 
-class Optimizer:
-    """Base class: subclasses implement ``step`` (see ``sgd.py`` for the pattern)."""
+class Optimizer(OptimizerHooks):
+    """Base class: subclasses implement ``step`` (see ``sgd.py`` for the pattern); hooks
+    (``register_step_pre_hook`` ...) are in ``hooks.py``."""
 
     #: State keys holding a tensor of the parameter's shape (checked by ``load_state_dict``,
     #: laid out like a global parameter); None: every state tensor with ``ndim >= 1``, the
@@ -72,6 +79,12 @@ class Optimizer:
             params = [{"params": params}]
         for group in params:
             self.add_param_group(group)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not getattr(step, "_hooked_step", False):
+            cls.step = hooked_step(step)  # the one place every optimizer's step runs its hooks
 
     def __repr__(self) -> str:
         s = self.__class__.__name__ + " ("
@@ -195,6 +208,7 @@ class Optimizer:
     # ------------------------------------------------------------------ state dict
     def state_dict(self) -> dict:
         """PyTorch's format: state keyed by integer index, groups with index lists."""
+        self._run_state_dict_pre_hooks()
         mapping: dict[int, int] = {}
         start = 0
         groups = []
@@ -206,7 +220,7 @@ class Optimizer:
             start += len(packed["params"])
             groups.append(packed)
         state = {mapping[id(p)]: v for p, v in self.state.items() if id(p) in mapping}
-        return {"state": state, "param_groups": groups}
+        return self._run_state_dict_post_hooks({"state": state, "param_groups": groups})
 
     def load_state_dict(self, state_dict: dict) -> None:
         """Load a dict made by ``state_dict`` (ours or PyTorch's layout).
@@ -216,6 +230,7 @@ class Optimizer:
         anything. State tensors are copied and cast to their parameter's dtype (``step``
         stays as saved); those of a global parameter keep its layout.
         """
+        state_dict = self._run_load_state_dict_pre_hooks(dict(state_dict))  # a shallow copy, as torch
         if "param_groups" not in state_dict or "state" not in state_dict:
             raise ValueError(f"optimizer state_dict must have 'state' and 'param_groups' keys, got "
                              f"{sorted(state_dict)}")
@@ -267,6 +282,7 @@ class Optimizer:
             new_groups.append(s)
         self.state = state
         self.param_groups = new_groups
+        self._run_load_state_dict_post_hooks()
 
     def _is_param_shaped(self, key, value) -> bool:
         """Whether state ``key`` = ``value`` is a per-parameter tensor of the parameter's shape."""
@@ -341,4 +357,5 @@ def _bump(p: Tensor) -> None:
     p._version[0] += 1
 
 
-__all__ = ["Optimizer", "required", "check_state_fits"]
+__all__ = ["Optimizer", "required", "check_state_fits", "register_optimizer_step_pre_hook",
+           "register_optimizer_step_post_hook"]
