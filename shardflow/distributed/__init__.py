@@ -14,10 +14,12 @@ Global tensors (placement + sbp) will live in this package as well.
 
 from __future__ import annotations
 
+import pickle
 from datetime import timedelta
 
 import numpy as np
 
+from .. import accelerator
 from .. import comm as _comm
 from ..autograd.tensor import Tensor
 from ..backend.xp import cuda_is_available, get_array_module
@@ -592,11 +594,210 @@ from .errors import (  # noqa: E402
 )
 
 __all__ += _errors.__all__
-from .coalesced import all_gather_coalesced, all_reduce_coalesced  # noqa: E402
-from .object_p2p import recv_object_list, send_object_list  # noqa: E402
 from .store import FileStore, HashStore, PrefixStore, Store, TCPStore  # noqa: E402
-from .subgroups import new_subgroups, new_subgroups_by_enumeration  # noqa: E402
 
 __all__ += ["send_object_list", "recv_object_list", "all_reduce_coalesced",
             "all_gather_coalesced", "new_subgroups", "new_subgroups_by_enumeration", "Store", "HashStore",
             "FileStore", "TCPStore", "PrefixStore"]
+
+
+# ---------------------------------------------------------------------------- coalesced
+# ``all_reduce_coalesced`` / ``all_gather_coalesced``: one collective for a list of tensors
+# (layer L6).
+#
+# Communication plan: the tensors (one dtype; torch's gloo requires it too) are flattened into
+# one contiguous buffer, ``[t0.ravel(), t1.ravel(), ...]`` (total elements E), that goes
+# through one all-reduce, or one all-gather into ``(world, E)``; the results are then copied
+# back into the tensors (all-reduce, in place) or into ``output_tensor_lists[rank][i]``
+# (all-gather). So a list of many small tensors costs one message, as in torch.
+def _flat(tensors, what):
+
+    arrays = [_arr(t, f"{what}[{i}]") for i, t in enumerate(tensors)]
+    if not arrays:
+        raise ValueError(f"{what} is empty; pass at least one tensor")
+    dtypes = sorted({str(a.dtype) for a in arrays})
+    if len(dtypes) != 1:
+        raise ValueError(f"{what}: all tensors must have one dtype to be coalesced, got "
+                         f"{dtypes}; cast them to one dtype or call the collective per tensor")
+    xp = get_array_module(arrays[0])
+    return arrays, xp.concatenate([a.reshape(-1) for a in arrays])  # (E,)
+
+
+def all_reduce_coalesced(tensors, op=ReduceOp.SUM, group=None, async_op: bool = False):
+    """Reduce every tensor of ``tensors`` over the group, in place, with one all-reduce."""
+
+    g = _group(group)
+    arrays, flat = _flat(list(tensors), "all_reduce_coalesced: tensors")
+
+    def post():
+        start = 0
+        for t, a in zip(tensors, arrays):
+            a[...] = flat[start:start + a.size].reshape(a.shape)
+            start += a.size
+            t._bump_version()
+
+    return _run(g, lambda asy: g.all_reduce(flat, op, async_op=asy), async_op, post)
+
+
+def all_gather_coalesced(output_tensor_lists, input_tensor_list, group=None,
+                         async_op: bool = False):
+    """``output_tensor_lists[j][i]`` receives rank j's ``input_tensor_list[i]``, with one
+    all-gather (every rank passes the same shapes)."""
+
+    g = _group(group)
+    arrays, flat = _flat(list(input_tensor_list), "all_gather_coalesced: input_tensor_list")
+    if len(output_tensor_lists) != g.size:
+        raise ValueError(f"all_gather_coalesced needs output_tensor_lists of {g.size} lists "
+                         f"(one per rank), got {len(output_tensor_lists)}")
+    for j, outs in enumerate(output_tensor_lists):
+        shapes = [tuple(_arr(o, f"output_tensor_lists[{j}][i]").shape) for o in outs]
+        if shapes != [tuple(a.shape) for a in arrays]:
+            raise ValueError(f"all_gather_coalesced: output_tensor_lists[{j}] must have the "
+                             f"input shapes {[tuple(a.shape) for a in arrays]}, got {shapes}")
+    out = get_array_module(flat).empty((g.size, flat.size), dtype=flat.dtype)  # (world, E)
+
+    def post():
+        for row, outs in zip(out, output_tensor_lists):
+            start = 0
+            for o in outs:
+                o.array[...] = row[start:start + o.array.size].reshape(o.array.shape)
+                start += o.array.size
+                o._bump_version()
+
+    return _run(g, lambda asy: g.all_gather(flat, out=out, async_op=asy), async_op, post)
+
+
+# ---------------------------------------------------------------------------- object p2p
+# ``send_object_list`` / ``recv_object_list``: point-to-point of picklable objects (layer L6).
+#
+# Protocol (torch's): the sender pickles each object and sends one int64 array of the pickles'
+# sizes (one per object), then one uint8 array of the pickles back to back. The receiver's
+# sizes buffer has ``len(object_list)`` entries, so a receiver whose list length differs from
+# the sender's gets the comm layer's bounded, named mismatch error instead of wrong objects.
+# Received objects are unpickled and written into ``object_list[i]`` in place. Both messages are
+# host arrays (over MPI, also on an NCCL group: its control channel). Like torch, unpickling
+# runs code from the peer: receive only from ranks you trust. A rank outside ``group`` returns
+# at once (``recv_object_list`` returns -1), as torch.
+def _resolve(group, rank, group_rank, what):
+
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return None, None
+
+    g: Communicator = _group(group)
+    if group_rank is not None:
+        if rank is not None:
+            raise ValueError(f"{what}: pass either the global rank or the group rank, not both")
+        return g, int(group_rank)
+    if rank is None:
+        raise ValueError(f"{what}: pass the peer's rank (a global rank) or its group rank")
+    return g, _group_rank(g, int(rank))
+
+
+def send_object_list(object_list, dst: int | None = None, group=None, device=None,
+                     group_dst: int | None = None, use_batch: bool = False) -> None:
+    """Send the picklable objects of ``object_list`` to ``dst`` (a global rank), which calls
+    :func:`recv_object_list` with a list of the same length. ``device`` is accepted and
+    unused: the bytes travel as host memory."""
+    g, peer = _resolve(group, dst, group_dst, "send_object_list")
+    if g is None:
+        return
+    if peer == g.rank:
+        raise ValueError("Invalid destination rank: destination rank should not be the same as "
+                         "the rank of the current process.")
+    blobs = [pickle.dumps(o, protocol=pickle.HIGHEST_PROTOCOL) for o in object_list]
+    if not blobs:
+        raise ValueError("send_object_list: object_list is empty; pass at least one object")
+    g.send(np.array([len(b) for b in blobs], dtype=np.int64), peer, 0)  # (n,) sizes
+    g.send(np.frombuffer(b"".join(blobs), dtype=np.uint8).copy(), peer, 0)  # (sum sizes,)
+
+
+def recv_object_list(object_list, src: int | None = None, group=None, device=None,
+                     group_src: int | None = None, use_batch: bool = False) -> int:
+    """Receive ``len(object_list)`` objects sent by :func:`send_object_list` from ``src``
+    into ``object_list`` (in place); returns the sender's global rank. ``src=None``
+    (any sender) is not supported: pass the sender's rank."""
+    if src is None and group_src is None:
+        raise ValueError("recv_object_list(src=None) (receive from any rank) is not supported; "
+                         "pass the sender's rank")
+    g, peer = _resolve(group, src, group_src, "recv_object_list")
+    if g is None:
+        return -1
+    if peer == g.rank:
+        raise ValueError("Invalid source rank: source rank should not be the same as the rank "
+                         "of the current process.")
+    if not len(object_list):
+        raise ValueError("recv_object_list: object_list is empty; pass one slot per object "
+                         "sent (e.g. [None] * n)")
+    sizes = np.empty(len(object_list), dtype=np.int64)  # (n,)
+    g.recv(sizes, peer, 0)
+    payload = np.empty(int(sizes.sum()), dtype=np.uint8)  # (sum sizes,)
+    g.recv(payload, peer, 0)
+    raw, offsets = payload.tobytes(), np.cumsum([0, *sizes.tolist()])
+    for i, (a, b) in enumerate(zip(offsets[:-1], offsets[1:])):
+        object_list[i] = pickle.loads(raw[a:b])
+    ranks = getattr(g, "world_ranks", None)
+    return peer if ranks is None else ranks[peer]
+
+
+# ---------------------------------------------------------------------------- subgroups
+# ``new_subgroups`` / ``new_subgroups_by_enumeration``: many groups in one call, over
+# ``new_group`` (layer L6).
+#
+# Every rank of the world calls them with the same arguments (``new_group`` is collective over
+# the world): each subgroup is made with one ``new_group`` call, in list order, on every rank,
+# and each rank keeps the one it belongs to. The lists are checked (non-empty, no rank in two
+# subgroups, sizes that divide the group) before any group is made, so a bad argument changes
+# nothing.
+def new_subgroups_by_enumeration(ranks_per_subgroup_list, timeout=None, backend=None,
+                                 pg_options=None, group_desc=None):
+    """One group per list of global ranks in ``ranks_per_subgroup_list``; returns
+    ``(cur_subgroup, subgroups)``: the group holding this rank (None if none does) and all
+    groups (a non-member's entry is ``GroupMember.NON_GROUP_MEMBER``, as ``new_group``)."""
+
+    if ranks_per_subgroup_list is None or len(ranks_per_subgroup_list) == 0:
+        raise ValueError("The arg 'ranks_per_subgroup_list' cannot be empty")
+    owner: dict[int, list] = {}
+    for ranks in ranks_per_subgroup_list:
+        for rank in ranks:
+            if rank in owner:
+                raise ValueError(f"Rank {rank} has appeared in both subgroup {owner[rank]} and "
+                                 f"{ranks}")
+            owner[rank] = ranks
+    me = get_rank()
+    subgroups, cur_subgroup = [], None
+    for ranks in ranks_per_subgroup_list:
+        subgroup = new_group(ranks=ranks, timeout=timeout, backend=backend,
+                             pg_options=pg_options)
+        subgroups.append(subgroup)
+        if me in ranks:
+            cur_subgroup = subgroup
+    return cur_subgroup, subgroups
+
+
+def new_subgroups(group_size=None, group=None, timeout=None, backend=None, pg_options=None,
+                  group_desc=None):
+    """Split ``group`` (default: the world) into consecutive subgroups of ``group_size``
+    ranks (default: the number of GPUs of this host, which needs CUDA); returns
+    ``(cur_subgroup, subgroups)`` as :func:`new_subgroups_by_enumeration`."""
+
+    if group_size is None:
+        if accelerator.device_count() == 0:
+            raise ValueError(
+                "Default group size only takes effect when CUDA is available."
+                "If your subgroup using a backend that does not depend on CUDA,"
+                "please pass in 'group_size' correctly."
+            )
+        group_size = accelerator.device_count()
+    if group_size <= 0:
+        raise ValueError(f"The arg 'group_size' ({group_size}) must be positive")
+    world_size = get_world_size(group=group)
+    if world_size < group_size:
+        raise ValueError(f"The arg 'group_size' ({group_size}) must not exceed the world size "
+                         f"({world_size})")
+    if world_size % group_size != 0:
+        raise ValueError(f"The world size ({world_size}) must be divisible by '{group_size=}'")
+    ranks = get_process_group_ranks(group)
+    return new_subgroups_by_enumeration(
+        [ranks[i:i + group_size] for i in range(0, len(ranks), group_size)],
+        timeout=timeout, backend=backend, pg_options=pg_options, group_desc=group_desc,
+    )
