@@ -77,9 +77,11 @@ from dataclasses import dataclass, field
 from .. import _config
 from ..comm.failure import LIFECYCLE_LINES, STOP_SIGNAL_RECORD
 from ..comm.launcher import (
+    LAUNCH_ATTEMPTS,
     build_mpiexec_command,
     forward_signal,
     kill_session,
+    launcher_failed_to_start,
     local_job_env,
     master_env,
     parent_death_signal,
@@ -313,7 +315,8 @@ def launch_job(n: int, program: list[str], *, hosts=None, hostfile=None, timeout
 
     Phases: check the arguments and hosts (before anything starts), build the ranks'
     environment and the mpiexec command (:func:`_job_env`), run mpiexec to its end
-    (:func:`_run_job`), then tell what ended the job (:func:`_job_outcome`)."""
+    (:func:`_run_job`; once more, up to LAUNCH_ATTEMPTS in all, when mpiexec failed on its own
+    startup race before any rank started), then tell what ended the job (:func:`_job_outcome`)."""
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
     check_launch_args(n, timeout, None, grace)
@@ -323,9 +326,21 @@ def launch_job(n: int, program: list[str], *, hosts=None, hostfile=None, timeout
     cmd = job_command(n, program, hosts=hosts, hostfile=hostfile, env_names=names)
     lock = threading.Lock()
     say = _stderr_writer(stderr, lock)
-    job = _run_job(cmd, base_env, host_lines, hostfile, timeout, grace, prefix, remote,
-                   stdout, stderr, lock, say)
+    for attempt in range(1, LAUNCH_ATTEMPTS + 1):
+        job = _run_job(cmd, base_env, host_lines, hostfile, timeout, grace, prefix, remote,
+                       stdout, stderr, lock, say)
+        if attempt == LAUNCH_ATTEMPTS or not _failed_to_start(job):
+            break
+        say(f"shardflow run: mpiexec failed before any rank started (Open MPI's PMIx listener "
+            f"race); starting the job again (attempt {attempt + 1} of {LAUNCH_ATTEMPTS})")
+        time.sleep(0.5 * attempt)
     return _job_outcome(job, host_lines, hostfile, timeout, grace, say)
+
+
+def _failed_to_start(job: _JobRun) -> bool:
+    """mpiexec hit one of its own startup races: no rank started, nothing was signalled."""
+    return (not job.timed_out and job.signals.signum is None and not job.records
+            and launcher_failed_to_start(job.rc, "\n".join(job.other), bool(job.lifecycle)))
 
 
 def _job_env(n: int, remote: bool, hosts, hostfile, extra_env) -> tuple[dict, list[str]]:

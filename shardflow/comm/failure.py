@@ -103,6 +103,9 @@ def write_failure_record(kind: str, message: str, tb: str, exit_code: int) -> No
         pass
 
 
+_ABORT_OUTPUT_GRACE_S = 0.25
+
+
 def abort_job(message: str, kind: str = "error", exit_code: int = 1, tb: str = "") -> None:
     """Print ``message``, record it for the launcher and end every rank (MPI_Abort)."""
     rank = _rank()
@@ -110,6 +113,9 @@ def abort_job(message: str, kind: str = "error", exit_code: int = 1, tb: str = "
     print_failure((tb + message) if tb else message, rank)
     world = _world
     if world is not None and world.size > 1 and hasattr(world, "abort"):
+        # MPI_Abort has mpiexec kill every rank at once, and output still in flight from this
+        # rank to mpiexec can be lost or overtaken by the abort banner: give it a moment.
+        time.sleep(_ABORT_OUTPUT_GRACE_S)
         world.abort(exit_code)
     os._exit(exit_code)
 

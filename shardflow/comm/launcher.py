@@ -107,6 +107,20 @@ def build_mpiexec_command(n: int, program: list[str], *, hosts: str | None = Non
     return cmd + list(program)
 
 
+# prterun's own startup failures, before any rank has run a line: a race in PMIx's listener
+# (seen on loaded machines, as in open-mpi/ompi's and lfortran's CI). ``shardflow run`` and the
+# test runner start such a job again, up to LAUNCH_ATTEMPTS times in all.
+LAUNCHER_STARTUP_FAILURES = ("The PMIx server's listener thread failed to start",)
+LAUNCH_ATTEMPTS = 3
+
+
+def launcher_failed_to_start(rc: int, output: str, any_rank_started: bool) -> bool:
+    """Whether mpiexec exited on one of its own startup races (LAUNCHER_STARTUP_FAILURES)
+    before any rank started: then the job can simply be started again."""
+    return (rc != 0 and not any_rank_started
+            and any(m in output for m in LAUNCHER_STARTUP_FAILURES))
+
+
 def rank_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment the ranks get: ours, the MPI defaults, PYTHONPATH with shardflow."""
     env = dict(os.environ)

@@ -43,7 +43,14 @@ import textwrap
 import time
 from dataclasses import dataclass
 
-from ..comm.launcher import build_mpiexec_command, kill_session, rank_env, session_processes
+from ..comm.launcher import (
+    LAUNCH_ATTEMPTS,
+    build_mpiexec_command,
+    kill_session,
+    launcher_failed_to_start,
+    rank_env,
+    session_processes,
+)
 from .rank_program import PASSED
 
 
@@ -83,7 +90,9 @@ class MPIResult:
         return self
 
 
-_PREFIX = re.compile(r"^\[rank (\d+)\] ?(.*)$")
+# Leading blanks are allowed: when a rank aborts, prterun's MPI_ABORT banner can reach stderr
+# in the middle of the rank's own lines and leave a stray blank before the next one.
+_PREFIX = re.compile(r"^\s*\[rank (\d+)\] ?(.*)$")
 
 
 def rank_errors(stderr: str) -> str:
@@ -103,18 +112,11 @@ def rank_errors(stderr: str) -> str:
     return "".join(blocks)
 
 
-# prterun's own startup failures, before any rank has run a line: a race in PMIx's listener
-# (seen on loaded CI machines, as in open-mpi/ompi's and lfortran's CI). The job is started
-# again, up to LAUNCH_ATTEMPTS times, so that a test reports the program, not the race.
-_LAUNCHER_STARTUP_FAILURES = ("The PMIx server's listener thread failed to start",)
-LAUNCH_ATTEMPTS = 3
-
-
 def _run(cmd, env, timeout) -> MPIResult:
     for attempt in range(1, LAUNCH_ATTEMPTS + 1):
         res = _run_once(cmd, env, timeout)
-        startup_failed = (res.returncode != 0 and not res.timed_out and not res.stdout
-                          and any(m in res.stderr for m in _LAUNCHER_STARTUP_FAILURES))
+        startup_failed = not res.timed_out and launcher_failed_to_start(
+            res.returncode, res.stderr, any_rank_started=bool(res.stdout))
         if not startup_failed or attempt == LAUNCH_ATTEMPTS:
             return res
         time.sleep(0.5 * attempt)

@@ -4,7 +4,7 @@ the ranks), and ``check()`` fails unless every rank's ``main()`` returned."""
 
 import pytest
 
-from shardflow.testing.mpi import program_command, run_program
+from shardflow.testing.mpi import program_command, rank_errors, run_program
 
 pytestmark = pytest.mark.mpi
 
@@ -25,6 +25,7 @@ def test_a_passing_program_passes_on_every_rank():
 @pytest.mark.parametrize("when", ["assert", "before_init"])
 def test_a_failing_assert_shows_its_rank_and_values(when):
     message = _failure(run_program(PROGRAM, n=2, args=[when], timeout=60))
+    assert "--- rank 1 raised ---" in message, message
     block = message[message.index("--- rank 1 raised ---"):]
     assert "--- rank 0 raised ---" not in message, message
     assert "runner_fails_on_one_rank.py" in block, message
@@ -35,6 +36,17 @@ def test_a_failing_assert_shows_its_rank_and_values(when):
         assert "assert [1.0, 2.0] == [1.0, 3.0]" in block, message
         assert "the program raised on rank 1" in block, message
     assert "rank_program.py" not in block, message  # the traceback starts at the program
+
+
+def test_rank_errors_reads_a_rank_line_that_the_abort_banner_shifted():
+    # prterun's MPI_ABORT banner can land amid a rank's lines and leave a blank before one
+    stderr = ("[rank 0] warming up\n"
+              "-----\nMPI_ABORT was invoked on rank 1\n-----\n"
+              " [rank 1] Traceback (most recent call last):\n"
+              "[rank 1]   File \"prog.py\", line 3, in main\n"
+              "[rank 1] AssertionError: boom\n")
+    assert rank_errors(stderr) == ("--- rank 1 raised ---\nTraceback (most recent call last):\n"
+                                   "  File \"prog.py\", line 3, in main\nAssertionError: boom\n")
 
 
 def test_a_rank_that_leaves_main_early_fails_the_check():
