@@ -5,7 +5,6 @@ A stand-in mpiexec (SHARDFLOW_MPIEXEC) prints prterun's real message and exits 2
 first ``fails`` calls, then runs the real mpiexec."""
 
 import io
-import os
 import stat
 
 import pytest
