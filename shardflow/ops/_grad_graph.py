@@ -56,3 +56,18 @@ def keep_where(g: Tensor, cond) -> Tensor:
     """``g`` where the boolean array ``cond`` holds, else 0 (an inf/NaN ``g`` at a dropped
     position gives 0, as the first-order ``_grad_where``): linear in ``g``."""
     return OPS["where"](_wrap(cond), g, 0.0)
+
+
+def sum_to(t: Tensor, shape) -> Tensor:
+    """``t`` summed down to ``shape``, which broadcasts to ``t.shape`` (the Tensor form of
+    ``_util.unbroadcast``)."""
+    shape = tuple(shape)
+    if tuple(t.shape) == shape:
+        return t
+    lead = t.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + k for k, n in enumerate(shape) if n == 1 and t.shape[lead + k] != 1
+    )
+    if axes:
+        t = t.sum(dim=axes, keepdim=True)
+    return t.reshape(shape)
