@@ -33,6 +33,7 @@ from . import (
     version,
 )
 from .amp import GradScaler, autocast, get_autocast_dtype, is_autocast_enabled
+from .func import vmap  # torch.vmap is torch.func.vmap
 from .autograd import (
     Size,
     Tensor,
