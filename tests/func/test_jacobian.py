@@ -66,3 +66,9 @@ def test_linearize_matches_torch_for_several_tangents():
         return out, jvp_fn(t(m, np.ones(3)), t(m, np.ones((2, 3)))), jvp_fn(t(m, X), t(m, Y))
 
     compare(program)
+
+
+def test_hessian_through_matmul_and_slicing_matches_torch():
+    A = np.random.default_rng(7).standard_normal((3, 3))
+    compare(lambda m: m.func.hessian(lambda x, a: (x @ a @ x) * (x * x).sum(), argnums=(0, 1))(t(m, X), t(m, A)))
+    compare(lambda m: m.func.vmap(m.func.hessian(lambda x: (x[:2] * x[1:]).sum() ** 2))(t(m, A)))
