@@ -3,10 +3,11 @@
 Algorithm: the differentiated arguments (``argnums``, pytrees of Tensors) are replaced by fresh
 differentiable inputs (``_nesting.make_differentiable``), ``func`` runs under grad mode, and
 ``autograd.grad`` gives the gradients (zeros where the output does not depend on an input, as
-torch's transforms do). When the result will be differentiated again (``_nesting.needs_graph``:
-inside another differentiating transform, or an input already requires grad) the gradients are
-computed with ``create_graph=True`` (the higher-order engine, ``autograd/higher_order.py``);
-otherwise every returned Tensor is detached.
+torch's transforms do). When the output depends on tensors from outside the transform that
+require grad (``_nesting.reaches_outside``: an outer transform's inputs in ``grad(grad(f))``, an
+input or a closed-over parameter that requires grad) the gradients are computed with
+``create_graph=True`` (the higher-order engine, ``autograd/higher_order.py``) and keep that
+graph, as torch's do; otherwise results are detached.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import functools
 
 from .. import ops
+from ..autograd import grad_mode
 from ..autograd.api import grad as autograd_grad
 from ..autograd.tensor import Tensor
 from ..utils._pytree import tree_flatten, tree_unflatten
@@ -42,7 +44,7 @@ def grad_and_value(func, argnums=0, has_aux: bool = False):
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         argnums_, diff_args = slice_argnums_checked(args, argnums)
-        create_graph = _nesting.needs_graph(tree_flatten(args)[0])
+        grad_on = grad_mode.is_grad_enabled()
         with _nesting.differentiating():
             diff_args, leaves = _nesting.make_differentiable(diff_args)
             output = func(*_nesting.replace_argnums(args, argnums_, diff_args), **kwargs)
@@ -59,10 +61,9 @@ def grad_and_value(func, argnums=0, has_aux: bool = False):
                 raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got "
                                    f"tensor with {output.dim()} dims. Maybe you wanted to use the vjp or jacrev "
                                    "APIs instead?")
-            grads = gradients([output], leaves, [None], create_graph)
+            grads = gradients([output], leaves, [None], grad_on and _nesting.reaches_outside([output], leaves))
         grads = tree_unflatten(grads, tree_flatten(diff_args)[1])
-        if not create_graph:
-            grads, output, aux = _nesting.detach_tree((grads, output, aux))
+        grads, output, aux = finish((grads, output, aux), leaves, grad_on)
         return (grads, (output, aux)) if has_aux else (grads, output)
 
     return wrapper
@@ -95,7 +96,7 @@ def vjp(func, *primals, has_aux: bool = False):
     each primal (one per primal, each with that primal's structure). ``cotangents`` must have
     the output's pytree structure. ``vjp_fn`` may be called several times."""
     primals_in = tuple(primals)
-    create_graph = _nesting.needs_graph(tree_flatten(primals_in)[0])
+    grad_on = grad_mode.is_grad_enabled()
     with _nesting.differentiating():
         diff_primals, leaves = _nesting.make_differentiable(primals_in)
         output = func(*diff_primals)
@@ -107,6 +108,7 @@ def vjp(func, *primals, has_aux: bool = False):
             output, aux = output
         flat_out, out_spec = tree_flatten(output)
         check_tensor_outputs(flat_out, "vjp(f, *primals)")
+    outside = grad_on and _nesting.reaches_outside(flat_out, leaves)
     primals_spec = tree_flatten(diff_primals)[1]
 
     def vjp_fn(cotangents, retain_graph: bool = True, create_graph: bool | None = None):
@@ -123,16 +125,19 @@ def vjp(func, *primals, has_aux: bool = False):
                                    f"{tuple(o.shape)}; each cotangent must have its output's shape")
         graph = create_graph
         if graph is None:
-            graph = create_graph_now or any(c.requires_grad for c in flat_ct) or _nesting.transform_depth() > 0
+            graph = outside or any(c.requires_grad for c in flat_ct)
         with _nesting.differentiating():
             got = gradients(flat_out, leaves, flat_ct, graph)
-        result = tree_unflatten(got, primals_spec)
-        return result if graph else _nesting.detach_tree(result)
+        return finish(tree_unflatten(got, primals_spec), leaves, graph)
 
-    create_graph_now = create_graph
-    if not create_graph:
-        output, aux = _nesting.detach_tree((output, aux))
+    output, aux = finish((output, aux), leaves, grad_on)
     return (output, vjp_fn, aux) if has_aux else (output, vjp_fn)
+
+
+def finish(tree, private, grad_on: bool):
+    """A transform's results: detached under ``no_grad``, else kept only where they depend on
+    outside tensors (``_nesting.release``)."""
+    return _nesting.release(tree, private) if grad_on else _nesting.detach_all(tree)
 
 
 def check_tensor_outputs(flat_out, api: str) -> None:

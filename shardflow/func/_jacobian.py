@@ -14,7 +14,8 @@ is one backward pass per output element.
   (``J.reshape(out.numel(), in.numel()) @ t.reshape(-1)``); ``linearize`` computes it once and
   its ``jvp_fn`` only contracts.
 * ``hessian(f) = jacfwd(jacrev(f))``: the inner Jacobian is computed with
-  ``create_graph=True`` (higher-order engine), so it needs ops with double backward.
+  ``create_graph=True`` (higher-order engine: the outer transform's inputs are outside the
+  inner one, ``_nesting.reaches_outside``), so it needs ops with double backward.
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ from __future__ import annotations
 import functools
 
 from .. import ops
+from ..autograd import grad_mode
 from ..autograd.tensor import Tensor
 from ..utils._pytree import tree_flatten, tree_unflatten
 from . import _nesting
-from ._grad import check_tensor_outputs, gradients, slice_argnums_checked
+from ._grad import check_tensor_outputs, finish, gradients, slice_argnums_checked
 
 __all__ = ["jacrev", "jacfwd", "hessian", "jvp", "linearize"]
 
@@ -72,13 +74,12 @@ def _run(func, args, kwargs, argnums, has_aux: bool, api: str):
 def _jacobian_transform(func, argnums, has_aux: bool, api: str):
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        create_graph = _nesting.needs_graph(tree_flatten(args)[0])
+        grad_on = grad_mode.is_grad_enabled()
         with _nesting.differentiating():
             flat_out, out_spec, leaves, in_spec, aux = _run(func, args, kwargs, argnums, has_aux, api)
-            blocks = jacobian_blocks(flat_out, leaves, create_graph)
+            blocks = jacobian_blocks(flat_out, leaves, grad_on and _nesting.reaches_outside(flat_out, leaves))
         result = tree_unflatten([tree_unflatten(b, in_spec) for b in blocks], out_spec)
-        if not create_graph:
-            result, aux = _nesting.detach_tree((result, aux))
+        result, aux = finish((result, aux), leaves, grad_on)
         return (result, aux) if has_aux else result
 
     return wrapper
@@ -155,7 +156,7 @@ def jvp(func, primals, tangents, *, strict: bool = False, has_aux: bool = False)
     _tensor_list(flat_primals, api, "primals")
     _tensor_list(flat_tangents, api, "tangents")
     _check_tangents(flat_primals, flat_tangents)
-    create_graph = _nesting.needs_graph(flat_primals + flat_tangents)
+    grad_on = grad_mode.is_grad_enabled()
     with _nesting.differentiating():
         diff_primals, leaves = _nesting.make_differentiable(primals)
         output = func(*diff_primals)
@@ -169,27 +170,25 @@ def jvp(func, primals, tangents, *, strict: bool = False, has_aux: bool = False)
         if strict and any(not o.requires_grad for o in flat_out):
             raise RuntimeError("jvp(f, primals, tangents, strict=True): The output of f is independent of the "
                                "inputs. This is not allowed with strict=True.")
-        tangents_out = _contract(jacobian_blocks(flat_out, leaves, create_graph), flat_out, flat_tangents)
-    result = (tree_unflatten(flat_out, out_spec), tree_unflatten(tangents_out, out_spec), aux)
-    if not create_graph:
-        result = _nesting.detach_tree(result)
+        blocks = jacobian_blocks(flat_out, leaves, grad_on and _nesting.reaches_outside(flat_out, leaves))
+        tangents_out = _contract(blocks, flat_out, flat_tangents)
+    result = finish((tree_unflatten(flat_out, out_spec), tree_unflatten(tangents_out, out_spec), aux), leaves,
+                    grad_on)
     return result if has_aux else result[:2]
 
 
 def linearize(func, *primals):
     """``(func(*primals), jvp_fn)``: ``jvp_fn(*tangents)`` is the Jacobian-vector product at
     ``primals`` (the Jacobian is computed once here; each call only contracts it)."""
-    create_graph = _nesting.needs_graph(tree_flatten(primals)[0])
+    grad_on = grad_mode.is_grad_enabled()
     with _nesting.differentiating():
         diff_primals, leaves = _nesting.make_differentiable(tuple(primals))
         output = func(*diff_primals)
         flat_out, out_spec = tree_flatten(output)
         check_tensor_outputs(flat_out, "linearize(f, *primals)")
-        blocks = jacobian_blocks(flat_out, leaves, create_graph)
+        blocks = jacobian_blocks(flat_out, leaves, grad_on and _nesting.reaches_outside(flat_out, leaves))
     flat_primals, primals_spec = tree_flatten(tuple(primals))
-    if not create_graph:
-        flat_out = [o.detach() for o in flat_out]
-        blocks = [[J.detach() for J in per_input] for per_input in blocks]
+    flat_out, blocks = finish((flat_out, blocks), leaves, grad_on)
 
     def jvp_fn(*tangents):
         flat_tangents, tangents_spec = tree_flatten(tangents)

@@ -1,48 +1,60 @@
-"""Shared state and helpers of the ``torch.func`` transforms: the nesting depth of the
-differentiating transforms, ``argnums`` handling, and the differentiable copies of inputs.
+"""Shared helpers of the ``torch.func`` transforms: ``argnums`` handling, the fresh
+differentiable inputs, and when a result must keep a graph.
 
 A transform here runs ``func`` on ordinary shardflow Tensors and differentiates with
-``shardflow.autograd.grad`` (there are no functorch levels or wrapper tensors). Whether a
-gradient must itself be differentiable (``create_graph=True``, the higher-order engine) is
-decided per call: it must when grad mode is on and either another differentiating transform
-is running around this one (``grad(grad(f))``, ``jacfwd(jacrev(f))``) or an input already
-requires grad (the result is then differentiated by ordinary autograd, as in torch).
+``shardflow.autograd.grad`` (there are no functorch levels or wrapper tensors). torch's
+transforms always differentiate with ``create_graph=True`` and then unwrap, so a result keeps
+a graph exactly when it depends on tensors from outside the transform that require grad (an
+outer transform's inputs in ``grad(grad(f))``, an input that required grad, a parameter the
+function closes over). Here that is decided by walking the output's graph
+(``reaches_outside``): only then are gradients computed with ``create_graph=True`` (the
+higher-order engine) and results kept; otherwise the first-order engine is used and results
+are detached, as torch's would not require grad. Nothing is decided under ``no_grad``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import threading
 
 from ..autograd import grad_mode
 from ..autograd.tensor import Tensor
 from ..utils._pytree import tree_flatten, tree_unflatten
 
-_state = threading.local()
 
-
-def transform_depth() -> int:
-    return getattr(_state, "depth", 0)
-
-
-@contextlib.contextmanager
 def differentiating():
-    """Mark the body as running inside a differentiating transform (grad, vjp, jacrev ...)."""
-    _state.depth = transform_depth() + 1
-    try:
-        with grad_mode.enable_grad():
-            yield
-    finally:
-        _state.depth -= 1
+    """The body of a differentiating transform runs with grad mode on (torch: the transforms
+    differentiate ``func`` even under ``no_grad``)."""
+    return grad_mode.enable_grad()
 
 
-def needs_graph(tensors) -> bool:
-    """True when gradients computed now must carry a graph (see the module docstring).
-    Call before entering ``differentiating()``."""
-    if not grad_mode.is_grad_enabled():
-        return False
-    return transform_depth() > 0 or any(isinstance(t, Tensor) and t.requires_grad for t in tensors)
+def reaches_outside(tensors, private) -> bool:
+    """True when the graph of any of ``tensors`` reaches a tensor that requires grad and is not
+    one of the transform's own fresh inputs ``private`` (walks ``Function._edges``)."""
+    own = {id(x) for x in private}
+    stack, seen = [], set()
+    for t in tensors:
+        if not isinstance(t, Tensor) or not t.requires_grad:
+            continue
+        if t.grad_fn is None:
+            if id(t) not in own:
+                return True
+        elif id(t.grad_fn) not in seen:
+            seen.add(id(t.grad_fn))
+            stack.append(t.grad_fn)
+    while stack:
+        fn = stack.pop()
+        for node in fn._edges:
+            if type(node) is tuple:
+                node = node[0]
+            if node is None:
+                continue
+            if isinstance(node, Tensor):
+                if id(node) not in own:
+                    return True
+            elif id(node) not in seen:
+                seen.add(id(node))
+                stack.append(node)
+    return False
 
 
 def validate_argnums(argnums, num_args: int):
@@ -105,9 +117,15 @@ def make_differentiable(tree):
     return tree_unflatten(new, spec), new
 
 
-def detach_tree(tree):
-    """``tree`` with every Tensor leaf detached (results of a transform that is not
-    differentiated again must not carry the transform's private graph)."""
+def release(tree, private):
+    """``tree`` with every Tensor leaf that does not depend on outside tensors (see
+    ``reaches_outside``) detached: the transform's private graph must not show in results."""
+    leaves, spec = tree_flatten(tree)
+    return tree_unflatten([x.detach() if isinstance(x, Tensor) and not reaches_outside([x], private) else x
+                           for x in leaves], spec)
+
+
+def detach_all(tree):
     leaves, spec = tree_flatten(tree)
     return tree_unflatten([x.detach() if isinstance(x, Tensor) else x for x in leaves], spec)
 

@@ -61,3 +61,20 @@ def test_jacrev_with_respect_to_module_parameters_matches_torch():
         return m.func.jacrev(lambda p, x: m.func.functional_call(models[m], p, (x,)))(params, t(m, X))
 
     compare(program)
+
+
+def test_results_keep_a_graph_to_closed_over_tensors_like_torch():
+    def program(m):
+        w = t(m, X[:, 0], requires_grad=True)
+        x = t(m, X[:, 1])
+        g = m.func.grad(lambda z: (z * z * w).sum())(x)
+        _, vjp_fn = m.func.vjp(lambda z: z * w, x)
+        (v,) = vjp_fn(m.ones(3, dtype=m.float64))
+        jac = m.func.jacrev(lambda z: z * z * w)(x)
+        flags = (g.requires_grad, v.requires_grad, jac.requires_grad)
+        (g * g).sum().backward()  # MAML-style: differentiate through the inner gradient
+        g_private = m.func.grad(lambda z: (z * z).sum())(x)
+        return flags, w.grad, g_private.requires_grad
+
+    flags, _, private_requires_grad = compare(program)
+    assert flags == (True, True, True) and private_requires_grad is False
