@@ -122,3 +122,13 @@ def test_vmap_size_zero_dimension_is_refused_with_a_reason():
 
 def test_torch_vmap_top_level_name():
     assert sf.vmap is sf.func.vmap
+
+
+def test_vmap_random_draw_in_a_later_sample_is_caught_in_error_mode():
+    def f(x):
+        return x + sf.randn(3, dtype=sf.float64) if bool(x.sum() > 100) else x
+
+    data = np.zeros((4, 3))
+    data[2] = 50.0
+    with pytest.raises(RuntimeError, match="called random operation while in randomness error mode"):
+        sf.func.vmap(f)(sf.tensor(data))
