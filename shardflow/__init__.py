@@ -135,6 +135,7 @@ from .backends.switches import (
 from .distributed import sbp
 from .distributed.parallel_config import parallelize
 from .distributed.placement import placement
+from .func import vmap  # torch.vmap is torch.func.vmap
 from .jit import compile, compile_step
 from .kernels.threads import (
     get_num_interop_threads,

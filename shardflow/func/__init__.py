@@ -1,16 +1,41 @@
 """``torch.func`` path: ``functional_call`` (a module called with given parameters and buffers,
-``nn.utils.stateless``), ``grad`` and ``grad_and_value`` (nestable: ``grad(grad(f))``, through
-the create_graph engine; grad_transform.py). ``vmap``, ``jacrev`` and the other transforms
-are not built."""
+``nn.utils.stateless``) and the function transforms, built on shardflow's eager autograd
+rather than functorch's batching and dual tensors:
+
+* ``vmap`` (``_vmap.py``): a loop over the mapped dimension (one ``func`` call per sample);
+* ``grad``, ``grad_and_value``, ``vjp`` (``_grad.py``): ``autograd.grad`` on fresh inputs,
+  with ``create_graph=True`` when the result is differentiated again (``_nesting.py``);
+* ``jacrev``, ``jacfwd``, ``hessian``, ``jvp``, ``linearize`` (``_jacobian.py``): from
+  reverse-mode Jacobians (one backward pass per output element);
+* ``stack_module_state``, ``replace_all_batch_norm_modules_`` (``_stack_module_state.py``);
+* ``functionalize``: the function itself (eager execution; see its docstring).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from ..nn.utils.stateless import _functional_call
-from .grad_transform import grad, grad_and_value
+from ._grad import grad, grad_and_value, vjp
+from ._jacobian import hessian, jacfwd, jacrev, jvp, linearize
+from ._stack_module_state import replace_all_batch_norm_modules_, stack_module_state
+from ._vmap import vmap
 
-__all__ = ["functional_call", "grad", "grad_and_value"]
+__all__ = ["functional_call", "functionalize", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
+           "linearize", "replace_all_batch_norm_modules_", "stack_module_state", "vjp", "vmap"]
+
+
+def functionalize(func, *, remove: str = "mutations"):
+    """``func`` itself. torch's functionalize rewrites mutations into out-of-place ops for
+    tracing compilers; shardflow executes eagerly, where the rewritten program computes the same
+    outputs and leaves the same values in mutated inputs, so the function is returned as is."""
+    if remove not in ("mutations", "mutations_and_views"):
+        raise RuntimeError(f"functionalize(f, remove='mutations'): received invalid argument for remove={remove}. "
+                           "Valid options are:\n     remove='mutations': all inplace and out= operators will be "
+                           "removed from the program, and replaced with their out-of-place equivalents.\n     "
+                           "remove='mutations_and_views': In addition to the above, all aliasing operators "
+                           "{view} will be replaced with their non-aliasing counterparts, {view}_copy.\n")
+    return func
 
 
 def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *, tie_weights: bool = True,
