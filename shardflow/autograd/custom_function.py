@@ -112,14 +112,15 @@ def _apply(cls, *args, **kwargs):
     setup_context = getattr(cls, "setup_context", None)
     if setup_context is not None:
         args = _bind_default_args(cls.forward, args, kwargs)
-        kwargs = {}
+    elif kwargs:
+        args = _keywords_as_positional(cls.forward, args, kwargs)
     node = cls._backward_cls()
     needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
     node.needs_input_grad = needs
     executable = any(needs) and grad_mode.is_grad_enabled()
     with grad_mode.no_grad():
         if setup_context is None:
-            out = cls.forward(node, *args, **kwargs)
+            out = cls.forward(node, *args)
         else:
             out = cls.forward(*args)
             setup_context(node, args, out)
@@ -132,6 +133,30 @@ def _bind_default_args(forward, args: tuple, kwargs: dict) -> tuple:
     bound = inspect.signature(forward).bind(*args, **kwargs)
     bound.apply_defaults()
     return bound.args
+
+
+def _keywords_as_positional(forward, args: tuple, kwargs: dict) -> tuple:
+    """torch's rule for ``apply(x, w=w)`` without ``setup_context``: each keyword argument
+    takes its parameter's position in ``forward(ctx, ...)`` and counts as an input (it gets a
+    gradient slot); positions up to the last one must all be given (defaults are not used)."""
+    names = [p.name for p in inspect.signature(forward).parameters.values()
+             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][1:]  # after ctx
+    slots = list(args)
+    for key, value in kwargs.items():
+        if key not in names:
+            raise TypeError(f"forward() got an unexpected keyword argument '{key}'")
+        pos = names.index(key)
+        if pos < len(args):
+            raise TypeError(f"forward() got multiple values for argument '{key}'")
+        slots += [_MISSING] * (pos + 1 - len(slots))
+        slots[pos] = value
+    for pos, value in enumerate(slots):
+        if value is _MISSING:
+            raise TypeError(f"forward() missing required argument: '{names[pos]}' (position {pos})")
+    return tuple(slots)
+
+
+_MISSING = object()
 
 
 def _edge_of(t: Tensor):
@@ -419,7 +444,7 @@ def _raise_modified(node, kind, index, tensor, array, now, version) -> None:
 
     t = _wrap(array)
     if kind == "out":
-        origin = f", which is output {index} of {node.name()},"
+        origin = f", which is output {index} of {node._forward_cls.__name__},"
     elif tensor is not None and tensor.grad_fn is not None:
         origin = f", which is output {tensor._output_nr} of {tensor.grad_fn.name()},"
     else:
