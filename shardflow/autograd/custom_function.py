@@ -364,7 +364,7 @@ class BackwardCFunction(Function, FunctionCtx):
             result = _user_backward(self._forward_cls)(self, *grads)
         finally:
             d["_sf_graph"] = False
-        return self._input_gradients(result)
+        return tuple(self._input_gradients(result))
 
     def _user_grads(self, grads: list) -> list:
         """One gradient per forward output: None for a non-Tensor output, and, without
