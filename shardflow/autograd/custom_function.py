@@ -130,7 +130,7 @@ def _apply(cls, *args, **kwargs):
 def _bind_default_args(forward, args: tuple, kwargs: dict) -> tuple:
     """``args`` and ``kwargs`` as the positional arguments of ``forward``, defaults filled in
     (torch does this when ``setup_context`` is defined: ``inputs`` holds them all)."""
-    bound = inspect.signature(forward).bind(*args, **kwargs)
+    bound = _signature(forward).bind(*args, **kwargs)
     bound.apply_defaults()
     return bound.args
 
@@ -139,7 +139,7 @@ def _keywords_as_positional(forward, args: tuple, kwargs: dict) -> tuple:
     """torch's rule for ``apply(x, w=w)`` without ``setup_context``: each keyword argument
     takes its parameter's position in ``forward(ctx, ...)`` and counts as an input (it gets a
     gradient slot); positions up to the last one must all be given (defaults are not used)."""
-    names = [p.name for p in inspect.signature(forward).parameters.values()
+    names = [p.name for p in _signature(forward).parameters.values()
              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][1:]  # after ctx
     slots = list(args)
     for key, value in kwargs.items():
@@ -157,6 +157,12 @@ def _keywords_as_positional(forward, args: tuple, kwargs: dict) -> tuple:
 
 
 _MISSING = object()
+
+
+@functools.lru_cache(maxsize=256)
+def _signature(forward) -> inspect.Signature:
+    """``forward``'s signature, read once per function (binding happens on every apply)."""
+    return inspect.signature(forward)
 
 
 def _edge_of(t: Tensor):
@@ -321,7 +327,7 @@ class BackwardCFunction(Function, FunctionCtx):
                     "Specify retain_graph=True if you need to backward through the graph a second "
                     "time or if you need to access saved tensors after calling backward."
                 )
-            return tuple(d.get("_sf_to_save", ()))
+            return ()  # read in forward: torch packs the saved tensors after forward returns
         graph = d.get("_sf_graph", False)
         return tuple(None if e is None else self._rebuild_saved(e, graph) for e in saved)
 

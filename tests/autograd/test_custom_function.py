@@ -160,6 +160,7 @@ def test_setup_context_style_binds_defaults_like_torch():
             def setup_context(ctx, inputs, output):
                 seen["inputs"] = (len(inputs), inputs[1], tuple(output.shape))
                 ctx.save_for_backward(inputs[0])
+                seen["saved_in_setup"] = ctx.saved_tensors  # torch packs them after forward
                 ctx.k = inputs[1]
 
             @staticmethod
@@ -174,7 +175,7 @@ def test_setup_context_style_binds_defaults_like_torch():
 
     (g1, s1), (g2, s2) = both(program)
     assert_close(g1, g2)
-    assert s1 == s2 == {"inputs": (2, 3.0, (2, 3))}
+    assert s1 == s2 == {"inputs": (2, 3.0, (2, 3)), "saved_in_setup": ()}
 
 
 def test_vjp_instead_of_backward_and_vmap_rule_are_accepted():
