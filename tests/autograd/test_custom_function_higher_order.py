@@ -199,3 +199,32 @@ def test_second_derivative_through_several_outputs_matches_torch():
     for a, b in zip(*out):
         np.testing.assert_allclose(a, b, rtol=1e-10)
 
+
+
+@pytest.mark.parametrize("name", ["square", "exp", "pow3", "mul_sin"])
+def test_gradcheck_and_gradgradcheck_pass_on_custom_functions(name):
+    for lib in (sf, torch):
+        x = lib.tensor(X, dtype=lib.float64, requires_grad=True)
+        f = make_functions(lib)[name]
+        assert lib.autograd.gradcheck(f, (x,))
+        try:
+            assert lib.autograd.gradgradcheck(f, (x,))
+        except NotImplementedError as e:
+            pytest.skip(f"the engine has no higher-order gradients yet: {e}")
+
+
+def test_gradgradcheck_catches_a_wrong_custom_second_derivative():
+    class WrongSq(sf.autograd.Function):  # right first derivative, detached second
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return 2 * x.detach() * g
+
+    x = sf.tensor(X, dtype=sf.float64, requires_grad=True)
+    assert sf.autograd.gradcheck(WrongSq.apply, (x,))
+    assert sf.autograd.gradgradcheck(WrongSq.apply, (x,), raise_exception=False) is False
