@@ -118,13 +118,15 @@ def _apply(cls, *args, **kwargs):
     needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
     node.needs_input_grad = needs
     executable = any(needs) and grad_mode.is_grad_enabled()
+    # the inputs' producers before forward runs (a dirty input's history is rebased after it)
+    edges = tuple(_edge_of(a) if need else None for a, need in zip(args, needs))
     with grad_mode.no_grad():
         if setup_context is None:
             out = cls.forward(node, *args)
         else:
             out = cls.forward(*args)
             setup_context(node, args, out)
-    return _link_outputs(node, args, needs, out, executable)
+    return _link_outputs(node, args, edges, out, executable)
 
 
 def _bind_default_args(forward, args: tuple, kwargs: dict) -> tuple:
@@ -173,7 +175,7 @@ def _edge_of(t: Tensor):
     return producer if t._output_nr == 0 else (producer, t._output_nr)
 
 
-def _link_outputs(node, args: tuple, needs: tuple, out, executable: bool):
+def _link_outputs(node, args: tuple, edges: tuple, out, executable: bool):
     """The Tensors ``apply`` returns, linked to ``node`` when ``executable``."""
     d = node.__dict__
     dirty = d.pop("_sf_dirty", ())
@@ -186,7 +188,6 @@ def _link_outputs(node, args: tuple, needs: tuple, out, executable: bool):
                     f"({node._forward_cls.__name__}.forward marked it dirty; fix: pass a clone, "
                     "or do not change the input in place)"
                 )
-    edges = tuple(_edge_of(a) if need else None for a, need in zip(args, needs))
     outs = out if isinstance(out, tuple) else (out,)
     results = []
     meta = []
