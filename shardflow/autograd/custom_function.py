@@ -73,12 +73,24 @@ from .tensor import Tensor, _is_differentiable, _wrap
 
 
 def is_custom_function_class(cls) -> bool:
-    """PyTorch's style: a static ``forward``, a ``forward(ctx, ...)``, or ``setup_context``."""
+    """PyTorch's style: a static ``forward``, a ``forward(ctx, ...)``, ``setup_context``, or a
+    non-static ``forward(self, ...)``/``backward`` that uses the ctx API (``self.save_for_backward``,
+    ``saved_tensors``...: torch runs that through ``apply`` too). Internal ops have none of these."""
     forward = inspect.getattr_static(cls, "forward", None)
     if isinstance(forward, staticmethod) or hasattr(cls, "setup_context"):
         return True
     code = getattr(forward, "__code__", None)
-    return code is not None and code.co_argcount > 0 and code.co_varnames[0] == "ctx"
+    if code is None:
+        return False
+    if code.co_argcount > 0 and code.co_varnames[0] == "ctx":
+        return True
+    backward = getattr(inspect.getattr_static(cls, "backward", None), "__code__", None)
+    return any(not _CTX_API.isdisjoint(c.co_names) for c in (code, backward) if c is not None)
+
+
+# names only the ctx API has (function.py's internal Function uses none of them)
+_CTX_API = frozenset({"save_for_backward", "saved_tensors", "mark_dirty",
+                      "mark_non_differentiable", "set_materialize_grads"})
 
 
 def adopt_custom_function(cls) -> None:

@@ -147,6 +147,27 @@ def test_non_static_forward_taking_ctx_works_as_in_torch():
     assert_close(*both(program))
 
 
+def test_non_static_forward_using_the_ctx_api_through_self_works_as_in_torch():
+    def program(lib):
+        class Cube(lib.autograd.Function):
+            def forward(self, x):
+                self.save_for_backward(x)
+                return x ** 3
+
+            def backward(self, g):
+                x, = self.saved_tensors
+                return 3 * x * x * g
+
+        x = leaf(lib)
+        y = Cube.apply(x)
+        y.sum().backward()
+        return y, x.grad
+
+    (y1, g1), (y2, g2) = both(program)
+    assert_close(y1, y2)
+    assert_close(g1, g2)
+
+
 def test_setup_context_style_binds_defaults_like_torch():
     def program(lib):
         seen = {}
@@ -502,6 +523,15 @@ def test_internal_functions_keep_their_array_apply():
             return g * 2
 
     assert ArrayTwice.apply.__func__ is Function.apply.__func__
+
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    ops = [c for c in subclasses(Function) if c.__module__.startswith("shardflow.")]
+    assert len(ops) > 100  # every op shardflow's import registered
+    assert [c.__qualname__ for c in ops if hasattr(c, "_backward_cls")] == []
     assert not hasattr(ArrayTwice, "_backward_cls")
     x = leaf(sf)
     ArrayTwice.apply(x).sum().backward()
