@@ -60,6 +60,14 @@ class Function:
     save_inputs: tuple[int, ...] | None = None  # None: every Tensor input may be read
     save_output: bool = False
 
+    def __init_subclass__(cls, **kwargs):
+        """A PyTorch-style custom Function (static ``forward(ctx, ...)``) gets the ctx-based
+        ``apply`` of custom_function.py. Runs once per class: internal ops pay nothing."""
+        super().__init_subclass__(**kwargs)
+        from .custom_function import adopt_custom_function
+
+        adopt_custom_function(cls)
+
     @property
     def next(self) -> tuple:
         """The graph edges, one per positional input of ``apply``: ``(producer Function,
@@ -417,3 +425,12 @@ def _same_device_arrays(cls, args) -> list:
                 f".to({main!r}) before the op"
             )
     return arrays
+
+
+# torch.autograd.function's public names for custom Functions (custom_function.py)
+from .custom_function import (  # noqa: E402,F401
+    BackwardCFunction,
+    FunctionCtx,
+    InplaceFunction,
+    once_differentiable,
+)
