@@ -74,6 +74,15 @@ class Function:
         output number)``, ``(leaf Tensor, 0)`` or None (see the module docstring)."""
         return tuple(map(_edge_pair, self._edges))
 
+    @property
+    def next_functions(self) -> tuple:
+        """PyTorch's view of the edges: ``(node, output number)`` per input, where a leaf's
+        node is an :class:`AccumulateGrad` holding it (``.variable``) and an input that needs
+        no gradient is ``(None, 0)`` — what graph walkers such as torchviz read."""
+        return tuple((None, 0) if pair is None
+                     else (AccumulateGrad(pair[0]), 0) if isinstance(pair[0], Tensor) else pair
+                     for pair in self.next)
+
     def forward(self, *arrays, **params):  # pragma: no cover - interface
         raise NotImplementedError
 
@@ -357,6 +366,31 @@ def _interned_shape(shape: tuple) -> tuple:
     if len(_SHAPES) >= _MAX_SHAPES:
         _SHAPES.clear()
     return _SHAPES.setdefault(shape, shape)
+
+
+class AccumulateGrad:
+    """The node PyTorch shows for a leaf in ``next_functions``: shardflow's edges point at the
+    leaf Tensor itself, so this is a view made on request (``variable`` is the leaf; two
+    requests give two views of one leaf)."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable: Tensor):
+        self.variable = variable
+
+    next_functions = ()
+
+    def name(self) -> str:
+        return "torch::autograd::AccumulateGrad"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, AccumulateGrad) and other.variable is self.variable
+
+    def __hash__(self) -> int:
+        return id(self.variable)
+
+    def __repr__(self) -> str:
+        return "<AccumulateGrad>"
 
 
 def _edge_pair(edge):
