@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..backend import get_array_module
 from .engine import run_backward
+from .function import Function
 from .higher_order import run_backward_graph
 from .tensor import Tensor, _wrap
 
@@ -67,10 +69,18 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         allow_unused=False, materialize_grads=False):
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """Return d(outputs)/d(inputs) without touching any ``.grad``. ``create_graph=True``:
     the returned gradients carry a graph (differentiable again; higher_order.py), and
-    ``retain_graph`` defaults to True."""
+    ``retain_graph`` defaults to True. ``is_grads_batched=True``: each grad_output has a
+    leading batch dimension and the result is the stack of one vector-Jacobian product per
+    batch entry — computed as a loop of backward passes over the retained graph (torch
+    batches them with vmap; the values are the same). ``only_inputs`` is accepted and
+    ignored, as in torch."""
+    allow_unused = bool(materialize_grads) if allow_unused is None else allow_unused
+    if is_grads_batched:
+        return _grad_batched(outputs, inputs, grad_outputs, retain_graph, create_graph,
+                             allow_unused, materialize_grads)
     if create_graph:
         return _grad_graph(outputs, inputs, grad_outputs, retain_graph, allow_unused,
                            materialize_grads)
@@ -100,6 +110,46 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 )
         result.append(None if g is None else Tensor(g))
     return tuple(result) if not single else tuple(result)
+
+
+def _grad_batched(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                  materialize_grads):
+    """``grad(..., is_grads_batched=True)``: one ``grad`` per batch entry of the seeds, stacked."""
+    seeds = _as_list(grad_outputs)
+    if not seeds or any(not isinstance(g, Tensor) or g.ndim == 0 for g in seeds):
+        raise RuntimeError("autograd.grad(is_grads_batched=True) needs grad_outputs: one Tensor per "
+                           "output, each with a leading batch dimension")
+    sizes = {int(g.shape[0]) for g in seeds}
+    if len(sizes) != 1:
+        raise RuntimeError(f"autograd.grad(is_grads_batched=True): the grad_outputs' batch sizes "
+                           f"differ ({sorted(sizes)}); give every seed the same leading size")
+    batch = sizes.pop()
+    per_entry = []
+    for b in range(batch):
+        last = b == batch - 1
+        per_entry.append(grad(outputs, inputs, [g[b] for g in seeds],
+                              retain_graph=retain_graph if last else True,
+                              create_graph=create_graph, allow_unused=allow_unused,
+                              materialize_grads=materialize_grads))
+    return tuple(None if entries[0] is None else _StackBatch.apply(*entries)
+                 for entries in zip(*per_entry))
+
+
+class _StackBatch(Function):
+    """Stack the per-entry gradients of ``is_grads_batched`` along a new dimension 0 (a node of
+    its own: autograd sits below the ops layer). Differentiable again: each input's gradient is
+    its slice of the output's."""
+
+    save_inputs = ()
+
+    def forward(self, *arrays):
+        return get_array_module(arrays[0]).stack(arrays)
+
+    def backward(self, g):
+        return tuple(g[i] for i in range(g.shape[0]))
+
+    def backward_graph(self, g):
+        return tuple(g[i] for i in range(g.shape[0]))
 
 
 # ------------------------------------------------------------------ create_graph=True
