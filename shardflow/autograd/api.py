@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from .engine import run_backward
-from .tensor import Tensor
+from .higher_order import run_backward_graph
+from .tensor import Tensor, _wrap
 
 
 def _seed_grads(tensors, grad_tensors):
@@ -46,11 +47,11 @@ def _as_list(x):
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
-    """Accumulate d(tensors)/d(leaf) into each leaf's ``.grad``."""
+    """Accumulate d(tensors)/d(leaf) into each leaf's ``.grad``. ``create_graph=True``: the
+    gradients are Tensors carrying their own graph (higher_order.py), so they can be
+    differentiated again; ``retain_graph`` then defaults to True."""
     if create_graph:
-        raise NotImplementedError(
-            "create_graph=True (higher-order gradients) is not supported by shardflow yet"
-        )
+        return _backward_graph(tensors, grad_tensors, retain_graph, inputs)
     tensors = _as_list(tensors)
     grads = _as_list(grad_tensors) or [None] * len(tensors)
     if inputs is not None:
@@ -67,11 +68,12 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          allow_unused=False, materialize_grads=False):
-    """Return d(outputs)/d(inputs) without touching any ``.grad``."""
+    """Return d(outputs)/d(inputs) without touching any ``.grad``. ``create_graph=True``:
+    the returned gradients carry a graph (differentiable again; higher_order.py), and
+    ``retain_graph`` defaults to True."""
     if create_graph:
-        raise NotImplementedError(
-            "create_graph=True (higher-order gradients) is not supported by shardflow yet"
-        )
+        return _grad_graph(outputs, inputs, grad_outputs, retain_graph, allow_unused,
+                           materialize_grads)
     outputs = _as_list(outputs)
     single = isinstance(inputs, Tensor)
     inputs = _as_list(inputs)
@@ -98,3 +100,57 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 )
         result.append(None if g is None else Tensor(g))
     return tuple(result) if not single else tuple(result)
+
+
+# ------------------------------------------------------------------ create_graph=True
+
+
+def _seed_tensors(tensors, grad_tensors) -> list:
+    """The seeds as Tensors: a given Tensor is kept (it may require grad: its graph joins
+    the gradients'), anything else becomes a constant Tensor (``_seed_grads``' checks)."""
+    arrays = _seed_grads(tensors, grad_tensors)
+    return [g if isinstance(g, Tensor) else _wrap(a) for g, a in zip(grad_tensors, arrays)]
+
+
+def _backward_graph(tensors, grad_tensors, retain_graph, inputs) -> None:
+    tensors = _as_list(tensors)
+    grads = _as_list(grad_tensors) or [None] * len(tensors)
+    retain = True if retain_graph is None else bool(retain_graph)
+    if inputs is not None:
+        inputs = _as_list(inputs)
+        got = _grad_graph(tensors, inputs, grads, retain, True, False)
+        for t, g in zip(inputs, got):
+            if g is not None:
+                t.grad = g if t.grad is None else t.grad + g
+        return
+    run_backward_graph(tensors, _seed_tensors(tensors, grads), retain)
+
+
+def _grad_graph(outputs, inputs, grad_outputs, retain_graph, allow_unused, materialize_grads):
+    outputs = _as_list(outputs)
+    inputs = _as_list(inputs)
+    grads = _as_list(grad_outputs) or [None] * len(outputs)
+    capture = {}
+    keys = []
+    for t in inputs:
+        if not t.requires_grad:
+            raise RuntimeError(f"One of the differentiated Tensors (shape {tuple(t.shape)}) does not require grad")
+        key = t if t.grad_fn is None else (t.grad_fn, t._output_nr)
+        capture[key] = None
+        keys.append(key)
+    retain = True if retain_graph is None else bool(retain_graph)
+    run_backward_graph(outputs, _seed_tensors(outputs, grads), retain, capture=capture)
+    result = []
+    for t, key in zip(inputs, keys):
+        g = capture[key]
+        if g is None:
+            if materialize_grads:
+                g = _wrap(np.zeros_like(t.array) if isinstance(t.array, np.ndarray)
+                          else t.array * 0)
+            elif not allow_unused:
+                raise RuntimeError(
+                    f"One of the differentiated Tensors (shape {tuple(t.shape)}) appears to not "
+                    "have been used in the graph; pass allow_unused=True if this is expected"
+                )
+        result.append(g)
+    return tuple(result)

@@ -173,6 +173,45 @@ class Function:
         fn._out_meta = [(a.shape, a.dtype) for a in arrays]
         return tuple(_wrap(a, True, fn, i) for i, a in enumerate(arrays))
 
+    # ------------------------------------------------ higher-order gradients (create_graph)
+    # A subclass may define ``backward_graph(self, *grad_outputs)``: ``backward``'s gradients
+    # computed from Tensors with differentiable ops, so that they carry a graph (see
+    # higher_order.py). It reads its saved inputs and outputs through the two helpers below;
+    # neither is on the per-op path (``apply`` is unchanged).
+
+    def saved_input(self, i: int, array=None) -> Tensor:
+        """Positional input ``i`` of ``apply`` as a Tensor with the original input's autograd
+        history: the leaf itself, or a Tensor whose producer is the one edge ``i`` records
+        (so differentiating through it reaches the same graph); a constant Tensor when that
+        input needed no gradient (a Python number argument is returned as is). ``array``: the input's array as the node saved it; by
+        default the node's conventional attribute (``x`` for a one-input op, ``a``/``b``/``c``
+        for inputs 0/1/2)."""
+        if array is None:
+            array = _conventional_saved_array(self, i)
+        edge = self._edges[i] if i < len(self._edges) else None
+        if edge is None:  # a constant (a Python number stays a number)
+            return _wrap(array) if hasattr(array, "dtype") else array
+        if type(edge) is tuple:
+            producer, k = edge
+        elif isinstance(edge, Function):
+            producer, k = edge, 0
+        else:  # the leaf itself (its array is the saved one: version-checked before backward)
+            return edge
+        return _wrap(array, True, producer, k)
+
+    def saved_output(self, k: int = 0, array=None) -> Tensor:
+        """Output ``k`` of this node as a Tensor linked to it (``grad_fn`` is this node,
+        ``output_nr`` ``k``), for a ``backward_graph`` that reads its output (exp, tanh,
+        sigmoid). ``array``: the output's array as the node saved it (default ``self.y``)."""
+        if array is None:
+            array = self.__dict__.get("y")
+            if array is None:
+                raise RuntimeError(
+                    f"{self.name()}.saved_output({k}): the node keeps no output under self.y; "
+                    "pass the saved array: self.saved_output(k, self.<attribute>)"
+                )
+        return _wrap(array, True, self, k)
+
     def release(self) -> None:
         """Free what forward saved; a second backward through this node then fails clearly."""
         self.__dict__.clear()
@@ -183,6 +222,20 @@ class Function:
 
     def __repr__(self) -> str:
         return f"<{self.name()}>"
+
+
+def _conventional_saved_array(fn: Function, i: int):
+    """The array a node keeps for input ``i`` under the usual names (``x``; ``a``, ``b``, ``c``)."""
+    d = fn.__dict__
+    names = ("x", "a") if i == 0 else ("b",) if i == 1 else ("c",) if i == 2 else ()
+    for name in names:
+        if d.get(name) is not None:
+            return d[name]
+    raise RuntimeError(
+        f"{fn.name()}.saved_input({i}): the node keeps no array for input {i} under a usual "
+        f"name ({', '.join(names) or 'none for this index'}); pass it: "
+        f"self.saved_input({i}, self.<attribute>)"
+    )
 
 
 def binary_operator(cls, general, kinds: str | None = None):

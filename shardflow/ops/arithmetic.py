@@ -18,6 +18,7 @@ import numpy as np
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..autograd.function import binary_operator
+from . import _grad_graph as _gg
 from ._util import _shape, as_dtype_of, inplace, number_arg, promote, unbroadcast
 
 _SHAPE_ERR = (
@@ -75,6 +76,11 @@ class Add(Function):
                 gb = unbroadcast(gb, self.sb)
         return ga, gb
 
+    def backward_graph(self, g):
+        need_a, need_b = self.needs_input_grad
+        return (g if need_a else None,
+                (g if self.alpha == 1 else g * self.alpha) if need_b else None)
+
 
 class Sub(Function):
     save_inputs = ()
@@ -102,6 +108,11 @@ class Sub(Function):
             if shape != self.sb:
                 gb = unbroadcast(gb, self.sb)
         return ga, gb
+
+    def backward_graph(self, g):
+        need_a, need_b = self.needs_input_grad
+        return (g if need_a else None,
+                (-g if self.alpha == 1 else g * -self.alpha) if need_b else None)
 
 
 def _conj(x):
@@ -146,6 +157,12 @@ class Mul(Function):
                 gb = unbroadcast(gb, b.shape)
         return ga, gb
 
+    def backward_graph(self, g):
+        # the engine sums a gradient of the output's shape back over broadcast dims
+        need_a, need_b = self.needs_input_grad
+        return (g * _gg.conj(self.saved_input(1)) if need_a else None,
+                g * _gg.conj(self.saved_input(0)) if need_b else None)
+
 
 class Div(Function):
     save_inputs = (0, 1)
@@ -177,6 +194,13 @@ class Div(Function):
                 gb = unbroadcast(gb, b.shape)
         return ga, gb
 
+    def backward_graph(self, g):
+        need_a, need_b = self.needs_input_grad
+        b = _gg.conj(self.saved_input(1))
+        ga = g / b if need_a else None
+        gb = -g * _gg.conj(self.saved_input(0)) / (b * b) if need_b else None
+        return ga, gb
+
 
 class Neg(Function):
     save_inputs = ()
@@ -185,6 +209,9 @@ class Neg(Function):
         return -a
 
     def backward(self, g):
+        return -g
+
+    def backward_graph(self, g):
         return -g
 
 
@@ -294,6 +321,10 @@ class Reciprocal(Function):
 
     def backward(self, g):
         out = _conj(self.out)
+        return -g * out * out
+
+    def backward_graph(self, g):
+        out = _gg.conj(self.saved_output(0, self.out))
         return -g * out * out
 
 

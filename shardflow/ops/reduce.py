@@ -33,6 +33,7 @@ from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import op, register
 from ..backend import as_dtype
 from ..backend.fp_errors import enter_quiet, exit_quiet
+from . import _grad_graph as _gg
 from ._util import as_array, norm_dims, wrap_dim
 
 __all__ = [
@@ -132,6 +133,9 @@ class Sum(Function):
     def backward(self, g):
         return _expand_grad(g, self.shape, self.dims, self.keepdim)
 
+    def backward_graph(self, g):
+        return _gg.expand_reduced(g, self.shape, self.dims, self.keepdim)
+
 
 class Mean(Function):
     save_inputs = ()
@@ -147,6 +151,9 @@ class Mean(Function):
 
     def backward(self, g):
         return as_array(_expand_grad(g / self.n, self.shape, self.dims, self.keepdim).astype(g.dtype, copy=False))
+
+    def backward_graph(self, g):
+        return _gg.expand_reduced(g / self.n, self.shape, self.dims, self.keepdim)
 
 
 @register("sum")
