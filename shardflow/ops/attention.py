@@ -322,6 +322,8 @@ class ScaledDotProductAttention(Function):
             gP *= P  # gA (w.r.t. the masked, scaled scores)
             if len(nig) > 3 and nig[3] and self.mask_shape is not None:
                 gm = self._cast(unbroadcast(gP, self.mask_shape))
+                if gm is gP:  # a mask of the scores' shape: not scaled in place below
+                    gm = gP.copy()
             gP *= scale
             flush_subnormal_(gP)
             if nig[0]:
@@ -359,19 +361,19 @@ class ScaledDotProductAttention(Function):
             bias = xp.where(keep, 0.0, -np.inf)
             if not alive.all():
                 bias = xp.where(alive, bias, 0.0)  # finite scores in rows zeroed below
-            A = A + const(bias.astype(g.dtype))
+            A = A + const(bias.astype(g.array.dtype))
         p = A.softmax(dim=-1)
         if not alive.all():
-            p = p * const(alive.astype(g.dtype))
+            p = p * const(alive.astype(g.array.dtype))
         D = None if self.blocked else self.D
         gq = gk = gv = gm = None
         if nig[2]:
-            pd = p if D is None else p * const(D.astype(g.dtype, copy=False))
+            pd = p if D is None else p * const(D.astype(g.array.dtype, copy=False))
             gv = self._sum_kv(pd.transpose(-1, -2).matmul(g), sv)
         if nig[0] or nig[1] or (len(nig) > 3 and nig[3]):
             gp = g.matmul(v.transpose(-1, -2))
             if D is not None:
-                gp = gp * const(D.astype(g.dtype, copy=False))
+                gp = gp * const(D.astype(g.array.dtype, copy=False))
             ga = p * (gp - (gp * p).sum(dim=-1, keepdim=True))  # w.r.t. the masked scores
             if len(nig) > 3 and nig[3] and self.mask_shape is not None:
                 gm = sum_to(ga, self.mask_shape)

@@ -54,7 +54,7 @@ class MaskMul(Function):
         return gx.astype(g.dtype, copy=False)
 
     def backward_graph(self, g):
-        return g * const(self.mask.astype(g.dtype, copy=False))
+        return g * const(self.mask.astype(g.array.dtype, copy=False))
 
 
 class FusedDropout(Function):
@@ -75,8 +75,8 @@ class FusedDropout(Function):
         return _dropout_kernels.dropout_backward(g, self.keep, self.p)
 
     def backward_graph(self, g):
-        mask = self.keep.astype(g.dtype)
-        mask *= g.dtype.type(1.0 / (1.0 - self.p))
+        mask = self.keep.astype(g.array.dtype)
+        mask *= g.array.dtype.type(1.0 / (1.0 - self.p))
         return g * const(mask)
 
 

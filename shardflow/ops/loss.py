@@ -246,7 +246,7 @@ class CrossEntropyIndex(Function):
         with np.errstate(divide="ignore"):
             z = np.log(np.maximum(e, np.finfo(e.dtype).tiny))  # x - max, (N, C, d...)
         x = self.saved_input(0, _down(z, self.dt).reshape(self.in_shape)).reshape(e.shape)
-        a = self._target_table().astype(g.dtype, copy=False)
+        a = self._target_table().astype(g.array.dtype, copy=False)
         p = x.softmax(dim=1)
         return (_class_grad_scale(g, self.reduction, self.denom, self.s.shape)
                 * (p * const(a.sum(axis=1, keepdims=True)) - const(a))).reshape(self.in_shape)
@@ -321,7 +321,7 @@ class CrossEntropyProb(Function):
         logp = x.log_softmax(dim=1)
         wt = t * (1.0 - eps) + eps / C if eps > 0 else t
         if self.wb is not None:
-            wt = wt * const(self.wb.astype(g.dtype, copy=False))
+            wt = wt * const(self.wb.astype(g.array.dtype, copy=False))
         r = _class_grad_scale(g, self.reduction, self.n, lshape[:1] + lshape[2:])
         gx = gt = None
         if need[0]:
@@ -329,7 +329,7 @@ class CrossEntropyProb(Function):
         if need[1]:
             gt = -r * logp * (1.0 - eps)
             if self.wb is not None:
-                gt = gt * const(self.wb.astype(g.dtype, copy=False))
+                gt = gt * const(self.wb.astype(g.array.dtype, copy=False))
             gt = gt.reshape(self.in_shape)
         return gx, gt
 
@@ -406,10 +406,10 @@ class NllLoss(Function):
     def backward_graph(self, g):
         """``gx = r * M``: linear in ``g``, with ``M`` the constant table of ``-w_t`` at the
         targets."""
-        m = get_array_module(self.idx).zeros(self.bshape, dtype=g.dtype)
+        m = get_array_module(self.idx).zeros(self.bshape, dtype=g.array.dtype)
         rows = self.idx.shape[:1] + self.idx.shape[2:]
-        v = -self.coef if self.coef is not None else -np.ones(rows, dtype=g.dtype)
-        np.put_along_axis(m, self.idx, np.expand_dims(v, 1).astype(g.dtype, copy=False), axis=1)
+        v = -self.coef if self.coef is not None else -np.ones(rows, dtype=g.array.dtype)
+        np.put_along_axis(m, self.idx, np.expand_dims(v, 1).astype(g.array.dtype, copy=False), axis=1)
         return (_class_grad_scale(g, self.reduction, self.denom, rows) * const(m)).reshape(self.in_shape)
 
 
@@ -484,7 +484,7 @@ class PointwiseLoss(Function):
         """``f'(d) * dOut/dloss`` on Tensors, ``d = input - target`` recomputed from the
         inputs; the piecewise parts (sign, the clip's region) are constant masks."""
         d, kind, p = self.d, self.kind, self.param
-        dt = g.dtype
+        dt = g.array.dtype
         if kind == "mse":
             dd = 2.0 * (self.saved_input(0, self.x) - self.saved_input(1, self.t))
         elif kind == "l1" or (kind == "smooth_l1" and p <= 0):

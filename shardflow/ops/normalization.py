@@ -320,13 +320,13 @@ class BatchNorm(Function):
             if w is not None and need[1]:
                 gw = (g3 * xhat).sum(dim=(0, 2))
         else:
-            rstd = const(self.rstd.astype(g.dtype, copy=False).reshape(1, C, 1))
+            rstd = const(self.rstd.astype(g.array.dtype, copy=False).reshape(1, C, 1))
             if need[0]:
                 gx = g3 * rstd if w is None else g3 * (rstd * w.reshape(1, C, 1))
             if w is not None and need[1]:
                 xa = self.xhat / self.rstd[:, None] + self.mu[:, None]
                 x3 = self.saved_input(0, _down(xa, self.dt).reshape(self.shape)).reshape(N, C, -1)
-                mu = const(self.mu.astype(g.dtype, copy=False).reshape(1, C, 1))
+                mu = const(self.mu.astype(g.array.dtype, copy=False).reshape(1, C, 1))
                 gw = (g3 * (x3 - mu) * rstd).sum(dim=(0, 2))
         return (None if gx is None or not need[0] else gx.reshape(self.shape)), gw, gb
 

@@ -55,7 +55,7 @@ class Softmax(Function):
         return flush_subnormal_(gx).astype(g.dtype, copy=False)
 
     def backward_graph(self, g):
-        y = self.saved_output(0, self.y.astype(g.dtype, copy=False))
+        y = self.saved_output(0, self.y.astype(g.array.dtype, copy=False))
         return y * (g - (g * y).sum(dim=self.dim, keepdim=True))
 
 
@@ -85,7 +85,7 @@ class LogSoftmax(Function):
         return flush_subnormal_(gx).astype(g.dtype, copy=False)
 
     def backward_graph(self, g):
-        y = self.saved_output(0, self.y.astype(g.dtype, copy=False))
+        y = self.saved_output(0, self.y.astype(g.array.dtype, copy=False))
         return g - y.exp() * g.sum(dim=self.dim, keepdim=True)
 
 
