@@ -161,6 +161,19 @@ def _call_backward_graph(fn: Function, gouts: list) -> tuple:
     return _link_no_double_backward(fn, gouts, arrays)
 
 
+def first_order_only(fn: Function, *grad_outputs: Tensor) -> tuple:
+    """For a ``backward_graph`` that cannot express one case with differentiable ops (e.g.
+    prod over a slice holding a zero): ``fn``'s array ``backward`` on ``grad_outputs``, its
+    results linked to a NoDoubleBackward node (right first order; a second differentiation
+    raises naming the op)."""
+    arrays = fn.backward(*[g.array for g in grad_outputs])
+    if not isinstance(arrays, tuple):
+        arrays = (arrays,)
+    if len(arrays) != len(fn._edges):
+        arrays = _check_gradient_count(fn, arrays)
+    return _link_no_double_backward(fn, list(grad_outputs), arrays)
+
+
 def _link_no_double_backward(fn: Function, gouts: list, arrays: tuple) -> tuple:
     """``arrays`` (``fn``'s first-order input gradients) as outputs of a NoDoubleBackward
     node whose edges are the output gradients' and ``fn``'s own (see the module docstring)."""

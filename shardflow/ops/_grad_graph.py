@@ -6,7 +6,7 @@ gradient computed with them can be differentiated again. Ops reach them by name 
 
 from __future__ import annotations
 
-from ..autograd import Tensor
+from ..autograd import Tensor, _wrap
 from ..autograd.dispatch import OPS
 
 
@@ -43,3 +43,31 @@ def expand_reduced(g: Tensor, shape, dims, keepdim) -> Tensor:
     """A reduction's gradient ``g`` broadcast back to the input ``shape`` (differentiable)."""
     g = unreduce(g, shape, dims, keepdim)
     return g.expand(*shape) if tuple(g.shape) != tuple(shape) else g
+
+
+def const(array, like: Tensor) -> Tensor:
+    """A constant Tensor (no graph) of ``array`` in ``like``'s dtype: a piecewise-constant
+    coefficient (a mask, a sign) whose derivative is zero."""
+    dtype = like.array.dtype
+    return _wrap(array if getattr(array, "dtype", None) == dtype else array.astype(dtype))
+
+
+def keep_where(g: Tensor, cond) -> Tensor:
+    """``g`` where the boolean array ``cond`` holds, else 0 (an inf/NaN ``g`` at a dropped
+    position gives 0, as the first-order ``_grad_where``): linear in ``g``."""
+    return OPS["where"](_wrap(cond), g, 0.0)
+
+
+def sum_to(t: Tensor, shape) -> Tensor:
+    """``t`` summed down to ``shape``, which broadcasts to ``t.shape`` (the Tensor form of
+    ``_util.unbroadcast``)."""
+    shape = tuple(shape)
+    if tuple(t.shape) == shape:
+        return t
+    lead = t.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + k for k, n in enumerate(shape) if n == 1 and t.shape[lead + k] != 1
+    )
+    if axes:
+        t = t.sum(dim=axes, keepdim=True)
+    return t.reshape(shape)

@@ -48,6 +48,7 @@ from ..backend import dtypes, get_array_module, result_type
 from ..kernels import activation as _activation_kernels
 from ..kernels import cuda as _cuda_kernels
 from ..kernels import gelu as _gelu_kernels
+from . import _grad_graph as _gg
 from ._util import (
     _SCALARS,
     _is_float_array,
@@ -334,6 +335,10 @@ class _UnaryX(Function):
     def backward(self, g):
         return _same_dtype(self.df(g, self.x), g)
 
+    def graph_from_dg(self, g):
+        """``backward_graph`` of a table op (see _unary): ``dg`` on the saved input."""
+        return self.dg(g, self.saved_input(0))
+
 
 class _UnaryY(Function):
     """y = f(x); backward reads the saved output: grad = df(g, y)."""
@@ -349,26 +354,49 @@ class _UnaryY(Function):
     def backward(self, g):
         return _same_dtype(self.df(g, self.y), g)
 
+    def graph_from_dg(self, g):
+        """``backward_graph`` of a table op (see _unary): ``dg`` on the saved output."""
+        return self.dg(g, self.saved_output(0))
 
-def _unary(name, base, f, df, doc):
-    cls = type(name, (base,), {"f": staticmethod(f), "df": staticmethod(df), "__doc__": doc})
-    return cls
+
+def _unary(name, base, f, df, doc, dg=None):
+    """A unary op class: ``f`` the forward on arrays, ``df(g, v)`` the gradient on arrays
+    (``v`` the input for _UnaryX, the output for _UnaryY), ``dg(g, v)`` the same on Tensors
+    with differentiable ops: it gives the class its ``backward_graph`` (higher-order
+    gradients, autograd/higher_order.py)."""
+    attrs = {"f": staticmethod(f), "df": staticmethod(df), "__doc__": doc}
+    if dg is not None:
+        attrs["dg"] = staticmethod(dg)
+        attrs["backward_graph"] = base.graph_from_dg
+    return type(name, (base,), attrs)
 
 
-Exp = _unary("Exp", _UnaryY, np.exp, lambda g, y: g * y, "exp(x); grad g*y")
-Exp2 = _unary("Exp2", _UnaryY, np.exp2, lambda g, y: g * (y * _LN2), "2^x; grad g*y*ln2")
-Expm1 = _unary("Expm1", _UnaryY, np.expm1, lambda g, y: g * (y + 1.0), "exp(x)-1; grad g*(y+1)")
-Sqrt = _unary("Sqrt", _UnaryY, np.sqrt, lambda g, y: g * 0.5 / y, "sqrt(x); grad g/(2y)")
+Exp = _unary("Exp", _UnaryY, np.exp, lambda g, y: g * y, "exp(x); grad g*y",
+             dg=lambda g, y: g * y)
+Exp2 = _unary("Exp2", _UnaryY, np.exp2, lambda g, y: g * (y * _LN2), "2^x; grad g*y*ln2",
+              dg=lambda g, y: g * (y * _LN2))
+Expm1 = _unary("Expm1", _UnaryY, np.expm1, lambda g, y: g * (y + 1.0), "exp(x)-1; grad g*(y+1)",
+               dg=lambda g, y: g * (y + 1.0))
+Sqrt = _unary("Sqrt", _UnaryY, np.sqrt, lambda g, y: g * 0.5 / y, "sqrt(x); grad g/(2y)",
+              dg=lambda g, y: g * 0.5 / y)
 Rsqrt = _unary("Rsqrt", _UnaryY, lambda x: 1.0 / np.sqrt(x), lambda g, y: g * (-0.5 * y * y * y),
-               "1/sqrt(x); grad -g*y^3/2")
-Tanh = _unary("Tanh", _UnaryY, np.tanh, lambda g, y: g * (1.0 - y * y), "tanh(x); grad g*(1-y^2)")
-Tan = _unary("Tan", _UnaryY, np.tan, lambda g, y: g * (1.0 + y * y), "tan(x); grad g*(1+y^2)")
+               "1/sqrt(x); grad -g*y^3/2",
+               dg=lambda g, y: g * (y * y * y * -0.5))
+Tanh = _unary("Tanh", _UnaryY, np.tanh, lambda g, y: g * (1.0 - y * y), "tanh(x); grad g*(1-y^2)",
+              dg=lambda g, y: g * (1.0 - y * y))
+Tan = _unary("Tan", _UnaryY, np.tan, lambda g, y: g * (1.0 + y * y), "tan(x); grad g*(1+y^2)",
+             dg=lambda g, y: g * (1.0 + y * y))
 Sigmoid = _unary("Sigmoid", _UnaryY, sigmoid_array, lambda g, y: g * (y * (1.0 - y)),
-                 "stable logistic; grad g*y*(1-y)")
-Log = _unary("Log", _UnaryX, np.log, lambda g, x: g / x, "ln(x); grad g/x")
-Log2 = _unary("Log2", _UnaryX, np.log2, lambda g, x: g / (x * _LN2), "log2(x); grad g/(x ln2)")
-Log10 = _unary("Log10", _UnaryX, np.log10, lambda g, x: g / (x * _LN10), "log10; grad g/(x ln10)")
-Log1p = _unary("Log1p", _UnaryX, np.log1p, lambda g, x: g / (x + 1.0), "ln(1+x); grad g/(1+x)")
+                 "stable logistic; grad g*y*(1-y)",
+                 dg=lambda g, y: g * (y * (1.0 - y)))
+Log = _unary("Log", _UnaryX, np.log, lambda g, x: g / x, "ln(x); grad g/x",
+             dg=lambda g, x: g / x)
+Log2 = _unary("Log2", _UnaryX, np.log2, lambda g, x: g / (x * _LN2), "log2(x); grad g/(x ln2)",
+              dg=lambda g, x: g / (x * _LN2))
+Log10 = _unary("Log10", _UnaryX, np.log10, lambda g, x: g / (x * _LN10), "log10; grad g/(x ln10)",
+               dg=lambda g, x: g / (x * _LN10))
+Log1p = _unary("Log1p", _UnaryX, np.log1p, lambda g, x: g / (x + 1.0), "ln(1+x); grad g/(1+x)",
+               dg=lambda g, x: g / (x + 1.0))
 class Abs(_UnaryX):
     """|x|; grad g*sign(x). A complex x gives a real |x| and the gradient g*x/|x| (PyTorch's
     ``sgn``; NumPy's ``sign`` of a complex number is x/|x| already)."""
@@ -384,21 +412,37 @@ class Abs(_UnaryX):
         gx = g * np.sign(self.x)
         return gx if self.x.dtype.kind == "c" else _same_dtype(gx, g)
 
+    def backward_graph(self, g):
+        if self.x.dtype.kind == "c":  # sgn(x) = x / |x| depends on x
+            x = self.saved_input(0)
+            return g * (x / x.abs())
+        return g * _gg.const(np.sign(self.x), g)
 
-Sin = _unary("Sin", _UnaryX, np.sin, lambda g, x: g * np.cos(x), "sin; grad g*cos(x)")
-Cos = _unary("Cos", _UnaryX, np.cos, lambda g, x: -g * np.sin(x), "cos; grad -g*sin(x)")
-Sinh = _unary("Sinh", _UnaryX, np.sinh, lambda g, x: g * np.cosh(x), "sinh; grad g*cosh(x)")
-Cosh = _unary("Cosh", _UnaryX, np.cosh, lambda g, x: g * np.sinh(x), "cosh; grad g*sinh(x)")
+
+Sin = _unary("Sin", _UnaryX, np.sin, lambda g, x: g * np.cos(x), "sin; grad g*cos(x)",
+             dg=lambda g, x: g * x.cos())
+Cos = _unary("Cos", _UnaryX, np.cos, lambda g, x: -g * np.sin(x), "cos; grad -g*sin(x)",
+             dg=lambda g, x: -g * x.sin())
+Sinh = _unary("Sinh", _UnaryX, np.sinh, lambda g, x: g * np.cosh(x), "sinh; grad g*cosh(x)",
+              dg=lambda g, x: g * x.cosh())
+Cosh = _unary("Cosh", _UnaryX, np.cosh, lambda g, x: g * np.sinh(x), "cosh; grad g*sinh(x)",
+              dg=lambda g, x: g * x.sinh())
 Asin = _unary("Asin", _UnaryX, np.arcsin, lambda g, x: g / np.sqrt(1.0 - x * x),
-              "asin; grad g/sqrt(1-x^2)")
+              "asin; grad g/sqrt(1-x^2)",
+              dg=lambda g, x: g / (1.0 - x * x).sqrt())
 Acos = _unary("Acos", _UnaryX, np.arccos, lambda g, x: -g / np.sqrt(1.0 - x * x),
-              "acos; grad -g/sqrt(1-x^2)")
-Atan = _unary("Atan", _UnaryX, np.arctan, lambda g, x: g / (1.0 + x * x), "atan; grad g/(1+x^2)")
+              "acos; grad -g/sqrt(1-x^2)",
+              dg=lambda g, x: -g / (1.0 - x * x).sqrt())
+Atan = _unary("Atan", _UnaryX, np.arctan, lambda g, x: g / (1.0 + x * x), "atan; grad g/(1+x^2)",
+              dg=lambda g, x: g / (1.0 + x * x))
 Erf = _unary("Erf", _UnaryX, erf_array, lambda g, x: g * (_2_SQRTPI * np.exp(-x * x)),
-             "erf (Cody); grad g*2/sqrt(pi)*exp(-x^2)")
+             "erf (Cody); grad g*2/sqrt(pi)*exp(-x^2)",
+             dg=lambda g, x: g * ((-(x * x)).exp() * _2_SQRTPI))
 Erfc = _unary("Erfc", _UnaryX, erfc_array, lambda g, x: g * (-_2_SQRTPI * np.exp(-x * x)),
-              "erfc (Cody); grad -g*2/sqrt(pi)*exp(-x^2)")
-Square = _unary("Square", _UnaryX, np.square, lambda g, x: g * (2.0 * x), "x^2; grad 2gx")
+              "erfc (Cody); grad -g*2/sqrt(pi)*exp(-x^2)",
+              dg=lambda g, x: g * ((-(x * x)).exp() * -_2_SQRTPI))
+Square = _unary("Square", _UnaryX, np.square, lambda g, x: g * (2.0 * x), "x^2; grad 2gx",
+                dg=lambda g, x: g * (x * 2.0))
 
 
 class Relu(_UnaryY):
@@ -412,6 +456,9 @@ class Relu(_UnaryY):
         if self.fused:  # one Numba pass (shardflow/kernels/activation.py)
             return _activation_kernels.relu_backward(g, y)
         return _same_dtype(_grad_where(g, y > 0), g)  # inf/NaN at inactive units: 0, not NaN
+
+    def backward_graph(self, g):
+        return _gg.keep_where(g, self.y > 0)
 
 
 def _make_unary(name, cls, *, float_only=True, ufunc=None, doc=""):
@@ -513,6 +560,10 @@ class Hardtanh(Function):
     def backward(self, g):
         x = self.x
         return _grad_where(g, (x > self.lo) & (x < self.hi))
+
+    def backward_graph(self, g):
+        x = self.x
+        return _gg.keep_where(g, (x > self.lo) & (x < self.hi))
 
 
 @register("hardtanh")
@@ -653,6 +704,16 @@ class Gelu(Function):
         kernel(gx, x, g, [_empty_like(x), _empty_like(x)])
         return gx
 
+    def backward_graph(self, g):
+        x = self.saved_input(0, self.x)
+        if self.approx == "tanh":
+            x2 = x * x
+            t = ((x2 * _GELU_A + 1.0) * x * _SQRT_2_PI).tanh()
+            d = (t + 1.0) * 0.5 + x * 0.5 * (1.0 - t * t) * ((x2 * (3.0 * _GELU_A) + 1.0) * _SQRT_2_PI)
+        else:
+            d = ((x * _SQRT1_2).erf() + 1.0) * 0.5 + x * ((x * x * -0.5).exp() * _1_SQRT2PI)
+        return g * d
+
 
 def _empty_like(a):
     return get_array_module(a).empty(a.shape, a.dtype)
@@ -684,6 +745,11 @@ class Silu(Function):
         d *= s
         d *= g
         return _same_dtype(d, g)
+
+    def backward_graph(self, g):
+        x = self.saved_input(0)
+        s = x.sigmoid()
+        return g * (s * (x * (1.0 - s) + 1.0))
 
 
 @register("silu")
@@ -719,6 +785,13 @@ class Softplus(Function):
         d *= g
         return _same_dtype(d, g)
 
+    def backward_graph(self, g):
+        x = self.saved_input(0)
+        d = (x * self.beta if self.beta != 1 else x).sigmoid()
+        if self.above.any():
+            d = _gg.op("where")(_wrap(self.above), 1.0, d)
+        return g * d
+
 
 @register("softplus")
 def softplus(input, beta: float = 1.0, threshold: float = 20.0):
@@ -744,6 +817,12 @@ class LeakyRelu(Function):
             d += slope
         d *= g
         return _same_dtype(d, g)
+
+    def backward_graph(self, g):
+        d = _mask(self.x > 0, g.array.dtype)
+        if self.slope != 0:
+            d = d * (1.0 - self.slope) + self.slope
+        return g * _gg.const(d, g)
 
 
 @register("leaky_relu")
@@ -789,6 +868,15 @@ class Elu(Function):
             d *= self.scale
         d *= g
         return _same_dtype(d, g)
+
+    def backward_graph(self, g):
+        x = self.saved_input(0)
+        pos = _mask(self.x > 0, g.array.dtype)
+        e = x.clamp(max=0.0)  # exp of the negative part only (no overflow; 0 slope above)
+        if self.input_scale != 1:
+            e = e * self.input_scale
+        d = e.exp() * (self.alpha * self.input_scale) * _gg.const(1.0 - pos, g) + _gg.const(pos, g)
+        return g * (d * self.scale if self.scale != 1 else d)
 
 
 @register("elu")
@@ -843,6 +931,11 @@ class Mish(Function):
         d *= g
         return _same_dtype(d, g)
 
+    def backward_graph(self, g):
+        x = self.saved_input(0)
+        t = _gg.op("softplus")(x).tanh()
+        return g * (t + x * x.sigmoid() * (1.0 - t * t))
+
 
 @register("mish")
 def mish(input, inplace: bool = False):
@@ -865,6 +958,10 @@ class Hardsigmoid(Function):
         d *= g
         d *= 1.0 / 6.0
         return _same_dtype(d, g)
+
+    def backward_graph(self, g):
+        x = self.x
+        return _gg.keep_where(g, (x > -3.0) & (x < 3.0)) * (1.0 / 6.0)
 
 
 @register("hardsigmoid")
@@ -894,6 +991,11 @@ class Hardswish(Function):
         d *= g
         return _same_dtype(d, g)
 
+    def backward_graph(self, g):
+        x = self.saved_input(0)
+        mid = _gg.const(_mask((self.x >= -3.0) & (self.x <= 3.0), g.array.dtype), g)
+        return g * ((x / 3.0 + 0.5) * mid + _gg.const(_mask(self.x > 3.0, g.array.dtype), g))
+
 
 @register("hardswish")
 def hardswish(input, inplace: bool = False):
@@ -913,6 +1015,9 @@ class Logsigmoid(Function):
 
     def backward(self, g):
         return _same_dtype(g * sigmoid_array(-self.x), g)
+
+    def backward_graph(self, g):
+        return g * (-self.saved_input(0)).sigmoid()
 
 
 @register("logsigmoid")
@@ -946,6 +1051,16 @@ class PowScalar(Function):
             return as_dtype_of(g * (2.0 * x), g)
         return _same_dtype(g * (e * np.power(x, e - 1)), g)
 
+    def backward_graph(self, g):
+        e = self.e
+        if e == 0:
+            return g * 0.0
+        if e == 1:
+            return g
+        x = self.saved_input(0)
+        d = x * 2.0 if e == 2 else x ** (e - 1) * e
+        return g * _gg.conj(d)
+
 
 class ScalarPow(Function):
     """y = s^x (s a number); dx = g y ln(s) (0 where s == 0 and x >= 0)."""
@@ -965,6 +1080,13 @@ class ScalarPow(Function):
             return np.where(self.x >= 0, 0.0, g * self.y * -np.inf).astype(g.dtype)
         with np.errstate(invalid="ignore"):
             return as_dtype_of(g * (self.y * (math.log(s) if s > 0 else math.nan)), g)
+
+    def backward_graph(self, g):
+        s = self.s
+        y = self.saved_output(0)
+        if s == 0:
+            return g * y * _gg.const(np.where(self.x >= 0, 0.0, -np.inf), g)
+        return g * (y * (math.log(s) if s > 0 else math.nan))
 
 
 class PowTensor(Function):
@@ -989,6 +1111,18 @@ class PowTensor(Function):
             if self.needs_input_grad[1]:
                 gb = np.where((a == 0) & (b >= 0), 0.0, g * self.y * np.log(a))
                 gb = unbroadcast(gb.astype(g.dtype, copy=False), b.shape)
+        return ga, gb
+
+    def backward_graph(self, g):
+        a, b = self.saved_input(0), self.saved_input(1)
+        where = _gg.op("where")
+        ga = gb = None
+        if self.needs_input_grad[0]:
+            ga = where(_wrap(np.broadcast_to(self.b == 0, self._out_shape)), 0.0,
+                       g * b * a ** (b - 1.0))
+        if self.needs_input_grad[1]:
+            zero = np.broadcast_to((self.a == 0) & (self.b >= 0), self._out_shape)
+            gb = where(_wrap(zero), 0.0, g * self.saved_output(0) * a.log())
         return ga, gb
 
 
@@ -1041,6 +1175,14 @@ class ClampScalar(Function):
             m = x <= hi
         return _grad_where(g, m)
 
+    def backward_graph(self, g):
+        x, lo, hi = self.x, self.lo, self.hi
+        if lo is not None and hi is not None:
+            m = (x >= lo) & (x <= hi)
+        else:
+            m = x >= lo if lo is not None else x <= hi
+        return _gg.keep_where(g, m)
+
 
 class ClampTensor(Function):
     """Tensor bounds (either may be None). Gradients follow PyTorch's clamp_backward_min_max:
@@ -1087,6 +1229,26 @@ class ClampTensor(Function):
             glo = unbroadcast(glo, lo.shape)
         if ghi is not None:
             ghi = unbroadcast(ghi, hi.shape)
+        return gx, glo, ghi
+
+    def backward_graph(self, g):
+        # piecewise linear: the masks are constants, the gradients linear in g
+        x, lo, hi = self.x, self.lo, self.hi
+        need = self.needs_input_grad
+        out = self._out_shape
+        gx = glo = ghi = None
+        if lo is not None and hi is not None:
+            mx, mlo, mhi = (x >= lo) & (x <= hi), (x < lo) & (lo < hi), (x > hi) | (hi < lo)
+        elif lo is not None:
+            mx, mlo, mhi = x >= lo, x < lo, None
+        else:
+            mx, mlo, mhi = x <= hi, None, x > hi
+        if need[0]:
+            gx = _gg.keep_where(g, np.broadcast_to(mx, out))
+        if need[1] and mlo is not None:
+            glo = _gg.keep_where(g, np.broadcast_to(mlo, out))
+        if need[2] and mhi is not None:
+            ghi = _gg.keep_where(g, np.broadcast_to(mhi, out))
         return gx, glo, ghi
 
 
@@ -1215,6 +1377,20 @@ class _BinaryMaxMin(Function):
             gb = unbroadcast(gb, _shape(b))
         return ga, gb
 
+    def backward_graph(self, g):
+        # the coefficients are piecewise constant: the gradient is linear in g
+        a, b, kind = self.a, self.b, self.kind
+        dt = g.array.dtype
+        if kind in ("max", "min"):
+            tie = _mask(a == b, dt) * 0.5
+            ca = 1.0 - _mask((a < b) if kind == "max" else (a > b), dt) - tie
+            cb = 1.0 - _mask((a > b) if kind == "max" else (a < b), dt) - tie
+        else:
+            ca = _mask(((a >= b) if kind == "fmax" else (a <= b)) | np.isnan(b), dt)
+            cb = 1.0 - ca
+        return (g * _gg.const(ca, g) if self.needs_input_grad[0] else None,
+                g * _gg.const(cb, g) if self.needs_input_grad[1] else None)
+
 
 _UFUNCS = {"max": np.maximum, "min": np.minimum, "fmax": np.fmax, "fmin": np.fmin}
 
@@ -1286,6 +1462,13 @@ class Where(Function):
             ga = unbroadcast(np.where(cond, g, 0.0).astype(g.dtype, copy=False), self.sa)
         if self.needs_input_grad[2]:
             gb = unbroadcast(np.where(cond, 0.0, g).astype(g.dtype, copy=False), self.sb)
+        return None, ga, gb
+
+    def backward_graph(self, g):
+        cond = _wrap(np.broadcast_to(self.cond, g.shape))
+        where = _gg.op("where")
+        ga = where(cond, g, 0.0) if self.needs_input_grad[1] else None
+        gb = where(cond, 0.0, g) if self.needs_input_grad[2] else None
         return None, ga, gb
 
 
@@ -1362,6 +1545,16 @@ class Lerp(Function):
             gw = unbroadcast(as_dtype_of(g * (e - s), g, w), w.shape)
         return gs, ge, gw
 
+    def backward_graph(self, g):
+        need = self.needs_input_grad
+        w = self.saved_input(2, self.w)
+        gs = g * (1.0 - w) if need[0] else None
+        ge = g * w if need[1] else None
+        gw = None
+        if len(need) > 2 and need[2]:
+            gw = g * (self.saved_input(1, self.e) - self.saved_input(0, self.s))
+        return gs, ge, gw
+
 
 @register("lerp")
 def lerp(input, end, weight):
@@ -1413,6 +1606,13 @@ class Addcmul(Function):
         g2 = unbroadcast(gv * self.t1, self.t2.shape) if self.needs_input_grad[2] else None
         return gx, g1, g2
 
+    def backward_graph(self, g):
+        need = self.needs_input_grad
+        gv = g * self.value if self.value != 1 else g
+        return (g if need[0] else None,
+                gv * self.saved_input(2, self.t2) if need[1] else None,
+                gv * self.saved_input(1, self.t1) if need[2] else None)
+
 
 class Addcdiv(Function):
     """y = x + v t1 / t2; dx = g, dt1 = g v / t2, dt2 = -g v t1 / t2^2."""
@@ -1430,6 +1630,14 @@ class Addcdiv(Function):
         g1 = unbroadcast(gv / t2, t1.shape) if self.needs_input_grad[1] else None
         g2 = unbroadcast(-gv * t1 / (t2 * t2), t2.shape) if self.needs_input_grad[2] else None
         return gx, g1, g2
+
+    def backward_graph(self, g):
+        need = self.needs_input_grad
+        gv = g * self.value if self.value != 1 else g
+        t2 = self.saved_input(2, self.t2)
+        return (g if need[0] else None,
+                gv / t2 if need[1] else None,
+                -gv * self.saved_input(1, self.t1) / (t2 * t2) if need[2] else None)
 
 
 def _promote3(x, t1, t2):

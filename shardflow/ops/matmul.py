@@ -36,8 +36,10 @@ import numpy as np
 
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import OPS, register
+from ..autograd.higher_order import first_order_only
 from ..backend import get_array_module
 from ..backend.fp_errors import enter_quiet, exit_quiet
+from . import _grad_graph as _gg
 from ._util import as_array, as_dtype_of, as_tensor_arg, promote, unbroadcast
 
 __all__ = [
@@ -92,6 +94,11 @@ class MM(Function):
         gb = self.a.T @ g if self.needs_input_grad[1] else None
         return ga, gb
 
+    def backward_graph(self, g):
+        need = self.needs_input_grad
+        return (g @ self.saved_input(1).T if need[0] else None,
+                self.saved_input(0).T @ g if need[1] else None)
+
 
 class FoldedMM(Function):
     """N-D x 2-D: fold the leading dims of ``a`` into rows, one GEMM each way."""
@@ -108,6 +115,16 @@ class FoldedMM(Function):
         g2 = g.reshape(-1, g.shape[-1])  # (B*T, N)
         ga = (g2 @ self.b.T).reshape(self.ashape) if self.needs_input_grad[0] else None
         gb = self.a2.T @ g2 if self.needs_input_grad[1] else None
+        return ga, gb
+
+    def backward_graph(self, g):
+        need = self.needs_input_grad
+        g2 = g.reshape(-1, g.shape[-1])  # (B*T, N)
+        ga = (g2 @ self.saved_input(1).T).reshape(self.ashape) if need[0] else None
+        gb = None
+        if need[1]:
+            a2 = self.saved_input(0, self.a2.reshape(self.ashape)).reshape(self.a2.shape)
+            gb = a2.T @ g2
         return ga, gb
 
 
@@ -131,6 +148,19 @@ class BatchedMatMul(Function):
             ga = unbroadcast(g1 @ np.swapaxes(b1, -1, -2), a1.shape).reshape(a.shape)
         if self.needs_input_grad[1]:
             gb = unbroadcast(np.swapaxes(a1, -1, -2) @ g1, b1.shape).reshape(b.shape)
+        return ga, gb
+
+    def backward_graph(self, g):
+        a, b = self.saved_input(0), self.saved_input(1)
+        a1 = a.unsqueeze(0) if a.ndim == 1 else a  # (..., M, K)
+        b1 = b.unsqueeze(-1) if b.ndim == 1 else b  # (..., K, N)
+        batch = np.broadcast_shapes(tuple(a1.shape[:-2]), tuple(b1.shape[:-2]))
+        g1 = g.reshape(batch + (a1.shape[-2], b1.shape[-1]))  # (..., M, N)
+        ga = gb = None
+        if self.needs_input_grad[0]:
+            ga = _gg.sum_to(g1 @ b1.transpose(-1, -2), tuple(a1.shape)).reshape(tuple(a.shape))
+        if self.needs_input_grad[1]:
+            gb = _gg.sum_to(a1.transpose(-1, -2) @ g1, tuple(b1.shape)).reshape(tuple(b.shape))
         return ga, gb
 
 
@@ -287,6 +317,11 @@ class Outer(Function):
         gb = a @ g if self.needs_input_grad[1] else None
         return ga, gb
 
+    def backward_graph(self, g):
+        a, b = _gg.conj(self.saved_input(0)), _gg.conj(self.saved_input(1))
+        return (g @ b if self.needs_input_grad[0] else None,
+                a @ g if self.needs_input_grad[1] else None)
+
 
 @register("outer", "ger")
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
@@ -369,6 +404,23 @@ class Linear(Function):
             gb = g2.sum(axis=0)
             if gb.shape != self.bshape:
                 gb = unbroadcast(gb, self.bshape)
+        return gx, gw, gb
+
+    def backward_graph(self, g):
+        need = self.needs_input_grad
+        g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])  # (R, out)
+        gx = gw = gb = None
+        if need[0]:
+            gx = g2 @ self.saved_input(1, self.w)
+            if len(self.xshape) != 2:
+                gx = gx.reshape(self.xshape)
+        if need[1]:
+            x = self.saved_input(0, self.x2.reshape(self.xshape))
+            gw = g2.T @ (x if len(self.xshape) == 2 else x.reshape(self.x2.shape))
+        if self.bshape is None:
+            return gx, gw
+        if need[2]:
+            gb = _gg.sum_to(g2.sum(0), self.bshape)
         return gx, gw, gb
 
 
@@ -523,6 +575,31 @@ class Einsum(Function):
             raise NotImplementedError("einsum backward: repeated subscripts need a diagonal view")
         diag[...] = r
         return full.astype(g.dtype) if low else full
+
+    def backward_graph(self, g):
+        if any(len(_dedupe(s)) != len(s) for s in self.ins):
+            # a repeated subscript (a diagonal) has no differentiable gradient form here
+            return first_order_only(self, g)
+        xs = [self.saved_input(j, x) for j, x in enumerate(self.arrays)]
+        grads = [self._grad_graph(i, g, xs) if need else None
+                 for i, need in enumerate(self.needs_input_grad)]
+        return grads[0] if len(grads) == 1 else tuple(grads)
+
+    def _grad_graph(self, i, g, xs):
+        """``_grad`` with differentiable ops (operand ``i`` has no repeated subscript)."""
+        s_i = self.ins[i]
+        shape_i = tuple(self.arrays[i].shape)
+        subs = [self.out] + [t for j, t in enumerate(self.ins) if j != i]
+        ops = [g] + [x for j, x in enumerate(xs) if j != i]
+        avail = set("".join(subs))
+        keep = "".join(c for c in s_i if c in avail)
+        r = OPS["einsum"](",".join(subs) + "->" + keep, *ops)
+        r = r.reshape([r.shape[keep.index(c)] if c in keep else 1 for c in s_i])
+        sum_axes = tuple(k for k, (have, want) in enumerate(zip(r.shape, shape_i))
+                         if want == 1 and have != 1)
+        if sum_axes:
+            r = r.sum(dim=sum_axes, keepdim=True)
+        return r.expand(*shape_i) if tuple(r.shape) != shape_i else r
 
 
 @register("einsum")

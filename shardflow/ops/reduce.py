@@ -31,6 +31,7 @@ import numpy as np
 
 from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import op, register
+from ..autograd.higher_order import first_order_only
 from ..backend import as_dtype
 from ..backend.fp_errors import enter_quiet, exit_quiet
 from . import _grad_graph as _gg
@@ -120,6 +121,17 @@ def _require_float(t: Tensor, name: str):
         )
 
 
+def _shape_of(t) -> tuple:
+    return tuple(t.shape)
+
+
+def _drop_kept(outk, dims, keepdim):
+    """A keepdim-shaped reduction result in the op's output shape."""
+    if keepdim:
+        return outk
+    return as_array(outk.reshape(()) if dims is None else outk.squeeze(dims))
+
+
 # --------------------------------------------------------------------------- sum / mean
 class Sum(Function):
     save_inputs = ()
@@ -203,6 +215,16 @@ class Prod(Function):
         grad = np.where(nz == 0, p_others / safe, np.where((nz == 1) & zero, p_others, 0))
         return as_array((gk * grad).astype(a.dtype, copy=False))
 
+    def backward_graph(self, g):
+        if (self.a == 0).any():  # the zero-safe formula has no differentiable form here
+            return first_order_only(self, g)
+        shape, dims, keepdim = self.a.shape, self.dims, self.keepdim
+        out = _gg.unreduce(self.saved_output(0, self._out_array()), shape, dims, keepdim)
+        return _gg.unreduce(g, shape, dims, keepdim) * out / self.saved_input(0)
+
+    def _out_array(self):
+        return as_array(self.a.prod(axis=self.dims, keepdims=self.keepdim))
+
 
 @register("prod")
 def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
@@ -242,6 +264,12 @@ class _SelectAlongDim(Function):
     def backward(self, g, _g_indices):
         return _scatter_grad(g, self.idx, self.shape, self.dim, self.keepdim)
 
+    def backward_graph(self, g, _g_indices):
+        # linear in g: g spread over the input's shape, times the one-hot mask of the index
+        onehot = _scatter_grad(np.ones(_shape_of(g), g.array.dtype), self.idx, self.shape,
+                               self.dim, self.keepdim)
+        return _gg.expand_reduced(g, self.shape, (self.dim,), self.keepdim) * _gg.const(onehot, g)
+
 
 class _Extreme(Function):
     """amax/amin (and max()/min() without dim): gradient split evenly among ties."""
@@ -268,6 +296,13 @@ class _Extreme(Function):
         count = mask.sum(axis=dims, keepdims=True)
         gk = _keep(g, a.shape, dims, self.keepdim)
         return as_array(np.where(mask, gk / count, 0).astype(g.dtype, copy=False))
+
+    def backward_graph(self, g):
+        # linear in g: the tie-split mask is piecewise constant
+        a, dims = self.a, self.dims
+        mask = a == self.outk
+        share = mask / mask.sum(axis=dims, keepdims=True)
+        return _gg.expand_reduced(g, a.shape, dims, self.keepdim) * _gg.const(share, g)
 
 
 def _max_min(input, dim, keepdim, largest, name):
@@ -368,6 +403,25 @@ class Var(Function):
                 scale = gk * (2.0 / self.d.dtype.type(self.denom))
             return as_array((self.d * scale).astype(g.dtype, copy=False))
 
+    def backward_graph(self, g):
+        # Var keeps x - mean(x), not x. A Tensor with that value and x's history, centred
+        # again, is x - mean(x) in value (up to rounding) and in derivative (the same linear
+        # map of x): the graph needs nothing else of x.
+        shape, dims, keepdim = self.d.shape, self.dims, self.keepdim
+        x = self.saved_input(0, self.d)
+        d = x - x.mean(dim=dims, keepdim=True)
+        gk = _gg.unreduce(g, shape, dims, keepdim)
+        if self.take_sqrt:
+            std = _gg.unreduce(self.saved_output(0, self._out_array()), shape, dims, keepdim)
+            return d * (gk / (std * float(self.denom)))
+        return d * (gk * (2.0 / self.denom))
+
+    def _out_array(self):
+        out = self.outk
+        if not self.keepdim:
+            out = out.reshape(()) if self.dims is None else out.squeeze(self.dims)
+        return as_array(out).astype(self.d.dtype, copy=False)
+
 
 def _var_args(input, dim, unbiased, correction, name):
     _require_float(input, name)
@@ -431,6 +485,12 @@ class LogSumExp(Function):
         gk = _keep(g, self.a.shape, self.dims, self.keepdim)
         return as_array(gk * np.exp(self.a - self.outk))
 
+    def backward_graph(self, g):
+        shape, dims, keepdim = self.a.shape, self.dims, self.keepdim
+        out = _gg.unreduce(self.saved_output(0, _drop_kept(self.outk, dims, keepdim)),
+                           shape, dims, keepdim)
+        return _gg.unreduce(g, shape, dims, keepdim) * (self.saved_input(0) - out).exp()
+
 
 @register("logsumexp")
 def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
@@ -458,6 +518,9 @@ class CumSum(Function):
 
     def backward(self, g):
         return g if g.ndim == 0 else _rev_cumsum(g, self.dim)
+
+    def backward_graph(self, g):
+        return g if g.ndim == 0 else g.flip(self.dim).cumsum(self.dim).flip(self.dim)
 
 
 @register("cumsum")
@@ -501,6 +564,15 @@ class CumProd(Function):
         cp = np.where(first, 1, a).cumprod(axis=dim)
         at_first = _rev_cumsum(g * cp, dim)
         return np.where(first, at_first, grad).astype(g.dtype, copy=False)
+
+    def backward_graph(self, g):
+        a, dim = self.a, self.dim
+        if a.ndim == 0:
+            return g
+        if (a == 0).any():  # the zero-safe formula has no differentiable form here
+            return first_order_only(self, g)
+        out = self.saved_output(0, self.out)
+        return (g * out).flip(dim).cumsum(dim).flip(dim) / self.saved_input(0)
 
 
 @register("cumprod")
@@ -558,6 +630,25 @@ class VectorNorm(Function):
             else:
                 grad = np.sign(a) * np.abs(a) ** (p - 1) * (gk / out ** (p - 1))
         return as_array(np.where(out == 0, 0, grad).astype(g.dtype, copy=False))
+
+    def backward_graph(self, g):
+        a, p, dims, keepdim = self.a, self.ord, self.dims, self.keepdim
+        gk = _gg.unreduce(g, a.shape, dims, keepdim)
+        sign = _gg.const(np.sign(a), g)
+        if p == 0:
+            return _gg.expand_reduced(g, a.shape, dims, keepdim) * 0.0
+        if p == 1:
+            return gk * sign
+        if p in (math.inf, -math.inf):
+            mask = np.abs(a) == self.outk
+            return gk * _gg.const(np.sign(a) * (mask / mask.sum(axis=dims, keepdims=True)), g)
+        x = self.saved_input(0)
+        out = _gg.unreduce(self.saved_output(0, _drop_kept(self.outk, dims, keepdim)),
+                           a.shape, dims, keepdim)
+        grad = x * (gk / out) if p == 2 else sign * x.abs() ** (p - 1) * (gk / out ** (p - 1))
+        if (self.outk == 0).any():
+            grad = _gg.op("where")(_wrap(np.broadcast_to(self.outk == 0, a.shape)), 0.0, grad)
+        return grad
 
 
 @register("linalg_vector_norm", "vector_norm")
