@@ -325,17 +325,23 @@ def _uncol(cols, xpshape, ksize, stride, dilation, osize, pads, xshape):
 
 def _conv_input_grad(g, w, xshape, pads, stride, dilation, groups):
     """d(conv)/d(input) of the (N, O, *O) gradient ``g`` as a differentiable transposed
-    convolution of ``g`` with the weight ``w`` (O, C/G, *K): unpadded, with the output
-    padding that restores the padded input size, then cropped to ``xshape`` (N, C, *S)."""
+    convolution of ``g`` with the weight ``w`` (O, C/G, *K), with the output padding that
+    restores the input size; symmetric padding is the transposed convolution's own (its
+    result contiguous, as torch's gradient: programs ``view`` it), asymmetric padding
+    ('same' with an even kernel) a crop of the unpadded one."""
     d = w.ndim - 2
     ksize = w.shape[2:]
     osize = g.shape[2:]
     psize = [xshape[2 + i] + pads[i][0] + pads[i][1] for i in range(d)]
     outpad = tuple(psize[i] - ((osize[i] - 1) * stride[i] + dilation[i] * (ksize[i] - 1) + 1)
                    for i in range(d))
-    full = ConvTransposeNd.apply(g, w, stride=tuple(stride), padding=(0,) * d, output_padding=outpad,
-                                 dilation=tuple(dilation), groups=groups)  # (N, C, *P)
-    return _crop_tensor(full, [lo for lo, _ in pads], xshape[2:])
+    symmetric = all(lo == hi for lo, hi in pads)
+    full = ConvTransposeNd.apply(g, w, stride=tuple(stride),
+                                 padding=tuple(lo for lo, _ in pads) if symmetric else (0,) * d,
+                                 output_padding=outpad, dilation=tuple(dilation), groups=groups)
+    if symmetric:
+        return full  # (N, C, *S)
+    return _crop_tensor(full, [lo for lo, _ in pads], xshape[2:]).contiguous()
 
 
 def _conv_weight_grad(x, g, wshape, pads, stride, dilation, groups):
@@ -355,7 +361,7 @@ def _conv_weight_grad(x, g, wshape, pads, stride, dilation, groups):
     res = ConvNd.apply(xr, gr, stride=tuple(dilation), padding=tuple(pads), dilation=tuple(stride),
                        groups=groups)  # (C/G, O, *K')
     res = _crop_tensor(res, [0] * d, wshape[2:])
-    return res.transpose(0, 1)  # (O, C/G, *K)
+    return res.transpose(0, 1).contiguous()  # (O, C/G, *K), contiguous as torch's
 
 
 def _crop_tensor(t, starts, sizes):

@@ -205,3 +205,18 @@ def test_dropout_second_derivative_uses_the_forward_mask(fused):
     mask = np.where(y.detach().numpy() != 0, 1.0 / 0.6, 0.0)
     np.testing.assert_allclose(g.detach().numpy(), 2 * mask * mask * xa, rtol=1e-12)
     np.testing.assert_allclose(x.grad.numpy(), 2 * mask * mask * v, rtol=1e-12)
+
+
+def test_sdpa_float_mask_first_order_gradient_matches_torch():
+    """Regression: a float mask of the scores' shape got its gradient multiplied by the
+    softmax scale (the backward scaled the score gradient in place after the mask's
+    gradient aliased it)."""
+    q, k, v, a = _r(3, 2), _r(4, 2), _r(4, 2), _r(3, 4)
+
+    def grads(m):
+        ts = [m.tensor(x, requires_grad=True) for x in (q, k, v, a)]
+        _sq(_sdpa(m, *ts[:3], attn_mask=ts[3])).backward()
+        return [t.grad.numpy() for t in ts]
+
+    for got, want in zip(grads(sf), grads(torch)):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
