@@ -568,6 +568,29 @@ class Normalize(Function):
         gx -= np.where(active, s, 0.0) * dn
         return _down(gx, self.dt)
 
+    def backward_graph(self, g):
+        """The backward's formula on Tensors, the norm recomputed from the input; whether
+        ``eps`` binds (and ``sign(x)``) are constants."""
+        xa, n, p, dim, eps = self.x, self.n, self.p, self.dim, self.eps
+        x = self.saved_input(0, _down(xa, self.dt))
+        if p == 2.0:
+            norm = (x * x).sum(dim=dim, keepdim=True).sqrt()
+        elif p == 1.0:
+            norm = x.abs().sum(dim=dim, keepdim=True)
+        else:
+            norm = (x.abs() ** p).sum(dim=dim, keepdim=True) ** (1.0 / p)
+        dt = g.array.dtype
+        active = const((n > eps).astype(dt))
+        d = norm * active + const(np.where(n > eps, 0.0, eps).astype(dt))  # max(norm, eps)
+        nz = norm * const((n > 0).astype(dt)) + const((n <= 0).astype(dt))  # norm, 1 where 0
+        if p == 2.0:
+            dn = x / nz
+        elif p == 1.0:
+            dn = const(np.sign(xa).astype(dt))
+        else:
+            dn = const(np.sign(xa).astype(dt)) * x.abs() ** (p - 1.0) / nz ** (p - 1.0)
+        return g / d - active * ((g * x).sum(dim=dim, keepdim=True) / (d * d)) * dn
+
 
 @register("normalize")
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):

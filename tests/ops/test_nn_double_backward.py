@@ -95,6 +95,9 @@ SPECS = {
         lambda m, x, w, b: _sq(_F(m).batch_norm(x, m.full((3,), 0.3, dtype=m.float64),
                                                 m.full((3,), 1.7, dtype=m.float64), w, b) * x),
         [_r(4, 3, 2), _r(3), _r(3)]),
+    "normalize": (lambda m, x: _sq(_F(m).normalize(x, dim=1) * x), [_r(3, 4)]),
+    "normalize_p1": (lambda m, x: _sq(_F(m).normalize(x, p=1.0, dim=0) * x), [_r(3, 4)]),
+    "normalize_p3": (lambda m, x: _sq(_F(m).normalize(x, p=3.0, dim=-1) * x), [_r(3, 4)]),
     "rms_norm": (lambda m, x, w: _sq(_F(m).rms_norm(x, (4,), w, eps=1e-6) * x), [_r(3, 4), _r(4)]),
     # ------------------------------------------------------------------ softmax
     "softmax": (lambda m, x: _sq(_F(m).softmax(x, dim=1) * x), [_r(3, 4)]),
