@@ -6,7 +6,7 @@ gradient computed with them can be differentiated again. Ops reach them by name 
 
 from __future__ import annotations
 
-from ..autograd import Tensor, _wrap
+from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import OPS
 
 
@@ -71,3 +71,29 @@ def sum_to(t: Tensor, shape) -> Tensor:
     if axes:
         t = t.sum(dim=axes, keepdim=True)
     return t.reshape(shape)
+
+
+class _Adjoint(Function):
+    """The input gradient of a *linear* one-input op ``L`` (slice, pad, diagonal, gather...):
+    forward is ``L``'s own array backward (``L^T g``); being linear in ``g``, its derivative
+    is ``L`` itself, applied by ``apply_op`` (``L`` as a differentiable Tensor op, e.g.
+    ``lambda t: t[idx]``), so gradients of any order follow."""
+
+    save_inputs = ()
+
+    def forward(self, g, node=None, apply_op=None):
+        self.apply_op = apply_op  # the node itself is not kept: it may be released
+        out = node.backward(g)
+        return out[0] if isinstance(out, tuple) else out
+
+    def backward(self, gg):
+        return self.apply_op(_wrap(gg)).array
+
+    def backward_graph(self, gg):
+        return self.apply_op(gg)
+
+
+def adjoint(node: Function, g: Tensor, apply_op) -> Tensor:
+    """``node.backward(g)`` for a linear one-input op as a differentiable Tensor (see
+    _Adjoint); ``apply_op(t)`` applies the op itself to a Tensor."""
+    return _Adjoint.apply(g, node=node, apply_op=apply_op)

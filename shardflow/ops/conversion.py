@@ -9,6 +9,7 @@ import numpy as np
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import as_dtype, get_array_module, to_device
+from . import _grad_graph as _gg
 from ._util import inplace, needs_graph
 
 
@@ -31,6 +32,11 @@ class ToDtype(Function):
             g = g.real
         return g.astype(self.in_dtype)
 
+    def backward_graph(self, g):
+        if g.array.dtype.kind == "c" and self.in_dtype.kind != "c":
+            g = _gg.op("real")(g)
+        return g if g.array.dtype == self.in_dtype else ToDtype.apply(g, dtype=as_dtype(self.in_dtype))
+
 
 @register("_to_dtype")
 def to_dtype(t: Tensor, dtype) -> Tensor:
@@ -52,6 +58,9 @@ class ToDevice(Function):
     def backward(self, g):
         return to_device(g, self.src)
 
+    def backward_graph(self, g):
+        return ToDevice.apply(g, device=self.src)
+
 
 @register("_to_device")
 def to_device_op(t: Tensor, device) -> Tensor:
@@ -65,6 +74,9 @@ class Clone(Function):
         return a.copy()
 
     def backward(self, g):
+        return g
+
+    def backward_graph(self, g):
         return g
 
 
@@ -117,6 +129,10 @@ class _CopyFrom(Function):
         gsrc = unbroadcast(g, self.src_shape) if self.needs_input_grad[1] else None
         gdst = np.zeros_like(g) if self.needs_input_grad[0] else None
         return gdst, gsrc
+
+    def backward_graph(self, g):
+        gsrc = _gg.sum_to(g, self.src_shape) if self.needs_input_grad[1] else None
+        return (g * 0 if self.needs_input_grad[0] else None), gsrc
 
 
 @register("copy_")

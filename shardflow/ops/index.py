@@ -39,9 +39,11 @@ import numpy as np
 from .. import kernels
 from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
+from ..autograd.higher_order import first_order_only
 from ..backend import get_array_module, is_device_array
 from ..backend.meta import MetaTensorError, is_meta_array
 from ..kernels import embedding as _emb_kernels
+from . import _grad_graph as _gg
 from ._util import inplace, needs_graph, unbroadcast, wrap_dim
 
 __all__ = [
@@ -330,6 +332,10 @@ class Index(Function):
             _add_at(out, self.add_idx, g)
         return out
 
+    def backward_graph(self, g):
+        idx, unique, add_idx = self.idx, self.unique, self.add_idx
+        return _gg.adjoint(self, g, lambda t: Index.apply(t, idx=idx, unique=unique, add_idx=add_idx))
+
 
 @register("getitem")
 def getitem(input: Tensor, index) -> Tensor:
@@ -412,6 +418,13 @@ class IndexPut(Function):
             gv = _reduce_to(g[self.idx], self.v_shape)
         return ga, gv
 
+    def backward_graph(self, g):
+        if self.needs_input_grad[1]:  # the value's gradient g[idx] has no graph form here
+            return first_order_only(self, g)
+        if self.accumulate:
+            return g, None
+        return IndexPut.apply(g, 0.0, idx=self.idx), None  # g, zero where overwritten
+
 
 def _reduce_to(g, shape):
     """Sum a broadcast gradient down to ``shape`` (which may carry extra leading 1s)."""
@@ -492,6 +505,10 @@ class Gather(Function):
         out = get_array_module(g).zeros(self.in_shape, g.dtype)
         _add_at(out, self.grid, g)
         return out
+
+    def backward_graph(self, g):
+        grid = self.grid
+        return _gg.adjoint(self, g, lambda t: Index.apply(t, idx=grid, unique=False, add_idx=grid))
 
 
 @register("gather")
@@ -618,6 +635,10 @@ class IndexSelect(Function):
         _add_at(xp.moveaxis(out, self.dim, 0), self.index, xp.moveaxis(g, self.dim, 0))
         return out
 
+    def backward_graph(self, g):
+        index, dim = self.index, self.dim
+        return _gg.adjoint(self, g, lambda t: IndexSelect.apply(t, index=index, dim=dim))
+
 
 def _vector_index(op, index, a, dim):
     xp = get_array_module(a)
@@ -653,6 +674,14 @@ class IndexAdd(Function):
         gs = None
         if self.needs_input_grad[1]:
             gs = get_array_module(g).take(g, self.index, axis=self.dim)
+            if self.alpha != 1:
+                gs = gs * self.alpha
+        return g if self.needs_input_grad[0] else None, gs
+
+    def backward_graph(self, g):
+        gs = None
+        if self.needs_input_grad[1]:
+            gs = IndexSelect.apply(g, index=self.index, dim=self.dim)
             if self.alpha != 1:
                 gs = gs * self.alpha
         return g if self.needs_input_grad[0] else None, gs
@@ -715,6 +744,13 @@ class MaskedFill(Function):
             else:  # CuPy's sum has no where=
                 xp = get_array_module(g)
                 gv = xp.where(self.mask, g, 0).sum().astype(g.dtype, copy=False)
+        return ga, gv
+
+    def backward_graph(self, g):
+        mask = _wrap(get_array_module(g.array).broadcast_to(self.mask, g.shape))
+        where = _gg.op("where")
+        ga = _gg.sum_to(where(mask, 0.0, g), self.a_shape) if self.needs_input_grad[0] else None
+        gv = where(mask, g, 0.0).sum() if self.needs_input_grad[1] else None
         return ga, gv
 
 
@@ -792,6 +828,10 @@ class MaskedSelect(Function):
         out[self.mask] = g
         return unbroadcast(out, self.a_shape).reshape(self.a_shape)
 
+    def backward_graph(self, g):
+        mask = self.mask
+        return _gg.adjoint(self, g, lambda t: MaskedSelect.apply(t, mask=mask))
+
 
 @register("masked_select")
 def masked_select(input: Tensor, mask) -> Tensor:
@@ -816,6 +856,14 @@ class TakeAlong(Function):
         out = get_array_module(g).zeros(self.bshape, g.dtype)
         _add_at(out, self.grid, g)
         return unbroadcast(out, self.a_shape).reshape(self.a_shape)
+
+    def backward_graph(self, g):
+        grid, bshape = self.grid, self.bshape
+
+        def take(t):
+            t = t.expand(*bshape) if tuple(t.shape) != tuple(bshape) else t
+            return Index.apply(t, idx=grid, unique=False, add_idx=grid)
+        return _gg.adjoint(self, g, take)
 
 
 @register("take_along_dim")
@@ -1029,6 +1077,16 @@ class IndexFill(Function):
         if self.needs_input_grad[1]:
             xp = get_array_module(g)  # asarray: NumPy's sum gives a scalar, CuPy's a 0-d array
             gv = xp.asarray(g[(*self.idx[:-2], xp.unique(self.idx[-2]), Ellipsis)].sum(), dtype=g.dtype)
+        return ga, gv
+
+    def backward_graph(self, g):
+        ga = gv = None
+        dim, index = len(self.idx) - 2, self.idx[-2]
+        if self.needs_input_grad[0]:
+            ga = IndexFill.apply(g, 0.0, index=index, dim=dim)
+        if self.needs_input_grad[1]:
+            xp = get_array_module(g.array)
+            gv = IndexSelect.apply(g, index=xp.unique(index), dim=dim).sum()
         return ga, gv
 
 

@@ -21,9 +21,10 @@ import math
 
 import numpy as np
 
-from ..autograd import Function, Tensor
+from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
 from ..backend import get_array_module, promote_types
+from . import _grad_graph as _gg
 from ._util import unbroadcast, wrap_dim
 
 __all__ = [
@@ -95,6 +96,9 @@ class Reshape(Function):
         return a.reshape(shape)
 
     def backward(self, g):
+        return g.reshape(self.in_shape)
+
+    def backward_graph(self, g):
         return g.reshape(self.in_shape)
 
 
@@ -222,6 +226,9 @@ class Permute(Function):
         # transpose; for a few dims this is also ~4x cheaper than np.argsort
         return g.transpose(sorted(range(len(self.dims)), key=self.dims.__getitem__))
 
+    def backward_graph(self, g):
+        return g.permute(*sorted(range(len(self.dims)), key=self.dims.__getitem__))
+
 
 @register("permute")
 def permute(input: Tensor, *dims) -> Tensor:
@@ -300,6 +307,9 @@ class Expand(Function):
 
     def backward(self, g):
         return unbroadcast(g, self.in_shape).reshape(self.in_shape)
+
+    def backward_graph(self, g):
+        return _gg.sum_to(g, self.in_shape)
 
 
 @register("expand")
@@ -380,6 +390,13 @@ class Repeat(Function):
         g = g.reshape(inter).sum(axis=tuple(range(0, len(inter), 2)))
         return g.reshape(self.in_shape)
 
+    def backward_graph(self, g):
+        inter = []
+        for r, s in zip(self.reps, self.padded):
+            inter += [r, s]
+        g = g.reshape(inter).sum(dim=tuple(range(0, len(inter), 2)))
+        return g.reshape(self.in_shape)
+
 
 @register("repeat")
 def repeat(input: Tensor, *sizes) -> Tensor:
@@ -427,6 +444,16 @@ class Cat(Function):
         parts = iter(xp.split(g, self.bounds, axis=self.dim))
         return tuple(
             xp.zeros(shape, g.dtype) if i in self.skip else next(parts)
+            for i, (shape, _) in enumerate(self.empty)
+        )
+
+    def backward_graph(self, g):
+        bounds = [0] + self.bounds + [g.shape[self.dim]]
+        pre = (slice(None),) * self.dim
+        parts = iter(g[pre + (slice(lo, hi),)] for lo, hi in zip(bounds, bounds[1:]))
+        xp = get_array_module(g.array)
+        return tuple(
+            _wrap(xp.zeros(shape, g.array.dtype)) if i in self.skip else next(parts)
             for i, (shape, _) in enumerate(self.empty)
         )
 
@@ -494,6 +521,9 @@ class Stack(Function):
         g = get_array_module(g).moveaxis(g, self.dim, 0)
         return tuple(g[i] for i in range(g.shape[0]))
 
+    def backward_graph(self, g):
+        return tuple(g.unbind(self.dim))
+
 
 @register("stack")
 def stack(tensors, dim: int = 0) -> Tensor:
@@ -537,6 +567,9 @@ class SplitDim(Function):
 
     def backward(self, *grads):
         return get_array_module(grads[0]).concatenate(grads, axis=self.dim)
+
+    def backward_graph(self, *grads):
+        return _gg.op("cat")(list(grads), self.dim)
 
 
 def _split_at(input: Tensor, sizes, d: int):
@@ -596,6 +629,9 @@ class Unbind(Function):
     def backward(self, *grads):
         return get_array_module(grads[0]).stack(grads, axis=self.dim)
 
+    def backward_graph(self, *grads):
+        return _gg.op("stack")(list(grads), self.dim)
+
 
 @register("unbind")
 def unbind(input: Tensor, dim: int = 0):
@@ -623,6 +659,10 @@ class Slice(Function):
         out = xp.zeros(self.in_shape, g.dtype)
         out[self.idx] = g
         return out
+
+    def backward_graph(self, g):
+        idx = self.idx
+        return _gg.adjoint(self, g, lambda t: Slice.apply(t, idx=idx))
 
 
 @register("narrow")
@@ -665,6 +705,12 @@ class PadConstant(Function):
         out[self.src] = g[self.dst]
         return out
 
+    def backward_graph(self, g):
+        # the adjoint of "copy src into dst of a constant array" is linear in g; its own
+        # derivative is the same padding with value 0
+        shape, src, dst = self._out_shape, self.src, self.dst
+        return _gg.adjoint(self, g, lambda t: PadConstant.apply(t, out_shape=shape, src=src, dst=dst))
+
 
 class PadIndex(Function):
     """reflect / replicate / circular padding: gather along each padded dim with an index
@@ -690,6 +736,10 @@ class PadIndex(Function):
             xp.add.at(xp.moveaxis(out, d, 0), idx, xp.moveaxis(g, d, 0))
             g = out
         return g
+
+    def backward_graph(self, g):
+        maps = self.maps
+        return _gg.adjoint(self, g, lambda t: PadIndex.apply(t, maps=maps))
 
 
 def _pad_map(mode: str, n: int, lo: int, hi: int, d: int):
@@ -783,6 +833,9 @@ class Flip(Function):
     def backward(self, g):
         return get_array_module(g).flip(g, self.dims)
 
+    def backward_graph(self, g):
+        return Flip.apply(g, dims=self.dims)
+
 
 @register("flip")
 def flip(input: Tensor, *dims) -> Tensor:
@@ -817,6 +870,10 @@ class Roll(Function):
         neg = tuple(-s for s in self.shifts) if isinstance(self.shifts, tuple) else -self.shifts
         return get_array_module(g).roll(g, neg, axis=self.dims)
 
+    def backward_graph(self, g):
+        neg = tuple(-s for s in self.shifts) if isinstance(self.shifts, tuple) else -self.shifts
+        return Roll.apply(g, shifts=neg, dims=self.dims)
+
 
 @register("roll")
 def roll(input: Tensor, shifts, dims=None) -> Tensor:
@@ -847,6 +904,9 @@ class Tri(Function):
     def backward(self, g):
         xp = get_array_module(g)
         return xp.triu(g, self.k) if self.upper else xp.tril(g, self.k)
+
+    def backward_graph(self, g):
+        return Tri.apply(g, k=self.k, upper=self.upper)
 
 
 def _tri_check(input, name):
@@ -928,6 +988,10 @@ class Diagonal(Function):
         m[..., i, j] = g
         return out
 
+    def backward_graph(self, g):
+        offset, d1, d2 = self.args
+        return _gg.adjoint(self, g, lambda t: Diagonal.apply(t, offset=offset, dim1=d1, dim2=d2))
+
 
 @register("diagonal")
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
@@ -961,6 +1025,10 @@ class Unfold(Function):
         for k in range(self.size):
             out[pre + (slice(k, k + self.step * (nw - 1) + 1, self.step),)] += g[..., k]
         return out
+
+    def backward_graph(self, g):
+        dim, size, step = self.dim, self.size, self.step
+        return _gg.adjoint(self, g, lambda t: Unfold.apply(t, dim=dim, size=size, step=step))
 
 
 @register("unfold")
