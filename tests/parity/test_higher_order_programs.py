@@ -44,7 +44,9 @@ def _critic(m):
     nn = m.nn
     return nn.Sequential(
         nn.Conv2d(1, 4, 3, stride=2, padding=1), nn.LeakyReLU(0.2),
-        nn.Conv2d(4, 4, 3, stride=2, padding=1), nn.InstanceNorm2d(4, affine=True), nn.LeakyReLU(0.2),
+        # no bias before the norm (its gradient is rounding noise, which Adam would scale up)
+        nn.Conv2d(4, 4, 3, stride=2, padding=1, bias=False), nn.InstanceNorm2d(4, affine=True),
+        nn.LeakyReLU(0.2),
         nn.Flatten(), nn.Linear(16, 1),
     ).double()
 
