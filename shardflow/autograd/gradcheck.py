@@ -26,7 +26,7 @@ import warnings
 import numpy as np
 
 from .api import grad as _grad
-from .grad_mode import no_grad
+from .grad_mode import enable_grad, no_grad
 from .tensor import Tensor
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
@@ -147,12 +147,15 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: f
     diff_positions = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
 
     def first_derivatives(*args):
-        xs, vs = args[:n_in], args[n_in:]
-        outs = _float_outputs(func(*xs))
-        pairs = [(o, v) for o, v in zip(outs, vs) if o.requires_grad]
-        grads = _grad([o for o, _ in pairs], [xs[i] for i in diff_positions], [v for _, v in pairs],
-                      create_graph=True, allow_unused=True)
-        return tuple(g for g in grads if g is not None)
+        # grad mode on: gradcheck evaluates its function under no_grad for the differences,
+        # and this one needs a graph to differentiate even then
+        with enable_grad():
+            xs, vs = args[:n_in], args[n_in:]
+            outs = _float_outputs(func(*xs))
+            pairs = [(o, v) for o, v in zip(outs, vs) if o.requires_grad]
+            grads = _grad([o for o, _ in pairs], [xs[i] for i in diff_positions], [v for _, v in pairs],
+                          create_graph=True, allow_unused=True)
+            return tuple(g for g in grads if g is not None)
 
     if not check_rev_over_rev:
         return True

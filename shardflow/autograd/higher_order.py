@@ -34,13 +34,18 @@ from .function import Function
 from .tensor import Tensor, _wrap
 
 
+class DoubleBackwardNotImplemented(RuntimeError):
+    """Raised when a gradient computed through an op without ``backward_graph`` is
+    differentiated again (``autograd.functional`` then falls back to finite differences)."""
+
+
 class NoDoubleBackward(Function):
     """Stands for the gradient computation of an op that has no ``backward_graph``: its
     outputs are that op's first-order input gradients; differentiating them raises."""
 
     def backward(self, *grad_outputs):
         op = self.__dict__.get("op_name", "an op")
-        raise RuntimeError(
+        raise DoubleBackwardNotImplemented(
             f"shardflow: the second derivative of {op} (create_graph=True) is not implemented "
             f"yet; its first derivative was computed, but differentiating it again needs "
             f"{op}.backward_graph (fix: express the function with ops that support "

@@ -1,14 +1,16 @@
 """``torch.func`` path: ``functional_call`` (a module called with given parameters and buffers,
-``nn.utils.stateless``). The function transforms (``vmap``, ``grad``, ``jacrev`` ...) are not
-built: use ``shardflow.autograd.grad`` for gradients."""
+``nn.utils.stateless``), ``grad`` and ``grad_and_value`` (nestable: ``grad(grad(f))``, through
+the create_graph engine; grad_transform.py). ``vmap``, ``jacrev`` and the other transforms
+are not built."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from ..nn.utils.stateless import _functional_call
+from .grad_transform import grad, grad_and_value
 
-__all__ = ["functional_call"]
+__all__ = ["functional_call", "grad", "grad_and_value"]
 
 
 def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *, tie_weights: bool = True,

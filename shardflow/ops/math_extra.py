@@ -57,11 +57,16 @@ def _dsinc(g, x):
     return g * np.where(x == 0, 0.0, d).astype(g.dtype)
 
 
-Acosh = _unary("Acosh", _UnaryX, np.arccosh, lambda g, x: g / np.sqrt(x * x - 1.0), "acosh; grad g/sqrt(x^2-1)")
-Asinh = _unary("Asinh", _UnaryX, np.arcsinh, lambda g, x: g / np.sqrt(x * x + 1.0), "asinh; grad g/sqrt(x^2+1)")
-Atanh = _unary("Atanh", _UnaryX, np.arctanh, lambda g, x: g / (1.0 - x * x), "atanh; grad g/(1-x^2)")
-Deg2rad = _unary("Deg2rad", _UnaryX, lambda x: x * _D2R, lambda g, x: g * _D2R, "x*pi/180")
-Rad2deg = _unary("Rad2deg", _UnaryX, lambda x: x * (1.0 / _D2R), lambda g, x: g * (1.0 / _D2R), "x*180/pi")
+Acosh = _unary("Acosh", _UnaryX, np.arccosh, lambda g, x: g / np.sqrt(x * x - 1.0), "acosh; grad g/sqrt(x^2-1)",
+               dg=lambda g, x: g / (x * x - 1.0).sqrt())
+Asinh = _unary("Asinh", _UnaryX, np.arcsinh, lambda g, x: g / np.sqrt(x * x + 1.0), "asinh; grad g/sqrt(x^2+1)",
+               dg=lambda g, x: g / (x * x + 1.0).sqrt())
+Atanh = _unary("Atanh", _UnaryX, np.arctanh, lambda g, x: g / (1.0 - x * x), "atanh; grad g/(1-x^2)",
+               dg=lambda g, x: g / (1.0 - x * x))
+Deg2rad = _unary("Deg2rad", _UnaryX, lambda x: x * _D2R, lambda g, x: g * _D2R, "x*pi/180",
+                 dg=lambda g, x: g * _D2R)
+Rad2deg = _unary("Rad2deg", _UnaryX, lambda x: x * (1.0 / _D2R), lambda g, x: g * (1.0 / _D2R), "x*180/pi",
+                 dg=lambda g, x: g * (1.0 / _D2R))
 Sinc = _unary("Sinc", _UnaryX, _sinc, _dsinc, "sin(pi x)/(pi x)")
 acosh, acosh_ = _make_unary("acosh", Acosh, ufunc=np.arccosh)
 asinh, asinh_ = _make_unary("asinh", Asinh, ufunc=np.arcsinh)
@@ -88,6 +93,14 @@ class Logit(Function):
         if self.eps is not None:  # clamped inputs get no gradient
             gx = gx * ((self.x >= self.eps) & (self.x <= 1.0 - self.eps)).astype(g.dtype)
         return _same_dtype(gx, g)
+
+    def backward_graph(self, g):
+        x = self.saved_input(0)
+        if self.eps is None:
+            return g / (x * (1.0 - x))
+        z = x.clamp(self.eps, 1.0 - self.eps)
+        inside = (self.x >= self.eps) & (self.x <= 1.0 - self.eps)
+        return g / (z * (1.0 - z)) * _wrap(inside.astype(g.array.dtype))
 
 
 @register("logit")
@@ -152,12 +165,23 @@ class _Binary(Function):
         gb = None if gb is None or not self.needs_input_grad[1] else unbroadcast(_same_dtype(gb, g), _shp(self.b))
         return ga, gb
 
+    def backward_graph(self, g):
+        """``grads_graph``: the subclass's ``grads`` on Tensors (saved inputs and output)."""
+        out = self.saved_output(0, _same_dtype(self.out, self.a))
+        ga, gb = self.grads_graph(g, self.saved_input(0), self.saved_input(1), out)
+        return (ga if self.needs_input_grad[0] else None), (gb if self.needs_input_grad[1] else None)
+
 
 class Atan2(_Binary):
     f = staticmethod(np.arctan2)
 
     @staticmethod
     def grads(g, y, x, out):
+        r = x * x + y * y
+        return g * x / r, -g * y / r
+
+    @staticmethod
+    def grads_graph(g, y, x, out):
         r = x * x + y * y
         return g * x / r, -g * y / r
 
@@ -169,6 +193,10 @@ class Hypot(_Binary):
     def grads(g, a, b, out):
         return g * a / out, g * b / out
 
+    @staticmethod
+    def grads_graph(g, a, b, out):
+        return g * a / out, g * b / out
+
 
 class Logaddexp(_Binary):
     f = staticmethod(np.logaddexp)
@@ -176,6 +204,10 @@ class Logaddexp(_Binary):
     @staticmethod
     def grads(g, a, b, out):
         return g * np.exp(a - out), g * np.exp(b - out)
+
+    @staticmethod
+    def grads_graph(g, a, b, out):
+        return g * (a - out).exp(), g * (b - out).exp()
 
 
 class Logaddexp2(_Binary):
@@ -185,6 +217,10 @@ class Logaddexp2(_Binary):
     def grads(g, a, b, out):
         return g * np.exp2(a - out), g * np.exp2(b - out)
 
+    @staticmethod
+    def grads_graph(g, a, b, out):
+        return g * (a - out).exp2(), g * (b - out).exp2()
+
 
 class Copysign(_Binary):
     f = staticmethod(np.copysign)
@@ -192,6 +228,10 @@ class Copysign(_Binary):
     @staticmethod
     def grads(g, a, b, out):
         return g * (np.sign(a) * np.sign(out)), None
+
+    @staticmethod
+    def grads_graph(g, a, b, out):
+        return g * _wrap(np.sign(a.array) * np.sign(out.array)), None
 
 
 def _make_binary(name, cls, aliases=(), inplace_too=True):

@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import Function, Tensor
+from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
 from ..backend import get_array_module
 from ..backend.ufuncs import accumulate
+from . import _grad_graph as _gg
 from ._util import wrap_dim
 from .index import _add_at
 from .reduce import return_types
@@ -91,6 +92,12 @@ class CumExtreme(Function):
         _add_at(om, lead + (im,), gm)
         return out
 
+    def backward_graph(self, g, _gi=None):
+        if g.ndim == 0:
+            return g
+        idx, dim = _wrap(self.idx), self.dim
+        return _gg.adjoint(self, g, lambda t: _gg.op("take_along_dim")(t, idx, dim))
+
 
 def _cum_extreme(input, dim, largest, name):
     d = wrap_dim(int(dim), input.ndim)
@@ -137,6 +144,16 @@ class LogCumSumExp(Function):
                 part = xp.where(sign * g > 0, xp.log(xp.abs(g)), -xp.inf) - out
                 gx = gx + sign * xp.exp(_rev_logcumsumexp(part, d) + a)
         return gx.astype(g.dtype, copy=False)
+
+    def backward_graph(self, g):
+        # gx_k = sum_{j >= k} g_j exp(a_k - out_j) = exp(a_k - m) revcumsum(g exp(m - out))_k,
+        # with m a constant shift (the maximum of a along dim) that keeps both factors finite
+        if g.ndim == 0:
+            return g
+        d = self.dim
+        m = _wrap(self.a.max(axis=d, keepdims=True))
+        a, out = self.saved_input(0), self.saved_output(0, self.out)
+        return (a - m).exp() * (g * (m - out).exp()).flip(d).cumsum(d).flip(d)
 
 
 @register("logcumsumexp")

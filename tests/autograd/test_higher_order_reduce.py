@@ -56,3 +56,31 @@ def test_zero_in_product_gives_first_order_then_raises(op):
     np.testing.assert_allclose(g.detach().numpy(), tg.detach().numpy())
     with pytest.raises(RuntimeError, match="second derivative of (Prod|CumProd)"):
         g.sum().backward()
+
+
+EXTRA = {
+    "cummax": (lambda m, x: (m.cummax(x, 1).values ** 3).sum(), X),
+    "cummin": (lambda m, x: (m.cummin(x, 0).values ** 3).sum(), X),
+    "logcumsumexp": (lambda m, x: (m.logcumsumexp(x, 1) ** 2).sum(), X),
+    "acosh": (lambda m, x: (m.acosh(x + 1.0) * x).sum(), POS),
+    "asinh": (lambda m, x: (m.asinh(x) * x).sum(), X),
+    "atanh": (lambda m, x: (m.atanh(x * 0.5) * x).sum(), POS - 0.5),
+    "deg2rad": (lambda m, x: (m.deg2rad(x) ** 3).sum(), X),
+    "logit": (lambda m, x: (m.logit(x * 0.5) * x).sum(), POS),
+    "logit_eps": (lambda m, x: (m.logit(x - 0.4, eps=0.2) * x).sum(), POS),
+}
+
+
+@pytest.mark.parametrize("name", list(EXTRA))
+def test_extra_double_backward(name):
+    f, x = EXTRA[name]
+    check_double_backward(f, [x])
+
+
+BINARY_EXTRA = ["atan2", "hypot", "logaddexp", "logaddexp2", "copysign"]
+
+
+@pytest.mark.parametrize("name", BINARY_EXTRA)
+def test_math_extra_binary_double_backward(name):
+    f = lambda m, a, b: (getattr(m, name)(a, b) * a * b).sum()  # noqa: E731
+    check_double_backward(f, [X, POS])

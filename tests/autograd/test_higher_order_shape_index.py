@@ -55,6 +55,7 @@ SPECS = {  # name: (op(m, x), input)
     "pad_constant": (lambda m, x: m.nn.functional.pad(x, (1, 2), value=0.5), X),
     "pad_reflect": (lambda m, x: m.nn.functional.pad(x.unsqueeze(0), (2, 1), mode="reflect"), X),
     "pad_replicate": (lambda m, x: m.nn.functional.pad(x.unsqueeze(0), (1, 2), mode="replicate"), X),
+    "pad_circular": (lambda m, x: m.nn.functional.pad(x.unsqueeze(0), (1, 2), mode="circular"), X),
     "clone": (lambda m, x: x.clone(), X),
     "to_float32_and_back": (lambda m, x: x.float().double(), X),
     "embedding": (lambda m, w: m.nn.functional.embedding(_idx(m, [[0, 2], [2, 1]]), w), X),

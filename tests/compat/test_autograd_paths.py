@@ -107,18 +107,25 @@ def test_gradcheck_bad_input_errors_like_torch():
                               check_forward_ad=True)
 
 
+class ThreeTimesGraph(ThreeTimes):
+    """ThreeTimes with a backward_graph (the same wrong 3g): its second derivative runs."""
+
+    def backward_graph(self, g):
+        return g * 3
+
+
 def test_gradgradcheck():
-    """Second derivatives need create_graph=True in the engine: checked when it is there."""
+    """Second derivatives through create_graph=True (autograd/higher_order.py)."""
     f = lambda a, b: (a @ b).tanh()  # noqa: E731
     assert torch.autograd.gradgradcheck(f, _inputs(torch, torch.float64))
-    try:
-        ok = sf.autograd.gradgradcheck(f, _inputs(sf, sf.float64))
-    except NotImplementedError as e:
-        assert "create_graph=True" in str(e)
-        pytest.skip(f"the engine has no higher-order gradients yet: {e}")
-    assert ok is True
-    assert sf.autograd.gradgradcheck(lambda a: ThreeTimes.apply(a) * a, (_inputs(sf, sf.float64)[0],),
+    assert sf.autograd.gradgradcheck(f, _inputs(sf, sf.float64)) is True
+    # the wrong first derivative makes the vjp map's own Jacobian wrong too
+    assert sf.autograd.gradgradcheck(lambda a: ThreeTimesGraph.apply(a) * a, (_inputs(sf, sf.float64)[0],),
                                      raise_exception=False) is False
+    # an op without backward_graph: its second derivative raises, naming it
+    with pytest.raises(RuntimeError, match="second derivative of ThreeTimes"):
+        sf.autograd.gradgradcheck(lambda a: ThreeTimes.apply(a) * a, (_inputs(sf, sf.float64)[0],),
+                                  raise_exception=False)
 
 
 def test_legacy_autograd_profiler_records_ops():
