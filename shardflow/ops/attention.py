@@ -35,6 +35,7 @@ from ..autograd.dispatch import register
 from ..backend import device_of, get_array_module, to_device
 from ..backend import random as _random
 from ..kernels import softmax as _sm_kernels
+from ._nn_grad import const, sum_to
 from ._util import flush_subnormal_, unbroadcast
 from .blocked import BLOCK_ELEMENTS
 
@@ -82,6 +83,7 @@ class ScaledDotProductAttention(Function):
         L, S = A.shape[-2], A.shape[-1]
         float_mask = mask is not None and mask.dtype.kind != "b"
         self.mask_shape = None if not float_mask else mask.shape
+        self.mask, self.is_causal = mask, is_causal  # references, for backward_graph
         if mask is not None and not float_mask:
             keep = mask
             if is_causal:
@@ -320,6 +322,8 @@ class ScaledDotProductAttention(Function):
             gP *= P  # gA (w.r.t. the masked, scaled scores)
             if len(nig) > 3 and nig[3] and self.mask_shape is not None:
                 gm = self._cast(unbroadcast(gP, self.mask_shape))
+                if gm is gP:  # a mask of the scores' shape: not scaled in place below
+                    gm = gP.copy()
             gP *= scale
             flush_subnormal_(gP)
             if nig[0]:
@@ -327,6 +331,65 @@ class ScaledDotProductAttention(Function):
             if nig[1]:
                 gk = self._reduce_kv(np.matmul(gP.swapaxes(-1, -2), qa), sk)
         return gq, gk, gv, gm
+
+    def backward_graph(self, g):
+        """The backward's formulas on Tensors, the probabilities recomputed from q and k
+        (``softmax(q k^T scale + bias)``, the causal / bool mask a constant ``-inf`` bias,
+        a float mask the input it is; rows that see no key stay 0), the dropout mask
+        constant. Key and value heads are repeated for GQA and their gradients summed back
+        over the repeats."""
+        nig = self.needs_input_grad
+        sq, sk, sv = self.shapes
+        rep, scale = self.rep, self.scale
+        q = self.saved_input(0, self._cast(self.qa))
+        k = self.saved_input(1, self._cast(self.ka[..., ::rep, :, :] if rep > 1 else self.ka))
+        v = self.saved_input(2, self._cast(self.va[..., ::rep, :, :] if rep > 1 else self.va))
+        if rep > 1:
+            k, v = k.repeat_interleave(rep, dim=-3), v.repeat_interleave(rep, dim=-3)
+        P = self.P.reshape(self.qa.shape[:-2] + self.P.shape[-2:]) if self.blocked else self.P
+        L, S = P.shape[-2:]
+        xp = get_array_module(P)
+        A = q.matmul(k.transpose(-1, -2)) * scale  # (..., L, S)
+        mask = None if self.blocked else self.mask
+        keep = xp.tri(L, S, dtype=bool) if self.is_causal else None
+        if mask is not None and mask.dtype.kind == "b":
+            keep = mask if keep is None else mask & keep
+        elif mask is not None:
+            A = A + self.saved_input(3, mask)
+        alive = P.sum(axis=-1, keepdims=True) > 0  # rows that see a key (else all-zero P)
+        if keep is not None:
+            bias = xp.where(keep, 0.0, -np.inf)
+            if not alive.all():
+                bias = xp.where(alive, bias, 0.0)  # finite scores in rows zeroed below
+            A = A + const(bias.astype(g.array.dtype))
+        p = A.softmax(dim=-1)
+        if not alive.all():
+            p = p * const(alive.astype(g.array.dtype))
+        D = None if self.blocked else self.D
+        gq = gk = gv = gm = None
+        if nig[2]:
+            pd = p if D is None else p * const(D.astype(g.array.dtype, copy=False))
+            gv = self._sum_kv(pd.transpose(-1, -2).matmul(g), sv)
+        if nig[0] or nig[1] or (len(nig) > 3 and nig[3]):
+            gp = g.matmul(v.transpose(-1, -2))
+            if D is not None:
+                gp = gp * const(D.astype(g.array.dtype, copy=False))
+            ga = p * (gp - (gp * p).sum(dim=-1, keepdim=True))  # w.r.t. the masked scores
+            if len(nig) > 3 and nig[3] and self.mask_shape is not None:
+                gm = sum_to(ga, self.mask_shape)
+            if nig[0]:
+                gq = sum_to(ga.matmul(k) * scale, sq)
+            if nig[1]:
+                gk = self._sum_kv(ga.transpose(-1, -2).matmul(q) * scale, sk)
+        return gq, gk, gv, gm
+
+    def _sum_kv(self, ga, shape):
+        """``_reduce_kv`` on Tensors: summed over the query heads sharing a kv head (GQA),
+        then over the broadcast batch dims."""
+        if self.rep > 1:
+            s = tuple(ga.shape)
+            ga = ga.reshape(s[:-3] + (s[-3] // self.rep, self.rep) + s[-2:]).sum(dim=-3)
+        return sum_to(ga, shape)
 
     def _cast(self, a):
         return a if self.dt is None else a.astype(self.dt)

@@ -281,6 +281,95 @@ class ConvNd(Function):
             gb = gt.reshape(gt.shape[0] * gt.shape[1], gt.shape[2]).sum(axis=1)
         return _as_grad(gx, g), gw, gb
 
+    def backward_graph(self, g):
+        """The three gradients as convolutions, so they differentiate again: the input's is
+        the transposed convolution of ``g`` with the weight, the weight's the convolution of
+        the input with ``g`` (``_conv_input_grad``, ``_conv_weight_grad``). The input is
+        rebuilt from the column buffer (``_uncol``; forward keeps no other copy)."""
+        xshape, xpshape, padding, stride, dilation, groups, osize, unbatched = self.meta
+        need = self.needs_input_grad
+        w = self.saved_input(1, self.w)
+        g4 = g.unsqueeze(0) if unbatched else g  # (N, O, *O)
+        gx = gw = gb = None
+        if need[0]:
+            gx = _conv_input_grad(g4, w, xshape, padding, stride, dilation, groups)
+            if unbatched:
+                gx = gx.squeeze(0)
+        if need[1]:
+            xa = _uncol(self.cols, xpshape, self.w.shape[2:], stride, dilation, osize, padding, xshape)
+            x = self.saved_input(0, xa[0] if unbatched else xa)
+            gw = _conv_weight_grad(x.unsqueeze(0) if unbatched else x, g4, self.w.shape, padding,
+                                   stride, dilation, groups)
+        if not self.has_b:
+            return gx, gw
+        if len(need) > 2 and need[2]:
+            gb = g4.sum(dim=(0,) + tuple(range(2, g4.ndim)))
+        return gx, gw, gb
+
+
+def _uncol(cols, xpshape, ksize, stride, dilation, osize, pads, xshape):
+    """The (N, C, *S) input back from its (C, *K, N, *O) column buffer (forward keeps no
+    other copy). Positions no window reads stay 0: the weight gradient never reads them."""
+    n, c = xpshape[:2]
+    d = len(ksize)
+    cols = cols.reshape((c,) + tuple(ksize) + (n,) + tuple(osize))
+    xpad = get_array_module(cols).zeros(xpshape, dtype=cols.dtype)
+    for pos in itertools.product(*(range(k) for k in ksize)):
+        sl = (slice(None), slice(None)) + tuple(
+            slice(pos[i] * dilation[i], pos[i] * dilation[i] + stride[i] * (osize[i] - 1) + 1, stride[i])
+            for i in range(d)
+        )
+        xpad[sl] = cols[(slice(None),) + pos].swapaxes(0, 1)
+    return _crop(xpad, pads, xshape)
+
+
+def _conv_input_grad(g, w, xshape, pads, stride, dilation, groups):
+    """d(conv)/d(input) of the (N, O, *O) gradient ``g`` as a differentiable transposed
+    convolution of ``g`` with the weight ``w`` (O, C/G, *K), with the output padding that
+    restores the input size; symmetric padding is the transposed convolution's own (its
+    result contiguous, as torch's gradient: programs ``view`` it), asymmetric padding
+    ('same' with an even kernel) a crop of the unpadded one."""
+    d = w.ndim - 2
+    ksize = w.shape[2:]
+    osize = g.shape[2:]
+    psize = [xshape[2 + i] + pads[i][0] + pads[i][1] for i in range(d)]
+    outpad = tuple(psize[i] - ((osize[i] - 1) * stride[i] + dilation[i] * (ksize[i] - 1) + 1)
+                   for i in range(d))
+    symmetric = all(lo == hi for lo, hi in pads)
+    full = ConvTransposeNd.apply(g, w, stride=tuple(stride),
+                                 padding=tuple(lo for lo, _ in pads) if symmetric else (0,) * d,
+                                 output_padding=outpad, dilation=tuple(dilation), groups=groups)
+    if symmetric:
+        return full  # (N, C, *S)
+    return _crop_tensor(full, [lo for lo, _ in pads], xshape[2:]).contiguous()
+
+
+def _conv_weight_grad(x, g, wshape, pads, stride, dilation, groups):
+    """d(conv)/d(weight) = the correlation of the input ``x`` (N, C, *S) with the gradient
+    ``g`` (N, O, *O), as one differentiable convolution: the batch becomes the channels
+    (input (C/G, G*N, *S), "kernel" (O, N, *O), groups G) with stride and dilation swapped;
+    its (C/G, O, *K') result, K' >= K, is cropped and transposed to (O, C/G, *K)."""
+    n, c = x.shape[:2]
+    o = g.shape[1]
+    d = len(wshape) - 2
+    sp = tuple(range(3, 3 + d))
+    cg, og = c // groups, o // groups
+    xr = x.reshape((n, groups, cg) + tuple(x.shape[2:])).permute((2, 1, 0) + sp)
+    xr = xr.reshape((cg, groups * n) + tuple(x.shape[2:]))  # (C/G, G*N, *S), channels (G, N)
+    gr = g.reshape((n, groups, og) + tuple(g.shape[2:])).permute((1, 2, 0) + sp)
+    gr = gr.reshape((o, n) + tuple(g.shape[2:]))  # (O, N, *O)
+    res = ConvNd.apply(xr, gr, stride=tuple(dilation), padding=tuple(pads), dilation=tuple(stride),
+                       groups=groups)  # (C/G, O, *K')
+    res = _crop_tensor(res, [0] * d, wshape[2:])
+    return res.transpose(0, 1).contiguous()  # (O, C/G, *K), contiguous as torch's
+
+
+def _crop_tensor(t, starts, sizes):
+    """``t[..., s0:s0+n0, s1:s1+n1, ...]`` over its trailing dims (differentiable)."""
+    if all(s == 0 and t.shape[t.ndim - len(sizes) + i] == n for i, (s, n) in enumerate(zip(starts, sizes))):
+        return t
+    return t[(Ellipsis,) + tuple(slice(s, s + n) for s, n in zip(starts, sizes))]
+
 
 def _resolve_padding(padding, d, ksize, stride, dilation):
     if isinstance(padding, str):
@@ -417,6 +506,35 @@ class ConvTransposeNd(Function):
         if self.has_b and len(self.needs_input_grad) > 2 and self.needs_input_grad[2]:
             gb = g.sum(axis=(0,) + tuple(range(2, g.ndim)))
         return _as_grad(gx, g), _as_grad(gw, g), gb
+
+    def backward_graph(self, g):
+        """The gradients as convolutions (differentiable again): the input's is the
+        convolution of ``g`` with the weight, the weight's the correlation of ``g`` with the
+        input (``_conv_weight_grad`` with the roles of input and gradient exchanged)."""
+        pads, full, stride, dilation, groups, isize, unbatched = self.meta
+        need = self.needs_input_grad
+        xt, xshape = self.xt, self.xshape
+        w = self.saved_input(1, self.w)
+        g4 = g.unsqueeze(0) if unbatched else g  # (N, C_out, *O)
+        d = len(isize)
+        gx = gw = gb = None
+        if need[0]:
+            gx = ConvNd.apply(g4, w, stride=tuple(stride), padding=tuple(pads), dilation=tuple(dilation),
+                              groups=groups)  # (N, C_in, >= *isize): output padding past stride
+            gx = _crop_tensor(gx, [0] * d, isize)
+            if unbatched:
+                gx = gx.squeeze(0)
+        if need[1]:
+            n, cin = xshape[:2]
+            xa = xt.reshape((cin, n) + tuple(isize)).swapaxes(0, 1)  # (N, C_in, *L)
+            x = self.saved_input(0, xa[0] if unbatched else xa)
+            gw = _conv_weight_grad(g4, x.unsqueeze(0) if unbatched else x, self.w.shape, pads,
+                                   stride, dilation, groups)
+        if not self.has_b:
+            return gx, gw
+        if len(need) > 2 and need[2]:
+            gb = g4.sum(dim=(0,) + tuple(range(2, g4.ndim)))
+        return gx, gw, gb
 
 
 def _conv_transpose(d, input, weight, bias, stride, padding, output_padding, groups, dilation):

@@ -29,6 +29,7 @@ from ..autograd.dispatch import register
 from ..backend import device_of, get_array_module, to_device
 from ..backend import random as _random
 from ..kernels import dropout as _dropout_kernels
+from ._nn_grad import const
 from ._util import inplace as _inplace
 
 __all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"]
@@ -52,6 +53,9 @@ class MaskMul(Function):
         gx = g * self.mask
         return gx.astype(g.dtype, copy=False)
 
+    def backward_graph(self, g):
+        return g * const(self.mask.astype(g.array.dtype, copy=False))
+
 
 class FusedDropout(Function):
     """Element-wise dropout by the Numba kernel (``kernels/dropout.py``): the same uniform
@@ -69,6 +73,11 @@ class FusedDropout(Function):
         if not kernels.usable(g):
             g = np.ascontiguousarray(g)
         return _dropout_kernels.dropout_backward(g, self.keep, self.p)
+
+    def backward_graph(self, g):
+        mask = self.keep.astype(g.array.dtype)
+        mask *= g.array.dtype.type(1.0 / (1.0 - self.p))
+        return g * const(mask)
 
 
 def _check(p, name):

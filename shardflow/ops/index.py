@@ -940,10 +940,24 @@ class Embedding(Function):
         return gw
 
     def backward_graph(self, g):
-        if self.pad is not None or self.scale:  # not the plain adjoint of w[ids]: first order
-            return first_order_only(self, g)
-        ids = self.ids
-        return _gg.adjoint(self, g, lambda t: Embedding.apply(t, ids=ids))
+        # linear in g with the ids fixed: gather <-> scatter (ops/_nn_grad.py); imported
+        # here so that this class's double backward stays one self-contained addition
+        from ._nn_grad import linear_adjoint
+
+        return linear_adjoint(self, g)
+
+    def linear_forward(self, h):
+        """The rows of ``h`` (the weight's shape) that the ids pick, scaled and masked as
+        ``backward`` scales and masks the gradient (its adjoint)."""
+        xp = get_array_module(h)
+        rows = xp.take(h, self.ids, axis=0)  # ids.shape + (D,)
+        tail = (1,) * (h.ndim - 1)
+        if self.scale:
+            counts = xp.bincount(self.ids.reshape(-1), minlength=self.w_shape[0])
+            rows = rows / counts[self.ids].reshape(self.ids.shape + tail).astype(h.dtype)
+        if self.pad is not None:
+            rows = rows * (self.ids != self.pad).reshape(self.ids.shape + tail)
+        return rows.astype(h.dtype, copy=False)
 
 
 def renorm_rows_(weight: Tensor, ids, max_norm: float, norm_type: float) -> None:

@@ -36,6 +36,7 @@ from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import get_array_module
 from ..kernels import softmax as _sm_kernels
+from ._nn_grad import const, sum_to
 from ._util import _down, _float_input, _up, flush_subnormal_, promote, unbroadcast
 
 __all__ = [
@@ -126,6 +127,14 @@ def _index_target(x_shape, t, ignore_index, fname):
                 f"for input with {C} classes (or ignore_index={ignore_index})"
             )
     return tt, valid
+
+
+def _class_grad_scale(g, reduction, denom, row_shape):
+    """dOut/dloss_i as a Tensor broadcasting over the class dim: (N, 1, d...) for 'none', a
+    scalar divided by ``denom`` for 'mean'."""
+    if reduction == "none":
+        return g.reshape(tuple(row_shape)).unsqueeze(1)
+    return g / float(denom) if reduction == "mean" else g
 
 
 def _class_shape(nd, C):
@@ -229,6 +238,32 @@ class CrossEntropyIndex(Function):
         flush_subnormal_(gx)  # p/N of a confident prediction: see flush_subnormal_
         return _down(gx.reshape(self.in_shape), self.dt)
 
+    def backward_graph(self, g):
+        """``gx = r (softmax(x) A - a)`` on Tensors with the target table ``a`` (the
+        weighted, smoothed one-hot of the module docstring; ``A = sum_c a``) constant.
+        The input is rebuilt as ``log(exp(x - max))``: softmax does not see the shift."""
+        e = self.e
+        with np.errstate(divide="ignore"):
+            z = np.log(np.maximum(e, np.finfo(e.dtype).tiny))  # x - max, (N, C, d...)
+        x = self.saved_input(0, _down(z, self.dt).reshape(self.in_shape)).reshape(e.shape)
+        a = self._target_table().astype(g.array.dtype, copy=False)
+        p = x.softmax(dim=1)
+        return (_class_grad_scale(g, self.reduction, self.denom, self.s.shape)
+                * (p * const(a.sum(axis=1, keepdims=True)) - const(a))).reshape(self.in_shape)
+
+    def _target_table(self):
+        """``a_ic = (1-eps) w_t [c = t_i] valid_i + eps/C w_c valid_i`` (N, C, d...)."""
+        xp = get_array_module(self.e)
+        fdt = self.e.dtype
+        a = xp.zeros(self.e.shape, dtype=fdt)
+        coef = self.coef if self.coef is not None else xp.ones(self.s.shape, dtype=fdt)
+        np.put_along_axis(a, self.idx, np.expand_dims((1.0 - self.eps) * coef, 1), axis=1)
+        if self.eps > 0:
+            wb = self.wb if self.wb is not None else 1.0
+            valid = np.expand_dims(self.valid, 1) if self.valid is not None else 1.0
+            a += (self.eps / self.C) * wb * valid
+        return a
+
 
 class CrossEntropyProb(Function):
     save_inputs = ()
@@ -237,6 +272,7 @@ class CrossEntropyProb(Function):
         self.in_shape = x.shape
         xa, dt = _up(x)
         ta = t.astype(xa.dtype, copy=False)
+        self.t = ta  # for backward_graph (a reference: the caller holds the target)
         xa, ta = _as_batched(xa, ta)
         C = xa.shape[1]
         eps = float(label_smoothing)
@@ -272,6 +308,29 @@ class CrossEntropyProb(Function):
             if self.wb is not None:
                 gt = gt * self.wb
             gt = _down(gt.reshape(self.in_shape), self.dt)
+        return gx, gt
+
+    def backward_graph(self, g):
+        """The backward's formulas on Tensors: ``log_softmax`` recomputed from the input
+        (rebuilt as ``logp``, which differs from it by a shift per row softmax does not
+        see) and the smoothed, weighted target from the target."""
+        lshape, need, eps = self.logp.shape, self.needs_input_grad, self.eps
+        C = lshape[1]
+        x = self.saved_input(0, _down(self.logp, self.dt).reshape(self.in_shape)).reshape(lshape)
+        t = self.saved_input(1, _down(self.t, self.dt)).reshape(lshape)
+        logp = x.log_softmax(dim=1)
+        wt = t * (1.0 - eps) + eps / C if eps > 0 else t
+        if self.wb is not None:
+            wt = wt * const(self.wb.astype(g.array.dtype, copy=False))
+        r = _class_grad_scale(g, self.reduction, self.n, lshape[:1] + lshape[2:])
+        gx = gt = None
+        if need[0]:
+            gx = (r * (logp.exp() * wt.sum(dim=1, keepdim=True) - wt)).reshape(self.in_shape)
+        if need[1]:
+            gt = -r * logp * (1.0 - eps)
+            if self.wb is not None:
+                gt = gt * const(self.wb.astype(g.array.dtype, copy=False))
+            gt = gt.reshape(self.in_shape)
         return gx, gt
 
 
@@ -344,6 +403,15 @@ class NllLoss(Function):
         np.put_along_axis(gx, self.idx, v.astype(g.dtype, copy=False), axis=1)
         return gx.reshape(self.in_shape)
 
+    def backward_graph(self, g):
+        """``gx = r * M``: linear in ``g``, with ``M`` the constant table of ``-w_t`` at the
+        targets."""
+        m = get_array_module(self.idx).zeros(self.bshape, dtype=g.array.dtype)
+        rows = self.idx.shape[:1] + self.idx.shape[2:]
+        v = -self.coef if self.coef is not None else -np.ones(rows, dtype=g.array.dtype)
+        np.put_along_axis(m, self.idx, np.expand_dims(v, 1).astype(g.array.dtype, copy=False), axis=1)
+        return (_class_grad_scale(g, self.reduction, self.denom, rows) * const(m)).reshape(self.in_shape)
+
 
 @register("nll_loss")
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
@@ -371,6 +439,7 @@ class PointwiseLoss(Function):
         self.sx, self.st = np.shape(x), np.shape(t)
         d = x - t
         self.d, self.kind, self.param, self.reduction, self.weight = d, kind, param, reduction, weight
+        self.x, self.t = x, t  # references, for backward_graph
         if kind == "mse":
             loss = d * d
         elif kind == "l1":
@@ -409,6 +478,27 @@ class PointwiseLoss(Function):
         dd = dd.astype(d.dtype, copy=False)
         gx = unbroadcast(dd, self.sx) if self.needs_input_grad[0] else None
         gt = unbroadcast(-dd, self.st) if self.needs_input_grad[1] else None
+        return gx, gt
+
+    def backward_graph(self, g):
+        """``f'(d) * dOut/dloss`` on Tensors, ``d = input - target`` recomputed from the
+        inputs; the piecewise parts (sign, the clip's region) are constant masks."""
+        d, kind, p = self.d, self.kind, self.param
+        dt = g.array.dtype
+        if kind == "mse":
+            dd = 2.0 * (self.saved_input(0, self.x) - self.saved_input(1, self.t))
+        elif kind == "l1" or (kind == "smooth_l1" and p <= 0):
+            dd = const(np.sign(d).astype(dt, copy=False))
+        else:
+            small = np.abs(d) < p
+            lin = self.saved_input(0, self.x) - self.saved_input(1, self.t)
+            lin = lin * const((small / p if kind == "smooth_l1" else small).astype(dt))
+            dd = lin + const(np.where(small, 0.0, np.sign(d) * (1.0 if kind == "smooth_l1" else p)).astype(dt))
+        dd = dd * (g / float(self.n) if self.reduction == "mean" else g)
+        if self.weight is not None:
+            dd = dd * const(self.weight)
+        gx = sum_to(dd, self.sx) if self.needs_input_grad[0] else None
+        gt = sum_to(-dd, self.st) if self.needs_input_grad[1] else None
         return gx, gt
 
 
@@ -490,6 +580,33 @@ class BinaryCrossEntropy(Function):
             gt = (-r * (self.lx - self.l1x)).astype(t.dtype, copy=False)
         return gx, gt
 
+    def backward_graph(self, g):
+        """The backward's formulas on Tensors; where forward's clamps bind (``x (1 - x)``
+        under 1e-12, a log under -100) the clamped value is a constant."""
+        x, t = self.x, self.t
+        X, T = self.saved_input(0, x), self.saved_input(1, t)
+        r = g / float(self.n) if self.reduction == "mean" else g
+        if self.w is not None:
+            r = r * const(self.w)
+        gx = gt = None
+        if self.needs_input_grad[0]:
+            live = x * (1.0 - x) > 1e-12
+            den = X * (1.0 - X) * const(live.astype(x.dtype)) + const(np.where(live, 0.0, 1e-12).astype(x.dtype))
+            gx = r * (X - T) / den
+        if self.needs_input_grad[1]:
+            gt = -r * (_clamped_log(X, x) - _clamped_log(1.0 - X, 1.0 - x))
+        return gx, gt
+
+
+def _clamped_log(v, va):
+    """``max(log(v), -100)`` of the Tensor ``v`` (array ``va``), with the clamped entries
+    constant (their log is never taken: a log of 0 would give -inf * 0 = NaN)."""
+    with np.errstate(divide="ignore"):
+        live = np.log(va) > -100.0
+    m = live.astype(va.dtype)
+    safe = v * const(m) + const(1.0 - m)  # 1 where clamped: log 1 = 0
+    return safe.log() * const(m) + const(np.where(live, 0.0, -100.0).astype(va.dtype))
+
 
 @register("binary_cross_entropy")
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
@@ -549,6 +666,24 @@ class BCEWithLogits(Function):
             gt = unbroadcast(np.broadcast_to(r * gt, self.shape), t.shape).astype(t.dtype, copy=False)
         return gx, gt
 
+    def backward_graph(self, g):
+        """The backward's formulas on Tensors (``sigmoid``, ``softplus``)."""
+        from .elementwise import softplus
+
+        X, T = self.saved_input(0, self.x), self.saved_input(1, self.t)
+        r = g / float(self.n) if self.reduction == "mean" else g
+        if self.w is not None:
+            r = r * const(self.w)
+        pw = None if self.pw is None else const(self.pw)
+        gx = gt = None
+        if self.needs_input_grad[0]:
+            lw = 1.0 if pw is None else 1.0 + (pw - 1.0) * T
+            gx = sum_to(r * ((1.0 - T) - lw * (-X).sigmoid()), self.x.shape)
+        if self.needs_input_grad[1]:
+            d = -X if pw is None else -X + (pw - 1.0) * softplus(-X)
+            gt = sum_to(r * d, self.t.shape)
+        return gx, gt
+
 
 @register("binary_cross_entropy_with_logits")
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
@@ -606,6 +741,28 @@ class KLDiv(Function):
             else:
                 d = np.where(t > 0, self.logt + 1.0 - x, 0.0)
             gt = unbroadcast(np.broadcast_to(r * d, self.shape), t.shape).astype(t.dtype, copy=False)
+        return gx, gt
+
+    def backward_graph(self, g):
+        """The backward's formulas on Tensors (``t > 0`` a constant mask)."""
+        x, t = self.x, self.t
+        X, T = self.saved_input(0, x), self.saved_input(1, t)
+        red = "mean" if self.reduction == "batchmean" else self.reduction
+        r = g / float(self.n) if red == "mean" else g
+        gx = gt = None
+        if self.log_target:
+            et = T.exp()
+            if self.needs_input_grad[0]:
+                gx = sum_to(-r * et, x.shape)
+            if self.needs_input_grad[1]:
+                gt = sum_to(r * et * (T - X + 1.0), t.shape)
+            return gx, gt
+        if self.needs_input_grad[0]:
+            gx = sum_to(-r * T, x.shape)
+        if self.needs_input_grad[1]:
+            m = const((t > 0).astype(t.dtype))
+            logt = (T * m + (1.0 - m)).log()
+            gt = sum_to(r * m * (logt + 1.0 - X), t.shape)
         return gx, gt
 
 

@@ -37,6 +37,7 @@ from ..autograd.dispatch import register
 from ..backend import get_array_module
 from ..kernels import cuda as _cuda_kernels
 from ..kernels import layer_norm as _ln_kernels
+from ._nn_grad import const
 from ._util import wrap_dim
 from .blocked import block_slices
 
@@ -92,6 +93,7 @@ class LayerNorm(Function):
         else:
             y, mu, rstd = _layer_norm_rows(x2, w2, b2, eps)
         self.x2, self.mu, self.rstd, self.w2, self.D, self.dt = x2, mu, rstd, w2, D, dt
+        self.eps = eps
         self.wshape = None if w is None else w.shape
         self.bshape = None if b is None else b.shape
         return _down(y.reshape(x.shape), dt)
@@ -145,6 +147,31 @@ class LayerNorm(Function):
             None if gw is None else _down(gw.reshape(self.wshape), self.dt),
             None if gb is None else _down(gb.reshape(self.bshape), self.dt),
         )
+
+    def backward_graph(self, g):
+        """The backward's formula on Tensors (``_normalized_grads``), the statistics
+        recomputed from the saved input so that they differentiate too."""
+        D, need = self.D, self.needs_input_grad
+        x = self.saved_input(0, _down(self.x2, self.dt).reshape(self.shape)).reshape(-1, D)  # (M, D)
+        g2 = g.reshape(-1, D)
+        w = None if self.wshape is None else self.saved_input(1, _down(self.w2, self.dt).reshape(self.wshape))
+        gxhat = g2 if w is None else g2 * w.reshape(D)
+        gx, xhat = _normalized_grads(x, gxhat, 1, self.eps)
+        gw = (g2 * xhat).sum(dim=0).reshape(self.wshape) if w is not None and need[1] else None
+        gb = g2.sum(dim=0).reshape(self.bshape) if self.bshape is not None and need[2] else None
+        return gx.reshape(self.shape) if need[0] else None, gw, gb
+
+
+def _normalized_grads(x, gxhat, dims, eps):
+    """(gx, xhat) for ``xhat = (x - mean) * rsqrt(var + eps)`` over ``dims`` (biased
+    variance) and the gradient ``gxhat`` of ``xhat``, as differentiable Tensor ops:
+    ``gx = rstd * (gxhat - mean(gxhat) - xhat * mean(gxhat * xhat))``."""
+    xc = x - x.mean(dim=dims, keepdim=True)
+    rstd = ((xc * xc).mean(dim=dims, keepdim=True) + eps).rsqrt()
+    xhat = xc * rstd
+    gx = rstd * (gxhat - gxhat.mean(dim=dims, keepdim=True)
+                 - xhat * (gxhat * xhat).mean(dim=dims, keepdim=True))
+    return gx, xhat
 
 
 def _row_blocks(xp, M, D):
@@ -231,7 +258,7 @@ class BatchNorm(Function):
             y = xhat * w1[:, None] if w1 is not None else xhat.copy()
             if b1 is not None:
                 y += b1[:, None]
-            self.xhat, self.rstd, self.w1 = xhat, rstd, w1
+            self.xhat, self.rstd, self.w1, self.mu, self.eps = xhat, rstd, w1, mu, eps
             return _down(y.reshape(x.shape), dt)
         mu = rm.astype(fdt, copy=False)
         rstd = 1.0 / np.sqrt(rv.astype(fdt, copy=False) + eps)
@@ -244,7 +271,7 @@ class BatchNorm(Function):
         nig = getattr(self, "needs_input_grad", None)
         # eval: backward needs xhat only for the weight gradient (x itself is not kept)
         self.xhat = (x3 - mu[:, None]) * rstd[:, None] if (nig and w1 is not None and nig[1]) else None
-        self.rstd, self.scale, self.w1 = rstd, scale, w1
+        self.rstd, self.scale, self.w1, self.mu, self.eps = rstd, scale, w1, mu.copy(), eps
         return _down(y.reshape(x.shape), dt)
 
     def backward(self, g):
@@ -273,6 +300,35 @@ class BatchNorm(Function):
         if not self.has_b:
             gb = None
         return gx, _down(gw, self.dt), _down(gb, self.dt)
+
+    def backward_graph(self, g):
+        """Training: the backward's formula on Tensors, the batch statistics recomputed
+        from the input (rebuilt from ``xhat``, ``rstd`` and the mean: forward keeps no copy
+        of it). Eval: ``gx = g * rstd * weight`` with the running statistics constant."""
+        N, C = self.shape[0], self.shape[1]
+        need = self.needs_input_grad
+        g3 = g.reshape(N, C, -1)  # (N, C, L)
+        w = None if self.wshape is None else self.saved_input(1, _down(self.w1, self.dt))
+        gx = gw = gb = None
+        if self.has_b and need[2]:
+            gb = g3.sum(dim=(0, 2))
+        if self.training:
+            xa = self.xhat / self.rstd[:, None] + self.mu[:, None]
+            x3 = self.saved_input(0, _down(xa, self.dt).reshape(self.shape)).reshape(N, C, -1)
+            gxhat = g3 if w is None else g3 * w.reshape(1, C, 1)
+            gx, xhat = _normalized_grads(x3, gxhat, (0, 2), self.eps)
+            if w is not None and need[1]:
+                gw = (g3 * xhat).sum(dim=(0, 2))
+        else:
+            rstd = const(self.rstd.astype(g.array.dtype, copy=False).reshape(1, C, 1))
+            if need[0]:
+                gx = g3 * rstd if w is None else g3 * (rstd * w.reshape(1, C, 1))
+            if w is not None and need[1]:
+                xa = self.xhat / self.rstd[:, None] + self.mu[:, None]
+                x3 = self.saved_input(0, _down(xa, self.dt).reshape(self.shape)).reshape(N, C, -1)
+                mu = const(self.mu.astype(g.array.dtype, copy=False).reshape(1, C, 1))
+                gw = (g3 * (x3 - mu) * rstd).sum(dim=(0, 2))
+        return (None if gx is None or not need[0] else gx.reshape(self.shape)), gw, gb
 
 
 @register("batch_norm")
@@ -330,6 +386,7 @@ class GroupNorm(Function):
         if b is not None:
             y += b.astype(xa.dtype, copy=False)[:, None]
         self.xhat, self.rstd, self.w1, self.G, self.m, self.dt = xhat, rstd, w1, G, m, dt
+        self.mu, self.eps = mu, eps
         self.has_b = b is not None
         return _down(y.reshape(x.shape), dt)
 
@@ -351,6 +408,21 @@ class GroupNorm(Function):
             gx *= rstd
             gx = _down(gx.reshape(self.shape), self.dt)
         return gx, gw, gb
+
+    def backward_graph(self, g):
+        """The backward's formula on Tensors, the group statistics recomputed from the
+        input (rebuilt from ``xhat``, ``rstd`` and the mean)."""
+        N, C, G = self.shape[0], self.shape[1], self.G
+        need = self.needs_input_grad
+        xa = _down(self.xhat / self.rstd + self.mu, self.dt).reshape(self.shape)
+        x = self.saved_input(0, xa).reshape(N, G, -1)  # (N, G, C/G * L)
+        g3 = g.reshape(N, C, -1)
+        w = None if self.w1 is None else self.saved_input(1, _down(self.w1, self.dt))
+        gxhat = (g3 if w is None else g3 * w.reshape(1, C, 1)).reshape(N, G, -1)
+        gx, xhat = _normalized_grads(x, gxhat, 2, self.eps)
+        gw = (g3 * xhat.reshape(N, C, -1)).sum(dim=(0, 2)) if w is not None and need[1] else None
+        gb = g3.sum(dim=(0, 2)) if self.has_b and need[2] else None
+        return gx.reshape(self.shape) if need[0] else None, gw, gb
 
 
 @register("group_norm")
@@ -412,7 +484,7 @@ class RMSNorm(Function):
         y0 = x2 * r[:, None]
         w2 = None if w is None else w.astype(xa.dtype, copy=False).reshape(D)
         y = y0 * w2 if w2 is not None else y0.copy()
-        self.y0, self.r, self.w2, self.D, self.dt = y0, r, w2, D, dt
+        self.y0, self.r, self.w2, self.D, self.dt, self.eps = y0, r, w2, D, dt, eps
         self.wshape = None if w is None else w.shape
         return _down(y.reshape(x.shape), dt)
 
@@ -429,6 +501,21 @@ class RMSNorm(Function):
             gy0 *= r[:, None]
             gx = _down(gy0.reshape(self.shape), self.dt)
         return gx, gw
+
+    def backward_graph(self, g):
+        """The backward's formula on Tensors, ``r`` recomputed from the input (rebuilt as
+        ``y0 / r``)."""
+        D, need = self.D, self.needs_input_grad
+        xa = _down(self.y0 / self.r[:, None], self.dt).reshape(self.shape)
+        x = self.saved_input(0, xa).reshape(-1, D)  # (M, D)
+        g2 = g.reshape(-1, D)
+        r = ((x * x).mean(dim=1, keepdim=True) + self.eps).rsqrt()
+        y0 = x * r
+        w = None if self.w2 is None else self.saved_input(1, _down(self.w2, self.dt).reshape(self.wshape))
+        gy0 = g2 if w is None else g2 * w.reshape(D)
+        gx = r * (gy0 - y0 * (gy0 * y0).mean(dim=1, keepdim=True)) if need[0] else None
+        gw = (g2 * y0).sum(dim=0).reshape(self.wshape) if w is not None and need[1] else None
+        return None if gx is None else gx.reshape(self.shape), gw
 
 
 @register("rms_norm")
@@ -480,6 +567,29 @@ class Normalize(Function):
             dn = np.sign(x) * np.abs(x) ** (p - 1) / nz ** (p - 1)
         gx -= np.where(active, s, 0.0) * dn
         return _down(gx, self.dt)
+
+    def backward_graph(self, g):
+        """The backward's formula on Tensors, the norm recomputed from the input; whether
+        ``eps`` binds (and ``sign(x)``) are constants."""
+        xa, n, p, dim, eps = self.x, self.n, self.p, self.dim, self.eps
+        x = self.saved_input(0, _down(xa, self.dt))
+        if p == 2.0:
+            norm = (x * x).sum(dim=dim, keepdim=True).sqrt()
+        elif p == 1.0:
+            norm = x.abs().sum(dim=dim, keepdim=True)
+        else:
+            norm = (x.abs() ** p).sum(dim=dim, keepdim=True) ** (1.0 / p)
+        dt = g.array.dtype
+        active = const((n > eps).astype(dt))
+        d = norm * active + const(np.where(n > eps, 0.0, eps).astype(dt))  # max(norm, eps)
+        nz = norm * const((n > 0).astype(dt)) + const((n <= 0).astype(dt))  # norm, 1 where 0
+        if p == 2.0:
+            dn = x / nz
+        elif p == 1.0:
+            dn = const(np.sign(xa).astype(dt))
+        else:
+            dn = const(np.sign(xa).astype(dt)) * x.abs() ** (p - 1.0) / nz ** (p - 1.0)
+        return g / d - active * ((g * x).sum(dim=dim, keepdim=True) / (d * d)) * dn
 
 
 @register("normalize")

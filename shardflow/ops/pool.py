@@ -33,6 +33,7 @@ from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend.xp import get_array_module
 from ..kernels import pool as _pool_kernels
+from ._nn_grad import linear_adjoint
 from ._util import as_dtype_of
 from ._util import ntuple as _tuple
 
@@ -181,6 +182,27 @@ class MaxPoolNd(Function):
                 gxp[sl] += tmp
         return _crop(gxp, self.pads, self.spatial)
 
+    def backward_graph(self, g, *unused):
+        # linear in g with the arg-max positions fixed: gather <-> scatter (_nn_grad.py)
+        return linear_adjoint(self, g)
+
+    def linear_forward(self, h):
+        """``h`` (the input's shape) read at each window's arg-max: the pooling as a linear
+        map with the positions saved in forward (the adjoint of ``backward``)."""
+        kidx = self.kidx
+        if self.fused:
+            spatial, pads = self.xshape[-2:], ((0, 0), (0, 0))
+            osize = (spatial[0] // 2, spatial[1] // 2)
+            sls = _slices((2, 2), (2, 2), (1, 1), osize)
+            kidx = kidx.reshape(self.xshape[:-2] + osize)
+        else:
+            pads, sls = self.pads, self.sls
+        hp = _pad(h, pads, 0)
+        out = get_array_module(h).zeros(kidx.shape, dtype=h.dtype)
+        for k, sl in enumerate(sls):
+            out += hp[sl] * (kidx == k)
+        return out
+
 
 def _check_input(input, d, name):
     if not isinstance(input, Tensor):
@@ -274,6 +296,18 @@ class AvgPoolNd(Function):
             gxp[sl] += gs
         return _crop(gxp, self.pads, self.spatial)
 
+    def backward_graph(self, g):
+        return linear_adjoint(self, g)  # linear in g (_nn_grad.py)
+
+    def linear_forward(self, h):
+        """The pooling of ``h`` with the geometry and divisors saved in forward."""
+        hp = _pad(h, self.pads, 0)
+        acc = hp[self.sls[0]].copy()
+        for sl in self.sls[1:]:
+            acc += hp[sl]
+        acc *= self.scale
+        return acc
+
 
 def _avg_pool(d, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
     name = f"avg_pool{d}d"
@@ -364,7 +398,7 @@ class AdaptiveAvgPoolNd(Function):
         spatial = x.shape[-d:]
         if all(o == 1 for o in osize):  # global average pooling
             self.mats = None
-            self.xshape, self.count = x.shape, int(np.prod(spatial))
+            self.xshape, self.count, self.d = x.shape, int(np.prod(spatial)), d
             axes = tuple(range(x.ndim - d, x.ndim))
             total = np.add.reduce(x, axis=axes, keepdims=True, dtype=x.dtype) if type(x) is np.ndarray else (
                 x.sum(axis=axes, keepdims=True, dtype=x.dtype))  # ufunc.reduce from here: see backend/fp_errors.py
@@ -383,6 +417,17 @@ class AdaptiveAvgPoolNd(Function):
             return xp.broadcast_to(g * xp.asarray(1.0 / self.count, g.dtype), self.xshape).copy()
         gx = _apply_along(g, [m.T for m in self.mats], len(self.mats))
         return xp.ascontiguousarray(as_dtype_of(gx, g))
+
+    def backward_graph(self, g):
+        return linear_adjoint(self, g)  # linear in g (_nn_grad.py)
+
+    def linear_forward(self, h):
+        """The pooling of ``h`` with the bin matrices saved in forward."""
+        xp = get_array_module(h)
+        if self.mats is None:
+            axes = tuple(range(h.ndim - self.d, h.ndim))
+            return h.sum(axis=axes, keepdims=True) / h.dtype.type(self.count)
+        return xp.ascontiguousarray(as_dtype_of(_apply_along(h, self.mats, len(self.mats)), h))
 
 
 def _adaptive_avg(d, input, output_size):
@@ -447,6 +492,18 @@ class AdaptiveMaxPoolNd(Function):
         flat_idx = (self.idx.reshape(rows, -1) + (xp.arange(rows) * nsp)[:, None]).ravel()
         gx = np.bincount(flat_idx, weights=g.reshape(-1), minlength=rows * nsp)
         return gx.astype(g.dtype, copy=False).reshape(self.xshape)
+
+    def backward_graph(self, g, *unused):
+        return linear_adjoint(self, g)  # linear in g with the arg-max fixed (_nn_grad.py)
+
+    def linear_forward(self, h):
+        """``h`` (the input's shape) read at the arg-max indices saved in forward."""
+        d = self.d
+        lead = self.xshape[:-d]
+        rows = int(np.prod(lead)) if lead else 1
+        flat = h.reshape(rows, -1)
+        out = np.take_along_axis(flat, self.idx.reshape(rows, -1), axis=1)
+        return out.reshape(self.idx.shape)
 
 
 def _adaptive_max(d, input, output_size, return_indices):

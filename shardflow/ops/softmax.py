@@ -54,6 +54,10 @@ class Softmax(Function):
         gx *= y
         return flush_subnormal_(gx).astype(g.dtype, copy=False)
 
+    def backward_graph(self, g):
+        y = self.saved_output(0, self.y.astype(g.array.dtype, copy=False))
+        return y * (g - (g * y).sum(dim=self.dim, keepdim=True))
+
 
 class LogSoftmax(Function):
     save_inputs = ()
@@ -79,6 +83,10 @@ class LogSoftmax(Function):
         p *= g.sum(axis=self.dim, keepdims=True)
         gx = g - p
         return flush_subnormal_(gx).astype(g.dtype, copy=False)
+
+    def backward_graph(self, g):
+        y = self.saved_output(0, self.y.astype(g.array.dtype, copy=False))
+        return g - y.exp() * g.sum(dim=self.dim, keepdim=True)
 
 
 def _last_dim_fused(xa, dim) -> bool:
