@@ -80,6 +80,7 @@ from ..placement import placement as Placement
 from ._param_group import SHARDED, FSDPParamGroup
 from .mixed_precision import MixedPrecisionPolicy, cast_inputs_hook, cast_outputs_hook
 from .offload import OffloadPolicy
+from .streamed_linear import StreamedLinearForward, is_plain_linear
 
 __all__ = ["fully_shard", "FSDPModule"]
 
@@ -242,6 +243,7 @@ class _FSDPState:
         self.path = ""  # dotted name under the root (set at the root's first forward)
         self.forward_prefetch = None  # explicit prefetch lists (set_modules_to_*_prefetch)
         self.backward_prefetch = None
+        self.linear_calls = 0  # FSDPLinear forwards with grad in this step (streamed_linear.py)
 
     def group_start_unshard(self, phase):
         if self.group is not None:
@@ -275,6 +277,8 @@ class _Root:
         self.next_finish = 0
         self.backward_started = False
         self.reached = set()
+        for st in self.states:
+            st.linear_calls = 0
 
     def _check_previous_backward(self) -> None:
         if not self.expect_backward:
@@ -345,6 +349,15 @@ class _Root:
         self.next_launch = k
         if k == len(q):
             self.finalize()
+
+    def unit_complete(self, st) -> None:
+        """``st`` delivered its last gradient: launch (``unit_ready``), then prefetch the unit
+        backward reaches next, only one it has not reached yet: one it passed (the root's
+        gradients come last) would be gathered with the shards before the optimizer step."""
+        self.unit_ready(st)  # reduce-scatters launched, gathered parameters freed
+        nxt = self.next_after(st, self.backward_order())
+        if st.backward_prefetch is None and nxt is not None and id(nxt) not in self.reached:
+            _prefetch([nxt], "backward")
 
     def finish_launched(self) -> None:
         """Finish every launched reduce-scatter (before a new unit computes its gradients,
@@ -443,13 +456,7 @@ def _make_grad_hook(st):
         done = g.take_grad(p)
         g.shard_pg.progress()
         if done:
-            root = st.root
-            root.unit_ready(st)  # reduce-scatters launched, gathered parameters freed
-            nxt = root.next_after(st, root.backward_order())
-            # only a unit backward has not reached yet: one it passed (the root's gradients
-            # come last) would be gathered with the shards before the optimizer step
-            if st.backward_prefetch is None and nxt is not None and id(nxt) not in root.reached:
-                _prefetch([nxt], "backward")
+            st.root.unit_complete(st)
 
     return hook
 
@@ -560,7 +567,9 @@ def fully_shard(module, *, mesh=None, reshard_after_forward: bool = True,
     if not isinstance(module, FSDPModule):
         new = _CLASSES.get(cls)
         if new is None:
-            new = _CLASSES[cls] = type(f"FSDP{cls.__name__}", (FSDPModule, cls), {})
+            # a plain nn.Linear unit streams its weight gradient (streamed_linear.py)
+            bases = (StreamedLinearForward, FSDPModule, cls) if is_plain_linear(cls) else (FSDPModule, cls)
+            new = _CLASSES[cls] = type(f"FSDP{cls.__name__}", bases, {})
         module.__class__ = new
     if _comm.get_world().size > 1:  # data loaders shard their data by rank, as under DDP
         _comm.set_data_parallel(True)
