@@ -244,6 +244,7 @@ class _FSDPState:
         self.forward_prefetch = None  # explicit prefetch lists (set_modules_to_*_prefetch)
         self.backward_prefetch = None
         self.linear_calls = 0  # FSDPLinear forwards with grad in this step (streamed_linear.py)
+        self.own_hooks = {}  # id(param) -> (post-accumulate, grad) hooks fully_shard made
 
     def group_start_unshard(self, phase):
         if self.group is not None:
@@ -555,6 +556,9 @@ def fully_shard(module, *, mesh=None, reshard_after_forward: bool = True,
         hook = _make_grad_hook(st)
         for p in st.group.trainable:
             p.register_post_accumulate_grad_hook(hook)
+        # the hooks fully_shard put on each parameter: one more (the user's) needs the
+        # parameter's whole gradient, so its Linear does not stream it (streamed_linear.py)
+        st.own_hooks = {id(p): (len(p._post_hooks or ()), len(p._hooks or ())) for p in params}
         _register_progress_hooks(module, st.group.shard_pg)
     module.__dict__["_fsdp_state"] = st
     module.register_forward_pre_hook(_pre_forward)

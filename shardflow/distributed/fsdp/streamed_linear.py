@@ -31,11 +31,12 @@ rounding on a column slice (tested equal to one process to 1e-6).
 
 When the unit falls back to the plain ``F.linear`` (whole gradient, reduced as before): an
 op hook other than the global-tensor route is installed (autocast, the profiler, a tracer:
-they must see the ``linear`` op), the input is a global tensor or of another dtype, the
-unit is the root or ran more than once in this forward (its weight is still needed by the
-other use's backward), gradient sync is off or an unsynchronised gradient is held for the
-weight (accumulation sums whole gradients), the weight's rows do not divide evenly over the
-ranks, a non-host (CuPy) or non-float32/float64 unit.
+they must see the ``linear`` op); the weight has a gradient or post-accumulate-grad hook of
+the user's (it expects the whole gradient); the input is a global tensor or of another
+dtype; the unit is the root or ran more than once in this forward (its weight is still
+needed by the other use's backward); gradient sync is off or an unsynchronised gradient is
+held for the weight (accumulation sums whole gradients); the weight's rows do not divide
+evenly over the ranks; a non-host (CuPy) or non-float32/float64 unit.
 """
 
 from __future__ import annotations
@@ -98,6 +99,8 @@ def _streams(st, x, w, b) -> bool:
         return False
     if is_autocast_enabled("cpu") or is_autocast_enabled("cuda") or not _only_global_route():
         return False
+    if st.own_hooks.get(id(w)) != (len(w._post_hooks or ()), len(w._hooks or ())):
+        return False  # a hook of the user's wants W's whole gradient
     return g.rows_divide_evenly(w)
 
 
