@@ -549,6 +549,7 @@ def fully_shard(module, *, mesh=None, reshard_after_forward: bool = True,
         params.append(p)
         names.append(name)
     _broadcast_from_rank0(params, module, owned_elsewhere)
+    users_hooked = {id(p) for p in params if p._post_hooks or p._hooks}
     if params:
         st.offload.check(params, label)
         st.group = FSDPParamGroup(params, names, mesh, shard_dim, rep_dim, label,
@@ -556,9 +557,11 @@ def fully_shard(module, *, mesh=None, reshard_after_forward: bool = True,
         hook = _make_grad_hook(st)
         for p in st.group.trainable:
             p.register_post_accumulate_grad_hook(hook)
-        # the hooks fully_shard put on each parameter: one more (the user's) needs the
-        # parameter's whole gradient, so its Linear does not stream it (streamed_linear.py)
-        st.own_hooks = {id(p): (len(p._post_hooks or ()), len(p._hooks or ())) for p in params}
+        # the hooks fully_shard put on each parameter: any other (the user's, before or after
+        # this call) wants the parameter's whole gradient, so its Linear does not stream it
+        # (streamed_linear.py)
+        st.own_hooks = {id(p): (len(p._post_hooks or ()), len(p._hooks or ())) for p in params
+                        if id(p) not in users_hooked}
         _register_progress_hooks(module, st.group.shard_pg)
     module.__dict__["_fsdp_state"] = st
     module.register_forward_pre_hook(_pre_forward)

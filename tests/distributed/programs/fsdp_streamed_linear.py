@@ -115,6 +115,16 @@ def _weight_freed_before_its_gradient(stage: int) -> None:
     seen.clear()
     root(sf.randn(2, 64)).sum().backward()
     assert shapes == [(96, 64)] and seen[0][1] > 0, (stage, shapes, seen)
+    # ... and so does one registered before fully_shard
+    sf.manual_seed(0)
+    lin = nn.Linear(64, 96)
+    shapes = []
+    lin.weight.register_post_accumulate_grad_hook(lambda p: shapes.append(tuple(p.grad.shape)))
+    root = nn.Sequential(lin, nn.Tanh())
+    fully_shard(lin, reshard_after_forward=stage == 3)
+    fully_shard(root, reshard_after_forward=stage == 3)
+    root(sf.randn(2, 64)).sum().backward()
+    assert shapes == [(96, 64)], (stage, shapes)
 
 
 def main(argv):
