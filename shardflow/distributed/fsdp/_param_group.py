@@ -22,6 +22,10 @@ its ranks' chunks in rank order, so no packed copy of the unit's gradients is ma
 used to be: a unit-sized buffer beside the engine's gradient at the peak of backward); an
 uneven one is packed into a padded ``(N, ceil(rows / N) * row)`` buffer.
 
+A plain ``nn.Linear`` unit's weight skips the whole gradient: its backward node hands the
+gradient over in row blocks (:meth:`FSDPParamGroup.reduce_weight_grad_in_blocks`, each block
+a slice of every rank's rows reduce-scattered into ``rs_out``; ``streamed_linear.py``).
+
 The parameters are gathered one all-gather each: a parameter whose rows divide evenly
 is, as a C-contiguous array, its ranks' chunks in rank order, so the all-gather writes into
 its whole storage directly (a unit-sized gather buffer would be one more unit of peak

@@ -43,6 +43,10 @@ Algorithm and communication plan (per step, ``Ψ`` = parameter elements)
   an all-reduce of Ψ/N on the replicate dimension, and gives each parameter its gradient
   shard as ``.grad``), so at most one unit's whole gradients are alive besides the ones
   being computed; the last is finished at the end of backward.
+* A unit that is a plain ``nn.Linear`` gets the forward of ``streamed_linear.py``: its
+  backward node frees the gathered weight after the input gradient and reduce-scatters the
+  weight gradient in row blocks as it computes it (the whole weight gradient never exists;
+  the same bytes, blocking, one collective per block); the bias takes the hook path.
 * Total per step: ZeRO-2 (``reshard_after_forward=False``) 2Ψ, ZeRO-3 3Ψ: the ZeRO paper's
   figures. Parameters too small to shard (``shape[0] <`` shard size, scalars) are replicated
   and all-reduced.
