@@ -407,16 +407,21 @@ class FSDPParamGroup:
         return (i is not None and self.ready.get(id(p)) is False and i not in self.full_grads
                 and self.rows_divide_evenly(p))
 
-    def reduce_weight_grad_in_blocks(self, p, g2, x2, block_bytes: int) -> bool:
+    def reduce_weight_grad_in_blocks(self, p, g2, x2, block_bytes: int, window: int = 2) -> bool:
         """Deliver the gradient ``g2^T @ x2`` of the sharded weight ``p`` (out, in) without
         making it whole: in blocks of ``s`` rows of every rank's chunk, each block a
         ``(N * s, in)`` buffer (rank ``k``'s rows ``k * c + j .. k * c + j + s``, in rank order:
-        a reduce-scatter input) that is reduce-scattered (avg, blocking) into this rank's
-        gradient segment ``rs_out`` and dropped before the next is made. ``g2`` (R, out) is the
-        output gradient, ``x2`` (R, in) the input, both with the leading dims folded. Returns
-        True when this was the unit's last owed gradient (as :meth:`take_grad`).
-        Communication: the bytes of one reduce-scatter of the whole gradient, in
-        ``ceil(c / s)`` collectives; ``s`` keeps a block within ``block_bytes``."""
+        a reduce-scatter input) that is reduce-scattered (avg, non-blocking) into this rank's
+        gradient segment ``rs_out``. At most ``window`` blocks are in flight: before a new one
+        is made the oldest is waited for (after ``window`` GEMMs its peers have long posted
+        theirs, so the wait is short; a blocking collective per block made every rank wait
+        for the slowest one that many times per step). The last ones stay in flight with the
+        unit's other reduce-scatters (``rs_works``), finished when backward reaches the next
+        unit, as the whole-gradient path's are. ``g2`` (R, out) is the output gradient, ``x2``
+        (R, in) the input, both with the leading dims folded. Returns True when this was the
+        unit's last owed gradient (as :meth:`take_grad`). Communication: the bytes of one
+        reduce-scatter of the whole gradient, in ``ceil(c / s)`` collectives; ``s`` keeps a
+        block within ``block_bytes``."""
         i = self.index[id(p)]
         self.ready[id(p)] = True
         self.pending -= 1
@@ -427,7 +432,10 @@ class FSDPParamGroup:
         width = x2.shape[1]
         off = self.offsets[i][self.rank]
         s = max(1, min(c, block_bytes // max(1, n * width * g2.dtype.itemsize)))
+        inflight = []
         for j0 in range(0, c, s):
+            while len(inflight) >= window:
+                inflight.pop(0).wait()  # its send buffer goes with the finished work
             j1 = min(c, j0 + s)
             m = j1 - j0
             send = np.empty((n * m, width), dtype=g2.dtype)  # (N * m, in)
@@ -436,9 +444,12 @@ class FSDPParamGroup:
             if send.dtype != self.reduce_dtype:  # mixed precision: reduced in reduce_dtype
                 send = send.astype(self.reduce_dtype)
             out = self.rs_out[off + j0 * width: off + j1 * width]
-            self.shard_pg.reduce_scatter(send.reshape(-1), "avg", out=out)
+            inflight.append(self.shard_pg.reduce_scatter(send.reshape(-1), "avg", out=out,
+                                                         async_op=True))
             self._count("reduce_scatter", send.nbytes, "backward")
-            del send
+            del send  # the collective holds it until it is done
+            self.shard_pg.progress()
+        self.rs_works.extend((work, None, None, i) for work in inflight)
         return self.pending == 0
 
     def launch_reduce(self) -> None:
