@@ -52,6 +52,7 @@ from ..rules import handle as _global_route
 __all__ = ["StreamedLinearForward", "is_plain_linear", "BLOCK_BYTES"]
 
 BLOCK_BYTES = 1 << 20  # one streamed block of a weight gradient (all ranks' rows of it)
+WINDOW = 2  # streamed blocks in flight at most (FSDPParamGroup.reduce_weight_grad_in_blocks)
 _STREAMED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
@@ -124,7 +125,7 @@ class _StreamedLinearNode(LinearNode):
         group.free_full_of(w)  # W's gathered pages go now, before any gradient block exists
         if group.pending == len(group.trainable):  # the unit's first gradient: the previous
             st.root.finish_launched()              # unit's reduce-scatter is done first
-        done = group.reduce_weight_grad_in_blocks(w, g2, x2, BLOCK_BYTES)
+        done = group.reduce_weight_grad_in_blocks(w, g2, x2, BLOCK_BYTES, WINDOW)
         if done:  # no bias (or a frozen one): the unit is complete
             st.root.unit_complete(st)
         return grads
