@@ -46,7 +46,8 @@ Algorithm and communication plan (per step, ``Ψ`` = parameter elements)
 * A unit that is a plain ``nn.Linear`` gets the forward of ``streamed_linear.py``: its
   backward node frees the gathered weight after the input gradient and reduce-scatters the
   weight gradient in row blocks as it computes it (the whole weight gradient never exists;
-  the same bytes, blocking, one collective per block); the bias takes the hook path.
+  the same bytes, one non-blocking collective per block, at most two in flight); the bias
+  takes the hook path.
 * Total per step: ZeRO-2 (``reshard_after_forward=False``) 2Ψ, ZeRO-3 3Ψ: the ZeRO paper's
   figures. Parameters too small to shard (``shape[0] <`` shard size, scalars) are replicated
   and all-reduced.

@@ -16,16 +16,18 @@ whose backward
    gradient needs only ``g`` and the input, never ``W``; the unit stays unsharded until its
    bias gradient is in, as the bias's gradient hooks expect a local parameter);
 3. computes the weight gradient ``g^T @ x`` in row blocks, each block holding a slice of
-   every rank's rows, and reduce-scatters (avg) each block as soon as it is made, straight
-   into this rank's gradient shard (``FSDPParamGroup.reduce_weight_grad_in_blocks``). At most
-   one block (``BLOCK_BYTES``) of the weight's gradient exists at a time;
+   every rank's rows, and reduce-scatters (avg, non-blocking) each block as soon as it is
+   made, straight into this rank's gradient shard (``FSDPParamGroup.
+   reduce_weight_grad_in_blocks``); at most ``WINDOW`` blocks (``BLOCK_BYTES`` each) are in
+   flight, the last ones finish with the unit's other reduce-scatters when backward reaches
+   the next unit. So at most ``WINDOW`` blocks of the weight's gradient exist at a time;
 4. returns ``(gx, None, gb)``: the engine accumulates no weight gradient (the weight's post-
    accumulate-grad hook does not fire; the unit counts the weight delivered itself), and the
    bias goes the usual way (its hook completes the unit).
 
 Communication: the same bytes as one reduce-scatter of the whole gradient, in
-``ceil(rows_per_rank / block_rows)`` blocking collectives (in the same order on every rank:
-the backward order is SPMD). Each block's elements are summed by the same reduce-scatter
+``ceil(rows_per_rank / block_rows)`` collectives (in the same order on every rank: the
+backward order is SPMD). Each block's elements are summed by the same reduce-scatter
 as before, so the gradient shard differs from the whole-gradient path at most by the GEMM's
 rounding on a column slice (tested equal to one process to 1e-6).
 
