@@ -34,11 +34,11 @@ rounding on a column slice (tested equal to one process to 1e-6).
 When the unit falls back to the plain ``F.linear`` (whole gradient, reduced as before): an
 op hook other than the global-tensor route is installed (autocast, the profiler, a tracer:
 they must see the ``linear`` op); the weight has a gradient or post-accumulate-grad hook of
-the user's (it expects the whole gradient); the input is a global tensor or of another
-dtype; the unit is the root or ran more than once in this forward (its weight is still
-needed by the other use's backward); gradient sync is off or an unsynchronised gradient is
-held for the weight (accumulation sums whole gradients); the weight's rows do not divide
-evenly over the ranks; a non-host (CuPy) or non-float32/float64 unit.
+the user's (it expects the whole gradient); the input is a global tensor, of another dtype
+or not C-contiguous; the unit is the root or ran more than once in this forward (its weight
+is still needed by the other use's backward); gradient sync is off or an unsynchronised
+gradient is held for the weight (accumulation sums whole gradients); the weight's rows do
+not divide evenly over the ranks; a non-host (CuPy) or non-float32/float64 unit.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from ...nn.modules.linear import Linear
 from ...ops.matmul import Linear as LinearNode
 from ..rules import handle as _global_route
 
-__all__ = ["StreamedLinearForward", "is_plain_linear", "BLOCK_BYTES"]
+__all__ = ["StreamedLinearForward", "is_plain_linear", "BLOCK_BYTES", "WINDOW"]
 
 BLOCK_BYTES = 1 << 20  # one streamed block of a weight gradient (all ranks' rows of it)
 WINDOW = 2  # streamed blocks in flight at most (FSDPParamGroup.reduce_weight_grad_in_blocks)
@@ -96,7 +96,8 @@ def _streams(st, x, w, b) -> bool:
         return False
     xa, wa = x.array, w.array
     if (xa.dtype != wa.dtype or wa.dtype not in _STREAMED_DTYPES or wa.ndim != 2
-            or xa.shape[-1] != wa.shape[1] or type(xa) is not np.ndarray):
+            or xa.shape[-1] != wa.shape[1] or type(xa) is not np.ndarray
+            or not xa.flags.c_contiguous):  # (folding a strided input would copy it twice)
         return False
     if b is not None and (not isinstance(b, Tensor) or b.array.dtype != wa.dtype):
         return False
