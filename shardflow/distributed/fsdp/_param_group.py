@@ -22,6 +22,10 @@ its ranks' chunks in rank order, so no packed copy of the unit's gradients is ma
 used to be: a unit-sized buffer beside the engine's gradient at the peak of backward); an
 uneven one is packed into a padded ``(N, ceil(rows / N) * row)`` buffer.
 
+A plain ``nn.Linear`` unit's weight skips the whole gradient: its backward node hands the
+gradient over in row blocks (:meth:`FSDPParamGroup.reduce_weight_grad_in_blocks`, each block
+a slice of every rank's rows reduce-scattered into ``rs_out``; ``streamed_linear.py``).
+
 The parameters are gathered one all-gather each: a parameter whose rows divide evenly
 is, as a C-contiguous array, its ranks' chunks in rank order, so the all-gather writes into
 its whole storage directly (a unit-sized gather buffer would be one more unit of peak
@@ -344,6 +348,21 @@ class FSDPParamGroup:
         if self.full_numel and self._mm is not None:
             self._mm.madvise(mmap.MADV_DONTNEED)
 
+    def free_full_of(self, p) -> None:
+        """Give back the pages that only ``p``'s gathered array occupies (host); the unit
+        stays unsharded (its other parameters keep their values), ``p`` reads zeros until
+        the next all-gather. For a weight whose last reader ran (streamed_linear.py)."""
+        if self._mm is None or id(p) not in self.index:
+            return
+        full = self.full_views[self.index[id(p)]]
+        base = np.frombuffer(self._mm, dtype=np.uint8, count=1).ctypes.data
+        start = full.ctypes.data - base
+        page = mmap.PAGESIZE
+        lo = -(-start // page) * page  # whole pages inside the array only: a page shared
+        hi = (start + full.nbytes) // page * page  # with a neighbour keeps its values
+        if hi > lo:
+            self._mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+
     # -- gradients -------------------------------------------------------------------------
     def take_grad(self, p) -> bool:
         """Take ``p.grad`` (the full local gradient, owned by the parameter) and drop it: kept
@@ -372,6 +391,67 @@ class FSDPParamGroup:
             self.repl_grad[off: off + size] += g.reshape(-1)
         return self.pending == 0
 
+    def rows_divide_evenly(self, p) -> bool:
+        """``p`` is sharded and its rows split evenly over the shard group."""
+        i = self.index.get(id(p))
+        if i is None:
+            return False
+        rows = self.rows[i]
+        return all(hi - lo == rows[0][1] - rows[0][0] for lo, hi in rows)
+
+    def can_stream_grad(self, p) -> bool:
+        """``p``'s gradient of this backward may be reduced in blocks as it is computed
+        (:meth:`reduce_weight_grad_in_blocks`): it is owed and no gradient of it is held from
+        an unsynchronised backward (that sum must be added to the whole gradient first)."""
+        i = self.index.get(id(p))
+        return (i is not None and self.ready.get(id(p)) is False and i not in self.full_grads
+                and self.rows_divide_evenly(p))
+
+    def reduce_weight_grad_in_blocks(self, p, g2, x2, block_bytes: int, window: int = 2) -> bool:
+        """Deliver the gradient ``g2^T @ x2`` of the sharded weight ``p`` (out, in) without
+        making it whole: in blocks of ``s`` rows of every rank's chunk, each block a
+        ``(N * s, in)`` buffer (rank ``k``'s rows ``k * c + j .. k * c + j + s``, in rank order:
+        a reduce-scatter input) that is reduce-scattered (avg, non-blocking) into this rank's
+        gradient segment ``rs_out``. At most ``window`` blocks are in flight: before a new one
+        is made the oldest is waited for (after ``window`` GEMMs its peers have long posted
+        theirs, so the wait is short; a blocking collective per block made every rank wait
+        for the slowest one that many times per step). The last ones stay in flight with the
+        unit's other reduce-scatters (``rs_works``), finished when backward reaches the next
+        unit, as the whole-gradient path's are. ``g2`` (R, out) is the output gradient, ``x2``
+        (R, in) the input, both with the leading dims folded. Returns True when this was the
+        unit's last owed gradient (as :meth:`take_grad`). Communication: the bytes of one
+        reduce-scatter of the whole gradient, in ``ceil(c / s)`` collectives; ``s`` keeps a
+        block within ``block_bytes``."""
+        i = self.index[id(p)]
+        self.ready[id(p)] = True
+        self.pending -= 1
+        if self.rs_out is None:
+            self.rs_out = self._empty(self.S, self.reduce_dtype)
+        n = self.N
+        c = self.rows[i][0][1] - self.rows[i][0][0]  # rows per rank (even split)
+        width = x2.shape[1]
+        off = self.offsets[i][self.rank]
+        s = max(1, min(c, block_bytes // max(1, n * width * g2.dtype.itemsize)))
+        inflight = []
+        for j0 in range(0, c, s):
+            while len(inflight) >= window:
+                inflight.pop(0).wait()  # its send buffer goes with the finished work
+            j1 = min(c, j0 + s)
+            m = j1 - j0
+            send = np.empty((n * m, width), dtype=g2.dtype)  # (N * m, in)
+            for k in range(n):
+                np.matmul(g2[:, k * c + j0: k * c + j1].T, x2, out=send[k * m:(k + 1) * m])
+            if send.dtype != self.reduce_dtype:  # mixed precision: reduced in reduce_dtype
+                send = send.astype(self.reduce_dtype)
+            out = self.rs_out[off + j0 * width: off + j1 * width]
+            inflight.append(self.shard_pg.reduce_scatter(send.reshape(-1), "avg", out=out,
+                                                         async_op=True))
+            self._count("reduce_scatter", send.nbytes, "backward")
+            del send  # the collective holds it until it is done
+            self.shard_pg.progress()
+        self.rs_works.extend((work, None, None, i) for work in inflight)
+        return self.pending == 0
+
     def launch_reduce(self) -> None:
         """Start the reduce-scatters, one per sharded parameter in the unit's order (the same
         on every rank), and the all-reduce of the replicated gradients; non-blocking. An
@@ -379,7 +459,8 @@ class FSDPParamGroup:
         lands in its place in ``rs_out``; an uneven one goes through a padded buffer and its
         whole gradient is dropped at once."""
         if self.full_grads:
-            self.rs_out = self._empty(self.S, self.reduce_dtype)
+            if self.rs_out is None:  # (a streamed weight may have made it already)
+                self.rs_out = self._empty(self.S, self.reduce_dtype)
             for i in range(len(self.split)):
                 full = self.full_grads.pop(i, None)
                 if full is None:  # frozen parameter: no gradient to reduce

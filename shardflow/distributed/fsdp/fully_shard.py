@@ -43,6 +43,11 @@ Algorithm and communication plan (per step, ``Ψ`` = parameter elements)
   an all-reduce of Ψ/N on the replicate dimension, and gives each parameter its gradient
   shard as ``.grad``), so at most one unit's whole gradients are alive besides the ones
   being computed; the last is finished at the end of backward.
+* A unit that is a plain ``nn.Linear`` gets the forward of ``streamed_linear.py``: its
+  backward node frees the gathered weight after the input gradient and reduce-scatters the
+  weight gradient in row blocks as it computes it (the whole weight gradient never exists;
+  the same bytes, one non-blocking collective per block, at most two in flight); the bias
+  takes the hook path.
 * Total per step: ZeRO-2 (``reshard_after_forward=False``) 2Ψ, ZeRO-3 3Ψ: the ZeRO paper's
   figures. Parameters too small to shard (``shape[0] <`` shard size, scalars) are replicated
   and all-reduced.
@@ -80,6 +85,7 @@ from ..placement import placement as Placement
 from ._param_group import SHARDED, FSDPParamGroup
 from .mixed_precision import MixedPrecisionPolicy, cast_inputs_hook, cast_outputs_hook
 from .offload import OffloadPolicy
+from .streamed_linear import StreamedLinearForward, is_plain_linear
 
 __all__ = ["fully_shard", "FSDPModule"]
 
@@ -242,6 +248,8 @@ class _FSDPState:
         self.path = ""  # dotted name under the root (set at the root's first forward)
         self.forward_prefetch = None  # explicit prefetch lists (set_modules_to_*_prefetch)
         self.backward_prefetch = None
+        self.linear_calls = 0  # FSDPLinear forwards with grad in this step (streamed_linear.py)
+        self.own_hooks = {}  # id(param) -> (post-accumulate, grad) hooks fully_shard made
 
     def group_start_unshard(self, phase):
         if self.group is not None:
@@ -275,6 +283,8 @@ class _Root:
         self.next_finish = 0
         self.backward_started = False
         self.reached = set()
+        for st in self.states:
+            st.linear_calls = 0
 
     def _check_previous_backward(self) -> None:
         if not self.expect_backward:
@@ -345,6 +355,15 @@ class _Root:
         self.next_launch = k
         if k == len(q):
             self.finalize()
+
+    def unit_complete(self, st) -> None:
+        """``st`` delivered its last gradient: launch (``unit_ready``), then prefetch the unit
+        backward reaches next, only one it has not reached yet: one it passed (the root's
+        gradients come last) would be gathered with the shards before the optimizer step."""
+        self.unit_ready(st)  # reduce-scatters launched, gathered parameters freed
+        nxt = self.next_after(st, self.backward_order())
+        if st.backward_prefetch is None and nxt is not None and id(nxt) not in self.reached:
+            _prefetch([nxt], "backward")
 
     def finish_launched(self) -> None:
         """Finish every launched reduce-scatter (before a new unit computes its gradients,
@@ -443,13 +462,7 @@ def _make_grad_hook(st):
         done = g.take_grad(p)
         g.shard_pg.progress()
         if done:
-            root = st.root
-            root.unit_ready(st)  # reduce-scatters launched, gathered parameters freed
-            nxt = root.next_after(st, root.backward_order())
-            # only a unit backward has not reached yet: one it passed (the root's gradients
-            # come last) would be gathered with the shards before the optimizer step
-            if st.backward_prefetch is None and nxt is not None and id(nxt) not in root.reached:
-                _prefetch([nxt], "backward")
+            st.root.unit_complete(st)
 
     return hook
 
@@ -541,6 +554,7 @@ def fully_shard(module, *, mesh=None, reshard_after_forward: bool = True,
         params.append(p)
         names.append(name)
     _broadcast_from_rank0(params, module, owned_elsewhere)
+    users_hooked = {id(p) for p in params if p._post_hooks or p._hooks}
     if params:
         st.offload.check(params, label)
         st.group = FSDPParamGroup(params, names, mesh, shard_dim, rep_dim, label,
@@ -548,6 +562,11 @@ def fully_shard(module, *, mesh=None, reshard_after_forward: bool = True,
         hook = _make_grad_hook(st)
         for p in st.group.trainable:
             p.register_post_accumulate_grad_hook(hook)
+        # the hooks fully_shard put on each parameter: any other (the user's, before or after
+        # this call) wants the parameter's whole gradient, so its Linear does not stream it
+        # (streamed_linear.py)
+        st.own_hooks = {id(p): (len(p._post_hooks or ()), len(p._hooks or ())) for p in params
+                        if id(p) not in users_hooked}
         _register_progress_hooks(module, st.group.shard_pg)
     module.__dict__["_fsdp_state"] = st
     module.register_forward_pre_hook(_pre_forward)
@@ -560,7 +579,9 @@ def fully_shard(module, *, mesh=None, reshard_after_forward: bool = True,
     if not isinstance(module, FSDPModule):
         new = _CLASSES.get(cls)
         if new is None:
-            new = _CLASSES[cls] = type(f"FSDP{cls.__name__}", (FSDPModule, cls), {})
+            # a plain nn.Linear unit streams its weight gradient (streamed_linear.py)
+            bases = (StreamedLinearForward, FSDPModule, cls) if is_plain_linear(cls) else (FSDPModule, cls)
+            new = _CLASSES[cls] = type(f"FSDP{cls.__name__}", bases, {})
         module.__class__ = new
     if _comm.get_world().size > 1:  # data loaders shard their data by rank, as under DDP
         _comm.set_data_parallel(True)
