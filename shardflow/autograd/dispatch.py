@@ -81,6 +81,13 @@ def _compose() -> None:
         _install_operator(dunder, name)
 
 
+def only_global_handler_active() -> bool:
+    """No op hook is installed but (perhaps) the global-tensor handler: neither the profiler
+    nor autocast (nor a tracer composed into the same slot) needs to see op calls, so code
+    that runs an op's node directly for local tensors changes nothing."""
+    return _hooks[1] is None and _hooks[2] is None and _global_handler[0] is _hooks[0]
+
+
 def set_global_handler(handler: Callable | None) -> None:
     """Install (or remove, with None) the hook that sees every registered op call first."""
     _hooks[0] = handler

@@ -49,7 +49,6 @@ from ...amp import is_autocast_enabled
 from ...autograd import Tensor, dispatch, is_grad_enabled
 from ...nn.modules.linear import Linear
 from ...ops.matmul import Linear as LinearNode
-from ..rules import handle as _global_route
 
 __all__ = ["StreamedLinearForward", "is_plain_linear", "BLOCK_BYTES", "WINDOW"]
 
@@ -67,8 +66,7 @@ def _only_global_route() -> bool:
     """No op hook but the global-tensor route is installed, so the ``linear`` op would run its
     node as it is (the route calls the plain op for local tensors); autocast, the profiler and
     tracers compose themselves into the same slot and must see the op."""
-    h = dispatch._global_handler[0]
-    return h is None or h is _global_route
+    return dispatch.only_global_handler_active()
 
 
 class StreamedLinearForward:
