@@ -45,9 +45,12 @@ def expand_reduced(g: Tensor, shape, dims, keepdim) -> Tensor:
     return g.expand(*shape) if tuple(g.shape) != tuple(shape) else g
 
 
-def const(array, like: Tensor) -> Tensor:
-    """A constant Tensor (no graph) of ``array`` in ``like``'s dtype: a piecewise-constant
-    coefficient (a mask, a sign) whose derivative is zero."""
+def const(array, like: Tensor | None = None) -> Tensor:
+    """A constant Tensor (no graph) of ``array`` — in ``like``'s dtype when given: a
+    piecewise-constant coefficient (a mask, a sign, a dropout mask, a one-hot target table,
+    running statistics) whose derivative is zero."""
+    if like is None:
+        return _wrap(array)
     dtype = like.array.dtype
     return _wrap(array if getattr(array, "dtype", None) == dtype else array.astype(dtype))
 
@@ -97,3 +100,62 @@ def adjoint(node: Function, g: Tensor, apply_op) -> Tensor:
     """``node.backward(g)`` for a linear one-input op as a differentiable Tensor (see
     _Adjoint); ``apply_op(t)`` applies the op itself to a Tensor."""
     return _Adjoint.apply(g, node=node, apply_op=apply_op)
+
+
+# Linear gradients whose op has a ``linear_forward`` (pooling, embedding): the op as a
+# linear map of its input with the geometry saved in forward. ``AdjointOf`` runs the node's
+# array ``backward`` (L^T g) and ``ForwardOf`` its ``linear_forward`` (L h); each is the
+# other's ``backward_graph``, so any order of derivative works with the two array kernels the
+# op already has. The pair keeps its own copy of the node's saved state (``_snapshot``), so it
+# outlives the node's ``release``.
+
+
+def _snapshot(node: Function) -> Function:
+    """A detached copy of ``node``'s saved state that calling its ``backward`` /
+    ``linear_forward`` needs (``release`` clears the original's ``__dict__``)."""
+    clone = object.__new__(type(node))
+    clone.__dict__.update(node.__dict__)
+    clone.needs_input_grad = node.needs_input_grad
+    return clone
+
+
+def _first(out):
+    return out[0] if type(out) is tuple else out
+
+
+class AdjointOf(Function):
+    """``node.backward(g)`` (a gradient linear in ``g``) as a differentiable node."""
+
+    save_inputs = ()
+
+    def forward(self, g, *, node):
+        self.node = node
+        return _first(node.backward(g))
+
+    def backward(self, h):
+        return self.node.linear_forward(h)
+
+    def backward_graph(self, h):
+        return ForwardOf.apply(h, node=self.node)
+
+
+class ForwardOf(Function):
+    """``node.linear_forward(h)``: the op as a linear map with its saved geometry."""
+
+    save_inputs = ()
+
+    def forward(self, h, *, node):
+        self.node = node
+        return node.linear_forward(h)
+
+    def backward(self, g):
+        return _first(self.node.backward(g))
+
+    def backward_graph(self, g):
+        return AdjointOf.apply(g, node=self.node)
+
+
+def linear_adjoint(node: Function, g: Tensor) -> Tensor:
+    """The input gradient of ``node`` for the output gradient ``g`` (see the module
+    docstring), differentiable in ``g`` to any order."""
+    return AdjointOf.apply(g, node=_snapshot(node))

@@ -35,7 +35,7 @@ from ..autograd.dispatch import register
 from ..backend import device_of, get_array_module, to_device
 from ..backend import random as _random
 from ..kernels import softmax as _sm_kernels
-from ._nn_grad import const, sum_to
+from ._grad_graph import const, sum_to
 from ._util import flush_subnormal_, unbroadcast
 from .blocked import BLOCK_ELEMENTS
 

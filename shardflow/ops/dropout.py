@@ -29,7 +29,7 @@ from ..autograd.dispatch import register
 from ..backend import device_of, get_array_module, to_device
 from ..backend import random as _random
 from ..kernels import dropout as _dropout_kernels
-from ._nn_grad import const
+from ._grad_graph import const
 from ._util import inplace as _inplace
 
 __all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"]

@@ -940,9 +940,9 @@ class Embedding(Function):
         return gw
 
     def backward_graph(self, g):
-        # linear in g with the ids fixed: gather <-> scatter (ops/_nn_grad.py); imported
+        # linear in g with the ids fixed: gather <-> scatter (ops/_grad_graph.py); imported
         # here so that this class's double backward stays one self-contained addition
-        from ._nn_grad import linear_adjoint
+        from ._grad_graph import linear_adjoint
 
         return linear_adjoint(self, g)
 

@@ -36,7 +36,7 @@ from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import get_array_module
 from ..kernels import softmax as _sm_kernels
-from ._nn_grad import const, sum_to
+from ._grad_graph import const, sum_to
 from ._util import _down, _float_input, _up, flush_subnormal_, promote, unbroadcast
 
 __all__ = [

@@ -37,7 +37,7 @@ from ..autograd.dispatch import register
 from ..backend import get_array_module
 from ..kernels import cuda as _cuda_kernels
 from ..kernels import layer_norm as _ln_kernels
-from ._nn_grad import const
+from ._grad_graph import const
 from ._util import wrap_dim
 from .blocked import block_slices
 

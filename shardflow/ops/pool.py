@@ -33,7 +33,7 @@ from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend.xp import get_array_module
 from ..kernels import pool as _pool_kernels
-from ._nn_grad import linear_adjoint
+from ._grad_graph import linear_adjoint
 from ._util import as_dtype_of
 from ._util import ntuple as _tuple
 
@@ -183,7 +183,7 @@ class MaxPoolNd(Function):
         return _crop(gxp, self.pads, self.spatial)
 
     def backward_graph(self, g, *unused):
-        # linear in g with the arg-max positions fixed: gather <-> scatter (_nn_grad.py)
+        # linear in g with the arg-max positions fixed: gather <-> scatter (_grad_graph.py)
         return linear_adjoint(self, g)
 
     def linear_forward(self, h):
@@ -297,7 +297,7 @@ class AvgPoolNd(Function):
         return _crop(gxp, self.pads, self.spatial)
 
     def backward_graph(self, g):
-        return linear_adjoint(self, g)  # linear in g (_nn_grad.py)
+        return linear_adjoint(self, g)  # linear in g (_grad_graph.py)
 
     def linear_forward(self, h):
         """The pooling of ``h`` with the geometry and divisors saved in forward."""
@@ -419,7 +419,7 @@ class AdaptiveAvgPoolNd(Function):
         return xp.ascontiguousarray(as_dtype_of(gx, g))
 
     def backward_graph(self, g):
-        return linear_adjoint(self, g)  # linear in g (_nn_grad.py)
+        return linear_adjoint(self, g)  # linear in g (_grad_graph.py)
 
     def linear_forward(self, h):
         """The pooling of ``h`` with the bin matrices saved in forward."""
@@ -494,7 +494,7 @@ class AdaptiveMaxPoolNd(Function):
         return gx.astype(g.dtype, copy=False).reshape(self.xshape)
 
     def backward_graph(self, g, *unused):
-        return linear_adjoint(self, g)  # linear in g with the arg-max fixed (_nn_grad.py)
+        return linear_adjoint(self, g)  # linear in g with the arg-max fixed (_grad_graph.py)
 
     def linear_forward(self, h):
         """``h`` (the input's shape) read at the arg-max indices saved in forward."""
