@@ -68,6 +68,20 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     run_backward(tensors, _seed_grads(tensors, grads), bool(retain_graph))
 
 
+def _capture_slots(inputs) -> tuple[dict, list]:
+    """The engine's capture dict for the differentiated ``inputs`` (a leaf is its own key, an
+    intermediate is ``(producer, output number)``) and the keys in the inputs' order."""
+    capture: dict = {}
+    keys = []
+    for t in inputs:
+        if not t.requires_grad:
+            raise RuntimeError(f"One of the differentiated Tensors (shape {tuple(t.shape)}) does not require grad")
+        key = t if t.grad_fn is None else (t.grad_fn, t._output_nr)
+        capture[key] = None
+        keys.append(key)
+    return capture, keys
+
+
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """Return d(outputs)/d(inputs) without touching any ``.grad``. ``create_graph=True``:
@@ -88,14 +102,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     single = isinstance(inputs, Tensor)
     inputs = _as_list(inputs)
     grads = _as_list(grad_outputs) or [None] * len(outputs)
-    capture = {}
-    keys = []
-    for t in inputs:
-        if not t.requires_grad:
-            raise RuntimeError(f"One of the differentiated Tensors (shape {tuple(t.shape)}) does not require grad")
-        key = t if t.grad_fn is None else (t.grad_fn, t._output_nr)
-        capture[key] = None
-        keys.append(key)
+    capture, keys = _capture_slots(inputs)
     run_backward(outputs, _seed_grads(outputs, grads), bool(retain_graph), capture=capture)
     result = []
     for t, key in zip(inputs, keys):
@@ -180,14 +187,7 @@ def _grad_graph(outputs, inputs, grad_outputs, retain_graph, allow_unused, mater
     outputs = _as_list(outputs)
     inputs = _as_list(inputs)
     grads = _as_list(grad_outputs) or [None] * len(outputs)
-    capture = {}
-    keys = []
-    for t in inputs:
-        if not t.requires_grad:
-            raise RuntimeError(f"One of the differentiated Tensors (shape {tuple(t.shape)}) does not require grad")
-        key = t if t.grad_fn is None else (t.grad_fn, t._output_nr)
-        capture[key] = None
-        keys.append(key)
+    capture, keys = _capture_slots(inputs)
     retain = True if retain_graph is None else bool(retain_graph)
     run_backward_graph(outputs, _seed_tensors(outputs, grads), retain, capture=capture)
     result = []
