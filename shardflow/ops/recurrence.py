@@ -9,7 +9,9 @@ initial state. Per step ``t`` (visited ``T-1 .. 0`` when ``reverse``), with
 
 * ``rnn_tanh`` / ``rnn_relu``: ``h = act(a)``.
 * ``lstm`` (gates i, f, g, o): ``c = sigmoid(f) * c + sigmoid(i) * tanh(g)``,
-  ``h = sigmoid(o) * tanh(c)``.
+  ``h = sigmoid(o) * tanh(c)``; with a projection ``W_hr`` ``(P, H)`` (``LSTM(proj_size=P)``)
+  ``h = (sigmoid(o) * tanh(c)) @ W_hr^T`` is ``(B, P)``, so ``W_hh`` is ``(4H, P)`` and ``h0``
+  ``(B, P)`` while ``c`` stays ``(B, H)``.
 * ``gru`` (gates r, z, n; ``b_hn`` stays inside the reset product as in PyTorch):
   ``r = sigmoid(xr + hr)``, ``z = sigmoid(xz + hz)``, ``n = tanh(xn + r * hn)``,
   ``h = n + z * (h_prev - n)`` where ``hr, hz, hn`` are the parts of ``h @ W_hh^T + b_hh``.
@@ -20,7 +22,10 @@ the running ``dh`` (and ``dc``) as (B, H) arrays, and stores the pre-activation 
 gradients of every step; the weight gradient is then ONE GEMM over all steps,
 ``dW_hh = dA^T @ H_prev`` with ``(T*B, G*H)`` and ``(T*B, H)`` operands, and
 ``db_hh = sum(dA)``; ``dxg`` (the pre-activation gradients, in time order) flows back into
-the input-projection ``linear``.
+the input-projection ``linear``. With the projection, each step first turns the running
+``dh`` ``(B, P)`` into ``dr = dh @ W_hr`` ``(B, H)`` (the gradient of ``o * tanh(c)``) and keeps
+``dh`` for ``dW_hr = dH^T @ R``, again one GEMM over all steps (``R = o * tanh(c)`` rebuilt
+from the saved gates, not stored). Without it the step pays one ``is None`` test.
 
 Variable lengths (packed sequences): with ``batch_sizes`` (one count per time step,
 non-increasing, the layout of a ``PackedSequence`` whose batch is sorted by decreasing
@@ -29,7 +34,7 @@ their state unchanged (forward: not yet started when reversed, already finished 
 and get no gate gradient; in backward their ``dh``/``dc`` pass through the step untouched.
 So ``h_n`` holds each sequence's state after its own last step, as in PyTorch.
 
-Outputs: ``(out, h_n)`` — and ``c_n`` for the LSTM — where ``out`` is ``(T, B, H)`` in time
+Outputs: ``(out, h_n)`` — and ``c_n`` for the LSTM — where ``out`` is ``(T, B, H)`` (``P``) in time
 order (rows past a sequence's end hold carried states; packing drops them). ``out`` is a view of the saved hidden states, so modifying it in place before
 backward raises the usual "modified by an inplace operation" error (``save_output``).
 """
@@ -51,21 +56,23 @@ def _steps(T, reverse):
 
 
 class Recurrence(Function):
-    """``apply(xg, w_hh, b_hh, h0, c0, mode=..., reverse=...)`` (see the module docstring);
-    ``b_hh`` and ``c0`` may be None."""
+    """``apply(xg, w_hh, b_hh, h0, c0, w_hr, mode=..., reverse=...)`` (see the module
+    docstring); ``b_hh``, ``c0`` and ``w_hr`` may be None."""
 
-    save_inputs = (1,)  # backward reads W_hh; everything else it needs is saved below
+    save_inputs = (1, 5)  # backward reads W_hh (and W_hr); everything else is saved below
     save_output = True  # ``out`` is a view of the saved hidden states
 
-    def forward(self, xg, w_hh, b_hh, h0, c0, *, mode, reverse=False, batch_sizes=None):
+    def forward(self, xg, w_hh, b_hh, h0, c0, w_hr=None, *, mode, reverse=False,
+                batch_sizes=None):
         xp = get_array_module(xg)
         T, B, GH = xg.shape
         H = GH // _GATES[mode]
+        P = w_hh.shape[1]  # the size of h: H, or proj_size with the LSTM projection
         dt = xg.dtype
         self.mode, self.reverse, self.batch_sizes = mode, reverse, batch_sizes
-        self.w_hh = w_hh
+        self.w_hh, self.w_hr = w_hh, w_hr
         # hs[t] is the state *before* time t when going forward, hs[t + 1] when reversed
-        hs = xp.empty((T + 1, B, H), dtype=dt)
+        hs = xp.empty((T + 1, B, P), dtype=dt)
         hs[T if reverse else 0] = h0
         a = xp.empty((B, GH), dtype=dt)
         wT = w_hh.T
@@ -74,6 +81,9 @@ class Recurrence(Function):
             cs[T if reverse else 0] = c0
             gates = xp.empty((T, B, GH), dtype=dt)
             tanh_c = xp.empty((T, B, H), dtype=dt)
+            if w_hr is not None:
+                w_hrT = w_hr.T
+                r = xp.empty((B, H), dtype=dt)  # o * tanh(c) before the projection
         elif mode == "gru":
             gates = xp.empty((T, B, GH), dtype=dt)
             hn = xp.empty((T, B, H), dtype=dt)
@@ -98,7 +108,11 @@ class Recurrence(Function):
                 xp.multiply(g[:, H:2 * H], cs[prev], out=c)
                 c += g[:, :H] * g[:, 2 * H:3 * H]
                 xp.tanh(c, out=tanh_c[t])
-                xp.multiply(g[:, 3 * H:], tanh_c[t], out=hs[cur])
+                if w_hr is None:
+                    xp.multiply(g[:, 3 * H:], tanh_c[t], out=hs[cur])
+                else:
+                    xp.multiply(g[:, 3 * H:], tanh_c[t], out=r)
+                    xp.matmul(r, w_hrT, out=hs[cur])
             else:  # gru
                 g = gates[t]
                 x = xg[t]
@@ -129,11 +143,12 @@ class Recurrence(Function):
         return out, h_n
 
     def backward(self, dout, dh_n, dc_n=None):
-        mode, reverse, w = self.mode, self.reverse, self.w_hh
+        mode, reverse, w, w_hr = self.mode, self.reverse, self.w_hh, self.w_hr
         hs = self.hs
         xp = get_array_module(hs)
-        T, B, H = hs.shape[0] - 1, hs.shape[1], hs.shape[2]
+        T, B, P = hs.shape[0] - 1, hs.shape[1], hs.shape[2]
         GH = w.shape[0]
+        H = GH // _GATES[mode]
         dt = hs.dtype
         dA = xp.empty((T, B, GH), dtype=dt)  # d(h @ W_hh^T + b_hh), time order
         dxg = dA if mode != "gru" else xp.empty((T, B, GH), dtype=dt)
@@ -141,6 +156,8 @@ class Recurrence(Function):
         if mode == "lstm":
             dc = dc_n.astype(dt, copy=True)
             cs, gates, tanh_c = self.cs, self.gates, self.tanh_c
+            if w_hr is not None:
+                dH = xp.empty((T, B, P), dtype=dt)  # d(h_t) per step, for dW_hr
         elif mode == "gru":
             gates, hn = self.gates, self.hn
         batch_sizes = self.batch_sizes
@@ -164,14 +181,21 @@ class Recurrence(Function):
                 g = gates[t]
                 i, f, gg, o = g[:, :H], g[:, H:2 * H], g[:, 2 * H:3 * H], g[:, 3 * H:]
                 tc = tanh_c[t]
-                dc += dh * o * (1 - tc * tc)
+                if w_hr is None:
+                    dr = dh
+                else:  # h = r @ W_hr^T: dr = dh @ W_hr; dh is kept for dW_hr
+                    dH[t] = dh
+                    if live < B:
+                        dH[t][live:] = 0
+                    dr = dh @ w_hr
+                dc += dr * o * (1 - tc * tc)
                 xp.multiply(dc, gg, out=da[:, :H])
                 da[:, :H] *= i * (1 - i)
                 xp.multiply(dc, cs[prev], out=da[:, H:2 * H])
                 da[:, H:2 * H] *= f * (1 - f)
                 xp.multiply(dc, i, out=da[:, 2 * H:3 * H])
                 da[:, 2 * H:3 * H] *= 1 - gg * gg
-                xp.multiply(dh, tc, out=da[:, 3 * H:])
+                xp.multiply(dr, tc, out=da[:, 3 * H:])
                 da[:, 3 * H:] *= o * (1 - o)
                 dc *= f
             else:  # gru
@@ -202,24 +226,30 @@ class Recurrence(Function):
                 if mode == "lstm":
                     dc[live:] = keep_c
         need = self.needs_input_grad
-        dw = db = None
+        dw = db = dw_hr = None
         if need[1]:
             h_prev = hs[1:] if reverse else hs[:T]
-            dw = dA.reshape(T * B, GH).T @ h_prev.reshape(T * B, H)
+            dw = dA.reshape(T * B, GH).T @ h_prev.reshape(T * B, P)
         if len(need) > 2 and need[2]:
             db = dA.sum(axis=(0, 1))
         dh0 = dh if need[3] else None
         dc0 = dc if mode == "lstm" and need[4] else None
-        return (dxg if need[0] else None), dw, db, dh0, dc0
+        if w_hr is not None and need[5]:
+            r_all = gates[:, :, 3 * H:] * tanh_c  # (T, B, H): o * tanh(c), rebuilt
+            dw_hr = dH.reshape(T * B, P).T @ r_all.reshape(T * B, H)  # (P, H)
+        return (dxg if need[0] else None), dw, db, dh0, dc0, dw_hr
 
 
-def recurrence(xg: Tensor, w_hh: Tensor, b_hh, h0: Tensor, c0=None, *, mode: str,
+def recurrence(xg: Tensor, w_hh: Tensor, b_hh, h0: Tensor, c0=None, w_hr=None, *, mode: str,
                reverse: bool = False, batch_sizes=None):
     """Run one recurrent layer direction; returns ``(out, h_n)`` or ``(out, h_n, c_n)``.
-    ``batch_sizes``: live rows per step for variable-length batches (see above)."""
+    ``batch_sizes``: live rows per step for variable-length batches; ``w_hr``: the LSTM
+    projection ``(P, H)`` (see above)."""
     if mode not in MODES:
         raise ValueError(f"recurrence mode must be one of {MODES}, got {mode!r}")
     if (mode == "lstm") != (c0 is not None):
         raise ValueError(f"recurrence mode {mode!r}: c0 is {'required' if mode == 'lstm' else 'only for lstm'}")
-    return Recurrence.apply(xg, w_hh, b_hh, h0, c0, mode=mode, reverse=reverse,
+    if w_hr is not None and mode != "lstm":
+        raise ValueError(f"recurrence mode {mode!r}: w_hr (the projection) is only for lstm")
+    return Recurrence.apply(xg, w_hh, b_hh, h0, c0, w_hr, mode=mode, reverse=reverse,
                             batch_sizes=batch_sizes)

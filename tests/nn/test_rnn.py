@@ -241,7 +241,7 @@ def test_in_place_change_of_output_before_backward_raises():
     (lambda: nn.RNN(4, 6)(sf.zeros(5, 1, 4), sf.zeros(1, 1, 6, dtype=sf.float64)), RuntimeError, "not the same dtype"),
     (lambda: nn.RNN(4, 6, nonlinearity="gelu"), ValueError, "Unknown nonlinearity 'gelu'"),
     (lambda: nn.GRU(4, 6, proj_size=2), ValueError, "proj_size argument is only supported for LSTM"),
-    (lambda: nn.LSTM(4, 6, proj_size=2), NotImplementedError, "proj_size > 0"),
+    (lambda: nn.LSTM(4, 6, proj_size=6), ValueError, "proj_size has to be smaller than hidden_size"),
     (lambda: nn.LSTM(4, 6, dropout=1.5), ValueError, "dropout should be a number in range"),
     (lambda: nn.LSTM(4, 6)(sf.zeros(5, 3, 4), sf.zeros(1, 3, 6)), TypeError, "tuple \\(h_0, c_0\\)"),
     (lambda: nn.LSTMCell(4, 6)(sf.zeros(3, 5)), RuntimeError, "input has inconsistent input_size: got 5 expected 4"),

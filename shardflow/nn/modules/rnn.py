@@ -9,6 +9,12 @@ that order per layer and direction, with the gates stacked in PyTorch's order â€
 g, o; GRU r, z, n (G = 4, 3, 1 for LSTM, GRU, RNN). Every parameter starts from
 U(-1/sqrt(H), 1/sqrt(H)), as in PyTorch.
 
+``LSTM(proj_size=P)`` (0 < P < H) projects the hidden state, ``h_t = W_hr (o_t * tanh(c_t))``,
+with ``weight_hr_l{k}`` ``(P, H)`` registered after the biases, as in PyTorch: ``weight_hh``
+is then ``(4H, P)``, ``h_0``/``h_n`` ``(L*D, B, P)``, ``c_0``/``c_n`` ``(L*D, B, H)``, the output
+``(T, B, D*P)`` and layer k > 0 reads ``D*P`` features. The projection runs inside the same
+fused recurrence op (one extra ``(B, H) @ (H, P)`` per step).
+
 Algorithm per layer and direction: the input projection of all time steps is one GEMM
 (``linear(x, W_ih, b_ih)`` over ``(T*B, in)``); the time loop and back-propagation through
 time run inside one fused op, ``ops.recurrence`` (see its docstring for the gate formulas
@@ -21,8 +27,6 @@ gathered into a padded time-first batch (sorted by decreasing length), every rec
 runs with the per-step ``batch_sizes`` so finished sequences carry their state, and the
 output is packed again; ``h_n`` is each sequence's state after its own last step, returned
 in the original batch order, as in PyTorch.
-
-Not supported (raises with the alternative): ``LSTM(proj_size > 0)``.
 """
 
 from __future__ import annotations
@@ -78,12 +82,6 @@ class RNNBase(Module):
             raise ValueError("proj_size should be a positive integer or zero to disable projections")
         if proj_size >= hidden_size:
             raise ValueError("proj_size has to be smaller than hidden_size")
-        if proj_size > 0:
-            raise NotImplementedError(
-                "LSTM(proj_size > 0) is not implemented in shardflow: the projected hidden "
-                "state feeds the recurrence, so an extra Linear after the LSTM is not "
-                "equivalent; use proj_size=0 (and a Linear on the outputs if a smaller output "
-                "is what you need)")
         self.mode = mode
         self.input_size = input_size
         self.hidden_size = hidden_size
@@ -95,17 +93,20 @@ class RNNBase(Module):
         self.proj_size = proj_size
         num_directions = 2 if bidirectional else 1
         gate_size = _GATES[mode] * hidden_size
+        real_hidden_size = proj_size if proj_size > 0 else hidden_size  # the size of h
         fk = {"device": device, "dtype": dtype}
         self._flat_weights_names: list[str] = []
         self._all_weights: list[list[str]] = []
         for layer in range(num_layers):
             for direction in range(num_directions):
-                layer_input = input_size if layer == 0 else hidden_size * num_directions
+                layer_input = input_size if layer == 0 else real_hidden_size * num_directions
                 sfx = "_reverse" if direction == 1 else ""
                 shapes = [("weight_ih", (gate_size, layer_input)),
-                          ("weight_hh", (gate_size, hidden_size))]
+                          ("weight_hh", (gate_size, real_hidden_size))]
                 if bias:
                     shapes += [("bias_ih", (gate_size,)), ("bias_hh", (gate_size,))]
+                if proj_size > 0:
+                    shapes.append(("weight_hr", (proj_size, hidden_size)))
                 names = []
                 for base, shape in shapes:
                     name = f"{base}_l{layer}{sfx}"
@@ -215,8 +216,9 @@ class RNNBase(Module):
         return x, hx_list, True, packed
 
     def _run(self, x, states, packed=None):
-        """The layer/direction loop on time-first ``x``; ``states`` is [h0] or [h0, c0], each
-        ``(L*D, B, H)``. Returns (output (T, B, D*H), [h_n, (c_n)])."""
+        """The layer/direction loop on time-first ``x``; ``states`` is [h0] or [h0, c0],
+        ``(L*D, B, P)`` and ``(L*D, B, H)`` (P = proj_size or H). Returns
+        (output (T, B, D*P), [h_n, (c_n)])."""
         mode = _OP_MODE[self.mode]
         batch_sizes = None if packed is None else packed.batch_sizes.numpy()
         num_directions = 2 if self.bidirectional else 1
@@ -229,8 +231,10 @@ class RNNBase(Module):
                 w = [getattr(self, n) for n in self._all_weights[idx]]
                 w_ih, w_hh = w[0], w[1]
                 b_ih, b_hh = (w[2], w[3]) if self.bias else (None, None)
-                xg = F.linear(layer_input, w_ih, b_ih)
-                res = recurrence(xg, w_hh, b_hh, *(s[idx] for s in states), mode=mode,
+                w_hr = w[-1] if self.proj_size > 0 else None
+                xg = F.linear(layer_input, w_ih, b_ih)  # (T, B, G*H)
+                h0, c0 = states[0][idx], (states[1][idx] if len(states) > 1 else None)
+                res = recurrence(xg, w_hh, b_hh, h0, c0, w_hr, mode=mode,
                                  reverse=direction == 1, batch_sizes=batch_sizes)
                 outs.append(res[0])
                 for k in range(len(states)):
@@ -240,10 +244,8 @@ class RNNBase(Module):
                 layer_input = F.dropout(layer_input, self.dropout, True)
         return layer_input, [stack(f, 0) for f in finals]
 
-    def _zeros_state(self, x):
-        num_directions = 2 if self.bidirectional else 1
-        return zeros(self.num_layers * num_directions, x.shape[1], self.hidden_size,
-                     dtype=x.dtype, device=x.device)
+    def _zeros_state(self, x, size=None):
+        return zeros(*self._expected_hidden(x, size), dtype=x.dtype, device=x.device)
 
     def _finish(self, output, finals, is_batched, packed=None):
         if packed is not None:
@@ -260,9 +262,12 @@ class RNNBase(Module):
             output = output.transpose(0, 1).contiguous()
         return output, finals
 
-    def _expected_hidden(self, x):
+    def _expected_hidden(self, x, size=None):
+        """``(L*D, B, size)``; ``size`` defaults to the size of h (proj_size or hidden_size)."""
         num_directions = 2 if self.bidirectional else 1
-        return (self.num_layers * num_directions, x.shape[1], self.hidden_size)
+        if size is None:
+            size = self.proj_size if self.proj_size > 0 else self.hidden_size
+        return (self.num_layers * num_directions, x.shape[1], size)
 
 
 class RNN(RNNBase):
@@ -302,7 +307,8 @@ class RNN(RNNBase):
 
 class LSTM(RNNBase):
     """LSTM with PyTorch's gate order (i, f, g, o):
-    ``c_t = f * c_{t-1} + i * g``, ``h_t = o * tanh(c_t)``.
+    ``c_t = f * c_{t-1} + i * g``, ``h_t = o * tanh(c_t)`` â€” or ``h_t = W_hr (o * tanh(c_t))``
+    with ``proj_size > 0`` (h of size proj_size, c of size hidden_size).
 
     ``forward(input, hx=None)`` with ``hx = (h_0, c_0)``; returns ``(output, (h_n, c_n))``.
     """
@@ -317,11 +323,11 @@ class LSTM(RNNBase):
         x, (h0, c0), is_batched, packed = self._prepare(
             input, list(hx) if hx is not None else [None, None])
         if h0 is None:
-            h0 = c0 = self._zeros_state(x)
+            h0 = self._zeros_state(x)
+            c0 = self._zeros_state(x, self.hidden_size) if self.proj_size > 0 else h0
         else:
-            expected = self._expected_hidden(x)
-            self._check_hidden(h0, expected, "hidden[0]")
-            self._check_hidden(c0, expected, "hidden[1]")
+            self._check_hidden(h0, self._expected_hidden(x), "hidden[0]")
+            self._check_hidden(c0, self._expected_hidden(x, self.hidden_size), "hidden[1]")
         output, finals = self._run(x, [h0, c0], packed)
         output, (h_n, c_n) = self._finish(output, finals, is_batched, packed)
         return output, (h_n, c_n)
