@@ -133,7 +133,7 @@ def _open_partial_file(dst: str):
     raise FileExistsError(errno.EEXIST, "No usable temporary file name found")
 
 
-def _urlopen(url_or_request, url: str):
+def _urlopen(url_or_request, url: str, offline_fix: str):
     """urlopen whose failures name the URL and keep their type (programs catch HTTPError and
     read its ``code``; a URLError's reason alone does not say which download failed)."""
     from urllib.request import urlopen
@@ -141,10 +141,10 @@ def _urlopen(url_or_request, url: str):
     try:
         return urlopen(url_or_request)
     except HTTPError as e:
-        raise HTTPError(url, e.code, f"{e.reason} (downloading {url})", e.headers, None) from e
+        raise HTTPError(url, e.code, f"{e.reason} (fetching {url})", e.headers, None) from e
     except URLError as e:
-        raise URLError(f"{e.reason} (downloading {url}; check the URL and the network "
-                       "connection, or put the file in the cache folder by hand)") from e
+        raise URLError(f"{e.reason} (fetching {url}; check the URL and the network connection, "
+                       f"{offline_fix})") from e
 
 
 def download_url_to_file(url: str, dst: str, hash_prefix: str | None = None,
@@ -152,6 +152,13 @@ def download_url_to_file(url: str, dst: str, hash_prefix: str | None = None,
     """Download ``url`` to the path ``dst`` (module docstring: through a ``.partial`` file
     renamed on success). ``hash_prefix``: the SHA-256 hex digest must start with it, else
     RuntimeError and ``dst`` is untouched. ``progress``: a tqdm bar on stderr."""
+    _download(url, dst, hash_prefix, progress)
+
+
+def _download(url: str, dst: str, hash_prefix: str | None, progress: bool,
+              offline_fix: str = "or copy the file to its place in the cache folder "
+              "(hub.get_dir()) by hand") -> None:
+    """``download_url_to_file``; ``offline_fix`` ends the message of a URLError."""
     from urllib.request import Request
 
     from tqdm import tqdm
@@ -160,7 +167,7 @@ def download_url_to_file(url: str, dst: str, hash_prefix: str | None = None,
     f = _open_partial_file(dst)
     req = Request(url, headers={"User-Agent": "torch.hub"})
     try:
-        with _urlopen(req, url) as u:
+        with _urlopen(req, url, offline_fix) as u:
             content_length = u.info().get_all("Content-Length")
             file_size = int(content_length[0]) if content_length else None
             sha256 = hashlib.sha256() if hash_prefix is not None else None
@@ -326,9 +333,11 @@ def _parse_repo_info(github: str) -> tuple[str, str, str]:
                          f"'pytorch/vision:v0.10.0'), got {github!r}; for a folder on this "
                          "machine pass source='local'") from None
     if ref is None:
+        from urllib.request import urlopen
+
         url = f"{_GITHUB}/{repo_owner}/{repo_name}/tree/main/"
         try:
-            with _urlopen(url, url):
+            with urlopen(url):
                 ref = "main"
         except HTTPError as e:
             if e.code != 404:
@@ -351,7 +360,8 @@ def _parse_repo_info(github: str) -> tuple[str, str, str]:
 def _read_json(url: str, headers: dict[str, str]):
     from urllib.request import Request
 
-    with _urlopen(Request(url, headers=headers), url) as r:
+    with _urlopen(Request(url, headers=headers), url,
+                  "or pass skip_validation=True to skip this GitHub API check") as r:
         return json.loads(r.read().decode(r.headers.get_content_charset("utf-8")))
 
 
@@ -446,7 +456,9 @@ def _install_repo_archive(url: str, hub_dir: str, zip_name: str, repo_dir: str) 
     cached_file = os.path.join(hub_dir, zip_name + ".zip")
     _remove_if_exists(cached_file)
     sys.stdout.write(f'Downloading: "{url}" to {cached_file}\n')
-    download_url_to_file(url, cached_file, progress=False)
+    _download(url, cached_file, None, progress=False, offline_fix=(
+        f"or put a copy of the repository at {repo_dir} (the cache hub.load reads), or load a "
+        "local copy with hub.load(path, ..., source='local')"))
     with zipfile.ZipFile(cached_file) as cached_zipfile:
         extracted_repo = os.path.join(hub_dir, cached_zipfile.infolist()[0].filename)
         _remove_if_exists(extracted_repo)

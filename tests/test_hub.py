@@ -175,8 +175,11 @@ def test_download_failures_name_the_url_and_the_fix(tmp_path):
     url = (tmp_path / "missing.pth").as_uri()
     with pytest.raises(URLError):
         torch.hub.download_url_to_file(url, str(tmp_path / "t.pth"), progress=False)
-    with pytest.raises(URLError, match=f"downloading {url}"):
+    with pytest.raises(URLError, match=f"fetching {url}; check the URL"):
         sf.hub.download_url_to_file(url, str(tmp_path / "s.pth"), progress=False)
+    with pytest.raises(URLError, match="copy the file to its place in the cache folder"):
+        sf.hub.load_state_dict_from_url(url, model_dir=str(tmp_path / "m"), progress=False)
+    os.rmdir(tmp_path / "m")
     assert sorted(os.listdir(tmp_path)) == []  # no partial files
     src = tmp_path / "x.bin"
     src.write_bytes(b"x")
@@ -315,6 +318,10 @@ def test_repo_archive_is_downloaded_extracted_and_renamed(tmp_path, _hub_home):
     assert sorted(os.listdir(repo_dir)) == ["hubconf.py", "tiny_model.py"]
     model = sf.hub.load("someone/tiny:main", "linear", trust_repo=True, skip_validation=True)
     assert model.weight.shape == (3, 4)
+    missing = (tmp_path / "no_zipball").as_uri()
+    with pytest.raises(URLError, match=f"fetching {missing}.*put a copy of the repository at {repo_dir}"):
+        sf.hub._install_repo_archive(missing, str(hub_dir), "main", str(repo_dir))
+    assert sorted(os.listdir(hub_dir)) == ["someone_tiny_main", "trusted_list"]  # no main.zip
 
 
 def test_archive_entries_escaping_the_cache_are_refused(tmp_path):
