@@ -18,6 +18,7 @@ from . import (
     fft,
     func,
     futures,
+    hub,
     linalg,
     multiprocessing,
     nn,

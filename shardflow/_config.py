@@ -32,6 +32,10 @@ SHARDFLOW_RPC_SECRET       the job's RPC secret (``shardflow run`` sets a fresh 
                            ``~/.shardflow/rpc_secret``, created 0600 on first use).
 SHARDFLOW_RPC_BIND         interface RPC workers listen on (default: the one that reaches
                            MASTER_ADDR; ``0.0.0.0`` asks for every interface).
+TORCH_HOME / XDG_CACHE_HOME  where ``shardflow.hub`` caches (torch's variables: ``$TORCH_HOME``,
+                           default ``$XDG_CACHE_HOME/torch``, default ``~/.cache/torch``); also
+                           GITHUB_TOKEN (hub's GitHub API calls) and the deprecated TORCH_HUB /
+                           TORCH_MODEL_ZOO (``hub_environment``).
 Slurm allocation           SLURM_JOB_NODELIST, SLURM_TASKS_PER_NODE, SLURM_NTASKS, SLURM_JOB_ID
                            (``slurm_env``; `shardflow run` starts its ranks on the allocation).
 
@@ -214,6 +218,24 @@ def check_environment() -> None:
     for parse in (comm_timeout_s, debug_flags, kernels_mode, kernel_threads, _device_value,
                   _rank_prefix_value, launch_info, restart_count, progress_thread):
         parse()
+
+
+@dataclass(frozen=True)
+class HubEnvironment:
+    """What ``shardflow.hub`` reads from the environment (torch.hub's variables)."""
+
+    torch_home: str  # $TORCH_HOME, else $XDG_CACHE_HOME/torch, else ~/.cache/torch (expanded)
+    github_token: str | None  # GITHUB_TOKEN: sent with hub's GitHub API requests
+    deprecated: tuple[str, ...]  # TORCH_HUB / TORCH_MODEL_ZOO when set (hub warns: use TORCH_HOME)
+
+
+def hub_environment() -> HubEnvironment:
+    """torch.hub's variables: the cache root (``hub.get_dir()`` is ``<torch_home>/hub``), the
+    GitHub token and which deprecated variables are set."""
+    cache = os.environ.get("XDG_CACHE_HOME", "~/.cache")
+    home = os.path.expanduser(os.environ.get("TORCH_HOME", os.path.join(cache, "torch")))
+    deprecated = tuple(v for v in ("TORCH_HUB", "TORCH_MODEL_ZOO") if os.environ.get(v))
+    return HubEnvironment(home, os.environ.get("GITHUB_TOKEN"), deprecated)
 
 
 def data_root() -> str | None:
