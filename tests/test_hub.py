@@ -354,3 +354,11 @@ def test_trust_list_is_written_like_torch(tmp_path, monkeypatch):
         lists[lib] = (tmp_path / lib.__name__ / "trusted_list").read_text()
     # trusted owners (pytorch, facebookresearch ...) pass without being written down
     assert lists[sf] == lists[torch] == "someone_tiny\n"
+
+
+def test_model_zoo_load_url_is_the_hub_download(tmp_path, _hub_home):
+    import shardflow.utils.model_zoo as model_zoo
+
+    module, src = _torch_linear_file(tmp_path / "server")
+    state = model_zoo.load_url(src.as_uri(), progress=False)
+    _assert_state_dict_equal(state, module.state_dict())
