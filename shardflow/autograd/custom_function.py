@@ -53,7 +53,8 @@ rebuilt through ``saved_input``/``saved_output`` so the result is differentiable
 error instead.
 
 Accepted and ignored: ``jvp``/``save_for_forward`` (shardflow has no forward-mode AD),
-``vmap``/``generate_vmap_rule`` (no ``torch.func.vmap`` over custom Functions).
+``vmap``/``generate_vmap_rule`` (``torch.func.vmap`` is a loop of plain calls here, so a
+custom Function needs no vmap rule).
 """
 
 from __future__ import annotations
