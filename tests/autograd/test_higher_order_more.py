@@ -4,7 +4,9 @@ gradient against torch 2.13 and float64 finite differences (tests/autograd/_doub
 
 import numpy as np
 import pytest
+import torch
 
+import shardflow as sf
 from tests.autograd._double_backward import check_double_backward
 
 R = np.random.default_rng(11)
@@ -76,8 +78,6 @@ def test_fill_diagonal_double_backward():
 
 
 def test_scatter_reduce_prod_with_zero_stays_first_order():
-    import shardflow as sf
-
     x = sf.tensor(np.array([[1.0, 0.0], [2.0, 3.0]]), requires_grad=True)
     s = sf.tensor(np.array([[2.0, 5.0]]), requires_grad=True)
     out = sf.scatter_reduce(x, 0, sf.tensor([[0, 0]]), s, "prod")
@@ -85,3 +85,58 @@ def test_scatter_reduce_prod_with_zero_stays_first_order():
     np.testing.assert_allclose(g.detach().numpy(), [[24.0, 0.0], [12.0, 27.0]])
     with pytest.raises(RuntimeError, match="ScatterReduce"):
         g.sum().backward()
+
+
+# ---------------------------------------------------------------------------- linear algebra
+A = R.standard_normal((3, 3)) + 3.0 * np.eye(3)  # well conditioned, det > 0
+AB = R.standard_normal((2, 3, 3)) + 3.0 * np.eye(3)
+B = R.standard_normal((3, 2))
+BV = R.standard_normal(3)
+W = R.standard_normal((3, 4))  # pinv, wide
+
+
+def _spd(m, x):
+    return x @ x.mT + 3.0 * m.eye(x.shape[-1], dtype=x.dtype)
+
+
+LINALG_SPECS = {  # name: (f(m, *xs) -> scalar, inputs)
+    "inverse": (lambda m, a: (m.linalg.inv(a) ** 2).sum(), [A]),
+    "inverse_batched": (lambda m, a: (m.inverse(a) ** 3).sum(), [AB]),
+    "det": (lambda m, a: m.linalg.det(a) ** 2, [A]),
+    "det_batched": (lambda m, a: (m.det(a) ** 2).sum(), [AB]),
+    "slogdet": (lambda m, a: (m.linalg.slogdet(a)[1] ** 2).sum(), [AB]),
+    "logdet": (lambda m, a: m.logdet(a) ** 2, [A]),
+    "solve": (lambda m, a, b: (m.linalg.solve(a, b) ** 2).sum(), [A, B]),
+    "solve_vector": (lambda m, a, b: (m.linalg.solve(a, b) ** 3).sum(), [A, BV]),
+    "solve_right": (lambda m, a, b: (m.linalg.solve(a, b.mT, left=False) ** 2).sum(), [A, B]),
+    "cholesky": (lambda m, x: (m.linalg.cholesky(_spd(m, x)) ** 3).sum(), [A]),
+    "cholesky_upper": (lambda m, x: (m.linalg.cholesky(_spd(m, x), upper=True) ** 2).sum(), [AB]),
+    "solve_triangular_lower": (lambda m, a, b: (m.linalg.solve_triangular(a, b, upper=False) ** 2).sum(), [A, B]),
+    "solve_triangular_upper_right": (
+        lambda m, a, b: (m.linalg.solve_triangular(a, b.mT, upper=True, left=False) ** 2).sum(), [A, B]),
+    "solve_triangular_unit": (
+        lambda m, a, b: (m.linalg.solve_triangular(a, b, upper=True, unitriangular=True) ** 3).sum(), [A, B]),
+    "cholesky_solve": (lambda m, x, b: (m.cholesky_solve(b, m.linalg.cholesky(_spd(m, x))) ** 2).sum(), [A, B]),
+    "pinv_wide": (lambda m, a: (m.linalg.pinv(a) ** 2).sum(), [W]),
+    "pinv_tall": (lambda m, a: (m.linalg.pinv(a.mT) ** 3).sum(), [W]),
+    "matrix_exp": (lambda m, a: (m.linalg.matrix_exp(a * 0.3) ** 2).sum(), [A]),
+}
+
+
+@pytest.mark.parametrize("name", list(LINALG_SPECS))
+def test_linalg_double_backward(name):
+    f, xs = LINALG_SPECS[name]
+    check_double_backward(f, xs, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("name", ["inverse", "det", "solve"])
+def test_linalg_third_order(name):
+    f, xs = LINALG_SPECS[name]
+    results = []
+    for m in (sf, torch):
+        ts = [m.tensor(x, requires_grad=True) for x in xs]
+        g, = m.autograd.grad(f(m, *ts), ts[0], create_graph=True)
+        h, = m.autograd.grad((g * g).sum(), ts[0], create_graph=True)
+        k, = m.autograd.grad((h ** 2).sum(), ts[0])
+        results.append(k.detach().numpy())
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-6, atol=1e-8)
