@@ -140,3 +140,53 @@ def test_linalg_third_order(name):
         k, = m.autograd.grad((h ** 2).sum(), ts[0])
         results.append(k.detach().numpy())
     np.testing.assert_allclose(results[0], results[1], rtol=1e-6, atol=1e-8)
+
+
+# ---------------------------------------------------------------------------- special functions
+POS = R.uniform(0.6, 3.0, (2, 3))
+NEGX = np.array([[-0.4, -1.7, 0.3], [2.5, -2.3, 1.1]])  # reflection branches, no poles
+U = R.uniform(-0.8, 0.8, (2, 3))
+XL = np.array([[0.0, 1.5, -0.7], [2.0, 0.0, 0.4]])  # zeros: xlogy's x == 0 rule
+
+SPECIAL_SPECS = {  # name: (f(m, *xs) -> scalar, inputs)
+    "lgamma": (lambda m, x: (m.lgamma(x) ** 2).sum(), [POS]),
+    "lgamma_reflected": (lambda m, x: (m.lgamma(x) ** 2).sum(), [NEGX]),
+    "digamma": (lambda m, x: (m.digamma(x) ** 2).sum(), [POS]),
+    "digamma_reflected": (lambda m, x: m.digamma(x).sum(), [NEGX]),
+    "polygamma1": (lambda m, x: (m.polygamma(1, x) ** 2).sum(), [POS]),
+    "polygamma2": (lambda m, x: m.special.polygamma(2, x).sum(), [POS]),
+    "mvlgamma": (lambda m, x: (m.mvlgamma(x + 1.0, 2) ** 2).sum(), [POS]),
+    "erfinv": (lambda m, x: (m.erfinv(x) ** 2).sum(), [U]),
+    "xlogy": (lambda m, x, y: (m.xlogy(x, y) ** 2).sum(), [XL, POS]),
+    "xlogy_broadcast": (lambda m, x, y: (m.special.xlogy(x, y[:1]) ** 3).sum(), [XL, POS]),
+}
+
+
+@pytest.mark.parametrize("name", list(SPECIAL_SPECS))
+def test_special_double_backward(name):
+    f, xs = SPECIAL_SPECS[name]
+    check_double_backward(f, xs, rtol=1e-6, atol=1e-8)
+
+
+def test_polygamma_third_order():
+    results = []
+    for m in (sf, torch):
+        x = m.tensor(POS, requires_grad=True)
+        g, = m.autograd.grad(m.lgamma(x).sum(), x, create_graph=True)
+        h, = m.autograd.grad(g.sum(), x, create_graph=True)
+        k, = m.autograd.grad((h * x).sum(), x)
+        results.append(k.detach().numpy())
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-7)
+
+
+def test_xlogy_first_derivative_at_zero_x_is_log_y():
+    """Regression: the x gradient at x == 0 was 0; torch's is log(y) (0 where y <= 0)."""
+    grads = []
+    for m in (sf, torch):
+        x = m.tensor([0.0, 0.0, 1.5, 0.0], dtype=m.float64, requires_grad=True)
+        y = m.tensor([0.7, -1.0, 2.0, 0.0], dtype=m.float64, requires_grad=True)
+        m.xlogy(x, y).sum().backward()
+        grads.append((x.grad.numpy(), y.grad.numpy()))
+    np.testing.assert_allclose(grads[0][0], grads[1][0])
+    np.testing.assert_allclose(grads[0][1], grads[1][1])
+    np.testing.assert_allclose(grads[0][0][0], np.log(0.7))
