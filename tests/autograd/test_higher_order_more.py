@@ -190,3 +190,55 @@ def test_xlogy_first_derivative_at_zero_x_is_log_y():
     np.testing.assert_allclose(grads[0][0], grads[1][0])
     np.testing.assert_allclose(grads[0][1], grads[1][1])
     np.testing.assert_allclose(grads[0][0][0], np.log(0.7))
+
+
+# ---------------------------------------------------------------------------- grid_sample, embedding_bag
+IMG = R.standard_normal((2, 2, 3, 4))
+GRID = R.uniform(-1.3, 1.3, (2, 2, 3, 2))  # some samples outside: every padding mode's branches
+EMB = R.standard_normal((5, 3))
+PSW = R.uniform(0.5, 1.5, 6)
+
+
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample_double_backward(padding_mode, align_corners):
+    def f(m, x, grid):
+        out = m.nn.functional.grid_sample(x, grid, padding_mode=padding_mode, align_corners=align_corners)
+        return _cube(out)
+
+    check_double_backward(f, [IMG, GRID], rtol=1e-6, atol=1e-8)
+
+
+def test_grid_sample_nearest_double_backward():
+    f = lambda m, x, grid: _cube(m.nn.functional.grid_sample(x * 1.0, grid.detach(), mode="nearest",  # noqa: E731
+                                                             align_corners=False))
+    check_double_backward(f, [IMG, GRID], rtol=1e-6, atol=1e-8)
+
+
+def _bags(m):
+    return _idx(m, [1, 3, 3, 0, 4, 1]), _idx(m, [0, 2, 2, 5])  # an empty bag, a repeated row
+
+
+EMBEDDING_BAG_SPECS = {  # name: f(m, weight, per_sample_weights)
+    "sum": lambda m, w, p: m.nn.functional.embedding_bag(_bags(m)[0], w, _bags(m)[1], mode="sum"),
+    "mean": lambda m, w, p: m.nn.functional.embedding_bag(_bags(m)[0], w, _bags(m)[1], mode="mean"),
+    "max": lambda m, w, p: m.nn.functional.embedding_bag(_bags(m)[0], w, _bags(m)[1], mode="max"),
+    "mean_2d_padding": lambda m, w, p: m.nn.functional.embedding_bag(_idx(m, [[1, 3, 3], [0, 4, 1]]), w,
+                                                                     mode="mean", padding_idx=3),
+    "sum_per_sample_weights": lambda m, w, p: m.nn.functional.embedding_bag(
+        _bags(m)[0], w, _bags(m)[1], mode="sum", per_sample_weights=p),
+}
+
+
+@pytest.mark.parametrize("name", list(EMBEDDING_BAG_SPECS))
+def test_embedding_bag_double_backward(name):
+    """torch 2.13 has no double backward of embedding_bag ("the derivative for
+    '_embedding_bag_backward' is not implemented"): finite differences, and the first
+    derivative against torch."""
+    f = EMBEDDING_BAG_SPECS[name]
+    loss = lambda m, w, p: _cube(f(m, w, p)) + (p ** 2).sum()  # noqa: E731
+    g_sf, _ = check_double_backward(loss, [EMB, PSW], rtol=1e-6, atol=1e-8, torch_ref=False)
+    ts = [torch.tensor(a, requires_grad=True) for a in (EMB, PSW)]
+    g_t = torch.autograd.grad(loss(torch, *ts), ts)
+    for a, b in zip(g_sf, g_t):
+        np.testing.assert_allclose(a, b.numpy(), rtol=1e-6, atol=1e-8)
