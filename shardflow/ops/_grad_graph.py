@@ -76,6 +76,18 @@ def sum_to(t: Tensor, shape) -> Tensor:
     return t.reshape(shape)
 
 
+def sum_to_shape(t: Tensor, shape) -> Tensor:
+    """``t`` summed down to ``shape``, which may carry leading 1s beyond ``t.ndim`` (the
+    Tensor form of index.py's ``_reduce_to``: a broadcast value's gradient)."""
+    shape = tuple(shape)
+    if tuple(t.shape) == shape:
+        return t
+    stripped = shape
+    while len(stripped) > t.ndim and stripped[0] == 1:
+        stripped = stripped[1:]
+    return sum_to(t, stripped).reshape(shape)
+
+
 class _Adjoint(Function):
     """The input gradient of a *linear* one-input op ``L`` (slice, pad, diagonal, gather...):
     forward is ``L``'s own array backward (``L^T g``); being linear in ``g``, its derivative

@@ -104,6 +104,15 @@ class Cholesky(Function):
         ga = _tri_solve(xp, low, ga, upper=False, left=False, unit=False)
         return ga.astype(g.dtype, copy=False)
 
+    def backward_graph(self, g):
+        """``backward`` with Tensors: ``L^-T Phi(L^T gL) L^-1`` by two triangular solves."""
+        out = self.saved_output(0, _mT(self.low) if self.upper else self.low)
+        low, gl = (out.mT, g.mT) if self.upper else (out, g)
+        t = (low.mT @ gl).tril()
+        phi = 0.5 * (t + t.tril(-1).mT)
+        ga = SolveTriangular.apply(low.mT, phi, upper=True)
+        return SolveTriangular.apply(low, ga, upper=False, left=False)
+
 
 class SolveTriangular(Function):
     save_inputs = (0,)
@@ -124,6 +133,17 @@ class SolveTriangular(Function):
             ga = -(gb @ _mT(x)) if left else -(_mT(x) @ gb)
             k = (1 if upper else -1) if unit else 0
             ga = xp.triu(ga, k) if upper else xp.tril(ga, k)
+        return ga, (gb if self.needs_input_grad[1] else None)
+
+    def backward_graph(self, g):
+        upper, left, unit = self.upper, self.left, self.unit
+        a_t, x = self.saved_input(0, self.a), self.saved_output(0, self.x)
+        gb = SolveTriangular.apply(a_t.mT, g, upper=not upper, left=left, unit=unit)
+        ga = None
+        if self.needs_input_grad[0]:
+            ga = -(gb @ x.mT) if left else -(x.mT @ gb)
+            k = (1 if upper else -1) if unit else 0
+            ga = ga.triu(k) if upper else ga.tril(k)
         return ga, (gb if self.needs_input_grad[1] else None)
 
 

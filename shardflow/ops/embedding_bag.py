@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import Function, Tensor
+from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
 from ..backend import get_array_module
-from .index import _add_at, _check_bounds, _int_index, _to_xp, renorm_rows_
+from .index import Index, IndexPut, _add_at, _check_bounds, _int_index, _to_xp, renorm_rows_
 
 __all__ = ["embedding_bag"]
 
@@ -52,6 +52,7 @@ class EmbeddingBag(Function):
         self.ids, self.pos, self.mask, self.mode, self.freq = ids, pos, mask, mode, freq
         self.w_shape, self.n = w.shape, None if psw is None else psw.shape[0]
         self.w = None if psw is None else w  # read by the per_sample_weights gradient
+        self.psw = psw  # read by backward_graph (the coefficients depend on it)
         xp = get_array_module(w)
         wa, dt = _up(w)
         rows = wa[ids]  # (B, L, D)
@@ -99,6 +100,45 @@ class EmbeddingBag(Function):
             acc = xp.zeros(self.n, ga.dtype)
             acc[self.pos[mask]] = dots[mask]
             gpsw = acc if self.dt is None else acc.astype(self.dt)
+        return gw, gpsw
+
+    def backward_graph(self, g):
+        """``backward`` with Tensors, in the weight's dtype: the weight gradient is an
+        accumulating write of ``g`` (times the coefficients, which hold
+        ``per_sample_weights`` as a Tensor) into zeros; the ``per_sample_weights`` gradient
+        gathers the rows (as a Tensor) and writes the dots at the entry positions. Masks,
+        counts, frequencies and max's arg-max are constants."""
+        xp = get_array_module(g.array)
+        ids, mask, dtype = self.ids, self.mask, g.array.dtype
+        gw = gpsw = None
+        if self.needs_input_grad[0]:
+            zeros = _wrap(xp.zeros(self.w_shape, dtype))
+            if self.mode == "max":
+                ne = self.nonempty
+                rows = xp.take_along_axis(ids, self.arg, axis=1)  # (B, D)
+                cols = xp.broadcast_to(xp.arange(self.w_shape[1]), rows.shape)
+                at = (rows[ne], cols[ne])
+                g_ne = Index.apply(g, idx=(ne,), unique=True, add_idx=(ne,))
+                gw = IndexPut.apply(zeros, g_ne, idx=at, accumulate=True, add_idx=at)
+            else:
+                scale = 1.0 if self.freq is None else 1.0 / self.freq[ids]  # (B, L)
+                coef = _wrap((self.coef * scale).astype(dtype))
+                if self.psw is not None:  # coef = mask * psw[pos] (sum mode): psw as a Tensor
+                    at = (xp.maximum(self.pos, 0),)
+                    psw_at = Index.apply(self.saved_input(1, self.psw), idx=at, unique=False, add_idx=at)
+                    coef = _wrap((mask * scale).astype(dtype)) * psw_at
+                contrib = coef.unsqueeze(-1) * g.unsqueeze(1)  # (B, L, D)
+                picked = Index.apply(contrib, idx=(mask,), unique=True, add_idx=(mask,))  # (k, D)
+                at = (ids[mask],)
+                gw = IndexPut.apply(zeros, picked, idx=at, accumulate=True, add_idx=at)
+        if self.n is not None and self.needs_input_grad[1]:
+            w_t = self.saved_input(0, self.w)
+            rows = Index.apply(w_t, idx=(ids,), unique=False, add_idx=(ids,))  # (B, L, D)
+            dots = (rows * g.unsqueeze(1)).sum(-1)  # (B, L)
+            if self.mode == "mean":
+                dots = dots / _wrap(xp.maximum(mask.sum(axis=1, keepdims=True), 1).astype(dtype))
+            picked = Index.apply(dots, idx=(mask,), unique=True, add_idx=(mask,))
+            gpsw = IndexPut.apply(_wrap(xp.zeros(self.n, dtype)), picked, idx=(self.pos[mask],))
         return gw, gpsw
 
 

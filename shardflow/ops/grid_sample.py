@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import Function, Tensor
+from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
 from ..backend import get_array_module
-from .index import _add_at
+from . import _grad_graph as _gg
+from .index import Index, IndexPut, _add_at
 
 __all__ = ["grid_sample"]
 
@@ -89,6 +90,7 @@ class GridSample2d(Function):
         iy, diy = _source_index(xp, gy, H, padding_mode, align_corners)
         n = xp.arange(N)[:, None, None]
         self.shape, self.mode, self.dt, self.wide = inp.shape, mode, dt, wide
+        self.a, self.b, self.ix, self.iy = inp, grid, ix, iy  # for backward_graph
         if mode == "nearest":
             xi, yi = xp.rint(ix).astype(np.int64), xp.rint(iy).astype(np.int64)
             ok = (xi >= 0) & (xi < W) & (yi >= 0) & (yi < H)
@@ -137,6 +139,65 @@ class GridSample2d(Function):
                 g_grid = xp.stack([dout_dx * self.dix, dout_dy * self.diy], axis=-1)
             g_grid = g_grid.astype(self.dt, copy=False)
         return g_in, g_grid
+
+    def _pixel_coords(self, grid_t: Tensor):
+        """The pixel coordinates ``ix``, ``iy`` as Tensors of ``grid``: the map from the grid
+        is piecewise affine (unnormalise, clip, reflect), so ``ix + dix (x - x0)`` at the
+        saved point is exact in value and in every derivative."""
+        b = self.b
+        ix = _wrap(self.ix.astype(b.dtype)) + _wrap(self.dix.astype(b.dtype)) * (grid_t[..., 0] - _wrap(b[..., 0]))
+        iy = _wrap(self.iy.astype(b.dtype)) + _wrap(self.diy.astype(b.dtype)) * (grid_t[..., 1] - _wrap(b[..., 1]))
+        return ix, iy
+
+    def backward_graph(self, g):
+        """``backward`` with Tensors, in the input's dtype: the bilinear weights are Tensors
+        of the grid (``_pixel_coords``), the corner values Tensors of the input; corner
+        indices, in-bounds masks and the padding's slopes are constants."""
+        xp = get_array_module(g.array)
+        N, C, H, W = self.shape
+        dtype = g.array.dtype
+        gw = g.permute(0, 2, 3, 1)  # (N, Ho, Wo, C)
+        n = xp.arange(N)[:, None, None]
+        need_in, need_grid = self.needs_input_grad[0], self.needs_input_grad[1]
+        if self.mode == "nearest":
+            g_in = None
+            if need_in:
+                yc, xc, ok = self.corners[0]
+                g_in = _scatter_corner(xp, gw * _wrap(ok[..., None].astype(dtype)), n, yc, xc, (N, H, W, C))
+                g_in = g_in.permute(0, 3, 1, 2)
+            g_grid = _wrap(xp.zeros(self.b.shape, dtype)) if need_grid else None
+            return g_in, g_grid
+        ix, iy = self._pixel_coords(self.saved_input(1, self.b))
+        x0, y0 = xp.floor(self.ix), xp.floor(self.iy)
+        tx, ty = ix - _wrap(x0.astype(dtype)), iy - _wrap(y0.astype(dtype))
+        inp_t = self.saved_input(0, self.a).permute(0, 2, 3, 1)  # (N, H, W, C)
+        g_in, dout_dx, dout_dy = None, 0, 0
+        for yc, xc, _, _, dx, dy in self.corners:
+            xs, ys = x0 + dx, y0 + dy
+            ok = _gg.const((xs >= 0) & (xs < W) & (ys >= 0) & (ys < H), g)  # (N, Ho, Wo)
+            wx = tx if dx else 1 - tx
+            wy = ty if dy else 1 - ty
+            if need_in:
+                part = _scatter_corner(xp, gw * (ok * wx * wy).unsqueeze(-1), n, yc, xc, (N, H, W, C))
+                g_in = part if g_in is None else g_in + part
+            if need_grid:
+                at = (n, yc, xc)
+                v = Index.apply(inp_t, idx=at, unique=False, add_idx=at) * ok.unsqueeze(-1)  # (N, Ho, Wo, C)
+                s = (gw * v).sum(-1)  # (N, Ho, Wo)
+                dout_dx = dout_dx + s * wy * (1.0 if dx else -1.0)
+                dout_dy = dout_dy + s * wx * (1.0 if dy else -1.0)
+        g_grid = None
+        if need_grid:
+            stack = _gg.op("stack")
+            g_grid = stack([dout_dx * _gg.const(self.dix, g), dout_dy * _gg.const(self.diy, g)], -1)
+        return (g_in.permute(0, 3, 1, 2) if need_in else None), g_grid
+
+
+def _scatter_corner(xp, values, n, yc, xc, shape):
+    """``zeros(shape)`` with ``values`` (N, Ho, Wo, C) added at ``[n, yc, xc]`` (repeats
+    accumulate), linear in ``values``."""
+    at = (n, yc, xc)
+    return IndexPut.apply(_wrap(xp.zeros(shape, values.array.dtype)), values, idx=at, accumulate=True, add_idx=at)
 
 
 @register("grid_sample")

@@ -39,7 +39,6 @@ import numpy as np
 from .. import kernels
 from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
-from ..autograd.higher_order import first_order_only
 from ..backend import get_array_module, is_device_array
 from ..backend.meta import MetaTensorError, is_meta_array
 from ..kernels import embedding as _emb_kernels
@@ -419,11 +418,25 @@ class IndexPut(Function):
         return ga, gv
 
     def backward_graph(self, g):
-        if self.needs_input_grad[1]:  # the value's gradient g[idx] has no graph form here
-            return first_order_only(self, g)
-        if self.accumulate:
-            return g, None
-        return IndexPut.apply(g, 0.0, idx=self.idx), None  # g, zero where overwritten
+        ga = gv = None
+        if self.needs_input_grad[0]:
+            ga = g if self.accumulate else IndexPut.apply(g, 0.0, idx=self.idx)  # zero where overwritten
+        if self.needs_input_grad[1]:  # g[idx] (an Index node: its adjoint accumulates repeats)
+            picked = Index.apply(g, idx=self.idx, unique=False, add_idx=_expanded_masks(self.idx))
+            gv = _gg.sum_to_shape(picked, self.v_shape)
+        return ga, gv
+
+
+def _expanded_masks(idx: tuple) -> tuple:
+    """``idx`` with its boolean arrays replaced by their ``nonzero()`` arrays (the form
+    ``add.at`` takes, see ``_advanced_index``)."""
+    out = []
+    for it in idx:
+        if _is_array(it) and it.dtype.kind == "b":
+            out.extend(get_array_module(it).nonzero(it))
+        else:
+            out.append(it)
+    return tuple(out)
 
 
 def _reduce_to(g, shape):
@@ -559,6 +572,29 @@ class Scatter(Function):
             gs = get_array_module(g).zeros(self.src_shape, g.dtype)
             gs[self.src_sl] = g[self.grid]
         return ga, gs
+
+    def backward_graph(self, g):
+        ga = gs = None
+        if self.needs_input_grad[0]:
+            ga = g if self.add else IndexPut.apply(g, 0.0, idx=self.grid)  # zero where overwritten
+        if self.needs_input_grad[1]:
+            gs = zero_padded(gathered(g, self.grid), self.src_shape, self.src_sl)
+        return ga, gs
+
+
+def gathered(g: Tensor, grid: tuple) -> Tensor:
+    """``g[grid]`` for a gather/scatter grid (``_grid_index``) as a differentiable node; its
+    adjoint accumulates repeated positions."""
+    return Index.apply(g, idx=grid, unique=False, add_idx=grid)
+
+
+def zero_padded(t: Tensor, shape, region: tuple) -> Tensor:
+    """A zero Tensor of ``shape`` holding ``t`` at the basic index ``region`` (slices), linear
+    in ``t`` (the src gradient of scatter-like ops: zero outside the index's extent)."""
+    if tuple(t.shape) == tuple(shape):
+        return t
+    zeros = _wrap(get_array_module(t.array).zeros(shape, t.array.dtype))
+    return IndexPut.apply(zeros, t, idx=tuple(region) + (Ellipsis,))
 
 
 def _scatter_args(op, input, dim, index, src, value):

@@ -23,12 +23,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import Function, Tensor
+from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
+from ..autograd.higher_order import first_order_only
 from ..backend import get_array_module
 from ..backend.ufuncs import multiply_at
+from . import _grad_graph as _gg
 from ._util import wrap_dim
 from .index import (
+    Index,
+    IndexPut,
+    IndexSelect,
     _add_at,
     _check_bounds,
     _check_gather_shapes,
@@ -38,6 +43,8 @@ from .index import (
     _run_inplace,
     _to_input_device,
     _to_xp,
+    gathered,
+    zero_padded,
 )
 
 __all__ = ["index_copy", "index_copy_", "scatter_reduce", "scatter_reduce_", "masked_scatter", "masked_scatter_",
@@ -63,6 +70,14 @@ class IndexCopy(Function):
             xp.moveaxis(ga, self.dim, 0)[self.index] = 0
         if self.needs_input_grad[1]:
             gs = xp.take(g, self.index, axis=self.dim)
+        return ga, gs
+
+    def backward_graph(self, g):
+        ga = gs = None
+        if self.needs_input_grad[0]:  # g with the replaced slices zeroed
+            ga = IndexPut.apply(g, 0.0, idx=(slice(None),) * self.dim + (self.index, Ellipsis))
+        if self.needs_input_grad[1]:
+            gs = IndexSelect.apply(g, index=self.index, dim=self.dim)
         return ga, gs
 
 
@@ -123,6 +138,7 @@ class ScatterReduce(Function):
             out[...] = out / scale.astype(out.dtype) if out.dtype.kind in "fV" else out // scale
         self.grid, self.sl, self.hit, self.count = grid, sl, hit, count
         self.a, self.val, self.out, self.src_shape = a_in, val, out.copy() if inplace else out, src.shape
+        self.src = src  # for saved_input (backward_graph of prod)
         self.reduce, self.include_self = reduce, include_self
         return out
 
@@ -162,6 +178,46 @@ class ScatterReduce(Function):
             gs = xp.zeros(self.src_shape, g.dtype)
             gs[self.sl] = gv
         return (ga.astype(g.dtype, copy=False) if self.needs_input_grad[0] else None), gs
+
+    def backward_graph(self, g):
+        """``backward`` with Tensors. sum / mean / amax / amin are linear in ``g`` with
+        piecewise-constant coefficients (the hit mask, the counts, the ties: constants, as in
+        torch); prod's ``out / value`` reads the saved input, src and output so it is
+        differentiated again (with a zero among the folded values it stays first order)."""
+        xp = get_array_module(g.array)
+        grid, hit, reduce, inc = self.grid, self.hit, self.reduce, self.include_self
+        a, val, out = self.a, self.val, self.out
+        if reduce == "sum":
+            ga = g if inc else _gg.keep_where(g, ~hit)
+            gv = gathered(g, grid)
+        elif reduce == "mean":
+            n = xp.maximum(self.count + (1 if inc else 0), 1)
+            ga = g * _gg.const(xp.where(hit, 1.0 / n if inc else 0.0, 1.0), g)
+            gv = gathered(g * _gg.const(1.0 / n, g), grid)
+        elif reduce in ("amax", "amin"):
+            hits = (val == out[grid])
+            ties = xp.zeros(a.shape, np.int64)
+            _add_at(ties, grid, hits.astype(np.int64))
+            self_tie = (a == out) & hit & inc
+            ties = xp.maximum(ties + self_tie, 1)
+            ga = g * _gg.const(xp.where(hit, self_tie / ties, 1.0), g)
+            gv = gathered(g * _gg.const(1.0 / ties, g), grid) * _gg.const(hits, g)
+        else:  # prod
+            if bool((val == 0).any()) or bool(((a == 0) & hit & inc).any()):
+                return first_order_only(self, g)
+            out_t = self.saved_output(0, self.out)
+            ga = None
+            if self.needs_input_grad[0]:
+                if inc:  # a where it is folded in (1 elsewhere, so off-hit zeros stay finite)
+                    where, hit_t = _gg.op("where"), _wrap(hit)
+                    ga = g * where(hit_t, out_t / where(hit_t, self.saved_input(0, self.a), 1.0), 1.0)
+                else:
+                    ga = _gg.keep_where(g, ~hit)
+            gv = gathered(g * out_t, grid) / Index.apply(self.saved_input(1, self.src), idx=self.sl)
+            gs = zero_padded(gv, self.src_shape, self.sl) if self.needs_input_grad[1] else None
+            return ga, gs
+        gs = zero_padded(gv, self.src_shape, self.sl) if self.needs_input_grad[1] else None
+        return (ga if self.needs_input_grad[0] else None), gs
 
 
 def _scatter_reduce_args(op, input, dim, index, src, reduce):
@@ -220,6 +276,15 @@ class MaskedScatter(Function):
             gs = flat.reshape(self.src_shape)
         return ga, gs
 
+    def backward_graph(self, g):
+        ga = _gg.keep_where(g, ~self.mask) if self.needs_input_grad[0] else None
+        gs = None
+        if self.needs_input_grad[1]:  # g on the mask, in order, then zeros
+            size = int(np.prod(self.src_shape))
+            picked = Index.apply(g, idx=(self.mask,), unique=True, add_idx=(self.mask,))
+            gs = zero_padded(picked, (size,), (slice(0, self.k),)).reshape(self.src_shape)
+        return ga, gs
+
 
 def _mask_args(op, input, mask, source):
     m = mask.array if isinstance(mask, Tensor) else np.asarray(mask)
@@ -261,6 +326,9 @@ class FillDiagonal(Function):
 
     def backward(self, g):
         return get_array_module(g).where(self.pos, 0, g).astype(g.dtype, copy=False)
+
+    def backward_graph(self, g):
+        return _gg.keep_where(g, ~self.pos)
 
 
 @register("fill_diagonal_")

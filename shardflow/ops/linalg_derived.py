@@ -34,6 +34,7 @@ import numpy as np
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import get_array_module
+from . import _grad_graph as _gg
 from ._util import as_tensor_arg
 from .cholesky import LinAlgError, _first_bad_minor, linalg_cholesky, linalg_solve_triangular
 from .decompositions import _lapack, check_float_matrix, linalg_svdvals
@@ -105,6 +106,18 @@ class Pinv(Function):
             phk = ph @ k
             ga = -_mT(k @ p) + (gh - a @ k) @ p @ ph + phk - phk @ p @ a
         return ga.astype(a.dtype, copy=False)
+
+    def backward_graph(self, g):  # ``backward``'s formula on Tensors (matmuls only)
+        a, p = self.saved_input(0, self.a), self.saved_output(0, self.p)
+        m, n = a.shape[-2:]
+        ph, gh = p.mT, g.mT
+        if m <= n:
+            k = gh @ p
+            kph = k @ ph
+            return -(p @ k).mT + kph - (a @ p) @ kph + (ph @ p) @ (gh - k @ a)
+        k = p @ gh
+        phk = ph @ k
+        return -(k @ p).mT + (gh - a @ k) @ p @ ph + phk - phk @ p @ a
 
 
 @register("linalg_pinv")
@@ -221,6 +234,14 @@ class MatrixExp(Function):
         zero = xp.zeros_like(at)
         block = xp.concatenate([xp.concatenate([at, g], -1), xp.concatenate([zero, at], -1)], -2)
         return _expm_array(xp, block)[..., :n, n:].astype(self.a.dtype, copy=False)
+
+    def backward_graph(self, g):  # the same block exponential, of Tensors: any order
+        at = self.saved_input(0, self.a).mT
+        n = at.shape[-1]
+        cat = _gg.op("cat")
+        zero = _gg.const(get_array_module(g.array).zeros(at.shape, g.array.dtype))
+        block = cat([cat([at, g], -1), cat([zero, at], -1)], -2)
+        return MatrixExp.apply(block)[..., :n, n:]
 
 
 @register("linalg_matrix_exp", "matrix_exp")

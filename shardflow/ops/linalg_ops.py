@@ -23,6 +23,7 @@ from __future__ import annotations
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import get_array_module
+from . import _grad_graph as _gg
 from ._util import unbroadcast
 
 __all__ = ["inverse", "det", "slogdet", "logdet", "matrix_power", "cdist", "addbmm", "chain_matmul"]
@@ -58,6 +59,10 @@ class Inverse(Function):
         it = _mT(self.inv)
         return -(it @ g @ it)
 
+    def backward_graph(self, g):
+        it = self.saved_output(0, self.inv).mT
+        return -(it @ g @ it)
+
 
 class Det(Function):
     save_inputs = (0,)
@@ -72,6 +77,10 @@ class Det(Function):
         xp = get_array_module(g)
         return (g * self.det)[..., None, None] * _mT(xp.linalg.inv(self.a))
 
+    def backward_graph(self, g):
+        d = self.saved_output(0, self.det)
+        return (g * d).unsqueeze(-1).unsqueeze(-1) * Inverse.apply(self.saved_input(0, self.a)).mT
+
 
 class SlogDet(Function):
     save_inputs = (0,)
@@ -84,6 +93,9 @@ class SlogDet(Function):
     def backward(self, g_sign, g_log):
         xp = get_array_module(g_log)
         return g_log[..., None, None] * _mT(xp.linalg.inv(self.a))
+
+    def backward_graph(self, g_sign, g_log):  # the sign is piecewise constant
+        return g_log.unsqueeze(-1).unsqueeze(-1) * Inverse.apply(self.saved_input(0, self.a)).mT
 
 
 @register("inverse", "linalg_inv")
@@ -158,6 +170,15 @@ class Solve(Function):
         if ga is not None:
             ga = unbroadcast(ga, self.a.shape)
         return ga, (gb[..., 0] if self.vector else gb)
+
+    def backward_graph(self, g):
+        a_t = self.saved_input(0, self.a)
+        x = self.saved_output(0, self.x[..., 0] if self.vector else self.x)
+        if self.vector:
+            g, x = g.unsqueeze(-1), x.unsqueeze(-1)
+        gb = Solve.apply(a_t.mT, g)  # A^-T g
+        ga = _gg.sum_to(-(gb @ x.mT), self.a.shape) if self.needs_input_grad[0] else None
+        return ga, (gb.squeeze(-1) if self.vector else gb)
 
 
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:

@@ -21,7 +21,8 @@ Algorithms:
   Gradient ``polygamma(n + 1, x)``.
 * ``mvlgamma(x, p) = p (p - 1) / 4 log(pi) + sum_j lgamma(x - j / 2)``, ``j < p``.
 * ``xlogy(x, y) = x log(y)``, 0 where ``x == 0`` unless ``y`` is NaN (PyTorch's rule).
-  Gradients ``log(y)`` (0 where ``x == 0``) and ``x / y``.
+  Gradients (torch 2.13's): ``xlogy(g, y)`` (0 where ``x == 0`` and ``y <= 0``) and
+  ``g x / y``.
 * ``erfinv``: PyTorch's ``calc_erfinv`` (a rational first guess, then two Newton steps on
   ``erf``). Gradient ``sqrt(pi) / 2 exp(erfinv(x)^2)``.
 """
@@ -206,6 +207,9 @@ class Lgamma(Function):
     def backward(self, g):
         return _back(g * _back(digamma_array(_f64(self.x)), g), g)
 
+    def backward_graph(self, g):
+        return g * Polygamma.apply(self.saved_input(0), n=0)
+
 
 class Polygamma(Function):
     """psi^(n)(x); n = 0 is digamma."""
@@ -218,6 +222,9 @@ class Polygamma(Function):
 
     def backward(self, g):
         return _back(g * _back(polygamma_array(self.n + 1, _f64(self.x)), g), g)
+
+    def backward_graph(self, g):  # psi^(n)' = psi^(n+1): any order
+        return g * Polygamma.apply(self.saved_input(0), n=self.n + 1)
 
 
 class Erfinv(Function):
@@ -232,6 +239,10 @@ class Erfinv(Function):
         xp = get_array_module(g)
         y = _f64(self.y)
         return _back(g * _back((0.5 * math.sqrt(math.pi)) * xp.exp(y * y), g), g)
+
+    def backward_graph(self, g):
+        y = self.saved_output(0, self.y)
+        return g * ((y * y).exp() * (0.5 * math.sqrt(math.pi)))
 
 
 @register("lgamma")
@@ -342,9 +353,27 @@ class Xlogy(Function):
         gx = gy = None
         with np.errstate(divide="ignore", invalid="ignore"):
             if self.needs_input_grad[0]:
-                gx = unbroadcast(g * xp.where(x != 0, xp.log(y), 0.0).astype(g.dtype), xp.shape(x))
+                # torch's: xlogy(g, y), 0 where x == 0 and y <= 0 (log y is the derivative
+                # in x at x == 0 too)
+                gx = xp.where((g == 0) & ~xp.isnan(y), 0.0, g * xp.log(y))
+                gx = xp.where((x == 0) & (y <= 0), 0.0, gx).astype(g.dtype, copy=False)
+                gx = unbroadcast(gx, xp.shape(x))
             if self.needs_input_grad[1]:
                 gy = unbroadcast((g * (x / y)).astype(g.dtype), xp.shape(y))
+        return gx, gy
+
+    def backward_graph(self, g):
+        """``backward`` with Tensors: ``gx = xlogy(g, y)`` (this node again), the
+        ``x == 0 and y <= 0`` mask a constant."""
+        from . import _grad_graph as _gg
+
+        x_t, y_t = self.saved_input(0, self.x), self.saved_input(1, self.y)
+        gx = gy = None
+        if self.needs_input_grad[0]:
+            gx = _gg.keep_where(Xlogy.apply(g, y_t), ~((self.x == 0) & (self.y <= 0)))
+            gx = _gg.sum_to(gx, self.x.shape)
+        if self.needs_input_grad[1]:
+            gy = _gg.sum_to(g * (x_t / y_t), self.y.shape)
         return gx, gy
 
 
