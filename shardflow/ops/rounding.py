@@ -22,6 +22,7 @@ from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
 from ..backend import get_array_module
 from ..backend.fp_errors import enter_quiet, exit_quiet
+from ._grad_graph import const, sum_to
 from ._util import (
     _broadcast_error_named as _broadcast_error,
 )
@@ -60,6 +61,10 @@ class _ZeroGrad(Function):
     def backward(self, g):
         return np.zeros_like(g)
 
+    def backward_graph(self, g):
+        # a constant zero: its derivative is zero too (g * 0 would turn an inf g into NaN)
+        return const(get_array_module(g.array).zeros_like(g.array))
+
 
 def _round_array(x, decimals=0):
     if decimals == 0:
@@ -87,6 +92,9 @@ class Frac(Function):
         return x - np.trunc(x)
 
     def backward(self, g):
+        return g
+
+    def backward_graph(self, g):
         return g
 
 
@@ -201,6 +209,9 @@ class RoundedDiv(Function):
         gb = xp.zeros(self.sb, g.dtype) if self.needs_input_grad[1] else None
         return ga, gb
 
+    def backward_graph(self, g):
+        return tuple(None if z is None else const(z) for z in self.backward(g.array))
+
 
 def _rounded_div(a, b, mode):
     """``div(a, b, rounding_mode=mode)`` on already-promoted operands (Tensor or number)."""
@@ -257,6 +268,18 @@ class Remainder(Function):
             with np.errstate(divide="ignore", invalid="ignore"):
                 q = np.floor_divide(a, b) if self.mode == "floor" else np.trunc(np.true_divide(a, b))
             gb = unbroadcast((-g * q).astype(g.dtype, copy=False), _shape(b))
+        return ga, gb
+
+    def backward_graph(self, g):
+        # linear in g; the quotient q is piecewise constant in a and b (its derivative is 0)
+        a, b = self.a, self.b
+        ga = gb = None
+        if self.needs_input_grad[0]:
+            ga = sum_to(g, _shape(a))
+        if self.needs_input_grad[1]:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                q = np.floor_divide(a, b) if self.mode == "floor" else np.trunc(np.true_divide(a, b))
+            gb = sum_to(-g * const(q, g), _shape(b))
         return ga, gb
 
 

@@ -246,3 +246,20 @@ def test_embedding_bag_double_backward(name):
     g_t = torch.autograd.grad(loss(torch, *ts), ts)
     for a, b in zip(g_sf, g_t):
         np.testing.assert_allclose(a, b.numpy(), rtol=1e-6, atol=1e-8)
+
+
+def _rounding_program(t):
+    x = t.tensor([1.3, -2.7, 0.4], dtype=t.float64, requires_grad=True)
+    y = t.tensor([0.7, 1.1, -0.9], dtype=t.float64, requires_grad=True)
+    z = (x.floor() * x ** 2 + t.remainder(x ** 2, y) * y + t.fmod(x, y) * x + x.frac() ** 2
+         + t.div(x, y, rounding_mode="floor") + x.sign() * x + x.round() * x.ceil() * x.trunc()).sum()
+    gx, gy = t.autograd.grad(z, (x, y), create_graph=True)
+    (gx.sum() + (gy ** 2).sum()).backward()
+    return [a.detach().numpy() for a in (gx, gy, x.grad, y.grad)]
+
+
+def test_rounding_ops_differentiate_twice_like_torch():
+    # floor/ceil/round/trunc/sign/rounded div have zero gradients (a constant, also when
+    # differentiated again); frac and remainder/fmod are linear in g with a fixed quotient
+    for got, want in zip(_rounding_program(sf), _rounding_program(torch)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
