@@ -61,3 +61,35 @@ def test_third_order(name):
         return t3.detach().numpy()
 
     np.testing.assert_allclose(third(sf), third(torch), rtol=1e-6, atol=1e-8)
+
+
+X = R.standard_normal((3, 4))
+TIES = np.array([[1.0, 2.0, 2.0], [0.5, 2.0, 3.0]])  # the median 2.0 three times
+NONFINITE = np.array([[1.0, np.nan, -0.5], [np.inf, 2.0, -np.inf]])
+
+
+def _nan_to_num_masked(m, x):
+    bad = m.tensor(NONFINITE) * 0.0  # NaN at the non-finite positions of NONFINITE, else 0
+    return m.nan_to_num(x + bad, nan=0.5, posinf=2.0, neginf=-3.0)
+
+
+SELECT_SPECS = {  # name: (f(m, x), x): the op followed by a cube
+    "nan_to_num": (_nan_to_num_masked, X[:2, :3]),
+    "median_all": (lambda m, x: m.median(x), X),
+    "median_all_ties": (lambda m, x: m.median(x), TIES),
+    "nanmedian_all": (lambda m, x: m.nanmedian(x), X),
+    "median_dim": (lambda m, x: m.median(x, 1).values, X),
+    "median_dim_keepdim": (lambda m, x: m.median(x, 0, keepdim=True)[0], X),
+    "nanmedian_dim": (lambda m, x: m.nanmedian(x, 1)[0], X),
+    "kthvalue": (lambda m, x: m.kthvalue(x, 2, 0).values, X),
+    "sort": (lambda m, x: m.sort(x, 1, descending=True)[0] * m.arange(4.0), X),
+    "topk": (lambda m, x: m.topk(x, 2, 1)[0], X),
+    "diag_embed": (lambda m, x: m.diag_embed(x), X),
+    "diag_embed_offset_dims": (lambda m, x: m.diag_embed(x, offset=-1, dim1=0, dim2=2) * m.arange(5.0), X),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SELECT_SPECS))
+def test_select_double_backward(name):
+    op, x = SELECT_SPECS[name]
+    check_double_backward(lambda m, t: _cube(op(m, t)), [x], fd=name != "median_all_ties")
