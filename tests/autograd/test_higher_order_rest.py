@@ -93,3 +93,49 @@ SELECT_SPECS = {  # name: (f(m, x), x): the op followed by a cube
 def test_select_double_backward(name):
     op, x = SELECT_SPECS[name]
     check_double_backward(lambda m, t: _cube(op(m, t)), [x], fd=name != "median_all_ties")
+
+
+A = R.standard_normal((2, 4))
+B = R.standard_normal((2, 4))
+
+
+def _loss_c(m, z):
+    """A real, non-quadratic loss of a complex (or real) tensor."""
+    if not z.is_complex():
+        return _cube(z)
+    return (m.real(z * z * z) + m.imag(z * z) + z.abs() ** 3).sum()
+
+
+def _z(m, a, b):
+    return m.complex(a, b)
+
+
+COMPLEX_SPECS = {  # name: f(m, a, b) -> a complex or real tensor, then _loss_c
+    "complex": lambda m, a, b: _z(m, a, b),
+    "complex_broadcast": lambda m, a, b: m.complex(a, b[:1]),
+    "view_as_complex": lambda m, a, b: m.view_as_complex(m.stack([a, b], -1)),
+    "view_as_real": lambda m, a, b: m.view_as_real(_z(m, a, b) * _z(m, b, a)),
+    "real": lambda m, a, b: m.real(_z(m, a, b) * _z(m, b, a)),
+    "imag": lambda m, a, b: m.imag(_z(m, a, b) * _z(m, b, a)),
+    "conj": lambda m, a, b: m.conj(_z(m, a, b)) * _z(m, b, a),
+    "angle": lambda m, a, b: m.angle(_z(m, a, b)),
+    "polar": lambda m, a, b: m.polar(a.abs() + 0.5, b),
+    "polar_broadcast": lambda m, a, b: m.polar(a.abs() + 0.5, b[:1]),
+    "fft": lambda m, a, b: m.fft.fft(_z(m, a, b)),
+    "fft_real_input_n": lambda m, a, b: m.fft.fft(a, n=6) * _z(m, b, a)[:, :1],
+    "ifft_ortho": lambda m, a, b: m.fft.ifft(_z(m, a, b), n=3, norm="ortho"),
+    "fft2_forward": lambda m, a, b: m.fft.fft2(_z(m, a, b), norm="forward"),
+    "rfft": lambda m, a, b: m.fft.rfft(a, n=5) * _z(m, b, a)[:, :3],
+    "rfft2": lambda m, a, b: m.fft.rfft2(a),
+    "irfft": lambda m, a, b: m.fft.irfft(_z(m, a, b)),
+    "irfft_odd_ortho": lambda m, a, b: m.fft.irfft(_z(m, a, b), n=5, norm="ortho"),
+    "irfftn": lambda m, a, b: m.fft.irfftn(_z(m, a, b), s=(2, 6)),
+    "hfft": lambda m, a, b: m.fft.hfft(_z(m, a, b), n=5),
+    "ihfft": lambda m, a, b: m.fft.ihfft(a + b * b),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMPLEX_SPECS))
+def test_complex_double_backward(name):
+    op = COMPLEX_SPECS[name]
+    check_double_backward(lambda m, a, b: _loss_c(m, op(m, a, b)), [A, B])
