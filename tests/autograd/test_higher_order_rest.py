@@ -82,6 +82,7 @@ SELECT_SPECS = {  # name: (f(m, x), x): the op followed by a cube
     "median_dim_keepdim": (lambda m, x: m.median(x, 0, keepdim=True)[0], X),
     "nanmedian_dim": (lambda m, x: m.nanmedian(x, 1)[0], X),
     "kthvalue": (lambda m, x: m.kthvalue(x, 2, 0).values, X),
+    "mode": (lambda m, x: m.mode(x, 1)[0], X),
     "sort": (lambda m, x: m.sort(x, 1, descending=True)[0] * m.arange(4.0), X),
     "topk": (lambda m, x: m.topk(x, 2, 1)[0], X),
     "diag_embed": (lambda m, x: m.diag_embed(x), X),
