@@ -36,6 +36,7 @@ import numpy as np
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import get_array_module
+from ._grad_graph import const, keep_where, op
 from ._util import as_tensor_arg
 from .cholesky import LinAlgError, _tri_solve
 from .reduce import return_types
@@ -45,6 +46,10 @@ __all__ = ["linalg_qr", "qr", "linalg_eigh", "linalg_eigvalsh", "linalg_svd", "l
 
 def _mT(a):
     return a.swapaxes(-1, -2)
+
+
+def _tmT(t: Tensor) -> Tensor:
+    return t.transpose(-1, -2)
 
 
 def check_float_matrix(t: Tensor, op: str, square: bool = False) -> None:
@@ -179,6 +184,18 @@ class Eigh(Function):
         inner = xp.where(eye, 0, skew / xp.where(eye, 1, e))
         inner = inner + gw[..., :, None] * xp.eye(n, dtype=w.dtype)
         return (v @ inner @ _mT(v)).astype(w.dtype, copy=False)
+
+    def backward_graph(self, gw, gv):
+        # backward's formula with L and V as this node's outputs (saved_output): any order
+        w, v = self.saved_output(0, self.w), self.saved_output(1, self.v)
+        xp = get_array_module(self.w)
+        off = ~xp.eye(self.w.shape[-1], dtype=bool)  # (n, n): the off-diagonal positions
+        vt = _tmT(v)
+        vgv = vt @ gv
+        e = w.unsqueeze(-2) - w.unsqueeze(-1)  # E_ij = L_j - L_i
+        e = e + const(~off, e)  # 1 on the diagonal: no 0/0 in the graph
+        inner = keep_where((vgv - _tmT(vgv)) * 0.5 / e, off) + op("diag_embed")(gw)
+        return v @ inner @ vt
 
 
 def _uplo(UPLO: str, op: str) -> str:

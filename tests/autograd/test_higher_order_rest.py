@@ -171,3 +171,27 @@ def test_angle_at_zero_second_derivative_is_finite():
     for got, want in zip(hvp(sf), hvp(torch)):
         assert got[0] == 0.0
         np.testing.assert_allclose(got[1:], want[1:], rtol=1e-6, atol=1e-8)
+
+
+SQ = R.standard_normal((3, 3))
+BSQ = R.standard_normal((2, 3, 3))
+K3 = R.standard_normal((3, 3))
+
+
+def _eigh_loss(m, x, upper=False):
+    w, v = m.linalg.eigh(x + x.transpose(-1, -2), UPLO="U" if upper else "L")
+    # the eigenvectors' signs are a gauge: squares of their entries do not see it
+    return (w ** 3).sum() + (v * v * m.tensor(K3)).sum() + ((v * v) ** 2 * w.unsqueeze(-2)).sum()
+
+
+DECOMP_SPECS = {  # name: (f(m, x) -> a real scalar, x)
+    "eigh": (_eigh_loss, SQ),
+    "eigh_batched_upper": (lambda m, x: _eigh_loss(m, x, upper=True), BSQ),
+    "eigvalsh": (lambda m, x: (m.linalg.eigvalsh(x + x.mT) ** 3).sum(), SQ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DECOMP_SPECS))
+def test_decomposition_double_backward(name):
+    f, x = DECOMP_SPECS[name]
+    check_double_backward(f, [x], rtol=1e-5, atol=1e-7)
