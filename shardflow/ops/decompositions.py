@@ -96,6 +96,16 @@ def _qr_grad_tall(xp, q, r, gq, gr):
     return grad_a + grad_b
 
 
+def _qr_grad_tall_graph(q, r, gq, gr):
+    """``_qr_grad_tall`` with differentiable Tensor ops (``backward_graph``)."""
+    solve = op("linalg_solve_triangular")
+    qdq = _tmT(q) @ gq
+    rdr = r @ _tmT(gr)
+    m = op("tril")(qdq - _tmT(qdq) + rdr - _tmT(rdr))
+    grad_a = q @ (gr + solve(_tmT(r), m, upper=False, left=False))
+    return grad_a + solve(_tmT(r), gq - q @ qdq, upper=False, left=False)
+
+
 class QR(Function):
     save_inputs = (0,)
     save_output = True
@@ -135,6 +145,19 @@ class QR(Function):
             gx = _qr_grad_tall(xp, q, u, gq + y @ _mT(gv), gu)
             ga = xp.concatenate([gx, q @ gv], axis=-1)
         return ga.astype(self.a.dtype, copy=False)
+
+    def backward_graph(self, gq, gr):
+        m, n = self.a.shape[-2:]
+        if self.mode == "r" or (self.mode == "complete" and m > n):
+            return self.backward(gq.array, gr.array)  # raises torch's error
+        # backward's formula with Q and R as this node's outputs (saved_output): any order
+        q, r = self.saved_output(0, self.q), self.saved_output(1, self.r)
+        if m >= n:
+            return _qr_grad_tall_graph(q, r, gq, gr)
+        y = self.saved_input(0, self.a)[..., :, m:]
+        u, gu, gv = r[..., :, :m], gr[..., :, :m], gr[..., :, m:]
+        gx = _qr_grad_tall_graph(q, u, gq + y @ _tmT(gv), gu)
+        return op("cat")([gx, q @ gv], -1)
 
 
 _QR_MODES = ("reduced", "complete", "r")
@@ -247,6 +270,28 @@ def _svd_grad(xp, u, s, vh, gu, gs, gvh):
     return ga
 
 
+def _svd_grad_graph(u, s, vh, gu, gs, gvh):
+    """``_svd_grad`` with differentiable Tensor ops (``backward_graph``)."""
+    m, n, k = u.shape[-2], vh.shape[-1], s.shape[-1]
+    v, gv = _tmT(vh), _tmT(gvh)
+    ugu = _tmT(u) @ gu
+    ugu = ugu - _tmT(ugu)
+    vgv = _tmT(v) @ gv
+    vgv = vgv - _tmT(vgv)
+    s2 = s * s
+    off = ~get_array_module(s.array).eye(k, dtype=bool)  # (k, k): the off-diagonal positions
+    e = s2.unsqueeze(-2) - s2.unsqueeze(-1)  # E_ij = S_j^2 - S_i^2
+    e = e + const(~off, e)  # 1 on the diagonal: no 0/0 in the graph
+    j = keep_where((ugu * s.unsqueeze(-2) + s.unsqueeze(-1) * vgv) / e, off) + op("diag_embed")(gs)
+    if m > n:
+        gu_sinv = gu / s.unsqueeze(-2)
+        return (u @ j + gu_sinv - u @ (_tmT(u) @ gu_sinv)) @ vh
+    if m < n:
+        gv_sinv = gv / s.unsqueeze(-2)
+        return u @ (j @ vh + _tmT(gv_sinv) - (_tmT(gv_sinv) @ v) @ vh)
+    return u @ j @ vh
+
+
 class SVD(Function):
     save_inputs = ()
     save_output = True
@@ -257,13 +302,21 @@ class SVD(Function):
         k = s.shape[-1]
         self.u, self.s, self.vh = u[..., :, :k], s, vh[..., :k, :]
         self.dtype = a.dtype
-        return u, s.astype(a.dtype, copy=False), vh
+        s = s.astype(a.dtype, copy=False)
+        self.outputs = (u, s, vh)  # the full factors, for saved_output (no copy: views above)
+        return u, s, vh
 
     def backward(self, gu, gs, gvh):
         xp = get_array_module(gs)
         k = self.s.shape[-1]
         ga = _svd_grad(xp, self.u, self.s, self.vh, gu[..., :, :k], gs, gvh[..., :k, :])
         return ga.astype(self.dtype, copy=False)
+
+    def backward_graph(self, gu, gs, gvh):
+        # backward's formula with U, S, Vh as this node's outputs (saved_output): any order
+        u, s, vh = (self.saved_output(i, a) for i, a in enumerate(self.outputs))
+        k = self.s.shape[-1]
+        return _svd_grad_graph(u[..., :, :k], s, vh[..., :k, :], gu[..., :, :k], gs, gvh[..., :k, :])
 
 
 @register("linalg_svd")

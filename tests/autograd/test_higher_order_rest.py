@@ -188,7 +188,34 @@ DECOMP_SPECS = {  # name: (f(m, x) -> a real scalar, x)
     "eigh": (_eigh_loss, SQ),
     "eigh_batched_upper": (lambda m, x: _eigh_loss(m, x, upper=True), BSQ),
     "eigvalsh": (lambda m, x: (m.linalg.eigvalsh(x + x.mT) ** 3).sum(), SQ),
+    "qr_square": (lambda m, x: _qr_loss(m, x), SQ),
+    "qr_tall_batched": (lambda m, x: _qr_loss(m, x), R.standard_normal((2, 4, 3))),
+    "qr_wide": (lambda m, x: _qr_loss(m, x), R.standard_normal((2, 4))),
+    "svd_square": (lambda m, x: _svd_loss(m, x, False), SQ),
+    "svd_tall_full": (lambda m, x: _svd_loss(m, x, True), R.standard_normal((4, 3))),
+    "svd_wide_batched": (lambda m, x: _svd_loss(m, x, False), R.standard_normal((2, 2, 4))),
+    "svdvals": (lambda m, x: (m.linalg.svdvals(x) ** 3).sum(), R.standard_normal((3, 4))),
 }
+
+
+def _sign_fixed(m, q, r):
+    """Q and R with R's diagonal made positive: a gauge-free pair (torch and LAPACK agree)."""
+    d = m.sign(m.diagonal(r, 0, -2, -1))
+    return q * d.unsqueeze(-2), r * d.unsqueeze(-1)
+
+
+def _qr_loss(m, x):
+    q, r = _sign_fixed(m, *m.linalg.qr(x))
+    return (q ** 3).sum() + (r ** 3).sum()
+
+
+def _svd_loss(m, x, full):
+    u, s, vh = m.linalg.svd(x, full_matrices=full)
+    k = s.shape[-1]
+    u, vh = u[..., :, :k], vh[..., :k, :]
+    # sign gauge: u_i v_i^T products and squares of entries do not see it
+    return (s ** 3).sum() + ((u * u) ** 2).sum() \
+        + ((vh * vh) ** 2 * s.unsqueeze(-1)).sum() + (u[..., :, :1] * vh[..., :1, :]).sum() ** 2
 
 
 @pytest.mark.parametrize("name", sorted(DECOMP_SPECS))
