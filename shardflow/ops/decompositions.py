@@ -27,6 +27,10 @@ the op spec table; ``^T`` over the last two dims):
   of ``U`` (``V``): ``(I - U U^T) gU S^-1 Vh``. ``full_matrices=True`` differentiates through
   the first ``k`` columns of ``U`` / rows of ``Vh`` (torch's narrowing). Distinct singular
   values are assumed, as by torch.
+
+Higher-order gradients: each ``backward_graph`` is the formula above written with
+differentiable ops (matmul, ``linalg_solve_triangular``, ``tril``, ``diag_embed``) on the
+factors as this node's outputs (``saved_output``), so any order follows.
 """
 
 from __future__ import annotations

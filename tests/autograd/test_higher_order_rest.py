@@ -222,3 +222,18 @@ def _svd_loss(m, x, full):
 def test_decomposition_double_backward(name):
     f, x = DECOMP_SPECS[name]
     check_double_backward(f, [x], rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["eigh", "qr_wide", "svd_tall_full"])
+def test_decomposition_third_order(name):
+    f, x = DECOMP_SPECS[name]
+    v = R.standard_normal(x.shape)
+
+    def third(m):
+        t = m.tensor(x, requires_grad=True)
+        g, = m.autograd.grad(f(m, t), t, create_graph=True)
+        h, = m.autograd.grad((g * m.tensor(v)).sum(), t, create_graph=True)
+        t3, = m.autograd.grad((h * m.tensor(v)).sum(), t)
+        return t3.detach().numpy()
+
+    np.testing.assert_allclose(third(sf), third(torch), rtol=1e-5, atol=1e-7)
