@@ -14,6 +14,7 @@ import numpy as np
 from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
 from ..backend import get_array_module, result_type
+from ._grad_graph import keep_where
 from ._util import (
     _SCALARS,
     _is_float_array,
@@ -135,6 +136,9 @@ class NanToNum(Function):
 
     def backward(self, g):
         return g * np.isfinite(self.x)
+
+    def backward_graph(self, g):
+        return keep_where(g, np.isfinite(self.x))  # linear in g, the finite mask fixed
 
 
 @register("nan_to_num")

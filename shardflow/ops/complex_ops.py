@@ -30,6 +30,7 @@ import numpy as np
 from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
 from ..backend import dtypes, get_array_module
+from ._grad_graph import const, keep_where, sum_to
 from ._util import as_tensor_arg, unbroadcast
 
 __all__ = ["view_as_real", "view_as_complex", "polar", "complex", "real", "imag", "conj",
@@ -72,6 +73,9 @@ class ViewAsReal(Function):
     def backward(self, g):
         return (g[..., 0] + 1j * g[..., 1]).astype(_COMPLEX_OF[g.dtype], copy=False)
 
+    def backward_graph(self, g):
+        return complex(g[..., 0], g[..., 1])
+
 
 class ViewAsComplex(Function):
     save_inputs = ()
@@ -81,6 +85,9 @@ class ViewAsComplex(Function):
 
     def backward(self, g):
         return _pairs(g)
+
+    def backward_graph(self, g):
+        return ViewAsReal.apply(g)
 
 
 @register("view_as_real")
@@ -138,6 +145,14 @@ class Polar(Function):
             gt = unbroadcast(self.r * (g * (1j * u).conjugate()).real, self.st).astype(self.t.dtype, copy=False)
         return gr, gt
 
+    def backward_graph(self, g):
+        # with w = g conj(e^{it}): gr = Re(w), gt = r Re(w conj(i)) = r Im(w)
+        r, t = self.saved_input(0, self.r), self.saved_input(1, self.t)
+        w = g * complex(t.cos(), -t.sin())
+        gr = sum_to(real(w), self.sr) if self.needs_input_grad[0] else None
+        gt = sum_to(r * imag(w), self.st) if self.needs_input_grad[1] else None
+        return gr, gt
+
 
 def _same_real_dtype(a: Tensor, b: Tensor, op: str, names=("abs", "angle")) -> None:
     if a.dtype is not b.dtype:
@@ -173,6 +188,11 @@ class Complex(Function):
         gb = unbroadcast(g.imag, self.sb).astype(self.db, copy=False) if self.needs_input_grad[1] else None
         return ga, gb
 
+    def backward_graph(self, g):
+        ga = sum_to(real(g), self.sa) if self.needs_input_grad[0] else None
+        gb = sum_to(imag(g), self.sb) if self.needs_input_grad[1] else None
+        return ga, gb
+
 
 @register("complex")
 def complex(real, imag) -> Tensor:
@@ -192,6 +212,9 @@ class Real(Function):
     def backward(self, g):
         return _complex_grad(g)
 
+    def backward_graph(self, g):
+        return complex(g, const(g.array * 0))  # g + 0i
+
 
 class Imag(Function):
     save_inputs = ()
@@ -201,6 +224,9 @@ class Imag(Function):
 
     def backward(self, g):
         return 1j * _complex_grad(g)
+
+    def backward_graph(self, g):
+        return complex(const(g.array * 0), g)  # i g
 
 
 @register("real")
@@ -233,6 +259,9 @@ class Conj(Function):
 
     def backward(self, g):
         return g.conjugate()
+
+    def backward_graph(self, g):
+        return Conj.apply(g)
 
 
 @register("conj", "conj_physical")
@@ -287,6 +316,16 @@ class Angle(Function):
         with np.errstate(divide="ignore", invalid="ignore"):
             gz = g * (1j * z) / mag2
         return xp.where(mag2 == 0, 0, gz).astype(z.dtype, copy=False)
+
+    def backward_graph(self, g):
+        if not _is_complex(self.z):
+            return const(get_array_module(g.array).zeros_like(g.array))  # angle is piecewise constant
+        z = self.saved_input(0, self.z)
+        mag2 = real(z * Conj.apply(z))
+        nonzero = self.z != 0
+        safe = mag2 + const(~nonzero, mag2)  # 1 where z == 0, so no 0/0 in the graph
+        gz = g * (z * 1j) / safe
+        return keep_where(gz, nonzero)
 
 
 @register("angle")

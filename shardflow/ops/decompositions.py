@@ -27,6 +27,10 @@ the op spec table; ``^T`` over the last two dims):
   of ``U`` (``V``): ``(I - U U^T) gU S^-1 Vh``. ``full_matrices=True`` differentiates through
   the first ``k`` columns of ``U`` / rows of ``Vh`` (torch's narrowing). Distinct singular
   values are assumed, as by torch.
+
+Higher-order gradients: each ``backward_graph`` is the formula above written with
+differentiable ops (matmul, ``linalg_solve_triangular``, ``tril``, ``diag_embed``) on the
+factors as this node's outputs (``saved_output``), so any order follows.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import numpy as np
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import get_array_module
+from ._grad_graph import const, keep_where, op
 from ._util import as_tensor_arg
 from .cholesky import LinAlgError, _tri_solve
 from .reduce import return_types
@@ -45,6 +50,10 @@ __all__ = ["linalg_qr", "qr", "linalg_eigh", "linalg_eigvalsh", "linalg_svd", "l
 
 def _mT(a):
     return a.swapaxes(-1, -2)
+
+
+def _tmT(t: Tensor) -> Tensor:
+    return t.transpose(-1, -2)
 
 
 def check_float_matrix(t: Tensor, op: str, square: bool = False) -> None:
@@ -91,6 +100,16 @@ def _qr_grad_tall(xp, q, r, gq, gr):
     return grad_a + grad_b
 
 
+def _qr_grad_tall_graph(q, r, gq, gr):
+    """``_qr_grad_tall`` with differentiable Tensor ops (``backward_graph``)."""
+    solve = op("linalg_solve_triangular")
+    qdq = _tmT(q) @ gq
+    rdr = r @ _tmT(gr)
+    m = op("tril")(qdq - _tmT(qdq) + rdr - _tmT(rdr))
+    grad_a = q @ (gr + solve(_tmT(r), m, upper=False, left=False))
+    return grad_a + solve(_tmT(r), gq - q @ qdq, upper=False, left=False)
+
+
 class QR(Function):
     save_inputs = (0,)
     save_output = True
@@ -130,6 +149,19 @@ class QR(Function):
             gx = _qr_grad_tall(xp, q, u, gq + y @ _mT(gv), gu)
             ga = xp.concatenate([gx, q @ gv], axis=-1)
         return ga.astype(self.a.dtype, copy=False)
+
+    def backward_graph(self, gq, gr):
+        m, n = self.a.shape[-2:]
+        if self.mode == "r" or (self.mode == "complete" and m > n):
+            return self.backward(gq.array, gr.array)  # raises torch's error
+        # backward's formula with Q and R as this node's outputs (saved_output): any order
+        q, r = self.saved_output(0, self.q), self.saved_output(1, self.r)
+        if m >= n:
+            return _qr_grad_tall_graph(q, r, gq, gr)
+        y = self.saved_input(0, self.a)[..., :, m:]
+        u, gu, gv = r[..., :, :m], gr[..., :, :m], gr[..., :, m:]
+        gx = _qr_grad_tall_graph(q, u, gq + y @ _tmT(gv), gu)
+        return op("cat")([gx, q @ gv], -1)
 
 
 _QR_MODES = ("reduced", "complete", "r")
@@ -179,6 +211,18 @@ class Eigh(Function):
         inner = xp.where(eye, 0, skew / xp.where(eye, 1, e))
         inner = inner + gw[..., :, None] * xp.eye(n, dtype=w.dtype)
         return (v @ inner @ _mT(v)).astype(w.dtype, copy=False)
+
+    def backward_graph(self, gw, gv):
+        # backward's formula with L and V as this node's outputs (saved_output): any order
+        w, v = self.saved_output(0, self.w), self.saved_output(1, self.v)
+        xp = get_array_module(self.w)
+        off = ~xp.eye(self.w.shape[-1], dtype=bool)  # (n, n): the off-diagonal positions
+        vt = _tmT(v)
+        vgv = vt @ gv
+        e = w.unsqueeze(-2) - w.unsqueeze(-1)  # E_ij = L_j - L_i
+        e = e + const(~off, e)  # 1 on the diagonal: no 0/0 in the graph
+        inner = keep_where((vgv - _tmT(vgv)) * 0.5 / e, off) + op("diag_embed")(gw)
+        return v @ inner @ vt
 
 
 def _uplo(UPLO: str, op: str) -> str:
@@ -230,6 +274,28 @@ def _svd_grad(xp, u, s, vh, gu, gs, gvh):
     return ga
 
 
+def _svd_grad_graph(u, s, vh, gu, gs, gvh):
+    """``_svd_grad`` with differentiable Tensor ops (``backward_graph``)."""
+    m, n, k = u.shape[-2], vh.shape[-1], s.shape[-1]
+    v, gv = _tmT(vh), _tmT(gvh)
+    ugu = _tmT(u) @ gu
+    ugu = ugu - _tmT(ugu)
+    vgv = _tmT(v) @ gv
+    vgv = vgv - _tmT(vgv)
+    s2 = s * s
+    off = ~get_array_module(s.array).eye(k, dtype=bool)  # (k, k): the off-diagonal positions
+    e = s2.unsqueeze(-2) - s2.unsqueeze(-1)  # E_ij = S_j^2 - S_i^2
+    e = e + const(~off, e)  # 1 on the diagonal: no 0/0 in the graph
+    j = keep_where((ugu * s.unsqueeze(-2) + s.unsqueeze(-1) * vgv) / e, off) + op("diag_embed")(gs)
+    if m > n:
+        gu_sinv = gu / s.unsqueeze(-2)
+        return (u @ j + gu_sinv - u @ (_tmT(u) @ gu_sinv)) @ vh
+    if m < n:
+        gv_sinv = gv / s.unsqueeze(-2)
+        return u @ (j @ vh + _tmT(gv_sinv) - (_tmT(gv_sinv) @ v) @ vh)
+    return u @ j @ vh
+
+
 class SVD(Function):
     save_inputs = ()
     save_output = True
@@ -240,13 +306,21 @@ class SVD(Function):
         k = s.shape[-1]
         self.u, self.s, self.vh = u[..., :, :k], s, vh[..., :k, :]
         self.dtype = a.dtype
-        return u, s.astype(a.dtype, copy=False), vh
+        s = s.astype(a.dtype, copy=False)
+        self.outputs = (u, s, vh)  # the full factors, for saved_output (no copy: views above)
+        return u, s, vh
 
     def backward(self, gu, gs, gvh):
         xp = get_array_module(gs)
         k = self.s.shape[-1]
         ga = _svd_grad(xp, self.u, self.s, self.vh, gu[..., :, :k], gs, gvh[..., :k, :])
         return ga.astype(self.dtype, copy=False)
+
+    def backward_graph(self, gu, gs, gvh):
+        # backward's formula with U, S, Vh as this node's outputs (saved_output): any order
+        u, s, vh = (self.saved_output(i, a) for i, a in enumerate(self.outputs))
+        k = self.s.shape[-1]
+        return _svd_grad_graph(u[..., :, :k], s, vh[..., :k, :], gu[..., :, :k], gs, gvh[..., :k, :])
 
 
 @register("linalg_svd")

@@ -15,6 +15,7 @@ from __future__ import annotations
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import get_array_module
+from ._grad_graph import linear_adjoint
 from ._util import wrap_dim
 from .shape import diagonal, reshape
 
@@ -30,14 +31,21 @@ class DiagEmbed(Function):
     save_inputs = ()
 
     def forward(self, x, offset=0, dim1=-2, dim2=-1):
-        xp = get_array_module(x)
         k = x.shape[-1]
         n = k + abs(offset)
-        self.offset, self.dims, self.k = offset, (dim1, dim2), k
-        out = xp.zeros(x.shape[:-1] + (n, n), x.dtype)
-        rows, cols = _diag_positions(xp, k, offset)
+        self.offset, self.dims, self.k, self.n = offset, (dim1, dim2), k, n
+        return self.linear_forward(x)
+
+    def linear_forward(self, x):
+        """``x`` embedded on the saved diagonal (also the adjoint of ``backward``)."""
+        xp = get_array_module(x)
+        out = xp.zeros(x.shape[:-1] + (self.n, self.n), x.dtype)
+        rows, cols = _diag_positions(xp, self.k, self.offset)
         out[..., rows, cols] = x
-        return xp.moveaxis(out, (-2, -1), (dim1, dim2))
+        return xp.moveaxis(out, (-2, -1), self.dims)
+
+    def backward_graph(self, g):
+        return linear_adjoint(self, g)  # linear in g (_grad_graph.py)
 
     def backward(self, g):
         xp = get_array_module(g)

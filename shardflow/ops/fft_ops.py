@@ -39,6 +39,7 @@ import numpy as np
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import get_array_module
+from ._grad_graph import linear_adjoint
 from ._util import as_tensor_arg
 
 __all__ = ["fft_fft", "fft_ifft", "fft_fft2", "fft_ifft2", "fft_fftn", "fft_ifftn", "fft_rfft",
@@ -132,12 +133,20 @@ class C2C(Function):
     save_inputs = ()
 
     def forward(self, x, dims=(), sizes=(), norm="backward", inverse=False):
-        xp = get_array_module(x)
         self.in_shape, self.in_dtype = x.shape, x.dtype
-        self.dims, self.norm, self.inverse = dims, norm, inverse
-        f = xp.fft.ifftn if inverse else xp.fft.fftn
-        a = _resize(xp, x, dims, sizes)
-        return f(a, axes=dims, norm=norm).astype(_COMPLEX_OF[x.dtype], copy=False)
+        self.dims, self.sizes, self.norm, self.inverse = dims, sizes, norm, inverse
+        return self.linear_forward(x)
+
+    def linear_forward(self, x):
+        """The transform of ``x`` with the saved dims, sizes and norm (the adjoint of
+        ``backward``: the second derivative's map, _grad_graph.py)."""
+        xp = get_array_module(x)
+        f = xp.fft.ifftn if self.inverse else xp.fft.fftn
+        a = _resize(xp, x, self.dims, self.sizes)
+        return f(a, axes=self.dims, norm=self.norm).astype(_COMPLEX_OF[x.dtype], copy=False)
+
+    def backward_graph(self, g):
+        return linear_adjoint(self, g)  # linear (_grad_graph.py)
 
     def backward(self, g):
         xp = get_array_module(g)
@@ -155,10 +164,17 @@ class R2C(Function):
     save_inputs = ()
 
     def forward(self, x, dim=-1, n=1, norm="backward"):
-        xp = get_array_module(x)
         self.in_shape, self.in_dtype, self.dim, self.n, self.norm = x.shape, x.dtype, dim, n, norm
-        a = _resize(xp, x, [dim], [n])
-        return xp.fft.rfft(a, axis=dim, norm=norm).astype(_COMPLEX_OF[x.dtype], copy=False)
+        return self.linear_forward(x)
+
+    def linear_forward(self, x):
+        """The transform of ``x`` with the saved dim, length and norm."""
+        xp = get_array_module(x)
+        a = _resize(xp, x, [self.dim], [self.n])
+        return xp.fft.rfft(a, axis=self.dim, norm=self.norm).astype(_COMPLEX_OF[x.dtype], copy=False)
+
+    def backward_graph(self, g):
+        return linear_adjoint(self, g)  # linear (_grad_graph.py)
 
     def backward(self, g):
         xp = get_array_module(g)
@@ -174,10 +190,18 @@ class C2R(Function):
     save_inputs = ()
 
     def forward(self, x, dim=-1, n=2, norm="backward"):
-        xp = get_array_module(x)
         self.in_shape, self.in_dtype, self.dim, self.n, self.norm = x.shape, x.dtype, dim, n, norm
+        return self.linear_forward(x)
+
+    def linear_forward(self, x):
+        """The transform of ``x`` with the saved dim, length and norm."""
+        xp = get_array_module(x)
+        n, dim = self.n, self.dim
         a = _resize(xp, x, [dim], [n // 2 + 1])
-        return xp.fft.irfft(a, n=n, axis=dim, norm=norm).astype(_REAL_OF[x.dtype], copy=False)
+        return xp.fft.irfft(a, n=n, axis=dim, norm=self.norm).astype(_REAL_OF[x.dtype], copy=False)
+
+    def backward_graph(self, g):
+        return linear_adjoint(self, g)  # linear (_grad_graph.py)
 
     def backward(self, g):
         xp = get_array_module(g)

@@ -52,6 +52,7 @@ import numpy as np
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import get_array_module
+from ._grad_graph import linear_adjoint
 from ._util import ntuple
 from .pool import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 
@@ -154,13 +155,20 @@ class Resample(Function):
     save_inputs = ()
 
     def forward(self, x, plans=()):
+        self.plans = plans
+        return self.linear_forward(x)
+
+    def linear_forward(self, x):
+        """The resampling of ``x`` by the saved plans (also the adjoint of ``backward``)."""
         xp = get_array_module(x)
         xa, dt = _up(x) if x.dtype.kind in "fV" else (x, None)
         y = xa
-        for axis, _, idx, w in plans:
+        for axis, _, idx, w in self.plans:
             y = _gather_taps(xp, y, axis, idx, w)
-        self.plans, self.dt = plans, dt
         return _down(y, dt)
+
+    def backward_graph(self, g):
+        return linear_adjoint(self, g)  # linear in g with the plans fixed (_grad_graph.py)
 
     def backward(self, g):
         xp = get_array_module(g)
@@ -357,6 +365,16 @@ class Im2Col(Function):
         self.geometry, self.batched, self.hw, self.dt = geometry, batched, xb.shape[2:], dt
         return _down(out if batched else out[0], dt)
 
+    def linear_forward(self, h):
+        """``h`` (the input's shape) unfolded with the saved geometry."""
+        xp = get_array_module(h)
+        ha, dt = _up(h)
+        out = _im2col(xp, ha if self.batched else ha[None], *self.geometry)
+        return _down(out if self.batched else out[0], dt)
+
+    def backward_graph(self, g):
+        return linear_adjoint(self, g)  # linear: fold <-> unfold (_grad_graph.py)
+
     def backward(self, g):
         xp = get_array_module(g)
         ga, dt = _up(g)
@@ -374,8 +392,18 @@ class Col2Im(Function):
         ca, dt = _up(cols)
         cb = ca if batched else ca[None]
         out = xp.ascontiguousarray(_col2im(xp, cb, output_size, *geometry))
-        self.geometry, self.batched, self.dt = geometry, batched, dt
+        self.geometry, self.batched, self.dt, self.out_hw = geometry, batched, dt, output_size
         return _down(out if batched else out[0], dt)
+
+    def linear_forward(self, h):
+        """``h`` (the columns' shape) folded with the saved geometry."""
+        xp = get_array_module(h)
+        ha, dt = _up(h)
+        out = xp.ascontiguousarray(_col2im(xp, ha if self.batched else ha[None], self.out_hw, *self.geometry))
+        return _down(out if self.batched else out[0], dt)
+
+    def backward_graph(self, g):
+        return linear_adjoint(self, g)  # linear: unfold <-> fold (_grad_graph.py)
 
     def backward(self, g):
         xp = get_array_module(g)

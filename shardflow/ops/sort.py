@@ -25,6 +25,7 @@ from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
 from ..backend import CPU, device_of, to_device
 from ..backend.random import rng
+from ._grad_graph import keep_where, linear_adjoint
 from ._util import as_array, wrap_dim
 from .reduce import _scatter_grad, return_types
 
@@ -60,8 +61,18 @@ class _Select(Function):
             vals, idx = vals.squeeze(dim), idx.squeeze(dim)
         return vals, idx
 
-    def backward(self, g, _g_indices):
+    def backward(self, g, _g_indices=None):
         return _scatter_grad(g, self.idx, self.shape, self.dim, self.keepdim)
+
+    def backward_graph(self, g, _g_indices=None):
+        return linear_adjoint(self, g)  # linear in g with the indices fixed (_grad_graph.py)
+
+    def linear_forward(self, h):
+        """``h`` (the input's shape) read at the saved indices: the adjoint of ``backward``."""
+        if h.ndim == 0:
+            return h.copy()
+        vals = np.take_along_axis(h, self.idx, axis=self.dim)
+        return vals if self.keepdim else vals.squeeze(self.dim)
 
 
 def _dim_of(input: Tensor, dim) -> int:
@@ -161,6 +172,10 @@ class _MedianAll(Function):
     def backward(self, g):
         mask = self.a == self.out
         return as_array(np.where(mask, g / mask.sum(), 0).astype(g.dtype, copy=False))
+
+    def backward_graph(self, g):
+        mask = self.a == self.out  # the tied positions: piecewise constant
+        return keep_where(g.expand(*self.a.shape) / int(mask.sum()), mask)
 
 
 @register("median")

@@ -39,6 +39,7 @@ from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import CPU, dtypes, get_array_module, to_device
 from ..backend.ufuncs import accumulate
+from ._grad_graph import keep_where
 from ._util import as_array, inplace, wrap_dim
 from .reduce import return_types
 from .sort import _Select
@@ -180,6 +181,10 @@ class _NanMedianAll(Function):
         mask = self.a == self.out
         count = max(int(mask.sum()), 1)
         return as_array(xp.where(mask, g / count, 0).astype(g.dtype, copy=False))
+
+    def backward_graph(self, g):
+        mask = self.a == self.out  # the tied positions: piecewise constant
+        return keep_where(g.expand(*self.a.shape) / max(int(mask.sum()), 1), mask)
 
 
 @register("nanmedian")
