@@ -161,14 +161,24 @@ def test_fsdp2_example_trains_like_torch(tmp_path, argv):
     _close_in_bulk(pairs, tol["adam"], tol["adam_atol"], tol["bulk"])
 
 
-def _run_script_file(directory: Path, argv, timeout: float = 300.0) -> str:
+# torch 2.13's own teardown of a gloo process group can abort a spawned child after its
+# work is done ("terminate called without an active exception", SIGABRT; seen once in CI under
+# load): the torch reference run is started again once on exactly that, never shardflow's.
+_TORCH_TEARDOWN_ABORT = "terminate called without an active exception"
+
+
+def _run_script_file(directory: Path, argv, timeout: float = 300.0, *, reference: bool = False) -> str:
     """``python main.py ARGV`` in ``directory`` (a program that starts its own processes).
     Output stays block-buffered, so each process writes its lines whole (unbuffered, two
-    processes' prints can interleave within a line)."""
+    processes' prints can interleave within a line). ``reference``: the torch run (see
+    _TORCH_TEARDOWN_ABORT)."""
     env = rank_env({"OMP_NUM_THREADS": "1"})
     env.pop("PYTHONUNBUFFERED", None)
-    proc = subprocess.run([sys.executable, "main.py", *argv], cwd=directory, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    for attempt in (1, 2):
+        proc = subprocess.run([sys.executable, "main.py", *argv], cwd=directory, env=env,
+                              capture_output=True, text=True, timeout=timeout)
+        if proc.returncode == 0 or not reference or _TORCH_TEARDOWN_ABORT not in proc.stderr:
+            break
     assert proc.returncode == 0, f"main.py failed (rc={proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout
 
@@ -228,7 +238,7 @@ def test_ddp_tutorial_spawned_processes_run_like_torch(tmp_path):
     outputs = {}
     for name, use_sf in (("shardflow", True), ("torch", False)):  # shardflow first: it fails first
         _program_copy(tmp_path / name, here, ("main.py",), use_sf)
-        outputs[name] = sorted(line for line in _run_script_file(tmp_path / name, [], timeout=120).splitlines()
-                               if line.strip())
+        out = _run_script_file(tmp_path / name, [], timeout=120, reference=not use_sf)
+        outputs[name] = sorted(line for line in out.splitlines() if line.strip())
     assert outputs["shardflow"] == outputs["torch"]
     assert len(outputs["torch"]) == 8  # 2 demos x 2 ranks x (started, finished)
