@@ -144,18 +144,21 @@ def _im2col_t(xpad, ksize, stride, dilation, osize):
     return cols
 
 
+def _window_slices(pos, stride, dilation, osize) -> tuple:
+    """The (N, C, *S) slices that kernel position ``pos`` reads over all output positions."""
+    return (slice(None), slice(None)) + tuple(
+        slice(p * dl, p * dl + st * (o - 1) + 1, st) for p, st, dl, o in zip(pos, stride, dilation, osize)
+    )
+
+
 def _col2im_t(gcols, xshape_padded, ksize, stride, dilation, osize):
     """Adjoint of ``_im2col_t``: add the (C, *K, N, *O) column gradient back into a zero
     padded (N, C, *S) input gradient, one strided-slice addition per kernel position."""
     n, c = xshape_padded[:2]
-    d = len(ksize)
     g = gcols.reshape((c,) + tuple(ksize) + (n,) + tuple(osize))
     gx = get_array_module(gcols).zeros(xshape_padded, dtype=gcols.dtype)
     for pos in itertools.product(*(range(k) for k in ksize)):
-        sl = (slice(None), slice(None)) + tuple(
-            slice(pos[i] * dilation[i], pos[i] * dilation[i] + stride[i] * (osize[i] - 1) + 1, stride[i])
-            for i in range(d)
-        )
+        sl = _window_slices(pos, stride, dilation, osize)
         gx[sl] += g[(slice(None),) + pos].swapaxes(0, 1)
     return gx
 
@@ -311,14 +314,10 @@ def _uncol(cols, xpshape, ksize, stride, dilation, osize, pads, xshape):
     """The (N, C, *S) input back from its (C, *K, N, *O) column buffer (forward keeps no
     other copy). Positions no window reads stay 0: the weight gradient never reads them."""
     n, c = xpshape[:2]
-    d = len(ksize)
     cols = cols.reshape((c,) + tuple(ksize) + (n,) + tuple(osize))
     xpad = get_array_module(cols).zeros(xpshape, dtype=cols.dtype)
     for pos in itertools.product(*(range(k) for k in ksize)):
-        sl = (slice(None), slice(None)) + tuple(
-            slice(pos[i] * dilation[i], pos[i] * dilation[i] + stride[i] * (osize[i] - 1) + 1, stride[i])
-            for i in range(d)
-        )
+        sl = _window_slices(pos, stride, dilation, osize)
         xpad[sl] = cols[(slice(None),) + pos].swapaxes(0, 1)
     return _crop(xpad, pads, xshape)
 
