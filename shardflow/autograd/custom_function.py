@@ -65,7 +65,7 @@ import warnings
 
 from ..backend import from_numpy_dtype
 from . import grad_mode
-from .function import Function
+from .function import Function, edge_of
 from .tensor import Tensor, _is_differentiable, _wrap
 
 # ----------------------------------------------------------------------------- adoption
@@ -132,7 +132,7 @@ def _apply(cls, *args, **kwargs):
     node.needs_input_grad = needs
     executable = any(needs) and grad_mode.is_grad_enabled()
     # the inputs' producers before forward runs (a dirty input's history is rebased after it)
-    edges = tuple(_edge_of(a) if need else None for a, need in zip(args, needs))
+    edges = tuple(edge_of(a) if need else None for a, need in zip(args, needs))
     with grad_mode.no_grad():
         if setup_context is None:
             out = cls.forward(node, *args)
@@ -178,14 +178,6 @@ _MISSING = object()
 def _signature(forward) -> inspect.Signature:
     """``forward``'s signature, read once per function (binding happens on every apply)."""
     return inspect.signature(forward)
-
-
-def _edge_of(t: Tensor):
-    """The packed graph edge (function.py) to the producer of ``t``, which requires grad."""
-    producer = t.grad_fn
-    if producer is None:
-        return t
-    return producer if t._output_nr == 0 else (producer, t._output_nr)
 
 
 def _link_outputs(node, args: tuple, edges: tuple, out, executable: bool):

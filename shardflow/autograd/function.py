@@ -393,6 +393,16 @@ class AccumulateGrad:
         return "<AccumulateGrad>"
 
 
+def edge_of(t: Tensor):
+    """The packed graph edge (module docstring) to the producer of ``t``, which requires
+    grad: the leaf itself, its producer for output 0, else ``(producer, output_nr)``.
+    ``apply`` builds the same inline (the per-op path)."""
+    producer = t.grad_fn
+    if producer is None:
+        return t
+    return producer if t._output_nr == 0 else (producer, t._output_nr)
+
+
 def _edge_pair(edge):
     """A packed edge (``Function._edges``) as the pair ``(node, output number)`` (or None)."""
     if edge is None or type(edge) is tuple:

@@ -24,13 +24,15 @@ loop with no fast path, because here every step works on Tensors and records a g
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..backend import get_array_module
 from ..backend.fp_errors import enter_quiet, exit_quiet
 from . import grad_mode
 from .anomaly_mode import _flags as _anomaly_flags
 from .anomaly_mode import check_gradients_for_nan
 from .engine import _check_gradient_count, _check_versions, _collect_dependencies, _raise_freed
-from .function import Function
+from .function import Function, edge_of
 from .tensor import Tensor, _wrap
 
 
@@ -158,12 +160,7 @@ def _call_backward_graph(fn: Function, gouts: list) -> tuple:
         if len(in_grads) != len(fn._edges):
             in_grads = _check_gradient_count(fn, in_grads)
         return tuple(g if g is None or isinstance(g, Tensor) else _wrap(g) for g in in_grads)
-    arrays = fn.backward(*[g.array for g in gouts])
-    if not isinstance(arrays, tuple):
-        arrays = (arrays,)
-    if len(arrays) != len(fn._edges):
-        arrays = _check_gradient_count(fn, arrays)
-    return _link_no_double_backward(fn, gouts, arrays)
+    return first_order_only(fn, *gouts)
 
 
 def first_order_only(fn: Function, *grad_outputs: Tensor) -> tuple:
@@ -182,7 +179,7 @@ def first_order_only(fn: Function, *grad_outputs: Tensor) -> tuple:
 def _link_no_double_backward(fn: Function, gouts: list, arrays: tuple) -> tuple:
     """``arrays`` (``fn``'s first-order input gradients) as outputs of a NoDoubleBackward
     node whose edges are the output gradients' and ``fn``'s own (see the module docstring)."""
-    edges = [_edge_of(g) for g in gouts if g.requires_grad]
+    edges = [edge_of(g) for g in gouts if g.requires_grad]
     edges += [e for e in fn._edges if e is not None]
     if not edges:
         return tuple(None if a is None else _wrap(a) for a in arrays)
@@ -196,14 +193,6 @@ def _link_no_double_backward(fn: Function, gouts: list, arrays: tuple) -> tuple:
     node._out_shape = None
     node._out_meta = [((), None) if a is None else (a.shape, a.dtype) for a in arrays]
     return tuple(None if a is None else _wrap(a, True, node, k) for k, a in enumerate(arrays))
-
-
-def _edge_of(t: Tensor):
-    """The packed graph edge (function.py) to the producer of ``t`` (which requires grad)."""
-    producer = t.grad_fn
-    if producer is None:
-        return t
-    return producer if t._output_nr == 0 else (producer, t._output_nr)
 
 
 def _run_output_hooks(fn: Function, gouts: list) -> None:
@@ -249,8 +238,6 @@ def _deliver_leaf(leaf: Tensor, g: Tensor, capture) -> None:
 
 def _fit_gradient(fn: Function, i: int, g: Tensor, expected) -> Tensor:
     """``engine._fit_gradient`` with differentiable ops: sum over the broadcast dims."""
-    import numpy as np
-
     expected = tuple(expected)
     try:
         compatible = np.broadcast_shapes(expected, tuple(g.shape)) == tuple(g.shape)

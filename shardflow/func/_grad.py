@@ -48,12 +48,7 @@ def grad_and_value(func, argnums=0, has_aux: bool = False):
         with _nesting.differentiating():
             diff_args, leaves = _nesting.make_differentiable(diff_args)
             output = func(*_nesting.replace_argnums(args, argnums_, diff_args), **kwargs)
-            aux = None
-            if has_aux:
-                if not (isinstance(output, tuple) and len(output) == 2):
-                    raise RuntimeError("grad_and_value(f)(*args): output of function f should be a tuple: "
-                                       "(output, aux) if has_aux is True")
-                output, aux = output
+            output, aux = _nesting.split_aux(output, has_aux, "grad_and_value(f)(*args)")
             if not isinstance(output, Tensor):
                 raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got "
                                    f"{type(output)}")
@@ -100,12 +95,7 @@ def vjp(func, *primals, has_aux: bool = False):
     with _nesting.differentiating():
         diff_primals, leaves = _nesting.make_differentiable(primals_in)
         output = func(*diff_primals)
-        aux = None
-        if has_aux:
-            if not (isinstance(output, tuple) and len(output) == 2):
-                raise RuntimeError("vjp(f, *primals): output of function f should be a tuple: (output, aux) "
-                                   "if has_aux is True")
-            output, aux = output
+        output, aux = _nesting.split_aux(output, has_aux, "vjp(f, *primals)")
         flat_out, out_spec = tree_flatten(output)
         check_tensor_outputs(flat_out, "vjp(f, *primals)")
     outside = grad_on and _nesting.reaches_outside(flat_out, leaves)

@@ -61,11 +61,7 @@ def _run(func, args, kwargs, argnums, has_aux: bool, api: str):
     argnums_, diff_args = slice_argnums_checked(args, argnums)
     diff_args, leaves = _nesting.make_differentiable(diff_args)
     output = func(*_nesting.replace_argnums(args, argnums_, diff_args), **kwargs)
-    aux = None
-    if has_aux:
-        if not (isinstance(output, tuple) and len(output) == 2):
-            raise RuntimeError(f"{api}: output of function f should be a tuple: (output, aux) if has_aux is True")
-        output, aux = output
+    output, aux = _nesting.split_aux(output, has_aux, api)
     flat_out, out_spec = tree_flatten(output)
     check_tensor_outputs(flat_out, f"{api}(f, *primals)")
     return flat_out, out_spec, leaves, tree_flatten(diff_args)[1], aux
@@ -160,11 +156,7 @@ def jvp(func, primals, tangents, *, strict: bool = False, has_aux: bool = False)
     with _nesting.differentiating():
         diff_primals, leaves = _nesting.make_differentiable(primals)
         output = func(*diff_primals)
-        aux = None
-        if has_aux:
-            if not (isinstance(output, tuple) and len(output) == 2):
-                raise RuntimeError(f"{api}: output of function f should be a tuple: (output, aux) if has_aux is True")
-            output, aux = output
+        output, aux = _nesting.split_aux(output, has_aux, api)
         flat_out, out_spec = tree_flatten(output)
         check_tensor_outputs(flat_out, api)
         if strict and any(not o.requires_grad for o in flat_out):

@@ -130,6 +130,16 @@ def detach_all(tree):
     return tree_unflatten([x.detach() if isinstance(x, Tensor) else x for x in leaves], spec)
 
 
+def split_aux(output, has_aux: bool, api: str):
+    """``(output, aux)`` of a transformed function's result: with ``has_aux`` it must be a
+    pair (torch's error otherwise, prefixed by ``api``); without, aux is None."""
+    if not has_aux:
+        return output, None
+    if not (isinstance(output, tuple) and len(output) == 2):
+        raise RuntimeError(f"{api}: output of function f should be a tuple: (output, aux) if has_aux is True")
+    return output
+
+
 def func_name(func) -> str:
     if hasattr(func, "__name__"):
         return func.__name__
