@@ -262,3 +262,26 @@ def test_no_shardflow_module_imports_scipy_at_import_time():
                    for attr, v in vars(mod).items()
                    if isinstance(v, types.ModuleType) and v.__name__.split(".")[0] == "scipy")
     assert bound == []
+
+
+def test_cuda_tensors_give_the_cpu_values():
+    """On ``device="cuda"`` (CuPy's host stand-in, tests/doubles/host_cuda.py): SciPy-backed
+    functions round-trip through the host, the polynomials run on the array module; results
+    stay on the device and equal the CPU's, gradients included."""
+    from ..doubles import host_cuda
+
+    x_np = np.array([-1.5, 0.0, 0.5, 2.0])
+    cpu = {}
+    for dev in ("cpu", "cuda"):
+        with host_cuda.installed():
+            x = shardflow.tensor(x_np, device=dev, requires_grad=True)
+            q = shardflow.tensor([1.0, 2.0, 0.5, 3.0], device=dev)
+            outs = [SF.ndtr(x), SF.bessel_j0(x.detach()), SF.zeta(x.detach() + 3.0, q),
+                    SF.xlog1py(x, q), SF.chebyshev_polynomial_t(x.detach(), 5), SF.i1(x)]
+            assert all(o.device.type == dev for o in outs)
+            (grad,) = shardflow.autograd.grad(sum(o.sum() for o in outs if o.requires_grad), x)
+            cpu.setdefault("outs", [o.detach().cpu().numpy() for o in outs])
+            cpu.setdefault("grad", grad.cpu().numpy())
+            for o, want in zip(outs, cpu["outs"]):
+                np.testing.assert_allclose(o.detach().cpu().numpy(), want, rtol=1e-12)
+            np.testing.assert_allclose(grad.cpu().numpy(), cpu["grad"], rtol=1e-12)
