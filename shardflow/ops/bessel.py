@@ -15,6 +15,7 @@ import numpy as np
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import OPS, register
 from ..backend import CPU, device_of, to_device
+from ..backend.meta import MetaArray
 from ._util import as_tensor_arg, float_dtype_of, inplace
 from .conversion import to_dtype
 
@@ -22,21 +23,29 @@ __all__ = ["i0", "i0_"]
 
 
 def _host64(a) -> np.ndarray:
+    if isinstance(a, MetaArray):
+        return MetaArray(a.shape, np.float64)
     return np.asarray(to_device(a, CPU), dtype=np.float64)
 
 
-def _like(values: np.ndarray, like):
+def _like(values, like):
+    if isinstance(values, MetaArray):  # meta input: the shape only
+        return MetaArray(values.shape, like.dtype)
     values = values.astype(like.dtype)
     return values if isinstance(like, np.ndarray) else to_device(values, device_of(like))
 
 
 def i0_array(x: np.ndarray) -> np.ndarray:
+    if isinstance(x, MetaArray):
+        return x
     with np.errstate(all="ignore"):
         out = np.i0(x)
     return np.where(np.isfinite(x), out, np.nan)
 
 
 def i1_array(x: np.ndarray) -> np.ndarray:
+    if isinstance(x, MetaArray):
+        return x
     ax = np.abs(x)
     out = np.empty_like(ax)
     with np.errstate(all="ignore"):

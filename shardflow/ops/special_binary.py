@@ -18,12 +18,22 @@ from ..autograd import Function, Tensor
 from ..autograd.dispatch import OPS, register
 from ..backend import get_array_module
 from ._util import unbroadcast
-from .special_common import float_pair, not_differentiable, on_host, scipy_special, write_out
+from .special_common import (
+    float_pair,
+    meta_result,
+    not_differentiable,
+    on_host,
+    scipy_special,
+    write_out,
+)
 
 __all__: list[str] = []
 
 
 def xlog1py_array(x, y):
+    meta = meta_result(x, y)
+    if meta is not None:
+        return meta
     xp = get_array_module(x)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = x * xp.log1p(y)
@@ -76,7 +86,8 @@ def zeta_array(x, q):
         z = scipy_special().zeta(a, b)
         return np.where(((a == np.inf) & (b > 1)) | ((b == np.inf) & (a > 1)), np.nan, z)
 
-    x, q = get_array_module(x).broadcast_arrays(x, q)
+    if meta_result(x, q) is None:
+        x, q = get_array_module(x).broadcast_arrays(x, q)
     return on_host(f, x, q)
 
 

@@ -26,6 +26,7 @@ import numpy as np
 from ..autograd import Function, Tensor
 from ..autograd import grad_mode as _gm
 from ..backend import CPU, device_of, dtypes, result_type, to_device
+from ..backend.meta import MetaArray
 from ..backend.scipy_lib import scipy_module
 from ._util import as_tensor_arg
 from .conversion import to_dtype
@@ -84,9 +85,21 @@ def like(values: np.ndarray, ref):
     return values if isinstance(ref, np.ndarray) else to_device(values, device_of(ref))
 
 
+def meta_result(*arrays):
+    """For meta arrays (a shape and dtype, no data): the elementwise result, an empty meta
+    array of the broadcast shape in ``arrays[0]``'s dtype; None for arrays with data."""
+    if not any(isinstance(a, MetaArray) for a in arrays):
+        return None
+    return MetaArray(np.broadcast_shapes(*(a.shape for a in arrays)), arrays[0].dtype)
+
+
 def on_host(fn, *arrays):
     """``fn`` (a SciPy ufunc or a NumPy function of float64 arrays) on ``arrays``, evaluated
-    on the host in float64 and returned in ``arrays[0]``'s dtype and device."""
+    on the host in float64 and returned in ``arrays[0]``'s dtype and device (meta arrays:
+    the shape only)."""
+    meta = meta_result(*arrays)
+    if meta is not None:
+        return meta
     with np.errstate(all="ignore"):
         out = fn(*(host64(a) for a in arrays))
     return like(np.asarray(out), arrays[0])

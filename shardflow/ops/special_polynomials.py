@@ -27,7 +27,7 @@ import numpy as np
 from ..autograd import Tensor
 from ..autograd.dispatch import register
 from ..backend import get_array_module
-from .special_common import NoDerivative, float_pair, write_out
+from .special_common import NoDerivative, float_pair, meta_result, write_out
 
 __all__: list[str] = []
 
@@ -143,6 +143,9 @@ def _kernel(fn, shifted: bool = False, hermite: bool | None = None):
     """The array function ``(x, n) -> P_n(x)`` of dtype ``x.dtype`` for ``fn``."""
 
     def kernel(x, n):
+        meta = meta_result(x, n)
+        if meta is not None:
+            return meta
         xp = get_array_module(x)
         x, n = xp.broadcast_arrays(x, n)
         # ATen's arithmetic type: float32 stays float32 (so it overflows where ATen does)

@@ -285,3 +285,13 @@ def test_cuda_tensors_give_the_cpu_values():
             for o, want in zip(outs, cpu["outs"]):
                 np.testing.assert_allclose(o.detach().cpu().numpy(), want, rtol=1e-12)
             np.testing.assert_allclose(grad.cpu().numpy(), cpu["grad"], rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["ndtr", "bessel_j0", "i0", "i1", "zeta", "xlog1py",
+                                  "legendre_polynomial_p"])
+def test_meta_tensors_give_torch_shape_and_dtype(name):
+    args = [(3, 1), (4,)] if name in ("zeta", "xlog1py", "legendre_polynomial_p") else [(3, 1)]
+    got = getattr(SF, name)(*[shardflow.empty(*s, device="meta") for s in args])
+    want = getattr(TS, name)(*[torch.empty(*s, device="meta") for s in args])
+    assert got.device.type == "meta" and tuple(got.shape) == tuple(want.shape)
+    assert str(got.dtype)[10:] == str(want.dtype)[6:]
