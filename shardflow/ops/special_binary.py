@@ -100,7 +100,7 @@ class _Zeta(Function):
 
     def backward(self, g):
         if self.needs_input_grad[0]:
-            raise not_differentiable("zeta")
+            raise not_differentiable("zeta", "in its first argument (x) ")
         with np.errstate(all="ignore"):
             gq = g * -self.x * zeta_array(self.x + 1.0, self.q)
         return None, unbroadcast(gq.astype(g.dtype, copy=False), self.q.shape)
@@ -109,7 +109,7 @@ class _Zeta(Function):
         from . import _grad_graph as _gg
 
         if self.needs_input_grad[0]:
-            raise not_differentiable("zeta")
+            raise not_differentiable("zeta", "in its first argument (x) ")
         x_t, q_t = self.saved_input(0, self.x), self.saved_input(1, self.q)
         return None, _gg.sum_to(g * -x_t * OPS["special_zeta"](x_t + 1.0, q_t), self.q.shape)
 

@@ -122,10 +122,12 @@ class NoDerivative(Function):
         raise not_differentiable(self.op_name)
 
 
-def not_differentiable(name: str) -> NotImplementedError:
+def not_differentiable(name: str, which: str = "") -> NotImplementedError:
+    """PyTorch's error for a missing derivative, with what to do instead; ``which`` names the
+    argument when the function is differentiable in the others (zeta)."""
     return NotImplementedError(
         f"the derivative for '{name}' is not implemented. torch.special.{name} has no gradient "
-        "in PyTorch either; compute it without a graph (under torch.no_grad() or on "
+        f"{which}in PyTorch either; compute it without a graph (under torch.no_grad() or on "
         "input.detach()) or write the derivative as a torch.autograd.Function")
 
 

@@ -292,6 +292,6 @@ def test_cuda_tensors_give_the_cpu_values():
 def test_meta_tensors_give_torch_shape_and_dtype(name):
     args = [(3, 1), (4,)] if name in ("zeta", "xlog1py", "legendre_polynomial_p") else [(3, 1)]
     got = getattr(SF, name)(*[shardflow.empty(*s, device="meta") for s in args])
-    want = getattr(TS, name)(*[torch.empty(*s, device="meta") for s in args])
+    want = getattr(TS, name)(*[torch.ones(*s) for s in args])  # (torch's meta kernels: 3 s to load)
     assert got.device.type == "meta" and tuple(got.shape) == tuple(want.shape)
     assert str(got.dtype)[10:] == str(want.dtype)[6:]
