@@ -5,15 +5,17 @@
 power series ``sum_k (x/2)^(2k+1) / (k! (k+1)!)`` for ``|x| <= 20`` (positive terms, 80 of
 them) and the asymptotic expansion ``e^x / sqrt(2 pi x) sum_k (-1)^k prod_j (4 - (2j-1)^2) /
 (k! (8x)^k)`` (30 terms) above; ``I1`` is odd. Non-finite inputs give NaN, as ATen's.
-Gradients: ``I0' = I1``, ``I1' = I0 - I1 / x`` (``1/2`` at 0)."""
+Gradients: ``I0' = I1``, ``I1' = I0 - I1 / x`` (``1/2`` at 0), both also as
+``backward_graph`` (written with ``I0`` and ``I1`` again), so every order differentiates."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ..autograd import Function, Tensor
-from ..autograd.dispatch import register
+from ..autograd.dispatch import OPS, register
 from ..backend import CPU, device_of, to_device
+from ..backend.meta import MetaArray
 from ._util import as_tensor_arg, float_dtype_of, inplace
 from .conversion import to_dtype
 
@@ -21,21 +23,29 @@ __all__ = ["i0", "i0_"]
 
 
 def _host64(a) -> np.ndarray:
+    if isinstance(a, MetaArray):
+        return MetaArray(a.shape, np.float64)
     return np.asarray(to_device(a, CPU), dtype=np.float64)
 
 
-def _like(values: np.ndarray, like):
+def _like(values, like):
+    if isinstance(values, MetaArray):  # meta input: the shape only
+        return MetaArray(values.shape, like.dtype)
     values = values.astype(like.dtype)
     return values if isinstance(like, np.ndarray) else to_device(values, device_of(like))
 
 
 def i0_array(x: np.ndarray) -> np.ndarray:
+    if isinstance(x, MetaArray):
+        return x
     with np.errstate(all="ignore"):
         out = np.i0(x)
     return np.where(np.isfinite(x), out, np.nan)
 
 
 def i1_array(x: np.ndarray) -> np.ndarray:
+    if isinstance(x, MetaArray):
+        return x
     ax = np.abs(x)
     out = np.empty_like(ax)
     with np.errstate(all="ignore"):
@@ -72,6 +82,9 @@ class _I0(Function):
     def backward(self, g):
         return g * _like(i1_array(_host64(self.x)), g)
 
+    def backward_graph(self, g):  # I0' = I1, itself differentiable: any order
+        return g * _I1.apply(self.saved_input(0))
+
 
 class _I1(Function):
     save_inputs = (0,)
@@ -85,6 +98,14 @@ class _I1(Function):
         with np.errstate(all="ignore"):
             d = np.where(x == 0, 0.5, i0_array(x) - i1_array(x) / x)
         return g * _like(d, g)
+
+    def backward_graph(self, g):
+        """``I1' = I0 - I1 / x`` with Tensors (``1/2`` at 0, where ``x`` is replaced by 1
+        inside the quotient so that no NaN reaches a later derivative)."""
+        x = self.saved_input(0)
+        at_zero = Tensor(self.x == 0)
+        safe = OPS["where"](at_zero, 1.0, x)
+        return g * OPS["where"](at_zero, 0.5, _I0.apply(x) - _I1.apply(x) / safe)
 
 
 def _float(input) -> Tensor:

@@ -1,0 +1,187 @@
+"""What ``torch.special``'s ops share (``special_unary``, ``special_binary``,
+``special_polynomials``): the dtype rule, host evaluation through SciPy, ``out=``, and the
+node for functions PyTorch gives no derivative.
+
+* Dtypes (PyTorch's): integer and bool inputs compute in the default float dtype; floating
+  inputs keep their dtype; two-argument functions take the promoted dtype of both
+  (``backend.result_type``: a Python number does not widen a tensor), then the same rule.
+* Numerics: SciPy's ``scipy.special`` (imported on first use through
+  ``backend/scipy_lib.py``) on a float64 copy of the input, cast back. A CuPy (GPU) array is
+  evaluated on the host and the result copied back to its device, as ``ops/bessel.py``
+  does: every function stays available on every device at the cost of two copies.
+* ``out=``: the result is written into ``out`` (resized when its shape differs, with
+  PyTorch's warning when ``out`` was not empty); like PyTorch, not while the result needs a
+  gradient.
+* No derivative: where PyTorch has none (Bessel functions, polynomials, ``zeta``'s first
+  argument), backward raises ``NotImplementedError("the derivative for '<name>' is not
+  implemented")``, PyTorch's message for ``zeta``, rather than a silent zero.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ..autograd import Function, Tensor
+from ..autograd import grad_mode as _gm
+from ..backend import CPU, device_of, dtypes, result_type, to_device
+from ..backend.meta import MetaArray
+from ..backend.scipy_lib import scipy_module
+from ._util import as_tensor_arg
+from .conversion import to_dtype
+
+__all__: list[str] = []
+
+
+def scipy_special():
+    """``scipy.special``, imported on first use (never when shardflow is imported)."""
+    return scipy_module("special")
+
+
+def float_input(x) -> Tensor:
+    """``x`` as a Tensor of a floating dtype: integers and bool go to the default dtype."""
+    t = as_tensor_arg(x)
+    return t if t.array.dtype.kind in "fV" else to_dtype(t, dtypes.get_default_dtype())
+
+
+def float_pair(a, b) -> tuple[Tensor, Tensor]:
+    """``a``, ``b`` (Tensors or Python numbers, at least one a Tensor) as two Tensors of
+    their promoted floating dtype, on the device of the Tensor among them."""
+    ops = [(v.dtype, v.array.ndim) if isinstance(v, Tensor) else _number(v) for v in (a, b)]
+    dt = result_type(ops)
+    if not dt.is_floating_point:
+        dt = dtypes.get_default_dtype()
+    like = a if isinstance(a, Tensor) else b
+    if not isinstance(like, Tensor):
+        like = as_tensor_arg(like)
+    return _as_dtype(a, dt, like), _as_dtype(b, dt, like)
+
+
+def _number(v):
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, (bool, int, float)):
+        return v
+    raise TypeError(f"expected a Tensor or a Python number, got {type(v).__name__}")
+
+
+def _as_dtype(v, dt, like: Tensor) -> Tensor:
+    if isinstance(v, Tensor):
+        return v if v.dtype is dt else to_dtype(v, dt)
+    arr = np.asarray(v, dtype=dt.np)
+    dev = device_of(like.array)
+    return Tensor(arr if dev.type == "cpu" else to_device(arr, dev))
+
+
+def host64(a) -> np.ndarray:
+    """A float64 NumPy copy of array ``a`` (host or device)."""
+    return np.asarray(to_device(a, CPU) if not isinstance(a, np.ndarray) else a, dtype=np.float64)
+
+
+def like(values: np.ndarray, ref):
+    """Host float64 ``values`` in ``ref``'s dtype and on ``ref``'s device."""
+    values = values.astype(ref.dtype, copy=False)
+    return values if isinstance(ref, np.ndarray) else to_device(values, device_of(ref))
+
+
+def meta_result(*arrays):
+    """For meta arrays (a shape and dtype, no data): the elementwise result, an empty meta
+    array of the broadcast shape in ``arrays[0]``'s dtype; None for arrays with data."""
+    if not any(isinstance(a, MetaArray) for a in arrays):
+        return None
+    return MetaArray(np.broadcast_shapes(*(a.shape for a in arrays)), arrays[0].dtype)
+
+
+def on_host(fn, *arrays):
+    """``fn`` (a SciPy ufunc or a NumPy function of float64 arrays) on ``arrays``, evaluated
+    on the host in float64 and returned in ``arrays[0]``'s dtype and device (meta arrays:
+    the shape only)."""
+    meta = meta_result(*arrays)
+    if meta is not None:
+        return meta
+    with np.errstate(all="ignore"):
+        out = fn(*(host64(a) for a in arrays))
+    return like(np.asarray(out), arrays[0])
+
+
+class NoDerivative(Function):
+    """``y = fn(*arrays)`` for a function PyTorch does not differentiate: backward raises
+    (apply with ``fn=`` the array function and ``name=`` torch's name)."""
+
+    save_inputs = ()
+
+    def forward(self, *arrays, fn=None, name=""):
+        self.op_name = name
+        return fn(*arrays)
+
+    def backward(self, *grads):
+        raise not_differentiable(self.op_name)
+
+    def backward_graph(self, *grads):
+        raise not_differentiable(self.op_name)
+
+
+def not_differentiable(name: str, which: str = "") -> NotImplementedError:
+    """PyTorch's error for a missing derivative, with what to do instead; ``which`` names the
+    argument when the function is differentiable in the others (zeta)."""
+    return NotImplementedError(
+        f"the derivative for '{name}' is not implemented. torch.special.{name} has no gradient "
+        f"{which}in PyTorch either; compute it without a graph (under torch.no_grad() or on "
+        "input.detach()) or write the derivative as a torch.autograd.Function")
+
+
+def write_out(result: Tensor, out, name: str) -> Tensor:
+    """``result`` written into ``out`` (``out=``), PyTorch's way; ``result`` itself when
+    ``out`` is None."""
+    if out is None:
+        return result
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if _gm.is_grad_enabled() and (result.requires_grad or out.requires_grad):
+        raise RuntimeError(
+            f"{name}(): functions with out=... arguments don't support automatic "
+            "differentiation, but one of the arguments requires grad. Call it without out= "
+            "(y = f(x)) or under torch.no_grad()")
+    if result.dtype.is_floating_point and not out.dtype.is_floating_point:
+        raise RuntimeError(
+            f"result type {_scalar_type(result.dtype)} can't be cast to the desired output "
+            f"type {_scalar_type(out.dtype)}: pass a floating out tensor")
+    shape = tuple(result.shape)
+    if tuple(out.shape) != shape:
+        if out.numel() != 0:
+            warnings.warn(
+                f"An output with one or more elements was resized since it had shape "
+                f"{list(out.shape)}, which does not match the required output shape "
+                f"{list(shape)}. This behavior is deprecated, and in a future PyTorch release "
+                "outputs will not be resized unless they have zero elements. You can "
+                "explicitly reuse an out tensor t by resizing it, inplace, to zero elements "
+                "with t.resize_(0).", UserWarning, stacklevel=3)
+        out.resize_(shape)
+    with _gm.no_grad():
+        out.copy_(result)
+    return out
+
+
+_SCALAR_TYPES = {"float64": "Double", "float32": "Float", "float16": "Half", "bfloat16": "BFloat16",
+                 "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+                 "bool": "Bool"}
+
+
+def _scalar_type(dt) -> str:
+    """PyTorch's ScalarType name of ``dt`` (its error messages use them)."""
+    return _SCALAR_TYPES.get(dt.name, dt.name)
+
+
+def with_out(op, name: str):
+    """``op`` with a keyword ``out=`` (for the ``torch.special`` names that are existing ops:
+    ``special.erf(x, out=y)``)."""
+
+    def special_op(*args, out=None, **kwargs):
+        return write_out(op(*args, **kwargs), out, name)
+
+    special_op.__name__ = special_op.__qualname__ = name
+    special_op.__doc__ = f"``torch.special.{name}``: ``torch.{getattr(op, '__name__', name)}`` " \
+                         "with ``out=``."
+    special_op.__wrapped__ = op
+    return special_op
