@@ -15,6 +15,10 @@ from .ops._linalg_names import (
     inv,
     inv_ex,
     lstsq,
+    lu,
+    lu_factor,
+    lu_factor_ex,
+    lu_solve,
     matmul,
     matrix_exp,
     matrix_norm,
@@ -39,6 +43,6 @@ from .ops._linalg_names import (
 from .ops.cholesky import LinAlgError
 
 __all__ = ["cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv",
-           "inv_ex", "lstsq", "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank",
+           "inv_ex", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank",
            "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd",
            "svdvals", "tensorinv", "tensorsolve", "vander", "vecdot", "vector_norm", "LinAlgError"]

@@ -28,7 +28,8 @@ from .shape import diagonal as _diagonal
 __all__ = ["vector_norm", "matrix_norm", "norm", "inv", "inv_ex", "det", "slogdet", "solve", "solve_ex",
            "cross", "matmul", "multi_dot", "matrix_power", "diagonal", "vecdot", "LinAlgError",
            "qr", "eigh", "eigvalsh", "svd", "svdvals", "cholesky", "cholesky_ex", "solve_triangular",
-           "lstsq", "pinv", "matrix_rank", "matrix_exp", "cond", "tensorinv", "tensorsolve", "vander"]
+           "lstsq", "pinv", "matrix_rank", "matrix_exp", "cond", "tensorinv", "tensorsolve", "vander",
+           "lu", "lu_factor", "lu_factor_ex", "lu_solve"]
 
 
 from .cholesky import LinAlgError  # one torch.linalg.LinAlgError for every linalg op
@@ -45,6 +46,10 @@ from .linalg_derived import linalg_lstsq as lstsq
 from .linalg_derived import linalg_matrix_exp as matrix_exp
 from .linalg_derived import linalg_matrix_rank as matrix_rank
 from .linalg_derived import linalg_pinv as pinv
+from .linalg_lu import linalg_lu as lu
+from .linalg_lu import linalg_lu_factor as lu_factor
+from .linalg_lu import linalg_lu_factor_ex as lu_factor_ex
+from .linalg_lu import linalg_lu_solve as lu_solve
 from .tensor_products import linalg_cross as _linalg_cross
 
 

@@ -1,0 +1,61 @@
+"""Specs for the LU family (shardflow/ops/linalg_lu.py): values, gradients against torch and
+float64 finite differences, square, rectangular and batched. Random Gaussian matrices are
+invertible with probability one and their partial pivoting has no ties, so LAPACK's pivots
+(NumPy/SciPy's and torch's) agree; ``lu_solve`` gets a matrix with a larger diagonal so the
+solve is well conditioned. float32 and float64 only: torch's CPU build has no bfloat16 LU.
+"""
+
+import torch
+
+from shardflow.testing.opspec import Arg, OpSpec
+
+NO_BF16 = ("float32", "float64")
+NOTE = "torch's CPU linear algebra has no bfloat16 kernels"
+
+
+def _la(name, fn, inputs, **kw):
+    kw.setdefault("atol", 1e-4)
+    kw.setdefault("rtol", 1e-3)
+    kw.setdefault("notes", NOTE)
+    return OpSpec(name, fn, inputs, dtypes=NO_BF16, **kw)
+
+
+def L(m, name):
+    """``torch.linalg.<name>``; shardflow's op ``linalg_<name>`` (``shardflow.linalg`` re-exports
+    it, checked in test_linalg_lu.py), so that the op coverage check sees the spec call it."""
+    return getattr(m.linalg, name) if m is torch else getattr(m, "linalg_" + name)
+
+
+def _dominant(m, a):
+    return a + 3 * m.eye(a.shape[-1], dtype=a.dtype)
+
+
+def _lu_solve(m, a, b, **kw):
+    lu, piv = L(m, "lu_factor")(_dominant(m, a))
+    return L(m, "lu_solve")(lu, piv, b, **kw)
+
+
+SPECS = [
+    _la("linalg_lu_factor_square", lambda m, a: L(m, "lu_factor")(a), [Arg((4, 4))]),
+    _la("linalg_lu_factor_wide_batched", lambda m, a: L(m, "lu_factor")(a), [Arg((2, 3, 5))]),
+    _la("linalg_lu_factor_tall", lambda m, a: L(m, "lu_factor")(a), [Arg((5, 3))]),
+    _la("linalg_lu_factor_ex", lambda m, a: L(m, "lu_factor_ex")(a), [Arg((2, 3, 3))]),
+    _la("linalg_lu_square_batched", lambda m, a: L(m, "lu")(a), [Arg((2, 3, 3))]),
+    _la("linalg_lu_wide", lambda m, a: L(m, "lu")(a), [Arg((3, 4))]),
+    _la("linalg_lu_tall", lambda m, a: L(m, "lu")(a), [Arg((4, 2))]),
+    _la("lu_legacy_with_infos", lambda m, a: m.lu(a, get_infos=True), [Arg((3, 3))]),
+    _la("lu_method", lambda m, a: a.lu(), [Arg((2, 3, 3))]),
+    _la("lu_unpack", lambda m, a: m.lu_unpack(*L(m, "lu_factor")(a)), [Arg((4, 3))]),
+    _la("lu_unpack_data_only", lambda m, a: m.lu_unpack(*L(m, "lu_factor")(a), unpack_pivots=False)[1:],
+        [Arg((3, 4))]),
+    _la("linalg_lu_solve", lambda m, a, b: _lu_solve(m, a, b), [Arg((3, 3)), Arg((3, 2))]),
+    _la("linalg_lu_solve_adjoint_broadcast", lambda m, a, b: _lu_solve(m, a, b, adjoint=True),
+        [Arg((2, 3, 3)), Arg((3, 2))]),
+    _la("linalg_lu_solve_right", lambda m, a, b: _lu_solve(m, a, b, left=False), [Arg((3, 3)), Arg((2, 2, 3))]),
+    _la("linalg_lu_solve_right_adjoint", lambda m, a, b: _lu_solve(m, a, b, left=False, adjoint=True),
+        [Arg((2, 3, 3)), Arg((4, 3))]),
+    _la("lu_solve_legacy", lambda m, a, b: m.lu_solve(b, *L(m, "lu_factor")(_dominant(m, a))),
+        [Arg((3, 3)), Arg((3, 1))]),
+    _la("lu_solve_method", lambda m, a, b: b.lu_solve(*L(m, "lu_factor")(_dominant(m, a))),
+        [Arg((2, 3, 3)), Arg((2, 3, 2))]),
+]
