@@ -45,6 +45,7 @@ from .index import *
 from .index_extra import *
 from .index_reduce import *
 from .linalg_derived import *
+from .linalg_eig import *
 from .linalg_lu import *
 from .linalg_ops import *
 from .loss import *

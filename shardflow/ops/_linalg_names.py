@@ -29,7 +29,7 @@ __all__ = ["vector_norm", "matrix_norm", "norm", "inv", "inv_ex", "det", "slogde
            "cross", "matmul", "multi_dot", "matrix_power", "diagonal", "vecdot", "LinAlgError",
            "qr", "eigh", "eigvalsh", "svd", "svdvals", "cholesky", "cholesky_ex", "solve_triangular",
            "lstsq", "pinv", "matrix_rank", "matrix_exp", "cond", "tensorinv", "tensorsolve", "vander",
-           "lu", "lu_factor", "lu_factor_ex", "lu_solve"]
+           "lu", "lu_factor", "lu_factor_ex", "lu_solve", "eig", "eigvals"]
 
 
 from .cholesky import LinAlgError  # one torch.linalg.LinAlgError for every linalg op
@@ -46,6 +46,8 @@ from .linalg_derived import linalg_lstsq as lstsq
 from .linalg_derived import linalg_matrix_exp as matrix_exp
 from .linalg_derived import linalg_matrix_rank as matrix_rank
 from .linalg_derived import linalg_pinv as pinv
+from .linalg_eig import linalg_eig as eig
+from .linalg_eig import linalg_eigvals as eigvals
 from .linalg_lu import linalg_lu as lu
 from .linalg_lu import linalg_lu_factor as lu_factor
 from .linalg_lu import linalg_lu_factor_ex as lu_factor_ex

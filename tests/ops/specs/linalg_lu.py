@@ -1,8 +1,12 @@
-"""Specs for the LU family (shardflow/ops/linalg_lu.py): values, gradients against torch and
+"""Specs for the LU family (shardflow/ops/linalg_lu.py) and the general eigendecomposition
+(linalg_eig.py): values, gradients against torch and
 float64 finite differences, square, rectangular and batched. Random Gaussian matrices are
 invertible with probability one and their partial pivoting has no ties, so LAPACK's pivots
 (NumPy/SciPy's and torch's) agree; ``lu_solve`` gets a matrix with a larger diagonal so the
-solve is well conditioned. float32 and float64 only: torch's CPU build has no bfloat16 LU.
+solve is well conditioned. ``eig`` is compared through functions that see neither the order
+of the eigenvalues nor the phases of the eigenvectors (LAPACK's gauge): power sums of the
+eigenvalues and ``sum_i |V_ki|^2 Re(L_i)`` per row, whose gradients exercise both backward
+terms; the inputs have complex eigenvalue pairs. float32 and float64 only: torch's CPU build has no bfloat16 LU.
 """
 
 import torch
@@ -35,7 +39,20 @@ def _lu_solve(m, a, b, **kw):
     return L(m, "lu_solve")(lu, piv, b, **kw)
 
 
+def _eig_summary(m, a):
+    w, v = L(m, "eig")(a)  # (..., n), (..., n, n) complex
+    return (v.abs() ** 2 * w.real.unsqueeze(-2)).sum(-1), (w * w).real.sum(-1), (w.imag ** 2).sum(-1)
+
+
+def _eigvals_summary(m, a):
+    w = L(m, "eigvals")(a)
+    return (w * w * w).real.sum(-1), w.abs().sum(-1)
+
+
 SPECS = [
+    _la("linalg_eig", _eig_summary, [Arg((4, 4))], seed=1),
+    _la("linalg_eig_batched", _eig_summary, [Arg((2, 3, 3))], seed=2),
+    _la("linalg_eigvals", _eigvals_summary, [Arg((2, 4, 4))], seed=3),
     _la("linalg_lu_factor_square", lambda m, a: L(m, "lu_factor")(a), [Arg((4, 4))]),
     _la("linalg_lu_factor_wide_batched", lambda m, a: L(m, "lu_factor")(a), [Arg((2, 3, 5))]),
     _la("linalg_lu_factor_tall", lambda m, a: L(m, "lu_factor")(a), [Arg((5, 3))]),
