@@ -14,6 +14,7 @@ from .ops._linalg_names import (
     eigh,
     eigvals,
     eigvalsh,
+    householder_product,
     inv,
     inv_ex,
     lstsq,
@@ -44,7 +45,7 @@ from .ops._linalg_names import (
 )
 from .ops.cholesky import LinAlgError
 
-__all__ = ["cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv",
+__all__ = ["cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "householder_product", "inv",
            "inv_ex", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank",
            "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd",
            "svdvals", "tensorinv", "tensorsolve", "vander", "vecdot", "vector_norm", "LinAlgError"]

@@ -29,7 +29,8 @@ __all__ = ["vector_norm", "matrix_norm", "norm", "inv", "inv_ex", "det", "slogde
            "cross", "matmul", "multi_dot", "matrix_power", "diagonal", "vecdot", "LinAlgError",
            "qr", "eigh", "eigvalsh", "svd", "svdvals", "cholesky", "cholesky_ex", "solve_triangular",
            "lstsq", "pinv", "matrix_rank", "matrix_exp", "cond", "tensorinv", "tensorsolve", "vander",
-           "lu", "lu_factor", "lu_factor_ex", "lu_solve", "eig", "eigvals"]
+           "lu", "lu_factor", "lu_factor_ex", "lu_solve", "eig", "eigvals",
+           "householder_product"]
 
 
 from .cholesky import LinAlgError  # one torch.linalg.LinAlgError for every linalg op
@@ -48,6 +49,7 @@ from .linalg_derived import linalg_matrix_rank as matrix_rank
 from .linalg_derived import linalg_pinv as pinv
 from .linalg_eig import linalg_eig as eig
 from .linalg_eig import linalg_eigvals as eigvals
+from .linalg_householder import linalg_householder_product as householder_product
 from .linalg_lu import linalg_lu as lu
 from .linalg_lu import linalg_lu_factor as lu_factor
 from .linalg_lu import linalg_lu_factor_ex as lu_factor_ex

@@ -1,5 +1,5 @@
 """Specs for the LU family (shardflow/ops/linalg_lu.py) and the general eigendecomposition
-(linalg_eig.py): values, gradients against torch and
+(linalg_eig.py) and the Householder reflectors (linalg_householder.py): values, gradients against torch and
 float64 finite differences, square, rectangular and batched. Random Gaussian matrices are
 invertible with probability one and their partial pivoting has no ties, so LAPACK's pivots
 (NumPy/SciPy's and torch's) agree; ``lu_solve`` gets a matrix with a larger diagonal so the
@@ -75,4 +75,16 @@ SPECS = [
         [Arg((3, 3)), Arg((3, 1))]),
     _la("lu_solve_method", lambda m, a, b: b.lu_solve(*L(m, "lu_factor")(_dominant(m, a))),
         [Arg((2, 3, 3)), Arg((2, 3, 2))]),
+    # ---------------------------------------------------------------- Householder
+    _la("linalg_householder_product", lambda m, a, t: L(m, "householder_product")(a, t),
+        [Arg((5, 3)), Arg((2,))]),
+    _la("orgqr_batched", lambda m, a, t: m.orgqr(a, t), [Arg((2, 4, 4)), Arg((2, 4))]),
+    _la("orgqr_method", lambda m, a, t: a.orgqr(t), [Arg((4, 2)), Arg((2,))]),
+    _la("ormqr_left", lambda m, a, t, c: m.ormqr(a, t, c), [Arg((5, 3)), Arg((3,)), Arg((5, 2))]),
+    _la("ormqr_right_transpose_method", lambda m, a, t, c: a.ormqr(t, c, left=False, transpose=True),
+        [Arg((2, 4, 3)), Arg((2, 3)), Arg((2, 2, 4))]),
+    OpSpec("geqrf", lambda m, a: m.geqrf(a), [Arg((2, 5, 3))], grad=False, fd=False, dtypes=NO_BF16,
+           atol=1e-4, rtol=1e-3, notes=NOTE + "; geqrf has no derivative (torch raises too)"),
+    OpSpec("geqrf_method_wide", lambda m, a: a.geqrf(), [Arg((3, 4))], grad=False, fd=False, dtypes=NO_BF16,
+           atol=1e-4, rtol=1e-3, notes=NOTE + "; geqrf has no derivative (torch raises too)"),
 ]
