@@ -17,6 +17,9 @@ from .ops._linalg_names import (
     householder_product,
     inv,
     inv_ex,
+    ldl_factor,
+    ldl_factor_ex,
+    ldl_solve,
     lstsq,
     lu,
     lu_factor,
@@ -46,6 +49,6 @@ from .ops._linalg_names import (
 from .ops.cholesky import LinAlgError
 
 __all__ = ["cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "householder_product", "inv",
-           "inv_ex", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank",
+           "inv_ex", "ldl_factor", "ldl_factor_ex", "ldl_solve", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank",
            "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd",
            "svdvals", "tensorinv", "tensorsolve", "vander", "vecdot", "vector_norm", "LinAlgError"]

@@ -47,6 +47,7 @@ from .index_reduce import *
 from .linalg_derived import *
 from .linalg_eig import *
 from .linalg_householder import *
+from .linalg_ldl import *
 from .linalg_lu import *
 from .linalg_ops import *
 from .loss import *

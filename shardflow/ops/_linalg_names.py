@@ -30,7 +30,7 @@ __all__ = ["vector_norm", "matrix_norm", "norm", "inv", "inv_ex", "det", "slogde
            "qr", "eigh", "eigvalsh", "svd", "svdvals", "cholesky", "cholesky_ex", "solve_triangular",
            "lstsq", "pinv", "matrix_rank", "matrix_exp", "cond", "tensorinv", "tensorsolve", "vander",
            "lu", "lu_factor", "lu_factor_ex", "lu_solve", "eig", "eigvals",
-           "householder_product"]
+           "householder_product", "ldl_factor", "ldl_factor_ex", "ldl_solve"]
 
 
 from .cholesky import LinAlgError  # one torch.linalg.LinAlgError for every linalg op
@@ -50,6 +50,9 @@ from .linalg_derived import linalg_pinv as pinv
 from .linalg_eig import linalg_eig as eig
 from .linalg_eig import linalg_eigvals as eigvals
 from .linalg_householder import linalg_householder_product as householder_product
+from .linalg_ldl import linalg_ldl_factor as ldl_factor
+from .linalg_ldl import linalg_ldl_factor_ex as ldl_factor_ex
+from .linalg_ldl import linalg_ldl_solve as ldl_solve
 from .linalg_lu import linalg_lu as lu
 from .linalg_lu import linalg_lu_factor as lu_factor
 from .linalg_lu import linalg_lu_factor_ex as lu_factor_ex

@@ -43,14 +43,13 @@ class NotDifferentiable(Function):
 
     save_inputs = ()
 
-    def forward(self, *arrays, forward_fn=None, name=""):
-        self.op_name = name
+    def forward(self, *arrays, forward_fn=None, name="", instead=""):
+        self.op_name, self.instead = name, instead
         return forward_fn(*arrays)
 
     def backward(self, *grads):
         raise RuntimeError(f"the derivative for '{self.op_name}' is not implemented (torch has none "
-                           "either); detach the input, or use a differentiable op (e.g. "
-                           "torch.linalg.qr instead of geqrf)")
+                           "either); detach the input, or use the differentiable {self.instead}")
 
 
 def _geqrf(a):
@@ -74,7 +73,8 @@ def geqrf(input, *, out=None):
     vectors below it, their scalars in ``tau`` (LAPACK's ``geqrf``; see ``orgqr``)."""
     A = as_tensor_arg(input)
     check_float_matrix(A, "torch.geqrf")
-    qr, tau = NotDifferentiable.apply(A, forward_fn=_geqrf, name="geqrf")
+    qr, tau = NotDifferentiable.apply(A, forward_fn=_geqrf, name="geqrf",
+                                      instead="torch.linalg.qr")
     return return_types.geqrf(qr, tau)
 
 

@@ -1,5 +1,6 @@
 """Specs for the LU family (shardflow/ops/linalg_lu.py) and the general eigendecomposition
-(linalg_eig.py) and the Householder reflectors (linalg_householder.py): values, gradients against torch and
+(linalg_eig.py) the Householder reflectors
+(linalg_householder.py) and LDL^T (linalg_ldl.py, symmetric inputs built as ``a + a^T``): values, gradients against torch and
 float64 finite differences, square, rectangular and batched. Random Gaussian matrices are
 invertible with probability one and their partial pivoting has no ties, so LAPACK's pivots
 (NumPy/SciPy's and torch's) agree; ``lu_solve`` gets a matrix with a larger diagonal so the
@@ -87,4 +88,13 @@ SPECS = [
            atol=1e-4, rtol=1e-3, notes=NOTE + "; geqrf has no derivative (torch raises too)"),
     OpSpec("geqrf_method_wide", lambda m, a: a.geqrf(), [Arg((3, 4))], grad=False, fd=False, dtypes=NO_BF16,
            atol=1e-4, rtol=1e-3, notes=NOTE + "; geqrf has no derivative (torch raises too)"),
+    # ---------------------------------------------------------------- LDL (no derivative, as torch)
+    OpSpec("linalg_ldl_factor", lambda m, a: L(m, "ldl_factor")(a + a.mT), [Arg((2, 4, 4))], grad=False, fd=False,
+           dtypes=NO_BF16, atol=1e-4, rtol=1e-3, notes=NOTE + "; no derivative (torch has none)"),
+    OpSpec("linalg_ldl_factor_ex_hermitian", lambda m, a: L(m, "ldl_factor_ex")(a + a.mT, hermitian=True),
+           [Arg((3, 3))], grad=False, fd=False, dtypes=NO_BF16, atol=1e-4, rtol=1e-3,
+           notes=NOTE + "; no derivative (torch has none)"),
+    OpSpec("linalg_ldl_solve", lambda m, a, b: L(m, "ldl_solve")(*L(m, "ldl_factor")(_dominant(m, a + a.mT)), b),
+           [Arg((2, 3, 3)), Arg((2, 3, 2))], grad=False, fd=False, dtypes=NO_BF16, atol=1e-4, rtol=1e-3,
+           notes=NOTE + "; no derivative (torch has none)"),
 ]
