@@ -48,6 +48,7 @@ from .linalg_derived import *
 from .linalg_eig import *
 from .linalg_householder import *
 from .linalg_ldl import *
+from .linalg_lowrank import *
 from .linalg_lu import *
 from .linalg_ops import *
 from .loss import *

@@ -1,13 +1,18 @@
 """Specs for the LU family (shardflow/ops/linalg_lu.py) and the general eigendecomposition
 (linalg_eig.py) the Householder reflectors
-(linalg_householder.py) and LDL^T (linalg_ldl.py, symmetric inputs built as ``a + a^T``): values, gradients against torch and
+(linalg_householder.py), LDL^T (linalg_ldl.py, symmetric inputs built as ``a + a^T``) and the
+randomised low-rank SVD / PCA (linalg_lowrank.py): values, gradients against torch and
 float64 finite differences, square, rectangular and batched. Random Gaussian matrices are
 invertible with probability one and their partial pivoting has no ties, so LAPACK's pivots
 (NumPy/SciPy's and torch's) agree; ``lu_solve`` gets a matrix with a larger diagonal so the
 solve is well conditioned. ``eig`` is compared through functions that see neither the order
 of the eigenvalues nor the phases of the eigenvectors (LAPACK's gauge): power sums of the
 eigenvalues and ``sum_i |V_ki|^2 Re(L_i)`` per row, whose gradients exercise both backward
-terms; the inputs have complex eigenvalue pairs. float32 and float64 only: torch's CPU build has no bfloat16 LU.
+terms; the inputs have complex eigenvalue pairs. ``svd_lowrank`` / ``pca_lowrank`` draw a random
+basis (torch's and shardflow's generators differ), so they get a matrix of rank at most ``q``
+(built inside the spec as ``x @ y``), for which the singular values and ``U diag(S) V^T`` are
+exact whatever the draw; their gradients depend on the draw (checked against finite differences
+at a fixed seed in test_linalg_lu.py). float32 and float64 only: torch's CPU build has no bfloat16 LU.
 """
 
 import torch
@@ -48,6 +53,11 @@ def _eig_summary(m, a):
 def _eigvals_summary(m, a):
     w = L(m, "eigvals")(a)
     return (w * w * w).real.sum(-1), w.abs().sum(-1)
+
+
+def _lowrank_summary(usv):
+    u, s, v = usv
+    return s, (u * s.unsqueeze(-2)) @ v.mT
 
 
 SPECS = [
@@ -97,4 +107,14 @@ SPECS = [
     OpSpec("linalg_ldl_solve", lambda m, a, b: L(m, "ldl_solve")(*L(m, "ldl_factor")(_dominant(m, a + a.mT)), b),
            [Arg((2, 3, 3)), Arg((2, 3, 2))], grad=False, fd=False, dtypes=NO_BF16, atol=1e-4, rtol=1e-3,
            notes=NOTE + "; no derivative (torch has none)"),
+    # ---------------------------------------------------------------- randomised low rank
+    OpSpec("svd_lowrank_rank_q", lambda m, x, y: _lowrank_summary(m.svd_lowrank(x @ y, q=2)),
+           [Arg((2, 6, 2)), Arg((2, 2, 4))], grad=False, fd=False, dtypes=NO_BF16, atol=1e-4, rtol=1e-3,
+           notes=NOTE + "; random basis: exact only for rank <= q, gradients depend on the draw"),
+    OpSpec("svd_lowrank_wide_with_m", lambda m, x, y, c: _lowrank_summary(m.svd_lowrank(x @ y + c, q=3, M=c)),
+           [Arg((3, 2)), Arg((2, 5)), Arg((1, 5))], grad=False, fd=False, dtypes=NO_BF16, atol=1e-4,
+           rtol=1e-3, notes=NOTE + "; random basis: exact only for rank <= q, gradients depend on the draw"),
+    OpSpec("pca_lowrank", lambda m, x, y, c: _lowrank_summary(m.pca_lowrank(x @ y + c, q=3)),
+           [Arg((7, 2)), Arg((2, 4)), Arg((1, 4))], grad=False, fd=False, dtypes=NO_BF16, atol=1e-4,
+           rtol=1e-3, notes=NOTE + "; random basis: exact only for rank <= q, gradients depend on the draw"),
 ]
