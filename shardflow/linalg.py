@@ -1,6 +1,7 @@
 """``torch.linalg``'s names that shardflow has (a re-export module, no logic): the
 implementations are ops in ``shardflow/ops/_linalg_names.py`` (over ``linalg_ops.py``,
-``reduce.py``, ``decompositions.py`` and ``linalg_derived.py``), ``cholesky.py`` and
+``reduce.py``, ``decompositions.py``, ``linalg_derived.py``, ``linalg_lu.py``, ``linalg_eig.py``,
+``linalg_householder.py``, ``linalg_ldl.py``), ``cholesky.py`` and
 ``tensor_products.py``; docs/COMPAT.md lists what is not built."""
 
 from .ops._linalg_names import (

@@ -1,5 +1,6 @@
 """``torch.linalg``: the names shardflow has, over the ops of ``linalg_ops.py``,
-``reduce.py``, ``cholesky.py``, ``decompositions.py`` and ``linalg_derived.py``
+``reduce.py``, ``cholesky.py``, ``decompositions.py``, ``linalg_derived.py`` and the
+``linalg_lu`` / ``linalg_eig`` / ``linalg_householder`` / ``linalg_ldl`` files
 (``shardflow.linalg``, as ``torch.linalg``).
 
 Provided: ``vector_norm``, ``matrix_norm`` (``'fro'``, ``'nuc'``, ``1``, ``-1``, ``2``, ``-2``,
@@ -9,8 +10,9 @@ Provided: ``vector_norm``, ``matrix_norm`` (``'fro'``, ``'nuc'``, ``1``, ``-1``,
 ``cholesky`` / ``cholesky_ex``, and ``solve_triangular``, ``lstsq``, ``pinv``,
 ``matrix_rank``, ``matrix_exp``, ``cond``, ``tensorinv``, ``tensorsolve``, ``vander``. The nuclear and spectral norms are sums / extremes
 of ``svdvals`` (so their gradients are ``U diag(g') Vh``, torch's).
-Not built (docs/COMPAT.md): ``eig`` / ``eigvals`` (complex results of real matrices), ``lu``,
-``lu_factor``, ``lu_solve``, ``ldl_factor``, ``householder_product``.
+Also ``lu_factor`` / ``lu_factor_ex`` / ``lu`` / ``lu_solve`` (``linalg_lu.py``), ``eig`` /
+``eigvals`` (``linalg_eig.py``), ``householder_product`` (``linalg_householder.py``),
+``ldl_factor`` / ``ldl_factor_ex`` / ``ldl_solve`` (``linalg_ldl.py``).
 """
 
 from __future__ import annotations
