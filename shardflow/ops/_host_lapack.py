@@ -11,6 +11,8 @@ entry point, and these factorisations are rarely on a training step's hot path.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..backend import CPU, device_of, to_device
@@ -36,7 +38,7 @@ def like(result: np.ndarray, array):
 def batched(array: np.ndarray) -> tuple[np.ndarray, tuple]:
     """``(..., m, n) -> (B, m, n)`` and the batch shape to restore."""
     batch = array.shape[:-2]
-    return array.reshape((-1,) + array.shape[-2:]), batch
+    return array.reshape((math.prod(batch),) + array.shape[-2:]), batch  # not -1: empty matrices
 
 
 def getrf(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -64,7 +66,8 @@ def pivots_to_permutation(pivots: np.ndarray, m: int) -> np.ndarray:
     ``P[perm[j], j] = 1`` in ``A = P L U``."""
     batch = pivots.shape[:-1]
     perm = np.broadcast_to(np.arange(m), batch + (m,)).copy()
-    flat, piv = perm.reshape(-1, m), pivots.reshape(-1, pivots.shape[-1]).astype(np.int64) - 1
+    count = math.prod(batch)
+    flat, piv = perm.reshape(count, m), pivots.reshape(count, pivots.shape[-1]).astype(np.int64) - 1
     rows = np.arange(flat.shape[0])
     for i in range(piv.shape[-1]):
         j = piv[:, i]

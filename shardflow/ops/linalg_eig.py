@@ -55,7 +55,7 @@ def _geev(a):
     return w.astype(cdt), v.astype(cdt)
 
 
-class _EigPart(Function):
+class LinalgEig(Function):
     """One output of a precomputed ``geev`` (``part`` 0: eigenvalues, 1: eigenvectors)."""
 
     save_inputs = ()
@@ -93,8 +93,8 @@ def _eig(A, op: str, vectors: bool):
     check_float_matrix(A, op, square=True)
     w, v = _geev(hl.host(A.array))
     w, v = hl.like(w, A.array), hl.like(v, A.array)
-    vals = _EigPart.apply(A, w=w, v=v, part=0)
-    return (vals, _EigPart.apply(A, w=w, v=v, part=1)) if vectors else vals
+    vals = LinalgEig.apply(A, w=w, v=v, part=0)
+    return (vals, LinalgEig.apply(A, w=w, v=v, part=1)) if vectors else vals
 
 
 @register("linalg_eig")
