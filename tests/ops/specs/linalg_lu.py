@@ -82,6 +82,8 @@ SPECS = [
     _la("linalg_lu_solve_right", lambda m, a, b: _lu_solve(m, a, b, left=False), [Arg((3, 3)), Arg((2, 2, 3))]),
     _la("linalg_lu_solve_right_adjoint", lambda m, a, b: _lu_solve(m, a, b, left=False, adjoint=True),
         [Arg((2, 3, 3)), Arg((4, 3))]),
+    _la("linalg_lu_solve_lu_leaf_adjoint", lambda m, lu, b: L(m, "lu_solve")(
+        _dominant(m, lu), m.tensor([2, 3, 3], dtype=m.int32), b, adjoint=True), [Arg((3, 3)), Arg((3, 2))]),
     _la("lu_solve_legacy", lambda m, a, b: m.lu_solve(b, *L(m, "lu_factor")(_dominant(m, a))),
         [Arg((3, 3)), Arg((3, 1))]),
     _la("lu_solve_method", lambda m, a, b: b.lu_solve(*L(m, "lu_factor")(_dominant(m, a))),
