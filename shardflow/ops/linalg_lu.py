@@ -32,6 +32,8 @@ It is written once with differentiable ops on ``LU`` as this node's output, so
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..autograd import Function, Tensor, _wrap, no_grad
@@ -258,14 +260,26 @@ def linalg_lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False, 
 
 @register("lu_solve")
 def lu_solve(input, LU_data, LU_pivots, *, out=None) -> Tensor:
-    """``torch.lu_solve(b, LU_data, LU_pivots)`` (deprecated in torch for ``linalg.lu_solve``)."""
+    """``torch.lu_solve(b, LU_data, LU_pivots)`` (deprecated in torch for ``linalg.lu_solve``,
+    with torch's warning)."""
+    warnings.warn("torch.lu_solve is deprecated in favor of torch.linalg.lu_solve and will be removed "
+                  "in a future PyTorch release.\nNote that torch.linalg.lu_solve has its arguments "
+                  "reversed.\nX = torch.lu_solve(B, LU, pivots)\nshould be replaced with\n"
+                  "X = torch.linalg.lu_solve(LU, pivots, B)", UserWarning, stacklevel=2)
     return linalg_lu_solve(LU_data, LU_pivots, input)
 
 
 @register("lu")
 def lu(A, pivot: bool = True, get_infos: bool = False, out=None):
     """``torch.lu`` (deprecated in torch for ``linalg.lu_factor``): ``(LU, pivots)``, or
-    ``(LU, pivots, infos)`` with ``get_infos=True`` (which also stops the singular check)."""
+    ``(LU, pivots, infos)`` with ``get_infos=True`` (which also stops the singular check);
+    torch's deprecation warning."""
+    warnings.warn("torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex "
+                  "and will be removed in a future PyTorch release.\nLU, pivots = torch.lu(A, "
+                  "compute_pivots)\nshould be replaced with\nLU, pivots = torch.linalg.lu_factor(A, "
+                  "compute_pivots)\nand\nLU, pivots, info = torch.lu(A, compute_pivots, get_infos=True)\n"
+                  "should be replaced with\nLU, pivots, info = torch.linalg.lu_factor_ex(A, compute_pivots)",
+                  UserWarning, stacklevel=2)
     lu_, piv, info = linalg_lu_factor_ex(A, pivot=pivot, check_errors=not get_infos)
     if get_infos:
         return return_types._lu_with_info(lu_, piv, info)

@@ -85,6 +85,15 @@ def test_errors_name_what_torch_names(call, match):
             call(m)
 
 
+def test_deprecated_lu_and_lu_solve_warn_as_torch():
+    """torch's words (torch warns once per process, so only shardflow is checked here)."""
+    lu, piv = sf.linalg.lu_factor(sf.eye(2))
+    with pytest.warns(UserWarning, match=r"torch.lu is deprecated in favor of torch.linalg.lu_factor"):
+        sf.lu(sf.eye(2))
+    with pytest.warns(UserWarning, match=r"torch.linalg.lu_solve has its arguments reversed"):
+        sf.lu_solve(sf.ones(2, 1), lu, piv)
+
+
 def test_lu_unpack_refuses_pivots_not_from_lu_factor():
     lu, piv = sf.linalg.lu_factor(sf.eye(3))
     with pytest.raises(RuntimeError, match="torch.int32 dtype.*convert with .int"):
