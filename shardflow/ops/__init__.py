@@ -9,7 +9,9 @@ unique, bincount ...), shape, shape_extra (atleast_*, rot90, block_diag ...), in
 index_extra (index_copy, scatter_reduce, masked_scatter), matmul (matmul/bmm/einsum/linear),
 linalg_ops (inverse, det, solve, cdist) and _linalg_names (``torch.linalg``'s names), tensor_products
 (kron, tensordot, cross, addmv, addr), cholesky (Cholesky and triangular solves),
-decompositions (qr, eigh, svd), linalg_derived (pinv, lstsq, matrix_rank, matrix_exp, cond), diag, sort
+decompositions (qr, eigh, svd), linalg_derived (pinv, lstsq, matrix_rank, matrix_exp, cond), linalg_lu
+(LU family), linalg_eig, linalg_householder (geqrf, orgqr, ormqr), linalg_ldl, linalg_lowrank
+(svd_lowrank, pca_lowrank), diag, sort
 (sort/topk/multinomial), loss, softmax (softmax, log_softmax), ctc (ctc_loss), embedding_bag, normalization, attention, conv,
 pool, sampling (interpolate, im2col/col2im), grid_sample, dropout, creation, conversion,
 special_functions (lgamma/digamma/polygamma/mvlgamma/erfinv/xlogy), math_extra (inverse
@@ -45,6 +47,11 @@ from .index import *
 from .index_extra import *
 from .index_reduce import *
 from .linalg_derived import *
+from .linalg_eig import *
+from .linalg_householder import *
+from .linalg_ldl import *
+from .linalg_lowrank import *
+from .linalg_lu import *
 from .linalg_ops import *
 from .loss import *
 from .math_extra import *

@@ -1,5 +1,6 @@
 """``torch.linalg``: the names shardflow has, over the ops of ``linalg_ops.py``,
-``reduce.py``, ``cholesky.py``, ``decompositions.py`` and ``linalg_derived.py``
+``reduce.py``, ``cholesky.py``, ``decompositions.py``, ``linalg_derived.py`` and the
+``linalg_lu`` / ``linalg_eig`` / ``linalg_householder`` / ``linalg_ldl`` files
 (``shardflow.linalg``, as ``torch.linalg``).
 
 Provided: ``vector_norm``, ``matrix_norm`` (``'fro'``, ``'nuc'``, ``1``, ``-1``, ``2``, ``-2``,
@@ -9,8 +10,9 @@ Provided: ``vector_norm``, ``matrix_norm`` (``'fro'``, ``'nuc'``, ``1``, ``-1``,
 ``cholesky`` / ``cholesky_ex``, and ``solve_triangular``, ``lstsq``, ``pinv``,
 ``matrix_rank``, ``matrix_exp``, ``cond``, ``tensorinv``, ``tensorsolve``, ``vander``. The nuclear and spectral norms are sums / extremes
 of ``svdvals`` (so their gradients are ``U diag(g') Vh``, torch's).
-Not built (docs/COMPAT.md): ``eig`` / ``eigvals`` (complex results of real matrices), ``lu``,
-``lu_factor``, ``lu_solve``, ``ldl_factor``, ``householder_product``.
+Also ``lu_factor`` / ``lu_factor_ex`` / ``lu`` / ``lu_solve`` (``linalg_lu.py``), ``eig`` /
+``eigvals`` (``linalg_eig.py``), ``householder_product`` (``linalg_householder.py``),
+``ldl_factor`` / ``ldl_factor_ex`` / ``ldl_solve`` (``linalg_ldl.py``).
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ from .shape import diagonal as _diagonal
 __all__ = ["vector_norm", "matrix_norm", "norm", "inv", "inv_ex", "det", "slogdet", "solve", "solve_ex",
            "cross", "matmul", "multi_dot", "matrix_power", "diagonal", "vecdot", "LinAlgError",
            "qr", "eigh", "eigvalsh", "svd", "svdvals", "cholesky", "cholesky_ex", "solve_triangular",
-           "lstsq", "pinv", "matrix_rank", "matrix_exp", "cond", "tensorinv", "tensorsolve", "vander"]
+           "lstsq", "pinv", "matrix_rank", "matrix_exp", "cond", "tensorinv", "tensorsolve", "vander",
+           "lu", "lu_factor", "lu_factor_ex", "lu_solve", "eig", "eigvals",
+           "householder_product", "ldl_factor", "ldl_factor_ex", "ldl_solve"]
 
 
 from .cholesky import LinAlgError  # one torch.linalg.LinAlgError for every linalg op
@@ -45,6 +49,16 @@ from .linalg_derived import linalg_lstsq as lstsq
 from .linalg_derived import linalg_matrix_exp as matrix_exp
 from .linalg_derived import linalg_matrix_rank as matrix_rank
 from .linalg_derived import linalg_pinv as pinv
+from .linalg_eig import linalg_eig as eig
+from .linalg_eig import linalg_eigvals as eigvals
+from .linalg_householder import linalg_householder_product as householder_product
+from .linalg_ldl import linalg_ldl_factor as ldl_factor
+from .linalg_ldl import linalg_ldl_factor_ex as ldl_factor_ex
+from .linalg_ldl import linalg_ldl_solve as ldl_solve
+from .linalg_lu import linalg_lu as lu
+from .linalg_lu import linalg_lu_factor as lu_factor
+from .linalg_lu import linalg_lu_factor_ex as lu_factor_ex
+from .linalg_lu import linalg_lu_solve as lu_solve
 from .tensor_products import linalg_cross as _linalg_cross
 
 

@@ -69,6 +69,16 @@ class return_types:  # noqa: N801 - PyTorch's name (torch.return_types)
     linalg_lstsq = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
     linalg_cholesky_ex = namedtuple("linalg_cholesky_ex", ["L", "info"])
     triangular_solve = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
+    # the LU / eig / Householder / LDL family (linalg_lu.py, linalg_eig.py, linalg_householder.py)
+    linalg_lu_factor = namedtuple("linalg_lu_factor", ["LU", "pivots"])
+    linalg_lu_factor_ex = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+    _lu_with_info = namedtuple("_lu_with_info", ["LU", "pivots", "info"])
+    linalg_lu = namedtuple("linalg_lu", ["P", "L", "U"])
+    lu_unpack = namedtuple("lu_unpack", ["P", "L", "U"])
+    linalg_eig = namedtuple("linalg_eig", ["eigenvalues", "eigenvectors"])
+    geqrf = namedtuple("geqrf", ["a", "tau"])
+    linalg_ldl_factor = namedtuple("linalg_ldl_factor", ["LD", "pivots"])
+    linalg_ldl_factor_ex = namedtuple("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
 
 
 for _cls in (v for k, v in vars(return_types).items() if not k.startswith("_")):
