@@ -48,6 +48,7 @@ from ..backend.fp_errors import enter_quiet, exit_quiet
 from .anomaly_mode import _flags as _anomaly_flags
 from .anomaly_mode import check_gradients_for_nan
 from .function import Function
+from .saved_hooks import UNPACK, call_unpacked
 
 
 def run_backward(tensors, grad_tensors, retain_graph: bool, capture=None):
@@ -200,10 +201,13 @@ def _backward_node(fn: Function, gouts, capture):
         _raise_freed(fn)
     if gouts is None:
         return None
-    if fn._pre_hooks:
+    hooks = fn._pre_hooks
+    if hooks:
         _run_output_hooks(fn, gouts)
     if capture is not None:
         _capture_outputs(fn, gouts, capture)
+    if hooks and UNPACK in hooks:  # saved values packed by saved-tensor hooks
+        return call_unpacked(fn, _call_backward, fn, gouts)
     return _call_backward(fn, gouts)
 
 
@@ -212,7 +216,7 @@ def _run_output_hooks(fn: Function, gouts: list) -> None:
     from .tensor import _wrap
 
     for idx, hooks in fn._pre_hooks.items():
-        if gouts[idx] is None:
+        if idx is UNPACK or gouts[idx] is None:
             continue
         for hook in hooks:
             r = hook(_wrap(gouts[idx]))

@@ -19,7 +19,8 @@ Saved-tensor checks: a subclass declares which inputs its backward reads (``save
 indices; default all) and whether it reads its output (``save_output``). ``apply`` records
 their version counters (``_saved_versions``: a flat tuple of counter, version, input index
 per saved tensor; index -1-k for output k); the engine refuses to run backward if one
-changed in between.
+changed in between. While saved-tensor hooks are active (``saved_hooks.py``), ``apply`` packs
+the node's saved attributes after forward (one module-level test per op otherwise).
 
 What ``backward`` returns: one gradient (or None) per positional argument of ``apply``, each
 of that argument's shape; the engine checks both (``engine._check_gradient_count``,
@@ -37,6 +38,8 @@ import numpy as np
 from ..backend import device_of, to_device
 from . import grad_mode
 from .grad_mode import _off as _grad_off
+from .saved_hooks import _stack as _saved_hooks
+from .saved_hooks import pack_node
 from .tensor import Tensor, _wrap
 
 _new_tensor = object.__new__
@@ -147,6 +150,8 @@ class Function:
                     counter = a._version
                     versions += (counter, counter[0], i)
             fn._saved_versions = tuple(versions) if versions else None
+        if _saved_hooks:  # saved-tensor hooks are active (saved_hooks.py): the only test they cost
+            pack_node(fn)
         if type(out) is tuple:
             return _link_outputs(fn, out)
         fn._out_meta = None
@@ -311,6 +316,8 @@ def binary_operator(cls, general, kinds: str | None = None):
             counter = (input if save_one == 0 else other)._version
             fn._saved_versions = (counter, counter[0], save_one)
         fn._out_meta = None
+        if _saved_hooks:  # saved-tensor hooks are active (saved_hooks.py)
+            pack_node(fn)
         if type(out) is not _ndarray:  # one test for the common case (a NumPy array)
             if type(out) is tuple:
                 return _link_outputs(fn, out)

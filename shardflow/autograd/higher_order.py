@@ -33,6 +33,7 @@ from .anomaly_mode import _flags as _anomaly_flags
 from .anomaly_mode import check_gradients_for_nan
 from .engine import _check_gradient_count, _check_versions, _collect_dependencies, _raise_freed
 from .function import Function, edge_of
+from .saved_hooks import UNPACK, call_unpacked
 from .tensor import Tensor, _wrap
 
 
@@ -104,7 +105,10 @@ def _run(tensors, grad_tensors, retain_graph, capture) -> None:
                     key = (fn, i)
                     if key in capture:
                         capture[key] = _add(capture[key], g)
-            in_grads = _call_backward_graph(fn, gouts)
+            if fn._pre_hooks and UNPACK in fn._pre_hooks:  # packed by saved-tensor hooks
+                in_grads = call_unpacked(fn, _call_backward_graph, fn, gouts)
+            else:
+                in_grads = _call_backward_graph(fn, gouts)
             if check_nan:
                 check_gradients_for_nan(fn, [None if g is None else g.array for g in in_grads])
         if not retain_graph:
@@ -197,7 +201,7 @@ def _link_no_double_backward(fn: Function, gouts: list, arrays: tuple) -> tuple:
 
 def _run_output_hooks(fn: Function, gouts: list) -> None:
     for idx, hooks in fn._pre_hooks.items():
-        if gouts[idx] is None:
+        if idx is UNPACK or gouts[idx] is None:
             continue
         for hook in hooks:
             r = hook(gouts[idx])
