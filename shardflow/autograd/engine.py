@@ -417,7 +417,7 @@ def _check_gradient_count(fn: Function, in_grads: tuple) -> tuple:
     raise RuntimeError(
         f"function {fn.name()} returned an incorrect number of gradients (expected {n}, got "
         f"{len(in_grads)}): its backward must return one gradient (or None) for each of the "
-        f"{n} positional inputs of {fn.name()}.apply(), in order"
+        f"{n} positional inputs of {type(fn).__name__}.apply(), in order"
     )
 
 

@@ -38,6 +38,7 @@ import numpy as np
 from ..backend import device_of, to_device
 from . import grad_mode
 from .grad_mode import _off as _grad_off
+from .node_names import torch_node_name
 from .saved_hooks import _stack as _saved_hooks
 from .saved_hooks import pack_node
 from .tensor import Tensor, _wrap
@@ -229,7 +230,7 @@ class Function:
             array = self.__dict__.get("y")
             if array is None:
                 raise RuntimeError(
-                    f"{self.name()}.saved_output({k}): the node keeps no output under self.y; "
+                    f"{type(self).__name__}.saved_output({k}): the node keeps no output under self.y; "
                     "pass the saved array: self.saved_output(k, self.<attribute>)"
                 )
         return _wrap(array, True, self, k)
@@ -240,10 +241,11 @@ class Function:
         self._freed = True
 
     def name(self) -> str:
-        return type(self).__name__
+        """torch's name for this node, e.g. ``'MulBackward0'`` (node_names.py)."""
+        return torch_node_name(self)
 
     def __repr__(self) -> str:
-        return f"<{self.name()}>"
+        return f"<{self.name()} object at {id(self):#x}>"
 
 
 def _conventional_saved_array(fn: Function, i: int):
@@ -254,7 +256,7 @@ def _conventional_saved_array(fn: Function, i: int):
         if d.get(name) is not None:
             return d[name]
     raise RuntimeError(
-        f"{fn.name()}.saved_input({i}): the node keeps no array for input {i} under a usual "
+        f"{type(fn).__name__}.saved_input({i}): the node keeps no array for input {i} under a usual "
         f"name ({', '.join(names) or 'none for this index'}); pass it: "
         f"self.saved_input({i}, self.<attribute>)"
     )

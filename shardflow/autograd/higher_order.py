@@ -48,12 +48,13 @@ class NoDoubleBackward(Function):
 
     def backward(self, *grad_outputs):
         op = self.__dict__.get("op_name", "an op")
+        cls = self.__dict__.get("op_class", op)
         raise DoubleBackwardNotImplemented(
             f"shardflow: the second derivative of {op} (create_graph=True) is not implemented "
             f"yet; its first derivative was computed, but differentiating it again needs "
-            f"{op}.backward_graph (fix: express the function with ops that support "
+            f"{cls}.backward_graph (fix: express the function with ops that support "
             "higher-order gradients (docs/COMPAT.md, 'Higher-order gradients'), or define "
-            f"backward_graph on {op}: shardflow/autograd/function.py describes it)"
+            f"backward_graph on {cls}: shardflow/autograd/function.py describes it)"
         )
 
     def name(self) -> str:
@@ -189,6 +190,7 @@ def _link_no_double_backward(fn: Function, gouts: list, arrays: tuple) -> tuple:
         return tuple(None if a is None else _wrap(a) for a in arrays)
     node = NoDoubleBackward()
     node.op_name = fn.name()
+    node.op_class = type(fn).__name__
     node._freed = False
     node._pre_hooks = None
     node._saved_versions = None
