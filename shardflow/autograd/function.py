@@ -240,6 +240,29 @@ class Function:
         self.__dict__.clear()
         self._freed = True
 
+    # ------------------------------------------------ torch.autograd.graph.Node's hooks
+    def register_hook(self, fn):
+        """``fn(grad_inputs, grad_outputs)`` after this node's backward; a non-None result
+        replaces ``grad_inputs`` (graph_hooks.py). Returns a handle with ``remove()``."""
+        from .graph_hooks import register_node_hook
+
+        return register_node_hook(self, fn, pre=False)
+
+    def register_prehook(self, fn):
+        """``fn(grad_outputs)`` before this node's backward; a non-None result replaces
+        ``grad_outputs``. Returns a handle with ``remove()``."""
+        from .graph_hooks import register_node_hook
+
+        return register_node_hook(self, fn, pre=True)
+
+    @property
+    def metadata(self) -> dict:
+        """A dict a program may keep anything in (torch's ``Node.metadata``); kept in
+        ``_pre_hooks`` (under a key that is not an output number), which outlives backward."""
+        if self._pre_hooks is None:
+            self._pre_hooks = {}
+        return self._pre_hooks.setdefault("metadata", {})
+
     def name(self) -> str:
         """torch's name for this node, e.g. ``'MulBackward0'`` (node_names.py)."""
         return torch_node_name(self)

@@ -33,7 +33,8 @@ from .anomaly_mode import _flags as _anomaly_flags
 from .anomaly_mode import check_gradients_for_nan
 from .engine import _check_gradient_count, _check_versions, _collect_dependencies, _raise_freed
 from .function import Function, edge_of
-from .saved_hooks import UNPACK, call_unpacked
+from .graph_hooks import NODE_HOOKS, call_backward, enter_task, exit_task
+from .saved_hooks import UNPACK
 from .tensor import Tensor, _wrap
 
 
@@ -90,6 +91,14 @@ def _run(tensors, grad_tensors, retain_graph, capture) -> None:
         slot[t._output_nr] = _add(slot[t._output_nr], g)
         roots.append(fn)
     deps = _collect_dependencies(roots)
+    task = enter_task(roots, deps)  # what multi-grad hooks ask (graph_hooks.py)
+    try:
+        _walk(grads, roots, deps, retain_graph, capture)
+    finally:
+        exit_task(task)
+
+
+def _walk(grads, roots, deps, retain_graph, capture) -> None:
     ready = [fn for fn in dict.fromkeys(roots) if deps.get(fn, 0) == 0]
     check_nan = _anomaly_flags[0] and _anomaly_flags[1]
     while ready:
@@ -106,8 +115,8 @@ def _run(tensors, grad_tensors, retain_graph, capture) -> None:
                     key = (fn, i)
                     if key in capture:
                         capture[key] = _add(capture[key], g)
-            if fn._pre_hooks and UNPACK in fn._pre_hooks:  # packed by saved-tensor hooks
-                in_grads = call_unpacked(fn, _call_backward_graph, fn, gouts)
+            if fn._pre_hooks and (UNPACK in fn._pre_hooks or NODE_HOOKS in fn._pre_hooks):
+                in_grads = call_backward(fn, _call_backward_graph, gouts, False)
             else:
                 in_grads = _call_backward_graph(fn, gouts)
             if check_nan:
@@ -203,7 +212,7 @@ def _link_no_double_backward(fn: Function, gouts: list, arrays: tuple) -> tuple:
 
 def _run_output_hooks(fn: Function, gouts: list) -> None:
     for idx, hooks in fn._pre_hooks.items():
-        if idx is UNPACK or gouts[idx] is None:
+        if type(idx) is not int or gouts[idx] is None:  # (saved-tensor / node hooks' keys)
             continue
         for hook in hooks:
             r = hook(gouts[idx])
@@ -215,7 +224,11 @@ def _deliver_leaf(leaf: Tensor, g: Tensor, capture) -> None:
     """A leaf's whole gradient ``g`` arrived: capture it for ``grad``, or make it (or add it
     to) the leaf's ``.grad``, with the leaf's tensor and post-accumulate-grad hooks."""
     if capture is not None:
-        if leaf in capture:
+        if leaf in capture:  # the leaf's tensor hooks run first, as in torch
+            for hook in leaf._hooks or ():
+                r = hook(g)
+                if r is not None:
+                    g = r
             capture[leaf] = _add(capture[leaf], g)
         return
     if leaf._hooks:

@@ -35,7 +35,9 @@ import threading
 
 from .tensor import Tensor, _wrap
 
-# (thread ident, pack_hook, unpack_hook), innermost last; see the module docstring
+# (thread ident, pack_hook, unpack_hook, independent), innermost last (module docstring);
+# independent: the packed values share no memory with the live tensors (allow_mutation_on_
+# saved_tensors clones them), so the in-place-change check is dropped for what they pack
 _stack: list = []
 
 # the key pack_node adds to a node's _pre_hooks (engine.py routes such a node to its slow
@@ -46,19 +48,19 @@ _disabled = threading.local()  # .message: the error disable_saved_tensors_hooks
 
 
 def current_hooks():
-    """The innermost ``(pack_hook, unpack_hook)`` entered by this thread, or None."""
+    """The innermost ``(pack_hook, unpack_hook, independent)`` entered by this thread, or None."""
     me = threading.get_ident()
-    for ident, pack, unpack in reversed(_stack):
+    for ident, pack, unpack, independent in reversed(_stack):
         if ident == me:
-            return pack, unpack
+            return pack, unpack, independent
     return None
 
 
-def push(pack_hook, unpack_hook) -> None:
+def push(pack_hook, unpack_hook, independent: bool = False) -> None:
     message = getattr(_disabled, "message", None)
     if message is not None:
         raise RuntimeError(message)
-    _stack.append((threading.get_ident(), pack_hook, unpack_hook))
+    _stack.append((threading.get_ident(), pack_hook, unpack_hook, independent))
 
 
 def pop() -> None:
@@ -109,7 +111,9 @@ def pack_node(fn) -> None:
     hooks = current_hooks()
     if hooks is None:
         return
-    pack, unpack = hooks
+    pack, unpack, independent = hooks
+    if independent:
+        fn._saved_versions = None
     d = fn.__dict__
     packed = {}
     for name, v in list(d.items()):
@@ -159,12 +163,14 @@ def pack_custom_saved(node, saved: list) -> None:
     hooks = current_hooks()
     if hooks is None:
         return
-    pack, unpack = hooks
+    pack, unpack, independent = hooks
     for k, entry in enumerate(saved):
         if entry is None:
             continue
         kind, index, tensor, array, counter, version = entry
         t = tensor if tensor is not None and tensor.array is array else _wrap(array, version=counter)
+        if independent:  # a counter of its own: later in-place changes do not reach the copy
+            counter = [version]
         saved[k] = (kind, index, tensor, _Packed(pack(t), unpack, True), counter, version)
 
 
