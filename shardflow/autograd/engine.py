@@ -351,8 +351,13 @@ def _accumulate_leaf(leaf, box: list) -> None:
         box[0] = run_tensor_hooks(leaf, box[0])
     elif box[0].shape != leaf.array.shape:
         run_tensor_hooks(leaf, box[0])  # raises, naming the shapes
-    if box[0].dtype != leaf.array.dtype:
-        box[0] = box[0].astype(leaf.array.dtype)  # a new array, owned by the box alone
+    want = getattr(leaf, "_sf_grad_dtype", False)  # Tensor.grad_dtype, when set (tensor.py)
+    if want is False:
+        want = leaf.array.dtype
+    else:  # None keeps the dtype that arrives
+        want = box[0].dtype if want is None else want.np
+    if box[0].dtype != want:
+        box[0] = box[0].astype(want)  # a new array, owned by the box alone
     grad = leaf.grad
     if grad is None:
         leaf.grad = _wrap(_adopt_or_copy(box))

@@ -37,6 +37,7 @@ import numpy as np
 
 from ..backend import device_of, to_device
 from . import grad_mode
+from .grad_mode import _inference_on, mark_inference
 from .grad_mode import _off as _grad_off
 from .node_names import torch_node_name
 from .saved_hooks import _stack as _saved_hooks
@@ -129,9 +130,8 @@ class Function:
             needs.append(False)
         if not need or (_grad_off[0] and not grad_mode._state.enabled):
             out = fn.forward(*arrays, **params)
-            if type(out) is tuple:
-                return tuple(_wrap(o) for o in out)
-            return _wrap(out)
+            out = tuple(_wrap(o) for o in out) if type(out) is tuple else _wrap(out)
+            return mark_inference(out) if _inference_on[0] else out
 
         fn.needs_input_grad = tuple(needs)
         out = fn.forward(*arrays, **params) if params else fn.forward(*arrays)
@@ -323,7 +323,8 @@ def binary_operator(cls, general, kinds: str | None = None):
             eb = None
         if (ea is None and eb is None) or (_grad_off[0] and not grad_mode._state.enabled):
             out = fn.forward(x, y)
-            return tuple(_wrap(o) for o in out) if type(out) is tuple else _wrap(out)
+            out = tuple(_wrap(o) for o in out) if type(out) is tuple else _wrap(out)
+            return mark_inference(out) if _inference_on[0] else out
 
         # (a tuple indexed by bools is not a specialised subscript: ~160 instructions)
         fn.needs_input_grad = _NEEDS_B if ea is None else _NEEDS_A if eb is None else _NEEDS_AB
