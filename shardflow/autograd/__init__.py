@@ -3,7 +3,7 @@
 See ``engine.py`` for the algorithm and ``function.py`` for how an op plugs in.
 """
 
-from . import anomaly_mode, dispatch, functional, graph, variable
+from . import anomaly_mode, dispatch, forward_ad, functional, graph, variable
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .api import backward, grad
 from .function import Function
