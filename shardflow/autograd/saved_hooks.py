@@ -33,6 +33,9 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
+
+from ..backend import is_device_array
 from .tensor import Tensor, _wrap
 
 # (thread ident, pack_hook, unpack_hook, independent), innermost last (module docstring);
@@ -72,7 +75,8 @@ def pop() -> None:
 
 
 def _is_array(v) -> bool:
-    return hasattr(v, "__array_interface__") or hasattr(v, "__cuda_array_interface__")
+    """A NumPy or CUDA (CuPy) array: what an op's node keeps of a tensor."""
+    return isinstance(v, np.ndarray) or is_device_array(v)
 
 
 class _Packed:
