@@ -3,12 +3,23 @@
 See ``engine.py`` for the algorithm and ``function.py`` for how an op plugs in.
 """
 
-from . import anomaly_mode, dispatch, functional, graph, variable
+from . import anomaly_mode, dispatch, forward_ad, functional, graph, variable
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .api import backward, grad
 from .function import Function
-from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    is_multithreading_enabled,
+    is_view_replay_enabled,
+    no_grad,
+    set_grad_enabled,
+    set_multithreading_enabled,
+)
 from .gradcheck import gradcheck, gradgradcheck
+from .predicates import is_tensor_like
 from .recompute import checkpoint
 from .tensor import Size, Tensor, _wrap
 from .variable import Variable

@@ -6,7 +6,8 @@ import numpy as np
 
 from ..backend import get_array_module
 from .engine import run_backward
-from .function import Function
+from .function import AccumulateGrad, Function
+from .graph import GradientEdge
 from .higher_order import run_backward_graph
 from .tensor import Tensor, _wrap
 
@@ -46,6 +47,24 @@ def _as_list(x):
     if isinstance(x, Tensor):
         return [x]
     return list(x)
+
+
+def _input_list(inputs) -> list:
+    """``grad``'s inputs as Tensors: a ``GradientEdge`` (graph.py) stands for the tensor it
+    names: the leaf itself, or a Tensor linked to output ``output_nr`` of its node."""
+    items = [inputs] if isinstance(inputs, GradientEdge) else _as_list(inputs)
+    out = []
+    for t in items:
+        if isinstance(t, GradientEdge):
+            node, k = t.node, t.output_nr
+            if isinstance(node, AccumulateGrad):
+                t = node.variable
+            else:
+                meta = node._out_meta
+                shape, dtype = (node._out_shape, np.float32) if meta is None else meta[k]
+                t = _wrap(np.zeros(shape, dtype), True, node, k)
+        out.append(t)
+    return out
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
@@ -100,7 +119,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                            materialize_grads)
     outputs = _as_list(outputs)
     single = isinstance(inputs, Tensor)
-    inputs = _as_list(inputs)
+    inputs = _input_list(inputs)
     grads = _as_list(grad_outputs) or [None] * len(outputs)
     capture, keys = _capture_slots(inputs)
     run_backward(outputs, _seed_grads(outputs, grads), bool(retain_graph), capture=capture)
@@ -185,7 +204,7 @@ def _backward_graph(tensors, grad_tensors, retain_graph, inputs) -> None:
 
 def _grad_graph(outputs, inputs, grad_outputs, retain_graph, allow_unused, materialize_grads):
     outputs = _as_list(outputs)
-    inputs = _as_list(inputs)
+    inputs = _input_list(inputs)
     grads = _as_list(grad_outputs) or [None] * len(outputs)
     capture, keys = _capture_slots(inputs)
     retain = True if retain_graph is None else bool(retain_graph)

@@ -66,6 +66,8 @@ import warnings
 from ..backend import from_numpy_dtype
 from . import grad_mode
 from .function import Function, edge_of
+from .saved_hooks import _Packed, pack_custom_saved, unpack_custom_entry
+from .saved_hooks import _stack as _saved_hooks
 from .tensor import Tensor, _is_differentiable, _wrap
 
 # ----------------------------------------------------------------------------- adoption
@@ -232,7 +234,9 @@ def _link_outputs(node, args: tuple, edges: tuple, out, executable: bool):
     d["_sf_in_dtypes"] = tuple(a.array.dtype if isinstance(a, Tensor) else None for a in args)
     to_save = d.pop("_sf_to_save", None)
     if to_save:
-        d["_sf_saved"] = [_saved_entry(t, args, tensor_outputs) for t in to_save]
+        d["_sf_saved"] = saved = [_saved_entry(t, args, tensor_outputs) for t in to_save]
+        if _saved_hooks:  # saved-tensor hooks are active: pack what was saved (saved_hooks.py)
+            pack_custom_saved(node, saved)
     if not d.get("_sf_materialize", True):
         _record_received_gradients(node, len(meta))
     return tuple(results) if isinstance(out, tuple) else results[0]
@@ -345,8 +349,14 @@ class BackwardCFunction(Function, FunctionCtx):
 
     def _rebuild_saved(self, entry, graph: bool) -> Tensor:
         kind, index, tensor, array, counter, version = entry
+        unpacked = None
+        if isinstance(array, _Packed):  # saved-tensor hooks: unpack on every read (torch's rule)
+            unpacked = unpack_custom_entry(self, array)
+            array = unpacked.array
         if counter[0] != version:
             _raise_modified(self, kind, index, tensor, array, counter[0], version)
+        if unpacked is not None and kind != "out" and not graph:
+            return unpacked
         if kind == "out":
             if graph:
                 return self.saved_output(index, array)

@@ -48,6 +48,8 @@ from ..backend.fp_errors import enter_quiet, exit_quiet
 from .anomaly_mode import _flags as _anomaly_flags
 from .anomaly_mode import check_gradients_for_nan
 from .function import Function
+from .graph_hooks import NODE_HOOKS, call_backward, enter_task, exit_task
+from .saved_hooks import UNPACK
 
 
 def run_backward(tensors, grad_tensors, retain_graph: bool, capture=None):
@@ -58,9 +60,11 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, capture=None):
     ``.grad`` is left untouched (``autograd.grad``).
     """
     token = enter_quiet()  # NumPy's FP warnings off for the whole pass (backend/fp_errors.py)
+    task = None
     try:
         grads, roots = _seed_roots(tensors, grad_tensors, capture)
         deps = _collect_dependencies(roots)
+        task = enter_task(roots, deps)  # what multi-grad hooks ask (graph_hooks.py)
         ready = [fn for fn in dict.fromkeys(roots) if deps.get(fn, 0) == 0]
         check_nan = _anomaly_flags[0] and _anomaly_flags[1]  # anomaly mode (anomaly_mode.py)
         done: list = []  # leaves whose whole gradient arrived at the current node
@@ -146,6 +150,8 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, capture=None):
                 in_grads = gouts = g = prev = slot = None
                 _deliver_leaves(done, grads, None)
     finally:
+        if task is not None:
+            exit_task(task)
         exit_quiet(token)
 
 
@@ -200,10 +206,13 @@ def _backward_node(fn: Function, gouts, capture):
         _raise_freed(fn)
     if gouts is None:
         return None
-    if fn._pre_hooks:
+    hooks = fn._pre_hooks
+    if hooks:
         _run_output_hooks(fn, gouts)
     if capture is not None:
         _capture_outputs(fn, gouts, capture)
+    if hooks and (UNPACK in hooks or NODE_HOOKS in hooks):  # saved-tensor or node hooks
+        return call_backward(fn, _call_backward, gouts, True)
     return _call_backward(fn, gouts)
 
 
@@ -212,7 +221,7 @@ def _run_output_hooks(fn: Function, gouts: list) -> None:
     from .tensor import _wrap
 
     for idx, hooks in fn._pre_hooks.items():
-        if gouts[idx] is None:
+        if type(idx) is not int or gouts[idx] is None:  # (saved-tensor / node hooks' keys)
             continue
         for hook in hooks:
             r = hook(_wrap(gouts[idx]))
@@ -306,8 +315,9 @@ def _deliver_leaf(leaf, box: list, capture) -> None:
     ``grad``."""
     if capture is None:
         _accumulate_leaf(leaf, box)
-    elif leaf in capture:
-        capture[leaf] = _add(capture[leaf], box[0])
+    elif leaf in capture:  # the leaf's tensor hooks run first, as in torch
+        g = run_tensor_hooks(leaf, box[0]) if leaf._hooks else box[0]
+        capture[leaf] = _add(capture[leaf], g)
 
 
 def run_tensor_hooks(leaf, g):
@@ -341,8 +351,13 @@ def _accumulate_leaf(leaf, box: list) -> None:
         box[0] = run_tensor_hooks(leaf, box[0])
     elif box[0].shape != leaf.array.shape:
         run_tensor_hooks(leaf, box[0])  # raises, naming the shapes
-    if box[0].dtype != leaf.array.dtype:
-        box[0] = box[0].astype(leaf.array.dtype)  # a new array, owned by the box alone
+    want = getattr(leaf, "_sf_grad_dtype", False)  # Tensor.grad_dtype, when set (tensor.py)
+    if want is False:
+        want = leaf.array.dtype
+    else:  # None keeps the dtype that arrives
+        want = box[0].dtype if want is None else want.np
+    if box[0].dtype != want:
+        box[0] = box[0].astype(want)  # a new array, owned by the box alone
     grad = leaf.grad
     if grad is None:
         leaf.grad = _wrap(_adopt_or_copy(box))
@@ -413,7 +428,7 @@ def _check_gradient_count(fn: Function, in_grads: tuple) -> tuple:
     raise RuntimeError(
         f"function {fn.name()} returned an incorrect number of gradients (expected {n}, got "
         f"{len(in_grads)}): its backward must return one gradient (or None) for each of the "
-        f"{n} positional inputs of {fn.name()}.apply(), in order"
+        f"{n} positional inputs of {type(fn).__name__}.apply(), in order"
     )
 
 

@@ -19,7 +19,8 @@ Saved-tensor checks: a subclass declares which inputs its backward reads (``save
 indices; default all) and whether it reads its output (``save_output``). ``apply`` records
 their version counters (``_saved_versions``: a flat tuple of counter, version, input index
 per saved tensor; index -1-k for output k); the engine refuses to run backward if one
-changed in between.
+changed in between. While saved-tensor hooks are active (``saved_hooks.py``), ``apply`` packs
+the node's saved attributes after forward (one module-level test per op otherwise).
 
 What ``backward`` returns: one gradient (or None) per positional argument of ``apply``, each
 of that argument's shape; the engine checks both (``engine._check_gradient_count``,
@@ -36,7 +37,11 @@ import numpy as np
 
 from ..backend import device_of, to_device
 from . import grad_mode
+from .grad_mode import _inference_on, mark_inference
 from .grad_mode import _off as _grad_off
+from .node_names import torch_node_name
+from .saved_hooks import _stack as _saved_hooks
+from .saved_hooks import pack_node
 from .tensor import Tensor, _wrap
 
 _new_tensor = object.__new__
@@ -125,9 +130,8 @@ class Function:
             needs.append(False)
         if not need or (_grad_off[0] and not grad_mode._state.enabled):
             out = fn.forward(*arrays, **params)
-            if type(out) is tuple:
-                return tuple(_wrap(o) for o in out)
-            return _wrap(out)
+            out = tuple(_wrap(o) for o in out) if type(out) is tuple else _wrap(out)
+            return mark_inference(out) if _inference_on[0] else out
 
         fn.needs_input_grad = tuple(needs)
         out = fn.forward(*arrays, **params) if params else fn.forward(*arrays)
@@ -147,6 +151,8 @@ class Function:
                     counter = a._version
                     versions += (counter, counter[0], i)
             fn._saved_versions = tuple(versions) if versions else None
+        if _saved_hooks:  # saved-tensor hooks are active (saved_hooks.py): the only test they cost
+            pack_node(fn)
         if type(out) is tuple:
             return _link_outputs(fn, out)
         fn._out_meta = None
@@ -224,7 +230,7 @@ class Function:
             array = self.__dict__.get("y")
             if array is None:
                 raise RuntimeError(
-                    f"{self.name()}.saved_output({k}): the node keeps no output under self.y; "
+                    f"{type(self).__name__}.saved_output({k}): the node keeps no output under self.y; "
                     "pass the saved array: self.saved_output(k, self.<attribute>)"
                 )
         return _wrap(array, True, self, k)
@@ -234,11 +240,35 @@ class Function:
         self.__dict__.clear()
         self._freed = True
 
+    # ------------------------------------------------ torch.autograd.graph.Node's hooks
+    def register_hook(self, fn):
+        """``fn(grad_inputs, grad_outputs)`` after this node's backward; a non-None result
+        replaces ``grad_inputs`` (graph_hooks.py). Returns a handle with ``remove()``."""
+        from .graph_hooks import register_node_hook
+
+        return register_node_hook(self, fn, pre=False)
+
+    def register_prehook(self, fn):
+        """``fn(grad_outputs)`` before this node's backward; a non-None result replaces
+        ``grad_outputs``. Returns a handle with ``remove()``."""
+        from .graph_hooks import register_node_hook
+
+        return register_node_hook(self, fn, pre=True)
+
+    @property
+    def metadata(self) -> dict:
+        """A dict a program may keep anything in (torch's ``Node.metadata``); kept in
+        ``_pre_hooks`` (under a key that is not an output number), which outlives backward."""
+        if self._pre_hooks is None:
+            self._pre_hooks = {}
+        return self._pre_hooks.setdefault("metadata", {})
+
     def name(self) -> str:
-        return type(self).__name__
+        """torch's name for this node, e.g. ``'MulBackward0'`` (node_names.py)."""
+        return torch_node_name(self)
 
     def __repr__(self) -> str:
-        return f"<{self.name()}>"
+        return f"<{self.name()} object at {id(self):#x}>"
 
 
 def _conventional_saved_array(fn: Function, i: int):
@@ -249,7 +279,7 @@ def _conventional_saved_array(fn: Function, i: int):
         if d.get(name) is not None:
             return d[name]
     raise RuntimeError(
-        f"{fn.name()}.saved_input({i}): the node keeps no array for input {i} under a usual "
+        f"{type(fn).__name__}.saved_input({i}): the node keeps no array for input {i} under a usual "
         f"name ({', '.join(names) or 'none for this index'}); pass it: "
         f"self.saved_input({i}, self.<attribute>)"
     )
@@ -293,7 +323,8 @@ def binary_operator(cls, general, kinds: str | None = None):
             eb = None
         if (ea is None and eb is None) or (_grad_off[0] and not grad_mode._state.enabled):
             out = fn.forward(x, y)
-            return tuple(_wrap(o) for o in out) if type(out) is tuple else _wrap(out)
+            out = tuple(_wrap(o) for o in out) if type(out) is tuple else _wrap(out)
+            return mark_inference(out) if _inference_on[0] else out
 
         # (a tuple indexed by bools is not a specialised subscript: ~160 instructions)
         fn.needs_input_grad = _NEEDS_B if ea is None else _NEEDS_A if eb is None else _NEEDS_AB
@@ -311,6 +342,8 @@ def binary_operator(cls, general, kinds: str | None = None):
             counter = (input if save_one == 0 else other)._version
             fn._saved_versions = (counter, counter[0], save_one)
         fn._out_meta = None
+        if _saved_hooks:  # saved-tensor hooks are active (saved_hooks.py)
+            pack_node(fn)
         if type(out) is not _ndarray:  # one test for the common case (a NumPy array)
             if type(out) is tuple:
                 return _link_outputs(fn, out)

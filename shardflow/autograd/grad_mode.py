@@ -24,6 +24,7 @@ import threading
 
 class _GradState(threading.local):
     enabled = True  # every thread starts with grad mode on
+    inference = False  # inside inference_mode (a separate flag: torch tells the two apart)
 
 
 _state = _GradState()
@@ -32,6 +33,9 @@ _state = _GradState()
 # modules see writes (``from .grad_mode import _off``).
 _off = [0]
 _off_lock = threading.Lock()
+# How many threads are inside inference_mode: the no-record op path tests it (only there) to
+# mark the tensors it makes as inference tensors (Tensor.is_inference)
+_inference_on = [0]
 
 
 def _set_enabled(mode: bool) -> None:
@@ -48,6 +52,35 @@ def grad_recorded() -> bool:
     """``is_grad_enabled()`` on the op path: the thread-local is read only while some
     thread has grad mode off."""
     return not _off[0] or _state.enabled
+
+
+def _set_inference(mode: bool) -> None:
+    """Set this thread's inference-mode flag, keeping ``_inference_on``."""
+    mode = bool(mode)
+    if _state.inference is mode:
+        return
+    with _off_lock:
+        _state.inference = mode
+        _inference_on[0] += 1 if mode else -1
+
+
+def is_inference_mode_enabled() -> bool:
+    """Whether this thread is inside ``inference_mode()`` (torch.is_inference_mode_enabled)."""
+    return _state.inference
+
+
+def mark_inference(out):
+    """Mark the Tensor(s) ``out`` an op made inside inference mode (``Tensor.is_inference``);
+    the op path calls it only while some thread is in inference mode."""
+    if _state.inference:
+        for t in out if type(out) is tuple else (out,):
+            t._sf_inference = True
+    return out
+
+
+def is_inference_tensor(t) -> bool:
+    """``Tensor.is_inference()``: made by an op inside ``inference_mode``."""
+    return getattr(t, "_sf_inference", False)
 
 
 def is_grad_enabled() -> bool:
@@ -105,8 +138,22 @@ class enable_grad(_NoParamContext):
 
 
 class inference_mode(_GradModeContext):
-    """Like ``no_grad`` (shardflow has no separate inference tensors). As in PyTorch,
-    ``inference_mode(False)`` turns grad mode *on* inside the block."""
+    """``no_grad`` plus the inference-mode flag (``is_inference_mode_enabled()``); tensors ops
+    make inside report ``is_inference()`` True. As in PyTorch, ``inference_mode(False)`` turns
+    grad mode *on* and inference mode off inside the block. Unlike torch, inference tensors are
+    ordinary tensors otherwise (no error when one is saved for backward or changed in place
+    outside the block), and tensors made by factory functions (``zeros``, ``tensor``) inside the
+    block are not marked: only op results are."""
+
+    def __enter__(self):
+        self._prev_inference = _state.inference
+        _set_inference(not self.mode)
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        super().__exit__(*exc)
+        _set_inference(self._prev_inference)
+        return False
 
     def __new__(cls, mode=True):
         if mode is None or isinstance(mode, bool):
@@ -143,3 +190,39 @@ class set_grad_enabled(_GradModeContext):
 class _ScopedGradMode(_GradModeContext):
     def __init__(self, mode: bool):
         self.mode = mode
+
+
+# ----------------------------------------------------------------------------- engine switches
+# torch.autograd's process-wide engine switches. shardflow's engine runs a backward pass in the
+# calling thread and replays no views, so these are recorded and reported, and change nothing.
+_multithreading = [True]
+
+
+def is_multithreading_enabled() -> bool:
+    """torch.autograd.is_multithreading_enabled (default True; see the note above)."""
+    return _multithreading[0]
+
+
+class set_multithreading_enabled(_GradModeContext):
+    """torch.autograd.set_multithreading_enabled(mode): sets the switch on construction; as a
+    context manager or decorator, restores it after."""
+
+    def __init__(self, mode: bool):
+        self.mode = bool(mode)
+        self._prev_mt = _multithreading[0]
+        _multithreading[0] = self.mode
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _multithreading[0] = self._prev_mt
+        return False
+
+    def clone(self):
+        return self.__class__(self.mode)
+
+
+def is_view_replay_enabled() -> bool:
+    """torch.autograd.is_view_replay_enabled: False (shardflow replays no views)."""
+    return False

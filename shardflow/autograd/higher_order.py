@@ -33,6 +33,8 @@ from .anomaly_mode import _flags as _anomaly_flags
 from .anomaly_mode import check_gradients_for_nan
 from .engine import _check_gradient_count, _check_versions, _collect_dependencies, _raise_freed
 from .function import Function, edge_of
+from .graph_hooks import NODE_HOOKS, call_backward, enter_task, exit_task
+from .saved_hooks import UNPACK
 from .tensor import Tensor, _wrap
 
 
@@ -47,12 +49,13 @@ class NoDoubleBackward(Function):
 
     def backward(self, *grad_outputs):
         op = self.__dict__.get("op_name", "an op")
+        cls = self.__dict__.get("op_class", op)
         raise DoubleBackwardNotImplemented(
             f"shardflow: the second derivative of {op} (create_graph=True) is not implemented "
             f"yet; its first derivative was computed, but differentiating it again needs "
-            f"{op}.backward_graph (fix: express the function with ops that support "
+            f"{cls}.backward_graph (fix: express the function with ops that support "
             "higher-order gradients (docs/COMPAT.md, 'Higher-order gradients'), or define "
-            f"backward_graph on {op}: shardflow/autograd/function.py describes it)"
+            f"backward_graph on {cls}: shardflow/autograd/function.py describes it)"
         )
 
     def name(self) -> str:
@@ -88,6 +91,14 @@ def _run(tensors, grad_tensors, retain_graph, capture) -> None:
         slot[t._output_nr] = _add(slot[t._output_nr], g)
         roots.append(fn)
     deps = _collect_dependencies(roots)
+    task = enter_task(roots, deps)  # what multi-grad hooks ask (graph_hooks.py)
+    try:
+        _walk(grads, roots, deps, retain_graph, capture)
+    finally:
+        exit_task(task)
+
+
+def _walk(grads, roots, deps, retain_graph, capture) -> None:
     ready = [fn for fn in dict.fromkeys(roots) if deps.get(fn, 0) == 0]
     check_nan = _anomaly_flags[0] and _anomaly_flags[1]
     while ready:
@@ -104,7 +115,10 @@ def _run(tensors, grad_tensors, retain_graph, capture) -> None:
                     key = (fn, i)
                     if key in capture:
                         capture[key] = _add(capture[key], g)
-            in_grads = _call_backward_graph(fn, gouts)
+            if fn._pre_hooks and (UNPACK in fn._pre_hooks or NODE_HOOKS in fn._pre_hooks):
+                in_grads = call_backward(fn, _call_backward_graph, gouts, False)
+            else:
+                in_grads = _call_backward_graph(fn, gouts)
             if check_nan:
                 check_gradients_for_nan(fn, [None if g is None else g.array for g in in_grads])
         if not retain_graph:
@@ -185,6 +199,7 @@ def _link_no_double_backward(fn: Function, gouts: list, arrays: tuple) -> tuple:
         return tuple(None if a is None else _wrap(a) for a in arrays)
     node = NoDoubleBackward()
     node.op_name = fn.name()
+    node.op_class = type(fn).__name__
     node._freed = False
     node._pre_hooks = None
     node._saved_versions = None
@@ -197,7 +212,7 @@ def _link_no_double_backward(fn: Function, gouts: list, arrays: tuple) -> tuple:
 
 def _run_output_hooks(fn: Function, gouts: list) -> None:
     for idx, hooks in fn._pre_hooks.items():
-        if gouts[idx] is None:
+        if type(idx) is not int or gouts[idx] is None:  # (saved-tensor / node hooks' keys)
             continue
         for hook in hooks:
             r = hook(gouts[idx])
@@ -209,7 +224,11 @@ def _deliver_leaf(leaf: Tensor, g: Tensor, capture) -> None:
     """A leaf's whole gradient ``g`` arrived: capture it for ``grad``, or make it (or add it
     to) the leaf's ``.grad``, with the leaf's tensor and post-accumulate-grad hooks."""
     if capture is not None:
-        if leaf in capture:
+        if leaf in capture:  # the leaf's tensor hooks run first, as in torch
+            for hook in leaf._hooks or ():
+                r = hook(g)
+                if r is not None:
+                    g = r
             capture[leaf] = _add(capture[leaf], g)
         return
     if leaf._hooks:

@@ -13,6 +13,11 @@ __all__ = ["is_tensor", "is_floating_point", "is_complex", "is_nonzero", "is_sam
            "typename", "result_type", "can_cast"]
 
 
+def is_tensor_like(inp) -> bool:
+    """torch.autograd.is_tensor_like: a Tensor, or an object with ``__torch_function__``."""
+    return isinstance(inp, Tensor) or hasattr(inp, "__torch_function__")
+
+
 def is_tensor(obj) -> bool:
     """True if ``obj`` is a shardflow Tensor (``torch.is_tensor``)."""
     return isinstance(obj, Tensor)

@@ -19,6 +19,8 @@ counter moves, so a tensor saved for backward and changed afterwards is caught.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..backend import CPU, as_dtype, device_of, dtypes, from_numpy_dtype, is_device_array, to_device
@@ -27,6 +29,8 @@ from ..backend.layout import strided
 from ..backend.meta import MetaArray
 from . import _tensor_str, grad_mode, legacy_types
 from .dispatch import OPS, set_method_owner
+
+_SAME_DTYPE = object()  # grad_dtype not set: the tensor's own dtype
 
 
 def _wrap(array, requires_grad=False, grad_fn=None, output_nr=0, version=None):
@@ -224,6 +228,32 @@ class Tensor:
     @property
     def is_leaf(self) -> bool:
         return self.grad_fn is None
+
+    def is_inference(self) -> bool:
+        """Whether an op made this tensor inside ``inference_mode`` (grad_mode.py)."""
+        return getattr(self, "_sf_inference", False)
+
+    @property
+    def name(self):
+        """torch's named-tensor dimension name of a tensor: shardflow has no named tensors (None)."""
+        return None
+
+    @property
+    def volatile(self) -> bool:
+        """Removed in torch 0.4: always False, with torch's warning."""
+        warnings.warn("volatile was removed (Variable.volatile is always False)", UserWarning, stacklevel=2)
+        return False
+
+    @property
+    def grad_dtype(self):
+        """The dtype ``.grad`` is kept in (default: this tensor's; None: whatever arrives);
+        the engine casts a leaf's incoming gradient to it."""
+        want = getattr(self, "_sf_grad_dtype", _SAME_DTYPE)
+        return self.dtype if want is _SAME_DTYPE else want
+
+    @grad_dtype.setter
+    def grad_dtype(self, value) -> None:
+        self._sf_grad_dtype = None if value is None else as_dtype(value)
 
     def is_floating_point(self) -> bool:
         return _is_float(self.array)

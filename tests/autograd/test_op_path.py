@@ -306,7 +306,7 @@ def test_inplace_check_names_the_saved_input_and_its_shape():
     c = b * a  # Mul saves both inputs; input 0 is b
     with sf.no_grad():
         b.mul_(2)
-    with pytest.raises(RuntimeError, match=r"shape \(3, 4\) \(input 0\) saved by Mul is at "
+    with pytest.raises(RuntimeError, match=r"shape \(3, 4\) \(input 0\) saved by MulBackward0 is at "
                                            r"version 1; expected version 0"):
         c.sum().backward()
 
