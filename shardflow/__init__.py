@@ -11,6 +11,7 @@ from . import (
     ao,
     autograd,
     backends,
+    compiler,
     cpu,
     cuda,
     data,
