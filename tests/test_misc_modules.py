@@ -74,9 +74,9 @@ def test_set_stance_checks_arguments_and_restores():
     assert sf.compiler.current_stance() == "fail_on_recompile"
     sf.compiler.set_stance()
     assert sf.compiler.current_stance() == "default"
-    for lib in (torch, sf):
-        with pytest.raises(RuntimeError, match="non-default stance cannot have force_backend set"):
-            lib.compiler.set_stance("force_eager", force_backend="eager")
+    # torch's message (not called here: it imports torch._dynamo, 2 s)
+    with pytest.raises(RuntimeError, match="non-default stance cannot have force_backend set"):
+        sf.compiler.set_stance("force_eager", force_backend="eager")
     with pytest.raises(ValueError, match="unknown stance 'bogus'"):
         sf.compiler.set_stance("bogus")
     assert sf.compiler.current_stance() == "default"
