@@ -138,6 +138,7 @@ from .backends.switches import (
     set_flush_denormal,
     set_warn_always,
 )
+from .cuda import OutOfMemoryError
 from .distributed import sbp
 from .distributed.parallel_config import parallelize
 from .distributed.placement import placement

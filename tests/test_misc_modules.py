@@ -161,3 +161,178 @@ def test_torch_function_mode_refuses_on_enter():
     with pytest.raises(NotImplementedError, match="does not run __torch_function__ modes"):
         with Mode():
             pass
+
+
+# ---------------------------------------------------------------- torch.cuda streams, events, memory
+pytest_no_cuda = pytest.mark.skipif(sf.cuda.is_available() or torch.cuda.is_available(),
+                                    reason="the host-stream answers are those of a machine without CUDA")
+
+
+@pytest_no_cuda
+def test_cuda_host_event_times_work_between_records():
+    import time
+
+    start, end = sf.cuda.Event(enable_timing=True), sf.cuda.Event(enable_timing=True)
+    start.record()
+    time.sleep(0.02)
+    end.record()
+    end.synchronize()
+    assert start.query() and end.query()
+    assert 15.0 <= start.elapsed_time(end) < 1000.0
+    with pytest.raises(RuntimeError, match="Both events must be recorded"):
+        start.elapsed_time(sf.cuda.Event(enable_timing=True))
+    with pytest.raises(RuntimeError, match="enable_timing=True"):
+        sf.cuda.Event().elapsed_time(end)
+    assert list(inspect.signature(sf.cuda.Event).parameters) == ["enable_timing", "blocking", "interprocess",
+                                                                  "external"]
+
+
+@pytest_no_cuda
+def test_cuda_host_streams_select_and_restore():
+    default = sf.cuda.default_stream()
+    assert sf.cuda.current_stream() == default
+    s = sf.cuda.Stream()
+    assert s != default and s.query() and s.device == sf.device("cpu")
+    with sf.cuda.stream(s):
+        assert sf.cuda.current_stream() == s
+        with sf.cuda.stream(None):  # torch's: None selects nothing
+            assert sf.cuda.current_stream() == s
+    assert sf.cuda.current_stream() == default
+    s.wait_stream(default)
+    assert isinstance(s.record_event(), sf.cuda.Event)
+    s.synchronize()
+    with pytest.raises(AssertionError, match="needs a CUDA device"):
+        sf.cuda.ExternalStream(1234)
+
+
+class _FakeCupyStream:
+    def __init__(self, non_blocking=False, ptr=7):
+        self.ptr, self.done, self.waited, self.synced = ptr, True, [], 0
+
+    def use(self):
+        _FakeCupy.current = self
+
+    def wait_event(self, event):
+        self.waited.append(event)
+
+    def synchronize(self):
+        self.synced += 1
+
+
+class _FakeCupyEvent:
+    def __init__(self, block=False, disable_timing=False, interprocess=False):
+        self.disable_timing, self.stream, self.done = disable_timing, None, False
+
+    def record(self, stream=None):
+        self.stream, self.done = stream, True
+
+    def synchronize(self):
+        pass
+
+
+class _FakeCupy:
+    """Just the ``cupy.cuda`` stream and event calls ``cuda/streams.py`` makes."""
+    current = None
+
+    class cuda:
+        Event = _FakeCupyEvent
+
+        class Stream(_FakeCupyStream):
+            null = _FakeCupyStream(ptr=0)
+
+        class runtime:
+            @staticmethod
+            def getDevice():
+                return 0
+
+        @staticmethod
+        def get_current_stream():
+            return _FakeCupy.current
+
+        @staticmethod
+        def get_elapsed_time(start, end):
+            return 2.5
+
+
+def test_cuda_streams_and_events_drive_cupy(monkeypatch):
+    from shardflow.cuda import streams
+
+    monkeypatch.setattr(streams, "_cp", lambda: _FakeCupy)
+    monkeypatch.setattr(streams, "cupy", lambda: _FakeCupy)
+    _FakeCupy.current = _FakeCupy.cuda.Stream.null
+    s = sf.cuda.Stream()
+    assert s.cuda_stream == 7 and s.device == sf.device("cuda", 0)
+    assert sf.cuda.current_stream() == sf.cuda.default_stream() != s
+    with sf.cuda.stream(s):
+        assert _FakeCupy.current is s._cupy and sf.cuda.current_stream() == s
+        start, end = sf.cuda.Event(enable_timing=True), sf.cuda.Event(enable_timing=True)
+        start.record()
+        end.record(s)
+    assert _FakeCupy.current is _FakeCupy.cuda.Stream.null
+    assert start._cupy.stream is s._cupy and start.elapsed_time(end) == 2.5
+    fresh = sf.cuda.Event()
+    assert fresh._cupy.disable_timing is True and fresh.query() is False  # CuPy's answer
+    fresh.record()
+    assert fresh.query() is True
+    other = sf.cuda.Stream()
+    other.wait_stream(s)  # an event recorded on s, waited on by other
+    assert other._cupy.waited and other._cupy.waited[0].stream is s._cupy
+
+
+@pytest_no_cuda
+def test_cuda_names_answer_like_a_cpu_build():
+    assert sf.cuda.memory_stats() == torch.cuda.memory_stats() == {}
+    assert sf.cuda.get_arch_list() == torch.cuda.get_arch_list() == []
+    assert sf.cuda.get_gencode_flags() == torch.cuda.get_gencode_flags() == ""
+    assert sf.cuda.is_tf32_supported() is torch.cuda.is_tf32_supported() is False
+    assert sf.cuda.has_half is torch.cuda.has_half is True
+    assert sf.cuda.is_current_stream_capturing() is False
+    assert issubclass(sf.cuda.OutOfMemoryError, RuntimeError) and sf.OutOfMemoryError is sf.cuda.OutOfMemoryError
+    for lib in (torch, sf):
+        with pytest.warns(FutureWarning, match="renamed to `torch.cuda.memory_reserved`"):
+            assert lib.cuda.memory_cached() == 0
+    with sf.cuda.device_of(sf.ones(1)):
+        pass
+    for call in (sf.cuda.CUDAGraph, lambda: sf.cuda.graph(None), sf.cuda.graph_pool_handle, sf.cuda.init,
+                 sf.cuda.memory_snapshot, lambda: sf.cuda.set_per_process_memory_fraction(0.5)):
+        with pytest.raises(AssertionError, match="needs a CUDA device"):  # torch: AssertionError/RuntimeError
+            call()
+    f = lambda x: x  # noqa: E731
+    assert sf.cuda.make_graphed_callables(f, (sf.ones(1),)) is f
+
+
+def test_cuda_sync_debug_mode():
+    try:
+        for mode, code in (("warn", 1), ("error", 2), (0, 0), ("default", 0)):
+            sf.cuda.set_sync_debug_mode(mode)
+            assert sf.cuda.get_sync_debug_mode() == code
+        with pytest.raises(RuntimeError, match="invalid value of debug_mode"):
+            sf.cuda.set_sync_debug_mode("loud")
+    finally:
+        sf.cuda.set_sync_debug_mode(0)
+
+
+def test_cuda_graphs_refused_with_cuda(monkeypatch):
+    from shardflow import cuda
+
+    monkeypatch.setattr(cuda, "cuda_is_available", lambda: True)
+    monkeypatch.setattr(cuda, "cupy", lambda: _FakeCupy)
+    with pytest.raises(NotImplementedError, match="does not capture CUDA graphs.*shardflow.compile"):
+        sf.cuda.CUDAGraph()
+
+
+# ---------------------------------------------------------------- torch.cpu
+def test_cpu_streams_and_names_match_torch():
+    for lib in (torch, sf):
+        s = lib.cpu.Stream()
+        assert lib.cpu.current_stream() is not s
+        with lib.cpu.stream(s):
+            assert lib.cpu.current_stream() is s
+        assert lib.cpu.current_stream() is not s
+        e = lib.cpu.Event()
+        e.record()
+        assert e.query() is True and e.synchronize() is None and e.wait() is None
+        assert lib.cpu.is_initialized() is True and lib.cpu.set_device("cpu") is None
+    ours, theirs = dict(sf.cpu.get_capabilities()), dict(torch.cpu.get_capabilities())
+    assert ours["architecture"] == theirs["architecture"]
+    assert {k: v for k, v in ours.items() if k in theirs} == {k: theirs[k] for k in ours if k in theirs}
