@@ -336,3 +336,150 @@ def test_cpu_streams_and_names_match_torch():
     ours, theirs = dict(sf.cpu.get_capabilities()), dict(torch.cpu.get_capabilities())
     assert ours["architecture"] == theirs["architecture"]
     assert {k: v for k, v in ours.items() if k in theirs} == {k: theirs[k] for k in ours if k in theirs}
+
+
+# ---------------------------------------------------------------- torch.profiler extras
+def test_tensorboard_trace_handler_writes_one_trace_per_window(tmp_path):
+    import gzip
+    import json
+
+    for use_gzip in (False, True):
+        out = tmp_path / f"gz{use_gzip}"
+        handler = sf.profiler.tensorboard_trace_handler(str(out), worker_name="w0", use_gzip=use_gzip)
+        sched = sf.profiler.schedule(wait=0, warmup=0, active=1, repeat=2)
+        with sf.profiler.profile(schedule=sched, on_trace_ready=handler) as prof:
+            for _ in range(3):
+                (sf.ones(4) * 2).sum()
+                prof.step()
+        files = sorted(p.name for p in out.iterdir())
+        suffix = ".pt.trace.json.gz" if use_gzip else ".pt.trace.json"
+        assert len(files) == 2 and all(f.startswith("w0.") and f.endswith(suffix) for f in files), files
+        raw = (gzip.open if use_gzip else open)(out / files[0], "rb").read()
+        names = {e["name"] for e in json.loads(raw)["traceEvents"]}
+        assert "mul" in names and "sum" in names
+    params = list(inspect.signature(sf.profiler.tensorboard_trace_handler).parameters)
+    assert params == list(inspect.signature(torch.profiler.tensorboard_trace_handler).parameters)
+
+
+def test_profiler_module_helpers():
+    if not sf.cuda.is_available():
+        assert sf.profiler.supported_activities() == {sf.profiler.ProfilerActivity.CPU}
+        assert {a.name for a in torch.profiler.supported_activities()} == {"CPU"}
+    assert sf.profiler.kineto_available() is False
+    with pytest.raises(NotImplementedError, match="export_chrome_trace"):
+        sf.profiler.ExecutionTraceObserver()
+
+
+# ---------------------------------------------------------------- testing, utils, nn.init, nn.modules
+def test_assert_allclose_deprecated_form_matches_torch():
+    cases = [([1.0, 2.0], [1.0, 2.00005], {}), ([1.0, 2.0], [1.0, 2.01], {}),
+             ([1.0, float("nan")], [1.0, float("nan")], {}), ([1.0, 2.0], [1.0, 2.01], {"rtol": 0.1, "atol": 0}),
+             ([1, 2], [1, 3], {})]
+    for actual, expected, kw in cases:
+        results = []
+        for lib in (torch, sf):
+            with pytest.warns(FutureWarning, match="assert_allclose\\(\\)` is deprecated"):
+                try:
+                    lib.testing.assert_allclose(lib.tensor(actual), expected, **kw)
+                    results.append("ok")
+                except AssertionError as err:
+                    results.append(str(err).split("\n")[0])
+        assert results[0] == results[1], (actual, expected, results)
+
+
+def test_swap_tensors_and_set_module():
+    for lib in (torch, sf):
+        a, b = lib.nn.Parameter(lib.ones(2)), lib.zeros(3)
+        a.tag = "was a"
+        ida = id(a)
+        lib.utils.swap_tensors(a, b)
+        assert id(a) == ida and type(a) is lib.Tensor and type(b) is lib.nn.Parameter
+        assert a.tolist() == [0.0, 0.0, 0.0] and b.tolist() == [1.0, 1.0] and b.requires_grad and b.tag == "was a"
+        assert not hasattr(a, "tag")
+    import weakref
+
+    a, b = sf.ones(1), sf.ones(1)
+    keep = weakref.ref(a)  # noqa: F841
+    with pytest.raises(RuntimeError, match="Cannot swap t1 because it has weakref"):
+        sf.utils.swap_tensors(a, b)
+
+    def f():
+        pass
+
+    for lib in (torch, sf):
+        lib.utils.set_module(f, "mine")
+        assert f.__module__ == "mine"
+        with pytest.raises(TypeError, match="The mod argument should be a string"):
+            lib.utils.set_module(f, 3)
+
+
+def test_init_deprecated_names_warn_and_fill_like_torch():
+    for name in ("eye", "dirac", "sparse", "uniform", "xavier_normal"):
+        args = {"sparse": (0.5,)}.get(name, ())
+        shape = (3, 3, 3) if name == "dirac" else (4, 4)
+        got = []
+        for lib in (torch, sf):
+            lib.manual_seed(0)
+            with pytest.warns(FutureWarning, match=f"`nn.init.{name}` is now deprecated in favor of "
+                                                   f"`nn.init.{name}_`"):
+                got.append(getattr(lib.nn.init, name)(lib.empty(*shape), *args))
+        if name in ("eye", "dirac"):
+            np.testing.assert_array_equal(got[1].numpy(), got[0].numpy())
+        assert tuple(got[1].shape) == shape
+
+
+def test_nn_modules_names():
+    assert sf.nn.modules.SyncBatchNorm is sf.nn.SyncBatchNorm
+    with pytest.warns(FutureWarning, match="`nn.Container` is deprecated"):
+        c = sf.nn.Container(fc=sf.nn.Linear(2, 3))
+    with pytest.warns(FutureWarning, match="`nn.Container` is deprecated"):
+        t = torch.nn.Container(fc=torch.nn.Linear(2, 3))
+    assert list(c.state_dict()) == list(t.state_dict()) == ["fc.weight", "fc.bias"]
+
+
+# ---------------------------------------------------------------- nn.parallel primitives
+def test_scatter_gather_round_trip():
+    from collections import namedtuple
+
+    P = namedtuple("P", "x y")
+    x = sf.arange(10.0).reshape(5, 2)
+    parts = sf.nn.parallel.scatter((x, {"k": x}, P(x, 3), "s"), [0, 1])
+    assert len(parts) == 2
+    np.testing.assert_array_equal(parts[0][0].numpy(), x.numpy()[:3])
+    np.testing.assert_array_equal(parts[1][1]["k"].numpy(), x.numpy()[3:])
+    assert parts[1][2].y == 3 and parts[0][3] == "s" and isinstance(parts[0][2], P)
+    # torch's scatter needs CUDA; its split is chunk's
+    assert [tuple(p[0].shape) for p in parts] == [tuple(c.shape) for c in torch.arange(10.0).reshape(5, 2).chunk(2)]
+    back = sf.nn.parallel.gather([p[:2] for p in parts], "cpu")
+    np.testing.assert_array_equal(back[0].numpy(), x.numpy())
+    np.testing.assert_array_equal(back[1]["k"].numpy(), x.numpy())
+    with pytest.warns(UserWarning, match="all input tensors were scalars"):
+        v = sf.nn.parallel.gather([sf.tensor(1.0), sf.tensor(2.0)], -1)
+    assert v.tolist() == [1.0, 2.0]
+    with pytest.raises(ValueError, match="All dicts must have the same number of keys"):
+        sf.nn.parallel.gather([{"a": x}, {"a": x, "b": x}], -1)
+
+
+def test_replicate_parallel_apply_data_parallel_match_the_module():
+    sf.manual_seed(0)
+    net = sf.nn.Sequential(sf.nn.Linear(3, 4), sf.nn.BatchNorm1d(4), sf.nn.ReLU())
+    x = sf.randn(6, 3)
+    reps = sf.nn.parallel.replicate(net, [0, 1])
+    assert len(reps) == 2 and list(reps[0].parameters()) == [] and reps[0] is not net
+    chunks = sf.nn.parallel.scatter(x, [0, 1])
+    outs = sf.nn.parallel.parallel_apply(reps, chunks)
+    y = sf.nn.parallel.gather(outs, "cpu")
+    y.sum().backward()
+    grads = [p.grad.numpy().copy() for p in net.parameters()]
+    for p in net.parameters():
+        p.grad = None
+    want = sf.cat([net(c) for c in chunks])
+    want.sum().backward()
+    np.testing.assert_allclose(y.detach().numpy(), want.detach().numpy(), rtol=1e-6)
+    for g, p in zip(grads, net.parameters()):
+        np.testing.assert_allclose(g, p.grad.numpy(), rtol=1e-6)
+    detached = sf.nn.parallel.replicate(net, [0], detach=True)[0]
+    assert not detached(x).requires_grad
+    with pytest.raises(AssertionError, match="number of modules 2 is not equal to the number of inputs 1"):
+        sf.nn.parallel.parallel_apply(reps, chunks[:1])
+    np.testing.assert_array_equal(sf.nn.parallel.data_parallel(net, x).detach().numpy(), net(x).detach().numpy())
