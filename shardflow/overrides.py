@@ -28,6 +28,8 @@ protocol as a library function written in PyTorch style runs it itself::
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import sys
 import types as _types
 import warnings
@@ -43,6 +45,7 @@ __all__ = [
     "handle_torch_function", "is_tensor_like", "is_tensor_method_or_property",
     "get_ignored_functions", "get_overridable_functions", "get_testing_overrides",
     "get_default_nowrap_functions", "resolve_name", "TorchFunctionMode", "BaseTorchFunctionMode",
+    "wrap_torch_function", "enable_reentrant_dispatch",
 ]
 
 _CREATION = ("tensor", "as_tensor", "asarray", "from_numpy", "frombuffer", "zeros", "ones",
@@ -105,6 +108,30 @@ def handle_torch_function(public_api, relevant_args, *args, **kwargs):
     func_name = f"{public_api.__module__}.{public_api.__name__}"
     raise TypeError(f"no implementation found for '{func_name}' on types that implement "
                     f"__torch_function__: {[type(a) for a in overloaded]}")
+
+
+def wrap_torch_function(dispatcher):
+    """Decorator: ``func`` consults the ``__torch_function__`` overrides of the arguments
+    ``dispatcher(*args, **kwargs)`` names before running (PyTorch's)."""
+
+    def inner(func):
+        @functools.wraps(func)
+        def wrapped(*args, **kwargs):
+            relevant_args = dispatcher(*args, **kwargs)
+            if has_torch_function(relevant_args):
+                return handle_torch_function(wrapped, relevant_args, *args, **kwargs)
+            return func(*args, **kwargs)
+
+        return wrapped
+
+    return inner
+
+
+@contextlib.contextmanager
+def enable_reentrant_dispatch():
+    """PyTorch restores its dispatcher's thread-local state here; shardflow keeps none, so the
+    block just runs."""
+    yield
 
 
 def is_tensor_like(inp) -> bool:

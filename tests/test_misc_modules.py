@@ -541,3 +541,56 @@ def test_sparse_functions_match_torch():
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=str(i))
     with pytest.raises(TypeError, match="expected a sparse COO tensor"):
         sf.sparse.softmax(sf.ones(2, 2), 0)
+
+
+# ---------------------------------------------------------------- smaller names
+def test_small_extras_match_torch():
+    # torch.compiler's default backend (torch's setter imports torch._dynamo: only the getter here)
+    assert sf.compiler.get_default_backend() == torch.compiler.get_default_backend() == "inductor"
+    sf.compiler.set_default_backend("eager")
+    assert sf.compiler.get_default_backend() == "eager"
+    sf.compiler.set_default_backend(None)
+    assert sf.compiler.get_default_backend() == "inductor"
+
+    # overrides.wrap_torch_function / enable_reentrant_dispatch
+    class Duck:
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            return ("duck", func.__name__)
+
+    for lib in (torch, sf):
+        @lib.overrides.wrap_torch_function(lambda a: (a,))
+        def plus_one(a):
+            return a + 1
+
+        assert plus_one(1) == 2 and plus_one(Duck()) == ("duck", "plus_one")
+    with sf.overrides.enable_reentrant_dispatch():  # torch's is only usable inside __torch_dispatch__
+        pass
+
+    # sparse invariants switch
+    for lib in (torch, sf):
+        switch = lib.sparse.check_sparse_tensor_invariants
+        assert switch.is_enabled() is False
+        with switch():
+            assert switch.is_enabled() is True
+        assert switch.is_enabled() is False
+        switch.enable()
+        assert switch.is_enabled() is True
+        switch.disable()
+
+    # torch.cuda constants and host statistics of a CPU build
+    assert sf.cuda.has_magma is torch.cuda.has_magma
+    assert sf.cuda.host_memory_stats() == torch.cuda.host_memory_stats()
+    assert issubclass(sf.cuda.CudaError, RuntimeError)
+
+
+def test_cuda_nvtx_ranges_nest():
+    nvtx = sf.cuda.nvtx
+    assert nvtx.range_push("a") == 0 and nvtx.range_push("b") == 1
+    assert nvtx.range_pop() == 1 and nvtx.range_pop() == 0 and nvtx.range_pop() == -1
+    with nvtx.range("step {}", 3):
+        assert nvtx.range_push("inner") == 1
+        nvtx.range_pop()
+    nvtx.mark("m")
+    nvtx.range_end(nvtx.range_start("r"))
+    assert nvtx.range_pop() == -1

@@ -17,6 +17,7 @@ around it:
   context manager or decorator; ``current_stance()`` reads it); ``shardflow.compile`` does not
   read it (a compiled graph computes what the eager code computes, so "force_eager" changes
   speed, not results);
+* ``get_default_backend()`` / ``set_default_backend(b)`` record a name;
 * ``list_backends()`` answers ``["inductor"]``: the one backend name ``compile`` accepts by
   default (every ``backend=`` runs shardflow's tracer).
 """
@@ -31,7 +32,8 @@ from ..jit.trace import tracing as _tracing
 __all__ = [
     "compile", "is_compiling", "is_dynamo_compiling", "is_exporting", "disable", "allow_in_graph",
     "assume_constant_result", "substitute_in_graph", "nested_compile_region", "reset",
-    "cudagraph_mark_step_begin", "set_stance", "list_backends", "wrap_numpy",
+    "cudagraph_mark_step_begin", "set_stance", "list_backends", "wrap_numpy", "get_default_backend",
+    "set_default_backend",
 ]
 
 STANCES = ("default", "force_eager", "eager_on_recompile", "fail_on_recompile",
@@ -125,6 +127,23 @@ def cudagraph_mark_step_begin() -> None:
 def list_backends(exclude_tags=("debug", "experimental")) -> list[str]:
     """``["inductor"]``: every ``backend=`` runs shardflow's tracer; this is the default name."""
     return ["inductor"]
+
+
+_default_backend: list = ["inductor"]
+
+
+def get_default_backend():
+    """The ``backend`` name (or callable) ``set_default_backend`` recorded ("inductor" at start)."""
+    return _default_backend[0]
+
+
+def set_default_backend(backend) -> None:
+    """Record the default backend (None: back to "inductor"); ``compile`` runs shardflow's tracer
+    whatever the backend."""
+    if backend is not None and not (isinstance(backend, str) or callable(backend)):
+        raise TypeError(f"set_default_backend: expected a backend name, a callable or None, got "
+                        f"{type(backend).__name__}")
+    _default_backend[0] = "inductor" if backend is None else backend
 
 
 _stance = ["default"]

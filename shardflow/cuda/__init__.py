@@ -31,7 +31,7 @@ from __future__ import annotations
 from .. import accelerator as _acc
 from ..autograd.legacy_types import CUDA_TYPES as _CUDA_TYPES
 from ..backend.xp import cuda_is_available, cupy
-from . import amp, graphs, memory, random, streams
+from . import amp, graphs, memory, nvtx, random, streams
 from .graphs import (
     CUDAGraph,
     graph,
@@ -41,6 +41,8 @@ from .graphs import (
 )
 from .memory import (
     get_per_process_memory_fraction,
+    host_memory_stats,
+    host_memory_stats_as_nested_dict,
     ipc_collect,
     list_gpu_processes,
     max_memory_cached,
@@ -49,9 +51,11 @@ from .memory import (
     memory_stats,
     memory_stats_as_nested_dict,
     memory_summary,
+    reset_accumulated_host_memory_stats,
     reset_accumulated_memory_stats,
     reset_max_memory_allocated,
     reset_max_memory_cached,
+    reset_peak_host_memory_stats,
     set_per_process_memory_fraction,
 )
 from .random import get_rng_state, get_rng_state_all, initial_seed, set_rng_state, set_rng_state_all
@@ -89,10 +93,20 @@ __all__ = [
     "set_stream", "CUDAGraph", "graph", "graph_pool_handle", "make_graphed_callables",
     "is_current_stream_capturing", *memory.__all__, "OutOfMemoryError", "set_sync_debug_mode",
     "get_sync_debug_mode", "init", "get_arch_list", "get_gencode_flags", "is_tf32_supported",
-    "has_half", "device_of", "can_device_access_peer",
+    "has_half", "device_of", "can_device_access_peer", "nvtx", "has_magma", "CudaError",
+    "get_stream_from_external",
 ]
 
 has_half = True  # as PyTorch (a constant: float16 tensors exist on every device)
+has_magma = False  # shardflow has no MAGMA kernels (PyTorch's CPU build answers False too)
+
+
+class CudaError(RuntimeError):
+    """A CUDA runtime error with its code (``torch.cuda.CudaError(code)``)."""
+
+    def __init__(self, code: int) -> None:
+        self.code = int(code)
+        super().__init__(f"CUDA error ({code})")
 
 
 class OutOfMemoryError(RuntimeError):
@@ -295,3 +309,8 @@ class device_of(device):
     def __init__(self, obj):
         dev = getattr(obj, "device", None)
         super().__init__((dev.index or 0) if dev is not None and dev.type == "cuda" else None)
+
+
+def get_stream_from_external(data_ptr: int, device=None) -> Stream:
+    """A ``Stream`` over a CUDA stream made elsewhere (``ExternalStream``); needs CUDA."""
+    return ExternalStream(data_ptr, device)

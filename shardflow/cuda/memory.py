@@ -19,7 +19,8 @@ __all__ = ["memory_stats", "memory_stats_as_nested_dict", "memory_summary", "mem
            "memory_cached", "max_memory_cached", "reset_max_memory_allocated",
            "reset_max_memory_cached", "reset_accumulated_memory_stats",
            "set_per_process_memory_fraction", "get_per_process_memory_fraction",
-           "list_gpu_processes", "ipc_collect"]
+           "list_gpu_processes", "ipc_collect", "host_memory_stats", "host_memory_stats_as_nested_dict",
+           "reset_accumulated_host_memory_stats", "reset_peak_host_memory_stats"]
 
 _fraction: dict[int, float] = {}
 
@@ -129,3 +130,22 @@ def list_gpu_processes(device=None) -> str:
 def ipc_collect() -> None:
     """Needs CUDA; nothing to collect (shardflow shares no CUDA memory between processes)."""
     _cuda()._require("ipc_collect()")
+
+
+def host_memory_stats() -> collections.OrderedDict:
+    """Pinned host memory statistics: empty (shardflow keeps no pinned-memory allocator
+    statistics; PyTorch's CPU build answers the same)."""
+    return collections.OrderedDict()
+
+
+def host_memory_stats_as_nested_dict() -> dict:
+    """``host_memory_stats`` nested (empty)."""
+    return {}
+
+
+def reset_accumulated_host_memory_stats() -> None:
+    """Nothing accumulated."""
+
+
+def reset_peak_host_memory_stats() -> None:
+    """Nothing recorded."""

@@ -11,6 +11,7 @@ tensors (``ops/sparse_coo.py``), with gradients to the values.
   coincide are summed (``coalesce``); a result with no sparse dimension left is dense, as
   PyTorch's.
 * ``addmm(mat, S, D, beta, alpha)``: ``beta * mat + alpha * (S @ D)`` (dense result).
+* ``check_sparse_tensor_invariants``: PyTorch's switch, recorded (indices are always checked).
 * ``spdiags(diagonals, offsets, shape)``: SciPy's convention: ``diagonals[k, j]`` goes to row
   ``j - offsets[k]``, column ``j`` (a coalesced COO matrix).
 """
@@ -24,7 +25,8 @@ from ..backend import get_array_module
 from .index import _add_at
 from .sparse_coo import SparseTensor
 
-__all__ = ["sparse_softmax", "sparse_log_softmax", "sparse_sum", "sparse_addmm", "spdiags"]
+__all__ = ["sparse_softmax", "sparse_log_softmax", "sparse_sum", "sparse_addmm", "spdiags",
+           "check_sparse_tensor_invariants"]
 
 
 def _groups(xp, idx, dim: int):
@@ -164,3 +166,47 @@ def spdiags(diagonals, offsets, shape, layout=None) -> SparseTensor:
     vals = flat[xp.asarray(picks[order])]
     idx = xp.asarray(np.stack([rows[order], cols[order]]).astype(np.int64))
     return SparseTensor._make(idx, vals, (m, n), True)
+
+
+_check_invariants = [False]
+
+
+class check_sparse_tensor_invariants:  # noqa: N801 - PyTorch's name
+    """PyTorch's switch for checking sparse constructors' indices: a context manager, decorator
+    and ``enable()`` / ``disable()`` / ``is_enabled()``. The flag is recorded and answered, but
+    shardflow checks COO indices against the size at every construction whatever it says
+    (``ops/sparse_coo.py``), so disabling it skips nothing."""
+
+    @staticmethod
+    def is_enabled() -> bool:
+        return _check_invariants[0]
+
+    @staticmethod
+    def enable() -> None:
+        _check_invariants[0] = True
+
+    @staticmethod
+    def disable() -> None:
+        _check_invariants[0] = False
+
+    def __init__(self, enable=True):
+        self.state = enable
+        self.saved_state = None
+
+    def __enter__(self):
+        if self.saved_state is not None:
+            raise RuntimeError("This context manager instance is already activated."
+                               " Use a different context manager instance for context nesting.")
+        self.saved_state = self.is_enabled()
+        _check_invariants[0] = self.state
+
+    def __exit__(self, type, value, traceback):
+        _check_invariants[0] = self.saved_state
+        self.saved_state = None
+
+    def __call__(self, mth):
+        def test_mth(*args, **kwargs):
+            with type(self)(self.state):
+                return mth(*args, **kwargs)
+
+        return test_mth
