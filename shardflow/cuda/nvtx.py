@@ -1,6 +1,6 @@
 """``torch.cuda.nvtx``: NVTX ranges and marks for Nsight timelines.
 
-With CUDA they go to CuPy's NVTX bindings (``cupy.cuda.nvtx``). Without CUDA, where PyTorch's
+With CUDA they go to CuPy's NVTX bindings (``cupy.cuda.nvtx``, when CuPy has them). Without CUDA, where PyTorch's
 CPU build raises, they do nothing (no tool reads NVTX markers there), so annotated code runs
 unchanged. ``range_push`` returns the nesting depth of the new range (0-based) and
 ``range_start`` an id, as PyTorch's do.
@@ -19,7 +19,8 @@ _next_id = [0]
 
 
 def _nvtx():
-    return cupy().cuda.nvtx if cuda_is_available() else None
+    """CuPy's NVTX bindings, or None (no CUDA, or a CuPy built without NVTX)."""
+    return getattr(cupy().cuda, "nvtx", None) if cuda_is_available() else None
 
 
 def range_push(msg: str) -> int:
