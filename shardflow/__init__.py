@@ -11,6 +11,7 @@ from . import (
     ao,
     autograd,
     backends,
+    compiler,
     cpu,
     cuda,
     data,
@@ -24,12 +25,16 @@ from . import (
     nn,
     onnx,
     optim,
+    overrides,
     profiler,
+    quasirandom,
     random,
     serialization,
+    signal,
     sparse,
     special,
     testing,
+    types,
     utils,
     version,
 )
@@ -134,6 +139,7 @@ from .backends.switches import (
     set_flush_denormal,
     set_warn_always,
 )
+from .cuda import OutOfMemoryError
 from .distributed import sbp
 from .distributed.parallel_config import parallelize
 from .distributed.placement import placement

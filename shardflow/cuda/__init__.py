@@ -16,7 +16,12 @@ answers are those of a CPU-only PyTorch build:
   CUDA enabled", and a ``RuntimeError`` like a CUDA build's "No CUDA GPUs are available" —
   whose message says how to run on the CPU instead.
 
-With a GPU they answer through CuPy. ``cuda.amp`` holds PyTorch's deprecated
+With a GPU they answer through CuPy. Streams and events (``Stream``, ``Event``, ``stream()``,
+``current_stream()`` ...) are in ``streams.py`` (host streams and host-clock events without
+CUDA), the other memory statistics in ``memory.py``, CUDA graphs (refused) in ``graphs.py``.
+``set_sync_debug_mode`` records its mode (shardflow does not detect synchronizing calls);
+``OutOfMemoryError`` is PyTorch's class (``shardflow.OutOfMemoryError``); CuPy's own
+``cupy.cuda.memory.OutOfMemoryError`` is what a CuPy allocation failure raises. ``cuda.amp`` holds PyTorch's deprecated
 ``torch.cuda.amp`` names. The legacy types ``cuda.FloatTensor`` ... construct CUDA tensors
 and match them in ``isinstance`` (``autograd/legacy_types.py``).
 """
@@ -26,8 +31,44 @@ from __future__ import annotations
 from .. import accelerator as _acc
 from ..autograd.legacy_types import CUDA_TYPES as _CUDA_TYPES
 from ..backend.xp import cuda_is_available, cupy
-from . import amp, random
+from . import amp, graphs, memory, nvtx, random, streams
+from .graphs import (
+    CUDAGraph,
+    graph,
+    graph_pool_handle,
+    is_current_stream_capturing,
+    make_graphed_callables,
+)
+from .memory import (
+    get_per_process_memory_fraction,
+    host_memory_stats,
+    host_memory_stats_as_nested_dict,
+    ipc_collect,
+    list_gpu_processes,
+    max_memory_cached,
+    memory_cached,
+    memory_snapshot,
+    memory_stats,
+    memory_stats_as_nested_dict,
+    memory_summary,
+    reset_accumulated_host_memory_stats,
+    reset_accumulated_memory_stats,
+    reset_max_memory_allocated,
+    reset_max_memory_cached,
+    reset_peak_host_memory_stats,
+    set_per_process_memory_fraction,
+)
 from .random import get_rng_state, get_rng_state_all, initial_seed, set_rng_state, set_rng_state_all
+from .streams import (
+    Event,
+    ExternalStream,
+    Stream,
+    StreamContext,
+    current_stream,
+    default_stream,
+    set_stream,
+    stream,
+)
 
 FloatTensor = _CUDA_TYPES["FloatTensor"]
 DoubleTensor = _CUDA_TYPES["DoubleTensor"]
@@ -48,7 +89,28 @@ __all__ = [
     "max_memory_reserved", "reset_peak_memory_stats", "mem_get_info", "device", "amp",
     "CudaNotAvailableError", "get_rng_state", "get_rng_state_all", "set_rng_state", "set_rng_state_all",
     "initial_seed", *_CUDA_TYPES,
+    "Stream", "ExternalStream", "Event", "StreamContext", "stream", "current_stream", "default_stream",
+    "set_stream", "CUDAGraph", "graph", "graph_pool_handle", "make_graphed_callables",
+    "is_current_stream_capturing", *memory.__all__, "OutOfMemoryError", "set_sync_debug_mode",
+    "get_sync_debug_mode", "init", "get_arch_list", "get_gencode_flags", "is_tf32_supported",
+    "has_half", "device_of", "can_device_access_peer", "nvtx", "has_magma", "CudaError",
+    "get_stream_from_external",
 ]
+
+has_half = True  # as PyTorch (a constant: float16 tensors exist on every device)
+has_magma = False  # shardflow has no MAGMA kernels (PyTorch's CPU build answers False too)
+
+
+class CudaError(RuntimeError):
+    """A CUDA runtime error with its code (``torch.cuda.CudaError(code)``)."""
+
+    def __init__(self, code: int) -> None:
+        self.code = int(code)
+        super().__init__(f"CUDA error ({code})")
+
+
+class OutOfMemoryError(RuntimeError):
+    """PyTorch's out-of-memory error (``torch.OutOfMemoryError``, ``torch.cuda.OutOfMemoryError``)."""
 
 
 class CudaNotAvailableError(AssertionError, RuntimeError):
@@ -192,3 +254,63 @@ class device:
         if self.prev >= 0:
             set_device(self.prev)
         return False
+
+
+_SYNC_DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
+_sync_debug_mode = [0]
+
+
+def set_sync_debug_mode(debug_mode) -> None:
+    """Record the mode ("default"/0, "warn"/1, "error"/2; PyTorch's check and message).
+    shardflow does not detect synchronizing calls, so the mode changes nothing."""
+    if isinstance(debug_mode, str):
+        if debug_mode not in _SYNC_DEBUG_MODES:
+            raise RuntimeError("invalid value of debug_mode, expected one of `default`, `warn`, `error`")
+        debug_mode = _SYNC_DEBUG_MODES[debug_mode]
+    _sync_debug_mode[0] = int(debug_mode)
+
+
+def get_sync_debug_mode() -> int:
+    """The mode last set (0 at start)."""
+    return _sync_debug_mode[0]
+
+
+def init() -> None:
+    """Initialise CUDA now (PyTorch's lazy init); needs a CUDA device."""
+    _require("init()")
+
+
+def get_arch_list() -> list[str]:
+    """The ``sm_XY`` of the visible devices (PyTorch lists its build's targets); [] without CUDA."""
+    if not cuda_is_available():
+        return []
+    return sorted({"sm_{}{}".format(*get_device_capability(i)) for i in range(device_count())})
+
+
+def get_gencode_flags() -> str:
+    """``-gencode`` flags for ``get_arch_list()`` ("" without CUDA, as PyTorch's CPU build)."""
+    return " ".join(f"-gencode compute={a.replace('sm', 'compute')},code={a}" for a in get_arch_list())
+
+
+def is_tf32_supported() -> bool:
+    """TF32 matmuls (compute capability 8.0+); False without CUDA."""
+    return cuda_is_available() and get_device_capability()[0] >= 8
+
+
+def can_device_access_peer(device, peer_device) -> bool:
+    """Whether ``device`` can read ``peer_device``'s memory directly; needs CUDA."""
+    cp = _require("can_device_access_peer()")
+    return bool(cp.cuda.runtime.deviceCanAccessPeer(_index(device), _index(peer_device)))
+
+
+class device_of(device):
+    """``with shardflow.cuda.device_of(t):`` makes ``t``'s GPU current (nothing for a CPU tensor)."""
+
+    def __init__(self, obj):
+        dev = getattr(obj, "device", None)
+        super().__init__((dev.index or 0) if dev is not None and dev.type == "cuda" else None)
+
+
+def get_stream_from_external(data_ptr: int, device=None) -> Stream:
+    """A ``Stream`` over a CUDA stream made elsewhere (``ExternalStream``); needs CUDA."""
+    return ExternalStream(data_ptr, device)

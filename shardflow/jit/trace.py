@@ -27,6 +27,14 @@ _RANDOM = ("dropout", "rand", "randn", "randint", "rand_like", "randn_like", "ra
            "dropout1d", "dropout2d", "dropout3d", "randperm")
 
 
+_depth = [0]  # traces running now (compile may trace inside a trace: a compiled function's call)
+
+
+def tracing() -> bool:
+    """Whether a ``compile`` trace is recording now (``torch.compiler.is_compiling``)."""
+    return _depth[0] > 0
+
+
 class TraceError(Exception):
     """The function cannot be traced faithfully; the message says why."""
 
@@ -114,9 +122,11 @@ def trace(fn, args: tuple, allowed_consts: dict):
             g.meta[len(g.nodes) - 1] = (tuple(a.shape), a.array.dtype)
     tracer = _Tracer(g, values, allowed_consts)
     dispatch.set_op_profiler(tracer.hook)
+    _depth[0] += 1
     try:
         result = fn(*args)
     finally:
+        _depth[0] -= 1
         dispatch.set_op_profiler(None)
     g.outputs = _outputs_to_refs(result, values)
     return g, result

@@ -4,7 +4,8 @@ finite differences), ``mpi`` (run code on N real ranks), ``opspec`` (op spec tab
 ``parity`` (a PyTorch file run with its imports changed). The CuPy and NCCL stand-ins of
 shardflow's own tests are not shipped: they live in the repository's ``tests/doubles``."""
 
+from .allclose import assert_allclose
 from .comparison import assert_close
 from .creation import make_tensor
 
-__all__ = ["assert_close", "make_tensor"]
+__all__ = ["assert_close", "assert_allclose", "make_tensor"]

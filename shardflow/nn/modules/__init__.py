@@ -6,6 +6,7 @@ from types import ModuleType as _ModuleType
 from . import batchnorm, fold, instancenorm, upsampling, utils
 from .activation import *
 from .adaptive import *
+from .batchnorm import SyncBatchNorm
 from .channelshuffle import *
 from .container import *
 from .conv import *

@@ -8,6 +8,7 @@ from a list renumbers the remaining entries.
 from __future__ import annotations
 
 import operator
+import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from itertools import chain
@@ -16,7 +17,7 @@ from ...autograd import Tensor
 from ..module import Module
 from ..parameter import Parameter
 
-__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
+__all__ = ["Container", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 
 
 def _abs_index(idx, n: int, kind: str) -> int:
@@ -386,3 +387,13 @@ class ParameterDict(Module):
         raise NotImplementedError("ParameterDict has no forward")
 
 
+class Container(Module):
+    """Deprecated (PyTorch's ``FutureWarning``): a Module whose keyword arguments become its
+    submodules. Subclass ``Module`` instead."""
+
+    def __init__(self, **kwargs):
+        warnings.warn("`nn.Container` is deprecated. All of its functionality is now implemented "
+                      "in `nn.Module`. Subclass that instead.", FutureWarning, stacklevel=2)
+        super().__init__()
+        for key, value in kwargs.items():
+            self.add_module(key, value)
