@@ -4,7 +4,8 @@ get_backend_config / reduce_op; dcp.async_save(...).result() of a sharded tensor
 the deprecated load_state_dict(..., FileSystemReader(p)) into another layout (and read back
 in this process), HuggingFaceStorageWriter of a sharded tensor (read by
 safetensors.numpy.load_file here) and its reader into shards, load_sharded_optimizer_state_dict
-into a sharded parameter's layout; register_ddp_comm_hook(NOOP / ALLREDUCE) on DDP; and
+into a sharded parameter's layout; register_ddp_comm_hook(NOOP / ALLREDUCE) and
+post_localSGD_hook (global, then within a split_group) on DDP; and
 PostLocalSGDOptimizer with PeriodicModelAverager against a two-model simulation."""
 
 import numpy as np
@@ -111,6 +112,16 @@ for kind, want in ((DDPCommHookType.NOOP, local[rank]),
     got = grads_of(ddp, data[rank])
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=str(kind))
+
+from shardflow.distributed.algorithms.ddp_comm_hooks.post_localSGD_hook import (
+    PostLocalSGDState, post_localSGD_hook)
+ddp = DDP(fresh())
+ddp.register_comm_hook(PostLocalSGDState(None, g, start_localSGD_iter=1), post_localSGD_hook)
+for want in ([(a + b) / 2 for a, b in zip(*local)], local[rank]):  # global, then in g alone
+    got = grads_of(ddp, data[rank])
+    ddp.zero_grad()
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg="post_localSGD_hook")
 
 # -- post-local SGD against a simulation of both ranks in this process
 model = fresh()

@@ -57,3 +57,37 @@ def test_noop_hook_and_module_aliases():
     assert hooks.default is hooks.default_hooks and hooks.powerSGD is hooks.powerSGD_hook
     with pytest.raises(TypeError, match="DDPCommHookType"):
         hooks.register_ddp_comm_hook("ALLREDUCE", Recorder())
+
+
+def test_post_local_sgd_hook_switches_after_start_iter():
+    from shardflow.distributed.algorithms.ddp_comm_hooks import post_localSGD_hook as pls
+
+    class Group:
+        size = 2
+
+        def __init__(self):
+            self.reduced = []
+
+        def all_reduce(self, buf, op, async_op=False):
+            self.reduced.append(op)
+            return type("W", (), {"wait": lambda self: None})()
+
+    class Bucket:
+        array = np.ones(3)
+
+        def buffer(self):
+            return self
+
+        def is_last(self):
+            return True
+
+    world, sub = Group(), Group()
+    state = pls.PostLocalSGDState(world, sub, start_localSGD_iter=2)
+    for _ in range(4):
+        pls.post_localSGD_hook(state, Bucket()).wait()
+    assert (state.iter, len(world.reduced), len(sub.reduced)) == (2, 2, 2)
+    quiet = pls.PostLocalSGDState(world, None, 0, post_local_gradient_allreduce=False)
+    assert pls.post_localSGD_hook(quiet, Bucket()).wait() is Bucket.array
+    from torch.distributed.algorithms.ddp_comm_hooks.post_localSGD_hook import PostLocalSGDState
+
+    assert sorted(pls.PostLocalSGDState.__slots__) == sorted(PostLocalSGDState.__slots__)
