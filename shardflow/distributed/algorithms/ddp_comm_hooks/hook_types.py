@@ -5,9 +5,9 @@ Each member's value is a ``functools.partial`` as torch's, called with ``model=`
 ``state=`` (the process group, None for the world): the default hooks are registered as
 ``model.register_comm_hook(state, hook)``; the PowerSGD members wrap the group in a
 ``PowerSGDState(process_group=state, matrix_approximation_rank=1 or 2,
-start_powerSGD_iter=1_000)`` first, as torch does. Members whose hook shardflow lacks
-(batched PowerSGD, the quantization hooks) raise an error naming the hooks it has, before
-anything is registered.
+start_powerSGD_iter=1_000)`` first, as torch does (the batched members with
+``batched_powerSGD_hook``). The quantization members, whose hooks shardflow lacks, raise an
+error naming the hooks it has, before anything is registered.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ def _powerSGD_comm_hook_wrapper(comm_hook, model, state, matrix_approximation_ra
 def _missing(name, model, state, **_):
     raise NotImplementedError(
         f"DDPCommHookType.{name}: shardflow has no such hook. Its hooks: ALLREDUCE, "
-        "FP16_COMPRESS, BF16_COMPRESS, POWER_SGD, POWER_SGD_RANK2, NOOP (docs/AMP.md); "
-        "POWER_SGD with PowerSGDState(...) is the closest to the batched and quantized forms"
+        "FP16_COMPRESS, BF16_COMPRESS, POWER_SGD(_RANK2), BATCHED_POWER_SGD(_RANK2), NOOP "
+        "(docs/AMP.md); FP16_COMPRESS / BF16_COMPRESS also halve the bytes sent"
     )
 
 
@@ -62,8 +62,12 @@ class DDPCommHookType(enum.Enum):
     POWER_SGD_RANK2 = _member(partial(_powerSGD_comm_hook_wrapper,
                                       comm_hook=powerSGD_hook.powerSGD_hook,
                                       matrix_approximation_rank=2))
-    BATCHED_POWER_SGD = _member(partial(_missing, "BATCHED_POWER_SGD"))
-    BATCHED_POWER_SGD_RANK2 = _member(partial(_missing, "BATCHED_POWER_SGD_RANK2"))
+    BATCHED_POWER_SGD = _member(partial(_powerSGD_comm_hook_wrapper,
+                                        comm_hook=powerSGD_hook.batched_powerSGD_hook,
+                                        matrix_approximation_rank=1))
+    BATCHED_POWER_SGD_RANK2 = _member(partial(_powerSGD_comm_hook_wrapper,
+                                              comm_hook=powerSGD_hook.batched_powerSGD_hook,
+                                              matrix_approximation_rank=2))
     NOOP = _member(partial(_ddp_comm_hook_wrapper, comm_hook=debugging_hooks.noop_hook))
 
 
