@@ -116,3 +116,24 @@ def test_breakpoint_stops_on_its_rank_and_skips(world, monkeypatch):
     assert len(stops) == 2 and "dist.breakpoint(rank=0)" in stops[0] and stops[1] == "trace"
     dist.breakpoint(rank=1)  # not this rank: only the barrier
     assert len(stops) == 2
+
+
+def test_join_runs_ddps_join(world):
+    import torch.distributed.algorithms as talg
+
+    from shardflow.distributed.algorithms import Join, JoinHook, Joinable
+
+    assert all(hasattr(talg, n) for n in ("Join", "Joinable", "JoinHook"))
+    model = sf.nn.parallel.DistributedDataParallel(sf.nn.Linear(2, 2))
+    with Join([model], divide_by_initial_world_size=False):
+        assert model._join is not None and not model._join.divide_by_initial_world_size
+        model(sf.ones(1, 2)).sum().backward()
+    assert model._join is None and model.module.weight.grad is not None
+    with pytest.raises(ValueError, match="at least one joinable"):
+        Join([])
+    opt = sf.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(NotImplementedError, match="Join\\(SGD\\)"):
+        Join([model, opt])
+    with pytest.raises(TypeError, match="unknown keyword"):
+        Join([model], bogus=1)
+    assert JoinHook().main_hook() is None and issubclass(Joinable, object)
