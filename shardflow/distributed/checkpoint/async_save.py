@@ -5,9 +5,10 @@ Algorithm: *stage* a copy of the state dict first (every tensor's local array co
 tensor keeping its layout; Stateful values replaced by their ``state_dict()``), so the caller
 may change its tensors (the next optimizer step) as soon as ``async_save`` returns. Then:
 
-* one process (``no_dist=True``, or a group of one): the copy is saved on a background thread;
-  the future completes when ``index.json`` is committed and holds what ``save`` returns (or
-  its exception);
+* one process (``no_dist=True``, or a group of one): the copy is saved on a background thread
+  with a one-process group of its own (no communicator shared with the caller); the future
+  completes when ``index.json`` is committed and holds what ``save`` returns (or its
+  exception);
 * a group of several ranks: the save runs before ``async_save`` returns and the future is
   already done. The save's plan exchange and commit are collectives on the caller's group,
   and a background thread issuing them while the training loop issues its own would
@@ -76,6 +77,9 @@ def async_save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=N
             future.set_exception(e)
 
     if group.size == 1:
+        # a group of one needs no communication: the thread saves with its own one-process
+        # group, so it never calls into the communicator the caller goes on using
+        kwargs.update(process_group=None, no_dist=True)
         threading.Thread(target=run, name="shardflow-dcp-async-save", daemon=False).start()
     else:
         run()
