@@ -138,3 +138,52 @@ def test_rendezvous_names():
 
     with pytest.raises(NotImplementedError, match="shardflow.multiprocessing.spawn"):
         start_processes("w", print, {}, {})
+
+
+TORCHRUN_CASES = [
+    ["--standalone", "--nproc_per_node=2", "train.py", "--lr", "3e-4"],
+    ["--nnodes", "1:1", "--nproc-per-node", "3", "--max-restarts", "2", "-m", "pkg.train", "-x"],
+    ["--rdzv-backend=c10d", "--rdzv-endpoint=localhost:0", "--master_port", "29611",
+     "--no-python", "python", "train.py"],
+]
+
+
+@pytest.mark.parametrize("argv", TORCHRUN_CASES)
+def test_torchrun_command_line_translated(argv, monkeypatch, tmp_path):
+    import subprocess
+    import sys
+
+    from torch.distributed.run import get_args_parser as torch_parser
+
+    from shardflow.distributed import run
+
+    theirs = torch_parser().parse_args(argv)
+    got, env = run.shardflow_run_argv(argv)
+    n = got[got.index("-n") + 1]
+    assert n == str(theirs.nproc_per_node)
+    assert got[-len(theirs.training_script_args) - 1:] == \
+        [theirs.training_script, *theirs.training_script_args]
+    assert ("-m" in got) == theirs.module
+    assert env == ({"MASTER_PORT": str(theirs.master_port)} if theirs.master_port else {})
+    execs = []
+    monkeypatch.setattr(run.os, "execv", lambda exe, args: execs.append(args))
+    monkeypatch.delenv("MASTER_PORT", raising=False)
+    run.main(argv)
+    assert execs == [[sys.executable, "-m", "shardflow", "run", *got]]
+    if argv is not TORCHRUN_CASES[0]:
+        return  # one launcher start is enough to show shardflow run takes the translation
+    (tmp_path / "train.py").write_text("")
+    dry = subprocess.run([sys.executable, "-m", "shardflow", "run", "--dry-run", *got],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert dry.returncode == 0, dry.stderr  # shardflow run accepts what the translation gives
+    assert f"-np {n}" in dry.stdout or f"-n {n}" in dry.stdout, dry.stdout
+
+
+def test_torchrun_several_nodes_point_to_hosts(capsys):
+    from shardflow.distributed import run
+
+    with pytest.raises(ValueError, match="--hosts host1"):
+        run.shardflow_run_argv(["--nnodes", "2", "--nproc-per-node", "4", "train.py"])
+    with pytest.raises(SystemExit) as info:
+        run.main(["--nproc-per-node", "zero", "train.py"])
+    assert info.value.code == 2 and "expected a number" in capsys.readouterr().err
