@@ -187,3 +187,31 @@ def test_torchrun_several_nodes_point_to_hosts(capsys):
     with pytest.raises(SystemExit) as info:
         run.main(["--nproc-per-node", "zero", "train.py"])
     assert info.value.code == 2 and "expected a number" in capsys.readouterr().err
+
+
+def test_deprecated_launch_passes_local_rank(monkeypatch, tmp_path, capsys):
+    from shardflow.distributed import launch, launch_rank
+
+    got, _ = launch.launch_argv(["--nproc_per_node=2", "train.py", "--use-env", "--lr", "3"])
+    assert got == ["-n", "2", "-m", "shardflow.distributed.launch_rank", "train.py",
+                   "--use-env", "--lr", "3"]  # the script's own --use-env is its argument
+    got, _ = launch.launch_argv(["--use_env", "--nproc_per_node=2", "train.py", "--lr", "3"])
+    assert got == ["-n", "2", "train.py", "--lr", "3"]
+    with pytest.raises(ValueError, match="must also set the '--use-env' flag"):
+        launch.launch_argv(["--no-python", "echo"])
+    script = tmp_path / "probe.py"
+    script.write_text("import sys\nprint('ARGV', sys.argv[1:], __name__)\n")
+    monkeypatch.setenv("LOCAL_RANK", "3")
+    monkeypatch.setenv("RANK", "3")
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    for var in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr("sys.argv", ["x"])
+    monkeypatch.setattr("sys.path", list(__import__("sys").path))
+    launch_rank.main([str(script), "--lr", "3"])
+    assert "ARGV ['--local-rank=3', '--lr', '3'] __main__" in capsys.readouterr().out
+    execs = []
+    monkeypatch.setattr(launch.os, "execv", lambda exe, args: execs.append(args))
+    with pytest.warns(FutureWarning, match="torch.distributed.launch is deprecated"):
+        launch.main(["--nproc_per_node=2", "train.py"])
+    assert execs[0][-3:] == ["-m", "shardflow.distributed.launch_rank", "train.py"]
