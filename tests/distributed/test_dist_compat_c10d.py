@@ -121,7 +121,7 @@ def test_breakpoint_stops_on_its_rank_and_skips(world, monkeypatch):
 def test_join_runs_ddps_join(world):
     import torch.distributed.algorithms as talg
 
-    from shardflow.distributed.algorithms import Join, JoinHook, Joinable
+    from shardflow.distributed.algorithms import Join, Joinable, JoinHook
 
     assert all(hasattr(talg, n) for n in ("Join", "Joinable", "JoinHook"))
     model = sf.nn.parallel.DistributedDataParallel(sf.nn.Linear(2, 2))
