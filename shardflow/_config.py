@@ -105,6 +105,12 @@ def torchelastic_run_id() -> str | None:
     return os.environ.get("TORCHELASTIC_RUN_ID")
 
 
+def torchelastic_error_file() -> str | None:
+    """``TORCHELASTIC_ERROR_FILE``: where ``@record`` writes a rank's uncaught exception as JSON
+    (torchrun sets it per worker); None if unset or empty."""
+    return os.environ.get("TORCHELASTIC_ERROR_FILE") or None
+
+
 def torch_distributed_debug() -> str | None:
     """``TORCH_DISTRIBUTED_DEBUG`` as set (``OFF``/``INFO``/``DETAIL``), None if unset."""
     return os.environ.get("TORCH_DISTRIBUTED_DEBUG")

@@ -801,3 +801,135 @@ def new_subgroups(group_size=None, group=None, timeout=None, backend=None, pg_op
         [ranks[i:i + group_size] for i in range(0, len(ranks), group_size)],
         timeout=timeout, backend=backend, pg_options=pg_options, group_desc=group_desc,
     )
+
+
+# ---------------------------------------------------------------------------- c10d extras
+# torch's remaining c10d names (docs/COMPAT.md "torch.distributed's smaller names"): the
+# ``*_single`` spellings, ``split_group``, ``get_backend_config``, ``breakpoint``; the ones
+# that need no process group are in ``c10d_names.py``.
+from .backend_names import BackendConfig  # noqa: E402
+from .c10d_names import (  # noqa: E402
+    AllreduceCoalescedOptions,
+    AllreduceOptions,
+    AllToAllOptions,
+    BarrierOptions,
+    BroadcastOptions,
+    BuiltinCommHookType,
+    GatherOptions,
+    GradBucket,
+    ReduceOptions,
+    ReduceScatterOptions,
+    ScatterOptions,
+    is_ucc_available,
+    is_xccl_available,
+    reduce_op,
+    register_rendezvous_handler,
+    rendezvous,
+)
+from .errors import QueueEmptyError  # noqa: E402
+
+__all__ += [
+    "all_gather_single", "reduce_scatter_single", "split_group", "get_backend_config",
+    "breakpoint", "BackendConfig", "AllreduceCoalescedOptions", "AllreduceOptions",
+    "AllToAllOptions", "BarrierOptions", "BroadcastOptions", "BuiltinCommHookType",
+    "GatherOptions", "GradBucket", "ReduceOptions", "ReduceScatterOptions", "ScatterOptions",
+    "is_ucc_available", "is_xccl_available", "reduce_op", "register_rendezvous_handler",
+    "rendezvous", "QueueEmptyError",
+]
+
+# torch.distributed's subpackages that ``import torch`` makes attributes: imported on first
+# use (PEP 562), so ``import shardflow`` does not pay for RPC's transport
+_LAZY_SUBMODULES = ("algorithms", "autograd", "rpc")
+
+
+def __getattr__(name):
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# torch's names of the same collectives (same signatures and semantics)
+all_gather_single = all_gather_into_tensor
+reduce_scatter_single = reduce_scatter_tensor
+
+
+def get_backend_config(group=None) -> str:
+    """The device -> backend map of the backend ``init_process_group`` was given, as torch's
+    string (``"gloo"`` -> ``"cpu:gloo,cuda:gloo"``; none given -> ``"cpu:gloo"``, plus
+    ``cuda:nccl`` with a GPU); raises before init_process_group, as torch."""
+    g = _group(group)
+    if g is GroupMember.NON_GROUP_MEMBER:
+        raise ValueError("Invalid process group specified")
+    return str(BackendConfig(_asked_backend[0] or Backend.UNDEFINED))
+
+
+def split_group(parent_pg=None, split_ranks=None, timeout=None, pg_options=None,
+                group_desc=None, backend=None):
+    """Split ``parent_pg`` (default: the world) into the groups ``split_ranks`` lists (ranks
+    of the parent, not global ranks, as torch); returns the group holding this rank, None if
+    none does. Every rank of the parent calls it. Communication: one group creation (an MPI
+    ``Split``) over the parent per listed group, in list order; the lists are checked first,
+    so a bad argument changes nothing."""
+    if not split_ranks:
+        raise ValueError("split_ranks cannot be None or empty")
+    parent = _group(parent_pg)
+    seen: dict[int, list] = {}
+    for ranks in split_ranks:
+        for r in ranks:
+            if not 0 <= int(r) < parent.size:
+                raise ValueError(f"split_group: rank {r} of {list(ranks)} is not a rank of the "
+                                 f"parent group (0 .. {parent.size - 1}); split_ranks are "
+                                 "group ranks of parent_pg")
+            if r in seen:
+                raise ValueError(f"split_group: rank {r} is in both {seen[r]} and "
+                                 f"{list(ranks)}; the splits must not overlap")
+            seen[r] = list(ranks)
+    mine = None
+    for ranks in split_ranks:
+        sub = parent.new_group(list(ranks))
+        _errors._count_group()
+        if sub is not None:
+            mine = sub
+    return mine
+
+
+def _debugger():
+    import pdb  # the debugger is made only when a breakpoint is hit
+
+    return pdb.Pdb()
+
+
+_breakpoint_hits: dict[str, int] = {}
+
+
+def breakpoint(rank: int = 0, skip: int = 0, timeout_s=3600):  # noqa: A001 - torch's name
+    """Stop in the debugger on ``rank`` only; the other ranks wait in a barrier until it
+    continues (torch's ``dist.breakpoint``). ``skip``: the first ``skip`` calls from the same
+    place return at once. While the barrier waits, the collective timeout is at least
+    ``timeout_s``, so a debugging session does not end the job. Under ``shardflow run`` the
+    debugger's input is rank 0's stdin (mpiexec forwards stdin to rank 0 only)."""
+    import sys
+    import traceback
+
+    caller = sys._getframe(1)
+    if skip > 0:
+        key = "".join(traceback.format_stack(caller, limit=1))
+        _breakpoint_hits[key] = _breakpoint_hits.get(key, 0) + 1
+        if _breakpoint_hits[key] <= skip:
+            return
+    g = _group(None)
+    if get_rank() == rank:
+        dbg = _debugger()
+        dbg.message(f"\n!!! ATTENTION !!!\n\nType 'up' to get to the frame that called "
+                    f"dist.breakpoint(rank={rank})\n")
+        dbg.set_trace()  # stops in this function, before the barrier: 'up' is the caller
+    before = getattr(g, "_timeout", None)
+    if before is not None and timeout_s is not None:
+        g._timeout = max(before, float(timeout_s))  # read by the comm's watchdog per call
+    try:
+        barrier()
+    finally:
+        if before is not None:
+            g._timeout = before

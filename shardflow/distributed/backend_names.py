@@ -15,8 +15,9 @@ world of one), where PyTorch 2.13 reports ``"undefined"``.
 from __future__ import annotations
 
 from ..backend import device as _device
+from ..backend.xp import cuda_is_available
 
-__all__ = ["Backend", "get_default_backend_for_device", "engine_backend"]
+__all__ = ["Backend", "BackendConfig", "get_default_backend_for_device", "engine_backend"]
 
 
 class Backend(str):
@@ -38,6 +39,42 @@ class Backend(str):
         if not isinstance(name, str):
             raise ValueError(f"Backend name must be a string, but got: {name!r}")
         return str.__new__(cls, name.lower())
+
+
+# torch's Backend.backend_capability: the devices each backend name serves
+_CAPABILITY = {"gloo": ["cpu", "cuda"], "nccl": ["cuda"], "xccl": ["xpu"], "ucc": ["cpu", "cuda"],
+               "mpi": ["cpu", "cuda"]}
+
+
+class BackendConfig:
+    """torch's ``BackendConfig``: the device -> backend map of a backend name (``"gloo"`` ->
+    ``cpu:gloo,cuda:gloo``, ``"nccl"`` -> ``cuda:nccl``, ``"cpu:gloo,cuda:nccl"`` as written;
+    ``"undefined"`` -> ``cpu:gloo``, plus ``cuda:nccl`` when a GPU is seen), what
+    ``dist.get_backend_config()`` reports as a string."""
+
+    def __init__(self, backend: str):
+        name = Backend(backend)
+        if name == Backend.UNDEFINED:
+            self.device_backend_map = ({"cpu": "gloo", "cuda": "nccl"} if cuda_is_available()
+                                       else {"cpu": "gloo"})
+        elif name in _CAPABILITY:
+            self.device_backend_map = dict.fromkeys(_CAPABILITY[name], str(name))
+        elif ":" in name:
+            self.device_backend_map = {}
+            for part in name.split(","):
+                dev, _, be = part.partition(":")
+                if not be:
+                    raise ValueError(f"Invalid backend string {backend!r}: expected "
+                                     "'device:backend' entries, e.g. 'cpu:gloo,cuda:nccl'")
+                self.device_backend_map[dev.strip()] = be.strip()
+        else:
+            self.device_backend_map = {"cpu": str(name), "cuda": str(name)}
+
+    def get_device_backend_map(self) -> dict:
+        return dict(self.device_backend_map)
+
+    def __repr__(self) -> str:
+        return ",".join(f"{d}:{b}" for d, b in self.device_backend_map.items())
 
 
 def get_default_backend_for_device(device) -> str:

@@ -17,7 +17,8 @@ from .. import _config
 from ..comm import ReduceOp
 
 __all__ = [
-    "DistError", "DistBackendError", "DistNetworkError", "DistStoreError", "DebugLevel",
+    "DistError", "DistBackendError", "DistNetworkError", "DistStoreError", "QueueEmptyError",
+    "DebugLevel",
     "get_debug_level", "set_debug_level", "set_debug_level_from_env",
     "is_torchelastic_launched", "get_pg_count", "supports_complex",
 ]
@@ -37,6 +38,10 @@ class DistNetworkError(DistError):
 
 class DistStoreError(DistError):
     """A store error (e.g. a key did not appear within the timeout)."""
+
+
+class QueueEmptyError(DistStoreError):
+    """A store queue was empty (torch's ``Store.queue_pop`` without a value)."""
 
 
 class DebugLevel(enum.IntEnum):

@@ -20,14 +20,30 @@ piece's file, byte offsets and CRC-32 blocks, the non-tensor values), written la
 atomically: the commit marker. Modules: ``saver`` (the save protocol), ``loader`` (the
 resharding load), ``regions`` (boxes of a logical tensor), ``filesystem`` (files, checksums,
 cleanup), ``metadata`` (the index, flattening), ``state_dict`` (model + optimizer helpers),
-``consolidate`` (one safetensors file <-> a sharded folder; ``shardflow checkpoint``).
+``consolidate`` (one safetensors file <-> a sharded folder; ``shardflow checkpoint``),
+``planner`` / ``storage`` (torch's planner, storage and metadata names), ``async_save``
+(``async_save``, the deprecated ``save_state_dict`` / ``load_state_dict``), ``optimizer``
+(``load_sharded_optimizer_state_dict``), ``hf_storage`` (Hugging Face safetensors folders).
 See docs/CHECKPOINT.md.
 """
 
+from .async_save import async_save, load_state_dict, save_state_dict
 from .consolidate import dcp_to_safetensors, safetensors_to_dcp
 from .filesystem import FileSystemReader, FileSystemWriter
+from .hf_storage import HuggingFaceStorageReader, HuggingFaceStorageWriter
 from .loader import load
-from .metadata import CheckpointError
+from .metadata import CheckpointError, CheckpointException
+from .optimizer import load_sharded_optimizer_state_dict
+from .planner import (
+    DefaultLoadPlanner,
+    DefaultSavePlanner,
+    LoadPlan,
+    LoadPlanner,
+    ReadItem,
+    SavePlan,
+    SavePlanner,
+    WriteItem,
+)
 from .saver import save
 from .state_dict import (
     get_model_state_dict,
@@ -37,10 +53,24 @@ from .state_dict import (
     set_optimizer_state_dict,
     set_state_dict,
 )
+from .storage import (
+    BytesStorageMetadata,
+    ChunkStorageMetadata,
+    Metadata,
+    StorageReader,
+    StorageWriter,
+    TensorStorageMetadata,
+)
 
 __all__ = [
     "save", "load", "FileSystemWriter", "FileSystemReader", "CheckpointError",
     "get_state_dict", "set_state_dict", "get_model_state_dict", "get_optimizer_state_dict",
     "set_model_state_dict", "set_optimizer_state_dict", "dcp_to_safetensors",
     "safetensors_to_dcp",
+    # torch's other DCP names: planner.py, storage.py, async_save.py, optimizer.py, hf_storage.py
+    "async_save", "save_state_dict", "load_state_dict", "load_sharded_optimizer_state_dict",
+    "CheckpointException", "DefaultSavePlanner", "DefaultLoadPlanner", "SavePlanner",
+    "LoadPlanner", "SavePlan", "LoadPlan", "ReadItem", "WriteItem", "StorageReader",
+    "StorageWriter", "Metadata", "TensorStorageMetadata", "BytesStorageMetadata",
+    "ChunkStorageMetadata", "HuggingFaceStorageWriter", "HuggingFaceStorageReader",
 ]

@@ -33,6 +33,7 @@ import numpy as np
 from ...checkpoint import atomic_write, clean_stale_temp_files
 from ...checkpoint import safetensors as st
 from .metadata import INDEX_NAME, CheckpointError, dumps_index, loads_index
+from .storage import Metadata, StorageReader, StorageWriter, metadata_of
 
 __all__ = ["FileSystemWriter", "FileSystemReader", "DEFAULT_BLOCK_SIZE", "shard_file_name"]
 
@@ -56,13 +57,22 @@ def dtype_of(name: str) -> np.dtype:
     return st._DTYPES[name]
 
 
-class FileSystemWriter:
-    """Writes a sharded checkpoint into the folder ``path`` (made if missing)."""
+class FileSystemWriter(StorageWriter):
+    """Writes a sharded checkpoint into the folder ``path`` (made if missing).
 
-    def __init__(self, path, *, block_size: int = DEFAULT_BLOCK_SIZE, fault_hook=None):
+    torch's options are accepted: ``single_file_per_rank``, ``sync_files``, ``thread_count``,
+    ``per_thread_copy_ahead`` and ``cache_staged_state_dict`` change nothing (shardflow writes
+    one file per rank, always fsynced, from the calling thread); ``overwrite=False`` makes a
+    save into a folder that already holds a committed checkpoint an error, as in torch."""
+
+    def __init__(self, path, single_file_per_rank: bool = True, sync_files: bool = True,
+                 thread_count: int = 1, per_thread_copy_ahead: int = 10_000_000,
+                 cache_staged_state_dict: bool = False, overwrite: bool = True, *,
+                 block_size: int = DEFAULT_BLOCK_SIZE, fault_hook=None):
         if int(block_size) <= 0:
             raise ValueError(f"block_size must be a positive number of bytes, got {block_size}")
         self.path = os.fspath(path)
+        self.overwrite = bool(overwrite)
         self.block_size = int(block_size)
         self.fault_hook = fault_hook
 
@@ -78,6 +88,15 @@ class FileSystemWriter:
         except (OSError, CheckpointError):
             return set()
         return set(index.get("files", {}))
+
+    def check_overwrite(self) -> None:
+        """With ``overwrite=False``: an error if ``path`` already holds a committed checkpoint."""
+        if not self.overwrite and os.path.exists(os.path.join(self.path, INDEX_NAME)):
+            raise RuntimeError(
+                f"Checkpoint already exists and overwrite is False: {self.path} holds "
+                f"{INDEX_NAME}; save to a new folder or pass FileSystemWriter(path, "
+                "overwrite=True)"
+            )
 
     def clean_strays(self) -> list[str]:
         """Remove temp files of killed writes and shard files no committed index names."""
@@ -136,7 +155,7 @@ class FileSystemWriter:
                     pass
 
 
-class FileSystemReader:
+class FileSystemReader(StorageReader):
     """Reads a sharded checkpoint from the folder ``path``; counts the bytes it reads."""
 
     def __init__(self, path):
@@ -161,6 +180,10 @@ class FileSystemReader:
                 "an earlier checkpoint"
             ) from None
         return loads_index(raw, p)
+
+    def read_metadata(self) -> Metadata:
+        """torch's ``Metadata`` of the checkpoint: every key, tensor sizes, dtypes, chunks."""
+        return metadata_of(self.read_index())
 
     def _fd(self, fname: str) -> int:
         fd = self._fds.get(fname)

@@ -33,9 +33,12 @@ import numpy as np
 from ... import comm as _comm
 from ...backend.xp import get_array_module
 from .filesystem import FileSystemReader, dtype_of
-from .metadata import CheckpointError, decode_object, flatten
+from .hf_storage import HuggingFaceStorageReader, load_hf
+from .metadata import CheckpointError, CheckpointException, decode_object, flatten
+from .planner import load_options
 from .regions import intersect, local_boxes, partial_zero, spec_of
 from .stateful import Stateful, stateful_to_state_dict
+from .storage import check_storage
 
 __all__ = ["load"]
 
@@ -49,11 +52,14 @@ def _names(d, n=6) -> str:
     return ", ".join(ks[:n]) + (f" ... ({len(ks)} in all)" if len(ks) > n else "")
 
 
-def _plan(flat, index, label: str):
-    """``(tensor_plans, object_values)``; tensor plans are (name, leaf, local shape, reads)."""
+def _plan(flat, index, label: str, allow_partial_load: bool = False):
+    """``(tensor_plans, object_values)``; tensor plans are (name, leaf, local shape, reads).
+    ``allow_partial_load``: a key the checkpoint lacks altogether is skipped (left as is)."""
     tensors, objects = index["tensors"], index["objects"]
     tplans, ovals = [], []
     for name, (path, leaf) in flat.items():
+        if allow_partial_load and name not in tensors and name not in objects:
+            continue
         if _is_tensor(leaf):
             if name not in tensors:
                 where = "a value, not a tensor" if name in objects else "missing"
@@ -163,51 +169,61 @@ def _commit(staged, ovals, state_dict) -> None:
         node[path[-1]] = value
 
 
-def load(state_dict, *, checkpoint_id=None, storage_reader=None, process_group=None,
-         planner=None, no_dist: bool = False) -> None:
+def load(state_dict, *, checkpoint_id=None, storage_reader=None, planner=None,
+         process_group=None, no_dist: bool = False) -> None:
     """Load a sharded checkpoint into ``state_dict`` in place (a collective).
 
     PyTorch's ``torch.distributed.checkpoint.load``: every tensor of ``state_dict`` receives
     its part of the saved logical tensor under its own layout; non-tensor leaves are
-    replaced by the saved values. See the module docstring."""
-    if planner is not None:
-        raise NotImplementedError("dcp.load(planner=...) is not supported; leave it None")
+    replaced by the saved values. See the module docstring. ``planner``: None or
+    ``DefaultLoadPlanner(allow_partial_load=...)``; a ``HuggingFaceStorageReader`` reads
+    Hugging Face safetensors files (``hf_storage.py``)."""
+    partial = load_options(planner)
     reader = storage_reader
     if reader is None:
         if checkpoint_id is None:
             raise ValueError("dcp.load needs checkpoint_id=<folder> (or storage_reader=)")
         reader = FileSystemReader(checkpoint_id)
+    check_storage(reader, FileSystemReader, "load")
     group = _comm.LocalCommunicator() if no_dist else (process_group or _comm.get_world())
     rank = group.rank
+    if isinstance(reader, HuggingFaceStorageReader):
+        return _load_stateful(state_dict, lambda sd: load_hf(sd, reader, group, partial))
+    return _load_stateful(state_dict, lambda sd: _load(sd, reader, group, rank, partial))
+
+
+def _load_stateful(state_dict, load_plain) -> None:
+    """Run ``load_plain`` on ``state_dict`` with its Stateful values replaced by their state
+    dicts, then give each its loaded state (``load_state_dict``)."""
     # Stateful values (a Module, an optimizer, an AppState): loaded into their state_dict()
     # in place, then given to their load_state_dict, as PyTorch's dcp.load does
     stateful = {k: v for k, v in state_dict.items() if isinstance(v, Stateful)}
     if stateful:
         inner = stateful_to_state_dict(state_dict)
-        _load(inner, reader, group, rank)
+        load_plain(inner)
         for k, v in inner.items():
             if k in stateful:
                 stateful[k].load_state_dict(v)
             else:
                 state_dict[k] = v
         return None
-    return _load(state_dict, reader, group, rank)
+    return load_plain(state_dict)
 
 
-def _load(state_dict, reader, group, rank) -> None:
+def _load(state_dict, reader, group, rank, allow_partial_load=False) -> None:
     """``load``'s protocol on a plain (nested dict) ``state_dict``."""
 
     def agree(err):
         errs = group.all_gather_object(err)
-        bad = [e for e in errs if e]
+        bad = {r: e for r, e in enumerate(errs) if e}
         if bad:
-            raise CheckpointError("dcp.load failed, nothing was loaded: " + "; ".join(
-                dict.fromkeys(bad)))
+            raise CheckpointException("dcp.load failed, nothing was loaded: " + "; ".join(
+                dict.fromkeys(bad.values())), bad)
 
     err = tplans = ovals = None
     try:
         index = reader.read_index()
-        tplans, ovals = _plan(flatten(state_dict), index, reader.path)
+        tplans, ovals = _plan(flatten(state_dict), index, reader.path, allow_partial_load)
     except (CheckpointError, FileNotFoundError, TypeError, ValueError) as e:
         err = f"rank {rank}: {e}"
     agree(err)  # #1

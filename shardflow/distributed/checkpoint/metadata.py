@@ -39,9 +39,32 @@ from ...autograd import Tensor
 from ...checkpoint.io import _flatten as _encode_value
 from ...checkpoint.io import _unflatten as _decode_value
 from ...checkpoint.safetensors import CheckpointError
+from .storage import (  # noqa: F401  (torch's path: torch.distributed.checkpoint.metadata)
+    BytesStorageMetadata,
+    ChunkStorageMetadata,
+    Metadata,
+    TensorProperties,
+    TensorStorageMetadata,
+)
 
 __all__ = ["FORMAT", "INDEX_NAME", "flatten", "encode_object", "decode_object",
-           "dumps_index", "loads_index", "CheckpointError"]
+           "dumps_index", "loads_index", "CheckpointError", "CheckpointException"]
+
+
+
+class CheckpointException(CheckpointError):
+    """torch's name for a save or load that failed on some ranks (every rank raises it, with
+    the same message); ``failures`` maps each failing rank to its error text. Unlike torch's
+    (a ``BaseException``), it is an ``Exception`` (a ``CheckpointError``, a ``ValueError``)."""
+
+    def __init__(self, msg: str, failures: dict | None = None):
+        super().__init__(msg)
+        self._failures = dict(failures or {})
+
+    @property
+    def failures(self) -> dict:
+        return self._failures
+
 
 FORMAT = "shardflow.dcp/1"
 INDEX_NAME = "index.json"

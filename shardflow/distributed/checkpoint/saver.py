@@ -39,9 +39,12 @@ from ..boxing import box_array
 from ..global_tensor import GlobalSpec
 from ..sbp import broadcast
 from .filesystem import FileSystemWriter, dtype_name, dtype_of
-from .metadata import FORMAT, CheckpointError, encode_object, flatten
+from .hf_storage import HuggingFaceStorageWriter, save_hf
+from .metadata import FORMAT, CheckpointError, CheckpointException, encode_object, flatten
+from .planner import check_save_planner
 from .regions import local_boxes, spec_of
 from .stateful import stateful_to_state_dict
+from .storage import check_storage
 
 __all__ = ["save"]
 
@@ -156,21 +159,26 @@ def _cut(arr, boxes, off, ln):
     raise AssertionError(f"box {off} {ln} not held here")  # the plan assigns only held boxes
 
 
-def save(state_dict, *, checkpoint_id=None, storage_writer=None, process_group=None,
-         planner=None, no_dist: bool = False) -> dict:
+def save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=None,
+         process_group=None, no_dist: bool = False, use_collectives: bool = True) -> dict:
     """Save ``state_dict`` as a sharded checkpoint in folder ``checkpoint_id`` (a collective).
 
     PyTorch's ``torch.distributed.checkpoint.save``. Global tensors are saved by their
     shards, plain tensors as replicated (written once), other values (numbers, strings,
-    lists ...) from rank 0. Returns the committed index. See the module docstring."""
-    if planner is not None:
-        raise NotImplementedError("dcp.save(planner=...) is not supported; leave it None")
+    lists ...) from rank 0. Returns the committed index. See the module docstring.
+    ``planner``: None or ``DefaultSavePlanner()`` (``planner.py``); a
+    ``HuggingFaceStorageWriter`` writes Hugging Face safetensors files (``hf_storage.py``).
+    ``use_collectives`` is accepted (shardflow's save always exchanges its plans)."""
+    check_save_planner(planner)
     writer = storage_writer if storage_writer is not None else None
     if writer is None:
         if checkpoint_id is None:
             raise ValueError("dcp.save needs checkpoint_id=<folder> (or storage_writer=)")
         writer = FileSystemWriter(checkpoint_id)
+    check_storage(writer, FileSystemWriter, "save")
     group = _comm.LocalCommunicator() if no_dist else (process_group or _comm.get_world())
+    if isinstance(writer, HuggingFaceStorageWriter):
+        return save_hf(stateful_to_state_dict(state_dict), writer, group)
     rank, size = group.rank, group.size
 
     flat = flatten(stateful_to_state_dict(state_dict))  # Stateful values: their state_dict()
@@ -179,6 +187,7 @@ def save(state_dict, *, checkpoint_id=None, storage_writer=None, process_group=N
     try:
         tensors, objects, arrays = _local_plan(flat, rank)
         if rank == 0:
+            writer.check_overwrite()
             old_files = writer.committed_files()
             writer.clean_strays()
             save_id = secrets.token_hex(4)
@@ -186,9 +195,10 @@ def save(state_dict, *, checkpoint_id=None, storage_writer=None, process_group=N
         tensors, objects, arrays = {}, {}, {}
         err = f"rank {rank}: {type(e).__name__}: {e}"
     plans = group.all_gather_object({"tensors": tensors, "save_id": save_id, "error": err})  # #1
-    errors = [p["error"] for p in plans if p["error"]]
+    errors = {r: p["error"] for r, p in enumerate(plans) if p["error"]}
     if errors:
-        raise CheckpointError("dcp.save failed before writing anything: " + "; ".join(errors))
+        raise CheckpointException("dcp.save failed before writing anything: "
+                                  + "; ".join(errors.values()), errors)
     save_id = plans[0]["save_id"]
     assign = _global_plan(plans, size)
     writer.hook("planned", rank)
@@ -214,9 +224,10 @@ def save(state_dict, *, checkpoint_id=None, storage_writer=None, process_group=N
     outcome = None
     if rank == 0:
         try:
-            errors = [r["error"] for r in results if r["error"]]
+            errors = {i: r["error"] for i, r in enumerate(results) if r["error"]}
             if errors:
-                raise CheckpointError("dcp.save: nothing was committed; " + "; ".join(errors))
+                raise CheckpointException("dcp.save: nothing was committed; "
+                                          + "; ".join(errors.values()), errors)
             index = _index(plans[0]["tensors"], objects, assign, results, save_id, size,
                            writer.block_size)
             writer.write_index(index, rank)
@@ -224,10 +235,11 @@ def save(state_dict, *, checkpoint_id=None, storage_writer=None, process_group=N
             outcome = {"ok": True, "index": index}
         except Exception as e:
             outcome = {"ok": False, "error": str(e) if isinstance(e, CheckpointError) else
-                       f"rank 0: {type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"}
+                       f"rank 0: {type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}",
+                       "failures": getattr(e, "failures", None) or {0: str(e)}}
     outcome = group.broadcast_object(outcome, 0)  # #3
     if not outcome["ok"]:
-        raise CheckpointError(outcome["error"])
+        raise CheckpointException(outcome["error"], outcome["failures"])
     writer.hook("committed", rank)
     return outcome["index"]
 

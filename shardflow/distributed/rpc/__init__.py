@@ -3,7 +3,8 @@ its names and semantics, so that RPC programs run with their imports changed.
 
 API: ``init_rpc``, ``shutdown``, ``rpc_sync``, ``rpc_async`` (a ``Future``), ``remote`` (an
 ``RRef``), ``RRef``, ``get_worker_info``, ``WorkerInfo``, ``BackendType``,
-``TensorPipeRpcBackendOptions``, ``functions.async_execution``; distributed autograd in
+``TensorPipeRpcBackendOptions`` (a ``RpcBackendOptions``), ``get_rpc_timeout``,
+``functions.async_execution``; distributed autograd in
 ``shardflow.distributed.autograd``, ``DistributedOptimizer`` in
 ``shardflow.distributed.optim``, ``RemoteModule`` in ``shardflow.distributed.nn``.
 See docs/RPC.md.
@@ -19,6 +20,7 @@ from . import functions
 from .api import (
     _get_debug_info,
     _rref_context_get_debug_info,
+    get_rpc_timeout,
     get_worker_info,
     init_rpc,
     is_available,
@@ -36,12 +38,12 @@ from .errors import (
     RPCProtocolError,
     RPCTimeoutError,
 )
-from .options import BackendType, TensorPipeRpcBackendOptions, WorkerInfo
+from .options import BackendType, RpcBackendOptions, TensorPipeRpcBackendOptions, WorkerInfo
 from .rref import RRef
 
 __all__ = [
     "init_rpc", "shutdown", "rpc_sync", "rpc_async", "remote", "RRef", "get_worker_info",
     "WorkerInfo", "BackendType", "TensorPipeRpcBackendOptions", "functions", "is_available",
     "register_class", "RPCError", "RPCTimeoutError", "RPCConnectionError", "RPCAuthError",
-    "RPCProtocolError", "RemoteException",
+    "RPCProtocolError", "RemoteException", "get_rpc_timeout", "RpcBackendOptions",
 ]

@@ -19,7 +19,7 @@ from .options import (
 from .rref import RRef
 from .state import _STATE
 
-__all__ = ["init_rpc", "shutdown", "rpc_sync", "rpc_async", "remote", "get_worker_info",
+__all__ = ["init_rpc", "shutdown", "rpc_sync", "rpc_async", "remote", "get_worker_info", "get_rpc_timeout",
            "is_available", "_rref_context_get_debug_info", "_get_debug_info"]
 
 log = logging.getLogger("shardflow.distributed.rpc")
@@ -144,3 +144,12 @@ def _get_debug_info() -> dict:
                 listen_address=list(agent.transport.listen_address))
     return info
 
+
+def get_rpc_timeout() -> float:
+    """The default per-call timeout (seconds) set at ``init_rpc`` (its options'
+    ``rpc_timeout``); raises torch's RuntimeError before ``init_rpc``."""
+    agent = _STATE["agent"]
+    if agent is None:
+        raise RuntimeError("Current RPC agent is not set! Did you initialize the RPC framework "
+                           "(e.g. by calling `rpc.init_rpc`)?")
+    return float(agent.timeout)

@@ -55,7 +55,16 @@ def _check_device(d, where: str) -> Device:
     return dev
 
 
-class TensorPipeRpcBackendOptions:
+class RpcBackendOptions:
+    """PyTorch's base of the backend options: ``rpc_timeout`` (seconds) and ``init_method``."""
+
+    def __init__(self, rpc_timeout: float = DEFAULT_RPC_TIMEOUT_SEC,
+                 init_method: str = DEFAULT_INIT_METHOD):
+        self.rpc_timeout = float(rpc_timeout)
+        self.init_method = init_method
+
+
+class TensorPipeRpcBackendOptions(RpcBackendOptions):
     """PyTorch's options: ``num_worker_threads`` (threads executing incoming calls),
     ``rpc_timeout`` (seconds, the default per-call timeout; 0 = none), ``init_method``
     (``env://`` reads MASTER_ADDR / MASTER_PORT; ``tcp://host:port``), ``device_maps``

@@ -34,6 +34,8 @@ PyTorch's in its random projection (the math is the same).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ....backend import get_array_module
@@ -41,7 +43,7 @@ from ....comm import get_world
 from .default_hooks import allreduce_hook
 from .future import Future
 
-__all__ = ["PowerSGDState", "powerSGD_hook"]
+__all__ = ["PowerSGDState", "powerSGD_hook", "batched_powerSGD_hook"]
 
 
 class PowerSGDState:
@@ -193,6 +195,66 @@ def powerSGD_hook(state: PowerSGDState, bucket) -> Future:
         if not state.warm_start:
             state.p_memory_dict.clear()
             state.q_memory_dict.clear()
+        state.maybe_increase_iter(bucket)
+        return buf
+
+    return Future(complete)
+
+
+def batched_powerSGD_hook(state: PowerSGDState, bucket) -> Future:  # noqa: N802
+    """PyTorch's batched PowerSGD: the whole bucket (``N`` elements, zero-padded to
+    ``s * s``, ``s = ceil(sqrt(N))``) is one square matrix ``M``, compressed as in
+    :func:`powerSGD_hook` steps 1, 3-5 (error feedback on the padded bucket; ``Q`` random the
+    first time, from ``state.rng``, and orthogonalised every time, as torch; ``P = M Q``
+    all-reduced, orthogonalised, ``Q = M^T P`` all-reduced and divided by ``W``; ``M <- P
+    Q^T``). Bytes per bucket: ``8 s r`` instead of ``4 N``; faster than per-gradient PowerSGD,
+    less accurate (the gradients' own shapes are ignored). Orthogonalisation uses epsilon 0,
+    as torch's batched hook does."""
+    group = state.process_group if state.process_group is not None else get_world()
+    if state.iter < state.start_powerSGD_iter:
+        state.maybe_increase_iter(bucket)
+        return allreduce_hook(group, bucket)
+    world = group.size
+    buf = bucket.buffer().array  # (N,) flat bucket
+    xp = get_array_module(buf)
+    total = buf.size
+    side = math.ceil(math.sqrt(total))
+    r = state.matrix_approximation_rank
+    state.total_numel_before_compression += total
+    state.total_numel_after_compression += side * r * 2
+    padded = xp.zeros(side * side, dtype=buf.dtype)  # (s * s,)
+    padded[:total] = buf
+    idx = bucket.index()
+    x = None
+    if state.use_error_feedback:
+        if idx in state.error_dict:
+            padded += state.error_dict[idx]
+        else:
+            state.error_dict[idx] = xp.zeros_like(padded)
+        x = padded.copy()
+    matrix = padded.reshape(side, side)  # (s, s) view
+    if not state.warm_start or idx not in state.p_memory_dict:
+        state.p_memory_dict[idx] = xp.empty((side, r), dtype=buf.dtype)  # (s, r)
+        state.q_memory_dict[idx] = xp.asarray(
+            state.rng.standard_normal((side, r)).astype(buf.dtype))  # (s, r)
+    p, q = state.p_memory_dict[idx], state.q_memory_dict[idx]
+    _orthogonalize(q, 0.0)
+    xp.matmul(matrix, q, out=p)
+    work_p = group.all_reduce(p, "sum", async_op=True)
+
+    def complete():
+        work_p.wait()
+        _orthogonalize(p, 0.0)
+        xp.matmul(matrix.T, p, out=q)
+        group.all_reduce(q, "sum")
+        xp.divide(q, world, out=q)
+        matrix[...] = p @ q.T
+        if state.use_error_feedback:
+            state.error_dict[idx] = x - padded
+        if not state.warm_start:
+            state.p_memory_dict.clear()
+            state.q_memory_dict.clear()
+        buf[...] = padded[:total]
         state.maybe_increase_iter(bucket)
         return buf
 
