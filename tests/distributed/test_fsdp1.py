@@ -92,6 +92,8 @@ def main(argv):
     import shardflow.distributed.checkpoint as dcp
     from shardflow.distributed.fsdp import (
         FullyShardedDataParallel as FSDP,
+    )
+    from shardflow.distributed.fsdp import (
         MixedPrecision,
         ShardingStrategy,
         StateDictType,
@@ -153,7 +155,10 @@ def main(argv):
     opt = torch.optim.SGD(model.parameters(), lr=0.5)
     with model.no_sync():
         (model(x_mine[:2]).pow(2).mean() / 2).backward()
+    reduced = model.module.fsdp_stats()["reduce_scatter"]
+    assert reduced == 0, reduced  # no communication inside no_sync (the sums would agree anyway)
     (model(x_mine[2:]).pow(2).mean() / 2).backward()
+    assert model.module.fsdp_stats()["reduce_scatter"] > 0
     opt.step()
     sd = _full_sd(model)
     if rank == 0:
