@@ -42,6 +42,7 @@ State dicts: see ``_fsdp1_state.py``.
 from __future__ import annotations
 
 import contextlib
+import functools
 
 from ... import comm as _comm
 from ...autograd import _wrap, no_grad
@@ -62,7 +63,14 @@ from .api import (
 from .fully_shard import fully_shard
 from .mixed_precision import MixedPrecisionPolicy, _cast_floating
 from .offload import CPUOffloadPolicy
-from .wrap import _check_policy, _Policy, _post_order_apply, _recursive_wrap
+from .wrap import (
+    _check_policy,
+    _module_wrap_policy,
+    _or_policy,
+    _Policy,
+    _post_order_apply,
+    _recursive_wrap,
+)
 
 __all__ = ["FullyShardedDataParallel"]
 
@@ -192,15 +200,50 @@ def _materialize_meta(module, param_init_fn, device, ignored_mods) -> None:
 
 
 def _cast_buffers(module, mp: MixedPrecision) -> None:
+    """This unit's floating buffers (not those of nested units, which cast their own) in
+    ``mp.buffer_dtype``."""
     if mp is None or mp.buffer_dtype is None:
         return
-    skip = tuple(mp._module_classes_to_ignore or ())
-    for m in module.modules():
-        if skip and isinstance(m, skip):
-            continue
+    stack = [module]
+    while stack:
+        m = stack.pop()
         for name, b in list(m._buffers.items()):
             if b is not None and b.is_floating_point() and b.dtype != mp.buffer_dtype:
                 m._buffers[name] = b.to(mp.buffer_dtype)
+        stack.extend(c for c in m.children() if not isinstance(c, FullyShardedDataParallel))
+
+
+def _override_mixed_precision(module, classes, ignored_mods) -> None:
+    """PyTorch's treatment of ``MixedPrecision._module_classes_to_ignore`` under auto-wrap:
+    each such module becomes its own unit without mixed precision (``_wrap_overrides``),
+    computing in float32 (inputs cast up, outputs back to the input's dtype)."""
+    classes = tuple(set(classes or ()))
+    if not classes:
+        return
+    for m in module.modules():
+        if m in ignored_mods or not isinstance(m, classes):
+            continue
+        m._wrap_overrides = {"mixed_precision": None}
+        seen = {}
+
+        def up(mod, args, seen=seen):
+            for a in args:
+                if hasattr(a, "is_floating_point") and a.is_floating_point():
+                    seen["dtype"] = a.dtype
+                    break
+            return _cast_floating(tuple(args), _float32())
+
+        def down(mod, args, output, seen=seen):
+            return _cast_floating(output, seen["dtype"]) if "dtype" in seen else output
+
+        m.register_forward_pre_hook(up)
+        m.register_forward_hook(down)
+
+
+def _float32():
+    from ... import float32
+
+    return float32
 
 
 class FullyShardedDataParallel(Module):
@@ -238,20 +281,29 @@ class FullyShardedDataParallel(Module):
         _materialize_meta(module, param_init_fn, device, ignored_mods)
         if device is not None and device.type != "cpu":
             module.to(device)
-        _cast_buffers(module, mixed_precision)
         if auto_wrap_policy is not None:
             kwargs = dict(process_group=process_group, sharding_strategy=strategy, cpu_offload=cpu_offload,
                           backward_prefetch=backward_prefetch, mixed_precision=mixed_precision,
                           device_id=device_id, sync_module_states=sync_module_states,
                           forward_prefetch=forward_prefetch, limit_all_gathers=limit_all_gathers,
                           use_orig_params=use_orig_params, device_mesh=device_mesh)
+            keep_fp32 = () if mixed_precision is None else tuple(mixed_precision._module_classes_to_ignore or ())
             if isinstance(auto_wrap_policy, _Policy):
                 targets = auto_wrap_policy._run_policy(module, ignored_mods, kwargs)
+                for m in module.modules():
+                    if keep_fp32 and m not in ignored_mods and isinstance(m, keep_fp32):
+                        targets[m] = {**targets.get(m, kwargs), "mixed_precision": None}
                 targets.pop(module, None)  # the root is this wrapper's own unit
+                _override_mixed_precision(module, keep_fp32, ignored_mods)
                 _post_order_apply(module, targets, FullyShardedDataParallel)
             else:
+                if keep_fp32:
+                    auto_wrap_policy = functools.partial(_or_policy, policies=[
+                        auto_wrap_policy, functools.partial(_module_wrap_policy, module_classes=keep_fp32)])
+                    _override_mixed_precision(module, keep_fp32, ignored_mods)
                 _recursive_wrap(module, auto_wrap_policy, FullyShardedDataParallel, ignored_mods,
                                 ignored_params, only_wrap_children=True, **kwargs)
+        _cast_buffers(module, mixed_precision)
         self._fsdp_wrapped_module = module
         fully_shard(module, mesh=mesh, reshard_after_forward=_RESHARD_AFTER_FORWARD[strategy],
                     mp_policy=mp_policy,
