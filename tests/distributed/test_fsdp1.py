@@ -2,7 +2,8 @@
 ranks against the single-process computation.
 
 One launch (``run_program`` of this module's ``main``) checks, per sharding strategy
-(FULL_SHARD with transformer auto-wrap and MixedPrecision(float32), SHARD_GRAD_OP, NO_SHARD):
+(FULL_SHARD with transformer auto-wrap and MixedPrecision(float32), SHARD_GRAD_OP, NO_SHARD,
+_HYBRID_SHARD_ZERO2 on a (1, 2) device mesh):
 the losses and clipped-gradient norms of a few AdamW steps (each rank feeds its half of the
 batch) equal the single-process run's on the whole batch, and the final FULL_STATE_DICT
 (rank0_only, offload_to_cpu) has the unwrapped model's keys and values on rank 0, ``{}``
@@ -99,6 +100,7 @@ def main(argv):
         StateDictType,
     )
     from shardflow.distributed.fsdp.wrap import ModuleWrapPolicy, transformer_auto_wrap_policy
+    from shardflow.distributed.placement import init_device_mesh
 
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -120,6 +122,8 @@ def main(argv):
         "SHARD_GRAD_OP": dict(sharding_strategy=ShardingStrategy.SHARD_GRAD_OP,
                               auto_wrap_policy=ModuleWrapPolicy({Block})),
         "NO_SHARD": dict(sharding_strategy=ShardingStrategy.NO_SHARD),
+        "_HYBRID_SHARD_ZERO2": dict(sharding_strategy=ShardingStrategy._HYBRID_SHARD_ZERO2,
+                                    device_mesh=init_device_mesh("cpu", (1, 2))),
     }
     for name, kwargs in cases.items():
         model = FSDP(copy.deepcopy(init), **kwargs)

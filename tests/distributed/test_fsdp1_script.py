@@ -16,7 +16,7 @@ import numpy as np
 SCRIPT = Path(__file__).resolve().parents[1] / "parity" / "programs" / "fsdp1_train.py"
 
 
-def _single_process_reference(epochs=2, batch_size=8, world=2):
+def _single_process_reference(epochs=1, batch_size=8, world=2):
     """The script's training, one process: each step's gradient is the mean over ranks of
     each rank's summed loss on its DistributedSampler batch (what FSDP averages)."""
     import shardflow as torch
@@ -56,7 +56,7 @@ def test_torch_fsdp1_script_runs_under_shardflow_run_like_one_process(tmp_path):
 
     save = tmp_path / "model.pt"
     spec = tmp_path / "spec.json"
-    spec.write_text(json.dumps({"script": str(SCRIPT), "shardflow": True, "argv": ["--save", str(save)],
+    spec.write_text(json.dumps({"script": str(SCRIPT), "shardflow": True, "argv": ["--epochs", "1", "--save", str(save)],
                                 "out": str(tmp_path)}))
     res = launch_cli(["-n", "2", "-m", "tests.parity.programs._launch", str(spec)], timeout=180,
                      env={"OMP_NUM_THREADS": "1"})
