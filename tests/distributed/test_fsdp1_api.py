@@ -322,3 +322,16 @@ def test_errors_name_the_problem_and_change_nothing():
             pass
     with pytest.raises(ValueError, match="holds no FullyShardedDataParallel"):
         FSDP.set_state_dict_type(nn.Linear(2, 2), StateDictType.FULL_STATE_DICT)
+
+
+def test_ignored_modules_stay_local_in_nested_units():
+    import shardflow.nn as nn
+    from shardflow.distributed.fsdp import FullyShardedDataParallel as FSDP
+    from shardflow.distributed.fsdp.wrap import ModuleWrapPolicy
+
+    m = nn.Sequential(nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2)), nn.Linear(2, 2))
+    ignored = m[0][1]
+    model = FSDP(m, auto_wrap_policy=ModuleWrapPolicy({nn.Sequential}), ignored_modules=[ignored])
+    assert isinstance(model.module[0], FSDP)  # the inner Sequential is a unit ...
+    assert model.module[0].module[0].weight._spec is not None  # ... sharding its first Linear
+    assert ignored.weight._spec is None and ignored.bias._spec is None  # not the ignored one

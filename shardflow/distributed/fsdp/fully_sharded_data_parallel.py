@@ -286,7 +286,8 @@ class FullyShardedDataParallel(Module):
                           backward_prefetch=backward_prefetch, mixed_precision=mixed_precision,
                           device_id=device_id, sync_module_states=sync_module_states,
                           forward_prefetch=forward_prefetch, limit_all_gathers=limit_all_gathers,
-                          use_orig_params=use_orig_params, device_mesh=device_mesh)
+                          use_orig_params=use_orig_params, device_mesh=device_mesh,
+                          ignored_states=list(ignored_params) or None)  # stay local in nested units too
             keep_fp32 = () if mixed_precision is None else tuple(mixed_precision._module_classes_to_ignore or ())
             if isinstance(auto_wrap_policy, _Policy):
                 targets = auto_wrap_policy._run_policy(module, ignored_mods, kwargs)
