@@ -267,6 +267,20 @@ def test_mixed_precision_meta_init_and_summon():
         assert tuple(w.shape) == (4, 3) and np.isfinite(w.numpy()).all() and np.abs(w.numpy()).max() > 0
         assert [n for n, _ in model.named_parameters()] == ["weight", "bias"]
     assert [n for n, _ in model.named_parameters()] == ["_fsdp_wrapped_module.weight", "_fsdp_wrapped_module.bias"]
+    # with_grads: whole gradients inside, the sharded ones back after; writeback=False drops edits
+    plain = nn.Linear(3, 4)
+    model = FSDP(nn.Linear(3, 4))
+    model.load_state_dict(plain.state_dict())
+    x = sf.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    plain(x).pow(2).sum().backward()
+    model(x).pow(2).sum().backward()
+    sharded_grad = model.module.weight.grad
+    with FSDP.summon_full_params(model, writeback=False, with_grads=True):
+        np.testing.assert_allclose(model.module.weight.grad.numpy(), plain.weight.grad.numpy(), rtol=1e-6)
+        with sf.no_grad():
+            model.module.weight.zero_()
+    assert model.module.weight.grad is sharded_grad
+    np.testing.assert_array_equal(model.state_dict()["weight"].numpy(), plain.weight.detach().numpy())
 
 
 def test_errors_name_the_problem_and_change_nothing():
