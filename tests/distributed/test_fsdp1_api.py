@@ -349,3 +349,29 @@ def test_ignored_modules_stay_local_in_nested_units():
     assert isinstance(model.module[0], FSDP)  # the inner Sequential is a unit ...
     assert model.module[0].module[0].weight._spec is not None  # ... sharding its first Linear
     assert ignored.weight._spec is None and ignored.bias._spec is None  # not the ignored one
+
+
+def test_sharded_grad_scaler_is_pytorchs_constructor_over_grad_scaler():
+    import torch.distributed.fsdp.sharded_grad_scaler as tsgs
+
+    import shardflow as sf
+    import shardflow.nn as nn
+    from shardflow.distributed.fsdp import FullyShardedDataParallel as FSDP
+    from shardflow.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
+
+    ours = inspect.signature(ShardedGradScaler.__init__).parameters
+    theirs = inspect.signature(tsgs.ShardedGradScaler.__init__).parameters
+    assert list(ours) == list(theirs)
+    assert all(ours[k].default == theirs[k].default for k in ours)
+    scaler = ShardedGradScaler("cpu", init_scale=8.0, backoff_factor=0.25, growth_factor=4.0, growth_interval=1)
+    model = FSDP(nn.Linear(2, 1))
+    opt = sf.optim.SGD(model.parameters(), lr=0.1)
+    scaler.scale(model(sf.ones(1, 2)).sum() * float("inf")).backward()
+    scaler.step(opt)
+    scaler.update()
+    assert scaler.get_scale() == 2.0  # an inf: step skipped, backoff 0.25 (not growth's 4)
+    opt.zero_grad()
+    scaler.scale(model(sf.ones(1, 2)).sum()).backward()
+    scaler.step(opt)
+    scaler.update()
+    assert scaler.get_scale() == 8.0  # a good step with growth_interval=1: times 4

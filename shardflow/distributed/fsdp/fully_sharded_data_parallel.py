@@ -46,18 +46,27 @@ import functools
 
 from ... import comm as _comm
 from ...autograd import _wrap, no_grad
+from ...backend.dtypes import float32
 from ...backend.meta import is_meta_array
 from ...nn.module import Module
 from ..full_state import _full_copy
 from ..placement import placement as Placement
 from . import _fsdp1_state as _sd
-from .api import (
+from .api import (  # all of them: scripts import them from this module too (PyTorch's path)
     BackwardPrefetch,
     CPUOffload,
     FullOptimStateDictConfig,
     FullStateDictConfig,
+    LocalOptimStateDictConfig,
+    LocalStateDictConfig,
     MixedPrecision,
+    OptimStateDictConfig,
+    OptimStateKeyType,
+    ShardedOptimStateDictConfig,
+    ShardedStateDictConfig,
     ShardingStrategy,
+    StateDictConfig,
+    StateDictSettings,
     StateDictType,
 )
 from .fully_shard import fully_shard
@@ -72,7 +81,9 @@ from .wrap import (
     _recursive_wrap,
 )
 
-__all__ = ["FullyShardedDataParallel"]
+__all__ = ["FullyShardedDataParallel", "OptimStateKeyType"]
+_REEXPORTED = (LocalOptimStateDictConfig, LocalStateDictConfig, OptimStateDictConfig, ShardedOptimStateDictConfig,
+               ShardedStateDictConfig, StateDictConfig, StateDictSettings)
 
 FSDP_WRAPPED_MODULE = "_fsdp_wrapped_module"
 FSDP_PREFIX = FSDP_WRAPPED_MODULE + "."
@@ -231,19 +242,13 @@ def _override_mixed_precision(module, classes, ignored_mods) -> None:
                 if hasattr(a, "is_floating_point") and a.is_floating_point():
                     seen["dtype"] = a.dtype
                     break
-            return _cast_floating(tuple(args), _float32())
+            return _cast_floating(tuple(args), float32)
 
         def down(mod, args, output, seen=seen):
             return _cast_floating(output, seen["dtype"]) if "dtype" in seen else output
 
         m.register_forward_pre_hook(up)
         m.register_forward_hook(down)
-
-
-def _float32():
-    from ... import float32
-
-    return float32
 
 
 class FullyShardedDataParallel(Module):
