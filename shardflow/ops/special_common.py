@@ -106,8 +106,10 @@ def on_host(fn, *arrays):
 
 
 class NoDerivative(Function):
-    """``y = fn(*arrays)`` for a function PyTorch does not differentiate: backward raises
-    (apply with ``fn=`` the array function and ``name=`` torch's name)."""
+    """``y = fn(*arrays)`` for a function PyTorch does not differentiate (apply with ``fn=``
+    the array function and ``name=`` torch's name). Callers pass detached inputs
+    (``no_graph``), so that, as in PyTorch, the result does not require grad and a loss that
+    adds it gets no gradient through it; backward raises should a graph reach it anyway."""
 
     save_inputs = ()
 
@@ -120,6 +122,12 @@ class NoDerivative(Function):
 
     def backward_graph(self, *grads):
         raise not_differentiable(self.op_name)
+
+
+def no_graph(*tensors):
+    """The inputs of a function PyTorch gives no ``grad_fn`` (the Bessel functions, the
+    orthogonal polynomials): detached, so that the result does not require grad either."""
+    return tuple(t.detach() if isinstance(t, Tensor) else t for t in tensors)
 
 
 def not_differentiable(name: str, which: str = "") -> NotImplementedError:

@@ -17,7 +17,8 @@ as ATen computes (so float32 overflows to inf or NaN where ATen's does):
   Hermite polynomials of degree above 128 (float32; 512 for float64) are NaN, as in ATen.
 
 Broadcasting: ``x`` and ``n`` broadcast; either may be a Python number (not both). PyTorch
-has no derivative for these: backward raises (``special_common.NoDerivative``).
+has no derivative for these: the result does not require grad, as PyTorch's
+(``special_common.NoDerivative``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import numpy as np
 from ..autograd import Tensor
 from ..autograd.dispatch import register
 from ..backend import get_array_module
-from .special_common import NoDerivative, float_pair, meta_result, write_out
+from .special_common import NoDerivative, float_pair, meta_result, no_graph, write_out
 
 __all__: list[str] = []
 
@@ -166,7 +167,7 @@ def _polynomial(name: str, kernel, formula: str):
             raise TypeError(f"special.{name}(input, n): at least one of input and n must be a "
                             f"Tensor, got {type(input).__name__} and {type(n).__name__}")
         x, nt = float_pair(input, n)
-        return write_out(NoDerivative.apply(x, nt, fn=kernel, name=name), out, f"special_{name}")
+        return write_out(NoDerivative.apply(*no_graph(x, nt), fn=kernel, name=name), out, f"special_{name}")
 
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"``torch.special.{name}(input, n)``: {formula} (module docstring); no " \

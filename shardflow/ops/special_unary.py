@@ -12,7 +12,8 @@ gradients, written with the same ops):
 * ``log_ndtr(x) = log ndtr(x)``: ``exp(-(log_ndtr(x) + x^2 / 2)) / sqrt(2 pi)``.
 * ``ndtri(p)`` (the normal quantile): ``sqrt(2 pi) exp(ndtri(p)^2 / 2)``.
 
-Without one in PyTorch (backward raises, ``special_common.NoDerivative``): ``airy_ai``,
+Without one in PyTorch (the result does not require grad, as PyTorch's;
+``special_common.NoDerivative``): ``airy_ai``,
 ``bessel_j0/j1/y0/y1``, ``modified_bessel_i0/i1/k0/k1``, ``scaled_modified_bessel_k0/k1``
 (``exp(x) K_n(x)``), ``spherical_bessel_j0`` (``sin x / x``).
 
@@ -29,7 +30,7 @@ import numpy as np
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import OPS, register
 from ..backend import get_array_module
-from .special_common import NoDerivative, float_input, on_host, scipy_special, write_out
+from .special_common import NoDerivative, float_input, no_graph, on_host, scipy_special, write_out
 
 __all__: list[str] = []
 
@@ -178,7 +179,7 @@ def _no_derivative(name: str, spec):
         def fn(a):
             return on_host(_host_fn(spec), a)
 
-        return write_out(NoDerivative.apply(float_input(input), fn=fn, name=name), out,
+        return write_out(NoDerivative.apply(*no_graph(float_input(input)), fn=fn, name=name), out,
                          f"special_{name}")
 
     op.__name__ = op.__qualname__ = name
