@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import Tensor, _wrap
+from ..autograd import Tensor, _wrap, grad_mode
 from ..autograd.dispatch import register
 from ..backend import as_dtype, cuda_is_available, dtypes
 from ._util import inplace
@@ -161,8 +161,8 @@ def is_pinned(self, device=None) -> bool:
 
 @register("is_inference")
 def is_inference(self) -> bool:
-    """False: shardflow has no separate inference tensors (``inference_mode`` is ``no_grad``)."""
-    return False
+    """Whether ``self`` was made by an op inside ``inference_mode`` (``torch.is_inference``)."""
+    return grad_mode.is_inference_tensor(self)
 
 
 @register("apply_")

@@ -33,10 +33,11 @@ def test_inference_mode_flag_and_inference_tensors():
             z = x * 2
             in_no_grad = lib.is_inference_mode_enabled()
         return (y.is_inference(), y2.is_inference(), yw.is_inference(), yw.requires_grad, x.is_inference(),
-                z.is_inference(), inside, nested, back, in_no_grad, lib.is_inference_mode_enabled())
+                z.is_inference(), inside, nested, back, in_no_grad, lib.is_inference_mode_enabled(),
+                lib.is_inference(y), lib.is_inference(x))
 
     assert both(program) == (True, True, True, False, False, False, (True, False), (False, True), True,
-                             False, False)
+                             False, False, True, False)
 
 
 def test_inference_mode_decorator_and_other_threads():
