@@ -21,7 +21,7 @@ from ...autograd import _wrap
 from ...checkpoint import load as _load_file
 from ...checkpoint import save as _save_file
 from .filesystem import FileSystemReader, FileSystemWriter, dtype_of
-from .metadata import decode_object
+from .metadata import decode_object, put_nested
 from .saver import save
 
 __all__ = ["dcp_to_safetensors", "safetensors_to_dcp", "read_full"]
@@ -34,12 +34,6 @@ def read_full(folder) -> dict:
     bs = index["block_size"]
     out: dict = {}
 
-    def put(path, value):
-        node = out
-        for p in path[:-1]:
-            node = node.setdefault(p, {})
-        node[path[-1]] = value
-
     try:
         for name, e in index["tensors"].items():
             dt = dtype_of(e["dtype"])
@@ -49,9 +43,9 @@ def read_full(folder) -> dict:
                 raw = reader.read_window(sh, 0, n, [(0, n)], bs, f"tensor {name!r}")
                 piece = raw.view(dt).reshape(tuple(sh["lengths"]))
                 full[tuple(slice(o, o + n) for o, n in zip(sh["offsets"], sh["lengths"]))] = piece
-            put(e["path"], _wrap(full))
+            put_nested(out, e["path"], _wrap(full))
         for e in index["objects"].values():
-            put(e["path"], decode_object(e["value"], reader.path))
+            put_nested(out, e["path"], decode_object(e["value"], reader.path))
     finally:
         reader.close()
     return out

@@ -70,6 +70,15 @@ FORMAT = "shardflow.dcp/1"
 INDEX_NAME = "index.json"
 
 
+def put_nested(out: dict, path, value) -> None:
+    """``out[path[0]][path[1]]...[path[-1]] = value``, making the inner dicts on the way (a
+    checkpoint index entry's ``path`` back into a nested state dict)."""
+    node = out
+    for p in path[:-1]:
+        node = node.setdefault(p, {})
+    node[path[-1]] = value
+
+
 def _is_tensor(v) -> bool:
     return isinstance(v, Tensor | np.ndarray)
 

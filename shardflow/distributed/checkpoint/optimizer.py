@@ -17,6 +17,7 @@ import numpy as np
 from ...autograd import _wrap
 from .filesystem import FileSystemReader, dtype_of
 from .loader import load
+from .metadata import put_nested
 from .planner import load_options
 from .regions import spec_of
 
@@ -46,18 +47,12 @@ def load_sharded_optimizer_state_dict(model_state_dict, optimizer_key: str, stor
     index = storage_reader.read_index()
     out: dict = {}
 
-    def put(path, value):
-        node = out
-        for p in path[:-1]:
-            node = node.setdefault(p, {})
-        node[path[-1]] = value
-
     for e in index["tensors"].values():
         if e["path"][0] == optimizer_key:
-            put(e["path"], _target(e["path"], e, model_state_dict, optimizer_key))
+            put_nested(out, e["path"], _target(e["path"], e, model_state_dict, optimizer_key))
     for e in index["objects"].values():
         if e["path"][0] == optimizer_key:
-            put(e["path"], None)  # replaced by the saved value
+            put_nested(out, e["path"], None)  # replaced by the saved value
     if optimizer_key not in out:
         raise KeyError(f"the checkpoint {storage_reader.path} has nothing under "
                        f"{optimizer_key!r} (its top-level keys: "

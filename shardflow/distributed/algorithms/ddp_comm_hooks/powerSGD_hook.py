@@ -109,6 +109,19 @@ def _orthogonalize(matrix, epsilon: float) -> None:
             rest -= col @ (col.T @ rest)
 
 
+def _add_error_feedback(state: PowerSGDState, idx: int, buf):
+    """Step 1: this rank's error from last time added to ``buf`` in place (zero the first
+    time); returns a copy of the result, or None without error feedback."""
+    if not state.use_error_feedback:
+        return None
+    xp = get_array_module(buf)
+    if idx in state.error_dict:
+        buf += state.error_dict[idx]
+    else:
+        state.error_dict[idx] = xp.zeros_like(buf)
+    return buf.copy()
+
+
 def powerSGD_hook(state: PowerSGDState, bucket) -> Future:
     """Compress the bucket with PowerSGD (module docstring) and return its future."""
     group = state.process_group if state.process_group is not None else get_world()
@@ -119,13 +132,7 @@ def powerSGD_hook(state: PowerSGDState, bucket) -> Future:
     buf = bucket.buffer().array  # (N,) flat bucket
     xp = get_array_module(buf)
     idx = bucket.index()
-    x = None
-    if state.use_error_feedback:
-        if idx in state.error_dict:
-            buf += state.error_dict[idx]
-        else:
-            state.error_dict[idx] = xp.zeros_like(buf)
-        x = buf.copy()
+    x = _add_error_feedback(state, idx, buf)
 
     rank_r = state.matrix_approximation_rank
     to_compress, plain = [], []
@@ -225,13 +232,7 @@ def batched_powerSGD_hook(state: PowerSGDState, bucket) -> Future:  # noqa: N802
     padded = xp.zeros(side * side, dtype=buf.dtype)  # (s * s,)
     padded[:total] = buf
     idx = bucket.index()
-    x = None
-    if state.use_error_feedback:
-        if idx in state.error_dict:
-            padded += state.error_dict[idx]
-        else:
-            state.error_dict[idx] = xp.zeros_like(padded)
-        x = padded.copy()
+    x = _add_error_feedback(state, idx, padded)
     matrix = padded.reshape(side, side)  # (s, s) view
     if not state.warm_start or idx not in state.p_memory_dict:
         state.p_memory_dict[idx] = xp.empty((side, r), dtype=buf.dtype)  # (s, r)
