@@ -38,7 +38,7 @@ from .metadata import CheckpointError, CheckpointException, decode_object, flatt
 from .planner import load_options
 from .regions import intersect, local_boxes, partial_zero, spec_of
 from .stateful import Stateful, stateful_to_state_dict
-from .storage import check_storage
+from .storage_check import check_storage
 
 __all__ = ["load"]
 

@@ -44,7 +44,7 @@ from .metadata import FORMAT, CheckpointError, CheckpointException, encode_objec
 from .planner import check_save_planner
 from .regions import local_boxes, spec_of
 from .stateful import stateful_to_state_dict
-from .storage import check_storage
+from .storage_check import check_storage
 
 __all__ = ["save"]
 

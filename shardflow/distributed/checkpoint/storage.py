@@ -18,8 +18,7 @@ from ...backend.dtypes import from_numpy_dtype
 from ...checkpoint import safetensors as st
 
 __all__ = ["StorageWriter", "StorageReader", "Metadata", "TensorStorageMetadata",
-           "BytesStorageMetadata", "ChunkStorageMetadata", "TensorProperties", "metadata_of",
-           "check_storage"]
+           "BytesStorageMetadata", "ChunkStorageMetadata", "TensorProperties", "metadata_of"]
 
 
 class StorageWriter:
@@ -81,19 +80,3 @@ def metadata_of(index: dict) -> Metadata:
     for name in index["objects"]:
         md[name] = BytesStorageMetadata()
     return Metadata(md, version=index.get("format"))
-
-
-def check_storage(storage, base: type, what: str) -> None:
-    """A user's own ``StorageWriter``/``StorageReader`` subclass cannot drive shardflow's
-    protocol: refuse it by name (before anything is written or read)."""
-    # imported here: the storages subclass this module's bases
-    from .filesystem import FileSystemReader, FileSystemWriter
-    from .hf_storage import HuggingFaceStorageReader, HuggingFaceStorageWriter
-
-    ours = (FileSystemWriter, HuggingFaceStorageWriter, FileSystemReader, HuggingFaceStorageReader)
-    if not isinstance(storage, ours):
-        raise NotImplementedError(
-            f"dcp.{what} got a {type(storage).__name__} storage; shardflow reads and writes "
-            "FileSystemWriter/FileSystemReader folders and HuggingFaceStorageWriter/Reader "
-            "safetensors folders (docs/CHECKPOINT.md). Pass one of those (or checkpoint_id=)"
-        )

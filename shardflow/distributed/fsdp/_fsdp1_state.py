@@ -54,10 +54,10 @@ def _rank() -> int:
     return _comm.get_world().rank if _comm.is_initialized() else 0
 
 
-def _fsdp_class():
-    from .fully_sharded_data_parallel import FullyShardedDataParallel
-
-    return FullyShardedDataParallel
+def _fsdp_units(module) -> list:
+    """The FSDP1 units in ``module``'s tree (``FullyShardedDataParallel.fsdp_modules``), found
+    by the class's ``_fsdp1_unit`` flag: that module imports this one."""
+    return [m for m in module.modules() if getattr(type(m), "_fsdp1_unit", False)]
 
 
 def _whole(t):
@@ -132,7 +132,7 @@ def set_state_dict_type(module, state_dict_type, state_dict_config=None, optim_s
     if type(optim_state_dict_config) is not ocfg_cls:
         raise RuntimeError(f"Expected optim_state_dict_config of type {ocfg_cls} but got "
                            f"{type(optim_state_dict_config)}")
-    units = _fsdp_class().fsdp_modules(module)
+    units = _fsdp_units(module)
     if not units:
         raise ValueError(f"set_state_dict_type: {type(module).__name__} holds no "
                          "FullyShardedDataParallel module; wrap the model with FSDP first")
@@ -146,7 +146,7 @@ def set_state_dict_type(module, state_dict_type, state_dict_config=None, optim_s
 
 
 def get_state_dict_type(module) -> StateDictSettings:
-    units = _fsdp_class().fsdp_modules(module)
+    units = _fsdp_units(module)
     if not units:
         raise ValueError(f"get_state_dict_type: {type(module).__name__} holds no FSDP module")
     u = units[0]
@@ -208,7 +208,7 @@ def _named_osd(model, optim, full: bool, offload: bool) -> dict:
 
 
 def _cfg(model):
-    units = _fsdp_class().fsdp_modules(model)
+    units = _fsdp_units(model)
     if not units:
         raise ValueError(f"{type(model).__name__} holds no FullyShardedDataParallel module")
     return units[0]._state_dict_type, units[0]._optim_state_dict_config

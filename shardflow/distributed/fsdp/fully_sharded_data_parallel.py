@@ -254,6 +254,9 @@ def _override_mixed_precision(module, classes, ignored_mods) -> None:
 class FullyShardedDataParallel(Module):
     """PyTorch's FSDP1 wrapper (see the module docstring); ``FSDP`` for short."""
 
+    # how _fsdp1_state.py finds the units without importing this module (no import circle)
+    _fsdp1_unit = True
+
     def __init__(self, module, process_group=None, sharding_strategy=None, cpu_offload=None,
                  auto_wrap_policy=None, backward_prefetch=BackwardPrefetch.BACKWARD_PRE,
                  mixed_precision=None, ignored_modules=None, param_init_fn=None, device_id=None,
