@@ -9,15 +9,25 @@ import pytest
 
 from shardflow.testing.mpi import run_program
 
+from ._several import Launches, spec
+
+RING_CPU, RING_CUDA = spec("batch_p2p_ring", "cpu"), spec("batch_p2p_ring", "cuda")
+
+
+@pytest.fixture(scope="module")
+def ring_launch():
+    """Both rings in one launch of 3 ranks (~1.2 s of start-up saved): MPI, then NCCL."""
+    return Launches({3: [RING_CPU, RING_CUDA]}, timeout={3: 240})
+
 
 @pytest.mark.mpi
-def test_batch_isend_irecv_ring_on_cpu_ranks():
-    run_program("tests.distributed.programs.batch_p2p_ring", n=3, timeout=120, args=["cpu"]).check()
+def test_batch_isend_irecv_ring_on_cpu_ranks(ring_launch):
+    ring_launch.check(3, RING_CPU)
 
 
 @pytest.mark.mpi
-def test_batch_isend_irecv_ring_on_host_cuda_is_one_nccl_group():
-    run_program("tests.distributed.programs.batch_p2p_ring", n=3, timeout=120, args=["cuda"]).check()
+def test_batch_isend_irecv_ring_on_host_cuda_is_one_nccl_group(ring_launch):
+    ring_launch.check(3, RING_CUDA)
 
 
 @pytest.mark.mpi

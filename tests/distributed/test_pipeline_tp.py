@@ -91,33 +91,39 @@ for layout in sys.argv[1:]:
 """
 
 
-@pytest.mark.mpi
-def test_dp1_tp2_pp2_equals_one_process():
-    res = run_mpi(SCRIPT, n=4, timeout=120, args=["1x2x2", "1x2x2v"], env=ENV).check()
-    assert res.output.count("OK") == 8, res.output  # 2 layouts x 4 ranks
-    assert "parallel plan: dp=1 x tp=2 x pp=2" in res.output
-    assert "tp: Megatron layout over the 2 ranks of each stage" in res.output
-    assert "per TP index (matching shards, 2 pairs)" in res.output
+TP_PP_LAYOUTS = ["1x2x2", "1x2x2v"]
+# 2x1x2 runs in test_parallelize.py (float32, losses); 1x2x2 above
+OTHER_LAYOUTS = ["1x1x4", "1x4x1", "2x2x1", "4x1x1"]
+
+
+def _layout_ok(output, layout):
+    """How many ranks printed ``LAYOUT <layout> rank R ... OK``."""
+    return sum(1 for line in output.splitlines()
+               if line.startswith(f"LAYOUT {layout} rank ") and " OK " in line)
 
 
 @pytest.mark.mpi
-def test_every_other_four_rank_layout_equals_one_process():
-    # 2x1x2 runs in test_parallelize.py (float32, losses); 1x2x2 above
-    res = run_mpi(SCRIPT, n=4, timeout=180, args=["1x1x4", "1x4x1", "2x2x1", "4x1x1"], env=ENV).check()
-    assert res.output.count("OK") == 16, res.output
+def test_dp1_tp2_pp2_equals_one_process(job):
+    for layout in TP_PP_LAYOUTS:
+        assert _layout_ok(job.output, layout) == 4, (layout, job.output)
+    # these plan lines are printed only for tp > 1 with pp > 1 (of these layouts: 1x2x2[v])
+    assert "parallel plan: dp=1 x tp=2 x pp=2" in job.output
+    assert "tp: Megatron layout over the 2 ranks of each stage" in job.output
+    assert "per TP index (matching shards, 2 pairs)" in job.output
 
 
+@pytest.mark.mpi
+def test_every_other_four_rank_layout_equals_one_process(job):
+    for layout in OTHER_LAYOUTS:
+        assert _layout_ok(job.output, layout) == 4, (layout, job.output)
+
+
+# appended to SCRIPT (its process group, after the layouts)
 SUBMESH = r"""
-import numpy as np
-import shardflow as sf
-import shardflow.distributed as dist
-from shardflow import comm
-from shardflow.distributed.global_tensor import from_local, full_tensor
+from shardflow.distributed.global_tensor import from_local
 from shardflow.distributed.placement import init_device_mesh
 from shardflow.distributed import sbp
 from shardflow.distributed.sbp import Split
-dist.init_process_group()
-world = comm.get_world()
 mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("pp", "tp")).create_groups()
 row, t = mesh.coordinate
 sub = mesh["tp"]  # ranks [2*row, 2*row+1]: leaves the other row out
@@ -137,9 +143,20 @@ print("SUBMESH OK", world.rank, flush=True)
 
 
 @pytest.mark.mpi
-def test_global_tensor_on_a_submesh_involves_only_its_ranks():
+def test_global_tensor_on_a_submesh_involves_only_its_ranks(job):
     # Row 0 infers an uneven split's logical shape among its own ranks while row 1 runs no
     # collective: an all_gather_object over the world (as before sub-meshes) would wait for
     # row 1 and fail at the barrier.
-    res = run_mpi(SUBMESH, n=4, timeout=60, env=ENV).check()
-    assert res.output.count("SUBMESH OK") == 4, res.output
+    assert job.output.count("SUBMESH OK") == 4, job.output
+
+
+@pytest.mark.mpi
+def test_job_ends_cleanly(job):
+    job.check()
+
+
+@pytest.fixture(scope="module")
+def job():
+    """Every layout, then the sub-mesh check, in ONE launch of 4 ranks (~1.2 s of start-up and
+    the one-process reference computed once instead of three times)."""
+    return run_mpi(SCRIPT + SUBMESH, n=4, timeout=360, args=TP_PP_LAYOUTS + OTHER_LAYOUTS, env=ENV)

@@ -7,7 +7,7 @@ logical) shape and values, the parameters' and local inputs' gradients; and the 
 computation: the local output is the output layout's chunk of one process's output, the
 gradients are one process's gradients of the same total loss (each rank's loss is its local
 output times its chunk of one fixed tensor C, so the ranks' losses add up to ``(C * Y).sum()``).
-A second job checks ``parallelize_module``'s dict plan (token-wise ``fnmatch`` on children,
+The same job then checks ``parallelize_module``'s dict plan (token-wise ``fnmatch`` on children,
 ``""``, unmatched keys warn) and ``src_data_rank`` against torch's.
 """
 
@@ -293,9 +293,17 @@ print("ALL PLANS DONE", flush=True)
 """
 
 
+# Both programs in ONE launch (each launch costs ~1.2 s of start-up plus ~1.5 s of importing
+# torch on every rank): the styles' cases, then the plans, on the same process groups.
+_STYLES_END = 'tdist.destroy_process_group()\nprint("ALL CASES DONE", flush=True)\n'
+assert STYLES.endswith(_STYLES_END) and PLANS.startswith(HEADER)
+STYLES_THEN_PLANS = (STYLES[:-len(_STYLES_END)] + 'print("ALL CASES DONE", flush=True)\n'
+                     + PLANS[len(HEADER):])
+
+
 @pytest.fixture(scope="module")
 def styles_job():
-    return run_mpi(STYLES, n=2, timeout=240, env={"SHARDFLOW_COMM_TIMEOUT": "60"})
+    return run_mpi(STYLES_THEN_PLANS, n=2, timeout=360, env={"SHARDFLOW_COMM_TIMEOUT": "60"})
 
 
 def _case_names():
@@ -323,8 +331,8 @@ def test_styles_job_ends_cleanly(styles_job):
 
 
 @pytest.mark.mpi
-def test_parallelize_module_dict_plan_and_src_data_rank_match_torch():
-    res = run_mpi(PLANS, n=2, timeout=180, env={"SHARDFLOW_COMM_TIMEOUT": "60"}).check()
+def test_parallelize_module_dict_plan_and_src_data_rank_match_torch(styles_job):
+    res = styles_job.check()
     assert res.stdout.count("PLAN ") == 5 and "UNMATCHED warns" in res.stdout, res.output
     assert all(f"SRC {s} ok" in res.stdout for s in (0, None, 1)), res.output
     assert "ALL PLANS DONE" in res.stdout

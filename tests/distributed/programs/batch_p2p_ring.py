@@ -3,7 +3,8 @@ blocking sends would all wait on each other), then a batch of mixed dtypes and s
 ranks 0 and 1 (the others do nothing).
 
 ``argv[0]``: ``cpu`` (MPI: every op non-blocking) or ``cuda`` (CuPy's host stand-in and the
-fake NCCL: the four device ops of each batch must be one NCCL group, counted once)."""
+fake NCCL: the four device ops of each batch must be one NCCL group, counted once). The
+process group is destroyed at the end, so ``cpu`` then ``cuda`` can share one launch."""
 
 import numpy as np
 
@@ -63,3 +64,4 @@ def main(argv):
         np.testing.assert_array_equal(b.cpu().numpy(), np.full((3, 5), peer))
         np.testing.assert_array_equal(d.cpu().numpy(), np.full(7, peer + 0.5))
     dist.barrier()
+    dist.destroy_process_group()  # so that the next backend can run in this launch
