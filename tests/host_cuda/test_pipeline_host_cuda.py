@@ -33,22 +33,32 @@ def _losses(path):
     return [float(r[1]) for r in rows if r[1]], [float(r[2]) for r in rows if r[2]]
 
 
+@pytest.fixture(scope="module")
+def one_cpu_process(tmp_path_factory):
+    """The corpus and the run of the same FLAGS in this process on the CPU: the reference of
+    every layout, trained once for all of them."""
+    tmp = tmp_path_factory.mktemp("pp_host_cuda")
+    corpus = tmp / "c"
+    corpus.mkdir()
+    (corpus / "a.py").write_text("def f(x):\n    return x + 1\n" * 300)
+    one = tmp / "one"
+    assert main(["gpt", "--data", str(corpus), "--out", str(one), *FLAGS]) == 0
+    return corpus, one
+
+
 @pytest.mark.parametrize("n, layout", [(2, ["--pp", "2"]), (4, ["--pp", "2", "--dp", "2"]),
                                       (4, ["--pp", "2", "--tp", "2"])],
                          ids=["pp2", "pp2dp2", "pp2tp2"])
-def test_train_gpt_pp_on_host_cuda_equals_one_cpu_process(tmp_path, capsys, n, layout):
+def test_train_gpt_pp_on_host_cuda_equals_one_cpu_process(tmp_path, capsys, one_cpu_process, n, layout):
     import shardflow as sf
 
-    corpus = tmp_path / "c"
-    corpus.mkdir()
-    (corpus / "a.py").write_text("def f(x):\n    return x + 1\n" * 300)
-    pp, one = tmp_path / "pp", tmp_path / "one"
+    corpus, one = one_cpu_process
+    capsys.readouterr()
+    pp = tmp_path / "pp"
     res = run_program(PROGRAMS + "train_cli_on_cuda", n=n, timeout=300,
                       args=["gpt", "--device", "cuda", *layout, "--data", str(corpus), "--out",
                             str(pp), *FLAGS]).check()
     assert "NCCL calls" in res.output and "--- sample" in res.output
-    assert main(["gpt", "--data", str(corpus), "--out", str(one), *FLAGS]) == 0
-    capsys.readouterr()
     (t2, v2), (t1, v1) = _losses(pp / "metrics.csv"), _losses(one / "metrics.csv")
     assert len(t2) == 3 and len(v2) == 3
     np.testing.assert_allclose(t2, t1, rtol=0, atol=5e-5)
