@@ -18,6 +18,8 @@ import pytest
 
 from shardflow.testing.mpi import run_program
 
+from ._shared_launch import passed, run_several
+
 pytestmark = pytest.mark.mpi
 
 PROGRAMS = "tests.host_cuda.programs."
@@ -28,13 +30,7 @@ TWO_RANK = ["zero1_over_nccl", "fsdp_stages_over_nccl", "strategies_and_parallel
 
 @pytest.fixture(scope="module")
 def two_rank_job():
-    return run_program(PROGRAMS + "several", n=2, timeout=240, args=TWO_RANK)
-
-
-def passed(job, name: str) -> str:
-    """The job's output, once ``name`` is seen to have passed on both ranks."""
-    assert job.output.count(f"several: passed {name}\n") == 2, f"{name} did not pass on both ranks:\n{job.output}"
-    return job.output
+    return run_several(TWO_RANK)
 
 
 def test_zero1_on_cuda_over_nccl_equals_one_cpu_process(two_rank_job):
