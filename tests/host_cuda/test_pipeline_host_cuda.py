@@ -3,6 +3,9 @@ CuPy's host stand-in and the fake NCCL, which carries NCCL's calls over MPI on t
 behind the pointers (``tests.doubles.host_cuda.install()``). The stages' activations and gradients are device arrays sent over the
 NCCL communicator's send/recv (only the small shape headers travel over MPI as host arrays),
 and the run must train exactly like one process on the CPU.
+
+The two 2-rank programs share one launch (programs/several.py); the main job's one-process
+CPU reference is trained once for the three layouts.
 """
 
 import numpy as np
@@ -11,13 +14,24 @@ import pytest
 from shardflow.cli.train import main
 from shardflow.testing.mpi import run_program
 
+from ._shared_launch import passed, run_several
+
 pytestmark = pytest.mark.mpi
 
 PROGRAMS = "tests.host_cuda.programs."
 
 
-def test_pipeline_stages_on_host_cuda_send_device_arrays_over_nccl():
-    run_program(PROGRAMS + "pipeline_stages_on_cuda", n=2, timeout=120).check()
+@pytest.fixture(scope="module")
+def two_rank_job():
+    return run_several(["pipeline_stages_on_cuda", "interleaved_1f1b_large_activations_on_cuda"])
+
+
+def test_pipeline_stages_on_host_cuda_send_device_arrays_over_nccl(two_rank_job):
+    passed(two_rank_job, "pipeline_stages_on_cuda")
+
+
+def test_the_two_rank_job_ended_cleanly(two_rank_job):
+    two_rank_job.check()
 
 
 # 2 layers (1 per stage), a small --grad-clip so that the global norm across stages is used,
@@ -74,8 +88,8 @@ def test_train_gpt_pp_on_host_cuda_equals_one_cpu_process(tmp_path, capsys, one_
             np.testing.assert_allclose(o2[i][key].numpy(), o1[i][key].numpy(), atol=1e-5, err_msg=f"{i} {key}")
 
 
-def test_interleaved_1f1b_on_host_cuda_with_large_activations_does_not_deadlock():
+def test_interleaved_1f1b_on_host_cuda_with_large_activations_does_not_deadlock(two_rank_job):
     """Interleaved 1F1B (2 stages per rank) with activations above MPI's eager limit: each
     timeline step's sends and receives are one NCCL group, so no rank's send waits on a peer
     that is itself sending; outputs and gradients equal one CPU process."""
-    run_program(PROGRAMS + "interleaved_1f1b_large_activations_on_cuda", n=2, timeout=120).check()
+    passed(two_rank_job, "interleaved_1f1b_large_activations_on_cuda")
