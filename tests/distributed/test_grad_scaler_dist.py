@@ -1,6 +1,7 @@
 """GradScaler under DDP: an inf on one rank makes every rank skip that step and halve its
 scale (the found-inf flag is all-reduced); checked against a single-process PyTorch
-GradScaler run on the same averaged gradients. Plus the minimum-scale error.
+GradScaler run on the same averaged gradients (computed here: the ranks do not import
+PyTorch). Plus the minimum-scale error.
 """
 
 import numpy as np
@@ -10,11 +11,41 @@ import torch
 import shardflow as sf
 import shardflow.nn as snn
 from shardflow.testing.mpi import run_program
+from tests.distributed.programs.grad_scaler_inf_on_one_rank import BAD, STEPS, batch
+
+
+def torch_reference(world: int) -> dict:
+    """One process, PyTorch: SGD with a GradScaler on the mean of the per-rank losses, from the
+    ranks' initial parameters (seed 3), the inf injected by hand at step BAD; the scale after
+    each step and the final parameters."""
+    sf.manual_seed(3)
+    init = snn.Linear(5, 2)
+    tmodel = torch.nn.Linear(5, 2)
+    with torch.no_grad():
+        tmodel.weight.copy_(torch.from_numpy(init.weight.numpy().copy()))
+        tmodel.bias.copy_(torch.from_numpy(init.bias.numpy().copy()))
+    topt = torch.optim.SGD(tmodel.parameters(), lr=0.1)
+    tscaler = torch.amp.GradScaler("cpu", init_scale=2.0**10, growth_interval=2)
+    scales = []
+    for step in range(STEPS):
+        topt.zero_grad()
+        tl = sum(torch.nn.functional.mse_loss(tmodel(torch.from_numpy(bx)), torch.from_numpy(by))
+                 for bx, by in (batch(q, step) for q in range(world))) / world
+        tscaler.scale(tl).backward()
+        if step == BAD:
+            tmodel.weight.grad[0, 0] = float("inf")
+        tscaler.step(topt)
+        tscaler.update()
+        scales.append(tscaler.get_scale())
+    return {"world": world, "scales": np.array(scales), "weight": tmodel.weight.detach().numpy().copy(),
+            "bias": tmodel.bias.detach().numpy().copy()}
 
 
 @pytest.mark.mpi
-def test_inf_on_one_rank_makes_every_rank_skip_and_back_off():
-    run_program("tests.distributed.programs.grad_scaler_inf_on_one_rank", n=2, timeout=90).check()
+def test_inf_on_one_rank_makes_every_rank_skip_and_back_off(tmp_path):
+    np.savez(tmp_path / "want.npz", **torch_reference(2))
+    run_program("tests.distributed.programs.grad_scaler_inf_on_one_rank", n=2, timeout=90,
+                args=[str(tmp_path / "want.npz")]).check()
 
 
 def _nan_step(scaler, model, opt):

@@ -103,6 +103,35 @@ def _run(mode, workers=2, servers=2, steps=6, lr=0.1, kill_server=None, **kw):
     return wk, outs, souts
 
 
+def _runs(*configs):
+    """Several independent ``_run(**config)`` at the same time (own servers, own ports): each
+    spends most of its time starting processes and waiting on sockets. Returns their
+    ``(workers, worker outputs, server outputs)`` in order."""
+    started = []
+    for cfg in configs:
+        cfg = {"workers": 2, "servers": 2, "steps": 6, "lr": 0.1, **cfg}
+        mode, workers, servers, steps, lr = (cfg.pop(k) for k in ("mode", "workers", "servers", "steps", "lr"))
+        srv = [_start({"role": "server", "id": i, "workers": workers, "lr": lr, "mode": mode, **cfg})
+               for i in range(servers)]
+        started.append((srv, workers, steps, cfg))
+    launched = []
+    for srv, workers, steps, cfg in started:
+        addrs = []
+        for p in srv:
+            line = p.stdout.readline().split()
+            assert line and line[0] == "PORT", (line, p.stderr.read() if p.poll() is not None else "")
+            addrs.append(["127.0.0.1", int(line[1])])
+        wk = [_start({"role": "worker", "id": w, "servers": addrs, "steps": steps, **cfg})
+              for w in range(workers)]
+        launched.append((srv, wk))
+    results = []
+    for srv, wk in launched:
+        outs = [p.communicate(timeout=60) for p in wk]
+        souts = [p.communicate(timeout=30) for p in srv]
+        results.append((wk, outs, souts))
+    return results
+
+
 def _result(out):
     line = [x for x in out.splitlines() if x.startswith("RESULT ")]
     assert line, out
@@ -141,9 +170,10 @@ def test_sync_equals_ddp_and_async_staleness_0_equals_sync():
     ref = _reference()
     # the slowed run: worker 1 sleeps before each pull, so worker 0's push of step c reaches
     # the servers before worker 1's pull of step c; held until then (server._release_held)
-    for mode, slow in (("sync", False), ("async", False), ("async", True)):
-        wk, outs, souts = _run(mode, staleness=0, slow=slow)
-        assert all(p.returncode == 0 for p in wk), outs
+    cases = (("sync", False), ("async", False), ("async", True))
+    results = _runs(*({"mode": mode, "staleness": 0, "slow": slow} for mode, slow in cases))
+    for (mode, slow), (wk, outs, souts) in zip(cases, results):
+        assert all(p.returncode == 0 for p in wk), (mode, slow, outs)
         for out, _ in outs:
             _close(_result(out)["params"], ref)
 
@@ -158,8 +188,9 @@ def _eval_loss(params):
 
 def test_async_with_staleness_bound_converges():
     steps, lr = 30, 0.3
-    _, outs_s, _ = _run("sync", steps=steps, servers=1, lr=lr)
-    _, outs_a, souts = _run("async", steps=steps, servers=1, staleness=2, slow=True, lr=lr)
+    (_, outs_s, _), (_, outs_a, souts) = _runs(
+        {"mode": "sync", "steps": steps, "servers": 1, "lr": lr},
+        {"mode": "async", "steps": steps, "servers": 1, "staleness": 2, "slow": True, "lr": lr})
     stats = json.loads([x for x in souts[0][0].splitlines() if x.startswith("STATS")][0][6:])
     assert stats["updates"] == 2 * steps and not stats["lost"], stats
     init = _eval_loss(_reference(steps=0))
@@ -169,15 +200,16 @@ def test_async_with_staleness_bound_converges():
 
 
 def test_async_survives_a_killed_worker_and_sync_fails_fast():
-    wk, outs, souts = _run("async", workers=3, servers=1, steps=12, staleness=1,
-                           die_worker=2, die_step=3, wt=3.0)
+    (wk, outs, souts), (wk_sync, outs_sync, _) = _runs(
+        {"mode": "async", "workers": 3, "servers": 1, "steps": 12, "staleness": 1, "die_worker": 2,
+         "die_step": 3, "wt": 3.0},
+        {"mode": "sync", "workers": 3, "servers": 1, "steps": 12, "die_worker": 2, "die_step": 3, "wt": 3.0})
     assert wk[2].returncode == -signal.SIGKILL
     assert wk[0].returncode == 0 and wk[1].returncode == 0, outs
     stats = json.loads([x for x in souts[0][0].splitlines() if x.startswith("STATS")][0][6:])
     assert stats["lost"] == [2] and sorted(stats["done"]) == [0, 1], stats
     assert "worker 2 lost" in souts[0][1]
-    wk, outs, souts = _run("sync", workers=3, servers=1, steps=12, die_worker=2, die_step=3, wt=3.0)
-    assert wk[0].returncode == 3 and "on_worker_loss='continue'" in outs[0][0], outs[0]
+    assert wk_sync[0].returncode == 3 and "on_worker_loss='continue'" in outs_sync[0][0], outs_sync[0]
 
 
 def test_lost_server_makes_workers_raise_within_the_timeout():

@@ -3,6 +3,9 @@ CuPy's host stand-in and the fake NCCL, which carries NCCL's calls over MPI on t
 behind the pointers (``tests.doubles.host_cuda.install()``). The stages' activations and gradients are device arrays sent over the
 NCCL communicator's send/recv (only the small shape headers travel over MPI as host arrays),
 and the run must train exactly like one process on the CPU.
+
+The two 2-rank programs share one launch (programs/several.py); the main job's one-process
+CPU reference is trained once for the three layouts.
 """
 
 import numpy as np
@@ -11,13 +14,24 @@ import pytest
 from shardflow.cli.train import main
 from shardflow.testing.mpi import run_program
 
+from ._shared_launch import passed, run_several
+
 pytestmark = pytest.mark.mpi
 
 PROGRAMS = "tests.host_cuda.programs."
 
 
-def test_pipeline_stages_on_host_cuda_send_device_arrays_over_nccl():
-    run_program(PROGRAMS + "pipeline_stages_on_cuda", n=2, timeout=120).check()
+@pytest.fixture(scope="module")
+def two_rank_job():
+    return run_several(["pipeline_stages_on_cuda", "interleaved_1f1b_large_activations_on_cuda"])
+
+
+def test_pipeline_stages_on_host_cuda_send_device_arrays_over_nccl(two_rank_job):
+    passed(two_rank_job, "pipeline_stages_on_cuda")
+
+
+def test_the_two_rank_job_ended_cleanly(two_rank_job):
+    two_rank_job.check()
 
 
 # 2 layers (1 per stage), a small --grad-clip so that the global norm across stages is used,
@@ -33,22 +47,32 @@ def _losses(path):
     return [float(r[1]) for r in rows if r[1]], [float(r[2]) for r in rows if r[2]]
 
 
+@pytest.fixture(scope="module")
+def one_cpu_process(tmp_path_factory):
+    """The corpus and the run of the same FLAGS in this process on the CPU: the reference of
+    every layout, trained once for all of them."""
+    tmp = tmp_path_factory.mktemp("pp_host_cuda")
+    corpus = tmp / "c"
+    corpus.mkdir()
+    (corpus / "a.py").write_text("def f(x):\n    return x + 1\n" * 300)
+    one = tmp / "one"
+    assert main(["gpt", "--data", str(corpus), "--out", str(one), *FLAGS]) == 0
+    return corpus, one
+
+
 @pytest.mark.parametrize("n, layout", [(2, ["--pp", "2"]), (4, ["--pp", "2", "--dp", "2"]),
                                       (4, ["--pp", "2", "--tp", "2"])],
                          ids=["pp2", "pp2dp2", "pp2tp2"])
-def test_train_gpt_pp_on_host_cuda_equals_one_cpu_process(tmp_path, capsys, n, layout):
+def test_train_gpt_pp_on_host_cuda_equals_one_cpu_process(tmp_path, capsys, one_cpu_process, n, layout):
     import shardflow as sf
 
-    corpus = tmp_path / "c"
-    corpus.mkdir()
-    (corpus / "a.py").write_text("def f(x):\n    return x + 1\n" * 300)
-    pp, one = tmp_path / "pp", tmp_path / "one"
+    corpus, one = one_cpu_process
+    capsys.readouterr()
+    pp = tmp_path / "pp"
     res = run_program(PROGRAMS + "train_cli_on_cuda", n=n, timeout=300,
                       args=["gpt", "--device", "cuda", *layout, "--data", str(corpus), "--out",
                             str(pp), *FLAGS]).check()
     assert "NCCL calls" in res.output and "--- sample" in res.output
-    assert main(["gpt", "--data", str(corpus), "--out", str(one), *FLAGS]) == 0
-    capsys.readouterr()
     (t2, v2), (t1, v1) = _losses(pp / "metrics.csv"), _losses(one / "metrics.csv")
     assert len(t2) == 3 and len(v2) == 3
     np.testing.assert_allclose(t2, t1, rtol=0, atol=5e-5)
@@ -64,8 +88,8 @@ def test_train_gpt_pp_on_host_cuda_equals_one_cpu_process(tmp_path, capsys, n, l
             np.testing.assert_allclose(o2[i][key].numpy(), o1[i][key].numpy(), atol=1e-5, err_msg=f"{i} {key}")
 
 
-def test_interleaved_1f1b_on_host_cuda_with_large_activations_does_not_deadlock():
+def test_interleaved_1f1b_on_host_cuda_with_large_activations_does_not_deadlock(two_rank_job):
     """Interleaved 1F1B (2 stages per rank) with activations above MPI's eager limit: each
     timeline step's sends and receives are one NCCL group, so no rank's send waits on a peer
     that is itself sending; outputs and gradients equal one CPU process."""
-    run_program(PROGRAMS + "interleaved_1f1b_large_activations_on_cuda", n=2, timeout=120).check()
+    passed(two_rank_job, "interleaved_1f1b_large_activations_on_cuda")

@@ -1,29 +1,35 @@
-"""Run an RPC program on WORLD processes forked from one that has already imported the
-framework: ``python forked_world.py torch|shardflow WORLD PROGRAM ARGS...``.
+"""Run RPC programs on WORLD processes forked from one that has already imported the
+framework: ``python forked_world.py torch|shardflow WORLD PROGRAM ARGS...`` runs one program;
+``python forked_world.py torch|shardflow --batch SPEC.json`` runs several at once, forked from
+the same parent (SPEC: a list of ``{"world", "program", "args", "out"}``).
 
 Importing PyTorch takes seconds per process, and several processes importing it at once
 on a small machine take tens of seconds; forking after one import makes each program run
-cost one import. Each child gets RANK (MASTER_ADDR, MASTER_PORT, WORLD_SIZE and the secret
-come from the environment), runs PROGRAM as ``__main__`` with its stdout in a file of its
-own (printed by the parent, rank by rank, at the end) and leaves with ``os._exit`` (the
-program has shut RPC down by then). Exit status: 0 when every child succeeded.
+cost one import, and a batch makes several programs cost one import in all. The programs of a
+batch run at the same time: each spends most of its time waiting on the others' messages. Each child gets
+RANK (MASTER_ADDR, WORLD_SIZE and the secret come from the environment; MASTER_PORT too for a
+single program, a fresh free port per program in a batch), runs PROGRAM as ``__main__`` with
+its stdout in a file of its own (gathered rank by rank at the end) and leaves with
+``os._exit`` (the program has shut RPC down by then).
+
+Exit status of a single program: 0 when every child succeeded, its ranks' stdout printed. In
+a batch each program's ranks' stdout goes to its ``out`` file, then a last line
+``forked_world: exit N`` (N = 0 when every rank succeeded, 1 otherwise); the batch itself
+exits 0 once every program has run.
 """
 
+import json
 import os
 import runpy
+import socket
 import sys
 import tempfile
 import traceback
 
 
-def main():
-    framework, world, program, args = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
-    if framework == "torch":
-        import torch  # noqa: F401
-        import torch.distributed.rpc  # noqa: F401
-    else:
-        import shardflow  # noqa: F401
-        import shardflow.distributed.rpc  # noqa: F401
+def start_world(world: int, program: str, args: list) -> tuple[str, list]:
+    """Fork ``world`` ranks of ``program``; return the folder of their stdout files and their
+    process ids."""
     outdir = tempfile.mkdtemp(prefix="forked_world_")
     sys.stdout.flush()
     sys.stderr.flush()
@@ -49,17 +55,59 @@ def main():
             sys.stderr.flush()
             os._exit(code)
         children.append(pid)
+    return outdir, children
+
+
+def finish_world(outdir: str, children: list) -> tuple[str, list]:
+    """Wait for a started world; return its ranks' stdout (rank by rank) and the ranks that
+    failed."""
     failed = []
     for rank, pid in enumerate(children):
         _, status = os.waitpid(pid, 0)
         if os.waitstatus_to_exitcode(status) != 0:
             failed.append(rank)
-    for rank in range(world):
+    text = []
+    for rank in range(len(children)):
         path = os.path.join(outdir, f"{rank}.out")
         with open(path) as f:
-            sys.stdout.write(f.read())
+            text.append(f.read())
         os.unlink(path)
     os.rmdir(outdir)
+    return "".join(text), failed
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main():
+    framework = sys.argv[1]
+    if framework == "torch":
+        import torch  # noqa: F401
+        import torch.distributed.rpc  # noqa: F401
+    else:
+        import shardflow  # noqa: F401
+        import shardflow.distributed.rpc  # noqa: F401
+    if sys.argv[2] == "--batch":
+        with open(sys.argv[3]) as f:
+            spec = json.load(f)
+        started = []
+        for run in spec:  # all at once: the programs spend most of their time waiting
+            os.environ["MASTER_PORT"] = str(free_port())
+            os.environ["WORLD_SIZE"] = str(run["world"])
+            started.append(start_world(run["world"], run["program"], run["args"]))
+        for run, world in zip(spec, started):
+            text, failed = finish_world(*world)
+            with open(run["out"], "w") as f:
+                f.write(text)
+                if failed:
+                    f.write(f"forked_world: ranks {failed} failed\n")
+                f.write(f"forked_world: exit {1 if failed else 0}\n")
+        return
+    text, failed = finish_world(*start_world(int(sys.argv[2]), sys.argv[3], sys.argv[4:]))
+    sys.stdout.write(text)
     if failed:
         print(f"forked_world: ranks {failed} failed", file=sys.stderr)
     sys.exit(1 if failed else 0)

@@ -9,8 +9,12 @@ step by step per trainer within 1e-5.
 * pipeline of two remote shards with micro-batches (remote + rpc_async + to_here);
 * DDP trainers with a remote embedding table (RemoteModule): shardflow's run goes through
   ``shardflow run -n 4`` (DDP's collectives need MPI), the others as plain processes.
+
+The plain-process runs of each framework go in one batch (forked_world.py --batch: one import
+of the framework for all of them), the two batches at once, in a module fixture.
 """
 
+import json
 import os
 import re
 import secrets
@@ -71,6 +75,62 @@ def compare(got: dict, want: dict, steps: int) -> None:
             assert a == pytest.approx(b, abs=1e-5), f"{name} step {step}: shardflow {a}, torch {b}"
 
 
+PROGRAMS = {  # name: (world, steps)
+    "rpc_parameter_server.py": (3, 3),
+    "rpc_batch_parameter_server.py": (3, 3),
+    "rpc_rnn.py": (2, 4),
+    "rpc_pipeline.py": (3, 3),
+}
+DDP_STEPS = 3
+
+
+def start_batch(framework: str, runs: list, tmp) -> subprocess.Popen:
+    """Start ``runs`` (``(name, path, world, args)``) at once, forked from one process that
+    imports the framework once (forked_world.py --batch); each run's output goes to a file."""
+    spec = [{"world": world, "program": path, "args": args, "out": str(tmp / f"{framework}-{name}.out")}
+            for name, path, world, args in runs]
+    (tmp / f"{framework}.json").write_text(json.dumps(spec))
+    env = worker_env(0, 1, free_port(), secrets.token_hex(16))
+    return subprocess.Popen([sys.executable, os.path.join(HERE, "forked_world.py"), framework, "--batch",
+                             str(tmp / f"{framework}.json")], env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def finish_batch(proc: subprocess.Popen, timeout=600) -> str:
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        proc.kill()
+    return f"batch rc={proc.returncode}\n{out[-2000:]}{err[-4000:]}"
+
+
+def batch_losses(tmp, framework: str, name: str, batch_log: str) -> dict:
+    """The losses run ``name`` of a batch printed (it must have succeeded)."""
+    path = tmp / f"{framework}-{name}.out"
+    assert path.exists(), f"{framework} {name} did not run: {batch_log}"
+    out = path.read_text()
+    assert out.endswith("forked_world: exit 0\n"), f"{framework} {name} failed: {out[-3000:]}\n{batch_log}"
+    return losses(out)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Every program on PyTorch and (but rpc_ddp.py, which needs MPI) on shardflow: two
+    batches at once, each paying its framework's import once instead of once per program."""
+    tmp = tmp_path_factory.mktemp("rpc_programs")
+    torch_runs, ours_runs = [], []
+    for name, (world, steps) in [*PROGRAMS.items(), ("rpc_ddp.py", (4, DDP_STEPS))]:
+        path = tmp / name
+        path.write_text(torch_source(os.path.join(EXAMPLES, name)))
+        torch_runs.append((name, str(path), world, ["--steps", str(steps)]))
+        if name in PROGRAMS:
+            ours_runs.append((name, os.path.join(EXAMPLES, name), world, ["--steps", str(steps)]))
+    theirs = start_batch("torch", torch_runs, tmp)   # both at once: importing PyTorch is slow
+    ours = start_batch("shardflow", ours_runs, tmp)
+    logs = {"torch": finish_batch(theirs), "shardflow": finish_batch(ours)}
+    return lambda framework, name: batch_losses(tmp, framework, name, logs[framework])
+
+
 @pytest.fixture
 def torch_copy(tmp_path):
     def make(name):
@@ -80,17 +140,10 @@ def torch_copy(tmp_path):
     return make
 
 
-@pytest.mark.parametrize("name,world,steps", [
-    ("rpc_parameter_server.py", 3, 3),
-    ("rpc_batch_parameter_server.py", 3, 3),
-    ("rpc_rnn.py", 2, 4),
-    ("rpc_pipeline.py", 3, 3),
-])
-def test_program_matches_pytorch_step_by_step(name, world, steps, torch_copy):
-    args = ["--steps", str(steps)]
-    theirs = start_plain("torch", torch_copy(name), world, args)   # both at once: importing
-    ours = start_plain("shardflow", os.path.join(EXAMPLES, name), world, args)  # PyTorch is slow
-    want, got = finish_plain(theirs), finish_plain(ours)
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_program_matches_pytorch_step_by_step(name, runs, torch_copy):
+    world, steps = PROGRAMS[name]
+    want, got = runs("torch", name), runs("shardflow", name)
     try:
         compare(got, want, steps)
     except AssertionError:
@@ -99,19 +152,17 @@ def test_program_matches_pytorch_step_by_step(name, world, steps, torch_copy):
         # reference that changes between runs is not a reference: run it again, and if the
         # two runs of PyTorch disagree, shardflow must match the second; if they agree,
         # shardflow is the one that differs.
-        again = finish_plain(start_plain("torch", torch_copy(name), world, args))
+        again = finish_plain(start_plain("torch", torch_copy(name), world, ["--steps", str(steps)]))
         if again == want:
             raise
         compare(got, again, steps)
 
 
 @pytest.mark.mpi
-def test_ddp_with_remote_embedding_matches_pytorch(torch_copy):
-    steps = 3
-    theirs = start_plain("torch", torch_copy("rpc_ddp.py"), 4, ["--steps", str(steps)])
-    res = launch_cli(["-n", "4", "--no-prefix", os.path.join(EXAMPLES, "rpc_ddp.py"), "--steps", str(steps)],
+def test_ddp_with_remote_embedding_matches_pytorch(runs):
+    res = launch_cli(["-n", "4", "--no-prefix", os.path.join(EXAMPLES, "rpc_ddp.py"), "--steps", str(DDP_STEPS)],
                      timeout=240, env={"MASTER_PORT": str(free_port())})
-    want = finish_plain(theirs)
     res.check()
-    compare(losses(res.stdout), want, steps)
+    want = runs("torch", "rpc_ddp.py")
+    compare(losses(res.stdout), want, DDP_STEPS)
     assert sorted(want) == ["trainer0", "trainer1"]
