@@ -30,7 +30,7 @@ TWO_RANK_CASES = [f"mismatched_collectives_raise_everywhere:{LARGE}", "shapes_wi
 
 @pytest.fixture(scope="module")
 def two_rank_job():
-    return run_program(PROGRAMS + "checked_collectives_in_one_job", n=2, timeout=120,
+    return run_program(PROGRAMS + "programs_in_one_job", n=2, timeout=120,
                        args=TWO_RANK_CASES)
 
 
@@ -38,8 +38,9 @@ def _case_ok(res, name, n=2):
     """The case ``name`` of the combined job returned on all ``n`` ranks."""
     __tracebackhide__ = True
     assert not res.timed_out, f"case {name}: the job timed out\n{res.output}"
-    done = [line for line in res.stdout.splitlines() if line.startswith(f"CASE {name} OK ")]
-    assert len(done) == n, f"case {name} did not return on every rank\n{res.output}"
+    head = f"CASE {name} OK "
+    done = {line[len(head):] for line in res.stdout.splitlines() if line.startswith(head)}
+    assert done == {str(k) for k in range(n)}, f"case {name} did not return on every rank\n{res.output}"
 
 
 def test_mismatched_calls_raise_on_every_rank_and_change_nothing_on_2_ranks(two_rank_job):
