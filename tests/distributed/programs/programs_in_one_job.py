@@ -4,8 +4,8 @@ on every rank and is caught counts). This runner itself neither initialises nor 
 process group (so a program may init and destroy it); the order of the programs' own
 collectives keeps the ranks in step.
 
-``argv``: the names of the programs to run, in order, each optionally followed by ``:ARG``
-(one argument for its ``main``). Before each program a rank prints
+``argv``: the names of the programs to run, in order, each optionally followed by
+``:ARG1:ARG2...`` (the arguments for its ``main``). Before each program a rank prints
 ``CASE {name} START {rank}``, after it returned ``CASE {name} OK {rank}``; a program that
 raises ends the job (shardflow's excepthook), naming the rank, so the missing OK lines name
 the case that failed."""
@@ -18,8 +18,8 @@ def main(argv):
 
     rank = _config.launch_info().rank  # from the launcher: no process group needed
     for spec in argv:
-        name, _, arg = spec.partition(":")
+        name, *args = spec.split(":")
         program = importlib.import_module(f"{__package__}.{name}")
         print(f"CASE {name} START {rank}", flush=True)
-        program.main([arg] if arg else [])
+        program.main(args)
         print(f"CASE {name} OK {rank}", flush=True)
