@@ -12,16 +12,32 @@ from shardflow.testing.mpi import run_program
 pytestmark = pytest.mark.mpi
 
 
-@pytest.mark.parametrize("n", [2, 3])
-def test_comm_collectives_match_numpy(n):
-    res = run_program("tests.distributed.programs.comm_collectives_match_numpy", n=n,
-                      timeout=60).check()
-    assert not res.leftover
+# One job per world size runs both programs, one after the other (the Tensor API one first:
+# it initialises the process group by name and destroys it; the other then starts its own); each test checks its own case returned on every rank.
+@pytest.fixture(scope="module")
+def jobs():
+    return {n: run_program("tests.distributed.programs.programs_in_one_job", n=n, timeout=90,
+                           args=["distributed_tensor_api", "comm_collectives_match_numpy"])
+            for n in (2, 3)}
+
+
+def _case_ok(res, name, n):
+    __tracebackhide__ = True
+    res.check()  # exit code 0, no timeout, main() returned on every rank
+    head = f"CASE {name} OK "
+    done = {line[len(head):] for line in res.stdout.splitlines() if line.startswith(head)}
+    assert done == {str(k) for k in range(n)}, f"case {name} did not return on every rank\n{res.output}"
 
 
 @pytest.mark.parametrize("n", [2, 3])
-def test_distributed_tensor_api(n):
-    run_program("tests.distributed.programs.distributed_tensor_api", n=n, timeout=60).check()
+def test_comm_collectives_match_numpy(n, jobs):
+    _case_ok(jobs[n], "comm_collectives_match_numpy", n)
+    assert not jobs[n].leftover
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_distributed_tensor_api(n, jobs):
+    _case_ok(jobs[n], "distributed_tensor_api", n)
 
 
 def test_world_of_one_without_mpi():

@@ -43,12 +43,38 @@ def _reference(world: int, divide_initial: bool, init: list, lr: float = 0.2) ->
     return [q.detach().numpy() for q in tmodel.parameters()]
 
 
+PROGRAMS = "tests.distributed.programs."
+
+
+def _case_ok(res, name, n):
+    """The case ``name`` of a programs_in_one_job run returned on every rank 0..n-1."""
+    __tracebackhide__ = True
+    res.check()
+    head = f"CASE {name} OK "
+    done = {ln[len(head):] for ln in res.stdout.splitlines() if ln.startswith(head)}
+    assert done == {str(k) for k in range(n)}, f"case {name} did not return everywhere\n{res.output}"
+
+
+@pytest.fixture(scope="module")
+def two_rank_job(tmp_path_factory):
+    """One 2-rank launch: the unused-parameters program, then the joined loop
+    (``initial``); returns the result and the join's output folder."""
+    out = tmp_path_factory.mktemp("ddp_join_2")
+    res = run_program(PROGRAMS + "programs_in_one_job", n=2, timeout=120,
+                      args=["ddp_unused_parameters_named", f"ddp_join_uneven_inputs:initial:{out}"])
+    return res, out
+
+
 @pytest.mark.parametrize("n,divide", [(2, "initial"), (3, "active")])
-def test_join_with_uneven_batches_matches_single_process(n, divide, tmp_path):
+def test_join_with_uneven_batches_matches_single_process(n, divide, tmp_path, request):
     import numpy as np
 
-    res = run_program("tests.distributed.programs.ddp_join_uneven_inputs", n=n, timeout=90,
-                      args=[divide, str(tmp_path)]).check()
+    if n == 2:  # part of the 2-rank job (two_rank_job)
+        res, tmp_path = request.getfixturevalue("two_rank_job")
+    else:
+        res = run_program(PROGRAMS + "programs_in_one_job", n=n, timeout=120,
+                          args=[f"ddp_join_uneven_inputs:{divide}:{tmp_path}"])
+    _case_ok(res, "ddp_join_uneven_inputs", n)
     with np.load(tmp_path / "init.npz") as f:
         init = [f[f"arr_{i}"] for i in range(len(f.files))]
     want = _reference(n, divide == "initial", init)
@@ -63,8 +89,8 @@ def test_join_with_uneven_batches_matches_single_process(n, divide, tmp_path):
                 "all ranks.") in res.stdout, res.output
 
 
-def test_unused_parameters_are_named_and_counted():
-    run_program("tests.distributed.programs.ddp_unused_parameters_named", n=2, timeout=90).check()
+def test_unused_parameters_are_named_and_counted(two_rank_job):
+    _case_ok(two_rank_job[0], "ddp_unused_parameters_named", 2)
 
 
 def test_join_in_a_world_of_one():

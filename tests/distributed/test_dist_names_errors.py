@@ -56,29 +56,45 @@ def test_debug_level_set_get_and_from_env(monkeypatch):
         torch_dist.set_debug_level(torch_dist.DebugLevel.OFF)
 
 
-@pytest.mark.parametrize("run_id", [None, "", "job-7"])
-def test_is_torchelastic_launched_follows_torchelastic_run_id(run_id):
-    # a fresh process: the answer comes from the environment it was started with
-    env = {k: v for k, v in os.environ.items() if k != "TORCHELASTIC_RUN_ID"}
-    if run_id is not None:
-        env["TORCHELASTIC_RUN_ID"] = run_id
-    code = ("import shardflow.distributed as d, torch.distributed as t; "
-            "print(d.is_torchelastic_launched(), t.is_torchelastic_launched())")
-    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True,
-                         text=True, timeout=120, check=True).stdout.split()
-    assert out[0] == out[1] == str(run_id is not None)
+# Each fresh process gets one (TORCHELASTIC_RUN_ID, TORCH_DISTRIBUTED_DEBUG) pair and answers
+# both questions, so the three run ids and the three debug levels cost three starts, not six.
+ENV_CASES = [(None, None), ("", "info"), ("job-7", "DETAIL")]
 
 
-@pytest.mark.parametrize("level", [None, "info", "DETAIL"])
-def test_debug_level_starts_from_the_environment(level):
-    env = {k: v for k, v in os.environ.items() if k != "TORCH_DISTRIBUTED_DEBUG"}
-    if level is not None:
-        env["TORCH_DISTRIBUTED_DEBUG"] = level
+@pytest.fixture(scope="module")
+def fresh_process_answers():
+    """For each case of ENV_CASES: the split stdout of a fresh process started with that
+    environment, printing ``is_torchelastic_launched()`` and ``get_debug_level()`` from
+    shardflow and from torch (the answers come from the environment it was started with)."""
+    answers = {}
     code = ("import shardflow.distributed as d, torch.distributed as t; "
-            "print(d.get_debug_level(), t.get_debug_level())")
-    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True,
-                         text=True, timeout=120, check=True).stdout.split()
-    assert out[0] == out[1] == f"DebugLevel.{(level or 'OFF').upper()}"
+            "print(d.is_torchelastic_launched(), t.is_torchelastic_launched(), "
+            "d.get_debug_level(), t.get_debug_level())")
+    for run_id, level in ENV_CASES:
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("TORCHELASTIC_RUN_ID", "TORCH_DISTRIBUTED_DEBUG")}
+        if run_id is not None:
+            env["TORCHELASTIC_RUN_ID"] = run_id
+        if level is not None:
+            env["TORCH_DISTRIBUTED_DEBUG"] = level
+        answers[run_id, level] = subprocess.run(
+            [sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True,
+            timeout=120, check=True).stdout.split()
+    return answers
+
+
+@pytest.mark.parametrize("run_id", [case[0] for case in ENV_CASES])
+def test_is_torchelastic_launched_follows_torchelastic_run_id(run_id, fresh_process_answers):
+    case = next(c for c in ENV_CASES if c[0] == run_id)
+    out = fresh_process_answers[case]
+    assert out[0] == out[1] == str(run_id is not None), (case, out)
+
+
+@pytest.mark.parametrize("level", [case[1] for case in ENV_CASES])
+def test_debug_level_starts_from_the_environment(level, fresh_process_answers):
+    case = next(c for c in ENV_CASES if c[1] == level)
+    out = fresh_process_answers[case]
+    assert out[2] == out[3] == f"DebugLevel.{(level or 'OFF').upper()}", (case, out)
 
 
 def test_supports_complex_matches_torch():

@@ -88,8 +88,12 @@ print("ALL OK", r, flush=True)
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("n", [2, 3])
-def test_stages_2_and_3_equal_ddp_and_one_process(n):
-    res = run_mpi(EQUAL_SCRIPT, n=n, timeout=120).check()
+def test_stages_2_and_3_equal_ddp_and_one_process(n, request):
+    # 2 ranks: part of the one 2-rank job (two_rank_job below); 3 ranks: a job of its own
+    if n == 2:
+        res = request.getfixturevalue("two_rank_job").check()
+    else:
+        res = run_mpi(EQUAL_SCRIPT, n=n, timeout=120).check()
     assert res.stdout.count("ALL OK") == n
     if n == 3:  # uneven, empty and replicated shards were exercised
         assert "'0.weight': ((3, 5), '(S(0),)')" in res.stdout
@@ -165,8 +169,8 @@ print("GPT OK", r, flush=True)
 
 
 @pytest.mark.mpi
-def test_gpt_blocks_prefetch_state_dict_round_trip():
-    res = run_mpi(GPT_SCRIPT, n=2, timeout=120).check()
+def test_gpt_blocks_prefetch_state_dict_round_trip(two_rank_job):
+    res = two_rank_job.check()
     assert res.stdout.count("GPT OK") == 2
 
 
@@ -218,9 +222,12 @@ print("FEATURE OK", mode, r, flush=True)
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("mode,n", [("hsdp", 4), ("accumulate", 2)])
-def test_hsdp_and_gradient_accumulation(mode, n):
-    res = run_mpi(FEATURES_SCRIPT, n=n, timeout=120, args=[mode]).check()
-    assert res.stdout.count("FEATURE OK") == n
+def test_hsdp_and_gradient_accumulation(mode, n, request):
+    if mode == "accumulate":  # part of the one 2-rank job (two_rank_job below)
+        res = request.getfixturevalue("two_rank_job").check()
+    else:
+        res = run_mpi(FEATURES_SCRIPT, n=n, timeout=120, args=[mode]).check()
+    assert res.stdout.count(f"FEATURE OK {mode}") == n, res.output
 
 
 # -- single process (a world of one): API and errors ------------------------------------
@@ -340,12 +347,37 @@ for p in m.parameters():
         assert any(np.shares_memory(s, grads_seen[id(p)]) for s in sends), p.shape
 for p, q in zip(m.parameters(), ref.parameters()):  # the mean over ranks of local means
     assert rel(p.grad.numpy(), q.grad.array) < 1e-5, (p.shape, rel(p.grad.numpy(), q.grad.array))
-print("ALL OK", r, flush=True)
+print("NO PACKED COPY OK", r, flush=True)
 """
 
 
+def _body(script):
+    """A script of this module less the COMMON prelude every one of them starts with."""
+    assert script.startswith(COMMON)
+    return script[len(COMMON):]
+
+
+# The 2-rank scripts run in ONE job (one launch instead of four): COMMON once, then each
+# script's body in a namespace of its own (a copy of COMMON's), in this order. The no-packed-
+# copy script wraps its shard groups' reduce_scatter, so it goes last. argv[1] is the
+# features script's mode. A failing body aborts the job; its traceback names the body
+# ("<fsdp case NAME>") and the CASE lines say which ones had finished.
+TWO_RANK_BODIES = [("equal", _body(EQUAL_SCRIPT)), ("accumulate", _body(FEATURES_SCRIPT)),
+                   ("gpt", _body(GPT_SCRIPT)), ("no_packed_copy", _body(NO_PACKED_COPY_SCRIPT))]
+TWO_RANK_SCRIPT = COMMON + f"""
+for _name, _src in {TWO_RANK_BODIES!r}:
+    exec(compile(_src, f"<fsdp case {{_name}}>", "exec"), dict(globals()))
+    print("CASE", _name, "OK", r, flush=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def two_rank_job():
+    return run_mpi(TWO_RANK_SCRIPT, n=2, timeout=240, args=["accumulate"])
+
+
 @pytest.mark.mpi
-def test_even_parameters_reduce_scatter_from_their_own_grad():
+def test_even_parameters_reduce_scatter_from_their_own_grad(two_rank_job):
     # 2 ranks: (7, 5) and (7,) split 4 + 3 (padded), the others evenly
-    res = run_mpi(NO_PACKED_COPY_SCRIPT, n=2, timeout=120).check()
-    assert res.stdout.count("ALL OK") == 2
+    res = two_rank_job.check()
+    assert res.stdout.count("NO PACKED COPY OK") == 2, res.output

@@ -118,17 +118,49 @@ if r == 0:
 """
 
 
-def _curve(res) -> list[float]:
-    line = next(ln for ln in res.stdout.splitlines() if ln.startswith("CURVE"))
+INIT = "dist.init_process_group()\n"
+
+
+def _one_job(*cases) -> str:
+    """One script that runs several of the scripts above in one launch: COMMON and
+    ``init_process_group()`` once, then each ``(tag, script, argv)`` case's body (the script
+    less COMMON and its init line) in its own copy of COMMON's namespace with ``sys.argv[1:]``
+    = argv, its curve line tagged ``CURVE_{tag}``."""
+    parts = [COMMON, INIT]
+    for tag, script, argv in cases:
+        assert script.startswith(COMMON) and script.count(INIT) == 1
+        body = script[len(COMMON):].replace(INIT, "").replace('"CURVE"', repr(f"CURVE_{tag}"))
+        parts.append(f"sys.argv[1:] = {list(argv)!r}\n"
+                     f"exec(compile({body!r}, '<case {tag}>', 'exec'), dict(globals()))\n")
+    return "".join(parts)
+
+
+def _curve(res, tag="CURVE") -> list[float]:
+    line = next(ln for ln in res.stdout.splitlines() if ln.startswith(tag + " "))
     return eval(line.split(" ", 1)[1])  # a list literal printed by repr
 
 
-def test_zero2_on_2_resumes_on_3_without_zero_and_on_1(tmp_path):
-    path = str(tmp_path / "ckpt")
-    full = _curve(run_mpi(ZERO2_SAVE, n=2, timeout=120, args=(path,)).check())
+@pytest.fixture(scope="module")
+def curves(tmp_path_factory):
+    """Both tests' jobs in two launches: on 2 ranks the ZeRO-2 run saving at SAVE_AT and the
+    ZeRO-1 run saving at SAVE_AT; on 3 ranks the DDP resume of the first and the ZeRO-1 resume
+    of the second. Returns the curves by tag and the ZeRO-2 checkpoint's path."""
+    tmp = tmp_path_factory.mktemp("resume_resharded")
+    z2, z1 = str(tmp / "zero2_ckpt"), str(tmp / "zero1_ckpt")
+    tags = {2: ("zero2_full", "zero1_full"), 3: ("ddp_on3", "zero1_on3")}
+    on2 = run_mpi(_one_job(("zero2_full", ZERO2_SAVE, [z2]), ("zero1_full", ZERO1, [z1, "save"])),
+                  n=2, timeout=180).check()
+    on3 = run_mpi(_one_job(("ddp_on3", DDP_RESUME, [z2]), ("zero1_on3", ZERO1, [z1, "load"])),
+                  n=3, timeout=180).check()
+    out = {tag: _curve(res, f"CURVE_{tag}") for res, n in ((on2, 2), (on3, 3)) for tag in tags[n]}
+    return out, z2
+
+
+def test_zero2_on_2_resumes_on_3_without_zero_and_on_1(curves):
+    got, path = curves
+    full = got["zero2_full"]
     assert len(full) == 8 and full[-1] < full[0]
-    on3 = _curve(run_mpi(DDP_RESUME, n=3, timeout=120, args=(path,)).check())
-    np.testing.assert_allclose(on3, full[4:], rtol=1e-5)
+    np.testing.assert_allclose(got["ddp_on3"], full[4:], rtol=1e-5)
 
     ns: dict = {}
     exec(COMMON, ns)  # one rank: this process, a plain model
@@ -140,9 +172,7 @@ def test_zero2_on_2_resumes_on_3_without_zero_and_on_1(tmp_path):
     np.testing.assert_allclose(on1, full[4:], rtol=1e-5)
 
 
-def test_zero1_on_2_resumes_with_zero1_on_3(tmp_path):
+def test_zero1_on_2_resumes_with_zero1_on_3(curves):
     """ZeroRedundancyOptimizer's Split(0) state is resharded 2 -> 3 (rows 4,3 -> 3,3,1)."""
-    path = str(tmp_path / "ckpt")
-    full = _curve(run_mpi(ZERO1, n=2, timeout=120, args=(path, "save")).check())
-    on3 = _curve(run_mpi(ZERO1, n=3, timeout=120, args=(path, "load")).check())
-    np.testing.assert_allclose(on3, full[4:], rtol=1e-5)
+    got, _ = curves
+    np.testing.assert_allclose(got["zero1_on3"], got["zero1_full"][4:], rtol=1e-5)

@@ -34,3 +34,5 @@ def main(argv):
             assert "find_unused_parameters=True" in msg, msg
         else:
             raise AssertionError(f"bucket_cap_mb={cap}: expected the unfinished-reduction error")
+    # end as a program should, so that another can follow in the same job (programs_in_one_job)
+    dist.destroy_process_group()
