@@ -37,12 +37,19 @@ FLAGS = ["--n-layer", "1", "--n-head", "2", "--n-embd", "16", "--block-size", "1
 SRC = "\n".join(f"def f{i}(x):\n    return x * {i} + {i % 7}\n" for i in range(200))
 
 
-@pytest.fixture
-def corpus(tmp_path):
-    d = tmp_path / "corpus"
-    d.mkdir()
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    d = tmp_path_factory.mktemp("corpus")
     (d / "a.py").write_text(SRC)
     return str(d)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(corpus, tmp_path_factory):
+    """The uninterrupted run (one process, the same FLAGS), trained once for every test."""
+    ref = tmp_path_factory.mktemp("ref")
+    assert main(["gpt", "--data", corpus, "--out", str(ref), *FLAGS]) == 0
+    return ref
 
 
 def _alive(pids):
@@ -128,10 +135,8 @@ def _losses(path):
     return {int(r[0]): float(r[1]) for r in rows if r[1]}
 
 
-def _run_elastic(corpus, tmp_path, launcher_flags, world_after):
+def _run_elastic(corpus, ref, tmp_path, launcher_flags, world_after):
     kill_at = random.Random().randint(5, STEPS // 2)
-    ref = tmp_path / "ref"
-    assert main(["gpt", "--data", corpus, "--out", str(ref), *FLAGS]) == 0
     job = ElasticJob(corpus, tmp_path / "elastic", launcher_flags, kill_at)
     rc = job.finish()
     where = f"(rank 1 killed at step {kill_at})\n{job.output}"
@@ -165,13 +170,13 @@ def _run_elastic(corpus, tmp_path, launcher_flags, world_after):
 
 
 def test_a_killed_rank_restarts_on_the_same_ranks_and_finishes_like_an_uninterrupted_run(
-        corpus, tmp_path):
-    job = _run_elastic(corpus, tmp_path, ["--max-restarts", "1"], 3)
+        corpus, uninterrupted, tmp_path):
+    job = _run_elastic(corpus, uninterrupted, tmp_path, ["--max-restarts", "1"], 3)
     assert "the same 3 rank(s)" in job.output
 
 
-def test_with_min_ranks_the_job_goes_on_on_the_ranks_still_there(corpus, tmp_path):
-    job = _run_elastic(corpus, tmp_path, ["--max-restarts", "1", "--min-ranks", "2"], 2)
+def test_with_min_ranks_the_job_goes_on_on_the_ranks_still_there(corpus, uninterrupted, tmp_path):
+    job = _run_elastic(corpus, uninterrupted, tmp_path, ["--max-restarts", "1", "--min-ranks", "2"], 2)
     assert "rank 1 dropped: 2 rank(s) (was 3)" in job.output
     assert "was saved by a run on 3 rank(s), this run has 2" in job.output
 

@@ -61,22 +61,34 @@ def _expected_relu_grad():
     return np.where(y > 0, 1.0, 0.0)
 
 
-def test_one_thread_gets_the_serial_build(tmp_path):
-    r = _result(_start(tmp_path, threads=1))
+@pytest.fixture(scope="module")
+def serial_cache(tmp_path_factory):
+    """A numba cache folder that one one-thread process compiled the kernel into (its
+    result: ``first``) and a second one-thread process then read it from (``again``); the
+    tests below share it (one compile from nothing instead of one per test)."""
+    folder = tmp_path_factory.mktemp("serial")
+    first = _result(_start(folder, threads=1))
+    names = list(_walk(folder / "cache"))  # before any other build writes there
+    again = _result(_start(folder, threads=1))
+    return {"folder": folder, "first": first, "names": names, "again": again}
+
+
+def test_one_thread_gets_the_serial_build(serial_cache):
+    r = serial_cache["first"]
     (row,) = r["report"]
     assert row["kernel"] == "activation._relu_bwd" and row["build"] == "serial"
     assert row["source"] == "compiled"
     np.testing.assert_array_equal(r["gx"], _expected_relu_grad())
     # numba's cache files of the serial build carry its own name
-    assert any("_relu_bwd__serial" in n and n.endswith(".nbi") for n in _walk(tmp_path / "cache"))
-    again = _result(_start(tmp_path, threads=1))["report"][0]
+    assert any("_relu_bwd__serial" in n and n.endswith(".nbi") for n in serial_cache["names"])
+    again = serial_cache["again"]["report"][0]
     assert again["source"] == "disk cache" and again["build"] == "serial"
 
 
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="a parallel build needs 2 CPUs")
-def test_two_threads_get_the_parallel_build_with_its_own_cache_entry(tmp_path):
-    serial = _result(_start(tmp_path, threads=1))["report"][0]
-    parallel = _result(_start(tmp_path, threads=2))
+def test_two_threads_get_the_parallel_build_with_its_own_cache_entry(serial_cache):
+    serial = serial_cache["first"]["report"][0]
+    parallel = _result(_start(serial_cache["folder"], threads=2))
     row = parallel["report"][0]
     assert serial["build"] == "serial" and row["build"] == "parallel"
     assert row["source"] == "compiled"  # the serial build's cache entry is not taken for it
