@@ -51,6 +51,11 @@ def _torchrun(spec: Path, cwd: Path, nproc: int = 2, timeout: float = 180.0) -> 
         out, _ = proc.communicate()
         raise AssertionError(f"torchrun timed out after {timeout}s:\n{out.decode(errors='replace')}") from None
     text = out.decode(errors="replace")
+    if proc.returncode != 0 and _TORCH_TEARDOWN_ABORT in text:
+        # torch 2.13's gloo teardown aborted a rank after its work (_TORCH_TEARDOWN_ABORT):
+        # the run's output is kept; the comparisons that follow still need every step's lines
+        # and the files it saved, so an abort before the work ended still fails the test
+        return text
     assert proc.returncode == 0, f"torchrun failed (rc={proc.returncode}):\n{text}"
     return text
 
