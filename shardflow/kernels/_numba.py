@@ -18,7 +18,11 @@ core. Threading layer: ``workqueue`` unless the user chose one (NUMBA_THREADING_
 numba): its threads sleep between kernels, where GNU OpenMP's spin-wait after each parallel
 region and take the cores from the BLAS threads of the next GEMM (measured: the CNN step
 59 ms with workqueue, 95 ms with omp). ``workqueue`` must not be entered by two Python
-threads at once, so calls are serialised with a lock on that layer.
+threads at once (numba aborts the process: "Concurrent access has been detected"), so calls
+are serialised with one lock on that layer, made at import. numba's thread count is per
+Python thread (a new thread starts at every CPU): each thread that runs a kernel is given
+the process's count on its first call (``_thread_setup``), so kernels called from RPC
+handler or DataLoader threads build and run as the main thread's do.
 
 Parallel or serial build. A kernel is compiled with ``parallel=True`` only when it will run
 on more than one thread; with one thread (``shardflow run`` gives each rank cores / ranks,
@@ -58,8 +62,14 @@ from .. import _config
 
 prange = range  # the pure-Python meaning; replaced by numba.prange in compiled kernels
 
-_state: dict = {"numba": None, "error": None, "threads_set": False, "lock": None, "forked": False,
-               "fork_hook": False}
+# "lock" serialises kernels on the workqueue layer (and first calls); made here, not on the
+# first call, because two threads making their first kernel calls at once (an RPC server's
+# handlers) would each make one and then not exclude each other. "threads": the process's
+# kernel thread count, set once (numba's own count is per Python thread, see _thread_setup).
+_state: dict = {"numba": None, "error": None, "threads": None, "lock": threading.Lock(),
+                "forked": False, "fork_hook": False}
+_setup_lock = threading.Lock()
+_thread_state = threading.local()
 _report: list[dict] = []
 _FASTMATH = {"nsz", "arcp", "contract", "reassoc"}  # no nnan/ninf: -inf masks must work
 
@@ -104,18 +114,41 @@ def _default_threads() -> int | None:
 
 
 def _setup_threads(nb) -> None:
-    if _state["threads_set"]:
-        return
-    if nb.config.THREADING_LAYER == "default":  # the user did not choose (NUMBA_THREADING_LAYER)
-        # workqueue threads sleep between kernels; OpenMP's spin and, on 2 cores, took the
-        # CPU from the BLAS threads of the next GEMM (CNN step 59 ms -> 95 ms, GPT-mini 3x)
-        nb.config.THREADING_LAYER = "workqueue"
-    n = _config.kernel_threads()
-    if n is None:
-        n = _default_threads()
-    if n is not None:
-        nb.set_num_threads(max(1, min(n, nb.config.NUMBA_NUM_THREADS)))
-    _state["threads_set"] = True
+    """Choose the threading layer and the process's kernel thread count once (under a lock:
+    several threads may make their first kernel call at once), then give the calling thread
+    that count."""
+    if _state["threads"] is None:
+        with _setup_lock:
+            if _state["threads"] is None:
+                if nb.config.THREADING_LAYER == "default":  # the user did not choose (NUMBA_THREADING_LAYER)
+                    # workqueue threads sleep between kernels; OpenMP's spin and, on 2 cores, took the
+                    # CPU from the BLAS threads of the next GEMM (CNN step 59 ms -> 95 ms, GPT-mini 3x)
+                    nb.config.THREADING_LAYER = "workqueue"
+                n = _config.kernel_threads()
+                if n is None:
+                    n = _default_threads()
+                _state["threads"] = max(1, min(n or nb.config.NUMBA_NUM_THREADS, nb.config.NUMBA_NUM_THREADS))
+    _thread_setup(nb)
+
+
+def _thread_setup(nb) -> None:
+    """numba's ``set_num_threads`` holds for the calling Python thread only (a new thread
+    starts at NUMBA_NUM_THREADS, every CPU): give each thread that runs a kernel the
+    process's count once, so that kernels called from other threads (RPC handlers, DataLoader
+    threads) neither get the parallel build in a one-thread process nor use every core."""
+    if getattr(_thread_state, "threads", None) != _state["threads"]:
+        nb.set_num_threads(_state["threads"])
+        _thread_state.threads = _state["threads"]
+
+
+def set_threads(n: int) -> None:
+    """Set the process's kernel thread count (``torch.set_num_threads``): every thread that
+    runs a kernel from now on uses ``n`` (capped at numba's pool size). Kernels already built
+    serial stay serial."""
+    nb = require()
+    _setup_threads(nb)  # the threading layer is chosen first
+    _state["threads"] = max(1, min(n, nb.config.NUMBA_NUM_THREADS))
+    _thread_setup(nb)
 
 
 def num_threads() -> int:
@@ -123,7 +156,7 @@ def num_threads() -> int:
     if nb is None:
         return 1
     _setup_threads(nb)
-    return nb.get_num_threads()
+    return _state["threads"]
 
 
 _HELPERS: dict = {}  # id(python helper) -> its numba build
@@ -175,19 +208,20 @@ class Kernel:
     def _dispatcher(self):
         nb = require()
         _setup_threads(nb)
-        if not _state["fork_hook"]:
-            os.register_at_fork(after_in_child=_mark_forked)
-            _state["fork_hook"] = True
-        if _state["lock"] is None:
-            _state["lock"] = threading.Lock()
-        # one thread: the serial build (same loops, compiles 3.5x faster; module docstring)
-        self.built_parallel = self.parallel and nb.get_num_threads() > 1
-        if not self.built_parallel:
-            self._disp = self._serial_dispatcher()
+        with _setup_lock:  # threads calling a kernel for the first time at once make one
+            if self._disp is not None:
+                return self._disp
+            if not _state["fork_hook"]:
+                os.register_at_fork(after_in_child=_mark_forked)
+                _state["fork_hook"] = True
+            # one thread: the serial build (same loops, compiles 3.5x faster; module docstring)
+            self.built_parallel = self.parallel and _state["threads"] > 1
+            if not self.built_parallel:
+                self._disp = self._serial_dispatcher()
+                return self._disp
+            f = _build_globals(self.fn, nb, True)
+            self._disp = nb.njit(parallel=True, cache=self.cache, fastmath=_FASTMATH, nogil=True)(f)
             return self._disp
-        f = _build_globals(self.fn, nb, True)
-        self._disp = nb.njit(parallel=True, cache=self.cache, fastmath=_FASTMATH, nogil=True)(f)
-        return self._disp
 
     def _serial_dispatcher(self):
         if self._serial is None:
@@ -204,15 +238,20 @@ class Kernel:
         key = (a0.dtype, a0.ndim)
         if key not in self._seen:
             return self._first_call(disp, key, args)
-        if self.built_parallel and _layer_needs_lock():
-            with _state["lock"]:
-                return disp(*args)
+        if self.built_parallel:
+            _thread_setup(_state["numba"])
+            if _layer_needs_lock():
+                with _state["lock"]:
+                    return disp(*args)
         return disp(*args)
 
     def _first_call(self, disp, key, args):
         hits = sum(disp.stats.cache_hits.values())
         t0 = time.perf_counter()
+        _thread_setup(_state["numba"])
         with _state["lock"], _CacheLock(disp if self.cache else None):
+            if key in self._seen:  # another thread made this first call while we waited
+                return disp(*args)
             try:
                 out = disp(*args)
             except Exception:

@@ -38,8 +38,7 @@ def set_num_threads(n: int) -> None:
     _state["intra"] = n
     nb = _numba.numba_module()
     if nb is not None:
-        _numba.num_threads()  # the threading layer is chosen first (kernels/_numba.py)
-        nb.set_num_threads(max(1, min(n, nb.config.NUMBA_NUM_THREADS)))
+        _numba.set_threads(n)
 
 
 def get_num_interop_threads() -> int:

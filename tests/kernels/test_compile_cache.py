@@ -39,14 +39,41 @@ print(json.dumps({"report": kernels.compile_report(), "gx": gx.tolist()}))
 """
 
 
-def _start(tmp_path, go="-", threads=None):
+# Calls the ReLU backward kernel from K Python threads at once (none from the main thread),
+# ROUNDS times each: an RPC server's handler threads running one model.
+_THREADED = """
+import json, sys, threading
+import numpy as np
+from shardflow import kernels
+from shardflow.kernels import activation
+k, rounds = int(sys.argv[1]), int(sys.argv[2])
+y = np.linspace(-1, 1, 200_001, dtype=np.float32)
+g = np.ones_like(y)
+outs = [np.empty_like(y) for _ in range(k)]
+start = threading.Barrier(k)
+def work(i):
+    start.wait()
+    for _ in range(rounds):
+        activation._relu_bwd(g, y, outs[i])
+threads = [threading.Thread(target=work, args=(i,)) for i in range(k)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+want = np.where(y > 0, 1.0, 0.0).astype(np.float32)
+print(json.dumps({"report": kernels.compile_report(),
+                  "right": [bool(np.array_equal(o, want)) for o in outs]}))
+"""
+
+
+def _start(tmp_path, go="-", threads=None, program=None, args=None):
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), SHARDFLOW_KERNELS="numba",
                PYTHONPATH=ROOT)
     env.pop("SHARDFLOW_KERNEL_THREADS", None)
     env.pop("OMP_NUM_THREADS", None)
     if threads is not None:
         env["SHARDFLOW_KERNEL_THREADS"] = str(threads)
-    return subprocess.Popen([sys.executable, "-c", _PROGRAM, go], env=env, text=True,
+    return subprocess.Popen([sys.executable, "-c", program or _PROGRAM, *(args or [go])], env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -93,6 +120,25 @@ def test_two_threads_get_the_parallel_build_with_its_own_cache_entry(serial_cach
     assert serial["build"] == "serial" and row["build"] == "parallel"
     assert row["source"] == "compiled"  # the serial build's cache entry is not taken for it
     np.testing.assert_array_equal(parallel["gx"], _expected_relu_grad())
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="numba's per-thread default is 1 thread here")
+def test_kernels_first_called_from_another_thread_follow_the_process_thread_count(serial_cache):
+    """numba's thread count is per Python thread and a new thread starts at every CPU: a
+    one-thread process whose kernels run in RPC handler threads must still get the serial
+    build (it got the parallel one, and several handlers then aborted the server)."""
+    r = _result(_start(serial_cache["folder"], threads=1, program=_THREADED, args=["3", "20"]))
+    assert [row["build"] for row in r["report"]] == ["serial"], r["report"]
+    assert r["right"] == [True] * 3
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="a parallel build needs 2 CPUs")
+def test_a_parallel_build_called_from_threads_at_once_runs_one_at_a_time(serial_cache):
+    """numba's workqueue layer aborts the process when two threads enter it at once
+    ("Concurrent access has been detected"): calls, first ones included, take one lock."""
+    r = _result(_start(serial_cache["folder"], threads=2, program=_THREADED, args=["4", "300"]))
+    assert [row["build"] for row in r["report"]] == ["parallel"], r["report"]
+    assert r["right"] == [True] * 4
 
 
 def test_two_processes_starting_at_once_compile_each_kernel_once(tmp_path):

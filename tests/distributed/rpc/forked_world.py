@@ -9,7 +9,7 @@ cost one import, and a batch makes several programs cost one import in all. The 
 batch run at the same time: each spends most of its time waiting on the others' messages. Each child gets
 RANK (MASTER_ADDR, WORLD_SIZE and the secret come from the environment; MASTER_PORT too for a
 single program, a fresh free port per program in a batch), runs PROGRAM as ``__main__`` with
-its stdout in a file of its own (gathered rank by rank at the end) and leaves with
+its stdout and stderr in files of its own (gathered rank by rank at the end) and leaves with
 ``os._exit`` (the program has shut RPC down by then).
 
 Exit status of a single program: 0 when every child succeeded, its ranks' stdout printed. In
@@ -38,9 +38,10 @@ def start_world(world: int, program: str, args: list) -> tuple[str, list]:
         pid = os.fork()
         if pid == 0:
             # each rank's stdout to its own file: ranks sharing one pipe could split lines
-            fd = os.open(os.path.join(outdir, f"{rank}.out"), os.O_WRONLY | os.O_CREAT, 0o600)
-            os.dup2(fd, 1)
-            os.close(fd)
+            for stream, suffix in ((1, "out"), (2, "err")):
+                fd = os.open(os.path.join(outdir, f"{rank}.{suffix}"), os.O_WRONLY | os.O_CREAT, 0o600)
+                os.dup2(fd, stream)
+                os.close(fd)
             os.environ["RANK"] = str(rank)
             sys.argv = [program, *args]
             code = 0
@@ -59,19 +60,22 @@ def start_world(world: int, program: str, args: list) -> tuple[str, list]:
 
 
 def finish_world(outdir: str, children: list) -> tuple[str, list]:
-    """Wait for a started world; return its ranks' stdout (rank by rank) and the ranks that
-    failed."""
+    """Wait for a started world; return its ranks' stdout (rank by rank, then the stderr of
+    every failed rank, so that a failure names its cause) and the ranks that failed."""
     failed = []
     for rank, pid in enumerate(children):
         _, status = os.waitpid(pid, 0)
         if os.waitstatus_to_exitcode(status) != 0:
             failed.append(rank)
     text = []
-    for rank in range(len(children)):
-        path = os.path.join(outdir, f"{rank}.out")
-        with open(path) as f:
-            text.append(f.read())
-        os.unlink(path)
+    for suffix, ranks in (("out", range(len(children))), ("err", failed)):
+        for rank in ranks:
+            path = os.path.join(outdir, f"{rank}.{suffix}")
+            with open(path) as f:
+                body = f.read()
+            text.append(body if suffix == "out" else f"forked_world: rank {rank} stderr:\n{body}")
+    for name in os.listdir(outdir):
+        os.unlink(os.path.join(outdir, name))
     os.rmdir(outdir)
     return "".join(text), failed
 

@@ -109,7 +109,7 @@ def batch_losses(tmp, framework: str, name: str, batch_log: str) -> dict:
     path = tmp / f"{framework}-{name}.out"
     assert path.exists(), f"{framework} {name} did not run: {batch_log}"
     out = path.read_text()
-    assert out.endswith("forked_world: exit 0\n"), f"{framework} {name} failed: {out[-3000:]}\n{batch_log}"
+    assert out.endswith("forked_world: exit 0\n"), f"{framework} {name} failed: {out[-12000:]}\n{batch_log}"
     return losses(out)
 
 
