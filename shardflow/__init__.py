@@ -13,15 +13,11 @@ from . import (
     autograd,
     backends,
     cpu,
-    cuda,
-    data,
     fft,
     futures,
     linalg,
     nn,
-    optim,
     random,
-    serialization,
     sparse,
     special,
     types,
@@ -38,7 +34,6 @@ from .autograd import (
     no_grad,
     set_grad_enabled,
 )
-from .autograd import profiler as _autograd_profiler  # noqa: F401 (torch.autograd.profiler's path)
 from .autograd._tensor_str import get_printoptions, set_printoptions
 from .autograd.anomaly_mode import (
     is_anomaly_check_nan_enabled,
@@ -128,7 +123,6 @@ from .backends.switches import (
     set_flush_denormal,
     set_warn_always,
 )
-from .cuda import OutOfMemoryError
 from .kernels.threads import (
     get_num_interop_threads,
     get_num_threads,
@@ -155,7 +149,6 @@ from .nn.functional import (  # torch's top-level names for these nn.functional 
 )
 from .ops import *
 from .ops import add, clone, div, mul, neg, reciprocal, sub
-from .serialization import load, save
 
 half = float16
 cfloat = complex64
@@ -181,12 +174,15 @@ __version__ = version.__version__
 # from them) are imported on first use instead: ``shardflow.distributions``,
 # ``from shardflow import hub`` and ``import shardflow.onnx`` all still work, and dir() lists them.
 _LAZY_SUBPACKAGES = frozenset({
-    "ao", "checkpoint", "compiler", "distributed", "distributions", "func", "hub", "jit",
-    "multiprocessing", "onnx", "overrides", "profiler", "quant", "quasirandom", "signal", "testing",
-    "utils",
+    "ao", "checkpoint", "compiler", "cuda", "data", "distributed", "distributions", "func", "hub",
+    "jit", "multiprocessing", "onnx", "optim", "overrides", "profiler", "quant", "quasirandom",
+    "serialization", "signal", "testing", "utils",
 })
 # name -> (module, attribute in it)
 _LAZY_NAMES = {
+    "OutOfMemoryError": ("cuda", "OutOfMemoryError"),
+    "load": ("serialization", "load"),
+    "save": ("serialization", "save"),
     "vmap": ("func", "vmap"),  # torch.vmap is torch.func.vmap
     "compile": ("jit", "compile"),
     "compile_step": ("jit", "compile_step"),

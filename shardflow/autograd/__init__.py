@@ -24,5 +24,16 @@ from .recompute import checkpoint
 from .tensor import Size, Tensor, _wrap
 from .variable import Variable
 
-# ``autograd.profiler`` (torch's path for the legacy profiler) sits over shardflow.profiler, a
-# layer above: the root package imports it after both (shardflow/__init__.py)
+
+def __getattr__(name):
+    # ``autograd.profiler`` (torch's path for the legacy profiler) sits over shardflow.profiler,
+    # a layer above: imported on first use (PEP 562), after both are importable.
+    if name == "profiler":
+        from importlib import import_module
+
+        return import_module(f"{__name__}.profiler")  # the import binds it here too
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | {"profiler"})
