@@ -174,7 +174,7 @@ __version__ = version.__version__
 # from them) are imported on first use instead: ``shardflow.distributions``,
 # ``from shardflow import hub`` and ``import shardflow.onnx`` all still work, and dir() lists them.
 _LAZY_SUBPACKAGES = frozenset({
-    "ao", "checkpoint", "compiler", "cuda", "data", "distributed", "distributions", "func", "hub",
+    "ao", "checkpoint", "comm", "compiler", "cuda", "data", "distributed", "distributions", "func", "hub",
     "jit", "multiprocessing", "onnx", "optim", "overrides", "profiler", "quant", "quasirandom",
     "serialization", "signal", "testing", "utils",
 })
