@@ -12,7 +12,6 @@ from . import (
     amp,
     autograd,
     backends,
-    cpu,
     fft,
     futures,
     linalg,
@@ -23,7 +22,7 @@ from . import (
     types,
     version,
 )
-from .amp import GradScaler, autocast, get_autocast_dtype, is_autocast_enabled
+from .amp import autocast, get_autocast_dtype, is_autocast_enabled
 from .autograd import (
     Size,
     Tensor,
@@ -174,12 +173,13 @@ __version__ = version.__version__
 # from them) are imported on first use instead: ``shardflow.distributions``,
 # ``from shardflow import hub`` and ``import shardflow.onnx`` all still work, and dir() lists them.
 _LAZY_SUBPACKAGES = frozenset({
-    "ao", "checkpoint", "comm", "compiler", "cuda", "data", "distributed", "distributions", "func", "hub",
-    "jit", "multiprocessing", "onnx", "optim", "overrides", "profiler", "quant", "quasirandom",
-    "serialization", "signal", "testing", "utils",
+    "ao", "checkpoint", "comm", "compiler", "cpu", "cuda", "data", "distributed", "distributions",
+    "func", "hub", "jit", "multiprocessing", "onnx", "optim", "overrides", "profiler", "quant",
+    "quasirandom", "serialization", "signal", "testing", "utils",
 })
 # name -> (module, attribute in it)
 _LAZY_NAMES = {
+    "GradScaler": ("amp.grad_scaler", "GradScaler"),
     "OutOfMemoryError": ("cuda", "OutOfMemoryError"),
     "load": ("serialization", "load"),
     "save": ("serialization", "save"),

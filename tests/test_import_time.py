@@ -12,11 +12,12 @@ import shardflow as sf
 
 # What `import shardflow` must not import (the root's lazy subpackages, DDP's machinery,
 # nn.utils' rarely used submodules, and the stdlib modules only some calls need).
-LAZY_SUBPACKAGES = ["ao", "checkpoint", "comm", "compiler", "cuda", "data", "distributed",
+LAZY_SUBPACKAGES = ["ao", "checkpoint", "comm", "compiler", "cpu", "cuda", "data", "distributed",
                     "distributions", "func", "hub", "jit", "multiprocessing", "onnx", "optim",
                     "overrides", "profiler", "quant", "quasirandom", "serialization", "signal",
                     "testing", "utils"]
-LAZY_MODULES = ["shardflow.autograd.profiler", "shardflow.nn.parallel.distributed",
+LAZY_MODULES = ["shardflow.autograd.profiler", "shardflow.autograd.functional",
+                "shardflow.amp.grad_scaler", "shardflow.nn.parallel.distributed",
                 "shardflow.nn.parallel.reducer", "shardflow.nn.utils.prune",
                 "shardflow.nn.utils.parametrize", "shardflow.nn.utils.stateless",
                 "multiprocessing", "subprocess", "socket", "secrets"]
@@ -26,7 +27,8 @@ LAZY_NAMES = {"vmap": "shardflow.func", "compile": "shardflow.jit", "compile_ste
               "quint8": "shardflow.quant", "quantize_per_tensor": "shardflow.quant",
               "quantize_per_channel": "shardflow.quant", "placement": "shardflow.distributed.placement",
               "parallelize": "shardflow.distributed.parallel_config", "load": "shardflow.serialization",
-              "save": "shardflow.serialization", "OutOfMemoryError": "shardflow.cuda"}
+              "save": "shardflow.serialization", "OutOfMemoryError": "shardflow.cuda",
+              "GradScaler": "shardflow.amp"}
 
 
 def _fresh(code: str):
@@ -67,10 +69,12 @@ def test_import_forms_of_lazy_subpackages_work():
             "print(json.dumps([distributions is sf.distributions, hub.__name__, sf.onnx.__name__,\n"
             "                  DDP is DistributedDataParallel is sf.nn.parallel.DDP,\n"
             "                  sf.nn.utils.prune.__name__, sf.autograd.profiler.__name__,\n"
+            "                  sf.autograd.functional.__name__, sf.amp.grad_scaler.__name__,\n"
             "                  'profiler' in dir(sf.autograd), 'DDP' in dir(sf.nn.parallel),\n"
-            "                  'prune' in dir(sf.nn.utils)]))")
+            "                  'prune' in dir(sf.nn.utils), 'GradScaler' in dir(sf.amp)]))")
     assert _fresh(code) == [True, "shardflow.hub", "shardflow.onnx", True, "shardflow.nn.utils.prune",
-                            "shardflow.autograd.profiler", True, True, True]
+                            "shardflow.autograd.profiler", "shardflow.autograd.functional",
+                            "shardflow.amp.grad_scaler", True, True, True, True]
 
 
 def test_loading_the_lazy_subpackages_registers_no_op_or_tensor_method():
@@ -81,13 +85,14 @@ def test_loading_the_lazy_subpackages_registers_no_op_or_tensor_method():
             "before = snap()\n"
             f"for n in {LAZY_SUBPACKAGES!r}: getattr(sf, n)\n"
             "import shardflow.nn.parallel.distributed, shardflow.nn.utils.prune\n"
+            "import shardflow.autograd.functional, shardflow.amp.grad_scaler\n"
             "print(json.dumps([before == snap(), len(before[0])]))")
     unchanged, n_ops = _fresh(code)
     assert unchanged and n_ops > 500
 
 
 def test_an_unknown_attribute_still_raises_attribute_error():
-    for module in (sf, sf.autograd, sf.nn.parallel, sf.nn.utils):
+    for module in (sf, sf.autograd, sf.amp, sf.nn.parallel, sf.nn.utils):
         try:
             module.no_such_name
         except AttributeError as e:
