@@ -5,40 +5,24 @@ PyTorch (note that, as in PyTorch, ``shardflow.bool``/``float``/``int`` are dtyp
 This module only re-exports; see docs/ARCHITECTURE.md for the layers.
 """
 
+from importlib import import_module as _import_module
+
 from . import (
     accelerator,
     amp,
-    ao,
     autograd,
     backends,
-    compiler,
-    cpu,
-    cuda,
-    data,
-    distributions,
     fft,
-    func,
     futures,
-    hub,
     linalg,
-    multiprocessing,
     nn,
-    onnx,
-    optim,
-    overrides,
-    profiler,
-    quasirandom,
     random,
-    serialization,
-    signal,
     sparse,
     special,
-    testing,
     types,
-    utils,
     version,
 )
-from .amp import GradScaler, autocast, get_autocast_dtype, is_autocast_enabled
+from .amp import autocast, get_autocast_dtype, is_autocast_enabled
 from .autograd import (
     Size,
     Tensor,
@@ -49,7 +33,6 @@ from .autograd import (
     no_grad,
     set_grad_enabled,
 )
-from .autograd import profiler as _autograd_profiler  # noqa: F401 (torch.autograd.profiler's path)
 from .autograd._tensor_str import get_printoptions, set_printoptions
 from .autograd.anomaly_mode import (
     is_anomaly_check_nan_enabled,
@@ -139,12 +122,6 @@ from .backends.switches import (
     set_flush_denormal,
     set_warn_always,
 )
-from .cuda import OutOfMemoryError
-from .distributed import sbp
-from .distributed.parallel_config import parallelize
-from .distributed.placement import placement
-from .func import vmap  # torch.vmap is torch.func.vmap
-from .jit import compile, compile_step
 from .kernels.threads import (
     get_num_interop_threads,
     get_num_threads,
@@ -171,8 +148,6 @@ from .nn.functional import (  # torch's top-level names for these nn.functional 
 )
 from .ops import *
 from .ops import add, clone, div, mul, neg, reciprocal, sub
-from .quant import dequantize, qint8, qint32, quantize_per_channel, quantize_per_tensor, quint8
-from .serialization import load, save
 
 half = float16
 cfloat = complex64
@@ -192,3 +167,49 @@ def constant_pad_nd(input, pad, value=0):
 
 __version__ = version.__version__
 
+
+# ---------------------------------------------------------------- lazy names (PEP 562)
+# Every MPI rank pays for ``import shardflow``; these subpackages (and the names re-exported
+# from them) are imported on first use instead: ``shardflow.distributions``,
+# ``from shardflow import hub`` and ``import shardflow.onnx`` all still work, and dir() lists them.
+_LAZY_SUBPACKAGES = frozenset({
+    "ao", "checkpoint", "comm", "compiler", "cpu", "cuda", "data", "distributed", "distributions",
+    "func", "hub", "jit", "multiprocessing", "onnx", "optim", "overrides", "profiler", "quant",
+    "quasirandom", "serialization", "signal", "testing", "utils",
+})
+# name -> (module, attribute in it)
+_LAZY_NAMES = {
+    "GradScaler": ("amp.grad_scaler", "GradScaler"),
+    "OutOfMemoryError": ("cuda", "OutOfMemoryError"),
+    "load": ("serialization", "load"),
+    "save": ("serialization", "save"),
+    "vmap": ("func", "vmap"),  # torch.vmap is torch.func.vmap
+    "compile": ("jit", "compile"),
+    "compile_step": ("jit", "compile_step"),
+    "dequantize": ("quant", "dequantize"),
+    "qint8": ("quant", "qint8"),
+    "qint32": ("quant", "qint32"),
+    "quint8": ("quant", "quint8"),
+    "quantize_per_channel": ("quant", "quantize_per_channel"),
+    "quantize_per_tensor": ("quant", "quantize_per_tensor"),
+    "sbp": ("distributed.sbp", None),  # None: the name is the module itself
+    "placement": ("distributed.placement", "placement"),
+    "parallelize": ("distributed.parallel_config", "parallelize"),
+}
+
+
+def __getattr__(name):
+    if name in _LAZY_SUBPACKAGES:
+        return _import_module(f"{__name__}.{name}")  # the import binds it here too
+    if name in _LAZY_NAMES:
+        module, attribute = _LAZY_NAMES[name]
+        value = _import_module(f"{__name__}.{module}")
+        if attribute is not None:
+            value = getattr(value, attribute)
+        globals()[name] = value  # later lookups skip this function
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | _LAZY_SUBPACKAGES | set(_LAZY_NAMES))

@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import math
 import os
-import secrets
 from dataclasses import dataclass
 
 DEFAULT_COMM_TIMEOUT_S = 600.0
@@ -403,4 +402,6 @@ def rpc_launch_env() -> dict[str, str]:
     """What ``shardflow run`` gives its ranks for RPC: a fresh job secret, unless one is set."""
     if os.environ.get("SHARDFLOW_RPC_SECRET"):
         return {}
+    import secrets  # here, not at import: only the launcher needs it
+
     return {"SHARDFLOW_RPC_SECRET": secrets.token_hex(32)}

@@ -7,7 +7,7 @@ scaling with PyTorch's semantics; under data parallelism the inf/NaN flag is all
 every rank skips the same steps. See docs/AMP.md.
 """
 
-from . import autocast_mode, grad_scaler
+from . import autocast_mode
 from .autocast_mode import (
     MixedPrecisionNotImplementedWarning,
     autocast,
@@ -18,8 +18,21 @@ from .autocast_mode import (
     is_autocast_available,
     is_autocast_enabled,
 )
-from .grad_scaler import GradScaler
 
 __all__ = ["GradScaler", "autocast", "custom_fwd", "custom_bwd", "is_autocast_available",
            "is_autocast_enabled", "get_autocast_dtype", "MixedPrecisionNotImplementedWarning",
            "clear_autocast_cache"]
+
+
+def __getattr__(name):
+    # GradScaler loads on first use (PEP 562): every ``import shardflow`` imports amp for autocast.
+    if name in ("grad_scaler", "GradScaler"):
+        from importlib import import_module
+
+        module = import_module(f"{__name__}.grad_scaler")  # the import binds grad_scaler here
+        return module if name == "grad_scaler" else module.GradScaler
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | {"grad_scaler", "GradScaler"})

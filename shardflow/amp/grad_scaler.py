@@ -40,7 +40,6 @@ from enum import Enum
 
 import numpy as np
 
-from .. import comm as _comm
 from ..autograd import Tensor, no_grad
 from ..autograd.tensor import _wrap
 from ..backend import device as _device
@@ -181,6 +180,8 @@ class GradScaler:
         """The group whose ranks must agree on skipping (module docstring), or None."""
         if self._process_group is not None:
             return self._process_group if self._process_group.size > 1 else None
+        from .. import comm as _comm  # here, not at import: a one-process program never needs it
+
         info = _comm.world_info()
         if info.initialized and info.data_parallel and info.world_size > 1:
             return _comm.get_world()

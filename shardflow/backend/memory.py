@@ -15,9 +15,6 @@ off glibc.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-
 _M_TRIM_THRESHOLD = -1
 _M_TOP_PAD = -2
 _M_MMAP_THRESHOLD = -3
@@ -33,6 +30,8 @@ def tune_allocator() -> bool:
     """Keep large temporaries in the malloc heap; True if glibc accepted the settings."""
     if _done[0]:
         return True
+    import ctypes.util  # here, not at import: it pulls in subprocess
+
     name = ctypes.util.find_library("c")
     if not name:
         return False

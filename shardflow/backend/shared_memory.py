@@ -44,12 +44,10 @@ from __future__ import annotations
 import itertools
 import mmap
 import os
-import secrets
 import struct
 import tempfile
 import threading
 import weakref
-from multiprocessing import resource_tracker, util
 
 import numpy as np
 
@@ -254,6 +252,9 @@ def _tracked(directory: str) -> bool:
 
 
 def _create_named(nbytes: int) -> SharedSegment:
+    import secrets  # here, not at import: every process imports this module, few share memory
+    from multiprocessing import resource_tracker
+
     directory = _shm_directory()
     name = f"shardflow_{os.getpid()}_{next(_names)}_{secrets.token_hex(4)}"
     path = os.path.join(directory, name)
@@ -288,6 +289,8 @@ def _own(segment: SharedSegment, release, args) -> None:
     """Run ``release(*args)`` when ``segment`` is collected (and, for a named segment, when
     this process exits), in this process only (``multiprocessing.util.Finalize`` skips
     other processes)."""
+    from multiprocessing import util  # here, not at import: it pulls in socket, selectors, ...
+
     segment.owner_pid, segment.release = os.getpid(), (release, args)
     util.Finalize(segment, release, args=args, exitpriority=_EXIT_PRIORITY[segment.kind])
     util.register_after_fork(segment, _after_fork)
@@ -298,6 +301,8 @@ def _after_fork(segment: SharedSegment) -> None:
     # object, which may have attached segments in this process: register those again.
     # Segments a forked child inherited belong to its parent (another owner_pid).
     if segment.owner_pid == os.getpid():
+        from multiprocessing import util
+
         release, args = segment.release
         util.Finalize(segment, release, args=args, exitpriority=_EXIT_PRIORITY[segment.kind])
 
@@ -306,6 +311,7 @@ def add_reference(name: str, directory: str, delta: int) -> int:
     """Change the reference count of the named segment by ``delta`` under its file lock;
     unlink it when the count reaches zero. Returns the new count (0 if already gone)."""
     import fcntl  # POSIX only, like the file_system strategy
+    from multiprocessing import resource_tracker
 
     path = os.path.join(directory, name)
     try:

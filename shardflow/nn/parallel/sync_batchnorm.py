@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import comm as _comm
 from ...autograd.function import Function
 from ...backend import get_array_module
 from ..module import Module
@@ -94,6 +93,8 @@ class SyncBatchNorm(_BatchNorm):
 
     def forward(self, input):
         self._check_input_dim(input)
+        from ... import comm as _comm  # here, not at import: a one-process program never needs it
+
         pg = self.process_group if self.process_group is not None else (
             _comm.get_world() if _comm.is_initialized() else None)
         if not self.training or pg is None or pg.size == 1:

@@ -3,7 +3,7 @@ variable-length sequences), ``parametrize`` / ``parametrizations`` (weight norm,
 norm), the legacy ``weight_norm`` / ``spectral_norm`` hooks, conv/linear + BatchNorm fusion,
 ``skip_init`` and the conv weight memory-format converters."""
 
-from . import parametrizations, parametrize, prune, rnn, stateless
+from . import rnn
 from .clip_grad import clip_grad_norm_, clip_grad_value_
 from .convert_parameters import parameters_to_vector, vector_to_parameters
 from .fusion import (
@@ -23,3 +23,20 @@ __all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vecto
            "remove_spectral_norm", "get_total_norm", "clip_grads_with_norm_", "clip_grad_norm",
            "fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights",
            "skip_init", "convert_conv2d_weight_memory_format", "convert_conv3d_weight_memory_format"]
+
+
+# Submodules that load on first use (PEP 562): every ``import shardflow`` imports nn.utils
+# (for ``rnn``), few programs prune or parametrize.
+_LAZY_SUBMODULES = frozenset({"parametrizations", "parametrize", "prune", "stateless"})
+
+
+def __getattr__(name):
+    if name in _LAZY_SUBMODULES:
+        from importlib import import_module
+
+        return import_module(f"{__name__}.{name}")  # the import binds it here too
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | _LAZY_SUBMODULES)
