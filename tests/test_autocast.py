@@ -42,6 +42,28 @@ def _pool3d(name):
     return call
 
 
+def _spd(n):
+    """A well-conditioned symmetric positive definite matrix (exact in bfloat16, so that both
+    libraries factor the same float32 matrix)."""
+    a = _f(n, n)
+    m = a @ a.T + n * np.eye(n, dtype=np.float32)
+    return m.astype(np.float32).round(1)
+
+
+def _chol(n):
+    return np.linalg.cholesky(_spd(n).astype(np.float64)).astype(np.float32).round(2)
+
+
+def _lu_inputs(n):
+    lu, piv = torch.linalg.lu_factor(torch.tensor(_spd(n)).to(torch.bfloat16).float())
+    return [_f(n, 2), lu.to(torch.bfloat16).float().numpy(), piv.numpy().astype(np.float32)]
+
+
+def _log_probs(*shape):
+    x = _f(*shape)
+    return (x - np.log(np.exp(x).sum(-1, keepdims=True))).astype(np.float32)
+
+
 LABELS = np.array([0, 2, 1, 3])
 # name -> (call(lib, *tensors), input arrays)
 CASES = {
@@ -76,6 +98,58 @@ CASES = {
     "kl_div": (lambda lib, a, b: _fn(lib).kl_div(a, b, reduction="batchmean"), [_f(4, 3), _pos(4, 3)]),
     "cross_entropy": (lambda lib, x: _fn(lib).cross_entropy(x, lib.tensor(LABELS)), [_f(4, 5)]),
     "nll_loss": (lambda lib, x: _fn(lib).nll_loss(x, lib.tensor(LABELS)), [_f(4, 5)]),
+    # FP32 on CPU: linear algebra, FFTs, quantiles and a few more (torch's fp32 list)
+    "cdist": (lambda lib, a, b: lib.cdist(a, b), [_f(3, 4), _f(5, 4)]),
+    "trace": (lambda lib, a: lib.trace(a), [_spd(3)]),
+    "cholesky": (lambda lib, a: lib.cholesky(a), [_spd(3)]),
+    "cholesky_inverse": (lambda lib, l: lib.cholesky_inverse(l), [_chol(3)]),
+    "cholesky_solve": (lambda lib, b, l: lib.cholesky_solve(b, l), [_f(3, 2), _chol(3)]),
+    "inverse": (lambda lib, a: lib.inverse(a), [_spd(3)]),
+    "pinverse": (lambda lib, a: lib.pinverse(a), [_spd(3)]),
+    "geqrf": (lambda lib, a: lib.geqrf(a)[0].abs(), [_spd(3)]),
+    "orgqr": (lambda lib, a, tau: lib.orgqr(a, tau).abs(), [_f(4, 3), _f(3) * 0.5]),
+    "ormqr": (lambda lib, a, tau, c: lib.ormqr(a, tau, c), [_f(4, 3), _f(3) * 0.5, _f(4, 2)]),
+    "lu_solve": (lambda lib, b, lu, piv: lib.lu_solve(b, lu, piv.to(lib.int32)), _lu_inputs(3)),
+    "qr": (lambda lib, a: lib.qr(a)[1].abs(), [_spd(3)]),
+    "svd": (lambda lib, a: lib.svd(a)[1], [_spd(3)]),
+    "triangular_solve": (lambda lib, b, a: lib.triangular_solve(b, a, upper=False)[0], [_f(3, 2), _chol(3)]),
+    "linalg_inv": (lambda lib, a: lib.linalg.inv(a), [_spd(3)]),
+    "linalg_cholesky": (lambda lib, a: lib.linalg.cholesky(a), [_spd(3)]),
+    "linalg_cholesky_ex": (lambda lib, a: lib.linalg.cholesky_ex(a)[0], [_spd(3)]),
+    "linalg_eigh": (lambda lib, a: lib.linalg.eigh(a)[0], [_spd(3)]),
+    "linalg_eigvalsh": (lambda lib, a: lib.linalg.eigvalsh(a), [_spd(3)]),
+    "linalg_eig": (lambda lib, a: lib.linalg.eig(a)[0].abs(), [_spd(3)]),
+    "linalg_eigvals": (lambda lib, a: lib.linalg.eigvals(a).abs(), [_spd(3)]),
+    "linalg_svd": (lambda lib, a: lib.linalg.svd(a)[1], [_spd(3)]),
+    "linalg_svdvals": (lambda lib, a: lib.linalg.svdvals(a), [_spd(3)]),
+    "linalg_qr": (lambda lib, a: lib.linalg.qr(a)[1].abs(), [_spd(3)]),
+    "linalg_lstsq": (lambda lib, a, b: lib.linalg.lstsq(a, b)[0], [_spd(3), _f(3, 2)]),
+    "linalg_cond": (lambda lib, a: lib.linalg.cond(a), [_spd(3)]),
+    "linalg_householder_product": (lambda lib, a, tau: lib.linalg.householder_product(a, tau).abs(),
+                                   [_f(4, 3), _f(3) * 0.5]),
+    "linalg_matrix_rank": (lambda lib, a: lib.linalg.matrix_rank(a), [_spd(3)]),
+    "fft_fft": (lambda lib, x: lib.fft.fft(x).abs(), [_f(8)]),
+    "fft_ifft": (lambda lib, x: lib.fft.ifft(x).abs(), [_f(8)]),
+    "fft_rfft": (lambda lib, x: lib.fft.rfft(x).abs(), [_f(8)]),
+    "fft_irfft": (lambda lib, x: lib.fft.irfft(x), [_f(8)]),
+    "fft_hfft": (lambda lib, x: lib.fft.hfft(x), [_f(8)]),
+    "fft_ihfft": (lambda lib, x: lib.fft.ihfft(x).abs(), [_f(8)]),
+    "fft_fft2": (lambda lib, x: lib.fft.fft2(x).abs(), [_f(4, 4)]),
+    "fft_ifft2": (lambda lib, x: lib.fft.ifft2(x).abs(), [_f(4, 4)]),
+    "fft_rfft2": (lambda lib, x: lib.fft.rfft2(x).abs(), [_f(4, 4)]),
+    "fft_irfft2": (lambda lib, x: lib.fft.irfft2(x), [_f(4, 4)]),
+    "fft_fftn": (lambda lib, x: lib.fft.fftn(x).abs(), [_f(2, 4, 4)]),
+    "fft_ifftn": (lambda lib, x: lib.fft.ifftn(x).abs(), [_f(2, 4, 4)]),
+    "fft_rfftn": (lambda lib, x: lib.fft.rfftn(x).abs(), [_f(2, 4, 4)]),
+    "fft_irfftn": (lambda lib, x: lib.fft.irfftn(x), [_f(2, 4, 4)]),
+    "quantile": (lambda lib, x: lib.quantile(x, 0.3, dim=1), [_f(3, 8)]),
+    "nanquantile": (lambda lib, x: lib.nanquantile(x, 0.3, dim=1), [_f(3, 8)]),
+    "polar": (lambda lib, r, t: lib.polar(r, t).abs(), [_pos(5), _f(5)]),
+    "grid_sample": (lambda lib, x, g: _fn(lib).grid_sample(x, g, align_corners=False),
+                    [_f(1, 2, 4, 4), _f(1, 3, 3, 2) * 0.9]),
+    "adaptive_max_pool3d": (lambda lib, x: _fn(lib).adaptive_max_pool3d(x, 2), [_f(1, 2, 4, 4, 4)]),
+    "ctc_loss": (lambda lib, lp: _fn(lib).ctc_loss(lp, lib.tensor([[1, 2], [1, 1]]), lib.tensor([6, 6]),
+                                                   lib.tensor([2, 2])), [_log_probs(6, 2, 4)]),
     # not in the CPU policy: the op's own dtype rules (PyTorch keeps bfloat16 as bfloat16)
     "softmax": (lambda lib, x: _fn(lib).softmax(x, -1), [_f(3, 5)]),
     "log_softmax": (lambda lib, x: _fn(lib).log_softmax(x, -1), [_f(3, 5)]),

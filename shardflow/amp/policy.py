@@ -34,6 +34,16 @@ _CPU_FP32 = (
     "avg_pool3d", "binary_cross_entropy", "prod", "max_pool3d", "adaptive_avg_pool3d",
     "mse_loss", "nll_loss", "smooth_l1_loss", "cross_entropy", "l1_loss", "huber_loss",
     "kl_div", "binary_cross_entropy_with_logits",
+    # linear algebra, FFTs and the rest of PyTorch's CPU fp32 list that shardflow registers
+    # (a bfloat16 matrix would be factored in 8-bit precision; torch refuses most of them)
+    "cdist", "trace", "cholesky", "cholesky_inverse", "cholesky_solve", "inverse", "pinverse",
+    "geqrf", "orgqr", "ormqr", "lu_solve", "qr", "svd", "triangular_solve",
+    "linalg_inv", "linalg_cholesky", "linalg_cholesky_ex", "linalg_eigh", "linalg_eigvalsh",
+    "linalg_eig", "linalg_eigvals", "linalg_svd", "linalg_svdvals", "linalg_qr", "linalg_lstsq",
+    "linalg_cond", "linalg_householder_product", "linalg_matrix_rank",
+    "fft_fft", "fft_ifft", "fft_rfft", "fft_irfft", "fft_hfft", "fft_ihfft", "fft_fft2",
+    "fft_ifft2", "fft_rfft2", "fft_irfft2", "fft_fftn", "fft_ifftn", "fft_rfftn", "fft_irfftn",
+    "quantile", "nanquantile", "polar", "grid_sample", "adaptive_max_pool3d", "ctc_loss",
 )
 _CPU_PROMOTE = ("cat", "concat", "concatenate", "stack")
 
