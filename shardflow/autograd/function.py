@@ -450,11 +450,11 @@ _NEEDS_AB = (True, True)
 
 
 def _link_outputs(fn: Function, out: tuple) -> tuple:
-    """The output Tensors of a node whose forward returned several arrays (integer and bool
-    outputs are never differentiable)."""
+    """The output Tensors of a node whose forward returned several arrays (floating and
+    complex outputs are differentiable; integer and bool outputs never are)."""
     fn._out_meta = [(o.shape, o.dtype) for o in out]
     outs = tuple(
-        _wrap(o, o.dtype.kind == "f" or o.dtype.kind == "V", fn, i) for i, o in enumerate(out)
+        _wrap(o, o.dtype.kind in "fcV", fn, i) for i, o in enumerate(out)
     )
     if type(fn).save_output:
         _record_output_versions(fn, outs)

@@ -17,8 +17,8 @@ transpose, ``E_ij = conj(L_j - L_i)`` off the diagonal):
   must not depend on the vectors' phases: torch's check (``Im(diag(V^H gV)) ~ 0``) is kept.
 
 A real input gets the real part. The two outputs are two nodes over one ``geev`` (their
-gradient terms add), since a node's complex outputs must each be its only output to be
-differentiable here. First-order only: a second derivative raises
+gradient terms add; written when a node's complex outputs had to be its only output to be
+differentiable, which multi-output nodes no longer need). First-order only: a second derivative raises
 ``DoubleBackwardNotImplemented``.
 """
 

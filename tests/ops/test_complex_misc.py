@@ -94,7 +94,10 @@ def _leaf_grads(fn, z0):
     lambda m, z: m.view_as_real(z.conj() / (z + 3)).sum(),
     lambda m, z: (z ** 3).abs().sum(),
     lambda m, z: m.view_as_real(m.outer(z, z)).sum(),
-], ids=["abs2", "real_imag", "angle", "conj_div", "pow_abs", "outer"])
+    # multi-output nodes: every complex output carries a gradient
+    lambda m, z: (m.split(z, 3)[1] * (1 + 2j)).imag.sum() + m.split(z, 3)[0].abs().sum(),
+    lambda m, z: m.unbind(z)[2].real + (m.chunk(z, 2)[1] ** 2).imag.sum(),
+], ids=["abs2", "real_imag", "angle", "conj_div", "pow_abs", "outer", "split", "unbind_chunk"])
 def test_complex_leaf_gradients_match_torch(fn):
     rng = np.random.default_rng(1)
     z0 = (rng.standard_normal(4) + 1j * rng.standard_normal(4)).astype(np.complex64)
