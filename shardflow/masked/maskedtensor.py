@@ -11,7 +11,9 @@ and is not a ``Tensor`` subclass: shardflow's ops do not consult ``__torch_funct
   ``softmax(dim)`` keeps the mask;
 * binary operators and methods (``+ - * / // % **``, comparisons, ``maximum``, ``minimum``,
   ``logaddexp``, ``atan2`` ...) need the same mask on both MaskedTensor operands (PyTorch's
-  ``ValueError`` otherwise); a Tensor or a number on the other side is used as is;
+  ``ValueError`` otherwise); a Tensor or a number on the other side is used as is (a number on
+  the left works for ``+ * /`` and, as in PyTorch, not for ``-``; a Tensor on the left does not:
+  shardflow's Tensor operators refuse a MaskedTensor);
 * unary methods (``exp``, ``log``, ``abs``, ``sin`` ..., ``-mt``) apply to the data and keep the mask;
 * autograd: ``masked_tensor(data, mask, requires_grad=True)`` makes a leaf; ``backward()`` on a
   one-element result fills ``grad`` (a MaskedTensor with the leaf's mask), as PyTorch's.
@@ -206,9 +208,6 @@ class MaskedTensor:
 
     def __sub__(self, other):
         return self._binary(operator.sub, other)
-
-    def __rsub__(self, other):
-        return self._binary(operator.sub, other, reverse=True)
 
     def __mul__(self, other):
         return self._binary(operator.mul, other)
