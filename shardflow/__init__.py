@@ -195,6 +195,8 @@ _LAZY_NAMES = {
     "sbp": ("distributed.sbp", None),  # None: the name is the module itself
     "placement": ("distributed.placement", "placement"),
     "parallelize": ("distributed.parallel_config", "parallelize"),
+    "Stream": ("device_stream", "Stream"),
+    "Event": ("device_stream", "Event"),
 }
 
 
