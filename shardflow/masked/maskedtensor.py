@@ -18,8 +18,12 @@ and is not a ``Tensor`` subclass: shardflow's ops do not consult ``__torch_funct
 * autograd: ``masked_tensor(data, mask, requires_grad=True)`` makes a leaf; ``backward()`` on a
   one-element result fills ``grad`` (a MaskedTensor with the leaf's mask), as PyTorch's.
 
-Not here: sparse layouts, in-place ops, indexing and shape methods (``mt[0]``, ``view``,
-``transpose``), and the ``torch.*`` functions taking a MaskedTensor (docs/COMPAT.md).
+* indexing and the shape methods torch passes through (``mt[0]``, ``view``, ``reshape``,
+  ``transpose``, ``t``, ``expand``, ``unsqueeze``, ``split``, ``flatten`` ...) apply to data and
+  mask alike; like torch's, ``permute`` / ``squeeze`` / ``.T`` are not there.
+
+Not here: sparse layouts, in-place ops and the ``torch.*`` functions taking a MaskedTensor
+(docs/COMPAT.md).
 """
 
 from __future__ import annotations
@@ -274,6 +278,19 @@ class MaskedTensor:
     def __repr__(self) -> str:
         return _masked_tensor_str(self)
 
+    # ---- shape and indexing: the same op on the data and on the mask (torch's passthrough)
+    def _passthrough(self, name, *args, **kwargs):
+        data = getattr(self._masked_data, name)(*args, **kwargs)
+        mask = getattr(self._masked_mask, name)(*args, **kwargs)
+        if isinstance(data, (tuple, list)):
+            return tuple(MaskedTensor(d, m) for d, m in zip(data, mask))
+        return MaskedTensor(data, mask)
+
+    def __getitem__(self, index):
+        if is_masked_tensor(index):
+            raise TypeError("MaskedTensor: index with a Tensor, not a MaskedTensor")
+        return self._passthrough("__getitem__", index)
+
 
 # binary methods by PyTorch's names (maskedtensor/binary.py)
 _BINARY = ("add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide",
@@ -322,6 +339,26 @@ for _name in _UNARY:
 del _name
 
 
+# methods applied to data and mask alike (PyTorch's maskedtensor/passthrough.py and the
+# aten ops its Tensor methods decompose to)
+_PASSTHROUGH = ("select", "transpose", "t", "view", "reshape", "expand", "unsqueeze", "split",
+                "chunk", "flatten", "unfold", "narrow", "contiguous")
+
+
+def _passthrough_method(name):
+    def method(self, *args, **kwargs):
+        return self._passthrough(name, *args, **kwargs)
+
+    method.__name__ = name
+    method.__doc__ = f"``{name}`` of the data and of the mask alike."
+    return method
+
+
+for _name in _PASSTHROUGH:
+    setattr(MaskedTensor, _name, _passthrough_method(_name))
+del _name
+
+
 def masked_tensor(data, mask, requires_grad: bool = False) -> MaskedTensor:
     """A MaskedTensor of a copy of ``data`` (a leaf: ``requires_grad`` makes it one)."""
     if is_masked_tensor(data) or not isinstance(data, Tensor):
@@ -336,32 +373,27 @@ def as_masked_tensor(data, mask) -> MaskedTensor:
     return MaskedTensor(data, mask)
 
 
-def _format_value(value, is_float: bool) -> str:
-    if is_float:
-        return f"{value:.4f}"
-    return str(value)
+def _format_item(value) -> str:
+    return f"{value:8.4f}" if isinstance(value, float) else str(value)
+
+
+def _rows_str(data, mask) -> str:
+    """PyTorch's layout: floats as ``{:8.4f}``, masked-out elements ``--`` right-aligned to 8
+    columns (or to the widest element of the row), nested rows indented by two spaces."""
+    if data.ndim == 1:
+        items = [_format_item(d.item()) for d in data]
+        width = max(8 if not m else len(e) for e, m in zip(items, mask))
+        return "[" + ", ".join(e if m else "--".rjust(width) for e, m in zip(items, mask)) + "]"
+    subs = [_rows_str(d, m) for d, m in zip(data, mask)]
+    subs = ["\n".join("  " + line for line in sub.split("\n")) for sub in subs]
+    return "[\n" + ",\n".join(subs) + "\n]"
 
 
 def _masked_tensor_str(mt: MaskedTensor) -> str:
-    """PyTorch's layout: each element right-aligned in 8 columns, ``--`` where masked out."""
     data = mt.get_data().detach().cpu().numpy()
     mask = mt.get_mask().cpu().numpy()
-    is_float = mt.dtype.is_floating_point
     if data.ndim == 0:
-        return f"MaskedTensor({_format_value(data.item(), is_float):>8}, {bool(mask.item())})"
-
-    def cell(v, m):
-        if not m:
-            return f"{'--':>8}"
-        if mt.dtype == dtypes.bool_:
-            return str(bool(v))
-        return f"{_format_value(v.item(), is_float):>8}" if is_float else str(v.item())
-
-    def block(d, m, indent):
-        pad = "  " * indent
-        if d.ndim == 1:
-            return pad + "[" + ", ".join(cell(v, k) for v, k in zip(d, m)) + "]"
-        inner = ",\n".join(block(dd, mm, indent + 1) for dd, mm in zip(d, m))
-        return f"{pad}[\n{inner}\n{pad}]"
-
-    return "MaskedTensor(\n" + block(data, mask, 1) + "\n)"
+        shown = _format_item(data.item()) if mask.item() else "--"
+        return f"MaskedTensor({shown}, {bool(mask.item())})"
+    body = "\n".join("  " + line for line in _rows_str(data, mask).split("\n"))
+    return "MaskedTensor(\n" + body + "\n)"

@@ -42,6 +42,8 @@ def test_construction_accessors_and_printing_match_torch():
     assert repr(s.sum(1)) == repr(t.sum(1))
     si, ti = _pair(np.array([1, 2], np.int64), np.array([True, False]))
     assert repr(si) == repr(ti)
+    assert repr(s > 0) == repr(t > 0)  # bool
+    assert repr(s.amax(1)) == repr(t.amax(1))  # a fully masked-out element
     assert (s.shape, s.ndim, s.dim(), s.numel(), len(s)) == (
         tuple(t.shape), t.ndim, t.dim(), t.numel(), len(t))
     np.testing.assert_array_equal(s.get_data().numpy(), D)
@@ -122,3 +124,19 @@ def test_gradients_match_torch():
     s.exp().mean().backward()
     t.exp().mean().backward()
     _same(s.grad, t.grad)
+
+
+def test_indexing_and_shape_methods_pass_through_like_torch():
+    s, t = _pair(np.arange(6, dtype=np.float32).reshape(2, 3),
+                 np.array([[True, False, True], [False, True, True]]))
+    for op in (lambda a: a[0], lambda a: a[:, 1:], lambda a: a[0, 1], lambda a: a[[1, 0]],
+               lambda a: a.transpose(0, 1), lambda a: a.t(), lambda a: a.view(3, 2),
+               lambda a: a.reshape(-1), lambda a: a.expand(2, 2, 3), lambda a: a.unsqueeze(0),
+               lambda a: a.flatten(), lambda a: a.select(0, 1), lambda a: a.narrow(1, 0, 2),
+               lambda a: a.unfold(1, 2, 1)):
+        r_s, r_t = op(s), op(t)
+        assert repr(r_s) == repr(r_t)
+        _same(r_s, r_t)
+    for r_s, r_t in zip(s.split(1), t.split(1)):
+        _same(r_s, r_t)
+    _same(s[s.get_mask()], t[t.get_mask()])
