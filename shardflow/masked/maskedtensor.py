@@ -5,8 +5,8 @@ A ``MaskedTensor`` here holds two shardflow tensors (``get_data()``, ``get_mask(
 and is not a ``Tensor`` subclass: shardflow's ops do not consult ``__torch_function__``, so
 ``torch.exp(mt)`` does not reach it; use the methods and operators, which follow PyTorch's:
 
-* reductions ``sum``/``mean``/``amax``/``amin``/``argmax``/``argmin``/``prod``/``var``/``std``
-  run ``torch.masked``'s reduction on the masked-in elements; the result is a MaskedTensor whose
+* reductions ``sum``/``mean``/``amax``/``amin``/``argmax``/``argmin``/``prod``/``var``/``std``/
+  ``all`` run ``torch.masked``'s reduction on the masked-in elements; the result is a MaskedTensor whose
   mask is ``mask.any`` over the reduced dims (so a fully masked-out slice stays masked out);
   ``softmax(dim)`` keeps the mask;
 * binary operators and methods (``+ - * / // % **``, comparisons, ``maximum``, ``minimum``,
@@ -190,6 +190,14 @@ class MaskedTensor:
 
     def std(self, dim=None, keepdim=False, dtype=None) -> MaskedTensor:
         return self._reduce("std", dim, keepdim, dtype)
+
+    def all(self, dim=None, keepdim=False) -> MaskedTensor:
+        """Whether every masked-in element is true (masked-out ones count as True)."""
+        filled = self._masked_data.masked_fill(~self._masked_mask, True)
+        if dim is None:
+            return MaskedTensor(filled.all(), self._masked_mask.any())
+        return MaskedTensor(filled.all(dim, keepdim=keepdim),
+                            _multidim_any(self._masked_mask, dim, keepdim))
 
     def softmax(self, dim) -> MaskedTensor:
         return MaskedTensor(_ops.softmax(self, dim), self._masked_mask)

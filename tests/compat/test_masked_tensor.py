@@ -78,6 +78,14 @@ def test_reductions_match_torch(name):
     _same(getattr(s, name)(0, keepdim=True), getattr(t, name)(0, keepdim=True))
 
 
+def test_all_matches_torch():
+    data = np.array([[True, False, True], [False, True, False]])
+    mask = np.array([[True, True, True], [False, False, True]])
+    s, t = _pair(data, mask)
+    for args, kw in [((), {}), ((1,), {}), ((0,), {"keepdim": True})]:
+        assert repr(s.all(*args, **kw)) == repr(t.all(*args, **kw))
+
+
 def test_softmax_and_masked_functions_on_a_masked_tensor():
     s, t = _pair()
     _same(s.softmax(1), t.softmax(1))
