@@ -174,7 +174,7 @@ __version__ = version.__version__
 # ``from shardflow import hub`` and ``import shardflow.onnx`` all still work, and dir() lists them.
 _LAZY_SUBPACKAGES = frozenset({
     "ao", "checkpoint", "comm", "compiler", "cpu", "cuda", "data", "distributed", "distributions",
-    "func", "hub", "jit", "multiprocessing", "onnx", "optim", "overrides", "profiler", "quant",
+    "func", "hub", "jit", "masked", "multiprocessing", "onnx", "optim", "overrides", "profiler", "quant",
     "quasirandom", "serialization", "signal", "testing", "utils",
 })
 # name -> (module, attribute in it)
@@ -195,6 +195,8 @@ _LAZY_NAMES = {
     "sbp": ("distributed.sbp", None),  # None: the name is the module itself
     "placement": ("distributed.placement", "placement"),
     "parallelize": ("distributed.parallel_config", "parallelize"),
+    "Stream": ("device_stream", "Stream"),
+    "Event": ("device_stream", "Event"),
 }
 
 
