@@ -49,7 +49,7 @@ def _softmax_fwd(x, y, log, tiny, exact):
             inv = 1.0 / s
             for j in range(N):
                 v = y[i, j] * inv
-                y[i, j] = v if v >= tiny else 0.0
+                y[i, j] = 0.0 if v < tiny else v
 
 
 @kernel
@@ -62,13 +62,13 @@ def _softmax_bwd(g, y, gx, log, tiny, exact):
                 s += g[i, j]
             for j in range(N):
                 v = g[i, j] - exp_le0(y[i, j], exact) * s
-                gx[i, j] = v if abs(v) >= tiny else 0.0
+                gx[i, j] = 0.0 if abs(v) < tiny else v
         else:
             for j in range(N):
                 s += g[i, j] * y[i, j]
             for j in range(N):
                 v = y[i, j] * (g[i, j] - s)
-                gx[i, j] = v if abs(v) >= tiny else 0.0
+                gx[i, j] = 0.0 if abs(v) < tiny else v
 
 
 @kernel
@@ -95,9 +95,9 @@ def _ce_bwd(e, scale, t, tgt, gx, tiny):
         k = scale[i]
         for j in range(N):
             v = e[i, j] * k
-            gx[i, j] = v if abs(v) >= tiny else 0.0
+            gx[i, j] = 0.0 if abs(v) < tiny else v
         v = gx[i, t[i]] - tgt[i]
-        gx[i, t[i]] = v if abs(v) >= tiny else 0.0
+        gx[i, t[i]] = 0.0 if abs(v) < tiny else v
 
 
 @kernel
@@ -120,7 +120,7 @@ def _attn_fwd(A, row0, rows_per_head, causal, scale, tiny, exact):
         inv = 1.0 / s if s > 0.0 else 0.0
         for j in range(kmax):
             v = A[i, j] * inv
-            A[i, j] = v if v >= tiny else 0.0
+            A[i, j] = 0.0 if v < tiny else v
         for j in range(kmax, N):
             A[i, j] = 0.0
 
@@ -137,7 +137,7 @@ def _attn_bwd(gP, P, row0, rows_per_head, causal, scale, tiny):
             s += gP[i, j] * P[i, j]
         for j in range(kmax):
             v = P[i, j] * (gP[i, j] - s) * scale
-            gP[i, j] = v if abs(v) >= tiny else 0.0
+            gP[i, j] = 0.0 if abs(v) < tiny else v
         for j in range(kmax, N):
             gP[i, j] = 0.0
 

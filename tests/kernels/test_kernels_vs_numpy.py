@@ -419,3 +419,32 @@ def test_relu_backward_kernel_matches_numpy_path_and_torch_on_nonfinite(monkeypa
     x = torch.tensor(y, requires_grad=True)
     torch.relu(x).backward(torch.tensor(g))
     np.testing.assert_array_equal(out["numba"], x.grad.numpy())
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax", "cross_entropy"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_softmax_kernels_keep_nan_as_torch(monkeypatch, op, dtype):
+    """A row of -inf only, or holding a NaN or +inf, is NaN in torch (forward and gradient);
+    the kernels' subnormal flush (``v >= tiny``) used to turn those NaNs into 0: a silent wrong
+    result the NumPy path did not give."""
+    import torch
+
+    x = np.array([[-np.inf, -np.inf, -np.inf], [1, np.nan, 2], [1, np.inf, 2], [1, 2, 3]], dtype)
+    w = np.arange(3, dtype=dtype)
+    target = np.array([0, 1, 2, 0])
+
+    def run(lib, x0):
+        t = lib.tensor(x0, requires_grad=True)
+        if op == "cross_entropy":
+            y = lib.nn.functional.cross_entropy(t, lib.tensor(target), reduction="none")
+            y.sum().backward()
+        else:
+            y = getattr(lib, op)(t, -1)
+            (y * lib.tensor(w)).sum().backward()
+        return y.detach().numpy(), t.grad.numpy()
+
+    want = run(torch, x)
+    for mode in ("numba", "numpy"):
+        monkeypatch.setenv("SHARDFLOW_KERNELS", mode)
+        for got, ref in zip(run(shardflow, x), want):
+            np.testing.assert_allclose(got, ref, **TOL[np.dtype(dtype).name], err_msg=mode)
