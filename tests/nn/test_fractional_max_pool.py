@@ -72,6 +72,10 @@ def test_modules_match_torch_with_fixed_samples():
     t2, s2 = torch.nn.FractionalMaxPool2d(2, output_size=(3, 4)), sf.nn.FractionalMaxPool2d(2, output_size=(3, 4))
     assert s2.kernel_size == t2.kernel_size and s2.output_size == t2.output_size and s2.output_ratio is None
     assert list(s2.state_dict()) == list(t2.state_dict()) == []
+    from shardflow.nn.modules import pooling  # torch.nn.modules.pooling's path
+
+    assert pooling.FractionalMaxPool2d is sf.nn.FractionalMaxPool2d
+    assert pooling.FractionalMaxPool3d is sf.nn.FractionalMaxPool3d
 
 
 def test_without_samples_draws_from_the_default_generator():

@@ -225,3 +225,19 @@ def test_istft_errors_match_torch(args):
         sf.istft(sf.tensor(spec.numpy()), window=None if window is None else sf.tensor(window), **args)
     assert type(got.value) is type(want.value)
     assert str(got.value) == str(want.value)
+
+
+def test_double_backward_through_stft_and_istft_matches_torch():
+    """create_graph=True: the gradient's gradient (to the window) through both transforms."""
+    w = np.hanning(10)[1:-1]
+    results = []
+    for m in (torch, sf):
+        x, win = m.tensor(SIGNAL[0], requires_grad=True), m.tensor(w, requires_grad=True)
+        spec = m.stft(x, 8, 2, window=win, return_complex=True)
+        y = m.istft(spec * 1.5, 8, 2, window=win, length=37)
+        loss = (spec.abs() ** 2).sum() + (y ** 3).sum()
+        (g,) = m.autograd.grad(loss, x, create_graph=True)
+        (gg,) = m.autograd.grad((g * g).sum(), win)
+        results.append((g.detach().numpy(), gg.numpy()))
+    np.testing.assert_allclose(results[1][0], results[0][0], atol=1e-10)
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-10, atol=1e-9)
