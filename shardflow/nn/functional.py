@@ -865,5 +865,7 @@ def pixel_unshuffle(input, downscale_factor: int) -> Tensor:
 # channel_shuffle, rrelu, gumbel_softmax, pdist, affine_grid, upsample*, in-place activations).
 from .functional_extra import *  # noqa: E402,F403
 from .functional_extra import __all__ as _extra_all  # noqa: E402
+from .functional_fractional import *  # noqa: E402,F403
+from .functional_fractional import __all__ as _fractional_all  # noqa: E402
 
-__all__ += _extra_all
+__all__ += _extra_all + _fractional_all

@@ -13,6 +13,7 @@ from .conv import *
 from .distance import *
 from .dropout import *
 from .flatten import *
+from .fractional_pool import *
 from .lazy import *
 from .linear import *
 from .loss import *
