@@ -150,6 +150,8 @@ CASES = {
     "adaptive_max_pool3d": (lambda lib, x: _fn(lib).adaptive_max_pool3d(x, 2), [_f(1, 2, 4, 4, 4)]),
     "ctc_loss": (lambda lib, lp: _fn(lib).ctc_loss(lp, lib.tensor([[1, 2], [1, 1]]), lib.tensor([6, 6]),
                                                    lib.tensor([2, 2])), [_log_probs(6, 2, 4)]),
+    "stft": (lambda lib, x, w: lib.stft(x, 16, window=w, return_complex=True).abs(),
+             [_f(64), np.hanning(16).astype(np.float32)]),
     # not in the CPU policy: the op's own dtype rules (PyTorch keeps bfloat16 as bfloat16)
     "softmax": (lambda lib, x: _fn(lib).softmax(x, -1), [_f(3, 5)]),
     "log_softmax": (lambda lib, x: _fn(lib).log_softmax(x, -1), [_f(3, 5)]),

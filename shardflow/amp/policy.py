@@ -43,7 +43,7 @@ _CPU_FP32 = (
     "linalg_cond", "linalg_householder_product", "linalg_matrix_rank",
     "fft_fft", "fft_ifft", "fft_rfft", "fft_irfft", "fft_hfft", "fft_ihfft", "fft_fft2",
     "fft_ifft2", "fft_rfft2", "fft_irfft2", "fft_fftn", "fft_ifftn", "fft_rfftn", "fft_irfftn",
-    "quantile", "nanquantile", "polar", "grid_sample", "adaptive_max_pool3d", "ctc_loss",
+    "quantile", "nanquantile", "polar", "grid_sample", "adaptive_max_pool3d", "ctc_loss", "stft",
 )
 _CPU_PROMOTE = ("cat", "concat", "concatenate", "stack")
 
