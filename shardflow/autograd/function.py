@@ -42,7 +42,7 @@ from .grad_mode import _off as _grad_off
 from .node_names import torch_node_name
 from .saved_hooks import _stack as _saved_hooks
 from .saved_hooks import pack_node
-from .tensor import Tensor, _wrap
+from .tensor import Tensor, _foreign, _wrap
 
 _new_tensor = object.__new__
 
@@ -285,7 +285,7 @@ def _conventional_saved_array(fn: Function, i: int):
     )
 
 
-def binary_operator(cls, general, kinds: str | None = None):
+def binary_operator(cls, general, kinds: str | None = None, dunder: bool = False):
     """The two-argument form of a two-input op (``x * y``, ``mul(x, y)``): ``operator(input,
     other)`` runs ``cls``'s node directly when both are Tensors of one dtype (of a kind in
     ``kinds``, e.g. ``"f"``; any when None) on one device, and calls ``general(input, other)``
@@ -297,11 +297,23 @@ def binary_operator(cls, general, kinds: str | None = None):
     declares (``save_inputs``, ``save_output``) read once, here, rather than per call. The
     ops register it as their ``operator`` (``dispatch.register``), so ``Tensor.__mul__`` is
     this function itself: no frame runs before it.
+
+    ``dunder``: the form for the operator methods. As PyTorch's, a TypeError about an
+    operand that is not a Tensor, number or array data becomes NotImplemented, so that Python
+    tries the other operand's reflected method (``tensor + masked_tensor``) and otherwise
+    raises its own "unsupported operand type(s)". The functional form raises the TypeError.
     """
     save_both, save_one, save_output = _binary_plan(cls)
 
     def operator(input, other):
         if not (isinstance(input, Tensor) and isinstance(other, Tensor)):
+            if dunder:
+                try:
+                    return general(input, other)
+                except TypeError:
+                    if _foreign(other):
+                        return NotImplemented
+                    raise
             return general(input, other)
         x = input.array
         y = other.array

@@ -19,6 +19,7 @@ counter moves, so a tensor saved for backward and changed afterwards is caught.
 
 from __future__ import annotations
 
+import numbers
 import warnings
 
 import numpy as np
@@ -656,19 +657,34 @@ class Tensor:
         return OPS["div_"](self, other)
 
     def __floordiv__(self, other):
-        return OPS["floor_divide"](self, other)
+        try:
+            return OPS["floor_divide"](self, other)
+        except TypeError:  # another type's reflected method may take it (see _foreign)
+            if _foreign(other):
+                return NotImplemented
+            raise
 
     def __rfloordiv__(self, other):
         return OPS["floor_divide"](other, self)
 
     def __mod__(self, other):
-        return OPS["remainder"](self, other)
+        try:
+            return OPS["remainder"](self, other)
+        except TypeError:  # another type's reflected method may take it (see _foreign)
+            if _foreign(other):
+                return NotImplemented
+            raise
 
     def __rmod__(self, other):
         return OPS["remainder"](other, self)
 
     def __pow__(self, other):
-        return OPS["pow"](self, other)
+        try:
+            return OPS["pow"](self, other)
+        except TypeError:  # another type's reflected method may take it (see _foreign)
+            if _foreign(other):
+                return NotImplemented
+            raise
 
     def __rpow__(self, other):
         return OPS["pow"](other, self)
@@ -985,6 +1001,13 @@ def _check_inplace_cast(src, dst) -> None:
             f"result type {np.dtype(src).name} can't be cast to the desired output type "
             f"{np.dtype(dst).name} of this in-place op; use the out-of-place form (t = t + x) "
             f"or convert the tensor first (t = t.to(float32))")
+
+
+def _foreign(x) -> bool:
+    """Not a Tensor, a number or array data (function.binary_operator's rule for ``+ - * /``):
+    the operator methods return NotImplemented for it, as PyTorch's, so that Python tries
+    the other operand's reflected method."""
+    return not isinstance(x, (Tensor, numbers.Number, np.generic, np.ndarray, list, tuple))
 
 
 # Every registered op is a Tensor method unless spelled out above (see dispatch.py). These

@@ -227,9 +227,10 @@ def _add_general(input, other, alpha=1):
 # ``x + y`` (Tensor.__add__) and add(x, y): same-dtype Tensors build the node directly
 # (function.binary_operator), anything else goes through promote
 _add_operator = binary_operator(Add, _add_general)
+_add_dunder = binary_operator(Add, _add_general, dunder=True)  # x + y
 
 
-@register("add", operator=_add_operator)
+@register("add", operator=_add_dunder)
 def add(input, other, *, alpha=1, out=None):
     if alpha == 1:
         return _add_operator(input, other)
@@ -246,9 +247,10 @@ def _sub_general(input, other, alpha=1):
 
 
 _sub_operator = binary_operator(Sub, _sub_general)
+_sub_dunder = binary_operator(Sub, _sub_general, dunder=True)  # x - y
 
 
-@register("sub", "subtract", operator=_sub_operator)
+@register("sub", "subtract", operator=_sub_dunder)
 def sub(input, other, *, alpha=1):
     if alpha == 1:
         return _sub_operator(input, other)
@@ -263,9 +265,10 @@ def _mul_general(input, other):
 
 
 _mul_operator = binary_operator(Mul, _mul_general)
+_mul_dunder = binary_operator(Mul, _mul_general, dunder=True)  # x * y
 
 
-@register("mul", "multiply", operator=_mul_operator)
+@register("mul", "multiply", operator=_mul_dunder)
 def mul(input, other):
     return _mul_operator(input, other)
 
@@ -302,9 +305,10 @@ def _div_general(input, other, rounding_mode=None):
 
 # floating tensors only: integer true division gives the default float (_int_div_dtype_fix)
 _div_operator = binary_operator(Div, _div_general, kinds="f")
+_div_dunder = binary_operator(Div, _div_general, kinds="f", dunder=True)  # x / y
 
 
-@register("div", "divide", "true_divide", operator=_div_operator)
+@register("div", "divide", "true_divide", operator=_div_dunder)
 def div(input, other, *, rounding_mode=None):
     if rounding_mode is None:
         return _div_operator(input, other)

@@ -188,11 +188,11 @@ def test_an_op_registered_again_without_an_operator_form_is_what_its_operator_ca
         assert (x - y).tolist() == [42.0]
         assert vars(sf.Tensor)["__sub__"] is replaced.__wrapped__
     finally:  # the original op, its routed form and methods as they were
-        dispatch.register("sub", "subtract", operator=arithmetic._sub_operator)(arithmetic.sub)
+        dispatch.register("sub", "subtract", operator=arithmetic._sub_dunder)(arithmetic.sub)
         for name in ("sub", "subtract"):
             dispatch._ROUTED[name] = arithmetic.sub
             dispatch._install_method(name, arithmetic.sub)
-    assert vars(sf.Tensor)["__sub__"] is arithmetic._sub_operator
+    assert vars(sf.Tensor)["__sub__"] is arithmetic._sub_dunder
     np.testing.assert_array_equal((x - y).numpy(), x.numpy() - y.numpy())
 
 
