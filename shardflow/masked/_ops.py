@@ -289,23 +289,11 @@ def std(input, dim=None, unbiased=None, *, correction=None, keepdim=False, dtype
                     dtype=dtype, mask=mask, take_sqrt=True)
 
 
-def _nan_where_all_masked(result: Tensor, input, mask, dim: int) -> Tensor:
-    """NaN over the slices along ``dim`` with no masked-in element (PyTorch's softmax of an
-    all -inf row); shardflow's fused softmax kernel writes 0 there instead."""
-    data, mask = _unwrap(input, mask)
-    if mask is None:
-        return result
-    any_in = _input_mask(data, mask).any(dim, keepdim=True)
-    return ops.where(any_in, result, ops.tensor(math.nan, dtype=result.dtype, device=result.device))
-
-
 def softmax(input, dim, *, dtype=None, mask=None) -> Tensor:
     """softmax with masked-out elements at -inf (so 0; a fully masked slice gives NaN)."""
     dtype = input.dtype if dtype is None else dtype
     dim_ = _canonical_dim(dim, input.ndim)[0]
-    return _nan_where_all_masked(
-        ops.softmax(_combine_input_and_mask("amax", input, mask), dim_, dtype=dtype),
-        input, mask, dim_)
+    return ops.softmax(_combine_input_and_mask("amax", input, mask), dim_, dtype=dtype)
 
 
 def log_softmax(input, dim, *, dtype=None, mask=None) -> Tensor:
@@ -319,9 +307,7 @@ def softmin(input, dim, *, dtype=None, mask=None) -> Tensor:
     """softmax(-x) with masked-out elements at +inf (so 0; a fully masked slice gives NaN)."""
     dtype = input.dtype if dtype is None else dtype
     dim_ = _canonical_dim(dim, input.ndim)[0]
-    return _nan_where_all_masked(
-        ops.softmax(-_combine_input_and_mask("amin", input, mask), dim_, dtype=dtype),
-        input, mask, dim_)
+    return ops.softmax(-_combine_input_and_mask("amin", input, mask), dim_, dtype=dtype)
 
 
 def normalize(input, ord, dim, *, eps=1e-12, dtype=None, mask=None) -> Tensor:
