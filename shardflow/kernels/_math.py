@@ -61,7 +61,9 @@ def erf32(v):
     q = x2 * q + -1.68282697438203e-03
     q = x2 * q + -7.37332916720468e-03
     q = x2 * q + -1.42647390514189e-02
-    return v * p / q
+    # the approximation reaches 1 + 5e-8 at the clamp: without this min/max GELU's
+    # 1 + erf was -5e-8 for large negative x (gelu(-1e6) = +0.02, gelu(-inf) = +inf)
+    return min(max(v * p / q, -1.0), 1.0)
 
 
 @helper

@@ -48,10 +48,12 @@ loops with ``prange`` as ``range``).
 
 from __future__ import annotations
 
+import marshal
 import os
 import threading
 import time
 import types
+import zlib
 
 try:
     import fcntl
@@ -186,7 +188,27 @@ def _build_globals(fn, nb, parallel):
     # numba names its cache files after the qualname: the serial build of a parallel kernel
     # gets its own entries (its index does not tell the two builds apart)
     f.__qualname__ = fn.__qualname__ if parallel or not _has_prange(fn) else fn.__qualname__ + "__serial"
+    stamp = _helpers_stamp(fn)
+    if stamp:  # numba checks only the kernel's own file: a changed helper must not load stale code
+        f.__qualname__ += f"__h{stamp}"
     return f
+
+
+def _helpers_stamp(fn, seen=None) -> str:
+    """A fingerprint of the code of the ``helper`` functions ``fn`` calls (recursively), or
+    '' when it calls none. numba's disk cache is invalidated by a change of the kernel's own
+    source file only, and helpers live in other files (``_math.py``): the fingerprint in the
+    cache name makes an edited helper compile anew instead of loading the old machine code."""
+    seen = set() if seen is None else seen
+    parts = []
+    for name in fn.__code__.co_names:
+        h = fn.__globals__.get(name)
+        if getattr(h, "_sf_kernel_helper", False) and id(h) not in seen:
+            seen.add(id(h))
+            parts.append(marshal.dumps(h.__code__))
+            inner = _helpers_stamp(h, seen)
+            parts.append(inner.encode())
+    return f"{zlib.crc32(b''.join(parts)):08x}" if parts else ""
 
 
 def _has_prange(fn) -> bool:

@@ -15,7 +15,7 @@ from ._numba import kernel, prange
 def _relu_bwd(g, y, gx):
     n = g.size
     for i in prange(n):
-        gx[i] = g[i] if y[i] > 0 else 0
+        gx[i] = 0 if y[i] <= 0 else g[i]  # NaN passes g, as torch's threshold_backward
 
 
 def relu_backward(g, y):

@@ -455,10 +455,11 @@ class Relu(_UnaryY):
         self.fused = g.shape == y.shape and kernels.usable(g, y)  # same dtype, contiguous
         if self.fused:  # one Numba pass (shardflow/kernels/activation.py)
             return _activation_kernels.relu_backward(g, y)
-        return _same_dtype(_grad_where(g, y > 0), g)  # inf/NaN at inactive units: 0, not NaN
+        # inf/NaN at inactive units: 0, not NaN; a NaN unit passes g (torch: y <= 0 is 0)
+        return _same_dtype(_grad_where(g, ~(y <= 0)), g)
 
     def backward_graph(self, g):
-        return _gg.keep_where(g, self.y > 0)
+        return _gg.keep_where(g, ~(self.y <= 0))
 
 
 def _make_unary(name, cls, *, float_only=True, ufunc=None, doc=""):

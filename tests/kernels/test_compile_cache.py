@@ -189,3 +189,23 @@ def test_machines_with_two_cpus_default_to_one_kernel_thread(monkeypatch):
 def _walk(folder):
     for _, _, files in os.walk(folder):
         yield from files
+
+
+def test_a_changed_helper_changes_the_cache_name_of_kernels_that_call_it():
+    """numba invalidates a disk-cache entry when the kernel's own file changes, not when a
+    helper in another file does: the helpers' code fingerprint is part of the cache name."""
+    def helper_v1(v):
+        return v + 1.0
+
+    def helper_v2(v):
+        return v + 2.0
+
+    helper_v1._sf_kernel_helper = True
+
+    scope = {"helper": helper_v1}  # a kernel module's globals
+    exec("def kernel_fn(x):\n    return helper(x)\n\ndef plain_fn(x):\n    return x\n", scope)
+    kernel_fn, plain_fn = scope["kernel_fn"], scope["plain_fn"]
+    before = _numba._helpers_stamp(kernel_fn)
+    assert before and _numba._helpers_stamp(plain_fn) == ""
+    helper_v1.__code__ = helper_v2.__code__
+    assert _numba._helpers_stamp(kernel_fn) != before

@@ -406,6 +406,7 @@ def test_relu_backward_kernel_matches_numpy_path_and_torch_on_nonfinite(monkeypa
     rng = np.random.default_rng(3)
     y = np.maximum(rng.standard_normal((1031, 7)), 0).astype(dtype)
     y[::5, 0] = 0.0  # exact zeros: relu'(0) = 0
+    y[::7, 4] = np.nan  # a NaN unit passes its gradient (torch: y <= 0 gives 0, NaN does not)
     g = rng.standard_normal(y.shape).astype(dtype)
     g[::3, 1], g[1::3, 2], g[2::4, 3] = np.nan, np.inf, -np.inf
     out = {}
@@ -419,6 +420,20 @@ def test_relu_backward_kernel_matches_numpy_path_and_torch_on_nonfinite(monkeypa
     x = torch.tensor(y, requires_grad=True)
     torch.relu(x).backward(torch.tensor(g))
     np.testing.assert_array_equal(out["numba"], x.grad.numpy())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gelu_of_large_negative_inputs_is_zero_as_torch(monkeypatch, dtype):
+    """The float32 erf reached 1 + 5e-8 at its clamp, so 1 + erf(x) was -5e-8 for large
+    negative x: gelu(-1e6) was +0.02 and gelu(-inf) +inf (torch: -0 and NaN)."""
+    import torch
+
+    x = np.array([-np.inf, -1e30, -1e6, -50.0, -10.0, -3.0, 0.5], dtype)
+    want = torch.nn.functional.gelu(torch.tensor(x)).numpy()
+    for mode in ("numba", "numpy"):
+        monkeypatch.setenv("SHARDFLOW_KERNELS", mode)
+        got = F.gelu(shardflow.tensor(x)).numpy()
+        np.testing.assert_allclose(got, want, **TOL[np.dtype(dtype).name], equal_nan=True, err_msg=mode)
 
 
 @pytest.mark.parametrize("op", ["softmax", "log_softmax", "cross_entropy"])
