@@ -21,7 +21,8 @@ hyperbolics, atan2, hypot, logaddexp ...), misc_extra (gcd, trapezoid, windows, 
 dense), fft_ops (``torch.fft``'s transforms, as ``fft_fft`` ...), tensor_methods (in-place forms, view changes, ``new``, ``asarray`` ...); stats (cov, mode, nanmedian, renorm, gradient, histogramdd), index_reduce (put,
 index_reduce, segment_reduce, nonzero_static), tensor_compat
 (range, DLPack, resize_, in-place forms, dropout_ ...), tensor_aliases (isreal, is_neg,
-adjoint, narrow_copy, unsafe_split ...: other ops under torch's names).
+adjoint, narrow_copy, unsafe_split ...: other ops under torch's names), strided (as_strided
+and its in-place, scatter forms), view_copies (the ``*_copy`` forms of the view ops).
 """
 
 from .arithmetic import add, div, mul, neg, reciprocal, sub
@@ -72,6 +73,7 @@ from .sort import *
 from .sparse_coo import *
 from .special_functions import *
 from .stats import *
+from .strided import *
 from .tensor_aliases import *
 from .tensor_compat import *
 from .tensor_methods import *
