@@ -22,7 +22,8 @@ dense), fft_ops (``torch.fft``'s transforms, as ``fft_fft`` ...), tensor_methods
 index_reduce, segment_reduce, nonzero_static), tensor_compat
 (range, DLPack, resize_, in-place forms, dropout_ ...), tensor_aliases (isreal, is_neg,
 adjoint, narrow_copy, unsafe_split ...: other ops under torch's names), strided (as_strided
-and its in-place, scatter forms), view_copies (the ``*_copy`` forms of the view ops).
+and its in-place, scatter forms), view_copies (the ``*_copy`` forms of the view ops), removed
+(torch's removed matrix_rank/solve/lstsq/eig/symeig: their error messages).
 """
 
 from .arithmetic import add, div, mul, neg, reciprocal, sub
@@ -63,6 +64,7 @@ from .pool import *
 from .random_draws import *
 from .reduce import *
 from .reduce_extra import *
+from .removed import *
 from .rounding import *
 from .sampling import *
 from .search import *
