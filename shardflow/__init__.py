@@ -128,6 +128,13 @@ from .kernels.threads import (
     set_num_interop_threads,
     set_num_threads,
 )
+from .nn.aten_losses import (  # torch's top-level losses: integer reduction codes
+    cosine_embedding_loss,
+    hinge_embedding_loss,
+    margin_ranking_loss,
+    poisson_nll_loss,
+    triplet_margin_loss,
+)
 from .nn.functional import (  # torch's top-level names for these nn.functional functions
     bilinear,
     celu_,
