@@ -23,6 +23,8 @@ from . import (
     version,
 )
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled
+from .amp.autocast_mode import clear_autocast_cache
+from .amp.state_functions import *  # torch's top-level autocast getters and setters
 from .autograd import (
     Size,
     Tensor,
