@@ -47,6 +47,10 @@ def _root(a):
     return root
 
 
+# NumPy 2 moved byte_bounds to numpy.lib.array_utils (numpy>=1.24 is supported)
+_byte_bounds = getattr(getattr(np.lib, "array_utils", None), "byte_bounds", None) or np.byte_bounds
+
+
 def _pointer(a) -> int:
     return int(a.__array_interface__["data"][0]) if isinstance(a, np.ndarray) else int(a.data.ptr)
 
@@ -55,7 +59,7 @@ def _storage_extent(a) -> tuple[int, int]:
     """``(start_pointer, nbytes)`` of the memory ``a`` views."""
     root = _root(a)
     if isinstance(root, np.ndarray):
-        low, high = np.lib.array_utils.byte_bounds(root)
+        low, high = _byte_bounds(root)
         return int(low), int(high - low)
     return _pointer(root), int(root.nbytes)
 
@@ -126,8 +130,8 @@ def strided_array(a, size, stride, offset):
             interface["descr"] = a.dtype.descr
         out = np.asarray(_Interface(interface, _root(a)))
         return out.view(a.dtype) if out.dtype != a.dtype else out
-    xp = get_array_module(a)
-    return xp.ndarray(size, a.dtype, memptr=a.data + delta, strides=strides)
+    xp = get_array_module(a)  # CuPy: the root allocation's pointer is the storage's start
+    return xp.ndarray(size, a.dtype, memptr=_root(a).data + offset * a.itemsize, strides=strides)
 
 
 # ---------------------------------------------------------------------------- autograd
@@ -155,7 +159,7 @@ class AsStrided(Function):
         grad = storage[pin]
         count = xp.zeros(n, np.int64)
         xp.add.at(count, pin, 1)
-        if int(count.max(initial=0)) > 1:  # the input overlaps itself: share each position's sum
+        if count.size and int(count.max()) > 1:  # the input overlaps itself: share each position's sum
             grad = grad / count[pin].astype(grad.dtype)
         return grad.reshape(self.in_geometry[0])
 
@@ -210,7 +214,7 @@ class AsStridedScatter(Function):
         xp = get_array_module(g)
         pout = _positions(xp, *self.out_geometry).reshape(-1)
         pwin = _positions(xp, *self.window).reshape(-1)
-        storage = xp.zeros(int(pout.max(initial=0)) + 1, g.dtype)
+        storage = xp.zeros((int(pout.max()) + 1) if pout.size else 0, g.dtype)
         storage[pout] = g.reshape(-1)
         g_src = storage[pwin].reshape(self.window[0])
         storage[pwin] = 0
