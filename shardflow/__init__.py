@@ -23,6 +23,8 @@ from . import (
     version,
 )
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled
+from .amp.autocast_mode import clear_autocast_cache
+from .amp.state_functions import *  # torch's top-level autocast getters and setters
 from .autograd import (
     Size,
     Tensor,
@@ -39,6 +41,7 @@ from .autograd.anomaly_mode import (
     is_anomaly_enabled,
     set_anomaly_enabled,
 )
+from .autograd.control_flow import cond, while_loop
 from .autograd.legacy_types import (
     BFloat16Tensor,
     BoolTensor,
@@ -63,6 +66,16 @@ from .autograd.predicates import (
     numel,
     result_type,
     typename,
+)
+from .autograd.symbolic import (
+    sym_float,
+    sym_int,
+    sym_ite,
+    sym_max,
+    sym_min,
+    sym_not,
+    sym_sqrt,
+    sym_sum,
 )
 from .backend import (
     bfloat16,
@@ -128,6 +141,13 @@ from .kernels.threads import (
     set_num_interop_threads,
     set_num_threads,
 )
+from .nn.aten_losses import (  # torch's top-level losses: integer reduction codes
+    cosine_embedding_loss,
+    hinge_embedding_loss,
+    margin_ranking_loss,
+    poisson_nll_loss,
+    triplet_margin_loss,
+)
 from .nn.functional import (  # torch's top-level names for these nn.functional functions
     bilinear,
     celu_,
@@ -158,6 +178,33 @@ long = int64
 int = int32
 short = int16
 
+
+
+_device_class = device  # get_device_module's argument is named `device`, as in torch
+# torch.device types torch has a module name for (get_device_module's "is a device" check)
+_TORCH_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga",
+                       "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone")
+
+
+def get_device_module(device=None):
+    """``torch.get_device_module``: the module of a device type (``shardflow.cuda`` for
+    ``'cuda:1'``; with no device, the current accelerator's, else ``shardflow.cpu``)."""
+    if isinstance(device, _device_class):
+        name = device.type
+    elif isinstance(device, str):
+        name = device.split(":")[0]
+        if name not in _TORCH_DEVICE_TYPES:
+            raise RuntimeError(f"Expected one of {', '.join(_TORCH_DEVICE_TYPES)} device type at start of "
+                               f"device string: {device}")
+    elif device is None:
+        current = accelerator.current_accelerator()
+        name = current.type if current is not None else "cpu"
+    else:
+        raise RuntimeError(f"Invalid value of device '{device}', expect torch.device, str, or None")
+    if name not in ("cpu", "cuda"):
+        raise RuntimeError(
+            f"Device '{name}' does not have a corresponding module registered as 'torch.{name}'.")
+    return _import_module(f"{__name__}.{name}")
 
 
 def constant_pad_nd(input, pad, value=0):

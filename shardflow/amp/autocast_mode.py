@@ -43,13 +43,23 @@ _DEVICES = ("cpu", "cuda")
 _state = cast_hook.state
 _state["cpu"][1] = bfloat16
 _state["cuda"][1] = float16
-# How many enabled regions are open (the hook is installed while > 0) and how many of any kind
-# (the cast cache is cleared when the outermost closes).
+# How many enabled regions are open and how many of any kind (the cast cache is cleared when
+# the outermost closes; ``torch.autocast_increment/decrement_nesting`` move the second).
 _open = {"enabled": 0, "all": 0}
+_hook_on = [False]  # whether sync_hook installed the cast hook
 
 
 class MixedPrecisionNotImplementedWarning(UserWarning):
     """Kept for scripts that filter it: no longer emitted (autocast casts since issue 12)."""
+
+
+def sync_hook() -> None:
+    """Install the cast hook while some device type's state is enabled (by a region, or by
+    ``torch.set_autocast_enabled``: amp/state_functions.py), remove it otherwise."""
+    on = any(st[0] for st in _state.values())
+    if on != _hook_on[0]:  # (re)composing the dispatch table only on a change
+        _hook_on[0] = on
+        set_autocast_handler(cast_hook.autocast_handler if on else None)
 
 
 def clear_autocast_cache() -> None:
@@ -117,21 +127,24 @@ class autocast:
     def __enter__(self):
         state = _state[self.device]
         self._prev = list(state)
-        state[0], state[1], state[2] = self._enabled, self.fast_dtype, self._cache_enabled
+        self._prev_cache = [st[2] for st in _state.values()]
+        state[0], state[1] = self._enabled, self.fast_dtype
+        for st in _state.values():  # torch's cache flag is one for all device types
+            st[2] = self._cache_enabled
         _open["all"] += 1
         if self._enabled:
             _open["enabled"] += 1
-            if _open["enabled"] == 1:
-                set_autocast_handler(cast_hook.autocast_handler)
+        sync_hook()
         return self
 
     def __exit__(self, exc_type, exc_val, exc_tb):
         _state[self.device][:] = self._prev
+        for st, cache in zip(_state.values(), self._prev_cache, strict=True):
+            st[2] = cache
         _open["all"] -= 1
         if self._enabled:
             _open["enabled"] -= 1
-            if _open["enabled"] == 0:
-                set_autocast_handler(None)
+        sync_hook()
         if _open["all"] == 0:
             cast_hook.clear_cache()
         return False

@@ -21,7 +21,9 @@ hyperbolics, atan2, hypot, logaddexp ...), misc_extra (gcd, trapezoid, windows, 
 dense), fft_ops (``torch.fft``'s transforms, as ``fft_fft`` ...), spectral (stft / istft), tensor_methods (in-place forms, view changes, ``new``, ``asarray`` ...); stats (cov, mode, nanmedian, renorm, gradient, histogramdd), index_reduce (put,
 index_reduce, segment_reduce, nonzero_static), tensor_compat
 (range, DLPack, resize_, in-place forms, dropout_ ...), tensor_aliases (isreal, is_neg,
-adjoint, narrow_copy, unsafe_split ...: other ops under torch's names).
+adjoint, narrow_copy, unsafe_split ...: other ops under torch's names), strided (as_strided
+and its in-place, scatter forms), view_copies (the ``*_copy`` forms of the view ops), removed
+(torch's removed matrix_rank/solve/lstsq/eig/symeig: their error messages).
 """
 
 from .arithmetic import add, div, mul, neg, reciprocal, sub
@@ -62,6 +64,7 @@ from .pool import *
 from .random_draws import *
 from .reduce import *
 from .reduce_extra import *
+from .removed import *
 from .rounding import *
 from .sampling import *
 from .search import *
@@ -73,10 +76,12 @@ from .sparse_coo import *
 from .special_functions import *
 from .spectral import *
 from .stats import *
+from .strided import *
 from .tensor_aliases import *
 from .tensor_compat import *
 from .tensor_methods import *
 from .tensor_products import *
+from .view_copies import *
 
 # What ``from shardflow.ops import *`` (the top-level package) takes: the ops, not this
 # package's submodules (``shardflow.sparse_coo`` is the layout, not ``ops/sparse_coo.py``).

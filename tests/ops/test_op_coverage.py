@@ -52,6 +52,12 @@ CHECKED_ELSEWHERE = {
     "feature_alpha_dropout": f"{_RANDOM_OPS}::test_feature_alpha_dropout_keeps_mean_and_variance",
     "poisson": "tests/distributions/test_random_draw_ops.py::test_poisson_and_binomial_match_torch_in_shape_dtype_and_graph",
     "binomial": "tests/distributions/test_random_draw_ops.py::test_poisson_and_binomial_match_torch_in_shape_dtype_and_graph",
+    # torch 2.13 has no sparse kernel for these two (values checked on shardflow's COO tensors)
+    "indices_copy": "tests/ops/test_view_copies.py::test_detach_copy_and_complex_and_sparse_parts",
+    "values_copy": "tests/ops/test_view_copies.py::test_detach_copy_and_complex_and_sparse_parts",
+    # removed in torch 1.9: they only raise torch's message
+    **dict.fromkeys(("matrix_rank", "solve", "lstsq", "eig", "symeig"),
+                    "tests/ops/test_removed_functions.py::test_functions_and_methods_raise_torchs_text"),
     # the compat-ops pass (tests/ops/test_compat_ops.py)
     "dropout_": f"{_COMPAT}::test_in_place_dropouts_write_into_the_input",
     "alpha_dropout_": f"{_COMPAT}::test_in_place_dropouts_write_into_the_input",
