@@ -33,7 +33,7 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _BUILT: dict = {}
 
 _ADAM = """
-T gg = sign * g + l2 * param;
+T gg = l2 != (T)0 ? sign * g + l2 * param : sign * g;
 param = param * decay;
 m = m + one_minus_b1 * (gg - m);
 v = b2 * v + one_minus_b2 * gg * gg;

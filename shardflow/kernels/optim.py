@@ -27,13 +27,15 @@ def _adam(x, g, m, v, vmax, amsgrad, sign, l2, b1, b2, eps, bc1, bc2_sqrt, lr, d
     n = x.size
     for i in prange(n):
         xi = x[i] * decay
-        gi = sign * g[i] + l2 * xi
+        gi = sign * g[i]
+        if l2 != 0.0:  # not 0 * x: an inf parameter would become NaN (torch skips the term)
+            gi += l2 * xi
         mi = m[i] + (1.0 - b1) * (gi - m[i])
         vi = b2 * v[i] + (1.0 - b2) * gi * gi
         m[i] = mi
         v[i] = vi
         if amsgrad:
-            if vi > vmax[i]:
+            if vi > vmax[i] or vi != vi:  # torch.maximum: a NaN wins
                 vmax[i] = vi
             vi = vmax[i]
         x[i] = xi - (lr / bc1) * mi / (math.sqrt(vi) / bc2_sqrt + eps)
@@ -43,7 +45,9 @@ def _adam(x, g, m, v, vmax, amsgrad, sign, l2, b1, b2, eps, bc1, bc2_sqrt, lr, d
 def _sgd(x, g, buf, sign, wd, mom, damp, nesterov, first, lr):
     n = x.size
     for i in prange(n):
-        d = sign * g[i] + wd * x[i]
+        d = sign * g[i]
+        if wd != 0.0:  # not 0 * x: an inf parameter would become NaN (torch skips the term)
+            d += wd * x[i]
         if mom != 0.0:
             if first:
                 b = d

@@ -463,3 +463,32 @@ def test_row_softmax_kernels_keep_nan_as_torch(monkeypatch, op, dtype):
         monkeypatch.setenv("SHARDFLOW_KERNELS", mode)
         for got, ref in zip(run(shardflow, x), want):
             np.testing.assert_allclose(got, ref, **TOL[np.dtype(dtype).name], err_msg=mode)
+
+
+@pytest.mark.parametrize("config", [
+    ("SGD", dict(lr=0.1)), ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True)),
+    ("Adam", dict(lr=0.01)), ("Adam", dict(lr=0.01, amsgrad=True)), ("AdamW", dict(lr=0.01)),
+], ids=["sgd", "sgd_nesterov", "adam", "adam_amsgrad", "adamw"])
+def test_optimizer_kernels_treat_nonfinite_values_as_torch(monkeypatch, config):
+    """An inf parameter with no weight decay stays inf and a NaN gradient's square wins
+    AMSGrad's max, as in torch: the kernels computed ``0 * x`` (NaN for an inf x) for the
+    absent weight-decay term and kept the old maximum over a NaN."""
+    import torch
+
+    name, kw = config
+    p0 = np.array([np.inf, -np.inf, 1.0, 2.0, -1.0, 0.5], np.float32)
+    grads = [np.array([0.5, 0.5, np.nan, 1.0, np.inf, 0.1], np.float32),
+             np.array([0.5, -0.5, 0.5, 0.5, 0.5, 0.5], np.float32)]
+
+    def run(lib):
+        p = lib.nn.Parameter(lib.tensor(p0.copy()))
+        opt = getattr(lib.optim, name)([p], **kw)
+        for g in grads:
+            p.grad = lib.tensor(g.copy())
+            opt.step()
+        return p.detach().numpy()
+
+    want = run(torch)
+    for mode in ("numba", "numpy"):
+        monkeypatch.setenv("SHARDFLOW_KERNELS", mode)
+        np.testing.assert_allclose(run(shardflow), want, rtol=1e-5, equal_nan=True, err_msg=mode)
