@@ -107,6 +107,25 @@ from .backend.random import (
     seed,
     set_rng_state,
 )
+from .backend.storage import (  # torch's storage classes (backend/storage.py)
+    BFloat16Storage,
+    BoolStorage,
+    ByteStorage,
+    CharStorage,
+    ComplexDoubleStorage,
+    ComplexFloatStorage,
+    DoubleStorage,
+    FloatStorage,
+    HalfStorage,
+    IntStorage,
+    LongStorage,
+    ShortStorage,
+    Storage,
+    StorageBase,
+    TypedStorage,
+    UntypedStorage,
+    is_storage,
+)
 from .backends import (
     are_deterministic_algorithms_enabled,
     get_float32_matmul_precision,
@@ -175,7 +194,7 @@ __version__ = version.__version__
 _LAZY_SUBPACKAGES = frozenset({
     "ao", "checkpoint", "comm", "compiler", "cpu", "cuda", "data", "distributed", "distributions",
     "func", "hub", "jit", "multiprocessing", "onnx", "optim", "overrides", "profiler", "quant",
-    "quasirandom", "serialization", "signal", "testing", "utils",
+    "quasirandom", "serialization", "signal", "storage", "testing", "utils",
 })
 # name -> (module, attribute in it)
 _LAZY_NAMES = {

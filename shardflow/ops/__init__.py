@@ -21,7 +21,8 @@ hyperbolics, atan2, hypot, logaddexp ...), misc_extra (gcd, trapezoid, windows, 
 dense), fft_ops (``torch.fft``'s transforms, as ``fft_fft`` ...), tensor_methods (in-place forms, view changes, ``new``, ``asarray`` ...); stats (cov, mode, nanmedian, renorm, gradient, histogramdd), index_reduce (put,
 index_reduce, segment_reduce, nonzero_static), tensor_compat
 (range, DLPack, resize_, in-place forms, dropout_ ...), tensor_aliases (isreal, is_neg,
-adjoint, narrow_copy, unsafe_split ...: other ops under torch's names).
+adjoint, narrow_copy, unsafe_split ...: other ops under torch's names), tensor_storage
+(untyped_storage, storage, set_, is_set_to over backend/storage.py).
 """
 
 from .arithmetic import add, div, mul, neg, reciprocal, sub
@@ -76,6 +77,7 @@ from .tensor_aliases import *
 from .tensor_compat import *
 from .tensor_methods import *
 from .tensor_products import *
+from .tensor_storage import *
 
 # What ``from shardflow.ops import *`` (the top-level package) takes: the ops, not this
 # package's submodules (``shardflow.sparse_coo`` is the layout, not ``ops/sparse_coo.py``).
