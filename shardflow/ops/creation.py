@@ -20,7 +20,6 @@ from ..backend import (
 from ..backend import device as _device
 from ..backend import random as _random
 from ..backend.meta import MetaArray, is_meta_array
-from ..backend.storage import is_storage
 
 __all__ = [
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "zeros_like",
@@ -79,8 +78,6 @@ def tensor(data, *, dtype=None, device=None, requires_grad: bool = False) -> Ten
     """Copy ``data`` (nested lists, numbers, NumPy arrays, Tensors) into a new Tensor."""
     if isinstance(data, Tensor):
         data = data.array
-    elif is_storage(data):
-        data = data.tolist()  # torch reads a storage as a sequence of its values
     if isinstance(data, np.ndarray):
         data = np.array(data, copy=True)  # a new tensor never shares memory with its source
     elif is_device_array(data):

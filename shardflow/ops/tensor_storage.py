@@ -36,7 +36,7 @@ def _typed_storage(self) -> _storage.TypedStorage:
 @register("storage")
 def storage(self) -> _storage.TypedStorage:
     """``TypedStorage`` of this tensor's dtype over its storage (deprecated in torch: warns once)."""
-    _storage._warn_typed_storage_removal()
+    _storage._warn_typed_storage_removal(stacklevel=3)  # past the dispatch wrapper, at the caller
     return _typed_storage(self)
 
 
