@@ -104,6 +104,9 @@ def _bytes_of(root):
         return root
     lo, n = _span(root)
     if isinstance(root, np.ndarray):
+        if root.size and (root.flags.c_contiguous or root.flags.f_contiguous):
+            # plain views keep the .base chain all arrays (shared_memory.is_shared walks it)
+            return (root if root.flags.c_contiguous else root.T).reshape(-1).view(np.uint8)
         return np.asarray(_Span(lo, n, not root.flags.writeable, root))
     xp = get_array_module(root)
     return xp.ndarray((n,), xp.uint8, memptr=root.data + (lo - _address(root)))

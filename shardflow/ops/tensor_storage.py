@@ -79,10 +79,11 @@ def _view_of_storage(source, dtype, offset: int, size, stride):
             f"set_: size {list(size)}, stride {list(stride)} and storage offset {offset} need {need} "
             f"elements, but the storage holds {elems.size} ({dtype}); shardflow's storages cannot grow "
             "(NumPy memory). Give a size that fits, or make a larger storage")
-    xp = get_array_module(elems)
     item = elems.itemsize
-    return xp.lib.stride_tricks.as_strided(elems[offset:], shape=tuple(size),
-                                           strides=tuple(s * item for s in stride))
+    strides = tuple(s * item for s in stride)
+    if isinstance(elems, np.ndarray):  # base = elems: the .base chain stays arrays (is_shared)
+        return np.ndarray(tuple(size), elems.dtype, buffer=elems, offset=offset * item, strides=strides)
+    return get_array_module(elems).lib.stride_tricks.as_strided(elems[offset:], shape=tuple(size), strides=strides)
 
 
 @register("set_")

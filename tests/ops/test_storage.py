@@ -215,6 +215,8 @@ def test_shared_memory_storages():
     x = sf.arange(4.0).share_memory_()
     assert x[1:].untyped_storage().is_shared() and x.untyped_storage().share_memory_() is x.untyped_storage()
     assert not sf.arange(2.0).untyped_storage().is_shared()
+    on_shared = sf.empty(0).set_(x.untyped_storage(), 1, (2,), (2,))  # a view of shared memory
+    assert on_shared.is_shared() and sf.Tensor(x._typed_storage()).is_shared() and on_shared.tolist() == [1, 3]
     # torch's default_collate in a DataLoader worker: a shared buffer, viewed and resized
     elem = sf.ones(3)
     buf = elem._typed_storage()._new_shared(6, device=elem.device)
