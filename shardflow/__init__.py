@@ -71,6 +71,10 @@ from .backend import (
     cuda_is_available,
     device,
     dtype,
+    float8_e4m3fn,
+    float8_e4m3fnuz,
+    float8_e5m2,
+    float8_e5m2fnuz,
     float16,
     float32,
     float64,
@@ -87,6 +91,9 @@ from .backend import (
     sparse_coo,
     strided,
     uint8,
+    uint16,
+    uint32,
+    uint64,
 )
 from .backend import bool_ as bool
 from .backend.info import e, finfo, iinfo, inf, nan, newaxis, pi

@@ -950,12 +950,12 @@ def _as_array(data, dtype):
         return _storage.typed_view(data, want)
     if isinstance(data, Tensor):
         arr = data.array
-        return arr if dtype is None else arr.astype(as_dtype(dtype).np)
+        return arr if dtype is None else dtypes.cast(arr, dtype)
     if dtype is not None:
         npd = as_dtype(dtype).np
         if isinstance(data, np.ndarray | MetaArray):
-            return data.astype(npd, copy=False)
-        return np.asarray(_nested(data), dtype=npd) if npd.kind != "V" else np.asarray(_nested(data), dtype=np.float32).astype(npd)
+            return data.astype(npd, copy=False) if data.dtype == npd or isinstance(data, MetaArray) else dtypes.cast(data, dtype)
+        return np.asarray(_nested(data), dtype=npd) if npd.kind != "V" else dtypes.cast(np.asarray(_nested(data), dtype=np.float32), dtype)
     if isinstance(data, np.ndarray | MetaArray):
         return data
     if is_device_array(data):
