@@ -34,7 +34,7 @@ import numpy as np
 from . import shared_memory as shm
 from .device import CPU
 from .device import device as _device
-from .dtypes import as_dtype, get_default_dtype
+from .dtypes import as_dtype, cast, get_default_dtype
 from .xp import device_of, get_array_module, is_device_array, to_device
 
 __all__ = ["StorageBase", "UntypedStorage", "TypedStorage", "is_storage", "storage_of", "storage_offset_of",
@@ -609,7 +609,7 @@ class TypedStorage:
 
 
 def _as_value(value, dtype):
-    return np.asarray(value, dtype=np.float32).astype(dtype.np) if dtype.np.kind == "V" else np.asarray(value).astype(dtype.np)
+    return cast(np.asarray(value), dtype)  # torch's conversion (float8_e4m3fn saturates)
 
 
 def _rebuild_typed(untyped: UntypedStorage, dtype_name: str) -> TypedStorage:
