@@ -129,3 +129,18 @@ def test_safetensors_round_trip_with_torch(tmp_path):
     back = sf.load(path)
     assert back["y"].dtype == sf.float8_e5m2 and back["y"].tolist() == [0.5]
     assert back["v"].dtype == sf.uint32 and back["v"].tolist() == [7]
+
+
+def test_torch_save_files_round_trip(tmp_path):
+    import argparse
+
+    for name in UINTS + FLOAT8:
+        path = os.path.join(tmp_path, f"{name}.pt")
+        x = torch.tensor([1, 2, 3.5]).to(getattr(torch, name))
+        torch.save({"a": x, "v": x[1:]}, path)  # torch's _rebuild_tensor_v3 over an UntypedStorage
+        back = sf.load(path)
+        assert back["a"].dtype == getattr(sf, name) and back["v"].tolist() == x[1:].tolist()
+        # shardflow's torch.save format (a pickle: the Namespace cannot go to safetensors)
+        sf.save({"a": sf.tensor([1, 2, 3.5]).to(getattr(sf, name)), "ns": argparse.Namespace(k=1)}, path)
+        t = torch.load(path, weights_only=False)
+        assert t["a"].dtype == getattr(torch, name) and t["a"].tolist() == x.tolist()
