@@ -31,10 +31,11 @@ PyTorch name shardflow lacks is named in the error), any other name imported as
 
 Storage references (persistent ids ``('storage', type, key, location, numel)``) are read
 from the archive and checked: the record must exist and hold exactly ``numel`` elements,
-and every tensor's offset, sizes and strides must stay inside its storage. Each tensor is
-copied out of its storage, so tensors that shared a storage in the file (views) load as
-separate tensors with equal values; one tensor object referenced twice (tied weights)
-stays one object.
+and every tensor's offset, sizes and strides must stay inside its storage. A tensor loaded
+on the CPU is a view of its storage's array, so tensors that shared a storage in the file
+(views) share it again, as in torch (same ``untyped_storage()``, writes seen by both); on a
+GPU each is copied there alone. One tensor object referenced twice (tied weights) stays one
+object.
 
 ``map_location`` follows ``torch.load``: None keeps each storage's saved location (a CUDA
 location without CUDA raises PyTorch's error and its fix); a device or string sends every
@@ -147,8 +148,8 @@ def _ints(value, what: str) -> tuple:
 
 
 def _rebuild_tensor(storage, storage_offset, size, stride, *unused):
-    """A copy of the tensor ``storage[offset]`` with ``size``/``stride`` (in elements),
-    after checking that every element it reads lies inside the storage."""
+    """The tensor ``storage[offset]`` with ``size``/``stride`` (in elements), a view of the
+    storage on the CPU, after checking that every element it reads lies inside the storage."""
     if not isinstance(storage, _Storage):
         raise CheckpointError(f"PyTorch file: expected a storage for a tensor, got {type(storage).__name__}")
     size, stride = _ints(size, "size"), _ints(stride, "stride")
@@ -167,12 +168,11 @@ def _rebuild_tensor(storage, storage_offset, size, stride, *unused):
             )
         # np.ndarray over the storage, not as_strided: that rebuilds the dtype from a typestr,
         # which loses ml_dtypes' float8_e5m2 ('<f1')
-        view = np.ndarray(size, a.dtype, buffer=a, offset=storage_offset * a.itemsize,
-                          strides=tuple(s * a.itemsize for s in stride))
-        out = np.array(view, copy=True)
+        out = np.ndarray(size, a.dtype, buffer=a, offset=storage_offset * a.itemsize,
+                         strides=tuple(s * a.itemsize for s in stride))
     else:
         out = np.empty(size, a.dtype)
-    return _wrap(out if storage.location == "cpu" else to_device(out, _device(storage.location)))
+    return _wrap(out if storage.location == "cpu" else to_device(np.ascontiguousarray(out), _device(storage.location)))
 
 
 def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, backward_hooks, dtype, *unused):

@@ -266,3 +266,16 @@ def test_from_file_matches_torch(tmp_path):
     assert np.fromfile(path, np.float32).tolist() == [7, 7, 2, 3, 4]
     u = sf.UntypedStorage.from_file(str(path), shared=False, nbytes=8)
     assert u.tolist() == torch.UntypedStorage.from_file(str(path), shared=False, nbytes=8).tolist()
+
+
+def test_torch_save_files_load_with_their_views_sharing_a_storage(tmp_path):
+    path = str(tmp_path / "views.pt")
+    x = torch.arange(6.0)
+    torch.save({"a": x, "v": x[2:].view(2, 2), "c": x.clone()}, path)
+    s, t = sf.load(path), torch.load(path)
+    assert s["v"].untyped_storage() is s["a"].untyped_storage()  # was a separate copy
+    assert s["c"].untyped_storage() is not s["a"].untyped_storage()
+    assert s["v"].storage_offset() == t["v"].storage_offset() == 2
+    s["v"][0, 0] = 100
+    t["v"][0, 0] = 100
+    assert s["a"].tolist() == t["a"].tolist()
