@@ -33,6 +33,7 @@ import numpy as np
 
 from . import shared_memory as shm
 from .device import CPU
+from .meta import MetaArray
 from .device import device as _device
 from .dtypes import as_dtype, cast, get_default_dtype
 from .xp import device_of, get_array_module, is_device_array, to_device
@@ -85,6 +86,8 @@ def root_of(array):
 
 
 def _address(a) -> int:
+    if isinstance(a, MetaArray):
+        return 0  # no memory
     return int(a.__array_interface__["data"][0]) if isinstance(a, np.ndarray) else int(a.data.ptr)
 
 
@@ -116,11 +119,12 @@ _by_root: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # id(root
 
 
 def storage_of(array) -> UntypedStorage:
-    """The ``UntypedStorage`` behind ``array`` (one object per root array, module docstring)."""
+    """The ``UntypedStorage`` behind ``array`` (one object per root array, module docstring).
+    A meta tensor's storage has its byte count, ``data_ptr()`` 0 and no values, as torch's."""
+    if isinstance(array, MetaArray):
+        return UntypedStorage._over(MetaArray((array.size * array.itemsize,), np.uint8), array)
     if not _is_array(array):
-        raise NotImplementedError(
-            f"untyped_storage(): a {type(array).__name__} array (a meta tensor) has no memory; "
-            "make the tensor on the CPU or a GPU")
+        raise TypeError(f"untyped_storage(): expected a NumPy or CuPy array, got {type(array).__name__}")
     root = root_of(array)
     found = _by_root.get(id(root))
     if found is None or found._root is not root:

@@ -279,3 +279,11 @@ def test_torch_save_files_load_with_their_views_sharing_a_storage(tmp_path):
     s["v"][0, 0] = 100
     t["v"][0, 0] = 100
     assert s["a"].tolist() == t["a"].tolist()
+
+
+def test_meta_tensor_storages_have_sizes_and_no_memory():
+    s, t = sf.empty(2, 3, device="meta"), torch.empty(2, 3, device="meta")
+    for m_s in (s.untyped_storage(), t.untyped_storage()):
+        assert (m_s.data_ptr(), m_s.nbytes(), m_s.device.type) == (0, 24, "meta")
+    with pytest.raises(NotImplementedError):
+        s.untyped_storage().tolist()
