@@ -33,9 +33,9 @@ import numpy as np
 
 from . import shared_memory as shm
 from .device import CPU
-from .meta import MetaArray
 from .device import device as _device
 from .dtypes import as_dtype, cast, get_default_dtype
+from .meta import MetaArray
 from .xp import device_of, get_array_module, is_device_array, to_device
 
 __all__ = ["StorageBase", "UntypedStorage", "TypedStorage", "is_storage", "storage_of", "storage_offset_of",
