@@ -201,7 +201,7 @@ __version__ = version.__version__
 _LAZY_SUBPACKAGES = frozenset({
     "ao", "checkpoint", "comm", "compiler", "cpu", "cuda", "data", "distributed", "distributions",
     "func", "hub", "jit", "multiprocessing", "onnx", "optim", "overrides", "profiler", "quant",
-    "quasirandom", "serialization", "signal", "storage", "testing", "utils",
+    "quasirandom", "serialization", "signal", "testing", "utils",
 })
 # name -> (module, attribute in it)
 _LAZY_NAMES = {
@@ -209,6 +209,7 @@ _LAZY_NAMES = {
     "OutOfMemoryError": ("cuda", "OutOfMemoryError"),
     "load": ("serialization", "load"),
     "save": ("serialization", "save"),
+    "storage": ("storage", None),  # torch.storage, the module (its classes are imported above)
     "vmap": ("func", "vmap"),  # torch.vmap is torch.func.vmap
     "compile": ("jit", "compile"),
     "compile_step": ("jit", "compile_step"),
