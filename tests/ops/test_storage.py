@@ -222,8 +222,23 @@ def test_shared_memory_storages():
     buf = elem._typed_storage()._new_shared(6, device=elem.device)
     out = elem.new(buf).resize_(2, 3)
     assert out.is_shared() and out.untyped_storage().data_ptr() == buf.data_ptr() and out.shape == (2, 3)
-    out.copy_(sf.stack([elem, elem * 2]))
+    assert sf.stack([elem, elem * 2], 0, out=out) is out  # torch's default_collate, word for word
     assert buf.tolist() == [1, 1, 1, 2, 2, 2]
+
+
+def test_cat_and_stack_write_into_out_like_torch():
+    for m in (sf, torch):
+        o = m.empty(0)
+        assert m.stack([m.ones(2), m.zeros(2)], 0, out=o) is o and o.tolist() == [[1, 1], [0, 0]]
+        o = m.empty(0)
+        assert m.cat([m.ones(2), m.zeros(1)], out=o) is o and o.tolist() == [1, 1, 0]
+        with pytest.warns(UserWarning, match="was resized since it had shape"):
+            m.cat([m.ones(1)], out=m.empty(3))
+        with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+            m.stack([m.ones(2, requires_grad=True)], out=m.empty(1, 2))
+        with pytest.raises(TypeError, match="input types can't be cast to the desired output type Long"):
+            m.cat([m.ones(2)], out=m.empty(2, dtype=m.int64))
+        assert m.cat([m.ones(2, dtype=m.int64)], out=m.empty(2)).dtype == m.float32
 
 
 def _storage_ptr(t):  # safetensors.torch.storage_ptr / storage_size / _end_ptr
