@@ -34,7 +34,7 @@ import numpy as np
 from . import shared_memory as shm
 from .device import CPU
 from .device import device as _device
-from .dtypes import as_dtype, cast, get_default_dtype
+from .dtypes import _SCALAR_TYPE_NAMES, as_dtype, cast, get_default_dtype
 from .meta import MetaArray
 from .xp import device_of, get_array_module, is_device_array, to_device
 
@@ -681,8 +681,8 @@ def typed_view(source, dtype) -> np.ndarray:
     d = as_dtype(dtype)
     if isinstance(source, TypedStorage):
         if source.dtype != d:
-            raise RuntimeError(f"Expected a Storage of type {d} or an UntypedStorage, but got type "
-                               f"{source.dtype} for argument 1 'storage'")
+            raise RuntimeError(f"Expected a Storage of type {_SCALAR_TYPE_NAMES[d.name]} or an UntypedStorage, "
+                               f"but got type {_SCALAR_TYPE_NAMES[source.dtype.name]} for argument 1 'storage'")
         return source._array()
     return TypedStorage._of(source, d)._array()
 

@@ -160,6 +160,10 @@ def test_tensor_constructors_over_a_storage():
         assert x.tolist() == [9, 7, 2, 3, 4, 5], m
         assert on_bytes.shape == (6,) and on_bytes.dtype == m.float32
         assert x.new(ts).data_ptr() == x.data_ptr()
+        legacy = m.FloatTensor(ts)
+        legacy[2] = 5
+        assert x[2].item() == 5
+    _same_error(lambda m: m.DoubleTensor(m.arange(3.0).storage()), RuntimeError, "Expected a Storage of type Double")
 
 
 def test_set_to_a_storage_or_tensor_matches_torch():
@@ -182,7 +186,7 @@ def test_set_to_a_storage_or_tensor_matches_torch():
         assert z.is_set_to(x) and z.data_ptr() == x.data_ptr()
         assert m.ones(3).set_().shape == (0,)
     _same_error(lambda m: m.empty(0, dtype=m.int64).set_(m.arange(3.0).storage()), RuntimeError,
-                "Expected a Storage of type")
+                "Expected a Storage of type Long or an UntypedStorage, but got type Float")
     _same_error(lambda m: m.zeros(2, requires_grad=True).set_(m.ones(2)), RuntimeError, "leaf Variable")
     with pytest.raises(RuntimeError, match="cannot grow"):  # torch grows the storage instead
         sf.empty(0).set_(sf.arange(3.0).storage(), 0, (4,))
