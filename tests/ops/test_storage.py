@@ -22,7 +22,8 @@ def _both(fn):
 
 def _views(m):
     x = m.arange(24, dtype=m.float32).reshape(4, 6)
-    return x, [x, x[1:], x[:, 2:], x.t(), x.view(24)[5:], x.narrow(1, 3, 2), x[2, 3]]
+    return x, [x, x[1:], x[:, 2:], x.t(), x.view(24)[5:], x.narrow(1, 3, 2), x[2, 3], x[1].expand(3, 6),
+               x[:, 1:].unsqueeze(0).expand(2, 4, 5)]
 
 
 def test_views_share_one_untyped_storage_with_torchs_sizes_and_offsets():
