@@ -84,6 +84,10 @@ from .backend import (
     cuda_is_available,
     device,
     dtype,
+    float8_e4m3fn,
+    float8_e4m3fnuz,
+    float8_e5m2,
+    float8_e5m2fnuz,
     float16,
     float32,
     float64,
@@ -100,6 +104,9 @@ from .backend import (
     sparse_coo,
     strided,
     uint8,
+    uint16,
+    uint32,
+    uint64,
 )
 from .backend import bool_ as bool
 from .backend.info import e, finfo, iinfo, inf, nan, newaxis, pi
@@ -119,6 +126,25 @@ from .backend.random import (
     manual_seed,
     seed,
     set_rng_state,
+)
+from .backend.storage import (  # torch's storage classes (backend/storage.py)
+    BFloat16Storage,
+    BoolStorage,
+    ByteStorage,
+    CharStorage,
+    ComplexDoubleStorage,
+    ComplexFloatStorage,
+    DoubleStorage,
+    FloatStorage,
+    HalfStorage,
+    IntStorage,
+    LongStorage,
+    ShortStorage,
+    Storage,
+    StorageBase,
+    TypedStorage,
+    UntypedStorage,
+    is_storage,
 )
 from .backends import (
     are_deterministic_algorithms_enabled,
@@ -230,6 +256,7 @@ _LAZY_NAMES = {
     "OutOfMemoryError": ("cuda", "OutOfMemoryError"),
     "load": ("serialization", "load"),
     "save": ("serialization", "save"),
+    "storage": ("storage", None),  # torch.storage, the module (its classes are imported above)
     "vmap": ("func", "vmap"),  # torch.vmap is torch.func.vmap
     "compile": ("jit", "compile"),
     "compile_step": ("jit", "compile_step"),

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..backend import as_dtype, dtypes, set_default_device, set_default_dtype, to_device
 from ..backend import device as _device
+from ..backend import storage as _storage
 
 __all__ = ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor", "CharTensor",
            "ShortTensor", "IntTensor", "LongTensor", "BoolTensor", "set_default_tensor_type",
@@ -80,6 +81,8 @@ class tensortype(type):
                 raise TypeError(f"{cls.__name__}(): expected a {cls.dtype} tensor (got {t.dtype}); "
                                 f"convert it with t.to({cls.dtype})")
             return t.detach()
+        elif _storage.is_storage(args[0]):  # FloatTensor(storage) views it, as torch
+            arr = _storage.typed_view(args[0], cls.dtype)
         elif isinstance(args[0], float):
             raise TypeError(f"new(): data must be a sequence (got float); use shardflow.tensor({args[0]}, dtype={cls.dtype})")
         else:

@@ -26,6 +26,7 @@ import numpy as np
 
 from ..backend import CPU, as_dtype, device_of, dtypes, from_numpy_dtype, is_device_array, to_device
 from ..backend import shared_memory as shm
+from ..backend import storage as _storage
 from ..backend.layout import strided
 from ..backend.meta import MetaArray
 from . import _tensor_str, grad_mode, legacy_types
@@ -958,15 +959,19 @@ def _wrap_dim(dim: int, ndim: int) -> int:
 
 
 def _as_array(data, dtype):
-    """Build a backend array from Python data / NumPy / Tensor with PyTorch's default dtypes."""
+    """Build a backend array from Python data / NumPy / Tensor with PyTorch's default dtypes.
+    A storage gives a 1-D view of its elements (``torch.Tensor(storage)`` shares its memory)."""
+    if _storage.is_storage(data):
+        want = getattr(data, "dtype", None) or (as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype())
+        return _storage.typed_view(data, want)
     if isinstance(data, Tensor):
         arr = data.array
-        return arr if dtype is None else arr.astype(as_dtype(dtype).np)
+        return arr if dtype is None else dtypes.cast(arr, dtype)
     if dtype is not None:
         npd = as_dtype(dtype).np
         if isinstance(data, np.ndarray | MetaArray):
-            return data.astype(npd, copy=False)
-        return np.asarray(_nested(data), dtype=npd) if npd.kind != "V" else np.asarray(_nested(data), dtype=np.float32).astype(npd)
+            return data.astype(npd, copy=False) if data.dtype == npd or isinstance(data, MetaArray) else dtypes.cast(data, dtype)
+        return np.asarray(_nested(data), dtype=npd) if npd.kind != "V" else dtypes.cast(np.asarray(_nested(data), dtype=np.float32), dtype)
     if isinstance(data, np.ndarray | MetaArray):
         return data
     if is_device_array(data):

@@ -6,9 +6,14 @@ from .dtypes import (
     as_dtype,
     bfloat16,
     bool_,
+    cast,
     complex64,
     complex128,
     dtype,
+    float8_e4m3fn,
+    float8_e4m3fnuz,
+    float8_e5m2,
+    float8_e5m2fnuz,
     float16,
     float32,
     float64,
@@ -23,6 +28,9 @@ from .dtypes import (
     result_type,
     set_default_dtype,
     uint8,
+    uint16,
+    uint32,
+    uint64,
 )
 from .fp_errors import install_warning_filter
 from .layout import layout, sparse_coo, strided

@@ -23,7 +23,7 @@ class dtype:
         self.name = name
         self.np = np.dtype(np_dtype)
         self.is_floating_point = category == 2
-        self.is_signed = name not in ("bool", "uint8")
+        self.is_signed = name not in ("bool", "uint8", "uint16", "uint32", "uint64")
         self.itemsize = self.np.itemsize
         self._category = category
 
@@ -58,9 +58,21 @@ float32 = dtype("float32", np.float32, 2)
 float64 = dtype("float64", np.float64, 2)
 complex64 = dtype("complex64", np.complex64, 3)
 complex128 = dtype("complex128", np.complex128, 3)
+# Limited dtypes (torch 2.13 has few kernels for them): promotion with any other dtype of
+# their kind is refused (``promote_types``), as in torch.
+uint16 = dtype("uint16", np.uint16, 1)
+uint32 = dtype("uint32", np.uint32, 1)
+uint64 = dtype("uint64", np.uint64, 1)
+float8_e4m3fn = dtype("float8_e4m3fn", ml_dtypes.float8_e4m3fn, 2)
+float8_e5m2 = dtype("float8_e5m2", ml_dtypes.float8_e5m2, 2)
+float8_e4m3fnuz = dtype("float8_e4m3fnuz", ml_dtypes.float8_e4m3fnuz, 2)
+float8_e5m2fnuz = dtype("float8_e5m2fnuz", ml_dtypes.float8_e5m2fnuz, 2)
+_BARE_UINTS = (uint16, uint32, uint64)
+_FLOAT8 = (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz)
+_LIMITED = frozenset(_BARE_UINTS + _FLOAT8)
 
 ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64,
-       complex128)
+       complex128, *_BARE_UINTS, *_FLOAT8)
 _TO_COMPLEX = {float16: complex64, bfloat16: complex64, float32: complex64, float64: complex128}
 _TO_REAL = {complex64: float32, complex128: float64}
 _BY_NP = {d.np: d for d in ALL}
@@ -145,9 +157,32 @@ def _promote_same_category(a: dtype, b: dtype) -> dtype:
     return a if _INT_ORDER[a] >= _INT_ORDER[b] else b
 
 
+# torch's ScalarType names, which its promotion errors use
+_SCALAR_TYPE_NAMES = {
+    "bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long",
+    "float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double",
+    "complex64": "ComplexFloat", "complex128": "ComplexDouble", "uint16": "UInt16", "uint32": "UInt32",
+    "uint64": "UInt64", "float8_e4m3fn": "Float8_e4m3fn", "float8_e5m2": "Float8_e5m2",
+    "float8_e4m3fnuz": "Float8_e4m3fnuz", "float8_e5m2fnuz": "Float8_e5m2fnuz"}
+
+
+def _check_limited_promotion(a: dtype, b: dtype) -> None:
+    """torch refuses to promote float8 with anything else, and uint16/32/64 with anything but
+    a (non-float8) floating dtype."""
+    names = f"attempted to promote {_SCALAR_TYPE_NAMES[a.name]} and {_SCALAR_TYPE_NAMES[b.name]}"
+    if a in _FLOAT8 or b in _FLOAT8:
+        raise RuntimeError(f"Promotion for Float8 Types is not supported, {names}")
+    if (a in _BARE_UINTS and not b.is_floating_point) or (b in _BARE_UINTS and not a.is_floating_point):
+        raise RuntimeError(f"Promotion for uint16, uint32, uint64 types is not supported, {names}")
+
+
 def promote_types(a, b) -> dtype:
     """``torch.promote_types``: the smallest dtype both can be cast to."""
     a, b = as_dtype(a), as_dtype(b)
+    if a is b:
+        return a
+    if a in _LIMITED or b in _LIMITED:
+        _check_limited_promotion(a, b)
     if a._category != b._category:
         hi, lo = (a, b) if a._category > b._category else (b, a)
         if hi is complex64 and lo is float64:  # the precision of the float survives
@@ -203,3 +238,18 @@ def result_type(operands) -> dtype:
             d = (bool_, int64, get_default_dtype(), get_default_complex_dtype())[cat]
             scalar_t = d if scalar_t is None else promote_types(scalar_t, d)
     return _combine_categories(dim_t, _combine_categories(zero_t, scalar_t))
+
+
+# float8_e4m3fn has no infinity: torch's conversion saturates at +-448 (NaN stays NaN); the
+# other float8 formats convert as ml_dtypes does (checked bit for bit against torch's .to()).
+_SATURATE = {float8_e4m3fn: 448.0}
+
+
+def cast(array, d):
+    """``array`` converted to dtype ``d`` with torch's conversion rules (``_SATURATE``)."""
+    d = as_dtype(d)
+    limit = _SATURATE.get(d)
+    if limit is not None and array.dtype.kind in "fVbiu" and array.dtype != d.np:
+        wide = array.astype(np.float64 if array.dtype.itemsize >= 8 else np.float32)
+        array = np.where(np.isnan(wide), wide, np.clip(wide, -limit, limit))
+    return array.astype(d.np)

@@ -34,13 +34,17 @@ class finfo:
         d = dtypes.get_default_dtype() if type is None else dtypes.as_dtype(type)
         if not d.is_floating_point:
             raise TypeError(f"torch.finfo() requires a floating point input type. Use torch.iinfo to handle '{d}'")
-        info = ml_dtypes.finfo(d.np) if d.np.kind == "V" else np.finfo(d.np)
+        info = np.finfo(d.np) if d.np in (np.float16, np.float32, np.float64) else ml_dtypes.finfo(d.np)
         self.bits = int(info.bits)
         self.eps = float(info.eps)
         self.max = float(info.max)
         self.min = float(info.min)
         self.tiny = self.smallest_normal = float(info.smallest_normal)
         self.resolution = 10.0 ** -int(info.precision)  # as PyTorch: 10^-digits, a Python float
+        if d.itemsize == 1:  # float8: torch's numeric_limits (ml_dtypes differs on these)
+            self.resolution = 1.0
+            if d.name == "float8_e5m2fnuz":
+                self.eps = 0.125
         self.dtype = d.name
 
     def __repr__(self) -> str:

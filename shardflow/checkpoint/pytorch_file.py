@@ -31,10 +31,11 @@ PyTorch name shardflow lacks is named in the error), any other name imported as
 
 Storage references (persistent ids ``('storage', type, key, location, numel)``) are read
 from the archive and checked: the record must exist and hold exactly ``numel`` elements,
-and every tensor's offset, sizes and strides must stay inside its storage. Each tensor is
-copied out of its storage, so tensors that shared a storage in the file (views) load as
-separate tensors with equal values; one tensor object referenced twice (tied weights)
-stays one object.
+and every tensor's offset, sizes and strides must stay inside its storage. A tensor loaded
+on the CPU is a view of its storage's array, so tensors that shared a storage in the file
+(views) share it again, as in torch (same ``untyped_storage()``, writes seen by both); on a
+GPU each is copied there alone. One tensor object referenced twice (tied weights) stays one
+object.
 
 ``map_location`` follows ``torch.load``: None keeps each storage's saved location (a CUDA
 location without CUDA raises PyTorch's error and its fix); a device or string sends every
@@ -69,9 +70,11 @@ _STORAGE_DTYPES = {
     "FloatStorage": np.float32, "DoubleStorage": np.float64, "HalfStorage": np.float16,
     "BFloat16Storage": ml_dtypes.bfloat16, "LongStorage": np.int64, "IntStorage": np.int32,
     "ShortStorage": np.int16, "CharStorage": np.int8, "ByteStorage": np.uint8, "BoolStorage": np.bool_,
+    "UntypedStorage": np.uint8,  # torch.storage.UntypedStorage: bytes, typed by _rebuild_tensor_v3
 }
 _TORCH_DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8",
-                 "uint8", "bool", "float", "double", "half", "long", "int", "short")
+                 "uint8", "bool", "float", "double", "half", "long", "int", "short", "uint16", "uint32",
+                 "uint64", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
 
 # User-allowed globals: "module.qualname" -> object (see add_safe_globals).
 _user_globals: dict[str, object] = {}
@@ -145,8 +148,8 @@ def _ints(value, what: str) -> tuple:
 
 
 def _rebuild_tensor(storage, storage_offset, size, stride, *unused):
-    """A copy of the tensor ``storage[offset]`` with ``size``/``stride`` (in elements),
-    after checking that every element it reads lies inside the storage."""
+    """The tensor ``storage[offset]`` with ``size``/``stride`` (in elements), a view of the
+    storage on the CPU, after checking that every element it reads lies inside the storage."""
     if not isinstance(storage, _Storage):
         raise CheckpointError(f"PyTorch file: expected a storage for a tensor, got {type(storage).__name__}")
     size, stride = _ints(size, "size"), _ints(stride, "stride")
@@ -163,13 +166,29 @@ def _rebuild_tensor(storage, storage_offset, size, stride, *unused):
                 f"PyTorch file is corrupt or malicious: a tensor of size {size}, stride {stride}, "
                 f"offset {storage_offset} reads element {last} of a storage of {a.size}"
             )
-        view = np.lib.stride_tricks.as_strided(
-            a[storage_offset:], shape=size, strides=tuple(s * a.itemsize for s in stride), writeable=False
-        )
-        out = np.array(view, copy=True)
+        # np.ndarray over the storage, not as_strided: that rebuilds the dtype from a typestr,
+        # which loses ml_dtypes' float8_e5m2 ('<f1')
+        out = np.ndarray(size, a.dtype, buffer=a, offset=storage_offset * a.itemsize,
+                         strides=tuple(s * a.itemsize for s in stride))
     else:
         out = np.empty(size, a.dtype)
-    return _wrap(out if storage.location == "cpu" else to_device(out, _device(storage.location)))
+    return _wrap(out if storage.location == "cpu" else to_device(np.ascontiguousarray(out), _device(storage.location)))
+
+
+def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, backward_hooks, dtype, *unused):
+    """torch's form for dtypes without a legacy storage class (uint16/32/64, float8): an
+    ``UntypedStorage`` of bytes read as ``dtype``."""
+    if not isinstance(storage, _Storage) or not isinstance(dtype, type(as_dtype("float32"))):
+        raise CheckpointError(f"PyTorch file: _rebuild_tensor_v3 expects a storage and a dtype, got "
+                              f"{type(storage).__name__} and {dtype!r}")
+    raw = storage.array
+    if raw.dtype != np.uint8 and raw.dtype != dtype.np:
+        raw = raw.view(np.uint8)
+    if raw.dtype == np.uint8 and dtype.np != np.uint8:
+        if raw.size % dtype.itemsize:
+            raise CheckpointError(f"PyTorch file: a storage of {raw.size} bytes is not a whole number of {dtype}")
+        raw = raw.view(dtype.np)
+    return _rebuild_tensor(_Storage(raw, storage.location), storage_offset, size, stride)
 
 
 def _rebuild_parameter(data, requires_grad, backward_hooks, *state):
@@ -192,8 +211,12 @@ def _allowed_global(module: str, name: str):
     if module == "torch._utils":
         if name in ("_rebuild_tensor_v2", "_rebuild_tensor"):
             return _rebuild_tensor
+        if name == "_rebuild_tensor_v3":
+            return _rebuild_tensor_v3
         if name in ("_rebuild_parameter", "_rebuild_parameter_with_state"):
             return _rebuild_parameter
+    if (module, name) == ("torch.storage", "UntypedStorage"):
+        return _StorageType(name)
     if module == "torch":
         if name in _STORAGE_DTYPES:
             return _StorageType(name)

@@ -124,6 +124,8 @@ class _Pickler(pickle._Pickler):
         a = obj.array
         key = str(len(self.records))
         self.records.append((key, a.tobytes()))
+        if a.dtype not in _STORAGE_NAMES:  # uint16/32/64, float8: bytes (torch's _rebuild_tensor_v3)
+            return ("storage", _global("torch.storage", "UntypedStorage"), key, obj.location, int(a.nbytes))
         return ("storage", _global("torch", _STORAGE_NAMES[a.dtype]), key, obj.location, int(a.size))
 
     def _tensor_reduce(self, t: Tensor, requires_grad: bool):
@@ -132,6 +134,8 @@ class _Pickler(pickle._Pickler):
             a = a.astype(a.dtype.newbyteorder("<"))
         storage = _StorageOut(a.reshape(-1), str(t.device))
         args = (storage, 0, tuple(a.shape), _contiguous_strides(a.shape), requires_grad, OrderedDict())
+        if a.dtype not in _STORAGE_NAMES:
+            return _global("torch._utils", "_rebuild_tensor_v3"), (*args, t.dtype)
         return _global("torch._utils", "_rebuild_tensor_v2"), args
 
     def reducer_override(self, obj):

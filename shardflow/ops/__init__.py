@@ -23,7 +23,8 @@ index_reduce, segment_reduce, nonzero_static), tensor_compat
 (range, DLPack, resize_, in-place forms, dropout_ ...), tensor_aliases (isreal, is_neg,
 adjoint, narrow_copy, unsafe_split ...: other ops under torch's names), strided (as_strided
 and its in-place, scatter forms), view_copies (the ``*_copy`` forms of the view ops), removed
-(torch's removed matrix_rank/solve/lstsq/eig/symeig: their error messages).
+(torch's removed matrix_rank/solve/lstsq/eig/symeig: their error messages), tensor_storage
+(untyped_storage, storage, set_, is_set_to over backend/storage.py).
 """
 
 from .arithmetic import add, div, mul, neg, reciprocal, sub
@@ -82,6 +83,7 @@ from .tensor_compat import *
 from .tensor_methods import *
 from .tensor_products import *
 from .view_copies import *
+from .tensor_storage import *
 
 # What ``from shardflow.ops import *`` (the top-level package) takes: the ops, not this
 # package's submodules (``shardflow.sparse_coo`` is the layout, not ``ops/sparse_coo.py``).

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
-from ..backend import as_dtype, get_array_module, to_device
+from ..backend import as_dtype, cast, get_array_module, to_device
 from . import _grad_graph as _gg
 from ._util import inplace, needs_graph
 
@@ -24,8 +24,8 @@ class ToDtype(Function):
         if a.dtype.kind == "c" and dtype.np.kind != "c":
             warnings.warn("Casting complex values to real discards the imaginary part",
                           UserWarning, stacklevel=4)
-            return a.real.astype(dtype.np)
-        return a.astype(dtype.np)
+            return cast(a.real, dtype)
+        return cast(a, dtype)
 
     def backward(self, g):
         if g.dtype.kind == "c" and self.in_dtype.kind != "c":
@@ -121,7 +121,7 @@ class _CopyFrom(Function):
         self.dst_shape = dst.shape
         self.src_shape = src.shape
         xp = get_array_module(dst)
-        return xp.broadcast_to(src.astype(dst.dtype, copy=False), dst.shape).copy()
+        return xp.broadcast_to(cast(src, dst.dtype) if src.dtype != dst.dtype else src, dst.shape).copy()
 
     def backward(self, g):
         from ._util import unbroadcast
@@ -152,6 +152,6 @@ def copy_(t: Tensor, src) -> Tensor:
             ) from None
     xp = get_array_module(t.array)
     s = src.array if xp is get_array_module(src.array) else to_device(src.array, t.device)
-    t.array[...] = s.astype(t.array.dtype, copy=False) if s.dtype != t.array.dtype else s
+    t.array[...] = cast(s, t.array.dtype) if s.dtype != t.array.dtype else s
     t._version[0] += 1
     return t

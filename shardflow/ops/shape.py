@@ -12,18 +12,25 @@ applies the inverse permutation; expand sums over broadcast dims; repeat/tile re
 gradient to ``(r0, s0, r1, s1, ...)`` and sum the ``r`` axes; cat/split/stack/unbind are
 each other's backward; pad's backward slices (constant) or scatter-adds (reflect,
 replicate, circular) through the index map used in forward.
+
+``cat`` / ``stack`` take torch's ``out=``: the result is written into ``out`` (resized when its
+shape differs, with torch's deprecation warning if it had elements), refused when an input
+requires grad or the result's dtype cannot be cast to ``out``'s, as torch. DataLoader's
+collate writes a batch into a shared-memory buffer this way.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 
 from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
 from ..backend import get_array_module, promote_types
+from ..backend.dtypes import _SCALAR_TYPE_NAMES
 from . import _grad_graph as _gg
 from ._util import unbroadcast, wrap_dim
 
@@ -482,8 +489,31 @@ def _tensor_list(tensors, op: str):
     return tensors
 
 
+def _into_out(result: Tensor, out, op: str) -> Tensor:
+    """torch's ``out=`` for cat/stack (module docstring)."""
+    if out is None:
+        return result
+    if result.requires_grad:
+        raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad.")
+    r, o = result.dtype, out.dtype
+    if r._category > o._category or (o._category == 0 and r._category > 0):
+        raise TypeError(f"torch.cat(): input types can't be cast to the desired output type "
+                           f"{_SCALAR_TYPE_NAMES[o.name]}")
+    if tuple(out.shape) != tuple(result.shape):
+        if out.numel():
+            warnings.warn(
+                f"An output with one or more elements was resized since it had shape {list(out.shape)}, "
+                f"which does not match the required output shape {list(result.shape)}. This behavior is "
+                "deprecated, and in a future PyTorch release outputs will not be resized unless they have "
+                "zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero "
+                "elements with t.resize_(0).", UserWarning, stacklevel=4)
+        out.resize_(*result.shape)
+    return out.copy_(result)
+
+
 @register("cat", "concat", "concatenate")
-def cat(tensors, dim: int = 0) -> Tensor:
+def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
     """Join tensors along an existing dim; dtypes are promoted. Legacy empty 1-d tensors
     (shape ``(0,)``) are skipped, as in PyTorch."""
     tensors = _tensor_list(tensors, "cat")
@@ -503,7 +533,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
                 f"{[tuple(y.shape) for y in tensors]}; shape {tuple(s)} does not match "
                 f"{tuple(ref.shape)} outside dimension {d}"
             )
-    return Cat.apply(*_promote_all(tensors), dim=d, skip=skip)
+    return _into_out(Cat.apply(*_promote_all(tensors), dim=d, skip=skip), out, "cat")
 
 
 concat = cat
@@ -526,7 +556,7 @@ class Stack(Function):
 
 
 @register("stack")
-def stack(tensors, dim: int = 0) -> Tensor:
+def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
     """Join equally-shaped tensors along a new dim ``dim``."""
     tensors = _tensor_list(tensors, "stack")
     ref = tensors[0].array.shape
@@ -537,7 +567,7 @@ def stack(tensors, dim: int = 0) -> Tensor:
                 f"{list(x.array.shape)} at entry {i}"
             )
     d = wrap_dim(dim, len(ref) + 1)
-    return Stack.apply(*_promote_all(tensors), dim=d)
+    return _into_out(Stack.apply(*_promote_all(tensors), dim=d), out, "stack")
 
 
 @register("hstack")

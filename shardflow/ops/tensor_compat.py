@@ -19,7 +19,9 @@ top-level ``get_device`` / ``is_inference`` / ``addmv_`` of existing methods, ``
   transposed back, so ``stride()`` is PyTorch's.
 * ``resize_(*sizes)``: the tensor's array becomes one of the new shape holding the first
   elements of the old (in row-major order); new elements are uninitialised (PyTorch's
-  semantics; refused on tensors that require grad, as PyTorch). ``resize`` / ``resize_as``
+  semantics; refused on tensors that require grad, as PyTorch). When the new size fits in a
+  contiguous tensor's elements the result is a view of them, so it keeps the storage (as
+  PyTorch: DataLoader's ``tensor.new(shared_storage).resize_(...)``). ``resize`` / ``resize_as``
   (deprecated, out of place) are reshapes that need the same element count (PyTorch's
   ``autograd._functions.Resize``).
 * ``as_subclass(cls)``: an alias of the tensor (``view_as``, so it stays in the graph) whose
@@ -195,6 +197,10 @@ def resize_(self, *sizes, memory_format=None) -> Tensor:
         return self
     xp = get_array_module(a)
     n_new = int(np.prod(shape)) if shape else 1
+    if n_new <= a.size and a.flags.c_contiguous:  # fits: torch keeps the storage (a view of it)
+        self.array = a.reshape(-1)[:n_new].reshape(shape)
+        self._version[0] += 1
+        return self
     new = xp.empty(shape, dtype=a.dtype)
     keep = min(a.size, n_new)
     new.reshape(-1)[:keep] = a.reshape(-1)[:keep]

@@ -2,7 +2,7 @@
 math: in-place forms (``tril_``, ``cumsum_``, comparisons ``eq_`` ..., ``logical_and_`` ...,
 ``addmm_`` ..., ``sgn_``, the ``multiply_``-style aliases), in-place view
 changes (``t_``, ``transpose_``, ``swapaxes_``, ``unsqueeze_``, ``squeeze_``), ``new``,
-``sum_to_size``, ``storage_offset``, ``get_device``, ``pin_memory`` / ``is_pinned``,
+``sum_to_size``, ``get_device``, ``pin_memory`` / ``is_pinned``,
 ``apply_`` / ``map_``, ``is_inference``; and ``scalar_tensor``, ``logspace``, ``empty_strided``,
 ``asarray``, ``detach``, ``rsub``.
 
@@ -12,7 +12,7 @@ tensor's dtype (``x.eq_(y)`` leaves 0./1. in a float tensor), as PyTorch. The in
 changes make the tensor a view with the new shape (same memory); with autograd recording
 they rebase like any in-place op. ``pin_memory`` raises PyTorch's CPU-build error without
 CUDA and returns the tensor with CUDA (shardflow's host copies are never pinned, so
-``is_pinned`` is False). ``storage_offset`` is the element offset of a view into its base array.
+``is_pinned`` is False).
 """
 
 from __future__ import annotations
@@ -125,18 +125,6 @@ def sum_to_size(self, *size) -> Tensor:
     dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(size) if s == 1 and self.shape[lead + i] != 1)
     out = self.sum(dims, keepdim=True) if dims else self
     return out.reshape(size) if lead else out
-
-
-@register("storage_offset")
-def storage_offset(self) -> int:
-    """Elements between the start of the base array and this view's first element."""
-    a = self.array
-    base = a
-    while getattr(base, "base", None) is not None:
-        base = base.base
-    if base is a or not hasattr(a, "ctypes"):
-        return 0
-    return (a.ctypes.data - base.ctypes.data) // a.itemsize
 
 
 @register("get_device")
