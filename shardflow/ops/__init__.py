@@ -82,8 +82,8 @@ from .tensor_aliases import *
 from .tensor_compat import *
 from .tensor_methods import *
 from .tensor_products import *
-from .view_copies import *
 from .tensor_storage import *
+from .view_copies import *
 
 # What ``from shardflow.ops import *`` (the top-level package) takes: the ops, not this
 # package's submodules (``shardflow.sparse_coo`` is the layout, not ``ops/sparse_coo.py``).
