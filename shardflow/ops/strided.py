@@ -130,8 +130,11 @@ def strided_array(a, size, stride, offset):
             interface["descr"] = a.dtype.descr
         out = np.asarray(_Interface(interface, _root(a)))
         return out.view(a.dtype) if out.dtype != a.dtype else out
-    xp = get_array_module(a)  # CuPy: the root allocation's pointer is the storage's start
-    return xp.ndarray(size, a.dtype, memptr=_root(a).data + offset * a.itemsize, strides=strides)
+    # CuPy: the root array owns the allocation (contiguous in some order): its elements in
+    # memory order are the storage, a view from which stride_tricks builds the window
+    xp = get_array_module(a)
+    flat = _root(a).ravel(order="K")
+    return xp.lib.stride_tricks.as_strided(flat[offset:], shape=size, strides=strides)
 
 
 # ---------------------------------------------------------------------------- autograd

@@ -18,7 +18,9 @@ from shardflow.distributed import placement, sbp
 NOT_ROUTED = {"tensor", "as_tensor", "from_numpy", "broadcast_shapes",
               # creation with no tensor argument that torch spells only at the top level, and the
               # exchange with other libraries' buffers (DLPack, the buffer protocol)
-              "range", "empty_permuted", "frombuffer", "from_dlpack", "to_dlpack"}
+              "range", "empty_permuted", "frombuffer", "from_dlpack", "to_dlpack",
+              # a storage read from a file; a removed function that only raises torch's message
+              "from_file", "matrix_rank"}
 
 
 def _exported():
