@@ -22,6 +22,7 @@ from . import (
     types,
     version,
 )
+from ._lazy import lazy_attributes as _lazy_attributes
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled
 from .amp.autocast_mode import clear_autocast_cache
 from .amp.state_functions import *  # torch's top-level autocast getters and setters
@@ -274,18 +275,4 @@ _LAZY_NAMES = {
 }
 
 
-def __getattr__(name):
-    if name in _LAZY_SUBPACKAGES:
-        return _import_module(f"{__name__}.{name}")  # the import binds it here too
-    if name in _LAZY_NAMES:
-        module, attribute = _LAZY_NAMES[name]
-        value = _import_module(f"{__name__}.{module}")
-        if attribute is not None:
-            value = getattr(value, attribute)
-        globals()[name] = value  # later lookups skip this function
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | _LAZY_SUBPACKAGES | set(_LAZY_NAMES))
+__getattr__, __dir__ = _lazy_attributes(__name__, globals(), _LAZY_SUBPACKAGES, _LAZY_NAMES)

@@ -7,6 +7,7 @@ scaling with PyTorch's semantics; under data parallelism the inf/NaN flag is all
 every rank skips the same steps. See docs/AMP.md.
 """
 
+from .._lazy import lazy_attributes
 from . import autocast_mode
 from .autocast_mode import (
     MixedPrecisionNotImplementedWarning,
@@ -24,15 +25,6 @@ __all__ = ["GradScaler", "autocast", "custom_fwd", "custom_bwd", "is_autocast_av
            "clear_autocast_cache"]
 
 
-def __getattr__(name):
-    # GradScaler loads on first use (PEP 562): every ``import shardflow`` imports amp for autocast.
-    if name in ("grad_scaler", "GradScaler"):
-        from importlib import import_module
-
-        module = import_module(f"{__name__}.grad_scaler")  # the import binds grad_scaler here
-        return module if name == "grad_scaler" else module.GradScaler
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | {"grad_scaler", "GradScaler"})
+# GradScaler loads on first use (PEP 562): every ``import shardflow`` imports amp for autocast.
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), submodules={"grad_scaler"},
+                                       names={"GradScaler": ("grad_scaler", "GradScaler")})

@@ -3,6 +3,7 @@
 See ``engine.py`` for the algorithm and ``function.py`` for how an op plugs in.
 """
 
+from .._lazy import lazy_attributes
 from . import anomaly_mode, dispatch, forward_ad, graph, variable
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .api import backward, grad
@@ -27,16 +28,4 @@ from .variable import Variable
 # Imported on first use (PEP 562): ``autograd.profiler`` (torch's path for the legacy profiler)
 # sits over shardflow.profiler, a layer above; ``autograd.functional`` (jacobian, hessian, ...)
 # few programs need.
-_LAZY_SUBMODULES = frozenset({"functional", "profiler"})
-
-
-def __getattr__(name):
-    if name in _LAZY_SUBMODULES:
-        from importlib import import_module
-
-        return import_module(f"{__name__}.{name}")  # the import binds it here too
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | _LAZY_SUBMODULES)
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), submodules={"functional", "profiler"})

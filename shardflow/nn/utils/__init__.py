@@ -3,6 +3,7 @@ variable-length sequences), ``parametrize`` / ``parametrizations`` (weight norm,
 norm), the legacy ``weight_norm`` / ``spectral_norm`` hooks, conv/linear + BatchNorm fusion,
 ``skip_init`` and the conv weight memory-format converters."""
 
+from ..._lazy import lazy_attributes
 from . import rnn
 from .clip_grad import clip_grad_norm_, clip_grad_value_
 from .convert_parameters import parameters_to_vector, vector_to_parameters
@@ -27,16 +28,5 @@ __all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vecto
 
 # Submodules that load on first use (PEP 562): every ``import shardflow`` imports nn.utils
 # (for ``rnn``), few programs prune or parametrize.
-_LAZY_SUBMODULES = frozenset({"parametrizations", "parametrize", "prune", "stateless"})
-
-
-def __getattr__(name):
-    if name in _LAZY_SUBMODULES:
-        from importlib import import_module
-
-        return import_module(f"{__name__}.{name}")  # the import binds it here too
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | _LAZY_SUBMODULES)
+__getattr__, __dir__ = lazy_attributes(
+    __name__, globals(), submodules={"parametrizations", "parametrize", "prune", "stateless"})
