@@ -12,6 +12,13 @@ single program, a fresh free port per program in a batch), runs PROGRAM as ``__m
 its stdout and stderr in files of its own (gathered rank by rank at the end) and leaves with
 ``os._exit`` (the program has shut RPC down by then).
 
+PyTorch's rendezvous store lives in this parent, as torchrun's agent hosts it
+(TORCHELASTIC_USE_AGENT_STORE): left to rank 0, the store dies when rank 0 leaves, and a rank
+still inside ``rpc.shutdown()``'s last store barrier then fails with "Connection reset by
+peer" (PyTorch's own race, seen about once in a few hundred runs). Stores are hosted at
+MASTER_PORT and MASTER_PORT + 1 (rpc_ddp.py's RPC rendezvous), after the fork: the children
+retry until the server is up, and no thread of the store server is forked.
+
 Exit status of a single program: 0 when every child succeeded, its ranks' stdout printed. In
 a batch each program's ranks' stdout goes to its ``out`` file, then a last line
 ``forked_world: exit N`` (N = 0 when every rank succeeded, 1 otherwise); the batch itself
@@ -21,10 +28,11 @@ exits 0 once every program has run.
 import json
 import os
 import runpy
-import socket
 import sys
 import tempfile
 import traceback
+
+from workers import free_port  # this folder is on sys.path: run as a script
 
 
 def start_world(world: int, program: str, args: list) -> tuple[str, list]:
@@ -80,10 +88,21 @@ def finish_world(outdir: str, children: list) -> tuple[str, list]:
     return "".join(text), failed
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+STORE_PORTS = (0, 1)  # offsets from MASTER_PORT: the process group's store and rpc_ddp.py's RPC one
+
+
+def host_stores(framework: str, world: int) -> list:
+    """PyTorch's rendezvous stores for the world just forked (see the module docstring); the
+    caller keeps them alive until the world has finished. shardflow's RPC needs none."""
+    if framework != "torch":
+        return []
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    port = int(os.environ["MASTER_PORT"])
+    return [dist.TCPStore("127.0.0.1", port + offset, world, is_master=True, wait_for_workers=False,
+                          timeout=timedelta(seconds=300)) for offset in STORE_PORTS]
 
 
 def main():
@@ -91,17 +110,19 @@ def main():
     if framework == "torch":
         import torch  # noqa: F401
         import torch.distributed.rpc  # noqa: F401
+        os.environ["TORCHELASTIC_USE_AGENT_STORE"] = "True"
     else:
         import shardflow  # noqa: F401
         import shardflow.distributed.rpc  # noqa: F401
     if sys.argv[2] == "--batch":
         with open(sys.argv[3]) as f:
             spec = json.load(f)
-        started = []
+        started, stores = [], []
         for run in spec:  # all at once: the programs spend most of their time waiting
             os.environ["MASTER_PORT"] = str(free_port())
             os.environ["WORLD_SIZE"] = str(run["world"])
             started.append(start_world(run["world"], run["program"], run["args"]))
+            stores.extend(host_stores(framework, run["world"]))
         for run, world in zip(spec, started):
             text, failed = finish_world(*world)
             with open(run["out"], "w") as f:
@@ -110,7 +131,9 @@ def main():
                     f.write(f"forked_world: ranks {failed} failed\n")
                 f.write(f"forked_world: exit {1 if failed else 0}\n")
         return
-    text, failed = finish_world(*start_world(int(sys.argv[2]), sys.argv[3], sys.argv[4:]))
+    world = start_world(int(sys.argv[2]), sys.argv[3], sys.argv[4:])
+    stores = host_stores(framework, int(sys.argv[2]))  # noqa: F841  (alive until the world ends)
+    text, failed = finish_world(*world)
     sys.stdout.write(text)
     if failed:
         print(f"forked_world: ranks {failed} failed", file=sys.stderr)

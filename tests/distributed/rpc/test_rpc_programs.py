@@ -128,7 +128,19 @@ def runs(tmp_path_factory):
     theirs = start_batch("torch", torch_runs, tmp)   # both at once: importing PyTorch is slow
     ours = start_batch("shardflow", ours_runs, tmp)
     logs = {"torch": finish_batch(theirs), "shardflow": finish_batch(ours)}
-    return lambda framework, name: batch_losses(tmp, framework, name, logs[framework])
+    torch_args = {name: (path, world, args) for name, path, world, args in torch_runs}
+
+    def get(framework: str, name: str) -> dict:
+        try:
+            return batch_losses(tmp, framework, name, logs[framework])
+        except AssertionError:
+            if framework != "torch":
+                raise  # shardflow's runs are never repeated
+            # The reference crashed (PyTorch's fault, not ours: the test exists to compare
+            # against it): run it once more on its own. Its failure, if repeated, is raised.
+            path, world, args = torch_args[name]
+            return finish_plain(start_plain("torch", path, world, args))
+    return get
 
 
 @pytest.fixture

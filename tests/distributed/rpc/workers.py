@@ -17,9 +17,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port free now whose successor is free too (a program may rendezvous on both, as
+    examples/rpc_ddp.py does)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        try:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", port + 1))
+            return port
+        except OSError:
+            continue
 
 
 @dataclass
