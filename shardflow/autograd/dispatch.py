@@ -34,6 +34,9 @@ classes whose ``tp_getattro`` is the generic one, and defining ``__getattr__`` r
 so *every* attribute read of every Tensor took the slow generic path (measured: 10% of a
 16-element op's instructions, scripts/op_cost.py).
 
+``out=``: the routed form of an op that does not declare ``out`` itself takes it off the call
+and writes the result into it (``out_arg.py``), so every op has PyTorch's ``out=``.
+
 Autocast (L5, ``shardflow.amp``) installs its hook with :func:`set_autocast_handler` while
 an enabled autocast region is open; it is composed into the same slot (outermost, with
 ``nxt`` = the other hooks or the plain call), so outside autocast the cost stays one check.
@@ -45,6 +48,7 @@ import functools
 from collections.abc import Callable
 
 from ..backend.meta import MetaTensorError
+from .out_arg import call_with_out, declares_out
 
 OPS: dict[str, Callable] = {}  # name -> plain function (no hook installed) or routed form
 _PLAIN: dict[str, Callable] = {}
@@ -124,10 +128,13 @@ def register(name: str, *aliases: str, operator: Callable | None = None):
             _OPERATOR_FORMS.pop(name, None)
         func = getattr(func, "__wrapped__", func)  # an alias of an op registered already
         handler = _global_handler
+        routes_out = not declares_out(func)  # out= written by the routed form (out_arg.py)
 
         def routed(*args, **kwargs):
             h = handler[0]
             try:  # free when nothing is raised (zero-cost exception handling)
+                if kwargs and routes_out and "out" in kwargs:
+                    return call_with_out(name, routed, args, kwargs)
                 if h is None:
                     return func(*args, **kwargs)
                 return h(name, func, args, kwargs)

@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from ..autograd import Tensor
+from ..autograd.out_arg import writes_out
 from . import linalg_ops as _lo
 from .matmul import matmul
 from .reduce import vector_norm
@@ -69,10 +70,12 @@ def _checked(fn, *args, **kwargs):
         raise LinAlgError(f"linalg: {e}; the matrix is singular (not invertible)") from None
 
 
+@writes_out("linalg_inv")
 def inv(A: Tensor) -> Tensor:
     return _checked(_lo.inverse, A)
 
 
+@writes_out("linalg_inv_ex")
 def inv_ex(A: Tensor, *, check_errors: bool = False):
     """``(inverse, info)``; ``info`` is 0 (a singular matrix raises ``LinAlgError``)."""
     from .creation import zeros
@@ -80,32 +83,39 @@ def inv_ex(A: Tensor, *, check_errors: bool = False):
     return inv(A), zeros(A.shape[:-2], dtype="int32")
 
 
+@writes_out("linalg_det")
 def det(A: Tensor) -> Tensor:
     return _lo.det(A)
 
 
+@writes_out("linalg_slogdet")
 def slogdet(A: Tensor):
     return _lo.slogdet(A)
 
 
+@writes_out("linalg_solve")
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     return _checked(_lo.solve, A, B, left=left)
 
 
+@writes_out("linalg_solve_ex")
 def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False):
     from .creation import zeros
 
     return solve(A, B, left=left), zeros(A.shape[:-2], dtype="int32")
 
 
+@writes_out("linalg_cross")
 def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
     return _linalg_cross(input, other, dim=dim)
 
 
+@writes_out("linalg_matrix_power")
 def matrix_power(A: Tensor, n: int) -> Tensor:
     return _lo.matrix_power(A, n)
 
 
+@writes_out("linalg_multi_dot")
 def multi_dot(tensors) -> Tensor:
     """``tensors[0] @ tensors[1] @ ...``; a 1-D first (last) tensor is a row (column) vector."""
     tensors = list(tensors)
@@ -121,10 +131,12 @@ def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> T
     return _diagonal(A, offset, dim1, dim2)
 
 
+@writes_out("linalg_vecdot")
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     return (x * y).sum(dim)
 
 
+@writes_out("linalg_matrix_norm")
 def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None) -> Tensor:
     """'fro': the 2-norm of the entries; ``1`` / ``-1``: max / min column abs sum; ``inf`` /
     ``-inf``: max / min row abs sum (over the two ``dim``)."""
@@ -158,6 +170,7 @@ def _singular_value_norm(A: Tensor, ord, d0: int, d1: int, keepdim: bool) -> Ten
     return r
 
 
+@writes_out("linalg_norm")
 def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """``torch.linalg.norm``: a vector norm over one dim (or the flattened input when
     ``ord`` is None), a matrix norm over two dims or of a 2-D input with ``ord`` given."""

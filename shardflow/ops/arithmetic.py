@@ -231,7 +231,7 @@ _add_dunder = binary_operator(Add, _add_general, dunder=True)  # x + y
 
 
 @register("add", operator=_add_dunder)
-def add(input, other, *, alpha=1, out=None):
+def add(input, other, *, alpha=1):
     if alpha == 1:
         return _add_operator(input, other)
     return _add_general(input, other, alpha)

@@ -162,7 +162,7 @@ def _check_square(t: Tensor, op: str, name: str = "A") -> None:
 
 
 @register("linalg_cholesky")
-def linalg_cholesky(A, *, upper: bool = False, out=None) -> Tensor:
+def linalg_cholesky(A, *, upper: bool = False) -> Tensor:
     """``torch.linalg.cholesky``: ``L`` with ``A = L L^T`` (``U = L^T`` with ``upper=True``)."""
     A = as_tensor_arg(A)
     _check_square(A, "linalg.cholesky")
@@ -176,8 +176,7 @@ def cholesky(input, upper: bool = False) -> Tensor:
 
 
 @register("linalg_solve_triangular")
-def linalg_solve_triangular(A, B, *, upper: bool, left: bool = True, unitriangular: bool = False,
-                            out=None) -> Tensor:
+def linalg_solve_triangular(A, B, *, upper: bool, left: bool = True, unitriangular: bool = False) -> Tensor:
     """``torch.linalg.solve_triangular``: ``X`` with ``A X = B`` (``X A = B`` when
     ``left=False``), reading only the triangle of ``A`` that ``upper`` names."""
     A, B = as_tensor_arg(A), as_tensor_arg(B, "B")

@@ -168,7 +168,7 @@ _QR_MODES = ("reduced", "complete", "r")
 
 
 @register("linalg_qr")
-def linalg_qr(A, mode: str = "reduced", *, out=None):
+def linalg_qr(A, mode: str = "reduced"):
     """``torch.linalg.qr``: ``(Q, R)`` with ``A = QR``, ``Q`` orthonormal columns, ``R`` upper
     triangular. ``mode``: 'reduced' (Q: (m, k), R: (k, n), k = min(m, n)), 'complete' (Q:
     (m, m), R: (m, n)), 'r' (R only; Q is an empty tensor)."""
@@ -182,7 +182,7 @@ def linalg_qr(A, mode: str = "reduced", *, out=None):
 
 
 @register("qr")
-def qr(input, some: bool = True, *, out=None):
+def qr(input, some: bool = True):
     """``torch.qr`` (deprecated in torch for ``linalg.qr``): ``some=True`` is mode 'reduced',
     ``some=False`` mode 'complete'."""
     q, r = linalg_qr(input, "reduced" if some else "complete")
@@ -232,7 +232,7 @@ def _uplo(UPLO: str, op: str) -> str:
 
 
 @register("linalg_eigh")
-def linalg_eigh(A, UPLO: str = "L", *, out=None):
+def linalg_eigh(A, UPLO: str = "L"):
     """``torch.linalg.eigh``: ``(eigenvalues, eigenvectors)`` of symmetric matrices, ascending
     eigenvalues, reading only the ``UPLO`` triangle ('L' lower, 'U' upper)."""
     A = as_tensor_arg(A, "A")
@@ -242,7 +242,7 @@ def linalg_eigh(A, UPLO: str = "L", *, out=None):
 
 
 @register("linalg_eigvalsh")
-def linalg_eigvalsh(A, UPLO: str = "L", *, out=None) -> Tensor:
+def linalg_eigvalsh(A, UPLO: str = "L") -> Tensor:
     """``torch.linalg.eigvalsh``: the ascending eigenvalues of symmetric matrices (the
     gradient is ``V diag(g) V^T``, eigh's with no eigenvector term)."""
     return linalg_eigh(A, UPLO).eigenvalues
@@ -324,7 +324,7 @@ class SVD(Function):
 
 
 @register("linalg_svd")
-def linalg_svd(A, full_matrices: bool = True, *, driver=None, out=None):
+def linalg_svd(A, full_matrices: bool = True, *, driver=None):
     """``torch.linalg.svd``: ``(U, S, Vh)`` with ``A = U diag(S) Vh``, ``S`` descending.
     ``full_matrices=False`` gives the reduced factors (U: (m, k), Vh: (k, n)); ``driver`` (a
     cuSOLVER choice in torch) is accepted and ignored."""
@@ -335,13 +335,13 @@ def linalg_svd(A, full_matrices: bool = True, *, driver=None, out=None):
 
 
 @register("linalg_svdvals")
-def linalg_svdvals(A, *, driver=None, out=None) -> Tensor:
+def linalg_svdvals(A, *, driver=None) -> Tensor:
     """``torch.linalg.svdvals``: the singular values, descending (gradient ``U diag(g) Vh``)."""
     return linalg_svd(A, full_matrices=False).S
 
 
 @register("svd")
-def svd(input, some: bool = True, compute_uv: bool = True, *, out=None):
+def svd(input, some: bool = True, compute_uv: bool = True):
     """``torch.svd`` (deprecated in torch for ``linalg.svd``): ``(U, S, V)`` with
     ``A = U diag(S) V^T`` — ``V``, not ``Vh``; ``some=True`` gives the reduced factors.
     ``compute_uv=False``: ``U`` and ``V`` are zero matrices of shape (m, m) and (n, n), as

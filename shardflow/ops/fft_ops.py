@@ -229,37 +229,37 @@ def _c2c(input, s, dim, norm, op, inverse, default_last):
 
 
 @register("fft_fft")
-def fft_fft(input, n=None, dim: int = -1, norm=None, *, out=None) -> Tensor:
+def fft_fft(input, n=None, dim: int = -1, norm=None) -> Tensor:
     """``torch.fft.fft``: the 1-D DFT along ``dim`` (``n`` points)."""
     return _c2c(input, None if n is None else [n], [dim], norm, "fft.fft", False, 1)
 
 
 @register("fft_ifft")
-def fft_ifft(input, n=None, dim: int = -1, norm=None, *, out=None) -> Tensor:
+def fft_ifft(input, n=None, dim: int = -1, norm=None) -> Tensor:
     """``torch.fft.ifft``: the inverse of ``fft``."""
     return _c2c(input, None if n is None else [n], [dim], norm, "fft.ifft", True, 1)
 
 
 @register("fft_fft2")
-def fft_fft2(input, s=None, dim=(-2, -1), norm=None, *, out=None) -> Tensor:
+def fft_fft2(input, s=None, dim=(-2, -1), norm=None) -> Tensor:
     """``torch.fft.fft2``: the DFT over two dims (the last two by default)."""
     return _c2c(input, s, dim, norm, "fft.fft2", False, 2)
 
 
 @register("fft_ifft2")
-def fft_ifft2(input, s=None, dim=(-2, -1), norm=None, *, out=None) -> Tensor:
+def fft_ifft2(input, s=None, dim=(-2, -1), norm=None) -> Tensor:
     """``torch.fft.ifft2``: the inverse of ``fft2``."""
     return _c2c(input, s, dim, norm, "fft.ifft2", True, 2)
 
 
 @register("fft_fftn")
-def fft_fftn(input, s=None, dim=None, norm=None, *, out=None) -> Tensor:
+def fft_fftn(input, s=None, dim=None, norm=None) -> Tensor:
     """``torch.fft.fftn``: the DFT over ``dim`` (every dim, or the last ``len(s)``)."""
     return _c2c(input, s, dim, norm, "fft.fftn", False, None)
 
 
 @register("fft_ifftn")
-def fft_ifftn(input, s=None, dim=None, norm=None, *, out=None) -> Tensor:
+def fft_ifftn(input, s=None, dim=None, norm=None) -> Tensor:
     """``torch.fft.ifftn``: the inverse of ``fftn``."""
     return _c2c(input, s, dim, norm, "fft.ifftn", True, None)
 
@@ -289,38 +289,38 @@ def _irfftn(input, s, dim, norm, op, default_last):
 
 
 @register("fft_rfft")
-def fft_rfft(input, n=None, dim: int = -1, norm=None, *, out=None) -> Tensor:
+def fft_rfft(input, n=None, dim: int = -1, norm=None) -> Tensor:
     """``torch.fft.rfft``: the DFT of a real signal, frequencies ``0 .. n // 2``."""
     return _rfftn(input, None if n is None else [n], [dim], norm, "fft.rfft", 1)
 
 
 @register("fft_irfft")
-def fft_irfft(input, n=None, dim: int = -1, norm=None, *, out=None) -> Tensor:
+def fft_irfft(input, n=None, dim: int = -1, norm=None) -> Tensor:
     """``torch.fft.irfft``: the real signal of ``n`` points (default ``2 (m - 1)``) whose
     one-sided spectrum is ``input``."""
     return _irfftn(input, None if n is None else [n], [dim], norm, "fft.irfft", 1)
 
 
 @register("fft_rfft2")
-def fft_rfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None) -> Tensor:
+def fft_rfft2(input, s=None, dim=(-2, -1), norm=None) -> Tensor:
     """``torch.fft.rfft2``: ``rfft`` over the last of ``dim``, ``fft`` over the other."""
     return _rfftn(input, s, dim, norm, "fft.rfft2", 2)
 
 
 @register("fft_irfft2")
-def fft_irfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None) -> Tensor:
+def fft_irfft2(input, s=None, dim=(-2, -1), norm=None) -> Tensor:
     """``torch.fft.irfft2``: the inverse of ``rfft2``."""
     return _irfftn(input, s, dim, norm, "fft.irfft2", 2)
 
 
 @register("fft_rfftn")
-def fft_rfftn(input, s=None, dim=None, norm=None, *, out=None) -> Tensor:
+def fft_rfftn(input, s=None, dim=None, norm=None) -> Tensor:
     """``torch.fft.rfftn``: ``rfft`` over the last of ``dim``, ``fft`` over the others."""
     return _rfftn(input, s, dim, norm, "fft.rfftn", None)
 
 
 @register("fft_irfftn")
-def fft_irfftn(input, s=None, dim=None, norm=None, *, out=None) -> Tensor:
+def fft_irfftn(input, s=None, dim=None, norm=None) -> Tensor:
     """``torch.fft.irfftn``: the inverse of ``rfftn``."""
     return _irfftn(input, s, dim, norm, "fft.irfftn", None)
 
@@ -341,32 +341,32 @@ def _ihfftn(input, s, dim, norm, op, default_last):
 
 
 @register("fft_hfft")
-def fft_hfft(input, n=None, dim: int = -1, norm=None, *, out=None) -> Tensor:
+def fft_hfft(input, n=None, dim: int = -1, norm=None) -> Tensor:
     """``torch.fft.hfft``: the real spectrum of a Hermitian signal given by its first half,
     ``irfft(conj(input))`` at the dual norm."""
     return _hfftn(input, None if n is None else [n], [dim], norm, "fft.hfft", 1)
 
 
 @register("fft_ihfft")
-def fft_ihfft(input, n=None, dim: int = -1, norm=None, *, out=None) -> Tensor:
+def fft_ihfft(input, n=None, dim: int = -1, norm=None) -> Tensor:
     """``torch.fft.ihfft``: the inverse of ``hfft``, ``conj(rfft(input))`` at the dual norm."""
     return _ihfftn(input, None if n is None else [n], [dim], norm, "fft.ihfft", 1)
 
 
 @register("fft_hfft2")
-def fft_hfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None) -> Tensor:
+def fft_hfft2(input, s=None, dim=(-2, -1), norm=None) -> Tensor:
     """``torch.fft.hfft2``: ``hfftn`` over two dims (the last two by default)."""
     return _hfftn(input, s, dim, norm, "fft.hfft2", 2)
 
 
 @register("fft_ihfft2")
-def fft_ihfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None) -> Tensor:
+def fft_ihfft2(input, s=None, dim=(-2, -1), norm=None) -> Tensor:
     """``torch.fft.ihfft2``: the inverse of ``hfft2``."""
     return _ihfftn(input, s, dim, norm, "fft.ihfft2", 2)
 
 
 @register("fft_hfftn")
-def fft_hfftn(input, s=None, dim=None, norm=None, *, out=None) -> Tensor:
+def fft_hfftn(input, s=None, dim=None, norm=None) -> Tensor:
     """``torch.fft.hfftn``: the real n-dim DFT of a signal Hermitian in every transformed dim,
     given by the half of its last dim (``irfftn(conj(input))`` at the dual norm: the
     Hermitian extension of ``conj(x)`` is the conjugate of ``x``'s)."""
@@ -374,7 +374,7 @@ def fft_hfftn(input, s=None, dim=None, norm=None, *, out=None) -> Tensor:
 
 
 @register("fft_ihfftn")
-def fft_ihfftn(input, s=None, dim=None, norm=None, *, out=None) -> Tensor:
+def fft_ihfftn(input, s=None, dim=None, norm=None) -> Tensor:
     """``torch.fft.ihfftn``: the inverse of ``hfftn``, ``conj(rfftn(input))`` at the dual norm."""
     return _ihfftn(input, s, dim, norm, "fft.ihfftn", None)
 
@@ -387,8 +387,7 @@ def _freq_dtype(dtype):
 
 
 @register("fft_fftfreq")
-def fft_fftfreq(n: int, d: float = 1.0, *, dtype=None, layout=None, device=None, requires_grad: bool = False,
-                out=None) -> Tensor:
+def fft_fftfreq(n: int, d: float = 1.0, *, dtype=None, layout=None, device=None, requires_grad: bool = False) -> Tensor:
     """``torch.fft.fftfreq``: the sample frequencies ``[0, 1, ..., -(n // 2), ..., -1] / (d n)``."""
     from .creation import arange
 
@@ -401,8 +400,7 @@ def fft_fftfreq(n: int, d: float = 1.0, *, dtype=None, layout=None, device=None,
 
 
 @register("fft_rfftfreq")
-def fft_rfftfreq(n: int, d: float = 1.0, *, dtype=None, layout=None, device=None, requires_grad: bool = False,
-                 out=None) -> Tensor:
+def fft_rfftfreq(n: int, d: float = 1.0, *, dtype=None, layout=None, device=None, requires_grad: bool = False) -> Tensor:
     """``torch.fft.rfftfreq``: ``[0, 1, ..., n // 2] / (d n)``."""
     from .creation import arange
 

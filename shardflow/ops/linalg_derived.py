@@ -121,7 +121,7 @@ class Pinv(Function):
 
 
 @register("linalg_pinv")
-def linalg_pinv(A, *, atol=None, rtol=None, hermitian: bool = False, out=None) -> Tensor:
+def linalg_pinv(A, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
     """``torch.linalg.pinv``: the Moore-Penrose pseudo-inverse (algorithm and gradient in the
     module docstring)."""
     A = as_tensor_arg(A, "A")
@@ -137,7 +137,7 @@ def pinverse(input, rcond: float = 1e-15) -> Tensor:
 
 # ----------------------------------------------------------------------------- rank
 @register("linalg_matrix_rank")
-def linalg_matrix_rank(A, tol=None, hermitian: bool = False, *, atol=None, rtol=None, out=None) -> Tensor:
+def linalg_matrix_rank(A, tol=None, hermitian: bool = False, *, atol=None, rtol=None) -> Tensor:
     """``torch.linalg.matrix_rank``: the number of singular values (absolute eigenvalues when
     ``hermitian``) above ``max(atol, rtol * largest)``; ``tol`` is the legacy ``atol``."""
     from ..autograd import _wrap
@@ -258,7 +258,7 @@ matrix_exp = linalg_matrix_exp
 
 # ----------------------------------------------------------------------------- cond
 @register("linalg_cond")
-def linalg_cond(A, p=None, *, out=None) -> Tensor:
+def linalg_cond(A, p=None) -> Tensor:
     """``torch.linalg.cond``: the condition number of ``A`` in the ``p`` norm."""
     from ._linalg_names import inv, matrix_norm
 
@@ -274,7 +274,7 @@ def linalg_cond(A, p=None, *, out=None) -> Tensor:
 
 # ----------------------------------------------------------------------------- cholesky_ex
 @register("linalg_cholesky_ex")
-def linalg_cholesky_ex(A, *, upper: bool = False, check_errors: bool = False, out=None):
+def linalg_cholesky_ex(A, *, upper: bool = False, check_errors: bool = False):
     """``torch.linalg.cholesky_ex``: ``(L, info)`` without raising for a matrix that is not
     positive-definite (unless ``check_errors``): ``info`` is the order of its first leading
     minor that is not, and its ``L`` is NaN (torch leaves a partial factor there)."""
@@ -306,7 +306,7 @@ def linalg_cholesky_ex(A, *, upper: bool = False, check_errors: bool = False, ou
 
 # ----------------------------------------------------------------------------- legacy norms
 @register("nuclear_norm")
-def nuclear_norm(input, dim=(-2, -1), keepdim: bool = False, *, out=None) -> Tensor:
+def nuclear_norm(input, dim=(-2, -1), keepdim: bool = False) -> Tensor:
     """``torch.nuclear_norm`` (deprecated in torch): ``linalg.matrix_norm(A, 'nuc', dim, keepdim)``;
     ``nuclear_norm(A, True)`` is keepdim over the last two dims, as torch's overload."""
     from ._linalg_names import matrix_norm
@@ -317,7 +317,7 @@ def nuclear_norm(input, dim=(-2, -1), keepdim: bool = False, *, out=None) -> Ten
 
 
 @register("frobenius_norm")
-def frobenius_norm(input, dim, keepdim: bool = False, *, out=None) -> Tensor:
+def frobenius_norm(input, dim, keepdim: bool = False) -> Tensor:
     """``torch.frobenius_norm`` (deprecated in torch): ``linalg.vector_norm(A, 2, dim, keepdim)``."""
     from .reduce import vector_norm
 
@@ -325,8 +325,7 @@ def frobenius_norm(input, dim, keepdim: bool = False, *, out=None) -> Tensor:
 
 
 @register("triangular_solve")
-def triangular_solve(input, A, upper: bool = True, transpose: bool = False, unitriangular: bool = False,
-                     *, out=None):
+def triangular_solve(input, A, upper: bool = True, transpose: bool = False, unitriangular: bool = False):
     """``torch.triangular_solve(b, A)`` (deprecated in torch for ``linalg.solve_triangular``,
     whose arguments are reversed): ``(solution, cloned_coefficient)`` with ``A X = b``
     (``A^T X = b`` when ``transpose``) reading the ``upper`` (default) or lower triangle;

@@ -98,13 +98,13 @@ def _eig(A, op: str, vectors: bool):
 
 
 @register("linalg_eig")
-def linalg_eig(A, *, out=None):
+def linalg_eig(A):
     """``torch.linalg.eig``: ``(eigenvalues, eigenvectors)`` (complex) with ``A V = V diag(L)``."""
     vals, vecs = _eig(A, "linalg.eig", vectors=True)
     return return_types.linalg_eig(vals, vecs)
 
 
 @register("linalg_eigvals")
-def linalg_eigvals(A, *, out=None) -> Tensor:
+def linalg_eigvals(A) -> Tensor:
     """``torch.linalg.eigvals``: the (complex) eigenvalues of each square matrix."""
     return _eig(A, "linalg.eigvals", vectors=False)

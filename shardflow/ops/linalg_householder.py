@@ -68,7 +68,7 @@ def _geqrf(a):
 
 
 @register("geqrf")
-def geqrf(input, *, out=None):
+def geqrf(input):
     """``torch.geqrf``: ``(a, tau)``: ``R`` on and above ``a``'s diagonal, the Householder
     vectors below it, their scalars in ``tau`` (LAPACK's ``geqrf``; see ``orgqr``)."""
     A = as_tensor_arg(input)
@@ -111,7 +111,7 @@ def _apply_reflectors(A: Tensor, tau: Tensor, C: Tensor, left: bool, transpose: 
 
 
 @register("linalg_householder_product")
-def linalg_householder_product(A, tau, *, out=None) -> Tensor:
+def linalg_householder_product(A, tau) -> Tensor:
     """``torch.linalg.householder_product``: the first ``n`` columns of ``H_1 ... H_k``
     (``A`` (m, n) with ``m >= n``, ``tau`` (k,) with ``k <= n``)."""
     A, tau = as_tensor_arg(A, "A"), as_tensor_arg(tau, "tau")
@@ -135,7 +135,7 @@ def orgqr(input, tau) -> Tensor:
 
 
 @register("ormqr")
-def ormqr(input, tau, other, left: bool = True, transpose: bool = False, *, out=None) -> Tensor:
+def ormqr(input, tau, other, left: bool = True, transpose: bool = False) -> Tensor:
     """``torch.ormqr``: ``Q C`` (``left=False``: ``C Q``; ``transpose=True``: with ``Q^T``) for
     the ``Q`` (m, m) of the reflectors in ``input`` / ``tau`` (``geqrf``'s form), ``C = other``."""
     A, tau, C = as_tensor_arg(input), as_tensor_arg(tau, "tau"), as_tensor_arg(other, "other")

@@ -70,7 +70,7 @@ def _check_square(A: Tensor, op: str) -> None:
 
 
 @register("linalg_ldl_factor_ex")
-def linalg_ldl_factor_ex(A, *, hermitian: bool = False, check_errors: bool = False, out=None):
+def linalg_ldl_factor_ex(A, *, hermitian: bool = False, check_errors: bool = False):
     """``torch.linalg.ldl_factor_ex``: ``(LD, pivots, info)``; ``info[i] = j > 0`` when the block
     diagonal ``D`` is exactly singular at ``D[j-1, j-1]`` (raised with ``check_errors=True``)."""
     A = as_tensor_arg(A, "A")
@@ -94,7 +94,7 @@ def _raise_if_singular(info, op: str) -> None:
 
 
 @register("linalg_ldl_factor")
-def linalg_ldl_factor(A, *, hermitian: bool = False, out=None):
+def linalg_ldl_factor(A, *, hermitian: bool = False):
     """``torch.linalg.ldl_factor``: ``(LD, pivots)`` of the symmetric ``A = P L D L^T P^T``."""
     ld, piv, info = linalg_ldl_factor_ex(A, hermitian=hermitian)
     _raise_if_singular(info.array, "torch.linalg.ldl_factor")
@@ -102,7 +102,7 @@ def linalg_ldl_factor(A, *, hermitian: bool = False, out=None):
 
 
 @register("linalg_ldl_solve")
-def linalg_ldl_solve(LD, pivots, B, *, hermitian: bool = False, out=None) -> Tensor:
+def linalg_ldl_solve(LD, pivots, B, *, hermitian: bool = False) -> Tensor:
     """``torch.linalg.ldl_solve``: ``X`` with ``A X = B`` given ``LD, pivots = ldl_factor(A)``."""
     LD, piv, B = as_tensor_arg(LD, "LD"), as_tensor_arg(pivots, "pivots"), as_tensor_arg(B, "B")
     _check_square(LD, "torch.linalg.ldl_solve")

@@ -152,7 +152,7 @@ def _raise_if_singular(info, op: str) -> None:
 
 
 @register("linalg_lu_factor_ex")
-def linalg_lu_factor_ex(A, *, pivot: bool = True, check_errors: bool = False, out=None):
+def linalg_lu_factor_ex(A, *, pivot: bool = True, check_errors: bool = False):
     """``torch.linalg.lu_factor_ex``: ``(LU, pivots, info)``; a singular matrix gives
     ``info[i] = j > 0`` (``U[j-1, j-1] == 0``) and raises only with ``check_errors=True``."""
     A = as_tensor_arg(A, "A")
@@ -165,7 +165,7 @@ def linalg_lu_factor_ex(A, *, pivot: bool = True, check_errors: bool = False, ou
 
 
 @register("linalg_lu_factor")
-def linalg_lu_factor(A, *, pivot: bool = True, out=None):
+def linalg_lu_factor(A, *, pivot: bool = True):
     """``torch.linalg.lu_factor``: ``(LU, pivots)``; raises ``LinAlgError`` for a singular matrix
     (``lu_factor_ex`` returns its ``info`` instead)."""
     A = as_tensor_arg(A, "A")
@@ -181,7 +181,7 @@ def _empty(like: Tensor) -> Tensor:
 
 
 @register("lu_unpack")
-def lu_unpack(LU_data, LU_pivots, unpack_data: bool = True, unpack_pivots: bool = True, *, out=None):
+def lu_unpack(LU_data, LU_pivots, unpack_data: bool = True, unpack_pivots: bool = True):
     """``torch.lu_unpack``: ``(P, L, U)`` of a packed ``LU`` and its ``pivots``: ``L`` (m, k) is
     ``LU``'s strict lower part plus the identity, ``U`` (k, n) its upper part, ``P`` (m, m) the
     permutation of the pivots; the parts not asked for are empty tensors."""
@@ -210,7 +210,7 @@ def lu_unpack(LU_data, LU_pivots, unpack_data: bool = True, unpack_pivots: bool 
 
 
 @register("linalg_lu")
-def linalg_lu(A, *, pivot: bool = True, out=None):
+def linalg_lu(A, *, pivot: bool = True):
     """``torch.linalg.lu``: ``(P, L, U)`` with ``A = P L U`` (no error for singular ``A``);
     ``pivot=False`` (CUDA only) gives an empty ``P``."""
     A = as_tensor_arg(A, "A")
@@ -243,7 +243,7 @@ def _check_lu_solve(LU: Tensor, piv: Tensor, B: Tensor, left: bool) -> None:
 
 
 @register("linalg_lu_solve")
-def linalg_lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False, out=None) -> Tensor:
+def linalg_lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False) -> Tensor:
     """``torch.linalg.lu_solve``: ``X`` with ``A X = B`` given ``LU, pivots = lu_factor(A)``
     (``adjoint``: ``A^H X = B``; ``left=False``: ``X A = B``). Batch dims broadcast."""
     LU, piv, B = as_tensor_arg(LU, "LU"), as_tensor_arg(pivots, "pivots"), as_tensor_arg(B, "B")
@@ -259,7 +259,7 @@ def linalg_lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False, 
 
 
 @register("lu_solve")
-def lu_solve(input, LU_data, LU_pivots, *, out=None) -> Tensor:
+def lu_solve(input, LU_data, LU_pivots) -> Tensor:
     """``torch.lu_solve(b, LU_data, LU_pivots)`` (deprecated in torch for ``linalg.lu_solve``,
     with torch's warning)."""
     warnings.warn("torch.lu_solve is deprecated in favor of torch.linalg.lu_solve and will be removed "
@@ -270,7 +270,7 @@ def lu_solve(input, LU_data, LU_pivots, *, out=None) -> Tensor:
 
 
 @register("lu")
-def lu(A, pivot: bool = True, get_infos: bool = False, out=None):
+def lu(A, pivot: bool = True, get_infos: bool = False):
     """``torch.lu`` (deprecated in torch for ``linalg.lu_factor``): ``(LU, pivots)``, or
     ``(LU, pivots, infos)`` with ``get_infos=True`` (which also stops the singular check);
     torch's deprecation warning."""

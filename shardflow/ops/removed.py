@@ -14,7 +14,7 @@ __all__ = ["matrix_rank", "solve", "lstsq", "eig", "symeig"]
 _REMOVED = "This function was deprecated since version 1.9 and is now removed. "
 
 
-def matrix_rank(input, tol=None, symmetric=False, *, out=None):
+def matrix_rank(input, tol=None, symmetric=False):
     """Removed: use ``linalg.matrix_rank`` (``symmetric`` is now ``hermitian``)."""
     raise RuntimeError(
         _REMOVED.rstrip() + "\nPlease use the `torch.linalg.matrix_rank` function instead. "
@@ -23,7 +23,7 @@ def matrix_rank(input, tol=None, symmetric=False, *, out=None):
 
 
 @register("solve")
-def solve(input, A, *, out=None):
+def solve(input, A):
     """Removed: use ``linalg.solve(A, B)`` (arguments reversed)."""
     raise RuntimeError(
         _REMOVED + "`torch.solve` is deprecated in favor of `torch.linalg.solve`. "
@@ -35,7 +35,7 @@ def solve(input, A, *, out=None):
 
 
 @register("lstsq")
-def lstsq(input, A, *, out=None):
+def lstsq(input, A):
     """Removed: use ``linalg.lstsq(A, B).solution`` (arguments reversed)."""
     raise RuntimeError(
         _REMOVED + "`torch.lstsq` is deprecated in favor of `torch.linalg.lstsq`.\n"
@@ -53,7 +53,7 @@ def lstsq(input, A, *, out=None):
 
 
 @register("symeig")
-def symeig(input, eigenvectors=False, upper=True, *, out=None):
+def symeig(input, eigenvectors=False, upper=True):
     """Removed: use ``linalg.eigvalsh`` / ``linalg.eigh`` (default triangle now the lower)."""
     raise RuntimeError(
         _REMOVED + "The default behavior has changed from using the upper triangular portion of the matrix "

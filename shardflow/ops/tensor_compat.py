@@ -38,6 +38,7 @@ import numpy as np
 
 from ..autograd import Tensor, _wrap
 from ..autograd.dispatch import register
+from ..autograd.out_arg import writes_out
 from ..backend import as_dtype, dtypes, get_array_module
 from ..backend.xp import cupy
 from ._util import inplace
@@ -62,7 +63,9 @@ def _ops():
 
 
 # ---------------------------------------------------------------------------- range / fill
-def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad: bool = False, **kwargs) -> Tensor:
+@writes_out("range")
+def range(start=0, end=None, step=1, *, dtype=None, layout=None, device=None,
+          requires_grad: bool = False) -> Tensor:
     """Deprecated end-inclusive ``arange``: ``start, start + step, ..., <= end``."""
     from .creation import tensor
 

@@ -63,7 +63,7 @@ def _dims_lists(dims, na: int, nb: int):
 
 
 @register("tensordot")
-def tensordot(a, b, dims=2, out=None) -> Tensor:
+def tensordot(a, b, dims=2) -> Tensor:
     """``torch.tensordot``: contract ``dims`` (an int: the last dims of ``a`` with the first
     of ``b``; or two lists of dims) in one matrix product."""
     from .matmul import matmul
