@@ -59,14 +59,18 @@ def policy(requested: bool | None) -> tuple[bool | str, str]:
 
 class Tuner:
     """Picks the overlapped or the serial backward for one plan by timing whole replayed
-    steps: the first ``2 * trials`` replays alternate (overlapped first), then the mode with
-    the lower median step time is kept for ``retune_every`` replays, after which both are
-    timed again. Both modes run the same GEMMs, so the choice changes
-    time only, never values. Why measure rather than decide: on 2 vCPUs shared with other
-    processes the winner changed with the load (docs/KERNELS.md, "Overlapped backward")."""
+    steps: the first ``2 * trials`` replays alternate (overlapped first), then the mode that
+    is faster in most adjacent pairs (the median of the overlapped / serial ratio of each
+    pair: a load change between pairs cancels out, where two medians taken minutes apart
+    would not) is kept for ``retune_every`` replays, after which both are timed again. Both
+    modes run the same GEMMs, so the choice changes time only, never values. Why measure
+    rather than decide: on 2 vCPUs shared with other processes the winner changed with the
+    load (docs/KERNELS.md, "Overlapped backward"); on a quiet 2-core AMD EPYC (session 28)
+    the serial backward won by 35% on the MLP, so a wrong choice costs much and is re-made
+    often: a noisy trial (a load spike) once kept the overlap for 500 replays."""
 
     trials = 3
-    retune_every = 500  # replays after a choice; then both are timed again (the load changes)
+    retune_every = 100  # replays after a choice; then both are timed again (the load changes)
 
     def __init__(self):
         self.times: dict[bool, list[float]] = {True: [], False: []}
@@ -86,8 +90,8 @@ class Tuner:
             return
         self.times[mode].append(seconds)
         if min(len(v) for v in self.times.values()) >= self.trials:
-            on, off = (statistics.median(self.times[m]) for m in (True, False))
-            self.choice = on < off
+            pairs = zip(self.times[True], self.times[False], strict=True)
+            self.choice = statistics.median(on / off for on, off in pairs) < 1.0
 
     def describe(self) -> str:
         if self.choice is None:

@@ -157,6 +157,16 @@ def test_tuner_alternates_then_keeps_the_faster_median(on_faster):
     assert tuner.choice is None and tuner.mode() is True and tuner.times == {True: [], False: []}
 
 
+def test_tuner_compares_adjacent_pairs_not_medians():
+    """A load spike in one pair must not decide: overlapped wins two of three adjacent pairs
+    (ratios 0.91, 2.5, 0.94), although the serial median (12) is below the overlapped (30)."""
+    tuner = overlap.Tuner()
+    for on, off in [(10.0, 11.0), (30.0, 12.0), (31.0, 33.0)]:
+        tuner.record(tuner.mode(), on)
+        tuner.record(tuner.mode(), off)
+    assert tuner.choice is True
+
+
 def test_automatic_overlap_tunes_on_two_cpus_and_tracks_eager(monkeypatch):
     monkeypatch.setattr(overlap.os, "cpu_count", lambda: 2)
     (m_eager, model), loss_fn, make_opt = _models("mlp", 2)
