@@ -71,11 +71,11 @@ def _cast(t: Tensor, dtype, dev: str, cache: bool):
         key = id(t)
         grad_on = is_grad_enabled()
         hit = _cache.get(key)
-        if (hit is not None and hit[1] == t._version[0] and hit[2] == grad_on and hit[3] == dtype
+        if (hit is not None and hit[1] == t._version_counter[0] and hit[2] == grad_on and hit[3] == dtype
                 and (hit[4].grad_fn is None or not hit[4].grad_fn._freed)):
             return hit[4]
         out = t.to(dtype)
-        _cache[key] = (t, t._version[0], grad_on, dtype, out)
+        _cache[key] = (t, t._version_counter[0], grad_on, dtype, out)
         return out
     return t.to(dtype)
 

@@ -209,10 +209,10 @@ def _link_outputs(node, args: tuple, edges: tuple, out, executable: bool):
         positions.append(k)
         meta.append((o.array.shape, o.array.dtype))
         if _contains(dirty, o):
-            o._version[0] += 1
+            o._version_counter[0] += 1
             r = o
         elif _contains(args, o) or o.requires_grad or any(o is t for t, _ in tensor_outputs):
-            r = _wrap(o.array, version=o._version)  # torch returns a view of it
+            r = _wrap(o.array, version=o._version_counter)  # torch returns a view of it
             r._spec = o._spec
         else:
             r = o
@@ -254,11 +254,11 @@ def _saved_entry(t, args: tuple, tensor_outputs: list):
         return None
     for k, (o, r) in enumerate(tensor_outputs):
         if t is r or (t is o and r is o):
-            return ("out", k, None, t.array, t._version, t._version[0])
+            return ("out", k, None, t.array, t._version_counter, t._version_counter[0])
     for i, a in enumerate(args):
         if t is a:
-            return ("in", i, t, t.array, t._version, t._version[0])
-    return ("other", -1, t, t.array, t._version, t._version[0])
+            return ("in", i, t, t.array, t._version_counter, t._version_counter[0])
+    return ("other", -1, t, t.array, t._version_counter, t._version_counter[0])
 
 
 def _record_received_gradients(node, n_outputs: int) -> None:

@@ -148,7 +148,7 @@ class Function:
             for i in range(len(args)) if saved is None else saved:
                 a = args[i]
                 if isinstance(a, Tensor):
-                    counter = a._version
+                    counter = a._version_counter
                     versions += (counter, counter[0], i)
             fn._saved_versions = tuple(versions) if versions else None
         if _saved_hooks:  # saved-tensor hooks are active (saved_hooks.py): the only test they cost
@@ -171,7 +171,7 @@ class Function:
         t.grad = None
         t.grad_fn = fn
         t._output_nr = 0
-        t._version = [0]
+        t._version_counter = [0]
         t._hooks = None
         t._post_hooks = None
         t._spec = None
@@ -345,13 +345,13 @@ def binary_operator(cls, general, kinds: str | None = None, dunder: bool = False
         fn._pre_hooks = None
         fn._edges = (ea, eb)
         if save_both:
-            ca = input._version
-            cb = other._version
+            ca = input._version_counter
+            cb = other._version_counter
             fn._saved_versions = (ca, ca[0], 0, cb, cb[0], 1)
         elif save_one is None:
             fn._saved_versions = None
         else:
-            counter = (input if save_one == 0 else other)._version
+            counter = (input if save_one == 0 else other)._version_counter
             fn._saved_versions = (counter, counter[0], save_one)
         fn._out_meta = None
         if _saved_hooks:  # saved-tensor hooks are active (saved_hooks.py)
@@ -372,7 +372,7 @@ def binary_operator(cls, general, kinds: str | None = None, dunder: bool = False
         t.grad = None
         t.grad_fn = fn
         t._output_nr = 0
-        t._version = [0]
+        t._version_counter = [0]
         t._hooks = None
         t._post_hooks = None
         t._spec = None
@@ -477,7 +477,7 @@ def _record_output_versions(fn: Function, outs) -> None:
     """Add the outputs' version counters (index -1 - output number) to the saved ones."""
     extra = ()
     for k, t in enumerate(outs):
-        extra += (t._version, t._version[0], -1 - k)
+        extra += (t._version_counter, t._version_counter[0], -1 - k)
     fn._saved_versions = extra if fn._saved_versions is None else fn._saved_versions + extra
 
 

@@ -70,7 +70,7 @@ def increment_version(tensor) -> None:
     """Bump the version counter of ``tensor`` (or of each tensor of an iterable), as an
     in-place change does: a node that saved it refuses to run backward afterwards."""
     for t in (tensor,) if isinstance(tensor, Tensor) else tensor:
-        t._version[0] += 1
+        t._version_counter[0] += 1
 
 
 class allow_mutation_on_saved_tensors:

@@ -2,7 +2,8 @@
 
 Fields: ``array`` (NumPy or CuPy array), ``requires_grad``, ``grad``, ``grad_fn`` (the
 Function that produced it; None for leaves), ``_output_nr`` (which output of grad_fn),
-``_version`` (a one-element list shared with views, bumped by in-place ops), leaf tensor
+``_version_counter`` (a one-element list shared with views, bumped by in-place ops; the
+property ``_version`` reads it as an int, as PyTorch's ``t._version``), leaf tensor
 hooks and post-accumulate-grad hooks.
 
 ``.data`` follows PyTorch: a Tensor sharing the same memory, detached from the graph (so
@@ -45,7 +46,7 @@ def _wrap(array, requires_grad=False, grad_fn=None, output_nr=0, version=None):
     t.grad = None
     t.grad_fn = grad_fn if requires_grad else None
     t._output_nr = output_nr
-    t._version = [0] if version is None else version
+    t._version_counter = [0] if version is None else version
     t._hooks = None
     t._post_hooks = None
     t._spec = None
@@ -67,7 +68,7 @@ class Size(tuple):
 
 class Tensor:
     __slots__ = (
-        "array", "requires_grad", "grad", "grad_fn", "_output_nr", "_version", "_hooks",
+        "array", "requires_grad", "grad", "grad_fn", "_output_nr", "_version_counter", "_hooks",
         "_post_hooks", "_spec", "__dict__", "__weakref__",
     )
 
@@ -86,7 +87,7 @@ class Tensor:
         self.grad = None
         self.grad_fn = None
         self._output_nr = 0
-        self._version = [0]
+        self._version_counter = [0]
         self._hooks = None
         self._post_hooks = None
         self._spec = None
@@ -280,7 +281,7 @@ class Tensor:
 
     @property
     def data(self) -> Tensor:
-        t = _wrap(self.array, version=self._version)
+        t = _wrap(self.array, version=self._version_counter)
         t._spec = self._spec
         return t
 
@@ -521,7 +522,7 @@ class Tensor:
         return self
 
     def detach(self) -> Tensor:
-        t = _wrap(self.array, version=self._version)
+        t = _wrap(self.array, version=self._version_counter)
         t._spec = self._spec
         return t
 
@@ -598,7 +599,7 @@ class Tensor:
             self.grad_fn = result.grad_fn
             self._output_nr = result._output_nr
             self.requires_grad = True
-            self._version = result._version
+            self._version_counter = result._version_counter
             return self
         else:
             src = result.array
@@ -608,11 +609,18 @@ class Tensor:
                 _check_inplace_cast(src.dtype, self.array.dtype)
                 src = src.astype(self.array.dtype)
             self.array[...] = src
-        self._version[0] += 1
+        self._version_counter[0] += 1
         return self
 
     def _bump_version(self) -> None:
-        self._version[0] += 1
+        self._version_counter[0] += 1
+
+    @property
+    def _version(self) -> int:
+        """PyTorch's ``t._version``: in-place changes to this tensor's memory so far (through it
+        or any view sharing its counter), an int, so ``v = t._version`` keeps the value (the
+        counter itself is the shared list ``_version_counter``)."""
+        return self._version_counter[0]
 
     # ------------------------------------------------------------------ repr
     def __repr__(self) -> str:

@@ -113,7 +113,7 @@ def from_local(local: Tensor, placement, sbp, *, shape=None) -> Tensor:
             f"tensor of logical shape {shape} laid out as {sbp} on {placement} puts a shard of "
             f"shape {want} here; pass shape= or fix the local tensor"
         )
-    out = _Alias.apply(local) if local.requires_grad else _wrap(local.array, version=local._version)
+    out = _Alias.apply(local) if local.requires_grad else _wrap(local.array, version=local._version_counter)
     return make_global(out, spec)
 
 
@@ -207,7 +207,7 @@ def to_local(t: Tensor, *, grad_placements=None) -> Tensor:
         return t
     if t.requires_grad:
         return _Alias.apply(t)
-    return _wrap(t.array, version=t._version)
+    return _wrap(t.array, version=t._version_counter)
 
 
 def full_tensor(t: Tensor, *, grad_placements=None) -> Tensor:
@@ -255,7 +255,7 @@ def module_to_global(param: Tensor, placement, sbp, src=0) -> Tensor:
     if any(s.is_partial() for s in sbp):
         local = box_array(param.array, placement, shape, (broadcast,) * placement.ndim, sbp)
     param.array = local
-    param._version[0] += 1
+    param._version_counter[0] += 1
     if param.grad is not None:
         param.grad = None
     return make_global(param, spec)

@@ -192,7 +192,7 @@ class ZeroRedundancyOptimizer(Optimizer):
         for p in self._all:
             self._views[id(p)].grad = None
             if p.grad is not None:
-                p._version[0] += 1
+                p._version_counter[0] += 1
         self._consolidated = None
         return loss
 

@@ -145,7 +145,7 @@ def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1
     def done():
         if postscale_factor != 1.0:
             arr[...] *= postscale_factor
-        tensor._version[0] += 1
+        tensor._version_counter[0] += 1
         return tensor
 
     return _Handle(_world().all_reduce(arr, op, async_op=True), done)
@@ -203,7 +203,7 @@ def allgather(tensor, name=None):
 
 def broadcast_async_(tensor, root_rank, name=None):
     def done():
-        tensor._version[0] += 1
+        tensor._version_counter[0] += 1
         return tensor
 
     return _Handle(_world().broadcast(tensor.array, root_rank, async_op=True), done)
@@ -238,7 +238,7 @@ def broadcast_parameters(params, root_rank=0) -> None:
     for _, p in items:
         if isinstance(p, Tensor):
             w.broadcast(p.array, root_rank)
-            p._version[0] += 1
+            p._version_counter[0] += 1
         else:
             raise ValueError(f"broadcast_parameters expects tensors, got {type(p).__name__}")
 

@@ -62,7 +62,7 @@ def _write(tensor: Tensor, values) -> Tensor:
     if device_of(dst).type != "cpu":
         values = to_device(values, device_of(dst))
     dst[...] = values
-    tensor._version[0] += 1
+    tensor._version_counter[0] += 1
     return tensor
 
 
@@ -127,7 +127,7 @@ def _fill(tensor: Tensor, draw, scale: float, shift: float) -> Tensor:
         draw(dst.shape, sample, dst)
         dst *= scale
         dst += shift
-        tensor._version[0] += 1
+        tensor._version_counter[0] += 1
         return tensor
     flat = dst.reshape(-1)
     for start in range(0, flat.size, _FILL_CHUNK):
@@ -136,7 +136,7 @@ def _fill(tensor: Tensor, draw, scale: float, shift: float) -> Tensor:
         v *= scale
         v += shift
         _write_flat(flat, start, stop, v)
-    tensor._version[0] += 1
+    tensor._version_counter[0] += 1
     return tensor
 
 
@@ -192,7 +192,7 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
 def constant_(tensor: Tensor, val: float) -> Tensor:
     _check(tensor, "constant_")
     tensor.array[...] = val
-    tensor._version[0] += 1
+    tensor._version_counter[0] += 1
     return tensor
 
 

@@ -527,7 +527,7 @@ class Module:
                 if p.grad.grad_fn is not None:
                     p.grad = p.grad.detach()
                 p.grad.array[...] = 0
-                p.grad._version[0] += 1
+                p.grad._version_counter[0] += 1
 
     def apply(self, fn: Callable[[Module], None]) -> Module:
         """Call ``fn`` on every child (recursively) and then on this module."""
@@ -575,7 +575,7 @@ class Module:
                     new = fn(t.array)
                     if new is not t.array:
                         t.array = new
-                        t._version[0] += 1
+                        t._version_counter[0] += 1
                     if t.grad is not None:
                         g = fn(t.grad.array)
                         if g is not t.grad.array:
@@ -656,7 +656,7 @@ class Module:
                         continue
                     seen.add(id(t))
                     t.array = empty(t.array)
-                    t._version[0] += 1
+                    t._version_counter[0] += 1
                     if t.grad is not None:
                         t.grad.array = empty(t.grad.array)
         return self
@@ -818,14 +818,14 @@ class Module:
                 dst = target.array
                 if assign:  # a global parameter keeps its object and layout, takes src's array
                     target.array = src  # (the way a meta-device model, e.g. FSDP2's, gets data)
-                    target._version[0] += 1
+                    target._version_counter[0] += 1
                     continue
                 if device_of(dst) != device_of(src):
                     src = to_device(src, device_of(dst))
                 if src.dtype != dst.dtype:
                     src = src.astype(np.float32).astype(dst.dtype) if dst.dtype.kind == "V" or src.dtype.kind == "V" else src.astype(dst.dtype)
                 dst[...] = src
-                target._version[0] += 1
+                target._version_counter[0] += 1
         result = _IncompatibleKeys(missing, unexpected)
         for hook in self._load_state_dict_post_hooks.values():
             hook(self, result)

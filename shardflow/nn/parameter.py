@@ -25,7 +25,7 @@ class Parameter(Tensor):
             data = np.empty((0,), dtype=dtypes.get_default_dtype().np)
         if isinstance(data, Tensor):
             super().__init__(data.array, requires_grad=requires_grad)
-            self._version = data._version  # same storage, same counter (PyTorch's detach)
+            self._version_counter = data._version_counter  # same storage, same counter (PyTorch's detach)
             if data._spec is not None:
                 op("_parameter_to_global")(self, data)
         else:
@@ -84,7 +84,7 @@ class _UninitializedTensorMixin:
         if dtype is None:
             dtype = dtypes.as_dtype(self.array.dtype)
         self.array = empty(*tuple(shape), device=device, dtype=dtype).array
-        self._version[0] += 1
+        self._version_counter[0] += 1
         self.__class__ = self.cls_to_become
 
     def array_device(self):

@@ -99,7 +99,7 @@ def view_as_real(input: Tensor) -> Tensor:
             "with torch.complex(real, imag) or .to(torch.complex64)"
         )
     out = ViewAsReal.apply(input)
-    out._version = input._version
+    out._version_counter = input._version_counter
     return out
 
 
@@ -120,7 +120,7 @@ def view_as_complex(input: Tensor) -> Tensor:
     if a.strides[-1] != a.itemsize:
         raise RuntimeError("Tensor must have a last dimension with stride 1; call .contiguous() first")
     out = ViewAsComplex.apply(input)
-    out._version = input._version
+    out._version_counter = input._version_counter
     return out
 
 
@@ -236,7 +236,7 @@ def real(input) -> Tensor:
     if not _is_complex(t.array):
         return t
     out = Real.apply(t)
-    out._version = t._version
+    out._version_counter = t._version_counter
     return out
 
 
@@ -247,7 +247,7 @@ def imag(input) -> Tensor:
     if not _is_complex(t.array):
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
     out = Imag.apply(t)
-    out._version = t._version
+    out._version_counter = t._version_counter
     return out
 
 

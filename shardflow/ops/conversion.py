@@ -101,7 +101,7 @@ def fill_(t: Tensor, value) -> Tensor:
     if t.grad_fn is not None and needs_graph(t):
         t.grad_fn = None
         t.requires_grad = False
-    t._version[0] += 1
+    t._version_counter[0] += 1
     return t
 
 
@@ -153,5 +153,5 @@ def copy_(t: Tensor, src) -> Tensor:
     xp = get_array_module(t.array)
     s = src.array if xp is get_array_module(src.array) else to_device(src.array, t.device)
     t.array[...] = cast(s, t.array.dtype) if s.dtype != t.array.dtype else s
-    t._version[0] += 1
+    t._version_counter[0] += 1
     return t

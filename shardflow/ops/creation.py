@@ -276,7 +276,7 @@ def _fill_random(t: Tensor, values) -> Tensor:
     """Write ``values`` into ``t`` (the callers skip meta tensors before drawing them)."""
     t._check_inplace_allowed("an in-place random fill")
     t.array[...] = values.astype(t.array.dtype, copy=False) if t.array.dtype.kind != "V" else values.astype(np.float32).astype(t.array.dtype)
-    t._version[0] += 1
+    t._version_counter[0] += 1
     return t
 
 

@@ -481,7 +481,7 @@ def _make_unary(name, cls, *, float_only=True, ufunc=None, doc=""):
         if ufunc is not None and not needs_graph(input):
             a = input.array
             ufunc(a, out=a)
-            input._version[0] += 1
+            input._version_counter[0] += 1
             return input
         return inplace(input, fn(input))
 
@@ -544,7 +544,7 @@ def relu_(input):
     if not needs_graph(input):
         a = input.array
         np.maximum(a, 0, out=a)
-        input._version[0] += 1
+        input._version_counter[0] += 1
         return input
     return inplace(input, Relu.apply(input))
 
@@ -1149,7 +1149,7 @@ def pow_(input, exponent):
         a = input.array
         if _is_float_array(a) or not isinstance(exponent, float):
             np.power(a, exponent, out=a)
-            input._version[0] += 1
+            input._version_counter[0] += 1
             return input
     return inplace(input, pow(input, exponent))
 
@@ -1318,7 +1318,7 @@ def clamp_(input, min=None, max=None):
             np.maximum(a, min, out=a)
         else:
             np.minimum(a, max, out=a)
-        input._version[0] += 1
+        input._version_counter[0] += 1
         return input
     return inplace(input, clamp(input, min, max))
 
@@ -1576,7 +1576,7 @@ def lerp_(input, end, weight):
         a = input.array
         w = weight.array if isinstance(weight, Tensor) else weight
         _lerp_array(a, end.array, w, out=a)
-        input._version[0] += 1
+        input._version_counter[0] += 1
         return input
     return inplace(input, lerp(input, end, weight))
 
@@ -1685,7 +1685,7 @@ def addcmul_(input, tensor1, tensor2, *, value=1):
     if _fast_inplace_ok(input, tensor1, tensor2):
         a = input.array
         np.add(a, _scaled_product(tensor1.array, tensor2.array, value), out=a)
-        input._version[0] += 1
+        input._version_counter[0] += 1
         return input
     return inplace(input, addcmul(input, tensor1, tensor2, value=value))
 
@@ -1696,6 +1696,6 @@ def addcdiv_(input, tensor1, tensor2, *, value=1):
     if _fast_inplace_ok(input, tensor1, tensor2):
         a = input.array
         np.add(a, _scaled_product(tensor1.array, tensor2.array, value, np.divide), out=a)
-        input._version[0] += 1
+        input._version_counter[0] += 1
         return input
     return inplace(input, addcdiv(input, tensor1, tensor2, value=value))

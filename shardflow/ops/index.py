@@ -342,7 +342,7 @@ def getitem(input: Tensor, index) -> Tensor:
     idx, advanced, unique, add_idx = _parse_index(index, input.array)
     out = Index.apply(input, idx=idx, unique=unique, add_idx=add_idx)
     if not advanced:
-        out._version = input._version
+        out._version_counter = input._version_counter
     return out
 
 
@@ -368,7 +368,7 @@ def _run_inplace(t: Tensor, op: str, fn_cls, *args, **params) -> Tensor:
     if not _writeable(t.array):
         _raise_readonly(t, op)
     fn_cls.apply(t, *args, inplace=True, **params)
-    t._version[0] += 1
+    t._version_counter[0] += 1
     return t
 
 
@@ -1006,7 +1006,7 @@ def renorm_rows_(weight: Tensor, ids, max_norm: float, norm_type: float) -> None
     norms = xp.linalg.norm(sel.astype(np.float64).reshape(len(rows), -1), ord=norm_type, axis=1)
     scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(w.dtype)
     w[rows] = sel * scale[:, None]
-    weight._version[0] += 1
+    weight._version_counter[0] += 1
 
 
 @register("embedding")

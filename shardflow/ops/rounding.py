@@ -114,7 +114,7 @@ def _rounding(name, cls, ufunc):
         if not needs_graph(input) and input.array.dtype.kind not in "biu":
             a = input.array
             ufunc(a, out=a)
-            input._version[0] += 1
+            input._version_counter[0] += 1
             return input
         return inplace(input, fn(input))
 
@@ -148,7 +148,7 @@ def round_(input, *, decimals: int = 0):
     if decimals == 0 and not needs_graph(input) and input.array.dtype.kind not in "biu":
         a = input.array
         np.rint(a, out=a)
-        input._version[0] += 1
+        input._version_counter[0] += 1
         return input
     return inplace(input, round(input, decimals=decimals))
 

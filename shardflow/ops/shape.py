@@ -3,7 +3,7 @@ repeat/tile, cat/stack, split/chunk/unbind/narrow, pad, flip/roll, tril/triu, mo
 
 Views: where the result is a NumPy view of the input (view, reshape without copy,
 permute, transpose, squeeze, unsqueeze, flatten, expand, narrow, split, chunk, unbind,
-movedim) the output shares the input's version counter (``out._version = input._version``),
+movedim) the output shares the input's version counter (``out._version_counter = input._version_counter``),
 so an in-place change through either is seen by autograd's saved-tensor check. ``flip``
 and ``roll`` return new memory, as in PyTorch. ``expand`` is a read-only broadcast view.
 
@@ -56,7 +56,7 @@ def _sizes(args) -> tuple:
 
 def _share(out: Tensor, src: Tensor) -> Tensor:
     """Make ``out`` (a NumPy view of ``src``) share ``src``'s version counter."""
-    out._version = src._version
+    out._version_counter = src._version_counter
     return out
 
 
@@ -156,7 +156,7 @@ def view_dtype(input: Tensor, dtype) -> Tensor:
             f"cannot view a tensor of dtype {input.dtype} and shape {tuple(input.shape)} as "
             f"{d}: {e}. Make it contiguous, or make the last dimension divisible by the size ratio."
         ) from None
-    return _wrap(arr, version=input._version)
+    return _wrap(arr, version=input._version_counter)
 
 
 @register("ravel")

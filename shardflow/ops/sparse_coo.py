@@ -63,7 +63,7 @@ class SparseTensor(Tensor):
     @classmethod
     def _make(cls, indices, values: Tensor, shape, coalesced: bool) -> SparseTensor:
         t = object.__new__(cls)
-        t._version = [0]
+        t._version_counter = [0]
         t._hooks = None
         t._post_hooks = None
         t._spec = None

@@ -202,13 +202,13 @@ def resize_(self, *sizes, memory_format=None) -> Tensor:
     n_new = int(np.prod(shape)) if shape else 1
     if n_new <= a.size and a.flags.c_contiguous:  # fits: torch keeps the storage (a view of it)
         self.array = a.reshape(-1)[:n_new].reshape(shape)
-        self._version[0] += 1
+        self._version_counter[0] += 1
         return self
     new = xp.empty(shape, dtype=a.dtype)
     keep = min(a.size, n_new)
     new.reshape(-1)[:keep] = a.reshape(-1)[:keep]
     self.array = new
-    self._version[0] += 1
+    self._version_counter[0] += 1
     return self
 
 
@@ -382,5 +382,5 @@ def map2_(self, x, y, callable) -> Tensor:
     a = self.array
     xs = [np.broadcast_to(t.array if isinstance(t, Tensor) else np.asarray(t), a.shape) for t in (x, y)]
     a[...] = np.vectorize(callable, otypes=[a.dtype])(a, *xs)
-    self._version[0] += 1
+    self._version_counter[0] += 1
     return self

@@ -160,7 +160,7 @@ def apply_(self, callable) -> Tensor:
         raise TypeError("apply_ is only implemented on CPU tensors")
     a = self.array
     a[...] = np.vectorize(callable, otypes=[a.dtype])(a)
-    self._version[0] += 1
+    self._version_counter[0] += 1
     return self
 
 
@@ -172,7 +172,7 @@ def map_(self, tensor, callable) -> Tensor:
     a = self.array
     b = np.broadcast_to(tensor.array if isinstance(tensor, Tensor) else np.asarray(tensor), a.shape)
     a[...] = np.vectorize(callable, otypes=[a.dtype])(a, b)
-    self._version[0] += 1
+    self._version_counter[0] += 1
     return self
 
 

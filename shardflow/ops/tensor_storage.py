@@ -114,7 +114,7 @@ def set_(self, source=None, storage_offset=None, size=None, stride=None) -> Tens
         raise TypeError(f"set_() takes a Tensor or a storage (UntypedStorage / TypedStorage), got "
                         f"{type(source).__name__}")
     self.array = new
-    self._version[0] += 1
+    self._version_counter[0] += 1
     return self
 
 

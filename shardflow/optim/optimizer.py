@@ -354,7 +354,7 @@ def check_state_fits(optimizer: Optimizer, state: dict, names: dict | None = Non
 
 
 def _bump(p: Tensor) -> None:
-    p._version[0] += 1
+    p._version_counter[0] += 1
 
 
 __all__ = ["Optimizer", "required", "check_state_fits", "register_optimizer_step_pre_hook",

@@ -43,7 +43,7 @@ def test_apply_binary_builds_the_node_apply_builds(cls, grads):
     generic, binary = cls.apply(a, b), apply_binary(cls, a, b)
     np.testing.assert_array_equal(generic.numpy(), binary.numpy())
     assert _node(generic) == _node(binary)
-    assert generic._version is not binary._version and binary._version == [0]
+    assert generic._version_counter is not binary._version_counter and binary._version == 0
     generic.sum().backward(retain_graph=True)
     ga = None if a.grad is None else a.grad.numpy().copy()
     gb0 = None if b0.grad is None else b0.grad.numpy().copy()

@@ -182,7 +182,7 @@ class PipelineTraining:
             sf.set_rng_state(rng)
         for n, p in self._whole_model.named_parameters():
             p.array[...] = whole[n]
-            p._version[0] += 1
+            p._version_counter[0] += 1
         return self._whole_model
 
     def optimizer_state(self) -> dict:

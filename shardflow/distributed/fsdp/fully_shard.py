@@ -613,7 +613,7 @@ def _broadcast_from_rank0(params, module, owned_elsewhere) -> None:
         if is_meta_array(p.array):  # no data yet: to_empty + reset_parameters (or a load) gives it
             continue
         world.broadcast(p.array, 0)
-        p._version[0] += 1
+        p._version_counter[0] += 1
     for b in module.buffers():
         if b is not None and not is_meta_array(b.array):
             world.broadcast(b.array, 0)

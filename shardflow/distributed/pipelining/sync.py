@@ -113,7 +113,7 @@ def sync_parameters(model, owners: dict, group) -> dict:
     for n, p in model.named_parameters():
         if n in whole and owners[id(p)] != group.rank and getattr(p, "_spec", None) is None:
             p.array[...] = whole[n]
-            p._version[0] += 1  # changed in place, as optimizer.step does
+            p._version_counter[0] += 1  # changed in place, as optimizer.step does
     return whole
 
 

@@ -78,7 +78,7 @@ class _NormBase(Module):
             self.running_var.array[...] = 1
             self.num_batches_tracked.array[...] = 0
             for b in (self.running_mean, self.running_var, self.num_batches_tracked):
-                b._version[0] += 1
+                b._version_counter[0] += 1
 
     def reset_parameters(self) -> None:
         self.reset_running_stats()
@@ -99,7 +99,7 @@ class _BatchNorm(_NormBase):
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             self.num_batches_tracked.array += 1
-            self.num_batches_tracked._version[0] += 1
+            self.num_batches_tracked._version_counter[0] += 1
             if self.momentum is None:  # cumulative moving average
                 factor = 1.0 / float(self.num_batches_tracked.array)
         if self.training:

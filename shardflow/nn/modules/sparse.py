@@ -54,7 +54,7 @@ class Embedding(Module):
     def _fill_padding_idx_with_zero(self) -> None:
         if self.padding_idx is not None:
             self.weight.array[self.padding_idx] = 0
-            self.weight._version[0] += 1
+            self.weight._version_counter[0] += 1
 
     def forward(self, input):
         return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
@@ -121,7 +121,7 @@ class EmbeddingBag(Module):
         init.normal_(self.weight)
         if self.padding_idx is not None:
             self.weight.array[self.padding_idx] = 0
-            self.weight._version[0] += 1
+            self.weight._version_counter[0] += 1
 
     def forward(self, input, offsets=None, per_sample_weights=None):
         return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,

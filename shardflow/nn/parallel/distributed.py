@@ -118,7 +118,7 @@ class DistributedDataParallel(Module):
             return
         for t in list(self.module.parameters()) + [b for b in self.module.buffers() if b is not None]:
             pg.broadcast(t.array, 0)
-            t._version[0] += 1
+            t._version_counter[0] += 1
 
     # -- state the reducer keeps -------------------------------------------------------------
     @property

@@ -121,4 +121,4 @@ class Join:
         src = int(cand[0])
         for t in list(ddp.module.parameters()) + [b for b in ddp.module.buffers() if b is not None]:
             pg.broadcast(t.array, src)
-            t._version[0] += 1
+            t._version_counter[0] += 1

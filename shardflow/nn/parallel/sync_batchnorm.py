@@ -46,8 +46,8 @@ class _SyncBNFunction(Function):
             unbiased = var * (M / max(M - 1.0, 1.0))
             running_mean.array[...] = (1 - momentum) * running_mean.array + momentum * mean
             running_var.array[...] = (1 - momentum) * running_var.array + momentum * unbiased
-            running_mean._version[0] += 1
-            running_var._version[0] += 1
+            running_mean._version_counter[0] += 1
+            running_var._version_counter[0] += 1
         self.comm, self.xhat, self.M = comm, xhat, M
         self.invstd = invstd.astype(x.dtype)
         self.weight = weight
@@ -102,7 +102,7 @@ class SyncBatchNorm(_BatchNorm):
         factor = 0.0 if self.momentum is None else self.momentum
         if self.track_running_stats and self.num_batches_tracked is not None:
             self.num_batches_tracked.array += 1
-            self.num_batches_tracked._version[0] += 1
+            self.num_batches_tracked._version_counter[0] += 1
             if self.momentum is None:
                 factor = 1.0 / float(self.num_batches_tracked.array)
         track = self.track_running_stats and self.running_mean is not None

@@ -29,5 +29,5 @@ def vector_to_parameters(vec: Tensor, parameters) -> None:
         for p in params:
             n = p.numel()
             p.array[...] = src[offset:offset + n].reshape(p.array.shape).astype(p.array.dtype, copy=False)
-            p._version[0] += 1
+            p._version_counter[0] += 1
             offset += n

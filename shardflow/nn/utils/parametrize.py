@@ -60,7 +60,7 @@ def _register_parameter_or_buffer(module: Module, name: str, value) -> None:
 def _set_in_place(dest: Tensor, value: Tensor) -> None:
     """``dest.set_(value)``: ``dest`` (the same object) now holds ``value``'s elements."""
     dest.data = value
-    dest._version[0] += 1
+    dest._version_counter[0] += 1
 
 
 class ParametrizationList(ModuleList):
