@@ -549,7 +549,10 @@ class Tensor:
             if fn._pre_hooks is None:
                 fn._pre_hooks = {}
             hooks = fn._pre_hooks.setdefault(self._output_nr, [])
-        hooks.append(hook)
+        if hooks and getattr(hooks[-1], "_retains_grad", False):
+            hooks.insert(len(hooks) - 1, hook)  # retain_grad's hook stays last, as in PyTorch
+        else:
+            hooks.append(hook)
         return _RemovableHandle(hooks, hook)
 
     def register_post_accumulate_grad_hook(self, hook):
@@ -571,6 +574,9 @@ class Tensor:
         def _keep(g, t=self):
             t.grad = g if t.grad is None else _wrap(t.grad.array + g.array)
 
+        # PyTorch runs the retains-grad hook after every other tensor hook, whenever they were
+        # registered, so ``.grad`` holds the gradient the hooks made (register_hook keeps it last)
+        _keep._retains_grad = True
         self.register_hook(_keep)
 
     @property

@@ -110,6 +110,23 @@ def test_retain_grad_on_intermediate():
     np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-6)  # flows on past b
 
 
+def test_retain_grad_sees_the_hooks_gradient_whatever_the_order():
+    """PyTorch runs retain_grad's hook after every other tensor hook (registered before or
+    after it), so ``.grad`` is the hooked gradient; the gradient flowing on is hooked too."""
+    got = {}
+    for name, lib, (a, ta) in (("sf", sf, _pair((2,))), ("torch", torch, _pair((2,)))):
+        x = a if lib is sf else ta
+        y, z = x * 2, x * 3
+        y.retain_grad()
+        y.register_hook(lambda g: g * 10)   # after retain_grad
+        z.register_hook(lambda g: g + 1)    # before retain_grad
+        z.retain_grad()
+        (y * y + z * z).sum().backward()
+        got[name] = [t.numpy().copy() for t in (y.grad, z.grad, x.grad)]
+    for mine, theirs in zip(got["sf"], got["torch"], strict=True):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-6)
+
+
 def test_autograd_grad_does_not_touch_dot_grad():
     a, ta = _pair((3,))
     b, tb = a * a, ta * ta
