@@ -108,6 +108,26 @@ def promote(a, b):
     return as_tensor_arg(a), b
 
 
+def wrap_int_operand(a, b):
+    """``(a, b)`` from :func:`promote` with a Python int operand outside an integer tensor's
+    dtype wrapped into it (two's complement), as PyTorch's add/sub/mul cast the scalar:
+    ``uint8 tensor + 1000`` adds 232 (NumPy 2 raises OverflowError instead). Beyond int64,
+    PyTorch refuses too (``OverflowError``)."""
+    if type(b) is int and isinstance(a, Tensor):
+        return a, _wrapped(b, a.array.dtype)
+    if type(a) is int and isinstance(b, Tensor):
+        return _wrapped(a, b.array.dtype), b
+    return a, b
+
+
+def _wrapped(v: int, dt) -> int:
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        if not info.min <= v <= info.max:
+            return int(np.array(v, dtype=np.int64).astype(dt))
+    return v
+
+
 def _promote_ndarray(t: Tensor, arr: np.ndarray, tensor_first: bool):
     """A Tensor with a NumPy array operand: the result dtype follows NumPy's promotion of the
     two dtypes, which is what PyTorch produces (it computes ``tensor * ndarray`` through

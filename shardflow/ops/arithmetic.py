@@ -19,7 +19,7 @@ from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..autograd.function import binary_operator
 from . import _grad_graph as _gg
-from ._util import _shape, as_dtype_of, inplace, number_arg, promote, unbroadcast
+from ._util import _shape, as_dtype_of, inplace, number_arg, promote, unbroadcast, wrap_int_operand
 
 _SHAPE_ERR = (
     "The size of tensor a ({a}) must match the size of tensor b ({b}) at non-singleton "
@@ -219,6 +219,9 @@ def _add_general(input, other, alpha=1):
     if type(alpha) is not int:
         alpha = number_arg(alpha, "add", "alpha")
     a, b = promote(input, other)
+    if type(b) is int and type(alpha) is int and alpha != 1:  # other * alpha, wrapped as one scalar
+        b, alpha = b * alpha, 1
+    a, b = wrap_int_operand(a, b)
     if not isinstance(a, Tensor):  # scalar + Tensor: keep the Tensor first (commutative)
         return Add.apply(b, a, alpha=1) if alpha == 1 else Add.apply(b * alpha, a)
     return Add.apply(a, b, alpha=alpha)
@@ -241,6 +244,9 @@ def _sub_general(input, other, alpha=1):
     if type(alpha) is not int:
         alpha = number_arg(alpha, "sub", "alpha")
     a, b = promote(input, other)
+    if type(b) is int and type(alpha) is int and alpha != 1:  # other * alpha, wrapped as one scalar
+        b, alpha = b * alpha, 1
+    a, b = wrap_int_operand(a, b)
     if not isinstance(a, Tensor):  # scalar - Tensor
         return Add.apply(Neg.apply(b) if alpha == 1 else b * -alpha, a)
     return Sub.apply(a, b, alpha=alpha)
@@ -258,7 +264,7 @@ def sub(input, other, *, alpha=1):
 
 
 def _mul_general(input, other):
-    a, b = promote(input, other)
+    a, b = wrap_int_operand(*promote(input, other))
     if not isinstance(a, Tensor):
         return Mul.apply(b, a)
     return Mul.apply(a, b)
