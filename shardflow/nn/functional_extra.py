@@ -376,10 +376,16 @@ def affine_grid(theta, size, align_corners=None) -> Tensor:
         raise ValueError(f"Expected non-zero, positive output size. Got {list(size)}")
 
     def coords(n):
+        # as PyTorch builds them, in theta's dtype: linspace(-1, 1, n), then `* (n - 1)` and
+        # `/ n` (two roundings) for pixel centres. Rounded otherwise, a centre such as
+        # pixel 14 of 28 lands an ulp below the integer, and grid_sample's bilinear
+        # gradient (one-sided at a pixel) takes the other neighbours' difference.
         if n <= 1:
-            return np.zeros(max(n, 1))
-        c = np.linspace(-1.0, 1.0, n)
-        return c if align_corners else c * (n - 1) / n
+            return np.zeros(max(n, 1), theta.dtype.np)
+        c = ops.linspace(-1.0, 1.0, n, dtype=theta.dtype).numpy()
+        if not align_corners:
+            c = c * c.dtype.type(n - 1) / c.dtype.type(n)
+        return c
 
     axes = [coords(n) for n in reversed(spatial)]  # x (width) first, as the grid's last dim
     mesh = np.meshgrid(*axes, indexing="ij")  # each (W, H[, D])
