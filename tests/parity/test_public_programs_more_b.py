@@ -7,6 +7,7 @@ modules set to p=0 or given shared masks, random samplers drawing from one share
 """
 
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -119,3 +120,62 @@ def test_spatial_transformer_trains_like_torch():
     assert_close([t[0] for t in sf_test], [t[0] for t in th_test], "test losses")
     assert [t[1] for t in sf_test] == [t[1] for t in th_test]
     assert_same_state(sf.model, th.model, "Net")
+
+
+def _linear_from_torch(program, records, use_shardflow):
+    """Make the classes the script derives from ``nn.Linear`` (its ``Layer``) start from
+    torch's weights: ``program.nn`` becomes a view of the framework's ``nn`` whose
+    ``Linear.reset_parameters`` records (torch run) or loads (shardflow run, same order) the
+    initial state. The script's Layer builds its Adam after ``__init__`` returns from
+    Linear's, so the optimizer holds the loaded parameters."""
+    nn = program.nn
+    base = nn.Linear
+
+    class Linear(base):
+        def reset_parameters(self):
+            super().reset_parameters()
+            if not use_shardflow:
+                records.append({k: v.detach().numpy().copy() for k, v in self.named_parameters()})
+                return
+            state = records[len(loaded)]
+            loaded.append(self)
+            with program.torch.no_grad():
+                for k, v in self.named_parameters():
+                    v.copy_(program.torch.from_numpy(state[k]))
+
+    loaded = []
+    view = type(nn)(nn.__name__)
+    view.__dict__.update(nn.__dict__)
+    view.Linear = Linear
+    program.nn = view
+
+
+def test_mnist_forward_forward_trains_like_torch(capsys):
+    """pytorch/examples mnist_forward_forward, run as a script (`--log-interval 1`): two
+    Forward-Forward layers, each trained 4 steps with its own Adam on
+    log1p(exp(threshold -+ goodness)) of `.norm`-normalised inputs, the second fed the
+    first's `.detach()`ed outputs; then predict() over the 10 overlaid labels. get_y_neg's
+    torch.randint gets the same NumPy draws in both runs and the layers start from torch's
+    weights (``_linear_from_torch``). The printed losses (Python's full float repr), the
+    train/test errors and the final weights agree to rtol 1e-5."""
+    path = Path(__file__).parent / "programs" / "mnist_forward_forward.py"
+    records, runs = [], []
+    for use_sf in (False, True):
+        def after_imports(mod, _sf=use_sf):
+            same_draws((mod,), ["randint"])
+            _linear_from_torch(mod, records, _sf)
+
+        mod = run_script(path, use_sf, argv=["--log-interval", "1"], after_imports=after_imports)
+        out = capsys.readouterr().out
+        losses = [float(line.split()[-1]) for line in out.splitlines() if line.startswith("Loss:")]
+        errors = [float(line.split()[-1]) for line in out.splitlines() if line.endswith(tuple("0123456789"))
+                  and line.startswith(("train error:", "test error:"))]
+        runs.append((mod, losses, errors))
+    (th, th_losses, th_errors), (sf, sf_losses, sf_errors) = runs
+    assert len(sf_losses) == len(th_losses) == 8  # 2 layers x 4 epochs
+    assert_close(sf_losses, th_losses, "per-layer losses")
+    assert len(sf_errors) == len(th_errors) == 2
+    assert_close(sf_errors, th_errors, "train and test error")
+    for i, (sf_layer, th_layer) in enumerate(zip(sf.net.layers, th.net.layers)):
+        assert_same_state(sf_layer, th_layer, f"layer {i}")
+    assert th_losses[3] < th_losses[0]
