@@ -179,3 +179,54 @@ def test_mnist_forward_forward_trains_like_torch(capsys):
     for i, (sf_layer, th_layer) in enumerate(zip(sf.net.layers, th.net.layers)):
         assert_same_state(sf_layer, th_layer, f"layer {i}")
     assert th_losses[3] < th_losses[0]
+
+
+def _shared_shuffling(prog, seed=0):
+    """The program's ``random_split`` and ``DataLoader(shuffle=True)`` drawing their
+    permutations from one NumPy stream seeded ``seed`` (the frameworks' generators
+    differ); everything else is the framework's own."""
+    rng, data = np.random.default_rng(seed), prog.torch.utils.data
+    sampler = _Draws(prog.torch, rng, ["RandomSampler"]).utils.data.RandomSampler
+
+    def random_split(dataset, lengths):
+        perm, start, parts = rng.permutation(len(dataset)).tolist(), 0, []
+        for n in lengths:
+            parts.append(data.Subset(dataset, perm[start:start + n]))
+            start += n
+        return parts
+
+    def loader(dataset, shuffle=False, **kwargs):
+        return data.DataLoader(dataset, sampler=sampler(dataset) if shuffle else None, **kwargs)
+
+    prog.random_split, prog.DataLoader = random_split, loader
+
+
+def test_text_classification_trains_like_torch():
+    """pytorch/tutorials text_sentiment_ngrams (the torchtext-library version, torchtext
+    stood in): nn.EmbeddingBag(text, offsets) + Linear, collate_batch's cumsum offsets,
+    CrossEntropyLoss, SGD lr 5 with clip_grad_norm_(0.1), StepLR(optimizer, 1.0, gamma=0.1)
+    stepped when validation accuracy drops; 3 epochs of 3 batches, then test accuracy and a
+    prediction. random_split and the shuffled loaders draw from one shared stream; the
+    module-level model takes torch's weights after loading. Every batch loss and every
+    clip_grad_norm_ total norm (the clipping acts: norms 0.2 to 0.4 against 0.1) to rtol 1e-5;
+    the validation accuracies, the two StepLR steps (lr 5 -> 0.05), the test accuracy and
+    the prediction are equal."""
+    from .programs._harness import record_calls
+
+    th, sf = load_pair("text_classification")
+    copy_weights(th.model, sf.model)
+    norms = {}
+    for prog in (th, sf):
+        _shared_shuffling(prog)
+        record_calls(prog, "torch.nn.utils", "clip_grad_norm_", norms.setdefault(prog.__name__, []))
+    th_losses, th_acc, th_test, th_pred = th.main()
+    sf_losses, sf_acc, sf_test, sf_pred = sf.main()
+    th_norms, sf_norms = norms[th.__name__], norms[sf.__name__]
+    assert len(sf_losses) == len(th_losses) == 9
+    assert_close(sf_losses, th_losses, "batch losses")
+    assert_close(sf_norms, th_norms, "gradient norms before clipping")
+    assert min(th_norms) > 0.1  # the clipping acts
+    assert (sf_acc, sf_test, sf_pred) == (th_acc, th_test, th_pred)
+    assert sf.optimizer.param_groups[0]["lr"] == th.optimizer.param_groups[0]["lr"]
+    assert_same_state(sf.model, th.model, "TextClassificationModel")
+    assert th_losses[-1] < th_losses[0]
