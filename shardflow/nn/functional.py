@@ -243,13 +243,16 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
 
 # ----------------------------------------------------------------------------- losses
 def _reduction(size_average, reduce, reduction: str) -> str:
+    """The ``reduction`` the legacy ``size_average`` / ``reduce`` arguments mean, with
+    PyTorch's deprecation warning when either is given."""
     if size_average is None and reduce is None:
         return reduction
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
-    if not reduce:
-        return "none"
-    return "mean" if size_average else "sum"
+    ret = "none" if not reduce else "mean" if size_average else "sum"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{ret}' instead.",
+                  stacklevel=3)
+    return ret
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index: int = -100,
