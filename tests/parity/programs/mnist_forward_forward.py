@@ -1,4 +1,4 @@
-# ruff: noqa: E402  (the example's own layout)
+# ruff: noqa: E402, I001  (the example's own layout and import block)
 # PyTorch's examples/mnist_forward_forward/main.py (github.com/pytorch/examples,
 # BSD-3-Clause; after Mohammad Pezeshki's pytorch_forward_forward, MIT), commit 16d4ca4:
 # Hinton's Forward-Forward algorithm, each Layer (an nn.Linear subclass whose train()

@@ -1,4 +1,4 @@
-# ruff: noqa: UP008, UP009, UP025, UP031, E741  (the tutorial's own style: super(C, self), coding line, %-format, `l`, kept)
+# ruff: noqa: F401, I001, UP008, UP009, UP010, UP029, UP031, E741  (the tutorial's own style: its import block with `from io import open` and __future__, super(C, self), coding line, %-format, `l`, kept)
 # -*- coding: utf-8 -*-
 # PyTorch's tutorial "NLP From Scratch: Translation with a Sequence to Sequence Network and
 # Attention" (pytorch/tutorials, intermediate_source/seq2seq_translation_tutorial.py,

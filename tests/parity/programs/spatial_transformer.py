@@ -1,4 +1,4 @@
-# ruff: noqa: UP008, UP010, UP032  (the tutorial's own style: super(C, self), __future__ import, str.format, kept)
+# ruff: noqa: I001, UP008, UP009, UP010, UP032  (the tutorial's own style: its import block, super(C, self), coding line, __future__ import, str.format, kept)
 # -*- coding: utf-8 -*-
 # PyTorch's tutorial "Spatial Transformer Networks Tutorial" (pytorch/tutorials,
 # intermediate_source/spatial_transformer_tutorial.py, BSD-3-Clause; Ghassen Hamrouni), in

@@ -1,4 +1,4 @@
-# ruff: noqa: E402, E731, UP008, UP031, UP032, C401  (the tutorial's own style: mid-file imports, lambdas, super(C, self), %/format, set([...]), kept)
+# ruff: noqa: E402, E731, F841, I001, UP008, UP031, UP032, C401  (the tutorial's own style: mid-file imports, lambdas, unused `elapsed`/`loss`, super(C, self), %/format, set([...]), kept)
 # PyTorch's tutorial "Text classification with the torchtext library" (pytorch/tutorials,
 # beginner_source/text_sentiment_ngrams_tutorial.py, BSD-3-Clause), in its current form as
 # published at https://pytorch.org/tutorials/beginner/text_sentiment_ngrams_tutorial.html
