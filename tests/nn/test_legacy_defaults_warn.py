@@ -55,3 +55,21 @@ def test_grid_functions_warn_when_align_corners_is_left_unset(align_corners):
     np.testing.assert_allclose(sf_out, th_out, rtol=1e-5, atol=1e-6)
     assert sf_msgs == th_msgs
     assert (th_msgs[0] != []) == (align_corners is None)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax", "softmin"])
+@pytest.mark.parametrize("shape", [(5,), (2, 5), (2, 3, 4)])
+def test_implicit_softmax_dim_warns_with_the_functions_name(name, shape):
+    """The spatial transformer tutorial's stored form calls ``F.log_softmax(x)``."""
+    x = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
+    th_out, th_msgs = _warnings(lambda: getattr(torch.nn.functional, name)(torch.tensor(x)).numpy())
+    sf_out, sf_msgs = _warnings(lambda: getattr(shardflow.nn.functional, name)(shardflow.tensor(x)).numpy())
+    np.testing.assert_allclose(sf_out, th_out, rtol=1e-6, atol=1e-7)
+    assert sf_msgs == th_msgs and len(th_msgs) == 1
+
+
+def test_variable_volatile_warns_as_torch():
+    x = np.ones(3, np.float32)
+    _, th_msgs = _warnings(lambda: torch.autograd.Variable(torch.tensor(x), volatile=True))
+    _, sf_msgs = _warnings(lambda: shardflow.autograd.Variable(shardflow.tensor(x), volatile=True))
+    assert sf_msgs == th_msgs and len(th_msgs) == 1
