@@ -22,7 +22,8 @@ class _VariableMeta(type):
 class Variable(metaclass=_VariableMeta):
     def __new__(cls, data=None, requires_grad: bool = False, volatile: bool = False):
         if volatile:
-            warnings.warn("volatile was removed (Variable.volatile is always False)", UserWarning, stacklevel=2)
+            warnings.warn("volatile was removed and now has no effect. Use `with torch.no_grad():` instead.",
+                          UserWarning, stacklevel=2)
         if data is None:
             data = Tensor([])
         if not isinstance(data, Tensor):

@@ -201,9 +201,9 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     return _op("where")(input >= 0, input, input * w)
 
 
-def _softmax_dim(ndim: int) -> int:
+def _softmax_dim(ndim: int, name: str = "softmax") -> int:
     warnings.warn(
-        "Implicit dimension choice for softmax has been deprecated. Change the call to include "
+        f"Implicit dimension choice for {name} has been deprecated. Change the call to include "
         "dim=X as an argument.", stacklevel=3,
     )
     return 0 if ndim in (0, 1, 3) else 1
@@ -219,13 +219,15 @@ def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=N
 
 def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
     if dim is None:
-        dim = _softmax_dim(input.ndim)
+        dim = _softmax_dim(input.ndim, "log_softmax")
     if dtype is not None:
         input = input.to(dtype)
     return _op("log_softmax")(input, dim)
 
 
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    if dim is None:
+        dim = _softmax_dim(input.ndim, "softmin")
     return softmax(-input, dim, dtype=dtype)
 
 
@@ -243,13 +245,16 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
 
 # ----------------------------------------------------------------------------- losses
 def _reduction(size_average, reduce, reduction: str) -> str:
+    """The ``reduction`` the legacy ``size_average`` / ``reduce`` arguments mean, with
+    PyTorch's deprecation warning when either is given."""
     if size_average is None and reduce is None:
         return reduction
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
-    if not reduce:
-        return "none"
-    return "mean" if size_average else "sum"
+    ret = "none" if not reduce else "mean" if size_average else "sum"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{ret}' instead.",
+                  stacklevel=3)
+    return ret
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index: int = -100,

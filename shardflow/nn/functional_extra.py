@@ -359,11 +359,18 @@ def pdist(input, p: float = 2) -> Tensor:
     return ops.vector_norm(ops.index_select(input, 0, i) - ops.index_select(input, 0, j), p, -1)
 
 
+_ALIGN_CORNERS_NOTE = ("Default grid_sample and affine_grid behavior has changed to align_corners=False since 1.3.0. "
+                       "Please specify align_corners=True if the old behavior is desired. "
+                       "See the documentation of grid_sample for details.")
+
+
 def affine_grid(theta, size, align_corners=None) -> Tensor:
     """Sampling grid ``(N, H, W, 2)`` (``(N, D, H, W, 3)``) of the affine maps ``theta``
     ``(N, 2, 3)`` (``(N, 3, 4)``) applied to the normalised output coordinates in ``[-1, 1]``
-    (pixel centres when ``align_corners=False``, the default)."""
+    (pixel centres when ``align_corners=False``, the default; left unset, PyTorch's warning
+    that the default changed in 1.3)."""
     if align_corners is None:
+        warnings.warn(_ALIGN_CORNERS_NOTE, stacklevel=2)
         align_corners = False
     if not theta.dtype.is_floating_point:
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
@@ -376,10 +383,16 @@ def affine_grid(theta, size, align_corners=None) -> Tensor:
         raise ValueError(f"Expected non-zero, positive output size. Got {list(size)}")
 
     def coords(n):
+        # as PyTorch builds them, in theta's dtype: linspace(-1, 1, n), then `* (n - 1)` and
+        # `/ n` (two roundings) for pixel centres. Rounded otherwise, a centre such as
+        # pixel 14 of 28 lands an ulp below the integer, and grid_sample's bilinear
+        # gradient (one-sided at a pixel) takes the other neighbours' difference.
         if n <= 1:
-            return np.zeros(max(n, 1))
-        c = np.linspace(-1.0, 1.0, n)
-        return c if align_corners else c * (n - 1) / n
+            return np.zeros(max(n, 1), theta.dtype.np)
+        c = ops.linspace(-1.0, 1.0, n, dtype=theta.dtype).numpy()
+        if not align_corners:
+            c = c * c.dtype.type(n - 1) / c.dtype.type(n)
+        return c
 
     axes = [coords(n) for n in reversed(spatial)]  # x (width) first, as the grid's last dim
     mesh = np.meshgrid(*axes, indexing="ij")  # each (W, H[, D])
@@ -412,7 +425,9 @@ def upsample_bilinear(input, size=None, scale_factor=None) -> Tensor:
 
 
 def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros", align_corners=None) -> Tensor:
-    """Sample ``input`` at the ``grid`` locations (``shardflow/ops/grid_sample.py``)."""
+    """Sample ``input`` at the ``grid`` locations (``shardflow/ops/grid_sample.py``);
+    ``align_corners`` left unset warns as ``affine_grid``."""
     if align_corners is None:
+        warnings.warn(_ALIGN_CORNERS_NOTE, stacklevel=2)
         align_corners = False
     return ops.grid_sample(input, grid, mode, padding_mode, align_corners)

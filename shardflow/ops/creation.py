@@ -167,9 +167,27 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     return _finish(arr.astype(as_dtype(dtype).np), dtype, device, requires_grad)
 
 
+def _linspace_float32(start, end, steps: int) -> np.ndarray:
+    """PyTorch's CPU float32 ``linspace`` to the bit: ``step = (end - start) / (steps - 1)``
+    in float32, the first half ``start + step * i`` and the second ``end - step * (steps -
+    1 - i)``, each one fused multiply-add (one rounding; the float32 product is exact in
+    float64). NumPy's float64 ``linspace`` rounded once differs by an ulp at some points,
+    enough to move a pixel-centre grid (``affine_grid``) across a bilinear kink."""
+    s, e = np.float32(start), np.float32(end)
+    step = np.float64((e - s) / np.float32(steps - 1))
+    i = np.arange(steps, dtype=np.float64)
+    half = i < steps // 2
+    return np.where(half, np.float64(s) + step * i, np.float64(e) - step * (steps - 1 - i)).astype(np.float32)
+
+
 @register("linspace")
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    arr = np.linspace(start, end, int(steps), dtype=np.float64).astype(_float(dtype).np)
+    np_dtype = _float(dtype).np
+    steps = int(steps)
+    if np_dtype == np.float32 and steps > 1 and all(isinstance(v, int | float) for v in (start, end)):
+        arr = _linspace_float32(start, end, steps)
+    else:
+        arr = np.linspace(start, end, steps, dtype=np.float64).astype(np_dtype)
     return _finish(arr, dtype, device, requires_grad)
 
 

@@ -4,8 +4,9 @@
 ``out[n, c, h, w] = input[n, c]`` sampled at ``grid[n, h, w] = (x, y)`` in ``[-1, 1]``
 coordinates (``x`` across the width). Steps, as PyTorch's CPU kernel:
 
-1. unnormalise: ``ix = (x + 1) / 2 (W - 1)`` with ``align_corners``, else
-   ``((x + 1) W - 1) / 2`` (pixel centres); the same for ``iy``;
+1. unnormalise: ``ix = (x + 1) ((W - 1) / 2)`` with ``align_corners``, else
+   ``(x + 1) (W / 2) - 0.5`` (pixel centres), in that order of operations (the kernel's);
+   the same for ``iy``;
 2. padding: ``border`` clips to ``[0, W - 1]``; ``reflection`` reflects about the edges
    (``[0, W - 1]`` with ``align_corners``, ``[-0.5, W - 0.5]`` without) and then clips;
    ``zeros`` leaves it, and samples falling outside read zero;
@@ -33,9 +34,16 @@ __all__ = ["grid_sample"]
 
 
 def _unnormalize(coord, size, align_corners):
+    # PyTorch's CPU kernel's order of operations, in the grid's dtype (ComputeLocationBase:
+    # `(x + 1) * scale - 0.5`); `((x + 1) * size - 1) / 2` rounds differently, and a
+    # point at a pixel centre must land on the same side of it as in PyTorch (the bilinear
+    # gradient there is one-sided)
+    one = coord.dtype.type(1)
     if align_corners:
-        return (coord + 1) / 2 * (size - 1), (size - 1) / 2
-    return ((coord + 1) * size - 1) / 2, size / 2
+        scale = coord.dtype.type((size - 1) / 2)
+        return (coord + one) * scale, scale
+    scale = coord.dtype.type(size / 2)
+    return (coord + one) * scale - coord.dtype.type(0.5), scale
 
 
 def _clip(xp, coord, size):

@@ -1,0 +1,193 @@
+# ruff: noqa: E402, I001  (the example's own layout and import block)
+# PyTorch's examples/mnist_forward_forward/main.py (github.com/pytorch/examples,
+# BSD-3-Clause; after Mohammad Pezeshki's pytorch_forward_forward, MIT), commit 16d4ca4:
+# Hinton's Forward-Forward algorithm, each Layer (an nn.Linear subclass whose train()
+# overrides Module.train) trained on its own with a layer-local Adam on
+# log1p(exp(threshold -+ goodness)), inputs normalised by `.norm(2, 1, keepdim=True)`, the
+# next layer fed `.detach()`ed outputs; labels overlaid on the first pixels, negative labels
+# drawn with torch.randint. Changes, and only these: torchvision's MNIST and its transforms
+# (a download) became `synthetic_mnist`, flattened random 28x28 images with MNIST's
+# normalisation and labels, as one full batch (as the example's loaders give); its default
+# sizes are small (train/test size 50000/10000 -> 64/32, epochs 1000 -> 4, the net's
+# [784, 500, 500] -> [784, 32, 32]). It runs as a script (`python main.py --epochs 4 ...`).
+import argparse
+import torch
+import torch.nn as nn
+import numpy as np
+from torch.utils.data import DataLoader
+from torch.optim import Adam
+
+
+def synthetic_mnist(n, seed):
+    """MNIST's shape after the example's transform (ToTensor, Normalize, flatten): random
+    images, flattened, normalised; labels 0..9."""
+    rng = np.random.default_rng(seed)
+    images = (rng.random((n, 784)).astype(np.float32) - 0.1307) / 0.3081
+    labels = rng.integers(0, 10, n)
+    return torch.utils.data.TensorDataset(torch.from_numpy(images), torch.from_numpy(labels))
+
+
+def get_y_neg(y):
+    y_neg = y.clone()
+    for idx, y_samp in enumerate(y):
+        allowed_indices = list(range(10))
+        allowed_indices.remove(y_samp.item())
+        y_neg[idx] = torch.tensor(allowed_indices)[
+            torch.randint(len(allowed_indices), size=(1,))
+        ].item()
+    return y_neg.to(device)
+
+
+def overlay_y_on_x(x, y, classes=10):
+    x_ = x.clone()
+    x_[:, :classes] *= 0.0
+    x_[range(x.shape[0]), y] = x.max()
+    return x_
+
+
+class Net(torch.nn.Module):
+    def __init__(self, dims):
+
+        super().__init__()
+        self.layers = []
+        for d in range(len(dims) - 1):
+            self.layers = self.layers + [Layer(dims[d], dims[d + 1]).to(device)]
+
+    def predict(self, x):
+        goodness_per_label = []
+        for label in range(10):
+            h = overlay_y_on_x(x, label)
+            goodness = []
+            for layer in self.layers:
+                h = layer(h)
+                goodness = goodness + [h.pow(2).mean(1)]
+            goodness_per_label += [sum(goodness).unsqueeze(1)]
+        goodness_per_label = torch.cat(goodness_per_label, 1)
+        return goodness_per_label.argmax(1)
+
+    def train(self, x_pos, x_neg):
+        h_pos, h_neg = x_pos, x_neg
+        for i, layer in enumerate(self.layers):
+            print("training layer: ", i)
+            h_pos, h_neg = layer.train(h_pos, h_neg)
+
+
+class Layer(nn.Linear):
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
+        super().__init__(in_features, out_features, bias, device, dtype)
+        self.relu = torch.nn.ReLU()
+        self.opt = Adam(self.parameters(), lr=args.lr)
+        self.threshold = args.threshold
+        self.num_epochs = args.epochs
+
+    def forward(self, x):
+        x_direction = x / (x.norm(2, 1, keepdim=True) + 1e-4)
+        return self.relu(torch.mm(x_direction, self.weight.T) + self.bias.unsqueeze(0))
+
+    def train(self, x_pos, x_neg):
+        for i in range(self.num_epochs):
+            g_pos = self.forward(x_pos).pow(2).mean(1)
+            g_neg = self.forward(x_neg).pow(2).mean(1)
+            loss = torch.log1p(
+                torch.exp(
+                    torch.cat([-g_pos + self.threshold, g_neg - self.threshold])
+                )
+            ).mean()
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+            if i % args.log_interval == 0:
+                print("Loss: ", loss.item())
+        return self.forward(x_pos).detach(), self.forward(x_neg).detach()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument(
+        "--epochs",
+        type=int,
+        default=4,
+        metavar="N",
+        help="number of epochs to train (default: 4)",
+    )
+    parser.add_argument(
+        "--lr",
+        type=float,
+        default=0.03,
+        metavar="LR",
+        help="learning rate (default: 0.03)",
+    )
+    parser.add_argument(
+        "--no_cuda", action="store_true", default=False, help="disables CUDA training"
+    )
+    parser.add_argument(
+        "--no_xpu", action="store_true", default=False, help="disables XPU training"
+    )
+    parser.add_argument(
+        "--no_mps", action="store_true", default=False, help="disables MPS training"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=1, metavar="S", help="random seed (default: 1)"
+    )
+    parser.add_argument(
+        "--save_model",
+        action="store_true",
+        default=False,
+        help="For saving the current Model",
+    )
+    parser.add_argument(
+        "--train_size", type=int, default=64, help="size of training set"
+    )
+    parser.add_argument(
+        "--threshold", type=float, default=2, help="threshold for training"
+    )
+    parser.add_argument("--test_size", type=int, default=32, help="size of test set")
+    parser.add_argument(
+        "--save-model",
+        action="store_true",
+        default=False,
+        help="For Saving the current Model",
+    )
+    parser.add_argument(
+        "--log-interval",
+        type=int,
+        default=10,
+        metavar="N",
+        help="how many batches to wait before logging training status",
+    )
+    args = parser.parse_args()
+    use_cuda = not args.no_cuda and torch.cuda.is_available()
+    use_xpu = not args.no_xpu and torch.xpu.is_available()
+    use_mps = not args.no_mps and torch.backends.mps.is_available()
+    if use_cuda:
+        device = torch.device("cuda")
+    elif use_xpu:
+        device = torch.device("xpu")
+    elif use_mps:
+        device = torch.device("mps")
+    else:
+        device = torch.device("cpu")
+
+    train_kwargs = {"batch_size": args.train_size}
+    test_kwargs = {"batch_size": args.test_size}
+
+    if use_cuda:
+        cuda_kwargs = {"num_workers": 1, "pin_memory": True, "shuffle": True}
+        train_kwargs.update(cuda_kwargs)
+        test_kwargs.update(cuda_kwargs)
+
+    train_loader = DataLoader(synthetic_mnist(args.train_size, seed=0), **train_kwargs)
+    test_loader = DataLoader(synthetic_mnist(args.test_size, seed=1), **test_kwargs)
+    net = Net([784, 32, 32])
+    x, y = next(iter(train_loader))
+    x, y = x.to(device), y.to(device)
+    x_pos = overlay_y_on_x(x, y)
+    y_neg = get_y_neg(y)
+    x_neg = overlay_y_on_x(x, y_neg)
+    net.train(x_pos, x_neg)
+    print("train error:", 1.0 - net.predict(x).eq(y).float().mean().item())
+    x_te, y_te = next(iter(test_loader))
+    x_te, y_te = x_te.to(device), y_te.to(device)
+    if args.save_model:
+        torch.save(net.state_dict(), "mnist_ff.pt")
+    print("test error:", 1.0 - net.predict(x_te).eq(y_te).float().mean().item())
