@@ -1,0 +1,97 @@
+"""More public PyTorch programs (tests/parity/programs/) run as scripts on torch and, with
+only their imports changed, on shardflow, from the same start: pytorch/examples'
+word_language_model (LSTM and Transformer), time_sequence_prediction (LSTMCell + LBFGS)
+and dcgan. The losses must match step by step (docs/COMPAT.md, "Public programs"; the
+harness is tests/parity/programs/_harness.py).
+"""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import shardflow
+from shardflow.testing.parity import load_torch_file
+
+from .programs._harness import (
+    assert_close,
+    assert_same_state,
+    attention_key_bias,
+    dropout_off,
+    record_module_outputs,
+    run_script,
+    same_draws,
+    same_weights,
+)
+
+PROGRAMS = Path(__file__).parent / "programs"
+
+
+@pytest.fixture(autouse=True)
+def _torch_single_thread():
+    """Small programs of many tiny ops: torch's intra-op threads only add synchronisation
+    on a loaded 2-core machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _write_corpus(root: Path) -> None:
+    """train/valid/test.txt in wikitext's layout: lines of words from a 14-word vocabulary
+    (data.Corpus adds <eos> per line), enough for 3 training windows of bptt 8 x batch 4
+    and 2 evaluation windows of batch 10."""
+    rng = np.random.default_rng(0)
+    vocab = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "to", "my", "big", "red", "hat", "and"]
+    root.mkdir()
+    for name, n_lines in (("train.txt", 14), ("valid.txt", 24), ("test.txt", 24)):
+        lines = [" ".join(rng.choice(vocab, rng.integers(4, 9))) for _ in range(n_lines)]
+        (root / name).write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")  # torch's fast-path note (Transformer)
+@pytest.mark.filterwarnings("ignore:divide by zero encountered in log")  # the mask's log(tril(ones))
+@pytest.mark.parametrize("kind", ["LSTM", "Transformer"])
+def test_word_language_model_trains_like_torch(kind, tmp_path, monkeypatch):
+    """examples/word_language_model's main.py run as a script (`--model KIND`, 3 epochs of 3
+    bptt windows, lr 20 and clip 0.25 as the original) beside its model.py and data.py,
+    unchanged, on a synthetic corpus: repackage_hidden, clip_grad_norm_, the hand-written
+    SGD step `p.data.add_(p.grad, alpha=-lr)`, evaluate under no_grad, the lr annealing,
+    torch.save(model) of the best model and its reload for the test loss. Same weights
+    through the model class; `--dropout 0` (and p=0 on nn.Transformer's own layers, whose
+    dropout the example leaves at its default 0.1): its masks are random. Every NLLLoss
+    (train and evaluation) to 1e-5, the final test loss, and the reloaded model."""
+    here = PROGRAMS / "word_language_model"
+    _write_corpus(tmp_path / "corpus")
+    mods = {}
+    for name, use_sf in (("torch", False), ("shardflow", True)):
+        mods[name] = {m: load_torch_file(here / f"{m}.py", use_shardflow=use_sf, name=f"wlm_{m}_{name}")
+                      for m in ("model", "data")}
+    same_weights(mods["torch"]["model"], mods["shardflow"]["model"], "RNNModel", "TransformerModel",
+                 prepare=dropout_off)
+    argv = ["--data", str(tmp_path / "corpus"), "--model", kind, "--emsize", "16", "--nhid", "16",
+            "--nlayers", "2", "--nhead", "2", "--epochs", "3", "--batch_size", "4", "--bptt", "8",
+            "--dropout", "0", "--log-interval", "2"]
+    runs = {}
+    for name, use_sf in (("torch", False), ("shardflow", True)):
+        (tmp_path / name).mkdir()
+        monkeypatch.chdir(tmp_path / name)
+        losses = []
+        script = run_script(here / "main.py", use_sf, argv, modules=mods[name],
+                            after_imports=lambda g, losses=losses: record_module_outputs(g, "nn", "NLLLoss", losses))
+        runs[name] = script, losses
+    (th, th_losses), (sf, sf_losses) = runs["torch"], runs["shardflow"]
+    # (training?, loss): 3 training windows then 2 validation windows per epoch, 2 test windows
+    expected = ([True] * 3 + [False] * 2) * 3 + [False] * 2
+    assert [t for t, _ in sf_losses] == [t for t, _ in th_losses] == expected
+    assert_close([v for _, v in sf_losses], [v for _, v in th_losses], "train/valid/test NLL losses")
+    assert_close([sf.best_val_loss, sf.test_loss, sf.lr], [th.best_val_loss, th.test_loss, th.lr],
+                 "best valid loss, test loss, annealed lr")
+    assert type(sf.model).__name__ == type(th.model).__name__  # the reloaded whole module
+    bias = attention_key_bias(16, 9 * 20 * 0.25) if kind == "Transformer" else None
+    assert_same_state(sf.model, th.model, kind, rounding_only=bias)
+    # it does learn (the best validation loss is below both of epoch 1's windows), and one
+    # epoch's rise made the program anneal lr (LSTM: epoch 3; Transformer: epoch 2)
+    assert th.best_val_loss < min(th_losses[3][1], th_losses[4][1])
+    assert th.lr == 20 / 4
