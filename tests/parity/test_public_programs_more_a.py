@@ -5,6 +5,7 @@ and dcgan. The losses must match step by step (docs/COMPAT.md, "Public programs"
 harness is tests/parity/programs/_harness.py).
 """
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -143,3 +144,61 @@ def test_time_sequence_prediction_fits_like_torch(tmp_path, monkeypatch):
     assert_close(sf.y, th.y, "predicted waves", rtol=1e-9, atol=1e-12)
     assert_same_state(sf.seq, th.seq, "Sequence", rtol=1e-9, atol=1e-12)
     assert th_losses[-1][1] < th_losses[0][1]  # it does fit
+
+
+def test_dcgan_trains_like_torch(tmp_path, monkeypatch, capsys):
+    """examples/dcgan's main.py run as a script (`--dataset fake --imageSize 64 --nz 8
+    --ngf 4 --ndf 4 --batchSize 4 --niter 3 --workers 0`; 64x64 is the only size its
+    layers allow): both runs start from the --netG / --netD checkpoints that a first torch
+    run (`--niter 0`, the program's own weights_init through apply) wrote, read by the
+    program's own load_state_dict(torch.load(...)). The noise (fixed_noise and each step's
+    torch.randn) gets the same NumPy draws in both runs. The shuffled loader has one batch
+    per epoch (BatchNorm and the mean losses do not depend on the order). Every BCELoss
+    (errD_real, errD_fake, errG) and the printed D(x), D(G(z)) to 1e-5; the fixed-noise
+    samples (made in training mode: BatchNorm's running statistics move), the per-epoch
+    checkpoints and the final models."""
+    here = PROGRAMS / "dcgan.py"
+    argv = ["--dataset", "fake", "--imageSize", "64", "--nz", "8", "--ngf", "4", "--ndf", "4",
+            "--batchSize", "4", "--workers", "0", "--manualSeed", "1"]
+    (tmp_path / "init").mkdir()
+    monkeypatch.chdir(tmp_path / "init")
+    init = run_script(here, False, argv + ["--niter", "0"])
+    torch.save(init.netG.state_dict(), tmp_path / "netG0.pth")
+    torch.save(init.netD.state_dict(), tmp_path / "netD0.pth")
+    argv += ["--niter", "3", "--netG", str(tmp_path / "netG0.pth"), "--netD", str(tmp_path / "netD0.pth")]
+    runs = {}
+    for name, use_sf in (("torch", False), ("shardflow", True)):
+        (tmp_path / name).mkdir()
+        monkeypatch.chdir(tmp_path / name)
+        losses = []
+
+        def after_imports(g, losses=losses):
+            same_draws((g,), ["randn"])
+            record_module_outputs(g, "nn", "BCELoss", losses)
+
+        capsys.readouterr()
+        script = run_script(here, use_sf, argv, after_imports=after_imports)
+        printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[")]
+        runs[name] = script, losses, printed
+    (th, th_losses, th_printed), (sf, sf_losses, sf_printed) = runs["torch"], runs["shardflow"]
+    assert len(sf_losses) == len(th_losses) == 3 * 3 and all(t for t, _ in th_losses + sf_losses)
+    assert_close([v for _, v in sf_losses], [v for _, v in th_losses], "errD_real, errD_fake, errG per step")
+    assert len(sf_printed) == len(th_printed) == 3
+    numbers = [[float(x) for x in re.findall(r"-?\d+\.\d+", line)] for line in th_printed + sf_printed]
+    assert all(len(n) == 5 for n in numbers), numbers
+    assert_close(numbers[3:], numbers[:3], "printed Loss_D, Loss_G, D(x), D(G(z)) (%.4f)", rtol=0, atol=1e-4)
+    assert list(sf.saved_images) == list(th.saved_images)
+    for path, image in th.saved_images.items():
+        th_image, sf_image = image.numpy(), sf.saved_images[path].numpy()
+        if path.endswith("real_samples.png"):  # the shuffled batch: the same images, in another order
+            th_image, sf_image = (a[np.argsort(a.reshape(len(a), -1).sum(1))] for a in (th_image, sf_image))
+        assert_close(sf_image, th_image, path, atol=1e-5)
+    for epoch in range(3):
+        for net in ("netG", "netD"):
+            th_state = torch.load(tmp_path / "torch" / f"{net}_epoch_{epoch}.pth")
+            sf_state = shardflow.load(tmp_path / "shardflow" / f"{net}_epoch_{epoch}.pth")
+            assert list(sf_state) == list(th_state)
+            for k, v in th_state.items():
+                assert_close(sf_state[k].numpy(), v.numpy(), f"{net} epoch {epoch}: {k}", rtol=1e-4, atol=1e-5)
+    assert_same_state(sf.netG, th.netG, "Generator")
+    assert_same_state(sf.netD, th.netD, "Discriminator")
