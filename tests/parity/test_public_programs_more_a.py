@@ -58,10 +58,12 @@ def test_word_language_model_trains_like_torch(kind, tmp_path, monkeypatch):
     bptt windows, lr 20 and clip 0.25 as the original) beside its model.py and data.py,
     unchanged, on a synthetic corpus: repackage_hidden, clip_grad_norm_, the hand-written
     SGD step `p.data.add_(p.grad, alpha=-lr)`, evaluate under no_grad, the lr annealing,
-    torch.save(model) of the best model and its reload for the test loss. Same weights
+    torch.save(model) of the best model and its reload for the test loss; then
+    generate.py samples 30 words from that saved model (torch.multinomial and the first
+    word's torch.randint get the same NumPy draws in both runs). Same weights
     through the model class; `--dropout 0` (and p=0 on nn.Transformer's own layers, whose
     dropout the example leaves at its default 0.1): its masks are random. Every NLLLoss
-    (train and evaluation) to 1e-5, the final test loss, and the reloaded model."""
+    (train and evaluation) to 1e-5, the final test loss, the reloaded model and the same generated text."""
     here = PROGRAMS / "word_language_model"
     _write_corpus(tmp_path / "corpus")
     mods = {}
@@ -80,8 +82,14 @@ def test_word_language_model_trains_like_torch(kind, tmp_path, monkeypatch):
         losses = []
         script = run_script(here / "main.py", use_sf, argv, modules=mods[name],
                             after_imports=lambda g, losses=losses: record_module_outputs(g, "nn", "NLLLoss", losses))
+        # generate.py samples 30 words from the saved model (the same NumPy draws in both runs)
+        run_script(here / "generate.py", use_sf, ["--data", str(tmp_path / "corpus"), "--words", "30"],
+                   modules={"data": mods[name]["data"]},
+                   after_imports=lambda g: same_draws((g,), ["randint", "multinomial"]))
         runs[name] = script, losses
     (th, th_losses), (sf, sf_losses) = runs["torch"], runs["shardflow"]
+    th_words = (tmp_path / "torch" / "generated.txt").read_text()
+    assert (tmp_path / "shardflow" / "generated.txt").read_text() == th_words and len(th_words.split()) == 30
     # (training?, loss): 3 training windows then 2 validation windows per epoch, 2 test windows
     expected = ([True] * 3 + [False] * 2) * 3 + [False] * 2
     assert [t for t, _ in sf_losses] == [t for t, _ in th_losses] == expected

@@ -1,4 +1,4 @@
-# ruff: noqa: E251, E261, E262, E402, E731, I001, UP008, UP010  (the example's own style kept)
+# ruff: noqa: E251, E261, E262, E402, E731, I001, UP008, UP010, UP031  (the example's own style kept)
 # PyTorch's examples/time_sequence_prediction/train.py (github.com/pytorch/examples,
 # BSD-3-Clause, as stored at commit e27e258): two stacked nn.LSTMCell and a Linear in
 # float64 (`seq.double()`), fitted with optim.LBFGS (lr 0.8) and a closure, then predicting

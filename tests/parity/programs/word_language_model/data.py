@@ -1,4 +1,4 @@
-# ruff: noqa: UP004, UP020  (the example's own style kept)
+# ruff: noqa: I001, UP004, UP020, UP029  (the example's own style kept)
 # PyTorch's examples/word_language_model/data.py (github.com/pytorch/examples, BSD-3-Clause,
 # as stored at commit 6d08877), unchanged: the Dictionary and the Corpus that tokenizes
 # train.txt / valid.txt / test.txt into a LongTensor. The parity test writes a small

@@ -8,14 +8,16 @@
 # get_batch, repackage_hidden, train with clip_grad_norm_, evaluate under no_grad, the
 # learning-rate annealing, `torch.save(model, f)` of the best model and its reload for
 # the test set. Changes, and only these: `torch.load(f)` has `weights_only=False` (PyTorch
-# >= 2.6 loads only weights by default and refuses the whole module this file saves); the
-# ONNX export option is dropped (torch.onnx needs the onnx package; not run by default).
+# >= 2.6 loads only weights by default and refuses the whole module this file saves).
+# The --onnx-export option is kept but not used (it needs the onnx package; shardflow's
+# torch.onnx.export raises NotImplementedError).
 import argparse
 import time
 import math
 import os
 import torch
 import torch.nn as nn
+import torch.onnx
 
 import data
 import model
@@ -53,6 +55,8 @@ parser.add_argument('--log-interval', type=int, default=200, metavar='N',
                     help='report interval')
 parser.add_argument('--save', type=str, default='model.pt',
                     help='path to save the final model')
+parser.add_argument('--onnx-export', type=str, default='',
+                    help='path to export the final model in onnx format')
 parser.add_argument('--nhead', type=int, default=2,
                     help='the number of heads in the encoder/decoder of the transformer model')
 parser.add_argument('--dry-run', action='store_true',
@@ -204,6 +208,14 @@ def train():
             break
 
 
+def export_onnx(path, batch_size, seq_len):
+    print('The model is also exported in ONNX format at {}.'.format(os.path.realpath(args.onnx_export)))
+    model.eval()
+    dummy_input = torch.LongTensor(seq_len * batch_size).zero_().view(-1, batch_size).to(device)
+    hidden = model.init_hidden(batch_size)
+    torch.onnx.export(model, (dummy_input, hidden), path)
+
+
 # Loop over epochs.
 lr = args.lr
 best_val_loss = None
@@ -246,3 +258,7 @@ print('=' * 89)
 print('| End of training | test loss {:5.2f} | test ppl {:8.2f}'.format(
     test_loss, math.exp(test_loss)))
 print('=' * 89)
+
+if len(args.onnx_export) > 0:
+    # Export the model in ONNX format.
+    export_onnx(args.onnx_export, batch_size=1, seq_len=args.bptt)
