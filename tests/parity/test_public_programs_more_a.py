@@ -51,7 +51,9 @@ def _write_corpus(root: Path) -> None:
 
 
 @pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")  # torch's fast-path note (Transformer)
-@pytest.mark.filterwarnings("ignore:divide by zero encountered in log")  # the mask's log(tril(ones))
+# the mask's log(tril(ones)): shardflow's log lets NumPy's RuntimeWarning through where torch
+# warns nothing (every op does, for inf/nan results; docs/COMPAT.md, noted and not fixed here)
+@pytest.mark.filterwarnings("ignore:divide by zero encountered in log")
 @pytest.mark.parametrize("kind", ["LSTM", "GRU", "Transformer"])
 def test_word_language_model_trains_like_torch(kind, tmp_path, monkeypatch):
     """examples/word_language_model's main.py run as a script (`--model KIND`, 3 epochs of 3
