@@ -56,18 +56,20 @@ def _write_corpus(root: Path) -> None:
 @pytest.mark.filterwarnings("ignore:divide by zero encountered in log")
 @pytest.mark.parametrize("kind", ["LSTM", "GRU", "Transformer"])
 def test_word_language_model_trains_like_torch(kind, tmp_path, monkeypatch):
-    """examples/word_language_model's main.py run as a script (`--model KIND`, 3 epochs of 3
-    bptt windows, lr 20 and clip 0.25 as the original; GRU with `--tied` weights and lr 5,
-    where 20 diverges) beside its model.py and data.py,
-    unchanged, on a synthetic corpus: repackage_hidden, clip_grad_norm_, the hand-written
-    SGD step `p.data.add_(p.grad, alpha=-lr)`, evaluate under no_grad, the lr annealing,
-    torch.save(model) of the best model and its reload for the test loss; then
-    generate.py samples 30 words from that saved model (torch.multinomial and the first
-    word's torch.randint get the same NumPy draws in both runs). Same weights
-    through the model class; `--dropout 0` (and p=0 on nn.Transformer's own layers, whose
-    dropout the example leaves at its default 0.1): its masks are random. Every NLLLoss
-    (train and evaluation) to 1e-5 (RNN_TANH, not run here, drifts to 1.1e-5 by step 8 at
-    lr 20: torch itself moves 1.8e-5 when its initial weights get 1e-7 relative noise), the final test loss, the reloaded model and the same generated text."""
+    """examples/word_language_model's main.py run as a script (`--model KIND`, 3 epochs of
+    3 bptt windows, lr 20 and clip 0.25 as the original; GRU with `--tied` weights and lr 5,
+    where 20 diverges) beside its model.py and data.py, unchanged, on a synthetic corpus:
+    repackage_hidden, clip_grad_norm_, the hand-written SGD step
+    `p.data.add_(p.grad, alpha=-lr)`, evaluate under no_grad, the lr annealing,
+    torch.save(model) of the best model and its reload for the test loss; then generate.py
+    samples 30 words from that saved model (torch.multinomial and the first word's
+    torch.randint get the same NumPy draws in both runs). Same weights through the model
+    class; `--dropout 0` (and p=0 on nn.Transformer's own layers, whose dropout the example
+    leaves at its default 0.1): its masks are random.
+
+    Every NLLLoss (train and evaluation) to 1e-5, the final test loss, the reloaded model
+    and the same generated text. (RNN_TANH, not run here, drifts to 1.1e-5 by step 8 at lr
+    20: torch itself moves by 1.8e-5 when its initial weights get 1e-7 relative noise.)"""
     here = PROGRAMS / "word_language_model"
     _write_corpus(tmp_path / "corpus")
     mods = {}
