@@ -51,8 +51,9 @@ def _write_corpus(root: Path) -> None:
 
 
 @pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")  # torch's fast-path note (Transformer)
-# the mask's log(tril(ones)): shardflow's log lets NumPy's RuntimeWarning through where torch
-# warns nothing (every op does, for inf/nan results; docs/COMPAT.md, noted and not fixed here)
+# the mask's log(tril(ones)): shardflow's import-time filter for NumPy's floating-point
+# warnings is not in force inside pytest (docs/COMPAT.md, "NumPy's floating-point warnings");
+# a plain run is silent, as torch
 @pytest.mark.filterwarnings("ignore:divide by zero encountered in log")
 @pytest.mark.parametrize("kind", ["LSTM", "GRU", "Transformer"])
 def test_word_language_model_trains_like_torch(kind, tmp_path, monkeypatch):
