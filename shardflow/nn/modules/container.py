@@ -2,7 +2,9 @@
 
 Children are registered under their index as a string (``"0"``, ``"1"`` ...) or their key,
 which is what state_dict names show (``layers.0.weight``), exactly as in PyTorch. Deleting
-from a list renumbers the remaining entries.
+from a list renumbers the remaining entries. ``repr`` is PyTorch's: a ``ModuleList`` prints
+a run of children with equal reprs once (``(0-5): 6 x TransformerEncoderLayer(...)``), a
+``Sequential`` prints every child.
 """
 
 from __future__ import annotations
