@@ -168,18 +168,18 @@ def test_time_sequence_prediction_fits_like_torch(tmp_path, monkeypatch):
 
 def test_dcgan_trains_like_torch(tmp_path, monkeypatch, capsys):
     """examples/dcgan's main.py run as a script (`--dataset fake --imageSize 64 --nz 8
-    --ngf 4 --ndf 4 --batchSize 4 --niter 3 --workers 0`; 64x64 is the only size its
-    layers allow): both runs start from the --netG / --netD checkpoints that a first torch
-    run (`--niter 0`, the program's own weights_init through apply) wrote, read by the
-    program's own load_state_dict(torch.load(...)). The noise (fixed_noise and each step's
-    torch.randn) gets the same NumPy draws in both runs. The shuffled loader has one batch
-    per epoch (BatchNorm and the mean losses do not depend on the order). Every BCELoss
-    (errD_real, errD_fake, errG) and the printed D(x), D(G(z)) to 1e-5; the fixed-noise
-    samples (made in training mode: BatchNorm's running statistics move), the per-epoch
-    checkpoints and the final models."""
+    --ngf 4 --ndf 4 --batchSize 4 --niter 3 --workers 2`, its default worker count; 64x64
+    is the only size its layers allow): both runs start from the --netG / --netD
+    checkpoints that a first torch run (`--niter 0`, the program's own weights_init through
+    apply) wrote, read by the program's own load_state_dict(torch.load(...)). The noise
+    (fixed_noise and each step's torch.randn) gets the same NumPy draws in both runs. The
+    shuffled loader has one batch per epoch (BatchNorm and the mean losses do not depend on
+    the order). Every BCELoss (errD_real, errD_fake, errG) to 1e-5 and the printed
+    Loss_D, Loss_G, D(x), D(G(z)); the fixed-noise samples (made in training mode:
+    BatchNorm's running statistics move), the per-epoch checkpoints and the final models."""
     here = PROGRAMS / "dcgan.py"
     argv = ["--dataset", "fake", "--imageSize", "64", "--nz", "8", "--ngf", "4", "--ndf", "4",
-            "--batchSize", "4", "--workers", "0", "--manualSeed", "1"]
+            "--batchSize", "4", "--workers", "2", "--manualSeed", "1"]
     (tmp_path / "init").mkdir()
     monkeypatch.chdir(tmp_path / "init")
     init = run_script(here, False, argv + ["--niter", "0"])
