@@ -1,10 +1,11 @@
 # coding: utf-8
 # ruff: noqa: E401, E402, E501, E731, I001, UP009, UP032  (the example's own style kept)
 # PyTorch's examples/word_language_model/main.py (github.com/pytorch/examples,
-# BSD-3-Clause), as stored at commit cd01f93 with the later upstream updates of the same
-# lines: the criterion is nn.NLLLoss (the models return log_softmax), the hand-written SGD
-# step is `p.data.add_(p.grad, alpha=-lr)` (the old `add_(-lr, grad)` overload is gone) and
-# a --dry-run flag. Run as a script beside model.py and data.py (unchanged): batchify,
+# BSD-3-Clause), as stored at commit cd01f93 with the later upstream form of the same
+# lines: the criterion is nn.NLLLoss (the models return log_softmax; the Transformer's
+# output is flattened with .view(-1, ntokens) in its branch), the hand-written SGD step is
+# `p.data.add_(p.grad, alpha=-lr)` (the old `add_(-lr, grad)` overload is gone) and a
+# --dry-run flag. Run as a script beside model.py and data.py (unchanged): batchify,
 # get_batch, repackage_hidden, train with clip_grad_norm_, evaluate under no_grad, the
 # learning-rate annealing, `torch.save(model, f)` of the best model and its reload for
 # the test set. Changes, and only these: `torch.load(f)` has `weights_only=False` (PyTorch

@@ -1,9 +1,12 @@
 # ruff: noqa: I001, UP008  (the example's own style kept)
 # PyTorch's examples/word_language_model/model.py (github.com/pytorch/examples,
-# BSD-3-Clause), unchanged: RNNModel (Embedding, LSTM / GRU / RNN, Linear decoder,
-# log_softmax, optional weight tying), PositionalEncoding, and TransformerModel, a subclass
-# of nn.Transformer that uses its encoder with a causal mask made as
-# log(tril(ones)) (-inf above the diagonal). Long docstrings shortened.
+# BSD-3-Clause): RNNModel (Embedding, LSTM / GRU / RNN, Linear decoder, log_softmax,
+# optional weight tying), PositionalEncoding, and TransformerModel, a subclass of
+# nn.Transformer that uses its encoder with a causal mask. Code as stored at commit 001d493
+# except: the mask is built as log(tril(ones)) (-inf above the diagonal, 0 on and below),
+# the form of later upstream versions and of this project's earlier copy
+# (tests/parity/torch_models/word_language_model.py); 001d493 builds the same mask with
+# triu + masked_fill. PositionalEncoding's long docstrings are shortened.
 import math
 import torch
 import torch.nn as nn
