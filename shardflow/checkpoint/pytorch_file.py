@@ -20,8 +20,13 @@ every global the pickle names must be one of
   ``torch.nn.modules.linear.Linear``, as PyTorch allows it for ``torch.nn.Linear``.
 
 Anything else (a model class from ``torch.save(model)``, ``os.system`` in a malicious
-file) raises ``CheckpointError`` naming the global and the two fixes, before it is
-imported or called. Plain containers, numbers, strings, bools and None need no globals.
+file) raises ``WeightsOnlyUnpicklingError`` naming the global and the two fixes, before it
+is imported or called. Plain containers, numbers, strings, bools and None need no globals.
+That error is both a ``CheckpointError`` and, as PyTorch raises there, a
+``pickle.UnpicklingError``: programs written for PyTorch >= 2.6 catch the latter to retry
+with ``weights_only=False`` (``except pickle.UnpicklingError:``), and so reach their retry
+here too. (A truncated or malformed pickle raises ``CheckpointError`` only; PyTorch raises
+the underlying ``EOFError`` or the like there.)
 
 ``weights_only=False`` is PyTorch's explicit opt-in to trust the file: every global is
 resolved — PyTorch's names to their shardflow counterparts (``torch_names.py``; a
@@ -64,7 +69,13 @@ from .safetensors import CheckpointError
 from .torch_names import is_torch_name, restore_module, shardflow_global
 
 __all__ = ["load_pytorch_file", "is_pytorch_zip", "add_safe_globals", "clear_safe_globals",
-           "get_safe_globals", "safe_globals"]
+           "get_safe_globals", "safe_globals", "WeightsOnlyUnpicklingError"]
+
+
+class WeightsOnlyUnpicklingError(CheckpointError, pickle.UnpicklingError):
+    """``weights_only=True`` refused a pickle (a global off the allow-list, or a BUILD on
+    a non-data object). A ``pickle.UnpicklingError``, as PyTorch's
+    ``torch.load`` raises there, so ``except pickle.UnpicklingError`` catches it in both."""
 
 _STORAGE_DTYPES = {
     "FloatStorage": np.float32, "DoubleStorage": np.float64, "HalfStorage": np.float16,
@@ -281,7 +292,7 @@ class _Unpickler(pickle._Unpickler):
         if self._weights_only:
             allowed = {id(o) for o in _user_globals.values()}
             if not (type(inst) is collections.OrderedDict or id(type(inst)) in allowed):
-                raise CheckpointError(
+                raise WeightsOnlyUnpicklingError(
                     f"{self._label}: the pickle sets the state of a {type(inst).__name__}, which "
                     "weights_only=True does not allow (only OrderedDicts and objects of classes given "
                     "to add_safe_globals)"
@@ -315,7 +326,7 @@ class _Unpickler(pickle._Unpickler):
                 )
             return obj
         hint = " (a whole model saved with torch.save(model))" if name[:1].isupper() else ""
-        raise CheckpointError(
+        raise WeightsOnlyUnpicklingError(
             f"{self._label} names the global {what!r}{hint}, which weights_only=True (the default, as "
             "in PyTorch >= 2.6) does not load: unpickling it runs code from the file. If you trust "
             "the file, load it with shardflow.load(path, weights_only=False); or allow what it "

@@ -2,7 +2,9 @@
 
 Children are registered under their index as a string (``"0"``, ``"1"`` ...) or their key,
 which is what state_dict names show (``layers.0.weight``), exactly as in PyTorch. Deleting
-from a list renumbers the remaining entries.
+from a list renumbers the remaining entries. ``repr`` is PyTorch's: a ``ModuleList`` prints
+a run of children with equal reprs once (``(0-5): 6 x TransformerEncoderLayer(...)``), a
+``Sequential`` prints every child.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from itertools import chain
 
 from ...autograd import Tensor
-from ..module import Module
+from ..module import Module, _addindent
 from ..parameter import Parameter
 
 __all__ = ["Container", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
@@ -193,6 +195,23 @@ class ModuleList(Module):
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError("ModuleList has no forward; iterate over it and call its modules")
+
+    def __repr__(self) -> str:
+        """As PyTorch prints a ModuleList: a run of consecutive children whose reprs are equal
+        is one entry, ``(0-5): 6 x TransformerEncoderLayer(...)`` (a model of six identical
+        layers prints the layer once). Entries are labelled by position."""
+        reprs = [repr(m) for m in self]
+        if not reprs:
+            return self._get_name() + "()"
+        lines, start = [], 0
+        for end in range(1, len(reprs) + 1):
+            if end < len(reprs) and reprs[end] == reprs[start]:
+                continue  # the run goes on
+            count = end - start
+            label = f"({start}): " if count == 1 else f"({start}-{end - 1}): {count} x "
+            lines.append(_addindent(label + reprs[start], 2))
+            start = end
+        return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
 
 class ModuleDict(Module):
