@@ -6,8 +6,9 @@ Function that produced it; None for leaves), ``_output_nr`` (which output of gra
 property ``_version`` reads it as an int, as PyTorch's ``t._version``), leaf tensor
 hooks and post-accumulate-grad hooks.
 
-``.data`` follows PyTorch: a Tensor sharing the same memory, detached from the graph (so
-``p.data.normal_()`` and ``p.data.copy_(q)`` work). The raw array is ``.array``.
+``.data`` follows PyTorch: a Tensor sharing the same memory, detached from the graph, with a
+fresh version counter (so ``p.data.normal_()`` and ``p.data.copy_(q)`` work and autograd does
+not see them). The raw array is ``.array``.
 
 Methods are thin: they look the op up in the dispatch table (``dispatch.OPS``) that the
 ``ops`` package fills, so this layer never imports upward.
@@ -281,7 +282,10 @@ class Tensor:
 
     @property
     def data(self) -> Tensor:
-        t = _wrap(self.array, version=self._version_counter)
+        """The same memory, detached, with a version counter of its own, as PyTorch's ``.data``:
+        an in-place change through it is not seen by autograd (``detach()`` shares the counter,
+        so autograd refuses a backward that would read a value changed through it)."""
+        t = _wrap(self.array)
         t._spec = self._spec
         return t
 
@@ -348,10 +352,18 @@ class Tensor:
         return a if dtype is None else a.astype(dtype)
 
     def __float__(self):
+        self._check_one_element()
         return float(self.item())
 
     def __int__(self):
+        self._check_one_element()
         return int(self.item())
+
+    def _check_one_element(self) -> None:
+        if self.array.size != 1:  # PyTorch's ValueError (``item()`` raises a RuntimeError)
+            raise ValueError(f"only one element tensors can be converted to Python scalars (this one has "
+                             f"{self.array.size} elements, shape {tuple(self.array.shape)}); index it or "
+                             "reduce it first, e.g. float(t.sum()) or float(t[0])")
 
     def __bool__(self):
         if self.array.size != 1:

@@ -14,6 +14,13 @@ from .meta import NO_DATA, MetaArray, meta_namespace
 _cupy = None
 
 
+class CudaNotAvailableError(AssertionError, RuntimeError):
+    """A CUDA device was needed and none is visible. An ``AssertionError`` as PyTorch's "Torch
+    not compiled with CUDA enabled" (``x.cuda()``, ``x.to("cuda")``), so ``except
+    AssertionError`` works, and a ``RuntimeError`` as shardflow raised before
+    (``shardflow.cuda.CudaNotAvailableError`` is this class)."""
+
+
 def cupy():
     """Import CuPy on first use (the only place in shardflow that does)."""
     global _cupy
@@ -21,7 +28,7 @@ def cupy():
         try:
             import cupy as cp
         except ImportError:
-            raise RuntimeError(
+            raise CudaNotAvailableError(
                 "a CUDA device needs CuPy: install it with `pip install 'shardflow[gpu]'` "
                 "(cupy-cuda12x) on a machine with an NVIDIA GPU"
             ) from None

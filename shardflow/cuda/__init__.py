@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from .. import accelerator as _acc
 from ..autograd.legacy_types import CUDA_TYPES as _CUDA_TYPES
-from ..backend.xp import cuda_is_available, cupy
+from ..backend.xp import CudaNotAvailableError, cuda_is_available, cupy
 from . import amp, graphs, memory, nvtx, random, streams
 from .graphs import (
     CUDAGraph,
@@ -113,8 +113,6 @@ class OutOfMemoryError(RuntimeError):
     """PyTorch's out-of-memory error (``torch.OutOfMemoryError``, ``torch.cuda.OutOfMemoryError``)."""
 
 
-class CudaNotAvailableError(AssertionError, RuntimeError):
-    """A CUDA device was needed and none is visible (see the module docstring)."""
 
 
 def _require(what: str):

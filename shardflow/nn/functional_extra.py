@@ -96,8 +96,15 @@ def hinge_embedding_loss(input, target, margin: float = 1.0, size_average=None, 
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
-    """``log(1 + exp(-target * input))``."""
+    """``log(1 + exp(-target * input))``. A target that would broadcast the loss past the
+    input's shape is refused, as PyTorch (its kernel writes the loss in the input's shape)."""
     reduction = _reduction(size_average, reduce, reduction)
+    if isinstance(target, Tensor) and tuple(target.shape) != tuple(input.shape):
+        wide = tuple(np.broadcast_shapes(tuple(input.shape), tuple(target.shape)))
+        if wide != tuple(input.shape):
+            raise RuntimeError(f"output with shape {list(input.shape)} doesn't match the broadcast shape "
+                               f"{list(wide)}: soft_margin_loss needs a target of the input's shape "
+                               f"(got {list(target.shape)}); reshape it, e.g. target.view_as(input)")
     return _reduce(ops.softplus(-target * input), reduction)
 
 

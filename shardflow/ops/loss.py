@@ -37,7 +37,7 @@ from ..autograd.dispatch import register
 from ..backend import get_array_module
 from ..kernels import softmax as _sm_kernels
 from ._grad_graph import const, sum_to
-from ._util import _down, _float_input, _up, flush_subnormal_, promote, unbroadcast
+from ._util import _down, _float_input, _up, flush_subnormal_, promote, unbroadcast, warn_at_caller
 
 __all__ = [
     "cross_entropy",
@@ -506,6 +506,10 @@ def _pointwise(name, input, target, kind, param, reduction, weight):
     x, t = promote(input, target)
     if not isinstance(t, Tensor):
         t = Tensor(np.asarray(t, dtype=x.array.dtype))
+    if t.array.shape != x.array.shape:  # PyTorch's warning: a (N, 1) output against (N,) targets
+        warn_at_caller(f"Using a target size ({t.shape}) that is different to the input size ({x.shape}). "
+                       "This will likely lead to incorrect results due to broadcasting. Please ensure they "
+                       "have the same size.")
     if not x.dtype.is_floating_point:
         x, t = _float_input(x), _float_input(t)
     try:
@@ -772,6 +776,10 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     ``exp(t) (t - x)`` with ``log_target``. 'batchmean' divides the sum by the batch size."""
     if reduction != "batchmean":
         reduction = _reduction(size_average, reduce, reduction)
+    if reduction == "mean":  # PyTorch's warning, word for word
+        warn_at_caller("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                       "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                       "'mean' will be changed to behave the same as 'batchmean' in the next major release.")
     x, t = promote(_float_input(input), target)
     if not isinstance(t, Tensor):
         t = Tensor(np.asarray(t, dtype=x.array.dtype))
