@@ -28,6 +28,7 @@ from ..backend import CPU, as_dtype, device_of, dtypes, from_numpy_dtype, is_dev
 from ..backend import shared_memory as shm
 from ..backend import storage as _storage
 from ..backend.layout import strided
+from ..backend.memory_format import check_memory_format
 from ..backend.meta import MetaArray
 from . import _tensor_str, grad_mode, legacy_types
 from .dispatch import OPS, set_method_owner
@@ -418,8 +419,14 @@ class Tensor:
         """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other_tensor)``."""
         dtype = kwargs.pop("dtype", None)
         device = kwargs.pop("device", None)
-        kwargs.pop("non_blocking", None)
+        kwargs.pop("non_blocking", None)  # transfers are synchronous: the result is the same
         copy = kwargs.pop("copy", False)
+        check_memory_format("to", kwargs.pop("memory_format", None), self.ndim)
+        if "other" in kwargs:  # to(other=t): t's dtype and device, as torch's third overload
+            args = (*args, kwargs.pop("other"))
+        if kwargs:
+            raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}' "
+                            "(it takes device, dtype, other, non_blocking, copy, memory_format)")
         for a in args:
             if isinstance(a, Tensor):
                 dtype, device = a.dtype, a.device
@@ -450,42 +457,42 @@ class Tensor:
         dt, dev = legacy_types.resolve_tensor_type(dtype)
         return self.to(dt) if dev is None else self.to(dev, dt)
 
-    def float(self):
-        return self.to(dtypes.float32)
+    def float(self, memory_format=None):
+        return self.to(dtypes.float32, memory_format=memory_format)
 
-    def double(self):
-        return self.to(dtypes.float64)
+    def double(self, memory_format=None):
+        return self.to(dtypes.float64, memory_format=memory_format)
 
-    def half(self):
-        return self.to(dtypes.float16)
+    def half(self, memory_format=None):
+        return self.to(dtypes.float16, memory_format=memory_format)
 
-    def bfloat16(self):
-        return self.to(dtypes.bfloat16)
+    def bfloat16(self, memory_format=None):
+        return self.to(dtypes.bfloat16, memory_format=memory_format)
 
-    def long(self):
-        return self.to(dtypes.int64)
+    def long(self, memory_format=None):
+        return self.to(dtypes.int64, memory_format=memory_format)
 
-    def int(self):
-        return self.to(dtypes.int32)
+    def int(self, memory_format=None):
+        return self.to(dtypes.int32, memory_format=memory_format)
 
-    def short(self):
-        return self.to(dtypes.int16)
+    def short(self, memory_format=None):
+        return self.to(dtypes.int16, memory_format=memory_format)
 
-    def char(self):
-        return self.to(dtypes.int8)
+    def char(self, memory_format=None):
+        return self.to(dtypes.int8, memory_format=memory_format)
 
-    def byte(self):
-        return self.to(dtypes.uint8)
+    def byte(self, memory_format=None):
+        return self.to(dtypes.uint8, memory_format=memory_format)
 
-    def bool(self):
-        return self.to(dtypes.bool_)
+    def bool(self, memory_format=None):
+        return self.to(dtypes.bool_, memory_format=memory_format)
 
     # -------------------------------------------------------------- complex (ops/complex_ops.py)
-    def cfloat(self):
-        return self.to(dtypes.complex64)
+    def cfloat(self, memory_format=None):
+        return self.to(dtypes.complex64, memory_format=memory_format)
 
-    def cdouble(self):
-        return self.to(dtypes.complex128)
+    def cdouble(self, memory_format=None):
+        return self.to(dtypes.complex128, memory_format=memory_format)
 
     @property
     def real(self) -> Tensor:
@@ -497,11 +504,12 @@ class Tensor:
         """The imaginary part of a complex tensor (PyTorch raises for a real one)."""
         return OPS["imag"](self)
 
-    def cpu(self):
-        return self.to("cpu")
+    def cpu(self, memory_format=None):
+        return self.to("cpu", memory_format=memory_format)
 
-    def cuda(self, device=None):
-        return self.to("cuda" if device is None else f"cuda:{int(device)}")
+    def cuda(self, device=None, non_blocking: bool = False, memory_format=None):
+        return self.to("cuda" if device is None else f"cuda:{int(device)}", non_blocking=non_blocking,
+                       memory_format=memory_format)
 
     def type_as(self, other):
         return self.to(other.dtype)
@@ -846,7 +854,11 @@ class Tensor:
         return _global_op("full_tensor")(self, *args, **kwargs)
 
     # Shape methods whose Tensor form takes varargs, unlike the functional form.
-    def view(self, *shape):
+    def view(self, *shape, dtype=None):
+        if dtype is not None:  # view(dtype=torch.int32): torch's keyword form of view(dtype)
+            if shape:
+                raise TypeError("view() takes a shape or dtype=, not both")
+            shape = (dtype,)
         if len(shape) == 1 and not isinstance(shape[0], int):
             if isinstance(shape[0], dtypes.dtype):
                 return OPS["view_dtype"](self, shape[0])
@@ -898,20 +910,37 @@ class Tensor:
     def transpose(self, dim0, dim1):
         return OPS["transpose"](self, dim0, dim1)
 
-    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
-        return OPS["zeros"](*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    def new_zeros(self, *sizes, size=None, dtype=None, device=None, requires_grad=False, layout=None,
+                  pin_memory=False):
+        return OPS["zeros"](*sizes, size=size, dtype=dtype or self.dtype, device=device or self.device,
+                           requires_grad=requires_grad, layout=layout, pin_memory=pin_memory)
 
-    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
-        return OPS["ones"](*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    def new_ones(self, *sizes, size=None, dtype=None, device=None, requires_grad=False, layout=None,
+                  pin_memory=False):
+        return OPS["ones"](*sizes, size=size, dtype=dtype or self.dtype, device=device or self.device,
+                           requires_grad=requires_grad, layout=layout, pin_memory=pin_memory)
 
-    def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
-        return OPS["full"](size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
+                 pin_memory=False):
+        return OPS["full"](size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
+                           requires_grad=requires_grad, layout=layout, pin_memory=pin_memory)
 
-    def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
-        return OPS["empty"](*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    def new_empty(self, *sizes, size=None, dtype=None, device=None, requires_grad=False, layout=None,
+                  pin_memory=False):
+        return OPS["empty"](*sizes, size=size, dtype=dtype or self.dtype, device=device or self.device,
+                           requires_grad=requires_grad, layout=layout, pin_memory=pin_memory)
 
-    def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
-        return Tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+        if layout is not None and layout is not strided:
+            raise NotImplementedError(f"new_tensor(layout={layout!r}) is not supported: shardflow makes "
+                                      "this tensor dense; call .to_sparse() on the result")
+        if pin_memory:
+            OPS["pin_memory"](self)  # torch's CPU-build error without CUDA
+        out = Tensor(data, dtype=dtype or self.dtype)
+        dev = device or self.device
+        if out.device != dev:
+            out = out.to(dev)
+        return out.requires_grad_(True) if requires_grad else out
 
 
 class _RemovableHandle:

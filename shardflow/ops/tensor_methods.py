@@ -36,6 +36,7 @@ from .comparison import (
     lt,
     ne,
 )
+from .factory_options import check_factory_options
 from .linalg_ops import addbmm
 from .matmul import addmm, baddbmm
 from .reduce import cumprod, cumsum
@@ -187,10 +188,12 @@ def scalar_tensor(s, *, dtype=None, device=None, requires_grad: bool = False) ->
 
 
 @register("logspace")
-def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None,
+def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, layout=None, device=None,
              requires_grad: bool = False) -> Tensor:
     """``base ** linspace(start, end, steps)``."""
     from .creation import tensor
+
+    check_factory_options("logspace", layout)
 
     d = as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     vals = np.power(float(base), np.linspace(float(start), float(end), int(steps)))
@@ -198,9 +201,11 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=N
 
 
 @register("empty_strided")
-def empty_strided(size, stride, *, dtype=None, device=None, requires_grad: bool = False, **kwargs) -> Tensor:
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad: bool = False,
+                  pin_memory: bool = False) -> Tensor:
     """An uninitialised tensor of ``size`` (shardflow's arrays are row-major; ``stride`` is
     checked for length and otherwise not used)."""
+    check_factory_options("empty_strided", layout, pin_memory)
     if len(tuple(stride)) != len(tuple(size)):
         raise RuntimeError(f"mismatch in length of strides and shape: {len(tuple(stride))} vs {len(tuple(size))}")
     return _ops().empty(tuple(size), dtype=dtype, device=device, requires_grad=requires_grad)

@@ -1,0 +1,255 @@
+"""Keyword-argument parity audit: the keywords torch 2.13 takes that shardflow does not.
+
+A PyTorch program that passes a keyword shardflow's function lacks fails with a TypeError
+(or, where shardflow takes ``**kwargs`` and drops them, silently computes something else).
+This script finds those gaps by comparing parameter names, name by name:
+
+* top-level ``torch.*`` functions, ``torch.Tensor`` methods, ``torch.nn.functional.*``,
+  ``torch.linalg/fft/special.*``;
+* ``__init__`` of every ``torch.nn`` Module class, ``torch.optim`` optimizer and
+  ``torch.optim.lr_scheduler`` class.
+
+torch's builtins have no ``inspect.signature``: their parameters come from the signature
+line(s) of ``__doc__`` (``add(input, other, *, alpha=1, out=None) -> Tensor``; overloads are
+several lines, also as ``.. function::`` / ``.. method::`` directives), and the union of the
+overloads' names is what torch accepts. Python-level torch functions use
+``inspect.signature`` unless it is only ``(*args, **kwargs)`` (then the doc line).
+
+Not reported: ``out`` (the dispatcher gives every registered op torch's ``out=``), ``self``,
+``*args`` / ``**kwargs`` of torch, and the first parameter of a function when only its name
+differs (``input`` vs ``A``: a tensor passed positionally by every program; listed apart as
+``first-arg``). A keyword shardflow does not name but its ``**kwargs`` takes is listed under
+``via-kwargs``: what that ``**kwargs`` does with it must be checked by hand (``--kwargs``
+lists every audited shardflow callable with a ``**kwargs``).
+
+Usage::
+
+    python scripts/signature_gaps.py            # every gap, one line per name
+    python scripts/signature_gaps.py --kwargs   # also the shardflow callables with **kwargs
+    python scripts/signature_gaps.py --json     # machine-readable
+
+``tests/test_signature_parity.py`` imports :func:`gaps_for` and asserts a core list of
+names has no gap left.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import re
+import sys
+from pathlib import Path
+
+IGNORED = frozenset({"out", "self"})
+
+_SIG_LINE = r"^\s*(?:\.\.\s+(?:function|method)::\s+)?(?:[\w.]+\.)?{name}\((.*?)\)\s*(?:->.*)?$"
+
+
+def _split_params(text: str) -> list[str]:
+    """Split a parameter list at top-level commas (brackets, parentheses, quotes nest)."""
+    parts, depth, cur, quote = [], 0, [], None
+    for ch in text:
+        if quote:
+            cur.append(ch)
+            if ch == quote:
+                quote = None
+            continue
+        if ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+            continue
+        cur.append(ch)
+    if "".join(cur).strip():
+        parts.append("".join(cur).strip())
+    return parts
+
+
+def doc_params(doc: str | None, name: str) -> list[list[str]] | None:
+    """Each overload's parameter names from the signature lines of ``doc`` (None: no line).
+
+    ``*size``/``*args``/``**kwargs`` and the bare ``*`` are dropped: they name no keyword.
+    """
+    if not doc:
+        return None
+    pat = re.compile(_SIG_LINE.format(name=re.escape(name)))
+    overloads = []
+    for line in doc.splitlines():
+        m = pat.match(line)
+        if not m:
+            continue
+        names = []
+        for p in _split_params(m.group(1)):
+            if p.startswith("*") or p in ("/", ""):
+                continue
+            m2 = re.match(r"(\w+)", p)
+            if m2:
+                names.append(m2.group(1))
+        overloads.append(names)
+    return overloads or None
+
+
+def torch_params(obj, name: str, method: bool = False) -> list[list[str]] | None:
+    """torch's overloads' parameter names for ``obj`` (``self`` dropped for methods)."""
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):
+        sig = None
+    if sig is not None:
+        ps = list(sig.parameters.values())
+        named = [p for p in ps if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        if named or not ps:
+            names = [p.name for p in named if p.kind != p.POSITIONAL_ONLY]
+            if method and names and names[0] == "self":
+                names = names[1:]
+            return [names]
+    return doc_params(getattr(obj, "__doc__", None), name)
+
+
+def shardflow_params(obj, method: bool = False):
+    """(keyword names shardflow's ``obj`` accepts, first parameter's name, has ``**kwargs``)."""
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return None
+    ps = list(sig.parameters.values())
+    if method and ps and ps[0].kind != ps[0].VAR_POSITIONAL:
+        ps = ps[1:]  # self (or a registered op's ``input``)
+    names = [p.name for p in ps if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    first = ps[0].name if ps and ps[0].kind in (ps[0].POSITIONAL_ONLY, ps[0].POSITIONAL_OR_KEYWORD) else None
+    varkw = any(p.kind == p.VAR_KEYWORD for p in ps)
+    return set(names), first, varkw
+
+
+def compare(t_obj, s_obj, name: str, method: bool = False, init: bool = False) -> dict | None:
+    """The gap record for one name, or None when torch's parameters cannot be read.
+
+    ``init``: compare ``__init__`` (drops ``self`` on both sides).
+    """
+    if init:
+        t_obj, s_obj, method = t_obj.__init__, s_obj.__init__, True
+    overloads = torch_params(t_obj, name, method=method)
+    sf = shardflow_params(s_obj, method=method)
+    if overloads is None or sf is None:
+        return None
+    s_names, s_first, varkw = sf
+    t_first = {o[0] for o in overloads if o}
+    wanted = {n for o in overloads for n in o} - IGNORED
+    missing = wanted - s_names
+    first_arg = set()
+    if not method and s_first is not None:
+        first_arg = {n for n in missing if n in t_first and s_first not in wanted}
+        missing -= first_arg
+    rec = {"missing": [], "via_kwargs": [], "first_arg": sorted(first_arg), "varkw": varkw}
+    rec["via_kwargs" if varkw else "missing"] = sorted(missing)
+    return rec
+
+
+def _public_functions(t_mod, s_mod):
+    for n in sorted(dir(t_mod)):
+        if n.startswith("_"):
+            continue
+        t_obj = getattr(t_mod, n, None)
+        if not callable(t_obj) or inspect.isclass(t_obj) or inspect.ismodule(t_obj):
+            continue
+        s_obj = getattr(s_mod, n, None)
+        if s_obj is None or inspect.isclass(s_obj) or not callable(s_obj):
+            continue
+        yield n, t_obj, s_obj
+
+
+def _classes(t_mod, s_mod, base_t):
+    for n in sorted(dir(t_mod)):
+        if n.startswith("_"):
+            continue
+        t_obj = getattr(t_mod, n, None)
+        if not (inspect.isclass(t_obj) and issubclass(t_obj, base_t)) or t_obj is base_t:
+            continue
+        s_obj = getattr(s_mod, n, None)
+        if inspect.isclass(s_obj) and "__init__" in _own_init_chain(s_obj):
+            yield n, t_obj, s_obj
+
+
+def _own_init_chain(cls):
+    return {"__init__"} if any("__init__" in vars(c) for c in cls.__mro__[:-1]) else set()
+
+
+def families():
+    """(family, qualified name, torch object, shardflow object, kind) for every audited name."""
+    import torch
+    import torch.nn.functional as tF
+
+    import shardflow
+    import shardflow.nn.functional as sF
+
+    mods = [("torch", torch, shardflow), ("F", tF, sF)]
+    for sub in ("linalg", "fft", "special"):
+        mods.append((f"torch.{sub}", getattr(torch, sub), getattr(shardflow, sub)))
+    for fam, tm, sm in mods:
+        for n, t, s in _public_functions(tm, sm):
+            yield fam, f"{fam}.{n}", t, s, "function"
+    for n in sorted(dir(torch.Tensor)):
+        if n.startswith("_") or not hasattr(shardflow.Tensor, n):
+            continue
+        t, s = getattr(torch.Tensor, n), getattr(shardflow.Tensor, n)
+        if callable(t) and callable(s) and not isinstance(inspect.getattr_static(torch.Tensor, n), property):
+            yield "Tensor", f"Tensor.{n}", t, s, "method"
+    import torch.optim.lr_scheduler as tsched
+
+    import shardflow.optim.lr_scheduler as ssched
+    for fam, tm, sm, base in (("nn", torch.nn, shardflow.nn, torch.nn.Module),
+                              ("optim", torch.optim, shardflow.optim, torch.optim.Optimizer),
+                              ("lr_scheduler", tsched, ssched, tsched.LRScheduler)):
+        for n, t, s in _classes(tm, sm, base):
+            yield fam, f"{fam}.{n}", t, s, "init"
+
+
+def gaps_for(names: set[str] | None = None) -> dict[str, dict]:
+    """Gap records keyed by qualified name (``torch.sum``, ``Tensor.sum``, ``F.relu``,
+    ``nn.Linear``, ``optim.Adam``, ``lr_scheduler.StepLR``), for ``names`` or all."""
+    out = {}
+    for _fam, q, t, s, kind in families():
+        if names is not None and q not in names:
+            continue
+        rec = compare(t, s, q.rsplit(".", 1)[1], method=kind == "method", init=kind == "init")
+        if rec is not None:
+            out[q] = rec
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--kwargs", action="store_true", help="list shardflow callables with **kwargs")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args(argv)
+    recs = gaps_for()
+    if a.json:
+        json.dump(recs, sys.stdout, indent=1, sort_keys=True)
+        return 0
+    n_gap = 0
+    for q, r in recs.items():
+        if r["missing"]:
+            n_gap += 1
+            print(f"{q}: missing {', '.join(r['missing'])}")
+        if r["via_kwargs"]:
+            print(f"{q}: via-kwargs {', '.join(r['via_kwargs'])}")
+        if r["first_arg"]:
+            print(f"{q}: first-arg {', '.join(r['first_arg'])}")
+    if a.kwargs:
+        for q, r in recs.items():
+            if r["varkw"]:
+                print(f"{q}: takes **kwargs")
+    print(f"# {len(recs)} names compared, {n_gap} with missing keywords", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    # this checkout's shardflow, not an installed one elsewhere
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.exit(main())
