@@ -66,6 +66,16 @@ class Size(tuple):
         return f"shardflow.Size({list(self)})"
 
 
+def _keyword_form(op: str, args: tuple, value, name: str) -> tuple:
+    """The varargs of a shape method, or torch's keyword form ``name=value``
+    (``x.view(size=(2, 3))``, ``x.permute(dims=(1, 0))``)."""
+    if value is None:
+        return args
+    if args:
+        raise TypeError(f"{op}() got {name} both positionally and as {name}=; pass one")
+    return (value,)
+
+
 class Tensor:
     __slots__ = (
         "array", "requires_grad", "grad", "grad_fn", "_output_nr", "_version", "_hooks",
@@ -854,21 +864,23 @@ class Tensor:
         return _global_op("full_tensor")(self, *args, **kwargs)
 
     # Shape methods whose Tensor form takes varargs, unlike the functional form.
-    def view(self, *shape, dtype=None):
+    def view(self, *shape, size=None, dtype=None):
         if dtype is not None:  # view(dtype=torch.int32): torch's keyword form of view(dtype)
-            if shape:
+            if shape or size is not None:
                 raise TypeError("view() takes a shape or dtype=, not both")
             shape = (dtype,)
+        shape = _keyword_form("view", shape, size, "size")
         if len(shape) == 1 and not isinstance(shape[0], int):
             if isinstance(shape[0], dtypes.dtype):
                 return OPS["view_dtype"](self, shape[0])
             shape = tuple(shape[0])
         return OPS["view"](self, shape)
 
-    def reshape(self, *shape):
-        if len(shape) == 1 and not isinstance(shape[0], int):
-            shape = tuple(shape[0])
-        return OPS["reshape"](self, shape)
+    def reshape(self, *sizes, shape=None):
+        sizes = _keyword_form("reshape", sizes, shape, "shape")
+        if len(sizes) == 1 and not isinstance(sizes[0], int):
+            sizes = tuple(sizes[0])
+        return OPS["reshape"](self, sizes)
 
     def view_as(self, other):
         return OPS["view"](self, tuple(other.shape))
@@ -876,12 +888,14 @@ class Tensor:
     def reshape_as(self, other):
         return OPS["reshape"](self, tuple(other.shape))
 
-    def permute(self, *dims):
-        if len(dims) == 1 and not isinstance(dims[0], int):
-            dims = tuple(dims[0])
-        return OPS["permute"](self, dims)
+    def permute(self, *order, dims=None):
+        order = _keyword_form("permute", order, dims, "dims")
+        if len(order) == 1 and not isinstance(order[0], int):
+            order = tuple(order[0])
+        return OPS["permute"](self, order)
 
-    def expand(self, *sizes):
+    def expand(self, *sizes, size=None):
+        sizes = _keyword_form("expand", sizes, size, "size")
         if len(sizes) == 1 and not isinstance(sizes[0], int):
             sizes = tuple(sizes[0])
         return OPS["expand"](self, sizes)
@@ -889,20 +903,23 @@ class Tensor:
     def expand_as(self, other):
         return OPS["expand"](self, tuple(other.shape))
 
-    def repeat(self, *sizes):
+    def repeat(self, *sizes, repeats=None):
+        sizes = _keyword_form("repeat", sizes, repeats, "repeats")
         if len(sizes) == 1 and not isinstance(sizes[0], int):
             sizes = tuple(sizes[0])
         return OPS["repeat"](self, sizes)
 
-    def tile(self, *sizes):
+    def tile(self, *sizes, dims=None):
+        sizes = _keyword_form("tile", sizes, dims, "dims")
         if len(sizes) == 1 and not isinstance(sizes[0], int):
             sizes = tuple(sizes[0])
         return OPS["tile"](self, sizes)
 
-    def flip(self, *dims):
-        if len(dims) == 1 and not isinstance(dims[0], int):
-            dims = tuple(dims[0])
-        return OPS["flip"](self, dims)
+    def flip(self, *order, dims=None):
+        order = _keyword_form("flip", order, dims, "dims")
+        if len(order) == 1 and not isinstance(order[0], int):
+            order = tuple(order[0])
+        return OPS["flip"](self, order)
 
     def t(self):
         return OPS["t"](self)
