@@ -800,11 +800,11 @@ class Tensor:
     def pow_(self, exponent):
         return OPS["pow_"](self, exponent)
 
-    def addcmul_(self, t1, t2, *, value=1):
-        return OPS["addcmul_"](self, t1, t2, value=value)
+    def addcmul_(self, tensor1, tensor2, *, value=1):
+        return OPS["addcmul_"](self, tensor1, tensor2, value=value)
 
-    def addcdiv_(self, t1, t2, *, value=1):
-        return OPS["addcdiv_"](self, t1, t2, value=value)
+    def addcdiv_(self, tensor1, tensor2, *, value=1):
+        return OPS["addcdiv_"](self, tensor1, tensor2, value=value)
 
     def lerp_(self, end, weight):
         return OPS["lerp_"](self, end, weight)

@@ -276,8 +276,11 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
     return _op("mse_loss")(input, target, reduction=_reduction(size_average, reduce, reduction))
 
 
-def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
-    return _op("l1_loss")(input, target, reduction=_reduction(size_average, reduce, reduction))
+def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None) -> Tensor:
+    """``weight``: per-element weights ('mean' divides by their sum), torch 2.13's keyword."""
+    if weight is None:
+        return _op("l1_loss")(input, target, reduction=_reduction(size_average, reduce, reduction))
+    return _op("l1_loss")(input, target, reduction=_reduction(size_average, reduce, reduction), weight=weight)
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean",

@@ -63,6 +63,12 @@ class Optimizer(OptimizerHooks):
     _param_shaped_state: tuple[str, ...] | None = None
 
     def __init__(self, params, defaults: dict):
+        if defaults.get("differentiable"):
+            raise NotImplementedError(
+                f"{type(self).__name__}(differentiable=True) is not supported: shardflow's optimizer "
+                "steps update the parameters' arrays in place outside autograd, so no graph runs "
+                "through step(); pass differentiable=False (or write the update with tensor ops, "
+                "e.g. torch.func, to differentiate through it)")
         self.defaults = defaults
         self.state: defaultdict = defaultdict(dict)
         self.param_groups: list[dict] = []
