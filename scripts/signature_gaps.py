@@ -254,6 +254,51 @@ def gaps_for(names: set[str] | None = None) -> dict[str, dict]:
     return out
 
 
+def kwargs_callables():
+    """(qualified name, how it uses its ``**kwargs``) for every public shardflow callable of the
+    audited modules that takes ``**kwargs``: ``forwards`` when its source passes them on as
+    ``**name`` (the callee refuses unknown ones), ``pops`` when it takes them off by name
+    (check it refuses the rest), else ``check``. A heuristic, read by hand."""
+    import shardflow
+    import shardflow.nn.functional as sF
+    import shardflow.optim.lr_scheduler as ssched
+
+    mods = [("torch", shardflow), ("F", sF), ("nn", shardflow.nn), ("optim", shardflow.optim),
+            ("lr_scheduler", ssched)]
+    mods += [(f"torch.{m}", getattr(shardflow, m)) for m in ("linalg", "fft", "special")]
+    seen = set()
+    for fam, mod in mods:
+        for n in sorted(dir(mod)):
+            obj = getattr(mod, n, None) if not n.startswith("_") else None
+            if obj is None or not callable(obj) or inspect.ismodule(obj):
+                continue
+            yield from _kwargs_use(f"{fam}.{n}", obj.__init__ if inspect.isclass(obj) else obj, seen)
+    for n in sorted(dir(shardflow.Tensor)):
+        if not n.startswith("_"):
+            yield from _kwargs_use(f"Tensor.{n}", inspect.getattr_static(shardflow.Tensor, n), seen)
+
+
+def _kwargs_use(q, f, seen):
+    f = inspect.unwrap(f) if callable(f) else None
+    if f is None or id(f) in seen:
+        return
+    seen.add(id(f))
+    try:
+        ps = inspect.signature(f).parameters.values()
+        src = inspect.getsource(f).split(":\n", 1)[-1]  # the body, not the def line
+    except (TypeError, ValueError, OSError):
+        return
+    var = next((p.name for p in ps if p.kind is p.VAR_KEYWORD), None)
+    if var is None:
+        return
+    if f"**{var})" in src or f"**{var}," in src:
+        yield q, "forwards"
+    elif f"{var}.pop(" in src or f"{var}.get(" in src or f"{var}[" in src:
+        yield q, "pops"
+    else:
+        yield q, "check"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kwargs", action="store_true", help="list shardflow callables with **kwargs")
@@ -273,9 +318,8 @@ def main(argv=None) -> int:
         if r["first_arg"]:
             print(f"{q}: first-arg {', '.join(r['first_arg'])}")
     if a.kwargs:
-        for q, r in recs.items():
-            if r["varkw"]:
-                print(f"{q}: takes **kwargs")
+        for q, use in kwargs_callables():
+            print(f"{q}: **kwargs {use}")
     print(f"# {len(recs)} names compared, {n_gap} with missing keywords", file=sys.stderr)
     return 0
 

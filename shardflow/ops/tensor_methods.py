@@ -106,7 +106,10 @@ for _name, _fn in (("t_", t), ("transpose_", transpose), ("swapaxes_", transpose
 def new(self, *args, **kwargs) -> Tensor:
     """Legacy ``x.new(...)``: ``Tensor(*args)`` with ``x``'s dtype and device."""
     device = kwargs.pop("device", self.device)
-    t = Tensor(*args, dtype=kwargs.pop("dtype", self.dtype)) if args else Tensor(
+    dtype = kwargs.pop("dtype", self.dtype)
+    if kwargs:  # torch's new() takes only device (and dtype); an unknown keyword was dropped
+        raise TypeError(f"new() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    t = Tensor(*args, dtype=dtype) if args else Tensor(
         np.empty((0,), self.dtype.np))
     return t.to(device) if str(device) != "cpu" else t
 
