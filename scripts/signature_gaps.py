@@ -61,8 +61,19 @@ DOC_DRIFT = {
     "torch.true_divide": {"divisor"}, "torch.unsafe_split": {"split_size_or_sections"},
     "torch.hsplit": {"indices_or_sections"}, "torch.vsplit": {"indices_or_sections"},
     "torch.dsplit": {"indices_or_sections"}, "torch.tensor": {"3"},
-    "torch.linalg.lu_factor": {"bool"},
-    **{f"torch.{n}": {"values", "indices"} for n in ("kthvalue", "max", "min", "median", "nanmedian", "topk")},
+    "torch.linalg.lu_factor": {"bool"}, "Tensor.mul_": {"value"}, "Tensor.div_": {"value"},
+    "Tensor.fmod_": {"divisor"}, "Tensor.remainder_": {"divisor"}, "Tensor.floor_divide_": {"value"},
+    "Tensor.index_copy_": {"tensor"}, "Tensor.resize_as_": {"tensor"}, "Tensor.atanh_": {"other"},
+    "Tensor.arctanh_": {"other"}, "Tensor.multiply_": {"value"}, "Tensor.true_divide_": {"value"},
+    "Tensor.divide_": {"value"}, "Tensor.to": {"other"},  # torch's name is tensor=
+    **{f"torch.{n}": {"values", "indices"}
+       for n in ("kthvalue", "max", "min", "median", "nanmedian", "topk", "sort")},
+}
+
+# shardflow callables whose ``**kwargs`` were read by hand: the keywords each takes by name
+# from them (the rest raise TypeError). A torch keyword in this set is not a gap.
+KWARGS_AUDITED = {
+    "Tensor.to": {"copy", "device", "dtype", "memory_format", "non_blocking", "tensor"},
 }
 
 # NumPy spellings torch's argument parser takes for its own names (python_arg_parser.cpp);
@@ -107,7 +118,13 @@ def doc_params(doc: str | None, name: str) -> list[list[str]] | None:
         return None
     pat = re.compile(_SIG_LINE.format(name=re.escape(name)))
     overloads = []
-    for line in doc.splitlines():
+    lines, cur = [], ""
+    for line in doc.splitlines():  # a signature may wrap: join lines until its parentheses close
+        cur = f"{cur} {line.strip()}" if cur else line
+        if cur.count("(") <= cur.count(")"):
+            lines.append(cur)
+            cur = ""
+    for line in lines:
         m = pat.match(line)
         if not m:
             continue
@@ -136,7 +153,29 @@ def torch_params(obj, name: str, method: bool = False) -> list[list[str]] | None
             if method and names and names[0] == "self":
                 names = names[1:]
             return [names]
-    return doc_params(getattr(obj, "__doc__", None), name)
+    found = doc_params(getattr(obj, "__doc__", None), name)
+    if found is None:  # an undocumented builtin (torch.relu): torch's own testing signature
+        found = _override_params(obj, method)
+    return found
+
+
+def _override_params(obj, method):
+    """Parameter names of ``torch.overrides.get_testing_overrides()``'s stand-in for ``obj``
+    (a lambda with torch's names), or None."""
+    import torch
+
+    global _OVERRIDES
+    if _OVERRIDES is None:
+        _OVERRIDES = torch.overrides.get_testing_overrides()
+    f = _OVERRIDES.get(obj)
+    if f is None:
+        return None
+    names = [p.name for p in inspect.signature(f).parameters.values()
+             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    return [names[1:] if method and names else names]
+
+
+_OVERRIDES = None
 
 
 def shardflow_params(obj, method: bool = False):
@@ -178,6 +217,8 @@ def compare(t_obj, s_obj, name: str, method: bool = False, init: bool = False,
         first_arg = {n for n in missing if n in t_first and s_first not in wanted}
         missing -= first_arg
     rec = {"missing": [], "via_kwargs": [], "first_arg": sorted(first_arg), "varkw": varkw}
+    if varkw:
+        missing -= KWARGS_AUDITED.get(qualname or name, set())
     rec["via_kwargs" if varkw else "missing"] = sorted(missing)
     return rec
 

@@ -432,11 +432,11 @@ class Tensor:
         kwargs.pop("non_blocking", None)  # transfers are synchronous: the result is the same
         copy = kwargs.pop("copy", False)
         check_memory_format("to", kwargs.pop("memory_format", None), self.ndim)
-        if "other" in kwargs:  # to(other=t): t's dtype and device, as torch's third overload
-            args = (*args, kwargs.pop("other"))
+        if "tensor" in kwargs:  # to(tensor=t): t's dtype and device, as torch's third overload
+            args = (*args, kwargs.pop("tensor"))
         if kwargs:
             raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}' "
-                            "(it takes device, dtype, other, non_blocking, copy, memory_format)")
+                            "(it takes device, dtype, tensor, non_blocking, copy, memory_format)")
         for a in args:
             if isinstance(a, Tensor):
                 dtype, device = a.dtype, a.device
@@ -923,6 +923,11 @@ class Tensor:
 
     def t(self):
         return OPS["t"](self)
+
+    def split(self, split_size, dim=0):
+        """torch's ``Tensor.split(split_size, dim)`` (the method names it ``split_size``;
+        ``torch.split`` names it ``split_size_or_sections``)."""
+        return OPS["split"](self, split_size, dim)
 
     def transpose(self, dim0, dim1):
         return OPS["transpose"](self, dim0, dim1)
