@@ -20,7 +20,7 @@ from ..backend import (
 from ..backend import device as _device
 from ..backend import random as _random
 from ..backend.meta import MetaArray, is_meta_array
-from .factory_options import check_factory_options
+from ._factory_options import check_factory_options
 
 __all__ = [
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "zeros_like",

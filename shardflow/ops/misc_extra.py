@@ -156,8 +156,8 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim: int = -1) -> Tensor:
 
 # ---------------------------------------------------------------------------- windows
 def _window(name, n, periodic, dtype, device, requires_grad, values, layout=None, pin_memory=False):
+    from ._factory_options import check_factory_options
     from .creation import tensor
-    from .factory_options import check_factory_options
 
     check_factory_options(name, layout, pin_memory)
 

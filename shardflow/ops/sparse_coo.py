@@ -37,8 +37,8 @@ from ..autograd import _tensor_str as _ts
 from ..autograd.dispatch import register
 from ..backend import CPU, as_dtype, device_of, dtypes, get_array_module, to_device
 from ..backend.layout import sparse_coo
+from ._factory_options import check_factory_options
 from ._util import as_tensor_arg
-from .factory_options import check_factory_options
 from .index import _add_at
 
 # to_sparse / to_dense are Tensor methods only and sparse_mm is torch.sparse.mm (as in
@@ -447,7 +447,7 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
     ``indices[:, k]`` (duplicates allowed; they add up). ``size`` defaults to the smallest
     that holds every index. With ``requires_grad=True`` the tensor is a new leaf whose
     ``grad`` is sparse (the values' gradient on the same pattern). ``pin_memory=True`` as
-    ``Tensor.pin_memory()`` (``factory_options.py``)."""
+    ``Tensor.pin_memory()`` (``_factory_options.py``)."""
     check_factory_options("sparse_coo_tensor", pin_memory=pin_memory)
     idx = _index_array(indices)
     if idx.ndim != 2:

@@ -22,6 +22,7 @@ import numpy as np
 from ..autograd import Tensor, _wrap, grad_mode
 from ..autograd.dispatch import register
 from ..backend import as_dtype, cuda_is_available, dtypes
+from ._factory_options import check_factory_options
 from ._util import inplace
 from .arithmetic import div, mul, sub
 from .comparison import (
@@ -36,7 +37,6 @@ from .comparison import (
     lt,
     ne,
 )
-from .factory_options import check_factory_options
 from .linalg_ops import addbmm
 from .matmul import addmm, baddbmm
 from .reduce import cumprod, cumsum
