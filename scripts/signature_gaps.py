@@ -66,8 +66,19 @@ DOC_DRIFT = {
     "Tensor.index_copy_": {"tensor"}, "Tensor.resize_as_": {"tensor"}, "Tensor.atanh_": {"other"},
     "Tensor.arctanh_": {"other"}, "Tensor.multiply_": {"value"}, "Tensor.true_divide_": {"value"},
     "Tensor.divide_": {"value"}, "Tensor.to": {"other"},  # torch's name is tensor=
+    # from torch.overrides.get_testing_overrides() (undocumented builtins), refused by torch too
+    "torch.aminmax": {"min", "max"}, "torch.histogramdd": {"hist", "bin_edges"},
+    "torch.hamming_window": {"float"}, "Tensor.relu_": {"inplace"}, "torch.sym_sum": {"args"},
+    "torch.nuclear_norm": {"p", "dtype"}, "torch.triangular_solve": {"cloned_coefficient"},
+    "Tensor.index_reduce": {"include_input"}, "torch.split_with_sizes": {"split_size_or_sections"},
+    "Tensor.split_with_sizes": {"split_size_or_sections"},
+    "torch.unsafe_split_with_sizes": {"split_size_or_sections"},
+    "Tensor.unsafe_split_with_sizes": {"split_size_or_sections"},
+    **{f"torch.{n}": {"size_average", "reduce"} for n in (
+        "cosine_embedding_loss", "hinge_embedding_loss", "margin_ranking_loss", "triplet_margin_loss")},
     **{f"torch.{n}": {"values", "indices"}
-       for n in ("kthvalue", "max", "min", "median", "nanmedian", "topk", "sort")},
+       for n in ("kthvalue", "max", "min", "median", "nanmedian", "topk", "sort", "cummax", "cummin",
+                 "mode")},
 }
 
 # shardflow callables whose ``**kwargs`` were read by hand: the keywords each takes by name

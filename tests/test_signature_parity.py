@@ -345,3 +345,21 @@ def test_no_warning_on_plain_calls():
         warnings.simplefilter("error")
         sf.zeros(2)
         sf.ones(2).to(sf.float64)
+
+
+def test_like_makers_and_clone_take_input_keyword():
+    xs = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for name in ("zeros_like", "ones_like", "clone"):
+        got = getattr(sf, name)(input=sf.tensor(xs))
+        want = getattr(torch, name)(input=torch.tensor(xs))
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    assert tuple(sf.randn_like(input=sf.tensor(xs)).shape) == (2, 3)
+
+
+@pytest.mark.parametrize("method", ["clone", "contiguous"])
+def test_clone_contiguous_check_memory_format(method):
+    for m in (sf, torch):
+        with pytest.raises(RuntimeError):
+            getattr(m.ones(2), method)(memory_format=m.channels_last)
+        y = getattr(m.arange(24.0).reshape(1, 2, 3, 4), method)(memory_format=m.channels_last)
+        assert y.flatten().tolist() == list(np.arange(24.0))

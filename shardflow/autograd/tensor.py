@@ -843,9 +843,13 @@ class Tensor:
         return OPS["scatter_add_"](self, dim, index, src)
 
     def clone(self, *, memory_format=None):
-        return OPS["clone"](self)
+        if memory_format is None:
+            return OPS["clone"](self)
+        return OPS["clone"](self, memory_format=memory_format)
 
     def contiguous(self, memory_format=None):
+        if memory_format is not None:  # checked as torch; the values stay row-major
+            check_memory_format("contiguous", memory_format, self.ndim)
         return OPS["contiguous"](self)
 
     # Methods of global tensors: the distributed layer adds these ops to the table when the

@@ -143,28 +143,28 @@ def _like(t: Tensor, dtype):
 
 
 @register("zeros_like")
-def zeros_like(t: Tensor, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
+def zeros_like(input: Tensor, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
     check_factory_options("zeros_like", layout, memory_format=memory_format)
-    return zeros(*t.shape, dtype=_like(t, dtype), device=device or t.device, requires_grad=requires_grad)
+    return zeros(*input.shape, dtype=_like(input, dtype), device=device or input.device, requires_grad=requires_grad)
 
 
 @register("ones_like")
-def ones_like(t: Tensor, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
+def ones_like(input: Tensor, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
     check_factory_options("ones_like", layout, memory_format=memory_format)
-    return ones(*t.shape, dtype=_like(t, dtype), device=device or t.device, requires_grad=requires_grad)
+    return ones(*input.shape, dtype=_like(input, dtype), device=device or input.device, requires_grad=requires_grad)
 
 
 @register("empty_like")
-def empty_like(t: Tensor, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
+def empty_like(input: Tensor, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
     check_factory_options("empty_like", layout, memory_format=memory_format)
-    return empty(*t.shape, dtype=_like(t, dtype), device=device or t.device, requires_grad=requires_grad)
+    return empty(*input.shape, dtype=_like(input, dtype), device=device or input.device, requires_grad=requires_grad)
 
 
 @register("full_like")
-def full_like(t: Tensor, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
+def full_like(input: Tensor, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None) -> Tensor:
     check_factory_options("full_like", layout, memory_format=memory_format)
-    return full(tuple(t.shape), fill_value, dtype=_like(t, dtype), device=device or t.device, requires_grad=requires_grad)
+    return full(tuple(input.shape), fill_value, dtype=_like(input, dtype), device=device or input.device, requires_grad=requires_grad)
 
 
 @register("arange")
@@ -254,25 +254,25 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, layout=Non
 
 
 @register("rand_like")
-def rand_like(t, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None, generator=None):
+def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None, generator=None):
     check_factory_options("rand_like", layout, memory_format=memory_format)
-    return rand(*t.shape, dtype=_like(t, dtype), generator=generator, device=device or t.device,
+    return rand(*input.shape, dtype=_like(input, dtype), generator=generator, device=device or input.device,
                 requires_grad=requires_grad)
 
 
 @register("randn_like")
-def randn_like(t, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None, generator=None):
+def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None, generator=None):
     check_factory_options("randn_like", layout, memory_format=memory_format)
-    return randn(*t.shape, dtype=_like(t, dtype), generator=generator, device=device or t.device,
+    return randn(*input.shape, dtype=_like(input, dtype), generator=generator, device=device or input.device,
                  requires_grad=requires_grad)
 
 
 @register("randint_like")
-def randint_like(t, low, high=None, *, dtype=None, layout=None, device=None, requires_grad=False,
+def randint_like(input, low, high=None, *, dtype=None, layout=None, device=None, requires_grad=False,
                  memory_format=None, generator=None):
     check_factory_options("randint_like", layout, memory_format=memory_format)
-    return randint(low, high, tuple(t.shape), dtype=_like(t, dtype), generator=generator,
-                   device=device or t.device, requires_grad=requires_grad)
+    return randint(low, high, tuple(input.shape), dtype=_like(input, dtype), generator=generator,
+                   device=device or input.device, requires_grad=requires_grad)
 
 
 @register("randperm")
