@@ -351,9 +351,40 @@ def _kwargs_use(q, f, seen):
         yield q, "check"
 
 
+def unused_parameters():
+    """(qualified name, [parameters its body never reads]) for the audited shardflow callables:
+    a keyword accepted and never read is a keyword ignored (``ast`` over the source; a
+    parameter read only by ``locals()`` or a nested ``exec`` would be listed too)."""
+    import ast
+    import textwrap
+
+    seen = set()
+    for _fam, q, _t, s_obj, kind in families():
+        f = s_obj.__init__ if kind == "init" else s_obj
+        f = inspect.unwrap(f)
+        if id(f) in seen or not inspect.isfunction(f):
+            continue
+        seen.add(id(f))
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(f)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        fn = tree.body[0]
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        a = fn.args
+        params = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+        read = {n.id for stmt in fn.body for n in ast.walk(stmt) if isinstance(n, ast.Name)}
+        left = [p for p in params if p not in read and p not in ("self", "cls") and not p.startswith("_")]
+        if left:
+            yield q, left
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kwargs", action="store_true", help="list shardflow callables with **kwargs")
+    ap.add_argument("--unused", action="store_true",
+                    help="list audited shardflow parameters their function never reads")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     recs = gaps_for()
@@ -369,6 +400,9 @@ def main(argv=None) -> int:
             print(f"{q}: via-kwargs {', '.join(r['via_kwargs'])}")
         if r["first_arg"]:
             print(f"{q}: first-arg {', '.join(r['first_arg'])}")
+    if a.unused:
+        for q, left in unused_parameters():
+            print(f"{q}: never reads {', '.join(left)}")
     if a.kwargs:
         for q, use in kwargs_callables():
             print(f"{q}: **kwargs {use}")

@@ -363,3 +363,39 @@ def test_clone_contiguous_check_memory_format(method):
             getattr(m.ones(2), method)(memory_format=m.channels_last)
         y = getattr(m.arange(24.0).reshape(1, 2, 3, 4), method)(memory_format=m.channels_last)
         assert y.flatten().tolist() == list(np.arange(24.0))
+
+
+@pytest.mark.parametrize("name", ["silu", "mish", "selu", "celu", "hardswish", "hardsigmoid"])
+def test_activation_inplace_is_honoured(name):
+    xs = np.linspace(-2.9, 2.9, 7)  # h = 1.5 x misses hardswish's kinks at +-3
+    res = []
+    for m in (sf, torch):
+        w = m.tensor(xs, requires_grad=True)
+        h = w * 1.5  # a non-leaf: in place is allowed
+        out = getattr(m.nn.functional, name)(h, inplace=True)
+        assert out is h
+        (out * out).sum().backward()
+        res.append((h.detach().numpy(), w.grad.numpy()))
+        leaf = m.tensor(xs, requires_grad=True)
+        with pytest.raises(RuntimeError):
+            getattr(m.nn.functional, name)(leaf, inplace=True)
+    # torch's hardsigmoid/hardswish use float32 constants even for float64
+    np.testing.assert_allclose(res[0][0], res[1][0], rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(res[0][1], res[1][1], rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["mse_loss", "huber_loss"])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_loss_weight_is_honoured(name, reduction):
+    rng = np.random.default_rng(3)
+    a, b, w = rng.standard_normal(5), rng.standard_normal(5), np.abs(rng.standard_normal(5))
+    grads = []
+    outs = []
+    for m in (sf, torch):
+        x = m.tensor(a, requires_grad=True)
+        out = getattr(m.nn.functional, name)(x, m.tensor(b), reduction=reduction, weight=m.tensor(w))
+        out.sum().backward()
+        outs.append(out.detach().numpy())
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(*outs, rtol=1e-12)
+    np.testing.assert_allclose(*grads, rtol=1e-12)
