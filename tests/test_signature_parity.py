@@ -399,3 +399,40 @@ def test_loss_weight_is_honoured(name, reduction):
         grads.append(x.grad.numpy())
     np.testing.assert_allclose(*outs, rtol=1e-12)
     np.testing.assert_allclose(*grads, rtol=1e-12)
+
+
+def test_normalize_out_and_tensor_linalg_out():
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 3))
+    for m in (sf, torch):
+        o = m.empty(2, 3, dtype=m.float64)
+        assert m.nn.functional.normalize(m.tensor(x), out=o) is o
+        np.testing.assert_allclose(o.numpy(), torch.nn.functional.normalize(torch.tensor(x)).numpy())
+    a = (rng.standard_normal((4, 4)) + 4 * np.eye(4)).reshape(2, 2, 2, 2)
+    for fn, args in (("tensorinv", (a,)), ("tensorsolve", (a, np.ones((2, 2))))):
+        o = sf.empty(0, dtype=sf.float64)
+        assert getattr(sf.linalg, fn)(*[sf.tensor(v) for v in args], out=o) is o
+        want = getattr(torch.linalg, fn)(*[torch.tensor(v) for v in args])
+        np.testing.assert_allclose(o.numpy(), want.numpy(), rtol=1e-10)
+
+
+@pytest.mark.parametrize("call", [
+    "tril_indices(3, 3, layout={m}.strided)", "triu_indices(3, 4, 1, layout={m}.strided)",
+    "fft.fftfreq(5, layout={m}.strided)", "fft.rfftfreq(6, layout={m}.strided)",
+])
+def test_more_factories_check_layout(call):
+    got, want = eval("sf." + call.format(m="sf")), eval("torch." + call.format(m="torch"))
+    np.testing.assert_allclose(got.numpy(), want.numpy())
+    with pytest.raises(NotImplementedError, match="to_sparse"):
+        eval("sf." + call.format(m="sf").replace("strided", "sparse_coo"))
+
+
+def test_to_sparse_dense_dim_and_blocksize():
+    xs = np.zeros((2, 2, 2), dtype=np.float32)
+    xs[0, 0, 0] = 1.0
+    got, want = sf.tensor(xs).to_sparse(dense_dim=1), torch.tensor(xs).to_sparse(dense_dim=1)
+    assert (got.sparse_dim(), got.dense_dim()) == (want.sparse_dim(), want.dense_dim()) == (2, 1)
+    np.testing.assert_array_equal(got.to_dense().numpy(), want.to_dense().numpy())
+    for m in (sf, torch):
+        with pytest.raises(RuntimeError):
+            m.tensor(xs).to_sparse(blocksize=(1, 1))

@@ -448,6 +448,8 @@ def _vector_norm(input, p, dim, keepdim=True):
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None) -> Tensor:
     """``input / max(||input||_p over dim, eps)``."""
     f = getattr(ops, "normalize", None)
+    if out is not None:  # written by the routed op (autograd/out_arg.py)
+        return f(input, p, dim, eps, out=out)
     if f is not None:
         return f(input, p, dim, eps)
     denom = _op("clamp")(_vector_norm(input, p, dim, keepdim=True), eps, None)

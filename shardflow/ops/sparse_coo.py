@@ -505,6 +505,13 @@ def to_sparse(input, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=
     t = as_tensor_arg(input)
     if layout is not None and layout is not sparse_coo:
         raise RuntimeError(f"to_sparse: only layout=torch.sparse_coo is supported, got {layout}")
+    if blocksize is not None:  # torch's error: block sizes belong to the BSR/BSC layouts
+        raise RuntimeError("dense_to_sparse: conversion from Strided to Sparse with blocksize argument "
+                           "given is not supported (blocksize is for layout=torch.sparse_bsr/bsc)")
+    if dense_dim is not None:  # the trailing dense_dim dims stay dense in the values
+        if sparse_dim is not None:
+            raise TypeError("to_sparse() takes sparse_dim or dense_dim=, not both")
+        sparse_dim = t.ndim - int(dense_dim)
     sd = t.ndim if sparse_dim is None else int(sparse_dim)
     if not 0 < sd <= t.ndim:
         raise RuntimeError(f"sparse_dim must be in [1, {t.ndim}] for a {t.ndim}-D tensor, got {sparse_dim}")

@@ -42,6 +42,7 @@ from ..autograd.out_arg import writes_out
 from ..backend import as_dtype, dtypes, get_array_module
 from ..backend import device as _device
 from ..backend.xp import cupy
+from ._factory_options import check_factory_options
 from ._util import inplace
 from .dropout import _alpha, _dropout, _feature_dropout_shape
 from .math_extra import heaviside, ldexp, nextafter
@@ -68,6 +69,7 @@ def _ops():
 def range(start=0, end=None, step=1, *, dtype=None, layout=None, device=None,
           requires_grad: bool = False) -> Tensor:
     """Deprecated end-inclusive ``arange``: ``start, start + step, ..., <= end``."""
+    check_factory_options("range", layout)
     from .creation import tensor
 
     warnings.warn("torch.range is deprecated and will be removed in a future release because its behavior is "
@@ -178,6 +180,7 @@ def to_dlpack(tensor) -> object:
 def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, requires_grad: bool = False,
                    pin_memory: bool = False) -> Tensor:
     """An uninitialised tensor of ``size`` whose memory is laid out in ``physical_layout`` order."""
+    check_factory_options("empty_permuted", layout, pin_memory)
     size, perm = tuple(int(s) for s in size), tuple(int(p) for p in physical_layout)
     if sorted(perm) != list(builtins.range(len(size))):
         raise RuntimeError(f"Number of dimensions in size does not match the length of the physical_layout; "

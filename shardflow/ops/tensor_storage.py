@@ -18,6 +18,7 @@ from ..autograd import Tensor, _wrap
 from ..autograd.dispatch import register
 from ..backend import get_array_module
 from ..backend import storage as _storage
+from ._factory_options import check_factory_options
 
 __all__ = ["from_file"]
 
@@ -130,4 +131,5 @@ def from_file(filename, shared=None, size: int = 0, *, dtype=None, layout=None, 
               pin_memory: bool = False, requires_grad: bool = False) -> Tensor:
     """``torch.from_file``: a 1-D tensor of ``size`` elements mapped from ``filename``
     (``shared=True``: writes go to the file, which is created or extended as needed)."""
+    check_factory_options("from_file", layout, pin_memory)
     return _wrap(_storage.from_file(filename, shared, size, dtype=dtype), requires_grad=requires_grad)
