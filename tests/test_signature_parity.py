@@ -436,3 +436,11 @@ def test_to_sparse_dense_dim_and_blocksize():
     for m in (sf, torch):
         with pytest.raises(RuntimeError):
             m.tensor(xs).to_sparse(blocksize=(1, 1))
+
+
+@pytest.mark.parametrize("cls", ["SGD", "Adam", "AdamW", "Adagrad"])
+def test_fused_and_foreach_together_refused(cls):
+    for m in (sf, torch):
+        with pytest.raises(RuntimeError, match="fused"):
+            getattr(m.optim, cls)([m.nn.Parameter(m.ones(2))], lr=0.1, fused=True, foreach=True)
+        getattr(m.optim, cls)([m.nn.Parameter(m.ones(2))], lr=0.1, fused=True)  # alone: accepted

@@ -63,6 +63,10 @@ class Optimizer(OptimizerHooks):
     _param_shaped_state: tuple[str, ...] | None = None
 
     def __init__(self, params, defaults: dict):
+        # foreach / fused / capturable choose torch's kernels, not the update: shardflow runs its
+        # own (the same values); torch's one refusal among them is kept
+        if defaults.get("fused") and defaults.get("foreach"):
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together (pass one of them)")
         if defaults.get("differentiable"):
             raise NotImplementedError(
                 f"{type(self).__name__}(differentiable=True) is not supported: shardflow's optimizer "
