@@ -431,7 +431,9 @@ class Tensor:
         device = kwargs.pop("device", None)
         kwargs.pop("non_blocking", None)  # transfers are synchronous: the result is the same
         copy = kwargs.pop("copy", False)
-        check_memory_format("to", kwargs.pop("memory_format", None), self.ndim)
+        memory_format = kwargs.pop("memory_format", None)
+        if memory_format is not None:
+            check_memory_format("to", memory_format, self.ndim)
         if "tensor" in kwargs:  # to(tensor=t): t's dtype and device, as torch's third overload
             args = (*args, kwargs.pop("tensor"))
         if kwargs:
@@ -468,40 +470,64 @@ class Tensor:
         return self.to(dt) if dev is None else self.to(dev, dt)
 
     def float(self, memory_format=None):
+        if memory_format is None:
+            return self.to(dtypes.float32)
         return self.to(dtypes.float32, memory_format=memory_format)
 
     def double(self, memory_format=None):
+        if memory_format is None:
+            return self.to(dtypes.float64)
         return self.to(dtypes.float64, memory_format=memory_format)
 
     def half(self, memory_format=None):
+        if memory_format is None:
+            return self.to(dtypes.float16)
         return self.to(dtypes.float16, memory_format=memory_format)
 
     def bfloat16(self, memory_format=None):
+        if memory_format is None:
+            return self.to(dtypes.bfloat16)
         return self.to(dtypes.bfloat16, memory_format=memory_format)
 
     def long(self, memory_format=None):
+        if memory_format is None:
+            return self.to(dtypes.int64)
         return self.to(dtypes.int64, memory_format=memory_format)
 
     def int(self, memory_format=None):
+        if memory_format is None:
+            return self.to(dtypes.int32)
         return self.to(dtypes.int32, memory_format=memory_format)
 
     def short(self, memory_format=None):
+        if memory_format is None:
+            return self.to(dtypes.int16)
         return self.to(dtypes.int16, memory_format=memory_format)
 
     def char(self, memory_format=None):
+        if memory_format is None:
+            return self.to(dtypes.int8)
         return self.to(dtypes.int8, memory_format=memory_format)
 
     def byte(self, memory_format=None):
+        if memory_format is None:
+            return self.to(dtypes.uint8)
         return self.to(dtypes.uint8, memory_format=memory_format)
 
     def bool(self, memory_format=None):
+        if memory_format is None:
+            return self.to(dtypes.bool_)
         return self.to(dtypes.bool_, memory_format=memory_format)
 
     # -------------------------------------------------------------- complex (ops/complex_ops.py)
     def cfloat(self, memory_format=None):
+        if memory_format is None:
+            return self.to(dtypes.complex64)
         return self.to(dtypes.complex64, memory_format=memory_format)
 
     def cdouble(self, memory_format=None):
+        if memory_format is None:
+            return self.to(dtypes.complex128)
         return self.to(dtypes.complex128, memory_format=memory_format)
 
     @property
@@ -873,7 +899,8 @@ class Tensor:
             if shape or size is not None:
                 raise TypeError("view() takes a shape or dtype=, not both")
             shape = (dtype,)
-        shape = _keyword_form("view", shape, size, "size")
+        if size is not None:
+            shape = _keyword_form("view", shape, size, "size")
         if len(shape) == 1 and not isinstance(shape[0], int):
             if isinstance(shape[0], dtypes.dtype):
                 return OPS["view_dtype"](self, shape[0])
@@ -881,7 +908,8 @@ class Tensor:
         return OPS["view"](self, shape)
 
     def reshape(self, *sizes, shape=None):
-        sizes = _keyword_form("reshape", sizes, shape, "shape")
+        if shape is not None:
+            sizes = _keyword_form("reshape", sizes, shape, "shape")
         if len(sizes) == 1 and not isinstance(sizes[0], int):
             sizes = tuple(sizes[0])
         return OPS["reshape"](self, sizes)
@@ -893,13 +921,15 @@ class Tensor:
         return OPS["reshape"](self, tuple(other.shape))
 
     def permute(self, *order, dims=None):
-        order = _keyword_form("permute", order, dims, "dims")
+        if dims is not None:
+            order = _keyword_form("permute", order, dims, "dims")
         if len(order) == 1 and not isinstance(order[0], int):
             order = tuple(order[0])
         return OPS["permute"](self, order)
 
     def expand(self, *sizes, size=None):
-        sizes = _keyword_form("expand", sizes, size, "size")
+        if size is not None:
+            sizes = _keyword_form("expand", sizes, size, "size")
         if len(sizes) == 1 and not isinstance(sizes[0], int):
             sizes = tuple(sizes[0])
         return OPS["expand"](self, sizes)
@@ -908,19 +938,22 @@ class Tensor:
         return OPS["expand"](self, tuple(other.shape))
 
     def repeat(self, *sizes, repeats=None):
-        sizes = _keyword_form("repeat", sizes, repeats, "repeats")
+        if repeats is not None:
+            sizes = _keyword_form("repeat", sizes, repeats, "repeats")
         if len(sizes) == 1 and not isinstance(sizes[0], int):
             sizes = tuple(sizes[0])
         return OPS["repeat"](self, sizes)
 
     def tile(self, *sizes, dims=None):
-        sizes = _keyword_form("tile", sizes, dims, "dims")
+        if dims is not None:
+            sizes = _keyword_form("tile", sizes, dims, "dims")
         if len(sizes) == 1 and not isinstance(sizes[0], int):
             sizes = tuple(sizes[0])
         return OPS["tile"](self, sizes)
 
     def flip(self, *order, dims=None):
-        order = _keyword_form("flip", order, dims, "dims")
+        if dims is not None:
+            order = _keyword_form("flip", order, dims, "dims")
         if len(order) == 1 and not isinstance(order[0], int):
             order = tuple(order[0])
         return OPS["flip"](self, order)

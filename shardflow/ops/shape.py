@@ -138,7 +138,9 @@ def _shares(x, y) -> bool:
 def reshape(input: Tensor, *sizes, shape=None) -> Tensor:
     """``torch.reshape``: a view when the strides allow it, else a copy. One ``-1`` is inferred.
     ``reshape(x, shape=(2, 3))``: torch's keyword form."""
-    shape = _infer_shape(_sizes(_keyword_sizes("reshape", sizes, shape, "shape")), input.array.size)
+    if shape is not None:
+        sizes = _keyword_sizes("reshape", sizes, shape, "shape")
+    shape = _infer_shape(_sizes(sizes), input.array.size)
     return _reshape(input, shape, strict=False)
 
 
@@ -250,7 +252,7 @@ class Permute(Function):
 @register("permute")
 def permute(input: Tensor, *sizes, dims=None) -> Tensor:
     """Reorder dims (a view). ``permute(x, dims=(1, 0))``: torch's keyword form."""
-    dims = _sizes(_keyword_sizes("permute", sizes, dims, "dims"))
+    dims = _sizes(sizes if dims is None else _keyword_sizes("permute", sizes, dims, "dims"))
     nd = input.array.ndim
     if len(dims) != nd:
         raise RuntimeError(
@@ -437,7 +439,7 @@ def repeat(input: Tensor, *sizes) -> Tensor:
 def tile(input: Tensor, *sizes, dims=None) -> Tensor:
     """``torch.tile``: like repeat, but ``dims`` shorter than ndim is padded with leading 1s.
     ``tile(x, dims=(2,))``: torch's keyword form."""
-    dims = _sizes(_keyword_sizes("tile", sizes, dims, "dims"))
+    dims = _sizes(sizes if dims is None else _keyword_sizes("tile", sizes, dims, "dims"))
     nd = input.array.ndim
     if len(dims) < nd:
         dims = (1,) * (nd - len(dims)) + dims
@@ -885,7 +887,9 @@ class Flip(Function):
 def flip(input: Tensor, *sizes, dims=None) -> Tensor:
     """Reverse the order along ``dims`` (copies, like PyTorch); ``flip(x, dims=(0,))``."""
     nd = input.array.ndim
-    dims = tuple(sorted({wrap_dim(d, nd) for d in _sizes(_keyword_sizes("flip", sizes, dims, "dims"))}))
+    if dims is not None:
+        sizes = _keyword_sizes("flip", sizes, dims, "dims")
+    dims = tuple(sorted({wrap_dim(d, nd) for d in _sizes(sizes)}))
     return Flip.apply(input, dims=dims)
 
 
