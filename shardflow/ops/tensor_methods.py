@@ -17,6 +17,8 @@ CUDA and returns the tensor with CUDA (shardflow's host copies are never pinned,
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from ..autograd import Tensor, _wrap, grad_mode
@@ -41,7 +43,7 @@ from .linalg_ops import addbmm
 from .matmul import addmm, baddbmm
 from .reduce import cumprod, cumsum
 from .rounding import sgn
-from .shape import squeeze, t, transpose, tril, triu, unsqueeze
+from .shape import squeeze, swapaxes, t, transpose, tril, triu, unsqueeze
 from .tensor_products import addmv, addr
 
 __all__ = ["scalar_tensor", "logspace", "empty_strided", "asarray", "detach", "rsub"]
@@ -62,6 +64,9 @@ def _inplace_method(name, fn, keep_dtype=False):
 
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"In-place ``{name.rstrip('_')}``."
+    # the keywords are fn's (which refuses others): say so to inspect.signature, the keyword
+    # audit (scripts/signature_gaps.py) and the NumPy-spelling renaming (numpy_kwargs.py)
+    method.__signature__ = inspect.signature(fn)
     return register(name)(method)  # the routed form
 
 
@@ -93,10 +98,11 @@ def _view_method(name, fn):
 
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"In-place ``{name.rstrip('_')}`` (the tensor becomes that view of its memory)."
+    method.__signature__ = inspect.signature(fn)  # fn's keywords (see _inplace_method)
     register(name)(method)
 
 
-for _name, _fn in (("t_", t), ("transpose_", transpose), ("swapaxes_", transpose), ("swapdims_", transpose),
+for _name, _fn in (("t_", t), ("transpose_", transpose), ("swapaxes_", swapaxes), ("swapdims_", transpose),
                    ("unsqueeze_", unsqueeze), ("squeeze_", squeeze)):
     _view_method(_name, _fn)
 
