@@ -541,6 +541,8 @@ class Tensor:
         return OPS["imag"](self)
 
     def cpu(self, memory_format=None):
+        if memory_format is None:
+            return self.to("cpu")
         return self.to("cpu", memory_format=memory_format)
 
     def cuda(self, device=None, non_blocking: bool = False, memory_format=None):
