@@ -92,7 +92,15 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
 
     ``map_location``: as ``torch.load`` (device, string, dict or callable).
     ``weights_only``: None or True (the default, as PyTorch >= 2.6) loads only data and
-    allowed globals from a pickled file; False trusts the file. ``mmap`` is accepted."""
+    allowed globals from a pickled file; False trusts the file. ``mmap`` is accepted.
+    ``pickle_load_args``: torch passes them to ``pickle.load``; of those, ``encoding`` and
+    ``errors`` only decode Python 2 strings, which the files shardflow reads (zip format, made
+    by Python 3) never hold, so they are accepted; any other raises TypeError (before, they
+    were dropped)."""
+    unknown = set(pickle_load_args) - {"encoding", "errors"}
+    if unknown:
+        raise TypeError(f"load() got an unexpected keyword argument '{sorted(unknown)[0]}' (torch passes "
+                        "it to pickle.load; shardflow's unpickler takes only encoding= and errors=)")
     if pickle_module is not None and pickle_module is not pickle:
         raise ValueError(
             f"shardflow.load does not take a pickle_module (got {getattr(pickle_module, '__name__', pickle_module)}); "

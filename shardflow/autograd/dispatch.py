@@ -35,7 +35,9 @@ so *every* attribute read of every Tensor took the slow generic path (measured: 
 16-element op's instructions, scripts/op_cost.py).
 
 ``out=``: the routed form of an op that does not declare ``out`` itself takes it off the call
-and writes the result into it (``out_arg.py``), so every op has PyTorch's ``out=``.
+and writes the result into it (``out_arg.py``), so every op has PyTorch's ``out=``. NumPy's
+keyword spellings (``axis=``, ``keepdims=``) are renamed by the routed form when the op's call
+fails to bind (``numpy_kwargs.py``), so they cost nothing otherwise.
 
 Autocast (L5, ``shardflow.amp``) installs its hook with :func:`set_autocast_handler` while
 an enabled autocast region is open; it is composed into the same slot (outermost, with
@@ -48,6 +50,7 @@ import functools
 from collections.abc import Callable
 
 from ..backend.meta import MetaTensorError
+from .numpy_kwargs import translate
 from .out_arg import call_with_out, declares_out
 
 OPS: dict[str, Callable] = {}  # name -> plain function (no hook installed) or routed form
@@ -140,6 +143,11 @@ def register(name: str, *aliases: str, operator: Callable | None = None):
                 return h(name, func, args, kwargs)
             except MetaTensorError as e:  # name the op that reached meta-tensor work
                 raise e.for_op(name) from None
+            except TypeError:  # NumPy's keyword spellings (axis=, keepdims=): numpy_kwargs.py
+                renamed = translate(func, kwargs) if kwargs else None
+                if renamed is None:
+                    raise
+            return routed(*args, **renamed)
 
         routed.__name__ = func.__name__
         routed.__qualname__ = func.__qualname__

@@ -30,6 +30,7 @@ from ..backend import CPU, as_dtype, device_of, dtypes, from_numpy_dtype, is_dev
 from ..backend import shared_memory as shm
 from ..backend import storage as _storage
 from ..backend.layout import strided
+from ..backend.memory_format import check_memory_format
 from ..backend.meta import MetaArray
 from . import _tensor_str, grad_mode, legacy_types
 from .dispatch import OPS, set_method_owner
@@ -65,6 +66,16 @@ class Size(tuple):
 
     def __repr__(self) -> str:
         return f"shardflow.Size({list(self)})"
+
+
+def _keyword_form(op: str, args: tuple, value, name: str) -> tuple:
+    """The varargs of a shape method, or torch's keyword form ``name=value``
+    (``x.view(size=(2, 3))``, ``x.permute(dims=(1, 0))``)."""
+    if value is None:
+        return args
+    if args:
+        raise TypeError(f"{op}() got {name} both positionally and as {name}=; pass one")
+    return (value,)
 
 
 class Tensor:
@@ -431,8 +442,16 @@ class Tensor:
         """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other_tensor)``."""
         dtype = kwargs.pop("dtype", None)
         device = kwargs.pop("device", None)
-        kwargs.pop("non_blocking", None)
+        kwargs.pop("non_blocking", None)  # transfers are synchronous: the result is the same
         copy = kwargs.pop("copy", False)
+        memory_format = kwargs.pop("memory_format", None)
+        if memory_format is not None:
+            check_memory_format("to", memory_format, self.ndim)
+        if "tensor" in kwargs:  # to(tensor=t): t's dtype and device, as torch's third overload
+            args = (*args, kwargs.pop("tensor"))
+        if kwargs:
+            raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}' "
+                            "(it takes device, dtype, tensor, non_blocking, copy, memory_format)")
         for a in args:
             if isinstance(a, Tensor):
                 dtype, device = a.dtype, a.device
@@ -463,42 +482,66 @@ class Tensor:
         dt, dev = legacy_types.resolve_tensor_type(dtype)
         return self.to(dt) if dev is None else self.to(dev, dt)
 
-    def float(self):
-        return self.to(dtypes.float32)
+    def float(self, memory_format=None):
+        if memory_format is None:
+            return self.to(dtypes.float32)
+        return self.to(dtypes.float32, memory_format=memory_format)
 
-    def double(self):
-        return self.to(dtypes.float64)
+    def double(self, memory_format=None):
+        if memory_format is None:
+            return self.to(dtypes.float64)
+        return self.to(dtypes.float64, memory_format=memory_format)
 
-    def half(self):
-        return self.to(dtypes.float16)
+    def half(self, memory_format=None):
+        if memory_format is None:
+            return self.to(dtypes.float16)
+        return self.to(dtypes.float16, memory_format=memory_format)
 
-    def bfloat16(self):
-        return self.to(dtypes.bfloat16)
+    def bfloat16(self, memory_format=None):
+        if memory_format is None:
+            return self.to(dtypes.bfloat16)
+        return self.to(dtypes.bfloat16, memory_format=memory_format)
 
-    def long(self):
-        return self.to(dtypes.int64)
+    def long(self, memory_format=None):
+        if memory_format is None:
+            return self.to(dtypes.int64)
+        return self.to(dtypes.int64, memory_format=memory_format)
 
-    def int(self):
-        return self.to(dtypes.int32)
+    def int(self, memory_format=None):
+        if memory_format is None:
+            return self.to(dtypes.int32)
+        return self.to(dtypes.int32, memory_format=memory_format)
 
-    def short(self):
-        return self.to(dtypes.int16)
+    def short(self, memory_format=None):
+        if memory_format is None:
+            return self.to(dtypes.int16)
+        return self.to(dtypes.int16, memory_format=memory_format)
 
-    def char(self):
-        return self.to(dtypes.int8)
+    def char(self, memory_format=None):
+        if memory_format is None:
+            return self.to(dtypes.int8)
+        return self.to(dtypes.int8, memory_format=memory_format)
 
-    def byte(self):
-        return self.to(dtypes.uint8)
+    def byte(self, memory_format=None):
+        if memory_format is None:
+            return self.to(dtypes.uint8)
+        return self.to(dtypes.uint8, memory_format=memory_format)
 
-    def bool(self):
-        return self.to(dtypes.bool_)
+    def bool(self, memory_format=None):
+        if memory_format is None:
+            return self.to(dtypes.bool_)
+        return self.to(dtypes.bool_, memory_format=memory_format)
 
     # -------------------------------------------------------------- complex (ops/complex_ops.py)
-    def cfloat(self):
-        return self.to(dtypes.complex64)
+    def cfloat(self, memory_format=None):
+        if memory_format is None:
+            return self.to(dtypes.complex64)
+        return self.to(dtypes.complex64, memory_format=memory_format)
 
-    def cdouble(self):
-        return self.to(dtypes.complex128)
+    def cdouble(self, memory_format=None):
+        if memory_format is None:
+            return self.to(dtypes.complex128)
+        return self.to(dtypes.complex128, memory_format=memory_format)
 
     @property
     def real(self) -> Tensor:
@@ -510,11 +553,14 @@ class Tensor:
         """The imaginary part of a complex tensor (PyTorch raises for a real one)."""
         return OPS["imag"](self)
 
-    def cpu(self):
-        return self.to("cpu")
+    def cpu(self, memory_format=None):
+        if memory_format is None:
+            return self.to("cpu")
+        return self.to("cpu", memory_format=memory_format)
 
-    def cuda(self, device=None):
-        return self.to("cuda" if device is None else f"cuda:{int(device)}")
+    def cuda(self, device=None, non_blocking: bool = False, memory_format=None):
+        return self.to("cuda" if device is None else f"cuda:{int(device)}", non_blocking=non_blocking,
+                       memory_format=memory_format)
 
     def type_as(self, other):
         return self.to(other.dtype)
@@ -808,11 +854,11 @@ class Tensor:
     def pow_(self, exponent):
         return OPS["pow_"](self, exponent)
 
-    def addcmul_(self, t1, t2, *, value=1):
-        return OPS["addcmul_"](self, t1, t2, value=value)
+    def addcmul_(self, tensor1, tensor2, *, value=1):
+        return OPS["addcmul_"](self, tensor1, tensor2, value=value)
 
-    def addcdiv_(self, t1, t2, *, value=1):
-        return OPS["addcdiv_"](self, t1, t2, value=value)
+    def addcdiv_(self, tensor1, tensor2, *, value=1):
+        return OPS["addcdiv_"](self, tensor1, tensor2, value=value)
 
     def lerp_(self, end, weight):
         return OPS["lerp_"](self, end, weight)
@@ -851,9 +897,13 @@ class Tensor:
         return OPS["scatter_add_"](self, dim, index, src)
 
     def clone(self, *, memory_format=None):
-        return OPS["clone"](self)
+        if memory_format is None:
+            return OPS["clone"](self)
+        return OPS["clone"](self, memory_format=memory_format)
 
     def contiguous(self, memory_format=None):
+        if memory_format is not None:  # checked as torch; the values stay row-major
+            check_memory_format("contiguous", memory_format, self.ndim)
         return OPS["contiguous"](self)
 
     # Methods of global tensors: the distributed layer adds these ops to the table when the
@@ -872,17 +922,25 @@ class Tensor:
         return _global_op("full_tensor")(self, *args, **kwargs)
 
     # Shape methods whose Tensor form takes varargs, unlike the functional form.
-    def view(self, *shape):
+    def view(self, *shape, size=None, dtype=None):
+        if dtype is not None:  # view(dtype=torch.int32): torch's keyword form of view(dtype)
+            if shape or size is not None:
+                raise TypeError("view() takes a shape or dtype=, not both")
+            shape = (dtype,)
+        if size is not None:
+            shape = _keyword_form("view", shape, size, "size")
         if len(shape) == 1 and not isinstance(shape[0], int):
             if isinstance(shape[0], dtypes.dtype):
                 return OPS["view_dtype"](self, shape[0])
             shape = tuple(shape[0])
         return OPS["view"](self, shape)
 
-    def reshape(self, *shape):
-        if len(shape) == 1 and not isinstance(shape[0], int):
-            shape = tuple(shape[0])
-        return OPS["reshape"](self, shape)
+    def reshape(self, *sizes, shape=None):
+        if shape is not None:
+            sizes = _keyword_form("reshape", sizes, shape, "shape")
+        if len(sizes) == 1 and not isinstance(sizes[0], int):
+            sizes = tuple(sizes[0])
+        return OPS["reshape"](self, sizes)
 
     def view_as(self, other):
         return OPS["view"](self, tuple(other.shape))
@@ -890,12 +948,16 @@ class Tensor:
     def reshape_as(self, other):
         return OPS["reshape"](self, tuple(other.shape))
 
-    def permute(self, *dims):
-        if len(dims) == 1 and not isinstance(dims[0], int):
-            dims = tuple(dims[0])
-        return OPS["permute"](self, dims)
+    def permute(self, *order, dims=None):
+        if dims is not None:
+            order = _keyword_form("permute", order, dims, "dims")
+        if len(order) == 1 and not isinstance(order[0], int):
+            order = tuple(order[0])
+        return OPS["permute"](self, order)
 
-    def expand(self, *sizes):
+    def expand(self, *sizes, size=None):
+        if size is not None:
+            sizes = _keyword_form("expand", sizes, size, "size")
         if len(sizes) == 1 and not isinstance(sizes[0], int):
             sizes = tuple(sizes[0])
         return OPS["expand"](self, sizes)
@@ -903,41 +965,69 @@ class Tensor:
     def expand_as(self, other):
         return OPS["expand"](self, tuple(other.shape))
 
-    def repeat(self, *sizes):
+    def repeat(self, *sizes, repeats=None):
+        if repeats is not None:
+            sizes = _keyword_form("repeat", sizes, repeats, "repeats")
         if len(sizes) == 1 and not isinstance(sizes[0], int):
             sizes = tuple(sizes[0])
         return OPS["repeat"](self, sizes)
 
-    def tile(self, *sizes):
+    def tile(self, *sizes, dims=None):
+        if dims is not None:
+            sizes = _keyword_form("tile", sizes, dims, "dims")
         if len(sizes) == 1 and not isinstance(sizes[0], int):
             sizes = tuple(sizes[0])
         return OPS["tile"](self, sizes)
 
-    def flip(self, *dims):
-        if len(dims) == 1 and not isinstance(dims[0], int):
-            dims = tuple(dims[0])
-        return OPS["flip"](self, dims)
+    def flip(self, *order, dims=None):
+        if dims is not None:
+            order = _keyword_form("flip", order, dims, "dims")
+        if len(order) == 1 and not isinstance(order[0], int):
+            order = tuple(order[0])
+        return OPS["flip"](self, order)
 
     def t(self):
         return OPS["t"](self)
 
+    def split(self, split_size, dim=0):
+        """torch's ``Tensor.split(split_size, dim)`` (the method names it ``split_size``;
+        ``torch.split`` names it ``split_size_or_sections``)."""
+        return OPS["split"](self, split_size, dim)
+
     def transpose(self, dim0, dim1):
         return OPS["transpose"](self, dim0, dim1)
 
-    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
-        return OPS["zeros"](*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    def new_zeros(self, *sizes, size=None, dtype=None, device=None, requires_grad=False, layout=None,
+                  pin_memory=False):
+        return OPS["zeros"](*sizes, size=size, dtype=dtype or self.dtype, device=device or self.device,
+                           requires_grad=requires_grad, layout=layout, pin_memory=pin_memory)
 
-    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
-        return OPS["ones"](*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    def new_ones(self, *sizes, size=None, dtype=None, device=None, requires_grad=False, layout=None,
+                  pin_memory=False):
+        return OPS["ones"](*sizes, size=size, dtype=dtype or self.dtype, device=device or self.device,
+                           requires_grad=requires_grad, layout=layout, pin_memory=pin_memory)
 
-    def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
-        return OPS["full"](size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
+                 pin_memory=False):
+        return OPS["full"](size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
+                           requires_grad=requires_grad, layout=layout, pin_memory=pin_memory)
 
-    def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
-        return OPS["empty"](*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    def new_empty(self, *sizes, size=None, dtype=None, device=None, requires_grad=False, layout=None,
+                  pin_memory=False):
+        return OPS["empty"](*sizes, size=size, dtype=dtype or self.dtype, device=device or self.device,
+                           requires_grad=requires_grad, layout=layout, pin_memory=pin_memory)
 
-    def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
-        return Tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+        if layout is not None and layout is not strided:
+            raise NotImplementedError(f"new_tensor(layout={layout!r}) is not supported: shardflow makes "
+                                      "this tensor dense; call .to_sparse() on the result")
+        if pin_memory:
+            OPS["pin_memory"](self)  # torch's CPU-build error without CUDA
+        out = Tensor(data, dtype=dtype or self.dtype)
+        dev = device or self.device
+        if out.device != dev:
+            out = out.to(dev)
+        return out.requires_grad_(True) if requires_grad else out
 
 
 class _RemovableHandle:

@@ -176,9 +176,9 @@ def _check_limited_promotion(a: dtype, b: dtype) -> None:
         raise RuntimeError(f"Promotion for uint16, uint32, uint64 types is not supported, {names}")
 
 
-def promote_types(a, b) -> dtype:
+def promote_types(type1, type2) -> dtype:
     """``torch.promote_types``: the smallest dtype both can be cast to."""
-    a, b = as_dtype(a), as_dtype(b)
+    a, b = as_dtype(type1), as_dtype(type2)
     if a is b:
         return a
     if a in _LIMITED or b in _LIMITED:

@@ -15,6 +15,7 @@ import warnings
 
 from .. import ops
 from ..autograd import Tensor
+from ..ops._util import inplace as _inplace
 
 __all__ = [
     # activations
@@ -81,12 +82,19 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     return _op("gelu")(input, approximate=approximate)
 
 
+def _written_back(input: Tensor, out: Tensor, inplace: bool) -> Tensor:
+    """``out``, or with ``inplace=True`` ``input`` made to hold it (``ops._util.inplace``: a
+    leaf that requires grad raises torch's error; a recorded graph rebases ``input``), so an
+    activation's ``inplace=`` is honoured, not dropped."""
+    return _inplace(input, out) if inplace else out
+
+
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
-    return _op("silu")(input)
+    return _written_back(input, _op("silu")(input), inplace)
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
-    return _op("mish")(input)
+    return _written_back(input, _op("mish")(input), inplace)
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
@@ -114,11 +122,11 @@ def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
 
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
-    return _op("selu")(input)
+    return _op("selu_")(input) if inplace else _op("selu")(input)
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    return _op("celu")(input, alpha)
+    return _written_back(input, _op("celu")(input, alpha), inplace)
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
@@ -135,11 +143,11 @@ def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Ten
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
-    return _op("hardswish")(input)
+    return _written_back(input, _op("hardswish")(input), inplace)
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
-    return _op("hardsigmoid")(input)
+    return _written_back(input, _op("hardsigmoid")(input), inplace)
 
 
 def tanh(input: Tensor) -> Tensor:
@@ -278,11 +286,17 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None) -> Tensor:
-    return _op("mse_loss")(input, target, reduction=_reduction(size_average, reduce, reduction))
+    """``weight``: per-element weights ('mean' divides by their sum), torch 2.13's keyword."""
+    if weight is None:
+        return _op("mse_loss")(input, target, reduction=_reduction(size_average, reduce, reduction))
+    return _op("mse_loss")(input, target, reduction=_reduction(size_average, reduce, reduction), weight=weight)
 
 
-def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
-    return _op("l1_loss")(input, target, reduction=_reduction(size_average, reduce, reduction))
+def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None) -> Tensor:
+    """``weight``: per-element weights ('mean' divides by their sum), torch 2.13's keyword."""
+    if weight is None:
+        return _op("l1_loss")(input, target, reduction=_reduction(size_average, reduce, reduction))
+    return _op("l1_loss")(input, target, reduction=_reduction(size_average, reduce, reduction), weight=weight)
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean",
@@ -294,6 +308,9 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction: str
 
 
 def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weight=None) -> Tensor:
+    """``weight``: per-element weights ('mean' divides by their sum), torch 2.13's keyword."""
+    if weight is not None:
+        return _op("huber_loss")(input, target, reduction=reduction, delta=delta, weight=weight)
     if delta == 1.0:
         return _op("huber_loss")(input, target, reduction=reduction)
     return _op("huber_loss")(input, target, reduction=reduction, delta=delta)
@@ -436,6 +453,8 @@ def _vector_norm(input, p, dim, keepdim=True):
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None) -> Tensor:
     """``input / max(||input||_p over dim, eps)``."""
     f = getattr(ops, "normalize", None)
+    if out is not None:  # written by the routed op (autograd/out_arg.py)
+        return f(input, p, dim, eps, out=out)
     if f is not None:
         return f(input, p, dim, eps)
     denom = _op("clamp")(_vector_norm(input, p, dim, keepdim=True), eps, None)
@@ -491,7 +510,7 @@ def alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool =
     _check_p(p)
     if not training or p == 0.0:
         return input
-    return _op("alpha_dropout")(input, p, training)
+    return _written_back(input, _op("alpha_dropout")(input, p, training), inplace)
 
 
 # ----------------------------------------------------------------------------- attention

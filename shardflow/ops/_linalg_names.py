@@ -183,7 +183,8 @@ def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) ->
     return vector_norm(A, ord, dim, keepdim, dtype=dtype)
 
 
-def tensorinv(A: Tensor, ind: int = 2, *, out=None) -> Tensor:
+@writes_out("linalg_tensorinv")
+def tensorinv(A: Tensor, ind: int = 2) -> Tensor:
     """``torch.linalg.tensorinv``: the inverse of ``A`` seen as the square matrix
     ``(prod(A.shape[:ind]), prod(A.shape[ind:]))``, shaped ``A.shape[ind:] + A.shape[:ind]``."""
     if ind <= 0:
@@ -197,7 +198,8 @@ def tensorinv(A: Tensor, ind: int = 2, *, out=None) -> Tensor:
     return inv(A.reshape(rows, cols)).reshape(*A.shape[ind:], *A.shape[:ind])
 
 
-def tensorsolve(A: Tensor, B: Tensor, dims=None, *, out=None) -> Tensor:
+@writes_out("linalg_tensorsolve")
+def tensorsolve(A: Tensor, B: Tensor, dims=None) -> Tensor:
     """``torch.linalg.tensorsolve``: ``X`` with ``tensordot(A, X, X.ndim) = B``; ``dims`` of
     ``A`` are moved to the end first. ``X.shape = A.shape[B.ndim:]``."""
     if dims is not None:

@@ -9,6 +9,7 @@ import numpy as np
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import as_dtype, cast, get_array_module, to_device
+from ..backend.memory_format import check_memory_format
 from . import _grad_graph as _gg
 from ._util import inplace, needs_graph
 
@@ -81,8 +82,12 @@ class Clone(Function):
 
 
 @register("clone")
-def clone(t: Tensor, *, memory_format=None) -> Tensor:
-    return Clone.apply(t)
+def clone(input: Tensor, *, memory_format=None) -> Tensor:
+    """A copy with its own memory; ``memory_format`` as ``backend/memory_format.py`` (values
+    stay row-major; channels_last needs a 4-d tensor, as torch)."""
+    if memory_format is not None:
+        check_memory_format("clone", memory_format, input.ndim)
+    return Clone.apply(input)
 
 
 @register("contiguous")

@@ -20,6 +20,7 @@ from ..backend import (
 from ..backend import device as _device
 from ..backend import random as _random
 from ..backend.meta import MetaArray, is_meta_array
+from ._factory_options import check_factory_options
 
 __all__ = [
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "zeros_like",
@@ -74,8 +75,9 @@ def _meta(shape, np_dtype, device, requires_grad):
     return _finish(MetaArray(shape, np_dtype), None, "meta", requires_grad)
 
 
-def tensor(data, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def tensor(data, *, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """Copy ``data`` (nested lists, numbers, NumPy arrays, Tensors) into a new Tensor."""
+    check_factory_options("tensor", pin_memory=pin_memory)
     if isinstance(data, Tensor):
         data = data.array
     if isinstance(data, np.ndarray):
@@ -99,7 +101,8 @@ def from_numpy(array: np.ndarray) -> Tensor:
 
 
 @register("zeros")
-def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+def zeros(*sizes, size=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
+    check_factory_options("zeros", layout, pin_memory)
     dev = _target(device)  # made where it lives: no host buffer and copy for a GPU tensor
     shape = _sizes(sizes, size, "zeros")
     arr = new_array(dev, lambda xp: xp.zeros(shape, _float(dtype).np))
@@ -107,7 +110,8 @@ def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False) -> Te
 
 
 @register("ones")
-def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+def ones(*sizes, size=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
+    check_factory_options("ones", layout, pin_memory)
     dev = _target(device)
     shape = _sizes(sizes, size, "ones")
     arr = new_array(dev, lambda xp: xp.ones(shape, _float(dtype).np))
@@ -115,7 +119,9 @@ def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False) -> Ten
 
 
 @register("empty")
-def empty(*sizes, size=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+def empty(*sizes, size=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
+          memory_format=None) -> Tensor:
+    check_factory_options("empty", layout, pin_memory, memory_format, preserve_ok=False)
     dev = _target(device)
     shape = _sizes(sizes, size, "empty")
     arr = new_array(dev, lambda xp: xp.empty(shape, _float(dtype).np))
@@ -123,7 +129,8 @@ def empty(*sizes, size=None, dtype=None, device=None, requires_grad=False) -> Te
 
 
 @register("full")
-def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def full(size, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
+    check_factory_options("full", layout, pin_memory)
     if dtype is None:
         dtype = dtypes.result_type([fill_value])
     dev = _target(device)
@@ -136,27 +143,33 @@ def _like(t: Tensor, dtype):
 
 
 @register("zeros_like")
-def zeros_like(t: Tensor, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return zeros(*t.shape, dtype=_like(t, dtype), device=device or t.device, requires_grad=requires_grad)
+def zeros_like(input: Tensor, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
+    check_factory_options("zeros_like", layout, memory_format=memory_format)
+    return zeros(*input.shape, dtype=_like(input, dtype), device=device or input.device, requires_grad=requires_grad)
 
 
 @register("ones_like")
-def ones_like(t: Tensor, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return ones(*t.shape, dtype=_like(t, dtype), device=device or t.device, requires_grad=requires_grad)
+def ones_like(input: Tensor, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
+    check_factory_options("ones_like", layout, memory_format=memory_format)
+    return ones(*input.shape, dtype=_like(input, dtype), device=device or input.device, requires_grad=requires_grad)
 
 
 @register("empty_like")
-def empty_like(t: Tensor, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return empty(*t.shape, dtype=_like(t, dtype), device=device or t.device, requires_grad=requires_grad)
+def empty_like(input: Tensor, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
+    check_factory_options("empty_like", layout, memory_format=memory_format)
+    return empty(*input.shape, dtype=_like(input, dtype), device=device or input.device, requires_grad=requires_grad)
 
 
 @register("full_like")
-def full_like(t: Tensor, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return full(tuple(t.shape), fill_value, dtype=_like(t, dtype), device=device or t.device, requires_grad=requires_grad)
+def full_like(input: Tensor, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
+              memory_format=None) -> Tensor:
+    check_factory_options("full_like", layout, memory_format=memory_format)
+    return full(tuple(input.shape), fill_value, dtype=_like(input, dtype), device=device or input.device, requires_grad=requires_grad)
 
 
 @register("arange")
-def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def arange(start, end=None, step=1, *, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
+    check_factory_options("arange", layout)
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -181,7 +194,8 @@ def _linspace_float32(start, end, steps: int) -> np.ndarray:
 
 
 @register("linspace")
-def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def linspace(start, end, steps, *, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
+    check_factory_options("linspace", layout)
     np_dtype = _float(dtype).np
     steps = int(steps)
     if np_dtype == np.float32 and steps > 1 and all(isinstance(v, int | float) for v in (start, end)):
@@ -192,7 +206,8 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
 
 
 @register("eye")
-def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def eye(n, m=None, *, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
+    check_factory_options("eye", layout)
     return _finish(np.eye(n, m, dtype=_float(dtype).np), dtype, device, requires_grad)
 
 
@@ -213,7 +228,9 @@ def _drawn(draw, shape, dtype) -> np.ndarray:
 
 
 @register("rand")
-def rand(*sizes, size=None, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+def rand(*sizes, size=None, generator=None, dtype=None, layout=None, device=None, requires_grad=False,
+          pin_memory=False) -> Tensor:
+    check_factory_options("rand", layout, pin_memory)
     sz = _sizes(sizes, size, "rand")
     meta = _meta(sz, _float(dtype).np, device, requires_grad)
     if meta is not None:
@@ -224,7 +241,9 @@ def rand(*sizes, size=None, generator=None, dtype=None, device=None, requires_gr
 
 
 @register("randn")
-def randn(*sizes, size=None, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+def randn(*sizes, size=None, generator=None, dtype=None, layout=None, device=None, requires_grad=False,
+          pin_memory=False) -> Tensor:
+    check_factory_options("randn", layout, pin_memory)
     sz = _sizes(sizes, size, "randn")
     meta = _meta(sz, _float(dtype).np, device, requires_grad)
     if meta is not None:
@@ -235,7 +254,9 @@ def randn(*sizes, size=None, generator=None, dtype=None, device=None, requires_g
 
 
 @register("randint")
-def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+def randint(low, high=None, size=None, *, generator=None, dtype=None, layout=None, device=None,
+            requires_grad=False) -> Tensor:
+    check_factory_options("randint", layout)
     if size is None:  # randint(high, size)
         low, high, size = 0, low, high
     if high is None:
@@ -251,25 +272,33 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
 
 
 @register("rand_like")
-def rand_like(t, *, dtype=None, generator=None):
-    return rand(*t.shape, dtype=_like(t, dtype), generator=generator, device=t.device)
+def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None, generator=None):
+    check_factory_options("rand_like", layout, memory_format=memory_format)
+    return rand(*input.shape, dtype=_like(input, dtype), generator=generator, device=device or input.device,
+                requires_grad=requires_grad)
 
 
 @register("randn_like")
-def randn_like(t, *, dtype=None, generator=None):
-    return randn(*t.shape, dtype=_like(t, dtype), generator=generator, device=t.device)
+def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None, generator=None):
+    check_factory_options("randn_like", layout, memory_format=memory_format)
+    return randn(*input.shape, dtype=_like(input, dtype), generator=generator, device=device or input.device,
+                 requires_grad=requires_grad)
 
 
 @register("randint_like")
-def randint_like(t, low, high=None, *, dtype=None, generator=None):
-    return randint(low, high, tuple(t.shape), dtype=_like(t, dtype), generator=generator,
-                   device=t.device)
+def randint_like(input, low, high=None, *, dtype=None, layout=None, device=None, requires_grad=False,
+                 memory_format=None, generator=None):
+    check_factory_options("randint_like", layout, memory_format=memory_format)
+    return randint(low, high, tuple(input.shape), dtype=_like(input, dtype), generator=generator,
+                   device=device or input.device, requires_grad=requires_grad)
 
 
 @register("randperm")
-def randperm(n, *, generator=None, dtype=None, device=None) -> Tensor:
+def randperm(n, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False,
+             pin_memory=False) -> Tensor:
+    check_factory_options("randperm", layout, pin_memory)
     arr = _random.rng(generator).permutation(int(n)).astype((as_dtype(dtype) if dtype else dtypes.int64).np)
-    return _finish(arr, dtype, device, False)
+    return _finish(arr, dtype, device, requires_grad)
 
 
 @register("normal")

@@ -39,6 +39,7 @@ import numpy as np
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import get_array_module
+from ._factory_options import check_factory_options
 from ._grad_graph import linear_adjoint
 from ._util import as_tensor_arg
 
@@ -389,6 +390,7 @@ def _freq_dtype(dtype):
 @register("fft_fftfreq")
 def fft_fftfreq(n: int, d: float = 1.0, *, dtype=None, layout=None, device=None, requires_grad: bool = False) -> Tensor:
     """``torch.fft.fftfreq``: the sample frequencies ``[0, 1, ..., -(n // 2), ..., -1] / (d n)``."""
+    check_factory_options("fft.fftfreq", layout)
     from .creation import arange
 
     k = arange(n, dtype=_freq_dtype(dtype), device=device)
@@ -402,6 +404,7 @@ def fft_fftfreq(n: int, d: float = 1.0, *, dtype=None, layout=None, device=None,
 @register("fft_rfftfreq")
 def fft_rfftfreq(n: int, d: float = 1.0, *, dtype=None, layout=None, device=None, requires_grad: bool = False) -> Tensor:
     """``torch.fft.rfftfreq``: ``[0, 1, ..., n // 2] / (d n)``."""
+    check_factory_options("fft.rfftfreq", layout)
     from .creation import arange
 
     k = arange(n // 2 + 1, dtype=_freq_dtype(dtype), device=device)

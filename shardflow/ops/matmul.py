@@ -37,7 +37,7 @@ import numpy as np
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import OPS, register
 from ..autograd.higher_order import first_order_only
-from ..backend import get_array_module
+from ..backend import as_dtype, dtypes, get_array_module
 from ..backend.fp_errors import enter_quiet, exit_quiet
 from . import _grad_graph as _gg
 from ._util import as_array, as_dtype_of, as_tensor_arg, promote, unbroadcast
@@ -223,9 +223,29 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     return BatchedMatMul.apply(a, b)
 
 
+def _with_out_dtype(op: str, out_dtype, *operands):
+    """The operands of ``op(..., out_dtype=)`` (torch 2.13's CUDA keyword): ``out_dtype`` the
+    operands' dtype leaves them; float32 for float16/bfloat16 operands casts them to float32,
+    so the product accumulates and returns in float32 as torch's kernels do (torch's CPU
+    build raises NotImplementedError for it instead); any other raises torch's RuntimeError."""
+    if out_dtype is None:
+        return operands
+    od = as_dtype(out_dtype)
+    ts = [t for t in operands if isinstance(t, Tensor)]
+    src = {t.dtype for t in ts}
+    if src == {od}:
+        return operands
+    if od is dtypes.float32 and src <= {dtypes.float16, dtypes.bfloat16} and len(src) == 1:
+        return tuple(t.to(od) if isinstance(t, Tensor) else t for t in operands)
+    raise RuntimeError(f"{op}(out_dtype={od}): out_dtype must be the same as input dtype or fp32 for "
+                       f"fp16/bf16 inputs, got inputs of {sorted(str(d) for d in src)}")
+
+
 @register("mm")
-def mm(input: Tensor, mat2: Tensor) -> Tensor:
-    """Matrix product of two 2-D tensors (no broadcasting)."""
+def mm(input: Tensor, mat2: Tensor, *, out_dtype=None) -> Tensor:
+    """Matrix product of two 2-D tensors (no broadcasting); ``out_dtype``: ``_with_out_dtype``."""
+    if out_dtype is not None:
+        input, mat2 = _with_out_dtype("mm", out_dtype, input, mat2)
     if (input.__class__ is not Tensor or mat2.__class__ is not Tensor) and _has_sparse(input, mat2):
         return OPS["_sparse_matmul"](input, mat2)  # a sparse COO operand: ops/sparse_coo.py
     a, b = _tensors(input, mat2)
@@ -239,8 +259,10 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
 
 
 @register("bmm")
-def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+def bmm(input: Tensor, mat2: Tensor, *, out_dtype=None) -> Tensor:
     """Batched matrix product: ``(B, M, K) @ (B, K, N) -> (B, M, N)`` (no broadcasting)."""
+    if out_dtype is not None:
+        input, mat2 = _with_out_dtype("bmm", out_dtype, input, mat2)
     a, b = _tensors(input, mat2)
     sa, sb = a.array.shape, b.array.shape
     if len(sa) != 3:
@@ -348,14 +370,18 @@ def _scaled_add(input, prod, beta, alpha):
 
 
 @register("addmm")
-def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1, out_dtype=None) -> Tensor:
     """``beta * input + alpha * (mat1 @ mat2)``."""
+    if out_dtype is not None:
+        input, mat1, mat2 = _with_out_dtype("addmm", out_dtype, input, mat1, mat2)
     return _scaled_add(input, mm(mat1, mat2), beta, alpha)
 
 
 @register("baddbmm")
-def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1, out_dtype=None) -> Tensor:
     """``beta * input + alpha * bmm(batch1, batch2)``."""
+    if out_dtype is not None:
+        input, batch1, batch2 = _with_out_dtype("baddbmm", out_dtype, input, batch1, batch2)
     return _scaled_add(input, bmm(batch1, batch2), beta, alpha)
 
 

@@ -155,8 +155,11 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim: int = -1) -> Tensor:
 
 
 # ---------------------------------------------------------------------------- windows
-def _window(name, n, periodic, dtype, device, requires_grad, values):
+def _window(name, n, periodic, dtype, device, requires_grad, values, layout=None, pin_memory=False):
+    from ._factory_options import check_factory_options
     from .creation import tensor
+
+    check_factory_options(name, layout, pin_memory)
 
     if n < 0:
         raise RuntimeError(f"{name} requires non-negative window_length, got window_length={n}")
@@ -175,37 +178,39 @@ def _window(name, n, periodic, dtype, device, requires_grad, values):
 
 @register("hann_window")
 def hann_window(window_length: int, periodic: bool = True, *, dtype=None, device=None, layout=None,
-                requires_grad: bool = False) -> Tensor:
+                requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     return _window("hann_window", window_length, periodic, dtype, device, requires_grad,
-                   lambda k, m: 0.5 - 0.5 * np.cos(2 * math.pi * k / (m - 1)))
+                   lambda k, m: 0.5 - 0.5 * np.cos(2 * math.pi * k / (m - 1)), layout=layout, pin_memory=pin_memory)
 
 
 @register("hamming_window")
 def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.54, beta: float = 0.46, *,
-                   dtype=None, device=None, layout=None, requires_grad: bool = False) -> Tensor:
+                   dtype=None, device=None, layout=None, requires_grad: bool = False,
+                   pin_memory: bool = False) -> Tensor:
     return _window("hamming_window", window_length, periodic, dtype, device, requires_grad,
-                   lambda k, m: alpha - beta * np.cos(2 * math.pi * k / (m - 1)))
+                   lambda k, m: alpha - beta * np.cos(2 * math.pi * k / (m - 1)), layout=layout, pin_memory=pin_memory)
 
 
 @register("blackman_window")
 def blackman_window(window_length: int, periodic: bool = True, *, dtype=None, device=None, layout=None,
-                    requires_grad: bool = False) -> Tensor:
+                    requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     return _window("blackman_window", window_length, periodic, dtype, device, requires_grad,
-                   lambda k, m: 0.42 - 0.5 * np.cos(2 * math.pi * k / (m - 1)) + 0.08 * np.cos(4 * math.pi * k / (m - 1)))
+                   lambda k, m: 0.42 - 0.5 * np.cos(2 * math.pi * k / (m - 1)) + 0.08 * np.cos(4 * math.pi * k / (m - 1)), layout=layout, pin_memory=pin_memory)
 
 
 @register("bartlett_window")
 def bartlett_window(window_length: int, periodic: bool = True, *, dtype=None, device=None, layout=None,
-                    requires_grad: bool = False) -> Tensor:
+                    requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     return _window("bartlett_window", window_length, periodic, dtype, device, requires_grad,
-                   lambda k, m: 1 - np.abs(2 * k / (m - 1) - 1))
+                   lambda k, m: 1 - np.abs(2 * k / (m - 1) - 1), layout=layout, pin_memory=pin_memory)
 
 
 @register("kaiser_window")
 def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0, *, dtype=None, device=None,
-                  layout=None, requires_grad: bool = False) -> Tensor:
+                  layout=None, requires_grad: bool = False,
+                  pin_memory: bool = False) -> Tensor:
     return _window("kaiser_window", window_length, periodic, dtype, device, requires_grad,
-                   lambda k, m: np.i0(beta * np.sqrt(np.clip(1 - (2 * k / (m - 1) - 1) ** 2, 0, None))) / np.i0(beta))
+                   lambda k, m: np.i0(beta * np.sqrt(np.clip(1 - (2 * k / (m - 1) - 1) ** 2, 0, None))) / np.i0(beta), layout=layout, pin_memory=pin_memory)
 
 
 # ---------------------------------------------------------------------------- vander, histogram

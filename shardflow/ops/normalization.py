@@ -593,11 +593,10 @@ class Normalize(Function):
 
 
 @register("normalize")
-def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
-    """``input / max(||input||_p, eps)`` along ``dim`` (F.normalize)."""
+def normalize(input, p=2.0, dim=1, eps=1e-12):
+    """``input / max(||input||_p, eps)`` along ``dim`` (F.normalize; ``out=`` is the
+    dispatcher's, ``out_arg.py``)."""
     _check_float(input, "normalize")
-    if out is not None:
-        raise NotImplementedError("normalize: out= is not supported; use the returned tensor")
     if not (0 < float(p) < math.inf):
         raise ValueError(f"normalize: p must be a positive finite number, got {p}")
     nd = input.array.ndim

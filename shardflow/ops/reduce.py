@@ -328,16 +328,24 @@ def _max_min(input, dim, keepdim, largest, name):
 
 
 @register("max")
-def max(input: Tensor, dim=None, keepdim: bool = False):
+def max(input: Tensor, dim=None, keepdim: bool = False, *, other=None):
     """``max(x)`` -> the largest value; ``max(x, dim)`` -> ``(values, indices)`` along ``dim``;
     ``max(x, other)`` -> elementwise ``maximum``."""
+    if other is not None:  # max(x, other=y): torch's keyword form of the elementwise overload
+        if dim is not None or keepdim:
+            raise TypeError("max() takes other= alone, not with dim/keepdim")
+        dim = other
     return _max_min(input, dim, keepdim, True, "max")
 
 
 @register("min")
-def min(input: Tensor, dim=None, keepdim: bool = False):
+def min(input: Tensor, dim=None, keepdim: bool = False, *, other=None):
     """``min(x)`` -> the smallest value; ``min(x, dim)`` -> ``(values, indices)`` along ``dim``;
     ``min(x, other)`` -> elementwise ``minimum``."""
+    if other is not None:  # min(x, other=y): torch's keyword form of the elementwise overload
+        if dim is not None or keepdim:
+            raise TypeError("min() takes other= alone, not with dim/keepdim")
+        dim = other
     return _max_min(input, dim, keepdim, False, "min")
 
 

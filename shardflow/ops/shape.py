@@ -54,6 +54,15 @@ def _sizes(args) -> tuple:
     return tuple(int(v) for v in args)
 
 
+def _keyword_sizes(op: str, args: tuple, value, name: str) -> tuple:
+    """The varargs sizes of ``op``, or its keyword form ``name=value`` (``reshape(x, shape=...)``)."""
+    if value is None:
+        return args
+    if args:
+        raise TypeError(f"{op}() got {name} both positionally and as {name}=; pass one")
+    return (value,)
+
+
 def _share(out: Tensor, src: Tensor) -> Tensor:
     """Make ``out`` (a NumPy view of ``src``) share ``src``'s version counter."""
     out._version_counter = src._version_counter
@@ -126,9 +135,12 @@ def _shares(x, y) -> bool:
 
 
 @register("reshape")
-def reshape(input: Tensor, *shape) -> Tensor:
-    """``torch.reshape``: a view when the strides allow it, else a copy. One ``-1`` is inferred."""
-    shape = _infer_shape(_sizes(shape), input.array.size)
+def reshape(input: Tensor, *sizes, shape=None) -> Tensor:
+    """``torch.reshape``: a view when the strides allow it, else a copy. One ``-1`` is inferred.
+    ``reshape(x, shape=(2, 3))``: torch's keyword form."""
+    if shape is not None:
+        sizes = _keyword_sizes("reshape", sizes, shape, "shape")
+    shape = _infer_shape(_sizes(sizes), input.array.size)
     return _reshape(input, shape, strict=False)
 
 
@@ -238,9 +250,9 @@ class Permute(Function):
 
 
 @register("permute")
-def permute(input: Tensor, *dims) -> Tensor:
-    """Reorder dims (a view)."""
-    dims = _sizes(dims)
+def permute(input: Tensor, *sizes, dims=None) -> Tensor:
+    """Reorder dims (a view). ``permute(x, dims=(1, 0))``: torch's keyword form."""
+    dims = _sizes(sizes if dims is None else _keyword_sizes("permute", sizes, dims, "dims"))
     nd = input.array.ndim
     if len(dims) != nd:
         raise RuntimeError(
@@ -253,7 +265,7 @@ def permute(input: Tensor, *dims) -> Tensor:
     return _share(Permute.apply(input, dims=norm), input)
 
 
-@register("transpose", "swapaxes", "swapdims")
+@register("transpose", "swapdims")
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """Swap two dims (a view)."""
     nd = input.array.ndim
@@ -265,7 +277,10 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     return _share(Permute.apply(input, dims=tuple(perm)), input)
 
 
-swapaxes = transpose
+@register("swapaxes")
+def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor:
+    """``torch.swapaxes``: NumPy's name for ``transpose``, with NumPy's ``axis0``/``axis1``."""
+    return transpose(input, axis0, axis1)
 swapdims = transpose
 
 
@@ -421,9 +436,10 @@ def repeat(input: Tensor, *sizes) -> Tensor:
 
 
 @register("tile")
-def tile(input: Tensor, *dims) -> Tensor:
-    """``torch.tile``: like repeat, but ``dims`` shorter than ndim is padded with leading 1s."""
-    dims = _sizes(dims)
+def tile(input: Tensor, *sizes, dims=None) -> Tensor:
+    """``torch.tile``: like repeat, but ``dims`` shorter than ndim is padded with leading 1s.
+    ``tile(x, dims=(2,))``: torch's keyword form."""
+    dims = _sizes(sizes if dims is None else _keyword_sizes("tile", sizes, dims, "dims"))
     nd = input.array.ndim
     if len(dims) < nd:
         dims = (1,) * (nd - len(dims)) + dims
@@ -868,10 +884,12 @@ class Flip(Function):
 
 
 @register("flip")
-def flip(input: Tensor, *dims) -> Tensor:
-    """Reverse the order along ``dims`` (copies, like PyTorch)."""
+def flip(input: Tensor, *sizes, dims=None) -> Tensor:
+    """Reverse the order along ``dims`` (copies, like PyTorch); ``flip(x, dims=(0,))``."""
     nd = input.array.ndim
-    dims = tuple(sorted({wrap_dim(d, nd) for d in _sizes(dims)}))
+    if dims is not None:
+        sizes = _keyword_sizes("flip", sizes, dims, "dims")
+    dims = tuple(sorted({wrap_dim(d, nd) for d in _sizes(sizes)}))
     return Flip.apply(input, dims=dims)
 
 
@@ -978,9 +996,16 @@ def split_with_sizes(input: Tensor, split_sizes, dim: int = 0):
 
 
 @register("tensor_split")
-def tensor_split(input: Tensor, indices_or_sections, dim: int = 0):
+def tensor_split(input: Tensor, indices_or_sections=None, dim: int = 0, *, indices=None, sections=None):
     """``torch.tensor_split``: ``n`` sections (the first ``size % n`` one larger) or split
-    points (clamped to the dim size)."""
+    points (clamped to the dim size). ``sections=`` / ``indices=``: torch's keyword forms."""
+    given = [v for v in (indices_or_sections, indices, sections) if v is not None]
+    if len(given) != 1:
+        raise TypeError("tensor_split() takes exactly one of indices_or_sections, indices= or sections=, "
+                        f"got {len(given)}")
+    indices_or_sections = given[0]
+    if sections is not None and not isinstance(sections, int | np.integer):
+        raise TypeError(f"tensor_split(sections=) must be an int, got {type(sections).__name__}")
     d = wrap_dim(dim, input.array.ndim)
     n = input.array.shape[d]
     if isinstance(indices_or_sections, Tensor):

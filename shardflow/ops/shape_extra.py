@@ -19,6 +19,7 @@ import numpy as np
 from ..autograd import Tensor, _wrap
 from ..autograd.dispatch import register
 from ..backend import get_array_module, int64
+from ._factory_options import check_factory_options
 from ._util import wrap_dim
 
 __all__ = ["atleast_1d", "atleast_2d", "atleast_3d", "column_stack", "dstack", "row_stack", "hsplit", "vsplit",
@@ -180,12 +181,14 @@ def _tri_indices(row, col, offset, lower, dtype, device):
 @register("tril_indices")
 def tril_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None, layout=None) -> Tensor:
     """``(2, N)`` row and column indices of the lower triangle (diagonal ``offset``)."""
+    check_factory_options("tril_indices", layout)
     return _tri_indices(row, col, offset, True, dtype, device)
 
 
 @register("triu_indices")
 def triu_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None, layout=None) -> Tensor:
     """``(2, N)`` row and column indices of the upper triangle (diagonal ``offset``)."""
+    check_factory_options("triu_indices", layout)
     return _tri_indices(row, col, offset, False, dtype, device)
 
 

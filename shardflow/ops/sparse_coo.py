@@ -37,6 +37,7 @@ from ..autograd import _tensor_str as _ts
 from ..autograd.dispatch import register
 from ..backend import CPU, as_dtype, device_of, dtypes, get_array_module, to_device
 from ..backend.layout import sparse_coo
+from ._factory_options import check_factory_options
 from ._util import as_tensor_arg
 from .index import _add_at
 
@@ -440,12 +441,14 @@ def _index_array(indices):
 
 
 @register("sparse_coo_tensor")
-def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, requires_grad=False,
-                      check_invariants=None, is_coalesced=None) -> SparseTensor:
+def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
+                      requires_grad=False, check_invariants=None, is_coalesced=None) -> SparseTensor:
     """``torch.sparse_coo_tensor(indices, values, size)``: entries ``values[k]`` at
     ``indices[:, k]`` (duplicates allowed; they add up). ``size`` defaults to the smallest
     that holds every index. With ``requires_grad=True`` the tensor is a new leaf whose
-    ``grad`` is sparse (the values' gradient on the same pattern)."""
+    ``grad`` is sparse (the values' gradient on the same pattern). ``pin_memory=True`` as
+    ``Tensor.pin_memory()`` (``_factory_options.py``)."""
+    check_factory_options("sparse_coo_tensor", pin_memory=pin_memory)
     idx = _index_array(indices)
     if idx.ndim != 2:
         raise RuntimeError(
@@ -502,6 +505,13 @@ def to_sparse(input, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=
     t = as_tensor_arg(input)
     if layout is not None and layout is not sparse_coo:
         raise RuntimeError(f"to_sparse: only layout=torch.sparse_coo is supported, got {layout}")
+    if blocksize is not None:  # torch's error: block sizes belong to the BSR/BSC layouts
+        raise RuntimeError("dense_to_sparse: conversion from Strided to Sparse with blocksize argument "
+                           "given is not supported (blocksize is for layout=torch.sparse_bsr/bsc)")
+    if dense_dim is not None:  # the trailing dense_dim dims stay dense in the values
+        if sparse_dim is not None:
+            raise TypeError("to_sparse() takes sparse_dim or dense_dim=, not both")
+        sparse_dim = t.ndim - int(dense_dim)
     sd = t.ndim if sparse_dim is None else int(sparse_dim)
     if not 0 < sd <= t.ndim:
         raise RuntimeError(f"sparse_dim must be in [1, {t.ndim}] for a {t.ndim}-D tensor, got {sparse_dim}")

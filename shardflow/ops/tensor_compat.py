@@ -40,7 +40,9 @@ from ..autograd import Tensor, _wrap
 from ..autograd.dispatch import register
 from ..autograd.out_arg import writes_out
 from ..backend import as_dtype, dtypes, get_array_module
+from ..backend import device as _device
 from ..backend.xp import cupy
+from ._factory_options import check_factory_options
 from ._util import inplace
 from .dropout import _alpha, _dropout, _feature_dropout_shape
 from .math_extra import heaviside, ldexp, nextafter
@@ -67,6 +69,7 @@ def _ops():
 def range(start=0, end=None, step=1, *, dtype=None, layout=None, device=None,
           requires_grad: bool = False) -> Tensor:
     """Deprecated end-inclusive ``arange``: ``start, start + step, ..., <= end``."""
+    check_factory_options("range", layout)
     from .creation import tensor
 
     warnings.warn("torch.range is deprecated and will be removed in a future release because its behavior is "
@@ -136,8 +139,22 @@ class _Capsule:
         return (1, 0)
 
 
-def from_dlpack(ext_tensor) -> Tensor:
-    """A tensor sharing the memory of a DLPack-capable array (or a DLPack capsule)."""
+def from_dlpack(ext_tensor, *, device=None, copy=None) -> Tensor:
+    """A tensor sharing the memory of a DLPack-capable array (or a DLPack capsule).
+
+    ``device=``: the result is moved there (a copy); ``copy=True`` always copies,
+    ``copy=False`` never does (a ``device`` that needs a move raises ValueError), ``None``
+    copies only to move: PyTorch's keywords."""
+    out = _from_dlpack(ext_tensor)
+    if device is not None and out.device != _device(device):
+        if copy is False:
+            raise ValueError(f"from_dlpack(device={device!r}, copy=False): the array is on {out.device}; "
+                             "moving it needs a copy (pass copy=None or copy=True)")
+        return out.to(device)
+    return out.clone() if copy else out
+
+
+def _from_dlpack(ext_tensor) -> Tensor:
     if isinstance(ext_tensor, Tensor):
         return ext_tensor
     if not hasattr(ext_tensor, "__dlpack__"):
@@ -163,6 +180,7 @@ def to_dlpack(tensor) -> object:
 def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, requires_grad: bool = False,
                    pin_memory: bool = False) -> Tensor:
     """An uninitialised tensor of ``size`` whose memory is laid out in ``physical_layout`` order."""
+    check_factory_options("empty_permuted", layout, pin_memory)
     size, perm = tuple(int(s) for s in size), tuple(int(p) for p in physical_layout)
     if sorted(perm) != list(builtins.range(len(size))):
         raise RuntimeError(f"Number of dimensions in size does not match the length of the physical_layout; "
@@ -173,11 +191,11 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
 
 
 @register("new_empty_strided")
-def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad: bool = False,
-                      **kwargs) -> Tensor:
+def new_empty_strided(self, size, stride, *, dtype=None, layout=None, device=None, requires_grad: bool = False,
+                      pin_memory: bool = False) -> Tensor:
     """``empty_strided`` with this tensor's dtype and device unless given."""
-    return _ops().empty_strided(size, stride, dtype=dtype or self.dtype, device=device or self.device,
-                                requires_grad=requires_grad)
+    return _ops().empty_strided(size, stride, dtype=dtype or self.dtype, layout=layout, device=device or self.device,
+                                requires_grad=requires_grad, pin_memory=pin_memory)
 
 
 # ---------------------------------------------------------------------------- resize

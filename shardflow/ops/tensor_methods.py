@@ -17,11 +17,14 @@ CUDA and returns the tensor with CUDA (shardflow's host copies are never pinned,
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from ..autograd import Tensor, _wrap, grad_mode
 from ..autograd.dispatch import register
 from ..backend import as_dtype, cuda_is_available, dtypes
+from ._factory_options import check_factory_options
 from ._util import inplace
 from .arithmetic import div, mul, sub
 from .comparison import (
@@ -40,7 +43,7 @@ from .linalg_ops import addbmm
 from .matmul import addmm, baddbmm
 from .reduce import cumprod, cumsum
 from .rounding import sgn
-from .shape import squeeze, t, transpose, tril, triu, unsqueeze
+from .shape import squeeze, swapaxes, t, transpose, tril, triu, unsqueeze
 from .tensor_products import addmv, addr
 
 __all__ = ["scalar_tensor", "logspace", "empty_strided", "asarray", "detach", "rsub"]
@@ -61,6 +64,9 @@ def _inplace_method(name, fn, keep_dtype=False):
 
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"In-place ``{name.rstrip('_')}``."
+    # the keywords are fn's (which refuses others): say so to inspect.signature, the keyword
+    # audit (scripts/signature_gaps.py) and the NumPy-spelling renaming (numpy_kwargs.py)
+    method.__signature__ = inspect.signature(fn)
     return register(name)(method)  # the routed form
 
 
@@ -92,10 +98,11 @@ def _view_method(name, fn):
 
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"In-place ``{name.rstrip('_')}`` (the tensor becomes that view of its memory)."
+    method.__signature__ = inspect.signature(fn)  # fn's keywords (see _inplace_method)
     register(name)(method)
 
 
-for _name, _fn in (("t_", t), ("transpose_", transpose), ("swapaxes_", transpose), ("swapdims_", transpose),
+for _name, _fn in (("t_", t), ("transpose_", transpose), ("swapaxes_", swapaxes), ("swapdims_", transpose),
                    ("unsqueeze_", unsqueeze), ("squeeze_", squeeze)):
     _view_method(_name, _fn)
 
@@ -105,7 +112,10 @@ for _name, _fn in (("t_", t), ("transpose_", transpose), ("swapaxes_", transpose
 def new(self, *args, **kwargs) -> Tensor:
     """Legacy ``x.new(...)``: ``Tensor(*args)`` with ``x``'s dtype and device."""
     device = kwargs.pop("device", self.device)
-    t = Tensor(*args, dtype=kwargs.pop("dtype", self.dtype)) if args else Tensor(
+    dtype = kwargs.pop("dtype", self.dtype)
+    if kwargs:  # torch's new() takes only device (and dtype); an unknown keyword was dropped
+        raise TypeError(f"new() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    t = Tensor(*args, dtype=dtype) if args else Tensor(
         np.empty((0,), self.dtype.np))
     return t.to(device) if str(device) != "cpu" else t
 
@@ -187,10 +197,12 @@ def scalar_tensor(s, *, dtype=None, device=None, requires_grad: bool = False) ->
 
 
 @register("logspace")
-def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None,
+def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, layout=None, device=None,
              requires_grad: bool = False) -> Tensor:
     """``base ** linspace(start, end, steps)``."""
     from .creation import tensor
+
+    check_factory_options("logspace", layout)
 
     d = as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     vals = np.power(float(base), np.linspace(float(start), float(end), int(steps)))
@@ -198,9 +210,11 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=N
 
 
 @register("empty_strided")
-def empty_strided(size, stride, *, dtype=None, device=None, requires_grad: bool = False, **kwargs) -> Tensor:
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad: bool = False,
+                  pin_memory: bool = False) -> Tensor:
     """An uninitialised tensor of ``size`` (shardflow's arrays are row-major; ``stride`` is
     checked for length and otherwise not used)."""
+    check_factory_options("empty_strided", layout, pin_memory)
     if len(tuple(stride)) != len(tuple(size)):
         raise RuntimeError(f"mismatch in length of strides and shape: {len(tuple(stride))} vs {len(tuple(size))}")
     return _ops().empty(tuple(size), dtype=dtype, device=device, requires_grad=requires_grad)

@@ -18,6 +18,7 @@ from ..autograd import Tensor, _wrap
 from ..autograd.dispatch import register
 from ..backend import get_array_module
 from ..backend import storage as _storage
+from ._factory_options import check_factory_options
 
 __all__ = ["from_file"]
 
@@ -129,5 +130,10 @@ def is_set_to(self, tensor) -> bool:
 def from_file(filename, shared=None, size: int = 0, *, dtype=None, layout=None, device=None,
               pin_memory: bool = False, requires_grad: bool = False) -> Tensor:
     """``torch.from_file``: a 1-D tensor of ``size`` elements mapped from ``filename``
-    (``shared=True``: writes go to the file, which is created or extended as needed)."""
-    return _wrap(_storage.from_file(filename, shared, size, dtype=dtype), requires_grad=requires_grad)
+    (``shared=True``: writes go to the file, which is created or extended as needed).
+    ``device=`` other than the CPU: a copy there (the mapping stays on the host)."""
+    check_factory_options("from_file", layout, pin_memory)
+    out = _wrap(_storage.from_file(filename, shared, size, dtype=dtype))
+    if device is not None and str(device) != "cpu":
+        out = out.to(device)
+    return out.requires_grad_(True) if requires_grad else out

@@ -12,10 +12,12 @@ generated ``*_copy.out`` kernels do.
 
 from __future__ import annotations
 
+import inspect
+
 from ..autograd import Tensor, _wrap
 from ..autograd import grad_mode as _gm
 from ..autograd.dispatch import register
-from ..backend import dtype
+from ..backend import dtype as _dtype
 from .complex_ops import view_as_complex, view_as_real
 from .conversion import clone
 from .shape import (
@@ -93,7 +95,15 @@ def _make(name: str, view_op, doc: str):
 
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"``torch.{name}``: {doc} as a new tensor (not a view)."
+    op.__signature__ = _with_out(view_op)  # view_op's keywords (it refuses others) and out
     return register(name)(op)
+
+
+def _with_out(view_op) -> inspect.Signature:
+    ps = [p for p in inspect.signature(view_op).parameters.values() if p.name != "out"]
+    out = inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None)
+    at = next((i for i, p in enumerate(ps) if p.kind is p.VAR_KEYWORD), len(ps))
+    return inspect.Signature([*ps[:at], out, *ps[at:]])
 
 
 def _alias(input: Tensor) -> Tensor:
@@ -116,8 +126,14 @@ def _expand(input: Tensor, size, *, implicit: bool = False) -> Tensor:
     return expand(input, tuple(size))
 
 
-def _view(input: Tensor, size) -> Tensor:
-    if isinstance(size, dtype):
+def _view(input: Tensor, size=None, *, dtype=None) -> Tensor:
+    if dtype is not None:  # view_copy(x, dtype=torch.int32): torch's keyword overload
+        if size is not None:
+            raise TypeError("view_copy() takes a size or dtype=, not both")
+        size = dtype
+    if size is None:
+        raise TypeError("view_copy() missing 1 required argument: 'size' (or dtype=)")
+    if isinstance(size, _dtype):
         return view_dtype(input, size)
     return reshape(input, size)  # view_copy accepts any input layout (it copies anyway)
 

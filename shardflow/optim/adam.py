@@ -9,6 +9,9 @@ Per parameter, with ``t`` the step count and ``g`` the gradient (negated if ``ma
     denom = sqrt(v) / sqrt(1 - beta2 ** t) + eps
     p = p - lr / (1 - beta1 ** t) * m / denom
 
+``Adam(decoupled_weight_decay=True)`` is AdamW (torch 2.13); each param group keeps the flag
+(``decoupled_weight_decay``, as torch's groups).
+
 State: ``step`` (float32 scalar Tensor), ``exp_avg``, ``exp_avg_sq``, ``max_exp_avg_sq``.
 """
 
@@ -31,7 +34,9 @@ class Adam(Optimizer):
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
-                 differentiable=False, fused=None):
+                 differentiable=False, fused=None, decoupled_weight_decay=False):
+        # torch 2.13: Adam(decoupled_weight_decay=True) is AdamW (whose _decoupled is True)
+        decoupled_weight_decay = bool(decoupled_weight_decay) or self._decoupled
         check_nonnegative(lr=lr, eps=eps)
         if not 0.0 <= betas[0] < 1.0:
             raise ValueError(f"Invalid beta parameter at index 0: {betas[0]} (expected [0, 1))")
@@ -40,13 +45,14 @@ class Adam(Optimizer):
         check_nonnegative(weight_decay=weight_decay)
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                         amsgrad=amsgrad, maximize=maximize, foreach=foreach,
-                        capturable=capturable, differentiable=differentiable, fused=fused)
+                        capturable=capturable, differentiable=differentiable, fused=fused,
+                        decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
 
     def step(self, closure=None):
         loss = self._closure(closure)
-        decoupled = self._decoupled
         for group in self.param_groups:
+            decoupled = group.get("decoupled_weight_decay", self._decoupled)
             lr, (b1, b2), eps = group["lr"], group["betas"], group["eps"]
             wd, amsgrad, maximize = group["weight_decay"], group["amsgrad"], group["maximize"]
             for p in group["params"]:

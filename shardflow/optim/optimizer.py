@@ -63,6 +63,16 @@ class Optimizer(OptimizerHooks):
     _param_shaped_state: tuple[str, ...] | None = None
 
     def __init__(self, params, defaults: dict):
+        # foreach / fused / capturable choose torch's kernels, not the update: shardflow runs its
+        # own (the same values); torch's one refusal among them is kept
+        if defaults.get("fused") and defaults.get("foreach"):
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together (pass one of them)")
+        if defaults.get("differentiable"):
+            raise NotImplementedError(
+                f"{type(self).__name__}(differentiable=True) is not supported: shardflow's optimizer "
+                "steps update the parameters' arrays in place outside autograd, so no graph runs "
+                "through step(); pass differentiable=False (or write the update with tensor ops, "
+                "e.g. torch.func, to differentiate through it)")
         self.defaults = defaults
         self.state: defaultdict = defaultdict(dict)
         self.param_groups: list[dict] = []

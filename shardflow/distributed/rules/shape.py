@@ -43,8 +43,8 @@ def _permute_rule(name, func, args, kwargs):
     spec = t._spec
     nd = len(spec.shape)
     if name in ("transpose", "swapaxes", "swapdims"):
-        d0 = args[1] if len(args) > 1 else kwargs["dim0"]
-        d1 = args[2] if len(args) > 2 else kwargs["dim1"]
+        d0 = args[1] if len(args) > 1 else kwargs.get("dim0", kwargs.get("axis0"))  # swapaxes: axis0/1
+        d1 = args[2] if len(args) > 2 else kwargs.get("dim1", kwargs.get("axis1"))
         perm = list(range(nd))
         d0, d1 = d0 % nd, d1 % nd
         perm[d0], perm[d1] = perm[d1], perm[d0]

@@ -8,6 +8,8 @@ state_dict loads unchanged. Init: xavier_uniform_ on the projections, zero biase
 
 from __future__ import annotations
 
+import warnings
+
 from ...autograd import Tensor
 from .. import functional as F
 from .. import init
@@ -212,8 +214,18 @@ class Softplus(Module):
 class Hardtanh(Module):
     """clamp(x, min_val, max_val)"""
 
-    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> None:
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False,
+                 min_value: float | None = None, max_value: float | None = None) -> None:
         super().__init__()
+        # torch's deprecated spellings: a FutureWarning, then the value is used
+        if min_value is not None:
+            warnings.warn("keyword argument `min_value` is deprecated and renamed to `min_val`",
+                          FutureWarning, stacklevel=2)
+            min_val = min_value
+        if max_value is not None:
+            warnings.warn("keyword argument `max_value` is deprecated and renamed to `max_val`",
+                          FutureWarning, stacklevel=2)
+            max_val = max_value
         if max_val <= min_val:
             raise ValueError(f"Hardtanh needs max_val > min_val, got min_val={min_val}, max_val={max_val}")
         self.min_val = min_val

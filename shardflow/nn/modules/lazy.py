@@ -203,13 +203,14 @@ LazyConvTranspose3d = _lazy_conv_transpose(ConvTranspose3d)
 # ---------------------------------------------------------------- normalisation
 class _LazyNormBase(LazyModuleMixin, _NormBase):
     def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
-                 dtype=None) -> None:
+                 dtype=None, *, bias: bool = True) -> None:
         super().__init__(0, eps, momentum, False, False, device, dtype)
         self.affine = affine
         self.track_running_stats = track_running_stats
         if self.affine:
             self.weight = UninitializedParameter(**_factory(device, dtype))
-            self.bias = UninitializedParameter(**_factory(device, dtype))
+            if bias:  # bias=False: a scale only (torch 2.13's norms)
+                self.bias = UninitializedParameter(**_factory(device, dtype))
         if self.track_running_stats:
             from ...ops.creation import tensor
 
