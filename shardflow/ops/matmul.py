@@ -360,6 +360,14 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -
 
 
 # --------------------------------------------------------------------------- linear
+def _sum_rows(g2):
+    """``g2.sum(axis=0)``, float16/bfloat16 accumulated in float32 and rounded once, as
+    PyTorch's CPU sum (NumPy would round every partial sum to the 2-byte dtype)."""
+    if g2.dtype.itemsize == 2 and g2.dtype.kind in "fV":
+        return g2.astype(np.float32).sum(axis=0).astype(g2.dtype)
+    return g2.sum(axis=0)
+
+
 class Linear(Function):
     """``y = x @ W.T + b`` with the leading dims of ``x`` folded into GEMM rows."""
 
@@ -368,9 +376,12 @@ class Linear(Function):
     def forward(self, x, w, b=None):
         xshape = x.shape
         x2 = x if x.ndim == 2 else x.reshape(-1, xshape[-1])  # (R, in)
-        y = as_dtype_of(x2 @ w.T, x, w)  # (R, out): BLAS reads W transposed in place
+        y = x2 @ w.T  # (R, out): BLAS reads W transposed in place
         if b is not None:
+            # before the cast: a bfloat16 product is float32 here, and PyTorch's addmm adds
+            # the bias in its float32 accumulator and rounds once
             y += b
+        y = as_dtype_of(y, x, w)
         self.x2, self.w, self.xshape = x2, w, xshape
         self.bshape = None if b is None else b.shape
         return y if x.ndim == 2 else y.reshape(xshape[:-1] + (w.shape[0],))
@@ -401,7 +412,7 @@ class Linear(Function):
         if self.bshape is None:
             return gx, gw
         if need[2]:
-            gb = g2.sum(axis=0)
+            gb = _sum_rows(g2)
             if gb.shape != self.bshape:
                 gb = unbroadcast(gb, self.bshape)
         return gx, gw, gb

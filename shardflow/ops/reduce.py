@@ -10,6 +10,10 @@ Conventions (PyTorch's):
   subclass, like ``torch.return_types.max``). Their backward scatters the gradient to the
   selected index. ``max(x)`` without a dim, ``amax`` and ``amin`` split the gradient evenly
   between tied extremes (PyTorch's ``evenly_distribute_backward``).
+* float16/bfloat16 inputs: ``sum`` and ``mean`` accumulate in float32 and round once to the
+  input's dtype, as PyTorch's CPU kernels do (its accumulate type for the two is float). NumPy
+  would add in the 2-byte dtype itself (each partial sum rounded: a bfloat16 sum of 128
+  numbers was off by several ulps; an autocast bias gradient is such a sum).
 * Integer/bool inputs: ``sum``/``prod``/``cumsum`` accumulate in int64; ``var``/``std``/
   ``mean``/``logsumexp``/norms need floating point.
 * ``var``/``std`` use ``correction`` (Bessel's correction, default 1); the legacy positional
@@ -143,11 +147,23 @@ def _drop_kept(outk, dims, keepdim):
 
 
 # --------------------------------------------------------------------------- sum / mean
+_HALF_KINDS = frozenset({np.dtype(np.float16), np.dtype(as_dtype("bfloat16").np)})
+
+
+def _half(a) -> bool:
+    """A float16/bfloat16 array: PyTorch accumulates its sums in float32."""
+    return a.dtype in _HALF_KINDS
+
+
 class Sum(Function):
     save_inputs = ()
 
     def forward(self, a, dims=None, keepdim=False, dtype=None):
         self.shape, self.dims, self.keepdim = a.shape, dims, keepdim
+        if _half(a) and (dtype is None or np.dtype(dtype) == a.dtype):
+            # float32 accumulation, one rounding at the end (PyTorch's acc_type)
+            wide = a.astype(np.float32)
+            return as_array(wide.sum(axis=dims, keepdims=keepdim).astype(a.dtype))
         if type(a) is np.ndarray:  # ndarray.sum's own ufunc call, from here (see backend/fp_errors.py)
             return as_array(np.add.reduce(a, axis=dims, keepdims=keepdim, dtype=dtype))
         return as_array(a.sum(axis=dims, keepdims=keepdim, dtype=dtype))
@@ -167,7 +183,8 @@ class Mean(Function):
         self.n = _numel(a.shape, dims)
         token = enter_quiet()  # ndarray.mean is Python: its FP warnings escape the module filter
         try:
-            return as_array(a.mean(axis=dims, keepdims=keepdim)).astype(a.dtype, copy=False)
+            wide = a.astype(np.float32) if _half(a) else a  # float32 accumulation, as Sum
+            return as_array(wide.mean(axis=dims, keepdims=keepdim)).astype(a.dtype, copy=False)
         finally:
             exit_quiet(token)
 
