@@ -376,12 +376,15 @@ class Linear(Function):
     def forward(self, x, w, b=None):
         xshape = x.shape
         x2 = x if x.ndim == 2 else x.reshape(-1, xshape[-1])  # (R, in)
-        y = x2 @ w.T  # (R, out): BLAS reads W transposed in place
+        if b is not None and x2.dtype == np.float16:  # float16 @ float16 would round here
+            y = x2.astype(np.float32) @ w.T.astype(np.float32)
+        else:
+            y = x2 @ w.T  # (R, out): BLAS reads W transposed in place
         if b is not None:
-            # before the cast: a bfloat16 product is float32 here, and PyTorch's addmm adds
-            # the bias in its float32 accumulator and rounds once
+            # before the cast: a bfloat16/float16 product is float32 here, and PyTorch's
+            # addmm adds the bias in its float32 accumulator and rounds once
             y += b
-        y = as_dtype_of(y, x, w)
+        y = y.astype(x2.dtype) if x2.dtype.itemsize == 2 and y.dtype != x2.dtype else as_dtype_of(y, x, w)
         self.x2, self.w, self.xshape = x2, w, xshape
         self.bshape = None if b is None else b.shape
         return y if x.ndim == 2 else y.reshape(xshape[:-1] + (w.shape[0],))
