@@ -23,6 +23,10 @@ Algorithms (the hot path of every model):
   operand ``i`` are broadcast back, size-1 (broadcast) dims are summed, and a repeated
   letter (a diagonal, ``'ii->i'``) is written through a writeable diagonal view.
   bfloat16 operands are contracted in float32 and rounded once (``_einsum``).
+* ``linear``: float16/bfloat16 ``x @ W.T + b`` adds the bias to the float32 product and
+  rounds once, and the bias gradient is a float32-accumulated sum rounded once, as
+  PyTorch's addmm and its CPU sum (rounding twice, or summing in the 2-byte dtype, made
+  bfloat16-autocast training drift from PyTorch's by more than its own rounding).
 
 Both operands must have the same dtype (PyTorch raises too). Shape mismatches raise
 RuntimeError naming both shapes.
