@@ -95,3 +95,19 @@ def test_autocast_linear_bias_gradient_like_torch():
     (sy.float() ** 2).sum().backward()
     assert sl.bias.grad.dtype == shardflow.float32
     np.testing.assert_array_equal(sl.bias.grad.numpy(), tl.bias.grad.numpy())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", ["var", "std", "logsumexp", "cumsum"])
+def test_half_var_std_logsumexp_cumsum_like_torch(name, dtype):
+    """Values exactly torch's (float32 accumulation, one rounding); the gradients within a
+    2-byte ulp of torch's (cumsum's gradient is a reversed cumsum, accumulated alike)."""
+    t, s = _pair((256, 8), dtype, requires_grad=True)
+    ty, sy = getattr(t, name)(0), getattr(s, name)(0)
+    _same(sy, ty)
+    if name in ("var", "std"):
+        _same(getattr(s, name)(), getattr(t, name)())
+    tg, sg = _pair(tuple(ty.shape), dtype, seed=5)
+    ty.backward(tg)
+    sy.backward(sg)
+    _nearly_same(s.grad, t.grad, dtype)
