@@ -23,6 +23,10 @@ Algorithms (the hot path of every model):
   operand ``i`` are broadcast back, size-1 (broadcast) dims are summed, and a repeated
   letter (a diagonal, ``'ii->i'``) is written through a writeable diagonal view.
   bfloat16 operands are contracted in float32 and rounded once (``_einsum``).
+* ``linear``: float16/bfloat16 ``x @ W.T + b`` adds the bias to the float32 product and
+  rounds once, and the bias gradient is a float32-accumulated sum rounded once, as
+  PyTorch's addmm and its CPU sum (rounding twice, or summing in the 2-byte dtype, made
+  bfloat16-autocast training drift from PyTorch's by more than its own rounding).
 
 Both operands must have the same dtype (PyTorch raises too). Shape mismatches raise
 RuntimeError naming both shapes.
@@ -386,6 +390,14 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1, o
 
 
 # --------------------------------------------------------------------------- linear
+def _sum_rows(g2):
+    """``g2.sum(axis=0)``, float16/bfloat16 accumulated in float32 and rounded once, as
+    PyTorch's CPU sum (NumPy would round every partial sum to the 2-byte dtype)."""
+    if g2.dtype.itemsize == 2 and g2.dtype.kind in "fV":
+        return g2.astype(np.float32).sum(axis=0).astype(g2.dtype)
+    return g2.sum(axis=0)
+
+
 class Linear(Function):
     """``y = x @ W.T + b`` with the leading dims of ``x`` folded into GEMM rows."""
 
@@ -394,9 +406,15 @@ class Linear(Function):
     def forward(self, x, w, b=None):
         xshape = x.shape
         x2 = x if x.ndim == 2 else x.reshape(-1, xshape[-1])  # (R, in)
-        y = as_dtype_of(x2 @ w.T, x, w)  # (R, out): BLAS reads W transposed in place
+        if b is not None and x2.dtype == np.float16:  # float16 @ float16 would round here
+            y = x2.astype(np.float32) @ w.T.astype(np.float32)
+        else:
+            y = x2 @ w.T  # (R, out): BLAS reads W transposed in place
         if b is not None:
+            # before the cast: a bfloat16/float16 product is float32 here, and PyTorch's
+            # addmm adds the bias in its float32 accumulator and rounds once
             y += b
+        y = y.astype(x2.dtype) if x2.dtype.itemsize == 2 and y.dtype != x2.dtype else as_dtype_of(y, x, w)
         self.x2, self.w, self.xshape = x2, w, xshape
         self.bshape = None if b is None else b.shape
         return y if x.ndim == 2 else y.reshape(xshape[:-1] + (w.shape[0],))
@@ -427,7 +445,7 @@ class Linear(Function):
         if self.bshape is None:
             return gx, gw
         if need[2]:
-            gb = g2.sum(axis=0)
+            gb = _sum_rows(g2)
             if gb.shape != self.bshape:
                 gb = unbroadcast(gb, self.bshape)
         return gx, gw, gb

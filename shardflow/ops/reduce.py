@@ -10,6 +10,10 @@ Conventions (PyTorch's):
   subclass, like ``torch.return_types.max``). Their backward scatters the gradient to the
   selected index. ``max(x)`` without a dim, ``amax`` and ``amin`` split the gradient evenly
   between tied extremes (PyTorch's ``evenly_distribute_backward``).
+* float16/bfloat16 inputs: ``sum``, ``mean``, ``var``/``std``, ``logsumexp``'s sum and
+  ``cumsum`` (and its gradient) accumulate in float32 and round once to the input's dtype, as PyTorch's CPU kernels do (its accumulate type for the two is float). NumPy
+  would add in the 2-byte dtype itself (each partial sum rounded: a bfloat16 sum of 128
+  numbers was off by several ulps; an autocast bias gradient is such a sum).
 * Integer/bool inputs: ``sum``/``prod``/``cumsum`` accumulate in int64; ``var``/``std``/
   ``mean``/``logsumexp``/norms need floating point.
 * ``var``/``std`` use ``correction`` (Bessel's correction, default 1); the legacy positional
@@ -143,11 +147,30 @@ def _drop_kept(outk, dims, keepdim):
 
 
 # --------------------------------------------------------------------------- sum / mean
+_HALF_KINDS = frozenset({np.dtype(np.float16), np.dtype(as_dtype("bfloat16").np)})
+
+
+def _half(a) -> bool:
+    """A float16/bfloat16 array: PyTorch accumulates its sums in float32."""
+    return a.dtype in _HALF_KINDS
+
+
+def _wide_sum(a, dims):
+    """``a.sum(dims, keepdims=True)``; float16/bfloat16 accumulated in float32, rounded once."""
+    if _half(a):
+        return a.astype(np.float32).sum(axis=dims, keepdims=True).astype(a.dtype)
+    return a.sum(axis=dims, keepdims=True)
+
+
 class Sum(Function):
     save_inputs = ()
 
     def forward(self, a, dims=None, keepdim=False, dtype=None):
         self.shape, self.dims, self.keepdim = a.shape, dims, keepdim
+        if _half(a) and (dtype is None or np.dtype(dtype) == a.dtype):
+            # float32 accumulation, one rounding at the end (PyTorch's acc_type)
+            wide = a.astype(np.float32)
+            return as_array(wide.sum(axis=dims, keepdims=keepdim).astype(a.dtype))
         if type(a) is np.ndarray:  # ndarray.sum's own ufunc call, from here (see backend/fp_errors.py)
             return as_array(np.add.reduce(a, axis=dims, keepdims=keepdim, dtype=dtype))
         return as_array(a.sum(axis=dims, keepdims=keepdim, dtype=dtype))
@@ -167,7 +190,8 @@ class Mean(Function):
         self.n = _numel(a.shape, dims)
         token = enter_quiet()  # ndarray.mean is Python: its FP warnings escape the module filter
         try:
-            return as_array(a.mean(axis=dims, keepdims=keepdim)).astype(a.dtype, copy=False)
+            wide = a.astype(np.float32) if _half(a) else a  # float32 accumulation, as Sum
+            return as_array(wide.mean(axis=dims, keepdims=keepdim)).astype(a.dtype, copy=False)
         finally:
             exit_quiet(token)
 
@@ -402,9 +426,19 @@ class Var(Function):
         self.denom = builtins.max(n - correction, 0)
         token = enter_quiet()  # ndarray.mean/.sum are Python: see backend/fp_errors.py
         try:
-            d = a - a.mean(axis=dims, keepdims=True, dtype=a.dtype)
-            v = (d * d).sum(axis=dims, keepdims=True) / a.dtype.type(self.denom)
-            out = np.sqrt(v) if take_sqrt else v
+            if _half(a):
+                # float32 throughout, one rounding of the result (PyTorch's acc_type); the
+                # centred values kept for backward are in a's dtype, as its var_backward's
+                wide = a.astype(np.float32)
+                mean = wide.mean(axis=dims, keepdims=True)
+                dw = wide - mean
+                v = (dw * dw).sum(axis=dims, keepdims=True) / np.float32(self.denom)
+                out = (np.sqrt(v) if take_sqrt else v).astype(a.dtype)
+                d = a - mean.astype(a.dtype)
+            else:
+                d = a - a.mean(axis=dims, keepdims=True, dtype=a.dtype)
+                v = (d * d).sum(axis=dims, keepdims=True) / a.dtype.type(self.denom)
+                out = np.sqrt(v) if take_sqrt else v
         finally:
             exit_quiet(token)
         self.d, self.dims, self.keepdim, self.take_sqrt, self.outk = d, dims, keepdim, take_sqrt, out
@@ -415,6 +449,16 @@ class Var(Function):
     def backward(self, g):
         gk = _keep(g, self.d.shape, self.dims, self.keepdim)
         with np.errstate(divide="ignore", invalid="ignore"):
+            if _half(self.d):
+                # PyTorch's var_backward / std_backward op by op, each op computed in float32
+                # and rounded to the 2-byte dtype, the scalar 2 / dof a float32 (NumPy alone
+                # would round it to float16 first, or widen bfloat16 * float to float32)
+                dt, f32 = g.dtype, np.float32
+                if self.take_sqrt:  # std: var_backward(grad / (2 std)), 0 where std == 0
+                    q = (gk.astype(f32) / (self.outk.astype(f32) * 2)).astype(dt)
+                    gk = np.where(self.outk == 0, np.zeros((), dt), q)
+                scaled = (gk.astype(f32) * f32(2.0 / self.denom)).astype(dt)
+                return as_array((scaled.astype(f32) * self.d.astype(f32)).astype(dt))
             if self.take_sqrt:  # d std = d var / (2 std)
                 scale = gk / (self.outk * self.d.dtype.type(self.denom))
             else:
@@ -493,7 +537,7 @@ class LogSumExp(Function):
         m = a.max(axis=dims, keepdims=True)
         m = np.where(np.isfinite(m), m, 0).astype(a.dtype, copy=False)
         with np.errstate(divide="ignore"):
-            out = np.log(np.exp(a - m).sum(axis=dims, keepdims=True)) + m
+            out = np.log(_wide_sum(np.exp(a - m), dims)) + m
         self.a, self.dims, self.keepdim, self.outk = a, dims, keepdim, out
         if not keepdim:
             out = out.reshape(()) if dims is None else out.squeeze(dims)
@@ -521,8 +565,15 @@ def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
 
 
 # --------------------------------------------------------------------------- cumsum / cumprod
+def _cumsum(a, dim, dtype=None):
+    """``a.cumsum(dim)``; float16/bfloat16 accumulated in float32, each prefix rounded once."""
+    if _half(a) and (dtype is None or np.dtype(dtype) == a.dtype):
+        return a.astype(np.float32).cumsum(axis=dim).astype(a.dtype)
+    return a.cumsum(axis=dim, dtype=dtype)
+
+
 def _rev_cumsum(g, dim):
-    return np.flip(np.flip(g, dim).cumsum(axis=dim), dim)
+    return np.flip(_cumsum(np.flip(g, dim), dim), dim)
 
 
 class CumSum(Function):
@@ -532,7 +583,7 @@ class CumSum(Function):
         self.dim = dim
         if a.ndim == 0:
             return a.astype(dtype) if dtype is not None else a.copy()
-        return a.cumsum(axis=dim, dtype=dtype)
+        return _cumsum(a, dim, dtype)
 
     def backward(self, g):
         return g if g.ndim == 0 else _rev_cumsum(g, self.dim)

@@ -163,6 +163,10 @@ class _Draws(_Through):
                 self.utils = _Through(lib.utils)
                 self.utils.data = _Through(lib.utils.data)
                 self.utils.data.RandomSampler = self._random_sampler()
+            elif name == "nn.init.normal_":
+                self.nn = _Through(lib.nn)
+                self.nn.init = _Through(lib.nn.init)
+                self.nn.init.normal_ = self._normal_
             else:
                 setattr(self, name, getattr(self, f"_{name}"))
 
@@ -198,6 +202,15 @@ class _Draws(_Through):
         index = np.minimum((cdf < u).sum(-1, keepdims=True), p.shape[-1] - 1)
         return self._lib.from_numpy(index.astype(np.int64))
 
+    def _normal_(self, tensor, mean=0.0, std=1.0, generator=None):
+        if generator is not None:
+            raise NotImplementedError("shared normal_ draws: generator= is not supported")
+        # drawn in float64 and rounded once to float32, the same in both runs
+        values = self._rng.standard_normal(tuple(tensor.shape)) * std + mean
+        with self._lib.no_grad():
+            tensor.copy_(self._tensor(values.astype(np.float32), tensor))
+        return tensor
+
     def _tensor(self, array, like=None):
         dtype = like.dtype if like is not None else self._lib.float32
         return self._lib.from_numpy(np.ascontiguousarray(array)).to(dtype)
@@ -230,8 +243,10 @@ class _Draws(_Through):
 def same_draws(programs, names, seed: int = 0) -> None:
     """Give each program's ``torch`` the same draws (a fresh generator seeded ``seed`` each)
     for the functions in ``names`` (``randn_like``, ``rand_like``, ``randn``, ``rand``,
-    ``randint``, ``randperm``, ``multinomial`` with one sample, and ``RandomSampler`` for
-    ``torch.utils.data.RandomSampler``)."""
+    ``randint``, ``randperm``, ``multinomial`` with one sample, ``RandomSampler`` for
+    ``torch.utils.data.RandomSampler``, and ``nn.init.normal_`` for a program that
+    initialises its model at module level through ``torch.nn.init.normal_``: then every
+    tensor it fills that way gets the same values in both runs)."""
     for prog in programs:
         prog.torch = _Draws(prog.torch, np.random.default_rng(seed), names)
 
