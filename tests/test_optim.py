@@ -311,3 +311,16 @@ def test_clip_grad_value_matches_torch():
     torch.nn.utils.clip_grad_value_(th, 0.5)
     for s, t in zip(sf, th):
         np.testing.assert_array_equal(s.grad.numpy(), t.grad.numpy())
+
+
+def test_constructor_kwargs_rebuild_every_optimizer_from_its_defaults():
+    """ZeRO and parallelize rebuild the user's optimizer as ``type(opt)(params, **kwargs)``:
+    AdamW records ``decoupled_weight_decay=True`` in its defaults (as torch's) but does not take
+    it, which broke ``parallelize(..., zero=1)`` with AdamW."""
+    from shardflow.optim.optimizer import constructor_kwargs
+
+    for cls in (optim.AdamW, optim.Adam, optim.SGD, optim.NAdam, optim.RMSprop):
+        opt = cls([shardflow.zeros(2, requires_grad=True)], lr=0.01)
+        again = cls([shardflow.zeros(2, requires_grad=True)], **constructor_kwargs(opt))
+        assert again.defaults == opt.defaults, cls.__name__
+    assert "decoupled_weight_decay" in optim.AdamW([shardflow.zeros(1, requires_grad=True)]).defaults

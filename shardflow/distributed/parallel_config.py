@@ -341,11 +341,12 @@ def _lay_out_pipeline(par, model, split, plan, dp, tp, pp, m, schedule, loss_fn)
 def _lay_out_zero1(par, model, optimizer, world, dp, loss_fn):
     """ZeRO-1 over ``dp`` ranks: DDP on this rank's rows of the batch, the optimizer state sharded."""
     from ..nn.parallel import DistributedDataParallel
+    from ..optim.optimizer import constructor_kwargs
     from .zero import ZeroRedundancyOptimizer
 
     ddp = DistributedDataParallel(model)
     par.optimizer = ZeroRedundancyOptimizer(list(model.parameters()), type(optimizer),
-                                            **optimizer.defaults)
+                                            **constructor_kwargs(optimizer))
 
     def run_zero(x, y):
         rows = x.shape[0] // dp

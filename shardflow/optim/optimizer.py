@@ -301,6 +301,19 @@ class Optimizer(OptimizerHooks):
         return self._param_shaped_state is None or key in self._param_shaped_state
 
 
+def constructor_kwargs(optimizer: Optimizer) -> dict:
+    """``optimizer.defaults`` as keywords for ``type(optimizer)(params, **kwargs)`` (ZeRO and
+    ``parallelize`` rebuild the user's optimizer over a shard): only the keywords its
+    ``__init__`` takes. A class may record a default it sets itself (AdamW's
+    ``decoupled_weight_decay=True``, as torch's) without taking it as an argument."""
+    import inspect
+
+    params = inspect.signature(type(optimizer).__init__).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return dict(optimizer.defaults)
+    return {k: v for k, v in optimizer.defaults.items() if k in params}
+
+
 def _shape(t) -> tuple:
     return tuple(int(s) for s in t.shape)  # a global tensor's .shape is its logical shape
 

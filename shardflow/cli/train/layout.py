@@ -116,9 +116,10 @@ def shard_optimizer(cfg: TrainConfig, optimizer):
     if cfg.zero != 1:
         return optimizer
     from shardflow.distributed.zero import ZeroRedundancyOptimizer
+    from shardflow.optim.optimizer import constructor_kwargs
 
     return ZeroRedundancyOptimizer([dict(g) for g in optimizer.param_groups],
-                                   type(optimizer), **optimizer.defaults)
+                                   type(optimizer), **constructor_kwargs(optimizer))
 
 
 def apply_layout(cfg: TrainConfig, layout: Layout, raw_model, optimizer, signals):
