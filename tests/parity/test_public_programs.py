@@ -39,17 +39,10 @@ from .programs._harness import (
 )
 
 # torch's note when a program asks for pin_memory on a CPU-only machine (minGPT, makemore)
-pytestmark = pytest.mark.filterwarnings("ignore:'pin_memory' argument is set as true")
+pytestmark = [pytest.mark.filterwarnings("ignore:'pin_memory' argument is set as true"),
+              pytest.mark.usefixtures("torch_single_thread")]  # tests/parity/conftest.py
 
 
-@pytest.fixture(autouse=True)
-def _torch_single_thread():
-    """Small programs of many tiny ops: torch's intra-op threads only add synchronisation
-    on a loaded 2-core machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def test_mnist_trains_like_torch():

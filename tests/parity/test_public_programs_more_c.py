@@ -33,14 +33,7 @@ from .programs._harness import (
 PROGRAMS = Path(__file__).parent / "programs"
 
 
-@pytest.fixture(autouse=True)
-def _torch_single_thread():
-    """Small programs of many tiny ops: torch's intra-op threads only add synchronisation
-    on a loaded 2-core machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("torch_single_thread")  # tests/parity/conftest.py
 
 
 # --------------------------------------------------------------------------- build-nanogpt
