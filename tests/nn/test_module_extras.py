@@ -120,7 +120,10 @@ def test_compile_in_place_matches_eager_over_training_steps():
 
     eager, compiled = _mlp(0), _mlp(0)
     compiled.load_state_dict(eager.state_dict())
-    assert compiled.compile() is None and torch.nn.Linear(2, 2).compile() is None  # both in place
+    # in place, as torch's Module.compile() (returns None); torch's own is not called here:
+    # it imports torch._dynamo, which turns torch.distributions' argument validation off for
+    # the whole process (the distributions tests then saw torch accept bad parameters)
+    assert compiled.compile() is None
     assert list(compiled.state_dict()) == list(eager.state_dict())  # no _orig_mod. prefix
     opts = [sf.optim.SGD(m.parameters(), lr=0.1) for m in (eager, compiled)]
     x = sf.tensor(np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32))
