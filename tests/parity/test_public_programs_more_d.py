@@ -57,6 +57,8 @@ def test_bilstm_crf_trains_and_decodes_like_torch():
         assert all(type(t) is int for t in sf_path), when  # to_scalar's .data.tolist()
         assert_close(sf_score.item(), th_score.item(), f"Viterbi path score {when}")
     assert sf_after[1] != sf_before[1]  # training changed the decoded tags
+    # what the tutorial prints: print(model(precheck_sent)), grad_fn name included
+    assert repr(sf_after).replace("shardflow", "torch") == repr(th_after)
     assert_same_state(sf.model, th.model, "BiLSTM_CRF", rtol=1e-5, atol=1e-6)
     assert th_losses[-1] < th_losses[1]
 
@@ -91,6 +93,7 @@ def test_lstm_pos_tagger_trains_like_torch():
     assert_close(sf_before.detach().numpy(), th_before.detach().numpy(), "tag scores before")
     assert_close(sf_after.detach().numpy(), th_after.detach().numpy(), "tag scores after")
     assert sf_after.argmax(1).tolist() == th_after.argmax(1).tolist()
+    assert repr(sf_after) == repr(th_after)  # the tutorial's print(tag_scores)
     assert_same_state(sf.model, th.model, "LSTMTagger", rtol=1e-5, atol=1e-6)
     assert th_losses[-1] < th_losses[1]
 
