@@ -19,6 +19,7 @@ import math
 import types
 from functools import partial
 
+from ._get_lr_guard import _enable_get_lr_call, _warn_get_lr_called_within_step
 from .lr_scheduler import LRScheduler
 from .optimizer import Optimizer
 
@@ -108,6 +109,7 @@ class CyclicLR(LRScheduler):
         return gamma**x
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         cycle = math.floor(1 + self.last_epoch / self.total_size)
         x = 1.0 + self.last_epoch / self.total_size - cycle
         if x <= self.step_ratio:
@@ -163,6 +165,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         lo = self.eta_min
         return [lo + (b - lo) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
                 for b in self.base_lrs]
@@ -192,7 +195,9 @@ class CosineAnnealingWarmRestarts(LRScheduler):
                 self.T_i = self.T_0
                 self.T_cur = epoch
         self.last_epoch = math.floor(epoch)
-        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
+        with _enable_get_lr_call(self):
+            lrs = self.get_lr()
+        for group, lr in zip(self.optimizer.param_groups, lrs):
             group["lr"] = lr
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 

@@ -8,6 +8,7 @@ ConstantLR, PolynomialLR, with PyTorch's recursive ``get_lr`` and closed forms.
 
 from __future__ import annotations
 
+from ._get_lr_guard import _warn_get_lr_called_within_step
 from .lr_scheduler import LRScheduler, _LambdaScheduler, _lrs
 
 
@@ -23,6 +24,7 @@ class MultiplicativeLR(_LambdaScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         if self._is_initial:
             return _lrs(self)
         return [lr * fn(self.last_epoch) for fn, lr in zip(self.lr_lambdas, _lrs(self))]
@@ -40,6 +42,7 @@ class ConstantLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         if self.last_epoch == 0:
             return [lr * self.factor for lr in _lrs(self)]
         if self.last_epoch != self.total_iters:
@@ -60,6 +63,7 @@ class PolynomialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         e, n = self.last_epoch, self.total_iters
         if self._is_initial or e > n:
             return _lrs(self)

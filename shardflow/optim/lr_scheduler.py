@@ -21,6 +21,7 @@ import warnings
 from bisect import bisect_right
 from collections import Counter
 
+from ._get_lr_guard import _enable_get_lr_call, _warn_get_lr_called_within_step
 from .optimizer import Optimizer
 
 __all__ = [
@@ -31,6 +32,9 @@ __all__ = [
 
 
 class LRScheduler:
+    # True only while step() calls get_lr() (PyTorch's flag; see _get_lr_guard)
+    _get_lr_called_within_step = False
+
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1):
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
@@ -75,7 +79,8 @@ class LRScheduler:
         self._step_count += 1
         if epoch is None:
             self.last_epoch += 1
-            values = self.get_lr()
+            with _enable_get_lr_call(self):
+                values = self.get_lr()
         else:
             warnings.warn(
                 "passing an epoch to scheduler.step() is deprecated (as in PyTorch)",
@@ -83,7 +88,8 @@ class LRScheduler:
             )
             self.last_epoch = epoch
             closed = getattr(self, "_get_closed_form_lr", None)
-            values = closed() if closed is not None else self.get_lr()
+            with _enable_get_lr_call(self):
+                values = closed() if closed is not None else self.get_lr()
         for group, lr in zip(self.optimizer.param_groups, values):
             group["lr"] = lr
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
@@ -139,6 +145,7 @@ class LambdaLR(_LambdaScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         return [base * fn(self.last_epoch) for fn, base in zip(self.lr_lambdas, self.base_lrs)]
 
 
@@ -151,6 +158,7 @@ class StepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
             return _lrs(self)
         return [lr * self.gamma for lr in _lrs(self)]
@@ -168,6 +176,7 @@ class MultiStepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         if self.last_epoch not in self.milestones:
             return _lrs(self)
         return [lr * self.gamma ** self.milestones[self.last_epoch] for lr in _lrs(self)]
@@ -185,7 +194,10 @@ class ExponentialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
-        if self.last_epoch == 0:
+        _warn_get_lr_called_within_step(self)
+        # torch tests the construction step, not epoch 0: a get_lr() call of the program's
+        # own right after construction gives the next lr (lr * gamma), as in torch
+        if self._is_initial:
             return _lrs(self)
         return [lr * self.gamma for lr in _lrs(self)]
 
@@ -202,8 +214,9 @@ class CosineAnnealingLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         e, T, lo = self.last_epoch, self.T_max, self.eta_min
-        if e == 0:
+        if self._is_initial:  # as torch: the construction step, not epoch 0
             return _lrs(self)
         if self._step_count == 1 and e > 0:
             return [lo + (b - lo) * (1 + math.cos(e * math.pi / T)) / 2 for b in self.base_lrs]
@@ -235,10 +248,11 @@ class LinearLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         e, s, f, n = self.last_epoch, self.start_factor, self.end_factor, self.total_iters
         if e == 0:
             return [lr * s for lr in _lrs(self)]
-        if e > n:
+        if self._is_initial or e > n:  # as torch: a resumed construction step keeps the lr
             return _lrs(self)
         return [lr * (1.0 + (f - s) / (n * s + (e - 1) * (f - s))) for lr in _lrs(self)]
 
@@ -328,6 +342,7 @@ class OneCycleLR(LRScheduler):
         return (end - start) * pct + start
 
     def get_lr(self):
+        _warn_get_lr_called_within_step(self)
         step = self.last_epoch
         if step > self.total_steps:
             raise ValueError(f"Tried to step {step} times. The specified number of total steps is "

@@ -29,6 +29,7 @@ from copy import deepcopy
 from ..autograd import Tensor, no_grad
 from ..nn.module import Module
 from ..nn.modules.normalization import _BatchNorm
+from ._get_lr_guard import _warn_get_lr_called_within_step
 from .lr_scheduler import LRScheduler
 
 __all__ = ["AveragedModel", "update_bn", "SWALR", "get_ema_multi_avg_fn", "get_swa_multi_avg_fn",
@@ -232,6 +233,7 @@ class SWALR(LRScheduler):
         return (lr - alpha * swa_lr) / (1 - alpha)
 
     def get_lr(self) -> list[float]:
+        _warn_get_lr_called_within_step(self)
         # recover the lr before annealing from the current one, then take this step's mix
         step = self._step_count - 1
         if self.anneal_epochs == 0:
