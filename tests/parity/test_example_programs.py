@@ -26,13 +26,10 @@ pytestmark = [
 
 
 @pytest.fixture(autouse=True)
-def _torch_single_thread():
+def _single_thread(torch_single_thread):
     """These programs run thousands of tiny ops: torch's intra-op threads only add
-    synchronisation, which on a loaded 2-core machine made the LBFGS program 10x slower."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    synchronisation, which on a loaded 2-core machine made the LBFGS program 10x slower
+    (the fixture is tests/parity/conftest.py's)."""
 
 
 def _programs(name):

@@ -26,14 +26,7 @@ from .programs._harness import (
     same_weights,
 )
 
-
-@pytest.fixture(autouse=True)
-def _torch_single_thread():
-    """Small programs of many tiny ops: torch's intra-op threads only add synchronisation."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("torch_single_thread")  # tests/parity/conftest.py
 
 
 def _shared_sampler(prog, seed=0):
@@ -107,8 +100,6 @@ def test_spatial_transformer_trains_like_torch():
     weights left to whatever earlier tests drew, some draws put grid points within an ulp of
     a pixel boundary after a step, and the losses then differed by 2e-5 (seen when the
     autograd tests ran first); the seed makes the run the same in any test order."""
-    import torch
-
     torch.manual_seed(0)
     th, sf = load_pair("spatial_transformer")
     copy_weights(th.model, sf.model)
