@@ -113,3 +113,42 @@ def test_learning_pytorch_with_examples_linear(capsys, name):
     assert len(sf_result) == len(th_result) == 4
     assert_close(sf_result, th_result, f"{name} coefficients")
     assert th_losses[-1] < th_losses[0]
+
+
+def test_fgsm_attack_like_torch(tmp_path, monkeypatch, capsys):
+    """pytorch/tutorials fgsm_tutorial, run as a script: the LeNet under attack loads
+    ``data/lenet_mnist_model.pth`` with ``torch.load(map_location='cpu')`` (the file is
+    torch's ``state_dict`` of a seeded Net, written by this test, read by both runs), then
+    for 7 epsilons every sample the model classifies right gets the input gradient of
+    nll_loss (``data.requires_grad = True``, ``data.grad.data``), ``sign()``, the step and
+    ``torch.clamp`` to [0, 1], and is classified again. The printed accuracies, the kept
+    (initial, final) predictions and the perturbed images agree exactly: the images are
+    ``clamp(x + eps * sign(grad))``, so one flipped gradient sign would show."""
+    import torch
+
+    torch.manual_seed(0)
+    (tmp_path / "data").mkdir()
+    monkeypatch.chdir(tmp_path)
+    path = Path(__file__).parent / "programs" / "fgsm_tutorial.py"
+    # the weights file from the tutorial's own Net class (the file's source up to its loader)
+    source = path.read_text()
+    head = source.split("# MNIST Test dataset and dataloader declaration")[0]
+    ns = {"__name__": "fgsm_head"}
+    exec(compile(head, str(path), "exec"), ns)
+    torch.save(ns["Net"]().state_dict(), tmp_path / "data" / "lenet_mnist_model.pth")
+    results = []
+    for use_sf in (False, True):
+        mod = run_script(path, use_sf)
+        out = capsys.readouterr().out
+        printed = [line for line in out.splitlines() if line.startswith("Epsilon:")]
+        results.append((mod, printed))
+    (th, th_printed), (sf, sf_printed) = results
+    assert len(th_printed) == 7
+    assert sf_printed == th_printed
+    assert sf.accuracies == th.accuracies
+    assert th.accuracies[0] > 0 and th.accuracies[-1] < th.accuracies[0]  # some samples attacked
+    for sf_ex, th_ex in zip(sf.examples, th.examples, strict=True):
+        assert len(sf_ex) == len(th_ex)
+        for (sf_init, sf_final, sf_img), (th_init, th_final, th_img) in zip(sf_ex, th_ex):
+            assert (sf_init, sf_final) == (th_init, th_final)
+            np.testing.assert_allclose(sf_img, th_img, rtol=0, atol=1e-7)
