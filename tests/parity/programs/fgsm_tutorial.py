@@ -1,4 +1,4 @@
-# ruff: noqa: UP008, UP010, UP032, E231, E201, E202, E225, W291  (the tutorial's own style, kept)
+# ruff: noqa: I001, F401, UP008, UP010, UP032, E231, E201, E202, E225, W291  (the tutorial's own style and imports, kept)
 # pytorch/tutorials beginner_source/fgsm_tutorial.py at commit
 # 03cd4915be50f10014722c35b8b04736c145d199 (BSD-3-Clause), "Adversarial Example
 # Generation": the Fast Gradient Sign Attack on the MNIST LeNet (input gradients through

@@ -1,3 +1,4 @@
+# ruff: noqa: I001  (the tutorial's own import order, kept)
 # pytorch/tutorials beginner_source/examples_nn/dynamic_net.py at commit
 # 1d189709801e98f5f184af0567c7f06b8b5156c2 (BSD-3-Clause): a polynomial of random order 3 to
 # 5 per forward (Python's random.randint; the parameter e reused), SGD with momentum.

@@ -1,3 +1,4 @@
+# ruff: noqa: I001  (the tutorial's own import order, kept)
 # pytorch/tutorials beginner_source/examples_autograd/polynomial_autograd.py at commit
 # 02e5a75dc17eec70591fbfc71b6e53b390083c3a (BSD-3-Clause): the cubic fitted to sin(x) with
 # autograd (torch.accelerator, set_default_device, leaf updates under no_grad). Changes, and

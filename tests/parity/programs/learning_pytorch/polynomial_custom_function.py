@@ -1,3 +1,4 @@
+# ruff: noqa: I001  (the tutorial's own import order, kept)
 # pytorch/tutorials beginner_source/examples_autograd/polynomial_custom_function.py at commit
 # 02ed6c5cf613bbf2b631704eee62033b8bd746ef (BSD-3-Clause): y = a + b * P3(c + d x) with the
 # Legendre polynomial P3 as a custom autograd.Function (save_for_backward, saved_tensors,

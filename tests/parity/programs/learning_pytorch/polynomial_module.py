@@ -1,3 +1,4 @@
+# ruff: noqa: I001  (the tutorial's own import order, kept)
 # pytorch/tutorials beginner_source/examples_nn/polynomial_module.py at commit
 # 1d189709801e98f5f184af0567c7f06b8b5156c2 (BSD-3-Clause): the cubic as a custom Module with
 # four nn.Parameter(torch.randn(())), SGD and MSELoss(sum). Changes, and only these: 200

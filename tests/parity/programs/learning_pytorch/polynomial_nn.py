@@ -1,3 +1,4 @@
+# ruff: noqa: I001  (the tutorial's own import order, kept)
 # pytorch/tutorials beginner_source/examples_nn/polynomial_nn.py at commit
 # 02d7694195db7543ff85fd72177d1f1adca7784a (BSD-3-Clause): the cubic fitted to sin(x) as
 # nn.Sequential(Linear(3, 1), Flatten(0, 1)) on x.unsqueeze(-1).pow(p), MSELoss(sum),

@@ -1,3 +1,4 @@
+# ruff: noqa: I001  (the tutorial's own import order, kept)
 # pytorch/tutorials beginner_source/examples_nn/polynomial_optim.py at commit
 # 02d7694195db7543ff85fd72177d1f1adca7784a (BSD-3-Clause): the nn version of the cubic with
 # torch.optim.SGD doing the update. Changes, and only these: 200 steps instead of 2000, the

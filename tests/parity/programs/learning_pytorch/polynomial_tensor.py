@@ -1,3 +1,4 @@
+# ruff: noqa: I001  (the tutorial's own import order, kept)
 # pytorch/tutorials beginner_source/examples_tensor/polynomial_tensor.py at commit
 # 088bc52a76551211d2499b1cca69a677eba59236 (BSD-3-Clause), "Learning PyTorch with Examples":
 # a cubic fitted to sin(x) with the gradients written by hand. Changes, and only these:
