@@ -7,12 +7,21 @@ The "Learning PyTorch with Examples" scripts (``programs/learning_pytorch/``) ru
 """
 
 import random
+import types
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from .programs._harness import _Draws, _Through, assert_close, run_script
+from .programs import tiny_gym
+from .programs._harness import (
+    _Draws,
+    _Through,
+    assert_close,
+    assert_same_state,
+    record_module_outputs,
+    run_script,
+)
 
 pytestmark = pytest.mark.usefixtures("torch_single_thread")
 
@@ -33,9 +42,10 @@ def _shared_randn(mod, seed=0):
     mod.torch = draws
 
 
-def _linear_from_torch(mod, records, use_shardflow):
-    """The script's ``torch.nn.Linear`` starting from torch's initial weights: the torch run
-    records each new Linear's state, the shardflow run (same order) loads it."""
+def _linear_from_torch(mod, records, use_shardflow, nn_name=None):
+    """The script's ``torch.nn.Linear`` (or, with ``nn_name``, its ``<nn_name>.Linear``)
+    starting from torch's initial weights: the torch run records each new Linear's state,
+    the shardflow run (same order) loads it."""
     lib = mod.torch
     base = lib.nn.Linear
 
@@ -49,6 +59,13 @@ def _linear_from_torch(mod, records, use_shardflow):
             loaded.append(self)
 
     loaded = []
+    if nn_name is not None:
+        nn_view = getattr(mod, nn_name)
+        if not isinstance(nn_view, _Through):
+            nn_view = _Through(nn_view)
+            setattr(mod, nn_name, nn_view)
+        nn_view.Linear = Linear
+        return
     view = _Through(lib)
     view.nn = _Through(lib.nn)
     view.nn.Linear = Linear
@@ -152,3 +169,51 @@ def test_fgsm_attack_like_torch(tmp_path, monkeypatch, capsys):
         for (sf_init, sf_final, sf_img), (th_init, th_final, th_img) in zip(sf_ex, th_ex):
             assert (sf_init, sf_final) == (th_init, th_final)
             np.testing.assert_allclose(sf_img, th_img, rtol=0, atol=1e-7)
+
+
+def _seeded_gymnasium(seed=0):
+    """A ``gymnasium`` module for the DQN tutorial: ``make`` gives tiny_gym's CartPole (gym's
+    dynamics), its start states and ``action_space.sample()`` seeded alike in both runs."""
+    gym = types.ModuleType("gymnasium")
+
+    def make(env_id):
+        env = tiny_gym.make(env_id)
+        env.reset(seed=seed)
+        env.action_space.seed(seed)
+        return env
+
+    gym.make = make
+    return gym
+
+
+def test_dqn_tutorial_trains_like_torch():
+    """pytorch/tutorials reinforcement_q_learning (the gymnasium version), run as a script on
+    tiny_gym's CartPole: ReplayMemory (namedtuple Transition, deque, random.sample),
+    epsilon-greedy actions (``max(1).indices``; Python's ``random`` seeded alike, the action
+    space's samples from one seeded NumPy stream), ``gather``, ``max(1).values`` into a
+    boolean-masked zeros tensor under no_grad, SmoothL1Loss, AdamW(amsgrad=True),
+    clip_grad_value_ and the soft target update through state_dict after every step; 3
+    episodes, batch 16. Both nets start from torch's weights (every nn.Linear the script
+    builds loads torch's initial state). Same actions, so the same episodes; every
+    SmoothL1Loss value agrees to rtol 1e-5, as do both nets' final weights."""
+    records, runs = [], []
+    for use_sf in (False, True):
+        losses = []
+
+        def after_imports(mod, _sf=use_sf, _losses=losses):
+            record_module_outputs(mod, "nn", "SmoothL1Loss", _losses)
+            _linear_from_torch(mod, records, _sf, nn_name="nn")
+
+        random.seed(0)
+        mod = run_script(Path(__file__).parent / "programs" / "reinforcement_q_learning.py", use_sf,
+                         modules={"gymnasium": _seeded_gymnasium()}, after_imports=after_imports)
+        runs.append((mod, losses))
+    (th, th_losses), (sf, sf_losses) = runs
+    assert len(records) == 6  # policy_net's and target_net's three Linears
+    assert sf.episode_durations == th.episode_durations
+    assert sum(th.episode_durations) > th.BATCH_SIZE + 5  # some optimisation steps ran
+    assert len(sf_losses) == len(th_losses) == sum(th.episode_durations) - th.BATCH_SIZE + 1
+    assert all(grad for grad, _ in th_losses)
+    assert_close([v for _, v in sf_losses], [v for _, v in th_losses], "SmoothL1Loss per step")
+    assert_same_state(sf.policy_net, th.policy_net, "policy_net")
+    assert_same_state(sf.target_net, th.target_net, "target_net")
