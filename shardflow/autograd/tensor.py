@@ -839,17 +839,17 @@ class Tensor:
 
     # ------------------------------------------------------------------ methods
     # Each forwards to the functional op of the same PyTorch name (see shardflow.ops).
-    def add(self, other, *, alpha=1):
-        return OPS["add"](self, other, alpha=alpha)
+    def add(self, other, *deprecated, alpha=1):  # *deprecated: torch's (add(alpha, other))
+        return OPS["add"](self, other, *deprecated, alpha=alpha)
 
-    def add_(self, other, *, alpha=1):
-        return OPS["add_"](self, other, alpha=alpha)
+    def add_(self, other, *deprecated, alpha=1):  # *deprecated: torch's (add_(alpha, other))
+        return OPS["add_"](self, other, *deprecated, alpha=alpha)
 
-    def sub(self, other, *, alpha=1):
-        return OPS["sub"](self, other, alpha=alpha)
+    def sub(self, other, *deprecated, alpha=1):  # *deprecated: torch's (sub(alpha, other))
+        return OPS["sub"](self, other, *deprecated, alpha=alpha)
 
-    def sub_(self, other, *, alpha=1):
-        return OPS["sub_"](self, other, alpha=alpha)
+    def sub_(self, other, *deprecated, alpha=1):  # *deprecated: torch's (sub_(alpha, other))
+        return OPS["sub_"](self, other, *deprecated, alpha=alpha)
 
     def mul(self, other):
         return OPS["mul"](self, other)
