@@ -217,3 +217,90 @@ def test_dqn_tutorial_trains_like_torch():
     assert_close([v for _, v in sf_losses], [v for _, v in th_losses], "SmoothL1Loss per step")
     assert_same_state(sf.policy_net, th.policy_net, "policy_net")
     assert_same_state(sf.target_net, th.target_net, "target_net")
+
+
+def _char_rnn_start(patch, use_shardflow, records, letter_losses):
+    """For the char-RNN script, whose ``import torch.nn as nn`` comes mid-file after its data
+    loading (so the program's own names cannot be wrapped before it builds its model): the
+    framework's Linear, Dropout and NLLLoss are patched for this run only (``patch`` is a
+    ``monkeypatch.context()``): each new Linear records (torch) or loads (shardflow, same
+    order) torch's initial state, each Dropout gets p=0, each NLLLoss output is appended to
+    ``letter_losses`` as ``(grad_enabled, value)``."""
+    import torch
+
+    import shardflow
+
+    lib = shardflow if use_shardflow else torch
+    linear_init, dropout_init, nll_forward = lib.nn.Linear.__init__, lib.nn.Dropout.__init__, lib.nn.NLLLoss.forward
+    loaded = []
+
+    def init_linear(self, *args, **kwargs):
+        linear_init(self, *args, **kwargs)
+        if not use_shardflow:
+            records.append({k: v.detach().numpy().copy() for k, v in self.state_dict().items()})
+            return
+        self.load_state_dict({k: lib.from_numpy(v) for k, v in records[len(loaded)].items()})
+        loaded.append(self)
+
+    def init_dropout(self, *args, **kwargs):
+        dropout_init(self, *args, **kwargs)
+        self.p = 0.0
+
+    def nll(self, input, target):
+        out = nll_forward(self, input, target)
+        letter_losses.append((lib.is_grad_enabled(), out.item()))
+        return out
+
+    patch.setattr(lib.nn.Linear, "__init__", init_linear)
+    patch.setattr(lib.nn.Dropout, "__init__", init_dropout)
+    patch.setattr(lib.nn.NLLLoss, "forward", nll)
+
+
+_NAMES = {  # a tiny made-up names list, four languages (the tutorial samples these four)
+    "Russian": ["Abakumov", "Babanin", "Chaikin", "Dobrolyubov", "Rusanov", "Utkin", "Sokolov"],
+    "German": ["Adler", "Bauer", "Eberhardt", "Gerber", "Richter", "Engel"],
+    "Spanish": ["Abana", "Pérez", "Alvarez", "Salazar", "Santos", "Pena", "Castillo"],
+    "Chinese": ["Ang", "Chan", "Hou", "Ip", "Huang", "Chen", "Shi"],
+}
+
+
+@pytest.mark.filterwarnings("ignore:This overload of add_ is deprecated")  # the tutorial's own step
+def test_char_rnn_generation_trains_like_torch(tmp_path, monkeypatch, capsys):
+    """pytorch/tutorials char_rnn_generation_tutorial, run as a script on a tiny made-up names
+    list written to data/names/ (unicodeToAscii strips "Pérez"'s accent): the hand-made RNN
+    (three Linears over ``torch.cat``, Dropout, LogSoftmax(dim=1)), NLLLoss summed per
+    letter from ``loss = 0``, ``target_line_tensor.unsqueeze_(-1)``, the old manual step
+    ``p.data.add_(-learning_rate, p.grad.data)`` (torch's deprecated (Number, Tensor)
+    overload, which shardflow now takes too), and greedy sampling (``output.topk(1)``,
+    ``all_letters[topi]``). 30 iterations; Python's ``random`` (the training pairs) seeded
+    alike, the Linears start from torch's weights, Dropout(0.1) set to p=0. Every per-letter
+    NLLLoss, the printed per-name losses and the ``all_losses`` averages agree to rtol 1e-5,
+    the sampled names are the same."""
+    names = tmp_path / "data" / "names"
+    names.mkdir(parents=True)
+    for language, lines in _NAMES.items():
+        (names / f"{language}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    records, runs = [], []
+    for use_sf in (False, True):
+        letter_losses = []
+        random.seed(0)
+        with monkeypatch.context() as patch:
+            _char_rnn_start(patch, use_sf, records, letter_losses)
+            mod = run_script(Path(__file__).parent / "programs" / "char_rnn_generation.py", use_sf)
+        out = capsys.readouterr().out.splitlines()
+        printed = [line.split(" ", 2)[2] for line in out if "%)" in line]
+        sampled = out[-12:]
+        runs.append((mod, letter_losses, printed, sampled))
+    (th, th_letters, th_printed, th_names), (sf, sf_letters, sf_printed, sf_names) = runs
+    assert len(records) == 3
+    assert len(th_printed) == 30 and len(th_letters) > 30
+    assert len(sf_letters) == len(th_letters)
+    assert_close([v for _, v in sf_letters], [v for _, v in th_letters], "NLLLoss per letter")
+    assert [p.split()[:2] for p in sf_printed] == [p.split()[:2] for p in th_printed]  # (iter pct%)
+    assert_close([float(p.split()[-1]) for p in sf_printed], [float(p.split()[-1]) for p in th_printed],
+                 "printed losses", rtol=0, atol=1e-4)  # printed with %.4f
+    assert_close(sf.all_losses, th.all_losses, "all_losses")
+    assert sf_names == th_names
+    assert all(name[0] in "RUSGEPACHI" for name in th_names)
+    assert_same_state(sf.rnn, th.rnn, "RNN")
