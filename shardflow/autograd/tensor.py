@@ -274,6 +274,10 @@ class Tensor:
                 f"{type(value).__name__}; assign a tensor (e.g. torch.zeros_like(param)) or None")
         self._grad = value
 
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None  # ``del p.grad`` leaves None, as in PyTorch
+
     @property
     def grad_dtype(self):
         """The dtype ``.grad`` is kept in (default: this tensor's; None: whatever arrives);

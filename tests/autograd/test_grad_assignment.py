@@ -39,3 +39,11 @@ def test_parameter_grad_assignment_checks_too():
     tp = torch.nn.Parameter(torch.zeros(2))
     with pytest.raises(TypeError, match="got grad of type float"):
         tp.grad = 1.0
+
+
+def test_del_grad_leaves_none():
+    for lib in (torch, shardflow):
+        a = lib.ones(2, requires_grad=True)
+        (a * 2).sum().backward()
+        del a.grad
+        assert a.grad is None
