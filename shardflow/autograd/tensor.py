@@ -45,7 +45,7 @@ def _wrap(array, requires_grad=False, grad_fn=None, output_nr=0, version=None):
     t = object.__new__(Tensor)
     t.array = array
     t.requires_grad = requires_grad
-    t.grad = None
+    t._grad = None
     t.grad_fn = grad_fn if requires_grad else None
     t._output_nr = output_nr
     t._version_counter = [0] if version is None else version
@@ -80,7 +80,7 @@ def _keyword_form(op: str, args: tuple, value, name: str) -> tuple:
 
 class Tensor:
     __slots__ = (
-        "array", "requires_grad", "grad", "grad_fn", "_output_nr", "_version_counter", "_hooks",
+        "array", "requires_grad", "_grad", "grad_fn", "_output_nr", "_version_counter", "_hooks",
         "_post_hooks", "_spec", "__dict__", "__weakref__",
     )
 
@@ -96,7 +96,7 @@ class Tensor:
         arr = _as_array(data, dtype)
         self.array = arr
         self.requires_grad = bool(requires_grad)
-        self.grad = None
+        self._grad = None
         self.grad_fn = None
         self._output_nr = 0
         self._version_counter = [0]
@@ -258,6 +258,25 @@ class Tensor:
         """Removed in torch 0.4: always False, with torch's warning."""
         warnings.warn("volatile was removed (Variable.volatile is always False)", UserWarning, stacklevel=2)
         return False
+
+    @property
+    def grad(self):
+        """The gradient accumulated into this leaf by backward (None before any)."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value) -> None:
+        # PyTorch refuses anything but a Tensor or None here (``a.grad = 0.`` is a TypeError
+        # there, not a silently stored float that a later ``a -= lr * a.grad`` would use)
+        if value is not None and not isinstance(value, Tensor):
+            raise TypeError(
+                f"assigned grad expected to be a Tensor or None but got grad of type "
+                f"{type(value).__name__}; assign a tensor (e.g. torch.zeros_like(param)) or None")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None  # ``del p.grad`` leaves None, as in PyTorch
 
     @property
     def grad_dtype(self):
@@ -824,17 +843,17 @@ class Tensor:
 
     # ------------------------------------------------------------------ methods
     # Each forwards to the functional op of the same PyTorch name (see shardflow.ops).
-    def add(self, other, *, alpha=1):
-        return OPS["add"](self, other, alpha=alpha)
+    def add(self, other, *deprecated, alpha=1):  # *deprecated: torch's (add(alpha, other))
+        return OPS["add"](self, other, *deprecated, alpha=alpha)
 
-    def add_(self, other, *, alpha=1):
-        return OPS["add_"](self, other, alpha=alpha)
+    def add_(self, other, *deprecated, alpha=1):  # *deprecated: torch's (add_(alpha, other))
+        return OPS["add_"](self, other, *deprecated, alpha=alpha)
 
-    def sub(self, other, *, alpha=1):
-        return OPS["sub"](self, other, alpha=alpha)
+    def sub(self, other, *deprecated, alpha=1):  # *deprecated: torch's (sub(alpha, other))
+        return OPS["sub"](self, other, *deprecated, alpha=alpha)
 
-    def sub_(self, other, *, alpha=1):
-        return OPS["sub_"](self, other, alpha=alpha)
+    def sub_(self, other, *deprecated, alpha=1):  # *deprecated: torch's (sub_(alpha, other))
+        return OPS["sub_"](self, other, *deprecated, alpha=alpha)
 
     def mul(self, other):
         return OPS["mul"](self, other)

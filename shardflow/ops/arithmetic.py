@@ -233,8 +233,32 @@ _add_operator = binary_operator(Add, _add_general)
 _add_dunder = binary_operator(Add, _add_general, dunder=True)  # x + y
 
 
+def _deprecated_alpha_first(name, other, rest, alpha):
+    """PyTorch's deprecated overload ``add(input, alpha, other)`` / ``x.add_(alpha, other)``
+    (a Number then a Tensor or Number; old tutorials' ``p.data.add_(-lr, p.grad.data)``):
+    accepted with torch's UserWarning, as ``other=rest[0], alpha=<that number>``. (torch
+    warns once per process; this warns through Python's filters, by default once per
+    calling line.)"""
+    import numbers
+    import warnings
+
+    if (len(rest) != 1 or alpha != 1 or not isinstance(other, numbers.Number)
+            or not isinstance(rest[0], Tensor | numbers.Number)):
+        raise TypeError(
+            f"{name}() takes (input, other, *, alpha=1); the deprecated {name}(input, alpha, other) "
+            f"form needs exactly a Number then a Tensor and no alpha=, got "
+            f"{(type(other).__name__, *(type(r).__name__ for r in rest))} (alpha={alpha!r})")
+    warnings.warn(
+        f"This overload of {name} is deprecated:\n\t{name}(Number alpha, Tensor other)\n"
+        f"Consider using one of the following signatures instead:\n"
+        f"\t{name}(Tensor other, *, Number alpha = 1)", UserWarning, stacklevel=3)
+    return rest[0], other
+
+
 @register("add", operator=_add_dunder)
-def add(input, other, *, alpha=1):
+def add(input, other, *deprecated, alpha=1):
+    if deprecated:
+        other, alpha = _deprecated_alpha_first("add", other, deprecated, alpha)
     if alpha == 1:
         return _add_operator(input, other)
     return _add_general(input, other, alpha)
@@ -257,7 +281,9 @@ _sub_dunder = binary_operator(Sub, _sub_general, dunder=True)  # x - y
 
 
 @register("sub", "subtract", operator=_sub_dunder)
-def sub(input, other, *, alpha=1):
+def sub(input, other, *deprecated, alpha=1):
+    if deprecated:
+        other, alpha = _deprecated_alpha_first("sub", other, deprecated, alpha)
     if alpha == 1:
         return _sub_operator(input, other)
     return _sub_general(input, other, alpha)
@@ -350,12 +376,16 @@ def neg(input):
 
 
 @register("add_")
-def add_(t, other, *, alpha=1):
+def add_(t, other, *deprecated, alpha=1):
+    if deprecated:
+        other, alpha = _deprecated_alpha_first("add_", other, deprecated, alpha)
     return inplace(t, add(t, other, alpha=alpha))
 
 
 @register("sub_")
-def sub_(t, other, *, alpha=1):
+def sub_(t, other, *deprecated, alpha=1):
+    if deprecated:
+        other, alpha = _deprecated_alpha_first("sub_", other, deprecated, alpha)
     return inplace(t, sub(t, other, alpha=alpha))
 
 

@@ -2,7 +2,9 @@
 ``make('CartPole-v1')`` gives gym's CartPole with the same dynamics, observation, reward,
 termination (and truncation at 500 steps), the ``reset(seed=...)`` -> ``(obs, info)`` and
 ``step(action)`` -> ``(obs, reward, terminated, truncated, info)`` API and
-``spec.reward_threshold``; the start state comes from a NumPy generator seeded by reset.
+``spec.reward_threshold``; the start state comes from a NumPy generator seeded by reset;
+``action_space`` is gym's ``Discrete(2)`` (``n``, ``sample()`` from its own generator,
+``seed(seed)``).
 Framework-free (NumPy only), so torch's and shardflow's runs of a program see the same
 episodes for the same actions."""
 
@@ -10,6 +12,22 @@ import math
 from types import SimpleNamespace
 
 import numpy as np
+
+
+class Discrete:
+    """gym's ``Discrete(n)`` action space: ``n`` and a uniform ``sample()`` from its own
+    generator, which ``seed(seed)`` reseeds (as gym's ``action_space.seed``)."""
+
+    def __init__(self, n, seed=None):
+        self.n = n
+        self.np_random = np.random.default_rng(seed)
+
+    def seed(self, seed=None):
+        self.np_random = np.random.default_rng(seed)
+        return [seed]
+
+    def sample(self):
+        return int(self.np_random.integers(self.n))
 
 
 class CartPoleEnv:
@@ -24,6 +42,7 @@ class CartPoleEnv:
         self.spec = SimpleNamespace(id="CartPole-v1", reward_threshold=475.0,
                                     max_episode_steps=self.max_episode_steps)
         self.np_random = np.random.default_rng()
+        self.action_space = Discrete(2)
         self.state = None
         self.steps = 0
 
