@@ -32,8 +32,8 @@ refused float32 result): :data:`FACTORIES` names them.
 from __future__ import annotations
 
 import functools
-import warnings
 
+from ..backend.user_warning import warn_at_caller
 from . import grad_mode as _gm
 
 # Tensor is imported where used: tensor.py imports dispatch.py, which imports this module
@@ -97,7 +97,7 @@ def write_out(result, out, name: str):
                                    f"got {len(out)} tensors")
             out = out[0]
         _check(result, out, name)
-        _copy_into(result, out, name)
+        copy_into(result, out)
         return out
     if isinstance(result, tuple) and result and all(isinstance(r, Tensor) for r in result):
         if not isinstance(out, (tuple, list)) or len(out) != len(result):
@@ -106,7 +106,7 @@ def write_out(result, out, name: str):
         for r, o in zip(result, out, strict=True):  # all checked before any is written
             _check(r, o, name)
         for r, o in zip(result, out, strict=True):
-            _copy_into(r, o, name)
+            copy_into(r, o)
         outs = tuple(out)
         return type(result)(*outs) if hasattr(type(result), "_fields") else outs
     raise TypeError(f"{name}() got an unexpected keyword argument 'out' (it returns "
@@ -131,16 +131,19 @@ def _check(result, out, name: str) -> None:
                            f"on {out.device}; move it with out.to({str(result.device)!r})")
 
 
-def _copy_into(result, out, name: str) -> None:
+def copy_into(result, out) -> None:
+    """Resize ``out`` to ``result``'s shape (PyTorch's deprecation warning, at the user's line,
+    when it had elements) and copy ``result`` into it, untracked.
+    Also the last step of the ops that take ``out`` themselves (cat, stack, special functions)."""
     shape = tuple(result.shape)
     if tuple(out.shape) != shape:
         if out.numel():
-            warnings.warn(
+            warn_at_caller(
                 f"An output with one or more elements was resized since it had shape {list(out.shape)}, "
                 f"which does not match the required output shape {list(shape)}. This behavior is "
                 "deprecated, and in a future PyTorch release outputs will not be resized unless they have "
                 "zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero "
-                "elements with t.resize_(0).", UserWarning, stacklevel=5)
+                "elements with t.resize_(0).")
         out.resize_(shape)
     with _gm.no_grad():
         out.copy_(result)

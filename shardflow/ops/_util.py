@@ -3,10 +3,6 @@ dim normalisation, and the in-place wrapper."""
 
 from __future__ import annotations
 
-import os
-import sys
-import warnings
-
 import numpy as np
 
 from ..autograd import Tensor, _wrap
@@ -59,18 +55,6 @@ def as_tensor_arg(x, name: str = "input") -> Tensor:
     if isinstance(x, _TENSOR_LIKE):
         return _wrap(_as_array(x, None))  # data with tensor()'s dtypes (Tensor(3) would be sizes)
     raise TypeError(f"{name} must be a Tensor or a number, got {type(x).__name__}")
-
-
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../shardflow
-
-
-def warn_at_caller(message: str, category=UserWarning) -> None:
-    """``warnings.warn`` attributed to the first frame outside shardflow: the user's line that
-    called the op, however many shardflow frames (routed op, nn.functional, module) lie between."""
-    frame, level = sys._getframe(1), 2
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(message, category, stacklevel=level - 1 if frame is None else level)
 
 
 def number_arg(value, op: str, name: str):

@@ -35,9 +35,10 @@ from .. import kernels
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import get_array_module
+from ..backend.user_warning import warn_at_caller
 from ..kernels import softmax as _sm_kernels
 from ._grad_graph import const, sum_to
-from ._util import _down, _float_input, _up, flush_subnormal_, promote, unbroadcast, warn_at_caller
+from ._util import _down, _float_input, _up, flush_subnormal_, promote, unbroadcast
 
 __all__ = [
     "cross_entropy",

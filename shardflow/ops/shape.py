@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import itertools
 import math
-import warnings
 
 import numpy as np
 
 from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
+from ..autograd.out_arg import copy_into
 from ..backend import get_array_module, promote_types
 from ..backend.dtypes import _SCALAR_TYPE_NAMES
 from . import _grad_graph as _gg
@@ -516,16 +516,8 @@ def _into_out(result: Tensor, out, op: str) -> Tensor:
     if r._category > o._category or (o._category == 0 and r._category > 0):
         raise TypeError(f"torch.cat(): input types can't be cast to the desired output type "
                            f"{_SCALAR_TYPE_NAMES[o.name]}")
-    if tuple(out.shape) != tuple(result.shape):
-        if out.numel():
-            warnings.warn(
-                f"An output with one or more elements was resized since it had shape {list(out.shape)}, "
-                f"which does not match the required output shape {list(result.shape)}. This behavior is "
-                "deprecated, and in a future PyTorch release outputs will not be resized unless they have "
-                "zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero "
-                "elements with t.resize_(0).", UserWarning, stacklevel=4)
-        out.resize_(*result.shape)
-    return out.copy_(result)
+    copy_into(result, out)
+    return out
 
 
 @register("cat", "concat", "concatenate")

@@ -19,12 +19,10 @@ node for functions PyTorch gives no derivative.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from ..autograd import Function, Tensor
-from ..autograd import grad_mode as _gm
+from ..autograd import out_arg as _out_arg
 from ..backend import CPU, device_of, dtypes, result_type, to_device
 from ..backend.meta import MetaArray
 from ..backend.scipy_lib import scipy_module
@@ -140,35 +138,11 @@ def not_differentiable(name: str, which: str = "") -> NotImplementedError:
 
 
 def write_out(result: Tensor, out, name: str) -> Tensor:
-    """``result`` written into ``out`` (``out=``), PyTorch's way; ``result`` itself when
-    ``out`` is None."""
+    """``result`` written into ``out`` (``out=``), PyTorch's way (``autograd/out_arg.py``);
+    ``result`` itself when ``out`` is None."""
     if out is None:
         return result
-    if not isinstance(out, Tensor):
-        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    if _gm.is_grad_enabled() and (result.requires_grad or out.requires_grad):
-        raise RuntimeError(
-            f"{name}(): functions with out=... arguments don't support automatic "
-            "differentiation, but one of the arguments requires grad. Call it without out= "
-            "(y = f(x)) or under torch.no_grad()")
-    if result.dtype.is_floating_point and not out.dtype.is_floating_point:
-        raise RuntimeError(
-            f"result type {_scalar_type(result.dtype)} can't be cast to the desired output "
-            f"type {_scalar_type(out.dtype)}: pass a floating out tensor")
-    shape = tuple(result.shape)
-    if tuple(out.shape) != shape:
-        if out.numel() != 0:
-            warnings.warn(
-                f"An output with one or more elements was resized since it had shape "
-                f"{list(out.shape)}, which does not match the required output shape "
-                f"{list(shape)}. This behavior is deprecated, and in a future PyTorch release "
-                "outputs will not be resized unless they have zero elements. You can "
-                "explicitly reuse an out tensor t by resizing it, inplace, to zero elements "
-                "with t.resize_(0).", UserWarning, stacklevel=3)
-        out.resize_(shape)
-    with _gm.no_grad():
-        out.copy_(result)
-    return out
+    return _out_arg.write_out(result, out, name)
 
 
 _SCALAR_TYPES = {"float64": "Double", "float32": "Float", "float16": "Half", "bfloat16": "BFloat16",
