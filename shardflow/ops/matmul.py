@@ -646,16 +646,40 @@ class Einsum(Function):
         return r.expand(*shape_i) if tuple(r.shape) != shape_i else r
 
 
+def _sublist_equation(first, rest) -> tuple[str, tuple]:
+    """``(equation, operands)`` of einsum's sublist form (``einsum(a, [0, 1], b, [1, 2])``)."""
+    args = (first, *rest)
+    pairs, out = args[: len(args) // 2 * 2], args[len(args) // 2 * 2:]
+
+    def letters(sub) -> str:
+        if not isinstance(sub, list | tuple):
+            raise TypeError(f"einsum(): in the sublist form each operand is followed by a list of "
+                            f"subscripts (ints 0-51 or ...), got {type(sub).__name__}")
+        text = []
+        for v in sub:
+            if v is Ellipsis:
+                text.append("...")
+            elif isinstance(v, int) and 0 <= v < 52:
+                text.append(chr(ord("a") + v) if v < 26 else chr(ord("A") + v - 26))
+            else:
+                raise ValueError(f"einsum(): subscript in subscript list is not within the valid range [0, 52), got {v!r}")
+        return "".join(text)
+
+    equation = ",".join(letters(sub) for sub in pairs[1::2])
+    if out:
+        equation += "->" + letters(out[0])
+    return equation, tuple(pairs[0::2])
+
+
 @register("einsum")
 def einsum(equation: str, *operands) -> Tensor:
-    """``torch.einsum(equation, *operands)`` (operands may also be given as one list)."""
-    if len(operands) == 1 and isinstance(operands[0], list | tuple):
-        operands = tuple(operands[0])
+    """``torch.einsum(equation, *operands)`` (operands may also be given as one list), or the
+    sublist form ``einsum(op1, [0, 1], op2, [1, 2], [0, 2])`` (NumPy's: subscripts as ints
+    0-51 and ``...``, an optional output sublist last), turned into the equation."""
     if not isinstance(equation, str):
-        raise TypeError(
-            f"einsum(): the first argument must be the equation string, got {type(equation).__name__}; "
-            "the sublist form einsum(op, [0, 1], ...) is not supported"
-        )
+        equation, operands = _sublist_equation(equation, operands)
+    elif len(operands) == 1 and isinstance(operands[0], list | tuple):
+        operands = tuple(operands[0])
     ts = [as_tensor_arg(t, f"operand {k}") for k, t in enumerate(operands)]
     if not ts:
         raise RuntimeError("einsum(): must provide at least one operand")
