@@ -16,8 +16,10 @@ PyTorch's rendezvous store lives in this parent, as torchrun's agent hosts it
 (TORCHELASTIC_USE_AGENT_STORE): left to rank 0, the store dies when rank 0 leaves, and a rank
 still inside ``rpc.shutdown()``'s last store barrier then fails with "Connection reset by
 peer" (PyTorch's own race, seen about once in a few hundred runs). Stores are hosted at
-MASTER_PORT and MASTER_PORT + 1 (rpc_ddp.py's RPC rendezvous), after the fork: the children
-retry until the server is up, and no thread of the store server is forked.
+MASTER_PORT and MASTER_PORT + 1 (rpc_ddp.py's RPC rendezvous), once every world of a batch is
+forked: the children retry until the server is up, and no thread of a store server is ever
+forked into a child (the first version hosted each program's stores before forking the next
+program's ranks, and a batch hung once in CI).
 
 Exit status of a single program: 0 when every child succeeded, its ranks' stdout printed. In
 a batch each program's ranks' stdout goes to its ``out`` file, then a last line
@@ -91,7 +93,7 @@ def finish_world(outdir: str, children: list) -> tuple[str, list]:
 STORE_PORTS = (0, 1)  # offsets from MASTER_PORT: the process group's store and rpc_ddp.py's RPC one
 
 
-def host_stores(framework: str, world: int) -> list:
+def host_stores(framework: str, port: int, world: int) -> list:
     """PyTorch's rendezvous stores for the world just forked (see the module docstring); the
     caller keeps them alive until the world has finished. shardflow's RPC needs none."""
     if framework != "torch":
@@ -100,7 +102,6 @@ def host_stores(framework: str, world: int) -> list:
 
     import torch.distributed as dist
 
-    port = int(os.environ["MASTER_PORT"])
     return [dist.TCPStore("127.0.0.1", port + offset, world, is_master=True, wait_for_workers=False,
                           timeout=timedelta(seconds=300)) for offset in STORE_PORTS]
 
@@ -117,12 +118,15 @@ def main():
     if sys.argv[2] == "--batch":
         with open(sys.argv[3]) as f:
             spec = json.load(f)
-        started, stores = [], []
+        started, ports = [], []
         for run in spec:  # all at once: the programs spend most of their time waiting
-            os.environ["MASTER_PORT"] = str(free_port())
+            ports.append(free_port())
+            os.environ["MASTER_PORT"] = str(ports[-1])
             os.environ["WORLD_SIZE"] = str(run["world"])
             started.append(start_world(run["world"], run["program"], run["args"]))
-            stores.extend(host_stores(framework, run["world"]))
+        # the stores only once every world is forked: a store server's threads must never be
+        # forked into a child (a lock one of them held would stay locked there for good)
+        stores = [s for run, port in zip(spec, ports) for s in host_stores(framework, port, run["world"])]
         for run, world in zip(spec, started):
             text, failed = finish_world(*world)
             with open(run["out"], "w") as f:
@@ -132,7 +136,7 @@ def main():
                 f.write(f"forked_world: exit {1 if failed else 0}\n")
         return
     world = start_world(int(sys.argv[2]), sys.argv[3], sys.argv[4:])
-    stores = host_stores(framework, int(sys.argv[2]))  # noqa: F841  (alive until the world ends)
+    stores = host_stores(framework, int(os.environ["MASTER_PORT"]), int(sys.argv[2]))  # noqa: F841  (kept alive)
     text, failed = finish_world(*world)
     sys.stdout.write(text)
     if failed:
