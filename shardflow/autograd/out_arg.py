@@ -33,15 +33,14 @@ from __future__ import annotations
 
 import functools
 
+from ..backend.dtypes import _SCALAR_TYPE_NAMES
 from ..backend.user_warning import warn_at_caller
 from . import grad_mode as _gm
 
 # Tensor is imported where used: tensor.py imports dispatch.py, which imports this module
 
-# dtype kinds (backend dtype._category): 0 bool, 1 integer, 2 floating, 3 complex
-_KIND_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
-               "int64": "Long", "float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
-               "float64": "Double", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+# dtype kinds (backend dtype._category): 0 bool, 1 integer, 2 floating, 3 complex; torch names them
+# as its ScalarType (_SCALAR_TYPE_NAMES) in its messages
 
 # ops that make a tensor from sizes or ranges: with out= and no dtype, out's dtype is theirs
 FACTORIES = frozenset({
@@ -124,8 +123,8 @@ def _check(result, out, name: str) -> None:
             "of the arguments requires grad. Call it without out= (y = f(x)) or under torch.no_grad()")
     r, o = result.dtype, out.dtype
     if r._category > o._category:
-        raise RuntimeError(f"result type {_KIND_NAMES.get(r.name, r.name)} can't be cast to the desired "
-                           f"output type {_KIND_NAMES.get(o.name, o.name)}")
+        raise RuntimeError(f"result type {_SCALAR_TYPE_NAMES.get(r.name, r.name)} can't be cast to the desired "
+                           f"output type {_SCALAR_TYPE_NAMES.get(o.name, o.name)}")
     if result.device != out.device:
         raise RuntimeError(f"{name}(): expected out on {result.device} (where the result is), got out "
                            f"on {out.device}; move it with out.to({str(result.device)!r})")

@@ -502,64 +502,40 @@ class Tensor:
         return self.to(dt) if dev is None else self.to(dev, dt)
 
     def float(self, memory_format=None):
-        if memory_format is None:
-            return self.to(dtypes.float32)
         return self.to(dtypes.float32, memory_format=memory_format)
 
     def double(self, memory_format=None):
-        if memory_format is None:
-            return self.to(dtypes.float64)
         return self.to(dtypes.float64, memory_format=memory_format)
 
     def half(self, memory_format=None):
-        if memory_format is None:
-            return self.to(dtypes.float16)
         return self.to(dtypes.float16, memory_format=memory_format)
 
     def bfloat16(self, memory_format=None):
-        if memory_format is None:
-            return self.to(dtypes.bfloat16)
         return self.to(dtypes.bfloat16, memory_format=memory_format)
 
     def long(self, memory_format=None):
-        if memory_format is None:
-            return self.to(dtypes.int64)
         return self.to(dtypes.int64, memory_format=memory_format)
 
     def int(self, memory_format=None):
-        if memory_format is None:
-            return self.to(dtypes.int32)
         return self.to(dtypes.int32, memory_format=memory_format)
 
     def short(self, memory_format=None):
-        if memory_format is None:
-            return self.to(dtypes.int16)
         return self.to(dtypes.int16, memory_format=memory_format)
 
     def char(self, memory_format=None):
-        if memory_format is None:
-            return self.to(dtypes.int8)
         return self.to(dtypes.int8, memory_format=memory_format)
 
     def byte(self, memory_format=None):
-        if memory_format is None:
-            return self.to(dtypes.uint8)
         return self.to(dtypes.uint8, memory_format=memory_format)
 
     def bool(self, memory_format=None):
-        if memory_format is None:
-            return self.to(dtypes.bool_)
         return self.to(dtypes.bool_, memory_format=memory_format)
 
     # -------------------------------------------------------------- complex (ops/complex_ops.py)
     def cfloat(self, memory_format=None):
-        if memory_format is None:
-            return self.to(dtypes.complex64)
         return self.to(dtypes.complex64, memory_format=memory_format)
 
     def cdouble(self, memory_format=None):
-        if memory_format is None:
-            return self.to(dtypes.complex128)
         return self.to(dtypes.complex128, memory_format=memory_format)
 
     @property
@@ -573,8 +549,6 @@ class Tensor:
         return OPS["imag"](self)
 
     def cpu(self, memory_format=None):
-        if memory_format is None:
-            return self.to("cpu")
         return self.to("cpu", memory_format=memory_format)
 
     def cuda(self, device=None, non_blocking: bool = False, memory_format=None):

@@ -145,16 +145,6 @@ def write_out(result: Tensor, out, name: str) -> Tensor:
     return _out_arg.write_out(result, out, name)
 
 
-_SCALAR_TYPES = {"float64": "Double", "float32": "Float", "float16": "Half", "bfloat16": "BFloat16",
-                 "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-                 "bool": "Bool"}
-
-
-def _scalar_type(dt) -> str:
-    """PyTorch's ScalarType name of ``dt`` (its error messages use them)."""
-    return _SCALAR_TYPES.get(dt.name, dt.name)
-
-
 def with_out(op, name: str):
     """``op`` with a keyword ``out=`` (for the ``torch.special`` names that are existing ops:
     ``special.erf(x, out=y)``)."""
