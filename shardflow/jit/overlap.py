@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import statistics
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -59,17 +58,24 @@ def policy(requested: bool | None) -> tuple[bool | str, str]:
 
 class Tuner:
     """Picks the overlapped or the serial backward for one plan by timing whole replayed
-    steps: the first ``2 * trials`` replays alternate (overlapped first), then the mode that
-    is faster in most adjacent pairs (the median of the overlapped / serial ratio of each
-    pair: a load change between pairs cancels out, where two medians taken minutes apart
-    would not) is kept for ``retune_every`` replays, after which both are timed again. Both
-    modes run the same GEMMs, so the choice changes time only, never values. Why measure
-    rather than decide: on 2 vCPUs shared with other processes the winner changed with the
-    load (docs/KERNELS.md, "Overlapped backward"); on a quiet 2-core AMD EPYC (session 28)
-    the serial backward won by 35% on the MLP, so a wrong choice costs much and is re-made
-    often: a noisy trial (a load spike) once kept the overlap for 500 replays."""
+    steps: the first ``2 * trials`` replays alternate (overlapped first), then the overlap is
+    kept only if its fastest step beats the serial backward's fastest by ``margin`` (else the
+    serial one, which is eager's schedule), for ``retune_every`` replays, after which both are
+    timed again. Both modes run the same GEMMs, so the choice changes time only, never values.
+
+    Why the minimum: interference only ever adds time (a load spike, or the first step after
+    the process was idle: ``bench engine`` runs other libraries between runs, and each run's
+    first step found BLAS's threads asleep and the caches cold), so the fastest step of each
+    mode is its cost at the current load; with 3 trials each, one or two penalised steps per
+    mode cannot decide. Medians of adjacent pairs (session 28) still chose the overlap, 40%
+    slower on a quiet machine's MLP, when the penalised first steps of the bench's runs fell
+    on the serial trials. Why the margin: a wrong overlap costs 35-50% on a quiet machine (a
+    wrong serial choice under load about 10-30%), and ties belong to eager's schedule.
+    Why measure rather than decide: on 2 vCPUs shared with other processes the winner
+    changed with the load (docs/KERNELS.md, "Overlapped backward")."""
 
     trials = 3
+    margin = 0.95  # the overlap's fastest step must be at least 5% under the serial one's
     retune_every = 100  # replays after a choice; then both are timed again (the load changes)
 
     def __init__(self):
@@ -90,14 +96,13 @@ class Tuner:
             return
         self.times[mode].append(seconds)
         if min(len(v) for v in self.times.values()) >= self.trials:
-            pairs = zip(self.times[True], self.times[False], strict=True)
-            self.choice = statistics.median(on / off for on, off in pairs) < 1.0
+            self.choice = min(self.times[True]) < self.margin * min(self.times[False])
 
     def describe(self) -> str:
         if self.choice is None:
             return f"tuning ({len(self.times[True])} + {len(self.times[False])} steps timed)"
-        on, off = (statistics.median(self.times[m]) * 1e3 for m in (True, False))
-        return (f"{'overlapped' if self.choice else 'serial'} backward chosen (median step "
+        on, off = (min(self.times[m]) * 1e3 for m in (True, False))
+        return (f"{'overlapped' if self.choice else 'serial'} backward chosen (fastest step "
                 f"{on:.1f} ms overlapped, {off:.1f} ms serial)")
 
 
