@@ -86,6 +86,8 @@ def _var(fn) -> str:
 
 
 TORCH_NODE_NAMES = {
+    "_MedianAll": "MedianBackward0",
+    "_NanMedianAll": "NanmedianBackward0",
     "MM": "MmBackward0",
     "BatchedMatMul": "BmmBackward0",
     "Linear": _linear,
@@ -124,7 +126,7 @@ def torch_node_name(fn) -> str:
     cls_name = cls.__name__
     if not cls.__module__.startswith("shardflow."):
         return cls_name
-    entry = TORCH_NODE_NAMES.get(cls_name)
+    entry = TORCH_NODE_NAMES.get(cls_name) or cls.__dict__.get("torch_name")
     if entry is None:
         return f"{cls_name}Backward0"
     if type(entry) is str:

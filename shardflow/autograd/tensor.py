@@ -32,8 +32,11 @@ from ..backend import storage as _storage
 from ..backend.layout import strided
 from ..backend.memory_format import check_memory_format
 from ..backend.meta import MetaArray
+from ..backend.user_warning import warn_at_caller
 from . import _tensor_str, grad_mode, legacy_types
 from .dispatch import OPS, set_method_owner
+
+_WARNED = {"scalar_of_graph": False}  # PyTorch warnings given once per process
 
 _SAME_DTYPE = object()  # grad_dtype not set: the tensor's own dtype
 
@@ -383,7 +386,22 @@ class Tensor:
 
     def __float__(self):
         self._check_one_element()
+        self._warn_scalar_of_graph()
         return float(self.item())
+
+    def __complex__(self):
+        self._check_one_element()
+        self._warn_scalar_of_graph()
+        return complex(self.item())
+
+    def _warn_scalar_of_graph(self) -> None:
+        """PyTorch's warning for ``float(t)`` / ``complex(t)`` of a tensor that requires grad,
+        with grad mode on, once per process as its ``TORCH_WARN_ONCE`` (``.item()``, ``int()``
+        and ``bool()`` do not warn there either)."""
+        if self.requires_grad and not _WARNED["scalar_of_graph"] and grad_mode.is_grad_enabled():
+            _WARNED["scalar_of_graph"] = True
+            warn_at_caller("Converting a tensor with requires_grad=True to a scalar may lead to "
+                           "unexpected behavior.\nConsider using tensor.detach() first.")
 
     def __int__(self):
         self._check_one_element()

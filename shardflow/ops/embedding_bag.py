@@ -202,7 +202,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
         pos = _bag_layout(ids, offsets, include_last_offset, op)
     else:
         raise ValueError(f"{op}: input has to be 1D or 2D Tensor, but got Tensor of dimension {ids.ndim}")
-    _check_bounds(ids, V, 0, allow_negative=False)
+    _check_bounds(ids, V, 0, allow_negative=False, error=RuntimeError)
     if padding_idx is not None:
         if not -V <= padding_idx < V:
             raise ValueError(f"{op}: padding_idx must be within num_embeddings ({V}), got {padding_idx}")

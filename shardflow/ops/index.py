@@ -118,15 +118,18 @@ def _to_input_device(value: Tensor, input: Tensor) -> Tensor:
     return value.to(input.device)
 
 
-def _check_bounds(idx, size: int, dim: int, allow_negative: bool) -> None:
-    """Raise IndexError naming the first offending value (before any state changes)."""
+def _check_bounds(idx, size: int, dim: int, allow_negative: bool, error: type = IndexError) -> None:
+    """Raise ``error`` naming the first offending value (before any state changes): PyTorch's
+    type, an IndexError for indexing, ``index_add/copy/fill``, ``take``, ``put`` and
+    ``embedding``, a RuntimeError for ``gather``, the ``scatter`` family, ``index_select``
+    and ``embedding_bag`` (programs catch the one torch raises)."""
     if idx.size == 0:
         return
     lo = -size if allow_negative else 0
     mn, mx = int(idx.min()), int(idx.max())
     if mn < lo or mx >= size:
         bad = mn if mn < lo else mx
-        raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+        raise error(f"index {bad} is out of bounds for dimension {dim} with size {size}")
 
 
 def _add_at(target, idx, values) -> None:
@@ -534,7 +537,7 @@ def gather(input: Tensor, dim: int, index, *, sparse_grad: bool = False) -> Tens
     if a.ndim == 0:
         raise RuntimeError("gather(): 0-dim input is not supported; unsqueeze it to 1-d first")
     _check_gather_shapes("gather", a.shape, idx.shape, d)
-    _check_bounds(idx, a.shape[d], d, allow_negative=False)
+    _check_bounds(idx, a.shape[d], d, allow_negative=False, error=RuntimeError)
     return Gather.apply(input, index=_to_xp(idx, xp), dim=d)
 
 
@@ -619,7 +622,7 @@ def _scatter_args(op, input, dim, index, src, value):
     else:
         _check_gather_shapes(op, a.shape, idx.shape, d)
         src = xp.asarray(src, dtype=a.dtype)  # a scalar value, 0-d where the data lives
-    _check_bounds(idx, a.shape[d], d, allow_negative=False)
+    _check_bounds(idx, a.shape[d], d, allow_negative=False, error=RuntimeError)
     return _to_xp(idx, xp), d, src
 
 
@@ -683,7 +686,9 @@ def _vector_index(op, index, a, dim):
         raise IndexError(f"{op}(): Index is supposed to be a vector (0-d or 1-d), got shape {tuple(idx.shape)}")
     d = wrap_dim(dim, a.ndim)
     size = a.shape[d] if a.ndim else 1
-    _check_bounds(idx, size, d, allow_negative=False)
+    # torch's types: index_select's kernel raises RuntimeError, index_add's too beyond 1-d
+    runtime = op == "index_select" or (op.startswith("index_add") and a.ndim > 1)
+    _check_bounds(idx, size, d, allow_negative=False, error=RuntimeError if runtime else IndexError)
     return _to_xp(idx.reshape(-1), xp), d
 
 

@@ -233,7 +233,7 @@ def _scatter_reduce_args(op, input, dim, index, src, reduce):
     if src.array.dtype != a.dtype:
         raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype: got {input.dtype} and {src.dtype}")
     _check_gather_shapes(op, a.shape, idx.shape, d, src.array.shape)
-    _check_bounds(idx, a.shape[d], d, allow_negative=False)
+    _check_bounds(idx, a.shape[d], d, allow_negative=False, error=RuntimeError)
     return _to_xp(idx, xp), d, src
 
 

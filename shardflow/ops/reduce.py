@@ -38,6 +38,7 @@ from ..autograd.dispatch import op, register
 from ..autograd.higher_order import first_order_only
 from ..backend import as_dtype
 from ..backend.fp_errors import enter_quiet, exit_quiet
+from ..backend.user_warning import warn_at_caller
 from . import _grad_graph as _gg
 from ._util import as_array, norm_dims, wrap_dim
 
@@ -65,6 +66,8 @@ class return_types:  # noqa: N801 - PyTorch's name (torch.return_types)
     slogdet = namedtuple("slogdet", ["sign", "logabsdet"])
     frexp = namedtuple("frexp", ["mantissa", "exponent"])
     histogram = namedtuple("histogram", ["hist", "bin_edges"])
+    histogramdd = namedtuple("histogramdd", ["hist", "bin_edges"])
+    nanmedian = namedtuple("nanmedian", ["values", "indices"])
     qr = namedtuple("qr", ["Q", "R"])
     linalg_qr = namedtuple("linalg_qr", ["Q", "R"])
     linalg_eigh = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
@@ -85,8 +88,16 @@ class return_types:  # noqa: N801 - PyTorch's name (torch.return_types)
     linalg_ldl_factor_ex = namedtuple("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
 
 
+def _return_type_repr(self) -> str:
+    """PyTorch's structseq layout, one field per line:
+    ``shardflow.return_types.max(\nvalues=tensor(3.),\nindices=tensor(1))``."""
+    fields = ",\n".join(f"{k}={v!r}" for k, v in zip(self._fields, self))
+    return f"shardflow.return_types.{type(self).__name__}(\n{fields})"
+
+
 for _cls in (v for k, v in vars(return_types).items() if not k.startswith("_")):
     _cls.__module__ = "shardflow.return_types"
+    _cls.__repr__ = _return_type_repr
 
 
 # --------------------------------------------------------------------------- helpers
@@ -188,6 +199,8 @@ class Mean(Function):
     def forward(self, a, dims=None, keepdim=False):
         self.shape, self.dims, self.keepdim = a.shape, dims, keepdim
         self.n = _numel(a.shape, dims)
+        if self.n == 0:  # NaN, as PyTorch (NumPy's mean would also warn "Mean of empty slice")
+            return np.full(np.add.reduce(a, axis=dims, keepdims=keepdim).shape, np.nan, a.dtype)
         token = enter_quiet()  # ndarray.mean is Python: its FP warnings escape the module filter
         try:
             wide = a.astype(np.float32) if _half(a) else a  # float32 accumulation, as Sum
@@ -426,7 +439,10 @@ class Var(Function):
         self.denom = builtins.max(n - correction, 0)
         token = enter_quiet()  # ndarray.mean/.sum are Python: see backend/fp_errors.py
         try:
-            if _half(a):
+            if n == 0:  # NaN (NumPy's mean would warn "Mean of empty slice")
+                d = a
+                out = np.full(np.add.reduce(a, axis=dims, keepdims=True).shape, np.nan, a.dtype)
+            elif _half(a):
                 # float32 throughout, one rounding of the result (PyTorch's acc_type); the
                 # centred values kept for backward are in a's dtype, as its var_backward's
                 wide = a.astype(np.float32)
@@ -493,7 +509,11 @@ def _var_args(input, dim, unbiased, correction, name):
         raise RuntimeError(f"{name}(): pass either correction or unbiased, not both")
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
-    return norm_dims(dim, input.array.ndim), correction
+    dims = norm_dims(dim, input.array.ndim)
+    if _numel(input.array.shape, dims) - correction <= 0:  # PyTorch's warning; the result is NaN or inf
+        warn_at_caller(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less "
+                       "than the reduction factor (input numel divided by output numel).")
+    return dims, correction
 
 
 @register("var")
@@ -534,8 +554,11 @@ class LogSumExp(Function):
     save_output = True
 
     def forward(self, a, dims, keepdim):
-        m = a.max(axis=dims, keepdims=True)
-        m = np.where(np.isfinite(m), m, 0).astype(a.dtype, copy=False)
+        if a.size == 0:  # an empty reduction: log(0) = -inf, as PyTorch
+            m = np.zeros(np.add.reduce(a, axis=dims, keepdims=True).shape, a.dtype)
+        else:
+            m = a.max(axis=dims, keepdims=True)
+            m = np.where(np.isfinite(m), m, 0).astype(a.dtype, copy=False)
         with np.errstate(divide="ignore"):
             out = np.log(_wide_sum(np.exp(a - m), dims)) + m
         self.a, self.dims, self.keepdim, self.outk = a, dims, keepdim, out

@@ -80,7 +80,17 @@ Floor = type("Floor", (_ZeroGrad,), {"f": staticmethod(lambda x: np.floor(x))})
 Ceil = type("Ceil", (_ZeroGrad,), {"f": staticmethod(lambda x: np.ceil(x))})
 Trunc = type("Trunc", (_ZeroGrad,), {"f": staticmethod(lambda x: np.trunc(x))})
 Round = type("Round", (_ZeroGrad,), {"f": staticmethod(_round_array)})
-Sign = type("Sign", (_ZeroGrad,), {"f": staticmethod(lambda x: np.sign(x))})
+def _sign_array(x, out=None):
+    """``np.sign`` with PyTorch's sign of NaN, 0 (NumPy gives NaN); complex ``sgn`` keeps
+    NumPy's ``x / |x|`` (NaN for a NaN, as torch)."""
+    out = np.sign(x, out=out)
+    if out.dtype.kind in "fV":  # (bfloat16's kind is V)
+        xp = get_array_module(out)
+        xp.copyto(out, 0, where=xp.isnan(out))
+    return out
+
+
+Sign = type("Sign", (_ZeroGrad,), {"f": staticmethod(_sign_array)})
 
 
 class Frac(Function):
@@ -99,7 +109,7 @@ class Frac(Function):
 
 
 _RAW = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "round": np.rint,
-        "sign": np.sign}
+        "sign": _sign_array}
 
 
 def _rounding(name, cls, ufunc):
@@ -128,7 +138,7 @@ def _rounding(name, cls, ufunc):
 floor, floor_ = _rounding("floor", Floor, np.floor)
 ceil, ceil_ = _rounding("ceil", Ceil, np.ceil)
 trunc, trunc_ = _rounding("trunc", Trunc, np.trunc)
-sign, sign_ = _rounding("sign", Sign, np.sign)
+sign, sign_ = _rounding("sign", Sign, _sign_array)
 fix = register("fix")(trunc)
 fix_ = register("fix_")(trunc_)
 sgn = register("sgn")(sign)

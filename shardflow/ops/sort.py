@@ -75,6 +75,21 @@ class _Select(Function):
         return vals if self.keepdim else vals.squeeze(self.dim)
 
 
+_SELECTORS: dict[str, type] = {}
+
+
+def _selector(op: str) -> type:
+    """``_Select`` under torch's node name for ``op`` (``x.sort(1)[0].grad_fn`` prints as
+    ``SortBackward0``, ``x.median(1)`` as ``MedianBackward1``; node_names.py): a subclass per
+    op, since a node's attributes are freed by backward and its name must outlive them."""
+    cls = _SELECTORS.get(op)
+    if cls is None:
+        number = 1 if op in ("Median", "Nanmedian") else 0  # torch's dim overloads
+        cls = _SELECTORS[op] = type(f"_{op}Select", (_Select,), {
+            "torch_name": f"{op}Backward{number}", "__doc__": _Select.__doc__})
+    return cls
+
+
 def _dim_of(input: Tensor, dim) -> int:
     return wrap_dim(int(dim), input.array.ndim)
 
@@ -85,7 +100,7 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = 
     d = _dim_of(input, dim)
     a = input.array
     idx = np.zeros_like(a, dtype=np.int64) if a.ndim == 0 else _argsort(a, d, descending)
-    vals, ind = _Select.apply(input, idx, dim=d, keepdim=True)
+    vals, ind = _selector("Sort").apply(input, idx, dim=d, keepdim=True)
     return return_types.sort(vals, ind)
 
 
@@ -129,7 +144,7 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
         part = _narrow(part, d, n - k, n) if largest else _narrow(part, d, 0, k)
         order = _argsort(np.take_along_axis(a, part, axis=d), d, largest)
         idx = np.take_along_axis(part, order, axis=d)
-    vals, ind = _Select.apply(input, idx, dim=d, keepdim=True)
+    vals, ind = _selector("Topk").apply(input, idx, dim=d, keepdim=True)
     return return_types.topk(vals, ind)
 
 
@@ -151,7 +166,7 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
             f"use 1 <= k <= {n}"
         )
     idx = np.zeros_like(a, dtype=np.int64) if a.ndim == 0 else _kth_index(a, int(k) - 1, d)
-    vals, ind = _Select.apply(input, idx, dim=d, keepdim=keepdim)
+    vals, ind = _selector("Kthvalue").apply(input, idx, dim=d, keepdim=keepdim)
     return return_types.kthvalue(vals, ind)
 
 
@@ -164,18 +179,38 @@ class _MedianAll(Function):
         if a.size == 0:
             raise RuntimeError("median() of an empty tensor is undefined; give a non-empty input")
         flat = a.reshape(-1)
-        m = (flat.size - 1) // 2
-        out = np.partition(flat, m)[m : m + 1].reshape(())  # 0-d array
+        first_nan = _first_nan(flat, 0)
+        if first_nan is not None and first_nan[1].item():
+            # PyTorch: a NaN anywhere makes the median NaN, its gradient split among the NaNs
+            at = first_nan[0].item()
+            out = flat[at : at + 1].reshape(())
+            self.mask = np.isnan(a)
+        else:
+            m = (flat.size - 1) // 2
+            out = np.partition(flat, m)[m : m + 1].reshape(())  # 0-d array
+            self.mask = None
         self.a, self.out = a, out
         return out
 
+    def _tied(self):
+        return self.a == self.out if self.mask is None else self.mask
+
     def backward(self, g):
-        mask = self.a == self.out
+        mask = self._tied()
         return as_array(np.where(mask, g / mask.sum(), 0).astype(g.dtype, copy=False))
 
     def backward_graph(self, g):
-        mask = self.a == self.out  # the tied positions: piecewise constant
+        mask = self._tied()  # the tied positions: piecewise constant
         return keep_where(g.expand(*self.a.shape) / int(mask.sum()), mask)
+
+
+def _first_nan(a, dim: int):
+    """(index of the first NaN along ``dim``, whether there is one), keepdim layout; None for
+    dtypes without NaN."""
+    if a.dtype.kind in "biu":
+        return None
+    nan = np.isnan(a)
+    return np.argmax(nan, axis=dim, keepdims=True), np.any(nan, axis=dim, keepdims=True)
 
 
 @register("median")
@@ -188,7 +223,10 @@ def median(input: Tensor, dim=None, keepdim: bool = False):
     if a.ndim and a.shape[d] == 0:
         raise IndexError(f"median(): dim {dim} of input shape {tuple(a.shape)} is empty")
     idx = np.zeros_like(a, dtype=np.int64) if a.ndim == 0 else _kth_index(a, (a.shape[d] - 1) // 2, d)
-    vals, ind = _Select.apply(input, idx, dim=d, keepdim=keepdim)
+    first_nan = None if a.ndim == 0 else _first_nan(a, d)
+    if first_nan is not None:  # PyTorch: a row holding NaN has median NaN, at its first NaN
+        idx = np.where(first_nan[1], first_nan[0], idx)
+    vals, ind = _selector("Median").apply(input, idx, dim=d, keepdim=keepdim)
     return return_types.median(vals, ind)
 
 

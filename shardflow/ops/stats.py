@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import builtins
 import warnings
-from collections import namedtuple
 
 import numpy as np
 
@@ -42,14 +41,10 @@ from ..backend.ufuncs import accumulate
 from ._grad_graph import keep_where
 from ._util import as_array, inplace, wrap_dim
 from .reduce import return_types
-from .sort import _Select
+from .sort import _selector
 
 __all__ = ["cov", "corrcoef", "mode", "nanmedian", "renorm", "gradient", "histogramdd"]
 
-nanmedian_result = namedtuple("nanmedian", ["values", "indices"])
-histogramdd_result = namedtuple("histogramdd", ["hist", "bin_edges"])
-for _cls in (nanmedian_result, histogramdd_result):
-    _cls.__module__ = "shardflow.return_types"
 
 
 def _ops():
@@ -143,7 +138,7 @@ def mode(input, dim: int = -1, keepdim: bool = False):
     a = input.array
     xp = get_array_module(a)
     if a.ndim == 0:
-        vals, ind = _Select.apply(input, xp.zeros((), np.int64), dim=0, keepdim=keepdim)
+        vals, ind = _selector("Mode").apply(input, xp.zeros((), np.int64), dim=0, keepdim=keepdim)
         return return_types.mode(vals, ind)
     d = wrap_dim(int(dim), a.ndim)
     n = a.shape[d]
@@ -159,7 +154,7 @@ def mode(input, dim: int = -1, keepdim: bool = False):
     value = xp.take_along_axis(s, best, axis=-1)  # (..., 1)
     last = xp.max(xp.where(x == value, pos, -1), axis=-1, keepdims=True)  # (..., 1)
     idx = xp.moveaxis(last.astype(np.int64), -1, d)
-    vals, ind = _Select.apply(input, idx, dim=d, keepdim=keepdim)
+    vals, ind = _selector("Mode").apply(input, idx, dim=d, keepdim=keepdim)
     return return_types.mode(vals, ind)
 
 
@@ -195,8 +190,8 @@ def nanmedian(input, dim=None, keepdim: bool = False):
     a = input.array
     xp = get_array_module(a)
     if a.ndim == 0:
-        vals, ind = _Select.apply(input, xp.zeros((), np.int64), dim=0, keepdim=keepdim)
-        return nanmedian_result(vals, ind)
+        vals, ind = _selector("Nanmedian").apply(input, xp.zeros((), np.int64), dim=0, keepdim=keepdim)
+        return return_types.nanmedian(vals, ind)
     d = wrap_dim(int(dim), a.ndim)
     if a.shape[d] == 0:
         raise IndexError(f"nanmedian(): Expected reduction dim {d} to have non-zero size, got shape "
@@ -206,8 +201,8 @@ def nanmedian(input, dim=None, keepdim: bool = False):
     k = xp.sum(~xp.isnan(key), axis=d, keepdims=True)
     rank = xp.maximum((k - 1) // 2, 0)
     idx = xp.take_along_axis(order, rank, axis=d)
-    vals, ind = _Select.apply(input, idx, dim=d, keepdim=keepdim)
-    return nanmedian_result(vals, ind)
+    vals, ind = _selector("Nanmedian").apply(input, idx, dim=d, keepdim=keepdim)
+    return return_types.nanmedian(vals, ind)
 
 
 # ---------------------------------------------------------------------------- renorm
@@ -344,6 +339,6 @@ def histogramdd(input, bins=10, *, range=None, weight=None, density: bool = Fals
     w = None if weight is None else np.asarray(to_device(weight.array, CPU), np.float64).reshape(-1)
     hist, edges = np.histogramdd(pts, bins=b, range=rng, weights=w, density=density)
     dev = input.device
-    return histogramdd_result(tensor(hist, dtype=input.dtype, device=dev),
-                              [tensor(e, dtype=input.dtype, device=dev) for e in edges])
+    return return_types.histogramdd(tensor(hist, dtype=input.dtype, device=dev),
+                                    tuple(tensor(e, dtype=input.dtype, device=dev) for e in edges))
 

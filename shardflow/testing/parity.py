@@ -27,8 +27,33 @@ _IMPORT_RULES = [
     (re.compile(r"^([ \t]*)import torch\.([\w.]+)" + _TAIL, re.M),
      r'\1import shardflow as torch; __import__("shardflow.\2")\3'),
     (re.compile(r"^([ \t]*)import torch" + _TAIL, re.M), r"\1import shardflow as torch\2"),
+    # import torch, numpy as np (a comma list naming torch or torch.x among other modules)
+    (re.compile(r"^([ \t]*)import ([\w.]+(?:[ \t]+as[ \t]+\w+)?(?:[ \t]*,[ \t]*[\w.]+(?:[ \t]+as[ \t]+\w+)?)+)"
+                + _TAIL, re.M), lambda m: m[1] + "import " + _import_list(m[2]) + m[3]),
     (re.compile(r"^([ \t]*)from torch(\.[\w.]+)? import (.+)$", re.M), r"\1from shardflow\2 import \3"),
 ]
+
+
+def _import_list(items: str) -> str:
+    """``torch, numpy as np`` -> ``shardflow as torch, numpy as np``: each item naming torch is
+    rewritten as a one-module import would be; the others stay."""
+    out = []
+    for item in (i.strip() for i in items.split(",")):
+        name, _, alias = (p.strip() for p in item.partition(" as "))
+        if name == "torch" or name.startswith("torch."):
+            sub = name[len("torch"):]
+            if alias:
+                item = f"shardflow{sub} as {alias}"
+            elif sub:  # import torch.nn binds torch; load shardflow.nn too
+                item = f"shardflow as torch; __import__('shardflow{sub}')"
+                out.append(item)
+                continue
+            else:
+                item = "shardflow as torch"
+        out.append(item)
+    if any(";" in i for i in out):  # a bare torch.x: split into statements
+        return "; import ".join(out)
+    return ", ".join(out)
 
 
 def rewrite_imports(source: str) -> str:

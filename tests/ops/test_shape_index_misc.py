@@ -162,9 +162,11 @@ def test_float_index_is_rejected():
     lambda x: sf.index_select(x, 1, sf.tensor([7])),
     lambda x: sf.take_along_dim(x, sf.tensor([[5]]), 1),
 ], ids=["int", "neg_int", "tensor", "list_dim1", "gather", "index_select", "take_along_dim"])
-def test_out_of_range_index_names_value_dim_and_size(op):
+def test_out_of_range_index_names_value_dim_and_size(op, request):
     x = sf.randn(3, 5)
-    with pytest.raises(IndexError, match=r"index -?\d+ is out of bounds for dimension \d with size \d"):
+    # torch's types: IndexError for indexing, RuntimeError from gather's/index_select's kernels
+    kind = RuntimeError if request.node.callspec.id in ("gather", "index_select") else IndexError
+    with pytest.raises(kind, match=r"index -?\d+ is out of bounds for dimension \d with size \d"):
         op(x)
 
 
@@ -184,7 +186,7 @@ def test_out_of_range_reports_the_right_dim():
 ], ids=["setitem", "scatter_", "index_add_", "scatter_add_"])
 def test_out_of_range_in_place_ops_change_nothing(op):
     x = sf.zeros(3, 5)
-    with pytest.raises(IndexError, match="out of bounds"):
+    with pytest.raises((IndexError, RuntimeError), match="out of bounds"):  # torch's type per op
         op(x)
     assert not x.numpy().any() and x._version == 0
 

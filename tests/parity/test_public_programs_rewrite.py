@@ -43,3 +43,19 @@ def test_a_program_still_reaching_torch_is_refused(tmp_path):
     with pytest.raises(ImportError, match="'real' still comes from 'torch'"):
         load_torch_file(path, use_shardflow=True)
     load_torch_file(path, use_shardflow=False)  # the torch run is what it is
+
+
+def test_comma_separated_imports_naming_torch_land_on_shardflow(tmp_path):
+    """``import torch, numpy as np`` was left as it was: the program ran on PyTorch, and a
+    parity test of it compared torch with torch."""
+    path = tmp_path / "prog.py"
+    path.write_text("import torch, numpy as np\n"
+                    "import os, torch.nn as nn  # layers\n"
+                    "import torch.nn.functional as F, sys\n"
+                    "import torch.utils.data, math\n")
+    prog = load_torch_file(path, use_shardflow=True)
+    for name in ("torch", "nn", "F"):
+        assert getattr(prog, name).__name__.startswith("shardflow"), name
+    assert prog.np.__name__ == "numpy" and prog.os.__name__ == "os" and prog.math.__name__ == "math"
+    assert prog.torch.utils.data.DataLoader.__module__.startswith("shardflow.")
+    assert rewrite_imports("import os, sys\n") == "import os, sys\n"

@@ -1,0 +1,174 @@
+"""Edge semantics found by running the same snippets on PyTorch 2.13 and shardflow (session
+29): NaN in ``median``/``sign``, empty reductions, the error type of out-of-range indices,
+and how multi-result ops print. Each was silently different before."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import shardflow as sf
+
+NAN = float("nan")
+ROWS = [[1, NAN, 3, NAN], [1, 2, 3, 4.0], [NAN, 5, 1, 2]]
+
+
+def _same(a, b):
+    np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_median_over_a_dim_is_nan_at_the_first_nan(dim):
+    """NumPy's partition sorts NaN last, so the median skipped it (3. for [1, nan, 3])."""
+    tv, ti = torch.tensor(ROWS).median(dim)
+    sv, si = sf.tensor(ROWS).median(dim)
+    _same(tv, sv)
+    _same(ti, si)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_median_of_all_is_nan_and_its_gradient_goes_to_the_nan(dtype):
+    xt = torch.tensor([1.0, NAN, 3.0, NAN], dtype=getattr(torch, dtype), requires_grad=True)
+    xs = sf.tensor([1.0, NAN, 3.0, NAN], dtype=getattr(sf, dtype), requires_grad=True)
+    yt, ys = xt.median(), xs.median()
+    assert np.isnan(ys.item()) and np.isnan(yt.item())
+    yt.backward()
+    ys.backward()
+    _same(xt.grad.float(), xs.grad.float())
+    assert ys.grad_fn is not None and xs.median().grad_fn.name() == "MedianBackward0"
+
+
+def test_median_without_nan_is_unchanged():
+    x = [[3.0, 1.0, 2.0, 5.0], [4.0, 4.0, 1.0, 0.0]]
+    for args in [(), (1,), (0, True)]:
+        t, s = torch.tensor(x).median(*args), sf.tensor(x).median(*args)
+        for a, b in zip(t if args else [t], s if args else [s]):
+            _same(a, b)
+
+
+def test_sign_of_nan_is_zero():
+    x = [NAN, -NAN, 1.0, -0.0, -2.5]
+    for dtype in ["float32", "float64", "float16", "bfloat16"]:
+        t = torch.tensor(x, dtype=getattr(torch, dtype))
+        s = sf.tensor(x, dtype=getattr(sf, dtype))
+        _same(torch.sign(t).float(), sf.sign(s).float())
+        _same(t.clone().sign_().float(), s.clone().sign_().float())
+    c = [complex(NAN, 0), 3 + 4j]
+    np.testing.assert_array_equal(torch.sgn(torch.tensor(c)).numpy(), sf.sgn(sf.tensor(c)).numpy())
+
+
+@pytest.mark.parametrize("case", ["mean", "mean0", "var", "std", "logsumexp", "var1"])
+def test_empty_reductions_match_torch_without_numpy_warnings(case):
+    def run(lib):
+        f = {"mean": lambda: lib.tensor([]).mean(), "mean0": lambda: lib.zeros(0, 3).mean(0),
+             "var": lambda: lib.tensor([]).var(), "std": lambda: lib.zeros(0, 2).std(0),
+             "logsumexp": lambda: lib.zeros(2, 0).logsumexp(1), "var1": lambda: lib.tensor([1.0]).var()}[case]
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            out = f()
+        # (torch appends where in its C++ the warning was raised)
+        return out, [(x.category, str(x.message).split(" (Triggered internally")[0]) for x in w]
+
+    (t, tw), (s, sw) = run(torch), run(sf)
+    _same(t, s)
+    assert sw == tw  # no NumPy "Mean of empty slice"; torch's degrees-of-freedom UserWarning
+
+
+def test_degrees_of_freedom_warning_points_at_the_caller():
+    with pytest.warns(UserWarning, match=r"std\(\): degrees of freedom is <= 0") as rec:
+        sf.tensor([2.0]).std()
+    assert rec[0].filename == __file__
+
+
+@pytest.mark.parametrize("name", ["gather", "scatter", "scatter_add", "scatter_reduce", "index_select",
+                                  "embedding_bag", "index_add", "index_copy", "index_fill", "take",
+                                  "embedding"])
+def test_out_of_range_index_raises_torch_s_exception_type(name):
+    def call(lib):
+        x = lib.arange(12.0).reshape(3, 4)
+        F = lib.nn.functional
+        return {
+            "gather": lambda: lib.gather(x, 1, lib.tensor([[5]])),
+            "scatter": lambda: x.scatter(1, lib.tensor([[5]]), 1.0),
+            "scatter_add": lambda: x.scatter_add(1, lib.tensor([[5]]), lib.ones(1, 1)),
+            "scatter_reduce": lambda: x.scatter_reduce(1, lib.tensor([[5]]), lib.ones(1, 1), "sum"),
+            "index_select": lambda: x.index_select(1, lib.tensor([7])),
+            "embedding_bag": lambda: F.embedding_bag(lib.tensor([[5]]), lib.ones(3, 2)),
+            "index_add": lambda: x.clone().index_add_(1, lib.tensor([7]), lib.ones(3, 1)),
+            "index_copy": lambda: x.clone().index_copy_(1, lib.tensor([7]), lib.ones(3, 1)),
+            "index_fill": lambda: x.clone().index_fill_(1, lib.tensor([7]), 1.0),
+            "take": lambda: x.take(lib.tensor([20])),
+            "embedding": lambda: F.embedding(lib.tensor([5]), lib.ones(3, 2)),
+        }[name]()
+
+    with pytest.raises(Exception) as t:
+        call(torch)
+    with pytest.raises(Exception) as s:
+        call(sf)
+    assert s.type is t.type, (s.type, t.type, str(s.value))
+
+
+def test_multi_result_ops_print_as_torch_return_types():
+    v = [2.0, 1.0, 2.0, 3.0]
+    for f in [lambda L, x: L.sort(x), lambda L, x: L.max(x, 0), lambda L, x: L.cummax(x, 0),
+              lambda L, x: L.kthvalue(x, 2), lambda L, x: L.aminmax(x), lambda L, x: L.nanmedian(x, 0),
+              lambda L, x: L.histogramdd(x.reshape(4, 1), bins=2)]:
+        t = repr(f(torch, torch.tensor(v)))
+        s = repr(f(sf, sf.tensor(v))).replace("shardflow.", "torch.")
+        assert s == t
+
+
+def test_selection_nodes_have_torch_s_names_after_backward():
+    for f, name in [(lambda x: x.sort(1)[0], "SortBackward0"), (lambda x: x.topk(2)[0], "TopkBackward0"),
+                    (lambda x: x.kthvalue(1)[0], "KthvalueBackward0"), (lambda x: x.median(1)[0], "MedianBackward1"),
+                    (lambda x: x.mode(1)[0], "ModeBackward0"), (lambda x: x.nanmedian(1)[0], "NanmedianBackward1"),
+                    (lambda x: x.nanmedian(), "NanmedianBackward0")]:
+        for lib in (torch, sf):
+            x = lib.tensor([[3.0, 1.0, 2.0]], requires_grad=True)
+            y = f(x)
+            y.sum().backward()
+            assert y.grad_fn.name() == name and f"grad_fn=<{name}>" in repr(y)
+
+
+def test_float_of_a_graph_tensor_warns_once_with_grad_mode_on(monkeypatch):
+    """torch 2.13's ``TORCH_WARN_ONCE``: ``float(loss)``/``complex(loss)`` of a tensor that
+    requires grad warns (not ``.item()``, ``int()``, or under ``no_grad``), once per process."""
+    from shardflow.autograd import tensor as tensor_module
+
+    monkeypatch.setitem(tensor_module._WARNED, "scalar_of_graph", False)
+    y = (sf.tensor([1.0], requires_grad=True) * 2).sum()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        y.item(), int(y), bool(y)
+        with sf.no_grad():
+            float(y)
+    with pytest.warns(UserWarning, match="Converting a tensor with requires_grad=True to a scalar") as rec:
+        assert float(y) == 2.0
+    assert rec[0].filename == __file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert complex(y) == 2 + 0j  # once per process
+
+
+def test_complex_of_a_tensor():
+    assert complex(sf.tensor(2.0)) == complex(torch.tensor(2.0))
+    assert complex(sf.tensor(1 + 2j)) == complex(torch.tensor(1 + 2j))
+
+
+def test_lbfgs_does_not_warn_about_its_closure_loss(monkeypatch):
+    from shardflow.autograd import tensor as tensor_module
+
+    monkeypatch.setitem(tensor_module._WARNED, "scalar_of_graph", False)
+    w = sf.nn.Parameter(sf.ones(2))
+    opt = sf.optim.LBFGS([w])
+
+    def closure():
+        opt.zero_grad()
+        loss = (w ** 2).sum()
+        loss.backward()
+        return loss
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        opt.step(closure)
