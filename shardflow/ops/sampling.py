@@ -3,8 +3,8 @@
 of the last two are PyTorch's ATen ops behind ``F.unfold`` / ``F.fold`` (``Tensor.unfold``
 is a different op: a sliding window over one dim).
 
-interpolate (modes nearest, nearest-exact, linear, bilinear, bicubic, trilinear, area)
------------------------------------------------------------------------------------------
+interpolate (modes nearest, nearest-exact, linear, bilinear, bicubic, trilinear, area, lanczos)
+--------------------------------------------------------------------------------------------------
 Every mode but ``area`` is separable: along each spatial dim, output position ``o`` reads a
 few input positions ("taps") with fixed weights, ``y[o] = sum_t w_t[o] * x[i_t[o]]``. A
 *plan* per dim holds ``i_t`` and ``w_t`` (T taps: 1 nearest, 2 linear, 4 cubic), computed
@@ -22,6 +22,12 @@ and float16 inputs, float64 for float64):
 * nearest: ``i = min(floor(o * scale), in - 1)`` with the scale in float32 (``o`` itself
   when out == in, ``o // 2`` when out == 2 * in, as PyTorch); nearest-exact:
   ``floor((o + 0.5) * scale)``.
+
+* ``antialias=True`` (bilinear, bicubic, lanczos; 4-D input): PyTorch's and Pillow's
+  filtered resize: output ``o`` reads every input within ``support`` of its centre
+  ``scale * (o + 0.5)`` with the filter (triangle, Keys' cubic with ``A = -0.5``, Lanczos-3)
+  stretched by the scale when downsampling, weights normalised to sum 1; a plan of
+  ``max window`` taps, the unused ones weight 0 (``_aa_plan``). ``lanczos`` needs it.
 
 Forward applies the plans dim by dim with gathers (``take`` along the axis, one per tap):
 ``O(out * T)`` per row, and a non-finite input value reaches only the outputs that read it.
@@ -58,8 +64,8 @@ from .pool import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 
 __all__ = ["interpolate", "im2col", "col2im"]
 
-_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area")
-_MODE_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
+_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area", "lanczos")
+_MODE_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3, "lanczos": 2}
 
 
 def _up(a):
@@ -138,7 +144,49 @@ def _cubic_plan(n_in, n_out, scale, align_corners, opmath):
     return idx, _cubic_weights(lam, opmath)
 
 
-def _plan(mode, n_in, n_out, scale, align_corners, opmath):
+def _aa_filter(mode, x, opmath):
+    """PyTorch's (and Pillow's) anti-aliasing filters: the triangle (bilinear), Keys' cubic
+    with ``a = -0.5`` (bicubic) and Lanczos-3 (``sinc(x) sinc(x / 3)``, ``|x| < 3``)."""
+    ax = np.abs(x)
+    if mode == "bilinear":
+        return np.maximum(opmath(1) - ax, opmath(0))
+    if mode == "bicubic":
+        a = opmath(-0.5)
+        near = ((a + 2) * ax - (a + 3)) * ax * ax + 1
+        far = ((ax - 5) * ax + 8) * ax * a - 4 * a
+        return np.where(ax < 1, near, np.where(ax < 2, far, opmath(0))).astype(opmath)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        px = np.pi * x.astype(np.float64)
+        sinc = np.where(px == 0, 1.0, np.sin(px) / px)
+        sinc3 = np.where(px == 0, 1.0, np.sin(px / 3) / (px / 3))
+    return np.where(ax < 3, sinc * sinc3, 0.0).astype(opmath)
+
+
+def _aa_plan(mode, n_in, n_out, scale, align_corners, opmath):
+    """The anti-aliased plan (``antialias=True``, PyTorch's ``_compute_weights_aa``): output
+    ``o`` reads the inputs within ``support`` of its centre ``scale * (o + 0.5)``, the filter
+    stretched by the scale when downsampling (``support = taps / 2 * scale``), weights
+    normalised to sum 1 (so the borders renormalise instead of clamping). Taps beyond an
+    output's window have weight 0 (the plan is a fixed number of taps per dim)."""
+    taps = {"bilinear": 2, "bicubic": 4, "lanczos": 6}[mode]
+    s = _area_pixel_scale(n_in, n_out, align_corners, scale, opmath)
+    support = opmath(taps * 0.5) * s if s >= 1 else opmath(taps * 0.5)
+    invscale = opmath(1) / s if s >= 1 else opmath(1)
+    center = s * (np.arange(n_out).astype(opmath) + opmath(0.5))
+    xmin = np.maximum((center - support + opmath(0.5)).astype(np.int64), 0)  # C++ truncation
+    xsize = np.minimum((center + support + opmath(0.5)).astype(np.int64), n_in) - xmin
+    j = np.arange(max(int(xsize.max()), 1))[:, None]  # (T, 1)
+    pos = xmin[None, :] + j  # (T, out)
+    w = _aa_filter(mode, (pos.astype(opmath) - center + opmath(0.5)) * invscale, opmath)
+    w = np.where(j < xsize[None, :], w, opmath(0))
+    total = w.sum(axis=0)
+    w = np.where(total != 0, w / np.where(total != 0, total, opmath(1)), w).astype(opmath)
+    return np.minimum(pos, n_in - 1), w
+
+
+def _plan(mode, n_in, n_out, scale, align_corners, opmath, antialias=False):
+    if antialias:
+        return _aa_plan(mode, n_in, n_out, scale, align_corners, opmath)
     if mode in ("nearest", "nearest-exact"):
         return _nearest_plan(n_in, n_out, scale, mode == "nearest-exact")
     if mode == "bicubic":
@@ -262,11 +310,9 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", alig
             "Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a 4-D "
             "tensor as input"
         )
-    if antialias or mode == "lanczos":
-        raise NotImplementedError(
-            "interpolate: antialias=True (and mode='lanczos', which needs it) is not implemented in "
-            "shardflow; use antialias=False (the default), or low-pass filter the input before downsampling"
-        )
+    if mode == "lanczos" and not antialias:
+        raise ValueError("interpolate: mode='lanczos' requires antialias=True (it is a Lanczos-3 "
+                         "anti-aliasing filter); pass antialias=True")
     if mode in ("linear", "bilinear", "trilinear") and dim in (1, 2, 3) and _MODE_DIMS[mode] != dim:
         raise NotImplementedError(f"Got {len(shape)}D input, but {mode} mode needs {_MODE_DIMS[mode] + 2}D input")
     if mode not in _MODES or dim not in (1, 2, 3) or _MODE_DIMS.get(mode, dim) != dim:
@@ -293,7 +339,7 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", alig
     plans = []
     for i in range(dim):
         scale = None if scale_factors is None else scale_factors[i]
-        idx, w = _plan(mode, shape[i + 2], output_size[i], scale, align_corners, opmath)
+        idx, w = _plan(mode, shape[i + 2], output_size[i], scale, align_corners, opmath, antialias)
         plans.append((i + 2, shape[i + 2], idx, w))
     return Resample.apply(input, plans=tuple(plans))
 
