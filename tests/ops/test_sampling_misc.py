@@ -46,11 +46,6 @@ def test_argument_errors_match_torch(fn, shape, kw):
     assert str(te.value).rstrip(".").split("\n")[0] in str(se.value), (str(se.value), str(te.value))
 
 
-def test_antialias_is_refused_clearly():
-    with pytest.raises(NotImplementedError, match="antialias=True"):
-        F.interpolate(sf.tensor(_x((1, 1, 4, 4))), size=2, mode="bilinear", antialias=True)
-
-
 def test_nearest_keeps_integer_dtype_and_linear_refuses_it():
     x = np.arange(12, dtype=np.uint8).reshape(1, 1, 3, 4)
     got = F.interpolate(sf.tensor(x), scale_factor=(1.5, 2))
