@@ -89,6 +89,10 @@ class Tensor:
 
     __array_priority__ = 1000  # numpy scalars/arrays defer to our reflected operators
 
+    # PyTorch's ``t._base``: the tensor whose memory this view shares (set by the view ops,
+    # ``ops.shape._share``), None for a tensor that owns its memory
+    _base = None
+
     def __init__(self, data=None, *sizes, dtype=None, requires_grad: bool = False):
         if data is None:
             data = np.empty((0,), dtype=np.float32)
@@ -666,6 +670,11 @@ class Tensor:
         """Make ``self`` hold ``result``: write in place when no graph is recorded, else rebase."""
         if result.requires_grad:
             self._check_inplace_allowed()
+            if self._base is not None and self._spec is None:
+                from .view_inplace import inplace_on_view  # (rare: a view changed in place)
+
+                if inplace_on_view(self, result):
+                    return self
             # Rebase: the old array is left untouched (functions that saved it stay valid), so
             # the tensor moves to the result's version counter instead of bumping the shared
             # one: an op that saved the result (sqrt_, exp_ save their output) must see a
@@ -875,7 +884,7 @@ class Tensor:
         return OPS["lerp_"](self, end, weight)
 
     def zero_(self):
-        return OPS["fill_"](self, 0)
+        return OPS["zero_"](self)
 
     def fill_(self, value):
         return OPS["fill_"](self, value)

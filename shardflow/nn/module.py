@@ -86,7 +86,8 @@ def _addindent(s: str, n: int) -> str:
 
 
 def _shape_str(shape) -> str:
-    return str(tuple(int(s) for s in shape))
+    """``shardflow.Size([3, 2])``: torch's message prints the ``Size`` (``torch.Size([3, 2])``)."""
+    return f"shardflow.Size({[int(s) for s in shape]})"
 
 
 def _global_source(key, target, value):

@@ -97,21 +97,41 @@ def contiguous(t: Tensor) -> Tensor:
     return Clone.apply(t)
 
 
+class _Fill(Function):
+    """``t.fill_(v)`` / ``t.zero_()`` recorded in the graph: a constant of ``t``'s shape;
+    ``t``'s old value gets a zero gradient (PyTorch's ``FillBackward2`` / ``ZeroBackward0``:
+    the tensor keeps requiring grad, and a view's base learns the change, view_inplace.py)."""
+
+    save_inputs = ()
+
+    def forward(self, a, value=0, zero=False):
+        self.zero = zero
+        return get_array_module(a).full_like(a, value)
+
+    def backward(self, g):
+        return get_array_module(g).zeros_like(g)
+
+    def backward_graph(self, g):
+        return g * 0
+
+
 @register("fill_")
 def fill_(t: Tensor, value) -> Tensor:
     if isinstance(value, Tensor):
         value = value.item()
     t._check_inplace_allowed("fill_")
+    if needs_graph(t):
+        return inplace(t, _Fill.apply(t, value=value))
     t.array[...] = value
-    if t.grad_fn is not None and needs_graph(t):
-        t.grad_fn = None
-        t.requires_grad = False
     t._version_counter[0] += 1
     return t
 
 
 @register("zero_")
 def zero_(t: Tensor) -> Tensor:
+    if needs_graph(t):
+        t._check_inplace_allowed("zero_")
+        return inplace(t, _Fill.apply(t, value=0, zero=True))
     return fill_(t, 0)
 
 

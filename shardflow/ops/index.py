@@ -344,8 +344,9 @@ def getitem(input: Tensor, index) -> Tensor:
     """``input[index]`` with PyTorch semantics (see the module docstring)."""
     idx, advanced, unique, add_idx = _parse_index(index, input.array)
     out = Index.apply(input, idx=idx, unique=unique, add_idx=add_idx)
-    if not advanced:
+    if not advanced:  # a view: shared counter, and its base (shape._share's rule)
         out._version_counter = input._version_counter
+        out._base = input._base if input._base is not None else input
     return out
 
 
@@ -1029,6 +1030,11 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
         input, weight = weight, input
     w = weight.array
     xp = get_array_module(w)
+    dt = getattr(getattr(input, "array", None), "dtype", None)
+    if dt is not None and dt not in (np.int64, np.int32):  # torch's check, its exception type
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following "
+                           f"scalar types: Long, Int; but got {input.dtype} instead (while checking "
+                           "arguments for embedding); convert the indices with .long()")
     ids = _int_index(input, "embedding", xp)
     if w.ndim != 2:
         raise RuntimeError(f"embedding(): weight must be 2-d (num_embeddings, embedding_dim), got shape {tuple(w.shape)}")

@@ -355,7 +355,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if ta.dtype.kind == "f" or ta.dtype.kind == "V":
         if ta.shape != tuple(input.shape):
             exp_idx = (input.shape[0], *input.shape[2:]) if input.array.ndim > 1 else ()
-            raise ValueError(
+            raise RuntimeError(  # torch: "expected target dtype to be Long or Byte, but got Float"
                 f"cross_entropy: a float target means class probabilities and must have the input's "
                 f"shape {tuple(input.shape)}, got {tuple(ta.shape)}; for class indices of shape "
                 f"{exp_idx} use an integer target (target.long())"

@@ -64,8 +64,12 @@ def _keyword_sizes(op: str, args: tuple, value, name: str) -> tuple:
 
 
 def _share(out: Tensor, src: Tensor) -> Tensor:
-    """Make ``out`` (a NumPy view of ``src``) share ``src``'s version counter."""
+    """Make ``out`` (a NumPy view of ``src``) share ``src``'s version counter, and record the
+    tensor whose memory it views (``out._base``, PyTorch's: the root of a chain of views), so
+    an in-place op on the view also updates that tensor (``Tensor._inplace``)."""
     out._version_counter = src._version_counter
+    if out is not src:
+        out._base = src._base if src._base is not None else src
     return out
 
 
@@ -1022,7 +1026,10 @@ class Diagonal(Function):
 
     def forward(self, a, offset=0, dim1=0, dim2=1):
         self.in_shape, self.args = a.shape, (offset, dim1, dim2)
-        return get_array_module(a).diagonal(a, offset, dim1, dim2)
+        d = get_array_module(a).diagonal(a, offset, dim1, dim2)
+        if isinstance(d, np.ndarray) and a.flags.writeable and not d.flags.writeable:
+            d.flags.writeable = True  # torch's diagonal is a writable view (x.diagonal().add_(eps))
+        return d
 
     def backward(self, g):
         xp = get_array_module(g)

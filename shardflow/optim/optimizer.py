@@ -97,13 +97,13 @@ class Optimizer(OptimizerHooks):
             cls.step = hooked_step(step)  # the one place every optimizer's step runs its hooks
 
     def __repr__(self) -> str:
-        s = self.__class__.__name__ + " ("
+        s = self.__class__.__name__ + " ("  # torch's layout: a blank line between groups
         for i, group in enumerate(self.param_groups):
-            s += f"\nParameter Group {i}"
+            s += f"\nParameter Group {i}\n"
             for key in sorted(group.keys()):
                 if key != "params":
-                    s += f"\n    {key}: {group[key]}"
-        return s + "\n)"
+                    s += f"    {key}: {group[key]}\n"
+        return s + ")"
 
     def __getstate__(self):
         return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}

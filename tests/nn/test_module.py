@@ -137,8 +137,8 @@ def test_load_state_dict_strict_errors_modify_nothing():
     msg = str(e.value)
     assert 'Missing key(s) in state_dict: "out.bias"' in msg
     assert 'Unexpected key(s) in state_dict: "extra.weight"' in msg
-    assert ("size mismatch for fc.weight: copying a param with shape (3, 4) from checkpoint, "
-            "the shape in current model is (4, 4)") in msg
+    assert ("size mismatch for fc.weight: copying a param with shape shardflow.Size([3, 4]) from "
+            "checkpoint, the shape in current model is shardflow.Size([4, 4])") in msg
     for k, v in m.state_dict().items():
         np.testing.assert_array_equal(v.numpy(), before[k])  # nothing modified
     # strict=False: missing/unexpected reported, shape mismatch still an error

@@ -399,7 +399,8 @@ class ParameterDict(Module):
         lines = []
         for k, p in self.items():
             size = "x".join(str(s) for s in p.shape)
-            lines.append(f"  ({k}): Parameter containing: [{p.dtype} of size {size}]")
+            # torch's ParameterDict names the legacy type (ParameterList the dtype)
+            lines.append(f"  ({k}): Parameter containing: [{p.type()} of size {size}]")
         return "\n".join(lines)
 
     def forward(self, *args, **kwargs):
