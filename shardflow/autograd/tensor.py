@@ -268,8 +268,18 @@ class Tensor:
 
     @property
     def grad(self):
-        """The gradient accumulated into this leaf by backward (None before any)."""
-        return self._grad
+        """The gradient accumulated into this leaf by backward (None before any). Reading it
+        on a non-leaf that does not retain its gradient warns, as PyTorch (the classic
+        mistake: ``(w * 1).grad`` or a parameter moved with ``.to()`` after requires_grad)."""
+        g = self._grad
+        if g is None and self.grad_fn is not None and self.requires_grad and not self.retains_grad:
+            warn_at_caller(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its "
+                ".grad attribute won't be populated during autograd.backward(). If you indeed want "
+                "the .grad field to be populated for a non-leaf Tensor, use .retain_grad() on the "
+                "non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure you "
+                "access the leaf Tensor instead.")
+        return g
 
     @grad.setter
     def grad(self, value) -> None:

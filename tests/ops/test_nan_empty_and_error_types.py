@@ -172,3 +172,15 @@ def test_lbfgs_does_not_warn_about_its_closure_loss(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         opt.step(closure)
+
+
+def test_grad_of_a_non_leaf_warns_as_torch():
+    for lib in (torch, sf):
+        w = lib.ones(2, requires_grad=True)
+        y = w * 2
+        with pytest.warns(UserWarning, match="The .grad attribute of a Tensor that is not a leaf"):
+            assert y.grad is None
+        y.retain_grad()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert y.grad is None and w.grad is None and lib.ones(2).grad is None
