@@ -463,7 +463,7 @@ def _selected_shape(shape, idx, xp=np):
 @register("setitem_")
 def setitem_(input: Tensor, index, value) -> Tensor:
     """``input[index] = value``: value is a scalar or a tensor broadcast to the selection."""
-    idx, _, _, _ = _parse_index(index, input.array)
+    idx, advanced, _, _ = _parse_index(index, input.array)
     if isinstance(value, Tensor):
         value = _to_input_device(value, input)
         if value.array.dtype != input.array.dtype:
@@ -472,7 +472,14 @@ def setitem_(input: Tensor, index, value) -> Tensor:
             value = to_dtype(value, input.dtype)
     elif isinstance(value, np.ndarray | list | tuple):
         value = _to_input_device(Tensor(np.asarray(value), dtype=input.dtype), input)
-    return _run_inplace(input, "setitem", IndexPut, value, idx=idx)
+    # a basic index writes through a view: torch's node is CopySlices (advanced: IndexPut)
+    return _run_inplace(input, "setitem", IndexPut if advanced else _SliceCopy, value, idx=idx)
+
+
+class _SliceCopy(IndexPut):
+    """``IndexPut`` of a basic (view) index: ``x[0, 1:3] = v``, named as torch's node."""
+
+    torch_name = "CopySlices"
 
 
 # ---------------------------------------------------------------------------- gather / scatter

@@ -94,3 +94,12 @@ def test_fill_and_zero_keep_the_tensor_in_the_graph_as_torch():
         assert z.grad_fn.name() == "ZeroBackward0"
         (y * z + y).sum().backward()
         assert x.grad.tolist() == [0.0, 0.0, 0.0]  # a zero gradient, not None
+
+
+def test_setitem_nodes_are_named_as_torch():
+    for lib in (torch, sf):
+        y = lib.ones(3, 4, requires_grad=True) * 1
+        y[:, 1] = 0
+        assert y.grad_fn.name() == "CopySlices"
+        y[lib.tensor([0, 2])] = 5.0
+        assert y.grad_fn.name() == "IndexPutBackward0"
