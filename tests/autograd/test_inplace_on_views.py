@@ -100,6 +100,6 @@ def test_setitem_nodes_are_named_as_torch():
     for lib in (torch, sf):
         y = lib.ones(3, 4, requires_grad=True) * 1
         y[:, 1] = 0
-        assert y.grad_fn.name() == "CopySlices"
+        assert "grad_fn=<CopySlices>" in repr(y)  # (torch's name() adds "torch::autograd::")
         y[lib.tensor([0, 2])] = 5.0
         assert y.grad_fn.name() == "IndexPutBackward0"
