@@ -10,7 +10,8 @@ its int keys, scheduler state, RNG state, step counter ...). ``save`` walks it o
   state dict) therefore has exactly its own keys as tensor names, and the file is an
   ordinary safetensors file that ``safetensors.torch.load_file`` reads;
 * everything else is kept in a JSON description of the structure (with typed dict keys,
-  so ``{0: ...}`` comes back with an int key and tuples stay tuples) stored in the
+  so ``{0: ...}`` comes back with an int key, tuples stay tuples and an ``OrderedDict``,
+  every ``state_dict()``, stays one) stored in the
   safetensors header's ``__metadata__["shardflow.structure"]`` — the JSON sidecar lives
   inside the file, so one atomic rename publishes tensors and metadata together.
 
@@ -28,6 +29,7 @@ import json
 import os
 import re
 import warnings
+from collections import OrderedDict
 
 import numpy as np
 
@@ -119,7 +121,8 @@ def _flatten(obj, path: list[str], arrays: dict):
         items = []
         for k, v in obj.items():
             items.append([_key(k), _flatten(v, path + [str(k)], arrays)])
-        return {"M": items}
+        # an OrderedDict (every state_dict()) loads back as one, as from torch.load
+        return {"O" if isinstance(obj, OrderedDict) else "M": items}
     if isinstance(obj, tuple):
         return {"U": [_flatten(v, path + [str(i)], arrays) for i, v in enumerate(obj)]}
     if isinstance(obj, list):
@@ -143,6 +146,8 @@ def _unflatten(node, arrays: dict, label: str):
         return _wrap(arrays[v]) if tag == "T" else arrays[v]
     if tag == "M":
         return {_unkey(k): _unflatten(x, arrays, label) for k, x in v}
+    if tag == "O":
+        return OrderedDict((_unkey(k), _unflatten(x, arrays, label)) for k, x in v)
     if tag == "U":
         return tuple(_unflatten(x, arrays, label) for x in v)
     if tag == "F":
@@ -197,6 +202,8 @@ def load(f, map_location=None, *, weights_only: bool = True, mmap=None):
 def _map(obj, device):
     if isinstance(obj, Tensor):
         return obj.to(device)
+    if isinstance(obj, OrderedDict):
+        return OrderedDict((k, _map(v, device)) for k, v in obj.items())
     if isinstance(obj, dict):
         return {k: _map(v, device) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
