@@ -38,6 +38,15 @@ from .dispatch import OPS, set_method_owner
 
 _WARNED = {"scalar_of_graph": False}  # PyTorch warnings given once per process
 
+
+def _read_only_error(t) -> RuntimeError:
+    """PyTorch's error for writing through a view whose elements share memory (``expand``,
+    ``broadcast_to``: NumPy marks those read-only), instead of NumPy's ValueError."""
+    return RuntimeError(
+        f"unsupported operation: more than one element of the written-to tensor (shape "
+        f"{tuple(t.shape)}) refers to a single memory location. Please clone() the tensor before "
+        "performing the operation.")
+
 _SAME_DTYPE = object()  # grad_dtype not set: the tensor's own dtype
 
 
@@ -702,6 +711,8 @@ class Tensor:
             if self.array.dtype != src.dtype:
                 _check_inplace_cast(src.dtype, self.array.dtype)
                 src = src.astype(self.array.dtype)
+            if isinstance(self.array, np.ndarray) and not self.array.flags.writeable:
+                raise _read_only_error(self)
             self.array[...] = src
         self._version_counter[0] += 1
         return self

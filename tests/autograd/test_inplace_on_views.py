@@ -103,3 +103,9 @@ def test_setitem_nodes_are_named_as_torch():
         assert "grad_fn=<CopySlices>" in repr(y)  # (torch's name() adds "torch::autograd::")
         y[lib.tensor([0, 2])] = 5.0
         assert y.grad_fn.name() == "IndexPutBackward0"
+
+
+def test_writing_an_expanded_view_without_grad_raises_torch_s_runtime_error():
+    for lib in (torch, sf):
+        with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+            lib.zeros(3, 1).expand(3, 4).add_(1)
