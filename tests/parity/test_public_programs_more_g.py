@@ -1,0 +1,145 @@
+"""More public PyTorch programs (tests/parity/programs/) run on torch and, with only their
+imports changed, on shardflow, from the same start, compared step by step (see
+``test_public_programs.py`` and docs/COMPAT.md, "Public programs").
+
+Here: pytorch/tutorials' autograd and ``torch.func`` tutorials
+(``programs/func_tutorials/``), each run as a script (``run_script``, ``__main__``) on both
+frameworks. Their random data come from one shared NumPy stream (``same_draws``); the layers
+they build start from torch's initial weights (:func:`_torch_init`). What they print is
+compared line by line (timings masked, ``shardflow.Size`` read as ``torch.Size``: the type
+prints its own framework's name), and the values they compute are compared to torch's.
+"""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from .programs._harness import assert_close, run_script, same_draws
+
+pytestmark = pytest.mark.usefixtures("torch_single_thread")
+
+PROGRAMS = Path(__file__).parent / "programs" / "func_tutorials"
+
+
+def _torch_init(patch, use_shardflow, records, classes):
+    """Every new ``nn.<class>`` (for each name in ``classes``) of this run records (torch) or
+    loads (shardflow, built in the same order) torch's initial state; ``patch`` is a
+    ``monkeypatch.context()``, so the classes are back as they were after the run."""
+    import torch
+
+    import shardflow
+
+    lib = shardflow if use_shardflow else torch
+    loaded = []
+    for name in classes:
+        cls = getattr(lib.nn, name)
+
+        def init(self, *args, _orig=cls.__init__, _cls=cls, **kwargs):
+            _orig(self, *args, **kwargs)
+            if type(self) is not _cls:
+                return
+            if not use_shardflow:
+                records.append({k: v.detach().numpy().copy() for k, v in self.state_dict().items()})
+                return
+            self.load_state_dict({k: lib.from_numpy(v) for k, v in records[len(loaded)].items()})
+            loaded.append(self)
+
+        patch.setattr(cls, "__init__", init)
+
+
+_TIME = re.compile(r"\b\d+(\.\d+)? (ns|us|ms|s)\b")
+
+
+def _printed(out: str) -> list[str]:
+    """The printed lines with what legitimately differs masked: object addresses and module
+    paths of benchmark Measurements, measured times and percentages, the Size type's
+    framework name."""
+    lines = []
+    for line in out.splitlines():
+        line = line.replace("shardflow.Size", "torch.Size")
+        line = re.sub(r"<[\w.]+\.Measurement object at 0x[0-9a-f]+>", "<Measurement>", line)
+        line = _TIME.sub("<time>", line)
+        line = re.sub(r"delta: [\d.]+ percent", "delta: <pct> percent", line)
+        lines.append(line)
+    return lines
+
+
+_NUMBER = re.compile(r"-?\d+\.\d+(e[-+]\d+)?")
+
+
+def _assert_same_printed(sf_out: str, th_out: str, rtol: float = 1e-5, atol: float = 0.0) -> None:
+    """The printed lines agree (see :func:`_printed`) as text with their decimal numbers taken
+    out, and those numbers to ``rtol``/``atol`` (a printed tensor rounds to 4 significant
+    digits, so a value that differs by rounding may print one last digit apart)."""
+    sf_lines, th_lines = _printed(sf_out), _printed(th_out)
+    assert [_NUMBER.sub("<n>", x) for x in sf_lines] == [_NUMBER.sub("<n>", x) for x in th_lines]
+    sf_numbers = [float(m.group()) for x in sf_lines for m in _NUMBER.finditer(x)]
+    th_numbers = [float(m.group()) for x in th_lines for m in _NUMBER.finditer(x)]
+    assert_close(sf_numbers, th_numbers, "printed numbers", rtol=rtol, atol=atol)
+
+
+def _run_both(capsys, monkeypatch, name, draws=("randn",), init=(), argv=()):
+    """Run ``func_tutorials/<name>.py`` on torch, then on shardflow; returns
+    ``[(module, printed_lines), ...]``."""
+    records, runs = [], []
+    for use_sf in (False, True):
+        with monkeypatch.context() as patch:
+            _torch_init(patch, use_sf, records, init)
+            mod = run_script(PROGRAMS / f"{name}.py", use_sf, argv=argv,
+                             after_imports=lambda m: same_draws([m], list(draws)))
+        runs.append((mod, capsys.readouterr().out))
+    return runs
+
+
+def _np(t):
+    return np.asarray(t.detach().numpy(), np.float64)
+
+
+def test_per_sample_grads_like_torch(capsys, monkeypatch):
+    """pytorch/tutorials per_sample_grads: a CNN's per-sample gradients by a loop of
+    ``autograd.grad`` and by ``vmap(grad(compute_loss), in_dims=(None, None, 0, 0))`` over
+    ``functional_call(model, (params, buffers), ...)``, the script's own ``allclose``
+    check, and its ``torch.utils.benchmark.Timer`` comparison (whose Measurement repr must
+    print torch's lines: "1 runs , 1 thread" for one measurement). Batch of 4 from the shared
+    draws; Conv2d/Linear start from torch's weights. Both per-sample gradient sets agree with
+    torch's to rtol 1e-4 (convolution sums in float32 in another order: measured max
+    relative difference ~1e-5 on the larger entries)."""
+    (th, th_out), (sf, sf_out) = _run_both(capsys, monkeypatch, "per_sample_grads",
+                                           draws=("randn", "randint"), init=("Conv2d", "Linear"))
+    assert _printed(sf_out) == _printed(th_out)
+    assert _printed(th_out)[0] == "torch.Size([4, 32, 1, 3, 3])"
+    assert "mismatch" not in th_out
+    assert len(sf.per_sample_grads) == len(th.per_sample_grads) == 8
+    for s, t in zip(sf.per_sample_grads, th.per_sample_grads, strict=True):
+        assert_close(_np(s), _np(t), "per-sample grads (loop)", rtol=1e-4, atol=1e-6)
+    assert list(sf.ft_per_sample_grads) == list(th.ft_per_sample_grads)
+    for k in th.ft_per_sample_grads:
+        assert_close(_np(sf.ft_per_sample_grads[k]), _np(th.ft_per_sample_grads[k]), f"vmap grads {k}",
+                     rtol=1e-4, atol=1e-6)
+    assert_close(_np(sf.model.conv1.weight.grad), _np(th.model.conv1.weight.grad), "batch grad", rtol=1e-4,
+                 atol=1e-6)
+
+
+def test_jacobians_hessians_like_torch(capsys, monkeypatch):
+    """pytorch/tutorials jacobians_hessians: Jacobians row by row (``autograd.grad`` with unit
+    vectors), by ``vmap(vjp_fn)``, ``jacrev(argnums=2)``, ``jacrev(argnums=(0, 1))``,
+    ``jacfwd``, ``hessian`` and its jacfwd/jacrev compositions, ``vmap(jacrev(...),
+    in_dims=(None, None, 0))``, the summed-output trick with ``movedim``, a batched hessian,
+    and hvp by ``jvp(grad(f))`` and ``vjp(grad(f))``. Weights and inputs from the shared
+    draws. The printed lines (the first Jacobian row as torch formats it) and every computed
+    quantity agree with torch's to rtol 1e-5, atol 1e-5 (measured: the largest difference is
+    2e-6 on Hessians of size ~5; a saturated ``tanh`` row's derivative ``1 - tanh(x)**2`` is
+    ~1e-6, where one ulp of tanh's float32 value is a 5e-5 relative change, so the printed
+    first row is compared to atol 1e-9)."""
+    (th, th_out), (sf, sf_out) = _run_both(capsys, monkeypatch, "jacobians_hessians")
+    _assert_same_printed(sf_out, th_out, atol=1e-9)
+    assert _printed(th_out)[0] == "torch.Size([16, 16])"
+    for name in ("jacobian", "ft_jacobian", "ft_jac_weight", "ft_jac_bias", "hess_api", "hess_fwdfwd",
+                 "hess_revrev", "batch_jacobian0", "batch_jacobian1", "batch_hess", "result"):
+        s, t = getattr(sf, name), getattr(th, name)
+        assert tuple(s.shape) == tuple(t.shape), name
+        assert_close(_np(s), _np(t), name, rtol=1e-5, atol=1e-5)
+    assert tuple(th.batch_hess.shape) == (4, 6, 5, 5)
+    assert_close(_np(sf.result_hvp_revrev[0]), _np(th.result_hvp_revrev[0]), "hvp_revrev")
