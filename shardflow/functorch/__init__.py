@@ -51,16 +51,16 @@ def _warn_deprecated(api: str, new_api: str | None = None) -> None:
         "details https://pytorch.org/docs/main/func.migrating.html", FutureWarning, stacklevel=3)
 
 
-def _deprecated(transform):
+def _deprecated(transform, new_api: str | None = None):
     @functools.wraps(transform)
     def wrapper(*args, **kwargs):
-        _warn_deprecated(transform.__name__)
+        _warn_deprecated(transform.__name__, new_api)
         return transform(*args, **kwargs)
 
     return wrapper
 
 
-vmap = _deprecated(_func.vmap)
+vmap = _deprecated(_func.vmap, "torch.vmap")
 grad = _deprecated(_func.grad)
 grad_and_value = _deprecated(_func.grad_and_value)
 vjp = _deprecated(_func.vjp)

@@ -80,6 +80,21 @@ def _assert_same_printed(sf_out: str, th_out: str, rtol: float = 1e-5, atol: flo
     assert_close(sf_numbers, th_numbers, "printed numbers", rtol=rtol, atol=atol)
 
 
+def _shared_draws(mod, names) -> None:
+    """``same_draws`` for the program, its ``randn``'s ``dtype=`` and ``requires_grad=``
+    honoured (the draws are float32 values, cast to the dtype alike in both runs)."""
+    same_draws([mod], list(names))
+    draws = mod.torch
+    if "randn" in names:
+        shared = draws.randn
+
+        def randn(*size, dtype=None, requires_grad=False, device=None):
+            t = shared(*size)
+            return (t if dtype is None else t.to(dtype)).requires_grad_(requires_grad)
+
+        draws.randn = randn
+
+
 def _run_both(capsys, monkeypatch, name, draws=("randn",), init=(), argv=()):
     """Run ``func_tutorials/<name>.py`` on torch, then on shardflow; returns
     ``[(module, printed_lines), ...]``."""
@@ -88,7 +103,7 @@ def _run_both(capsys, monkeypatch, name, draws=("randn",), init=(), argv=()):
         with monkeypatch.context() as patch:
             _torch_init(patch, use_sf, records, init)
             mod = run_script(PROGRAMS / f"{name}.py", use_sf, argv=argv,
-                             after_imports=lambda m: same_draws([m], list(draws)))
+                             after_imports=lambda m: _shared_draws(m, draws))
         runs.append((mod, capsys.readouterr().out))
     return runs
 
@@ -184,3 +199,25 @@ def test_neural_tangent_kernels_like_torch(capsys, monkeypatch):
         assert tuple(s.shape) == tuple(t.shape), name
         assert_close(_np(s), _np(t), name, rtol=1e-4, atol=1e-5)
     assert tuple(th.result_from_ntk_vps.shape) == (1, 2, 10, 10)
+
+
+@pytest.mark.filterwarnings("ignore:We've integrated functorch into PyTorch")  # the tutorial's own functorch calls
+def test_forward_ad_usage_like_torch(capsys, monkeypatch):
+    """pytorch/tutorials forward_ad_usage: ``dual_level`` / ``make_dual`` / ``unpack_dual``
+    (the tangent kept as is when laid out like the primal, copied for ``tangent.T``; None
+    after the level closes), a Linear whose parameters are swapped for dual tensors by
+    ``delattr``/``setattr`` and through ``functional_call``, a custom Function with only a
+    ``jvp`` staticmethod checked by ``gradcheck(check_forward_ad=True,
+    check_backward_ad=False, ...)``, and functorch's ``jvp`` and
+    ``make_functional_with_buffers`` (``import functorch as ft``). Data from the shared draws
+    (``randn``, ``rand_like``), the Linears from torch's weights. Every JVP, primal output and
+    tangent agrees with torch's to rtol 1e-5 (the custom Function's, in float64, to 1e-12)."""
+    (th, th_out), (sf, sf_out) = _run_both(capsys, monkeypatch, "forward_ad_usage", draws=("randn", "rand_like"),
+                                           init=("Linear",))
+    assert sf_out == th_out == ""
+    assert sf.ft.__name__ == "shardflow.functorch"
+    for name in ("jvp2", "primal_out", "tangent_out", "model_output", "jvp_out"):
+        assert_close(_np(getattr(sf, name)), _np(getattr(th, name)), name, rtol=1e-5, atol=1e-6)
+    assert_close(_np(sf.jvp), _np(th.jvp), "custom Function jvp", rtol=1e-12, atol=0)
+    assert str(sf.jvp.dtype).split(".")[-1] == str(th.jvp.dtype).split(".")[-1]
+    assert_close(_np(sf.dual_output), _np(th.dual_output), "exp(primal)", rtol=1e-12, atol=0)
