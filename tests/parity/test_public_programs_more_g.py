@@ -81,18 +81,17 @@ def _assert_same_printed(sf_out: str, th_out: str, rtol: float = 1e-5, atol: flo
 
 
 def _shared_draws(mod, names) -> None:
-    """``same_draws`` for the program, its ``randn``'s ``dtype=`` and ``requires_grad=``
+    """``same_draws`` for the program, its ``randn``'s and ``rand``'s ``dtype=`` and ``requires_grad=``
     honoured (the draws are float32 values, cast to the dtype alike in both runs)."""
     same_draws([mod], list(names))
     draws = mod.torch
-    if "randn" in names:
-        shared = draws.randn
+    for name in ("randn", "rand"):
+        if name in names:
+            def drawn(*size, dtype=None, requires_grad=False, device=None, _shared=getattr(draws, name)):
+                t = _shared(*size)
+                return (t if dtype is None else t.to(dtype)).requires_grad_(requires_grad)
 
-        def randn(*size, dtype=None, requires_grad=False, device=None):
-            t = shared(*size)
-            return (t if dtype is None else t.to(dtype)).requires_grad_(requires_grad)
-
-        draws.randn = randn
+            setattr(draws, name, drawn)
 
 
 def _run_both(capsys, monkeypatch, name, draws=("randn",), init=(), argv=()):
@@ -221,3 +220,32 @@ def test_forward_ad_usage_like_torch(capsys, monkeypatch):
     assert_close(_np(sf.jvp), _np(th.jvp), "custom Function jvp", rtol=1e-12, atol=0)
     assert str(sf.jvp.dtype).split(".")[-1] == str(th.jvp.dtype).split(".")[-1]
     assert_close(_np(sf.dual_output), _np(th.dual_output), "exp(primal)", rtol=1e-12, atol=0)
+
+
+def test_custom_function_double_backward_like_torch(capsys, monkeypatch):
+    """pytorch/tutorials custom_function_double_backward_tutorial: custom Functions saving an
+    input (Square), an output (Exp), intermediates returned as outputs (Sinh), intermediates
+    on ctx (the "what NOT to do" Sinh: its ``grad_x`` has no graph, in torch and here), and a
+    backward that is a custom Function (Cube/CubeBackward); the script's gradcheck and
+    gradgradcheck on each, and ``autograd.grad(create_graph=True)``. For each example the
+    first derivative, whether it has a graph (and its node's ``name()``), and the second
+    derivative through it agree with torch's (float64: rtol 1e-12)."""
+    (th, th_out), (sf, sf_out) = _run_both(capsys, monkeypatch, "custom_function_double_backward", draws=("rand",))
+    assert sf_out == th_out == ""
+    assert len(sf.graphs) == len(th.graphs) == 5
+    import torch
+
+    import shardflow
+
+    for k, ((sg, sx, so), (tg, tx, to)) in enumerate(zip(sf.graphs, th.graphs, strict=True)):
+        assert_close(_np(sg), _np(tg), f"grad_x {k}", rtol=1e-12, atol=0)
+        assert_close(_np(so), _np(to), f"out {k}", rtol=1e-12, atol=0)
+        assert sg.requires_grad == tg.requires_grad, k
+        if not tg.requires_grad:
+            assert k == 3 and sg.grad_fn is None  # the ctx-held intermediates: no graph
+            continue
+        assert sg.grad_fn.name() == tg.grad_fn.name(), k
+        (tgg,) = torch.autograd.grad(tg.sum(), tx)
+        (sgg,) = shardflow.autograd.grad(sg.sum(), sx)
+        assert_close(_np(sgg), _np(tgg), f"second derivative {k}", rtol=1e-12, atol=0)
+    assert th.graphs[4][0].grad_fn.name() == "CubeBackwardBackward"
