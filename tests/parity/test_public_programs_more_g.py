@@ -66,7 +66,7 @@ def _printed(out: str) -> list[str]:
     return lines
 
 
-_NUMBER = re.compile(r"-?\d+\.\d+(e[-+]\d+)?")
+_NUMBER = re.compile(r"-?\d+\.\d*(e[-+]\d+)?")
 
 
 def _assert_same_printed(sf_out: str, th_out: str, rtol: float = 1e-5, atol: float = 0.0) -> None:
@@ -83,7 +83,7 @@ def _assert_same_printed(sf_out: str, th_out: str, rtol: float = 1e-5, atol: flo
 def _shared_draws(mod, names) -> None:
     """``same_draws`` for the program, its ``randn``'s and ``rand``'s ``dtype=`` and ``requires_grad=``
     honoured (the draws are float32 values, cast to the dtype alike in both runs)."""
-    same_draws([mod], list(names))
+    same_draws([mod], [n for n in names if n != "bernoulli"])
     draws = mod.torch
     for name in ("randn", "rand"):
         if name in names:
@@ -92,15 +92,50 @@ def _shared_draws(mod, names) -> None:
                 return (t if dtype is None else t.to(dtype)).requires_grad_(requires_grad)
 
             setattr(draws, name, drawn)
+    if "bernoulli" in names:
+        def bernoulli(p, _lib=draws._lib, _rng=draws._rng):
+            probs = np.asarray(p.detach().numpy())
+            return _lib.from_numpy((_rng.random(probs.shape) < probs).astype(probs.dtype))
+
+        draws.bernoulli = bernoulli
 
 
-def _run_both(capsys, monkeypatch, name, draws=("randn",), init=(), argv=()):
+def _shared_orthogonal(patch, lib, seed=1):
+    """``lib.nn.init.orthogonal_`` with torch's algorithm (QR of a normal matrix, the signs
+    of R's diagonal folded into Q) on draws from a NumPy stream seeded ``seed``, the same in
+    both runs (``patch`` is a ``monkeypatch.context()``)."""
+    rng = np.random.default_rng(seed)
+
+    def orthogonal_(tensor, gain=1, generator=None):
+        rows = tensor.shape[0]
+        cols = tensor.numel() // rows
+        flat = rng.standard_normal((rows, cols)).astype(np.float32).astype(np.float64)
+        if rows < cols:
+            flat = flat.T
+        q, r = np.linalg.qr(flat)
+        q = q * np.sign(np.diag(r))
+        if rows < cols:
+            q = q.T
+        with lib.no_grad():
+            tensor.copy_(lib.from_numpy((gain * q).astype(np.float32).reshape(tuple(tensor.shape))))
+        return tensor
+
+    patch.setattr(lib.nn.init, "orthogonal_", orthogonal_)
+
+
+def _run_both(capsys, monkeypatch, name, draws=("randn",), init=(), argv=(), orthogonal=False):
     """Run ``func_tutorials/<name>.py`` on torch, then on shardflow; returns
     ``[(module, printed_lines), ...]``."""
+    import torch
+
+    import shardflow
+
     records, runs = [], []
     for use_sf in (False, True):
         with monkeypatch.context() as patch:
             _torch_init(patch, use_sf, records, init)
+            if orthogonal:
+                _shared_orthogonal(patch, shardflow if use_sf else torch)
             mod = run_script(PROGRAMS / f"{name}.py", use_sf, argv=argv,
                              after_imports=lambda m: _shared_draws(m, draws))
         runs.append((mod, capsys.readouterr().out))
@@ -296,3 +331,28 @@ def test_optimizer_step_in_backward_like_torch(capsys, monkeypatch, tmp_path):
     steps = [opt.state[p]["step"] for p, opt in th.optimizer_dict.items()]
     assert [float(s) for s in steps] == [3.0] * 4
     assert [float(opt.state[p]["step"]) for p, opt in sf.optimizer_dict.items()] == [3.0] * 4
+
+
+def test_parametrizations_like_torch(capsys, monkeypatch):
+    """pytorch/tutorials parametrizations (torch.nn.utils.parametrize): Symmetric and Skew
+    parametrizations on Linear and Conv2d, the parametrized module's print (``ParametrizedLinear``
+    with its ``parametrizations`` ModuleDict), ``ParametrizationList`` indexing,
+    ``named_parameters`` (``parametrizations.weight.original``), ``parametrize.cached()``
+    (the printed "Computing the Parametrization" lines count the recomputations),
+    concatenated Skew + CayleyMap (``linalg.solve``) and MatrixExponential, ``right_inverse``
+    on assignment (incl. through two parametrizations and ``nn.init.orthogonal_``), a
+    Bernoulli pruning mask, and ``remove_parametrizations`` with and without
+    ``leave_parametrized``. Layers start from torch's weights, ``rand``/``rand_like``/
+    ``bernoulli``/``orthogonal_`` from shared draws. Every printed line agrees (tensors'
+    values to rtol 1e-5; the ``torch.dist`` results that are rounding noise, ~1e-7, to atol
+    1e-6)."""
+    (th, th_out), (sf, sf_out) = _run_both(capsys, monkeypatch, "parametrizations",
+                                           draws=("rand", "rand_like", "bernoulli"), init=("Linear", "Conv2d"),
+                                           orthogonal=True)
+    _assert_same_printed(sf_out, th_out, atol=1e-6)
+    lines = _printed(th_out)
+    assert lines.count("Computing the Parametrization") == 5  # 3 uncached reads + 1 in cached(), and 1 on print
+    assert "ParametrizedLinear(" in th_out and "(original)" not in th_out
+    assert_close(_np(sf.layer.weight), _np(th.layer.weight), "final weight", rtol=1e-6, atol=0)
+    assert_close(_np(sf.layer_orthogonal.weight), _np(th.layer_orthogonal.weight), "orthogonal weight",
+                 rtol=1e-5, atol=1e-6)
