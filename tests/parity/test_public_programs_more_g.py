@@ -54,12 +54,13 @@ _TIME = re.compile(r"\b\d+(\.\d+)? (ns|us|ms|s)\b")
 
 def _printed(out: str) -> list[str]:
     """The printed lines with what legitimately differs masked: object addresses and module
-    paths of benchmark Measurements, measured times and percentages, the Size type's
-    framework name."""
+    paths of benchmark Measurements and other framework objects (``<...prune.RandomUnstructured
+    object at 0x...>``), measured times and percentages, the Size type's framework name."""
     lines = []
     for line in out.splitlines():
         line = line.replace("shardflow.Size", "torch.Size")
         line = re.sub(r"<[\w.]+\.Measurement object at 0x[0-9a-f]+>", "<Measurement>", line)
+        line = re.sub(r"<(torch|shardflow)\.[\w.]+\.(\w+) object at 0x[0-9a-f]+>", r"<\2 object>", line)
         line = _TIME.sub("<time>", line)
         line = re.sub(r"delta: [\d.]+ percent", "delta: <pct> percent", line)
         lines.append(line)
@@ -356,3 +357,45 @@ def test_parametrizations_like_torch(capsys, monkeypatch):
     assert_close(_np(sf.layer.weight), _np(th.layer.weight), "final weight", rtol=1e-6, atol=0)
     assert_close(_np(sf.layer_orthogonal.weight), _np(th.layer_orthogonal.weight), "orthogonal weight",
                  rtol=1e-5, atol=1e-6)
+
+
+def _shared_prune_rand(patch, use_shardflow, seed=2):
+    """The random pruning draws (torch's ``RandomUnstructured`` calls ``torch.rand_like``,
+    shardflow's ``prune.rand``) from one NumPy stream seeded ``seed``, the same in both runs."""
+    import torch
+
+    import shardflow
+    import shardflow.nn.utils.prune as sf_prune
+
+    rng = np.random.default_rng(seed)
+    if use_shardflow:
+        patch.setattr(sf_prune, "rand", lambda *size, **kw: shardflow.from_numpy(
+            rng.random(size[0] if len(size) == 1 and not isinstance(size[0], int) else size).astype(np.float32)))
+    else:
+        patch.setattr(torch, "rand_like", lambda t, **kw: torch.from_numpy(
+            rng.random(tuple(t.shape)).astype(np.float32)))
+
+
+def test_pruning_tutorial_like_torch(capsys, monkeypatch):
+    """pytorch/tutorials pruning_tutorial (torch.nn.utils.prune) on its LeNet: the printed
+    parameters, buffers (``weight_mask``), pruned ``weight``/``bias`` and forward pre-hooks
+    after random_unstructured, l1_unstructured (a count), ln_structured on top (a
+    PruningContainer, listed), the state_dict keys, ``prune.remove``, pruning by module type,
+    global_unstructured and the printed sparsities, and a custom ``BasePruningMethod``. The
+    layers start from torch's weights, the random mask from shared draws. Every printed line
+    agrees (numbers to rtol 1e-5; object addresses masked)."""
+    records, runs = [], []
+    for use_sf in (False, True):
+        with monkeypatch.context() as patch:
+            _torch_init(patch, use_sf, records, ("Conv2d", "Linear"))
+            _shared_prune_rand(patch, use_sf)
+            mod = run_script(PROGRAMS / "pruning_tutorial.py", use_sf)
+        runs.append((mod, capsys.readouterr().out))
+    (th, th_out), (sf, sf_out) = runs
+    _assert_same_printed(sf_out, th_out)
+    lines = _printed(th_out)
+    assert "OrderedDict([(0, <RandomUnstructured object>)])" in lines
+    assert any(x.startswith("Sparsity in fc1.weight:") for x in lines) and lines[-1].startswith("tensor([0., 1.,")
+    for (sk, sv), (tk, tv) in zip(sf.new_model.state_dict().items(), th.new_model.state_dict().items(), strict=True):
+        assert sk == tk
+        assert_close(_np(sv), _np(tv), sk, rtol=0, atol=0)
