@@ -399,3 +399,24 @@ def test_pruning_tutorial_like_torch(capsys, monkeypatch):
     for (sk, sv), (tk, tv) in zip(sf.new_model.state_dict().items(), th.new_model.state_dict().items(), strict=True):
         assert sk == tk
         assert_close(_np(sv), _np(tv), sk, rtol=0, atol=0)
+
+
+def test_autograd_saved_tensors_hooks_like_torch(capsys, monkeypatch):
+    """pytorch/tutorials autograd_saved_tensors_hooks_tutorial: ``grad_fn._saved_self`` /
+    ``_saved_other`` (the inputs themselves: ``is a`` True) and ``_saved_result`` (equal, not
+    the same object), ``saved_tensors_hooks`` with printing hooks (torch's tensors, other
+    before self, in pack and unpack), scaling hooks (``x.grad.equal(2 * x)``), an int, a
+    tuple with a closure, a repr eval'ed back, ``save_on_cpu(pin_memory=True)``, and
+    pack/unpack to disk with torch.save/torch.load in a TemporaryDirectory (the second read
+    of a deleted file fails: "Double access failed!"), the self-deleting temp file and a
+    SaveToDisk module under nn.DataParallel. Data from the shared draws, the Linears from
+    torch's weights. Every printed line agrees (numbers to rtol 1e-5), and so do the final
+    models' gradients."""
+    (th, th_out), (sf, sf_out) = _run_both(capsys, monkeypatch, "autograd_saved_tensors_hooks", init=("Linear",))
+    _assert_same_printed(sf_out, th_out)
+    lines = _printed(th_out)
+    assert lines[2:6] == ["True", "True", "True", "False"] and lines[-1] == "Double access failed!"
+    assert lines[6] == "Packing tensor([2., 2., 2., 2., 2.], grad_fn=<MulBackward0>)"
+    for (sn, sp), (tn, tp) in zip(sf.model.named_parameters(), th.model.named_parameters(), strict=True):
+        assert sn == tn
+        assert_close(_np(sp.grad), _np(tp.grad), f"{tn}.grad", rtol=1e-5, atol=1e-6)
