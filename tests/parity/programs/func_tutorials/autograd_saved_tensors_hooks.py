@@ -1,4 +1,4 @@
-# ruff: noqa: I001, E402, E722, F811, F821, S307, UP004  (the tutorial's own style and imports, kept)
+# ruff: noqa: I001, E402, E722, F811, F821, S307, UP004, UP039  (the tutorial's own style and imports, kept)
 # pytorch/tutorials intermediate_source/autograd_saved_tensors_hooks_tutorial.py at commit
 # 4a7bbb95617c3205bf25a5b37e262d577eb82847 (BSD-3-Clause), "Hooks for autograd saved
 # tensors": ``grad_fn._saved_self`` / ``_saved_other`` / ``_saved_result``,

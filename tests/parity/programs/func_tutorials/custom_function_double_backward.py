@@ -1,4 +1,4 @@
-# ruff: noqa: I001, E402  (the tutorial's own style and imports, kept)
+# ruff: noqa: I001, E402, F811  (the tutorial's own style and imports, kept)
 # pytorch/tutorials intermediate_source/custom_function_double_backward_tutorial.py at commit
 # 0ece40a1f1c8b0adb2c03fe2cb480762b96c09ee (BSD-3-Clause), "Double Backward with Custom
 # Functions": custom autograd Functions that save an input (Square), an output (Exp),

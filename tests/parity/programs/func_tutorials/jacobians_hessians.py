@@ -1,4 +1,4 @@
-# ruff: noqa: I001, E402, E701, E111, E114, E117, W291, F811  (the tutorial's own style and imports, kept)
+# ruff: noqa: I001, E402, E701, E111, E114, E117, W291, F811, E703  (the tutorial's own style and imports, kept)
 # pytorch/tutorials intermediate_source/jacobians_hessians.py at commit
 # 14f19bbffcff42ee752897e57b4b96e4972d302f (BSD-3-Clause), "Jacobians, Hessians, hvp, vhp,
 # and more: composing function transforms": row-by-row Jacobians with autograd.grad, then

@@ -1,4 +1,4 @@
-# ruff: noqa: I001, E402, UP008, UP032, W291  (the tutorial's own style and imports, kept)
+# ruff: noqa: I001, E402, UP008, UP032, W291, W293  (the tutorial's own style and imports, kept)
 # pytorch/tutorials intermediate_source/pruning_tutorial.py at commit
 # 0a7e68666de5faceafa90276ad2b7874cd32c5e0 (BSD-3-Clause), "Pruning Tutorial" (Michela
 # Paganini): torch.nn.utils.prune on the LeNet built in the file -- random_unstructured,
