@@ -5,7 +5,7 @@
 # over functional_call, einsum 'Naf,Mbf->NMab' / trace / diagonal) and by NTK-vector
 # products (vjp, then jvp, vmap over the identity's rows, vmap(vmap(...)) over pairs,
 # einsum 'NMKK->NM'), checked against each other with allclose. Changes, and only these:
-# device 'cuda' became 'cpu'; x_train's 20 images became 2 and x_test's 5 became 1; the
+# device 'cuda' became 'cpu'; x_train's 20 images became 1 and x_test's 5 became 1; the
 # tutorial's long comment blocks (the derivations) are shortened. The code is as written.
 """
 Neural Tangent Kernels
@@ -40,7 +40,7 @@ class CNN(nn.Module):
 ######################################################################
 # And let's generate some random data
 
-x_train = torch.randn(2, 3, 32, 32, device=device)
+x_train = torch.randn(1, 3, 32, 32, device=device)
 x_test = torch.randn(1, 3, 32, 32, device=device)
 
 ######################################################################
