@@ -61,8 +61,9 @@ def _printed(out: str) -> list[str]:
         line = line.replace("shardflow.Size", "torch.Size")
         line = re.sub(r"<[\w.]+\.Measurement object at 0x[0-9a-f]+>", "<Measurement>", line)
         line = re.sub(r"<(torch|shardflow)\.[\w.]+\.(\w+) object at 0x[0-9a-f]+>", r"<\2 object>", line)
-        # a hook handle's id comes from a process-wide counter (torch's and shardflow's): its
-        # value depends on every hook registered earlier in the test session
+        # a hook handle's id comes from a process-wide counter of every hook registration (in
+        # both frameworks; tests/autograd/test_hook_handle_ids.py): in a test session its value
+        # depends on the hooks other tests registered earlier, on one framework or the other
         line = re.sub(r"\((\d+), (<\w+ object>)\)", r"(<id>, \2)", line)
         line = _TIME.sub("<time>", line)
         line = re.sub(r"delta: [\d.]+ percent", "delta: <pct> percent", line)
