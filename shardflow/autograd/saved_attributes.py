@@ -17,10 +17,13 @@ Under ``saved_tensors_hooks`` the saved value is unpacked on every read (the unp
 runs each time; an unpack that fails raises, as torch's does). After the node's backward has
 freed it, reading raises torch's "directly access saved tensors after they have already been
 freed" error. Other ``_saved_*`` names raise AttributeError (shardflow does not keep torch's
-per-op scalars such as ``_saved_alpha``).
+per-op scalars such as ``_saved_alpha``), and so does a name whose array is not of the
+tensor's shape (the node keeps a transformed copy, which is not what torch would return).
 """
 
 from __future__ import annotations
+
+from .function import Function
 
 # torch's name -> (input index, or None for the output; the node attributes that may hold it)
 TORCH_SAVED = {
@@ -53,5 +56,26 @@ def saved_attribute(fn, name: str):
             continue
         if not hasattr(value, "dtype"):  # a Python number the op kept (x * 2)
             return value
+        expected = _expected_shape(fn, index)
+        if expected is not None and tuple(value.shape) != tuple(expected):
+            break  # the node keeps a transformed copy, not the tensor itself: not torch's value
         return fn.saved_output(0, value) if index is None else fn.saved_input(index, value)
     raise AttributeError(f"'{fn.name()}' object has no attribute '{name}' (this node keeps no such saved tensor)")
+
+
+def _expected_shape(fn, index):
+    """The shape of input ``index`` (None: the output) as the graph records it, or None when
+    it does not."""
+    if index is None:
+        return fn._out_shape if fn._out_meta is None else None
+    edges = fn._edges
+    edge = edges[index] if index < len(edges) else None
+    if edge is None:
+        return None
+    if type(edge) is tuple:
+        producer, k = edge
+        meta = producer._out_meta
+        return meta[k][0] if meta is not None else None
+    if isinstance(edge, Function):
+        return edge._out_shape if edge._out_meta is None else edge._out_meta[0][0]
+    return edge.shape  # a leaf Tensor
