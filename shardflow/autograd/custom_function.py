@@ -52,7 +52,9 @@ rebuilt through ``saved_input``/``saved_output`` so the result is differentiable
 :func:`once_differentiable` (torch's wrapper) makes a second differentiation raise torch's
 error instead.
 
-Accepted and ignored: ``jvp``/``save_for_forward`` (shardflow has no forward-mode AD),
+``jvp``: called for a Function without ``backward``/``vjp`` inside a forward-AD level
+(``autograd/forward_ad.py``); a Function with ``backward`` gets its tangents from it there.
+Accepted and ignored: ``save_for_forward`` (kept on the ctx for ``jvp``),
 ``vmap``/``generate_vmap_rule`` (``torch.func.vmap`` is a loop of plain calls here, so a
 custom Function needs no vmap rule).
 """
@@ -141,7 +143,13 @@ def _apply(cls, *args, **kwargs):
         else:
             out = cls.forward(*args)
             setup_context(node, args, out)
-    return _link_outputs(node, args, edges, out, executable)
+    result = _link_outputs(node, args, edges, out, executable)
+    if getattr(cls, "jvp", None) is not None and cls.backward is Function.backward and getattr(cls, "vjp", None) is None:
+        from . import forward_ad  # a forward-mode-only Function: its jvp gives the tangents
+
+        if forward_ad._level[0] is not None:
+            return forward_ad._through_user_jvp(cls, node, args, result)
+    return result
 
 
 def _bind_default_args(forward, args: tuple, kwargs: dict) -> tuple:

@@ -20,6 +20,16 @@ Consequences, documented in docs/COMPAT.md:
   raise, naming the op; the graph is kept while the level is open (tangents can be read from
   several results), and the level's duals are forgotten when it closes;
 * one level at a time (torch allows nested levels; ``enter_dual_level`` inside one raises).
+
+A custom ``autograd.Function`` that defines ``jvp`` and no ``backward``/``vjp`` (torch's
+forward-mode-only Function) has no reverse formula for the trick to use: inside a level, when
+an input has a tangent, its ``jvp(ctx, *input_tangents)`` runs right after ``forward`` (as in
+torch; inputs without a tangent get zeros, non-Tensor inputs None) and each floating output
+becomes a dual tensor with the tangent ``jvp`` returned (:func:`_through_user_jvp`). Such an
+output has no reverse path to the Function's inputs; ``backward`` through it raises torch's
+"You must implement either the backward or vjp method" error. A Function with ``backward``
+keeps the double-vjp route (its ``jvp`` is not called; the tangent is the same when the two
+formulas agree, which ``gradcheck(check_forward_ad=True)`` checks).
 """
 
 from __future__ import annotations
@@ -35,6 +45,9 @@ __all__ = ["UnpackedDualTensor", "dual_level", "enter_dual_level", "exit_dual_le
 
 # the open level: [level number or None, {id(dual): (dual, tangent)}]
 _level: list = [None, {}]
+# > 0 while unpack_dual's two backward passes run: a forward-only Function's dual lets them
+# through (its tangent is already known; what reaches past it goes to a leaf nobody reads)
+_unpacking: list = [0]
 
 
 class UnpackedDualTensor(NamedTuple):
@@ -94,6 +107,68 @@ class _Dual(Function):
         return g
 
 
+class _ForwardOnlyDual(_Dual):
+    """The dual made from a forward-mode-only custom Function's output: the Function has no
+    reverse formula, so reverse mode through it raises torch's error."""
+
+    def forward(self, a, fn_name: str = "Function"):
+        self._fn_name = fn_name
+        return a.view()
+
+    def backward(self, g):
+        if not _unpacking[0]:
+            self._refuse()
+        return g
+
+    def backward_graph(self, g):
+        if not _unpacking[0]:
+            self._refuse()
+        return g
+
+    def _refuse(self):
+        raise NotImplementedError(
+            "You must implement either the backward or vjp method for your custom autograd.Function to use it "
+            f"with backward mode AD. ({self._fn_name} defines only jvp: add @staticmethod def backward(ctx, "
+            "*grad_outputs))")
+
+
+def _through_user_jvp(cls, ctx, args: tuple, result):
+    """``result`` (the outputs of ``cls.apply(*args)``) as dual tensors carrying the tangents
+    of ``cls.jvp(ctx, *tangents)`` (module docstring); ``result`` itself when no input has a
+    tangent at the open level."""
+    from .grad_mode import no_grad
+
+    tangents, any_tangent = [], False
+    for a in args:
+        if not isinstance(a, Tensor):
+            tangents.append(None)
+            continue
+        t = unpack_dual(a).tangent
+        any_tangent = any_tangent or t is not None
+        tangents.append(t if t is not None else _wrap(get_array_module(a.array).zeros_like(a.array)))
+    if not any_tangent:
+        return result
+    with no_grad():
+        out_tangents = cls.jvp(ctx, *tangents)
+    outs = result if isinstance(result, tuple) else (result,)
+    out_tangents = out_tangents if isinstance(out_tangents, tuple) else (out_tangents,)
+    if len(out_tangents) != len(outs):
+        raise RuntimeError(f"{cls.__name__}.jvp returned {len(out_tangents)} tangents, but forward returned "
+                           f"{len(outs)} outputs (fix: return one tangent, or None, per output)")
+    duals = []
+    for o, t in zip(outs, out_tangents):
+        if isinstance(o, Tensor) and t is not None and (o.is_floating_point() or o.is_complex()):
+            if tuple(t.shape) != tuple(o.shape):
+                raise RuntimeError(f"{cls.__name__}.jvp returned a tangent of shape {list(t.shape)} for an "
+                                   f"output of shape {list(o.shape)} (fix: one tangent of each output's shape)")
+            dual = _ForwardOnlyDual.apply(_wrap(o.array, True), fn_name=cls.__name__)
+            _level[1][id(dual)] = (dual, _tangent_like(o, t))
+            duals.append(dual)
+        else:
+            duals.append(o)
+    return tuple(duals) if isinstance(result, tuple) else duals[0]
+
+
 def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> Tensor:
     """A Tensor with ``tensor``'s values whose results carry a tangent (module docstring)."""
     if _level[0] is None:
@@ -114,14 +189,30 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> T
         )
     source = tensor if tensor.requires_grad else _wrap(tensor.array, True)
     dual = _Dual.apply(source)
-    _level[1][id(dual)] = (dual, tangent.detach())
+    _level[1][id(dual)] = (dual, _tangent_like(tensor, tangent))
     return dual
+
+
+def _storage_numel(t: Tensor) -> int:
+    return t.untyped_storage().nbytes() // t.element_size()
+
+
+def _tangent_like(tensor: Tensor, tangent: Tensor) -> Tensor:
+    """torch's rule: a tangent laid out as the primal (same strides, offset and storage size
+    in elements) is kept as it is (``unpack_dual(d).tangent is tangent``; later in-place
+    changes to it show); any other is copied into a new tensor of the primal's dtype.
+    (shardflow's new tensors are row-major, so that copy is contiguous where torch's takes
+    a non-contiguous primal's strides.)"""
+    if (tangent.stride() == tensor.stride() and tangent.storage_offset() == tensor.storage_offset()
+            and _storage_numel(tangent) == _storage_numel(tensor)):
+        return tangent
+    array = tangent.detach().array
+    return _wrap(get_array_module(array).array(array, dtype=tensor.array.dtype, order="C", copy=True))
 
 
 def unpack_dual(tensor: Tensor, *, level: int | None = None) -> UnpackedDualTensor:
     """``(primal, tangent)`` of ``tensor``: the tangent by the double-vjp trick (module
     docstring), None when ``tensor`` does not depend on a dual tensor of the open level."""
-    from .api import grad
 
     duals = list(_level[1].values()) if _level[0] is not None else []
     own = _level[1].get(id(tensor)) if _level[0] is not None else None
@@ -129,6 +220,16 @@ def unpack_dual(tensor: Tensor, *, level: int | None = None) -> UnpackedDualTens
         return UnpackedDualTensor(tensor, own[1])
     if not duals or not isinstance(tensor, Tensor) or not tensor.requires_grad:
         return UnpackedDualTensor(tensor, None)
+    _unpacking[0] += 1
+    try:
+        return _tangent_by_double_vjp(tensor, duals)
+    finally:
+        _unpacking[0] -= 1
+
+
+def _tangent_by_double_vjp(tensor: Tensor, duals: list) -> UnpackedDualTensor:
+    from .api import grad
+
     inputs = [d for d, _ in duals]
     zeros = get_array_module(tensor.array).zeros_like(tensor.array)
     u = _wrap(zeros, True)  # the seed the first vjp is linear in

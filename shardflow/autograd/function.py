@@ -65,6 +65,16 @@ class Function:
     save_inputs: tuple[int, ...] | None = None  # None: every Tensor input may be read
     save_output: bool = False
 
+    def __getattr__(self, name: str):
+        """torch's ``grad_fn._saved_self`` / ``_saved_other`` / ``_saved_result``
+        (``saved_attributes.py``); reached only for names a node does not have."""
+        if name.startswith("_saved_") and name != "_saved_versions":
+            from .saved_attributes import TORCH_SAVED, saved_attribute
+
+            if name in TORCH_SAVED:
+                return saved_attribute(self, name)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
     def __init_subclass__(cls, **kwargs):
         """A PyTorch-style custom Function (static ``forward(ctx, ...)``) gets the ctx-based
         ``apply`` of custom_function.py. Runs once per class: internal ops pay nothing."""

@@ -14,9 +14,15 @@ tolerances).
 map ``(inputs, v) -> autograd.grad(func(inputs), inputs, v, create_graph=True)``, with
 random float64 ``v`` (seeded) when ``grad_outputs`` is not given: the second derivatives.
 
-Torch's forward-mode, batched and sparse options are accepted; the ones this check cannot
-honour (``check_forward_ad``, ``check_batched_grad``, ``check_batched_forward_grad``) raise
-``NotImplementedError`` when turned on, instead of passing without checking.
+``check_forward_ad=True`` also checks forward mode: column ``k`` of the forward Jacobian of
+``o_j`` with respect to ``x_i`` is the tangent of ``o_j`` (``forward_ad.unpack_dual``) when
+every differentiable input is a dual tensor, with the tangent ``e_k`` on ``x_i`` and zeros on
+the others (torch's check); a mismatch raises torch's "Jacobian computed with forward mode
+mismatch" error. With ``check_backward_ad=False`` only that check runs.
+
+Torch's batched and sparse options are accepted; the ones this check cannot honour
+(``check_batched_grad``, ``check_batched_forward_grad``) raise ``NotImplementedError`` when
+turned on, instead of passing without checking.
 """
 
 from __future__ import annotations
@@ -94,8 +100,7 @@ def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: floa
               check_batched_forward_grad: bool = False, check_forward_ad: bool = False,
               check_backward_ad: bool = True, fast_mode: bool = False, masked: bool | None = None) -> bool:
     """True when the analytical and numerical Jacobians agree (module docstring)."""
-    _refuse_unsupported(check_forward_ad=check_forward_ad, check_batched_grad=check_batched_grad,
-                        check_batched_forward_grad=check_batched_forward_grad)
+    _refuse_unsupported(check_batched_grad=check_batched_grad, check_batched_forward_grad=check_batched_forward_grad)
     inputs = _as_tuple(inputs)
     diff = [(i, x) for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     if not diff:
@@ -110,21 +115,51 @@ def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: floa
     if not outputs:
         raise ValueError("gradcheck: the function returned no floating-point tensor, so there is no gradient to check; "
                          "return the differentiable result(s)")
-    if not check_backward_ad:
-        return True
     diff_inputs = [x for _, x in diff]
-    analytical = [_analytical_jacobian(o, diff_inputs) for o in outputs]  # [output][input]
     numerical = [_numerical_jacobian(func, inputs, x, [o.numel() for o in outputs], eps) for x in diff_inputs]
-    for j in range(len(outputs)):
-        for k, (i, _) in enumerate(diff):
-            a, n = analytical[j][k], numerical[k][j]
-            if not np.allclose(a, n, rtol=rtol, atol=atol):
-                if not raise_exception:
-                    return False
-                # torch prints (input element, output element) matrices
-                raise GradcheckError(f"Jacobian mismatch for output {j} with respect to input {i},\n"
-                                     f"numerical:{n.T}\nanalytical:{a.T}\n")
+    checks = []  # (analytical [output][input], message prefix)
+    if check_forward_ad:
+        forward = _forward_jacobian(func, inputs, diff, [o.numel() for o in outputs])  # [input][output]
+        checks.append(([[forward[k][j] for k in range(len(diff))] for j in range(len(outputs))],
+                       "Jacobian computed with forward mode mismatch"))
+    if check_backward_ad:
+        checks.append(([_analytical_jacobian(o, diff_inputs) for o in outputs], "Jacobian mismatch"))
+    for analytical, prefix in checks:
+        for j in range(len(outputs)):
+            for k, (i, _) in enumerate(diff):
+                a, n = analytical[j][k], numerical[k][j]
+                if not np.allclose(a, n, rtol=rtol, atol=atol):
+                    if not raise_exception:
+                        return False
+                    # torch prints (input element, output element) matrices
+                    raise GradcheckError(f"{prefix} for output {j} with respect to input {i},\n"
+                                         f"numerical:{n.T}\nanalytical:{a.T}\n")
     return True
+
+
+def _forward_jacobian(func, inputs: tuple, diff: list, n_out: list[int]) -> list[list[np.ndarray]]:
+    """``[input][output]`` forward-mode Jacobians ``(numel(o_j), numel(x_i))``: column ``k`` is
+    the outputs' tangent with ``e_k`` on ``x_i`` and zero tangents on the other inputs."""
+    from . import forward_ad
+    from .tensor import _wrap
+
+    jacobians = []
+    for pos, x in diff:
+        cols = [np.zeros((n, x.numel())) for n in n_out]
+        for k in range(x.numel()):
+            args = list(inputs)
+            with forward_ad.dual_level():
+                for p, other in diff:
+                    tangent = np.zeros(other.array.shape, other.array.dtype)
+                    if p == pos:
+                        tangent.reshape(-1)[k] = 1
+                    args[p] = forward_ad.make_dual(other, _wrap(tangent))
+                for j, o in enumerate(_float_outputs(func(*args))):
+                    t = forward_ad.unpack_dual(o).tangent
+                    if t is not None:
+                        cols[j][:, k] = np.asarray(t.array, dtype=np.float64).reshape(-1)
+        jacobians.append(cols)
+    return jacobians
 
 
 def gradgradcheck(func, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,

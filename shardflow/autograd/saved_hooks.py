@@ -4,9 +4,12 @@ for backward when it is saved, unpack it when backward needs it.
 What counts as "saved": shardflow's nodes keep what their backward reads as attributes of
 the node (``Function.__dict__``: ``self.x``, ``self.mask``...; see function.py). When hooks
 are active, every attribute of a new node that is a backend array (NumPy/CuPy), a Tensor, or
-a list/tuple holding some, is one saved tensor: ``pack_hook`` gets it as a Tensor (a new
-Tensor around the array, not the input Tensor object itself) and its result replaces the
-attribute. Which tensors an op saves is shardflow's choice, not torch's: ``x * y`` saves both
+a list/tuple holding some, is one saved tensor: ``pack_hook`` gets it as a Tensor and its
+result replaces the attribute. An input kept under its conventional name (``x``, ``a``,
+``b``) is given as torch gives it: the input itself for a leaf, else a Tensor on its data
+with its history (``grad_fn=`` its producer); the output kept as ``y`` (``save_output``) with
+this node as its ``grad_fn``; a binary op's second input is packed (and unpacked) before
+its first, in torch's order; anything else is a new Tensor around the array. Which tensors an op saves is shardflow's choice, not torch's: ``x * y`` saves both
 inputs in both, but e.g. ``linear`` or a loss may save a different number of tensors than
 torch's kernels, so the number of pack calls for a model can differ from torch's (values and
 gradients do not). A custom ``autograd.Function`` packs exactly what ``ctx.save_for_backward``
@@ -25,8 +28,8 @@ Algorithm:
   node with pre-hooks to the slow path, which calls :func:`call_unpacked` — unpack every
   packed value back into the attribute, run backward, drop the unpacked arrays again (a
   second backward, ``retain_graph=True``, unpacks again, as torch does);
-* the hooks run as plain Python calls (as in torch): an op inside a pack hook that records a
-  graph is packed by the same hooks, which is why hooks usually work on detached data.
+* the pack hook runs with grad mode off, as torch runs it (an op inside it records no graph,
+  so nothing it computes is packed again); the unpack hook runs as a plain Python call.
 """
 
 from __future__ import annotations
@@ -101,11 +104,48 @@ class _Packed:
         return t if self.was_tensor else t.array
 
 
-def _pack_one(v, pack, unpack):
+def _pack_one(v, pack, unpack, as_tensor=None):
     if isinstance(v, Tensor):
-        return _Packed(pack(v), unpack, True)
+        return _Packed(_call_pack(pack, v), unpack, True)
     if _is_array(v):
-        return _Packed(pack(_wrap(v)), unpack, False)
+        return _Packed(_call_pack(pack, _wrap(v) if as_tensor is None else as_tensor), unpack, False)
+    return None
+
+
+def _call_pack(pack, t: Tensor):
+    """``pack(t)`` with grad mode off, as torch runs pack hooks (an op in the hook records
+    no graph, so it is not packed again)."""
+    from .grad_mode import no_grad
+
+    with no_grad():
+        return pack(t)
+
+
+# the conventional attributes of a node (Function.saved_input): input 0, input 1, the output
+_INPUT_OF = {"x": 0, "a": 0, "b": 1}
+
+
+def _torch_pack_order(item) -> int:
+    """torch saves a binary op's second input before its first (``x * y`` packs ``y``, then
+    ``x``: its derivative formulas name ``other`` first); the rest keep their order."""
+    return 0 if item[0] == "b" else 1
+
+
+def _as_torch_saves(fn, name: str, v):
+    """What torch's pack hook gets for the array ``v`` kept under ``name``: for an input, the
+    input with its history (a leaf: the leaf itself; ``grad_fn=`` its producer), for the
+    output ``y`` a Tensor whose ``grad_fn`` is this node -- as torch passes the saved
+    variables themselves; None (a plain Tensor around the array) for anything else."""
+    if not _is_array(v):
+        return None
+    try:
+        if name in _INPUT_OF:
+            t = fn.saved_input(_INPUT_OF[name], v)
+            return t if isinstance(t, Tensor) and t.array is v else None
+        if name == "y" and fn.save_output:
+            return fn.saved_output(0, v)
+    except (IndexError, RuntimeError, TypeError):
+        return None
     return None
 
 
@@ -120,14 +160,14 @@ def pack_node(fn) -> None:
         fn._saved_versions = None
     d = fn.__dict__
     packed = {}
-    for name, v in list(d.items()):
+    for name, v in sorted(d.items(), key=_torch_pack_order):
         if type(v) is list or type(v) is tuple:
             items = [_pack_one(e, pack, unpack) for e in v]
             if any(p is not None for p in items):
                 packed[name] = (type(v), [e if p is None else p for e, p in zip(v, items)])
                 del d[name]
             continue
-        p = _pack_one(v, pack, unpack)
+        p = _pack_one(v, pack, unpack, _as_torch_saves(fn, name, v))
         if p is not None:
             packed[name] = p
             del d[name]
@@ -175,7 +215,7 @@ def pack_custom_saved(node, saved: list) -> None:
         t = tensor if tensor is not None and tensor.array is array else _wrap(array, version=counter)
         if independent:  # a counter of its own: later in-place changes do not reach the copy
             counter = [version]
-        saved[k] = (kind, index, tensor, _Packed(pack(t), unpack, True), counter, version)
+        saved[k] = (kind, index, tensor, _Packed(_call_pack(pack, t), unpack, True), counter, version)
 
 
 def unpack_custom_entry(node, packed: _Packed) -> Tensor:

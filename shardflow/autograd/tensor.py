@@ -35,6 +35,7 @@ from ..backend.meta import MetaArray
 from ..backend.user_warning import warn_at_caller
 from . import _tensor_str, grad_mode, legacy_types
 from .dispatch import OPS, set_method_owner
+from .hook_ids import next_handle_id
 
 _WARNED = {"scalar_of_graph": False}  # PyTorch warnings given once per process
 
@@ -1072,15 +1073,25 @@ class Tensor:
 
 
 class _RemovableHandle:
+    """A Tensor's or node's hook handle: ``remove()`` unregisters the hook; ``id`` comes from
+    the counter Module hook handles use too (``hook_ids.py``), as in torch."""
+
     def __init__(self, container, item):
         self._container = container
         self._item = item
+        self.id = next_handle_id()
 
     def remove(self) -> None:
         try:
             self._container.remove(self._item)
         except ValueError:
             pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
 
 
 def _global_op(name: str):

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from ..autograd import Function, Tensor, dispatch, no_grad
+from ..autograd.hook_ids import next_handle_id
 from ..backend import as_dtype, device_of, dtypes, new_array, shared_memory, to_device
 from ..backend import device as _device
 from .parameter import Buffer, Parameter
@@ -58,14 +59,13 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
 class RemovableHandle:
     """Returned by ``register_*_hook``; ``handle.remove()`` unregisters the hook."""
 
-    _next_id = itertools.count()
-
     def __init__(self, *hook_dicts, extra_dict=None):
         # torch's signature is (hooks_dict, *, extra_dict=None): extra_dict is one more dict (or
         # a list of them) whose entry under this handle's id goes too (a hook's kwargs flag)
         extras = [] if extra_dict is None else extra_dict if isinstance(extra_dict, list) else [extra_dict]
         self.hook_dicts = (*hook_dicts, *extras)
-        self.id = next(RemovableHandle._next_id)
+        # one counter with Tensor and node hook handles, as torch's (autograd/hook_ids.py)
+        self.id = next_handle_id()
 
     def remove(self) -> None:
         for d in self.hook_dicts:

@@ -757,6 +757,19 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
     return VectorNorm.apply(x, ord=ord, dims=norm_dims(dim, x.array.ndim), keepdim=keepdim)
 
 
+class Dist(VectorNorm):
+    """``torch.dist``'s node: the ``ord``-norm of ``input - other`` over every element (a
+    VectorNorm of the difference), named as torch names it (``DistBackward0``; a printed
+    ``torch.dist(...)`` shows ``grad_fn=<DistBackward0>``)."""
+
+
+def dist_norm(diff: Tensor, p) -> Tensor:
+    """The norm ``torch.dist`` returns, of ``diff = input - other``, through :class:`Dist`."""
+    if not diff.dtype.is_floating_point:
+        raise RuntimeError(f"dist(): Expected a floating point tensor as input. Got {diff.dtype}; call .float() first")
+    return Dist.apply(diff, ord=float(p), dims=norm_dims(None, diff.array.ndim), keepdim=False)
+
+
 @register("norm")
 def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     """``torch.norm``: 'fro' (= 2-norm of the flattened dims) or a numeric ``p`` vector norm."""

@@ -31,7 +31,7 @@ from ..backend.ufuncs import accumulate
 from . import _grad_graph as _gg
 from ._util import wrap_dim
 from .index import _add_at
-from .reduce import return_types
+from .reduce import dist_norm, return_types
 
 __all__ = ["nansum", "nanmean", "cummax", "cummin", "logcumsumexp", "diff", "trace", "dist",
            "quantile", "nanquantile"]
@@ -192,8 +192,8 @@ def trace(input) -> Tensor:
 
 @register("dist")
 def dist(input, other, p: float = 2) -> Tensor:
-    """``vector_norm(input - other, p)`` over every element."""
-    return _ops().vector_norm(input - other, p)
+    """``vector_norm(input - other, p)`` over every element, as one ``DistBackward0`` node."""
+    return dist_norm(input - other, p)
 
 
 # ---------------------------------------------------------------------------- quantile

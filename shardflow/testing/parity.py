@@ -1,7 +1,8 @@
 """Run a PyTorch model file on shardflow with only its imports changed.
 
 ``load_torch_file(path, use_shardflow=True)`` reads the file, rewrites its ``torch`` imports
-(``import torch`` -> ``import shardflow as torch``, ``import torch.nn as nn`` ->
+(``import torch`` -> ``import shardflow as torch``, ``import functorch as ft`` -> ``import
+shardflow.functorch as ft``, ``import torch.nn as nn`` ->
 ``import shardflow.nn as nn``, ``from torch.nn import functional as F`` -> ``from
 shardflow.nn import functional as F``, ``import torch.utils.data`` -> ``shardflow`` bound to
 the name ``torch`` with ``shardflow.utils.data`` loaded ...) and executes it as a fresh
@@ -31,6 +32,10 @@ _IMPORT_RULES = [
     (re.compile(r"^([ \t]*)import ([\w.]+(?:[ \t]+as[ \t]+\w+)?(?:[ \t]*,[ \t]*[\w.]+(?:[ \t]+as[ \t]+\w+)?)+)"
                 + _TAIL, re.M), lambda m: m[1] + "import " + _import_list(m[2]) + m[3]),
     (re.compile(r"^([ \t]*)from torch(\.[\w.]+)? import (.+)$", re.M), r"\1from shardflow\2 import \3"),
+    # functorch (torch 2.x still ships it): shardflow.functorch
+    (re.compile(r"^([ \t]*)import functorch as (\w+)" + _TAIL, re.M), r"\1import shardflow.functorch as \2\3"),
+    (re.compile(r"^([ \t]*)import functorch" + _TAIL, re.M), r"\1import shardflow.functorch as functorch\2"),
+    (re.compile(r"^([ \t]*)from functorch import (.+)$", re.M), r"\1from shardflow.functorch import \2"),
 ]
 
 
@@ -87,7 +92,7 @@ def refuse_torch_names(module: types.ModuleType) -> None:
             origin = getattr(value, "__module__", None)
             if not isinstance(origin, str):
                 continue
-        if origin == "torch" or origin.startswith(("torch.", "torchvision", "torchaudio")):
+        if origin in ("torch", "functorch") or origin.startswith(("torch.", "functorch.", "torchvision", "torchaudio")):
             raise ImportError(
                 f"{module.__file__}: after rewriting its imports to shardflow, the global "
                 f"{name!r} still comes from {origin!r}; add a rule for that import form to "

@@ -102,9 +102,9 @@ def test_gradcheck_bad_input_errors_like_torch():
             warnings.simplefilter("always")
             lib.autograd.gradcheck(lambda a: a * 2, (lib.ones(2, requires_grad=True),), raise_exception=False)
         assert any("Input #0 requires gradient and is not a double precision" in str(x.message) for x in w), lib
-    with pytest.raises(NotImplementedError, match="check_forward_ad=True is not supported"):
+    with pytest.raises(NotImplementedError, match="check_batched_grad=True is not supported"):
         sf.autograd.gradcheck(lambda a: a * 2, (sf.ones(2, dtype=sf.float64, requires_grad=True),),
-                              check_forward_ad=True)
+                              check_batched_grad=True)
 
 
 class ThreeTimesGraph(ThreeTimes):

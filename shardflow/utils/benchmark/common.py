@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import textwrap
 
 import numpy as np
 
@@ -120,18 +121,28 @@ class Measurement:
         return [Measurement(1, [t for m in ms for t in m.times], spec) for spec, ms in grouped.items()]
 
     def __repr__(self) -> str:
+        """torch's layout, line for line: "Median: " and the IQR line (with its quartiles) only
+        when there are enough measurements for them (more than one; four or more), the
+        "runs per measurement," wording only for several measurements ("1 runs , 1 thread"
+        for one, as torch prints it), and torch's IQR warning (25% or more: "significant
+        environmental influence"; 10% or more: "system fluctuation")."""
         unit, scale = select_unit(self.median)
-        lines = [f"<{type(self).__module__}.Measurement object at {hex(id(self))}>", self.title]
-        if self.description:
-            lines.append(self.description)
-        if self.setup and self.setup != "pass":
-            lines.append(f"setup: {self.setup}")
-        if len(self.times) > 1:
-            lines.append(f"  Median: {self.median / scale:.2f} {unit}")
-            lines.append(f"  IQR:    {self.iqr / scale:.2f} {unit}")
-        else:
-            lines.append(f"  {self.median / scale:.2f} {unit}")
-        n = len(self.times)
-        lines.append(f"  {n} measurement{'s' if n > 1 else ''}, {self.number_per_run} runs per measurement, "
-                     f"{self.num_threads} thread{'s' if self.num_threads > 1 else ''}")
-        return "\n".join(lines)
+        times = self.times
+        n = len(times)
+        lines = [f"<{type(self).__module__}.Measurement object at {hex(id(self))}>"]
+        setup = self.setup
+        setup_str = ("" if setup == "pass" or not setup
+                     else "setup:\n" + textwrap.indent(setup, "  ") if "\n" in setup else f"setup: {setup}")
+        lines += [f"{s}\n" if "\n" in s else s for s in (self.title, self.description or "", setup_str) if s]
+        lines.append(f"  {'Median: ' if n > 1 else ''}{self.median / scale:.2f} {unit}")
+        if n >= 4:
+            p25, p75 = np.quantile(times, [0.25, 0.75])
+            lines.append(f"  IQR:    {self.iqr / scale:.2f} {unit} ({p25 / scale:.2f} to {p75 / scale:.2f})")
+        lines.append(f"  {n} measurement{'s' if n > 1 else ''}, {self.number_per_run} runs "
+                     f"{'per measurement,' if n > 1 else ','} {self.num_threads} thread{'s' if self.num_threads > 1 else ''}")
+        if self.median > 0 and self.iqr / self.median >= 0.1:
+            why = ("This suggests significant environmental influence." if self.iqr / self.median >= 0.25
+                   else "This could indicate system fluctuation.")
+            lines.append(f"  WARNING: Interquartile range is {self.iqr / self.median * 100:.1f}% "
+                         f"of the median measurement.\n           {why}")
+        return "\n".join("\n".join(lines).strip().splitlines())
