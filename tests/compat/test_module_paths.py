@@ -127,9 +127,24 @@ def test_version_module_like_torch_cpu_build():
     assert sf.version.hip is None is torch.version.hip
     assert sf.version.debug is False is torch.version.debug
     assert isinstance(sf.version.git_version, str)
-    from shardflow.version import __version__  # the import form programs use
+    from shardflow.version import SHARDFLOW_VERSION, __version__  # the import form programs use
 
-    assert __version__ == "0.1.0"
+    assert __version__ == f"2.13.0+shardflow.{SHARDFLOW_VERSION}" and SHARDFLOW_VERSION == "0.1.0"
+
+
+def test_version_compares_as_torch_s_torch_version():
+    """Programs gate on ``torch.__version__``: as a string, a tuple or a packaging Version."""
+    from packaging.version import Version
+
+    mine = sf.__version__
+    theirs = torch.torch_version.TorchVersion(str(mine))
+    assert isinstance(mine, str) and sf.torch_version.TorchVersion is type(mine)
+    for other in ["1.0", "2.0", "2.13", "2.13.0", "2.13.1", "2.14.0a0", "2.13.0rc1", "2.13.0.dev1", "3",
+                  (2, 0), (2, 13), (2, 13, 0), (2, 13, 1), [1, 9], "parrot", "2.13.0+cpu", "2.13.0.post1"]:
+        for op in ("__gt__", "__ge__", "__lt__", "__le__", "__eq__"):
+            assert getattr(mine, op)(other) == getattr(theirs, op)(other), (other, op)
+    assert mine >= "2.0" and mine >= (1, 12) and Version(mine) >= Version("2.0") and mine > Version("2.12")
+    assert {mine: 1}[str(mine)] == 1
 
 
 def test_utils_hooks_removable_handle_is_shardflows_handle():
