@@ -1,0 +1,125 @@
+"""The first programs a PyTorch user writes, run on torch and, with only their imports
+changed, on shardflow, from the same start, compared step by step (see
+``test_public_programs.py`` and docs/COMPAT.md, "Public programs"): Karpathy's "Let's build
+GPT" lecture scripts (``programs/ng_video_lecture/``) and pytorch/tutorials' beginner
+tutorials (``programs/beginner/``), each run as a script (``run_script``, ``__main__``)."""
+
+import numpy as np
+import pytest
+
+from .programs._harness import (
+    HERE,
+    _Through,
+    assert_close,
+    record_calls,
+    run_script,
+    same_draws,
+)
+
+pytestmark = pytest.mark.usefixtures("torch_single_thread")
+
+LECTURE = HERE / "ng_video_lecture"
+
+# A few lines of prose: the lecture scripts read ``input.txt`` from the working directory.
+TEXT = (
+    "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n\n"
+    "First Citizen:\nYou are all resolved rather to die than to famish?\n\nAll:\n"
+    "Resolved. resolved.\n\nFirst Citizen:\nFirst, you know Caius Marcius is chief enemy "
+    "to the people.\n\nAll:\nWe know't, we know't.\n\nFirst Citizen:\nLet us kill him, and "
+    "we'll have corn at our own price.\nIs't a verdict?\n"
+) * 3
+
+
+def share_init(program, owner: str, class_names, records: list, use_shardflow: bool) -> None:
+    """Make ``program.<owner>.<Class>`` (e.g. ``nn.Embedding``) start from torch's initial
+    weights: in the torch run each new instance records its ``state_dict``; in the shardflow
+    run (same construction order) each loads the next record. The subclass keeps the class's
+    name, so ``print(model)`` reads the same; ``isinstance`` against the real class holds."""
+    view = getattr(program, owner)
+    if not isinstance(view, _Through):
+        view = _Through(view)
+        setattr(program, owner, view)
+    lib = program.torch
+    loaded = [0]
+    for name in class_names:
+        base = getattr(view._lib, name)
+
+        def __init__(self, *args, _base=base, **kwargs):
+            _base.__init__(self, *args, **kwargs)
+            if not use_shardflow:
+                records.append({k: v.detach().numpy().copy() for k, v in self.state_dict().items()})
+                return
+            if loaded[0] >= len(records):
+                raise AssertionError(f"the shardflow run built more modules than the torch run ({len(records)})")
+            self.load_state_dict({k: lib.from_numpy(v) for k, v in records[loaded[0]].items()})
+            loaded[0] += 1
+
+        setattr(view, name, type(name, (base,), {"__init__": __init__, "__module__": base.__module__}))
+
+
+def _run_lecture(tmp_path, monkeypatch, capsys, name, prepare):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "input.txt").write_text(TEXT)
+    runs = []
+    for use_sf in (False, True):
+        losses = []
+
+        def after_imports(mod, _sf=use_sf, _losses=losses):
+            same_draws((mod,), ["randint", "multinomial"])
+            record_calls(mod, "F", "cross_entropy", _losses)
+            prepare(mod, _sf)
+
+        mod = run_script(LECTURE / f"{name}.py", use_sf, after_imports=after_imports)
+        runs.append((mod, losses, capsys.readouterr().out.splitlines()))
+    return runs
+
+
+def _printed_losses(lines):
+    return [[float(w.rstrip(",")) for w in line.split()[4::3]] for line in lines if line.startswith("step ")]
+
+
+def test_ng_video_lecture_bigram_like_torch(tmp_path, monkeypatch, capsys):
+    """karpathy/ng-video-lecture ``bigram.py`` as a script: the bigram table (nn.Embedding,
+    torch's initial weights), ``get_batch`` (``torch.randint``, shared draws; slices by 0-d
+    tensors), ``estimate_loss`` under ``@torch.no_grad()`` (``losses[k] = loss.item()``,
+    ``losses.mean()`` formatted with ``:.4f``), AdamW, and ``generate`` by
+    ``torch.multinomial`` (shared draws). Every cross-entropy loss (training and evaluation)
+    agrees to rtol 1e-5, the printed lines and the generated text are the same."""
+    records = []
+    (th, th_losses, th_out), (sf, sf_losses, sf_out) = _run_lecture(
+        tmp_path, monkeypatch, capsys, "bigram",
+        lambda mod, use_sf: share_init(mod, "nn", ["Embedding"], records, use_sf))
+    assert len(records) == 1
+    assert len(sf_losses) == len(th_losses) == 2 * 2 * 3 + 8  # 2 evaluations of 2 x 3, 8 steps
+    assert_close(sf_losses, th_losses, "bigram cross-entropy losses")
+    assert len(_printed_losses(th_out)) == 2
+    assert_close(_printed_losses(sf_out), _printed_losses(th_out), "printed losses", rtol=0, atol=1e-4)
+    assert sf_out == th_out
+    assert len(th_out[-1]) >= 50  # the generated text (61 characters, newlines split it)
+    assert_close(sf.model.token_embedding_table.weight.detach().numpy(),
+                 th.model.token_embedding_table.weight.detach().numpy(), "bigram table")
+
+
+def test_ng_video_lecture_gpt_like_torch(tmp_path, monkeypatch, capsys):
+    """karpathy/ng-video-lecture ``gpt.py`` as a script: the decoder-only Transformer of the
+    lecture (per-head Linear key/query/value, a ``tril`` buffer with ``masked_fill(-inf)``,
+    ``torch.cat`` of heads, pre-LayerNorm blocks in ``nn.Sequential``), initialised by
+    ``self.apply(_init_weights)`` with ``torch.nn.init.normal_`` (shared draws) and
+    ``zeros_``; the parameter count line, ``estimate_loss`` (also at the last step), AdamW,
+    ``generate`` cropping to ``block_size`` with ``torch.multinomial`` (shared draws).
+    Dropout is 0 (its constant; masks are random). Every cross-entropy loss agrees to rtol
+    1e-5, the printout and the generated text are the same. The weights after 6 AdamW steps
+    agree to atol 3e-5 (lr / 10): Adam divides by the gradient's own size, so an entry whose
+    gradient is rounding-sized (a ReLU input near 0) moves by a fraction of lr on rounding
+    noise; measured 7e-6 on one entry of 1024, every other entry within 1e-6."""
+    runs = _run_lecture(tmp_path, monkeypatch, capsys, "gpt",
+                        lambda mod, use_sf: same_draws((mod,), ["nn.init.normal_"], seed=1))
+    (th, th_losses, th_out), (sf, sf_losses, sf_out) = runs
+    assert len(sf_losses) == len(th_losses) == 3 * 2 * 2 + 6
+    assert_close(sf_losses, th_losses, "gpt cross-entropy losses")
+    assert th_out[0].endswith("M parameters")
+    assert_close(_printed_losses(sf_out), _printed_losses(th_out), "printed losses", rtol=0, atol=1e-4)
+    assert sf_out == th_out
+    for k, v in th.model.state_dict().items():
+        assert_close(sf.model.state_dict()[k].numpy(), v.numpy(), f"gpt {k}", rtol=1e-4, atol=3e-5)
+    assert np.isfinite(th_losses).all()
