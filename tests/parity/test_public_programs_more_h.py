@@ -4,6 +4,8 @@ changed, on shardflow, from the same start, compared step by step (see
 GPT" lecture scripts (``programs/ng_video_lecture/``) and pytorch/tutorials' beginner
 tutorials (``programs/beginner/``), each run as a script (``run_script``, ``__main__``)."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -12,6 +14,7 @@ from .programs._harness import (
     _Through,
     assert_close,
     record_calls,
+    record_module_outputs,
     run_script,
     same_draws,
 )
@@ -19,6 +22,20 @@ from .programs._harness import (
 pytestmark = pytest.mark.usefixtures("torch_single_thread")
 
 LECTURE = HERE / "ng_video_lecture"
+BEGINNER = HERE / "beginner"
+_NUMBER = re.compile(r"-?\d+\.\d*(?:e[-+]?\d+)?|-?\d+e[-+]?\d+")
+
+
+def same_printout(sf_lines, th_lines, rtol=1e-5, atol=1e-6, what="printout"):
+    """The two printouts agree line by line: the text around the decimal numbers exactly,
+    the numbers to ``rtol`` / ``atol`` (a float printed with 4 or 6 decimals can round to
+    a different last digit; ``atol`` says how many)."""
+    assert len(sf_lines) == len(th_lines), (what, "\n".join(sf_lines), "\n".join(th_lines))
+    for i, (sf_line, th_line) in enumerate(zip(sf_lines, th_lines, strict=True)):
+        assert _NUMBER.sub("#", sf_line) == _NUMBER.sub("#", th_line), (what, i, sf_line, th_line)
+        sf_numbers = [float(w) for w in _NUMBER.findall(sf_line)]
+        th_numbers = [float(w) for w in _NUMBER.findall(th_line)]
+        assert_close(sf_numbers, th_numbers, f"{what} line {i}: {sf_line!r} vs {th_line!r}", rtol, atol)
 
 # A few lines of prose: the lecture scripts read ``input.txt`` from the working directory.
 TEXT = (
@@ -123,3 +140,51 @@ def test_ng_video_lecture_gpt_like_torch(tmp_path, monkeypatch, capsys):
     for k, v in th.model.state_dict().items():
         assert_close(sf.model.state_dict()[k].numpy(), v.numpy(), f"gpt {k}", rtol=1e-4, atol=3e-5)
     assert np.isfinite(th_losses).all()
+
+
+def _run_beginner(tmp_path, monkeypatch, capsys, name, prepare=None, sizes=None):
+    """Run ``beginner/<name>.py`` as a script in ``tmp_path`` on torch then shardflow, with the
+    torchvision stand-in; ``prepare(mod, use_sf)`` runs after its leading imports. Returns
+    ``[(module, printed lines), ...]``."""
+    import matplotlib
+
+    import shardflow
+    import torch
+
+    from .programs._torchvision_standin import torchvision_modules
+
+    matplotlib.use("Agg")  # plt.show() draws nothing
+    monkeypatch.chdir(tmp_path)
+    runs = []
+    for use_sf, lib in ((False, torch), (True, shardflow)):
+        after = None if prepare is None else (lambda m, _sf=use_sf: prepare(m, _sf))
+        mod = run_script(BEGINNER / f"{name}.py", use_sf, modules=torchvision_modules(lib, sizes), after_imports=after)
+        runs.append((mod, capsys.readouterr().out.splitlines()))
+    return runs
+
+
+def test_quickstart_tutorial_like_torch(tmp_path, monkeypatch, capsys):
+    """pytorch/tutorials basics/quickstart_tutorial.py as a script: FashionMNIST through
+    ``ToTensor`` and DataLoader (the stand-in's synthetic images), ``f"{X.shape}"`` and
+    ``y.dtype`` printed, ``print(model)`` of the Flatten + Linear/ReLU stack (torch's
+    initial weights), CrossEntropyLoss + SGD for 5 epochs, test accuracy through
+    ``(pred.argmax(1) == y).type(torch.float).sum().item()``, ``torch.save`` of the
+    state_dict and ``torch.load(weights_only=True)`` into a new model, the prediction by
+    ``classes[pred[0].argmax(0)]``. Every loss (train and test, recorded as the criterion
+    returns it) agrees to rtol 1e-5; the printout is the same but for the last printed digit
+    of a loss (atol 1e-6)."""
+    records, losses = [], {False: [], True: []}
+
+    def prepare(mod, use_sf):
+        share_init(mod, "nn", ["Linear"], records, use_sf)
+        record_module_outputs(mod, "nn", "CrossEntropyLoss", losses[use_sf])
+
+    (th, th_out), (sf, sf_out) = _run_beginner(tmp_path, monkeypatch, capsys, "quickstart_tutorial", prepare)
+    assert len(losses[True]) == len(losses[False]) == 5 * (3 + 2)
+    assert_close([v for _, v in losses[True]], [v for _, v in losses[False]], "quickstart losses")
+    assert [g for g, _ in losses[True]] == [g for g, _ in losses[False]]
+    assert th_out[0] == "Shape of X [N, C, H, W]: torch.Size([64, 1, 28, 28])"
+    same_printout(sf_out, th_out, atol=1e-6, what="quickstart")
+    assert th_out[-1].startswith("Predicted: ")
+    for k, v in th.model.state_dict().items():
+        assert_close(sf.model.state_dict()[k].numpy(), v.numpy(), f"quickstart {k}")
