@@ -29,7 +29,10 @@ _NUMBER = re.compile(r"-?\d+\.\d*(?:e[-+]?\d+)?|-?\d+e[-+]?\d+")
 def same_printout(sf_lines, th_lines, rtol=1e-5, atol=1e-6, what="printout"):
     """The two printouts agree line by line: the text around the decimal numbers exactly,
     the numbers to ``rtol`` / ``atol`` (a float printed with 4 or 6 decimals can round to
-    a different last digit; ``atol`` says how many)."""
+    a different last digit; ``atol`` says how many). shardflow names its dtypes and sizes
+    ``shardflow.float32`` / ``shardflow.Size`` where torch prints ``torch.``: that prefix is
+    read as torch's (as ``tests/test_tensor_format.py`` does)."""
+    th_lines = [line.replace("torch.", "shardflow.") for line in th_lines]
     assert len(sf_lines) == len(th_lines), (what, "\n".join(sf_lines), "\n".join(th_lines))
     for i, (sf_line, th_line) in enumerate(zip(sf_lines, th_lines, strict=True)):
         assert _NUMBER.sub("#", sf_line) == _NUMBER.sub("#", th_line), (what, i, sf_line, th_line)
