@@ -4,7 +4,11 @@ changed, on shardflow, from the same start, compared step by step (see
 GPT" lecture scripts (``programs/ng_video_lecture/``) and pytorch/tutorials' beginner
 tutorials (``programs/beginner/``), each run as a script (``run_script``, ``__main__``)."""
 
+import gzip
+import pickle
 import re
+import sys
+import types
 
 import numpy as np
 import pytest
@@ -191,3 +195,102 @@ def test_quickstart_tutorial_like_torch(tmp_path, monkeypatch, capsys):
     assert th_out[-1].startswith("Predicted: ")
     for k, v in th.model.state_dict().items():
         assert_close(sf.model.state_dict()[k].numpy(), v.numpy(), f"quickstart {k}")
+
+
+def _module_copy(real, **names):
+    """A module object with ``real``'s attributes and ``names`` over them, under ``real``'s
+    name: it stands in ``sys.modules`` while a script whose imports come mid-file runs, so
+    that ``import torch`` / ``from torch import nn`` there find the shared draws."""
+    copy = types.ModuleType(real.__name__)
+    copy.__dict__.update(real.__dict__)
+    copy.__dict__.update(names)
+    return copy
+
+
+def shared_modules(lib, use_shardflow: bool, records: list, init_classes=("Linear", "Conv2d"), seed=0) -> dict:
+    """``sys.modules`` entries for a script that imports ``torch`` mid-file (run_script's
+    ``modules=``): its ``torch.randn`` draws from a NumPy stream seeded ``seed``; its
+    ``nn.<init_classes>`` start from torch's initial weights (:func:`share_init`); its
+    ``DataLoader(shuffle=True)`` takes its order from a shared stream (the frameworks'
+    generators differ)."""
+    from .programs._harness import _Draws
+
+    name = lib.__name__
+    rng = np.random.default_rng(seed)
+    draws = _Draws(lib, rng, ["randn", "RandomSampler"])
+    holder = types.SimpleNamespace(torch=lib, nn=lib.nn)
+    share_init(holder, "nn", init_classes, records, use_shardflow)
+    sampler = draws.utils.data.RandomSampler
+    data = sys.modules[f"{name}.utils.data"]
+
+    def DataLoader(dataset, batch_size=1, shuffle=None, sampler_=None, **kwargs):
+        if shuffle:
+            return data.DataLoader(dataset, batch_size=batch_size, sampler=sampler(dataset), **kwargs)
+        return data.DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, **kwargs)
+
+    nn = _module_copy(lib.nn, **{k: getattr(holder.nn, k) for k in init_classes})
+    return {name: _module_copy(lib, randn=draws.randn, nn=nn), f"{name}.nn": nn,
+            f"{name}.utils.data": _module_copy(data, DataLoader=DataLoader)}
+
+
+def _write_mnist_pickle(folder):
+    """data/mnist/mnist.pkl.gz as the tutorial downloads it: ((x, y) train, valid, test),
+    float32 rows of 784 pixels in [0, 1), mostly 0 as MNIST's (mean about 0.1), int64
+    labels; labels follow a fixed linear map of the pixels, so that training lowers the
+    loss."""
+    rng = np.random.default_rng(7)
+    w = rng.standard_normal((784, 10))
+
+    def split(n):
+        x = (rng.random((n, 784)) * (rng.random((n, 784)) < 0.2)).astype(np.float32)
+        return x, np.argmax((x - x.mean(0)) @ w, 1).astype(np.int64)
+
+    (folder / "data" / "mnist").mkdir(parents=True)
+    with gzip.open(folder / "data" / "mnist" / "mnist.pkl.gz", "wb") as f:
+        pickle.dump((split(192), split(160), split(32)), f)
+
+
+def test_nn_tutorial_like_torch(tmp_path, monkeypatch, capsys):
+    """pytorch/tutorials nn_tutorial.py ("What is torch.nn really?") as a script, its data a
+    synthetic mnist.pkl.gz read by its own gzip/pickle code: the printed tensors (``print(x_train,
+    y_train)``, ``preds[0]`` with its grad_fn, the hand-written ``nll`` and ``accuracy``), the
+    logistic regression by hand (``requires_grad_()``, ``-=`` under ``no_grad``,
+    ``grad.zero_()``), with ``F.cross_entropy``, as an nn.Module of Parameters, with nn.Linear,
+    optim.SGD, TensorDataset slices, DataLoader, validation with ``sum()`` of loss tensors,
+    ``fit``/``get_data`` with ``loss.item()``, the CNN (SGD momentum), ``nn.Sequential`` with
+    ``Lambda`` modules and ``AvgPool2d`` / ``AdaptiveAvgPool2d``, the ``WrappedDataLoader``
+    generator, ``.to(dev)``. ``torch.randn`` (the weights) and the shuffled order are shared
+    draws; nn.Linear / nn.Conv2d start from torch's weights. Every cross-entropy loss agrees
+    to rtol 1e-5, the printout line by line (numbers printed with 4 decimals to 1e-4)."""
+    import shardflow
+    import torch
+    from shardflow.testing.parity import refuse_torch_names
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    monkeypatch.chdir(tmp_path)
+    _write_mnist_pickle(tmp_path)
+    records, runs = [], []
+    for use_sf, lib in ((False, torch), (True, shardflow)):
+        losses = []
+        modules = shared_modules(lib, use_sf, records)
+        real_ce = lib.nn.functional.cross_entropy
+
+        def cross_entropy(*args, _ce=real_ce, _losses=losses, **kwargs):
+            out = _ce(*args, **kwargs)
+            _losses.append(out.item())
+            return out
+
+        modules[f"{lib.__name__}.nn"].functional = _module_copy(lib.nn.functional, cross_entropy=cross_entropy)
+        mod = run_script(BEGINNER / "nn_tutorial.py", use_sf, modules=modules)
+        if use_sf:
+            refuse_torch_names(mod)
+        runs.append((mod, losses, capsys.readouterr().out.splitlines()))
+    (th, th_losses, th_out), (sf, sf_losses, sf_out) = runs
+    assert len(records) == 6 + 3 * 3  # nn.Linear: once, then get_model() 5 times; 3 CNNs of 3 Conv2d
+    assert len(sf_losses) == len(th_losses) > 50
+    assert_close(sf_losses, th_losses, "nn_tutorial cross-entropy losses")
+    same_printout(sf_out, th_out, rtol=1e-5, atol=1e-4, what="nn_tutorial")
+    for k, v in th.model.state_dict().items():
+        assert_close(sf.model.state_dict()[k].numpy(), v.numpy(), f"nn_tutorial final CNN {k}")
