@@ -150,10 +150,11 @@ def test_ng_video_lecture_gpt_like_torch(tmp_path, monkeypatch, capsys):
     assert np.isfinite(th_losses).all()
 
 
-def _run_beginner(tmp_path, monkeypatch, capsys, name, prepare=None, sizes=None):
+def _run_beginner(tmp_path, monkeypatch, capsys, name, prepare=None, sizes=None, modules=None):
     """Run ``beginner/<name>.py`` as a script in ``tmp_path`` on torch then shardflow, with the
-    torchvision stand-in; ``prepare(mod, use_sf)`` runs after its leading imports. Returns
-    ``[(module, printed lines), ...]``."""
+    torchvision stand-in; ``prepare(mod, use_sf)`` runs after its leading imports;
+    ``modules(lib, use_sf)`` gives more ``sys.modules`` entries (:func:`shared_modules`).
+    Returns ``[(module, printed lines), ...]``."""
     import matplotlib
 
     import shardflow
@@ -166,7 +167,9 @@ def _run_beginner(tmp_path, monkeypatch, capsys, name, prepare=None, sizes=None)
     runs = []
     for use_sf, lib in ((False, torch), (True, shardflow)):
         after = None if prepare is None else (lambda m, _sf=use_sf: prepare(m, _sf))
-        mod = run_script(BEGINNER / f"{name}.py", use_sf, modules=torchvision_modules(lib, sizes), after_imports=after)
+        extra = {} if modules is None else modules(lib, use_sf)
+        mod = run_script(BEGINNER / f"{name}.py", use_sf, modules={**torchvision_modules(lib, sizes), **extra},
+                         after_imports=after)
         runs.append((mod, capsys.readouterr().out.splitlines()))
     return runs
 
@@ -230,8 +233,10 @@ def shared_modules(lib, use_shardflow: bool, records: list, init_classes=("Linea
         return data.DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, **kwargs)
 
     nn = _module_copy(lib.nn, **{k: getattr(holder.nn, k) for k in init_classes})
-    return {name: _module_copy(lib, randn=draws.randn, nn=nn), f"{name}.nn": nn,
-            f"{name}.utils.data": _module_copy(data, DataLoader=DataLoader)}
+    data_copy = _module_copy(data, DataLoader=DataLoader)
+    utils = _module_copy(lib.utils, data=data_copy)
+    return {name: _module_copy(lib, randn=draws.randn, nn=nn, utils=utils), f"{name}.nn": nn,
+            f"{name}.utils": utils, f"{name}.utils.data": data_copy}
 
 
 def _write_mnist_pickle(folder):
@@ -319,3 +324,26 @@ def test_blitz_neural_networks_tutorial_like_torch(tmp_path, monkeypatch, capsys
     assert_close(sf.loss.item(), th.loss.item(), "MSE loss")
     for k, v in th.net.state_dict().items():
         assert_close(sf.net.state_dict()[k].numpy(), v.numpy(), f"LeNet {k} after the SGD step")
+
+
+def test_blitz_cifar10_tutorial_like_torch(tmp_path, monkeypatch, capsys):
+    """pytorch/tutorials blitz/cifar10_tutorial.py as a script: CIFAR10 through
+    ``Compose([ToTensor(), Normalize(...)])`` (the stand-in's synthetic images),
+    ``torch.utils.data.DataLoader(shuffle=True)`` (the shuffled order a shared draw;
+    ``num_workers`` 0 here, see the program's header), ``next(iter(trainloader))``,
+    ``imshow(make_grid(images))`` (``img / 2 + 0.5``, ``.numpy()``), labels through ``f'{classes[labels[j]]:5s}'`` (a 0-d tensor as a tuple
+    index), the Net with ``nn.MaxPool2d`` and ``torch.flatten(x, 1)`` (torch's weights), SGD
+    with momentum for 2 epochs, ``torch.save``/``torch.load`` of the state_dict,
+    ``torch.max(outputs, 1)``, per-class accuracy through ``label == prediction`` on 0-d
+    tensors as dict keys' indices. Every criterion loss agrees to rtol 1e-5, the printout is
+    the same line by line."""
+    records, losses = [], {False: [], True: []}
+    (th, th_out), (sf, sf_out) = _run_beginner(
+        tmp_path, monkeypatch, capsys, "cifar10_tutorial", sizes={"train": 48, "test": 40},
+        prepare=lambda mod, use_sf: None,
+        modules=lambda lib, use_sf: shared_modules(lib, use_sf, records))
+    assert len(records) == 2 * 5  # two Nets of 2 Conv2d + 3 Linear
+    same_printout(sf_out, th_out, atol=1e-3, what="cifar10_tutorial")
+    assert len([line for line in th_out if line.startswith("[")]) == 4
+    for k, v in th.net.state_dict().items():
+        assert_close(sf.net.state_dict()[k].numpy(), v.numpy(), f"cifar10 Net {k}")
