@@ -347,3 +347,60 @@ def test_blitz_cifar10_tutorial_like_torch(tmp_path, monkeypatch, capsys):
     assert len([line for line in th_out if line.startswith("[")]) == 4
     for k, v in th.net.state_dict().items():
         assert_close(sf.net.state_dict()[k].numpy(), v.numpy(), f"cifar10 Net {k}")
+
+
+def _shared_rand(mod, seed=0):
+    """The script's ``torch.rand`` / ``torch.rand_like`` drawing from a NumPy stream seeded
+    ``seed`` (float32 draws), their ``dtype=`` / ``device=`` honoured."""
+    from .programs._harness import _Draws
+
+    lib = mod.torch
+    draws = _Draws(lib, np.random.default_rng(seed), ["rand", "rand_like"])
+    rand, rand_like = draws.rand, draws.rand_like
+
+    def _to(t, dtype=None, device=None, requires_grad=False, **kwargs):
+        if kwargs:
+            raise NotImplementedError(f"shared rand draws: {sorted(kwargs)}")
+        return t.to(dtype=dtype or lib.get_default_dtype(), device=device).requires_grad_(requires_grad)
+
+    draws.rand = lambda *size, **kw: _to(rand(*size), **kw)
+    draws.rand_like = lambda t, **kw: _to(rand_like(t), **{"dtype": t.dtype, **kw})
+    mod.torch = draws
+
+
+def test_tensorqs_tutorial_like_torch(tmp_path, monkeypatch, capsys):
+    """pytorch/tutorials basics/tensorqs_tutorial.py as a script: tensors from lists and
+    NumPy, ``ones_like``, ``rand_like(x_data, dtype=torch.float)`` and ``rand(shape)``
+    (shared draws), tensors in f-strings, ``shape``/``dtype``/``device``, the CUDA check
+    ``torch.cuda.is_available() & (torch.device('cuda').index is not None)`` (both operands
+    evaluated), indexing with ``...``, ``tensor[:,1] = 0``, ``torch.cat``, ``@`` / ``matmul``
+    / ``mul`` with ``out=``, ``.item()``, ``add_``, and the NumPy bridge both ways (shared
+    memory). The printout is the same line by line."""
+    (th, th_out), (sf, sf_out) = _run_beginner(tmp_path, monkeypatch, capsys, "tensorqs_tutorial",
+                                               lambda mod, use_sf: _shared_rand(mod))
+    same_printout(sf_out, th_out, rtol=0, atol=0, what="tensorqs_tutorial")
+    assert "n: [2. 2. 2. 2. 2.]" in th_out  # the bridge shares memory (torch)
+    for name in ("y1", "y2", "y3", "z1", "z2", "z3"):
+        assert_close(getattr(sf, name).numpy(), getattr(th, name).numpy(), name)
+
+
+def test_buildmodel_tutorial_like_torch(tmp_path, monkeypatch, capsys):
+    """pytorch/tutorials basics/buildmodel_tutorial.py as a script: ``print(model)``, a
+    forward on ``torch.rand(1, 28, 28, device=device)`` (shared draws; torch's Linear
+    weights), ``nn.Softmax(dim=1)(logits).argmax(1)`` in an f-string, ``nn.Flatten``,
+    ``nn.Linear(in_features=, out_features=)``, tensors with ``grad_fn=<AddmmBackward0>`` /
+    ``<ReluBackward0>`` in f-strings, ``nn.Sequential`` of existing modules, and every
+    ``named_parameters()`` entry printed with ``param.size()`` and ``param[:2]``
+    (``grad_fn=<SliceBackward0>``). The printout is the same line by line (4 printed decimals
+    to 1e-4)."""
+    records = []
+
+    def prepare(mod, use_sf):
+        _shared_rand(mod)
+        share_init(mod, "nn", ["Linear"], records, use_sf)
+
+    (th, th_out), (sf, sf_out) = _run_beginner(tmp_path, monkeypatch, capsys, "buildmodel_tutorial", prepare)
+    assert len(records) == 5
+    assert any("grad_fn=<SliceBackward0>" in line for line in th_out)
+    same_printout(sf_out, th_out, atol=1e-4, what="buildmodel_tutorial")
+    assert_close(sf.pred_probab.detach().numpy(), th.pred_probab.detach().numpy(), "softmax")
