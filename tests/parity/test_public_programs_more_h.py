@@ -404,3 +404,42 @@ def test_buildmodel_tutorial_like_torch(tmp_path, monkeypatch, capsys):
     assert any("grad_fn=<SliceBackward0>" in line for line in th_out)
     same_printout(sf_out, th_out, atol=1e-4, what="buildmodel_tutorial")
     assert_close(sf.pred_probab.detach().numpy(), th.pred_probab.detach().numpy(), "softmax")
+
+
+def test_autogradqs_tutorial_like_torch(tmp_path, monkeypatch, capsys):
+    """pytorch/tutorials basics/autogradqs_tutorial.py as a script: ``torch.randn(...,
+    requires_grad=True)`` weights (shared draws), ``binary_cross_entropy_with_logits``, the
+    ``grad_fn`` of ``matmul(x, w) + b`` and of the loss in f-strings, ``w.grad``/``b.grad``,
+    ``requires_grad`` under ``no_grad`` and after ``detach()``, and the Jacobian-product
+    section: ``backward(ones_like(out), retain_graph=True)`` on ``(eye(4, 5) + 1).pow(2).t()``
+    twice (accumulated) and after ``inp.grad.zero_()``. The printout is the same line by
+    line (4 printed decimals to 1e-4)."""
+    def prepare(mod, use_sf):
+        same_draws((mod,), ["randn"])
+        randn = mod.torch.randn
+        mod.torch.randn = lambda *size, requires_grad=False: randn(*size).requires_grad_(requires_grad)
+
+    (th, th_out), (sf, sf_out) = _run_beginner(tmp_path, monkeypatch, capsys, "autogradqs_tutorial", prepare)
+    assert th_out[0].startswith("Gradient function for z = <AddBackward0 object at")
+    same_printout(sf_out, th_out, atol=1e-4, what="autogradqs_tutorial")
+    assert_close(sf.w.grad.numpy(), th.w.grad.numpy(), "w.grad")
+    assert_close(sf.inp.grad.numpy(), th.inp.grad.numpy(), "inp.grad")
+
+
+def test_optimization_tutorial_like_torch(tmp_path, monkeypatch, capsys):
+    """pytorch/tutorials basics/optimization_tutorial.py as a script: the FashionMNIST MLP
+    (torch's weights) trained by ``train_loop`` / ``test_loop`` (CrossEntropyLoss, SGD,
+    ``model.train()`` / ``model.eval()``, ``no_grad``) for 4 epochs. Every loss agrees to
+    rtol 1e-5 and the printout line by line (6 printed decimals to 1e-6)."""
+    records, losses = [], {False: [], True: []}
+
+    def prepare(mod, use_sf):
+        share_init(mod, "nn", ["Linear"], records, use_sf)
+        record_module_outputs(mod, "nn", "CrossEntropyLoss", losses[use_sf])
+
+    (th, th_out), (sf, sf_out) = _run_beginner(tmp_path, monkeypatch, capsys, "optimization_tutorial", prepare)
+    assert len(losses[True]) == len(losses[False]) == 4 * (3 + 2)
+    assert_close([v for _, v in losses[True]], [v for _, v in losses[False]], "optimization losses")
+    same_printout(sf_out, th_out, atol=1e-6, what="optimization_tutorial")
+    for k, v in th.model.state_dict().items():
+        assert_close(sf.model.state_dict()[k].numpy(), v.numpy(), f"optimization {k}")
