@@ -350,13 +350,14 @@ def test_blitz_cifar10_tutorial_like_torch(tmp_path, monkeypatch, capsys):
 
 
 def _shared_rand(mod, seed=0):
-    """The script's ``torch.rand`` / ``torch.rand_like`` drawing from a NumPy stream seeded
-    ``seed`` (float32 draws), their ``dtype=`` / ``device=`` honoured."""
+    """The script's ``torch.rand`` / ``rand_like`` / ``randn`` / ``randn_like`` drawing from a
+    NumPy stream seeded ``seed`` (float32 draws), their ``dtype=`` / ``device=`` /
+    ``requires_grad=`` honoured."""
     from .programs._harness import _Draws
 
     lib = mod.torch
-    draws = _Draws(lib, np.random.default_rng(seed), ["rand", "rand_like"])
-    rand, rand_like = draws.rand, draws.rand_like
+    draws = _Draws(lib, np.random.default_rng(seed), ["rand", "rand_like", "randn", "randn_like"])
+    rand, rand_like, randn, randn_like = draws.rand, draws.rand_like, draws.randn, draws.randn_like
 
     def _to(t, dtype=None, device=None, requires_grad=False, **kwargs):
         if kwargs:
@@ -365,6 +366,8 @@ def _shared_rand(mod, seed=0):
 
     draws.rand = lambda *size, **kw: _to(rand(*size), **kw)
     draws.rand_like = lambda t, **kw: _to(rand_like(t), **{"dtype": t.dtype, **kw})
+    draws.randn = lambda *size, **kw: _to(randn(*size), **kw)
+    draws.randn_like = lambda t, **kw: _to(randn_like(t), **{"dtype": t.dtype, **kw})
     mod.torch = draws
 
 
@@ -443,3 +446,31 @@ def test_optimization_tutorial_like_torch(tmp_path, monkeypatch, capsys):
     same_printout(sf_out, th_out, atol=1e-6, what="optimization_tutorial")
     for k, v in th.model.state_dict().items():
         assert_close(sf.model.state_dict()[k].numpy(), v.numpy(), f"optimization {k}")
+
+
+def test_blitz_tensor_tutorial_like_torch(tmp_path, monkeypatch, capsys):
+    """pytorch/tutorials blitz/tensor_tutorial.py ("What is PyTorch?", with ``from __future__
+    import print_function``) as a script: ``empty`` (its values unset in torch: that
+    printout is only compared in shape), ``rand``, ``zeros(dtype=torch.long)``,
+    ``x.new_ones(5, 3, dtype=torch.double)``, ``randn_like(x, dtype=torch.float)`` (shared
+    draws), ``size()``, ``x + y`` / ``torch.add`` / ``add(out=)`` / ``add_``, ``view(-1, 8)``,
+    ``.item()``, the NumPy bridge both ways. The printout is the same line by line."""
+    (th, th_out), (sf, sf_out) = _run_beginner(tmp_path, monkeypatch, capsys, "tensor_tutorial",
+                                               lambda mod, use_sf: _shared_rand(mod))
+    assert th_out[0].startswith("tensor([[") and th_out[5].startswith("tensor([[")  # empty(5, 3), 5 lines
+    assert [len(line) > 0 for line in sf_out[:5]] == [len(line) > 0 for line in th_out[:5]]
+    same_printout(sf_out[5:], th_out[5:], atol=1e-4, what="tensor_tutorial")
+    assert_close(sf.result.numpy(), th.result.numpy(), "add(out=)")
+
+
+def test_blitz_autograd_tutorial_like_torch(tmp_path, monkeypatch, capsys):
+    """pytorch/tutorials blitz/autograd_tutorial.py, the ``Variable`` version, as a script:
+    ``Variable(torch.ones(2, 2), requires_grad=True)``, ``y.grad_fn``, ``z.mean()`` backward
+    (4.5 everywhere), then ``x = Variable(torch.randn(3), requires_grad=True)`` (shared
+    draws) doubled ``while y.data.norm() < 1000``, ``y.backward(torch.FloatTensor([0.1, 1.0,
+    0.0001]))``. The printout is the same line by line."""
+    (th, th_out), (sf, sf_out) = _run_beginner(tmp_path, monkeypatch, capsys, "autograd_tutorial",
+                                               lambda mod, use_sf: _shared_rand(mod))
+    assert "tensor([[4.5000, 4.5000]," in th_out
+    same_printout(sf_out, th_out, atol=1e-4, what="autograd_tutorial")
+    assert_close(sf.x.grad.numpy(), th.x.grad.numpy(), "x.grad")
