@@ -474,3 +474,65 @@ def test_blitz_autograd_tutorial_like_torch(tmp_path, monkeypatch, capsys):
     assert "tensor([[4.5000, 4.5000]," in th_out
     same_printout(sf_out, th_out, atol=1e-4, what="autograd_tutorial")
     assert_close(sf.x.grad.numpy(), th.x.grad.numpy(), "x.grad")
+
+
+def _pandas_standin():
+    """The two pandas names data_tutorial uses: ``read_csv`` (a header line, then rows) and
+    ``DataFrame.iloc[row, column]`` (numbers as NumPy int64, as pandas gives them)."""
+    import csv
+
+    class _ILoc:
+        def __init__(self, rows):
+            self.rows = rows
+
+        def __getitem__(self, key):
+            value = self.rows[key[0]][key[1]]
+            return np.int64(value) if value.lstrip("-").isdigit() else value
+
+    class DataFrame:
+        def __init__(self, rows):
+            self.iloc = _ILoc(rows)
+            self._n = len(rows)
+
+        def __len__(self):
+            return self._n
+
+    def read_csv(path):
+        with open(path, newline="") as f:
+            rows = list(csv.reader(f))
+        return DataFrame(rows[1:])
+
+    pandas = types.ModuleType("pandas")
+    pandas.read_csv, pandas.DataFrame = read_csv, DataFrame
+    return pandas
+
+
+@pytest.mark.filterwarnings("ignore:__array__ implementation doesn't accept a copy")  # torch's Tensor, plotted
+def test_data_tutorial_like_torch(tmp_path, monkeypatch, capsys):
+    """pytorch/tutorials basics/data_tutorial.py as a script: FashionMNIST samples indexed by
+    ``torch.randint(len(training_data), size=(1,)).item()`` (shared draws) and plotted, the
+    custom ``Dataset`` subclass, ``DataLoader(shuffle=True)`` (shared order) and
+    ``next(iter(...))``, ``size()`` and a 0-d label tensor in f-strings; and (added, see the
+    program's header) the CustomImageDataset over 6 PNG files and a labels.csv, with
+    ``read_image`` and NumPy int64 labels collated by the DataLoader. The printout is the
+    same line by line."""
+    from PIL import Image
+
+    (tmp_path / "img").mkdir()
+    rng = np.random.default_rng(3)
+    rows = ["file,label"]
+    for k in range(6):
+        Image.fromarray(rng.integers(0, 256, (5, 4), dtype=np.uint8), mode="L").save(tmp_path / "img" / f"im{k}.png")
+        rows.append(f"im{k}.png,{k % 3}")
+    (tmp_path / "img" / "labels.csv").write_text("\n".join(rows) + "\n")
+    records = []
+
+    def modules(lib, use_sf):
+        return {**shared_modules(lib, use_sf, records), "pandas": _pandas_standin()}
+
+    (th, th_out), (sf, sf_out) = _run_beginner(tmp_path, monkeypatch, capsys, "data_tutorial",
+                                               lambda mod, use_sf: same_draws((mod,), ["randint"]), modules=modules)
+    assert th_out[0] == "Feature batch shape: torch.Size([64, 1, 28, 28])"
+    assert len(th_out) == 3 + 2 and th_out[-1].startswith("torch.Size([2, 1, 5, 4]) torch.float32 tensor([1, 2])")
+    same_printout(sf_out, th_out, rtol=0, atol=0, what="data_tutorial")
+    assert_close(sf.train_features.numpy(), th.train_features.numpy(), "the shuffled first batch")

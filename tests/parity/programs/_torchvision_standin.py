@@ -10,7 +10,7 @@ their ``from torchvision import datasets`` lines; the parity test passes
 * ``transforms.ToTensor`` (PIL or HxWxC uint8 -> CxHxW float32 / 255), ``Normalize``,
   ``Compose``, ``Lambda``.
 * ``utils.make_grid`` (the tiles, 2 pixels apart, as torchvision lays them out) for the
-  tutorials' ``imshow``.
+  tutorials' ``imshow``; ``io.read_image`` (an image file as a uint8 CxHxW tensor).
 """
 
 from __future__ import annotations
@@ -113,6 +113,13 @@ def torchvision_modules(lib, sizes=None) -> dict:
             grid[:, top:top + h, left:left + w] = tensor[k]
         return grid
 
+    def read_image(path, mode=None):
+        """``torchvision.io.read_image``: a uint8 CxHxW tensor of the image file."""
+        array = np.asarray(Image.open(path))
+        if array.ndim == 2:
+            array = array[:, :, None]
+        return lib.from_numpy(np.array(array.transpose(2, 0, 1), order="C"))
+
     def module(name, **names):
         m = types.ModuleType(name)
         m.__dict__.update(names)
@@ -122,11 +129,12 @@ def torchvision_modules(lib, sizes=None) -> dict:
     transforms = module("tv_standin.transforms", ToTensor=ToTensor, Normalize=Normalize,
                         Compose=Compose, Lambda=Lambda)
     utils = module("tv_standin.utils", make_grid=make_grid)
-    package = module("tv_standin", datasets=datasets, transforms=transforms, utils=utils)
+    io = module("tv_standin.io", read_image=read_image)
+    package = module("tv_standin", datasets=datasets, transforms=transforms, utils=utils, io=io)
     package.__path__ = []
     for cls in (FashionMNIST, MNIST, CIFAR10):
         cls.__module__ = datasets.__name__
     for cls in (ToTensor, Normalize, Compose, Lambda):
         cls.__module__ = transforms.__name__
     return {"torchvision": package, "torchvision.datasets": datasets, "torchvision.transforms": transforms,
-            "torchvision.utils": utils}
+            "torchvision.utils": utils, "torchvision.io": io}
