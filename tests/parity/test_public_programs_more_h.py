@@ -536,3 +536,26 @@ def test_data_tutorial_like_torch(tmp_path, monkeypatch, capsys):
     assert len(th_out) == 3 + 2 and th_out[-1].startswith("torch.Size([2, 1, 5, 4]) torch.float32 tensor([1, 2])")
     same_printout(sf_out, th_out, rtol=0, atol=0, what="data_tutorial")
     assert_close(sf.train_features.numpy(), th.train_features.numpy(), "the shuffled first batch")
+
+
+def test_saveloadrun_tutorial_like_torch(tmp_path, monkeypatch, capsys):
+    """pytorch/tutorials basics/saveloadrun_tutorial.py as a script: ``torch.save`` of a
+    VGG-16's ``state_dict`` (the stand-in's seeded "pretrained" weights), a fresh model's
+    ``load_state_dict(torch.load(...))`` and ``eval()``, then ``torch.save(model)`` of the
+    whole module and ``torch.load(..., weights_only=False)`` back (its class found through
+    pickle). Each run's reloaded model has the pretrained state exactly, prints as torch's,
+    is in eval mode, and gives the same output as torch's on one input (rtol 1e-5)."""
+    (th, th_out), (sf, sf_out) = _run_beginner(tmp_path, monkeypatch, capsys, "saveloadrun_tutorial")
+    assert type(sf.model).__name__ == type(th.model).__name__ == "VGG"
+    assert not sf.model.training and not th.model.training
+    th_state, sf_state = th.model.state_dict(), sf.model.state_dict()
+    assert list(sf_state) == list(th_state) and len(th_state) == 2 * 13 + 2 * 3
+    for k, v in th_state.items():
+        np.testing.assert_array_equal(sf_state[k].numpy(), v.numpy(), err_msg=k)
+    assert repr(sf.model) == repr(th.model)
+    x = np.random.default_rng(0).standard_normal((2, 3, 32, 32)).astype(np.float32)
+    with th.torch.no_grad():
+        want = th.model(th.torch.from_numpy(x)).numpy()
+    with sf.torch.no_grad():
+        got = sf.model(sf.torch.from_numpy(x)).numpy()
+    assert_close(got, want, "VGG output after the round trips")

@@ -10,7 +10,9 @@ their ``from torchvision import datasets`` lines; the parity test passes
 * ``transforms.ToTensor`` (PIL or HxWxC uint8 -> CxHxW float32 / 255), ``Normalize``,
   ``Compose``, ``Lambda``.
 * ``utils.make_grid`` (the tiles, 2 pixels apart, as torchvision lays them out) for the
-  tutorials' ``imshow``; ``io.read_image`` (an image file as a uint8 CxHxW tensor).
+  tutorials' ``imshow``; ``io.read_image`` (an image file as a uint8 CxHxW tensor);
+  ``models.vgg16`` (torchvision's VGG module layout at 1/32 of the widths, seeded stand-in
+  weights for ``weights="IMAGENET1K_V1"``).
 """
 
 from __future__ import annotations
@@ -120,6 +122,49 @@ def torchvision_modules(lib, sizes=None) -> dict:
             array = array[:, :, None]
         return lib.from_numpy(np.array(array.transpose(2, 0, 1), order="C"))
 
+    nn = lib.nn
+
+    class VGG(nn.Module):
+        """torchvision's VGG layout (``features``, ``avgpool``, ``classifier``, the same
+        module names and order), at 1/32 of the widths: VGG-16's 138M parameters have no
+        place in a unit test."""
+
+        def __init__(self, features, num_classes=1000, dropout=0.5):
+            super().__init__()
+            self.features = features
+            self.avgpool = nn.AdaptiveAvgPool2d((7, 7))
+            width = 512 // 32
+            self.classifier = nn.Sequential(
+                nn.Linear(width * 7 * 7, 4096 // 32), nn.ReLU(True), nn.Dropout(p=dropout),
+                nn.Linear(4096 // 32, 4096 // 32), nn.ReLU(True), nn.Dropout(p=dropout),
+                nn.Linear(4096 // 32, num_classes),
+            )
+
+        def forward(self, x):
+            x = self.features(x)
+            x = self.avgpool(x)
+            x = lib.flatten(x, 1)
+            return self.classifier(x)
+
+    def vgg16(*, weights=None, progress=True, **kwargs):
+        """VGG-16's configuration "D" (widths / 32); ``weights="IMAGENET1K_V1"`` gives seeded
+        stand-in "pretrained" values (the same in both frameworks)."""
+        layers, channels = [], 3
+        for v in [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M"]:
+            if v == "M":
+                layers.append(nn.MaxPool2d(kernel_size=2, stride=2))
+            else:
+                layers += [nn.Conv2d(channels, v // 32, kernel_size=3, padding=1), nn.ReLU(inplace=True)]
+                channels = v // 32
+        model = VGG(nn.Sequential(*layers), **kwargs)
+        if weights is not None:
+            if weights != "IMAGENET1K_V1":
+                raise ValueError(f"the stand-in has IMAGENET1K_V1 weights only, got {weights!r}")
+            rng = np.random.default_rng(40)
+            model.load_state_dict({k: lib.from_numpy((0.1 * rng.standard_normal(tuple(v.shape))).astype(np.float32))
+                                   for k, v in model.state_dict().items()})
+        return model
+
     def module(name, **names):
         m = types.ModuleType(name)
         m.__dict__.update(names)
@@ -130,11 +175,14 @@ def torchvision_modules(lib, sizes=None) -> dict:
                         Compose=Compose, Lambda=Lambda)
     utils = module("tv_standin.utils", make_grid=make_grid)
     io = module("tv_standin.io", read_image=read_image)
-    package = module("tv_standin", datasets=datasets, transforms=transforms, utils=utils, io=io)
+    models = module("tv_standin.models", VGG=VGG, vgg16=vgg16)
+    VGG.__module__, VGG.__qualname__ = models.__name__, "VGG"
+    package = module("tv_standin", datasets=datasets, transforms=transforms, utils=utils, io=io, models=models)
     package.__path__ = []
     for cls in (FashionMNIST, MNIST, CIFAR10):
         cls.__module__ = datasets.__name__
     for cls in (ToTensor, Normalize, Compose, Lambda):
         cls.__module__ = transforms.__name__
     return {"torchvision": package, "torchvision.datasets": datasets, "torchvision.transforms": transforms,
-            "torchvision.utils": utils, "torchvision.io": io}
+            "torchvision.utils": utils, "torchvision.io": io, "torchvision.models": models,
+            "tv_standin": package, "tv_standin.models": models}  # where pickle finds VGG (a whole-model save)
