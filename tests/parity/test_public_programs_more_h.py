@@ -156,9 +156,9 @@ def _run_beginner(tmp_path, monkeypatch, capsys, name, prepare=None, sizes=None,
     ``modules(lib, use_sf)`` gives more ``sys.modules`` entries (:func:`shared_modules`).
     Returns ``[(module, printed lines), ...]``."""
     import matplotlib
+    import torch
 
     import shardflow
-    import torch
 
     from .programs._torchvision_standin import torchvision_modules
 
@@ -268,11 +268,11 @@ def test_nn_tutorial_like_torch(tmp_path, monkeypatch, capsys):
     generator, ``.to(dev)``. ``torch.randn`` (the weights) and the shuffled order are shared
     draws; nn.Linear / nn.Conv2d start from torch's weights. Every cross-entropy loss agrees
     to rtol 1e-5, the printout line by line (numbers printed with 4 decimals to 1e-4)."""
-    import shardflow
-    import torch
-    from shardflow.testing.parity import refuse_torch_names
-
     import matplotlib
+    import torch
+
+    import shardflow
+    from shardflow.testing.parity import refuse_torch_names
 
     matplotlib.use("Agg")
     monkeypatch.chdir(tmp_path)
@@ -338,11 +338,19 @@ def test_blitz_cifar10_tutorial_like_torch(tmp_path, monkeypatch, capsys):
     tensors as dict keys' indices. Every criterion loss agrees to rtol 1e-5, the printout is
     the same line by line."""
     records, losses = [], {False: [], True: []}
+
+    def modules(lib, use_sf):
+        mods = shared_modules(lib, use_sf, records)
+        holder = types.SimpleNamespace(nn=mods[f"{lib.__name__}.nn"])
+        record_module_outputs(holder, "nn", "CrossEntropyLoss", losses[use_sf])
+        mods[f"{lib.__name__}.nn"].CrossEntropyLoss = holder.nn.CrossEntropyLoss
+        return mods
+
     (th, th_out), (sf, sf_out) = _run_beginner(
-        tmp_path, monkeypatch, capsys, "cifar10_tutorial", sizes={"train": 48, "test": 40},
-        prepare=lambda mod, use_sf: None,
-        modules=lambda lib, use_sf: shared_modules(lib, use_sf, records))
+        tmp_path, monkeypatch, capsys, "cifar10_tutorial", sizes={"train": 48, "test": 40}, modules=modules)
     assert len(records) == 2 * 5  # two Nets of 2 Conv2d + 3 Linear
+    assert len(losses[True]) == len(losses[False]) == 2 * 12
+    assert_close([v for _, v in losses[True]], [v for _, v in losses[False]], "cifar10 losses")
     same_printout(sf_out, th_out, atol=1e-3, what="cifar10_tutorial")
     assert len([line for line in th_out if line.startswith("[")]) == 4
     for k, v in th.net.state_dict().items():
