@@ -567,3 +567,19 @@ def test_saveloadrun_tutorial_like_torch(tmp_path, monkeypatch, capsys):
     with sf.torch.no_grad():
         got = sf.model(sf.torch.from_numpy(x)).numpy()
     assert_close(got, want, "VGG output after the round trips")
+
+
+def test_transforms_tutorial_like_torch(tmp_path, monkeypatch, capsys):
+    """pytorch/tutorials basics/transforms_tutorial.py as a script: FashionMNIST with
+    ``ToTensor()`` and the one-hot ``target_transform``, ``Lambda(lambda y: torch.zeros(10,
+    dtype=torch.float).scatter_(0, torch.tensor(y), value=1))`` (a 0-d index: it raised on
+    shardflow before), in both of the tutorial's spellings. Samples of ``ds`` and the
+    transform of every label agree exactly."""
+    (th, _), (sf, _) = _run_beginner(tmp_path, monkeypatch, capsys, "transforms_tutorial")
+    for i in range(4):
+        (sf_x, sf_y), (th_x, th_y) = sf.ds[i], th.ds[i]
+        np.testing.assert_array_equal(sf_x.numpy(), th_x.numpy())
+        np.testing.assert_array_equal(sf_y.numpy(), th_y.numpy())
+        assert th_y.sum().item() == 1 and sf_y.dtype == sf.torch.float32
+    for y in range(10):
+        np.testing.assert_array_equal(sf.target_transform(y).numpy(), th.target_transform(y).numpy())
