@@ -85,6 +85,9 @@ class Tensor:
     )
 
     __array_priority__ = 1000  # numpy scalars/arrays defer to our reflected operators
+    # the public name, as torch's (torch.Tensor.__module__ is "torch"): print(type(x)) reads
+    # <class 'shardflow.Tensor'>; pickles and RPC find the class there too
+    __module__ = "shardflow"
 
     def __init__(self, data=None, *sizes, dtype=None, requires_grad: bool = False):
         if data is None:
