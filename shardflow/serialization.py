@@ -37,7 +37,7 @@ from .checkpoint.pytorch_file import (
     safe_globals,
 )
 from .checkpoint.pytorch_writer import save_pytorch_file
-from .checkpoint.safetensors import CheckpointError
+from .checkpoint.safetensors import CheckpointError, is_raw_pickle
 
 __all__ = ["save", "load", "add_safe_globals", "clear_safe_globals", "get_safe_globals",
            "safe_globals", "CheckpointError"]
@@ -67,13 +67,13 @@ def _read_head(f) -> tuple[bytes, str]:
     if hasattr(f, "read"):
         label = getattr(f, "name", "<file object>")
         pos = f.tell() if hasattr(f, "tell") else None
-        head = f.read(8)
+        head = f.read(9)
         if pos is not None:
             f.seek(pos)
         return head, str(label)
     path = os.fspath(f)
     with open(path, "rb") as fh:
-        return fh.read(8), path
+        return fh.read(9), path
 
 
 def _resolve_cpu_map(map_location):
@@ -116,7 +116,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
             with open(os.fspath(f), "rb") as fh:
                 data = fh.read()
         return load_pytorch_file(data, label, map_location, weights_only=weights_only is not False)
-    if len(head) >= 2 and head[0] == 0x80 and 1 <= head[1] <= 5:
+    if is_raw_pickle(head):
         raise CheckpointError(
             f"{label} is a Python pickle stream, not a zip archive (PyTorch's legacy pre-1.6 torch.save "
             "format, or pickle.dump). shardflow never unpickles raw streams. Re-save it in PyTorch with "

@@ -93,10 +93,14 @@ class Function:
     def next_functions(self) -> tuple:
         """PyTorch's view of the edges: ``(node, output number)`` per input, where a leaf's
         node is an :class:`AccumulateGrad` holding it (``.variable``) and an input that needs
-        no gradient is ``(None, 0)`` — what graph walkers such as torchviz read."""
-        return tuple((None, 0) if pair is None
-                     else (AccumulateGrad(pair[0]), 0) if isinstance(pair[0], Tensor) else pair
-                     for pair in self.next)
+        no gradient is ``(None, 0)`` — what graph walkers such as torchviz read. A node
+        class whose torch counterpart lists its inputs otherwise defines
+        ``torch_next_functions(pairs)`` (``Linear``: torch's ``addmm(bias, x, weight.t())``)."""
+        pairs = tuple((None, 0) if pair is None
+                      else (AccumulateGrad(pair[0]), 0) if isinstance(pair[0], Tensor) else pair
+                      for pair in self.next)
+        reorder = getattr(self, "torch_next_functions", None)
+        return pairs if reorder is None else reorder(pairs)
 
     def forward(self, *arrays, **params):  # pragma: no cover - interface
         raise NotImplementedError
@@ -445,7 +449,27 @@ class AccumulateGrad:
         return id(self.variable)
 
     def __repr__(self) -> str:
-        return "<AccumulateGrad>"
+        return f"<AccumulateGrad object at {id(self):#x}>"  # torch's form
+
+
+class ViewNode:
+    """A node torch has and shardflow folds into the op that uses it (linear's
+    ``weight.t()``, ``TBackward0``), shown in ``next_functions`` so that a walk over them
+    meets torch's nodes in torch's order; display only (it is no place for
+    ``autograd.grad(inputs=GradientEdge(...))``). ``next_functions`` is the one edge it
+    views."""
+
+    __slots__ = ("_name", "next_functions")
+
+    def __init__(self, name: str, edge: tuple):
+        self._name = name
+        self.next_functions = (edge,)
+
+    def name(self) -> str:
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"<{self._name} object at {id(self):#x}>"
 
 
 def edge_of(t: Tensor):

@@ -98,6 +98,9 @@ class Tensor:
     )
 
     __array_priority__ = 1000  # numpy scalars/arrays defer to our reflected operators
+    # the public name, as torch's (torch.Tensor.__module__ is "torch"): print(type(x)) reads
+    # <class 'shardflow.Tensor'>; pickles and RPC find the class there too
+    __module__ = "shardflow"
 
     # PyTorch's ``t._base``: the tensor whose memory this view shares (set by the view ops,
     # ``ops.shape._share``), None for a tensor that owns its memory
@@ -1126,6 +1129,11 @@ def _wrap_dim(dim: int, ndim: int) -> int:
     return dim + ndim if dim < 0 else dim
 
 
+def _short(data) -> str:
+    text = repr(data)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _as_array(data, dtype):
     """Build a backend array from Python data / NumPy / Tensor with PyTorch's default dtypes.
     A storage gives a 1-D view of its elements (``torch.Tensor(storage)`` shares its memory)."""
@@ -1139,7 +1147,13 @@ def _as_array(data, dtype):
         npd = as_dtype(dtype).np
         if isinstance(data, np.ndarray | MetaArray):
             return data.astype(npd, copy=False) if data.dtype == npd or isinstance(data, MetaArray) else dtypes.cast(data, dtype)
-        return np.asarray(_nested(data), dtype=npd) if npd.kind != "V" else dtypes.cast(np.asarray(_nested(data), dtype=np.float32), dtype)
+        if npd.kind == "V":
+            return dtypes.cast(np.asarray(_nested(data), dtype=np.float32), dtype)
+        try:
+            return np.asarray(_nested(data), dtype=npd)
+        except OverflowError:  # NumPy's; torch names the dtype in a RuntimeError
+            raise RuntimeError(f"value cannot be converted to type {npd.name} without overflow: a value "
+                               f"of {_short(data)} is out of {npd.name}'s range; pick a wider dtype") from None
     if isinstance(data, np.ndarray | MetaArray):
         return data
     if is_device_array(data):

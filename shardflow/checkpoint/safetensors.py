@@ -37,7 +37,7 @@ import numpy as np
 
 from .atomic import atomic_write
 
-__all__ = ["write", "read", "CheckpointError", "atomic_write", "check_not_pickle"]
+__all__ = ["write", "read", "CheckpointError", "atomic_write", "check_not_pickle", "is_raw_pickle"]
 
 _DTYPES = {
     "F64": np.dtype("<f8"), "F32": np.dtype("<f4"), "F16": np.dtype("<f2"),
@@ -99,8 +99,22 @@ def write(f, arrays: dict[str, np.ndarray], metadata: dict[str, str] | None = No
         f.write(b.data)
 
 
+def is_raw_pickle(head: bytes) -> bool:
+    """Whether the first 9 bytes of a file are a raw pickle stream's (``\\x80`` then a protocol
+    number 1-5). A safetensors file starts with its header's length (8 bytes, little-endian)
+    and then the header's ``{``: a header of 0x180, 0x280 ... 0x580 bytes (a few hundred
+    tensor names) also starts ``\\x80 \\x01``..``\\x05``, so the ``{`` at byte 8 tells
+    them apart (a pickle's byte 8 is inside an opcode's argument, never ``{`` for the
+    streams torch.save or pickle.dump write). Before, such a checkpoint, written by
+    shardflow's own ``save``, was refused as a pickle."""
+    if len(head) < 2 or head[0] != 0x80 or not 1 <= head[1] <= 5:
+        return False
+    return not (len(head) >= 9 and head[8:9] == b"{" and head[2:8] == b"\x00" * 6)
+
+
 def check_not_pickle(head: bytes, path: str) -> None:
-    """Refuse PyTorch ``torch.save`` zip archives and raw pickles by their magic bytes."""
+    """Refuse PyTorch ``torch.save`` zip archives and raw pickles by their magic bytes
+    (``head``: the file's first 9 bytes, see :func:`is_raw_pickle`)."""
     hint = (
         "pickle can run arbitrary code, so shardflow never loads it. Convert it once in "
         "PyTorch: `from safetensors.torch import save_file; "
@@ -110,7 +124,7 @@ def check_not_pickle(head: bytes, path: str) -> None:
         raise CheckpointError(
             f"{path} is a zip archive (PyTorch's torch.save format, which contains a pickle); {hint}"
         )
-    if len(head) >= 2 and head[0] == 0x80 and 1 <= head[1] <= 5:
+    if is_raw_pickle(head):
         raise CheckpointError(f"{path} is a Python pickle (protocol {head[1]}); {hint}")
 
 
@@ -150,7 +164,7 @@ def read(path_or_bytes, name: str | None = None) -> tuple[dict[str, np.ndarray],
         except FileNotFoundError:
             raise FileNotFoundError(f"checkpoint file {label} does not exist") from None
     size = len(buf)
-    check_not_pickle(bytes(buf[:8]), label)
+    check_not_pickle(bytes(buf[:9]), label)
     if size < 8:
         raise CheckpointError(f"{label} is truncated or not a safetensors file ({size} bytes)")
     (n,) = struct.unpack("<Q", bytes(buf[:8]))

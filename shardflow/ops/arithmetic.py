@@ -328,10 +328,14 @@ def _div_general(input, other, rounding_mode=None):
 
         return _rounded_div(a, b, rounding_mode)
     a, b = _int_div_dtype_fix(a, b)
-    if not isinstance(a, Tensor):
+    if not isinstance(a, Tensor):  # number / tensor: torch's __rtruediv__ is reciprocal() * number
         return Mul.apply(Reciprocal.apply(b), a)
+    # tensor / number: PyTorch divides, correctly rounded (uint8 110 / 255 is 0.43137255 in
+    # float32; it was 0.43137258 through * (1 / 255)). For float16/bfloat16 it multiplies by
+    # a float32 reciprocal and rounds once, which NumPy's 2-byte division (in float32, one
+    # rounding) matches.
     if not isinstance(b, Tensor):
-        return Mul.apply(a, 1.0 / b) if b != 0 else Div.apply(a, np.asarray(b, a.array.dtype))
+        return Div.apply(a, np.asarray(b, a.array.dtype))
     return Div.apply(a, b)
 
 
@@ -357,11 +361,11 @@ class Reciprocal(Function):
 
     def backward(self, g):
         out = _conj(self.out)
-        return -g * out * out
+        return -g * (out * out)  # torch's order: -grad * (result * result).conj()
 
     def backward_graph(self, g):
         out = _gg.conj(self.saved_output(0, self.out))
-        return -g * out * out
+        return -g * (out * out)
 
 
 @register("reciprocal")

@@ -484,8 +484,11 @@ class _SliceCopy(IndexPut):
 
 # ---------------------------------------------------------------------------- gather / scatter
 def _grid_index(index, dim: int):
-    """Index tuple selecting ``a[i0, .., index[i], .., ik]`` for each position of ``index``."""
+    """Index tuple selecting ``a[i0, .., index[i], .., ik]`` for each position of ``index``
+    (a 0-d index of a 1-d ``a`` picks one element: torch's gather of a 0-d index)."""
     nd = index.ndim
+    if nd == 0:
+        return (index,)
     xp = get_array_module(index)
     out = []
     for d in range(nd):
@@ -544,7 +547,8 @@ def gather(input: Tensor, dim: int, index, *, sparse_grad: bool = False) -> Tens
     d = wrap_dim(dim, a.ndim)
     if a.ndim == 0:
         raise RuntimeError("gather(): 0-dim input is not supported; unsqueeze it to 1-d first")
-    _check_gather_shapes("gather", a.shape, idx.shape, d)
+    if not (idx.ndim == 0 and a.ndim == 1):  # torch: a 0-d index picks one element, 0-d result
+        _check_gather_shapes("gather", a.shape, idx.shape, d)
     _check_bounds(idx, a.shape[d], d, allow_negative=False, error=RuntimeError)
     return Gather.apply(input, index=_to_xp(idx, xp), dim=d)
 
@@ -616,11 +620,17 @@ def _scatter_args(op, input, dim, index, src, value):
     a = input.array
     xp = get_array_module(a)
     idx = _int_index(index, op, xp)
+    if idx.ndim == 0 and a.ndim == 1:
+        # torch counts a 0-d index as one element (its shape check compares max(ndim, 1)):
+        # the transforms tutorial's one-hot target_transform, zeros(10).scatter_(0, tensor(y), value=1)
+        idx = idx.reshape(1)
     d = wrap_dim(dim, a.ndim)
     if isinstance(src, np.ndarray) or is_device_array(src):
         src = Tensor(src)
     if isinstance(src, Tensor):
         src = _to_input_device(src, input)
+        if src.ndim == 0 and a.ndim == 1:  # one element too, as the index
+            src = src.reshape(1)
         if src.array.dtype != a.dtype:
             raise RuntimeError(
                 f"{op}(): Expected self.dtype to be equal to src.dtype: got {input.dtype} and "

@@ -355,7 +355,14 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if ta.dtype.kind == "f" or ta.dtype.kind == "V":
         if ta.shape != tuple(input.shape):
             exp_idx = (input.shape[0], *input.shape[2:]) if input.array.ndim > 1 else ()
-            raise RuntimeError(  # torch: "expected target dtype to be Long or Byte, but got Float"
+            if ta.shape == exp_idx:  # class indices held as floats (labels from a float array)
+                raise RuntimeError(
+                    f"expected target dtype to be Long or Byte, but got {_torch_dtype_name(ta.dtype)}: "
+                    f"a target of shape {exp_idx} holds class indices; make it an integer tensor "
+                    "(target.long()), or give class probabilities of the input's shape "
+                    f"{tuple(input.shape)}"
+                )
+            raise RuntimeError(  # torch's type for a float target of another shape too
                 f"cross_entropy: a float target means class probabilities and must have the input's "
                 f"shape {tuple(input.shape)}, got {tuple(ta.shape)}; for class indices of shape "
                 f"{exp_idx} use an integer target (target.long())"
@@ -365,6 +372,11 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         return CrossEntropyProb.apply(input, target, weight=w, reduction=reduction, label_smoothing=label_smoothing)
     return CrossEntropyIndex.apply(input, ta, weight=w, ignore_index=ignore_index, reduction=reduction,
                                    label_smoothing=label_smoothing)
+
+
+def _torch_dtype_name(dtype) -> str:
+    """torch's word for a float dtype in its messages (``Float``, ``Double``, ``Half``)."""
+    return {"float32": "Float", "float64": "Double", "float16": "Half"}.get(np.dtype(dtype).name, "BFloat16")
 
 
 class NllLoss(Function):

@@ -40,6 +40,7 @@ import numpy as np
 
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import OPS, register
+from ..autograd.function import ViewNode
 from ..autograd.higher_order import first_order_only
 from ..backend import as_dtype, dtypes, get_array_module
 from ..backend.fp_errors import enter_quiet, exit_quiet
@@ -418,6 +419,18 @@ class Linear(Function):
         self.x2, self.w, self.xshape = x2, w, xshape
         self.bshape = None if b is None else b.shape
         return y if x.ndim == 2 else y.reshape(xshape[:-1] + (w.shape[0],))
+
+    def torch_next_functions(self, pairs: tuple) -> tuple:
+        """torch's linear is ``addmm(bias, x, weight.t())`` (``mm(x, weight.t())`` without a
+        bias): its node lists the bias first and reaches the weight through a ``TBackward0``
+        node (the tutorial's ``loss.grad_fn.next_functions[0][0].next_functions[0][0]`` is
+        the bias's AccumulateGrad in torch)."""
+        x, w = pairs[0], pairs[1]
+        if w[0] is not None:
+            w = (ViewNode("TBackward0", w), 0)
+        if len(pairs) > 2 and pairs[2][0] is not None:
+            return (pairs[2], x, w)
+        return (x, w)
 
     def backward(self, g):
         g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])  # (R, out)

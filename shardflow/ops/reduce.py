@@ -352,11 +352,30 @@ class _Extreme(Function):
         return _gg.expand_reduced(g, a.shape, dims, self.keepdim) * _gg.const(share, g)
 
 
+# One node class per torch node name (MaxBackward1 / MinBackward1 for max() / min(),
+# AmaxBackward0 / AminBackward0): a node's name must outlive backward, which frees what
+# forward recorded, so it is the class that tells them apart (node_names.py).
+class _MaxAll(_Extreme):
+    pass
+
+
+class _MinAll(_Extreme):
+    pass
+
+
+class _Amax(_Extreme):
+    pass
+
+
+class _Amin(_Extreme):
+    pass
+
+
 def _max_min(input, dim, keepdim, largest, name):
     if dim is None:
         if keepdim:
             raise TypeError(f"{name}(): keepdim=True needs a dim; pass dim=... or use amax/amin")
-        return _Extreme.apply(input, dims=None, keepdim=False, largest=largest)
+        return (_MaxAll if largest else _MinAll).apply(input, dims=None, keepdim=False, largest=largest)
     if isinstance(dim, Tensor):  # torch.max(a, b): elementwise
         return op("maximum" if largest else "minimum")(input, dim)
     d = wrap_dim(int(dim), input.array.ndim)
@@ -389,13 +408,13 @@ def min(input: Tensor, dim=None, keepdim: bool = False, *, other=None):
 @register("amax")
 def amax(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
     """Largest value over ``dim`` (all dims for ``()``/None); ties share the gradient."""
-    return _Extreme.apply(input, dims=norm_dims(dim, input.array.ndim), keepdim=keepdim, largest=True)
+    return _Amax.apply(input, dims=norm_dims(dim, input.array.ndim), keepdim=keepdim, largest=True)
 
 
 @register("amin")
 def amin(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
     """Smallest value over ``dim`` (all dims for ``()``/None); ties share the gradient."""
-    return _Extreme.apply(input, dims=norm_dims(dim, input.array.ndim), keepdim=keepdim, largest=False)
+    return _Amin.apply(input, dims=norm_dims(dim, input.array.ndim), keepdim=keepdim, largest=False)
 
 
 @register("aminmax")

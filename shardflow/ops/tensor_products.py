@@ -18,6 +18,8 @@ Dtypes follow PyTorch, which is not uniform here: ``kron`` and ``addr`` promote 
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..autograd import Tensor
@@ -113,7 +115,11 @@ def cross(input, other, dim=None) -> Tensor:
     """``torch.cross``: the 3-vector cross product along ``dim`` (``None``: the first dim of
     size 3, PyTorch's deprecated default)."""
     a, b = as_tensor_arg(input), as_tensor_arg(other, "other")
-    if dim is None:  # PyTorch: the first dim of size 3 of the input
+    if dim is None:  # PyTorch: the first dim of size 3 of the input, with its deprecation warning
+        warnings.warn("Using cross without specifying the dim arg is deprecated.\nPlease either pass "
+                      "the dim explicitly or simply use linalg.cross.\nThe default value of dim will "
+                      "change to agree with that of linalg.cross in a future release.", UserWarning,
+                      stacklevel=3)
         dim = next((i for i, s in enumerate(a.shape) if s == 3), None)
         if dim is None:
             raise RuntimeError(f"no dimension of size 3 in input (shape {tuple(a.shape)})")

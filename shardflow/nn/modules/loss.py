@@ -13,12 +13,15 @@ __all__ = ["CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "BCELoss", "BCEWi
 
 
 class _Loss(Module):
+    _reductions = ("none", "mean", "sum")  # checked here, at construction (torch: at the call)
+
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean") -> None:
         super().__init__()
         if size_average is not None or reduce is not None:
             reduction = F._reduction(size_average, reduce, reduction)
-        if reduction not in ("none", "mean", "sum"):
-            raise ValueError(f"{reduction} is not a valid value for reduction; use 'none', 'mean' or 'sum'")
+        if reduction not in self._reductions:
+            allowed = ", ".join(repr(r) for r in self._reductions)
+            raise ValueError(f"{reduction} is not a valid value for reduction; use one of {allowed}")
         self.reduction = reduction
 
 
@@ -100,6 +103,8 @@ class HuberLoss(_Loss):
 
 
 class KLDivLoss(_Loss):
+    _reductions = ("none", "mean", "sum", "batchmean")  # batchmean: the sum over the batch size
+
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean",
                  log_target: bool = False) -> None:
         super().__init__(size_average, reduce, reduction)
