@@ -362,7 +362,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                     "(target.long()), or give class probabilities of the input's shape "
                     f"{tuple(input.shape)}"
                 )
-            raise RuntimeError(  # torch's type for a float target of another shape too
+            raise ValueError(  # torch's type for a batch-size mismatch
                 f"cross_entropy: a float target means class probabilities and must have the input's "
                 f"shape {tuple(input.shape)}, got {tuple(ta.shape)}; for class indices of shape "
                 f"{exp_idx} use an integer target (target.long())"
