@@ -1,0 +1,172 @@
+"""yunjey/pytorch-tutorial (tests/parity/programs/yunjey_tutorial/) run as scripts on torch
+and, with only their imports changed, on shardflow, from the same start, compared step by
+step (see ``test_public_programs.py`` and docs/COMPAT.md, "Public programs").
+
+How the two runs start alike (all in :func:`_run_both`):
+
+* torchvision is ``torchvision_standin.py`` (synthetic data sets, transforms, ``save_image``
+  keeping the tensor, small "pretrained" models with fixed NumPy weights), loaded once per
+  framework and put where the scripts' ``import torchvision`` finds it;
+* every ``nn.Linear`` / ``nn.Conv2d`` / ``nn.BatchNorm2d`` / ``nn.LSTM`` / ``nn.Embedding`` the
+  script builds starts from torch's: the torch run records each new layer's state, the
+  shardflow run (same order) loads it;
+* a ``DataLoader(shuffle=True)`` visits the data in one shared NumPy order (the frameworks'
+  generators differ), and named random functions (``torch.randn``...) give the same NumPy
+  draws (``_harness._Draws``). The loader, its batching and collation are each framework's own.
+
+Each run happens in its own folder, so the checkpoints the scripts save are compared too.
+"""
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from shardflow.testing.parity import load_torch_file
+
+from .programs._harness import _Draws, _Through, assert_close, record_module_outputs, run_script
+
+pytestmark = pytest.mark.usefixtures("torch_single_thread")
+
+HERE = Path(__file__).parent / "programs" / "yunjey_tutorial"
+# Adam's step is m / sqrt(v): for a weight whose gradient is tiny and rounding-dominated at
+# some step, it turns a last-ulp difference of that gradient into a difference of a small
+# fraction of lr. Measured: 1 of 25088 fc1 weights of feedforward_neural_network (lr 1e-3)
+# ends 3e-6 apart (0.3% of lr); every loss agrees to 1e-5. Weights after Adam: atol 1e-5.
+ADAM_ATOL = 1e-5
+LAYERS = ("Linear", "Conv2d", "BatchNorm2d", "LSTM", "Embedding")
+
+
+def _standin(use_sf):
+    return load_torch_file(HERE / "torchvision_standin.py", use_shardflow=use_sf,
+                           name=f"yunjey_torchvision_{'shardflow' if use_sf else 'torch'}")
+
+
+def _layers_from_torch(mod, records, use_sf):
+    """The script's ``nn.<layer>(...)`` builds the framework's own layer, then (torch run)
+    records its state or (shardflow run) loads the recorded one, in construction order."""
+    nn_view = _Through(mod.nn)
+    lib = mod.torch
+    done = []
+
+    def factory(name):
+        base = getattr(mod.nn, name)
+
+        def build(*args, **kwargs):
+            layer = base(*args, **kwargs)
+            if not use_sf:
+                records.append((name, {k: v.detach().numpy().copy() for k, v in layer.state_dict().items()}))
+                return layer
+            got, state = records[len(done)]
+            assert got == name, f"layer {len(done)}: torch built {got}, shardflow {name}"
+            layer.load_state_dict({k: lib.from_numpy(v) for k, v in state.items()})
+            done.append(layer)
+            return layer
+
+        return build
+
+    for name in LAYERS:
+        setattr(nn_view, name, factory(name))
+    mod.nn = nn_view
+
+
+def _shared_order(lib, rng):
+    """``DataLoader`` whose ``shuffle=True`` visits indices in ``rng``'s permutation."""
+    base = lib.utils.data.DataLoader
+
+    class SharedOrder(lib.utils.data.Sampler):
+        def __init__(self, n):
+            self.n = n
+
+        def __iter__(self):
+            return iter(rng.permutation(self.n).tolist())
+
+        def __len__(self):
+            return self.n
+
+    def DataLoader(dataset, *args, shuffle=False, **kwargs):
+        if shuffle:
+            kwargs["sampler"] = SharedOrder(len(dataset))
+        return base(dataset, *args, **kwargs)
+
+    return DataLoader
+
+
+def _run_both(name, tmp_path, monkeypatch, capsys, draws=(), losses=("CrossEntropyLoss",),
+              sizes=(60, 20), argv=(), extra=None):
+    """Run ``yunjey_tutorial/<name>.py`` on torch, then on shardflow, each in its own folder.
+    Returns ``[dict(out=printed lines, losses=[...], mod=module, dir=folder, saved=images)]``."""
+    records, runs = [], []
+    for use_sf in (False, True):
+        standin = _standin(use_sf)
+        standin.reset(*sizes)
+        work = tmp_path / ("shardflow" if use_sf else "torch")
+        work.mkdir()
+        monkeypatch.chdir(work)
+        recorded = []
+
+        def prepare(mod, _sf=use_sf, _rec=recorded):
+            lib = mod.torch
+            view = _Draws(lib, np.random.default_rng(0), draws)
+            view.utils = _Through(lib.utils)
+            view.utils.data = _Through(lib.utils.data)
+            view.utils.data.DataLoader = _shared_order(lib, np.random.default_rng(1))
+            mod.torch = view
+            if hasattr(mod, "nn"):
+                _layers_from_torch(mod, records, _sf)
+                for loss in losses:
+                    record_module_outputs(mod, "nn", loss, _rec)
+            if extra is not None:
+                extra(mod, _sf)
+
+        mod = run_script(HERE / f"{name}.py", use_sf, argv=argv, modules=standin.modules(f"yunjey_tv_{use_sf}"),
+                         after_imports=prepare)
+        runs.append(dict(out=capsys.readouterr().out.splitlines(), losses=[v for _, v in recorded],
+                         mod=mod, dir=work, saved=dict(standin.SAVED)))
+    return runs
+
+
+def _checkpoint(run, filename):
+    """The state dict a script saved, read back by its own framework, as arrays."""
+    lib = run["mod"].torch
+    state = lib.load(os.fspath(run["dir"] / filename))
+    return {k: np.asarray(v.numpy()) for k, v in state.items()}
+
+
+def _same_checkpoint(th, sf, filename, rtol=1e-5, atol=1e-6):
+    th_state, sf_state = _checkpoint(th, filename), _checkpoint(sf, filename)
+    assert list(sf_state) == list(th_state)
+    for k in th_state:
+        assert sf_state[k].dtype == th_state[k].dtype, k
+        assert_close(sf_state[k], th_state[k], f"{filename}: {k}", rtol, atol)
+
+
+@pytest.mark.parametrize("name, steps", [
+    ("feedforward_neural_network", 12),
+    ("logistic_regression", 12),
+])
+def test_mnist_classifiers_train_like_torch(tmp_path, monkeypatch, capsys, name, steps):
+    """01-basics feedforward_neural_network (Linear-ReLU-Linear, Adam) and
+    logistic_regression (one Linear, SGD), run as scripts on the MNIST stand-in: every
+    CrossEntropyLoss to rtol 1e-5, the printout (losses at 4 decimals; the accuracy, which
+    logistic_regression prints from a tensor: ``tensor(...)`` in the line) the same text,
+    and the saved ``model.ckpt`` (its keys, dtypes and values; atol ``ADAM_ATOL``, see there)."""
+    th, sf = _run_both(name, tmp_path, monkeypatch, capsys)
+    assert len(th["losses"]) == len(sf["losses"]) == steps
+    assert_close(sf["losses"], th["losses"], f"{name} losses")
+    assert sf["out"] == th["out"]
+    assert len(th["out"]) == steps // 2 + 1
+    _same_checkpoint(th, sf, "model.ckpt", atol=ADAM_ATOL)
+
+
+def test_linear_regression_fits_like_torch(tmp_path, monkeypatch, capsys):
+    """01-basics linear_regression: nn.Linear(1, 1), MSELoss, 60 SGD steps on the file's own
+    15 points; every MSELoss to rtol 1e-5, the 12 printed lines, the fitted line and the
+    saved ``model.ckpt``."""
+    th, sf = _run_both("linear_regression", tmp_path, monkeypatch, capsys, losses=("MSELoss",))
+    assert len(th["losses"]) == len(sf["losses"]) == 60
+    assert_close(sf["losses"], th["losses"], "losses")
+    assert sf["out"] == th["out"] and len(th["out"]) == 12
+    assert_close(sf["mod"].predicted, th["mod"].predicted, "predicted")
+    _same_checkpoint(th, sf, "model.ckpt")
