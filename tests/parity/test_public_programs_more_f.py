@@ -18,6 +18,7 @@ Each run happens in its own folder, so the checkpoints the scripts save are comp
 """
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,7 @@ import pytest
 
 from shardflow.testing.parity import load_torch_file
 
-from .programs._harness import _Draws, _Through, assert_close, record_module_outputs, run_script
+from .programs._harness import _Draws, _Through, assert_close, record_calls, record_module_outputs, run_script
 
 pytestmark = pytest.mark.usefixtures("torch_single_thread")
 
@@ -94,7 +95,7 @@ def _shared_order(lib, rng):
 
 
 def _run_both(name, tmp_path, monkeypatch, capsys, draws=(), losses=("CrossEntropyLoss",),
-              sizes=(60, 20), argv=(), extra=None, seed=0):
+              calls=(), sizes=(60, 20), argv=(), extra=None, seed=0):
     """Run ``yunjey_tutorial/<name>.py`` on torch, then on shardflow, each in its own folder.
     Returns ``[dict(out=printed lines, losses=[...], mod=module, dir=folder, saved=images)]``."""
     import torch
@@ -120,12 +121,15 @@ def _run_both(name, tmp_path, monkeypatch, capsys, draws=(), losses=("CrossEntro
                 _layers_from_torch(mod, records, _sf)
                 for loss in losses:
                     record_module_outputs(mod, "nn", loss, _rec)
+            for module_path, func in calls:  # e.g. ("F", "binary_cross_entropy")
+                record_calls(mod, module_path, func, _rec)
             if extra is not None:
                 extra(mod, _sf)
 
+        recorded.clear()
         mod = run_script(HERE / f"{name}.py", use_sf, argv=argv, modules=standin.modules(f"yunjey_tv_{use_sf}"),
                          after_imports=prepare)
-        runs.append(dict(out=capsys.readouterr().out.splitlines(), losses=[v for _, v in recorded],
+        runs.append(dict(out=capsys.readouterr().out.splitlines(), losses=[v if not isinstance(v, tuple) else v[1] for v in recorded],
                          mod=mod, dir=work, saved=dict(standin.SAVED)))
     return runs
 
@@ -223,3 +227,60 @@ def test_deep_residual_network_trains_like_torch(tmp_path, monkeypatch, capsys):
 # after the second).
 RESNET_SEED = 8
 RESNET_TRAIN = 20
+
+
+_NUMBER = re.compile(r"-?\d+(?:\.(\d+))?")
+
+
+def _same_printout(sf_lines, th_lines, rtol=1e-5):
+    """The same lines but for the last printed digit of numbers: a float32 sum of thousands
+    (the VAE's summed BCE, ~5e3) agrees to rtol 1e-5 and still shows one ulp (5e-4) apart at
+    4 decimals. Text is compared exactly, each number to rtol plus one unit of its last digit."""
+    assert len(sf_lines) == len(th_lines)
+    for sf_line, th_line in zip(sf_lines, th_lines):
+        assert _NUMBER.sub("#", sf_line) == _NUMBER.sub("#", th_line), (sf_line, th_line)
+        for a, b in zip(_NUMBER.finditer(sf_line), _NUMBER.finditer(th_line)):
+            unit = 10.0 ** -len(b.group(1) or "")
+            assert abs(float(a.group()) - float(b.group())) <= rtol * abs(float(b.group())) + unit, (sf_line, th_line)
+
+
+def _same_saved_images(th, sf, rtol=1e-5, atol=1e-6):
+    assert list(sf["saved"]) == list(th["saved"]) and th["saved"]
+    for path, image in th["saved"].items():
+        assert_close(sf["saved"][path].numpy(), image.numpy(), path, rtol, atol)
+
+
+def test_gan_trains_like_torch(tmp_path, monkeypatch, capsys):
+    """03-advanced generative_adversarial_network: a Sequential MLP discriminator (LeakyReLU,
+    Sigmoid) and generator (Tanh), BCELoss against ``torch.ones`` / ``torch.zeros`` labels,
+    two Adam optimizers, ``reset_grad``; the noise is ``torch.randn`` (shared draws). Every
+    BCELoss (real, fake, generator) to rtol 1e-5, the printout (``D(x)``, ``D(G(z))`` means at
+    2 decimals), the images ``save_image`` got (``denorm``: clamp) and both checkpoints
+    (atol ``ADAM_ATOL``)."""
+    th, sf = _run_both("generative_adversarial_network", tmp_path, monkeypatch, capsys, draws=("randn",),
+                       losses=("BCELoss",))
+    assert len(th["losses"]) == len(sf["losses"]) == 3 * 12
+    assert_close(sf["losses"], th["losses"], "BCE losses")
+    assert sf["out"] == th["out"] and len(th["out"]) == 6
+    _same_saved_images(th, sf)
+    assert sorted(th["saved"]) == ["samples/fake_images-1.png", "samples/fake_images-2.png", "samples/real_images.png"]
+    for name in ("G.ckpt", "D.ckpt"):
+        _same_checkpoint(th, sf, name, atol=ADAM_ATOL)
+
+
+def test_vae_trains_like_torch(tmp_path, monkeypatch, capsys):
+    """03-advanced variational_autoencoder: encode / reparameterize (``torch.randn_like``,
+    shared draws) / decode with ``F.sigmoid``, the summed ``F.binary_cross_entropy(...,
+    size_average=False)`` (legacy argument: torch warns and sums) plus the KL term, Adam; after
+    each epoch samples from ``torch.randn`` and reconstructions joined by ``torch.cat(dim=3)``
+    under ``no_grad``. Every reconstruction loss to rtol 1e-5, the printout (``_same_printout``:
+    the summed loss is ~5e3, and one float32 ulp shows at 4 decimals), the saved images."""
+    with pytest.warns(UserWarning, match="size_average"):
+        th, sf = _run_both("variational_autoencoder", tmp_path, monkeypatch, capsys, draws=("randn", "randn_like"),
+                           losses=(), calls=(("F", "binary_cross_entropy"),))
+    assert len(th["losses"]) == len(sf["losses"]) == 12
+    assert_close(sf["losses"], th["losses"], "reconstruction losses")
+    _same_printout(sf["out"], th["out"])
+    assert len(th["out"]) == 6
+    _same_saved_images(th, sf)
+    assert len(th["saved"]) == 4
