@@ -95,7 +95,7 @@ def _shared_order(lib, rng):
 
 
 def _run_both(name, tmp_path, monkeypatch, capsys, draws=(), losses=("CrossEntropyLoss",),
-              calls=(), sizes=(60, 20), argv=(), extra=None, seed=0):
+              calls=(), sizes=(60, 20), argv=(), extra=None, seed=0, siblings=(), setup=None):
     """Run ``yunjey_tutorial/<name>.py`` on torch, then on shardflow, each in its own folder.
     Returns ``[dict(out=printed lines, losses=[...], mod=module, dir=folder, saved=images)]``."""
     import torch
@@ -108,6 +108,13 @@ def _run_both(name, tmp_path, monkeypatch, capsys, draws=(), losses=("CrossEntro
         work = tmp_path / ("shardflow" if use_sf else "torch")
         work.mkdir()
         monkeypatch.chdir(work)
+        if setup is not None:
+            setup(work)
+        modules = standin.modules(f"yunjey_tv_{use_sf}")
+        script = HERE / f"{name}.py"
+        for sibling in siblings:  # the script's own modules (from data_utils import Corpus), rewritten too
+            modules[sibling] = load_torch_file(script.parent / f"{sibling}.py", use_shardflow=use_sf,
+                                               name=f"yunjey_{sibling}_{'shardflow' if use_sf else 'torch'}")
         recorded = []
 
         def prepare(mod, _sf=use_sf, _rec=recorded):
@@ -127,7 +134,7 @@ def _run_both(name, tmp_path, monkeypatch, capsys, draws=(), losses=("CrossEntro
                 extra(mod, _sf)
 
         recorded.clear()
-        mod = run_script(HERE / f"{name}.py", use_sf, argv=argv, modules=standin.modules(f"yunjey_tv_{use_sf}"),
+        mod = run_script(script, use_sf, argv=argv, modules=modules,
                          after_imports=prepare)
         runs.append(dict(out=capsys.readouterr().out.splitlines(), losses=[v if not isinstance(v, tuple) else v[1] for v in recorded],
                          mod=mod, dir=work, saved=dict(standin.SAVED)))
@@ -284,3 +291,34 @@ def test_vae_trains_like_torch(tmp_path, monkeypatch, capsys):
     assert len(th["out"]) == 6
     _same_saved_images(th, sf)
     assert len(th["saved"]) == 4
+
+
+def _corpus(work):
+    """A made-up corpus for ``data/train.txt``: 30 lines of 4-9 words over 16 words."""
+    rng = np.random.default_rng(5)
+    words = "the cat dog sat on a mat ran far away big small red tree under bird".split()
+    (work / "data").mkdir()
+    lines = [" ".join(rng.choice(words, rng.integers(4, 10))) for _ in range(30)]
+    (work / "data" / "train.txt").write_text("\n".join(lines) + "\n")
+
+
+def test_language_model_trains_and_samples_like_torch(tmp_path, monkeypatch, capsys):
+    """02-intermediate language_model (main.py with its data_utils.py, run as a script): the
+    corpus read into ``torch.LongTensor(tokens)`` item by item, an Embedding-LSTM-Linear
+    model trained with truncated backpropagation (``detach`` of the carried states), Adam
+    and ``clip_grad_norm_(0.5)``, then 20 words sampled with ``torch.multinomial`` (shared
+    draws) under ``no_grad``, ``input.fill_(word_id)``. Every loss to rtol 1e-5, the
+    printout (perplexity through ``np.exp(loss.item())``), ``sample.txt`` and the
+    checkpoint (atol ``ADAM_ATOL``)."""
+    th, sf = _run_both("language_model/main", tmp_path, monkeypatch, capsys, draws=("multinomial",),
+                       siblings=("data_utils",), setup=_corpus)
+    assert th["mod"].ids.shape == (4, th["mod"].ids.size(1)) and th["mod"].num_batches >= 5
+    assert list(sf["mod"].ids.shape) == list(th["mod"].ids.shape)
+    assert np.array_equal(sf["mod"].ids.numpy(), th["mod"].ids.numpy())
+    steps = len(range(0, th["mod"].ids.size(1) - 5, 5))  # the script's own loop, seq_length 5
+    assert len(th["losses"]) == len(sf["losses"]) == 2 * steps
+    assert_close(sf["losses"], th["losses"], "losses")
+    assert sf["out"] == th["out"]
+    assert (sf["dir"] / "sample.txt").read_text() == (th["dir"] / "sample.txt").read_text()
+    assert len((th["dir"] / "sample.txt").read_text().split()) >= 10
+    _same_checkpoint(th, sf, "model.ckpt", atol=ADAM_ATOL)
