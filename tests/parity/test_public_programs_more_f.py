@@ -322,3 +322,52 @@ def test_language_model_trains_and_samples_like_torch(tmp_path, monkeypatch, cap
     assert (sf["dir"] / "sample.txt").read_text() == (th["dir"] / "sample.txt").read_text()
     assert len((th["dir"] / "sample.txt").read_text().split()) >= 10
     _same_checkpoint(th, sf, "model.ckpt", atol=ADAM_ATOL)
+
+
+def test_pytorch_basics_prints_like_torch(tmp_path, monkeypatch, capsys):
+    """01-basics pytorch_basics, run as a script: what it prints -- ``print(x.grad)`` of 0-d
+    tensors, ``print('w: ', linear.weight)`` (``Parameter containing:`` and the tensor),
+    ``loss.item()`` before and after one SGD step, gradients, a data set item's
+    ``image.size()`` and label, the frozen "pretrained" resnet's new ``fc`` output size --
+    is the same text, numbers to rtol 1e-5 (``_same_printout``: ``loss.item()`` prints all
+    of a float32's digits). One deviation, by design: shardflow prints its ``Size`` as
+    ``shardflow.Size([...])`` where torch prints ``torch.Size([...])`` (its dtypes likewise),
+    so that prefix is mapped before comparing. The whole model saved and loaded back
+    (``torch.save(resnet)``, ``torch.load(weights_only=False)``) and the reloaded state dict
+    give the same outputs; the frozen parameters stay frozen."""
+    th, sf = _run_both("pytorch_basics", tmp_path, monkeypatch, capsys, draws=("randn",), losses=("MSELoss",))
+    assert_close(sf["losses"], th["losses"], "MSE losses")
+    assert len(th["losses"]) == 2
+    sf_out = [line.replace("shardflow.Size(", "torch.Size(") for line in sf["out"]]
+    _same_printout(sf_out, th["out"])
+    assert th["out"][:3] == ["tensor(2.)", "tensor(1.)", "tensor(1.)"]
+    assert "w:  Parameter containing:" in th["out"] and "torch.Size([3, 32, 32])" in th["out"]
+    assert th["out"][-1] == "torch.Size([4, 100])"
+    for run in (th, sf):
+        mod = run["mod"]
+        assert type(mod.model).__name__ == "ResNet" and mod.model is not mod.resnet
+        assert [p.requires_grad for p in mod.model.parameters()] == [False] * 3 + [True] * 2
+    for run in (th, sf):
+        run["reloaded"] = run["mod"].model(run["mod"].images).detach().numpy()
+    assert_close(sf["reloaded"], th["reloaded"], "the reloaded whole model's outputs")
+    assert_close(sf["mod"].outputs.detach().numpy(), th["mod"].outputs.detach().numpy(), "outputs")
+    assert_close(sf["reloaded"], sf["mod"].outputs.detach().numpy(), "shardflow reloaded vs original", 0, 0)
+
+
+def test_shuffled_loader_of_an_empty_dataset_is_refused_like_torch():
+    """pytorch_basics' CustomDataset as written (``__len__`` 0) with ``shuffle=True``: torch
+    refuses it when the loader is built (ValueError naming num_samples); so does shardflow."""
+    import torch
+
+    import shardflow
+
+    for lib in (torch, shardflow):
+        class Empty(lib.utils.data.Dataset):
+            def __getitem__(self, index):
+                pass
+
+            def __len__(self):
+                return 0
+
+        with pytest.raises(ValueError, match="num_samples should be a positive integer"):
+            lib.utils.data.DataLoader(dataset=Empty(), batch_size=64, shuffle=True)
