@@ -371,3 +371,36 @@ def test_shuffled_loader_of_an_empty_dataset_is_refused_like_torch():
 
         with pytest.raises(ValueError, match="num_samples should be a positive integer"):
             lib.utils.data.DataLoader(dataset=Empty(), batch_size=64, shuffle=True)
+
+
+def _style_images(work):
+    """Content (40x48) and style (24x24) RGB PNGs of smooth made-up patterns."""
+    from PIL import Image
+
+    yy, xx = np.mgrid[0:40, 0:48]
+    content = np.stack([128 + 100 * np.sin(xx / 5.0), 128 + 100 * np.cos(yy / 7.0), (xx * yy) % 256], -1)
+    yy, xx = np.mgrid[0:24, 0:24]
+    style = np.stack([(xx * 11) % 256, (yy * 13) % 256, ((xx + yy) * 7) % 256], -1)
+    Image.fromarray(content.astype(np.uint8)).save(work / "content.png")
+    Image.fromarray(style.astype(np.uint8)).save(work / "style.png")
+
+
+def test_neural_style_transfer_like_torch(tmp_path, monkeypatch, capsys):
+    """03-advanced neural_style_transfer, run as a script with its argparse options
+    (``--max_size 48 --total_step 6 --log_step 2 --sample_step 3``): PIL images resized and
+    normalised, the target image a ``clone().requires_grad_(True)`` leaf optimised by Adam
+    (``betas=[0.5, 0.999]``), VGG features picked by ``_modules`` names, content loss and
+    Gram-matrix style loss (``view``, ``mm``, ``t()``), the image denormalised and
+    ``clamp_``-ed for ``save_image``. Every ``torch.mean`` the losses are made of to rtol
+    1e-5, the printout (the config ``Namespace`` too), the saved images and the final target."""
+    argv = ["--content", "content.png", "--style", "style.png", "--max_size", "48", "--total_step", "6",
+            "--log_step", "2", "--sample_step", "3"]
+    th, sf = _run_both("neural_style_transfer", tmp_path, monkeypatch, capsys, losses=(),
+                       calls=(("torch", "mean"),), argv=argv, setup=_style_images)
+    assert len(th["losses"]) == len(sf["losses"]) == 6 * 10
+    assert_close(sf["losses"], th["losses"], "content and style means")
+    _same_printout(sf["out"], th["out"])
+    assert len(th["out"]) == 4 and th["out"][0].startswith("Namespace(")
+    _same_saved_images(th, sf)
+    assert sorted(th["saved"]) == ["output-3.png", "output-6.png"]
+    assert th["saved"]["output-3.png"].shape == (3, 40, 48)
