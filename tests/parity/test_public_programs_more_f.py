@@ -26,7 +26,14 @@ import pytest
 
 from shardflow.testing.parity import load_torch_file
 
-from .programs._harness import _Draws, _Through, assert_close, record_calls, record_module_outputs, run_script
+from .programs._harness import (
+    _Draws,
+    _Through,
+    assert_close,
+    record_calls,
+    record_module_outputs,
+    run_script,
+)
 
 pytestmark = pytest.mark.usefixtures("torch_single_thread")
 

@@ -1,3 +1,4 @@
+# ruff: noqa: I001, UP008, UP032, W291, W293  (the tutorial's own style, kept)
 # ---------------------------------------------------------------------------- #
 # yunjey/pytorch-tutorial tutorials/02-intermediate/deep_residual_network/main.py
 # (github.com/yunjey/pytorch-tutorial, MIT License; stored commit 2221952). Changes: sizes

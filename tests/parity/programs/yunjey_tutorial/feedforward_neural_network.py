@@ -1,3 +1,4 @@
+# ruff: noqa: I001, UP008, UP032, W291, W293  (the tutorial's own style, kept)
 # yunjey/pytorch-tutorial tutorials/01-basics/feedforward_neural_network/main.py
 # (github.com/yunjey/pytorch-tutorial, MIT License; stored commit 78c6afe). Changes: sizes
 # (hidden_size 500 -> 32, num_epochs 5 -> 2, batch_size 100 -> 10) and the print interval

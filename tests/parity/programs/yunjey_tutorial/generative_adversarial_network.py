@@ -1,3 +1,4 @@
+# ruff: noqa: I001, UP032, W291, W293  (the tutorial's own style, kept)
 # yunjey/pytorch-tutorial tutorials/03-advanced/generative_adversarial_network/main.py
 # (github.com/yunjey/pytorch-tutorial, MIT License; stored commit 78c6afe, with the later
 # upstream fix of its Normalize to one channel, `mean=[0.5], std=[0.5]`: the stored

@@ -1,3 +1,4 @@
+# ruff: noqa: I001, UP032, W291, W293  (the tutorial's own style, kept)
 # yunjey/pytorch-tutorial tutorials/01-basics/linear_regression/main.py
 # (github.com/yunjey/pytorch-tutorial, MIT License; stored commit 40aa26e). Changes: the
 # matplotlib plot is dropped (plt.show() would block; matplotlib is not a dependency).

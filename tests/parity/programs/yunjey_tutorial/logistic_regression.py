@@ -1,3 +1,4 @@
+# ruff: noqa: I001, UP032, W291, W293  (the tutorial's own style, kept)
 # yunjey/pytorch-tutorial tutorials/01-basics/logistic_regression/main.py
 # (github.com/yunjey/pytorch-tutorial, MIT License; stored commit 3008d88). Changes: sizes
 # (num_epochs 5 -> 2, batch_size 100 -> 10), the print interval (every 100 steps -> every 2);

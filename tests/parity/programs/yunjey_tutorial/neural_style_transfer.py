@@ -1,3 +1,4 @@
+# ruff: noqa: I001, UP008, UP010, UP032, W291, W293  (the tutorial's own style, kept)
 # yunjey/pytorch-tutorial tutorials/03-advanced/neural_style_transfer/main.py
 # (github.com/yunjey/pytorch-tutorial, MIT License; stored commit 78c6afe). Changes:
 # torchvision is the test's stand-in (torchvision_standin.py): `models.vgg19(pretrained=True)`

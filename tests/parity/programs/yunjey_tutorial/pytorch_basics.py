@@ -1,3 +1,4 @@
+# ruff: noqa: I001, W291  (the tutorial's own style, kept)
 # yunjey/pytorch-tutorial tutorials/01-basics/pytorch_basics/main.py
 # (github.com/yunjey/pytorch-tutorial, MIT License; stored commit 004ebe7). Changes:
 # torchvision is the test's stand-in (torchvision_standin.py: synthetic CIFAR-shaped data, a

@@ -1,3 +1,4 @@
+# ruff: noqa: I001, UP008, UP032, W291, W293  (the tutorial's own style, kept)
 # yunjey/pytorch-tutorial tutorials/02-intermediate/recurrent_neural_network/main.py
 # (github.com/yunjey/pytorch-tutorial, MIT License; stored commit e217e42). Changes: sizes
 # (hidden_size 128 -> 16, batch_size 100 -> 10) and the print interval (every 100 steps ->

@@ -1,3 +1,4 @@
+# ruff: noqa: I001, UP008, UP032, W291, W293  (the tutorial's own style, kept)
 # yunjey/pytorch-tutorial tutorials/03-advanced/variational_autoencoder/main.py
 # (github.com/yunjey/pytorch-tutorial, MIT License; stored commit 78c6afe). Changes: sizes
 # (h_dim 400 -> 16, z_dim 20 -> 4, num_epochs 15 -> 2, batch_size 128 -> 10) and the print

@@ -1,3 +1,4 @@
+# ruff: noqa: E713, F401, I001, UP004, UP015, W291, W293  (the tutorial's own style, kept)
 # yunjey/pytorch-tutorial tutorials/02-intermediate/language_model/data_utils.py
 # (github.com/yunjey/pytorch-tutorial, MIT License; stored commit 78c6afe). Unchanged
 # (`torch.LongTensor(tokens)`, the legacy uninitialised constructor, filled item by item).

@@ -1,3 +1,4 @@
+# ruff: noqa: F401, I001, UP008, UP032, W291, W293  (the tutorial's own style, kept)
 # yunjey/pytorch-tutorial tutorials/02-intermediate/language_model/main.py
 # (github.com/yunjey/pytorch-tutorial, MIT License; stored commit 401b903). Changes: sizes
 # (embed_size 128 -> 8, hidden_size 1024 -> 16, num_epochs 5 -> 2, num_samples 1000 -> 20,
