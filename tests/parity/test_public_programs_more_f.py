@@ -18,7 +18,9 @@ Each run happens in its own folder, so the checkpoints the scripts save are comp
 """
 
 import os
+import pickle
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -51,12 +53,12 @@ def _standin(use_sf):
                            name=f"yunjey_torchvision_{'shardflow' if use_sf else 'torch'}")
 
 
-def _layers_from_torch(mod, records, use_sf):
-    """The script's ``nn.<layer>(...)`` builds the framework's own layer, then (torch run)
-    records its state or (shardflow run) loads the recorded one, in construction order."""
+def _layers_from_torch(mod, records, use_sf, done):
+    """The module's ``nn.<layer>(...)`` builds the framework's own layer, then (torch run)
+    records its state or (shardflow run) loads the recorded one, in construction order
+    (``done``: the layers loaded so far, shared by the script and its sibling modules)."""
     nn_view = _Through(mod.nn)
     lib = mod.torch
-    done = []
 
     def factory(name):
         base = getattr(mod.nn, name)
@@ -102,9 +104,13 @@ def _shared_order(lib, rng):
 
 
 def _run_both(name, tmp_path, monkeypatch, capsys, draws=(), losses=("CrossEntropyLoss",),
-              calls=(), sizes=(60, 20), argv=(), extra=None, seed=0, siblings=(), setup=None):
+              calls=(), sizes=(60, 20), argv=(), extra=None, seed=0, siblings=(), setup=None,
+              more_modules=dict):
     """Run ``yunjey_tutorial/<name>.py`` on torch, then on shardflow, each in its own folder.
-    Returns ``[dict(out=printed lines, losses=[...], mod=module, dir=folder, saved=images)]``."""
+    ``siblings`` are the script's own modules (``from data_utils import Corpus``), loaded in
+    that order, rewritten too and seen through the same patches; ``more_modules()`` gives
+    further ``sys.modules`` stand-ins. Returns ``[dict(out=printed lines, losses=[...],
+    mod=module, dir=folder, saved=images, siblings={name: module})]``."""
     import torch
 
     torch.manual_seed(seed)  # torch's initial weights, which both runs start from
@@ -117,22 +123,35 @@ def _run_both(name, tmp_path, monkeypatch, capsys, draws=(), losses=("CrossEntro
         monkeypatch.chdir(work)
         if setup is not None:
             setup(work)
-        modules = standin.modules(f"yunjey_tv_{use_sf}")
+        modules = {**standin.modules(f"yunjey_tv_{use_sf}"), **more_modules()}
+        for key, value in modules.items():  # the siblings import them too
+            monkeypatch.setitem(sys.modules, key, value)
         script = HERE / f"{name}.py"
-        for sibling in siblings:  # the script's own modules (from data_utils import Corpus), rewritten too
-            modules[sibling] = load_torch_file(script.parent / f"{sibling}.py", use_shardflow=use_sf,
-                                               name=f"yunjey_{sibling}_{'shardflow' if use_sf else 'torch'}")
-        recorded = []
+        recorded, done, shuffle_rng = [], [], np.random.default_rng(1)
 
-        def prepare(mod, _sf=use_sf, _rec=recorded):
+        def patch(mod, _sf=use_sf):
+            if not hasattr(mod, "torch"):
+                return
             lib = mod.torch
             view = _Draws(lib, np.random.default_rng(0), draws)
             view.utils = _Through(lib.utils)
             view.utils.data = _Through(lib.utils.data)
-            view.utils.data.DataLoader = _shared_order(lib, np.random.default_rng(1))
+            view.utils.data.DataLoader = _shared_order(lib, shuffle_rng)
             mod.torch = view
             if hasattr(mod, "nn"):
-                _layers_from_torch(mod, records, _sf)
+                _layers_from_torch(mod, records, _sf, done)
+
+        loaded = {}
+        for sibling in siblings:
+            loaded[sibling] = load_torch_file(script.parent / f"{sibling}.py", use_shardflow=use_sf,
+                                              name=f"yunjey_{sibling}_{'shardflow' if use_sf else 'torch'}")
+            patch(loaded[sibling])
+            modules[sibling] = loaded[sibling]
+            monkeypatch.setitem(sys.modules, sibling, loaded[sibling])
+
+        def prepare(mod, _sf=use_sf, _rec=recorded):
+            patch(mod)
+            if hasattr(mod, "nn"):
                 for loss in losses:
                     record_module_outputs(mod, "nn", loss, _rec)
             for module_path, func in calls:  # e.g. ("F", "binary_cross_entropy")
@@ -140,11 +159,10 @@ def _run_both(name, tmp_path, monkeypatch, capsys, draws=(), losses=("CrossEntro
             if extra is not None:
                 extra(mod, _sf)
 
-        recorded.clear()
-        mod = run_script(script, use_sf, argv=argv, modules=modules,
-                         after_imports=prepare)
-        runs.append(dict(out=capsys.readouterr().out.splitlines(), losses=[v if not isinstance(v, tuple) else v[1] for v in recorded],
-                         mod=mod, dir=work, saved=dict(standin.SAVED)))
+        mod = run_script(script, use_sf, argv=argv, modules=modules, after_imports=prepare)
+        runs.append(dict(out=capsys.readouterr().out.splitlines(),
+                         losses=[v[1] if isinstance(v, tuple) else v for v in recorded],
+                         mod=mod, dir=work, saved=dict(standin.SAVED), siblings=loaded))
     return runs
 
 
@@ -411,3 +429,86 @@ def test_neural_style_transfer_like_torch(tmp_path, monkeypatch, capsys):
     _same_saved_images(th, sf)
     assert sorted(th["saved"]) == ["output-3.png", "output-6.png"]
     assert th["saved"]["output-3.png"].shape == (3, 40, 48)
+
+
+CAPTIONING = HERE / "image_captioning"
+
+
+def _coco_standin():
+    return load_torch_file(CAPTIONING / "coco_nltk_standin.py", use_shardflow=False, name="yunjey_coco_nltk_standin")
+
+
+def _caption_data(monkeypatch):
+    """``setup`` for train.py: 12 RGB images of 40x40 under data/images, 24 made-up captions
+    (two per image) in COCO's caption JSON layout, and the pickled Vocabulary that the
+    tutorial's build_vocab.py makes of them (its ``build_vocab``, threshold 1)."""
+    import json
+
+    from PIL import Image
+
+    def setup(work):
+        rng = np.random.default_rng(3)
+        (work / "data" / "images").mkdir(parents=True)
+        words = "a man dog cat with on the red ball grass runs sits plays big small near".split()
+        images, annotations = [], []
+        for i in range(12):
+            Image.fromarray(rng.integers(0, 256, (40, 40, 3)).astype(np.uint8)).save(work / "data" / "images" / f"{i}.png")
+            images.append({"id": i, "file_name": f"{i}.png"})
+            for j in range(2):
+                caption = " ".join(rng.choice(words, rng.integers(3, 9))).capitalize() + "."
+                annotations.append({"id": 2 * i + j, "image_id": i, "caption": caption})
+        (work / "data" / "captions.json").write_text(json.dumps({"images": images, "annotations": annotations}))
+        for key, value in _coco_standin().modules().items():
+            monkeypatch.setitem(sys.modules, key, value)
+        build_vocab = load_torch_file(CAPTIONING / "build_vocab.py", use_shardflow=False, name="yunjey_build_vocab_setup")
+        with open(work / "data" / "vocab.pkl", "wb") as f:
+            pickle.dump(build_vocab.build_vocab(str(work / "data" / "captions.json"), 1), f)
+
+    return setup
+
+
+def test_image_captioning_trains_like_torch(tmp_path, monkeypatch, capsys):
+    """03-advanced image_captioning: train.py as a script with its own options (small sizes,
+    ``--num_workers 0``) over its data_loader.py (a COCO Dataset with ``torch.Tensor(caption)``,
+    a custom ``collate_fn`` sorting by length and padding through ``targets[i, :end] =
+    cap[:end]``), model.py (the "pretrained" CNN's ``children()[:-1]`` under ``no_grad``,
+    Linear + ``BatchNorm1d(momentum=0.01)``; an Embedding-LSTM decoder over
+    ``pack_padded_sequence``, ``hiddens[0]`` the packed data) and build_vocab.py's pickled
+    Vocabulary; the targets are ``pack_padded_sequence(captions, lengths)[0]``, Adam over a
+    list of three modules' parameters. Every loss to rtol 1e-5, the printout (perplexity via
+    ``np.exp``), the 8 checkpoints (atol ``ADAM_ATOL``; the Linear bias before the BatchNorm1d
+    only bounded, see there), and greedy ``sample()`` captions from
+    the last checkpoint (``outputs.max(1)``, ``torch.stack``) the same ids."""
+    argv = ["--model_path", "models/", "--crop_size", "32", "--vocab_path", "data/vocab.pkl",
+            "--image_dir", "data/images", "--caption_path", "data/captions.json", "--log_step", "1",
+            "--save_step", "3", "--embed_size", "8", "--hidden_size", "16", "--num_epochs", "2",
+            "--batch_size", "4", "--num_workers", "0"]
+    th, sf = _run_both("image_captioning/train", tmp_path, monkeypatch, capsys, argv=argv,
+                       siblings=("build_vocab", "model", "data_loader"), setup=_caption_data(monkeypatch),
+                       more_modules=lambda: _coco_standin().modules())
+    assert len(th["losses"]) == len(sf["losses"]) == 12
+    assert_close(sf["losses"], th["losses"], "losses")
+    _same_printout(sf["out"], th["out"])
+    assert len(th["out"]) == 13 and th["out"][0].startswith("Namespace(")
+    for epoch in (1, 2):
+        for step in (3, 6):
+            # the encoder's Linear bias feeds a training-mode BatchNorm1d: zero gradient in
+            # exact arithmetic, so Adam steps it on rounding noise (bounded by steps * lr),
+            # and the norm's running mean follows it
+            bound = ((epoch - 1) * 6 + step) * 1e-3
+            _same_checkpoint(th, sf, f"models/decoder-{epoch}-{step}.ckpt", atol=ADAM_ATOL)
+            _same_checkpoint(th, sf, f"models/encoder-{epoch}-{step}.ckpt", atol=ADAM_ATOL,
+                             bounded={"linear.bias": bound, "bn.running_mean": bound})
+    captions = []
+    for run in (th, sf):
+        model, lib = run["siblings"]["model"], run["mod"].torch
+        model.nn = model.nn._lib  # fresh models, loaded from the checkpoint below
+        vocab = pickle.loads((run["dir"] / "data" / "vocab.pkl").read_bytes())
+        encoder, decoder = model.EncoderCNN(8).eval(), model.DecoderRNN(8, 16, len(vocab), 1)
+        encoder.load_state_dict(lib.load(os.fspath(run["dir"] / "models" / "encoder-2-6.ckpt")))
+        decoder.load_state_dict(lib.load(os.fspath(run["dir"] / "models" / "decoder-2-6.ckpt")))
+        images = lib.from_numpy(np.random.default_rng(4).random((3, 3, 32, 32)).astype(np.float32))
+        with lib.no_grad():
+            captions.append(decoder.sample(encoder(images)).numpy())
+    assert captions[0].shape == (3, 20) and captions[0].dtype == captions[1].dtype == np.int64
+    assert np.array_equal(captions[1], captions[0])

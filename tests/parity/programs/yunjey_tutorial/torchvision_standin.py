@@ -13,10 +13,10 @@ entries that make the programs' own ``import torchvision`` lines find it.
   ``(x - mean) / std`` per channel), ``Pad``, and ``RandomHorizontalFlip`` / ``RandomCrop``
   drawing from a NumPy generator seeded alike in both runs (torchvision draws from torch's).
 * ``utils.save_image`` keeps a copy of the tensor in ``SAVED`` under the path (no PNG).
-* ``models.vgg19(pretrained=True)`` / ``models.resnet18(pretrained=True)``: small networks
+* ``models.vgg19(pretrained=True)`` / ``models.resnet18`` / ``resnet152``: small networks
   with the same attribute names and layer indexing (VGG-19's ``features`` with its 37
   layers, convs at 0, 2, 5, 7, 10, ... and pools at 4, 9, 18, 27, 36; ResNet's ``fc`` with
-  ``in_features``), channels cut to a few, "pretrained" weights drawn from a seeded NumPy
+  ``in_features``, last of its ``children()``), channels cut to a few, "pretrained" weights drawn from a seeded NumPy
   generator (the same in both runs).
 """
 
@@ -124,6 +124,7 @@ class RandomHorizontalFlip:
         self.p = p
 
     def __call__(self, img):
+        img = np.asarray(img)  # a PIL image too
         return img[:, ::-1] if _RNG[0].random() < self.p else img
 
 
@@ -132,6 +133,7 @@ class RandomCrop:
         self.size = size
 
     def __call__(self, img):
+        img = np.asarray(img)  # a PIL image too
         h, w = img.shape[:2]
         i, j = _RNG[0].integers(0, h - self.size + 1), _RNG[0].integers(0, w - self.size + 1)
         return img[i:i + self.size, j:j + self.size]
@@ -190,6 +192,10 @@ def resnet18(pretrained=False, **kwargs):
     return _fixed_weights(ResNet(), 18)
 
 
+def resnet152(pretrained=False, **kwargs):
+    return _fixed_weights(ResNet(), 152)
+
+
 def modules(prefix):
     """``{name: module}`` for ``sys.modules``: ``torchvision`` and its submodules, each a
     namespace over this file's objects (named ``prefix...``, not ``torchvision...``, so the
@@ -203,7 +209,7 @@ def modules(prefix):
     transforms = namespace("transforms", Compose=Compose, ToTensor=ToTensor, Normalize=Normalize, Pad=Pad,
                            RandomHorizontalFlip=RandomHorizontalFlip, RandomCrop=RandomCrop)
     utils = namespace("utils", save_image=save_image)
-    models = namespace("models", vgg19=vgg19, resnet18=resnet18)
+    models = namespace("models", vgg19=vgg19, resnet18=resnet18, resnet152=resnet152)
     top = namespace("torchvision", datasets=datasets, transforms=transforms, utils=utils, models=models)
     return {"torchvision": top, "torchvision.datasets": datasets, "torchvision.transforms": transforms,
             "torchvision.utils": utils, "torchvision.models": models}
