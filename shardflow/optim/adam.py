@@ -32,7 +32,7 @@ from .optimizer import Optimizer, _bump
 class Adam(Optimizer):
     _decoupled = False
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False, fused=None, decoupled_weight_decay=False):
         # torch 2.13: Adam(decoupled_weight_decay=True) is AdamW (whose _decoupled is True)

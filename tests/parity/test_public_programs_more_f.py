@@ -14,7 +14,9 @@ How the two runs start alike (all in :func:`_run_both`):
   generators differ), and named random functions (``torch.randn``...) give the same NumPy
   draws (``_harness._Draws``). The loader, its batching and collation are each framework's own.
 
-Each run happens in its own folder, so the checkpoints the scripts save are compared too.
+Each run happens in its own folder, so the checkpoints the scripts save are compared too;
+``print(model)`` / ``print(optimizer)`` of the scripts' globals are compared as text
+(``_same_prints``).
 """
 
 import os
@@ -166,6 +168,13 @@ def _run_both(name, tmp_path, monkeypatch, capsys, draws=(), losses=("CrossEntro
     return runs
 
 
+def _same_prints(th, sf, *names):
+    """``print(model)`` / ``print(optimizer)`` of the script's globals: the same text
+    (shardflow's own name where torch prints ``torch.``)."""
+    for name in names:
+        assert str(getattr(sf["mod"], name)).replace("shardflow.", "torch.") == str(getattr(th["mod"], name)), name
+
+
 def _checkpoint(run, filename):
     """The state dict a script saved, read back by its own framework, as arrays."""
     lib = run["mod"].torch
@@ -201,8 +210,10 @@ def test_mnist_classifiers_train_like_torch(tmp_path, monkeypatch, capsys, name,
     states given) and its bidirectional version, run as scripts on the MNIST stand-in: every
     CrossEntropyLoss to rtol 1e-5, the printout (losses at 4 decimals; the accuracy, which
     logistic_regression prints from a tensor: ``tensor(...)`` in the line) the same text,
-    and the saved ``model.ckpt`` (its keys, dtypes and values; atol ``ADAM_ATOL``, see there)."""
+    and the saved ``model.ckpt`` (its keys, dtypes and values; atol ``ADAM_ATOL``, see there);
+    ``print(model)``, ``print(optimizer)`` and ``print(criterion)`` the same text."""
     th, sf = _run_both(name, tmp_path, monkeypatch, capsys)
+    _same_prints(th, sf, "model", "optimizer", "criterion")
     assert len(th["losses"]) == len(sf["losses"]) == steps
     assert_close(sf["losses"], th["losses"], f"{name} losses")
     assert sf["out"] == th["out"]
@@ -239,6 +250,7 @@ def test_deep_residual_network_trains_like_torch(tmp_path, monkeypatch, capsys):
     chosen where none is met (RESNET_SEED, below, says how it was measured)."""
     th, sf = _run_both("deep_residual_network", tmp_path, monkeypatch, capsys, sizes=(RESNET_TRAIN, 20),
                        seed=RESNET_SEED)
+    _same_prints(th, sf, "model", "optimizer")
     assert len(th["losses"]) == len(sf["losses"]) == 3 * RESNET_TRAIN // 10
     assert_close(sf["losses"], th["losses"], "losses")
     assert sf["out"] == th["out"] and len(th["out"]) == 3 * (RESNET_TRAIN // 20) + 1
@@ -291,6 +303,7 @@ def test_gan_trains_like_torch(tmp_path, monkeypatch, capsys):
     (atol ``ADAM_ATOL``)."""
     th, sf = _run_both("generative_adversarial_network", tmp_path, monkeypatch, capsys, draws=("randn",),
                        losses=("BCELoss",))
+    _same_prints(th, sf, "D", "G", "d_optimizer", "g_optimizer")
     assert len(th["losses"]) == len(sf["losses"]) == 3 * 12
     assert_close(sf["losses"], th["losses"], "BCE losses")
     assert sf["out"] == th["out"] and len(th["out"]) == 6
@@ -310,6 +323,7 @@ def test_vae_trains_like_torch(tmp_path, monkeypatch, capsys):
     with pytest.warns(UserWarning, match="size_average"):
         th, sf = _run_both("variational_autoencoder", tmp_path, monkeypatch, capsys, draws=("randn", "randn_like"),
                            losses=(), calls=(("F", "binary_cross_entropy"),))
+    _same_prints(th, sf, "model", "optimizer")
     assert len(th["losses"]) == len(sf["losses"]) == 12
     assert_close(sf["losses"], th["losses"], "reconstruction losses")
     _same_printout(sf["out"], th["out"])
@@ -341,6 +355,7 @@ def test_language_model_trains_and_samples_like_torch(tmp_path, monkeypatch, cap
     assert list(sf["mod"].ids.shape) == list(th["mod"].ids.shape)
     assert np.array_equal(sf["mod"].ids.numpy(), th["mod"].ids.numpy())
     steps = len(range(0, th["mod"].ids.size(1) - 5, 5))  # the script's own loop, seq_length 5
+    _same_prints(th, sf, "model", "optimizer")
     assert len(th["losses"]) == len(sf["losses"]) == 2 * steps
     assert_close(sf["losses"], th["losses"], "losses")
     assert sf["out"] == th["out"]
