@@ -493,7 +493,8 @@ def test_image_captioning_trains_like_torch(tmp_path, monkeypatch, capsys):
     list of three modules' parameters. Every loss to rtol 1e-5, the printout (perplexity via
     ``np.exp``), the 8 checkpoints (atol ``ADAM_ATOL``; the Linear bias before the BatchNorm1d
     only bounded, see there), and greedy ``sample()`` captions from
-    the last checkpoint (``outputs.max(1)``, ``torch.stack``) the same ids."""
+    the last checkpoint (``outputs.max(1)``, ``torch.stack``) the same ids; then sample.py, run
+    as a script on each run's checkpoints, prints the same caption."""
     argv = ["--model_path", "models/", "--crop_size", "32", "--vocab_path", "data/vocab.pkl",
             "--image_dir", "data/images", "--caption_path", "data/captions.json", "--log_step", "1",
             "--save_step", "3", "--embed_size", "8", "--hidden_size", "16", "--num_epochs", "2",
@@ -527,3 +528,17 @@ def test_image_captioning_trains_like_torch(tmp_path, monkeypatch, capsys):
             captions.append(decoder.sample(encoder(images)).numpy())
     assert captions[0].shape == (3, 20) and captions[0].dtype == captions[1].dtype == np.int64
     assert np.array_equal(captions[1], captions[0])
+    # sample.py, as a script, on each run's own checkpoints: the same printed caption
+    sentences, shown = [], []
+    for run, use_sf in ((th, False), (sf, True)):
+        monkeypatch.chdir(run["dir"])
+        coco = _coco_standin()
+        modules = {**_standin(use_sf).modules(f"yunjey_tv_{use_sf}"), **coco.modules(),
+                   "build_vocab": run["siblings"]["build_vocab"], "model": run["siblings"]["model"]}
+        run_script(CAPTIONING / "sample.py", use_sf, modules=modules, argv=[
+            "--image", "data/images/0.png", "--encoder_path", "models/encoder-2-6.ckpt",
+            "--decoder_path", "models/decoder-2-6.ckpt", "--embed_size", "8", "--hidden_size", "16"])
+        sentences.append(capsys.readouterr().out)
+        shown.append(coco.SHOWN)
+    assert len(shown[0]) == len(shown[1]) == 1 and np.array_equal(shown[0][0], shown[1][0])
+    assert sentences[1] == sentences[0] and 1 <= len(sentences[0].split()) <= 20
