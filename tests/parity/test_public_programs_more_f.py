@@ -396,7 +396,8 @@ def test_pytorch_basics_prints_like_torch(tmp_path, monkeypatch, capsys):
 
 def test_shuffled_loader_of_an_empty_dataset_is_refused_like_torch():
     """pytorch_basics' CustomDataset as written (``__len__`` 0) with ``shuffle=True``: torch
-    refuses it when the loader is built (ValueError naming num_samples); so does shardflow."""
+    refuses it when the loader is built (ValueError naming num_samples); so does shardflow,
+    with torch's words and then why (the data set is empty) and the fix."""
     import torch
 
     import shardflow
@@ -409,8 +410,10 @@ def test_shuffled_loader_of_an_empty_dataset_is_refused_like_torch():
             def __len__(self):
                 return 0
 
-        with pytest.raises(ValueError, match="num_samples should be a positive integer"):
+        with pytest.raises(ValueError, match="^num_samples should be a positive integer value, but got num_samples=0"):
             lib.utils.data.DataLoader(dataset=Empty(), batch_size=64, shuffle=True)
+    with pytest.raises(ValueError, match="data set is empty"):
+        shardflow.utils.data.DataLoader(dataset=Empty(), batch_size=64, shuffle=True)
 
 
 def _style_images(work):
