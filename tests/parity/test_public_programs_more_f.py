@@ -106,7 +106,7 @@ def _shared_order(lib, rng):
 
 
 def _run_both(name, tmp_path, monkeypatch, capsys, draws=(), losses=("CrossEntropyLoss",),
-              calls=(), sizes=(60, 20), argv=(), extra=None, seed=0, siblings=(), setup=None,
+              calls=(), sizes=(60, 20), argv=(), seed=0, siblings=(), setup=None,
               more_modules=dict):
     """Run ``yunjey_tutorial/<name>.py`` on torch, then on shardflow, each in its own folder.
     ``siblings`` are the script's own modules (``from data_utils import Corpus``), loaded in
@@ -151,15 +151,13 @@ def _run_both(name, tmp_path, monkeypatch, capsys, draws=(), losses=("CrossEntro
             modules[sibling] = loaded[sibling]
             monkeypatch.setitem(sys.modules, sibling, loaded[sibling])
 
-        def prepare(mod, _sf=use_sf, _rec=recorded):
+        def prepare(mod, _rec=recorded):
             patch(mod)
             if hasattr(mod, "nn"):
                 for loss in losses:
                     record_module_outputs(mod, "nn", loss, _rec)
             for module_path, func in calls:  # e.g. ("F", "binary_cross_entropy")
                 record_calls(mod, module_path, func, _rec)
-            if extra is not None:
-                extra(mod, _sf)
 
         mod = run_script(script, use_sf, argv=argv, modules=modules, after_imports=prepare)
         runs.append(dict(out=capsys.readouterr().out.splitlines(),
