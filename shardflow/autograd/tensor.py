@@ -411,6 +411,16 @@ class Tensor:
         a = self.numpy()
         return a if dtype is None else a.astype(dtype)
 
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        """A NumPy ufunc applied to a tensor (``np.exp(loss)``, ``np.sqrt(t)``) gives a tensor
+        on the CPU, as in PyTorch, not an array; a boolean result comes back as uint8, as
+        PyTorch's does (its own workaround, kept for the same printout). ``return_scalar``
+        (NumPy 2) is not honoured on purpose: PyTorch gives a 0-d tensor there too."""
+        array = np.asarray(array)
+        if array.dtype == np.bool_:
+            array = array.astype(np.uint8)
+        return _wrap(array)
+
     def __float__(self):
         self._check_one_element()
         self._warn_scalar_of_graph()

@@ -73,8 +73,11 @@ class RandomSampler(Sampler):
         self._num_samples = num_samples
         self.generator = generator
         if not isinstance(self.num_samples, int) or self.num_samples <= 0:
+            # PyTorch's words first (people search for them), then why and the fix
+            why = ("the data set is empty (its __len__ returned 0); give the loader a non-empty "
+                   "data set" if num_samples is None else "pass num_samples=N with N >= 1")
             raise ValueError(
-                f"num_samples should be a positive integer, got {self.num_samples!r}"
+                f"num_samples should be a positive integer value, but got num_samples={self.num_samples!r}: {why}"
             )
 
     @property

@@ -250,6 +250,11 @@ def _check_index_items(items: list, a) -> tuple[bool, bool, bool]:
         else:
             used += it.ndim if _is_array(it) and it.dtype.kind == "b" else 1
     if used > nd:
+        if nd == 0 and any(type(it) is int for it in items):
+            # PyTorch's own message for t[0] of a 0-d tensor, with its fix: the pre-0.4
+            # idiom ``loss.data[0]`` (old tutorials) is ``loss.item()`` today
+            raise IndexError("invalid index of a 0-dim tensor: it has no dimension to index (shape ()); "
+                             "use tensor.item() to convert a 0-dim tensor to a number (loss.data[0] -> loss.item())")
         raise IndexError(f"too many indices for tensor of dimension {nd}: the index uses {used} dims, shape is {tuple(shape)}")
     d = 0  # the dimension of ``a`` the next component indexes
     advanced = False
