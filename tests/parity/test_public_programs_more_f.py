@@ -264,10 +264,13 @@ def test_deep_residual_network_trains_like_torch(tmp_path, monkeypatch, capsys):
 # input agrees to 1e-5): its gradient then flips from that element's contribution to none,
 # 0.5-4% of a weight's gradient, and Adam carries it on. Measured on this program: with 40
 # training images (12 steps) every torch seed of 1-29 met such an input somewhere (losses
-# apart by 3e-5 to 4e-3 relative); with 20 images (6 steps) seed 8 meets none, and the
-# losses agree to 2e-7. So: seed 8, 20 images, 2 steps per epoch, 3 epochs (the lr decay
-# after the second).
-RESNET_SEED = 8
+# apart by 3e-5 to 4e-3 relative); with 20 images (6 steps) seed 8 met none, and the
+# losses agreed to 2e-7. Session 29's exact ToTensor division (uint8 / 255 now torch's to
+# the bit, it was 1 ulp off) moved every input by rounding, and seed 8 met one: of seeds 1-12
+# only 6 and 7 meet none now. So: seed 6, 20 images, 2 steps per epoch, 3 epochs (the lr
+# decay after the second). The test therefore guards the program's code path and the
+# losses' agreement on a seed without such a tie, not rounding-level equality of training.
+RESNET_SEED = 6
 RESNET_TRAIN = 20
 
 
@@ -510,9 +513,11 @@ def test_image_captioning_trains_like_torch(tmp_path, monkeypatch, capsys):
     for epoch in (1, 2):
         for step in (3, 6):
             # the encoder's Linear bias feeds a training-mode BatchNorm1d: zero gradient in
-            # exact arithmetic, so Adam steps it on rounding noise (bounded by steps * lr),
-            # and the norm's running mean follows it
-            bound = ((epoch - 1) * 6 + step) * 1e-3
+            # exact arithmetic, so Adam steps it on rounding noise, each run up to about lr a
+            # step and the two in any direction (bound 2 * steps * lr: one run's 3 steps drifted
+            # 3.7e-3 from the other's, after the division fix made the inputs torch's to the
+            # bit), and the norm's running mean follows it
+            bound = 2 * ((epoch - 1) * 6 + step) * 1e-3
             _same_checkpoint(th, sf, f"models/decoder-{epoch}-{step}.ckpt", atol=ADAM_ATOL)
             _same_checkpoint(th, sf, f"models/encoder-{epoch}-{step}.ckpt", atol=ADAM_ATOL,
                              bounded={"linear.bias": bound, "bn.running_mean": bound})
