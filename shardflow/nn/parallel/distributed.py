@@ -57,7 +57,7 @@ from ... import comm as _comm
 from ...autograd import is_grad_enabled
 from ..module import Module
 from .autograd_walk import reachable_leaves, tensors_in
-from .join import Join
+from .join import DDPJoinHook, Join
 from .reducer import Reducer, partial_dims, reducers_of
 
 
@@ -182,6 +182,23 @@ class DistributedDataParallel(Module):
         every rank as soon as one has run out. See ``join.py``.
         """
         return Join(self, divide_by_initial_world_size, enable, throw_on_early_termination)
+
+    def join_hook(self, **kwargs) -> DDPJoinHook:
+        """This model's hook for torch's generic ``Join([model, ...])``
+        (``distributed.algorithms.join``): it takes ``divide_by_initial_world_size`` (default
+        True) from the context's keywords, as torch's does."""
+        return DDPJoinHook(self, kwargs.get("divide_by_initial_world_size", True))
+
+    @property
+    def join_device(self):
+        """The device of the generic ``Join``'s own collectives (torch's property)."""
+        params = list(self.module.parameters())
+        return params[0].device if params else None
+
+    @property
+    def join_process_group(self):
+        """The group of the generic ``Join``'s own collectives: this model's."""
+        return self.process_group
 
     def register_comm_hook(self, state, hook) -> None:
         """Replace each bucket's all-reduce by ``hook(state, bucket)`` (PyTorch's API).
