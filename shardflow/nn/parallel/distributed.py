@@ -225,6 +225,5 @@ class DistributedDataParallel(Module):
     def remove_hooks(self) -> None:
         self.reducer.remove_hooks()
 
-    def extra_repr(self) -> str:
-        return (f"world_size={self.process_group.size}, buckets={len(self.reducer.buckets)}, "
-                f"find_unused_parameters={self.find_unused_parameters}")
+    # No extra_repr: print(ddp_model) shows only `(module): ...`, as torch's does (scripts
+    # print their wrapped model; the world size and buckets are in `bucket_sizes()`).
