@@ -182,3 +182,41 @@ def test_generic_join_tutorial_runs_like_torch(tmp_path, demo):
         params[name] = ranks[0]
     assert params["shardflow"][1] == params["torch"][1], params
     assert_close(params["shardflow"][0], params["torch"][0], "ZeRO weight", rtol=0, atol=1e-3)
+
+
+# -- pytorch/examples distributed/ddp --------------------------------------------------------
+
+DDP_EXAMPLE = HERE / "ddp_example" / "example.py"
+# run_example.sh's torchrun line, for 2 processes
+TORCHRUN_ARGS = ["--nnodes=1", "--nproc_per_node=2", "--rdzv_id=101", "--rdzv_endpoint=localhost:5972",
+                 "example.py", "--local_world_size=2"]
+
+
+def test_ddp_example_under_torchruns_command_line_prints_like_torch(tmp_path):
+    """distributed/ddp/example.py started by run_example.sh's torchrun line (`python -m
+    torch.distributed.run` / `python -m shardflow.distributed.run`, same options): each rank
+    prints the environment it initialises from (the static rendezvous endpoint localhost:5972
+    as MASTER_ADDR/MASTER_PORT: shardflow used 127.0.0.1:29500 before), its rank, world size
+    and backend, and its (empty) device ids, then takes one DDP step. The lines are compared
+    with the process ids taken out (the example prints no loss)."""
+    outputs = {}
+    for name, module, use_sf in (("shardflow", "shardflow.distributed.run", True),
+                                 ("torch", "torch.distributed.run", False)):
+        d = tmp_path / name
+        d.mkdir()
+        text = DDP_EXAMPLE.read_text()
+        (d / "example.py").write_text(shardflow.testing.parity.rewrite_imports(text) if use_sf else text)
+        env = rank_env({"OMP_NUM_THREADS": "1"})
+        for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+            env.pop(k, None)
+        for _attempt in (1, 2):
+            proc = subprocess.run([sys.executable, "-m", module, *TORCHRUN_ARGS], cwd=d, env=env,
+                                  capture_output=True, text=True, timeout=120)
+            if proc.returncode == 0 or use_sf or _TORCH_TEARDOWN_ABORT not in proc.stdout + proc.stderr:
+                break
+        assert proc.returncode == 0, f"{name} failed (rc={proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+        lines = [re.sub(r"^(\[rank \d+\] )?\[\d+\]:? ?", "", ln) for ln in proc.stdout.splitlines()]
+        outputs[name] = sorted(ln for ln in lines if ln.startswith(("Initializing", "world_size", "rank")))
+    assert outputs["shardflow"] == outputs["torch"]
+    assert len(outputs["torch"]) == 6 and "Initializing process group with: {'MASTER_ADDR': 'localhost', " \
+        "'MASTER_PORT': '5972', 'RANK': '0', 'WORLD_SIZE': '2'}" in outputs["torch"], outputs["torch"]
