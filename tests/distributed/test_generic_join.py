@@ -65,6 +65,12 @@ def test_join_refuses_what_torch_refuses():
     with pytest.raises(ValueError, match="at least one joinable"):
         Join([])
     ddp = DDP(sf.nn.Linear(2, 1), process_group=LocalCommunicator())
+    from shardflow.distributed.algorithms.join import Joinable
+    from shardflow.distributed.optim import ZeroRedundancyOptimizer
+
+    zero = ZeroRedundancyOptimizer(ddp.parameters(), sf.optim.Adam, process_group=LocalCommunicator())
+    assert isinstance(ddp, Joinable) and isinstance(zero, Joinable)  # as torch's classes are
+    assert not isinstance(sf.optim.SGD(ddp.parameters(), lr=0.1), Joinable)
     with pytest.raises(TypeError, match="Join got SGD, which is not a Joinable"):
         Join([ddp, sf.optim.SGD(ddp.parameters(), lr=0.1)])
     other = DDP(sf.nn.Linear(2, 1), process_group=LocalCommunicator())

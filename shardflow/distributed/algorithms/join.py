@@ -37,6 +37,7 @@ from ...nn.parallel import DistributedDataParallel
 
 __all__ = ["JoinHook", "Joinable", "Join"]
 
+_MEMBERS = ("join_hook", "join_device", "join_process_group")
 # the keywords the join hooks of shardflow's joinables take
 _KNOWN_KWARGS = {"divide_by_initial_world_size"}
 
@@ -72,6 +73,15 @@ class Joinable(abc.ABC):
     def __init__(self) -> None:
         super().__init__()
         self._join_config = _JoinConfig.construct_disabled_join_config()
+
+    @classmethod
+    def __subclasshook__(cls, other):
+        # DistributedDataParallel and ZeroRedundancyOptimizer live in lower layers and cannot
+        # subclass this; they are Joinables by having the three members, so that
+        # isinstance(ddp_model, Joinable) is True as in torch
+        if cls is Joinable and all(any(n in vars(k) for k in other.__mro__) for n in _MEMBERS):
+            return True
+        return NotImplemented
 
     @abc.abstractmethod
     def join_hook(self, **kwargs) -> JoinHook:
@@ -121,9 +131,7 @@ class Join:
                 divide_by_initial_world_size=kwargs.get("divide_by_initial_world_size", True),
                 enable=enable, throw_on_early_termination=throw_on_early_termination)
             return
-        missing = [type(j).__name__ for j in joinables
-                   if not all(hasattr(type(j), a) for a in ("join_hook", "join_device",
-                                                             "join_process_group"))]
+        missing = [type(j).__name__ for j in joinables if not isinstance(j, Joinable)]
         if missing:
             raise TypeError(
                 f"Join got {', '.join(missing)}, which is not a Joinable (join_hook, join_device "
