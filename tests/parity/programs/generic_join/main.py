@@ -54,7 +54,6 @@ def worker_ddp(rank):
 
     print(f"Rank {rank} has exhausted all {num_inputs} of its inputs!")
     print(f"Rank {rank} DDP grads {[round(p.grad.item(), 6) for p in model.parameters()]}")
-    dist.destroy_process_group()
 
 
 def worker_zero(rank):
@@ -78,7 +77,6 @@ def worker_zero(rank):
 
     print(f"Rank {rank} has exhausted all {num_inputs} of its inputs!")
     print(f"Rank {rank} ZeRO params {[round(p.item(), 6) for p in model.parameters()]}")
-    dist.destroy_process_group()
 
 
 class CounterJoinHook(JoinHook):
@@ -184,7 +182,6 @@ def worker_counter(rank):
 
     print(f"{int(counter.count.item())} inputs processed before rank {rank} joined!")
     print(f"{int(counter.max_count.item())} inputs processed across all ranks!")
-    dist.destroy_process_group()
 
 
 def main(worker):
