@@ -6,7 +6,10 @@
    count. Every rank writes its initial parameters (``init.npz``) and its parameters and
    count after the loop (``rank{r}.npz``); the test compares them with a single-process
    PyTorch reference.
-2. ``throw_on_early_termination=True`` with the counter alone: each rank prints ``RAISED
+2. ``Join([ddp, zero])`` with ``ZeroRedundancyOptimizer(SGD)``, every parameter sharded by
+   rows: a joined rank steps its rows from the gradient it still holds (``zinit.npz``,
+   ``zrank{r}.npz``).
+3. ``throw_on_early_termination=True`` with the counter alone: each rank prints ``RAISED
    {r}: {message}`` (torch's messages) or ``NO ERROR {r}``.
 """
 
@@ -17,6 +20,7 @@ import shardflow.distributed as dist
 import shardflow.nn as nn
 import shardflow.nn.functional as F
 from shardflow.distributed.algorithms.join import Join, Joinable, JoinHook
+from shardflow.distributed.optim import ZeroRedundancyOptimizer
 from shardflow.nn.parallel import DistributedDataParallel as DDP
 
 
@@ -80,6 +84,17 @@ def main(argv):
             opt.step()
     assert ddp._join is None  # DDP's forward is plain again
     np.savez(f"{out}/rank{r}.npz", *[p.numpy() for p in model.parameters()], counter.count.numpy())
+    sf.manual_seed(21 + r)
+    model = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 2))
+    ddp = DDP(model)
+    np.savez(f"{out}/zinit.npz", *[p.numpy() for p in model.parameters()])
+    opt = ZeroRedundancyOptimizer(model.parameters(), sf.optim.SGD, lr=0.3)
+    with Join([ddp, opt]):
+        for x, y in batches(r):
+            opt.zero_grad()
+            F.mse_loss(ddp(sf.tensor(x)), sf.tensor(y)).backward()
+            opt.step()
+    np.savez(f"{out}/zrank{r}.npz", *[p.numpy() for p in model.parameters()])
     counter = Counter()
     try:
         with Join([counter], throw_on_early_termination=True):
