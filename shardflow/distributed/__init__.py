@@ -15,6 +15,7 @@ Global tensors (placement + sbp) will live in this package as well.
 from __future__ import annotations
 
 import pickle
+import warnings
 from datetime import timedelta
 
 import numpy as np
@@ -95,7 +96,10 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
                        group_name: str = "", pg_options=None, device_id=None) -> None:
     """Initialise the default group from the launch environment (see the module docstring).
 
-    ``world_size`` / ``rank``, when given, are checked against what the launcher set.
+    ``world_size`` / ``rank``, when given, are checked against what the launcher set; with
+    backend ``"mpi"`` they are ignored with torch's warning (MPI assigns them: PyTorch's
+    distributed tutorial runs ``init_process_group("mpi", rank=0, world_size=0)`` under
+    ``mpirun``).
     ``timeout`` is accepted for compatibility; the collective timeout is
     ``SHARDFLOW_COMM_TIMEOUT`` (default 600 s).
     """
@@ -105,13 +109,20 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
             "destroy_process_group() first or check is_initialized()"
         )
     asked = None if backend is None else str(Backend(backend))
+    if asked == "mpi" and (world_size != -1 or rank != -1):
+        warnings.warn(f"For MPI backend, world_size ({world_size}) and rank ({rank}) are ignored "
+                      "since they are assigned by the MPI runtime.", stacklevel=2)
+        world_size = rank = -1
     world = _comm.init(engine_backend(asked, ":" in (asked or "") and cuda_is_available()))
     if world_size not in (-1, None) and world_size != world.size:
         raise ValueError(
             f"init_process_group(world_size={world_size}) but the launcher started "
             f"{world.size} rank(s); launch with `shardflow run -n {world_size} ...`, or start "
             f"the processes with shardflow.multiprocessing.spawn(fn, args, nprocs={world_size}) "
-            "with join=True and plain-data args (it launches them as one MPI job)"
+            "with join=True and plain-data args (it launches them as one MPI job); processes "
+            "started one by one (multiprocessing.Process) cannot form one process group: run "
+            "the function on each rank of `shardflow run` instead (rank and world size from "
+            "the RANK and WORLD_SIZE variables it sets)"
         )
     if rank not in (-1, None) and rank != world.rank:
         raise ValueError(f"init_process_group(rank={rank}) but this process is rank {world.rank}")

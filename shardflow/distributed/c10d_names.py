@@ -107,7 +107,8 @@ class BuiltinCommHookType(enum.Enum):
 
 class _DeprecatedReduceOp:
     """torch's deprecated ``dist.reduce_op``: ``reduce_op.SUM`` is ``ReduceOp.SUM`` (with a
-    deprecation warning on each access, as torch's)."""
+    deprecation warning on each access, torch's FutureWarning: unlike a DeprecationWarning it
+    is shown by default, as in torch)."""
 
     _NAMES = ("SUM", "AVG", "PRODUCT", "MIN", "MAX")
 
@@ -115,7 +116,7 @@ class _DeprecatedReduceOp:
         if key not in self._NAMES:
             raise AttributeError(f"reduce_op has no {key!r}; its members: {self._NAMES}")
         warnings.warn("`torch.distributed.reduce_op` is deprecated, please use "
-                      "`torch.distributed.ReduceOp` instead", DeprecationWarning, stacklevel=2)
+                      "`torch.distributed.ReduceOp` instead", FutureWarning, stacklevel=2)
         return getattr(ReduceOp, key)
 
     @property

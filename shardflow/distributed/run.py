@@ -8,11 +8,12 @@ Translation (:func:`shardflow_run_argv`, torch's option names with ``-`` or ``_`
 ``--nproc-per-node N`` -> ``-n N`` (``auto``: the GPUs if CuPy sees any, else the CPUs;
 ``cpu``; ``gpu``); ``--max-restarts K`` -> ``--max-restarts K``; ``-m`` -> ``-m``;
 ``--no-python`` -> the command as given; ``--master-addr`` / ``--master-port`` -> the job's
-``MASTER_ADDR`` / ``MASTER_PORT``. One node only: ``--nnodes`` must be 1 (``1``, ``1:1``)
-and ``--node-rank`` 0; for several machines one ``shardflow run -n N --hosts h1:k,h2:k``
+``MASTER_ADDR`` / ``MASTER_PORT``, and so does ``--rdzv-endpoint host:port`` with the static
+rendezvous (torchrun's default backend; the endpoint wins, as in torch). One node only:
+``--nnodes`` must be 1 (``1``, ``1:1``) and ``--node-rank`` 0; for several machines one ``shardflow run -n N --hosts h1:k,h2:k``
 starts them all. torchrun's rendezvous, logging and agent options (``--standalone``,
-``--rdzv-*``, ``--monitor-interval``, ``--log-dir``, ``--tee`` ...) are accepted and have no
-counterpart. The launcher is started as ``python -m shardflow run`` in this process's place
+the other ``--rdzv-*``, ``--monitor-interval``, ``--log-dir``, ``--tee`` ...) are accepted
+and have no counterpart. The launcher is started as ``python -m shardflow run`` in this process's place
 (``os.execv``), so its exit code is this command's.
 """
 
@@ -119,7 +120,20 @@ def shardflow_run_argv(argv: list[str]) -> tuple[list[str], dict[str, str]]:
         env["MASTER_ADDR"] = args.master_addr
     if args.master_port is not None:
         env["MASTER_PORT"] = str(args.master_port)
+    if args.rdzv_endpoint and args.rdzv_backend in (None, "static") and not args.standalone:
+        env.update(_static_endpoint(args.rdzv_endpoint))
     return out, env
+
+
+def _static_endpoint(endpoint: str) -> dict[str, str]:
+    """torchrun's static rendezvous (its default backend) makes ``--rdzv-endpoint host:port``
+    the job's ``MASTER_ADDR`` / ``MASTER_PORT`` (over ``--master-addr`` / ``--master-port``),
+    as pytorch/examples' run_example.sh relies on; torch refuses an endpoint without a port."""
+    host, sep, port = endpoint.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise ValueError(f"--rdzv-endpoint {endpoint!r}: the static rendezvous needs host:port "
+                         f"(torch: Port is absent in endpoint: {endpoint}); e.g. localhost:29400")
+    return {"MASTER_ADDR": host.strip("[]"), "MASTER_PORT": port}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -33,6 +33,17 @@ tensors, PyTorch's format); ``load_state_dict`` takes that format from any world
 keeps this rank's rows. ``sharded_state_dict()`` returns the state without communication,
 each state tensor a global tensor ``Split(0)`` (for sharded checkpoints).
 
+Uneven inputs: it is a joinable of torch's generic ``Join([ddp_model, zero_optimizer])``
+(``distributed/algorithms/join.py``). As in torch, its ``step()`` first notifies the context,
+and a rank that has run out of inputs runs ``step()`` as its main hook: it updates its
+shard with the gradients it holds (those of its last backward: DDP's shadowing does not
+write ``.grad``) and takes part in the all-gather. Deviation: torch gives each parameter
+whole to one rank, shardflow gives each rank rows of it (and parameters with fewer rows than
+ranks to every rank); so in the iterations where some rank has joined, the rows a joined
+rank owns are updated from its stale gradients where torch updates the parameters it owns,
+and the small replicated parameters differ between ranks until DDP's join hook broadcasts
+the last joiner's model (torch's result mixes the two ranks' updates there).
+
 ``parameters_as_bucket_view`` and ``overlap_with_ddp`` are accepted with PyTorch's
 defaults; ``overlap_with_ddp=True`` (stepping inside DDP's communication hook) is not
 supported.
@@ -78,6 +89,7 @@ class ZeroRedundancyOptimizer(Optimizer):
         self.parameters_as_bucket_view = parameters_as_bucket_view
         self.overlap_with_ddp = overlap_with_ddp
         self._consolidated = None
+        self._join_config = None  # torch's Joinable field, set by a generic Join context
         self.stats = {"all_gather": 0, "bytes": 0}  # bytes: all-gather outputs (ZeRO's count)
         self._build()
 
@@ -169,6 +181,10 @@ class ZeroRedundancyOptimizer(Optimizer):
 
     # -- step ----------------------------------------------------------------------------
     def step(self, closure=None):
+        if self._join_config is not None:  # inside a generic Join (module docstring)
+            from .algorithms.join import Join
+
+            Join.notify_join_context(self)
         self._check_groups()
         loss = self._closure(closure)
         for g, ig in zip(self.param_groups, self.optim.param_groups):
@@ -223,6 +239,28 @@ class ZeroRedundancyOptimizer(Optimizer):
                 for k, (lo, hi) in enumerate(self._rows[id(p)]):
                     off = self._offsets[id(p)][k]
                     a[lo:hi] = out[k, off: off + (hi - lo) * row].reshape(a[lo:hi].shape)
+
+    # -- uneven inputs (torch's Joinable) ------------------------------------------------
+    def join_hook(self, **kwargs):
+        """The hook for torch's generic ``Join``: a joined rank steps (module docstring)."""
+        from .algorithms.join import JoinHook
+
+        class _ZeROJoinHook(JoinHook):
+            """torch's: while others train, a joined rank runs the optimizer step (its
+            shard's update and the all-gather the active ranks run)."""
+
+            def main_hook(hook) -> None:  # noqa: N805 - the optimizer is `self`
+                self.step()
+
+        return _ZeROJoinHook()
+
+    @property
+    def join_device(self):
+        return self._device
+
+    @property
+    def join_process_group(self):
+        return self.process_group
 
     # -- state dicts ---------------------------------------------------------------------
     def _index_of(self):

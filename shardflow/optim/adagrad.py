@@ -20,6 +20,8 @@ from .optimizer import Optimizer, _bump
 
 
 class Adagrad(Optimizer):
+    # zeros written as torch's signature writes them (int 0): print(optimizer) and the
+    # state dict's param_groups show them so
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0,
                  initial_accumulator_value=0, eps=1e-10, foreach=None, *, maximize=False,
                  differentiable=False, fused=None):

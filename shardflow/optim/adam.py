@@ -32,6 +32,8 @@ from .optimizer import Optimizer, _bump
 class Adam(Optimizer):
     _decoupled = False
 
+    # zeros written as torch's signature writes them (int 0): print(optimizer) and the
+    # state dict's param_groups show them so
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False, fused=None, decoupled_weight_decay=False):

@@ -21,6 +21,8 @@ from .optimizer import Optimizer, _bump
 
 
 class RMSprop(Optimizer):
+    # zeros written as torch's signature writes them (int 0): print(optimizer) and the
+    # state dict's param_groups show them so
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
                  centered=False, capturable=False, foreach=None, maximize=False,
                  differentiable=False):

@@ -21,6 +21,8 @@ from .optimizer import Optimizer, _bump, required
 
 
 class SGD(Optimizer):
+    # zeros written as torch's signature writes them (int 0): print(optimizer) and the
+    # state dict's param_groups show them so
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
                  nesterov=False, *, maximize=False, foreach=None, differentiable=False,
                  fused=None):

@@ -57,7 +57,7 @@ from ... import comm as _comm
 from ...autograd import is_grad_enabled
 from ..module import Module
 from .autograd_walk import reachable_leaves, tensors_in
-from .join import Join
+from .join import DDPJoinHook, Join
 from .reducer import Reducer, partial_dims, reducers_of
 
 
@@ -183,6 +183,23 @@ class DistributedDataParallel(Module):
         """
         return Join(self, divide_by_initial_world_size, enable, throw_on_early_termination)
 
+    def join_hook(self, **kwargs) -> DDPJoinHook:
+        """This model's hook for torch's generic ``Join([model, ...])``
+        (``distributed.algorithms.join``): it takes ``divide_by_initial_world_size`` (default
+        True) from the context's keywords, as torch's does."""
+        return DDPJoinHook(self, kwargs.get("divide_by_initial_world_size", True))
+
+    @property
+    def join_device(self):
+        """The device of the generic ``Join``'s own collectives (torch's property)."""
+        params = list(self.module.parameters())
+        return params[0].device if params else None
+
+    @property
+    def join_process_group(self):
+        """The group of the generic ``Join``'s own collectives: this model's."""
+        return self.process_group
+
     def register_comm_hook(self, state, hook) -> None:
         """Replace each bucket's all-reduce by ``hook(state, bucket)`` (PyTorch's API).
 
@@ -208,6 +225,5 @@ class DistributedDataParallel(Module):
     def remove_hooks(self) -> None:
         self.reducer.remove_hooks()
 
-    def extra_repr(self) -> str:
-        return (f"world_size={self.process_group.size}, buckets={len(self.reducer.buckets)}, "
-                f"find_unused_parameters={self.find_unused_parameters}")
+    # No extra_repr: print(ddp_model) shows only `(module): ...`, as torch's does (scripts
+    # print their wrapped model; the world size and buckets are in `bucket_sizes()`).

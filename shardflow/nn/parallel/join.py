@@ -24,6 +24,13 @@ rank) is broadcast to all (one all_reduce(MAX) to agree on it, then a broadcast 
 parameter and buffer), because the joined ranks skipped the optimizer steps of the
 shadowed iterations. With ``throw_on_early_termination=True`` the first iteration in which
 some rank has joined raises on every rank instead (PyTorch's messages).
+
+Under torch's generic ``Join([ddp, optimizer, ...])`` (``distributed/algorithms/join.py``) the
+same object serves as DDP's join hook (:class:`DDPJoinHook`): the generic context runs the
+loop (its own heartbeat all-reduce, then every joinable's ``main_hook``), ``main_hook`` is one
+pass of the joined rank's loop body above (:meth:`Join.shadow_iteration`), ``post_hook`` the
+final model's broadcast; ``heartbeat`` is the generic context's notice, sent before step 1
+when DDP is its first joinable (torch's ``Join.notify_join_context``).
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ class Join:
         self.enable = bool(enable)
         self.throw_on_early_termination = bool(throw_on_early_termination)
         self._zeros = None
+        self.heartbeat = None  # the generic Join's notice (module docstring), or None
 
     def __enter__(self):
         if self.enable:
@@ -66,6 +74,8 @@ class Join:
         ddp = self.ddp
         pg = ddp.process_group
         syncing = ddp.reducer.require_sync and is_grad_enabled()
+        if self.heartbeat is not None:
+            self.heartbeat()
         flags = self._flags(True, syncing)
         active = int(flags[:-1].sum())
         if self.throw_on_early_termination and active < pg.size:
@@ -76,29 +86,41 @@ class Join:
 
     # -- joined ranks ----------------------------------------------------------------
     def __exit__(self, exc_type, exc, tb):
-        ddp = self.ddp
         if not self.enable:
             return False
-        ddp.__dict__["_join"] = None
-        ddp.reducer.divide_by = None
+        self.leave()
         if exc_type is not None:
             return False  # the exception propagates; no shadowing (PyTorch's behaviour)
-        pg = ddp.process_group
+        pg = self.ddp.process_group
         is_last_joiner = True
-        while True:
-            flags = self._flags(False, False)
-            active = flags[:-1]
-            if not active.any():
-                break
+        while self.shadow_iteration():
             if self.throw_on_early_termination:
                 raise RuntimeError(f"Rank {pg.rank} exhausted all inputs.")
             is_last_joiner = False
-            if ddp.broadcast_buffers and pg.size > 1:
-                ddp._broadcast_buffers(int(np.flatnonzero(active)[-1]))
-            if flags[-1]:
-                self._shadow_backward()
         self._sync_final_model(is_last_joiner)
         return False
+
+    def leave(self) -> None:
+        """This rank's loop is over: DDP's forward no longer sends step 1 as an active rank."""
+        self.ddp.__dict__["_join"] = None
+        self.ddp.reducer.divide_by = None
+
+    def shadow_iteration(self) -> bool:
+        """One pass of a joined rank: step 1 with zeros; if some rank is still active, the
+        buffers' broadcast and (when that iteration's backward reduces) zero buckets.
+        Returns whether some rank was still active."""
+        ddp = self.ddp
+        flags = self._flags(False, False)
+        active = flags[:-1]
+        if not active.any():
+            return False
+        if self.throw_on_early_termination:
+            return True  # the caller raises: no shadowing
+        if ddp.broadcast_buffers and ddp.process_group.size > 1:
+            ddp._broadcast_buffers(int(np.flatnonzero(active)[-1]))
+        if flags[-1]:
+            self._shadow_backward()
+        return True
 
     def _shadow_backward(self) -> None:
         """Zero buckets all-reduced in the order the active ranks' backward reduces them."""
@@ -122,3 +144,35 @@ class Join:
         for t in list(ddp.module.parameters()) + [b for b in ddp.module.buffers() if b is not None]:
             pg.broadcast(t.array, src)
             t._version_counter[0] += 1
+
+
+class DDPJoinHook:
+    """DistributedDataParallel's join hook for torch's generic ``Join`` (module docstring):
+    ``main_hook`` shadows one iteration, ``post_hook`` broadcasts the last joiner's model.
+    (It has the methods of ``distributed.algorithms.join.JoinHook``, which lies above this
+    layer.)"""
+
+    def __init__(self, ddp, divide_by_initial_world_size: bool = True):
+        self.ddp = ddp
+        self.divide_by_initial_world_size = bool(divide_by_initial_world_size)
+        self.context = None  # the Join of this context, made by enter()
+
+    def enter(self, enable: bool, heartbeat) -> None:
+        """The generic context starts: DDP's forward notifies it (and ``heartbeat``, the
+        generic context's notice, when DDP is its first joinable)."""
+        # torch's generic Join raises on early termination itself (its heartbeat), so DDP's
+        # own check stays off here
+        self.context = Join(self.ddp, self.divide_by_initial_world_size, enable, False)
+        self.context.heartbeat = heartbeat
+        self.context.__enter__()
+
+    def leave(self) -> None:
+        """This rank's loop is over (or raised): DDP's forward is plain again."""
+        if self.context is not None and self.context.enable and self.ddp._join is self.context:
+            self.context.leave()
+
+    def main_hook(self) -> None:
+        self.context.shadow_iteration()
+
+    def post_hook(self, is_last_joiner: bool) -> None:
+        self.context._sync_final_model(is_last_joiner)
