@@ -18,17 +18,22 @@ def _stacked_leaf(tensors, name: str):
     return result.requires_grad_() if all_rg else result
 
 
+def check_ensemble(models, op: str) -> None:
+    """torch's refusals for an ensemble: no models, mixed train/eval modes, mixed classes."""
+    if len(models) == 0:
+        raise RuntimeError(f"{op}: Expected at least one model, got 0.")
+    if not (all(m.training for m in models) or all(not m.training for m in models)):
+        raise RuntimeError(f"{op}: Expected all models to have the same training/eval mode.")
+    if not all(type(m) is type(models[0]) for m in models):
+        raise RuntimeError(f"{op}: Expected all models to be of the same class.")
+
+
 def stack_module_state(models):
     """``(params, buffers)``: dicts from each state-dict name to the stack (new leading
     dimension, one entry per model) of that tensor over ``models``. All models must be of one
     class and in the same training/eval mode."""
     models = list(models)
-    if len(models) == 0:
-        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
-    if not (all(m.training for m in models) or all(not m.training for m in models)):
-        raise RuntimeError("stack_module_state: Expected all models to have the same training/eval mode.")
-    if not all(type(m) is type(models[0]) for m in models):
-        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
+    check_ensemble(models, "stack_module_state")
     all_params = [dict(m.named_parameters()) for m in models]
     params = {k: _stacked_leaf([p[k] for p in all_params], k) for k in all_params[0]}
     all_buffers = [dict(m.named_buffers()) for m in models]

@@ -33,6 +33,7 @@ import warnings
 from collections.abc import Sequence
 
 from .. import func as _func
+from ..func._stack_module_state import check_ensemble
 from ..nn.module import Module
 from ..nn.utils.stateless import _functional_call
 
@@ -170,12 +171,7 @@ def combine_state_for_ensemble(models: Sequence[Module]):
     from ..ops import stack
 
     _warn_deprecated("combine_state_for_ensemble", "torch.func.stack_module_state")
-    if len(models) == 0:
-        raise RuntimeError("combine_state_for_ensemble: Expected at least one model, got 0.")
-    if not (all(m.training for m in models) or all(not m.training for m in models)):
-        raise RuntimeError("combine_state_for_ensemble: Expected all models to have the same training/eval mode.")
-    if not all(type(m) is type(models[0]) for m in models):
-        raise RuntimeError("combine_state_for_ensemble: Expected all models to be of the same class.")
+    check_ensemble(list(models), "combine_state_for_ensemble")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # torch warns once, for this function
         funcs, params, buffers = zip(*[make_functional_with_buffers(m) for m in models])
