@@ -182,9 +182,7 @@ class ZeroRedundancyOptimizer(Optimizer):
     # -- step ----------------------------------------------------------------------------
     def step(self, closure=None):
         if self._join_config is not None:  # inside a generic Join (module docstring)
-            from .algorithms.join import Join
-
-            Join.notify_join_context(self)
+            self._join_config.notify(self)
         self._check_groups()
         loss = self._closure(closure)
         for g, ig in zip(self.param_groups, self.optim.param_groups):
@@ -243,16 +241,7 @@ class ZeroRedundancyOptimizer(Optimizer):
     # -- uneven inputs (torch's Joinable) ------------------------------------------------
     def join_hook(self, **kwargs):
         """The hook for torch's generic ``Join``: a joined rank steps (module docstring)."""
-        from .algorithms.join import JoinHook
-
-        class _ZeROJoinHook(JoinHook):
-            """torch's: while others train, a joined rank runs the optimizer step (its
-            shard's update and the all-gather the active ranks run)."""
-
-            def main_hook(hook) -> None:  # noqa: N805 - the optimizer is `self`
-                self.step()
-
-        return _ZeROJoinHook()
+        return _ZeROJoinHook(self)
 
     @property
     def join_device(self):
@@ -443,3 +432,19 @@ class ZeroRedundancyOptimizer(Optimizer):
 def _group_rank(pg, rank: int) -> int:
     ranks = getattr(pg, "world_ranks", None)
     return rank if ranks is None else ranks.index(rank)
+
+
+class _ZeROJoinHook:
+    """torch's ``JoinHook`` of ZeroRedundancyOptimizer (the same two methods as
+    ``algorithms.join.JoinHook``, which this module does not import: that module reaches
+    the package, which imports this one): while others train, a joined rank runs the
+    optimizer step (its shard's update and the all-gather the active ranks run)."""
+
+    def __init__(self, optimizer):
+        self.optimizer = optimizer
+
+    def main_hook(self) -> None:
+        self.optimizer.step()
+
+    def post_hook(self, is_last_joiner: bool) -> None:
+        """Nothing after all ranks joined."""

@@ -86,7 +86,11 @@ def _addindent(s: str, n: int) -> str:
 
 
 def _shape_str(shape) -> str:
-    """``shardflow.Size([3, 2])``: torch's message prints the ``Size`` (``torch.Size([3, 2])``)."""
+    return str(tuple(int(s) for s in shape))
+
+
+def _size_str(shape) -> str:
+    """``shardflow.Size([3, 2])``: torch's size-mismatch message prints the ``Size``."""
     return f"shardflow.Size({[int(s) for s in shape]})"
 
 
@@ -785,8 +789,8 @@ class Module:
             src = _as_array_value(state_dict[key])
             if tuple(src.shape) != tuple(target.array.shape):
                 errors.append(
-                    f"size mismatch for {key}: copying a param with shape {_shape_str(src.shape)} "
-                    f"from checkpoint, the shape in current model is {_shape_str(target.array.shape)}."
+                    f"size mismatch for {key}: copying a param with shape {_size_str(src.shape)} "
+                    f"from checkpoint, the shape in current model is {_size_str(target.array.shape)}."
                 )
                 continue
             plan.append((owner, name, kind, target, src))

@@ -334,8 +334,8 @@ def _div_general(input, other, rounding_mode=None):
     # float32; it was 0.43137258 through * (1 / 255)). For float16/bfloat16 it multiplies by
     # a float32 reciprocal and rounds once, which NumPy's 2-byte division (in float32, one
     # rounding) matches.
-    if not isinstance(b, Tensor):
-        return Div.apply(a, np.asarray(b, a.array.dtype))
+    if not isinstance(b, Tensor):  # a NumPy scalar of a's dtype: a CuPy array takes it too
+        return Div.apply(a, a.array.dtype.type(b))
     return Div.apply(a, b)
 
 

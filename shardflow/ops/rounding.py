@@ -85,6 +85,8 @@ def _sign_array(x, out=None):
     NumPy's ``x / |x|`` (NaN for a NaN, as torch)."""
     out = np.sign(x, out=out)
     if out.dtype.kind in "fV":  # (bfloat16's kind is V)
+        if isinstance(out, np.generic):  # a 0-d input gives a NumPy scalar
+            return out.dtype.type(0) if np.isnan(out) else out
         xp = get_array_module(out)
         xp.copyto(out, 0, where=xp.isnan(out))
     return out

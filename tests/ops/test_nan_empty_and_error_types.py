@@ -54,6 +54,7 @@ def test_sign_of_nan_is_zero():
         s = sf.tensor(x, dtype=getattr(sf, dtype))
         _same(torch.sign(t).float(), sf.sign(s).float())
         _same(t.clone().sign_().float(), s.clone().sign_().float())
+    assert sf.sign(sf.tensor(NAN)).item() == 0.0 == torch.sign(torch.tensor(NAN)).item()  # 0-d
     c = [complex(NAN, 0), 3 + 4j]
     np.testing.assert_array_equal(torch.sgn(torch.tensor(c)).numpy(), sf.sgn(sf.tensor(c)).numpy())
 

@@ -64,6 +64,11 @@ class _JoinConfig(NamedTuple):
     def construct_disabled_join_config():
         return _JoinConfig(enable=False, throw_on_early_termination=False, is_first_joinable=False)
 
+    def notify(self, joinable) -> None:
+        """``Join.notify_join_context(joinable)``, reached through the config, so a joinable
+        below this module (``distributed/zero.py``) needs no import of it."""
+        Join.notify_join_context(joinable)
+
 
 class Joinable(abc.ABC):
     """torch's base of classes that take part in ``Join``: ``join_hook``, ``join_device``,
