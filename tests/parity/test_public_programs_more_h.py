@@ -276,9 +276,20 @@ def test_nn_tutorial_like_torch(tmp_path, monkeypatch, capsys):
 
     matplotlib.use("Agg")
     monkeypatch.chdir(tmp_path)
-    # the program imports requests for its download branch, which the data written here
-    # skips; a stand-in, as requests is no dependency (a clean install lacks it)
+    # the program imports requests (its download branch, which the data written here skips)
+    # and IPython's set_trace (never called): stand-ins, as neither is a dependency (a clean
+    # install lacks both)
     monkeypatch.setitem(sys.modules, "requests", types.ModuleType("requests"))
+    ipython = types.ModuleType("IPython")
+    # (matplotlib asks these when IPython is loaded: no shell, a version needing no fix-up)
+    ipython.get_ipython = lambda: None
+    ipython.version_info = (8, 24, 0)
+    ipython.core = types.ModuleType("IPython.core")
+    ipython.core.debugger = types.ModuleType("IPython.core.debugger")
+    ipython.core.debugger.set_trace = lambda *args, **kwargs: None
+    for name, module in (("IPython", ipython), ("IPython.core", ipython.core),
+                         ("IPython.core.debugger", ipython.core.debugger)):
+        monkeypatch.setitem(sys.modules, name, module)
     _write_mnist_pickle(tmp_path)
     records, runs = [], []
     for use_sf, lib in ((False, torch), (True, shardflow)):
