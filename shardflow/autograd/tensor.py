@@ -529,7 +529,7 @@ class Tensor:
         for a in args:
             if isinstance(a, Tensor):
                 dtype, device = a.dtype, a.device
-            elif isinstance(a, dtypes.dtype) or a in (float, int, bool):
+            elif isinstance(a, dtypes.dtype) or a in (float, int, bool, complex):
                 dtype = a
             elif isinstance(a, np.dtype) or (isinstance(a, type) and issubclass(a, np.generic)):
                 dtype = a

@@ -106,14 +106,16 @@ def as_dtype(d) -> dtype:
     """Accept a shardflow dtype, a NumPy dtype / type, a name, or a Python type."""
     if isinstance(d, dtype):
         return d
+    # Python's types name PyTorch's double-precision dtypes whatever the default dtype
+    # (``torch.zeros(3, dtype=float)`` is float64)
     if d is float:
-        return get_default_dtype()
+        return float64
     if d is int:
         return int64
     if d is bool:
         return bool_
     if d is complex:
-        return get_default_complex_dtype()
+        return complex128
     if isinstance(getattr(d, "dtype", None), dtype) and isinstance(d, type):
         return d.dtype  # a legacy tensor type (FloatTensor: autograd/legacy_types.py)
     if isinstance(d, str):

@@ -185,3 +185,11 @@ def test_grad_of_a_non_leaf_warns_as_torch():
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             assert y.grad is None and w.grad is None and lib.ones(2).grad is None
+
+
+def test_python_types_as_dtypes_are_torch_s():
+    """``dtype=float`` is float64 (and ``complex`` complex128) in torch whatever the default
+    dtype; it was the default float (float32) here."""
+    for py in (float, int, bool, complex):
+        assert str(sf.ones(2, dtype=py).dtype).split(".")[-1] == str(torch.ones(2, dtype=py).dtype).split(".")[-1]
+        assert str(sf.ones(2).to(py).dtype).split(".")[-1] == str(torch.ones(2).to(py).dtype).split(".")[-1]
