@@ -853,6 +853,33 @@ class Tensor:
     def __rxor__(self, other):
         return OPS["bitwise_xor"](other, self)
 
+    def __iand__(self, other):
+        return OPS["bitwise_and_"](self, other)
+
+    def __ior__(self, other):
+        return OPS["bitwise_or_"](self, other)
+
+    def __ixor__(self, other):
+        return OPS["bitwise_xor_"](self, other)
+
+    def __lshift__(self, other):
+        return OPS["bitwise_left_shift"](self, other)
+
+    def __rlshift__(self, other):
+        return OPS["bitwise_left_shift"](other, self)
+
+    def __ilshift__(self, other):
+        return OPS["bitwise_left_shift_"](self, other)
+
+    def __rshift__(self, other):
+        return OPS["bitwise_right_shift"](self, other)
+
+    def __rrshift__(self, other):
+        return OPS["bitwise_right_shift"](other, self)
+
+    def __irshift__(self, other):
+        return OPS["bitwise_right_shift_"](self, other)
+
     def __eq__(self, other):
         return OPS["eq"](self, other)
 

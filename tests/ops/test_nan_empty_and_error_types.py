@@ -193,3 +193,22 @@ def test_python_types_as_dtypes_are_torch_s():
     for py in (float, int, bool, complex):
         assert str(sf.ones(2, dtype=py).dtype).split(".")[-1] == str(torch.ones(2, dtype=py).dtype).split(".")[-1]
         assert str(sf.ones(2).to(py).dtype).split(".")[-1] == str(torch.ones(2).to(py).dtype).split(".")[-1]
+
+
+def test_shift_and_in_place_bitwise_operators():
+    """``t << 1``, ``1 << t``, ``t >>= 1`` raised TypeError; ``m &= k`` made a new tensor (a
+    view of ``m`` did not see it)."""
+    for lib in (torch, sf):
+        t = lib.tensor([5, -6])
+        assert (t << 1).tolist() == [10, -12] and (1 << lib.tensor([3])).tolist() == [8]
+        assert (t >> 1).tolist() == [2, -3] and (64 >> lib.tensor([2])).tolist() == [16]
+        u = t.clone()
+        u <<= 2
+        u >>= 1
+        assert u.tolist() == [10, -12]
+        m = lib.tensor([True, True, False])
+        view = m[:2]
+        m &= lib.tensor([True, False, True])
+        m |= lib.tensor([False, False, True])
+        m ^= lib.tensor([True, False, False])
+        assert m.tolist() == [False, False, True] and view.tolist() == [False, False]
