@@ -4,8 +4,9 @@ for debugging (pytorch/tutorials' saved-tensors-hooks tutorial prints them).
 torch generates one property per saved value of each node (``MulBackward0._saved_self`` and
 ``_saved_other``, ``ExpBackward0._saved_result``). shardflow's nodes keep what their backward
 reads as attributes under conventional names (``x``, or ``a``/``b`` for inputs 0/1; ``y``
-for the output; see ``Function.saved_input``), so ``Function.__getattr__`` (reached only for
-a name the node does not have: nothing on the per-op path) maps torch's three common names:
+for the output; see ``Function.saved_input``), so three descriptors on ``Function``
+(``function._TorchSaved``, one per name; a ``__getattr__`` would slow every node attribute
+read) map torch's three common names:
 
 * ``_saved_self`` -- input 0, ``_saved_other`` -- input 1: through ``saved_input``, so a leaf
   input is the leaf itself (``y.grad_fn._saved_self is a`` is True, as in torch) and any
@@ -24,12 +25,13 @@ tensor's shape (the node keeps a transformed copy, which is not what torch would
 from __future__ import annotations
 
 from .function import Function
+from .saved_names import SAVED_INPUT_NAMES, SAVED_OUTPUT_NAME
 
 # torch's name -> (input index, or None for the output; the node attributes that may hold it)
 TORCH_SAVED = {
-    "_saved_self": (0, ("x", "a")),
-    "_saved_other": (1, ("b",)),
-    "_saved_result": (None, ("y",)),
+    "_saved_self": (0, SAVED_INPUT_NAMES[0]),
+    "_saved_other": (1, SAVED_INPUT_NAMES[1]),
+    "_saved_result": (None, (SAVED_OUTPUT_NAME,)),
 }
 
 

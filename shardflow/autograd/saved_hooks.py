@@ -39,6 +39,7 @@ import threading
 import numpy as np
 
 from ..backend import is_device_array
+from .saved_names import SAVED_INPUT_NAMES, SAVED_OUTPUT_NAME
 from .tensor import Tensor, _wrap
 
 # (thread ident, pack_hook, unpack_hook, independent), innermost last (module docstring);
@@ -121,8 +122,8 @@ def _call_pack(pack, t: Tensor):
         return pack(t)
 
 
-# the conventional attributes of a node (Function.saved_input): input 0, input 1, the output
-_INPUT_OF = {"x": 0, "a": 0, "b": 1}
+# the conventional names of a node's inputs 0 and 1 (saved_names.py)
+_INPUT_OF = {name: i for i, names in enumerate(SAVED_INPUT_NAMES[:2]) for name in names}
 
 
 def _torch_pack_order(item) -> int:
@@ -142,7 +143,7 @@ def _as_torch_saves(fn, name: str, v):
         if name in _INPUT_OF:
             t = fn.saved_input(_INPUT_OF[name], v)
             return t if isinstance(t, Tensor) and t.array is v else None
-        if name == "y" and fn.save_output:
+        if name == SAVED_OUTPUT_NAME and fn.save_output:
             return fn.saved_output(0, v)
     except (IndexError, RuntimeError, TypeError):
         return None

@@ -725,9 +725,12 @@ class Tensor:
             if self.array.dtype != src.dtype:
                 _check_inplace_cast(src.dtype, self.array.dtype)
                 src = src.astype(self.array.dtype)
-            if isinstance(self.array, np.ndarray) and not self.array.flags.writeable:
-                raise _read_only_error(self)
-            self.array[...] = src
+            try:
+                self.array[...] = src
+            except ValueError:  # (checked only on failure: no cost on the usual path)
+                if isinstance(self.array, np.ndarray) and not self.array.flags.writeable:
+                    raise _read_only_error(self) from None
+                raise
         self._version_counter[0] += 1
         return self
 

@@ -46,33 +46,20 @@ def _offsets(a: np.ndarray) -> np.ndarray:
 def view_positions(base: np.ndarray, view: np.ndarray) -> np.ndarray | None:
     """For each element of ``view`` (a NumPy view into ``base``'s memory), the flat logical
     (C-order) index of the same element in ``base``, as an int64 array of ``view``'s shape;
-    None when ``view`` is not made of whole elements of ``base``."""
+    None when ``view`` is not made of whole elements of ``base``. Byte offsets from ``base``'s
+    first element are matched by sorting ``base``'s (any layout: negative strides, diagonals,
+    overlapping views)."""
     if base.dtype != view.dtype or base.size == 0:
         return None
-    item = base.itemsize
-    b_off = _offsets(base)
     start = view.__array_interface__["data"][0] - base.__array_interface__["data"][0]
-    v_off = _offsets(view) + start
-    lo = int(b_off.min())
-    hi = int(b_off.max())
-    if view.size and (int(v_off.min()) < lo or int(v_off.max()) > hi):
+    b_off = _offsets(base).reshape(-1)
+    v_off = (_offsets(view) + start).reshape(-1)
+    order = np.argsort(b_off, kind="stable")
+    sorted_off = b_off[order]
+    at = np.minimum(np.searchsorted(sorted_off, v_off), sorted_off.size - 1)
+    if not np.array_equal(sorted_off[at], v_off):
         return None
-    if (b_off - lo).max() // item + 1 > 4 * base.size + 64:  # a sparse layout: sort instead
-        order = np.argsort(b_off, axis=None)
-        sorted_off = b_off.reshape(-1)[order]
-        at = np.searchsorted(sorted_off, v_off.reshape(-1))
-        at = np.minimum(at, sorted_off.size - 1)
-        if view.size and not np.array_equal(sorted_off[at], v_off.reshape(-1)):
-            return None
-        return order[at].reshape(view.shape)
-    inverse = np.full((hi - lo) // item + 1, -1, dtype=np.int64)
-    if (b_off - lo).min() < 0 or np.any((b_off - lo) % item) or np.any((v_off - lo) % item):
-        return None
-    inverse[(b_off.reshape(-1) - lo) // item] = np.arange(base.size, dtype=np.int64)
-    pos = inverse[(v_off - lo) // item]
-    if view.size and pos.min() < 0:
-        return None
-    return pos
+    return order[at].reshape(view.shape)
 
 
 class CopySlices(Function):

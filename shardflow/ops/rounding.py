@@ -80,6 +80,8 @@ Floor = type("Floor", (_ZeroGrad,), {"f": staticmethod(lambda x: np.floor(x))})
 Ceil = type("Ceil", (_ZeroGrad,), {"f": staticmethod(lambda x: np.ceil(x))})
 Trunc = type("Trunc", (_ZeroGrad,), {"f": staticmethod(lambda x: np.trunc(x))})
 Round = type("Round", (_ZeroGrad,), {"f": staticmethod(_round_array)})
+
+
 def _sign_array(x, out=None):
     """``np.sign`` with PyTorch's sign of NaN, 0 (NumPy gives NaN); complex ``sgn`` keeps
     NumPy's ``x / |x|`` (NaN for a NaN, as torch)."""
@@ -108,10 +110,6 @@ class Frac(Function):
 
     def backward_graph(self, g):
         return g
-
-
-_RAW = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "round": np.rint,
-        "sign": _sign_array}
 
 
 def _rounding(name, cls, ufunc):

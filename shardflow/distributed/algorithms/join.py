@@ -111,6 +111,15 @@ def _communicator(group):
     return _group(group)
 
 
+def _refuse_unknown_kwargs(kwargs: dict, joinables) -> None:
+    """The keywords shardflow's own join hooks take; any other would be dropped silently."""
+    unknown = sorted(set(kwargs) - _KNOWN_KWARGS)
+    if unknown:
+        raise TypeError(f"Join got unknown keyword arguments {unknown}; the join hooks of "
+                        f"{', '.join(type(j).__name__ for j in joinables)} take "
+                        f"{sorted(_KNOWN_KWARGS)}")
+
+
 def _all_reduce_scalar(pg, value: float) -> float:
     buf = np.array([value], dtype=np.float32)
     pg.all_reduce(buf, "sum")
@@ -128,10 +137,7 @@ class Join:
             raise ValueError("The join context manager requires at least one joinable")
         self._single = None
         if len(joinables) == 1 and isinstance(joinables[0], DistributedDataParallel):
-            unknown = sorted(set(kwargs) - _KNOWN_KWARGS)
-            if unknown:
-                raise TypeError(f"Join got unknown keyword arguments {unknown}; DDP's join hook "
-                                "takes divide_by_initial_world_size")
+            _refuse_unknown_kwargs(kwargs, joinables)
             self._single = joinables[0].join(
                 divide_by_initial_world_size=kwargs.get("divide_by_initial_world_size", True),
                 enable=enable, throw_on_early_termination=throw_on_early_termination)
@@ -143,11 +149,7 @@ class Join:
                 "and join_process_group): pass DistributedDataParallel, ZeroRedundancyOptimizer "
                 "or a subclass of torch.distributed.algorithms.join.Joinable")
         if all(type(j).__module__.startswith("shardflow.") for j in joinables):
-            unknown = sorted(set(kwargs) - _KNOWN_KWARGS)
-            if unknown:
-                raise TypeError(f"Join got unknown keyword arguments {unknown}; the join hooks of "
-                                f"{', '.join(type(j).__name__ for j in joinables)} take "
-                                f"{sorted(_KNOWN_KWARGS)}")
+            _refuse_unknown_kwargs(kwargs, joinables)
         self._joinables = joinables
         self._join_hooks = [j.join_hook(**kwargs) for j in joinables]
         self._enable = bool(enable)
