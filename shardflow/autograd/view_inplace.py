@@ -18,6 +18,9 @@ So here, for a view ``v`` of base ``b`` (``v._base``, set by every view op:
 3. ``v`` becomes the view of the new array at the same place (its history: the result's),
    sharing ``b``'s new version counter.
 
+The same on device arrays (CuPy): the positions are worked out on the host from shapes and
+strides (no device data is read), and ``CopySlices`` runs on the array module of its input.
+
 Left as deviations: other views of ``b`` taken before the op keep the old memory (PyTorch's
 share it and see the change). Writing through an expanded view (several elements at one
 place) raises PyTorch's error; a view of a leaf that requires grad refuses, as PyTorch does.
@@ -29,12 +32,21 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..backend import get_array_module
+from ..backend.meta import is_meta_array
 from .function import Function
 
 
-def _offsets(a: np.ndarray) -> np.ndarray:
+def _address(a) -> int:
+    """The address of ``a``'s first element: NumPy's array interface, CuPy's ``data.ptr``."""
+    if isinstance(a, np.ndarray):
+        return a.__array_interface__["data"][0]
+    return a.data.ptr
+
+
+def _offsets(a) -> np.ndarray:
     """Byte offset of each element of ``a`` from its first element, in ``a``'s logical
-    (C) order, as an int64 array of ``a``'s shape."""
+    (C) order, as an int64 NumPy array of ``a``'s shape (from its shape and strides only)."""
     off = np.zeros(a.shape, dtype=np.int64)
     for axis, (n, stride) in enumerate(zip(a.shape, a.strides)):
         shape = [1] * a.ndim
@@ -43,15 +55,15 @@ def _offsets(a: np.ndarray) -> np.ndarray:
     return off
 
 
-def view_positions(base: np.ndarray, view: np.ndarray) -> np.ndarray | None:
-    """For each element of ``view`` (a NumPy view into ``base``'s memory), the flat logical
+def view_positions(base, view) -> np.ndarray | None:
+    """For each element of ``view`` (a view into ``base``'s memory, NumPy or CuPy), the flat logical
     (C-order) index of the same element in ``base``, as an int64 array of ``view``'s shape;
     None when ``view`` is not made of whole elements of ``base``. Byte offsets from ``base``'s
     first element are matched by sorting ``base``'s (any layout: negative strides, diagonals,
     overlapping views)."""
     if base.dtype != view.dtype or base.size == 0:
         return None
-    start = view.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    start = _address(view) - _address(base)
     b_off = _offsets(base).reshape(-1)
     v_off = (_offsets(view) + start).reshape(-1)
     order = np.argsort(b_off, kind="stable")
@@ -69,16 +81,22 @@ class CopySlices(Function):
     save_inputs = ()
 
     def forward(self, base, src, positions=None):
-        self.positions = positions
-        out = np.copy(base, order="K")
-        np.put(out, positions.reshape(-1), np.broadcast_to(src, positions.shape).reshape(-1))
+        xp = get_array_module(base)
+        self.positions = positions  # (on base's device)
+        values = xp.broadcast_to(src, positions.shape).reshape(-1)
+        if xp is np:
+            out = np.copy(base, order="K")  # base's strides: the view can stay a view of it
+            np.put(out, positions.reshape(-1), values)
+        else:
+            out = base.copy()  # C order, so the flat index is the logical one
+            out.reshape(-1)[positions.reshape(-1)] = values
         return out
 
     def backward(self, g):
         flat = self.positions.reshape(-1)
-        gb = np.array(g, copy=True)
-        np.put(gb, flat, 0)
-        gs = np.take(g, flat).reshape(self.positions.shape)
+        gb = g.copy()  # C order
+        gs = gb.reshape(-1)[flat].reshape(self.positions.shape)
+        gb.reshape(-1)[flat] = 0
         return gb, gs
 
 
@@ -86,8 +104,10 @@ def inplace_on_view(view, result) -> bool:
     """Finish a recorded in-place op on ``view`` (module docstring); False when ``view``'s
     memory cannot be placed in its base's (the caller then rebases the view alone)."""
     base = view._base
-    if base.array is view.array or type(base.array) is not np.ndarray or type(view.array) is not np.ndarray:
-        return False  # (device arrays: the view alone is rebased, as before; docs/COMPAT.md)
+    if base.array is view.array or type(base.array) is not type(view.array):
+        return False
+    if is_meta_array(base.array):
+        return False  # (no memory to place the view in: the view alone is rebased)
     positions = view_positions(base.array, view.array)
     if positions is None:
         return False
@@ -99,20 +119,22 @@ def inplace_on_view(view, result) -> bool:
         raise RuntimeError(
             "a view of a leaf Variable that requires grad is being used in an in-place operation; "
             "wrap the update in `with shardflow.no_grad():` or change the leaf itself out of place")
-    new = CopySlices.apply(base, result, positions=positions)
+    xp = get_array_module(base.array)
+    new = CopySlices.apply(base, result, positions=positions if xp is np else xp.asarray(positions))
     old_array = base.array
     base.array = new.array
     base.grad_fn = new.grad_fn
     base._output_nr = 0
     base.requires_grad = True
     base._version_counter = new._version_counter
-    start = view.array.__array_interface__["data"][0] - old_array.__array_interface__["data"][0]
+    start = _address(view.array) - _address(old_array)
     if new.array.strides == old_array.strides and new.array.flags.c_contiguous:
         # the same place in the new memory: the view keeps aliasing its base
-        view.array = np.ndarray(view.array.shape, view.array.dtype, buffer=new.array,
-                                offset=start, strides=view.array.strides)
+        tail = new.array.reshape(-1)[start // new.array.itemsize:]
+        view.array = xp.lib.stride_tricks.as_strided(tail, view.array.shape, view.array.strides)
     else:
-        view.array = np.take(new.array, positions)
+        view.array = new.array.reshape(-1)[xp.asarray(positions).reshape(-1)].reshape(positions.shape) \
+            if xp is not np else np.take(new.array, positions)
     view.grad_fn = result.grad_fn
     view._output_nr = result._output_nr
     view.requires_grad = True

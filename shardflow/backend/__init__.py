@@ -40,6 +40,7 @@ from .xp import (
     device_of,
     get_array_module,
     is_device_array,
+    linalg_errors_raised,
     new_array,
     to_device,
     xp_for,

@@ -1,4 +1,5 @@
-"""The ufunc methods CuPy lacks, on any array module: ``accumulate`` and ``multiply_at``.
+"""The ufunc methods CuPy lacks, on any array module: ``accumulate``, ``multiply_at`` and
+``scatter_at`` (``add``/``maximum``/``minimum.at`` for the dtypes CuPy's scatter kernels lack).
 
 CuPy 14 gives ``ufunc.accumulate`` to ``add`` and ``multiply`` only, and ``ufunc.at`` to
 the ufuncs with a scatter kernel (``add``, ``maximum``, ``minimum``, the bitwise ones); every
@@ -15,6 +16,12 @@ elementwise ops and slicing that every array module has.
   multiplying. The flat positions are sorted and each run of equal positions is
   multiplied out by a segmented scan (the same rounds, only across equal positions); the
   last of each run holds the run's product, which multiplies its position once.
+* ``scatter_at(name, target, index, values)``: ``add``/``maximum``/``minimum.at``. CuPy's
+  scatter kernels take int32/int64/uint32/uint64/float32/float64 (and float16 for ``add``)
+  and raise ``TypeError`` for the rest (an H200 met it in session 30: ``istft`` of a complex
+  input, through ``index_add``). A complex ``add`` scatters the real and imaginary parts (views
+  of the target); other dtypes (bool, 8/16-bit ints, float16 max/min, bfloat16) go through a
+  wide copy (int64 or float32) and are cast back, which is NumPy's wrap-around and rounding.
 """
 
 from __future__ import annotations
@@ -70,3 +77,32 @@ def multiply_at(target, index, values) -> None:
     factor = xp.ones(target.size, target.dtype)
     factor[pos[last]] = prod[last]
     target *= factor.reshape(target.shape)
+
+
+# the dtypes of CuPy 14's scatter kernels (cupy/_core/_routines_indexing.pyx, _scatter_op_single)
+_SCATTER_DTYPES = {
+    "add": frozenset(map(np.dtype, ("int32", "int64", "uint32", "uint64", "float16", "float32", "float64"))),
+    "maximum": frozenset(map(np.dtype, ("int32", "int64", "uint32", "uint64", "float32", "float64"))),
+}
+_SCATTER_DTYPES["minimum"] = _SCATTER_DTYPES["maximum"]
+
+
+def scatter_at(ufunc_name: str, target, index, values) -> None:
+    """``getattr(np, ufunc_name).at(target, index, values)`` (``add``, ``maximum``,
+    ``minimum``) on NumPy or CuPy arrays, whatever ``target``'s dtype."""
+    xp = get_array_module(target)
+    ufunc = getattr(xp, ufunc_name)
+    if xp is np or target.dtype in _SCATTER_DTYPES[ufunc_name]:
+        ufunc.at(target, index, values)
+        return
+    if target.dtype.kind == "c" and ufunc_name == "add":
+        values = xp.asarray(values)
+        scatter_at("add", target.real, index, values.real)
+        if values.dtype.kind == "c":
+            scatter_at("add", target.imag, index, values.imag)
+        return
+    if target.dtype.kind == "c":
+        raise TypeError(f"{ufunc_name}.at of a complex array has no device kernel; use a real dtype")
+    wide = target.astype(np.float32 if target.dtype.kind == "f" or target.dtype.kind == "V" else np.int64)
+    ufunc.at(wide, index, xp.asarray(values).astype(wide.dtype))
+    target[...] = wide.astype(target.dtype)

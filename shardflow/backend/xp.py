@@ -6,6 +6,8 @@ unless a CUDA device is asked for.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import numpy as np
 
 from .device import CPU, META, device
@@ -59,6 +61,21 @@ def set_cuda_array_module(module):
 def is_device_array(array) -> bool:
     """True for an array of the CUDA array module, False for NumPy and anything else."""
     return _cupy is not None and isinstance(array, _cupy.ndarray)
+
+
+def linalg_errors_raised():
+    """A context in which a failed CuPy factorisation or solve raises NumPy's ``LinAlgError``
+    as NumPy's does. CuPy reads cuSOLVER's ``info`` only under ``cupyx.errstate(linalg=
+    "raise")``; by default it returns a partial factor with no error, so on a GPU
+    ``linalg.cholesky`` of a matrix that is not positive-definite raised nothing and
+    ``cholesky_ex`` said ``info == 0`` (an H200, session 30). PyTorch's CUDA ops raise (they
+    synchronise to read ``info``), and so do these under this context. A no-op without CuPy
+    (and on its host stand-in, whose linalg is NumPy's)."""
+    if _cupy is None or getattr(_cupy, "__name__", "") != "cupy":
+        return nullcontext()
+    import cupyx
+
+    return cupyx.errstate(linalg="raise")
 
 
 def get_array_module(array):

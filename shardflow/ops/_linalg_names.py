@@ -23,6 +23,7 @@ import numpy as np
 
 from ..autograd import Tensor
 from ..autograd.out_arg import writes_out
+from ..backend import linalg_errors_raised
 from . import linalg_ops as _lo
 from .matmul import matmul
 from .reduce import vector_norm
@@ -65,7 +66,8 @@ from .tensor_products import linalg_cross as _linalg_cross
 
 def _checked(fn, *args, **kwargs):
     try:
-        return fn(*args, **kwargs)
+        with linalg_errors_raised():
+            return fn(*args, **kwargs)
     except np.linalg.LinAlgError as e:
         raise LinAlgError(f"linalg: {e}; the matrix is singular (not invertible)") from None
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
-from ..backend import get_array_module
+from ..backend import get_array_module, linalg_errors_raised
 from ._util import as_tensor_arg
 
 __all__ = ["cholesky", "linalg_cholesky", "linalg_solve_triangular", "cholesky_solve",
@@ -68,7 +68,8 @@ def _first_bad_minor(xp, a) -> int:
     m = a.reshape((-1,) + a.shape[-2:])
     for k in range(1, a.shape[-1] + 1):
         try:
-            xp.linalg.cholesky(m[:, :k, :k])
+            with linalg_errors_raised():
+                xp.linalg.cholesky(m[:, :k, :k])
         except np.linalg.LinAlgError:
             return k
     return a.shape[-1]
@@ -81,7 +82,8 @@ class Cholesky(Function):
     def forward(self, a, upper=False):
         xp = get_array_module(a)
         try:
-            low = xp.linalg.cholesky(a)
+            with linalg_errors_raised():  # (CuPy reports a failed factor only under it)
+                low = xp.linalg.cholesky(a)
         except np.linalg.LinAlgError:
             raise LinAlgError(
                 "linalg.cholesky: The factorization could not be completed because the input is "

@@ -39,7 +39,7 @@ import numpy as np
 
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
-from ..backend import get_array_module
+from ..backend import get_array_module, linalg_errors_raised
 from ._grad_graph import const, keep_where, op
 from ._util import as_tensor_arg
 from .cholesky import LinAlgError, _tri_solve
@@ -82,7 +82,8 @@ def check_float_matrix(t: Tensor, op: str, square: bool = False) -> None:
 
 def _lapack(call, op: str):
     try:
-        return call()
+        with linalg_errors_raised():
+            return call()
     except np.linalg.LinAlgError as e:
         raise LinAlgError(f"{op}: the algorithm failed to converge ({e}); check the input for "
                           "NaN/inf or a badly scaled matrix") from None

@@ -41,6 +41,7 @@ from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
 from ..backend import get_array_module, is_device_array
 from ..backend.meta import MetaTensorError, is_meta_array
+from ..backend.ufuncs import scatter_at
 from ..kernels import embedding as _emb_kernels
 from . import _grad_graph as _gg
 from ._util import inplace, needs_graph, unbroadcast, wrap_dim
@@ -138,7 +139,7 @@ def _add_at(target, idx, values) -> None:
     if isinstance(target, np.ndarray):
         np.add.at(target, idx, values)
     else:
-        get_array_module(target).add.at(target, idx, values)
+        scatter_at("add", target, idx, values)
 
 
 # ---------------------------------------------------------------------------- index parsing

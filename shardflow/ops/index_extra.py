@@ -27,7 +27,7 @@ from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
 from ..autograd.higher_order import first_order_only
 from ..backend import get_array_module
-from ..backend.ufuncs import multiply_at
+from ..backend.ufuncs import multiply_at, scatter_at
 from . import _grad_graph as _gg
 from ._util import wrap_dim
 from .index import (
@@ -131,7 +131,7 @@ class ScatterReduce(Function):
         elif ufunc is xp.multiply:
             multiply_at(out, grid, val)  # CuPy has no multiply.at
         else:
-            ufunc.at(out, grid, val)
+            scatter_at({"amax": "maximum", "amin": "minimum"}[reduce], out, grid, val)
         if reduce == "mean":
             denom = count + (1 if include_self else 0)
             scale = xp.where(hit, xp.maximum(denom, 1), 1)

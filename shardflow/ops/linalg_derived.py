@@ -33,7 +33,7 @@ import numpy as np
 
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
-from ..backend import get_array_module
+from ..backend import get_array_module, linalg_errors_raised
 from . import _grad_graph as _gg
 from ._util import as_tensor_arg
 from .cholesky import LinAlgError, _first_bad_minor, linalg_cholesky, linalg_solve_triangular
@@ -294,7 +294,8 @@ def linalg_cholesky_ex(A, *, upper: bool = False, check_errors: bool = False):
     low = xp.zeros_like(flat)
     for b in range(flat.shape[0]):  # the failing batch: factor each matrix on its own
         try:
-            low[b] = xp.linalg.cholesky(flat[b])
+            with linalg_errors_raised():
+                low[b] = xp.linalg.cholesky(flat[b])
         except np.linalg.LinAlgError:
             info[b] = _first_bad_minor(xp, flat[b])
             low[b] = np.nan

@@ -20,9 +20,11 @@ Gradients (``A^-T`` is the inverse transposed over the last two dims):
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
-from ..backend import get_array_module
+from ..backend import get_array_module, linalg_errors_raised
 from . import _grad_graph as _gg
 from ._util import unbroadcast
 
@@ -47,12 +49,26 @@ def _square(input, op: str) -> None:
         raise RuntimeError(f"linalg.{op}: Expected a floating point tensor as input. Got {input.dtype}")
 
 
+def _singular_checked(fn, op: str, *arrays):
+    """``fn(*arrays)``, a singular matrix raising ``torch.linalg.LinAlgError`` (a
+    ``RuntimeError``, as torch's) on NumPy and on CuPy (which says nothing by default)."""
+    try:
+        with linalg_errors_raised():
+            return fn(*arrays)
+    except np.linalg.LinAlgError as e:
+        from .cholesky import LinAlgError
+
+        what = "inversion" if op == "linalg.inv" else "solver"
+        raise LinAlgError(f"{op}: the {what} could not be completed because the input matrix is "
+                          f"singular ({e}); check the matrix or regularise it (add eps * I)") from None
+
+
 class Inverse(Function):
     save_inputs = ()
     save_output = True
 
     def forward(self, a):
-        self.inv = get_array_module(a).linalg.inv(a)
+        self.inv = _singular_checked(get_array_module(a).linalg.inv, "linalg.inv", a)
         return self.inv
 
     def backward(self, g):
@@ -159,7 +175,7 @@ class Solve(Function):
         xp = get_array_module(a)
         self.a, self.vector = a, vector
         bb = b[..., None] if vector else b
-        self.x = xp.linalg.solve(a, bb)
+        self.x = _singular_checked(xp.linalg.solve, "linalg.solve", a, bb)
         return self.x[..., 0] if vector else self.x
 
     def backward(self, g):

@@ -31,6 +31,7 @@ from ..autograd.dispatch import register
 from ..autograd.out_arg import copy_into
 from ..backend import get_array_module, promote_types
 from ..backend.dtypes import _SCALAR_TYPE_NAMES
+from ..backend.ufuncs import scatter_at
 from . import _grad_graph as _gg
 from ._util import unbroadcast, wrap_dim
 
@@ -775,7 +776,7 @@ class PadIndex(Function):
             shape = list(g.shape)
             shape[d] = self.in_shape[d]
             out = xp.zeros(shape, g.dtype)
-            xp.add.at(xp.moveaxis(out, d, 0), idx, xp.moveaxis(g, d, 0))
+            scatter_at("add", xp.moveaxis(out, d, 0), idx, xp.moveaxis(g, d, 0))
             g = out
         return g
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..autograd import Function, Tensor
 from ..backend import get_array_module
+from ..backend.ufuncs import scatter_at
 from .index import _add_at
 from .sparse_coo import SparseTensor
 
@@ -49,7 +50,7 @@ class _GroupSoftmax(Function):
         xp = get_array_module(values)
         self.groups, self.count, self.log = groups, count, log
         vmax = xp.full((count,) + values.shape[1:], -np.inf, dtype=values.dtype)
-        xp.maximum.at(vmax, groups, values)
+        scatter_at("maximum", vmax, groups, values)
         shifted = values - vmax[groups]
         e = xp.exp(shifted)
         total = xp.zeros((count,) + values.shape[1:], dtype=values.dtype)

@@ -29,6 +29,7 @@ import numpy as np
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import get_array_module
+from ..backend.ufuncs import scatter_at
 from . import _grad_graph as _gg
 from .shape import _share
 
@@ -158,7 +159,7 @@ class AsStrided(Function):
         xp = get_array_module(g)
         pin, pout, n = self._maps(xp)
         storage = xp.zeros(n, g.dtype)
-        xp.add.at(storage, pout, g.reshape(-1))
+        scatter_at("add", storage, pout, g.reshape(-1))
         grad = storage[pin]
         count = xp.zeros(n, np.int64)
         xp.add.at(count, pin, 1)

@@ -339,6 +339,13 @@ class _Function:
         return _wrap(r, known)
 
 
+_SCATTER_DTYPES = {
+    "add": ("int32", "int64", "float16", "float32", "float64", "uint32", "uint64"),
+    "maximum": ("int32", "int64", "float32", "float64", "uint32", "uint64"),
+    "minimum": ("int32", "int64", "float32", "float64", "uint32", "uint64"),
+}
+
+
 class _Ufunc:
     """A NumPy ufunc as CuPy's: its call and its ``reduce``/``accumulate``/``outer``/``at``."""
 
@@ -388,6 +395,10 @@ class _Ufunc:
             raise _unsupported(a)
         # the ufuncs CuPy gives a scatter op (``_scatter_op``): add, max, min and the bitwise ones
         self._only("at", ("add", "maximum", "minimum", "bitwise_and", "bitwise_or", "bitwise_xor"))
+        # and their kernels take a few dtypes only (_scatter_op_single); an H200 met it (session 30)
+        kinds = _SCATTER_DTYPES.get(self._u.__name__)
+        if kinds is not None and a.dtype.name not in kinds:
+            raise TypeError(f"cupy.{self._u.__name__}.at only supports {', '.join(kinds)} as data type")
         idx = _device(indices, host_ok=True)
         if b is None:
             self._u.at(a._host, idx)

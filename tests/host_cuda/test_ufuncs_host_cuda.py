@@ -1,12 +1,13 @@
 """backend/ufuncs.py on CuPy's stand-in (which, as CuPy 14, refuses ``maximum.accumulate``,
-``logaddexp.accumulate`` and ``multiply.at``) against NumPy's own ufunc methods."""
+``logaddexp.accumulate``, ``multiply.at`` and ``add``/``maximum``/``minimum.at`` of the dtypes
+its scatter kernels lack) against NumPy's own ufunc methods."""
 
 from contextlib import nullcontext
 
 import numpy as np
 import pytest
 
-from shardflow.backend.ufuncs import accumulate, multiply_at
+from shardflow.backend.ufuncs import accumulate, multiply_at, scatter_at
 
 from ..doubles import host_cupy as cp
 
@@ -48,3 +49,26 @@ def test_multiply_at_matches_numpy_with_repeated_indices():
     multiply_at(got_i, (cp.asarray(np.array([0, 0, 1, 0])), cp.asarray(np.array([2, 2, 2, 2]))), cp.asarray(np.array([2, 3, 5, 7])))
     np.testing.assert_array_equal(got_i.get(), want_i)  # exact for integers
 
+
+
+@pytest.mark.parametrize("name", ["add", "maximum", "minimum"])
+@pytest.mark.parametrize("dtype", ["complex64", "complex128", "bool", "int8", "uint8", "int16",
+                                   "float16", "float32", "int64"])
+def test_scatter_at_matches_numpy_for_every_dtype(name, dtype):
+    if dtype.startswith("complex") and name != "add":
+        pytest.skip("complex max/min scatter: refused on a device (no kernel), NumPy orders lexicographically")
+    rng = np.random.default_rng(2)
+    target = (rng.normal(size=(4, 3)) * 60).astype(dtype)
+    values = (rng.normal(size=(6, 3)) * 60).astype(dtype)
+    if dtype.startswith("complex"):
+        target = target + 1j * (rng.normal(size=(4, 3)) * 3).astype(dtype)
+        values = values + 1j * (rng.normal(size=(6, 3)) * 3).astype(dtype)
+    rows = np.array([0, 2, 2, 3, 0, 2])  # repeated rows accumulate (int8 sums wrap, as NumPy's)
+    want = target.copy()
+    getattr(np, name).at(want, rows, values)
+    got = cp.asarray(target)
+    if dtype not in ("float32", "int64") and not (dtype == "float16" and name == "add"):
+        with pytest.raises(TypeError, match="only supports"):  # the stand-in refuses, as CuPy
+            getattr(cp, name).at(cp.asarray(target), cp.asarray(rows), cp.asarray(values))
+    scatter_at(name, got, cp.asarray(rows), cp.asarray(values))
+    np.testing.assert_array_equal(got.get(), want)

@@ -82,3 +82,15 @@ def test_implicit_gradient_kernels_match_torch_on_a_grid():
     np.testing.assert_allclose(dirichlet_grad_array(xb, a, a + b),
                                torch._dirichlet_grad(torch.tensor(xb), torch.tensor(a), torch.tensor(a + b)).numpy(),
                                rtol=1e-8, atol=1e-12)
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.inverse(L.zeros(2, 2)),
+    lambda L: L.linalg.inv(L.tensor([[1.0, 2.0], [2.0, 4.0]])),
+    lambda L: L.linalg.solve(L.zeros(3, 3), L.ones(3)),
+], ids=["inverse", "linalg.inv", "linalg.solve"])
+def test_a_singular_matrix_raises_torchs_linalg_error(call):
+    # torch.inverse raised NumPy's LinAlgError (a ValueError), which `except RuntimeError` missed
+    for lib in (torch, shardflow):
+        with pytest.raises(lib.linalg.LinAlgError, match="singular"):
+            call(lib)
