@@ -90,6 +90,11 @@ class Sub(Function):
             y = a - b if alpha == 1 else a - b * alpha
         except ValueError:
             raise _broadcast_error(_shape(a), _shape(b)) from None
+        except TypeError:  # NumPy refuses bool - bool (torch's RuntimeError, its words)
+            if a.dtype.kind == "b":
+                raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                                   "Use the `^` or `logical_xor()` operator instead.") from None
+            raise
         self.sa = a.shape
         self.sb = getattr(b, "shape", ())
         self.alpha = alpha
@@ -206,7 +211,14 @@ class Neg(Function):
     save_inputs = ()
 
     def forward(self, a):
-        return -a
+        try:
+            return -a
+        except TypeError:  # NumPy refuses -bool (torch's RuntimeError, its words)
+            if a.dtype.kind == "b":
+                raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you "
+                                   "are trying to invert a mask, use the `~` or `logical_not()` operator "
+                                   "instead.") from None
+            raise
 
     def backward(self, g):
         return -g

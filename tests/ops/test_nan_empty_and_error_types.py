@@ -212,3 +212,14 @@ def test_shift_and_in_place_bitwise_operators():
         m |= lib.tensor([False, False, True])
         m ^= lib.tensor([True, False, False])
         assert m.tolist() == [False, False, True] and view.tolist() == [False, False]
+
+
+@pytest.mark.parametrize("call", [lambda L: L.tensor([True]) - L.tensor([True]),
+                                  lambda L: L.sub(L.tensor([True, False]), True),
+                                  lambda L: -L.tensor([True]), lambda L: L.tensor([False]).neg()],
+                         ids=["bool-bool", "sub-bool-scalar", "-bool", "neg"])
+def test_bool_subtraction_and_negation_raise_torchs_runtime_error(call):
+    # NumPy's TypeError came through (session 30); torch raises RuntimeError naming `^` / `~`
+    for lib in (torch, sf):
+        with pytest.raises(RuntimeError, match="bool tensor"):
+            call(lib)

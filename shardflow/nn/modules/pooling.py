@@ -65,6 +65,13 @@ class _AvgPoolNd(Module):
 
 
 class AvgPool1d(_AvgPoolNd):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True) -> None:
+        # PyTorch keeps AvgPool1d's sizes as 1-tuples (its repr prints ``kernel_size=(3,)``)
+        single = lambda v: tuple(v) if isinstance(v, tuple | list) else (v,)  # noqa: E731
+        super().__init__(single(kernel_size), None if stride is None else single(stride), single(padding),
+                         ceil_mode, count_include_pad)
+
     def forward(self, input):
         return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad)

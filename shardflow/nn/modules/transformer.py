@@ -20,13 +20,14 @@ reproduced.
 from __future__ import annotations
 
 import copy
+import warnings
 
 from ...autograd import Tensor
 from ...ops import full
 from .. import functional as F
 from .. import init
 from ..module import Module
-from .activation import MultiheadAttention
+from .activation import GELU, MultiheadAttention, ReLU
 from .container import ModuleList
 from .dropout import Dropout
 from .linear import Linear
@@ -44,6 +45,39 @@ def _activation(activation):
     if activation == "gelu":
         return F.gelu
     raise RuntimeError(f"activation should be relu/gelu or a callable, not {activation}")
+
+
+def _relu_or_gelu(activation) -> int:
+    """PyTorch's ``activation_relu_or_gelu``: 1 for ReLU, 2 for GELU, 0 for anything else."""
+    if activation is F.relu or isinstance(activation, ReLU):
+        return 1
+    if activation is F.gelu or isinstance(activation, GELU):
+        return 2
+    return 0
+
+
+def _why_no_fast_path(layer) -> str:
+    """Why PyTorch would not use nested tensors with ``layer`` (its reasons, in its order);
+    empty when it would. shardflow has no nested-tensor path either way; the reason only
+    decides whether the encoder warns, as PyTorch's does."""
+    name = "encoder_layer"
+    if not isinstance(layer, TransformerEncoderLayer):
+        return f"{name} was not TransformerEncoderLayer"
+    if layer.norm_first:
+        return f"{name}.norm_first was True"
+    if not layer.self_attn.batch_first:
+        return f"{name}.self_attn.batch_first was not True(use batch_first for better inference performance)"
+    if not layer.self_attn._qkv_same_embed_dim:
+        return f"{name}.self_attn._qkv_same_embed_dim was not True"
+    if layer.self_attn.in_proj_bias is None:
+        return f"{name}.self_attn was passed bias=False"
+    if not layer.activation_relu_or_gelu:
+        return f"{name}.activation_relu_or_gelu was not True"
+    if layer.norm1.eps != layer.norm2.eps:
+        return f"{name}.norm1.eps was not equal to {name}.norm2.eps"
+    if layer.self_attn.num_heads % 2 == 1:
+        return f"{name}.self_attn.num_heads is odd"
+    return ""
 
 
 def _generate_square_subsequent_mask(sz: int, device=None, dtype=None) -> Tensor:
@@ -101,6 +135,7 @@ class TransformerEncoderLayer(Module):
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         self.activation = _activation(activation)
+        self.activation_relu_or_gelu = _relu_or_gelu(self.activation)
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal: bool = False):
         x = src
@@ -129,6 +164,14 @@ class TransformerEncoder(Module):
         self.layers = _get_clones(encoder_layer, num_layers)
         self.num_layers = num_layers
         self.norm = norm
+        self.enable_nested_tensor = enable_nested_tensor
+        self.use_nested_tensor = enable_nested_tensor  # (no nested tensors here: kept for programs that read it)
+        self.mask_check = mask_check
+        why = _why_no_fast_path(encoder_layer)
+        if enable_nested_tensor and why:
+            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False because {why}",
+                          stacklevel=2)
+            self.use_nested_tensor = False
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal: bool | None = None):
         out = src
