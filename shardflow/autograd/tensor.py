@@ -91,6 +91,29 @@ def _keyword_form(op: str, args: tuple, value, name: str) -> tuple:
     return (value,)
 
 
+
+# what `tensor == x` does not compare elementwise: torch's `__eq__` takes tensors and numbers
+# only, so Python falls back to identity (``t == None`` is False, ``t != [1, 2]`` True)
+_NOT_COMPARED = (list, tuple, str, dict, set)
+
+
+_T_WARNED: set = set()
+
+
+def _warn_T_once(ndim: int) -> None:
+    """torch's once-per-process deprecation warnings of ``x.T`` on a tensor not 2-D."""
+    key = "0d" if ndim == 0 else "nd"
+    if key in _T_WARNED:
+        return
+    _T_WARNED.add(key)
+    if ndim == 0:
+        msg = "Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases."
+    else:
+        msg = ("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated "
+               "and it will throw an error in a future release. Consider `x.mT` to transpose batches of "
+               "matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a tensor.")
+    warnings.warn(msg, UserWarning, stacklevel=3)
+
 class Tensor:
     __slots__ = (
         "array", "requires_grad", "_grad", "grad_fn", "_output_nr", "_version_counter", "_hooks",
@@ -355,6 +378,8 @@ class Tensor:
 
     @property
     def T(self) -> Tensor:
+        if self.array.ndim != 2:
+            _warn_T_once(self.array.ndim)
         return OPS["permute"](self, tuple(range(self.array.ndim - 1, -1, -1)))
 
     @property
@@ -884,9 +909,13 @@ class Tensor:
         return OPS["bitwise_right_shift_"](self, other)
 
     def __eq__(self, other):
+        if other is None or isinstance(other, _NOT_COMPARED):
+            return NotImplemented  # torch: `t == None`, `t == [1, 2]` are False (Python's identity)
         return OPS["eq"](self, other)
 
     def __ne__(self, other):
+        if other is None or isinstance(other, _NOT_COMPARED):
+            return NotImplemented
         return OPS["ne"](self, other)
 
     def __lt__(self, other):

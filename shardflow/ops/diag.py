@@ -71,8 +71,8 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     """A vector -> the square matrix with it on diagonal ``diagonal``; a matrix -> that diagonal."""
     if input.ndim == 1:
         return diag_embed(input, diagonal)
-    if input.ndim == 2:
-        return _diagonal(input, diagonal)
+    if input.ndim == 2:  # a copy, as torch's (a view let `d = m.diag(); d += 1` change m)
+        return _diagonal(input, diagonal).clone()
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
 
 

@@ -34,6 +34,8 @@ vocab), so it is the fallback.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import kernels
@@ -658,15 +660,46 @@ def _reduce_arg(op, reduce):
     raise NotImplementedError(f"{op}(): reduce={reduce!r} is not supported; use reduce=None or 'add'")
 
 
+_warned_reduce_with_tensor = False
+
+
+def _warn_reduce_with_tensor(src, reduce) -> None:
+    """torch's once-per-process deprecation warning for ``scatter(..., src=tensor, reduce=...)``."""
+    global _warned_reduce_with_tensor
+    if reduce is not None and isinstance(src, Tensor) and not _warned_reduce_with_tensor:
+        _warned_reduce_with_tensor = True
+        warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and will be removed "
+                      "in a future PyTorch release. Use torch.scatter_reduce instead for more reduction "
+                      "options.", UserWarning, stacklevel=3)
+
+
+def _scatter_multiply(input, dim, index, src, value):
+    """``scatter(..., reduce="multiply")``: ``scatter_reduce`` with ``"prod"`` over ``input``'s
+    own values (``src`` a tensor, or the number ``value``/``src`` at every index)."""
+    from .index_extra import scatter_reduce
+
+    number = value if value is not None else src
+    if not isinstance(number, Tensor):
+        src = _wrap(get_array_module(input.array).full(tuple(index.shape), number, dtype=input.array.dtype))
+    return scatter_reduce(input, dim, index, src, "prod", include_self=True)
+
+
 @register("scatter")
 def scatter(input: Tensor, dim: int, index, src=None, *, value=None, reduce=None) -> Tensor:
-    """``out = input.clone(); out[...index...] = src`` along ``dim`` (src a tensor or a number)."""
+    """``out = input.clone(); out[...index...] = src`` along ``dim`` (src a tensor or a number);
+    ``reduce="multiply"`` multiplies in (torch's deprecated form of ``scatter_reduce("prod")``)."""
+    _warn_reduce_with_tensor(src, reduce)
+    if reduce == "multiply":
+        return _scatter_multiply(input, dim, index, src, value)
     idx, d, src = _scatter_args("scatter", input, dim, index, src, value)
     return Scatter.apply(input, src, index=idx, dim=d, add=_reduce_arg("scatter", reduce))
 
 
 @register("scatter_")
 def scatter_(input: Tensor, dim: int, index, src=None, *, value=None, reduce=None) -> Tensor:
+    _warn_reduce_with_tensor(src, reduce)
+    if reduce == "multiply":
+        return inplace(input, _scatter_multiply(input, dim, index, src, value))
     idx, d, src = _scatter_args("scatter_", input, dim, index, src, value)
     return _run_inplace(input, "scatter_", Scatter, src, index=idx, dim=d, add=_reduce_arg("scatter_", reduce))
 

@@ -598,6 +598,10 @@ class Einsum(Function):
         res = _einsum(eq, *arrays)
         if len(arrays) == 1 and np.may_share_memory(res, arrays[0]):
             res = res.copy()
+        elif len(arrays) > 1 and not res.flags.c_contiguous and set("".join(ins)) - set(out):
+            # a contraction's result is contiguous in torch (it is a GEMM's output), so programs
+            # `.view()` it; NumPy's einsum may hand back a permuted one
+            res = res.copy()
         return as_array(res)
 
     def backward(self, g):

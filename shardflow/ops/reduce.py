@@ -791,12 +791,17 @@ def dist_norm(diff: Tensor, p) -> Tensor:
 
 @register("norm")
 def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
-    """``torch.norm``: 'fro' (= 2-norm of the flattened dims) or a numeric ``p`` vector norm."""
+    """``torch.norm``: 'fro' (= 2-norm of the flattened dims), 'nuc' (the nuclear norm of the
+    matrices over ``dim``, the last two by default) or a numeric ``p`` vector norm."""
     if isinstance(p, str):
+        if p == "nuc":
+            from ._linalg_names import matrix_norm  # (that module builds on this one)
+
+            if dim is not None and len(tuple(dim) if isinstance(dim, tuple | list) else (dim,)) != 2:
+                raise RuntimeError(f"norm(p='nuc'): dim must be a 2-tuple of the matrix dims, got {dim}")
+            return matrix_norm(input, "nuc", (-2, -1) if dim is None else tuple(dim), keepdim, dtype=dtype)
         if p != "fro":
-            raise NotImplementedError(
-                f"norm(p={p!r}) is not implemented; shardflow supports p='fro' and numeric p"
-            )
+            raise RuntimeError(f"norm(): p={p!r} is not a norm; use 'fro', 'nuc' or a number")
         p = 2
     return vector_norm(input, p, dim, keepdim, dtype=dtype)
 
