@@ -419,6 +419,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
     """Normalise over every dim but 1; with ``training`` the running stats are updated in
     place (``running = (1 - momentum) * running + momentum * batch_stat``, unbiased var)."""
+    if momentum is None:  # (the module's cumulative average is the module's; torch refuses it here)
+        raise TypeError("batch_norm(): argument 'momentum' (position 7) must be float, not NoneType")
     return _op("batch_norm")(
         input, running_mean=running_mean, running_var=running_var, weight=weight, bias=bias,
         training=training, momentum=momentum, eps=eps,

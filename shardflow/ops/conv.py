@@ -39,6 +39,7 @@ and the gradients are rounded to bfloat16 once, as PyTorch returns them.
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -370,13 +371,29 @@ def _crop_tensor(t, starts, sizes):
     return t[(Ellipsis,) + tuple(slice(s, s + n) for s, n in zip(starts, sizes))]
 
 
+class _SameStrideError(RuntimeError, ValueError):
+    """torch's functional conv raises RuntimeError (its module ValueError); both catch it."""
+
+
+_warned_uneven_same = False
+
+
+def _warn_uneven_same_once() -> None:
+    """torch's warning (once per process) for ``padding='same'`` whose total is odd."""
+    global _warned_uneven_same
+    if not _warned_uneven_same:
+        _warned_uneven_same = True
+        warnings.warn("Using padding='same' with even kernel lengths and odd dilation may require a "
+                      "zero-padded copy of the input be created", UserWarning, stacklevel=7)
+
+
 def _resolve_padding(padding, d, ksize, stride, dilation):
     if isinstance(padding, str):
         if padding == "valid":
             return ((0, 0),) * d
         if padding == "same":
             if any(s != 1 for s in stride):
-                raise ValueError(
+                raise _SameStrideError(
                     f"padding='same' is not supported for strided convolutions (stride={stride}); "
                     "pass an explicit padding instead"
                 )
@@ -384,6 +401,8 @@ def _resolve_padding(padding, d, ksize, stride, dilation):
             for k, dl in zip(ksize, dilation):
                 total = dl * (k - 1)
                 pads.append((total // 2, total - total // 2))
+            if any(lo != hi for lo, hi in pads):
+                _warn_uneven_same_once()
             return tuple(pads)
         raise ValueError(f"padding must be an int, a tuple, 'valid' or 'same', got {padding!r}")
     return tuple((p, p) for p in _tuple(padding, d, "padding"))

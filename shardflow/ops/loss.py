@@ -56,6 +56,12 @@ _REDUCTIONS = ("none", "mean", "sum")
 
 
 # ---------------------------------------------------------------------------- helpers
+
+
+class _InputRangeError(RuntimeError, ValueError):
+    """torch raises RuntimeError for a probability outside [0, 1]; shardflow raised ValueError
+    before, so both catch it."""
+
 def _raw(t):
     """A constant argument (weight, pos_weight) as a raw array, or None."""
     if t is None:
@@ -639,7 +645,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         )
     xa = x.array
     if xa.size and (xa.min() < 0 or xa.max() > 1):
-        raise ValueError(
+        raise _InputRangeError(
             "binary_cross_entropy: all elements of input should be between 0 and 1 (probabilities); "
             "for logits use binary_cross_entropy_with_logits"
         )

@@ -223,3 +223,31 @@ def test_bool_subtraction_and_negation_raise_torchs_runtime_error(call):
     for lib in (torch, sf):
         with pytest.raises(RuntimeError, match="bool tensor"):
             call(lib)
+
+
+def test_functional_errors_have_torchs_types():
+    # session 30: BCE's range check and functional conv's strided 'same' raised ValueError (torch:
+    # RuntimeError; both are caught now), F.batch_norm(momentum=None) updated nothing silently
+    x = np.linspace(-1, 2, 6, dtype=np.float32).reshape(2, 3)
+    for lib in (torch, sf):
+        F = lib.nn.functional
+        with pytest.raises(RuntimeError, match="between 0 and 1"):
+            F.binary_cross_entropy(lib.tensor(x), lib.ones(2, 3))
+        with pytest.raises(RuntimeError, match="strided convolutions"):
+            F.conv1d(lib.ones(1, 3, 5), lib.ones(2, 3, 3), padding="same", stride=2)
+        with pytest.raises(TypeError, match="momentum"):
+            F.batch_norm(lib.tensor(x), lib.zeros(3), lib.ones(3), training=True, momentum=None)
+
+
+def test_same_padding_with_an_odd_total_warns_once():
+    from shardflow.ops import conv
+
+    conv._warned_uneven_same = False
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        sf.nn.functional.conv1d(sf.ones(1, 3, 5), sf.ones(2, 3, 3), padding="same")  # even total: silent
+        a = sf.nn.functional.conv1d(sf.ones(1, 3, 5), sf.ones(2, 3, 2), padding="same")
+        sf.nn.functional.conv1d(sf.ones(1, 3, 5), sf.ones(2, 3, 2), padding="same")
+    assert [str(w.message)[:40] for w in rec] == ["Using padding='same' with even kernel le"]
+    b = torch.nn.functional.conv1d(torch.ones(1, 3, 5), torch.ones(2, 3, 2), padding="same")
+    assert a.tolist() == b.tolist()
