@@ -241,3 +241,25 @@ def test_adam_numpy_path_scratch_is_one_block_not_one_array_per_shape(monkeypatc
             np.testing.assert_allclose(p.detach().numpy(), tp.detach().numpy(), rtol=1e-5, atol=1e-6)
         scratch = [b.size for b in opt._scratch_cache.values()]
         assert sum(scratch) <= 2 * BLOCK_ELEMENTS, (cls.__name__, scratch)
+
+
+def test_a_parameter_listed_twice_warns_and_is_stepped_twice_as_torch():
+    # session 30: shardflow refused it (ValueError), so programs listing a tied weight twice
+    # stopped; torch warns and steps each occurrence
+    import warnings
+
+    import torch
+
+    import shardflow
+
+    results = []
+    for lib in (torch, shardflow):
+        p = lib.zeros(2, requires_grad=True)
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            opt = lib.optim.SGD([p, p], lr=0.1)
+        assert any("duplicate parameters" in str(w.message) for w in rec)
+        p.grad = lib.ones(2)
+        opt.step()
+        results.append(p.tolist())
+    assert results[1] == results[0] and abs(results[0][0] + 0.2) < 1e-6

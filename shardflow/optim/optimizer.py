@@ -29,6 +29,8 @@ saved as a plain tensor would otherwise be taken for the whole (issue 27).
 
 from __future__ import annotations
 
+import warnings
+
 import copy
 from collections import defaultdict
 from itertools import chain
@@ -140,7 +142,11 @@ class Optimizer(OptimizerHooks):
             param_group.setdefault(name, default)
         params = param_group["params"]
         if len(params) != len({id(p) for p in params}):
-            raise ValueError("optimizer contains a parameter group with duplicate parameters")
+            # torch keeps them (each occurrence is stepped) and only warns, so programs that list
+            # a tied weight twice run there; refusing them stopped those programs here
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in future, "
+                          "this will cause an error; see github.com/pytorch/pytorch/issues/40967 for "
+                          "more information", UserWarning, stacklevel=3)
         existing = {id(p) for g in self.param_groups for p in g["params"]}
         if existing & {id(p) for p in params}:
             raise ValueError("some parameters appear in more than one parameter group")
