@@ -1,15 +1,20 @@
 """Random number generation: ``Generator``, ``manual_seed``, and the default generator.
 
-A ``Generator`` wraps NumPy's PCG64 bit generator. Its state is a small uint8 array (so a
-checkpoint can store it as a tensor) and restoring it replays the same stream, which is
-what resuming a run and activation-checkpoint recomputation rely on.
+A ``Generator`` is torch's CPU generator: the 32-bit Mersenne Twister seeded as torch seeds it
+(NumPy's ``MT19937`` bit generator holding torch's state) plus torch's cached second normal
+value, so ``manual_seed(s)`` followed by the same calls draws the same numbers as torch
+(``backend/random_stream.py`` has the distributions). Its state is a small uint8 array (a
+checkpoint stores it as a tensor) and restoring it replays the same stream, which resuming a
+run and activation-checkpoint recomputation rely on. ``numpy`` is a NumPy ``Generator`` on the
+same twister, for the draws torch has no counterpart of here (gamma, poisson, ...).
 
 Seeds follow PyTorch: a ``Generator()`` the program makes starts from PyTorch's fixed
 default seed 67280421310721, while the default generator (``shardflow.rand``, layer
 initialisation, dropout, shuffling) starts from a fresh seed drawn from the operating
 system's entropy in every process, so an unseeded program varies from run to run and
 ``initial_seed()`` reports the seed drawn; ``manual_seed(s)`` makes it repeat. The draw
-happens at the generator's first use, not at import.
+happens at the generator's first use, not at import. Seeds are taken modulo 2^64, as
+torch's (``manual_seed(-1)`` is 2^64 - 1).
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from __future__ import annotations
 import json
 
 import numpy as np
+
+from .random_stream import seeded_state
 
 
 class Generator:
@@ -29,15 +36,20 @@ class Generator:
     def _from_entropy(cls) -> Generator:
         """A generator seeded from OS entropy at its first use (the default generator)."""
         g = cls.__new__(cls)
-        g._seed = g._rng = None
+        g._seed = g._mt = g._rng = None
+        g.normal_cache = None
         return g
 
     def manual_seed(self, seed: int) -> Generator:
         seed = int(seed)
-        if seed < 0:
-            raise ValueError(f"seed must be non-negative, got {seed}")
+        if not -(2**63) <= seed < 2**64:
+            raise ValueError(f"seed must be within [-2**63, 2**64), got {seed}")
+        seed %= 2**64
         self._seed = seed
-        self._rng = np.random.Generator(np.random.PCG64(seed))
+        self._mt = np.random.MT19937()
+        self._mt.state = seeded_state(seed)
+        self._rng = np.random.Generator(self._mt)
+        self.normal_cache = None  # torch's next_double_normal_sample, reset by seeding
         return self
 
     def seed(self) -> int:
@@ -46,32 +58,40 @@ class Generator:
         return s
 
     def initial_seed(self) -> int:
-        if self._rng is None:
+        if self._mt is None:
             self.seed()
         return self._seed
 
     @property
-    def numpy(self) -> np.random.Generator:
-        rng = self._rng
-        if rng is None:
+    def mt(self) -> np.random.MT19937:
+        """The twister (torch's ``random()`` is ``mt.random_raw()``)."""
+        if self._mt is None:
             self.seed()
-            rng = self._rng
-        return rng
+        return self._mt
+
+    @property
+    def numpy(self) -> np.random.Generator:
+        if self._mt is None:
+            self.seed()
+        return self._rng
 
     def get_state(self) -> np.ndarray:
-        state = {"seed": self.initial_seed(), "bit_generator": self.numpy.bit_generator.state}
+        st = self.mt.state["state"]
+        state = {"seed": self._seed, "key": st["key"].tolist(), "pos": int(st["pos"]),
+                 "normal_cache": self.normal_cache}
         return np.frombuffer(json.dumps(state).encode(), dtype=np.uint8).copy()
 
     def set_state(self, state) -> Generator:
         arr = np.asarray(state.numpy() if hasattr(state, "numpy") else state, dtype=np.uint8)
         try:
             d = json.loads(arr.tobytes().decode())
-            self._seed = d["seed"]
-            bg = np.random.PCG64()
-            bg.state = d["bit_generator"]
+            mt = np.random.MT19937()
+            mt.state = {"bit_generator": "MT19937",
+                        "state": {"key": np.asarray(d["key"], dtype=np.uint32), "pos": int(d["pos"])}}
         except (ValueError, KeyError, TypeError) as e:
             raise ValueError(f"not a shardflow RNG state ({e}); pass what get_state() returned") from None
-        self._rng = np.random.Generator(bg)
+        self._seed, self._mt, self.normal_cache = d["seed"], mt, d["normal_cache"]
+        self._rng = np.random.Generator(mt)
         return self
 
 
@@ -99,6 +119,11 @@ def get_rng_state() -> np.ndarray:
 
 def set_rng_state(state) -> None:
     default_generator.set_state(state)
+
+
+def get(generator: Generator | None = None) -> Generator:
+    """``generator``, or the default one: the argument of ``backend/random_stream.py``'s draws."""
+    return generator or default_generator
 
 
 def rng(generator: Generator | None = None) -> np.random.Generator:

@@ -64,7 +64,7 @@ from . import _world
 from ._worker_checks import checked_multiprocessing_context, worker_number_warning
 from .collate import default_collate, default_convert
 from .dataset import IterableDataset
-from .sampler import BatchSampler, DistributedSampler, RandomSampler, SequentialSampler
+from .sampler import BatchSampler, DistributedSampler, RandomSampler, SequentialSampler, int64_seed
 
 __all__ = ["DataLoader", "get_worker_info", "WorkerInfo"]
 
@@ -564,13 +564,16 @@ class DataLoader:
             self._index_sampler()
             self._shard_samplers[0].set_epoch(self._shard_epoch)
             self._shard_epoch += 1
-        # drawn on every iter() whatever num_workers is, so the sampler's draws (and so the
-        # order) do not depend on num_workers (PyTorch does the same)
-        self._base_seed = int(_random.rng(self.generator).integers(0, 2**62))
+        # torch draws the workers' base seed (an int64 random_() of the loader's generator)
+        # when it makes an iterator: on every iter() but a persistent iterator's reuse
+        reuse = (self.num_workers > 0 and self.persistent_workers and self._iterator is not None
+                 and not self._iterator._shutdown_done)
+        if not reuse:
+            self._base_seed = int64_seed(self.generator)
         if self.num_workers == 0:
             return _SingleProcessIter(self)
         if self.persistent_workers:
-            if self._iterator is None or self._iterator._shutdown_done:
+            if not reuse:
                 self._iterator = _MultiProcessIter(self)
             else:
                 self._iterator._reset()

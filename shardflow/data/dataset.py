@@ -18,6 +18,7 @@ import numpy as np
 
 from ..autograd.tensor import Tensor, _wrap
 from ..backend import random as _random
+from ..backend import random_stream as _stream
 
 __all__ = [
     "Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "ChainDataset",
@@ -191,7 +192,7 @@ def random_split(dataset, lengths, generator=None) -> list[Subset]:
             f"sum of input lengths ({sum(lengths)}) does not equal the length of the input "
             f"dataset ({n}); pass lengths that add up to {n} or fractions that add up to 1"
         )
-    perm = _random.rng(generator).permutation(n).tolist()
+    perm = _stream.permutation(_random.get(generator), n).tolist()  # torch's randperm(n, generator)
     out, offset = [], 0
     for length in lengths:
         out.append(Subset(dataset, perm[offset: offset + length]))

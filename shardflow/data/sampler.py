@@ -24,9 +24,8 @@ import math
 import numpy as np
 
 from ..backend import random as _random
+from ..backend import random_stream as _stream
 from . import _world
-
-_DRAW_CHUNK = 4096  # indices drawn at once by RandomSampler(replacement=True)
 
 __all__ = [
     "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
@@ -44,12 +43,16 @@ class Sampler:
         raise NotImplementedError
 
 
-def _fresh_rng(generator) -> np.random.Generator:
-    """The generator's own stream, or a new stream seeded from the default generator."""
-    if generator is not None:
-        return generator.numpy
-    seed = int(_random.default_generator.numpy.integers(0, 2**63 - 1))
-    return np.random.default_rng(seed)
+def int64_seed(generator=None) -> int:
+    """torch's ``torch.empty((), dtype=torch.int64).random_(generator=g).item()``: how its
+    samplers and loaders draw a seed (``random64() % 2^63`` on torch's stream)."""
+    return int(_stream.full_range(_random.get(generator), 1, np.int64)[0])
+
+
+def _own_or_fresh(generator):
+    """The sampler's generator, or (torch's ``RandomSampler``) a new one seeded from the
+    default generator's next int64."""
+    return generator if generator is not None else _random.Generator().manual_seed(int64_seed())
 
 
 class SequentialSampler(Sampler):
@@ -85,20 +88,18 @@ class RandomSampler(Sampler):
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self):
+        """torch's draws: a fresh generator seeded from the default one (unless ``generator``),
+        then ``randperm(n)`` per pass, or ``randint(0, n)`` 32 at a time with replacement."""
         n = len(self.data_source)
-        rng = _fresh_rng(self.generator)
+        gen = _own_or_fresh(self.generator)
         if self.replacement:
-            # Draw in chunks: ``num_samples`` may be far larger than memory (an "infinite"
-            # sampler). NumPy's bounded-integer stream does not depend on how it is chunked,
-            # so this yields exactly what one big draw would.
-            for start in range(0, self.num_samples, _DRAW_CHUNK):
-                size = min(_DRAW_CHUNK, self.num_samples - start)
-                yield from rng.integers(0, n, size=size).tolist()
+            for _ in range(self.num_samples // 32):
+                yield from _stream.integers(gen, 32, 0, n).tolist()
+            yield from _stream.integers(gen, self.num_samples % 32, 0, n).tolist()
             return
         for _ in range(self.num_samples // n):
-            yield from rng.permutation(n).tolist()
-        if self.num_samples % n:
-            yield from rng.permutation(n)[: self.num_samples % n].tolist()
+            yield from _stream.permutation(gen, n).tolist()
+        yield from _stream.permutation(gen, n)[: self.num_samples % n].tolist()
 
     def __len__(self):
         return self.num_samples
@@ -110,8 +111,8 @@ class SubsetRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self):
-        perm = _fresh_rng(self.generator).permutation(len(self.indices))
-        for i in perm.tolist():
+        # torch: randperm with the sampler's generator, else the default one
+        for i in _stream.permutation(_random.get(self.generator), len(self.indices)).tolist():
             yield self.indices[i]
 
     def __len__(self):
@@ -132,9 +133,12 @@ class WeightedRandomSampler(Sampler):
         self.replacement, self.generator = replacement, generator
 
     def __iter__(self):
-        rng = _fresh_rng(self.generator)
-        p = self.weights / self.weights.sum()
-        yield from rng.choice(len(p), size=self.num_samples, replace=self.replacement, p=p).tolist()
+        # torch: multinomial(weights as float64, num_samples, replacement, generator)
+        from ..ops.creation import tensor
+        from ..ops.sort import multinomial
+
+        yield from multinomial(tensor(self.weights), self.num_samples, self.replacement,
+                               generator=self.generator).tolist()
 
     def __len__(self):
         return self.num_samples

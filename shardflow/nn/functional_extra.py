@@ -296,15 +296,23 @@ native_channel_shuffle = channel_shuffle
 def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
           inplace: bool = False) -> Tensor:
     """Leaky ReLU with a negative slope drawn uniformly from ``[lower, upper]`` per element in
-    training, ``(lower + upper) / 2`` in eval."""
+    training, ``(lower + upper) / 2`` in eval. In training the slopes are torch's: one 53-bit
+    uniform per element ``<= 0``, in order (``backend/random_stream.py``); positive elements
+    pass through (slope 1)."""
     if not training:
         out = ops.leaky_relu(input, (lower + upper) / 2)
     else:
+        from ..backend import CPU, to_device
         from ..backend import random as _random
+        from ..backend import random_stream as _stream
 
-        slope = _random.rng(None).uniform(lower, upper, tuple(input.shape))
+        x = np.ascontiguousarray(to_device(input.detach().array, CPU))
+        neg = x <= 0
+        u = _stream.uniform53(_random.get().mt, int(neg.sum())).astype(np.longdouble)
+        slope = np.ones(x.shape, np.float64)
+        slope[neg] = (u * np.longdouble(upper - lower) + np.longdouble(lower)).astype(np.float64)
         slope_t = ops.tensor(slope, dtype=input.dtype, device=input.device)
-        out = ops.where(input >= 0, input, input * slope_t)
+        out = input * slope_t
     return _inplace(input, out) if inplace else out
 
 

@@ -2,9 +2,14 @@
 without recording autograd, from shardflow's default generator (so ``shardflow.manual_seed``
 makes it reproducible; pass ``generator=`` for a private stream), and returns the tensor.
 
+The draws are torch's (``backend/random_stream.py``) and each function draws as torch's does
+(``uniform_``/``normal_`` of the whole tensor; ``trunc_normal_`` a uniform, ``erfinv``, scale,
+shift and clamp; ``orthogonal_`` a normal matrix's QR; ``sparse_`` a normal fill then a
+``randperm`` per column), so a model built after ``manual_seed(s)`` has torch's weights
+(float32 to within the last bit of a normal draw).
+
 Fans follow PyTorch: for a weight of shape ``(out, in, *k)``, ``fan_in = in * prod(k)`` and
-``fan_out = out * prod(k)``. ``trunc_normal_`` samples N(mean, std) and redraws the values
-outside ``[a, b]`` until none are left (exact truncated normal, no erfinv needed).
+``fan_out = out * prod(k)``.
 
 On a meta tensor (``backend/meta.py``: shape and dtype, no data) every fill returns the
 tensor unchanged and draws nothing, as in PyTorch, so a module built under
@@ -20,8 +25,9 @@ import warnings
 import numpy as np
 
 from ..autograd import Tensor
-from ..backend import device_of, to_device
+from ..backend import CPU, device_of, to_device
 from ..backend import random as _random
+from ..backend import random_stream as _stream
 from ..backend.meta import is_meta_array
 
 __all__ = [
@@ -113,79 +119,95 @@ def _calculate_correct_fan(tensor, mode: str) -> int:
     return fan_in if mode == "fan_in" else fan_out
 
 
-_FILL_CHUNK = 1 << 18  # values drawn at a time when they cannot be drawn into the tensor
-
-
-def _fill(tensor: Tensor, draw, scale: float, shift: float) -> Tensor:
-    """``tensor = draw * scale + shift`` in place, ``draw(shape, dtype, out)`` being one of
-    the generator's float32/float64 samplers. A contiguous CPU float32/float64 tensor is
-    drawn into directly (no temporary: ``nn.Linear``'s init used to peak at twice the
-    weight); any other (half types, a GPU) a chunk at a time through :func:`_write`. The
-    values are those of one draw of the whole shape either way."""
-    dst, sample = tensor.array, _sample_dtype(tensor)
-    if isinstance(dst, np.ndarray) and dst.dtype == sample and dst.flags.c_contiguous:
-        draw(dst.shape, sample, dst)
-        dst *= scale
-        dst += shift
+def _draw_into(tensor: Tensor, draw) -> Tensor:
+    """Fill ``tensor`` with ``draw(out)``'s values: straight into a contiguous host array (the
+    peak stays the tensor plus a ~1 MB chunk), else through :func:`_fill_values`."""
+    dst = tensor.array
+    if isinstance(dst, np.ndarray) and dst.flags.c_contiguous:
+        draw(dst.reshape(-1))
         tensor._version_counter[0] += 1
         return tensor
-    flat = dst.reshape(-1)
-    for start in range(0, flat.size, _FILL_CHUNK):
-        stop = min(start + _FILL_CHUNK, flat.size)
-        v = draw((stop - start,), sample, None)
-        v *= scale
-        v += shift
-        _write_flat(flat, start, stop, v)
+    return _fill_values(tensor, draw(None))
+
+
+def _fill_values(tensor: Tensor, values: np.ndarray) -> Tensor:
+    """Write ``values`` (flat, in the order torch's kernel visits the tensor) in place."""
+    dst = tensor.array
+    if dst.dtype.kind == "V" and values.dtype != np.float32:  # bfloat16 via float32
+        values = values.astype(np.float32)
+    values = values.astype(dst.dtype, copy=False)
+    if isinstance(dst, np.ndarray):
+        _stream.fill(dst, values)
+    else:
+        dst[...] = to_device(values.reshape(dst.shape), device_of(dst))
     tensor._version_counter[0] += 1
     return tensor
 
 
-def _write_flat(flat, start: int, stop: int, values) -> None:
-    """``flat[start:stop] = values`` with ``_write``'s conversions (bfloat16, device)."""
-    if flat.dtype.kind == "V" and values.dtype != np.float32:  # bfloat16 via float32
-        values = values.astype(np.float32)
-    values = values.astype(flat.dtype, copy=False)
-    if device_of(flat).type != "cpu":
-        values = to_device(values, device_of(flat))
-    flat[start:stop] = values
+def _contiguous(tensor: Tensor) -> bool:
+    return bool(tensor.array.flags.c_contiguous)
 
 
 @_skip_meta
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
-    """Fill with U(a, b)."""
+    """Fill with U(a, b) (``tensor.uniform_(a, b)``)."""
     _check(tensor, "uniform_")
-    rng = _random.rng(generator)
-    return _fill(tensor, lambda shape, dt, out: rng.random(shape, dtype=dt, out=out), b - a, a)
+    gen, n, dt = _random.get(generator), tensor.array.size, tensor.array.dtype
+    return _draw_into(tensor, lambda out: _stream.uniform(gen, n, a, b, dt, out))
 
 
 @_skip_meta
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
-    """Fill with N(mean, std^2)."""
+    """Fill with N(mean, std^2) (``tensor.normal_(mean, std)``)."""
     _check(tensor, "normal_")
-    rng = _random.rng(generator)
-    return _fill(tensor, lambda shape, dt, out: rng.standard_normal(shape, dtype=dt, out=out),
-                 std, mean)
+    gen, n, dt, contiguous = _random.get(generator), tensor.array.size, tensor.array.dtype, _contiguous(tensor)
+    return _draw_into(tensor, lambda out: _stream.normal(gen, n, mean, std, dt, contiguous, out))
 
 
 @_skip_meta
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
                   b: float = 2.0, generator=None) -> Tensor:
-    """Fill with N(mean, std^2) truncated to ``[a, b]`` (rejection: redraw the outliers)."""
+    """Fill with N(mean, std^2) truncated to ``[a, b]``, by torch 2.13's rejection sampling:
+    when ``[a, b]`` holds more than 30% of the mass, whole-tensor normal draws replace the
+    values outside it until none are left; otherwise uniform candidates on ``[a, b]`` are
+    accepted where ``log(U) <= -((x - mean) / std)^2 / 2 - log_peak`` (redrawn where not)."""
     _check(tensor, "trunc_normal_")
-    if not a < b:
-        raise ValueError(f"trunc_normal_ needs a < b, got a={a}, b={b}")
-    rng = _random.rng(generator)
-    v = (rng.standard_normal(tensor.array.shape) * std + mean).reshape(-1)
-    bad = np.flatnonzero((v < a) | (v > b))
-    tries = 0
-    while bad.size:
-        v[bad] = rng.standard_normal(bad.size) * std + mean
-        bad = bad[(v[bad] < a) | (v[bad] > b)]
-        tries += 1
-        if tries > 1000:  # [a, b] nearly without mass: clamp the rest
-            v[bad] = np.clip(v[bad], a, b)
-            break
-    return _write(tensor, v.reshape(tensor.array.shape))
+    if (mean < a - 2 * std) or (mean > b + 2 * std):
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution "
+                      "of values may be incorrect.", stacklevel=2)
+
+    def cdf(x):
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+    gen, n, dt = _random.get(generator), tensor.array.size, tensor.array.dtype
+    work = np.float64 if dt == np.float64 else np.float32  # the tensor's own arithmetic
+    contiguous = _contiguous(tensor)
+    if cdf((b - mean) / std) - cdf((a - mean) / std) > 0.3:
+        lo, hi = work(a), work(b)
+        result = _stream.normal(gen, n, mean, std, dt, contiguous=contiguous).astype(work)
+        while True:
+            bad = (result < lo) | (result > hi)
+            if not bad.any():
+                break
+            result = np.where(bad, _stream.normal(gen, n, mean, std, dt, contiguous=contiguous).astype(work), result)
+        return _fill_values(tensor, result)
+    mode = max(a, min(mean, b))
+    log_peak = work(-0.5 * ((mode - mean) / std) ** 2)
+
+    def log_pdf(x):  # (x - mean) / std, squared, times -1/2, minus the peak: the tensor ops' roundings
+        y = ((x - work(mean)).astype(work) / work(std)).astype(work)
+        return ((y * y).astype(work) * work(-0.5) - log_peak).astype(work)
+
+    def accept_draw():
+        return np.log(_stream.uniform(gen, n, 0.0, 1.0, dt).astype(work))
+
+    result = _stream.uniform(gen, n, a, b, dt).astype(work)
+    pending = accept_draw() > log_pdf(result)
+    while pending.any():
+        candidates = _stream.uniform(gen, n, a, b, dt).astype(work)
+        result = np.where(pending, candidates, result)
+        pending = np.where(pending, accept_draw() > log_pdf(candidates), pending)
+    return _fill_values(tensor, result)
 
 
 @_skip_meta
@@ -285,7 +307,8 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    flat = _random.rng(generator).standard_normal((rows, cols))
+    dt = np.float64 if tensor.array.dtype == np.float64 else np.float32
+    flat = _stream.normal(_random.get(generator), rows * cols, 0.0, 1.0, dt).astype(dt).reshape(rows, cols)
     if rows < cols:
         flat = flat.T
     q, r = np.linalg.qr(flat)
@@ -297,15 +320,17 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
 
 @_skip_meta
 def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Tensor:
-    """2-D tensor: N(0, std^2) with a fraction ``sparsity`` of each column set to zero."""
+    """2-D tensor: N(0, std^2) with a fraction ``sparsity`` of each column set to zero
+    (torch's order: the normal fill, then one ``randperm(rows)`` per column from the default
+    generator, as torch's draws them)."""
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     rows, cols = tensor.shape
-    rng = _random.rng(generator)
-    v = rng.standard_normal((rows, cols)) * std
+    normal_(tensor, 0.0, std, generator)
+    v = np.array(to_device(tensor.array, CPU), copy=True)
     nz = int(math.ceil(sparsity * rows))
     for c in range(cols):
-        v[rng.permutation(rows)[:nz], c] = 0
+        v[_stream.permutation(_random.get(None), rows)[:nz], c] = 0
     return _write(tensor, v)
 
 

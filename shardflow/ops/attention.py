@@ -20,7 +20,7 @@ combined with AND (what PyTorch computes). ``enable_gqa``: key/value have ``Hq /
 times fewer heads (dim -3); head ``h`` of the query uses key/value head ``h // (Hq/Hkv)``
 (``repeat_interleave``), and their gradients are summed back over the repeats. Batch
 dimensions broadcast; gradients are reduced back to each input's shape. Dropout uses
-``shardflow.backend.random.rng()``. float16/bfloat16 are computed in float32.
+torch's stream (``backend/random_stream.py``). float16/bfloat16 are computed in float32.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import device_of, get_array_module, to_device
 from ..backend import random as _random
+from ..backend import random_stream as _stream
 from ..kernels import softmax as _sm_kernels
 from ._grad_graph import const, sum_to
 from ._util import flush_subnormal_, unbroadcast
@@ -118,11 +119,12 @@ class ScaledDotProductAttention(Function):
             if dropout_p >= 1.0:
                 D = xp.zeros((), dtype=fdt)
             else:
-                keepd = _random.rng().random(P.shape, dtype=np.float32) >= dropout_p
+                # torch's math path: dropout(attn): bernoulli_(1 - p) on its stream, / (1 - p)
+                keepd = _stream.bernoulli(_random.get(), P.size, 1.0 - dropout_p).reshape(P.shape)
                 if device_of(P).type != "cpu":
                     keepd = to_device(keepd, device_of(P))
                 D = keepd.astype(fdt)
-                D *= fdt.type(1.0 / (1.0 - dropout_p))
+                D *= fdt.type(1) / fdt.type(1.0 - dropout_p)
             Pd = P * D
         else:
             Pd = P

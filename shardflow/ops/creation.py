@@ -19,6 +19,7 @@ from ..backend import (
 )
 from ..backend import device as _device
 from ..backend import random as _random
+from ..backend import random_stream as _stream
 from ..backend.meta import MetaArray, is_meta_array
 from ._factory_options import check_factory_options
 
@@ -227,35 +228,47 @@ def _drawn(draw, shape, dtype) -> np.ndarray:
     return out
 
 
+def _cast(values: np.ndarray, np_dtype) -> np.ndarray:
+    """``values`` as ``np_dtype`` (bfloat16 through float32, as ml_dtypes needs)."""
+    if np.dtype(np_dtype).kind == "V" and values.dtype != np.float32:
+        values = values.astype(np.float32)
+    return values.astype(np_dtype, copy=False)
+
+
 @register("rand")
 def rand(*sizes, size=None, generator=None, dtype=None, layout=None, device=None, requires_grad=False,
           pin_memory=False) -> Tensor:
+    """``empty(size).uniform_(0, 1)``: torch's stream (``backend/random_stream.py``)."""
     check_factory_options("rand", layout, pin_memory)
     sz = _sizes(sizes, size, "rand")
-    meta = _meta(sz, _float(dtype).np, device, requires_grad)
+    np_dtype = _float(dtype).np
+    meta = _meta(sz, np_dtype, device, requires_grad)
     if meta is not None:
         return meta
-    rng = _random.rng(generator)
-    arr = _drawn(lambda n: rng.random(n, dtype=np.float64), sz, _float(dtype).np)
+    arr = np.empty(sz, np_dtype)  # drawn into: the peak is the tensor plus a ~1 MB chunk
+    _stream.uniform(_random.get(generator), arr.size, 0.0, 1.0, np_dtype, out=arr.reshape(-1))
     return _finish(arr, dtype, device, requires_grad)
 
 
 @register("randn")
 def randn(*sizes, size=None, generator=None, dtype=None, layout=None, device=None, requires_grad=False,
           pin_memory=False) -> Tensor:
+    """``empty(size).normal_(0, 1)``: torch's stream (``backend/random_stream.py``)."""
     check_factory_options("randn", layout, pin_memory)
     sz = _sizes(sizes, size, "randn")
-    meta = _meta(sz, _float(dtype).np, device, requires_grad)
+    np_dtype = _float(dtype).np
+    meta = _meta(sz, np_dtype, device, requires_grad)
     if meta is not None:
         return meta
-    rng = _random.rng(generator)
-    arr = _drawn(rng.standard_normal, sz, _float(dtype).np)
+    arr = np.empty(sz, np_dtype)
+    _stream.normal(_random.get(generator), arr.size, 0.0, 1.0, np_dtype, out=arr.reshape(-1))
     return _finish(arr, dtype, device, requires_grad)
 
 
 @register("randint")
 def randint(low, high=None, size=None, *, generator=None, dtype=None, layout=None, device=None,
             requires_grad=False) -> Tensor:
+    """``empty(size, int64).random_(low, high)``: torch's stream."""
     check_factory_options("randint", layout)
     if size is None:  # randint(high, size)
         low, high, size = 0, low, high
@@ -264,11 +277,13 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, layout=Non
     if high <= low:
         raise ValueError(f"randint: expected low < high, got low={low}, high={high}")
     int_dtype = (as_dtype(dtype) if dtype is not None else dtypes.int64).np
-    meta = _meta(_size((size,)), int_dtype, device, requires_grad)
+    sz = _size((size,))
+    meta = _meta(sz, int_dtype, device, requires_grad)
     if meta is not None:
         return meta
-    arr = _random.rng(generator).integers(low, high, _size((size,)))
-    return _finish(arr.astype((as_dtype(dtype) if dtype is not None else dtypes.int64).np), dtype, device, requires_grad)
+    n = int(np.prod(sz, dtype=np.int64))
+    arr = _cast(_stream.integers(_random.get(generator), n, int(low), int(high)), int_dtype).reshape(sz)
+    return _finish(arr, dtype, device, requires_grad)
 
 
 @register("rand_like")
@@ -296,72 +311,140 @@ def randint_like(input, low, high=None, *, dtype=None, layout=None, device=None,
 @register("randperm")
 def randperm(n, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False,
              pin_memory=False) -> Tensor:
+    """torch's shuffle on its stream: ``z = random() % (n - i)``, swap ``i`` and ``i + z``."""
     check_factory_options("randperm", layout, pin_memory)
-    arr = _random.rng(generator).permutation(int(n)).astype((as_dtype(dtype) if dtype else dtypes.int64).np)
+    arr = _stream.permutation(_random.get(generator), int(n))
+    arr = _cast(arr, (as_dtype(dtype) if dtype else dtypes.int64).np)
     return _finish(arr, dtype, device, requires_grad)
 
 
 @register("normal")
 def normal(mean, std, size=None, *, generator=None) -> Tensor:
-    # drawn on the host (one generator for every device), returned where mean/std live
+    """torch's three forms: numbers (``empty(size).normal_(mean, std)``), a tensor mean
+    (``normal_(0, std) + mean``), a tensor std (``normal_(0, 1) * std + mean``). Drawn on the
+    host (one generator for every device), returned where mean/std live."""
     dev = next((t.device for t in (mean, std) if isinstance(t, Tensor)), CPU)
     m = to_device(mean.array, CPU) if isinstance(mean, Tensor) else mean
     s = to_device(std.array, CPU) if isinstance(std, Tensor) else std
+    if isinstance(std, Tensor) and std.array.size and float(np.min(s)) < 0 or not isinstance(std, Tensor) and s < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {float(np.min(s))}")
+    tensors = [a for a in (m, s) if isinstance(a, np.ndarray)]
+    np_dtype = np.result_type(*tensors) if tensors else dtypes.get_default_dtype().np
     shape = _size((size,)) if size is not None else np.broadcast_shapes(np.shape(m), np.shape(s))
-    arr = _random.rng(generator).normal(m, s, shape).astype(dtypes.get_default_dtype().np)
+    n = int(np.prod(shape, dtype=np.int64))
+    gen = _random.get(generator)
+    if not tensors:
+        arr = _cast(_stream.normal(gen, n, float(m), float(s), np_dtype), np_dtype).reshape(shape)
+    elif not isinstance(std, Tensor):  # normal_(0, std), then + mean
+        arr = _cast(_stream.normal(gen, n, 0.0, float(s), np_dtype), np_dtype).reshape(shape)
+        arr = (arr + np.asarray(m, dtype=np_dtype)).astype(np_dtype)
+    else:  # normal_(0, 1), then * std + mean (two roundings, as torch's mul_ and add_)
+        arr = _cast(_stream.normal(gen, n, 0.0, 1.0, np_dtype), np_dtype).reshape(shape)
+        arr = (arr * np.asarray(s, dtype=np_dtype)).astype(np_dtype)
+        arr = (arr + np.asarray(m, dtype=np_dtype)).astype(np_dtype)
     return _finish(arr, None, dev, False)
 
 
 @register("bernoulli")
 def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:
-    probs = input.array if p is None else p
-    draws = to_device(_random.rng(generator).random(input.array.shape), input.device)
-    return _wrap((draws < probs).astype(input.array.dtype))
+    """A 0/1 draw per element: with probability ``input`` (``uniform < p`` on torch's stream:
+    24-bit uniforms for float32 probabilities, 53-bit for float64), or the number ``p``."""
+    gen = _random.get(generator)
+    probs = to_device(input.array, CPU)
+    if p is None:
+        draws = _stream.bernoulli_of(gen, probs)
+    else:
+        draws = _stream.bernoulli(gen, probs.size, float(p)).reshape(probs.shape)
+    return _wrap(to_device(_cast(draws.astype(np.float32), input.array.dtype), input.device))
 
 
 def _fill_random(t: Tensor, values) -> Tensor:
-    """Write ``values`` into ``t`` (the callers skip meta tensors before drawing them)."""
+    """Write ``values`` (flat, in the order torch's kernel visits ``t``: memory order) into
+    ``t`` (the callers skip meta tensors before drawing them)."""
     t._check_inplace_allowed("an in-place random fill")
-    t.array[...] = values.astype(t.array.dtype, copy=False) if t.array.dtype.kind != "V" else values.astype(np.float32).astype(t.array.dtype)
+    values = _cast(np.asarray(values), t.array.dtype)
+    if isinstance(t.array, np.ndarray):
+        _stream.fill(t.array, values)
+    else:  # a device array: C order (device arrays here are contiguous)
+        t.array[...] = to_device(values.reshape(t.array.shape), t.device)
     t._version_counter[0] += 1
     return t
 
 
+def _contiguous(t: Tensor) -> bool:
+    return bool(t.array.flags.c_contiguous)
+
+
+def _draw_into(t: Tensor, draw) -> Tensor:
+    """Fill ``t`` with ``draw(out)``'s values: straight into a contiguous host array (no
+    temporary as large as the tensor), else through :func:`_fill_random`."""
+    if isinstance(t.array, np.ndarray) and t.array.flags.c_contiguous:
+        t._check_inplace_allowed("an in-place random fill")
+        draw(t.array.reshape(-1))
+        t._version_counter[0] += 1
+        return t
+    return _fill_random(t, draw(None))
+
+
 @register("normal_")
 def normal_(t: Tensor, mean=0.0, std=1.0, *, generator=None) -> Tensor:
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     if is_meta_array(t.array):  # no data: nothing to fill, nothing drawn
         return t
-    return _fill_random(t, _random.rng(generator).normal(mean, std, t.array.shape))
+    gen, n, dt, contiguous = _random.get(generator), t.array.size, t.array.dtype, _contiguous(t)
+    return _draw_into(t, lambda out: _stream.normal(gen, n, float(mean), float(std), dt, contiguous, out))
 
 
 @register("uniform_")
 def uniform_(t: Tensor, a=0.0, b=1.0, *, generator=None) -> Tensor:
+    if not a <= b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}")
     if is_meta_array(t.array):
         return t
-    return _fill_random(t, _random.rng(generator).uniform(a, b, t.array.shape))
+    gen, n, dt = _random.get(generator), t.array.size, t.array.dtype
+    return _draw_into(t, lambda out: _stream.uniform(gen, n, a, b, dt, out))
 
 
 @register("bernoulli_")
 def bernoulli_(t: Tensor, p=0.5, *, generator=None) -> Tensor:
     if is_meta_array(t.array):
         return t
-    return _fill_random(t, (_random.rng(generator).random(t.array.shape) < p).astype(np.float64))
+    gen = _random.get(generator)
+    if isinstance(p, Tensor):  # a probability per element (broadcast to t)
+        probs = np.broadcast_to(to_device(p.array, CPU), t.array.shape)
+        return _fill_random(t, _stream.bernoulli_of(gen, probs).reshape(-1).astype(np.float32))
+    if not 0 <= p <= 1:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+    return _fill_random(t, _stream.bernoulli(gen, t.array.size, p).astype(np.float32))
 
 
 @register("exponential_")
 def exponential_(t: Tensor, lambd=1.0, *, generator=None) -> Tensor:
+    if not lambd > 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
     if is_meta_array(t.array):
         return t
-    return _fill_random(t, _random.rng(generator).exponential(1.0 / lambd, t.array.shape))
+    return _fill_random(t, _stream.exponential(_random.get(generator), t.array.size, lambd))
 
 
 @register("random_")
-def random_(t: Tensor, low=0, high=None, *, generator=None) -> Tensor:
-    if high is None:
-        low, high = 0, low if low else 2**24
+def random_(t: Tensor, low=None, high=None, *, to=None, generator=None) -> Tensor:
+    """torch's three forms: ``random_()`` (the dtype's whole integer range: ``[0, 2^63)`` for
+    int64, ``[0, 2^24]`` for float32, ...), ``random_(to)`` (``[0, to)``) and
+    ``random_(from, to)``."""
+    if to is not None:
+        low, high = (0 if low is None else low), to
+    elif high is None and low is not None:
+        low, high = 0, low
     if is_meta_array(t.array):
         return t
-    return _fill_random(t, _random.rng(generator).integers(low, high, t.array.shape))
+    gen = _random.get(generator)
+    if low is None:
+        return _fill_random(t, _stream.full_range(gen, t.array.size, t.array.dtype))
+    if not low < high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    return _fill_random(t, _stream.integers(gen, t.array.size, int(low), int(high)))
 
 
 

@@ -1,12 +1,13 @@
 """Dropout family: ``dropout``, ``dropout1d/2d/3d`` (whole channels), ``alpha_dropout`` and
 ``feature_alpha_dropout``, each one ``Function`` that multiplies by a saved mask.
 
-The keep mask is drawn from ``shardflow.backend.random.rng()`` (the default generator, or
-``generator=`` when given), so ``shardflow.manual_seed`` makes it reproducible and restoring
-the RNG state replays it (activation-checkpoint recomputation relies on this). Elements are
-kept with probability ``1 - p`` and scaled by ``1 / (1 - p)``; backward multiplies the
-gradient by the same scaled mask. With ``training=False`` or ``p = 0`` the input is returned
-unchanged, as in PyTorch.
+The keep mask is torch's: ``bernoulli_(1 - p)`` on torch's stream (``backend/random_stream.py``:
+kept where a 53-bit uniform is below ``1 - p``), from the default generator or ``generator=``,
+so after the same ``manual_seed`` the same elements are dropped as in torch, and restoring the
+RNG state replays it (activation-checkpoint recomputation relies on this). Kept elements are
+scaled by ``1 / (1 - p)`` computed in the input's dtype (torch's ``noise.div_(1 - p)``);
+backward multiplies the gradient by the same scaled mask. With ``training=False`` or
+``p = 0`` the input is returned unchanged and nothing is drawn, as in PyTorch.
 
 Element-wise ``dropout`` on a C-contiguous float32/float64 NumPy array runs as
 ``FusedDropout`` (``kernels/dropout.py``): the same uniform draws, mask and output in one pass,
@@ -28,6 +29,7 @@ from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import device_of, get_array_module, to_device
 from ..backend import random as _random
+from ..backend import random_stream as _stream
 from ..kernels import dropout as _dropout_kernels
 from ._grad_graph import const
 from ._util import inplace as _inplace
@@ -76,7 +78,7 @@ class FusedDropout(Function):
 
     def backward_graph(self, g):
         mask = self.keep.astype(g.array.dtype)
-        mask *= g.array.dtype.type(1.0 / (1.0 - self.p))
+        mask *= _scale(g.array.dtype, self.p)
         return g * const(mask)
 
 
@@ -86,10 +88,16 @@ def _check(p, name):
 
 
 def _keep(x_array, shape, p, generator):
-    """A 0/1 keep mask of ``shape`` (keep probability 1 - p), on ``x_array``'s device."""
-    keep = _random.rng(generator).random(shape, dtype=np.float32) >= p
+    """A bool keep mask of ``shape``: torch's ``empty(shape).bernoulli_(1 - p)``, on
+    ``x_array``'s device."""
+    keep = _stream.bernoulli(_random.get(generator), int(np.prod(shape, dtype=np.int64)), 1.0 - p).reshape(shape)
     dev = device_of(x_array)
     return keep if dev.type == "cpu" else to_device(keep, dev)
+
+
+def _scale(dt, p):
+    """``1 / (1 - p)`` as torch's ``noise.div_(1 - p)`` computes it: in the noise's dtype."""
+    return dt.type(1) / dt.type(1.0 - p)
 
 
 def _finish(input, out, inplace):
@@ -107,13 +115,13 @@ def _dropout(input, p, training, inplace, shape_fn, name, generator=None):
     if p == 1.0:
         mask = get_array_module(xa).zeros(shape_fn(xa.shape), dtype=dt)
     elif name == "dropout" and kernels.usable(xa):
-        # the same draws as _keep (float32 uniforms, kept where >= p), then one fused pass
-        u = _random.rng(generator).random(xa.shape, dtype=np.float32)
+        # the same draws as _keep (53-bit uniforms, kept where < 1 - p), then one fused pass
+        u = _stream.uniform53(_random.get(generator).mt, xa.size)
         return _finish(input, FusedDropout.apply(input, u=u, p=float(p)), inplace)
     else:
         keep = _keep(xa, shape_fn(xa.shape), p, generator)
         mask = keep.astype(dt)
-        mask *= dt.type(1.0 / (1.0 - p))
+        mask *= _scale(dt, p)
     return _finish(input, MaskMul.apply(input, mask=mask), inplace)
 
 

@@ -4,9 +4,10 @@ its inputs: ``poisson``'s gradient is zero, ``binomial``'s backward raises PyTor
 ``Tensor.cauchy_(median, sigma)``, ``Tensor.geometric_(p)``, ``Tensor.log_normal_(mean, std)``
 with PyTorch's argument checks and messages.
 
-Draws are NumPy's (``poisson``, ``binomial``, ``standard_cauchy``, ``geometric``,
-``lognormal``) on shardflow's generator (``manual_seed`` or ``generator=``), made on the host
-in float64 and cast to the tensor's dtype; they are not torch's stream."""
+The fills are torch's stream (``backend/random_stream.py``: the same numbers as torch after
+the same ``manual_seed``). ``poisson`` and ``binomial`` are NumPy's algorithms on the same
+generator (``manual_seed`` or ``generator=``), made on the host in float64 and cast to the
+tensor's dtype: reproducible, not torch's numbers."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import CPU, device_of, to_device
 from ..backend import random as _random
+from ..backend import random_stream as _stream
 from ..backend.meta import is_meta_array
 from ._util import as_tensor_arg
 from .creation import _fill_random
@@ -93,7 +95,7 @@ def cauchy_(t: Tensor, median=0.0, sigma=1.0, *, generator=None) -> Tensor:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
     if is_meta_array(t.array):
         return t
-    return _fill_random(t, median + sigma * _random.rng(generator).standard_cauchy(t.array.shape))
+    return _fill_random(t, _stream.cauchy(_random.get(generator), t.array.size, median, sigma))
 
 
 @register("geometric_")
@@ -103,7 +105,7 @@ def geometric_(t: Tensor, p, *, generator=None) -> Tensor:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
     if is_meta_array(t.array):
         return t
-    return _fill_random(t, _random.rng(generator).geometric(p, t.array.shape).astype(np.float64))
+    return _fill_random(t, _stream.geometric(_random.get(generator), t.array.size, p))
 
 
 @register("log_normal_")
@@ -113,4 +115,4 @@ def log_normal_(t: Tensor, mean=1.0, std=2.0, *, generator=None) -> Tensor:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
     if is_meta_array(t.array):
         return t
-    return _fill_random(t, _random.rng(generator).lognormal(mean, std, t.array.shape))
+    return _fill_random(t, _stream.log_normal(_random.get(generator), t.array.size, mean, std))

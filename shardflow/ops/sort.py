@@ -10,11 +10,11 @@
   median (element ``(n - 1) // 2`` of the sorted slice), as in PyTorch.
 * Gradients of ``(values, indices)`` ops scatter the values' gradient back to the selected
   indices; ``median()`` without a dim splits the gradient evenly among ties.
-* ``multinomial`` samples with replacement by inverting the per-row CDF (one
-  ``searchsorted`` over all rows), and without replacement with the exponential-race trick
-  (the ``num_samples`` smallest of ``E_i / w_i``, ``E_i ~ Exp(1)``), which is exact
-  sequential sampling without replacement. Random numbers come from
-  ``backend.random.rng(generator)``.
+* ``multinomial`` is torch's CPU algorithm on torch's stream (``backend/random_stream.py``),
+  so the same seed samples the same indices: with replacement (more than one sample) a
+  53-bit uniform per sample searched in the row's normalised running sum; otherwise the
+  exponential race (the ``num_samples`` largest of ``w_i / E_i``, ``E_i ~ Exp(1)``), exact
+  sequential sampling without replacement.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ import numpy as np
 from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
 from ..backend import CPU, device_of, to_device
-from ..backend.random import rng
+from ..backend import random as _random
+from ..backend import random_stream as _stream
 from ._grad_graph import keep_where, linear_adjoint
 from ._util import as_array, wrap_dim
 from .reduce import _scatter_grad, return_types
@@ -262,24 +263,30 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, g
             "invalid multinomial distribution (sum of probabilities <= 0): every row needs a "
             "positive weight"
         )
-    g = rng(generator)
-    if replacement:
-        cdf = np.cumsum(w2 / total, axis=1)  # (R, C)
-        cdf[:, -1] = 1.0
-        offset = np.arange(rows, dtype=np.float64)[:, None]
-        u = g.random((rows, num_samples)) + offset  # row r searches in [r, r + 1)
-        flat = (cdf + offset).reshape(-1)
-        idx = np.searchsorted(flat, u.reshape(-1), side="right").reshape(rows, num_samples)
-        idx = np.minimum(idx - np.arange(rows)[:, None] * cats, cats - 1)
+    gen = _random.get(generator)
+    if replacement and num_samples > 1:
+        # torch's CPU kernel: the running sum in double stored as the input's dtype, divided by
+        # the sum, the last bucket set to 1, then for each sample a 53-bit uniform and the first
+        # bucket >= it (a binary search)
+        dt = np.float64 if w.dtype == np.float64 else np.float32
+        cum = np.cumsum(w2, axis=1).astype(dt)  # (R, C)
+        cum = (cum.astype(np.float64) / total).astype(dt)
+        cum[:, -1] = 1
+        idx = np.empty((rows, num_samples), np.int64)
+        for r in range(rows):
+            u = _stream.uniform53(gen.mt, num_samples)
+            idx[r] = np.searchsorted(cum[r].astype(np.float64), u, side="left")
     else:
-        with np.errstate(divide="ignore"):
-            keys = g.exponential(size=(rows, cats)) / w2  # zero weight -> inf: drawn last
-        if num_samples < cats:
-            idx = np.argpartition(keys, num_samples - 1, axis=1)[:, :num_samples]
-            order = np.argsort(np.take_along_axis(keys, idx, axis=1), axis=1, kind="stable")
-            idx = np.take_along_axis(idx, order, axis=1)
+        # torch's route for no replacement or one sample: q ~ Exp(1) per element (float64 draws
+        # cast to the input's dtype), keys p / q, the largest num_samples (argmax for one)
+        dt = w.dtype if w.dtype in (np.float32, np.float64) else np.float32
+        q = _stream.exponential(gen, w2.size, 1.0).astype(dt).reshape(rows, cats)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            keys = w2.astype(dt) / q  # (R, C)
+        if num_samples == 1:
+            idx = np.argmax(keys, axis=1)[:, None]
         else:
-            idx = np.argsort(keys, axis=1, kind="stable")
+            idx = np.argsort(-keys, axis=1, kind="stable")[:, :num_samples]
     idx = idx.astype(np.int64, copy=False)
     idx = idx[0] if w.ndim == 1 else idx
     return _wrap(idx if dev.type == "cpu" else to_device(idx, dev))

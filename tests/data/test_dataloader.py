@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 import pytest
+import torch
 import torch.utils.data as tud
 
 import shardflow as sf
@@ -69,19 +70,25 @@ def test_drop_last_and_len():
         assert _epoch(ours) == [b[1].tolist() for b in theirs]
 
 
-def test_persistent_workers_match_fresh_workers():
+def test_persistent_workers_draw_as_torchs():
+    """Shuffled epochs are torch's, with and without persistent workers (a persistent iterator
+    draws its workers' base seed once, so its later epochs differ from fresh iterators', as in
+    torch), and an abandoned epoch leaves no stale batches behind."""
     ds = Squares(17)
-    a = sfd.DataLoader(ds, batch_size=3, shuffle=True, num_workers=2, persistent_workers=True,
-                       generator=sf.Generator().manual_seed(3))
-    b = sfd.DataLoader(ds, batch_size=3, shuffle=True, num_workers=0,
-                       generator=sf.Generator().manual_seed(3))
-    for _ in range(3):
-        assert _epoch(a) == _epoch(b)
-    # an abandoned epoch leaves stale batches behind; the next epoch must not see them
-    it = iter(a)
-    next(it)
-    _epoch(b)  # keep b's generator in step with a's abandoned epoch
-    assert _epoch(a) == _epoch(b)
+    runs = []
+    for lib, data in ((torch, tud), (sf, sfd)):
+        a = data.DataLoader(ds, batch_size=3, shuffle=True, num_workers=2, persistent_workers=True,
+                            generator=lib.Generator().manual_seed(3))
+        b = data.DataLoader(ds, batch_size=3, shuffle=True, num_workers=0,
+                            generator=lib.Generator().manual_seed(3))
+        epochs = [(_epoch(a), _epoch(b)) for _ in range(3)]
+        it = iter(a)
+        next(it)
+        epochs.append((_epoch(a), _epoch(b)))
+        runs.append(epochs)
+    assert runs[1] == runs[0]
+    flat = [i for batch in runs[1][-1][0] for i in batch]
+    assert sorted(flat) == list(range(17))  # the abandoned epoch's batches are gone
 
 
 class Stream(sfd.IterableDataset):

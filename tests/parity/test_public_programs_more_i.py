@@ -215,7 +215,9 @@ def test_ddp_example_under_torchruns_command_line_prints_like_torch(tmp_path):
             if proc.returncode == 0 or use_sf or _TORCH_TEARDOWN_ABORT not in proc.stdout + proc.stderr:
                 break
         assert proc.returncode == 0, f"{name} failed (rc={proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
-        lines = [re.sub(r"^(\[rank \d+\] )?\[\d+\]:? ?", "", ln) for ln in proc.stdout.splitlines()]
+        # two ranks' prints can land on one line (seen under load): split before each "[pid]"
+        text = re.sub(r"(?<=\S)(\[\d+\])", r"\n\1", proc.stdout)
+        lines = [re.sub(r"^(\[rank \d+\] )?\[\d+\]:? ?", "", ln) for ln in text.splitlines()]
         outputs[name] = sorted(ln for ln in lines if ln.startswith(("Initializing", "world_size", "rank")))
     assert outputs["shardflow"] == outputs["torch"]
     assert len(outputs["torch"]) == 6 and "Initializing process group with: {'MASTER_ADDR': 'localhost', " \

@@ -1,0 +1,288 @@
+"""PyTorch's CPU random stream, draw for draw: ``manual_seed(s)`` then ``rand``, ``randn``,
+``randint``, ``randperm``, ``bernoulli``, dropout masks, ``nn.init`` fills and data shuffles give
+the numbers torch 2.x gives on the CPU with the same seed.
+
+The engine is torch's (``ATen/core/MT19937RNGEngine.h``): a 32-bit Mersenne Twister seeded by
+``init_genrand(seed & 0xffffffff)``. NumPy's ``MT19937`` bit generator is the same twister, so
+its state is set to torch's seeding (the key recurrence below, through the public ``state``
+setter) and ``random_raw`` yields torch's ``random()`` outputs. ``random64()`` is two of them,
+the first as the high word. On top, each distribution is the transformation torch's CPU
+kernels apply (``ATen/core/DistributionsHelper.h``, ``TransformationHelper.h``,
+``ATen/native/cpu/DistributionTemplates.h``), vectorised over the elements in the order the
+kernel visits them (memory order):
+
+* uniform, float/half/bfloat16: ``(random() & (2^24 - 1)) * 2^-24`` in float32, times
+  ``to - from`` plus ``from``; a value rounded up to ``to`` becomes ``from``. float64: 53 bits
+  of ``random64()``.
+* normal, a contiguous tensor of >= 16 elements: every element drawn uniform first, then
+  Box-Muller on blocks of 16 (``u1 = 1 - d[j]``, ``u2 = d[j + 8]``, ``d[j] = r cos``,
+  ``d[j + 8] = r sin``); when the size is not a multiple of 16 the last 16 are drawn again and
+  transformed again. half/bfloat16 draw 16 per block in float32. Smaller or strided tensors:
+  one ``normal_distribution<double>`` per element, two 53-bit uniforms making two values, the
+  second cached in the generator for the next draw (``manual_seed`` clears it).
+* integers in ``[lo, hi)``: ``random() % (hi - lo) + lo`` (``random64()`` when the range is
+  >= 2^32); ``random_()`` with no range: ``random64() % 2^63`` for int64 and float64, else
+  ``random() % (max + 1)``.
+* ``randperm(n)``: ``for i < n - 1: z = random() % (n - i); swap(r[i], r[i + z])``.
+* bernoulli with a number ``p`` (and so dropout): ``uniform53 < p``; with a tensor of float32
+  probabilities ``uniform24 < p`` (float64: 53 bits).
+* exponential ``-log1p(-u53) / lambda``; cauchy ``median + sigma tan(pi (u53 - 1/2))``;
+  geometric ``ceil(log(u53) / log1p(-p))``; log-normal ``exp`` of the cached normal.
+
+Where floating-point rounding differs (torch's AVX2 Box-Muller uses avx_mathfun's log/sin/cos,
+here NumPy's float32 ones) a float32 normal value can be 1 ulp off torch's (about 14% of
+them, measured; at most 5e-7 on values below 6); every integer, permutation, mask and
+uniform value is identical. Draws with no torch counterpart
+here (gamma, poisson, binomial, the samplers of ``distributions``) use NumPy's algorithms on
+this same twister: reproducible under ``manual_seed``, not torch's numbers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_M24 = np.uint64((1 << 24) - 1)
+_M53 = np.uint64((1 << 53) - 1)
+_TWO_PI_F32 = np.float32(2.0 * np.pi)
+_CHUNK = 1 << 16  # elements drawn per block: the temporaries stay near 1 MB whatever the tensor
+
+
+def seeded_state(seed: int) -> dict:
+    """NumPy ``MT19937.state`` for torch's seeding of ``seed`` (``init_genrand`` of its low
+    32 bits; ``pos = 624`` makes the first draw twist, as torch's ``left_ = 1`` does)."""
+    key = np.empty(624, dtype=np.uint64)
+    x = seed & 0xFFFFFFFF
+    key[0] = x
+    for i in range(1, 624):
+        x = (1812433253 * (x ^ (x >> 30)) + i) & 0xFFFFFFFF
+        key[i] = x
+    return {"bit_generator": "MT19937", "state": {"key": key.astype(np.uint32), "pos": 624}}
+
+
+def raw32(mt: np.random.MT19937, n: int) -> np.ndarray:
+    """``n`` of torch's ``random()`` (uint32 values in uint64)."""
+    return mt.random_raw(n)
+
+
+def raw64(mt: np.random.MT19937, n: int) -> np.ndarray:
+    """``n`` of torch's ``random64()``: two ``random()``, the first the high word."""
+    r = mt.random_raw(2 * n).reshape(n, 2)
+    return (r[:, 0] << np.uint64(32)) | r[:, 1]
+
+
+def uniform53(mt, n: int) -> np.ndarray:
+    """``uniform_real_distribution<double>(0, 1)``: float64 in [0, 1)."""
+    return (raw64(mt, n) & _M53).astype(np.float64) * 2.0**-53
+
+
+def uniform24(mt, n: int) -> np.ndarray:
+    """``uniform_real_distribution<float>(0, 1)``: float32 in [0, 1)."""
+    return (raw32(mt, n) & _M24).astype(np.float32) * np.float32(2.0**-24)
+
+
+# ----------------------------------------------------------------------------- element order
+def memory_order(shape, strides) -> tuple:
+    """The axis order torch's TensorIterator visits a tensor in (outermost first): axes by
+    decreasing stride, ties kept in order, so a transposed view is filled in memory order."""
+    return tuple(sorted(range(len(shape)), key=lambda a: -abs(strides[a])))
+
+
+def fill(out: np.ndarray, flat_values) -> None:
+    """Write ``flat_values`` (in visiting order) into ``out`` (any layout), as the kernel does."""
+    if out.ndim <= 1 or out.flags.c_contiguous:
+        out.reshape(-1)[...] = flat_values  # (a view for a contiguous array)
+        return
+    order = memory_order(out.shape, out.strides)
+    np.transpose(out, order)[...] = np.asarray(flat_values).reshape([out.shape[a] for a in order])
+
+
+# ----------------------------------------------------------------------------- distributions
+def _new_or(out, n: int, dtype) -> np.ndarray:
+    return np.empty(n, dtype) if out is None else out
+
+
+def uniform(gen, n: int, low: float, high: float, dtype, out=None) -> np.ndarray:
+    """``n`` values of ``uniform_(low, high)`` for a tensor of ``dtype``, in visiting order,
+    written into ``out`` (flat, ``dtype``) when given. The kernel computes ``u * (to - from) +
+    from`` with one rounding (a fused multiply-add): float32 products of 24-bit numbers are
+    exact in float64; float64 ones go through long double (exact on x86 but for rare double
+    roundings: 0.03-0.2% of values 1 ulp off)."""
+    dtype = np.dtype(dtype)
+    mt = gen.mt
+    out = _new_or(out, n, dtype)
+    if dtype == np.float64:
+        lo, hi = float(low), float(high)
+        for s in range(0, n, _CHUNK):
+            m = min(_CHUNK, n - s)
+            v = (uniform53(mt, m).astype(np.longdouble) * np.longdouble(hi - lo) + np.longdouble(lo)).astype(np.float64)
+            v[v == hi] = lo  # a value rounded up to `to` becomes `from`
+            out[s:s + m] = v
+        return out
+    lo32, hi32 = np.float32(low), np.float32(high)
+    width, base = np.float64(hi32 - lo32), np.float64(lo32)
+    top, bottom = np.asarray(hi32).astype(dtype), np.asarray(lo32).astype(dtype)
+    for s in range(0, n, _CHUNK):
+        m = min(_CHUNK, n - s)
+        v = (uniform24(mt, m).astype(np.float64) * width + base).astype(np.float32)
+        v = v.astype(dtype) if dtype != np.float32 else v  # half/bfloat16: cast, then the same check
+        v[v == top] = bottom
+        out[s:s + m] = v
+    return out
+
+
+def _box_muller16(d: np.ndarray, mean, std, dtype) -> np.ndarray:
+    """torch's ``NormalFill16`` on rows of 16 uniforms (``d``: (k, 16)), in ``dtype``'s opmath."""
+    if dtype == np.float64:
+        u1, u2 = 1.0 - d[:, :8], d[:, 8:]
+        radius = np.sqrt(-2.0 * np.log(u1))
+        theta = 2.0 * np.pi * u2
+        return np.concatenate([radius * np.cos(theta) * std + mean, radius * np.sin(theta) * std + mean], 1)
+    # float32, as the kernel: NumPy's float32 log/sin/cos (SIMD, within an ulp or two like
+    # torch's avx_mathfun) meet torch's values more often than float64-and-round did
+    radius = np.log(np.float32(1) - d[:, :8])
+    radius *= np.float32(-2)
+    np.sqrt(radius, out=radius)
+    theta = d[:, 8:] * _TWO_PI_F32
+    out = np.empty(d.shape, np.float32)
+    np.cos(theta, out=out[:, :8])
+    np.sin(theta, out=out[:, 8:])
+    out[:, :8] *= radius
+    out[:, 8:] *= radius
+    if std != 1.0 or mean != 0.0:  # fma(n, std, mean): one rounding, exact in float64
+        out = (out.astype(np.float64) * np.float64(np.float32(std)) + np.float64(np.float32(mean))).astype(np.float32)
+    return out
+
+
+_ROWS = _CHUNK // 16  # Box-Muller blocks transformed at a time
+
+
+def _normal_fill(gen, n: int, mean, std, out: np.ndarray) -> np.ndarray:
+    """``normal_fill`` into ``out`` (flat, the tensor's dtype): a contiguous tensor of
+    ``n >= 16`` elements."""
+    mt = gen.mt
+    k = n // 16
+    if out.dtype in (np.float32, np.float64):  # uniforms straight into the output, then blocks
+        opmath = out.dtype
+        draw = uniform53 if opmath == np.float64 else uniform24
+        for s in range(0, n, _CHUNK):
+            m = min(_CHUNK, n - s)
+            out[s:s + m] = draw(mt, m)
+        for r in range(0, k, _ROWS):
+            rows = min(_ROWS, k - r)
+            block = out[16 * r:16 * (r + rows)]
+            block[...] = _box_muller16(block.reshape(rows, 16), mean, std, opmath).reshape(-1)
+        if n % 16:
+            out[n - 16:] = _box_muller16(draw(mt, 16).reshape(1, 16), mean, std, opmath).reshape(-1)
+        return out
+    # half/bfloat16: 16 float32 uniforms per block, transformed, then cast
+    for r in range(0, k, _ROWS):
+        rows = min(_ROWS, k - r)
+        v = _box_muller16(uniform24(mt, 16 * rows).reshape(rows, 16), mean, std, np.float32)
+        out[16 * r:16 * (r + rows)] = v.reshape(-1).astype(out.dtype)
+    if n % 16:
+        v = _box_muller16(uniform24(mt, 16).reshape(1, 16), mean, std, np.float32)
+        out[n - 16:] = v.reshape(-1).astype(out.dtype)
+    return out
+
+
+def standard_normals(gen, n: int) -> np.ndarray:
+    """``n`` draws of ``normal_distribution<double>(0, 1)``, serially, with torch's cache of
+    the second Box-Muller value (``gen.normal_cache``)."""
+    out = np.empty(n, np.float64)
+    i = 0
+    if n and gen.normal_cache is not None:
+        out[0], gen.normal_cache = gen.normal_cache, None
+        i = 1
+    m = n - i
+    if m:
+        pairs = (m + 1) // 2
+        u = uniform53(gen.mt, 2 * pairs)
+        r = np.sqrt(-2.0 * np.log1p(-u[1::2]))
+        theta = 2.0 * np.pi * u[0::2]
+        both = np.stack([r * np.cos(theta), r * np.sin(theta)], 1).reshape(-1)
+        out[i:] = both[:m]
+        if m % 2:
+            gen.normal_cache = float(both[-1])
+    return out
+
+
+def normal(gen, n: int, mean: float, std: float, dtype, contiguous: bool = True, out=None) -> np.ndarray:
+    """``n`` values of ``normal_(mean, std)`` for a tensor of ``dtype``, in visiting order,
+    written into ``out`` (flat, ``dtype``) when given."""
+    dtype = np.dtype(dtype)
+    if n >= 16 and contiguous:
+        return _normal_fill(gen, n, mean, std, _new_or(out, n, dtype))
+    values = standard_normals(gen, n) * std + mean
+    if out is None:
+        return values
+    out[...] = values.astype(np.float32).astype(dtype) if dtype.kind == "V" else values
+    return out
+
+
+def integers(gen, n: int, low: int, high: int) -> np.ndarray:
+    """``random_(low, high)`` / ``randint``: int64 values in ``[low, high)``."""
+    span = int(high) - int(low)
+    raw = raw64(gen.mt, n) if span >= 1 << 32 else raw32(gen.mt, n)
+    return (raw % np.uint64(span)).astype(np.int64) + np.int64(low)
+
+
+def full_range(gen, n: int, dtype) -> np.ndarray:
+    """``random_()`` with no range, ``uniform_int<T>``: int64 ``random64() % 2^63``; float64
+    ``random64() % (2^53 + 1)``; float32/half/bfloat16 ``random() % (2^digits + 1)``; bool
+    ``random() & 1``; other integers ``random() % (max + 1)``."""
+    dtype = np.dtype(dtype)
+    if dtype == np.int64:
+        return (raw64(gen.mt, n) % np.uint64(1 << 63)).astype(np.int64)
+    if dtype == np.float64:
+        return (raw64(gen.mt, n) % np.uint64((1 << 53) + 1)).astype(np.float64)
+    if dtype == np.bool_:
+        return (raw32(gen.mt, n) & np.uint64(1)).astype(np.bool_)
+    if dtype.kind in "fV":
+        digits = 24 if dtype == np.float32 else 11 if dtype == np.float16 else 8
+        return (raw32(gen.mt, n) % np.uint64((1 << digits) + 1)).astype(np.float32)
+    return (raw32(gen.mt, n) % np.uint64(int(np.iinfo(dtype).max) + 1)).astype(dtype)
+
+
+def permutation(gen, n: int) -> np.ndarray:
+    """``randperm(n)`` (int64): torch's swap loop over ``random() % (n - i)``."""
+    r = np.arange(n, dtype=np.int64)
+    if n > 1:
+        z = (raw32(gen.mt, n - 1) % np.arange(n, 1, -1, dtype=np.uint64)).astype(np.int64)
+        _swap_loop(r, z)
+    return r
+
+
+def _swap_loop(r: np.ndarray, z: np.ndarray) -> None:
+    for i, zi in enumerate(z.tolist()):  # sequential by nature (each swap sees the last)
+        if zi:
+            r[i], r[i + zi] = r[i + zi], r[i]
+
+
+def bernoulli(gen, n: int, p: float) -> np.ndarray:
+    """``bernoulli_(p)`` with a number ``p`` (and dropout's mask): ``uniform53 < p``."""
+    return uniform53(gen.mt, n) < float(p)
+
+
+def bernoulli_of(gen, probs: np.ndarray) -> np.ndarray:
+    """``bernoulli(probs)`` element by element in C order: float64 probabilities compare a
+    53-bit uniform, the others (float32, half, bfloat16) a 24-bit float32 one."""
+    flat = np.ascontiguousarray(probs).reshape(-1)
+    if flat.dtype == np.float64:
+        return (uniform53(gen.mt, flat.size) < flat).reshape(probs.shape)
+    return (uniform24(gen.mt, flat.size) < flat.astype(np.float32)).reshape(probs.shape)
+
+
+def exponential(gen, n: int, lambd: float) -> np.ndarray:
+    return -1.0 / float(lambd) * np.log1p(-uniform53(gen.mt, n))
+
+
+def cauchy(gen, n: int, median: float, sigma: float) -> np.ndarray:
+    return median + sigma * np.tan(np.pi * (uniform53(gen.mt, n) - 0.5))
+
+
+def geometric(gen, n: int, p: float) -> np.ndarray:
+    return np.ceil(np.log(uniform53(gen.mt, n)) / np.log1p(-float(p)))
+
+
+def log_normal(gen, n: int, mean: float, std: float) -> np.ndarray:
+    return np.exp(standard_normals(gen, n) * std + mean)
