@@ -286,3 +286,30 @@ def geometric(gen, n: int, p: float) -> np.ndarray:
 
 def log_normal(gen, n: int, mean: float, std: float) -> np.ndarray:
     return np.exp(standard_normals(gen, n) * std + mean)
+
+
+def multinomial(gen, weights: np.ndarray, total: np.ndarray, num_samples: int, replacement: bool) -> np.ndarray:
+    """torch's CPU ``multinomial`` on rows of non-negative ``weights`` ((R, C), float32 or
+    float64; ``total``: their row sums (R, 1), float64): int64 (R, num_samples).
+
+    With replacement and more than one sample: each row's running sum (in double, stored in
+    the weights' dtype) divided by the sum, the last bucket set to 1, then per sample a 53-bit
+    uniform and the first bucket >= it. Otherwise torch's exponential race: ``q ~ Exp(1)`` per
+    element (float64 draws cast to the weights' dtype), keys ``w / q``, the ``num_samples``
+    largest (argmax for one)."""
+    rows, cats = weights.shape
+    dt = weights.dtype
+    if replacement and num_samples > 1:
+        cum = np.cumsum(weights.astype(np.float64), axis=1).astype(dt)  # (R, C)
+        cum = (cum.astype(np.float64) / total).astype(dt)
+        cum[:, -1] = 1
+        idx = np.empty((rows, num_samples), np.int64)
+        for r in range(rows):
+            idx[r] = np.searchsorted(cum[r].astype(np.float64), uniform53(gen.mt, num_samples), side="left")
+        return idx
+    q = exponential(gen, weights.size, 1.0).astype(dt).reshape(rows, cats)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        keys = weights / q  # (R, C)
+    if num_samples == 1:
+        return np.argmax(keys, axis=1)[:, None].astype(np.int64)
+    return np.argsort(-keys, axis=1, kind="stable")[:, :num_samples].astype(np.int64)

@@ -134,11 +134,10 @@ class WeightedRandomSampler(Sampler):
 
     def __iter__(self):
         # torch: multinomial(weights as float64, num_samples, replacement, generator)
-        from ..ops.creation import tensor
-        from ..ops.sort import multinomial
-
-        yield from multinomial(tensor(self.weights), self.num_samples, self.replacement,
-                               generator=self.generator).tolist()
+        w = self.weights.reshape(1, -1)
+        idx = _stream.multinomial(_random.get(self.generator), w, w.sum(axis=1, keepdims=True),
+                                  self.num_samples, self.replacement)
+        yield from idx[0].tolist()
 
     def __len__(self):
         return self.num_samples

@@ -263,30 +263,8 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, g
             "invalid multinomial distribution (sum of probabilities <= 0): every row needs a "
             "positive weight"
         )
-    gen = _random.get(generator)
-    if replacement and num_samples > 1:
-        # torch's CPU kernel: the running sum in double stored as the input's dtype, divided by
-        # the sum, the last bucket set to 1, then for each sample a 53-bit uniform and the first
-        # bucket >= it (a binary search)
-        dt = np.float64 if w.dtype == np.float64 else np.float32
-        cum = np.cumsum(w2, axis=1).astype(dt)  # (R, C)
-        cum = (cum.astype(np.float64) / total).astype(dt)
-        cum[:, -1] = 1
-        idx = np.empty((rows, num_samples), np.int64)
-        for r in range(rows):
-            u = _stream.uniform53(gen.mt, num_samples)
-            idx[r] = np.searchsorted(cum[r].astype(np.float64), u, side="left")
-    else:
-        # torch's route for no replacement or one sample: q ~ Exp(1) per element (float64 draws
-        # cast to the input's dtype), keys p / q, the largest num_samples (argmax for one)
-        dt = w.dtype if w.dtype in (np.float32, np.float64) else np.float32
-        q = _stream.exponential(gen, w2.size, 1.0).astype(dt).reshape(rows, cats)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            keys = w2.astype(dt) / q  # (R, C)
-        if num_samples == 1:
-            idx = np.argmax(keys, axis=1)[:, None]
-        else:
-            idx = np.argsort(-keys, axis=1, kind="stable")[:, :num_samples]
+    dt = w.dtype if w.dtype in (np.float32, np.float64) else np.float32
+    idx = _stream.multinomial(_random.get(generator), w2.astype(dt), total, num_samples, replacement)
     idx = idx.astype(np.int64, copy=False)
     idx = idx[0] if w.ndim == 1 else idx
     return _wrap(idx if dev.type == "cpu" else to_device(idx, dev))

@@ -29,9 +29,8 @@ saved as a plain tensor would otherwise be taken for the whole (issue 27).
 
 from __future__ import annotations
 
-import warnings
-
 import copy
+import warnings
 from collections import defaultdict
 from itertools import chain
 
