@@ -134,12 +134,15 @@ def test_replacement_sampler_with_huge_num_samples_is_lazy():
 
 
 def test_replacement_sampler_stream_is_unchanged_by_chunking():
-    # Same draws (and so the same distribution) as one NumPy draw from the generator's
-    # stream, also across a chunk boundary and for a last partial chunk.
+    # torch's draws (randint 32 at a time, session 30), also across chunks and for a last
+    # partial chunk
+    import torch
+
     n, k = 37, 10_001
     got = list(RandomSampler(range(n), replacement=True, num_samples=k,
                              generator=sf.Generator().manual_seed(5)))
-    ref = sf.Generator().manual_seed(5).numpy.integers(0, n, size=k).tolist()
+    ref = list(torch.utils.data.RandomSampler(range(n), replacement=True, num_samples=k,
+                                              generator=torch.Generator().manual_seed(5)))
     assert got == ref
     # torch semantics: exactly num_samples draws, uniform over the dataset
     counts = np.bincount(got, minlength=n)

@@ -212,22 +212,6 @@ def eye(n, m=None, *, dtype=None, layout=None, device=None, requires_grad=False)
     return _finish(np.eye(n, m, dtype=_float(dtype).np), dtype, device, requires_grad)
 
 
-_DRAW_CHUNK = 1 << 18  # float64 values drawn at a time (2 MB) by _drawn
-
-
-def _drawn(draw, shape, dtype) -> np.ndarray:
-    """A new ``dtype`` array of ``shape`` holding ``draw(n)``'s float64 values, drawn and cast
-    a chunk at a time: the values, and the generator's stream, are those of one
-    ``draw(size)``, but the peak memory is the result plus 2 MB instead of the float64 draw
-    plus its cast (3x a float32 tensor: a tensor near the memory limit failed in ``randn``)."""
-    out = np.empty(shape, dtype)
-    flat = out.reshape(-1)
-    for start in range(0, flat.size, _DRAW_CHUNK):
-        stop = min(start + _DRAW_CHUNK, flat.size)
-        flat[start:stop] = draw(stop - start)
-    return out
-
-
 def _cast(values: np.ndarray, np_dtype) -> np.ndarray:
     """``values`` as ``np_dtype`` (bfloat16 through float32, as ml_dtypes needs)."""
     if np.dtype(np_dtype).kind == "V" and values.dtype != np.float32:
