@@ -10,3 +10,8 @@ from .module import Module
 from .modules import *
 from .parallel import DataParallel, SyncBatchNorm
 from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
+from .._lazy import lazy_attributes as _lazy_attributes
+
+# torch.nn's legacy quantization paths (re-exports of shardflow.ao.nn, a layer above nn: the
+# one recorded exception in pyproject.toml's contract), loaded on first use
+__getattr__, __dir__ = _lazy_attributes(__name__, globals(), {"intrinsic", "qat", "quantized"})

@@ -1,0 +1,3 @@
+"""``torch.quantization.qconfig``: legacy path of ``torch.ao.quantization.qconfig`` (re-exports)."""
+
+from ..quant.qconfig import *

@@ -1,0 +1,3 @@
+"""``torch.quantization.quantize``: legacy path of ``torch.ao.quantization.quantize`` (re-exports)."""
+
+from ..quant.quantize import *

@@ -1,0 +1,3 @@
+"""``torch.quantization.stubs``: legacy path of ``torch.ao.quantization.stubs`` (re-exports)."""
+
+from ..quant.stubs import *
