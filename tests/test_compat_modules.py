@@ -1,0 +1,188 @@
+"""torch module paths programs import that shardflow lacked: ``torch.quantization`` (and its
+submodules), ``torch.nn.quantized`` / ``.dynamic`` / ``torch.nn.intrinsic`` / ``torch.nn.qat``,
+``torch.distributed._composable`` (``fsdp``, ``replicate``, ``checkpoint``) and
+``fsdp.register_fsdp_forward_method``; each against torch 2.13 (CPU). ``torch.library`` is in
+``test_torch_library.py``, ``flex_attention`` in ``tests/ops/test_flex_attention.py``."""
+
+import importlib
+
+import numpy as np
+import pytest
+import torch
+
+import shardflow as sf
+from shardflow.testing.mpi import run_mpi
+
+
+# ---------------------------------------------------------------- torch.quantization
+def test_quantization_is_the_legacy_path_of_ao_quantization():
+    import shardflow.ao.quantization as ao
+
+    q = importlib.import_module("shardflow.quantization")
+    shared = [n for n in dir(ao) if not n.startswith("_")]
+    assert shared and all(getattr(q, n) is getattr(ao, n) for n in shared)
+    # every name both have is the same kind of object in torch and shardflow (function/class/module)
+    tq = torch.quantization
+    for n in shared:
+        if hasattr(tq, n):
+            assert callable(getattr(tq, n)) == callable(getattr(q, n)), n
+    # torch's submodule paths import, and the two names that are also functions are the functions
+    for sub in ("observer", "qconfig", "fake_quantize", "quantize", "stubs", "fuse_modules", "quantize_fx"):
+        importlib.import_module(f"shardflow.quantization.{sub}")
+        importlib.import_module(f"torch.quantization.{sub}")
+    for name in ("quantize", "fuse_modules"):
+        assert callable(getattr(q, name)) and callable(getattr(tq, name))
+    from shardflow.quantization.observer import MinMaxObserver
+    from shardflow.quantization.stubs import QuantStub
+    assert MinMaxObserver is ao.MinMaxObserver and QuantStub is ao.QuantStub
+    assert sf.quantization is q
+
+
+def test_quantize_fx_imports_and_refuses_with_the_eager_equivalent():
+    from shardflow.quantization.quantize_fx import convert_fx, fuse_fx, prepare_fx, prepare_qat_fx
+
+    m = sf.nn.Linear(2, 2)
+    for fn, args in ((prepare_fx, (m, {}, (sf.ones(1, 2),))), (prepare_qat_fx, (m, {}, (sf.ones(1, 2),))),
+                     (convert_fx, (m,)), (fuse_fx, (m,))):
+        with pytest.raises(NotImplementedError, match="FX graph mode.*eager mode instead: torch.ao.quantization"):
+            fn(*args)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:torch.quantize_per_tensor")
+def test_dynamic_quantization_through_the_legacy_path_matches_torch():
+    rng = np.random.default_rng(0)
+    w, b, x = (rng.standard_normal(s).astype(np.float32) for s in ((4, 8), (4,), (3, 8)))
+    outs = []
+    for lib in (torch, sf):
+        model = lib.nn.Sequential(lib.nn.Linear(8, 4))
+        with lib.no_grad():
+            model[0].weight.copy_(lib.tensor(w))
+            model[0].bias.copy_(lib.tensor(b))
+        qm = lib.quantization.quantize_dynamic(model, {lib.nn.Linear}, dtype=lib.qint8)
+        assert type(qm[0]) is lib.nn.quantized.dynamic.Linear
+        outs.append(qm(lib.tensor(x)).numpy())
+    np.testing.assert_allclose(outs[1], outs[0], rtol=1e-5, atol=1e-5)
+
+
+def test_nn_legacy_quantized_paths_are_the_ao_modules():
+    import shardflow.ao.nn as aonn
+
+    assert sf.nn.quantized.Linear is aonn.quantized.Linear
+    assert sf.nn.quantized.dynamic.Linear is aonn.quantized.dynamic.Linear
+    assert sf.nn.intrinsic.LinearReLU is aonn.intrinsic.LinearReLU
+    assert sf.nn.intrinsic.qat.LinearReLU is aonn.intrinsic.qat.LinearReLU
+    assert sf.nn.intrinsic.quantized.LinearReLU is aonn.intrinsic.quantized.LinearReLU
+    assert sf.nn.qat.Linear is aonn.qat.Linear
+    for path in ("nn.quantized", "nn.quantized.dynamic", "nn.intrinsic", "nn.intrinsic.qat",
+                 "nn.intrinsic.quantized", "nn.qat", "ao.nn.quantized", "ao.nn.quantized.dynamic"):
+        importlib.import_module(f"shardflow.{path}")
+        importlib.import_module(f"torch.{path}")
+    assert torch.nn.quantized.Linear is torch.ao.nn.quantized.Linear  # the same aliasing in torch
+
+
+# ---------------------------------------------------------------- torch.distributed._composable
+def test_composable_fsdp_is_the_fsdp2_api():
+    from shardflow.distributed import fsdp
+    from shardflow.distributed._composable import fsdp as cfsdp
+
+    tc = importlib.import_module("torch.distributed._composable.fsdp")
+    names = ["CPUOffloadPolicy", "FSDPModule", "MixedPrecisionPolicy", "OffloadPolicy", "fully_shard",
+             "register_fsdp_forward_method"]
+    for n in names:
+        assert getattr(cfsdp, n) is getattr(fsdp, n)
+        assert getattr(tc, n) is getattr(torch.distributed.fsdp, n)  # torch aliases them too
+
+
+def test_composable_replicate_checks_as_torch_and_matches_plain_training_on_one_rank():
+    from shardflow.distributed._composable import replicate
+
+    rng = np.random.default_rng(1)
+    w, x = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((5, 4)).astype(np.float32)
+    m, ref = sf.nn.Linear(4, 3, bias=False), sf.nn.Linear(4, 3, bias=False)
+    for mod in (m, ref):
+        with sf.no_grad():
+            mod.weight.copy_(sf.tensor(w))
+    assert replicate(m) is m
+    for mod in (m, ref):
+        mod(sf.tensor(x)).pow(2).sum().backward()
+    np.testing.assert_allclose(m.weight.grad.numpy(), ref.weight.grad.numpy(), rtol=1e-6)
+    assert list(dict(m.named_parameters())) == ["weight"]  # names unchanged (composable)
+    with pytest.raises(RuntimeError, match="can only be applied to a module once"):
+        replicate(m)
+    with pytest.raises(RuntimeError, match="Expected device_id to be int or torch.device"):
+        replicate(sf.nn.Linear(2, 2), device_id="cpu")
+    with pytest.raises(NotImplementedError, match="ignored_modules"):
+        replicate(sf.nn.Sequential(sf.nn.Linear(2, 2)), ignored_modules=[sf.nn.Linear(2, 2)])
+
+
+def test_composable_checkpoint_refuses_and_names_the_function_form():
+    from shardflow.distributed._composable import checkpoint
+
+    assert "checkpoint" in dir(importlib.import_module("torch.distributed._composable"))
+    with pytest.raises(NotImplementedError, match=r"torch.utils.checkpoint.checkpoint\(module"):
+        checkpoint(sf.nn.Linear(2, 2))
+
+
+def test_register_fsdp_forward_method_without_fsdp_is_a_no_op_as_torch():
+    for lib in (torch, sf):
+        m = lib.nn.Linear(2, 2)
+        before = m.forward
+        lib.distributed.fsdp.register_fsdp_forward_method(m, "does_not_exist")  # no check without FSDP
+        assert m.forward == before and "does_not_exist" not in m.__dict__
+
+
+REPLICATE_AND_FORWARD_METHOD = r"""
+import numpy as np
+import shardflow as torch
+import shardflow.distributed as dist
+from shardflow.distributed._composable import replicate
+from shardflow.distributed._composable.fsdp import fully_shard, register_fsdp_forward_method
+
+dist.init_process_group()
+rank, world = dist.get_rank(), dist.get_world_size()
+rng = np.random.default_rng(0)
+w = rng.standard_normal((4, 6)).astype(np.float32)
+x = rng.standard_normal((2 * world, 6)).astype(np.float32)
+
+# replicate: each rank's gradient is the mean over the ranks' batches = the full batch's
+m = torch.nn.Linear(6, 4, bias=False)
+with torch.no_grad():
+    m.weight.copy_(torch.tensor(w + rank))  # rank 0's weights are broadcast at the first forward
+replicate(m)
+m(torch.tensor(x[2 * rank: 2 * rank + 2])).pow(2).sum().backward()
+ref = torch.nn.Linear(6, 4, bias=False)
+with torch.no_grad():
+    ref.weight.copy_(torch.tensor(w))
+(ref(torch.tensor(x)).pow(2).sum() / world).backward()
+np.testing.assert_allclose(m.weight.grad.numpy(), ref.weight.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+# register_fsdp_forward_method: a method other than forward sees the gathered parameters
+seen = []  # whether score() saw the sharded (global) or the gathered weight
+
+
+class Scorer(torch.nn.Linear):
+    def score(self, inp):
+        seen.append(self.weight.is_global)
+        return torch.nn.functional.linear(inp, self.weight).sum(-1)
+
+s = Scorer(6, 4, bias=False)
+with torch.no_grad():
+    s.weight.copy_(torch.tensor(w))
+fully_shard(s)
+register_fsdp_forward_method(s, "score")
+got = s.score(torch.tensor(x))
+np.testing.assert_allclose(got.numpy(), (x @ w.T).sum(-1), rtol=1e-5, atol=1e-5)
+assert seen == [False], seen  # unregistered, the method would see the Split(0) global weight
+try:
+    register_fsdp_forward_method(s, "nope")
+except ValueError as e:
+    assert "does not have a method nope" in str(e)
+else:
+    raise AssertionError("no ValueError")
+print("rank", rank, "ok")
+"""
+
+
+def test_replicate_and_fsdp_forward_method_on_two_ranks():
+    res = run_mpi(REPLICATE_AND_FORWARD_METHOD, n=2, timeout=120).check()
+    assert res.stdout.count("ok") == 2
