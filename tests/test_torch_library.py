@@ -113,19 +113,22 @@ def test_infer_schema_matches_torch():
     def schemas(lib):
         T = lib.Tensor
 
-        def f(x: T, box: Sequence[int], s: float = 1.0, o: Optional[T] = None, flag: bool = False,
+        def f(x: T, box: Sequence[int], s: float = 1.0, o: Optional[T] = None, flag: bool = False,  # noqa: UP045  (typing.Optional, as programs write it)
               name: str = "a") -> T: ...
 
-        def g(x: T, d: lib.dtype, dev: lib.device, l: list[T], lo: list[Optional[T]], fl: list[float],
-              b: list[bool], oi: Optional[int] = None, i: int = 3) -> list[T]: ...
+        def g(x: T, d: lib.dtype, dev: lib.device, l: list[T], lo: list[Optional[T]], fl: list[float],  # noqa: UP045  (typing.Optional, as programs write it)
+              b: list[bool], oi: Optional[int] = None, i: int = 3) -> list[T]: ...  # noqa: UP045  (typing.Optional, as programs write it)
 
         def h(x: T, y: T, z: T) -> tuple[T, int]: ...
 
         def k(x: T, *, alpha: float = 2.0) -> T: ...
 
+        def u(x: T | None, n: int | None = None) -> T: ...
+
         inf = lib.library.infer_schema
         return [inf(f, mutates_args=()), inf(g, mutates_args=()), inf(h, mutates_args=("z", "y")),
-                inf(h, mutates_args="unknown"), inf(h, mutates_args=(), op_name="foo"), inf(k, mutates_args=())]
+                inf(h, mutates_args="unknown"), inf(h, mutates_args=(), op_name="foo"), inf(k, mutates_args=()),
+                inf(u, mutates_args=())]
 
     assert schemas(sf) == schemas(torch)
 

@@ -9,7 +9,7 @@
 | ``library.py`` | ``Library`` (DEF / FRAGMENT / IMPL), ``define``, ``impl``, ``register_*``, ``get_ctx`` |
 | ``opcheck.py`` | ``opcheck`` |
 
-Operators are reached as ``torch.ops.<ns>.<name>`` (``shardflow/ops/op_namespace.py``).
+Operators are reached as ``torch.ops.<ns>.<name>`` (``shardflow/ops/_op_namespace.py``).
 Not built: ``triton_op`` / ``wrap_triton`` (no Triton), ``register_torch_dispatch``,
 ``register_autocast`` (refused with NotImplementedError).
 """

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import weakref
 
-from ..ops import op_namespace
+from ..ops import _op_namespace as op_namespace
 from .custom_op import CustomOpDef, device_keys
 from .operator import DISPATCH_KEYS, define_op, find_op, opdef_of
 from .schema import parse_schema

@@ -33,7 +33,7 @@ import warnings
 import numpy as np
 
 from ..autograd import Tensor, is_grad_enabled, no_grad
-from ..ops import op_namespace
+from ..ops import _op_namespace as op_namespace
 from .autograd_kernel import autograd_function, no_formula_function
 
 __all__ = ["OpDef", "OpOverload", "OpOverloadPacket", "DISPATCH_KEYS"]

@@ -90,12 +90,12 @@ from .view_copies import *
 __all__ = [_n for _n, _v in list(globals().items())
            if not _n.startswith("_") and type(_v).__name__ != "module"]
 
-from . import op_namespace as _op_namespace
+from . import _op_namespace
 
 
 def __getattr__(name):
     """``torch.ops.<namespace>`` (``shardflow.ops.aten``, ``shardflow.ops.mylib``): see
-    ``op_namespace.py``."""
+    ``_op_namespace.py``."""
     if name.startswith("__"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return _op_namespace.namespace(name)
