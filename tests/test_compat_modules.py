@@ -28,10 +28,14 @@ def test_quantization_is_the_legacy_path_of_ao_quantization():
             assert callable(getattr(tq, n)) == callable(getattr(q, n)), n
     # torch's submodule paths import, and the two names that are also functions are the functions
     for sub in ("observer", "qconfig", "fake_quantize", "quantize", "stubs", "fuse_modules", "quantize_fx"):
-        importlib.import_module(f"shardflow.quantization.{sub}")
-        importlib.import_module(f"torch.quantization.{sub}")
-    for name in ("quantize", "fuse_modules"):
-        assert callable(getattr(q, name)) and callable(getattr(tq, name))
+        for pkg in ("quantization", "ao.quantization"):
+            importlib.import_module(f"shardflow.{pkg}.{sub}")
+            importlib.import_module(f"torch.{pkg}.{sub}")
+    from shardflow.ao.quantization.fuse_modules import fuse_modules
+    from shardflow.ao.quantization.qconfig import default_qconfig
+    assert fuse_modules is ao.fuse_modules and default_qconfig is ao.default_qconfig
+    for name in ("quantize", "fuse_modules"):  # still the functions after the submodule imports
+        assert callable(getattr(q, name)) and callable(getattr(tq, name)) and callable(getattr(ao, name))
     from shardflow.quantization.observer import MinMaxObserver
     from shardflow.quantization.stubs import QuantStub
     assert MinMaxObserver is ao.MinMaxObserver and QuantStub is ao.QuantStub

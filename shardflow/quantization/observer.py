@@ -1,3 +1,3 @@
 """``torch.quantization.observer``: legacy path of ``torch.ao.quantization.observer`` (re-exports)."""
 
-from ..quant.observer import *  # noqa: F401, F403  (re-export module)
+from ..ao.quantization.observer import *  # noqa: F401, F403  (re-export module)

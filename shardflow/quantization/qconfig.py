@@ -1,3 +1,3 @@
 """``torch.quantization.qconfig``: legacy path of ``torch.ao.quantization.qconfig`` (re-exports)."""
 
-from ..quant.qconfig import *  # noqa: F401, F403  (re-export module)
+from ..ao.quantization.qconfig import *  # noqa: F401, F403  (re-export module)

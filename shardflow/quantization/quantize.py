@@ -1,3 +1,3 @@
 """``torch.quantization.quantize``: legacy path of ``torch.ao.quantization.quantize`` (re-exports)."""
 
-from ..quant.quantize import *  # noqa: F401, F403  (re-export module)
+from ..ao.quantization.quantize import *  # noqa: F401, F403  (re-export module)
