@@ -350,3 +350,31 @@ def test_refused_registrations_say_what_to_use():
                  lambda: sf.library.Library("aten", "IMPL"), lambda: sf.library.get_ctx()):
         with pytest.raises(NotImplementedError):
             call()
+
+
+def test_tensor_list_inputs_get_gradients_as_torch():
+    grads = []
+    for lib in (torch, sf):
+        ns = _fresh()
+
+        @lib.library.custom_op(f"{ns}::cat2", mutates_args=())
+        def cat2(xs: list[lib.Tensor], s: float) -> lib.Tensor:
+            return lib.cat(xs) * s
+
+        def setup_context(ctx, inputs, output):
+            ctx.s = inputs[1]
+
+        cat2.register_autograd(lambda ctx, g: ([g[:2] * ctx.s, g[2:] * 2 * ctx.s], None), setup_context=setup_context)
+        a, b = lib.ones(2, requires_grad=True), lib.ones(3, requires_grad=True)
+        y = cat2([a, b], 3.0)
+        (y * lib.arange(5.0)).sum().backward()
+        grads.append((y.detach().numpy(), a.grad.numpy(), b.grad.numpy()))
+    for got, want in zip(grads[1], grads[0]):
+        np.testing.assert_allclose(got, want)
+
+
+def test_fake_kernel_runs_for_meta_tensors():
+    ns = _fresh()
+    crop, _ = _tutorial(sf, ns)
+    out = crop(sf.empty(3, 8, 8, device="meta"), (1, 2, 5, 7))
+    assert out.device.type == "meta" and tuple(out.shape) == (3, 5, 4)

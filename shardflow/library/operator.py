@@ -34,7 +34,7 @@ import numpy as np
 
 from ..autograd import Tensor, is_grad_enabled, no_grad
 from ..ops import _op_namespace as op_namespace
-from .autograd_kernel import autograd_function, no_formula_function
+from .autograd_kernel import autograd_function, flatten_args, no_formula_function
 
 __all__ = ["OpDef", "OpOverload", "OpOverloadPacket", "DISPATCH_KEYS"]
 
@@ -93,14 +93,14 @@ class OpDef:
 
     def _call_autograd(self, pos: tuple, kwonly: dict):
         if self.autograd_cls is not None:
-            return self.autograd_cls.apply(*pos, kwonly)
+            return self.autograd_cls.apply(*flatten_args(pos, kwonly))
         kernel = self.kernels.get("Autograd")
         if kernel is not None:
             return kernel(*pos, **kwonly)
         if self.custom_op:
             if self._no_formula_cls is None:
                 self._no_formula_cls = no_formula_function(self)
-            return self._no_formula_cls.apply(*pos, kwonly)
+            return self._no_formula_cls.apply(*flatten_args(pos, kwonly))
         key, kernel = self._backend_kernel(pos)
         if key != "CompositeImplicitAutograd":
             warnings.warn(
