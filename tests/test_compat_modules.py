@@ -190,3 +190,101 @@ print("rank", rank, "ok")
 def test_replicate_and_fsdp_forward_method_on_two_ranks():
     res = run_mpi(REPLICATE_AND_FORWARD_METHOD, n=2, timeout=120).check()
     assert res.stdout.count("ok") == 2
+
+
+# ---------------------------------------------------------------- more torch.ao.quantization names
+def test_quant_type_mappings_and_lookups_match_torch():
+    for lib in (torch, sf):
+        aq = lib.ao.quantization
+        assert [(m.name, int(m.value)) for m in aq.QuantType] == [("DYNAMIC", 0), ("STATIC", 1), ("QAT", 2),
+                                                                 ("WEIGHT_ONLY", 3)]
+        assert aq.quant_type.QuantType is aq.QuantType
+        assert aq.get_static_quant_module_class(lib.nn.Linear) is lib.ao.nn.quantized.Linear
+        assert aq.get_static_quant_module_class(lib.nn.Conv2d) is lib.ao.nn.quantized.Conv2d
+        assert aq.get_dynamic_quant_module_class(lib.nn.Linear) is lib.ao.nn.quantized.dynamic.Linear
+        assert aq.get_static_quant_module_class(lib.nn.Softplus, {lib.nn.Softplus: lib.nn.Tanh}) is lib.nn.Tanh
+        with pytest.raises(AssertionError, match="does not have a corresponding quantized module class"):
+            aq.get_static_quant_module_class(lib.nn.Softplus)
+        with pytest.raises(AssertionError, match="does not have a corresponding quantized module class"):
+            aq.get_dynamic_quant_module_class(lib.nn.Softplus)
+        assert aq.DEFAULT_STATIC_QUANT_MODULE_MAPPINGS[lib.nn.Linear] is lib.ao.nn.quantized.Linear
+        assert aq.DEFAULT_QAT_MODULE_MAPPINGS[lib.nn.Linear] is lib.ao.nn.qat.Linear
+        assert aq.DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS[lib.nn.Linear] is lib.ao.nn.quantized.dynamic.Linear
+        prop = aq.get_default_qconfig_propagation_list()
+        assert {lib.nn.Linear, lib.nn.Conv2d, lib.nn.Sequential, lib.ao.quantization.QuantStub} <= prop
+        assert lib.nn.Softplus not in prop
+        assert aq.quantization_mappings.get_static_quant_module_class is aq.get_static_quant_module_class
+
+
+def _qscheme(lib):
+    """torch.per_tensor_symmetric (shardflow keeps the qschemes in shardflow.quant: gap list)."""
+    return lib.per_tensor_symmetric if lib is torch else lib.quant.per_tensor_symmetric
+
+
+def test_qconfig_equals_and_named_qconfigs_match_torch():
+    for lib in (torch, sf):
+        aq = lib.ao.quantization
+        same = aq.QConfig(activation=aq.MinMaxObserver.with_args(quant_min=0, quant_max=127),
+                          weight=aq.MinMaxObserver.with_args(dtype=lib.qint8, qscheme=_qscheme(lib)))
+        assert aq.qconfig_equals(aq.default_qconfig, same)
+        assert not aq.qconfig_equals(aq.default_qconfig, aq.default_per_channel_qconfig)
+        assert aq.qconfig_equals(None, None) and not aq.qconfig_equals(aq.default_qconfig, None)
+        assert aq.default_debug_qconfig.activation is aq.RecordingObserver is aq.default_debug_observer
+        assert aq.default_weight_only_qconfig.activation is lib.nn.Identity
+        assert aq.default_activation_only_qconfig.weight is lib.nn.Identity
+        assert aq.qconfig_equals(aq.default_weight_only_qconfig,
+                                 aq.QConfig(activation=lib.nn.Identity, weight=aq.default_weight_fake_quant))
+        partial = getattr(aq.default_histogram_observer, "p", aq.default_histogram_observer)  # torch wraps it
+        assert partial.keywords == {"quant_min": 0, "quant_max": 127} and partial.func is aq.HistogramObserver
+
+
+def test_recording_observer_and_observer_state_dict_match_torch():
+    rng = np.random.default_rng(2)
+    w = rng.standard_normal((3, 4)).astype(np.float32)
+    xs = [rng.standard_normal((5, 4)).astype(np.float32) for _ in range(2)]
+    got = {}
+    for lib in (torch, sf):
+        aq = lib.ao.quantization
+        rec = aq.RecordingObserver()
+        x = lib.tensor(xs[0])
+        assert rec(x) is x and len(rec.get_tensor_value()) == 1 and rec.tensor_val[0] is not x
+        with pytest.raises(Exception, match="calculate_qparams should not be called for RecordingObserver"):
+            rec.calculate_qparams()
+
+        def prepared():
+            m = lib.nn.Sequential(aq.QuantStub(), lib.nn.Linear(4, 3), aq.DeQuantStub())
+            with lib.no_grad():
+                m[1].weight.copy_(lib.tensor(w))
+                m[1].bias.zero_()
+            m.qconfig = aq.default_qconfig
+            return aq.prepare(m.eval())
+
+        m = prepared()
+        aq.default_eval_fn(m, [(lib.tensor(x), None) for x in xs])
+        sd = aq.get_observer_state_dict(m)
+        fresh = prepared()
+        aq.load_observer_state_dict(fresh, sd)
+        got[lib.__name__] = ({k: v.numpy() for k, v in sd.items()},
+                             {k: v.numpy() for k, v in aq.get_observer_state_dict(fresh).items()})
+        # torch loads each observer non-strictly: a missing entry keeps the fresh value
+        partial_sd = {k: v for k, v in sd.items() if not k.endswith("max_val")}
+        partial_sd["9.activation_post_process.min_val"] = sd["1.activation_post_process.min_val"]
+        again = prepared()
+        aq.load_observer_state_dict(again, partial_sd)
+        assert float(again[1].activation_post_process.min_val) == float(sd["1.activation_post_process.min_val"])
+        assert float(again[1].activation_post_process.max_val) == float("-inf")
+    (t_sd, t_loaded), (s_sd, s_loaded) = got["torch"], got["shardflow"]
+    assert list(s_sd) == list(t_sd)
+    for k in t_sd:
+        np.testing.assert_allclose(s_sd[k], t_sd[k], rtol=1e-6)
+        np.testing.assert_allclose(s_loaded[k], t_loaded[k], rtol=1e-6)
+
+
+def test_torchscript_quantization_is_refused_with_the_eager_workflow_named():
+    from shardflow.quantization.quantize_jit import quantize_jit
+
+    aq = sf.ao.quantization
+    for fn, args in ((aq.prepare_jit, (None, {})), (aq.convert_jit, (None,)), (aq.quantize_dynamic_jit, (None, {})),
+                     (aq.script_qconfig, (aq.default_qconfig,)), (quantize_jit, (None, {}, None, None))):
+        with pytest.raises(NotImplementedError, match="TorchScript graph quantization.*eager mode"):
+            fn(*args)
