@@ -24,9 +24,8 @@ with ``raise_exception=False``, is put in the dict).
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..autograd import Tensor, grad, no_grad
+from ..backend.xp import get_array_module
 from .operator import opdef_of
 
 __all__ = ["opcheck", "OpCheckError", "DEFAULT_TEST_UTILS"]
@@ -72,7 +71,8 @@ def _test_schema(opdef, op, args, kwargs):
     with no_grad():
         op(*a, **k)
     for (arg, saved), (_, v) in zip(before, _bound(opdef, a, k)):
-        changed = any(not np.array_equal(s, t.array, equal_nan=True) for s, t in zip(saved, _flat(v)))
+        changed = any(not bool(get_array_module(s).array_equal(s, t.array, equal_nan=True))
+                      for s, t in zip(saved, _flat(v)))
         if changed and not arg.is_write:
             raise AssertionError(f"Argument {arg.name} is not defined as mutable but was mutated")
 

@@ -30,9 +30,8 @@ from __future__ import annotations
 
 import warnings
 
-import numpy as np
-
 from ..autograd import Tensor, is_grad_enabled, no_grad
+from ..backend.xp import get_array_module
 from ..ops import _op_namespace as op_namespace
 from .autograd_kernel import autograd_function, flatten_args, no_formula_function
 
@@ -50,6 +49,12 @@ def _tensors(values):
             yield v
         elif isinstance(v, (list, tuple)):
             yield from (x for x in v if isinstance(x, Tensor))
+
+
+def _shares(a: Tensor, b: Tensor) -> bool:
+    """Whether two Tensors' arrays may overlap (NumPy's or CuPy's ``may_share_memory``)."""
+    xa, xb = get_array_module(a.array), get_array_module(b.array)
+    return xa is xb and bool(xa.may_share_memory(a.array, b.array))
 
 
 class OpDef:
@@ -152,8 +157,7 @@ class OpDef:
         outs = list(_tensors(out if isinstance(out, (list, tuple)) else (out,)))
         ins = list(_tensors(list(pos) + list(kwonly.values())))
         for i, o in enumerate(outs):
-            bad = any(o is t or np.may_share_memory(o.array, t.array) for t in ins) or any(
-                np.may_share_memory(o.array, other.array) for other in outs[i + 1:])
+            bad = any(o is t or _shares(o, t) for t in ins) or any(_shares(o, other) for other in outs[i + 1:])
             if bad:
                 raise RuntimeError(
                     f"{self.name}: The output of this custom operator (1) must not also be an input to "
