@@ -119,12 +119,84 @@ def test_composable_replicate_checks_as_torch_and_matches_plain_training_on_one_
         replicate(sf.nn.Sequential(sf.nn.Linear(2, 2)), ignored_modules=[sf.nn.Linear(2, 2)])
 
 
-def test_composable_checkpoint_refuses_and_names_the_function_form():
+def _mlp(lib, weights, dropout=0.0):
+    m = lib.nn.Sequential(lib.nn.Linear(4, 8), lib.nn.Tanh(), lib.nn.Dropout(dropout), lib.nn.Linear(8, 3))
+    with lib.no_grad():
+        m[0].weight.copy_(lib.tensor(weights[0]))
+        m[3].weight.copy_(lib.tensor(weights[1]))
+        m[0].bias.zero_()
+        m[3].bias.zero_()
+    return m
+
+
+def _run(lib, m, x):
+    xi = lib.tensor(x, requires_grad=True)
+    y = m(xi)
+    (y * y).sum().backward()
+    return y.detach().numpy(), m[0].weight.grad.numpy(), m[3].weight.grad.numpy(), xi.grad.numpy()
+
+
+def test_composable_checkpoint_values_and_gradients_match_torch():
+    import torch.distributed._composable as tc
+
     from shardflow.distributed._composable import checkpoint
 
-    assert "checkpoint" in dir(importlib.import_module("torch.distributed._composable"))
-    with pytest.raises(NotImplementedError, match=r"torch.utils.checkpoint.checkpoint\(module"):
-        checkpoint(sf.nn.Linear(2, 2))
+    rng = np.random.default_rng(3)
+    weights = [rng.standard_normal((8, 4)).astype(np.float32), rng.standard_normal((3, 8)).astype(np.float32)]
+    x = rng.standard_normal((5, 4)).astype(np.float32)
+    tm, sm = _mlp(torch, weights), _mlp(sf, weights)
+    tc.checkpoint(tm)
+    assert checkpoint(sm) is sm
+    assert list(dict(sm.named_parameters())) == list(dict(tm.named_parameters()))  # names unchanged
+    for got, want in zip(_run(sf, sm, x), _run(torch, tm, x)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_composable_checkpoint_recomputes_in_backward_with_the_same_dropout_mask():
+    from shardflow.distributed._composable import checkpoint
+
+    rng = np.random.default_rng(4)
+    weights = [rng.standard_normal((8, 4)).astype(np.float32), rng.standard_normal((3, 8)).astype(np.float32)]
+    x = rng.standard_normal((5, 4)).astype(np.float32)
+    plain, ck = _mlp(sf, weights, dropout=0.5), _mlp(sf, weights, dropout=0.5)
+    checkpoint(ck)
+    calls = []
+    ck[1].register_forward_hook(lambda mod, args, out: calls.append(1))
+    sf.manual_seed(7)
+    want = _run(sf, plain, x)
+    sf.manual_seed(7)
+    got = _run(sf, ck, x)
+    assert len(calls) == 2  # the forward, and its recomputation during backward
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def test_composable_checkpoint_arguments_and_determinism_check_as_torch():
+    from shardflow.distributed._composable import checkpoint
+    from shardflow.distributed._composable.checkpoint_activation import CheckpointError
+
+    for lib, ck in ((torch, importlib.import_module("torch.distributed._composable").checkpoint), (sf, checkpoint)):
+        with pytest.raises(NotImplementedError, match="use_reentrant=True is not supported in composable checkpoint"):
+            ck(lib.nn.Linear(2, 2), use_reentrant=True)
+        with pytest.raises(ValueError, match="Unexpected keyword arguments: foo"):
+            ck(lib.nn.Linear(2, 2), foo=1)
+
+    class Flaky(sf.nn.Module):  # saves one more tensor on its second run
+        def __init__(self):
+            super().__init__()
+            self.lin = sf.nn.Linear(3, 3)
+            self.runs = 0
+
+        def forward(self, x):
+            self.runs += 1
+            y = self.lin(x)
+            return (y * y).tanh() if self.runs > 1 else y * y
+
+    m = checkpoint(Flaky())
+    with pytest.raises(CheckpointError, match="different metadata"):
+        m(sf.randn(2, 3)).sum().backward()
+    m = checkpoint(Flaky(), determinism_check="none")
+    m(sf.randn(2, 3)).sum().backward()  # not checked: the recomputation's saves are used as they are
 
 
 def test_register_fsdp_forward_method_without_fsdp_is_a_no_op_as_torch():

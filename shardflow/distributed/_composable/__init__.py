@@ -5,8 +5,8 @@
   torch 2.6 moved FSDP2 to ``torch.distributed.fsdp``: re-exports of ``shardflow.distributed.fsdp``.
 * ``replicate(module, ...)`` — data parallel by hooks (``replicate.py``: shardflow's DDP
   reducer, built at the first forward as torch builds its DDP).
-* ``checkpoint(module)`` — composable activation checkpointing: refused with a clear error
-  (``checkpoint_activation.py``); ``torch.utils.checkpoint.checkpoint`` is the supported form.
+* ``checkpoint(module)`` — composable activation checkpointing by saved-tensor hooks
+  (``checkpoint_activation.py``: torch's non-reentrant algorithm).
 """
 
 from . import checkpoint_activation, fsdp
