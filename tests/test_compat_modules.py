@@ -13,6 +13,10 @@ import torch
 import shardflow as sf
 from shardflow.testing.mpi import run_mpi
 
+# torch 2.13 deprecates its own eager quantization (in favour of torchao): not what is tested
+pytestmark = [pytest.mark.filterwarnings("ignore:torch.ao.quantization is deprecated"),
+              pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor")]
+
 
 # ---------------------------------------------------------------- torch.quantization
 def test_quantization_is_the_legacy_path_of_ao_quantization():
@@ -52,7 +56,6 @@ def test_quantize_fx_imports_and_refuses_with_the_eager_equivalent():
             fn(*args)
 
 
-@pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:torch.quantize_per_tensor")
 def test_dynamic_quantization_through_the_legacy_path_matches_torch():
     rng = np.random.default_rng(0)
     w, b, x = (rng.standard_normal(s).astype(np.float32) for s in ((4, 8), (4,), (3, 8)))
