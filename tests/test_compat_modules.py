@@ -95,6 +95,10 @@ def test_composable_fsdp_is_the_fsdp2_api():
     tc = importlib.import_module("torch.distributed._composable.fsdp")
     names = ["CPUOffloadPolicy", "FSDPModule", "MixedPrecisionPolicy", "OffloadPolicy", "fully_shard",
              "register_fsdp_forward_method"]
+    from shardflow.distributed._composable.fsdp.fully_shard import FSDPModule, fully_shard
+
+    assert fully_shard is fsdp.fully_shard and FSDPModule is fsdp.FSDPModule
+    importlib.import_module("torch.distributed._composable.fsdp.fully_shard")
     for n in names:
         assert getattr(cfsdp, n) is getattr(fsdp, n)
         assert getattr(tc, n) is getattr(torch.distributed.fsdp, n)  # torch aliases them too
