@@ -378,3 +378,63 @@ def test_fake_kernel_runs_for_meta_tensors():
     crop, _ = _tutorial(sf, ns)
     out = crop(sf.empty(3, 8, 8, device="meta"), (1, 2, 5, 7))
     assert out.device.type == "meta" and tuple(out.shape) == (3, 5, 4)
+
+
+def test_opcheck_tolerances_and_sampling_operators_as_torch():
+    for lib in (torch, sf):
+        ns = _fresh()
+
+        @lib.library.custom_op(f"{ns}::noisy", mutates_args=())
+        def noisy(x: lib.Tensor) -> lib.Tensor:
+            return x + lib.rand_like(x)
+
+        noisy.register_fake(lambda x: lib.empty_like(x))
+        # the runs opcheck compares draw the same numbers
+        assert lib.library.opcheck(noisy, (lib.randn(3),)) == dict.fromkeys(
+            ("test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic"), "SUCCESS")
+        with pytest.raises(ValueError, match="if you specify one of rtol/atol, you must specify both"):
+            lib.library.opcheck(noisy, (lib.randn(3),), rtol=1.0)
+        report = lib.library.opcheck(noisy, (lib.randn(3),), test_utils="test_faketensor", raise_exception=False)
+        assert report == {"test_faketensor": "SUCCESS"}
+
+
+def test_opcheck_output_comparison_uses_rtol_atol():
+    ns = _fresh()
+    calls = []
+
+    @sf.library.custom_op(f"{ns}::drift", mutates_args=())
+    def drift(x: sf.Tensor) -> sf.Tensor:  # a different result on each call
+        calls.append(1)
+        return x + 1e-3 * len(calls)
+
+    drift.register_fake(lambda x: sf.empty_like(x))
+    with pytest.raises(sf.library.OpCheckError, match="outputs differ beyond"):
+        sf.library.opcheck(drift, (sf.randn(3),), test_utils="test_aot_dispatch_dynamic")
+    assert sf.library.opcheck(drift, (sf.randn(3),), test_utils="test_aot_dispatch_dynamic", rtol=0.0,
+                              atol=1e-2) == {"test_aot_dispatch_dynamic": "SUCCESS"}
+
+
+def test_registrations_made_with_lib_end_with_that_library_as_torch():
+    import gc
+
+    for lib in (torch, sf):
+        ns = _fresh()
+        owner = lib.library.Library(ns, "DEF")
+        owner.define("twice(Tensor x) -> Tensor")
+        owner.impl("twice", lambda x: x * 2, "CompositeExplicitAutograd")
+        temp = lib.library.Library(ns, "FRAGMENT")
+        lib.library.register_autograd(f"{ns}::twice", lambda ctx, g: g * 2, lib=temp)
+        x = lib.ones(2, requires_grad=True)
+        getattr(lib.ops, ns).twice(x).sum().backward()
+        assert x.grad.tolist() == [2.0, 2.0]
+        del temp
+        gc.collect()
+        # the formula went with its Library: the kernel is differentiated through, with the
+        # "no autograd kernel" warning (torch warns at backward, shardflow at the call)
+        x = lib.ones(2, requires_grad=True)
+        with pytest.warns(UserWarning, match="an autograd kernel was not registered"):
+            getattr(lib.ops, ns).twice(x).sum().backward()
+        assert x.grad.tolist() == [2.0, 2.0]
+        del owner
+        gc.collect()
+        assert not hasattr(getattr(lib.ops, ns), "twice")

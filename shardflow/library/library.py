@@ -7,7 +7,10 @@ an operator, ``lib.impl(name, fn, dispatch_key)`` registers a kernel for ``"CPU"
 ``"Meta"``, ``"Autograd"`` or the composite keys (``operator.py`` for how a call picks one).
 As in torch, what a ``Library`` object registered is removed when the object is garbage
 collected (keep it alive, e.g. at module level), and ``torch.library.define`` / ``impl``
-keep their own Library alive. Overriding a built-in (``Library("aten", "IMPL")``) is refused:
+keep their own Library alive; the ``register_*`` functions' ``lib=`` ties a registration to
+that Library the same way. ``register_fake`` replaces an earlier fake kernel, as torch 2.13
+does (its ``allow_override`` therefore changes nothing); ``alias_analysis`` (the TorchScript
+alias model) is checked and has no effect. Overriding a built-in (``Library("aten", "IMPL")``) is refused:
 shardflow's ops are Python functions with no dispatcher keys to override.
 """
 
@@ -27,14 +30,24 @@ _DEF_NAMESPACES: set = set()
 _KEEP_ALIVE: list = []  # the Libraries torch.library.define/impl make for themselves
 
 
-def _cleanup(ns, defined, kernels, owns_ns):
+def _cleanup(ns, defined, registered, owns_ns):
+    """What a Library registered, undone when it is garbage collected (torch's rule)."""
     for name in defined:
         op_namespace.remove_op(ns, name)
-    for opdef, key, fn in kernels:
-        if opdef.kernels.get(key) is fn:
-            del opdef.kernels[key]
+    for opdef, attr, key, value in registered:
+        if attr == "kernels":
+            if opdef.kernels.get(key) is value:
+                del opdef.kernels[key]
+        elif getattr(opdef, attr) is value:
+            setattr(opdef, attr, None)
     if owns_ns:
         _DEF_NAMESPACES.discard(ns)
+
+
+def _record(lib, opdef, attr: str) -> None:
+    """Tie ``opdef.<attr>`` (just set) to ``lib``'s lifetime (the ``lib=`` argument)."""
+    if lib is not None:
+        lib._kernels.append((opdef, attr, None, getattr(opdef, attr)))
 
 
 class Library:
@@ -105,7 +118,7 @@ class Library:
                 f"{opdef.name}'s behavior for {key} dispatch key and {self.ns} namespace. (fix: pass "
                 "allow_override=True)")
         opdef.kernels[key] = fn
-        self._kernels.append((opdef, key, fn))
+        self._kernels.append((opdef, "kernels", key, fn))
 
     def fallback(self, fn, dispatch_key: str = "", *, with_keyset: bool = False):
         raise NotImplementedError("Library.fallback: shardflow has no dispatcher fallbacks")
@@ -169,7 +182,9 @@ def register_kernel(op, device_types, func=None, /, *, lib=None):
 def register_fake(op, func=None, /, *, lib=None, _stacklevel: int = 1, allow_override: bool = False):
     """The fake (meta) kernel of ``op`` (decorator when ``func`` is None)."""
     def register(f):
-        opdef_of(op).fake = f
+        opdef = opdef_of(op)
+        opdef.fake = f
+        _record(lib, opdef, "fake")
         return f
 
     return register if func is None else register(func)
@@ -180,13 +195,17 @@ impl_abstract = register_fake  # torch's deprecated name
 
 def register_autograd(op, backward, /, *, setup_context=None, lib=None):
     """The gradient formula of ``op`` (``autograd_kernel.py``)."""
-    opdef_of(op).set_autograd(backward, setup_context)
+    opdef = opdef_of(op)
+    opdef.set_autograd(backward, setup_context)
+    _record(lib, opdef, "autograd_cls")
 
 
 def register_vmap(op, func=None, /, *, lib=None):
     """Kept, not used: vmap runs the operator per sample here (custom_op.py)."""
     def register(f):
-        opdef_of(op).vmap = f
+        opdef = opdef_of(op)
+        opdef.vmap = f
+        _record(lib, opdef, "vmap")
         return f
 
     return register if func is None else register(func)

@@ -13,10 +13,11 @@ example arguments, so the caller's tensors are untouched):
   its outputs must match the real ones in shape, dtype and device; an operator that returns
   Tensors and has none fails with torch's "no fake impl registered" message. (torch runs it
   on FakeTensors; here it runs on the real ones and only the metadata is compared.)
-* ``test_aot_dispatch_dynamic`` — when an input requires grad: forward, then backward with
-  gradient ones through each differentiable output; any error fails the test (a
-  ``custom_op`` without ``register_autograd`` fails here, as in torch). torch also compares
-  against a traced (AOT) run; shardflow has no tracer, so this is forward + backward eager.
+* ``test_aot_dispatch_dynamic`` — the operator's outputs with autograd on must equal a plain
+  run's (from the same RNG state) within ``rtol``/``atol`` (torch compares a traced, AOT, run with eager; shardflow has no
+  tracer); when an input requires grad, backward with gradient ones through each
+  differentiable output must run (a ``custom_op`` without ``register_autograd`` fails here,
+  as in torch).
 
 Returns ``{test name: "SUCCESS"}``; a failure raises ``OpCheckError`` naming the test (or,
 with ``raise_exception=False``, is put in the dict).
@@ -25,6 +26,7 @@ with ``raise_exception=False``, is put in the dict).
 from __future__ import annotations
 
 from ..autograd import Tensor, grad, no_grad
+from ..backend import random as _random
 from ..backend.xp import get_array_module
 from .operator import opdef_of
 
@@ -122,13 +124,41 @@ def _test_faketensor(opdef, op, args, kwargs):
                     f"concrete Tensors, found mismatched tensor metadata: {what} {fv} and {rv} are not equal!")
 
 
-def _test_aot_dispatch_dynamic(opdef, op, args, kwargs):
+_DEFAULT_TOL = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5),
+                "float64": (1e-7, 1e-7), "complex64": (1.3e-6, 1e-5), "complex128": (1e-7, 1e-7)}
+
+
+def _compare(got, want, rtol, atol, what: str) -> None:
+    """``got`` and ``want`` (nested outputs) equal within rtol/atol (torch.testing's defaults
+    per dtype when None; integers and bools exactly)."""
+    g, w = _flat(got), _flat(want)
+    if len(g) != len(w):
+        raise AssertionError(f"{what}: {len(g)} output Tensors, expected {len(w)}")
+    for a, b in zip(g, w):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            raise AssertionError(f"{what}: output of shape {tuple(a.shape)} {a.dtype}, expected "
+                                 f"{tuple(b.shape)} {b.dtype}")
+        x, y = a.detach().cpu().numpy(), b.detach().cpu().numpy()
+        r, t = (rtol, atol) if rtol is not None else _DEFAULT_TOL.get(str(a.dtype).split(".")[-1], (0.0, 0.0))
+        xp = get_array_module(x)
+        if not bool(xp.allclose(x, y, rtol=r, atol=t, equal_nan=True)):
+            raise AssertionError(f"{what}: outputs differ beyond rtol={r}, atol={t} (max abs diff "
+                                 f"{float(xp.abs(x.astype('float64') - y.astype('float64')).max())})")
+
+
+def _test_aot_dispatch_dynamic(opdef, op, args, kwargs, rtol=None, atol=None):
     a, k = _copy(args), _copy(kwargs)
+    state = _random.get_rng_state()
+    with no_grad():
+        reference = op(*_copy(args), **_copy(kwargs))
+    _random.set_rng_state(state)  # the same draws for an operator that samples
+    out = op(*a, **k)
+    # torch compares its traced (AOT) run with eager; shardflow has no tracer, so the run with
+    # autograd on is compared with a plain one, within rtol/atol
+    _compare(out, reference, rtol, atol, f"{opdef.qualname} with autograd vs without")
     leaves = [t for t in _flat(a) + _flat(k) if t.requires_grad]
-    if not leaves:
-        return
-    outs = _differentiable_outputs(op(*a, **k))
-    if outs:
+    outs = _differentiable_outputs(out)
+    if leaves and outs:
         grad([o for o in outs], leaves, grad_outputs=[o.new_ones(o.shape) for o in outs], allow_unused=True)
 
 
@@ -138,9 +168,9 @@ _TESTS = {"test_schema": _test_schema, "test_autograd_registration": _test_autog
 
 def opcheck(op, args, kwargs=None, *, test_utils=DEFAULT_TEST_UTILS, raise_exception: bool = True,
             rtol=None, atol=None) -> dict:
-    """torch.library.opcheck (module docstring). ``rtol``/``atol`` must be given together;
-    they are accepted for torch's signature, and only bound the comparison torch makes against
-    a traced run, which this eager check does not make (so they must be None or both set)."""
+    """torch.library.opcheck (module docstring). ``rtol``/``atol`` (given together) bound
+    ``test_aot_dispatch_dynamic``'s comparison of outputs (torch.testing's defaults per dtype
+    when None)."""
     if (rtol is None) != (atol is None):
         raise ValueError("opcheck(op, ...): if you specify one of rtol/atol, you must specify both")
     opdef = opdef_of(op)
@@ -153,7 +183,10 @@ def opcheck(op, args, kwargs=None, *, test_utils=DEFAULT_TEST_UTILS, raise_excep
     results = {}
     for name in test_utils:
         try:
-            _TESTS[name](opdef, op, args, kwargs)
+            if name == "test_aot_dispatch_dynamic":
+                _TESTS[name](opdef, op, args, kwargs, rtol, atol)
+            else:
+                _TESTS[name](opdef, op, args, kwargs)
             results[name] = "SUCCESS"
         except Exception as e:
             if raise_exception:

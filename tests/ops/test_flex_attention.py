@@ -102,6 +102,9 @@ def test_block_mask_lists_and_sparsity_match_torch():
     assert bm.sparsity() == pytest.approx(tbm.sparsity())
     assert bm[0, 1].shape == tbm[0, 1].shape and bm[:, 1].shape == tbm[:, 1].shape
     np.testing.assert_array_equal(bm[:, 1].kv_indices.numpy(), tbm[:, 1].kv_indices.numpy())
+    for flatten in (True, False):
+        ours, theirs = bm.as_tuple(flatten), tbm.as_tuple(flatten)
+        assert len(ours) == len(theirs) and ours[:1] == theirs[:1] and ours[-3:-1] == theirs[-3:-1]
     # a mask rebuilt from its key-block lists computes the same attention
     (q, tq), (k, tk), (v, tv) = _pair(1, 2, 200, 4, seed=1), _pair(1, 2, 200, 4, seed=2), _pair(1, 2, 200, 4, seed=3)
     rebuilt = sfa.BlockMask.from_kv_blocks(bm.kv_num_blocks, bm.kv_indices, bm.full_kv_num_blocks,

@@ -44,6 +44,7 @@ import numpy as np
 
 from ... import ops as _ops
 from ...autograd import Tensor, no_grad
+from ...backend import cuda_is_available as _cuda_available
 from ...backend import int32
 
 __all__ = ["flex_attention", "create_block_mask", "create_mask", "BlockMask", "and_masks", "or_masks",
@@ -121,8 +122,13 @@ def _blocks_from_lists(num: np.ndarray, idx: np.ndarray, n_cols: int) -> np.ndar
     return grid[..., :n_cols]
 
 
-def _as_int_tensor(a: np.ndarray) -> Tensor:
-    return _ops.tensor(np.ascontiguousarray(a), dtype=int32) if not isinstance(a, Tensor) else a
+def _as_int_tensor(a: np.ndarray, device=None) -> Tensor:
+    return _ops.tensor(np.ascontiguousarray(a), dtype=int32, device=device) if not isinstance(a, Tensor) else a
+
+
+def _host(t: Tensor) -> np.ndarray:
+    """A block list as a host array (it may live on the GPU)."""
+    return t.detach().cpu().numpy()
 
 
 class BlockMask:
@@ -154,12 +160,12 @@ class BlockMask:
             raise RuntimeError("full_kv_num_blocks and full_kv_indices must be both provided or omitted")
         bs = BLOCK_SIZE if isinstance(BLOCK_SIZE, (tuple, list)) else (BLOCK_SIZE, BLOCK_SIZE)
         n_kv = kv_indices.shape[-1]
-        partial = _blocks_from_lists(kv_num_blocks.numpy(), kv_indices.numpy(), n_kv)
-        full = (_blocks_from_lists(full_kv_num_blocks.numpy(), full_kv_indices.numpy(), n_kv)
+        partial = _blocks_from_lists(_host(kv_num_blocks), _host(kv_indices), n_kv)
+        full = (_blocks_from_lists(_host(full_kv_num_blocks), _host(full_kv_indices), n_kv)
                 if full_kv_num_blocks is not None else None)
         if seq_lengths is None:
             seq_lengths = (kv_indices.shape[-2] * bs[0], n_kv * bs[1])
-        q = _q_lists(partial, full) if compute_q_blocks else (None,) * 4
+        q = _q_lists(partial, full, kv_indices.device) if compute_q_blocks else (None,) * 4
         return cls(seq_lengths, kv_num_blocks, kv_indices, full_kv_num_blocks, full_kv_indices, *q,
                    BLOCK_SIZE=bs, mask_mod=mask_mod)
 
@@ -169,15 +175,15 @@ class BlockMask:
 
     def _blocks(self):
         n_kv = self.kv_indices.shape[-1]
-        partial = _blocks_from_lists(self.kv_num_blocks.numpy(), self.kv_indices.numpy(), n_kv)
-        full = (_blocks_from_lists(self.full_kv_num_blocks.numpy(), self.full_kv_indices.numpy(), n_kv)
+        partial = _blocks_from_lists(_host(self.kv_num_blocks), _host(self.kv_indices), n_kv)
+        full = (_blocks_from_lists(_host(self.full_kv_num_blocks), _host(self.full_kv_indices), n_kv)
                 if self.full_kv_num_blocks is not None else np.zeros_like(partial))
         return partial, full
 
     def to_dense(self) -> Tensor:
         """The block-level mask (B, H, Q blocks, KV blocks): 1 where a block is computed."""
         partial, full = self._blocks()
-        return _ops.tensor((partial | full).astype(np.int32))
+        return _ops.tensor((partial | full).astype(np.int32), device=self.kv_num_blocks.device)
 
     def sparsity(self) -> float:
         """Percentage of the (B, H, L, S) grid not computed, torch's formula: computed blocks
@@ -194,9 +200,13 @@ class BlockMask:
         return math.prod(self.shape)
 
     def as_tuple(self, flatten: bool = True):
-        return (self.seq_lengths[0], self.seq_lengths[1], self.kv_num_blocks, self.kv_indices,
-                self.full_kv_num_blocks, self.full_kv_indices, self.q_num_blocks, self.q_indices,
-                self.full_q_num_blocks, self.full_q_indices, *self.BLOCK_SIZE, self.mask_mod)
+        """The attributes in torch's order (``flatten=False``: the lengths and block sizes as
+        one pair each). torch's GPU-backward schedule fields (``dq_write_order`` ...) are None."""
+        seq = self.seq_lengths if flatten else (self.seq_lengths,)
+        block = self.BLOCK_SIZE if flatten else (self.BLOCK_SIZE,)
+        return (*seq, self.kv_num_blocks, self.kv_indices, self.full_kv_num_blocks, self.full_kv_indices,
+                self.q_num_blocks, self.q_indices, self.full_q_num_blocks, self.full_q_indices,
+                None, None, None, None, *block, self.mask_mod)
 
     def __getitem__(self, index):
         """Select batches / heads (``block_mask[b]``, ``block_mask[:, h]``), dims kept."""
@@ -230,12 +240,13 @@ class BlockMask:
         return expand(full) | (expand(partial) & mod)
 
 
-def _q_lists(partial: np.ndarray, full: np.ndarray | None):
+def _q_lists(partial: np.ndarray, full: np.ndarray | None, device=None):
     qn, qi = _block_lists(np.swapaxes(partial, -1, -2))
     if full is None:
-        return _as_int_tensor(qn), _as_int_tensor(qi), None, None
+        return _as_int_tensor(qn, device), _as_int_tensor(qi, device), None, None
     fqn, fqi = _block_lists(np.swapaxes(full, -1, -2))
-    return _as_int_tensor(qn), _as_int_tensor(qi), _as_int_tensor(fqn), _as_int_tensor(fqi)
+    return (_as_int_tensor(qn, device), _as_int_tensor(qi, device), _as_int_tensor(fqn, device),
+            _as_int_tensor(fqi, device))
 
 
 def create_mask(mask_mod, B, H, Q_LEN: int, KV_LEN: int, device=None) -> Tensor:
@@ -248,13 +259,17 @@ def create_block_mask(mask_mod, B, H, Q_LEN: int, KV_LEN: int, device=None, BLOC
                       _compile: bool = False, separate_full_blocks: bool = True,
                       compute_dq_write_order: bool = False, dq_kv_order: bool = True) -> BlockMask:
     """torch's ``create_block_mask`` (module docstring). ``B``/``H`` None: 1 (the mask is the
-    same for every batch / head). ``_compile`` only chooses how torch computes the mask (the
-    result is the same); ``compute_dq_write_order`` (a GPU backward schedule) is refused."""
+    same for every batch / head); the block lists are made on ``device``. ``_compile`` only
+    chooses how torch computes the mask and ``dq_kv_order`` orders torch's fused GPU backward
+    (neither changes the mask or the attention); ``compute_dq_write_order`` (that backward's
+    schedule tensors) is refused."""
     if compute_dq_write_order:
         raise NotImplementedError("create_block_mask(compute_dq_write_order=True): a schedule for "
                                   "torch's fused GPU backward kernel; shardflow has no such kernel")
     if device is not None and str(device).split(":")[0] not in ("cpu", "cuda"):
         raise ValueError(f"create_block_mask(device={device!r}): expected 'cpu' or 'cuda'")
+    if device is not None and str(device).split(":")[0] == "cuda" and not _cuda_available():
+        raise RuntimeError(f"create_block_mask(device={device!r}): CUDA is not available here")
     B, H = B or 1, H or 1
     bq, bk = BLOCK_SIZE if isinstance(BLOCK_SIZE, (tuple, list)) else (BLOCK_SIZE, BLOCK_SIZE)
     dense = _eval_mask(mask_mod, B, H, Q_LEN, KV_LEN)
@@ -270,9 +285,11 @@ def create_block_mask(mask_mod, B, H, Q_LEN: int, KV_LEN: int, device=None, BLOC
         full, partial = None, any_
     kn, ki = _block_lists(partial)
     fkn, fki = _block_lists(full) if full is not None else (None, None)
-    return BlockMask((Q_LEN, KV_LEN), _as_int_tensor(kn), _as_int_tensor(ki),
-                     None if fkn is None else _as_int_tensor(fkn), None if fki is None else _as_int_tensor(fki),
-                     *_q_lists(partial, full), BLOCK_SIZE=(bq, bk), mask_mod=mask_mod)
+    mask = BlockMask((Q_LEN, KV_LEN), _as_int_tensor(kn, device), _as_int_tensor(ki, device),
+                     None if fkn is None else _as_int_tensor(fkn, device),
+                     None if fki is None else _as_int_tensor(fki, device),
+                     *_q_lists(partial, full, device), BLOCK_SIZE=(bq, bk), mask_mod=mask_mod)
+    return mask
 
 
 def flex_attention(query: Tensor, key: Tensor, value: Tensor, score_mod=None, block_mask: BlockMask | None = None,
