@@ -89,3 +89,13 @@ from .view_copies import *
 # package's submodules (``shardflow.sparse_coo`` is the layout, not ``ops/sparse_coo.py``).
 __all__ = [_n for _n, _v in list(globals().items())
            if not _n.startswith("_") and type(_v).__name__ != "module"]
+
+from . import _op_namespace
+
+
+def __getattr__(name):
+    """``torch.ops.<namespace>`` (``shardflow.ops.aten``, ``shardflow.ops.mylib``): see
+    ``_op_namespace.py``."""
+    if name.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _op_namespace.namespace(name)

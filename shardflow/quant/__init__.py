@@ -17,6 +17,10 @@ and ``shardflow.ao.nn.quantized``). See docs/QUANT.md.
 | ``modules/`` | static / dynamic / QAT quantized layers |
 | ``quantize.py`` | ``prepare``, ``convert``, ``prepare_qat``, ``quantize``, ``quantize_dynamic`` |
 | ``fuse.py`` | ``fuse_modules`` (Conv2d+ReLU, Linear+ReLU, Conv2d+BatchNorm2d[+ReLU]) |
+| ``quant_type.py`` | ``QuantType`` |
+| ``quantization_mappings.py`` | the default float -> quantized module tables and their lookups |
+| ``observer_state.py`` | observer state dicts, ``RecordingObserver``, ``qconfig_equals`` |
+| ``quantize_jit.py`` | the TorchScript workflow's names, refused |
 """
 
 from . import modules
@@ -39,7 +43,7 @@ from .fake_quantize import (
     fake_quantize_per_tensor_affine,
 )
 from .fuse import fuse_conv_bn_eval, fuse_modules
-from .histogram import HistogramObserver
+from .histogram import HistogramObserver, default_histogram_observer
 from .int8_gemm import get_int8_backend, int8_matmul, set_int8_backend
 from .observer import (
     MinMaxObserver,
@@ -54,6 +58,17 @@ from .observer import (
     default_per_channel_weight_observer,
     default_placeholder_observer,
     default_weight_observer,
+)
+from .observer_state import (
+    RecordingObserver,
+    default_activation_only_qconfig,
+    default_debug_observer,
+    default_debug_qconfig,
+    default_eval_fn,
+    default_weight_only_qconfig,
+    get_observer_state_dict,
+    load_observer_state_dict,
+    qconfig_equals,
 )
 from .qconfig import (
     QConfig,
@@ -76,6 +91,16 @@ from .qtypes import (
     qint32,
     quint8,
 )
+from .quant_type import QuantType
+from .quantization_mappings import (
+    DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS,
+    DEFAULT_QAT_MODULE_MAPPINGS,
+    DEFAULT_STATIC_QUANT_MODULE_MAPPINGS,
+    get_default_qconfig_propagation_list,
+    get_dynamic_quant_module_class,
+    get_static_quant_module_class,
+    no_observer_set,
+)
 from .quantize import (
     convert,
     get_default_dynamic_quant_module_mappings,
@@ -88,5 +113,16 @@ from .quantize import (
     quantize_dynamic,
     quantize_qat,
     swap_module,
+)
+from .quantize_jit import (
+    convert_dynamic_jit,
+    convert_jit,
+    fuse_conv_bn_jit,
+    prepare_dynamic_jit,
+    prepare_jit,
+    quantize_dynamic_jit,
+    quantize_jit,
+    script_qconfig,
+    script_qconfig_dict,
 )
 from .stubs import DeQuantStub, QuantStub, QuantWrapper

@@ -30,7 +30,7 @@ from .observer import ObserverBase, _data
 from .qparams import EPS
 from .qtypes import quint8
 
-__all__ = ["HistogramObserver"]
+__all__ = ["HistogramObserver", "default_histogram_observer"]
 
 f32 = np.float32
 
@@ -202,3 +202,6 @@ class HistogramObserver(ObserverBase):
 
     def extra_repr(self) -> str:
         return f"min_val={float(self.min_val.array)}, max_val={float(self.max_val.array)}"
+
+
+default_histogram_observer = HistogramObserver.with_args(quant_min=0, quant_max=127)

@@ -1,4 +1,12 @@
-"""``torch.ao.quantization``'s names, from ``shardflow.quant`` (see docs/QUANT.md)."""
+"""``torch.ao.quantization``'s names, from ``shardflow.quant`` (see docs/QUANT.md), with the
+submodules programs import by torch's paths (``observer``, ``qconfig``, ``fake_quantize``,
+``quantize``, ``stubs``, ``fuse_modules``: re-exports) and ``quantize_fx`` (FX graph mode,
+refused). As in torch, ``quantize`` and ``fuse_modules`` are the functions here (the star
+import comes after the submodules and rebinds those two names).
+"""
 
+# ruff: noqa: I001
+# (order matters: the submodules first, then the names that shadow two of them)
+from . import (fake_quantize, fuse_modules, observer, qconfig, quant_type, quantization_mappings, quantize,
+               quantize_fx, quantize_jit, stubs)
 from ...quant import *
-from ...quant import fake_quantize, observer, qconfig

@@ -29,12 +29,13 @@ from .api import (
     StateDictSettings,
     StateDictType,
 )
+from .forward_method import register_fsdp_forward_method
 from .fully_shard import FSDPModule, fully_shard, sharded_optimizer_state_dict
 from .fully_sharded_data_parallel import FullyShardedDataParallel
 from .mixed_precision import MixedPrecisionPolicy
 from .offload import CPUOffloadPolicy, OffloadPolicy
 
-__all__ = ["fully_shard", "FSDPModule", "CPUOffloadPolicy", "OffloadPolicy", "MixedPrecisionPolicy",
+__all__ = ["fully_shard", "FSDPModule", "register_fsdp_forward_method", "CPUOffloadPolicy", "OffloadPolicy", "MixedPrecisionPolicy",
            "sharded_optimizer_state_dict",
            # FSDP1 (PyTorch's FullyShardedDataParallel API over fully_shard; docs/ZERO.md "FSDP1")
            "FullyShardedDataParallel", "ShardingStrategy", "BackwardPrefetch", "MixedPrecision",

@@ -1,0 +1,3 @@
+"""``torch.nn.intrinsic.quantized``: legacy path of ``torch.ao.nn.intrinsic.quantized`` (re-exports)."""
+
+from ....ao.nn.intrinsic.quantized import *

@@ -1,0 +1,3 @@
+"""``torch.nn.qat``: legacy path of ``torch.ao.nn.qat`` (fake-quant training modules; re-exports)."""
+
+from ...ao.nn.qat import *
