@@ -249,7 +249,7 @@ __version__ = version.__version__
 _LAZY_SUBPACKAGES = frozenset({
     "ao", "checkpoint", "comm", "compiler", "cpu", "cuda", "data", "distributed", "distributions",
     "func", "hub", "jit", "masked", "multiprocessing", "onnx", "optim", "overrides", "profiler", "quant",
-    "quasirandom", "serialization", "signal", "testing", "utils", "xpu",
+    "quantization", "quasirandom", "serialization", "signal", "testing", "utils", "xpu",
 })
 # name -> (module, attribute in it)
 _LAZY_NAMES = {
