@@ -22,9 +22,9 @@ import numpy as np
 
 from ...autograd.tensor import Tensor, _wrap
 from ...nn.module import Module
+from ..int8_gemm import int8_matmul
 from .dynamic import quantize_input_dynamic
 from .packed import PackedParams, quantize_weight
-from ..int8_gemm import int8_matmul
 
 __all__ = ["LSTM"]
 
