@@ -13,6 +13,7 @@ GradScaler), ``swap_tensors`` (``__torch_dispatch__`` wrapper subclasses).
 import json
 import re
 import struct
+import sys
 import types
 import warnings
 from pathlib import Path
@@ -354,3 +355,52 @@ def test_checkpoint_recipes(tmp_path, monkeypatch, capsys, name):
         expected = th.netA.state_dict()
     for k, v in expected.items():
         np.testing.assert_array_equal(loaded["model_state_dict"][k].numpy(), v.numpy(), err_msg=k)
+
+
+# ---------------------------------------------------------------- torch.utils.benchmark
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_NUMBER = re.compile(r"[0-9]+(\.[0-9]+)?")
+
+
+def _shape_of(lines):
+    """A benchmark printout with what timing decides masked: numbers, colours, object
+    addresses, the median/IQR/measurement-count lines of a Measurement (how many blocks
+    fit the run time), IQR warnings, and runs of spaces (column widths follow the numbers)."""
+    out = []
+    for line in lines:
+        line = _ANSI.sub("", line)
+        if re.match(r"\s*(Median:|IQR:|WARNING:|This )", line) or "measurement" in line:
+            continue
+        line = line.replace("shardflow.utils.benchmark.common", "torch.utils.benchmark.utils.common")
+        line = re.sub(r"object at 0x[0-9a-f]+", "object at 0x", line)
+        line = re.sub(r"\s+", " ", _NUMBER.sub("#", line)).strip()
+        if re.fullmatch(r"#( us| ms| ns| s)?", line):
+            continue  # a single measurement's time line
+        out.append(line)
+    return out
+
+
+def test_benchmark_recipe(tmp_path, monkeypatch, capsys):
+    """benchmark (torch.utils.benchmark): ``timeit.Timer`` and ``benchmark.Timer`` with
+    ``from __main__ import ...`` setups and ``globals``, ``timeit(100)``, ``num_threads`` /
+    ``label`` / ``sub_label`` in the Measurement's printout, ``blocked_autorange``, ``Compare``
+    over sizes and thread counts, A/B results through pickle with ``env`` (one row per
+    environment), ``trim_significant_figures``, ``colorize``, the round-tripped results'
+    table, and ``Fuzzer``/``FuzzedParameter``/``FuzzedTensor`` inputs. Times differ, so the
+    printouts are compared with the numbers and colours masked: every line, table header,
+    row and separator is torch's; the fuzzed inputs' row labels (sizes and "(discontiguous)")
+    are torch's exactly (the same draws from the seed). Before: Compare merged the A/B
+    environments into one row, ignored ``colorize`` and trimming, and there was no Fuzzer."""
+    runs = []
+    for use_sf in (False, True):
+        mod, lines, _ = _run("benchmark", use_sf, tmp_path, monkeypatch, capsys,
+                             after_imports=lambda m: monkeypatch.setitem(sys.modules, "__main__", m))
+        runs.append((mod, lines))
+    (th, th_out), (sf, sf_out) = runs
+    assert _shape_of(sf_out) == _shape_of(th_out)
+    fuzzed = [line for line in th_out if re.match(r"\s+\d+\s+x \d+", line)]
+    assert len(fuzzed) == 10 and any("(discontiguous)" in line for line in fuzzed)
+    assert [line.split("|")[0] for line in sf_out if re.match(r"\s+\d+\s+x \d+", line)] == [
+        line.split("|")[0] for line in fuzzed]
+    assert sum("(environment B: bmm)" in line for line in sf_out) == 1
+    assert any("\x1b[92m" in line for line in sf_out)  # colorize
