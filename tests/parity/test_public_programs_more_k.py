@@ -7,7 +7,8 @@ Left out: ``changing_default_device`` (its code is ``torch.device('cuda')`` /
 ``set_default_device('cuda')``: it needs CUDA), ``timer_quick_start`` (C++ ``Timer``s and
 Callgrind), ``zeroing_out_gradients`` (the blitz CIFAR-10 training loop again, which
 ``test_public_programs_more_h.py`` runs), ``amp_recipe`` (CUDA float16 autocast and
-GradScaler), ``swap_tensors`` (``__torch_dispatch__`` wrapper subclasses).
+GradScaler), the later sections of ``swap_tensors`` (``__torch_dispatch__`` wrapper
+subclasses; its first two run here).
 """
 
 import json
@@ -404,3 +405,22 @@ def test_benchmark_recipe(tmp_path, monkeypatch, capsys):
         line.split("|")[0] for line in fuzzed]
     assert sum("(environment B: bmm)" in line for line in sf_out) == 1
     assert any("\x1b[92m" in line for line in sf_out)  # colorize
+
+
+def test_swap_tensors_recipe_first_sections(tmp_path, monkeypatch, capsys):
+    """swap_tensors, its first two sections (the rest needs ``__torch_dispatch__`` wrapper
+    subclasses; see the program's header): ``torch.utils.swap_tensors`` of an ``arange(2)``
+    and an ``arange(3)`` printed in f-strings before and after, then Linear(1, 2)'s weight
+    replaced by ``nn.Parameter(2 * mod.weight)`` while SGD keeps the old one (the printed
+    ``param_groups[0]['params']`` list). The Linear starts from torch's weights; every
+    printed line is torch's."""
+    records, outs = [], []
+    for use_sf in (False, True):
+        _, lines, _ = _run("swap_tensors", use_sf, tmp_path, monkeypatch, capsys,
+                           after_imports=lambda m, _sf=use_sf: _shared_data_and_linear(m, _sf, records))
+        outs.append(lines)
+    assert len(records) == 1
+    th_out, sf_out = outs
+    assert th_out[0] == "Before swapping, t1: tensor([0, 1]), t2: tensor([0, 1, 2])"
+    assert th_out[1] == "After swapping, t1: tensor([0, 1, 2]), t2: tensor([0, 1])"
+    assert sf_out == th_out
