@@ -154,3 +154,18 @@ def test_unsupported_options_are_refused_by_name():
     with pytest.raises(ValueError, match="self_cpu_memory_usage"):
         p.key_averages().table(sort_by="nonsense")
     assert record_function("x").name == "x" and ProfilerActivity.CPU.name == "CPU"
+
+
+def test_legacy_autograd_profiler_takes_torchs_keywords_only():
+    import inspect
+
+    legacy = sf.autograd.profiler.profile
+    assert list(inspect.signature(legacy).parameters) == list(
+        inspect.signature(torch.autograd.profiler.profile).parameters)
+    with pytest.raises(TypeError):
+        legacy(not_an_option=True)  # (it was dropped silently)
+    with pytest.raises(NotImplementedError, match="experimental_config"):
+        legacy(experimental_config=object())
+    with legacy(profile_memory=True) as p:
+        (sf.ones(3, 4) * 2).sum()
+    assert {e.key: e.cpu_memory_usage for e in p.key_averages()}["aten::mul"] == 48
