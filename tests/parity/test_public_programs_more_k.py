@@ -424,3 +424,65 @@ def test_swap_tensors_recipe_first_sections(tmp_path, monkeypatch, capsys):
     assert th_out[0] == "Before swapping, t1: tensor([0, 1]), t2: tensor([0, 1, 2])"
     assert th_out[1] == "After swapping, t1: tensor([0, 1, 2]), t2: tensor([0, 1])"
     assert sf_out == th_out
+
+
+def _shared_layers(mod, use_sf, records, names=("Conv2d", "Linear"), draws=("rand",)):
+    """The script's ``nn.<name>`` layers start from torch's initial weights (recorded in the
+    torch run, loaded in the shardflow run, in construction order) and its ``torch.<draw>``
+    functions draw from one shared NumPy stream."""
+    lib = mod.torch
+    view = _Through(mod.nn)
+    for name in names:
+        base = getattr(lib.nn, name)
+
+        def init(self, *args, _base=base, **kwargs):
+            _base.__init__(self, *args, **kwargs)
+            if not use_sf:
+                records.append({k: v.detach().numpy().copy() for k, v in self.state_dict().items()})
+            else:
+                self.load_state_dict({k: lib.from_numpy(v) for k, v in records[len(loaded)].items()})
+                loaded.append(self)
+
+        setattr(view, name, type(name, (base,), {"__init__": init}))
+    loaded = []
+    mod.nn = view
+    mod.torch = _Draws(lib, np.random.default_rng(0), list(draws))
+
+
+def test_what_is_state_dict_recipe(tmp_path, monkeypatch, capsys):
+    """what_is_state_dict: ``print(net)``, each state_dict key with its ``size()``, and the
+    SGD-with-momentum ``state_dict()`` entries (``state`` and ``param_groups`` with every
+    default, ``0`` not ``0.0``, the parameter indices). Every printed line is torch's
+    (``shardflow.Size`` read as ``torch.Size``)."""
+    outs = [_run("what_is_state_dict", use_sf, tmp_path, monkeypatch, capsys)[1] for use_sf in (False, True)]
+    assert any(line.startswith("param_groups \t [{'lr': 0.001, 'momentum': 0.9, 'dampening': 0") for line in outs[0])
+    assert _as_torch(outs[1]) == outs[0]
+
+
+def test_defining_a_neural_network_recipe(tmp_path, monkeypatch, capsys):
+    """defining_a_neural_network: ``print`` of the MNIST Net (Conv2d, Dropout2d, Linear), then
+    the second Net's forward (conv, relu, ``F.max_pool2d``, Dropout2d on a 4-D and, with
+    torch's deprecation warning, on a 2-D input, ``flatten(start_dim=1)``, ``log_softmax``) on
+    a ``torch.rand`` image (shared draws; layers from torch's weights). The printouts agree
+    but for the result, which training-mode dropout makes random; the same net in eval mode
+    gives torch's log-probabilities (1e-5), and its gradient of the first log-probability
+    with respect to conv1's weight agrees (1e-4)."""
+    records, runs = [], []
+    for use_sf in (False, True):
+        with pytest.warns(UserWarning, match="dropout2d: Received a 2-D input"):
+            mod, lines, _ = _run("defining_a_neural_network", use_sf, tmp_path, monkeypatch, capsys,
+                                 after_imports=lambda m, _sf=use_sf: _shared_layers(m, _sf, records))
+        runs.append((mod, lines))
+    (th, th_out), (sf, sf_out) = runs
+    assert len(records) == 2 * 4
+    assert th_out[0] == "Net(" and th_out[-2].startswith("tensor([[")
+    assert sf_out[:-2] == th_out[:-2]
+    assert sf_out[-1].endswith("grad_fn=<LogSoftmaxBackward0>)") and th_out[-1].endswith("grad_fn=<LogSoftmaxBackward0>)")
+    outs = []
+    for mod in (th, sf):
+        mod.my_nn.eval()
+        out = mod.my_nn(mod.random_data)
+        out[0, 0].backward()
+        outs.append((out.detach().numpy(), mod.my_nn.conv1.weight.grad.numpy()))
+    assert_close(outs[1][0], outs[0][0], "eval log-probabilities")
+    assert_close(outs[1][1], outs[0][1], "conv1 weight gradient", rtol=1e-4, atol=1e-6)
