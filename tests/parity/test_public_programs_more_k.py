@@ -466,7 +466,10 @@ def test_defining_a_neural_network_recipe(tmp_path, monkeypatch, capsys):
     a ``torch.rand`` image (shared draws; layers from torch's weights). The printouts agree
     but for the result, which training-mode dropout makes random; the same net in eval mode
     gives torch's log-probabilities (1e-5), and its gradient of the first log-probability
-    with respect to conv1's weight agrees (1e-4)."""
+    with respect to fc1's weight agrees (1e-4). (Not the convolutions' gradients: with
+    some weights two values of a max-pool window are equal to float32 rounding, the
+    frameworks' rounding then picks different maxima, and the gradient reaches a different
+    position; measured: one window of 9216, conv2's weight gradient 4% apart.)"""
     records, runs = [], []
     for use_sf in (False, True):
         with pytest.warns(UserWarning, match="dropout2d: Received a 2-D input"):
@@ -483,6 +486,6 @@ def test_defining_a_neural_network_recipe(tmp_path, monkeypatch, capsys):
         mod.my_nn.eval()
         out = mod.my_nn(mod.random_data)
         out[0, 0].backward()
-        outs.append((out.detach().numpy(), mod.my_nn.conv1.weight.grad.numpy()))
+        outs.append((out.detach().numpy(), mod.my_nn.fc1.weight.grad.numpy()))
     assert_close(outs[1][0], outs[0][0], "eval log-probabilities")
-    assert_close(outs[1][1], outs[0][1], "conv1 weight gradient", rtol=1e-4, atol=1e-6)
+    assert_close(outs[1][1], outs[0][1], "fc1 weight gradient", rtol=1e-4, atol=1e-6)
