@@ -6,8 +6,9 @@ of a candidate, candidates rejected until the constraints and every tensor's ele
 limits hold, then per tensor one draw deciding contiguity and, if discontiguous, a
 permutation), so a seed gives the same sizes, orders and steps as torch's fuzzer. The tensor
 values come from ``shardflow.rand`` / ``randint(1, 127)`` after ``manual_seed`` with the
-stream's first draw, as torch does, and so differ from torch's values (the generators
-differ). A discontiguous tensor is a permuted copy permuted back (then sliced by its steps).
+stream's first draw, as torch does (they are torch's values only where shardflow's
+generator draws as torch's does). A discontiguous tensor is a permuted copy permuted back
+(then sliced by its steps).
 
 Deviation: torch 2.13's check of a custom distribution (``distribution={value: p}``) is
 inverted (it refuses every normalised dict, so its ``op_fuzzers.binary.BinaryOpFuzzer``
