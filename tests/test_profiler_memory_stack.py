@@ -102,8 +102,10 @@ def test_with_stack_groups_by_source_location():
     # (and torch's table code when stacks are there) put it last, as shardflow does
     assert _header(table) == _header(theirs) + ["Source Location"]
     assert "my_forward" in table
-    with pytest.raises(ValueError, match="with_stack=True"):
-        _run(sf, sf.profiler).key_averages(group_by_stack_n=3)
+    # without with_stack there are no stacks: no Source Location column (torch's table too)
+    plain = _run(sf, sf.profiler).key_averages(group_by_stack_n=3).table()
+    assert "Source Location" not in _header(plain)
+    assert _header(plain) == _header(_run(torch, tprof).key_averages(group_by_stack_n=3).table())
 
 
 def test_schedule_steps_average_as_profilerstep_star_and_cycles_replace():

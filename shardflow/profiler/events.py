@@ -152,7 +152,8 @@ class EventList(list):
         self_total = source.self_cpu_time_total
         with_bytes = any(r.bytes for r in rows)
         with_mem = any(r.cpu_memory_usage > 0 for r in source)  # torch's test, on every row
-        by_shape, stack_n = self._by_shape, self._stack_n
+        by_shape = self._by_shape
+        stack_n = self._stack_n if any(r.stack for r in source) else 0  # torch: only with stacks
         name_w = min(max([len("Name")] + [len(r.key) for r in rows]) + 2, max_name_column_width)
         cols = ["Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"]
         if with_mem:

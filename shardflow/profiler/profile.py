@@ -176,9 +176,8 @@ class profile:  # noqa: N801 - PyTorch's name
 
     def key_averages(self, group_by_input_shape: bool = False, group_by_stack_n: int = 0,
                      group_by_overload_name: bool = False) -> EventList:
-        if group_by_stack_n > 0 and not self.with_stack:
-            raise ValueError("key_averages(group_by_stack_n=...) needs the stacks: profile with "
-                             "with_stack=True")
+        # (without with_stack=True there are no stacks: rows group as without group_by_stack_n
+        # and the table has no Source Location column, as torch's)
         return self.events().key_averages(group_by_input_shape, group_by_stack_n,
                                           group_by_overload_name)
 
