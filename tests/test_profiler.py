@@ -38,12 +38,12 @@ def test_table_has_torchs_columns_and_counts_calls():
                 y = (x * 2).relu().sum()
         y.backward()
     avgs = {a.key: a for a in prof.key_averages()}
-    assert avgs["block"].count == 3 and avgs["mul"].count == 3 and avgs["relu"].count == 3
+    assert avgs["block"].count == 3 and avgs["aten::mul"].count == 3 and avgs["aten::relu"].count == 3
     # nesting: a block's total = its self time + its children's totals
-    children = sum(avgs[k].cpu_time_total for k in ("mul", "relu", "sum"))
+    children = sum(avgs[k].cpu_time_total for k in ("aten::mul", "aten::relu", "aten::sum"))
     assert abs(avgs["block"].cpu_time_total - avgs["block"].self_cpu_time_total - children) < 1e-6
     by_shape = prof.key_averages(group_by_input_shape=True)
-    assert [e.input_shapes for e in by_shape if e.key == "mul"] == [[[3, 4], []]]
+    assert [e.input_shapes for e in by_shape if e.key == "aten::mul"] == [[[3, 4], []]]
     table = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=2)
     with tprof.profile(activities=[tprof.ProfilerActivity.CPU]) as tp:
         torch.ones(3).add(1)
@@ -69,8 +69,8 @@ def test_hooks_installed_only_while_recording():
     assert dispatch._hooks == [None, None, None] and slot.current is None
     assert dispatch._global_handler[0] is None
     names = [e.name for e in outer.events()]
-    assert "exp" in names and "neg" in names  # an inner profile's events reach the outer
-    assert "exp" not in [e.name for e in inner.events()]
+    assert "aten::exp" in names and "aten::neg" in names  # an inner profile's events reach the outer
+    assert "aten::exp" not in [e.name for e in inner.events()]
 
 
 def test_profiling_global_tensors_keeps_the_global_handler():
@@ -83,7 +83,7 @@ def test_profiling_global_tensors_keeps_the_global_handler():
         assert dispatch._global_handler[0] is not rules.handle  # the profiler wraps it
         y = x.exp()
     assert y.is_global and y.sbp == (sbp.split(0),)
-    assert "exp" in [e.name for e in prof.events()]
+    assert "aten::exp" in [e.name for e in prof.events()]
     assert dispatch._global_handler[0] is rules.handle
     route.disable()
     assert dispatch._global_handler[0] is None and dispatch._hooks == [None, None, None]
@@ -103,7 +103,7 @@ def test_dataloader_batches_are_data_events():
 
 def test_schedule_steps_and_trace_ready(tmp_path):
     ready = []
-    with profile(schedule=schedule(wait=1, warmup=1, active=2, repeat=2),
+    with profile(schedule=schedule(wait=1, warmup=1, active=2, repeat=2), acc_events=True,
                  on_trace_ready=lambda p: ready.append(p.step_num)) as prof:
         for _ in range(10):
             sf.ones(1).exp()
@@ -111,13 +111,13 @@ def test_schedule_steps_and_trace_ready(tmp_path):
     assert ready == [4, 8]
     steps = [e.name for e in prof.events() if e.cat == "step"]
     assert steps == ["ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#6", "ProfilerStep#7"]
-    assert sum(e.name == "exp" for e in prof.events()) == 4
+    assert sum(e.name == "aten::exp" for e in prof.events()) == 4
     path = tmp_path / "t.json"
     prof.export_chrome_trace(str(path), rank=3)
     doc = json.loads(path.read_text())
     xs = [e for e in doc["traceEvents"] if e["ph"] == "X"]
     assert {e["pid"] for e in doc["traceEvents"]} == {3}
-    step, exp = next(e for e in xs if e["cat"] == "step"), next(e for e in xs if e["name"] == "exp")
+    step, exp = next(e for e in xs if e["cat"] == "step"), next(e for e in xs if e["name"] == "aten::exp")
     assert step["ts"] <= exp["ts"] and exp["ts"] + exp["dur"] <= step["ts"] + step["dur"] + 1e-3
     assert [r["step"] for r in prof.step_summary()] == steps
 

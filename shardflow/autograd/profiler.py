@@ -26,9 +26,17 @@ class profile(_profile):  # noqa: N801 - PyTorch's name
     def __init__(self, enabled: bool = True, *, use_cuda: bool = False, use_device=None, record_shapes: bool = False,
                  with_flops: bool = False, profile_memory: bool = False, with_stack: bool = False,
                  with_modules: bool = False, use_kineto: bool = False, use_cpu: bool = True, experimental_config=None,
-                 acc_events: bool = False, custom_trace_id_callback=None, **_unused) -> None:
+                 acc_events: bool = False, custom_trace_id_callback=None,
+                 post_processing_timeout_s: float | None = None, activity_filters=None) -> None:
+        # use_cuda / use_device / use_kineto / use_cpu choose torch's backends; shardflow's one
+        # recorder times every op as a CPU event whatever they say
+        if activity_filters is not None:
+            raise NotImplementedError("profile(activity_filters=...): shardflow's profiler records "
+                                      "every CPU op event; leave it None")
         super().__init__(record_shapes=record_shapes, profile_memory=profile_memory, with_stack=with_stack,
-                         with_flops=with_flops, with_modules=with_modules, enabled=enabled)
+                         with_flops=with_flops, with_modules=with_modules, enabled=enabled,
+                         experimental_config=experimental_config, acc_events=acc_events,
+                         custom_trace_id_callback=custom_trace_id_callback)
 
     @property
     def function_events(self) -> EventList:

@@ -759,6 +759,11 @@ class Module:
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
         """Copy parameters and buffers from ``state_dict`` into this module, in place.
 
+        ``assign=True`` (torch's): each parameter and buffer becomes the state dict's tensor
+        itself, sharing its memory, on its device and in its dtype, wrapped in a Parameter
+        that keeps the old one's ``requires_grad`` (how a model built on the meta device
+        gets its values); a global (sharded) parameter keeps its object and layout.
+
         Returns ``(missing_keys, unexpected_keys)``. With ``strict`` a missing or unexpected
         key is an error; a shape mismatch is always an error. Every problem is reported in
         one RuntimeError raised before any tensor is modified.
@@ -813,8 +818,10 @@ class Module:
                     owner.set_extra_state(src)
                     continue
                 if assign and target._spec is None:  # a global parameter keeps its layout
-                    arr = np.array(src) if isinstance(src, np.ndarray) else src
-                    arr = to_device(arr, device_of(target.array)) if device_of(target.array).type != "cpu" else arr
+                    # torch's rule: the module takes the state dict's tensor itself (its
+                    # device, dtype and memory: a meta-device model gets the loaded CPU
+                    # values; before, they were moved to the meta device and lost)
+                    arr = src
                     if kind == "param":
                         owner._parameters[name] = Parameter(Tensor(arr), requires_grad=target.requires_grad)
                     else:

@@ -47,6 +47,7 @@ from numpy.lib.stride_tricks import as_strided
 from .. import kernels
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
+from ..backend.meta import MetaArray, is_meta_array
 from ..backend.xp import get_array_module
 from ..kernels import conv as _conv_kernels
 from ._util import as_dtype_of
@@ -187,6 +188,11 @@ class ConvNd(Function):
                 f"{tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[2:], padding))}; "
                 "use a smaller kernel or more padding"
             )
+        if is_meta_array(x) or is_meta_array(w):
+            # the meta device (backend/meta.py): the output's shape and dtype, no work (torch's
+            # shape reasoning, e.g. a forward hook printing each layer's output shape)
+            out = MetaArray((n, o) + osize, np.result_type(x.dtype, w.dtype))
+            return out[0] if unbatched else out
         wm = w.reshape(groups, o // groups, -1)  # (G, Og, Cg*K)
         xpad = _pad(x, padding)
         pshape = xpad.shape[2:]

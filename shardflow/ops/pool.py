@@ -31,6 +31,7 @@ import numpy as np
 from .. import kernels
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
+from ..backend.meta import MetaArray, is_meta_array
 from ..backend.xp import get_array_module
 from ..kernels import pool as _pool_kernels
 from ._grad_graph import linear_adjoint
@@ -110,6 +111,9 @@ class MaxPoolNd(Function):
     def forward(self, x, *, d, ksize, stride, padding, dilation, ceil_mode, return_indices, name):
         spatial = x.shape[-d:]
         osize, pads = _geometry(spatial, ksize, stride, padding, dilation, ceil_mode, name)
+        if is_meta_array(x):  # the meta device: shapes only (backend/meta.py)
+            best = MetaArray(x.shape[:-d] + osize, x.dtype)
+            return (best, MetaArray(best.shape, np.int64)) if return_indices else best
         self.fused = (
             d == 2 and tuple(ksize) == (2, 2) and tuple(stride) == (2, 2) and not any(padding)
             and all(dl == 1 for dl in dilation)
@@ -274,6 +278,8 @@ class AvgPoolNd(Function):
                 divisor_override, name):
         spatial = x.shape[-d:]
         osize, pads = _geometry(spatial, ksize, stride, padding, (1,) * d, ceil_mode, name)
+        if is_meta_array(x):  # the meta device: shapes only (backend/meta.py)
+            return MetaArray(x.shape[:-d] + osize, x.dtype)
         xpad = _pad(x, pads, 0)
         sls = _slices(ksize, stride, (1,) * d, osize)
         acc = xpad[sls[0]].copy()
@@ -396,6 +402,8 @@ class AdaptiveAvgPoolNd(Function):
 
     def forward(self, x, *, d, osize):
         spatial = x.shape[-d:]
+        if is_meta_array(x):  # the meta device: shapes only (backend/meta.py)
+            return MetaArray(x.shape[:-d] + tuple(osize), x.dtype)
         if all(o == 1 for o in osize):  # global average pooling
             self.mats = None
             self.xshape, self.count, self.d = x.shape, int(np.prod(spatial)), d
@@ -462,6 +470,9 @@ class AdaptiveMaxPoolNd(Function):
     def forward(self, x, *, d, osize, return_indices):
         spatial = x.shape[-d:]
         lead = x.shape[:-d]
+        if is_meta_array(x):  # the meta device: shapes only (backend/meta.py)
+            out = MetaArray(lead + tuple(osize), x.dtype)
+            return (out, MetaArray(out.shape, np.int64)) if return_indices else out
         bins = [_bins(s, o) for s, o in zip(spatial, osize)]
         xp = get_array_module(x)
         out = xp.empty(lead + osize, dtype=x.dtype)

@@ -22,8 +22,12 @@ did (the hook is composed into the same slot the global-tensor handler uses).
 ``step()`` advances the schedule: steps recorded are framed by ``ProfilerStep#N`` events
 (the step summary's unit); ``on_trace_ready(prof)`` is called at the end of each active
 cycle. Without a schedule everything between enter and exit is recorded. A profile
-started inside another records into both. ``profile_memory`` and ``with_stack`` are
-accepted and ignored (no memory or stack data is collected; a warning says so).
+started inside another records into both. ``profile_memory`` records the bytes each op's
+result allocated (``recorder.py`` says what torch counts that this does not) and
+``with_stack`` the calling Python stack of each op (``key_averages(group_by_stack_n=N)``).
+``with_flops`` and ``with_modules`` are accepted and ignored, with a warning (no FLOP
+counts or module hierarchy are collected). ``export_memory_timeline`` (deprecated in
+torch) raises NotImplementedError naming what to use instead.
 """
 
 from __future__ import annotations
@@ -47,16 +51,31 @@ class profile:  # noqa: N801 - PyTorch's name
     def __init__(self, activities=None, *, schedule=None, on_trace_ready=None,
                  record_shapes: bool = False, profile_memory: bool = False,
                  with_stack: bool = False, with_flops: bool = False, with_modules: bool = False,
-                 enabled: bool = True, **_unused):
+                 experimental_config=None, execution_trace_observer=None, acc_events: bool = False,
+                 use_cuda: bool | None = None, custom_trace_id_callback=None,
+                 post_processing_timeout_s: float | None = None, enabled: bool = True):
+        unsupported = {k: v for k, v in (("experimental_config", experimental_config),
+                                         ("execution_trace_observer", execution_trace_observer),
+                                         ("custom_trace_id_callback", custom_trace_id_callback))
+                       if v is not None}
+        if unsupported:
+            raise NotImplementedError(
+                f"profile({', '.join(f'{k}=...' for k in unsupported)}): shardflow's profiler has "
+                "no Kineto configuration, execution trace or trace ids; leave them None")
+        # use_cuda (deprecated in torch: activities=[ProfilerActivity.CUDA]) and
+        # post_processing_timeout_s (how long torch waits for Kineto) change nothing here:
+        # device ops are timed as CPU events and there is no post-processing
         acts = set(activities or [ProfilerActivity.CPU])
         bad = [a for a in acts if not isinstance(a, ProfilerActivity)]
         if bad:
             raise ValueError(f"profile(activities=...): expected ProfilerActivity values "
                              f"(CPU, CUDA), got {bad!r}")
-        if profile_memory or with_stack or with_flops or with_modules:
-            warnings.warn("shardflow.profiler records times, bytes and input shapes only; "
-                          "profile_memory/with_stack/with_flops/with_modules are ignored",
-                          stacklevel=2)
+        if with_flops or with_modules:
+            warnings.warn("shardflow.profiler records times, bytes, memory, stacks and input "
+                          "shapes only; with_flops/with_modules are ignored", stacklevel=2)
+        self.profile_memory = profile_memory
+        self.with_stack = with_stack
+        self.acc_events = acc_events
         self.activities = acts
         self.schedule = schedule or _always
         self.on_trace_ready = on_trace_ready
@@ -71,8 +90,14 @@ class profile:  # noqa: N801 - PyTorch's name
 
     # -- recording windows ----------------------------------------------------------------
     def _start_recording(self) -> None:
+        if self._events and not self.acc_events:  # torch's rule: each cycle replaces the last
+            warnings.warn("Profiler clears events at the end of each cycle. Only events from the "
+                          "current cycle will be reported. To keep events across cycles, set "
+                          "acc_events=True.", stacklevel=3)
+            self._events = []
         self._outer = _slot.current
-        self._rec = Recorder(self.record_shapes, parent=self._outer)
+        self._rec = Recorder(self.record_shapes, parent=self._outer,
+                             profile_memory=self.profile_memory, with_stack=self.with_stack)
         _install(self._rec)
         if self.schedule is not _always:
             self._step_frame = self._rec.begin()
@@ -149,8 +174,19 @@ class profile:  # noqa: N801 - PyTorch's name
         out.sort(key=lambda e: e.start_us)
         return out
 
-    def key_averages(self, group_by_input_shape: bool = False) -> EventList:
-        return self.events().key_averages(group_by_input_shape)
+    def key_averages(self, group_by_input_shape: bool = False, group_by_stack_n: int = 0,
+                     group_by_overload_name: bool = False) -> EventList:
+        # (without with_stack=True there are no stacks: rows group as without group_by_stack_n
+        # and the table has no Source Location column, as torch's)
+        return self.events().key_averages(group_by_input_shape, group_by_stack_n,
+                                          group_by_overload_name)
+
+    def export_memory_timeline(self, path: str, device: str | None = None) -> None:
+        raise NotImplementedError(
+            f"export_memory_timeline({path!r}): shardflow's profiler keeps no allocation "
+            "timeline (torch deprecates this method too). Use profile(profile_memory=True) and "
+            "key_averages().table(sort_by='self_cpu_memory_usage') for the bytes each op "
+            "allocated")
 
     def export_chrome_trace(self, path: str, rank: int | None = None) -> None:
         """Write the events as a Chrome trace (``pid`` = ``rank``, default this process's

@@ -40,6 +40,7 @@ import copy
 from .. import nn
 from ..nn.module import Module
 from .modules import dynamic as nnqd
+from .modules import dynamic_rnn as nnqd_rnn
 from .modules import intrinsic as nni
 from .modules import qat as nnqat
 from .modules import static as nnq
@@ -71,7 +72,7 @@ def get_default_qat_module_mappings() -> dict:
 
 
 def get_default_dynamic_quant_module_mappings() -> dict:
-    return {nn.Linear: nnqd.Linear}
+    return {nn.Linear: nnqd.Linear, nn.LSTM: nnqd_rnn.LSTM}
 
 
 _OBSERVED = (QuantStub, nn.Linear, nn.Conv2d, nni.FusedModule)  # qat.* subclass these

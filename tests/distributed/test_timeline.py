@@ -59,7 +59,7 @@ def test_timeline_merges_ranks_with_bytes_waits_and_data(tmp_path):
         assert all(e["args"]["group"] == "0,1" for e in blocking)
         assert sum(e["cat"] == "comm" and bool(e["args"].get("async_op")) for e in mine) == 3
         assert sum(e["cat"] == "data" for e in mine) == 4  # 3 batches + the final StopIteration
-        assert any(e["cat"] == "op" and e["name"] == "full" for e in mine)
+        assert any(e["cat"] == "op" and e["name"] == "aten::full" for e in mine)
         # the program's own profile (its schedule) is recorded into the rank's trace too
         assert [e["name"] for e in mine if e["cat"] == "step"] == ["ProfilerStep#1", "ProfilerStep#2"]
     rows = doc["stepSummary"]

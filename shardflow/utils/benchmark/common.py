@@ -50,11 +50,19 @@ def unit_to_english(u: str) -> str:
 
 
 def trim_sigfig(x: float, n: int) -> float:
-    """``x`` rounded to ``n`` significant figures."""
+    """``x`` kept to ``n`` significant figures (torch's rule: the magnitude is the ceiling of
+    ``log10|x|``, the scaled value rounded half to even; ``3.14159, 2 -> 3.1``)."""
+    if n != int(n):
+        raise AssertionError("Number of significant figures must be an integer")
     if x == 0:
         return 0.0
-    magnitude = int(math.floor(math.log10(abs(x))))
-    return round(x, n - magnitude - 1)
+    magnitude = int(math.ceil(math.log10(abs(x))))
+    scale = 10.0 ** (magnitude - n)
+    return float(np.round(x / scale) * scale)
+
+
+_MIN_CONFIDENCE_INTERVAL = 25e-9  # torch's floor: 25 ns
+_MAX_SIGNIFICANT_FIGURES = 4
 
 
 class Measurement:
@@ -93,14 +101,16 @@ class Measurement:
 
     @property
     def significant_figures(self) -> int:
-        """How many figures of the median the spread supports (torch's rule: 1-4)."""
-        if len(self.times) < 2 or self.median == 0:
-            return 4
-        n = len(self.times)
-        interval = 1.645 * (self.iqr / 1.349) / math.sqrt(n)  # a 90% interval of the median's estimate
-        if interval == 0:
-            return 4
-        return int(min(max(math.floor(math.log10(self.median / interval)), 1), 4))
+        """How many figures of the median the spread supports (torch's rough estimate: a 90%
+        interval from the standard deviation of the middle half of the sorted times, at least
+        25 ns; 1 to 4 figures)."""
+        times = sorted(self.times)
+        n = len(times)
+        middle = times[n // 4:int(math.ceil(3 * n / 4))]
+        std = float(np.std(middle)) if middle else 0.0
+        interval = max(1.645 * std / math.sqrt(max(len(middle), 1)), _MIN_CONFIDENCE_INTERVAL)
+        figures = int(math.floor(math.log10(self.median / interval))) if self.median > 0 else 1
+        return min(max(figures, 1), _MAX_SIGNIFICANT_FIGURES)
 
     @property
     def has_warnings(self) -> bool:
@@ -109,7 +119,9 @@ class Measurement:
     def meets_confidence(self, threshold: float = 0.1) -> bool:
         return self.median > 0 and self.iqr / self.median < threshold
 
+    @property
     def as_row_name(self) -> str:
+        """The row ``Compare`` puts this measurement in (a property, as torch's)."""
         return self.sub_label or self.stmt or "[Unknown]"
 
     @staticmethod

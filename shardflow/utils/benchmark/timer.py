@@ -1,14 +1,17 @@
 """``Timer``: time a Python statement with ``timeit`` after running its setup.
 
-``blocked_autorange``: grow the block size by 10x until one block takes at least
-``min_run_time / 1000`` (so the timer's own overhead is negligible), then time blocks of that
-size until ``min_run_time`` seconds are spent; each block is one entry of ``raw_times``.
+``blocked_autorange``: torch's block size (grown 10x until the timer's own overhead is at most
+1e-4 of a block and a block takes at least ``min_run_time / 1000``; see ``_block_size``),
+then blocks of that size until ``min_run_time`` seconds are spent; each block is one entry of
+``raw_times``.
 """
 
 from __future__ import annotations
 
 import enum
 import timeit
+
+import numpy as np
 
 from ...kernels.threads import get_num_threads, set_num_threads
 from .common import Measurement, TaskSpec
@@ -58,11 +61,23 @@ class Timer:
         raise NotImplementedError("See `Timer.blocked_autorange.`")
 
     def _block_size(self, min_run_time: float) -> int:
-        number = 1
-        while True:
-            if self._timeit(number) >= min_run_time / 1000 or number >= 10**9:
-                return number
-            number *= 10
+        """torch's estimate (which is also the warm-up): grow the block 10x until the timer's
+        own overhead (the median of five empty blocks) is at most 1e-4 of a block and a block
+        takes at least ``min_run_time / 1000``, or one block alone exceeds ``min_run_time``."""
+        previous = get_num_threads()
+        set_num_threads(self._task_spec.num_threads)
+        try:
+            overhead = float(np.median([self._timeit(0) for _ in range(5)]))
+            number = 1
+            while True:
+                taken = self._timeit(number)
+                if overhead / taken <= 1e-4 and taken >= min_run_time / 1000:
+                    return number
+                if taken > min_run_time or number * 10 > 2147483647:
+                    return number
+                number *= 10
+        finally:
+            set_num_threads(previous)
 
     def blocked_autorange(self, callback=None, min_run_time: float = 0.2) -> Measurement:
         """Blocks of an estimated size until ``min_run_time`` seconds are spent (module docstring)."""
