@@ -1,0 +1,186 @@
+"""PyTorch's distributed checkpoint recipe and tensor-parallel examples on 2 processes, on
+torch (gloo on the CPU) and, with only their imports changed, on shardflow (MPI), comparing
+what each rank computes (the table is in docs/COMPAT.md, "Public programs").
+
+* dcp_recipe (``recipes_source/distributed_checkpoint_recipe.rst``): its four programs as
+  scripts -- save (FSDP + ``dcp.save`` of a ``Stateful`` AppState, processes started by
+  ``mp.spawn``), load (FSDP, ``get_state_dict``, ``dcp.load``), the one-process load into a
+  plain model and ``format_utils``' ``dcp_to_torch_save``. Two of the recipe's calls fail on
+  torch as written (keys that are not the saved ones; ``dcp_to_torch_save`` given a file for
+  a folder): shardflow must fail there too, and the programs' added ``app`` / ``back``
+  arguments run what the recipe means.
+
+Time: the torch reference starts its processes itself (each child imports torch: 3-12 s on
+the 2-core test machine), so these tests take longer than the suite's 8 s per test; the
+shardflow half takes a few seconds per program.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import shardflow
+from shardflow.comm.launcher import rank_env
+
+from .programs._harness import assert_close
+
+pytestmark = [pytest.mark.mpi, pytest.mark.usefixtures("torch_single_thread")]
+
+HERE = Path(__file__).parent / "programs"
+# torch 2.13's own teardown of a gloo process group can abort a child after its work
+# (see test_public_programs_multi.py): the torch reference is run again once on exactly that
+_TORCH_TEARDOWN_ABORT = "terminate called without an active exception"
+
+
+def _free_port() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return str(s.getsockname()[1])
+
+
+def _copy(directory: Path, source: Path, names, use_sf: bool) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        text = (source / name).read_text()
+        (directory / name).write_text(shardflow.testing.parity.rewrite_imports(text) if use_sf else text)
+    return directory
+
+
+def _python(directory: Path, script: str, argv=(), *, fails: bool = False, port: str = "",
+            timeout: float = 120.0) -> str:
+    """``python SCRIPT ARGV`` in ``directory`` (a program that starts its own processes);
+    its output. ``fails``: the run must fail (its output is returned)."""
+    env = rank_env({"OMP_NUM_THREADS": "1", "RECIPE_PORT": port or _free_port()})
+    env.pop("PYTHONUNBUFFERED", None)
+    for _attempt in (1, 2):
+        proc = subprocess.run([sys.executable, script, *argv], cwd=directory, env=env,
+                              capture_output=True, text=True, timeout=timeout)
+        if proc.returncode == 0 or fails or _TORCH_TEARDOWN_ABORT not in proc.stderr:
+            break
+    out = proc.stdout + proc.stderr
+    if fails:
+        assert proc.returncode != 0, f"{script} should have failed:\n{out}"
+    else:
+        assert proc.returncode == 0, f"{script} failed (rc={proc.returncode}):\n{out}"
+    return out
+
+
+# -- distributed checkpoint recipe ------------------------------------------------------------
+
+DCP_RECIPE = HERE / "dcp_recipe"
+DCP_FILES = ("save.py", "load.py", "load_single.py", "formats.py")
+
+
+def _recipe_dirs(tmp_path):
+    """Both runs' folders, each with the programs, the start weights and the inputs."""
+    th_mod = shardflow.testing.parity.load_torch_file(DCP_RECIPE / "save.py", use_shardflow=False,
+                                                      name="dcp_recipe_save_torch")
+    torch.manual_seed(0)
+    init = th_mod.ToyModel().state_dict()
+    inputs = torch.rand(2, 8, 16)
+    dirs = {}
+    for name, use_sf in (("shardflow", True), ("torch", False)):
+        d = _copy(tmp_path / name, DCP_RECIPE, DCP_FILES, use_sf)
+        torch.save(init, d / "init.pt")
+        torch.save(inputs, d / "inputs.pt")
+        dirs[name] = d
+    return dirs, init
+
+
+def _torch_load(path):
+    return torch.load(path, weights_only=True)
+
+
+def test_dcp_recipe_save_and_load_on_two_ranks_like_torch(tmp_path):
+    """save.py: FSDP on 2 spawned ranks, one Adam step, dcp.save({"app": AppState}) (the
+    Stateful's state_dict through get_state_dict); formats.py back: dcp_to_torch_save of each
+    checkpoint (read by torch.load, whichever library wrote it) and torch_save_to_dcp. The
+    saved model and Adam state (keyed net1.weight ..., FSDP's wrapper names left out) equal
+    torch's to 1e-6. load.py as written loads keys the checkpoint does not have: both
+    libraries fail naming model.net1.weight; load.py app (through AppState and
+    set_state_dict) gives every rank the saved state, whole, as torch's."""
+    dirs, init = _recipe_dirs(tmp_path)
+    for name in ("shardflow", "torch"):  # shardflow first: it fails first
+        out = _python(dirs[name], "save.py")
+        assert sorted(ln for ln in out.splitlines() if ln.startswith("Running")) == [
+            "Running basic FSDP checkpoint saving example on rank 0.",
+            "Running basic FSDP checkpoint saving example on rank 1.",
+            "Running fsdp checkpoint example on 2 devices."], out
+        _python(dirs[name], "formats.py", ["back"])
+        assert (dirs[name] / "checkpoint_new").is_dir()
+    th, sf = (_torch_load(dirs[n] / "torch_save_checkpoint.pth") for n in ("torch", "shardflow"))
+    assert list(sf) == list(th) == ["app"] and sorted(sf["app"]) == sorted(th["app"]) == ["model", "optim"]
+    # shardflow's checkpoint index keeps its keys sorted, so the converted dicts list them in
+    # sorted order, torch's in the order they were saved (docs/COMPAT.md)
+    assert sorted(sf["app"]["model"]) == sorted(th["app"]["model"]) == sorted(init)
+    for k, v in th["app"]["model"].items():
+        assert_close(sf["app"]["model"][k].numpy(), v.numpy(), f"saved {k}", rtol=1e-6, atol=1e-7)
+        assert not np.allclose(v.numpy(), init[k].numpy())  # the Adam step moved it
+    assert sf["app"]["optim"]["param_groups"] == th["app"]["optim"]["param_groups"]
+    assert sorted(sf["app"]["optim"]["state"]) == sorted(th["app"]["optim"]["state"]) == sorted(init)
+    for k, st in th["app"]["optim"]["state"].items():
+        for n, v in st.items():
+            assert_close(sf["app"]["optim"]["state"][k][n].numpy(), v.numpy(), f"Adam {n} of {k}",
+                         rtol=1e-6, atol=1e-7)
+    # load.py as written: {"model": ..., "optimizer": ...} is not what save.py saved
+    for name in ("shardflow", "torch"):
+        out = _python(dirs[name], "load.py", fails=True)
+        assert "CheckpointException" in out and "model.net1.weight" in out, out
+    loaded = {}
+    for name in ("shardflow", "torch"):
+        _python(dirs[name], "load.py", ["app"])
+        loaded[name] = [json.loads((dirs[name] / f"loaded_{r}.json").read_text()) for r in (0, 1)]
+    for r in (0, 1):
+        sf_r, th_r = loaded["shardflow"][r], loaded["torch"][r]
+        assert list(sf_r["model"]) == list(th_r["model"]) == list(init)
+        for k, v in th_r["model"].items():
+            assert_close(sf_r["model"][k], v, f"rank {r}: loaded {k}", rtol=1e-6, atol=1e-7)
+            assert_close(v, th["app"]["model"][k].numpy(), f"rank {r}: torch loaded {k}", rtol=1e-6)
+        assert sorted(sf_r["optim"]) == sorted(th_r["optim"]) == sorted(init)
+        for k, st in th_r["optim"].items():
+            for n, v in st.items():
+                assert_close(sf_r["optim"][k][n], v, f"rank {r}: loaded Adam {n} of {k}", rtol=1e-6, atol=1e-7)
+
+
+def test_dcp_recipe_single_process_load_and_formats_like_torch(tmp_path):
+    """The recipe's one-process programs on a checkpoint each library saved on 2 ranks:
+    load_single.py as written (keys under "model", the checkpoint's under "app") and
+    formats.py as written (dcp_to_torch_save given the torch.save file as its DCP folder)
+    fail in both; load_single.py app loads the saved model into a plain ToyModel, as
+    torch's; format_utils' command line converts as torch's."""
+    dirs, init = _recipe_dirs(tmp_path)
+    for name in ("shardflow", "torch"):
+        _python(dirs[name], "save.py")
+        out = _python(dirs[name], "load_single.py", fails=True)
+        assert "model.net1.weight" in out, out
+        out = _python(dirs[name], "formats.py", fails=True)
+        assert "AssertionError" in out and "torch_save_checkpoint.pth" in out, out
+        _python(dirs[name], "load_single.py", ["app"])
+    th, sf = (json.loads((dirs[n] / "single.json").read_text()) for n in ("torch", "shardflow"))
+    saved = _torch_load(dirs["torch"] / "torch_save_checkpoint.pth")["app"]["model"]
+    assert list(sf) == list(th) == list(init)
+    for k, v in th.items():
+        assert_close(sf[k], v, f"single-process load of {k}", rtol=1e-6, atol=1e-7)
+        assert_close(v, saved[k].numpy(), f"torch's single-process load of {k}", rtol=0)
+    # the command line (python -m ...format_utils MODE SRC DST), each library's own
+    outs = {}
+    for name, module in (("shardflow", "shardflow"), ("torch", "torch")):
+        d = dirs[name]
+        cmd = [sys.executable, "-m", f"{module}.distributed.checkpoint.format_utils"]
+        first = subprocess.run([*cmd, "dcp_to_torch", "checkpoint", "cli.pth"], cwd=d, env=rank_env(),
+                               capture_output=True, text=True, timeout=60)
+        second = subprocess.run([*cmd, "torch_to_dcp", "missing.pth", "x"], cwd=d, env=rank_env(),
+                                capture_output=True, text=True, timeout=60)
+        assert first.returncode == second.returncode == 0, (first.stderr, second.stderr)
+        outs[name] = first.stdout + second.stdout
+    assert outs["shardflow"] == outs["torch"], outs
+    th_cli, sf_cli = (_torch_load(dirs[n] / "cli.pth")["app"]["model"] for n in ("torch", "shardflow"))
+    for k, v in th_cli.items():
+        assert_close(sf_cli[k].numpy(), v.numpy(), f"command line: {k}", rtol=1e-6, atol=1e-7)
