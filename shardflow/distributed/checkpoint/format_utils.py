@@ -12,8 +12,9 @@
 * ``python -m shardflow.distributed.checkpoint.format_utils {torch_to_dcp,dcp_to_torch} SRC
   DST``: PyTorch's command line, with its printout and its "No checkpoint found" skip.
 
-A ``dcp_checkpoint_dir`` that is not a folder raises ``AssertionError``, PyTorch's type
-(its reader fails to read ``.metadata`` there), with a message that says what was given.
+A ``dcp_checkpoint_dir`` that is not a folder raises ``CheckpointException``, as PyTorch's
+load does (its reader fails to read ``.metadata`` there), with a message that says what was
+given (shardflow's ``CheckpointException`` is an ``Exception``; torch's a ``BaseException``).
 Deviation: the checkpoint folders are shardflow's (safetensors pieces + ``index.json``),
 not PyTorch's ``.distcp`` files; ``BroadcastingTorchSaveReader`` and
 ``DynamicMetaLoadPlanner`` (a torch.save file loaded straight into a sharded state dict)
@@ -30,6 +31,7 @@ from ...checkpoint.pytorch_file import is_pytorch_zip, load_pytorch_file
 from ...checkpoint.pytorch_writer import save_pytorch_file
 from .consolidate import read_full
 from .filesystem import FileSystemWriter
+from .metadata import CheckpointException
 from .saver import save
 
 __all__ = ["dcp_to_torch_save", "torch_save_to_dcp"]
@@ -41,7 +43,7 @@ def dcp_to_torch_save(dcp_checkpoint_dir, torch_save_path) -> None:
     """Write the DCP checkpoint in folder ``dcp_checkpoint_dir`` as one ``torch.save`` file."""
     if not os.path.isdir(dcp_checkpoint_dir):
         what = "a file" if os.path.exists(dcp_checkpoint_dir) else "missing"
-        raise AssertionError(
+        raise CheckpointException(
             f"dcp_to_torch_save: expected a DCP checkpoint folder, but {os.fspath(dcp_checkpoint_dir)!r} "
             f"is {what}; pass the folder dcp.save wrote (torch_save_to_dcp converts a "
             "torch.save file the other way)"
