@@ -228,11 +228,7 @@ def _losses(out: str) -> dict:
 
 def _run_tp(tmp_path, script: str):
     """Both runs of ``script`` from the same ToyModel weights and the same torch.rand draws."""
-    th_mod = shardflow.testing.parity.load_torch_file(TP / "sequence_parallel_example.py", use_shardflow=False,
-                                                      name="tp_toy_torch", run_main=False) if False else None
-    del th_mod
     torch.manual_seed(0)
-    init = torch.nn.Sequential()  # placeholder, replaced below
     init = {"in_proj.weight": torch.randn(32, 10) * 0.3, "in_proj.bias": torch.randn(32) * 0.1,
             "out_proj.weight": torch.randn(5, 32) * 0.2, "out_proj.bias": torch.randn(5) * 0.1}
     runs = {}
@@ -259,5 +255,46 @@ def test_sequence_parallel_example_trains_like_torch(tmp_path):
     keys = sorted(th)
     assert_close([sf[k] for k in keys], [th[k] for k in keys], "loss per rank and iteration", rtol=1e-5)
     assert th[(0, 0)] != th[(0, 3)]  # it trains
+    mesh = "Device Mesh created: device_mesh=DeviceMesh((2,), 'cpu', stride=(1,))"
+    assert mesh in th_out and mesh in sf_out, sf_out
+
+
+def _one_process_losses(init: dict, steps: bool) -> list:
+    """The ToyModel in one torch process on the runs' shared torch.rand draws (NumPy's
+    generator seeded 0, as ``same_draws``), with AdamW(lr=0.25) steps or none."""
+    model = torch.nn.Sequential()
+    model.in_proj, model.relu, model.out_proj = torch.nn.Linear(10, 32), torch.nn.ReLU(), torch.nn.Linear(32, 5)
+    model.load_state_dict(init)
+    opt = torch.optim.AdamW(model.parameters(), lr=0.25, foreach=True)
+    rng = np.random.default_rng(0)
+    losses = []
+    for _ in range(4):
+        out = model(torch.from_numpy(rng.random((20, 10)).astype(np.float32))).sum()
+        out.backward()
+        losses.append(out.item())
+        if steps:
+            opt.step()
+    return losses
+
+
+def test_tensor_parallel_example_as_written_trains_where_torch_does_not(tmp_path):
+    """tensor_parallel_example.py as written makes AdamW *before* parallelize_module. In
+    torch that optimizer holds the parameters parallelize_module then replaced (by DTensor
+    parameters), so its steps change nothing: every iteration's loss is the initial model's
+    (checked against one torch process without steps). shardflow lays the parameters out in
+    place, so the same optimizer trains: its losses are one torch process's with AdamW steps
+    (the run torch gives with the optimizer made after parallelize_module). A deliberate
+    deviation (docs/COMPAT.md); iteration 0, before any step, agrees to 1e-5 on both ranks."""
+    runs = _run_tp(tmp_path, "tensor_parallel_example.py")
+    (sf_out, sf), (th_out, th) = runs["shardflow"], runs["torch"]
+    assert sorted(th) == [(r, i) for r in (0, 1) for i in range(4)], th_out
+    assert sorted(sf) == sorted(th), sf_out
+    init = torch.load(tmp_path / "torch" / "init.pt")
+    frozen, trained = _one_process_losses(init, steps=False), _one_process_losses(init, steps=True)
+    for r in (0, 1):
+        assert_close(th[(r, 0)], sf[(r, 0)], f"rank {r}: iteration 0", rtol=1e-5)
+        assert_close([th[(r, i)] for i in range(4)], frozen, f"rank {r}: torch's losses, no step", rtol=1e-5)
+        assert_close([sf[(r, i)] for i in range(4)], trained, f"rank {r}: shardflow's losses, AdamW", rtol=1e-5)
+    assert abs(trained[3] - frozen[3]) > 1.0
     mesh = "Device Mesh created: device_mesh=DeviceMesh((2,), 'cpu', stride=(1,))"
     assert mesh in th_out and mesh in sf_out, sf_out
