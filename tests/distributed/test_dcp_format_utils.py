@@ -25,7 +25,7 @@ def _state():
     lin(sf.randn(2, 4)).sum().backward()
     opt.step()
     msd, osd = dcp.get_state_dict(lin, opt)
-    return {"app": {"model": msd, "optim": osd}, "epoch": 3}
+    return {"epoch": 3, "app": {"model": msd, "optim": osd}}  # not in sorted order
 
 
 def test_dcp_to_torch_save_is_read_by_torch_load(tmp_path):
@@ -33,7 +33,11 @@ def test_dcp_to_torch_save_is_read_by_torch_load(tmp_path):
     dcp.save(state, checkpoint_id=str(tmp_path / "ckpt"))
     dcp_to_torch_save(tmp_path / "ckpt", tmp_path / "out.pth")
     th = torch.load(tmp_path / "out.pth", weights_only=True)
-    assert th["epoch"] == 3 and sorted(th["app"]) == ["model", "optim"]
+    # the saved order (the index's maps are sorted; its "order" keeps the state dict's)
+    assert list(th) == ["epoch", "app"] and list(th["app"]) == ["model", "optim"]
+    assert list(th["app"]["model"]) == ["weight", "bias"] == list(th["app"]["optim"]["state"])
+    assert list(th["app"]["optim"]) == ["state", "param_groups"]
+    assert th["epoch"] == 3
     for k, v in state["app"]["model"].items():
         np.testing.assert_array_equal(th["app"]["model"][k].numpy(), v.numpy())
     step = th["app"]["optim"]["state"]["weight"]["step"]

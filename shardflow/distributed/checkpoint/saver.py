@@ -230,6 +230,9 @@ def save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=None,
                                           + "; ".join(errors.values()), errors)
             index = _index(plans[0]["tensors"], objects, assign, results, save_id, size,
                            writer.block_size)
+            # the state dict's own key order (the index's maps are sorted): what
+            # dcp_to_torch_save rebuilds the dict in, as PyTorch's metadata keeps it
+            index["order"] = list(flat)
             writer.write_index(index, rank)
             writer.remove_files(set(old_files or ()) - set(index["files"]))
             outcome = {"ok": True, "index": index}
