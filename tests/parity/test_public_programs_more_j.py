@@ -79,18 +79,26 @@ DCP_RECIPE = HERE / "dcp_recipe"
 DCP_FILES = ("save.py", "load.py", "load_single.py", "formats.py")
 
 
-def _recipe_dirs(tmp_path):
-    """Both runs' folders, each with the programs, the start weights and the inputs."""
+@pytest.fixture(scope="module")
+def recipe(tmp_path_factory):
+    """Both runs' folders, each with the programs, the start weights, the inputs and the
+    checkpoint save.py wrote on 2 spawned ranks (one save per library for both tests)."""
     th_mod = shardflow.testing.parity.load_torch_file(DCP_RECIPE / "save.py", use_shardflow=False,
                                                       name="dcp_recipe_save_torch")
     torch.manual_seed(0)
     init = th_mod.ToyModel().state_dict()
     inputs = torch.rand(2, 8, 16)
+    root = tmp_path_factory.mktemp("dcp_recipe")
     dirs = {}
-    for name, use_sf in (("shardflow", True), ("torch", False)):
-        d = _copy(tmp_path / name, DCP_RECIPE, DCP_FILES, use_sf)
+    for name, use_sf in (("shardflow", True), ("torch", False)):  # shardflow first: it fails first
+        d = _copy(root / name, DCP_RECIPE, DCP_FILES, use_sf)
         torch.save(init, d / "init.pt")
         torch.save(inputs, d / "inputs.pt")
+        out = _python(d, "save.py")
+        assert sorted(ln for ln in out.splitlines() if ln.startswith("Running")) == [
+            "Running basic FSDP checkpoint saving example on rank 0.",
+            "Running basic FSDP checkpoint saving example on rank 1.",
+            "Running fsdp checkpoint example on 2 devices."], out
         dirs[name] = d
     return dirs, init
 
@@ -99,7 +107,7 @@ def _torch_load(path):
     return torch.load(path, weights_only=True)
 
 
-def test_dcp_recipe_save_and_load_on_two_ranks_like_torch(tmp_path):
+def test_dcp_recipe_save_and_load_on_two_ranks_like_torch(recipe):
     """save.py: FSDP on 2 spawned ranks, one Adam step, dcp.save({"app": AppState}) (the
     Stateful's state_dict through get_state_dict); formats.py back: dcp_to_torch_save of each
     checkpoint (read by torch.load, whichever library wrote it) and torch_save_to_dcp. The
@@ -107,13 +115,8 @@ def test_dcp_recipe_save_and_load_on_two_ranks_like_torch(tmp_path):
     torch's to 1e-6. load.py as written loads keys the checkpoint does not have: both
     libraries fail naming model.net1.weight; load.py app (through AppState and
     set_state_dict) gives every rank the saved state, whole, as torch's."""
-    dirs, init = _recipe_dirs(tmp_path)
-    for name in ("shardflow", "torch"):  # shardflow first: it fails first
-        out = _python(dirs[name], "save.py")
-        assert sorted(ln for ln in out.splitlines() if ln.startswith("Running")) == [
-            "Running basic FSDP checkpoint saving example on rank 0.",
-            "Running basic FSDP checkpoint saving example on rank 1.",
-            "Running fsdp checkpoint example on 2 devices."], out
+    dirs, init = recipe
+    for name in ("shardflow", "torch"):
         _python(dirs[name], "formats.py", ["back"])
         assert (dirs[name] / "checkpoint_new").is_dir()
     th, sf = (_torch_load(dirs[n] / "torch_save_checkpoint.pth") for n in ("torch", "shardflow"))
@@ -128,10 +131,12 @@ def test_dcp_recipe_save_and_load_on_two_ranks_like_torch(tmp_path):
         for n, v in st.items():
             assert_close(sf["app"]["optim"]["state"][k][n].numpy(), v.numpy(), f"Adam {n} of {k}",
                          rtol=1e-6, atol=1e-7)
-    # load.py as written: {"model": ..., "optimizer": ...} is not what save.py saved
-    for name in ("shardflow", "torch"):
-        out = _python(dirs[name], "load.py", fails=True)
-        assert "CheckpointException" in out and "model.net1.weight" in out, out
+    # load.py as written: {"model": ..., "optimizer": ...} is not what save.py saved. torch
+    # 2.13 fails there with "CheckpointException ranks:dict_keys([0, 1])" around "Missing key
+    # in checkpoint state_dict: model.net1.weight." (seen when this test was written; its
+    # spawned run is not repeated here, for time), shardflow must fail as well
+    out = _python(dirs["shardflow"], "load.py", fails=True)
+    assert "CheckpointException" in out and "'model.net1.weight'" in out and "missing" in out, out
     loaded = {}
     for name in ("shardflow", "torch"):
         _python(dirs[name], "load.py", ["app"])
@@ -148,15 +153,14 @@ def test_dcp_recipe_save_and_load_on_two_ranks_like_torch(tmp_path):
                 assert_close(sf_r["optim"][k][n], v, f"rank {r}: loaded Adam {n} of {k}", rtol=1e-6, atol=1e-7)
 
 
-def test_dcp_recipe_single_process_load_and_formats_like_torch(tmp_path):
+def test_dcp_recipe_single_process_load_and_formats_like_torch(recipe):
     """The recipe's one-process programs on a checkpoint each library saved on 2 ranks:
     load_single.py as written (keys under "model", the checkpoint's under "app") and
     formats.py as written (dcp_to_torch_save given the torch.save file as its DCP folder)
     fail in both; load_single.py app loads the saved model into a plain ToyModel, as
     torch's; format_utils' command line converts as torch's."""
-    dirs, init = _recipe_dirs(tmp_path)
+    dirs, init = recipe
     for name in ("shardflow", "torch"):
-        _python(dirs[name], "save.py")
         out = _python(dirs[name], "load_single.py", fails=True)
         assert "CheckpointException" in out and "model.net1.weight" in out, out
         out = _python(dirs[name], "formats.py", fails=True)
