@@ -9,7 +9,9 @@ import torch
 
 import shardflow as sf
 from tests.autograd.test_inplace_on_views import PROGRAMS
-from tests.host_cuda.test_inplace_views_host_cuda import test_inplace_on_a_view_on_cuda_equals_the_cpu
+from tests.host_cuda.test_inplace_views_host_cuda import (
+    test_inplace_on_a_view_on_cuda_equals_the_cpu,
+)
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))

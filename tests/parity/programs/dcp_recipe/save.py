@@ -1,4 +1,4 @@
-# ruff: noqa: I001, UP008, E201, E202  (the recipe's own style kept)
+# ruff: noqa: I001, UP008, E201, E202, F401, F841  (the recipe's own style kept)
 # PyTorch's recipe "Getting Started with Distributed Checkpoint (DCP)" (pytorch/tutorials,
 # recipes_source/distributed_checkpoint_recipe.rst at 0e52e07, BSD-3-Clause), its "Saving"
 # program: a ToyModel wrapped in FSDP, one Adam step of model(x).sum(), then
