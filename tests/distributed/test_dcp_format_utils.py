@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 import torch.distributed.checkpoint as tdcp  # noqa: E402
 from torch.distributed.checkpoint import format_utils as tfu  # noqa: E402
 
-pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled")
+pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled", "ignore:`save_state_dict` is deprecated")
 
 
 def _state():
@@ -101,3 +101,30 @@ def test_fsdp1_optimizer_state_is_keyed_by_the_models_names():
     dcp.set_state_dict(model, opt, model_state_dict=msd, optim_state_dict=osd)
     for k, v in dcp.get_state_dict(model, opt)[0].items():
         np.testing.assert_array_equal(v.numpy(), before[k])
+
+
+def _notes(fn) -> list:
+    import warnings
+
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        fn()
+    return [str(w.message) for w in got if "torch.distributed is disabled" in str(w.message)]
+
+
+def test_one_process_note_is_torchs(tmp_path):
+    """dcp.save / dcp.load / async_save in one process (no process group, or no_dist=True)
+    warn as torch does; format_utils and the deprecated save_state_dict do not."""
+    for lib, root in ((sf, dcp), (torch, tdcp)):
+        sd = {"a": lib.ones(2)}
+        d = tmp_path / lib.__name__
+        saved = _notes(lambda: root.save(sd, checkpoint_id=str(d / "1")))
+        assert saved == ["torch.distributed is disabled, unavailable or uninitialized, assuming the "
+                         "intent is to save in a single process."], (lib, saved)
+        loaded = _notes(lambda: root.load(sd, checkpoint_id=str(d / "1")))
+        assert loaded == [saved[0].replace("to save", "to load")], (lib, loaded)
+        assert len(_notes(lambda: root.save(sd, checkpoint_id=str(d / "2"), no_dist=True))) == 1
+        assert len(_notes(lambda: root.async_save(sd, checkpoint_id=str(d / "3")).result())) == 1
+        assert _notes(lambda: root.save_state_dict(sd, root.FileSystemWriter(str(d / "4")), no_dist=True)) == []
+    assert _notes(lambda: dcp_to_torch_save(tmp_path / "shardflow" / "1", tmp_path / "x.pth")) == []
+    assert _notes(lambda: torch_save_to_dcp(tmp_path / "x.pth", tmp_path / "y")) == []

@@ -158,14 +158,17 @@ def test_dcp_recipe_single_process_load_and_formats_like_torch(recipe):
     load_single.py as written (keys under "model", the checkpoint's under "app") and
     formats.py as written (dcp_to_torch_save given the torch.save file as its DCP folder)
     fail in both; load_single.py app loads the saved model into a plain ToyModel, as
-    torch's; format_utils' command line converts as torch's."""
+    torch's, with torch's one-process UserWarning; format_utils' command line converts as
+    torch's."""
     dirs, init = recipe
     for name in ("shardflow", "torch"):
         out = _python(dirs[name], "load_single.py", fails=True)
         assert "CheckpointException" in out and "model.net1.weight" in out, out
         out = _python(dirs[name], "formats.py", fails=True)
         assert "CheckpointException" in out and "torch_save_checkpoint.pth" in out, out
-        _python(dirs[name], "load_single.py", ["app"])
+        out = _python(dirs[name], "load_single.py", ["app"])
+        assert "UserWarning: torch.distributed is disabled, unavailable or uninitialized, assuming the " \
+               "intent is to load in a single process." in out, (name, out)
     th, sf = (json.loads((dirs[n] / "single.json").read_text()) for n in ("torch", "shardflow"))
     saved = _torch_load(dirs["torch"] / "torch_save_checkpoint.pth")["app"]["model"]
     assert list(sf) == list(th) == list(init)

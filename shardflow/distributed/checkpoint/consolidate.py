@@ -72,4 +72,4 @@ def safetensors_to_dcp(path, folder, *, block_size: int | None = None) -> dict:
     if not isinstance(state, dict):
         raise ValueError(f"{path} holds a {type(state).__name__}; a sharded checkpoint needs a dict")
     kw = {} if block_size is None else {"block_size": block_size}
-    return save(state, storage_writer=FileSystemWriter(folder, **kw), no_dist=True)
+    return save(state, storage_writer=FileSystemWriter(folder, **kw), no_dist=True, _note=False)

@@ -71,7 +71,7 @@ def torch_save_to_dcp(torch_save_path, dcp_checkpoint_dir) -> None:
             f"torch_save_to_dcp: expected a state dict in {os.fspath(torch_save_path)!r}, got a "
             f"{type(state_dict).__name__}; save a dict (for a module, its state_dict())"
         )
-    save(state_dict, storage_writer=FileSystemWriter(dcp_checkpoint_dir), no_dist=True)
+    save(state_dict, storage_writer=FileSystemWriter(dcp_checkpoint_dir), no_dist=True, _note=False)
 
 
 def __getattr__(name):
