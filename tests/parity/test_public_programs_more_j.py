@@ -9,6 +9,12 @@ what each rank computes (the table is in docs/COMPAT.md, "Public programs").
   torch as written (keys that are not the saved ones; ``dcp_to_torch_save`` given a file for
   a folder): shardflow must fail there too, and the programs' added ``app`` / ``back``
   arguments run what the recipe means.
+* tensor_parallelism (pytorch/examples): ``tensor_parallel_example.py``,
+  ``sequence_parallel_example.py`` and ``fsdp_tp_example.py`` (2-D mesh (dp=1, tp=2) on 2
+  ranks; its ``llama2_model`` is a stand-in) as scripts under torchrun / ``shardflow run -n
+  2`` (``programs/_launch.py``), every rank's loss per iteration.
+* rpc/parameter_server (pytorch/examples): ``rpc_parameter_server.py`` as two commands
+  (server and trainer), each starting its own process.
 
 Time: the torch reference starts its processes itself (each child imports torch: 3-12 s on
 the 2-core test machine), so these tests take longer than the suite's 8 s per test; the
@@ -352,3 +358,67 @@ def test_fsdp_tp_example_trains_like_torch(tmp_path):
     sf1 = written["shardflow"][1]
     assert sorted(sf1) == keys, written["shardflow"][0]
     assert_close([sf1[k] for k in keys], [th[k] for k in keys], "FSDP1 as written: loss", rtol=1e-5)
+
+
+# -- RPC parameter server ---------------------------------------------------------------------
+
+RPC_PS = HERE / "rpc_parameter_server"
+_STANDIN = '''"""The tests' torchvision stand-in over {lib} (tests/parity/programs/_torchvision_standin.py)."""
+import sys
+
+import {lib} as _lib
+from tests.parity.programs._torchvision_standin import torchvision_modules
+
+_mods = torchvision_modules(_lib, {{"train": 96, "test": 64}})
+sys.modules.update({{k: v for k, v in _mods.items() if k != "torchvision"}})
+datasets = _mods["torchvision.datasets"]
+transforms = _mods["torchvision.transforms"]
+'''
+
+
+def _ps_net_init() -> dict:
+    """The example's Net (its class, run by torch) seeded, as the server's start weights."""
+    src = (RPC_PS / "main.py").read_text()
+    ns = {"torch": torch, "nn": torch.nn, "F": torch.nn.functional, "print": lambda *a, **k: None}
+    exec(src[src.index("class Net(nn.Module):"):src.index("# --------- Helper Methods")], ns)
+    torch.manual_seed(0)
+    return ns["Net"]().state_dict()
+
+
+def test_rpc_parameter_server_trains_like_torch(tmp_path):
+    """rpc_parameter_server.py as its README runs it: `--rank=0` (the parameter server) and
+    `--rank=1` (a trainer) as two commands, each starting its torch.multiprocessing.Process,
+    rendezvous at --master_port; the trainer's remote forward, dist_autograd.backward,
+    get_dist_gradients and DistributedOptimizer(SGD) steps on the server's RRefs, then the
+    accuracy pass. Every printed batch loss to 1e-5 and the accuracy equal; the server's
+    lines ("RPC shutdown on parameter server.") in both."""
+    init = _ps_net_init()
+    outs = {}
+    for name, lib in (("shardflow", "shardflow"), ("torch", "torch")):
+        d = _copy(tmp_path / name, RPC_PS, ("main.py",), lib == "shardflow")
+        (d / "torchvision").mkdir()
+        (d / "torchvision" / "__init__.py").write_text(_STANDIN.format(lib=lib))
+        torch.save(init, d / "net_init.pt")
+        env = rank_env({"OMP_NUM_THREADS": "1"})
+        env.pop("PYTHONUNBUFFERED", None)
+        port = _free_port()
+        argv = [sys.executable, "main.py", "--world_size=2", f"--master_port={port}"]
+        server = subprocess.Popen([*argv, "--rank=0"], cwd=d, env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True)
+        try:
+            trainer = subprocess.run([*argv, "--rank=1"], cwd=d, env=env, capture_output=True, text=True,
+                                     timeout=150)
+            server_out, _ = server.communicate(timeout=60)
+        finally:
+            if server.poll() is None:
+                server.kill()
+                server.communicate()
+        assert trainer.returncode == 0 and server.returncode == 0, (trainer.stdout, trainer.stderr, server_out)
+        assert "RPC shutdown on parameter server." in server_out, server_out
+        outs[name] = trainer.stdout
+    losses = {n: [float(m) for m in re.findall(r"^Rank 1 training batch \d+ loss (\S+)$", o, re.M)]
+              for n, o in outs.items()}
+    assert len(losses["torch"]) == 3 and len(losses["shardflow"]) == 3, outs
+    assert_close(losses["shardflow"], losses["torch"], "trainer's loss per batch", rtol=1e-5)
+    acc = {n: re.findall(r"^Accuracy (\S+)$", o, re.M) for n, o in outs.items()}
+    assert acc["shardflow"] == acc["torch"] and len(acc["torch"]) == 1, outs

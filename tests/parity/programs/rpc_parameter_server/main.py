@@ -1,4 +1,4 @@
-# ruff: noqa: I001, UP008, UP031, E128  (the example's own style kept)
+# ruff: noqa: I001, UP008, UP031, E128, F401  (the example's own style kept)
 # PyTorch's examples/distributed/rpc/parameter_server/rpc_parameter_server.py
 # (github.com/pytorch/examples at 0504f71, BSD-3-Clause): a parameter server holding the
 # MNIST Net, trainers whose TrainerNet runs it over RPC (rpc.remote, rpc_sync on RRefs),
