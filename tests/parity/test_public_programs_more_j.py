@@ -120,7 +120,8 @@ def test_dcp_recipe_save_and_load_on_two_ranks_like_torch(recipe):
     saved model and Adam state (keyed net1.weight ..., FSDP's wrapper names left out) equal
     torch's to 1e-6. load.py as written loads keys the checkpoint does not have: both
     libraries fail naming model.net1.weight; load.py app (through AppState and
-    set_state_dict) gives every rank the saved state, whole, as torch's."""
+    set_state_dict) gives every rank the saved state, whole, as torch's, into the FSDP1 model
+    and (load.py app fsdp2) into a fully_shard one."""
     dirs, init = recipe
     for name in ("shardflow", "torch"):
         _python(dirs[name], "formats.py", ["back"])
@@ -145,18 +146,20 @@ def test_dcp_recipe_save_and_load_on_two_ranks_like_torch(recipe):
     assert "CheckpointException" in out and "'model.net1.weight'" in out and "missing" in out, out
     loaded = {}
     for name in ("shardflow", "torch"):
-        _python(dirs[name], "load.py", ["app"])
-        loaded[name] = [json.loads((dirs[name] / f"loaded_{r}.json").read_text()) for r in (0, 1)]
-    for r in (0, 1):
-        sf_r, th_r = loaded["shardflow"][r], loaded["torch"][r]
+        for argv in (["app"], ["app", "fsdp2"]):  # into FSDP1, and into fully_shard (resharded)
+            _python(dirs[name], "load.py", argv)
+            loaded[name, argv[-1]] = [json.loads((dirs[name] / f"loaded_{r}.json").read_text()) for r in (0, 1)]
+    for wrapper, r in [(w, r) for w in ("app", "fsdp2") for r in (0, 1)]:
+        sf_r, th_r = loaded["shardflow", wrapper][r], loaded["torch", wrapper][r]
         assert list(sf_r["model"]) == list(th_r["model"]) == list(init)
         for k, v in th_r["model"].items():
-            assert_close(sf_r["model"][k], v, f"rank {r}: loaded {k}", rtol=1e-6, atol=1e-7)
-            assert_close(v, th["app"]["model"][k].numpy(), f"rank {r}: torch loaded {k}", rtol=1e-6)
+            assert_close(sf_r["model"][k], v, f"{wrapper}, rank {r}: loaded {k}", rtol=1e-6, atol=1e-7)
+            assert_close(v, th["app"]["model"][k].numpy(), f"{wrapper}, rank {r}: torch loaded {k}", rtol=1e-6)
         assert sorted(sf_r["optim"]) == sorted(th_r["optim"]) == sorted(init)
         for k, st in th_r["optim"].items():
             for n, v in st.items():
-                assert_close(sf_r["optim"][k][n], v, f"rank {r}: loaded Adam {n} of {k}", rtol=1e-6, atol=1e-7)
+                assert_close(sf_r["optim"][k][n], v, f"{wrapper}, rank {r}: loaded Adam {n} of {k}",
+                             rtol=1e-6, atol=1e-7)
 
 
 def test_dcp_recipe_single_process_load_and_formats_like_torch(recipe):

@@ -11,7 +11,8 @@
 # {"model": ..., "optimizer": ...} from the checkpoint save.py wrote under "app": torch
 # itself fails ("Missing key in checkpoint state_dict: model.net1.weight."), and so must
 # shardflow; `python load.py app` (added) loads {"app": AppState(model, optimizer)}, as
-# later versions of the recipe do.
+# later versions of the recipe do, and `python load.py app fsdp2` (added) does so into a
+# model wrapped with FSDP2's fully_shard (those versions' wrapper) from the FSDP1 checkpoint.
 import os
 import sys
 
@@ -102,7 +103,12 @@ def run_fsdp_checkpoint_load_example(rank, world_size):
     # create a model and move it to GPU with id rank
     model = ToyModel()
     model.load_state_dict(torch.load("init.pt"))
-    model = FSDP(model, device_id=torch.device("cpu"))
+    if "fsdp2" in sys.argv[1:]:  # (added) FSDP2's fully_shard, as later versions of the recipe
+        from torch.distributed.fsdp import fully_shard
+
+        model = fully_shard(model)
+    else:
+        model = FSDP(model, device_id=torch.device("cpu"))
 
     optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
 
