@@ -129,7 +129,9 @@ class _Pickler(pickle._Pickler):
         return ("storage", _global("torch", _STORAGE_NAMES[a.dtype]), key, obj.location, int(a.size))
 
     def _tensor_reduce(self, t: Tensor, requires_grad: bool):
-        a = np.ascontiguousarray(t.detach().cpu().numpy())
+        # np.require, not np.ascontiguousarray: that one makes a 0-d array 1-d, and a 0-d
+        # tensor (Adam's step) came back from torch.load with shape [1]
+        a = np.require(t.detach().cpu().numpy(), requirements="C")
         if a.dtype.byteorder == ">":
             a = a.astype(a.dtype.newbyteorder("<"))
         storage = _StorageOut(a.reshape(-1), str(t.device))

@@ -112,7 +112,23 @@ class placement:  # noqa: N801 - OneFlow's name
         return hash(self._key())
 
     def __repr__(self) -> str:
+        if getattr(self, "_torch_repr", False):
+            return self._device_mesh_repr()
         return f"placement(type={self.type!r}, ranks={self.ranks.tolist()})"
+
+    def _device_mesh_repr(self) -> str:
+        """PyTorch's ``DeviceMesh`` repr, for a mesh made by ``init_device_mesh`` (and its
+        sub-meshes), which programs print (``f"{device_mesh=}"``): the sizes (named when the
+        dimensions are), the device type and each dimension's stride in global ranks (``()``
+        for a dimension of size 1, as PyTorch's layout drops those)."""
+        shape = self.shape
+        sizes = (f"({', '.join(f'{k}={v}' for k, v in zip(self.mesh_dim_names, shape))})"
+                 if self.mesh_dim_names else f"{shape}")
+        stride = tuple(
+            () if n == 1 else int(np.take(self.ranks, 1, axis=k).flat[0] - self.ranks.flat[0])
+            for k, n in enumerate(shape)
+        )
+        return f"DeviceMesh({sizes}, '{self.type}', stride={stride})"
 
     # ---- communication
     def group(self, dim: int):
@@ -230,6 +246,7 @@ class placement:  # noqa: N801 - OneFlow's name
         sub._rank = self._rank
         sub.coordinate = (self.coordinate[dim],)
         sub._parent = (self, dim)
+        sub._torch_repr = getattr(self, "_torch_repr", False)
         return sub
 
 
@@ -246,5 +263,7 @@ def init_device_mesh(device_type: str, mesh_shape, *, mesh_dim_names=None) -> pl
             f"mesh_shape {shape} holds {total} ranks but the job has {world.size}; start it "
             f"with `shardflow run -n {total} ...` or pick a shape whose product is {world.size}"
         )
-    return placement(device_type, np.arange(total).reshape(shape).tolist(),
+    mesh = placement(device_type, np.arange(total).reshape(shape).tolist(),
                      mesh_dim_names=mesh_dim_names)
+    mesh._torch_repr = True  # printed as PyTorch prints a DeviceMesh (see _device_mesh_repr)
+    return mesh

@@ -159,7 +159,7 @@ def _warn_unusual_rank(name, ndim, expected, spatial):
         f"dropout instead. Note that {name} exists to provide channel-wise dropout on inputs "
         f"with {spatial} spatial dimensions, a channel dimension, and an optional batch "
         f"dimension (i.e. {expected[0]}D or {expected[1]}D inputs).",
-        stacklevel=3,
+        stacklevel=5,  # past dropout2d/3d, the dispatcher and F.dropout2d: the line that called F
     )
 
 
@@ -189,7 +189,7 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
             "the channel dim. This behavior will change in a future release to interpret the "
             "input as one without a batch dimension, i.e. shape (C, H, W). To maintain the 1D "
             "channel-wise dropout behavior, please switch to using dropout1d instead.",
-            stacklevel=2,
+            stacklevel=4,  # past the dispatcher and F.dropout2d: the line that called F.dropout2d
         )
     return _dropout(input, p, training, inplace, _feature_dropout_shape, "dropout2d")
 

@@ -23,7 +23,9 @@ cleanup), ``metadata`` (the index, flattening), ``state_dict`` (model + optimize
 ``consolidate`` (one safetensors file <-> a sharded folder; ``shardflow checkpoint``),
 ``planner`` / ``storage`` (torch's planner, storage and metadata names), ``async_save``
 (``async_save``, the deprecated ``save_state_dict`` / ``load_state_dict``), ``optimizer``
-(``load_sharded_optimizer_state_dict``), ``hf_storage`` (Hugging Face safetensors folders).
+(``load_sharded_optimizer_state_dict``), ``hf_storage`` (Hugging Face safetensors folders),
+``format_utils`` (torch's ``dcp_to_torch_save`` / ``torch_save_to_dcp``; imported as
+``shardflow.distributed.checkpoint.format_utils``, as in torch).
 See docs/CHECKPOINT.md.
 """
 

@@ -31,6 +31,7 @@ from ...backend.xp import get_array_module
 from .loader import load
 from .planner import check_save_planner
 from .saver import save
+from .single_process import note_single_process
 from .stateful import stateful_to_state_dict
 
 __all__ = ["async_save", "save_state_dict", "load_state_dict", "stage"]
@@ -60,6 +61,7 @@ def async_save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=N
                no_dist: bool = False, use_collectives: bool = True) -> Future:
     """Stage ``state_dict`` and save it (module docstring); the returned future's
     ``result()`` waits for the commit and returns what :func:`~.save` returns."""
+    note_single_process("save", no_dist, process_group)  # here, not in the saving thread
     check_save_planner(planner)
     if checkpoint_id is None and storage_writer is None:
         raise ValueError("dcp.async_save needs checkpoint_id=<folder> (or storage_writer=)")
@@ -67,7 +69,7 @@ def async_save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=N
     staged = stage(state_dict)
     future: Future = Future()
     kwargs = {"checkpoint_id": checkpoint_id, "storage_writer": storage_writer,
-              "planner": planner, "process_group": process_group, "no_dist": no_dist}
+              "planner": planner, "process_group": process_group, "no_dist": no_dist, "_note": False}
 
     def run():
         future.set_running_or_notify_cancel()
@@ -92,7 +94,7 @@ def save_state_dict(state_dict, storage_writer, process_group=None, coordinator_
     warnings.warn("`save_state_dict` is deprecated and will be removed in future versions."
                   "Please use `save` instead.", FutureWarning, stacklevel=2)
     return save(state_dict, storage_writer=storage_writer, process_group=process_group,
-                no_dist=no_dist, planner=planner)
+                no_dist=no_dist, planner=planner, _note=False)  # torch's form gives no one-process note
 
 
 def load_state_dict(state_dict, storage_reader, process_group=None, coordinator_rank: int = 0,
@@ -101,4 +103,4 @@ def load_state_dict(state_dict, storage_reader, process_group=None, coordinator_
     warnings.warn("`load_state_dict` is deprecated and will be removed in future versions. "
                   "Please use `load` instead.", FutureWarning, stacklevel=2)
     return load(state_dict, storage_reader=storage_reader, process_group=process_group,
-                no_dist=no_dist, planner=planner)
+                no_dist=no_dist, planner=planner, _note=False)  # torch's form gives no one-process note

@@ -34,8 +34,18 @@ def read_full(folder) -> dict:
     bs = index["block_size"]
     out: dict = {}
 
+    # the saved state dict's key order when the index has it (older ones: tensors, then
+    # other values, each sorted)
+    known = [*index["tensors"], *index["objects"]]
+    order = [k for k in index.get("order", ()) if k in index["tensors"] or k in index["objects"]]
+    order += [k for k in known if k not in set(order)]
     try:
-        for name, e in index["tensors"].items():
+        for name in order:
+            if name in index["objects"]:
+                e = index["objects"][name]
+                put_nested(out, e["path"], decode_object(e["value"], reader.path))
+                continue
+            e = index["tensors"][name]
             dt = dtype_of(e["dtype"])
             full = np.zeros(tuple(e["shape"]), dtype=dt)
             for sh in e["shards"]:
@@ -44,8 +54,6 @@ def read_full(folder) -> dict:
                 piece = raw.view(dt).reshape(tuple(sh["lengths"]))
                 full[tuple(slice(o, o + n) for o, n in zip(sh["offsets"], sh["lengths"]))] = piece
             put_nested(out, e["path"], _wrap(full))
-        for e in index["objects"].values():
-            put_nested(out, e["path"], decode_object(e["value"], reader.path))
     finally:
         reader.close()
     return out
@@ -64,4 +72,4 @@ def safetensors_to_dcp(path, folder, *, block_size: int | None = None) -> dict:
     if not isinstance(state, dict):
         raise ValueError(f"{path} holds a {type(state).__name__}; a sharded checkpoint needs a dict")
     kw = {} if block_size is None else {"block_size": block_size}
-    return save(state, storage_writer=FileSystemWriter(folder, **kw), no_dist=True)
+    return save(state, storage_writer=FileSystemWriter(folder, **kw), no_dist=True, _note=False)

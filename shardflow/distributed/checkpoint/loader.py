@@ -37,6 +37,7 @@ from .hf_storage import HuggingFaceStorageReader, load_hf
 from .metadata import CheckpointError, CheckpointException, decode_object, flatten
 from .planner import load_options
 from .regions import intersect, local_boxes, partial_zero, spec_of
+from .single_process import note_single_process
 from .stateful import Stateful, stateful_to_state_dict
 from .storage_check import check_storage
 
@@ -170,7 +171,7 @@ def _commit(staged, ovals, state_dict) -> None:
 
 
 def load(state_dict, *, checkpoint_id=None, storage_reader=None, planner=None,
-         process_group=None, no_dist: bool = False) -> None:
+         process_group=None, no_dist: bool = False, _note: bool = True) -> None:
     """Load a sharded checkpoint into ``state_dict`` in place (a collective).
 
     PyTorch's ``torch.distributed.checkpoint.load``: every tensor of ``state_dict`` receives
@@ -178,6 +179,8 @@ def load(state_dict, *, checkpoint_id=None, storage_reader=None, planner=None,
     replaced by the saved values. See the module docstring. ``planner``: None or
     ``DefaultLoadPlanner(allow_partial_load=...)``; a ``HuggingFaceStorageReader`` reads
     Hugging Face safetensors files (``hf_storage.py``)."""
+    if _note:  # PyTorch's one-process UserWarning (single_process.py); internal callers skip it
+        note_single_process("load", no_dist, process_group)
     partial = load_options(planner)
     reader = storage_reader
     if reader is None:

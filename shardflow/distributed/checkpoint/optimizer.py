@@ -57,5 +57,5 @@ def load_sharded_optimizer_state_dict(model_state_dict, optimizer_key: str, stor
         raise KeyError(f"the checkpoint {storage_reader.path} has nothing under "
                        f"{optimizer_key!r} (its top-level keys: "
                        f"{sorted({e['path'][0] for e in index['tensors'].values()})})")
-    load(out, storage_reader=storage_reader, planner=planner)
+    load(out, storage_reader=storage_reader, planner=planner, _note=False)
     return out

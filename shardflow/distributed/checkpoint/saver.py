@@ -43,6 +43,7 @@ from .hf_storage import HuggingFaceStorageWriter, save_hf
 from .metadata import FORMAT, CheckpointError, CheckpointException, encode_object, flatten
 from .planner import check_save_planner
 from .regions import local_boxes, spec_of
+from .single_process import note_single_process
 from .stateful import stateful_to_state_dict
 from .storage_check import check_storage
 
@@ -160,7 +161,8 @@ def _cut(arr, boxes, off, ln):
 
 
 def save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=None,
-         process_group=None, no_dist: bool = False, use_collectives: bool = True) -> dict:
+         process_group=None, no_dist: bool = False, use_collectives: bool = True,
+         _note: bool = True) -> dict:
     """Save ``state_dict`` as a sharded checkpoint in folder ``checkpoint_id`` (a collective).
 
     PyTorch's ``torch.distributed.checkpoint.save``. Global tensors are saved by their
@@ -169,6 +171,8 @@ def save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=None,
     ``planner``: None or ``DefaultSavePlanner()`` (``planner.py``); a
     ``HuggingFaceStorageWriter`` writes Hugging Face safetensors files (``hf_storage.py``).
     ``use_collectives`` is accepted (shardflow's save always exchanges its plans)."""
+    if _note:  # PyTorch's one-process UserWarning (single_process.py); internal callers skip it
+        note_single_process("save", no_dist, process_group)
     check_save_planner(planner)
     writer = storage_writer if storage_writer is not None else None
     if writer is None:
@@ -230,6 +234,9 @@ def save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=None,
                                           + "; ".join(errors.values()), errors)
             index = _index(plans[0]["tensors"], objects, assign, results, save_id, size,
                            writer.block_size)
+            # the state dict's own key order (the index's maps are sorted): what
+            # dcp_to_torch_save rebuilds the dict in, as PyTorch's metadata keeps it
+            index["order"] = list(flat)
             writer.write_index(index, rank)
             writer.remove_files(set(old_files or ()) - set(index["files"]))
             outcome = {"ok": True, "index": index}

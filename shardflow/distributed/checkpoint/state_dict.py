@@ -24,7 +24,10 @@ they add over ``model.state_dict()`` / ``optimizer.state_dict()``:
   bool), because a sharded optimizer's step is a collective: call ``get_state_dict`` on
   every rank, as ``save`` and ``load``;
 * a ``DistributedDataParallel`` wrapper is looked through (no ``module.`` prefix), so DDP
-  checkpoints load into plain, tensor-parallel or sharded models and back.
+  checkpoints load into plain, tensor-parallel or sharded models and back; so are FSDP1's
+  ``_fsdp_wrapped_module`` and activation checkpointing's ``_checkpoint_wrapped_module`` in
+  the optimizer's parameter names (the optimizer state is keyed ``net1.weight``, as the
+  model's state dict and PyTorch's).
 
 The returned dicts share memory with the model and optimizer where they can (not with
 ``full_state_dict``); always finish a load with :func:`set_state_dict`, which checks every
@@ -152,11 +155,23 @@ def _unwrap(model):
     return model
 
 
+# module names that wrappers put into parameter names and PyTorch's FQNs leave out (FSDP1's
+# ``_fsdp_wrapped_module``, activation checkpointing's ``_checkpoint_wrapped_module``): the
+# names a model's state_dict() has, so that optimizer state keys match the model's keys
+_WRAPPER_NAMES = frozenset({"_fsdp_wrapped_module", "_checkpoint_wrapped_module"})
+
+
+def _fqn(name: str) -> str:
+    """``name`` without the wrappers' module names (PyTorch's ``_get_fqns``)."""
+    return ".".join(part for part in name.split(".") if part not in _WRAPPER_NAMES)
+
+
 def _param_names(model, optimizer) -> list[str]:
-    """FQN of each optimizer parameter, in ``state_dict()`` index order."""
+    """FQN of each optimizer parameter, in ``state_dict()`` index order (wrapper module
+    names left out, as PyTorch: ``net1.weight``, not ``_fsdp_wrapped_module.net1.weight``)."""
     names = {}
     for n, p in _unwrap(model).named_parameters():
-        names.setdefault(id(p), n)
+        names.setdefault(id(p), _fqn(n))
     out, seen = [], set()
     for g in optimizer.param_groups:
         for p in g["params"]:

@@ -545,11 +545,18 @@ def fully_shard(module, *, mesh=None, reshard_after_forward: bool = True,
         if id(p) in owned_elsewhere or id(p) in ignored or id(p) in seen:
             continue
         if p._spec is not None:
-            raise ValueError(
+            if mesh.size() == 1:
+                # a one-rank data-parallel mesh (PyTorch's 2-D FSDP + TP example on (dp=1,
+                # tp=N)): sharding over one rank is the identity and there is no gradient to
+                # reduce, so a parameter already laid out (tensor parallel) stays as it is
+                seen.add(id(p))
+                continue
+            raise NotImplementedError(
                 f"fully_shard({label}): parameter {name} is already a global tensor laid out as "
-                f"{p._spec.sbp}; fully_shard takes a model with local parameters (for tensor "
-                "parallelism plus FSDP, apply fully_shard before laying out, or use data "
-                "parallelism of global tensors)")
+                f"{p._spec.sbp}, and sharding it again over a data-parallel mesh of "
+                f"{mesh.size()} ranks (PyTorch's 2-D FSDP + tensor parallelism) is not "
+                "supported; apply fully_shard before laying out, use a data-parallel mesh of "
+                "one rank, or use data parallelism of global tensors (docs/GLOBAL.md)")
         seen.add(id(p))
         params.append(p)
         names.append(name)
