@@ -366,7 +366,8 @@ _NUMBER = re.compile(r"[0-9]+(\.[0-9]+)?")
 def _shape_of(lines):
     """A benchmark printout with what timing decides masked: numbers, colours, object
     addresses, the median/IQR/measurement-count lines of a Measurement (how many blocks
-    fit the run time), IQR warnings, and runs of spaces (column widths follow the numbers)."""
+    fit the run time), IQR warnings, and runs of spaces and of dashes (column widths follow the
+    numbers)."""
     out = []
     for line in lines:
         line = _ANSI.sub("", line)
@@ -375,6 +376,7 @@ def _shape_of(lines):
         line = line.replace("shardflow.utils.benchmark.common", "torch.utils.benchmark.utils.common")
         line = re.sub(r"object at 0x[0-9a-f]+", "object at 0x", line)
         line = re.sub(r"\s+", " ", _NUMBER.sub("#", line)).strip()
+        line = re.sub(r"-{3,}", "---", line)  # a table title's rule follows the columns' widths
         if re.fullmatch(r"#( us| ms| ns| s)?", line):
             continue  # a single measurement's time line
         out.append(line)
