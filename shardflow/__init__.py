@@ -248,7 +248,7 @@ __version__ = version.__version__
 # ``from shardflow import hub`` and ``import shardflow.onnx`` all still work, and dir() lists them.
 _LAZY_SUBPACKAGES = frozenset({
     "ao", "checkpoint", "comm", "compiler", "cpu", "cuda", "data", "distributed", "distributions",
-    "func", "hub", "jit", "masked", "multiprocessing", "onnx", "optim", "overrides", "profiler", "quant",
+    "func", "fx", "hub", "jit", "masked", "multiprocessing", "onnx", "optim", "overrides", "profiler", "quant",
     "quasirandom", "serialization", "signal", "testing", "utils", "xpu",
 })
 # name -> (module, attribute in it)

@@ -187,6 +187,18 @@ def _apply_hook_fn(values, positions, state, role):
     return values
 
 
+# The symbolic tracer's hook on module calls (``shardflow.fx``, only while a trace runs):
+# ``interceptor(module, call, args, kwargs)`` decides whether a call becomes one graph node
+# (a leaf module) or runs ``call(*args, **kwargs)`` to be traced through. A one-element list,
+# read by ``__call__`` without a global statement; None (one check per call) otherwise.
+_call_interceptor: list = [None]
+
+
+def set_call_interceptor(interceptor) -> None:
+    """Install (or remove, with None) the hook that sees every ``Module.__call__`` first."""
+    _call_interceptor[0] = interceptor
+
+
 class Module:
     """Base class for all neural network modules (PyTorch's ``torch.nn.Module``)."""
 
@@ -936,6 +948,16 @@ class Module:
         return handle
 
     def __call__(self, *args, **kwargs):
+        if _call_interceptor[0] is not None:  # a symbolic trace is running (shardflow.fx)
+            return _call_interceptor[0](self, self._call_uninterpreted, args, kwargs)
+        d = self.__dict__
+        if not (d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_hooks"]
+                or d["_backward_pre_hooks"]):
+            return self.forward(*args, **kwargs)
+        return self._call_with_hooks(args, kwargs)
+
+    def _call_uninterpreted(self, *args, **kwargs):
+        """``__call__`` as when no call interceptor is installed (hooks, then forward)."""
         d = self.__dict__
         if not (d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_hooks"]
                 or d["_backward_pre_hooks"]):
