@@ -14,6 +14,7 @@ from __future__ import annotations
 import builtins
 import math
 import operator
+import re
 import sys
 
 from .node import Node, qualified_name
@@ -40,7 +41,8 @@ def format_target(base: str, target: str) -> str:
 class _Globals:
     """The names the generated code needs, and their values."""
 
-    def __init__(self) -> None:
+    def __init__(self, taken=frozenset()) -> None:
+        self.taken = taken
         # ``torch`` in the generated code is the package the program imported (loaded before
         # any of its subpackages, so read, not imported: lower layers never import the root)
         shardflow = sys.modules[__name__.split(".")[0]]
@@ -55,11 +57,12 @@ class _Globals:
             if q.startswith("builtins."):
                 return q[len("builtins."):]
             return q
-        base = getattr(func, "__name__", "fn")
-        if not base.isidentifier():
-            base = "fn"
+        # torch's spelling: the qualified name made an identifier (``mymodule_my_func``),
+        # never one of the graph's value names
+        base = re.sub("[^0-9a-zA-Z_]+", "_", f"{getattr(func, '__module__', '')}.{getattr(func, '__qualname__', 'fn')}")
+        base = base if base[:1].isalpha() or base[:1] == "_" else f"_{base}"
         name, i = base, 0
-        while name in self.values and self.values[name] is not func:
+        while (name in self.values and self.values[name] is not func) or name in self.taken:
             i += 1
             name = f"{base}_{i}"
         self.values[name] = func
@@ -97,8 +100,8 @@ def _format_args(args, kwargs) -> str:
 
 def python_code(graph, root_module: str = "self"):
     """``(source, globals)`` of ``def forward(self, ...)`` for ``graph`` (module docstring)."""
-    g = _Globals()
     nodes = list(graph.nodes)
+    g = _Globals({n.name for n in nodes})
     last_use: dict = {}
     user_to_last_uses: dict = {}
     for node in reversed(nodes):

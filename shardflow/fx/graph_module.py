@@ -130,7 +130,7 @@ class GraphModule(Module):
         lines.append("    " + body[0])
         lines.append("        # No stacktrace found for following nodes")
         lines.extend("    " + line for line in body[1:] if line.strip())
-        text = "\n".join(lines) + "\n        "
+        text = "\n".join(lines) + "\n"
         if print_output:
             print(text)
         return text
