@@ -21,6 +21,10 @@ import operator
 import types
 from typing import Any
 
+# functions whose result differs call to call (kept by dead-code elimination, as torch's)
+_RANDOM = frozenset({"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like",
+                     "bernoulli", "multinomial", "normal", "poisson", "dropout", "alpha_dropout",
+                     "feature_alpha_dropout", "dropout1d", "dropout2d", "dropout3d", "rrelu"})
 OPCODES = ("placeholder", "call_method", "call_module", "call_function", "get_attr", "output", "root")
 
 
@@ -214,22 +218,26 @@ class Node:
 
         self._update_args_kwargs(map_arg(self._args, swap), map_arg(self._kwargs, swap))
 
-    def is_impure(self) -> bool:
-        """Whether dead-code elimination must keep this node although nothing uses it:
-        placeholders, the output, and in-place methods / functions (a trailing ``_``)."""
+    def is_impure(self, impure_random: bool = True) -> bool:
+        """Whether dead-code elimination must keep this node although nothing uses it, as
+        torch decides: placeholders and the output; a ``call_function`` that writes in place
+        (a name ending in ``_``, ``operator.setitem``) or draws random numbers (with
+        ``impure_random``); a ``call_module`` whose module sets ``_is_impure``. A
+        ``call_method`` is pure (torch's rule, in-place methods included)."""
         if self.op in ("placeholder", "output"):
-            return True
-        name = self.target if isinstance(self.target, str) else getattr(self.target, "__name__", "")
-        if self.op in ("call_method", "call_function") and name.endswith("_") and not name.endswith("__"):
             return True
         if self.op == "call_module":
             module = self.graph.owning_module
-            if module is not None:
-                try:
-                    sub = module.get_submodule(self.target)
-                except AttributeError:
-                    return False
-                return bool(getattr(sub, "_is_impure", False))
+            if module is None:
+                raise AssertionError("self.graph.owning_module not set for purity check")
+            return bool(getattr(module.get_submodule(self.target), "_is_impure", False))
+        if self.op == "call_function":
+            name = getattr(self.target, "__name__", "")
+            if self.target in (operator.setitem, operator.delitem) or name == "_assert":
+                return True
+            if name.endswith("_") and not name.endswith("__"):
+                return True
+            return impure_random and name in _RANDOM
         return False
 
     # -- printing -----------------------------------------------------------------------
