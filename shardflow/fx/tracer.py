@@ -2,7 +2,7 @@
 
 How calls reach the tracer, without patching anything: while :meth:`Tracer.trace` runs it
 installs two hooks that lower layers expose for this and uninstalls them when it ends,
-whatever happens —
+whatever happens (three, with parameter reads) —
 
 * the op dispatcher's tracer slot (``autograd.dispatch.set_trace_handler``): a registered op
   called with a proxy anywhere in its arguments (``torch.relu(x)``, ``torch.cat([x, y])``,
@@ -14,8 +14,12 @@ whatever happens —
   ``torch.nn`` ones, but ``Sequential`` / ``ModuleList`` / ``ModuleDict``) becomes one
   ``call_module`` node; any other module is traced through, hooks included.
 
-Parameters and tensors the program uses directly become ``get_attr`` nodes naming where they
-live on the root (found by identity, as torch's ``create_arg``); a tensor that is not an
+* parameter reads (``nn.module.set_parameter_interceptor``): ``self.weight`` gives a proxy of
+  a ``get_attr`` node (one per parameter), so ``self.w.t()`` is recorded, as torch's patched
+  ``Module.__getattr__`` does.
+
+Buffers and other tensors the program passes to an op become ``get_attr`` nodes naming where
+they live on the root (found by identity, as torch's ``create_arg``); a tensor that is not an
 attribute of the root is stored on it as ``_tensor_constant0``, ... .
 
 Deviations from torch, plainly: a ``torch.nn.functional`` function that is a Python function
@@ -98,9 +102,17 @@ class Tracer:
         return self.create_proxy("call_module", path, args, kwargs)
 
     def getattr(self, attr: str, attr_val, parameter_proxy_cache: dict):
-        """torch's hook for attribute reads on modules; shardflow's tracer resolves parameters
-        in :meth:`create_arg` instead, so reads are returned as they are."""
-        return attr_val
+        """A parameter read during the trace (``self.weight``): a proxy of a ``get_attr``
+        node naming it on the root (one per parameter, cached), as torch's; any other value
+        as it is."""
+        if not isinstance(attr_val, Parameter):
+            return attr_val
+        path = self._tensor_attrs.get(id(attr_val))
+        if path is None:
+            return attr_val
+        if path not in parameter_proxy_cache:
+            parameter_proxy_cache[path] = self.create_proxy("get_attr", path, (), {})
+        return parameter_proxy_cache[path]
 
     # -- nodes and proxies -------------------------------------------------------------------
     def create_node(self, kind: str, target, args, kwargs, name=None, type_expr=None) -> Node:
@@ -174,7 +186,7 @@ class Tracer:
         self.graph = Graph(tracer_cls=type(self))
         self._index_root()
         args, kwargs = self._placeholders(fn, bound_self, concrete_args)
-        with self.hooks_installed():
+        with self.hooks_installed(parameters=True):
             result = fn(*bound_self, *args, **kwargs)
         self.create_node("output", "output", (self.create_arg(result),), {})
         return self.graph
@@ -189,18 +201,22 @@ class Tracer:
                     self._tensor_attrs.setdefault(id(v), f"{mod_name}.{k}" if mod_name else k)
 
     @contextlib.contextmanager
-    def hooks_installed(self):
+    def hooks_installed(self, parameters: bool = False):
         """While the block runs, op calls and module calls on proxies reach this tracer (the
-        dispatcher's and ``Module.__call__``'s hooks; the previous ones are put back after)."""
-        previous_op_hook = dispatch._hooks[3]
-        previous_call = _module._call_interceptor[0]
+        dispatcher's and ``Module.__call__``'s hooks), and with ``parameters`` parameter reads
+        too (:meth:`getattr`); the previous hooks are put back after."""
+        previous = (dispatch._hooks[3], _module._call_interceptor[0], _module._parameter_interceptor[0])
+        cache: dict = {}
         dispatch.set_trace_handler(self._op_hook)
         _module.set_call_interceptor(self._module_hook)
+        if parameters:
+            _module.set_parameter_interceptor(lambda module, name, value: self.getattr(name, value, cache))
         try:
             yield
         finally:
-            dispatch.set_trace_handler(previous_op_hook)
-            _module.set_call_interceptor(previous_call)
+            dispatch.set_trace_handler(previous[0])
+            _module.set_call_interceptor(previous[1])
+            _module.set_parameter_interceptor(previous[2])
 
     def _placeholders(self, fn, bound_self, concrete_args):
         sig = inspect.signature(fn)

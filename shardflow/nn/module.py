@@ -199,6 +199,18 @@ def set_call_interceptor(interceptor) -> None:
     _call_interceptor[0] = interceptor
 
 
+# The same tracer's hook on parameter reads (``self.weight``): ``interceptor(module, name,
+# parameter)`` returns what the read gives (a proxy of a ``get_attr`` node while tracing, so
+# ``self.w.t()`` is recorded rather than computed once). Only ``__getattr__``'s parameter
+# branch checks it.
+_parameter_interceptor: list = [None]
+
+
+def set_parameter_interceptor(interceptor) -> None:
+    """Install (or remove, with None) the hook that sees every parameter read first."""
+    _parameter_interceptor[0] = interceptor
+
+
 class Module:
     """Base class for all neural network modules (PyTorch's ``torch.nn.Module``)."""
 
@@ -306,6 +318,8 @@ class Module:
         if "_parameters" in d:
             p = d["_parameters"]
             if name in p:
+                if _parameter_interceptor[0] is not None:  # a symbolic trace (shardflow.fx)
+                    return _parameter_interceptor[0](self, name, p[name])
                 return p[name]
             b = d["_buffers"]
             if name in b:

@@ -85,3 +85,28 @@ def pair(factory, sf, th):
 def inputs(shape, sf, th, seed=0):
     x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
     return sf.tensor(x), th.tensor(x)
+
+
+def functional(lib):
+    """Functional calls, parameter reads used through methods (``self.w.t()``), size reads."""
+    nn, F = lib.nn, lib.nn.functional
+
+    class Functional(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(1, 2, 3)
+            self.fc = nn.Linear(8, 3)
+            self.w = nn.Parameter(lib.ones(3, 3) * 0.1 + lib.eye(3))
+            self.ln = nn.LayerNorm(3)
+
+        def forward(self, x):
+            h = F.max_pool2d(F.relu(self.conv(x)), 2)
+            h = h.view(h.size(0), -1)
+            h = F.linear(h, self.fc.weight, self.fc.bias)
+            h = lib.matmul(h, self.w.t())
+            h = F.softmax(h, dim=-1) + F.gelu(h) + lib.sigmoid(h).mean(-1, keepdim=True)
+            h = self.ln(h).permute(1, 0).contiguous().transpose(0, 1)
+            h = lib.stack((h, -h), 0).flatten(1)
+            return F.log_softmax(h.reshape(h.shape[0], 2, -1)[:, 0, 1:], 1)
+
+    return Functional()

@@ -15,7 +15,7 @@ import shardflow.fx as fx
 from shardflow.autograd import dispatch
 from shardflow.nn import module as sf_module
 
-from ._models import conv_bn, inputs, mixed, mlp, pair
+from ._models import conv_bn, functional, inputs, mixed, mlp, pair
 
 
 def _close(a, b, tol=1e-5):
@@ -53,7 +53,7 @@ output         output  output                   (out,)     {}
     assert out.getvalue() == expected
 
 
-@pytest.mark.parametrize("factory,shape", [(mlp, (3, 4)), (conv_bn, (2, 1, 4, 4))])
+@pytest.mark.parametrize("factory,shape", [(mlp, (3, 4)), (conv_bn, (2, 1, 4, 4)), (functional, (2, 1, 6, 6))])
 def test_values_and_gradients_equal_torch(factory, shape):
     th_model, sf_model = pair(factory, sf, th)
     th_gm, sf_gm = th.fx.symbolic_trace(th_model), fx.symbolic_trace(sf_model)
@@ -205,3 +205,21 @@ def test_proxy_operators_record_operator_targets():
     assert operator.pow in targets and operator.sub in targets and operator.getitem in targets
     th_gm = th.fx.symbolic_trace(f)
     assert gm.code == th_gm.code
+
+
+def test_parameter_reads_are_get_attr_nodes():
+    # self.w.t() is recorded on a get_attr node (not computed once into a constant), so the
+    # traced module follows later changes of w and w gets its gradient
+    th_model, sf_model = pair(functional, sf, th)
+    sf_gm, th_gm = fx.symbolic_trace(sf_model), th.fx.symbolic_trace(th_model)
+    get_attrs = [n.target for n in sf_gm.graph.nodes if n.op == "get_attr"]
+    assert get_attrs == [n.target for n in th_gm.graph.nodes if n.op == "get_attr"] == ["fc.weight", "fc.bias", "w"]
+    assert "t = w.t();  w = None" in sf_gm.code and "t = w.t();  w = None" in th_gm.code
+    with sf.no_grad():
+        sf_gm.w.mul_(2.0)
+    with th.no_grad():
+        th_gm.w.mul_(2.0)
+    x_sf, x_th = inputs((2, 1, 6, 6), sf, th)
+    _close(sf_gm(x_sf), th_gm(x_th))
+    from shardflow.nn import module as m
+    assert m._parameter_interceptor[0] is None
