@@ -128,6 +128,16 @@ class Graph:
             val_map[node] = self.node_copy(node, lambda n: val_map[n])
         return None
 
+    def __deepcopy__(self, memo=None) -> Graph:
+        """A copy node by node (iterative: a long graph does not recurse deeply)."""
+        g = Graph(tracer_cls=self._tracer_cls)
+        val_map: dict = {}
+        copied = g.graph_copy(self, val_map, return_output_node=True)
+        if copied is not None:
+            rv, old_output = copied
+            g.output(rv, type_expr=old_output.type).meta = dict(old_output.meta)
+        return g
+
     def erase_node(self, to_erase: Node) -> None:
         """Take ``to_erase`` out of the graph; it must have no users left."""
         if to_erase.users:

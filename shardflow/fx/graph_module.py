@@ -119,6 +119,50 @@ class GraphModule(Module):
         type(self).forward = namespace["forward"]
         return python_code
 
+    def add_submodule(self, target: str, m: Module) -> bool:
+        """Install ``m`` at the dotted path ``target`` (making empty parents); False when a
+        parent on the way is not a Module."""
+        *prefix, field = target.split(".")
+        mod = self
+        for item in prefix:
+            sub = getattr(mod, item, None)
+            if sub is None:
+                sub = Module()
+                setattr(mod, item, sub)
+            if not isinstance(sub, Module):
+                return False
+            mod = sub
+        mod.add_module(field, m)
+        return True
+
+    def delete_submodule(self, target: str) -> bool:
+        """Remove the submodule at ``target``; False when there is none."""
+        *prefix, field = target.split(".")
+        mod = self
+        for item in prefix:
+            mod = getattr(mod, item, None)
+            if not isinstance(mod, Module):
+                return False
+        if not isinstance(getattr(mod, field, None), Module):
+            return False
+        delattr(mod, field)
+        return True
+
+    def delete_all_unused_submodules(self) -> None:
+        """Remove every submodule no ``call_module`` / ``get_attr`` node uses (nor is inside
+        or above one that is)."""
+        used: set[str] = set()
+        for node in self._graph.nodes:
+            if node.op in ("call_module", "get_attr"):
+                atoms = node.target.split(".")
+                used.update(".".join(atoms[:i]) for i in range(1, len(atoms) + 1))
+                if node.op == "call_module":
+                    sub = self.get_submodule(node.target)
+                    used.update(f"{node.target}.{name}" for name, _ in sub.named_modules() if name)
+        for name, _ in reversed(list(self.named_modules())):
+            if name and name not in used:
+                self.delete_submodule(name)
+
     def print_readable(self, print_output: bool = True, include_stride: bool = False,
                        include_device: bool = False, colored: bool = False) -> str:
         """The module as a class with its generated forward (torch's layout)."""

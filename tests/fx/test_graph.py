@@ -212,3 +212,30 @@ def test_shape_prop_as_torch():
         assert ma.stride == mb.stride and ma.requires_grad == mb.requires_grad
     with pytest.raises(NotImplementedError, match="fake_mode"):
         ShapeProp(sf_gm, fake_mode=object())
+
+
+def test_long_graph_deepcopies_without_deep_recursion():
+    def f(x):
+        for _ in range(1500):
+            x = x + 1
+        return x
+
+    gm = fx.symbolic_trace(f)
+    gm2 = copy.deepcopy(gm)
+    assert len(gm2.graph.nodes) == len(gm.graph.nodes) == 1502 and gm2.code == gm.code
+    assert float(gm2(sf.zeros(()))) == 1500.0
+
+
+def test_submodule_edits_as_torch():
+    results = []
+    for lib, trace in ((sf, fx.symbolic_trace), (th, th.fx.symbolic_trace)):
+        gm = trace(conv_bn(lib))
+        bn = [n for n in gm.graph.nodes if n.target == "bn1"][0]
+        bn.replace_all_uses_with(bn.args[0])
+        gm.graph.erase_node(bn)
+        gm.recompile()
+        assert gm.add_submodule("extra.inner", lib.nn.ReLU())
+        assert gm.delete_submodule("extra.inner") and not gm.delete_submodule("nothing.here")
+        gm.delete_all_unused_submodules()
+        results.append(([name for name, _ in gm.named_modules()], list(gm.state_dict())))
+    assert results[0] == results[1]
