@@ -17,7 +17,7 @@ import operator
 import re
 import sys
 
-from .node import Node, qualified_name
+from .node import Node, qualified_name, type_repr
 
 # torch.fx's operator spellings (operator.<name> -> source)
 MAGIC = {
@@ -111,18 +111,21 @@ def python_code(graph, root_module: str = "self"):
                 user_to_last_uses.setdefault(node, []).append(inp)
 
     free_vars: list[str] = []
+    returns = None
     body: list[str] = []
     for node in nodes:
         if node.op == "placeholder":
             target = node.target
             default = f" = {repr_arg(node.args[0])}" if node.args else ""
-            free_vars.append(f"{target}{default}")
+            annotation = type_repr(node.type)
+            free_vars.append(f"{target}{f' : {annotation}' if annotation else ''}{default}")
             raw = target.lstrip("*")
             if raw != node.name:
                 body.append(f"{node.name} = {raw}\n")
             continue
         if node.op == "output":
             body.append(f"return {repr_arg(node.args[0])}\n")
+            returns = type_repr(node.type)
             continue
         body.append(_emit(node, g, root_module))
         dead = list(user_to_last_uses.get(node, []))
@@ -134,7 +137,8 @@ def python_code(graph, root_module: str = "self"):
     lines = "".join(body).split("\n")
     code = "\n".join("    " + line for line in lines)
     signature = ", ".join([root_module, *free_vars])
-    return f"\n\n\ndef forward({signature}):\n{code}", g.values
+    arrow = f" -> {returns}" if returns else ""
+    return f"\n\n\ndef forward({signature}){arrow}:\n{code}", g.values
 
 
 def _emit(node, g: _Globals, root: str) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import builtins
 import operator
+import sys
 import types
 from typing import Any
 
@@ -83,6 +84,19 @@ def _public_module(func, name):
         return "torch"
     if getattr(functional, name, None) is func:
         return "torch.nn.functional"
+    return None
+
+
+def type_repr(t) -> str | None:
+    """A forward annotation as torch.fx prints it (``torch.Tensor``, ``int``); None for
+    what it cannot name (string annotations, typing forms)."""
+    if not isinstance(t, type):
+        return None
+    if t.__module__ == "builtins":
+        return t.__qualname__
+    module = t.__module__.split(".")[0]
+    if module == "shardflow" and getattr(sys.modules["shardflow"], t.__name__, None) is t:
+        return f"torch.{t.__name__}"
     return None
 
 
@@ -251,15 +265,17 @@ class Node:
 
     def format_node(self, placeholder_names=None, maybe_return_typename=None) -> str | None:
         """The node as one line of ``print(graph)`` (torch's format)."""
+        typename = type_repr(self.type)
+        head = f"%{self.name} : {typename + ' ' if typename else ''}[num_users={len(self.users)}]"
         if self.op == "placeholder":
             default = f"(default={self.args[0]})" if self.args else ""
             if placeholder_names is not None:
                 placeholder_names.append(self.target)
                 return None
-            return f"%{self.name} : [num_users={len(self.users)}] = placeholder[target={self.target}]{default}"
+            return f"{head} = placeholder[target={self.target}]{default}"
         if self.op == "get_attr":
-            return f"%{self.name} : [num_users={len(self.users)}] = get_attr[target={self.target}]"
+            return f"{head} = get_attr[target={self.target}]"
         if self.op == "output":
             return f"return {self.args[0]}"
-        return (f"%{self.name} : [num_users={len(self.users)}] = {self.op}[target={self._pretty_target()}]"
+        return (f"{head} = {self.op}[target={self._pretty_target()}]"
                 f"(args = {_format_arg(self.args)}, kwargs = {_format_arg(self.kwargs)})")

@@ -188,7 +188,9 @@ class Tracer:
         args, kwargs = self._placeholders(fn, bound_self, concrete_args)
         with self.hooks_installed(parameters=True):
             result = fn(*bound_self, *args, **kwargs)
-        self.create_node("output", "output", (self.create_arg(result),), {})
+        returns = inspect.signature(fn).return_annotation
+        self.create_node("output", "output", (self.create_arg(result),), {},
+                         type_expr=None if returns is inspect.Signature.empty else returns)
         return self.graph
 
     def _index_root(self) -> None:
@@ -239,7 +241,8 @@ class Tracer:
                 self.create_node("placeholder", p.name, (value,), {})
                 v = value
             else:
-                v = self.create_proxy("placeholder", p.name, default, {})
+                annotation = None if p.annotation is p.empty else p.annotation
+                v = self.create_proxy("placeholder", p.name, default, {}, type_expr=annotation)
             if p.kind is p.KEYWORD_ONLY:
                 kwargs[p.name] = v
             else:

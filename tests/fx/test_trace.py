@@ -223,3 +223,27 @@ def test_parameter_reads_are_get_attr_nodes():
     _close(sf_gm(x_sf), th_gm(x_th))
     from shardflow.nn import module as m
     assert m._parameter_interceptor[0] is None
+
+
+def test_annotations_print_as_torch():
+    def make(lib):
+        class Annotated(lib.nn.Module):
+            def forward(self, x: lib.Tensor, n: int = 2) -> lib.Tensor:
+                return x * n
+        return Annotated()
+
+    sf_gm, th_gm = fx.symbolic_trace(make(sf)), th.fx.symbolic_trace(make(th))
+    assert sf_gm.code == th_gm.code
+    assert "def forward(self, x : torch.Tensor, n : int = 2) -> torch.Tensor:" in sf_gm.code
+    assert str(sf_gm.graph) == str(th_gm.graph)
+    assert sf_gm.print_readable(False) == th_gm.print_readable(False)
+
+
+def test_sequential_root_and_leaf_root_as_torch():
+    codes = []
+    for lib, trace in ((sf, fx.symbolic_trace), (th, th.fx.symbolic_trace)):
+        seq = lib.nn.Sequential(lib.nn.Linear(2, 3), lib.nn.ReLU(), lib.nn.Linear(3, 1))
+        codes.append(trace(seq).code)
+    assert codes[0] == codes[1]
+    gm = fx.symbolic_trace(sf.nn.Linear(2, 2))  # the root is traced into even when it is a leaf
+    assert [n.op for n in gm.graph.nodes] == ["placeholder", "get_attr", "get_attr", "call_function", "output"]
