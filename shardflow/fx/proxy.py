@@ -10,7 +10,9 @@ value cannot answer raises torch's errors: ``bool(proxy)`` (an ``if`` on a trace
 and iterating one raise :class:`TraceError` ("symbolically traced variables cannot be used
 as inputs to control flow"); ``len(proxy)`` raises RuntimeError naming ``fx.wrap('len')``.
 ``a, b = proxy`` (tuple unpacking, read from the caller's bytecode, as torch does) gives
-``proxy[0]``, ``proxy[1]``.
+``proxy[0]``, ``proxy[1]``. Deviation: torch records ``math.sqrt(proxy)`` (it patches the
+traced code's globals); here ``float()`` / ``int()`` / ``math.*`` of a proxy raise
+:class:`TraceError` saying to use the torch function or ``fx.wrap``.
 """
 
 from __future__ import annotations
@@ -80,6 +82,16 @@ class Proxy:
         raise TraceError("symbolically traced variables cannot be used as an index or a size "
                          "(a Python int is needed here); pass the value in concrete_args, or "
                          "move this code into a function wrapped with torch.fx.wrap")
+
+    def __float__(self):
+        # torch records math.* calls on proxies by patching the traced code's globals
+        # (Tracer's autowrap_modules); shardflow does not patch, so say what to do instead
+        raise TraceError("a symbolically traced value was converted to a Python number (float(), "
+                         "int(), or a math.* function such as math.sqrt); shardflow's tracer does not "
+                         "record math.* calls: use the torch function (torch.sqrt) or move the code "
+                         "into a function wrapped with torch.fx.wrap")
+
+    __int__ = __float__
 
     # no in-place forms: ``x += y`` records ``operator.add`` and rebinds ``x``, as torch's
     __hash__ = object.__hash__

@@ -71,8 +71,13 @@ class Tracer:
         if param_shapes_constant:
             raise NotImplementedError("Tracer(param_shapes_constant=True): shardflow's tracer records "
                                       "shape reads of parameters as nodes; leave it False")
+        if tuple(autowrap_modules) != (math,) or tuple(autowrap_functions):
+            raise NotImplementedError(
+                "Tracer(autowrap_modules=..., autowrap_functions=...): torch records calls of these "
+                "by patching the traced code's globals, which shardflow does not do; decorate the "
+                "functions with torch.fx.wrap instead (and leave these arguments out)")
         self.autowrap_modules = autowrap_modules
-        self.autowrap_functions = tuple(autowrap_functions)
+        self.autowrap_functions = ()
         self.root: Module | None = None
         self.graph: Graph | None = None
         self._module_paths: dict[int, str] = {}

@@ -247,3 +247,15 @@ def test_sequential_root_and_leaf_root_as_torch():
     assert codes[0] == codes[1]
     gm = fx.symbolic_trace(sf.nn.Linear(2, 2))  # the root is traced into even when it is a leaf
     assert [n.op for n in gm.graph.nodes] == ["placeholder", "get_attr", "get_attr", "call_function", "output"]
+
+
+def test_math_on_a_traced_value_raises_clearly():
+    import math
+
+    def f(x):
+        return x / math.sqrt(x.size(-1))
+
+    with pytest.raises(fx.proxy.TraceError, match=r"math\.\* function"):
+        fx.symbolic_trace(f)
+    with pytest.raises(NotImplementedError, match="autowrap_functions"):
+        fx.Tracer(autowrap_functions=(math.sqrt,))
