@@ -48,7 +48,7 @@ from .node import Node, map_aggregate
 from .proxy import Proxy, TraceError
 
 _CONTAINERS = ("Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict")
-_BASE_TYPES = (str, int, float, bool, complex, type(None), type(Ellipsis), slice, range)
+_BASE_TYPES = (str, int, float, bool, complex, type(None), type(Ellipsis), range)
 
 
 def _has_proxy(a) -> bool:

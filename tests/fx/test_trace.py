@@ -259,3 +259,13 @@ def test_math_on_a_traced_value_raises_clearly():
         fx.symbolic_trace(f)
     with pytest.raises(NotImplementedError, match="autowrap_functions"):
         fx.Tracer(autowrap_functions=(math.sqrt,))
+
+
+def test_slices_with_traced_bounds():
+    def f(x):
+        return x[:, : x.size(0)] * 2
+
+    sf_gm, th_gm = fx.symbolic_trace(f), th.fx.symbolic_trace(f)
+    assert sf_gm.code == th_gm.code
+    x_sf, x_th = inputs((2, 5), sf, th)
+    _close(sf_gm(x_sf), th_gm(x_th))
