@@ -13,7 +13,8 @@ Built, with torch's names and formats (details in each module and docs/COMPAT.md
 * ``GraphModule`` (``graph_module.py``): ``forward`` generated as Python (``code``,
   ``recompile``, ``print_readable``), node names and code as torch writes them;
 * ``Interpreter`` / ``Transformer`` (``interpreter.py``): run or rewrite a graph node by node;
-* ``wrap`` (as a decorator or call on a function), ``passes.shape_prop.ShapeProp``.
+* ``replace_pattern`` (``subgraph_rewriter.py``), ``wrap`` (as a decorator or call on a
+  function), ``passes.shape_prop.ShapeProp``.
 
 The tracer reaches op calls and module calls through hooks that ``autograd.dispatch`` and
 ``nn.Module`` expose and that are empty outside a trace, so eager code pays nothing for it.
@@ -24,7 +25,8 @@ from .graph_module import GraphModule
 from .interpreter import Interpreter, Transformer
 from .node import Node, map_arg
 from .proxy import Proxy
+from .subgraph_rewriter import replace_pattern
 from .tracer import Tracer, symbolic_trace, wrap
 
 __all__ = ["Graph", "GraphModule", "Interpreter", "Node", "Proxy", "Tracer", "Transformer",
-           "map_arg", "symbolic_trace", "wrap"]
+           "map_arg", "replace_pattern", "symbolic_trace", "wrap"]
