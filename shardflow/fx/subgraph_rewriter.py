@@ -108,11 +108,11 @@ def replace_pattern(gm: GraphModule, pattern, replacement) -> list[Match]:
                 if r.op == "placeholder":
                     continue
                 if r.op == "output":
-                    result = map_arg(r.args[0], lambda n: env[n])
+                    result = map_arg(r.args[0], env.__getitem__)
                     break
                 if r.op in ("get_attr", "call_module"):
                     _copy_attr(r_gm, gm, r.target)
-                env[r] = graph.node_copy(r, lambda n: env[n])
+                env[r] = graph.node_copy(r, env.__getitem__)
         result_node.replace_all_uses_with(result)
         for p in reversed(list(p_graph.nodes)):  # users before what they use
             g = match.nodes_map.get(p)
