@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 
 from ._namespace import Namespace, snake_case
 from .codegen import python_code
-from .node import Node, map_arg
+from .node import Node, map_aggregate, map_arg
 
 
 class _NodeList:
@@ -137,6 +137,25 @@ class Graph:
             rv, old_output = copied
             g.output(rv, type_expr=old_output.type).meta = dict(old_output.meta)
         return g
+
+    def __getstate__(self) -> dict:
+        """Pickled as a flat list of node records (no recursion through the linked list)."""
+        index = {n: i for i, n in enumerate(self.nodes)}
+        records = [(n.name, n.op, n.target, map_arg(n.args, lambda a: _NodeRef(index[a])),
+                    map_arg(n.kwargs, lambda a: _NodeRef(index[a])), n.type, n.meta) for n in self.nodes]
+        return {"records": records, "tracer_cls": self._tracer_cls}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(tracer_cls=state["tracer_cls"])
+        made: list[Node] = []
+
+        def resolve(a):
+            return map_aggregate(a, lambda x: made[x.index] if isinstance(x, _NodeRef) else x)
+
+        for name, op, target, args, kwargs, type_expr, meta in state["records"]:
+            node = self.create_node(op, target, resolve(args), resolve(kwargs), name, type_expr)
+            node.meta = meta
+            made.append(node)
 
     def erase_node(self, to_erase: Node) -> None:
         """Take ``to_erase`` out of the graph; it must have no users left."""
@@ -262,3 +281,10 @@ def map_arg_nodes(a) -> list[Node]:
     found: list[Node] = []
     map_arg(a, found.append)
     return found
+
+
+class _NodeRef:
+    """A node argument in a pickled graph: the index of the node it names."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index

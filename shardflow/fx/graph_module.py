@@ -8,6 +8,8 @@ of the root's used parts. ``recompile()`` regenerates ``forward`` from ``graph``
 pass edited it) — each GraphModule has a class of its own, named ``class_name``, that holds
 that ``forward``, as torch's. ``code`` is the source, ``print_readable()`` prints it as a
 class; the source is registered with ``linecache`` so tracebacks through it show lines.
+Pickling (and ``torch.save`` of the whole module) stores the attributes and the graph and
+regenerates ``forward`` on load.
 """
 
 from __future__ import annotations
@@ -183,6 +185,11 @@ class GraphModule(Module):
         return "\n".join([super().__repr__(), self._code,
                           "# To see more debug info, please use `graph_module.print_readable()`"])
 
+    def __reduce__(self):
+        # the class is made per instance (__new__), so pickle rebuilds it: state, graph, name
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_graph", "_code")}
+        return (_rebuild, (state, self._graph, type(self).__name__))
+
     def __deepcopy__(self, memo):
         res = type(self).__new__(type(self))
         memo[id(self)] = res
@@ -193,3 +200,12 @@ class GraphModule(Module):
 
     def __copy__(self):
         return GraphModule(self, self._graph, type(self).__name__)
+
+
+def _rebuild(state: dict, graph: Graph, class_name: str) -> GraphModule:
+    """Unpickle a GraphModule: its attributes as they were, forward regenerated."""
+    gm = GraphModule.__new__(GraphModule)
+    gm.__dict__.update(state)
+    type(gm).__name__ = type(gm).__qualname__ = class_name
+    gm.graph = graph
+    return gm

@@ -239,3 +239,19 @@ def test_submodule_edits_as_torch():
         gm.delete_all_unused_submodules()
         results.append(([name for name, _ in gm.named_modules()], list(gm.state_dict())))
     assert results[0] == results[1]
+
+
+def test_pickle_round_trip(tmp_path):
+    import pickle
+
+    th_model, sf_model = pair(conv_bn, sf, th)
+    gm = fx.symbolic_trace(sf_model)
+    _relu_to_sigmoid(gm, sf)
+    again = pickle.loads(pickle.dumps(gm))
+    assert again.code == gm.code and type(again).__name__ == "Net"
+    assert str(again.graph) == str(gm.graph)
+    x_sf, _ = inputs((2, 1, 4, 4), sf, th)
+    _close(again(x_sf), gm(x_sf).detach())
+    sf.save(gm, tmp_path / "gm.pt")
+    loaded = sf.load(tmp_path / "gm.pt", weights_only=False)
+    _close(loaded(x_sf), gm(x_sf).detach())
