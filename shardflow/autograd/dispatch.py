@@ -119,12 +119,14 @@ def set_autocast_handler(handler: Callable | None) -> None:
     _compose()
 
 
-def set_trace_handler(handler: Callable | None) -> None:
+def set_trace_handler(handler: Callable | None) -> Callable | None:
     """Install (or remove) the symbolic tracer's hook ``handler(name, func, args, kwargs,
     nxt=...)`` (``shardflow.fx``, only while a trace runs): it sees each op call first,
-    outermost, and records the call when an argument is a proxy, else passes it to ``nxt``."""
-    _hooks[3] = handler
+    outermost, and records the call when an argument is a proxy, else passes it to ``nxt``.
+    Returns the hook it replaces (to be put back)."""
+    previous, _hooks[3] = _hooks[3], handler
     _compose()
+    return previous
 
 
 def routed(name: str) -> Callable:

@@ -1,8 +1,8 @@
 """``torch.fx.Tracer`` and ``symbolic_trace``: run a module's forward on proxies, record a Graph.
 
 How calls reach the tracer, without patching anything: while :meth:`Tracer.trace` runs it
-installs two hooks that lower layers expose for this and uninstalls them when it ends,
-whatever happens (three, with parameter reads) —
+installs three hooks that lower layers expose for this, and uninstalls them when it ends,
+whatever happens:
 
 * the op dispatcher's tracer slot (``autograd.dispatch.set_trace_handler``): a registered op
   called with a proxy anywhere in its arguments (``torch.relu(x)``, ``torch.cat([x, y])``,
@@ -12,8 +12,7 @@ whatever happens (three, with parameter reads) —
 * ``Module.__call__``'s interceptor (``nn.module.set_call_interceptor``): a call of a leaf
   module (:meth:`Tracer.is_leaf_module`: shardflow's own ``nn`` layers, as torch's
   ``torch.nn`` ones, but ``Sequential`` / ``ModuleList`` / ``ModuleDict``) becomes one
-  ``call_module`` node; any other module is traced through, hooks included.
-
+  ``call_module`` node; any other module is traced through, hooks included;
 * parameter reads (``nn.module.set_parameter_interceptor``): ``self.weight`` gives a proxy of
   a ``get_attr`` node (one per parameter), so ``self.w.t()`` is recorded, as torch's patched
   ``Module.__getattr__`` does.
@@ -26,9 +25,10 @@ Deviations from torch, plainly: a ``torch.nn.functional`` function that is a Pyt
 over a registered op is recorded as that op (``F.relu(x)`` gives ``torch.relu(x)``, not
 ``torch.nn.functional.relu(x, inplace = False)``); ``concrete_args`` values are used as
 constants with their placeholder kept (torch adds an assertion node on them).
-``wrap(fn)`` / ``wrap("name")`` marks a function to be recorded as one ``call_function`` node
-instead of being traced through: the function must be called through the ``wrap`` result
-(``fn = fx.wrap(fn)`` or as a decorator), since shardflow does not rewrite a module's globals.
+``wrap(fn)`` marks a function to be recorded as one ``call_function`` node instead of being
+traced through: the function must be called through the ``wrap`` result (``fn = fx.wrap(fn)``
+or as a decorator), since shardflow does not rewrite a module's globals; torch's string form
+``wrap("name")`` raises NotImplementedError saying so.
 """
 
 from __future__ import annotations
@@ -212,18 +212,18 @@ class Tracer:
         """While the block runs, op calls and module calls on proxies reach this tracer (the
         dispatcher's and ``Module.__call__``'s hooks), and with ``parameters`` parameter reads
         too (:meth:`getattr`); the previous hooks are put back after."""
-        previous = (dispatch._hooks[3], _module._call_interceptor[0], _module._parameter_interceptor[0])
         cache: dict = {}
-        dispatch.set_trace_handler(self._op_hook)
-        _module.set_call_interceptor(self._module_hook)
+        previous = [dispatch.set_trace_handler(self._op_hook), _module.set_call_interceptor(self._module_hook)]
         if parameters:
-            _module.set_parameter_interceptor(lambda module, name, value: self.getattr(name, value, cache))
+            previous.append(_module.set_parameter_interceptor(
+                lambda module, name, value: self.getattr(name, value, cache)))
         try:
             yield
         finally:
             dispatch.set_trace_handler(previous[0])
             _module.set_call_interceptor(previous[1])
-            _module.set_parameter_interceptor(previous[2])
+            if parameters:
+                _module.set_parameter_interceptor(previous[2])
 
     def _placeholders(self, fn, bound_self, concrete_args):
         sig = inspect.signature(fn)

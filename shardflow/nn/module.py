@@ -194,9 +194,11 @@ def _apply_hook_fn(values, positions, state, role):
 _call_interceptor: list = [None]
 
 
-def set_call_interceptor(interceptor) -> None:
-    """Install (or remove, with None) the hook that sees every ``Module.__call__`` first."""
-    _call_interceptor[0] = interceptor
+def set_call_interceptor(interceptor):
+    """Install (or remove, with None) the hook that sees every ``Module.__call__`` first;
+    returns the one it replaces (to be put back)."""
+    previous, _call_interceptor[0] = _call_interceptor[0], interceptor
+    return previous
 
 
 # The same tracer's hook on parameter reads (``self.weight``): ``interceptor(module, name,
@@ -206,9 +208,11 @@ def set_call_interceptor(interceptor) -> None:
 _parameter_interceptor: list = [None]
 
 
-def set_parameter_interceptor(interceptor) -> None:
-    """Install (or remove, with None) the hook that sees every parameter read first."""
-    _parameter_interceptor[0] = interceptor
+def set_parameter_interceptor(interceptor):
+    """Install (or remove, with None) the hook that sees every parameter read first;
+    returns the one it replaces (to be put back)."""
+    previous, _parameter_interceptor[0] = _parameter_interceptor[0], interceptor
+    return previous
 
 
 class Module:
