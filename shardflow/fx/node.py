@@ -186,6 +186,16 @@ class Node:
         self._update_args_kwargs(self._args, k)
 
     @property
+    def stack_trace(self) -> str | None:
+        """Where the node was made, when recorded (``meta['stack_trace']``; the tracer does
+        not record one, as torch's without ``record_stack_traces``)."""
+        return self.meta.get("stack_trace")
+
+    @stack_trace.setter
+    def stack_trace(self, trace: str | None) -> None:
+        self.meta["stack_trace"] = trace
+
+    @property
     def all_input_nodes(self) -> list:
         """The nodes this node's args and kwargs use, in order of first appearance."""
         return list(self._input_nodes)
