@@ -62,11 +62,13 @@ _ROUTED: dict[str, Callable] = {}
 _global_handler: list[Callable | None] = [None]
 
 
-# What feeds that one slot: [global-tensor handler, profiler hook, autocast hook]. The profiler
-# (``shardflow.profiler``) times each op with ``hook(name, func, args, kwargs)``; autocast
-# (``shardflow.amp``) casts with ``hook(name, func, args, kwargs, nxt=...)``; all are
-# composed into ``_global_handler`` so an op still costs one check when none is set.
-_hooks: list[Callable | None] = [None, None, None]
+# What feeds that one slot: [global-tensor handler, profiler hook, autocast hook, tracer]. The
+# profiler (``shardflow.profiler``) times each op with ``hook(name, func, args, kwargs)``;
+# autocast (``shardflow.amp``) casts with ``hook(name, func, args, kwargs, nxt=...)``; the
+# symbolic tracer (``shardflow.fx``, while a trace runs) records calls on its proxies with
+# ``hook(name, func, args, kwargs, nxt=...)``; all are composed into ``_global_handler`` so an
+# op still costs one check when none is set.
+_hooks: list[Callable | None] = [None, None, None, None]
 
 
 def _call_plain(name, func, args, kwargs):
@@ -74,7 +76,7 @@ def _call_plain(name, func, args, kwargs):
 
 
 def _compose() -> None:
-    g, p, a = _hooks
+    g, p, a, t = _hooks
     if p is None or g is None:
         inner = p or g
     else:
@@ -82,7 +84,9 @@ def _compose() -> None:
             return p(name, lambda *xs, **kw: g(name, func, xs, kw), args, kwargs)
 
     # autocast outermost: it casts, then the call goes on as without it
-    _global_handler[0] = inner if a is None else functools.partial(a, nxt=inner or _call_plain)
+    handler = inner if a is None else functools.partial(a, nxt=inner or _call_plain)
+    # the tracer outermost: a call on proxies is recorded, not cast or run
+    _global_handler[0] = handler if t is None else functools.partial(t, nxt=handler or _call_plain)
     OPS.update(_PLAIN if _global_handler[0] is None else _ROUTED)
     for dunder, name in _operator_methods.items():
         _install_operator(dunder, name)
@@ -92,7 +96,8 @@ def only_global_handler_active() -> bool:
     """No op hook is installed but (perhaps) the global-tensor handler: neither the profiler
     nor autocast (nor a tracer composed into the same slot) needs to see op calls, so code
     that runs an op's node directly for local tensors changes nothing."""
-    return _hooks[1] is None and _hooks[2] is None and _global_handler[0] is _hooks[0]
+    return (_hooks[1] is None and _hooks[2] is None and _hooks[3] is None
+            and _global_handler[0] is _hooks[0])
 
 
 def set_global_handler(handler: Callable | None) -> None:
@@ -112,6 +117,22 @@ def set_autocast_handler(handler: Callable | None) -> None:
     sees each op call first and passes the (cast) call on to ``nxt`` (see ``_hooks``)."""
     _hooks[2] = handler
     _compose()
+
+
+def set_trace_handler(handler: Callable | None) -> Callable | None:
+    """Install (or remove) the symbolic tracer's hook ``handler(name, func, args, kwargs,
+    nxt=...)`` (``shardflow.fx``, only while a trace runs): it sees each op call first,
+    outermost, and records the call when an argument is a proxy, else passes it to ``nxt``.
+    Returns the hook it replaces (to be put back)."""
+    previous, _hooks[3] = _hooks[3], handler
+    _compose()
+    return previous
+
+
+def routed(name: str) -> Callable:
+    """The routed (public) form of op ``name``: what ``shardflow.<name>`` is."""
+    f = _ROUTED.get(name)
+    return f if f is not None else _MissingOp(name)
 
 
 def register(name: str, *aliases: str, operator: Callable | None = None):

@@ -187,6 +187,34 @@ def _apply_hook_fn(values, positions, state, role):
     return values
 
 
+# The symbolic tracer's hook on module calls (``shardflow.fx``, only while a trace runs):
+# ``interceptor(module, call, args, kwargs)`` decides whether a call becomes one graph node
+# (a leaf module) or runs ``call(*args, **kwargs)`` to be traced through. A one-element list,
+# read by ``__call__`` without a global statement; None (one check per call) otherwise.
+_call_interceptor: list = [None]
+
+
+def set_call_interceptor(interceptor):
+    """Install (or remove, with None) the hook that sees every ``Module.__call__`` first;
+    returns the one it replaces (to be put back)."""
+    previous, _call_interceptor[0] = _call_interceptor[0], interceptor
+    return previous
+
+
+# The same tracer's hook on parameter reads (``self.weight``): ``interceptor(module, name,
+# parameter)`` returns what the read gives (a proxy of a ``get_attr`` node while tracing, so
+# ``self.w.t()`` is recorded rather than computed once). Only ``__getattr__``'s parameter
+# branch checks it.
+_parameter_interceptor: list = [None]
+
+
+def set_parameter_interceptor(interceptor):
+    """Install (or remove, with None) the hook that sees every parameter read first;
+    returns the one it replaces (to be put back)."""
+    previous, _parameter_interceptor[0] = _parameter_interceptor[0], interceptor
+    return previous
+
+
 class Module:
     """Base class for all neural network modules (PyTorch's ``torch.nn.Module``)."""
 
@@ -294,6 +322,8 @@ class Module:
         if "_parameters" in d:
             p = d["_parameters"]
             if name in p:
+                if _parameter_interceptor[0] is not None:  # a symbolic trace (shardflow.fx)
+                    return _parameter_interceptor[0](self, name, p[name])
                 return p[name]
             b = d["_buffers"]
             if name in b:
@@ -943,6 +973,16 @@ class Module:
         return handle
 
     def __call__(self, *args, **kwargs):
+        if _call_interceptor[0] is not None:  # a symbolic trace is running (shardflow.fx)
+            return _call_interceptor[0](self, self._call_uninterpreted, args, kwargs)
+        d = self.__dict__
+        if not (d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_hooks"]
+                or d["_backward_pre_hooks"]):
+            return self.forward(*args, **kwargs)
+        return self._call_with_hooks(args, kwargs)
+
+    def _call_uninterpreted(self, *args, **kwargs):
+        """``__call__`` as when no call interceptor is installed (hooks, then forward)."""
         d = self.__dict__
         if not (d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_hooks"]
                 or d["_backward_pre_hooks"]):

@@ -1,0 +1,1 @@
+"""``torch.fx.passes``: graph passes (``shape_prop.ShapeProp``)."""
