@@ -22,6 +22,7 @@ import numpy as np
 
 from ...autograd.tensor import Tensor, _wrap
 from ...nn.module import Module
+from ...nn.modules.rnn import RNNBase
 from ..int8_gemm import int8_matmul
 from .dynamic import quantize_input_dynamic
 from .packed import PackedParams, quantize_weight
@@ -157,19 +158,7 @@ class LSTM(Module):
             out[t] = h
         return out, h, c
 
-    def extra_repr(self) -> str:
-        s = f"{self.input_size}, {self.hidden_size}"
-        if self.num_layers != 1:
-            s += f", num_layers={self.num_layers}"
-        if self.bias is not True:
-            s += f", bias={self.bias}"
-        if self.batch_first is not False:
-            s += f", batch_first={self.batch_first}"
-        if self.dropout != 0:
-            s += f", dropout={self.dropout}"
-        if self.bidirectional is not False:
-            s += f", bidirectional={self.bidirectional}"
-        return s
+    extra_repr = RNNBase.extra_repr  # the float LSTM's printout (proj_size is 0 here)
 
     def _get_name(self) -> str:
         return "DynamicQuantizedLSTM"
