@@ -79,6 +79,9 @@ EXACT = {
     "samplers": lambda L: [L.tensor(list(L.utils.data.RandomSampler(range(10), replacement=True, num_samples=40))),
                            L.tensor(list(L.utils.data.SubsetRandomSampler([3, 5, 7, 9]))),
                            L.tensor(list(L.utils.data.WeightedRandomSampler([0.1, 0.5, 0.4], 6)))],
+    "dropout_and_rand_like_follow_a_transposed_layout": lambda L: [
+        L.nn.functional.dropout(L.ones(6, 7).t(), 0.4), L.rand_like(L.zeros(6, 7).t()),
+        L.tensor(L.rand_like(L.zeros(6, 7).t()).stride()), L.nn.functional.dropout(L.ones(6, 8)[:, ::2], 0.4)],
     "dataloader_two_epochs_then_rand": lambda L: (lambda dl: [b[0] for b in dl] + [b[0] for b in dl] + [L.rand(3)])(
         L.utils.data.DataLoader(L.utils.data.TensorDataset(L.arange(20)), batch_size=6, shuffle=True)),
 }
@@ -106,6 +109,10 @@ NORMAL = {
     "cauchy_log_normal": lambda L: [L.empty(10).cauchy_(), L.empty(10).log_normal_()],
     "sdpa_dropout": lambda L: L.nn.functional.scaled_dot_product_attention(*[L.linspace(-1, 1, 240).reshape(4, 6, 10)] * 3, dropout_p=0.3),
     "rrelu": lambda L: L.nn.functional.rrelu(L.linspace(-2, 2, 50), training=True),
+    "randn_like_transposed": lambda L: L.randn_like(L.zeros(6, 7).t()),
+    # MHA's batch_first output is a transposed view: dropout1's mask is drawn in memory order
+    "transformer_layer_training": lambda L: L.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.1, batch_first=True)(
+        L.randn(2, 5, 16), src_mask=L.nn.Transformer.generate_square_subsequent_mask(5)),
 }
 
 

@@ -87,6 +87,26 @@ def memory_order(shape, strides) -> tuple:
     return tuple(sorted(range(len(shape)), key=lambda a: -abs(strides[a])))
 
 
+def dense_permuted(a) -> bool:
+    """True when ``a`` is an axis permutation of a contiguous array (torch's "non-overlapping
+    and dense"): torch's ``empty_like`` keeps such a tensor's strides, so a mask or a ``*_like``
+    draw for it is filled in its memory order, not in its logical order."""
+    expected = a.itemsize
+    for ax in reversed(memory_order(a.shape, a.strides)):
+        if a.shape[ax] != 1 and a.strides[ax] != expected:
+            return False
+        expected *= a.shape[ax]
+    return True
+
+
+def like(a: np.ndarray, dtype) -> np.ndarray:
+    """torch's ``empty_like(a)`` on the host: ``a``'s layout when it is dense (a transposed
+    view stays transposed), else C order."""
+    if a.flags.c_contiguous or not dense_permuted(a):
+        return np.empty(a.shape, dtype)
+    return np.empty_like(a, dtype=dtype, order="K")
+
+
 def fill(out: np.ndarray, flat_values) -> None:
     """Write ``flat_values`` (in visiting order) into ``out`` (any layout), as the kernel does."""
     if out.ndim <= 1 or out.flags.c_contiguous:

@@ -270,9 +270,26 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, layout=Non
     return _finish(arr, dtype, device, requires_grad)
 
 
+def _like_layout(input, dtype, device, requires_grad, draw):
+    """torch's ``empty_like(input)`` then a fill, for a transposed (dense, not C-contiguous)
+    host input: the result keeps the input's strides and is drawn in memory order (a normal
+    draw then takes the strided kernel's serial path). None for every other input."""
+    a = input.array
+    if device is not None or not isinstance(a, np.ndarray) or a.flags.c_contiguous or not _stream.dense_permuted(a):
+        return None
+    np_dtype = _like(input, dtype).np
+    out = _stream.like(a, np_dtype)
+    _stream.fill(out, _cast(np.asarray(draw(out.size, np_dtype)), np_dtype))
+    return _finish(out, None, input.device, requires_grad)
+
+
 @register("rand_like")
 def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None, generator=None):
     check_factory_options("rand_like", layout, memory_format=memory_format)
+    gen = _random.get(generator)
+    laid = _like_layout(input, dtype, device, requires_grad, lambda n, dt: _stream.uniform(gen, n, 0.0, 1.0, dt))
+    if laid is not None:
+        return laid
     return rand(*input.shape, dtype=_like(input, dtype), generator=generator, device=device or input.device,
                 requires_grad=requires_grad)
 
@@ -280,6 +297,11 @@ def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=Fals
 @register("randn_like")
 def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None, generator=None):
     check_factory_options("randn_like", layout, memory_format=memory_format)
+    gen = _random.get(generator)
+    laid = _like_layout(input, dtype, device, requires_grad,
+                        lambda n, dt: _stream.normal(gen, n, 0.0, 1.0, dt, contiguous=False))
+    if laid is not None:
+        return laid
     return randn(*input.shape, dtype=_like(input, dtype), generator=generator, device=device or input.device,
                  requires_grad=requires_grad)
 

@@ -90,7 +90,12 @@ def _check(p, name):
 def _keep(x_array, shape, p, generator):
     """A bool keep mask of ``shape``: torch's ``empty(shape).bernoulli_(1 - p)``, on
     ``x_array``'s device."""
-    keep = _stream.bernoulli(_random.get(generator), int(np.prod(shape, dtype=np.int64)), 1.0 - p).reshape(shape)
+    draws = _stream.bernoulli(_random.get(generator), int(np.prod(shape, dtype=np.int64)), 1.0 - p)
+    if tuple(shape) == x_array.shape and isinstance(x_array, np.ndarray):
+        keep = _stream.like(x_array, np.bool_)  # torch's empty_like(input): a transposed input's
+        _stream.fill(keep, draws)  # mask (MHA's batch_first output) is drawn in memory order
+    else:
+        keep = draws.reshape(shape)
     dev = device_of(x_array)
     return keep if dev.type == "cpu" else to_device(keep, dev)
 
