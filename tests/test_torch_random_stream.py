@@ -110,6 +110,14 @@ NORMAL = {
     "sdpa_dropout": lambda L: L.nn.functional.scaled_dot_product_attention(*[L.linspace(-1, 1, 240).reshape(4, 6, 10)] * 3, dropout_p=0.3),
     "rrelu": lambda L: L.nn.functional.rrelu(L.linspace(-2, 2, 50), training=True),
     "randn_like_transposed": lambda L: L.randn_like(L.zeros(6, 7).t()),
+    # torch's rejection samplers, element by element on its stream (sample_gamma, sample_poisson)
+    "gamma_beta_dirichlet_chi2": lambda L: [
+        L.distributions.Gamma(L.tensor([0.05, 0.5, 2.0, 9.0]), L.tensor([1.0, 2.0, 0.5, 1.0])).sample((4,)),
+        L.distributions.Gamma(L.tensor([0.3, 7.0], dtype=L.float64), L.tensor([1.0, 1.0], dtype=L.float64)).sample((3,)),
+        L.distributions.Beta(L.tensor([0.5, 2.0]), L.tensor([3.0, 0.7])).sample((5,)),
+        L.distributions.Dirichlet(L.tensor([0.5, 2.0, 1.0])).sample((4,)),
+        L.distributions.StudentT(L.tensor([3.0, 5.0])).sample((3,))],
+    "poisson": lambda L: [L.poisson(L.tensor([0.5, 3.0, 0.0, 7.5, 10.0, 55.0, 400.0] * 3)), L.randn(3)],
     # MHA's batch_first output is a transposed view: dropout1's mask is drawn in memory order
     "transformer_layer_training": lambda L: L.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.1, batch_first=True)(
         L.randn(2, 5, 16), src_mask=L.nn.Transformer.generate_square_subsequent_mask(5)),

@@ -39,6 +39,8 @@ this same twister: reproducible under ``manual_seed``, not torch's numbers.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 _M24 = np.uint64((1 << 24) - 1)
@@ -333,3 +335,148 @@ def multinomial(gen, weights: np.ndarray, total: np.ndarray, num_samples: int, r
     if num_samples == 1:
         return np.argmax(keys, axis=1)[:, None].astype(np.int64)
     return np.argsort(-keys, axis=1, kind="stable")[:, :num_samples].astype(np.int64)
+
+
+# ----------------------------------------------------------------------------- rejection samplers
+class Serial:
+    """torch's draws one at a time, for its per-element rejection samplers (gamma, poisson,
+    binomial). The twister's outputs are read ahead in blocks; :meth:`close` rewinds it to
+    just after the outputs used, so the stream continues where torch's would."""
+
+    def __init__(self, gen, ahead: int = 1024):
+        self.gen, self.mt = gen, gen.mt
+        self.start = self.mt.state
+        self.ahead, self.used = ahead, 0
+        self.buf, self.pos = self.mt.random_raw(ahead).tolist(), 0
+
+    def _raw(self) -> int:
+        if self.pos == len(self.buf):
+            self.buf, self.pos = self.mt.random_raw(self.ahead).tolist(), 0
+        self.pos += 1
+        self.used += 1
+        return self.buf[self.pos - 1]
+
+    def uniform(self) -> float:
+        """``uniform_real_distribution<double>(0, 1)``."""
+        hi = self._raw()
+        return (((hi << 32) | self._raw()) & ((1 << 53) - 1)) * 2.0**-53
+
+    def normal(self) -> float:
+        """``normal_distribution<double>(0, 1)``, sharing the generator's cached value."""
+        cached = self.gen.normal_cache
+        if cached is not None:
+            self.gen.normal_cache = None
+            return cached
+        u1, u2 = self.uniform(), self.uniform()
+        r = math.sqrt(-2.0 * math.log1p(-u2))
+        theta = 2.0 * math.pi * u1
+        self.gen.normal_cache = r * math.sin(theta)
+        return r * math.cos(theta)
+
+    def close(self) -> None:
+        self.mt.state = self.start
+        if self.used:
+            self.mt.random_raw(self.used)
+
+
+def _f32(x: float) -> float:
+    return float(np.float32(x))
+
+
+_THIRD_F, _C0331_F = float(np.float32(1.0 / 3.0)), float(np.float32(0.0331))
+
+
+def gamma_one(s: Serial, alpha: float, single: bool) -> float:
+    """``sample_gamma`` (Marsaglia and Tsang, with torch's boost for alpha < 1); ``single``:
+    the tensor is float32, whose ``alpha`` arithmetic torch does in float."""
+    rnd = _f32 if single else float
+    scale = 1.0
+    if alpha < 1.0:
+        if alpha == 0.0:
+            return 0.0
+        scale *= (1.0 - s.uniform()) ** rnd(1.0 / alpha)
+        alpha = rnd(alpha + 1.0)
+    d = rnd(alpha - _THIRD_F)  # torch writes 1.0f / 3.0f and 0.0331f: float constants
+    c = 1.0 / math.sqrt(9.0 * d)
+    while True:
+        while True:
+            x = s.normal()
+            y = 1.0 + c * x
+            if y > 0:
+                break
+        v = y * y * y
+        u = 1.0 - s.uniform()
+        xx = x * x
+        if u < 1.0 - _C0331_F * xx * xx or math.log(u) < 0.5 * xx + d * (1.0 - v + math.log(v)):
+            return scale * d * v
+
+
+def standard_gamma(gen, alphas: np.ndarray) -> np.ndarray:
+    """``torch._standard_gamma`` on the CPU: one ``sample_gamma`` per element in C order,
+    clamped below at the dtype's smallest normal number; in ``alphas``' dtype."""
+    dt = alphas.dtype if alphas.dtype in (np.float32, np.float64) else np.dtype(np.float32)
+    flat = np.ascontiguousarray(alphas, dtype=np.float64).reshape(-1)
+    s = Serial(gen)
+    try:
+        out = np.array([gamma_one(s, a, dt == np.float32) for a in flat.tolist()], dtype=np.float64)
+    finally:
+        s.close()
+    out = out.astype(dt)
+    return np.maximum(out, np.finfo(dt).tiny).reshape(alphas.shape)
+
+
+def dirichlet(gen, alphas: np.ndarray) -> np.ndarray:
+    """``torch._sample_dirichlet`` on the CPU: double gammas (clamped at double's smallest
+    normal), normalised over the last dim, clamped to ``[tiny, nextafter(1, 0)]`` of the dtype."""
+    dt = alphas.dtype if alphas.dtype in (np.float32, np.float64) else np.dtype(np.float32)
+    flat = np.ascontiguousarray(alphas, dtype=np.float64).reshape(-1)
+    s = Serial(gen)
+    try:
+        g = np.array([gamma_one(s, a, False) for a in flat.tolist()], dtype=np.float64)
+    finally:
+        s.close()
+    g = np.maximum(g, np.finfo(np.float64).tiny).reshape(alphas.shape)
+    x = (g / g.sum(-1, keepdims=True)).astype(dt)
+    return np.clip(x, np.finfo(dt).tiny, np.nextafter(dt.type(1), dt.type(0)))
+
+
+def poisson_one(s: Serial, lam: float) -> int:
+    """``sample_poisson``: Hoermann's transformed rejection for ``lambda >= 10``, else products
+    of uniforms."""
+    if lam >= 10:
+        slam, loglam = math.sqrt(lam), math.log(lam)
+        b = 0.931 + 2.53 * slam
+        a = -0.059 + 0.02483 * b
+        invalpha = 1.1239 + 1.1328 / (b - 3.4)
+        vr = 0.9277 - 3.6224 / (b - 2)
+        while True:
+            u = s.uniform() - 0.5
+            v = s.uniform()
+            us = 0.5 - abs(u)
+            k = math.floor((2 * a / us + b) * u + lam + 0.43)
+            if us >= 0.07 and v <= vr:
+                return k
+            if k < 0 or (us < 0.013 and v > us):
+                continue
+            if math.log(v) + math.log(invalpha) - math.log(a / (us * us) + b) <= -lam + k * loglam - math.lgamma(k + 1):
+                return k
+    if lam == 0:
+        return 0
+    enlam, x, prod = math.exp(-lam), 0, 1.0
+    while True:
+        prod *= s.uniform()
+        if prod > enlam:
+            x += 1
+        else:
+            return x
+
+
+def poisson(gen, rates: np.ndarray) -> np.ndarray:
+    """``torch.poisson`` on the CPU: one ``sample_poisson`` per element in C order (float64)."""
+    flat = np.ascontiguousarray(rates, dtype=np.float64).reshape(-1)
+    s = Serial(gen)
+    try:
+        out = np.array([poisson_one(s, r) for r in flat.tolist()], dtype=np.float64)
+    finally:
+        s.close()
+    return out.reshape(rates.shape)

@@ -2,10 +2,11 @@
 ops of the same names: ``_standard_gamma``, ``_standard_gamma_grad``, ``_sample_dirichlet``,
 ``_dirichlet_grad``. ``distributions.Gamma/Beta/Dirichlet.rsample`` are built on them.
 
-Sampling: NumPy's ``standard_gamma`` on the host generator (``shardflow.manual_seed`` seeds
-it; the values differ from PyTorch's stream), clamped below at the dtype's smallest normal
-number as PyTorch's sampler does, then moved to the parameter's device. A Dirichlet sample is
-independent gammas normalised over the last dim, clamped to ``[tiny, 1 - eps/2]``.
+Sampling: torch's ``sample_gamma`` (Marsaglia-Tsang) on torch's stream, element by element
+(``backend/random_stream.py``: the same draws as torch after the same ``manual_seed``),
+clamped below at the dtype's smallest normal number, then moved to the parameter's device. A
+Dirichlet sample is double gammas normalised over the last dim, clamped to
+``[tiny, nextafter(1, 0)]`` of the dtype, as torch's CPU kernel does.
 
 Implicit gradients (Figurnov et al. 2018, "Implicit Reparameterization Gradients"): for
 ``x ~ Gamma(alpha, 1)`` drawn by inverting its CDF ``F``, ``dx/dalpha = -(dF/dalpha) / f(x)``.
@@ -30,6 +31,7 @@ from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import CPU, device_of, get_array_module, to_device
 from ..backend import random as _random
+from ..backend import random_stream as _stream
 from ._util import as_tensor_arg
 from .special_functions import digamma_array
 
@@ -37,11 +39,15 @@ __all__ = ["_standard_gamma", "_standard_gamma_grad", "_sample_dirichlet", "_dir
 
 
 def _host_gamma(alpha, generator):
-    """Standard gamma draws for every element of ``alpha`` (any device), in its dtype."""
-    a = to_device(alpha, CPU).astype(np.float64)
-    x = _random.rng(generator).standard_gamma(a)
-    x = np.maximum(x, np.finfo(alpha.dtype if alpha.dtype.kind == "f" else np.float32).tiny)
-    x = x.astype(alpha.dtype)
+    """Standard gamma draws for every element of ``alpha`` (any device), in its dtype:
+    torch's ``sample_gamma`` on torch's stream (``backend/random_stream.py``)."""
+    x = _stream.standard_gamma(_random.get(generator), to_device(alpha, CPU))
+    return to_device(x, device_of(alpha)) if not isinstance(alpha, np.ndarray) else x
+
+
+def _host_dirichlet(alpha, generator):
+    """Dirichlet draws over the last dim, torch's way (double gammas, normalised, clamped)."""
+    x = _stream.dirichlet(_random.get(generator), to_device(alpha, CPU))
     return to_device(x, device_of(alpha)) if not isinstance(alpha, np.ndarray) else x
 
 
@@ -233,7 +239,7 @@ class Dirichlet(Function):
 
     def forward(self, alpha, generator=None):
         self.alpha = alpha
-        self.x = _normalised(_host_gamma(alpha, generator))
+        self.x = _host_dirichlet(alpha, generator)
         return self.x
 
     def backward(self, g):
@@ -278,7 +284,7 @@ def _sample_dirichlet(input, generator=None) -> Tensor:
     """``torch._sample_dirichlet(alpha)``: Dirichlet draws over the last dim (no gradient:
     ``distributions.Dirichlet.rsample`` differentiates through :func:`dirichlet_rsample`)."""
     a = _float_param(input, "_sample_dirichlet")
-    return Tensor(_normalised(_host_gamma(a.array, generator)))
+    return Tensor(_host_dirichlet(a.array, generator))
 
 
 def dirichlet_rsample(concentration, generator=None) -> Tensor:

@@ -4,8 +4,8 @@ its inputs: ``poisson``'s gradient is zero, ``binomial``'s backward raises PyTor
 ``Tensor.cauchy_(median, sigma)``, ``Tensor.geometric_(p)``, ``Tensor.log_normal_(mean, std)``
 with PyTorch's argument checks and messages.
 
-The fills are torch's stream (``backend/random_stream.py``: the same numbers as torch after
-the same ``manual_seed``). ``poisson`` and ``binomial`` are NumPy's algorithms on the same
+The fills and ``poisson`` are torch's stream (``backend/random_stream.py``: the same numbers as
+torch after the same ``manual_seed``). ``binomial`` is NumPy's algorithm on the same
 generator (``manual_seed`` or ``generator=``), made on the host in float64 and cast to the
 tensor's dtype: reproducible, not torch's numbers."""
 
@@ -41,7 +41,7 @@ class _Poisson(Function):
         r = _host64(rates)
         if np.any(r < 0) or np.any(np.isnan(r)):
             raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
-        return _on_device_of(np.asarray(_random.rng(generator).poisson(r), dtype=np.float64), rates)
+        return _on_device_of(_stream.poisson(_random.get(generator), r), rates)
 
     def backward(self, g):
         return g * 0
