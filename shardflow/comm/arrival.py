@@ -209,7 +209,7 @@ def collective_timeout_report(*, rank: int, op: str, seq: int, size: int, shape,
     lines = [
         f"shardflow: collective timed out on rank {rank}: {op} (collective #{seq} on a group "
         f"of {size}, shape {tuple(shape)}, dtype {dtype}) waited {waited:.1f} s (limit "
-        f"{limit:g} s, SHARDFLOW_COMM_TIMEOUT)."
+        f"{limit:g} s: the group's timeout= or SHARDFLOW_COMM_TIMEOUT)."
     ]
     if missing:
         lines.append(f"  ranks that did not arrive: {', '.join(missing)}")
@@ -231,8 +231,8 @@ def p2p_timeout_report(*, rank: int, op: str, peer_world: int, tag: int, shape, 
     where = "from" if op == "recv" else "to"
     lines = [
         f"shardflow: {op} {where} rank {peer_world} timed out on rank {rank} (tag {tag}, shape "
-        f"{tuple(shape)}, dtype {dtype}) after {waited:.1f} s (limit {limit:g} s, "
-        "SHARDFLOW_COMM_TIMEOUT)."
+        f"{tuple(shape)}, dtype {dtype}) after {waited:.1f} s (limit {limit:g} s: the group's "
+        "timeout= or SHARDFLOW_COMM_TIMEOUT)."
     ]
     if peer_state is None:
         lines.append(f"  rank {peer_world}: its state could not be read")

@@ -100,8 +100,9 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     backend ``"mpi"`` they are ignored with torch's warning (MPI assigns them: PyTorch's
     distributed tutorial runs ``init_process_group("mpi", rank=0, world_size=0)`` under
     ``mpirun``).
-    ``timeout`` is accepted for compatibility; the collective timeout is
-    ``SHARDFLOW_COMM_TIMEOUT`` (default 600 s).
+    ``timeout`` (a ``timedelta`` or seconds), as torch's: a collective or point-to-point call
+    of this group that waits longer ends the job with a report naming the ranks that did not
+    arrive and what each called; without it, ``SHARDFLOW_COMM_TIMEOUT`` (default 600 s).
     """
     if _comm.is_initialized():
         raise RuntimeError(
@@ -126,6 +127,7 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
         )
     if rank not in (-1, None) and rank != world.rank:
         raise ValueError(f"init_process_group(rank={rank}) but this process is rank {world.rank}")
+    _set_timeout(world, timeout, "init_process_group")
     _asked_backend[0] = asked
     _errors._count_group()
 
@@ -240,7 +242,23 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     ranks = list(range(world.size)) if ranks is None else list(ranks)
     sub = world.new_group(ranks)
     _errors._count_group()
+    if sub is not None:
+        _set_timeout(sub, timeout, "new_group")
     return GroupMember.NON_GROUP_MEMBER if sub is None else sub
+
+
+def _set_timeout(group, timeout, fn: str) -> None:
+    """Honour ``timeout=`` (torch's argument) as the group's collective timeout: the comm's
+    watchdog reads ``group._timeout`` on every call. (It was accepted and ignored: a rank that
+    hung waited for the 600 s default instead of the program's 5 s.)"""
+    if timeout is None:
+        return
+    seconds = timeout.total_seconds() if hasattr(timeout, "total_seconds") else float(timeout)
+    if not seconds > 0:
+        raise ValueError(f"{fn}(timeout={timeout!r}): the timeout must be positive; pass e.g. "
+                         "datetime.timedelta(minutes=30), torch's default")
+    if hasattr(group, "_timeout"):
+        group._timeout = seconds
 
 
 def _group_rank(g: Communicator, global_rank: int) -> int:

@@ -92,3 +92,11 @@ def test_launcher_success_prefixes_and_module(tmp_path):
         assert f"[rank {k}] hi {k} ['--flag', 'x']" in res.stdout, res.output
     res = launch_cli(["-n", "2", "-m", "json.tool", "--help"], timeout=40)
     assert res.returncode == 0 and res.stdout.count("[rank ") >= 2, res.output
+
+
+def test_init_process_group_timeout_argument_bounds_a_hang():
+    res = run_program(PROGRAMS + "timeout_argument_honoured", n=2, timeout=40)
+    _assert_fast_and_clean(res, 20)
+    out = res.stderr
+    assert "collective timed out on rank 0: all_reduce" in out and "limit 2 s" in out, res.output
+    assert "ranks that did not arrive: rank 1" in out, out
