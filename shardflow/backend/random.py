@@ -3,9 +3,10 @@
 A ``Generator`` is torch's CPU generator: the 32-bit Mersenne Twister seeded as torch seeds it
 (NumPy's ``MT19937`` bit generator holding torch's state) plus torch's cached second normal
 value, so ``manual_seed(s)`` followed by the same calls draws the same numbers as torch
-(``backend/random_stream.py`` has the distributions). Its state is a small uint8 array (a
-checkpoint stores it as a tensor) and restoring it replays the same stream, which resuming a
-run and activation-checkpoint recomputation rely on. ``numpy`` is a NumPy ``Generator`` on the
+(``backend/random_stream.py`` has the distributions). Its state is torch's 5056-byte uint8
+layout (a checkpoint stores it as a tensor; torch's and shardflow's restore in each other) and
+restoring it replays the same stream, which resuming a run and activation-checkpoint
+recomputation rely on. ``numpy`` is a NumPy ``Generator`` on the
 same twister, for the draws torch has no counterpart of here (gamma, poisson, ...).
 
 Seeds follow PyTorch: a ``Generator()`` the program makes starts from PyTorch's fixed
@@ -18,8 +19,6 @@ torch's (``manual_seed(-1)`` is 2^64 - 1).
 """
 
 from __future__ import annotations
-
-import json
 
 import numpy as np
 
@@ -76,23 +75,51 @@ class Generator:
         return self._rng
 
     def get_state(self) -> np.ndarray:
+        """torch's 5056-byte CPU generator state (``CPUGeneratorImplState``): the seed, the
+        twister's ``left``/``next``/624 words, the cached normal value; so a state saved by
+        either framework restores in the other."""
         st = self.mt.state["state"]
-        state = {"seed": self._seed, "key": st["key"].tolist(), "pos": int(st["pos"]),
-                 "normal_cache": self.normal_cache}
-        return np.frombuffer(json.dumps(state).encode(), dtype=np.uint8).copy()
+        key, pos = np.asarray(st["key"], dtype=np.uint64), int(st["pos"])
+        out = np.zeros(_STATE_BYTES, dtype=np.uint8)
+        head = np.zeros(3, dtype=np.uint64)
+        head[0] = self._seed
+        if pos == 624:  # torch twists on the next draw: left == 1 (next 0 right after seeding)
+            fresh = np.array_equal(key, seeded_state(self._seed)["state"]["key"].astype(np.uint64))
+            left, nxt = 1, 0 if fresh else 624
+        else:
+            left, nxt = 625 - pos, pos
+        head[1] = np.uint64(left) | (np.uint64(1) << np.uint64(32))  # int left; int seeded = 1
+        head[2] = nxt
+        out[:24] = head.view(np.uint8)
+        out[24:24 + 624 * 8] = key.view(np.uint8)
+        if self.normal_cache is not None:
+            out[5024:5032] = np.array([self.normal_cache], dtype=np.float64).view(np.uint8)  # normal_y
+            out[5040] = 1  # normal_is_valid
+        return out
 
     def set_state(self, state) -> Generator:
-        arr = np.asarray(state.numpy() if hasattr(state, "numpy") else state, dtype=np.uint8)
-        try:
-            d = json.loads(arr.tobytes().decode())
-            mt = np.random.MT19937()
-            mt.state = {"bit_generator": "MT19937",
-                        "state": {"key": np.asarray(d["key"], dtype=np.uint32), "pos": int(d["pos"])}}
-        except (ValueError, KeyError, TypeError) as e:
-            raise ValueError(f"not a shardflow RNG state ({e}); pass what get_state() returned") from None
-        self._seed, self._mt, self.normal_cache = d["seed"], mt, d["normal_cache"]
+        """Restore what :meth:`get_state` (or torch's ``get_rng_state``) returned."""
+        arr = np.asarray(state.numpy() if hasattr(state, "numpy") else state, dtype=np.uint8).reshape(-1)
+        if arr.size != _STATE_BYTES:
+            raise ValueError(f"not a CPU RNG state: expected {_STATE_BYTES} bytes (what get_rng_state() "
+                             f"returns), got {arr.size}; pass the tensor get_rng_state() gave")
+        head = arr[:24].copy().view(np.uint64)
+        left = int(head[1] & np.uint64(0xFFFFFFFF))
+        nxt = int(head[2])
+        key = arr[24:24 + 624 * 8].copy().view(np.uint64)
+        if not 1 <= left <= 625 or nxt > 624 or np.any(key > 0xFFFFFFFF):
+            raise ValueError("not a CPU RNG state: its twister fields are out of range; pass the "
+                             "tensor get_rng_state() gave")
+        mt = np.random.MT19937()
+        mt.state = {"bit_generator": "MT19937",
+                    "state": {"key": key.astype(np.uint32), "pos": 624 if left == 1 else nxt}}
+        self._seed, self._mt = int(head[0]), mt
+        self.normal_cache = float(arr[5024:5032].copy().view(np.float64)[0]) if arr[5040] else None
         self._rng = np.random.Generator(mt)
         return self
+
+
+_STATE_BYTES = 5056  # sizeof(CPUGeneratorImplState) in torch
 
 
 default_generator = Generator._from_entropy()

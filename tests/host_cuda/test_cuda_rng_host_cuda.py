@@ -21,7 +21,7 @@ def test_restoring_the_cuda_state_repeats_gpu_draws():
 
 
 def test_a_bad_state_or_device_raises():
-    with pytest.raises(ValueError, match="not a shardflow RNG state"):
+    with pytest.raises(ValueError, match="not a CPU RNG state"):
         sf.cuda.set_rng_state(sf.zeros(4, dtype=sf.uint8))
     with pytest.raises(RuntimeError, match="device index 99 is out of range"):
         sf.cuda.get_rng_state(99)
