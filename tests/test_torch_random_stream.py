@@ -118,6 +118,10 @@ NORMAL = {
         L.distributions.Dirichlet(L.tensor([0.5, 2.0, 1.0])).sample((4,)),
         L.distributions.StudentT(L.tensor([3.0, 5.0])).sample((3,))],
     "poisson": lambda L: [L.poisson(L.tensor([0.5, 3.0, 0.0, 7.5, 10.0, 55.0, 400.0] * 3)), L.randn(3)],
+    "binomial": lambda L: [L.binomial(L.tensor([5.0, 20.0, 100.0, 7.0, 50.0, 0.0, 30.0] * 3),
+                                      L.tensor([0.3, 0.6, 0.5, 0.9, 0.1, 0.4, 1.0] * 3)),
+                           L.distributions.Binomial(L.tensor([10.0, 80.0], dtype=L.float64),
+                                                    probs=L.tensor([0.2, 0.7], dtype=L.float64)).sample((4,))],
     # MHA's batch_first output is a transposed view: dropout1's mask is drawn in memory order
     "transformer_layer_training": lambda L: L.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.1, batch_first=True)(
         L.randn(2, 5, 16), src_mask=L.nn.Transformer.generate_square_subsequent_mask(5)),

@@ -480,3 +480,81 @@ def poisson(gen, rates: np.ndarray) -> np.ndarray:
     finally:
         s.close()
     return out.reshape(rates.shape)
+
+
+_STIRLING_TAIL = (0.0810614667953272, 0.0413406959554092, 0.0276779256849983, 0.02079067210376509,
+                  0.0166446911898211, 0.0138761288230707, 0.0118967099458917, 0.0104112652619720,
+                  0.00925546218271273, 0.00833056343336287)
+
+
+def _stirling_tail(k: float) -> float:
+    if k < 10:
+        return _STIRLING_TAIL[int(k)]
+    kp1sq = (k + 1) * (k + 1)
+    return (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1)
+
+
+def _binomial_inversion(s: Serial, count: float, prob: float) -> float:
+    logprob, geom_sum, num_geom = math.log1p(-prob), 0.0, 0.0
+    while True:
+        geom_sum += math.ceil(math.log(s.uniform()) / logprob)
+        if geom_sum > count:
+            return num_geom
+        num_geom += 1
+
+
+def _btrs(s: Serial, count: float, prob: float, rnd) -> float:
+    """Hoermann's transformed rejection (BTRS), as torch's ``btrs``."""
+    stddev = math.sqrt(rnd(rnd(count * prob) * rnd(1 - prob)))
+    b = 1.15 + 2.53 * stddev
+    a = -0.0873 + 0.0248 * b + 0.01 * prob
+    c = rnd(count * prob) + 0.5
+    v_r = 0.92 - 4.2 / b
+    r = rnd(prob / rnd(1 - prob))
+    alpha = (2.83 + 5.1 / b) * stddev
+    m = math.floor(rnd((count + 1) * prob))
+    while True:
+        u = s.uniform() - 0.5
+        v = s.uniform()
+        us = 0.5 - abs(u)
+        k = math.floor((2 * a / us + b) * u + c)
+        if k < 0 or k > count:
+            continue
+        if us >= 0.07 and v <= v_r:
+            return float(k)
+        v = math.log(v * alpha / (a / (us * us) + b))
+        upper = ((m + 0.5) * math.log((m + 1) / (r * (count - m + 1)))
+                 + (count + 1) * math.log((count - m + 1) / (count - k + 1))
+                 + (k + 0.5) * math.log(r * (count - k + 1) / (k + 1))
+                 + _stirling_tail(m) + _stirling_tail(count - m) - _stirling_tail(k) - _stirling_tail(count - k))
+        if v <= upper:
+            return float(k)
+
+
+def binomial_one(s: Serial, count: float, prob: float, single: bool) -> float:
+    """``sample_binomial``: inversion for small means, BTRS otherwise (on the smaller of
+    ``prob`` and ``1 - prob``)."""
+    rnd = _f32 if single else float
+    if count <= 0.0 or prob <= 0.0:
+        return 0.0
+    if prob >= 1.0:
+        return count
+    if prob <= 0.5:
+        return _btrs(s, count, prob, rnd) if rnd(count * prob) >= 10.0 else _binomial_inversion(s, count, prob)
+    if prob > 0.5:
+        q = rnd(1.0 - prob)
+        return count - (_btrs(s, count, q, rnd) if rnd(count * q) >= 10.0 else _binomial_inversion(s, count, q))
+    return math.nan
+
+
+def binomial(gen, counts: np.ndarray, probs: np.ndarray) -> np.ndarray:
+    """``torch.binomial`` on the CPU: one ``sample_binomial`` per element in C order."""
+    single = probs.dtype != np.float64
+    c = np.ascontiguousarray(counts, dtype=np.float64).reshape(-1)
+    p = np.ascontiguousarray(probs, dtype=np.float64).reshape(-1)
+    s = Serial(gen)
+    try:
+        out = np.array([binomial_one(s, a, b, single) for a, b in zip(c.tolist(), p.tolist())], dtype=np.float64)
+    finally:
+        s.close()
+    return out.reshape(probs.shape)

@@ -4,10 +4,8 @@ its inputs: ``poisson``'s gradient is zero, ``binomial``'s backward raises PyTor
 ``Tensor.cauchy_(median, sigma)``, ``Tensor.geometric_(p)``, ``Tensor.log_normal_(mean, std)``
 with PyTorch's argument checks and messages.
 
-The fills and ``poisson`` are torch's stream (``backend/random_stream.py``: the same numbers as
-torch after the same ``manual_seed``). ``binomial`` is NumPy's algorithm on the same
-generator (``manual_seed`` or ``generator=``), made on the host in float64 and cast to the
-tensor's dtype: reproducible, not torch's numbers."""
+All are torch's CPU samplers on torch's stream (``backend/random_stream.py``: the same numbers
+as torch after the same ``manual_seed``), made on the host and cast to the tensor's dtype."""
 
 from __future__ import annotations
 
@@ -51,9 +49,7 @@ class _Binomial(Function):
     """One Binomial(count, prob) draw per element (``count`` and ``prob`` of one shape)."""
 
     def forward(self, count, prob, generator=None):
-        n = np.rint(_host64(count)).astype(np.int64)
-        p = np.clip(_host64(prob), 0.0, 1.0)
-        draws = np.asarray(_random.rng(generator).binomial(np.maximum(n, 0), p), dtype=np.float64)
+        draws = _stream.binomial(_random.get(generator), to_device(count, CPU), to_device(prob, CPU))
         return _on_device_of(draws, prob)
 
     def backward(self, g):
