@@ -82,6 +82,9 @@ EXACT = {
     "dropout_and_rand_like_follow_a_transposed_layout": lambda L: [
         L.nn.functional.dropout(L.ones(6, 7).t(), 0.4), L.rand_like(L.zeros(6, 7).t()),
         L.tensor(L.rand_like(L.zeros(6, 7).t()).stride()), L.nn.functional.dropout(L.ones(6, 8)[:, ::2], 0.4)],
+    "distributed_sampler": lambda L: [
+        L.tensor(list((lambda s: (s.set_epoch(e), s)[1])(L.utils.data.DistributedSampler(range(11), num_replicas=3, rank=r, seed=4))))
+        for e in (0, 2) for r in (0, 2)],
     "dataloader_two_epochs_then_rand": lambda L: (lambda dl: [b[0] for b in dl] + [b[0] for b in dl] + [L.rand(3)])(
         L.utils.data.DataLoader(L.utils.data.TensorDataset(L.arange(20)), batch_size=6, shuffle=True)),
 }

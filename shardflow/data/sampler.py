@@ -196,7 +196,8 @@ class DistributedSampler(Sampler):
     def __iter__(self):
         n = len(self.dataset)
         if self.shuffle:
-            indices = np.random.default_rng(self.seed + self.epoch).permutation(n)
+            # torch's: randperm(n) from a Generator seeded with seed + epoch
+            indices = _stream.permutation(_random.Generator().manual_seed(self.seed + self.epoch), n)
         else:
             indices = np.arange(n)
         if not self.drop_last:
