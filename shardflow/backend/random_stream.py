@@ -61,14 +61,28 @@ def seeded_state(seed: int) -> dict:
     return {"bit_generator": "MT19937", "state": {"key": key.astype(np.uint32), "pos": 624}}
 
 
+_KERNEL_FROM = 1 << 14  # outputs from which the compiled twister (kernels/mt19937.py) pays
+
+
+def _raw(mt: np.random.MT19937, n: int) -> np.ndarray:
+    if n >= _KERNEL_FROM:
+        from .. import kernels
+
+        if kernels.enabled():
+            from ..kernels import mt19937
+
+            return mt19937.random_raw(mt, n)  # the same outputs, ~4x faster
+    return mt.random_raw(n)
+
+
 def raw32(mt: np.random.MT19937, n: int) -> np.ndarray:
     """``n`` of torch's ``random()`` (uint32 values in uint64)."""
-    return mt.random_raw(n)
+    return _raw(mt, n)
 
 
 def raw64(mt: np.random.MT19937, n: int) -> np.ndarray:
     """``n`` of torch's ``random64()``: two ``random()``, the first the high word."""
-    r = mt.random_raw(2 * n).reshape(n, 2)
+    r = _raw(mt, 2 * n).reshape(n, 2)
     return (r[:, 0] << np.uint64(32)) | r[:, 1]
 
 
