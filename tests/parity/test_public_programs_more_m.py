@@ -1,0 +1,137 @@
+"""pytorch/tutorials' "Introduction to PyTorch" YouTube series
+(``beginner_source/introyt/``), each run as a script on torch and, with its imports
+rewritten, on shardflow, from the same ``manual_seed`` (no weight copying, no shared draws:
+shardflow draws torch's numbers, docs/COMPAT.md "Random seeds"), compared on every printed
+line (see ``test_public_programs.py`` and docs/COMPAT.md, "Public programs").
+
+Left out: ``captumyt.py`` (Model Understanding with Captum: captum is not installed, and it
+downloads a pretrained ResNet and images).
+"""
+
+import numpy as np
+import pytest
+
+from .programs._harness import HERE, assert_close, run_script
+from .test_public_programs_more_h import same_printout
+
+pytestmark = pytest.mark.usefixtures("torch_single_thread")
+
+INTROYT = HERE / "introyt"
+SEED = 0
+
+
+def _run(tmp_path, monkeypatch, capsys, name, modules=None, expect=None):
+    """Run ``introyt/<name>.py`` as a script in ``tmp_path/<th|sf>`` on torch then shardflow,
+    each after ``manual_seed(SEED)``; ``modules(lib, use_sf)`` gives ``sys.modules`` entries
+    (the torchvision stand-in ...). Returns ``[(module, printed lines, directory), ...]``."""
+    import matplotlib
+    import torch
+
+    import shardflow
+
+    matplotlib.use("Agg")  # plt.plot/imshow draw nothing on screen
+    runs = []
+    for use_sf, lib in ((False, torch), (True, shardflow)):
+        where = tmp_path / ("sf" if use_sf else "th")
+        where.mkdir()
+        monkeypatch.chdir(where)
+        lib.manual_seed(SEED)
+        extra = {} if modules is None else modules(lib, use_sf)
+        mod = run_script(INTROYT / f"{name}.py", use_sf, modules=extra)
+        runs.append((mod, capsys.readouterr().out.splitlines(), where))
+    return runs
+
+
+def _mask_empty(lines, starts):
+    """``torch.empty`` values are whatever memory held: each block of printed lines from a
+    start index up to its closing ``])`` becomes one ``<empty>`` line (its shape is checked
+    by the caller through the line count)."""
+    out, i, starts = [], 0, set(starts)
+    while i < len(lines):
+        if i in starts:
+            j = i
+            while not lines[j].rstrip().endswith("])"):
+                j += 1
+            out.append(f"<empty {j - i + 1} lines>")
+            i = j + 1
+        else:
+            out.append(lines[i])
+            i += 1
+    return out
+
+
+def test_introyt_tensors_deeper_like_torch(tmp_path, monkeypatch, capsys):
+    """tensors_deeper_tutorial.py as a script: ``empty`` / ``empty_like`` (values unset:
+    compared by their line count only), ``zeros``/``ones``, ``manual_seed(1729)`` and
+    ``rand`` (the same draws as torch, reseeded twice), ``*_like``, ``tensor`` of nested
+    tuples/lists, int16/float64/int32 dtypes in the repr, scalar and tensor arithmetic with
+    broadcasting, ``abs``/``ceil``/``floor``/``clamp``, ``sin``/``asin``, ``bitwise_xor``,
+    ``eq``, ``max``/``mean``/``std``/``prod``/``unique``, ``cross`` (deprecated default dim),
+    ``svd`` (``torch.return_types.svd(...)`` printed), in-place ``sin_``/``add_``/``mul_``,
+    ``matmul(out=)`` and ``rand(out=)`` keeping the object, ``clone``/``detach``
+    (``grad_fn=<CloneBackward0>``), the CPU branch of the device checks, ``unsqueeze`` /
+    ``squeeze`` / ``unsqueeze_`` / ``reshape`` sizes, and the NumPy bridge both ways (shared
+    memory). Every other printed line is torch's, numbers exactly."""
+    (th, th_out, _), (sf, sf_out, _) = _run(tmp_path, monkeypatch, capsys, "tensors_deeper_tutorial")
+    empties = [1] + [i + 1 for i, line in enumerate(th_out) if line == "torch.Size([2, 2, 3])"][:2]
+    th_masked = _mask_empty(th_out, empties)
+    sf_empties = [1] + [i + 1 for i, line in enumerate(sf_out) if line == "shardflow.Size([2, 2, 3])"][:2]
+    sf_masked = _mask_empty(sf_out, sf_empties)
+    assert th_masked[1] == "<empty 3 lines>" and th_masked.count("<empty 5 lines>") == 2
+    assert "torch.return_types.svd(" in th_out and "Sorry, CPU only." in th_out
+    same_printout(sf_masked, th_masked, rtol=0, atol=0, what="tensors_deeper_tutorial")
+    assert_close(sf.numpy_rand, th.numpy_rand, "numpy_rand (17 written through the tensor)")
+
+
+def _table(lines):
+    """Split out the profiler table: ``(lines before, table lines, lines after)``."""
+    start = next(i for i, line in enumerate(lines) if line.startswith("---"))
+    end = next(i for i, line in enumerate(lines) if line.startswith("Self CPU time total:"))
+    return lines[:start], lines[start:end + 1], lines[end + 1:]
+
+
+def test_introyt_autograd_like_torch(tmp_path, monkeypatch, capsys):
+    """autogradyt_tutorial.py as a script: ``linspace(requires_grad=True)``, ``sin`` plotted
+    through ``detach()``, the ``grad_fn`` chain printed through ``next_functions``
+    (``<AddBackward0 ...>``, ``(<MulBackward0 ...>, 0), (None, 0)``, ``AccumulateGrad``;
+    addresses masked), ``backward()``; TinyModel (torch's initial Linear weights from the
+    same seed), SGD, gradients accumulating over 5 backward passes and
+    ``zero_grad(set_to_none=False)``, ``requires_grad = False``, ``no_grad`` as context and
+    decorator, ``detach``; the autograd profiler table of 1000 ``(z / x) * y`` (same
+    columns and widths as torch's, ``aten::div`` and ``aten::mul`` 1000 calls each; times
+    are measured, so they and the row order are masked); ``backward(v)`` after doubling
+    ``while y.data.norm() < 1000``; ``autograd.functional.jacobian`` / ``vjp``. Every other
+    printed line is torch's to 4 printed decimals (atol 1e-4: a printed ``x.grad`` of
+    ``2.0480e+02`` rounds alike; the losses are printed with 4 significant digits)."""
+    (th, th_out, _), (sf, sf_out, _) = _run(tmp_path, monkeypatch, capsys, "autogradyt_tutorial")
+    th_before, th_table, th_after = _table(th_out)
+    sf_before, sf_table, sf_after = _table(sf_out)
+    assert th_table[:3] == sf_table[:3]  # separator and header, width for width
+    # each row: its width, name and call count (the cells between are measured times)
+    rows = lambda table: sorted((len(line), line.split()[0], line.split()[-1]) for line in table[3:-2])  # noqa: E731
+    assert rows(sf_table) == rows(th_table) and len(rows(th_table)) == 2
+    assert any(line.strip().startswith("aten::div") and line.strip().endswith("1000") for line in th_table)
+    same_printout(sf_before, th_before, rtol=1e-5, atol=1e-4, what="autograd (before the profiler)")
+    same_printout(sf_after, th_after, rtol=1e-5, atol=1e-4, what="autograd (after the profiler)")
+    assert_close(sf.model.layer2.weight.detach().numpy(), th.model.layer2.weight.detach().numpy(),
+                 "TinyModel.layer2 after one SGD step")
+    assert_close(sf.model.layer2.weight.grad.numpy(), th.model.layer2.weight.grad.numpy(), "zeroed grad")
+    assert_close(sf.x.grad.numpy(), th.x.grad.numpy(), "x.grad of the doubling")
+
+
+def test_introyt_models_like_torch(tmp_path, monkeypatch, capsys):
+    """modelsyt_tutorial.py as a script: ``print(tinymodel)`` (``Softmax(dim=None)``), every
+    parameter printed (``Parameter containing:`` and torch's initial weights from the same
+    seed), Linear on ``rand(1, 3)`` (``grad_fn=<AddmmBackward0>``), ``import
+    torch.functional as F`` (the module path; shardflow had none), LeNet and LSTMTagger
+    defined, MaxPool2d(3), BatchNorm1d over a (1, 4, 4) input
+    (``grad_fn=<NativeBatchNormBackward0>``) and its mean, and two Dropout(p=0.4) draws
+    (torch's masks from the same seed). Every printed line is torch's to 4 printed decimals;
+    the normalised tensor's mean is rounding noise (-1.1176e-07 in torch, -1.1921e-07 here:
+    atol 1e-6 for that line)."""
+    (th, th_out, _), (sf, sf_out, _) = _run(tmp_path, monkeypatch, capsys, "modelsyt_tutorial")
+    assert th_out[1] == "TinyModel(" and "  (softmax): Softmax(dim=None)" in th_out
+    assert sum(line == "Parameter containing:" for line in th_out) == 8  # 4 + 2 + 2
+    same_printout(sf_out, th_out, rtol=1e-5, atol=1e-6, what="modelsyt_tutorial")
+    for k, v in th.tinymodel.state_dict().items():
+        np.testing.assert_array_equal(sf.tinymodel.state_dict()[k].numpy(), v.numpy(), err_msg=k)
