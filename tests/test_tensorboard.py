@@ -103,3 +103,41 @@ def test_missing_tensorboardx_raises_with_the_install_line(tmp_path, monkeypatch
     monkeypatch.setitem(sys.modules, "tensorboardX", None)  # what an uninstalled package does
     with pytest.raises(ImportError, match=r"pip install tensorboardX"):
         SummaryWriter(str(tmp_path))
+
+
+def test_flush_writes_every_queued_event(tmp_path):
+    """torch's ``flush`` blocks until the queued events are written; tensorboardX's flushes
+    the file but leaves queued events to its logger thread, so the last steps were missing
+    from the file right after ``flush()`` (the introyt training tutorial flushes once per
+    epoch and never closes its writer)."""
+    w = SummaryWriter(log_dir=str(tmp_path))
+    try:
+        for step in range(25):  # more than the queue's 10 and the first immediate write
+            w.add_scalar("loss", float(step), step)
+            w.add_scalars("pair", {"a": step, "b": -step}, step)
+        w.flush()
+        events = _read_events(tmp_path)
+        assert [s for s, _ in _values(events, "loss")] == list(range(25))
+        assert len(_values(events, "pair")) == 50
+        w.add_scalar("loss", 99.0, 25)  # the writer still works after a flush, in the same file
+        w.flush()
+        events = _read_events(tmp_path)
+        assert [s for s, _ in _values(events, "loss")] == list(range(26))
+        assert len(list(tmp_path.glob("events.out.tfevents.*"))) == 1
+    finally:
+        w.close()
+    assert [s for s, _ in _values(_read_events(tmp_path), "loss")] == list(range(26))  # nothing twice
+
+
+def test_scalar_tags_are_written_as_given(tmp_path):
+    """torch writes ``add_scalar`` / ``add_scalars`` tags unchanged; tensorboardX's summary
+    rewrote spaces to ``_`` (the introyt tutorials log ``'Training vs. Validation Loss'``)."""
+    with SummaryWriter(log_dir=str(tmp_path)) as w:
+        w.add_scalar("Loss per batch (train)", shardflow.tensor([2.5]), 1)  # one element: squeezed, as torch
+        w.add_scalars("Training vs. Validation Loss", {"Training": 1.0, "Validation": shardflow.tensor(2.0)}, 3)
+    events = _read_events(tmp_path)
+    assert [(s, v.simple_value) for s, v in _values(events, "Loss per batch (train)")] == [(1, 2.5)]
+    runs = {path.name: (ev.step, v.tag, v.simple_value) for path, ev in events for v in ev.summary.value
+            if path != tmp_path}
+    assert runs == {"Training vs. Validation Loss_Training": (3, "Training vs. Validation Loss", 1.0),
+                    "Training vs. Validation Loss_Validation": (3, "Training vs. Validation Loss", 2.0)}

@@ -8,6 +8,9 @@ Left out: ``captumyt.py`` (Model Understanding with Captum: captum is not instal
 downloads a pretrained ResNet and images).
 """
 
+import struct
+import types
+
 import numpy as np
 import pytest
 
@@ -135,3 +138,119 @@ def test_introyt_models_like_torch(tmp_path, monkeypatch, capsys):
     same_printout(sf_out, th_out, rtol=1e-5, atol=1e-6, what="modelsyt_tutorial")
     for k, v in th.tinymodel.state_dict().items():
         np.testing.assert_array_equal(sf.tinymodel.state_dict()[k].numpy(), v.numpy(), err_msg=k)
+
+
+# ---------------------------------------------------------------- TensorBoard-logging programs
+class _RecordingWriter:
+    """torch's run: ``torch.utils.tensorboard`` cannot import here (the tensorboard package
+    is not installed), so the torch run gets this writer, which records every call it is
+    given; shardflow's run writes real event files, read back by the test."""
+
+    def __init__(self, log_dir=None, **kwargs):
+        self.log_dir = log_dir
+        self.calls = [("__init__", log_dir)]
+        _RecordingWriter.last = self
+
+    def add_scalar(self, tag, value, global_step=None, **kwargs):
+        self.calls.append(("add_scalar", tag, global_step, float(value)))
+
+    def add_scalars(self, main_tag, values, global_step=None, **kwargs):
+        self.calls.append(("add_scalars", main_tag, global_step, {k: float(v) for k, v in values.items()}))
+
+    def add_image(self, tag, img, global_step=None, **kwargs):
+        self.calls.append(("add_image", tag, np.array(img.numpy(), copy=True)))
+
+    def add_graph(self, model, input_to_model=None, **kwargs):
+        self.calls.append(("add_graph", type(model).__name__, tuple(input_to_model.shape)))
+
+    def add_embedding(self, mat, metadata=None, label_img=None, **kwargs):
+        self.calls.append(("add_embedding", np.array(mat.numpy(), copy=True), list(metadata),
+                           np.array(label_img.numpy(), copy=True)))
+
+    def flush(self):
+        self.calls.append(("flush",))
+
+    def close(self):
+        self.calls.append(("close",))
+
+
+def _tensorboard_standin():
+    stand_in = types.ModuleType("torch.utils.tensorboard")
+    stand_in.SummaryWriter = _RecordingWriter
+    return stand_in
+
+
+def _fashion_modules(sizes):
+    from .programs._torchvision_standin import torchvision_modules
+
+    def modules(lib, use_sf):
+        mods = torchvision_modules(lib, sizes)
+        if not use_sf:
+            mods["torch.utils.tensorboard"] = _tensorboard_standin()
+        return mods
+
+    return modules
+
+
+def _events(log_dir):
+    """``{run directory relative to log_dir: [(tag, step, value), ...]}`` of shardflow's
+    event files."""
+    event_pb2 = pytest.importorskip("tensorboardX.proto.event_pb2")
+    runs = {}
+    for path in sorted(log_dir.rglob("events.out.tfevents.*")):
+        data, pos, out = path.read_bytes(), 0, []
+        while pos < len(data):  # TFRecord framing: length, its crc, the record, its crc
+            (length,) = struct.unpack("<Q", data[pos:pos + 8])
+            ev = event_pb2.Event()
+            ev.ParseFromString(data[pos + 12:pos + 12 + length])
+            pos += 12 + length + 4
+            out += [(v.tag, ev.step, v.simple_value) for v in ev.summary.value]
+        runs.setdefault(str(path.parent.relative_to(log_dir)), []).extend(out)
+    return runs
+
+
+def test_introyt_training_like_torch(tmp_path, monkeypatch, capsys):
+    """trainingyt.py as a script: FashionMNIST (the torchvision stand-in: 40 + 12 synthetic
+    images) through ``Compose([ToTensor(), Normalize])``, a shuffled ``DataLoader`` (the same
+    order as torch's from the same seed) and ``next(iter(loader))`` with the class names
+    printed by indexing a tuple with 0-d tensors, the LeNet-style GarmentClassifier (torch's
+    initial weights from the same seed), CrossEntropyLoss on ``rand(4, 10)`` dummies, SGD
+    with momentum for 2 epochs, the loss every 5 batches, validation under ``model.eval()``
+    and ``no_grad`` with ``running_vloss += vloss`` (a tensor, formatted by ``'{}'.format``
+    as its float), ``torch.save(model.state_dict(), path)`` of the best epoch, and a
+    SummaryWriter: ``add_scalar('Loss/train', ...)`` and ``add_scalars`` (one run per key,
+    ``<log_dir>/<main_tag>_<key>``, as torch lays them out). Every printed line is torch's
+    (losses to rtol 1e-6: the dummy cross-entropy differs in its last float32 bit); what
+    shardflow's event files hold is what the torch run logged; the saved state is the same."""
+    import torch
+
+    import shardflow
+
+    (th, th_out, th_dir), (sf, sf_out, sf_dir) = _run(
+        tmp_path, monkeypatch, capsys, "trainingyt", modules=_fashion_modules({"train": 40, "test": 12}))
+    assert th_out[:2] == ["Training set has 40 instances", "Validation set has 12 instances"]
+    assert sum(line.startswith("  batch ") for line in th_out) == 4
+    same_printout(sf_out, th_out, rtol=1e-6, atol=0, what="trainingyt")
+    logged = th.writer.calls
+    assert logged[0][1].startswith("runs/fashion_trainer_")
+    events = _events(sf_dir / "runs")
+    run = sf.writer.log_dir.split("/")[-1]
+    assert sorted(events) == [run, f"{run}/Training vs. Validation Loss_Training",
+                              f"{run}/Training vs. Validation Loss_Validation"], sorted(events)
+    th_scalars = [(c[1], c[2], c[3]) for c in logged if c[0] == "add_scalar"]
+    assert [(t, s) for t, s, _ in events[run]] == [(t, s) for t, s, _ in th_scalars] == [
+        ("Loss/train", s) for s in (5, 10, 15, 20)]
+    assert_close([v for *_, v in events[run]], [v for *_, v in th_scalars], "Loss/train", rtol=1e-6)
+    for key in ("Training", "Validation"):
+        th_values = [(c[2], c[3][key]) for c in logged if c[0] == "add_scalars"]
+        written = events[f"{run}/Training vs. Validation Loss_{key}"]
+        assert [(t, s) for t, s, _ in written] == [("Training vs. Validation Loss", s) for s, _ in th_values]
+        assert_close([v for *_, v in written], [v for _, v in th_values], key, rtol=1e-6)
+    th_saved = sorted(p.name.rsplit("_", 1)[1] for p in th_dir.glob("model_*"))
+    sf_saved = sorted(p.name.rsplit("_", 1)[1] for p in sf_dir.glob("model_*"))
+    assert sf_saved == th_saved and th_saved  # the same best epochs
+    th_state = torch.load(next(th_dir.glob(f"model_*_{th_saved[-1]}")))
+    sf_state = shardflow.load(next(sf_dir.glob(f"model_*_{sf_saved[-1]}")))
+    assert list(sf_state) == list(th_state)
+    for k, v in th_state.items():
+        assert_close(sf_state[k].numpy(), v.numpy(), f"saved {k}", rtol=1e-5, atol=1e-6)

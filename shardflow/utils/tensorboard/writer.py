@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import time
 
-from ._tensorboardx import tensorboardx, to_numpy
+import numpy as np
+
+from ._tensorboardx import flush_to_disk, scalar_summary, tensorboardx, to_numpy
 
 
 class SummaryWriter:
@@ -35,9 +37,11 @@ class SummaryWriter:
     def add_scalar(self, tag, scalar_value, global_step=None, walltime=None, new_style=False,
                    double_precision=False):
         """``new_style`` / ``double_precision`` (torch's tensor-proto encodings) are accepted;
-        the value is written as tensorboardX's simple value, which TensorBoard reads alike."""
-        value = to_numpy(scalar_value)
-        self._writer.add_scalar(tag, float(value), global_step, walltime)
+        the value is written as tensorboardX's simple value, which TensorBoard reads alike.
+        The tag is written as given, as torch does (tensorboardX's own ``add_scalar``
+        would rewrite its spaces to ``_``)."""
+        value = np.asarray(to_numpy(scalar_value)).squeeze()
+        self._writer._get_file_writer().add_summary(scalar_summary(tag, value), global_step, walltime)
 
     def add_scalars(self, main_tag, tag_scalar_dict, global_step=None, walltime=None):
         """Each ``tag`` goes to its own run, ``<log_dir>/<main_tag>_<tag>`` (PyTorch's layout;
@@ -49,7 +53,7 @@ class SummaryWriter:
             if fw is None:
                 fw = self._scalars_writers[run] = self._tbx.writer.FileWriter(
                     run, **self._file_options)
-            summary = self._tbx.summary.scalar(main_tag, float(to_numpy(value)))
+            summary = scalar_summary(main_tag, np.asarray(to_numpy(value)).squeeze())
             fw.add_summary(summary, global_step, walltime)
 
     def add_histogram(self, tag, values, global_step=None, bins="tensorflow", walltime=None,
@@ -110,9 +114,10 @@ class SummaryWriter:
             "and call its SummaryWriter.add_graph there")
 
     def flush(self) -> None:
-        self._writer.flush()
-        for fw in self._scalars_writers.values():
-            fw.flush()
+        """Every event logged so far is on disk when this returns, as with torch's writer
+        (``flush_to_disk``: tensorboardX's own flush leaves queued events to its thread)."""
+        for fw in list((self._writer.all_writers or {}).values()) + list(self._scalars_writers.values()):
+            flush_to_disk(fw)
 
     def close(self) -> None:
         self._writer.close()
