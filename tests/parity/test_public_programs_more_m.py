@@ -254,3 +254,27 @@ def test_introyt_training_like_torch(tmp_path, monkeypatch, capsys):
     assert list(sf_state) == list(th_state)
     for k, v in th_state.items():
         assert_close(sf_state[k].numpy(), v.numpy(), f"saved {k}", rtol=1e-5, atol=1e-6)
+
+
+def test_introyt1_like_torch(tmp_path, monkeypatch, capsys):
+    """introyt1_tutorial.py ("Introduction to PyTorch") as a script: ``zeros`` and its dtype,
+    int16 ``ones``, ``manual_seed(1729)`` draws (reseeded: r3 == r1), broadcasting
+    arithmetic, ``abs`` / ``asin`` / ``det`` / ``svd`` (``torch.return_types.svd``) /
+    ``std_mean`` / ``max``, LeNet printed and run on ``rand(1, 1, 32, 32)`` (torch's initial
+    weights from the same seed), then CIFAR-10 (the torchvision stand-in: 40 + 12 synthetic
+    images) through ``ToTensor`` + ``Normalize`` and shuffled ``DataLoader``s with
+    ``num_workers=2`` (worker processes, as written; the batches are torch's, in torch's
+    order), ``'%5s' % classes[labels[j]]``, the 3-channel Net trained 2 epochs by SGD with
+    momentum (the loss printed with ``%.3f`` every 5 batches) and the accuracy from
+    ``torch.max(outputs.data, 1)``. Every printed line is torch's (4 printed decimals to
+    1e-4; the losses to their 3 printed decimals)."""
+    from .programs._torchvision_standin import torchvision_modules
+
+    (th, th_out, _), (sf, sf_out, _) = _run(
+        tmp_path, monkeypatch, capsys, "introyt1_tutorial",
+        modules=lambda lib, use_sf: torchvision_modules(lib, {"train": 40, "test": 12}))
+    assert sum(line.startswith("[") and "loss:" in line for line in th_out) == 4
+    assert th_out[-2] == "Finished Training" and th_out[-1].startswith("Accuracy of the network")
+    same_printout(sf_out, th_out, rtol=1e-5, atol=1e-4, what="introyt1_tutorial")
+    for k, v in th.net.state_dict().items():
+        assert_close(sf.net.state_dict()[k].numpy(), v.numpy(), f"Net {k} after 2 epochs")
