@@ -278,3 +278,110 @@ def test_introyt1_like_torch(tmp_path, monkeypatch, capsys):
     same_printout(sf_out, th_out, rtol=1e-5, atol=1e-4, what="introyt1_tutorial")
     for k, v in th.net.state_dict().items():
         assert_close(sf.net.state_dict()[k].numpy(), v.numpy(), f"Net {k} after 2 epochs")
+
+
+def _fashion_with_tensor_data(sizes):
+    """The torchvision stand-in, with FashionMNIST's ``data`` (uint8 N x 28 x 28) and
+    ``targets`` (int64) as tensors, as torchvision's MNIST family has them (the tutorial
+    indexes them with ``randperm``)."""
+    base = _fashion_modules(sizes)
+
+    def modules(lib, use_sf):
+        mods = base(lib, use_sf)
+        datasets = mods["torchvision.datasets"]
+        plain = datasets.FashionMNIST
+
+        class FashionMNIST(plain):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+                self.data = lib.from_numpy(np.ascontiguousarray(self.data))
+                self.targets = lib.tensor(self.targets, dtype=lib.int64)
+
+            def __getitem__(self, index):  # torchvision's: the image from the tensor's array
+                from PIL import Image
+
+                img, target = Image.fromarray(self.data[index].numpy(), mode="L"), int(self.targets[index])
+                if self.transform is not None:
+                    img = self.transform(img)
+                if self.target_transform is not None:
+                    target = self.target_transform(target)
+                return img, target
+
+        datasets.FashionMNIST = FashionMNIST
+        mods["torchvision"].datasets.FashionMNIST = FashionMNIST
+        return mods
+
+    return modules
+
+
+def test_introyt_tensorboard_like_torch(tmp_path, monkeypatch, capsys):
+    """tensorboardyt_tutorial.py as a script: FashionMNIST (the stand-in: 40 + 12 images,
+    ``data``/``targets`` tensors as torchvision's) through shuffled loaders with 2 workers,
+    ``make_grid`` of the first batch logged by ``add_image`` (one PNG, torch's scaling of
+    the grid: the values times 255, clipped), a LeNet-style Net trained one epoch with
+    ``add_scalars('Training vs. Validation Loss', ...)`` every 5 batches (the validation
+    pass under ``net.train(False)``), ``add_graph(net, images)``, and ``add_embedding`` of
+    100 images picked by ``randperm`` (``data[perm][:n]``) with their class names and
+    ``label_img``. torch's writer is a recorder here (tensorboard is not installed); shardflow
+    writes the event files and the projector files, read back: the image, every logged loss
+    (rtol 1e-6), the embedding's vectors, labels and order are what the torch run logged;
+    the graph has the Net's module scopes, from the input to the output. The printout is
+    torch's."""
+    import io
+
+    from PIL import Image
+    from tensorboardX.proto import graph_pb2
+
+    (th, th_out, _), (sf, sf_out, sf_dir) = _run(
+        tmp_path, monkeypatch, capsys, "tensorboardyt_tutorial",
+        modules=_fashion_with_tensor_data({"train": 40, "test": 12}))
+    assert th_out == ["3", "Batch 5", "Batch 10", "Finished Training"]
+    assert sf_out == th_out
+    calls = th.writer.calls
+    log_dir = sf_dir / "runs" / "fashion_mnist_experiment_1"
+    event_pb2 = pytest.importorskip("tensorboardX.proto.event_pb2")
+
+    def raw_events(path):
+        data, pos, out = path.read_bytes(), 0, []
+        while pos < len(data):
+            (length,) = struct.unpack("<Q", data[pos:pos + 8])
+            ev = event_pb2.Event()
+            ev.ParseFromString(data[pos + 12:pos + 12 + length])
+            pos += 12 + length + 4
+            out.append(ev)
+        return out
+
+    [main_file] = list(log_dir.glob("events.out.tfevents.*"))
+    main_events = raw_events(main_file)
+    # the image: torch's add_image scales a float grid by 255 and clips to uint8 (HWC)
+    [grid] = [c[2] for c in calls if c[0] == "add_image"]
+    [image] = [v.image for ev in main_events for v in ev.summary.value if v.tag == "Four Fashion-MNIST Images"]
+    expected = (grid.transpose(1, 2, 0).astype(np.float32) * 255).clip(0, 255).astype(np.uint8)
+    expected = np.repeat(expected, 3, axis=2) if expected.shape[2] == 1 else expected  # grey shown as RGB
+    np.testing.assert_array_equal(np.asarray(Image.open(io.BytesIO(image.encoded_image_string))), expected)
+    # the losses
+    runs = _events(log_dir)
+    th_scalars = [c for c in calls if c[0] == "add_scalars"]
+    assert [c[2] for c in th_scalars] == [4, 9]
+    for key in ("Training", "Validation"):
+        written = runs[f"Training vs. Validation Loss_{key}"]
+        assert [s for _, s, _ in written] == [4, 9]
+        assert_close([v for *_, v in written], [c[3][key] for c in th_scalars], key, rtol=1e-6)
+    # the graph
+    [graph] = [ev.graph_def for ev in main_events if ev.graph_def]
+    g = graph_pb2.GraphDef()
+    g.ParseFromString(graph)
+    names = [n.name for n in g.node]
+    assert names[0] == "input/input.1" and names[-1] == "output/output.1"
+    for scope in ("Net/Conv2d[conv1]/", "Net/MaxPool2d[pool]/", "Net/Conv2d[conv2]/", "Net/Linear[fc3]/"):
+        assert any(n.startswith(scope) for n in names), scope
+    assert [c[1:] for c in calls if c[0] == "add_graph"] == [("Net", (4, 1, 28, 28))]
+    # the embedding: the same 100 images in the same order (randperm from the same seed)
+    [(_, features, labels, label_img)] = [c for c in calls if c[0] == "add_embedding"]
+    [tsv] = list(log_dir.rglob("tensors.tsv"))
+    written = np.loadtxt(tsv, delimiter="\t")
+    np.testing.assert_array_equal(written, features.astype(np.float64))
+    [meta] = list(log_dir.rglob("metadata.tsv"))
+    assert meta.read_text().splitlines() == labels
+    assert label_img.shape == (40, 1, 28, 28) and list(log_dir.rglob("sprite.png"))
+    assert calls[-1] == ("close",)
