@@ -23,7 +23,7 @@ INTROYT = HERE / "introyt"
 SEED = 0
 
 
-def _run(tmp_path, monkeypatch, capsys, name, modules=None, expect=None):
+def _run(tmp_path, monkeypatch, capsys, name, modules=None):
     """Run ``introyt/<name>.py`` as a script in ``tmp_path/<th|sf>`` on torch then shardflow,
     each after ``manual_seed(SEED)``; ``modules(lib, use_sf)`` gives ``sys.modules`` entries
     (the torchvision stand-in ...). Returns ``[(module, printed lines, directory), ...]``."""
@@ -307,8 +307,7 @@ def _fashion_with_tensor_data(sizes):
                     target = self.target_transform(target)
                 return img, target
 
-        datasets.FashionMNIST = FashionMNIST
-        mods["torchvision"].datasets.FashionMNIST = FashionMNIST
+        datasets.FashionMNIST = FashionMNIST  # (the module ``torchvision.datasets`` is too)
         return mods
 
     return modules
