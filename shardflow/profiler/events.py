@@ -69,6 +69,16 @@ def format_memory(nbytes: int) -> str:
     return f"{nbytes} B"
 
 
+def _trim_path(path: str, width: int) -> str:
+    """torch's ``trim_path``: a source location longer than ``width`` keeps its end, its
+    first three characters replaced by ``...``."""
+    if len(path) > width:
+        path = path[len(path) - width:]
+        if len(path) > 3:
+            path = "..." + path[3:]
+    return path
+
+
 @dataclass
 class FunctionEventAvg:
     key: str
@@ -154,7 +164,8 @@ class EventList(list):
         with_mem = any(r.cpu_memory_usage > 0 for r in source)  # torch's test, on every row
         by_shape = self._by_shape
         stack_n = self._stack_n if any(r.stack for r in source) else 0  # torch: only with stacks
-        name_w = min(max([len("Name")] + [len(r.key) for r in rows]) + 2, max_name_column_width)
+        # torch's widths: the longest entry over every event (before ``row_limit``) plus 4
+        name_w = min(max(len(r.key) for r in source) + 4, max_name_column_width) if source else 4
         cols = ["Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"]
         if with_mem:
             cols += ["CPU Mem", "Self CPU Mem"]
@@ -163,13 +174,11 @@ class EventList(list):
             cols.append("Total MB")
         widths = [12] * len(cols)
         if by_shape:
-            shapes_w = min(max([len("Input Shapes")] + [len(str(r.input_shapes)) for r in rows]) + 2,
-                           max_shapes_column_width)
+            shapes_w = min(max(len(str(r.input_shapes)) for r in source) + 4, max_shapes_column_width)
             cols.append("Input Shapes")
             widths.append(shapes_w)
         if stack_n > 0:
-            src_w = min(max([len("Source Location")] + [len(f) for r in rows for f in r.stack]) + 2,
-                        max_src_column_width)
+            src_w = min(max(len(f) for r in source for f in r.stack) + 4, max_src_column_width)
             cols.append("Source Location")
             widths.append(src_w)
         sep = "-" * name_w + "  " + "  ".join("-" * w for w in widths) + "  "
@@ -178,7 +187,9 @@ class EventList(list):
             (f"{c:<{w}}" if c == "Source Location" else f"{c:>{w}}") for c, w in zip(cols, widths)) + "  ", sep]
         pct = (lambda v: f"{100 * v / self_total:.2f}%") if self_total else (lambda v: "-")
         for r in rows:
-            name = r.key if len(r.key) <= name_w else r.key[:name_w - 3] + "..."
+            # torch cuts at max_name_column_width - 3 and adds "..." (a row can be wider)
+            cut = max_name_column_width - 3
+            name = r.key if len(r.key) < cut else r.key[:cut] + "..."
             cells = [pct(r.self_cpu_time_total), format_time(r.self_cpu_time_total),
                      pct(r.cpu_time_total), format_time(r.cpu_time_total), format_time(r.cpu_time)]
             if with_mem:
@@ -188,14 +199,14 @@ class EventList(list):
                 cells.append(f"{r.bytes / 2**20:.3f}" if r.bytes else "")
             if by_shape:
                 shapes = str(r.input_shapes)
-                cells.append(shapes if len(shapes) <= shapes_w else shapes[:shapes_w - 3] + "...")
+                cells.append(shapes[:shapes_w])  # torch's cut, no "..."
             row = f"{name:>{name_w}}  " + "  ".join(f"{c:>{w}}" for c, w in zip(cells, widths)) + "  "
             if stack_n > 0:  # torch: the first frame on the row, the others on lines below it
-                frames = [f if len(f) <= src_w else f[:src_w - 3] + "..." for f in r.stack] or [""]
+                frames = [_trim_path(f, src_w) for f in r.stack] or [""]
                 lines.append(row + f"{frames[0]:<{src_w}}  ")
                 blank = " " * (len(row))
                 lines += [blank + f"{f:<{src_w}}  " for f in frames[1:]]
-                lines.append("")
+                lines.append(blank + " " * src_w + "  ")  # torch's row of empty cells
                 continue
             lines.append(row)
         lines += [sep, f"Self CPU time total: {format_time(self_total)}", ""]

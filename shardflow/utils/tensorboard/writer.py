@@ -3,15 +3,27 @@ event-file writer (the same TensorBoard event format; ``tensorboard --logdir run
 it). shardflow tensors are converted to NumPy arrays before each call; torch's argument
 names are mapped where tensorboardX names them differently (``log_dir``, ``run_name``).
 
-``add_graph`` raises: tensorboardX draws a graph by tracing the model with
-``torch.jit.trace``, and shardflow has no TorchScript tracer.
+``add_graph`` records one run of the model op by op (``_graph.py``): tensorboardX draws a
+graph by tracing with ``torch.jit.trace``, and shardflow has no TorchScript tracer.
 """
 
 from __future__ import annotations
 
 import time
 
-from ._tensorboardx import tensorboardx, to_numpy
+import numpy as np
+
+from ._tensorboardx import flush_to_disk, scalar_summary, tensorboardx, to_numpy
+
+
+def _as_uint8(array):
+    """torch's image scaling: a non-uint8 image is multiplied by 255 and clipped to [0, 255]
+    (tensorboardX casts without clipping, so a normalised image's negative values wrapped
+    around to bright pixels)."""
+    array = np.asarray(array)
+    if array.dtype == np.uint8:
+        return array
+    return (array.astype(np.float32) * 255).clip(0, 255).astype(np.uint8)
 
 
 class SummaryWriter:
@@ -35,9 +47,11 @@ class SummaryWriter:
     def add_scalar(self, tag, scalar_value, global_step=None, walltime=None, new_style=False,
                    double_precision=False):
         """``new_style`` / ``double_precision`` (torch's tensor-proto encodings) are accepted;
-        the value is written as tensorboardX's simple value, which TensorBoard reads alike."""
-        value = to_numpy(scalar_value)
-        self._writer.add_scalar(tag, float(value), global_step, walltime)
+        the value is written as tensorboardX's simple value, which TensorBoard reads alike.
+        The tag is written as given, as torch does (tensorboardX's own ``add_scalar``
+        would rewrite its spaces to ``_``)."""
+        value = np.asarray(to_numpy(scalar_value)).squeeze()
+        self._writer._get_file_writer().add_summary(scalar_summary(tag, value), global_step, walltime)
 
     def add_scalars(self, main_tag, tag_scalar_dict, global_step=None, walltime=None):
         """Each ``tag`` goes to its own run, ``<log_dir>/<main_tag>_<tag>`` (PyTorch's layout;
@@ -49,18 +63,35 @@ class SummaryWriter:
             if fw is None:
                 fw = self._scalars_writers[run] = self._tbx.writer.FileWriter(
                     run, **self._file_options)
-            summary = self._tbx.summary.scalar(main_tag, float(to_numpy(value)))
+            summary = scalar_summary(main_tag, np.asarray(to_numpy(value)).squeeze())
             fw.add_summary(summary, global_step, walltime)
+
+    def _add_summary(self, summary, tag, global_step, walltime):
+        """Write a tensorboardX summary under ``tag`` as given: tensorboardX's summary
+        functions rewrite a tag's spaces to ``_`` ("Four_Fashion-MNIST_Images"); torch
+        keeps it."""
+        for value in summary.value:
+            value.tag = tag
+        self._writer._get_file_writer().add_summary(summary, global_step, walltime)
 
     def add_histogram(self, tag, values, global_step=None, bins="tensorflow", walltime=None,
                       max_bins=None):
-        self._writer.add_histogram(tag, to_numpy(values), global_step, bins, walltime, max_bins)
+        if isinstance(bins, str) and bins == "tensorflow":
+            bins = self._writer.default_bins
+        summary = self._tbx.summary.histogram(tag, to_numpy(values), bins, max_bins=max_bins)
+        self._add_summary(summary, tag, global_step, walltime)
 
     def add_image(self, tag, img_tensor, global_step=None, walltime=None, dataformats="CHW"):
-        self._writer.add_image(tag, to_numpy(img_tensor), global_step, walltime, dataformats)
+        summary = self._tbx.summary.image(tag, _as_uint8(to_numpy(img_tensor)), dataformats=dataformats)
+        self._add_summary(summary, tag, global_step, walltime)
 
     def add_images(self, tag, img_tensor, global_step=None, walltime=None, dataformats="NCHW"):
-        self._writer.add_images(tag, to_numpy(img_tensor), global_step, walltime, dataformats)
+        if isinstance(img_tensor, list):  # CHW or HWC images, stacked (torch's and tensorboardX's rule)
+            if dataformats.upper() not in ("CHW", "HWC"):
+                raise ValueError(f"add_images: a list of images must be CHW or HWC, got dataformats={dataformats!r}")
+            img_tensor, dataformats = np.stack([to_numpy(t) for t in img_tensor], 0), "N" + dataformats
+        summary = self._tbx.summary.image(tag, _as_uint8(to_numpy(img_tensor)), dataformats=dataformats)
+        self._add_summary(summary, tag, global_step, walltime)
 
     def add_figure(self, tag, figure, global_step=None, close=True, walltime=None):
         self._writer.add_figure(tag, figure, global_step, close, walltime)
@@ -102,17 +133,26 @@ class SummaryWriter:
                                  global_step=global_step)
 
     def add_graph(self, model, input_to_model=None, verbose=False, use_strict_trace=True):
-        raise NotImplementedError(
-            "SummaryWriter.add_graph is not supported by shardflow: TensorBoard's graph comes "
-            "from tracing the model with torch.jit.trace, and shardflow has no TorchScript "
-            "tracer. Log the architecture as text instead: writer.add_text('model', "
-            "str(model)); for a graph view, load the weights into the same model in PyTorch "
-            "and call its SummaryWriter.add_graph there")
+        """The model's graph for TensorBoard's GRAPHS tab: one run of ``model`` on
+        ``input_to_model`` with every op recorded under its module scope (``_graph.py``;
+        torch traces with ``torch.jit.trace``, which shardflow does not have: the node names
+        follow torch's scopes, the ops are shardflow's). ``verbose=True`` prints the nodes
+        (torch prints its TorchScript graph)."""
+        from tensorboardX.proto import event_pb2
+
+        from ._graph import graph_def
+
+        graph = graph_def(model, input_to_model, use_strict_trace=use_strict_trace)
+        if verbose:
+            for node in graph.node:
+                print(f"{node.name} = {node.op}({', '.join(node.input)})")
+        self._writer._get_file_writer().add_event(event_pb2.Event(graph_def=graph.SerializeToString()))
 
     def flush(self) -> None:
-        self._writer.flush()
-        for fw in self._scalars_writers.values():
-            fw.flush()
+        """Every event logged so far is on disk when this returns, as with torch's writer
+        (``flush_to_disk``: tensorboardX's own flush leaves queued events to its thread)."""
+        for fw in list((self._writer.all_writers or {}).values()) + list(self._scalars_writers.values()):
+            flush_to_disk(fw)
 
     def close(self) -> None:
         self._writer.close()
