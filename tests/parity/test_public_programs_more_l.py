@@ -1,0 +1,185 @@
+"""More public PyTorch programs run as scripts on torch and, with only their imports changed,
+on shardflow, from the same ``manual_seed`` (no weight copying, no shared draws: shardflow
+draws torch's numbers, docs/COMPAT.md "Random seeds"), compared on what they print and
+compute (see ``test_public_programs.py`` and docs/COMPAT.md, "Public programs").
+
+* pytorch/tutorials' NLP tutorials (``programs/nlp/``): "Introduction to PyTorch", "Deep
+  Learning with PyTorch" (the bag-of-words classifier) and "Word Embeddings" (the N-gram
+  language model, the CBOW exercise's data);
+* ``advanced/numpy_extensions_tutorial.py``: autograd Functions computing through NumPy and
+  SciPy, and ``gradcheck``;
+* ``intermediate/scaled_dot_product_attention_tutorial.py``: the CPU parts of the SDPA
+  tutorial (``sdpa_kernel`` per backend, CausalSelfAttention in float16, ``torch.compile``,
+  the profiler tables, ``nn.attention.bias``).
+"""
+
+import re
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.utils.benchmark
+
+import shardflow
+
+from .programs._harness import assert_close, run_script
+from .test_public_programs_more_h import same_printout
+
+pytestmark = pytest.mark.usefixtures("torch_single_thread")
+
+HERE = Path(__file__).parent / "programs"
+
+
+def _run_both(path, capsys, monkeypatch, tmp_path, seed=None):
+    """Run the script on torch then on shardflow; ``seed``, when given, is set with
+    ``manual_seed`` after its imports (for a tutorial that sets none). Returns
+    ``[(module, printed lines), ...]``."""
+    monkeypatch.chdir(tmp_path)
+    runs = []
+    for use_sf in (False, True):
+        after = None if seed is None else (lambda m: m.torch.manual_seed(seed))
+        mod = run_script(path, use_sf, after_imports=after)
+        runs.append((mod, capsys.readouterr().out.splitlines()))
+    return runs
+
+
+# ------------------------------------------------------------------ NLP tutorials
+def test_nlp_pytorch_tutorial_like_torch(capsys, monkeypatch, tmp_path):
+    """beginner_source/nlp/pytorch_tutorial.py: ``torch.tensor`` from nested lists, indexing
+    to 0-d tensors and ``.item()``, ``randn`` after ``manual_seed(1)``, ``cat`` on both dims,
+    ``view(2, -1)``, ``grad_fn`` (``<AddBackward0 object at ...>``), ``sum`` backward,
+    ``requires_grad_()``, ``detach()``, ``no_grad``. Every printed line is torch's, digit for
+    digit (object addresses masked)."""
+    (th, th_out), (sf, sf_out) = _run_both(HERE / "nlp" / "pytorch_tutorial.py", capsys, monkeypatch, tmp_path)
+    assert "tensor(1.)" in th_out and any(line.startswith("<AddBackward0 object at") for line in th_out)
+    same_printout(sf_out, th_out, rtol=0, atol=0, what="pytorch_tutorial")
+    np.testing.assert_array_equal(sf.x.grad is None, th.x.grad is None)
+
+
+def test_nlp_deep_learning_tutorial_like_torch(capsys, monkeypatch, tmp_path):
+    """beginner_source/nlp/deep_learning_tutorial.py: ``Linear(5, 3)`` on ``randn`` data,
+    ``relu`` / ``softmax`` / ``log_softmax`` printouts, then the bag-of-words classifier
+    (``Linear`` + ``log_softmax``, ``NLLLoss``, SGD lr 0.1, 100 epochs of 4 sentences): its
+    ``Parameter containing:`` printouts, the test log-probabilities before and after
+    training, the "creo" weight column (``<SelectBackward0>``). From the same seed every
+    printed line is torch's to 4 printed decimals, and the trained weights agree to 1e-5."""
+    (th, th_out), (sf, sf_out) = _run_both(HERE / "nlp" / "deep_learning_tutorial.py", capsys, monkeypatch, tmp_path)
+    assert sum(line.startswith("Parameter containing:") for line in th_out) == 2
+    same_printout(sf_out, th_out, rtol=0, atol=1e-4, what="deep_learning_tutorial")
+    for k, v in th.model.state_dict().items():
+        assert_close(sf.model.state_dict()[k].numpy(), v.numpy(), f"BoW {k}")
+
+
+def test_nlp_word_embeddings_tutorial_like_torch(capsys, monkeypatch, tmp_path):
+    """beginner_source/nlp/word_embeddings_tutorial.py: an ``Embedding(2, 5)`` lookup
+    (``<EmbeddingBackward0>``) after ``manual_seed(1)``, then the N-gram language model
+    trained one trigram at a time (``model.zero_grad()``, ``NLLLoss``, SGD lr 0.001) for 3
+    epochs, ``total_loss += loss.data`` into ``torch.Tensor([0])`` and the list of those
+    tensors printed, then the CBOW exercise's context windows and ``make_context_vector``.
+    The vocabularies are ``set``s: both runs are in one process, so their orders agree.
+    Every printed line is torch's; the epoch losses and the trained weights agree to 1e-5."""
+    (th, th_out), (sf, sf_out) = _run_both(HERE / "nlp" / "word_embeddings_tutorial.py", capsys, monkeypatch, tmp_path)
+    same_printout(sf_out, th_out, rtol=1e-6, atol=1e-4, what="word_embeddings_tutorial")
+    assert_close([t.item() for t in sf.losses], [t.item() for t in th.losses], "epoch losses")
+    assert th.losses[-1].item() < th.losses[0].item()
+    for k, v in th.model.state_dict().items():
+        assert_close(sf.model.state_dict()[k].numpy(), v.numpy(), f"N-gram {k}")
+
+
+# ------------------------------------------------------------------ NumPy extensions
+def test_numpy_extensions_tutorial_like_torch(capsys, monkeypatch, tmp_path):
+    """advanced_source/numpy_extensions_tutorial.py: ``BadFFTFunction`` (a static-method
+    Function through NumPy's ``rfft2`` / ``irfft2`` with ``input.new(ndarray)`` and
+    ``grad_output.new(ndarray)``), ``backward(torch.randn(result.size()))``, then
+    ``ScipyConv2dFunction`` (SciPy's ``correlate2d`` / ``convolve2d``, ``save_for_backward``,
+    ``torch.as_tensor(..., dtype=)``, ``torch.from_numpy(...).to(torch.float)``) in a Module
+    with two Parameters, its input gradient, and ``gradcheck`` of the module on a float64
+    input (True in both). The tutorial sets no seed: both runs start from
+    ``manual_seed(0)``. Every printed line is torch's to 4 printed decimals."""
+    (th, th_out), (sf, sf_out) = _run_both(HERE / "advanced" / "numpy_extensions_tutorial.py", capsys, monkeypatch,
+                                           tmp_path, seed=0)
+    assert th_out[-1] == "Are the gradients correct:  True"
+    assert any("grad_fn=<ScipyConv2dFunctionBackward>" in line for line in th_out)
+    same_printout(sf_out, th_out, rtol=0, atol=1e-4, what="numpy_extensions_tutorial")
+    assert_close(sf.input[0].detach().numpy(), th.input[0].detach().numpy(), "gradcheck input")
+    assert_close(sf.output.detach().numpy(), th.output.detach().numpy(), "conv output")
+
+
+# ------------------------------------------------------------------ SDPA tutorial
+class _OneCallTimer:
+    """``benchmark.Timer`` that runs the statement once and reports 1 us: the timings are
+    what the tutorial prints, not what it computes (both runs use it)."""
+
+    def __init__(self, stmt, globals):
+        assert stmt == "f(*args, **kwargs)"
+        self.g = globals
+
+    def blocked_autorange(self):
+        self.g["f"](*self.g["args"], **self.g["kwargs"])
+        return types.SimpleNamespace(mean=1e-6)
+
+
+def _table_rows(lines, title):
+    """The profiler table whose first row is the record_function ``title``: ``{name: calls}``."""
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith(title.strip()))
+    rows = {}
+    for line in lines[start:]:
+        if line.startswith("---"):
+            break
+        cells = re.split(r"\s{2,}", line.strip())
+        rows[cells[0]] = int(cells[-1])
+    return rows
+
+
+def test_scaled_dot_product_attention_tutorial_like_torch(capsys, monkeypatch, tmp_path):
+    """intermediate_source/scaled_dot_product_attention_tutorial.py, its CPU parts, from
+    ``manual_seed(0)`` (the tutorial sets none):
+
+    * SDPA under ``sdpa_kernel`` for each backend: on a CPU torch has the math and flash
+      kernels only, so ``SDPBackend.EFFICIENT_ATTENTION`` raises RuntimeError and the
+      tutorial prints "EfficientAttention is not supported" -- shardflow too (it timed a
+      kernel it does not have before);
+    * the float16 ``CausalSelfAttention`` (``print(model)``), whose forward does
+      ``y.transpose(1, 2).view(...)`` on SDPA's output without ``contiguous()``: torch's CPU
+      kernel gives the output the query's memory layout, and shardflow now does (it raised
+      "view size is not compatible" before); eager, compiled, and against torch's output;
+    * the profiler tables (``record_function`` rows: one call each; the rest are each
+      framework's own ops and times);
+    * ``causal_upper_left`` / ``causal_lower_right`` (``nn.attention.bias``, missing before):
+      their printouts, SDPA with them (the tutorial's asserts), and
+      ``torch.compile(F.scaled_dot_product_attention, fullgraph=True)`` with a bias.
+
+    The timings are taken by a one-call Timer (``_OneCallTimer``, both runs) and torch
+    compiles with ``backend="eager"`` (inductor's C++ build takes seconds; the tutorial's
+    values do not depend on it). float16 outputs agree to 1e-3 (float16's resolution: both
+    accumulate in float32 and round once)."""
+    monkeypatch.setattr(torch.utils.benchmark, "Timer", _OneCallTimer)
+    import shardflow.utils.benchmark
+
+    monkeypatch.setattr(shardflow.utils.benchmark, "Timer", _OneCallTimer)
+    compile_ = torch.compile
+    monkeypatch.setattr(torch, "compile", lambda *a, **k: compile_(*a, **{"backend": "eager", **k}))
+    (th, th_out), (sf, sf_out) = _run_both(HERE / "intermediate" / "scaled_dot_product_attention_tutorial.py",
+                                           capsys, monkeypatch, tmp_path, seed=0)
+    assert "EfficientAttention is not supported. See warnings for reasons." in th_out
+
+    def head(lines):  # up to the first profiler table
+        return lines[:next(i for i, line in enumerate(lines) if line.startswith("---"))]
+
+    def tail(lines):  # the bias section
+        return [line.replace("shardflow.", "torch.") for line in lines[-6:]]
+
+    assert len(head(th_out)) == 11
+    assert head(sf_out) == head(th_out)
+    assert tail(sf_out) == tail(th_out)
+    for title in (" Non-Compilied Causal Attention", "Compiled Causal Attention"):
+        assert _table_rows(sf_out, title)[title.strip()] == _table_rows(th_out, title)[title.strip()] == 1
+
+    th_y, sf_y = th.model(th.x), sf.model(sf.x)
+    assert sf_y.dtype == shardflow.float16
+    assert_close(sf_y.detach().float().numpy(), th_y.detach().float().numpy(), "CausalSelfAttention", 1e-3, 1e-3)
+    assert_close(sf.compiled_model(sf.x).detach().float().numpy(), sf_y.detach().float().numpy(), "compiled", 0, 0)
+    for name in ("out_upper_left", "out_lower_right", "out_is_causal"):
+        assert_close(getattr(sf, name).float().numpy(), getattr(th, name).float().numpy(), name, 1e-3, 1e-3)
