@@ -32,11 +32,11 @@ import numpy as np
 
 from .. import kernels
 from ..autograd import Function, Tensor
-from ..backends import cuda as _sdp_switches
 from ..autograd.dispatch import register
 from ..backend import device_of, get_array_module, to_device
 from ..backend import random as _random
 from ..backend import random_stream as _stream
+from ..backends import cuda as _sdp_switches
 from ..kernels import softmax as _sm_kernels
 from ._grad_graph import const, sum_to
 from ._util import flush_subnormal_, unbroadcast

@@ -15,7 +15,12 @@ from torch.nn.attention.bias import causal_upper_left as t_upper_left
 import shardflow
 import shardflow.nn.functional as F
 from shardflow.nn.attention import SDPBackend, sdpa_kernel
-from shardflow.nn.attention.bias import CausalBias, CausalVariant, causal_lower_right, causal_upper_left
+from shardflow.nn.attention.bias import (
+    CausalBias,
+    CausalVariant,
+    causal_lower_right,
+    causal_upper_left,
+)
 
 
 def _pair(shape, seed):

@@ -23,6 +23,7 @@ import torch
 import torch.utils.benchmark
 
 import shardflow
+import shardflow.utils.benchmark
 
 from .programs._harness import assert_close, run_script
 from .test_public_programs_more_h import same_printout
@@ -156,8 +157,6 @@ def test_scaled_dot_product_attention_tutorial_like_torch(capsys, monkeypatch, t
     values do not depend on it). float16 outputs agree to 1e-3 (float16's resolution: both
     accumulate in float32 and round once)."""
     monkeypatch.setattr(torch.utils.benchmark, "Timer", _OneCallTimer)
-    import shardflow.utils.benchmark
-
     monkeypatch.setattr(shardflow.utils.benchmark, "Timer", _OneCallTimer)
     compile_ = torch.compile
     monkeypatch.setattr(torch, "compile", lambda *a, **k: compile_(*a, **{"backend": "eager", **k}))
