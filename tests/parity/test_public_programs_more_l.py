@@ -10,7 +10,17 @@ compute (see ``test_public_programs.py`` and docs/COMPAT.md, "Public programs").
   SciPy, and ``gradcheck``;
 * ``intermediate/scaled_dot_product_attention_tutorial.py``: the CPU parts of the SDPA
   tutorial (``sdpa_kernel`` per backend, CausalSelfAttention in float16, ``torch.compile``,
-  the profiler tables, ``nn.attention.bias``).
+  the profiler tables, ``nn.attention.bias``);
+* pytorch/examples ``siamese_network/main.py`` (``programs/siamese_network/``) with a
+  torchvision stand-in (synthetic MNIST tensors, a full-width ResNet-18).
+
+Left out: pytorch/tutorials' ``torch_compile_tutorial.py`` (its CPU-runnable parts were
+probed: compiled functions and modules agree with eager; the rest needs CUDA events,
+torchvision's DenseNet, TorchScript ``jit.script`` -- which shardflow does not have -- and
+``tabulate``, which torch's ``print_tabular`` needs and this machine lacks; its
+``fx.symbolic_trace(f1, concrete_args={"x": inp1})`` line found the fx fix in
+``tests/fx/test_concrete_args_specialized.py``); pytorch/examples ``imagenet/main.py`` (not
+adapted in the time).
 """
 
 import re
@@ -182,3 +192,63 @@ def test_scaled_dot_product_attention_tutorial_like_torch(capsys, monkeypatch, t
     assert_close(sf.compiled_model(sf.x).detach().float().numpy(), sf_y.detach().float().numpy(), "compiled", 0, 0)
     for name in ("out_upper_left", "out_lower_right", "out_is_causal"):
         assert_close(getattr(sf, name).float().numpy(), getattr(th, name).float().numpy(), name, 1e-3, 1e-3)
+
+
+# ------------------------------------------------------------------ Siamese network
+def _siamese_torchvision(lib, n=20):
+    """``torchvision`` for the Siamese example, over ``lib``: ``datasets.MNIST`` with
+    torchvision's ``data`` (uint8 N x 28 x 28) and ``targets`` (int64) tensors, synthetic
+    (seeded NumPy, every class twice: the example's same-class pairs need two images of a
+    class), and ``models.resnet18(pretrained=False)``: torchvision's ResNet-18 layout at its
+    full width (the example replaces ``conv1`` by a 64-channel one), with the layer defaults'
+    initialisation (torchvision re-initialises convs with ``kaiming_normal_``; both runs
+    use the same stand-in)."""
+    from .programs.recipes._resnet_standin import torchvision_modules as resnet_modules
+
+    resnet = resnet_modules(lib)["torchvision.models"].ResNet
+
+    class MNIST:
+        def __init__(self, root, train=True, download=False):
+            rng = np.random.default_rng(20 + (0 if train else 1))
+            targets = rng.permutation(np.arange(n) % 10)
+            base = rng.random((10, 28, 28))
+            images = (255 * (0.5 * base[targets] + 0.5 * rng.random((n, 28, 28)))).astype(np.uint8)
+            self.data, self.targets = lib.from_numpy(images), lib.from_numpy(targets.astype(np.int64))
+
+    def resnet18(pretrained=False):
+        assert pretrained is False
+        return resnet(width=64)
+
+    package = types.ModuleType("siamese_standin")
+    package.datasets = types.ModuleType("siamese_standin.datasets")
+    package.datasets.MNIST = MNIST
+    package.transforms = types.ModuleType("siamese_standin.transforms")
+    package.models = types.ModuleType("siamese_standin.models")
+    package.models.resnet18 = resnet18
+    return {"torchvision": package, "torchvision.datasets": package.datasets,
+            "torchvision.transforms": package.transforms, "torchvision.models": package.models}
+
+
+def test_siamese_network_like_torch(capsys, monkeypatch, tmp_path):
+    """pytorch/examples siamese_network/main.py as a script (``--batch-size 10
+    --test-batch-size 20``: two training steps, one test batch), from its own
+    ``manual_seed(1)`` with no weight copying: the ResNet-18 (full width) and its Linear
+    layers re-initialised by ``apply`` with the deprecated ``nn.init.xavier_uniform`` (which
+    warns, in both), Python-``random`` image pairs (``random.seed(0)`` before each run: the
+    example seeds only torch), ``BCELoss`` on ``sigmoid``, Adadelta lr 1.0, StepLR, and the
+    test loop's ``torch.where(outputs > 0.5, 1, 0)`` accuracy. Every printed line is torch's
+    (losses to 6 decimals, 1e-5)."""
+    import random
+
+    monkeypatch.chdir(tmp_path)
+    runs = []
+    for lib in (torch, shardflow):
+        random.seed(0)
+        with pytest.warns(FutureWarning, match="xavier_uniform. is now deprecated"):
+            run_script(HERE / "siamese_network" / "main.py", lib is shardflow,
+                       argv=["--batch-size", "10", "--test-batch-size", "20"], modules=_siamese_torchvision(lib))
+        runs.append(capsys.readouterr().out.splitlines())
+    th_out, sf_out = runs
+    assert len([line for line in th_out if line.startswith("Train Epoch: 1")]) == 2
+    assert any(line.startswith("Test set: Average loss:") for line in th_out)
+    same_printout(sf_out, th_out, rtol=1e-5, atol=1e-5, what="siamese_network")
