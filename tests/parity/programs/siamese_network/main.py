@@ -1,4 +1,4 @@
-# ruff: noqa: E401, E231, UP008, UP010, UP032, I001, W291, W293  (the example's own style, kept)
+# ruff: noqa: E401, E231, F401, UP008, UP010, UP032, UP034, I001, W291, W293  (the example's own style and imports, kept)
 # PyTorch's examples siamese_network/main.py at commit 11cb38f9a39476055dc6e0a1a6f287300a4da989
 # (github.com/pytorch/examples, BSD-3-Clause): a Siamese network over torchvision's ResNet-18
 # (conv1 replaced for one channel, fc removed, `apply(init_weights)` with the deprecated
