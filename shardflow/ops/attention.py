@@ -66,6 +66,7 @@ def _row_dot(a, b):
         return np.einsum("...i,...i->...", a, b)[..., None]
     return (a * b).sum(axis=-1, keepdims=True)
 
+
 def _laid_out(O, order):
     """``O`` (B, H, L, Ev) laid out in memory in the dim ``order`` (outermost first; the
     last dim innermost): torch's CPU flash kernel gives its output the query's layout, and
