@@ -3,7 +3,8 @@
 Arguments are PyTorch's (``batch_size, shuffle, sampler, batch_sampler, num_workers,
 collate_fn, pin_memory, drop_last, timeout, worker_init_fn, multiprocessing_context,
 generator, prefetch_factor, persistent_workers``) with the same validation; ``pin_memory``
-is accepted and ignored (NumPy arrays live in host memory already).
+changes nothing (NumPy arrays live in host memory already), and without an accelerator each
+new iterator warns as torch's does ("no accelerator is found").
 
 Workers (``num_workers > 0``)
 -----------------------------
@@ -58,6 +59,7 @@ import traceback
 import warnings
 from dataclasses import dataclass
 
+from ..backend import cuda_is_available as _cuda_is_available
 from ..backend import random as _random
 from ..comm import profiling as _profiling
 from . import _world
@@ -570,6 +572,9 @@ class DataLoader:
                  and not self._iterator._shutdown_done)
         if not reuse:
             self._base_seed = int64_seed(self.generator)
+            if self.pin_memory and not _cuda_is_available():  # torch warns on each new iterator
+                warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then device "
+                              "pinned memory won't be used.", stacklevel=3)
         if self.num_workers == 0:
             return _SingleProcessIter(self)
         if self.persistent_workers:

@@ -23,8 +23,12 @@ attribute of the root is stored on it as ``_tensor_constant0``, ... .
 
 Deviations from torch, plainly: a ``torch.nn.functional`` function that is a Python function
 over a registered op is recorded as that op (``F.relu(x)`` gives ``torch.relu(x)``, not
-``torch.nn.functional.relu(x, inplace = False)``); ``concrete_args`` values are used as
-constants with their placeholder kept (torch adds an assertion node on them).
+``torch.nn.functional.relu(x, inplace = False)``); ``concrete_args`` are traced as
+torch traces them (the placeholder kept as ``<name>_1`` with the parameter's own default,
+the value used as a constant, an ``eq`` + assert node pair for a bool/int/float/str, an
+is-None assert for None, torch's warning for anything else), but the generated code calls
+the asserts by shardflow's names (``shardflow_fx_tracer__assert(...)`` where torch prints
+``torch._assert(...)``).
 ``wrap(fn)`` marks a function to be recorded as one ``call_function`` node instead of being
 traced through: the function must be called through the ``wrap`` result (``fn = fx.wrap(fn)``
 or as a decorator), since shardflow does not rewrite a module's globals; torch's string form
@@ -37,6 +41,8 @@ import contextlib
 import functools
 import inspect
 import math
+import operator
+import warnings
 
 from ..autograd import dispatch
 from ..autograd.tensor import Tensor
@@ -242,9 +248,8 @@ class Tracer:
                     "(or trace a wrapper function that has them)")
             default = () if p.default is p.empty else (p.default,)
             if p.name in concrete_args:
-                value = concrete_args[p.name]
-                self.create_node("placeholder", p.name, (value,), {})
-                v = value
+                v = concrete_args[p.name]
+                self._specialized(p.name, default, v)
             else:
                 annotation = None if p.annotation is p.empty else p.annotation
                 v = self.create_proxy("placeholder", p.name, default, {}, type_expr=annotation)
@@ -253,6 +258,24 @@ class Tracer:
             else:
                 args.append(v)
         return args, kwargs
+
+    def _specialized(self, name, default, value) -> None:
+        """A ``concrete_args`` entry, as torch traces it: the placeholder stays in the
+        signature (``<name>_1``, the parameter's own default) and the body uses ``value``;
+        a bool/int/float/str value is checked by an assert in the graph (calling with another
+        value raises AssertionError), None by ``_assert_is_none``; any other value (a tensor)
+        cannot be checked: torch's warning says so."""
+        ph = self.create_proxy("placeholder", f"{name}_1", default, {})
+        message = f"{name} has been specialized to have value {value} but got another value"
+        if type(value) in (bool, int, float, str):
+            self.create_proxy("call_function", _assert, (self.create_proxy("call_function", operator.eq,
+                                                                           (ph, value), {}), message), {})
+        elif value is None:
+            self.create_proxy("call_function", _assert_is_none, (ph, message), {})
+        else:
+            warnings.warn(f"Was not able to add assertion to guarantee correct input {name} to specialized "
+                          "function. It is up to the user to make sure that your inputs match the inputs you "
+                          "specialized the function with.", stacklevel=4)
 
     def _op_hook(self, name, func, args, kwargs, nxt):
         if _has_proxy(args) or _has_proxy(kwargs):
@@ -263,6 +286,19 @@ class Tracer:
         if _has_proxy(args) or _has_proxy(kwargs):
             return self.call_module(module, call, args, kwargs)
         return call(*args, **kwargs)
+
+
+def _assert(condition, message: str = "") -> None:
+    """``torch._assert``: AssertionError(message) unless ``condition`` (what a specialized
+    ``concrete_args`` entry checks)."""
+    if not condition:
+        raise AssertionError(message)
+
+
+def _assert_is_none(value, message: str) -> None:
+    """What a ``concrete_args`` entry specialized to None checks (torch's helper)."""
+    if value is not None:
+        raise AssertionError(message)
 
 
 class GraphAppendingTracer(Tracer):

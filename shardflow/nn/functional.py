@@ -519,7 +519,14 @@ def alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool =
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
                                  is_causal: bool = False, scale: float | None = None,
                                  enable_gqa: bool = False) -> Tensor:
-    """``softmax(q @ k^T * scale + mask) @ v`` (see ``shardflow.ops.attention``)."""
+    """``softmax(q @ k^T * scale + mask) @ v`` (see ``shardflow.ops.attention``). A tensor
+    argument whose type defines ``__torch_function__`` (``nn.attention.bias.CausalBias``)
+    is asked first, as PyTorch's SDPA asks it."""
+    overloaded = [a for a in (query, key, value, attn_mask) if hasattr(type(a), "__torch_function__")]
+    if overloaded:
+        return _torch_function(scaled_dot_product_attention, overloaded, (query, key, value, attn_mask),
+                               {"dropout_p": dropout_p, "is_causal": is_causal, "scale": scale,
+                                "enable_gqa": enable_gqa})
     kw = _kw(attn_mask=attn_mask, scale=scale)
     if dropout_p:
         kw["dropout_p"] = dropout_p
@@ -528,6 +535,24 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
     if enable_gqa:
         kw["enable_gqa"] = True
     return _op("scaled_dot_product_attention")(query, key, value, **kw)
+
+
+def _torch_function(func, overloaded, args, kwargs):
+    """PyTorch's ``__torch_function__`` protocol for one function: each distinct overloaded
+    type (subclasses first) is asked in turn; the first answer that is not
+    ``NotImplemented`` is the result."""
+    types_ = []
+    for a in overloaded:
+        t = type(a)
+        if t not in types_:  # left to right, a subclass before its base classes
+            at = next((i for i, u in enumerate(types_) if issubclass(t, u)), len(types_))
+            types_.insert(at, t)
+    for t in types_:
+        result = t.__torch_function__(func, tuple(types_), args, kwargs)
+        if result is not NotImplemented:
+            return result
+    raise TypeError(f"no implementation found for '{func.__module__}.{func.__name__}' on types that implement "
+                    f"__torch_function__: {types_}")
 
 
 def _additive_mask(mask, dtype_like: Tensor, name: str):

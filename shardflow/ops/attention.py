@@ -26,6 +26,7 @@ torch's stream (``backend/random_stream.py``). float16/bfloat16 are computed in 
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -35,6 +36,7 @@ from ..autograd.dispatch import register
 from ..backend import device_of, get_array_module, to_device
 from ..backend import random as _random
 from ..backend import random_stream as _stream
+from ..backends import cuda as _sdp_switches
 from ..kernels import softmax as _sm_kernels
 from ._grad_graph import const, sum_to
 from ._util import flush_subnormal_, unbroadcast
@@ -64,10 +66,44 @@ def _row_dot(a, b):
         return np.einsum("...i,...i->...", a, b)[..., None]
     return (a * b).sum(axis=-1, keepdims=True)
 
+
+def _laid_out(O, order):
+    """``O`` (B, H, L, Ev) laid out in memory in the dim ``order`` (outermost first; the
+    last dim innermost): torch's CPU flash kernel gives its output the query's layout, and
+    programs rely on it: the SDPA tutorial's CausalSelfAttention does
+    ``y.transpose(1, 2).view(B, L, H * Ev)`` with no ``contiguous()``."""
+    if order is None:
+        return O
+    out = get_array_module(O).empty(tuple(O.shape[d] for d in order) + O.shape[3:], dtype=O.dtype)
+    out = out.transpose(tuple(order.index(d) for d in range(3)) + (3,))
+    out[...] = O
+    return out
+
+
+def _query_layout(query, dropout_p):
+    """The dim order torch's CPU SDPA lays its output out in (``_laid_out``), or None for a
+    contiguous output: its flash kernel runs (enabled, no dropout), the query is 4-D with a
+    unit last stride, and its first three dims are not in contiguous order -- then the
+    output follows the query's order by stride (a ``view(B, L, H, E).transpose(1, 2)`` of a
+    projection gives a (B, L, H, Ev)-laid-out output). The math kernel's output is
+    contiguous; on CUDA each kernel has its own rule and the output is contiguous here."""
+    qa = query.array
+    if type(qa) is not np.ndarray or qa.ndim != 4 or dropout_p > 0 or not _sdp_switches.flash_sdp_enabled():
+        return None
+    if qa.strides[3] != qa.itemsize:
+        return None
+    dims = [d for d in range(3) if qa.shape[d] > 1]  # a size-1 dim's stride says nothing
+    order = sorted(dims, key=lambda d: -qa.strides[d])
+    if order == dims:
+        return None
+    it = iter(order)
+    return tuple(next(it) if qa.shape[d] > 1 else d for d in range(3))
+
+
 class ScaledDotProductAttention(Function):
     save_inputs = (0, 1, 2)
 
-    def forward(self, q, k, v, mask, scale=1.0, is_causal=False, dropout_p=0.0, rep=1):
+    def forward(self, q, k, v, mask, scale=1.0, is_causal=False, dropout_p=0.0, rep=1, layout=None):
         self.shapes = (q.shape, k.shape, v.shape)
         qa, dt = _up(q)
         ka, _ = _up(k)
@@ -86,7 +122,7 @@ class ScaledDotProductAttention(Function):
             self.qa, self.ka, self.va, self.scale, self.rep, self.dt = qa, ka, va, scale, rep, dt
             self.mask_shape = None
             O = self._forward_blocked(qa, ka, va, scale, is_causal)
-            return O if dt is None else O.astype(dt)
+            return _laid_out(O if dt is None else O.astype(dt), layout)
         xp = get_array_module(qa)
         A = np.matmul(qa, ka.swapaxes(-1, -2))  # (..., L, S)
         A *= scale
@@ -131,7 +167,7 @@ class ScaledDotProductAttention(Function):
         O = np.matmul(Pd, va)  # (..., L, Ev)
         self.qa, self.ka, self.va, self.P, self.D = qa, ka, va, P, D
         self.scale, self.rep, self.dt = scale, rep, dt
-        return O if dt is None else O.astype(dt)
+        return _laid_out(O if dt is None else O.astype(dt), layout)
 
     # ---------------------------------------------------------------- blocked path
     # No mask tensor, no dropout, same batch dims, NumPy. The probabilities P are kept whole,
@@ -412,6 +448,30 @@ class ScaledDotProductAttention(Function):
         return self._cast(unbroadcast(ga, shape))
 
 
+_NO_BACKEND = ("No viable backend for scaled_dot_product_attention was found. This is likely due to turning off "
+               "both the math kernel and the fused kernels.")
+
+
+def _check_backends(query, dropout_p) -> None:
+    """PyTorch's kernel choice, as far as it decides whether there is one: the switches of
+    ``backends.cuda`` (``nn.attention.sdpa_kernel`` sets them). On a CPU torch has the math
+    and the flash kernel, and CPU flash refuses dropout; on CUDA every kernel is there. The
+    other conditions of torch's fused kernels (shapes, dtypes, masks) are not modelled: the
+    result is the same whichever kernel would run."""
+    math = _sdp_switches.math_sdp_enabled()
+    flash = _sdp_switches.flash_sdp_enabled()
+    if device_of(query.array).type != "cpu":
+        if not (math or flash or _sdp_switches.mem_efficient_sdp_enabled() or _sdp_switches.cudnn_sdp_enabled()):
+            raise RuntimeError(_NO_BACKEND)
+        return
+    if not (math or flash):
+        raise RuntimeError(_NO_BACKEND)
+    if not math and dropout_p > 0:
+        warnings.warn("Both fused kernels do not support non-zero dropout.", stacklevel=3)
+        raise RuntimeError("No available kernel.  Aborting execution. (the CPU flash kernel does not support "
+                           "dropout_p > 0: allow SDPBackend.MATH in sdpa_kernel, or pass dropout_p=0)")
+
+
 @register("scaled_dot_product_attention")
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
@@ -454,6 +514,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             f"scaled_dot_product_attention: batch dims of query {qs}, key {ks} and value {vs} do not "
             "broadcast; for grouped-query attention pass enable_gqa=True"
         ) from None
+    _check_backends(query, dropout_p)
     mask = attn_mask
     if mask is not None:
         if not isinstance(mask, Tensor):
@@ -468,4 +529,5 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             )
     sc = (1.0 / math.sqrt(qs[-1])) if scale is None else float(scale)
     return ScaledDotProductAttention.apply(query, key, value, mask, scale=sc, is_causal=bool(is_causal),
-                                           dropout_p=float(dropout_p), rep=rep)
+                                           dropout_p=float(dropout_p), rep=rep,
+                                           layout=_query_layout(query, dropout_p))

@@ -123,11 +123,16 @@ def test_sdpa_kernel_accepts_what_torch_accepts():
     with t_kernel([TB.FLASH_ATTENTION, TB.MATH]):
         want = torch.nn.functional.scaled_dot_product_attention(
             *map(torch.tensor, (q, k, v)), is_causal=True).numpy()
-    for backends in (SDPBackend.MATH, [SDPBackend.FLASH_ATTENTION, SDPBackend.MATH], []):
+    for backends in (SDPBackend.MATH, [SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]):
         with sdpa_kernel(backends, set_priority=True):
             got = sf.nn.functional.scaled_dot_product_attention(
                 *map(sf.tensor, (q, k, v)), is_causal=True).numpy()
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    # no backend allowed: no kernel, in both (tests/ops/test_sdpa_kernels_bias_layout.py)
+    for lib, kernel, f, tensor in ((torch, t_kernel, torch.nn.functional, torch.tensor),
+                                   (sf, sdpa_kernel, sf.nn.functional, sf.tensor)):
+        with kernel([]), pytest.raises(RuntimeError, match="No viable backend"):
+            f.scaled_dot_product_attention(*map(tensor, (q, k, v)))
     for lib_kernel in (t_kernel, sdpa_kernel):
         with pytest.raises(AssertionError, match="Backend must be an instance of SDPBackend"):
             with lib_kernel("math"):
