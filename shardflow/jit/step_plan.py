@@ -180,6 +180,10 @@ class StepPlan:
                     if any(x is not None for x in gouts):
                         if entry[0] == "fn":
                             self._function_backward(entry, gouts, grads, defer)
+                        elif entry[0] == "same":
+                            self.stats["fast_backward"] += 1
+                            prev = grads.get(entry[2])
+                            grads[entry[2]] = gouts[0] if prev is None else resolve(prev) + resolve(gouts[0])
                         else:
                             self._engine_backward(entry, gouts, grads)
                 for v in self.deliver.get(i, ()):
@@ -261,10 +265,15 @@ def _tape_entry(out, leaves: dict) -> tuple:
     ``("fn", n_out, fn, output numbers, {id(leaf): (Ref, shape)})`` when the op made one
     Function whose inputs are this call's leaves: the leaves' arrays are let go (the Function
     holds what its backward reads) and the outputs are not kept. Otherwise
-    ``("engine", n_out, outputs, {id(leaf): (Ref, leaf)})``. ``n_out``: None for a single
-    Tensor result, else the tuple's length."""
+    ``("engine", n_out, outputs, {id(leaf): (Ref, leaf)})``; ``("same", None, Ref)`` when the
+    op returned one of its inputs itself. ``n_out``: None for a single Tensor result, else
+    the tuple's length."""
     outs = [out] if isinstance(out, Tensor) else list(out)
     n_out = None if isinstance(out, Tensor) else len(outs)
+    if n_out is None and id(out) in leaves:
+        # the op returned its input itself (``contiguous()`` of a contiguous tensor): its
+        # gradient is the output's, routed to that input; no Function to run
+        return ("same", None, leaves[id(out)][0])
     fn = outs[0].grad_fn if isinstance(outs[0], Tensor) else None
     if fn is not None and not fn._pre_hooks and all(
             isinstance(o, Tensor) and o.grad_fn is fn for o in outs) and \

@@ -110,16 +110,28 @@ def _cross(a: Tensor, b: Tensor, dim: int, op: str) -> Tensor:
     return stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], d)
 
 
+_cross_warned = False
+
+
+def _warn_cross_once() -> None:
+    """torch's deprecation warning for ``cross`` without ``dim``, once per process as torch's
+    ``TORCH_WARN_ONCE``."""
+    global _cross_warned
+    if not _cross_warned:
+        _cross_warned = True
+        warnings.warn("Using cross without specifying the dim arg is deprecated.\nPlease either pass "
+                      "the dim explicitly or simply use linalg.cross.\nThe default value of dim will "
+                      "change to agree with that of linalg.cross in a future release.", UserWarning,
+                      stacklevel=4)
+
+
 @register("cross")
 def cross(input, other, dim=None) -> Tensor:
     """``torch.cross``: the 3-vector cross product along ``dim`` (``None``: the first dim of
     size 3, PyTorch's deprecated default)."""
     a, b = as_tensor_arg(input), as_tensor_arg(other, "other")
     if dim is None:  # PyTorch: the first dim of size 3 of the input, with its deprecation warning
-        warnings.warn("Using cross without specifying the dim arg is deprecated.\nPlease either pass "
-                      "the dim explicitly or simply use linalg.cross.\nThe default value of dim will "
-                      "change to agree with that of linalg.cross in a future release.", UserWarning,
-                      stacklevel=3)
+        _warn_cross_once()
         dim = next((i for i, s in enumerate(a.shape) if s == 3), None)
         if dim is None:
             raise RuntimeError(f"no dimension of size 3 in input (shape {tuple(a.shape)})")
