@@ -43,6 +43,8 @@ import math
 
 import numpy as np
 
+from .xp import device_of, to_device
+
 _M24 = np.uint64((1 << 24) - 1)
 _M53 = np.uint64((1 << 53) - 1)
 _TWO_PI_F32 = np.float32(2.0 * np.pi)
@@ -121,6 +123,29 @@ def like(a: np.ndarray, dtype) -> np.ndarray:
     if a.flags.c_contiguous or not dense_permuted(a):
         return np.empty(a.shape, dtype)
     return np.empty_like(a, dtype=dtype, order="K")
+
+
+def cast(values: np.ndarray, dtype) -> np.ndarray:
+    """``values`` as ``dtype`` (bfloat16 through float32, as ml_dtypes needs)."""
+    if np.dtype(dtype).kind == "V" and values.dtype != np.float32:
+        values = values.astype(np.float32)
+    return values.astype(dtype, copy=False)
+
+
+def draw_into(array, draw) -> None:
+    """Fill ``array`` (host or device, any layout) with ``draw(out)``: a draw given a flat
+    ``out`` (a contiguous host array: no temporary as large as the tensor) writes into it and
+    returns it; given None, or one that returns other values, the values (flat, in visiting
+    order) are cast and written in the order torch's kernel visits the array."""
+    flat = array.reshape(-1) if isinstance(array, np.ndarray) and array.flags.c_contiguous else None
+    values = draw(flat)
+    if values is flat:
+        return
+    values = cast(np.asarray(values), array.dtype)
+    if isinstance(array, np.ndarray):
+        fill(array, values)
+    else:  # a device array: C order (device arrays here are contiguous)
+        array[...] = to_device(values.reshape(array.shape), device_of(array))
 
 
 def fill(out: np.ndarray, flat_values) -> None:

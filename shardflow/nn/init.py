@@ -55,16 +55,10 @@ def _check(tensor, fn: str) -> None:
         raise TypeError(f"nn.init.{fn} expects a shardflow Tensor, got {type(tensor).__name__}")
 
 
-def _sample_dtype(tensor):
-    return np.float64 if tensor.array.dtype == np.float64 else np.float32
-
-
 def _write(tensor: Tensor, values) -> Tensor:
     """Write host ``values`` into ``tensor``'s array in place and bump its version."""
     dst = tensor.array
-    if dst.dtype.kind == "V" and values.dtype != np.float32:  # bfloat16 via float32
-        values = values.astype(np.float32)
-    values = values.astype(dst.dtype, copy=False)
+    values = _stream.cast(values, dst.dtype)
     if device_of(dst).type != "cpu":
         values = to_device(values, device_of(dst))
     dst[...] = values
@@ -120,28 +114,16 @@ def _calculate_correct_fan(tensor, mode: str) -> int:
 
 
 def _draw_into(tensor: Tensor, draw) -> Tensor:
-    """Fill ``tensor`` with ``draw(out)``'s values: straight into a contiguous host array (the
-    peak stays the tensor plus a ~1 MB chunk), else through :func:`_fill_values`."""
-    dst = tensor.array
-    if isinstance(dst, np.ndarray) and dst.flags.c_contiguous:
-        draw(dst.reshape(-1))
-        tensor._version_counter[0] += 1
-        return tensor
-    return _fill_values(tensor, draw(None))
+    """Fill ``tensor`` with ``draw(out)`` (``random_stream.draw_into``: straight into a
+    contiguous host array, the peak staying the tensor plus a ~1 MB chunk)."""
+    _stream.draw_into(tensor.array, draw)
+    tensor._version_counter[0] += 1
+    return tensor
 
 
 def _fill_values(tensor: Tensor, values: np.ndarray) -> Tensor:
     """Write ``values`` (flat, in the order torch's kernel visits the tensor) in place."""
-    dst = tensor.array
-    if dst.dtype.kind == "V" and values.dtype != np.float32:  # bfloat16 via float32
-        values = values.astype(np.float32)
-    values = values.astype(dst.dtype, copy=False)
-    if isinstance(dst, np.ndarray):
-        _stream.fill(dst, values)
-    else:
-        dst[...] = to_device(values.reshape(dst.shape), device_of(dst))
-    tensor._version_counter[0] += 1
-    return tensor
+    return _draw_into(tensor, lambda out: values)
 
 
 def _contiguous(tensor: Tensor) -> bool:

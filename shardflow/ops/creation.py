@@ -212,13 +212,6 @@ def eye(n, m=None, *, dtype=None, layout=None, device=None, requires_grad=False)
     return _finish(np.eye(n, m, dtype=_float(dtype).np), dtype, device, requires_grad)
 
 
-def _cast(values: np.ndarray, np_dtype) -> np.ndarray:
-    """``values`` as ``np_dtype`` (bfloat16 through float32, as ml_dtypes needs)."""
-    if np.dtype(np_dtype).kind == "V" and values.dtype != np.float32:
-        values = values.astype(np.float32)
-    return values.astype(np_dtype, copy=False)
-
-
 @register("rand")
 def rand(*sizes, size=None, generator=None, dtype=None, layout=None, device=None, requires_grad=False,
           pin_memory=False) -> Tensor:
@@ -266,7 +259,7 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, layout=Non
     if meta is not None:
         return meta
     n = int(np.prod(sz, dtype=np.int64))
-    arr = _cast(_stream.integers(_random.get(generator), n, int(low), int(high)), int_dtype).reshape(sz)
+    arr = _stream.cast(_stream.integers(_random.get(generator), n, int(low), int(high)), int_dtype).reshape(sz)
     return _finish(arr, dtype, device, requires_grad)
 
 
@@ -279,7 +272,7 @@ def _like_layout(input, dtype, device, requires_grad, draw):
         return None
     np_dtype = _like(input, dtype).np
     out = _stream.like(a, np_dtype)
-    _stream.fill(out, _cast(np.asarray(draw(out.size, np_dtype)), np_dtype))
+    _stream.fill(out, _stream.cast(np.asarray(draw(out.size, np_dtype)), np_dtype))
     return _finish(out, None, input.device, requires_grad)
 
 
@@ -320,7 +313,7 @@ def randperm(n, *, generator=None, dtype=None, layout=None, device=None, require
     """torch's shuffle on its stream: ``z = random() % (n - i)``, swap ``i`` and ``i + z``."""
     check_factory_options("randperm", layout, pin_memory)
     arr = _stream.permutation(_random.get(generator), int(n))
-    arr = _cast(arr, (as_dtype(dtype) if dtype else dtypes.int64).np)
+    arr = _stream.cast(arr, (as_dtype(dtype) if dtype else dtypes.int64).np)
     return _finish(arr, dtype, device, requires_grad)
 
 
@@ -340,12 +333,12 @@ def normal(mean, std, size=None, *, generator=None) -> Tensor:
     n = int(np.prod(shape, dtype=np.int64))
     gen = _random.get(generator)
     if not tensors:
-        arr = _cast(_stream.normal(gen, n, float(m), float(s), np_dtype), np_dtype).reshape(shape)
+        arr = _stream.cast(_stream.normal(gen, n, float(m), float(s), np_dtype), np_dtype).reshape(shape)
     elif not isinstance(std, Tensor):  # normal_(0, std), then + mean
-        arr = _cast(_stream.normal(gen, n, 0.0, float(s), np_dtype), np_dtype).reshape(shape)
+        arr = _stream.cast(_stream.normal(gen, n, 0.0, float(s), np_dtype), np_dtype).reshape(shape)
         arr = (arr + np.asarray(m, dtype=np_dtype)).astype(np_dtype)
     else:  # normal_(0, 1), then * std + mean (two roundings, as torch's mul_ and add_)
-        arr = _cast(_stream.normal(gen, n, 0.0, 1.0, np_dtype), np_dtype).reshape(shape)
+        arr = _stream.cast(_stream.normal(gen, n, 0.0, 1.0, np_dtype), np_dtype).reshape(shape)
         arr = (arr * np.asarray(s, dtype=np_dtype)).astype(np_dtype)
         arr = (arr + np.asarray(m, dtype=np_dtype)).astype(np_dtype)
     return _finish(arr, None, dev, False)
@@ -361,35 +354,25 @@ def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:
         draws = _stream.bernoulli_of(gen, probs)
     else:
         draws = _stream.bernoulli(gen, probs.size, float(p)).reshape(probs.shape)
-    return _wrap(to_device(_cast(draws.astype(np.float32), input.array.dtype), input.device))
+    return _wrap(to_device(_stream.cast(draws.astype(np.float32), input.array.dtype), input.device))
 
 
-def _fill_random(t: Tensor, values) -> Tensor:
-    """Write ``values`` (flat, in the order torch's kernel visits ``t``: memory order) into
-    ``t`` (the callers skip meta tensors before drawing them)."""
+def _draw_into(t: Tensor, draw) -> Tensor:
+    """Fill ``t`` in place with ``draw(out)`` (``random_stream.draw_into``) and bump its
+    version (the callers skip meta tensors before drawing them)."""
     t._check_inplace_allowed("an in-place random fill")
-    values = _cast(np.asarray(values), t.array.dtype)
-    if isinstance(t.array, np.ndarray):
-        _stream.fill(t.array, values)
-    else:  # a device array: C order (device arrays here are contiguous)
-        t.array[...] = to_device(values.reshape(t.array.shape), t.device)
+    _stream.draw_into(t.array, draw)
     t._version_counter[0] += 1
     return t
 
 
+def _fill_random(t: Tensor, values) -> Tensor:
+    """Write ``values`` (flat, in the order torch's kernel visits ``t``: memory order)."""
+    return _draw_into(t, lambda out: values)
+
+
 def _contiguous(t: Tensor) -> bool:
     return bool(t.array.flags.c_contiguous)
-
-
-def _draw_into(t: Tensor, draw) -> Tensor:
-    """Fill ``t`` with ``draw(out)``'s values: straight into a contiguous host array (no
-    temporary as large as the tensor), else through :func:`_fill_random`."""
-    if isinstance(t.array, np.ndarray) and t.array.flags.c_contiguous:
-        t._check_inplace_allowed("an in-place random fill")
-        draw(t.array.reshape(-1))
-        t._version_counter[0] += 1
-        return t
-    return _fill_random(t, draw(None))
 
 
 @register("normal_")

@@ -250,13 +250,6 @@ class Dirichlet(Function):
         return (grad * (g64 - (x * g64).sum(-1, keepdims=True))).astype(g.dtype)
 
 
-def _normalised(gammas):
-    xp = get_array_module(gammas)
-    finfo = np.finfo(gammas.dtype)
-    out = gammas / gammas.sum(-1, keepdims=True)
-    return xp.clip(out, finfo.tiny, 1.0 - finfo.eps / 2).astype(gammas.dtype)
-
-
 def _float_param(alpha, op: str) -> Tensor:
     t = as_tensor_arg(alpha)
     if t.array.dtype.kind != "f":
