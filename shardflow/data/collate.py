@@ -11,6 +11,7 @@ lengths (for ``BucketBatchSampler``).
 from __future__ import annotations
 
 import collections.abc as abc
+import copy
 
 import numpy as np
 
@@ -49,16 +50,25 @@ def default_collate(batch):
     if isinstance(elem, float):
         return _wrap(np.asarray(batch, dtype=np.float64))
     if isinstance(elem, str | bytes):
-        return list(batch)
+        # as PyTorch: the batch as given (a field of tuples collates to a tuple of strings)
+        return batch
     if isinstance(elem, abc.Mapping):
-        return {k: default_collate([d[k] for d in batch]) for k in elem}
+        fields = {k: default_collate([d[k] for d in batch]) for k in elem}
+        if isinstance(elem, abc.MutableMapping):  # keep the mapping's type (OrderedDict, ...)
+            clone = copy.copy(elem)
+            clone.update(fields)
+            return clone
+        try:
+            return type(elem)(fields)
+        except TypeError:
+            return fields
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # namedtuple
-        return type(elem)(*(default_collate(list(s)) for s in zip(*batch)))
+        return type(elem)(*(default_collate(s) for s in zip(*batch)))
     if isinstance(elem, abc.Sequence):
         n = len(elem)
         if any(len(b) != n for b in batch):
             raise RuntimeError("each element in list of batch should be of equal size")
-        return [default_collate(list(s)) for s in zip(*batch)]
+        return [default_collate(s) for s in zip(*batch)]
     raise TypeError(
         f"default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; "
         f"found {type(elem).__name__}"

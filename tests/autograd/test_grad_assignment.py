@@ -47,3 +47,15 @@ def test_del_grad_leaves_none():
         (a * 2).sum().backward()
         del a.grad
         assert a.grad is None
+
+
+@pytest.mark.parametrize("lib", [torch, shardflow], ids=["torch", "shardflow"])
+@pytest.mark.parametrize("shape", [(1,), (3,), (2, 1)])
+def test_assigning_a_grad_of_another_shape_is_refused(lib, shape):
+    # torch: RuntimeError; shardflow stored it, and the optimizer then broadcast it silently
+    a = lib.ones(2, requires_grad=True)
+    (a * 2).sum().backward()
+    with pytest.raises(RuntimeError, match=r"attempting to assign a gradient of size '\[.*\]' to a "
+                                           r"tensor of size '\[2\]'"):
+        a.grad = lib.ones(shape)
+    assert a.grad.tolist() == [2.0, 2.0]  # unchanged
