@@ -1235,7 +1235,11 @@ def _as_array(data, dtype):
         return data
     if is_device_array(data):
         return data
-    arr = np.asarray(_nested(data))
+    try:
+        arr = np.asarray(_nested(data))
+    except ValueError:  # NumPy's "inhomogeneous shape": torch names the dim and the lengths
+        raise ValueError(_ragged(data) or "cannot make a tensor of nested sequences of unequal "
+                         "lengths; pad them to one length") from None
     if arr.dtype == np.float64 and not isinstance(data, np.generic):
         arr = arr.astype(dtypes.get_default_dtype().np)
     elif arr.dtype == np.complex128 and not isinstance(data, np.generic):
@@ -1245,6 +1249,23 @@ def _as_array(data, dtype):
     elif arr.dtype.kind not in "fiubVc":
         raise TypeError(f"cannot make a tensor from {type(data).__name__} of dtype {arr.dtype}")
     return arr
+
+
+def _ragged(data, dim=0):
+    """PyTorch's message for nested sequences of unequal lengths ("expected sequence of
+    length 2 at dim 1 (got 1)"), or None when ``data`` is not ragged that way."""
+    subs = [d for d in data if isinstance(d, list | tuple)] if isinstance(data, list | tuple) else []
+    if not subs:
+        return None
+    want = len(subs[0])
+    for d in subs:
+        if len(d) != want:
+            return f"expected sequence of length {want} at dim {dim + 1} (got {len(d)})"
+    for d in subs:
+        msg = _ragged(d, dim + 1)
+        if msg:
+            return msg
+    return None
 
 
 def _nested(data):

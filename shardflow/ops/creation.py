@@ -21,6 +21,7 @@ from ..backend import device as _device
 from ..backend import random as _random
 from ..backend import random_stream as _stream
 from ..backend.meta import MetaArray, is_meta_array
+from ..backend.user_warning import warn_at_caller
 from ._factory_options import check_factory_options
 
 __all__ = [
@@ -80,6 +81,9 @@ def tensor(data, *, dtype=None, device=None, requires_grad: bool = False, pin_me
     """Copy ``data`` (nested lists, numbers, NumPy arrays, Tensors) into a new Tensor."""
     check_factory_options("tensor", pin_memory=pin_memory)
     if isinstance(data, Tensor):
+        warn_at_caller(
+            "To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() "
+            "or sourceTensor.detach().clone().requires_grad_(True), rather than torch.tensor(sourceTensor).")
         data = data.array
     if isinstance(data, np.ndarray):
         data = np.array(data, copy=True)  # a new tensor never shares memory with its source
