@@ -215,3 +215,23 @@ def test_deprecated_launch_passes_local_rank(monkeypatch, tmp_path, capsys):
     with pytest.warns(FutureWarning, match="torch.distributed.launch is deprecated"):
         launch.main(["--nproc_per_node=2", "train.py"])
     assert execs[0][-3:] == ["-m", "shardflow.distributed.launch_rank", "train.py"]
+
+
+@pytest.mark.parametrize("flags", [["--nproc_per_node=3"], ["--standalone", "--nnodes", "1", "--nproc-per-node", "3"]])
+def test_shardflow_run_takes_torchrun_single_node_flags(flags, tmp_path):
+    # `torchrun --standalone --nproc_per_node=3 train.py` with only the launcher's name changed
+    import subprocess
+    import sys
+
+    (tmp_path / "train.py").write_text("")
+    dry = subprocess.run([sys.executable, "-m", "shardflow", "run", "--dry-run", *flags, "train.py", "--lr", "1"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert dry.returncode == 0, dry.stderr
+    assert "-np 3" in dry.stdout or "-n 3" in dry.stdout, dry.stdout
+    assert dry.stdout.rstrip().endswith("train.py --lr 1"), dry.stdout
+
+
+def test_shardflow_run_several_nnodes_points_to_hosts():
+    from shardflow.cli import run as cli_run
+
+    assert cli_run.main(["--nnodes=2", "--nproc-per-node=2", "train.py"]) == 2

@@ -525,7 +525,7 @@ def _report_failure(cause, rc, say) -> int:
     return exit_code
 
 
-_VALUED = {"-n", "--nproc", "--np", "--hosts", "--hostfile", "--timeout", "--comm-timeout",
+_VALUED = {"-n", "--nproc", "--np", "--nproc-per-node", "--nproc_per_node", "--nnodes", "--hosts", "--hostfile", "--timeout", "--comm-timeout",
            "--grace", "--timeline", "--max-restarts", "--min-ranks"}
 
 
@@ -546,7 +546,7 @@ def _split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
             i += 2
             continue
         if tok.startswith("-") and (tok.split("=", 1)[0] in _VALUED or tok in (
-                "--debug-collectives", "--no-prefix", "--dry-run", "-h", "--help")):
+                "--debug-collectives", "--no-prefix", "--dry-run", "--standalone", "-h", "--help")):
             i += 1
             continue
         if tok.startswith("-n") and tok[2:].isdigit():
@@ -561,8 +561,13 @@ def _parser() -> argparse.ArgumentParser:
         prog="shardflow run",
         description="Run a script, module or command on N ranks through mpiexec.",
     )
-    p.add_argument("-n", "--nproc", "--np", dest="n", type=int, default=None,
-                   help="number of ranks (default 2; inside a Slurm allocation SLURM_NTASKS)")
+    p.add_argument("-n", "--nproc", "--np", "--nproc-per-node", "--nproc_per_node", dest="n", type=int,
+                   default=None, help="number of ranks (default 2; inside a Slurm allocation "
+                                      "SLURM_NTASKS); torchrun's --nproc-per-node is the same")
+    # torchrun's single-node spellings, so a torchrun command line works with only the
+    # launcher's name changed; several nodes are --hosts/--hostfile here
+    p.add_argument("--standalone", action="store_true", help="torchrun's flag; single-node is the default")
+    p.add_argument("--nnodes", default=None, help="torchrun's flag: only 1 (use --hosts for several)")
     p.add_argument("--hosts", help="hosts and slots, e.g. h1:4,h2:4")
     p.add_argument("--hostfile", help="an Open MPI hostfile")
     p.add_argument("--timeout", type=float, default=None,
@@ -597,6 +602,11 @@ def main(argv: list[str] | None = None) -> int:
     head, tail = _split_argv(argv)
     args = _parser().parse_args(head)
     args.target = list(args.target) + tail
+    if args.nnodes not in (None, "1", "1:1"):
+        print(f"shardflow run: --nnodes={args.nnodes}: torchrun's multi-node rendezvous is not used here; "
+              "list the machines instead (--hosts h1:4,h2:4 or --hostfile FILE) and run one command",
+              file=sys.stderr)
+        return 2
     try:
         slurm = None if (args.hosts or args.hostfile) else allocation()
     except ValueError as e:
