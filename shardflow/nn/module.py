@@ -37,6 +37,7 @@ from ..autograd import Function, Tensor, dispatch, no_grad
 from ..autograd.hook_ids import next_handle_id
 from ..backend import as_dtype, device_of, dtypes, new_array, shared_memory, to_device
 from ..backend import device as _device
+from ..backend.user_warning import warn_at_caller
 from .parameter import Buffer, Parameter
 
 __all__ = ["Module", "RemovableHandle"]
@@ -164,6 +165,12 @@ class _BackwardHookFn(Function):
                     tgrads = tuple(res) if isinstance(res, tuple | list) else (res,)
             state["grad_output"] = tgrads
             if not state["has_input"]:
+                if module._backward_hooks:
+                    warn_at_caller(
+                        "Full backward hook is firing when gradients are computed with respect to "
+                        "module outputs since no inputs require gradients. See "
+                        "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html#torch.nn."
+                        "Module.register_full_backward_hook for more details.")
                 for hook in list(module._backward_hooks.values()):
                     hook(module, (None,), tgrads)
         else:

@@ -325,3 +325,20 @@ def test_parameters_vector_roundtrip():
     vector_to_parameters(v * 2, m.parameters())
     assert m[0].weight is w
     np.testing.assert_allclose(parameters_to_vector(m.parameters()).numpy(), 2 * v.numpy())
+
+
+def test_full_backward_hook_warns_as_torch_when_no_input_requires_grad():
+    import warnings
+
+    for lib in (torch, sf):
+        m = lib.nn.Linear(2, 2)
+        m.register_full_backward_hook(lambda mod, gi, go: None)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            m(lib.ones(1, 2)).sum().backward()  # only the parameters need grads: warns
+            m(lib.ones(1, 2, requires_grad=True)).sum().backward()  # the input needs one: silent
+        got = [str(w.message) for w in caught if "Full backward hook" in str(w.message)]
+        assert len(got) == 1, (lib.__name__, got)
+        assert got[0].startswith("Full backward hook is firing when gradients are computed with respect "
+                                 "to module outputs since no inputs require gradients.")
+        assert caught[0].filename == __file__
