@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import Function, Tensor, _wrap
+from ..autograd import Tensor, _wrap
 from ..autograd.dispatch import register
 from ..backend import get_array_module
 from . import _host_lapack as hl
