@@ -118,3 +118,15 @@ def test_histogramdd_nodes_and_errors_as_torch():
                 s_out.sum().backward()
         if bins_kind == "tensors":  # the edges returned are the bins given
             assert th.bin_edges[0].requires_grad and s.bin_edges[0].grad_fn is None
+
+
+def test_accumulate_grad_repr_as_torch():
+    """A leaf's AccumulateGrad node is named 'torch::autograd::AccumulateGrad' but prints as
+    its type, ``<AccumulateGrad object at ...>`` (the same rule as NotImplemented)."""
+    reprs = []
+    for lib in (torch, sf):
+        x = lib.ones(2, requires_grad=True)
+        node = (x * 2).sum().grad_fn.next_functions[0][0].next_functions[0][0]
+        assert node.name() == "torch::autograd::AccumulateGrad"
+        reprs.append(_masked(repr(node)))
+    assert reprs[1] == reprs[0] == "<AccumulateGrad object at 0x>"

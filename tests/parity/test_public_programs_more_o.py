@@ -160,3 +160,25 @@ def test_makemore_part5_cnn1_like_torch(capsys, monkeypatch):
     _same_tensors([b.running_mean for b in sf_bn] + [b.running_var for b in sf_bn],
                   [b.running_mean for b in th_bn] + [b.running_var for b in th_bn], "BatchNorm buffer")
     _same_tensors([sf.logits], [th.logits], "single-example logits")
+
+
+def test_micrograd_torch_check_like_torch(capsys, monkeypatch):
+    """micrograd_lecture_second_half_roughly's torch cell: one tanh neuron from float64
+    ``torch.Tensor([...]).double()`` leaves (``requires_grad = True`` set as an attribute),
+    ``o.data.item()``, ``o.backward()`` and the four ``.grad.item()`` lines the lecture holds
+    against micrograd's. Every printed line is torch's, digit for digit (and the notebook's
+    own output); the printed forms of the tensors and their grad_fn chain agree too."""
+    (th, th_out), (sf, sf_out) = _run_both("micrograd_torch_check", capsys, monkeypatch)
+    assert th_out == ["0.7071066904050358", "---", "x2 0.5000001283844369", "w2 0.0",
+                      "x1 -1.5000003851533106", "w1 1.0000002567688737"]
+    assert sf_out == th_out
+    for name in ("x1", "w1", "n", "o"):
+        assert repr(getattr(sf, name)) == repr(getattr(th, name)).replace("torch.", "shardflow."), name
+    chain = []
+    for mod in (th, sf):
+        fn, names = mod.o.grad_fn, []
+        while fn is not None:
+            names.append(fn.name())
+            fn = fn.next_functions[0][0] if fn.next_functions else None
+        chain.append(names)
+    assert chain[1] == chain[0]  # TanhBackward0, AddBackward0, AddBackward0, MulBackward0, AccumulateGrad
