@@ -12,6 +12,13 @@ rest, fancy indexing, ``F.one_hot``, broadcasting, ``.view``, ``F.cross_entropy`
 notebook cell ending in a bare expression displays it; the scripts ``print`` it instead.
 The notebooks read ``names.txt`` (not shipped): the scripts run in their folder, whose
 ``names.txt`` is 200 made-up names. Plots go to matplotlib's Agg backend.
+
+Left out: ``makemore_part3_bn.ipynb`` (the stored notebook is 495,000 characters, nearly all
+plot images, and its code cells could not be read out in the time; its torch idioms -- the
+activation and gradient ``torch.histogram`` plots, ``'%+.2f' % tensor``, the update:data
+ratios -- were probed by hand, which found the histogram graph-node fix in
+``tests/ops/test_not_differentiable.py``), and the micrograd notebooks' cells that do not
+use torch.
 """
 
 import re
