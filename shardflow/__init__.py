@@ -122,7 +122,6 @@ from .backend.memory_format import (
 from .backend.random import (
     Generator,
     default_generator,
-    get_rng_state,
     initial_seed,
     manual_seed,
     seed,
@@ -195,6 +194,7 @@ from .nn.functional import (  # torch's top-level names for these nn.functional 
 )
 from .ops import *
 from .ops import add, clone, div, mul, neg, reciprocal, sub
+from .random import get_rng_state  # torch's uint8 tensor (random.py)
 
 half = float16
 cfloat = complex64

@@ -2,7 +2,7 @@
 
 ``manual_seed``, ``seed``, ``initial_seed``, ``get_rng_state``, ``set_rng_state`` and
 ``default_generator`` are shardflow's one generator (``backend/random.py``), the same
-objects as ``shardflow.manual_seed`` etc. ``fork_rng(devices=None, enabled=True,
+objects as ``shardflow.manual_seed`` etc.; ``get_rng_state`` returns torch's uint8 tensor. ``fork_rng(devices=None, enabled=True,
 device_type="cuda")`` saves the generator's state on entry and restores it on exit, so
 draws inside the block do not change what the program draws after it. shardflow has one
 generator for every device (docs/COMPAT.md, devices), so ``devices`` has nothing more to
@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import contextlib
 
+from .autograd import Tensor
+from .backend import random as _random
 from .backend.random import (
     Generator,
     default_generator,
-    get_rng_state,
     initial_seed,
     manual_seed,
     seed,
@@ -26,6 +27,13 @@ from .backend.random import (
 
 __all__ = ["set_rng_state", "get_rng_state", "manual_seed", "seed", "initial_seed", "fork_rng",
            "default_generator", "Generator"]
+
+
+def get_rng_state() -> Tensor:
+    """``torch.get_rng_state()``: the default generator's state, a uint8 tensor of torch's 5056
+    bytes (``set_rng_state`` takes it back; so does torch's). ``Generator.get_state()`` gives
+    the same bytes as a NumPy array (the generator lives in the backend layer, below Tensor)."""
+    return Tensor(_random.get_rng_state())
 
 
 @contextlib.contextmanager

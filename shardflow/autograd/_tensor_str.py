@@ -231,7 +231,7 @@ def tensor_repr(t, default_dtype, no_suffix_dtypes) -> str:
         if d != default_dtype:  # no values to tell an int64 from: always named
             suffixes.append(f"dtype={d}")
         if t.grad_fn is not None:
-            suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
+            suffixes.append(f"grad_fn=<{_node_name(t.grad_fn)}>")
         elif t.requires_grad:
             suffixes.append("requires_grad=True")
         return _add_suffixes(prefix + "...", suffixes, indent)
@@ -252,7 +252,13 @@ def tensor_repr(t, default_dtype, no_suffix_dtypes) -> str:
             suffixes.append(f"dtype={d}")
         body = array_str(a, indent)
     if t.grad_fn is not None:
-        suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
+        suffixes.append(f"grad_fn=<{_node_name(t.grad_fn)}>")
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
     return _add_suffixes(prefix + body, suffixes, indent)
+
+
+def _node_name(fn) -> str:
+    """The name torch's repr shows for a grad_fn: its type's (``NotImplemented`` for the node
+    whose ``name()`` is ``'torch::autograd::NotImplemented'``)."""
+    return fn.name().rsplit("::", 1)[-1]

@@ -297,7 +297,9 @@ class Function:
         return torch_node_name(self)
 
     def __repr__(self) -> str:
-        return f"<{self.name()} object at {id(self):#x}>"
+        # torch's generic node is named 'torch::autograd::NotImplemented' but its type (which
+        # the repr shows) is 'NotImplemented'
+        return f"<{self.name().rsplit('::', 1)[-1]} object at {id(self):#x}>"
 
 
 def _conventional_saved_array(fn: Function, i: int):

@@ -9,6 +9,9 @@ its int keys, scheduler state, RNG state, step counter ...). ``save`` walks it o
   inside a key are escaped as ``%25`` / ``%2F``. A flat ``{str: Tensor}`` dict (a model's
   state dict) therefore has exactly its own keys as tensor names, and the file is an
   ordinary safetensors file that ``safetensors.torch.load_file`` reads;
+* a Parameter is marked as one (with its ``requires_grad``) and a tensor that requires grad
+  is marked so, in the structure below, so ``load`` gives them back as ``torch.load`` does
+  (a non-leaf tensor that requires grad loads as a leaf that does, as in torch);
 * everything else is kept in a JSON description of the structure (with typed dict keys,
   so ``{0: ...}`` comes back with an int key, tuples stay tuples and an ``OrderedDict``,
   every ``state_dict()``, stays one) stored in the
@@ -97,7 +100,11 @@ def _flatten(obj, path: list[str], arrays: dict):
     name = "/".join(_esc(p) for p in path) or "_"
     if isinstance(obj, Tensor):
         arrays[name] = _whole_array(obj, name)
-        return {"T": name}
+        from ..nn.parameter import Parameter  # here, not at the top: nn imports checkpoint's users
+
+        if isinstance(obj, Parameter):
+            return {"T": name, "P": int(obj.requires_grad)}
+        return {"T": name, "R": 1} if obj.requires_grad else {"T": name}
     if isinstance(obj, np.ndarray):
         if obj.dtype.kind in "OSU":
             raise NotPlainDataError(f"cannot save a NumPy array of dtype {obj.dtype} at {name!r}")
@@ -143,7 +150,7 @@ def _unflatten(node, arrays: dict, label: str):
     if tag in ("T", "A"):
         if v not in arrays:
             raise CheckpointError(f"{label} is corrupt: its structure names tensor {v!r}, which is missing")
-        return _wrap(arrays[v]) if tag == "T" else arrays[v]
+        return _tensor(arrays[v], node) if tag == "T" else arrays[v]
     if tag == "M":
         return {_unkey(k): _unflatten(x, arrays, label) for k, x in v}
     if tag == "O":
@@ -157,6 +164,20 @@ def _unflatten(node, arrays: dict, label: str):
     if tag == "S":
         return np.dtype(v).type(node["v"])
     raise CheckpointError(f"{label} is corrupt: unknown structure tag {tag!r}")
+
+
+def _tensor(array, node: dict):
+    """The tensor a ``{"T": name, ...}`` node names, as torch.load gives it back: a Parameter
+    stays one (``"P"``: its requires_grad), a tensor that required grad requires it again
+    (``"R"``); older files have neither and give plain tensors."""
+    t = _wrap(array)
+    if "P" in node:
+        from ..nn.parameter import Parameter
+
+        return Parameter(t, requires_grad=bool(node["P"]))
+    if node.get("R") and (t.is_floating_point() or t.is_complex()):
+        t.requires_grad_(True)
+    return t
 
 
 def save(obj, f, *, metadata: dict[str, str] | None = None) -> None:

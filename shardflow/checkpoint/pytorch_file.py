@@ -186,6 +186,19 @@ def _rebuild_tensor(storage, storage_offset, size, stride, *unused):
     return _wrap(out if storage.location == "cpu" else to_device(np.ascontiguousarray(out), _device(storage.location)))
 
 
+def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=False, *unused):
+    """torch's tensor: :func:`_rebuild_tensor`, then ``requires_grad`` as it was saved (torch
+    saves a tensor that requires grad -- a leaf, or a non-leaf, which loads as a leaf -- with
+    the flag, and ``load`` gives it back requiring grad)."""
+    return _with_requires_grad(_rebuild_tensor(storage, storage_offset, size, stride), requires_grad)
+
+
+def _with_requires_grad(t, requires_grad):
+    if requires_grad is True and (t.is_floating_point() or t.is_complex()):
+        t.requires_grad_(True)
+    return t
+
+
 def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, backward_hooks, dtype, *unused):
     """torch's form for dtypes without a legacy storage class (uint16/32/64, float8): an
     ``UntypedStorage`` of bytes read as ``dtype``."""
@@ -199,7 +212,8 @@ def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, bac
         if raw.size % dtype.itemsize:
             raise CheckpointError(f"PyTorch file: a storage of {raw.size} bytes is not a whole number of {dtype}")
         raw = raw.view(dtype.np)
-    return _rebuild_tensor(_Storage(raw, storage.location), storage_offset, size, stride)
+    return _with_requires_grad(_rebuild_tensor(_Storage(raw, storage.location), storage_offset, size, stride),
+                               requires_grad)
 
 
 def _rebuild_parameter(data, requires_grad, backward_hooks, *state):
@@ -220,7 +234,9 @@ def _size(values=()):
 
 def _allowed_global(module: str, name: str):
     if module == "torch._utils":
-        if name in ("_rebuild_tensor_v2", "_rebuild_tensor"):
+        if name == "_rebuild_tensor_v2":
+            return _rebuild_tensor_v2
+        if name == "_rebuild_tensor":
             return _rebuild_tensor
         if name == "_rebuild_tensor_v3":
             return _rebuild_tensor_v3

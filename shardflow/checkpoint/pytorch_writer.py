@@ -18,7 +18,8 @@ Tensors are pickled under PyTorch's names, so the pickle holds no shardflow tens
 Everything else (module classes, the program's own classes) is pickled by its module path,
 as ``pickle`` does. Reading such a file back runs code from it, so ``load`` needs
 ``weights_only=False`` or the classes given to ``add_safe_globals`` (``pytorch_file.py``).
-A tensor that requires grad and is not a leaf is refused with PyTorch's message.
+A tensor keeps its ``requires_grad`` (a non-leaf one is written as its value with the flag, as
+torch.save writes it: it loads as a leaf that requires grad).
 """
 
 from __future__ import annotations
@@ -142,12 +143,8 @@ class _Pickler(pickle._Pickler):
 
     def reducer_override(self, obj):
         if isinstance(obj, Tensor):
-            if obj.requires_grad and obj.grad_fn is not None:
-                raise RuntimeError(
-                    "Cowardly refusing to serialize non-leaf tensor which requires_grad, since autograd "
-                    "does not support crossing process boundaries. If you just want to transfer the data, "
-                    "call detach() on the tensor before serializing"
-                )
+            # a non-leaf that requires grad is written as torch.save writes it: its value with
+            # the flag, so that it loads as a leaf requiring grad
             if isinstance(obj, Parameter):
                 return (_global("torch._utils", "_rebuild_parameter"),
                         (_TensorOut(obj), obj.requires_grad, OrderedDict()))

@@ -8,7 +8,8 @@ The reflectors: column ``i`` of ``A`` below the diagonal is ``v_i`` (with an imp
 ``k = tau.shape[-1]``.
 
 * ``geqrf``: LAPACK's ``geqrf`` through SciPy (``_host_lapack.py``), one matrix at a time;
-  not differentiable (torch: "the derivative for 'geqrf' is not implemented").
+  not differentiable (torch's ``GeqrfBackward0``: NotImplementedError "the derivative for
+  'geqrf' is not implemented.", ``not_differentiable.py``).
 * ``ormqr(A, tau, C, left, transpose)``: the reflectors applied one at a time, each a rank-1
   update ``C - tau_i v_i (v_i^T C)`` (``left``) or ``C - (C v_i) tau_i v_i^T`` (right), in the
   order the product asks (``Q C`` applies ``H_k`` first, ``Q^T C`` ``H_1`` first). O(k m n)
@@ -25,31 +26,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import Function, Tensor, _wrap
+from ..autograd import Tensor, _wrap
 from ..autograd.dispatch import register
 from ..backend import get_array_module
 from . import _host_lapack as hl
 from ._util import as_tensor_arg
 from .decompositions import check_float_matrix
+from .not_differentiable import NotDifferentiable
 from .reduce import return_types
 
 __all__ = ["linalg_householder_product", "orgqr", "ormqr", "geqrf"]
-
-
-class NotDifferentiable(Function):
-    """The outputs of ``forward_fn(*arrays)`` as one node whose backward raises torch's
-    "the derivative for '<name>' is not implemented" (torch records such ops in the graph
-    too, so the error comes at ``backward``, naming the op)."""
-
-    save_inputs = ()
-
-    def forward(self, *arrays, forward_fn=None, name="", instead=""):
-        self.op_name, self.instead = name, instead
-        return forward_fn(*arrays)
-
-    def backward(self, *grads):
-        raise RuntimeError(f"the derivative for '{self.op_name}' is not implemented (torch has none "
-                           "either); detach the input, or use the differentiable {self.instead}")
 
 
 def _geqrf(a):
@@ -74,7 +60,7 @@ def geqrf(input):
     A = as_tensor_arg(input)
     check_float_matrix(A, "torch.geqrf")
     qr, tau = NotDifferentiable.apply(A, forward_fn=_geqrf, name="geqrf",
-                                      instead="torch.linalg.qr")
+                                      instead="torch.linalg.qr", node="GeqrfBackward0")
     return return_types.geqrf(qr, tau)
 
 

@@ -22,7 +22,7 @@ from . import _host_lapack as hl
 from ._util import as_tensor_arg
 from .cholesky import LinAlgError
 from .decompositions import check_float_matrix
-from .linalg_householder import NotDifferentiable
+from .not_differentiable import NotDifferentiable
 from .reduce import return_types
 
 __all__ = ["linalg_ldl_factor", "linalg_ldl_factor_ex", "linalg_ldl_solve"]

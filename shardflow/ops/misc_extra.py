@@ -25,11 +25,12 @@ import numpy as np
 
 from ..autograd import Tensor, _wrap
 from ..autograd.dispatch import register
-from ..backend import as_dtype, dtypes, get_array_module
+from ..backend import CPU, as_dtype, device_of, dtypes, get_array_module, to_device
 from ._util import promote, wrap_dim
 from .arithmetic import neg_
 from .conversion import zero_
 from .elementwise import acos_, asin_, atan_
+from .not_differentiable import NotDifferentiable
 
 __all__ = ["gcd", "gcd_", "lcm", "lcm_", "bitwise_left_shift", "bitwise_right_shift", "frexp", "trapezoid", "trapz",
            "cumulative_trapezoid", "hann_window", "hamming_window", "blackman_window", "bartlett_window",
@@ -228,19 +229,26 @@ def vander(x, N=None, increasing: bool = False) -> Tensor:
 
 @register("histogram")
 def histogram(input, bins=100, *, range=None, weight=None, density: bool = False):
-    """``(hist, bin_edges)`` as NumPy's ``histogram`` (``bins`` an int or the edges tensor)."""
-    from .creation import tensor
+    """``(hist, bin_edges)`` as NumPy's ``histogram`` (``bins`` an int or the edges tensor).
+    Not differentiable, but in the graph as torch has it: when ``input`` (or a ``bins`` /
+    ``weight`` tensor) requires grad, both outputs do, with torch's ``NotImplemented`` node,
+    and a backward through them raises (``not_differentiable.py``); so programs that plot a
+    histogram of an activation call ``.detach()`` on it, as they must with torch."""
     from .reduce import return_types
 
-    a = input.array
-    a = a.get() if hasattr(a, "get") else np.asarray(a)
-    b = bins.array if isinstance(bins, Tensor) else bins
-    b = b.get() if hasattr(b, "get") else b
-    w = None if weight is None else np.asarray(weight.array.get() if hasattr(weight.array, "get") else weight.array)
-    hist, edges = np.histogram(a.astype(np.float64).reshape(-1), bins=b, range=range, weights=None if w is None
-                               else w.reshape(-1), density=density)
-    return return_types.histogram(tensor(hist, dtype=input.dtype, device=input.device),
-                                  tensor(edges, dtype=input.dtype, device=input.device))
+    tensors = [input] + [t for t in (bins, weight) if isinstance(t, Tensor)]
+
+    def compute(a, *rest):
+        rest = iter(rest)
+        b = to_device(next(rest), CPU) if isinstance(bins, Tensor) else bins
+        w = to_device(next(rest), CPU).reshape(-1) if weight is not None else None
+        x = to_device(a, CPU)
+        hist, edges = np.histogram(x.astype(np.float64).reshape(-1), bins=b, range=range, weights=w,
+                                   density=density)
+        return (to_device(hist.astype(x.dtype), device_of(a)), to_device(edges.astype(x.dtype), device_of(a)))
+
+    hist, edges = NotDifferentiable.apply(*tensors, forward_fn=compute, name="histogram")
+    return return_types.histogram(hist, edges)
 
 
 # ---------------------------------------------------------------------------- scatter into views

@@ -36,10 +36,11 @@ import numpy as np
 
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
-from ..backend import CPU, dtypes, get_array_module, to_device
+from ..backend import CPU, device_of, dtypes, get_array_module, to_device
 from ..backend.ufuncs import accumulate
 from ._grad_graph import keep_where
 from ._util import as_array, inplace, wrap_dim
+from .not_differentiable import NotDifferentiable
 from .reduce import return_types
 from .sort import _selector
 
@@ -317,18 +318,15 @@ def gradient(input, *, spacing=1, dim=None, edge_order: int = 1):
 @register("histogramdd")
 def histogramdd(input, bins=10, *, range=None, weight=None, density: bool = False):
     """``(hist, bin_edges)`` of (..., D) points (``bins`` an int, D ints or D edge tensors;
-    ``range`` the flat ``[min0, max0, min1, max1, ...]``)."""
-    from .creation import tensor
-
+    ``range`` the flat ``[min0, max0, min1, max1, ...]``). In the graph as torch has it
+    (``not_differentiable.py``): with int bins the edges come from a node named
+    ``_histogramdd_bin_edges`` and the counts from ``_histogramdd_from_bin_cts`` (both on
+    ``input`` and ``weight``); with edge tensors the counts come from
+    ``_histogramdd_from_bin_tensors`` and the edges returned are those tensors themselves."""
     if input.ndim < 2:
         raise RuntimeError(f"torch.histogramdd: input should have at least 2 dimensions, but got {input.ndim}")
-    a = np.asarray(to_device(input.array, CPU), np.float64)
-    ndim = a.shape[-1]
-    pts = a.reshape(-1, ndim)
-    if isinstance(bins, (list, tuple)) and bins and isinstance(bins[0], Tensor):
-        b = [np.asarray(to_device(t.array, CPU), np.float64) for t in bins]
-    else:
-        b = bins
+    ndim = input.shape[-1]
+    edge_tensors = isinstance(bins, (list, tuple)) and bool(bins) and isinstance(bins[0], Tensor)
     rng = None
     if range is not None:
         r = [float(v) for v in range]
@@ -336,9 +334,28 @@ def histogramdd(input, bins=10, *, range=None, weight=None, density: bool = Fals
             raise RuntimeError(f"torch.histogramdd: expected range to have {2 * ndim} elements (a min and a max "
                                f"per dimension), got {len(r)}")
         rng = [(r[2 * i], r[2 * i + 1]) for i in builtins.range(ndim)]
-    w = None if weight is None else np.asarray(to_device(weight.array, CPU), np.float64).reshape(-1)
-    hist, edges = np.histogramdd(pts, bins=b, range=rng, weights=w, density=density)
-    dev = input.device
-    return return_types.histogramdd(tensor(hist, dtype=input.dtype, device=dev),
-                                    tuple(tensor(e, dtype=input.dtype, device=dev) for e in edges))
+    tensors = [input] + ([weight] if weight is not None else []) + (list(bins) if edge_tensors else [])
+
+    def host_histogram(a, *rest):
+        pts = np.asarray(to_device(a, CPU), np.float64).reshape(-1, ndim)
+        w = np.asarray(to_device(rest[0], CPU), np.float64).reshape(-1) if weight is not None else None
+        b = [np.asarray(to_device(e, CPU), np.float64) for e in rest[weight is not None:]] if edge_tensors else bins
+        return np.histogramdd(pts, bins=b, range=rng, weights=w, density=density)
+
+    def on_device(x, a):
+        return to_device(np.asarray(x, to_device(a, CPU).dtype), device_of(a))
+
+    def counts(*arrays):
+        return on_device(host_histogram(*arrays)[0], arrays[0])
+
+    if edge_tensors:
+        hist = NotDifferentiable.apply(*tensors, forward_fn=counts, name="_histogramdd_from_bin_tensors")
+        return return_types.histogramdd(hist, tuple(bins))
+
+    def edges(*arrays):
+        return tuple(on_device(e, arrays[0]) for e in host_histogram(*arrays)[1])
+
+    bin_edges = NotDifferentiable.apply(*tensors, forward_fn=edges, name="_histogramdd_bin_edges")
+    hist = NotDifferentiable.apply(*tensors, forward_fn=counts, name="_histogramdd_from_bin_cts")
+    return return_types.histogramdd(hist, tuple(bin_edges) if isinstance(bin_edges, (tuple, list)) else (bin_edges,))
 
