@@ -248,7 +248,7 @@ __version__ = version.__version__
 # from them) are imported on first use instead: ``shardflow.distributions``,
 # ``from shardflow import hub`` and ``import shardflow.onnx`` all still work, and dir() lists them.
 _LAZY_SUBPACKAGES = frozenset({
-    "_dynamo", "_inductor", "ao", "checkpoint", "comm", "compiler", "cpu", "cuda", "data", "distributed", "distributions",
+    "_C", "_dynamo", "_inductor", "_tensor", "_utils", "ao", "checkpoint", "comm", "compiler", "cpu", "cuda", "data", "distributed", "distributions",
     "func", "functional", "fx", "hub", "jit", "library", "masked", "multiprocessing", "onnx", "optim", "overrides", "profiler",
     "quant", "quantization", "quasirandom", "serialization", "signal", "testing", "utils", "xpu",
 })

@@ -913,7 +913,14 @@ def pixel_unshuffle(input, downscale_factor: int) -> Tensor:
 
 
 # The rest of torch.nn.functional (remaining losses, lp/unpool pooling, local_response_norm,
-# channel_shuffle, rrelu, gumbel_softmax, pdist, affine_grid, upsample*, in-place activations).
+# channel_shuffle, rrelu, gumbel_softmax, pdist, affine_grid, upsample*, in-place activations),
+# and torch's private attention helpers that custom attention layers import (F._canonical_mask ...)
+from .functional_attention_helpers import (  # noqa: E402,F401
+    _canonical_mask,
+    _in_projection,
+    _in_projection_packed,
+    _none_or_dtype,
+)
 from .functional_extra import *  # noqa: E402,F403
 from .functional_extra import __all__ as _extra_all  # noqa: E402
 from .functional_fractional import *  # noqa: E402,F403

@@ -344,3 +344,9 @@ kaiming_uniform = _make_deprecate(kaiming_uniform_)
 kaiming_normal = _make_deprecate(kaiming_normal_)
 orthogonal = _make_deprecate(orthogonal_)
 sparse = _make_deprecate(sparse_)
+
+
+def _no_grad_trunc_normal_(tensor: Tensor, mean: float, std: float, a: float, b: float,
+                           generator=None) -> Tensor:
+    """PyTorch's private name (imported by timm-style code): ``trunc_normal_``."""
+    return trunc_normal_(tensor, mean, std, a, b, generator=generator)

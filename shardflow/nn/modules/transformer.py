@@ -113,6 +113,15 @@ def _self_attention_block(layer, x, attn_mask, key_padding_mask, is_causal=False
     return layer.dropout1(x)
 
 
+def _get_activation_fn(activation: str):
+    """PyTorch's ``_get_activation_fn``: ``F.relu`` or ``F.gelu`` by name."""
+    if activation == "relu":
+        return F.relu
+    if activation == "gelu":
+        return F.gelu
+    raise RuntimeError(f"activation should be relu/gelu, not {activation}")
+
+
 def _get_clones(module: Module, n: int) -> ModuleList:
     """``n`` independent deep copies of ``module`` (PyTorch's ``_get_clones``)."""
     return ModuleList([copy.deepcopy(module) for _ in range(n)])
