@@ -150,12 +150,20 @@ class _ExceptionWrapper:
         who = "the main process" if self.worker_id is None else f"DataLoader worker process {self.worker_id}"
         msg = f"Caught {self.exc_type.__name__} {self.where} in {who}.\nOriginal {self.text}"
         if self.exc_type is KeyError:
-            msg = KeyError(msg)  # KeyError repr()s its argument; keep the text readable
+            msg = _KeyErrorMessage(msg)  # KeyError repr()s its argument; keep the text readable
         try:
             err = self.exc_type(msg)
         except Exception:  # noqa: BLE001 - constructor with a different signature
             err = RuntimeError(msg)
         raise err
+
+
+class _KeyErrorMessage(str):
+    """A message whose repr is itself, so ``str(KeyError(msg))`` prints it as written (as
+    PyTorch's ``KeyErrorMessage``)."""
+
+    def __repr__(self):
+        return self
 
 
 def _make_fetcher(kind, dataset, auto_collation, collate_fn, drop_last, batch_size):

@@ -35,8 +35,11 @@ def _size(size):
     if len(size) == 1 and isinstance(size[0], list | tuple):
         size = tuple(size[0])
     for s in size:
-        if not isinstance(s, int | np.integer) or s < 0:
-            raise ValueError(f"sizes must be non-negative integers, got {tuple(size)}")
+        if not isinstance(s, int | np.integer):  # torch: TypeError; a negative size: RuntimeError
+            raise TypeError(f"sizes must be non-negative integers, got {tuple(size)}")
+        if s < 0:
+            raise RuntimeError(f"Dimension size must be non-negative: sizes must be non-negative "
+                               f"integers, got {tuple(size)}")
     return tuple(int(s) for s in size)
 
 
@@ -178,7 +181,10 @@ def arange(start, end=None, step=1, *, dtype=None, layout=None, device=None, req
     if end is None:
         start, end = 0, start
     if step == 0:
-        raise ValueError("arange: step must be nonzero")
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0:  # torch refuses it (NumPy would return an empty range)
+        raise RuntimeError(f"upper bound and lower bound inconsistent with step sign: arange({start}, "
+                           f"{end}, {step}); use a step of the other sign")
     if dtype is None:
         dtype = dtypes.result_type([start, end, step])
     arr = np.arange(start, end, step, dtype=np.float64 if as_dtype(dtype).is_floating_point else np.int64)
@@ -256,7 +262,7 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, layout=Non
     if high is None:
         low, high = 0, low
     if high <= low:
-        raise ValueError(f"randint: expected low < high, got low={low}, high={high}")
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     int_dtype = (as_dtype(dtype) if dtype is not None else dtypes.int64).np
     sz = _size((size,))
     meta = _meta(sz, int_dtype, device, requires_grad)

@@ -115,7 +115,7 @@ def _index_target(x_shape, t, ignore_index, fname):
             f"and shape {tuple(t.shape)}. Cast index targets with .long()"
         )
     if t.shape != expected:
-        raise ValueError(
+        raise RuntimeError(  # torch's type (its message: "0D or 1D target tensor expected")
             f"{fname}: expected target of shape {expected} for input of shape {tuple(x_shape)} "
             f"(class dim 1), got {tuple(t.shape)}"
         )

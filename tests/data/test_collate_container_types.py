@@ -36,3 +36,24 @@ def test_a_dataloader_over_tuple_samples_gives_tuple_string_fields():
     ours = list(shardflow.utils.data.DataLoader(data, batch_size=2))
     theirs = list(torch.utils.data.DataLoader(data, batch_size=2))
     assert [b[0] for b in ours] == [b[0] for b in theirs] == [("a", "b"), ("c",)]
+
+
+class _RaisesKeyError(shardflow.utils.data.Dataset):
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        if i == 2:
+            raise KeyError("missing key 2")
+        return shardflow.ones(2)
+
+
+def test_a_key_error_in_a_worker_reads_as_torchs():
+    # torch: str(e) is the readable message ("Caught KeyError in DataLoader worker process 0.
+    # ... KeyError: 'missing key 2'"), not the repr of a nested KeyError
+    loader = shardflow.utils.data.DataLoader(_RaisesKeyError(), batch_size=1, num_workers=1)
+    with pytest.raises(KeyError) as info:
+        list(loader)
+    lines = str(info.value).splitlines()
+    assert lines[0].startswith("Caught KeyError") and "DataLoader worker process 0" in lines[0]
+    assert lines[-1] == "KeyError: 'missing key 2'"

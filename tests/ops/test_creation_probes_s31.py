@@ -45,3 +45,19 @@ def test_linalg_slogdet_return_type_names_match_torch():
         assert type(ours).__name__ == type(theirs).__name__
         assert ours.sign.item() == theirs.sign.item()
         assert abs(ours.logabsdet.item() - theirs.logabsdet.item()) < 1e-6
+
+
+@LIBS
+@pytest.mark.parametrize("call, exc, message", [
+    (lambda lib: lib.zeros(-1), RuntimeError, "Dimension size must be non-negative"),
+    (lambda lib: lib.zeros(2.5), TypeError, ""),
+    (lambda lib: lib.arange(0, 10, 0), RuntimeError, "step must be nonzero"),
+    (lambda lib: lib.arange(0, 10, -1), RuntimeError, "upper bound and lower bound inconsistent with step sign"),
+    (lambda lib: lib.arange(10, 0), RuntimeError, "upper bound and lower bound inconsistent with step sign"),
+    (lambda lib: lib.randint(5, 2, (2,)), RuntimeError, "random_ expects 'from' to be less than 'to'"),
+    (lambda lib: lib.nn.functional.cross_entropy(lib.ones(3, 4), lib.ones(3, 1, dtype=lib.long)), RuntimeError, ""),
+])
+def test_bad_arguments_raise_torchs_exception_types(lib, call, exc, message):
+    # (shardflow returned an empty tensor for arange(0, 10, -1), as NumPy does)
+    with pytest.raises(exc, match=message):
+        call(lib)
