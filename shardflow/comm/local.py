@@ -11,6 +11,7 @@ import pickle
 
 from ..backend.xp import get_array_module
 from .base import CommError, Communicator, CompletedWork, ReduceOp, checked_reduce_op
+from .ranked import CallableInt
 
 
 def gathered_alone(array, out=None):
@@ -30,6 +31,9 @@ def copied_alone(array, out=None):
     return out
 
 
+_ZERO, _ONE = CallableInt(0), CallableInt(1)
+
+
 class LocalCommunicator(Communicator):
     backend = "local"
 
@@ -38,11 +42,11 @@ class LocalCommunicator(Communicator):
 
     @property
     def rank(self) -> int:
-        return 0
+        return _ZERO  # callable too, as PyTorch's ProcessGroup.rank() (ranked.CallableInt)
 
     @property
     def size(self) -> int:
-        return 1
+        return _ONE
 
     def _done(self, value, async_op):
         self.seq += 1

@@ -45,13 +45,21 @@ __all__ = [
 ProcessGroup = Communicator
 
 
-class GroupMember:
-    WORLD = None
+class _WorldMeta(type):
+    """``WORLD`` as PyTorch's: the default process group once ``init_process_group`` ran (so
+    ``dist.group.WORLD.size()`` and ``group=dist.group.WORLD`` work), None before."""
+
+    @property
+    def WORLD(cls):  # noqa: N802 - PyTorch's name
+        return _comm.get_world() if _comm.is_initialized() else None
+
+
+class GroupMember(metaclass=_WorldMeta):
     NON_GROUP_MEMBER = object()
 
 
-class group:  # noqa: N801 - PyTorch's name (``dist.group.WORLD``)
-    WORLD = None
+class group(metaclass=_WorldMeta):  # noqa: N801 - PyTorch's name (``dist.group.WORLD``)
+    pass
 
 
 default_pg_timeout = timedelta(minutes=30)  # PyTorch's value; see init_process_group
@@ -168,12 +176,12 @@ def _group(group) -> Communicator:
 
 def get_rank(group=None) -> int:
     """This process's rank in ``group`` (default: the world); raises before init_process_group."""
-    return _group(group).rank
+    return int(_group(group).rank)
 
 
 def get_world_size(group=None) -> int:
     """The number of ranks in ``group`` (default: the world); raises before init_process_group."""
-    return _group(group).size
+    return int(_group(group).size)
 
 
 def get_local_rank() -> int:
