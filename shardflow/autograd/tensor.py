@@ -232,6 +232,9 @@ class Tensor:
     def is_mps(self) -> bool:
         return False
 
+    # PyTorch's other backends' flags: always False here
+    is_xla = is_ipu = is_maia = is_mtia = is_vulkan = is_mkldnn = is_sparse_csr = is_mps
+
     @property
     def is_meta(self) -> bool:
         return self.device.type == "meta"
