@@ -53,7 +53,8 @@ def test_unknown_c_name_says_what_there_is():
 @LIBS
 def test_private_module_paths_resolve(lib):
     assert _get(lib, "_tensor.Tensor") is lib.Tensor
-    assert _get(lib, "_utils.is_compiling")() is False
+    with pytest.warns(UserWarning, match=r"`torch._utils.is_compiling` is deprecated"):
+        assert _get(lib, "_utils.is_compiling")() is False
     collate = _get(lib, "utils.data._utils.collate.default_collate")
     assert collate([1, 2]).tolist() == [1, 2]
     assert _get(lib, "utils.data._utils.worker.get_worker_info")() is None
