@@ -328,8 +328,8 @@ class Tensor:
             raise TypeError(
                 f"assigned grad expected to be a Tensor or None but got grad of type "
                 f"{type(value).__name__}; assign a tensor (e.g. torch.zeros_like(param)) or None")
-        if value is not None and value.array.shape != self.array.shape and self._spec is None \
-                and value._spec is None and not self.is_sparse and not value.is_sparse:
+        if value is not None and not value.is_sparse and not self.is_sparse and self._spec is None \
+                and value._spec is None and value.array.shape != self.array.shape:
             # PyTorch refuses it too: a gradient of another shape would broadcast silently in
             # the optimizer's update (or fail far from here)
             raise RuntimeError(
