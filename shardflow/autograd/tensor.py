@@ -696,6 +696,13 @@ class Tensor:
         return _RemovableHandle(self._post_hooks, hook)
 
     def retain_grad(self) -> None:
+        """Keep this non-leaf tensor's gradient in ``.grad`` after backward (a no-op on a leaf,
+        which keeps its own). A tensor that does not require grad never gets one: torch's
+        RuntimeError, as here."""
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False "
+                               "(no gradient is ever computed for it: call requires_grad_() on it, "
+                               "or on an input it is computed from, first)")
         if self.grad_fn is None:
             return
         if getattr(self, "_retains", False):

@@ -1,0 +1,87 @@
+"""pytorch/tutorials' single-process tutorials and recipes, each run as a script on torch
+and, with its imports rewritten, on shardflow, from the same ``manual_seed`` (no weight
+copying, no shared draws: shardflow draws torch's numbers, docs/COMPAT.md "Random seeds"),
+compared on every printed line (see ``test_public_programs.py`` and docs/COMPAT.md, "Public
+programs").
+"""
+
+import numpy as np
+import pytest
+
+from .programs._harness import HERE, assert_close, run_script
+from .test_public_programs_more_h import same_printout
+
+pytestmark = pytest.mark.usefixtures("torch_single_thread")
+
+SEED = 0
+
+
+def _run(tmp_path, monkeypatch, capsys, path, modules=None, seed=SEED, argv=()):
+    """Run the script ``programs/<path>`` in ``tmp_path/<th|sf>`` on torch then shardflow,
+    each after ``manual_seed(seed)``; ``modules(lib, use_sf)`` gives ``sys.modules`` entries
+    (the torchvision stand-in ...). Returns ``[(module, printed lines), ...]``."""
+    import torch
+
+    import shardflow
+
+    runs = []
+    for use_sf, lib in ((False, torch), (True, shardflow)):
+        where = tmp_path / ("sf" if use_sf else "th")
+        where.mkdir()
+        monkeypatch.chdir(where)
+        lib.manual_seed(seed)
+        extra = {} if modules is None else modules(lib, use_sf)
+        mod = run_script(HERE / path, use_sf, argv=argv, modules=extra)
+        runs.append((mod, capsys.readouterr().out.splitlines()))
+    return runs
+
+
+def test_understanding_leaf_vs_nonleaf_like_torch(tmp_path, monkeypatch, capsys):
+    """beginner_source/understanding_leaf_vs_nonleaf_tutorial.py as a script: ``f"{x.is_leaf=}"``
+    / ``requires_grad`` self-documenting f-strings, ``mse_loss`` of a ReLU'd affine layer,
+    ``backward``, ``W.grad`` / ``b.grad`` printed, ``None`` for the leaves that need no grad
+    and for a non-leaf (torch's warning), ``retain_grad()`` on ``z``, ``y_pred`` and the
+    loss itself (``loss.grad=tensor(1.)``) after ``W.grad = None``. Every printed line is
+    torch's, digit for digit; the non-leaf ``.grad`` access warns as torch does."""
+    with pytest.warns(UserWarning, match="not a leaf Tensor is being accessed") as record:
+        (th, th_out), (sf, sf_out) = _run(tmp_path, monkeypatch, capsys,
+                                          "beginner/understanding_leaf_vs_nonleaf_tutorial.py")
+    assert sum("not a leaf Tensor" in str(w.message) for w in record) == 2  # one per framework
+    assert "loss.grad=tensor(1.)" in th_out and "z.grad=None" in th_out
+    same_printout(sf_out, th_out, rtol=0, atol=0, what="understanding_leaf_vs_nonleaf")
+    for name in ("W", "b", "z", "y_pred"):
+        np.testing.assert_array_equal(getattr(sf, name).grad.numpy(), getattr(th, name).grad.numpy(), err_msg=name)
+
+
+def test_retain_grad_without_requires_grad_raises_as_torch():
+    """The tutorial's summary: ``retain_grad()`` on a tensor that does not require grad is an
+    error, in both frameworks (RuntimeError); on a leaf that requires grad it is a no-op
+    (``retains_grad`` stays False)."""
+    import torch
+
+    import shardflow
+
+    for lib in (torch, shardflow):
+        with pytest.raises(RuntimeError, match="can't retain_grad on Tensor that has requires_grad=False"):
+            lib.ones(1, 3).retain_grad()
+        w = lib.ones(3, requires_grad=True)
+        w.retain_grad()
+        assert w.retains_grad is False and (w * 2).sum().backward() is None and w.grad is not None
+
+
+def test_zeroing_out_gradients_like_torch(tmp_path, monkeypatch, capsys):
+    """recipes_source/recipes/zeroing_out_gradients.py as a script: CIFAR-10 (the torchvision
+    stand-in: 40 + 12 synthetic images) through ``ToTensor`` + ``Normalize``, shuffled
+    ``DataLoader``s with ``num_workers=2`` (as written), the Net with ``x.flatten(start_dim=1)``
+    trained 2 epochs by SGD with momentum, ``optimizer.zero_grad()`` every step; the loss
+    printed with ``%.3f`` every 5 batches. From the same seed (torch's initial weights and
+    shuffles) every printed line is torch's, and the trained weights agree to 1e-5."""
+    from .programs._torchvision_standin import torchvision_modules
+
+    (th, th_out), (sf, sf_out) = _run(
+        tmp_path, monkeypatch, capsys, "recipes/zeroing_out_gradients.py",
+        modules=lambda lib, use_sf: torchvision_modules(lib, {"train": 40, "test": 12}))
+    assert sum("loss:" in line for line in th_out) == 4 and th_out[-1] == "Finished Training"
+    same_printout(sf_out, th_out, rtol=0, atol=0, what="zeroing_out_gradients")
+    for k, v in th.net.state_dict().items():
+        assert_close(sf.net.state_dict()[k].numpy(), v.numpy(), f"Net {k} after 2 epochs")
