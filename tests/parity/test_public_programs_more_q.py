@@ -5,6 +5,8 @@ compared on every printed line (see ``test_public_programs.py`` and docs/COMPAT.
 programs").
 """
 
+import re
+
 import numpy as np
 import pytest
 
@@ -111,3 +113,26 @@ def test_amp_recipe_cpu_parts_like_torch(tmp_path, monkeypatch, capsys):
     assert list(sf.checkpoint["optimizer"]["state"]) == list(th.checkpoint["optimizer"]["state"])
     for k, v in th.net.state_dict().items():
         assert_close(sf.net.state_dict()[k].numpy(), v.numpy(), f"net {k}", rtol=0, atol=2e-6)
+
+
+def test_timer_quick_start_like_torch(tmp_path, monkeypatch, capsys):
+    """recipes_source/recipes/timer_quick_start.py, its Python sections, as a script: a
+    ``Timer`` whose ``setup`` is an indented block string naming ``torch`` (which the program
+    never passes: torch puts itself in the statement's globals; shardflow raised
+    IndentationError, then would have raised NameError), ``num_threads=1``,
+    ``blocked_autorange`` and the ``Measurement`` printed. Every line is torch's but the
+    measured numbers and the object address (masked), the note a noisy machine
+    adds and the IQR line (printed for 4 or more measurements: how many fit in the time)."""
+    (th, th_out), (sf, sf_out) = _run(tmp_path, monkeypatch, capsys, "recipes/timer_quick_start.py")
+    assert th_out[1:5] == ["x * y", "setup:", "  x = torch.ones((128,))", "  y = torch.ones((128,))"]
+    assert th_out[6].startswith("  Median: ") and any(line.endswith("per measurement, 1 thread") for line in th_out)
+
+    def mask(lines):
+        # a noisy machine adds a "WARNING: Interquartile range is ..." note in either run, and
+        # the IQR line is there only for 4 or more measurements (how many fit in the time)
+        lines = [line for line in lines if "WARNING" not in line and not line.strip().startswith(("This ", "IQR:"))]
+        return [re.sub(r"[\d.]+", "#", re.sub(r"0x[0-9a-f]+", "0x", line)) for line in lines]
+
+    assert mask(sf_out) == mask([line.replace("torch.utils.benchmark.utils.common", "shardflow.utils.benchmark.common")
+                                 for line in th_out])
+    assert sf.m.median > 0 and sf.m.number_per_run >= 1
