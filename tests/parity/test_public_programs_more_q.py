@@ -136,3 +136,29 @@ def test_timer_quick_start_like_torch(tmp_path, monkeypatch, capsys):
     assert mask(sf_out) == mask([line.replace("torch.utils.benchmark.utils.common", "shardflow.utils.benchmark.common")
                                  for line in th_out])
     assert sf.m.median > 0 and sf.m.number_per_run >= 1
+
+
+def test_changing_default_device_like_torch(tmp_path, monkeypatch, capsys):
+    """recipes_source/recipes/changing_default_device.py as a script, with ``'meta'`` for
+    ``'cuda'`` (no GPU here): a CPU Linear on ``randn(..., device='cpu')``, then
+    ``with torch.device('meta'):`` (parameters and ``randn`` made inside land on it) and
+    ``set_default_device('meta')`` (the fixture puts the default back). Every printed line
+    is torch's; the recipe as written (``'cuda'``) raises AssertionError in both."""
+    import torch
+
+    import shardflow
+
+    (th, th_out), (sf, sf_out) = _run(tmp_path, monkeypatch, capsys, "recipes/changing_default_device.py")
+    assert th_out == ["cpu", "meta", "meta", "meta", "meta"]
+    same_printout(sf_out, th_out, rtol=0, atol=0, what="changing_default_device")
+    assert sf.inp.device.type == "cpu" and sf.mod.weight.is_meta
+    torch.set_default_device(None)
+    shardflow.set_default_device(None)
+    for lib in (torch, shardflow):
+        assert not lib.cuda.is_available()
+        with pytest.raises(AssertionError), lib.device("cuda"):
+            lib.nn.Linear(2, 3)
+        with pytest.raises(AssertionError):
+            lib.set_default_device("cuda")
+            lib.randn(2)
+        lib.set_default_device(None)
