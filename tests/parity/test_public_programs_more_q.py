@@ -162,3 +162,40 @@ def test_changing_default_device_like_torch(tmp_path, monkeypatch, capsys):
             lib.set_default_device("cuda")
             lib.randn(2)
         lib.set_default_device(None)
+
+
+def test_visualizing_gradients_like_torch(tmp_path, monkeypatch, capsys):
+    """intermediate_source/visualizing_gradients_tutorial.py as a script: two MLPs of
+    Linear -> BatchNorm1d / Identity -> Sigmoid blocks (their printed first blocks), forward
+    hooks on every leaf module that register a backward hook on its output tensor, 10 SGD
+    steps with momentum on ``randn`` / ``randint`` data, the hooked output gradients' mean
+    absolute values per layer, plotted with matplotlib (0-d tensors as points). From the same
+    seed (torch's data and initial weights) the printout is torch's; the hooked gradients
+    come in torch's order (last layer first) with torch's values, the plotted points and the
+    trained weights too (1e-5). Below a BatchNorm the hooked gradient is a difference of
+    nearly equal terms (``g - mean(g) - x_hat * mean(g * x_hat)``), so its small entries
+    are held to 1e-5 of the layer's largest, not of their own size: measured, below the
+    three BatchNorms up to 12% of the entries differ from torch's by more than 1e-5 of
+    themselves, all by at most 4e-6 of the layer's largest (without BatchNorm: 4e-7)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    (th, th_out), (sf, sf_out) = _run(tmp_path, monkeypatch, capsys, "intermediate/visualizing_gradients_tutorial.py")
+    assert th_out[1].startswith("  (0): Linear(in_features=784") and "  (1): Identity()" in th_out
+    same_printout(sf_out, th_out, rtol=0, atol=0, what="visualizing_gradients")
+    for which in ("bn", "nobn"):
+        th_grads, sf_grads = getattr(th, f"grads_{which}"), getattr(sf, f"grads_{which}")
+        assert [name for name, _ in sf_grads] == [name for name, _ in th_grads], which
+        assert th_grads[0][0] == "layers.3" and len(th_grads) == (10 if which == "bn" else 10)
+        for (name, sf_g), (_, th_g) in zip(sf_grads, th_grads, strict=True):
+            scale = float(np.abs(th_g.numpy()).max())
+            assert_close(sf_g.numpy(), th_g.numpy(), f"{which} {name} output grad", atol=1e-5 * scale)
+        assert getattr(sf, f"layer_idx_{which}") == getattr(th, f"layer_idx_{which}")
+        model_th, model_sf = getattr(th, f"model_{which}"), getattr(sf, f"model_{which}")
+        for k, v in model_th.state_dict().items():
+            assert_close(model_sf.state_dict()[k].numpy(), v.numpy(), f"{which} {k}")
+    th_lines, sf_lines = th.ax.get_lines(), sf.ax.get_lines()
+    assert [line.get_label() for line in sf_lines] == ["With BatchNorm", "Without BatchNorm"]
+    for sf_line, th_line in zip(sf_lines, th_lines, strict=True):
+        assert_close(np.asarray(sf_line.get_ydata(), float), np.asarray(th_line.get_ydata(), float), "plotted")
+        assert list(sf_line.get_xdata()) == list(th_line.get_xdata())
