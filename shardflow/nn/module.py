@@ -37,6 +37,7 @@ from ..autograd import Function, Tensor, dispatch, no_grad
 from ..autograd.hook_ids import next_handle_id
 from ..backend import as_dtype, device_of, dtypes, new_array, shared_memory, to_device
 from ..backend import device as _device
+from ..backend.memory_format import check_memory_format, in_memory_format
 from .parameter import Buffer, Parameter
 
 __all__ = ["Module", "RemovableHandle"]
@@ -643,13 +644,16 @@ class Module:
 
     def to(self, *args, **kwargs) -> Module:
         """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(tensor)``: in place.
-        Only floating-point parameters and buffers change dtype (PyTorch's rule)."""
+        Only floating-point parameters and buffers change dtype (PyTorch's rule);
+        ``memory_format=`` lays the 4-d / 5-d ones out so (a conv weight channels-last)."""
         dtype = kwargs.pop("dtype", None)
         dev = kwargs.pop("device", None)
         kwargs.pop("non_blocking", None)
-        kwargs.pop("memory_format", None)
+        memory_format = kwargs.pop("memory_format", None)
         if kwargs:
             raise TypeError(f"Module.to() got unexpected keyword arguments {sorted(kwargs)}")
+        if memory_format is not None:
+            check_memory_format("to", memory_format)
         for a in args:
             if isinstance(a, Tensor):
                 dtype, dev = a.dtype, a.device
@@ -669,6 +673,16 @@ class Module:
         if dtype is not None:
             npd = dtype.np
             self._apply_array(lambda a: a if a.dtype == npd else a.astype(npd), float_only=True)
+        if memory_format is not None:
+            # torch's rule: the format applies to 4-d and 5-d parameters and buffers (a conv
+            # weight), whose layout changes in place (backend/memory_format.py)
+            def relayout(a):
+                if a.ndim not in (4, 5):
+                    return a
+                check_memory_format("to", memory_format, a.ndim)
+                return in_memory_format(a, memory_format)
+
+            self._apply_array(relayout)
         return self
 
     def to_empty(self, *, device, recurse: bool = True) -> Module:

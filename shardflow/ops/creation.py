@@ -20,6 +20,7 @@ from ..backend import (
 from ..backend import device as _device
 from ..backend import random as _random
 from ..backend import random_stream as _stream
+from ..backend.memory_format import check_memory_format, in_memory_format
 from ..backend.meta import MetaArray, is_meta_array
 from ._factory_options import check_factory_options
 
@@ -126,7 +127,21 @@ def empty(*sizes, size=None, dtype=None, layout=None, device=None, requires_grad
     dev = _target(device)
     shape = _sizes(sizes, size, "empty")
     arr = new_array(dev, lambda xp: xp.empty(shape, _float(dtype).np))
+    if memory_format is not None:
+        check_memory_format("empty", memory_format, len(shape))
+        arr = in_memory_format(arr, memory_format)
     return _finish(arr, dtype, dev, requires_grad)
+
+
+def _laid_out_like(t: Tensor, input: Tensor, memory_format) -> Tensor:
+    """A fresh ``*_like`` result ``t`` in ``memory_format``'s layout; the default,
+    ``preserve_format``, keeps ``input``'s channels-last layout (``backend/memory_format.py``)."""
+    if memory_format is not None and memory_format.name != "preserve_format":
+        check_memory_format("empty_like", memory_format, t.ndim)
+    arr = in_memory_format(t.array, memory_format, like=input.array)
+    if arr is not t.array:
+        t.array = arr  # a new leaf: no history to keep
+    return t
 
 
 @register("full")
@@ -146,26 +161,26 @@ def _like(t: Tensor, dtype):
 @register("zeros_like")
 def zeros_like(input: Tensor, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
     check_factory_options("zeros_like", layout, memory_format=memory_format)
-    return zeros(*input.shape, dtype=_like(input, dtype), device=device or input.device, requires_grad=requires_grad)
+    return _laid_out_like(zeros(*input.shape, dtype=_like(input, dtype), device=device or input.device, requires_grad=requires_grad), input, memory_format)
 
 
 @register("ones_like")
 def ones_like(input: Tensor, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
     check_factory_options("ones_like", layout, memory_format=memory_format)
-    return ones(*input.shape, dtype=_like(input, dtype), device=device or input.device, requires_grad=requires_grad)
+    return _laid_out_like(ones(*input.shape, dtype=_like(input, dtype), device=device or input.device, requires_grad=requires_grad), input, memory_format)
 
 
 @register("empty_like")
 def empty_like(input: Tensor, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
     check_factory_options("empty_like", layout, memory_format=memory_format)
-    return empty(*input.shape, dtype=_like(input, dtype), device=device or input.device, requires_grad=requires_grad)
+    return _laid_out_like(empty(*input.shape, dtype=_like(input, dtype), device=device or input.device, requires_grad=requires_grad), input, memory_format)
 
 
 @register("full_like")
 def full_like(input: Tensor, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None) -> Tensor:
     check_factory_options("full_like", layout, memory_format=memory_format)
-    return full(tuple(input.shape), fill_value, dtype=_like(input, dtype), device=device or input.device, requires_grad=requires_grad)
+    return _laid_out_like(full(tuple(input.shape), fill_value, dtype=_like(input, dtype), device=device or input.device, requires_grad=requires_grad), input, memory_format)
 
 
 @register("arange")

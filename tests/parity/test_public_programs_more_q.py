@@ -199,3 +199,21 @@ def test_visualizing_gradients_like_torch(tmp_path, monkeypatch, capsys):
     for sf_line, th_line in zip(sf_lines, th_lines, strict=True):
         assert_close(np.asarray(sf_line.get_ydata(), float), np.asarray(th_line.get_ydata(), float), "plotted")
         assert list(sf_line.get_xdata()) == list(th_line.get_xdata())
+
+
+def test_memory_format_tutorial_like_torch(tmp_path, monkeypatch, capsys):
+    """intermediate_source/memory_format_tutorial.py ("Channels Last Memory Format"), its CPU
+    parts, as a script: ``stride()`` of an ``empty`` NCHW tensor after
+    ``to(memory_format=torch.channels_last)``, back to ``contiguous_format``,
+    ``contiguous(memory_format=...)``, the ``is_contiguous`` checks (the ambiguous N1HW
+    case True for both formats), ``empty(..., memory_format=channels_last)``, ``clone``,
+    ``empty_like`` and ``x + y`` keeping the layout, then a Conv2d made channels-last with
+    ``Module.to(memory_format=)`` on a channels-last input: its output is channels-last. Every
+    printed line is torch's (shardflow printed row-major strides and False before the
+    layout was built)."""
+    (th, th_out), (sf, sf_out) = _run(tmp_path, monkeypatch, capsys, "intermediate/memory_format_tutorial.py")
+    assert th_out.count("(3072, 1, 96, 3)") == 6 and th_out[-2:] == ["True", "True"]
+    same_printout(sf_out, th_out, rtol=0, atol=0, what="memory_format_tutorial")
+    assert sf.model.weight.stride() == th.model.weight.stride() == (72, 1, 24, 8)
+    assert_close(sf.output.detach().numpy(), th.output.detach().numpy(), "conv output")
+    assert sf.contains_cl([sf.input]) and th.contains_cl([th.input]) and not sf.contains_cl([sf.special_x])
