@@ -1,10 +1,14 @@
 """``torch.jit``'s TorchScript surface for programs that decorate with it, run eagerly.
 
 shardflow has no TorchScript compiler: scripting and tracing are compiler hints with the
-program's own semantics, so ``script``, ``trace``, ``trace_module``, ``freeze``,
+program's own semantics. ``script(module)`` / ``trace(module, inputs)`` return the module's
+scripted / traced view (``scripted.py``: it runs the module eagerly, prints and answers as
+torch's ``RecursiveScriptModule`` / traced module, and its ``.code`` / ``.graph`` /
+``.save()`` raise NotImplementedError); both warn as torch 2.13 (DeprecationWarning).
+``script`` / ``trace`` of a function, ``trace_module``, ``freeze``,
 ``optimize_for_inference`` and the decorators (``ignore``, ``unused``, ``export``,
 ``interface``, ``script_method``, ``script_if_tracing``) return what they are given
-unchanged, and the module or function runs as Python. ``is_scripting()`` / ``is_tracing()``
+unchanged, and the function runs as Python. ``is_scripting()`` / ``is_tracing()``
 are False (code guarded by them takes its eager branch, as under torch outside a script);
 ``annotate`` returns the value; ``Final`` is ``typing.Final``; ``Attribute`` is torch's
 ``(value, type)`` pair, unwrapped by ``ScriptModule``. ``fork`` runs the call at once and
@@ -21,11 +25,12 @@ from collections import namedtuple
 
 from ..futures import Future
 from ..nn import Module
+from .scripted import ScriptedView, scripted_view
 
 __all__ = ["script", "trace", "trace_module", "freeze", "optimize_for_inference", "ignore", "unused", "export",
            "interface", "script_method", "script_if_tracing", "is_scripting", "is_tracing", "annotate", "Final",
            "Attribute", "fork", "wait", "save", "load", "ScriptModule", "ScriptFunction", "RecursiveScriptModule",
-           "TracerWarning", "enable_onednn_fusion", "onednn_fusion_enabled"]
+           "TracerWarning", "TracedModule", "enable_onednn_fusion", "onednn_fusion_enabled"]
 
 Final = typing.Final
 Attribute = namedtuple("Attribute", ["value", "type"])
@@ -35,16 +40,30 @@ class TracerWarning(Warning):
     """torch's warning category for tracing (``warnings.filterwarnings('ignore', category=...)``)."""
 
 
+def _deprecated(name: str, instead: str) -> None:
+    # torch 2.13's DeprecationWarning (torch also names torch.export, which shardflow lacks)
+    warnings.warn(f"`shardflow.jit.{name}` is deprecated. Please switch to {instead}.", DeprecationWarning,
+                  stacklevel=3)
+
+
 def script(obj, optimize=None, _frames_up: int = 0, _rcb=None, example_inputs=None):
-    """``obj`` (an ``nn.Module``, function or class) unchanged: it runs eagerly."""
+    """An ``nn.Module``: its scripted view (``scripted.py``: it runs eagerly, prints as torch's
+    ``RecursiveScriptModule``); a function or class: ``obj`` unchanged, run eagerly."""
+    _deprecated("script", "`shardflow.compile`")
+    if isinstance(obj, Module) and not isinstance(obj, ScriptModule):
+        return scripted_view(obj, "script", RecursiveScriptModule)
     return obj
 
 
 def trace(func, example_inputs=None, optimize=None, check_trace: bool = True, check_inputs=None,
           check_tolerance: float = 1e-5, strict: bool = True, _force_outplace: bool = False, _module_class=None,
           _compilation_unit=None, example_kwarg_inputs=None, _store_inputs: bool = True):
-    """``func`` unchanged: it runs eagerly (so data-dependent branches stay live, where a torch
-    trace would freeze the one taken for ``example_inputs``)."""
+    """An ``nn.Module``: its traced view (``scripted.py``; prints as torch's traced module); a
+    function: ``func`` unchanged. Either runs eagerly, so data-dependent branches stay live,
+    where a torch trace would freeze the one taken for ``example_inputs``."""
+    _deprecated("trace", "`shardflow.compile`")
+    if isinstance(func, Module) and not isinstance(func, ScriptModule):
+        return scripted_view(func, "trace", TracedModule)
     return func
 
 
@@ -141,8 +160,14 @@ class ScriptModule(Module):
         super().__setattr__(name, value)
 
 
-class RecursiveScriptModule(ScriptModule):
-    """torch's type of ``script(module)``'s result (``script`` returns the module itself here)."""
+class RecursiveScriptModule(ScriptedView, ScriptModule):
+    """torch's type of ``script(module)``'s result: here the module's scripted view, run
+    eagerly (``scripted.py``)."""
+
+
+class TracedModule(ScriptedView, ScriptModule):
+    """torch's type of ``trace(module, ...)``'s result: here the module's traced view, run
+    eagerly (``scripted.py``)."""
 
 
 class ScriptFunction:

@@ -217,3 +217,37 @@ def test_memory_format_tutorial_like_torch(tmp_path, monkeypatch, capsys):
     assert sf.model.weight.stride() == th.model.weight.stride() == (72, 1, 24, 8)
     assert_close(sf.output.detach().numpy(), th.output.detach().numpy(), "conv output")
     assert sf.contains_cl([sf.input]) and th.contains_cl([th.input]) and not sf.contains_cl([sf.special_x])
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning")
+def test_intro_to_torchscript_like_torch_until_the_graph(tmp_path, monkeypatch, capsys):
+    """beginner_source/Intro_to_TorchScript_tutorial.py as a script. torch runs it all
+    (graphs, TorchScript code, save / load). shardflow has no TorchScript compiler: it runs
+    the eager part and ``torch.jit.trace`` as torch prints it -- the three MyCell versions
+    with ``rand`` inputs from the same seed and torch's initial weights, their printouts and
+    outputs (``grad_fn=<TanhBackward0>``), and the traced module's own printout
+    (``MyCell(original_name=MyCell (linear): Linear(original_name=Linear))``) -- and stops at
+    ``print(traced_cell.graph)`` with a NotImplementedError that says it has no TorchScript
+    IR and what to do instead. Every line printed up to there is torch's, digit for digit,
+    but ``torch.__version__`` (shardflow's own). The rest (scripting, mixing, the loaded
+    module's printout) is compared in ``tests/compat/test_jit_surface.py``."""
+    import torch
+
+    import shardflow
+
+    path = HERE / "beginner" / "Intro_to_TorchScript_tutorial.py"
+    monkeypatch.chdir(tmp_path)
+    torch.manual_seed(SEED)
+    th = run_script(path, False)
+    th_out = capsys.readouterr().out.splitlines()
+    shardflow.manual_seed(SEED)
+    with pytest.raises(NotImplementedError, match="TracedModule.graph: shardflow has no TorchScript compiler.*"
+                                                  r"shardflow.save\(module.state_dict\(\), path\)"):
+        run_script(path, True)
+    sf_out = capsys.readouterr().out.splitlines()
+    assert th_out[0] == torch.__version__ and sf_out[0] == shardflow.__version__
+    assert sf_out[-4:] == ["MyCell(", "  original_name=MyCell", "  (linear): Linear(original_name=Linear)", ")"]
+    assert th_out[len(sf_out)].startswith("graph(%self.1 : __torch__.MyCell,")
+    assert "RecursiveScriptModule(" in th_out and (tmp_path / "wrapped_rnn.pt").exists()
+    same_printout(sf_out[1:], th_out[1:len(sf_out)], rtol=0, atol=0, what="Intro_to_TorchScript")
