@@ -38,6 +38,7 @@ from ..autograd.hook_ids import next_handle_id
 from ..backend import as_dtype, device_of, dtypes, new_array, shared_memory, to_device
 from ..backend import device as _device
 from ..backend.memory_format import check_memory_format, in_memory_format
+from .module_hooks import _MIXED_BACKWARD_HOOKS, attach_legacy_backward_hooks
 from .parameter import Buffer, Parameter
 
 __all__ = ["Module", "RemovableHandle"]
@@ -969,13 +970,26 @@ class Module:
     def register_full_backward_hook(self, hook, prepend: bool = False):
         """``hook(module, grad_input, grad_output) -> None | new_grad_input``, called when the
         gradients with respect to the module's tensor inputs have been computed."""
+        if self.__dict__.get("_legacy_backward_hooks"):
+            raise RuntimeError(_MIXED_BACKWARD_HOOKS)
         handle = RemovableHandle(self._backward_hooks)
         self._backward_hooks[handle.id] = hook
         if prepend:
             self._backward_hooks.move_to_end(handle.id, last=False)
         return handle
 
-    register_backward_hook = register_full_backward_hook
+    def register_backward_hook(self, hook):
+        """torch's legacy (non-full) backward hook: ``hook(module, grad_input, grad_output)``
+        runs as a hook on the autograd node that made the module's output, so ``grad_input``
+        holds the gradients of that last node's inputs (a Conv2d's: input, weight, bias), not
+        the module's (``module_hooks.py``); torch's FutureWarning says when that misses some.
+        Prefer ``register_full_backward_hook``."""
+        if self._backward_hooks:
+            raise RuntimeError(_MIXED_BACKWARD_HOOKS)
+        hooks = self.__dict__.setdefault("_legacy_backward_hooks", OrderedDict())
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
 
     def register_full_backward_pre_hook(self, hook, prepend: bool = False):
         """``hook(module, grad_output) -> None | new_grad_output`` before the module's
@@ -991,7 +1005,7 @@ class Module:
             return _call_interceptor[0](self, self._call_uninterpreted, args, kwargs)
         d = self.__dict__
         if not (d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_hooks"]
-                or d["_backward_pre_hooks"]):
+                or d["_backward_pre_hooks"] or d.get("_legacy_backward_hooks")):
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
@@ -999,7 +1013,7 @@ class Module:
         """``__call__`` as when no call interceptor is installed (hooks, then forward)."""
         d = self.__dict__
         if not (d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_hooks"]
-                or d["_backward_pre_hooks"]):
+                or d["_backward_pre_hooks"] or d.get("_legacy_backward_hooks")):
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
@@ -1039,6 +1053,9 @@ class Module:
                 res = hook(self, args, result)
             if res is not None:
                 result = res
+        legacy = self.__dict__.get("_legacy_backward_hooks")
+        if legacy:
+            attach_legacy_backward_hooks(self, legacy, args, result)
         if bw:
             if isinstance(result, Tensor):
                 if result.requires_grad:

@@ -311,3 +311,36 @@ def test_dynamic_quantization_lstm_word_lm_like_torch(tmp_path, monkeypatch, cap
     assert any("DynamicQuantizedLSTM(" in line for line in th_out) and th_out[-4].startswith("loss: ")
     same_printout(mask(sf_out), mask(th_out), rtol=0, atol=0, what="dynamic_quantization_tutorial")
     assert sf.all_output == th.all_output
+
+
+def test_former_torchies_tensor_tutorial_like_torch(tmp_path, monkeypatch, capsys):
+    """beginner_source/former_torchies/tensor_tutorial.py as a script: ``empty``, a float64
+    ``randn`` from the same seed, ``fill_`` / ``add``, indexing and slicing, column
+    assignment into ``empty``, ``index_add_`` along dim 1, and the NumPy bridge both ways
+    (``numpy()`` and ``from_numpy`` share memory: the in-place changes show through). Every
+    printed line is torch's, digit for digit."""
+    (th, th_out), (sf, sf_out) = _run(tmp_path, monkeypatch, capsys, "former_torchies/tensor_tutorial.py")
+    assert "tensor([2., 2., 2., 2., 2.], dtype=torch.float64)" in th_out and "[2. 2. 2. 2. 2.]" in th_out
+    same_printout(sf_out, th_out, rtol=0, atol=0, what="former_torchies tensor_tutorial")
+    np.testing.assert_array_equal(sf.x.numpy(), th.x.numpy())
+
+
+def test_former_torchies_nn_package_like_torch(tmp_path, monkeypatch, capsys):
+    """beginner_source/former_torchies/nnft_tutorial.py as a script: the MNIST ConvNet
+    printed and run on ``randn`` (torch's initial weights and input from the same seed), its
+    cross-entropy and the conv1 weight / gradient norms, a forward hook printing the input /
+    output types, sizes and norm, then the legacy ``register_backward_hook`` on conv2: its
+    ``grad_input`` is the convolution node's (input, weight, bias) gradients, as torch's, and
+    it warns torch's FutureWarning (shardflow ran it as a full hook, without the warning);
+    finally the RNN cell reused over 5 time steps, one backward of the summed MSE. Every
+    printed line is torch's to 4 printed decimals (``shardflow.Tensor`` read as
+    ``torch.Tensor``)."""
+    with pytest.warns(FutureWarning, match="non-full backward hook when the forward contains multiple") as record:
+        (th, th_out), (sf, sf_out) = _run(tmp_path, monkeypatch, capsys, "former_torchies/nnft_tutorial.py")
+    assert sum("non-full backward hook" in str(w.message) for w in record) == 2  # one per library
+    assert "Inside Conv2d backward" in th_out and "grad_input size: torch.Size([1, 10, 12, 12])" in th_out
+    same_printout(sf_out, th_out, rtol=0, atol=1e-4, what="former_torchies nnft_tutorial")
+    for name in ("i2h", "h2o"):
+        layer_th, layer_sf = getattr(th.rnn, name), getattr(sf.rnn, name)
+        assert_close(layer_sf.weight.grad.numpy(), layer_th.weight.grad.numpy(), f"rnn {name} weight grad")
+    assert_close(sf.loss.item(), th.loss.item(), "rnn loss")
