@@ -9,7 +9,12 @@ import numpy as np
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import as_dtype, cast, get_array_module, to_device
-from ..backend.memory_format import check_memory_format, contiguous_format, in_memory_format, is_channels_last
+from ..backend.memory_format import (
+    check_memory_format,
+    contiguous_format,
+    in_memory_format,
+    is_channels_last,
+)
 from . import _grad_graph as _gg
 from ._util import inplace, needs_graph
 

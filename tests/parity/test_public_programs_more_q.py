@@ -250,6 +250,7 @@ def test_intro_to_torchscript_like_torch_until_the_graph(tmp_path, monkeypatch, 
     assert sf_out[-4:] == ["MyCell(", "  original_name=MyCell", "  (linear): Linear(original_name=Linear)", ")"]
     assert th_out[len(sf_out)].startswith("graph(%self.1 : __torch__.MyCell,")
     assert "RecursiveScriptModule(" in th_out and (tmp_path / "wrapped_rnn.pt").exists()
+    assert type(th.loaded).__name__ == "RecursiveScriptModule"
     same_printout(sf_out[1:], th_out[1:len(sf_out)], rtol=0, atol=0, what="Intro_to_TorchScript")
 
 
