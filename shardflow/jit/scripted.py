@@ -11,7 +11,9 @@ compiles them). What torch's result shows of itself is torch's:
 * the same parameters and buffers (the original's objects: an optimizer built on either
   trains both), the same child names, ``state_dict`` keys, ``train()`` / ``eval()`` reaching
   the original, attributes and methods (``@export``-ed ones too) read from the original;
-* ``isinstance(m, ScriptModule)`` and ``nn.Module``.
+* ``isinstance(m, ScriptModule)`` and ``nn.Module``;
+* ``jit.freeze`` of it (in eval mode, as torch demands) prints
+  ``RecursiveScriptModule(original_name=...)`` with no parameters or submodules left.
 
 What it cannot give raises NotImplementedError saying so: ``.code`` / ``.graph`` /
 ``.inlined_graph`` / ``.code_with_constants`` (TorchScript IR and source) and ``.save()``
@@ -41,6 +43,8 @@ class ScriptedView(Module):
         object.__setattr__(self, "_sf_original", original)
         object.__setattr__(self, "_sf_kind", kind)
         self.training = original.training
+        if kind == "frozen":  # torch's frozen module: parameters folded in, submodules inlined
+            return
         # the original's own Parameter / buffer objects, under the original's names
         self._parameters.update(original._parameters)
         self._buffers.update(original._buffers)
@@ -74,10 +78,17 @@ class ScriptedView(Module):
         raise _no_torchscript(f"{self._get_name()}.save({f!r})")
 
     def _get_name(self) -> str:
-        return "RecursiveScriptModule" if self._sf_kind == "script" else self.original_name
+        return self.original_name if self._sf_kind == "trace" else "RecursiveScriptModule"
 
     def extra_repr(self) -> str:
         return f"original_name={self.original_name}"
+
+
+def frozen_view(view: ScriptedView, cls: type) -> Module:
+    """torch's ``jit.freeze`` of a scripted / traced module: it prints
+    ``RecursiveScriptModule(original_name=...)`` and holds no parameters, buffers or submodules
+    (torch folds them into the code); it runs the same module eagerly."""
+    return cls(view._sf_original, "frozen")
 
 
 def scripted_view(module: Module, kind: str, cls: type) -> Module:
@@ -88,4 +99,4 @@ def scripted_view(module: Module, kind: str, cls: type) -> Module:
     return cls(module, kind)
 
 
-__all__ = ["ScriptedView", "scripted_view"]
+__all__ = ["ScriptedView", "frozen_view", "scripted_view"]

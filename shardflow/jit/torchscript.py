@@ -5,7 +5,8 @@ program's own semantics. ``script(module)`` / ``trace(module, inputs)`` return t
 scripted / traced view (``scripted.py``: it runs the module eagerly, prints and answers as
 torch's ``RecursiveScriptModule`` / traced module, and its ``.code`` / ``.graph`` /
 ``.save()`` raise NotImplementedError); both warn as torch 2.13 (DeprecationWarning).
-``script`` / ``trace`` of a function, ``trace_module``, ``freeze``,
+``freeze`` of such a view gives torch's frozen printout (a plain module or one in
+training mode: torch's RuntimeErrors). ``script`` / ``trace`` of a function, ``trace_module``,
 ``optimize_for_inference`` and the decorators (``ignore``, ``unused``, ``export``,
 ``interface``, ``script_method``, ``script_if_tracing``) return what they are given
 unchanged, and the function runs as Python. ``is_scripting()`` / ``is_tracing()``
@@ -25,7 +26,7 @@ from collections import namedtuple
 
 from ..futures import Future
 from ..nn import Module
-from .scripted import ScriptedView, scripted_view
+from .scripted import ScriptedView, frozen_view, scripted_view
 
 __all__ = ["script", "trace", "trace_module", "freeze", "optimize_for_inference", "ignore", "unused", "export",
            "interface", "script_method", "script_if_tracing", "is_scripting", "is_tracing", "annotate", "Final",
@@ -75,6 +76,17 @@ def trace_module(mod, inputs, optimize=None, check_trace: bool = True, check_inp
 
 
 def freeze(mod, preserved_attrs=None, optimize_numerics: bool = True):
+    """A scripted / traced module's frozen view (``scripted.py``), with torch's errors for a
+    plain ``nn.Module`` or one in training mode. ``preserved_attrs`` / ``optimize_numerics``
+    change nothing here: nothing is compiled, so no attribute is folded away."""
+    if not isinstance(mod, ScriptModule):
+        raise RuntimeError("Freezing expects a ScriptModule as input. Please use torch.jit.script or "
+                           "torch.jit.trace to script your 'nn.Module'.")
+    if mod.training:
+        raise RuntimeError("Freezing is currently only implemented for modules in eval mode. Please call .eval() "
+                           "on your module before freezing.")
+    if isinstance(mod, ScriptedView):
+        return frozen_view(mod, RecursiveScriptModule)
     return mod
 
 

@@ -83,7 +83,22 @@ def test_trace_returns_the_function_or_the_module_view():
     with pytest.warns(DeprecationWarning):
         assert sf.jit.trace(f, (sf.ones(2),)) is f
     assert sf.jit.trace_module(lin, {"forward": sf.ones(1, 2)}) is lin
-    assert sf.jit.freeze(lin) is lin and sf.jit.optimize_for_inference(lin) is lin
+    assert sf.jit.optimize_for_inference(lin) is lin
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_freeze_as_torch():
+    for lib in (torch, sf):
+        lin = lib.nn.Sequential(lib.nn.Linear(2, 2))
+        with pytest.raises(RuntimeError, match="Freezing expects a ScriptModule as input"):
+            lib.jit.freeze(lin)
+        traced = lib.jit.trace(lin, lib.ones(1, 2))
+        with pytest.raises(RuntimeError, match="only implemented for modules in eval mode"):
+            lib.jit.freeze(traced)
+        frozen = lib.jit.freeze(traced.eval())
+        assert repr(frozen) == "RecursiveScriptModule(original_name=Sequential)"
+        assert list(frozen.parameters()) == [] and list(frozen.state_dict()) == []
+        assert frozen(lib.ones(1, 2)).tolist() == lin(lib.ones(1, 2)).tolist()
 
 
 def test_predicates_and_helpers_answer_as_torch_in_eager_code():
