@@ -345,3 +345,33 @@ def test_former_torchies_nn_package_like_torch(tmp_path, monkeypatch, capsys):
         layer_th, layer_sf = getattr(th.rnn, name), getattr(sf.rnn, name)
         assert_close(layer_sf.weight.grad.numpy(), layer_th.weight.grad.numpy(), f"rnn {name} weight grad")
     assert_close(sf.loss.item(), th.loss.item(), "rnn loss")
+
+
+def test_knowledge_distillation_like_torch(tmp_path, monkeypatch, capsys):
+    """beginner_source/knowledge_distillation_tutorial.py as a script (narrower networks,
+    batches of 8, one epoch per training; see the program's header): CIFAR-10 through the
+    torchvision stand-in (8 + 8 images), the teacher and a student trained by Adam with
+    cross-entropy from ``manual_seed(42)`` (dropout masks from the same seed: torch's),
+    ``torch.norm`` of the first layers, parameter counts with ``"{:,}"``, then distillation
+    with softened targets (T=2), the cosine-embedding-loss variant (``avg_pool1d`` of the
+    teacher's features; ``load_state_dict`` from the trained teacher) and the regressor /
+    MSE variant, with every accuracy. Every printed line is torch's; the running losses,
+    printed with all 17 digits, to rtol 1e-6 (measured: 2e-7 at most, a float32 ulp or two
+    of the summed ``loss.item()``s). The students' weights after their one Adam step agree
+    to 1e-6 but for a few entries whose gradient is rounding noise (``|g|`` near Adam's
+    eps: the step ``lr * g / (|g| + eps)`` is then anything up to ``lr``; measured 2 of
+    65536 in the cosine student's first Linear): those are bounded by ``lr``."""
+    from .programs._torchvision_standin import torchvision_modules
+
+    (th, th_out), (sf, sf_out) = _run(
+        tmp_path, monkeypatch, capsys, "beginner/knowledge_distillation_tutorial.py",
+        modules=lambda lib, use_sf: torchvision_modules(lib, {"train": 8, "test": 8}))
+    assert th_out[2] == th_out[3].replace("new_nn_light", "nn_light") and th_out[4].startswith("DeepNN parameters: ")
+    assert th_out[-1].startswith("Student accuracy with CE + RegressorMSE:")
+    same_printout(sf_out, th_out, rtol=1e-6, atol=0, what="knowledge_distillation")
+    for name in ("new_nn_light", "modified_light_nn", "modified_light_nn_mse"):
+        for k, v in getattr(th, name).state_dict().items():
+            diff = np.abs(getattr(sf, name).state_dict()[k].numpy() - v.numpy())
+            # Adam's first step is lr * g / (|g| + eps): a gradient entry of rounding size
+            # (|g| ~ eps) moves by anything up to lr on either side
+            assert diff.max() <= 1e-3 + 1e-6 and np.mean(diff > 1e-6) < 1e-3, (name, k, diff.max())
