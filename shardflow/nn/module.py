@@ -814,7 +814,9 @@ class Module:
         one RuntimeError raised before any tensor is modified.
         """
         if not isinstance(state_dict, dict):
-            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict).__name__}.")
+            hint = (" (a path: read the file first, model.load_state_dict(torch.load(PATH)))"
+                    if isinstance(state_dict, str | bytes) or hasattr(state_dict, "__fspath__") else "")
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.{hint}")
         state_dict = self._run_load_state_dict_pre_hooks(state_dict, strict)
         entries = self._state_entries()
         expected = {k for k, *_ in entries}
