@@ -375,3 +375,59 @@ def test_knowledge_distillation_like_torch(tmp_path, monkeypatch, capsys):
             # Adam's first step is lr * g / (|g| + eps): a gradient entry of rounding size
             # (|g| ~ eps) moves by anything up to lr on either side
             assert diff.max() <= 1e-3 + 1e-6 and np.mean(diff > 1e-6) < 1e-3, (name, k, diff.max())
+
+
+def test_former_torchies_autograd_tutorial_like_torch(tmp_path, monkeypatch, capsys):
+    """beginner_source/former_torchies/autograd_tutorial.py as a script: ``ones`` with
+    ``requires_grad``, ``.data``, ``.grad`` None, ``grad_fn`` None / ``<AddBackward0 ...>``,
+    ``y * y * 3`` and its mean (``MulBackward0`` / ``MeanBackward0``), then
+    ``a.to(requires_grad=True)``, which torch 2.13 refuses (TypeError: ``to()`` takes no
+    ``requires_grad``; the tutorial predates that): shardflow refuses it too, after printing
+    the same lines, digit for digit (addresses masked)."""
+    import torch
+
+    import shardflow
+
+    path = HERE / "former_torchies" / "autograd_tutorial.py"
+    monkeypatch.chdir(tmp_path)
+    outs = []
+    for use_sf, lib in ((False, torch), (True, shardflow)):
+        lib.manual_seed(SEED)
+        with pytest.raises(TypeError, match="requires_grad"):
+            run_script(path, use_sf)
+        outs.append(capsys.readouterr().out.splitlines())
+    th_out, sf_out = outs
+    assert th_out[-1] == "False" and any(line.startswith("<AddBackward0 object at") for line in th_out)
+    same_printout(sf_out, th_out, rtol=0, atol=0, what="former_torchies autograd_tutorial")
+
+
+def test_former_torchies_parallelism_tutorial_like_torch(tmp_path, monkeypatch, capsys):
+    """beginner_source/former_torchies/parallelism_tutorial.py as a script (it only defines
+    its classes and ``data_parallel``), then used on the CPU as the tutorial says ("the code
+    does not need to be changed in CPU-mode"): ``DataParallelModel`` with an
+    ``nn.DataParallel`` block from the same seed prints as torch's (``(module): Linear``),
+    has torch's state-dict keys (``block2.module.weight``) and output (1e-6), and
+    ``data_parallel(model, x, [])`` runs the module itself; ``DistributedModel`` asks for
+    ``.cuda(0)``, a RuntimeError in both without a GPU."""
+    import torch
+
+    import shardflow
+
+    path = HERE / "former_torchies" / "parallelism_tutorial.py"
+    monkeypatch.chdir(tmp_path)
+    results = []
+    for use_sf, lib in ((False, torch), (True, shardflow)):
+        program = run_script(path, use_sf)
+        lib.manual_seed(SEED)
+        model = program.DataParallelModel()
+        x = lib.randn(4, 10)
+        out, direct = model(x), program.data_parallel(model, x, [])
+        with pytest.raises(RuntimeError):
+            program.DistributedModel()
+        results.append((repr(model), list(model.state_dict()), out.detach().numpy(), direct.detach().numpy()))
+    (th_repr, th_keys, th_y, th_direct), (sf_repr, sf_keys, sf_y, sf_direct) = results
+    assert sf_repr == th_repr and "  (block2): DataParallel(" in th_repr
+    assert sf_keys == th_keys and "block2.module.weight" in th_keys
+    assert_close(sf_y, th_y, "DataParallelModel output")
+    np.testing.assert_array_equal(sf_direct, sf_y)
+    assert capsys.readouterr().out == ""
