@@ -432,3 +432,32 @@ def test_former_torchies_parallelism_tutorial_like_torch(tmp_path, monkeypatch, 
     assert_close(sf_y, th_y, "DataParallelModel output")
     np.testing.assert_array_equal(sf_direct, sf_y)
     assert capsys.readouterr().out == ""
+
+
+def test_saving_multiple_models_in_one_file_like_torch(tmp_path, monkeypatch, capsys):
+    """recipes_source/recipes/saving_multiple_models_in_one_file.py as a script: two Nets and
+    their SGD optimizers saved in one ``torch.save`` dict, loaded back into fresh models
+    (``torch.load`` with its default ``weights_only=True`` reads the file shardflow wrote),
+    ``eval()`` then ``train()``. From the same seed (torch's initial weights) the checkpoint
+    has torch's keys, state-dict keys and optimizer state dicts, and the loaded models hold
+    netA's / netB's values exactly, as in torch; shardflow reads torch's file too."""
+    import shardflow
+
+    (th, th_out), (sf, sf_out) = _run(tmp_path, monkeypatch, capsys, "recipes/saving_multiple_models_in_one_file.py")
+    assert th_out == sf_out == []
+    assert list(sf.checkpoint) == list(th.checkpoint)
+    for key in ("modelA_state_dict", "modelB_state_dict"):
+        assert list(sf.checkpoint[key]) == list(th.checkpoint[key])
+        for k, v in th.checkpoint[key].items():
+            np.testing.assert_array_equal(sf.checkpoint[key][k].numpy(), v.numpy(), err_msg=f"{key} {k}")
+    for key in ("optimizerA_state_dict", "optimizerB_state_dict"):
+        assert sf.checkpoint[key] == th.checkpoint[key]
+    for loaded, saved in (("modelA", "netA"), ("modelB", "netB")):
+        assert getattr(sf, loaded).training and getattr(th, loaded).training
+        for k, v in getattr(sf, saved).state_dict().items():
+            np.testing.assert_array_equal(getattr(sf, loaded).state_dict()[k].numpy(), v.numpy(), err_msg=k)
+    assert not np.array_equal(sf.netA.conv1.weight.detach().numpy(), sf.netB.conv1.weight.detach().numpy())
+    # shardflow reads the file torch wrote (the other way round is not built: docs/COMPAT.md)
+    from_torch = shardflow.load(tmp_path / "th" / "model.pt")
+    assert list(from_torch) == list(th.checkpoint) and from_torch["optimizerB_state_dict"] == th.checkpoint[
+        "optimizerB_state_dict"]
