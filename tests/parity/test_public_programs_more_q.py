@@ -461,3 +461,45 @@ def test_saving_multiple_models_in_one_file_like_torch(tmp_path, monkeypatch, ca
     from_torch = shardflow.load(tmp_path / "th" / "model.pt")
     assert list(from_torch) == list(th.checkpoint) and from_torch["optimizerB_state_dict"] == th.checkpoint[
         "optimizerB_state_dict"]
+
+
+def test_saving_and_loading_models_for_inference_like_torch(tmp_path, monkeypatch, capsys):
+    """recipes_source/recipes/saving_and_loading_models_for_inference.py as a script (its
+    ``__main__`` registered in ``sys.modules`` while it runs, as ``python recipe.py`` has it,
+    so that pickle finds ``__main__.Net``): the Net printed, its ``state_dict`` saved and
+    loaded into a fresh Net (``torch.load``'s default ``weights_only=True`` reads it), then
+    the entire model saved with ``torch.save(net, PATH)`` and read back with ``torch.load(PATH)``:
+    torch 2.13 refuses that by default (``weights_only=True``: UnpicklingError, "Weights only
+    load failed"), and shardflow refuses it with the same exception type. Up to there every
+    printed line is torch's and the loaded state equals the saved one."""
+    import pickle
+    import sys
+
+    import torch
+
+    import shardflow
+
+    path = HERE / "recipes" / "saving_and_loading_models_for_inference.py"
+    runs = []
+    for use_sf, lib in ((False, torch), (True, shardflow)):
+        where = tmp_path / ("sf" if use_sf else "th")
+        where.mkdir()
+        monkeypatch.chdir(where)
+        lib.manual_seed(SEED)
+        seen = {}
+
+        def as_main(module, _seen=seen):
+            _seen["module"] = module
+            monkeypatch.setitem(sys.modules, "__main__", module)
+
+        with pytest.raises(pickle.UnpicklingError, match="[Ww]eights.only"):
+            run_script(path, use_sf, after_imports=as_main)
+        monkeypatch.undo()
+        runs.append((seen["module"], capsys.readouterr().out.splitlines(), where))
+    (th, th_out, th_dir), (sf, sf_out, sf_dir) = runs
+    assert th_out[0] == "Net(" and (th_dir / "entire_model.pt").exists() and (sf_dir / "entire_model.pt").exists()
+    same_printout(sf_out, th_out, rtol=0, atol=0, what="saving_and_loading_models_for_inference")
+    for k, v in sf.net.state_dict().items():
+        np.testing.assert_array_equal(sf.model.state_dict()[k].numpy(), v.numpy(), err_msg=k)
+        np.testing.assert_array_equal(v.numpy(), th.net.state_dict()[k].numpy(), err_msg=k)
+    assert sf.model.training is False
