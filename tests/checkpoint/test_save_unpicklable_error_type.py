@@ -11,7 +11,6 @@ import torch
 
 import shardflow
 
-
 square = lambda: 1  # noqa: E731  (a module-level lambda: pickle finds no attribute "<lambda>")
 
 
