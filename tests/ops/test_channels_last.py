@@ -88,3 +88,20 @@ def test_channels_last_needs_four_dims(lib):
         lib.nn.Conv3d(2, 2, 2).to(memory_format=lib.channels_last)
     with pytest.raises(TypeError):
         lib.zeros(1, 2, 3, 4).to(memory_format="channels_last")
+
+
+def test_channels_last_network_gradients_like_torch():
+    """A channels-last conv (input and weight) through batch norm, ReLU and max pooling:
+    values and gradients are torch's whatever the layouts in between."""
+    x = np.random.default_rng(2).standard_normal((2, 3, 6, 6)).astype(np.float32)
+
+    def run(lib):
+        lib.manual_seed(0)
+        conv = lib.nn.Conv2d(3, 4, 3).to(memory_format=lib.channels_last)
+        t = lib.tensor(x, requires_grad=True)
+        y = lib.nn.functional.max_pool2d(lib.relu(lib.nn.BatchNorm2d(4)(conv(t.to(memory_format=lib.channels_last)))), 2)
+        (y * y).sum().backward()
+        return y.detach().numpy().copy(), t.grad.numpy().copy(), conv.weight.grad.numpy().copy()
+
+    for a, b in zip(*_both(run), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
