@@ -27,7 +27,7 @@ from ..nn import Module
 _NO_IR = ("code", "graph", "inlined_graph", "code_with_constants")
 
 
-def _no_torchscript(what: str):
+def no_torchscript(what: str):
     return NotImplementedError(
         f"{what}: shardflow has no TorchScript compiler, so a scripted or traced module has no TorchScript "
         "IR or code; it runs its Python forward eagerly (read that with inspect.getsource(type(module).forward)). "
@@ -65,7 +65,7 @@ class ScriptedView(Module):
 
     def __getattr__(self, name: str):
         if name in _NO_IR:
-            raise _no_torchscript(f"{type(self).__name__}.{name}")
+            raise no_torchscript(f"{type(self).__name__}.{name}")
         try:
             return super().__getattr__(name)
         except AttributeError:
@@ -75,7 +75,7 @@ class ScriptedView(Module):
             return getattr(original, name)
 
     def save(self, f, **kwargs) -> None:
-        raise _no_torchscript(f"{self._get_name()}.save({f!r})")
+        raise no_torchscript(f"{self._get_name()}.save({f!r})")
 
     def _get_name(self) -> str:
         return self.original_name if self._sf_kind == "trace" else "RecursiveScriptModule"
@@ -99,4 +99,4 @@ def scripted_view(module: Module, kind: str, cls: type) -> Module:
     return cls(module, kind)
 
 
-__all__ = ["ScriptedView", "frozen_view", "scripted_view"]
+__all__ = ["ScriptedView", "frozen_view", "no_torchscript", "scripted_view"]

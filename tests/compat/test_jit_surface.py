@@ -1,6 +1,8 @@
 """``torch.jit``'s TorchScript names: scripted/traced code runs eagerly with the same results
 as torch's scripted code, the decorators are pass-through, save/load name the fix."""
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -81,7 +83,8 @@ def test_trace_returns_the_function_or_the_module_view():
     np.testing.assert_array_equal(traced(sf.ones(1, 2)).detach().numpy(), lin(sf.ones(1, 2)).detach().numpy())
     f = lambda x: x * 2  # noqa: E731
     with pytest.warns(DeprecationWarning):
-        assert sf.jit.trace(f, (sf.ones(2),)) is f
+        traced_f = sf.jit.trace(f, (sf.ones(2),))
+    assert isinstance(traced_f, sf.jit.ScriptFunction) and traced_f(sf.ones(2)).tolist() == [2.0, 2.0]
     assert sf.jit.trace_module(lin, {"forward": sf.ones(1, 2)}) is lin
     assert sf.jit.optimize_for_inference(lin) is lin
 
@@ -216,3 +219,27 @@ def test_scripted_and_traced_views_print_and_run_as_torch():
         traced.save("m.pt")
     traced.eval()
     assert traced.training is False and traced.dg.training is False
+
+
+def _doubled(x):
+    """twice x"""
+    return x * 2
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_script_function_prints_and_refuses_as_torch():
+    """``script(function)`` is torch's ``ScriptFunction`` object: same printout (torch's
+    doubled module path), ``qualified_name``, ``__doc__``, results; ``.code`` / ``.graph`` /
+    ``.save`` say there is no TorchScript (they were AttributeErrors on a plain function)."""
+    th, s = torch.jit.script(_doubled), sf.jit.script(_doubled)
+    assert isinstance(th, torch.jit.ScriptFunction) and isinstance(s, sf.jit.ScriptFunction)
+    mask = lambda r: re.sub(r"0x[0-9a-f]+", "0x", r).replace("torch.", "shardflow.")  # noqa: E731
+    assert mask(repr(s)) == mask(repr(th))
+    assert s.qualified_name == th.qualified_name == f"__torch__.{__name__}._doubled"
+    assert s.__doc__ == th.__doc__ == "twice x"
+    assert s(sf.ones(2)).tolist() == th(torch.ones(2)).tolist()
+    for attr in ("code", "graph"):
+        with pytest.raises(NotImplementedError, match=f"ScriptFunction.{attr}: shardflow has no TorchScript"):
+            getattr(s, attr)
+    with pytest.raises(NotImplementedError, match="ScriptFunction.save"):
+        s.save("f.pt")
