@@ -291,27 +291,44 @@ def _like_layout(input, dtype, device, requires_grad, draw):
     return _finish(out, None, input.device, requires_grad)
 
 
+def _layout_template(input: Tensor, memory_format) -> Tensor:
+    """What a ``*_like`` draw lays its result out like: ``input`` itself (``preserve_format``),
+    or, for an explicit format, a host array of its shape in that format (torch makes
+    ``empty_like(input, memory_format=...)`` and fills it in memory order; a row-major one
+    draws as a plain ``rand``/``randn``). Other arrays (device, meta) are laid out after the
+    draw by the caller."""
+    if memory_format is None or memory_format.name == "preserve_format" or not isinstance(input.array, np.ndarray):
+        return input
+    check_memory_format("empty_like", memory_format, input.ndim)
+    return _wrap(in_memory_format(np.empty(input.array.shape, input.array.dtype), memory_format))
+
+
 @register("rand_like")
 def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None, generator=None):
     check_factory_options("rand_like", layout, memory_format=memory_format)
     gen = _random.get(generator)
-    laid = _like_layout(input, dtype, device, requires_grad, lambda n, dt: _stream.uniform(gen, n, 0.0, 1.0, dt))
+    explicit = memory_format is not None and memory_format.name != "preserve_format"
+    laid = _like_layout(_layout_template(input, memory_format), dtype, device, requires_grad,
+                        lambda n, dt: _stream.uniform(gen, n, 0.0, 1.0, dt))
     if laid is not None:
         return laid
-    return rand(*input.shape, dtype=_like(input, dtype), generator=generator, device=device or input.device,
+    out = rand(*input.shape, dtype=_like(input, dtype), generator=generator, device=device or input.device,
                 requires_grad=requires_grad)
+    return _laid_out_like(out, input, memory_format) if explicit else out
 
 
 @register("randn_like")
 def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None, generator=None):
     check_factory_options("randn_like", layout, memory_format=memory_format)
     gen = _random.get(generator)
-    laid = _like_layout(input, dtype, device, requires_grad,
+    explicit = memory_format is not None and memory_format.name != "preserve_format"
+    laid = _like_layout(_layout_template(input, memory_format), dtype, device, requires_grad,
                         lambda n, dt: _stream.normal(gen, n, 0.0, 1.0, dt, contiguous=False))
     if laid is not None:
         return laid
-    return randn(*input.shape, dtype=_like(input, dtype), generator=generator, device=device or input.device,
+    out = randn(*input.shape, dtype=_like(input, dtype), generator=generator, device=device or input.device,
                  requires_grad=requires_grad)
+    return _laid_out_like(out, input, memory_format) if explicit else out
 
 
 @register("randint_like")

@@ -105,3 +105,23 @@ def test_channels_last_network_gradients_like_torch():
 
     for a, b in zip(*_both(run), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_random_like_with_a_format_draws_as_torch():
+    """``rand_like`` / ``randn_like`` honour ``memory_format``: a channels-last result is
+    filled in memory order (torch's ``empty_like(..., memory_format)`` then a fill), so from
+    the same seed the values and strides are torch's; an explicit ``contiguous_format`` of a
+    channels-last input gives a row-major result (the format was ignored before)."""
+
+    def draws(lib):
+        lib.manual_seed(0)
+        cl, plain = lib.empty(2, 3, 4, 4, memory_format=lib.channels_last), lib.empty(2, 3, 4, 4)
+        out = [lib.randn_like(cl), lib.randn_like(cl, memory_format=lib.contiguous_format),
+               lib.rand_like(cl, memory_format=lib.contiguous_format),
+               lib.randn_like(plain, memory_format=lib.channels_last),
+               lib.rand_like(plain, memory_format=lib.channels_last)]
+        return [(t.stride(), t.numpy().copy()) for t in out]
+
+    for (sf_stride, sf_values), (th_stride, th_values) in zip(*_both(draws), strict=True):
+        assert sf_stride == th_stride
+        np.testing.assert_allclose(sf_values, th_values, rtol=1e-6, atol=1e-6)
