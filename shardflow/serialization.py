@@ -60,7 +60,9 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
         try:
             save_pytorch_file(obj, f)  # pickles everything before writing
         except (pickle.PicklingError, TypeError, AttributeError) as e:
-            raise TypeError(f"{not_plain}; pickling it as torch.save does failed too ({type(e).__name__}: {e})") from None
+            # pickle's own exception type, as torch.save raises it (PicklingError for a lambda,
+            # AttributeError for a local class), with what shardflow tried first
+            raise type(e)(f"{not_plain}; pickling it as torch.save does failed too ({type(e).__name__}: {e})") from None
 
 
 def _read_head(f) -> tuple[bytes, str]:

@@ -30,7 +30,7 @@ from ..backend import CPU, as_dtype, device_of, dtypes, from_numpy_dtype, is_dev
 from ..backend import shared_memory as shm
 from ..backend import storage as _storage
 from ..backend.layout import strided
-from ..backend.memory_format import check_memory_format
+from ..backend.memory_format import check_memory_format, in_memory_format
 from ..backend.meta import MetaArray
 from ..backend.user_warning import warn_at_caller
 from . import _tensor_str, grad_mode, legacy_types
@@ -580,6 +580,9 @@ class Tensor:
                 out = OPS["_to_device"](out, dev)
         if dtype is not None:
             out = OPS["_to_dtype"](out, as_dtype(dtype))
+        if memory_format is not None and memory_format.name != "preserve_format" \
+                and in_memory_format(out.array, memory_format) is not out.array:
+            out = OPS["clone"](out, memory_format=memory_format)  # the layout asked for (backend/memory_format.py)
         if copy and out is self:
             out = self.clone()
         return out
@@ -707,6 +710,13 @@ class Tensor:
         return _RemovableHandle(self._post_hooks, hook)
 
     def retain_grad(self) -> None:
+        """Keep this non-leaf tensor's gradient in ``.grad`` after backward (a no-op on a leaf,
+        which keeps its own). A tensor that does not require grad never gets one: torch's
+        RuntimeError, as here."""
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False "
+                               "(no gradient is ever computed for it: call requires_grad_() on it, "
+                               "or on an input it is computed from, first)")
         if self.grad_fn is None:
             return
         if getattr(self, "_retains", False):
@@ -1027,9 +1037,9 @@ class Tensor:
         return OPS["clone"](self, memory_format=memory_format)
 
     def contiguous(self, memory_format=None):
-        if memory_format is not None:  # checked as torch; the values stay row-major
-            check_memory_format("contiguous", memory_format, self.ndim)
-        return OPS["contiguous"](self)
+        if memory_format is None:
+            return OPS["contiguous"](self)
+        return OPS["contiguous"](self, memory_format=memory_format)
 
     # Methods of global tensors: the distributed layer adds these ops to the table when the
     # first placement is made (``distributed/route.py``). Ops registered with ``register``

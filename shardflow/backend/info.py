@@ -66,4 +66,5 @@ class iinfo:
         self.dtype = d.name
 
     def __repr__(self) -> str:
-        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+        # torch prints the limits as C's %g (6 significant digits): int32's max is 2.14748e+09
+        return f"iinfo(min={float(self.min):g}, max={float(self.max):g}, dtype={self.dtype})"

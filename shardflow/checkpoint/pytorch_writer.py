@@ -108,6 +108,18 @@ class _Pickler(pickle._Pickler):
         super().__init__(file, protocol=2)
         self.records: list[tuple[str, bytes]] = []
 
+    def save_global(self, obj, name=None) -> None:
+        # torch.save uses the C pickler, which refuses a local class or function with
+        # AttributeError; the pure-Python one would say PicklingError (a program's
+        # ``except AttributeError`` should catch the same error on both)
+        qualname = name or getattr(obj, "__qualname__", None) or getattr(obj, "__name__", "")
+        if "<locals>" in qualname.split("."):
+            raise AttributeError(f"Can't pickle local object {qualname!r}")
+        super().save_global(obj, name)
+
+    dispatch[type] = save_global
+    dispatch[type(lambda: None)] = save_global  # plain functions
+
     def save_torch_global(self, obj: _Global) -> None:
         self.write(pickle.GLOBAL + obj.module.encode() + b"\n" + obj.name.encode() + b"\n")
         self.memoize(obj)

@@ -181,7 +181,9 @@ class GraphModule(Module):
             print(text)
         return text
 
-    def __repr__(self) -> str:
+    def __str__(self) -> str:
+        # torch's: ``print(gm)`` shows the module tree and the generated code; ``repr(gm)``
+        # (and a GraphModule printed as a child of another module) the module tree only
         return "\n".join([super().__repr__(), self._code,
                           "# To see more debug info, please use `graph_module.print_readable()`"])
 

@@ -11,6 +11,7 @@
 | ``step.py`` | ``compile_step(model, optimizer, loss_fn)``: a whole training step, guards, check, fallback |
 | ``step_plan.py`` | the step's replay plan: forward, backward from each op's vjp, optimizer, memory plan |
 | ``torchscript.py`` | torch.jit's TorchScript names (``script``, ``trace``, ``ignore`` ...): pass-through, run eagerly |
+| ``scripted.py`` | what ``script(module)`` / ``trace(module)`` return: the module run eagerly, printed as torch's |
 | ``overlap.py`` | the plan's backward on 2 CPUs: weight-gradient GEMMs on a worker thread, BLAS threads |
 
 Forward graphs (``compile``): inference calls get every pass (fusion included); training

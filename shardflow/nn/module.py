@@ -37,7 +37,9 @@ from ..autograd import Function, Tensor, dispatch, no_grad
 from ..autograd.hook_ids import next_handle_id
 from ..backend import as_dtype, device_of, dtypes, new_array, shared_memory, to_device
 from ..backend import device as _device
+from ..backend.memory_format import check_memory_format, in_memory_format
 from ..backend.user_warning import warn_at_caller
+from .module_hooks import _MIXED_BACKWARD_HOOKS, attach_legacy_backward_hooks
 from .parameter import Buffer, Parameter
 
 __all__ = ["Module", "RemovableHandle"]
@@ -650,13 +652,16 @@ class Module:
 
     def to(self, *args, **kwargs) -> Module:
         """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(tensor)``: in place.
-        Only floating-point parameters and buffers change dtype (PyTorch's rule)."""
+        Only floating-point parameters and buffers change dtype (PyTorch's rule);
+        ``memory_format=`` lays the 4-d / 5-d ones out so (a conv weight channels-last)."""
         dtype = kwargs.pop("dtype", None)
         dev = kwargs.pop("device", None)
         kwargs.pop("non_blocking", None)
-        kwargs.pop("memory_format", None)
+        memory_format = kwargs.pop("memory_format", None)
         if kwargs:
             raise TypeError(f"Module.to() got unexpected keyword arguments {sorted(kwargs)}")
+        if memory_format is not None:
+            check_memory_format("to", memory_format)
         for a in args:
             if isinstance(a, Tensor):
                 dtype, dev = a.dtype, a.device
@@ -676,6 +681,16 @@ class Module:
         if dtype is not None:
             npd = dtype.np
             self._apply_array(lambda a: a if a.dtype == npd else a.astype(npd), float_only=True)
+        if memory_format is not None:
+            # torch's rule: the format applies to 4-d and 5-d parameters and buffers (a conv
+            # weight), whose layout changes in place (backend/memory_format.py)
+            def relayout(a):
+                if a.ndim not in (4, 5):
+                    return a
+                check_memory_format("to", memory_format, a.ndim)
+                return in_memory_format(a, memory_format)
+
+            self._apply_array(relayout)
         return self
 
     def to_empty(self, *, device, recurse: bool = True) -> Module:
@@ -806,7 +821,9 @@ class Module:
         one RuntimeError raised before any tensor is modified.
         """
         if not isinstance(state_dict, dict):
-            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict).__name__}.")
+            hint = (" (a path: read the file first, model.load_state_dict(torch.load(PATH)))"
+                    if isinstance(state_dict, str | bytes) or hasattr(state_dict, "__fspath__") else "")
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.{hint}")
         state_dict = self._run_load_state_dict_pre_hooks(state_dict, strict)
         entries = self._state_entries()
         expected = {k for k, *_ in entries}
@@ -962,13 +979,26 @@ class Module:
     def register_full_backward_hook(self, hook, prepend: bool = False):
         """``hook(module, grad_input, grad_output) -> None | new_grad_input``, called when the
         gradients with respect to the module's tensor inputs have been computed."""
+        if self.__dict__.get("_legacy_backward_hooks"):
+            raise RuntimeError(_MIXED_BACKWARD_HOOKS)
         handle = RemovableHandle(self._backward_hooks)
         self._backward_hooks[handle.id] = hook
         if prepend:
             self._backward_hooks.move_to_end(handle.id, last=False)
         return handle
 
-    register_backward_hook = register_full_backward_hook
+    def register_backward_hook(self, hook):
+        """torch's legacy (non-full) backward hook: ``hook(module, grad_input, grad_output)``
+        runs as a hook on the autograd node that made the module's output, so ``grad_input``
+        holds the gradients of that last node's inputs (a Conv2d's: input, weight, bias), not
+        the module's (``module_hooks.py``); torch's FutureWarning says when that misses some.
+        Prefer ``register_full_backward_hook``."""
+        if self._backward_hooks:
+            raise RuntimeError(_MIXED_BACKWARD_HOOKS)
+        hooks = self.__dict__.setdefault("_legacy_backward_hooks", OrderedDict())
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
 
     def register_full_backward_pre_hook(self, hook, prepend: bool = False):
         """``hook(module, grad_output) -> None | new_grad_output`` before the module's
@@ -984,7 +1014,7 @@ class Module:
             return _call_interceptor[0](self, self._call_uninterpreted, args, kwargs)
         d = self.__dict__
         if not (d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_hooks"]
-                or d["_backward_pre_hooks"]):
+                or d["_backward_pre_hooks"] or d.get("_legacy_backward_hooks")):
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
@@ -992,7 +1022,7 @@ class Module:
         """``__call__`` as when no call interceptor is installed (hooks, then forward)."""
         d = self.__dict__
         if not (d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_hooks"]
-                or d["_backward_pre_hooks"]):
+                or d["_backward_pre_hooks"] or d.get("_legacy_backward_hooks")):
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
@@ -1032,6 +1062,9 @@ class Module:
                 res = hook(self, args, result)
             if res is not None:
                 result = res
+        legacy = self.__dict__.get("_legacy_backward_hooks")
+        if legacy:
+            attach_legacy_backward_hooks(self, legacy, args, result)
         if bw:
             if isinstance(result, Tensor):
                 if result.requires_grad:

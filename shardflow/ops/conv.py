@@ -47,6 +47,12 @@ from numpy.lib.stride_tricks import as_strided
 from .. import kernels
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
+from ..backend.memory_format import (
+    channels_last,
+    channels_last_3d,
+    in_memory_format,
+    is_channels_last,
+)
 from ..backend.meta import MetaArray, is_meta_array
 from ..backend.xp import get_array_module
 from ..kernels import conv as _conv_kernels
@@ -437,9 +443,12 @@ def _conv(d, input, weight, bias, stride, padding, dilation, groups):
     dilation = _tuple(dilation, d, "dilation")
     pads = _resolve_padding(padding, d, weight.shape[2:], stride, dilation)
     kw = dict(stride=stride, padding=pads, dilation=dilation, groups=int(groups))
-    if bias is None:
-        return ConvNd.apply(input, weight, **kw)
-    return ConvNd.apply(input, weight, bias, **kw)
+    out = ConvNd.apply(input, weight, **kw) if bias is None else ConvNd.apply(input, weight, bias, **kw)
+    if d > 1 and out.ndim == d + 2 and (is_channels_last(input.array) or is_channels_last(weight.array)):
+        # torch's rule: channels-last in (input or weight), channels-last out; the values are
+        # the same, only the layout (``stride()``) follows (backend/memory_format.py)
+        out.array = in_memory_format(out.array, channels_last if d == 2 else channels_last_3d)
+    return out
 
 
 @register("conv1d")

@@ -9,7 +9,12 @@ import numpy as np
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import as_dtype, cast, get_array_module, to_device
-from ..backend.memory_format import check_memory_format
+from ..backend.memory_format import (
+    check_memory_format,
+    contiguous_format,
+    in_memory_format,
+    is_channels_last,
+)
 from . import _grad_graph as _gg
 from ._util import inplace, needs_graph
 
@@ -71,8 +76,12 @@ def to_device_op(t: Tensor, device) -> Tensor:
 class Clone(Function):
     save_inputs = ()
 
-    def forward(self, a):
-        return a.copy()
+    def forward(self, a, memory_format=None):
+        out = in_memory_format(a, memory_format)
+        if out is not a:
+            return out
+        # already in the layout asked for: a copy that keeps it (a channels-last one too)
+        return get_array_module(a).array(a, copy=True, order="K") if is_channels_last(a) else a.copy()
 
     def backward(self, g):
         return g
@@ -83,18 +92,26 @@ class Clone(Function):
 
 @register("clone")
 def clone(input: Tensor, *, memory_format=None) -> Tensor:
-    """A copy with its own memory; ``memory_format`` as ``backend/memory_format.py`` (values
-    stay row-major; channels_last needs a 4-d tensor, as torch)."""
+    """A copy with its own memory, laid out as ``memory_format`` says (default
+    ``preserve_format``: a channels-last input stays channels-last; ``backend/memory_format.py``;
+    channels_last needs a 4-d tensor, as torch)."""
     if memory_format is not None:
         check_memory_format("clone", memory_format, input.ndim)
-    return Clone.apply(input)
+    return Clone.apply(input, memory_format=memory_format)
 
 
 @register("contiguous")
-def contiguous(t: Tensor) -> Tensor:
+def contiguous(t: Tensor, *, memory_format=None) -> Tensor:
+    """``t`` itself when it is laid out as ``memory_format`` (default row-major) says, else a
+    copy that is (``backend/memory_format.py``); ``preserve_format`` returns ``t``, as torch."""
+    if memory_format is not None:
+        check_memory_format("contiguous", memory_format, t.ndim)
+        if memory_format.name == "preserve_format" or t.is_contiguous(memory_format=memory_format):
+            return t
+        return Clone.apply(t, memory_format=memory_format)
     if t.array.flags.c_contiguous:
         return t
-    return Clone.apply(t)
+    return Clone.apply(t, memory_format=contiguous_format)
 
 
 class _Fill(Function):

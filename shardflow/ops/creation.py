@@ -20,6 +20,7 @@ from ..backend import (
 from ..backend import device as _device
 from ..backend import random as _random
 from ..backend import random_stream as _stream
+from ..backend.memory_format import check_memory_format, in_memory_format
 from ..backend.meta import MetaArray, is_meta_array
 from ..backend.user_warning import warn_at_caller
 from ._factory_options import check_factory_options
@@ -133,7 +134,21 @@ def empty(*sizes, size=None, dtype=None, layout=None, device=None, requires_grad
     dev = _target(device)
     shape = _sizes(sizes, size, "empty")
     arr = new_array(dev, lambda xp: xp.empty(shape, _float(dtype).np))
+    if memory_format is not None:
+        check_memory_format("empty", memory_format, len(shape))
+        arr = in_memory_format(arr, memory_format)
     return _finish(arr, dtype, dev, requires_grad)
+
+
+def _laid_out_like(t: Tensor, input: Tensor, memory_format) -> Tensor:
+    """A fresh ``*_like`` result ``t`` in ``memory_format``'s layout; the default,
+    ``preserve_format``, keeps ``input``'s channels-last layout (``backend/memory_format.py``)."""
+    if memory_format is not None and memory_format.name != "preserve_format":
+        check_memory_format("empty_like", memory_format, t.ndim)
+    arr = in_memory_format(t.array, memory_format, like=input.array)
+    if arr is not t.array:
+        t.array = arr  # a new leaf: no history to keep
+    return t
 
 
 @register("full")
@@ -153,26 +168,26 @@ def _like(t: Tensor, dtype):
 @register("zeros_like")
 def zeros_like(input: Tensor, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
     check_factory_options("zeros_like", layout, memory_format=memory_format)
-    return zeros(*input.shape, dtype=_like(input, dtype), device=device or input.device, requires_grad=requires_grad)
+    return _laid_out_like(zeros(*input.shape, dtype=_like(input, dtype), device=device or input.device, requires_grad=requires_grad), input, memory_format)
 
 
 @register("ones_like")
 def ones_like(input: Tensor, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
     check_factory_options("ones_like", layout, memory_format=memory_format)
-    return ones(*input.shape, dtype=_like(input, dtype), device=device or input.device, requires_grad=requires_grad)
+    return _laid_out_like(ones(*input.shape, dtype=_like(input, dtype), device=device or input.device, requires_grad=requires_grad), input, memory_format)
 
 
 @register("empty_like")
 def empty_like(input: Tensor, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
     check_factory_options("empty_like", layout, memory_format=memory_format)
-    return empty(*input.shape, dtype=_like(input, dtype), device=device or input.device, requires_grad=requires_grad)
+    return _laid_out_like(empty(*input.shape, dtype=_like(input, dtype), device=device or input.device, requires_grad=requires_grad), input, memory_format)
 
 
 @register("full_like")
 def full_like(input: Tensor, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None) -> Tensor:
     check_factory_options("full_like", layout, memory_format=memory_format)
-    return full(tuple(input.shape), fill_value, dtype=_like(input, dtype), device=device or input.device, requires_grad=requires_grad)
+    return _laid_out_like(full(tuple(input.shape), fill_value, dtype=_like(input, dtype), device=device or input.device, requires_grad=requires_grad), input, memory_format)
 
 
 @register("arange")
@@ -286,27 +301,44 @@ def _like_layout(input, dtype, device, requires_grad, draw):
     return _finish(out, None, input.device, requires_grad)
 
 
+def _layout_template(input: Tensor, memory_format) -> Tensor:
+    """What a ``*_like`` draw lays its result out like: ``input`` itself (``preserve_format``),
+    or, for an explicit format, a host array of its shape in that format (torch makes
+    ``empty_like(input, memory_format=...)`` and fills it in memory order; a row-major one
+    draws as a plain ``rand``/``randn``). Other arrays (device, meta) are laid out after the
+    draw by the caller."""
+    if memory_format is None or memory_format.name == "preserve_format" or not isinstance(input.array, np.ndarray):
+        return input
+    check_memory_format("empty_like", memory_format, input.ndim)
+    return _wrap(in_memory_format(np.empty(input.array.shape, input.array.dtype), memory_format))
+
+
 @register("rand_like")
 def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None, generator=None):
     check_factory_options("rand_like", layout, memory_format=memory_format)
     gen = _random.get(generator)
-    laid = _like_layout(input, dtype, device, requires_grad, lambda n, dt: _stream.uniform(gen, n, 0.0, 1.0, dt))
+    explicit = memory_format is not None and memory_format.name != "preserve_format"
+    laid = _like_layout(_layout_template(input, memory_format), dtype, device, requires_grad,
+                        lambda n, dt: _stream.uniform(gen, n, 0.0, 1.0, dt))
     if laid is not None:
         return laid
-    return rand(*input.shape, dtype=_like(input, dtype), generator=generator, device=device or input.device,
+    out = rand(*input.shape, dtype=_like(input, dtype), generator=generator, device=device or input.device,
                 requires_grad=requires_grad)
+    return _laid_out_like(out, input, memory_format) if explicit else out
 
 
 @register("randn_like")
 def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None, generator=None):
     check_factory_options("randn_like", layout, memory_format=memory_format)
     gen = _random.get(generator)
-    laid = _like_layout(input, dtype, device, requires_grad,
+    explicit = memory_format is not None and memory_format.name != "preserve_format"
+    laid = _like_layout(_layout_template(input, memory_format), dtype, device, requires_grad,
                         lambda n, dt: _stream.normal(gen, n, 0.0, 1.0, dt, contiguous=False))
     if laid is not None:
         return laid
-    return randn(*input.shape, dtype=_like(input, dtype), generator=generator, device=device or input.device,
+    out = randn(*input.shape, dtype=_like(input, dtype), generator=generator, device=device or input.device,
                  requires_grad=requires_grad)
+    return _laid_out_like(out, input, memory_format) if explicit else out
 
 
 @register("randint_like")

@@ -137,7 +137,9 @@ def test_pickle_files_refused(tmp_path):
 
 
 def test_unsupported_objects_named_by_path(tmp_path):
-    with pytest.raises(TypeError, match="optimizer/fn"):
+    # a local lambda: torch's pickler raises AttributeError ("Can't pickle local object"), and
+    # so does shardflow's, its message naming where in the checkpoint the object sits
+    with pytest.raises(AttributeError, match="optimizer/fn"):
         sf.save({"optimizer": {"fn": lambda x: x}}, tmp_path / "x.safetensors")
     assert not os.listdir(tmp_path)  # nothing half-written
 

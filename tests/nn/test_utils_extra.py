@@ -167,13 +167,23 @@ def test_skip_init_builds_without_initialising_like_torch():
         U.skip_init(int, 3)
 
 
-def test_convert_conv_weight_memory_format_returns_the_module_unchanged():
-    model = shardflow.nn.Sequential(shardflow.nn.Conv2d(2, 3, 3), shardflow.nn.ReLU())
-    before = model[0].weight.numpy().copy()
+def test_convert_conv_weight_memory_format_lays_weights_out_as_torch():
+    model = shardflow.nn.Sequential(shardflow.nn.Conv2d(2, 3, 3), shardflow.nn.ReLU(), shardflow.nn.ConvTranspose2d(3, 2, 3))
+    th = torch.nn.Sequential(torch.nn.Conv2d(2, 3, 3), torch.nn.ReLU(), torch.nn.ConvTranspose2d(3, 2, 3))
+    before, weight = model[0].weight.numpy().copy(), model[0].weight
     assert U.convert_conv2d_weight_memory_format(model, shardflow.channels_last) is model
-    assert U.convert_conv3d_weight_memory_format(model, shardflow.channels_last_3d) is model
-    np.testing.assert_array_equal(model[0].weight.numpy(), before)
-    th = torch.nn.Sequential(torch.nn.Conv2d(2, 3, 3))
     assert torch.nn.utils.convert_conv2d_weight_memory_format(th, torch.channels_last) is th
+    assert model[0].weight is weight  # in place, the same Parameter
+    for i in (0, 2):
+        assert model[i].weight.stride() == th[i].weight.stride() != tuple(torch.empty(th[i].weight.shape).stride())
+    np.testing.assert_array_equal(model[0].weight.numpy(), before)
+    conv3 = shardflow.nn.Sequential(shardflow.nn.Conv3d(2, 3, 3))
+    th3 = torch.nn.Sequential(torch.nn.Conv3d(2, 3, 3))
+    U.convert_conv3d_weight_memory_format(conv3, shardflow.channels_last_3d)
+    torch.nn.utils.convert_conv3d_weight_memory_format(th3, torch.channels_last_3d)
+    assert conv3[0].weight.stride() == th3[0].weight.stride()
+    for lib, mod in ((torch, th3), (shardflow, conv3)):  # channels_last wants 4-d weights
+        with pytest.raises(RuntimeError, match="required rank 4 tensor to use channels_last format"):
+            lib.nn.utils.convert_conv3d_weight_memory_format(mod, lib.channels_last)
     with pytest.raises(TypeError, match="memory_format must be a torch.memory_format"):
         U.convert_conv2d_weight_memory_format(model, "channels_last")

@@ -1,12 +1,13 @@
 """``torch.nn.utils.convert_conv2d_weight_memory_format`` / ``..._conv3d_...``.
 
-shardflow keeps every array row-major (NCHW): ``memory_format`` is accepted by
-``Tensor.to``/``clone``/``contiguous`` and ``Module.to`` and changes no values or layout
-(docs/COMPAT.md, memory formats). These functions do the same for conv weights: they check
-the argument and return ``module`` itself, unchanged, as torch returns the module it
-converted in place."""
+As torch's: every ``Conv2d`` / ``ConvTranspose2d`` (``Conv3d`` / ``ConvTranspose3d``) weight in
+``module`` is laid out in ``memory_format`` in place (the same Parameter, its values
+unchanged; ``backend/memory_format.py``), and ``module`` itself is returned."""
 
 from __future__ import annotations
+
+from ...backend.memory_format import check_memory_format, in_memory_format
+from ..modules.conv import Conv2d, Conv3d, ConvTranspose2d, ConvTranspose3d
 
 _FORMATS = ("contiguous_format", "channels_last", "channels_last_3d", "preserve_format")
 
@@ -17,16 +18,30 @@ def _check(memory_format) -> None:
                         f"got {memory_format!r}")
 
 
-def convert_conv2d_weight_memory_format(module, memory_format):
-    """Return ``module`` (conv weights stay row-major; see the module docstring)."""
-    _check(memory_format)
+def _convert(module, memory_format, kinds):
+    if isinstance(module, kinds):
+        weight = module.weight
+        check_memory_format("clone", memory_format, weight.ndim)  # channels_last wants a 4-d weight
+        laid = in_memory_format(weight.array, memory_format)
+        if laid is not weight.array:
+            weight.array = laid
+    for child in module.children():
+        _convert(child, memory_format, kinds)
     return module
+
+
+def convert_conv2d_weight_memory_format(module, memory_format):
+    """Lay every 2-d (transposed) convolution's weight out in ``memory_format``, in place;
+    returns ``module``."""
+    _check(memory_format)
+    return _convert(module, memory_format, (Conv2d, ConvTranspose2d))
 
 
 def convert_conv3d_weight_memory_format(module, memory_format):
-    """Return ``module`` (conv weights stay row-major; see the module docstring)."""
+    """Lay every 3-d (transposed) convolution's weight out in ``memory_format``, in place;
+    returns ``module``."""
     _check(memory_format)
-    return module
+    return _convert(module, memory_format, (Conv3d, ConvTranspose3d))
 
 
 __all__ = ["convert_conv2d_weight_memory_format", "convert_conv3d_weight_memory_format"]

@@ -20,7 +20,8 @@ from ...nn.module import Module
 from ..engine import activation_reduce_range
 from ..int8_gemm import int8_matmul
 from ..qparams import choose_qparams_dynamic, quantize_array
-from .packed import PackedParams, quantize_weight
+from ..qtypes import per_channel_affine, per_tensor_affine, qint8
+from .packed import PackedParams, quantize_weight, repr_hiding_packed_params
 
 __all__ = ["Linear", "quantize_input_dynamic"]
 
@@ -92,9 +93,12 @@ class Linear(Module):
         return new
 
     def extra_repr(self) -> str:
-        p = self._packed_params
-        return (f"in_features={self.in_features}, out_features={self.out_features}, dtype=qint8, "
-                f"qscheme={'per_channel' if p.per_channel else 'per_tensor'}_affine")
+        # torch's: the weight's dtype and scheme as the library names them
+        scheme = per_channel_affine if self._packed_params.per_channel else per_tensor_affine
+        return (f"in_features={self.in_features}, out_features={self.out_features}, dtype={qint8}, "
+                f"qscheme={scheme}")
 
     def _get_name(self) -> str:
         return "DynamicQuantizedLinear"
+
+    __repr__ = repr_hiding_packed_params  # one line, the packed weights hidden, as torch's

@@ -28,9 +28,9 @@ from ...nn.module import Module
 from ..int8_gemm import _bound, exact_chunk, int8_matmul
 from ..qparams import quantize_array
 from ..qtensor import QuantizedTensor
-from ..qtypes import as_qdtype, quint8
+from ..qtypes import as_qdtype, per_channel_affine, per_tensor_affine, quint8
 from .intrinsic import FusedModule
-from .packed import PackedParams, quantize_weight
+from .packed import PackedParams, quantize_weight, repr_hiding_packed_params
 
 __all__ = ["Quantize", "DeQuantize", "Linear", "Conv2d", "LinearReLU", "ConvReLU2d", "ReLU",
            "MaxPool2d", "Flatten", "Dropout", "Identity"]
@@ -167,11 +167,15 @@ class Linear(_WeightedQuantized):
         return new
 
     def extra_repr(self) -> str:
+        # torch's: the output scale as a Python float, the weight's scheme
+        scheme = per_channel_affine if self._packed_params.per_channel else per_tensor_affine
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
-                f"scale={self.scale.array[0]:.6g}, zero_point={int(self.zero_point.array[0])}")
+                f"scale={float(self.scale.array[0])}, zero_point={int(self.zero_point.array[0])}, qscheme={scheme}")
 
     def _get_name(self) -> str:
         return "QuantizedLinear"
+
+    __repr__ = repr_hiding_packed_params  # one line, the packed weights hidden, as torch's
 
 
 class Conv2d(_WeightedQuantized):

@@ -4,11 +4,17 @@
 1e-4 of a block and a block takes at least ``min_run_time / 1000``; see ``_block_size``),
 then blocks of that size until ``min_run_time`` seconds are spent; each block is one entry of
 ``raw_times``.
+
+As torch's: ``stmt`` and ``setup`` are dedented (an indented block string written inside a
+function runs) and ``torch`` (here the ``shardflow`` package) is in their globals unless given.
+``Language.CPP`` and ``collect_callgrind`` (torch's C++ snippets and Valgrind counts) raise.
 """
 
 from __future__ import annotations
 
 import enum
+import sys
+import textwrap
 import timeit
 
 import numpy as np
@@ -24,6 +30,11 @@ class Language(enum.Enum):
     CPP = 1
 
 
+def _dedent(code: str) -> str:
+    code = textwrap.dedent(code)
+    return (code[1:] if code and code[0] == "\n" else code).rstrip()
+
+
 class Timer:
     def __init__(self, stmt: str = "pass", setup: str = "pass", global_setup: str = "", timer=timeit.default_timer,
                  globals: dict | None = None, label: str | None = None, sub_label: str | None = None,
@@ -35,6 +46,13 @@ class Timer:
         if not isinstance(stmt, str):
             raise ValueError(f"Timer: stmt must be a string of Python code, got {type(stmt).__name__}")
         self._globals = dict(globals or {})
+        # torch's convenience: ``torch`` is in the statement's globals unless given, so
+        # ``Timer("torch.ones(3)")`` runs. Here it is the root package, which Python imported
+        # before this module (looked up, not imported: this layer sits below the root).
+        self._globals.setdefault("torch", sys.modules[__name__.split(".")[0]])
+        # torch's: a snippet written as an indented block string inside a function runs (no
+        # IndentationError), and its leading newline and trailing blanks go (``__repr__``).
+        stmt, setup = _dedent(stmt), _dedent(setup)
         if global_setup:
             exec(global_setup, self._globals)
         self._task_spec = TaskSpec(stmt=stmt, setup=setup, global_setup=global_setup, label=label,
@@ -90,6 +108,14 @@ class Timer:
             if callback is not None:
                 callback(number, t)
         return Measurement(number, times, self._task_spec)
+
+    def collect_callgrind(self, number: int = 100, *, repeats=None, collect_baseline: bool = True,
+                          retain_out_file: bool = False):
+        """Not built: torch counts instructions by running the statement under Valgrind's
+        Callgrind in a subprocess with its C++ bindings; shardflow has no such collector."""
+        raise NotImplementedError("Timer.collect_callgrind: shardflow has no Callgrind instruction counter "
+                                  "(torch runs the statement under valgrind through its C++ bindings); "
+                                  "time it with Timer.blocked_autorange() / adaptive_autorange() instead")
 
     def adaptive_autorange(self, threshold: float = 0.1, *, min_run_time: float = 0.01, max_run_time: float = 10.0,
                            callback=None) -> Measurement:
