@@ -1,0 +1,221 @@
+"""pytorch/examples' distributed programs on torch (gloo on the CPU) and, with only their
+imports changed, on shardflow, each started as its README starts it (torchrun's command line,
+``python -m shardflow.distributed.run`` for shardflow, or ``python main.py`` for a program
+that starts its processes with ``mp.spawn``), from the same seed with no weight copying,
+comparing what each rank prints, computes and saves (the table is in docs/COMPAT.md, "Public
+programs").
+
+* ddp_series (``distributed/ddp-tutorial-series``): ``single_gpu.py`` (1 process, shuffled
+  loader), ``multigpu.py`` (mp.spawn), ``multigpu_torchrun.py`` (torchrun, then again resuming
+  from its snapshot), ``multinode.py`` (torchrun's multi-node line on one node). The programs
+  set no seed: the torchrun forms are run through ``programs/ddp_series/_seeded.py``, which
+  seeds the process and records each ``F.cross_entropy`` call (loss, the output's and the
+  targets' sums: each rank's batches, in order); ``multigpu.py``'s ``main`` seeds itself.
+  The series' model is ``Linear(20, 1)`` under ``cross_entropy`` with one logit: the loss and
+  every gradient are exactly 0 (in torch too), so the snapshots hold the seeded initial weights.
+
+Time: the torch reference starts its processes itself (each imports torch: 3-12 s on the
+2-core test machine), so the multi-process tests take longer than the suite's 8 s per test.
+"""
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import shardflow
+from shardflow.comm.launcher import rank_env
+
+from .programs._harness import assert_close
+
+pytestmark = [pytest.mark.mpi, pytest.mark.usefixtures("torch_single_thread")]
+
+HERE = Path(__file__).parent / "programs"
+ROOT = Path(__file__).parents[2]
+# torch 2.13's own teardown of a gloo process group can abort a child after its work
+# (see test_public_programs_multi.py): the torch reference is run again on exactly that
+_TORCH_TEARDOWN_ABORT = "terminate called without an active exception"
+SEEDED = "tests.parity.programs.ddp_series._seeded"
+
+
+def _free_port() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return str(s.getsockname()[1])
+
+
+def _env() -> dict:
+    env = rank_env({"OMP_NUM_THREADS": "1"})
+    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "PYTHONUNBUFFERED"):
+        env.pop(k, None)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    return env
+
+
+def _run(cmd, cwd: Path, use_sf: bool, timeout: float = 150.0) -> str:
+    """``cmd`` in ``cwd``: its output (stdout then stderr), with shardflow's ``[rank R] ``
+    line prefixes taken out. torch's run is repeated on its known teardown abort."""
+    for _attempt in (1, 2, 3):
+        proc = subprocess.run(cmd, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=timeout)
+        out = proc.stdout + proc.stderr
+        if proc.returncode == 0 or use_sf or _TORCH_TEARDOWN_ABORT not in out:
+            break
+    assert proc.returncode == 0, f"{cmd} failed (rc={proc.returncode}):\n{out}"
+    return "\n".join(re.sub(r"^\[rank \d+\] ", "", ln) for ln in out.splitlines())
+
+
+def _copy(directory: Path, source: Path, names, use_sf: bool) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        text = (source / name).read_text()
+        (directory / name).write_text(shardflow.testing.parity.rewrite_imports(text) if use_sf else text)
+    return directory
+
+
+def _load(path: Path, use_sf: bool):
+    """A file the run saved, read by its own library (shardflow's torch.save files are not
+    torch's format), as NumPy arrays where it holds tensors."""
+    obj = shardflow.load(str(path)) if use_sf else torch.load(path, weights_only=True)
+
+    def arrays(o):
+        if isinstance(o, dict):
+            return {k: arrays(v) for k, v in o.items()}
+        return o.detach().numpy().copy() if hasattr(o, "detach") else o
+
+    return arrays(obj)
+
+
+def _lines(out: str, pattern: str) -> list:
+    return sorted(ln for ln in out.splitlines() if re.match(pattern, ln))
+
+
+# -- DDP tutorial series ----------------------------------------------------------------------
+
+SERIES = HERE / "ddp_series"
+
+
+def _seeded_run(tmp_path: Path, name: str, use_sf: bool, script: str, argv, launcher=()):
+    """``script ARGV`` through the seeding launcher (``launcher``: torchrun's command line
+    before the program, or nothing for one process) in ``tmp_path/name``: (output,
+    {rank: recorded cross_entropy calls})."""
+    d = tmp_path / name
+    out_dir = d / "out"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for f in out_dir.iterdir():
+        f.unlink()
+    spec = d / "spec.json"
+    spec.write_text(json.dumps({
+        "script": str(SERIES / script), "shardflow": use_sf, "argv": list(argv), "seed": 0,
+        "modules": [["datautils", str(SERIES / "datautils.py")]], "probe": [["F", "cross_entropy"]],
+        "out": str(out_dir)}))
+    if launcher:
+        module = "shardflow.distributed.run" if use_sf else "torch.distributed.run"
+        cmd = [sys.executable, "-m", module, *launcher, "-m", SEEDED, str(spec)]
+    else:
+        cmd = [sys.executable, "-m", SEEDED, str(spec)]
+    out = _run(cmd, d, use_sf)
+    recorded = {}
+    for f in out_dir.iterdir():
+        rank = json.loads(f.read_text())
+        recorded[rank["rank"] if rank["rank"].isdigit() else "0"] = rank["recorded"]
+    return out, recorded
+
+
+def _assert_same_calls(sf: dict, th: dict, batches: int):
+    assert sorted(sf) == sorted(th), (sorted(sf), sorted(th))
+    for rank, calls in th.items():
+        assert len(calls) == len(sf[rank]) == batches, (rank, len(calls), len(sf[rank]))
+        assert {c[0] for c in calls} == {"cross_entropy"}
+        th_values, sf_values = np.array([c[1:] for c in calls]), np.array([c[1:] for c in sf[rank]])
+        # the loss of one logit is exactly 0 in both (and so is every gradient)
+        assert (th_values[:, 0] == 0).all() and (sf_values[:, 0] == 0).all()
+        assert_close(sf_values[:, 2], th_values[:, 2], f"rank {rank}: targets per batch", rtol=1e-6)
+        assert_close(sf_values[:, 1], th_values[:, 1], f"rank {rank}: output sum per batch", rtol=1e-5)
+
+
+def _assert_same_state(sf_state: dict, th_state: dict, what: str):
+    assert list(sf_state) == list(th_state), what
+    for k, v in th_state.items():
+        assert_close(sf_state[k], v, f"{what}: {k}", rtol=1e-6, atol=1e-7)
+
+
+def test_ddp_series_single_gpu_trains_like_torch(tmp_path):
+    """single_gpu.py 2 1: the shuffled loader's batches (RandomSampler from the seed), every
+    cross_entropy call, the printed lines and each epoch's checkpoint.pt."""
+    runs = {name: _seeded_run(tmp_path, name, use_sf, "single_gpu.py", ["2", "1"])
+            for name, use_sf in (("shardflow", True), ("torch", False))}
+    pattern = r"(\[GPU|Epoch)"
+    th_lines, sf_lines = (_lines(runs[n][0], pattern) for n in ("torch", "shardflow"))
+    assert th_lines == sf_lines and len(th_lines) == 4, (th_lines, sf_lines)
+    assert "[GPUcpu] Epoch 0 | Batchsize: 32 | Steps: 64" in th_lines
+    _assert_same_calls(runs["shardflow"][1], runs["torch"][1], batches=128)
+    _assert_same_state(_load(tmp_path / "shardflow" / "checkpoint.pt", True),
+                       _load(tmp_path / "torch" / "checkpoint.pt", False), "checkpoint")
+
+
+def test_ddp_series_multigpu_spawn_like_torch(tmp_path):
+    """multigpu.py 2 1 (mp.spawn of 2 processes, DistributedSampler, DDP): every rank's
+    printed lines and rank 0's checkpoint.pt of each epoch."""
+    outs = {}
+    for name, use_sf in (("shardflow", True), ("torch", False)):
+        d = _copy(tmp_path / name, SERIES, ("multigpu.py", "datautils.py"), use_sf)
+        outs[name] = _run([sys.executable, "multigpu.py", "2", "1"], d, use_sf)
+    pattern = r"(\[GPU|Epoch)"
+    th_lines, sf_lines = (_lines(outs[n], pattern) for n in ("torch", "shardflow"))
+    assert th_lines == sf_lines and len(th_lines) == 6, (th_lines, outs["shardflow"])
+    assert "[GPU1] Epoch 1 | Batchsize: 32 | Steps: 32" in th_lines
+    _assert_same_state(_load(tmp_path / "shardflow" / "checkpoint.pt", True),
+                       _load(tmp_path / "torch" / "checkpoint.pt", False), "checkpoint")
+
+
+def test_ddp_series_torchrun_and_snapshot_resume_like_torch(tmp_path):
+    """multigpu_torchrun.py under run_multigpu_torchrun.sh's line (`--standalone
+    --nproc_per_node=2`), 2 epochs saving every epoch, then the same command for 3 epochs:
+    it loads snapshot.pt and resumes at its EPOCHS_RUN (1; the program then repeats epoch 1).
+    Each rank's batches (DistributedSampler.set_epoch) and printed lines, the snapshots."""
+    launcher = ["--standalone", "--nproc_per_node=2"]
+    first, second = {}, {}
+    for name, use_sf in (("shardflow", True), ("torch", False)):
+        first[name] = _seeded_run(tmp_path, name, use_sf, "multigpu_torchrun.py", ["2", "1"], launcher)
+        first[name] += (_load(tmp_path / name / "snapshot.pt", use_sf),)
+        second[name] = _seeded_run(tmp_path, name, use_sf, "multigpu_torchrun.py", ["3", "1"], launcher)
+        second[name] += (_load(tmp_path / name / "snapshot.pt", use_sf),)
+    pattern = r"(\[GPU|Epoch|Loading|Resuming)"
+    for run, batches, lines in ((first, 64, 6), (second, 64, 10)):
+        th_lines, sf_lines = (_lines(run[n][0], pattern) for n in ("torch", "shardflow"))
+        assert th_lines == sf_lines and len(th_lines) == lines, (th_lines, sf_lines)
+        _assert_same_calls(run["shardflow"][1], run["torch"][1], batches=batches)
+        th_snap, sf_snap = run["torch"][2], run["shardflow"][2]
+        assert sorted(sf_snap) == sorted(th_snap) == ["EPOCHS_RUN", "MODEL_STATE"]
+        assert sf_snap["EPOCHS_RUN"] == th_snap["EPOCHS_RUN"]
+        _assert_same_state(sf_snap["MODEL_STATE"], th_snap["MODEL_STATE"], "snapshot")
+    th_second = _lines(second["torch"][0], pattern)
+    assert th_second.count("Loading snapshot") == 2 and "Resuming training from snapshot at Epoch 1" in th_second
+    assert second["torch"][2]["EPOCHS_RUN"] == 2
+
+
+def test_ddp_series_multinode_on_one_node_like_torch(tmp_path):
+    """multinode.py under the tutorial's multi-node torchrun line with one node (`--nnodes=1
+    --node_rank=0 --rdzv_id=456 --rdzv_backend=c10d --rdzv_endpoint=localhost:PORT`): the
+    global rank in the printed lines, each rank's batches, the snapshot."""
+    launcher = ["--nproc_per_node=2", "--nnodes=1", "--node_rank=0", "--rdzv_id=456", "--rdzv_backend=c10d",
+                f"--rdzv_endpoint=localhost:{_free_port()}"]
+    runs = {}
+    for name, use_sf in (("shardflow", True), ("torch", False)):
+        runs[name] = _seeded_run(tmp_path, name, use_sf, "multinode.py", ["1", "1"], launcher)
+        runs[name] += (_load(tmp_path / name / "snapshot.pt", use_sf),)
+    pattern = r"(\[GPU|Epoch)"
+    th_lines, sf_lines = (_lines(runs[n][0], pattern) for n in ("torch", "shardflow"))
+    assert th_lines == sf_lines == ["Epoch 0 | Training snapshot saved at snapshot.pt",
+                                    "[GPU0] Epoch 0 | Batchsize: 32 | Steps: 32",
+                                    "[GPU1] Epoch 0 | Batchsize: 32 | Steps: 32"], (th_lines, sf_lines)
+    _assert_same_calls(runs["shardflow"][1], runs["torch"][1], batches=32)
+    assert runs["shardflow"][2]["EPOCHS_RUN"] == runs["torch"][2]["EPOCHS_RUN"] == 0
+    _assert_same_state(runs["shardflow"][2]["MODEL_STATE"], runs["torch"][2]["MODEL_STATE"], "snapshot")
