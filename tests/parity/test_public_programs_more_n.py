@@ -219,3 +219,110 @@ def test_ddp_series_multinode_on_one_node_like_torch(tmp_path):
     _assert_same_calls(runs["shardflow"][1], runs["torch"][1], batches=32)
     assert runs["shardflow"][2]["EPOCHS_RUN"] == runs["torch"][2]["EPOCHS_RUN"] == 0
     _assert_same_state(runs["shardflow"][2]["MODEL_STATE"], runs["torch"][2]["MODEL_STATE"], "snapshot")
+
+
+# -- minGPT-DDP ---------------------------------------------------------------------------------
+
+MINGPT = HERE / "mingpt_ddp"
+MINGPT_FILES = ("main.py", "trainer.py", "model.py", "char_dataset.py")
+SHAKESPEARE = ("First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n\n"
+               "First Citizen:\nYou are all resolved rather to die than to famish?\n")
+_GPU_LINE = r"\[GPU(\d)\] Epoch (\d+) \| Iter (\d+) \| (Train|Eval) Loss (\d+\.\d+)"
+
+
+def _mingpt_run(d: Path, use_sf: bool, overrides):
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "input.txt").write_text(SHAKESPEARE)
+    out_dir = d / "out"
+    out_dir.mkdir(exist_ok=True)
+    for f in out_dir.iterdir():
+        f.unlink()
+    spec = d / "spec.json"
+    spec.write_text(json.dumps({
+        "script": str(MINGPT / "main.py"), "shardflow": use_sf, "argv": list(overrides), "seed": 0,
+        "modules": [[m, str(MINGPT / f"{m}.py")] for m in ("model", "char_dataset", "trainer")],
+        "probe": [["F", "cross_entropy", "model"]], "out": str(out_dir)}))
+    module = "shardflow.distributed.run" if use_sf else "torch.distributed.run"
+    out = _run([sys.executable, "-m", module, "--standalone", "--nproc_per_node=2", "-m", SEEDED, str(spec)],
+               d, use_sf)
+    recorded = {json.loads(f.read_text())["rank"]: json.loads(f.read_text())["recorded"] for f in out_dir.iterdir()}
+    printed = sorted(m.groups() for m in re.finditer(_GPU_LINE, out))
+    return out, recorded, printed, _load(d / "gpt_snapshot.pt", use_sf)
+
+
+# nn.MultiheadAttention's key bias (in_proj_bias[E:2E], E = 16) has a zero gradient in exact
+# arithmetic (softmax ignores a shift shared by every key of a query): AdamW steps it on the sign
+# of rounding noise, by at most lr (3e-4) a step, 16 steps an epoch. Measured: 8e-7 apart.
+_EMBD, _KEY_BIAS_BOUND = 16, 2 * 16 * 3e-4
+
+
+def _split_key_bias(k: str, v):
+    """(the entry without the key bias, the key bias or None)."""
+    v = np.asarray(v)
+    if not (k.endswith("in_proj_bias") or v.shape == (3 * _EMBD,)):
+        return v, None
+    return np.concatenate([v[:_EMBD], v[2 * _EMBD:]]), v[_EMBD:2 * _EMBD]
+
+
+def _assert_same_gpt_state(sf_state: dict, th_state: dict, what: str):
+    assert list(sf_state) == list(th_state), what
+    for k, v in th_state.items():
+        (th_rest, th_key), (sf_rest, sf_key) = _split_key_bias(k, v), _split_key_bias(k, sf_state[k])
+        assert_close(sf_rest, th_rest, f"{what}: {k}", rtol=1e-5, atol=1e-7)
+        if th_key is not None:
+            assert_close(sf_key, th_key, f"{what}: {k} (key bias)", rtol=0, atol=_KEY_BIAS_BOUND)
+
+
+def _assert_same_optimizer_state(sf: dict, th: dict, rtol: float):
+    """AdamW's state; a (48,) entry is an in_proj_bias's (no other parameter has 48 values):
+    its key part (rounding noise) is held to 1e-6."""
+    assert sf["param_groups"] == th["param_groups"]
+    assert sorted(sf["state"]) == sorted(th["state"])
+    for k, st in th["state"].items():
+        for name, v in st.items():
+            (th_rest, th_key), (sf_rest, sf_key) = (_split_key_bias("", x) for x in (v, sf["state"][k][name]))
+            assert_close(sf_rest, th_rest, f"AdamW {name} of parameter {k}", rtol=rtol, atol=1e-7)
+            if th_key is not None:
+                assert_close(sf_key, th_key, f"AdamW {name} of parameter {k} (key bias)", rtol=0, atol=1e-6)
+
+
+def test_mingpt_ddp_trains_snapshots_and_resumes_like_torch(tmp_path):
+    """minGPT-DDP's main.py under run_example.sh's torchrun line on 2 ranks, from the same
+    seed with no weight copying: random_split, the GPT's init (normal_ on every Linear and
+    Embedding, scaled c_proj), dropout 0.1 everywhere (embeddings, nn.MultiheadAttention's
+    attention weights, residuals: the masks are torch's), MultiheadAttention with the
+    program's float 0/1 `attn_mask` (added to the scores, as torch does), AdamW with decay
+    groups, clip_grad_norm_, DistributedSampler per epoch, use_amp=True (torch disables the
+    "cuda" autocast and GradScaler on a CPU; so does shardflow). Run 1 (max_epochs=1) trains
+    and saves gpt_snapshot.pt; run 2 (max_epochs=2) loads it through fsspec + torch.load and
+    trains epoch 2. Every train and eval loss of every rank (16 + 2 per epoch) to 1e-5, the
+    printed lines, the snapshots (model 1e-5 but the attention key bias, bounded: see
+    _KEY_BIAS_BOUND; AdamW state 1e-4)."""
+    runs = {}
+    for name, use_sf in (("shardflow", True), ("torch", False)):
+        first = _mingpt_run(tmp_path / name, use_sf, ["trainer_config.max_epochs=1"])
+        second = _mingpt_run(tmp_path / name, use_sf, [])
+        runs[name] = (first, second)
+    for i, what in enumerate(("first run", "resumed run")):
+        (th_out, th_rec, th_printed, th_snap) = runs["torch"][i]
+        (sf_out, sf_rec, sf_printed, sf_snap) = runs["shardflow"][i]
+        assert len(th_printed) == 2 * (16 + 2), th_out
+        assert [p[:4] for p in sf_printed] == [p[:4] for p in th_printed], sf_out
+        assert_close([float(p[4]) for p in sf_printed], [float(p[4]) for p in th_printed], f"{what}: printed",
+                     rtol=0, atol=1.5e-5)
+        assert sorted(sf_rec) == sorted(th_rec) == ["0", "1"]
+        for rank in ("0", "1"):
+            th_v, sf_v = np.array([c[1:] for c in th_rec[rank]]), np.array([c[1:] for c in sf_rec[rank]])
+            assert th_v.shape == sf_v.shape == (18, 3), (th_v.shape, sf_v.shape)
+            assert_close(sf_v[:, 2], th_v[:, 2], f"{what}, rank {rank}: targets", rtol=0, atol=0)
+            assert_close(sf_v[:, 0], th_v[:, 0], f"{what}, rank {rank}: losses", rtol=1e-5)
+            assert_close(sf_v[:, 1], th_v[:, 1], f"{what}, rank {rank}: logits sums", rtol=1e-4, atol=1e-4)
+        assert sf_snap["finished_epoch"] == th_snap["finished_epoch"] == i + 1
+        _assert_same_gpt_state(sf_snap["model_state"], th_snap["model_state"], f"{what}: snapshot")
+        _assert_same_optimizer_state(sf_snap["optimizer_state"], th_snap["optimizer_state"], rtol=1e-4)
+    for name in ("torch", "shardflow"):
+        first_out, second_out = runs[name][0][0], runs[name][1][0]
+        assert first_out.count("Snapshot not found. Training model from scratch") == 2, first_out
+        assert second_out.count("Resuming training from snapshot at Epoch 1") == 2, second_out
+        assert "Data has 148 characters, 33 unique." in first_out
+        assert "number of parameters: 0.01M" in first_out

@@ -4,7 +4,9 @@
 ``python script ARGV`` would (:func:`.._harness.run_script`), after
 ``<framework>.manual_seed(seed)`` (the DDP tutorial series' programs set no seed: each
 process would draw its own data and weights, in torch as well), and records every call of the
-``probe`` functions (``[[module path, function], ...]``, e.g. ``[["F", "cross_entropy"]]``):
+``probe`` functions (``[[module path, function], ...]``, e.g. ``[["F", "cross_entropy"]]``;
+a third item names a sibling module to look in instead of the script, ``["F",
+"cross_entropy", "model"]``):
 the result's value and the sums of the first two arguments, so that the test sees each batch's
 data and each forward output, not only the loss. It writes ``<RANK or pid>.json`` into
 ``out``. SPEC also takes ``modules`` (``[[import name, path], ...]``, sibling modules loaded
@@ -36,8 +38,8 @@ def main(argv):
     recorded = []
 
     def after_imports(g):
-        for module_path, func_name in spec.get("probe", []):
-            owner = _proxy_path(g, module_path)
+        for module_path, func_name, *sibling in spec.get("probe", []):
+            owner = _proxy_path(modules[sibling[0]] if sibling else g, module_path)
             func = getattr(owner, func_name)
 
             def probing(*args, _func=func, _name=func_name, **kwargs):
