@@ -314,6 +314,7 @@ class FullyShardedDataParallel(Module):
                                 ignored_params, only_wrap_children=True, **kwargs)
         _cast_buffers(module, mixed_precision)
         self._fsdp_wrapped_module = module
+        module.__dict__["_fsdp1_class_name"] = type(module).__name__  # print(model): `Net(`, not `FSDPNet(`
         fully_shard(module, mesh=mesh, reshard_after_forward=_RESHARD_AFTER_FORWARD[strategy],
                     mp_policy=mp_policy,
                     offload_policy=CPUOffloadPolicy() if cpu_offload is not None and cpu_offload.offload_params else None,
