@@ -326,3 +326,84 @@ def test_mingpt_ddp_trains_snapshots_and_resumes_like_torch(tmp_path):
         assert second_out.count("Resuming training from snapshot at Epoch 1") == 2, second_out
         assert "Data has 148 characters, 33 unique." in first_out
         assert "number of parameters: 0.01M" in first_out
+
+
+# -- FSDP MNIST -----------------------------------------------------------------------------------
+
+FSDP_MNIST = HERE / "fsdp_mnist"
+_STANDIN = '''"""The tests' torchvision stand-in over {lib} (tests/parity/programs/_torchvision_standin.py)."""
+import sys
+
+import {lib} as _lib
+from tests.parity.programs._torchvision_standin import torchvision_modules
+
+_mods = torchvision_modules(_lib, {{"train": 64, "test": 32}})
+sys.modules.update({{k: v for k, v in _mods.items() if k != "torchvision"}})
+datasets = _mods["torchvision.datasets"]
+transforms = _mods["torchvision.transforms"]
+'''
+FSDP_MNIST_ARGS = ["--batch-size", "16", "--test-batch-size", "32", "--epochs", "2", "--save-model"]
+
+
+def _fsdp_mnist_dir(tmp_path: Path, name: str, use_sf: bool) -> Path:
+    d = _copy(tmp_path / name, FSDP_MNIST, ("fsdp_mnist.py",), use_sf)
+    (d / "torchvision").mkdir(exist_ok=True)
+    (d / "torchvision" / "__init__.py").write_text(_STANDIN.format(lib="shardflow" if use_sf else "torch"))
+    return d
+
+
+def test_fsdp_mnist_as_written_fails_as_torch(tmp_path):
+    """`FSDP(model, fsdp_auto_wrap_policy=...)` as the example writes it: torch 2.13 has no
+    such keyword (each spawned process fails with "TypeError: FullyShardedDataParallel.__init__()
+    got an unexpected keyword argument 'fsdp_auto_wrap_policy'", seen when this test was
+    written; its spawned run is not repeated here, for time: its signature is checked);
+    shardflow refuses it with the same TypeError (not an ignored keyword)."""
+    import inspect
+
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
+    assert "fsdp_auto_wrap_policy" not in inspect.signature(FullyShardedDataParallel.__init__).parameters
+    d = _fsdp_mnist_dir(tmp_path, "shardflow", True)
+    proc = subprocess.run([sys.executable, "fsdp_mnist.py", *FSDP_MNIST_ARGS], cwd=d, env=_env(),
+                          capture_output=True, text=True, timeout=150)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out
+    assert ("TypeError: FullyShardedDataParallel.__init__() got an unexpected keyword argument "
+            "'fsdp_auto_wrap_policy'") in out, out
+
+
+def test_fsdp_mnist_trains_like_torch(tmp_path):
+    """fsdp_mnist.py (`--wrap-policy-kwarg auto_wrap_policy`, the keyword torch takes) on 2
+    spawned ranks from `--seed 1`: FSDP1 with size_based_auto_wrap_policy (fc1 its own unit),
+    Adadelta(lr=1) + StepLR, dropout, DistributedSampler(shuffle=True), test() after each
+    epoch (an eval pass between step() and zero_grad(): shardflow's FSDP added the old
+    gradient to the next step's before it was fixed, and its epoch-2 loss was 2.406881 where
+    torch's is 2.407034), all_reduce of the loss sums: the printed train/test losses to the
+    digits printed (the last one may round the other way: atol 1.5e-6), accuracies,
+    print(model) (FSDP1's `Net(`, `Linear(`: shardflow printed FSDP2's `FSDPNet(`), the saved
+    full state dict 1e-4 (two Adadelta epochs at lr 1 over ReLU/max-pool kinks)."""
+    outs = {}
+    for name, use_sf in (("shardflow", True), ("torch", False)):
+        d = _fsdp_mnist_dir(tmp_path, name, use_sf)
+        outs[name] = _run([sys.executable, "fsdp_mnist.py", *FSDP_MNIST_ARGS, "--wrap-policy-kwarg",
+                           "auto_wrap_policy"], d, use_sf)
+    numbers = {}
+    for name, out in outs.items():
+        train = re.findall(r"^Train Epoch: (\d) \tLoss: (\d+\.\d+)$", out, re.M)
+        test = re.findall(r"^Test set: Average loss: (\d+\.\d+), Accuracy: (\d+)/(\d+) \((\d+\.\d+)%\)$", out, re.M)
+        assert len(train) == len(test) == 2, (name, out)
+        numbers[name] = ([float(x[1]) for x in train] + [float(x[0]) for x in test], [x[1:] for x in test])
+        assert re.search(r"^CUDA event elapsed time: \d+\.\d+(e-\d+)?sec$", out, re.M), out
+    assert_close(numbers["shardflow"][0], numbers["torch"][0], "train and test losses", rtol=0, atol=1.5e-6)
+    assert numbers["shardflow"][1] == numbers["torch"][1]
+
+    def printed_model(out):
+        return out[out.index("FullyShardedDataParallel(\n"):out.index("\n)\n") + 3]
+
+    assert printed_model(outs["shardflow"]) == printed_model(outs["torch"]), outs["shardflow"]
+    assert "(_fsdp_wrapped_module): Net(" in outs["torch"]
+    th, sf = (_load(tmp_path / n / "mnist_cnn.pt", n == "shardflow") for n in ("torch", "shardflow"))
+    assert list(sf) == list(th) == ["conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias", "fc1.weight",
+                                    "fc1.bias", "fc2.weight", "fc2.bias"]
+    for k, v in th.items():
+        assert_close(sf[k], v, f"saved {k}", rtol=1e-4, atol=1e-5)
