@@ -407,3 +407,84 @@ def test_fsdp_mnist_trains_like_torch(tmp_path):
                                     "fc1.bias", "fc2.weight", "fc2.bias"]
     for k, v in th.items():
         assert_close(sf[k], v, f"saved {k}", rtol=1e-4, atol=1e-5)
+
+
+# -- distributed DCGAN ------------------------------------------------------------------------------
+
+DCGAN = HERE / "dcgan_ddp"
+_DCGAN_STANDIN = '''"""The test's torchvision stand-in over {lib} (tests/parity/programs/dcgan_ddp/_standin.py)."""
+import sys
+
+import {lib} as _lib
+from tests.parity.programs.dcgan_ddp._standin import torchvision_modules
+
+_mods = torchvision_modules(_lib)
+sys.modules.update({{k: v for k, v in _mods.items() if k != "torchvision"}})
+datasets = _mods["torchvision.datasets"]
+transforms = _mods["torchvision.transforms"]
+utils = _mods["torchvision.utils"]
+'''
+DCGAN_ARGS = ["--dataset", "fake", "--batchSize", "4", "--nz", "16", "--ngf", "8", "--ndf", "8", "--niter", "2",
+              "--workers", "0", "--manualSeed", "1", "--outf", "out"]
+_DCGAN_LINE = (r"\[(\d)/2\]\[(\d)/4\]\[Rank (\d)\] Loss_D: (\d+\.\d+) Loss_G: (\d+\.\d+) D\(x\): (\d+\.\d+) "
+               r"D\(G\(z\)\): (\d+\.\d+) / (\d+\.\d+)")
+
+
+def test_distributed_dcgan_on_cpus_exits_as_written():
+    """As written, main.py checks for 2 accelerators first and exits with its message on a
+    machine without them: `verify_min_gpu_count` (torch.accelerator's is_available and
+    device_count) says False in both libraries here."""
+    from shardflow.testing.parity import load_torch_file
+
+    src = (DCGAN / "main.py").read_text()
+    part = src[src.index("def verify_min_gpu_count"):src.index("def setup_ddp")]
+    for lib in (torch, shardflow):
+        ns = {"torch": lib}
+        exec(part, ns)
+        assert ns["verify_min_gpu_count"](min_gpus=2) is False
+        assert ns["verify_min_gpu_count"](min_gpus=0) is False  # no accelerator at all
+    assert load_torch_file  # the program itself is run by the next test
+
+
+def test_distributed_dcgan_trains_like_torch(tmp_path):
+    """distributed/dcgan/main.py under its README's torchrun line on 2 ranks, `--dataset fake
+    --manualSeed 1` (small sizes through its own options): FakeData images drawn under
+    per-index seeds, DistributedSampler, DDP Generator and Discriminator from weights_init
+    (normal_ on every conv, BatchNorm weight ~ N(1, 0.02)), BCELoss, two Adams, torch.randn
+    noise (fixed and per step) from the seed with no weight copying. Every rank's printed line
+    (Loss_D, Loss_G, D(x), D(G(z)) to their 4 printed decimals), the printed networks, the
+    saved fixed-noise samples 1e-5 and both checkpoints of each epoch 1e-4."""
+    outs = {}
+    for name, use_sf in (("shardflow", True), ("torch", False)):
+        d = _copy(tmp_path / name, DCGAN, ("main.py",), use_sf)
+        (d / "torchvision").mkdir(exist_ok=True)
+        (d / "torchvision" / "__init__.py").write_text(_DCGAN_STANDIN.format(lib=name))
+        module = "shardflow.distributed.run" if use_sf else "torch.distributed.run"
+        outs[name] = _run([sys.executable, "-m", module, "--nnodes=1", "--nproc_per_node=2", "main.py",
+                           *DCGAN_ARGS], d, use_sf)
+    lines = {n: sorted(m.groups() for m in re.finditer(_DCGAN_LINE, o)) for n, o in outs.items()}
+    assert len(lines["torch"]) == 2 * 2 * 4, outs["torch"]
+    assert [ln[:3] for ln in lines["shardflow"]] == [ln[:3] for ln in lines["torch"]], outs["shardflow"]
+    th_values = np.array([[float(v) for v in ln[3:]] for ln in lines["torch"]])
+    sf_values = np.array([[float(v) for v in ln[3:]] for ln in lines["shardflow"]])
+    assert_close(sf_values, th_values, "printed losses and D outputs", rtol=0, atol=1.5e-4)
+
+    def printed_nets(out):  # the first whole printout of each (the ranks' lines may interleave)
+        blocks = []
+        for head in ("Generator(\n", "Discriminator(\n"):
+            i = out.index(head)
+            blocks.append(out[i:out.index("\n)\n", i) + 3])
+        return blocks
+
+    assert printed_nets(outs["shardflow"]) == printed_nets(outs["torch"])
+    # (real_samples.png is written by both ranks, each its own batch, to one path: the last
+    # writer's stays, in either library; the fixed-noise samples are the same on both ranks)
+    for f in ("fake_samples_epoch_000.png.npy", "fake_samples_epoch_001.png.npy"):
+        assert_close(np.load(tmp_path / "shardflow" / "out" / f), np.load(tmp_path / "torch" / "out" / f), f,
+                     rtol=1e-5, atol=1e-5)
+    for f in ("netG_epoch_0.pth", "netD_epoch_0.pth", "netG_epoch_1.pth", "netD_epoch_1.pth"):
+        th = _load(tmp_path / "torch" / "out" / f, False)
+        sf = _load(tmp_path / "shardflow" / "out" / f, True)
+        assert list(sf) == list(th), f
+        for k, v in th.items():
+            assert_close(sf[k], v, f"{f}: {k}", rtol=1e-4, atol=1e-5)
