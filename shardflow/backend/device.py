@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-
 _NO_ACCELERATOR = (
     "Cannot access accelerator device when none is available. (shardflow: a bare device "
     "index such as {index!r} (`model.to(rank)`, `device=0`) means the accelerator's device "

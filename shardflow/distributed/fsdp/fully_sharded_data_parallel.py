@@ -36,7 +36,8 @@ parameters (global tensors ``S(0)`` at rest, their ``.grad`` too), named with
 ``_fsdp_wrapped_module.`` in the path as PyTorch's ``use_orig_params=True`` names them
 (inside ``summon_full_params`` the prefix is removed). PyTorch with ``use_orig_params=False``
 (its default) shows one ``_flat_param`` per unit instead; state dicts do not depend on it.
-State dicts: see ``_fsdp1_state.py``.
+State dicts: see ``_fsdp1_state.py``. ``print(model)`` shows each wrapped module as its own
+class (``(_fsdp_wrapped_module): Net(``), as PyTorch's FSDP1, not fully_shard's ``FSDPNet``.
 """
 
 from __future__ import annotations

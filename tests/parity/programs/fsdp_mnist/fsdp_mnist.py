@@ -1,4 +1,4 @@
-# ruff: noqa: I001, F401, UP008, UP032, E302, E305, W291, W293  (the example's own style kept)
+# ruff: noqa: I001, F401, F841, UP008, UP032, E302, E305, W291, W293  (the example's own style kept)
 # PyTorch's FSDP MNIST example, distributed/fsdp/fsdp-mnist/fsdp_mnist.py (pytorch/examples,
 # commit 10e8119110ddc3f74c4d8bab7c846dc342c3fb6f, BSD-3-Clause), run as its README runs it:
 # `python fsdp_mnist.py` (mp.spawn of one process per device), here with `--batch-size 16

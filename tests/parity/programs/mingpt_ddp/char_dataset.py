@@ -1,4 +1,4 @@
-# ruff: noqa: I001, B007, C414  (the example's own style kept)
+# ruff: noqa: I001, B007, C414, UP031  (the example's own style kept)
 # PyTorch's minGPT-DDP example, distributed/minGPT-ddp/mingpt/char_dataset.py (pytorch/examples,
 # commit d91085d2181bf6342ac7dafbeee6fc0a1f64dcec, BSD-3-Clause). Unchanged (the test writes a
 # small input.txt for its `path`).

@@ -1,4 +1,4 @@
-# ruff: noqa: I001  (the example's own style kept)
+# ruff: noqa: I001, W293  (the example's own style kept)
 # PyTorch's minGPT-DDP example, distributed/minGPT-ddp/mingpt/main.py (pytorch/examples, commit
 # b4718236bbaf2bb685d4ceae334275ded4be1f09, BSD-3-Clause), run as its run_example.sh runs it,
 # on 2 processes: `torchrun --standalone --nproc_per_node=2 main.py` (shardflow: its torchrun

@@ -1,4 +1,4 @@
-# ruff: noqa: I001, UP031, C414, W291  (the example's own style kept)
+# ruff: noqa: I001, UP031, C414, W291, W293  (the example's own style kept)
 # PyTorch's minGPT-DDP example, distributed/minGPT-ddp/mingpt/model.py (pytorch/examples, commit
 # d91085d2181bf6342ac7dafbeee6fc0a1f64dcec, BSD-3-Clause). Unchanged.
 """

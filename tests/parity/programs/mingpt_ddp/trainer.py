@@ -1,4 +1,4 @@
-# ruff: noqa: I001, UP037, RUF013, W291  (the example's own style kept)
+# ruff: noqa: I001, UP006, UP035, UP037, UP045, RUF013, W291, W293  (the example's own style kept)
 # PyTorch's minGPT-DDP example, distributed/minGPT-ddp/mingpt/trainer.py (pytorch/examples,
 # commit 1b36393d6eb1e909efb321eaea7facf473c7e1c4, BSD-3-Clause). Changes, and only these: each
 # batch's loss is printed (`iter % 1`, not `iter % 100`: a small run has a few iterations per
