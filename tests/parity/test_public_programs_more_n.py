@@ -5,6 +5,10 @@ that starts its processes with ``mp.spawn``), from the same seed with no weight 
 comparing what each rank prints, computes and saves (the table is in docs/COMPAT.md, "Public
 programs").
 
+* minGPT-DDP (``distributed/minGPT-ddp/mingpt``), FSDP MNIST (``distributed/fsdp/fsdp-mnist``),
+  distributed DCGAN (``distributed/dcgan``) and the RPC RL example (``distributed/rpc/rl``):
+  every rank's printed losses / rewards, what the programs save (snapshots, checkpoints,
+  samples), from the programs' own seeds.
 * ddp_series (``distributed/ddp-tutorial-series``): ``single_gpu.py`` (1 process, shuffled
   loader), ``multigpu.py`` (mp.spawn), ``multigpu_torchrun.py`` (torchrun, then again resuming
   from its snapshot), ``multinode.py`` (torchrun's multi-node line on one node). The programs
@@ -486,3 +490,28 @@ def test_distributed_dcgan_trains_like_torch(tmp_path):
         assert list(sf) == list(th), f
         for k, v in th.items():
             assert_close(sf[k], v, f"{f}: {k}", rtol=1e-4, atol=1e-5)
+
+
+# -- RPC reinforcement learning ------------------------------------------------------------------------
+
+RPC_RL = HERE / "rpc_rl"
+
+
+def test_rpc_rl_agent_and_observer_like_torch(tmp_path, monkeypatch):
+    """distributed/rpc/rl/main.py as its README runs it (`python main.py`: mp.spawn of the
+    agent and one observer, `--world-size 2 --log-interval 1 --episodes 6`), each process
+    seeded by the module's own `torch.manual_seed(args.seed)` (543): the observer's CartPole
+    (NumPy) steps on actions the agent samples through rpc_sync (Categorical.sample from the
+    policy with Dropout(0.6): torch's draws), remote() RRefs, rpc_async episodes, REINFORCE
+    with Adam. Every printed line equal: each episode's reward is its number of steps, so one
+    different sampled action or dropout mask changes it."""
+    outs = {}
+    for name, use_sf in (("shardflow", True), ("torch", False)):
+        d = _copy(tmp_path / name, RPC_RL, ("main.py",), use_sf)
+        (d / "gymnasium.py").write_text("from tests.parity.programs.tiny_gym import make  # noqa: F401\n")
+        monkeypatch.setenv("RL_MASTER_PORT", _free_port())  # the program's port, not 29500
+        outs[name] = _run([sys.executable, "main.py", "--world-size", "2", "--log-interval", "1",
+                           "--episodes", "6"], d, use_sf)
+    lines = {n: [ln for ln in o.splitlines() if ln.startswith(("Episode", "Solved"))] for n, o in outs.items()}
+    assert len(lines["torch"]) == 6 and lines["torch"][0].startswith("Episode 1\tLast reward: "), outs["torch"]
+    assert lines["shardflow"] == lines["torch"], outs["shardflow"]
