@@ -119,7 +119,10 @@ def _seeded_run(tmp_path: Path, name: str, use_sf: bool, script: str, argv, laun
         "script": str(SERIES / script), "shardflow": use_sf, "argv": list(argv), "seed": 0,
         "modules": [["datautils", str(SERIES / "datautils.py")]], "probe": [["F", "cross_entropy"]],
         "out": str(out_dir)}))
-    if launcher:
+    if launcher == "shardflow run":  # shardflow's own launcher: `shardflow run -n 2 -m ...`
+        cmd = [sys.executable, "-c", "import sys; from shardflow.cli.run import main; sys.exit(main(sys.argv[1:]))",
+               "-n", "2", "-m", SEEDED, str(spec)]
+    elif launcher:
         module = "shardflow.distributed.run" if use_sf else "torch.distributed.run"
         cmd = [sys.executable, "-m", module, *launcher, "-m", SEEDED, str(spec)]
     else:
@@ -207,22 +210,26 @@ def test_ddp_series_torchrun_and_snapshot_resume_like_torch(tmp_path):
 
 def test_ddp_series_multinode_on_one_node_like_torch(tmp_path):
     """multinode.py under the tutorial's multi-node torchrun line with one node (`--nnodes=1
-    --node_rank=0 --rdzv_id=456 --rdzv_backend=c10d --rdzv_endpoint=localhost:PORT`): the
-    global rank in the printed lines, each rank's batches, the snapshot."""
+    --node_rank=0 --rdzv_id=456 --rdzv_backend=c10d --rdzv_endpoint=localhost:PORT`), and
+    for shardflow also under `shardflow run -n 2`: the global rank in the printed lines, each
+    rank's batches, the snapshot."""
     launcher = ["--nproc_per_node=2", "--nnodes=1", "--node_rank=0", "--rdzv_id=456", "--rdzv_backend=c10d",
                 f"--rdzv_endpoint=localhost:{_free_port()}"]
     runs = {}
-    for name, use_sf in (("shardflow", True), ("torch", False)):
-        runs[name] = _seeded_run(tmp_path, name, use_sf, "multinode.py", ["1", "1"], launcher)
+    for name, use_sf, how in (("shardflow", True, launcher), ("shardflow_run", True, "shardflow run"),
+                              ("torch", False, launcher)):
+        runs[name] = _seeded_run(tmp_path, name, use_sf, "multinode.py", ["1", "1"], how)
         runs[name] += (_load(tmp_path / name / "snapshot.pt", use_sf),)
     pattern = r"(\[GPU|Epoch)"
-    th_lines, sf_lines = (_lines(runs[n][0], pattern) for n in ("torch", "shardflow"))
-    assert th_lines == sf_lines == ["Epoch 0 | Training snapshot saved at snapshot.pt",
-                                    "[GPU0] Epoch 0 | Batchsize: 32 | Steps: 32",
-                                    "[GPU1] Epoch 0 | Batchsize: 32 | Steps: 32"], (th_lines, sf_lines)
-    _assert_same_calls(runs["shardflow"][1], runs["torch"][1], batches=32)
-    assert runs["shardflow"][2]["EPOCHS_RUN"] == runs["torch"][2]["EPOCHS_RUN"] == 0
-    _assert_same_state(runs["shardflow"][2]["MODEL_STATE"], runs["torch"][2]["MODEL_STATE"], "snapshot")
+    th_lines = _lines(runs["torch"][0], pattern)
+    assert th_lines == ["Epoch 0 | Training snapshot saved at snapshot.pt",
+                        "[GPU0] Epoch 0 | Batchsize: 32 | Steps: 32",
+                        "[GPU1] Epoch 0 | Batchsize: 32 | Steps: 32"], th_lines
+    for name in ("shardflow", "shardflow_run"):
+        assert _lines(runs[name][0], pattern) == th_lines, (name, runs[name][0])
+        _assert_same_calls(runs[name][1], runs["torch"][1], batches=32)
+        assert runs[name][2]["EPOCHS_RUN"] == runs["torch"][2]["EPOCHS_RUN"] == 0
+        _assert_same_state(runs[name][2]["MODEL_STATE"], runs["torch"][2]["MODEL_STATE"], f"{name}: snapshot")
 
 
 # -- minGPT-DDP ---------------------------------------------------------------------------------
