@@ -22,6 +22,7 @@ Time: the torch reference starts its processes itself (each imports torch: 3-12 
 2-core test machine), so the multi-process tests take longer than the suite's 8 s per test.
 """
 
+import functools
 import json
 import os
 import re
@@ -182,18 +183,31 @@ def test_ddp_series_multigpu_spawn_like_torch(tmp_path):
                        _load(tmp_path / "torch" / "checkpoint.pt", False), "checkpoint")
 
 
-def test_ddp_series_torchrun_and_snapshot_resume_like_torch(tmp_path):
+TORCHRUN_STANDALONE = ["--standalone", "--nproc_per_node=2"]
+
+
+@pytest.fixture(scope="module")
+def torchrun_reference(tmp_path_factory):
+    """torch's run of multigpu_torchrun.py 2 1 under run_multigpu_torchrun.sh's line (one run
+    for both tests below): its folder and (output, recorded calls, snapshot)."""
+    root = tmp_path_factory.mktemp("ddp_series_torchrun")
+    run = _seeded_run(root, "torch", False, "multigpu_torchrun.py", ["2", "1"], TORCHRUN_STANDALONE)
+    return root, run + (_load(root / "torch" / "snapshot.pt", False),)
+
+
+def test_ddp_series_torchrun_and_snapshot_resume_like_torch(tmp_path, torchrun_reference):
     """multigpu_torchrun.py under run_multigpu_torchrun.sh's line (`--standalone
     --nproc_per_node=2`), 2 epochs saving every epoch, then the same command for 3 epochs:
     it loads snapshot.pt and resumes at its EPOCHS_RUN (1; the program then repeats epoch 1).
     Each rank's batches (DistributedSampler.set_epoch) and printed lines, the snapshots."""
-    launcher = ["--standalone", "--nproc_per_node=2"]
-    first, second = {}, {}
-    for name, use_sf in (("shardflow", True), ("torch", False)):
-        first[name] = _seeded_run(tmp_path, name, use_sf, "multigpu_torchrun.py", ["2", "1"], launcher)
-        first[name] += (_load(tmp_path / name / "snapshot.pt", use_sf),)
-        second[name] = _seeded_run(tmp_path, name, use_sf, "multigpu_torchrun.py", ["3", "1"], launcher)
-        second[name] += (_load(tmp_path / name / "snapshot.pt", use_sf),)
+    th_root, th_first = torchrun_reference
+    first = {"torch": th_first}
+    second = {"torch": _seeded_run(th_root, "torch", False, "multigpu_torchrun.py", ["3", "1"], TORCHRUN_STANDALONE)}
+    second["torch"] += (_load(th_root / "torch" / "snapshot.pt", False),)
+    first["shardflow"] = _seeded_run(tmp_path, "shardflow", True, "multigpu_torchrun.py", ["2", "1"], TORCHRUN_STANDALONE)
+    first["shardflow"] += (_load(tmp_path / "shardflow" / "snapshot.pt", True),)
+    second["shardflow"] = _seeded_run(tmp_path, "shardflow", True, "multigpu_torchrun.py", ["3", "1"], TORCHRUN_STANDALONE)
+    second["shardflow"] += (_load(tmp_path / "shardflow" / "snapshot.pt", True),)
     pattern = r"(\[GPU|Epoch|Loading|Resuming)"
     for run, batches, lines in ((first, 64, 6), (second, 64, 10)):
         th_lines, sf_lines = (_lines(run[n][0], pattern) for n in ("torch", "shardflow"))
@@ -208,28 +222,26 @@ def test_ddp_series_torchrun_and_snapshot_resume_like_torch(tmp_path):
     assert second["torch"][2]["EPOCHS_RUN"] == 2
 
 
-def test_ddp_series_multinode_on_one_node_like_torch(tmp_path):
-    """multinode.py under the tutorial's multi-node torchrun line with one node (`--nnodes=1
-    --node_rank=0 --rdzv_id=456 --rdzv_backend=c10d --rdzv_endpoint=localhost:PORT`), and
-    for shardflow also under `shardflow run -n 2`: the global rank in the printed lines, each
-    rank's batches, the snapshot."""
+def test_ddp_series_multinode_on_one_node_like_torch(tmp_path, torchrun_reference):
+    """multinode.py (shardflow) under the tutorial's multi-node torchrun line with one node
+    (`--nnodes=1 --node_rank=0 --rdzv_id=456 --rdzv_backend=c10d
+    --rdzv_endpoint=localhost:PORT`) and under `shardflow run -n 2`, against torch's run of
+    multigpu_torchrun.py (for time: on one node the two programs differ only in naming the
+    local and the global rank, which are the same): the printed lines (the global rank),
+    each rank's batches, the snapshot."""
+    th = torchrun_reference[1]
     launcher = ["--nproc_per_node=2", "--nnodes=1", "--node_rank=0", "--rdzv_id=456", "--rdzv_backend=c10d",
                 f"--rdzv_endpoint=localhost:{_free_port()}"]
-    runs = {}
-    for name, use_sf, how in (("shardflow", True, launcher), ("shardflow_run", True, "shardflow run"),
-                              ("torch", False, launcher)):
-        runs[name] = _seeded_run(tmp_path, name, use_sf, "multinode.py", ["1", "1"], how)
-        runs[name] += (_load(tmp_path / name / "snapshot.pt", use_sf),)
     pattern = r"(\[GPU|Epoch)"
-    th_lines = _lines(runs["torch"][0], pattern)
-    assert th_lines == ["Epoch 0 | Training snapshot saved at snapshot.pt",
-                        "[GPU0] Epoch 0 | Batchsize: 32 | Steps: 32",
-                        "[GPU1] Epoch 0 | Batchsize: 32 | Steps: 32"], th_lines
-    for name in ("shardflow", "shardflow_run"):
-        assert _lines(runs[name][0], pattern) == th_lines, (name, runs[name][0])
-        _assert_same_calls(runs[name][1], runs["torch"][1], batches=32)
-        assert runs[name][2]["EPOCHS_RUN"] == runs["torch"][2]["EPOCHS_RUN"] == 0
-        _assert_same_state(runs[name][2]["MODEL_STATE"], runs["torch"][2]["MODEL_STATE"], f"{name}: snapshot")
+    th_lines = _lines(th[0], pattern)
+    assert len(th_lines) == 6 and "[GPU1] Epoch 1 | Batchsize: 32 | Steps: 32" in th_lines, th_lines
+    for name, how in (("shardflow", launcher), ("shardflow_run", "shardflow run")):
+        sf = _seeded_run(tmp_path, name, True, "multinode.py", ["2", "1"], how)
+        sf += (_load(tmp_path / name / "snapshot.pt", True),)
+        assert _lines(sf[0], pattern) == th_lines, (name, sf[0])
+        _assert_same_calls(sf[1], th[1], batches=64)
+        assert sf[2]["EPOCHS_RUN"] == th[2]["EPOCHS_RUN"] == 1
+        _assert_same_state(sf[2]["MODEL_STATE"], th[2]["MODEL_STATE"], f"{name}: snapshot")
 
 
 # -- minGPT-DDP ---------------------------------------------------------------------------------
@@ -363,24 +375,30 @@ def _fsdp_mnist_dir(tmp_path: Path, name: str, use_sf: bool) -> Path:
     return d
 
 
-def test_fsdp_mnist_as_written_fails_as_torch(tmp_path):
-    """`FSDP(model, fsdp_auto_wrap_policy=...)` as the example writes it: torch 2.13 has no
-    such keyword (each spawned process fails with "TypeError: FullyShardedDataParallel.__init__()
-    got an unexpected keyword argument 'fsdp_auto_wrap_policy'", seen when this test was
-    written; its spawned run is not repeated here, for time: its signature is checked);
-    shardflow refuses it with the same TypeError (not an ignored keyword)."""
+def test_fsdp_mnist_as_written_fails_as_torch():
+    """`FSDP(model, fsdp_auto_wrap_policy=..., cpu_offload=...)` as the example writes it:
+    torch 2.13 has no such keyword (each spawned process fails with "TypeError:
+    FullyShardedDataParallel.__init__() got an unexpected keyword argument
+    'fsdp_auto_wrap_policy'", seen when this test was written; for time its signature is
+    checked here instead of a spawned run); shardflow refuses the call with the same TypeError
+    (not an ignored keyword), here in one process."""
     import inspect
 
     from torch.distributed.fsdp import FullyShardedDataParallel
 
+    from shardflow.distributed.fsdp import FullyShardedDataParallel as FSDP
+    from shardflow.distributed.fsdp.fully_sharded_data_parallel import CPUOffload
+    from shardflow.distributed.fsdp.wrap import size_based_auto_wrap_policy
+
     assert "fsdp_auto_wrap_policy" not in inspect.signature(FullyShardedDataParallel.__init__).parameters
-    d = _fsdp_mnist_dir(tmp_path, "shardflow", True)
-    proc = subprocess.run([sys.executable, "fsdp_mnist.py", *FSDP_MNIST_ARGS], cwd=d, env=_env(),
-                          capture_output=True, text=True, timeout=150)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode != 0, out
-    assert ("TypeError: FullyShardedDataParallel.__init__() got an unexpected keyword argument "
-            "'fsdp_auto_wrap_policy'") in out, out
+    src = (FSDP_MNIST / "fsdp_mnist.py").read_text()
+    ns = {"torch": shardflow, "nn": shardflow.nn, "F": shardflow.nn.functional}
+    exec(src[src.index("class Net(nn.Module):"):src.index("def train(")], ns)
+    policy = functools.partial(size_based_auto_wrap_policy, min_num_params=20000)
+    with pytest.raises(TypeError) as err:
+        FSDP(ns["Net"](), fsdp_auto_wrap_policy=policy, cpu_offload=CPUOffload(offload_params=True))
+    assert str(err.value) == ("FullyShardedDataParallel.__init__() got an unexpected keyword argument "
+                              "'fsdp_auto_wrap_policy'")
 
 
 def test_fsdp_mnist_trains_like_torch(tmp_path):
