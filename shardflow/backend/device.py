@@ -3,16 +3,32 @@
 
 from __future__ import annotations
 
+_NO_ACCELERATOR = (
+    "Cannot access accelerator device when none is available. (shardflow: a bare device "
+    "index such as {index!r} (`model.to(rank)`, `device=0`) means the accelerator's device "
+    "{index}, and no CUDA device is visible. On a CPU-only machine pass 'cpu' instead, e.g. "
+    "`device = rank if torch.cuda.is_available() else 'cpu'`.)"
+)
+
 
 class device:
     """``shardflow.device('cpu')`` / ``device('cuda', 0)`` / ``device('cuda:1')`` /
-    ``device('meta')``."""
+    ``device('meta')`` / ``device(0)``.
+
+    A bare int is PyTorch's shorthand for that index of the current accelerator
+    (``model.to(rank)``, ``tensor.to(0)``, ``zeros(2, device=0)``): ``cuda:N`` here, whose only
+    accelerator is CUDA. With no accelerator it raises PyTorch's RuntimeError ("Cannot access
+    accelerator device when none is available."), and a negative index PyTorch's "Device
+    index must not be negative"."""
 
     __slots__ = ("type", "index")
 
     def __init__(self, type_or_str="cpu", index: int | None = None):
         if isinstance(type_or_str, device):
             self.type, self.index = type_or_str.type, type_or_str.index
+            return
+        if isinstance(type_or_str, int) and not isinstance(type_or_str, bool):
+            self.type, self.index = "cuda", _accelerator_index(type_or_str)
             return
         s = str(type_or_str)
         if ":" in s:
@@ -26,7 +42,7 @@ class device:
     def __eq__(self, other):
         try:
             other = device(other)
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, RuntimeError):  # RuntimeError: an int, no accelerator
             return NotImplemented
         return self.type == other.type and (self.index or 0) == (other.index or 0)
 
@@ -48,6 +64,16 @@ class device:
 
     def __repr__(self):
         return f"device(type='{self.type}'" + ("" if self.index is None else f", index={self.index}") + ")"
+
+
+def _accelerator_index(index: int) -> int:
+    if index < 0:
+        raise RuntimeError("Device index must not be negative")
+    from .xp import cuda_is_available  # xp imports this module
+
+    if not cuda_is_available():
+        raise RuntimeError(_NO_ACCELERATOR.format(index=index))
+    return index
 
 
 CPU = device("cpu")

@@ -307,23 +307,27 @@ class FSDPParamGroup:
                         full[lo:hi] = out[k, : full[lo:hi].size].reshape(full[lo:hi].shape)
             self.gather_work = None
         for p, full in zip(self.split, self.full_views):
-            self._stash_grad(p)
             p.array = full
             p._spec = None
         for p in self.repl:
-            self._stash_grad(p)
             if p.array.dtype != self.compute_dtype:  # mixed precision: a cast copy; the
                 self._repl_master[id(p)] = p.array   # self.dtype array comes back at reshard
                 p.array = p.array.astype(self.compute_dtype)
             p._spec = None
         self.state = UNSHARDED
 
-    def _stash_grad(self, p) -> None:
-        """A sharded ``.grad`` left from an earlier step (no zero_grad): kept aside and added
-        to this backward's reduced gradient (PyTorch accumulates in the same way)."""
-        if p.grad is not None and p.grad._spec is not None:
-            self._stash[id(p)] = p.grad
-            p.grad = None
+    def stash_grads(self) -> None:
+        """Sharded ``.grad``s left from an earlier step (no zero_grad): kept aside and added
+        to this backward's reduced gradients (PyTorch accumulates in the same way). Called
+        when backward reaches the unit (its pre-backward hook), not when a forward unshards
+        it: a forward that no backward follows (an eval pass, under no_grad or not) leaves
+        ``.grad`` where it was, for the next ``zero_grad()`` to clear (stashed at the forward,
+        an eval pass between ``step()`` and ``zero_grad()`` made the next step add the old
+        gradient to the new one)."""
+        for p in (*self.split, *self.repl):
+            if p.grad is not None and p.grad._spec is not None:
+                self._stash[id(p)] = p.grad
+                p.grad = None
 
     def reshard(self) -> None:
         """Parameters back to their shards (global tensors); the full pages are freed."""

@@ -95,6 +95,11 @@ _CLASSES: dict[type, type] = {}
 class FSDPModule:
     """Methods a ``fully_shard``-ed module gains (PyTorch FSDP2's ``FSDPModule``)."""
 
+    def _get_name(self) -> str:
+        # ``print(model)``: FSDP2's ``FSDP<Class>``; the module FSDP1's wrapper holds prints as
+        # its own class, as PyTorch's FSDP1 (it has no FSDP class) -- fully_sharded_data_parallel.py
+        return self.__dict__.get("_fsdp1_class_name") or type(self).__name__
+
     def unshard(self, async_op: bool = False):
         """All-gather this module's parameters (whole local tensors until :meth:`reshard`).
         With ``async_op=True`` returns a handle whose ``wait()`` finishes it."""
@@ -440,6 +445,7 @@ def _pre_backward(st) -> None:
     g = st.group
     if g is not None:
         g.finish_unshard("backward")
+        g.stash_grads()  # now, not at the forward (see stash_grads)
         g.shard_pg.progress()
     if st.backward_prefetch is not None:
         _prefetch(st.backward_prefetch, "backward")

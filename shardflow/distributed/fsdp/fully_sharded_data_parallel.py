@@ -36,7 +36,8 @@ parameters (global tensors ``S(0)`` at rest, their ``.grad`` too), named with
 ``_fsdp_wrapped_module.`` in the path as PyTorch's ``use_orig_params=True`` names them
 (inside ``summon_full_params`` the prefix is removed). PyTorch with ``use_orig_params=False``
 (its default) shows one ``_flat_param`` per unit instead; state dicts do not depend on it.
-State dicts: see ``_fsdp1_state.py``.
+State dicts: see ``_fsdp1_state.py``. ``print(model)`` shows each wrapped module as its own
+class (``(_fsdp_wrapped_module): Net(``), as PyTorch's FSDP1, not fully_shard's ``FSDPNet``.
 """
 
 from __future__ import annotations
@@ -314,6 +315,7 @@ class FullyShardedDataParallel(Module):
                                 ignored_params, only_wrap_children=True, **kwargs)
         _cast_buffers(module, mixed_precision)
         self._fsdp_wrapped_module = module
+        module.__dict__["_fsdp1_class_name"] = type(module).__name__  # print(model): `Net(`, not `FSDPNet(`
         fully_shard(module, mesh=mesh, reshard_after_forward=_RESHARD_AFTER_FORWARD[strategy],
                     mp_policy=mp_policy,
                     offload_policy=CPUOffloadPolicy() if cpu_offload is not None and cpu_offload.offload_params else None,
