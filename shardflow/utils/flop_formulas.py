@@ -158,7 +158,7 @@ def _matmul(args, kwargs, out):
     sa, sb = tuple(a.shape), tuple(b.shape)
     if len(sb) == 1:
         return None  # a dot or matrix-vector product: torch has no formula for them
-    k, n = sb[-2], sb[-1]
+    k = sb[-2]
     flops = 2 * prod(out.shape) * k  # rows (batch included) x columns x inner size
     if len(sb) == 2 or prod(sb[:-2]) == 1:
         key = MM  # the left operand's batch dimensions folded into the rows of one mm
