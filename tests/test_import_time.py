@@ -20,6 +20,8 @@ LAZY_MODULES = ["shardflow.autograd.profiler", "shardflow.autograd.functional",
                 "shardflow.amp.grad_scaler", "shardflow.nn.parallel.distributed",
                 "shardflow.nn.parallel.reducer", "shardflow.nn.utils.prune",
                 "shardflow.nn.utils.parametrize", "shardflow.nn.utils.stateless",
+                "shardflow.nn.common_types", "shardflow.nn.grad", "shardflow.backends.mkldnn",
+                "shardflow.backends.mkl", "shardflow.backends.openmp", "shardflow.backends.cpu",
                 "multiprocessing", "subprocess", "socket", "secrets"]
 # top-level name -> where it lives
 LAZY_NAMES = {"vmap": "shardflow.func", "compile": "shardflow.jit", "compile_step": "shardflow.jit",

@@ -1,0 +1,213 @@
+"""torch module paths programs import that shardflow lacked (session 31): ``torch.nn.common_types``,
+``torch.nn.grad``, ``torch.backends.mkldnn`` / ``mkl`` / ``openmp`` / ``cpu``,
+``torch.distributed.distributed_c10d``, ``torch.utils.cpp_extension``, ``torch.optim.adamw``
+(``torch.utils.flop_counter``: test_flop_counter.py). Each against torch 2.13 on this machine."""
+
+import importlib
+import typing
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import shardflow as sf
+
+
+# ---------------------------------------------------------------- torch.nn.common_types
+def test_common_types_are_torchs_aliases():
+    import torch.nn.common_types as t
+
+    from shardflow.nn import common_types as s
+
+    names = [n for n in vars(t) if n.startswith("_") and n.endswith("_t")] + ["T"]
+    assert len(names) > 20
+    for n in names:
+        theirs = str(getattr(t, n)).replace("torch.Tensor", "Tensor")
+        mine = str(getattr(s, n)).replace("shardflow.Tensor", "Tensor")
+        assert mine == theirs, n
+    assert typing.get_args(s._size_2_t) == (int, tuple[int, int])
+    assert sf.nn.common_types is s  # an attribute of nn, as torch's
+
+
+def test_a_layer_annotated_with_common_types_runs():
+    from shardflow.nn.common_types import _size_2_t
+
+    class Block(sf.nn.Module):
+        def __init__(self, kernel_size: _size_2_t = 3):
+            super().__init__()
+            self.conv = sf.nn.Conv2d(2, 2, kernel_size)
+
+        def forward(self, x):
+            return self.conv(x)
+
+    assert tuple(Block((3, 1))(sf.ones(1, 2, 5, 5)).shape) == (1, 2, 3, 5)
+
+
+# ---------------------------------------------------------------- torch.nn.grad
+CONV_CASES = [
+    (1, (2, 4, 9), (6, 2, 3), dict(stride=2, padding=1, groups=2)),
+    (2, (2, 4, 7, 6), (6, 2, 3, 2), dict(stride=(2, 1), padding=1, dilation=(1, 2), groups=2)),
+    (3, (1, 2, 5, 4, 4), (3, 2, 2, 3, 2), dict(padding=(1, 0, 1))),
+]
+
+
+@pytest.mark.parametrize("nd, xs, ws, kw", CONV_CASES)
+def test_conv_input_and_weight_gradients_match_torch(nd, xs, ws, kw):
+    rng = np.random.default_rng(nd)
+    x, w = rng.standard_normal(xs).astype(np.float32), rng.standard_normal(ws).astype(np.float32)
+    out = getattr(torch.nn.functional, f"conv{nd}d")(torch.tensor(x), torch.tensor(w), **kw)
+    go = rng.standard_normal(tuple(out.shape)).astype(np.float32)
+    t_in = getattr(torch.nn.grad, f"conv{nd}d_input")(xs, torch.tensor(w), torch.tensor(go), **kw)
+    s_in = getattr(sf.nn.grad, f"conv{nd}d_input")(xs, sf.tensor(w), sf.tensor(go), **kw)
+    np.testing.assert_allclose(s_in.numpy(), t_in.numpy(), rtol=1e-5, atol=1e-5)
+    t_w = getattr(torch.nn.grad, f"conv{nd}d_weight")(torch.tensor(x), ws, torch.tensor(go), **kw)
+    s_w = getattr(sf.nn.grad, f"conv{nd}d_weight")(sf.tensor(x), sf.Size(ws), sf.tensor(go), **kw)
+    np.testing.assert_allclose(s_w.numpy(), t_w.numpy(), rtol=1e-5, atol=1e-5)
+    assert not s_in.requires_grad and not s_w.requires_grad
+
+
+def test_conv_input_gradient_is_differentiable_in_the_weight_as_torchs():
+    rng = np.random.default_rng(0)
+    w, go, r = (rng.standard_normal(s).astype(np.float32) for s in [(3, 2, 3, 3), (1, 3, 3, 3), (1, 2, 5, 5)])
+    grads = []
+    for lib in (torch, sf):
+        wt = lib.tensor(w, requires_grad=True)
+        gi = lib.nn.grad.conv2d_input((1, 2, 5, 5), wt, lib.tensor(go))
+        (gi * lib.tensor(r)).sum().backward()
+        grads.append(wt.grad.numpy())
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-5, atol=1e-5)
+
+
+def test_conv_gradient_with_a_wrong_size_says_so():
+    with pytest.raises(RuntimeError, match=r"grad_output has shape \(1, 3, 3, 3\) but the convolution.*gives"):
+        sf.nn.grad.conv2d_input((1, 2, 6, 6), sf.ones(3, 2, 3, 3), sf.ones(1, 3, 3, 3))
+    with pytest.raises(TypeError, match="input_size must be a shape"):
+        sf.nn.grad.conv2d_input(sf.ones(1, 2, 5, 5), sf.ones(3, 2, 3, 3), sf.ones(1, 3, 3, 3))
+
+
+# ---------------------------------------------------------------- torch.backends.*
+def test_mkldnn_switches_have_torchs_defaults_and_flags():
+    t, s = torch.backends.mkldnn, sf.backends.mkldnn
+    for name in ("enabled", "deterministic", "allow_tf32", "fp32_precision", "VERBOSE_OFF", "VERBOSE_ON",
+                 "VERBOSE_ON_CREATION"):
+        assert getattr(s, name) == getattr(t, name), name
+    assert s.is_available() is False and s.is_acl_available() is False  # shardflow calls no oneDNN
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's "TF32 on oneDNN needs an Intel GPU"
+        for lib in (t, s):
+            with lib.flags():  # torch's flags() default: oneDNN off inside
+                assert lib.enabled is False
+            assert lib.enabled is True
+            with lib.flags(enabled=True, deterministic=True, fp32_precision="bf16"):
+                assert (lib.enabled, lib.deterministic, lib.fp32_precision) == (True, True, "bf16")
+            assert (lib.deterministic, lib.fp32_precision) == (False, "none")
+            assert lib.set_flags(False) == (True, False, None, "none")
+            assert lib.set_flags(True)[0] is False
+            with pytest.raises(RuntimeError, match="Unknown precision: highest"):
+                lib.set_flags(_fp32_precision="highest")
+    s.enabled = False  # what scripts write; nothing else changes
+    assert sf.nn.Linear(2, 2)(sf.ones(1, 2)).shape == (1, 2)
+    s.enabled = True
+
+
+def test_mkl_openmp_and_cpu_capability():
+    assert sf.backends.cpu.get_cpu_capability() == torch.backends.cpu.get_cpu_capability()
+    assert sf.backends.mkl.is_available() is False and sf.backends.openmp.is_available() is False
+    with sf.backends.mkl.verbose(sf.backends.mkl.VERBOSE_OFF), sf.backends.mkldnn.verbose(0):
+        pass
+    for mod in (sf.backends.mkl, sf.backends.mkldnn):
+        with pytest.raises(RuntimeError, match="no .* verbose log"), mod.verbose(1):
+            pass
+    assert {"mkldnn", "mkl", "openmp", "cpu"} <= set(dir(sf.backends))
+
+
+# ---------------------------------------------------------------- torch.distributed.distributed_c10d
+def test_distributed_c10d_public_names_are_distributeds():
+    import torch.distributed.distributed_c10d as t
+
+    from shardflow.distributed import distributed_c10d as s
+
+    missing = [n for n in t.__all__ if not hasattr(s, n)]
+    assert set(missing) == {"GroupName", "shrink_group", "record_comm", "ProcessGroupGloo"}  # docstring
+    for n in ("ReduceOp", "ProcessGroup", "get_rank", "new_group", "Backend", "PrefixStore", "GroupMember"):
+        assert getattr(s, n) is getattr(sf.distributed, n)
+    assert sf.distributed.distributed_c10d is s
+
+
+def test_distributed_c10d_private_helpers_before_and_after_init():
+    from shardflow.distributed import distributed_c10d as s
+
+    with pytest.raises(ValueError, match="Default process group has not been initialized"):
+        torch.distributed.distributed_c10d._get_default_group()
+    with pytest.raises(ValueError, match="Default process group has not been initialized.*init_process_group"):
+        s._get_default_group()
+    assert s._world.default_pg is None
+    for lib in (torch.distributed.distributed_c10d, s):
+        assert lib._rank_not_in_group(None) is False
+        assert lib._rank_not_in_group(lib.GroupMember.NON_GROUP_MEMBER) is True
+    sf.distributed.init_process_group("gloo")
+    try:
+        pg = s._get_default_group()
+        assert s._world.default_pg is pg and s._get_group_size(None) == 1 == s._get_group_size(pg)
+        assert s._rank_not_in_group(pg) is False
+        with pytest.warns(FutureWarning, match="use `torch.distributed.distributed_c10d.get_global_rank`"):
+            assert s._get_global_rank(pg, 0) == 0
+        with pytest.warns(UserWarning, match="_get_pg_default_device` will be deprecated"):
+            assert s._get_pg_default_device() == sf.device("cpu")
+    finally:
+        sf.distributed.destroy_process_group()
+    with pytest.raises(AttributeError, match="no registry of process groups.*get_process_group_ranks"):
+        s._world.pg_map
+
+
+# ---------------------------------------------------------------- torch.utils.cpp_extension
+def test_cpp_extension_is_importable_with_torchs_names():
+    import torch.utils.cpp_extension as t
+
+    from shardflow.utils import cpp_extension as s
+
+    assert [n for n in t.__all__ if not hasattr(s, n)] == []
+    assert s.CUDA_HOME is None is t.CUDA_HOME and s.ROCM_HOME is None is t.ROCM_HOME
+    assert s.is_ninja_available() == t.is_ninja_available()
+    assert s.get_cxx_compiler() == t.get_cxx_compiler()
+    assert s.remove_extension_h_precompiler_headers() is None
+
+
+@pytest.mark.parametrize("call", [
+    lambda ce: ce.load("ext", ["ext.cpp"]),
+    lambda ce: ce.load_inline("ext", "int f() { return 1; }", functions=["f"]),
+    lambda ce: ce.CppExtension("ext", ["ext.cpp"]),
+    lambda ce: ce.CUDAExtension("ext", ["ext.cu"]),
+    lambda ce: ce.BuildExtension(),
+    lambda ce: ce.BuildExtension.with_options(use_ninja=False),
+    lambda ce: ce.include_paths(),
+    lambda ce: ce.library_paths("cuda"),
+])
+def test_building_an_extension_says_what_to_use_instead(call):
+    from shardflow.utils import cpp_extension
+
+    with pytest.raises(NotImplementedError, match=r"no C\+\+ extension ABI.*custom_op.*cupy.RawKernel"):
+        call(cpp_extension)
+
+
+def test_optional_extension_pattern_falls_back():
+    """The pattern programs use: try the extension, fall back to Python on failure."""
+    try:
+        from shardflow.utils.cpp_extension import load
+
+        ext = load("fused", ["fused.cpp"], verbose=False)
+        fused = ext.forward
+    except (ImportError, NotImplementedError, RuntimeError, OSError):
+        def fused(x):
+            return sf.relu(x) * 2
+
+    assert fused(sf.tensor([-1.0, 2.0])).tolist() == [0.0, 4.0]
+
+
+# ---------------------------------------------------------------- torch.optim.adamw
+def test_optim_adamw_path():
+    from shardflow.optim.adamw import AdamW
+
+    assert AdamW is sf.optim.AdamW
+    assert importlib.import_module("torch.optim.adamw").AdamW is torch.optim.AdamW
