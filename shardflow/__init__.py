@@ -17,6 +17,7 @@ from . import (
     linalg,
     nn,
     random,
+    return_types,  # the module (torch.return_types)
     sparse,
     special,
     types,

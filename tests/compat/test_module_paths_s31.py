@@ -211,3 +211,76 @@ def test_optim_adamw_path():
 
     assert AdamW is sf.optim.AdamW
     assert importlib.import_module("torch.optim.adamw").AdamW is torch.optim.AdamW
+
+
+# ---------------------------------------------------------------- amp, profiler and return-type paths
+def test_amp_module_paths_are_the_amp_objects():
+    from shardflow.cpu.amp.autocast_mode import autocast as cpu_autocast
+    from shardflow.cpu.amp.grad_scaler import GradScaler as CpuScaler
+    from shardflow.cuda.amp.autocast_mode import autocast, custom_bwd, custom_fwd
+    from shardflow.cuda.amp.common import amp_definitely_not_available
+    from shardflow.cuda.amp.grad_scaler import GradScaler
+
+    assert (autocast, custom_fwd, custom_bwd, GradScaler) == (sf.cuda.amp.autocast, sf.cuda.amp.custom_fwd,
+                                                              sf.cuda.amp.custom_bwd, sf.cuda.amp.GradScaler)
+    assert cpu_autocast is sf.cpu.amp.autocast and CpuScaler is sf.cpu.amp.GradScaler
+    assert amp_definitely_not_available() == torch.cuda.amp.common.amp_definitely_not_available()
+    with pytest.warns(FutureWarning, match="deprecated"), autocast():
+        pass
+
+
+def test_profiler_module_paths():
+    from shardflow.autograd.profiler_util import EventList, FunctionEvent, FunctionEventAvg
+    from shardflow.profiler.profiler import (
+        ExecutionTraceObserver,
+        ProfilerAction,
+        profile,
+        schedule,
+        supported_activities,
+        tensorboard_trace_handler,
+    )
+
+    import torch.profiler.profiler as tp
+
+    assert sorted(tp.__all__) == sorted(["supported_activities", "ProfilerAction", "schedule",
+                                         "tensorboard_trace_handler", "profile", "ExecutionTraceObserver"])
+    assert profile is sf.profiler.profile and ProfilerAction is sf.profiler.ProfilerAction
+    assert (schedule, supported_activities, tensorboard_trace_handler, ExecutionTraceObserver) == (
+        sf.profiler.schedule, sf.profiler.supported_activities, sf.profiler.tensorboard_trace_handler,
+        sf.profiler.ExecutionTraceObserver)
+    assert (EventList, FunctionEvent, FunctionEventAvg) == (sf.profiler.EventList, sf.profiler.FunctionEvent,
+                                                            sf.profiler.FunctionEventAvg)
+    with profile() as prof:
+        sf.ones(3).sum()
+    assert isinstance(prof.events(), EventList)
+
+
+def test_return_types_is_a_module_and_results_pickle():
+    import pickle
+
+    from shardflow.return_types import max as max_type
+    from shardflow.return_types import topk
+
+    r = sf.max(sf.tensor([[1.0, 3.0], [2.0, 0.0]]), 1)
+    assert type(r) is max_type and sf.return_types.max is max_type
+    back = pickle.loads(pickle.dumps(r))
+    assert type(back) is max_type and back.values.tolist() == [3.0, 2.0] and back.indices.tolist() == [1, 0]
+    t = pickle.loads(pickle.dumps(torch.max(torch.tensor([[1.0, 3.0], [2.0, 0.0]]), 1)))
+    assert t.indices.tolist() == back.indices.tolist()
+    assert isinstance(sf.topk(sf.arange(5.0), 2), topk)
+    torch_names = {n for n in dir(torch.return_types) if not n.startswith("_") and not n.endswith("_out")}
+    missing = torch_names - set(dir(sf.return_types))
+    # only torch's module helpers
+    assert missing == {"SequenceKey", "all_return_types", "inspect", "name", "pytree_register_structseq",
+                       "register_pytree_node", "return_types", "torch"}
+
+
+def test_linalg_ex_and_slogdet_return_torchs_named_tuples():
+    a = [[2.0, 1.0], [0.0, 3.0]]
+    for fn, args, fields in [("slogdet", (), ("sign", "logabsdet")), ("inv_ex", (), ("inverse", "info")),
+                             ("solve_ex", ([1.0, 2.0],), ("result", "info"))]:
+        t = getattr(torch.linalg, fn)(torch.tensor(a), *(torch.tensor(x) for x in args))
+        s = getattr(sf.linalg, fn)(sf.tensor(a), *(sf.tensor(x) for x in args))
+        assert type(s).__name__ == type(t).__name__ == f"linalg_{fn}"
+        for f in fields:
+            np.testing.assert_allclose(getattr(s, f).numpy(), getattr(t, f).numpy(), rtol=1e-6)
