@@ -10,9 +10,9 @@ records them by (``aten.addmm`` for ``F.linear`` with a bias, ``aten.convolution
 ``conv2d`` ...). Calls nested inside a counted op are not counted again. The backward FLOPs
 of a counted op are priced at the forward call (torch's formulas need only the shapes and
 which inputs need a gradient) and added when that node's backward runs inside the block
-(a ``grad_fn`` pre-hook), as torch counts the backward ops it sees. Module names come from
-``Module.__call__``'s call interceptor: ``"Global"``, the outermost module's class name,
-then attribute paths (``"Net.seq.0"``), torch's ``ModuleTracker`` names.
+(a ``grad_fn`` pre-hook), as torch counts the backward ops it sees. The modules a count goes
+to are ``ModuleTracker``'s ``parents`` when the op (or its backward) runs, as in torch:
+``"Global"``, the outermost module's class name, then attribute paths (``"Net.seq.0"``).
 
 Counted as torch 2.13 counts them (checked against torch's counter on CPU): ``mm``,
 ``addmm``, ``bmm``, ``baddbmm``, ``matmul`` (as the ``mm`` / ``bmm`` torch lowers it to;
@@ -25,10 +25,8 @@ two-operand ``einsum`` (as the ``bmm`` torch runs). Deviations, plainly:
   bfloat16 inputs without a mask), what torch records on a GPU; torch's CPU build counts no
   FLOPs for it (its CPU kernel has no formula). Inputs that are not 4-D are counted with
   their leading dimensions as the batch.
-* Backward FLOPs are attributed to the modules the forward call ran in (torch tracks the
-  backward's modules with gradient hooks; for a normal training step the sets are the same),
-  and an input counts as getting a gradient when it requires grad (``autograd.grad`` asking
-  for fewer inputs still counts them all).
+* An input counts as getting a gradient when it requires grad (``autograd.grad`` asking for
+  fewer inputs still counts them all).
 * The keys of ``get_flop_counts()``'s inner dicts are small objects whose ``str`` is torch's
   (``"aten.mm"``), not torch's ``OpOverloadPacket``; they compare equal to that string.
 * ``custom_mapping`` / ``register_flop_formula`` take shardflow ops (``torch.ops.aten.<op>``,
@@ -43,13 +41,12 @@ two-operand ``einsum`` (as the ``bmm`` torch runs). Deviations, plainly:
 from __future__ import annotations
 
 import warnings
-import weakref
 from collections import defaultdict
 
 from ..autograd import dispatch
 from ..autograd.tensor import Tensor
-from ..nn import module as _module
 from .flop_formulas import RULES, OpKey
+from .module_tracker import ModuleTracker
 
 __all__ = ["FlopCounterMode", "register_flop_formula"]
 
@@ -105,48 +102,6 @@ def _shape_wrapper(formula):
     return shaped
 
 
-class _Modules:
-    """torch's ``ModuleTracker`` names for the forward pass: the modules whose ``__call__`` is
-    running, through ``Module.__call__``'s call interceptor while the counter is active."""
-
-    def __init__(self):
-        self.stack: list[str] = []
-        self._known: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-        self._seen: weakref.WeakSet = weakref.WeakSet()
-        self._previous = None
-
-    def parents(self) -> set[str]:
-        return {"Global", *self.stack}
-
-    def _name(self, mod) -> str:
-        if mod not in self._known:
-            self._known[mod] = type(mod).__name__
-        name = self._known[mod]
-        if mod not in self._seen:  # torch names children at their parent's first call
-            for child_name, child in mod.named_children():
-                self._known[child] = f"{name}.{child_name}"
-                self._name(child)
-            self._seen.add(mod)
-        return name
-
-    def _intercept(self, mod, call, args, kwargs):
-        self.stack.append(self._name(mod))
-        try:
-            if self._previous is not None:
-                return self._previous(mod, call, args, kwargs)
-            return call(*args, **kwargs)
-        finally:
-            self.stack.pop()
-
-    def __enter__(self):
-        self._previous = _module.set_call_interceptor(self._intercept)
-
-    def __exit__(self, *exc):
-        _module.set_call_interceptor(self._previous)
-        self._previous = None
-        self.stack.clear()
-
-
 class FlopCounterMode:
     """Count the FLOPs run inside ``with FlopCounterMode() as fc:`` (forward and backward),
     per module; ``fc.get_total_flops()``, ``fc.get_flop_counts()``, ``fc.get_table(depth)``.
@@ -161,7 +116,7 @@ class FlopCounterMode:
         self._custom = dict(_REGISTERED)
         for target, formula in (custom_mapping or {}).items():
             self._custom[_op_name(target)] = formula if getattr(formula, "_get_raw", False) else _shape_wrapper(formula)
-        self._modules = _Modules()
+        self.mod_tracker = ModuleTracker()
         self._active = False
         self._depth_in_op = 0
         self._previous_hook = None
@@ -209,7 +164,7 @@ class FlopCounterMode:
     # ------------------------------------------------------------------ the block
     def __enter__(self):
         self.flop_counts.clear()
-        self._modules.__enter__()
+        self.mod_tracker.__enter__()
         self._previous_hook = dispatch.set_op_counter(self._hook)
         self._active = True
         return self
@@ -218,7 +173,7 @@ class FlopCounterMode:
         self._active = False
         dispatch.set_op_counter(self._previous_hook)
         self._previous_hook = None
-        self._modules.__exit__(*exc)
+        self.mod_tracker.__exit__()
         if self.display:
             print(self.get_table(self.depth))
         return False
@@ -233,7 +188,7 @@ class FlopCounterMode:
             out = nxt(name, func, args, kwargs)
         finally:
             self._depth_in_op -= 1
-        parents = self._modules.parents()
+        parents = set(self.mod_tracker.parents)
         if custom is not None:
             self._add(parents, OpKey(name if "::" in name else f"aten.{name}"), custom(*args, **kwargs, out_val=out))
             return out
@@ -245,12 +200,13 @@ class FlopCounterMode:
             self._add(parents, key, flops)
         fn = out.grad_fn if isinstance(out, Tensor) else None
         if backward and fn is not None:
-            fn.register_prehook(self._backward_hook(parents, backward))
+            fn.register_prehook(self._backward_hook(backward))
         return out
 
-    def _backward_hook(self, parents, backward):
+    def _backward_hook(self, backward):
         def hook(grad_outputs):
             if self._active:  # torch counts the backward ops only while the mode is on
+                parents = set(self.mod_tracker.parents)  # the modules whose backward is running
                 for key, flops in backward:
                     self._add(parents, key, flops)
 
