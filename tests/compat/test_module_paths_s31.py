@@ -284,3 +284,71 @@ def test_linalg_ex_and_slogdet_return_torchs_named_tuples():
         assert type(s).__name__ == type(t).__name__ == f"linalg_{fn}"
         for f in fields:
             np.testing.assert_allclose(getattr(s, f).numpy(), getattr(t, f).numpy(), rtol=1e-6)
+
+
+# ---------------------------------------------------------------- torch.utils.module_tracker
+def _tracked_log(lib, tracker_cls, input_grad):
+    log, box = [], {}
+
+    class Rec(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, tag):
+            ctx.tag = tag
+            log.append(("fw", tag, sorted(box["t"].parents), box["t"].is_bw))
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            log.append(("bw", ctx.tag, sorted(box["t"].parents), box["t"].is_bw))
+            return g, None
+
+    class Leaf(lib.nn.Module):
+        def __init__(self, tag):
+            super().__init__()
+            self.tag, self.lin = tag, lib.nn.Linear(2, 2)
+
+        def forward(self, x):
+            return Rec.apply(self.lin(x), self.tag)
+
+    class Net(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = Leaf("a"), lib.nn.Sequential(Leaf("b0"), Leaf("b1"))
+
+        def forward(self, x):
+            return self.b(self.a(x))
+
+    net = Net()
+    with tracker_cls() as box["t"]:
+        x = lib.ones(3, 2, requires_grad=input_grad)
+        y = net(x)
+        log.append(("after forward", sorted(box["t"].parents), box["t"].is_bw))
+        y.sum().backward()
+        log.append(("after backward", sorted(box["t"].parents), box["t"].is_bw))
+    return log
+
+
+@pytest.mark.parametrize("input_grad", [False, True])
+def test_module_tracker_parents_forward_and_backward_match_torch(input_grad):
+    from torch.utils.module_tracker import ModuleTracker as TorchTracker
+
+    from shardflow.utils.module_tracker import ModuleTracker
+
+    theirs = _tracked_log(torch, TorchTracker, input_grad)
+    assert _tracked_log(sf, ModuleTracker, input_grad) == theirs
+    assert ("bw", "b0", ["Global", "Net", "Net.b", "Net.b.0"], True) in theirs
+
+
+def test_module_tracker_leaves_the_call_interceptor_as_it_found_it():
+    from shardflow.nn import module as nn_module
+    from shardflow.utils.module_tracker import ModuleTracker
+
+    with ModuleTracker():
+        assert nn_module._call_interceptor[0] is not None
+    assert nn_module._call_interceptor[0] is None
+    gm = sf.fx.symbolic_trace(sf.nn.Sequential(sf.nn.Linear(2, 2), sf.nn.ReLU()))  # tracing inside a tracker
+    with ModuleTracker() as t:
+        assert [n.op for n in sf.fx.symbolic_trace(sf.nn.Sequential(sf.nn.Linear(2, 2))).graph.nodes] == [
+            "placeholder", "call_module", "output"]
+        gm(sf.ones(1, 2))
+        assert t.parents == {"Global"}
