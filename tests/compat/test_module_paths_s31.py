@@ -230,6 +230,8 @@ def test_amp_module_paths_are_the_amp_objects():
 
 
 def test_profiler_module_paths():
+    import torch.profiler.profiler as tp
+
     from shardflow.autograd.profiler_util import EventList, FunctionEvent, FunctionEventAvg
     from shardflow.profiler.profiler import (
         ExecutionTraceObserver,
@@ -239,8 +241,6 @@ def test_profiler_module_paths():
         supported_activities,
         tensorboard_trace_handler,
     )
-
-    import torch.profiler.profiler as tp
 
     assert sorted(tp.__all__) == sorted(["supported_activities", "ProfilerAction", "schedule",
                                          "tensorboard_trace_handler", "profile", "ExecutionTraceObserver"])
@@ -352,3 +352,18 @@ def test_module_tracker_leaves_the_call_interceptor_as_it_found_it():
             "placeholder", "call_module", "output"]
         gm(sf.ones(1, 2))
         assert t.parents == {"Global"}
+
+
+# ---------------------------------------------------------------- torch.export
+def test_export_is_importable_and_refuses_with_the_alternatives():
+    import torch.export as t
+
+    from shardflow import export as s
+
+    assert [n for n in t.__all__ if not hasattr(s, n)] == []
+    model = sf.nn.Linear(2, 2)
+    for call in (lambda: s.export(model, (sf.ones(1, 2),)), lambda: s.draft_export(model, (sf.ones(1, 2),)),
+                 lambda: s.Dim("batch", min=1), lambda: s.load("model.pt2"), lambda: s.ExportedProgram()):
+        with pytest.raises(NotImplementedError, match=r"no export .*fx.symbolic_trace.*compile"):
+            call()
+    assert not isinstance(model, s.ExportedProgram)
