@@ -367,3 +367,50 @@ def test_export_is_importable_and_refuses_with_the_alternatives():
         with pytest.raises(NotImplementedError, match=r"no export .*fx.symbolic_trace.*compile"):
             call()
     assert not isinstance(model, s.ExportedProgram)
+
+
+# ---------------------------------------------------------------- torch.distributed.optim paths
+def _steps_in_backward(lib, apply, get):
+    rng = np.random.default_rng(0)
+    m = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.Tanh(), lib.nn.Linear(4, 2))
+    with lib.no_grad():
+        for p in m.parameters():
+            p.copy_(lib.tensor(rng.standard_normal(tuple(p.shape)).astype(np.float32)))
+    ps = list(m.parameters())
+    apply(lib.optim.SGD, ps[:2], {"lr": 0.1})
+    apply(lib.optim.Adam, ps[2:], {"lr": 0.01})
+    x = lib.tensor(rng.standard_normal((5, 3)).astype(np.float32))
+    for _ in range(3):
+        m(x).pow(2).sum().backward()
+    assert all(p.grad is None for p in ps) and len(get(m)) == 4
+    assert [type(o).__name__ for o in get(m)] == ["SGD", "SGD", "Adam", "Adam"]
+    return m, np.concatenate([p.detach().numpy().ravel() for p in ps])
+
+
+def test_apply_optimizer_in_backward_steps_as_torchs():
+    import torch.distributed.optim as t
+
+    from shardflow.distributed.optim import (
+        _apply_optimizer_in_backward,
+        _get_in_backward_optimizers,
+    )
+
+    _, theirs = _steps_in_backward(torch, t._apply_optimizer_in_backward, t._get_in_backward_optimizers)
+    model, mine = _steps_in_backward(sf, _apply_optimizer_in_backward, _get_in_backward_optimizers)
+    np.testing.assert_allclose(mine, theirs, rtol=1e-5, atol=1e-6)
+    sf.distributed.init_process_group("gloo")
+    try:
+        with pytest.raises(NotImplementedError, match="optimizers applied in backward.*step a regular optimizer"):
+            sf.nn.parallel.DistributedDataParallel(model)
+    finally:
+        sf.distributed.destroy_process_group()
+
+
+def test_distributed_optim_module_paths():
+    from shardflow.distributed.optim.apply_optimizer_in_backward import _apply_optimizer_in_backward
+    from shardflow.distributed.optim.optimizer import DistributedOptimizer
+    from shardflow.distributed.optim.zero_redundancy_optimizer import ZeroRedundancyOptimizer
+
+    assert ZeroRedundancyOptimizer is sf.distributed.optim.ZeroRedundancyOptimizer
+    assert DistributedOptimizer is sf.distributed.optim.DistributedOptimizer
+    assert _apply_optimizer_in_backward is sf.distributed.optim._apply_optimizer_in_backward
