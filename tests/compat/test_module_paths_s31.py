@@ -414,3 +414,29 @@ def test_distributed_optim_module_paths():
     assert ZeroRedundancyOptimizer is sf.distributed.optim.ZeroRedundancyOptimizer
     assert DistributedOptimizer is sf.distributed.optim.DistributedOptimizer
     assert _apply_optimizer_in_backward is sf.distributed.optim._apply_optimizer_in_backward
+
+
+# ---------------------------------------------------------------- torch.backends.quantized
+def test_quantized_engine_is_torchs_switch_and_reaches_the_int8_layers():
+    from shardflow.quant import engine as quant_engine
+
+    t, s = torch.backends.quantized, sf.backends.quantized
+    assert s.engine == t.engine == "x86" and s.supported_engines == t.supported_engines
+    try:
+        for name in ("qnnpack", "fbgemm", "onednn", "x86"):
+            t.engine = s.engine = name
+            assert s.engine == t.engine == quant_engine.get_engine() == name
+            assert quant_engine.activation_reduce_range() is (name != "qnnpack")
+        for bad, match in (("bogus", "bogus is not a valid value for quantized engine"),
+                           ("none", "quantized engine NoQEngine is not supported")):
+            for lib in (t, s):
+                with pytest.raises(RuntimeError, match=match):
+                    lib.engine = bad
+        for lib in (t, s):
+            with pytest.raises(RuntimeError, match="Assignment not supported"):
+                lib.supported_engines = ["x86"]
+        quant_engine.set_engine("qnnpack")  # shardflow's own setter is the same setting
+        assert s.engine == "qnnpack"
+    finally:
+        t.engine = "x86"
+        quant_engine.set_engine("x86")
