@@ -249,7 +249,7 @@ __version__ = version.__version__
 # ``from shardflow import hub`` and ``import shardflow.onnx`` all still work, and dir() lists them.
 _LAZY_SUBPACKAGES = frozenset({
     "ao", "checkpoint", "comm", "compiler", "cpu", "cuda", "data", "distributed", "distributions",
-    "export", "func", "functional", "fx", "hub", "jit", "library", "masked", "multiprocessing", "onnx", "optim", "overrides", "profiler",
+    "export", "func", "functional", "fx", "hub", "jit", "library", "masked", "mps", "multiprocessing", "onnx", "optim", "overrides", "profiler",
     "quant", "quantization", "quasirandom", "serialization", "signal", "testing", "utils", "xpu",
 })
 # name -> (module, attribute in it)

@@ -13,7 +13,7 @@ import shardflow as sf
 # What `import shardflow` must not import (the root's lazy subpackages, DDP's machinery,
 # nn.utils' rarely used submodules, and the stdlib modules only some calls need).
 LAZY_SUBPACKAGES = ["ao", "checkpoint", "comm", "compiler", "cpu", "cuda", "data", "distributed",
-                    "distributions", "export", "func", "fx", "hub", "jit", "multiprocessing", "onnx", "optim",
+                    "distributions", "export", "func", "fx", "hub", "jit", "mps", "multiprocessing", "onnx", "optim",
                     "overrides", "profiler", "quant", "quasirandom", "serialization", "signal",
                     "testing", "utils"]
 LAZY_MODULES = ["shardflow.autograd.profiler", "shardflow.autograd.functional",

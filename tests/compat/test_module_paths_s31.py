@@ -440,3 +440,23 @@ def test_quantized_engine_is_torchs_switch_and_reaches_the_int8_layers():
     finally:
         t.engine = "x86"
         quant_engine.set_engine("x86")
+
+
+# ---------------------------------------------------------------- torch.mps
+def test_mps_answers_as_torch_without_mps():
+    import torch.mps as t
+
+    s = sf.mps
+    assert [n for n in t.__all__ if n != "profiler" and not hasattr(s, n)] == []
+    assert s.is_available() is t.is_available() is False and s.device_count() == t.device_count() == 0
+    assert s.manual_seed(0) is None is t.manual_seed(0)
+    for name, args in [("synchronize", ()), ("empty_cache", ()), ("seed", ()), ("get_rng_state", ()),
+                       ("current_allocated_memory", ()), ("driver_allocated_memory", ()),
+                       ("recommended_max_memory", ()), ("set_per_process_memory_fraction", (0.5,))]:
+        with pytest.raises(RuntimeError, match="Cannot execute .* without MPS backend") as theirs:
+            getattr(t, name)(*args)
+        with pytest.raises(RuntimeError, match="Cannot execute .* without MPS backend.*device='cpu'") as mine:
+            getattr(s, name)(*args)
+        assert str(mine.value).startswith(str(theirs.value)), name
+    with pytest.raises(RuntimeError, match="without MPS backend"):
+        s.Event()
