@@ -460,3 +460,12 @@ def test_mps_answers_as_torch_without_mps():
         assert str(mine.value).startswith(str(theirs.value)), name
     with pytest.raises(RuntimeError, match="without MPS backend"):
         s.Event()
+
+
+def test_distributed_constants():
+    import torch.distributed.constants as t
+
+    from shardflow.distributed import constants as s
+
+    assert s.default_pg_timeout == t.default_pg_timeout and s.default_pg_timeout is sf.distributed.default_pg_timeout
+    assert s.default_pg_nccl_timeout is None is t.default_pg_nccl_timeout  # torch's CPU build
