@@ -469,3 +469,25 @@ def test_distributed_constants():
 
     assert s.default_pg_timeout == t.default_pg_timeout and s.default_pg_timeout is sf.distributed.default_pg_timeout
     assert s.default_pg_nccl_timeout is None is t.default_pg_nccl_timeout  # torch's CPU build
+
+
+# ---------------------------------------------------------------- torch.nn.parallel files
+def test_nn_parallel_file_paths_keep_the_functions_as_package_attributes():
+    import importlib
+
+    import torch.nn.parallel as tp
+
+    from shardflow.nn.parallel import primitives
+    from shardflow.nn.parallel.parallel_apply import parallel_apply
+    from shardflow.nn.parallel.replicate import replicate
+    from shardflow.nn.parallel.scatter_gather import gather, scatter, scatter_kwargs
+
+    assert (parallel_apply, replicate, gather, scatter, scatter_kwargs) == (
+        primitives.parallel_apply, primitives.replicate, primitives.gather, primitives.scatter,
+        primitives.scatter_kwargs)
+    for name in ("parallel_apply", "replicate"):  # the function, not the file, as in torch
+        importlib.import_module(f"shardflow.nn.parallel.{name}")
+        assert callable(getattr(sf.nn.parallel, name)) and callable(getattr(tp, name))
+    inputs, kwargs = scatter_kwargs((sf.arange(4.0).reshape(4, 1),), {"scale": 2.0}, [0, 1])
+    assert [tuple(x[0].shape) for x in inputs] == [(2, 1), (2, 1)] and kwargs == ({"scale": 2.0}, {"scale": 2.0})
+    assert gather([sf.ones(1, 2), sf.zeros(1, 2)], -1).tolist() == [[1.0, 1.0], [0.0, 0.0]]
