@@ -15,13 +15,14 @@ from __future__ import annotations
 from .._lazy import lazy_attributes as _lazy_attributes
 from . import cuda, cudnn, mps, switches
 
-__all__ = ["cuda", "cudnn", "mps", "mkldnn", "mkl", "openmp", "cpu", "quantized", "set_float32_matmul_precision", "get_float32_matmul_precision",
+__all__ = ["cuda", "cudnn", "mps", "mkldnn", "mkl", "openmp", "cpu", "quantized", "opt_einsum", "set_float32_matmul_precision", "get_float32_matmul_precision",
            "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
            "is_deterministic_algorithms_warn_only_enabled", "switches"]
 
-# the CPU library switches (oneDNN, MKL, OpenMP, CPU capability) and the quantized engine,
-# loaded on first use
-__getattr__, __dir__ = _lazy_attributes(__name__, globals(), {"mkldnn", "mkl", "openmp", "cpu", "quantized"})
+# the CPU library switches (oneDNN, MKL, OpenMP, CPU capability, opt_einsum) and the quantized
+# engine, loaded on first use
+__getattr__, __dir__ = _lazy_attributes(__name__, globals(), {"mkldnn", "mkl", "openmp", "cpu", "quantized",
+                                                                  "opt_einsum"})
 
 _PRECISIONS = ("highest", "high", "medium")
 _deterministic = {"enabled": False, "warn_only": False}

@@ -491,3 +491,22 @@ def test_nn_parallel_file_paths_keep_the_functions_as_package_attributes():
     inputs, kwargs = scatter_kwargs((sf.arange(4.0).reshape(4, 1),), {"scale": 2.0}, [0, 1])
     assert [tuple(x[0].shape) for x in inputs] == [(2, 1), (2, 1)] and kwargs == ({"scale": 2.0}, {"scale": 2.0})
     assert gather([sf.ones(1, 2), sf.zeros(1, 2)], -1).tolist() == [[1.0, 1.0], [0.0, 0.0]]
+
+
+def test_opt_einsum_switches_as_torchs():
+    t, s = torch.backends.opt_einsum, sf.backends.opt_einsum
+    assert s.is_available() == t.is_available() and s.get_opt_einsum() is t.get_opt_einsum()
+    assert (s.enabled, s.strategy) == (t.enabled, t.strategy)
+    for lib in (t, s):
+        with lib.flags(strategy="greedy"):
+            assert lib.strategy == "greedy"
+        assert lib.strategy == ("auto" if lib.is_available() else None)
+        with pytest.raises(ValueError, match=r"`strategy` must be one of the following: \[auto, greedy, optimal\]"):
+            lib.set_flags(_strategy="bogus")
+        with pytest.raises(ValueError, match="opt_einsum is not enabled"):
+            with lib.flags(enabled=False, strategy="greedy"):
+                pass
+        lib.set_flags(True, "auto")
+    a, b = np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)
+    with s.flags(enabled=False):  # changes nothing in shardflow's einsum
+        assert sf.einsum("ij,jk->ik", sf.tensor(a), sf.tensor(b)).tolist() == (a @ b).tolist()
