@@ -510,3 +510,28 @@ def test_opt_einsum_switches_as_torchs():
     a, b = np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)
     with s.flags(enabled=False):  # changes nothing in shardflow's einsum
         assert sf.einsum("ij,jk->ik", sf.tensor(a), sf.tensor(b)).tolist() == (a @ b).tolist()
+
+
+# ---------------------------------------------------------------- torch.utils.collect_env
+def test_collect_env_report_has_torchs_layout():
+    import torch.utils.collect_env as t
+
+    from shardflow.utils import collect_env as s
+
+    assert s.SystemEnv._fields == t.SystemEnv._fields
+    info = s.get_env_info()
+    assert info.torch_version == sf.__version__ and info.is_cuda_available is sf.cuda.is_available()
+    assert info.python_platform == t.get_python_platform() and info.libc_version == t.get_libc_version()
+    text = s.pretty_str(info)
+
+    def labels(report):  # the "Label: value" lines before the CPU section
+        return [line.split(":")[0] for line in report.split("\nCPU:\n")[0].splitlines() if ": " in line]
+
+    theirs = t.env_info_fmt.format(**{f: "x" for f in t.SystemEnv._fields})
+    assert labels(text) == labels(theirs) and len(labels(text)) == 22
+    assert text.split("\nCPU:\n")[1].split("\n\nVersions of relevant libraries:\n")[0] == info.cpu_info
+    assert text.startswith(f"PyTorch version: {sf.__version__}\nIs debug build: False\n")
+    if not sf.cuda.is_available():
+        assert "cuDNN version: No CUDA" in text and "Is CUDA available: False" in text
+    assert any(line.startswith("[pip3] numpy==") for line in text.splitlines())
+    assert s.pretty_str(info._replace(pip_packages="")).count("[pip3] No relevant packages") == 1
