@@ -535,3 +535,20 @@ def test_collect_env_report_has_torchs_layout():
         assert "cuDNN version: No CUDA" in text and "Is CUDA available: False" in text
     assert any(line.startswith("[pip3] numpy==") for line in text.splitlines())
     assert s.pretty_str(info._replace(pip_packages="")).count("[pip3] No relevant packages") == 1
+
+
+# ---------------------------------------------------------------- torch.cuda.profiler
+@pytest.mark.skipif(sf.cuda.is_available(), reason="checks the answers without CUDA")
+def test_cuda_profiler_without_cuda_raises_as_torch():
+    import torch.cuda.profiler as t
+
+    from shardflow.cuda import profiler as s
+
+    assert t.__all__ == s.__all__ == ["start", "stop", "profile"] and sf.cuda.profiler is s
+    for fn in ("start", "stop"):
+        with pytest.raises(AssertionError, match="not compiled with CUDA"):
+            getattr(t, fn)()
+        with pytest.raises(AssertionError, match=rf"profiler.{fn}\(\) needs a CUDA device.*device='cpu'"):
+            getattr(s, fn)()
+    with pytest.raises(AssertionError, match="needs a CUDA device"), s.profile():
+        pass
