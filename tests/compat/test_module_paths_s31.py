@@ -552,3 +552,35 @@ def test_cuda_profiler_without_cuda_raises_as_torch():
             getattr(s, fn)()
     with pytest.raises(AssertionError, match="needs a CUDA device"), s.profile():
         pass
+
+
+# ---------------------------------------------------------------- torch.utils.weak
+@pytest.mark.parametrize("lib_name", ["torch", "shardflow"])
+def test_weak_tensor_key_dictionary_as_torchs(lib_name):
+    import gc
+
+    lib = torch if lib_name == "torch" else sf
+    weak = importlib.import_module(f"{lib_name}.utils.weak")
+    assert weak.WeakTensorKeyDictionary is weak.WeakIdKeyDictionary
+    a, b = lib.ones(3), lib.ones(3)  # equal values, different tensors
+    d = weak.WeakTensorKeyDictionary()
+    d[a], d[b] = "a", "b"
+    assert d[a] == "a" and d[b] == "b" and len(d) == 2 and a in d and lib.ones(3) not in d
+    assert sorted(d.values()) == ["a", "b"] and all(k is a or k is b for k in d)
+    for key in d:  # a key collected while iterating: removed after the loop
+        del b
+        gc.collect()
+        break
+    assert len(d) == 1 and list(d.values()) == ["a"] and len(d.keyrefs()) == 1
+    r = weak.WeakIdRef(a)
+    assert r() is a and r == weak.WeakIdRef(a) and hash(r) == id(a)
+    t = weak.TensorWeakRef(a)
+    assert t() is a
+    del a, key
+    gc.collect()
+    assert len(d) == 0 and t() is None and r() is None and r != weak.WeakIdRef(lib.ones(1))
+    with pytest.raises(AssertionError, match="expected torch.Tensor"):
+        weak.TensorWeakRef([1])
+    c = lib.zeros(1)
+    d2 = weak.WeakIdKeyDictionary({c: 1})
+    assert d2.copy()[c] == 1 and d2.pop(c) == 1 and len(d2) == 0
