@@ -25,7 +25,8 @@ __getattr__, __dir__ = _lazy_attributes(__name__, globals(), {"mkldnn", "mkl", "
                                                                   "opt_einsum"})
 
 _PRECISIONS = ("highest", "high", "medium")
-_deterministic = {"enabled": False, "warn_only": False}
+# fill_uninitialized_memory: torch.utils.deterministic's switch (utils/deterministic.py)
+_deterministic = {"enabled": False, "warn_only": False, "fill_uninitialized_memory": True}
 
 
 def set_float32_matmul_precision(precision: str) -> None:
@@ -54,3 +55,21 @@ def are_deterministic_algorithms_enabled() -> bool:
 
 def is_deterministic_algorithms_warn_only_enabled() -> bool:
     return _deterministic["warn_only"]
+
+
+def fill_uninitialized() -> bool:
+    """Whether ``empty`` and the growth of ``resize_`` fill the new memory (torch's rule: with
+    deterministic algorithms on and ``torch.utils.deterministic.fill_uninitialized_memory``)."""
+    return _deterministic["enabled"] and _deterministic["fill_uninitialized_memory"]
+
+
+def uninitialized_fill_value(np_dtype):
+    """What torch writes into uninitialised memory: NaN for floating and complex dtypes, the
+    largest value for integers, True for bool."""
+    import numpy as np
+
+    if np_dtype.kind == "b":
+        return True
+    if np_dtype.kind in "iu":
+        return np.iinfo(np_dtype).max
+    return float("nan")

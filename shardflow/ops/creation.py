@@ -21,6 +21,7 @@ from ..backend import device as _device
 from ..backend import random as _random
 from ..backend import random_stream as _stream
 from ..backend.meta import MetaArray, is_meta_array
+from ..backends import fill_uninitialized, uninitialized_fill_value
 from ._factory_options import check_factory_options
 
 __all__ = [
@@ -126,6 +127,8 @@ def empty(*sizes, size=None, dtype=None, layout=None, device=None, requires_grad
     dev = _target(device)
     shape = _sizes(sizes, size, "empty")
     arr = new_array(dev, lambda xp: xp.empty(shape, _float(dtype).np))
+    if fill_uninitialized() and not is_meta_array(arr):  # torch.utils.deterministic's switch
+        arr.fill(uninitialized_fill_value(arr.dtype))
     return _finish(arr, dtype, dev, requires_grad)
 
 

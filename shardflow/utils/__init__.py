@@ -12,4 +12,4 @@ from .swap import set_module, swap_tensors
 # torch's rarer utils modules, imported on first use (``torch.utils.weak`` ... are attributes
 # after ``import torch``)
 __getattr__, __dir__ = _lazy_attributes(__name__, globals(), {
-    "collect_env", "cpp_extension", "flop_counter", "module_tracker", "weak"})
+    "collect_env", "cpp_extension", "deterministic", "flop_counter", "module_tracker", "weak"})

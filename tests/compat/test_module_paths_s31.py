@@ -584,3 +584,40 @@ def test_weak_tensor_key_dictionary_as_torchs(lib_name):
     c = lib.zeros(1)
     d2 = weak.WeakIdKeyDictionary({c: 1})
     assert d2.copy()[c] == 1 and d2.pop(c) == 1 and len(d2) == 0
+
+
+# ---------------------------------------------------------------- torch.utils.deterministic
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "complex64", "int8", "int32", "int64", "uint8",
+                                   "bool"])
+def test_deterministic_mode_fills_uninitialized_memory_as_torch(dtype):
+    import torch.utils.deterministic  # noqa: F401 - torch's attribute needs the import
+
+    from shardflow.utils import deterministic
+
+    def made(lib):
+        d = getattr(lib, dtype)
+        x = lib.ones(2, dtype=d)
+        x.resize_(5)
+        out = [lib.empty(3, dtype=d), lib.empty_like(lib.ones(2, dtype=d)), lib.ones(1, dtype=d).new_empty(2),
+               lib.empty_strided((2,), (1,), dtype=d), x[2:]]
+        return [np.asarray(t.float().tolist() if dtype in ("bfloat16",) else t.tolist(), dtype=object) for t in out]
+
+    def same(a, b):
+        return all(str(x) == str(y) for x, y in zip(np.ravel(a), np.ravel(b), strict=True))
+
+    for lib in (torch, sf):
+        lib.use_deterministic_algorithms(True)
+    try:
+        theirs, mine = made(torch), made(sf)
+        assert all(same(m, t) for m, t in zip(mine, theirs, strict=True)), (mine, theirs)
+        assert deterministic.fill_uninitialized_memory is True
+        deterministic.fill_uninitialized_memory = False
+        torch.utils.deterministic.fill_uninitialized_memory = False
+        assert sf.zeros(1).resize_(3)[0].item() == 0 and deterministic.fill_uninitialized_memory is False
+        with pytest.raises(RuntimeError, match="expected a bool, but got int"):
+            deterministic.fill_uninitialized_memory = 1
+    finally:
+        deterministic.fill_uninitialized_memory = True
+        torch.utils.deterministic.fill_uninitialized_memory = True
+        for lib in (torch, sf):
+            lib.use_deterministic_algorithms(False)
