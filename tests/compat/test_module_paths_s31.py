@@ -621,3 +621,21 @@ def test_deterministic_mode_fills_uninitialized_memory_as_torch(dtype):
         torch.utils.deterministic.fill_uninitialized_memory = True
         for lib in (torch, sf):
             lib.use_deterministic_algorithms(False)
+
+
+# ---------------------------------------------------------------- torch.signal / torch.masked files
+def test_signal_windows_and_maskedtensor_files():
+    import torch.masked.maskedtensor.core as tcore
+    import torch.signal.windows.windows as tw
+
+    from shardflow.masked.maskedtensor import core, creation
+    from shardflow.signal.windows import windows
+
+    assert tw.__all__ == windows.__all__ and all(getattr(windows, n) is getattr(sf.signal.windows, n)
+                                                 for n in windows.__all__)
+    np.testing.assert_allclose(windows.hann(5).numpy(), tw.hann(5).numpy(), atol=1e-7)
+    assert core.MaskedTensor is sf.masked.MaskedTensor and core.is_masked_tensor is sf.masked.is_masked_tensor
+    assert set(tcore.__all__) <= set(dir(core))
+    assert creation.masked_tensor is sf.masked.masked_tensor and creation.as_masked_tensor is sf.masked.as_masked_tensor
+    mt = creation.masked_tensor(sf.tensor([1.0, 2.0]), sf.tensor([True, False]))
+    assert core.is_masked_tensor(mt) and mt.sum().get_data().item() == 1.0
