@@ -639,3 +639,22 @@ def test_signal_windows_and_maskedtensor_files():
     assert creation.masked_tensor is sf.masked.masked_tensor and creation.as_masked_tensor is sf.masked.as_masked_tensor
     mt = creation.masked_tensor(sf.tensor([1.0, 2.0]), sf.tensor([True, False]))
     assert core.is_masked_tensor(mt) and mt.sum().get_data().item() == 1.0
+
+
+# ---------------------------------------------------------------- torch.cuda.nccl
+def test_cuda_nccl_module():
+    import torch.cuda.nccl as t
+
+    s = sf.cuda.nccl
+    assert s.__all__ == t.__all__
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert s.is_available([sf.ones(1)]) is False is t.is_available([torch.ones(1)])  # CPU tensors
+    if s._nccl() is None:
+        with pytest.raises(RuntimeError, match="no NCCL library here.*cupy"):
+            s.version()
+    else:
+        assert len(s.version()) == 3
+    for name in t.__all__:
+        with pytest.raises(NotImplementedError, match="single-process multi-GPU NCCL collectives.*torch.distributed"):
+            getattr(s, name)([sf.ones(1)], [sf.ones(1)])
