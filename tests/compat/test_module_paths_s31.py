@@ -658,3 +658,18 @@ def test_cuda_nccl_module():
     for name in t.__all__:
         with pytest.raises(NotImplementedError, match="single-process multi-GPU NCCL collectives.*torch.distributed"):
             getattr(s, name)([sf.ones(1)], [sf.ones(1)])
+
+
+# ---------------------------------------------------------------- torch.utils.mobile_optimizer
+def test_mobile_optimizer_importable_and_refuses():
+    import torch.utils.mobile_optimizer as t
+
+    from shardflow.utils import mobile_optimizer as s
+
+    assert {k: int(v.value) for k, v in s.MobileOptimizerType.__members__.items()} == {
+        k: int(v) for k, v in t.MobileOptimizerType.__members__.items()}
+    assert {k: v.value for k, v in s.LintCode.__members__.items()} == {k: v.value for k, v in t.LintCode.__members__.items()}
+    model = sf.jit.script(sf.nn.Linear(2, 2))
+    for call in (lambda: s.optimize_for_mobile(model), lambda: s.generate_mobile_module_lints(model)):
+        with pytest.raises(NotImplementedError, match="no TorchScript.*shardflow.save.*optimize_for_mobile there"):
+            call()
