@@ -22,7 +22,8 @@ LAZY_MODULES = ["shardflow.autograd.profiler", "shardflow.autograd.functional",
                 "shardflow.nn.utils.parametrize", "shardflow.nn.utils.stateless",
                 "shardflow.nn.common_types", "shardflow.nn.grad", "shardflow.backends.mkldnn",
                 "shardflow.backends.mkl", "shardflow.backends.openmp", "shardflow.backends.cpu",
-                "shardflow.backends.quantized", "shardflow.backends.opt_einsum",
+                "shardflow.backends.quantized", "shardflow.backends.opt_einsum", "shardflow.backends.nnpack",
+                "shardflow.backends.mha",
                 "multiprocessing", "subprocess", "socket", "secrets"]
 # top-level name -> where it lives
 LAZY_NAMES = {"vmap": "shardflow.func", "compile": "shardflow.jit", "compile_step": "shardflow.jit",

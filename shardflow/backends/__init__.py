@@ -15,14 +15,16 @@ from __future__ import annotations
 from .._lazy import lazy_attributes as _lazy_attributes
 from . import cuda, cudnn, mps, switches
 
-__all__ = ["cuda", "cudnn", "mps", "mkldnn", "mkl", "openmp", "cpu", "quantized", "opt_einsum", "set_float32_matmul_precision", "get_float32_matmul_precision",
+__all__ = ["cuda", "cudnn", "mps", "mkldnn", "mkl", "openmp", "cpu", "quantized", "opt_einsum", "nnpack",
+           "xnnpack", "mha", "cusparselt", "kleidiai", "miopen", "set_float32_matmul_precision", "get_float32_matmul_precision",
            "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
            "is_deterministic_algorithms_warn_only_enabled", "switches"]
 
-# the CPU library switches (oneDNN, MKL, OpenMP, CPU capability, opt_einsum) and the quantized
-# engine, loaded on first use
+# the library switches (oneDNN, MKL, OpenMP, CPU capability, opt_einsum, NNPACK, XNNPACK,
+# cuSPARSELt, KleidiAI, MIOpen), the MHA fast path and the quantized engine, loaded on first use
 __getattr__, __dir__ = _lazy_attributes(__name__, globals(), {"mkldnn", "mkl", "openmp", "cpu", "quantized",
-                                                                  "opt_einsum"})
+                                                                  "opt_einsum", "nnpack", "xnnpack", "mha",
+                                                                  "cusparselt", "kleidiai", "miopen"})
 
 _PRECISIONS = ("highest", "high", "medium")
 # fill_uninitialized_memory: torch.utils.deterministic's switch (utils/deterministic.py)

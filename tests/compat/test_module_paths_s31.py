@@ -673,3 +673,24 @@ def test_mobile_optimizer_importable_and_refuses():
     for call in (lambda: s.optimize_for_mobile(model), lambda: s.generate_mobile_module_lints(model)):
         with pytest.raises(NotImplementedError, match="no TorchScript.*shardflow.save.*optimize_for_mobile there"):
             call()
+
+
+def test_small_backend_switches_answer_as_torch_cpu_build():
+    import torch.backends.xnnpack  # noqa: F401 - not an attribute of torch.backends until imported
+
+    t, s = torch.backends, sf.backends
+    assert s.nnpack.is_available() is False  # torch's CPU build has NNPACK; shardflow calls none
+    for lib in (t.nnpack, s.nnpack):
+        with lib.flags():
+            assert lib.set_flags(False) == (False,)
+        assert lib.set_flags(True) == (True,)
+    assert s.xnnpack.enabled is False is t.xnnpack.enabled
+    assert s.mha.get_fastpath_enabled() is True is t.mha.get_fastpath_enabled()
+    for lib in (t.mha, s.mha):
+        lib.set_fastpath_enabled(False)
+        assert lib.get_fastpath_enabled() is False
+        lib.set_fastpath_enabled(True)
+    assert s.cusparselt.is_available() is False is t.cusparselt.is_available()
+    assert s.cusparselt.version() is None is t.cusparselt.version()
+    assert s.kleidiai.is_available() is False is t.kleidiai.is_available()
+    assert s.miopen.immediate is False is t.miopen.immediate
