@@ -178,14 +178,21 @@ class FlopCounterMode:
             print(self.get_table(self.depth))
         return False
 
+    def _call(self, name, func, args, kwargs, nxt):
+        """The op, through an enclosing counter's hook first (nested counters all count, as
+        nested torch modes do)."""
+        if self._previous_hook is not None:
+            return self._previous_hook(name, func, args, kwargs, nxt=nxt)
+        return nxt(name, func, args, kwargs)
+
     def _hook(self, name, func, args, kwargs, nxt):
         rule = RULES.get(name)
         custom = self._custom.get(name)
         if self._depth_in_op or (rule is None and custom is None):
-            return nxt(name, func, args, kwargs)
+            return self._call(name, func, args, kwargs, nxt)
         self._depth_in_op += 1
         try:
-            out = nxt(name, func, args, kwargs)
+            out = self._call(name, func, args, kwargs, nxt)
         finally:
             self._depth_in_op -= 1
         parents = set(self.mod_tracker.parents)

@@ -220,3 +220,15 @@ def test_counter_leaves_the_dispatcher_as_it_found_it():
     with FlopCounterMode(display=False):
         assert not dispatch.only_global_handler_active()
     assert dispatch._hooks[4] is None and dispatch.only_global_handler_active()
+
+
+def test_nested_counters_both_count_as_torch():
+    def run(lib, counter_cls):
+        a, b = lib.ones(2, 3), lib.ones(3, 4)
+        with counter_cls(display=False) as outer:
+            a @ b
+            with counter_cls(display=False) as inner:
+                a @ b
+        return outer.get_total_flops(), inner.get_total_flops()
+
+    assert run(sf, FlopCounterMode) == run(torch, tfc.FlopCounterMode) == (96, 48)
