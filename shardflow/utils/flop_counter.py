@@ -33,6 +33,12 @@ two-operand ``einsum`` (as the ``bmm`` torch runs). Deviations, plainly:
   a ``torch.ops.<ns>.<op>`` defined with ``torch.library``, or the op's name); their formula
   prices the forward call (as torch's shape-wrapped formulas, ``formula(*shapes,
   out_shape=...)``); backward FLOPs of such an op are counted only for the built-in ones.
+* Layers built from several ops are counted as the products shardflow runs for them:
+  ``nn.MultiheadAttention`` with ``need_weights=True`` (the default) matches torch; with
+  ``need_weights=False`` and in ``nn.TransformerEncoderLayer`` its attention products are
+  ``aten.bmm`` here, where torch's CPU build runs an SDPA kernel it counts as 0; ``nn.LSTM`` /
+  ``nn.GRU`` count their gate products (torch's CPU LSTM kernel counts 0, its GRU decomposes
+  into other products).
 * ``compile_step``'s replayed steps run no ops through the dispatcher and are not counted.
 * ``get_table()`` lays the table out itself in ``tabulate``'s ``simple`` format, which torch
   needs the ``tabulate`` package for.
