@@ -694,3 +694,33 @@ def test_small_backend_switches_answer_as_torch_cpu_build():
     assert s.cusparselt.version() is None is t.cusparselt.version()
     assert s.kleidiai.is_available() is False is t.kleidiai.is_available()
     assert s.miopen.immediate is False is t.miopen.immediate
+
+
+# ---------------------------------------------------------------- small torch.utils files
+def test_file_baton_locks_between_holders(tmp_path):
+    from torch.utils.file_baton import FileBaton as TorchBaton
+
+    from shardflow.utils.file_baton import FileBaton
+
+    for cls in (TorchBaton, FileBaton):
+        path = str(tmp_path / f"{cls.__module__}.lock")
+        first, second = cls(path, wait_seconds=0.01), cls(path, wait_seconds=0.01, warn_after_seconds=0.0)
+        assert first.try_acquire() is True and second.try_acquire() is False
+        first.release()
+        second.wait()  # returns at once: released
+        assert second.try_acquire() is True
+        second.release()
+
+
+def test_backcompat_and_worker_init_fn_as_torch():
+    import torch.utils.backcompat as tb
+    import torch.utils.data.backward_compatibility as tbc
+
+    from shardflow.utils import backcompat as sb
+    from shardflow.utils.data import backward_compatibility as sbc
+
+    assert sb.broadcast_warning.enabled is False is tb.broadcast_warning.enabled
+    assert sb.keepdim_warning.enabled is False is tb.keepdim_warning.enabled
+    for mod in (tbc, sbc):
+        with pytest.warns(FutureWarning, match="backward_compatibility.worker_init_fn` is deprecated"):
+            assert mod.worker_init_fn(0) is None
