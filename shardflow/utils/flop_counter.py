@@ -169,6 +169,9 @@ class FlopCounterMode:
 
     # ------------------------------------------------------------------ the block
     def __enter__(self):
+        if self._active:  # torch fails at the inner exit ("mode is None"); say it at the start
+            raise RuntimeError("FlopCounterMode is not reentrant: this counter is already counting; count a "
+                               "nested block with a second FlopCounterMode (the outer one counts it too)")
         self.flop_counts.clear()
         self.mod_tracker.__enter__()
         self._previous_hook = dispatch.set_op_counter(self._hook)

@@ -232,3 +232,16 @@ def test_nested_counters_both_count_as_torch():
         return outer.get_total_flops(), inner.get_total_flops()
 
     assert run(sf, FlopCounterMode) == run(torch, tfc.FlopCounterMode) == (96, 48)
+
+
+def test_reentering_a_counter_says_so():
+    fc = FlopCounterMode(display=False)
+    with fc:
+        sf.ones(2, 3) @ sf.ones(3, 4)
+        with pytest.raises(RuntimeError, match="not reentrant.*second FlopCounterMode"):
+            fc.__enter__()
+        sf.ones(2, 3) @ sf.ones(3, 4)
+    assert fc.get_total_flops() == 96
+    with fc:  # usable again after the block, counting afresh (torch clears on enter)
+        sf.ones(2, 3) @ sf.ones(3, 4)
+    assert fc.get_total_flops() == 48
