@@ -27,13 +27,14 @@ def _size(size, name) -> tuple:
 def _grad_of(conv, stand_in, fixed, grad_output, which, **kw):
     """The gradient of ``conv`` at ``stand_in`` (input or weight, zeros of the asked shape)."""
     create = autograd.is_grad_enabled() and (fixed.requires_grad or grad_output.requires_grad)
-    x = stand_in.requires_grad_()
-    out = conv(x, fixed, **kw) if which == "input" else conv(fixed, x, **kw)
-    if tuple(out.shape) != tuple(grad_output.shape):
-        raise RuntimeError(f"grad_output has shape {tuple(grad_output.shape)} but the convolution of these sizes "
-                           f"gives {tuple(out.shape)} (check {which}_size, stride, padding and dilation)")
-    (g,) = autograd.grad(out, x, grad_output, create_graph=create)
-    return g
+    with autograd.enable_grad():  # also inside no_grad and a custom Function's backward, as torch's
+        x = stand_in.requires_grad_()
+        out = conv(x, fixed, **kw) if which == "input" else conv(fixed, x, **kw)
+        if tuple(out.shape) != tuple(grad_output.shape):
+            raise RuntimeError(f"grad_output has shape {tuple(grad_output.shape)} but the convolution of these "
+                               f"sizes gives {tuple(out.shape)} (check {which}_size, stride, padding and dilation)")
+        (g,) = autograd.grad(out, x, grad_output, create_graph=create)
+    return g if create else g.detach()
 
 
 def _input_fn(nd):

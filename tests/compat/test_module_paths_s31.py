@@ -724,3 +724,29 @@ def test_backcompat_and_worker_init_fn_as_torch():
     for mod in (tbc, sbc):
         with pytest.warns(FutureWarning, match="backward_compatibility.worker_init_fn` is deprecated"):
             assert mod.worker_init_fn(0) is None
+
+
+def test_conv_gradients_inside_a_custom_function_backward_as_torch():
+    """The use nn.grad exists for: a custom conv Function's backward (run without grad mode)."""
+    rng = np.random.default_rng(3)
+    xv, wv = rng.standard_normal((1, 2, 5, 5)).astype(np.float32), rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    grads = []
+    for lib in (torch, sf):
+        class Conv(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, w):
+                ctx.save_for_backward(x, w)
+                return lib.nn.functional.conv2d(x, w)
+
+            @staticmethod
+            def backward(ctx, g):
+                x, w = ctx.saved_tensors
+                return (lib.nn.grad.conv2d_input(x.shape, w, g), lib.nn.grad.conv2d_weight(x, w.shape, g))
+
+        x, w = lib.tensor(xv, requires_grad=True), lib.tensor(wv, requires_grad=True)
+        Conv.apply(x, w).pow(2).sum().backward()
+        grads.append((x.grad.numpy(), w.grad.numpy()))
+        with lib.no_grad():
+            assert tuple(lib.nn.grad.conv2d_input((1, 2, 5, 5), w, lib.ones(1, 3, 3, 3)).shape) == (1, 2, 5, 5)
+    for mine, theirs in zip(grads[1], grads[0], strict=True):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-4, atol=1e-4)
