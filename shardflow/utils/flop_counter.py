@@ -29,10 +29,11 @@ two-operand ``einsum`` (as the ``bmm`` torch runs). Deviations, plainly:
   fewer inputs still counts them all).
 * The keys of ``get_flop_counts()``'s inner dicts are small objects whose ``str`` is torch's
   (``"aten.mm"``), not torch's ``OpOverloadPacket``; they compare equal to that string.
-* ``custom_mapping`` / ``register_flop_formula`` take shardflow ops (``torch.ops.aten.<op>``,
-  a ``torch.ops.<ns>.<op>`` defined with ``torch.library``, or the op's name); their formula
-  prices the forward call (as torch's shape-wrapped formulas, ``formula(*shapes,
-  out_shape=...)``); backward FLOPs of such an op are counted only for the built-in ones.
+* ``custom_mapping`` / ``register_flop_formula`` take shardflow's built-in ops
+  (``torch.ops.aten.<op>`` or the op's name); their formula prices the forward call (as torch's
+  shape-wrapped formulas, ``formula(*shapes, out_shape=...)``); backward FLOPs of such an op are
+  counted only for the built-in rules. Operators defined with ``torch.library`` are refused
+  (the counter does not see their calls; the built-in ops their kernels run are counted).
 * Layers built from several ops are counted as the products shardflow runs for them:
   ``nn.MultiheadAttention`` with ``need_weights=True`` (the default) matches torch; with
   ``need_weights=False`` and in ``nn.TransformerEncoderLayer`` its attention products are
@@ -67,12 +68,13 @@ def _op_name(target) -> str:
     name = getattr(target, "_name", None)  # torch.ops.aten.<op> (shardflow.ops' aten overloads)
     if isinstance(name, str):
         return name
-    opdef = getattr(target, "_opdef", None)  # a torch.library operator: its registered name
-    if opdef is not None:
-        return opdef.qualname
-    raise ValueError(f"register_flop_formula(targets): expected each target to be an operator "
-                     f"(torch.ops.aten.<op>, a torch.library operator) or an op name, got {target!r} "
-                     f"of type {type(target).__name__}")
+    if getattr(target, "_opdef", None) is not None:  # a torch.library operator
+        raise NotImplementedError(
+            f"a FLOP formula for {target}: operators defined with torch.library are not seen by shardflow's "
+            "counter (it sees the built-in ops' calls); count the built-in ops the operator's kernel runs, which "
+            "the counter already does")
+    raise ValueError(f"register_flop_formula(targets): expected each target to be a built-in operator "
+                     f"(torch.ops.aten.<op>) or an op name, got {target!r} of type {type(target).__name__}")
 
 
 def _flatten(targets):
@@ -206,7 +208,7 @@ class FlopCounterMode:
             self._depth_in_op -= 1
         parents = set(self.mod_tracker.parents)
         if custom is not None:
-            self._add(parents, OpKey(name if "::" in name else f"aten.{name}"), custom(*args, **kwargs, out_val=out))
+            self._add(parents, OpKey(f"aten.{name}"), custom(*args, **kwargs, out_val=out))
             return out
         counted = rule(args, kwargs, out)
         if counted is None:

@@ -210,7 +210,7 @@ def test_custom_mapping_and_register_flop_formula():
     assert _counts(fc) == {"Global": {"aten.relu": 12}}
     with pytest.raises(RuntimeError, match="duplicate registrations"):
         sf.utils.flop_counter.register_flop_formula(sf.ops.aten.mm)(relu_flop)
-    with pytest.raises(ValueError, match="expected each target to be an operator"):
+    with pytest.raises(ValueError, match="expected each target to be a built-in operator"):
         sf.utils.flop_counter.register_flop_formula(3)(relu_flop)
 
 
@@ -245,3 +245,12 @@ def test_reentering_a_counter_says_so():
     with fc:  # usable again after the block, counting afresh (torch clears on enter)
         sf.ones(2, 3) @ sf.ones(3, 4)
     assert fc.get_total_flops() == 48
+
+
+def test_formulas_for_library_operators_are_refused():
+    @sf.library.custom_op("flopcount::twice", mutates_args=())
+    def twice(x: sf.Tensor) -> sf.Tensor:
+        return x * 2
+
+    with pytest.raises(NotImplementedError, match="torch.library are not seen by shardflow's counter"):
+        FlopCounterMode(display=False, custom_mapping={sf.ops.flopcount.twice: lambda *a, **k: 1})
