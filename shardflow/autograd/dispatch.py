@@ -141,6 +141,11 @@ def set_op_counter(hook: Callable | None) -> Callable | None:
     return previous
 
 
+def op_counter_active() -> bool:
+    """Whether a FLOP counter is counting: compiled replays then run eagerly, so it sees the ops."""
+    return _hooks[4] is not None
+
+
 def routed(name: str) -> Callable:
     """The routed (public) form of op ``name``: what ``shardflow.<name>`` is."""
     f = _ROUTED.get(name)

@@ -40,7 +40,8 @@ two-operand ``einsum`` (as the ``bmm`` torch runs). Deviations, plainly:
   ``aten.bmm`` here, where torch's CPU build runs an SDPA kernel it counts as 0; ``nn.LSTM`` /
   ``nn.GRU`` count their gate products (torch's CPU LSTM kernel counts 0, its GRU decomposes
   into other products).
-* ``compile_step``'s replayed steps run no ops through the dispatcher and are not counted.
+* ``shardflow.compile`` / ``compile_step`` run their calls eagerly while a counter is active
+  (a replayed graph runs no op through the dispatcher); each such call is logged as eager.
 * ``get_table()`` lays the table out itself in ``tabulate``'s ``simple`` format, which torch
   needs the ``tabulate`` package for.
 """

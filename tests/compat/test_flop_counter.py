@@ -254,3 +254,17 @@ def test_formulas_for_library_operators_are_refused():
 
     with pytest.raises(NotImplementedError, match="torch.library are not seen by shardflow's counter"):
         FlopCounterMode(display=False, custom_mapping={sf.ops.flopcount.twice: lambda *a, **k: 1})
+
+
+def test_compiled_modules_run_eagerly_while_counting():
+    """A compiled replay runs no ops through the dispatcher: under a counter it runs eagerly."""
+    m = sf.nn.Sequential(sf.nn.Linear(4, 4), sf.nn.ReLU(), sf.nn.Linear(4, 2))
+    compiled = sf.compile(m)
+    x = sf.ones(3, 4)
+    compiled(x)
+    compiled(x)  # a replay
+    for _ in range(2):
+        with FlopCounterMode(display=False) as fc:
+            compiled(x)
+        assert fc.get_total_flops() == 2 * 3 * 4 * 4 + 2 * 3 * 4 * 2
+    assert compiled._compiled.stats["eager"] == 2
