@@ -7,6 +7,7 @@ traversal, validated in-place ``load_state_dict``).
 
 from .._lazy import lazy_attributes as _lazy_attributes
 from . import attention, functional, init, modules, parallel, utils
+from ._factory import factory_kwargs
 from .module import Module
 from .modules import *
 from .parallel import DataParallel, SyncBatchNorm

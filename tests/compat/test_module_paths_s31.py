@@ -750,3 +750,16 @@ def test_conv_gradients_inside_a_custom_function_backward_as_torch():
             assert tuple(lib.nn.grad.conv2d_input((1, 2, 5, 5), w, lib.ones(1, 3, 3, 3)).shape) == (1, 2, 5, 5)
     for mine, theirs in zip(grads[1], grads[0], strict=True):
         np.testing.assert_allclose(mine, theirs, rtol=1e-4, atol=1e-4)
+
+
+def test_factory_kwargs_as_torch():
+    for lib in (torch, sf):
+        assert lib.nn.factory_kwargs(None) == {}
+        assert lib.nn.factory_kwargs({"dtype": lib.float64}) == {"dtype": lib.float64}
+        assert lib.nn.factory_kwargs({"device": "cpu", "factory_kwargs": {"dtype": lib.float16}}) == {
+            "dtype": lib.float16, "device": "cpu"}
+        with pytest.raises(TypeError, match="unexpected kwargs"):
+            lib.nn.factory_kwargs({"bogus": 1})
+        with pytest.raises(TypeError, match="dtype specified twice, in \\*\\*kwargs and in factory_kwargs"):
+            lib.nn.factory_kwargs({"dtype": lib.float32, "factory_kwargs": {"dtype": lib.float16}})
+    assert sf.empty(2, **sf.nn.factory_kwargs({"dtype": sf.float64})).dtype == sf.float64
