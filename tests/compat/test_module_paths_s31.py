@@ -763,3 +763,40 @@ def test_factory_kwargs_as_torch():
         with pytest.raises(TypeError, match="dtype specified twice, in \\*\\*kwargs and in factory_kwargs"):
             lib.nn.factory_kwargs({"dtype": lib.float32, "factory_kwargs": {"dtype": lib.float16}})
     assert sf.empty(2, **sf.nn.factory_kwargs({"dtype": sf.float64})).dtype == sf.float64
+
+
+# ---------------------------------------------------------------- torch.utils.throughput_benchmark
+def test_throughput_benchmark_as_torchs(tmp_path):
+    import json
+
+    import torch.utils.throughput_benchmark as t
+
+    from shardflow.utils import throughput_benchmark as s
+
+    for kw in ({"time_us": 12.5}, {"time_ms": 3.25}, {"time_s": 2.0}, {"time_us": 2500.0}):
+        assert s.format_time(**kw) == t.format_time(**kw)
+    for mod in (t, s):
+        with pytest.raises(AssertionError, match="Expected only one of time_us, time_ms, time_s is given"):
+            mod.format_time(time_us=1, time_ms=1)
+    model = sf.nn.Sequential(sf.nn.Linear(4, 8), sf.nn.ReLU(), sf.nn.Linear(8, 2))
+    bench = s.ThroughputBenchmark(model)
+    x = sf.randn(3, 4)
+    bench.add_input(x)
+    bench.add_input(sf.randn(5, 4))
+    assert bench.run_once(x).tolist() == model(x).tolist() and not bench.run_once(x).requires_grad
+    trace = tmp_path / "trace.json"
+    stats = bench.benchmark(num_calling_threads=2, num_warmup_iters=2, num_iters=20, profiler_output_path=str(trace))
+    assert stats.num_iters == 20 and stats.latency_avg_ms > 0
+    assert stats.iters_per_second == pytest.approx(stats.num_iters / stats.total_time_seconds)
+    assert stats.total_time_seconds == pytest.approx(20 * stats.latency_avg_ms / 1000 / 2)
+    lines = str(stats).splitlines()
+    assert [ln.split(":")[0] for ln in lines] == ["Average latency per example", "Total number of iterations",
+                                                   "Total number of iterations per second (across all threads)",
+                                                   "Total time"]
+    assert "traceEvents" in json.loads(trace.read_text())
+    with pytest.raises(RuntimeError, match="no inputs: call add_input"):
+        s.ThroughputBenchmark(model).benchmark()
+    broken = s.ThroughputBenchmark(lambda v: v.reshape(7))
+    broken.add_input(sf.ones(3))
+    with pytest.raises(RuntimeError, match="shape"):
+        broken.benchmark(num_calling_threads=2, num_warmup_iters=1, num_iters=2)
