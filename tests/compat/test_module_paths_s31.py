@@ -800,3 +800,17 @@ def test_throughput_benchmark_as_torchs(tmp_path):
     broken.add_input(sf.ones(3))
     with pytest.raises(RuntimeError, match="shape"):
         broken.benchmark(num_calling_threads=2, num_warmup_iters=1, num_iters=2)
+
+
+def test_autograd_profiler_legacy_path():
+    import inspect
+
+    import torch.autograd.profiler_legacy as t
+
+    from shardflow.autograd.profiler_legacy import profile
+
+    assert list(inspect.signature(profile).parameters) == list(inspect.signature(t.profile).parameters)
+    with profile(record_shapes=True) as prof:
+        sf.ones(2, 3).sum()
+    assert isinstance(prof, sf.autograd.profiler.profile) and "sum" in prof.table()
+    assert sf.autograd.profiler_legacy.profile is profile
