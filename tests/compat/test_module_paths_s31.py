@@ -814,3 +814,26 @@ def test_autograd_profiler_legacy_path():
         sf.ones(2, 3).sum()
     assert isinstance(prof, sf.autograd.profiler.profile) and "sum" in prof.table()
     assert sf.autograd.profiler_legacy.profile is profile
+
+
+# ---------------------------------------------------------------- torch.distributed.elastic.utils.data
+def test_elastic_sampler_and_cycling_iterator_as_torch():
+    from torch.distributed.elastic.utils.data import CyclingIterator as TorchCycling
+    from torch.distributed.elastic.utils.data import ElasticDistributedSampler as TorchSampler
+
+    from shardflow.distributed.elastic.utils.data import CyclingIterator, ElasticDistributedSampler
+
+    data = list(range(11))
+    for rank in range(3):
+        for epoch in (0, 5):
+            t, s = TorchSampler(data, num_replicas=3, rank=rank, start_index=4), \
+                ElasticDistributedSampler(data, num_replicas=3, rank=rank, start_index=4)
+            t.set_epoch(epoch)
+            s.set_epoch(epoch)
+            assert list(s) == list(t) and len(s) == len(t) == 3
+    for cls in (TorchSampler, ElasticDistributedSampler):
+        with pytest.raises(ValueError, match="Start index 11 should be less than dataset size 11"):
+            cls(data, num_replicas=2, rank=0, start_index=11)
+    gen = lambda epoch: iter([epoch * 10, epoch * 10 + 1])  # noqa: E731
+    assert list(CyclingIterator(3, gen, start_epoch=1)) == list(TorchCycling(3, gen, start_epoch=1)) == [10, 11, 20, 21]
+    assert list(CyclingIterator(2, lambda e: iter([]))) == list(TorchCycling(2, lambda e: iter([]))) == []
