@@ -17,6 +17,7 @@ from . import (
     linalg,
     nn,
     random,
+    return_types,  # the module (torch.return_types)
     sparse,
     special,
     types,
@@ -248,8 +249,9 @@ __version__ = version.__version__
 # from them) are imported on first use instead: ``shardflow.distributions``,
 # ``from shardflow import hub`` and ``import shardflow.onnx`` all still work, and dir() lists them.
 _LAZY_SUBPACKAGES = frozenset({
-    "_C", "_dynamo", "_inductor", "_tensor", "_utils", "ao", "checkpoint", "comm", "compiler", "cpu", "cuda", "data", "distributed", "distributions",
-    "func", "functional", "fx", "hub", "jit", "library", "masked", "multiprocessing", "onnx", "optim", "overrides", "profiler",
+    "_C", "_dynamo", "_inductor", "_tensor", "_utils", "ao", "checkpoint", "comm", "compiler", "cpu", "cuda", "data",
+    "distributed", "distributions", "export", "func", "functional", "fx", "hub", "jit", "library", "masked", "mps",
+    "multiprocessing", "onnx", "optim", "overrides", "profiler",
     "quant", "quantization", "quasirandom", "serialization", "signal", "testing", "utils", "xpu",
 })
 # name -> (module, attribute in it)

@@ -13,13 +13,17 @@ import shardflow as sf
 # What `import shardflow` must not import (the root's lazy subpackages, DDP's machinery,
 # nn.utils' rarely used submodules, and the stdlib modules only some calls need).
 LAZY_SUBPACKAGES = ["ao", "checkpoint", "comm", "compiler", "cpu", "cuda", "data", "distributed",
-                    "distributions", "func", "fx", "hub", "jit", "multiprocessing", "onnx", "optim",
+                    "distributions", "export", "func", "fx", "hub", "jit", "mps", "multiprocessing", "onnx", "optim",
                     "overrides", "profiler", "quant", "quasirandom", "serialization", "signal",
                     "testing", "utils"]
 LAZY_MODULES = ["shardflow.autograd.profiler", "shardflow.autograd.functional",
                 "shardflow.amp.grad_scaler", "shardflow.nn.parallel.distributed",
                 "shardflow.nn.parallel.reducer", "shardflow.nn.utils.prune",
                 "shardflow.nn.utils.parametrize", "shardflow.nn.utils.stateless",
+                "shardflow.nn.common_types", "shardflow.nn.grad", "shardflow.backends.mkldnn",
+                "shardflow.backends.mkl", "shardflow.backends.openmp", "shardflow.backends.cpu",
+                "shardflow.backends.quantized", "shardflow.backends.opt_einsum", "shardflow.backends.nnpack",
+                "shardflow.backends.mha",
                 "multiprocessing", "subprocess", "socket", "secrets"]
 # top-level name -> where it lives
 LAZY_NAMES = {"vmap": "shardflow.func", "compile": "shardflow.jit", "compile_step": "shardflow.jit",

@@ -57,7 +57,7 @@ def test_table_has_torchs_columns_and_counts_calls():
 def test_hooks_installed_only_while_recording():
     # nothing is left in the hook slot by an earlier test (tests/conftest.py turns the global
     # route off after each test that made a placement)
-    assert dispatch._hooks == [None, None, None, None] and slot.current is None
+    assert dispatch._hooks == [None, None, None, None, None] and slot.current is None
     assert dispatch._global_handler[0] is None
     with profile() as outer:
         assert slot.current is not None and dispatch._hooks[1] is not None
@@ -66,7 +66,7 @@ def test_hooks_installed_only_while_recording():
         with profile() as inner:
             sf.ones(2).neg()
         assert slot.current is outer._rec
-    assert dispatch._hooks == [None, None, None, None] and slot.current is None
+    assert dispatch._hooks == [None, None, None, None, None] and slot.current is None
     assert dispatch._global_handler[0] is None
     names = [e.name for e in outer.events()]
     assert "aten::exp" in names and "aten::neg" in names  # an inner profile's events reach the outer
@@ -86,7 +86,7 @@ def test_profiling_global_tensors_keeps_the_global_handler():
     assert "aten::exp" in [e.name for e in prof.events()]
     assert dispatch._global_handler[0] is rules.handle
     route.disable()
-    assert dispatch._global_handler[0] is None and dispatch._hooks == [None, None, None, None]
+    assert dispatch._global_handler[0] is None and dispatch._hooks == [None, None, None, None, None]
 
 
 def test_dataloader_batches_are_data_events():

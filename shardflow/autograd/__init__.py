@@ -25,7 +25,8 @@ from .recompute import checkpoint
 from .tensor import Size, Tensor, _wrap
 from .variable import Variable
 
-# Imported on first use (PEP 562): ``autograd.profiler`` (torch's path for the legacy profiler)
-# sits over shardflow.profiler, a layer above; ``autograd.functional`` (jacobian, hessian, ...)
-# few programs need.
-__getattr__, __dir__ = lazy_attributes(__name__, globals(), submodules={"functional", "profiler"})
+# Imported on first use (PEP 562): ``autograd.profiler`` / ``profiler_legacy`` / ``profiler_util``
+# (torch's paths for the legacy profiler and its result types) sit over shardflow.profiler, a layer above;
+# ``autograd.functional`` (jacobian, hessian, ...) few programs need.
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), submodules={"functional", "profiler", "profiler_legacy",
+                                                                                "profiler_util"})

@@ -62,13 +62,14 @@ _ROUTED: dict[str, Callable] = {}
 _global_handler: list[Callable | None] = [None]
 
 
-# What feeds that one slot: [global-tensor handler, profiler hook, autocast hook, tracer]. The
-# profiler (``shardflow.profiler``) times each op with ``hook(name, func, args, kwargs)``;
-# autocast (``shardflow.amp``) casts with ``hook(name, func, args, kwargs, nxt=...)``; the
-# symbolic tracer (``shardflow.fx``, while a trace runs) records calls on its proxies with
-# ``hook(name, func, args, kwargs, nxt=...)``; all are composed into ``_global_handler`` so an
-# op still costs one check when none is set.
-_hooks: list[Callable | None] = [None, None, None, None]
+# What feeds that one slot: [global-tensor handler, profiler hook, autocast hook, tracer,
+# counter]. The profiler (``shardflow.profiler``) times each op with ``hook(name, func, args,
+# kwargs)``; autocast (``shardflow.amp``) casts with ``hook(name, func, args, kwargs, nxt=...)``;
+# the symbolic tracer (``shardflow.fx``, while a trace runs) records calls on its proxies with
+# ``hook(name, func, args, kwargs, nxt=...)``; the FLOP counter (``shardflow.utils.flop_counter``,
+# inside its ``with`` block) sees each call with the same signature; all are composed into
+# ``_global_handler`` so an op still costs one check when none is set.
+_hooks: list[Callable | None] = [None, None, None, None, None]
 
 
 def _call_plain(name, func, args, kwargs):
@@ -76,7 +77,7 @@ def _call_plain(name, func, args, kwargs):
 
 
 def _compose() -> None:
-    g, p, a, t = _hooks
+    g, p, a, t, c = _hooks
     if p is None or g is None:
         inner = p or g
     else:
@@ -85,6 +86,8 @@ def _compose() -> None:
 
     # autocast outermost: it casts, then the call goes on as without it
     handler = inner if a is None else functools.partial(a, nxt=inner or _call_plain)
+    # the counter outside autocast: it counts the call as the program made it
+    handler = handler if c is None else functools.partial(c, nxt=handler or _call_plain)
     # the tracer outermost: a call on proxies is recorded, not cast or run
     _global_handler[0] = handler if t is None else functools.partial(t, nxt=handler or _call_plain)
     OPS.update(_PLAIN if _global_handler[0] is None else _ROUTED)
@@ -96,7 +99,7 @@ def only_global_handler_active() -> bool:
     """No op hook is installed but (perhaps) the global-tensor handler: neither the profiler
     nor autocast (nor a tracer composed into the same slot) needs to see op calls, so code
     that runs an op's node directly for local tensors changes nothing."""
-    return (_hooks[1] is None and _hooks[2] is None and _hooks[3] is None
+    return (_hooks[1] is None and _hooks[2] is None and _hooks[3] is None and _hooks[4] is None
             and _global_handler[0] is _hooks[0])
 
 
@@ -127,6 +130,20 @@ def set_trace_handler(handler: Callable | None) -> Callable | None:
     previous, _hooks[3] = _hooks[3], handler
     _compose()
     return previous
+
+
+def set_op_counter(hook: Callable | None) -> Callable | None:
+    """Install (or remove) the FLOP counter's hook ``hook(name, func, args, kwargs, nxt=...)``
+    (``shardflow.utils.flop_counter``, inside a ``FlopCounterMode`` block): it sees each op
+    call and passes it on to ``nxt``. Returns the hook it replaces (to be put back)."""
+    previous, _hooks[4] = _hooks[4], hook
+    _compose()
+    return previous
+
+
+def op_counter_active() -> bool:
+    """Whether a FLOP counter is counting: compiled replays then run eagerly, so it sees the ops."""
+    return _hooks[4] is not None
 
 
 def routed(name: str) -> Callable:

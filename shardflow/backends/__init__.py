@@ -12,14 +12,23 @@ checked. Details per switch in docs/COMPAT.md.
 
 from __future__ import annotations
 
+from .._lazy import lazy_attributes as _lazy_attributes
 from . import cuda, cudnn, mps, switches
 
-__all__ = ["cuda", "cudnn", "mps", "set_float32_matmul_precision", "get_float32_matmul_precision",
+__all__ = ["cuda", "cudnn", "mps", "mkldnn", "mkl", "openmp", "cpu", "quantized", "opt_einsum", "nnpack",
+           "xnnpack", "mha", "cusparselt", "kleidiai", "miopen", "set_float32_matmul_precision", "get_float32_matmul_precision",
            "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
            "is_deterministic_algorithms_warn_only_enabled", "switches"]
 
+# the library switches (oneDNN, MKL, OpenMP, CPU capability, opt_einsum, NNPACK, XNNPACK,
+# cuSPARSELt, KleidiAI, MIOpen), the MHA fast path and the quantized engine, loaded on first use
+__getattr__, __dir__ = _lazy_attributes(__name__, globals(), {"mkldnn", "mkl", "openmp", "cpu", "quantized",
+                                                                  "opt_einsum", "nnpack", "xnnpack", "mha",
+                                                                  "cusparselt", "kleidiai", "miopen"})
+
 _PRECISIONS = ("highest", "high", "medium")
-_deterministic = {"enabled": False, "warn_only": False}
+# fill_uninitialized_memory: torch.utils.deterministic's switch (utils/deterministic.py)
+_deterministic = {"enabled": False, "warn_only": False, "fill_uninitialized_memory": True}
 
 
 def set_float32_matmul_precision(precision: str) -> None:
@@ -48,3 +57,21 @@ def are_deterministic_algorithms_enabled() -> bool:
 
 def is_deterministic_algorithms_warn_only_enabled() -> bool:
     return _deterministic["warn_only"]
+
+
+def fill_uninitialized() -> bool:
+    """Whether ``empty`` and the growth of ``resize_`` fill the new memory (torch's rule: with
+    deterministic algorithms on and ``torch.utils.deterministic.fill_uninitialized_memory``)."""
+    return _deterministic["enabled"] and _deterministic["fill_uninitialized_memory"]
+
+
+def uninitialized_fill_value(np_dtype):
+    """What torch writes into uninitialised memory: NaN for floating and complex dtypes, the
+    largest value for integers, True for bool."""
+    import numpy as np
+
+    if np_dtype.kind == "b":
+        return True
+    if np_dtype.kind in "iu":
+        return np.iinfo(np_dtype).max
+    return float("nan")

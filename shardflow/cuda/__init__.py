@@ -31,7 +31,7 @@ from __future__ import annotations
 from .. import accelerator as _acc
 from ..autograd.legacy_types import CUDA_TYPES as _CUDA_TYPES
 from ..backend.xp import CudaNotAvailableError, cuda_is_available, cupy
-from . import amp, graphs, memory, nvtx, random, streams
+from . import amp, graphs, memory, nccl, nvtx, profiler, random, streams
 from .graphs import (
     CUDAGraph,
     graph,
@@ -93,7 +93,7 @@ __all__ = [
     "set_stream", "CUDAGraph", "graph", "graph_pool_handle", "make_graphed_callables",
     "is_current_stream_capturing", *memory.__all__, "OutOfMemoryError", "set_sync_debug_mode",
     "get_sync_debug_mode", "init", "get_arch_list", "get_gencode_flags", "is_tf32_supported",
-    "has_half", "device_of", "can_device_access_peer", "nvtx", "has_magma", "CudaError",
+    "has_half", "device_of", "can_device_access_peer", "nvtx", "profiler", "nccl", "has_magma", "CudaError",
     "get_stream_from_external",
 ]
 

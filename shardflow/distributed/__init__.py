@@ -876,7 +876,7 @@ __all__ += [
 
 # torch.distributed's subpackages that ``import torch`` makes attributes: imported on first
 # use (PEP 562), so ``import shardflow`` does not pay for RPC's transport
-_LAZY_SUBMODULES = ("algorithms", "autograd", "rpc")
+_LAZY_SUBMODULES = ("algorithms", "autograd", "rpc", "distributed_c10d")
 
 
 def __getattr__(name):

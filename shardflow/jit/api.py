@@ -40,7 +40,7 @@ import time
 import numpy as np
 
 from .. import _config
-from ..autograd import Tensor, is_grad_enabled, no_grad
+from ..autograd import Tensor, dispatch, is_grad_enabled, no_grad
 from ..nn import Module
 from . import executor, passes
 from .trace import TraceError, trace
@@ -109,6 +109,9 @@ class CompiledFunction:
         if any(isinstance(a, Tensor) and a.device.type != "cpu" for a in args):
             return self._eager_logged("a tensor is on a GPU (the compiler generates NumPy code: "
                                       "GPU calls run eagerly, on CuPy)", args, kwargs)
+        if dispatch.op_counter_active():
+            return self._eager_logged("a FlopCounterMode is counting (it counts the ops as they "
+                                      "run eagerly)", args, kwargs)
         key = self._key(args)
         if key is None:
             return self._eager_logged("an argument is unhashable (guards need hashable "

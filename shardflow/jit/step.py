@@ -132,6 +132,8 @@ class CompiledStep:
             return self._eager("keyword arguments are not compiled (pass them positionally)", args)
         if not is_grad_enabled():
             return self._eager("grad mode is off (a training step needs it)", args)
+        if dispatch.op_counter_active():
+            return self._eager("a FlopCounterMode is counting (it counts the ops as they run eagerly)", args)
         if any(d.join_active or d.reducer.touched for d in self.ddps):
             # join(): its shadow collectives follow eager forwards; an unfinished reduction:
             # eager's forward raises DDP's error naming the parameters

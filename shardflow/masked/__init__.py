@@ -1,5 +1,5 @@
 """``torch.masked``: reductions that ignore masked-out elements (``_ops.py``) and the
-``MaskedTensor`` that carries its mask (``maskedtensor.py``). See docs/COMPAT.md (torch.masked)."""
+``MaskedTensor`` that carries its mask (``maskedtensor/core.py``). See docs/COMPAT.md (torch.masked)."""
 
 from ._ops import (
     amax,

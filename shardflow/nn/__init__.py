@@ -7,11 +7,13 @@ traversal, validated in-place ``load_state_dict``).
 
 from .._lazy import lazy_attributes as _lazy_attributes
 from . import attention, functional, init, modules, parallel, utils
+from ._factory import factory_kwargs
 from .module import Module
 from .modules import *
 from .parallel import DataParallel, SyncBatchNorm
 from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 
 # torch.nn's legacy quantization paths (re-exports of shardflow.ao.nn, a layer above nn: the
-# one recorded exception in pyproject.toml's contract), loaded on first use
-__getattr__, __dir__ = _lazy_attributes(__name__, globals(), {"intrinsic", "qat", "quantized"})
+# one recorded exception in pyproject.toml's contract), loaded on first use; and the rarely
+# imported helpers common_types (type aliases) and grad (convolution gradients)
+__getattr__, __dir__ = _lazy_attributes(__name__, globals(), {"intrinsic", "qat", "quantized", "common_types", "grad"})

@@ -198,8 +198,10 @@ def _apply_hook_fn(values, positions, state, role):
 
 # The symbolic tracer's hook on module calls (``shardflow.fx``, only while a trace runs):
 # ``interceptor(module, call, args, kwargs)`` decides whether a call becomes one graph node
-# (a leaf module) or runs ``call(*args, **kwargs)`` to be traced through. A one-element list,
-# read by ``__call__`` without a global statement; None (one check per call) otherwise.
+# (a leaf module) or runs ``call(*args, **kwargs)`` to be traced through. Also what
+# ``utils.module_tracker.ModuleTracker`` (and the FLOP counter over it) installs to see module
+# calls, passing them on to the interceptor it replaced. A one-element list, read by
+# ``__call__`` without a global statement; None (one check per call) otherwise.
 _call_interceptor: list = [None]
 
 

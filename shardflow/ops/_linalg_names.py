@@ -26,7 +26,7 @@ from ..autograd.out_arg import writes_out
 from ..backend import linalg_errors_raised
 from . import linalg_ops as _lo
 from .matmul import matmul
-from .reduce import vector_norm
+from .reduce import return_types, vector_norm
 from .shape import diagonal as _diagonal
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "inv", "inv_ex", "det", "slogdet", "solve", "solve_ex",
@@ -82,7 +82,7 @@ def inv_ex(A: Tensor, *, check_errors: bool = False):
     """``(inverse, info)``; ``info`` is 0 (a singular matrix raises ``LinAlgError``)."""
     from .creation import zeros
 
-    return inv(A), zeros(A.shape[:-2], dtype="int32")
+    return return_types.linalg_inv_ex(inv(A), zeros(A.shape[:-2], dtype="int32"))
 
 
 @writes_out("linalg_det")
@@ -92,7 +92,7 @@ def det(A: Tensor) -> Tensor:
 
 @writes_out("linalg_slogdet")
 def slogdet(A: Tensor):
-    return _lo.slogdet(A)
+    return return_types.linalg_slogdet(*_lo.slogdet(A))
 
 
 @writes_out("linalg_solve")
@@ -104,7 +104,7 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
 def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False):
     from .creation import zeros
 
-    return solve(A, B, left=left), zeros(A.shape[:-2], dtype="int32")
+    return return_types.linalg_solve_ex(solve(A, B, left=left), zeros(A.shape[:-2], dtype="int32"))
 
 
 @writes_out("linalg_cross")

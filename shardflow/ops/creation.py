@@ -23,6 +23,7 @@ from ..backend import random_stream as _stream
 from ..backend.memory_format import check_memory_format, in_memory_format
 from ..backend.meta import MetaArray, is_meta_array
 from ..backend.user_warning import warn_at_caller
+from ..backends import fill_uninitialized, uninitialized_fill_value
 from ._factory_options import check_factory_options
 
 __all__ = [
@@ -134,6 +135,8 @@ def empty(*sizes, size=None, dtype=None, layout=None, device=None, requires_grad
     dev = _target(device)
     shape = _sizes(sizes, size, "empty")
     arr = new_array(dev, lambda xp: xp.empty(shape, _float(dtype).np))
+    if fill_uninitialized() and not is_meta_array(arr):  # torch.utils.deterministic's switch
+        arr.fill(uninitialized_fill_value(arr.dtype))
     if memory_format is not None:
         check_memory_format("empty", memory_format, len(shape))
         arr = in_memory_format(arr, memory_format)

@@ -45,7 +45,7 @@ from ._util import as_array, norm_dims, wrap_dim
 __all__ = [
     "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "aminmax",
     "var", "std", "var_mean", "std_mean", "logsumexp", "cumsum", "cumprod", "norm",
-    "vector_norm", "all", "any", "count_nonzero", "return_types",
+    "vector_norm", "all", "any", "count_nonzero",
 ]
 
 
@@ -65,6 +65,8 @@ class return_types:  # noqa: N801 - PyTorch's name (torch.return_types)
     mode = namedtuple("mode", ["values", "indices"])
     slogdet = namedtuple("slogdet", ["sign", "logabsdet"])
     linalg_slogdet = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
+    linalg_inv_ex = namedtuple("linalg_inv_ex", ["inverse", "info"])
+    linalg_solve_ex = namedtuple("linalg_solve_ex", ["result", "info"])
     frexp = namedtuple("frexp", ["mantissa", "exponent"])
     histogram = namedtuple("histogram", ["hist", "bin_edges"])
     histogramdd = namedtuple("histogramdd", ["hist", "bin_edges"])

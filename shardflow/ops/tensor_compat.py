@@ -42,6 +42,7 @@ from ..autograd.out_arg import writes_out
 from ..backend import as_dtype, dtypes, get_array_module
 from ..backend import device as _device
 from ..backend.xp import cupy
+from ..backends import fill_uninitialized, uninitialized_fill_value
 from ._factory_options import check_factory_options
 from ._util import inplace
 from .dropout import _alpha, _dropout, _feature_dropout_shape
@@ -223,6 +224,8 @@ def resize_(self, *sizes, memory_format=None) -> Tensor:
         self._version_counter[0] += 1
         return self
     new = xp.empty(shape, dtype=a.dtype)
+    if fill_uninitialized():  # the grown part, as torch.utils.deterministic.fill_uninitialized_memory
+        new.fill(uninitialized_fill_value(a.dtype))
     keep = min(a.size, n_new)
     new.reshape(-1)[:keep] = a.reshape(-1)[:keep]
     self.array = new

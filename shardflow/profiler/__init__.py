@@ -8,7 +8,7 @@ recorder into the hook slots of the layers below (``autograd.dispatch`` for ops,
 ``comm.profiling`` for collectives, waits and data loading). See docs/BENCH.md.
 """
 
-from . import chrome
+from . import chrome, profiler  # profiler: torch.profiler.profiler's path
 from .events import EventList, FunctionEvent, FunctionEventAvg
 from .handlers import (
            ExecutionTraceObserver,

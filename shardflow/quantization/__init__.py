@@ -11,6 +11,6 @@ rebinds those two names).
 
 # ruff: noqa: I001
 # (order matters: the submodules first, then the names that shadow two of them)
-from . import (fake_quantize, fuse_modules, observer, qconfig, quant_type, quantization_mappings, quantize,
-               quantize_fx, quantize_jit, stubs)
+from . import (fake_quantize, fuse_modules, fuser_method_mappings, observer, qconfig, quant_type,
+               quantization_mappings, quantize, quantize_fx, quantize_jit, stubs)
 from ..ao.quantization import *

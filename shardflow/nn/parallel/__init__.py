@@ -6,7 +6,10 @@
 
 from ..._lazy import lazy_attributes
 from .data_parallel import DataParallel
-from .primitives import data_parallel, gather, parallel_apply, replicate, scatter
+from .parallel_apply import parallel_apply  # torch's files; the names bound after them, as in torch
+from .primitives import data_parallel
+from .replicate import replicate
+from .scatter_gather import gather, scatter
 from .sync_batchnorm import SyncBatchNorm
 
 convert_sync_batchnorm = SyncBatchNorm.convert_sync_batchnorm

@@ -97,6 +97,12 @@ class DistributedDataParallel(Module):
         named = list(module.named_parameters())
         params = list(dict.fromkeys(p for p in module.parameters() if p.requires_grad))
         names = {id(p): n for n, p in named}
+        stepped = [names.get(id(p), "?") for p in params if getattr(p, "_in_backward_optimizers", None)]
+        if stepped:  # torch's DDP steps them after its all-reduce; stepping before would be wrong
+            raise NotImplementedError(
+                f"DistributedDataParallel: parameters {stepped[:3]} have optimizers applied in backward "
+                "(_apply_optimizer_in_backward), which shardflow's DDP does not run after its all-reduce; "
+                "step a regular optimizer after backward() instead")
         partial = partial_dims(params, pg)
         for p in params:  # a reducer over the same group (data_tensor_parallel's) hands over
             for other in reducers_of(p):

@@ -1,5 +1,6 @@
-"""``torch.distributed.elastic.utils``: ``logging.get_logger`` (what scripts import)."""
+"""``torch.distributed.elastic.utils``: ``logging.get_logger`` (what scripts import) and ``data``
+(``ElasticDistributedSampler``, ``CyclingIterator``)."""
 
-from . import logging
+from . import data, logging
 
-__all__ = ["logging"]
+__all__ = ["data", "logging"]

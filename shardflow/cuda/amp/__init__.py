@@ -11,9 +11,9 @@ from __future__ import annotations
 import functools
 import warnings
 
-from ..amp import autocast_mode as _autocast_mode
-from ..amp import grad_scaler as _grad_scaler
-from ..backend import float16
+from ...amp import autocast_mode as _autocast_mode
+from ...amp import grad_scaler as _grad_scaler
+from ...backend import float16
 
 __all__ = ["autocast", "GradScaler", "custom_fwd", "custom_bwd"]
 

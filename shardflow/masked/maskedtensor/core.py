@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import operator
 
-from .. import ops
-from ..autograd import Tensor
-from ..backend import dtypes
-from . import _ops
+from ... import ops
+from ...autograd import Tensor
+from ...backend import dtypes
+from .. import _ops
 
 __all__ = ["MaskedTensor", "masked_tensor", "as_masked_tensor", "is_masked_tensor"]
 

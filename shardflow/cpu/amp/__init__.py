@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import warnings
 
-from ..amp import autocast_mode as _autocast_mode
-from ..amp import grad_scaler as _grad_scaler
-from ..backend import bfloat16
+from ...amp import autocast_mode as _autocast_mode
+from ...amp import grad_scaler as _grad_scaler
+from ...backend import bfloat16
 
 __all__ = ["autocast", "GradScaler"]
 

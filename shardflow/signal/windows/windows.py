@@ -16,9 +16,9 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ..backend import as_dtype, dtypes
-from ..backend.layout import strided
-from ..ops.creation import tensor
+from ...backend import as_dtype, dtypes
+from ...backend.layout import strided
+from ...ops.creation import tensor
 
 __all__ = ["bartlett", "blackman", "cosine", "exponential", "gaussian", "general_cosine",
            "general_hamming", "hamming", "hann", "kaiser", "nuttall"]

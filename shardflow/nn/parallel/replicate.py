@@ -1,0 +1,5 @@
+"""``torch.nn.parallel.replicate``: the module path of ``replicate`` (``primitives.py``)."""
+
+from .primitives import replicate
+
+__all__ = ["replicate"]
