@@ -137,11 +137,9 @@ def _check_bounds(idx, size: int, dim: int, allow_negative: bool, error: type = 
 
 def _add_at(target, idx, values) -> None:
     """``target[idx] += values`` with repeated indices accumulating (CuPy's ``add.at`` on the
-    device: NumPy's would convert the device arrays)."""
-    if isinstance(target, np.ndarray):
-        np.add.at(target, idx, values)
-    else:
-        scatter_at("add", target, idx, values)
+    device: NumPy's would convert the device arrays); on NumPy through one flat index
+    (``backend/flat_at.py``: NumPy's fast loop, the same sums in the same order)."""
+    scatter_at("add", target, idx, values)
 
 
 # ---------------------------------------------------------------------------- index parsing
