@@ -106,3 +106,23 @@ def test_grid_sample_dense_grid_matches_torch(mode, padding_mode):
         outs.append([y.detach().numpy(), xt.grad.numpy(), gt.grad.numpy()])
     for a, b in zip(*outs, strict=True):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------- randperm
+@pytest.mark.parametrize("n", [(1 << 14) + 3, 100_003])
+def test_randperm_kernel_shuffle_is_torchs_and_the_numpy_paths(monkeypatch, n):
+    """The compiled shuffle (from 2^14 elements) gives torch's permutation and the NumPy
+    path's, and leaves the generator where torch's is (the next draw agrees too)."""
+    pytest.importorskip("numba")
+    want = torch.randperm(n, generator=torch.Generator().manual_seed(7))
+    want_next = torch.Generator().manual_seed(7)
+    torch.randperm(n, generator=want_next)
+    got = {}
+    for mode in ("numba", "numpy"):
+        monkeypatch.setenv("SHARDFLOW_KERNELS", mode)
+        g = sf.Generator().manual_seed(7)
+        got[mode] = (sf.randperm(n, generator=g).numpy(), sf.randint(0, 1000, (5,), generator=g).numpy())
+    np.testing.assert_array_equal(got["numba"][0], want.numpy())
+    np.testing.assert_array_equal(got["numpy"][0], want.numpy())
+    np.testing.assert_array_equal(got["numba"][1], torch.randint(0, 1000, (5,), generator=want_next).numpy())
+    np.testing.assert_array_equal(got["numpy"][1], got["numba"][1])
