@@ -1,4 +1,6 @@
-"""Embedding backward: ``gw[ids[r]] += g[r]`` for every row ``r``, repeated ids adding up.
+"""Embedding backward: ``gw[ids[r]] += g[r]`` for every row ``r``, repeated ids adding up; the
+same loop serves ``index_add``, ``index_select``'s backward and ``grid_sample``'s
+(``add_rows``: ``ops/index.py`` ``_add_at`` with one row index).
 
 ``np.add.at`` does this one element at a time through its generic ufunc loop (GPT-mini's token
 embedding, 2048 ids x 256: about 3 ms); the kernel walks the rows in order and adds each one
@@ -34,3 +36,9 @@ def embedding_backward(ids, g2, num_embeddings):
     gw = np.zeros((num_embeddings, g2.shape[1]), g2.dtype)
     _bwd(np.ascontiguousarray(ids, dtype=np.int64), g2, gw)
     return gw
+
+
+def add_rows(target, ids, values) -> None:
+    """``np.add.at(target, ids, values)`` for a C-contiguous 2-D ``target`` (R, D), int ids
+    (n,) in ``[0, R)`` and ``values`` (n, D) of its dtype: in place, in add.at's order."""
+    _bwd(np.ascontiguousarray(ids, dtype=np.int64), values, target)

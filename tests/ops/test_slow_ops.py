@@ -126,3 +126,88 @@ def test_randperm_kernel_shuffle_is_torchs_and_the_numpy_paths(monkeypatch, n):
     np.testing.assert_array_equal(got["numpy"][0], want.numpy())
     np.testing.assert_array_equal(got["numba"][1], torch.randint(0, 1000, (5,), generator=want_next).numpy())
     np.testing.assert_array_equal(got["numpy"][1], got["numba"][1])
+
+
+# ---------------------------------------------------------------------------- row scatters
+def _run_both_paths(monkeypatch, fn):
+    """``fn()`` (arrays) with the kernels on and off: must agree bit for bit."""
+    pytest.importorskip("numba")
+    got = []
+    for mode in ("numba", "numpy"):
+        monkeypatch.setenv("SHARDFLOW_KERNELS", mode)
+        got.append(fn())
+    for a, b in zip(*got, strict=True):
+        _same_bits(a, b)
+    return got[0]
+
+
+def _fwd_bwd(m, make):
+    """Output and leaf gradients of ``make(m)`` -> (out, leaves), weighted sum backward."""
+    out, leaves = make(m)
+    w = m.arange(out.numel(), dtype=out.dtype).reshape(out.shape).sin()
+    (out * w).sum().backward()
+    return [out.detach().numpy()] + [t.grad.numpy() for t in leaves]
+
+
+def _index_add(dim, dtype, alpha):
+    def make(m):
+        g = np.random.default_rng(3)
+        t = m.tensor(g.standard_normal((40, 24, 3)).astype(dtype), requires_grad=True)
+        idx = m.tensor(g.integers(-t.shape[dim], t.shape[dim], 500) % t.shape[dim])
+        shape = list(t.shape)
+        shape[dim] = 500
+        src = m.tensor((g.standard_normal(shape) * 1e3).astype(dtype), requires_grad=True)
+        return t.index_add(dim, idx, src, alpha=alpha), [t, src]
+    return make
+
+
+def _index_select(dim, dtype):
+    def make(m):
+        g = np.random.default_rng(4)
+        x = m.tensor(g.standard_normal((40, 24, 3)).astype(dtype), requires_grad=True)
+        return x.index_select(dim, m.tensor(g.integers(0, x.shape[dim], 300))), [x]
+    return make
+
+
+def _grid_sample(mode, dtype):
+    def make(m):
+        g = np.random.default_rng(5)
+        x = m.tensor(g.standard_normal((2, 3, 5, 6)).astype(dtype), requires_grad=True)
+        grid = m.tensor((g.random((2, 9, 11, 2)) * 2.4 - 1.2).astype(dtype), requires_grad=True)
+        return m.nn.functional.grid_sample(x, grid, mode=mode, align_corners=False), [x, grid]
+    return make
+
+
+ROW_SCATTERS = {
+    "index_add dim0": _index_add(0, np.float32, 1),
+    "index_add dim1 alpha f64": _index_add(1, np.float64, 2.5),
+    "index_select dim0": _index_select(0, np.float32),
+    "index_select dim2 f64": _index_select(2, np.float64),
+    "grid_sample bilinear": _grid_sample("bilinear", np.float32),
+    "grid_sample nearest f64": _grid_sample("nearest", np.float64),
+}
+
+
+@pytest.mark.parametrize("name", list(ROW_SCATTERS))
+def test_row_scatter_kernel_is_the_numpy_path_and_matches_torch(monkeypatch, name):
+    """index_add's forward and index_select's / grid_sample's backward add rows in index
+    order: the row kernel, NumPy's flat add.at and torch agree."""
+    make = ROW_SCATTERS[name]
+    got = _run_both_paths(monkeypatch, lambda: _fwd_bwd(sf, make))
+    want = _fwd_bwd(torch, make)
+    tol = dict(rtol=1e-5, atol=1e-3) if got[0].dtype == np.float32 else dict(rtol=1e-12, atol=1e-9)
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_allclose(a, b, **tol)
+
+
+def test_index_add_into_few_rows_sums_in_index_order_as_torch(monkeypatch):
+    """10_000 float32 rows into 3: a running float32 sum in index order, torch's order too."""
+    g = np.random.default_rng(6)
+    idx = g.integers(0, 3, 10_000)
+    src = (g.standard_normal((10_000, 4)) * 1e4).astype(np.float32)
+    want = torch.zeros(3, 4).index_add(0, torch.tensor(idx), torch.tensor(src)).numpy()
+    got = _run_both_paths(monkeypatch, lambda: [sf.zeros(3, 4).index_add(0, sf.tensor(idx), sf.tensor(src)).numpy()])
+    ref = np.zeros((3, 4), np.float32)
+    np.add.at(ref, idx, src)
+    _same_bits(got[0], ref)
+    np.testing.assert_allclose(got[0], want, rtol=1e-4)
