@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["flat_at"]
+__all__ = ["flat_at", "row_plan"]
 
 
 def _int_arrays(index):
@@ -56,35 +56,49 @@ def _rows(arrays, lead):
     return rows
 
 
-def flat_at(ufunc, target: np.ndarray, index, values) -> None:
-    """``ufunc.at(target, index, values)`` for a NumPy ``target`` (module docstring)."""
+def row_plan(target: np.ndarray, index, values):
+    """``(rows, vals)`` with ``ufunc.at(target, index, values)`` == ``ufunc.at`` of
+    ``vals[r]`` into row ``rows[r]`` of ``target.reshape(R, D)`` for r in order (``rows``
+    1-D intp in range, ``vals`` (n, D), maybe a broadcast view); None for what ``ufunc.at``
+    must do itself: an index not made of int arrays, a Python-number value, shapes that do
+    not broadcast, an index out of range."""
     arrays = _int_arrays(index)
     # a Python number is a "weak" operand of the ufunc (NEP 50): left to ufunc.at, which casts
     # it to the target's dtype, where np.asarray would make it float64/int64
-    if arrays is None or not isinstance(values, np.ndarray | np.generic) or not arrays or len(arrays) > target.ndim or target.size == 0:
-        ufunc.at(target, index, values)
-        return
+    if arrays is None or not isinstance(values, np.ndarray | np.generic) or not arrays or len(arrays) > target.ndim:
+        return None
     k = len(arrays)
     lead, tail = target.shape[:k], target.shape[k:]
     try:
         shape = np.broadcast_shapes(*(a.shape for a in arrays))
         vals = np.broadcast_to(np.asarray(values), shape + tail)
     except ValueError:
-        ufunc.at(target, index, values)  # its own error for a shape mismatch
+        return None
+    rows = _rows(arrays, lead)
+    if rows is None:
+        return None
+    n = int(np.prod(shape, dtype=np.int64))
+    return np.broadcast_to(rows, shape).reshape(-1), vals.reshape(n, -1)
+
+
+def flat_at(ufunc, target: np.ndarray, index, values) -> None:
+    """``ufunc.at(target, index, values)`` for a NumPy ``target`` (module docstring)."""
+    if not target.size:
+        ufunc.at(target, index, values)
         return
     if not target.flags.c_contiguous:
-        if target.size > 8 * max(vals.size, 1):  # copying in and out would cost more
-            ufunc.at(target, index, values)
+        if target.size > 8 * max(np.size(values), 1) or row_plan(target, index, values) is None:
+            ufunc.at(target, index, values)  # copying in and out would cost more
             return
         work = np.ascontiguousarray(target)
         flat_at(ufunc, work, index, values)
         target[...] = work
         return
-    rows = _rows(arrays, lead)
-    if rows is None:
+    plan = row_plan(target, index, values)
+    if plan is None:
         ufunc.at(target, index, values)
         return
-    d = int(np.prod(tail, dtype=np.int64))
-    rows = np.broadcast_to(rows, shape).reshape(-1)
+    rows, vals = plan
+    d = vals.shape[1]
     pos = rows if d == 1 else (rows[:, None] * d + np.arange(d, dtype=np.intp)).reshape(-1)
     ufunc.at(target.reshape(-1), pos, vals.reshape(-1))

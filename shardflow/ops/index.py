@@ -42,6 +42,7 @@ from .. import kernels
 from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
 from ..backend import get_array_module, is_device_array
+from ..backend.flat_at import row_plan
 from ..backend.meta import MetaTensorError, is_meta_array
 from ..backend.ufuncs import scatter_at
 from ..kernels import embedding as _emb_kernels
@@ -138,31 +139,16 @@ def _check_bounds(idx, size: int, dim: int, allow_negative: bool, error: type = 
 def _add_at(target, idx, values) -> None:
     """``target[idx] += values`` with repeated indices accumulating (CuPy's ``add.at`` on the
     device: NumPy's would convert the device arrays); on NumPy through one flat index
-    (``backend/flat_at.py``: NumPy's fast loop, the same sums in the same order). One index
-    array of rows of a contiguous float target takes the embedding kernel's row loop when the
-    kernels are on (rows added in index order: the same sums again, ~10x faster)."""
-    if _row_kernel_usable(target, idx, values):
-        n = target.shape[0]
-        ids = idx.reshape(-1)
-        if ids.min() < 0:
-            ids = np.where(ids < 0, ids + n, ids)
-        rows = np.ascontiguousarray(values).reshape(ids.size, -1)
-        _emb_kernels.add_rows(target.reshape(n, -1), ids, rows)
-        return
+    (``backend/flat_at.py``: NumPy's fast loop, the same sums in the same order). With the
+    kernels on, a contiguous float target takes the embedding kernel's row loop over the same
+    flat rows (``flat_at.row_plan``: rows added in index order, the same sums again)."""
+    if type(target) is np.ndarray and target.size and kernels.usable(target):
+        plan = row_plan(target, idx, values)
+        if plan is not None and plan[1].dtype == target.dtype and plan[0].size:
+            rows, vals = plan
+            _emb_kernels.add_rows(target.reshape(-1, vals.shape[1]), rows, np.ascontiguousarray(vals))
+            return
     scatter_at("add", target, idx, values)
-
-
-def _row_kernel_usable(target, idx, values) -> bool:
-    """``target[idx] += values`` is a loop over rows: one int index array (in range), values
-    of shape ``idx.shape + target.shape[1:]`` and the target's dtype, a contiguous NumPy
-    float target, kernels on."""
-    if type(idx) is not np.ndarray or type(values) is not np.ndarray or idx.dtype.kind not in "iu" or not idx.size:
-        return False
-    if type(target) is not np.ndarray or not target.ndim or values.dtype != target.dtype:
-        return False
-    if values.shape != idx.shape + target.shape[1:] or not kernels.usable(target):
-        return False
-    return -target.shape[0] <= idx.min() and idx.max() < target.shape[0]
 
 
 # ---------------------------------------------------------------------------- index parsing
@@ -613,8 +599,11 @@ class Scatter(Function):
                 ga = g.copy()
                 ga[self.grid] = 0
         if self.needs_input_grad[1]:
-            gs = get_array_module(g).zeros(self.src_shape, g.dtype)
-            gs[self.src_sl] = g[self.grid]
+            if tuple(self.src_shape) == tuple(s.stop for s in self.src_sl):
+                gs = g[self.grid]  # index covers src: no zero padding to write into
+            else:
+                gs = get_array_module(g).zeros(self.src_shape, g.dtype)
+                gs[self.src_sl] = g[self.grid]
         return ga, gs
 
     def backward_graph(self, g):

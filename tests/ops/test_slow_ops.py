@@ -211,3 +211,41 @@ def test_index_add_into_few_rows_sums_in_index_order_as_torch(monkeypatch):
     np.add.at(ref, idx, src)
     _same_bits(got[0], ref)
     np.testing.assert_allclose(got[0], want, rtol=1e-4)
+
+
+def _scatter_add(dim, dtype, full):
+    def make(m):
+        g = np.random.default_rng(7)
+        t = m.tensor(g.standard_normal((12, 30)).astype(dtype), requires_grad=True)
+        ishape = (12, 30) if full else (9, 20)  # an index (and src) smaller than the target
+        idx = m.tensor(g.integers(0, t.shape[dim], ishape))
+        src = m.tensor((g.standard_normal(ishape) * 1e3).astype(dtype), requires_grad=True)
+        return t.scatter_add(dim, idx, src), [t, src]
+    return make
+
+
+ROW_SCATTERS.update({
+    "scatter_add dim1": _scatter_add(1, np.float32, True),
+    "scatter_add dim0 small f64": _scatter_add(0, np.float64, False),
+})
+
+
+@pytest.mark.parametrize("name", [n for n in ROW_SCATTERS if n.startswith("scatter_add")])
+def test_scatter_add_kernel_is_the_numpy_path_and_matches_torch(monkeypatch, name):
+    """scatter_add's element-wise index runs the one-column loop; its src gradient is a plain
+    gather when the index covers src (a src larger than the index: the next test)."""
+    test_row_scatter_kernel_is_the_numpy_path_and_matches_torch(monkeypatch, name)
+
+
+def test_scatter_add_src_larger_than_index_gets_zero_padded_gradient():
+    """torch's forward takes a src larger than the index (its backward refuses it): the part of
+    src the index reaches gets g at the scattered positions, the rest zero."""
+    g = np.random.default_rng(8)
+    idx = g.integers(0, 12, (9, 20))
+    src = sf.tensor(g.standard_normal((12, 30)).astype(np.float32), requires_grad=True)
+    w = g.standard_normal((12, 30)).astype(np.float32)
+    out = sf.zeros(12, 30).scatter_add(0, sf.tensor(idx), src)
+    (out * sf.tensor(w)).sum().backward()
+    want = np.zeros((12, 30), np.float32)
+    want[:9, :20] = w[idx, np.arange(20)]
+    _same_bits(src.grad.numpy(), want)
