@@ -249,3 +249,31 @@ def test_scatter_add_src_larger_than_index_gets_zero_padded_gradient():
     want = np.zeros((12, 30), np.float32)
     want[:9, :20] = w[idx, np.arange(20)]
     _same_bits(src.grad.numpy(), want)
+
+
+# ---------------------------------------------------------------------------- ctc_loss
+@pytest.mark.parametrize("reduction,zero_infinity,impossible", [
+    ("mean", False, False), ("sum", False, False), ("none", True, True), ("mean", True, True)])
+def test_ctc_loss_stepped_recursions_match_torch(reduction, zero_infinity, impossible):
+    """alpha and beta stepped together (beta reversed in time and states): varied input and
+    target lengths, repeated labels (no skip), an empty target, maybe an impossible alignment
+    (with zero_infinity, so that the gradient is finite)."""
+    g = np.random.default_rng(9)
+    T, N, C, S = 30, 6, 6, 8
+    logits = g.standard_normal((T, N, C)).astype(np.float32)
+    tg = g.integers(1, C, (N, S))
+    tg[:, 1::2] = tg[:, 0::2]  # repeated labels
+    il = g.integers(T // 2, T + 1, N)
+    tl = g.integers(0, S + 1, N)
+    tl[1] = 0
+    if impossible:
+        il[0], tl[0] = 3, S
+    outs = []
+    for m in (torch, sf):
+        x = m.tensor(logits, requires_grad=True)
+        loss = m.nn.functional.ctc_loss(x.log_softmax(2), m.tensor(tg), m.tensor(il), m.tensor(tl),
+                                        reduction=reduction, zero_infinity=zero_infinity)
+        (loss * m.arange(1, loss.numel() + 1, dtype=loss.dtype).reshape(loss.shape)).sum().backward()
+        outs.append((loss.detach().numpy(), x.grad.numpy()))
+    np.testing.assert_allclose(outs[1][0], outs[0][0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(outs[1][1], outs[0][1], rtol=1e-4, atol=1e-5)
