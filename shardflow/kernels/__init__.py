@@ -12,6 +12,7 @@ each:
 | ``gelu.py`` | GELU (exact erf and tanh) forward and backward |
 | ``optim.py`` | Adam / AdamW and SGD (momentum, Nesterov) parameter updates, in place |
 | ``mt19937.py`` | torch's Mersenne Twister outputs for large random draws (``backend/random_stream.py``), NumPy's state bit for bit |
+| ``scan.py`` | ``cumsum`` along any axis and its reversed scan (the backward), NumPy's running sums bit for bit |
 | ``shuffle.py`` | ``randperm``'s swap loop over torch's ``random()`` outputs (from 2^14 elements) |
 | ``_math.py`` | vectorisable float32 ``tanh`` / ``erf`` / ``exp`` (no libm call per element) |
 | ``_numba.py`` | the lazy numba adapter: ``@kernel``, ``@helper``, threads, fork guard, report |
