@@ -1061,7 +1061,8 @@ def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Te
 
 class Unfold(Function):
     """Sliding windows of ``size`` every ``step`` along ``dim`` (a read-only view); backward
-    adds each window offset's gradient back (a loop over ``size``, not over elements)."""
+    adds each window offset's gradient back (a loop over ``size``, or over the windows when
+    there are fewer of them; not over elements)."""
 
     save_inputs = ()
 
@@ -1077,8 +1078,17 @@ class Unfold(Function):
         out = xp.zeros(self.in_shape, g.dtype)
         nw = g.shape[self.dim]
         pre = (slice(None),) * self.dim
-        for k in range(self.size):
-            out[pre + (slice(k, k + self.step * (nw - 1) + 1, self.step),)] += g[..., k]
+        size, step = self.size, self.step
+        if nw < size:
+            # fewer windows than offsets (stft: 101 frames of 400): add whole windows, the
+            # last first, so that each position still receives its terms in increasing offset
+            # order (k = p - t * step grows as t falls): the same sums as the loop below
+            windows = xp.moveaxis(g, -1, self.dim + 1)  # window t's values along dim: [pre + (t,)]
+            for t in range(nw - 1, -1, -1):
+                out[pre + (slice(t * step, t * step + size),)] += windows[pre + (t,)]
+            return out
+        for k in range(size):
+            out[pre + (slice(k, k + step * (nw - 1) + 1, step),)] += g[..., k]
         return out
 
     def backward_graph(self, g):
