@@ -42,11 +42,10 @@ from .. import kernels
 from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
 from ..backend import get_array_module, is_device_array
-from ..backend.flat_at import row_plan
 from ..backend.meta import MetaTensorError, is_meta_array
-from ..backend.ufuncs import scatter_at
 from ..kernels import embedding as _emb_kernels
 from . import _grad_graph as _gg
+from ._add_at import add_at
 from ._util import inplace, needs_graph, unbroadcast, wrap_dim
 
 __all__ = [
@@ -137,18 +136,8 @@ def _check_bounds(idx, size: int, dim: int, allow_negative: bool, error: type = 
 
 
 def _add_at(target, idx, values) -> None:
-    """``target[idx] += values`` with repeated indices accumulating (CuPy's ``add.at`` on the
-    device: NumPy's would convert the device arrays); on NumPy through one flat index
-    (``backend/flat_at.py``: NumPy's fast loop, the same sums in the same order). With the
-    kernels on, a contiguous float target takes the embedding kernel's row loop over the same
-    flat rows (``flat_at.row_plan``: rows added in index order, the same sums again)."""
-    if type(target) is np.ndarray and target.size and kernels.usable(target):
-        plan = row_plan(target, idx, values)
-        if plan is not None and plan[1].dtype == target.dtype and plan[0].size:
-            rows, vals = plan
-            _emb_kernels.add_rows(target.reshape(-1, vals.shape[1]), rows, np.ascontiguousarray(vals))
-            return
-    scatter_at("add", target, idx, values)
+    """``target[idx] += values`` with repeated indices accumulating (``_add_at.py``)."""
+    add_at(target, idx, values)
 
 
 # ---------------------------------------------------------------------------- index parsing

@@ -31,8 +31,8 @@ from ..autograd.dispatch import register
 from ..autograd.out_arg import copy_into
 from ..backend import get_array_module, promote_types
 from ..backend.dtypes import _SCALAR_TYPE_NAMES
-from ..backend.ufuncs import scatter_at
 from . import _grad_graph as _gg
+from ._add_at import add_at
 from ._util import unbroadcast, wrap_dim
 
 __all__ = [
@@ -775,8 +775,16 @@ class PadIndex(Function):
         for d, idx in reversed(self.maps):
             shape = list(g.shape)
             shape[d] = self.in_shape[d]
+            if xp is np and d:
+                # the padded dim first, contiguous: whole rows for the scatter-add (a kernel
+                # with the kernels on) instead of a strided target; the same sums, in order
+                moved = [shape[d]] + shape[:d] + shape[d + 1:]
+                out = np.zeros(moved, g.dtype)
+                add_at(out, idx, np.moveaxis(g, d, 0))
+                g = np.ascontiguousarray(np.moveaxis(out, 0, d))
+                continue
             out = xp.zeros(shape, g.dtype)
-            scatter_at("add", xp.moveaxis(out, d, 0), idx, xp.moveaxis(g, d, 0))
+            add_at(xp.moveaxis(out, d, 0), idx, xp.moveaxis(g, d, 0))
             g = out
         return g
 
