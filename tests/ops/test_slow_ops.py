@@ -383,3 +383,41 @@ def test_stft_gradient_matches_torch():
         m.stft(x, 400, 160, window=m.hann_window(400), return_complex=True).abs().sum().backward()
         grads.append(x.grad.numpy())
     np.testing.assert_allclose(grads[1], grads[0], rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("name", ["rfft", "ifft"])
+@pytest.mark.parametrize("norm", ["backward", "forward", "ortho"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [400, 401, 7])
+def test_unscaled_transforms_through_scipy_are_numpys_bits(name, norm, dtype, n):
+    """Where NumPy's scale is the int 1 it transforms in double precision (slowly); the cast-
+    once SciPy route must give its result bit for bit, and the other norms stay NumPy's."""
+    from shardflow.ops.fft_ops import _unscaled_double
+
+    g = np.random.default_rng(15)
+    a = g.standard_normal((3, 5, n)).astype(dtype)
+    if name == "ifft":
+        a = (a + 1j * g.standard_normal(a.shape)).astype(np.result_type(dtype, np.complex64))
+    for axis in (2, 1):
+        want = getattr(np.fft, name)(a, axis=axis, norm=norm)
+        _same_bits(_unscaled_double(np, name, a, axis, norm), want)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_pad_backward_on_moved_rows_is_the_numpy_path_and_torch(monkeypatch, mode):
+    """reflect/replicate/circular pad's backward scatter-adds with the padded dim moved first
+    (contiguous rows): the kernel and NumPy's add.at agree bit for bit, torch in value."""
+    g = np.random.default_rng(16)
+    a = g.standard_normal((2, 3, 9, 8)).astype(np.float32)
+    w = g.standard_normal((2, 3, 14, 13)).astype(np.float32) * 1e3
+
+    def run(m):
+        x = m.tensor(a, requires_grad=True)
+        y = m.nn.functional.pad(x, (2, 3, 4, 1), mode=mode)
+        (y * m.tensor(w)).sum().backward()
+        return [y.detach().numpy(), x.grad.numpy()]
+
+    got = _run_both_paths(monkeypatch, lambda: run(sf))
+    want = run(torch)
+    for a_, b_ in zip(got, want, strict=True):
+        np.testing.assert_allclose(a_, b_, rtol=1e-5, atol=1e-2)
