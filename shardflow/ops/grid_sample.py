@@ -129,7 +129,9 @@ class GridSample2d(Function):
     def backward(self, g):
         xp = get_array_module(g)
         N, C, H, W = self.shape
-        gw = xp.moveaxis(g.astype(self.wide, copy=False), 1, -1)  # (N, Ho, Wo, C)
+        # (N, Ho, Wo, C), made contiguous once: the eight products below read it (they were
+        # C-contiguous already, following the corner values: the same sums over C)
+        gw = xp.ascontiguousarray(xp.moveaxis(g.astype(self.wide, copy=False), 1, -1))
         g_in = g_grid = None
         if self.needs_input_grad[0]:
             acc = xp.zeros((N, H, W, C), self.wide)
