@@ -29,7 +29,9 @@ order, columns split over threads, so the sums are formed in ``np.add.at``'s ord
 kernels are on, else with ``np.add.at``: measured against a sort + ``np.add.reduceat`` and a
 ``np.bincount`` accumulation (NumPy 2.4, vocab 50k x 256, 8k ids: 27 / 42 / 54 ms; vocab 1k x
 64, 4k ids: 2.3 / 1.3 / 1.0 ms), add.at is best or close at the sizes that matter (large
-vocab), so it is the fallback.
+vocab), so it is the fallback. Every NumPy scatter-add here goes through ``_add_at.py``: the
+same row kernel for a contiguous float target, else ``add.at`` on one flat index
+(``backend/flat_at.py``; 4k rows of 64: 2.3 -> 0.3 ms), the same sums in the same order.
 """
 
 from __future__ import annotations
