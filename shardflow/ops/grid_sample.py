@@ -107,8 +107,9 @@ class GridSample2d(Function):
             ok = (xi >= 0) & (xi < W) & (yi >= 0) & (yi < H)
             xc, yc = xp.clip(xi, 0, W - 1), xp.clip(yi, 0, H - 1)
             self.rows = [(n * H + yc) * W + xc]
-            vals = xp.take(rows, self.rows[0], axis=0) * ok[..., None]  # (N, Ho, Wo, C)
-            self.corners = [(yc, xc, ok.astype(wide))]
+            okw = ok.astype(wide)  # times a 0/1 float, not the bool (a casting loop, 3x slower)
+            vals = xp.take(rows, self.rows[0], axis=0) * okw[..., None]  # (N, Ho, Wo, C)
+            self.corners = [(yc, xc, okw)]
             return xp.moveaxis(vals, -1, 1).astype(dt, copy=False)
         x0, y0 = xp.floor(ix), xp.floor(iy)
         tx, ty = ix - x0, iy - y0
@@ -120,8 +121,9 @@ class GridSample2d(Function):
                 ok = (xs >= 0) & (xs < W) & (ys >= 0) & (ys < H)
                 xc, yc = xp.clip(xs, 0, W - 1), xp.clip(ys, 0, H - 1)
                 self.rows.append((n * H + yc) * W + xc)
-                v = xp.take(rows, self.rows[-1], axis=0) * ok[..., None]  # (N, Ho, Wo, C)
-                corners.append((yc, xc, ok.astype(wide) * wx * wy, v, dx, dy))
+                okw = ok.astype(wide)  # times a 0/1 float, not the bool (a casting loop, 3x slower)
+                v = xp.take(rows, self.rows[-1], axis=0) * okw[..., None]  # (N, Ho, Wo, C)
+                corners.append((yc, xc, okw * wx * wy, v, dx, dy))
                 out = out + v * (wx * wy)[..., None]
         self.corners, self.tx, self.ty, self.dix, self.diy = corners, tx, ty, dix, diy
         return xp.moveaxis(out, -1, 1).astype(dt, copy=False)
