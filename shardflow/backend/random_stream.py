@@ -308,7 +308,16 @@ def permutation(gen, n: int) -> np.ndarray:
     """``randperm(n)`` (int64): torch's swap loop over ``random() % (n - i)``."""
     r = np.arange(n, dtype=np.int64)
     if n > 1:
-        z = (raw32(gen.mt, n - 1) % np.arange(n, 1, -1, dtype=np.uint64)).astype(np.int64)
+        raw = raw32(gen.mt, n - 1)
+        if n >= _KERNEL_FROM:
+            from .. import kernels
+
+            if kernels.enabled():
+                from ..kernels import shuffle
+
+                shuffle.shuffle(r, raw)  # the same swaps, compiled (0.3 s -> ms at n = 1e6)
+                return r
+        z = (raw % np.arange(n, 1, -1, dtype=np.uint64)).astype(np.int64)
         _swap_loop(r, z)
     return r
 

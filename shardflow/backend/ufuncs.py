@@ -22,12 +22,14 @@ elementwise ops and slicing that every array module has.
   input, through ``index_add``). A complex ``add`` scatters the real and imaginary parts (views
   of the target); other dtypes (bool, 8/16-bit ints, float16 max/min, bfloat16) go through a
   wide copy (int64 or float32) and are cast back, which is NumPy's wrap-around and rounding.
+  NumPy arrays go through ``flat_at.py`` (one flat index: NumPy's fast ``ufunc.at`` loop).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .flat_at import flat_at
 from .xp import get_array_module
 
 
@@ -92,7 +94,10 @@ def scatter_at(ufunc_name: str, target, index, values) -> None:
     ``minimum``) on NumPy or CuPy arrays, whatever ``target``'s dtype."""
     xp = get_array_module(target)
     ufunc = getattr(xp, ufunc_name)
-    if xp is np or target.dtype in _SCATTER_DTYPES[ufunc_name]:
+    if xp is np:
+        flat_at(ufunc, target, index, values)
+        return
+    if target.dtype in _SCATTER_DTYPES[ufunc_name]:
         ufunc.at(target, index, values)
         return
     if target.dtype.kind == "c" and ufunc_name == "add":

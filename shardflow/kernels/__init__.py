@@ -12,6 +12,9 @@ each:
 | ``gelu.py`` | GELU (exact erf and tanh) forward and backward |
 | ``optim.py`` | Adam / AdamW and SGD (momentum, Nesterov) parameter updates, in place |
 | ``mt19937.py`` | torch's Mersenne Twister outputs for large random draws (``backend/random_stream.py``), NumPy's state bit for bit |
+| ``scan.py`` | ``cumsum`` along any axis and its reversed scan (the backward), NumPy's running sums bit for bit |
+| ``topk.py`` | ``topk`` of a few along the last axis in one pass per row, for rows whose answer is unique (ties and NaN go back to argpartition) |
+| ``shuffle.py`` | ``randperm``'s swap loop over torch's ``random()`` outputs (from 2^14 elements) |
 | ``_math.py`` | vectorisable float32 ``tanh`` / ``erf`` / ``exp`` (no libm call per element) |
 | ``_numba.py`` | the lazy numba adapter: ``@kernel``, ``@helper``, threads, fork guard, report |
 | ``cuda.py`` | the GPU's: AdamW/Adam, GELU and LayerNorm as fused CuPy kernels (its own ``usable``) |

@@ -101,9 +101,10 @@ class Recurrence(Function):
             elif mode == "lstm":
                 a += xg[t]
                 g = gates[t]
-                g[:, :2 * H] = sigmoid_array(a[:, :2 * H])
+                # sigmoid over all four gates at once (one pass of its ~8 ufuncs, not two),
+                # then the g gate's tanh over its sigmoid: elementwise, the same values
+                g[...] = sigmoid_array(a)
                 xp.tanh(a[:, 2 * H:3 * H], out=g[:, 2 * H:3 * H])
-                g[:, 3 * H:] = sigmoid_array(a[:, 3 * H:])
                 c = cs[cur]
                 xp.multiply(g[:, H:2 * H], cs[prev], out=c)
                 c += g[:, :H] * g[:, 2 * H:3 * H]

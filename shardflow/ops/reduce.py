@@ -33,12 +33,14 @@ from collections import namedtuple
 
 import numpy as np
 
+from .. import kernels
 from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import op, register
 from ..autograd.higher_order import first_order_only
 from ..backend import as_dtype
 from ..backend.fp_errors import enter_quiet, exit_quiet
 from ..backend.user_warning import warn_at_caller
+from ..kernels import scan as _scan
 from . import _grad_graph as _gg
 from ._util import as_array, norm_dims, wrap_dim
 
@@ -611,13 +613,26 @@ def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
 
 # --------------------------------------------------------------------------- cumsum / cumprod
 def _cumsum(a, dim, dtype=None):
-    """``a.cumsum(dim)``; float16/bfloat16 accumulated in float32, each prefix rounded once."""
+    """``a.cumsum(dim)``; float16/bfloat16 accumulated in float32, each prefix rounded once.
+    float32/float64 run the scan kernel when the kernels are on (``kernels/scan.py``: the
+    same running sums, 3-4x faster)."""
     if _half(a) and (dtype is None or np.dtype(dtype) == a.dtype):
         return a.astype(np.float32).cumsum(axis=dim).astype(a.dtype)
+    if _scan_kernel(a, dim, dtype):
+        return _scan.cumsum(np.ascontiguousarray(a), dim)
     return a.cumsum(axis=dim, dtype=dtype)
 
 
+def _scan_kernel(a, dim, dtype) -> bool:
+    """The scan kernel takes a NumPy float32/float64 array (copied contiguous: a broadcast
+    upstream gradient too) with elements along ``dim``, kept in its dtype."""
+    return (type(a) is np.ndarray and a.dtype in (np.float32, np.float64) and a.size
+            and (dtype is None or np.dtype(dtype) == a.dtype) and kernels.enabled())
+
+
 def _rev_cumsum(g, dim):
+    if _scan_kernel(g, dim, None):
+        return _scan.cumsum(np.ascontiguousarray(g), dim, reverse=True)
     return np.flip(_cumsum(np.flip(g, dim), dim), dim)
 
 

@@ -31,8 +31,8 @@ from ..autograd.dispatch import register
 from ..autograd.out_arg import copy_into
 from ..backend import get_array_module, promote_types
 from ..backend.dtypes import _SCALAR_TYPE_NAMES
-from ..backend.ufuncs import scatter_at
 from . import _grad_graph as _gg
+from ._add_at import add_at
 from ._util import unbroadcast, wrap_dim
 
 __all__ = [
@@ -775,8 +775,16 @@ class PadIndex(Function):
         for d, idx in reversed(self.maps):
             shape = list(g.shape)
             shape[d] = self.in_shape[d]
+            if xp is np and d:
+                # the padded dim first, contiguous: whole rows for the scatter-add (a kernel
+                # with the kernels on) instead of a strided target; the same sums, in order
+                moved = [shape[d]] + shape[:d] + shape[d + 1:]
+                out = np.zeros(moved, g.dtype)
+                add_at(out, idx, np.moveaxis(g, d, 0))
+                g = np.ascontiguousarray(np.moveaxis(out, 0, d))
+                continue
             out = xp.zeros(shape, g.dtype)
-            scatter_at("add", xp.moveaxis(out, d, 0), idx, xp.moveaxis(g, d, 0))
+            add_at(xp.moveaxis(out, d, 0), idx, xp.moveaxis(g, d, 0))
             g = out
         return g
 
@@ -1061,7 +1069,8 @@ def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Te
 
 class Unfold(Function):
     """Sliding windows of ``size`` every ``step`` along ``dim`` (a read-only view); backward
-    adds each window offset's gradient back (a loop over ``size``, not over elements)."""
+    adds each window offset's gradient back (a loop over ``size``, or over the windows when
+    there are fewer of them; not over elements)."""
 
     save_inputs = ()
 
@@ -1077,8 +1086,17 @@ class Unfold(Function):
         out = xp.zeros(self.in_shape, g.dtype)
         nw = g.shape[self.dim]
         pre = (slice(None),) * self.dim
-        for k in range(self.size):
-            out[pre + (slice(k, k + self.step * (nw - 1) + 1, self.step),)] += g[..., k]
+        size, step = self.size, self.step
+        if nw < size:
+            # fewer windows than offsets (stft: 101 frames of 400): add whole windows, the
+            # last first, so that each position still receives its terms in increasing offset
+            # order (k = p - t * step grows as t falls): the same sums as the loop below
+            windows = xp.moveaxis(g, -1, self.dim + 1)  # window t's values along dim: [pre + (t,)]
+            for t in range(nw - 1, -1, -1):
+                out[pre + (slice(t * step, t * step + size),)] += windows[pre + (t,)]
+            return out
+        for k in range(size):
+            out[pre + (slice(k, k + step * (nw - 1) + 1, step),)] += g[..., k]
         return out
 
     def backward_graph(self, g):
