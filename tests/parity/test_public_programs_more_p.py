@@ -10,17 +10,20 @@ torch's numbers, docs/COMPAT.md "Random seeds"), compared on what they print and
 * ch05 ``gpt_generate.py`` (as a script): GPT-2's checkpoint layout (random numbers) loaded
   through ``nn.Parameter`` assignment, top-k + temperature sampling with ``multinomial``;
 * ch05 ``tests.py``'s ``test_main`` (the book's own unit test of ``gpt_train.main``);
+* ch07 ``gpt_instruction_finetuning.py --test_mode`` (as the book's tests.py runs it);
 * ch05/11_qwen3 ``standalone-qwen3-moe.ipynb`` (its code cells as a script): Qwen3 MoE in
   bfloat16 with meta-device experts;
 * pkg ``llama3.py``: Llama 3.2 (``nn.RMSNorm``, RoPE with Llama 3's frequency smoothing,
   GQA) and its SDPA variant, trained a few AdamW steps in float32 and in bfloat16.
 
 ``tiktoken`` is not installed (and must not become a dependency): ``llms_from_scratch/
-tiktoken.py`` is a byte-level stand-in with its ``get_encoding``/``encode``/``decode``/
-``n_vocab``, put in ``sys.modules`` for both runs.
+tiktoken.py`` is a stand-in (GPT-2's pre-tokenizer pieces, hashed to ids) with its
+``get_encoding``/``encode``/``decode``/``n_vocab``, put in ``sys.modules`` for both runs.
 """
 
+import json
 import sys
+import types
 from pathlib import Path
 
 import numpy as np
@@ -39,9 +42,21 @@ pytestmark = pytest.mark.usefixtures("torch_single_thread")
 HERE = Path(__file__).parent / "programs" / "llms_from_scratch"
 
 # a made-up stand-in for the book's "the-verdict.txt" (its download is not run)
-VERDICT = (("I had always thought Jack Gisburn rather a cheap genius--though a good fellow enough--so it "
+VERDICT = ("I had always thought Jack Gisburn rather a cheap genius--though a good fellow enough--so it "
            "was no great surprise to me to hear that, in the height of his glory, he had dropped his "
-           "painting, married a rich widow, and established himself in a villa on the Riviera. ") * 2)[:400]
+           "painting, married a rich widow, and established himself in a villa on the Riviera. "
+           "(Though I rather thought it would have been Rome or Florence.) \"The height of his "
+           "glory\"--that was what the women called it. I can hear Mrs. Gideon Thwing--his last "
+           "Chicago sitter--deploring his unaccountable abdication. \"Of course it's going to send "
+           "the value of my picture 'way up; but I don't think of that, Mr. Rickham--the loss to Arrt "
+           "is all I think of.\" The word, on Mrs. Thwing's lips, multiplied its _rs_ as though they "
+           "were reflected in an endless vista of mirrors. ") * 2
+
+# instruction-data.json for ch07: made-up entries in its format (12: 10 train, 1 test, 1 val)
+INSTRUCTIONS = [{"instruction": f"Rewrite sentence {i} in the passive voice.",
+                 "input": f"The cat {('chased', 'saw', 'followed')[i % 3]} the mouse {i} times." if i % 2 else "",
+                 "output": f"The mouse was {('chased', 'seen', 'followed')[i % 3]} by the cat {i} times."}
+                for i in range(12)]
 
 
 @pytest.fixture
@@ -58,10 +73,13 @@ def _ch05_run(name, use_sf, argv=(), as_main=True):
 
 def test_tiktoken_standin_round_trips():
     enc = tiktoken_standin.get_encoding("gpt2")
-    ids = enc.encode("Héllo<|endoftext|>", allowed_special={"<|endoftext|>"})
-    assert ids[-1] == 50256 and enc.n_vocab == 50257
-    assert enc.decode(ids) == "Héllo<|endoftext|>"
-    assert enc.decode([72, 300]) == "H w300"
+    text = "Héllo, it's 2024!\n\n### Response:<|endoftext|>"
+    ids = enc.encode(text, allowed_special={"<|endoftext|>"})
+    assert ids[-1] == 50256 and enc.n_vocab == 50257 and enc.eot_token == 50256
+    assert len(ids) == 12  # GPT-2's pieces: Héllo , it 's  2024 ! \n \n ### Response : <eot>
+    assert enc.decode(ids) == text
+    assert enc.decode([72, 50255]).startswith("H")
+    assert tiktoken_standin.get_encoding("gpt2") is enc
     with pytest.raises(ValueError, match="disallowed special token"):
         enc.encode("<|endoftext|>")
 
@@ -77,7 +95,9 @@ def test_ch04_gpt_script_like_torch(capsys, standin_tiktoken):
         run_script(HERE / "ch04" / "gpt.py", use_sf)
         outs.append(capsys.readouterr().out.splitlines())
     th_out, sf_out = outs
-    assert any(line.startswith("Output text: Hello, I am w") for line in th_out)
+    assert any(line.startswith("Output text: Hello, I am") for line in th_out)
+    n_prompt = len(tiktoken_standin.get_encoding("gpt2").encode("Hello, I am"))
+    assert f"Output length: {n_prompt + 10}" in th_out
     same_printout(sf_out, th_out, rtol=0, atol=0, what="ch04 gpt.py")
 
 
@@ -99,7 +119,7 @@ def test_ch05_gpt_train_script_like_torch(capsys, monkeypatch, tmp_path, standin
         mod = _ch05_run("gpt_train", use_sf)
         runs.append((mod, capsys.readouterr().out.splitlines(), work))
     (th, th_out, th_dir), (sf, sf_out, sf_dir) = runs
-    assert sum(line.startswith("Ep ") for line in th_out) >= 3
+    assert sum(line.startswith("Ep ") for line in th_out) >= 2
     same_printout(sf_out, th_out, rtol=0, atol=0, what="gpt_train.py")
     assert_close(sf.train_losses, th.train_losses, "train losses")
     assert_close(sf.val_losses, th.val_losses, "val losses")
@@ -128,7 +148,7 @@ def test_ch05_gpt_generate_script_like_torch(capsys, standin_tiktoken):
         mod = _ch05_run("gpt_generate", use_sf)
         outs.append((mod, capsys.readouterr().out.splitlines()))
     (th, th_out), (sf, sf_out) = outs
-    assert th_out[0] == "Output text:" and th_out[1].startswith(" Every effort moves you w")
+    assert th_out[0] == "Output text:" and th_out[1].startswith(" Every effort")
     assert sf_out == th_out
 
 
@@ -157,13 +177,13 @@ def test_ch05_generate_with_eos_and_greedy_like_torch(standin_tiktoken):
 
 def test_ch05_book_unit_test_main_like_torch(capsys, monkeypatch, tmp_path, standin_tiktoken):
     """ch05 tests.py's ``test_main``: ``gpt_train.main`` with the book's test config (context
-    12, emb 32, 4 heads, 2 layers, dropout 0.1, 1 epoch; vocab 512, not 50257: the byte
-    tokenizer's ids are below 256, and 50257 rows of AdamW took most of the test's time). Its count of 39 evaluations is for
+    12, emb 32, 4 heads, 2 layers, dropout 0.1, 1 epoch). Its count of 39 evaluations is for
     the real the-verdict.txt; on this text there are ``ceil(steps / 5)``. Losses and tokens
     seen agree with torch's to 1e-5."""
-    (tmp_path / "the-verdict.txt").write_text(VERDICT, encoding="utf-8")
+    text = VERDICT[:len(VERDICT) // 2]  # 6 steps: AdamW over 50257-row tables is the cost
+    (tmp_path / "the-verdict.txt").write_text(text, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    gpt_config = {"vocab_size": 512, "context_length": 12, "emb_dim": 32, "n_heads": 4, "n_layers": 2,
+    gpt_config = {"vocab_size": 50257, "context_length": 12, "emb_dim": 32, "n_heads": 4, "n_layers": 2,
                   "drop_rate": 0.1, "qkv_bias": False}
     other_settings = {"learning_rate": 5e-4, "num_epochs": 1, "batch_size": 2, "weight_decay": 0.1}
     runs = []
@@ -172,11 +192,59 @@ def test_ch05_book_unit_test_main_like_torch(capsys, monkeypatch, tmp_path, stan
         runs.append(mod.main(dict(gpt_config), dict(other_settings)))
     capsys.readouterr()
     (th_train, th_val, th_seen, _), (sf_train, sf_val, sf_seen, _) = runs
-    windows = (int(0.9 * len(VERDICT)) - 12 + 11) // 12  # the training windows, stride 12
+    n_tokens = len(tiktoken_standin.get_encoding("gpt2").encode(text[:int(0.9 * len(text))]))
+    windows = (n_tokens - 12 + 11) // 12  # the training windows, stride 12
     assert len(th_train) == len(th_val) == len(th_seen) == -(-(windows // 2) // 5)
     assert sf_seen == th_seen
     assert_close(sf_train, th_train, "train losses")
     assert_close(sf_val, th_val, "val losses")
+
+
+def _gpt_download_stub():
+    """ch07's ``gpt_download`` (TensorFlow checkpoint reading, used only outside test mode)."""
+    module = types.ModuleType("gpt_download")
+
+    def download_and_load_gpt2(model_size, models_dir):
+        raise RuntimeError("gpt_download is a stub in this test: the GPT-2 download does not run")
+
+    module.download_and_load_gpt2 = download_and_load_gpt2
+    return module
+
+
+def test_ch07_instruction_finetuning_test_mode_like_torch(capsys, monkeypatch, tmp_path, standin_tiktoken):
+    """ch07 gpt_instruction_finetuning.py run as the book's tests.py runs it, ``--test_mode``
+    (a 1-layer GPT with random weights from ``manual_seed(123)``, 10 training examples): the
+    Alpaca-style prompts, ``custom_collate_fn`` through ``functools.partial`` (``torch.nonzero``
+    of the padding, ``targets[indices[1:]] = -100``, ``torch.stack``), a shuffled loader,
+    cross_entropy's default ``ignore_index=-100``, AdamW, the per-epoch greedy sample, the
+    loss plot, greedy responses with ``eos_id=50256`` under tqdm, the responses' JSON and the
+    saved state_dict. Every printed line is torch's (the losses printed with ``repr``: to
+    1e-6, an Embedding initialised an ulp apart, see the Llama test), so are the responses
+    and, to 1e-5, the saved weights."""
+    runs = []
+    for use_sf in (False, True):
+        work = tmp_path / ("sf" if use_sf else "torch")
+        work.mkdir()
+        (work / "instruction-data.json").write_text(json.dumps(INSTRUCTIONS), encoding="utf-8")
+        monkeypatch.chdir(work)
+        here = HERE / "ch07"
+        prev = load_torch_file(here / "previous_chapters.py", use_shardflow=use_sf,
+                               name=f"llms_prev7_{'sf' if use_sf else 'torch'}")
+        run_script(here / "gpt_instruction_finetuning.py", use_sf, ["--test_mode"],
+                   modules={"previous_chapters": prev, "gpt_download": _gpt_download_stub()})
+        out = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("Training completed")]
+        runs.append((out, work))
+    (th_out, th_dir), (sf_out, sf_dir) = runs
+    assert "Training set length: 10" in th_out and "Model saved as Smalltestmodel-sft-standalone.pth" in th_out
+    same_printout(sf_out, th_out, rtol=1e-6, atol=0, what="gpt_instruction_finetuning.py")
+    name = "instruction-data-with-response-standalone.json"
+    th_json, sf_json = (json.loads((d / name).read_text()) for d in (th_dir, sf_dir))
+    assert sf_json == th_json and th_json[0]["model_response"]
+    th_state = torch.load(th_dir / "Smalltestmodel-sft-standalone.pth")
+    sf_state = shardflow.load(sf_dir / "Smalltestmodel-sft-standalone.pth")
+    assert list(sf_state) == list(th_state)
+    for k, v in th_state.items():
+        assert_close(sf_state[k].numpy(), v.numpy(), f"saved {k}", atol=1e-6)
 
 
 def test_qwen3_moe_notebook_like_torch(capsys):

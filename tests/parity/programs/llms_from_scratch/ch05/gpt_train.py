@@ -5,7 +5,7 @@
 # sliding windows, cross_entropy over `logits.flatten(0, 1)`, evaluation every 5 steps under
 # no_grad, a greedy sample each epoch, the matplotlib loss plot saved to loss.pdf, and the
 # state_dict saved and loaded back. Changes, and only these: the __main__ config is tiny
-# (vocab 512, context 16, emb_dim 32, 4 heads, 2 layers) and 1 epoch, not 10; the
+# (context 16, emb_dim 32, 4 heads, 2 layers; vocab 50257 kept) and 1 epoch, not 10; the
 # data is the file's own `the-verdict.txt` path, which the test writes (a synthetic text)
 # into the working directory, so the download branch does not run; `tiktoken` is the
 # byte-level stand-in ../tiktoken.py.
@@ -212,7 +212,7 @@ def main(gpt_config, settings):
 if __name__ == "__main__":
 
     GPT_CONFIG_124M = {
-        "vocab_size": 512,      # Vocabulary size (changed: 50257)
+        "vocab_size": 50257,    # Vocabulary size
         "context_length": 16,   # Shortened context length (orig: 1024) (changed: 256)
         "emb_dim": 32,          # Embedding dimension (changed: 768)
         "n_heads": 4,           # Number of attention heads (changed: 12)
