@@ -13,11 +13,25 @@ SGD::
 
     d = g + wd x;   buf = mom buf + (1 - damp) d   (buf = d on the first step)
     d = d + mom buf (nesterov) or buf;   x -= lr d
+
+float32 parameters take ``_adam32`` / ``_sgd32``: each operation of PyTorch's float32 step
+rounded to float32 as torch rounds it (the kernels compute in float64, where one float32
+``+ - * / sqrt`` rounded to float32 is the correctly rounded result, and ``fma(a, b, c)`` is
+``a * b + c`` rounded once: the product of two float32 numbers is exact in float64), with
+the fused multiply-adds of torch's CPU kernels: ``lerp`` (``m + w (g - m)`` fused),
+``addcmul`` (``v b2 + ((1 - b2) g) g`` fused), ``add(alpha=)`` (``x + alpha y`` fused), and
+``addcdiv`` as ``x + ((-step) m) / denom``. The formulas, and every scalar rounded to float32
+first, are torch's: SGD's updates and Adam(W)'s with ``fused=True`` are its bits; its
+default Adam(W) path takes ``sqrt`` from MKL (not correctly rounded: one float32 ulp off in
+17% of the values), so those steps can differ by an ulp where the denominator does. Compiled
+without fast-math (``kernel(exact=True)``).
 """
 
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from ._numba import kernel, prange
 
@@ -61,10 +75,76 @@ def _sgd(x, g, buf, sign, wd, mom, damp, nesterov, first, lr):
         x[i] = x[i] - lr * d
 
 
+def _f32(v: float) -> float:
+    """``v`` rounded to float32 (a torch scalar argument as the float32 kernel sees it)."""
+    return float(np.float32(v))
+
+
+@kernel(exact=True)
+def _adam32(x, g, m, v, vmax, amsgrad, sign, l2, w, small, b2, c2, eps, bc2_sqrt, neg_step, decay):
+    n = x.size
+    for i in prange(n):
+        xi = np.float64(x[i])
+        if decay != 1.0:
+            xi = np.float64(np.float32(xi * decay))  # param.mul_(1 - lr * wd)
+        gi = sign * np.float64(g[i])
+        if l2 != 0.0:  # grad.add(param, alpha=wd): fused
+            gi = np.float64(np.float32(xi * l2 + gi))
+        mi = np.float64(m[i])
+        diff = np.float64(np.float32(gi - mi))
+        if small:  # lerp, weight < 0.5: m + w (g - m), fused
+            mi = np.float64(np.float32(w * diff + mi))
+        else:  # weight >= 0.5: g - (1 - w)(g - m), fused as g + (w - 1)(g - m)
+            mi = np.float64(np.float32((w - 1.0) * diff + gi))
+        sg = np.float64(np.float32(c2 * gi))  # addcmul: v b2 + ((1 - b2) g) g, fused
+        vi = np.float64(np.float32(sg * gi + np.float64(np.float32(np.float64(v[i]) * b2))))
+        m[i] = mi
+        v[i] = vi
+        if amsgrad:
+            if vi > vmax[i] or vi != vi:  # torch.maximum: a NaN wins
+                vmax[i] = vi
+            vi = np.float64(vmax[i])
+        den = np.float64(np.float32(np.float64(np.float32(math.sqrt(vi))) / bc2_sqrt))
+        den = np.float64(np.float32(den + eps))
+        upd = np.float64(np.float32(np.float64(np.float32(neg_step * mi)) / den))
+        x[i] = xi + upd
+
+
+@kernel(exact=True)
+def _sgd32(x, g, buf, sign, wd, mom, c_damp, damp, nesterov, first, neg_lr):
+    n = x.size
+    for i in prange(n):
+        xi = np.float64(x[i])
+        d = sign * np.float64(g[i])
+        if wd != 0.0:  # grad.add(param, alpha=wd): fused
+            d = np.float64(np.float32(xi * wd + d))
+        if mom != 0.0:
+            if first:
+                b = d
+            else:
+                bm = np.float64(np.float32(np.float64(buf[i]) * mom))
+                if damp != 0.0:  # buf.mul_(mom).add_(d, alpha=1 - damp): fused
+                    b = np.float64(np.float32(d * c_damp + bm))
+                else:
+                    b = np.float64(np.float32(bm + d))
+            buf[i] = b
+            if nesterov:  # d.add(buf, alpha=mom): fused
+                d = np.float64(np.float32(b * mom + d))
+            else:
+                d = b
+        x[i] = d * neg_lr + xi  # param.add_(d, alpha=-lr): fused
+
+
 def adam_update(x, g, m, v, vmax, *, maximize, l2, b1, b2, eps, bc1, bc2_sqrt, lr, decay):
     """One Adam(W) step in place on same-shape arrays (``vmax`` None unless amsgrad)."""
     f = x.reshape(-1)
     vm = v.reshape(-1) if vmax is None else vmax.reshape(-1)
+    if x.dtype == np.float32:
+        w = _f32(1 - b1)
+        _adam32(f, g.reshape(-1), m.reshape(-1), v.reshape(-1), vm, vmax is not None,
+                -1.0 if maximize else 1.0, _f32(l2), w, w < 0.5, _f32(b2), _f32(1 - b2), _f32(eps),
+                _f32(bc2_sqrt), _f32(-(lr / bc1)), _f32(decay))
+        return
     _adam(f, g.reshape(-1), m.reshape(-1), v.reshape(-1), vm, vmax is not None,
           -1.0 if maximize else 1.0, float(l2), float(b1), float(b2), float(eps), float(bc1),
           float(bc2_sqrt), float(lr), float(decay))
@@ -73,5 +153,9 @@ def adam_update(x, g, m, v, vmax, *, maximize, l2, b1, b2, eps, bc1, bc2_sqrt, l
 def sgd_update(x, g, buf, *, maximize, wd, mom, damp, nesterov, first, lr):
     """One SGD step in place; ``buf`` the momentum buffer (any array when ``mom == 0``)."""
     f = x.reshape(-1)
+    if x.dtype == np.float32:
+        _sgd32(f, g.reshape(-1), (f if buf is None else buf.reshape(-1)), -1.0 if maximize else 1.0,
+               _f32(wd), _f32(mom), _f32(1 - damp), float(damp), bool(nesterov), bool(first), _f32(-lr))
+        return
     _sgd(f, g.reshape(-1), (f if buf is None else buf.reshape(-1)), -1.0 if maximize else 1.0,
          float(wd), float(mom), float(damp), bool(nesterov), bool(first), float(lr))
