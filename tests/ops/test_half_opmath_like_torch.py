@@ -129,3 +129,23 @@ def test_sdpa_half_like_torch(dtype, case):
     sf = shardflow.nn.functional.scaled_dot_product_attention(sq, sk, sv, **kwargs_s)
     # float16's 11 bits show an ulp of the float32 exp (NumPy's vs PyTorch's SLEEF) now and then
     _same(sf, th, f"{dtype} sdpa {case}", 0 if dtype == "bfloat16" else 2)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dim", [-1, 1])
+def test_softmax_half_backward_reads_the_returned_output_like_torch(dtype, dim):
+    """PyTorch's softmax backward reads the output as returned (rounded to the 2-byte dtype)
+    and computes ``y * (g - sum(g y))`` in float32: with the unrounded float32 probabilities
+    a third of bfloat16 input gradients were an ulp off (the Llama 3.2 test's attention)."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((4, 11, 32)).astype(np.float32)
+    g = rng.standard_normal((4, 11, 32)).astype(np.float32)
+    (tx, sx), (tg, sg) = _pair(x, dtype), _pair(g, dtype)
+    tx.requires_grad_()
+    sx.requires_grad_()
+    th_y, sf_y = torch.softmax(tx, dim), shardflow.softmax(sx, dim)
+    _same(sf_y, th_y, f"{dtype} softmax")
+    th_y.backward(tg)
+    sf_y.backward(sg)
+    # rows across dim 1 sum in another order than torch's (its strided reduction): an ulp in a few
+    _same(sx.grad, tx.grad, f"{dtype} softmax gradient", 0 if dim == -1 else 40)
