@@ -149,3 +149,28 @@ def test_softmax_half_backward_reads_the_returned_output_like_torch(dtype, dim):
     sf_y.backward(sg)
     # rows across dim 1 sum in another order than torch's (its strided reduction): an ulp in a few
     _same(sx.grad, tx.grad, f"{dtype} softmax gradient", 0 if dim == -1 else 40)
+
+
+@pytest.mark.parametrize("op", ["matmul", "mm", "folded", "linear", "linear_bias", "bmm_broadcast"])
+def test_matmul_linear_bfloat16_gradients_flow_in_bfloat16_like_torch(op):
+    """A bfloat16 GEMM comes back float32 from NumPy; the backward of matmul/linear passed
+    that float32 gradient on, so every node above a Linear computed with unrounded values
+    (torch's engine casts each gradient to its input's dtype). Now the gradient that reaches
+    the next node is bfloat16 and equal to torch's."""
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, 3, 4, 8)).astype(np.float32)
+    fns = {
+        "matmul": lambda lib, a: a @ a.transpose(-1, -2),
+        "mm": lambda lib, a: a[0, 0] @ a[0, 1].T,
+        "folded": lambda lib, a: a @ a[0, 0].T,
+        "linear": lambda lib, a: lib.nn.functional.linear(a, a[0, 0]),
+        "linear_bias": lambda lib, a: lib.nn.functional.linear(a, a[0, 0], a[0, 0, 0, :4]),
+        "bmm_broadcast": lambda lib, a: a @ a[0].transpose(-1, -2),
+    }
+    got = {}
+    for lib in (torch, shardflow):
+        a = lib.tensor(x).bfloat16().requires_grad_()
+        a2 = a * 1  # the gradient reaching this node is what the matmul's backward sent
+        a2.register_hook(lambda g, lib=lib: got.__setitem__(lib.__name__, g))
+        fns[op](lib, a2).float().pow(2).sum().backward()
+    _same(got["shardflow"], got["torch"], f"{op} gradient")
