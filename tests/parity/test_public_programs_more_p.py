@@ -13,6 +13,7 @@ torch's numbers, docs/COMPAT.md "Random seeds"), compared on what they print and
 * ch07 ``gpt_instruction_finetuning.py --test_mode`` (as the book's tests.py runs it);
 * ch05/11_qwen3 ``standalone-qwen3-moe.ipynb`` (its code cells as a script): Qwen3 MoE in
   bfloat16 with meta-device experts;
+* pkg ``ch03.py``: chapter 3's attention classes, used as the chapter uses them;
 * pkg ``llama3.py``: Llama 3.2 (``nn.RMSNorm``, RoPE with Llama 3's frequency smoothing,
   GQA) and its SDPA variant, trained a few AdamW steps in float32 and in bfloat16.
 
@@ -326,3 +327,61 @@ def test_llama32_package_model_trains_like_torch(dtype):
             else:
                 # a flipped rounding in a gradient changes Adam's step by up to lr (1e-3)
                 assert_close(sf_m.state_dict()[k].float().detach().numpy(), a, f"{cls} {k}", 2 ** -7, 5e-3)
+
+
+# the book's chapter 3 example: "Your journey starts with one step" as 3-d embeddings
+_INPUTS = [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
+           [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]]
+
+
+def _ch03_run(prog, lib):
+    """The chapter's uses of each class, from its seeds: returns the outputs and, for the
+    trainable ones, the input gradients of ``out.sum()``."""
+    out = {}
+    inputs = lib.tensor(_INPUTS)
+    batch = lib.stack((inputs, inputs), dim=0)
+    lib.manual_seed(123)
+    sa_v1 = prog.SelfAttention_v1(3, 2)
+    out["v1"] = sa_v1(inputs)
+    lib.manual_seed(789)
+    sa_v2 = prog.SelfAttention_v2(3, 2)
+    out["v2"] = sa_v2(inputs)
+    lib.manual_seed(123)
+    ca = prog.CausalAttention(3, 2, batch.shape[1], 0.0)
+    out["causal"] = ca(batch)
+    lib.manual_seed(123)
+    out["causal_dropout"] = prog.CausalAttention(3, 2, batch.shape[1], 0.5)(batch)  # training mode
+    lib.manual_seed(123)
+    out["wrapper"] = prog.MultiHeadAttentionWrapper(3, 2, batch.shape[1], 0.0, num_heads=2)(batch)
+    lib.manual_seed(123)
+    mha = prog.MultiHeadAttention(3, 2, batch.shape[1], 0.0, num_heads=2)
+    out["mha"] = mha(batch)
+    lib.manual_seed(123)
+    x = lib.rand(2, 6, 8, requires_grad=True)
+    pmha = prog.PyTorchMultiHeadAttention(8, 8, num_heads=2, dropout=0.1)
+    y = pmha(x)  # training mode: SDPA's dropout from the seed
+    y.sum().backward()
+    out["pytorch_mha"] = y
+    out["pytorch_mha_grad"] = x.grad
+    pmha.eval()
+    out["pytorch_mha_eval"] = pmha(x)
+    out["mha_repr"] = repr(mha)
+    return out
+
+
+def test_ch03_attention_classes_like_torch():
+    """pkg ch03.py, used as chapter 3 uses it, from its seeds: ``SelfAttention_v1``
+    (``nn.Parameter(torch.rand(...))``), ``SelfAttention_v2``, ``CausalAttention`` (mask
+    buffer, ``masked_fill_`` with ``-torch.inf``, dropout 0.5 in training: torch's mask from
+    the seed), ``MultiHeadAttentionWrapper``, ``MultiHeadAttention`` and the bonus
+    ``PyTorchMultiHeadAttention`` (SDPA with ``dropout_p=0.1`` in training, then eval), on
+    the chapter's "Your journey starts with one step" embeddings. Outputs and the input
+    gradient agree to 1e-6 (float32 ulps), ``print(mha)`` exactly."""
+    th_prog, sf_prog = load_pair("llms_from_scratch/ch03")
+    th, sf = _ch03_run(th_prog, torch), _ch03_run(sf_prog, shardflow)
+    assert sf.pop("mha_repr") == th.pop("mha_repr")
+    assert set(sf) == set(th)
+    for k, v in th.items():
+        assert_close(sf[k].detach().numpy(), v.detach().numpy(), f"ch03 {k}", rtol=1e-6, atol=1e-7)
+    # the dropout really dropped (and kept the rescaled weights): not the eval output
+    assert not np.allclose(th["causal_dropout"].detach().numpy(), th["causal"].detach().numpy())
