@@ -15,9 +15,9 @@ SGD::
     d = d + mom buf (nesterov) or buf;   x -= lr d
 
 float32 parameters take ``_adam32`` / ``_sgd32``: each operation of PyTorch's float32 step
-rounded to float32 as torch rounds it (the kernels compute in float64, where one float32
-``+ - * / sqrt`` rounded to float32 is the correctly rounded result, and ``fma(a, b, c)`` is
-``a * b + c`` rounded once: the product of two float32 numbers is exact in float64), with
+rounded to float32 as torch rounds it (plain float32 ``+ - * / sqrt``, IEEE-rounded without
+fast-math, and ``fma(a, b, c)`` as ``a * b + c`` in float64 rounded once to float32: the
+product of two float32 numbers is exact in float64), with
 the fused multiply-adds of torch's CPU kernels: ``lerp`` (``m + w (g - m)`` fused),
 ``addcmul`` (``v b2 + ((1 - b2) g) g`` fused), ``add(alpha=)`` (``x + alpha y`` fused), and
 ``addcdiv`` as ``x + ((-step) m) / denom``. The formulas, and every scalar rounded to float32
@@ -82,58 +82,61 @@ def _f32(v: float) -> float:
 
 @kernel(exact=True)
 def _adam32(x, g, m, v, vmax, amsgrad, sign, l2, w, small, b2, c2, eps, bc2_sqrt, neg_step, decay):
+    # float32 scalars once; a float32 op of two float32 values is IEEE-rounded (no
+    # fast-math); only the fused multiply-adds go through float64 (the product is exact there)
     n = x.size
+    s32, l2_32, w32, wm1 = np.float32(sign), np.float32(l2), np.float32(w), np.float32(w - 1.0)
+    b2_32, c2_32, eps32 = np.float32(b2), np.float32(c2), np.float32(eps)
+    bc32, step32, d32 = np.float32(bc2_sqrt), np.float32(neg_step), np.float32(decay)
     for i in prange(n):
-        xi = np.float64(x[i])
+        xi = x[i]
         if decay != 1.0:
-            xi = np.float64(np.float32(xi * decay))  # param.mul_(1 - lr * wd)
-        gi = sign * np.float64(g[i])
+            xi = xi * d32  # param.mul_(1 - lr * wd)
+        gi = s32 * g[i]
         if l2 != 0.0:  # grad.add(param, alpha=wd): fused
-            gi = np.float64(np.float32(xi * l2 + gi))
-        mi = np.float64(m[i])
-        diff = np.float64(np.float32(gi - mi))
+            gi = np.float32(np.float64(xi) * l2_32 + np.float64(gi))
+        mi = m[i]
+        diff = gi - mi
         if small:  # lerp, weight < 0.5: m + w (g - m), fused
-            mi = np.float64(np.float32(w * diff + mi))
-        else:  # weight >= 0.5: g - (1 - w)(g - m), fused as g + (w - 1)(g - m)
-            mi = np.float64(np.float32((w - 1.0) * diff + gi))
-        sg = np.float64(np.float32(c2 * gi))  # addcmul: v b2 + ((1 - b2) g) g, fused
-        vi = np.float64(np.float32(sg * gi + np.float64(np.float32(np.float64(v[i]) * b2))))
+            mi = np.float32(np.float64(w32) * diff + np.float64(mi))
+        else:  # weight >= 0.5: g + (w - 1)(g - m), fused
+            mi = np.float32(np.float64(wm1) * diff + np.float64(gi))
+        sg = c2_32 * gi  # addcmul: v b2 + ((1 - b2) g) g, fused
+        vi = np.float32(np.float64(sg) * gi + np.float64(v[i] * b2_32))
         m[i] = mi
         v[i] = vi
         if amsgrad:
             if vi > vmax[i] or vi != vi:  # torch.maximum: a NaN wins
                 vmax[i] = vi
-            vi = np.float64(vmax[i])
-        den = np.float64(np.float32(np.float64(np.float32(math.sqrt(vi))) / bc2_sqrt))
-        den = np.float64(np.float32(den + eps))
-        upd = np.float64(np.float32(np.float64(np.float32(neg_step * mi)) / den))
-        x[i] = xi + upd
+            vi = vmax[i]
+        den = np.sqrt(vi) / bc32 + eps32
+        x[i] = xi + (step32 * mi) / den
 
 
 @kernel(exact=True)
 def _sgd32(x, g, buf, sign, wd, mom, c_damp, damp, nesterov, first, neg_lr):
     n = x.size
+    s32, wd32, mom32, cd32, lr32 = np.float32(sign), np.float32(wd), np.float32(mom), np.float32(c_damp), np.float32(neg_lr)
     for i in prange(n):
-        xi = np.float64(x[i])
-        d = sign * np.float64(g[i])
+        xi = x[i]
+        d = s32 * g[i]
         if wd != 0.0:  # grad.add(param, alpha=wd): fused
-            d = np.float64(np.float32(xi * wd + d))
+            d = np.float32(np.float64(xi) * wd32 + np.float64(d))
         if mom != 0.0:
             if first:
                 b = d
             else:
-                bm = np.float64(np.float32(np.float64(buf[i]) * mom))
+                bm = buf[i] * mom32
                 if damp != 0.0:  # buf.mul_(mom).add_(d, alpha=1 - damp): fused
-                    b = np.float64(np.float32(d * c_damp + bm))
+                    b = np.float32(np.float64(d) * cd32 + np.float64(bm))
                 else:
-                    b = np.float64(np.float32(bm + d))
+                    b = bm + d
             buf[i] = b
             if nesterov:  # d.add(buf, alpha=mom): fused
-                d = np.float64(np.float32(b * mom + d))
+                d = np.float32(np.float64(b) * mom32 + np.float64(d))
             else:
                 d = b
-        x[i] = d * neg_lr + xi  # param.add_(d, alpha=-lr): fused
-
+        x[i] = np.float32(np.float64(d) * lr32 + np.float64(xi))  # param.add_(d, alpha=-lr): fused
 
 def adam_update(x, g, m, v, vmax, *, maximize, l2, b1, b2, eps, bc1, bc2_sqrt, lr, decay):
     """One Adam(W) step in place on same-shape arrays (``vmax`` None unless amsgrad)."""
