@@ -29,10 +29,11 @@ kernel visits them (memory order):
 * exponential ``-log1p(-u53) / lambda``; cauchy ``median + sigma tan(pi (u53 - 1/2))``;
   geometric ``ceil(log(u53) / log1p(-p))``; log-normal ``exp`` of the cached normal.
 
-Where floating-point rounding differs (torch's AVX2 Box-Muller uses avx_mathfun's log/sin/cos,
-here NumPy's float32 ones) a float32 normal value can be 1 ulp off torch's (about 14% of
-them, measured; at most 5e-7 on values below 6); every integer, permutation, mask and
-uniform value is identical. Draws with no torch counterpart
+torch's AVX2 Box-Muller uses avx_mathfun's float32 log/sin/cos; so does this file
+(``avx_mathfun.py``, with the compiler's fused multiply-adds), and the float32 normals are
+torch's bits (with NumPy's log/sin/cos 14% of them were an ulp off). Every integer,
+permutation, mask and uniform value is identical too. float64 normals use NumPy's
+log/cos/sin where torch's scalar loop uses the C library's: an ulp apart now and then. Draws with no torch counterpart
 here (gamma, poisson, binomial, the samplers of ``distributions``) use NumPy's algorithms on
 this same twister: reproducible under ``manual_seed``, not torch's numbers.
 """
@@ -43,6 +44,7 @@ import math
 
 import numpy as np
 
+from .avx_mathfun import log256, sincos256
 from .xp import device_of, to_device
 
 _M24 = np.uint64((1 << 24) - 1)
@@ -198,17 +200,14 @@ def _box_muller16(d: np.ndarray, mean, std, dtype) -> np.ndarray:
         radius = np.sqrt(-2.0 * np.log(u1))
         theta = 2.0 * np.pi * u2
         return np.concatenate([radius * np.cos(theta) * std + mean, radius * np.sin(theta) * std + mean], 1)
-    # float32, as the kernel: NumPy's float32 log/sin/cos (SIMD, within an ulp or two like
-    # torch's avx_mathfun) meet torch's values more often than float64-and-round did
-    radius = np.log(np.float32(1) - d[:, :8])
+    # float32, as the kernel: avx_mathfun's log and sincos (backend/avx_mathfun.py), torch's bits
+    radius = log256(np.float32(1) - d[:, :8])
     radius *= np.float32(-2)
     np.sqrt(radius, out=radius)
-    theta = d[:, 8:] * _TWO_PI_F32
+    sin, cos = sincos256(d[:, 8:] * _TWO_PI_F32)
     out = np.empty(d.shape, np.float32)
-    np.cos(theta, out=out[:, :8])
-    np.sin(theta, out=out[:, 8:])
-    out[:, :8] *= radius
-    out[:, 8:] *= radius
+    np.multiply(radius, cos, out=out[:, :8])
+    np.multiply(radius, sin, out=out[:, 8:])
     if std != 1.0 or mean != 0.0:  # fma(n, std, mean): one rounding, exact in float64
         out = (out.astype(np.float64) * np.float64(np.float32(std)) + np.float64(np.float32(mean))).astype(np.float32)
     return out

@@ -219,8 +219,9 @@ class Kernel:
     """A lazily compiled Numba function. ``k(*args)`` runs it; the first call for a new
     (dtype, ndim) of the first argument is timed and recorded in ``compile_report()``."""
 
-    def __init__(self, fn, parallel: bool = True, cache: bool = True):
+    def __init__(self, fn, parallel: bool = True, cache: bool = True, exact: bool = False):
         self.fn, self.parallel, self.name = fn, parallel, f"{fn.__module__.rsplit('.', 1)[-1]}.{fn.__name__}"
+        self.fastmath = False if exact else _FASTMATH
         self.built_parallel = False  # set by the first call (_dispatcher)
         self.cache = cache  # False for generated source (numba cannot disk-cache it)
         self._disp = None
@@ -242,13 +243,13 @@ class Kernel:
                 self._disp = self._serial_dispatcher()
                 return self._disp
             f = _build_globals(self.fn, nb, True)
-            self._disp = nb.njit(parallel=True, cache=self.cache, fastmath=_FASTMATH, nogil=True)(f)
+            self._disp = nb.njit(parallel=True, cache=self.cache, fastmath=self.fastmath, nogil=True)(f)
             return self._disp
 
     def _serial_dispatcher(self):
         if self._serial is None:
             nb = require()
-            self._serial = nb.njit(cache=self.cache, fastmath=_FASTMATH, nogil=True)(
+            self._serial = nb.njit(cache=self.cache, fastmath=self.fastmath, nogil=True)(
                 _build_globals(self.fn, nb, parallel=False))
         return self._serial
 
@@ -358,11 +359,14 @@ def _layer_needs_lock() -> bool:
     return need
 
 
-def kernel(fn=None, *, parallel: bool = True):
-    """Decorator: wrap a Python loop function as a lazily compiled ``Kernel``."""
+def kernel(fn=None, *, parallel: bool = True, exact: bool = False):
+    """Decorator: wrap a Python loop function as a lazily compiled ``Kernel``. ``exact``:
+    compiled without fast-math (no contraction, reassociation or approximate reciprocals),
+    for a kernel that must round each operation as written (the float32 optimizer updates
+    that reproduce PyTorch's bits, ``kernels/optim.py``)."""
     if fn is None:
-        return lambda f: Kernel(f, parallel)
-    return Kernel(fn, parallel)
+        return lambda f: Kernel(f, parallel, exact=exact)
+    return Kernel(fn, parallel, exact=exact)
 
 
 def compile_report() -> list[dict]:

@@ -38,6 +38,54 @@ _ndarray = np.ndarray
 _COMPLEX_DTYPES = frozenset(type(np.dtype(c)) for c in "FDG")
 
 
+def _half_scalar(a, b) -> bool:
+    """``a`` a float16/bfloat16 array and ``b`` a real scalar (a Python or NumPy number):
+    PyTorch computes such an op in float32 (its opmath type) with the scalar in float32 and
+    rounds once; NumPy rounds the scalar to the 2-byte dtype first (``x / 2.8284`` divided
+    by 2.828125 in bfloat16; ``x * 0.1`` in float16 differed in a third of the elements)."""
+    return (a.dtype.itemsize == 2 and a.dtype.kind in "fV" and not hasattr(b, "shape")
+            and not isinstance(b, complex))
+
+
+def _wide(a, b, op):
+    """``op(a, b)`` for :func:`_half_scalar` operands, as PyTorch computes it."""
+    return op(a.astype(np.float32), np.float32(b)).astype(a.dtype)
+
+
+def _wide_alpha(a, b, alpha, sign):
+    """``a + sign * alpha * b`` for a float16/bfloat16/float32 ``a`` and ``alpha != 1``, as
+    PyTorch's CPU kernel computes it: one fused multiply-add in float32 (for the 2-byte
+    dtypes with ``alpha`` and a scalar ``b`` first rounded to that dtype), rounded once to
+    ``a``'s dtype. The product of two float32 numbers is exact in float64, so the float64
+    sum rounded to float32 is the fused result (``a + b * alpha`` rounded twice: a
+    quarter of float32 results were one unit off). float64 keeps NumPy's two roundings."""
+    dt = a.dtype
+    al = np.float64(np.float32(dt.type(alpha) if dt.itemsize == 2 else alpha))
+    b64 = b.astype(np.float64) if hasattr(b, "shape") else np.float64(np.float32(dt.type(b)))
+    y = a.astype(np.float64)
+    y += (sign * al) * b64
+    return y.astype(np.float32).astype(dt)
+
+
+def _fused_alpha(a, b, alpha) -> bool:
+    """``add``/``sub`` with ``alpha`` that :func:`_wide_alpha` computes: a real float32 or
+    2-byte ``a`` and a ``b`` of the same dtype or a real scalar."""
+    if alpha == 1 or a.dtype.kind not in "fV" or a.dtype.itemsize > 4 or isinstance(alpha, complex):
+        return False
+    if hasattr(b, "shape"):
+        return b.dtype == a.dtype
+    return not isinstance(b, complex)
+
+
+def _is_half(a) -> bool:
+    return a.dtype.itemsize == 2 and a.dtype.kind in "fV"
+
+
+def _scaled(g, alpha):
+    """``g * alpha`` (a gradient times a number) in ``g``'s dtype, computed as PyTorch does."""
+    return _wide(g, alpha, np.multiply) if _half_scalar(g, alpha) else as_dtype_of(g * alpha, g)
+
+
 def _broadcast_error(sa, sb) -> RuntimeError:
     ra, rb = tuple(reversed(sa)), tuple(reversed(sb))
     for i in range(min(len(ra), len(rb))):
@@ -54,7 +102,12 @@ class Add(Function):
     def forward(self, a, b, alpha=1):
         # ``a`` is always an array (a Tensor comes first, see ``add``); ``b`` may be a number
         try:
-            y = a + b if alpha == 1 else a + b * alpha
+            if _fused_alpha(a, b, alpha):
+                y = _wide_alpha(a, b, alpha, 1)
+            elif alpha == 1 and _half_scalar(a, b):  # the number rounded to a's dtype first
+                y = _wide(a, a.dtype.type(b), np.add)
+            else:
+                y = a + b if alpha == 1 else a + b * alpha
         except ValueError:
             raise _broadcast_error(_shape(a), _shape(b)) from None
         self.sa = a.shape
@@ -71,7 +124,7 @@ class Add(Function):
         if need_a:
             ga = g if shape == self.sa else unbroadcast(g, self.sa)
         if need_b:
-            gb = g if self.alpha == 1 else as_dtype_of(g * self.alpha, g)
+            gb = g if self.alpha == 1 else _scaled(g, self.alpha)
             if shape != self.sb:
                 gb = unbroadcast(gb, self.sb)
         return ga, gb
@@ -87,7 +140,12 @@ class Sub(Function):
 
     def forward(self, a, b, alpha=1):
         try:
-            y = a - b if alpha == 1 else a - b * alpha
+            if _fused_alpha(a, b, alpha):
+                y = _wide_alpha(a, b, alpha, -1)
+            elif alpha == 1 and _half_scalar(a, b):  # the number rounded to a's dtype first
+                y = _wide(a, a.dtype.type(b), np.subtract)
+            else:
+                y = a - b if alpha == 1 else a - b * alpha
         except ValueError:
             raise _broadcast_error(_shape(a), _shape(b)) from None
         except TypeError:  # NumPy refuses bool - bool (torch's RuntimeError, its words)
@@ -109,7 +167,7 @@ class Sub(Function):
         if need_a:
             ga = g if shape == self.sa else unbroadcast(g, self.sa)
         if need_b:
-            gb = -g if self.alpha == 1 else as_dtype_of(g * -self.alpha, g)
+            gb = -g if self.alpha == 1 else _scaled(g, -self.alpha)
             if shape != self.sb:
                 gb = unbroadcast(gb, self.sb)
         return ga, gb
@@ -135,7 +193,7 @@ class Mul(Function):
         self.a = a
         self.b = b
         try:
-            y = a * b
+            y = _wide(a, b, np.multiply) if _half_scalar(a, b) else a * b
         except ValueError:
             raise _broadcast_error(_shape(a), _shape(b)) from None
         # two NumPy arrays: NumPy's result dtype is the one as_dtype_of keeps (_KEEPS_DTYPE)
@@ -153,7 +211,7 @@ class Mul(Function):
         out_shape = self._out_shape
         ga = gb = None
         if need_a:
-            ga = g * b
+            ga = _scaled(g, b) if _half_scalar(g, b) else g * b
             if a.shape != out_shape:
                 ga = unbroadcast(ga, a.shape)
         if need_b:
@@ -176,7 +234,7 @@ class Div(Function):
         self.a = a
         self.b = b
         try:
-            y = a / b
+            y = _wide(a, b, np.true_divide) if _half_scalar(a, b) else a / b
         except ValueError:
             raise _broadcast_error(_shape(a), _shape(b)) from None
         return y if type(b) is _ndarray or y.dtype is a.dtype else as_dtype_of(y, a, b)
@@ -190,7 +248,7 @@ class Div(Function):
         out_shape = self._out_shape  # g's shape (see Mul)
         ga = gb = None
         if need_a:
-            ga = g / b
+            ga = _wide(g, b, np.true_divide) if _half_scalar(g, b) else g / b
             if a.shape != out_shape:  # a was broadcast
                 ga = unbroadcast(ga, a.shape)
         if need_b:
@@ -343,11 +401,11 @@ def _div_general(input, other, rounding_mode=None):
     if not isinstance(a, Tensor):  # number / tensor: torch's __rtruediv__ is reciprocal() * number
         return Mul.apply(Reciprocal.apply(b), a)
     # tensor / number: PyTorch divides, correctly rounded (uint8 110 / 255 is 0.43137255 in
-    # float32; it was 0.43137258 through * (1 / 255)). For float16/bfloat16 it multiplies by
-    # a float32 reciprocal and rounds once, which NumPy's 2-byte division (in float32, one
-    # rounding) matches.
+    # float32; it was 0.43137258 through * (1 / 255)). For float16/bfloat16 it divides in
+    # float32 by the float32 number and rounds once (Div.forward, _half_scalar): the number
+    # stays a Python float there, not a 2-byte scalar.
     if not isinstance(b, Tensor):  # a NumPy scalar of a's dtype: a CuPy array takes it too
-        return Div.apply(a, a.array.dtype.type(b))
+        return Div.apply(a, b if _is_half(a.array) else a.array.dtype.type(b))
     return Div.apply(a, b)
 
 

@@ -20,7 +20,9 @@ combined with AND (what PyTorch computes). ``enable_gqa``: key/value have ``Hq /
 times fewer heads (dim -3); head ``h`` of the query uses key/value head ``h // (Hq/Hkv)``
 (``repeat_interleave``), and their gradients are summed back over the repeats. Batch
 dimensions broadcast; gradients are reduced back to each input's shape. Dropout uses
-torch's stream (``backend/random_stream.py``). float16/bfloat16 are computed in float32.
+torch's stream (``backend/random_stream.py``). float16/bfloat16 are computed in float32;
+without dropout in the order of PyTorch's CPU flash kernel (the weights rounded to the input
+dtype before the product with v, the rows divided by their sums after it).
 """
 
 from __future__ import annotations
@@ -116,7 +118,7 @@ class ScaledDotProductAttention(Function):
         if rep > 1:
             ka = np.repeat(ka, rep, axis=-3)
             va = np.repeat(va, rep, axis=-3)
-        self.blocked = (mask is None and dropout_p == 0.0 and type(qa) is np.ndarray
+        self.blocked = (mask is None and dropout_p == 0.0 and type(qa) is np.ndarray and dt is None
                         and qa.shape[:-2] == ka.shape[:-2] == va.shape[:-2])
         if self.blocked:
             self.qa, self.ka, self.va, self.scale, self.rep, self.dt = qa, ka, va, scale, rep, dt
@@ -148,6 +150,16 @@ class ScaledDotProductAttention(Function):
         s = A.sum(axis=-1, keepdims=True)
         if not s.all():
             s = np.where(s == 0, 1.0, s).astype(fdt, copy=False)
+        O = None
+        if dt is not None and dropout_p == 0.0:
+            # float16/bfloat16 in PyTorch's CPU (flash) kernel: the weights exp(A - m) are
+            # rounded to the input dtype for the product with v, accumulated in float32, and
+            # the rows scaled by 1/sum (of the unrounded weights) at the end, rounded once.
+            # Normalising first in float32 (the math path's order) differed from PyTorch in
+            # a quarter of the outputs by a half-precision unit; this order gives its bits
+            # for rows of up to 32 keys and fewer differences beyond (its summation order).
+            O = np.matmul(A.astype(dt).astype(fdt), va)
+            O *= fdt.type(1) / s
         A /= s
         P = flush_subnormal_(A)  # (..., L, S); subnormal weights would slow P @ v 10-100x
         D = None
@@ -164,7 +176,8 @@ class ScaledDotProductAttention(Function):
             Pd = P * D
         else:
             Pd = P
-        O = np.matmul(Pd, va)  # (..., L, Ev)
+        if O is None:
+            O = np.matmul(Pd, va)  # (..., L, Ev)
         self.qa, self.ka, self.va, self.P, self.D = qa, ka, va, P, D
         self.scale, self.rep, self.dt = scale, rep, dt
         return _laid_out(O if dt is None else O.astype(dt), layout)

@@ -95,8 +95,8 @@ class MM(Function):
         return as_dtype_of(a @ b, a, b)
 
     def backward(self, g):
-        ga = g @ self.b.T if self.needs_input_grad[0] else None
-        gb = self.a.T @ g if self.needs_input_grad[1] else None
+        ga = as_dtype_of(g @ self.b.T, self.a) if self.needs_input_grad[0] else None
+        gb = as_dtype_of(self.a.T @ g, self.b) if self.needs_input_grad[1] else None
         return ga, gb
 
     def backward_graph(self, g):
@@ -118,8 +118,8 @@ class FoldedMM(Function):
 
     def backward(self, g):
         g2 = g.reshape(-1, g.shape[-1])  # (B*T, N)
-        ga = (g2 @ self.b.T).reshape(self.ashape) if self.needs_input_grad[0] else None
-        gb = self.a2.T @ g2 if self.needs_input_grad[1] else None
+        ga = as_dtype_of(g2 @ self.b.T, self.a2).reshape(self.ashape) if self.needs_input_grad[0] else None
+        gb = as_dtype_of(self.a2.T @ g2, self.b) if self.needs_input_grad[1] else None
         return ga, gb
 
     def backward_graph(self, g):
@@ -131,6 +131,19 @@ class FoldedMM(Function):
             a2 = self.saved_input(0, self.a2.reshape(self.ashape)).reshape(self.a2.shape)
             gb = a2.T @ g2
         return ga, gb
+
+
+def _grad_to(prod, like, shape):
+    """A batched product's gradient for the operand ``like`` (of ``shape`` before any 1-D
+    promotion): summed over broadcast batch dims and in ``like``'s dtype. bfloat16 as
+    PyTorch: each batch's GEMM rounded to bfloat16 (NumPy returns float32), then the
+    broadcast sum accumulated in float32 and rounded once."""
+    if prod.dtype != like.dtype and like.dtype.kind == "V":
+        prod = prod.astype(like.dtype)
+        if prod.shape != tuple(shape):
+            prod = unbroadcast(prod.astype(np.float32), shape).astype(like.dtype)
+        return prod.reshape(like.shape)
+    return as_dtype_of(unbroadcast(prod, shape).reshape(like.shape), like)
 
 
 class BatchedMatMul(Function):
@@ -150,9 +163,9 @@ class BatchedMatMul(Function):
         g1 = g.reshape(batch + (a1.shape[-2], b1.shape[-1]))  # (..., M, N)
         ga = gb = None
         if self.needs_input_grad[0]:
-            ga = unbroadcast(g1 @ np.swapaxes(b1, -1, -2), a1.shape).reshape(a.shape)
+            ga = _grad_to(g1 @ np.swapaxes(b1, -1, -2), a, a1.shape)
         if self.needs_input_grad[1]:
-            gb = unbroadcast(np.swapaxes(a1, -1, -2) @ g1, b1.shape).reshape(b.shape)
+            gb = _grad_to(np.swapaxes(a1, -1, -2) @ g1, b, b1.shape)
         return ga, gb
 
     def backward_graph(self, g):
@@ -434,7 +447,10 @@ class Linear(Function):
 
     def backward(self, g):
         g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])  # (R, out)
-        gw = g2.T @ self.x2 if self.needs_input_grad[1] else None  # (out, in): sums all rows
+        # (out, in): sums all rows. A bfloat16 GEMM comes back float32 from NumPy: rounded
+        # to the operand's dtype, as PyTorch's (its autograd casts every gradient to its
+        # input's dtype; the next node then reads the rounded values)
+        gw = as_dtype_of(g2.T @ self.x2, self.w) if self.needs_input_grad[1] else None
         return self._other_grads(g2, gw)
 
     def backward_weight_later(self, g):
@@ -445,14 +461,15 @@ class Linear(Function):
         references, so ``release()`` may run before it."""
         g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])  # (R, out)
         x2 = self.x2
-        later = (lambda: g2.T @ x2) if self.needs_input_grad[1] else None
+        w = self.w
+        later = (lambda: as_dtype_of(g2.T @ x2, w)) if self.needs_input_grad[1] else None
         return self._other_grads(g2, None), later
 
     def _other_grads(self, g2, gw):
         need = self.needs_input_grad
         gx = gb = None
         if need[0]:
-            gx = g2 @ self.w
+            gx = as_dtype_of(g2 @ self.w, self.x2)
             if len(self.xshape) != 2:
                 gx = gx.reshape(self.xshape)
         if self.bshape is None:

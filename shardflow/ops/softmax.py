@@ -7,7 +7,9 @@ hand-written backward (``cross_entropy`` in ``loss.py`` never builds the ``log_s
 
 Reduced over the last dim of a contiguous float32/float64 array, both run as one Numba pass
 per row (``kernels/softmax.py``); otherwise as NumPy passes. float16/bfloat16 inputs are
-computed in float32 and cast back.
+computed in float32 and cast back; their backward, as PyTorch's, reads the output as it was
+returned (rounded to the 2-byte dtype) and computes in float32 (with the unrounded float32
+probabilities a third of bfloat16 input gradients were an ulp off torch's).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class Softmax(Function):
     def forward(self, x, dim):
         self.dim = dim
         xa, dt = _up(x)
+        self.dt = dt
         self.fused = _last_dim_fused(xa, dim)
         if self.fused:  # one Numba pass per row (shardflow/kernels/softmax.py)
             self.y = _sm_kernels.softmax_forward(xa.reshape(-1, xa.shape[-1])).reshape(xa.shape)
@@ -43,16 +46,17 @@ class Softmax(Function):
         return _down(y, dt)
 
     def backward(self, g):
-        y = self.y
+        out_dtype = g.dtype
+        y, g = _as_returned(self, g)
         if self.fused:
-            return _fused_softmax_backward(g, y, log=False)
+            return _fused_softmax_backward(g, y, log=False).astype(out_dtype, copy=False)
         if self.dim is not None and self.dim == y.ndim - 1 and g.dtype == y.dtype:
             s = np.einsum("...i,...i->...", g, y)[..., None]  # sum(g * y) without a temporary
         else:
             s = (g * y).sum(axis=self.dim, keepdims=True)
         gx = g - s
         gx *= y
-        return flush_subnormal_(gx).astype(g.dtype, copy=False)
+        return flush_subnormal_(gx).astype(out_dtype, copy=False)
 
     def backward_graph(self, g):
         y = self.saved_output(0, self.y.astype(g.array.dtype, copy=False))
@@ -66,6 +70,7 @@ class LogSoftmax(Function):
     def forward(self, x, dim):
         self.dim = dim
         xa, dt = _up(x)
+        self.dt = dt
         self.fused = _last_dim_fused(xa, dim)
         if self.fused:
             self.y = _sm_kernels.softmax_forward(xa.reshape(-1, xa.shape[-1]), log=True).reshape(xa.shape)
@@ -77,16 +82,27 @@ class LogSoftmax(Function):
         return _down(y, dt)
 
     def backward(self, g):
+        out_dtype = g.dtype
+        y, g = _as_returned(self, g)
         if self.fused:
-            return _fused_softmax_backward(g, self.y, log=True)
-        p = np.exp(self.y)
+            return _fused_softmax_backward(g, y, log=True).astype(out_dtype, copy=False)
+        p = np.exp(y)
         p *= g.sum(axis=self.dim, keepdims=True)
         gx = g - p
-        return flush_subnormal_(gx).astype(g.dtype, copy=False)
+        return flush_subnormal_(gx).astype(out_dtype, copy=False)
 
     def backward_graph(self, g):
         y = self.saved_output(0, self.y.astype(g.array.dtype, copy=False))
         return g - y.exp() * g.sum(dim=self.dim, keepdim=True)
+
+
+def _as_returned(fn, g):
+    """``(y, g)`` for a backward. After a float16/bfloat16 forward: the float32 output
+    rounded as it was returned (PyTorch's backward reads the returned output) and ``g`` in
+    float32, the opmath of PyTorch's half-precision kernel; otherwise as they are."""
+    if fn.dt is None:
+        return fn.y, g
+    return fn.y.astype(fn.dt).astype(np.float32), g.astype(np.float32)
 
 
 def _last_dim_fused(xa, dim) -> bool:

@@ -13,6 +13,13 @@ Per parameter, with ``t`` the step count and ``g`` the gradient (negated if ``ma
 (``decoupled_weight_decay``, as torch's groups).
 
 State: ``step`` (float32 scalar Tensor), ``exp_avg``, ``exp_avg_sq``, ``max_exp_avg_sq``.
+
+Rounding is PyTorch's: float32 parameters (the Numba kernel ``kernels/optim.py``, or
+``_adam_update_rounded``) and float16/bfloat16 ones (``_adam_update_rounded``) are stepped
+op by op as torch's single-tensor step rounds them, with its fused multiply-adds, or in one
+float32 pass with ``fused=True`` (torch's fused kernel): its bits, except that torch's
+default float32 path takes ``sqrt`` from MKL (an ulp off a correctly rounded square root in
+17% of values), so an entry's step can be an ulp apart there. float64 keeps its own order.
 """
 
 from __future__ import annotations
@@ -85,6 +92,12 @@ class Adam(Optimizer):
                     continue
                 decay = 1 - lr * wd if (wd != 0 and decoupled) else 1.0  # AdamW, applied per block
                 coef = (b1, b2, eps, 1 - b1**t, math.sqrt(1 - b2**t), lr, decay)
+                if x.dtype.kind in "fV" and x.dtype.itemsize <= 4 and type(x) is np.ndarray:
+                    # float32 (not a kernel's arrays) and float16/bfloat16: torch's op-by-op steps
+                    _adam_update_rounded(x, g, m, v, vmax, coef, 0.0 if decoupled else wd, maximize,
+                                         fused=bool(group.get("fused")))
+                    _bump(p)
+                    continue
                 adjust = maximize or (wd != 0 and not decoupled)
                 if _blockable(x, g, m, v, vmax):  # block-sized temporaries, whatever the size
                     tmp = self._flat_scratch(BLOCK_ELEMENTS, x.dtype)
@@ -129,6 +142,54 @@ def _adam_update(x, g, m, v, vmax, tmp, coef):
     np.divide(m, tmp, out=tmp)
     tmp *= lr / bc1
     x -= tmp
+
+
+def _fma32(a, b, c):
+    """``a * b + c`` in float32 rounded once (float32 operands: the float64 product is exact)."""
+    return (np.multiply(a, b, dtype=np.float64) + c).astype(np.float32)
+
+
+def _adam_update_rounded(x, g, m, v, vmax, coef, l2, maximize, fused=False):
+    """One Adam(W) step on float32 or float16/bfloat16 arrays as PyTorch's single-tensor step
+    rounds it: each tensor op computed in float32 (its opmath type) and rounded to the
+    parameter's dtype, with the fused multiply-adds of its CPU kernels (``lerp``,
+    ``addcmul``, ``add(alpha=)``) and its scalar rules (a number added to a 2-byte tensor is
+    rounded to its dtype first: ``eps`` = 1e-8 is 0 in float16, as in torch). The float32
+    Numba kernel (``kernels/optim.py``) computes the same. ``fused`` (``Adam(fused=True)``):
+    torch's fused kernel computes the whole step in float32 and rounds the parameter and the
+    two moments once."""
+    b1, b2, eps, bc1, bc2_sqrt, lr, decay = coef
+    dt, f32 = x.dtype, np.float32
+    half = dt.itemsize == 2 and not fused
+
+    def rnd(a):
+        return a.astype(dt).astype(f32) if half else a.astype(f32, copy=False)
+
+    def num(a):  # a number as the op takes it: rounded to a 2-byte tensor's dtype first
+        return f32(dt.type(a)) if half else f32(a)
+
+    x32, m32, v32 = x.astype(f32), m.astype(f32), v.astype(f32)
+    g32 = -g.astype(f32) if maximize else g.astype(f32)
+    if decay != 1.0:
+        x32 = rnd(x32 * f32(decay))
+    if l2 != 0:
+        g32 = rnd(_fma32(x32, np.float64(num(l2)), g32))
+    w = f32(1 - b1)  # lerp: one op, its difference and product in float32
+    if w < 0.5:
+        m32 = rnd(_fma32(w, g32 - m32, m32))
+    else:
+        m32 = rnd(_fma32(f32(w - 1), g32 - m32, g32))
+    v32 = rnd(_fma32(f32(1 - b2) * g32, g32, rnd(v32 * f32(b2))))  # mul_, then addcmul_
+    m[...] = m32.astype(dt)
+    v[...] = v32.astype(dt)
+    if vmax is not None:  # fused: the float32 maximum is the denominator's, then rounded
+        v32 = np.maximum(vmax.astype(f32), v32)
+        vmax[...] = v32.astype(dt)
+        v32 = rnd(v32)
+    den = rnd(rnd(np.sqrt(v32)) / f32(bc2_sqrt))
+    den = rnd(den + num(eps))
+    with np.errstate(divide="ignore", invalid="ignore"):  # float16's eps is 0, as torch's
+        x[...] = (x32 + (f32(-(lr / bc1)) * m32) / den).astype(dt)  # addcdiv_: one op
 
 
 def _blockable(*arrays) -> bool:

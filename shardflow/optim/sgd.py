@@ -8,6 +8,9 @@ Per parameter (``g`` = grad, negated when ``maximize``)::
     p = p - lr * g
 
 State: ``momentum_buffer`` (only when momentum != 0). Updates are in place on raw arrays.
+float32 and float16/bfloat16 parameters are stepped as PyTorch's single-tensor (and fused)
+step rounds them, op by op with its fused multiply-adds (``kernels/optim.py``,
+``_sgd_update_rounded``): its bits. float64 keeps its own order.
 """
 
 from __future__ import annotations
@@ -59,6 +62,12 @@ class SGD(Optimizer):
                                                   damp=damp, nesterov=nesterov, first=first, lr=lr)
                         _bump(p)
                         continue
+                if x.dtype.kind in "fV" and x.dtype.itemsize <= 4 and type(x) is np.ndarray:
+                    # float32 (not a kernel's arrays) and float16/bfloat16: torch's op-by-op steps
+                    st = self.state[p]
+                    _sgd_update_rounded(self, p, x, g, st, lr, mom, damp, wd, nesterov, maximize)
+                    _bump(p)
+                    continue
                 d = g  # the update direction; `own` says whether it is a scratch buffer
                 own = False
                 if wd != 0 or maximize:
@@ -96,3 +105,39 @@ class SGD(Optimizer):
                 x -= d
                 _bump(p)
         return loss
+
+
+def _fma32(a, b, c):
+    """``a * b + c`` in float32 rounded once (float32 operands: the float64 product is exact)."""
+    return (np.multiply(a, b, dtype=np.float64) + c).astype(np.float32)
+
+
+def _sgd_update_rounded(opt, p, x, g, st, lr, mom, damp, wd, nesterov, maximize):
+    """One SGD step on float32 or float16/bfloat16 arrays as PyTorch's single-tensor step
+    rounds it: each tensor op in float32 (opmath) rounded to the parameter's dtype, each
+    ``add(..., alpha=a)`` one fused multiply-add with ``a`` first rounded to that dtype (as
+    torch's add kernel takes it). The float32 Numba kernel (``kernels/optim.py``) computes
+    the same."""
+    dt, f32 = x.dtype, np.float32
+    half = dt.itemsize == 2
+
+    def rnd(a):
+        return a.astype(dt).astype(f32) if half else a.astype(f32, copy=False)
+
+    def alpha(a):
+        return np.float64(f32(dt.type(a)) if half else f32(a))
+
+    d = -g.astype(f32) if maximize else g.astype(f32)
+    if wd != 0:
+        d = rnd(_fma32(x.astype(f32), alpha(wd), d))
+    if mom != 0:
+        buf = st.get("momentum_buffer")
+        if buf is None:
+            b = d
+            st["momentum_buffer"] = opt._state_like(p, d.astype(dt))
+        else:
+            bm = rnd(buf.array.astype(f32) * f32(mom))
+            b = rnd(_fma32(d, alpha(1 - damp), bm)) if damp != 0 else rnd(bm + d)
+            buf.array[...] = b.astype(dt)
+        d = rnd(_fma32(b, alpha(mom), d)) if nesterov else b
+    x[...] = _fma32(d, alpha(-lr), x.astype(f32)).astype(dt)
