@@ -102,12 +102,15 @@ class Add(Function):
     def forward(self, a, b, alpha=1):
         # ``a`` is always an array (a Tensor comes first, see ``add``); ``b`` may be a number
         try:
-            if _fused_alpha(a, b, alpha):
-                y = _wide_alpha(a, b, alpha, 1)
-            elif alpha == 1 and _half_scalar(a, b):  # the number rounded to a's dtype first
+            # (array + array with alpha 1, the common case, tests one type first)
+            if alpha == 1 and (type(b) is _ndarray or not _half_scalar(a, b)):
+                y = a + b
+            elif alpha == 1:  # a 2-byte float and a number: the number rounded to a's dtype first
                 y = _wide(a, a.dtype.type(b), np.add)
+            elif _fused_alpha(a, b, alpha):
+                y = _wide_alpha(a, b, alpha, 1)
             else:
-                y = a + b if alpha == 1 else a + b * alpha
+                y = a + b * alpha
         except ValueError:
             raise _broadcast_error(_shape(a), _shape(b)) from None
         self.sa = a.shape
@@ -140,12 +143,14 @@ class Sub(Function):
 
     def forward(self, a, b, alpha=1):
         try:
-            if _fused_alpha(a, b, alpha):
-                y = _wide_alpha(a, b, alpha, -1)
-            elif alpha == 1 and _half_scalar(a, b):  # the number rounded to a's dtype first
+            if alpha == 1 and (type(b) is _ndarray or not _half_scalar(a, b)):
+                y = a - b
+            elif alpha == 1:  # a 2-byte float and a number: the number rounded to a's dtype first
                 y = _wide(a, a.dtype.type(b), np.subtract)
+            elif _fused_alpha(a, b, alpha):
+                y = _wide_alpha(a, b, alpha, -1)
             else:
-                y = a - b if alpha == 1 else a - b * alpha
+                y = a - b * alpha
         except ValueError:
             raise _broadcast_error(_shape(a), _shape(b)) from None
         except TypeError:  # NumPy refuses bool - bool (torch's RuntimeError, its words)
@@ -193,7 +198,7 @@ class Mul(Function):
         self.a = a
         self.b = b
         try:
-            y = _wide(a, b, np.multiply) if _half_scalar(a, b) else a * b
+            y = a * b if type(b) is _ndarray or not _half_scalar(a, b) else _wide(a, b, np.multiply)
         except ValueError:
             raise _broadcast_error(_shape(a), _shape(b)) from None
         # two NumPy arrays: NumPy's result dtype is the one as_dtype_of keeps (_KEEPS_DTYPE)
@@ -211,7 +216,7 @@ class Mul(Function):
         out_shape = self._out_shape
         ga = gb = None
         if need_a:
-            ga = _scaled(g, b) if _half_scalar(g, b) else g * b
+            ga = g * b if type(b) is _ndarray or not _half_scalar(g, b) else _scaled(g, b)
             if a.shape != out_shape:
                 ga = unbroadcast(ga, a.shape)
         if need_b:
@@ -234,7 +239,7 @@ class Div(Function):
         self.a = a
         self.b = b
         try:
-            y = _wide(a, b, np.true_divide) if _half_scalar(a, b) else a / b
+            y = a / b if type(b) is _ndarray or not _half_scalar(a, b) else _wide(a, b, np.true_divide)
         except ValueError:
             raise _broadcast_error(_shape(a), _shape(b)) from None
         return y if type(b) is _ndarray or y.dtype is a.dtype else as_dtype_of(y, a, b)
@@ -248,7 +253,7 @@ class Div(Function):
         out_shape = self._out_shape  # g's shape (see Mul)
         ga = gb = None
         if need_a:
-            ga = _wide(g, b, np.true_divide) if _half_scalar(g, b) else g / b
+            ga = g / b if type(b) is _ndarray or not _half_scalar(g, b) else _wide(g, b, np.true_divide)
             if a.shape != out_shape:  # a was broadcast
                 ga = unbroadcast(ga, a.shape)
         if need_b:
