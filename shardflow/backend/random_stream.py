@@ -221,7 +221,7 @@ def _box_muller16(d: np.ndarray, mean, std, dtype) -> np.ndarray:
 
 
 _ROWS = _CHUNK // 16  # Box-Muller blocks transformed at a time
-_KERNEL_ROWS = 1 << 10  # blocks from which the compiled transform (kernels/box_muller.py) pays
+_KERNEL_ROWS = 1  # blocks from which the compiled transform (kernels/box_muller.py) pays
 
 
 def _normal_fill(gen, n: int, mean, std, out: np.ndarray) -> np.ndarray:
