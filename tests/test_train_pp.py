@@ -46,13 +46,14 @@ def one_rank(corpus, tmp_path_factory):
     return out
 
 
-def _assert_same_training(out, ref, atol=5e-5):
+def _assert_same_training(out, ref, atol=1e-4):
     """Losses within 3e-5 (printed to 5 decimals) and every parameter and AdamW state within ``atol`` of one process.
     The pipeline sums micro-batch gradients in another order; AdamW divides each element's
     moment by its own root-mean-square, so an element whose gradient is near zero (a character
     the batch barely uses) can move by a visible fraction of lr = 1e-2 from rounding alone:
     2.9e-5 (0.3% of one step's lr) on one wte element was seen on one machine (OpenBLAS/Numba
-    paths differ by CPU), so 5e-5 = 0.5% of lr. A wrong pipeline is off by 1e-3 or more."""
+    paths differ by CPU), and 7.5e-5 / 8.4e-5 on one c_proj element once the float32 AdamW step
+    rounds as torch's (session 31), so 1e-4 = 1% of lr. A wrong pipeline is off by 1e-3 or more."""
     (t2, v2), (t1, v1) = _losses(out / "metrics.csv"), _losses(ref / "metrics.csv")
     assert len(t2) == 4 and len(v2) == 3
     # metrics.csv keeps 5 decimals: losses 1.1e-5 apart can read 2e-5 apart (2.34137/2.34139)
@@ -123,7 +124,7 @@ def test_train_gpt_pp2_dp2_on_four_ranks_equals_one_rank(corpus, one_rank, tmp_p
     capsys.readouterr()
     s3, s1 = sf.load(resumed / "ckpt_0000004.safetensors"), sf.load(one_rank / "ckpt_0000004.safetensors")
     for k in s1["model"]:
-        np.testing.assert_allclose(s3["model"][k].numpy(), s1["model"][k].numpy(), atol=5e-5, err_msg=k)
+        np.testing.assert_allclose(s3["model"][k].numpy(), s1["model"][k].numpy(), atol=1e-4, err_msg=k)
 
 
 def test_yaml_pp_key(tmp_path):

@@ -11,7 +11,6 @@ import pickle
 
 from ..backend.xp import get_array_module
 from .base import CommError, Communicator, CompletedWork, ReduceOp, checked_reduce_op
-from .ranked import CallableInt
 
 
 def gathered_alone(array, out=None):
@@ -31,9 +30,6 @@ def copied_alone(array, out=None):
     return out
 
 
-_ZERO, _ONE = CallableInt(0), CallableInt(1)
-
-
 class LocalCommunicator(Communicator):
     backend = "local"
 
@@ -42,11 +38,11 @@ class LocalCommunicator(Communicator):
 
     @property
     def rank(self) -> int:
-        return _ZERO  # callable too, as PyTorch's ProcessGroup.rank() (ranked.CallableInt)
+        return 0
 
     @property
     def size(self) -> int:
-        return _ONE
+        return 1
 
     def _done(self, value, async_op):
         self.seq += 1

@@ -5,6 +5,8 @@
 # epoch); with no GPU the model and the batches are on the CPU and DDP gets no `device_ids`.
 # `use_amp` stays as the config has it (True): on a CPU, torch disables both the "cuda"
 # autocast and `torch.cuda.amp.GradScaler` with a warning, and the step is a plain one.
+# `import boto3` (used only to upload snapshots to s3:// paths) is optional: boto3 is not a
+# dependency of the tests, and the test saves snapshots to local files.
 """
 Simple training loop; Boilerplate that could apply to any arbitrary neural network,
 so nothing in this file really has anything to do with GPT specifically.
@@ -20,7 +22,10 @@ from torch.utils.data import Dataset, DataLoader
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data.distributed import DistributedSampler
 
-import boto3
+try:
+    import boto3
+except ImportError:  # (see the header)
+    boto3 = None
 from urllib.parse import urlparse
 import fsspec
 import io
