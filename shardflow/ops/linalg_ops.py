@@ -207,13 +207,39 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
 
 
 # ---------------------------------------------------------------------------- products
+_CDIST_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
+
+
 @register("cdist")
-def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode=None) -> Tensor:
-    """``(.., P, M) x (.., R, M) -> (.., P, R)`` ``p``-norm distances between the rows."""
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
+          compute_mode="use_mm_for_euclid_dist_if_necessary") -> Tensor:
+    """``(.., P, M) x (.., R, M) -> (.., P, R)`` ``p``-norm distances between the rows.
+
+    Euclidean distances (``p=2``) take PyTorch's matrix-product form when ``compute_mode``
+    says so (by default when P or R exceeds 25, as torch): ``sqrt(max(|a|^2 + |b|^2 - 2 a.b,
+    1e-30))`` from one product of ``[-2a, |a|^2, 1]`` and ``[b, 1, |b|^2]`` (torch's
+    ``_euclidean_dist``): a GEMM instead of the (P, R, M) difference tensor, and torch's values.
+    Otherwise (other ``p``, small inputs, ``donot_use_mm_for_euclid_dist``) the norm of the
+    pairwise differences."""
+    if compute_mode not in _CDIST_MODES:
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
     if x1.ndim < 2 or x2.ndim < 2 or x1.shape[-1] != x2.shape[-1]:
         raise RuntimeError(f"cdist only supports at least 2D tensors with the same number of columns, got "
                            f"{tuple(x1.shape)} and {tuple(x2.shape)}")
+    if p == 2 and (compute_mode == "use_mm_for_euclid_dist" or (
+            compute_mode == "use_mm_for_euclid_dist_if_necessary" and (x1.shape[-2] > 25 or x2.shape[-2] > 25))):
+        return _euclidean_dist(x1, x2)
     return _ops().vector_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p, -1)
+
+
+def _euclidean_dist(x1: Tensor, x2: Tensor) -> Tensor:
+    """torch's ``_euclidean_dist`` (see ``cdist``), with its operations, in its order."""
+    ops = _ops()
+    x1_norm = x1.pow(2).sum(-1, keepdim=True)  # (.., P, 1)
+    x2_norm = x2.pow(2).sum(-1, keepdim=True)  # (.., R, 1)
+    x1_ = ops.cat([x1.mul(-2), x1_norm, ops.ones_like(x1_norm)], -1)  # (.., P, M + 2)
+    x2_ = ops.cat([x2, ops.ones_like(x2_norm), x2_norm], -1)  # (.., R, M + 2)
+    return x1_.matmul(x2_.mT).clamp_min(1e-30).sqrt()  # (.., P, R)
 
 
 def _scaled_add(input, prod, beta, alpha):
