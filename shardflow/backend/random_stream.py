@@ -201,13 +201,12 @@ def _box_muller16(d: np.ndarray, mean, std, dtype) -> np.ndarray:
         theta = 2.0 * np.pi * u2
         return np.concatenate([radius * np.cos(theta) * std + mean, radius * np.sin(theta) * std + mean], 1)
     # float32, as the kernel: avx_mathfun's log and sincos (backend/avx_mathfun.py), torch's bits
-    if d.shape[0] >= _KERNEL_ROWS:
-        from .. import kernels
+    from .. import kernels
 
-        if kernels.enabled():
-            from ..kernels import box_muller
+    if kernels.enabled():
+        from ..kernels import box_muller
 
-            return box_muller.normal16(d, mean, std)  # the same bits, ~3x faster
+        return box_muller.normal16(d, mean, std)  # the same bits, ~3x faster (any number of rows)
     radius = log256(np.float32(1) - d[:, :8])
     radius *= np.float32(-2)
     np.sqrt(radius, out=radius)
@@ -221,7 +220,6 @@ def _box_muller16(d: np.ndarray, mean, std, dtype) -> np.ndarray:
 
 
 _ROWS = _CHUNK // 16  # Box-Muller blocks transformed at a time
-_KERNEL_ROWS = 1  # blocks from which the compiled transform (kernels/box_muller.py) pays
 
 
 def _normal_fill(gen, n: int, mean, std, out: np.ndarray) -> np.ndarray:

@@ -226,6 +226,22 @@ def set_parameter_interceptor(interceptor):
     return previous
 
 
+def module_repr(module, children) -> str:
+    """PyTorch's module printout: ``Name(extra)`` on one line, or the extra lines and each
+    ``(key): child`` of ``children`` (``(key, module)`` pairs) indented under ``Name(``."""
+    extra = module.extra_repr()
+    extra_lines = extra.split("\n") if extra else []
+    child_lines = [f"({key}): " + _addindent(repr(child), 2) for key, child in children]
+    lines = extra_lines + child_lines
+    main = module._get_name() + "("
+    if lines:
+        if len(extra_lines) == 1 and not child_lines:
+            main += extra_lines[0]
+        else:
+            main += "\n  " + "\n  ".join(lines) + "\n"
+    return main + ")"
+
+
 class Module:
     """Base class for all neural network modules (PyTorch's ``torch.nn.Module``)."""
 
@@ -1085,16 +1101,4 @@ class Module:
         return type(self).__name__
 
     def __repr__(self) -> str:
-        extra = self.extra_repr()
-        extra_lines = extra.split("\n") if extra else []
-        child_lines = [
-            f"({key}): " + _addindent(repr(module), 2) for key, module in self._modules.items()
-        ]
-        lines = extra_lines + child_lines
-        main = self._get_name() + "("
-        if lines:
-            if len(extra_lines) == 1 and not child_lines:
-                main += extra_lines[0]
-            else:
-                main += "\n  " + "\n  ".join(lines) + "\n"
-        return main + ")"
+        return module_repr(self, self._modules.items())

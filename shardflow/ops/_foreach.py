@@ -41,11 +41,10 @@ def _pairs(name, tensors, other):
     tensors = _check_list(tensors)
     if isinstance(other, list | tuple):
         if len(other) != len(tensors):
-            kind = "Tensor lists must have the same number of tensors" if other and isinstance(other[0], Tensor) \
-                else "Tensor list must have same number of elements as scalar list"
-            if kind.startswith("Tensor lists"):
-                raise RuntimeError(f"{kind}, got {len(tensors)} and {len(other)}")
-            raise RuntimeError(f"{kind}.")
+            if other and isinstance(other[0], Tensor):
+                raise RuntimeError(f"Tensor lists must have the same number of tensors, got {len(tensors)} "
+                                   f"and {len(other)}")
+            raise RuntimeError("Tensor list must have same number of elements as scalar list.")
         return list(zip(tensors, other))
     if isinstance(other, Number | Tensor | np.generic):
         return [(t, other) for t in tensors]

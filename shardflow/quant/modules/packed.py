@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...autograd.tensor import _wrap
-from ...nn.module import Module, _addindent
+from ...nn.module import Module, module_repr
 from ..qparams import quantize_array
 from ..qtensor import QuantizedTensor
 from ..qtypes import qint8
@@ -23,18 +23,8 @@ __all__ = ["PackedParams", "quantize_weight", "repr_hiding_packed_params"]
 def repr_hiding_packed_params(module) -> str:
     """torch's ``_hide_packed_params_repr``: the module's printout without its packed-weight
     children (a quantized Linear prints on one line, as torch's)."""
-    extra = module.extra_repr()
-    extra_lines = extra.split("\n") if extra else []
-    child_lines = [f"({key}): " + _addindent(repr(child), 2) for key, child in module._modules.items()
-                   if not isinstance(child, PackedParams)]
-    lines = extra_lines + child_lines
-    main = module._get_name() + "("
-    if lines:
-        if len(extra_lines) == 1 and not child_lines:
-            main += extra_lines[0]
-        else:
-            main += "\n  " + "\n  ".join(lines) + "\n"
-    return main + ")"
+    return module_repr(module, ((key, child) for key, child in module._modules.items()
+                                if not isinstance(child, PackedParams)))
 
 
 def quantize_weight(weight: np.ndarray, observer):
