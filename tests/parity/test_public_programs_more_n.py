@@ -26,9 +26,11 @@ import functools
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -66,12 +68,18 @@ def _env() -> dict:
 
 def _run(cmd, cwd: Path, use_sf: bool, timeout: float = 150.0) -> str:
     """``cmd`` in ``cwd``: its output (stdout then stderr), with shardflow's ``[rank R] ``
-    line prefixes taken out. torch's run is repeated on its known teardown abort."""
+    line prefixes taken out. torch's run is repeated on its known teardown abort, from the
+    directory as it was before (an aborted run leaves its snapshot, which a rerun would resume)."""
+    before = Path(tempfile.mkdtemp()) / "cwd"
+    shutil.copytree(cwd, before)
     for _attempt in (1, 2, 3):
         proc = subprocess.run(cmd, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=timeout)
         out = proc.stdout + proc.stderr
         if proc.returncode == 0 or use_sf or _TORCH_TEARDOWN_ABORT not in out:
             break
+        shutil.rmtree(cwd)
+        shutil.copytree(before, cwd)
+    shutil.rmtree(before.parent, ignore_errors=True)
     assert proc.returncode == 0, f"{cmd} failed (rc={proc.returncode}):\n{out}"
     return "\n".join(re.sub(r"^\[rank \d+\] ", "", ln) for ln in out.splitlines())
 
@@ -356,6 +364,7 @@ def test_mingpt_ddp_trains_snapshots_and_resumes_like_torch(tmp_path):
 FSDP_MNIST = HERE / "fsdp_mnist"
 _STANDIN = '''"""The tests' torchvision stand-in over {lib} (tests/parity/programs/_torchvision_standin.py)."""
 import sys
+import tempfile
 
 import {lib} as _lib
 from tests.parity.programs._torchvision_standin import torchvision_modules
@@ -443,6 +452,7 @@ def test_fsdp_mnist_trains_like_torch(tmp_path):
 DCGAN = HERE / "dcgan_ddp"
 _DCGAN_STANDIN = '''"""The test's torchvision stand-in over {lib} (tests/parity/programs/dcgan_ddp/_standin.py)."""
 import sys
+import tempfile
 
 import {lib} as _lib
 from tests.parity.programs.dcgan_ddp._standin import torchvision_modules
