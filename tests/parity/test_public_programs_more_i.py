@@ -30,7 +30,7 @@ import shardflow
 from shardflow.comm.launcher import rank_env
 from shardflow.testing.mpi import launch_cli
 
-from .programs._harness import assert_close
+from .programs._harness import assert_close, printed_lines
 
 pytestmark = [pytest.mark.mpi, pytest.mark.usefixtures("torch_single_thread")]
 
@@ -75,7 +75,7 @@ def _shardflow_run(directory: Path, argv, timeout: float = 120.0) -> str:
 
 
 def _lines(text: str, pattern: str) -> list:
-    return sorted(ln for ln in text.splitlines() if re.match(pattern, ln))
+    return printed_lines(text, rf"\b(?:{pattern})")  # \b: "10 inputs" is not cut at its "0 inputs"
 
 
 # -- dist_tuto -----------------------------------------------------------------------------

@@ -40,7 +40,7 @@ import torch
 import shardflow
 from shardflow.comm.launcher import rank_env
 
-from .programs._harness import assert_close
+from .programs._harness import assert_close, printed_lines
 
 pytestmark = [pytest.mark.mpi, pytest.mark.usefixtures("torch_single_thread")]
 
@@ -105,8 +105,12 @@ def _load(path: Path, use_sf: bool):
     return arrays(obj)
 
 
+# Where a printed line of the DDP series starts (its "Epoch" also appears inside a line).
+_LINE_START = r"\[GPU|Epoch \d+ \| Training|Loading snapshot|Resuming training"
+
+
 def _lines(out: str, pattern: str) -> list:
-    return sorted(ln for ln in out.splitlines() if re.match(pattern, ln))
+    return [ln for ln in printed_lines(out, _LINE_START) if re.match(pattern, ln)]
 
 
 # -- DDP tutorial series ----------------------------------------------------------------------

@@ -21,7 +21,7 @@ import shardflow
 from shardflow.comm.launcher import rank_env
 from shardflow.testing.mpi import launch_cli
 
-from .programs._harness import assert_close
+from .programs._harness import assert_close, printed_lines
 
 pytestmark = pytest.mark.mpi
 
@@ -244,6 +244,6 @@ def test_ddp_tutorial_spawned_processes_run_like_torch(tmp_path):
     for name, use_sf in (("shardflow", True), ("torch", False)):  # shardflow first: it fails first
         _program_copy(tmp_path / name, here, ("main.py",), use_sf)
         out = _run_script_file(tmp_path / name, [], timeout=120, reference=not use_sf)
-        outputs[name] = sorted(line for line in out.splitlines() if line.strip())
+        outputs[name] = printed_lines(out, "Running|Finished")
     assert outputs["shardflow"] == outputs["torch"]
     assert len(outputs["torch"]) == 8  # 2 demos x 2 ranks x (started, finished)

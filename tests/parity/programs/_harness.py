@@ -24,6 +24,7 @@ load each file twice with :func:`load_pair` (torch, and its imports rewritten to
 from __future__ import annotations
 
 import ast
+import re
 import sys
 import types
 from pathlib import Path
@@ -328,6 +329,19 @@ def same_sampling(programs, class_name: str = "Categorical", seed: int = 0) -> N
             return _lib.from_numpy(np.asarray(index, np.int64))
 
         setattr(prog, class_name, type(base.__name__, (base,), {"sample": sample}))
+
+
+def printed_lines(text: str, starts: str) -> list:
+    """The lines of several processes' shared output that begin with the regex ``starts``,
+    sorted (the ranks' order is not fixed). A print's text and its newline are separate
+    writes, so one rank's line can land inside another's ("...Steps: 32[GPU1] Epoch 0 ...":
+    torch's torchrun run in CI did): each line is cut before every match of ``starts``."""
+    start = re.compile(starts)
+    pieces = []
+    for line in text.splitlines():
+        cuts = [m.start() for m in start.finditer(line)]
+        pieces += [line[a:b].strip() for a, b in zip(cuts, cuts[1:] + [len(line)])]
+    return sorted(pieces)
 
 
 def assert_close(sf_values, th_values, what: str, rtol: float = 1e-5, atol: float = 1e-6) -> None:
