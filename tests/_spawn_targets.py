@@ -2,6 +2,7 @@
 so it must stay light (no torch, no shardflow)."""
 
 import os
+import sys
 
 
 def write_rank(i, folder, tag):
@@ -17,6 +18,11 @@ def fail_on_one(i):
 def exit_with_code(i):
     if i == 0:
         os._exit(3)
+
+
+def sys_exit_on_one(i):
+    if i == 1:
+        sys.exit(4)
 
 
 def all_reduce_ranks(i, world_size, folder):

@@ -34,6 +34,13 @@ def test_an_exiting_child_is_reported_with_the_exit_status():
     assert e.value.exit_code == 3
 
 
+def test_a_child_calling_sys_exit_is_named_with_its_code_as_torch_does():
+    with pytest.raises(sf.multiprocessing.ProcessExitedException,
+                       match="^process 1 terminated with exit code 4$") as e:
+        sf.multiprocessing.spawn(t.sys_exit_on_one, nprocs=2)
+    assert (e.value.error_index, e.value.exit_code) == (1, 4)
+
+
 def test_only_plain_arguments_take_the_mpi_path():
     plain = (2, "x", None, [1.0, (b"a",)], {"k": 1}, argparse.Namespace(lr=0.1, name="a"))
     assert mpi_spawn.can_launch(plain, 2, True, "spawn")

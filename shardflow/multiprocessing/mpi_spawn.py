@@ -107,13 +107,21 @@ def launch(fn, args, nprocs: int) -> None:
         code = subprocess.call(cmd, env=_child_env(), preexec_fn=launcher.parent_death_signal())
         if code == 0:
             return
-        failed = sorted(os.listdir(errdir), key=lambda n: os.stat(os.path.join(errdir, n)).st_mtime)
+        entries = sorted(os.listdir(errdir), key=lambda n: os.stat(os.path.join(errdir, n)).st_mtime)
+        failed = [n for n in entries if n.isdigit()]
+        exited = [n for n in entries if n.endswith(".exit")]
         if failed:
             index = int(failed[0])
             with open(os.path.join(errdir, failed[0]), "rb") as fh:
                 trace = pickle.load(fh)
             raise ProcessRaisedException(
                 f"\n\n-- Process {index} terminated with the following error:\n{trace}", index, -1)
+        if exited:  # a rank called sys.exit(code): the first one
+            index = int(exited[0].split(".")[0])
+            with open(os.path.join(errdir, exited[0])) as fh:
+                rank_code = int(fh.read())
+            raise ProcessExitedException(f"process {index} terminated with exit code {rank_code}",
+                                         index, -1, rank_code)
         raise ProcessExitedException(
             f"spawn: the MPI job of {nprocs} processes ended with exit code {code} (no process "
             "raised a Python exception; mpiexec's message is above)", 0, -1, code)
