@@ -126,9 +126,9 @@ default_generator = Generator._from_entropy()
 
 
 def manual_seed(seed: int) -> Generator:
-    """Seed the default generator (and NumPy's legacy global one, for user code using it)."""
+    """Seed the default generator. NumPy's global generator is left alone, as torch leaves
+    it: a program seeding NumPy and torch with different seeds draws NumPy's own values."""
     default_generator.manual_seed(seed)
-    np.random.seed(int(seed) % (2**32))
     return default_generator
 
 

@@ -26,9 +26,10 @@ seconds raises naming the worker and the batch. A worker whose parent disappears
 within ``PARENT_POLL_S`` (a watchdog thread; also when it is blocked writing a batch).
 
 Seeds: every epoch draws a base seed from ``generator`` (or the default generator); worker
-``k`` seeds shardflow's default generator, NumPy's legacy global generator and ``random``
-with ``base_seed + k`` before ``worker_init_fn(k)`` runs, so random augmentations repeat
-for a fixed seed regardless of timing.
+``k`` seeds shardflow's default generator and ``random`` with ``base_seed + k``, and NumPy's
+global generator with torch's hash of ``(k, base_seed)``, before ``worker_init_fn(k)`` runs,
+so random augmentations differ between workers and repeat for a fixed seed regardless of
+timing (the same values as torch's workers).
 
 Auto-sharding across ranks (a shardflow addition; PyTorch has no such flag)
 ----------------------------------------------------------------------------
@@ -58,6 +59,8 @@ import time
 import traceback
 import warnings
 from dataclasses import dataclass
+
+import numpy as np
 
 from ..backend import cuda_is_available as _cuda_is_available
 from ..backend import random as _random
@@ -172,9 +175,16 @@ def _make_fetcher(kind, dataset, auto_collation, collate_fn, drop_last, batch_si
     return _MapFetcher(dataset, auto_collation, collate_fn, drop_last)
 
 
-def _seed_everything(seed: int) -> None:
+def _seed_everything(base_seed: int, worker_id: int) -> None:
+    """A worker's seeds, as torch's ``_worker_loop``: ``random`` and the default generator get
+    ``base_seed + worker_id``; NumPy's global generator a 4-word seed hashed from
+    ``(worker_id, base_seed)`` by NumPy's SeedSequence (the words torch's ``_generate_state``
+    computes), so workers forked with one NumPy state draw different augmentations."""
+    seed = base_seed + worker_id
     _random.manual_seed(seed % (2**63))
     random.seed(seed)
+    words = [worker_id, base_seed & 0xFFFFFFFF, base_seed >> 32, 0]
+    np.random.seed(np.random.SeedSequence(words).generate_state(4))
 
 
 PARENT_POLL_S = 0.5  # how often a worker checks that the main process is still there
@@ -222,7 +232,7 @@ def _worker_loop(kind, dataset, task_q, result_q, collate_fn, auto_collation, dr
         result_q.put((epoch, idx, blob))
 
     try:
-        _seed_everything(seed)
+        _seed_everything(seed - worker_id, worker_id)  # seed is base_seed + worker_id
         _worker_info = WorkerInfo(worker_id, num_workers, seed, dataset)
         if init_fn is not None:
             init_fn(worker_id)
