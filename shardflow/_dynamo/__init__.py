@@ -7,18 +7,22 @@ that tell Dynamo about shapes or graph breaks (``mark_dynamic``, ``mark_static``
 ``maybe_mark_dynamic``, ``graph_break``, ``forbid_in_graph``) change nothing: shardflow's tracer
 records op calls and keys its graphs by the inputs' shapes, so every new shape is traced anew
 and there is no Python bytecode to break. ``optimize(backend)`` is ``torch.compile(backend=...)``
-as a decorator (Dynamo's old spelling).
+as a decorator (Dynamo's old spelling). ``list_backends()`` names the backends ``compile``
+accepts (torch's names; an unknown one is ``exc.InvalidBackend``, an unknown mode a
+RuntimeError: ``jit/compile_options.py``), ``explain(fn)(*args)`` reports the traced graph.
 """
 
 from __future__ import annotations
 
 from ..compiler import allow_in_graph, assume_constant_result, disable, is_compiling, reset
 from ..jit import compile as _compile
-from . import config
+from ..jit.compile_options import list_backends
+from . import config, exc
+from .explain import ExplainOutput, explain
 
 __all__ = ["config", "reset", "disable", "allow_in_graph", "assume_constant_result", "is_compiling",
            "mark_dynamic", "mark_static", "maybe_mark_dynamic", "graph_break", "forbid_in_graph",
-           "optimize"]
+           "optimize", "list_backends", "exc", "explain", "ExplainOutput"]
 
 
 def _tensor_check(name, t):

@@ -42,6 +42,7 @@ import numpy as np
 from .. import _config
 from ..autograd import Tensor, dispatch, is_grad_enabled, no_grad
 from ..nn import Module
+from . import compile_options as _options
 from . import executor, passes
 from .trace import TraceError, trace
 
@@ -247,6 +248,7 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
     if model is None:
         return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
                                  mode=mode, options=options, disable=disable)
+    _options.check(backend, mode, options)
     if disable:
         return model
     if isinstance(model, Module):
@@ -270,7 +272,9 @@ def compile_in_place(module: Module, *args, **kwargs) -> None:
     ``state_dict`` keys are unchanged: the module is compiled in place, not wrapped."""
     import inspect
 
-    inspect.signature(compile).bind(module, *args, **kwargs)  # compile's arguments, or TypeError
+    bound = inspect.signature(compile).bind(module, *args, **kwargs)  # compile's arguments, or TypeError
+    bound.apply_defaults()
+    _options.check(bound.arguments["backend"], bound.arguments["mode"], bound.arguments["options"])
     if kwargs.get("disable", False):
         return
     forward = type(module).forward.__get__(module)
