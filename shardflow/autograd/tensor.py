@@ -80,6 +80,27 @@ class Size(tuple):
     def __repr__(self) -> str:
         return f"shardflow.Size({list(self)})"
 
+    # slicing, concatenating and repeating give a Size, as torch.Size's (``x.shape[1:]``
+    # prints ``torch.Size([3])``, not ``(3,)``); an int index stays tuple's own (C) lookup
+    def __getitem__(self, index):
+        got = tuple.__getitem__(self, index)
+        return Size(got) if isinstance(index, slice) else got
+
+    def __add__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple.__add__(self, other))
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple.__add__(other, self))
+
+    def __mul__(self, n):
+        return Size(tuple.__mul__(self, n))
+
+    __rmul__ = __mul__
+
 
 def _keyword_form(op: str, args: tuple, value, name: str) -> tuple:
     """The varargs of a shape method, or torch's keyword form ``name=value``
