@@ -34,13 +34,14 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from ..autograd import Function, Tensor, dispatch, no_grad
-from ..autograd.hook_ids import next_handle_id
 from ..backend import as_dtype, device_of, dtypes, new_array, shared_memory, to_device
 from ..backend import device as _device
 from ..backend.memory_format import check_memory_format, in_memory_format
 from ..backend.user_warning import warn_at_caller
+from . import module_global_hooks as _global_hooks
 from .module_hooks import _MIXED_BACKWARD_HOOKS, attach_legacy_backward_hooks
 from .parameter import Buffer, Parameter
+from .removable_handle import RemovableHandle
 
 __all__ = ["Module", "RemovableHandle"]
 
@@ -57,28 +58,6 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
         return super().__repr__()
 
     __str__ = __repr__
-
-
-class RemovableHandle:
-    """Returned by ``register_*_hook``; ``handle.remove()`` unregisters the hook."""
-
-    def __init__(self, *hook_dicts, extra_dict=None):
-        # torch's signature is (hooks_dict, *, extra_dict=None): extra_dict is one more dict (or
-        # a list of them) whose entry under this handle's id goes too (a hook's kwargs flag)
-        extras = [] if extra_dict is None else extra_dict if isinstance(extra_dict, list) else [extra_dict]
-        self.hook_dicts = (*hook_dicts, *extras)
-        # one counter with Tensor and node hook handles, as torch's (autograd/hook_ids.py)
-        self.id = next_handle_id()
-
-    def remove(self) -> None:
-        for d in self.hook_dicts:
-            d.pop(self.id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
 
 
 def _addindent(s: str, n: int) -> str:
@@ -161,23 +140,23 @@ class _BackwardHookFn(Function):
         state, module = self.state, self.state["module"]
         tgrads = tuple(_wrap(g) if g is not None else None for g in grads)
         if self.role == "output":
-            for hook in list(module._backward_pre_hooks.values()):
+            for hook in [*_global_hooks.BACKWARD_PRE.values(), *module._backward_pre_hooks.values()]:
                 res = hook(module, tgrads)
                 if res is not None:
                     tgrads = tuple(res) if isinstance(res, tuple | list) else (res,)
             state["grad_output"] = tgrads
             if not state["has_input"]:
-                if module._backward_hooks:
+                if module._backward_hooks or _global_hooks.BACKWARD:
                     warn_at_caller(
                         "Full backward hook is firing when gradients are computed with respect to "
                         "module outputs since no inputs require gradients. See "
                         "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html#torch.nn."
                         "Module.register_full_backward_hook for more details.")
-                for hook in list(module._backward_hooks.values()):
+                for hook in [*_global_hooks.BACKWARD.values(), *module._backward_hooks.values()]:
                     hook(module, (None,), tgrads)
         else:
             gout = state.get("grad_output", (None,))
-            for hook in list(module._backward_hooks.values()):
+            for hook in [*_global_hooks.BACKWARD.values(), *module._backward_hooks.values()]:
                 res = hook(module, tgrads, gout)
                 if res is not None:
                     tgrads = tuple(res) if isinstance(res, tuple | list) else (res,)
@@ -761,6 +740,16 @@ class Module:
     def type(self, dst_type) -> Module:
         return self._cast(as_dtype(dst_type))
 
+    # devices shardflow has no backend for: torch's errors when it is built without them
+    def ipu(self, device=None) -> Module:
+        raise RuntimeError("PyTorch is not linked with support for ipu devices")
+
+    def xpu(self, device=None) -> Module:
+        raise AssertionError("Torch not compiled with XPU enabled")
+
+    def mtia(self, device=None) -> Module:
+        raise AssertionError("Torch not compiled with MTIA enabled")
+
     # ------------------------------------------------------------------ state dict
     def _save_to_state_dict(self, destination, prefix, keep_vars) -> None:
         for name, p in self._parameters.items():
@@ -1032,7 +1021,8 @@ class Module:
             return _call_interceptor[0](self, self._call_uninterpreted, args, kwargs)
         d = self.__dict__
         if not (d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_hooks"]
-                or d["_backward_pre_hooks"] or d.get("_legacy_backward_hooks")):
+                or d["_backward_pre_hooks"] or d.get("_legacy_backward_hooks")
+                or _global_hooks.any_registered()):
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
@@ -1040,11 +1030,16 @@ class Module:
         """``__call__`` as when no call interceptor is installed (hooks, then forward)."""
         d = self.__dict__
         if not (d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_hooks"]
-                or d["_backward_pre_hooks"] or d.get("_legacy_backward_hooks")):
+                or d["_backward_pre_hooks"] or d.get("_legacy_backward_hooks")
+                or _global_hooks.any_registered()):
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
     def _call_with_hooks(self, args, kwargs):
+        for hook in list(_global_hooks.FORWARD_PRE.values()):  # every module's, first (torch's order)
+            res = hook(self, args)
+            if res is not None:
+                args = res if isinstance(res, tuple) else (res,)
         for hid, hook in list(self._forward_pre_hooks.items()):
             if hid in self._forward_pre_hooks_with_kwargs:
                 res = hook(self, args, kwargs)
@@ -1059,7 +1054,8 @@ class Module:
                 res = hook(self, args)
                 if res is not None:
                     args = res if isinstance(res, tuple) else (res,)
-        bw = bool(self._backward_hooks or self._backward_pre_hooks)
+        bw = bool(self._backward_hooks or self._backward_pre_hooks or _global_hooks.BACKWARD
+                  or _global_hooks.BACKWARD_PRE)
         state = None
         if bw:
             from ..autograd import is_grad_enabled
@@ -1073,6 +1069,13 @@ class Module:
                 state["has_input"] = True
                 args = tuple(_apply_hook_fn(args, pos, state, "input"))
         result = self.forward(*args, **kwargs)
+        for hid, hook in list(_global_hooks.FORWARD.items()):
+            if hid in _global_hooks.FORWARD_WITH_KWARGS:
+                res = hook(self, args, kwargs, result)
+            else:
+                res = hook(self, args, result)
+            if res is not None:
+                result = res
         for hid, hook in list(self._forward_hooks.items()):
             if hid in self._forward_hooks_with_kwargs:
                 res = hook(self, args, kwargs, result)
