@@ -108,6 +108,16 @@ def adopt_custom_function(cls) -> None:
         cls.apply = classmethod(_apply)
     if "__call__" not in cls.__dict__:
         cls.__call__ = _legacy_call
+    if cls.__init__ is object.__init__:  # no __init__ of its own or of a base (InplaceFunction's warns)
+        cls.__init__ = _instantiation_warning
+
+
+def _instantiation_warning(self, *args, **kwargs):
+    # torch's Function.__init__ (its nodes are another class here: cls._backward_cls)
+    warnings.warn(f"{self.__class__} should not be instantiated. Methods on autograd functions are all "
+                  "static, so you should invoke them on the class itself. Instantiating an autograd "
+                  "function will raise an error in a future version of PyTorch.", DeprecationWarning,
+                  stacklevel=2)
 
 
 def _legacy_call(self, *args, **kwargs):
@@ -496,7 +506,7 @@ class InplaceFunction(Function):
     ``inplace`` flag."""
 
     def __init__(self, inplace: bool = False):
-        super().__init__()
+        _instantiation_warning(self)
         self.inplace = inplace
 
 

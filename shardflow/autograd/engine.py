@@ -441,7 +441,7 @@ def _fit_gradient(fn: Function, i: int, g, expected):
         compatible = False
     if not compatible:
         raise RuntimeError(
-            f"function {fn.name()} returned an invalid gradient at index {i} - got "
+            f"Function {fn.name()} returned an invalid gradient at index {i} - got "
             f"{list(g.shape)} but expected shape compatible with {list(expected)} (the shape "
             f"of input {i}); its backward must return each input's gradient in that input's shape"
         )

@@ -97,7 +97,7 @@ def test_wrong_gradient_shape_raises_naming_function_and_index(through):
     msg = r"returned an invalid gradient at index 0 - got \[3\] but expected shape compatible with \[2, 3\]"
     with pytest.raises(RuntimeError, match=msg):
         TorchWrongShape.apply(ta).sum().backward()
-    with pytest.raises(RuntimeError, match="function WrongShape " + msg):
+    with pytest.raises(RuntimeError, match="Function WrongShape " + msg):
         WrongShape.apply(a).sum().backward()
 
 
@@ -132,3 +132,25 @@ def test_gradient_of_broadcast_shape_is_summed_down_like_torch():
     (TorchBroadcastGrad.apply(ta, tb) * torch.tensor(w)).sum().backward()
     np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-6)
     np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy(), rtol=1e-6)
+
+
+def test_instantiating_a_custom_function_warns_as_torch():
+    import warnings
+
+    def warned(lib):
+        class Double(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            Double()
+            Double.apply(lib.ones(1, requires_grad=True)).sum().backward()  # applying does not warn
+        return [(c.category, str(c.message).split("> ")[1]) for c in w]
+
+    assert warned(sf) == warned(torch) != []
