@@ -69,6 +69,7 @@ from .autograd.predicates import (
     result_type,
     typename,
 )
+from .autograd.sym_types import SymBool, SymFloat, SymInt
 from .autograd.symbolic import (
     sym_float,
     sym_int,
@@ -111,6 +112,31 @@ from .backend import (
     uint64,
 )
 from .backend import bool_ as bool
+from .backend.layout import jagged
+from .backend.dtypes import (  # dtypes torch names that hold no shardflow tensor (dtypes.py)
+    bits1x8,
+    bits2x4,
+    bits4x2,
+    bits8,
+    bits16,
+    complex32,
+    float4_e2m1fn_x2,
+    float8_e8m0fnu,
+    int1,
+    int2,
+    int3,
+    int4,
+    int5,
+    int6,
+    int7,
+    uint1,
+    uint2,
+    uint3,
+    uint4,
+    uint5,
+    uint6,
+    uint7,
+)
 from .backend.info import e, finfo, iinfo, inf, nan, newaxis, pi
 from .backend.memory_format import (
     channels_last,
@@ -154,6 +180,7 @@ from .backends import (
     set_float32_matmul_precision,
     use_deterministic_algorithms,
 )
+from .backends.build_flags import compiled_with_cxx11_abi, has_lapack, has_mkl, has_openmp, has_spectral
 from .backends.switches import (
     get_deterministic_debug_mode,
     init_num_threads,
@@ -196,6 +223,7 @@ from .nn.functional import (  # torch's top-level names for these nn.functional 
 from .ops import *
 from .ops import add, clone, div, mul, neg, reciprocal, sub
 from .ops._foreach import *  # torch._foreach_*: compositions of routed ops (underscore names)
+from .futures import Future
 from .random import get_rng_state  # torch's uint8 tensor (random.py)
 
 half = float16
@@ -206,6 +234,8 @@ double = float64
 long = int64
 int = int32
 short = int16
+chalf = complex32
+bit = uint1  # torch.bit is torch.uint1
 
 
 
@@ -252,7 +282,7 @@ _LAZY_SUBPACKAGES = frozenset({
     "_C", "_dynamo", "_inductor", "_tensor", "_utils", "ao", "checkpoint", "comm", "compiler", "cpu", "cuda", "data",
     "distributed", "distributions", "export", "func", "functional", "fx", "hub", "jit", "library", "masked", "mps",
     "multiprocessing", "onnx", "optim", "overrides", "profiler",
-    "quant", "quantization", "quasirandom", "serialization", "signal", "testing", "utils", "xpu",
+    "quant", "quantization", "quasirandom", "classes", "nested", "serialization", "signal", "testing", "utils", "xpu",
 })
 # name -> (module, attribute in it)
 _LAZY_NAMES = {
@@ -273,6 +303,9 @@ _LAZY_NAMES = {
     "sbp": ("distributed.sbp", None),  # None: the name is the module itself
     "placement": ("distributed.placement", "placement"),
     "parallelize": ("distributed.parallel_config", "parallelize"),
+    "Tag": ("library.tags", "Tag"),
+    "fork": ("jit", "fork"),  # TorchScript's fork: runs the function at once (jit/torchscript.py)
+    "wait": ("jit", "wait"),
     "Stream": ("device_stream", "Stream"),
     "Event": ("device_stream", "Event"),
 }
