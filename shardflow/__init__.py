@@ -195,6 +195,10 @@ from .kernels.threads import (
     set_num_interop_threads,
     set_num_threads,
 )
+from .nn.aten_batch_norm_stats import *  # SyncBatchNorm's building blocks (batch_norm_stats ...)
+from .nn.aten_conv import *  # convolution, conv_tbc, grid_sampler*, affine_grid_generator, embedding_renorm_
+from .nn.aten_norms import *  # native_layer_norm, native_batch_norm, native_group_norm, native_dropout ...
+from .nn.aten_rnn import *  # lstm, gru, rnn_tanh, rnn_relu and their *_cell
 from .nn.aten_losses import (  # torch's top-level losses: integer reduction codes
     cosine_embedding_loss,
     hinge_embedding_loss,
@@ -300,6 +304,8 @@ _LAZY_NAMES = {
     "quint8": ("quant", "quint8"),
     "quantize_per_channel": ("quant", "quantize_per_channel"),
     "quantize_per_tensor": ("quant", "quantize_per_tensor"),
+    "fake_quantize_per_tensor_affine": ("quant.fake_quantize", "fake_quantize_per_tensor_affine"),
+    "fake_quantize_per_channel_affine": ("quant.fake_quantize", "fake_quantize_per_channel_affine"),
     "sbp": ("distributed.sbp", None),  # None: the name is the module itself
     "placement": ("distributed.placement", "placement"),
     "parallelize": ("distributed.parallel_config", "parallelize"),

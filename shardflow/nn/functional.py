@@ -925,5 +925,6 @@ from .functional_extra import *  # noqa: E402,F403
 from .functional_extra import __all__ as _extra_all  # noqa: E402
 from .functional_fractional import *  # noqa: E402,F403
 from .functional_fractional import __all__ as _fractional_all  # noqa: E402
+from .aten_conv import conv_tbc  # noqa: E402  (F.conv_tbc is torch.conv_tbc)
 
-__all__ += _extra_all + _fractional_all
+__all__ += _extra_all + _fractional_all + ["conv_tbc"]
