@@ -12,7 +12,15 @@ Each runs the ``nn.functional`` op it stands for, so values and gradients are th
 from __future__ import annotations
 
 from ..autograd import no_grad
-from ..ops import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, grid_sample
+from ..ops import (
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_transpose1d,
+    conv_transpose2d,
+    conv_transpose3d,
+    grid_sample,
+)
 from ..ops.index import renorm_rows_
 from .functional_extra import affine_grid
 
