@@ -116,8 +116,10 @@ class TensorCompatMethods:
     _indices = _not_for_dense("_indices", "the tensor is dense; make a sparse one with tensor.to_sparse()")
     _values = _not_for_dense("_values", "the tensor is dense; make a sparse one with tensor.to_sparse()")
     _nnz = _not_for_dense("_nnz", "the tensor is dense; count its nonzeros with count_nonzero()")
-    to_padded_tensor = _not_for_dense("to_padded_tensor", "the tensor is not nested (shardflow has no nested "
-                                                          "tensors); it is already padded")
+    def to_padded_tensor(self, padding, output_size=None):
+        """torch's for nested tensors only; a dense tensor is refused as torch refuses it."""
+        raise NotImplementedError("Could not run 'aten::to_padded_tensor' with arguments from the 'CPU' backend: "
+                                  "the tensor is not nested (shardflow has no nested tensors); it is already padded")
 
     def sparse_mask(self, mask):
         """A sparse COO tensor with this tensor's values at ``mask``'s (coalesced) indices."""

@@ -4,7 +4,7 @@ SyncBatchNorm code calls them (torch's ``nn.modules._functions.SyncBatchNorm``):
 * ``batch_norm_stats(input, eps)`` -> per-channel ``(mean, invstd)`` of this rank's batch
   (biased variance; channels are dim 1);
 * ``batch_norm_gather_stats_with_counts(input, mean, invstd, running_mean, running_var,
-  momentum, eps, counts)`` -> the global ``(mean, invstd)`` from every rank's ``(W, C)``
+  momentum, eps, count)`` -> the global ``(mean, invstd)`` from every rank's ``(W, C)``
   statistics and ``(W,)`` counts, updating the running stats in place (unbiased variance);
   ``batch_norm_gather_stats`` takes one ``count`` for every rank;
 * ``batch_norm_elemt(input, weight, bias, mean, invstd, eps)``: ``(x - mean) * invstd * w + b``;
@@ -12,7 +12,7 @@ SyncBatchNorm code calls them (torch's ``nn.modules._functions.SyncBatchNorm``):
   bias_g)`` -> ``(sum_dy, sum_dy_xmu, grad_weight, grad_bias)`` per channel (None where the
   flag is False);
 * ``batch_norm_backward_elemt(grad_out, input, mean, invstd, weight, sum_dy, sum_dy_xmu,
-  count)``: the input gradient from the all-reduced sums (``count``: every rank's count);
+  count_tensor)``: the input gradient from the all-reduced sums (``count``: every rank's count);
 * ``batch_norm_update_stats(input, running_mean, running_var, momentum)`` -> ``(mean, var)``
   (biased ``var``), running stats updated in place (unbiased).
 
@@ -60,9 +60,10 @@ def batch_norm_elemt(input, weight, bias, mean, invstd, eps):
     return out
 
 
-def batch_norm_gather_stats_with_counts(input, mean, invstd, running_mean, running_var, momentum, eps, counts):
+def batch_norm_gather_stats_with_counts(input, mean, invstd, running_mean, running_var, momentum, eps, count):
+    # ``count``: every rank's count (torch's keyword name, a tensor of counts)
     with no_grad():
-        counts = as_tensor(counts, dtype=mean.dtype).reshape(-1, 1)
+        counts = as_tensor(count, dtype=mean.dtype).reshape(-1, 1)
         total = counts.sum()
         g_mean = (mean * counts).sum(0) / total
         var_each = 1.0 / (invstd * invstd) - eps  # each rank's biased variance
@@ -94,9 +95,9 @@ def batch_norm_backward_reduce(grad_out, input, mean, invstd, weight, input_g, w
         return sum_dy, sum_dy_xmu, grad_weight, grad_bias
 
 
-def batch_norm_backward_elemt(grad_out, input, mean, invstd, weight, sum_dy, sum_dy_xmu, count):
+def batch_norm_backward_elemt(grad_out, input, mean, invstd, weight, sum_dy, sum_dy_xmu, count_tensor):
     with no_grad():
-        n = float(as_tensor(count).sum())
+        n = float(as_tensor(count_tensor).sum())
         nd = input.ndim
         istd = _channel(invstd, nd)
         grad = (grad_out - _channel(sum_dy / n, nd)

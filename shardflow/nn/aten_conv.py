@@ -33,9 +33,11 @@ _INTERP = ("bilinear", "nearest", "bicubic")
 _PADDING = ("zeros", "border", "reflection")
 
 
-def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+def convolution(input, weight, bias, stride, padding, dilation, transposed, output_adding, groups):
     """``torch.convolution``: ``conv{1,2,3}d`` (or ``conv_transpose{1,2,3}d`` when
-    ``transposed``) chosen by the weight's dims."""
+    ``transposed``) chosen by the weight's dims. ``output_adding`` is the output padding
+    (torch's Python binding spells the keyword so)."""
+    output_padding = output_adding
     nd = weight.ndim
     if nd not in _CONV:
         raise RuntimeError(f"convolution: expected a 3-, 4- or 5-dim weight (1-, 2- or 3-d convolution), got "

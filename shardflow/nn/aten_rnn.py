@@ -63,10 +63,12 @@ def _run(mode, input, states, params, has_biases, num_layers, dropout, train, bi
     return (output, *[stack(f, 0) for f in finals])
 
 
-def lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first=False):
+def lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first=False, *,
+         batch_sizes=None):
     """``torch.lstm``: multi-layer LSTM over ``(T, B, in)`` (``(B, T, in)`` with ``batch_first``)
-    from ``hx = (h0, c0)``; returns ``(output, h_n, c_n)``."""
-    if isinstance(hx, Tensor):  # the data overload puts batch_sizes here
+    from ``hx = (h0, c0)``; returns ``(output, h_n, c_n)``. ``batch_sizes`` (the packed
+    overload's) refuses."""
+    if isinstance(hx, Tensor) or batch_sizes is not None:  # the data overload puts batch_sizes at hx
         return _run("lstm", input, None, None, hx, None, None, None, None, None)
     return _run("lstm", input, list(hx), params, has_biases, num_layers, dropout, train, bidirectional,
                 batch_first)

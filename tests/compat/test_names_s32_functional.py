@@ -69,6 +69,8 @@ def test_lstm_with_projection_params_and_packed_overload_refused():
     with pytest.raises(NotImplementedError, match="packed-sequence overload.*PackedSequence"):
         sf.lstm(xs.reshape(10, 3), sf.tensor([2, 2, 2, 2, 2]), (h0, c0), list(ms.parameters()), True, 1, 0.0,
                 False, False)
+    with pytest.raises(NotImplementedError, match="packed-sequence overload"):
+        sf.lstm(xs, (h0, c0), list(ms.parameters()), True, 1, 0.0, False, False, False, batch_sizes=sf.tensor([2]))
     with pytest.raises(RuntimeError, match="expected 4 parameters.*got 3"):
         sf.gru(xs, h0, list(ms.parameters())[:3], True, 1, 0.0, False, False, False)
 
