@@ -235,6 +235,7 @@ from .nn.functional import (  # torch's top-level names for these nn.functional 
 from .ops import *
 from .ops import add, clone, div, mul, neg, reciprocal, sub
 from .ops._foreach import *  # torch._foreach_*: compositions of routed ops (underscore names)
+from .ops.lobpcg import lobpcg  # torch.lobpcg: a function, not a Tensor method (not an op)
 from .random import get_rng_state  # torch's uint8 tensor (random.py)
 
 half = float16

@@ -296,3 +296,29 @@ def test_fake_quantize_top_level_names_match_torch():
     t = torch.fake_quantize_per_channel_affine(xt.detach(), torch.tensor(sc), torch.tensor(zp, dtype=torch.int32),
                                                1, -128, 127)
     _close(s, t, 1e-6)
+
+
+def test_lobpcg_matches_torch_values_and_gradient():
+    a = rng.standard_normal((9, 9))
+    m = a @ a.T + np.eye(9)
+    As, At = sf.tensor(m, requires_grad=True), torch.tensor(m, requires_grad=True)
+    Es, Xs = sf.lobpcg(As, k=2)
+    Et, Xt = torch.lobpcg(At, k=2)
+    _close(Es, Et, 1e-6)
+    # eigenvectors up to sign: the projectors agree
+    _close(Xs @ Xs.mT, Xt @ Xt.mT, 1e-5)
+    Es.sum().backward()
+    Et.sum().backward()
+    _close(As.grad, At.grad, 1e-5)
+    _close(sf.lobpcg(As.detach(), k=2, largest=False)[0], torch.lobpcg(At.detach(), k=2, largest=False)[0], 1e-6)
+    b = np.diag(rng.uniform(1, 2, 9))
+    Eb, Xb = sf.lobpcg(As.detach(), k=1, B=sf.tensor(b))
+    _close(Eb, torch.lobpcg(At.detach(), k=1, B=torch.tensor(b))[0], 1e-6)
+    _close(sf.tensor(m) @ Xb, sf.tensor(b) @ Xb * Eb, 1e-6)  # A x = lambda B x
+    assert sf.lobpcg(As.detach(), X=sf.ones(9, 2, dtype=sf.float64))[0].shape == (2,)
+    with pytest.raises(ValueError, match=r"smaller than 3 x the number of requested eigenpairs \(=4\)"):
+        torch.lobpcg(At.detach(), k=4)
+    with pytest.raises(ValueError, match=r"smaller than 3 x the number of requested eigenpairs \(=4\)"):
+        sf.lobpcg(As.detach(), k=4)
+    with pytest.raises(NotImplementedError, match="tracker.*expected tracker=None"):
+        sf.lobpcg(As.detach(), k=1, tracker=print)
