@@ -325,6 +325,7 @@ _LAZY_NAMES = {
     "per_channel_affine": ("quant.tensor_functions", "per_channel_affine"),
     "per_channel_symmetric": ("quant.tensor_functions", "per_channel_symmetric"),
     "per_channel_affine_float_qparams": ("quant.tensor_functions", "per_channel_affine_float_qparams"),
+    "fused_moving_avg_obs_fake_quant": ("quant.tensor_functions", "fused_moving_avg_obs_fake_quant"),
     "fake_quantize_per_tensor_affine": ("quant.fake_quantize", "fake_quantize_per_tensor_affine"),
     "fake_quantize_per_channel_affine": ("quant.fake_quantize", "fake_quantize_per_channel_affine"),
     "sbp": ("distributed.sbp", None),  # None: the name is the module itself

@@ -161,3 +161,31 @@ def test_tensor_index_first_class_dims_refused():
         torch.ones(2).index(0)
     with pytest.raises(NotImplementedError, match="first-class dimensions.*tensor\\[...\\]"):
         sf.ones(2).index(0, None)
+
+
+@pytest.mark.parametrize("per_row, symmetric, qmin, qmax", [(False, False, 0, 255), (True, True, -128, 127)])
+def test_fused_moving_avg_obs_fake_quant_matches_torch(per_row, symmetric, qmin, qmax):
+    rng = np.random.default_rng(3)
+    rows = 4 if per_row else 1
+    state_s = [sf.full((rows,), float("inf")), sf.full((rows,), float("-inf")), sf.ones(rows),
+               sf.zeros(rows, dtype=sf.int32)]
+    state_t = [torch.full((rows,), float("inf")), torch.full((rows,), float("-inf")), torch.ones(rows),
+               torch.zeros(rows, dtype=torch.int32)]
+    for step in range(2):
+        x = (rng.standard_normal((4, 3)) * (step + 1)).astype(np.float32)
+        xs, xt = sf.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        ys = sf.fused_moving_avg_obs_fake_quant(xs, sf.tensor([1]), sf.tensor([1]), *state_s, 0.1, qmin, qmax, 0,
+                                                per_row, symmetric)
+        yt = torch.fused_moving_avg_obs_fake_quant(xt, torch.tensor([1]), torch.tensor([1]), *state_t, 0.1, qmin,
+                                                   qmax, 0, per_row, symmetric)
+        for s, t in zip(state_s, state_t):
+            np.testing.assert_allclose(s.numpy(), t.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(ys.detach().numpy(), yt.detach().numpy(), rtol=1e-5, atol=1e-6)
+    ys.sum().backward()
+    yt.sum().backward()
+    np.testing.assert_array_equal(xs.grad.numpy(), xt.grad.numpy())
+    # observer and fake quant off: the input back, the state untouched
+    before = [s.numpy().copy() for s in state_s]
+    out = sf.fused_moving_avg_obs_fake_quant(xs, sf.tensor([0]), sf.tensor([0]), *state_s, 0.1, qmin, qmax, 0,
+                                             per_row, symmetric)
+    assert out is xs and all(np.array_equal(b, s.numpy()) for b, s in zip(before, state_s))
