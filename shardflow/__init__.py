@@ -80,7 +80,7 @@ from .autograd.symbolic import (
     sym_sqrt,
     sym_sum,
 )
-from .autograd.tensor_compat_methods import conj_physical_, hash_tensor
+from .autograd.tensor_compat_methods import conj_physical_, hash_tensor, slice_inverse
 from .backend import (
     bfloat16,
     complex64,

@@ -21,6 +21,10 @@ for a dense CPU tensor, or refuses clearly:
   ``_values``/``_nnz`` its NotImplementedError; ``sparse_mask(mask)`` the values of this dense
   tensor at a sparse COO ``mask``'s indices (differentiable; torch 2.13's CPU build has no
   dense kernel for it: shardflow's extends it);
+* ``slice_inverse(src, dim, start, end, step)`` (and ``torch.slice_inverse``): the slice
+  viewed with its base's size, strides and offset (torch's kernel), differentiable as torch's
+  (the slice's gradient to ``self``, the rest to ``src``); a view only while ``src`` needs no
+  gradient (then the result is a new tensor);
 * ``index(positions, dims)``: torch's first-class-dimension binding (functorch.dim), not built.
 """
 
@@ -31,7 +35,7 @@ import numpy as np
 from ..backend import dtypes
 from .dispatch import OPS
 
-__all__ = ["TensorCompatMethods", "hash_tensor", "conj_physical_"]
+__all__ = ["TensorCompatMethods", "hash_tensor", "conj_physical_", "slice_inverse"]
 
 _QUANTIZED = ("int_repr", "q_scale", "q_zero_point", "q_per_channel_scales", "q_per_channel_zero_points",
               "q_per_channel_axis", "qscheme")
@@ -134,6 +138,24 @@ class TensorCompatMethods:
         values = self[tuple(idx[k] for k in range(idx.shape[0]))]
         return OPS["sparse_coo_tensor"](idx, values, tuple(self.shape), is_coalesced=True)
 
+    def slice_inverse(self, src, dim=0, start=None, end=None, step=1):
+        """``Tensor.slice_inverse``: this slice viewed with ``src`` (its base)'s geometry, i.e.
+        ``self.as_strided(src.size(), src.stride(), src.storage_offset())``, as torch's
+        kernel; ``dim``/``start``/``end``/``step`` (the slice) shape only the gradient: the slice's
+        part flows to ``self``, the rest to ``src``, as torch's derivative."""
+        out = self.as_strided(tuple(src.shape), src.stride(), src.storage_offset())
+        if src.requires_grad:
+            # torch's derivative gives ``src`` the gradient outside the slice
+            # (``slice_scatter(grad, zeros_like(self), dim, start, end, step)``): added as a
+            # term whose value is zero
+            keep = np.ones(tuple(src.shape), dtype=src.array.dtype)
+            where = [slice(None)] * src.ndim
+            where[dim] = slice(start, end, step)
+            keep[tuple(where)] = 0
+            outside = src * type(src)(keep)
+            out = out + (outside - outside.detach())
+        return out
+
     def index(self, positions, dims):
         raise NotImplementedError(
             "Tensor.index(positions, dims) binds first-class dimensions (functorch.dim), which shardflow "
@@ -170,3 +192,8 @@ def hash_tensor(input, dim=None, *, keepdim=False, mode=0):
 def conj_physical_(input):
     """``torch.conj_physical_``: ``input.conj_physical_()``."""
     return input.conj_physical_()
+
+
+def slice_inverse(input, src, dim=0, start=None, end=None, step=1):
+    """``torch.slice_inverse``: ``input.slice_inverse(src, dim, start, end, step)``."""
+    return input.slice_inverse(src, dim, start, end, step)

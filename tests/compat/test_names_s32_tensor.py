@@ -189,3 +189,16 @@ def test_fused_moving_avg_obs_fake_quant_matches_torch(per_row, symmetric, qmin,
     out = sf.fused_moving_avg_obs_fake_quant(xs, sf.tensor([0]), sf.tensor([0]), *state_s, 0.1, qmin, qmax, 0,
                                              per_row, symmetric)
     assert out is xs and all(np.array_equal(b, s.numpy()) for b, s in zip(before, state_s))
+
+
+def test_slice_inverse_views_the_slice_with_its_base_geometry():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    bs, bt = sf.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    base_s, base_t = bs * 1, bt * 1
+    sl_s, sl_t = base_s[:, 1:3], base_t[:, 1:3]
+    rs, rt = sf.slice_inverse(sl_s, base_s, 1, 1, 3, 1), torch.slice_inverse(sl_t, base_t, 1, 1, 3, 1)
+    assert rs.tolist() == rt.tolist() and rs.shape == rt.shape
+    assert sl_s.slice_inverse(base_s, 1, 1, 3).tolist() == sl_t.slice_inverse(base_t, 1, 1, 3).tolist()
+    (rs * sf.tensor(a)).sum().backward()
+    (rt * torch.tensor(a)).sum().backward()
+    np.testing.assert_array_equal(bs.grad.numpy(), bt.grad.numpy())
