@@ -322,3 +322,15 @@ def test_lobpcg_matches_torch_values_and_gradient():
         sf.lobpcg(As.detach(), k=4)
     with pytest.raises(NotImplementedError, match="tracker.*expected tracker=None"):
         sf.lobpcg(As.detach(), k=1, tracker=print)
+
+
+def test_rnn_dropout_between_layers_only_in_training():
+    xs = sf.randn(3, 2, 4)
+    hs = sf.zeros(2, 2, 5)
+    params = [sf.randn(*shape) * 0.4 for shape in [(15, 4), (15, 5), (15,), (15,), (15, 5), (15, 5), (15,), (15,)]]
+    plain = sf.gru(xs, hs, params, True, 2, 0.0, True, False, False)[0]
+    evaluated = sf.gru(xs, hs, params, True, 2, 0.9, False, False, False)[0]
+    assert np.array_equal(plain.numpy(), evaluated.numpy())
+    sf.manual_seed(0)
+    trained = sf.gru(xs, hs, params, True, 2, 0.9, True, False, False)[0]
+    assert not np.allclose(plain.numpy(), trained.numpy())
