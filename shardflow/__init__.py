@@ -69,6 +69,7 @@ from .autograd.predicates import (
     result_type,
     typename,
 )
+from .autograd.sym_types import SymBool, SymFloat, SymInt
 from .autograd.symbolic import (
     sym_float,
     sym_int,
@@ -79,6 +80,7 @@ from .autograd.symbolic import (
     sym_sqrt,
     sym_sum,
 )
+from .autograd.tensor_compat_methods import conj_physical_, hash_tensor, slice_inverse
 from .backend import (
     bfloat16,
     complex64,
@@ -111,7 +113,32 @@ from .backend import (
     uint64,
 )
 from .backend import bool_ as bool
+from .backend.dtypes import (  # dtypes torch names that hold no shardflow tensor (dtypes.py)
+    bits1x8,
+    bits2x4,
+    bits4x2,
+    bits8,
+    bits16,
+    complex32,
+    float4_e2m1fn_x2,
+    float8_e8m0fnu,
+    int1,
+    int2,
+    int3,
+    int4,
+    int5,
+    int6,
+    int7,
+    uint1,
+    uint2,
+    uint3,
+    uint4,
+    uint5,
+    uint6,
+    uint7,
+)
 from .backend.info import e, finfo, iinfo, inf, nan, newaxis, pi
+from .backend.layout import jagged
 from .backend.memory_format import (
     channels_last,
     channels_last_3d,
@@ -154,6 +181,13 @@ from .backends import (
     set_float32_matmul_precision,
     use_deterministic_algorithms,
 )
+from .backends.build_flags import (
+    compiled_with_cxx11_abi,
+    has_lapack,
+    has_mkl,
+    has_openmp,
+    has_spectral,
+)
 from .backends.switches import (
     get_deterministic_debug_mode,
     init_num_threads,
@@ -162,12 +196,15 @@ from .backends.switches import (
     set_flush_denormal,
     set_warn_always,
 )
+from .futures import Future
 from .kernels.threads import (
     get_num_interop_threads,
     get_num_threads,
     set_num_interop_threads,
     set_num_threads,
 )
+from .nn.aten_batch_norm_stats import *  # SyncBatchNorm's building blocks (batch_norm_stats ...)
+from .nn.aten_conv import *  # convolution, conv_tbc, grid_sampler*, affine_grid_generator, embedding_renorm_
 from .nn.aten_losses import (  # torch's top-level losses: integer reduction codes
     cosine_embedding_loss,
     hinge_embedding_loss,
@@ -175,6 +212,8 @@ from .nn.aten_losses import (  # torch's top-level losses: integer reduction cod
     poisson_nll_loss,
     triplet_margin_loss,
 )
+from .nn.aten_norms import *  # native_layer_norm, native_batch_norm, native_group_norm, native_dropout ...
+from .nn.aten_rnn import *  # lstm, gru, rnn_tanh, rnn_relu and their *_cell
 from .nn.functional import (  # torch's top-level names for these nn.functional functions
     bilinear,
     celu_,
@@ -196,6 +235,7 @@ from .nn.functional import (  # torch's top-level names for these nn.functional 
 from .ops import *
 from .ops import add, clone, div, mul, neg, reciprocal, sub
 from .ops._foreach import *  # torch._foreach_*: compositions of routed ops (underscore names)
+from .ops.lobpcg import lobpcg  # torch.lobpcg: a function, not a Tensor method (not an op)
 from .random import get_rng_state  # torch's uint8 tensor (random.py)
 
 half = float16
@@ -206,6 +246,8 @@ double = float64
 long = int64
 int = int32
 short = int16
+chalf = complex32
+bit = uint1  # torch.bit is torch.uint1
 
 
 
@@ -252,7 +294,7 @@ _LAZY_SUBPACKAGES = frozenset({
     "_C", "_dynamo", "_inductor", "_tensor", "_utils", "ao", "checkpoint", "comm", "compiler", "cpu", "cuda", "data",
     "distributed", "distributions", "export", "func", "functional", "fx", "hub", "jit", "library", "masked", "mps",
     "multiprocessing", "onnx", "optim", "overrides", "profiler",
-    "quant", "quantization", "quasirandom", "serialization", "signal", "testing", "utils", "xpu",
+    "quant", "quantization", "quasirandom", "classes", "nested", "serialization", "signal", "testing", "utils", "xpu",
 })
 # name -> (module, attribute in it)
 _LAZY_NAMES = {
@@ -270,9 +312,28 @@ _LAZY_NAMES = {
     "quint8": ("quant", "quint8"),
     "quantize_per_channel": ("quant", "quantize_per_channel"),
     "quantize_per_tensor": ("quant", "quantize_per_tensor"),
+    "int_repr": ("quant.tensor_functions", "int_repr"),
+    "q_scale": ("quant.tensor_functions", "q_scale"),
+    "q_zero_point": ("quant.tensor_functions", "q_zero_point"),
+    "q_per_channel_scales": ("quant.tensor_functions", "q_per_channel_scales"),
+    "q_per_channel_zero_points": ("quant.tensor_functions", "q_per_channel_zero_points"),
+    "q_per_channel_axis": ("quant.tensor_functions", "q_per_channel_axis"),
+    "quantize_per_tensor_dynamic": ("quant.tensor_functions", "quantize_per_tensor_dynamic"),
+    "qscheme": ("quant.tensor_functions", "qscheme"),
+    "per_tensor_affine": ("quant.tensor_functions", "per_tensor_affine"),
+    "per_tensor_symmetric": ("quant.tensor_functions", "per_tensor_symmetric"),
+    "per_channel_affine": ("quant.tensor_functions", "per_channel_affine"),
+    "per_channel_symmetric": ("quant.tensor_functions", "per_channel_symmetric"),
+    "per_channel_affine_float_qparams": ("quant.tensor_functions", "per_channel_affine_float_qparams"),
+    "fused_moving_avg_obs_fake_quant": ("quant.tensor_functions", "fused_moving_avg_obs_fake_quant"),
+    "fake_quantize_per_tensor_affine": ("quant.fake_quantize", "fake_quantize_per_tensor_affine"),
+    "fake_quantize_per_channel_affine": ("quant.fake_quantize", "fake_quantize_per_channel_affine"),
     "sbp": ("distributed.sbp", None),  # None: the name is the module itself
     "placement": ("distributed.placement", "placement"),
     "parallelize": ("distributed.parallel_config", "parallelize"),
+    "Tag": ("library.tags", "Tag"),
+    "fork": ("jit", "fork"),  # TorchScript's fork: runs the function at once (jit/torchscript.py)
+    "wait": ("jit", "wait"),
     "Stream": ("device_stream", "Stream"),
     "Event": ("device_stream", "Event"),
 }

@@ -15,7 +15,7 @@ import shardflow as sf
 LAZY_SUBPACKAGES = ["ao", "checkpoint", "comm", "compiler", "cpu", "cuda", "data", "distributed",
                     "distributions", "export", "func", "fx", "hub", "jit", "mps", "multiprocessing", "onnx", "optim",
                     "overrides", "profiler", "quant", "quasirandom", "serialization", "signal",
-                    "testing", "utils"]
+                    "testing", "utils", "classes", "nested"]
 LAZY_MODULES = ["shardflow.autograd.profiler", "shardflow.autograd.functional",
                 "shardflow.amp.grad_scaler", "shardflow.nn.parallel.distributed",
                 "shardflow.nn.parallel.reducer", "shardflow.nn.utils.prune",
@@ -32,7 +32,8 @@ LAZY_NAMES = {"vmap": "shardflow.func", "compile": "shardflow.jit", "compile_ste
               "quantize_per_channel": "shardflow.quant", "placement": "shardflow.distributed.placement",
               "parallelize": "shardflow.distributed.parallel_config", "load": "shardflow.serialization",
               "save": "shardflow.serialization", "OutOfMemoryError": "shardflow.cuda",
-              "GradScaler": "shardflow.amp"}
+              "GradScaler": "shardflow.amp", "fork": "shardflow.jit", "wait": "shardflow.jit",
+              "Tag": "shardflow.library.tags"}
 
 
 def _fresh(code: str):

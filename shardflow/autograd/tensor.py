@@ -36,6 +36,7 @@ from ..backend.user_warning import warn_at_caller
 from . import _tensor_str, grad_mode, legacy_types
 from .dispatch import OPS, set_method_owner
 from .hook_ids import next_handle_id
+from .tensor_compat_methods import TensorCompatMethods
 
 _WARNED = {"scalar_of_graph": False}  # PyTorch warnings given once per process
 
@@ -135,7 +136,7 @@ def _warn_T_once(ndim: int) -> None:
                "matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a tensor.")
     warnings.warn(msg, UserWarning, stacklevel=3)
 
-class Tensor:
+class Tensor(TensorCompatMethods):
     __slots__ = (
         "array", "requires_grad", "_grad", "grad_fn", "_output_nr", "_version_counter", "_hooks",
         "_post_hooks", "_spec", "__dict__", "__weakref__",

@@ -255,3 +255,53 @@ def cast(array, d):
         wide = array.astype(np.float64 if array.dtype.itemsize >= 8 else np.float32)
         array = np.where(np.isnan(wide), wide, np.clip(wide, -limit, limit))
     return array.astype(d.np)
+
+
+class _StoragelessDtype(dtype):
+    """A torch 2.13 dtype name that shardflow cannot hold in a tensor: ``complex32``
+    (``chalf``), the sub-byte ``uint1..7`` / ``int1..7``, the ``bits*`` types,
+    ``float8_e8m0fnu`` and ``float4_e2m1fn_x2``. It exists so that annotations, dtype tables
+    and ``x.dtype == torch.uint4`` checks run; its flags answer as torch's, and anything that
+    needs its storage (``zeros(..., dtype=)``, ``.to()``) raises NotImplementedError naming
+    a dtype to use instead. (ml_dtypes could hold complex32, int1/2/4, uint1/2/4,
+    float8_e8m0fnu and float4 elements, but shardflow has no kernels or conversions for them.)
+    """
+
+    __slots__ = ("_instead", "_signed")
+
+    def __init__(self, name, category, itemsize, signed, instead):
+        self.name, self._category, self.itemsize, self._instead = name, category, itemsize, instead
+        self.is_floating_point = category == 2
+        self._signed = signed
+
+    @property
+    def is_signed(self) -> bool:
+        if self._signed is None:  # torch's bits types: opaque bit containers
+            raise RuntimeError(f"Bits types are undefined: {self.name} has no sign; view the data as "
+                               f"{self._instead} to read it as numbers")
+        return self._signed
+
+    @property
+    def np(self):
+        raise NotImplementedError(
+            f"shardflow has no storage for dtype {self.name} (torch 2.13 has few kernels for it either): "
+            f"expected a dtype a tensor can hold; use {self._instead} instead")
+
+
+def _storageless(name, category, itemsize, signed, instead):
+    return _StoragelessDtype(name, category, itemsize, signed, instead)
+
+
+complex32 = _storageless("complex32", 3, 4, True, "complex64")
+float8_e8m0fnu = _storageless("float8_e8m0fnu", 2, 1, False, "float8_e5m2 or float16")
+float4_e2m1fn_x2 = _storageless("float4_e2m1fn_x2", 2, 1, True, "float8_e4m3fn or float16")
+_SUB_BYTE = {f"uint{k}": _storageless(f"uint{k}", 1, 1, False, "uint8") for k in range(1, 8)}
+_SUB_BYTE.update({f"int{k}": _storageless(f"int{k}", 1, 1, True, "int8") for k in range(1, 8)})
+_BITS = {n: _storageless(n, 1, size, None, f"uint{8 * size}")
+         for n, size in (("bits1x8", 1), ("bits2x4", 1), ("bits4x2", 1), ("bits8", 1), ("bits16", 2))}
+STORAGELESS = (complex32, float8_e8m0fnu, float4_e2m1fn_x2, *_SUB_BYTE.values(), *_BITS.values())
+_BY_NAME.update({d.name: d for d in STORAGELESS})
+_BY_NAME["chalf"] = complex32
+uint1, uint2, uint3, uint4, uint5, uint6, uint7 = (_SUB_BYTE[f"uint{k}"] for k in range(1, 8))
+int1, int2, int3, int4, int5, int6, int7 = (_SUB_BYTE[f"int{k}"] for k in range(1, 8))
+bits1x8, bits2x4, bits4x2, bits8, bits16 = _BITS.values()

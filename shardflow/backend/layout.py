@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-__all__ = ["layout", "strided", "sparse_coo"]
+__all__ = ["layout", "strided", "sparse_coo", "jagged"]
 
 
 class NamedConstant:
@@ -30,3 +30,6 @@ class layout(NamedConstant):
 
 strided = layout("strided")
 sparse_coo = layout("sparse_coo")
+# torch.jagged: the layout of nested tensors, which shardflow does not build (shardflow.nested
+# refuses clearly); the constant exists for code that names it
+jagged = layout("jagged")

@@ -915,6 +915,7 @@ def pixel_unshuffle(input, downscale_factor: int) -> Tensor:
 # The rest of torch.nn.functional (remaining losses, lp/unpool pooling, local_response_norm,
 # channel_shuffle, rrelu, gumbel_softmax, pdist, affine_grid, upsample*, in-place activations),
 # and torch's private attention helpers that custom attention layers import (F._canonical_mask ...)
+from .aten_conv import conv_tbc  # noqa: E402  (F.conv_tbc is torch.conv_tbc)
 from .functional_attention_helpers import (  # noqa: E402,F401
     _canonical_mask,
     _in_projection,
@@ -926,4 +927,4 @@ from .functional_extra import __all__ as _extra_all  # noqa: E402
 from .functional_fractional import *  # noqa: E402,F403
 from .functional_fractional import __all__ as _fractional_all  # noqa: E402
 
-__all__ += _extra_all + _fractional_all
+__all__ += _extra_all + _fractional_all + ["conv_tbc"]

@@ -140,7 +140,7 @@ def _view(input: Tensor, size=None, *, dtype=None) -> Tensor:
 
 def _sparse_part(part: str):
     def get(input):
-        if not hasattr(input, "_indices"):
+        if not getattr(input, "is_sparse", False):
             raise RuntimeError(f"{part}_copy() expects a sparse COO tensor, got a dense (strided) tensor: "
                                f"call it on torch.sparse_coo_tensor(...).coalesce()")
         return getattr(input, part)()
