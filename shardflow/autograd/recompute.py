@@ -19,6 +19,7 @@ to ``function``; reentrant refuses them with PyTorch's ValueError.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import warnings
 
@@ -35,7 +36,7 @@ class _Checkpoint(Function):
     save_inputs = None
 
     def forward(self, *arrays, run_function=None, tensor_mask=None, others=None, preserve_rng_state=True,
-                anchored=False):
+                anchored=False, contexts=None, check=True):
         self.run_function = run_function
         self.anchored = anchored
         arrays = arrays[1:] if anchored else arrays  # the anchor is no argument of the function
@@ -43,8 +44,12 @@ class _Checkpoint(Function):
         self.tensor_mask = tensor_mask
         self.others = others
         self.rng_state = _random.get_rng_state() if preserve_rng_state else None
-        with grad_mode.no_grad():
+        forward_ctx, self.recompute_ctx = contexts if contexts is not None else (None, None)
+        # the context first: torch's non-reentrant forward runs with grad mode as it was
+        with (forward_ctx if forward_ctx is not None else contextlib.nullcontext()), grad_mode.no_grad():
             out = run_function(*self._rebuild_args(arrays, requires_grad=False))
+        outs = out if isinstance(out, tuple) else (out,)
+        self.meta = tuple((tuple(o.shape), o.dtype) for o in outs) if check else None
         if isinstance(out, tuple):
             self.n_out = len(out)
             return tuple(o.array for o in out)
@@ -69,13 +74,24 @@ class _Checkpoint(Function):
         if self.rng_state is not None:
             saved_state = _random.get_rng_state()
             _random.set_rng_state(self.rng_state)
+        ctx = self.recompute_ctx if self.recompute_ctx is not None else contextlib.nullcontext()
         try:
-            with grad_mode.enable_grad():
+            with grad_mode.enable_grad(), ctx:
                 out = self.run_function(*self._rebuild_args(self.arrays, requires_grad=True))
         finally:
             if saved_state is not None:
                 _random.set_rng_state(saved_state)
         outs = out if isinstance(out, tuple) else (out,)
+        if self.meta is not None:  # determinism_check="default": the recomputation's metadata
+            again = tuple((tuple(o.shape), o.dtype) for o in outs)
+            if again != self.meta:
+                from ..utils.checkpoint import CheckpointError
+
+                raise CheckpointError(
+                    "torch.utils.checkpoint: Recomputed values have different metadata than during "
+                    f"the forward pass: forward gave (shape, dtype) {self.meta}, the recomputation "
+                    f"{again}. The checkpointed function must compute the same thing when re-run "
+                    "(pass determinism_check='none' to skip this check).")
         pairs = [(o, g) for o, g in zip(outs, grads) if isinstance(o, Tensor) and o.requires_grad]
         if pairs:
             run_backward([o for o, _ in pairs], [g for _, g in pairs], retain_graph=False)
@@ -85,17 +101,36 @@ class _Checkpoint(Function):
         return tuple(result)
 
 
-def checkpoint(function, *args, use_reentrant: bool | None = None, preserve_rng_state: bool = True, **kwargs):
+def noop_context_fn():
+    """``context_fn``'s default: no context around the forward or the recomputation."""
+    return contextlib.nullcontext(), contextlib.nullcontext()
+
+
+_DETERMINISM_CHECKS = ("default", "none")
+
+
+def checkpoint(function, *args, use_reentrant: bool | None = None, context_fn=noop_context_fn,
+               determinism_check: str = "default", debug: bool = False, preserve_rng_state: bool = True,
+               **kwargs):
     """Run ``function(*args, **kwargs)`` without keeping its activations; recompute them in
-    backward (module docstring: the reentrant and non-reentrant variants)."""
+    backward (module docstring: the reentrant and non-reentrant variants). Non-reentrant
+    only, as torch: ``context_fn()`` gives the two context managers the forward and the
+    recomputation run in; ``determinism_check="default"`` compares the recomputed outputs'
+    shapes and dtypes with the forward's (``CheckpointError``), ``"none"`` skips it;
+    ``debug`` is accepted (torch then logs the ops run; shardflow has no op log to add)."""
     if use_reentrant is None:
         warnings.warn(
             "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. "
             "use_reentrant=False is recommended, but if you need to preserve the current default "
             "behavior, you can pass use_reentrant=True.", stacklevel=2)
         use_reentrant = True
+    if use_reentrant and (context_fn is not noop_context_fn or debug):
+        raise ValueError("Passing `context_fn` or `debug` is only supported when use_reentrant=False.")
     if kwargs and use_reentrant:
         raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
+    if not use_reentrant and determinism_check not in _DETERMINISM_CHECKS:
+        raise ValueError(f"determinism_check should be one of {list(_DETERMINISM_CHECKS)}, "
+                         f"but got {determinism_check}")
     if kwargs:
         function = functools.partial(function, **kwargs)
     tensor_mask = tuple(isinstance(a, Tensor) for a in args)
@@ -111,4 +146,6 @@ def checkpoint(function, *args, use_reentrant: bool | None = None, preserve_rng_
     return _Checkpoint.apply(
         *tensors, run_function=function, tensor_mask=tensor_mask, others=others,
         preserve_rng_state=preserve_rng_state, anchored=anchored,
+        contexts=None if use_reentrant else context_fn(),
+        check=not use_reentrant and determinism_check == "default",
     )

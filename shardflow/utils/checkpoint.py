@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import warnings
 
-from ..autograd.recompute import checkpoint
+from ..autograd.recompute import checkpoint, noop_context_fn  # noqa: F401 (torch's names)
 
 
 class CheckpointError(RuntimeError):
@@ -52,4 +52,24 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
     return _run_segment(functions, end + 1, len(functions) - 1)(input)
 
 
-__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError"]
+__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "noop_context_fn", "set_checkpoint_debug_enabled"]
+
+
+_debug_enabled: list = [None]
+
+
+class set_checkpoint_debug_enabled:
+    """``torch.utils.checkpoint.set_checkpoint_debug_enabled(enabled)``: a context manager that
+    overrides every checkpoint's ``debug`` flag (None: each call's own). shardflow's checkpoint
+    has no op log, so the flag changes nothing that runs."""
+
+    def __init__(self, enabled):
+        self.enabled, self.prev = enabled, None
+
+    def __enter__(self):
+        self.prev = _debug_enabled[0]
+        _debug_enabled[0] = self.enabled
+        return self
+
+    def __exit__(self, *exc):
+        _debug_enabled[0] = self.prev

@@ -77,3 +77,56 @@ def test_keyword_arguments_pass_through_non_reentrant_only():
         np.testing.assert_allclose(a.grad.detach().numpy(), 2 * (1 - np.tanh(2.0) ** 2), rtol=1e-6)
         with pytest.raises(ValueError, match="Unexpected keyword arguments: scale"):
             lib.utils.checkpoint.checkpoint(f(lib), a, use_reentrant=True, scale=2.0)
+
+
+# --- context_fn, determinism_check, debug (torch's keywords; they reached the function before)
+
+def _run_with_contexts(lib):
+    seen = []
+
+    class Ctx:
+        def __init__(self, tag):
+            self.tag = tag
+
+        def __enter__(self):
+            seen.append(("enter", self.tag, lib.is_grad_enabled()))
+
+        def __exit__(self, *exc):
+            seen.append(("exit", self.tag))
+
+    x = lib.ones(2, 3, requires_grad=True)
+    out = lib.utils.checkpoint.checkpoint(lambda a: (a * 3).sin(), x, use_reentrant=False,
+                                          context_fn=lambda: (Ctx("fwd"), Ctx("recompute")),
+                                          determinism_check="default", debug=False)
+    out.sum().backward()
+    return seen, x.grad.tolist()
+
+
+def test_context_fn_wraps_forward_and_recomputation_as_torch():
+    import torch
+    assert _run_with_contexts(sf) == _run_with_contexts(torch)
+
+
+@pytest.mark.parametrize("kwargs", [{"use_reentrant": False, "determinism_check": "strict"},
+                                    {"use_reentrant": True, "context_fn": lambda: (None, None)},
+                                    {"use_reentrant": True, "debug": True}])
+def test_checkpoint_option_errors_as_torch(kwargs):
+    import torch
+    with pytest.raises(ValueError) as th:
+        torch.utils.checkpoint.checkpoint(lambda a: a * 2, torch.ones(1, requires_grad=True), **kwargs)
+    with pytest.raises(ValueError) as got:
+        sf.utils.checkpoint.checkpoint(lambda a: a * 2, sf.ones(1, requires_grad=True), **kwargs)
+    assert str(got.value) == str(th.value)
+
+
+def test_recomputation_with_other_shapes_raises_checkpoint_error():
+    calls = []
+
+    def grows(a):
+        calls.append(1)
+        return a.repeat(len(calls))
+
+    x = sf.ones(2, requires_grad=True)
+    out = sf.utils.checkpoint.checkpoint(grows, x, use_reentrant=False, determinism_check="default")
+    with pytest.raises(sf.utils.checkpoint.CheckpointError, match="different metadata"):
+        out.sum().backward()
