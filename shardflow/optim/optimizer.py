@@ -128,6 +128,19 @@ class Optimizer(OptimizerHooks):
             )
         else:
             param_group["params"] = list(params)
+        # named parameters, as torch >= 2.6: Optimizer(model.named_parameters()) keeps the names
+        # in the group's "param_names" (state_dict carries them)
+        names = [p[0] for p in param_group["params"] if isinstance(p, tuple)]
+        if names:
+            if len(names) != len(param_group["params"]):
+                raise ValueError("all optimizer params should be with/without names. Some param names are missing")
+            param_group["params"] = [p[1] for p in param_group["params"]]
+            param_group["param_names"] = names
+        for group in self.param_groups:
+            if ("param_names" in group) != ("param_names" in param_group):
+                which = "with names" if "param_names" in param_group else "without names"
+                raise ValueError("all optimizer param groups should be with/without names. "
+                                 f"cannot add param group {which} to the optimizer")
         for p in param_group["params"]:
             if not isinstance(p, Tensor):
                 raise TypeError(f"optimizer can only optimize Tensors, but one of the params is "
