@@ -11,6 +11,23 @@ _NO_ACCELERATOR = (
 )
 
 
+# torch's device types, in its error message's order. shardflow keeps tensors on cpu, cuda
+# (CuPy) and meta; the others can be named (``torch.device("mps")`` in a device-picking line)
+# and raise torch's own errors when a tensor is put there (``unavailable_device_error``).
+TORCH_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve",
+                      "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia",
+                      "privateuseone")
+
+
+def unavailable_device_error(dev) -> Exception:
+    """What torch built for CPU (and CUDA) raises when a tensor is put on ``dev``."""
+    if dev.type == "xpu":
+        return AssertionError("Torch not compiled with XPU enabled")
+    if dev.type == "mtia":
+        return AssertionError("Torch not compiled with MTIA enabled")
+    return RuntimeError(f"PyTorch is not linked with support for {dev.type} devices")
+
+
 class device:
     """``shardflow.device('cpu')`` / ``device('cuda', 0)`` / ``device('cuda:1')`` /
     ``device('meta')`` / ``device(0)``.
@@ -34,10 +51,11 @@ class device:
         if ":" in s:
             s, idx = s.split(":", 1)
             index = int(idx)
-        if s not in ("cpu", "cuda", "meta"):
-            raise ValueError(f"unknown device type {s!r}; expected 'cpu', 'cuda[:N]' or 'meta'")
+        if s not in TORCH_DEVICE_TYPES:
+            raise RuntimeError(f"Expected one of {', '.join(TORCH_DEVICE_TYPES)} device type at start "
+                               f"of device string: {s}")
         self.type = s
-        self.index = index if s == "cuda" else None
+        self.index = None if s in ("cpu", "meta") else index
 
     def __eq__(self, other):
         try:

@@ -10,7 +10,7 @@ from contextlib import nullcontext
 
 import numpy as np
 
-from .device import CPU, META, device
+from .device import CPU, META, device, unavailable_device_error
 from .meta import NO_DATA, MetaArray, meta_namespace
 
 _cupy = None
@@ -111,6 +111,8 @@ def to_device(array, dev: device):
         if isinstance(array, np.ndarray):
             return array
         return cupy().asnumpy(array)
+    if dev.type != "cuda":
+        raise unavailable_device_error(dev)
     cp = cupy()
     with _current(cp, dev):
         return cp.asarray(array)
@@ -125,6 +127,8 @@ def _current(cp, dev: device):
 def xp_for(dev: device):
     if dev.type == "meta":
         return meta_namespace
+    if dev.type not in ("cpu", "cuda"):
+        raise unavailable_device_error(dev)
     return np if dev.type == "cpu" else cupy()
 
 
@@ -135,6 +139,8 @@ def new_array(dev: device, make):
         return make(np)
     if dev.type == "meta":
         return make(meta_namespace)
+    if dev.type != "cuda":
+        raise unavailable_device_error(dev)
     cp = cupy()
     with _current(cp, dev):
         return make(cp)

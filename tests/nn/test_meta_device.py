@@ -187,5 +187,7 @@ def test_meta_refusals_name_the_problem():
         x + sf.ones(4, 3)
     _same_meta(x + sf.tensor(2.0), torch.empty(4, 3, device="meta") + torch.tensor(2.0))
     assert sf.ones(2).to("meta").is_meta and not sf.ones(2).is_meta
-    with pytest.raises(ValueError, match="'cpu', 'cuda\\[:N\\]' or 'meta'"):
-        sf.device("xla")
+    with pytest.raises(RuntimeError, match="PyTorch is not linked with support for xla devices"):
+        sf.ones(2, device=sf.device("xla"))  # named as torch allows; no tensor goes there
+    with pytest.raises(RuntimeError, match="Expected one of cpu, cuda, ipu"):
+        sf.device("tpu")
