@@ -23,25 +23,36 @@ pytestmark = pytest.mark.usefixtures("torch_single_thread")
 SEED = 0
 
 
-def _run(tmp_path, monkeypatch, capsys, path, argv=(), sizes=None, seed=SEED):
-    """Run the script ``programs/<path>`` in ``tmp_path/<th|sf>/run/here`` (the GAN scripts
-    make ``../../data/mnist``) on torch then shardflow, each after ``manual_seed(seed)`` and
-    ``np.random.seed(seed)``. Returns ``[(module, printed lines, saved images), ...]``."""
+def _run_one(where, monkeypatch, capsys, use_sf, path, argv=(), sizes=None, seed=SEED, raises=None):
+    """Run the script ``programs/<path>`` in ``where/<th|sf>/run/here`` (the GAN scripts make
+    ``../../data/mnist``) on torch or shardflow after ``manual_seed(seed)`` and
+    ``np.random.seed(seed)``. Returns ``(module, printed lines, saved images)``; with
+    ``raises=(type, pattern)`` the script must fail so (the module is then its globals at
+    that point)."""
     import torch
 
     import shardflow
 
-    runs = []
-    for use_sf, lib in ((False, torch), (True, shardflow)):
-        where = tmp_path / ("sf" if use_sf else "th") / "run" / "here"
-        where.mkdir(parents=True)
-        monkeypatch.chdir(where)
-        lib.manual_seed(seed)
-        np.random.seed(seed)
-        modules = _torchvision_extras.torchvision_modules(lib, sizes)
+    lib = shardflow if use_sf else torch
+    here = where / ("sf" if use_sf else "th") / "run" / "here"
+    here.mkdir(parents=True)
+    monkeypatch.chdir(here)
+    lib.manual_seed(seed)
+    np.random.seed(seed)
+    modules = _torchvision_extras.torchvision_modules(lib, sizes)
+    seen = []
+    if raises is None:
         mod = run_script(HERE / path, use_sf, argv=list(argv), modules=modules)
-        runs.append((mod, capsys.readouterr().out.splitlines(), dict(_torchvision_extras.SAVED)))
-    return runs
+    else:
+        with pytest.raises(raises[0], match=raises[1]):
+            run_script(HERE / path, use_sf, argv=list(argv), modules=modules, after_imports=seen.append)
+        mod = seen[0]
+    return mod, capsys.readouterr().out.splitlines(), dict(_torchvision_extras.SAVED)
+
+
+def _run(tmp_path, monkeypatch, capsys, path, argv=(), sizes=None, seed=SEED, raises=None):
+    """:func:`_run_one` on torch, then on shardflow: ``[(module, lines, saved), ...]``."""
+    return [_run_one(tmp_path, monkeypatch, capsys, use_sf, path, argv, sizes, seed, raises) for use_sf in (False, True)]
 
 
 def _same_state(sf_model, th_model, what, rtol=1e-5, atol=1e-6, adam_bound=0.0, zero_grad=()):
@@ -118,3 +129,124 @@ def test_pytorch_gan_dcgan_like_torch(tmp_path, monkeypatch, capsys):
     assert_close(sf_saved["images/0.png"], th_saved["images/0.png"], "dcgan saved images")
     _same_state(sf.generator, th.generator, "dcgan generator", adam_bound=2e-4 * 2)
     _same_state(sf.discriminator, th.discriminator, "dcgan discriminator", adam_bound=2e-4 * 2)
+
+
+def test_ml_collection_init_weights_printout_like_torch(tmp_path, monkeypatch, capsys):
+    """aladdinpersson/Machine-Learning-Collection ``pytorch_init_weights.py`` as a script: a
+    CNN whose ``initialize_weights`` walks ``self.modules()`` with ``isinstance`` checks,
+    ``kaiming_uniform_`` the conv and Linear weights, ``constant_`` the biases; then
+    ``print(param)`` of every parameter. From the same seed every printed line is torch's,
+    character for character: ``Parameter containing:``, 4-d tensors with their blank-line
+    nesting, the 10x784 weight summarized with ``...`` rows and columns, ``requires_grad=True``
+    on its own line."""
+    (th, th_out, _), (sf, sf_out, _) = _run(tmp_path, monkeypatch, capsys, "ml_collection/pytorch_init_weights.py")
+    assert th_out.count("Parameter containing:") == 6 and any("...," in line for line in th_out)
+    assert sf_out == th_out
+
+
+def test_ml_collection_std_mean_like_torch(tmp_path, monkeypatch, capsys):
+    """``pytorch_std_mean.py`` as a script: a tqdm progress bar over a shuffled CIFAR-10
+    ``DataLoader`` (the stand-in's 100 synthetic images, 2 batches of 64 and 36),
+    ``torch.mean(data, dim=[0, 2, 3])`` (a list of dims) accumulated onto the int ``0``,
+    ``** 0.5``; the printed mean and std tensors are torch's, digit for digit."""
+    (th, th_out, _), (sf, sf_out, _) = _run(tmp_path, monkeypatch, capsys, "ml_collection/pytorch_std_mean.py",
+                                           sizes={"train": 100})
+    assert len(th_out) == 2 and th_out[0].startswith("tensor([0.")
+    assert sf_out == th_out
+    assert_close(sf.std.numpy(), th.std.numpy(), "std", rtol=1e-6, atol=0)
+
+
+def test_ml_collection_lr_ratescheduler_like_torch(tmp_path, monkeypatch, capsys):
+    """``pytorch_lr_ratescheduler.py`` as a script (batch 8, 11 epochs of 24 images):
+    ``ReduceLROnPlateau(optimizer, factor=0.1, patience=5)`` stepped with each epoch's mean
+    loss (a Python float), Adam at lr 0.1, the mean loss printed with all its digits (rtol
+    1e-5: 17-digit floats of float32 sums). Its ``check_accuracy`` feeds the unflattened
+    images to the MLP -- the program's own bug: torch raises ``RuntimeError: mat1 and mat2
+    shapes cannot be multiplied (224x28 and 784x50)``, and so does shardflow (its message
+    adds the fix). The scheduler's state is torch's, the trained weights agree to 2e-4
+    (Adam at lr 0.1: see the test). As written the
+    scheduler also had ``verbose=True``, which torch 2.13 no longer takes: both refuse it
+    with a TypeError."""
+    import torch
+
+    import shardflow
+
+    for lib in (torch, shardflow):
+        opt = lib.optim.SGD([lib.nn.Parameter(lib.zeros(1))], lr=0.1)
+        with pytest.raises(TypeError, match="verbose"):
+            lib.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=0.1, patience=5, verbose=True)
+    (th, th_out, _), (sf, sf_out, _) = _run(
+        tmp_path, monkeypatch, capsys, "ml_collection/pytorch_lr_ratescheduler.py", sizes={"train": 24},
+        raises=(RuntimeError, r"mat1 and mat2 shapes cannot be multiplied \(224x28 and 784x50\)"))
+    assert len(th_out) == 11 and th_out[0].startswith("Cost at epoch 1 is ")
+    same_printout(sf_out, th_out, rtol=1e-5, atol=0, what="lr_ratescheduler")
+    th_sched, sf_sched = th.scheduler.state_dict(), sf.scheduler.state_dict()
+    assert sorted(sf_sched) == sorted(th_sched)
+    for k in ("num_bad_epochs", "last_epoch", "cooldown_counter", "_last_lr", "patience", "factor"):
+        assert sf_sched[k] == th_sched[k], k
+    assert_close(sf_sched["best"], th_sched["best"], "best", rtol=1e-5, atol=0)
+    # Adam at the program's lr 0.1 throws the loss up to 58 in the first epoch; float32
+    # rounding differences grow over the 33 steps: measured 9.5e-5 at most (weights up to 1.1)
+    _same_state(sf.model, th.model, "lr_ratescheduler model", rtol=0, atol=2e-4)
+
+
+def test_ml_collection_rnn_gru_lstm_like_torch(tmp_path, monkeypatch, capsys):
+    """``pytorch_rnn_gru_lstm.py`` as a script (hidden 16, batch 8, one epoch of 16 images):
+    the 28 image rows as a sequence through a 2-layer ``nn.LSTM(batch_first=True)`` from
+    ``(h0, c0)`` zeros moved ``.to(device)``, every step's output flattened into a Linear,
+    Adam, a tqdm bar over the loader; then ``check_accuracy`` returns ``num_correct /
+    num_samples`` (a 0-d tensor divided by an int) printed with ``f"{acc*100:2f}"`` and
+    ``:.2f`` -- a tensor's ``__format__``. From the same seed the printout is torch's,
+    digit for digit, and the trained LSTM and Linear agree to 1e-5 (RNN and GRU, defined
+    beside it, are unused, as written)."""
+    (th, th_out, _), (sf, sf_out, _) = _run(tmp_path, monkeypatch, capsys, "ml_collection/pytorch_rnn_gru_lstm.py",
+                                           sizes={"train": 16, "test": 8})
+    assert len(th_out) == 2 and th_out[0].startswith("Accuracy on training set: ")
+    assert sf_out == th_out
+    _same_state(sf.model, th.model, "rnn_gru_lstm model", adam_bound=0.005 * 2)
+
+
+def test_ml_collection_mixed_precision_cpu_like_torch(tmp_path, monkeypatch, capsys):
+    """``pytorch_mixed_precision_example.py`` on the CPU (widths 8 and 16, batch 8, one
+    epoch of 24 images): ``torch.cuda.amp.GradScaler()`` and ``torch.cuda.amp.autocast()``
+    without CUDA are deprecated (FutureWarning) and turn themselves off (UserWarning), in
+    both frameworks, so ``scaler.scale(loss).backward()`` / ``scaler.step`` / ``update`` are
+    plain float32 steps. Both accuracy lines (an f-string of a tensor count) are torch's and
+    the trained CNN agrees to 1e-5."""
+    with pytest.warns(FutureWarning, match=r"cuda\.amp\.GradScaler\(args\.\.\.\)` is deprecated"), \
+            pytest.warns(FutureWarning, match=r"cuda\.amp\.autocast\(args\.\.\.\)` is deprecated"), \
+            pytest.warns(UserWarning, match="GradScaler.*is enabled, but CUDA is not available.  Disabling"):
+        (th, th_out, _), (sf, sf_out, _) = _run(
+            tmp_path, monkeypatch, capsys, "ml_collection/pytorch_mixed_precision_example.py",
+            sizes={"train": 24, "test": 8})
+    assert len(th_out) == 2 and th_out[0].startswith("Got ") and th_out[1].startswith("Got ")
+    assert sf_out == th_out
+    _same_state(sf.model, th.model, "mixed_precision model", adam_bound=1e-3 * 3)
+
+
+def test_ml_collection_loadsave_like_torch(tmp_path, monkeypatch, capsys):
+    """``pytorch_loadsave.py`` as a script: ``torchvision.models.vgg16(pretrained=False)`` (the
+    stand-in VGG; torchvision's deprecation warning), an Adam over it, the checkpoint dict
+    of ``model.state_dict()`` and ``optimizer.state_dict()`` saved, then read back with
+    ``torch.load`` into both. The printout is torch's; the file each framework wrote loads
+    back to the model's values and the optimizer's (empty) state and param groups; and the
+    file has the permissions torch gives it (shardflow's were 0o600: see
+    ``tests/checkpoint/test_save_file_mode.py``)."""
+    import os
+    import stat
+
+    with pytest.warns(UserWarning, match="The parameter 'pretrained' is deprecated"):
+        (th, th_out, _), (sf, sf_out, _) = _run(tmp_path, monkeypatch, capsys, "ml_collection/pytorch_loadsave.py")
+    assert th_out == sf_out == ["=> Saving checkpoint", "=> Loading checkpoint"]
+    import torch
+
+    import shardflow
+
+    files = {lib: tmp_path / name / "run" / "here" / "my_checkpoint.pth.tar" for lib, name in ((torch, "th"), (shardflow, "sf"))}
+    modes = {lib: stat.S_IMODE(os.stat(f).st_mode) for lib, f in files.items()}
+    assert modes[shardflow] == modes[torch], modes
+    th_ckpt, sf_ckpt = torch.load(files[torch]), shardflow.load(files[shardflow])
+    assert list(sf_ckpt) == list(th_ckpt) == ["state_dict", "optimizer"]
+    assert list(sf_ckpt["state_dict"]) == list(th_ckpt["state_dict"])
+    assert sf_ckpt["optimizer"]["state"] == th_ckpt["optimizer"]["state"] == {}
+    assert sf_ckpt["optimizer"]["param_groups"] == th_ckpt["optimizer"]["param_groups"]
