@@ -85,6 +85,7 @@ GAN_LINE = "[Epoch 0/1] [Batch {}/{}] [D loss: "
 @pytest.mark.parametrize("name, argv, n_train, printed", [
     ("gan", ["--batch_size", "8"], 24, 3),
     ("wgan_gp", ["--batch_size", "8", "--n_critic", "2"], 32, 2),
+    ("cgan", ["--batch_size", "8", "--img_size", "16"], 16, 2),
 ])
 def test_pytorch_gan_mlp_like_torch(tmp_path, monkeypatch, capsys, name, argv, n_train, printed):
     """PyTorch-GAN's ``gan.py`` (BCELoss on a Sigmoid discriminator; ``Variable``,
@@ -93,7 +94,11 @@ def test_pytorch_gan_mlp_like_torch(tmp_path, monkeypatch, capsys, name, argv, n
     LeakyReLU) and ``wgan_gp.py`` (the gradient penalty: ``autograd.grad(create_graph=True,
     retain_graph=True, only_inputs=True)`` of the critic at interpolates made
     ``requires_grad_``, ``gradients.norm(2, dim=1)``, backward through it; the generator
-    every ``n_critic`` steps), one epoch of a tiny synthetic MNIST, from the same seed. Every
+    every ``n_critic`` steps) and ``cgan.py`` (``nn.Embedding`` of the labels concatenated
+    to the noise and to the flattened image, ``Dropout(0.4)`` -- masks from the same seed,
+    torch's --, MSELoss, ``LongTensor(np.random.randint(...))``, ``labels.type(LongTensor)``,
+    a 100-image ``sample_image`` at batch 0; MNIST resized 28 -> 16 by PIL), one epoch of a
+    tiny synthetic MNIST, from the same seed. Every
     printed line (losses with ``%f``: atol 1e-6, a last digit) and ``save_image``'s tensor
     are torch's; the trained generator and discriminator agree to rtol 1e-5, but for
     elements whose gradient is of rounding size (``_same_state``: bounded by Adam's lr
@@ -103,6 +108,7 @@ def test_pytorch_gan_mlp_like_torch(tmp_path, monkeypatch, capsys, name, argv, n
     assert sum(line.startswith("[Epoch 0/1]") for line in th_out) == printed, th_out
     same_printout(sf_out, th_out, rtol=1e-5, atol=1e-6, what=name)
     assert list(sf_saved) == list(th_saved) == ["images/0.png"]
+    assert th_saved["images/0.png"].shape[0] == (100 if name == "cgan" else 8)
     assert_close(sf_saved["images/0.png"], th_saved["images/0.png"], f"{name} saved images")
     steps = n_train // 8
     before_batchnorm = ("model.2.bias", "model.5.bias", "model.8.bias",
@@ -110,6 +116,22 @@ def test_pytorch_gan_mlp_like_torch(tmp_path, monkeypatch, capsys, name, argv, n
     _same_state(sf.generator, th.generator, f"{name} generator", adam_bound=2e-4 * steps, zero_grad=before_batchnorm)
     _same_state(sf.discriminator, th.discriminator, f"{name} discriminator", adam_bound=2e-4 * steps)
 
+
+
+def test_pytorch_gan_softmax_gan_fails_as_torch(tmp_path, monkeypatch, capsys):
+    """PyTorch-GAN's ``softmax_gan.py`` as written cannot run on torch >= 1.5: it calls
+    ``d_loss.backward(retain_graph=True)``, then ``optimizer_D.step()`` (Adam updates the
+    discriminator's weights in place), then ``g_loss.backward()`` through the same graph,
+    whose Linear saved those weights. torch raises "one of the variables needed for
+    gradient computation has been modified by an inplace operation" at that backward; so
+    does shardflow (its version counters see the optimizer's in-place update), after the
+    same printout (the options line)."""
+    (th, th_out, _), (sf, sf_out, _) = _run(
+        tmp_path, monkeypatch, capsys, "pytorch_gan/softmax_gan.py", ["--n_epochs", "1", "--batch_size", "8"],
+        {"train": 8}, raises=(RuntimeError, "needed for gradient computation has been modified by an inplace operation"))
+    assert len(th_out) == 1 and th_out[0].startswith("Namespace(n_epochs=1")
+    assert sf_out == th_out
+    assert_close(sf.d_loss.item(), th.d_loss.item(), "softmax_gan d_loss")
 
 
 def test_pytorch_gan_dcgan_like_torch(tmp_path, monkeypatch, capsys):
