@@ -272,3 +272,42 @@ def test_ml_collection_loadsave_like_torch(tmp_path, monkeypatch, capsys):
     assert list(sf_ckpt["state_dict"]) == list(th_ckpt["state_dict"])
     assert sf_ckpt["optimizer"]["state"] == th_ckpt["optimizer"]["state"] == {}
     assert sf_ckpt["optimizer"]["param_groups"] == th_ckpt["optimizer"]["param_groups"]
+
+
+def test_pytorch_gan_cyclegan_utils_like_torch(tmp_path, monkeypatch):
+    """PyTorch-GAN's ``cyclegan/utils.py`` as cyclegan.py uses it: a ``ReplayBuffer(max_size=6)``
+    fed 5 batches of 3 generated images (``for element in data.data``, ``torch.unsqueeze``,
+    ``clone()`` of a stored image, ``torch.cat``; the swaps from Python's ``random``, seeded
+    alike), and ``torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda=LambdaLR(n_epochs,
+    offset, decay_start_epoch).step)`` over an Adam stepped for 8 epochs (linear decay from
+    epoch 4 to 0). Every popped batch and every epoch's lr are torch's."""
+    import random
+
+    import torch
+
+    import shardflow
+
+    results = []
+    for use_sf, lib in ((False, torch), (True, shardflow)):
+        monkeypatch.chdir(tmp_path)
+        utils = run_script(HERE / "pytorch_gan" / "cyclegan" / "utils.py", use_sf, as_main=False,
+                           modules=_torchvision_extras.torchvision_modules(lib))
+        random.seed(SEED)
+        lib.manual_seed(SEED)
+        buffer = utils.ReplayBuffer(max_size=6)
+        popped = [buffer.push_and_pop(lib.randn(3, 1, 4, 4, requires_grad=True) * 2).numpy().copy() for _ in range(5)]
+        assert not buffer.data[0].requires_grad  # ``data.data``: the stored images are detached
+        weight = lib.nn.Parameter(lib.ones(2))
+        optimizer = lib.optim.Adam([weight], lr=0.0002, betas=(0.5, 0.999))
+        scheduler = lib.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda=utils.LambdaLR(8, 0, 4).step)
+        lrs = []
+        for _ in range(8):
+            optimizer.step()
+            scheduler.step()
+            lrs.append(optimizer.param_groups[0]["lr"])
+        results.append((popped, lrs, scheduler.get_last_lr()))
+    (th_popped, th_lrs, th_last), (sf_popped, sf_lrs, sf_last) = results
+    for i, (a, b) in enumerate(zip(sf_popped, th_popped, strict=True)):
+        np.testing.assert_array_equal(a, b, err_msg=f"popped batch {i}")
+    assert sf_lrs == th_lrs and sf_last == th_last
+    assert th_lrs[0] == 0.0002 and th_lrs[-1] == 0.0
