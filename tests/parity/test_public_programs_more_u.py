@@ -311,3 +311,47 @@ def test_pytorch_gan_cyclegan_utils_like_torch(tmp_path, monkeypatch):
         np.testing.assert_array_equal(a, b, err_msg=f"popped batch {i}")
     assert sf_lrs == th_lrs and sf_last == th_last
     assert th_lrs[0] == 0.0002 and th_lrs[-1] == 0.0
+
+
+def test_ml_collection_efficientnet_like_torch(tmp_path, monkeypatch, capsys):
+    """``CNN_architectures/pytorch_efficientnet.py`` as a script (its ``test()`` on 2 images of
+    32x32, not 224x224): EfficientNet-b0 as written -- depthwise convs (``groups=hidden_dim``,
+    up to 1152 groups), SiLU, squeeze-excitation (``AdaptiveAvgPool2d(1)``, 1x1 convs,
+    Sigmoid), stochastic depth from ``torch.rand(...) < survival_prob`` in training, Dropout
+    -- printing the output's ``torch.Size``. Then, from ``manual_seed(1)``, a new b0 trained
+    2 SGD steps (momentum 0.9) on 4 images of 48x48 (the last BatchNorms normalize 2x2 maps
+    over 4 images; at 32x32 with 2 images they normalize 2 values per channel, which turns
+    float32 rounding into O(1) differences, in torch itself): the initial weights bitwise
+    (torch's draws), both losses to rtol 1e-5, the trained state (weights, running
+    statistics) to rtol 1e-4 or atol 2e-5 (measured: 1.1e-5 at most, a weight of
+    -0.0095 in features.2's projection, moved by lr 0.05 times a gradient that is a
+    cancelling sum through BatchNorm and the squeeze-excitation gate)."""
+    import torch
+
+    import shardflow
+
+    runs = _run(tmp_path, monkeypatch, capsys, "ml_collection/cnn_architectures/pytorch_efficientnet.py")
+    (th, th_out, _), (sf, sf_out, _) = runs
+    assert th_out == ["torch.Size([2, 10])"]
+    same_printout(sf_out, th_out, rtol=0, atol=0, what="efficientnet test()")
+    results = []
+    for (mod, _, _), lib in zip(runs, (torch, shardflow), strict=True):
+        lib.manual_seed(1)
+        model = mod.EfficientNet("b0", 10)
+        initial = {k: v.numpy().copy() for k, v in model.state_dict().items()}
+        optimizer = lib.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        x, y = lib.randn(4, 3, 48, 48), lib.tensor([1, 7, 3, 0])
+        losses = []
+        for _ in range(2):
+            optimizer.zero_grad()
+            loss = lib.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        results.append((model, initial, losses))
+    (th_model, th_init, th_losses), (sf_model, sf_init, sf_losses) = results
+    assert list(sf_init) == list(th_init)
+    for k, v in th_init.items():
+        np.testing.assert_array_equal(sf_init[k], v, err_msg=f"initial {k}")
+    assert_close(sf_losses, th_losses, "efficientnet losses", rtol=1e-5, atol=0)
+    _same_state(sf_model, th_model, "efficientnet", rtol=1e-4, atol=2e-5)
