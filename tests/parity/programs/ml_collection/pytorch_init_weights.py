@@ -1,3 +1,4 @@
+# ruff: noqa: F401, I001, UP008, UP031, UP039, W291  (the program's own style, kept)
 # aladdinpersson/Machine-Learning-Collection, ML/Pytorch/Basics/pytorch_init_weights.py
 # (MIT license), at commit 28bd89ea9c07db15ebaa232328a53e03614b1c88, run as a script.
 # Unchanged.

@@ -1,3 +1,4 @@
+# ruff: noqa: F401, I001, UP008, UP031, UP039, W291  (the program's own style, kept)
 # aladdinpersson/Machine-Learning-Collection, ML/Pytorch/Basics/pytorch_lr_ratescheduler.py
 # (MIT license), at commit 65b8c8049560b19ace11ef754cb4dbe5aa415296, run as a script.
 # Changes: batch_size 128 -> 8 and num_epochs 100 -> 12 (tiny synthetic MNIST from the

@@ -1,3 +1,4 @@
+# ruff: noqa: F401, I001, UP008, UP031, UP039, W291  (the program's own style, kept)
 # aladdinpersson/Machine-Learning-Collection, ML/Pytorch/Basics/pytorch_rnn_gru_lstm.py
 # (MIT license), at commit e6c7f42c46a6414f12b2d8820e00e4474be7bbd8, run as a script.
 # Changes: hidden_size 256 -> 16, batch_size 64 -> 8, num_epochs 3 -> 1 (tiny synthetic

@@ -1,3 +1,4 @@
+# ruff: noqa: F401, I001, UP008, UP031, UP039, W291  (the program's own style, kept)
 # aladdinpersson/Machine-Learning-Collection, ML/Pytorch/Basics/pytorch_std_mean.py (MIT
 # license), at commit 65b8c8049560b19ace11ef754cb4dbe5aa415296, run as a script. Unchanged:
 # CIFAR-10 is the torchvision stand-in's synthetic set (../_torchvision_standin.py; the

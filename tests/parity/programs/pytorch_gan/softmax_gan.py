@@ -1,3 +1,4 @@
+# ruff: noqa: F401, I001, UP008, UP031, UP039, W291  (the program's own style, kept)
 # eriklindernoren/PyTorch-GAN, implementations/softmax_gan/softmax_gan.py (MIT license), at
 # commit c5d6be170013db8975d96806084df573d87e5d26, run as a script. Unchanged: the test
 # passes small sizes on the command line, and its torchvision is the stand-in in

@@ -1,3 +1,4 @@
+# ruff: noqa: F401, I001, UP008, UP031, UP039, W291  (the program's own style, kept)
 # eriklindernoren/PyTorch-GAN, implementations/wgan_gp/wgan_gp.py (MIT license), at commit
 # e0a8f3cd5e497805bcaab4c6111c6305afd75a15, run as a script. Unchanged: the test passes
 # small sizes on the command line (--n_epochs 1 --batch_size 8 --n_critic 2 ...), and its

@@ -1,3 +1,4 @@
+# ruff: noqa: F401, I001, UP008, UP031, UP039, W291  (the program's own style, kept)
 # aladdinpersson/Machine-Learning-Collection, ML/Pytorch/CNN_architectures/pytorch_efficientnet.py
 # (MIT license), at commit 2d876db44c7c62a764af75da36d9b03fdbdd1d53, run as a script.
 # Change: test()'s input is 2 images of 32x32 (as written: 4 of the version's resolution,

@@ -1,3 +1,4 @@
+# ruff: noqa: F401, I001, UP008, UP031, UP039, W291  (the program's own style, kept)
 # eriklindernoren/PyTorch-GAN, implementations/cyclegan/utils.py (MIT license), at commit
 # 9e3ac57d2a0480ded339841dda18b13e2645987f. Unchanged (its torchvision is the stand-in in
 # ../../_torchvision_extras.py). cyclegan.py uses both classes: ReplayBuffer for the
