@@ -57,15 +57,19 @@ def _run(tmp_path, monkeypatch, capsys, path, argv=(), sizes=None, seed=SEED, ra
 
 def _same_state(sf_model, th_model, what, rtol=1e-5, atol=1e-6, adam_bound=0.0, zero_grad=()):
     """The two models' state dicts agree to ``rtol`` / ``atol``, but for elements whose
-    gradient is of rounding size, held to ``adam_bound`` (Adam's lr times the steps)
-    instead: Adam's step ``lr * g / (|g| + eps)`` turns a gradient near or below eps = 1e-8,
-    where the frameworks' float32 sums differ in their last bits, into a step anywhere up
-    to ``lr``. Those are the entries named in ``zero_grad``, whose gradient is zero in
+    gradient is of rounding size, held to ``adam_bound`` (the optimizer's largest step
+    times the steps) instead: Adam's step ``lr * g / (|g| + eps)`` turns a gradient near or
+    below eps = 1e-8, where the frameworks' float32 sums differ in their last bits, into a
+    step anywhere up to ``lr`` (RMSprop's, up to 10 lr). Those are the entries named in ``zero_grad``, whose gradient is zero in
     exact arithmetic (a Linear's bias feeding a training-mode BatchNorm1d, which subtracts
     the batch mean -- 24% of gan.py's ``model.8.bias`` moved apart -- and that BatchNorm's
-    ``running_mean``, whose batch means include the bias), and at most 5% of any other
-    entry's elements (the step where a gradient was tiny is not recorded). Measured: gan.py's BatchNorm1d(512)
-    bias, element 144, had a first-step gradient of 3.7e-9 (a cancelling sum of ~1e-5
+    ``running_mean``, whose batch means include the bias), and at most 10% of any other
+    entry's elements (the step where a gradient was tiny is not recorded): e.g. aae.py's
+    encoder's first Linear bias feeds a LeakyReLU, a Linear and a training BatchNorm1d;
+    for a unit whose LeakyReLU takes the same slope on all 8 images the BatchNorm's
+    batch-mean subtraction makes its gradient exactly zero, measured 28 of 512 (|g| <
+    1e-8, median 7.9e-4) in the first step, 27 of them ending apart. Also measured:
+    gan.py's BatchNorm1d(512) bias, element 144, had a first-step gradient of 3.7e-9 (a cancelling sum of ~1e-5
     terms) and ends 2.5e-6 apart after 3 steps of lr 2e-4; dcgan.py's last strided conv
     bias (a 1x1 output into BatchNorm2d over 4 images) 1.1e-5 apart in 4 of 128 elements,
     where its gradient is 4e-10 (the median is 2.9e-6). Everything else agrees to rtol 1e-5."""
@@ -74,48 +78,55 @@ def _same_state(sf_model, th_model, what, rtol=1e-5, atol=1e-6, adam_bound=0.0, 
     for k, v in th_state.items():
         sf_v, th_v = sf_state[k].numpy().astype(np.float64), v.numpy().astype(np.float64)
         far = np.abs(sf_v - th_v) > atol + rtol * np.abs(th_v)
-        assert k in zero_grad or far.mean() <= 0.05, (what, k, int(far.sum()), far.size)
+        assert k in zero_grad or far.mean() <= 0.1, (what, k, int(far.sum()), far.size)
         assert_close(sf_v[far], th_v[far], f"{what} {k} (rounding-size gradients)", 0, adam_bound)
         assert_close(sf_v[~far], th_v[~far], f"{what} {k}", rtol, atol)
 
 
-GAN_LINE = "[Epoch 0/1] [Batch {}/{}] [D loss: "
+BEFORE_BATCHNORM = ("model.2.bias", "model.5.bias", "model.8.bias",
+                    "model.3.running_mean", "model.6.running_mean", "model.9.running_mean")
 
 
-@pytest.mark.parametrize("name, argv, n_train, printed", [
-    ("gan", ["--batch_size", "8"], 24, 3),
-    ("wgan_gp", ["--batch_size", "8", "--n_critic", "2"], 32, 2),
-    ("cgan", ["--batch_size", "8", "--img_size", "16"], 16, 2),
+@pytest.mark.parametrize("name, argv, n_train, printed, sampled, step_bound", [
+    ("gan", ["--batch_size", "8"], 24, 3, 8, 2e-4),
+    ("wgan_gp", ["--batch_size", "8", "--n_critic", "2"], 32, 2, 8, 2e-4),
+    ("cgan", ["--batch_size", "8", "--img_size", "16"], 16, 2, 100, 2e-4),
+    ("wgan", ["--batch_size", "8", "--n_critic", "2"], 24, 2, 8, 10 * 5e-5),
+    ("aae", ["--batch_size", "8", "--img_size", "16"], 16, 2, 100, 2e-4),
 ])
-def test_pytorch_gan_mlp_like_torch(tmp_path, monkeypatch, capsys, name, argv, n_train, printed):
-    """PyTorch-GAN's ``gan.py`` (BCELoss on a Sigmoid discriminator; ``Variable``,
-    ``Tensor(n, 1).fill_``, ``imgs.type(torch.FloatTensor)``, ``torch.FloatTensor`` of
-    NumPy float64 noise, BatchNorm1d(n, 0.8) -- its eps given positionally -- and in-place
-    LeakyReLU) and ``wgan_gp.py`` (the gradient penalty: ``autograd.grad(create_graph=True,
+def test_pytorch_gan_mlp_like_torch(tmp_path, monkeypatch, capsys, name, argv, n_train, printed, sampled, step_bound):
+    """PyTorch-GAN's MLP GANs, one epoch of a tiny synthetic MNIST each, from the same seed:
+    ``gan.py`` (BCELoss on a Sigmoid discriminator; ``Variable``, ``Tensor(n, 1).fill_``,
+    ``imgs.type(torch.FloatTensor)``, ``torch.FloatTensor`` of NumPy float64 noise,
+    BatchNorm1d(n, 0.8) -- its eps given positionally -- and in-place LeakyReLU),
+    ``wgan_gp.py`` (the gradient penalty: ``autograd.grad(create_graph=True,
     retain_graph=True, only_inputs=True)`` of the critic at interpolates made
     ``requires_grad_``, ``gradients.norm(2, dim=1)``, backward through it; the generator
-    every ``n_critic`` steps) and ``cgan.py`` (``nn.Embedding`` of the labels concatenated
-    to the noise and to the flattened image, ``Dropout(0.4)`` -- masks from the same seed,
+    every ``n_critic`` steps), ``cgan.py`` (``nn.Embedding`` of the labels concatenated to
+    the noise and to the flattened image, ``Dropout(0.4)`` -- masks from the same seed,
     torch's --, MSELoss, ``LongTensor(np.random.randint(...))``, ``labels.type(LongTensor)``,
-    a 100-image ``sample_image`` at batch 0; MNIST resized 28 -> 16 by PIL), one epoch of a
-    tiny synthetic MNIST, from the same seed. Every
-    printed line (losses with ``%f``: atol 1e-6, a last digit) and ``save_image``'s tensor
-    are torch's; the trained generator and discriminator agree to rtol 1e-5, but for
-    elements whose gradient is of rounding size (``_same_state``: bounded by Adam's lr
-    times the steps)."""
+    a 100-image ``sample_image`` at batch 0; MNIST resized 28 -> 16 by PIL), ``wgan.py``
+    (RMSprop, the critic's weights clipped with ``p.data.clamp_``) and ``aae.py`` (an
+    encoder's reparameterization ``exp(logvar / 2)`` with NumPy noise, L1Loss + BCELoss,
+    an Adam over ``itertools.chain`` of encoder and decoder). Every printed line (losses
+    with ``%f``: atol 1e-6, a last digit) and every ``save_image``'d tensor (atol 1e-5) are torch's;
+    the trained models agree to rtol 1e-5, but for elements whose gradient is of rounding
+    size (``_same_state``: bounded by the optimizer's largest step times the steps; RMSprop's
+    first step is ``lr / sqrt(1 - alpha)`` = 10 lr)."""
     (th, th_out, th_saved), (sf, sf_out, sf_saved) = _run(
         tmp_path, monkeypatch, capsys, f"pytorch_gan/{name}.py", ["--n_epochs", "1", *argv], {"train": n_train})
     assert sum(line.startswith("[Epoch 0/1]") for line in th_out) == printed, th_out
     same_printout(sf_out, th_out, rtol=1e-5, atol=1e-6, what=name)
     assert list(sf_saved) == list(th_saved) == ["images/0.png"]
-    assert th_saved["images/0.png"].shape[0] == (100 if name == "cgan" else 8)
-    assert_close(sf_saved["images/0.png"], th_saved["images/0.png"], f"{name} saved images")
+    assert th_saved["images/0.png"].shape[0] == sampled
+    # after one optimizer step (its rounding-size steps: see _same_state); measured 3.8e-6
+    # at most, aae's decoder, in 28 of 25600 pixels near 0
+    assert_close(sf_saved["images/0.png"], th_saved["images/0.png"], f"{name} saved images", rtol=1e-5, atol=1e-5)
     steps = n_train // 8
-    before_batchnorm = ("model.2.bias", "model.5.bias", "model.8.bias",
-                        "model.3.running_mean", "model.6.running_mean", "model.9.running_mean")
-    _same_state(sf.generator, th.generator, f"{name} generator", adam_bound=2e-4 * steps, zero_grad=before_batchnorm)
-    _same_state(sf.discriminator, th.discriminator, f"{name} discriminator", adam_bound=2e-4 * steps)
-
+    models = ("encoder", "decoder", "discriminator") if name == "aae" else ("generator", "discriminator")
+    for model in models:
+        _same_state(getattr(sf, model), getattr(th, model), f"{name} {model}", adam_bound=step_bound * steps,
+                    zero_grad=() if model == "discriminator" else BEFORE_BATCHNORM)
 
 
 def test_pytorch_gan_softmax_gan_fails_as_torch(tmp_path, monkeypatch, capsys):
