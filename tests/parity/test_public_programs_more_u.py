@@ -1,5 +1,5 @@
 """eriklindernoren/PyTorch-GAN's implementations and aladdinpersson/Machine-Learning-Collection's
-PyTorch basics, each run as a script on torch and, with its imports rewritten, on
+PyTorch basics and EfficientNet, each run as a script on torch and, with its imports rewritten, on
 shardflow, from the same ``manual_seed`` (no weight copying, no shared draws: shardflow
 draws torch's numbers, docs/COMPAT.md "Random seeds"), compared on every printed line and
 on the final weights (see ``test_public_programs.py`` and docs/COMPAT.md, "Public
