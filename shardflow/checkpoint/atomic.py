@@ -4,7 +4,10 @@ Write protocol (:func:`atomic_write`): the bytes go to a temp file in the target
 named ``.<target>.sf<pid>-<random>.tmp``. The writer holds an exclusive ``flock`` on it
 from creation until after the rename, flushes and fsyncs it, ``os.replace``s it over the
 target and fsyncs the folder. A crash at any point leaves either the old file or the new
-one, never a mix; an exception removes the temp file. A ``SIGKILL`` (or a power loss)
+one, never a mix; an exception removes the temp file. The file gets the permissions
+``open(path, "wb")`` would give it (what ``torch.save`` does): an existing target's mode,
+else ``0o666`` less the umask. ``mkstemp`` alone makes it ``0o600``: a checkpoint that the
+rest of a group on a shared cluster could not read, where torch's could. A ``SIGKILL`` (or a power loss)
 cannot run any cleanup, so its temp file stays — hence:
 
 Cleanup (:func:`clean_stale_temp_files`), run by ``shardflow train`` when it starts:
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import tempfile
 import time
 
@@ -54,6 +58,30 @@ def _lock(fd: int, blocking: bool) -> bool:
     return True
 
 
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux says it
+    (``/proc/self/status``); elsewhere set and put back at once."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:  # pragma: no cover - not Linux
+        pass
+    mask = os.umask(0o022)  # pragma: no cover
+    os.umask(mask)  # pragma: no cover
+    return mask  # pragma: no cover
+
+
+def _open_mode(path: str) -> int:
+    """The permission bits ``open(path, "wb")`` leaves the file with: an existing file keeps
+    its own, a new one gets ``0o666`` less the umask."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return 0o666 & ~_umask()
+
+
 def atomic_write(path: str, write_fn) -> None:
     """Call ``write_fn(fileobj)`` on a locked temp file next to ``path``, then atomically rename."""
     path = os.fspath(path)
@@ -63,6 +91,8 @@ def atomic_write(path: str, write_fn) -> None:
                                suffix=".tmp", dir=folder)
     f = os.fdopen(fd, "wb")
     try:
+        if hasattr(os, "fchmod"):  # POSIX
+            os.fchmod(fd, _open_mode(path))
         _lock(f.fileno(), blocking=True)
         write_fn(f)
         f.flush()
