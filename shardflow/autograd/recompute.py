@@ -32,6 +32,11 @@ from .function import Function
 from .tensor import Tensor, _wrap
 
 
+class CheckpointError(RuntimeError):
+    """PyTorch's error for a checkpointed region whose recomputation differs from its first
+    run (exported so that ``except torch.utils.checkpoint.CheckpointError`` works)."""
+
+
 class _Checkpoint(Function):
     save_inputs = None
 
@@ -85,8 +90,6 @@ class _Checkpoint(Function):
         if self.meta is not None:  # determinism_check="default": the recomputation's metadata
             again = tuple((tuple(o.shape), o.dtype) for o in outs)
             if again != self.meta:
-                from ..utils.checkpoint import CheckpointError
-
                 raise CheckpointError(
                     "torch.utils.checkpoint: Recomputed values have different metadata than during "
                     f"the forward pass: forward gave (shape, dtype) {self.meta}, the recomputation "

@@ -10,12 +10,7 @@ from __future__ import annotations
 
 import warnings
 
-from ..autograd.recompute import checkpoint, noop_context_fn  # noqa: F401 (torch's names)
-
-
-class CheckpointError(RuntimeError):
-    """PyTorch's error for a checkpointed region whose recomputation differs from its first
-    run (exported so that ``except torch.utils.checkpoint.CheckpointError`` works)."""
+from ..autograd.recompute import CheckpointError, checkpoint, noop_context_fn  # noqa: F401 (torch's names)
 
 
 def _run_segment(functions, start: int, end: int):
