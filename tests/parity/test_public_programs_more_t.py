@@ -1,0 +1,159 @@
+"""Model files of well-known repositories, built at tiny sizes on torch and, with their
+imports rewritten, on shardflow, from the same ``manual_seed`` (no weight copying: shardflow
+draws torch's numbers, docs/COMPAT.md "Random seeds"), compared on ``print(model)``, the
+state dict, outputs, gradients, a few optimizer steps and each file's own special paths:
+
+* openai/whisper ``whisper/model.py``: the dtype-casting ``LayerNorm``/``Linear``/``Conv1d``,
+  ``sinusoids``, SDPA and ``disable_sdpa()``, the kv-cache forward hooks, the sparse
+  ``alignment_heads`` buffer; float32, and float16/bfloat16 mel spectrograms on CPU.
+* openai/CLIP ``clip/model.py``: ModifiedResNet with ``AttentionPool2d``
+  (``F.multi_head_attention_forward`` with separate projection weights), VisionTransformer,
+  the text transformer's causal mask, ``build_model`` from a state dict, ``convert_weights``
+  to float16, ``logit_scale``.
+
+See ``test_public_programs.py`` and docs/COMPAT.md, "Public programs".
+"""
+
+import base64
+import gzip
+
+import numpy as np
+import pytest
+import torch
+
+import shardflow
+
+from .programs._harness import assert_close, load_pair
+
+pytestmark = pytest.mark.usefixtures("torch_single_thread")
+
+
+def _text(obj) -> str:
+    """``repr`` with shardflow's ``shardflow.`` prefix read as torch's (``torch.sparse_coo``)."""
+    return repr(obj).replace("shardflow.", "torch.")
+
+
+def _np(t):
+    return t.detach().float().numpy().copy()
+
+
+# ---------------------------------------------------------------- whisper
+
+def _whisper(prog, lib):
+    """A tiny Whisper from ``manual_seed(0)``. The text decoder's ``positional_embedding`` is
+    ``torch.empty`` in the file (a checkpoint fills it): normal_ here, from the same seed."""
+    lib.manual_seed(0)
+    dims = prog.ModelDimensions(n_mels=8, n_audio_ctx=10, n_audio_state=16, n_audio_head=2,
+                                n_audio_layer=2, n_vocab=50, n_text_ctx=8, n_text_state=16,
+                                n_text_head=2, n_text_layer=2)
+    model = prog.Whisper(dims)
+    lib.nn.init.normal_(model.decoder.positional_embedding, std=0.02)
+    mel = lib.randn(2, 8, 20)  # conv2's stride 2: 10 audio positions (> n_text_ctx, as 1500 > 448)
+    tokens = lib.randint(0, 50, (2, 6))
+    return model, mel, tokens
+
+
+def _kv_decode(lib, model, xa, tokens):
+    """Greedy-decoding's use of ``install_kv_cache_hooks`` (whisper/decoding.py): 3 prompt
+    tokens, then one token per call with the cache; returns the logits and the cache's shapes."""
+    cache, hooks = model.install_kv_cache_hooks()
+    steps = [model.decoder(tokens[:, :3], xa, kv_cache=cache)]
+    for i in (3, 4):
+        steps.append(model.decoder(tokens[:, i:i + 1], xa, kv_cache=cache))
+    for h in hooks:
+        h.remove()
+    return _np(lib.cat(steps, 1)), sorted(tuple(v.shape) for v in cache.values())
+
+
+def _whisper_run(prog, lib):
+    model, mel, tokens = _whisper(prog, lib)
+    out = {"repr": _text(model), "state": {k: _np(v) for k, v in model.state_dict().items()},
+           "alignment_heads": _text(model.alignment_heads),
+           "mask": _np(model.decoder.mask), "sinusoids": _np(prog.sinusoids(10, 16))}
+    opt = lib.optim.AdamW(model.parameters(), lr=1e-3)
+    losses = []
+    for step in range(3):
+        logits = model(mel, tokens[:, :-1])
+        loss = lib.nn.functional.cross_entropy(logits.flatten(0, 1), tokens[:, 1:].flatten())
+        opt.zero_grad()
+        loss.backward()
+        if step == 0:
+            out["grads"] = {k: _np(p.grad) for k, p in model.named_parameters()}
+        opt.step()
+        losses.append(loss.item())
+    out["losses"] = losses
+    out["after"] = {k: _np(v) for k, v in model.state_dict().items()}
+    with torch.no_grad() if lib is torch else shardflow.no_grad():
+        xa = model.embed_audio(mel)
+        out["logits"] = _np(model.logits(tokens[:, :5], xa))
+        with prog.disable_sdpa():  # the explicit softmax path (it also returns qk)
+            out["logits_no_sdpa"] = _np(model.logits(tokens[:, :5], xa))
+            blk = model.decoder.blocks[0]
+            out["qk"] = _np(blk.attn(blk.attn_ln(model.decoder.token_embedding(tokens)), mask=model.decoder.mask)[1])
+        out["kv"], out["cache_shapes"] = _kv_decode(lib, model, xa, tokens)
+    dump = base64.b85encode(gzip.compress(np.array([[0, 1], [1, 0]], dtype=bool).tobytes()))
+    model.set_alignment_heads(dump)
+    out["set_alignment_heads"] = _text(model.alignment_heads)
+    return out
+
+
+def test_whisper_model_trains_like_torch():
+    """whisper/model.py at a tiny ModelDimensions from ``manual_seed(0)``: the same
+    ``print(model)``, state-dict keys and initial weights (bitwise, and the ``-inf``
+    ``triu_`` mask; ``sinusoids`` to a float32 ulp, 3e-7: torch's ``exp``/``sin``/``cos``
+    are SLEEF's, shardflow's NumPy's), the sparse ``alignment_heads`` buffer printed as torch's
+    (and after ``set_alignment_heads`` from a base85 gzip dump); the first loss's gradients,
+    3 AdamW losses and the weights after them 1e-5; logits through SDPA, through the explicit
+    ``disable_sdpa()`` path (and its ``qk``) and through the kv-cache hooks (prompt, then one
+    token per call: the cached keys grow 3 -> 5 and the cross-attention's stay at the audio
+    length) 1e-5, with the cached decode equal to the full forward."""
+    th_prog, sf_prog = load_pair("whisper/model")
+    th, sf = _whisper_run(th_prog, torch), _whisper_run(sf_prog, shardflow)
+    for key in ("repr", "alignment_heads", "set_alignment_heads", "cache_shapes"):
+        assert sf[key] == th[key], key
+    assert "layout=torch.sparse_coo" in th["alignment_heads"]
+    assert list(sf["state"]) == list(th["state"])
+    for k, v in th["state"].items():
+        if k != "encoder.positional_embedding":  # sinusoids, below
+            np.testing.assert_array_equal(sf["state"][k], v, err_msg=f"initial {k}")
+    np.testing.assert_array_equal(sf["mask"], th["mask"])
+    # torch's float32 exp/sin/cos are SLEEF's (exp correctly rounded here), shardflow's
+    # NumPy's: 1 float32 ulp in 4 of 8 ``inv_timescales`` and a third of the table
+    assert_close(sf["sinusoids"], th["sinusoids"], "sinusoids", 0, 3e-7)
+    assert_close(sf["state"]["encoder.positional_embedding"], th["sinusoids"], "encoder pos", 0, 3e-7)
+    assert_close(sf["losses"], th["losses"], "losses", 1e-5, 1e-6)
+    for k, v in th["grads"].items():
+        assert_close(sf["grads"][k], v, f"grad {k}", 1e-4, 1e-6)
+    for k, v in th["after"].items():
+        assert_close(sf["after"][k], v, f"after 3 steps {k}", 1e-5, 1e-6)
+    for key in ("logits", "logits_no_sdpa", "kv"):
+        assert_close(sf[key], th[key], key, 1e-5, 1e-5)
+    assert_close(sf["qk"], th["qk"], "qk", 1e-5, 1e-5)
+    assert sf["cache_shapes"][0] == (2, 5, 16) and (2, 10, 16) in sf["cache_shapes"]
+    assert_close(sf["kv"], sf["logits"], "kv-cache decode vs full forward", 1e-5, 1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_whisper_half_mel_like_torch(dtype):
+    """whisper's decoding with ``fp16``: float32 weights, a half mel spectrogram; the
+    subclasses cast the weights to the input's dtype (``Conv1d._conv_forward``, ``Linear``)
+    and run ``LayerNorm`` in float32. The audio features are torch's bits (this test found
+    the float16 convolution's double rounding: ``tests/ops/test_conv_half_like_torch.py``);
+    the float32 logits of the float16 decoder within 2 float16 ulps of torch (0.0078 at 17
+    measured: a float32 LayerNorm ulp, from its reduction order, flips a float16 rounding
+    in 1 of 192 elements, and the layers after carry it), bfloat16 bitwise."""
+    th_prog, sf_prog = load_pair("whisper/model")
+    runs = []
+    for prog, lib in ((th_prog, torch), (sf_prog, shardflow)):
+        model, mel, tokens = _whisper(prog, lib)
+        xa = model.embed_audio(mel.to(getattr(lib, dtype)))
+        logits = model.logits(tokens[:, :5], xa)
+        kv, _ = _kv_decode(lib, model, xa, tokens)
+        runs.append((str(xa.dtype), str(logits.dtype), _np(xa), _np(logits), kv))
+    (th_dt, th_ldt, th_xa, th_lo, th_kv), (sf_dt, sf_ldt, sf_xa, sf_lo, sf_kv) = runs
+    assert sf_dt.replace("shardflow", "torch") == th_dt == f"torch.{dtype}"
+    assert sf_ldt.replace("shardflow", "torch") == th_ldt == "torch.float32"
+    np.testing.assert_array_equal(sf_xa, th_xa)
+    atol = 0 if dtype == "bfloat16" else 2 * 2.0 ** -10 * 16
+    assert_close(sf_lo, th_lo, "logits", 0, atol)
+    assert_close(sf_kv, th_kv, "kv-cache logits", 0, atol)
