@@ -579,8 +579,9 @@ def multi_head_attention_forward(
     """PyTorch's multi-head attention on sequence-first inputs ``(L, N, E)`` (or unbatched
     ``(L, E)``). Projects q/k/v (one packed ``in_proj_weight`` of shape ``(3E, E)`` or three
     separate weights), splits heads, computes ``softmax(q k^T / sqrt(hd) + mask) v`` per
-    head, and applies ``out_proj``. Bool masks are True where attention is *not* allowed.
-    Returns ``(attn_output (L, N, E), attn_weights (N, L, S) averaged over heads, or
+    head, and applies ``out_proj`` (whose output width ``E_out`` may differ from E, as in
+    torch). Bool masks are True where attention is *not* allowed.
+    Returns ``(attn_output (L, N, E_out), attn_weights (N, L, S) averaged over heads, or
     (N, H, L, S) when not ``average_attn_weights``; None unless ``need_weights``)``.
 
     Steps: input projections; the additive attention mask (causal when asked); the extra key
@@ -623,7 +624,10 @@ def multi_head_attention_forward(
 
     out, weights = _attend(q, k, v, attn_mask, dropout_p if training else 0.0)
     out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)  # heads merged: (L*N, E)
-    out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
+    out = linear(out, out_proj_weight, out_proj_bias)
+    # the output projection may change the width (CLIP's AttentionPool2d: c_proj is
+    # embed_dim -> output_dim), as torch's ``view(tgt_len, bsz, attn_output.size(1))``
+    out = out.reshape(tgt_len, bsz, out.shape[-1])
     if unbatched:
         out = out.squeeze(1)
     if not need_weights:

@@ -1,0 +1,50 @@
+"""``F.multi_head_attention_forward`` called directly, as openai/CLIP's ``AttentionPool2d``
+does: separate q/k/v projection weights (``use_separate_proj_weight=True``, one packed
+``in_proj_bias``) and an output projection that changes the width (``c_proj``: embed_dim ->
+output_dim). shardflow reshaped the projected output to ``(L, N, embed_dim)`` and raised
+``RuntimeError: shape '[2, 4, 256]' is invalid``; torch's shape is ``(L, N, out_dim)``.
+"""
+
+import numpy as np
+import torch
+
+import shardflow
+
+
+def _call(lib, tensors, training, need_weights):
+    x, qw, kw, vw, b, ow, ob = (lib.tensor(t, requires_grad=True) for t in tensors)
+    out, w = lib.nn.functional.multi_head_attention_forward(
+        query=x, key=x, value=x, embed_dim_to_check=x.shape[-1], num_heads=4,
+        q_proj_weight=qw, k_proj_weight=kw, v_proj_weight=vw, in_proj_weight=None,
+        in_proj_bias=b, bias_k=None, bias_v=None, add_zero_attn=False, dropout_p=0,
+        out_proj_weight=ow, out_proj_bias=ob, use_separate_proj_weight=True,
+        training=training, need_weights=need_weights)
+    out.square().sum().backward()
+    return out, w, x.grad, qw.grad, ow.grad
+
+
+def test_separate_weights_and_narrower_out_proj_like_torch():
+    rng = np.random.default_rng(0)
+    e, o = 16, 6  # embed_dim, output_dim
+    tensors = [rng.standard_normal(s).astype(np.float32) * 0.3
+               for s in ((5, 3, e), (e, e), (e, e), (e, e), (3 * e,), (o, e), (o,))]
+    for training, need_weights in ((True, False), (False, True)):
+        th = _call(torch, tensors, training, need_weights)
+        sf = _call(shardflow, tensors, training, need_weights)
+        assert tuple(sf[0].shape) == tuple(th[0].shape) == (5, 3, o)
+        assert (sf[1] is None) == (th[1] is None)
+        for a, b in zip(sf, th):
+            if b is not None:
+                np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_unbatched_narrower_out_proj_like_torch():
+    rng = np.random.default_rng(1)
+    e, o = 8, 12  # a wider output projection too
+    tensors = [rng.standard_normal(s).astype(np.float32) * 0.3
+               for s in ((4, e), (e, e), (e, e), (e, e), (3 * e,), (o, e), (o,))]
+    th = _call(torch, tensors, False, True)
+    sf = _call(shardflow, tensors, False, True)
+    assert tuple(sf[0].shape) == tuple(th[0].shape) == (4, o)
+    np.testing.assert_allclose(sf[0].detach().numpy(), th[0].detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(sf[1].detach().numpy(), th[1].detach().numpy(), rtol=1e-5, atol=1e-6)
