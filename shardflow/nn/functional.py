@@ -622,7 +622,10 @@ def multi_head_attention_forward(
     if key_padding_mask is not None:
         attn_mask = _add_key_padding_mask(attn_mask, key_padding_mask, q, bsz, num_heads, src_len)
 
-    out, weights = _attend(q, k, v, attn_mask, dropout_p if training else 0.0)
+    if need_weights:
+        out, weights = _attend(q, k, v, attn_mask, dropout_p if training else 0.0)
+    else:  # torch's path without weights: scaled_dot_product_attention (its order and bits)
+        out, weights = _attend_sdpa(q, k, v, attn_mask, bsz, num_heads, dropout_p if training else 0.0), None
     out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)  # heads merged: (L*N, E)
     out = linear(out, out_proj_weight, out_proj_bias)
     # the output projection may change the width (CLIP's AttentionPool2d: c_proj is
@@ -697,6 +700,22 @@ def _attend(q, k, v, attn_mask, dropout_p: float):
     if dropout_p > 0.0:
         weights = dropout(weights, p=dropout_p)
     return _op("matmul")(weights, v), weights  # (N*H, L, hd)
+
+
+def _attend_sdpa(q, k, v, attn_mask, bsz: int, num_heads: int, dropout_p: float):
+    """``_attend``'s output through ``scaled_dot_product_attention`` on ``(N, H, T, hd)``, as
+    torch's ``multi_head_attention_forward`` computes it when ``need_weights=False``
+    (``nn.TransformerEncoderLayer``, CLIP's blocks): its float16/bfloat16 rounding order and
+    its dropout on the weights. ``attn_mask`` ``(1, L, S)`` or ``(N*H, L|1, S)``."""
+    def heads(t):
+        return t.reshape(bsz, num_heads, t.shape[1], t.shape[2])
+
+    if attn_mask is not None:
+        attn_mask = (attn_mask.unsqueeze(0) if attn_mask.shape[0] == 1
+                     else attn_mask.reshape(bsz, num_heads, -1, attn_mask.shape[-1]))
+    out = _op("scaled_dot_product_attention")(heads(q), heads(k), heads(v), attn_mask=attn_mask,
+                                              dropout_p=dropout_p)
+    return out.reshape(bsz * num_heads, out.shape[2], out.shape[3])
 
 
 def _bool_dtype():
