@@ -157,3 +157,93 @@ def test_whisper_half_mel_like_torch(dtype):
     atol = 0 if dtype == "bfloat16" else 2 * 2.0 ** -10 * 16
     assert_close(sf_lo, th_lo, "logits", 0, atol)
     assert_close(sf_kv, th_kv, "kv-cache logits", 0, atol)
+
+
+# ---------------------------------------------------------------- CLIP
+
+_CLIP_TEXT = dict(context_length=8, vocab_size=50, transformer_width=64, transformer_heads=1,
+                  transformer_layers=2)  # heads = width // 64, as build_model infers them
+_CLIP_VISION = {
+    "vit": dict(image_resolution=32, vision_layers=2, vision_width=64, vision_patch_size=8),
+    "resnet": dict(image_resolution=32, vision_layers=(1, 1, 1, 1), vision_width=8, vision_patch_size=None),
+}
+_CLIP_LR = 1e-4
+
+
+def _clip_run(prog, lib, kind):
+    """A tiny CLIP from ``manual_seed(0)``, its contrastive loss (CLIP paper's symmetric
+    cross-entropy over ``logits_per_image``/``logits_per_text``) for 3 Adam steps, then the
+    ``build_model`` of its initial state dict (``convert_weights`` to float16, eval) on the
+    same batch."""
+    lib.manual_seed(0)
+    model = prog.CLIP(embed_dim=32, **_CLIP_VISION[kind], **_CLIP_TEXT)
+    start = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    out = {"repr": _text(model), "state": {k: _np(v) for k, v in start.items()},
+           "logit_scale": model.logit_scale.item(), "dtype": _text(model.dtype)}
+    image = lib.randn(4, 3, 32, 32)
+    text = lib.randint(0, 49, (4, 8))
+    text[:, -1] = 49  # the end-of-text token is the highest id: encode_text's argmax
+    labels = lib.arange(4)
+    opt = lib.optim.Adam(model.parameters(), lr=_CLIP_LR)
+    losses = []
+    for step in range(3):
+        logits_per_image, logits_per_text = model(image, text)
+        loss = (lib.nn.functional.cross_entropy(logits_per_image, labels)
+                + lib.nn.functional.cross_entropy(logits_per_text, labels)) / 2
+        opt.zero_grad()
+        loss.backward()
+        if step == 0:
+            out["logits"] = _np(logits_per_image)
+            out["grads"] = {k: _np(p.grad) for k, p in model.named_parameters()}
+        opt.step()
+        losses.append(loss.item())
+    out["losses"], out["after"] = losses, {k: _np(v) for k, v in model.state_dict().items()}
+    half = prog.build_model(dict(start))
+    out["half_repr"] = _text(half)
+    out["half_dtypes"] = [(k, _text(v.dtype)) for k, v in half.state_dict().items()]
+    with torch.no_grad() if lib is torch else shardflow.no_grad():
+        li, lt = half(image, text)
+        out["half_logits"], out["half_logits_dtype"] = _np(li), _text(li.dtype)
+        out["half_image"] = _np(half.encode_image(image))
+        out["half_text"] = _np(half.encode_text(text))
+    return out
+
+
+@pytest.mark.parametrize("kind", ["vit", "resnet"])
+def test_clip_model_trains_and_builds_like_torch(kind):
+    """clip/model.py, VisionTransformer and ModifiedResNet (AttentionPool2d through
+    ``F.multi_head_attention_forward`` with separate q/k/v weights and a ``c_proj`` that
+    narrows 256 -> 32: a reshape error before this test), from ``manual_seed(0)``: the same
+    ``print(model)``, state dict and initial weights (bitwise: ``initialize_parameters``'
+    ``normal_`` calls, the zeroed ``bn3.weight``), ``logit_scale`` ``log(1/0.07)``; logits,
+    first-step gradients (to 1e-5 of each one's largest entry) and 3 Adam losses 1e-5
+    (measured 2e-6). The weights after 3 steps
+    within 3 * lr: the attention key biases and the biases that only feed a batch norm have
+    zero gradient in exact arithmetic, so Adam steps them by up to ``lr`` on rounding noise
+    (1.5e-4 measured) and the layers after carry it (3.8e-5). Then ``build_model`` on the
+    initial state dict: the same printout, float16 exactly where ``convert_weights`` puts it,
+    and float16 features and logits within 4 float16 ulps of torch (this test found the
+    float16 ``AvgPool2d`` and convolution roundings and MultiheadAttention's SDPA path,
+    after which the image features are torch's bits but for a float32 LayerNorm ulp that
+    flips a float16 rounding now and then)."""
+    th_prog, sf_prog = load_pair("clip/model")
+    th, sf = _clip_run(th_prog, torch, kind), _clip_run(sf_prog, shardflow, kind)
+    for key in ("repr", "dtype", "half_repr", "half_dtypes", "half_logits_dtype"):
+        assert sf[key] == th[key], key
+    assert sf["logit_scale"] == th["logit_scale"]
+    assert list(sf["state"]) == list(th["state"])
+    for k, v in th["state"].items():
+        np.testing.assert_array_equal(sf["state"][k], v, err_msg=f"initial {k}")
+    assert_close(sf["logits"], th["logits"], "logits", 1e-5, 1e-5)
+    for k, v in th["grads"].items():
+        # to 1e-5 of each gradient's largest entry (a cancelling sum's small entries carry
+        # the large ones' rounding: 3.6e-6 of 2.9 in the positional embedding's), and 1e-7
+        # for the key biases, whose exact gradient is 0 (noise)
+        assert_close(sf["grads"][k], v, f"grad {k}", 1e-4, 1e-5 * np.abs(v).max() + 1e-7)
+    assert_close(sf["losses"], th["losses"], "losses", 1e-5, 1e-6)
+    for k, v in th["after"].items():
+        assert_close(sf["after"][k], v, f"after 3 steps {k}", 1e-5, 3 * _CLIP_LR)
+    assert ("torch.float16" in dict(th["half_dtypes"]).values()) and th["half_logits_dtype"] == "torch.float16"
+    for key in ("half_image", "half_text", "half_logits"):
+        scale = np.abs(th[key]).max()
+        assert_close(sf[key], th[key], key, 0, 4 * scale * 2.0 ** -10)
