@@ -247,3 +247,80 @@ def test_clip_model_trains_and_builds_like_torch(kind):
     for key in ("half_image", "half_text", "half_logits"):
         scale = np.abs(th[key]).max()
         assert_close(sf[key], th[key], key, 0, 4 * scale * 2.0 ** -10)
+
+
+# ---------------------------------------------------------------- DETR
+
+_DETR_LR = 1e-4
+
+
+def _detr_run(prog, lib, pre_norm):
+    """DETR's Transformer (tiny: d_model 16, 2 heads, 2+2 layers, dropout 0.1 as DETR trains)
+    from ``manual_seed(0)`` on a 3x4 feature map with a key padding mask (the second image's
+    last column is padding), DETR's 5 object queries and a positional encoding; 3 AdamW steps
+    (DETR's optimizer) on a loss of both outputs, in training mode (torch's dropout masks
+    from the seed), then the eval forward."""
+    lib.manual_seed(0)
+    model = prog.Transformer(d_model=16, nhead=2, num_encoder_layers=2, num_decoder_layers=2,
+                             dim_feedforward=32, dropout=0.1, normalize_before=pre_norm,
+                             return_intermediate_dec=True)
+    out = {"repr": _text(model), "state": {k: _np(v) for k, v in model.state_dict().items()}}
+    src, pos = lib.randn(2, 16, 3, 4), lib.randn(2, 16, 3, 4)
+    mask = lib.zeros(2, 3, 4, dtype=lib.bool)
+    mask[1, :, 3:] = True
+    query_embed = lib.randn(5, 16)
+    opt = lib.optim.AdamW(model.parameters(), lr=_DETR_LR, weight_decay=1e-4)
+    losses = []
+    for step in range(3):
+        hs, memory = model(src, mask, query_embed, pos)
+        loss = hs.square().mean() + memory.abs().mean()
+        opt.zero_grad()
+        loss.backward()
+        if step == 0:
+            out["hs"], out["memory"] = _np(hs), _np(memory)
+            out["grads"] = {k: _np(p.grad) for k, p in model.named_parameters()}
+        opt.step()
+        losses.append(loss.item())
+    out["losses"], out["after"] = losses, {k: _np(v) for k, v in model.state_dict().items()}
+    out["shapes"] = (tuple(hs.shape), tuple(memory.shape))
+    model.eval()
+    with torch.no_grad() if lib is torch else shardflow.no_grad():
+        out["eval_memory"] = _np(model(src, mask, query_embed, pos)[1])
+    return out
+
+
+@pytest.mark.parametrize("pre_norm", [False, True])
+def test_detr_transformer_trains_like_torch(pre_norm):
+    """detr models/transformer.py, post-norm (DETR's default) and pre-norm: the same
+    ``print(model)`` (``_get_clones``' deep copies), state dict and initial weights (bitwise:
+    ``xavier_uniform_`` on every matrix), the first step's decoder stack ``hs`` (2 layers x
+    batch x 5 queries x 16) and encoder memory 1e-5, its gradients (to 1e-5 of the largest
+    entry: the decoder's first layers get sums that cancel), 3 AdamW losses 1e-5 (3e-6 measured) with torch's dropout masks, the
+    weights after them within 4 * lr. Not compared after the steps: the decoder's output.
+    DETR's decoder starts from ``tgt = zeros``, so its first self-attention returns
+    ``out_proj.bias`` (zero at init) at every query and post-norm's ``norm1`` normalizes that
+    zero vector: the bias's gradient is a cancelling sum (2e-6 of 1e-2 terms; 3e-6 apart,
+    compared to 5e-6), AdamW steps it by lr
+    either way (the weights after 3 steps: within 4 * lr, 3.07e-4 measured: an Adam step can
+    exceed lr a little), and the LayerNorm turns 1e-4 into O(1) differences in ``hs`` (0.5 in torch
+    vs shardflow; a property of the model, not of either framework). The encoder memory
+    does not go through it: eval memory 1e-4."""
+    th_prog, sf_prog = load_pair("detr/transformer")
+    th, sf = _detr_run(th_prog, torch, pre_norm), _detr_run(sf_prog, shardflow, pre_norm)
+    assert sf["repr"] == th["repr"] and sf["shapes"] == th["shapes"] == ((2, 2, 5, 16), (2, 16, 3, 4))
+    assert list(sf["state"]) == list(th["state"])
+    for k, v in th["state"].items():
+        np.testing.assert_array_equal(sf["state"][k], v, err_msg=f"initial {k}")
+    assert_close(sf["hs"], th["hs"], "hs", 1e-5, 1e-5)
+    assert_close(sf["memory"], th["memory"], "memory", 1e-5, 1e-5)
+    largest = max(np.abs(v).max() for v in th["grads"].values())
+    for k, v in th["grads"].items():
+        # to 1e-5 of the model's largest gradient entry; the first decoder self-attention's
+        # biases feed LayerNorm(0): their gradients are sums that cancel to ~2e-6 from terms
+        # ~1e-2 (noise in either framework: 3e-6 apart)
+        noise = 5e-6 if k.startswith("decoder.layers.0.self_attn.") and k.endswith("bias") else 0
+        assert_close(sf["grads"][k], v, f"grad {k}", 1e-4, 1e-5 * largest + noise)
+    assert_close(sf["losses"], th["losses"], "losses", 1e-5, 1e-6)
+    for k, v in th["after"].items():
+        assert_close(sf["after"][k], v, f"after 3 steps {k}", 1e-5, 4 * _DETR_LR)
+    assert_close(sf["eval_memory"], th["eval_memory"], "eval memory", 1e-4, 1e-4)
