@@ -15,7 +15,10 @@ See ``test_public_programs.py`` and docs/COMPAT.md, "Public programs".
 """
 
 import base64
+import functools
 import gzip
+import sys
+import types
 
 import numpy as np
 import pytest
@@ -23,7 +26,9 @@ import torch
 
 import shardflow
 
-from .programs._harness import assert_close, load_pair
+from shardflow.testing.parity import refuse_torch_names, rewrite_imports
+
+from .programs._harness import HERE, assert_close, load_pair
 
 pytestmark = pytest.mark.usefixtures("torch_single_thread")
 
@@ -324,3 +329,142 @@ def test_detr_transformer_trains_like_torch(pre_norm):
     for k, v in th["after"].items():
         assert_close(sf["after"][k], v, f"after 3 steps {k}", 1e-5, 4 * _DETR_LR)
     assert_close(sf["eval_memory"], th["eval_memory"], "eval memory", 1e-4, 1e-4)
+
+
+# ---------------------------------------------------------------- segment-anything
+
+_SAM_FILES = ("common", "transformer", "image_encoder", "prompt_encoder", "mask_decoder", "sam")
+
+
+def _load_sam(use_sf: bool) -> types.ModuleType:
+    """segment_anything/modeling's files as one package (``sam_modeling_<th|sf>``), so that
+    their relative imports (``from .common import LayerNorm2d``) run as written; on
+    shardflow each file's imports are rewritten first."""
+    pkg_name = f"sam_modeling_{'sf' if use_sf else 'th'}"
+    package = types.ModuleType(pkg_name)
+    package.__path__ = []
+    sys.modules[pkg_name] = package
+    for name in _SAM_FILES:
+        path = HERE / "segment_anything" / f"{name}.py"
+        source = rewrite_imports(path.read_text()) if use_sf else path.read_text()
+        module = types.ModuleType(f"{pkg_name}.{name}")
+        module.__file__, module.__package__ = str(path), pkg_name
+        sys.modules[module.__name__] = module
+        exec(compile(source, str(path), "exec"), module.__dict__)
+        if use_sf:
+            refuse_torch_names(module)
+        setattr(package, name, module)
+    return package
+
+
+def _sam(pkg, lib):
+    """segment_anything/build_sam.py's ``_build_sam`` at tiny sizes (64-pixel images, 8-pixel
+    patches, windows of 3 over the 8x8 tokens: padded to 9, one global block, relative
+    positions, LayerNorm eps 1e-6), from ``manual_seed(0)``."""
+    lib.manual_seed(0)
+    image_size, patch, embed = 64, 8, 16
+    return pkg.sam.Sam(
+        image_encoder=pkg.image_encoder.ImageEncoderViT(
+            depth=2, embed_dim=16, img_size=image_size, mlp_ratio=4,
+            norm_layer=functools.partial(lib.nn.LayerNorm, eps=1e-6), num_heads=2,
+            patch_size=patch, qkv_bias=True, use_rel_pos=True, global_attn_indexes=(1,),
+            window_size=3, out_chans=embed),
+        prompt_encoder=pkg.prompt_encoder.PromptEncoder(
+            embed_dim=embed, image_embedding_size=(image_size // patch, image_size // patch),
+            input_image_size=(image_size, image_size), mask_in_chans=8),
+        mask_decoder=pkg.mask_decoder.MaskDecoder(
+            num_multimask_outputs=3,
+            transformer=pkg.transformer.TwoWayTransformer(depth=2, embedding_dim=embed, mlp_dim=32, num_heads=2),
+            transformer_dim=embed, iou_head_depth=3, iou_head_hidden_dim=16),
+        pixel_mean=[123.675, 116.28, 103.53], pixel_std=[58.395, 57.12, 57.375])
+
+
+def _sam_inputs(lib):
+    g = np.random.default_rng(0)
+    images = [lib.tensor(g.uniform(0, 255, (3, 64, 48)).astype(np.float32)),
+              lib.tensor(g.uniform(0, 255, (3, 56, 64)).astype(np.float32))]
+    return [
+        {"image": images[0], "original_size": (80, 60),
+         "point_coords": lib.tensor([[[10.0, 20.0], [30.0, 5.0]], [[40.0, 40.0], [2.0, 60.0]]]),
+         "point_labels": lib.tensor([[1, 0], [1, 1]])},
+        {"image": images[1], "original_size": (56, 64),
+         "boxes": lib.tensor([[4.0, 6.0, 40.0, 30.0]]),
+         "mask_inputs": lib.tensor(g.standard_normal((1, 1, 32, 32)).astype(np.float32))},
+    ]
+
+
+def _sam_run(pkg, lib):
+    model = _sam(pkg, lib)
+    out = {"repr": _text(model), "state": {k: _np(v) for k, v in model.state_dict().items()}}
+    batch = _sam_inputs(lib)
+    # fine-tuning, SAM-style: the image embeddings once, prompts through the prompt encoder,
+    # a BCE loss of the low-resolution masks plus the IoU head's MSE, 3 Adam steps
+    opt = lib.optim.Adam(model.parameters(), lr=1e-3)
+    target = lib.tensor((np.random.default_rng(1).uniform(size=(2, 3, 32, 32)) > 0.5).astype(np.float32))
+    losses = []
+    for step in range(3):
+        emb = model.image_encoder(lib.stack([model.preprocess(batch[0]["image"])]))
+        sparse, dense = model.prompt_encoder(points=(batch[0]["point_coords"], batch[0]["point_labels"]),
+                                             boxes=None, masks=None)
+        masks, iou = model.mask_decoder(image_embeddings=emb, image_pe=model.prompt_encoder.get_dense_pe(),
+                                        sparse_prompt_embeddings=sparse, dense_prompt_embeddings=dense,
+                                        multimask_output=True)
+        loss = (lib.nn.functional.binary_cross_entropy_with_logits(masks, target)
+                + lib.nn.functional.mse_loss(iou, lib.full_like(iou, 0.5)))
+        opt.zero_grad()
+        loss.backward()
+        if step == 0:
+            out["masks"], out["iou"] = _np(masks), _np(iou)
+            out["grads"] = {k: _np(p.grad) for k, p in model.named_parameters() if p.grad is not None}
+        opt.step()
+        losses.append(loss.item())
+    out["losses"] = losses
+    # the end-to-end forward (no_grad) after training: relative positions are nonzero now
+    results = model(batch, multimask_output=False)
+    for i, r in enumerate(results):
+        out[f"masks{i}"] = r["masks"].numpy()
+        out[f"low_res{i}"] = _np(r["low_res_logits"])
+        out[f"iou{i}"] = _np(r["iou_predictions"])
+        out[f"logits{i}"] = _np(model.postprocess_masks(r["low_res_logits"], batch[i]["image"].shape[-2:],
+                                                        batch[i]["original_size"]))
+    out["requires_grad"] = results[0]["low_res_logits"].requires_grad
+    rel = lib.tensor(np.random.default_rng(2).standard_normal((7, 4)).astype(np.float32))
+    out["rel_pos"] = _np(pkg.image_encoder.get_rel_pos(4, 8, rel))  # interpolated 7 -> 15
+    return out
+
+
+def test_segment_anything_like_torch():
+    """segment_anything/modeling (image encoder ViT with windows, padding and decomposed
+    relative positions; prompt encoder with points, boxes and masks; two-way transformer;
+    mask decoder) built as ``build_sam`` does at tiny sizes from ``manual_seed(0)``: the
+    same ``print(model)``, state dict and initial weights (bitwise: the random Fourier
+    ``positional_encoding_gaussian_matrix`` buffer too); a fine-tuning step's masks, IoU
+    predictions and gradients (to 1e-5 of the largest entry), 3 Adam losses 1e-5; then
+    ``Sam.forward`` (``@torch.no_grad``) on two images (one with point prompts and its
+    padding point, one with a box and a mask input), after Adam moved the zero-initialized
+    relative positions: the low-resolution logits, IoU and bilinear ``postprocess_masks``
+    logits 1e-5 (values ~0.02, 5e-8 apart), the thresholded masks (95% and 19% True) equal
+    but where a logit is within 1e-7 of 0 (none here); ``get_rel_pos``'s
+    ``F.interpolate(mode="linear")`` path 1e-6."""
+    th, sf = _sam_run(_load_sam(False), torch), _sam_run(_load_sam(True), shardflow)
+    assert sf["repr"] == th["repr"]
+    assert list(sf["state"]) == list(th["state"])
+    for k, v in th["state"].items():
+        np.testing.assert_array_equal(sf["state"][k], v, err_msg=f"initial {k}")
+    assert_close(sf["masks"], th["masks"], "masks", 1e-5, 1e-5)
+    assert_close(sf["iou"], th["iou"], "iou", 1e-5, 1e-6)
+    assert list(sf["grads"]) == list(th["grads"])
+    largest = max(np.abs(v).max() for v in th["grads"].values())
+    for k, v in th["grads"].items():
+        assert_close(sf["grads"][k], v, f"grad {k}", 1e-4, 1e-5 * largest)
+    assert_close(sf["losses"], th["losses"], "losses", 1e-5, 1e-6)
+    assert sf["requires_grad"] is th["requires_grad"] is False
+    for i in (0, 1):
+        assert_close(sf[f"low_res{i}"], th[f"low_res{i}"], f"low_res{i}", 1e-5, 1e-7)
+        assert_close(sf[f"iou{i}"], th[f"iou{i}"], f"iou{i}", 1e-5, 1e-7)
+        assert_close(sf[f"logits{i}"], th[f"logits{i}"], f"logits{i}", 1e-5, 1e-7)
+        assert sf[f"masks{i}"].dtype == th[f"masks{i}"].dtype == np.bool_
+        assert sf[f"masks{i}"].shape == th[f"masks{i}"].shape
+        near_zero = np.abs(th[f"logits{i}"]) < 1e-7
+        np.testing.assert_array_equal(sf[f"masks{i}"][~near_zero], th[f"masks{i}"][~near_zero])
+    assert_close(sf["rel_pos"], th["rel_pos"], "rel_pos", 1e-6, 1e-6)
