@@ -10,6 +10,11 @@ state dict, outputs, gradients, a few optimizer steps and each file's own specia
   (``F.multi_head_attention_forward`` with separate projection weights), VisionTransformer,
   the text transformer's causal mask, ``build_model`` from a state dict, ``convert_weights``
   to float16, ``logit_scale``.
+* facebookresearch/detr ``models/transformer.py``: post-norm and pre-norm encoder-decoder
+  with positional encodings, key padding masks and dropout masks from the seed, AdamW.
+* facebookresearch/segment-anything ``segment_anything/modeling``: the ViTDet image encoder
+  (windows with padding, decomposed relative positions), prompt encoder, two-way
+  transformer and mask decoder, loaded as one package; a fine-tuning step and ``Sam.forward``.
 
 See ``test_public_programs.py`` and docs/COMPAT.md, "Public programs".
 """
@@ -25,7 +30,6 @@ import pytest
 import torch
 
 import shardflow
-
 from shardflow.testing.parity import refuse_torch_names, rewrite_imports
 
 from .programs._harness import HERE, assert_close, load_pair
@@ -300,16 +304,15 @@ def test_detr_transformer_trains_like_torch(pre_norm):
     ``print(model)`` (``_get_clones``' deep copies), state dict and initial weights (bitwise:
     ``xavier_uniform_`` on every matrix), the first step's decoder stack ``hs`` (2 layers x
     batch x 5 queries x 16) and encoder memory 1e-5, its gradients (to 1e-5 of the largest
-    entry: the decoder's first layers get sums that cancel), 3 AdamW losses 1e-5 (3e-6 measured) with torch's dropout masks, the
-    weights after them within 4 * lr. Not compared after the steps: the decoder's output.
-    DETR's decoder starts from ``tgt = zeros``, so its first self-attention returns
-    ``out_proj.bias`` (zero at init) at every query and post-norm's ``norm1`` normalizes that
-    zero vector: the bias's gradient is a cancelling sum (2e-6 of 1e-2 terms; 3e-6 apart,
-    compared to 5e-6), AdamW steps it by lr
-    either way (the weights after 3 steps: within 4 * lr, 3.07e-4 measured: an Adam step can
-    exceed lr a little), and the LayerNorm turns 1e-4 into O(1) differences in ``hs`` (0.5 in torch
-    vs shardflow; a property of the model, not of either framework). The encoder memory
-    does not go through it: eval memory 1e-4."""
+    entry), 3 AdamW losses 1e-5 (3e-6 measured) with torch's dropout masks, and the weights
+    after them within 4 * lr (3.07e-4 measured: an Adam step can exceed lr a little). Not
+    compared after the steps: the decoder's output. DETR's decoder starts from
+    ``tgt = zeros``, so its first self-attention returns ``out_proj.bias`` (zero at init) at
+    every query and post-norm's ``norm1`` normalizes that zero vector: the bias's gradient
+    is a cancelling sum (2e-6 of 1e-2 terms; 3e-6 apart, compared to 5e-6), AdamW steps it
+    by lr either way, and the LayerNorm turns 1e-4 into O(1) differences in ``hs`` (0.5 in
+    torch vs shardflow: a property of the model, not of either framework). The encoder
+    memory does not go through it: eval memory 1e-4."""
     th_prog, sf_prog = load_pair("detr/transformer")
     th, sf = _detr_run(th_prog, torch, pre_norm), _detr_run(sf_prog, shardflow, pre_norm)
     assert sf["repr"] == th["repr"] and sf["shapes"] == th["shapes"] == ((2, 2, 5, 16), (2, 16, 3, 4))
