@@ -24,13 +24,14 @@ import functools
 import gzip
 import sys
 import types
+import warnings
 
 import numpy as np
 import pytest
 import torch
 
 import shardflow
-from shardflow.testing.parity import refuse_torch_names, rewrite_imports
+from shardflow.testing.parity import load_torch_file, refuse_torch_names, rewrite_imports
 
 from .programs._harness import HERE, assert_close, load_pair
 
@@ -471,3 +472,68 @@ def test_segment_anything_like_torch():
         near_zero = np.abs(th[f"logits{i}"]) < 1e-7
         np.testing.assert_array_equal(sf[f"masks{i}"][~near_zero], th[f"masks{i}"][~near_zero])
     assert_close(sf["rel_pos"], th["rel_pos"], "rel_pos", 1e-6, 1e-6)
+
+
+def _box_area(boxes):
+    """torchvision.ops.boxes.box_area (not installed): ``(x1 - x0) * (y1 - y0)``."""
+    return (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+
+
+def _detr_matcher(monkeypatch, use_sf):
+    """util/box_ops.py (torchvision's ``box_area`` from a stand-in module) and
+    models/matcher.py (``from util.box_ops import ...`` finds it)."""
+    boxes_mod = types.ModuleType("torchvision.ops.boxes")
+    boxes_mod.box_area = _box_area
+    for name in ("torchvision", "torchvision.ops"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    monkeypatch.setitem(sys.modules, "torchvision.ops.boxes", boxes_mod)
+    tag = "sf" if use_sf else "th"
+    box_ops = load_torch_file(HERE / "detr" / "util" / "box_ops.py", use_shardflow=use_sf, name=f"detr_box_ops_{tag}")
+    monkeypatch.setitem(sys.modules, "util", types.ModuleType("util"))
+    monkeypatch.setitem(sys.modules, "util.box_ops", box_ops)
+    matcher = load_torch_file(HERE / "detr" / "matcher.py", use_shardflow=use_sf, name=f"detr_matcher_{tag}")
+    return box_ops, matcher
+
+
+def test_detr_hungarian_matcher_like_torch(monkeypatch):
+    """detr models/matcher.py with util/box_ops.py: the HungarianMatcher (``@torch.no_grad``,
+    softmax class cost indexed by the concatenated target ids, ``cdist(p=1)``, GIoU,
+    ``C.view(...).cpu().split(sizes, -1)`` and scipy's ``linear_sum_assignment`` on each
+    piece, which reads the tensor through ``__array__``) on DETR-shaped outputs (2 images x
+    7 queries x 6 classes; 3 and 2 target boxes): the same assignments, as int64 tensors;
+    ``generalized_box_iou`` / ``box_iou`` / the format round trip 1e-6; ``masks_to_boxes``
+    equal, with torch's ``meshgrid`` indexing UserWarning (torch gives it once per process)."""
+    g = np.random.default_rng(0)
+    logits = g.standard_normal((2, 7, 6)).astype(np.float32)
+    centers = g.uniform(0.3, 0.7, (2, 7, 2)).astype(np.float32)
+    sizes = g.uniform(0.1, 0.4, (2, 7, 2)).astype(np.float32)
+    targets = [(np.array([1, 4, 0]), g.uniform(0.2, 0.6, (3, 4)).astype(np.float32)),
+               (np.array([5, 2]), g.uniform(0.2, 0.6, (2, 4)).astype(np.float32))]
+    masks = g.uniform(size=(3, 9, 11)) > 0.6
+    runs = []
+    for use_sf, lib in ((False, torch), (True, shardflow)):
+        box_ops, matcher = _detr_matcher(monkeypatch, use_sf)
+        outputs = {"pred_logits": lib.tensor(logits),
+                   "pred_boxes": lib.cat([lib.tensor(centers), lib.tensor(sizes)], -1)}
+        tgts = [{"labels": lib.tensor(lab), "boxes": lib.tensor(b)} for lab, b in targets]
+        indices = matcher.HungarianMatcher(cost_class=1, cost_bbox=5, cost_giou=2)(outputs, tgts)
+        xyxy = box_ops.box_cxcywh_to_xyxy(outputs["pred_boxes"][0])
+        t_xyxy = box_ops.box_cxcywh_to_xyxy(tgts[0]["boxes"])
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            m2b = box_ops.masks_to_boxes(lib.tensor(masks.astype(np.float32)))
+        if use_sf:  # (torch warns once per process: only if nothing called it before)
+            assert any("indexing argument" in str(w.message) for w in caught)
+        runs.append({
+            "indices": [(i.tolist(), j.tolist(), str(i.dtype).split(".")[-1]) for i, j in indices],
+            "giou": _np(box_ops.generalized_box_iou(xyxy, t_xyxy)),
+            "iou": _np(box_ops.box_iou(xyxy, t_xyxy)[0]),
+            "round_trip": _np(box_ops.box_xyxy_to_cxcywh(xyxy)),
+            "masks_to_boxes": _np(m2b),
+        })
+    th, sf = runs
+    assert sf["indices"] == th["indices"]
+    assert [len(i) for i, _, _ in th["indices"]] == [3, 2] and th["indices"][0][2] == "int64"
+    for key in ("giou", "iou", "round_trip"):
+        assert_close(sf[key], th[key], key, 1e-6, 1e-7)
+    np.testing.assert_array_equal(sf["masks_to_boxes"], th["masks_to_boxes"])
