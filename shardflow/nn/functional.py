@@ -590,6 +590,11 @@ def multi_head_attention_forward(
     attention mask; attention; heads merged and ``out_proj``."""
     if static_k is not None or static_v is not None:
         raise NotImplementedError("static_k / static_v are not supported by shardflow")
+    if key_padding_mask is not None and attn_mask is not None and key_padding_mask.dtype != attn_mask.dtype:
+        # torch's _canonical_mask: a bool padding mask beside a float attention mask
+        # (nn.Transformer with a float causal mask) works but is deprecated
+        warnings.warn("Support for mismatched key_padding_mask and attn_mask is deprecated. Use same "
+                      "type for both instead.", UserWarning, stacklevel=2)
     unbatched = query.ndim == 2
     if unbatched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)

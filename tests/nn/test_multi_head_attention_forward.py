@@ -5,6 +5,8 @@ output_dim). shardflow reshaped the projected output to ``(L, N, embed_dim)`` an
 ``RuntimeError: shape '[2, 4, 256]' is invalid``; torch's shape is ``(L, N, out_dim)``.
 """
 
+import warnings
+
 import numpy as np
 import torch
 
@@ -73,3 +75,28 @@ def test_need_weights_false_is_sdpa_like_torch():
             np.testing.assert_array_equal(sf, th, err_msg=dtype)
     for th, sf in zip(_mha_outputs(torch, "float32", False), _mha_outputs(shardflow, "float32", False)):
         np.testing.assert_allclose(sf, th, rtol=1e-5, atol=1e-6)
+
+
+def _mismatch_warnings(lib, kpm_dtype):
+    lib.manual_seed(0)
+    m = lib.nn.MultiheadAttention(8, 2)
+    x = lib.randn(4, 2, 8)
+    mask = lib.full((4, 4), float("-inf")).triu(1)
+    kpm = lib.tensor([[False] * 4, [False] * 3 + [True]])
+    if kpm_dtype == "float":
+        kpm = lib.zeros(2, 4).masked_fill(kpm, float("-inf"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = m(x, x, x, attn_mask=mask, key_padding_mask=kpm)[0]
+    return [str(w.message) for w in caught if "mismatched" in str(w.message)], out.detach().numpy()
+
+
+def test_mismatched_padding_and_attention_masks_warn_like_torch():
+    """A bool ``key_padding_mask`` beside a float ``attn_mask`` (``nn.Transformer`` with a
+    float causal mask and bool padding masks, as the translation tutorial builds them) works
+    but torch warns that the mix is deprecated; shardflow was silent. Same types: silent."""
+    for kpm_dtype, expected in (("bool", 1), ("float", 0)):
+        th_msgs, th_out = _mismatch_warnings(torch, kpm_dtype)
+        sf_msgs, sf_out = _mismatch_warnings(shardflow, kpm_dtype)
+        assert len(th_msgs) == expected and sf_msgs == th_msgs, (kpm_dtype, sf_msgs, th_msgs)
+        np.testing.assert_allclose(sf_out, th_out, rtol=1e-5, atol=1e-6)
