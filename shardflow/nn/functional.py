@@ -579,8 +579,9 @@ def multi_head_attention_forward(
     """PyTorch's multi-head attention on sequence-first inputs ``(L, N, E)`` (or unbatched
     ``(L, E)``). Projects q/k/v (one packed ``in_proj_weight`` of shape ``(3E, E)`` or three
     separate weights), splits heads, computes ``softmax(q k^T / sqrt(hd) + mask) v`` per
-    head, and applies ``out_proj``. Bool masks are True where attention is *not* allowed.
-    Returns ``(attn_output (L, N, E), attn_weights (N, L, S) averaged over heads, or
+    head, and applies ``out_proj`` (whose output width ``E_out`` may differ from E, as in
+    torch). Bool masks are True where attention is *not* allowed.
+    Returns ``(attn_output (L, N, E_out), attn_weights (N, L, S) averaged over heads, or
     (N, H, L, S) when not ``average_attn_weights``; None unless ``need_weights``)``.
 
     Steps: input projections; the additive attention mask (causal when asked); the extra key
@@ -589,6 +590,11 @@ def multi_head_attention_forward(
     attention mask; attention; heads merged and ``out_proj``."""
     if static_k is not None or static_v is not None:
         raise NotImplementedError("static_k / static_v are not supported by shardflow")
+    if key_padding_mask is not None and attn_mask is not None and key_padding_mask.dtype != attn_mask.dtype:
+        # torch's _canonical_mask: a bool padding mask beside a float attention mask
+        # (nn.Transformer with a float causal mask) works but is deprecated
+        warnings.warn("Support for mismatched key_padding_mask and attn_mask is deprecated. Use same "
+                      "type for both instead.", UserWarning, stacklevel=2)
     unbatched = query.ndim == 2
     if unbatched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
@@ -621,9 +627,15 @@ def multi_head_attention_forward(
     if key_padding_mask is not None:
         attn_mask = _add_key_padding_mask(attn_mask, key_padding_mask, q, bsz, num_heads, src_len)
 
-    out, weights = _attend(q, k, v, attn_mask, dropout_p if training else 0.0)
+    if need_weights:
+        out, weights = _attend(q, k, v, attn_mask, dropout_p if training else 0.0)
+    else:  # torch's path without weights: scaled_dot_product_attention (its order and bits)
+        out, weights = _attend_sdpa(q, k, v, attn_mask, bsz, num_heads, dropout_p if training else 0.0), None
     out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)  # heads merged: (L*N, E)
-    out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
+    out = linear(out, out_proj_weight, out_proj_bias)
+    # the output projection may change the width (CLIP's AttentionPool2d: c_proj is
+    # embed_dim -> output_dim), as torch's ``view(tgt_len, bsz, attn_output.size(1))``
+    out = out.reshape(tgt_len, bsz, out.shape[-1])
     if unbatched:
         out = out.squeeze(1)
     if not need_weights:
@@ -693,6 +705,22 @@ def _attend(q, k, v, attn_mask, dropout_p: float):
     if dropout_p > 0.0:
         weights = dropout(weights, p=dropout_p)
     return _op("matmul")(weights, v), weights  # (N*H, L, hd)
+
+
+def _attend_sdpa(q, k, v, attn_mask, bsz: int, num_heads: int, dropout_p: float):
+    """``_attend``'s output through ``scaled_dot_product_attention`` on ``(N, H, T, hd)``, as
+    torch's ``multi_head_attention_forward`` computes it when ``need_weights=False``
+    (``nn.TransformerEncoderLayer``, CLIP's blocks): its float16/bfloat16 rounding order and
+    its dropout on the weights. ``attn_mask`` ``(1, L, S)`` or ``(N*H, L|1, S)``."""
+    def heads(t):
+        return t.reshape(bsz, num_heads, t.shape[1], t.shape[2])
+
+    if attn_mask is not None:
+        attn_mask = (attn_mask.unsqueeze(0) if attn_mask.shape[0] == 1
+                     else attn_mask.reshape(bsz, num_heads, -1, attn_mask.shape[-1]))
+    out = _op("scaled_dot_product_attention")(heads(q), heads(k), heads(v), attn_mask=attn_mask,
+                                              dropout_p=dropout_p)
+    return out.reshape(bsz * num_heads, out.shape[2], out.shape[3])
 
 
 def _bool_dtype():

@@ -33,7 +33,11 @@ Algorithm (one fused ``Function`` per op, hand-written backward, any number of s
 ``padding`` accepts an int, a tuple, ``'valid'`` or ``'same'`` (stride 1 only; for even
 effective kernels the extra element goes on the right/bottom, as in PyTorch). bfloat16
 inputs: NumPy's GEMM accumulates and returns float32; the output (bias added in float32)
-and the gradients are rounded to bfloat16 once, as PyTorch returns them.
+and the gradients are rounded to bfloat16 once, as PyTorch returns them. float16: the
+forward GEMM runs in float32 (``_gemm``), the bias is added there and the output rounded
+once, as PyTorch's; the backward keeps NumPy's float16 GEMMs, whose input gradient and
+``conv_transpose`` output are PyTorch's bits (the weight gradient is the exactly rounded
+one; PyTorch's differs from that in ~1/3 of the elements, by an ulp).
 """
 
 from __future__ import annotations
@@ -127,8 +131,27 @@ def _check_dtypes(x, w, b):
 
 
 def _as_grad(gr, g):
-    """A weight/input gradient in the output gradient's dtype (bfloat16 GEMMs give float32)."""
-    return None if gr is None else as_dtype_of(gr, g)
+    """A weight/input gradient in the output gradient's dtype (bfloat16 and float16 GEMMs
+    give float32)."""
+    return None if gr is None else _in_dtype_of(gr, g)
+
+
+def _gemm(a, b):
+    """``a @ b``; float16 operands are multiplied in float32 and the float32 result is
+    returned (``_in_dtype_of`` rounds it once, after the bias), as PyTorch's CPU half
+    convolution does. NumPy's float16 matmul returns float16, so the bias was added to an
+    already rounded sum: two roundings, a float16 ulp off torch in a third of the outputs
+    (Whisper's ``Conv1d`` on a half mel spectrogram)."""
+    if a.dtype == np.float16:
+        return np.matmul(a.astype(np.float32), b.astype(np.float32))
+    return np.matmul(a, b)
+
+
+def _in_dtype_of(y, a, b=None):
+    """``as_dtype_of``, and a float32 result of float16 operands (``_gemm``) back in float16."""
+    if a.dtype == np.float16 and y.dtype == np.float32:
+        return y.astype(np.float16)
+    return as_dtype_of(y, a, b)
 
 
 def _im2col_t(xpad, ksize, stride, dilation, osize):
@@ -206,7 +229,7 @@ class ConvNd(Function):
         # transposed to (N, O, *O) in the same pass that adds the bias
         cols = _im2col_t(xpad, ksize, stride, dilation, osize)  # (C, *K, N, *O)
         nl = n * int(np.prod(osize))
-        ot = np.matmul(wm, cols.reshape(groups, wm.shape[2], nl))  # (G, Og, N*L)
+        ot = _gemm(wm, cols.reshape(groups, wm.shape[2], nl))  # (G, Og, N*L)
         self.fused = n > 0 and kernels.usable(ot, b)  # (an empty batch: NumPy)
         if self.fused:
             out = _conv_kernels.swap01(ot.reshape(o, n, nl // n), b).reshape((n, o) + osize)
@@ -217,7 +240,7 @@ class ConvNd(Function):
                 np.add(src, b.reshape((o,) + (1,) * d), out=out)
             else:
                 np.copyto(out, src)
-        out = as_dtype_of(out, w, x)  # bfloat16: NumPy's GEMM gave float32 (bias added in it)
+        out = _in_dtype_of(out, w, x)  # bfloat16/float16: the GEMM gave float32 (bias added in it)
         self.cols, self.w, self.has_b = cols, w, b is not None
         self.meta = (x.shape, (n, c) + pshape, padding, stride, dilation, groups, osize, unbatched)
         return out[0] if unbatched else out
@@ -508,7 +531,7 @@ class ConvTransposeNd(Function):
         out = xp.ascontiguousarray(out)
         if b is not None:
             out += b.reshape((cout,) + (1,) * d)
-        out = as_dtype_of(out, w, x)  # bfloat16: NumPy's GEMM gave float32 (bias added in it)
+        out = _in_dtype_of(out, w, x)  # bfloat16/float16: the GEMM gave float32 (bias added in it)
         self.xt, self.xshape, self.w, self.has_b = xt, x.shape, w, b is not None
         self.meta = (pads, full, stride, dilation, groups, isize, unbatched)
         return out[0] if unbatched else out

@@ -11,7 +11,12 @@ Algorithms (one fused ``Function`` each, any number of spatial dims):
   whole windows) on float32/float64 takes one-pass Numba kernels instead (``kernels/pool.py``:
   forward writes the maximum and a 1-byte window position, backward writes each gradient row
   once; the same semantics, bit-identical). Avg sums the slices and divides by PyTorch's divisor (``count_include_pad``,
-  ``ceil_mode`` windows that stop at ``input + padding``, ``divisor_override``).
+  ``ceil_mode`` windows that stop at ``input + padding``, ``divisor_override``), as PyTorch's
+  CPU kernel does, so the results are its bits: the window summed in order (float16 and
+  bfloat16 in float32, rounded once at the end), a division (a product with ``1/div`` was an
+  ulp off for divisors that are not powers of two), and the backward's shares added in output
+  order. Found by CLIP's anti-aliasing ``AvgPool2d`` in float16 (a third of the outputs an
+  ulp off, the float16 sum rounded per addition).
 * adaptive average pooling is separable: along each spatial dim it is a matrix ``P`` of
   shape (out, in) holding ``1/len`` over bin ``[floor(i*in/out), ceil((i+1)*in/out))``; the
   forward applies ``P`` per dim with a GEMM and the backward applies ``P^T``.
@@ -35,7 +40,6 @@ from ..backend.meta import MetaArray, is_meta_array
 from ..backend.xp import get_array_module
 from ..kernels import pool as _pool_kernels
 from ._grad_graph import linear_adjoint
-from ._util import as_dtype_of
 from ._util import ntuple as _tuple
 
 __all__ = [
@@ -271,6 +275,19 @@ def _divisor(spatial, ksize, stride, padding, osize, count_include_pad, divisor_
     return div
 
 
+def _acc_dtype(dtype):
+    """PyTorch's accumulation type on CPU: float32 for float16/bfloat16 (kind V), else the dtype."""
+    return np.dtype(np.float32) if dtype == np.float16 or dtype.kind == "V" else dtype
+
+
+def _divided(acc, div, dtype=None, inplace=False):
+    """``acc / div`` in ``acc``'s dtype (torch divides; a product with ``1/div`` is an ulp
+    off for divisors that are not powers of two), then rounded to ``dtype``; ``inplace``
+    writes into ``acc`` (a buffer of the caller's own)."""
+    out = np.true_divide(acc, div.astype(acc.dtype), out=acc if inplace else None)
+    return out if dtype is None or out.dtype == dtype else out.astype(dtype)
+
+
 class AvgPoolNd(Function):
     save_inputs = ()
 
@@ -282,37 +299,34 @@ class AvgPoolNd(Function):
             return MetaArray(x.shape[:-d] + osize, x.dtype)
         xpad = _pad(x, pads, 0)
         sls = _slices(ksize, stride, (1,) * d, osize)
-        acc = xpad[sls[0]].copy()
-        for sl in sls[1:]:
-            acc += xpad[sl]
         div = _divisor(spatial, ksize, stride, padding, osize, count_include_pad,
                        divisor_override, x.ndim - d)
-        scale = (1.0 / np.asarray(div, dtype=np.float64)).astype(x.dtype)  # small, on the host
         xp = get_array_module(x)
-        if xp is not np:
-            scale = xp.asarray(scale)  # to the device once; backward reuses it
-        acc *= scale
-        self.scale, self.sls, self.pads, self.xpshape, self.spatial = scale, sls, pads, xpad.shape, spatial
-        return acc
+        self.div = xp.asarray(np.asarray(div, dtype=np.float64))  # small; backward reuses it
+        self.sls, self.pads, self.xpshape, self.spatial = sls, pads, xpad.shape, spatial
+        return self.linear_forward(x, xpad)
 
     def backward(self, g):
-        gs = g * self.scale
+        gs = _divided(g, self.div)
         gxp = get_array_module(g).zeros(self.xpshape, dtype=g.dtype)
-        for sl in self.sls:
+        # torch adds each output's share to its window in output order: for one input
+        # element that is the kernel positions from the last to the first
+        for sl in reversed(self.sls):
             gxp[sl] += gs
         return _crop(gxp, self.pads, self.spatial)
 
     def backward_graph(self, g):
         return linear_adjoint(self, g)  # linear in g (_grad_graph.py)
 
-    def linear_forward(self, h):
-        """The pooling of ``h`` with the geometry and divisors saved in forward."""
-        hp = _pad(h, self.pads, 0)
-        acc = hp[self.sls[0]].copy()
+    def linear_forward(self, h, hp=None):
+        """The pooling of ``h`` (``hp``: already padded) with the geometry and divisors
+        saved in forward, as PyTorch's CPU kernel: each window summed in order (float16 and
+        bfloat16 in float32) and divided by its divisor, one rounding to ``h``'s dtype."""
+        hp = _pad(h, self.pads, 0) if hp is None else hp
+        acc = hp[self.sls[0]].astype(_acc_dtype(h.dtype))  # a copy
         for sl in self.sls[1:]:
             acc += hp[sl]
-        acc *= self.scale
-        return acc
+        return _divided(acc, self.div, h.dtype, inplace=True)
 
 
 def _avg_pool(d, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
@@ -411,20 +425,21 @@ class AdaptiveAvgPoolNd(Function):
             total = np.add.reduce(x, axis=axes, keepdims=True, dtype=x.dtype) if type(x) is np.ndarray else (
                 x.sum(axis=axes, keepdims=True, dtype=x.dtype))  # ufunc.reduce from here: see backend/fp_errors.py
             return total / x.dtype.type(self.count)
-        # bfloat16: the weights (1/bin size) stay float32, the GEMMs run in float32 and the
-        # result is rounded once (NumPy's bfloat16 matmul returns float32 anyway)
-        wdt = np.float32 if x.dtype.kind == "V" else x.dtype
+        # bfloat16 and float16: the weights (1/bin size) stay float32, the GEMMs run in
+        # float32 and the result is rounded once (NumPy's bfloat16 matmul returns float32
+        # anyway; float16 GEMMs rounded after each dimension: 42 of 72 outputs off torch's)
+        wdt = _acc_dtype(x.dtype)
         xp = get_array_module(x)
         mats = [_pool_matrix(s, o, wdt) for s, o in zip(spatial, osize)]  # small, on the host
         self.mats = mats if xp is np else [xp.asarray(m) for m in mats]
-        return xp.ascontiguousarray(as_dtype_of(_apply_along(x, self.mats, d), x))
+        return xp.ascontiguousarray(_apply_along(x.astype(wdt, copy=False), self.mats, d).astype(x.dtype, copy=False))
 
     def backward(self, g):
         xp = get_array_module(g)
         if self.mats is None:  # every input element gets grad / (number of pooled elements)
             return xp.broadcast_to(g * xp.asarray(1.0 / self.count, g.dtype), self.xshape).copy()
-        gx = _apply_along(g, [m.T for m in self.mats], len(self.mats))
-        return xp.ascontiguousarray(as_dtype_of(gx, g))
+        gx = _apply_along(g.astype(self.mats[0].dtype, copy=False), [m.T for m in self.mats], len(self.mats))
+        return xp.ascontiguousarray(gx.astype(g.dtype, copy=False))
 
     def backward_graph(self, g):
         return linear_adjoint(self, g)  # linear in g (_grad_graph.py)
@@ -435,7 +450,8 @@ class AdaptiveAvgPoolNd(Function):
         if self.mats is None:
             axes = tuple(range(h.ndim - self.d, h.ndim))
             return h.sum(axis=axes, keepdims=True) / h.dtype.type(self.count)
-        return xp.ascontiguousarray(as_dtype_of(_apply_along(h, self.mats, len(self.mats)), h))
+        y = _apply_along(h.astype(self.mats[0].dtype, copy=False), self.mats, len(self.mats))
+        return xp.ascontiguousarray(y.astype(h.dtype, copy=False))
 
 
 def _adaptive_avg(d, input, output_size):

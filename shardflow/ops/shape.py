@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 
@@ -1121,11 +1122,16 @@ def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
 
 
 @register("meshgrid")
-def meshgrid(*tensors, indexing: str = "ij"):
+def meshgrid(*tensors, indexing: str | None = None):
     """Coordinate grids from 1-d tensors (views made with expand). ``indexing='xy'`` swaps
-    the first two output dims, as in NumPy."""
+    the first two output dims, as in NumPy; without ``indexing`` it is ``'ij'`` with
+    torch's UserWarning that the argument will be required (DETR's ``masks_to_boxes``)."""
     if len(tensors) == 1 and isinstance(tensors[0], list | tuple):
         tensors = tuple(tensors[0])
+    if indexing is None:
+        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the "
+                      "indexing argument.", UserWarning, stacklevel=3)
+        indexing = "ij"
     if indexing not in ("ij", "xy"):
         raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
     sizes = [int(t.array.size) for t in tensors]
