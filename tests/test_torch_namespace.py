@@ -311,11 +311,13 @@ def test_tensor_constructor_legacy_forms_match_torch():
 
 def test_set_default_tensor_type():
     try:
-        sf.set_default_tensor_type(sf.DoubleTensor)
+        with pytest.warns(UserWarning, match=r"set_default_tensor_type\(\) is deprecated as of PyTorch 2.1"):
+            sf.set_default_tensor_type(sf.DoubleTensor)
         assert sf.zeros(1).dtype is sf.float64 and sf.Tensor(2).dtype is sf.float64
-        sf.set_default_tensor_type("torch.FloatTensor")
+        with pytest.warns(UserWarning):
+            sf.set_default_tensor_type("torch.FloatTensor")
         assert sf.zeros(1).dtype is sf.float32
-        with pytest.raises(TypeError, match="only floating-point types"):
+        with pytest.raises(TypeError, match="only floating-point types"), pytest.warns(UserWarning):
             sf.set_default_tensor_type(sf.LongTensor)
     finally:
         sf.set_default_dtype(sf.float32)

@@ -25,6 +25,7 @@ import numpy as np
 from ..backend import as_dtype, dtypes, set_default_device, set_default_dtype, to_device
 from ..backend import device as _device
 from ..backend import storage as _storage
+from ..backend.user_warning import warn_at_caller
 
 __all__ = ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor", "CharTensor",
            "ShortTensor", "IntTensor", "LongTensor", "BoolTensor", "set_default_tensor_type",
@@ -140,6 +141,8 @@ def resolve_tensor_type(spec):
 def set_default_tensor_type(t) -> None:
     """``torch.set_default_tensor_type``: the default dtype, and CUDA as the default device for
     a ``cuda`` type (PyTorch's deprecated way to say both)."""
+    warn_at_caller("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+                   "torch.set_default_dtype() and torch.set_default_device() as alternatives.")
     dtype, dev = resolve_tensor_type(t)
     if not dtype.is_floating_point:
         raise TypeError(f"only floating-point types are supported as the default type, got {t!r}")
