@@ -232,7 +232,29 @@ def _size(values=()):
     return Size(_ints(values, "Size"))
 
 
+def _rebuild_sparse_tensor(layout, data):
+    """torch's ``_utils._rebuild_sparse_tensor``: a COO tensor from (indices, values, size[,
+    is_coalesced]); other layouts (CSR ...) are not built here."""
+    from ..ops.sparse_coo import sparse_coo_tensor
+
+    if layout != "sparse_coo":
+        raise CheckpointError(f"PyTorch file: a sparse tensor of layout torch.{layout}; shardflow "
+                              "reads sparse_coo only (save it with .to_sparse() or .to_dense())")
+    indices, values, size = data[:3]
+    return sparse_coo_tensor(indices, values, tuple(size), is_coalesced=data[3] if len(data) > 3 else None)
+
+
+def _get_layout(name):
+    if not isinstance(name, str) or not name.startswith("torch."):
+        raise CheckpointError(f"PyTorch file: unexpected layout {name!r}")
+    return name[len("torch."):]
+
+
 def _allowed_global(module: str, name: str):
+    if (module, name) == ("torch._utils", "_rebuild_sparse_tensor"):
+        return _rebuild_sparse_tensor
+    if (module, name) == ("torch.serialization", "_get_layout"):
+        return _get_layout
     if module == "torch._utils":
         if name == "_rebuild_tensor_v2":
             return _rebuild_tensor_v2

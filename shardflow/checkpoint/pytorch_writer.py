@@ -12,6 +12,8 @@ Tensors are pickled under PyTorch's names, so the pickle holds no shardflow tens
   location, numel)``; each tensor gets its own contiguous storage (a view is saved as a
   copy), and one tensor object referenced twice (a tied weight) is pickled once;
 * a Parameter is ``torch._utils._rebuild_parameter(tensor, requires_grad, OrderedDict())``;
+* a sparse COO tensor is ``torch._utils._rebuild_sparse_tensor(layout, (indices, values,
+  size, is_coalesced))``, the layout ``torch.serialization._get_layout('torch.sparse_coo')``;
 * dtypes are the globals ``torch.float32`` ..., devices ``torch.device('cuda', 0)``,
   ``Size`` is ``torch.Size``.
 
@@ -34,9 +36,11 @@ import ml_dtypes
 import numpy as np
 
 from ..autograd import Size, Tensor
+from ..autograd.tensor import _wrap
 from ..backend import device as _device
 from ..backend import dtypes
 from ..nn.parameter import Parameter
+from ..ops.sparse_coo import SparseTensor
 from .atomic import atomic_write
 
 __all__ = ["save_pytorch_file"]
@@ -79,6 +83,15 @@ class _StorageOut:
 
     def __init__(self, array: np.ndarray, location: str):
         self.array, self.location = array, location
+
+
+class _LayoutOut:
+    """A sparse layout, pickled as torch's ``torch.serialization._get_layout(name)``."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
 
 
 class _TensorOut:
@@ -154,6 +167,11 @@ class _Pickler(pickle._Pickler):
         return _global("torch._utils", "_rebuild_tensor_v2"), args
 
     def reducer_override(self, obj):
+        if isinstance(obj, SparseTensor):  # torch's _rebuild_sparse_tensor(layout, data)
+            data = (_wrap(np.asarray(obj._idx, np.int64)), obj._vals.detach(), Size(obj._size), obj._coalesced)
+            return _global("torch._utils", "_rebuild_sparse_tensor"), (_LayoutOut("torch.sparse_coo"), data)
+        if type(obj) is _LayoutOut:
+            return _global("torch.serialization", "_get_layout"), (obj.name,)
         if isinstance(obj, Tensor):
             # a non-leaf that requires grad is written as torch.save writes it: its value with
             # the flag, so that it loads as a leaf requiring grad
