@@ -45,6 +45,7 @@ from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
 from ..backend import get_array_module, is_device_array
 from ..backend.meta import MetaTensorError, is_meta_array
+from ..backend.user_warning import warn_at_caller
 from ..kernels import embedding as _emb_kernels
 from . import _grad_graph as _gg
 from ._add_at import add_at
@@ -220,7 +221,7 @@ def _parse_index(index, a):
     ``a``'s device and expand masks (:func:`_advanced_index`).
     """
     if not isinstance(index, tuple):
-        index = (index,)
+        index = tuple(index) if _sequence_as_tuple(index) else (index,)
     items = [_to_index_item(i) for i in index]
     advanced, has_int_array, has_ellipsis = _check_index_items(items, a)
     if not has_ellipsis:
@@ -233,6 +234,23 @@ def _parse_index(index, a):
 
 
 _BOOLS = (bool, np.bool_)
+
+
+def _sequence_as_tuple(index) -> bool:
+    """torch's (and old NumPy's) rule for a list index: one with fewer than 32 entries of
+    which one is a sequence, a slice, None, Ellipsis or a tensor means ``x[tuple(index)]``
+    (``x[[[0, 1], [1, 2]]]`` picks the elements (0, 1) and (1, 2)), with torch's deprecation
+    warning; any other list is one index tensor. Reading it as one tensor gave other
+    elements (and shapes) silently."""
+    if not isinstance(index, list) or len(index) >= 32:
+        return False
+    if not any(isinstance(i, list | tuple | slice | Tensor) or i is None or i is Ellipsis for i in index):
+        return False
+    warn_at_caller(
+        "Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed in "
+        "pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be interpreted as "
+        "tensor index, x[torch.tensor(seq)], which will result either in an error or a different result")
+    return True
 
 
 def _check_index_items(items: list, a) -> tuple[bool, bool, bool]:
