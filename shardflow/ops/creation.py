@@ -363,10 +363,17 @@ def randperm(n, *, generator=None, dtype=None, layout=None, device=None, require
 
 
 @register("normal")
-def normal(mean, std, size=None, *, generator=None) -> Tensor:
+def normal(mean, std=None, size=None, *, generator=None) -> Tensor:
     """torch's three forms: numbers (``empty(size).normal_(mean, std)``), a tensor mean
-    (``normal_(0, std) + mean``), a tensor std (``normal_(0, 1) * std + mean``). Drawn on the
-    host (one generator for every device), returned where mean/std live."""
+    (``normal_(0, std) + mean``; ``std`` defaults to 1 there only, as in torch:
+    ``torch.normal(torch.zeros(n))`` is the old tutorials' noise), a tensor std
+    (``normal_(0, 1) * std + mean``). Drawn on the host (one generator for every device),
+    returned where mean/std live."""
+    if std is None:
+        if not isinstance(mean, Tensor):
+            raise TypeError(f"normal(): argument 'mean' (position 1) must be Tensor, not {type(mean).__name__} "
+                            "(std may be left out only with a tensor mean; give std, and size for numbers)")
+        std = 1.0
     dev = next((t.device for t in (mean, std) if isinstance(t, Tensor)), CPU)
     m = to_device(mean.array, CPU) if isinstance(mean, Tensor) else mean
     s = to_device(std.array, CPU) if isinstance(std, Tensor) else std

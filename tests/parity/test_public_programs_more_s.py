@@ -1,0 +1,222 @@
+"""MorvanZhou/PyTorch-Tutorial and hunkim/PyTorchZeroToAll: beginner scripts in older
+PyTorch styles (``Variable``, ``F.sigmoid``, ``.data.numpy()``, ``torch.max(out, 1)[1]``,
+whole-model ``torch.save``), each run as a script on torch and, with its imports rewritten,
+on shardflow, from the same ``manual_seed`` and NumPy seed (no weight copying, no shared
+draws: shardflow draws torch's numbers, docs/COMPAT.md "Random seeds"), compared on every
+printed line and on everything it plotted (matplotlib is a recording stand-in,
+``programs/_plt_standin.py``: the plotted arrays and the ``'Loss=%.4f'`` texts are the
+tutorials' real output). See ``test_public_programs.py`` and docs/COMPAT.md, "Public
+programs".
+"""
+
+import numpy as np
+import pytest
+
+from .programs._harness import HERE, assert_close, run_script
+from .programs._plt_standin import matplotlib_modules, plot_lines
+from .test_public_programs_more_h import _NUMBER, same_printout
+
+pytestmark = pytest.mark.usefixtures("torch_single_thread")
+
+SEED = 0
+MORVAN = "morvan_tutorial"
+
+
+def _run(tmp_path, monkeypatch, capsys, path, modules=None, seed=SEED, as_main=True, raises=None):
+    """Run ``programs/<path>`` in ``tmp_path/<th|sf>`` on torch then shardflow, each after
+    ``manual_seed(seed)`` and ``np.random.seed(seed)``, matplotlib recorded; ``modules(lib)``
+    gives more ``sys.modules`` entries (the torchvision stand-in). With ``raises`` (an
+    exception type), the script must raise it in both runs (torch 2.13 fails on the line
+    too): then ``module`` is the exception. Returns ``[(module, printed lines, plotted
+    lines, plotted arrays), ...]``."""
+    import torch
+
+    import shardflow
+
+    runs = []
+    for use_sf, lib in ((False, torch), (True, shardflow)):
+        where = tmp_path / ("sf" if use_sf else "th")
+        where.mkdir(parents=True)
+        monkeypatch.chdir(where)
+        lib.manual_seed(seed)
+        np.random.seed(seed)
+        calls = []
+        extra = {**matplotlib_modules(calls), **({} if modules is None else modules(lib))}
+        if raises is None:
+            mod = run_script(HERE / path, use_sf, modules=extra, as_main=as_main)
+        else:
+            with pytest.raises(raises) as info:
+                run_script(HERE / path, use_sf, modules=extra, as_main=as_main)
+            mod = info.value
+        runs.append((mod, capsys.readouterr().out.splitlines(), *plot_lines(calls)))
+    return runs
+
+
+def _same_run(runs, what, rtol=1e-5, atol=1e-6, loose=None):
+    """Both runs printed and plotted the same: the text around the numbers exactly, the
+    numbers and the plotted arrays to ``rtol`` / ``atol``; ``loose(index, line)``, when
+    given, returns ``(rtol, atol)`` for a plot line held to other bounds, or ``"text"`` for
+    one compared in its words only (each test says why)."""
+    (_, th_out, th_plot, th_arrays), (_, sf_out, sf_plot, sf_arrays) = runs
+    same_printout(sf_out, th_out, rtol=rtol, atol=atol, what=f"{what} printout")
+    assert len(sf_plot) == len(th_plot), (what, len(sf_plot), len(th_plot))
+    for i, (s_line, t_line, s_arrays, t_arrays) in enumerate(zip(sf_plot, th_plot, sf_arrays, th_arrays)):
+        bounds = (loose(i, t_line) if loose is not None else None) or (rtol, atol)
+        if bounds == "text":  # the words only (the test says why)
+            assert _NUMBER.sub("#", s_line) == _NUMBER.sub("#", t_line), (what, i, s_line, t_line)
+            continue
+        same_printout([s_line], [t_line], *bounds, what=f"{what} plot {i}")
+        assert len(s_arrays) == len(t_arrays), (what, i, t_line)
+        for s, t in zip(s_arrays, t_arrays, strict=True):
+            assert_close(s, t, f"{what} plot {i}: {t_line}", *bounds)
+
+
+def _mnist(train=100, test=40):
+    from .programs.morvan_tutorial.mnist_standin import torchvision_modules
+
+    # sklearn unimportable: 401's optional t-SNE plot is left out (it prints its note)
+    return lambda lib: {**torchvision_modules(lib, train, test), "sklearn": None, "sklearn.manifold": None}
+
+
+@pytest.mark.parametrize("name", ["201_torch_numpy", "202_variable", "203_activation", "303_build_nn_quickly"])
+def test_morvan_basics_like_torch(tmp_path, monkeypatch, capsys, name):
+    """201_torch_numpy (``from_numpy`` / ``.numpy()`` both ways, ``FloatTensor(list)``, abs,
+    sin, mean, ``mm``; its last line, ``tensor.dot(tensor)`` on 2-D tensors, raises
+    RuntimeError in torch 2.13 and in shardflow alike, after the same printout),
+    202_variable (``Variable(tensor, requires_grad=True)``, ``.grad``, ``.data``,
+    ``.data.numpy()`` printed), 203_activation (relu / sigmoid / tanh / ``F.softplus`` of a
+    linspace through ``Variable`` and ``.data.numpy()``, plotted), 303_build_nn_quickly (a
+    Module and the equivalent ``nn.Sequential`` printed). Every printed line and every
+    plotted array is torch's (numbers to rtol 1e-5; the printouts are digit for digit)."""
+    raises = RuntimeError if name == "201_torch_numpy" else None
+    runs = _run(tmp_path, monkeypatch, capsys, f"{MORVAN}/{name}.py", raises=raises)
+    if raises is not None:
+        assert str(runs[1][0]) == str(runs[0][0]) == "1D tensors expected, but got 2D and 2D tensors"
+    assert len(runs[0][1]) >= 8 or name == "203_activation"
+    _same_run(runs, name)
+
+
+@pytest.mark.parametrize("name", ["301_regression", "302_classification", "403_RNN_regressor", "406_GAN",
+                                  "501_why_torch_dynamic_graph", "503_dropout"])
+def test_morvan_training_plots_like_torch(tmp_path, monkeypatch, capsys, name):
+    """The tutorials that train while they plot, from the same seeds (``manual_seed``;
+    ``np.random.seed`` for 406_GAN's ``np.random.uniform`` artist and 501's
+    ``np.random.randint`` sequence lengths): 301_regression (``torch.rand`` noise, SGD,
+    ``'Loss=%.4f' % loss.data.numpy()``), 302_classification (``torch.normal(2*n_data, 1)``
+    clusters, ``.type(torch.LongTensor)``, ``torch.max(out, 1)[1]``), 403_RNN_regressor and
+    501 (``nn.RNN`` with the hidden state carried as ``h_state.data``; 501 feeds sequences
+    of a random length), 406_GAN (``torch.randn(..., requires_grad=True)`` ideas,
+    ``backward(retain_graph=True)``), 503_dropout (two nets, one with ``Dropout(0.5)``:
+    torch's masks from the same seed; ``eval()`` / ``train()`` around each plot). Every
+    printed line, plotted array and plotted text agrees to rtol 1e-5."""
+    runs = _run(tmp_path, monkeypatch, capsys, f"{MORVAN}/{name}.py")
+    assert any("<array" in line for line in runs[0][2])
+    _same_run(runs, name)
+
+
+def test_morvan_save_reload_like_torch(tmp_path, monkeypatch, capsys):
+    """304_save_reload: an ``nn.Sequential`` trained by SGD, saved whole (``torch.save(net1,
+    'net.pkl')``) and as a ``state_dict``, restored both ways (``torch.load(...,
+    weights_only=False)``: torch 2.13 needs it for a whole pickled module, the one change),
+    each restored net's predictions plotted: the three plots agree with torch's to rtol
+    1e-5, and the two restored nets predict exactly alike."""
+    runs = _run(tmp_path, monkeypatch, capsys, f"{MORVAN}/304_save_reload.py")
+    _same_run(runs, "304_save_reload")
+    for _, _, lines, arrays in runs:
+        plotted = [a[1] for line, a in zip(lines, arrays) if line.startswith("plt.plot")]
+        assert len(plotted) == 3
+        # net1's plot is its last prediction, made before its last step; the restored two
+        # predict alike
+        np.testing.assert_array_equal(plotted[2], plotted[1])
+    assert sorted(p.name for p in (tmp_path / "sf").iterdir()) == ["net.pkl", "net_params.pkl"]
+
+
+def test_morvan_batch_train_like_torch(tmp_path, monkeypatch, capsys):
+    """305_batch_train: ``TensorDataset`` + a shuffled ``DataLoader`` with ``num_workers=2``
+    (worker processes, as written), 3 epochs of batches printed as NumPy arrays after the
+    script's own ``torch.manual_seed(1)``: the same shuffles as torch, line for line."""
+    runs = _run(tmp_path, monkeypatch, capsys, f"{MORVAN}/305_batch_train.py")
+    assert len(runs[0][1]) == 6 and runs[0][1][0].startswith("Epoch:  0 | Step:  0 | batch x:  [")
+    _same_run(runs, "305_batch_train", rtol=0, atol=0)
+
+
+def test_morvan_batch_normalization_like_torch(tmp_path, monkeypatch, capsys):
+    """504_batch_normalization: two 8-layer tanh nets initialised by ``init.normal_`` /
+    ``init.constant_`` (-0.2 biases), one with ``BatchNorm1d(momentum=0.5)`` after every
+    Linear, trained by Adam (lr 0.03) on ``np.random.normal`` data; each epoch both nets are
+    evaluated in ``eval()`` mode and every layer's input and pre-activation histogrammed.
+
+    The plain net agrees with torch to rtol 1e-5 everywhere (every printed line, every
+    histogram, its final state to 1e-4), and so does everything before training. The
+    BatchNorm net does not, and cannot: each Linear bias right before a training-mode
+    BatchNorm (and ``bn_input``'s bias, through ``fc0``) has a zero gradient in exact
+    arithmetic (the batch mean takes it out), so Adam turns rounding noise into steps of
+    about +-lr of either sign (measured after the 6 steps: biases up to 0.24 apart; then
+    through the running means, and through near-zero gradients whose sign flips, weights up
+    to 2e-3 apart). Its plotted ``eval()`` activations after training are compared as text
+    only, and its state within Adam's reach, 2 x 6 steps x lr."""
+    runs = _run(tmp_path, monkeypatch, capsys, f"{MORVAN}/504_batch_normalization.py")
+    lines = runs[0][2]
+    trained = [i for i, line in enumerate(lines) if line == "ax[0,0].clear()"][1]  # epoch 1's plots
+
+    def loose(i, line):
+        bn_net = line.startswith(("ax[1,", "ax[3,")) and i > trained or "'Batch Normalization'" in line
+        return "text" if bn_net else None
+
+    _same_run(runs, "504_batch_normalization", loose=loose)
+    (th, *_), (sf, *_) = runs
+    for i, (th_net, sf_net) in enumerate(zip(th.nets, sf.nets, strict=True)):
+        th_state = {k: v.numpy() for k, v in th_net.state_dict().items()}
+        sf_state = {k: v.numpy() for k, v in sf_net.state_dict().items()}
+        assert list(sf_state) == list(th_state)
+        for k, v in th_state.items():
+            if i == 0:
+                assert_close(sf_state[k], v, f"plain net {k}", rtol=1e-4, atol=1e-5)
+            elif v.dtype.kind == "f":
+                assert np.abs(sf_state[k] - v).max() <= 2 * 6 * 0.03, f"BatchNorm net {k}"
+
+
+def test_morvan_optimizer_comparison_like_torch(tmp_path, monkeypatch, capsys):
+    """306_optimizer: four copies of one Net trained side by side on the same shuffled
+    batches by SGD, SGD with momentum 0.8, RMSprop(alpha=0.9) and Adam(betas=(0.9, 0.99));
+    the noise is ``torch.normal(torch.zeros(*x.size()))`` (std left to its default 1:
+    shardflow required std, a TypeError; fixed). Every recorded loss (``loss.data.numpy()``,
+    plotted per optimizer) agrees to rtol 1e-5."""
+    runs = _run(tmp_path, monkeypatch, capsys, f"{MORVAN}/306_optimizer.py")
+    assert runs[0][1] == ["Epoch:  0", "Epoch:  1"]
+    assert sum(line.startswith("plt.plot(<array (6,)>") for line in runs[0][2]) == 4
+    _same_run(runs, "306_optimizer")
+
+
+@pytest.mark.parametrize("name, train, test", [("401_CNN", 50, 20), ("402_RNN_classifier", 128, 40),
+                                               ("404_autoencoder", 128, 40)])
+def test_morvan_mnist_like_torch(tmp_path, monkeypatch, capsys, name, train, test):
+    """The MNIST tutorials on the synthetic stand-in (``mnist_standin.py``: torchvision's
+    deprecated ``train_data`` / ``train_labels`` / ``test_data`` / ``test_labels`` uint8 and
+    int64 tensors, ``'%i' % train_labels[0]``, ``.type(torch.FloatTensor)[:2000]/255.``):
+    401_CNN (two Conv2d/ReLU/MaxPool2d blocks, Adam, test accuracy from ``torch.max(out,
+    1)[1].data.numpy()``; sklearn made unimportable, so its t-SNE plot is left out and its
+    note printed), 402_RNN_classifier (an ``nn.LSTM(batch_first=True)`` over image rows,
+    ``self.rnn(x, None)``), 404_autoencoder (a Tanh encoder to 3 features and a Sigmoid
+    decoder, the decoded images and the 3-D scatter's ``ax.text`` per point plotted). From
+    the same seed (torch's initial weights and shuffles) every printed line and plotted
+    array agrees to rtol 1e-5."""
+    runs = _run(tmp_path, monkeypatch, capsys, f"{MORVAN}/{name}.py", modules=_mnist(train, test))
+    assert "prediction number" in runs[0][1][-2] if name != "404_autoencoder" else "train loss" in runs[0][1][-1]
+    _same_run(runs, name)
+
+
+def test_morvan_conditional_gan_like_torch(tmp_path, monkeypatch, capsys):
+    """406_conditional_GAN as written raises in torch 2.13 on its first step
+    (``opt_D.step()`` changes D's weights in place before ``G_loss.backward()`` needs them):
+    shardflow raises the same RuntimeError (its version counters; torch names the [128, 1]
+    transposed weight its mm saved, shardflow the (1, 128) weight its addmm saved).
+    406_conditional_GAN_fixed (G's backward first, ``backward(inputs=list(G.parameters()))``
+    so that D's step sees D_loss's gradient alone) then trains 201 steps: every plotted
+    painting and text (``'Class = %i' % int(labels.data[0, 0])``) agrees to rtol 1e-5."""
+    runs = _run(tmp_path, monkeypatch, capsys, f"{MORVAN}/406_conditional_GAN.py", raises=RuntimeError)
+    th_error, sf_error = str(runs[0][0]), str(runs[1][0])
+    assert "modified by an inplace operation" in th_error and "modified by an inplace operation" in sf_error
+    runs = _run(tmp_path / "fixed", monkeypatch, capsys, f"{MORVAN}/406_conditional_GAN_fixed.py")
+    assert sum(line.startswith("plt.text") for line in runs[0][2]) == 6
+    _same_run(runs, "406_conditional_GAN_fixed")
