@@ -36,6 +36,9 @@ __all__ = [
 def _size(size):
     if len(size) == 1 and isinstance(size[0], list | tuple):
         size = tuple(size[0])
+    # an integer tensor of one element is a size, as in torch (``torch.zeros((n,
+    # lengths.max()))``: the packed-sequence tutorials size their padding that way)
+    size = tuple(_tensor_size(s) if isinstance(s, Tensor) else s for s in size)
     for s in size:
         if not isinstance(s, int | np.integer):  # torch: TypeError; a negative size: RuntimeError
             raise TypeError(f"sizes must be non-negative integers, got {tuple(size)}")
@@ -43,6 +46,14 @@ def _size(size):
             raise RuntimeError(f"Dimension size must be non-negative: sizes must be non-negative "
                                f"integers, got {tuple(size)}")
     return tuple(int(s) for s in size)
+
+
+def _tensor_size(t: Tensor):
+    """A one-element integer tensor's value (what torch's size parsing takes through
+    ``__index__``); any other tensor is left for the caller's TypeError."""
+    if t.numel() == 1 and t.dtype.is_floating_point is False and t.dtype.is_complex is False and t.dtype != dtypes.bool_:
+        return int(t.item())
+    return t
 
 
 def _sizes(sizes: tuple, size, op: str) -> tuple:
