@@ -9,6 +9,9 @@ tutorials' real output). See ``test_public_programs.py`` and docs/COMPAT.md, "Pu
 programs".
 """
 
+import re
+import warnings
+
 import numpy as np
 import pytest
 
@@ -22,13 +25,14 @@ SEED = 0
 MORVAN = "morvan_tutorial"
 
 
-def _run(tmp_path, monkeypatch, capsys, path, modules=None, seed=SEED, as_main=True, raises=None):
+def _run(tmp_path, monkeypatch, capsys, path, modules=None, seed=SEED, as_main=True, raises=None, files=None):
     """Run ``programs/<path>`` in ``tmp_path/<th|sf>`` on torch then shardflow, each after
     ``manual_seed(seed)`` and ``np.random.seed(seed)``, matplotlib recorded; ``modules(lib)``
-    gives more ``sys.modules`` entries (the torchvision stand-in). With ``raises`` (an
-    exception type), the script must raise it in both runs (torch 2.13 fails on the line
-    too): then ``module`` is the exception. Returns ``[(module, printed lines, plotted
-    lines, plotted arrays), ...]``."""
+    gives more ``sys.modules`` entries (the torchvision stand-in); ``files`` (``{relative
+    path: bytes}``) are written into each run's directory first (a data file). With
+    ``raises`` (an exception type), the script must raise it in both runs (torch 2.13 fails
+    on the line too): then ``module`` is the exception. Returns ``[(module, printed lines,
+    plotted lines, plotted arrays, warning messages), ...]``."""
     import torch
 
     import shardflow
@@ -37,18 +41,26 @@ def _run(tmp_path, monkeypatch, capsys, path, modules=None, seed=SEED, as_main=T
     for use_sf, lib in ((False, torch), (True, shardflow)):
         where = tmp_path / ("sf" if use_sf else "th")
         where.mkdir(parents=True)
+        for name, data in (files or {}).items():
+            (where / name).parent.mkdir(parents=True, exist_ok=True)
+            (where / name).write_bytes(data)
         monkeypatch.chdir(where)
         lib.manual_seed(seed)
         np.random.seed(seed)
         calls = []
         extra = {**matplotlib_modules(calls), **({} if modules is None else modules(lib))}
-        if raises is None:
-            mod = run_script(HERE / path, use_sf, modules=extra, as_main=as_main)
-        else:
-            with pytest.raises(raises) as info:
-                run_script(HERE / path, use_sf, modules=extra, as_main=as_main)
-            mod = info.value
-        runs.append((mod, capsys.readouterr().out.splitlines(), *plot_lines(calls)))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if raises is None:
+                mod = run_script(HERE / path, use_sf, modules=extra, as_main=as_main)
+            else:
+                with pytest.raises(raises) as info:
+                    run_script(HERE / path, use_sf, modules=extra, as_main=as_main)
+                mod = info.value
+        # torch's C++ warnings end with where they were raised: not part of the message
+        messages = [re.sub(r" \(Triggered internally at [^)]*\)$", "", f"{w.category.__name__}: {w.message}")
+                    for w in caught]
+        runs.append((mod, capsys.readouterr().out.splitlines(), *plot_lines(calls), messages))
     return runs
 
 
@@ -57,7 +69,8 @@ def _same_run(runs, what, rtol=1e-5, atol=1e-6, loose=None):
     numbers and the plotted arrays to ``rtol`` / ``atol``; ``loose(index, line)``, when
     given, returns ``(rtol, atol)`` for a plot line held to other bounds, or ``"text"`` for
     one compared in its words only (each test says why)."""
-    (_, th_out, th_plot, th_arrays), (_, sf_out, sf_plot, sf_arrays) = runs
+    (_, th_out, th_plot, th_arrays, th_warned), (_, sf_out, sf_plot, sf_arrays, sf_warned) = runs
+    assert sf_warned == th_warned, what  # the same deprecation warnings, in the same order
     same_printout(sf_out, th_out, rtol=rtol, atol=atol, what=f"{what} printout")
     assert len(sf_plot) == len(th_plot), (what, len(sf_plot), len(th_plot))
     for i, (s_line, t_line, s_arrays, t_arrays) in enumerate(zip(sf_plot, th_plot, sf_arrays, th_arrays)):
@@ -122,7 +135,7 @@ def test_morvan_save_reload_like_torch(tmp_path, monkeypatch, capsys):
     1e-5, and the two restored nets predict exactly alike."""
     runs = _run(tmp_path, monkeypatch, capsys, f"{MORVAN}/304_save_reload.py")
     _same_run(runs, "304_save_reload")
-    for _, _, lines, arrays in runs:
+    for _, _, lines, arrays, _ in runs:
         plotted = [a[1] for line, a in zip(lines, arrays) if line.startswith("plt.plot")]
         assert len(plotted) == 3
         # net1's plot is its last prediction, made before its last step; the restored two
@@ -188,7 +201,7 @@ def test_morvan_optimizer_comparison_like_torch(tmp_path, monkeypatch, capsys):
     _same_run(runs, "306_optimizer")
 
 
-@pytest.mark.parametrize("name, train, test", [("401_CNN", 50, 20), ("402_RNN_classifier", 128, 40),
+@pytest.mark.parametrize("name, train, test", [("401_CNN", 50, 20), ("402_RNN_classifier", 64, 20),
                                                ("404_autoencoder", 128, 40)])
 def test_morvan_mnist_like_torch(tmp_path, monkeypatch, capsys, name, train, test):
     """The MNIST tutorials on the synthetic stand-in (``mnist_standin.py``: torchvision's
@@ -220,3 +233,123 @@ def test_morvan_conditional_gan_like_torch(tmp_path, monkeypatch, capsys):
     runs = _run(tmp_path / "fixed", monkeypatch, capsys, f"{MORVAN}/406_conditional_GAN_fixed.py")
     assert sum(line.startswith("plt.text") for line in runs[0][2]) == 6
     _same_run(runs, "406_conditional_GAN_fixed")
+
+
+# hunkim/PyTorchZeroToAll -------------------------------------------------------------------
+
+ZERO = "zero_to_all"
+
+
+def _diabetes_files() -> dict:
+    """``data/diabetes.csv`` and ``data/diabetes.csv.gz`` as the lectures read them: the real
+    file's layout (8 features in [-1, 1], a 0/1 label; comma-separated), 40 made-up rows."""
+    import gzip
+    import io
+
+    rng = np.random.default_rng(7)
+    xy = np.concatenate([rng.uniform(-1, 1, (40, 8)), rng.random((40, 1)) < 0.4], axis=1)
+    text = io.StringIO()
+    np.savetxt(text, xy, delimiter=",", fmt="%.6f")
+    data = text.getvalue().encode()
+    return {"data/diabetes.csv": data, "data/diabetes.csv.gz": gzip.compress(data, mtime=0)}
+
+
+@pytest.mark.parametrize("name", ["01_basics", "02_manual_gradient", "03_auto_gradient"])
+def test_zero_to_all_gradient_basics_like_torch(tmp_path, monkeypatch, capsys, name):
+    """Lectures 1-3: the loss sweep over ``w`` and the gradient by hand (plain NumPy and
+    Python: the same printout and plots in both runs, the harness's baseline), then
+    03_auto_gradient: ``torch.tensor([1.0], requires_grad=True)`` times Python floats,
+    ``backward()`` per sample, ``w.grad.item()``, ``w.data = w.data - 0.01 * ...``,
+    ``w.grad.data.zero_()``, ``f"{l.item()}"``: every line torch's (rtol 1e-5: a loss's
+    float32 last bit, printed as a Python float's 17 digits)."""
+    runs = _run(tmp_path, monkeypatch, capsys, f"{ZERO}/{name}.py")
+    assert len(runs[0][1]) >= 40
+    _same_run(runs, name)
+
+
+@pytest.mark.parametrize("name, lines", [("05_linear_regression", 51), ("06_logistic_regression", 52),
+                                         ("07_diabets_logistic", 22), ("08_2_dataset_loade_logistic", 4)])
+def test_zero_to_all_regressions_like_torch(tmp_path, monkeypatch, capsys, name, lines):
+    """Lectures 5-8: ``Variable(torch.Tensor([[1.0], ...]))`` data, a Linear model trained by
+    SGD under ``MSELoss(size_average=False)`` (05) or ``BCELoss(size_average=True)`` (06-08:
+    both warn torch's deprecation, the same message), ``F.sigmoid`` (06), the printed
+    ``model(x).data[0][0]`` and ``... > 0.5`` tensors; 07 reads ``np.loadtxt`` of the
+    diabetes CSV (a synthetic stand-in) through ``torch.from_numpy(xy[:, [-1]])``, 08_2 the
+    same through a ``Dataset`` subclass and a shuffled ``DataLoader``. From the same seed
+    (torch's initial weights and shuffles) every printed loss agrees to rtol 1e-5."""
+    runs = _run(tmp_path, monkeypatch, capsys, f"{ZERO}/{name}.py", files=_diabetes_files())
+    assert len(runs[0][1]) == lines
+    assert any("size_average and reduce args will be deprecated" in w for w in runs[0][4]) or name == "07_diabets_logistic"
+    _same_run(runs, name)
+
+
+def test_zero_to_all_dataset_loader_like_torch(tmp_path, monkeypatch, capsys):
+    """08_1_dataset_loader as written: the diabetes ``Dataset`` read from the gzip CSV, a
+    shuffled ``DataLoader(batch_size=32, num_workers=2)`` (worker processes), 2 epochs of
+    batches printed whole (``inputs.data`` / ``labels.data``): torch's shuffles and
+    tensor printout, line for line."""
+    runs = _run(tmp_path, monkeypatch, capsys, f"{ZERO}/08_1_dataset_loader.py", files=_diabetes_files())
+    assert sum(" inputs tensor(" in line for line in runs[0][1]) == 4
+    _same_run(runs, "08_1_dataset_loader", rtol=0, atol=0)
+
+
+def test_zero_to_all_softmax_loss_like_torch(tmp_path, monkeypatch, capsys):
+    """09_01_softmax_loss: ``CrossEntropyLoss`` of ``Variable(torch.randn(3, 5),
+    requires_grad=True)`` (torch's draws from the same seed) and a LongTensor target,
+    ``backward()``, the ``.data`` and ``.size()`` of all three printed (``torch.Size([])``
+    for the loss), then NumPy's cross entropy: torch's printout digit for digit."""
+    runs = _run(tmp_path, monkeypatch, capsys, f"{ZERO}/09_01_softmax_loss.py", modules=_mnist())
+    assert "torch.Size([3, 5]) torch.Size([3]) torch.Size([])" in runs[0][1]
+    _same_run(runs, "09_01_softmax_loss", rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("name, train, test", [("09_2_softmax_mnist", 64, 20), ("10_1_cnn_mnist", 64, 20),
+                                               ("11_1_toy_inception_mnist", 32, 10)])
+def test_zero_to_all_mnist_like_torch(tmp_path, monkeypatch, capsys, name, train, test):
+    """Lectures 9-11 on the MNIST stand-in: 09_2 (a 5-layer MLP, ``cuda.is_available()``,
+    ``model.to(device)``, ``f"{correct}"`` of a tensor sum, ``divmod`` of times: masked),
+    10_1 (Conv2d/MaxPool2d, ``F.log_softmax(x)`` without dim and ``Variable(data,
+    volatile=True)``: torch's two deprecation warnings, repeated as torch repeats them;
+    ``nll_loss(size_average=False).data`` summed as a tensor and formatted with
+    ``{:.4f}``), 11_1 (the toy Inception module: four branches ``torch.cat``'d, avg_pool2d
+    with padding). SGD with momentum from torch's initial weights: every printed line agrees
+    (losses to rtol 1e-5; the test loss printed with 4 decimals to atol 1e-4), and the
+    warnings are torch's, in torch's order."""
+    runs = _run(tmp_path, monkeypatch, capsys, f"{ZERO}/{name}.py", modules=_mnist(train, test))
+    if name == "10_1_cnn_mnist":
+        assert any("volatile was removed" in w for w in runs[0][4])
+
+    def mask(lines):
+        return [line.split(":")[0] if line.startswith(("Training time", "Testing time", "Total Time")) else line
+                for line in lines]
+
+    for run in runs:
+        run[1][:] = mask(run[1])
+    assert any("Test set: Average loss" in line for line in runs[0][1])
+    _same_run(runs, name, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["12_2_hello_rnn", "12_4_hello_rnn_emb"])
+def test_zero_to_all_hello_rnn_like_torch(tmp_path, monkeypatch, capsys, name):
+    """Lecture 12's "hihell -> ihello": 12_2 feeds one-hot characters one at a time through
+    ``nn.RNN(batch_first=True)`` with the hidden state carried (``idx2char[idx.data[0]]``
+    indexes a list with a tensor, ``torch.LongTensor([label])`` of a 0-d tensor, a loss
+    summed from ``0`` and printed with ``%1.3f``: torch's "Converting a tensor with
+    requires_grad=True to a scalar" warning), 12_4 an ``nn.Embedding`` + RNN + Linear over
+    the whole word. Both after the script's own ``torch.manual_seed(777)``: every predicted
+    string and loss is torch's."""
+    runs = _run(tmp_path, monkeypatch, capsys, f"{ZERO}/{name}.py")
+    assert runs[0][1][-1] == "Learning finished!"
+    _same_run(runs, name)
+
+
+def test_zero_to_all_pack_pad_like_torch(tmp_path, monkeypatch, capsys):
+    """13_3_pack_pad: a padded batch made with ``torch.zeros((3, seq_lengths.max()))`` (a
+    tensor in the size: shardflow raised TypeError; fixed), filled by slice assignment,
+    sorted with ``sort(0, descending=True)``, embedded, ``pack_padded_sequence`` with NumPy
+    lengths, an LSTM over the packed batch, ``pad_packed_sequence``: every printed tensor is
+    torch's (5 significant digits: one last digit may round the other way, rtol 5e-5)."""
+    runs = _run(tmp_path, monkeypatch, capsys, f"{ZERO}/13_3_pack_pad.py")
+    assert runs[0][1][0].startswith("vectorized_seqs [[")
+    assert any(line.startswith("Last output torch.Size([3, 5]) tensor([[") for line in runs[0][1])
+    _same_run(runs, "13_3_pack_pad", rtol=5e-5)

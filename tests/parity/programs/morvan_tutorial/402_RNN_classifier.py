@@ -2,7 +2,7 @@
 # MorvanZhou/PyTorch-Tutorial tutorial-contents/402_RNN_classifier.py
 # (github.com/MorvanZhou/PyTorch-Tutorial, MIT License; stored commit f2ebd8a). Changes: none
 # in the code: torchvision is the test's MNIST stand-in (morvan_tutorial/mnist_standin.py:
-# 128 training and 40 test images, so 2 steps), matplotlib the recording stand-in
+# 64 training and 20 test images, so 1 step), matplotlib the recording stand-in
 # (programs/_plt_standin.py).
 """
 View more, visit my tutorial page: https://mofanpy.com/tutorials/

@@ -1,7 +1,7 @@
 # ruff: noqa  (the tutorial as published, its own style kept)
 # MorvanZhou/PyTorch-Tutorial tutorial-contents/503_dropout.py
 # (github.com/MorvanZhou/PyTorch-Tutorial, MIT License; stored commit 4e5122c). Changes: 500
-# steps -> 21 (3 plots). matplotlib is the test's recording stand-in
+# steps -> 11 (2 plots). matplotlib is the test's recording stand-in
 # (programs/_plt_standin.py).
 """
 View more, visit my tutorial page: https://mofanpy.com/tutorials/
@@ -61,7 +61,7 @@ loss_func = torch.nn.MSELoss()
 
 plt.ion()   # something about plotting
 
-for t in range(21):
+for t in range(11):
     pred_ofit = net_overfitting(x)
     pred_drop = net_dropped(x)
     loss_ofit = loss_func(pred_ofit, y)
