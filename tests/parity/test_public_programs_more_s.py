@@ -235,6 +235,28 @@ def test_morvan_conditional_gan_like_torch(tmp_path, monkeypatch, capsys):
     _same_run(runs, "406_conditional_GAN_fixed")
 
 
+def test_morvan_dqn_like_torch(tmp_path, monkeypatch, capsys):
+    """405_DQN_Reinforcement_learning on CartPole (gym 0.8's API over tiny_gym's dynamics,
+    ``old_gym_standin.py``): two Nets initialised by ``weight.data.normal_(0, 0.1)`` (torch's
+    draws from the same seed), epsilon-greedy actions from ``np.random.uniform`` and
+    ``torch.max(actions_value, 1)[1].data.numpy()[0]``, a NumPy replay memory sampled by
+    ``np.random.choice``, ``gather``, ``q_next.max(1)[0].view(...)``, MSELoss, Adam, the
+    target net refreshed by ``load_state_dict(state_dict())``. The same actions, so the
+    same episodes: the replay memories are equal, every printed episode return is torch's,
+    and both nets agree to 1e-5 after the 44 learning steps."""
+    from .programs.morvan_tutorial.old_gym_standin import gym_module
+
+    runs = _run(tmp_path, monkeypatch, capsys, f"{MORVAN}/405_DQN_Reinforcement_learning.py",
+                modules=lambda lib: {"gym": gym_module(0)})
+    (th, th_out, *_), (sf, *_) = runs
+    assert sum(line.startswith("Ep: ") for line in th_out) >= 2 and th.dqn.learn_step_counter == 44
+    _same_run(runs, "405_DQN")
+    np.testing.assert_array_equal(sf.dqn.memory, th.dqn.memory)
+    for net in ("eval_net", "target_net"):
+        for k, v in getattr(th.dqn, net).state_dict().items():
+            assert_close(getattr(sf.dqn, net).state_dict()[k].numpy(), v.numpy(), f"{net} {k}")
+
+
 # hunkim/PyTorchZeroToAll -------------------------------------------------------------------
 
 ZERO = "zero_to_all"
