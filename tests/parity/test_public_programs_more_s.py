@@ -375,3 +375,37 @@ def test_zero_to_all_pack_pad_like_torch(tmp_path, monkeypatch, capsys):
     assert runs[0][1][0].startswith("vectorized_seqs [[")
     assert any(line.startswith("Last output torch.Size([3, 5]) tensor([[") for line in runs[0][1])
     _same_run(runs, "13_3_pack_pad", rtol=5e-5)
+
+
+SHAKESPEARE = ("First Citizen: Before we proceed any further, hear me speak.\n\n"
+               "All: Speak, speak.\nFirst Citizen: You are all resolved rather to die than to famish?\n")
+
+
+def _seq2seq_siblings(lib):
+    """``text_loader`` and ``seq2seq_models`` (the scripts' sibling imports), loaded over
+    ``lib``'s framework."""
+    from shardflow.testing.parity import load_torch_file
+
+    use_sf = lib.__name__ == "shardflow"
+    return {name: load_torch_file(HERE / ZERO / f"{name}.py", use_shardflow=use_sf,
+                                  name=f"zero_to_all_{name}_{'sf' if use_sf else 'th'}")
+            for name in ("text_loader", "seq2seq_models")}
+
+
+@pytest.mark.parametrize("name", ["14_1_seq2seq", "14_2_seq2seq_att"])
+def test_zero_to_all_seq2seq_like_torch(tmp_path, monkeypatch, capsys, name):
+    """Lecture 14's character seq2seq on a 3-line ``shakespeare.txt.gz``: ``seq2seq_models``'
+    GRU encoder and decoder (14_2: the attention decoder, its scores written one by one into
+    ``torch.zeros(seq_len)``, ``torch.dot``, ``F.softmax`` without dim, ``bmm``; a 1-layer
+    GRU with ``dropout=0.1``: torch's warning), teacher forcing one character at a time,
+    ``loss.item()`` (``loss.data[0]`` as written is an IndexError in torch 2.13 too),
+    ``translate`` sampling 100 characters by ``torch.multinomial(output_dist, 1)[0]`` and
+    ``chr()`` of the 0-d tensor. From the same seed (torch's initial weights, shuffles and
+    multinomial draws) every printed line is torch's: the encoder outputs, the losses (rtol
+    1e-5) and every sampled character."""
+    import gzip
+
+    runs = _run(tmp_path, monkeypatch, capsys, f"{ZERO}/{name}.py", modules=_seq2seq_siblings,
+                files={"shakespeare.txt.gz": gzip.compress(SHAKESPEARE.encode(), mtime=0)})
+    assert any(line.startswith("thisissungkim.iloveyou.") or "thisissungkim.iloveyou." in line for line in runs[0][1])
+    _same_run(runs, name)
