@@ -377,8 +377,8 @@ def test_zero_to_all_pack_pad_like_torch(tmp_path, monkeypatch, capsys):
     _same_run(runs, "13_3_pack_pad", rtol=5e-5)
 
 
-SHAKESPEARE = ("First Citizen: Before we proceed any further, hear me speak.\n\n"
-               "All: Speak, speak.\nFirst Citizen: You are all resolved rather to die than to famish?\n")
+# short lines: the attention decoder scores every encoder step for every decoder step
+SHAKESPEARE = "All: Speak, speak.\n\nWe know't, we know't.\nIs't a verdict?\n"
 
 
 def _seq2seq_siblings(lib):
