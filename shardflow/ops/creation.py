@@ -374,13 +374,26 @@ def randperm(n, *, generator=None, dtype=None, layout=None, device=None, require
 
 
 @register("normal")
-def normal(mean, std=None, size=None, *, generator=None) -> Tensor:
+class _StdOmitted:
+    """``normal``'s ``std`` left out (torch: 1 for a tensor mean; ``std=None`` is a TypeError)."""
+
+    def __repr__(self):
+        return "1.0"
+
+
+_STD_OMITTED = _StdOmitted()
+
+
+def normal(mean, std=_STD_OMITTED, size=None, *, generator=None) -> Tensor:
     """torch's three forms: numbers (``empty(size).normal_(mean, std)``), a tensor mean
     (``normal_(0, std) + mean``; ``std`` defaults to 1 there only, as in torch:
     ``torch.normal(torch.zeros(n))`` is the old tutorials' noise), a tensor std
     (``normal_(0, 1) * std + mean``). Drawn on the host (one generator for every device),
     returned where mean/std live."""
     if std is None:
+        raise TypeError("normal(): std must be a number or a Tensor, not NoneType (leave it out for 1 with a "
+                        "tensor mean)")
+    if std is _STD_OMITTED:
         if not isinstance(mean, Tensor):
             raise TypeError(f"normal(): argument 'mean' (position 1) must be Tensor, not {type(mean).__name__} "
                             "(std may be left out only with a tensor mean; give std, and size for numbers)")

@@ -113,6 +113,10 @@ def test_normal_tensor_mean_default_std_like_torch():
     for lib in (torch, sf):
         with pytest.raises(TypeError, match="must be Tensor, not float"):
             lib.normal(2.0)
+        with pytest.raises(TypeError):
+            lib.normal(lib.zeros(2), None)
+        with pytest.raises(TypeError):
+            lib.normal(lib.zeros(2), std=None)
 
 
 def test_normal_broadcasts_mean_and_std():
