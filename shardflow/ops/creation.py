@@ -373,7 +373,6 @@ def randperm(n, *, generator=None, dtype=None, layout=None, device=None, require
     return _finish(arr, dtype, device, requires_grad)
 
 
-@register("normal")
 class _StdOmitted:
     """``normal``'s ``std`` left out (torch: 1 for a tensor mean; ``std=None`` is a TypeError)."""
 
@@ -384,6 +383,7 @@ class _StdOmitted:
 _STD_OMITTED = _StdOmitted()
 
 
+@register("normal")
 def normal(mean, std=_STD_OMITTED, size=None, *, generator=None) -> Tensor:
     """torch's three forms: numbers (``empty(size).normal_(mean, std)``), a tensor mean
     (``normal_(0, std) + mean``; ``std`` defaults to 1 there only, as in torch:
