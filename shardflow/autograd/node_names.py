@@ -123,6 +123,10 @@ TORCH_NODE_NAMES = {
     "LogSumExp": "LogsumexpBackward0",
     "BCEWithLogits": "BinaryCrossEntropyWithLogitsBackward0",
     "ToDtype": "ToCopyBackward0",
+    # an RNN layer's output: torch's CPU LSTM runs mkldnn's layer (not with a projection),
+    # RNN/GRU stack the steps
+    "Recurrence": lambda fn: ("MkldnnRnnLayerBackward0" if fn.__dict__.get("mode") == "lstm"
+                              and fn.__dict__.get("w_hr") is None else "StackBackward0"),
 }
 
 

@@ -36,6 +36,9 @@ __all__ = [
 def _size(size):
     if len(size) == 1 and isinstance(size[0], list | tuple):
         size = tuple(size[0])
+    # an integer tensor of one element is a size, as in torch (``torch.zeros((n,
+    # lengths.max()))``: the packed-sequence tutorials size their padding that way)
+    size = tuple(_tensor_size(s) if isinstance(s, Tensor) else s for s in size)
     for s in size:
         if not isinstance(s, int | np.integer):  # torch: TypeError; a negative size: RuntimeError
             raise TypeError(f"sizes must be non-negative integers, got {tuple(size)}")
@@ -43,6 +46,14 @@ def _size(size):
             raise RuntimeError(f"Dimension size must be non-negative: sizes must be non-negative "
                                f"integers, got {tuple(size)}")
     return tuple(int(s) for s in size)
+
+
+def _tensor_size(t: Tensor):
+    """A one-element integer tensor's value (what torch's size parsing takes through
+    ``__index__``); any other tensor is left for the caller's TypeError."""
+    if t.numel() == 1 and t.dtype.is_floating_point is False and t.dtype.is_complex is False and t.dtype != dtypes.bool_:
+        return int(t.item())
+    return t
 
 
 def _sizes(sizes: tuple, size, op: str) -> tuple:
@@ -362,11 +373,31 @@ def randperm(n, *, generator=None, dtype=None, layout=None, device=None, require
     return _finish(arr, dtype, device, requires_grad)
 
 
+class _StdOmitted:
+    """``normal``'s ``std`` left out (torch: 1 for a tensor mean; ``std=None`` is a TypeError)."""
+
+    def __repr__(self):
+        return "1.0"
+
+
+_STD_OMITTED = _StdOmitted()
+
+
 @register("normal")
-def normal(mean, std, size=None, *, generator=None) -> Tensor:
+def normal(mean, std=_STD_OMITTED, size=None, *, generator=None) -> Tensor:
     """torch's three forms: numbers (``empty(size).normal_(mean, std)``), a tensor mean
-    (``normal_(0, std) + mean``), a tensor std (``normal_(0, 1) * std + mean``). Drawn on the
-    host (one generator for every device), returned where mean/std live."""
+    (``normal_(0, std) + mean``; ``std`` defaults to 1 there only, as in torch:
+    ``torch.normal(torch.zeros(n))`` is the old tutorials' noise), a tensor std
+    (``normal_(0, 1) * std + mean``). Drawn on the host (one generator for every device),
+    returned where mean/std live."""
+    if std is None:
+        raise TypeError("normal(): std must be a number or a Tensor, not NoneType (leave it out for 1 with a "
+                        "tensor mean)")
+    if std is _STD_OMITTED:
+        if not isinstance(mean, Tensor):
+            raise TypeError(f"normal(): argument 'mean' (position 1) must be Tensor, not {type(mean).__name__} "
+                            "(std may be left out only with a tensor mean; give std, and size for numbers)")
+        std = 1.0
     dev = next((t.device for t in (mean, std) if isinstance(t, Tensor)), CPU)
     m = to_device(mean.array, CPU) if isinstance(mean, Tensor) else mean
     s = to_device(std.array, CPU) if isinstance(std, Tensor) else std

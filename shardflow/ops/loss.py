@@ -114,6 +114,15 @@ def _index_target(x_shape, t, ignore_index, fname):
             f"class-probability targets of shape {tuple(x_shape)}; got a target of dtype {t.dtype} "
             f"and shape {tuple(t.shape)}. Cast index targets with .long()"
         )
+    target_batch = t.shape[0] if t.ndim else 0
+    if t.shape != expected and target_batch != x_shape[0]:
+        # torch checks the batch first, with a ValueError (an old script's 0-d target for a
+        # (1, C) input: `criterion(output, target_var[c])`)
+        raise ValueError(
+            f"Expected input batch_size ({x_shape[0]}) to match target batch_size ({target_batch}). "
+            f"{fname}: the target holds one class index per input row, shape {expected} for input "
+            f"of shape {tuple(x_shape)}; got {tuple(t.shape)} (a single index t: t.view(1))"
+        )
     if t.shape != expected:
         raise RuntimeError(  # torch's type (its message: "0D or 1D target tensor expected")
             f"{fname}: expected target of shape {expected} for input of shape {tuple(x_shape)} "

@@ -1,6 +1,8 @@
 """nn ops beyond the spec table: error messages, running statistics, dropout statistics and
 mask reuse in backward, attention corner cases, half precision."""
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -30,7 +32,23 @@ def test_cross_entropy_float_target_wrong_shape_is_clear():
     with pytest.raises(RuntimeError, match=r"integer tensor"):  # torch's type (float class indices)
         sf.cross_entropy(x, sf.tensor([0.0, 1.0, 2.0]))
     with pytest.raises(RuntimeError, match=r"expected target of shape \(3,\)"):
-        sf.cross_entropy(x, sf.tensor([[0, 1, 2]]))
+        sf.cross_entropy(x, sf.tensor([[0, 1], [2, 0], [1, 1]]))
+
+
+@pytest.mark.parametrize("fname", ["cross_entropy", "nll_loss"])
+@pytest.mark.parametrize("x_shape, t_shape", [((3, 4), (1, 3)), ((1, 5), ()), ((3, 5), (2,)), ((2, 5, 4), (3, 4))])
+def test_class_target_batch_mismatch_is_a_value_error_like_torch(fname, x_shape, t_shape):
+    """torch checks the target's batch size first and raises ValueError ("Expected input
+    batch_size (1) to match target batch_size (0)."): hunkim's seq2seq lectures pass a 0-d
+    target for a (1, C) output; a batch that matches with a wrong trailing shape stays a
+    RuntimeError (above), as in torch."""
+    x = np.zeros(x_shape, np.float32)
+    t = np.zeros(t_shape, np.int64)
+    message = f"Expected input batch_size ({x_shape[0]}) to match target batch_size ({t_shape[0] if t_shape else 0})."
+    with pytest.raises(ValueError, match=re.escape(message)):
+        getattr(TF, fname)(torch.tensor(x), torch.tensor(t))
+    with pytest.raises(ValueError, match=re.escape(message)):
+        getattr(sf.nn.functional, fname)(sf.tensor(x), sf.tensor(t))
 
 
 def test_cross_entropy_all_ignored_is_nan_like_torch():

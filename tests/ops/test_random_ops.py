@@ -98,6 +98,27 @@ def test_uniform_and_normal_factories():
     assert sf.randn(4, requires_grad=True).requires_grad
 
 
+def test_normal_tensor_mean_default_std_like_torch():
+    """``normal(mean_tensor)``: std defaults to 1 for a tensor mean (MorvanZhou's 306_optimizer
+    draws its noise with ``torch.normal(torch.zeros(*x.size()))``), the same numbers as torch
+    from the same seed, keyword or positional; a number mean without std is torch's TypeError."""
+    mean = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    for call in (lambda lib, m: lib.normal(m), lambda lib, m: lib.normal(mean=m)):
+        torch.manual_seed(3)
+        want = call(torch, torch.from_numpy(mean)).numpy()
+        sf.manual_seed(3)
+        got = call(sf, sf.from_numpy(mean)).numpy()
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == np.float32
+    for lib in (torch, sf):
+        with pytest.raises(TypeError, match="must be Tensor, not float"):
+            lib.normal(2.0)
+        with pytest.raises(TypeError):
+            lib.normal(lib.zeros(2), None)
+        with pytest.raises(TypeError):
+            lib.normal(lib.zeros(2), std=None)
+
+
 def test_normal_broadcasts_mean_and_std():
     sf.manual_seed(5)
     mean, std = sf.tensor([[-3.0], [0.0], [4.0]]), sf.tensor([0.5, 1.0, 2.0, 0.1])

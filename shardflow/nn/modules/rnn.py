@@ -259,7 +259,9 @@ class RNNBase(Module):
         if not is_batched:
             return output.squeeze(1), [f.squeeze(1) for f in finals]
         if self.batch_first:
-            output = output.transpose(0, 1).contiguous()
+            # a transposed view, as torch returns it (not contiguous: ``out.view(B, -1)``
+            # raises in both; ``is_contiguous()`` and the strides are torch's)
+            output = output.transpose(0, 1)
         return output, finals
 
     def _expected_hidden(self, x, size=None):
