@@ -25,6 +25,7 @@ import numpy as np
 from ..backend import as_dtype, dtypes, set_default_device, set_default_dtype, to_device
 from ..backend import device as _device
 from ..backend import storage as _storage
+from . import sequence_data
 
 __all__ = ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor", "CharTensor",
            "ShortTensor", "IntTensor", "LongTensor", "BoolTensor", "set_default_tensor_type",
@@ -88,6 +89,8 @@ class tensortype(type):
         else:
             arr = np.asarray(args[0]).astype(npd) if npd.kind != "V" else (
                 np.asarray(args[0], np.float32).astype(npd))
+            if type(args[0]) in (list, tuple):  # torch's warning for a list of ndarrays
+                sequence_data.warn_list_of_ndarrays(sequence_data.scan(args[0], Tensor), arr.size)
         dev = _device("cuda") if cls.is_cuda else (_device(device) if device is not None else None)
         if dev is not None and dev.type != "cpu":
             arr = to_device(arr, dev)

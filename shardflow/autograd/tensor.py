@@ -33,7 +33,7 @@ from ..backend.layout import strided
 from ..backend.memory_format import check_memory_format, in_memory_format
 from ..backend.meta import MetaArray
 from ..backend.user_warning import warn_at_caller
-from . import _tensor_str, grad_mode, legacy_types
+from . import _tensor_str, grad_mode, legacy_types, sequence_data
 from .dispatch import OPS, set_method_owner
 from .hook_ids import next_handle_id
 
@@ -1233,26 +1233,38 @@ def _as_array(data, dtype):
     if isinstance(data, Tensor):
         arr = data.array
         return arr if dtype is None else dtypes.cast(arr, dtype)
+    # nested sequences: the dtype their NumPy / Tensor leaves ask for, and torch's warning
+    # for a list of ndarrays (sequence_data.py)
+    found = sequence_data.scan(data, Tensor) if type(data) in (list, tuple) else None
     if dtype is not None:
         npd = as_dtype(dtype).np
         if isinstance(data, np.ndarray | MetaArray):
             return data.astype(npd, copy=False) if data.dtype == npd or isinstance(data, MetaArray) else dtypes.cast(data, dtype)
         if npd.kind == "V":
-            return dtypes.cast(np.asarray(_nested(data), dtype=np.float32), dtype)
-        try:
-            return np.asarray(_nested(data), dtype=npd)
-        except OverflowError:  # NumPy's; torch names the dtype in a RuntimeError
-            raise RuntimeError(f"value cannot be converted to type {npd.name} without overflow: a value "
-                               f"of {_short(data)} is out of {npd.name}'s range; pick a wider dtype") from None
+            arr = dtypes.cast(np.asarray(_nested(data), dtype=np.float32), dtype)
+        else:
+            try:
+                arr = np.asarray(_nested(data), dtype=npd)
+            except OverflowError:  # NumPy's; torch names the dtype in a RuntimeError
+                raise RuntimeError(f"value cannot be converted to type {npd.name} without overflow: a value "
+                                   f"of {_short(data)} is out of {npd.name}'s range; pick a wider dtype") from None
+        if found is not None:
+            sequence_data.warn_list_of_ndarrays(found, arr.size)
+        return arr
     if isinstance(data, np.ndarray | MetaArray):
         return data
     if is_device_array(data):
         return data
+    want = None if found is None else sequence_data.inferred_dtype(found)
     try:
-        arr = np.asarray(_nested(data))
+        arr = np.asarray(_nested(data), dtype=None if want is None else want.np)
     except ValueError:  # NumPy's "inhomogeneous shape": torch names the dim and the lengths
         raise ValueError(_ragged(data) or "cannot make a tensor of nested sequences of unequal "
                          "lengths; pad them to one length") from None
+    if found is not None:
+        sequence_data.warn_list_of_ndarrays(found, arr.size)
+    if want is not None:
+        return arr  # torch's promoted leaf dtype, as inferred
     if arr.dtype == np.float64 and not isinstance(data, np.generic):
         arr = arr.astype(dtypes.get_default_dtype().np)
     elif arr.dtype == np.complex128 and not isinstance(data, np.generic):
