@@ -89,7 +89,7 @@ class tensortype(type):
         else:
             arr = np.asarray(args[0]).astype(npd) if npd.kind != "V" else (
                 np.asarray(args[0], np.float32).astype(npd))
-            if type(args[0]) in (list, tuple):  # torch's warning for a list of ndarrays
+            if isinstance(args[0], list | tuple):  # torch's warning for a list of ndarrays
                 sequence_data.warn_list_of_ndarrays(sequence_data.scan(args[0], Tensor), arr.size)
         dev = _device("cuda") if cls.is_cuda else (_device(device) if device is not None else None)
         if dev is not None and dev.type != "cpu":

@@ -29,7 +29,7 @@ LIST_OF_NDARRAYS = (
     "Creating a tensor from a list of numpy.ndarrays is extremely slow. Please consider converting the "
     "list to a single numpy.ndarray with numpy.array() before converting to a tensor.")
 
-_PY_SCALARS = frozenset((float, int, bool, complex))
+PYTHON_SCALARS = frozenset((float, int, bool, complex))
 _warned = [False]  # torch's TORCH_WARN_ONCE: once per process
 
 
@@ -55,14 +55,14 @@ def scan(data, tensor_type) -> Scan:
 
 def _walk(seq, tensor_type, found: Scan) -> None:
     kinds = set(map(type, seq))
-    if kinds <= _PY_SCALARS:
+    if kinds <= PYTHON_SCALARS:
         found.python_types |= kinds
         return
     for item in seq:
         kind = type(item)
-        if kind in _PY_SCALARS:
+        if kind in PYTHON_SCALARS:
             found.python_types.add(kind)
-        elif kind is list or kind is tuple:
+        elif isinstance(item, list | tuple):
             _walk(item, tensor_type, found)
         elif isinstance(item, np.ndarray):
             found.ndarray_item = True

@@ -1233,18 +1233,22 @@ def _as_array(data, dtype):
     if isinstance(data, Tensor):
         arr = data.array
         return arr if dtype is None else dtypes.cast(arr, dtype)
-    # nested sequences: the dtype their NumPy / Tensor leaves ask for, and torch's warning
-    # for a list of ndarrays (sequence_data.py)
-    found = sequence_data.scan(data, Tensor) if type(data) in (list, tuple) else None
+    # nested sequences: the dtype their NumPy / Tensor leaves ask for, and torch's warning for
+    # a list of ndarrays (sequence_data.py); a flat list of Python numbers, the common case, is
+    # read once (NumPy's inference of it is torch's)
+    found = None
+    if isinstance(data, list | tuple) and not set(map(type, data)) <= sequence_data.PYTHON_SCALARS:
+        found = sequence_data.scan(data, Tensor)
+    src = data if found is None else _nested(data)
     if dtype is not None:
         npd = as_dtype(dtype).np
         if isinstance(data, np.ndarray | MetaArray):
             return data.astype(npd, copy=False) if data.dtype == npd or isinstance(data, MetaArray) else dtypes.cast(data, dtype)
         if npd.kind == "V":
-            arr = dtypes.cast(np.asarray(_nested(data), dtype=np.float32), dtype)
+            arr = dtypes.cast(np.asarray(src, dtype=np.float32), dtype)
         else:
             try:
-                arr = np.asarray(_nested(data), dtype=npd)
+                arr = np.asarray(src, dtype=npd)
             except OverflowError:  # NumPy's; torch names the dtype in a RuntimeError
                 raise RuntimeError(f"value cannot be converted to type {npd.name} without overflow: a value "
                                    f"of {_short(data)} is out of {npd.name}'s range; pick a wider dtype") from None
@@ -1257,7 +1261,7 @@ def _as_array(data, dtype):
         return data
     want = None if found is None else sequence_data.inferred_dtype(found)
     try:
-        arr = np.asarray(_nested(data), dtype=None if want is None else want.np)
+        arr = np.asarray(src, dtype=None if want is None else want.np)
     except ValueError:  # NumPy's "inhomogeneous shape": torch names the dim and the lengths
         raise ValueError(_ragged(data) or "cannot make a tensor of nested sequences of unequal "
                          "lengths; pad them to one length") from None
