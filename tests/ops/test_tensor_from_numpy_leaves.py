@@ -116,3 +116,10 @@ def test_each_constructor_warns(make, monkeypatch):
 def test_no_warning_without_an_ndarray_item(make, monkeypatch):
     monkeypatch.setattr(sequence_data, "_warned", [False])
     assert _warnings_of(make) == []
+
+
+def test_unsupported_promotion_raises_like_torch():
+    """A uint16 leaf beside a Python int: torch's promotion refuses it, so does shardflow."""
+    for lib in (torch, shardflow):
+        with pytest.raises(RuntimeError, match="Promotion for uint16, uint32, uint64 types is not supported"):
+            lib.tensor([np.uint16(1), 2])
