@@ -69,7 +69,7 @@ class tensortype(type):
                 and (obj.device.type == "cuda") == cls.is_cuda)
 
     def __call__(cls, *args, device=None):
-        from .tensor import Size, Tensor
+        from .tensor import Size, Tensor, _nested
 
         npd = cls.dtype.np
         if not args:
@@ -87,8 +87,9 @@ class tensortype(type):
         elif isinstance(args[0], float):
             raise TypeError(f"new(): data must be a sequence (got float); use shardflow.tensor({args[0]}, dtype={cls.dtype})")
         else:
-            arr = np.asarray(args[0]).astype(npd) if npd.kind != "V" else (
-                np.asarray(args[0], np.float32).astype(npd))
+            data = _nested(args[0])  # a Tensor inside a list is one scalar, as in torch
+            arr = np.asarray(data).astype(npd) if npd.kind != "V" else (
+                np.asarray(data, np.float32).astype(npd))
             if isinstance(args[0], list | tuple):  # torch's warning for a list of ndarrays
                 sequence_data.warn_list_of_ndarrays(sequence_data.scan(args[0], Tensor), arr.size)
         dev = _device("cuda") if cls.is_cuda else (_device(device) if device is not None else None)

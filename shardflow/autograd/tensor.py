@@ -1298,10 +1298,19 @@ def _ragged(data, dim=0):
 
 
 def _nested(data):
-    """Turn lists that contain Tensors into lists of their values."""
+    """Turn lists that contain Tensors into lists of their values. A Tensor inside a sequence
+    is one scalar, as in torch: ``tensor([ones(1), ones(1)])`` has shape (2,), and a Tensor
+    of any other number of elements there is torch's ValueError."""
     if isinstance(data, list | tuple) and data and any(isinstance(d, Tensor | list | tuple) for d in data):
-        return [_nested(d.numpy() if isinstance(d, Tensor) else d) for d in data]
+        return [_scalar_leaf(d) if isinstance(d, Tensor) else _nested(d) for d in data]
     return data
+
+
+def _scalar_leaf(t: Tensor) -> np.ndarray:
+    if t.numel() != 1:
+        raise ValueError(f"only one element tensors can be converted to Python scalars (a tensor of shape "
+                         f"{tuple(t.shape)} inside the data; torch.stack the tensors, or pass t.item())")
+    return t.numpy().reshape(())
 
 
 def _check_inplace_cast(src, dst) -> None:

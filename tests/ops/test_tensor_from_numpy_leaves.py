@@ -123,3 +123,27 @@ def test_unsupported_promotion_raises_like_torch():
     for lib in (torch, shardflow):
         with pytest.raises(RuntimeError, match="Promotion for uint16, uint32, uint64 types is not supported"):
             lib.tensor([np.uint16(1), 2])
+
+
+@pytest.mark.parametrize("expr", [
+    "lib.tensor([lib.ones(1), lib.ones(1)])",  # shape (2,): each Tensor is one scalar (was (2, 1))
+    "lib.tensor([lib.ones(1, 1), lib.tensor(2.0)])",
+    "lib.as_tensor([[lib.ones(1)], [lib.ones(1) * 3]])",
+    "lib.Tensor([lib.ones(1), lib.ones(1)])",
+    "lib.FloatTensor([lib.ones(1), lib.ones(1) * 2])",
+    "lib.tensor([lib.ones(1, requires_grad=True) * 2, 1.0])",
+])
+def test_tensor_items_are_scalars_like_torch(expr):
+    """A Tensor inside the data is one scalar leaf, as in torch (``torch.tensor([loss1,
+    loss2])`` of shape-(1,) losses is a vector, not a column)."""
+    th, sf = eval(expr, {"lib": torch}), eval(expr, {"lib": shardflow})
+    assert tuple(sf.shape) == tuple(th.shape) and str(sf.dtype).split(".")[-1] == str(th.dtype).split(".")[-1]
+    np.testing.assert_array_equal(sf.numpy(), th.detach().numpy())
+
+
+@pytest.mark.parametrize("expr", ["lib.tensor([lib.ones(2), lib.ones(2)])", "lib.tensor([[lib.ones(2)]])",
+                                  "lib.tensor([lib.ones(0)])", "lib.as_tensor([lib.ones(3)])"])
+def test_multi_element_tensor_items_raise_like_torch(expr):
+    for lib in (torch, shardflow):
+        with pytest.raises(ValueError, match="only one element tensors can be converted to Python scalars"):
+            eval(expr, {"lib": lib})
