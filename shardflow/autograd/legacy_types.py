@@ -26,6 +26,7 @@ from ..backend import as_dtype, dtypes, set_default_device, set_default_dtype, t
 from ..backend import device as _device
 from ..backend import storage as _storage
 from ..backend.user_warning import warn_at_caller
+from . import sequence_data
 
 __all__ = ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor", "CharTensor",
            "ShortTensor", "IntTensor", "LongTensor", "BoolTensor", "set_default_tensor_type",
@@ -69,7 +70,7 @@ class tensortype(type):
                 and (obj.device.type == "cuda") == cls.is_cuda)
 
     def __call__(cls, *args, device=None):
-        from .tensor import Size, Tensor
+        from .tensor import Size, Tensor, _nested
 
         npd = cls.dtype.np
         if not args:
@@ -87,8 +88,11 @@ class tensortype(type):
         elif isinstance(args[0], float):
             raise TypeError(f"new(): data must be a sequence (got float); use shardflow.tensor({args[0]}, dtype={cls.dtype})")
         else:
-            arr = np.asarray(args[0]).astype(npd) if npd.kind != "V" else (
-                np.asarray(args[0], np.float32).astype(npd))
+            data = _nested(args[0])  # a Tensor inside a list is one scalar, as in torch
+            arr = np.asarray(data).astype(npd) if npd.kind != "V" else (
+                np.asarray(data, np.float32).astype(npd))
+            if isinstance(args[0], list | tuple):  # torch's warning for a list of ndarrays
+                sequence_data.warn_list_of_ndarrays(sequence_data.scan(args[0], Tensor), arr.size)
         dev = _device("cuda") if cls.is_cuda else (_device(device) if device is not None else None)
         if dev is not None and dev.type != "cpu":
             arr = to_device(arr, dev)

@@ -33,7 +33,7 @@ from ..backend.layout import strided
 from ..backend.memory_format import check_memory_format, in_memory_format
 from ..backend.meta import MetaArray
 from ..backend.user_warning import warn_at_caller
-from . import _tensor_str, grad_mode, legacy_types
+from . import _tensor_str, grad_mode, legacy_types, sequence_data
 from .dispatch import OPS, set_method_owner
 from .hook_ids import next_handle_id
 from .tensor_compat_methods import TensorCompatMethods
@@ -1255,26 +1255,42 @@ def _as_array(data, dtype):
     if isinstance(data, Tensor):
         arr = data.array
         return arr if dtype is None else dtypes.cast(arr, dtype)
+    # nested sequences: the dtype their NumPy / Tensor leaves ask for, and torch's warning for
+    # a list of ndarrays (sequence_data.py); a flat list of Python numbers, the common case, is
+    # read once (NumPy's inference of it is torch's)
+    found = None
+    if isinstance(data, list | tuple) and not set(map(type, data)) <= sequence_data.PYTHON_SCALARS:
+        found = sequence_data.scan(data, Tensor)
+    src = data if found is None else _nested(data)
     if dtype is not None:
         npd = as_dtype(dtype).np
         if isinstance(data, np.ndarray | MetaArray):
             return data.astype(npd, copy=False) if data.dtype == npd or isinstance(data, MetaArray) else dtypes.cast(data, dtype)
         if npd.kind == "V":
-            return dtypes.cast(np.asarray(_nested(data), dtype=np.float32), dtype)
-        try:
-            return np.asarray(_nested(data), dtype=npd)
-        except OverflowError:  # NumPy's; torch names the dtype in a RuntimeError
-            raise RuntimeError(f"value cannot be converted to type {npd.name} without overflow: a value "
-                               f"of {_short(data)} is out of {npd.name}'s range; pick a wider dtype") from None
+            arr = dtypes.cast(np.asarray(src, dtype=np.float32), dtype)
+        else:
+            try:
+                arr = np.asarray(src, dtype=npd)
+            except OverflowError:  # NumPy's; torch names the dtype in a RuntimeError
+                raise RuntimeError(f"value cannot be converted to type {npd.name} without overflow: a value "
+                                   f"of {_short(data)} is out of {npd.name}'s range; pick a wider dtype") from None
+        if found is not None:
+            sequence_data.warn_list_of_ndarrays(found, arr.size)
+        return arr
     if isinstance(data, np.ndarray | MetaArray):
         return data
     if is_device_array(data):
         return data
+    want = None if found is None else sequence_data.inferred_dtype(found)
     try:
-        arr = np.asarray(_nested(data))
+        arr = np.asarray(src, dtype=None if want is None else want.np)
     except ValueError:  # NumPy's "inhomogeneous shape": torch names the dim and the lengths
         raise ValueError(_ragged(data) or "cannot make a tensor of nested sequences of unequal "
                          "lengths; pad them to one length") from None
+    if found is not None:
+        sequence_data.warn_list_of_ndarrays(found, arr.size)
+    if want is not None:
+        return arr  # torch's promoted leaf dtype, as inferred
     if arr.dtype == np.float64 and not isinstance(data, np.generic):
         arr = arr.astype(dtypes.get_default_dtype().np)
     elif arr.dtype == np.complex128 and not isinstance(data, np.generic):
@@ -1304,10 +1320,19 @@ def _ragged(data, dim=0):
 
 
 def _nested(data):
-    """Turn lists that contain Tensors into lists of their values."""
+    """Turn lists that contain Tensors into lists of their values. A Tensor inside a sequence
+    is one scalar, as in torch: ``tensor([ones(1), ones(1)])`` has shape (2,), and a Tensor
+    of any other number of elements there is torch's ValueError."""
     if isinstance(data, list | tuple) and data and any(isinstance(d, Tensor | list | tuple) for d in data):
-        return [_nested(d.numpy() if isinstance(d, Tensor) else d) for d in data]
+        return [_scalar_leaf(d) if isinstance(d, Tensor) else _nested(d) for d in data]
     return data
+
+
+def _scalar_leaf(t: Tensor) -> np.ndarray:
+    if t.numel() != 1:
+        raise ValueError(f"only one element tensors can be converted to Python scalars (a tensor of shape "
+                         f"{tuple(t.shape)} inside the data; torch.stack the tensors, or pass t.item())")
+    return t.numpy().reshape(())
 
 
 def _check_inplace_cast(src, dst) -> None:
