@@ -19,6 +19,7 @@ Time: each torch reference starts its processes itself (each imports torch), hen
 seconds per run.
 """
 
+import json
 import os
 import re
 import socket
@@ -86,8 +87,8 @@ def _pipelining(tmp_path: Path, name: str, use_sf: bool, tracer: bool = False) -
         text = text.replace("   # stage = tracer_model_split(model, example_input_microbatch)\n", _TRACER)
     (d / "pipelining_tutorial.py").write_text(text)
     spec = d / "spec.json"
-    spec.write_text('{"script": "%s", "shardflow": %s, "argv": [], "seed": 0, "out": "%s"}'
-                    % (d / "pipelining_tutorial.py", "true" if use_sf else "false", d / "out"))
+    spec.write_text(json.dumps({"script": str(d / "pipelining_tutorial.py"), "shardflow": use_sf, "argv": [],
+                                "seed": 0, "out": str(d / "out")}))
     module = "shardflow.distributed.run" if use_sf else "torch.distributed.run"
     out = _run([sys.executable, "-m", module, "--nnodes", "1", "--nproc_per_node", "2",
                 f"--master_port={_free_port()}", "-m", SEEDED, str(spec)], d, use_sf)

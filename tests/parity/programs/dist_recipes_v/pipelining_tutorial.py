@@ -1,3 +1,4 @@
+# ruff: noqa: I001  (the tutorial's own import order kept)
 """pytorch/tutorials ``intermediate_source/pipelining_tutorial.rst`` (commit 2662cca), its
 code blocks in order as one program, run as the tutorial says (``torchrun --nnodes 1
 --nproc_per_node 2 pipelining_tutorial.py``).

@@ -1,3 +1,4 @@
+# ruff: noqa: I001, F401  (the recipe's own imports kept: it imports torch.optim as optim and uses torch.optim)
 """pytorch/tutorials ``recipes_source/zero_redundancy_optimizer.rst`` (commit 01c6302): the
 recipe's program (its one code block), run as ``python zero_redundancy_optimizer.py``
 (``mp.spawn`` of 2 processes, twice: with ZeroRedundancyOptimizer(Adam), then with Adam).
