@@ -82,9 +82,10 @@ def _pipelining(tmp_path: Path, name: str, use_sf: bool, tracer: bool = False) -
     (d / "out").mkdir(parents=True)
     text = (HERE / "pipelining_tutorial.py").read_text()
     if tracer:  # the tutorial's Option 2: swap which of its two lines is commented out
-        assert text.count("   # stage = tracer_model_split(") == 1
+        assert text.count("   # stage = tracer_model_split(") == text.count("   stage = manual_model_split(") == 1
         text = text.replace("   stage = manual_model_split(model)", "   # stage = manual_model_split(model)")
         text = text.replace("   # stage = tracer_model_split(model, example_input_microbatch)\n", _TRACER)
+        assert "\n" + _TRACER in text and "\n   stage = manual_model_split(" not in text
     (d / "pipelining_tutorial.py").write_text(text)
     spec = d / "spec.json"
     spec.write_text(json.dumps({"script": str(d / "pipelining_tutorial.py"), "shardflow": use_sf, "argv": [],
