@@ -8,9 +8,14 @@ the random state and the buffers restored afterwards) and splits the model where
 forward is a *chain of submodule calls*:
 
 * the root's forward must call submodules one after the other, each taking the previous
-  one's output (the very tensor object) as its only argument, the first taking the model's
-  input and the last one's output being the model's output, e.g. ``h = self.tok_embeddings(x);
-  for layer in self.layers: h = layer(h); return self.output(self.norm(h))``;
+  one's output (the very tensor object) as its positional arguments -- once, or several
+  times, as the pipelining tutorial's ``layer(h, h)`` (a ``TransformerDecoderLayer`` given
+  ``h`` as target and memory) -- the first taking the model's input and the last one's
+  output being the model's output, e.g. ``h = self.tok_embeddings(x); for layer in
+  self.layers: h = layer(h); return self.output(self.norm(h))``. The model may return a copy
+  of that output (the tutorial's ``self.output(h).clone()``): an output that is another
+  tensor with the recorded values of the last call's output is taken for a copy, so an op
+  that happened to change no value on ``mb_args`` would be dropped (torch's tracer keeps it);
 * a call that contains a split point (a submodule named in ``split_spec`` or a
   ``pipe_split()`` call inside its forward) is opened up the same way: its forward must be a
   chain of its own submodule calls (``nn.Sequential`` is).
@@ -31,6 +36,8 @@ Each stage is a module that keeps the original names of the submodules it holds 
 from __future__ import annotations
 
 import enum
+
+import numpy as np
 
 from ... import nn
 from ...autograd import grad_mode
@@ -144,15 +151,32 @@ def _single_tensor(args):
     return args[0] if len(args) == 1 and isinstance(args[0], Tensor) else None
 
 
+def _chain_input(args):
+    """The tensor a chain call takes: its positional arguments, all one tensor object (``h``
+    of ``layer(h)`` or ``layer(h, h)``); None otherwise."""
+    if args and isinstance(args[0], Tensor) and all(a is args[0] for a in args):
+        return args[0]
+    return None
+
+
+def _is_copy(out, last) -> bool:
+    """``out`` is ``last`` or a copy of it (``last.clone()``): same shape, dtype, values."""
+    if out is last:
+        return True
+    return (isinstance(out, Tensor) and out.shape == last.shape and out.dtype == last.dtype
+            and bool(np.array_equal(out.detach().numpy(), last.detach().numpy(), equal_nan=True)))
+
+
 def _check_chain(call: _Call, calls: list, what: str) -> None:
     fix = ("write that computation as a submodule, or build the stages by hand with "
            "PipelineStage(submodule, stage_index, num_stages, device)")
     for c in calls:
-        if _single_tensor(c.args) is None or not isinstance(c.output, Tensor):
+        if _chain_input(c.args) is None or not isinstance(c.output, Tensor):
             raise ValueError(
-                f"pipeline(): '{c.name}' takes {len(c.args)} argument(s) or does not return one "
-                "tensor; shardflow cuts a model only where its forward is a chain of submodules "
-                f"that each take and return one tensor; {fix}"
+                f"pipeline(): '{c.name}' takes {len(c.args)} positional argument(s) that are not "
+                "all one tensor, or does not return one tensor; shardflow cuts a model only "
+                "where its forward is a chain of submodules that each take one tensor (once or "
+                f"repeated, as layer(h, h)) and return one tensor; {fix}"
             )
     if _single_tensor(call.args) is not calls[0].args[0]:
         raise ValueError(f"pipeline(): {what} computes on its input before calling "
@@ -164,9 +188,9 @@ def _check_chain(call: _Call, calls: list, what: str) -> None:
                 f"submodule (or calls '{b.name}' on something other than '{a.name}''s output); "
                 f"the forward is not a chain there; {fix}"
             )
-    if call.output is not calls[-1].output:
+    if not _is_copy(call.output, calls[-1].output):
         raise ValueError(f"pipeline(): {what} computes on the output of '{calls[-1].name}' "
-                         f"before returning it; {fix}")
+                         f"before returning it (a copy, .clone(), is allowed); {fix}")
 
 
 class _ChainStage(nn.Module):
@@ -177,6 +201,7 @@ class _ChainStage(nn.Module):
     def __init__(self, calls: list):
         super().__init__()
         self._chain_names = [c.name for c in calls]
+        self._chain_arity = [len(c.args) for c in calls]  # layer(h, h): h passed twice
         for c in calls:
             parent = self
             *path, leaf = c.name.split(".")
@@ -187,8 +212,8 @@ class _ChainStage(nn.Module):
             parent.add_module(leaf, c.module)
 
     def forward(self, x):
-        for name in self._chain_names:
-            x = self.get_submodule(name)(x)
+        for name, arity in zip(self._chain_names, self._chain_arity, strict=True):
+            x = self.get_submodule(name)(*([x] * arity))
         return x
 
 
