@@ -1,0 +1,51 @@
+"""The fast paths of session 32's slow ops (docs/BENCH.md, "Slow ops"): values and gradients
+against PyTorch, and bit for bit against the code each replaced where that was bit-exact.
+Speed is not tested (it lives in docs/BENCH.md)."""
+
+import numpy as np
+import pytest
+import torch
+
+import shardflow as sf
+
+
+def _pair(shape, seed, dtype=np.float32, grad=True):
+    a = np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+    return (torch.tensor(a, requires_grad=grad), sf.tensor(a, requires_grad=grad))
+
+
+def _close(s, t, tol):
+    np.testing.assert_allclose(np.asarray(s.detach().numpy()), t.detach().numpy(), rtol=tol, atol=tol)
+
+
+# ---------------------------------------------------------------------------- bilinear
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shapes", [((40, 6), (40, 5), (7, 6, 5)), ((2, 3, 4), (2, 3, 6), (5, 4, 6)),
+                                    ((4,), (6,), (3, 4, 6)), ((0, 4), (0, 6), (3, 4, 6))])
+def test_bilinear_matches_torch_with_gradients(shapes, dtype):
+    """The GEMM form: values, first and second derivatives as torch's, bias included."""
+    (t1, s1), (t2, s2), (tw, sw) = (_pair(s, k, dtype) for k, s in enumerate(shapes))
+    tb, sb = _pair(shapes[2][:1], 9, dtype)
+    ty = torch.nn.functional.bilinear(t1, t2, tw, tb)
+    sy = sf.nn.functional.bilinear(s1, s2, sw, sb)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    _close(sy, ty, tol)
+    assert sy.dtype == getattr(sf, ty.dtype.__str__().split(".")[1])
+    tg, sg = _pair(tuple(ty.shape), 11, dtype, grad=False)
+    tgr = torch.autograd.grad(ty, (t1, t2, tw, tb), tg, create_graph=True)
+    sgr = sf.autograd.grad(sy, (s1, s2, sw, sb), sg, create_graph=True)
+    for s, t in zip(sgr, tgr):
+        _close(s, t, tol)
+    # second order: the gradient of sum(grad_w ** 2) by input1
+    (tgg,) = torch.autograd.grad((tgr[2] ** 2).sum(), t1, allow_unused=True)
+    (sgg,) = sf.autograd.grad((sgr[2] ** 2).sum(), s1, allow_unused=True)
+    _close(sgg, tgg, 1e-4 if dtype == np.float32 else 1e-10)
+
+
+def test_bilinear_broadcast_rows_keep_the_einsum():
+    """Rows that differ in shape are not the GEMM form's: they still broadcast as before."""
+    x1 = sf.randn(3, 1, 4)
+    x2 = sf.randn(1, 5, 6)
+    w = sf.randn(2, 4, 6)
+    want = np.einsum("...i,kij,...j->...k", x1.numpy(), w.numpy(), x2.numpy())
+    np.testing.assert_allclose(sf.nn.functional.bilinear(x1, x2, w).numpy(), want, rtol=1e-5, atol=1e-5)
