@@ -25,10 +25,18 @@ import numpy as np
 
 __all__ = ["flat_at", "row_plan"]
 
+_FULL = slice(None)
+
 
 def _int_arrays(index):
-    """``index`` as a tuple of integer ndarrays (plain ints allowed), or None."""
+    """``index`` as a tuple of integer ndarrays (plain ints allowed), or None. Trailing
+    ``...`` and ``:`` select every trailing element, as no item does: they are dropped
+    (indexing's parser ends a row index with ``...``, ``x[idx]`` is ``x[idx, ...]``)."""
     items = index if isinstance(index, tuple) else (index,)
+    end = len(items)
+    while end and (items[end - 1] is Ellipsis or (type(items[end - 1]) is slice and items[end - 1] == _FULL)):
+        end -= 1
+    items = items[:end]
     out = []
     for it in items:
         if isinstance(it, np.ndarray) and it.dtype.kind in "iu":

@@ -49,3 +49,36 @@ def test_bilinear_broadcast_rows_keep_the_einsum():
     w = sf.randn(2, 4, 6)
     want = np.einsum("...i,kij,...j->...k", x1.numpy(), w.numpy(), x2.numpy())
     np.testing.assert_allclose(sf.nn.functional.bilinear(x1, x2, w).numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------- x[idx] backward
+@pytest.mark.parametrize("tail", [(Ellipsis,), (slice(None),), (slice(None), Ellipsis), (slice(1, None),)])
+def test_flat_at_trailing_full_slices_bit_for_bit(tail):
+    """A row index ending in ``...`` or ``:`` (indexing's parse of ``x[idx]``) takes the flat
+    row route and sums in ``np.add.at``'s order; a partial slice still goes to ``add.at``."""
+    from shardflow.backend.flat_at import flat_at, row_plan
+
+    rng = np.random.default_rng(0)
+    idx = rng.integers(-50, 50, 400)
+    vals = (rng.standard_normal((400, 4, 3)) * 1e3).astype(np.float32)
+    if tail[0] == slice(1, None):
+        vals = vals[:, 1:]
+    want, got = np.zeros((50, 4, 3), np.float32), np.zeros((50, 4, 3), np.float32)
+    np.add.at(want, (idx, *tail), vals)
+    flat_at(np.add, got, (idx, *tail), vals)
+    assert want.tobytes() == got.tobytes()
+    assert (row_plan(got, (idx, *tail), vals) is None) == (tail[0] == slice(1, None))
+
+
+def test_fancy_index_backward_repeats_match_torch():
+    """``x[idx]`` with repeated rows: the gradient sums the repeats as torch's, and bit for bit
+    as ``np.add.at`` (the code the row kernel replaced here)."""
+    tx, sx = _pair((300, 16), 0)
+    idx = np.random.default_rng(1).integers(-300, 300, 2000)
+    g = np.random.default_rng(2).standard_normal((2000, 16)).astype(np.float32)
+    tx[torch.tensor(idx)].backward(torch.tensor(g))
+    sx[sf.tensor(idx)].backward(sf.tensor(g))
+    _close(sx.grad, tx.grad, 1e-5)
+    want = np.zeros((300, 16), np.float32)
+    np.add.at(want, idx, g)
+    assert sx.grad.numpy().tobytes() == want.tobytes()
