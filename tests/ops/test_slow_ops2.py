@@ -82,3 +82,39 @@ def test_fancy_index_backward_repeats_match_torch():
     want = np.zeros((300, 16), np.float32)
     np.add.at(want, idx, g)
     assert sx.grad.numpy().tobytes() == want.tobytes()
+
+
+# ---------------------------------------------------------------------------- normal_
+def test_normal_large_bitwise_like_torch():
+    """A 1M-element ``normal_`` (the compiled Box-Muller's vectorised log; its power-of-two
+    scale made as bits, not gathered from a table) keeps torch's bits."""
+    torch.manual_seed(7)
+    sf.manual_seed(7)
+    want = torch.empty(1024, 1024).normal_().numpy()
+    got = sf.empty(1024, 1024).normal_().numpy()
+    assert got.tobytes() == want.tobytes()
+
+
+def test_box_muller_kernel_every_exponent_bitwise():
+    """u1 at every power-of-two edge of x = 1 - u1 on uniform24's grid (each float32 exponent
+    field the log meets, and an ulp either side): the kernel's bits are the NumPy path's."""
+    from shardflow import kernels
+    from shardflow.backend import avx_mathfun as m
+
+    if not kernels.available():
+        pytest.skip("numba not installed")
+    from shardflow.kernels import box_muller
+
+    xs = []
+    for k in range(25):
+        x = np.float32(2.0 ** -k)
+        xs += [x, np.nextafter(x, np.float32(2)), np.nextafter(x, np.float32(0))]
+    u1 = np.float32(1) - np.array(xs, np.float32)
+    u1 = u1[(u1 >= 0) & (u1 < 1) & (np.floor(u1 * 2**24) == u1 * 2**24)]
+    u1 = np.resize(u1, 8 * ((u1.size + 7) // 8)).reshape(-1, 8)
+    u2 = np.random.default_rng(0).random(u1.shape, dtype=np.float32)
+    d = np.concatenate([u1, u2], 1).astype(np.float32)
+    radius = np.sqrt(m.log256(np.float32(1) - d[:, :8]) * np.float32(-2))
+    s, c = m.sincos256(d[:, 8:] * np.float32(2.0 * np.pi))
+    want = np.concatenate([radius * c, radius * s], 1)
+    assert box_muller.normal16(d, 0.0, 1.0).tobytes() == want.tobytes()
