@@ -118,3 +118,40 @@ def test_box_muller_kernel_every_exponent_bitwise():
     s, c = m.sincos256(d[:, 8:] * np.float32(2.0 * np.pi))
     want = np.concatenate([radius * c, radius * s], 1)
     assert box_muller.normal16(d, 0.0, 1.0).tobytes() == want.tobytes()
+
+
+# ---------------------------------------------------------------------------- depthwise conv
+@pytest.mark.parametrize("stride", [1, 2])
+def test_depthwise_conv_gradients_match_torch(stride):
+    """groups == channels (one output channel per group: the column gradient an outer
+    product, now a broadcast product), and its transposed twin: values and gradients."""
+    tx, sx = _pair((2, 6, 9, 8), 0)
+    tw, sw = _pair((6, 1, 3, 3), 1)
+    ty = torch.nn.functional.conv2d(tx, tw, padding=1, stride=stride, groups=6)
+    sy = sf.nn.functional.conv2d(sx, sw, padding=1, stride=stride, groups=6)
+    _close(sy, ty, 1e-5)
+    tg, sg = _pair(tuple(ty.shape), 2, grad=False)
+    ty.backward(tg)
+    sy.backward(sg)
+    _close(sx.grad, tx.grad, 1e-5)
+    _close(sw.grad, tw.grad, 1e-4)
+    # conv_transpose with one input channel per group: the forward's product is the outer one
+    tw2, sw2 = _pair((6, 2, 3, 3), 3)
+    ty2 = torch.nn.functional.conv_transpose2d(tx, tw2, stride=stride, groups=6)
+    sy2 = sf.nn.functional.conv_transpose2d(sx, sw2, stride=stride, groups=6)
+    _close(sy2, ty2, 1e-5)
+    ty2.sum().backward()
+    sy2.sum().backward()
+    _close(sw2.grad, tw2.grad, 1e-4)
+
+
+def test_matmul_k_is_the_gemm_bit_for_bit():
+    """The inner-dimension-1 product gives the GEMM's bits (one product per element)."""
+    from shardflow.ops.conv import _matmul_k
+
+    rng = np.random.default_rng(0)
+    for dt in (np.float32, np.float64):
+        a = rng.standard_normal((4, 9, 1)).astype(dt)
+        b = rng.standard_normal((4, 1, 300)).astype(dt)
+        got, want = _matmul_k(a, b), np.matmul(a, b)
+        assert got.dtype == want.dtype and np.array_equal(got, want)
