@@ -155,3 +155,35 @@ def test_matmul_k_is_the_gemm_bit_for_bit():
         b = rng.standard_normal((4, 1, 300)).astype(dt)
         got, want = _matmul_k(a, b), np.matmul(a, b)
         assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+# ---------------------------------------------------------------------------- unique
+_UNIQUE_CASES = {
+    "dense int64": lambda r: r.integers(0, 1000, 5000),
+    "int8 2-D negative": lambda r: r.integers(-5, 5, (30, 7)).astype(np.int8),
+    "int8 full range": lambda r: np.array([-128, 127, 0, 127], np.int8),
+    "sparse int64": lambda r: r.integers(0, 2**40, 1000),
+    "int64 extremes": lambda r: np.array([np.iinfo(np.int64).min, 0, np.iinfo(np.int64).max, 0]),
+    "uint8": lambda r: r.integers(0, 255, 500).astype(np.uint8),
+    "int16 2-D": lambda r: r.integers(0, 3, (4, 5)).astype(np.int16),
+    "empty": lambda r: np.array([], np.int64),
+    "float": lambda r: r.standard_normal(50).round(0).astype(np.float32),
+    "bool": lambda r: np.array([True, False, True]),
+}
+
+
+@pytest.mark.parametrize("case", list(_UNIQUE_CASES))
+def test_unique_outputs_match_torch(case):
+    """Each combination of inverse/counts: values, dtypes and shapes as torch's (the counted
+    integer path, NumPy's sort for the rest)."""
+    a = _UNIQUE_CASES[case](np.random.default_rng(0))
+    for inverse in (False, True):
+        for counts in (False, True):
+            t = torch.unique(torch.tensor(a), return_inverse=inverse, return_counts=counts)
+            s = sf.unique(sf.tensor(a), return_inverse=inverse, return_counts=counts)
+            t, s = (t if isinstance(t, tuple) else (t,)), (s if isinstance(s, tuple) else (s,))
+            assert len(s) == len(t)
+            for x, y in zip(s, t):
+                assert str(x.dtype).split(".")[-1] == str(y.dtype).split(".")[-1]
+                assert tuple(x.shape) == tuple(y.shape)
+                np.testing.assert_array_equal(x.numpy(), y.numpy())
