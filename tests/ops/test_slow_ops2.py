@@ -187,3 +187,56 @@ def test_unique_outputs_match_torch(case):
                 assert str(x.dtype).split(".")[-1] == str(y.dtype).split(".")[-1]
                 assert tuple(x.shape) == tuple(y.shape)
                 np.testing.assert_array_equal(x.numpy(), y.numpy())
+
+
+# ---------------------------------------------------------------------------- adaptive_max_pool
+def _adaptive_max_per_window(x, d, osize):
+    """The code the separable pass replaced: one flattened argmax per output position."""
+    import itertools
+
+    from shardflow.ops.pool import _bins
+
+    spatial, lead = x.shape[-d:], x.shape[:-d]
+    bins = [_bins(s, o) for s, o in zip(spatial, osize)]
+    out, idx = np.empty(lead + osize, x.dtype), np.empty(lead + osize, np.int64)
+    for pos in itertools.product(*(range(o) for o in osize)):
+        starts = [int(b[0][p]) for b, p in zip(bins, pos)]
+        ends = [int(b[1][p]) for b, p in zip(bins, pos)]
+        win = x[(Ellipsis,) + tuple(slice(s, e) for s, e in zip(starts, ends))]
+        flatw = win.reshape(lead + (-1,))
+        a = np.argmax(flatw, axis=-1)
+        out[(Ellipsis,) + pos] = np.take_along_axis(flatw, a[..., None], -1)[..., 0]
+        local = np.unravel_index(a, win.shape[-d:])
+        flat = np.zeros(a.shape, np.int64)
+        for i in range(d):
+            flat = flat * spatial[i] + (local[i] + starts[i])
+        idx[(Ellipsis,) + pos] = flat
+    return out, idx
+
+
+@pytest.mark.parametrize("d, shape, osize", [(1, (2, 3, 11), (4,)), (2, (2, 3, 13, 10), (5, 3)),
+                                             (2, (3, 7, 6), (7, 9)), (3, (1, 2, 5, 6, 7), (2, 3, 4))])
+def test_adaptive_max_pool_separable_same_bits_and_indices(d, shape, osize):
+    """Ties (values rounded to a few levels) and NaNs: the first maximum in each window's
+    row-major order, values and indices as the per-window code; the gradient as torch's."""
+    from shardflow.ops.pool import _adaptive_argmax, _bins
+
+    rng = np.random.default_rng(d)
+    x = rng.integers(0, 3, shape).astype(np.float32)
+    x.reshape(-1)[rng.integers(0, x.size, 3)] = np.nan
+    bins = [_bins(s, o) for s, o in zip(shape[-d:], osize)]
+    got_v, got_i = _adaptive_argmax(x, d, bins)
+    want_v, want_i = _adaptive_max_per_window(x, d, osize)
+    assert got_v.tobytes() == want_v.tobytes() and np.array_equal(got_i, want_i)
+    # distinct values: the same as torch's, with the gradient
+    xs = rng.permutation(x.size).reshape(shape).astype(np.float32)
+    tx, sx = torch.tensor(xs, requires_grad=True), sf.tensor(xs, requires_grad=True)
+    pool = f"adaptive_max_pool{d}d"
+    ty, ti = getattr(torch.nn.functional, pool)(tx, osize, return_indices=True)
+    sy, si = getattr(sf.nn.functional, pool)(sx, osize, return_indices=True)
+    np.testing.assert_array_equal(sy.detach().numpy(), ty.detach().numpy())
+    np.testing.assert_array_equal(si.numpy(), ti.numpy())
+    g = rng.standard_normal(ty.shape).astype(np.float32)
+    ty.backward(torch.tensor(g))
+    sy.backward(sf.tensor(g))
+    _close(sx.grad, tx.grad, 1e-6)  # (overlapping windows' sums: float64 here, float32 in torch)
