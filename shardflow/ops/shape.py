@@ -775,22 +775,44 @@ class PadIndex(Function):
         for d, idx in reversed(self.maps):
             shape = list(g.shape)
             shape[d] = self.in_shape[d]
-            if xp is np and d:
-                # the padded dim first, contiguous: whole rows for the scatter-add (a kernel
-                # with the kernels on) instead of a strided target; the same sums, in order
-                moved = [shape[d]] + shape[:d] + shape[d + 1:]
-                out = np.zeros(moved, g.dtype)
-                add_at(out, idx, np.moveaxis(g, d, 0))
-                g = np.ascontiguousarray(np.moveaxis(out, 0, d))
+            runs = _runs(idx)
+            if len(runs) > 32:  # a long replicated edge: one scatter-add, in index order
+                out = xp.zeros(shape, g.dtype)
+                add_at(xp.moveaxis(out, d, 0), idx, xp.moveaxis(g, d, 0))
+                g = out
                 continue
             out = xp.zeros(shape, g.dtype)
-            add_at(xp.moveaxis(out, d, 0), idx, xp.moveaxis(g, d, 0))
+            # the map is a few runs of consecutive positions (the interior, the reflected or
+            # wrapped edges): one strided slice addition per run, in the map's order, forms
+            # each sum as a scatter-add in index order does (0 + first + second ...), bit for
+            # bit, without a scatter over the whole tensor
+            lead = (slice(None),) * d
+            for j0, j1, i0, step in runs:
+                stop = i0 + step * (j1 - j0)
+                target = slice(i0, None if stop < 0 else stop, step)
+                out[lead + (target,)] += g[lead + (slice(j0, j1),)]
             g = out
         return g
 
     def backward_graph(self, g):
         maps = self.maps
         return _gg.adjoint(self, g, lambda t: PadIndex.apply(t, maps=maps))
+
+
+def _runs(idx) -> list:
+    """``idx`` (a pad's index map, on the host or the device) as runs ``(j0, j1, i0, step)``:
+    ``idx[j0:j1] == i0 + step * arange(j1 - j0)`` with ``step`` 1 or -1 (a run of one: 1)."""
+    idx = [int(v) for v in (idx.get() if hasattr(idx, "get") else idx)]
+    runs, j0 = [], 0
+    while j0 < len(idx):
+        j1, step = j0 + 1, 1
+        if j1 < len(idx) and abs(idx[j1] - idx[j0]) == 1:
+            step = idx[j1] - idx[j0]
+            while j1 < len(idx) and idx[j1] - idx[j1 - 1] == step:
+                j1 += 1
+        runs.append((j0, j1, idx[j0], step))
+        j0 = j1
+    return runs
 
 
 def _pad_map(mode: str, n: int, lo: int, hi: int, d: int):
