@@ -274,3 +274,37 @@ def test_index_pad_backward_is_the_scatter_add_bit_for_bit(mode, pads):
         np.add.at(np.moveaxis(out, d, 0), idx, np.moveaxis(want, d, 0))
         want = out
     assert sx.grad.numpy().tobytes() == want.tobytes()
+
+
+# ---------------------------------------------------------------------------- silu
+@pytest.mark.parametrize("shape", [(), (7,), (64, 33)])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+def test_silu_in_place_steps_same_bits(shape, dtype):
+    """Fewer temporaries, the same operations: bits as the formula before (x / (1 + exp(-x));
+    (g * s) * (1 + x (1 - s))), values and gradients close to torch's."""
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal(shape) * 30).astype(np.float32)
+    g = rng.standard_normal(shape).astype(np.float32)
+    sx = sf.tensor(x, dtype=getattr(sf, dtype), requires_grad=True)
+    sy = sf.nn.functional.silu(sx)
+    sy.backward(sf.tensor(g, dtype=getattr(sf, dtype)))
+    op = np.float64 if dtype == "float64" else np.float32
+
+    def host(t):
+        return t.detach().to(sf.float64 if dtype == "float64" else sf.float32).numpy()
+
+    w, gw = host(sx), host(sf.tensor(g, dtype=getattr(sf, dtype)))
+    with np.errstate(over="ignore"):
+        d = np.exp(-w) + op(1)
+    s = op(1) / d
+    want_y, want_g = (w / d), (gw * s) * ((op(1) - s) * w + op(1))
+    if dtype == "bfloat16":  # one rounding at the end (torch's opmath)
+        want_y, want_g = (sf.tensor(np.asarray(v, np.float32)).to(sf.bfloat16).float().numpy() for v in (want_y, want_g))
+    np.testing.assert_array_equal(host(sy), np.asarray(want_y, op))
+    np.testing.assert_array_equal(host(sx.grad), np.asarray(want_g, op))
+    tx = torch.tensor(x, dtype=getattr(torch, dtype), requires_grad=True)
+    ty = torch.nn.functional.silu(tx)
+    ty.backward(torch.tensor(g, dtype=getattr(torch, dtype)))
+    tol = 1e-2 if dtype == "bfloat16" else 1e-5
+    np.testing.assert_allclose(sy.detach().float().numpy(), ty.detach().float().numpy(), rtol=tol, atol=tol)
+    np.testing.assert_allclose(sx.grad.float().numpy(), tx.grad.float().numpy(), rtol=tol, atol=tol)
