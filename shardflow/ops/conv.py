@@ -282,8 +282,13 @@ class ConvNd(Function):
                 if gtw is None:
                     gtw = get_array_module(g).zeros((o, n, osize[0]) + pshape[1:], dtype=g.dtype)
                     gtw[(Ellipsis,) + tuple(slice(0, s) for s in osize[1:])] = gt.reshape((o, n) + osize)
-                gcols = _matmul_k(wm, gtw.reshape(groups, o // groups, n * lw))  # (G, Cg*K, N*Lw)
                 total = int(np.prod(pshape))
+                if d == 2 and n > 0 and groups == c == o and kernels.usable(gtw, w):
+                    # depthwise: the column gradient w[c, k] * gtw[c] formed inside col2im
+                    gx = _conv_kernels.col2im_flat2d_dw(gtw, w.reshape(c, -1), offs, (n,) + xshape[1:],
+                                                        total + slack, pshape[1], padding)
+                    return self._grads(gx[0] if unbatched else gx, gw, gb, gt, g), later
+                gcols = _matmul_k(wm, gtw.reshape(groups, o // groups, n * lw))  # (G, Cg*K, N*Lw)
                 if d == 2 and n > 0 and kernels.usable(gcols):
                     # one pass per plane, result cropped and contiguous (kernels/conv.py)
                     gx = _conv_kernels.col2im_flat2d(gcols, offs, (n,) + xshape[1:], total + slack,
