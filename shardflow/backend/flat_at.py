@@ -86,7 +86,8 @@ def row_plan(target: np.ndarray, index, values):
     if rows is None:
         return None
     n = int(np.prod(shape, dtype=np.int64))
-    return np.broadcast_to(rows, shape).reshape(-1), vals.reshape(n, -1)
+    # the row length spelled out: reshape(0, -1) is ambiguous for an empty index
+    return np.broadcast_to(rows, shape).reshape(-1), vals.reshape(n, int(np.prod(tail, dtype=np.int64)))
 
 
 def flat_at(ufunc, target: np.ndarray, index, values) -> None:

@@ -336,3 +336,15 @@ def test_depthwise_col2im_kernel_same_bits_as_numpy_path(monkeypatch, pad, dil):
     tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
     torch.nn.functional.conv2d(tx, tw, padding=pad, dilation=dil, groups=5).backward(torch.tensor(g))
     np.testing.assert_allclose(fast[0], tx.grad.numpy(), rtol=1e-4, atol=1e-2)
+
+
+def test_fancy_index_backward_empty_index():
+    """An empty row index (x[[]], x[range(0, 0)]) on the row route: a zero gradient."""
+    from shardflow.backend.flat_at import flat_at
+
+    sx = sf.ones(4, 3, requires_grad=True)
+    sx[sf.tensor(np.array([], np.int64))].sum().backward()
+    assert sx.grad.shape == (4, 3) and not sx.grad.numpy().any()
+    t = np.zeros((4, 3), np.float32)
+    flat_at(np.add, t, (np.array([], np.intp), Ellipsis), np.zeros((0, 3), np.float32))
+    assert not t.any()
