@@ -835,9 +835,10 @@ def _bilinear_as_matmul(input1, input2, weight) -> bool:
 def _bilinear_matmul(input1, input2, weight) -> Tensor:
     """``y[n, k] = x1[n] . W[k] . x2[n]`` as one GEMM (``x1 @ W`` laid out (in1, out * in2))
     and a batched matrix-vector product with ``x2``; the backward is GEMMs too (torch's
-    ``_trilinear`` is also GEMM-based). The sums run in another order than before: values
-    agree with torch to float rounding, as the einsum's did. The einsum of all three at once found no contraction
-    order within NumPy's memory limit and ran as one unblocked loop, 7x behind torch."""
+    ``_trilinear`` is also GEMM-based). The einsum of all three at once found no contraction
+    order within NumPy's memory limit and ran as one unblocked loop, 7x behind torch. The sums
+    run in another order than before: values agree with torch to float rounding, as the
+    einsum's did, not bit for bit with it."""
     n_in1, n_in2 = weight.shape[1], weight.shape[2]
     lead = tuple(input1.shape[:-1])
     a = input1.reshape(-1, n_in1)

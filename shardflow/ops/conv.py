@@ -136,9 +136,9 @@ def _matmul_k(a, b):
     convolution's column gradient: one output channel per group) as the broadcast product it
     is. NumPy's matmul takes its unblocked loop for such outer products, 10x slower. Each
     element is the one product either way (float32/float64; half precision keeps the GEMM,
-    which gives float32)."""
+    which gives float32); C-contiguous as the GEMM's output (``a`` may be a transposed view)."""
     if a.shape[-1] == 1 and a.dtype == b.dtype and a.dtype in _FLOATS:
-        return a * b
+        return get_array_module(a).ascontiguousarray(a * b)
     return np.matmul(a, b)
 
 

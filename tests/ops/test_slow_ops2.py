@@ -155,6 +155,8 @@ def test_matmul_k_is_the_gemm_bit_for_bit():
         b = rng.standard_normal((4, 1, 300)).astype(dt)
         got, want = _matmul_k(a, b), np.matmul(a, b)
         assert got.dtype == want.dtype and np.array_equal(got, want)
+        got = _matmul_k(a.reshape(4, 1, 9).transpose(0, 2, 1), b)  # a transposed view
+        assert got.flags.c_contiguous and np.array_equal(got, want)
 
 
 # ---------------------------------------------------------------------------- unique
