@@ -25,10 +25,18 @@ import numpy as np
 
 __all__ = ["flat_at", "row_plan"]
 
+_FULL = slice(None)
+
 
 def _int_arrays(index):
-    """``index`` as a tuple of integer ndarrays (plain ints allowed), or None."""
+    """``index`` as a tuple of integer ndarrays (plain ints allowed), or None. Trailing
+    ``...`` and ``:`` select every trailing element, as no item does: they are dropped
+    (indexing's parser ends a row index with ``...``, ``x[idx]`` is ``x[idx, ...]``)."""
     items = index if isinstance(index, tuple) else (index,)
+    end = len(items)
+    while end and (items[end - 1] is Ellipsis or (type(items[end - 1]) is slice and items[end - 1] == _FULL)):
+        end -= 1
+    items = items[:end]
     out = []
     for it in items:
         if isinstance(it, np.ndarray) and it.dtype.kind in "iu":
@@ -78,7 +86,8 @@ def row_plan(target: np.ndarray, index, values):
     if rows is None:
         return None
     n = int(np.prod(shape, dtype=np.int64))
-    return np.broadcast_to(rows, shape).reshape(-1), vals.reshape(n, -1)
+    # the row length spelled out: reshape(0, -1) is ambiguous for an empty index
+    return np.broadcast_to(rows, shape).reshape(-1), vals.reshape(n, int(np.prod(tail, dtype=np.int64)))
 
 
 def flat_at(ufunc, target: np.ndarray, index, values) -> None:

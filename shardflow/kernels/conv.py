@@ -16,6 +16,11 @@
   order (bit-identical sums), and writes the cropped plane into a contiguous (N, C, H, W)
   gradient (1.7 ms).
 
+* ``col2im_flat2d_dw``: the same for a depthwise convolution (one input and one output channel
+  per group), from the wide output gradient ``(C, N, Lw)`` and the weights: each run is
+  ``w[c, k] * g`` added as it comes (compiled exact: the product rounded, then added, as the
+  NumPy path's product buffer and col2im do), without the ``K``-times-larger column buffer.
+
 Loops index row views with the loop counter: with computed flat indices numba keeps a
 negative-index wraparound check per element and the loops do not vectorise (the col2im
 kernel took 5.4 ms that way).
@@ -50,6 +55,42 @@ def _col2im_flat2d(g, offs, gx, c_, n_, lw, buflen, wp, pt, pl, h, w):
             bv = buf[row:row + w]
             for j in range(w):
                 ov[j] = bv[j]
+
+
+@kernel(exact=True)
+def _col2im_flat2d_dw(g, wk, offs, gx, c_, n_, lw, buflen, wp, pt, pl, h, w):
+    # g: flat (C, N, Lw); wk: (C, K); gx: flat (N, C, H, W)
+    k_ = offs.shape[0]
+    for t in prange(c_ * n_):
+        c = t // n_
+        n = t % n_
+        buf = np.zeros(buflen, dtype=g.dtype)
+        src = (c * n_ + n) * lw
+        gv = g[src:src + lw]
+        for k in range(k_):
+            off = offs[k]
+            wv = wk[c, k]
+            bv = buf[off:off + lw]
+            for j in range(lw):
+                bv[j] += wv * gv[j]
+        dst = (n * c_ + c) * h * w
+        for i in range(h):
+            row = (i + pt) * wp + pl
+            ov = gx[dst + i * w:dst + (i + 1) * w]
+            bv = buf[row:row + w]
+            for j in range(w):
+                ov[j] = bv[j]
+
+
+def col2im_flat2d_dw(gtw, wk, offs, xshape, buflen, wp, pads):
+    """``col2im_flat2d`` of the depthwise column gradient ``wk[c, k] * gtw[c]`` without
+    forming it: ``gtw`` the wide (C, N, Lw) output gradient, ``wk`` (C, K) the weights."""
+    n, c, h, w = xshape
+    lw = gtw.size // (c * n)
+    gx = np.empty(xshape, dtype=gtw.dtype)
+    _col2im_flat2d_dw(gtw.reshape(-1), np.ascontiguousarray(wk), np.asarray(offs, dtype=np.int64),
+                      gx.reshape(-1), c, n, lw, buflen, wp, pads[0][0], pads[1][0], h, w)
+    return gx
 
 
 def col2im_flat2d(gcols, offs, xshape, buflen, wp, pads):

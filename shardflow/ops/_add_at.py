@@ -1,6 +1,7 @@
 """``target[idx] += values`` with repeated indices accumulating, on NumPy or CuPy arrays: the
 one scatter-add the ops share (``index_add``, ``scatter_add``, the backward of indexing,
-``index_select``, ``grid_sample``, reflect/replicate/circular ``pad``).
+``index_select``, ``grid_sample``, the backward of a reflect/replicate/circular ``pad`` with
+long replicated edges).
 
 * CuPy: its ``add.at`` (``backend/ufuncs.py`` ``scatter_at``; NumPy's would convert the
   device arrays).

@@ -154,6 +154,20 @@ def _in_dtype_of(y, a, b=None):
     return as_dtype_of(y, a, b)
 
 
+def _matmul_k(a, b):
+    """``np.matmul(a, b)`` of stacked matrices; an inner dimension of 1 (a depthwise
+    convolution's column gradient: one output channel per group) as the broadcast product it
+    is. NumPy's matmul takes its unblocked loop for such outer products, 10x slower. Each
+    element is the one product either way (float32/float64; half precision keeps the GEMM,
+    which gives float32); C-contiguous as the GEMM's output (``a`` may be a transposed view)."""
+    if a.shape[-1] == 1 and a.dtype == b.dtype and a.dtype in _FLOATS:
+        return get_array_module(a).ascontiguousarray(a * b)
+    return np.matmul(a, b)
+
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 def _im2col_t(xpad, ksize, stride, dilation, osize):
     """Columns of the padded input ``xpad`` (N, C, *S) in the one-GEMM layout: a contiguous
     (C, *K, N, *O) buffer, i.e. (C*prod(K), N*prod(O)) with the batch inside the columns."""
@@ -291,8 +305,13 @@ class ConvNd(Function):
                 if gtw is None:
                     gtw = get_array_module(g).zeros((o, n, osize[0]) + pshape[1:], dtype=g.dtype)
                     gtw[(Ellipsis,) + tuple(slice(0, s) for s in osize[1:])] = gt.reshape((o, n) + osize)
-                gcols = np.matmul(wm, gtw.reshape(groups, o // groups, n * lw))  # (G, Cg*K, N*Lw)
                 total = int(np.prod(pshape))
+                if d == 2 and n > 0 and groups == c == o and kernels.usable(gtw, w):
+                    # depthwise: the column gradient w[c, k] * gtw[c] formed inside col2im
+                    gx = _conv_kernels.col2im_flat2d_dw(gtw, w.reshape(c, -1), offs, (n,) + xshape[1:],
+                                                        total + slack, pshape[1], padding)
+                    return self._grads(gx[0] if unbatched else gx, gw, gb, gt, g), later
+                gcols = _matmul_k(wm, gtw.reshape(groups, o // groups, n * lw))  # (G, Cg*K, N*Lw)
                 if d == 2 and n > 0 and kernels.usable(gcols):
                     # one pass per plane, result cropped and contiguous (kernels/conv.py)
                     gx = _conv_kernels.col2im_flat2d(gcols, offs, (n,) + xshape[1:], total + slack,
@@ -304,7 +323,7 @@ class ConvNd(Function):
                     gbuf[:, :, off:off + lw] += gcols[:, k].swapaxes(0, 1)
                 gxp = gbuf[:, :, :total].reshape(xpshape)
             else:
-                gcols = np.matmul(wm, gt)  # (G, Cg*K, N*L)
+                gcols = _matmul_k(wm, gt)  # (G, Cg*K, N*L)
                 gxp = _col2im_t(gcols, xpshape, ksize, stride, dilation, osize)
             gx = _crop(gxp, padding, xshape)
             if unbatched:
@@ -524,7 +543,7 @@ class ConvTransposeNd(Function):
         xp = get_array_module(x)
         xt = xp.ascontiguousarray(x.swapaxes(0, 1)).reshape(groups, cin // groups, nl)  # (G, Cin_g, N*L)
         wm = w.reshape(groups, cin // groups, og * int(np.prod(ksize)))  # (G, Cin_g, Og*K)
-        gcols = np.matmul(wm.transpose(0, 2, 1), xt)  # (G, Og*K, N*L) = (Cout, *K, N, *L)
+        gcols = _matmul_k(wm.transpose(0, 2, 1), xt)  # (G, Og*K, N*L) = (Cout, *K, N, *L)
         outp = _col2im_t(gcols, (n, cout) + full, ksize, stride, dilation, isize)
         pads = tuple((p, p) for p in padding)
         out = _crop(outp, pads, (n, cout) + osize)

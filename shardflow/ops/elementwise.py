@@ -743,18 +743,18 @@ class Silu(Function):
     def forward(self, x):
         w = _upcast(x)
         with np.errstate(over="ignore"):  # exp(-x) is inf below x = -88: y = x / inf = -0
-            d = np.exp(-w)
+            d = _ip(np.exp, -w)  # (in place: each fresh large array costs its page faults)
         d += 1.0
         self.x, self.d = w, d
         return _same_dtype(w / d, x)
 
     def backward(self, g):
         x = self.x
-        s = 1.0 / self.d
+        s = 1.0 / self.d  # (self.d stays: a retained graph runs backward again)
         t = 1.0 - s
         t *= x
         t += 1.0
-        r = g.astype(x.dtype, copy=False) * s
+        r = _ip(np.multiply, s, g.astype(x.dtype, copy=False))
         r *= t
         return _same_dtype(r, g)
 

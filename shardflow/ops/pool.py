@@ -480,6 +480,35 @@ def adaptive_avg_pool3d(input, output_size):
     return _adaptive_avg(3, input, output_size)
 
 
+def _adaptive_argmax(x, d, bins):
+    """``(max, flat index)`` over each adaptive window of the last ``d`` axes of ``x``: the
+    first maximum in the window's row-major order (NaN counts as the maximum, as
+    ``np.argmax``). All windows at once: each padded to the largest window's extent by
+    repeating its last row / column (a repeat comes after its original in row-major order,
+    so the first maximum stays the same element), gathered with one ``take`` from the
+    flattened planes, one ``argmax`` over the contiguous last axis. (It was a loop over the
+    output positions, each window copied and reduced: 25 rounds of small calls for 5x5.)"""
+    xp = get_array_module(x)
+    spatial = x.shape[x.ndim - d:]
+    lead = x.shape[:x.ndim - d]
+    osize = tuple(len(st) for st, _ in bins)
+    flat = np.zeros((1,) * (2 * d), np.int64)  # (o_0, .., o_{d-1}, k_0, .., k_{d-1})
+    for k, (st, en) in enumerate(bins):
+        width = int((en - st).max())
+        pos = st[:, None] + np.minimum(np.arange(width)[None, :], (en - st - 1)[:, None])
+        shape = [1] * (2 * d)
+        shape[k], shape[d + k] = pos.shape
+        flat = flat * spatial[k] + pos.reshape(shape)
+    windows = flat.reshape(int(np.prod(osize)), -1)  # (positions, window elements)
+    planes = x.reshape(-1, int(np.prod(spatial)))
+    gathered = xp.take(planes, xp.asarray(windows.reshape(-1)), axis=1).reshape(
+        planes.shape[0], windows.shape[0], windows.shape[1])
+    a = xp.argmax(gathered, axis=2)
+    out = xp.take_along_axis(gathered, a[..., None], 2)[..., 0]
+    idx = xp.asarray(windows)[xp.arange(windows.shape[0])[None, :], a]
+    return out.reshape(lead + osize), idx.reshape(lead + osize).astype(np.int64, copy=False)
+
+
 class AdaptiveMaxPoolNd(Function):
     save_inputs = ()
 
@@ -490,22 +519,7 @@ class AdaptiveMaxPoolNd(Function):
             out = MetaArray(lead + tuple(osize), x.dtype)
             return (out, MetaArray(out.shape, np.int64)) if return_indices else out
         bins = [_bins(s, o) for s, o in zip(spatial, osize)]
-        xp = get_array_module(x)
-        out = xp.empty(lead + osize, dtype=x.dtype)
-        idx = xp.empty(lead + osize, dtype=np.int64)
-        for pos in itertools.product(*(range(o) for o in osize)):
-            starts = [int(b[0][p]) for b, p in zip(bins, pos)]
-            ends = [int(b[1][p]) for b, p in zip(bins, pos)]
-            win = x[(Ellipsis,) + tuple(slice(s, e) for s, e in zip(starts, ends))]
-            wshape = win.shape[-d:]
-            flatw = win.reshape(lead + (-1,))
-            a = np.argmax(flatw, axis=-1)  # first maximum (NaN counts as maximum)
-            out[(Ellipsis,) + pos] = np.take_along_axis(flatw, a[..., None], -1)[..., 0]
-            local = np.unravel_index(a, wshape)
-            flat = xp.zeros(a.shape, dtype=np.int64)
-            for i in range(d):
-                flat = flat * spatial[i] + (local[i] + starts[i])
-            idx[(Ellipsis,) + pos] = flat
+        out, idx = _adaptive_argmax(x, d, bins)
         self.idx, self.xshape = idx, x.shape
         self.d = d
         return (out, idx) if return_indices else out

@@ -10,7 +10,9 @@ differentiate either).
   bucket ``i`` holds ``boundaries[i-1] < x <= boundaries[i]`` (``right=True``: ``<=`` / ``<``).
 * ``unique`` is always sorted (as PyTorch's CPU kernel, whatever ``sorted`` says); with
   ``dim`` it deduplicates slices. ``return_inverse`` / ``return_counts`` add outputs in
-  PyTorch's order.
+  PyTorch's order. Without ``dim`` only the asked-for outputs are computed (the inverse
+  needs a stable argsort, 4x a sort), and integers spanning at most twice their count are
+  counted (``np.bincount``: one pass, no sort); the results are the same exact integers.
 * ``histc(input, bins, min, max)``: equal-width bins over ``[min, max]`` (the data's range when
   both are 0), values outside ignored, the last bin closed; the input's float dtype.
 Indices are int64 (int32 with ``out_int32=True``).
@@ -80,7 +82,7 @@ def bucketize(input, boundaries, *, out_int32: bool = False, right: bool = False
 
 
 def _unique_outputs(values, inverse, counts, return_inverse, return_counts, like):
-    outs = [_out(values, like)]
+    outs = [_out(values, like)]  # (inverse / counts: None where not asked for)
     if return_inverse:
         outs.append(_out(inverse.astype(np.int64), like))
     if return_counts:
@@ -88,13 +90,34 @@ def _unique_outputs(values, inverse, counts, return_inverse, return_counts, like
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
+def _unique_flat(flat, need_inverse: bool, need_counts: bool):
+    """``(values, inverse or None, counts or None)`` of a 1-D array (module docstring)."""
+    if flat.dtype.kind in "iu" and flat.size:
+        lo, hi = int(flat.min()), int(flat.max())
+        span = hi - lo + 1
+        if span <= 2 * flat.size and hi < 2**63:  # (uint64 past int64: NumPy's path)
+            off = flat.astype(np.intp)
+            if lo:
+                off -= lo
+            counts = np.bincount(off, minlength=span)
+            present = np.flatnonzero(counts)  # ascending: the sorted distinct values
+            values = (present + lo).astype(flat.dtype)
+            inverse = (np.cumsum(counts > 0) - 1)[off] if need_inverse else None
+            return values, inverse, counts[present] if need_counts else None
+    out = np.unique(flat, return_inverse=need_inverse, return_counts=need_counts)
+    if not (need_inverse or need_counts):
+        return out, None, None
+    out = list(out)
+    return out[0], out[1] if need_inverse else None, out[-1] if need_counts else None
+
+
 @register("unique")
 def unique(input, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False, dim=None):
     """Sorted distinct values (or slices along ``dim``), optionally with inverse and counts."""
     a = _host(input.array)
     if dim is None:
-        vals, inv, cnt = np.unique(a.reshape(-1), return_inverse=True, return_counts=True)
-        inv = inv.reshape(a.shape)
+        vals, inv, cnt = _unique_flat(a.reshape(-1), return_inverse, return_counts)
+        inv = None if inv is None else inv.reshape(a.shape)
     else:
         d = dim + a.ndim if dim < 0 else dim
         vals, inv, cnt = np.unique(a, return_inverse=True, return_counts=True, axis=d)

@@ -776,22 +776,60 @@ class PadIndex(Function):
         for d, idx in reversed(self.maps):
             shape = list(g.shape)
             shape[d] = self.in_shape[d]
-            if xp is np and d:
-                # the padded dim first, contiguous: whole rows for the scatter-add (a kernel
-                # with the kernels on) instead of a strided target; the same sums, in order
-                moved = [shape[d]] + shape[:d] + shape[d + 1:]
-                out = np.zeros(moved, g.dtype)
-                add_at(out, idx, np.moveaxis(g, d, 0))
-                g = np.ascontiguousarray(np.moveaxis(out, 0, d))
+            runs = _runs(idx, 32)
+            if runs is None:  # long replicated edges: one scatter-add, in index order
+                if xp is np and d:
+                    # the padded dim first, contiguous: whole rows for the scatter-add (a
+                    # kernel with the kernels on) instead of a strided target; the same sums
+                    moved = [shape[d]] + shape[:d] + shape[d + 1:]
+                    out = np.zeros(moved, g.dtype)
+                    add_at(out, idx, np.moveaxis(g, d, 0))
+                    g = np.ascontiguousarray(np.moveaxis(out, 0, d))
+                    continue
+                out = xp.zeros(shape, g.dtype)
+                add_at(xp.moveaxis(out, d, 0), idx, xp.moveaxis(g, d, 0))
+                g = out
                 continue
             out = xp.zeros(shape, g.dtype)
-            add_at(xp.moveaxis(out, d, 0), idx, xp.moveaxis(g, d, 0))
+            # the map is a few runs of consecutive positions (the interior, the reflected or
+            # wrapped edges): one strided slice addition per run, in the map's order, forms
+            # each sum as a scatter-add in index order does (0 + first + second ...), bit for
+            # bit, without a scatter over the whole tensor
+            lead = (slice(None),) * d
+            for j0, j1, i0, step in runs:
+                stop = i0 + step * (j1 - j0)
+                target = slice(i0, None if stop < 0 else stop, step)
+                out[lead + (target,)] += g[lead + (slice(j0, j1),)]
             g = out
         return g
 
     def backward_graph(self, g):
         maps = self.maps
         return _gg.adjoint(self, g, lambda t: PadIndex.apply(t, maps=maps))
+
+
+def _runs(idx, limit: int):
+    """``idx`` (a pad's index map, on the host or the device) as runs ``(j0, j1, i0, step)``,
+    taken greedily from the start: ``idx[j0:j1] == i0 + step * arange(j1 - j0)`` with ``step``
+    1 or -1 (a run of one: 1); None past ``limit`` runs. Vectorised over the map (a 1-D
+    signal's map is as long as the signal): a Python step per run, not per element."""
+    idx = np.asarray(idx.get() if hasattr(idx, "get") else idx)
+    n = idx.shape[0]
+    diff = np.diff(idx)
+    # exclusive ends (in diff positions) of the stretches of equal differences
+    ends = np.append(np.flatnonzero(diff[1:] != diff[:-1]) + 1, diff.shape[0])
+    runs, j0 = [], 0
+    while j0 < n:
+        if len(runs) == limit:
+            return None
+        step = int(diff[j0]) if j0 < n - 1 else 0
+        if step in (1, -1):
+            j1 = int(ends[np.searchsorted(ends, j0, side="right")]) + 1
+        else:
+            j1, step = j0 + 1, 1
+        runs.append((j0, j1, int(idx[j0]), step))
+        j0 = j1
+    return runs
 
 
 def _pad_map(mode: str, n: int, lo: int, hi: int, d: int):
