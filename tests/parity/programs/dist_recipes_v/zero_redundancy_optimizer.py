@@ -7,7 +7,10 @@ Changed, for a CPU and for time: ``nn.Linear(16, 16)`` layers and a (20, 16) bat
 2000-wide; no ``.to(rank)`` / ``device_ids=[rank]`` (they name CUDA device ``rank``);
 MASTER_PORT is read from ``ZERO_RECIPE_PORT`` (the test's free port; 29500 as written
 otherwise). ``print_peak_memory`` is as written: ``torch.cuda.max_memory_allocated`` is 0
-without CUDA, in torch and in shardflow.
+without CUDA, in torch and in shardflow. Added ``dist.destroy_process_group()`` at the end of
+``example``: without it torch 2.13's children often end in gloo's teardown abort ("terminate
+called without an active exception"), which stops the program after its first ``mp.spawn``
+(CI's quiet machine: three runs in a row).
 """
 
 import os
@@ -62,6 +65,7 @@ def example(rank, world_size, use_zero):
     print_peak_memory("Max memory allocated after optimizer step()", rank)
 
     print(f"params sum is: {sum(model.parameters()).sum()}")
+    dist.destroy_process_group()  # added: torch 2.13's gloo aborts at exit without it (see header)
 
 
 
