@@ -1069,20 +1069,13 @@ class Module:
                 state["has_input"] = True
                 args = tuple(_apply_hook_fn(args, pos, state, "input"))
         result = self.forward(*args, **kwargs)
-        for hid, hook in list(_global_hooks.FORWARD.items()):
-            if hid in _global_hooks.FORWARD_WITH_KWARGS:
-                res = hook(self, args, kwargs, result)
-            else:
-                res = hook(self, args, result)
-            if res is not None:
-                result = res
-        for hid, hook in list(self._forward_hooks.items()):
-            if hid in self._forward_hooks_with_kwargs:
-                res = hook(self, args, kwargs, result)
-            else:
-                res = hook(self, args, result)
-            if res is not None:
-                result = res
+        # every module's forward hooks first, then this module's (torch's order)
+        for hooks, with_kwargs in ((_global_hooks.FORWARD, _global_hooks.FORWARD_WITH_KWARGS),
+                                   (self._forward_hooks, self._forward_hooks_with_kwargs)):
+            for hid, hook in list(hooks.items()):
+                res = hook(self, args, kwargs, result) if hid in with_kwargs else hook(self, args, result)
+                if res is not None:
+                    result = res
         legacy = self.__dict__.get("_legacy_backward_hooks")
         if legacy:
             attach_legacy_backward_hooks(self, legacy, args, result)
