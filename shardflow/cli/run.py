@@ -105,6 +105,11 @@ _DASHES = re.compile(r"-{20,}")
 _LIFECYCLE = {line: event for event, line in LIFECYCLE_LINES.items()}
 _SHELL_SAFE_ENV = ("SHARDFLOW_", "PYTHON", "OMPI_MCA_", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_")
 DEFAULT_GRACE_S = 30.0
+# After mpiexec reports a failed rank, how long the rest of the job may take to end by
+# itself before the launcher stops it. Open MPI leaves a rank that waits in MPI_Init for one
+# that died before init_process_group waiting (its kill reaches PMIx too late), so without
+# this such a job hung until --timeout.
+FAILED_RANK_END_S = 5.0
 _FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
 
@@ -275,6 +280,12 @@ class _JobSignals:
         return time.monotonic() >= self.kill_at
 
 
+def _mpiexec_reported_failure(other: list[str]) -> bool:
+    """Whether mpiexec's own lines so far name a failed rank (non-zero exit, signal, abort)."""
+    text = "\n".join(other)
+    return bool(_PRTE_RANK.search(text) or _PRTE_SIGNAL.search(text) or _PRTE_ABORT.search(text))
+
+
 def _read_records(faildir: str) -> list[dict]:
     records = []
     for name in sorted(os.listdir(faildir)):
@@ -410,6 +421,7 @@ def _run_job(cmd, base_env, host_lines, hostfile, timeout, grace, prefix, remote
             for r in readers:
                 r.start()
             start = time.monotonic()
+            failure_seen = None  # when mpiexec first reported a failed rank
             try:
                 while True:
                     try:
@@ -417,6 +429,14 @@ def _run_job(cmd, base_env, host_lines, hostfile, timeout, grace, prefix, remote
                         break
                     except subprocess.TimeoutExpired:
                         pass
+                    if failure_seen is None and _mpiexec_reported_failure(other):
+                        failure_seen = time.monotonic()
+                    elif failure_seen is not None and time.monotonic() - failure_seen >= FAILED_RANK_END_S:
+                        say(f"shardflow run: mpiexec reported a failed rank {FAILED_RANK_END_S:g} s ago and "
+                            "the job has not ended (another rank may be waiting for it, e.g. in "
+                            "init_process_group); stopping every rank")
+                        kill_session(proc.pid, grace=0.0)
+                        failure_seen = float("inf")  # once
                     if signals.kill_due() and not killed:
                         killed = True
                         kill_session(proc.pid, grace=0.0)
