@@ -36,6 +36,7 @@ import numpy as np
 from ..autograd import Function, Tensor, dispatch, no_grad
 from ..backend import as_dtype, device_of, dtypes, new_array, shared_memory, to_device
 from ..backend import device as _device
+from ..backend.device import unavailable_device_error
 from ..backend.memory_format import check_memory_format, in_memory_format
 from ..backend.user_warning import warn_at_caller
 from . import module_global_hooks as _global_hooks
@@ -742,13 +743,13 @@ class Module:
 
     # devices shardflow has no backend for: torch's errors when it is built without them
     def ipu(self, device=None) -> Module:
-        raise RuntimeError("PyTorch is not linked with support for ipu devices")
+        raise unavailable_device_error(_device("ipu"))
 
     def xpu(self, device=None) -> Module:
-        raise AssertionError("Torch not compiled with XPU enabled")
+        raise unavailable_device_error(_device("xpu"))
 
     def mtia(self, device=None) -> Module:
-        raise AssertionError("Torch not compiled with MTIA enabled")
+        raise unavailable_device_error(_device("mtia"))
 
     # ------------------------------------------------------------------ state dict
     def _save_to_state_dict(self, destination, prefix, keep_vars) -> None:
