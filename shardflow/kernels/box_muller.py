@@ -37,20 +37,34 @@ _ONE, _HALF, _ZERO, _MTWO = _F32(1.0), _F32(0.5), _F32(0.0), _F32(-2.0)
 _MIN_NORM_F32 = _F32(_MIN_NORM_F32)
 
 
+# Four kernels, one loop each, called in turn: one function with the four loops gave NaN normals
+# in its parallel build (numba's parfor passes cannot see that xf/xb and sf/sb are views of one
+# buffer, and reordered the reads of the bits before their writes; every machine with more than
+# two cores ran it). Separate kernels keep each pass a plain loop that vectorises.
+
+
 @kernel(exact=True)
-def _normal16(u1, u2, two_pi, mean, std, affine, xb, sb, out_c, out_s):
-    """``out_c``/``out_s`` (n,) float32 = torch's ``radius * cos`` / ``radius * sin`` of the
-    uniform pairs ``u1``, ``u2`` (n,) float32. Three simple passes (each loop vectorises where
-    one fused loop did not; about 3x faster): the log's argument, then radius, then sincos."""
-    n = u1.size
-    xf = xb.view(np.float32)  # the exponent bits of x are read through xb (uint32)
-    sf = sb.view(np.float32)  # 2 ** (126 - E), made as bits in sb
-    for i in prange(n):
+def _log_argument(u1, xf):
+    """``xf`` = 1 - u1, denormals cut off to the smallest normal (log256 does)."""
+    for i in prange(u1.size):
         x = _ONE - u1[i]
-        xf[i] = x if x >= _MIN_NORM_F32 else _MIN_NORM_F32  # log256 cuts off denormals
-    for i in prange(n):  # the exponent field of 2 ** (126 - E) is 253 - E (E in 1..127 here)
+        xf[i] = x if x >= _MIN_NORM_F32 else _MIN_NORM_F32
+
+
+@kernel(exact=True)
+def _mantissa_scale(xb, sb):
+    """``sb`` = the bits of 2 ** (126 - E), E the exponent field of ``xb``: 253 - E (E in 1..127)."""
+    for i in prange(xb.size):
         sb[i] = (np.uint32(253) - (xb[i] >> np.uint32(23))) << np.uint32(23)
-    for i in prange(n):  # radius = sqrt(-2 log256(x)); the mantissa in [0.5, 1) by 2 ** (126 - E)
+
+
+@kernel(exact=True)
+def _radius(xb, xf, sf, radius):
+    """``radius`` = sqrt(-2 log256(x)), x given as float (``xf``) and as bits (``xb``, the same
+    buffer); the mantissa in [0.5, 1) is x * 2 ** (126 - E). Into a buffer of its own: written
+    in place, LLVM's overlap check of the two views fails and the loop runs scalar (4x slower);
+    a view made inside a kernel gave wrong numbers in numba's parallel build."""
+    for i in prange(xb.size):
         big_e = np.int32(xb[i] >> np.uint32(23))
         x = xf[i] * sf[i]  # exact: a power of two (no table gather: the loop vectorises)
         e = _F32(big_e - np.int32(126))
@@ -74,8 +88,14 @@ def _normal16(u1, u2, two_pi, mean, std, affine, xb, sb, out_c, out_s):
         y = y - z * _HALF
         x = x + y
         lg = _F32(np.float64(e) * _Q2 + np.float64(x))
-        xf[i] = _F32(math.sqrt(np.float64(lg * _MTWO)))  # correctly rounded, as float32 sqrt
-    for i in prange(n):  # (sin, cos) = sincos256(2 pi u2); u2 >= 0: no sign to take off
+        radius[i] = _F32(math.sqrt(np.float64(lg * _MTWO)))  # correctly rounded, as float32 sqrt
+
+
+@kernel(exact=True)
+def _sincos_times_radius(u2, two_pi, mean, std, affine, radius, out_c, out_s):
+    """``out_c``/``out_s`` = radius * cos / sin of 2 pi u2 (sincos256; u2 >= 0: no sign to take
+    off), then ``* std + mean`` as one fused multiply-add when ``affine``."""
+    for i in prange(u2.size):
         x = u2[i] * two_pi
         j = np.int32(x * _FOPI)  # truncation
         j = (j + np.int32(1)) & np.int32(-2)
@@ -102,8 +122,8 @@ def _normal16(u1, u2, two_pi, mean, std, affine, xb, sb, out_c, out_s):
         cs = yc if poly_sin else ys
         sn = -sn if sign_sin else sn
         cs = -cs if sign_cos else cs
-        a = xf[i] * cs
-        b = xf[i] * sn
+        a = radius[i] * cs
+        b = radius[i] * sn
         if affine:  # fma(n, std, mean): one rounding, exact in float64
             a = _F32(np.float64(a) * std + mean)
             b = _F32(np.float64(b) * std + mean)
@@ -121,8 +141,13 @@ def normal16(d: np.ndarray, mean, std) -> np.ndarray:
     out_c = np.empty(8 * k, np.float32)
     out_s = np.empty(8 * k, np.float32)
     affine = std != 1.0 or mean != 0.0
-    _normal16(u1, u2, _F32(2.0 * np.pi), np.float64(np.float32(mean)), np.float64(np.float32(std)),
-              affine, xb, sb, out_c, out_s)
+    xf = xb.view(np.float32)  # x as float32; its exponent bits read through xb
+    radius = np.empty(8 * k, np.float32)
+    _log_argument(u1, xf)
+    _mantissa_scale(xb, sb)
+    _radius(xb, xf, sb.view(np.float32), radius)
+    _sincos_times_radius(u2, _F32(2.0 * np.pi), np.float64(np.float32(mean)),
+                         np.float64(np.float32(std)), affine, radius, out_c, out_s)
     out = np.empty((k, 16), np.float32)
     out[:, :8] = out_c.reshape(k, 8)
     out[:, 8:] = out_s.reshape(k, 8)

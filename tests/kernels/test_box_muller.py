@@ -48,3 +48,34 @@ def test_copied_constants_are_avx_mathfuns():
     assert [b._DP1, b._DP2, b._DP3] == list(m._DP)
     assert [b._S0, b._S1, b._S2] == [np.float64(c) for c in m._SINCOF]
     assert [b._C0, b._C1, b._C2] == [np.float64(c) for c in m._COSCOF]
+
+
+_PARALLEL_SCRIPT = """
+import numpy as np
+from shardflow.kernels import box_muller
+from tests.kernels.test_box_muller import _numpy_path
+d = np.random.default_rng(1).random((3000, 16), dtype=np.float32)  # 24000 pairs: several threads
+d = np.floor(d * 2**24).astype(np.float32) / np.float32(2**24)
+for mean, std in ((0.0, 1.0), (0.5, 0.02)):
+    got = box_muller.normal16(d, mean, std)
+    assert np.array_equal(got.view(np.uint32), _numpy_path(d, mean, std).view(np.uint32)), (mean, std)
+assert all(k.built_parallel for k in (box_muller._log_argument, box_muller._mantissa_scale,
+                                      box_muller._radius, box_muller._sincos_times_radius))
+print("ok")
+"""
+
+
+def test_parallel_build_has_the_same_bits():
+    """Machines with more than two CPUs run the kernels' parallel build, which CI's 2-CPU machine
+    never compiles by default (it runs one thread there). The first parallel build of this kernel
+    (one function, four prange loops over views of one buffer) gave NaN for most normals: every
+    model's initial weights on a 16-core machine. Here two threads force that build."""
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {**os.environ, "SHARDFLOW_KERNEL_THREADS": "2", "PYTHONPATH": root}
+    r = subprocess.run([sys.executable, "-c", _PARALLEL_SCRIPT], env=env, capture_output=True,
+                       text=True, timeout=240, cwd=root)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-3000:]
