@@ -93,11 +93,17 @@ def _code_without_docstrings(tree: ast.AST) -> str:
 
 
 def names_a_double(source: str) -> list[str]:
-    code = _code_without_docstrings(ast.parse(source))
+    # Taking docstrings out only removes text, and an import of tests names "tests": a source
+    # without any of these strings has nothing to find, unparsed (CI time: 5.9 s -> 0.3 s for
+    # the whole package, which parsing and unparsing every module cost)
+    if not any(d in source for d in (*DOUBLES, "tests")):
+        return []
+    tree = ast.parse(source)
     imports_tests = any(
         (isinstance(n, ast.Import) and any(a.name.split(".")[0] == "tests" for a in n.names))
         or (isinstance(n, ast.ImportFrom) and n.level == 0 and (n.module or "").split(".")[0] == "tests")
-        for n in ast.walk(ast.parse(source)))
+        for n in ast.walk(tree))
+    code = _code_without_docstrings(tree)  # after the walk above: it changes the tree
     return [d for d in DOUBLES if d in code] + (["import tests"] if imports_tests else [])
 
 
