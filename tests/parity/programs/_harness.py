@@ -31,8 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
-import shardflow
-from shardflow.testing.parity import load_torch_file, refuse_torch_names, rewrite_imports
+# shardflow is imported where a shardflow run needs it, not here: a torch run's rank process
+# (programs/_launch.py, ddp_series/_seeded.py) imports this module and then needs only torch
+# (CI time: shardflow's import is 0.4-0.7 s of CPU in each such process)
 
 HERE = Path(__file__).parent
 
@@ -40,9 +41,27 @@ HERE = Path(__file__).parent
 def load_pair(name: str):
     """``(torch_program, shardflow_program)``: the file ``programs/<name>.py`` executed as
     written and with its imports rewritten."""
+    from shardflow.testing.parity import load_torch_file
+
     path = HERE / f"{name}.py"
     return (load_torch_file(path, use_shardflow=False, name=f"public_{name}_torch"),
             load_torch_file(path, use_shardflow=True, name=f"public_{name}_shardflow"))
+
+
+def load_file(path, use_shardflow: bool, name: str) -> types.ModuleType:
+    """``shardflow.testing.parity.load_torch_file`` (the file executed as a module named
+    ``name``, its imports rewritten when ``use_shardflow``), without importing shardflow for
+    a torch run: the same steps as that function's torch path."""
+    if use_shardflow:
+        from shardflow.testing.parity import load_torch_file
+
+        return load_torch_file(path, use_shardflow=True, name=name)
+    path = Path(path)
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    sys.modules[name] = module  # dataclasses and pickling look the module up
+    exec(compile(path.read_text(), str(path), "exec"), module.__dict__)
+    return module
 
 
 def run_script(path, use_shardflow: bool, argv=(), modules=None, after_imports=None, as_main=True):
@@ -57,6 +76,8 @@ def run_script(path, use_shardflow: bool, argv=(), modules=None, after_imports=N
     path = Path(path)
     source = path.read_text()
     if use_shardflow:
+        from shardflow.testing.parity import refuse_torch_names, rewrite_imports
+
         source = rewrite_imports(source)
     body = ast.parse(source).body
     split = 0
@@ -91,6 +112,8 @@ def state_arrays(model) -> dict:
 
 
 def copy_weights(th_model, sf_model) -> None:
+    import shardflow
+
     sf_model.load_state_dict({k: shardflow.tensor(v) for k, v in state_arrays(th_model).items()})
 
 
@@ -100,6 +123,8 @@ def same_weights(th_prog, sf_prog, *class_names: str, prepare=None) -> dict:
     object (``super(Net, self)`` inside still finds the class by its name); ``prepare(model)``,
     when given, runs on every instance after that (e.g. :func:`dropout_off`). Returns
     ``{name: [state, ...]}``, the recorded initial states in construction order."""
+    import shardflow
+
     records: dict[str, list] = {}
     for name in class_names:
         recorded = records.setdefault(name, [])
@@ -256,7 +281,7 @@ class _ModuleRecorder(_Through):
     def __init__(self, lib, name, into):
         super().__init__(lib)
         base = getattr(lib, name)
-        grad_enabled = shardflow.is_grad_enabled if lib.__name__.startswith("shardflow") else None
+        grad_enabled = sys.modules["shardflow"].is_grad_enabled if lib.__name__.startswith("shardflow") else None
         if grad_enabled is None:
             import torch
 

@@ -24,16 +24,14 @@ import sys
 
 
 def main(argv):
-    from shardflow.testing.parity import load_torch_file
-
-    from ._harness import record_calls, run_script, same_draws
+    from ._harness import load_file, record_calls, run_script, same_draws  # no shardflow for torch
 
     with open(argv[0]) as f:
         spec = json.load(f)
     use_sf = bool(spec["shardflow"])
     modules = {}
     for name, path in spec.get("modules", []):
-        modules[name] = load_torch_file(path, use_shardflow=use_sf, name=name)
+        modules[name] = load_file(path, use_sf, name)
     recorded = {f"{m}.{fn}": [] for m, fn in spec.get("record", [])}
 
     def after_imports(g):

@@ -24,16 +24,14 @@ def _value(t) -> float:
 
 
 def main(argv):
-    from shardflow.testing.parity import load_torch_file
-
-    from .._harness import _proxy_path, run_script
+    from .._harness import _proxy_path, load_file, run_script  # no shardflow for a torch run
 
     with open(argv[0]) as f:
         spec = json.load(f)
     use_sf = bool(spec["shardflow"])
     lib = __import__("shardflow" if use_sf else "torch")
     lib.manual_seed(spec.get("seed", 0))  # before the sibling modules: they may draw too
-    modules = {name: load_torch_file(path, use_shardflow=use_sf, name=name)
+    modules = {name: load_file(path, use_sf, name)
                for name, path in spec.get("modules", [])}
     recorded = []
 
