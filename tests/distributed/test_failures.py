@@ -77,7 +77,9 @@ def test_launcher_killed_rank_and_job_timeout(tmp_path):
     assert res.returncode == 3
     hang = tmp_path / "hang.py"
     hang.write_text("import time\nprint('started', flush=True)\ntime.sleep(120)\n")
-    res = launch_cli(["-n", "2", "--timeout", "4", str(hang)], timeout=40)
+    # the job hangs for good, so the smallest --timeout that lets its ranks start is enough
+    # (CI time: it is waited out; 4 s before)
+    res = launch_cli(["-n", "2", "--timeout", "2", str(hang)], timeout=40)
     _assert_fast_and_clean(res, 15)
     assert res.returncode == 124 and "exceeded --timeout" in res.stderr, res.output
 
