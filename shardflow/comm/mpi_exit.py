@@ -28,18 +28,21 @@ from __future__ import annotations
 import time
 import weakref
 
-from .arrival import PHASE_EXITING
+from .arrival import PHASE_EXITING, PHASE_RUNNING
 from .failure import print_failure, say_lifecycle
 
 BEFORE_FINALIZE: list = []  # callables run first at exit (mpi_progress.stop)
 LIVE: weakref.WeakSet = weakref.WeakSet()  # the MPI communicators whose boards are read
 
 
-def _premature(communicators) -> str | None:
+def _premature(communicators, leaving=None) -> str | None:
     """Poll until every peer is exiting (None) or one waits for this rank (the reason).
 
+    ``leaving``: the communicators whose peers must all be exiting (default: all of them);
+    a peer of any of ``communicators`` that waits for this rank is a reason.
     Returns ``"unknown"`` when a board cannot be read.
     """
+    leaving = communicators if leaving is None else leaving
     nap = 1e-3
     while True:
         everyone_exiting = True
@@ -59,7 +62,8 @@ def _premature(communicators) -> str | None:
                     return "unknown"
                 if st.phase == PHASE_EXITING or c.world_ranks[r] in exiting:
                     continue
-                everyone_exiting = False
+                if c in leaving:
+                    everyone_exiting = False
                 wr = c.world_ranks[r]
                 if st.waiting > c.seq:
                     what = st.sig.describe() if st.sig is not None and st.seq == st.waiting \
@@ -103,3 +107,35 @@ def finalize_at_exit(MPI) -> None:
             "timeout.\n", rank)
         return
     MPI.Finalize()
+
+
+def check_before_free(comm) -> None:
+    """Called by ``destroy_process_group`` (``MPICommunicator.free``) before the collective
+    frees: raise if a peer waits for this rank instead of freeing too.
+
+    Freeing a communicator's window and communicators is collective. A rank that reached
+    ``destroy_process_group`` while another waits for it in a collective it skipped used to
+    block in ``MPI_Win_free``; the waiting rank's timeout then said the freeing rank "has not
+    started any collective". This marks the rank exiting on ``comm``'s board and polls, as at
+    exit: every peer of ``comm`` freeing (or exiting) too -> return and free; a peer of any
+    live communicator waiting for this rank -> ``CommError`` naming it (uncaught, it ends
+    the job with this rank's traceback); a board that cannot be read -> return (as before).
+    """
+    from .base import CommError
+
+    if comm.size <= 1 or comm.board.win is None:
+        return
+    comms = [c for c in list(LIVE) if c.size > 1 and c.board.win is not None]
+    try:
+        comm.board.set_phase(PHASE_EXITING)
+        reason = _premature(comms, leaving=[comm])
+    except Exception:  # noqa: BLE001 - diagnostics must never stop the free itself
+        return
+    if reason is None or reason == "unknown":
+        return
+    comm.board.set_phase(PHASE_RUNNING)
+    raise CommError(
+        f"destroy_process_group on rank {comm.world_rank()} while {reason}. Freeing a process "
+        "group is collective: every rank must make the same collectives and point-to-point "
+        "calls before destroy_process_group; make the ranks' control flow agree (this rank "
+        "skipped the call the other waits in, or the other made one too many).")

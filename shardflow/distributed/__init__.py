@@ -113,9 +113,9 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     arrive and what each called; without it, ``SHARDFLOW_COMM_TIMEOUT`` (default 600 s).
     """
     if _comm.is_initialized():
-        raise RuntimeError(
-            "trying to initialize the default process group twice; call "
-            "destroy_process_group() first or check is_initialized()"
+        raise ValueError(  # torch's type and words; the fix follows
+            "trying to initialize the default process group twice! (call "
+            "destroy_process_group() first, or check dist.is_initialized())"
         )
     asked = None if backend is None else str(Backend(backend))
     if asked == "mpi" and (world_size != -1 or rank != -1):
