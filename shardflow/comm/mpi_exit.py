@@ -104,9 +104,22 @@ def finalize_at_exit(MPI) -> None:
             f"shardflow: rank {rank} is exiting (its script ended or called sys.exit()) while "
             f"{reason}. Ending without MPI_Finalize so that mpiexec reports this rank's exit "
             "code and stops the job, instead of every rank waiting for the collective "
-            "timeout.\n", rank)
+            "timeout." + _uneven_hint() + "\n", rank)
         return
     MPI.Finalize()
+
+
+def _uneven_hint() -> str:
+    """Under data parallel, the usual cause of a rank waiting for one that finished: uneven
+    numbers of batches (torch hangs there; its fix is ``join()``)."""
+    from .world import data_parallel_active
+
+    if not data_parallel_active():
+        return ""
+    return (" Under DistributedDataParallel this is usually uneven inputs (a rank ran out of "
+            "batches while the others still train): wrap the training loop in `with "
+            "model.join():`, or give every rank the same number of batches "
+            "(DistributedSampler over one dataset of the same length on every rank).")
 
 
 def check_before_free(comm) -> None:
@@ -138,4 +151,4 @@ def check_before_free(comm) -> None:
         f"destroy_process_group on rank {comm.world_rank()} while {reason}. Freeing a process "
         "group is collective: every rank must make the same collectives and point-to-point "
         "calls before destroy_process_group; make the ranks' control flow agree (this rank "
-        "skipped the call the other waits in, or the other made one too many).")
+        "skipped the call the other waits in, or the other made one too many)." + _uneven_hint())
