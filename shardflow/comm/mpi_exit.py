@@ -35,11 +35,12 @@ BEFORE_FINALIZE: list = []  # callables run first at exit (mpi_progress.stop)
 LIVE: weakref.WeakSet = weakref.WeakSet()  # the MPI communicators whose boards are read
 
 
-def _premature(communicators, leaving=None) -> str | None:
+def _premature(communicators, leaving=None, tick=None) -> str | None:
     """Poll until every peer is exiting (None) or one waits for this rank (the reason).
 
     ``leaving``: the communicators whose peers must all be exiting (default: all of them);
-    a peer of any of ``communicators`` that waits for this rank is a reason.
+    a peer of any of ``communicators`` that waits for this rank is a reason. ``tick`` is
+    called on every round (progress of this rank's pending async operations).
     Returns ``"unknown"`` when a board cannot be read.
     """
     leaving = communicators if leaving is None else leaving
@@ -80,6 +81,8 @@ def _premature(communicators, leaving=None) -> str | None:
                             f"{mine.received[r]} recv(s) from it")
         if everyone_exiting:
             return None
+        if tick is not None:
+            tick()
         time.sleep(nap)
         nap = min(nap * 2, 0.05)
 
@@ -95,7 +98,9 @@ def finalize_at_exit(MPI) -> None:
         comms = [c for c in list(LIVE) if c.size > 1 and c.board.win is not None]
         for c in comms:
             c.board.set_phase(PHASE_EXITING)
-        reason = _premature(comms) if comms else None
+        from .mpi_work import progress_all  # an async call never waited for still completes
+
+        reason = _premature(comms, tick=progress_all) if comms else None
     except Exception:  # noqa: BLE001 - never let exit-time diagnostics block finalising
         reason = "unknown"
     if reason is not None and reason != "unknown":
@@ -135,13 +140,15 @@ def check_before_free(comm) -> None:
     the job with this rank's traceback); a board that cannot be read -> return (as before).
     """
     from .base import CommError
+    from .mpi_work import progress_all
 
     if comm.size <= 1 or comm.board.win is None:
         return
     comms = [c for c in list(LIVE) if c.size > 1 and c.board.win is not None]
     try:
         comm.board.set_phase(PHASE_EXITING)
-        reason = _premature(comms, leaving=[comm])
+        # an async call never waited for must still progress: a peer may wait on it
+        reason = _premature(comms, leaving=[comm], tick=progress_all)
     except Exception:  # noqa: BLE001 - diagnostics must never stop the free itself
         return
     if reason is None or reason == "unknown":

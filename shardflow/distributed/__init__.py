@@ -454,6 +454,11 @@ def all_gather_object(object_list, obj, group=None) -> None:
 def broadcast_object_list(object_list, src: int = 0, group=None, device=None) -> None:
     g = _group(group)
     got = g.broadcast_object(list(object_list), _group_rank(g, src))
+    if len(got) != len(object_list):  # torch fills the list in place: it must be as long
+        raise ValueError(
+            f"broadcast_object_list: rank {src} broadcast {len(got)} objects but this rank's "
+            f"object_list has {len(object_list)} slots; pass a list of the same length on every "
+            f"rank (e.g. [None] * {len(got)} on the receiving ranks)")
     object_list[:] = got
 
 
@@ -565,7 +570,14 @@ def gather_object(obj, object_gather_list=None, dst: int | None = None, group=No
                   group_dst: int | None = None) -> None:
     g = _group(group)
     root = _root(g, dst, group_dst, "gather_object")
-    got = g.all_gather_object(obj)
+    got = g.all_gather_object((root, obj))  # the dst rides along: every rank checks it
+    roots = [r for r, _ in got]
+    if len(set(roots)) > 1:
+        ranks = getattr(g, "world_ranks", list(range(g.size)))
+        said = ", ".join(f"rank {ranks[i]}: dst={ranks[r]}" for i, r in enumerate(roots))
+        raise ValueError(f"gather_object: the ranks passed different destinations ({said}); "
+                         "pass the same dst on every rank")
+    got = [o for _, o in got]
     if g.rank == root:
         if object_gather_list is None or len(object_gather_list) != len(got):
             raise ValueError(f"gather_object: the destination rank needs a list of {len(got)} "
@@ -586,9 +598,11 @@ def scatter_object_list(scatter_object_output_list, scatter_object_input_list=No
 
 
 def monitored_barrier(group=None, timeout=None, wait_all_ranks: bool = False) -> None:
-    """A barrier; every collective here already ends within the configured timeout naming the
-    rank that did not arrive (``SHARDFLOW_COMM_TIMEOUT``)."""
-    barrier(group)
+    """A barrier that raises torch's ``Rank 1 failed to pass monitoredBarrier in 2000 ms``
+    when ``timeout`` passes first (``monitored.py``)."""
+    from .monitored import monitored_barrier as _monitored
+
+    _monitored(_group(group), timeout, wait_all_ranks, lambda: barrier(group))
 
 
 # -- global tensors (placement + sbp) and tensor parallelism: docs/GLOBAL.md ----------------
