@@ -426,13 +426,10 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
     @locked
     def new_group(self, ranks):
         MPI = mpi()
-        given = [int(r) for r in ranks]
-        ranks = sorted(given)
+        ranks = sorted(int(r) for r in ranks)
         bad = [r for r in ranks if not 0 <= r < self._size]
         if bad:
             raise ValueError(f"new_group: ranks {bad} are outside the group 0 .. {self._size - 1}")
-        if len(set(ranks)) != len(ranks):  # torch's words
-            raise ValueError(f"ranks list must not contain duplicate entries, got {given}")
         if self._size > 1:
             # Checked like every collective, before the Split: a rank that skips new_group
             # (or passes other ranks) and calls a collective instead used to leave this rank

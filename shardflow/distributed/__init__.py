@@ -248,6 +248,8 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     """A group over ``ranks`` (global ranks); every rank of the world must call it."""
     world = _group(None)
     ranks = list(range(world.size)) if ranks is None else list(ranks)
+    if len(set(ranks)) != len(ranks):  # torch's words, before any collective
+        raise ValueError(f"ranks list must not contain duplicate entries, got {ranks}")
     sub = world.new_group(ranks)
     _errors._count_group()
     if sub is not None:
