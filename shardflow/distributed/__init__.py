@@ -320,7 +320,8 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
     g = _group(group)
     a = _arr(tensor)
     if len(tensor_list) != g.size:
-        raise ValueError(f"all_gather needs a list of {g.size} tensors (one per rank), got {len(tensor_list)}")
+        raise RuntimeError(f"all_gather needs a list of {g.size} tensors (one per rank), got "
+                           f"{len(tensor_list)}")  # torch (gloo) raises RuntimeError
     # Made with the tensor's array module: a device tensor's rows stay on the device (NCCL).
     out = get_array_module(a).empty((g.size, *a.shape), dtype=a.dtype)
 
@@ -361,7 +362,8 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bo
     """Reduce ``input_list[j]`` over ranks into ``output`` of rank j."""
     g = _group(group)
     if len(input_list) != g.size:
-        raise ValueError(f"reduce_scatter needs {g.size} input tensors (one per rank), got {len(input_list)}")
+        raise RuntimeError(f"reduce_scatter needs {g.size} input tensors (one per rank), got "
+                           f"{len(input_list)}")  # torch (gloo) raises RuntimeError
     o = _arr(output, "output")
     xp = get_array_module(o)
     stacked = xp.stack([_arr(t, "input_list[i]") for t in input_list])  # (world, *out.shape)
@@ -480,6 +482,21 @@ def _root(g, rank, group_rank, what) -> int:
     return _group_rank(g, 0 if rank is None else int(rank))
 
 
+def _rooted_list(fn, name, role, is_root, given, size) -> None:
+    """torch's checks of a rooted collective's list, before any communication: ValueError
+    when the root has none or another rank passes one (torch's words), RuntimeError for a
+    list of another length (torch's gloo type), each with the fix."""
+    if is_root and not given:
+        raise ValueError(f"Argument ``{name}`` must be specified on {role} rank. ({fn}: pass a "
+                         f"list of {size} tensors, one per rank)")
+    if not is_root and given:
+        raise ValueError(f"Argument ``{name}`` must NOT be specified on non-{role} ranks. "
+                         f"({fn}: pass None there; only the {role} rank's list is used)")
+    if is_root and len(given) != size:
+        raise RuntimeError(f"{fn}: the {role} rank's {name} has {len(given)} tensors; it needs "
+                           f"{size}, one per rank of the group")
+
+
 def reduce(tensor, dst: int | None = None, op=ReduceOp.SUM, group=None, async_op: bool = False,
            group_dst: int | None = None):
     """Reduce ``tensor`` over the group into ``dst``'s ``tensor``; other ranks' tensors are
@@ -504,9 +521,7 @@ def gather(tensor, gather_list=None, dst: int | None = None, group=None, async_o
     g = _group(group)
     root = _root(g, dst, group_dst, "gather")
     a = _arr(tensor)
-    if g.rank == root and (gather_list is None or len(gather_list) != g.size):
-        raise ValueError(f"gather: the destination rank needs gather_list of {g.size} tensors "
-                         f"(one per rank), got {gather_list!r}")
+    _rooted_list("gather", "gather_list", "destination", g.rank == root, gather_list, g.size)
     out = get_array_module(a).empty((g.size, *a.shape), dtype=a.dtype)
 
     def post():
@@ -526,10 +541,8 @@ def scatter(tensor, scatter_list=None, src: int | None = None, group=None,
     root = _root(g, src, group_src, "scatter")
     a = _arr(tensor)
     xp = get_array_module(a)
+    _rooted_list("scatter", "scatter_list", "source", g.rank == root, scatter_list, g.size)
     if g.rank == root:
-        if scatter_list is None or len(scatter_list) != g.size:
-            raise ValueError(f"scatter: the source rank needs scatter_list of {g.size} tensors "
-                             f"(one per rank), got {scatter_list!r}")
         bad = [tuple(t.shape) for t in scatter_list if tuple(t.shape) != tuple(a.shape)]
         if bad:
             raise ValueError(f"scatter: every scatter_list entry must have the output's shape "
@@ -550,8 +563,9 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op: bool
     All tensors must have one shape (uneven all-to-all is not supported)."""
     g = _group(group)
     if len(input_tensor_list) != g.size or len(output_tensor_list) != g.size:
-        raise ValueError(f"all_to_all needs {g.size} input and {g.size} output tensors (one per "
-                         f"rank), got {len(input_tensor_list)} and {len(output_tensor_list)}")
+        raise RuntimeError(f"all_to_all needs {g.size} input and {g.size} output tensors (one "
+                           f"per rank), got {len(input_tensor_list)} and "
+                           f"{len(output_tensor_list)}")  # torch (gloo) raises RuntimeError
     shapes = {tuple(t.shape) for t in (*input_tensor_list, *output_tensor_list)}
     if len(shapes) != 1:
         raise NotImplementedError(f"all_to_all with tensors of different shapes {sorted(shapes)} "

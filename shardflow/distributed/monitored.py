@@ -1,7 +1,7 @@
 """``monitored_barrier(group, timeout, wait_all_ranks)``: torch's barrier with its own limit.
 
 torch (gloo) raises on a rank whose barrier waited longer than ``timeout``, naming the ranks
-that did not arrive: ``Rank 1 failed to pass monitoredBarrier in 2000 ms`` (with
+that did not arrive: ``[Rank 0]: Rank 1 failed to pass monitoredBarrier in 2000 ms`` (with
 ``wait_all_ranks=True`` every such rank: ``Ranks 1, 2 failed to pass ...``). shardflow did
 the same as a plain barrier and ignored ``timeout`` (the group's timeout, 600 s by default,
 ended the job instead). Here the barrier is issued asynchronously and polled until
@@ -49,12 +49,13 @@ def monitored_barrier(g, timeout, wait_all_ranks: bool, barrier) -> None:
         if time.monotonic() > deadline:
             absent = _absent(g, seq)
             ms = int(round(seconds * 1000))
+            me = f"[Rank {g.world_rank() if hasattr(g, 'world_rank') else g.rank}]: "
             if not absent:
                 who = "Some rank (its state could not be read)" if absent is None else "A rank"
-                raise RuntimeError(f"{who} failed to pass monitoredBarrier in {ms} ms")
+                raise RuntimeError(f"{me}{who} failed to pass monitoredBarrier in {ms} ms")
             shown = absent if wait_all_ranks else absent[:1]
             raise RuntimeError(
-                f"{'Ranks' if len(shown) > 1 else 'Rank'} {', '.join(map(str, shown))} failed "
+                f"{me}{'Ranks' if len(shown) > 1 else 'Rank'} {', '.join(map(str, shown))} failed "
                 f"to pass monitoredBarrier in {ms} ms (every rank of the group must call "
                 "monitored_barrier; that rank is behind, hangs, or took another path)")
         time.sleep(nap)

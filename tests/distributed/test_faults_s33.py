@@ -9,7 +9,9 @@ rank) naming the rank, the operation and the fix, within a bounded time.
   (torch's "Rank 1 failed to pass monitoredBarrier in N ms"; it was ignored);
 * DDP with uneven batches and no join() (torch hangs): the rank that reaches
   destroy_process_group raises at once, naming the waiting rank, its all-reduce and join();
-* init_process_group twice raises torch's ValueError (it was a RuntimeError).
+* in a world of one, against torch's gloo: init_process_group twice (torch's ValueError; it
+  was a RuntimeError), list arguments of the wrong length (torch's RuntimeError; they were
+  ValueErrors), a rooted collective's list missing on its root (torch's ValueError).
 """
 
 from pathlib import Path
@@ -48,26 +50,49 @@ def test_ddp_uneven_batches_without_join_end_naming_both_ranks_and_join():
     assert "with model.join():" in err and "timed out" not in res.output, res.output
 
 
-def test_init_process_group_twice_raises_torch_value_error(tmp_path):
+def _cases(lib, dist):
+    """(name, call) of mistakes a world of one can make, the same for torch and shardflow."""
+    t = lib.ones(2)
+    two = [lib.zeros(2), lib.zeros(2)]
+    return [
+        ("all_gather list of 2 in a world of 1", lambda: dist.all_gather(two, t)),
+        ("reduce_scatter of 2 inputs", lambda: dist.reduce_scatter(t, two)),
+        ("all_to_all of 2", lambda: dist.all_to_all(two, two)),
+        ("scatter_list of 2", lambda: dist.scatter(t, two, src=0)),
+        ("gather_list of 2", lambda: dist.gather(t, two, dst=0)),
+        ("gather without gather_list on dst", lambda: dist.gather(t, None, dst=0)),
+        ("scatter without scatter_list on src", lambda: dist.scatter(t, None, src=0)),
+        ("init_process_group twice", lambda: dist.init_process_group("gloo")),
+        ("new_group with duplicate ranks", lambda: dist.new_group([0, 0])),
+    ]
+
+
+def test_mistakes_in_a_world_of_one_raise_torchs_types(tmp_path):
+    """torch (gloo, a world of one in this process) and shardflow raise the same exception
+    types; where torch's is a ValueError, shardflow's message starts with torch's words."""
     torch = pytest.importorskip("torch")
     import torch.distributed as tdist
 
+    import shardflow
     import shardflow.distributed as dist
 
     tdist.init_process_group("gloo", init_method=f"file://{tmp_path}/store", rank=0,
                              world_size=1)
+    theirs = {}
     try:
-        with pytest.raises(ValueError) as theirs:
-            tdist.init_process_group("gloo", init_method=f"file://{tmp_path}/store2", rank=0,
-                                     world_size=1)
+        for name, call in _cases(torch, tdist):
+            with pytest.raises(Exception) as e:
+                call()
+            theirs[name] = e.value
     finally:
         tdist.destroy_process_group()
-    assert not torch.distributed.is_initialized()
     dist.init_process_group("gloo")
     try:
-        with pytest.raises(ValueError) as ours:
-            dist.init_process_group("gloo")
-        assert str(ours.value).startswith(str(theirs.value)), (ours.value, theirs.value)
-        assert "destroy_process_group() first" in str(ours.value)
+        for name, call in _cases(shardflow, dist):
+            with pytest.raises(Exception) as e:
+                call()
+            assert type(e.value) is type(theirs[name]), (name, e.value, theirs[name])
+            if isinstance(theirs[name], ValueError):
+                assert str(e.value).startswith(str(theirs[name])), (name, e.value, theirs[name])
     finally:
         dist.destroy_process_group()

@@ -83,7 +83,7 @@ def main(argv):
             time.sleep(1.5)
         dist.monitored_barrier(timeout=datetime.timedelta(milliseconds=300 if r == 0 else 30000))
     _expect("monitored_barrier_timeout", r, RuntimeError,
-            "Rank 1 failed to pass monitoredBarrier in 300 ms", on=(0,), fn=monitored)
+            "[Rank 0]: Rank 1 failed to pass monitoredBarrier in 300 ms", on=(0,), fn=monitored)
     _expect("monitored_barrier_bad_timeout", r, ValueError, "the timeout must be positive",
             fn=lambda: dist.monitored_barrier(timeout=0))
     dist.monitored_barrier(timeout=datetime.timedelta(seconds=30))  # in time: no error
