@@ -1,6 +1,7 @@
 """Session 33's fault probes whose error every rank can catch (one launch, 2 ranks): each
 mistake raises the expected type with a message naming the ranks and the fix, and the job
-goes on (a barrier after each case completes). Prints ``OK <case> <rank>`` per case."""
+goes on (a barrier after each case completes). Prints ``OK <case> <rank>`` per case. It ends
+with an async all-reduce that rank 1 never waits for: the launch must still end cleanly."""
 
 import datetime
 import time
@@ -88,4 +89,8 @@ def main(argv):
             fn=lambda: dist.monitored_barrier(timeout=0))
     dist.monitored_barrier(timeout=datetime.timedelta(seconds=30))  # in time: no error
 
-    dist.destroy_process_group()
+    # last: an async all-reduce that rank 1 never waits for, and no destroy_process_group.
+    # Rank 1's exit must still progress it (rank 0 waits on it): it timed out before.
+    work = dist.all_reduce(torch.ones(2), async_op=True)
+    if r == 0:
+        work.wait()
