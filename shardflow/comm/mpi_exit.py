@@ -20,7 +20,12 @@ this module decides from the arrival boards instead:
      ``MPI_Finalize`` as before (no worse than without this module).
 
 A rank that is still computing (neither exiting nor waiting on us) is waited for: that is
-the normal end of a job whose ranks finish at different times.
+the normal end of a job whose ranks finish at different times. While it polls, the rank
+keeps progressing its own pending async calls (a peer may wait on one never waited for).
+
+``destroy_process_group`` runs the same poll first (:func:`check_before_free`): freeing is
+collective too, and a rank that frees while a peer waits for it raises a ``CommError``
+naming that peer and its call instead of blocking in ``MPI_Win_free``.
 """
 
 from __future__ import annotations
