@@ -31,7 +31,7 @@ MAX_DIMS = 5
 OPCODES = {
     "all_reduce": 1, "broadcast": 2, "all_gather": 3, "reduce_scatter": 4,
     "all_to_all": 5, "barrier": 6, "all_gather_object": 7, "broadcast_object": 8,
-    "send": 9, "recv": 10,
+    "send": 9, "recv": 10, "new_group": 11,
 }
 OPNAMES = {v: k for k, v in OPCODES.items()}
 REDUCE_CODES = {None: 0, "sum": 1, "avg": 2, "prod": 3, "max": 4, "min": 5}
@@ -117,6 +117,10 @@ class CallSig(NamedTuple):
         name = self.op_name
         if name == "barrier":
             return "barrier()"
+        if name == "new_group":  # the ranks ride in the dims (the first 4 when more than 5)
+            shown = self.dims[:self.ndim] if self.ndim <= MAX_DIMS else self.dims[:MAX_DIMS - 1]
+            more = ", ..." if self.ndim > MAX_DIMS else ""
+            return f"new_group(ranks=[{', '.join(map(str, shown))}{more}])"
         if name.endswith("_object"):
             text = f"{name}({self.dims[0]} pickled bytes"
         else:

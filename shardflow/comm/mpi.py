@@ -81,6 +81,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+import zlib
 
 import numpy as np
 
@@ -91,7 +92,7 @@ from .arrival import ArrivalBoard, collective_timeout_report, p2p_timeout_report
 from .base import CommError, Communicator, CompletedWork
 from .failure import TIMEOUT_EXIT_CODE, abort_job
 from .mpi_collectives import CollectivesMixin
-from .mpi_exit import LIVE
+from .mpi_exit import LIVE, check_before_free
 from .mpi_init import InitWatchdog
 from .mpi_lib import mpi
 from .mpi_p2p import PointToPointMixin
@@ -356,7 +357,11 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
             f"(compared: {compared}):\n  " + "\n  ".join(lines) + "\n"
             "Every rank must call the same collectives in the same order with the same dtype, "
             "number of elements, reduce op and root; fix the rank(s) whose line differs. "
-            "No array was changed by this call."
+            "No array was changed by this call." + (
+                " new_group is a collective of the whole group it splits (torch's rule): every "
+                "rank calls it, in the same order among its collectives and with the same "
+                "ranks, also the ranks it leaves out."
+                if any(s.op_name == "new_group" for s in sigs) else "")
         )
 
     def _mpi_failure(self, exc, call: Call) -> CommError:
@@ -421,11 +426,19 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
     @locked
     def new_group(self, ranks):
         MPI = mpi()
-        self._data_turn(None)  # Split is a collective on the communicator: in call order
         ranks = sorted(int(r) for r in ranks)
         bad = [r for r in ranks if not 0 <= r < self._size]
         if bad:
             raise ValueError(f"new_group: ranks {bad} are outside the group 0 .. {self._size - 1}")
+        if self._size > 1:
+            # Checked like every collective, before the Split: a rank that skips new_group
+            # (or passes other ranks) and calls a collective instead used to leave this rank
+            # in Split for ever, and the other's timeout said "has not started any collective".
+            # The ranks' CRC rides in the compared root field; the dims show the ranks.
+            crc = zlib.crc32(np.asarray(ranks, dtype=np.int64).tobytes())
+            seq, plan = self._begin("new_group", None, root=crc, shape=tuple(ranks))
+            self._run(self._barrier(plan, seq, False), False, "new_group", seq, (), None)
+        self._data_turn(None)  # Split is a collective on the communicator: in call order
         member = self._rank in ranks
         sub = self._comm.Split(0 if member else MPI.UNDEFINED, ranks.index(self._rank) if member else 0)
         if not member:
@@ -438,6 +451,7 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
             self._data_turn(None)  # Free is collective: after every issued data step
         except Exception:  # noqa: BLE001 - freeing at shutdown is best effort
             pass
+        check_before_free(self)  # raises if a peer waits for this rank instead of freeing
         self._watchdog = None
         LIVE.discard(self)
         BUSY.discard(self)

@@ -20,7 +20,12 @@ this module decides from the arrival boards instead:
      ``MPI_Finalize`` as before (no worse than without this module).
 
 A rank that is still computing (neither exiting nor waiting on us) is waited for: that is
-the normal end of a job whose ranks finish at different times.
+the normal end of a job whose ranks finish at different times. While it polls, the rank
+keeps progressing its own pending async calls (a peer may wait on one never waited for).
+
+``destroy_process_group`` runs the same poll first (:func:`check_before_free`): freeing is
+collective too, and a rank that frees while a peer waits for it raises a ``CommError``
+naming that peer and its call instead of blocking in ``MPI_Win_free``.
 """
 
 from __future__ import annotations
@@ -28,18 +33,22 @@ from __future__ import annotations
 import time
 import weakref
 
-from .arrival import PHASE_EXITING
+from .arrival import PHASE_EXITING, PHASE_RUNNING
 from .failure import print_failure, say_lifecycle
 
 BEFORE_FINALIZE: list = []  # callables run first at exit (mpi_progress.stop)
 LIVE: weakref.WeakSet = weakref.WeakSet()  # the MPI communicators whose boards are read
 
 
-def _premature(communicators) -> str | None:
+def _premature(communicators, leaving=None, tick=None) -> str | None:
     """Poll until every peer is exiting (None) or one waits for this rank (the reason).
 
+    ``leaving``: the communicators whose peers must all be exiting (default: all of them);
+    a peer of any of ``communicators`` that waits for this rank is a reason. ``tick`` is
+    called on every round (progress of this rank's pending async operations).
     Returns ``"unknown"`` when a board cannot be read.
     """
+    leaving = communicators if leaving is None else leaving
     nap = 1e-3
     while True:
         everyone_exiting = True
@@ -59,7 +68,8 @@ def _premature(communicators) -> str | None:
                     return "unknown"
                 if st.phase == PHASE_EXITING or c.world_ranks[r] in exiting:
                     continue
-                everyone_exiting = False
+                if c in leaving:
+                    everyone_exiting = False
                 wr = c.world_ranks[r]
                 if st.waiting > c.seq:
                     what = st.sig.describe() if st.sig is not None and st.seq == st.waiting \
@@ -76,6 +86,8 @@ def _premature(communicators) -> str | None:
                             f"{mine.received[r]} recv(s) from it")
         if everyone_exiting:
             return None
+        if tick is not None:
+            tick()
         time.sleep(nap)
         nap = min(nap * 2, 0.05)
 
@@ -91,7 +103,9 @@ def finalize_at_exit(MPI) -> None:
         comms = [c for c in list(LIVE) if c.size > 1 and c.board.win is not None]
         for c in comms:
             c.board.set_phase(PHASE_EXITING)
-        reason = _premature(comms) if comms else None
+        from .mpi_work import progress_all  # an async call never waited for still completes
+
+        reason = _premature(comms, tick=progress_all) if comms else None
     except Exception:  # noqa: BLE001 - never let exit-time diagnostics block finalising
         reason = "unknown"
     if reason is not None and reason != "unknown":
@@ -100,6 +114,53 @@ def finalize_at_exit(MPI) -> None:
             f"shardflow: rank {rank} is exiting (its script ended or called sys.exit()) while "
             f"{reason}. Ending without MPI_Finalize so that mpiexec reports this rank's exit "
             "code and stops the job, instead of every rank waiting for the collective "
-            "timeout.\n", rank)
+            "timeout." + _uneven_hint() + "\n", rank)
         return
     MPI.Finalize()
+
+
+def _uneven_hint() -> str:
+    """Under data parallel, the usual cause of a rank waiting for one that finished: uneven
+    numbers of batches (torch hangs there; its fix is ``join()``)."""
+    from .world import data_parallel_active
+
+    if not data_parallel_active():
+        return ""
+    return (" Under DistributedDataParallel this is usually uneven inputs (a rank ran out of "
+            "batches while the others still train): wrap the training loop in `with "
+            "model.join():`, or give every rank the same number of batches "
+            "(DistributedSampler over one dataset of the same length on every rank).")
+
+
+def check_before_free(comm) -> None:
+    """Called by ``destroy_process_group`` (``MPICommunicator.free``) before the collective
+    frees: raise if a peer waits for this rank instead of freeing too.
+
+    Freeing a communicator's window and communicators is collective. A rank that reached
+    ``destroy_process_group`` while another waits for it in a collective it skipped used to
+    block in ``MPI_Win_free``; the waiting rank's timeout then said the freeing rank "has not
+    started any collective". This marks the rank exiting on ``comm``'s board and polls, as at
+    exit: every peer of ``comm`` freeing (or exiting) too -> return and free; a peer of any
+    live communicator waiting for this rank -> ``CommError`` naming it (uncaught, it ends
+    the job with this rank's traceback); a board that cannot be read -> return (as before).
+    """
+    from .base import CommError
+    from .mpi_work import progress_all
+
+    if comm.size <= 1 or comm.board.win is None:
+        return
+    comms = [c for c in list(LIVE) if c.size > 1 and c.board.win is not None]
+    try:
+        comm.board.set_phase(PHASE_EXITING)
+        # an async call never waited for must still progress: a peer may wait on it
+        reason = _premature(comms, leaving=[comm], tick=progress_all)
+    except Exception:  # noqa: BLE001 - diagnostics must never stop the free itself
+        return
+    if reason is None or reason == "unknown":
+        return
+    comm.board.set_phase(PHASE_RUNNING)
+    raise CommError(
+        f"destroy_process_group on rank {comm.world_rank()} while {reason}. Freeing a process "
+        "group is collective: every rank must make the same collectives and point-to-point "
+        "calls before destroy_process_group; make the ranks' control flow agree (this rank "
+        "skipped the call the other waits in, or the other made one too many)." + _uneven_hint())

@@ -113,9 +113,9 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     arrive and what each called; without it, ``SHARDFLOW_COMM_TIMEOUT`` (default 600 s).
     """
     if _comm.is_initialized():
-        raise RuntimeError(
-            "trying to initialize the default process group twice; call "
-            "destroy_process_group() first or check is_initialized()"
+        raise ValueError(  # torch's type and words; the fix follows
+            "trying to initialize the default process group twice! (call "
+            "destroy_process_group() first, or check dist.is_initialized())"
         )
     asked = None if backend is None else str(Backend(backend))
     if asked == "mpi" and (world_size != -1 or rank != -1):
@@ -248,6 +248,8 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     """A group over ``ranks`` (global ranks); every rank of the world must call it."""
     world = _group(None)
     ranks = list(range(world.size)) if ranks is None else list(ranks)
+    if len(set(ranks)) != len(ranks):  # torch's words, before any collective
+        raise ValueError(f"ranks list must not contain duplicate entries, got {ranks}")
     sub = world.new_group(ranks)
     _errors._count_group()
     if sub is not None:
@@ -318,7 +320,8 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
     g = _group(group)
     a = _arr(tensor)
     if len(tensor_list) != g.size:
-        raise ValueError(f"all_gather needs a list of {g.size} tensors (one per rank), got {len(tensor_list)}")
+        raise RuntimeError(f"all_gather needs a list of {g.size} tensors (one per rank), got "
+                           f"{len(tensor_list)}")  # torch (gloo) raises RuntimeError
     # Made with the tensor's array module: a device tensor's rows stay on the device (NCCL).
     out = get_array_module(a).empty((g.size, *a.shape), dtype=a.dtype)
 
@@ -359,7 +362,8 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bo
     """Reduce ``input_list[j]`` over ranks into ``output`` of rank j."""
     g = _group(group)
     if len(input_list) != g.size:
-        raise ValueError(f"reduce_scatter needs {g.size} input tensors (one per rank), got {len(input_list)}")
+        raise RuntimeError(f"reduce_scatter needs {g.size} input tensors (one per rank), got "
+                           f"{len(input_list)}")  # torch (gloo) raises RuntimeError
     o = _arr(output, "output")
     xp = get_array_module(o)
     stacked = xp.stack([_arr(t, "input_list[i]") for t in input_list])  # (world, *out.shape)
@@ -454,6 +458,11 @@ def all_gather_object(object_list, obj, group=None) -> None:
 def broadcast_object_list(object_list, src: int = 0, group=None, device=None) -> None:
     g = _group(group)
     got = g.broadcast_object(list(object_list), _group_rank(g, src))
+    if len(got) != len(object_list):  # torch fills the list in place: it must be as long
+        raise ValueError(
+            f"broadcast_object_list: rank {src} broadcast {len(got)} objects but this rank's "
+            f"object_list has {len(object_list)} slots; pass a list of the same length on every "
+            f"rank (e.g. [None] * {len(got)} on the receiving ranks)")
     object_list[:] = got
 
 
@@ -471,6 +480,21 @@ def _root(g, rank, group_rank, what) -> int:
             raise ValueError(f"{what}: pass either the global rank or the group rank, not both")
         return int(group_rank)
     return _group_rank(g, 0 if rank is None else int(rank))
+
+
+def _rooted_list(fn, name, role, is_root, given, size) -> None:
+    """torch's checks of a rooted collective's list, before any communication: ValueError
+    when the root has none or another rank passes one (torch's words), RuntimeError for a
+    list of another length (torch's gloo type), each with the fix."""
+    if is_root and not given:
+        raise ValueError(f"Argument ``{name}`` must be specified on {role} rank. ({fn}: pass a "
+                         f"list of {size} tensors, one per rank)")
+    if not is_root and given:
+        raise ValueError(f"Argument ``{name}`` must NOT be specified on non-{role} ranks. "
+                         f"({fn}: pass None there; only the {role} rank's list is used)")
+    if is_root and len(given) != size:
+        raise RuntimeError(f"{fn}: the {role} rank's {name} has {len(given)} tensors; it needs "
+                           f"{size}, one per rank of the group")
 
 
 def reduce(tensor, dst: int | None = None, op=ReduceOp.SUM, group=None, async_op: bool = False,
@@ -497,9 +521,7 @@ def gather(tensor, gather_list=None, dst: int | None = None, group=None, async_o
     g = _group(group)
     root = _root(g, dst, group_dst, "gather")
     a = _arr(tensor)
-    if g.rank == root and (gather_list is None or len(gather_list) != g.size):
-        raise ValueError(f"gather: the destination rank needs gather_list of {g.size} tensors "
-                         f"(one per rank), got {gather_list!r}")
+    _rooted_list("gather", "gather_list", "destination", g.rank == root, gather_list, g.size)
     out = get_array_module(a).empty((g.size, *a.shape), dtype=a.dtype)
 
     def post():
@@ -519,10 +541,8 @@ def scatter(tensor, scatter_list=None, src: int | None = None, group=None,
     root = _root(g, src, group_src, "scatter")
     a = _arr(tensor)
     xp = get_array_module(a)
+    _rooted_list("scatter", "scatter_list", "source", g.rank == root, scatter_list, g.size)
     if g.rank == root:
-        if scatter_list is None or len(scatter_list) != g.size:
-            raise ValueError(f"scatter: the source rank needs scatter_list of {g.size} tensors "
-                             f"(one per rank), got {scatter_list!r}")
         bad = [tuple(t.shape) for t in scatter_list if tuple(t.shape) != tuple(a.shape)]
         if bad:
             raise ValueError(f"scatter: every scatter_list entry must have the output's shape "
@@ -543,8 +563,9 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op: bool
     All tensors must have one shape (uneven all-to-all is not supported)."""
     g = _group(group)
     if len(input_tensor_list) != g.size or len(output_tensor_list) != g.size:
-        raise ValueError(f"all_to_all needs {g.size} input and {g.size} output tensors (one per "
-                         f"rank), got {len(input_tensor_list)} and {len(output_tensor_list)}")
+        raise RuntimeError(f"all_to_all needs {g.size} input and {g.size} output tensors (one "
+                           f"per rank), got {len(input_tensor_list)} and "
+                           f"{len(output_tensor_list)}")  # torch (gloo) raises RuntimeError
     shapes = {tuple(t.shape) for t in (*input_tensor_list, *output_tensor_list)}
     if len(shapes) != 1:
         raise NotImplementedError(f"all_to_all with tensors of different shapes {sorted(shapes)} "
@@ -565,7 +586,14 @@ def gather_object(obj, object_gather_list=None, dst: int | None = None, group=No
                   group_dst: int | None = None) -> None:
     g = _group(group)
     root = _root(g, dst, group_dst, "gather_object")
-    got = g.all_gather_object(obj)
+    got = g.all_gather_object((root, obj))  # the dst rides along: every rank checks it
+    roots = [r for r, _ in got]
+    if len(set(roots)) > 1:
+        ranks = getattr(g, "world_ranks", list(range(g.size)))
+        said = ", ".join(f"rank {ranks[i]}: dst={ranks[r]}" for i, r in enumerate(roots))
+        raise ValueError(f"gather_object: the ranks passed different destinations ({said}); "
+                         "pass the same dst on every rank")
+    got = [o for _, o in got]
     if g.rank == root:
         if object_gather_list is None or len(object_gather_list) != len(got):
             raise ValueError(f"gather_object: the destination rank needs a list of {len(got)} "
@@ -586,9 +614,11 @@ def scatter_object_list(scatter_object_output_list, scatter_object_input_list=No
 
 
 def monitored_barrier(group=None, timeout=None, wait_all_ranks: bool = False) -> None:
-    """A barrier; every collective here already ends within the configured timeout naming the
-    rank that did not arrive (``SHARDFLOW_COMM_TIMEOUT``)."""
-    barrier(group)
+    """A barrier that raises torch's ``Rank 1 failed to pass monitoredBarrier in 2000 ms``
+    when ``timeout`` passes first (``monitored.py``)."""
+    from .monitored import monitored_barrier as _monitored
+
+    _monitored(_group(group), timeout, wait_all_ranks, lambda: barrier(group))
 
 
 # -- global tensors (placement + sbp) and tensor parallelism: docs/GLOBAL.md ----------------

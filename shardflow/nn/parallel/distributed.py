@@ -122,9 +122,39 @@ class DistributedDataParallel(Module):
         pg = self.process_group
         if pg.size == 1:
             return
+        self._verify_same_model()
         for t in list(self.module.parameters()) + [b for b in self.module.buffers() if b is not None]:
             pg.broadcast(t.array, 0)
             t._version_counter[0] += 1
+
+    def _verify_same_model(self) -> None:
+        """Raise on every rank, before anything is broadcast, if the ranks wrapped different
+        models (torch's ``_verify_param_shape_across_processes``): one small all-gather of
+        each rank's parameter names, shapes and dtypes. Before, the first broadcast of a
+        parameter of another shape raised a collective mismatch that named no parameter and
+        did not say the models differ."""
+        pg = self.process_group
+        mine = [(n, tuple(p.array.shape), str(p.array.dtype))
+                for n, p in self.module.named_parameters()]
+        every = pg.all_gather_object(mine)
+        me = pg.rank
+        ranks = getattr(pg, "world_ranks", list(range(pg.size)))
+        fix = ("; build the same model on every rank (the same constructor arguments; code "
+               "that depends on the rank must not change the parameters before wrapping)")
+        for r, theirs in enumerate(every):
+            if r == me:
+                continue
+            if len(theirs) != len(mine):
+                raise RuntimeError(
+                    f"DDP expects same model across all ranks, but Rank {ranks[me]} has "
+                    f"{len(mine)} params, while rank {ranks[r]} has inconsistent "
+                    f"{len(theirs)} params{fix}")
+            for i, (a, b) in enumerate(zip(mine, theirs)):
+                if a[1:] != b[1:]:
+                    raise RuntimeError(
+                        f"DDP expects same model across all ranks, but params[{i}] ({a[0]}) "
+                        f"has sizes {list(a[1])} ({a[2]}) on rank {ranks[me]} and sizes "
+                        f"{list(b[1])} ({b[2]}) on rank {ranks[r]} ({b[0]}){fix}")
 
     # -- state the reducer keeps -------------------------------------------------------------
     @property
