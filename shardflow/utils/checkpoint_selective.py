@@ -52,7 +52,7 @@ def create_selective_checkpoint_contexts(policy_fn_or_list, allow_cache_entry_mu
     docstring; values and gradients are torch's)."""
     if isinstance(policy_fn_or_list, list):
         for op in policy_fn_or_list:
-            if not isinstance(op, _AtenOverload):
+            if not isinstance(op, _AtenOverload) or op._overloadname is None:  # None: a packet (aten.mm)
                 raise ValueError(
                     f"Expected op in `op_list` to be an OpOverload but got: {op} of type {type(op)}. "
                     "Pass one overload of an op: for `torch.ops.aten.mm`, `torch.ops.aten.mm.default`.")
