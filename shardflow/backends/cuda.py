@@ -1,7 +1,7 @@
 """``torch.backends.cuda``: ``matmul.allow_tf32`` (tied to ``set_float32_matmul_precision``
 as in PyTorch), the reduced-precision-reduction switches, the SDPA kernel switches and
-``is_built()`` (True when CuPy is installed), ``SDPBackend`` and the deprecated ``sdp_kernel``
-context manager. None changes shardflow's results."""
+``is_built()`` (True when CuPy is installed), ``SDPBackend``, the deprecated ``sdp_kernel``
+context manager and ``preferred_linalg_library`` (a CPU build's answers). None changes shardflow's results."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import warnings
 __all__ = ["matmul", "is_built", "flash_sdp_enabled", "enable_flash_sdp", "mem_efficient_sdp_enabled",
            "enable_mem_efficient_sdp", "math_sdp_enabled", "enable_math_sdp", "cudnn_sdp_enabled",
            "enable_cudnn_sdp", "SDPBackend", "sdp_kernel", "allow_fp16_bf16_reduction_math_sdp",
-           "fp16_bf16_reduction_math_sdp_allowed", "is_flash_attention_available"]
+           "fp16_bf16_reduction_math_sdp_allowed", "is_flash_attention_available",
+           "preferred_linalg_library"]
 
 
 class _CuBLASSettings:
@@ -135,3 +136,31 @@ def fp16_bf16_reduction_math_sdp_allowed() -> bool:
 def is_flash_attention_available() -> bool:
     """False, as a CPU build of torch answers: there is no CUDA flash-attention kernel here."""
     return False
+
+
+class _LinalgBackend(enum.Enum):
+    """torch._C._LinalgBackend's members and values."""
+
+    Default = 0
+    Cusolver = 1
+    Magma = 2
+
+
+_linalg_backend = [_LinalgBackend.Default]
+
+
+def preferred_linalg_library(backend=None) -> _LinalgBackend:
+    """torch's switch between cuSOLVER and MAGMA for CUDA linear algebra. shardflow's CUDA path
+    is CuPy (cuSOLVER) and this build answers as torch's CPU build: ``"default"`` (or None) is
+    accepted, ``"cusolver"``/``"magma"`` raise torch's RuntimeError (not compiled with them)."""
+    if backend is None:
+        return _linalg_backend[0]
+    name = backend.name.lower() if isinstance(backend, _LinalgBackend) else backend
+    if not isinstance(name, str) or name not in ("default", "cusolver", "magma"):
+        raise RuntimeError("Unknown input value. Choose from: default, cusolver, magma.")
+    if name != "default":
+        label = {"cusolver": "cuSOLVER", "magma": "MAGMA"}[name]
+        raise RuntimeError(f"Cannot set preferred backend to {label} if PyTorch has not been compiled "
+                           f"with {label}. shardflow answers as a CPU-only build; leave the default")
+    _linalg_backend[0] = _LinalgBackend.Default
+    return _linalg_backend[0]
