@@ -194,8 +194,9 @@ def test_testing_filecheck_refuses_with_the_alternative():
 
 
 def test_transforms_module_has_torchs_tril_helpers():
-    import shardflow.distributions.transforms as st
     import torch.distributions.transforms as tt
+
+    import shardflow.distributions.transforms as st
 
     a = np.arange(6, dtype=np.float32)
     np.testing.assert_array_equal(st.vec_to_tril_matrix(sf.tensor(a)).numpy(), tt.vec_to_tril_matrix(torch.tensor(a)).numpy())
