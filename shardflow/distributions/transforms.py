@@ -16,7 +16,15 @@ import numpy as np
 from ..ops import abs as _abs
 from ..ops import clamp, full_like, log1p, sigmoid, softplus, zeros_like
 from . import constraints
-from .utils import broadcast_all, finfo, is_number, lazy_property, sum_rightmost
+from .utils import (  # noqa: F401 (torch's transforms module has them)
+    broadcast_all,
+    finfo,
+    is_number,
+    lazy_property,
+    sum_rightmost,
+    tril_matrix_to_vec,
+    vec_to_tril_matrix,
+)
 
 __all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform",
            "IndependentTransform", "PowerTransform", "SigmoidTransform", "SoftplusTransform",

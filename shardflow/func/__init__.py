@@ -8,7 +8,8 @@ rather than functorch's batching and dual tensors:
 * ``jacrev``, ``jacfwd``, ``hessian``, ``jvp``, ``linearize`` (``_jacobian.py``): from
   reverse-mode Jacobians (one backward pass per output element);
 * ``stack_module_state``, ``replace_all_batch_norm_modules_`` (``_stack_module_state.py``);
-* ``functionalize``: the function itself (eager execution; see its docstring).
+* ``functionalize``: the function itself (eager execution; see its docstring);
+* ``debug_unwrap`` (``_debug_unwrap.py``): the tensor itself (no wrapper tensors here).
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..nn.utils.stateless import _functional_call
+from ._debug_unwrap import debug_unwrap
 from ._grad import grad, grad_and_value, vjp
 from ._jacobian import hessian, jacfwd, jacrev, jvp, linearize
 from ._stack_module_state import replace_all_batch_norm_modules_, stack_module_state
 from ._vmap import vmap
 
-__all__ = ["functional_call", "functionalize", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
+__all__ = ["debug_unwrap", "functional_call", "functionalize", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
            "linearize", "replace_all_batch_norm_modules_", "stack_module_state", "vjp", "vmap"]
 
 

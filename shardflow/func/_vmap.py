@@ -163,6 +163,9 @@ def _raise_random_in_error_mode():
                        "or 'different' randomness flags on vmap or perform the randomness operation out of vmap")
 
 
+_active = [0]  # how many vmap loops are running: debug_unwrap cannot give torch's batched tensor inside one
+
+
 def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=None):
     """``torch.func.vmap``: ``func`` mapped over dimension ``in_dims`` of its inputs, outputs
     stacked along ``out_dims``; computed as a loop over samples (module docstring).
@@ -183,7 +186,11 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=N
             sample_args = [a if d is None else a.select(d, b) for a, d in zip(flat_args, flat_in_dims)]
             if randomness == "same":
                 backend_random.set_rng_state(start_state)
-            out = func(*tree_unflatten(sample_args, args_spec), **kwargs)
+            _active[0] += 1
+            try:
+                out = func(*tree_unflatten(sample_args, args_spec), **kwargs)
+            finally:
+                _active[0] -= 1
             if randomness == "error" and (b == 0 or b == batch_size - 1) and _state_changed(start_state):
                 # checked after the first sample (the usual case fails at once) and after the
                 # last (a draw in any sample changed the state): two reads, not one per sample

@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-from ..autograd import Function, Tensor
+from ..autograd import Function, Tensor, no_grad
 from ..autograd.dispatch import register
 from ..backend import as_dtype, cast, get_array_module, to_device
 from ..backend.memory_format import (
@@ -49,6 +49,11 @@ def to_dtype(t: Tensor, dtype) -> Tensor:
     dtype = as_dtype(dtype)
     if t.array.dtype == dtype.np:
         return t
+    if t.requires_grad and not (dtype.is_floating_point or dtype.is_complex):
+        # an integer or bool result has no gradient: torch's cast gives requires_grad=False and
+        # no grad_fn (a gradient through x.int() would be silently wrong)
+        with no_grad():
+            return ToDtype.apply(t, dtype=dtype)
     return ToDtype.apply(t, dtype=dtype)
 
 

@@ -15,7 +15,6 @@ The argument is checked as PyTorch checks it.
 
 from __future__ import annotations
 
-import enum
 from contextlib import contextmanager
 
 from ...backends import cuda as _cuda
@@ -23,15 +22,7 @@ from ...backends import cuda as _cuda
 __all__ = ["SDPBackend", "sdpa_kernel"]
 
 
-class SDPBackend(enum.Enum):
-    """PyTorch's SDPA backends, with its values."""
-
-    ERROR = -1
-    MATH = 0
-    FLASH_ATTENTION = 1
-    EFFICIENT_ATTENTION = 2
-    CUDNN_ATTENTION = 3
-    OVERRIDEABLE = 4
+SDPBackend = _cuda.SDPBackend  # one class, torch.backends.cuda.SDPBackend is torch.nn.attention.SDPBackend
 
 
 @contextmanager

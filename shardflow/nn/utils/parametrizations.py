@@ -10,7 +10,9 @@ parametrizations (``nn.utils.parametrize``), PyTorch's current forms.
   draws then 15 power iterations; each training-mode access runs ``n_power_iterations``
   steps ``u = normalize(W v)``, ``v = normalize(W^T u)`` in place (no gradient) and returns
   ``W / (u . W v)``; eval mode does not update ``u``, ``v``. A 1-d weight is simply
-  normalised. ``orthogonal`` is not built here (it needs QR and matrix_exp).
+  normalised.
+* ``orthogonal(module, name, orthogonal_map=None, *, use_trivialization=True)``: see
+  ``orthogonal.py``.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from ...autograd import Tensor, no_grad
 from .. import functional as F
 from ..module import Module
 from . import parametrize
+from .orthogonal import orthogonal
 from .spectral_norm import default_dim, weight_to_matrix
 from .weight_norm import _weight_norm, norm_except_dim
 
-__all__ = ["weight_norm", "spectral_norm"]
+__all__ = ["weight_norm", "spectral_norm", "orthogonal"]
 
 
 class _WeightNorm(Module):
