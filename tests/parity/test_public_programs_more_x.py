@@ -115,3 +115,33 @@ def test_mobilenet_v3_small():
     Hardsigmoid, Hardswish, BatchNorm(eps=1e-3, momentum=0.01), in-place Dropout(0.2)."""
     _check(lambda m: m.mobilenetv3.mobilenet_v3_small(num_classes=10, width_mult=0.5),
            dtype="float64", rtol=1e-7, grad_rtol=1e-6)
+
+
+def test_shufflenet_v2_x0_5():
+    """shufflenet_v2_x0_5 as torchvision builds it: channel_shuffle (view, transpose,
+    contiguous), chunk, depthwise convolutions, ``x.mean([2, 3])``. On 64x64 inputs: at
+    32x32 its last stage and conv5 (1024 channels) are 1x1 maps, and the second step's
+    gradients differ by 3% in float64 (the first step's by 3e-11 of their scale, torch
+    against itself with its input scaled by 1 + 1e-15: 2e-11); at 64x64, 4e-10."""
+    _check(lambda m: m.shufflenetv2.shufflenet_v2_x0_5(num_classes=10),
+           dtype="float64", rtol=1e-7, grad_rtol=1e-6, size=64)
+
+
+def test_swin_transformer_v1_and_v2():
+    """SwinTransformer (patch 2, dim 16, depths [2, 2], window 4 on a 16x16 map: the second
+    block of each stage shifts its windows, so ``torch.roll`` and the -100 attention mask
+    run), with StochasticDepth(p up to 0.5); then the V2 block (cosine attention with a
+    clamped logit scale, the log-spaced continuous position bias MLP, PatchMergingV2).
+    LayerNorm only, so float32. ``torch.fx.wrap`` of three functions runs on import."""
+    def v1(m):
+        return m.swin_transformer.SwinTransformer([2, 2], 16, [2, 2], [2, 4], [4, 4],
+                                                   stochastic_depth_prob=0.5, num_classes=10)
+
+    def v2(m):
+        sw = m.swin_transformer
+        return sw.SwinTransformer([2, 2], 16, [2, 2], [2, 4], [4, 4], stochastic_depth_prob=0.5,
+                                  num_classes=10, block=sw.SwinTransformerBlockV2,
+                                  downsample_layer=sw.PatchMergingV2)
+
+    _check(v1, rtol=1e-5, grad_rtol=1e-5)
+    _check(v2, rtol=1e-5, grad_rtol=1e-5)
