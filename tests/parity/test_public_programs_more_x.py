@@ -145,3 +145,36 @@ def test_swin_transformer_v1_and_v2():
 
     _check(v1, rtol=1e-5, grad_rtol=1e-5)
     _check(v2, rtol=1e-5, grad_rtol=1e-5)
+
+
+# efficientnet.py and vision_transformer.py at their commits build ``ConvNormActivation``
+# (the name before torchvision 0.13 split it into Conv2d/Conv3dNormActivation); the vendored
+# ops/misc.py is the later one, which warns about that use
+_OLD_NAME = "ignore:Don't use ConvNormActivation directly"
+
+
+@pytest.mark.filterwarnings(_OLD_NAME)
+def test_efficientnet_stochastic_depth():
+    """torchvision's ``_efficientnet`` builder with EfficientNet-B0's stage table at width
+    0.25 and depth 0.5 (its own ``MBConvConfig`` rounding): SiLU, SqueezeExcitation with an
+    in-place SiLU, StochasticDepth (p up to 0.5, only on residual blocks) drawn from the same
+    seed, in-place classifier Dropout(0.2). float64 (BatchNorm on 1x1 maps: module
+    docstring)."""
+    _check(lambda m: m.efficientnet._efficientnet("efficientnet_b0", 0.25, 0.5, 0.2, False, True,
+                                                   num_classes=10, stochastic_depth_prob=0.5),
+           dtype="float64", rtol=1e-7, grad_rtol=1e-6)
+
+
+@pytest.mark.filterwarnings(_OLD_NAME)
+def test_vision_transformer():
+    """VisionTransformer (32x32 images, 8x8 patches, 2 layers, 2 heads, width 16) with dropout
+    and attention dropout 0.1 drawn from the same seed: ``nn.MultiheadAttention(batch_first=
+    True)`` called with ``need_weights=False``, ``torch._assert``, the class token, the
+    zero-initialised head; then with the conv stem (ConvStemConfig) and a representation
+    layer (Tanh pre-logits)."""
+    vit = "vision_transformer"
+    _check(lambda m: getattr(m, vit).VisionTransformer(32, 8, 2, 2, 16, 32, dropout=0.1,
+                                                       attention_dropout=0.1, num_classes=10))
+    _check(lambda m: getattr(m, vit).VisionTransformer(
+        32, 8, 2, 2, 16, 32, num_classes=10, representation_size=12,
+        conv_stem_configs=[getattr(m, vit).ConvStemConfig(8, 3, 2), getattr(m, vit).ConvStemConfig(8, 3, 4)]))

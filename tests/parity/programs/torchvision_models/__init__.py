@@ -23,7 +23,8 @@ HERE = Path(__file__).parent
 # dependency order: the helpers first
 FILES = ("utils", "ops.misc", "ops.stochastic_depth", "models._utils", "models.resnet",
          "models.mobilenetv2", "models.mobilenetv3", "models.convnext",
-         "models.shufflenetv2", "models.swin_transformer")
+         "models.shufflenetv2", "models.swin_transformer", "models.efficientnet",
+         "models.vision_transformer")
 
 
 def load(use_shardflow: bool) -> types.ModuleType:
