@@ -32,7 +32,7 @@ from .programs import torchvision_models
 pytestmark = pytest.mark.usefixtures("torch_single_thread")
 
 
-def _run(lib, build, dtype=None, steps=2, size=32):
+def _run(lib, build, dtype=None, steps=2, size=32, lr=0.1):
     """Build the model from seed 0, then record its repr, state_dict keys, the eval forward
     and ``steps`` SGD steps' losses and final gradients on a fixed batch of 2."""
     tv = torchvision_models.load(lib is shardflow)
@@ -47,7 +47,7 @@ def _run(lib, build, dtype=None, steps=2, size=32):
     with lib.no_grad():
         evaluated = model(x).numpy().copy()
     model.train()
-    opt = lib.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    opt = lib.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
     losses = []
     for _ in range(steps):
         opt.zero_grad()
@@ -60,8 +60,8 @@ def _run(lib, build, dtype=None, steps=2, size=32):
             "formatted": f"{loss:.4f} {loss.item():.6f}"}
 
 
-def _check(build, dtype=None, rtol=1e-5, grad_rtol=1e-5, size=32):
-    th, sf = _run(torch, build, dtype, size=size), _run(shardflow, build, dtype, size=size)
+def _check(build, dtype=None, rtol=1e-5, grad_rtol=1e-5, size=32, lr=0.1):
+    th, sf = _run(torch, build, dtype, size=size, lr=lr), _run(shardflow, build, dtype, size=size, lr=lr)
     assert sf["text"] == th["text"]
     assert sf["keys"] == th["keys"]
     np.testing.assert_allclose(sf["eval"], th["eval"], rtol=1e-5, atol=1e-6 * np.abs(th["eval"]).max())
@@ -178,3 +178,21 @@ def test_vision_transformer():
     _check(lambda m: getattr(m, vit).VisionTransformer(
         32, 8, 2, 2, 16, 32, num_classes=10, representation_size=12,
         conv_stem_configs=[getattr(m, vit).ConvStemConfig(8, 3, 2), getattr(m, vit).ConvStemConfig(8, 3, 4)]))
+
+
+def test_squeezenet1_1():
+    """squeezenet1_1: Fire modules (1x1 and 3x3 expands concatenated), ceil_mode max pools,
+    kaiming_uniform_ initial weights, Dropout(0.5) from the same seed, a ReLU before the
+    global pool. lr 0.01: at 0.1 the second loss falls to 1e-5, where cross-entropy's
+    relative rounding is 1e-4 in either framework."""
+    _check(lambda m: m.squeezenet.squeezenet1_1(num_classes=10), lr=0.01)
+
+
+def test_densenet_2017_file():
+    """The 2017 densenet.py (``nn.init.kaiming_normal`` without underscore, ``.data.fill_``,
+    ``add_module`` calls, ``import torch.utils.model_zoo``) with growth 4, bn_size 2, two
+    dense blocks and dropout 0.2 after each dense layer (``F.dropout``, same seed); its
+    ``F.avg_pool2d(kernel_size=7)`` head needs a 7x7 final map, so 2x3x56x56 inputs.
+    BatchNorm over 98 values per channel at the end: float32 at 1e-5."""
+    _check(lambda m: m.densenet.DenseNet(growth_rate=4, block_config=(2, 2), num_init_features=8,
+                                         bn_size=2, drop_rate=0.2, num_classes=10), size=56)
