@@ -196,3 +196,44 @@ def test_densenet_2017_file():
     BatchNorm over 98 values per channel at the end: float32 at 1e-5."""
     _check(lambda m: m.densenet.DenseNet(growth_rate=4, block_config=(2, 2), num_init_features=8,
                                          bn_size=2, drop_rate=0.2, num_classes=10), size=56)
+
+
+def _googlenet_run(lib):
+    """GoogLeNet's train mode returns ``GoogLeNetOutputs(logits, aux_logits2, aux_logits1)``;
+    the loss is torchvision's reference recipe's: main + 0.3 x each auxiliary loss."""
+    tv = torchvision_models.load(lib is shardflow)
+    lib.set_default_dtype(lib.float64)  # the parity conftest puts it back
+    lib.manual_seed(0)
+    model = tv.models.googlenet.googlenet(num_classes=10, init_weights=True)
+    text = str(model)
+    x, y = lib.randn(2, 3, 32, 32), lib.tensor([1, 3])
+    model.eval()
+    with lib.no_grad():
+        evaluated = model(x)  # a plain tensor in eval mode
+    model.train()
+    opt = lib.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    losses, F = [], lib.nn.functional
+    for _ in range(2):
+        opt.zero_grad()
+        out = model(x)
+        loss = (F.cross_entropy(out.logits, y) + 0.3 * F.cross_entropy(out.aux_logits1, y)
+                + 0.3 * F.cross_entropy(out.aux_logits2, y))
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    grads = {k: p.grad.numpy().copy() for k, p in model.named_parameters()}
+    return text, evaluated.numpy().copy(), (type(out).__name__, out._fields), losses, grads
+
+
+def test_googlenet_aux_logits():
+    """GoogLeNet with its two auxiliary heads (``F.dropout(x, 0.7)`` in each, Dropout(0.2)
+    before ``fc``, from the same seed), ``trunc_normal_(std=0.01, a=-2, b=2)`` initial
+    weights, ceil_mode pools; full width (its sizes are fixed), float64 as the BatchNorm nets
+    (module docstring)."""
+    th, sf = _googlenet_run(torch), _googlenet_run(shardflow)
+    assert sf[0] == th[0] and sf[2] == th[2] == ("GoogLeNetOutputs", ("logits", "aux_logits2", "aux_logits1"))
+    np.testing.assert_allclose(sf[1], th[1], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(sf[3], th[3], rtol=1e-7)
+    scale = max(np.abs(g).max() for g in th[4].values())
+    for k, g in th[4].items():
+        np.testing.assert_allclose(sf[4][k], g, rtol=1e-6, atol=1e-6 * scale, err_msg=k)

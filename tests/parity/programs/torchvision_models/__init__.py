@@ -24,7 +24,8 @@ HERE = Path(__file__).parent
 FILES = ("utils", "ops.misc", "ops.stochastic_depth", "models._utils", "models.resnet",
          "models.mobilenetv2", "models.mobilenetv3", "models.convnext",
          "models.shufflenetv2", "models.swin_transformer", "models.efficientnet",
-         "models.vision_transformer", "models.densenet", "models.squeezenet")
+         "models.vision_transformer", "models.densenet", "models.squeezenet",
+         "models.googlenet")
 
 
 def load(use_shardflow: bool) -> types.ModuleType:
