@@ -237,3 +237,23 @@ def test_googlenet_aux_logits():
     scale = max(np.abs(g).max() for g in th[4].values())
     for k, g in th[4].items():
         np.testing.assert_allclose(sf[4][k], g, rtol=1e-6, atol=1e-6 * scale, err_msg=k)
+
+
+def test_mnasnet_and_its_versioned_state_dict():
+    """MNASNet (alpha 0.25; BatchNorm momentum 0.0003, ``x.mean([2, 3])``, in-place Dropout),
+    float64 as the BatchNorm nets; then its ``_load_from_state_dict``, which reads the
+    checkpoint's version from ``state_dict()._metadata``: the model's own state dict loads,
+    a plain dict (no metadata) raises its ValueError, and a version-1 checkpoint swaps in
+    the old stem with its warning, in both frameworks."""
+    _check(lambda m: m.mnasnet.MNASNet(0.25, num_classes=10), dtype="float64", rtol=1e-7, grad_rtol=1e-6)
+    for lib in (torch, shardflow):
+        model = torchvision_models.load(lib is shardflow).models.mnasnet.MNASNet(0.25, num_classes=10)
+        state = model.state_dict()
+        assert state._metadata[""] == {"version": 2}
+        assert str(model.load_state_dict(state)) == "<All keys matched successfully>"
+        with pytest.raises(ValueError, match="instead of None"):
+            model.load_state_dict(dict(state))
+        state._metadata[""] = {"version": 1}
+        with pytest.warns(UserWarning, match="new version of MNASNet"), pytest.raises(RuntimeError, match="size mismatch"):
+            model.load_state_dict(state)
+        assert model._version == 1 and model.layers[0].out_channels == 32

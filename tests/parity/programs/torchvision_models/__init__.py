@@ -25,7 +25,7 @@ FILES = ("utils", "ops.misc", "ops.stochastic_depth", "models._utils", "models.r
          "models.mobilenetv2", "models.mobilenetv3", "models.convnext",
          "models.shufflenetv2", "models.swin_transformer", "models.efficientnet",
          "models.vision_transformer", "models.densenet", "models.squeezenet",
-         "models.googlenet")
+         "models.googlenet", "models.mnasnet")
 
 
 def load(use_shardflow: bool) -> types.ModuleType:
