@@ -58,6 +58,7 @@ from .autograd.legacy_types import (
     set_default_tensor_type,
 )
 from .autograd.predicates import (
+    _assert,
     can_cast,
     is_complex,
     is_floating_point,

@@ -65,6 +65,14 @@ def numel(input) -> int:
     return _check(input, "numel").numel()
 
 
+def _assert(condition, message) -> None:
+    """``torch._assert``: Python's ``assert condition, message`` as a function (torchvision's
+    VisionTransformer checks its input shape with it). Deviation: torch records the call as one
+    node when ``torch.fx`` traces a condition computed from the input; shardflow's tracer
+    raises TraceError on such a condition (it is a Python truth test there)."""
+    assert condition, message
+
+
 def typename(obj) -> str:
     """``'torch.FloatTensor'`` for a tensor (as ``Tensor.type()``), else the object's type name."""
     if isinstance(obj, Tensor):

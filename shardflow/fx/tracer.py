@@ -37,6 +37,7 @@ or as a decorator), since shardflow does not rewrite a module's globals; torch's
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import functools
 import inspect
@@ -197,7 +198,7 @@ class Tracer:
         self.graph = Graph(tracer_cls=type(self))
         self._index_root()
         args, kwargs = self._placeholders(fn, bound_self, concrete_args)
-        with self.hooks_installed(parameters=True):
+        with self.hooks_installed(parameters=True), _wrapped_names_patched():
             result = fn(*bound_self, *args, **kwargs)
         returns = inspect.signature(fn).return_annotation
         self.create_node("output", "output", (self.create_arg(result),), {},
@@ -310,16 +311,27 @@ class GraphAppendingTracer(Tracer):
         self.root = graph.owning_module
 
 
+# (globals dict, name) pairs that ``wrap("name")`` registered: while a trace runs, each name
+# in its module's globals is the wrapped function (torch's ``_wrapped_fns_to_patch``)
+_WRAPPED_NAMES: list[tuple[dict, str]] = []
+
+
 def wrap(fn_or_name):
     """``torch.fx.wrap``: a function recorded as one ``call_function`` node when it gets a
-    proxy (it is not traced through), called as usual otherwise. Use the result in place of
-    the function (``fn = fx.wrap(fn)`` or ``@fx.wrap``): shardflow does not rewrite the
-    calling module's globals, so ``fx.wrap("name")`` (torch's string form) raises."""
+    proxy (it is not traced through), called as usual otherwise. ``fn = fx.wrap(fn)`` (or
+    ``@fx.wrap``) returns the wrapped function; ``fx.wrap("name")`` at a module's top level
+    (torchvision's ``torch.fx.wrap("stochastic_depth")``) registers that module's global
+    ``name`` (or the builtin of that name), which each trace replaces by the wrapped function
+    while it runs and puts back after, as torch's tracer does; it returns the string."""
     if isinstance(fn_or_name, str):
-        raise NotImplementedError(
-            f"torch.fx.wrap({fn_or_name!r}): the string form patches the caller's globals, which "
-            "shardflow does not do; wrap the function object instead: "
-            f"{fn_or_name} = torch.fx.wrap({fn_or_name})")
+        caller = inspect.currentframe().f_back
+        if caller is None or caller.f_code.co_name != "<module>":
+            raise NotImplementedError(
+                f"torch.fx.wrap({fn_or_name!r}) must be called at the top level of a module (it "
+                "registers that module's global of this name); inside a function, wrap the "
+                f"function object instead: {fn_or_name} = torch.fx.wrap({fn_or_name})")
+        _WRAPPED_NAMES.append((caller.f_globals, fn_or_name))
+        return fn_or_name
     if not callable(fn_or_name):
         raise TypeError(f"torch.fx.wrap: expected a function, got {type(fn_or_name).__name__}")
     fn = fn_or_name
@@ -333,6 +345,31 @@ def wrap(fn_or_name):
         return fn(*args, **kwargs)
 
     return wrapped
+
+
+@contextlib.contextmanager
+def _wrapped_names_patched():
+    """While a trace runs, every global that ``wrap("name")`` registered is its wrapped
+    function (a builtin of that name when the module has no such global); put back after."""
+    saved = []
+    try:
+        for namespace, name in _WRAPPED_NAMES:
+            if name in namespace:
+                saved.append((namespace, name, namespace[name]))
+                namespace[name] = wrap(namespace[name])
+            elif hasattr(builtins, name):
+                saved.append((namespace, name, _MISSING))
+                namespace[name] = wrap(getattr(builtins, name))
+        yield
+    finally:
+        for namespace, name, value in reversed(saved):
+            if value is _MISSING:
+                namespace.pop(name, None)
+            else:
+                namespace[name] = value
+
+
+_MISSING = object()
 
 
 def _first_proxy(a):

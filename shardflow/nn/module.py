@@ -788,6 +788,12 @@ class Module:
                 keep_vars = args[2]
         if destination is None:
             destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        # torch's per-module metadata (``sd._metadata["layer1.0.bn1"] == {"version": 2}``):
+        # a module's ``_load_from_state_dict`` reads its ``version`` (torchvision's MNASNet)
+        local_metadata = dict(version=self._version)
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = local_metadata
         for hook in self.__dict__.get("_state_dict_pre_hooks", {}).values():
             hook(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
@@ -795,7 +801,7 @@ class Module:
             if module is not None:
                 module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
         for hook in self._state_dict_hooks.values():
-            res = hook(self, destination, prefix, {})
+            res = hook(self, destination, prefix, local_metadata)
             if res is not None:
                 destination = res
         return destination
@@ -833,11 +839,12 @@ class Module:
                     if isinstance(state_dict, str | bytes) or hasattr(state_dict, "__fspath__") else "")
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.{hint}")
         state_dict = self._run_load_state_dict_pre_hooks(state_dict, strict)
+        state_dict, override_errors = self._run_load_from_state_dict_overrides(state_dict, strict)
         entries = self._state_entries()
         expected = {k for k, *_ in entries}
         missing = [k for k, *_ in entries if k not in state_dict]
         unexpected = [k for k in state_dict if k not in expected]
-        errors = []
+        errors = list(override_errors)
         plan = []
         for key, owner, name, kind in entries:
             if key not in state_dict:
@@ -904,6 +911,40 @@ class Module:
         for hook in self._load_state_dict_post_hooks.values():
             hook(self, result)
         return result
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs) -> None:
+        """torch's per-module loading step, for subclasses to override (torchvision's MNASNet
+        reads ``local_metadata["version"]`` there; FrozenBatchNorm2d deletes its
+        ``num_batches_tracked`` key): ``load_state_dict`` calls each override, parent before
+        children, on a copy of the state dict it may edit, with the state dict's
+        ``_metadata`` entry for that module ({} for a plain dict), and raises what it appends
+        to ``error_msgs``. This base version copies nothing: shardflow copies the whole
+        model's tensors after the overrides ran (all or nothing), so ``missing_keys`` /
+        ``unexpected_keys`` are computed there, not from what an override appends."""
+
+    def _run_load_from_state_dict_overrides(self, state_dict, strict):
+        """Call every overridden ``_load_from_state_dict`` (see there), walking the modules
+        as torch's ``load`` does so that one that replaces its children (MNASNet's version-1
+        stem) has the new children visited. Returns (state dict, error messages)."""
+        if not any(type(m)._load_from_state_dict is not Module._load_from_state_dict for m in self.modules()):
+            return state_dict, []
+        metadata = getattr(state_dict, "_metadata", None)
+        state_dict = OrderedDict(state_dict)
+        if metadata is not None:
+            state_dict._metadata = metadata
+        errors: list[str] = []
+
+        def visit(module, prefix):
+            if type(module)._load_from_state_dict is not Module._load_from_state_dict:
+                local = metadata.get(prefix[:-1], {}) if metadata is not None else {}
+                module._load_from_state_dict(state_dict, prefix, local, strict, [], [], errors)
+            for name, child in module._modules.items():
+                if child is not None:
+                    visit(child, prefix + name + ".")
+
+        visit(self, "")
+        return state_dict, errors
 
     def _run_load_state_dict_pre_hooks(self, state_dict, strict):
         """Each module's load-state-dict pre-hooks, with its prefix, on a copy of

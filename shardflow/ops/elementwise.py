@@ -955,8 +955,15 @@ def mish(input, inplace: bool = False):
     return _act_inplace(x, Mish.apply(x), inplace)
 
 
+# torch's hardsigmoid backward kernel multiplies by ``1.0f / 6.0f`` for every dtype, so its
+# float64 gradient is 0.1666666716337204 (float32's 1/6), not 1/6: the same constant here
+# keeps float64 programs (MobileNetV3's SqueezeExcitation) equal to torch's to the last bit
+_SIXTH_F32 = float(np.float32(1.0) / np.float32(6.0))
+
+
 class Hardsigmoid(Function):
-    """y = relu6(x + 3) / 6; dy = 1/6 on (-3, 3)."""
+    """y = relu6(x + 3) / 6; dy = 1/6 on (-3, 3), with torch's float32 constant 1/6 in every
+    dtype (see ``_SIXTH_F32``)."""
 
     save_inputs = (0,)
 
@@ -968,12 +975,12 @@ class Hardsigmoid(Function):
         x = self.x
         d = _mask((x > -3.0) & (x < 3.0), g.dtype)
         d *= g
-        d *= 1.0 / 6.0
+        d *= _SIXTH_F32
         return _same_dtype(d, g)
 
     def backward_graph(self, g):
         x = self.x
-        return _gg.keep_where(g, (x > -3.0) & (x < 3.0)) * (1.0 / 6.0)
+        return _gg.keep_where(g, (x > -3.0) & (x < 3.0)) * _SIXTH_F32
 
 
 @register("hardsigmoid")

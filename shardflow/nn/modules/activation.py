@@ -72,10 +72,16 @@ class Hardswish(_Inplace):
     def forward(self, input):
         return F.hardswish(input, inplace=self.inplace)
 
+    def extra_repr(self) -> str:
+        return ""  # torch's Hardswish prints no arguments, inplace or not
+
 
 class Hardsigmoid(_Inplace):
     def forward(self, input):
         return F.hardsigmoid(input, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return ""  # as torch's: no arguments, inplace or not
 
 
 class GELU(Module):
@@ -193,7 +199,7 @@ class CELU(Module):
         return F.celu(input, self.alpha, self.inplace)
 
     def extra_repr(self) -> str:
-        return f"alpha={self.alpha}"
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
 
 
 class Softplus(Module):
@@ -304,7 +310,7 @@ class Threshold(Module):
         return F.threshold(input, self.threshold, self.value, self.inplace)
 
     def extra_repr(self) -> str:
-        return f"threshold={self.threshold}, value={self.value}"
+        return f"threshold={self.threshold}, value={self.value}" + (", inplace=True" if self.inplace else "")
 
 
 class PReLU(Module):

@@ -52,6 +52,8 @@ def _reset_affine(module: Module) -> None:
 
 
 class _NormBase(Module):
+    _version = 2  # torch's: the state dict's metadata says 2 (num_batches_tracked is saved)
+
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, device=None, dtype=None,
                  *, bias: bool = True) -> None:
