@@ -107,6 +107,8 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
     """A communicator over an ``mpi4py`` ``Comm`` (see the module docstring)."""
 
     backend = "mpi"
+    # mpi_exit polls with it (it may not import mpi_work: mpi_work -> mpi_lib -> mpi_exit)
+    progress_pending = staticmethod(progress_all)
 
     def __init__(self, comm=None, world_ranks=None):
         self._timeout = _config.comm_timeout_s()  # read once, when the group is made

@@ -37,6 +37,9 @@ from .arrival import PHASE_EXITING, PHASE_RUNNING
 from .failure import print_failure, say_lifecycle
 
 BEFORE_FINALIZE: list = []  # callables run first at exit (mpi_progress.stop)
+# world.set_data_parallel keeps this up to date (world imports this module, not the reverse:
+# comm's modules import no cycle, tests/test_comm_structure.py)
+DATA_PARALLEL = [False]
 LIVE: weakref.WeakSet = weakref.WeakSet()  # the MPI communicators whose boards are read
 
 
@@ -103,9 +106,8 @@ def finalize_at_exit(MPI) -> None:
         comms = [c for c in list(LIVE) if c.size > 1 and c.board.win is not None]
         for c in comms:
             c.board.set_phase(PHASE_EXITING)
-        from .mpi_work import progress_all  # an async call never waited for still completes
-
-        reason = _premature(comms, tick=progress_all) if comms else None
+        # an async call never waited for still completes
+        reason = _premature(comms, tick=comms[0].progress_pending) if comms else None
     except Exception:  # noqa: BLE001 - never let exit-time diagnostics block finalising
         reason = "unknown"
     if reason is not None and reason != "unknown":
@@ -122,9 +124,7 @@ def finalize_at_exit(MPI) -> None:
 def _uneven_hint() -> str:
     """Under data parallel, the usual cause of a rank waiting for one that finished: uneven
     numbers of batches (torch hangs there; its fix is ``join()``)."""
-    from .world import data_parallel_active
-
-    if not data_parallel_active():
+    if not DATA_PARALLEL[0]:
         return ""
     return (" Under DistributedDataParallel this is usually uneven inputs (a rank ran out of "
             "batches while the others still train): wrap the training loop in `with "
@@ -145,7 +145,6 @@ def check_before_free(comm) -> None:
     the job with this rank's traceback); a board that cannot be read -> return (as before).
     """
     from .base import CommError
-    from .mpi_work import progress_all
 
     if comm.size <= 1 or comm.board.win is None:
         return
@@ -153,7 +152,7 @@ def check_before_free(comm) -> None:
     try:
         comm.board.set_phase(PHASE_EXITING)
         # an async call never waited for must still progress: a peer may wait on it
-        reason = _premature(comms, leaving=[comm], tick=progress_all)
+        reason = _premature(comms, leaving=[comm], tick=comm.progress_pending)
     except Exception:  # noqa: BLE001 - diagnostics must never stop the free itself
         return
     if reason is None or reason == "unknown":

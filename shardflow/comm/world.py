@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from .. import _config
 from ..backend.xp import cuda_is_available
-from . import failure
+from . import failure, mpi_exit
 from .base import Communicator
 from .local import LocalCommunicator
 
@@ -122,6 +122,7 @@ def destroy() -> None:
         _world.free()
     _world = None
     _data_parallel = False
+    mpi_exit.DATA_PARALLEL[0] = False
     failure.uninstall()
 
 
@@ -129,6 +130,7 @@ def set_data_parallel(flag: bool = True) -> None:
     """Data parallel announces itself so that DataLoaders shard their data automatically."""
     global _data_parallel
     _data_parallel = bool(flag)
+    mpi_exit.DATA_PARALLEL[0] = _data_parallel
 
 
 def data_parallel_active() -> bool:
