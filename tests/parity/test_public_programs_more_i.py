@@ -27,6 +27,7 @@ import pytest
 import torch
 
 import shardflow
+import shardflow.testing.parity  # the submodule: `import shardflow` does not load it
 from shardflow.comm.launcher import rank_env
 from shardflow.testing.mpi import launch_cli
 
