@@ -589,7 +589,7 @@ def gather_object(obj, object_gather_list=None, dst: int | None = None, group=No
     got = g.all_gather_object((root, obj))  # the dst rides along: every rank checks it
     roots = [r for r, _ in got]
     if len(set(roots)) > 1:
-        ranks = getattr(g, "world_ranks", list(range(g.size)))
+        ranks = get_process_group_ranks(group)
         said = ", ".join(f"rank {ranks[i]}: dst={ranks[r]}" for i, r in enumerate(roots))
         raise ValueError(f"gather_object: the ranks passed different destinations ({said}); "
                          "pass the same dst on every rank")
