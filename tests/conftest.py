@@ -18,9 +18,15 @@
 * Process-wide switches a program may set (``torch.backends.cuda.matmul.allow_tf32 = True``
   in nanoGPT's train.py) are put back after each test, shardflow's and, when a test has
   imported it, PyTorch's: float32 matmul precision.
+* Under pytest-xdist (the README's test command runs ``-n auto --dist loadgroup``), every test
+  of a file that starts processes (MPI ranks, subprocesses, multiprocessing) is in one
+  ``xdist_group``: those files run one test at a time on one worker, so no two rank jobs
+  share the cores at once (their hang and timeout bounds were set for one job at a time),
+  while the in-process tests spread over the other workers.
 """
 
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -28,6 +34,31 @@ import shardflow
 import shardflow.distributed as dist
 from shardflow.backend.fp_errors import install_warning_filter
 from shardflow.distributed import route
+
+
+# A test file whose source (or its directory's conftest.py) names one of these starts processes.
+_STARTS_PROCESSES = ("subprocess", "multiprocessing", "Popen", "mpiexec", "shardflow.testing.mpi",
+                     "shardflow.testing import mpi", "shardflow.testing.parity")
+
+
+def _starts_processes(path: Path, cache: dict) -> bool:
+    if path not in cache:
+        texts = [path.read_text(errors="replace")]
+        conftest = path.parent / "conftest.py"
+        if conftest.exists():
+            texts.append(conftest.read_text(errors="replace"))
+        cache[path] = any(s in t for t in texts for s in _STARTS_PROCESSES)
+    return cache[path]
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups into node ids
+def pytest_collection_modifyitems(config, items):
+    if not hasattr(config, "workerinput"):  # not an xdist worker: nothing to group
+        return
+    cache: dict = {}
+    for item in items:
+        if _starts_processes(Path(item.fspath), cache):
+            item.add_marker(pytest.mark.xdist_group("processes"))
 
 
 @pytest.hookimpl(hookwrapper=True)
