@@ -38,6 +38,12 @@ round), and ``--json FILE`` with one row per layout and those keys.
 ``--from-json FILE[,FILE...]`` measures nothing: it re-predicts the stored rows (several
 runs merged as rounds) with the current model and ``--profile`` and prints the stored and
 the new summary: the model's accuracy offline.
+
+With ``--json`` the file is rewritten after every job (``complete``: false until the grid
+ends), and ``--max-seconds`` starts no job after that many seconds of measuring: a run cut short by a time limit
+(a lent machine's, a CI job's) keeps every layout it measured. Each progress line ends with
+the layout's measured time and memory next to the prediction. One layout's job takes about
+6 s on a quiet 16-core host (session 34: 44 layouts, about 4.5 minutes a round).
 """
 
 from __future__ import annotations
@@ -179,6 +185,34 @@ def _measure(n, size, L, args) -> dict:
             return json.load(f)
 
 
+def _progress(e, res: dict) -> str:
+    """The end of a layout's progress line: its measured figures next to the predicted ones."""
+    if res.get("step_s") is None:
+        return f"failed: {str(res.get('error', '?')).splitlines()[-1][:200] if res.get('error') else '?'}"
+    return (f"{res['step_s'] * 1e3:.1f} ms (predicted {e.step_time * 1e3:.1f}), "
+            f"{res['memory'] / 2**20:.1f} MiB (predicted {e.memory / 2**20:.1f})")
+
+
+def _write(path, plan, results, t0, prof, *, partial: bool, stopped=None):
+    """Rows and summary of what ``results`` holds so far; written to ``path`` (when given) with
+    ``complete`` false while the grid is still running (or was stopped), so that a run killed
+    or cut short by ``--max-seconds`` keeps every layout it measured (``--from-json`` reads it)."""
+    rows = [_row(size, n, e, res) for (size, n, e), res in zip(plan, results) if res]
+    summary = summarize(rows)
+    summary["seconds"] = round(time.monotonic() - t0, 1)
+    summary["load_average_end"] = round(os.getloadavg()[0], 2)
+    summary["profile"] = prof.name
+    summary["complete"] = not partial and stopped is None
+    if stopped:
+        summary["stopped"] = stopped
+    if path:
+        tmp = f"{path}.tmp"
+        with open(tmp, "w") as f:
+            json.dump({"rows": rows, **summary}, f, indent=1)
+        os.replace(tmp, path)  # whole file or the previous one, never half of one
+    return rows, summary
+
+
 def _row(size, n, e, rounds: list) -> dict:
     """One layout's row: the prediction, and the measurement over ``rounds`` (the median of
     the rounds' step medians; each round's figure in ``rounds_s``; memory the median too)."""
@@ -302,6 +336,10 @@ def _parser():
     p.add_argument("--limit", type=int, default=0, help="measure at most this many layouts per group")
     p.add_argument("--json", help="write rows and summary here")
     p.add_argument("--job-timeout", type=float, default=600.0)
+    p.add_argument("--max-seconds", type=float, default=0.0,
+                   help="start no new job after this many seconds of measuring (0: no limit); the rows and summary "
+                        "cover the rounds measured (the JSON is also rewritten after every job, so a "
+                        "killed run keeps what it measured)")
     p.add_argument("--from-json", metavar="FILE",
                    help="measure nothing: re-predict the rows of an earlier --json run with --profile "
                         "and compare them with its stored measurements (the model's accuracy offline); "
@@ -352,24 +390,29 @@ def main(argv: list[str] | None = None) -> int:
                 ests = ests[:args.limit]
             plan += [(size, n, e) for e in ests]
     results = [[] for _ in plan]
+    stopped, t_measure = None, time.monotonic()
     for k in range(args.rounds):
         # interleaved rounds: every layout once per round, odd rounds in reverse order, so a
         # slow drift of the machine (or a burst of load) falls on different layouts each time
         order = list(range(len(plan)))[::(-1 if k % 2 else 1)]
         for i in order:
+            if args.max_seconds and time.monotonic() - t_measure > args.max_seconds:
+                stopped = f"--max-seconds {args.max_seconds:g} reached in round {k + 1}"
+                break
             size, n, e = plan[i]
             print(f"[bench planner] round {k + 1}/{args.rounds}: {size} on {n} rank(s): "
-                  f"{e.layout.describe()} ...", flush=True)
-            results[i].append(_measure(n, size, e.layout, args))
-    rows = [_row(size, n, e, res) for (size, n, e), res in zip(plan, results)]
-    summary = summarize(rows)
-    summary["seconds"] = round(time.monotonic() - t0, 1)
-    summary["load_average_end"] = round(os.getloadavg()[0], 2)
-    summary["profile"] = prof.name
+                  f"{e.layout.describe()} ...", end=" ", flush=True)
+            res = _measure(n, size, e.layout, args)
+            results[i].append(res)
+            print(_progress(e, res), flush=True)
+            if args.json:  # after every job: a run cut short keeps what it measured
+                _write(args.json, plan, results, t0, prof, partial=True)
+        if stopped:
+            print(f"[bench planner] stopped: {stopped}; the rows hold the rounds measured", flush=True)
+            break
+    rows, summary = _write(args.json, plan, results, t0, prof, partial=False, stopped=stopped)
     print(_table(rows, summary))
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"rows": rows, **summary}, f, indent=1)
         print(f"wrote {args.json}")
     return 0 if all(not r.get("error") for r in rows) else 1
 

@@ -74,3 +74,38 @@ def test_from_json_repredicts_with_the_current_model_and_keeps_the_measurements(
     assert [r["measured_time"] for r in doc["rows"]] == [0.5, 0.7]
     assert doc["stored_summary"]["median_time_error"] > 100  # the stored predictions' errors
     assert "re-predicting 2 stored rows" in capsys.readouterr().out
+
+
+def test_a_grid_cut_short_keeps_every_layout_it_measured(tmp_path, monkeypatch, capsys):
+    """The JSON is rewritten after every job (``complete`` false until the grid ends) and
+    ``--max-seconds`` starts no job after its time: a run killed or cut short by a machine's
+    time limit keeps what it measured. Jobs are faked here (no MPI): each takes 50 ms."""
+    import time
+
+    prof = realistic()
+    pfile = tmp_path / "profile.json"
+    pfile.write_text(json.dumps(prof.data))
+    out = tmp_path / "grid.json"
+    seen = []
+
+    def fake_measure(n, size, L, args):
+        if seen:  # every job after the first finds the earlier ones on disk
+            doc = json.loads(out.read_text())
+            assert doc["complete"] is False and len(doc["rows"]) == len(seen)
+        seen.append(L.describe())
+        time.sleep(0.05)
+        return {"step_s": 0.01 * len(seen), "memory": 2**20, "steps_s": [0.01]}
+
+    monkeypatch.setattr(bp, "_measure", fake_measure)
+    argv = ["--profile", str(pfile), "--sizes", "tiny", "--ranks", "1,2", "--rounds", "1", "--json", str(out)]
+    assert bp.main(argv) == 0
+    doc = json.loads(out.read_text())
+    assert doc["complete"] is True and len(doc["rows"]) == len(seen) >= 3
+    assert "ms (predicted" in capsys.readouterr().out  # each progress line shows both figures
+
+    seen.clear()
+    assert bp.main(argv[:-4] + ["--rounds", "2", "--max-seconds", "0.12", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["complete"] is False and "--max-seconds" in doc["stopped"]
+    assert 1 <= len(seen) <= 4 and len(doc["rows"]) == len(seen)
+    assert all(r["measured_time"] for r in doc["rows"])
