@@ -36,18 +36,15 @@ from shardflow.backend.fp_errors import install_warning_filter
 from shardflow.distributed import route
 
 
-# A test file whose source (or its directory's conftest.py) names one of these starts processes.
+# A test file whose source names one of these starts processes (MPI ranks, subprocesses).
 _STARTS_PROCESSES = ("subprocess", "multiprocessing", "Popen", "mpiexec", "shardflow.testing.mpi",
                      "shardflow.testing import mpi", "shardflow.testing.parity")
 
 
 def _starts_processes(path: Path, cache: dict) -> bool:
     if path not in cache:
-        texts = [path.read_text(errors="replace")]
-        conftest = path.parent / "conftest.py"
-        if conftest.exists():
-            texts.append(conftest.read_text(errors="replace"))
-        cache[path] = any(s in t for t in texts for s in _STARTS_PROCESSES)
+        text = path.read_text(errors="replace")
+        cache[path] = any(s in text for s in _STARTS_PROCESSES)
     return cache[path]
 
 
