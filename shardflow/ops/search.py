@@ -104,11 +104,33 @@ def _unique_flat(flat, need_inverse: bool, need_counts: bool):
             values = (present + lo).astype(flat.dtype)
             inverse = (np.cumsum(counts > 0) - 1)[off] if need_inverse else None
             return values, inverse, counts[present] if need_counts else None
+    if flat.dtype.kind in "fc" and np.isnan(flat).any():
+        return _unique_with_nans(flat, need_inverse, need_counts)
     out = np.unique(flat, return_inverse=need_inverse, return_counts=need_counts)
     if not (need_inverse or need_counts):
         return out, None, None
     out = list(out)
     return out[0], out[1] if need_inverse else None, out[-1] if need_counts else None
+
+
+def _unique_with_nans(flat, need_inverse: bool, need_counts: bool):
+    """PyTorch keeps every NaN as a distinct value (NaN != NaN: ``unique([nan, 1, nan])`` is
+    ``[1, nan, nan]``, counts ``[1, 1, 1]``), where NumPy's ``unique`` merges them into one.
+    A stable sort puts the NaNs last in their original order, which is the order torch's
+    inverse indices give them; a value starts a new group wherever it differs from the one
+    before, and a NaN differs from everything."""
+    perm = np.argsort(flat, kind="stable")
+    s = flat[perm]
+    start = np.ones(s.shape[0], bool)
+    start[1:] = s[1:] != s[:-1]
+    values = s[start]
+    inverse = counts = None
+    if need_inverse:
+        inverse = np.empty(flat.shape[0], np.intp)
+        inverse[perm] = np.cumsum(start) - 1
+    if need_counts:
+        counts = np.diff(np.append(np.flatnonzero(start), s.shape[0]))
+    return values, inverse, counts
 
 
 @register("unique")
