@@ -174,28 +174,32 @@ def logsigmoid(input: Tensor) -> Tensor:
 
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
-    """``x if x > threshold else value``."""
+    """``value where x <= threshold, else x`` (PyTorch's test: a NaN is kept, and its
+    gradient passes); ``inplace=True`` writes the result into ``input``."""
     f = getattr(ops, "threshold", None)
     if f is not None:
         return f(input, threshold, value)
-    return _op("where")(input > threshold, input, value)
+    out = _op("where")(input <= threshold, value, input)
+    return input._inplace(out) if inplace else out
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    """``x if |x| > lambd else 0``."""
+    """``0 where -lambd <= x <= lambd, else x`` (a NaN is kept)."""
     f = getattr(ops, "hardshrink", None)
     if f is not None:
         return f(input, lambd)
-    return _op("where")(input.abs() > lambd, input, 0.0)
+    return _op("where")((input >= -lambd) & (input <= lambd), 0.0, input)
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    """``x - lambd if x > lambd, x + lambd if x < -lambd, else 0``."""
+    """``x - lambd if x > lambd, x + lambd if x < -lambd, 0 between`` (PyTorch's tests: a NaN
+    is none of these and is kept, its gradient passing)."""
     f = getattr(ops, "softshrink", None)
     if f is not None:
         return f(input, lambd)
     where = _op("where")
-    return where(input > lambd, input - lambd, where(input < -lambd, input + lambd, 0.0))
+    inside = (input >= -lambd) & (input <= lambd)
+    return where(input > lambd, input - lambd, where(input < -lambd, input + lambd, where(inside, 0.0, input)))
 
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:

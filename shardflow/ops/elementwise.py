@@ -990,7 +990,7 @@ def hardsigmoid(input, inplace: bool = False):
 
 
 class Hardswish(Function):
-    """y = x relu6(x + 3) / 6; dy = 0 (x < -3), x/3 + 1/2 (-3 <= x <= 3), 1 (x > 3)."""
+    """y = x relu6(x + 3) / 6; dy = 0 (x <= -3), x/3 + 1/2 (-3 < x < 3), 1 (x >= 3 or NaN)."""
 
     save_inputs = (0,)
 
@@ -1001,19 +1001,21 @@ class Hardswish(Function):
         r /= 6.0
         return _same_dtype(r, x)
 
+    # PyTorch's branches: x <= -3 -> 0, x < 3 -> x/3 + 1/2, else (x >= 3, or NaN) -> 1
     def backward(self, g):
         x = self.x
         d = x / 3.0
         d += 0.5
-        d *= _mask((x >= -3.0) & (x <= 3.0), d.dtype)
-        d += _mask(x > 3.0, d.dtype)
+        d = np.where(x < 3.0, d, d.dtype.type(1))
+        d[x <= -3.0] = 0
         d *= g
         return _same_dtype(d, g)
 
     def backward_graph(self, g):
         x = self.saved_input(0)
-        mid = _gg.const(_mask((self.x >= -3.0) & (self.x <= 3.0), g.array.dtype), g)
-        return g * ((x / 3.0 + 0.5) * mid + _gg.const(_mask(self.x > 3.0, g.array.dtype), g))
+        mid = (self.x > -3.0) & (self.x < 3.0)
+        upper = ~((self.x <= -3.0) | (self.x < 3.0))
+        return _gg.keep_where(g * (x / 3.0 + 0.5), mid) + _gg.keep_where(g, upper)
 
 
 @register("hardswish")

@@ -316,8 +316,9 @@ def feature_dropout_(input, p: float, train: bool) -> Tensor:
 # ---------------------------------------------------------------------------- methods of nn.functional ops
 @register("hardshrink")
 def hardshrink(input, lambd: float = 0.5) -> Tensor:
-    """``x if |x| > lambd else 0``."""
-    return _ops().where(input.abs() > lambd, input, 0.0)
+    """``0 where -lambd <= x <= lambd, else x`` (PyTorch's test: a NaN is kept, its gradient
+    passes)."""
+    return _ops().where((input >= -lambd) & (input <= lambd), 0.0, input)
 
 
 @register("prelu")
