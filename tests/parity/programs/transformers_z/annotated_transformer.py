@@ -1,3 +1,4 @@
+# ruff: noqa: UP008  (the Annotated Transformer's own super(Class, self) style kept)
 """The encoder-decoder of harvardnlp's "The Annotated Transformer" (2022 version:
 harvardnlp/annotated-transformer ``AnnotatedTransformer.ipynb`` / ``the_annotated_transformer.py``),
 trained on its synthetic copy task and decoded greedily.

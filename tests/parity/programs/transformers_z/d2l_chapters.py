@@ -1,3 +1,4 @@
+# ruff: noqa: E721, UP034  (d2l.ai's own `type(m) == nn.Linear` and parenthesised style kept)
 """The PyTorch code of the d2l.ai book ("Dive into Deep Learning", d2l-ai/d2l-en, chapters
 linear-regression, linear-classification, multilayer-perceptrons, builders-guide,
 convolutional-neural-networks, convolutional-modern, recurrent-neural-networks,
