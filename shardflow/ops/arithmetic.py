@@ -184,7 +184,7 @@ class Sub(Function):
 
 
 class RsubScalar(Add):
-    """``number - tensor`` (``4.2 - b``, ``1 - mask``): one node, named torch's
+    """``number - tensor`` (``4.2 - b``, ``1 - p``; a float mask too): one node, named torch's
     ``RsubBackward1`` (it printed ``AddBackward0`` over a ``NegBackward0``). The value is Add's
     of ``-b`` and the number, as before (negation is exact, so ``-b + a`` is ``a - b``),
     with Add's rounding of a number against a 2-byte float."""
