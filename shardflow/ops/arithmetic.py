@@ -183,6 +183,32 @@ class Sub(Function):
                 (-g if self.alpha == 1 else g * -self.alpha) if need_b else None)
 
 
+class RsubScalar(Add):
+    """``number - tensor`` (``4.2 - b``, ``1 - p``; a float mask too): one node, named torch's
+    ``RsubBackward1`` (it printed ``AddBackward0`` over a ``NegBackward0``). The value is Add's
+    of ``-b`` and the number, as before (negation is exact, so ``-b + a`` is ``a - b``),
+    with Add's rounding of a number against a 2-byte float."""
+
+    torch_name = "RsubBackward1"
+
+    def forward(self, b, *, other):
+        try:
+            negated = -b
+        except TypeError:  # NumPy refuses -bool (torch's RuntimeError, its words)
+            if b.dtype.kind == "b":
+                raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If "
+                                   "you are trying to invert a mask, use the `~` or `logical_not()` operator "
+                                   "instead.") from None
+            raise
+        return super().forward(negated, other)
+
+    def backward(self, g):
+        return -g
+
+    def backward_graph(self, g):
+        return -g
+
+
 def _conj(x):
     """``x`` conjugated when complex: for a complex product PyTorch's gradient is
     ``g * conj(other)`` (conjugate Wirtinger calculus). Real operands pass untouched."""
@@ -339,7 +365,16 @@ def add(input, other, *deprecated, alpha=1):
     return _add_general(input, other, alpha)
 
 
+def _bool_operand(x) -> bool:
+    return isinstance(x, bool) or isinstance(x, Tensor) and x.array.dtype.kind == "b"
+
+
 def _sub_general(input, other, alpha=1):
+    if _bool_operand(input) != _bool_operand(other) and any(
+            isinstance(x, Tensor) and x.array.dtype.kind == "b" for x in (input, other)):
+        # torch refuses a bool tensor on either side (``1 - mask``), not only bool - bool
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+                           "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
     if type(alpha) is not int:
         alpha = number_arg(alpha, "sub", "alpha")
     a, b = promote(input, other)
@@ -347,7 +382,7 @@ def _sub_general(input, other, alpha=1):
         b, alpha = b * alpha, 1
     a, b = wrap_int_operand(a, b)
     if not isinstance(a, Tensor):  # scalar - Tensor
-        return Add.apply(Neg.apply(b) if alpha == 1 else b * -alpha, a)
+        return RsubScalar.apply(b, other=a) if alpha == 1 else Add.apply(b * -alpha, a)
     return Sub.apply(a, b, alpha=alpha)
 
 

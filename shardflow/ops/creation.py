@@ -384,8 +384,11 @@ _STD_OMITTED = _StdOmitted()
 
 
 @register("normal")
-def normal(mean, std=_STD_OMITTED, size=None, *, generator=None) -> Tensor:
-    """torch's three forms: numbers (``empty(size).normal_(mean, std)``), a tensor mean
+def normal(mean, std=_STD_OMITTED, size=None, *, generator=None, dtype=None, layout=None, device=None,
+           pin_memory=False, requires_grad=False) -> Tensor:
+    """torch's three forms: numbers (``empty(size).normal_(mean, std)``; only this form takes
+    the factory keywords ``dtype``/``layout``/``device``/``pin_memory``/``requires_grad``, as
+    in torch: d2l.ai's ``torch.normal(0, 0.01, size=(2, 1), requires_grad=True)``), a tensor mean
     (``normal_(0, std) + mean``; ``std`` defaults to 1 there only, as in torch:
     ``torch.normal(torch.zeros(n))`` is the old tutorials' noise), a tensor std
     (``normal_(0, 1) * std + mean``). Drawn on the host (one generator for every device),
@@ -398,13 +401,25 @@ def normal(mean, std=_STD_OMITTED, size=None, *, generator=None) -> Tensor:
             raise TypeError(f"normal(): argument 'mean' (position 1) must be Tensor, not {type(mean).__name__} "
                             "(std may be left out only with a tensor mean; give std, and size for numbers)")
         std = 1.0
+    factory = {k: v for k, v in (("dtype", dtype), ("layout", layout), ("device", device),
+                                 ("pin_memory", pin_memory or None), ("requires_grad", requires_grad or None))
+               if v is not None}
+    if factory and (isinstance(mean, Tensor) or isinstance(std, Tensor) or size is None):
+        raise TypeError(f"normal() got {', '.join(factory)}: the factory keywords (dtype, layout, device, "
+                        "pin_memory, requires_grad) go only with numbers for mean and std and a size, "
+                        "normal(mean, std, size, ...), as in torch; for tensor mean/std set them on the result "
+                        "(.to(dtype), .requires_grad_())")
+    check_factory_options("normal", layout, pin_memory)
+    if dtype is not None and not as_dtype(dtype).is_floating_point:
+        raise NotImplementedError(f'"normal_kernel_cpu" not implemented for {as_dtype(dtype)}: normal() draws '
+                                  "floating-point numbers; give a float dtype and convert the result")
     dev = next((t.device for t in (mean, std) if isinstance(t, Tensor)), CPU)
     m = to_device(mean.array, CPU) if isinstance(mean, Tensor) else mean
     s = to_device(std.array, CPU) if isinstance(std, Tensor) else std
     if isinstance(std, Tensor) and std.array.size and float(np.min(s)) < 0 or not isinstance(std, Tensor) and s < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {float(np.min(s))}")
     tensors = [a for a in (m, s) if isinstance(a, np.ndarray)]
-    np_dtype = np.result_type(*tensors) if tensors else dtypes.get_default_dtype().np
+    np_dtype = np.result_type(*tensors) if tensors else _float(dtype).np
     shape = _size((size,)) if size is not None else np.broadcast_shapes(np.shape(m), np.shape(s))
     n = int(np.prod(shape, dtype=np.int64))
     gen = _random.get(generator)
@@ -417,7 +432,7 @@ def normal(mean, std=_STD_OMITTED, size=None, *, generator=None) -> Tensor:
         arr = _stream.cast(_stream.normal(gen, n, 0.0, 1.0, np_dtype), np_dtype).reshape(shape)
         arr = (arr * np.asarray(s, dtype=np_dtype)).astype(np_dtype)
         arr = (arr + np.asarray(m, dtype=np_dtype)).astype(np_dtype)
-    return _finish(arr, None, dev, False)
+    return _finish(arr, None, device if device is not None else dev, requires_grad)
 
 
 @register("bernoulli")

@@ -747,9 +747,12 @@ class KLDiv(Function):
             loss = et * (t - x)
             self.et = et
         else:
-            pos = t > 0
-            logt = np.log(np.where(pos, t, 1.0))
-            loss = np.where(pos, t * (logt - x), 0.0).astype(x.dtype, copy=False)
+            # torch's formula, xlogy(t, t) - t * x: a zero target still multiplies the input,
+            # so an input of -inf or nan there gives nan (log(0) = -inf is how a
+            # probability of 0 reaches a log-softmax output), and a negative target gives nan
+            with np.errstate(divide="ignore", invalid="ignore"):
+                logt = np.log(np.where(t == 0, 1.0, t))
+                loss = (np.where(t == 0, 0.0, t * logt) - t * x).astype(x.dtype, copy=False)
             self.logt = logt
         self.x, self.t, self.log_target, self.reduction = x, t, log_target, reduction
         self.shape = loss.shape
@@ -770,8 +773,8 @@ class KLDiv(Function):
         if self.needs_input_grad[1]:
             if self.log_target:
                 d = self.et * (t - x + 1.0)
-            else:
-                d = np.where(t > 0, self.logt + 1.0 - x, 0.0)
+            else:  # torch's: d/dt xlogy(t, t) = log(t) + t/t, which is nan at t = 0
+                d = np.where(t == 0, np.nan, self.logt + 1.0 - x)
             gt = unbroadcast(np.broadcast_to(r * d, self.shape), t.shape).astype(t.dtype, copy=False)
         return gx, gt
 
@@ -792,15 +795,18 @@ class KLDiv(Function):
         if self.needs_input_grad[0]:
             gx = sum_to(-r * T, x.shape)
         if self.needs_input_grad[1]:
-            m = const((t > 0).astype(t.dtype))
+            zero = t == 0  # nan there, as the first backward (torch's xlogy derivative)
+            m = const((~zero).astype(t.dtype))
             logt = (T * m + (1.0 - m)).log()
-            gt = sum_to(r * m * (logt + 1.0 - X), t.shape)
+            gt = sum_to(r * (logt + 1.0 - X + const(np.where(zero, np.nan, 0.0).astype(t.dtype))), t.shape)
         return gx, gt
 
 
 @register("kl_div")
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
-    """KL divergence with ``input`` as log-probabilities: ``t (log t - x)`` (0 where t = 0), or
+    """KL divergence with ``input`` as log-probabilities: ``xlogy(t, t) - t x`` as torch computes
+    it (where t = 0 the term is ``-0 * x``: nan when x is -inf or nan; its target gradient is
+    nan there, torch's xlogy derivative), or
     ``exp(t) (t - x)`` with ``log_target``. 'batchmean' divides the sum by the batch size."""
     if reduction != "batchmean":
         reduction = _reduction(size_average, reduce, reduction)

@@ -250,7 +250,7 @@ def detach(input) -> Tensor:
 
 @register("rsub")
 def rsub(input, other, *, alpha=1) -> Tensor:
-    """``other - alpha * input``."""
-    return _ops().sub(other, input, alpha=alpha) if isinstance(other, Tensor) else (
-        _ops().add(_ops().mul(input, -alpha), other))
+    """``other - alpha * input`` (torch's node ``RsubBackward1`` for a number ``other``, and its
+    refusal of a bool tensor): ``sub(other, input, alpha=alpha)``."""
+    return _ops().sub(other, input, alpha=alpha)
 
