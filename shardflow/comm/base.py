@@ -119,13 +119,17 @@ class Communicator:
         return self.size
 
     # -- collectives -------------------------------------------------------------------
-    def all_reduce(self, array, op=ReduceOp.SUM, async_op: bool = False):
+    def all_reduce(self, array, op=ReduceOp.SUM, async_op: bool = False, root: int = -1):
+        """``root`` (-1: none) is the rank a rooted call built on this one serves (dist.reduce's
+        dst): it rides in the call signature, so ranks that pass different roots get the
+        collective-mismatch error instead of each keeping a different result."""
         raise NotImplementedError
 
     def broadcast(self, array, src: int = 0, async_op: bool = False):
         raise NotImplementedError
 
-    def all_gather(self, array, out=None, async_op: bool = False):
+    def all_gather(self, array, out=None, async_op: bool = False, root: int = -1):
+        """``root`` as for :meth:`all_reduce` (dist.gather's dst)."""
         raise NotImplementedError
 
     def reduce_scatter(self, array, op=ReduceOp.SUM, out=None, async_op: bool = False):

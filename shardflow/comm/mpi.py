@@ -363,7 +363,7 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
                 " new_group is a collective of the whole group it splits (torch's rule): every "
                 "rank calls it, in the same order among its collectives and with the same "
                 "ranks, also the ranks it leaves out."
-                if any(s.op_name == "new_group" for s in sigs) else "")
+                if any(s.op_name == "new_group" for s in sigs) else "") + callsig.root_hint(sigs)
         )
 
     def _mpi_failure(self, exc, call: Call) -> CommError:

@@ -114,9 +114,9 @@ class CollectivesMixin:
         return self._run(gen, async_op, name, seq, array.shape, array.dtype, me, not plan.small)
 
     @locked
-    def all_reduce(self, array, op=ReduceOp.SUM, async_op: bool = False):
+    def all_reduce(self, array, op=ReduceOp.SUM, async_op: bool = False, root: int = -1):
         op = checked_reduce_op(op, array)
-        seq, plan = self._begin("all_reduce", array, op)
+        seq, plan = self._begin("all_reduce", array, op, root=root)
         if self._size == 1:
             return self._done(array, async_op)
         if not async_op:
@@ -204,11 +204,11 @@ class CollectivesMixin:
 
     # -- all_gather ----------------------------------------------------------------------
     @locked
-    def all_gather(self, array, out=None, async_op: bool = False):
+    def all_gather(self, array, out=None, async_op: bool = False, root: int = -1):
         shape = (self._size, *array.shape)
         if out is not None and (tuple(out.shape) != shape and out.size != int(np.prod(shape))):
             raise ValueError(f"all_gather out must have shape {shape}, got {tuple(out.shape)}")
-        seq, plan = self._begin("all_gather", array)
+        seq, plan = self._begin("all_gather", array, root=root)
         if self._size == 1:
             return self._done(gathered_alone(array, out), async_op)
         return self._run_sized("all_gather", plan, seq, array, async_op, out)

@@ -511,7 +511,8 @@ def reduce(tensor, dst: int | None = None, op=ReduceOp.SUM, group=None, async_op
             a[...] = work
             tensor._bump_version()
 
-    return _run(g, lambda asy: g.all_reduce(work, op, async_op=asy), async_op, post)
+    # the root rides in the all-reduce's signature: a different dst per rank is a mismatch
+    return _run(g, lambda asy: g.all_reduce(work, op, async_op=asy, root=root), async_op, post)
 
 
 def gather(tensor, gather_list=None, dst: int | None = None, group=None, async_op: bool = False,
@@ -530,7 +531,7 @@ def gather(tensor, gather_list=None, dst: int | None = None, group=None, async_o
                 t.array[...] = row
                 t._bump_version()
 
-    return _run(g, lambda asy: g.all_gather(a, out=out, async_op=asy), async_op, post)
+    return _run(g, lambda asy: g.all_gather(a, out=out, async_op=asy, root=root), async_op, post)
 
 
 def scatter(tensor, scatter_list=None, src: int | None = None, group=None,
