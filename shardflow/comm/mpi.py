@@ -133,6 +133,7 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
         self.p2p_seq = 0
         self._pending: list[MPIWork] = []
         self._recv_fifo: dict = {}  # (source, tag) -> recvs not yet past their signature
+        self._any_recvs: list = []  # any-source recvs whose signature has not arrived
         self._data_queue: list = []  # async collectives whose data step is not issued yet
         self._plans: dict = {}
         self._ops = {"sum": MPI.SUM, "avg": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN,

@@ -417,6 +417,9 @@ class NCCLCommunicator(RankedMixin, Communicator):
     def recv(self, array, src: int, tag: int = 0, async_op: bool = False):
         if not self._api.is_device(array):
             return self._control.recv(array, src, tag, async_op)
+        if src is None:  # torch's NCCL backend has no any-source receive either
+            raise NotImplementedError("recv(src=None) (from any rank) of a device tensor: NCCL "
+                                      "has no any-source receive; pass the sender's rank as src")
         dt = self._nccl_dtype(array)
         self._check_peer_sig(array, src, tag)
         buf, back = self._packed(array)

@@ -71,12 +71,13 @@ _asked_backend: list[str | None] = [None]
 class Work:
     """torch.distributed's Work: ``wait()`` completes the operation and returns True."""
 
-    __slots__ = ("_inner", "_post", "_done")
+    __slots__ = ("_inner", "_post", "_done", "_any_source")
 
-    def __init__(self, inner: _CommWork, post=None):
+    def __init__(self, inner: _CommWork, post=None, any_source: bool = False):
         self._inner = inner
         self._post = post
         self._done = False
+        self._any_source = any_source  # an irecv from any rank: its result is the sender
 
     def wait(self, timeout=None) -> bool:
         if not self._done:
@@ -93,6 +94,14 @@ class Work:
 
     def result(self):
         return self._inner.result()
+
+    def _source_rank(self) -> int:
+        """The sender's group rank of an ``irecv`` from any rank (torch's name), after waiting."""
+        if not self._any_source:
+            raise RuntimeError("_source_rank() is only available on the Work of an irecv "
+                               "without src (from any rank)")
+        self.wait()
+        return int(self._inner.result())
 
 
 def is_available() -> bool:
@@ -397,14 +406,14 @@ def send(tensor, dst: int, group=None, tag: int = 0) -> None:
     g.send(_arr(tensor), _group_rank(g, dst), tag)
 
 
-def recv(tensor, src: int, group=None, tag: int = 0) -> int:
-    """Receive into ``tensor`` from ``src`` (a specific rank; ``None`` is not supported)."""
-    if src is None:
-        raise ValueError("recv(src=None) (receive from any rank) is not supported; pass the sender's rank")
+def recv(tensor, src: int | None = None, group=None, tag: int = 0) -> int:
+    """Receive into ``tensor`` from global rank ``src``, or from any rank when ``src`` is None
+    (torch's default); returns the sender's global rank."""
     g = _group(group)
-    g.recv(_arr(tensor), _group_rank(g, src), tag)
+    a = _arr(tensor)
+    got = g.recv(a, None if src is None else _group_rank(g, src), tag)
     tensor._bump_version()
-    return src
+    return _global_rank(g, got) if src is None else src
 
 
 def isend(tensor, dst: int, group=None, tag: int = 0) -> Work:
@@ -412,9 +421,17 @@ def isend(tensor, dst: int, group=None, tag: int = 0) -> Work:
     return Work(g.send(_arr(tensor), _group_rank(g, dst), tag, async_op=True))
 
 
-def irecv(tensor, src: int, group=None, tag: int = 0) -> Work:
+def irecv(tensor, src: int | None = None, group=None, tag: int = 0) -> Work:
+    """The non-blocking :func:`recv`; with ``src=None`` (any rank) the Work's
+    ``_source_rank()`` is the sender's group rank (torch's method)."""
     g = _group(group)
-    return Work(g.recv(_arr(tensor), _group_rank(g, src), tag, async_op=True), _bump(tensor))
+    inner = g.recv(_arr(tensor), None if src is None else _group_rank(g, src), tag, async_op=True)
+    return Work(inner, _bump(tensor), any_source=src is None)
+
+
+def _global_rank(g, group_rank: int) -> int:
+    ranks = getattr(g, "world_ranks", None)
+    return int(group_rank) if ranks is None else int(ranks[group_rank])
 
 
 class P2POp:
