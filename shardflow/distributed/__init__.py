@@ -799,12 +799,14 @@ def send_object_list(object_list, dst: int | None = None, group=None, device=Non
 def recv_object_list(object_list, src: int | None = None, group=None, device=None,
                      group_src: int | None = None, use_batch: bool = False) -> int:
     """Receive ``len(object_list)`` objects sent by :func:`send_object_list` from ``src``
-    into ``object_list`` (in place); returns the sender's global rank. ``src=None``
-    (any sender) is not supported: pass the sender's rank."""
+    into ``object_list`` (in place); returns the sender's global rank. ``src=None``: from
+    any rank (torch's default), the first whose sizes message arrives."""
     if src is None and group_src is None:
-        raise ValueError("recv_object_list(src=None) (receive from any rank) is not supported; "
-                         "pass the sender's rank")
-    g, peer = _resolve(group, src, group_src, "recv_object_list")
+        if group is GroupMember.NON_GROUP_MEMBER:
+            return -1
+        g, peer = _group(group), None
+    else:
+        g, peer = _resolve(group, src, group_src, "recv_object_list")
     if g is None:
         return -1
     if peer == g.rank:
@@ -814,7 +816,8 @@ def recv_object_list(object_list, src: int | None = None, group=None, device=Non
         raise ValueError("recv_object_list: object_list is empty; pass one slot per object "
                          "sent (e.g. [None] * n)")
     sizes = np.empty(len(object_list), dtype=np.int64)  # (n,)
-    g.recv(sizes, peer, 0)
+    got = g.recv(sizes, peer, 0)
+    peer = got if peer is None else peer  # from any rank: the comm returns the sender
     payload = np.empty(int(sizes.sum()), dtype=np.uint8)  # (sum sizes,)
     g.recv(payload, peer, 0)
     raw, offsets = payload.tobytes(), np.cumsum([0, *sizes.tolist()])
