@@ -10,7 +10,7 @@ from __future__ import annotations
 import pickle
 
 from ..backend.xp import get_array_module
-from .base import CommError, Communicator, CompletedWork, ReduceOp, checked_reduce_op
+from .base import CommError, Communicator, CompletedWork, ReduceOp, checked_reduce_op, pickled
 
 
 def gathered_alone(array, out=None):
@@ -77,7 +77,7 @@ class LocalCommunicator(Communicator):
         raise CommError("recv: a world of one has no peer; launch with `shardflow run -n 2 ...`")
 
     def all_gather_object(self, obj) -> list:
-        return [pickle.loads(pickle.dumps(obj))]
+        return [pickle.loads(pickled(obj, "all_gather_object", 0))]
 
     def broadcast_object(self, obj, src: int = 0):
         return obj

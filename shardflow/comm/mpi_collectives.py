@@ -25,7 +25,7 @@ import pickle
 import numpy as np
 
 from . import callsig
-from .base import ReduceOp, checked_reduce_op
+from .base import ReduceOp, checked_reduce_op, pickled
 from .local import copied_alone, gathered_alone
 from .mpi_buffers import contiguous, for_reduction, is_half, move_spec, spec
 from .mpi_lib import mpi
@@ -366,7 +366,7 @@ class CollectivesMixin:
     # sizes, which differ by design, are not compared), then Allgatherv / Bcast moves it.
     @locked
     def all_gather_object(self, obj) -> list:
-        data = np.frombuffer(pickle.dumps(obj), dtype=np.uint8)
+        data = np.frombuffer(pickled(obj, "all_gather_object", self.world_rank()), dtype=np.uint8)
         seq, plan = self._begin("all_gather_object", None, shape=(data.size,))
         if self._size == 1:
             return [pickle.loads(data.tobytes())]
@@ -389,7 +389,8 @@ class CollectivesMixin:
 
     @locked
     def broadcast_object(self, obj, src: int = 0):
-        data = (np.frombuffer(pickle.dumps(obj), dtype=np.uint8) if self._rank == src
+        data = (np.frombuffer(pickled(obj, "broadcast_object", self.world_rank()), dtype=np.uint8)
+                if self._rank == src
                 else np.empty(0, dtype=np.uint8))
         seq, plan = self._begin("broadcast_object", None, shape=(data.size,), root=src)
         if self._size == 1:

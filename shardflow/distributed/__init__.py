@@ -80,7 +80,12 @@ class Work:
         self._any_source = any_source  # an irecv from any rank: its result is the sender
 
     def wait(self, timeout=None) -> bool:
+        """Complete the operation. ``timeout`` (a ``timedelta`` or seconds, torch's type)
+        bounds this wait instead of the group's timeout; when it passes the job ends with the
+        timeout report (deviation: torch raises a RuntimeError the rank could catch)."""
         if not self._done:
+            if hasattr(timeout, "total_seconds"):  # torch's type: was a TypeError
+                timeout = timeout.total_seconds()
             self._inner.wait(timeout)
             self._done = True
             if self._post is not None:
@@ -388,12 +393,20 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bo
 
 def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None,
                       group=None, async_op: bool = False):
-    if output_split_sizes is not None or input_split_sizes is not None:
-        raise NotImplementedError("all_to_all_single with split sizes is not supported yet; "
-                                  "pass equal splits (dim 0 divisible by world size)")
+    """Rank i's ``input`` rows ``input_split_sizes[j]`` go to rank j, which stores them at
+    its ``output_split_sizes[i]`` rows (None: equal splits of dim 0). Uneven splits
+    (``a2a_uneven.py``) cost one small blocking all-gather of every rank's sizes (checked:
+    a mismatch raises on every rank, naming both ranks) and travel padded to the largest
+    split."""
     g = _group(group)
     a, o = _arr(input, "input"), _arr(output, "output")
-    return _run(g, lambda asy: g.all_to_all(a, out=o, async_op=asy), async_op, _bump(output))
+    if output_split_sizes is None and input_split_sizes is None:
+        return _run(g, lambda asy: g.all_to_all(a, out=o, async_op=asy), async_op,
+                    _bump(output))
+    from .a2a_uneven import uneven_all_to_all
+
+    return uneven_all_to_all(g, o, a, output_split_sizes, input_split_sizes,
+                             lambda fn, post: _run(g, fn, async_op, post), output)
 
 
 def barrier(group=None, async_op: bool = False, device_ids=None):
