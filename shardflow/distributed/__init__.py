@@ -131,6 +131,7 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
             "trying to initialize the default process group twice! (call "
             "destroy_process_group() first, or check dist.is_initialized())"
         )
+    _check_init_method(init_method)
     asked = None if backend is None else str(Backend(backend))
     if asked == "mpi" and (world_size != -1 or rank != -1):
         warnings.warn(f"For MPI backend, world_size ({world_size}) and rank ({rank}) are ignored "
@@ -152,6 +153,21 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     _set_timeout(world, timeout, "init_process_group")
     _asked_backend[0] = asked
     _errors._count_group()
+
+
+def _check_init_method(init_method) -> None:
+    """torch's URL schemes (``env://``, ``tcp://host:port``, ``file:///path``) are accepted:
+    the ranks find each other through the launcher, whichever is given. Any other raises
+    torch's RuntimeError before anything starts (it was accepted silently)."""
+    if init_method is None:
+        return
+    text = str(init_method)
+    scheme = text.split("://", 1)[0] if "://" in text else text
+    if scheme not in ("env", "tcp", "file"):
+        raise RuntimeError(
+            f"No rendezvous handler for {scheme}:// (init_process_group(init_method={text!r}): "
+            "pass env://, tcp://HOST:PORT or file:///PATH, or leave it out; under `shardflow "
+            "run -n N` the ranks find each other through the launcher with any of them)")
 
 
 def destroy_process_group(group=None) -> None:
