@@ -525,7 +525,12 @@ def _root(g, rank, group_rank, what) -> int:
         if rank is not None:
             raise ValueError(f"{what}: pass either the global rank or the group rank, not both")
         return int(group_rank)
-    return _group_rank(g, 0 if rank is None else int(rank))
+    rank = 0 if rank is None else int(rank)
+    if g is _comm.get_world() and not 0 <= rank < g.size:
+        # the default group: torch (gloo) raises a RuntimeError before any communication
+        raise RuntimeError(f"ProcessGroupGloo::{what}: invalid root rank: {rank} (the ranks "
+                           f"are 0 .. {g.size - 1}; pass one of them on every rank)")
+    return _group_rank(g, rank)
 
 
 def _rooted_list(fn, name, role, is_root, given, size) -> None:
@@ -590,6 +595,11 @@ def scatter(tensor, scatter_list=None, src: int | None = None, group=None,
     xp = get_array_module(a)
     _rooted_list("scatter", "scatter_list", "source", g.rank == root, scatter_list, g.size)
     if g.rank == root:
+        dts = [t.dtype for t in scatter_list if t.dtype != tensor.dtype]
+        if dts:  # torch's words, on the source before any communication
+            raise ValueError(f"Invalid usage of tensors with different dtypes Found "
+                             f"{tensor.dtype} and {dts[0]} (scatter: every scatter_list entry "
+                             "must have the output tensor's dtype)")
         bad = [tuple(t.shape) for t in scatter_list if tuple(t.shape) != tuple(a.shape)]
         if bad:
             raise ValueError(f"scatter: every scatter_list entry must have the output's shape "
