@@ -417,6 +417,11 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     g = _group(group)
     a, o = _arr(input, "input"), _arr(output, "output")
     if output_split_sizes is None and input_split_sizes is None:
+        if any(x.ndim == 0 or x.shape[0] % g.size for x in (a, o)):  # torch's type and words
+            raise RuntimeError(
+                f"Tensor's dim 0 does not divide equally across group size (all_to_all_single: "
+                f"input {tuple(a.shape)}, output {tuple(o.shape)}, {g.size} ranks; pass "
+                "output_split_sizes and input_split_sizes for uneven splits)")
         return _run(g, lambda asy: g.all_to_all(a, out=o, async_op=asy), async_op,
                     _bump(output))
     from .a2a_uneven import uneven_all_to_all

@@ -5,9 +5,9 @@ rank) naming the rank, the operation and the fix, within a bounded time.
   rank (a collective mismatch naming both roots; they completed silently), recv / irecv /
   recv_object_list without src (torch's any-source receive; it was a TypeError),
   all_to_all_single with split sizes (torch's values; mismatched sizes raise on every rank
-  naming both ranks), Work.wait(timeout=timedelta), fully_shard over models that differ
-  (naming the parameter and both shapes), DDP(device_ids=[0]) on a CPU module (torch's
-  ValueError);
+  naming both ranks; dim 0 not divisible: torch's RuntimeError),
+  Work.wait(timeout=timedelta), fully_shard over models that differ (naming the parameter
+  and both shapes), DDP(device_ids=[0]) on a CPU module (torch's ValueError);
 * a recv from any rank that nobody sends to ends the job at the group's timeout with a
   report that says so;
 * in a world of one, against torch's gloo: an unpicklable object, a scatter_list of another
@@ -20,7 +20,7 @@ from shardflow.testing.mpi import launch_cli, run_program
 
 PROGRAMS = "tests.distributed.programs."
 CASES = ["reduce_dst", "gather_dst", "recv_any_source", "a2a_uneven", "a2a_splits_mismatch",
-         "a2a_splits_sum", "wait_timedelta", "fsdp_models_differ", "ddp_device_ids_cpu"]
+         "a2a_splits_sum", "a2a_indivisible", "wait_timedelta", "fsdp_models_differ", "ddp_device_ids_cpu"]
 
 ANY_SOURCE_NEVER_SENT = """
 import datetime, time, shardflow as torch, shardflow.distributed as dist

@@ -79,6 +79,10 @@ def main(argv):
             "input_split_sizes [1, 2] sum to 3, but the input has 4 rows",
             fn=lambda: dist.all_to_all_single(torch.zeros(4), torch.zeros(4), [2, 2], [1, 2]))
 
+    _expect("a2a_indivisible", r, RuntimeError, "Tensor's dim 0 does not divide equally "
+            "across group size", "input (3,), output (3,), 2 ranks",
+            fn=lambda: dist.all_to_all_single(torch.zeros(3), torch.zeros(3)))
+
     # Work.wait(timeout=timedelta) (a TypeError before)
     w = dist.all_reduce(torch.ones(2), async_op=True)
     assert w.wait(timeout=datetime.timedelta(seconds=30)) is True
