@@ -342,7 +342,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
 def broadcast(tensor, src: int = 0, group=None, async_op: bool = False):
     g = _group(group)
     a = _arr(tensor)
-    s = _group_rank(g, src)
+    s = _root(g, src, None, "broadcast")
     return _run(g, lambda asy: g.broadcast(a, s, async_op=asy), async_op, _bump(tensor))
 
 
@@ -352,6 +352,7 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
     if len(tensor_list) != g.size:
         raise RuntimeError(f"all_gather needs a list of {g.size} tensors (one per rank), got "
                            f"{len(tensor_list)}")  # torch (gloo) raises RuntimeError
+    _same_as_input("all_gather", "tensor_list", tensor_list, tensor)
     # Made with the tensor's array module: a device tensor's rows stay on the device (NCCL).
     out = get_array_module(a).empty((g.size, *a.shape), dtype=a.dtype)
 
@@ -363,11 +364,26 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
     return _run(g, lambda asy: g.all_gather(a, out=out, async_op=asy), async_op, post)
 
 
+def _same_as_input(fn, name, tensors, like, like_name="input") -> None:
+    """torch's checks of an output list before any communication: each entry has the
+    input's dtype (torch's ValueError) and shape (gloo's RuntimeError), with the fix. (A
+    wrong shape used to fail after the exchange, with some entries written; another dtype
+    was cast silently.)"""
+    for i, t in enumerate(tensors):
+        if t.dtype != like.dtype:
+            raise ValueError(f"Invalid usage of tensors with different dtypes Found {like.dtype} "
+                             f"and {t.dtype} ({fn}: {name}[{i}] must have the {like_name}'s dtype)")
+        if tuple(t.shape) != tuple(like.shape):
+            raise RuntimeError(f"ProcessGroupGloo::{fn.replace('_', '')}: invalid tensor size at "
+                               f"index {i} (expected {tuple(like.shape)}, got {tuple(t.shape)}); "
+                               f"every {name} entry must have the {like_name}'s shape")
+
+
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bool = False):
     g = _group(group)
     a, o = _arr(input_tensor, "input_tensor"), _arr(output_tensor, "output_tensor")
     if o.size != a.size * g.size:
-        raise ValueError(
+        raise RuntimeError(  # torch (gloo) raises RuntimeError
             f"all_gather_into_tensor: output must hold world_size * input elements "
             f"({g.size} x {tuple(a.shape)}), got shape {tuple(o.shape)}"
         )
@@ -378,8 +394,8 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: bool = False):
     g = _group(group)
     a, o = _arr(input, "input"), _arr(output, "output")
-    if a.shape[0] != o.shape[0] * g.size:
-        raise ValueError(
+    if a.ndim == 0 or o.ndim == 0 or a.shape[0] != o.shape[0] * g.size:
+        raise RuntimeError(  # torch (gloo) raises RuntimeError
             f"reduce_scatter_tensor: input dim 0 must be world_size * output dim 0 "
             f"({g.size} x {o.shape[0]}), got input shape {tuple(a.shape)}"
         )
@@ -395,6 +411,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bo
         raise RuntimeError(f"reduce_scatter needs {g.size} input tensors (one per rank), got "
                            f"{len(input_list)}")  # torch (gloo) raises RuntimeError
     o = _arr(output, "output")
+    _same_as_input("reduce_scatter", "input_list", input_list, output, "output")
     xp = get_array_module(o)
     stacked = xp.stack([_arr(t, "input_list[i]") for t in input_list])  # (world, *out.shape)
     res = xp.empty((1, *o.shape), dtype=o.dtype)

@@ -65,6 +65,14 @@ def _cases(lib, dist):
         ("reduce to rank 5", lambda: dist.reduce(t, dst=5)),
         ("gather to rank 5", lambda: dist.gather(t, None, dst=5)),
         ("scatter from rank 7", lambda: dist.scatter(t, None, src=7)),
+        ("broadcast from rank -1", lambda: dist.broadcast(t, src=-1)),
+        ("all_gather into a list of another shape", lambda: dist.all_gather([lib.zeros(3)], t)),
+        ("all_gather into a list of another dtype",
+         lambda: dist.all_gather([lib.zeros(2, dtype=lib.int64)], t)),
+        ("reduce_scatter from a list of another shape",
+         lambda: dist.reduce_scatter(lib.zeros(3), [lib.ones(2)])),
+        ("all_gather_into_tensor of another size",
+         lambda: dist.all_gather_into_tensor(lib.zeros(3), t)),
     ]
 
 
@@ -108,5 +116,12 @@ def test_mistakes_in_a_world_of_one_raise_torchs_types(tmp_path):
             dist.scatter(shardflow.zeros(2), [shardflow.ones(2, dtype=shardflow.float64)], src=0)
         with pytest.raises(RuntimeError, match=r"reduce: invalid root rank: 5 \(the ranks are "):
             dist.reduce(shardflow.zeros(2), dst=5)
+        with pytest.raises(RuntimeError, match=r"allgather: invalid tensor size at index 0 "
+                           r"\(expected \(2,\), got \(3,\)\)"):
+            dist.all_gather([shardflow.zeros(3)], shardflow.ones(2))
+        kept = shardflow.zeros(2, dtype=shardflow.int64)
+        with pytest.raises(ValueError, match="tensor_list.0. must have the input's dtype"):
+            dist.all_gather([kept], shardflow.ones(2))
+        assert kept.tolist() == [0, 0]  # nothing written (it was cast and written)
     finally:
         dist.destroy_process_group()
