@@ -417,7 +417,9 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
             msg = p2p_timeout_report(
                 rank=self.world_rank(), op=call.op, peer_world=call.peer, tag=call.tag,
                 shape=call.shape, dtype=call.dtype, waited=waited, limit=limit,
-                peer_state=None if peer is None else states[peer])
+                peer_state=None if peer is None else states[peer],
+                others=[(self.world_ranks[r], st) for r, st in enumerate(states)
+                        if r != self._rank])
         else:
             msg = collective_timeout_report(
                 rank=self.world_rank(), op=call.op, seq=call.seq, size=self._size,
