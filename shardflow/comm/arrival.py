@@ -111,7 +111,8 @@ class ArrivalBoard:
                     dtype) -> None:
         """A send/recv to/from group rank ``peer`` (``peer_world`` in the world) was posted."""
         q = self.q
-        q[HEAD + peer + (0 if op == "send" else self.size)] += 1
+        if peer >= 0:  # -1: a recv from any rank (not counted per peer)
+            q[HEAD + peer + (0 if op == "send" else self.size)] += 1
         q[_P2P_COUNT] += 1
         q[_P2P] = callsig.OPCODES[op]
         q[_P2P + 1] = peer_world
@@ -226,9 +227,25 @@ def collective_timeout_report(*, rank: int, op: str, seq: int, size: int, shape,
 
 
 def p2p_timeout_report(*, rank: int, op: str, peer_world: int, tag: int, shape, dtype,
-                       waited: float, limit: float, peer_state) -> str:
-    """Why a send/recv did not complete: what the peer is doing instead."""
+                       waited: float, limit: float, peer_state, others=()) -> str:
+    """Why a send/recv did not complete: what the peer is doing instead (for a recv from
+    any rank, ``others``: ``(world rank, state)`` of every other rank)."""
     where = "from" if op == "recv" else "to"
+    if peer_world < 0:  # recv(src=None)
+        lines = [f"shardflow: recv from any rank (src=None) timed out on rank {rank} (tag {tag}, "
+                 f"shape {tuple(shape)}, dtype {dtype}) after {waited:.1f} s (limit {limit:g} "
+                 "s: the group's timeout= or SHARDFLOW_COMM_TIMEOUT): no rank sent to it with "
+                 "this tag."]
+        for wr, st in others:
+            if st is None:
+                lines.append(f"  rank {wr}: its state could not be read")
+            else:
+                exiting = " It is exiting (its script ended or called sys.exit())." \
+                    if st.phase == PHASE_EXITING else ""
+                lines.append(f"  rank {wr}: {st.p2p_text()}; {st.collective_text()}.{exiting}")
+        lines.append("  Every recv needs a matching send with the same tag, dtype and number "
+                     "of elements. Aborting the whole job.")
+        return "\n".join(lines) + "\n"
     lines = [
         f"shardflow: {op} {where} rank {peer_world} timed out on rank {rank} (tag {tag}, shape "
         f"{tuple(shape)}, dtype {dtype}) after {waited:.1f} s (limit {limit:g} s: the group's "

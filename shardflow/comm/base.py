@@ -25,6 +25,8 @@ the ``SHARDFLOW_DEBUG=collectives`` check report.
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 
 
@@ -119,13 +121,17 @@ class Communicator:
         return self.size
 
     # -- collectives -------------------------------------------------------------------
-    def all_reduce(self, array, op=ReduceOp.SUM, async_op: bool = False):
+    def all_reduce(self, array, op=ReduceOp.SUM, async_op: bool = False, root: int = -1):
+        """``root`` (-1: none) is the rank a rooted call built on this one serves (dist.reduce's
+        dst): it rides in the call signature, so ranks that pass different roots get the
+        collective-mismatch error instead of each keeping a different result."""
         raise NotImplementedError
 
     def broadcast(self, array, src: int = 0, async_op: bool = False):
         raise NotImplementedError
 
-    def all_gather(self, array, out=None, async_op: bool = False):
+    def all_gather(self, array, out=None, async_op: bool = False, root: int = -1):
+        """``root`` as for :meth:`all_reduce` (dist.gather's dst)."""
         raise NotImplementedError
 
     def reduce_scatter(self, array, op=ReduceOp.SUM, out=None, async_op: bool = False):
@@ -248,3 +254,17 @@ def check_avg_dtype(array) -> None:
             f"ReduceOp.AVG needs a floating-point array, got dtype {array.dtype}; "
             "use ReduceOp.SUM and divide, or cast to float32 first"
         )
+
+
+def pickled(obj, op: str, rank: int) -> bytes:
+    """``pickle.dumps(obj)`` for an object collective; an object that cannot be pickled
+    raises its own exception type (torch's: the pickle error) with the operation, the rank
+    and the fix, before the collective starts (the other ranks then wait in it until this
+    rank's uncaught error ends the job, or its next collective reports the mismatch)."""
+    try:
+        return pickle.dumps(obj)
+    except (pickle.PicklingError, AttributeError, TypeError) as e:
+        raise type(e)(f"{op} on rank {rank}: the object could not be pickled ({e}). Object "
+                      "collectives send picklable objects only (no lambdas, local functions, "
+                      "open files, locks or generators): pass plain data, e.g. a dict of "
+                      "numbers and strings") from e

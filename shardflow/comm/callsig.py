@@ -155,3 +155,17 @@ def mismatch_lines(sigs: list[CallSig | None], world_ranks: list[int], nbytes: i
         mark = "   <- differs" if marked and key(s) != common else ""
         lines.append(f"rank {world_ranks[r]}: {s.describe()} as collective #{s.seq}{mark}")
     return lines
+
+
+def root_hint(sigs: list[CallSig | None]) -> str:
+    """The fix, when the ranks made the same all-reduce / all-gather with different roots:
+    those are ``dist.reduce`` / ``dist.gather`` (their ``dst`` rides in the root field)."""
+    if any(s is None for s in sigs):
+        return ""
+    ops = {s.op_name for s in sigs}
+    roots = {s.root for s in sigs}
+    if len(ops) != 1 or len(roots) < 2 or not ops <= {"all_reduce", "all_gather"}:
+        return ""
+    rooted = "reduce" if ops == {"all_reduce"} else "gather"
+    return (f" The root is dist.{rooted}'s dst (as a group rank): the ranks passed different "
+            f"destinations; pass the same dst on every rank.")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pickle
 
 from ..backend.xp import get_array_module
-from .base import CommError, Communicator, CompletedWork, ReduceOp, checked_reduce_op
+from .base import CommError, Communicator, CompletedWork, ReduceOp, checked_reduce_op, pickled
 
 
 def gathered_alone(array, out=None):
@@ -48,7 +48,7 @@ class LocalCommunicator(Communicator):
         self.seq += 1
         return CompletedWork(value) if async_op else value
 
-    def all_reduce(self, array, op=ReduceOp.SUM, async_op: bool = False):
+    def all_reduce(self, array, op=ReduceOp.SUM, async_op: bool = False, root: int = -1):
         checked_reduce_op(op, array)
         return self._done(array, async_op)
 
@@ -57,7 +57,7 @@ class LocalCommunicator(Communicator):
             raise ValueError(f"broadcast src must be a rank of the group (0 .. 0), got {src}")
         return self._done(array, async_op)
 
-    def all_gather(self, array, out=None, async_op: bool = False):
+    def all_gather(self, array, out=None, async_op: bool = False, root: int = -1):
         return self._done(gathered_alone(array, out), async_op)
 
     def reduce_scatter(self, array, op=ReduceOp.SUM, out=None, async_op: bool = False):
@@ -77,7 +77,7 @@ class LocalCommunicator(Communicator):
         raise CommError("recv: a world of one has no peer; launch with `shardflow run -n 2 ...`")
 
     def all_gather_object(self, obj) -> list:
-        return [pickle.loads(pickle.dumps(obj))]
+        return [pickle.loads(pickled(obj, "all_gather_object", 0))]
 
     def broadcast_object(self, obj, src: int = 0):
         return obj

@@ -133,6 +133,7 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
         self.p2p_seq = 0
         self._pending: list[MPIWork] = []
         self._recv_fifo: dict = {}  # (source, tag) -> recvs not yet past their signature
+        self._any_recvs: list = []  # any-source recvs whose signature has not arrived
         self._data_queue: list = []  # async collectives whose data step is not issued yet
         self._plans: dict = {}
         self._ops = {"sum": MPI.SUM, "avg": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN,
@@ -363,7 +364,7 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
                 " new_group is a collective of the whole group it splits (torch's rule): every "
                 "rank calls it, in the same order among its collectives and with the same "
                 "ranks, also the ranks it leaves out."
-                if any(s.op_name == "new_group" for s in sigs) else "")
+                if any(s.op_name == "new_group" for s in sigs) else "") + callsig.root_hint(sigs)
         )
 
     def _mpi_failure(self, exc, call: Call) -> CommError:
@@ -416,7 +417,9 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
             msg = p2p_timeout_report(
                 rank=self.world_rank(), op=call.op, peer_world=call.peer, tag=call.tag,
                 shape=call.shape, dtype=call.dtype, waited=waited, limit=limit,
-                peer_state=None if peer is None else states[peer])
+                peer_state=None if peer is None else states[peer],
+                others=[(self.world_ranks[r], st) for r, st in enumerate(states)
+                        if r != self._rank])
         else:
             msg = collective_timeout_report(
                 rank=self.world_rank(), op=call.op, seq=call.seq, size=self._size,

@@ -25,7 +25,7 @@ import pickle
 import numpy as np
 
 from . import callsig
-from .base import ReduceOp, checked_reduce_op
+from .base import ReduceOp, checked_reduce_op, pickled
 from .local import copied_alone, gathered_alone
 from .mpi_buffers import contiguous, for_reduction, is_half, move_spec, spec
 from .mpi_lib import mpi
@@ -114,9 +114,9 @@ class CollectivesMixin:
         return self._run(gen, async_op, name, seq, array.shape, array.dtype, me, not plan.small)
 
     @locked
-    def all_reduce(self, array, op=ReduceOp.SUM, async_op: bool = False):
+    def all_reduce(self, array, op=ReduceOp.SUM, async_op: bool = False, root: int = -1):
         op = checked_reduce_op(op, array)
-        seq, plan = self._begin("all_reduce", array, op)
+        seq, plan = self._begin("all_reduce", array, op, root=root)
         if self._size == 1:
             return self._done(array, async_op)
         if not async_op:
@@ -204,11 +204,11 @@ class CollectivesMixin:
 
     # -- all_gather ----------------------------------------------------------------------
     @locked
-    def all_gather(self, array, out=None, async_op: bool = False):
+    def all_gather(self, array, out=None, async_op: bool = False, root: int = -1):
         shape = (self._size, *array.shape)
         if out is not None and (tuple(out.shape) != shape and out.size != int(np.prod(shape))):
             raise ValueError(f"all_gather out must have shape {shape}, got {tuple(out.shape)}")
-        seq, plan = self._begin("all_gather", array)
+        seq, plan = self._begin("all_gather", array, root=root)
         if self._size == 1:
             return self._done(gathered_alone(array, out), async_op)
         return self._run_sized("all_gather", plan, seq, array, async_op, out)
@@ -366,7 +366,7 @@ class CollectivesMixin:
     # sizes, which differ by design, are not compared), then Allgatherv / Bcast moves it.
     @locked
     def all_gather_object(self, obj) -> list:
-        data = np.frombuffer(pickle.dumps(obj), dtype=np.uint8)
+        data = np.frombuffer(pickled(obj, "all_gather_object", self.world_rank()), dtype=np.uint8)
         seq, plan = self._begin("all_gather_object", None, shape=(data.size,))
         if self._size == 1:
             return [pickle.loads(data.tobytes())]
@@ -389,7 +389,8 @@ class CollectivesMixin:
 
     @locked
     def broadcast_object(self, obj, src: int = 0):
-        data = (np.frombuffer(pickle.dumps(obj), dtype=np.uint8) if self._rank == src
+        data = (np.frombuffer(pickled(obj, "broadcast_object", self.world_rank()), dtype=np.uint8)
+                if self._rank == src
                 else np.empty(0, dtype=np.uint8))
         seq, plan = self._begin("broadcast_object", None, shape=(data.size,), root=src)
         if self._size == 1:

@@ -10,6 +10,15 @@ shapes; the receive buffer is untouched. MPI matches receives from one (source, 
 the order they were posted, so the data receives are posted in call order whichever
 handle is waited on first (``_recv_fifo``). Pending receives are advanced by every wait
 (``mpi_work.progress_all``).
+
+``recv(array, None)`` receives from any rank (torch's ``recv`` without ``src``): its signature
+receive is posted with ``MPI_ANY_SOURCE``; the signature names the sender, and the data
+receive is then posted from that rank, in its place among that (source, tag)'s receives by
+posting order. A later receive from a given sender first advances the earlier any-source
+receives of its tag (MPI matched them to earlier messages, so their signatures have
+arrived), so it cannot take their data. The result (``wait()``'s value) is the sender's
+group rank. Deviation: an any-source receive is not counted in the per-peer counters of the
+arrival board, so a sender that exits early is found by the receiver's timeout.
 """
 
 from __future__ import annotations
@@ -45,7 +54,9 @@ class PointToPointMixin:
         return self._p2p("send", array, dst, tag, async_op)
 
     @locked
-    def recv(self, array, src: int, tag: int = 0, async_op: bool = False):
+    def recv(self, array, src: int | None, tag: int = 0, async_op: bool = False):
+        """Receive into ``array`` from group rank ``src``; ``src=None``: from any rank, and
+        the result is the sender's group rank instead of ``array``."""
         return self._p2p("recv", array, src, tag, async_op)
 
     def _p2p(self, op, array, peer, tag, async_op):
@@ -56,6 +67,8 @@ class PointToPointMixin:
             return self._p2p_steps(op, array, peer, tag, async_op)
 
     def _p2p_steps(self, op, array, peer, tag, async_op):
+        if peer is None and op == "recv":
+            return self._recv_any(array, tag, async_op)
         if not 0 <= peer < self._size:
             raise ValueError(f"{op}: peer rank {peer} is outside the group 0 .. {self._size - 1}")
         if peer == self._rank:
@@ -79,6 +92,23 @@ class PointToPointMixin:
             return work
         return work.wait()
 
+    def _recv_any(self, array, tag, async_op):
+        """A receive from any rank (see the module docstring)."""
+        self.p2p_seq += 1
+        fields = callsig.fields("recv", self.p2p_seq, None, array.dtype, array.size,
+                                self.world_rank(), array.shape)
+        self.board.p2p_started("recv", -1, -1, tag, array.size, array.dtype)
+        call = Call("recv", self.p2p_seq, array.shape, array.dtype, -1, tag)
+        me: list = []
+        work = MPIWork(self, self._recv(array, None, tag, fields, me), call)
+        me.append(work)
+        if async_op:
+            if not work.done:
+                self._pending.append(work)
+                BUSY.add(self)
+            return work
+        return work.wait()
+
     def _send(self, array, dst, tag, fields):
         BYTE = mpi().BYTE
         sig = np.empty(H, dtype=np.uint8)
@@ -93,7 +123,13 @@ class PointToPointMixin:
         BYTE = mpi().BYTE
         sig = np.zeros(H, dtype=np.uint8)
         side, comm = self._side, self._comm
-        yield (lambda: side.Irecv([sig, BYTE], source=src, tag=tag)), None
+        anysrc = src is None
+        if anysrc:
+            self._any_recvs.append(me)  # ``me`` is filled once the work exists
+            yield (lambda: side.Irecv([sig, BYTE], source=mpi().ANY_SOURCE, tag=tag)), None
+            src = self._any_arrived(me, sig, tag)
+        else:
+            yield (lambda: side.Irecv([sig, BYTE], source=src, tag=tag)), None
         self._await_turn((src, tag), me[0])
         theirs = callsig.CallSig.unpack(sig)
         mine = callsig.CallSig(*fields[:7], tuple(fields[7:]))
@@ -111,10 +147,27 @@ class PointToPointMixin:
         yield (lambda: self._post_data(comm.Irecv, data, src, tag)), None
         if back is not None:
             back()
-        return array
+        return src if anysrc else array
+
+    def _any_arrived(self, me, sig, tag) -> int:
+        """An any-source recv's signature arrived: the sender's group rank; the recv takes
+        its place, by posting order, among the receives from that sender and tag."""
+        self._any_recvs.remove(me)
+        work = me[0]
+        world = callsig.CallSig.unpack(sig).root  # a send's root field is its world rank
+        src = self.world_ranks.index(world)
+        work.call.peer = world
+        fifo = self._recv_fifo.setdefault((src, tag), [])
+        at = next((i for i, w in enumerate(fifo) if w.call.seq > work.call.seq), len(fifo))
+        fifo.insert(at, work)
+        return src
 
     def _await_turn(self, key, work) -> None:
         """Let earlier recvs from the same (source, tag) post their data receive first."""
+        for me in list(self._any_recvs):  # earlier any-source recvs of this tag go first
+            if me and me[0] is not work and me[0].call.seq < work.call.seq \
+                    and me[0].call.tag == key[1]:
+                me[0].is_completed()
         fifo = self._recv_fifo[key]
         while fifo[0] is not work:
             head = fifo[0]

@@ -221,6 +221,7 @@ class NCCLCommunicator(RankedMixin, Communicator):
             + "\n  ".join(lines) + "\nEvery rank must call the same collectives in the same "
             "order with the same dtype, number of elements, reduce op and root; fix the rank(s) "
             "whose line differs. No array was changed by this call (NCCL was not called)."
+            + callsig.root_hint(sigs)
         )
 
     def _packed(self, array):
@@ -272,13 +273,13 @@ class NCCLCommunicator(RankedMixin, Communicator):
         abort_job(msg, kind="timeout", exit_code=TIMEOUT_EXIT_CODE)
 
     # -- collectives ---------------------------------------------------------------------
-    def all_reduce(self, array, op=ReduceOp.SUM, async_op: bool = False):
+    def all_reduce(self, array, op=ReduceOp.SUM, async_op: bool = False, root: int = -1):
         if not self._api.is_device(array):
-            return self._control.all_reduce(array, op, async_op)
+            return self._control.all_reduce(array, op, async_op, root)
         op = checked_reduce_op(op, array)
         dt = self._nccl_dtype(array)
         nop, divide = self._reduce_op(op, array)
-        seq = self._checked("all_reduce", array, op)
+        seq = self._checked("all_reduce", array, op, root)
         buf, back = self._packed(array)
         p = self._api.ptr(buf)
 
@@ -309,15 +310,15 @@ class NCCLCommunicator(RankedMixin, Communicator):
 
         return self._issue("broadcast", seq, array, launch, _unpacked(array, back), async_op)
 
-    def all_gather(self, array, out=None, async_op: bool = False):
+    def all_gather(self, array, out=None, async_op: bool = False, root: int = -1):
         if not self._api.is_device(array):
-            return self._control.all_gather(array, out, async_op)
+            return self._control.all_gather(array, out, async_op, root)
         shape = (self._size, *array.shape)
         if out is not None and (out.size != int(np.prod(shape)) or not out.flags.c_contiguous):
             raise ValueError(f"all_gather out must be a contiguous array of shape {shape}, got "
                              f"{tuple(out.shape)}")
         dt = self._nccl_dtype(array)
-        seq = self._checked("all_gather", array)
+        seq = self._checked("all_gather", array, root=root)
         buf, _ = self._packed(array)
         res = self._api.empty(shape, array.dtype) if out is None else out
         ps, pr = self._api.ptr(buf), self._api.ptr(res)
@@ -416,6 +417,9 @@ class NCCLCommunicator(RankedMixin, Communicator):
     def recv(self, array, src: int, tag: int = 0, async_op: bool = False):
         if not self._api.is_device(array):
             return self._control.recv(array, src, tag, async_op)
+        if src is None:  # torch's NCCL backend has no any-source receive either
+            raise NotImplementedError("recv(src=None) (from any rank) of a device tensor: NCCL "
+                                      "has no any-source receive; pass the sender's rank as src")
         dt = self._nccl_dtype(array)
         self._check_peer_sig(array, src, tag)
         buf, back = self._packed(array)

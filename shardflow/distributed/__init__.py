@@ -71,15 +71,21 @@ _asked_backend: list[str | None] = [None]
 class Work:
     """torch.distributed's Work: ``wait()`` completes the operation and returns True."""
 
-    __slots__ = ("_inner", "_post", "_done")
+    __slots__ = ("_inner", "_post", "_done", "_any_source")
 
-    def __init__(self, inner: _CommWork, post=None):
+    def __init__(self, inner: _CommWork, post=None, any_source: bool = False):
         self._inner = inner
         self._post = post
         self._done = False
+        self._any_source = any_source  # an irecv from any rank: its result is the sender
 
     def wait(self, timeout=None) -> bool:
+        """Complete the operation. ``timeout`` (a ``timedelta`` or seconds, torch's type)
+        bounds this wait instead of the group's timeout; when it passes the job ends with the
+        timeout report (deviation: torch raises a RuntimeError the rank could catch)."""
         if not self._done:
+            if hasattr(timeout, "total_seconds"):  # torch's type: was a TypeError
+                timeout = timeout.total_seconds()
             self._inner.wait(timeout)
             self._done = True
             if self._post is not None:
@@ -93,6 +99,14 @@ class Work:
 
     def result(self):
         return self._inner.result()
+
+    def _source_rank(self) -> int:
+        """The sender's group rank of an ``irecv`` from any rank (torch's name), after waiting."""
+        if not self._any_source:
+            raise RuntimeError("_source_rank() is only available on the Work of an irecv "
+                               "without src (from any rank)")
+        self.wait()
+        return int(self._inner.result())
 
 
 def is_available() -> bool:
@@ -117,6 +131,7 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
             "trying to initialize the default process group twice! (call "
             "destroy_process_group() first, or check dist.is_initialized())"
         )
+    _check_init_method(init_method)
     asked = None if backend is None else str(Backend(backend))
     if asked == "mpi" and (world_size != -1 or rank != -1):
         warnings.warn(f"For MPI backend, world_size ({world_size}) and rank ({rank}) are ignored "
@@ -138,6 +153,21 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     _set_timeout(world, timeout, "init_process_group")
     _asked_backend[0] = asked
     _errors._count_group()
+
+
+def _check_init_method(init_method) -> None:
+    """torch's URL schemes (``env://``, ``tcp://host:port``, ``file:///path``) are accepted:
+    the ranks find each other through the launcher, whichever is given. Any other raises
+    torch's RuntimeError before anything starts (it was accepted silently)."""
+    if init_method is None:
+        return
+    text = str(init_method)
+    scheme = text.split("://", 1)[0] if "://" in text else text
+    if scheme not in ("env", "tcp", "file"):
+        raise RuntimeError(
+            f"No rendezvous handler for {scheme}:// (init_process_group(init_method={text!r}): "
+            "pass env://, tcp://HOST:PORT or file:///PATH, or leave it out; under `shardflow "
+            "run -n N` the ranks find each other through the launcher with any of them)")
 
 
 def destroy_process_group(group=None) -> None:
@@ -312,7 +342,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
 def broadcast(tensor, src: int = 0, group=None, async_op: bool = False):
     g = _group(group)
     a = _arr(tensor)
-    s = _group_rank(g, src)
+    s = _root(g, src, None, "broadcast")
     return _run(g, lambda asy: g.broadcast(a, s, async_op=asy), async_op, _bump(tensor))
 
 
@@ -322,6 +352,7 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
     if len(tensor_list) != g.size:
         raise RuntimeError(f"all_gather needs a list of {g.size} tensors (one per rank), got "
                            f"{len(tensor_list)}")  # torch (gloo) raises RuntimeError
+    _same_as_input("all_gather", "tensor_list", tensor_list, tensor)
     # Made with the tensor's array module: a device tensor's rows stay on the device (NCCL).
     out = get_array_module(a).empty((g.size, *a.shape), dtype=a.dtype)
 
@@ -333,11 +364,26 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
     return _run(g, lambda asy: g.all_gather(a, out=out, async_op=asy), async_op, post)
 
 
+def _same_as_input(fn, name, tensors, like, like_name="input") -> None:
+    """torch's checks of an output list before any communication: each entry has the
+    input's dtype (torch's ValueError) and shape (gloo's RuntimeError), with the fix. (A
+    wrong shape used to fail after the exchange, with some entries written; another dtype
+    was cast silently.)"""
+    for i, t in enumerate(tensors):
+        if t.dtype != like.dtype:
+            raise ValueError(f"Invalid usage of tensors with different dtypes Found {like.dtype} "
+                             f"and {t.dtype} ({fn}: {name}[{i}] must have the {like_name}'s dtype)")
+        if tuple(t.shape) != tuple(like.shape):
+            raise RuntimeError(f"ProcessGroupGloo::{fn.replace('_', '')}: invalid tensor size at "
+                               f"index {i} (expected {tuple(like.shape)}, got {tuple(t.shape)}); "
+                               f"every {name} entry must have the {like_name}'s shape")
+
+
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bool = False):
     g = _group(group)
     a, o = _arr(input_tensor, "input_tensor"), _arr(output_tensor, "output_tensor")
     if o.size != a.size * g.size:
-        raise ValueError(
+        raise RuntimeError(  # torch (gloo) raises RuntimeError
             f"all_gather_into_tensor: output must hold world_size * input elements "
             f"({g.size} x {tuple(a.shape)}), got shape {tuple(o.shape)}"
         )
@@ -348,8 +394,8 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: bool = False):
     g = _group(group)
     a, o = _arr(input, "input"), _arr(output, "output")
-    if a.shape[0] != o.shape[0] * g.size:
-        raise ValueError(
+    if a.ndim == 0 or o.ndim == 0 or a.shape[0] != o.shape[0] * g.size:
+        raise RuntimeError(  # torch (gloo) raises RuntimeError
             f"reduce_scatter_tensor: input dim 0 must be world_size * output dim 0 "
             f"({g.size} x {o.shape[0]}), got input shape {tuple(a.shape)}"
         )
@@ -365,6 +411,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bo
         raise RuntimeError(f"reduce_scatter needs {g.size} input tensors (one per rank), got "
                            f"{len(input_list)}")  # torch (gloo) raises RuntimeError
     o = _arr(output, "output")
+    _same_as_input("reduce_scatter", "input_list", input_list, output, "output")
     xp = get_array_module(o)
     stacked = xp.stack([_arr(t, "input_list[i]") for t in input_list])  # (world, *out.shape)
     res = xp.empty((1, *o.shape), dtype=o.dtype)
@@ -379,12 +426,25 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bo
 
 def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None,
                       group=None, async_op: bool = False):
-    if output_split_sizes is not None or input_split_sizes is not None:
-        raise NotImplementedError("all_to_all_single with split sizes is not supported yet; "
-                                  "pass equal splits (dim 0 divisible by world size)")
+    """Rank i's ``input`` rows ``input_split_sizes[j]`` go to rank j, which stores them at
+    its ``output_split_sizes[i]`` rows (None: equal splits of dim 0). Uneven splits
+    (``a2a_uneven.py``) cost one small blocking all-gather of every rank's sizes (checked:
+    a mismatch raises on every rank, naming both ranks) and travel padded to the largest
+    split."""
     g = _group(group)
     a, o = _arr(input, "input"), _arr(output, "output")
-    return _run(g, lambda asy: g.all_to_all(a, out=o, async_op=asy), async_op, _bump(output))
+    if output_split_sizes is None and input_split_sizes is None:
+        if any(x.ndim == 0 or x.shape[0] % g.size for x in (a, o)):  # torch's type and words
+            raise RuntimeError(
+                f"Tensor's dim 0 does not divide equally across group size (all_to_all_single: "
+                f"input {tuple(a.shape)}, output {tuple(o.shape)}, {g.size} ranks; pass "
+                "output_split_sizes and input_split_sizes for uneven splits)")
+        return _run(g, lambda asy: g.all_to_all(a, out=o, async_op=asy), async_op,
+                    _bump(output))
+    from .a2a_uneven import uneven_all_to_all
+
+    return uneven_all_to_all(g, o, a, output_split_sizes, input_split_sizes,
+                             lambda fn, post: _run(g, fn, async_op, post), output)
 
 
 def barrier(group=None, async_op: bool = False, device_ids=None):
@@ -397,14 +457,14 @@ def send(tensor, dst: int, group=None, tag: int = 0) -> None:
     g.send(_arr(tensor), _group_rank(g, dst), tag)
 
 
-def recv(tensor, src: int, group=None, tag: int = 0) -> int:
-    """Receive into ``tensor`` from ``src`` (a specific rank; ``None`` is not supported)."""
-    if src is None:
-        raise ValueError("recv(src=None) (receive from any rank) is not supported; pass the sender's rank")
+def recv(tensor, src: int | None = None, group=None, tag: int = 0) -> int:
+    """Receive into ``tensor`` from global rank ``src``, or from any rank when ``src`` is None
+    (torch's default); returns the sender's global rank."""
     g = _group(group)
-    g.recv(_arr(tensor), _group_rank(g, src), tag)
+    a = _arr(tensor)
+    got = g.recv(a, None if src is None else _group_rank(g, src), tag)
     tensor._bump_version()
-    return src
+    return _global_rank(g, got) if src is None else src
 
 
 def isend(tensor, dst: int, group=None, tag: int = 0) -> Work:
@@ -412,9 +472,17 @@ def isend(tensor, dst: int, group=None, tag: int = 0) -> Work:
     return Work(g.send(_arr(tensor), _group_rank(g, dst), tag, async_op=True))
 
 
-def irecv(tensor, src: int, group=None, tag: int = 0) -> Work:
+def irecv(tensor, src: int | None = None, group=None, tag: int = 0) -> Work:
+    """The non-blocking :func:`recv`; with ``src=None`` (any rank) the Work's
+    ``_source_rank()`` is the sender's group rank (torch's method)."""
     g = _group(group)
-    return Work(g.recv(_arr(tensor), _group_rank(g, src), tag, async_op=True), _bump(tensor))
+    inner = g.recv(_arr(tensor), None if src is None else _group_rank(g, src), tag, async_op=True)
+    return Work(inner, _bump(tensor), any_source=src is None)
+
+
+def _global_rank(g, group_rank: int) -> int:
+    ranks = getattr(g, "world_ranks", None)
+    return int(group_rank) if ranks is None else int(ranks[group_rank])
 
 
 class P2POp:
@@ -479,7 +547,12 @@ def _root(g, rank, group_rank, what) -> int:
         if rank is not None:
             raise ValueError(f"{what}: pass either the global rank or the group rank, not both")
         return int(group_rank)
-    return _group_rank(g, 0 if rank is None else int(rank))
+    rank = 0 if rank is None else int(rank)
+    if g is _comm.get_world() and not 0 <= rank < g.size:
+        # the default group: torch (gloo) raises a RuntimeError before any communication
+        raise RuntimeError(f"ProcessGroupGloo::{what}: invalid root rank: {rank} (the ranks "
+                           f"are 0 .. {g.size - 1}; pass one of them on every rank)")
+    return _group_rank(g, rank)
 
 
 def _rooted_list(fn, name, role, is_root, given, size) -> None:
@@ -511,7 +584,8 @@ def reduce(tensor, dst: int | None = None, op=ReduceOp.SUM, group=None, async_op
             a[...] = work
             tensor._bump_version()
 
-    return _run(g, lambda asy: g.all_reduce(work, op, async_op=asy), async_op, post)
+    # the root rides in the all-reduce's signature: a different dst per rank is a mismatch
+    return _run(g, lambda asy: g.all_reduce(work, op, async_op=asy, root=root), async_op, post)
 
 
 def gather(tensor, gather_list=None, dst: int | None = None, group=None, async_op: bool = False,
@@ -530,7 +604,7 @@ def gather(tensor, gather_list=None, dst: int | None = None, group=None, async_o
                 t.array[...] = row
                 t._bump_version()
 
-    return _run(g, lambda asy: g.all_gather(a, out=out, async_op=asy), async_op, post)
+    return _run(g, lambda asy: g.all_gather(a, out=out, async_op=asy, root=root), async_op, post)
 
 
 def scatter(tensor, scatter_list=None, src: int | None = None, group=None,
@@ -543,6 +617,11 @@ def scatter(tensor, scatter_list=None, src: int | None = None, group=None,
     xp = get_array_module(a)
     _rooted_list("scatter", "scatter_list", "source", g.rank == root, scatter_list, g.size)
     if g.rank == root:
+        dts = [t.dtype for t in scatter_list if t.dtype != tensor.dtype]
+        if dts:  # torch's words, on the source before any communication
+            raise ValueError(f"Invalid usage of tensors with different dtypes Found "
+                             f"{tensor.dtype} and {dts[0]} (scatter: every scatter_list entry "
+                             "must have the output tensor's dtype)")
         bad = [tuple(t.shape) for t in scatter_list if tuple(t.shape) != tuple(a.shape)]
         if bad:
             raise ValueError(f"scatter: every scatter_list entry must have the output's shape "
@@ -781,12 +860,14 @@ def send_object_list(object_list, dst: int | None = None, group=None, device=Non
 def recv_object_list(object_list, src: int | None = None, group=None, device=None,
                      group_src: int | None = None, use_batch: bool = False) -> int:
     """Receive ``len(object_list)`` objects sent by :func:`send_object_list` from ``src``
-    into ``object_list`` (in place); returns the sender's global rank. ``src=None``
-    (any sender) is not supported: pass the sender's rank."""
+    into ``object_list`` (in place); returns the sender's global rank. ``src=None``: from
+    any rank (torch's default), the first whose sizes message arrives."""
     if src is None and group_src is None:
-        raise ValueError("recv_object_list(src=None) (receive from any rank) is not supported; "
-                         "pass the sender's rank")
-    g, peer = _resolve(group, src, group_src, "recv_object_list")
+        if group is GroupMember.NON_GROUP_MEMBER:
+            return -1
+        g, peer = _group(group), None
+    else:
+        g, peer = _resolve(group, src, group_src, "recv_object_list")
     if g is None:
         return -1
     if peer == g.rank:
@@ -796,7 +877,8 @@ def recv_object_list(object_list, src: int | None = None, group=None, device=Non
         raise ValueError("recv_object_list: object_list is empty; pass one slot per object "
                          "sent (e.g. [None] * n)")
     sizes = np.empty(len(object_list), dtype=np.int64)  # (n,)
-    g.recv(sizes, peer, 0)
+    got = g.recv(sizes, peer, 0)
+    peer = got if peer is None else peer  # from any rank: the comm returns the sender
     payload = np.empty(int(sizes.sum()), dtype=np.uint8)  # (sum sizes,)
     g.recv(payload, peer, 0)
     raw, offsets = payload.tobytes(), np.cumsum([0, *sizes.tolist()])

@@ -56,7 +56,8 @@ def replicate(module, ignored_modules=None, **kwargs):
         device_id = kwargs.pop("device_id")
         if not isinstance(device_id, int) and type(device_id).__name__ != "device":
             raise RuntimeError(f"Expected device_id to be int or torch.device, but got {type(device_id)}")
-        kwargs["device_ids"] = [device_id]
+        if getattr(device_id, "type", None) != "cpu":  # torch: a CPU device means none
+            kwargs["device_ids"] = [device_id]
     if isinstance(module, FSDPModule):
         raise RuntimeError("Cannot apply `replicate()` on a Module already managed by `fully_shard`")
     if ignored_modules:

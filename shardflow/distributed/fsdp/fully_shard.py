@@ -566,6 +566,7 @@ def fully_shard(module, *, mesh=None, reshard_after_forward: bool = True,
         seen.add(id(p))
         params.append(p)
         names.append(name)
+    _verify_same_unit(params, names, label)
     _broadcast_from_rank0(params, module, owned_elsewhere)
     users_hooked = {id(p) for p in params if p._post_hooks or p._hooks}
     if params:
@@ -616,6 +617,34 @@ def _register_progress_hooks(module, pg) -> None:
             continue
         m.register_forward_hook(poll)
         stack.extend(m.children())
+
+
+def _verify_same_unit(params, names, label) -> None:
+    """Raise on every rank, before anything is broadcast, if the ranks' units differ (the
+    check DDP makes, ``_verify_same_model``): one small all-gather of each rank's parameter
+    names, shapes and dtypes. Without it the first broadcast of a parameter of another shape
+    raised a bare collective mismatch naming no parameter."""
+    world = _comm.get_world()
+    if world.size == 1:
+        return
+    mine = [(n, tuple(p.array.shape), str(p.array.dtype)) for n, p in zip(names, params)]
+    every = world.all_gather_object(mine)
+    fix = ("; build the same model on every rank before fully_shard (the same constructor "
+           "arguments; code that depends on the rank must not change the parameters first)")
+    for r, theirs in enumerate(every):
+        if r == world.rank:
+            continue
+        if len(theirs) != len(mine):
+            raise RuntimeError(
+                f"fully_shard({label}) expects the same model on every rank, but rank "
+                f"{world.rank} has {len(mine)} parameters ({[n for n, *_ in mine][:6]}) while "
+                f"rank {r} has {len(theirs)} ({[n for n, *_ in theirs][:6]}){fix}")
+        for a, b in zip(mine, theirs):
+            if a != b:
+                raise RuntimeError(
+                    f"fully_shard({label}) expects the same model on every rank, but parameter "
+                    f"{a[0]} has shape {list(a[1])} ({a[2]}) on rank {world.rank} and rank {r} "
+                    f"has {b[0]} of shape {list(b[1])} ({b[2]}){fix}")
 
 
 def _broadcast_from_rank0(params, module, owned_elsewhere) -> None:

@@ -61,6 +61,23 @@ from .join import DDPJoinHook, Join
 from .reducer import Reducer, partial_dims, reducers_of
 
 
+def _check_device_ids(module, device_ids, output_device) -> None:
+    """torch's check: ``device_ids`` names the one GPU a module lives on; a CPU module with
+    ``device_ids=[0]`` is a ValueError (a script written for GPUs run on CPU), before any
+    communication."""
+    if not device_ids:
+        return
+    devices = {p.device for p in module.parameters()}
+    if all(d.type == "cpu" for d in devices):
+        shown = "{" + ", ".join(sorted(repr(d) for d in devices)) + "}"
+        raise ValueError(
+            "DistributedDataParallel device_ids and output_device arguments only work with "
+            "single-device/multiple-device GPU modules or CPU modules, but got device_ids "
+            f"{list(device_ids)}, output_device {output_device}, and module parameters {shown}. "
+            "(For a CPU module leave device_ids out or pass None, e.g. DDP(model, "
+            "device_ids=[rank] if torch.cuda.is_available() else None).)")
+
+
 class DistributedDataParallel(Module):
     """Data parallel over ``process_group`` (default: the world); see the module docstring."""
 
@@ -83,6 +100,7 @@ class DistributedDataParallel(Module):
                                    f"data-parallel dimension, e.g. mesh['dp']), got "
                                    f"{device_mesh.ndim} dimensions")
             process_group = device_mesh.get_group(0)
+        _check_device_ids(module, device_ids, output_device)
         self.module = module
         d = self.__dict__
         d["process_group"] = process_group if process_group is not None else _comm.get_world()
