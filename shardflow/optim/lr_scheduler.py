@@ -51,6 +51,11 @@ class LRScheduler:
                     )
         self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
+        if not optimizer.__dict__.get("_lr_sched_tracks_steps"):
+            # torch starts watching the optimizer's steps at its first scheduler (it wraps
+            # ``step`` then): steps taken before do not count for the order warning
+            optimizer.__dict__["_lr_sched_tracks_steps"] = True
+            optimizer.__dict__["_opt_called"] = False
         self._initial_step()
 
     def _initial_step(self) -> None:
@@ -76,6 +81,8 @@ class LRScheduler:
         raise NotImplementedError
 
     def step(self, epoch: int | None = None) -> None:
+        if self._step_count == 1:  # the first step after construction's
+            _warn_step_order(self.optimizer)
         self._step_count += 1
         if epoch is None:
             self.last_epoch += 1
@@ -93,6 +100,30 @@ class LRScheduler:
         for group, lr in zip(self.optimizer.param_groups, values):
             group["lr"] = lr
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+
+def _warn_step_order(optimizer) -> None:
+    """torch's two warnings (pytorch/pytorch#20124) for a scheduler's first ``step()``: the
+    optimizer's ``step`` was replaced on the instance (then the order cannot be checked),
+    or the optimizer has not stepped yet (the schedule's first value is skipped)."""
+    if not getattr(optimizer.step, "_hooked_step", False):
+        warnings.warn(
+            "Seems like `optimizer.step()` has been overridden after learning rate scheduler "
+            "initialization. Please, make sure to call `optimizer.step()` before "
+            "`lr_scheduler.step()`. See more details at "
+            "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
+            UserWarning, stacklevel=3,
+        )
+    elif not optimizer.__dict__.get("_opt_called", False):
+        warnings.warn(
+            "Detected call of `lr_scheduler.step()` before `optimizer.step()`. "
+            "In PyTorch 1.1.0 and later, you should call them in the opposite order: "
+            "`optimizer.step()` before `lr_scheduler.step()`.  Failure to do this "
+            "will result in PyTorch skipping the first value of the learning rate schedule. "
+            "See more details at "
+            "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
+            UserWarning, stacklevel=3,
+        )
 
 
 class _LRScheduler(LRScheduler):

@@ -90,6 +90,22 @@ class _NormBase(Module):
     def _check_input_dim(self, input) -> None:
         raise NotImplementedError
 
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs) -> None:
+        """torch's version-1 rule: a state dict whose metadata for this module says no
+        version or a version below 2 (a plain ``dict``, an ``OrderedDict`` rebuilt to strip
+        DataParallel's ``module.`` prefixes, a checkpoint from before PyTorch 0.4.1) may lack
+        ``num_batches_tracked``; the module then keeps its own count (0 on the meta device)
+        instead of reporting the key missing."""
+        version = local_metadata.get("version", None)
+        if (version is None or version < 2) and self.track_running_stats:
+            key = prefix + "num_batches_tracked"
+            if key not in state_dict:
+                tracked = self.num_batches_tracked
+                if tracked is None or tracked.device.type == "meta":
+                    tracked = Tensor(np.array(0, dtype=np.int64))
+                state_dict[key] = tracked
+
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
                 f"affine={self.affine}, bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
