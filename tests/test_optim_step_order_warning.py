@@ -84,3 +84,23 @@ def test_optimizer_stepped_before_the_scheduler_was_made_still_warns():
         seen.append([str(w.message)[:60] for w in caught])
     assert seen[0] == [BEFORE[:60]]
     assert seen[1] == seen[0]
+
+
+@pytest.mark.parametrize("plateau", [False, True], ids=["StepLR", "ReduceLROnPlateau"])
+def test_step_with_an_epoch_warns_torch_text(plateau):
+    """``scheduler.step(epoch)`` warns with torch's ``EPOCH_DEPRECATION_WARNING`` text,
+    which both libraries export from ``optim.lr_scheduler``."""
+    assert shardflow.optim.lr_scheduler.EPOCH_DEPRECATION_WARNING == torch.optim.lr_scheduler.EPOCH_DEPRECATION_WARNING
+    seen = []
+    for lib in (torch, shardflow):
+        p = lib.nn.Parameter(lib.ones(2))
+        opt = lib.optim.SGD([p], lr=0.1)
+        sched = (lib.optim.lr_scheduler.ReduceLROnPlateau(opt) if plateau
+                 else lib.optim.lr_scheduler.StepLR(opt, 1))
+        opt.step()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            sched.step(1.0, 3) if plateau else sched.step(3)
+        seen.append([(w.category, str(w.message)) for w in caught])
+    assert seen[0] == [(UserWarning, torch.optim.lr_scheduler.EPOCH_DEPRECATION_WARNING)]
+    assert seen[1] == seen[0]

@@ -31,6 +31,17 @@ __all__ = [
 ]
 
 
+# torch's text, word for word (programs and tests match on it)
+EPOCH_DEPRECATION_WARNING = (
+    "The epoch parameter in `scheduler.step()` was not necessary and is being "
+    "deprecated where possible. Please use `scheduler.step()` to step the "
+    "scheduler. During the deprecation, if epoch is different from None, the "
+    "closed form is used instead of the new chainable form, where available. "
+    "Please open an issue if you are unable to replicate your use case: "
+    "https://github.com/pytorch/pytorch/issues/new/choose."
+)
+
+
 class LRScheduler:
     # True only while step() calls get_lr() (PyTorch's flag; see _get_lr_guard)
     _get_lr_called_within_step = False
@@ -89,10 +100,7 @@ class LRScheduler:
             with _enable_get_lr_call(self):
                 values = self.get_lr()
         else:
-            warnings.warn(
-                "passing an epoch to scheduler.step() is deprecated (as in PyTorch)",
-                UserWarning, stacklevel=2,
-            )
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
             self.last_epoch = epoch
             closed = getattr(self, "_get_closed_form_lr", None)
             with _enable_get_lr_call(self):
