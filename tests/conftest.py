@@ -35,7 +35,6 @@ import shardflow.distributed as dist
 from shardflow.backend.fp_errors import install_warning_filter
 from shardflow.distributed import route
 
-
 # A test file whose source (or its directory's conftest.py) names one of these starts processes.
 _STARTS_PROCESSES = ("subprocess", "multiprocessing", "Popen", "mpiexec", "shardflow.testing.mpi",
                      "shardflow.testing import mpi", "shardflow.testing.parity")

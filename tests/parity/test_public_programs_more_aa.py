@@ -118,7 +118,7 @@ def test_cifar_training_tricks_like_torch(tmp_path, monkeypatch, capsys, argv):
         runs.append(((script.net, script.ema, script.ema2), capsys.readouterr().out.splitlines(), where))
     (th_models, th_out, th_dir), (sf_models, sf_out, sf_dir) = runs
     assert th_out[0] == "groups: [15, 8] [0.0, 0.0005]"
-    assert th_out[-2] == "num_batches_tracked tensor(0) tensor(0) tensor(%d)" % (2 * (3 if argv else 2))
+    assert th_out[-2] == f"num_batches_tracked tensor(0) tensor(0) tensor({2 * (3 if argv else 2)})"
     same_printout(sf_out, th_out, rtol=1e-5, atol=1.1e-6, what="cifar_tricks")
     (th_net, th_ema, th_ema2), (sf_net, sf_ema, sf_ema2) = th_models, sf_models
     assert_same_state(sf_net, th_net, "net", rtol=1e-4, atol=1e-5)

@@ -1,3 +1,4 @@
+# ruff: noqa  (the style of the programs it is modelled on kept)
 # Training utilities that CIFAR repositories carry beside kuangliu/pytorch-cifar's loop:
 # mixup (facebookresearch/mixup-cifar10 `train.py`: `np.random.beta`, `torch.randperm`,
 # `mixup_criterion`), cutout (uoguelph-mlrg/Cutout `util/cutout.py`: a NumPy mask made

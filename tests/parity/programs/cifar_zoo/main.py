@@ -1,3 +1,4 @@
+# ruff: noqa  (the style of the programs it is modelled on kept)
 # kuangliu/pytorch-cifar (github.com/kuangliu/pytorch-cifar, MIT License): main.py, its
 # training script. A re-implementation for shardflow's parity tests, not a copy: the same
 # torch calls and habits (argparse flags, `device = 'cuda' if ... else 'cpu'`,

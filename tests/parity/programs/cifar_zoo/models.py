@@ -1,3 +1,4 @@
+# ruff: noqa  (the style of the programs it is modelled on kept)
 """A tiny-width CIFAR model zoo, written for shardflow's parity tests.
 
 Modelled on kuangliu/pytorch-cifar's ``models/`` package (github.com/kuangliu/pytorch-cifar,

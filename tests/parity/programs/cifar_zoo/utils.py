@@ -1,3 +1,4 @@
+# ruff: noqa  (the style of the programs it is modelled on kept)
 """Training helpers in the style of kuangliu/pytorch-cifar's ``utils.py`` (a re-implementation
 for shardflow's parity tests, not a copy): ``format_time`` and a ``progress_bar`` that writes
 one line per call. The repository's bar sizes itself from ``stty size``, which fails without
