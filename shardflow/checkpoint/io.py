@@ -14,7 +14,8 @@ its int keys, scheduler state, RNG state, step counter ...). ``save`` walks it o
   (a non-leaf tensor that requires grad loads as a leaf that does, as in torch);
 * everything else is kept in a JSON description of the structure (with typed dict keys,
   so ``{0: ...}`` comes back with an int key, tuples stay tuples and an ``OrderedDict``,
-  every ``state_dict()``, stays one) stored in the
+  every ``state_dict()``, stays one, with its ``_metadata`` of module versions, which
+  ``load_state_dict`` reads as torch's does) stored in the
   safetensors header's ``__metadata__["shardflow.structure"]`` — the JSON sidecar lives
   inside the file, so one atomic rename publishes tensors and metadata together.
 
