@@ -333,7 +333,6 @@ class OneCycleLR(LRScheduler):
             raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
         if anneal_strategy not in ("cos", "linear"):
             raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', got {anneal_strategy}")
-        self._anneal_func_type = anneal_strategy
         if three_phase:
             self._schedule_phases = [
                 dict(end_step=float(pct_start * self.total_steps) - 1, start_lr="initial_lr",
@@ -351,6 +350,7 @@ class OneCycleLR(LRScheduler):
                 dict(end_step=self.total_steps - 1, start_lr="max_lr", end_lr="min_lr",
                      start_momentum="base_momentum", end_momentum="max_momentum"),
             ]
+        self._anneal_func_type = anneal_strategy  # after the phases: torch's state_dict order
         max_lrs = _format_param("max_lr", optimizer, max_lr)
         if last_epoch == -1:
             for m, group in zip(max_lrs, optimizer.param_groups):
