@@ -10,7 +10,8 @@
 # synthetic normalised 3x32x32 images made with NumPy (no download, no augmentation);
 # `--epochs` (the repository trains 200); DataParallel wraps the net on the CPU path too
 # (the repository wraps only under CUDA) so that its `module.` keys are exercised; each run
-# also prints the model, its parameter count and the checkpoint's first keys.
+# also prints the model, its parameter count, the checkpoint's first keys and the training
+# set's `get_mean_and_std` (from utils.py).
 '''Train CIFAR10 with PyTorch.'''
 import torch
 import torch.nn as nn
@@ -24,7 +25,7 @@ import argparse
 import numpy as np
 
 from models import NETS
-from utils import progress_bar
+from utils import get_mean_and_std, progress_bar
 
 
 def synthetic_cifar(n, seed):
@@ -51,6 +52,7 @@ start_epoch = 0  # start from epoch 0 or last checkpoint epoch
 print('==> Preparing data..')
 trainset = synthetic_cifar(4, seed=1)
 trainloader = torch.utils.data.DataLoader(trainset, batch_size=2, shuffle=True, num_workers=0)
+print('mean, std:', *get_mean_and_std(trainset))
 testset = synthetic_cifar(4, seed=2)
 testloader = torch.utils.data.DataLoader(testset, batch_size=100, shuffle=False, num_workers=0)
 

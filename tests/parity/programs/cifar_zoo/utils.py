@@ -1,14 +1,32 @@
 # ruff: noqa  (the style of the programs it is modelled on kept)
 """Training helpers in the style of kuangliu/pytorch-cifar's ``utils.py`` (a re-implementation
-for shardflow's parity tests, not a copy): ``format_time`` and a ``progress_bar`` that writes
-one line per call. The repository's bar sizes itself from ``stty size``, which fails without
+for shardflow's parity tests, not a copy): ``get_mean_and_std`` (per-channel statistics
+accumulated image by image through a shuffled loader; no loader workers here),
+``format_time`` and a ``progress_bar`` that writes one line per call. The repository's bar sizes itself from ``stty size``, which fails without
 a terminal; this one has a fixed width."""
 import sys
 import time
 
+import torch
+
 TOTAL_BAR_LENGTH = 20.
 last_time = time.time()
 begin_time = last_time
+
+
+def get_mean_and_std(dataset):
+    '''Compute the mean and std value of dataset.'''
+    dataloader = torch.utils.data.DataLoader(dataset, batch_size=1, shuffle=True, num_workers=0)
+    mean = torch.zeros(3)
+    std = torch.zeros(3)
+    print('==> Computing mean and std..')
+    for inputs, targets in dataloader:
+        for i in range(3):
+            mean[i] += inputs[:, i, :, :].mean()
+            std[i] += inputs[:, i, :, :].std()
+    mean.div_(len(dataset))
+    std.div_(len(dataset))
+    return mean, std
 
 
 def format_time(seconds):
