@@ -26,6 +26,7 @@ so the spread is rounding amplified, not a different computation.
 """
 
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -101,24 +102,31 @@ def test_pytorch_cifar_model_zoo_trains_like_torch(tmp_path, monkeypatch, capsys
     assert_same_state(sf.net, th.net, "DenseNet resumed", rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("argv", [[], ["--sched", "multistep", "--epochs", "3"]], ids=["onecycle", "multistep"])
+@pytest.mark.parametrize("argv", [[], ["--sched", "multistep", "--epochs", "3"], ["--sched", "warmup", "--epochs", "3"]],
+                         ids=["onecycle", "multistep", "warmup"])
 def test_cifar_training_tricks_like_torch(tmp_path, monkeypatch, capsys, argv):
     """cifar_tricks.py as a script: per batch, mixup's ``lam`` (NumPy's beta draw) with
     ``torch.randperm``'s pairing, cutout masks, the ``AverageMeter`` line of the mixed
     label-smoothing loss, the two other smoothing losses (``scatter_`` form and
-    ``CrossEntropyLoss(label_smoothing=0.1)``), the lr and momentum of OneCycleLR (per batch)
-    or MultiStepLR (per epoch); per epoch, top-1/top-5 accuracy of the net and both EMAs
+    ``CrossEntropyLoss(label_smoothing=0.1)``), the lr and momentum of OneCycleLR (per batch),
+    MultiStepLR (per epoch) or a ``_LRScheduler`` warm-up per batch then MultiStepLR's
+    ``step(epoch)`` (torch's deprecation warning, compared); per epoch, top-1/top-5 accuracy of the net and both EMAs
     (``AverageMeter`` of 1-element tensors in f-strings, tensor reprs); both EMAs'
     ``num_batches_tracked`` (the ``copy_`` of a float blend into int64 truncates it to 0);
     the net, both EMAs and the two saved checkpoints."""
-    runs = []
+    runs, warned = [], []
     for use_sf, lib in ((False, torch), (True, shardflow)):
         where = tmp_path / ("sf" if use_sf else "th")
         where.mkdir()
         monkeypatch.chdir(where)
         lib.manual_seed(0)
-        script = run_script(HERE / "cifar_tricks.py", use_sf, argv)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            script = run_script(HERE / "cifar_tricks.py", use_sf, argv)
+        warned.append([(w.category, str(w.message)) for w in caught])
         runs.append(((script.net, script.ema, script.ema2), capsys.readouterr().out.splitlines(), where))
+    assert warned[1] == warned[0]
+    assert len(warned[0]) == (2 if "warmup" in argv else 0), warned[0]  # step(epoch), twice
     (th_models, th_out, th_dir), (sf_models, sf_out, sf_dir) = runs
     assert th_out[0] == "groups: [15, 8] [0.0, 0.0005]"
     assert th_out[-2] == f"num_batches_tracked tensor(0) tensor(0) tensor({2 * (3 if argv else 2)})"

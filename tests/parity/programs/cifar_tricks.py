@@ -7,8 +7,9 @@
 # `expand_as`, `reshape(-1).float().sum(0, keepdim=True)`, `mul_(100.0 / batch_size)`),
 # label smoothing cross entropy written by hand in its two common forms (`gather` of
 # log-probabilities; a `scatter_` target distribution), weight-decay groups that leave out
-# BatchNorm weights and biases (`named_parameters` filtering), `MultiStepLR` and a per-batch
-# `OneCycleLR`, an EMA of the weights (YOLOv5 / timm ModelEma style: `deepcopy`, then under
+# BatchNorm weights and biases (`named_parameters` filtering), `MultiStepLR`, a per-batch
+# `OneCycleLR`, weiaicunzai/pytorch-cifar100's `WarmUpLR(_LRScheduler)` stepped per batch
+# beside a `MultiStepLR` stepped with `step(epoch)`, an EMA of the weights (YOLOv5 / timm ModelEma style: `deepcopy`, then under
 # `torch.no_grad()` `mul_`/`add_` over `state_dict().values()` for floating entries, and
 # timm's `copy_` of `decay * e + (1 - decay) * m` over every entry, integer
 # `num_batches_tracked` included), and `torch.save` of the EMA model's state.
@@ -241,12 +242,23 @@ class ModelEmaV2(nn.Module):
         self._update(model, update_fn=lambda e, m: self.decay * e + (1. - self.decay) * m)
 
 
+class WarmUpLR(optim.lr_scheduler._LRScheduler):
+    """warmup_training learning rate scheduler (weiaicunzai/pytorch-cifar100 style)"""
+    def __init__(self, optimizer, total_iters, last_epoch=-1):
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        return [base_lr * self.last_epoch / (self.total_iters + 1e-8) for base_lr in self.base_lrs]
+
+
 def main():
     parser = argparse.ArgumentParser(description='CIFAR tricks')
     parser.add_argument('--lr', default=0.05, type=float)
     parser.add_argument('--alpha', default=1., type=float, help='mixup interpolation coefficient')
     parser.add_argument('--epochs', default=2, type=int)
-    parser.add_argument('--sched', default='onecycle', choices=['onecycle', 'multistep'])
+    parser.add_argument('--sched', default='onecycle', choices=['onecycle', 'multistep', 'warmup'])
+    parser.add_argument('--warm', default=1, type=int, help='warm up epochs (--sched warmup)')
     args = parser.parse_args()
 
     np.random.seed(0)
@@ -264,13 +276,18 @@ def main():
     if args.sched == 'onecycle':
         scheduler = optim.lr_scheduler.OneCycleLR(optimizer, max_lr=args.lr, epochs=args.epochs,
                                                   steps_per_epoch=len(trainloader))
-    else:
+    elif args.sched == 'multistep':
         scheduler = optim.lr_scheduler.MultiStepLR(optimizer, milestones=[1, 2], gamma=0.1)
+    else:  # pytorch-cifar100: MultiStepLR stepped with the epoch, a warm-up stepped per batch
+        scheduler = optim.lr_scheduler.MultiStepLR(optimizer, milestones=[2], gamma=0.2)
+        warmup_scheduler = WarmUpLR(optimizer, len(trainloader) * args.warm)
     criterion = LabelSmoothingCrossEntropy(smoothing=0.1)
     criterion2 = LabelSmoothingLoss(10, smoothing=0.1)
     builtin = nn.CrossEntropyLoss(label_smoothing=0.1)
 
     for epoch in range(args.epochs):
+        if args.sched == 'warmup' and epoch + 1 > args.warm:
+            scheduler.step(epoch + 1)
         net.train()
         losses = AverageMeter('Loss', ':.4e')
         start = time.time()
@@ -284,6 +301,8 @@ def main():
             optimizer.step()
             if args.sched == 'onecycle':
                 scheduler.step()
+            elif args.sched == 'warmup' and epoch + 1 <= args.warm:
+                warmup_scheduler.step()
             ema.update(net)
             ema2.update(net)
             losses.update(loss.item(), inputs.size(0))
