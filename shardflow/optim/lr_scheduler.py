@@ -6,6 +6,11 @@ the initial step (epoch 0). ``step()`` uses each scheduler's recursive ("chainab
 as PyTorch does, so several schedulers may act on the same optimizer; ``step(epoch)`` uses
 the closed form where one exists.
 
+The first ``step()`` after construction warns as torch's does when the optimizer has not
+stepped since the optimizer's first scheduler was made, or when its ``step`` was replaced on
+the instance (pytorch/pytorch#20124; every optimizer step marks ``_opt_called`` in
+``hooks.hooked_step``); ``step(epoch)`` warns with torch's ``EPOCH_DEPRECATION_WARNING``.
+
 Schedulers: StepLR, MultiStepLR, ExponentialLR, CosineAnnealingLR, LambdaLR, LinearLR,
 OneCycleLR, SequentialLR; and, one family per module, MultiplicativeLR / ConstantLR /
 PolynomialLR (``_sched_factor.py``), CyclicLR / CosineAnnealingWarmRestarts

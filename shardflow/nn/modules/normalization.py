@@ -12,7 +12,9 @@ BatchNorm keeps the buffers ``running_mean`` (zeros), ``running_var`` (ones) and
 updates the running ones in place through ``F.batch_norm`` with factor ``momentum``, or with
 ``1 / num_batches_tracked`` when ``momentum=None`` (a cumulative moving average); in eval it
 uses the running statistics (unless ``track_running_stats=False``). Affine weights start at
-ones, biases at zeros.
+ones, biases at zeros. Loading a state dict that gives the module no version in its
+``_metadata`` (a plain dict; DataParallel keys stripped into a new OrderedDict) without
+``num_batches_tracked`` keeps the module's count, torch's version-1 rule.
 """
 
 from __future__ import annotations
