@@ -110,6 +110,8 @@ TORCH_NODE_NAMES = {
     "VectorNorm": "LinalgVectorNormBackward0",
     "PointwiseLoss": _pointwise_loss,
     "CrossEntropyIndex": "NllLossBackward0",
+    # torch composes the probability-target form: ``-(t * logp).sum(1)``, then ``/ N`` for 'mean'
+    "CrossEntropyProb": lambda fn: "DivBackward1" if fn.__dict__.get("reduction", "mean") == "mean" else "NegBackward0",
     "NllLoss": "NllLossBackward0",
     "LayerNorm": "NativeLayerNormBackward0",
     "BatchNorm": "NativeBatchNormBackward0",

@@ -14,7 +14,8 @@ its int keys, scheduler state, RNG state, step counter ...). ``save`` walks it o
   (a non-leaf tensor that requires grad loads as a leaf that does, as in torch);
 * everything else is kept in a JSON description of the structure (with typed dict keys,
   so ``{0: ...}`` comes back with an int key, tuples stay tuples and an ``OrderedDict``,
-  every ``state_dict()``, stays one) stored in the
+  every ``state_dict()``, stays one, with its ``_metadata`` of module versions, which
+  ``load_state_dict`` reads as torch's does) stored in the
   safetensors header's ``__metadata__["shardflow.structure"]`` — the JSON sidecar lives
   inside the file, so one atomic rename publishes tensors and metadata together.
 
@@ -131,7 +132,13 @@ def _flatten(obj, path: list[str], arrays: dict):
         for k, v in obj.items():
             items.append([_key(k), _flatten(v, path + [str(k)], arrays)])
         # an OrderedDict (every state_dict()) loads back as one, as from torch.load
-        return {"O" if isinstance(obj, OrderedDict) else "M": items}
+        if not isinstance(obj, OrderedDict):
+            return {"M": items}
+        node = {"O": items}
+        metadata = getattr(obj, "_metadata", None)
+        if metadata is not None:  # a state dict's per-module versions, kept as torch's pickle keeps them
+            node["m"] = _module_metadata(metadata, name)
+        return node
     if isinstance(obj, tuple):
         return {"U": [_flatten(v, path + [str(i)], arrays) for i, v in enumerate(obj)]}
     if isinstance(obj, list):
@@ -141,6 +148,24 @@ def _flatten(obj, path: list[str], arrays: dict):
         "tensors, arrays, numbers, strings, None, dtypes, lists, tuples and dicts (no pickle); "
         "convert it to one of those, e.g. call its state_dict()"
     )
+
+
+def _module_metadata(metadata, name: str) -> list:
+    """A state dict's ``_metadata`` (``{module prefix: {"version": 2}}``) as JSON pairs;
+    anything JSON cannot hold sends the checkpoint to the pickle format, which keeps it."""
+    pairs = [[str(k), dict(v)] for k, v in metadata.items()]
+    try:
+        json.dumps(pairs)
+    except (TypeError, ValueError):
+        raise NotPlainDataError(f"the state dict at {name!r} has _metadata JSON cannot hold") from None
+    return pairs
+
+
+def _with_metadata(od: OrderedDict, source) -> OrderedDict:
+    metadata = getattr(source, "_metadata", None)
+    if metadata is not None:
+        od._metadata = metadata
+    return od
 
 
 def _unflatten(node, arrays: dict, label: str):
@@ -156,7 +181,10 @@ def _unflatten(node, arrays: dict, label: str):
     if tag == "M":
         return {_unkey(k): _unflatten(x, arrays, label) for k, x in v}
     if tag == "O":
-        return OrderedDict((_unkey(k), _unflatten(x, arrays, label)) for k, x in v)
+        od = OrderedDict((_unkey(k), _unflatten(x, arrays, label)) for k, x in v)
+        if "m" in node:
+            od._metadata = OrderedDict((k, dict(m)) for k, m in node["m"])
+        return od
     if tag == "U":
         return tuple(_unflatten(x, arrays, label) for x in v)
     if tag == "F":
@@ -226,7 +254,7 @@ def _map(obj, device):
     if isinstance(obj, Tensor):
         return obj.to(device)
     if isinstance(obj, OrderedDict):
-        return OrderedDict((k, _map(v, device)) for k, v in obj.items())
+        return _with_metadata(OrderedDict((k, _map(v, device)) for k, v in obj.items()), obj)
     if isinstance(obj, dict):
         return {k: _map(v, device) for k, v in obj.items()}
     if isinstance(obj, list | tuple):

@@ -103,11 +103,27 @@ def _out_grad(g, reduction: str, n):
 
 
 # ---------------------------------------------------------------------------- class targets
+_TORCH_INT_NAMES = {"int8": "Char", "int16": "Short", "int32": "Int", "bool": "Bool",
+                    "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64"}
+
+
 def _index_target(x_shape, t, ignore_index, fname):
     """Check an integer class-index target against input shape (N, C, d1, ...) and return
     (target safe for indexing, valid mask or None when every target is valid)."""
     C = x_shape[1]
     expected = (x_shape[0], *x_shape[2:])
+    if t.dtype.kind in "iub" and t.dtype not in (np.int64, np.uint8):
+        # torch's rule and type: class indices are int64 (or uint8); an int32 target (labels
+        # from ``torch.from_numpy`` of an int32 array) is refused there, not cast
+        raise RuntimeError(
+            f"expected target dtype to be Long or Byte, but got {_TORCH_INT_NAMES.get(t.dtype.name, t.dtype.name)}: "
+            f"{fname} takes class indices as int64 (or uint8); cast the target with target.long()"
+        )
+    if t.dtype == np.uint8 and len(x_shape) > 2:  # torch's spatial kernel (nll_loss2d) takes int64 only
+        raise RuntimeError(
+            f"expected scalar type Long but found Byte: {fname} with spatial dimensions takes class "
+            "indices as int64; cast the target with target.long()"
+        )
     if t.dtype.kind not in "iu":
         raise TypeError(
             f"{fname}: expected class-index targets of an integer dtype with shape {expected}, or "

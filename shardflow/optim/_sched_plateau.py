@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import warnings
 
-from .lr_scheduler import LRScheduler, _lrs
+from .lr_scheduler import EPOCH_DEPRECATION_WARNING, LRScheduler, _lrs
 from .optimizer import Optimizer
 
 
@@ -53,8 +53,7 @@ class ReduceLROnPlateau(LRScheduler):
         if epoch is None:
             epoch = self.last_epoch + 1
         else:
-            warnings.warn("passing an epoch to scheduler.step() is deprecated (as in PyTorch)",
-                          UserWarning, stacklevel=2)
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
         self.last_epoch = epoch
         if self._is_better(current, self.best):
             self.best = current

@@ -63,6 +63,10 @@ def hooked_step(step):
     @functools.wraps(step)
     def wrapper(self, *args, **kwargs):
         d = self.__dict__
+        # torch's LRScheduler marks an optimizer that has stepped (``_opt_called``) to warn
+        # when the scheduler's first step comes before it; every step passes here, so the
+        # mark is set here (torch sets it through a wrapper the scheduler installs)
+        d["_opt_called"] = True
         if not (_global_optimizer_pre_hooks or _global_optimizer_post_hooks
                 or d.get("_optimizer_step_pre_hooks") or d.get("_optimizer_step_post_hooks")):
             return step(self, *args, **kwargs)

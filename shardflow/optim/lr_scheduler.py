@@ -6,6 +6,11 @@ the initial step (epoch 0). ``step()`` uses each scheduler's recursive ("chainab
 as PyTorch does, so several schedulers may act on the same optimizer; ``step(epoch)`` uses
 the closed form where one exists.
 
+The first ``step()`` after construction warns as torch's does when the optimizer has not
+stepped since the optimizer's first scheduler was made, or when its ``step`` was replaced on
+the instance (pytorch/pytorch#20124; every optimizer step marks ``_opt_called`` in
+``hooks.hooked_step``); ``step(epoch)`` warns with torch's ``EPOCH_DEPRECATION_WARNING``.
+
 Schedulers: StepLR, MultiStepLR, ExponentialLR, CosineAnnealingLR, LambdaLR, LinearLR,
 OneCycleLR, SequentialLR; and, one family per module, MultiplicativeLR / ConstantLR /
 PolynomialLR (``_sched_factor.py``), CyclicLR / CosineAnnealingWarmRestarts
@@ -31,6 +36,17 @@ __all__ = [
 ]
 
 
+# torch's text, word for word (programs and tests match on it)
+EPOCH_DEPRECATION_WARNING = (
+    "The epoch parameter in `scheduler.step()` was not necessary and is being "
+    "deprecated where possible. Please use `scheduler.step()` to step the "
+    "scheduler. During the deprecation, if epoch is different from None, the "
+    "closed form is used instead of the new chainable form, where available. "
+    "Please open an issue if you are unable to replicate your use case: "
+    "https://github.com/pytorch/pytorch/issues/new/choose."
+)
+
+
 class LRScheduler:
     # True only while step() calls get_lr() (PyTorch's flag; see _get_lr_guard)
     _get_lr_called_within_step = False
@@ -51,6 +67,11 @@ class LRScheduler:
                     )
         self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
+        if not optimizer.__dict__.get("_lr_sched_tracks_steps"):
+            # torch starts watching the optimizer's steps at its first scheduler (it wraps
+            # ``step`` then): steps taken before do not count for the order warning
+            optimizer.__dict__["_lr_sched_tracks_steps"] = True
+            optimizer.__dict__["_opt_called"] = False
         self._initial_step()
 
     def _initial_step(self) -> None:
@@ -76,16 +97,15 @@ class LRScheduler:
         raise NotImplementedError
 
     def step(self, epoch: int | None = None) -> None:
+        if self._step_count == 1:  # the first step after construction's
+            _warn_step_order(self.optimizer)
         self._step_count += 1
         if epoch is None:
             self.last_epoch += 1
             with _enable_get_lr_call(self):
                 values = self.get_lr()
         else:
-            warnings.warn(
-                "passing an epoch to scheduler.step() is deprecated (as in PyTorch)",
-                UserWarning, stacklevel=2,
-            )
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
             self.last_epoch = epoch
             closed = getattr(self, "_get_closed_form_lr", None)
             with _enable_get_lr_call(self):
@@ -93,6 +113,30 @@ class LRScheduler:
         for group, lr in zip(self.optimizer.param_groups, values):
             group["lr"] = lr
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+
+def _warn_step_order(optimizer) -> None:
+    """torch's two warnings (pytorch/pytorch#20124) for a scheduler's first ``step()``: the
+    optimizer's ``step`` was replaced on the instance (then the order cannot be checked),
+    or the optimizer has not stepped yet (the schedule's first value is skipped)."""
+    if not getattr(optimizer.step, "_hooked_step", False):
+        warnings.warn(
+            "Seems like `optimizer.step()` has been overridden after learning rate scheduler "
+            "initialization. Please, make sure to call `optimizer.step()` before "
+            "`lr_scheduler.step()`. See more details at "
+            "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
+            UserWarning, stacklevel=3,
+        )
+    elif not optimizer.__dict__.get("_opt_called", False):
+        warnings.warn(
+            "Detected call of `lr_scheduler.step()` before `optimizer.step()`. "
+            "In PyTorch 1.1.0 and later, you should call them in the opposite order: "
+            "`optimizer.step()` before `lr_scheduler.step()`.  Failure to do this "
+            "will result in PyTorch skipping the first value of the learning rate schedule. "
+            "See more details at "
+            "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
+            UserWarning, stacklevel=3,
+        )
 
 
 class _LRScheduler(LRScheduler):
@@ -294,7 +338,6 @@ class OneCycleLR(LRScheduler):
             raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
         if anneal_strategy not in ("cos", "linear"):
             raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', got {anneal_strategy}")
-        self._anneal_func_type = anneal_strategy
         if three_phase:
             self._schedule_phases = [
                 dict(end_step=float(pct_start * self.total_steps) - 1, start_lr="initial_lr",
@@ -312,6 +355,7 @@ class OneCycleLR(LRScheduler):
                 dict(end_step=self.total_steps - 1, start_lr="max_lr", end_lr="min_lr",
                      start_momentum="base_momentum", end_momentum="max_momentum"),
             ]
+        self._anneal_func_type = anneal_strategy  # after the phases: torch's state_dict order
         max_lrs = _format_param("max_lr", optimizer, max_lr)
         if last_epoch == -1:
             for m, group in zip(max_lrs, optimizer.param_groups):

@@ -29,7 +29,7 @@ GAPS = {
     "nn.utils.stateless": "NamedMemberAccessor Tensor",
     "nn.utils.fusion": "ConvT LinearT",
     "optim": "swap_in_optimizer_params_and_state",
-    "optim.lr_scheduler": "EPOCH_DEPRECATION_WARNING TYPE_CHECKING Tensor inf",
+    "optim.lr_scheduler": "TYPE_CHECKING Tensor inf",
     "optim.swa_utils": "PARAM_LIST TYPE_CHECKING",
     "utils.data": "DFIterDataPipe DataChunk IterDataPipe MapDataPipe argument_validation datapipes functional_datapipe graph graph_settings guaranteed_datapipes_determinism non_deterministic runtime_validation runtime_validation_disabled",
     "autograd": "DeviceType NestedIOFunction ProfilerActivity ProfilerConfig ProfilerEvent ProfilerState SavedTensor enforce_grad_layout_policy handle_torch_function has_torch_function kineto_available",

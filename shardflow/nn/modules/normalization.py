@@ -12,7 +12,9 @@ BatchNorm keeps the buffers ``running_mean`` (zeros), ``running_var`` (ones) and
 updates the running ones in place through ``F.batch_norm`` with factor ``momentum``, or with
 ``1 / num_batches_tracked`` when ``momentum=None`` (a cumulative moving average); in eval it
 uses the running statistics (unless ``track_running_stats=False``). Affine weights start at
-ones, biases at zeros.
+ones, biases at zeros. Loading a state dict that gives the module no version in its
+``_metadata`` (a plain dict; DataParallel keys stripped into a new OrderedDict) without
+``num_batches_tracked`` keeps the module's count, torch's version-1 rule.
 """
 
 from __future__ import annotations
@@ -89,6 +91,22 @@ class _NormBase(Module):
 
     def _check_input_dim(self, input) -> None:
         raise NotImplementedError
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs) -> None:
+        """torch's version-1 rule: a state dict whose metadata for this module says no
+        version or a version below 2 (a plain ``dict``, an ``OrderedDict`` rebuilt to strip
+        DataParallel's ``module.`` prefixes, a checkpoint from before PyTorch 0.4.1) may lack
+        ``num_batches_tracked``; the module then keeps its own count (0 on the meta device)
+        instead of reporting the key missing."""
+        version = local_metadata.get("version", None)
+        if (version is None or version < 2) and self.track_running_stats:
+            key = prefix + "num_batches_tracked"
+            if key not in state_dict:
+                tracked = self.num_batches_tracked
+                if tracked is None or tracked.device.type == "meta":
+                    tracked = Tensor(np.array(0, dtype=np.int64))
+                state_dict[key] = tracked
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
