@@ -85,12 +85,7 @@ class PointToPointMixin:
             work = MPIWork(self, self._recv(array, peer, tag, fields, me), call)
             me.append(work)
             self._recv_fifo.setdefault((peer, tag), []).append(work)
-        if async_op:
-            if not work.done:
-                self._pending.append(work)
-                BUSY.add(self)
-            return work
-        return work.wait()
+        return self._started(work, async_op)
 
     def _recv_any(self, array, tag, async_op):
         """A receive from any rank (see the module docstring)."""
@@ -102,6 +97,10 @@ class PointToPointMixin:
         me: list = []
         work = MPIWork(self, self._recv(array, None, tag, fields, me), call)
         me.append(work)
+        return self._started(work, async_op)
+
+    def _started(self, work, async_op):
+        """An async call's Work (kept for progress until done), or a blocking call's result."""
         if async_op:
             if not work.done:
                 self._pending.append(work)
