@@ -19,7 +19,6 @@ from collections import Counter
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 import torch.optim as optim
 
 SEED = 1234
