@@ -766,6 +766,19 @@ class Tensor(TensorCompatMethods):
                 f"a leaf Variable that requires grad (shape {tuple(self.shape)}) is being used in "
                 f"{op}; wrap the update in `with shardflow.no_grad():` or use an out-of-place op"
             )
+        alias_of = getattr(self.grad_fn, "outputs_alias_inputs", None)
+        if alias_of is not None and grad_mode._state.enabled:
+            # torch's rule for a node that returns its inputs as they are (the full backward
+            # hooks' identity node): rebasing such an output onto the in-place op would bypass
+            # the node's backward (the hooks), so the write is refused
+            raise RuntimeError(
+                f"Output {self._output_nr} of {alias_of} is a view and is being modified inplace. "
+                "This view was created inside a custom Function (or because an input was returned "
+                "as-is) and the autograd logic to handle view+inplace would override the custom "
+                "backward associated with the custom Function, leading to incorrect gradients. This "
+                "behavior is forbidden. You can fix this by cloning the output of the custom Function "
+                "(for a module with a full backward hook: use ReLU(inplace=False), or .clone() the "
+                "tensor before changing it in place).")
 
     def _inplace(self, result: Tensor) -> Tensor:
         """Make ``self`` hold ``result``: write in place when no graph is recorded, else rebase."""

@@ -127,9 +127,15 @@ def _as_array_value(value):
 
 
 class _BackwardHookFn(Function):
-    """Identity over several tensors whose backward calls the module's backward hooks."""
+    """Identity over several tensors whose backward calls the module's backward hooks.
+
+    Its outputs are its inputs returned as they are, so (as torch's ``BackwardHookFunction``)
+    an in-place write into one while grad is recorded is refused (``outputs_alias_inputs``:
+    ``Tensor._check_inplace_allowed``): e.g. ``ReLU(inplace=True)`` under a full backward hook."""
 
     save_inputs = ()
+    torch_name = "BackwardHookFunctionBackward"
+    outputs_alias_inputs = "BackwardHookFunction"
 
     def forward(self, *arrays, state=None, role=None):
         self.state, self.role = state, role
