@@ -2,7 +2,10 @@
 mask over the packed rows (``(sum(lengths), D*H)``, time-major packed order), not over the
 padded batch. shardflow drew it over the padded ``(T, B, D*H)`` batch, so a packed
 multi-layer LSTM with ``dropout`` in training (bentrevett's sentiment LSTM) dropped other
-entries and left the generator at another state (every later draw differed too)."""
+entries and left the generator at another state (every later draw differed too).
+
+Also ``pack_padded_sequence``'s argument errors (lengths not one per sequence, a 2-D lengths
+tensor): RuntimeError as torch's, where shardflow raised ValueError."""
 
 import numpy as np
 import pytest
@@ -46,3 +49,21 @@ def test_packed_dropout_off_in_eval_draws_nothing():
         packed = lib.nn.utils.rnn.pack_padded_sequence(lib.randn(4, 2, 3), [4, 2])
         layer(packed)
     np.testing.assert_array_equal(shardflow.rand(2).numpy(), torch.rand(2).numpy())
+
+
+# -- pack_padded_sequence's argument errors: RuntimeError, as torch's (shardflow raised ValueError)
+BAD_LENGTHS = {
+    "one length for a batch of two": lambda lib: ([3], {}),
+    "a 2-D lengths tensor": lambda lib: (lib.tensor([[3, 1]]), {}),
+    "batch_first with time-first lengths": lambda lib: ([2, 1], {"batch_first": True}),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_LENGTHS))
+def test_pack_padded_sequence_bad_lengths_raise_like_torch(case):
+    for lib in (torch, shardflow):
+        lengths, kwargs = BAD_LENGTHS[case](lib)
+        with pytest.raises(RuntimeError, match="len\\(lengths\\)|1D CPU int64 tensor") as err:
+            lib.nn.utils.rnn.pack_padded_sequence(lib.zeros(3, 2, 4), lengths, **kwargs)
+        if lib is shardflow:
+            assert "got" in str(err.value)

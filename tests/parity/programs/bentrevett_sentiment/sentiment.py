@@ -28,6 +28,8 @@ import torch.optim as optim
 seed = 1234
 np.random.seed(seed)
 torch.manual_seed(seed)
+torch.cuda.manual_seed(seed)
+torch.backends.cudnn.deterministic = True
 
 GOOD = "great fun superb lovely moving brilliant".split()
 BAD = "awful dull boring terrible weak messy".split()

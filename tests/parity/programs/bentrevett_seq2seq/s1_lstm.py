@@ -21,6 +21,8 @@ import torch.optim as optim
 SEED = 1234
 random.seed(SEED)
 torch.manual_seed(SEED)
+torch.cuda.manual_seed(SEED)
+torch.backends.cudnn.deterministic = True
 
 WORDS = "a cat dog man woman sees likes small big red blue runs sits".split()
 TRANSLATE = {w: w[::-1] + "x" for w in WORDS}
