@@ -99,7 +99,7 @@ def test_interpretability_hooks_like_torch(capsys, monkeypatch, tmp_path):
     (th, th_out), (sf, sf_out) = _run_both(HERE / "interpretability_hooks.py", capsys, monkeypatch, tmp_path)
     assert "hooks left after release: 0" in th_out
     same_printout(sf_out, th_out, rtol=1e-5, atol=1e-6, what="interpretability")
-    for name in ("grayscale_cam", "vanilla_grads", "guided_grads", "integrated_grads"):
+    for name in ("grayscale_cam", "batched_cam", "vanilla_grads", "guided_grads", "integrated_grads"):
         assert_close(getattr(sf, name), getattr(th, name), name, rtol=1e-5, atol=1e-7)
     assert_close(sf.attribution.detach().numpy(), th.attribution.detach().numpy(), "attribution", 1e-5, 1e-7)
     assert not np.allclose(th.guided_grads, th.vanilla_grads)  # the ReLU hooks changed the gradient

@@ -2,10 +2,12 @@
 # CNN, not copied: jacobgil/pytorch-grad-cam (`pytorch_grad_cam/activations_and_gradients.py`,
 # `base_cam.py`, `grad_cam.py`; MIT) and utkuozbulak/pytorch-cnn-visualizations
 # (`src/vanilla_backprop.py`, `src/guided_backprop.py`, `src/integrated_gradients.py`; MIT).
-# It keeps their torch calls and habits: `register_forward_hook` on a target layer that
+# It keeps their torch calls and habits: `torch.autograd.Variable(x, requires_grad=True)`,
+# `register_forward_hook` on a target layer that
 # stores the activation and puts `output.register_hook(...)` on it for the gradient, hook
 # handles kept and `.remove()`d; `model.zero_grad()`, a class score summed over the batch and
-# `loss.backward(retain_graph=True)`; Grad-CAM weights as the gradient's spatial mean,
+# `loss.backward(retain_graph=True)` (or, batched, `CrossEntropyLoss` against
+# `torch.argmax(outputs_flattened, axis=-1)`); Grad-CAM weights as the gradient's spatial mean,
 # ReLU of the weighted activation sum, upscaled to the image (here with
 # `F.interpolate(mode="bilinear", align_corners=False)` where the repository calls
 # cv2.resize) and min-max normalised; vanilla backprop through a one-hot
@@ -125,15 +127,23 @@ class GradCAM:
                                mode="bilinear", align_corners=False)
         return scaled[:, 0].numpy()
 
-    def __call__(self, input_tensor, targets=None):
-        input_tensor = input_tensor.requires_grad_()
+    def __call__(self, input_tensor, targets=None, is_batched=False):
+        input_tensor = torch.autograd.Variable(input_tensor, requires_grad=True)
         outputs = self.activations_and_grads(input_tensor)
-        if targets is None:
-            target_categories = np.argmax(outputs.cpu().data.numpy(), axis=-1)
-            targets = [ClassifierOutputTarget(category) for category in target_categories]
-        self.model.zero_grad()
-        loss = sum([target(output) for target, output in zip(targets, outputs)])
-        loss.backward(retain_graph=True)
+        if is_batched:  # one cross-entropy over the batch against the predicted classes
+            num_classes = outputs.size()[-1]
+            outputs_flattened = outputs.view(-1, num_classes)
+            targets = torch.argmax(outputs_flattened, axis=-1)
+            self.model.zero_grad()
+            loss = torch.nn.CrossEntropyLoss()(outputs_flattened, targets)
+            loss.backward(retain_graph=True)
+        else:
+            if targets is None:
+                target_categories = np.argmax(outputs.cpu().data.numpy(), axis=-1)
+                targets = [ClassifierOutputTarget(category) for category in target_categories]
+            self.model.zero_grad()
+            loss = sum([target(output) for target, output in zip(targets, outputs)])
+            loss.backward(retain_graph=True)
         activations = self.activations_and_grads.activations[0].numpy()
         grads = self.activations_and_grads.gradients[0].numpy()
         cam = np.maximum(self.get_cam_image(activations, grads), 0)
@@ -146,6 +156,8 @@ class GradCAM:
 cam = GradCAM(model=model, target_layers=[model.features[2]])
 grayscale_cam = cam(images[:2].clone())
 print("grad-cam", grayscale_cam.shape, np.round(grayscale_cam[0, 0], 4), round(float(grayscale_cam.sum()), 4))
+batched_cam = cam(images[2:5].clone(), is_batched=True)
+print("batched grad-cam", np.round(batched_cam[1, 2], 4))
 cam.activations_and_grads.release()
 print("hooks left after release:", len(model.features[2]._forward_hooks))
 
