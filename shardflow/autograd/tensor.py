@@ -36,6 +36,7 @@ from ..backend.user_warning import warn_at_caller
 from . import _tensor_str, grad_mode, legacy_types, sequence_data
 from .dispatch import OPS, set_method_owner
 from .hook_ids import next_handle_id
+from .removable_handle import RemovableHandle
 from .tensor_compat_methods import TensorCompatMethods
 
 _WARNED = {"scalar_of_graph": False}  # PyTorch warnings given once per process
@@ -1200,11 +1201,13 @@ class Tensor(TensorCompatMethods):
         return out.requires_grad_(True) if requires_grad else out
 
 
-class _RemovableHandle:
+class _RemovableHandle(RemovableHandle):
     """A Tensor's or node's hook handle: ``remove()`` unregisters the hook; ``id`` comes from
-    the counter Module hook handles use too (``hook_ids.py``), as in torch."""
+    the counter Module hook handles use too (``hook_ids.py``), as in torch. A
+    ``RemovableHandle`` (torch's class for every hook handle), over a list instead of dicts."""
 
-    def __init__(self, container, item):
+    def __init__(self, container, item):  # (the base's dicts are not used)
+        self.hook_dicts = ()
         self._container = container
         self._item = item
         self.id = next_handle_id()
