@@ -10,7 +10,8 @@ the shuffled ``DataLoader``; teacher forcing is Python's ``random``, seeded by t
   (``enforce_sorted=False``), convolutional seq2seq (GLU, scaled residuals), a Transformer
   from scratch (``torch.triu`` mask, ``register_buffer``);
 * bentrevett/pytorch-sentiment-analysis NBoW, bidirectional packed LSTM and CNN
-  (``programs/bentrevett_sentiment/sentiment.py``);
+  (``programs/bentrevett_sentiment/sentiment.py``), and its earlier notebooks' LSTM, FastText
+  and Conv2d CNN with ``BCEWithLogitsLoss`` (``sentiment_legacy.py``);
 * Grad-CAM (jacobgil/pytorch-grad-cam's core) and vanilla / guided backprop / integrated
   gradients (utkuozbulak/pytorch-cnn-visualizations) with forward hooks, tensor hooks,
   full backward hooks returning a new ``grad_input``, ``torch.autograd.grad``
@@ -89,6 +90,20 @@ def test_bentrevett_sentiment_like_torch(capsys, monkeypatch, tmp_path):
         assert_close(sf.metrics[key], values, f"sentiment {key}", rtol=1e-5, atol=0)
     for name in ("nbow", "lstm", "cnn"):
         assert_same_state(sf.models[name], th.models[name], name, rtol=1e-5, atol=1e-5)
+
+
+def test_bentrevett_sentiment_legacy_like_torch(capsys, monkeypatch, tmp_path):
+    """The earlier notebooks' packed bidirectional LSTM, FastText over bigrams (``avg_pool2d``
+    over the sequence) and Conv2d CNN (``max_pool1d`` over ``conv.shape[2]``) with
+    ``BCEWithLogitsLoss`` and vectors copied into the embedding: printout, epoch losses and
+    weights as torch's (dropout on)."""
+    (th, th_out), (sf, sf_out) = _run_both(HERE / "bentrevett_sentiment" / "sentiment_legacy.py", capsys,
+                                           monkeypatch, tmp_path)
+    assert sum(line.startswith("Epoch: 02") for line in th_out) == 3, th_out
+    same_printout(sf_out, th_out, rtol=1e-5, atol=2e-6, what="sentiment legacy")
+    assert_close(sf.history, th.history, "sentiment legacy losses", rtol=1e-5, atol=0)
+    for name in ("rnn", "fasttext", "cnn"):
+        assert_same_state(sf.models[name][0], th.models[name][0], name, rtol=1e-5, atol=1e-5)
 
 
 def test_interpretability_hooks_like_torch(capsys, monkeypatch, tmp_path):
