@@ -34,7 +34,15 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from ..autograd import Function, Tensor, dispatch, no_grad
-from ..backend import as_dtype, device_of, dtypes, new_array, shared_memory, to_device
+from ..backend import (
+    as_dtype,
+    device_of,
+    dtypes,
+    get_array_module,
+    new_array,
+    shared_memory,
+    to_device,
+)
 from ..backend import device as _device
 from ..backend.device import unavailable_device_error
 from ..backend.memory_format import check_memory_format, in_memory_format
@@ -147,14 +155,13 @@ class _BackwardHookFn(Function):
     def forward(self, *arrays, state=None, role=None, positions=(), count=1, zeros=None):
         self.state, self.role, self.positions, self.count = state, role, positions, count
         self.zeros = zeros or {}  # position -> (shape, dtype, device) of a Tensor input not passed here
-        if role == "input":
-            self.like = [(a.shape, a.dtype) for a in arrays]
+        if role == "input":  # for the zeros of an input that gets no gradient
+            self.like = [(a.shape, a.dtype, get_array_module(a)) for a in arrays]
         return arrays if len(arrays) > 1 else arrays[0]
 
     def _pack(self, grads):
         from .. import ops
         from ..autograd import _wrap
-        from ..backend import get_array_module
 
         full = [None] * self.count
         for i, g in zip(self.positions, grads):
@@ -162,10 +169,8 @@ class _BackwardHookFn(Function):
         if self.role == "input":  # materialised, as torch's node does for its inputs
             for i, (shape, dtype, device) in self.zeros.items():
                 full[i] = ops.zeros(shape, dtype=dtype, device=device)
-            xp = None
-            for i, (shape, dtype) in zip(self.positions, self.like):
+            for i, (shape, dtype, xp) in zip(self.positions, self.like):
                 if full[i] is None:
-                    xp = xp or get_array_module(next((g.array for g in full if isinstance(g, Tensor)), np.zeros(0)))
                     full[i] = _wrap(xp.zeros(shape, dtype))
         return tuple(full)
 
