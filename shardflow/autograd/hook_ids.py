@@ -5,7 +5,7 @@ Module's forward hooks, a Tensor's ``register_hook`` and ``register_post_accumul
 a node's ``register_hook``/``register_prehook``), so a program that prints a Module's
 ``_forward_pre_hooks`` (pytorch/tutorials' pruning tutorial) shows ids that count all of them.
 shardflow's Module handles (``nn.module.RemovableHandle``) and Tensor/node handles
-(``autograd.tensor._RemovableHandle``) draw from this one counter too, so the same
+(``autograd.tensor._RemovableHandle``, a subclass of it) draw from this one counter too, so the same
 registrations give the same ids as in torch.
 """
 

@@ -36,6 +36,7 @@ from ..backend.user_warning import warn_at_caller
 from . import _tensor_str, grad_mode, legacy_types, sequence_data
 from .dispatch import OPS, set_method_owner
 from .hook_ids import next_handle_id
+from .removable_handle import RemovableHandle
 from .tensor_compat_methods import TensorCompatMethods
 
 _WARNED = {"scalar_of_graph": False}  # PyTorch warnings given once per process
@@ -766,6 +767,19 @@ class Tensor(TensorCompatMethods):
                 f"a leaf Variable that requires grad (shape {tuple(self.shape)}) is being used in "
                 f"{op}; wrap the update in `with shardflow.no_grad():` or use an out-of-place op"
             )
+        alias_of = getattr(self.grad_fn, "outputs_alias_inputs", None)
+        if alias_of is not None and grad_mode._state.enabled:
+            # torch's rule for a node that returns its inputs as they are (the full backward
+            # hooks' identity node): rebasing such an output onto the in-place op would bypass
+            # the node's backward (the hooks), so the write is refused
+            raise RuntimeError(
+                f"Output {self._output_nr} of {alias_of} is a view and is being modified inplace. "
+                "This view was created inside a custom Function (or because an input was returned "
+                "as-is) and the autograd logic to handle view+inplace would override the custom "
+                "backward associated with the custom Function, leading to incorrect gradients. This "
+                "behavior is forbidden. You can fix this by cloning the output of the custom Function "
+                "(for a module with a full backward hook: use ReLU(inplace=False), or .clone() the "
+                "tensor before changing it in place).")
 
     def _inplace(self, result: Tensor) -> Tensor:
         """Make ``self`` hold ``result``: write in place when no graph is recorded, else rebase."""
@@ -1187,11 +1201,13 @@ class Tensor(TensorCompatMethods):
         return out.requires_grad_(True) if requires_grad else out
 
 
-class _RemovableHandle:
+class _RemovableHandle(RemovableHandle):
     """A Tensor's or node's hook handle: ``remove()`` unregisters the hook; ``id`` comes from
-    the counter Module hook handles use too (``hook_ids.py``), as in torch."""
+    the counter Module hook handles use too (``hook_ids.py``), as in torch. A
+    ``RemovableHandle`` (torch's class for every hook handle), over a list instead of dicts."""
 
-    def __init__(self, container, item):
+    def __init__(self, container, item):  # (the base's dicts are not used)
+        self.hook_dicts = ()
         self._container = container
         self._item = item
         self.id = next_handle_id()

@@ -34,7 +34,15 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from ..autograd import Function, Tensor, dispatch, no_grad
-from ..backend import as_dtype, device_of, dtypes, new_array, shared_memory, to_device
+from ..backend import (
+    as_dtype,
+    device_of,
+    dtypes,
+    get_array_module,
+    new_array,
+    shared_memory,
+    to_device,
+)
 from ..backend import device as _device
 from ..backend.device import unavailable_device_error
 from ..backend.memory_format import check_memory_format, in_memory_format
@@ -127,24 +135,59 @@ def _as_array_value(value):
 
 
 class _BackwardHookFn(Function):
-    """Identity over several tensors whose backward calls the module's backward hooks."""
+    """Identity over several tensors whose backward calls the module's backward hooks.
+
+    As torch's ``BackwardHook``: the hooks see ``grad_input`` / ``grad_output`` with one entry
+    per top-level argument / output (None where it is not a Tensor: an LSTM's ``(h, c)``
+    tuple); a Tensor argument's gradient is zeros of its shape and dtype where none flowed
+    (torch materialises its node's input gradients: an index tensor, a constant), while a
+    ``grad_output`` entry that got no gradient stays None (torch reads those before
+    materialising). A hook must return that many entries (torch's RuntimeError otherwise).
+
+    Its outputs are its inputs returned as they are, so (as torch's ``BackwardHookFunction``)
+    an in-place write into one while grad is recorded is refused (``outputs_alias_inputs``:
+    ``Tensor._check_inplace_allowed``): e.g. ``ReLU(inplace=True)`` under a full backward hook."""
 
     save_inputs = ()
+    torch_name = "BackwardHookFunctionBackward"
+    outputs_alias_inputs = "BackwardHookFunction"
 
-    def forward(self, *arrays, state=None, role=None):
-        self.state, self.role = state, role
+    def forward(self, *arrays, state=None, role=None, positions=(), count=1, zeros=None):
+        self.state, self.role, self.positions, self.count = state, role, positions, count
+        self.zeros = zeros or {}  # position -> (shape, dtype, device) of a Tensor input not passed here
+        if role == "input":  # for the zeros of an input that gets no gradient
+            self.like = [(a.shape, a.dtype, get_array_module(a)) for a in arrays]
         return arrays if len(arrays) > 1 else arrays[0]
+
+    def _pack(self, grads):
+        from .. import ops
+        from ..autograd import _wrap
+
+        full = [None] * self.count
+        for i, g in zip(self.positions, grads):
+            full[i] = g
+        if self.role == "input":  # materialised, as torch's node does for its inputs
+            for i, (shape, dtype, device) in self.zeros.items():
+                full[i] = ops.zeros(shape, dtype=dtype, device=device)
+            for i, (shape, dtype, xp) in zip(self.positions, self.like):
+                if full[i] is None:
+                    full[i] = _wrap(xp.zeros(shape, dtype))
+        return tuple(full)
 
     def backward(self, *grads):
         from ..autograd import _wrap
 
         state, module = self.state, self.state["module"]
-        tgrads = tuple(_wrap(g) if g is not None else None for g in grads)
+        tgrads = self._pack(_wrap(g) if g is not None else None for g in grads)
         if self.role == "output":
             for hook in [*_global_hooks.BACKWARD_PRE.values(), *module._backward_pre_hooks.values()]:
                 res = hook(module, tgrads)
                 if res is not None:
-                    tgrads = tuple(res) if isinstance(res, tuple | list) else (res,)
+                    res = tuple(res) if isinstance(res, tuple | list) else (res,)
+                    if len(res) != len(tgrads):
+                        raise RuntimeError(f"Backward pre hook returned an invalid number of grad_output, got "
+                                           f"{len(res)}, but expected {len(tgrads)}")
+                    tgrads = res
             state["grad_output"] = tgrads
             if not state["has_input"]:
                 if module._backward_hooks or _global_hooks.BACKWARD:
@@ -153,21 +196,40 @@ class _BackwardHookFn(Function):
                         "module outputs since no inputs require gradients. See "
                         "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html#torch.nn."
                         "Module.register_full_backward_hook for more details.")
+                grad_inputs = (None,) * state["n_inputs"]
                 for hook in [*_global_hooks.BACKWARD.values(), *module._backward_hooks.values()]:
-                    hook(module, (None,), tgrads)
+                    res = hook(module, grad_inputs, tgrads)
+                    if res is not None and not (isinstance(res, tuple) and all(r is None for r in res)):
+                        raise RuntimeError("Backward hook for Modules where no input requires gradient should "
+                                           "always return None or None for all gradients.")
         else:
             gout = state.get("grad_output", (None,))
             for hook in [*_global_hooks.BACKWARD.values(), *module._backward_hooks.values()]:
                 res = hook(module, tgrads, gout)
                 if res is not None:
-                    tgrads = tuple(res) if isinstance(res, tuple | list) else (res,)
-        out = tuple(g.array if isinstance(g, Tensor) else g for g in tgrads)
+                    res = tuple(res) if isinstance(res, tuple | list) else (res,)
+                    if len(res) != len(tgrads):
+                        raise RuntimeError(f"Backward hook returned an invalid number of grad_input, got "
+                                           f"{len(res)}, but expected {len(tgrads)}")
+                    tgrads = res
+        out = tuple(g.array if isinstance(g, Tensor) else g for g in (tgrads[i] for i in self.positions))
         return out if len(out) > 1 else out[0]
+
+
+def _hook_positions(values):
+    """The positions of ``values`` (a module's args, or its output tuple) that go through
+    ``_BackwardHookFn``: the Tensors that require grad."""
+    return [i for i, v in enumerate(values) if isinstance(v, Tensor) and v.requires_grad]
 
 
 def _apply_hook_fn(values, positions, state, role):
     tensors = [values[i] for i in positions]
-    res = _BackwardHookFn.apply(*tensors, state=state, role=role)
+    zeros = None
+    if role == "input":  # the other Tensor arguments get zero gradients in grad_input
+        zeros = {i: (tuple(v.shape), v.dtype, v.device) for i, v in enumerate(values)
+                 if isinstance(v, Tensor) and i not in positions}
+    res = _BackwardHookFn.apply(*tensors, state=state, role=role, positions=tuple(positions), count=len(values),
+                                zeros=zeros)
     if not isinstance(res, tuple):
         res = (res,)
     values = list(values)
@@ -1105,8 +1167,8 @@ class Module:
             if not is_grad_enabled():
                 bw = False
         if bw:
-            state = {"module": self, "has_input": False}
-            pos = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
+            state = {"module": self, "has_input": False, "n_inputs": len(args)}
+            pos = _hook_positions(args)
             if pos:
                 state["has_input"] = True
                 args = tuple(_apply_hook_fn(args, pos, state, "input"))
@@ -1126,7 +1188,7 @@ class Module:
                 if result.requires_grad:
                     result = _apply_hook_fn([result], [0], state, "output")[0]
             elif isinstance(result, tuple | list):
-                pos = [i for i, r in enumerate(result) if isinstance(r, Tensor) and r.requires_grad]
+                pos = _hook_positions(result)
                 if pos:
                     result = type(result)(_apply_hook_fn(result, pos, state, "output"))
         return result

@@ -1,29 +1,6 @@
-"""``RemovableHandle``: what every ``register_*_hook`` returns (``torch.utils.hooks``'s)."""
+"""``RemovableHandle`` at its nn path (defined in ``autograd.removable_handle``: Tensor hook
+handles are instances of it too)."""
 
-from __future__ import annotations
-
-from ..autograd.hook_ids import next_handle_id
+from ..autograd.removable_handle import RemovableHandle
 
 __all__ = ["RemovableHandle"]
-
-
-class RemovableHandle:
-    """Returned by ``register_*_hook``; ``handle.remove()`` unregisters the hook."""
-
-    def __init__(self, *hook_dicts, extra_dict=None):
-        # torch's signature is (hooks_dict, *, extra_dict=None): extra_dict is one more dict (or
-        # a list of them) whose entry under this handle's id goes too (a hook's kwargs flag)
-        extras = [] if extra_dict is None else extra_dict if isinstance(extra_dict, list) else [extra_dict]
-        self.hook_dicts = (*hook_dicts, *extras)
-        # one counter with Tensor and node hook handles, as torch's (autograd/hook_ids.py)
-        self.id = next_handle_id()
-
-    def remove(self) -> None:
-        for d in self.hook_dicts:
-            d.pop(self.id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()

@@ -1,6 +1,7 @@
 """``torch.utils.hooks`` path: ``RemovableHandle`` is the handle every shardflow
-``register_*_hook`` returns (``shardflow.nn.module.RemovableHandle``), so a program that makes
-its own handles for its own hook dicts (``RemovableHandle(self._hooks)``) gets the same class."""
+``register_*_hook`` returns (``shardflow.autograd.removable_handle.RemovableHandle``; Tensor
+and node hook handles are instances of a subclass), so a program that makes its own handles
+for its own hook dicts (``RemovableHandle(self._hooks)``) gets the same class."""
 
 from __future__ import annotations
 

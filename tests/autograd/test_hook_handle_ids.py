@@ -34,3 +34,20 @@ def test_tensor_hook_handle_is_a_context_manager(lib):
         (x * 2).sum().backward()
     (x * 2).sum().backward()
     assert seen == [1]
+
+
+def _handles(lib):
+    x = lib.ones(2, requires_grad=True)
+    y = x * 2
+    return [lib.nn.Linear(2, 2).register_forward_hook(lambda *a: None), x.register_hook(lambda g: g),
+            x.register_post_accumulate_grad_hook(lambda t: None), y.grad_fn.register_hook(lambda *a: None),
+            y.grad_fn.register_prehook(lambda *a: None)]
+
+
+def test_every_hook_handle_is_a_removable_handle_like_torch():
+    """A Tensor's and a node's hook handles are ``torch.utils.hooks.RemovableHandle``s as a
+    Module's are (shardflow's were a separate class: ``isinstance`` said False)."""
+    want = [isinstance(h, torch.utils.hooks.RemovableHandle) for h in _handles(torch)]
+    got = [isinstance(h, sf.utils.hooks.RemovableHandle) for h in _handles(sf)]
+    assert got == want == [True] * 5
+    assert sf.utils.hooks.RemovableHandle is sf.nn.modules.module.RemovableHandle

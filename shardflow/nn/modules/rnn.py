@@ -20,7 +20,8 @@ Algorithm per layer and direction: the input projection of all time steps is one
 time run inside one fused op, ``ops.recurrence`` (see its docstring for the gate formulas
 and the single weight-gradient GEMM). A bidirectional layer concatenates the two
 directions' outputs on the feature dim; ``dropout`` is applied to every layer's output
-except the last one, in training mode only. Cells reuse the same op with T = 1.
+except the last one, in training mode only (for packed input, to the packed rows only, as in
+PyTorch: the mask, and the generator's state after it, are torch's). Cells reuse the same op with T = 1.
 
 Variable lengths: a ``PackedSequence`` input (``nn.utils.rnn.pack_padded_sequence``) is
 gathered into a padded time-first batch (sorted by decreasing length), every recurrence
@@ -241,8 +242,24 @@ class RNNBase(Module):
                     finals[k].append(res[1 + k])
             layer_input = outs[0] if num_directions == 1 else cat(outs, 2)
             if self.dropout > 0 and self.training and layer < self.num_layers - 1:
-                layer_input = F.dropout(layer_input, self.dropout, True)
+                layer_input = self._layer_dropout(layer_input, packed)
         return layer_input, [stack(f, 0) for f in finals]
+
+    def _layer_dropout(self, layer_input, packed):
+        """Dropout on a layer's output before the next layer. For packed input PyTorch drops
+        entries of the packed data, ``(sum(lengths), D*H)`` in packed (time-major) order, not
+        of the padded batch: the mask is drawn on exactly those rows (so it, and every later
+        draw of the generator, is torch's), then scattered back into the padded batch."""
+        if packed is None:
+            return F.dropout(layer_input, self.dropout, True)
+        batch_sizes = packed.batch_sizes.numpy().astype(np.int64)
+        t_idx, b_idx = _packed_positions(batch_sizes)
+        dropped = F.dropout(layer_input[t_idx, b_idx], self.dropout, True)
+        T, B = layer_input.shape[0], layer_input.shape[1]
+        source = cat([dropped, zeros(1, dropped.shape[1], dtype=dropped.dtype, device=dropped.device)], 0)
+        index = np.full((T, B), dropped.shape[0], dtype=np.int64)
+        index[t_idx, b_idx] = np.arange(t_idx.size)
+        return source[index]
 
     def _zeros_state(self, x, size=None):
         return zeros(*self._expected_hidden(x, size), dtype=x.dtype, device=x.device)

@@ -61,7 +61,10 @@ def _as_int_array(x, name) -> np.ndarray:
     else:
         arr = np.asarray(x)
     if arr.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D sequence of lengths, got shape {arr.shape}")
+        # RuntimeError, as torch's (its C++ check)
+        raise RuntimeError(f"'{name}' argument should be a 1D CPU int64 tensor (or a list of ints), "
+                           f"but got a {arr.ndim}D one of shape {tuple(arr.shape)}; flatten it, e.g. "
+                           f"{name}.view(-1)")
     return arr.astype(np.int64)
 
 
@@ -89,8 +92,9 @@ def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,
     lengths = _as_int_array(lengths, "lengths")
     batch_dim = 0 if batch_first else 1
     if lengths.size != input.shape[batch_dim]:
-        raise ValueError(f"lengths has {lengths.size} entries but the input batch has "
-                         f"{input.shape[batch_dim]} sequences (dim {batch_dim})")
+        raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got {lengths.size} "
+                           f"(batch_size={input.shape[batch_dim]}, the input's dim {batch_dim}"
+                           f"{'' if batch_first else '; pass batch_first=True for a (B, T, *) input'})")
     if lengths.size and lengths.min() <= 0:
         raise RuntimeError("Length of all samples has to be greater than 0, but found an element "
                            "in 'lengths' that is <= 0")
