@@ -47,6 +47,17 @@ def _starts_processes(path: Path, cache: dict) -> bool:
     return cache[path]
 
 
+def pytest_configure(config):
+    # Under xdist a mistyped path only gives "no tests ran" (the workers' "file or directory
+    # not found" is not shown): say it here, as plain pytest does.
+    if hasattr(config, "workerinput") or config.getoption("pyargs", False):
+        return
+    for arg in config.args:
+        path = Path(arg.split("::")[0])
+        if not any((base / path).exists() for base in (config.invocation_params.dir, config.rootpath)):
+            raise pytest.UsageError(f"file or directory not found: {arg}")
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups into node ids
 def pytest_collection_modifyitems(config, items):
     if not hasattr(config, "workerinput"):  # not an xdist worker: nothing to group
