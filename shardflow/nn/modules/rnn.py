@@ -20,7 +20,8 @@ Algorithm per layer and direction: the input projection of all time steps is one
 time run inside one fused op, ``ops.recurrence`` (see its docstring for the gate formulas
 and the single weight-gradient GEMM). A bidirectional layer concatenates the two
 directions' outputs on the feature dim; ``dropout`` is applied to every layer's output
-except the last one, in training mode only. Cells reuse the same op with T = 1.
+except the last one, in training mode only (for a packed input, on the packed rows only,
+so that the mask takes torch's draws). Cells reuse the same op with T = 1.
 
 Variable lengths: a ``PackedSequence`` input (``nn.utils.rnn.pack_padded_sequence``) is
 gathered into a padded time-first batch (sorted by decreasing length), every recurrence
@@ -241,8 +242,24 @@ class RNNBase(Module):
                     finals[k].append(res[1 + k])
             layer_input = outs[0] if num_directions == 1 else cat(outs, 2)
             if self.dropout > 0 and self.training and layer < self.num_layers - 1:
-                layer_input = F.dropout(layer_input, self.dropout, True)
+                layer_input = self._between_layers_dropout(layer_input, batch_sizes)
         return layer_input, [stack(f, 0) for f in finals]
+
+    def _between_layers_dropout(self, layer_input, batch_sizes):
+        """Dropout on a layer's output before the next layer. A packed input's mask is drawn
+        over its packed rows only (``(sum(batch_sizes), F)``, time-major), as torch draws it
+        on ``PackedSequence.data``: a mask over the padded ``(T, B, F)`` would take other
+        numbers from the generator and differ from torch's after the same ``manual_seed``."""
+        if batch_sizes is None:
+            return F.dropout(layer_input, self.dropout, True)
+        t_idx, b_idx = _packed_positions(np.asarray(batch_sizes, dtype=np.int64))
+        dropped = F.dropout(layer_input[t_idx, b_idx], self.dropout, True)
+        T, B, width = layer_input.shape
+        # padded again: rows past a sequence's end read the appended zero row (never used)
+        index = np.full((T, B), t_idx.size, dtype=np.int64)
+        index[t_idx, b_idx] = np.arange(t_idx.size)
+        source = cat([dropped, zeros(1, width, dtype=dropped.dtype, device=dropped.device)], 0)
+        return source[index]
 
     def _zeros_state(self, x, size=None):
         return zeros(*self._expected_hidden(x, size), dtype=x.dtype, device=x.device)
