@@ -1,3 +1,4 @@
+# ruff: noqa: UP008, UP032  (the tutorial's own style kept: super(Class, self), str.format)
 """A seq2seq chatbot with Luong attention trained on a tiny made-up pair corpus, as a script.
 
 Modelled on pytorch/tutorials ``beginner_source/chatbot_tutorial.py``: the ``Voc`` class and
