@@ -22,7 +22,7 @@ import shardflow.testing.parity  # the submodule: `import shardflow` does not lo
 from shardflow.comm.launcher import rank_env
 from shardflow.testing.mpi import launch_cli
 
-from .programs._harness import assert_close, printed_lines
+from .programs._harness import assert_close, printed_lines, run_in_own_session
 
 pytestmark = pytest.mark.mpi
 
@@ -181,8 +181,7 @@ def _run_script_file(directory: Path, argv, timeout: float = 300.0, *, reference
     env = rank_env({"OMP_NUM_THREADS": "1"})
     env.pop("PYTHONUNBUFFERED", None)
     for attempt in (1, 2):
-        proc = subprocess.run([sys.executable, "main.py", *argv], cwd=directory, env=env,
-                              capture_output=True, text=True, timeout=timeout)
+        proc = run_in_own_session([sys.executable, "main.py", *argv], cwd=directory, env=env, timeout=timeout)
         if proc.returncode == 0 or not reference or _TORCH_TEARDOWN_ABORT not in proc.stderr:
             break
     assert proc.returncode == 0, f"main.py failed (rc={proc.returncode}):\n{proc.stdout}\n{proc.stderr}"

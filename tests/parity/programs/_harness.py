@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
 import sys
 import types
 from pathlib import Path
@@ -409,3 +410,24 @@ def attention_key_bias(embed_dim: int, bound: float):
         return bound, mask
 
     return key_part
+
+
+def run_in_own_session(cmd, *, cwd, env, timeout: float) -> subprocess.CompletedProcess:
+    """``subprocess.run(cmd, capture_output=True, text=True)`` for a program that starts its
+    own processes, in a session of its own; every process it leaves behind is killed when it
+    returns (or times out). torch 2.13's gloo teardown can abort one child and leave the other
+    (rank 0, holding the TCPStore on the program's fixed MASTER_PORT) alive: a second attempt's
+    rank 0 then fails with EADDRINUSE while its rank 1 joins the orphan's store."""
+    from shardflow.comm.launcher import kill_session
+
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_session(proc.pid, grace=1.0)
+        out, err = proc.communicate()
+        raise AssertionError(f"{cmd} timed out after {timeout:g} s:\n{out}\n{err}") from None
+    finally:
+        kill_session(proc.pid, grace=1.0)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
