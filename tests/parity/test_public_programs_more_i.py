@@ -19,6 +19,7 @@ shardflow half takes 2-5 s per program.
 import ast
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -41,9 +42,18 @@ HERE = Path(__file__).parent / "programs"
 _TORCH_TEARDOWN_ABORT = "terminate called without an active exception"
 
 
+def _free_port() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return str(s.getsockname()[1])
+
+
 def _copy(directory: Path, source: Path, use_sf: bool) -> Path:
+    """The program in ``directory``, imports rewritten for shardflow, and its fixed
+    ``MASTER_PORT`` (29517 / 29518 as written) replaced by a port free now: with the tests
+    spread over the cores (pytest-xdist) a fixed port was found in use twice in CI."""
     directory.mkdir(parents=True, exist_ok=True)
-    text = source.read_text()
+    text = re.sub(r"(os\.environ\['MASTER_PORT'\] = )'\d+'", rf"\1'{_free_port()}'", source.read_text())
     (directory / "main.py").write_text(shardflow.testing.parity.rewrite_imports(text) if use_sf else text)
     return directory
 
