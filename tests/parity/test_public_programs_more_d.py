@@ -16,6 +16,7 @@ import warnings
 
 import numpy as np
 import pytest
+import torch
 
 from .programs._harness import (
     assert_close,
@@ -131,6 +132,11 @@ def test_transformer_language_model_trains_like_torch():
     does the printout but for timings, including the lr printed through
     ``scheduler.get_lr()`` (which, as in torch, is the next epoch's lr); both runs warn that get_lr() is not get_last_lr() (shardflow
     did not warn before this test)."""
+    # torch's initial weights come from its global generator, whose state depended on the
+    # tests that ran before in the process (under pytest-xdist, on the worker's lot): with
+    # lr 5.0 some draws grow float32 rounding past rtol 1e-5 in 8 steps (~1 run in 3 failed
+    # alone). One seed, so the test checks the same run every time.
+    torch.manual_seed(0)
     th, sf = _quiet_load("transformer_lm")
     copy_weights(th.model, sf.model)
     dropout_off(th.model, sf.model)
