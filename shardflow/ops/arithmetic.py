@@ -365,14 +365,15 @@ def add(input, other, *deprecated, alpha=1):
     return _add_general(input, other, alpha)
 
 
-def _bool_operand(x) -> bool:
-    return isinstance(x, bool) or isinstance(x, Tensor) and x.array.dtype.kind == "b"
+def _is_bool_tensor(x) -> bool:
+    return isinstance(x, Tensor) and x.array.dtype.kind == "b"
 
 
 def _sub_general(input, other, alpha=1):
-    if _bool_operand(input) != _bool_operand(other) and any(
-            isinstance(x, Tensor) and x.array.dtype.kind == "b" for x in (input, other)):
+    bool_a, bool_b = _is_bool_tensor(input), _is_bool_tensor(other)
+    if bool_a != bool_b and not isinstance(other if bool_a else input, bool):
         # torch refuses a bool tensor on either side (``1 - mask``), not only bool - bool
+        # (which NumPy refuses itself); a Python bool against a bool tensor takes that path
         raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
                            "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
     if type(alpha) is not int:

@@ -766,9 +766,10 @@ class KLDiv(Function):
             # torch's formula, xlogy(t, t) - t * x: a zero target still multiplies the input,
             # so an input of -inf or nan there gives nan (log(0) = -inf is how a
             # probability of 0 reaches a log-softmax output), and a negative target gives nan
+            zero = t == 0
             with np.errstate(divide="ignore", invalid="ignore"):
-                logt = np.log(np.where(t == 0, 1.0, t))
-                loss = (np.where(t == 0, 0.0, t * logt) - t * x).astype(x.dtype, copy=False)
+                logt = np.log(np.where(zero, 1.0, t))
+                loss = (np.where(zero, 0.0, t * logt) - t * x).astype(x.dtype, copy=False)
             self.logt = logt
         self.x, self.t, self.log_target, self.reduction = x, t, log_target, reduction
         self.shape = loss.shape
