@@ -47,8 +47,20 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
     """Save ``obj`` to path or binary file ``f``: a state dict (or any nesting of
     dicts/lists/tuples of tensors, numbers, strings) as safetensors; anything else (a whole
     module, an object of the program's own class) as a pickle in ``torch.save``'s format,
-    which ``load`` reads back with ``weights_only=False`` (module docstring). The pickle
-    arguments are accepted for PyTorch compatibility and unused."""
+    which ``load`` reads back with ``weights_only=False`` (module docstring).
+
+    ``pickle_protocol``: the pickle protocol of a pickled file's ``data.pkl`` (2 by default,
+    as torch's); a state dict saved as safetensors has no pickle in it, so there it only has
+    to be valid. ``pickle_module``: only the standard ``pickle`` (or None): the file is written
+    by shardflow's own pickler (it stores tensors as PyTorch storages); another module (dill,
+    cloudpickle) raises ValueError before anything is written."""
+    protocol = _pickle_protocol(pickle_protocol)
+    if pickle_module is not None and pickle_module is not pickle:
+        raise ValueError(
+            f"shardflow.save does not take a pickle_module (got {getattr(pickle_module, '__name__', pickle_module)}); "
+            "files are written by shardflow's own pickler in torch.save's format: drop pickle_module= "
+            "(objects the standard pickle cannot handle, like lambdas, cannot be saved)"
+        )
     try:
         _io.save(obj, f, metadata=metadata)
     except NotPlainDataError as not_plain:  # raised before anything was written
@@ -58,11 +70,21 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
                 f"({type(obj).__name__}); save its state_dict() to keep metadata"
             ) from None
         try:
-            save_pytorch_file(obj, f)  # pickles everything before writing
+            save_pytorch_file(obj, f, protocol)  # pickles everything before writing
         except (pickle.PicklingError, TypeError, AttributeError) as e:
             # pickle's own exception type, as torch.save raises it (PicklingError for a lambda,
             # AttributeError for a local class), with what shardflow tried first
             raise type(e)(f"{not_plain}; pickling it as torch.save does failed too ({type(e).__name__}: {e})") from None
+
+
+def _pickle_protocol(protocol) -> int:
+    """torch.save's ``pickle_protocol`` checked (None: torch's default, 2)."""
+    if protocol is None:
+        return 2
+    if isinstance(protocol, bool) or not isinstance(protocol, int) or not 2 <= protocol <= pickle.HIGHEST_PROTOCOL:
+        raise ValueError(f"pickle_protocol must be an int from 2 to {pickle.HIGHEST_PROTOCOL} "
+                         f"(torch.save's default is 2; torch writes 0 and 1 too, but its own weights-only load cannot read them back), got {protocol!r}")
+    return protocol
 
 
 def _read_head(f) -> tuple[bytes, str]:

@@ -117,8 +117,8 @@ class _Pickler(pickle._Pickler):
 
     dispatch = dict(pickle._Pickler.dispatch)
 
-    def __init__(self, file):
-        super().__init__(file, protocol=2)
+    def __init__(self, file, protocol: int = 2):
+        super().__init__(file, protocol=protocol)
         self.records: list[tuple[str, bytes]] = []
 
     def save_global(self, obj, name=None) -> None:
@@ -189,9 +189,9 @@ class _Pickler(pickle._Pickler):
         return NotImplemented
 
 
-def _archive(obj) -> bytes:
+def _archive(obj, protocol: int = 2) -> bytes:
     buf = io.BytesIO()
-    pickler = _Pickler(buf)
+    pickler = _Pickler(buf, protocol)
     pickler.dump(obj)
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as z:
@@ -203,9 +203,10 @@ def _archive(obj) -> bytes:
     return out.getvalue()
 
 
-def save_pytorch_file(obj, f) -> None:
-    """Write ``obj`` in ``torch.save``'s format to path ``f`` (atomically) or a binary file."""
-    data = _archive(obj)  # pickle everything before touching the target
+def save_pytorch_file(obj, f, protocol: int = 2) -> None:
+    """Write ``obj`` in ``torch.save``'s format to path ``f`` (atomically) or a binary file;
+    ``protocol``: of ``data.pkl`` (torch.save's ``pickle_protocol``, 2 by default as torch's)."""
+    data = _archive(obj, protocol)  # pickle everything before touching the target
     if hasattr(f, "write"):
         f.write(data)
     else:

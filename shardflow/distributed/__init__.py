@@ -839,11 +839,19 @@ def _resolve(group, rank, group_rank, what):
     return g, _group_rank(g, int(rank))
 
 
+def _check_use_batch(use_batch, what: str) -> None:
+    if not isinstance(use_batch, bool):
+        raise TypeError(f"{what}: use_batch must be True or False, got {use_batch!r}")
+
+
 def send_object_list(object_list, dst: int | None = None, group=None, device=None,
                      group_dst: int | None = None, use_batch: bool = False) -> None:
     """Send the picklable objects of ``object_list`` to ``dst`` (a global rank), which calls
-    :func:`recv_object_list` with a list of the same length. ``device`` is accepted and
-    unused: the bytes travel as host memory."""
+    :func:`recv_object_list` with a list of the same length. ``device``: the bytes travel as
+    host memory whatever it says. ``use_batch``: torch's choice of transport (batched p2p on
+    the group's communicator instead of a two-rank one); MPI sends through the group's
+    communicator either way, so both values deliver the same objects."""
+    _check_use_batch(use_batch, "send_object_list")
     g, peer = _resolve(group, dst, group_dst, "send_object_list")
     if g is None:
         return
@@ -861,7 +869,9 @@ def recv_object_list(object_list, src: int | None = None, group=None, device=Non
                      group_src: int | None = None, use_batch: bool = False) -> int:
     """Receive ``len(object_list)`` objects sent by :func:`send_object_list` from ``src``
     into ``object_list`` (in place); returns the sender's global rank. ``src=None``: from
-    any rank (torch's default), the first whose sizes message arrives."""
+    any rank (torch's default), the first whose sizes message arrives. ``use_batch``: as
+    :func:`send_object_list` (a transport choice; the same objects arrive)."""
+    _check_use_batch(use_batch, "recv_object_list")
     if src is None and group_src is None:
         if group is GroupMember.NON_GROUP_MEMBER:
             return -1

@@ -38,6 +38,21 @@ for sender in (0, 1):
         assert mine[:4] == theirs[:4] == objs[:4], (mine, theirs)
         assert np.array_equal(mine[4], theirs[4]) and np.array_equal(mine[4], objs[4])
 
+# use_batch=True (torch: batched p2p on the group's communicator): the same objects arrive
+if r == 0:
+    dist.send_object_list(["batched", 7], dst=1, use_batch=True)
+    tdist.send_object_list(["batched", 7], dst=1, use_batch=True)
+else:
+    mine, theirs = [None, None], [None, None]
+    assert dist.recv_object_list(mine, src=0, use_batch=True) == 0
+    assert tdist.recv_object_list(theirs, src=0, use_batch=True) == 0
+    assert mine == theirs == ["batched", 7], (mine, theirs)
+try:
+    dist.send_object_list([1], dst=peer, use_batch="yes")
+    raise AssertionError("use_batch='yes' was accepted")
+except TypeError as e:
+    assert "use_batch must be True or False" in str(e), e
+
 # a sub-group: dst/src are global ranks; a shardflow tensor travels as an object
 sg = dist.new_group([0, 1])
 if r == 0:
