@@ -370,10 +370,15 @@ def _is_bool_tensor(x) -> bool:
 
 
 def _sub_general(input, other, alpha=1):
-    bool_a, bool_b = _is_bool_tensor(input), _is_bool_tensor(other)
-    if bool_a != bool_b and not isinstance(other if bool_a else input, bool):
-        # torch refuses a bool tensor on either side (``1 - mask``), not only bool - bool
-        # (which NumPy refuses itself); a Python bool against a bool tensor takes that path
+    # torch refuses a bool on either side, a Python bool included (``1 - mask``, ``True - x``:
+    # a bool scalar would otherwise count as 1 and give a number); bool against bool is
+    # refused in its own words (NumPy refuses that pair itself)
+    bool_a = _is_bool_tensor(input) or isinstance(input, bool)
+    bool_b = _is_bool_tensor(other) or isinstance(other, bool)
+    if bool_a and bool_b:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+                           "`^` or `logical_xor()` operator instead.")
+    if bool_a or bool_b:
         raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
                            "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
     if type(alpha) is not int:

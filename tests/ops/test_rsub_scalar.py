@@ -53,3 +53,22 @@ def test_two_bools_keep_torch_message():
     for lib in (shardflow, torch):
         with pytest.raises(RuntimeError, match="with two bool tensors"):
             lib.tensor([True]) - True
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: True - lib.tensor([1.0]), lambda lib: lib.tensor([1.0]) - True,
+    lambda lib: lib.tensor([1]) - False, lambda lib: lib.sub(lib.tensor([1.0]), True),
+    lambda lib: lib.rsub(lib.tensor([1.0]), True), lambda lib: lib.tensor([1.0]).sub_(True),
+    lambda lib: lib.tensor([2.0]).sub(True, alpha=2),
+])
+def test_python_bool_against_a_number_tensor_refused_like_torch(call):
+    # a bool scalar counted as 1 gave [0.] where torch raises (a silent result)
+    for lib in (torch, shardflow):
+        with pytest.raises(RuntimeError, match="with a bool tensor is not supported"):
+            call(lib)
+
+
+def test_python_bool_against_a_bool_tensor_says_two_bools():
+    for lib in (torch, shardflow):
+        with pytest.raises(RuntimeError, match="with two bool tensors"):
+            True - lib.tensor([True])
