@@ -391,8 +391,11 @@ class Tensor(TensorCompatMethods):
         return bool(self.array.flags.c_contiguous)
 
     def stride(self, dim: int | None = None):
-        st = tuple(s // self.array.itemsize for s in self.array.strides)
-        return st if dim is None else st[_wrap_dim(dim, self.array.ndim)]
+        a = self.array
+        st = tuple(s // a.itemsize for s in a.strides)
+        if 0 in st and 1 in a.shape:
+            st = _size_one_strides(st, a.shape)
+        return st if dim is None else st[_wrap_dim(dim, a.ndim)]
 
     def data_ptr(self) -> int:
         return int(self.array.__array_interface__["data"][0]) if isinstance(self.array, np.ndarray) else int(self.array.data.ptr)
@@ -1378,3 +1381,16 @@ def _foreign(x) -> bool:
 _OPERATORS = {"__add__": "add", "__sub__": "sub", "__mul__": "mul", "__truediv__": "div",
               "__matmul__": "matmul"}
 set_method_owner(Tensor, _OPERATORS)
+
+
+def _size_one_strides(st: tuple, shape: tuple) -> tuple:
+    """Strides as PyTorch reports them for size-1 dims that NumPy gives stride 0 (``x[None]``,
+    ``unsqueeze`` of a broadcast, ``expand`` to a new leading 1): the stride ``unsqueeze``
+    gives, the next dim's stride times its size (1 for the last dim). Only the reported
+    number changes; no element is reached through a size-1 dim's stride."""
+    out = list(st)
+    for d in range(len(out) - 1, -1, -1):
+        if shape[d] == 1 and out[d] == 0:
+            out[d] = out[d + 1] * shape[d + 1] if d + 1 < len(out) else 1
+    return tuple(out)
+
