@@ -6,10 +6,10 @@ The NumPy path (``ops/pool.py``) makes about five passes per kernel position in 
 in backward (mask, strided multiply). Here forward reads each window once and writes the
 maximum and a 1-byte window position; backward writes each input-gradient row once.
 
-Semantics are the NumPy path's exactly: the window is scanned in row-major order keeping the
-position of the first strict ``>`` maximum and a running ``np.maximum`` (NaN propagates into
-the value; a NaN does not move the position, and once the running value is NaN later elements
-do not either); backward writes ``g * (position == k)`` (``g * 1`` or ``g * 0``, as NumPy's
+Semantics are the NumPy path's exactly, which are PyTorch's CPU kernel's: the window is
+scanned in row-major order keeping the position of the first strict ``>`` maximum and a
+running ``np.maximum`` (NaN propagates into the value), except that every NaN moves the
+position (``val > max || isnan(val)``), so a window holding NaN reports its last NaN; backward writes ``g * (position == k)`` (``g * 1`` or ``g * 0``, as NumPy's
 ``g * mask``), and zeros in rows/columns no window covers.
 """
 
@@ -41,11 +41,12 @@ def _fwd2x2(x, out, kidx, planes, h, w, oh_, ow_):
             b = x[r0 + 2 * j + 1]
             c = x[r1 + 2 * j]
             d = x[r1 + 2 * j + 1]
-            k = np.int8(1) if b > a else np.int8(0)
+            # PyTorch's rule: move on a strict > or on a NaN (so the position is the last NaN)
+            k = np.int8(1) if (b > a) | (b != b) else np.int8(0)
             best = _max_nan(a, b)
-            k = np.int8(2) if c > best else k
+            k = np.int8(2) if (c > best) | (c != c) else k
             best = _max_nan(best, c)
-            k = np.int8(3) if d > best else k
+            k = np.int8(3) if (d > best) | (d != d) else k
             out[o + j] = _max_nan(best, d)
             kidx[o + j] = k
 

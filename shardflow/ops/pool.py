@@ -147,6 +147,11 @@ class MaxPoolNd(Function):
             np.multiply(step, gt, out=step)
             kidx += step
             np.maximum(best, v, out=best)
+        if best.dtype.kind in "fcV" and xp.isnan(best).any():
+            # PyTorch moves the position on every NaN too (``val > max || isnan(val)``): a
+            # window holding NaN reports its last NaN. Only inputs with NaN pay this pass.
+            for k in range(len(sls)):
+                kidx[xp.isnan(xpad[sls[k]])] = k
         self.kidx, self.pads, self.xpshape, self.spatial = kidx, pads, xpad.shape, spatial
         self.sls = sls
         # windows that never overlap (stride >= dilated kernel): backward can write each
@@ -482,8 +487,7 @@ def adaptive_avg_pool3d(input, output_size):
 
 def _adaptive_argmax(x, d, bins):
     """``(max, flat index)`` over each adaptive window of the last ``d`` axes of ``x``: the
-    first maximum in the window's row-major order (NaN counts as the maximum, as
-    ``np.argmax``). All windows at once: each padded to the largest window's extent by
+    first maximum in the window's row-major order, or its last NaN (PyTorch's rule). All windows at once: each padded to the largest window's extent by
     repeating its last row / column (a repeat comes after its original in row-major order,
     so the first maximum stays the same element), gathered with one ``take`` from the
     flattened planes, one ``argmax`` over the contiguous last axis. (It was a loop over the
@@ -505,6 +509,12 @@ def _adaptive_argmax(x, d, bins):
         planes.shape[0], windows.shape[0], windows.shape[1])
     a = xp.argmax(gathered, axis=2)
     out = xp.take_along_axis(gathered, a[..., None], 2)[..., 0]
+    if out.dtype.kind in "fcV" and xp.isnan(out).any():
+        # PyTorch's kernel moves on every NaN (``val > max || isnan(val)``): the last NaN of
+        # the window. A padding repeat never follows the last NaN unless it is that element.
+        nan = xp.isnan(gathered)
+        last = gathered.shape[2] - 1 - xp.argmax(nan[..., ::-1], axis=2)
+        a = xp.where(nan.any(axis=2), last, a)
     idx = xp.asarray(windows)[xp.arange(windows.shape[0])[None, :], a]
     return out.reshape(lead + osize), idx.reshape(lead + osize).astype(np.int64, copy=False)
 
