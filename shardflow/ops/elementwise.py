@@ -446,9 +446,11 @@ Square = _unary("Square", _UnaryX, np.square, lambda g, x: g * (2.0 * x), "x^2; 
 
 
 class Relu(_UnaryY):
-    """max(x, 0); grad g where y > 0, else 0 (also for an inf/NaN g, as PyTorch)."""
+    """max(x, 0); grad g where y > 0, else 0 (also for an inf/NaN g, as PyTorch).
+    ``np.maximum(0, x)``, not ``(x, 0)``: NumPy returns the second operand of an equal pair,
+    so -0.0 stays -0.0 as in PyTorch's ``clamp_min`` (a printed ``-0.`` matches)."""
 
-    f = staticmethod(lambda x: np.maximum(x, 0))
+    f = staticmethod(lambda x: np.maximum(0, x))
 
     def backward(self, g):
         y = self.y
@@ -540,10 +542,10 @@ def relu(input, inplace: bool = False):
 
 @register("relu_")
 def relu_(input):
-    """In-place relu (``np.maximum(a, 0, out=a)`` when no graph is recorded)."""
+    """In-place relu (``np.maximum(0, a, out=a)`` when no graph is recorded)."""
     if not needs_graph(input):
         a = input.array
-        np.maximum(a, 0, out=a)
+        np.maximum(0, a, out=a)  # -0.0 stays -0.0, as Relu.f
         input._version_counter[0] += 1
         return input
     return inplace(input, Relu.apply(input))
@@ -857,13 +859,15 @@ class Elu(Function):
 
     def forward(self, x, alpha=1.0, scale=1.0, input_scale=1.0):
         self.x, self.alpha, self.scale, self.input_scale = x, alpha, scale, input_scale
-        e = np.minimum(x, 0)
+        # (0, x) operand order: NumPy returns the second of an equal pair, so x = -0.0 gives
+        # -0.0 + -0.0 = -0.0, as PyTorch's alpha * expm1(-0.0)
+        e = np.minimum(0, x)
         if input_scale != 1:
             e *= input_scale
         e = _ip(np.expm1, e)
         self.e = e
         y = e * alpha
-        y += np.maximum(x, 0)
+        y += np.maximum(0, x)
         if scale != 1:
             y *= scale
         return _same_dtype(y, x)
