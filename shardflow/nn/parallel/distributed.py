@@ -52,6 +52,7 @@ gradients.
 from __future__ import annotations
 
 import contextlib
+import warnings
 
 from ... import comm as _comm
 from ...autograd import is_grad_enabled
@@ -59,6 +60,15 @@ from ..module import Module
 from .autograd_walk import reachable_leaves, tensors_in
 from .join import DDPJoinHook, Join
 from .reducer import Reducer, partial_dims, reducers_of
+
+
+_ALL_USED_WARNING = (
+    "find_unused_parameters=True was specified in DDP constructor, but did not find any unused "
+    "parameters in the forward pass. This flag results in an extra traversal of the autograd "
+    "graph every iteration, which can adversely affect performance. If your model indeed never "
+    "has any unused parameters in the forward pass, consider turning this flag off. Note that "
+    "this warning may be a false positive if your model has flow control causing later "
+    "iterations to have unused parameters.")
 
 
 def _check_device_ids(module, device_ids, output_device) -> None:
@@ -108,6 +118,9 @@ class DistributedDataParallel(Module):
         d["output_device"] = output_device
         d["broadcast_buffers"] = broadcast_buffers
         d["find_unused_parameters"] = find_unused_parameters
+        d["static_graph"] = bool(static_graph)
+        d["_static_unused"] = None  # static_graph: ids of the parameters iteration 1 left unused
+        d["_warned_all_used"] = False
         d["gradient_as_bucket_view"] = gradient_as_bucket_view
         d["bucket_bytes_cap"] = int(bucket_cap_mb * 1024 * 1024)
         pg = self.process_group
@@ -152,7 +165,7 @@ class DistributedDataParallel(Module):
         parameter of another shape raised a collective mismatch that named no parameter and
         did not say the models differ."""
         pg = self.process_group
-        mine = [(n, tuple(p.array.shape), str(p.array.dtype))
+        mine = [(n, tuple(p.array.shape), str(p.array.dtype), bool(p.requires_grad))
                 for n, p in self.module.named_parameters()]
         every = pg.all_gather_object(mine)
         me = pg.rank
@@ -162,13 +175,25 @@ class DistributedDataParallel(Module):
         for r, theirs in enumerate(every):
             if r == me:
                 continue
-            if len(theirs) != len(mine):
+            # torch counts the parameters that require grad (the reducer's), so a
+            # requires_grad that differs is a count mismatch; the flags name the parameter
+            n_mine, n_theirs = sum(a[3] for a in mine), sum(b[3] for b in theirs)
+            flags = [(a[0], a[3]) for a, b in zip(mine, theirs) if a[0] == b[0] and a[3] != b[3]]
+            if n_mine != n_theirs and flags and len(mine) == len(theirs):
+                name, on_me = flags[0]
                 raise RuntimeError(
                     f"DDP expects same model across all ranks, but Rank {ranks[me]} has "
-                    f"{len(mine)} params, while rank {ranks[r]} has inconsistent "
-                    f"{len(theirs)} params{fix}")
+                    f"{n_mine} params, while rank {ranks[r]} has inconsistent {n_theirs} params: "
+                    f"parameter {name} has requires_grad={on_me} on rank {ranks[me]} and "
+                    f"requires_grad={not on_me} on rank {ranks[r]}; freeze (requires_grad_(False)) "
+                    "the same parameters on every rank before wrapping the model in DDP")
+            if len(theirs) != len(mine) or n_mine != n_theirs:
+                raise RuntimeError(
+                    f"DDP expects same model across all ranks, but Rank {ranks[me]} has "
+                    f"{n_mine} params, while rank {ranks[r]} has inconsistent "
+                    f"{n_theirs} params{fix}")
             for i, (a, b) in enumerate(zip(mine, theirs)):
-                if a[1:] != b[1:]:
+                if a[1:3] != b[1:3]:
                     raise RuntimeError(
                         f"DDP expects same model across all ranks, but params[{i}] ({a[0]}) "
                         f"has sizes {list(a[1])} ({a[2]}) on rank {ranks[me]} and sizes "
@@ -202,10 +227,45 @@ class DistributedDataParallel(Module):
     def forward(self, *inputs, **kwargs):
         self.pre_forward()
         out = self.module(*inputs, **kwargs)
-        if self.find_unused_parameters and self.reducer.require_sync and is_grad_enabled():
+        if (self.find_unused_parameters or self.static_graph) and self.reducer.require_sync \
+                and is_grad_enabled():
             used = reachable_leaves(tensors_in(out))
-            self.reducer.mark_unused([p for p in self.reducer.params if id(p) not in used])
+            unused = [p for p in self.reducer.params if id(p) not in used]
+            if self.static_graph:
+                self._check_static_graph(unused)
+            if self.find_unused_parameters and not unused and not self._warned_all_used:
+                self.__dict__["_warned_all_used"] = True
+                warnings.warn(_ALL_USED_WARNING, UserWarning, stacklevel=2)
+            self.reducer.mark_unused(unused)
         return out
+
+    def _check_static_graph(self, unused) -> None:
+        """``static_graph=True``: the first iteration records which parameters the graph
+        leaves unused (they count as ready with zeros, as with ``find_unused_parameters``);
+        a later forward that uses another set raises torch's "graph has changed" error,
+        naming the parameters, before its backward can leave a bucket unfinished."""
+        ids = frozenset(id(p) for p in unused)
+        recorded = self._static_unused
+        if recorded is None:
+            self.__dict__["_static_unused"] = ids
+            return
+        if ids == recorded:
+            return
+        names = dict(zip(map(id, self.reducer.params), self.reducer.names))
+        now_unused = [names[i] for i in names if i in ids and i not in recorded]
+        now_used = [names[i] for i in names if i in recorded and i not in ids]
+        parts = []
+        if now_unused:
+            parts.append(f"used in the first iteration but unused now: {', '.join(now_unused)}")
+        if now_used:
+            parts.append(f"unused in the first iteration but used now: {', '.join(now_used)}")
+        raise RuntimeError(
+            "Your training graph has changed in this iteration, e.g., one parameter is used in "
+            "first iteration, but then got unused in the second iteration. This is not "
+            f"compatible with static_graph set to True (rank {self.process_group.rank}: "
+            f"{'; '.join(parts)}). Build DistributedDataParallel without static_graph=True "
+            "(and with find_unused_parameters=True if parts of the model are skipped in some "
+            "iterations).")
 
     def pre_forward(self) -> None:
         """What ``forward`` does before running the module: raise PyTorch's error if the
