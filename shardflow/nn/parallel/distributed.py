@@ -61,7 +61,6 @@ from .autograd_walk import reachable_leaves, tensors_in
 from .join import DDPJoinHook, Join
 from .reducer import Reducer, partial_dims, reducers_of
 
-
 _ALL_USED_WARNING = (
     "find_unused_parameters=True was specified in DDP constructor, but did not find any unused "
     "parameters in the forward pass. This flag results in an extra traversal of the autograd "
