@@ -26,6 +26,13 @@ Algorithm
   counted as ready, so their buckets still complete. Without it, a parameter that gets no
   gradient leaves its bucket unfinished and the next forward raises PyTorch's error, naming
   the parameter (``b.weight``), as PyTorch does with ``TORCH_DISTRIBUTED_DEBUG=DETAIL``.
+  With every parameter used, the first such forward warns as torch does (the walk costs
+  time every iteration).
+* ``static_graph=True``: the first iteration's graph is walked as with
+  ``find_unused_parameters`` and its unused parameters are remembered (zero-filled every
+  iteration); each later forward is checked against it, and a graph that uses another set of
+  parameters raises torch's "graph has changed" error naming them, in that forward (torch
+  raises at the next one, when a bucket is found unfinished).
 * ``broadcast_buffers=True``: buffers (e.g. BatchNorm running stats) are broadcast from
   rank 0 before each forward.
 * ``join()``: uneven numbers of batches per rank; see ``join.py`` for the protocol (ranks
