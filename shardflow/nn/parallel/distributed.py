@@ -34,7 +34,10 @@ Algorithm
   parameters raises torch's "graph has changed" error naming them, in that forward (torch
   raises at the next one, when a bucket is found unfinished).
 * ``broadcast_buffers=True``: buffers (e.g. BatchNorm running stats) are broadcast from
-  rank 0 before each forward.
+  rank 0 before each forward. torch 2.13's arguments: ``broadcast_buffers`` (deprecated,
+  torch's ``FutureWarning`` when passed) controls the sync at wrap too (``False``: buffers
+  stay rank-local; they used to be synced at wrap anyway); ``forward_sync_buffers`` controls
+  only the forward sync; ``init_sync=False`` skips the wrap-time check and broadcast.
 * ``join()``: uneven numbers of batches per rank; see ``join.py`` for the protocol (ranks
   that ran out shadow the others' collectives with zeros, then the last joiner's model is
   broadcast).
@@ -77,6 +80,30 @@ _ALL_USED_WARNING = (
     "iterations to have unused parameters.")
 
 
+def _buffer_sync(broadcast_buffers, forward_sync_buffers) -> tuple[bool, bool]:
+    """torch 2.13's buffer arguments: ``(sync before each forward, sync at wrap)``.
+    ``broadcast_buffers`` (deprecated, with torch's ``FutureWarning``) controls both, so
+    ``False`` keeps rank-local buffers; ``forward_sync_buffers`` controls only the forward
+    (buffers are always synced at wrap) and wins when both are given."""
+    if broadcast_buffers is not None:
+        if forward_sync_buffers is not None:
+            warnings.warn(
+                "Both `broadcast_buffers` and `forward_sync_buffers` were specified. "
+                "`broadcast_buffers` is deprecated and its value is ignored when "
+                "`forward_sync_buffers` is provided.", FutureWarning, stacklevel=3)
+        else:
+            warnings.warn(
+                "`broadcast_buffers` is deprecated. Use `forward_sync_buffers` instead. "
+                "IMPORTANT: unlike `broadcast_buffers=False`, `forward_sync_buffers=False` "
+                "still syncs buffers at init. If you rely on buffers NOT being synced at init "
+                "(e.g. rank-local buffers), keep using `broadcast_buffers=False` until "
+                "`init_sync_buffers` is available.", FutureWarning, stacklevel=3)
+    if forward_sync_buffers is not None:
+        return bool(forward_sync_buffers), True
+    sync = True if broadcast_buffers is None else bool(broadcast_buffers)
+    return sync, sync
+
+
 def _check_device_ids(module, device_ids, output_device) -> None:
     """torch's check: ``device_ids`` names the one GPU a module lives on; a CPU module with
     ``device_ids=[0]`` is a ValueError (a script written for GPUs run on CPU), before any
@@ -98,11 +125,15 @@ class DistributedDataParallel(Module):
     """Data parallel over ``process_group`` (default: the world); see the module docstring."""
 
     def __init__(self, module: Module, device_ids=None, output_device=None, dim: int = 0,
-                 broadcast_buffers: bool = True, process_group=None, bucket_cap_mb: float = 25,
+                 broadcast_buffers: bool | None = None, init_sync: bool = True,
+                 process_group=None, bucket_cap_mb: float | None = None,
                  find_unused_parameters: bool = False, check_reduction: bool = False,
                  gradient_as_bucket_view: bool = False, static_graph: bool = False,
-                 device_mesh=None):
+                 device_mesh=None, forward_sync_buffers: bool | None = None):
         super().__init__()
+        forward_sync, init_sync_buffers = _buffer_sync(broadcast_buffers, forward_sync_buffers)
+        if bucket_cap_mb is None:  # torch 2.13's default: None means 25 MB
+            bucket_cap_mb = 25
         if not isinstance(module, Module):
             raise TypeError(f"DistributedDataParallel wraps an nn.Module, got {type(module).__name__}")
         if dim != 0:
@@ -122,7 +153,7 @@ class DistributedDataParallel(Module):
         d["process_group"] = process_group if process_group is not None else _comm.get_world()
         d["device_ids"] = device_ids
         d["output_device"] = output_device
-        d["broadcast_buffers"] = broadcast_buffers
+        d["broadcast_buffers"] = forward_sync  # before each forward (forward_sync_buffers)
         d["find_unused_parameters"] = find_unused_parameters
         d["static_graph"] = bool(static_graph)
         d["_static_unused"] = None  # static_graph: ids of the parameters iteration 1 left unused
@@ -130,7 +161,8 @@ class DistributedDataParallel(Module):
         d["gradient_as_bucket_view"] = gradient_as_bucket_view
         d["bucket_bytes_cap"] = int(bucket_cap_mb * 1024 * 1024)
         pg = self.process_group
-        self._sync_module_states()
+        if init_sync:
+            self._sync_module_states(init_sync_buffers)
         named = list(module.named_parameters())
         params = list(dict.fromkeys(p for p in module.parameters() if p.requires_grad))
         names = {id(p): n for n, p in named}
@@ -155,12 +187,17 @@ class DistributedDataParallel(Module):
             _comm.set_data_parallel(True)  # DataLoaders shard their data by rank
 
     # -- setup ---------------------------------------------------------------------------
-    def _sync_module_states(self) -> None:
+    def _sync_module_states(self, buffers: bool = True) -> None:
+        """Rank 0's parameters (and, unless ``broadcast_buffers=False``, buffers) on every
+        rank, after checking that the ranks wrapped the same model."""
         pg = self.process_group
         if pg.size == 1:
             return
         self._verify_same_model()
-        for t in list(self.module.parameters()) + [b for b in self.module.buffers() if b is not None]:
+        synced = list(self.module.parameters())
+        if buffers:
+            synced += [b for b in self.module.buffers() if b is not None]
+        for t in synced:
             pg.broadcast(t.array, 0)
             t._version_counter[0] += 1
 
@@ -204,6 +241,16 @@ class DistributedDataParallel(Module):
                         f"DDP expects same model across all ranks, but params[{i}] ({a[0]}) "
                         f"has sizes {list(a[1])} ({a[2]}) on rank {ranks[me]} and sizes "
                         f"{list(b[1])} ({b[2]}) on rank {ranks[r]} ({b[0]}){fix}")
+
+    @property
+    def forward_sync_buffers(self) -> bool:
+        """Whether buffers are broadcast from rank 0 before each forward (torch 2.13's name
+        for what ``broadcast_buffers`` controlled)."""
+        return self.broadcast_buffers
+
+    @forward_sync_buffers.setter
+    def forward_sync_buffers(self, value: bool) -> None:
+        self.__dict__["broadcast_buffers"] = bool(value)
 
     # -- state the reducer keeps -------------------------------------------------------------
     @property

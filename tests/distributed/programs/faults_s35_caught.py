@@ -10,7 +10,7 @@ it was a bare mismatch in the first backward), DDP(static_graph=True) whose grap
 find_unused_parameters), ZeroRedundancyOptimizer.state_dict() without / on another rank than
 consolidate_state_dict(to=...), a P2POp of a wrong op, join(throw_on_early_termination=True).
 Values: non-contiguous, bool and complex tensors in collectives, DDP buffers that differ
-(rank 0's win), static_graph with the same unused parameters every iteration (it was
+(rank 0's win; torch 2.13's broadcast_buffers / forward_sync_buffers / init_sync), static_graph with the same unused parameters every iteration (it was
 ignored: the unused parameters failed the next forward), find_unused_parameters=True with
 every parameter used (torch's warning), SyncBatchNorm with another batch size per rank and
 with batch 1 (the single-process BatchNorm of the concatenated batch).
@@ -88,11 +88,27 @@ def _collectives(r):
 
 
 def _ddp(r):
-    torch.manual_seed(0)
-    bn = nn.BatchNorm1d(2)
-    bn.running_mean.fill_(float(r + 5))
-    d = DDP(bn, broadcast_buffers=True)
-    assert bn.running_mean.tolist() == [5.0, 5.0]  # rank 0's, as torch
+    # buffers that differ: (running_mean after wrap, after one forward, warning) as torch
+    # 2.13 (probed): broadcast_buffers (deprecated: FutureWarning) also controls the sync at
+    # wrap; forward_sync_buffers only the forward; init_sync=False skips the wrap's sync
+    mine, zero = float(r + 5), 5.0
+    for kw, want in (({"broadcast_buffers": True}, (zero, zero, ["FutureWarning"])),
+                     ({"broadcast_buffers": False}, (mine, mine, ["FutureWarning"])),
+                     ({"forward_sync_buffers": False}, (zero, zero, [])),
+                     ({"init_sync": False}, (mine, zero, [])),
+                     ({"broadcast_buffers": False, "forward_sync_buffers": True},
+                      (zero, zero, ["FutureWarning"]))):
+        torch.manual_seed(0)
+        bn = nn.BatchNorm1d(2)
+        bn.running_mean.fill_(mine)
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            d = DDP(bn, **kw)
+        at_wrap = bn.running_mean.tolist()
+        d.eval()
+        d(torch.ones(3, 2))
+        seen = (at_wrap[0], bn.running_mean.tolist()[0], [w.category.__name__ for w in got])
+        assert seen == want, (kw, seen, want)
     _ok("ddp_buffers_differ", r)
 
     def frozen():
