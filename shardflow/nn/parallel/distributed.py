@@ -292,6 +292,14 @@ class DistributedDataParallel(Module):
             self.reducer.mark_unused(unused)
         return out
 
+    def _set_static_graph(self) -> None:
+        """torch's private switch, as ``static_graph=True`` (recipes call it after wrapping,
+        e.g. with activation checkpointing); before the first iteration only."""
+        if self._static_unused is not None or self.reducer.touched:
+            raise RuntimeError("_set_static_graph() must be called before the first "
+                               "iteration; pass static_graph=True to DistributedDataParallel")
+        self.__dict__["static_graph"] = True
+
     def _check_static_graph(self, unused) -> None:
         """``static_graph=True``: the first iteration records which parameters the graph
         leaves unused (they count as ready with zeros, as with ``find_unused_parameters``);

@@ -124,6 +124,9 @@ def _ddp(r):
     torch.manual_seed(0)
     m = _Two()
     d = DDP(m, static_graph=True)
+    other = DDP(nn.Linear(2, 2))
+    other._set_static_graph()  # torch's private switch (recipes with checkpointing call it)
+    assert other.static_graph and not DDP(nn.Linear(2, 2)).static_graph
     for _ in range(2):  # b unused every iteration: fine with a static graph, as in torch
         m.zero_grad()
         d(torch.ones(1, 2) * (r + 1), use_b=False).sum().backward()
