@@ -38,3 +38,11 @@ def all_reduce_ranks(i, world_size, folder):
     with open(os.path.join(folder, f"sum{i}"), "w") as fh:
         fh.write(f"{dist.get_rank()} {dist.get_world_size()} {t.item()}")
     dist.destroy_process_group()
+
+
+def os_exit_on_one(i):
+    """Rank 1 ends without Python seeing it; rank 0 is busy until mpiexec stops it."""
+    if i == 1:
+        os._exit(3)
+    import time
+    time.sleep(10)

@@ -79,6 +79,7 @@ from ..comm.failure import LIFECYCLE_LINES, STOP_SIGNAL_RECORD
 from ..comm.launcher import (
     LAUNCH_ATTEMPTS,
     build_mpiexec_command,
+    check_script,
     forward_signal,
     kill_session,
     launcher_failed_to_start,
@@ -646,6 +647,8 @@ def main(argv: list[str] | None = None) -> int:
         host_lines = check_hosts(args.hosts, args.hostfile)  # HostsError: the line and the fix
         check_elastic_args(args.max_restarts, args.min_ranks, args.n)
         program = program_argv(args.target, args.module)
+        if not (args.hosts or args.hostfile):
+            check_script(program)
     except (ValueError, FileNotFoundError) as e:
         msg = str(e)
         sys.stderr.write(msg if msg.startswith("shardflow run") else f"shardflow run: error: {msg}")

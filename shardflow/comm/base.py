@@ -247,13 +247,18 @@ def checked_reduce_op(op, array) -> str:
 
 
 def check_avg_dtype(array) -> None:
-    if not np.issubdtype(array.dtype, np.floating) and array.dtype.kind != "V" and not (
+    """AVG of an integer or bool array is refused before any communication, with torch's
+    type (``RuntimeError``: its gloo run fails casting the float mean into the integer
+    tensor, "result type Float can't be cast to the desired output type Long")."""
+    if np.issubdtype(array.dtype, np.inexact) or array.dtype.kind == "V" or (
         array.dtype.name == "bfloat16"
     ):
-        raise TypeError(
-            f"ReduceOp.AVG needs a floating-point array, got dtype {array.dtype}; "
-            "use ReduceOp.SUM and divide, or cast to float32 first"
-        )
+        return
+    raise RuntimeError(
+        f"ReduceOp.AVG needs a floating-point (or complex) tensor, got dtype {array.dtype}: "
+        "the average is not an integer (torch: \"result type Float can't be cast to the "
+        "desired output type\"); use ReduceOp.SUM and divide, or cast to float32 first"
+    )
 
 
 def pickled(obj, op: str, rank: int) -> bytes:

@@ -86,6 +86,22 @@ def program_argv(target: list[str], module: str | None = None) -> list[str]:
     return [exe, *rest]
 
 
+def check_script(program: list[str]) -> None:
+    """A ``python script.py`` program whose script does not exist is refused before any rank
+    starts (``FileNotFoundError`` naming the path, the working folder and the fix): otherwise
+    every rank's Python prints "can't open file" and the job's start-up is paid for nothing.
+    Only for a local launch: with ``--hosts`` the path is the remote machines' business."""
+    if program[:2] != [sys.executable, "-u"] or len(program) < 3:
+        return
+    script = program[2]
+    if script.startswith("-"):  # -m module, -c code, an interpreter option
+        return
+    if not os.path.exists(script):  # a folder or zip with __main__.py is Python's to run
+        raise FileNotFoundError(
+            f"shardflow run: the script {script!r} does not exist (looked in {os.getcwd()}); no rank "
+            "was started. Fix the path, or run a module with -m package.module")
+
+
 def build_mpiexec_command(n: int, program: list[str], *, hosts: str | None = None,
                           hostfile: str | None = None, env_names=(), tag_output: bool = True,
                           mpiexec: str | None = None) -> list[str]:

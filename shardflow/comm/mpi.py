@@ -90,6 +90,7 @@ from . import callsig, mpi_progress
 from . import profiling as _profiling
 from .arrival import ArrivalBoard, collective_timeout_report, p2p_timeout_report
 from .base import CommError, Communicator, CompletedWork
+from .callsite import user_call_site
 from .failure import TIMEOUT_EXIT_CODE, abort_job
 from .mpi_collectives import CollectivesMixin
 from .mpi_exit import LIVE, check_before_free
@@ -258,6 +259,7 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
         """A blocking call starts: the board says what we wait on, the watchdog times it."""
         self._board.waiting(seq)
         self._active = (op, seq, shape, dtype, time.monotonic())
+        self._blocked_thread = threading.get_ident()  # the watchdog's report reads its stack
         rec = _profiling.current
         if rec is not None:  # a profile records the blocking call, with its bytes
             self._prof_call = (rec, rec.begin(), op, self._prof_args(seq, shape, dtype))
@@ -425,6 +427,13 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
                 rank=self.world_rank(), op=call.op, seq=call.seq, size=self._size,
                 shape=call.shape, dtype=call.dtype, waited=waited, limit=limit,
                 states=states, world_ranks=self.world_ranks)
+        waiter = getattr(self, "_blocked_thread", None)
+        if threading.current_thread().name == "shardflow-comm-watchdog" and waiter is not None:
+            site = user_call_site(sys._current_frames().get(waiter))  # the blocked thread's
+        else:
+            site = user_call_site()
+        if site is not None:  # the program's own call, e.g. d.full_tensor(): what to fix
+            msg += f"  rank {self.world_rank()} waits in: {site}\n"
         abort_job(msg, kind="timeout", exit_code=TIMEOUT_EXIT_CODE)
 
     # -- groups --------------------------------------------------------------------------

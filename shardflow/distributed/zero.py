@@ -312,10 +312,17 @@ class ZeroRedundancyOptimizer(Optimizer):
     def state_dict(self) -> dict:
         """The whole state (after ``consolidate_state_dict(to)``, on rank ``to``)."""
         if self._consolidated is None:
+            on = getattr(self, "_consolidated_on", None)
+            where = ("" if on is None else
+                     f" It was consolidated to rank {on} (consolidate_state_dict(to={on})), so "
+                     f"call state_dict() on rank {on} only (e.g. `if rank == {on}:`), or "
+                     f"consolidate to rank {self.process_group.rank} to save from here.")
             raise RuntimeError(
-                "ZeroRedundancyOptimizer.state_dict: the optimizer state is sharded; call "
-                "consolidate_state_dict(to=RANK) on every rank first, then state_dict() on that "
-                "rank (PyTorch's protocol), or use sharded_state_dict() for a per-rank state")
+                "Optimizer state has not been consolidated on this rank (rank "
+                f"{self.process_group.rank}). ZeroRedundancyOptimizer.state_dict: the optimizer "
+                "state is sharded; call consolidate_state_dict(to=RANK) on every rank first, "
+                "then state_dict() on that rank (PyTorch's protocol), or use "
+                "sharded_state_dict() for a per-rank state." + where)
         return self._consolidated
 
     def load_state_dict(self, state_dict: dict) -> None:

@@ -7,6 +7,12 @@ working folder, the main script re-imported as ``__mp_main__``), then runs
 exits 1 (the parent turns it into ``ProcessRaisedException``); a ``sys.exit(code)`` with a
 non-zero code is recorded in ``ERRDIR/<rank>.exit`` (the parent's ``ProcessExitedException``
 names the rank and the code, as torch's).
+
+A rank that ends without Python seeing it (``os._exit(3)``, a crash) leaves no record, so
+each rank also writes ``ERRDIR/<rank>.pid`` when it starts, ``<rank>.done`` when ``fn``
+returns or raises, and ``<rank>.killed`` when mpiexec's SIGTERM stops it because another
+rank failed: the one rank with a pid file and neither of the others is the one that exited
+by itself, and the parent names it (``ProcessExitedException.error_index``, ``error_pid``).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import multiprocessing.spawn as _mp_spawn
 import os
 import pickle
+import signal
 import sys
 import traceback
 
@@ -26,6 +33,28 @@ def main(argv: list[str]) -> int:
     _mp_spawn.prepare(payload["preparation"])
     fn, args = pickle.loads(payload["target"])
     rank = _config.launch_info().rank
+    errdir = payload["errdir"]
+    _mark(f"{errdir}/{rank}.pid", str(os.getpid()))
+    signal.signal(signal.SIGTERM, lambda *_: _killed(f"{errdir}/{rank}.killed"))
+    try:
+        return _run(fn, rank, args, errdir)
+    finally:
+        _mark(f"{errdir}/{rank}.done", "")
+
+
+def _mark(path: str, text: str) -> None:
+    with open(path, "w") as fh:
+        fh.write(text)
+
+
+def _killed(path: str) -> None:
+    """mpiexec's SIGTERM (another rank failed): leave the mark, then die of the signal."""
+    _mark(path, "")
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _run(fn, rank: int, args, errdir: str) -> int:
     try:
         fn(rank, *args)
     except KeyboardInterrupt:
@@ -33,13 +62,13 @@ def main(argv: list[str]) -> int:
     except SystemExit as stop:  # sys.exit(code) in fn: the parent names this rank and code
         code = stop.code if isinstance(stop.code, int) or stop.code is None else 1
         if code:
-            path = f"{payload['errdir']}/{rank}.exit"
+            path = f"{errdir}/{rank}.exit"
             with open(path + ".tmp", "w") as fh:
                 fh.write(str(code))
             os.replace(path + ".tmp", path)
         raise
     except Exception:
-        path = f"{payload['errdir']}/{rank}"
+        path = f"{errdir}/{rank}"
         with open(path + ".tmp", "wb") as fh:
             pickle.dump(traceback.format_exc(), fh)
         os.replace(path + ".tmp", path)

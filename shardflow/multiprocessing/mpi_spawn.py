@@ -27,7 +27,10 @@ so spawn keeps its ``multiprocessing`` children for them.
 Failures, as ``spawn``'s: a child that raises writes its traceback to ``ERRDIR/<rank>``
 and exits 1, mpiexec then ends the other ranks, and the parent raises
 ``ProcessRaisedException`` with the first failing child's index and traceback (the
-earliest written file), or ``ProcessExitedException`` with mpiexec's exit status.
+earliest written file), or ``ProcessExitedException`` with mpiexec's exit status. A child
+that ends without Python seeing it (``os._exit(3)``) is found by its marks (``mpi_child.py``):
+"process 1 terminated with exit code 3", ``error_index`` 1 and its pid, as torch's
+(session 35: it was index 0 and no process named).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import multiprocessing.spawn as _mp_spawn
 import os
 import pickle
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -115,15 +119,54 @@ def launch(fn, args, nprocs: int) -> None:
             with open(os.path.join(errdir, failed[0]), "rb") as fh:
                 trace = pickle.load(fh)
             raise ProcessRaisedException(
-                f"\n\n-- Process {index} terminated with the following error:\n{trace}", index, -1)
+                f"\n\n-- Process {index} terminated with the following error:\n{trace}", index,
+                _pid(errdir, index))
         if exited:  # a rank called sys.exit(code): the first one
             index = int(exited[0].split(".")[0])
             with open(os.path.join(errdir, exited[0])) as fh:
                 rank_code = int(fh.read())
             raise ProcessExitedException(f"process {index} terminated with exit code {rank_code}",
-                                         index, -1, rank_code)
-        raise ProcessExitedException(
-            f"spawn: the MPI job of {nprocs} processes ended with exit code {code} (no process "
-            "raised a Python exception; mpiexec's message is above)", 0, -1, code)
+                                         index, _pid(errdir, index), rank_code)
+        raise _exited_by_itself(errdir, entries, nprocs, code)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _exited_by_itself(errdir: str, entries: list[str], nprocs: int, code: int):
+    """The ``ProcessExitedException`` for a job no rank of which raised or called
+    ``sys.exit``: the rank that started (``<rank>.pid``) but neither returned (``.done``)
+    nor was stopped by mpiexec (``.killed``) ended by itself (``os._exit``, a crash), with
+    mpiexec's exit status (the first failing process's code, or 128 + its signal)."""
+    from .spawn import ProcessExitedException
+
+    names = set(entries)
+    started = sorted(int(n.split(".")[0]) for n in names if n.endswith(".pid"))
+    alone = [r for r in started if f"{r}.done" not in names and f"{r}.killed" not in names]
+    signal_name = None
+    if code > 128:
+        try:
+            signal_name = signal.Signals(code - 128).name
+        except ValueError:
+            pass
+    how = f"signal {signal_name}" if signal_name else f"exit code {code}"
+    if len(alone) == 1:
+        index = alone[0]
+        return ProcessExitedException(
+            f"process {index} terminated with {how} (it ended without raising a Python "
+            "exception, e.g. os._exit() or a crash; mpiexec's message is above)", index,
+            _pid(errdir, index),
+            code, signal_name)
+    which = (f"one of processes {alone}" if alone else "a process")
+    return ProcessExitedException(
+        f"spawn: the MPI job of {nprocs} processes ended with {how}: {which} ended without "
+        "raising a Python exception (os._exit() or a crash; mpiexec's message is above)",
+        alone[0] if alone else 0, -1, code, signal_name)
+
+
+def _pid(errdir: str, index: int) -> int:
+    """Process ``index``'s pid from its ``<index>.pid`` mark (-1 when it never wrote one)."""
+    try:
+        with open(os.path.join(errdir, f"{index}.pid")) as fh:
+            return int(fh.read())
+    except (OSError, ValueError):
+        return -1

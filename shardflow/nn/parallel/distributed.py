@@ -26,8 +26,18 @@ Algorithm
   counted as ready, so their buckets still complete. Without it, a parameter that gets no
   gradient leaves its bucket unfinished and the next forward raises PyTorch's error, naming
   the parameter (``b.weight``), as PyTorch does with ``TORCH_DISTRIBUTED_DEBUG=DETAIL``.
+  With every parameter used, the first such forward warns as torch does (the walk costs
+  time every iteration).
+* ``static_graph=True``: the first iteration's graph is walked as with
+  ``find_unused_parameters`` and its unused parameters are remembered (zero-filled every
+  iteration); each later forward is checked against it, and a graph that uses another set of
+  parameters raises torch's "graph has changed" error naming them, in that forward (torch
+  raises at the next one, when a bucket is found unfinished).
 * ``broadcast_buffers=True``: buffers (e.g. BatchNorm running stats) are broadcast from
-  rank 0 before each forward.
+  rank 0 before each forward. torch 2.13's arguments: ``broadcast_buffers`` (deprecated,
+  torch's ``FutureWarning`` when passed) controls the sync at wrap too (``False``: buffers
+  stay rank-local; they used to be synced at wrap anyway); ``forward_sync_buffers`` controls
+  only the forward sync; ``init_sync=False`` skips the wrap-time check and broadcast.
 * ``join()``: uneven numbers of batches per rank; see ``join.py`` for the protocol (ranks
   that ran out shadow the others' collectives with zeros, then the last joiner's model is
   broadcast).
@@ -52,6 +62,7 @@ gradients.
 from __future__ import annotations
 
 import contextlib
+import warnings
 
 from ... import comm as _comm
 from ...autograd import is_grad_enabled
@@ -59,6 +70,38 @@ from ..module import Module
 from .autograd_walk import reachable_leaves, tensors_in
 from .join import DDPJoinHook, Join
 from .reducer import Reducer, partial_dims, reducers_of
+
+_ALL_USED_WARNING = (
+    "find_unused_parameters=True was specified in DDP constructor, but did not find any unused "
+    "parameters in the forward pass. This flag results in an extra traversal of the autograd "
+    "graph every iteration, which can adversely affect performance. If your model indeed never "
+    "has any unused parameters in the forward pass, consider turning this flag off. Note that "
+    "this warning may be a false positive if your model has flow control causing later "
+    "iterations to have unused parameters.")
+
+
+def _buffer_sync(broadcast_buffers, forward_sync_buffers) -> tuple[bool, bool]:
+    """torch 2.13's buffer arguments: ``(sync before each forward, sync at wrap)``.
+    ``broadcast_buffers`` (deprecated, with torch's ``FutureWarning``) controls both, so
+    ``False`` keeps rank-local buffers; ``forward_sync_buffers`` controls only the forward
+    (buffers are always synced at wrap) and wins when both are given."""
+    if broadcast_buffers is not None:
+        if forward_sync_buffers is not None:
+            warnings.warn(
+                "Both `broadcast_buffers` and `forward_sync_buffers` were specified. "
+                "`broadcast_buffers` is deprecated and its value is ignored when "
+                "`forward_sync_buffers` is provided.", FutureWarning, stacklevel=3)
+        else:
+            warnings.warn(
+                "`broadcast_buffers` is deprecated. Use `forward_sync_buffers` instead. "
+                "IMPORTANT: unlike `broadcast_buffers=False`, `forward_sync_buffers=False` "
+                "still syncs buffers at init. If you rely on buffers NOT being synced at init "
+                "(e.g. rank-local buffers), keep using `broadcast_buffers=False` until "
+                "`init_sync_buffers` is available.", FutureWarning, stacklevel=3)
+    if forward_sync_buffers is not None:
+        return bool(forward_sync_buffers), True
+    sync = True if broadcast_buffers is None else bool(broadcast_buffers)
+    return sync, sync
 
 
 def _check_device_ids(module, device_ids, output_device) -> None:
@@ -82,11 +125,15 @@ class DistributedDataParallel(Module):
     """Data parallel over ``process_group`` (default: the world); see the module docstring."""
 
     def __init__(self, module: Module, device_ids=None, output_device=None, dim: int = 0,
-                 broadcast_buffers: bool = True, process_group=None, bucket_cap_mb: float = 25,
+                 broadcast_buffers: bool | None = None, init_sync: bool = True,
+                 process_group=None, bucket_cap_mb: float | None = None,
                  find_unused_parameters: bool = False, check_reduction: bool = False,
                  gradient_as_bucket_view: bool = False, static_graph: bool = False,
-                 device_mesh=None):
+                 device_mesh=None, forward_sync_buffers: bool | None = None):
         super().__init__()
+        forward_sync, init_sync_buffers = _buffer_sync(broadcast_buffers, forward_sync_buffers)
+        if bucket_cap_mb is None:  # torch 2.13's default: None means 25 MB
+            bucket_cap_mb = 25
         if not isinstance(module, Module):
             raise TypeError(f"DistributedDataParallel wraps an nn.Module, got {type(module).__name__}")
         if dim != 0:
@@ -106,12 +153,16 @@ class DistributedDataParallel(Module):
         d["process_group"] = process_group if process_group is not None else _comm.get_world()
         d["device_ids"] = device_ids
         d["output_device"] = output_device
-        d["broadcast_buffers"] = broadcast_buffers
+        d["broadcast_buffers"] = forward_sync  # before each forward (forward_sync_buffers)
         d["find_unused_parameters"] = find_unused_parameters
+        d["static_graph"] = bool(static_graph)
+        d["_static_unused"] = None  # static_graph: ids of the parameters iteration 1 left unused
+        d["_warned_all_used"] = False
         d["gradient_as_bucket_view"] = gradient_as_bucket_view
         d["bucket_bytes_cap"] = int(bucket_cap_mb * 1024 * 1024)
         pg = self.process_group
-        self._sync_module_states()
+        if init_sync:
+            self._sync_module_states(init_sync_buffers)
         named = list(module.named_parameters())
         params = list(dict.fromkeys(p for p in module.parameters() if p.requires_grad))
         names = {id(p): n for n, p in named}
@@ -136,12 +187,17 @@ class DistributedDataParallel(Module):
             _comm.set_data_parallel(True)  # DataLoaders shard their data by rank
 
     # -- setup ---------------------------------------------------------------------------
-    def _sync_module_states(self) -> None:
+    def _sync_module_states(self, buffers: bool = True) -> None:
+        """Rank 0's parameters (and, unless ``broadcast_buffers=False``, buffers) on every
+        rank, after checking that the ranks wrapped the same model."""
         pg = self.process_group
         if pg.size == 1:
             return
         self._verify_same_model()
-        for t in list(self.module.parameters()) + [b for b in self.module.buffers() if b is not None]:
+        synced = list(self.module.parameters())
+        if buffers:
+            synced += [b for b in self.module.buffers() if b is not None]
+        for t in synced:
             pg.broadcast(t.array, 0)
             t._version_counter[0] += 1
 
@@ -152,7 +208,7 @@ class DistributedDataParallel(Module):
         parameter of another shape raised a collective mismatch that named no parameter and
         did not say the models differ."""
         pg = self.process_group
-        mine = [(n, tuple(p.array.shape), str(p.array.dtype))
+        mine = [(n, tuple(p.array.shape), str(p.array.dtype), bool(p.requires_grad))
                 for n, p in self.module.named_parameters()]
         every = pg.all_gather_object(mine)
         me = pg.rank
@@ -162,17 +218,39 @@ class DistributedDataParallel(Module):
         for r, theirs in enumerate(every):
             if r == me:
                 continue
-            if len(theirs) != len(mine):
+            # torch counts the parameters that require grad (the reducer's), so a
+            # requires_grad that differs is a count mismatch; the flags name the parameter
+            n_mine, n_theirs = sum(a[3] for a in mine), sum(b[3] for b in theirs)
+            flags = [(a[0], a[3]) for a, b in zip(mine, theirs) if a[0] == b[0] and a[3] != b[3]]
+            if n_mine != n_theirs and flags and len(mine) == len(theirs):
+                name, on_me = flags[0]
                 raise RuntimeError(
                     f"DDP expects same model across all ranks, but Rank {ranks[me]} has "
-                    f"{len(mine)} params, while rank {ranks[r]} has inconsistent "
-                    f"{len(theirs)} params{fix}")
+                    f"{n_mine} params, while rank {ranks[r]} has inconsistent {n_theirs} params: "
+                    f"parameter {name} has requires_grad={on_me} on rank {ranks[me]} and "
+                    f"requires_grad={not on_me} on rank {ranks[r]}; freeze (requires_grad_(False)) "
+                    "the same parameters on every rank before wrapping the model in DDP")
+            if len(theirs) != len(mine) or n_mine != n_theirs:
+                raise RuntimeError(
+                    f"DDP expects same model across all ranks, but Rank {ranks[me]} has "
+                    f"{n_mine} params, while rank {ranks[r]} has inconsistent "
+                    f"{n_theirs} params{fix}")
             for i, (a, b) in enumerate(zip(mine, theirs)):
-                if a[1:] != b[1:]:
+                if a[1:3] != b[1:3]:
                     raise RuntimeError(
                         f"DDP expects same model across all ranks, but params[{i}] ({a[0]}) "
                         f"has sizes {list(a[1])} ({a[2]}) on rank {ranks[me]} and sizes "
                         f"{list(b[1])} ({b[2]}) on rank {ranks[r]} ({b[0]}){fix}")
+
+    @property
+    def forward_sync_buffers(self) -> bool:
+        """Whether buffers are broadcast from rank 0 before each forward (torch 2.13's name
+        for what ``broadcast_buffers`` controlled)."""
+        return self.broadcast_buffers
+
+    @forward_sync_buffers.setter
+    def forward_sync_buffers(self, value: bool) -> None:
+        self.__dict__["broadcast_buffers"] = bool(value)
 
     # -- state the reducer keeps -------------------------------------------------------------
     @property
@@ -202,10 +280,53 @@ class DistributedDataParallel(Module):
     def forward(self, *inputs, **kwargs):
         self.pre_forward()
         out = self.module(*inputs, **kwargs)
-        if self.find_unused_parameters and self.reducer.require_sync and is_grad_enabled():
+        if (self.find_unused_parameters or self.static_graph) and self.reducer.require_sync \
+                and is_grad_enabled():
             used = reachable_leaves(tensors_in(out))
-            self.reducer.mark_unused([p for p in self.reducer.params if id(p) not in used])
+            unused = [p for p in self.reducer.params if id(p) not in used]
+            if self.static_graph:
+                self._check_static_graph(unused)
+            if self.find_unused_parameters and not unused and not self._warned_all_used:
+                self.__dict__["_warned_all_used"] = True
+                warnings.warn(_ALL_USED_WARNING, UserWarning, stacklevel=2)
+            self.reducer.mark_unused(unused)
         return out
+
+    def _set_static_graph(self) -> None:
+        """torch's private switch, as ``static_graph=True`` (recipes call it after wrapping,
+        e.g. with activation checkpointing); before the first iteration only."""
+        if self._static_unused is not None or self.reducer.touched:
+            raise RuntimeError("_set_static_graph() must be called before the first "
+                               "iteration; pass static_graph=True to DistributedDataParallel")
+        self.__dict__["static_graph"] = True
+
+    def _check_static_graph(self, unused) -> None:
+        """``static_graph=True``: the first iteration records which parameters the graph
+        leaves unused (they count as ready with zeros, as with ``find_unused_parameters``);
+        a later forward that uses another set raises torch's "graph has changed" error,
+        naming the parameters, before its backward can leave a bucket unfinished."""
+        ids = frozenset(id(p) for p in unused)
+        recorded = self._static_unused
+        if recorded is None:
+            self.__dict__["_static_unused"] = ids
+            return
+        if ids == recorded:
+            return
+        names = dict(zip(map(id, self.reducer.params), self.reducer.names))
+        now_unused = [names[i] for i in names if i in ids and i not in recorded]
+        now_used = [names[i] for i in names if i in recorded and i not in ids]
+        parts = []
+        if now_unused:
+            parts.append(f"used in the first iteration but unused now: {', '.join(now_unused)}")
+        if now_used:
+            parts.append(f"unused in the first iteration but used now: {', '.join(now_used)}")
+        raise RuntimeError(
+            "Your training graph has changed in this iteration, e.g., one parameter is used in "
+            "first iteration, but then got unused in the second iteration. This is not "
+            f"compatible with static_graph set to True (rank {self.process_group.rank}: "
+            f"{'; '.join(parts)}). Build DistributedDataParallel without static_graph=True "
+            "(and with find_unused_parameters=True if parts of the model are skipped in some "
+            "iterations).")
 
     def pre_forward(self) -> None:
         """What ``forward`` does before running the module: raise PyTorch's error if the
