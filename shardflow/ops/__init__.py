@@ -73,6 +73,7 @@ from .shape import *
 from .shape_extra import *
 from .softmax import *
 from .sort import *
+from .sparse_compressed import *
 from .sparse_coo import *
 from .special_functions import *
 from .spectral import *

@@ -74,7 +74,9 @@ def _same_dtype(a: Tensor, b: Tensor) -> None:
 
 
 def _has_sparse(a, b) -> bool:
-    return getattr(a, "is_sparse", False) or getattr(b, "is_sparse", False)
+    # COO (is_sparse) or a compressed layout (CSR/CSC: ops/sparse_compressed.py), which
+    # torch reports as is_sparse False
+    return any(getattr(x, "is_sparse", False) or getattr(x, "_layout", None) is not None for x in (a, b))
 
 
 def _tensors(a, b):
