@@ -169,8 +169,11 @@ class SparseCompressedTensor(SparseTensor):
     def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
         if layout is not None and layout is not sparse_coo:
             return _to_layout(self, layout, blocksize, dense_dim)
-        # coalesce orders the entries row-major and sums duplicates (a CSC's order is not)
-        return SparseTensor._make(self._idx, self._vals, self._size, False).coalesce()
+        # torch's: a CSR's entries are already row-major (coalesced); a CSC's stay in column
+        # order, marked uncoalesced
+        if self._layout is sparse_csr:
+            return SparseTensor._make(self._idx, self._vals, self._size, False).coalesce()
+        return SparseTensor._make(self._idx, self._vals, self._size, False)
 
     def to_sparse_csr(self, dense_dim=None) -> SparseCompressedTensor:
         return self if self._layout is sparse_csr else to_sparse_csr(self, dense_dim)
@@ -247,8 +250,6 @@ def _compressed_repr(t: SparseCompressedTensor) -> str:
         s = _ts.array_str(a, indent + len(prefix))
         if a.size == 0:
             s += f", size={tuple(a.shape)}"
-        if a.dtype != np.int64:
-            s += f", dtype={dtypes.from_numpy_dtype(a.dtype)}"
         parts.append(prefix + s + ")")
     vals = t._vals.detach().numpy()
     vp = "values=tensor("
