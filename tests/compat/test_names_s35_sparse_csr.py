@@ -180,3 +180,16 @@ def test_gcn_with_a_csr_adjacency_trains_like_torch():
     np.testing.assert_allclose(runs[sf][0], runs[torch][0], rtol=1e-5)
     _same(runs[torch][1], runs[sf][1], 1e-5)
     _same(runs[torch][2], runs[sf][2], 1e-5)
+
+
+def test_csr_and_csc_save_load_round_trip_with_torch(tmp_path):
+    a = np.array([[0.0, 1.5, 0.0], [2.0, 0.0, -1.0]], np.float32)
+    path = tmp_path / "adj.pt"
+    sf.save({"csr": sf.tensor(a).to_sparse_csr(), "csc": sf.tensor(a).to_sparse_csc()}, path)
+    for got in (torch.load(path), sf.load(path)):
+        assert str(got["csr"].layout).endswith("sparse_csr") and str(got["csc"].layout).endswith("sparse_csc")
+        np.testing.assert_array_equal(got["csr"].to_dense().numpy(), a)
+        np.testing.assert_array_equal(got["csc"].to_dense().numpy(), a)
+    torch.save(torch.tensor(a).to_sparse_csr(), path)
+    got = sf.load(path)
+    assert got.layout is sf.sparse_csr and got.crow_indices().tolist() == [0, 1, 3]
