@@ -10,12 +10,14 @@ from .batchnorm import SyncBatchNorm
 from .channelshuffle import *
 from .container import *
 from .conv import *
+from .cross_map_lrn import *
 from .distance import *
 from .dropout import *
 from .flatten import *
 from .fractional_pool import *
 from .lazy import *
 from .linear import *
+from .linear_cross_entropy import *
 from .loss import *
 from .module import Module
 from .normalization import *
