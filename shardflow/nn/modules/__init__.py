@@ -17,7 +17,6 @@ from .flatten import *
 from .fractional_pool import *
 from .lazy import *
 from .linear import *
-from .linear_cross_entropy import *
 from .loss import *
 from .module import Module
 from .normalization import *
