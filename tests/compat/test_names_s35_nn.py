@@ -136,3 +136,36 @@ def test_linear_cross_entropy_loss_module_trains_like_torch():
         warnings.simplefilter("ignore")
         want = sf.nn.functional.cross_entropy(crit.linear(sf.tensor(a)), sf.tensor(tgt[:, 0]))
     assert got.item() == pytest.approx(want.item(), rel=1e-6)
+
+
+def test_swap_in_optimizer_params_and_state_matches_torch():
+    rng = np.random.default_rng(5)
+    w0, g1, g2 = (rng.standard_normal((3, 2)).astype(np.float32) for _ in range(3))
+    out = {}
+    for m in (torch, sf):
+        p = m.nn.Parameter(m.tensor(w0))
+        opt = m.optim.Adam([p], lr=0.1)
+        p.grad = m.tensor(g1)
+        opt.step()  # the live state exists
+        live_before = p.detach().clone()
+        sd = opt.state_dict()
+        swap_state = {"state": {k: {n: (t.clone() if isinstance(t, m.Tensor) else t) for n, t in v.items()}
+                                for k, v in sd["state"].items()},
+                      "param_groups": [dict(g, lr=0.5) for g in sd["param_groups"]]}
+        q = m.nn.Parameter(m.tensor(w0) * 2)
+        q.grad = m.tensor(g2)
+        with m.optim.swap_in_optimizer_params_and_state(opt, {"w": q}, swap_state):
+            assert opt.param_groups[0]["params"][0] is q and opt.param_groups[0]["lr"] == 0.5
+            opt.step()
+        assert opt.param_groups[0]["params"][0] is p and opt.param_groups[0]["lr"] == 0.1
+        assert np.array_equal(_np(p), _np(live_before))  # the live parameter untouched
+        out[m] = (q, swap_state["state"][0]["exp_avg"], opt.state[p]["exp_avg"])
+        with pytest.raises(RuntimeError, match="different number of params than the live"):
+            with m.optim.swap_in_optimizer_params_and_state(
+                    opt, {"w": q}, {"state": {}, "param_groups": [dict(sd["param_groups"][0], params=[])]}):
+                pass
+        with pytest.raises(RuntimeError, match="requires initialized optimizer state"):
+            with m.optim.swap_in_optimizer_params_and_state(m.optim.SGD([q], lr=0.1), {"w": q}, sd):
+                pass
+    for a, b in zip(out[torch], out[sf], strict=True):  # the swap-in state was updated in place
+        np.testing.assert_allclose(_np(b), _np(a), rtol=1e-6)
