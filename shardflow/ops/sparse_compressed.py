@@ -75,9 +75,11 @@ class SparseCompressedTensor(SparseTensor):
         """``compressed``/``plain`` as the user gave them (their dtype kept, as torch's);
         the COO coordinates are derived once here."""
         xp = get_array_module(compressed)
-        counts = xp.diff(compressed.astype(np.int64))
-        outer = xp.repeat(xp.arange(counts.shape[0], dtype=np.int64), counts)
         inner = plain.astype(np.int64)
+        # entry e belongs to the row (column) r with compressed[r] <= e < compressed[r + 1]
+        # (searchsorted, not repeat(counts): CuPy's repeat takes no array of counts)
+        outer = xp.searchsorted(compressed[1:].astype(np.int64), xp.arange(inner.shape[0], dtype=np.int64),
+                                side="right").astype(np.int64)
         idx = xp.stack([outer, inner]) if layout is sparse_csr else xp.stack([inner, outer])
         t = cls._make(idx, values, shape, True)
         t.__dict__["_compressed"] = compressed

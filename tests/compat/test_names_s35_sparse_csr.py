@@ -59,6 +59,8 @@ def test_csc_and_conversions_between_layouts():
     assert s.row_indices().tolist() == t.row_indices().tolist() and s.values().tolist() == t.values().tolist()
     t, s = _both(lambda m: m.tensor(a).to_sparse().to_sparse_csr())  # COO -> CSR
     assert repr(s).replace("shardflow.", "torch.") == repr(t)
+    t, s = _both(lambda m: m.tensor(a).to_sparse().to_sparse(layout=m.sparse_csc))
+    assert repr(s).replace("shardflow.", "torch.") == repr(t)
     t, s = _both(lambda m: m.tensor(a).to_sparse_csc().to_sparse())  # CSC -> COO (row-major)
     assert repr(s).replace("shardflow.", "torch.") == repr(t)
     t, s = _both(lambda m: m.tensor(a).to_sparse(layout=m.sparse_csc).t())  # CSC^T is CSR
