@@ -389,13 +389,15 @@ def sparse_compressed_tensor(compressed_indices, plain_indices, values, size=Non
 
 
 @register("sparse_bsr_tensor")
-def sparse_bsr_tensor(crow_indices, col_indices, values, size=None, **kwargs):
+def sparse_bsr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
+                      requires_grad=False, check_invariants=None):
     """``torch.sparse_bsr_tensor``: not built (raises, naming CSR and COO)."""
     raise NotImplementedError(f"sparse_bsr_tensor: {_BLOCKED}")
 
 
 @register("sparse_bsc_tensor")
-def sparse_bsc_tensor(ccol_indices, row_indices, values, size=None, **kwargs):
+def sparse_bsc_tensor(ccol_indices, row_indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
+                      requires_grad=False, check_invariants=None):
     """``torch.sparse_bsc_tensor``: not built (raises, naming CSC and COO)."""
     raise NotImplementedError(f"sparse_bsc_tensor: {_BLOCKED}")
 
