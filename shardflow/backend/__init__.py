@@ -33,7 +33,7 @@ from .dtypes import (
     uint64,
 )
 from .fp_errors import install_warning_filter
-from .layout import layout, sparse_coo, strided
+from .layout import layout, sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr, strided
 from .memory import tune_allocator
 from .xp import (
     cuda_is_available,

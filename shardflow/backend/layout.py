@@ -1,9 +1,10 @@
-"""Tensor layouts: ``shardflow.strided`` (every dense tensor) and ``shardflow.sparse_coo``
-(``ops/sparse_coo.py``), PyTorch's ``torch.layout`` values (``t.layout``)."""
+"""Tensor layouts: ``shardflow.strided`` (every dense tensor), ``shardflow.sparse_coo``
+(``ops/sparse_coo.py``), ``sparse_csr`` / ``sparse_csc`` (``ops/sparse_compressed.py``) and
+``sparse_bsr`` / ``sparse_bsc`` (named only: their constructors refuse), PyTorch's ``torch.layout`` values (``t.layout``)."""
 
 from __future__ import annotations
 
-__all__ = ["layout", "strided", "sparse_coo", "jagged"]
+__all__ = ["layout", "strided", "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc", "jagged"]
 
 
 class NamedConstant:
@@ -30,6 +31,10 @@ class layout(NamedConstant):
 
 strided = layout("strided")
 sparse_coo = layout("sparse_coo")
+sparse_csr = layout("sparse_csr")
+sparse_csc = layout("sparse_csc")
+sparse_bsr = layout("sparse_bsr")
+sparse_bsc = layout("sparse_bsc")
 # torch.jagged: the layout of nested tensors, which shardflow does not build (shardflow.nested
 # refuses clearly); the constant exists for code that names it
 jagged = layout("jagged")

@@ -99,7 +99,8 @@ def _whole_array(t: Tensor, name: str) -> np.ndarray:
 
 def _flatten(obj, path: list[str], arrays: dict):
     name = "/".join(_esc(p) for p in path) or "_"
-    if isinstance(obj, Tensor) and obj.is_sparse:  # torch.save's pickle holds it (pytorch_writer)
+    # COO (is_sparse) or CSR/CSC (a layout other than strided): torch.save's pickle holds it
+    if isinstance(obj, Tensor) and (obj.is_sparse or obj.layout.name in ("sparse_csr", "sparse_csc")):
         raise NotPlainDataError(f"a sparse tensor at {name!r} is pickled, not stored as safetensors")
     if isinstance(obj, Tensor):
         arrays[name] = _whole_array(obj, name)

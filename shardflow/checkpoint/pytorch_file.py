@@ -234,12 +234,20 @@ def _size(values=()):
 
 def _rebuild_sparse_tensor(layout, data):
     """torch's ``_utils._rebuild_sparse_tensor``: a COO tensor from (indices, values, size[,
-    is_coalesced]); other layouts (CSR ...) are not built here."""
+    is_coalesced]), a CSR/CSC one from (compressed_indices, plain_indices, values, size); the
+    blocked layouts (BSR/BSC) are not built in shardflow."""
+    from ..backend.layout import sparse_csc, sparse_csr
+    from ..ops.sparse_compressed import sparse_compressed_tensor
     from ..ops.sparse_coo import sparse_coo_tensor
 
+    if layout in ("sparse_csr", "sparse_csc"):
+        compressed, plain, values, size = data
+        return sparse_compressed_tensor(compressed, plain, values, tuple(size),
+                                        layout=sparse_csr if layout == "sparse_csr" else sparse_csc)
     if layout != "sparse_coo":
         raise CheckpointError(f"PyTorch file: a sparse tensor of layout torch.{layout}; shardflow "
-                              "reads sparse_coo only (save it with .to_sparse() or .to_dense())")
+                              "reads sparse_coo, sparse_csr and sparse_csc only (save it with .to_sparse() "
+                              "or .to_sparse_csr())")
     indices, values, size = data[:3]
     return sparse_coo_tensor(indices, values, tuple(size), is_coalesced=data[3] if len(data) > 3 else None)
 

@@ -13,7 +13,8 @@ Tensors are pickled under PyTorch's names, so the pickle holds no shardflow tens
   copy), and one tensor object referenced twice (a tied weight) is pickled once;
 * a Parameter is ``torch._utils._rebuild_parameter(tensor, requires_grad, OrderedDict())``;
 * a sparse COO tensor is ``torch._utils._rebuild_sparse_tensor(layout, (indices, values,
-  size, is_coalesced))``, the layout ``torch.serialization._get_layout('torch.sparse_coo')``;
+  size, is_coalesced))``, the layout ``torch.serialization._get_layout('torch.sparse_coo')``
+  (CSR/CSC: ``(compressed_indices, plain_indices, values, size)`` with their layout);
 * dtypes are the globals ``torch.float32`` ..., devices ``torch.device('cuda', 0)``,
   ``Size`` is ``torch.Size``.
 
@@ -40,6 +41,7 @@ from ..autograd.tensor import _wrap
 from ..backend import device as _device
 from ..backend import dtypes
 from ..nn.parameter import Parameter
+from ..ops.sparse_compressed import SparseCompressedTensor
 from ..ops.sparse_coo import SparseTensor
 from .atomic import atomic_write
 
@@ -167,6 +169,10 @@ class _Pickler(pickle._Pickler):
         return _global("torch._utils", "_rebuild_tensor_v2"), args
 
     def reducer_override(self, obj):
+        if isinstance(obj, SparseCompressedTensor):  # CSR/CSC: (compressed, plain, values, size)
+            data = (_wrap(np.asarray(obj._compressed)), _wrap(np.asarray(obj._plain)), obj._vals.detach(),
+                    Size(obj._size))
+            return _global("torch._utils", "_rebuild_sparse_tensor"), (_LayoutOut(f"torch.{obj._layout.name}"), data)
         if isinstance(obj, SparseTensor):  # torch's _rebuild_sparse_tensor(layout, data)
             data = (_wrap(np.asarray(obj._idx, np.int64)), obj._vals.detach(), Size(obj._size), obj._coalesced)
             return _global("torch._utils", "_rebuild_sparse_tensor"), (_LayoutOut("torch.sparse_coo"), data)

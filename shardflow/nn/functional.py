@@ -990,5 +990,6 @@ from .functional_extra import *  # noqa: E402,F403
 from .functional_extra import __all__ as _extra_all  # noqa: E402
 from .functional_fractional import *  # noqa: E402,F403
 from .functional_fractional import __all__ as _fractional_all  # noqa: E402
+from .functional_linear_ce import linear_cross_entropy  # noqa: E402
 
-__all__ += _extra_all + _fractional_all + ["conv_tbc"]
+__all__ += _extra_all + _fractional_all + ["conv_tbc", "linear_cross_entropy"]

@@ -18,7 +18,7 @@ special_functions (lgamma/digamma/polygamma/mvlgamma/erfinv/xlogy), math_extra (
 hyperbolics, atan2, hypot, logaddexp ...), misc_extra (gcd, trapezoid, windows, *_scatter
 ...), complex_ops (polar, view_as_real/complex, real/imag, conj, angle), gamma_sampling
 (Gamma/Dirichlet draws with implicit gradients), sparse_coo (sparse COO tensors, sparse @
-dense), fft_ops (``torch.fft``'s transforms, as ``fft_fft`` ...), spectral (stft / istft), tensor_methods (in-place forms, view changes, ``new``, ``asarray`` ...); stats (cov, mode, nanmedian, renorm, gradient, histogramdd), index_reduce (put,
+dense), sparse_compressed (CSR/CSC tensors on the COO kernels), fft_ops (``torch.fft``'s transforms, as ``fft_fft`` ...), spectral (stft / istft), tensor_methods (in-place forms, view changes, ``new``, ``asarray`` ...); stats (cov, mode, nanmedian, renorm, gradient, histogramdd), index_reduce (put,
 index_reduce, segment_reduce, nonzero_static), tensor_compat
 (range, DLPack, resize_, in-place forms, dropout_ ...), tensor_aliases (isreal, is_neg,
 adjoint, narrow_copy, unsafe_split ...: other ops under torch's names), strided (as_strided
@@ -73,6 +73,7 @@ from .shape import *
 from .shape_extra import *
 from .softmax import *
 from .sort import *
+from .sparse_compressed import *
 from .sparse_coo import *
 from .special_functions import *
 from .spectral import *

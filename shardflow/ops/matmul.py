@@ -44,6 +44,7 @@ from ..autograd.function import ViewNode
 from ..autograd.higher_order import first_order_only
 from ..backend import as_dtype, dtypes, get_array_module
 from ..backend.fp_errors import enter_quiet, exit_quiet
+from ..backend.layout import layout as _layout_cls
 from . import _grad_graph as _gg
 from ._util import as_array, as_dtype_of, as_tensor_arg, promote, unbroadcast
 
@@ -74,7 +75,10 @@ def _same_dtype(a: Tensor, b: Tensor) -> None:
 
 
 def _has_sparse(a, b) -> bool:
-    return getattr(a, "is_sparse", False) or getattr(b, "is_sparse", False)
+    # COO (is_sparse) or a compressed layout (CSR/CSC: ops/sparse_compressed.py), which
+    # torch reports as is_sparse False
+    return any(getattr(x, "is_sparse", False) or isinstance(getattr(x, "_layout", None), _layout_cls)
+               for x in (a, b))
 
 
 def _tensors(a, b):

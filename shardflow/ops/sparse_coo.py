@@ -34,7 +34,7 @@ import numpy as np
 
 from ..autograd import Function, Tensor, _wrap, no_grad
 from ..autograd import _tensor_str as _ts
-from ..autograd.dispatch import register
+from ..autograd.dispatch import OPS, register
 from ..backend import CPU, as_dtype, device_of, dtypes, get_array_module, to_device
 from ..backend.layout import sparse_coo
 from ._factory_options import check_factory_options
@@ -225,8 +225,10 @@ class SparseTensor(Tensor):
         out = ToDense.apply(self._vals, indices=self._idx, shape=self._size)
         return out if dtype is None else out.to(dtype)
 
-    def to_sparse(self, sparse_dim=None) -> SparseTensor:
-        return self
+    def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
+        if layout is None or layout is sparse_coo:
+            return self
+        return to_sparse(self, sparse_dim, layout=layout, blocksize=blocksize, dense_dim=dense_dim)
 
     def t(self) -> SparseTensor:
         if self.ndim != 2 or self.sparse_dim() != 2:
@@ -500,11 +502,15 @@ def to_sparse(input, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=
     keep the autograd graph to ``input``."""
     from .index import getitem
 
-    if isinstance(input, SparseTensor):
-        return input
+    if isinstance(input, SparseTensor) and (layout is None or layout is sparse_coo):
+        return input.to_sparse() if input.layout is not sparse_coo else input  # CSR/CSC -> COO
+    if layout is not None and layout is not sparse_coo:  # CSR/CSC: ops/sparse_compressed.py
+        if blocksize is None and str(layout) in ("shardflow.sparse_csr", "shardflow.sparse_csc"):
+            return OPS[f"to_{str(layout).split('.')[1]}"](input, dense_dim)
+        if str(layout) in ("shardflow.sparse_bsr", "shardflow.sparse_bsc"):
+            return OPS[f"to_{str(layout).split('.')[1]}"](input, blocksize, dense_dim)
+        raise RuntimeError(f"to_sparse: expected a sparse layout, got {layout}")
     t = as_tensor_arg(input)
-    if layout is not None and layout is not sparse_coo:
-        raise RuntimeError(f"to_sparse: only layout=torch.sparse_coo is supported, got {layout}")
     if blocksize is not None:  # torch's error: block sizes belong to the BSR/BSC layouts
         raise RuntimeError("dense_to_sparse: conversion from Strided to Sparse with blocksize argument "
                            "given is not supported (blocksize is for layout=torch.sparse_bsr/bsc)")

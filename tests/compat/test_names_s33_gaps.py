@@ -28,7 +28,6 @@ GAPS = {
     "nn.utils.parametrize": "OpaqueBase get_swap_module_params_on_conversion is_opaque_reference_type is_traceable_wrapper_subclass",
     "nn.utils.stateless": "NamedMemberAccessor Tensor",
     "nn.utils.fusion": "ConvT LinearT",
-    "optim": "swap_in_optimizer_params_and_state",
     "optim.lr_scheduler": "TYPE_CHECKING Tensor inf",
     "optim.swa_utils": "PARAM_LIST TYPE_CHECKING",
     "utils.data": "DFIterDataPipe DataChunk IterDataPipe MapDataPipe argument_validation datapipes functional_datapipe graph graph_settings guaranteed_datapipes_determinism non_deterministic runtime_validation runtime_validation_disabled",

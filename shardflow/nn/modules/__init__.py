@@ -10,6 +10,7 @@ from .batchnorm import SyncBatchNorm
 from .channelshuffle import *
 from .container import *
 from .conv import *
+from .cross_map_lrn import *
 from .distance import *
 from .dropout import *
 from .flatten import *

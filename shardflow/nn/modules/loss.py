@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import math
+
 from .. import functional as F
+from ..functional_linear_ce import LinearCrossEntropyOptions, linear_cross_entropy
 from ..module import Module
+from .linear import Linear
 
 __all__ = ["CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "BCELoss", "BCEWithLogitsLoss",
            "SmoothL1Loss", "HuberLoss", "KLDivLoss", "CosineEmbeddingLoss", "MarginRankingLoss",
            "CTCLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss", "GaussianNLLLoss", "PoissonNLLLoss",
            "HingeEmbeddingLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss",
-           "MultiLabelMarginLoss", "NLLLoss2d"]
+           "MultiLabelMarginLoss", "NLLLoss2d", "LinearCrossEntropyLoss", "LinearCrossEntropyOptions"]
 
 
 class _Loss(Module):
@@ -251,3 +255,43 @@ class MultiLabelMarginLoss(_Loss):
 
 class NLLLoss2d(NLLLoss):
     """PyTorch's deprecated name for ``NLLLoss`` on images."""
+
+
+class LinearCrossEntropyLoss(_WeightedLoss):
+    """PyTorch 2.13's ``nn.LinearCrossEntropyLoss``: cross entropy of
+    ``Linear(in_features, C * prod(out_features))(input)`` against ``target`` (class indices or
+    probabilities), through ``F.linear_cross_entropy`` (``nn/functional_linear_ce.py``: shape
+    rules, and what ``options`` does here). As PyTorch's, the linear layer is stored flat and
+    reshaped in ``forward``, and the class ``weight`` is a buffer, so the state dict is PyTorch's."""
+
+    def __init__(self, in_features: int, num_classes: int, *, out_features: tuple[int, ...] = (),
+                 bias: bool = False, device=None, dtype=None, reduction: str = "mean", weight=None,
+                 ignore_index: int | None = None, label_smoothing: float = 0.0,
+                 options: LinearCrossEntropyOptions | None = None) -> None:
+        if weight is not None and tuple(weight.shape) != (num_classes,):
+            raise RuntimeError(f"expected weight shape to be {(num_classes,)}, got {tuple(weight.shape)}")
+        if label_smoothing < 0 or label_smoothing > 1.0:
+            raise RuntimeError(f"expected label_smoothing to be in range [0, 1], got {label_smoothing}")
+        super().__init__(weight=weight, reduction=reduction)
+        self.num_classes = num_classes
+        self.out_features = out_features
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+        self.linear = Linear(in_features, math.prod(out_features, start=num_classes), bias=bias, device=device,
+                             dtype=dtype)
+        self.options = options
+
+    def forward(self, input, target):
+        shape = (self.num_classes, *self.out_features)
+        bias = self.linear.bias
+        return linear_cross_entropy(
+            input, self.linear.weight.reshape(*shape, self.linear.in_features), target,
+            linear_bias=None if bias is None else bias.reshape(shape), weight=self.weight,
+            reduction=self.reduction, ignore_index=self.ignore_index, label_smoothing=self.label_smoothing,
+            options=self.options)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.linear.in_features}, num_classes={self.num_classes}, "
+                f"out_features={self.out_features}, bias={self.linear.bias is not None}, "
+                f"reduction={self.reduction}, ignore_index={self.ignore_index}, "
+                f"label_smoothing={self.label_smoothing}, options={self.options}")

@@ -30,9 +30,10 @@ from .. import init
 from ..module import Module
 from ..parameter import Parameter
 from ._utils import empty, register_bias
+from .cross_map_lrn import CrossMapLRN2d  # torch.nn.modules.normalization's path too
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
-           "InstanceNorm3d", "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm"]
+           "InstanceNorm3d", "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm", "CrossMapLRN2d"]
 
 
 def _affine_parameters(module: Module, affine: bool, bias: bool, shape: tuple, device, dtype) -> None:

@@ -8,6 +8,7 @@ from shardflow.testing.opspec import Arg, OpSpec
 
 IDX = Arg((2, 7), kind="index", high=4)  # 7 entries of a 4 x 4 matrix, duplicates likely
 NO_BF16 = ("float32", "float64")
+CROW, COL = [0, 2, 3, 5], [0, 2, 1, 0, 2]
 
 
 def S(m, i, v, size=(4, 4)):
@@ -27,5 +28,9 @@ SPECS = [
     OpSpec("to_sparse_mm", lambda m, a, d: m.sparse.mm(m.relu(a).to_sparse(), d), [Arg((3, 4)), Arg((4, 2))], dtypes=NO_BF16),
     OpSpec("to_sparse_roundtrip", lambda m, a: m.relu(a).to_sparse().to_dense(), [Arg((3, 4))]),
     OpSpec("to_sparse_values", lambda m, a: m.relu(a).to_sparse().values() * 3, [Arg((3, 4))]),
+    # CSR/CSC (shardflow/ops/sparse_compressed.py): a fixed 3 x 3 pattern, random values
+    OpSpec("sparse_csr_mm", lambda m, v, d: m.sparse_csr_tensor(m.tensor(CROW), m.tensor(COL), v, (3, 3)) @ d, [Arg((5,)), Arg((3, 2))], dtypes=NO_BF16),
+    OpSpec("sparse_csc_to_dense", lambda m, v: m.sparse_csc_tensor(m.tensor(CROW), m.tensor(COL), v).to_dense(), [Arg((5,), grad=False)], grad=False),
+    OpSpec("sparse_compressed_mm", lambda m, d, v: m.mm(d, m.sparse_compressed_tensor(m.tensor(CROW), m.tensor(COL), v, (3, 3), layout=m.sparse_csr)), [Arg((2, 3)), Arg((5,))], dtypes=NO_BF16),
     OpSpec("sparse_transpose_scale_add", lambda m, i, v, d: m.sparse.mm((S(m, i, v).t() * 2.0 + S(m, i, v)) / 3.0, d), [IDX, Arg((7,)), Arg((4, 2))], dtypes=NO_BF16),
 ]
