@@ -14,13 +14,25 @@ programs").
   from the two pre-trained models with ``weight.data.copy_``), negative sampling with
   ``np.random`` in a ``Dataset``, ``BCEWithLogitsLoss``, hit ratio / NDCG via ``torch.topk``
   and ``torch.take``.
+* ``programs/series_ae/deepfm.py``: rixwew/pytorch-fm's FM and DeepFM (``EmbeddingBag(mode='sum')``
+  first-order term fed flat indices and ``offsets``, per-field offsets added with
+  ``x.new_tensor``, ``0.5 * (square_of_sum - sum_of_square)``, an MLP with BatchNorm1d and
+  dropout on: torch's masks), ``BCELoss``, Adam; its dense form (see that file: shardflow's
+  ``sparse=True`` embeddings give dense gradients, which ``SparseAdam`` refuses).
 
 Tolerance: printed numbers have 6 decimals and agree to +-1 in the last digit (float32
-rounding in a different summation order); states rtol 1e-4, atol 1e-5.
+rounding in a different summation order); states rtol 1e-4, atol 1e-5. DeepFM's MLP puts
+a ``Linear`` before each training-mode ``BatchNorm1d``: that bias has a zero gradient in exact
+arithmetic, Adam turns each run's rounding noise into steps of about lr, so it (and the
+running mean that follows it) is bounded by 2 x 8 steps x lr 0.01 only, and the eval-mode
+lines that read the running means agree to rtol 1e-3 (measured 2e-4; torch itself moved its
+last one by 1.5e-4 between runs in different thread settings).
 """
 
+import re
 import warnings
 
+import numpy as np
 import pytest
 import torch
 
@@ -79,3 +91,29 @@ def test_guoyang9_ncf_trains_and_ranks_like_torch(tmp_path, monkeypatch, capsys)
         th_saved = torch.load(th_dir / "models" / f"{name}.pth")
         sf_saved = shardflow.load(sf_dir / "models" / f"{name}.pth")
         assert list(sf_saved) == list(th_saved), name
+
+
+_BEFORE_BN = re.compile(r"^mlp\.mlp\.(0|4)\.bias$|^mlp\.mlp\.(1|5)\.running_mean$")
+
+
+def _bias_before_batchnorm(key, value):
+    if not _BEFORE_BN.match(key):
+        return None
+    return 2 * 8 * 0.01, np.ones(value.shape, bool)
+
+
+def test_pytorch_fm_deepfm_trains_like_torch(tmp_path, monkeypatch, capsys):
+    """The ``randint`` click data, ``print`` of both models (``EmbeddingBag(13, 1,
+    mode='sum')``), the gradient's layout, every step's loss (the ``randperm`` batches,
+    dropout masks), the eval accuracy and mean prediction, the state-dict keys, a
+    ``mode='mean'`` EmbeddingBag with offsets; the trained states."""
+    (th, th_out, _, _), (sf, sf_out, _, _) = _run_both(tmp_path, monkeypatch, capsys, "deepfm")
+    assert "    (fc): EmbeddingBag(13, 1, mode='sum')" in th_out
+    assert sum(" loss " in line for line in th_out) == 16
+    evals = [i for i, line in enumerate(th_out) if " acc " in line]
+    assert len(evals) == 4
+    rest = [i for i in range(len(th_out)) if i not in evals]
+    same_printout([sf_out[i] for i in rest], [th_out[i] for i in rest], rtol=1e-5, atol=1.1e-6, what="deepfm")
+    same_printout([sf_out[i] for i in evals], [th_out[i] for i in evals], rtol=1e-3, atol=1.1e-6, what="deepfm eval")
+    assert_same_state(sf.fm, th.fm, "FM")
+    assert_same_state(sf.dfm, th.dfm, "DeepFM", rounding_only=_bias_before_batchnorm)
