@@ -19,6 +19,11 @@ programs").
   ``x.new_tensor``, ``0.5 * (square_of_sum - sum_of_square)``, an MLP with BatchNorm1d and
   dropout on: torch's masks), ``BCELoss``, Adam; its dense form (see that file: shardflow's
   ``sparse=True`` embeddings give dense gradients, which ``SparseAdam`` refuses).
+* ``programs/series_ae/lstm_forecast.py``: an LSTM forecaster as people write them: sliding
+  windows by ``torch.stack`` over ``range`` and by ``unfold``, ``nn.LSTM(batch_first=True)``
+  with ``torch.zeros`` ``h0``/``c0`` and dropout between layers, ``TensorDataset`` +
+  ``DataLoader(shuffle=True)``, ``ReduceLROnPlateau``, early stopping with
+  ``copy.deepcopy(model.state_dict())``, MAPE / SMAPE.
 
 Tolerance: printed numbers have 6 decimals and agree to +-1 in the last digit (float32
 rounding in a different summation order); states rtol 1e-4, atol 1e-5. DeepFM's MLP puts
@@ -117,3 +122,18 @@ def test_pytorch_fm_deepfm_trains_like_torch(tmp_path, monkeypatch, capsys):
     same_printout([sf_out[i] for i in evals], [th_out[i] for i in evals], rtol=1e-3, atol=1.1e-6, what="deepfm eval")
     assert_same_state(sf.fm, th.fm, "FM")
     assert_same_state(sf.dfm, th.dfm, "DeepFM", rounding_only=_bias_before_batchnorm)
+
+
+def test_lstm_forecaster_with_early_stopping_like_torch(tmp_path, monkeypatch, capsys):
+    """The window shapes (``stack`` and ``unfold`` agree), ``print(model)``, each epoch's
+    train / validation loss and the plateau-halved lr, the early stop, MAPE / SMAPE of the
+    restored best model and its last forecast (a tensor repr); the best state kept by
+    ``deepcopy`` equals the restored model's."""
+    (th, th_out, _, _), (sf, sf_out, _, _) = _run_both(tmp_path, monkeypatch, capsys, "lstm_forecast")
+    assert th_out[0] == "windows (69, 10, 1) (69, 2) (69, 12) True"
+    assert any(line.startswith("early stopping at epoch") for line in th_out)
+    assert th_out[-1].startswith("last forecast tensor([")
+    same_printout(sf_out, th_out, rtol=1e-5, atol=1.1e-6, what="lstm forecast")
+    assert_same_state(sf.model, th.model, "forecaster")
+    for key, value in sf.best_state.items():
+        assert not value.requires_grad and shardflow.equal(value, sf.model.state_dict()[key]), key
