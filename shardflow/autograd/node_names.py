@@ -87,6 +87,7 @@ def _var(fn) -> str:
 
 TORCH_NODE_NAMES = {
     "CopySlices": "CopySlices",
+    "_CopyFrom": "torch::autograd::CopyBackwards",
     "_Fill": lambda fn: "ZeroBackward0" if fn.__dict__.get("zero") else "FillBackward2",
     "_MedianAll": "MedianBackward0",
     "_NanMedianAll": "NanmedianBackward0",

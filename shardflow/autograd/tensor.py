@@ -21,6 +21,7 @@ counter moves, so a tensor saved for backward and changed afterwards is caught.
 
 from __future__ import annotations
 
+import copy
 import numbers
 import warnings
 
@@ -543,6 +544,31 @@ class Tensor(TensorCompatMethods):
     def __reduce_ex__(self, protocol):
         return (_rebuild, (self.numpy().copy(), self.requires_grad))
 
+    def __deepcopy__(self, memo):
+        """``copy.deepcopy``, as torch's: only a graph leaf can be copied (a copy of a
+        computed tensor would silently drop its graph; torch raises, and so do we -- e.g. a
+        module under the old ``nn.utils.weight_norm`` holds its computed ``weight``); the
+        copy keeps ``requires_grad``, a copy of ``.grad`` and the tensor's own attributes.
+        Views are copied as separate tensors (torch keeps two views of one storage sharing
+        their copied storage)."""
+        if not self.is_leaf:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                "protocol at the moment.  If you were attempting to deepcopy a module, this may be "
+                "because of a torch.nn.utils.weight_norm usage, see "
+                "https://github.com/pytorch/pytorch/pull/103001")
+        if id(self) in memo:
+            return memo[id(self)]
+        rebuild, args = self.__reduce_ex__(4)[:2]
+        out = rebuild(*args)
+        memo[id(self)] = out
+        if self._grad is not None:
+            out.grad = copy.deepcopy(self._grad, memo)
+        for key, value in self.__dict__.items():
+            if key != "_base" and key not in out.__dict__:  # a view's base stays behind
+                out.__dict__[key] = copy.deepcopy(value, memo)
+        return out
+
     # ------------------------------------------------------------------ shared memory
     def share_memory_(self) -> Tensor:
         """Move this tensor's elements into shared memory, in place (PyTorch's
@@ -793,6 +819,8 @@ class Tensor(TensorCompatMethods):
 
                 if inplace_on_view(self, result):
                     return self
+            if not self.requires_grad and self._inplace_write_through(result):
+                return self
             # Rebase: the old array is left untouched (functions that saved it stay valid), so
             # the tensor moves to the result's version counter instead of bumping the shared
             # one: an op that saved the result (sqrt_, exp_ save their output) must see a
@@ -818,6 +846,25 @@ class Tensor(TensorCompatMethods):
                 raise
         self._version_counter[0] += 1
         return self
+
+    def _inplace_write_through(self, result: Tensor) -> bool:
+        """A recorded in-place op on a tensor that had no graph (``p.data.copy_(q)`` with
+        ``q`` requiring grad, ``t.detach().mul_(w)``): other tensors may share its memory
+        (the parameter behind ``.data``, the tensor behind ``detach()``) and must see the
+        new values, as torch writes in place. So the values go into this tensor's own memory
+        (its shared version counter bumped: an op that saved the old value refuses its
+        backward, as torch's) and only the graph comes from ``result``. False (the caller
+        rebases) when the memory cannot take them (another device, dtype or shape)."""
+        dst, src = self.array, result.array
+        if (type(dst) is not np.ndarray or type(src) is not np.ndarray or self._spec is not None
+                or dst.shape != src.shape or dst.dtype != src.dtype or not dst.flags.writeable):
+            return False
+        dst[...] = src
+        self._version_counter[0] += 1
+        self.grad_fn = result.grad_fn
+        self._output_nr = result._output_nr
+        self.requires_grad = True
+        return True
 
     def _bump_version(self) -> None:
         self._version_counter[0] += 1

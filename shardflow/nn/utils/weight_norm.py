@@ -50,7 +50,7 @@ class WeightNorm:
             if isinstance(hook, WeightNorm) and hook.name == name:
                 raise RuntimeError(f"Cannot register two weight_norm hooks on the same parameter {name}")
         fn = WeightNorm(name, dim)
-        weight = getattr(module, name, None)
+        weight = getattr(module, name)  # a missing name: AttributeError, as torch
         if type(weight).__name__ == "UninitializedParameter" or weight is None:
             raise ValueError("The module passed to `WeightNorm` can't have uninitialized parameters. "
                              "Make sure to run the dummy forward before applying weight normalization")
