@@ -540,6 +540,16 @@ class Tensor(TensorCompatMethods):
     def __reduce_ex__(self, protocol):
         return (_rebuild, (self.numpy().copy(), self.requires_grad))
 
+    def __deepcopy__(self, memo):
+        """torch's rules (``autograd/tensor_deepcopy.py``): a leaf only; the copy keeps the
+        device, dtype, ``requires_grad``, ``.grad`` and attributes. A global tensor is copied
+        as before, through pickling (its whole value, gathered)."""
+        if self._spec is not None:
+            return _rebuild(self.numpy().copy(), self.requires_grad)
+        from .tensor_deepcopy import deepcopy_tensor
+
+        return deepcopy_tensor(self, memo)
+
     # ------------------------------------------------------------------ shared memory
     def share_memory_(self) -> Tensor:
         """Move this tensor's elements into shared memory, in place (PyTorch's

@@ -1,3 +1,4 @@
+# ruff: noqa: UP004, UP008, UP032  (the modelled programs' own style kept)
 """Soft actor-critic with twin Q networks and automatic entropy tuning.
 
 Modelled on pranz24/pytorch-soft-actor-critic (``model.py``, ``sac.py``, ``utils.py``,

@@ -1,3 +1,4 @@
+# ruff: noqa: UP004, UP008, UP032  (the modelled programs' own style kept)
 """TD3 and DDPG with a NumPy replay buffer.
 
 Modelled on sfujim/TD3 (``TD3.py``, ``DDPG.py``, ``utils.py``, ``main.py``), gathered in
