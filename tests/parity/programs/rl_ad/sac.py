@@ -347,7 +347,7 @@ def main(argv=None):
         i_episode += 1
 
     state = env.reset()
-    print("eval action:", agent.select_action(state, evaluate=True))
+    print("eval action:", " ".join(f"{a:.6f}" for a in agent.select_action(state, evaluate=True)))
     agent.save_checkpoint(args.ckpt)
     agent.load_checkpoint(args.ckpt, evaluate=True)
     print("policy training after load:", agent.policy.training)
