@@ -1,5 +1,5 @@
 """Reinforcement-learning programs people copy, heavy on ``torch.distributions``
-(``programs/rl_ad/``): PPO (nikhilbarhate99/PPO-PyTorch), SAC
+(``programs/rl_ad/``): PPO (nikhilbarhate99/PPO-PyTorch; and openai/spinningup's), SAC
 (pranz24/pytorch-soft-actor-critic), TD3 and DDPG (sfujim/TD3), each re-implemented with
 the same torch calls and habits on a tiny seeded environment of its own (no gym), plus a
 printout of the distribution idioms around them. Each runs as a script, on torch and then,
@@ -47,7 +47,7 @@ def _same(runs, what):
     same_printout(sf_lines, th_lines, rtol=1e-5, atol=2e-6, what=what)
 
 
-def test_ppo_and_distribution_idioms_like_torch(capsys, monkeypatch, tmp_path):
+def test_ppo_and_spinup_ppo_like_torch(capsys, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)  # the checkpoint
     for argv in ([], ["--continuous"]):
         runs = _run("ppo", argv, capsys, entry="train")
@@ -60,15 +60,13 @@ def test_ppo_and_distribution_idioms_like_torch(capsys, monkeypatch, tmp_path):
         if argv:
             assert float(sf_agent.policy.action_var[0]) == pytest.approx(0.2 * 0.2)
 
-    runs = _run("distributions_idioms", [], capsys)
-    (_, th_lines), (_, sf_lines) = runs
-    suffix = "; register one with @register_kl(Normal, Categorical)"
-    assert sf_lines[-1].endswith(suffix)
-    sf_lines[-1] = sf_lines[-1][: -len(suffix)]
-    same_printout(sf_lines, th_lines, rtol=1e-5, atol=1e-6, what="distributions idioms")
+    for argv in ([], ["--discrete"]):
+        runs = _run("spinup_ppo", argv, capsys)
+        _same(runs, f"spinup ppo {argv}")
+        (th_ac, _), (sf_ac, _) = runs
+        assert_same_state(sf_ac, th_ac, f"spinup ppo {argv}", rtol=1e-5, atol=1e-6)
 
-
-def test_sac_td3_ddpg_like_torch(capsys, monkeypatch, tmp_path):
+def test_sac_td3_ddpg_and_distribution_idioms_like_torch(capsys, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)  # checkpoints, ./models
     for argv in (["--automatic_entropy_tuning", "True"], ["--policy", "Deterministic"]):
         runs = _run("sac", argv, capsys)
@@ -92,4 +90,11 @@ def test_sac_td3_ddpg_like_torch(capsys, monkeypatch, tmp_path):
         # load() deep-copies the trained critic into the target: no gradients come along
         assert sf_policy.critic_target.l1.weight.grad is None
         assert th_policy.critic_target.l1.weight.grad is None
+
+    runs = _run("distributions_idioms", [], capsys)
+    (_, th_lines), (_, sf_lines) = runs
+    suffix = "; register one with @register_kl(Normal, Categorical)"
+    assert sf_lines[-1].endswith(suffix)
+    sf_lines[-1] = sf_lines[-1][: -len(suffix)]
+    same_printout(sf_lines, th_lines, rtol=1e-5, atol=1e-6, what="distributions idioms")
 
