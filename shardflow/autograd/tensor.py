@@ -22,6 +22,7 @@ counter moves, so a tensor saved for backward and changed afterwards is caught.
 from __future__ import annotations
 
 import numbers
+import sys
 import warnings
 
 import numpy as np
@@ -159,6 +160,8 @@ class Tensor(TensorCompatMethods):
             data = legacy_types.uninitialized(data, sizes, dtype)
         elif dtype is None and type(data) in (list, tuple):
             dtype = dtypes.get_default_dtype()  # torch.Tensor([1, 2]) is a float tensor
+        elif dtype is None and isinstance(data, np.ndarray) and not _called_by_shardflow():
+            data, dtype = legacy_types.user_array(data)  # torch.Tensor(ndarray): default dtype
         arr = _as_array(data, dtype)
         self.array = arr
         self.requires_grad = bool(requires_grad)
@@ -1242,6 +1245,16 @@ def _global_op(name: str):
             f"Tensor.{name}() works on global tensors, which need a placement: make one first "
             f"(shardflow.placement('cpu', ranks) or init_device_mesh), then call {name}")
     return f
+
+
+def _called_by_shardflow() -> bool:
+    """Whether ``Tensor(...)`` was called by shardflow's own code (frame 2: the caller of
+    ``Tensor.__init__``, a subclass's ``super().__init__`` included). Inside shardflow
+    ``Tensor(array)`` wraps an array as it is (pickles, shared memory, ops' results keep
+    their dtypes); a program's ``torch.Tensor(ndarray)`` is torch's legacy constructor,
+    which converts to the default dtype (``legacy_types.user_array``)."""
+    name = sys._getframe(2).f_globals.get("__name__", "")
+    return name == "shardflow" or name.startswith("shardflow.")
 
 
 def _rebuild(array, requires_grad):

@@ -1,5 +1,5 @@
 """Reinforcement-learning programs people copy, heavy on ``torch.distributions``
-(``programs/rl_ad/``): PPO (nikhilbarhate99/PPO-PyTorch; and openai/spinningup's), SAC
+(``programs/rl_ad/``): PPO (nikhilbarhate99/PPO-PyTorch; openai/spinningup's; vwxyzjn/cleanrl's), SAC
 (pranz24/pytorch-soft-actor-critic), TD3 and DDPG (sfujim/TD3), each re-implemented with
 the same torch calls and habits on a tiny seeded environment of its own (no gym), plus a
 printout of the distribution idioms around them. Each runs as a script, on torch and then,
@@ -32,10 +32,15 @@ HERE = Path(__file__).parent / "programs" / "rl_ad"
 
 
 def _run(name, argv, capsys, entry="main"):
-    """``[(result of the script's entry function, printed lines), torch then shardflow]``."""
+    """``[(result of the script's entry function, printed lines), torch then shardflow]``;
+    ``entry=None``: the script runs as ``__main__`` and leaves its result in ``agent``
+    (CleanRL's dataclass needs its module in ``sys.modules``, as ``__main__`` is)."""
     runs = []
     for use_sf in (False, True):
-        mod = run_script(HERE / f"{name}.py", use_sf, argv=argv, as_main=False)
+        mod = run_script(HERE / f"{name}.py", use_sf, argv=argv, as_main=entry is None)
+        if entry is None:
+            runs.append((mod.agent, capsys.readouterr().out.splitlines()))
+            continue
         fn = getattr(mod, entry)
         result = fn(list(argv)) if fn.__code__.co_argcount else fn()
         runs.append((result, capsys.readouterr().out.splitlines()))
@@ -66,8 +71,14 @@ def test_ppo_and_spinup_ppo_like_torch(capsys, monkeypatch, tmp_path):
         (th_ac, _), (sf_ac, _) = runs
         assert_same_state(sf_ac, th_ac, f"spinup ppo {argv}", rtol=1e-5, atol=1e-6)
 
-def test_sac_td3_ddpg_and_distribution_idioms_like_torch(capsys, monkeypatch, tmp_path):
+def test_sac_td3_ddpg_cleanrl_and_distribution_idioms_like_torch(capsys, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)  # checkpoints, ./models
+    for argv in ([], ["--continuous"]):
+        # orthogonal_ init: QR by NumPy's LAPACK where torch's differs in the last ulps (1e-7)
+        runs = _run("cleanrl_ppo", argv, capsys, entry=None)
+        _same(runs, f"cleanrl ppo {argv}")
+        (th_agent, _), (sf_agent, _) = runs
+        assert_same_state(sf_agent, th_agent, f"cleanrl ppo {argv}", rtol=1e-5, atol=1e-6)
     for argv in (["--automatic_entropy_tuning", "True"], ["--policy", "Deterministic"]):
         runs = _run("sac", argv, capsys)
         _same(runs, f"sac {argv}")
