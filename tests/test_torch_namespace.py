@@ -304,8 +304,8 @@ def test_tensor_constructor_legacy_forms_match_torch():
         s, t = sf.Tensor(data), torch.Tensor(data)
         assert s.dtype is sf.float32 and tuple(s.shape) == tuple(t.shape)
         np.testing.assert_array_equal(s.numpy(), t.numpy())
-    a = np.arange(3, dtype=np.int32)  # an array keeps its dtype (shardflow's documented deviation)
-    assert sf.Tensor(a).dtype is sf.int32
+    a = np.arange(3, dtype=np.int32)  # an array becomes the default dtype, as torch's
+    assert sf.Tensor(a).dtype is sf.float32 and torch.Tensor(a).dtype is torch.float32
     assert sf.tensor(3).shape == () and sf.tensor([1, 2]).dtype is sf.int64  # tensor() unchanged
 
 

@@ -77,8 +77,10 @@ class _TorchSaved:
 
 
 class Function:
+    # ``_torch_name``: torch's node name when the op that made the node chose it at forward
+    # (a slot, so it outlives backward's freeing of ``__dict__``; node_names.py)
     __slots__ = ("_edges", "_freed", "_pre_hooks", "_saved_versions", "_out_meta", "_out_shape",
-                 "needs_input_grad", "__dict__")
+                 "needs_input_grad", "_torch_name", "__dict__")
 
     save_inputs: tuple[int, ...] | None = None  # None: every Tensor input may be read
     save_output: bool = False

@@ -48,6 +48,23 @@ def _sizes(args, what: str) -> tuple:
     return shape
 
 
+def user_array(data: np.ndarray):
+    """``torch.Tensor(ndarray)`` from a program: ``(array, dtype)`` for the constructor.
+    The legacy constructor makes a tensor of the default dtype whatever the array's dtype
+    (gym's float64 observations and bool ``done`` flags become float32, as CleanRL's
+    ``torch.Tensor(next_obs)`` / ``torch.Tensor(next_done)`` rely on); an array already of
+    that dtype is shared, not copied, as torch's. A complex array loses its imaginary part
+    with torch's warning; an array that is not numbers (strings, objects) is left to the
+    constructor's TypeError."""
+    kind = data.dtype.kind
+    if kind not in "biufc":
+        return data, None
+    if kind == "c":
+        warn_at_caller("Casting complex values to real discards the imaginary part")
+        data = data.real
+    return data, dtypes.get_default_dtype()
+
+
 def uninitialized(data, sizes, dtype) -> np.ndarray:
     """``Tensor(2, 3)`` / ``Tensor(3)`` / ``Tensor(Size([2, 3]))``: an uninitialised array of
     those sizes and ``dtype`` (the default dtype when None), as ``torch.Tensor``'s legacy

@@ -71,7 +71,8 @@ def _permute(fn) -> str:
 
 
 def _index(fn) -> str:
-    """``x[i]`` selects, ``x[a:b]`` slices, an index array gathers (torch's three nodes)."""
+    """``x[i]`` selects, ``x[a:b]`` slices, an index array gathers (torch's three nodes);
+    ``getitem`` records the finer name (:func:`basic_index_name`) on the node."""
     idx = fn.__dict__.get("idx")
     parts = idx if type(idx) is tuple else (idx,)
     if any(hasattr(p, "dtype") or type(p) is list for p in parts):
@@ -79,6 +80,34 @@ def _index(fn) -> str:
     if any(type(p) is slice and p != slice(None) for p in parts):
         return "SliceBackward0"
     return "SelectBackward0"
+
+
+def basic_index_name(index, idx: tuple, shape: tuple) -> str | None:
+    """torch's node name for ``x[index]`` (``idx``: the parsed index, ``shape``: x's), or
+    None for advanced indexing. Basic indexing is torch's chain of one op per index, so the
+    last op names the result: ``x[0, None]`` is ``UnsqueezeBackward0``, ``x[None, 0]``
+    ``SelectBackward0``; inside a tuple torch skips a slice over a whole dim (``x[:, :]`` and
+    ``x[...]`` are ``AliasBackward0``), a lone slice is always ``SliceBackward0``."""
+    if any(hasattr(p, "dtype") or type(p) is list for p in idx):
+        return None
+    if type(index) is slice:
+        return "SliceBackward0"
+    consuming = sum(1 for p in idx if p is not None and p is not Ellipsis)
+    name, dim = "AliasBackward0", 0
+    for p in idx:
+        if p is Ellipsis:
+            dim += len(shape) - consuming
+        elif p is None:
+            name = "UnsqueezeBackward0"
+        elif type(p) is slice:
+            if dim >= len(shape) or p.indices(shape[dim]) != (0, shape[dim], 1):
+                name = "SliceBackward0"
+            dim += 1
+        elif type(p) is bool:
+            return None
+        else:
+            name, dim = "SelectBackward0", dim + 1
+    return name
 
 
 def _var(fn) -> str:
@@ -96,7 +125,7 @@ TORCH_NODE_NAMES = {
     "Linear": _linear,
     "PowScalar": "PowBackward0",
     "Square": "PowBackward0",
-    "Reshape": "ViewBackward0",
+    "Reshape": "ViewBackward0",  # squeeze/unsqueeze/a copying reshape record their names
     "Permute": _permute,
     "Index": _index,
     "Sum": _full_or_dim("Sum"),
@@ -140,6 +169,9 @@ def torch_node_name(fn) -> str:
     cls_name = cls.__name__
     if not cls.__module__.startswith("shardflow."):
         return cls_name
+    recorded = getattr(fn, "_torch_name", None)
+    if recorded is not None:
+        return recorded
     entry = TORCH_NODE_NAMES.get(cls_name) or cls.__dict__.get("torch_name")
     if entry is None:
         return f"{cls_name}Backward0"

@@ -21,8 +21,8 @@ counter moves, so a tensor saved for backward and changed afterwards is caught.
 
 from __future__ import annotations
 
-import copy
 import numbers
+import sys
 import warnings
 
 import numpy as np
@@ -160,6 +160,8 @@ class Tensor(TensorCompatMethods):
             data = legacy_types.uninitialized(data, sizes, dtype)
         elif dtype is None and type(data) in (list, tuple):
             dtype = dtypes.get_default_dtype()  # torch.Tensor([1, 2]) is a float tensor
+        elif dtype is None and isinstance(data, np.ndarray) and not _called_by_shardflow():
+            data, dtype = legacy_types.user_array(data)  # torch.Tensor(ndarray): default dtype
         arr = _as_array(data, dtype)
         self.array = arr
         self.requires_grad = bool(requires_grad)
@@ -545,29 +547,14 @@ class Tensor(TensorCompatMethods):
         return (_rebuild, (self.numpy().copy(), self.requires_grad))
 
     def __deepcopy__(self, memo):
-        """``copy.deepcopy``, as torch's: only a graph leaf can be copied (a copy of a
-        computed tensor would silently drop its graph; torch raises, and so do we -- e.g. a
-        module under the old ``nn.utils.weight_norm`` holds its computed ``weight``); the
-        copy keeps ``requires_grad``, a copy of ``.grad`` and the tensor's own attributes.
-        Views are copied as separate tensors (torch keeps two views of one storage sharing
-        their copied storage)."""
-        if not self.is_leaf:
-            raise RuntimeError(
-                "Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
-                "protocol at the moment.  If you were attempting to deepcopy a module, this may be "
-                "because of a torch.nn.utils.weight_norm usage, see "
-                "https://github.com/pytorch/pytorch/pull/103001")
-        if id(self) in memo:
-            return memo[id(self)]
-        rebuild, args = self.__reduce_ex__(4)[:2]
-        out = rebuild(*args)
-        memo[id(self)] = out
-        if self._grad is not None:
-            out.grad = copy.deepcopy(self._grad, memo)
-        for key, value in self.__dict__.items():
-            if key != "_base" and key not in out.__dict__:  # a view's base stays behind
-                out.__dict__[key] = copy.deepcopy(value, memo)
-        return out
+        """torch's rules (``autograd/tensor_deepcopy.py``): a leaf only; the copy keeps the
+        device, dtype, ``requires_grad``, ``.grad`` and attributes. A global tensor is copied
+        as before, through pickling (its whole value, gathered)."""
+        if self._spec is not None:
+            return _rebuild(self.numpy().copy(), self.requires_grad)
+        from .tensor_deepcopy import deepcopy_tensor
+
+        return deepcopy_tensor(self, memo)
 
     # ------------------------------------------------------------------ shared memory
     def share_memory_(self) -> Tensor:
@@ -1282,6 +1269,16 @@ def _global_op(name: str):
             f"Tensor.{name}() works on global tensors, which need a placement: make one first "
             f"(shardflow.placement('cpu', ranks) or init_device_mesh), then call {name}")
     return f
+
+
+def _called_by_shardflow() -> bool:
+    """Whether ``Tensor(...)`` was called by shardflow's own code (frame 2: the caller of
+    ``Tensor.__init__``, a subclass's ``super().__init__`` included). Inside shardflow
+    ``Tensor(array)`` wraps an array as it is (pickles, shared memory, ops' results keep
+    their dtypes); a program's ``torch.Tensor(ndarray)`` is torch's legacy constructor,
+    which converts to the default dtype (``legacy_types.user_array``)."""
+    name = sys._getframe(2).f_globals.get("__name__", "")
+    return name == "shardflow" or name.startswith("shardflow.")
 
 
 def _rebuild(array, requires_grad):

@@ -45,8 +45,7 @@ class Parameter(Tensor):
         out = Parameter(self.array.copy(), requires_grad=self.requires_grad)
         if self._spec is not None:  # a global parameter's copy keeps its layout
             op("_parameter_to_global")(out, self)
-        if self.grad is not None:
-            out.grad = Tensor(self.grad.array.copy())
+        # no .grad: torch's Parameter.__deepcopy__ builds a fresh Parameter from the data
         memo[id(self)] = out
         return out
 

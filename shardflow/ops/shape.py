@@ -124,12 +124,21 @@ class Reshape(Function):
         return g.reshape(self.in_shape)
 
 
-def _reshape(t: Tensor, shape: tuple, strict: bool) -> Tensor:
+def _reshape(t: Tensor, shape: tuple, strict: bool, node: str | None = None) -> Tensor:
+    """``node``: the name torch gives the result's grad_fn (``SqueezeBackward1``...) where it
+    is not ``ViewBackward0``; a reshape that has to copy is torch's ``UnsafeViewBackward0``."""
     a = t.array
     if a.shape == shape:
         out = Reshape.apply(t, shape=shape, strict=True)
+        if node is not None and out.grad_fn is not None:
+            out.grad_fn._torch_name = node
         return _share(out, t)
     out = Reshape.apply(t, shape=shape, strict=strict)
+    if out.grad_fn is not None:
+        if not strict and not _shares(out.array, a):
+            node = "UnsafeViewBackward0"
+        if node is not None:
+            out.grad_fn._torch_name = node
     if strict or _shares(out.array, a):
         _share(out, t)
     return out
@@ -220,14 +229,15 @@ def squeeze(input: Tensor, dim=None) -> Tensor:
     size is not 1 are left alone, as in PyTorch)."""
     shape = input.array.shape
     nd = len(shape)
+    # torch's three squeeze overloads name their nodes apart
     if dim is None:
-        dims = set(range(nd))
+        dims, node = set(range(nd)), "SqueezeBackward0"
     elif isinstance(dim, int | np.integer):
-        dims = {wrap_dim(int(dim), nd)}
+        dims, node = {wrap_dim(int(dim), nd)}, "SqueezeBackward1"
     else:
-        dims = {wrap_dim(int(d), nd) for d in dim}
+        dims, node = {wrap_dim(int(d), nd) for d in dim}, "SqueezeBackward2"
     new = tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1))
-    return _reshape(input, new, strict=True)
+    return _reshape(input, new, strict=True, node=node)
 
 
 @register("unsqueeze")
@@ -235,7 +245,7 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
     """Insert a size-1 dim at ``dim`` (in ``[-ndim-1, ndim]``)."""
     shape = input.array.shape
     d = wrap_dim(dim, len(shape) + 1)
-    return _reshape(input, shape[:d] + (1,) + shape[d:], strict=True)
+    return _reshape(input, shape[:d] + (1,) + shape[d:], strict=True, node="UnsqueezeBackward0")
 
 
 # ---------------------------------------------------------------------------- permute family

@@ -1,10 +1,11 @@
-"""``copy.deepcopy`` of tensors and of a module under the old ``nn.utils.weight_norm``,
-against PyTorch: a non-leaf refuses (torch's RuntimeError and message), a leaf's copy keeps
-``requires_grad``, a copy of ``.grad`` and its own attributes. And ``weight_norm`` on a name
-the module lacks raises torch's AttributeError."""
+"""``copy.deepcopy`` of tensors and parameters against torch 2.13 (``autograd/tensor_deepcopy.py``).
+
+Found by sfujim/TD3's ``load`` (``critic_target = copy.deepcopy(self.critic)`` after
+training): a deep-copied Parameter kept its ``.grad`` (torch's copy has none), a plain leaf
+tensor lost its ``.grad`` and attributes (torch keeps both), and a non-leaf was copied where
+torch raises."""
 
 import copy
-import warnings
 
 import pytest
 import torch
@@ -13,37 +14,55 @@ import shardflow
 
 
 @pytest.mark.parametrize("lib", [torch, shardflow], ids=["torch", "shardflow"])
-def test_deepcopy_refuses_a_non_leaf(lib):
-    a = lib.ones(2, requires_grad=True)
-    with pytest.raises(RuntimeError, match=r"graph leaves\) support the deepcopy protocol.*weight_norm"):
-        copy.deepcopy(a * 2)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)  # weight_norm's deprecation
-        conv = lib.nn.utils.weight_norm(lib.nn.Conv1d(2, 3, 3, dilation=2))
-    with pytest.raises(RuntimeError, match="weight_norm"):
-        copy.deepcopy(conv)  # its computed ``weight`` is not a leaf
-    param = lib.nn.utils.parametrizations.weight_norm(lib.nn.Conv1d(2, 3, 3))
-    assert copy.deepcopy(param).parametrizations.weight.original1.shape == (3, 2, 3)
+def test_leaf_copy_keeps_grad_attributes_and_own_memory(lib):
+    t = lib.tensor([1.0, 2.0], requires_grad=True)
+    t.note = {"k": [1]}
+    (t * t).sum().backward()
+    c = copy.deepcopy(t)
+    assert c is not t and c.is_leaf and c.requires_grad and c.dtype == lib.float32
+    assert c.grad is not None and c.grad is not t.grad
+    assert c.grad.tolist() == [2.0, 4.0]
+    assert c.note == {"k": [1]} and c.note is not t.note
+    with lib.no_grad():
+        c.add_(1.0)
+    assert t.tolist() == [1.0, 2.0]  # its own memory
+    d = copy.deepcopy({"a": t, "b": t})
+    assert d["a"] is d["b"]  # one copy per tensor (memo)
 
 
 @pytest.mark.parametrize("lib", [torch, shardflow], ids=["torch", "shardflow"])
-def test_deepcopy_of_a_leaf_keeps_grad_and_attributes(lib):
-    a = lib.tensor([1.0, 2.0], requires_grad=True)
-    (a * a).sum().backward()
-    a.tag = {"name": "a"}
-    memo = {}
-    b = copy.deepcopy(a, memo)
-    assert b.requires_grad and b.is_leaf and b is not a
-    assert b.grad.tolist() == [2.0, 4.0] and b.grad is not a.grad
-    assert b.tag == {"name": "a"} and b.tag is not a.tag
-    assert copy.deepcopy(a, memo) is b  # the memo is honoured
-    h = lib.ones(3, dtype=lib.float16)
-    assert copy.deepcopy(h).dtype == lib.float16 and not copy.deepcopy(h).requires_grad
+def test_view_and_int_tensors_copy_to_their_own_memory(lib):
+    base = lib.arange(6)
+    v = base[2:4]
+    c = copy.deepcopy(v)
+    assert c.tolist() == [2, 3] and c.dtype == lib.int64
+    c[0] = 9
+    assert base.tolist() == [0, 1, 2, 3, 4, 5]
+    assert c._base is None
 
 
 @pytest.mark.parametrize("lib", [torch, shardflow], ids=["torch", "shardflow"])
-def test_weight_norm_of_a_missing_name_raises_attribute_error(lib):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        with pytest.raises(AttributeError, match="'Linear' object has no attribute 'nope'"):
-            lib.nn.utils.weight_norm(lib.nn.Linear(2, 2), name="nope")
+def test_parameter_copy_has_no_grad(lib):
+    m = lib.nn.Linear(2, 1)
+    m(lib.ones(1, 2)).sum().backward()
+    c = copy.deepcopy(m)
+    assert type(c.weight).__name__ == "Parameter" and c.weight.requires_grad
+    assert c.weight.grad is None and c.bias.grad is None
+    assert m.weight.grad is not None
+    assert lib.equal(c.weight, m.weight)
+
+
+def test_non_leaf_refused_like_torch():
+    errors = []
+    for lib in (torch, shardflow):
+        y = lib.ones(2, requires_grad=True) * 2
+        with pytest.raises(RuntimeError) as e:
+            copy.deepcopy(y)
+        errors.append(str(e.value))
+    assert errors[0] == errors[1]
+    assert "graph leaves" in errors[1]
+
+
+def test_detached_result_copies():
+    y = (shardflow.ones(2, requires_grad=True) * 2).detach()
+    assert copy.deepcopy(y).tolist() == [2.0, 2.0]
