@@ -453,4 +453,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    model = main()
