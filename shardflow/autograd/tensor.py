@@ -391,8 +391,21 @@ class Tensor(TensorCompatMethods):
         return bool(self.array.flags.c_contiguous)
 
     def stride(self, dim: int | None = None):
-        st = tuple(s // self.array.itemsize for s in self.array.strides)
-        return st if dim is None else st[_wrap_dim(dim, self.array.ndim)]
+        """Strides in elements. A size-1 dim that NumPy strides 0 (an axis added by ``None``
+        indexing or ``unsqueeze`` of a broadcast, a size-1 dim kept by ``expand``: NumPy
+        zeroes every size-1 axis of ``broadcast_to``) reports torch's stride instead, the
+        next dim's ``size * stride`` (1 for the last dim): torch's rule for an inserted dim,
+        and what a kept size-1 dim of a row-major tensor already had. Its index is always 0,
+        so no element moves; ``dim_order()`` and printed strides then read as torch's."""
+        a = self.array
+        st = [s // a.itemsize for s in a.strides]
+        nxt = 1
+        for d in range(a.ndim - 1, -1, -1):
+            if st[d] == 0 and a.shape[d] == 1:
+                st[d] = nxt
+            nxt = a.shape[d] * st[d]
+        st = tuple(st)
+        return st if dim is None else st[_wrap_dim(dim, a.ndim)]
 
     def data_ptr(self) -> int:
         return int(self.array.__array_interface__["data"][0]) if isinstance(self.array, np.ndarray) else int(self.array.data.ptr)

@@ -9,7 +9,10 @@
 # `trunc_normal_` initialisation through `self.apply(_init_weights)`, `no_weight_decay()`),
 # trained the way timm's `train.py` habits go: weight-decay groups that leave out every
 # parameter with `ndim <= 1` or a name ending in `.bias` or in `no_weight_decay()`, AdamW, and
-# a warm-up + cosine schedule written as a `LambdaLR` lambda (as DeiT/MAE forks do).
+# a warm-up + cosine schedule written as a `LambdaLR` lambda (as DeiT/MAE forks do), then
+# facebookresearch/mae `main_finetune.py` + `util/pos_embed.py` habits: `torch.save` of a checkpoint
+# dict, the head keys deleted on a shape mismatch, `interpolate_pos_embed` (bicubic), and
+# `load_state_dict(strict=False)` printed.
 # A re-implementation for shardflow's parity tests, not a copy: our own text with those
 # projects' torch calls. Data: a few synthetic 3x16x16 images made in the program.
 import math
@@ -206,6 +209,52 @@ def cosine_with_warmup(warmup, total, min_ratio=0.1):
     return fn
 
 
+def interpolate_pos_embed(model, checkpoint_model):
+    """Resize a checkpoint's position embedding to the model's patch grid (bicubic), as the
+    MAE / DeiT fine-tuning scripts do."""
+    pos_embed_checkpoint = checkpoint_model["pos_embed"]
+    embedding_size = pos_embed_checkpoint.shape[-1]
+    num_patches = model.patch_embed.num_patches
+    num_extra_tokens = model.pos_embed.shape[-2] - num_patches
+    orig_size = int((pos_embed_checkpoint.shape[-2] - num_extra_tokens) ** 0.5)
+    new_size = int(num_patches ** 0.5)
+    if orig_size != new_size:
+        print("Position interpolate from %dx%d to %dx%d" % (orig_size, orig_size, new_size, new_size))
+        extra_tokens = pos_embed_checkpoint[:, :num_extra_tokens]
+        pos_tokens = pos_embed_checkpoint[:, num_extra_tokens:]
+        pos_tokens = pos_tokens.reshape(-1, orig_size, orig_size, embedding_size).permute(0, 3, 1, 2)
+        pos_tokens = F.interpolate(pos_tokens, size=(new_size, new_size), mode="bicubic", align_corners=False)
+        pos_tokens = pos_tokens.permute(0, 2, 3, 1).flatten(1, 2)
+        checkpoint_model["pos_embed"] = torch.cat((extra_tokens, pos_tokens), dim=1)
+
+
+def finetune(path):
+    """Load the saved checkpoint into a ViT for 24x24 images and 3 classes (head dropped,
+    position embedding resized), re-initialise the head, and train one step."""
+    checkpoint = torch.load(path, map_location="cpu")
+    print("checkpoint:", sorted(checkpoint), checkpoint["step"])
+    checkpoint_model = checkpoint["model"]
+    model = VisionTransformer(img_size=24, num_classes=3, drop_path_rate=0.1, init_values=1e-1)
+    state_dict = model.state_dict()
+    for k in ["head.weight", "head.bias"]:
+        if k in checkpoint_model and checkpoint_model[k].shape != state_dict[k].shape:
+            print(f"Removing key {k} from pretrained checkpoint")
+            del checkpoint_model[k]
+    interpolate_pos_embed(model, checkpoint_model)
+    msg = model.load_state_dict(checkpoint_model, strict=False)
+    print(msg)
+    assert set(msg.missing_keys) == {"head.weight", "head.bias"}
+    nn.init.trunc_normal_(model.head.weight, std=2e-5)
+    optimizer = torch.optim.AdamW(param_groups_weight_decay(model, 0.05, model.no_weight_decay()), lr=5e-4)
+    images, labels = torch.randn(4, 3, 24, 24), torch.tensor([0, 1, 2, 1])
+    loss = F.cross_entropy(model(images), labels)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    optimizer.step()
+    print(f"finetune loss {loss.item():.6f} pos_embed {tuple(model.pos_embed.shape)} {model.pos_embed[0, 1, :3]}")
+    return model
+
+
 def main(argv=()):
     steps = 4
     images = torch.randn(6, 3, 16, 16)
@@ -236,8 +285,14 @@ def main(argv=()):
         acc = (logits.argmax(-1) == labels).float().mean()
     print(f"eval acc {acc} logits {logits[0]}")
     print(model.blocks[0].ls1.gamma[:4], model.cls_token.dtype, model.pos_embed.device)
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(), "step": steps}, "vit_checkpoint.pth")
+    resumed = torch.optim.AdamW(param_groups_weight_decay(model, 0.05, model.no_weight_decay()), lr=1e-3)
+    resumed.load_state_dict(torch.load("vit_checkpoint.pth")["optimizer"])
+    print("resumed optimizer:", resumed.state_dict()["state"][0]["step"], resumed.param_groups[1]["lr"])
     return model, losses
 
 
 if __name__ == "__main__":
     model, losses = main(sys.argv[1:])
+    finetuned = finetune("vit_checkpoint.pth")
