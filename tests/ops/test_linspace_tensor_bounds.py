@@ -40,7 +40,7 @@ ERRORS = {
                                       "dimension", lambda lib: lib.linspace(lib.tensor([0.0]), 1, 3)),
     "end_with_dims": (RuntimeError, "but got end with 2 dimension", lambda lib: lib.linspace(0, lib.tensor([[1.0]]), 3)),
     "negative_steps": (RuntimeError, "number of steps must be non-negative", lambda lib: lib.linspace(0, 1, -1)),
-    "float_steps": (TypeError, "", lambda lib: lib.linspace(0, 1, 3.0)),
+    "float_steps": (TypeError, "float", lambda lib: lib.linspace(0, 1, 3.0)),
     "logspace_negative_steps": (RuntimeError, "number of steps must be non-negative", lambda lib: lib.logspace(0, 1, -2)),
     "logspace_start_with_dims": (RuntimeError, "logspace only supports 0-dimensional start and end tensors",
                                  lambda lib: lib.logspace(lib.tensor([0.0]), 1, 3)),
