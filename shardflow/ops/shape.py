@@ -503,8 +503,10 @@ def _tensor_list(tensors, op: str):
     if isinstance(tensors, Tensor):
         raise TypeError(f"{op}() expects a sequence of Tensors (a list or tuple), got a single Tensor")
     tensors = list(tensors)
-    if not tensors:
-        raise RuntimeError(f"{op}() expects a non-empty list of Tensors")
+    if not tensors:  # torch's types and texts: cat's Python-level ValueError, the others' RuntimeError
+        if op == "cat":
+            raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+        raise RuntimeError(f"{op} expects a non-empty TensorList")
     for i, x in enumerate(tensors):
         if not isinstance(x, Tensor):
             raise TypeError(f"{op}(): expected Tensor as element {i} in argument 0, but got {type(x).__name__}")
