@@ -175,6 +175,8 @@ def ntuple(v, d: int, name: str) -> tuple[int, ...]:
     """A kernel/stride/padding argument (int or sequence) as a tuple of ``d`` ints."""
     if isinstance(v, int | np.integer):
         return (int(v),) * d
+    if isinstance(v, str):  # torch's TypeError (int() of each character gave a puzzling ValueError)
+        raise TypeError(f"argument '{name}' must be tuple of ints, not str ({v!r})")
     v = tuple(int(x) for x in v)
     if len(v) == 1:
         return v * d
