@@ -33,3 +33,4 @@ def test_index_fill_keeps_torchs_index_error():
     for lib in (torch, shardflow):
         with pytest.raises(IndexError):
             lib.ones(2, 3).index_fill(0, lib.tensor([0.0]), 1.0)
+
