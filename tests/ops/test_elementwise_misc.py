@@ -283,3 +283,16 @@ def test_gelu_on_an_empty_tensor_gives_empty_results(approximate):
     y = sf.nn.functional.gelu(x, approximate=approximate)
     y.sum().backward()
     assert tuple(y.shape) == (0, 3) and tuple(x.grad.shape) == (0, 3)
+
+
+@pytest.mark.parametrize("op", [lambda lib: lib.ones(2) & lib.ones(2), lambda lib: lib.ones(2) | 1,
+                                lambda lib: lib.bitwise_xor(lib.ones(2), lib.ones(2)),
+                                lambda lib: lib.ones(2).bitwise_not()], ids=["and", "or_number", "xor", "not_method"])
+def test_bitwise_on_float_raises_torchs_not_implemented_error(op):
+    """torch raises NotImplementedError ('"bitwise_and_cpu" not implemented for 'Float''); the
+    error is that (and still the TypeError shardflow raised, which is torch's for ``~x``)."""
+    import torch
+
+    for lib in (torch, sf):
+        with pytest.raises(NotImplementedError, match=r"_cpu\" not implemented for 'Float'"):
+            op(lib)
