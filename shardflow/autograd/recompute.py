@@ -40,8 +40,15 @@ class CheckpointError(RuntimeError):
 class _Checkpoint(Function):
     save_inputs = None
 
+    def torch_name(self) -> str:
+        """torch's reentrant checkpoint is the autograd.Function ``CheckpointFunction``; its
+        non-reentrant one leaves the segment's own last node in the graph (``MulBackward0``
+        ...), which this single recomputing node cannot name, so it keeps its own."""
+        return "CheckpointFunctionBackward" if self.__dict__.get("reentrant", False) else "_CheckpointBackward0"
+
     def forward(self, *arrays, run_function=None, tensor_mask=None, others=None, preserve_rng_state=True,
-                anchored=False, contexts=None, check=True):
+                anchored=False, contexts=None, check=True, reentrant=False):
+        self.reentrant = reentrant
         self.run_function = run_function
         self.anchored = anchored
         arrays = arrays[1:] if anchored else arrays  # the anchor is no argument of the function
@@ -150,5 +157,5 @@ def checkpoint(function, *args, use_reentrant: bool | None = None, context_fn=no
         *tensors, run_function=function, tensor_mask=tensor_mask, others=others,
         preserve_rng_state=preserve_rng_state, anchored=anchored,
         contexts=None if use_reentrant else context_fn(),
-        check=not use_reentrant and determinism_check == "default",
+        check=not use_reentrant and determinism_check == "default", reentrant=bool(use_reentrant),
     )

@@ -394,6 +394,12 @@ class Tensor(TensorCompatMethods):
         return bool(self.array.flags.c_contiguous)
 
     def stride(self, dim: int | None = None):
+        """Strides in elements. A size-1 dim that NumPy strides 0 (an axis added by ``None``
+        indexing or ``unsqueeze`` of a broadcast, a size-1 dim kept by ``expand``: NumPy
+        zeroes every size-1 axis of ``broadcast_to``) reports torch's stride instead, the
+        next dim's ``size * stride`` (1 for the last dim): torch's rule for an inserted dim,
+        and what a kept size-1 dim of a row-major tensor already had. Its index is always 0,
+        so no element moves; ``dim_order()`` and printed strides then read as torch's."""
         a = self.array
         st = tuple(s // a.itemsize for s in a.strides)
         if 0 in st and 1 in a.shape:
@@ -1360,9 +1366,28 @@ def _as_array(data, dtype):
         arr = arr.astype(dtypes.get_default_complex_dtype().np)  # [1 + 2j] -> complex64
     elif arr.dtype.kind in "iu" and not isinstance(data, np.generic):
         arr = arr.astype(np.int64)
+    elif arr.dtype.kind in "US":  # strings: torch's TypeError for one, ValueError inside a sequence
+        if isinstance(data, str):
+            raise TypeError(f"new(): invalid data type 'str' (got {data!r}); a tensor holds numbers")
+        raise ValueError(f"too many dimensions 'str': a tensor holds numbers, got strings in {type(data).__name__} data")
     elif arr.dtype.kind not in "fiubVc":
-        raise TypeError(f"cannot make a tensor from {type(data).__name__} of dtype {arr.dtype}")
+        raise _InferDtypeError(f"Could not infer dtype of {_odd_leaf_type(arr, data)}: a tensor holds numbers "
+                               f"(bool, int, float, complex); got {type(data).__name__} data")
     return arr
+
+
+class _InferDtypeError(RuntimeError, TypeError):
+    """torch's RuntimeError for data it cannot type (``torch.tensor(None)``, ``[1, None]``,
+    a dict); a TypeError too, the type shardflow raised before."""
+
+
+def _odd_leaf_type(arr, data) -> str:
+    """The type name of the first element that is not a number (torch's message names it)."""
+    if arr.dtype == object:
+        for leaf in arr.reshape(-1):
+            if not isinstance(leaf, bool | int | float | complex | np.generic):
+                return type(leaf).__name__
+    return type(data).__name__
 
 
 def _ragged(data, dim=0):

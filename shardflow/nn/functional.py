@@ -76,7 +76,7 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     if approximate not in ("none", "tanh"):
-        raise ValueError(f"gelu approximate must be 'none' or 'tanh', got {approximate!r}")
+        raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
     if approximate == "none":
         return _op("gelu")(input)
     return _op("gelu")(input, approximate=approximate)

@@ -157,6 +157,9 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     if (mean < a - 2 * std) or (mean > b + 2 * std):
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution "
                       "of values may be incorrect.", stacklevel=2)
+    if a > b:  # torch's uniform_ candidate draw on [a, b] refuses it (the values were filled regardless)
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a:g} > to={b:g}: "
+                           f"trunc_normal_ needs a <= b")
 
     def cdf(x):
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0

@@ -175,6 +175,8 @@ def ntuple(v, d: int, name: str) -> tuple[int, ...]:
     """A kernel/stride/padding argument (int or sequence) as a tuple of ``d`` ints."""
     if isinstance(v, int | np.integer):
         return (int(v),) * d
+    if isinstance(v, str):  # torch's TypeError (int() of each character gave a puzzling ValueError)
+        raise TypeError(f"argument '{name}' must be tuple of ints, not str ({v!r})")
     v = tuple(int(x) for x in v)
     if len(v) == 1:
         return v * d
@@ -201,8 +203,23 @@ def flush_subnormal_(a):
 
 
 def inplace(target: Tensor, result: Tensor) -> Tensor:
-    """Finish an in-place op: see ``Tensor._inplace``."""
+    """Finish an in-place op: see ``Tensor._inplace``. A result that ``target`` cannot hold
+    (its operands broadcast to a larger shape: ``ones(1).add_(ones(3))``) is torch's
+    RuntimeError; NumPy's ValueError leaked before, and a tensor with history silently took
+    the larger shape."""
+    if result.shape != target.shape:
+        _check_fits(tuple(target.shape), tuple(result.shape))
     return target._inplace(result)
+
+
+def _check_fits(shape: tuple, result_shape: tuple) -> None:
+    try:
+        fits = np.broadcast_shapes(shape, result_shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast shape {list(result_shape)}: "
+                           f"an in-place op cannot change its tensor's shape; use the out-of-place form (a = a + b)")
 
 
 def needs_graph(*tensors) -> bool:

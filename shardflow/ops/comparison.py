@@ -182,15 +182,25 @@ def logical_not(input):
 
 
 # ---------------------------------------------------------------------------- bitwise
+class _BitwiseDtypeError(NotImplementedError, TypeError):
+    """A bitwise op on a float tensor: torch's NotImplementedError ("bitwise_and_cpu" not
+    implemented for 'Float'; a RuntimeError), and the TypeError that ``~x`` raises in torch
+    and that shardflow raised for all of them."""
+
+
+def _no_float_kernel(name: str, v: Tensor) -> _BitwiseDtypeError:
+    from .index import _dtype_name
+
+    return _BitwiseDtypeError(f'"{name}_cpu" not implemented for \'{_dtype_name(v.array)}\': bitwise ops are '
+                              f"defined for bool or integer tensors only (use logical_* for masks)")
+
+
 def _bitwise_dtype(name, input, other):
     ops = []
     for v in (input, other):
         if isinstance(v, Tensor):
             if v.array.dtype.kind not in "biu":
-                raise TypeError(
-                    f"{name}: expected bool or integer tensors, got {v.dtype}; bitwise ops "
-                    "are not defined for floating point (use logical_* for masks)"
-                )
+                raise _no_float_kernel(name, v)
             ops.append((v.dtype, v.array.ndim))
         elif isinstance(v, _SCALARS) and not isinstance(v, float | np.floating):
             ops.append(v)
@@ -237,10 +247,7 @@ def bitwise_not(input):
     """``~x``: logical not on bool tensors, two's-complement inversion on integers."""
     x = input if isinstance(input, Tensor) else as_tensor_arg(input)
     if x.array.dtype.kind not in "biu":
-        raise TypeError(
-            f"bitwise_not: expected a bool or integer tensor, got {x.dtype}; use "
-            "logical_not for float masks"
-        )
+        raise _no_float_kernel("bitwise_not", x)
     return _wrap(np.invert(x.array))
 
 

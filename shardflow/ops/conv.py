@@ -458,7 +458,7 @@ def _resolve_padding(padding, d, ksize, stride, dilation):
             if any(lo != hi for lo, hi in pads):
                 _warn_uneven_same_once()
             return tuple(pads)
-        raise ValueError(f"padding must be an int, a tuple, 'valid' or 'same', got {padding!r}")
+        raise RuntimeError(f"Invalid padding string: {padding!r}; expected 'valid' or 'same' (or an int or a tuple)")
     return tuple((p, p) for p in _tuple(padding, d, "padding"))
 
 

@@ -233,11 +233,32 @@ def _linspace_float32(start, end, steps: int) -> np.ndarray:
     return np.where(half, np.float64(s) + step * i, np.float64(e) - step * (steps - 1 - i)).astype(np.float32)
 
 
+def range_arguments(name: str, start, end, steps):
+    """``linspace``/``logspace``'s ``start``/``end`` as numbers (a 0-d tensor is its value, as
+    torch takes it) and ``steps`` as an int, with torch's errors: a tensor with dims, a float or
+    negative ``steps``."""
+    values = []
+    for which, v in (("start", start), ("end", end)):
+        if isinstance(v, Tensor):
+            if v.ndim != 0:
+                raise RuntimeError(f"{name} only supports 0-dimensional start and end tensors, but got {which} with "
+                                   f"{v.ndim} dimension(s).")
+            v = v.item()
+        values.append(v)
+    if isinstance(steps, float):
+        raise TypeError(f"{name}(): argument 'steps' must be int, not float (got {steps!r}); pass int(steps)")
+    steps = int(steps)
+    if steps < 0:
+        raise RuntimeError(f"number of steps must be non-negative (got steps={steps})")
+    return values[0], values[1], steps
+
+
 @register("linspace")
 def linspace(start, end, steps, *, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end`` (numbers or 0-d tensors)."""
     check_factory_options("linspace", layout)
     np_dtype = _float(dtype).np
-    steps = int(steps)
+    start, end, steps = range_arguments("linspace", start, end, steps)
     if np_dtype == np.float32 and steps > 1 and all(isinstance(v, int | float) for v in (start, end)):
         arr = _linspace_float32(start, end, steps)
     else:
@@ -442,10 +463,23 @@ def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:
     gen = _random.get(generator)
     probs = to_device(input.array, CPU)
     if p is None:
+        _check_probabilities(probs)
         draws = _stream.bernoulli_of(gen, probs)
     else:
+        if not 0 <= p <= 1:
+            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
         draws = _stream.bernoulli(gen, probs.size, float(p)).reshape(probs.shape)
     return _wrap(to_device(_stream.cast(draws.astype(np.float32), input.array.dtype), input.device))
+
+
+def _check_probabilities(probs: np.ndarray) -> None:
+    """torch's RuntimeError for a probability tensor with an entry outside [0, 1] or NaN (its
+    kernel checks each element; a comparison with the uniform draw would silently give 1 for
+    p > 1 and 0 for p < 0 or NaN)."""
+    if probs.size and not bool(np.all((probs >= 0) & (probs <= 1))):
+        bad = probs[~((probs >= 0) & (probs <= 1))].reshape(-1)[0]
+        raise RuntimeError(f"Expected p_in >= 0 && p_in <= 1 to be true, but got false: a probability is {float(bad):g}; "
+                           f"clamp the probabilities to [0, 1] (e.g. .clamp(0, 1)) or pass sigmoid/softmax outputs")
 
 
 def _draw_into(t: Tensor, draw) -> Tensor:
@@ -493,6 +527,7 @@ def bernoulli_(t: Tensor, p=0.5, *, generator=None) -> Tensor:
     gen = _random.get(generator)
     if isinstance(p, Tensor):  # a probability per element (broadcast to t)
         probs = np.broadcast_to(to_device(p.array, CPU), t.array.shape)
+        _check_probabilities(probs)
         return _fill_random(t, _stream.bernoulli_of(gen, probs).reshape(-1).astype(np.float32))
     if not 0 <= p <= 1:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")

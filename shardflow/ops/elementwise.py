@@ -726,7 +726,7 @@ def _empty_like(a):
 def gelu(input, approximate: str = "none"):
     """GELU: ``x * Phi(x)`` (``approximate='none'``, erf-based) or the tanh approximation."""
     if approximate not in ("none", "tanh"):
-        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+        raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
     return Gelu.apply(_float_arg(input), approximate=approximate)
 
 

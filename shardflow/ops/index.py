@@ -81,6 +81,12 @@ def _bad_index_dtype(arr) -> IndexError:
     )
 
 
+class _IndexDtypeError(RuntimeError, IndexError):
+    """A non-integer index argument of gather/scatter/index_select/take...: torch raises
+    RuntimeError ("gather(): Expected dtype int32/int64 for index"; ``index_fill`` an
+    IndexError), shardflow raised IndexError; this is both, so either ``except`` catches it."""
+
+
 def _int_index(index, op: str, xp=np):
     """An integer index argument (Tensor, array, list) as a raw integer array, where it is
     (move it with :func:`_to_xp` after the host-side checks); ``xp``: the data's module."""
@@ -90,8 +96,9 @@ def _int_index(index, op: str, xp=np):
         arr = index if is_device_array(index) else np.asarray(index)
     if arr.dtype.kind not in "iu":
         if arr.dtype.kind == "b":
-            raise IndexError(f"{op}(): expected an integer (int64) index tensor, got Bool; use .long()")
-        raise _bad_index_dtype(arr)
+            raise _IndexDtypeError(f"{op}(): Expected dtype int32/int64 for index, got Bool; use .long()")
+        raise _IndexDtypeError(f"{op}(): Expected dtype int32/int64 for index, got {_dtype_name(arr)}; "
+                               "convert the index with .long()")
     if is_meta_array(arr):  # an integer gather has no shape rule on the meta device
         raise MetaTensorError(f"{op}() with an integer index")
     if xp is np and not isinstance(arr, np.ndarray):

@@ -393,7 +393,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                     "(target.long()), or give class probabilities of the input's shape "
                     f"{tuple(input.shape)}"
                 )
-            raise ValueError(  # torch's type for a batch-size mismatch
+            # torch's types: ValueError for a batch-size mismatch, RuntimeError for any other shape
+            batch_differs = ta.ndim >= 1 and input.array.ndim >= 2 and ta.shape[0] != input.shape[0]
+            raise (ValueError if batch_differs else RuntimeError)(
                 f"cross_entropy: a float target means class probabilities and must have the input's "
                 f"shape {tuple(input.shape)}, got {tuple(ta.shape)}; for class indices of shape "
                 f"{exp_idx} use an integer target (target.long())"

@@ -226,7 +226,7 @@ class RoundedDiv(Function):
 def _rounded_div(a, b, mode):
     """``div(a, b, rounding_mode=mode)`` on already-promoted operands (Tensor or number)."""
     if mode not in ("trunc", "floor"):
-        raise ValueError(
+        raise RuntimeError(  # torch's type
             f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found {mode!r}"
         )
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):

@@ -513,8 +513,10 @@ def _tensor_list(tensors, op: str):
     if isinstance(tensors, Tensor):
         raise TypeError(f"{op}() expects a sequence of Tensors (a list or tuple), got a single Tensor")
     tensors = list(tensors)
-    if not tensors:
-        raise RuntimeError(f"{op}() expects a non-empty list of Tensors")
+    if not tensors:  # torch's types and texts: cat's Python-level ValueError, the others' RuntimeError
+        if op == "cat":
+            raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+        raise RuntimeError(f"{op} expects a non-empty TensorList")
     for i, x in enumerate(tensors):
         if not isinstance(x, Tensor):
             raise TypeError(f"{op}(): expected Tensor as element {i} in argument 0, but got {type(x).__name__}")
@@ -1169,6 +1171,22 @@ def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
     return _share(Unfold.apply(input, dim=d, size=int(size), step=int(step)), input)
 
 
+def _check_meshgrid_inputs(tensors) -> None:
+    """torch's RuntimeErrors for what meshgrid cannot grid: no tensors, a tensor of more than
+    one dim (its elements would silently become one axis), mixed dtypes."""
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList: pass at least one 0-d or 1-d tensor")
+    for i, t in enumerate(tensors):
+        if t.array.ndim > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got a "
+                               f"{t.array.ndim}-d tensor of shape {tuple(t.shape)} (tensor {i}); "
+                               f"flatten it first if its elements are the coordinates")
+    dtypes = [t.dtype for t in tensors]
+    if any(d != dtypes[0] for d in dtypes):
+        raise RuntimeError(f"meshgrid expects all tensors to have the same dtype, got {[str(d) for d in dtypes]}; "
+                           f"convert them with .to(dtype) first")
+
+
 @register("meshgrid")
 def meshgrid(*tensors, indexing: str | None = None):
     """Coordinate grids from 1-d tensors (views made with expand). ``indexing='xy'`` swaps
@@ -1181,7 +1199,8 @@ def meshgrid(*tensors, indexing: str | None = None):
                       "indexing argument.", UserWarning, stacklevel=3)
         indexing = "ij"
     if indexing not in ("ij", "xy"):
-        raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+        raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
+    _check_meshgrid_inputs(tensors)
     sizes = [int(t.array.size) for t in tensors]
     swap = indexing == "xy" and len(tensors) >= 2
     if swap:

@@ -199,13 +199,13 @@ def scalar_tensor(s, *, dtype=None, device=None, requires_grad: bool = False) ->
 @register("logspace")
 def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, layout=None, device=None,
              requires_grad: bool = False) -> Tensor:
-    """``base ** linspace(start, end, steps)``."""
-    from .creation import tensor
+    """``base ** linspace(start, end, steps)`` (``start``/``end`` numbers or 0-d tensors)."""
+    from .creation import range_arguments, tensor
 
     check_factory_options("logspace", layout)
-
+    start, end, steps = range_arguments("logspace", start, end, steps)
     d = as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-    vals = np.power(float(base), np.linspace(float(start), float(end), int(steps)))
+    vals = np.power(float(base), np.linspace(float(start), float(end), steps))
     return tensor(vals, dtype=d, device=device, requires_grad=requires_grad)
 
 

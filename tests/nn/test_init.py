@@ -110,3 +110,15 @@ def test_default_layer_init_bounds():
     assert bn.running_var.numpy().tolist() == [1] * 5 and int(bn.num_batches_tracked) == 0
     mha = nn.MultiheadAttention(8, 2)
     assert not mha.in_proj_bias.numpy().any() and not mha.out_proj.bias.numpy().any()
+
+
+def test_trunc_normal_with_a_above_b_raises_like_torch():
+    """torch 2.13 reaches ``uniform_(a, b)`` and refuses the empty range (shardflow filled
+    the tensor regardless); both warn first that the mean is far from [a, b]."""
+    for lib in (torch, sf):
+        with pytest.warns(UserWarning, match="mean is more than 2 std from"), \
+                pytest.raises(RuntimeError, match=r"uniform_ expects to return a \[from, to\) range, but found from=1 > to=-1"):
+            lib.nn.init.trunc_normal_(lib.empty(3), std=0.02, a=1.0, b=-1.0)
+    t = sf.empty(2)
+    init.trunc_normal_(t, mean=0.5, std=1.0, a=0.5, b=0.5)  # a == b: every value is a
+    assert t.tolist() == [0.5, 0.5]

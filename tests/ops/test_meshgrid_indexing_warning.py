@@ -42,5 +42,34 @@ def test_meshgrid_with_indexing_is_silent():
             th = torch.meshgrid(torch.arange(3.0), torch.arange(2.0), indexing=indexing)
             for s, t in zip(sf, th):
                 np.testing.assert_array_equal(s.numpy(), t.numpy())
-    with pytest.raises(ValueError, match="indexing must be 'ij' or 'xy'"):
-        shardflow.meshgrid(shardflow.arange(3.0), indexing="ji")
+    for lib in (shardflow, torch):  # torch's RuntimeError (it was a ValueError)
+        with pytest.raises(RuntimeError, match='indexing must be one of "xy" or "ij", but received: ji'):
+            lib.meshgrid(lib.arange(3.0), indexing="ji")
+
+
+@pytest.mark.parametrize("case", ["two_dim", "mixed_dtypes", "no_tensors", "empty_list"])
+def test_meshgrid_refuses_what_torch_refuses(case):
+    """A 2-d tensor (its elements were silently taken as one axis), mixed dtypes (the grids
+    came out in different dtypes) and no tensors (an empty tuple) raise torch's RuntimeError."""
+    make = {
+        "two_dim": lambda lib: lib.meshgrid(lib.zeros(2, 2), lib.zeros(3), indexing="ij"),
+        "mixed_dtypes": lambda lib: lib.meshgrid(lib.zeros(2), lib.zeros(3, dtype=lib.int64), indexing="ij"),
+        "no_tensors": lambda lib: lib.meshgrid(indexing="ij"),
+        "empty_list": lambda lib: lib.meshgrid([], indexing="xy"),
+    }[case]
+    match = {"two_dim": "Expected 0D or 1D tensor in the tensor list but got", "mixed_dtypes":
+             "meshgrid expects all tensors to have the same dtype", "no_tensors": "meshgrid expects a non-empty TensorList",
+             "empty_list": "meshgrid expects a non-empty TensorList"}[case]
+    for lib in (torch, shardflow):
+        with pytest.raises(RuntimeError, match=match):
+            make(lib)
+
+
+def test_meshgrid_of_zero_and_one_dim_tensors_like_torch():
+    """0-d tensors count as one coordinate, as in torch."""
+    for indexing in ("ij", "xy"):
+        sf = shardflow.meshgrid(shardflow.tensor(2.0), shardflow.arange(3.0), indexing=indexing)
+        th = torch.meshgrid(torch.tensor(2.0), torch.arange(3.0), indexing=indexing)
+        for s, t in zip(sf, th, strict=True):
+            assert tuple(s.shape) == tuple(t.shape)
+            np.testing.assert_array_equal(s.numpy(), t.numpy())

@@ -1,42 +1,44 @@
-"""``Tensor.stride()`` reports torch's stride for a size-1 dim that NumPy stores with stride 0
-(a new axis from ``x[None]``, ``expand`` to a new leading 1): torch gives the stride
-``unsqueeze`` gives (the next dim's stride times its size, 1 at the end); a broadcast dim of
-size > 1 keeps stride 0 in both."""
+"""``Tensor.stride()`` of size-1 dims that NumPy strides 0 (``None`` indexing, ``expand``)
+reads as torch's (docs/COMPAT.md "Strides of size-1 dims"): it was 0, so ``x[:, None].stride()``
+printed ``(3, 0, 1)`` where torch prints ``(3, 3, 1)`` and ``dim_order()`` differed."""
 
 import pytest
 import torch
 
 import shardflow
 
-CASES = [
-    lambda lib: lib.arange(6.0).view(2, 3).expand(1, 2, 3),
-    lambda lib: lib.arange(6.0).view(2, 3).expand(4, 2, 3),
-    lambda lib: lib.arange(6.0).view(2, 3)[:, :1].expand(2, 3),
-    lambda lib: lib.arange(6.0).view(2, 3)[None],
-    lambda lib: lib.arange(6.0).view(2, 3)[None, None],
-    lambda lib: lib.arange(6.0).view(2, 3)[:, None],
-    lambda lib: lib.arange(6.0).view(2, 3)[..., None],
-    lambda lib: lib.arange(6.0).view(2, 3).T[None],
-    lambda lib: lib.ones(1, 3).expand(5, 1, 3),
-    lambda lib: lib.tensor(2.0)[None],
-    lambda lib: lib.ones(3)[None, :, None].expand(1, 3, 4),
-    lambda lib: lib.arange(6.0).view(2, 3).unsqueeze(1).expand(2, 1, 3),
-]
+CASES = {
+    "none_middle": lambda lib: lib.zeros(2, 3)[:, None],
+    "none_front": lambda lib: lib.zeros(2, 3)[None],
+    "none_last": lambda lib: lib.zeros(2, 3)[..., None],
+    "none_twice": lambda lib: lib.zeros(2, 3)[:, None, :, None],
+    "none_transposed": lambda lib: lib.zeros(2, 3).t()[:, None],
+    "unsqueeze": lambda lib: lib.zeros(2, 3).unsqueeze(1),
+    "expand_new_dim": lambda lib: lib.zeros(2, 3).expand(1, 2, 3),
+    "expand_keeps_size_one": lambda lib: lib.zeros(1, 1, 3).expand(2, -1, -1),  # timm's cls token
+    "expand_new_and_kept": lambda lib: lib.zeros(1, 1, 3).expand(4, 1, 1, 3),
+    "expand_broadcast_dim": lambda lib: lib.zeros(4, 1).expand(4, 5),
+    "view_size_one": lambda lib: lib.zeros(2, 3).view(2, 1, 3),
+}
 
 
-@pytest.mark.parametrize("make", CASES)
-def test_stride_like_torch(make):
-    ours, theirs = make(shardflow), make(torch)
-    assert ours.stride() == theirs.stride()
-    assert [ours.stride(d) for d in range(ours.dim())] == list(theirs.stride())
-    assert ours.is_contiguous() == theirs.is_contiguous()
+@pytest.mark.parametrize("name", list(CASES))
+def test_stride_and_dim_order_of_size_one_dims_like_torch(name):
+    make = CASES[name]
+    sf, th = make(shardflow), make(torch)
+    assert tuple(sf.shape) == tuple(th.shape)
+    assert sf.stride() == th.stride(), name
+    assert [sf.stride(d) for d in range(-sf.ndim, sf.ndim)] == [th.stride(d) for d in range(-th.ndim, th.ndim)]
+    if 0 not in th.stride():  # an expanded dim: torch's dim_order skips it (not copied)
+        assert sf.dim_order() == th.dim_order(), name
+    assert sf.is_contiguous() == th.is_contiguous(), name
 
 
-def test_as_strided_with_reported_strides_reads_the_same_elements():
-    # the reported stride of a size-1 dim never reaches an element: as_strided with it reads
-    # the values the view holds
+def test_values_read_through_the_reported_strides_are_the_tensors():
+    """The reported stride of a size-1 dim addresses the same elements (its index is 0):
+    ``as_strided`` with the tensor's own geometry gives the tensor back, as in torch."""
     for lib in (shardflow, torch):
-        x = lib.arange(6.0).view(2, 3)
-        v = x[None]
-        again = x.as_strided(v.size(), v.stride(), v.storage_offset())
-        assert again.tolist() == v.tolist()
+        base = lib.arange(6.0).view(2, 3)
+        v = base[:, None]
+        again = base.as_strided(tuple(v.shape), v.stride(), v.storage_offset())
+        assert again.tolist() == v.tolist() == [[[0.0, 1.0, 2.0]], [[3.0, 4.0, 5.0]]]
