@@ -77,8 +77,9 @@ class _TorchSaved:
 
 
 class Function:
-    # ``_torch_name``: torch's node name when the op that made the node chose it at forward
-    # (a slot, so it outlives backward's freeing of ``__dict__``; node_names.py)
+    # ``_torch_name``: torch's node name when the op that made the node chose it at forward,
+    # or a basic index's ``(index, idx, shape)`` to derive it from when asked (a slot, so it
+    # outlives backward's freeing of ``__dict__``; node_names.py)
     __slots__ = ("_edges", "_freed", "_pre_hooks", "_saved_versions", "_out_meta", "_out_shape",
                  "needs_input_grad", "_torch_name", "__dict__")
 

@@ -170,8 +170,8 @@ def torch_node_name(fn) -> str:
     if not cls.__module__.startswith("shardflow."):
         return cls_name
     recorded = getattr(fn, "_torch_name", None)
-    if recorded is not None:
-        return recorded
+    if recorded is not None:  # a name, or a basic index's (index, idx, shape) (ops/index.py)
+        return recorded if type(recorded) is str else basic_index_name(*recorded) or "IndexBackward0"
     entry = TORCH_NODE_NAMES.get(cls_name) or cls.__dict__.get("torch_name")
     if entry is None:
         return f"{cls_name}Backward0"

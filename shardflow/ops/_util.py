@@ -207,8 +207,8 @@ def inplace(target: Tensor, result: Tensor) -> Tensor:
     (its operands broadcast to a larger shape: ``ones(1).add_(ones(3))``) is torch's
     RuntimeError; NumPy's ValueError leaked before, and a tensor with history silently took
     the larger shape."""
-    if result.shape != target.shape:
-        _check_fits(tuple(target.shape), tuple(result.shape))
+    if result.array.shape != target.array.shape:
+        _check_fits(target.array.shape, result.array.shape)
     return target._inplace(result)
 
 

@@ -43,7 +43,6 @@ import numpy as np
 from .. import kernels
 from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
-from ..autograd.node_names import basic_index_name
 from ..backend import get_array_module, is_device_array
 from ..backend.meta import MetaTensorError, is_meta_array
 from ..backend.user_warning import warn_at_caller
@@ -376,8 +375,9 @@ def getitem(input: Tensor, index) -> Tensor:
     """``input[index]`` with PyTorch semantics (see the module docstring)."""
     idx, advanced, unique, add_idx = _parse_index(index, input.array)
     out = Index.apply(input, idx=idx, unique=unique, add_idx=add_idx)
-    if out.grad_fn is not None:  # torch's name, kept after backward frees the index
-        out.grad_fn._torch_name = basic_index_name(index, idx, input.array.shape) or "IndexBackward0"
+    if out.grad_fn is not None:  # torch's name, kept after backward frees the index; a basic
+        # index keeps what its name is derived from, named only when asked (~1 us a getitem)
+        out.grad_fn._torch_name = "IndexBackward0" if advanced else (index, idx, input.array.shape)
     if not advanced:  # a view: shared counter, and its base (shape._share's rule)
         out._version_counter = input._version_counter
         out._base = input._base if input._base is not None else input

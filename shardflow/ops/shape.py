@@ -134,12 +134,13 @@ def _reshape(t: Tensor, shape: tuple, strict: bool, node: str | None = None) -> 
             out.grad_fn._torch_name = node
         return _share(out, t)
     out = Reshape.apply(t, shape=shape, strict=strict)
+    view = strict or _shares(out.array, a)
     if out.grad_fn is not None:
-        if not strict and not _shares(out.array, a):
+        if not view:
             node = "UnsafeViewBackward0"
         if node is not None:
             out.grad_fn._torch_name = node
-    if strict or _shares(out.array, a):
+    if view:
         _share(out, t)
     return out
 
