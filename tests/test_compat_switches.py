@@ -48,6 +48,29 @@ def test_warn_always_flag():
     assert sf.is_warn_always_enabled() is True
 
 
+def test_warn_always_repeats_once_per_process_warnings_like_torch():
+    """With ``set_warn_always(True)`` torch's TORCH_WARN_ONCE warnings (here ``float()`` of a
+    tensor that requires grad) are given every time; shardflow's once-per-process ones too."""
+    import warnings
+
+    def warned(lib):
+        x = lib.ones(1, requires_grad=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            float(x), float(x)
+        # torch's C++ warnings end with where they were raised: not part of the message
+        return [str(w.message).split(" (Triggered internally at")[0] for w in caught]
+
+    for lib in (sf, torch):
+        lib.set_warn_always(True)
+    th, ours = warned(torch), warned(sf)
+    assert len(th) == 2 and ours == th
+    for lib in (sf, torch):
+        lib.set_warn_always(False)
+    assert len(warned(sf)) <= 1  # once per process again (maybe given already by another test)
+    assert warned(sf) == []
+
+
 def test_flush_denormal_and_init_num_threads():
     assert sf.set_flush_denormal(True) is False  # not settable from NumPy: torch's answer without the feature
     assert sf.set_flush_denormal(False) is False

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend import as_dtype, dtypes
-from ..backend.user_warning import warn_at_caller
+from ..backend.user_warning import first_time, warn_at_caller
 
 __all__ = ["scan", "inferred_dtype", "warn_list_of_ndarrays"]
 
@@ -30,7 +30,6 @@ LIST_OF_NDARRAYS = (
     "list to a single numpy.ndarray with numpy.array() before converting to a tensor.")
 
 PYTHON_SCALARS = frozenset((float, int, bool, complex))
-_warned = [False]  # torch's TORCH_WARN_ONCE: once per process
 
 
 class Scan:
@@ -102,6 +101,5 @@ def inferred_dtype(found: Scan):
 def warn_list_of_ndarrays(found: Scan, size: int) -> None:
     """torch's once-per-process warning, when a NumPy array was an item of a sequence and the
     new tensor has elements (torch copies nothing, and says nothing, for an empty one)."""
-    if found.ndarray_item and size and not _warned[0]:
-        _warned[0] = True
+    if found.ndarray_item and size and first_time("list_of_ndarrays"):
         warn_at_caller(LIST_OF_NDARRAYS)

@@ -33,14 +33,12 @@ from ..backend import storage as _storage
 from ..backend.layout import strided
 from ..backend.memory_format import check_memory_format, in_memory_format
 from ..backend.meta import MetaArray
-from ..backend.user_warning import warn_at_caller
+from ..backend.user_warning import first_time, warn_at_caller
 from . import _tensor_str, grad_mode, legacy_types, sequence_data
 from .dispatch import OPS, set_method_owner
 from .hook_ids import next_handle_id
 from .removable_handle import RemovableHandle
 from .tensor_compat_methods import TensorCompatMethods
-
-_WARNED = {"scalar_of_graph": False}  # PyTorch warnings given once per process
 
 
 def _read_only_error(t) -> RuntimeError:
@@ -121,15 +119,10 @@ def _keyword_form(op: str, args: tuple, value, name: str) -> tuple:
 _NOT_COMPARED = (list, tuple, str, dict, set)
 
 
-_T_WARNED: set = set()
-
-
 def _warn_T_once(ndim: int) -> None:
     """torch's once-per-process deprecation warnings of ``x.T`` on a tensor not 2-D."""
-    key = "0d" if ndim == 0 else "nd"
-    if key in _T_WARNED:
+    if not first_time("T_0d" if ndim == 0 else "T_nd"):
         return
-    _T_WARNED.add(key)
     if ndim == 0:
         msg = "Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases."
     else:
@@ -506,8 +499,7 @@ class Tensor(TensorCompatMethods):
         """PyTorch's warning for ``float(t)`` / ``complex(t)`` of a tensor that requires grad,
         with grad mode on, once per process as its ``TORCH_WARN_ONCE`` (``.item()``, ``int()``
         and ``bool()`` do not warn there either)."""
-        if self.requires_grad and not _WARNED["scalar_of_graph"] and grad_mode.is_grad_enabled():
-            _WARNED["scalar_of_graph"] = True
+        if self.requires_grad and grad_mode.is_grad_enabled() and first_time("scalar_of_graph"):
             warn_at_caller("Converting a tensor with requires_grad=True to a scalar may lead to "
                            "unexpected behavior.\nConsider using tensor.detach() first.")
 

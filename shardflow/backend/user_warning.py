@@ -17,3 +17,28 @@ def warn_at_caller(message: str, category=UserWarning) -> None:
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level - 1 if frame is None else level)
+
+
+# torch's TORCH_WARN_ONCE: a warning given once per process, unless ``set_warn_always(True)``
+_warn_always = [False]
+_given: set = set()
+
+
+def set_warn_always(flag: bool) -> None:
+    """``torch.set_warn_always``: every once-per-process warning is given every time."""
+    _warn_always[0] = bool(flag)
+
+
+def is_warn_always_enabled() -> bool:
+    return _warn_always[0]
+
+
+def first_time(key: str) -> bool:
+    """Whether the once-per-process warning ``key`` is to be given now (its first time, or
+    every time under ``set_warn_always(True)``); records it as given."""
+    if _warn_always[0]:
+        return True
+    if key in _given:
+        return False
+    _given.add(key)
+    return True

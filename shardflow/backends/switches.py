@@ -5,8 +5,9 @@
 * The deterministic debug mode is another spelling of ``use_deterministic_algorithms``
   (PyTorch's mapping): 0 / ``"default"`` = off, 1 / ``"warn"`` = on with ``warn_only``,
   2 / ``"error"`` = on; ``get_deterministic_debug_mode`` reads that setting back.
-* ``set_warn_always(b)``: the flag PyTorch's once-only warnings read; shardflow keeps it so
-  programs can set and read it (its warnings follow Python's ``warnings`` filters).
+* ``set_warn_always(b)``: the flag PyTorch's once-only warnings read; shardflow's once-per-
+  process warnings read it too (``backend.user_warning.first_time``): with it on they are given
+  every time.
 * ``set_flush_denormal(mode)``: NumPy and CuPy cannot set the CPU's flush-to-zero mode, so
   this answers False, as PyTorch does on CPUs without the feature (nothing changes).
 * ``init_num_threads()``: nothing to set up (NumPy's BLAS pool starts on first use).
@@ -14,11 +15,12 @@
 
 from __future__ import annotations
 
+from ..backend.user_warning import is_warn_always_enabled, set_warn_always
+
 __all__ = ["set_deterministic_debug_mode", "get_deterministic_debug_mode", "set_warn_always",
            "is_warn_always_enabled", "set_flush_denormal", "init_num_threads"]
 
 _MODES = {"default": 0, "warn": 1, "error": 2}
-_warn_always = [False]
 
 
 def set_deterministic_debug_mode(debug_mode) -> None:
@@ -49,13 +51,6 @@ def get_deterministic_debug_mode() -> int:
     return 1 if is_deterministic_algorithms_warn_only_enabled() else 2
 
 
-def set_warn_always(b: bool) -> None:
-    """Set the warn-always flag (read back with ``is_warn_always_enabled``)."""
-    _warn_always[0] = bool(b)
-
-
-def is_warn_always_enabled() -> bool:
-    return _warn_always[0]
 
 
 def set_flush_denormal(mode: bool) -> bool:

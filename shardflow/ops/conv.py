@@ -58,6 +58,7 @@ from ..backend.memory_format import (
     is_channels_last,
 )
 from ..backend.meta import MetaArray, is_meta_array
+from ..backend.user_warning import first_time
 from ..backend.xp import get_array_module
 from ..kernels import conv as _conv_kernels
 from ._util import as_dtype_of
@@ -429,14 +430,9 @@ class _SameStrideError(RuntimeError, ValueError):
     """torch's functional conv raises RuntimeError (its module ValueError); both catch it."""
 
 
-_warned_uneven_same = False
-
-
 def _warn_uneven_same_once() -> None:
     """torch's warning (once per process) for ``padding='same'`` whose total is odd."""
-    global _warned_uneven_same
-    if not _warned_uneven_same:
-        _warned_uneven_same = True
+    if first_time("conv_uneven_same"):
         warnings.warn("Using padding='same' with even kernel lengths and odd dilation may require a "
                       "zero-padded copy of the input be created", UserWarning, stacklevel=7)
 

@@ -43,17 +43,14 @@ import numpy as np
 from ..autograd import Tensor
 from ..autograd.dispatch import register
 from ..backend import dtypes
+from ..backend.user_warning import first_time
 from ._util import as_tensor_arg
 
 __all__ = ["stft", "istft"]
 
 # torch's TORCH_WARN_ONCE: each of these warnings is given once per process.
-_warned: set[str] = set()
-
-
 def _warn_once(key: str, message: str) -> None:
-    if key not in _warned:
-        _warned.add(key)
+    if first_time(f"stft_{key}"):
         warnings.warn(message, UserWarning, stacklevel=4)  # past the dispatch wrapper, at the caller
 
 

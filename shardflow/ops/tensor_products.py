@@ -24,6 +24,7 @@ import numpy as np
 
 from ..autograd import Tensor
 from ..autograd.dispatch import register
+from ..backend.user_warning import first_time
 from ._util import as_tensor_arg, promote, wrap_dim
 
 __all__ = ["kron", "tensordot", "cross", "linalg_cross", "addmv", "addr"]
@@ -110,15 +111,10 @@ def _cross(a: Tensor, b: Tensor, dim: int, op: str) -> Tensor:
     return stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], d)
 
 
-_cross_warned = False
-
-
 def _warn_cross_once() -> None:
     """torch's deprecation warning for ``cross`` without ``dim``, once per process as torch's
     ``TORCH_WARN_ONCE``."""
-    global _cross_warned
-    if not _cross_warned:
-        _cross_warned = True
+    if first_time("cross_without_dim"):
         warnings.warn("Using cross without specifying the dim arg is deprecated.\nPlease either pass "
                       "the dim explicitly or simply use linalg.cross.\nThe default value of dim will "
                       "change to agree with that of linalg.cross in a future release.", UserWarning,

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import shardflow as sf
+from shardflow.backend import user_warning
 
 NAN = float("nan")
 ROWS = [[1, NAN, 3, NAN], [1, 2, 3, 4.0], [NAN, 5, 1, 2]]
@@ -135,9 +136,8 @@ def test_selection_nodes_have_torch_s_names_after_backward():
 def test_float_of_a_graph_tensor_warns_once_with_grad_mode_on(monkeypatch):
     """torch 2.13's ``TORCH_WARN_ONCE``: ``float(loss)``/``complex(loss)`` of a tensor that
     requires grad warns (not ``.item()``, ``int()``, or under ``no_grad``), once per process."""
-    from shardflow.autograd import tensor as tensor_module
 
-    monkeypatch.setitem(tensor_module._WARNED, "scalar_of_graph", False)
+    monkeypatch.setattr(user_warning, "_given", set())
     y = (sf.tensor([1.0], requires_grad=True) * 2).sum()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -158,9 +158,8 @@ def test_complex_of_a_tensor():
 
 
 def test_lbfgs_does_not_warn_about_its_closure_loss(monkeypatch):
-    from shardflow.autograd import tensor as tensor_module
 
-    monkeypatch.setitem(tensor_module._WARNED, "scalar_of_graph", False)
+    monkeypatch.setattr(user_warning, "_given", set())
     w = sf.nn.Parameter(sf.ones(2))
     opt = sf.optim.LBFGS([w])
 
@@ -240,9 +239,8 @@ def test_functional_errors_have_torchs_types():
 
 
 def test_same_padding_with_an_odd_total_warns_once():
-    from shardflow.ops import conv
 
-    conv._warned_uneven_same = False
+    user_warning._given.discard("conv_uneven_same")
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
         sf.nn.functional.conv1d(sf.ones(1, 3, 5), sf.ones(2, 3, 3), padding="same")  # even total: silent

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import shardflow as sf
-from shardflow.ops import spectral
+from shardflow.backend import user_warning
 
 RNG = np.random.default_rng(0)
 SIGNAL = RNG.standard_normal((2, 37))
@@ -93,7 +93,7 @@ def test_return_complex_rules_and_warnings_follow_torch(monkeypatch):
     msg = ("stft requires the return_complex parameter be given for real inputs, and will further require that "
            "return_complex=True in a future PyTorch release.")
     for rc in ({}, {"return_complex": None}):
-        monkeypatch.setattr(spectral, "_warned", set())
+        monkeypatch.setattr(user_warning, "_given", set())
         with pytest.raises(RuntimeError) as got, pytest.warns(UserWarning, match="A window was not provided"):
             sf.stft(x, 8, **rc)
         with pytest.raises(RuntimeError) as want:
@@ -191,7 +191,7 @@ def test_istft_nola_check_matches_torch():
 
 
 def test_istft_length_past_the_signal_pads_with_a_warning(monkeypatch):
-    monkeypatch.setattr(spectral, "_warned", set())
+    monkeypatch.setattr(user_warning, "_given", set())
     spec = sf.stft(sf.tensor(SIGNAL[0]), 8, window=sf.ones(8), return_complex=True)
     with pytest.warns(UserWarning, match="The length of signal is shorter than the length parameter"):
         y = sf.istft(spec, 8, length=50)

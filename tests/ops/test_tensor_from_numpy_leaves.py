@@ -12,6 +12,7 @@ import torch
 
 import shardflow
 from shardflow.autograd import sequence_data
+from shardflow.backend import user_warning
 
 CASES = [
     "[np.eye(3)[0], np.eye(3)[1]]",  # float64 rows: float64 (NumPy's list inference said float32)
@@ -84,7 +85,7 @@ def test_list_of_ndarrays_warns_once_per_process(monkeypatch):
     even under ``simplefilter("always")``. The text is torch's (checked against torch in a
     fresh process when this was written: torch's own flag is process-wide, so a test in a
     process where torch already warned cannot see it again)."""
-    monkeypatch.setattr(sequence_data, "_warned", [False])
+    monkeypatch.setattr(user_warning, "_given", set())
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         shardflow.Tensor([np.eye(3)[0], np.eye(3)[1]])
@@ -103,7 +104,7 @@ def test_list_of_ndarrays_warns_once_per_process(monkeypatch):
     lambda: shardflow.tensor([[1.0, 2.0], np.ones(2)], dtype=shardflow.float32),
 ])
 def test_each_constructor_warns(make, monkeypatch):
-    monkeypatch.setattr(sequence_data, "_warned", [False])
+    monkeypatch.setattr(user_warning, "_given", set())
     assert _warnings_of(make) == [sequence_data.LIST_OF_NDARRAYS]
 
 
@@ -114,7 +115,7 @@ def test_each_constructor_warns(make, monkeypatch):
     lambda: shardflow.tensor([shardflow.tensor(1.0), 2.0]),
 ])
 def test_no_warning_without_an_ndarray_item(make, monkeypatch):
-    monkeypatch.setattr(sequence_data, "_warned", [False])
+    monkeypatch.setattr(user_warning, "_given", set())
     assert _warnings_of(make) == []
 
 

@@ -245,7 +245,10 @@ def test_mingpt_sorting_demo_trains_like_torch():
     assert_close(sf_losses, th_losses, "losses")
     assert (sf_scores, sf_sorted) == (th_scores, th_sorted)
     # the key bias: zero gradient up to rounding, AdamW steps it on noise (8 steps of lr 5e-4)
-    assert_same_state(sf_model, th_model, "GPT", rounding_only=attention_key_bias(48, 16 * 5e-4))
+    # atol 3e-5, not 1e-5: torch's thread count (and so its summation order) differs between
+    # pytest workers, and AdamW's m / sqrt(v) turns that rounding of a small gradient into
+    # steps of its own size (one c_proj weight once ended 1.17e-5 from torch's)
+    assert_same_state(sf_model, th_model, "GPT", atol=3e-5, rounding_only=attention_key_bias(48, 16 * 5e-4))
     assert th_losses[-1] < th_losses[0]
 
 

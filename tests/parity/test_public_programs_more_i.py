@@ -197,8 +197,8 @@ def test_generic_join_tutorial_runs_like_torch(tmp_path, demo):
 # -- pytorch/examples distributed/ddp --------------------------------------------------------
 
 DDP_EXAMPLE = HERE / "ddp_example" / "example.py"
-# run_example.sh's torchrun line, for 2 processes
-TORCHRUN_ARGS = ["--nnodes=1", "--nproc_per_node=2", "--rdzv_id=101", "--rdzv_endpoint=localhost:5972",
+# run_example.sh's torchrun line, for 2 processes (its port 5972 taken as a free one: tests run side by side)
+TORCHRUN_ARGS = ["--nnodes=1", "--nproc_per_node=2", "--rdzv_id=101", "--rdzv_endpoint=localhost:{port}",
                  "example.py", "--local_world_size=2"]
 
 
@@ -209,7 +209,8 @@ def test_ddp_example_under_torchruns_command_line_prints_like_torch(tmp_path):
     as MASTER_ADDR/MASTER_PORT: shardflow used 127.0.0.1:29500 before), its rank, world size
     and backend, and its (empty) device ids, then takes one DDP step. The lines are compared
     with the process ids taken out (the example prints no loss)."""
-    outputs = {}
+    outputs, port = {}, _free_port()
+    args = [a.format(port=port) for a in TORCHRUN_ARGS]
     for name, module, use_sf in (("shardflow", "shardflow.distributed.run", True),
                                  ("torch", "torch.distributed.run", False)):
         d = tmp_path / name
@@ -220,7 +221,7 @@ def test_ddp_example_under_torchruns_command_line_prints_like_torch(tmp_path):
         for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
             env.pop(k, None)
         for _attempt in (1, 2):
-            proc = subprocess.run([sys.executable, "-m", module, *TORCHRUN_ARGS], cwd=d, env=env,
+            proc = subprocess.run([sys.executable, "-m", module, *args], cwd=d, env=env,
                                   capture_output=True, text=True, timeout=120)
             if proc.returncode == 0 or use_sf or _TORCH_TEARDOWN_ABORT not in proc.stdout + proc.stderr:
                 break
@@ -231,4 +232,4 @@ def test_ddp_example_under_torchruns_command_line_prints_like_torch(tmp_path):
         outputs[name] = sorted(ln for ln in lines if ln.startswith(("Initializing", "world_size", "rank")))
     assert outputs["shardflow"] == outputs["torch"]
     assert len(outputs["torch"]) == 6 and "Initializing process group with: {'MASTER_ADDR': 'localhost', " \
-        "'MASTER_PORT': '5972', 'RANK': '0', 'WORLD_SIZE': '2'}" in outputs["torch"], outputs["torch"]
+        f"'MASTER_PORT': '{port}', 'RANK': '0', 'WORLD_SIZE': '2'}}" in outputs["torch"], outputs["torch"]

@@ -359,8 +359,19 @@ def test_zero_to_all_hello_rnn_like_torch(tmp_path, monkeypatch, capsys, name):
     summed from ``0`` and printed with ``%1.3f``: torch's "Converting a tensor with
     requires_grad=True to a scalar" warning), 12_4 an ``nn.Embedding`` + RNN + Linear over
     the whole word. Both after the script's own ``torch.manual_seed(777)``: every predicted
-    string and loss is torch's."""
-    runs = _run(tmp_path, monkeypatch, capsys, f"{ZERO}/{name}.py")
+    string and loss is torch's. Both warn always (``set_warn_always(True)``): the warning is
+    once per process, and another test in this process may have used its once already."""
+    import torch
+
+    import shardflow
+
+    try:
+        for lib in (torch, shardflow):
+            lib.set_warn_always(True)
+        runs = _run(tmp_path, monkeypatch, capsys, f"{ZERO}/{name}.py")
+    finally:
+        for lib in (torch, shardflow):
+            lib.set_warn_always(False)
     assert runs[0][1][-1] == "Learning finished!"
     _same_run(runs, name)
 
