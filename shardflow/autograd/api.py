@@ -9,6 +9,7 @@ from .engine import run_backward
 from .function import AccumulateGrad, Function
 from .graph import GradientEdge
 from .higher_order import run_backward_graph
+from .sparse_grad import SparseGrad
 from .tensor import Tensor, _wrap
 
 
@@ -134,7 +135,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                     f"One of the differentiated Tensors (shape {tuple(t.shape)}) appears to not "
                     "have been used in the graph; pass allow_unused=True if this is expected"
                 )
-        result.append(None if g is None else Tensor(g))
+        result.append(None if g is None else g.tensor() if type(g) is SparseGrad else Tensor(g))
     return tuple(result) if not single else tuple(result)
 
 

@@ -50,6 +50,7 @@ from .anomaly_mode import check_gradients_for_nan
 from .function import Function
 from .graph_hooks import NODE_HOOKS, call_backward, enter_task, exit_task
 from .saved_hooks import UNPACK
+from .sparse_grad import SparseGrad, accumulate_sparse
 
 
 def run_backward(tensors, grad_tensors, retain_graph: bool, capture=None):
@@ -328,9 +329,9 @@ def run_tensor_hooks(leaf, g):
 
     if leaf._hooks:
         for hook in leaf._hooks:
-            r = hook(_wrap(g))
+            r = hook(g.tensor() if type(g) is SparseGrad else _wrap(g))
             if r is not None:
-                g = r.array
+                g = SparseGrad.of_tensor(r) if r.is_sparse else r.array
     if g.shape != leaf.array.shape:
         raise RuntimeError(
             f"a gradient of shape {tuple(g.shape)} reached a leaf of shape "
@@ -351,6 +352,13 @@ def _accumulate_leaf(leaf, box: list) -> None:
         box[0] = run_tensor_hooks(leaf, box[0])
     elif box[0].shape != leaf.array.shape:
         run_tensor_hooks(leaf, box[0])  # raises, naming the shapes
+    if type(box[0]) is SparseGrad:  # Embedding(sparse=True)'s weight (sparse_grad.py)
+        if box[0].dtype != leaf.array.dtype:
+            box[0] = box[0].astype(leaf.array.dtype)
+        accumulate_sparse(leaf, box[0])
+        for hook in leaf._post_hooks or ():
+            hook(leaf)
+        return
     want = getattr(leaf, "_sf_grad_dtype", False)  # Tensor.grad_dtype, when set (tensor.py)
     if want is False:
         want = leaf.array.dtype

@@ -340,7 +340,9 @@ def _snapshot(params, optimizer, buffers) -> dict:
             state[id(p)] = {k: (v.array.copy() if isinstance(v, Tensor) else v)
                             for k, v in st.items()}
     return {"params": [p.array.copy() for p in params],
-            "grads": [None if p.grad is None else p.grad.array.copy() for p in params],
+            # a sparse .grad (Embedding(sparse=True)) is replaced, never written: kept as is
+            "grads": [None if p.grad is None else p.grad if p.grad.is_sparse else p.grad.array.copy()
+                      for p in params],
             "state": state, "buffers": [b.array.copy() for b in buffers]}
 
 
@@ -349,7 +351,7 @@ def _restore(snap: dict, params, optimizer, buffers) -> None:
         np.copyto(b.array, a)
     for p, a, gr in zip(params, snap["params"], snap["grads"]):
         np.copyto(p.array, a)
-        p.grad = None if gr is None else _wrap(gr.copy())
+        p.grad = None if gr is None else gr if isinstance(gr, Tensor) else _wrap(gr.copy())
         st = snap["state"].get(id(p))
         if st is None:
             optimizer.state.pop(p, None)

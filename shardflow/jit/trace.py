@@ -69,6 +69,9 @@ class _Tracer:
             return func(*args, **kwargs)
         if name.endswith("_") or kwargs.get("out") is not None or kwargs.get("inplace"):
             raise TraceError(f"in-place op '{name}' is not compiled (the graph replays pure ops only)")
+        if name in ("embedding", "embedding_bag") and _sparse_arg(name, args, kwargs):
+            raise TraceError(f"'{name}' with sparse=True is not compiled (its sparse weight gradient "
+                             "is delivered by the eager engine)")
         if name in _RANDOM:
             p = kwargs.get("p", args[1] if len(args) > 1 else 0.5)
             training = kwargs.get("training", args[2] if len(args) > 2 else True)
@@ -145,3 +148,9 @@ def _outputs_to_refs(obj, values):
         return {k: _outputs_to_refs(v, values) for k, v in obj.items()}
     raise TraceError(f"the function returned a {type(obj).__name__}; compile handles tensors and "
                      "tuples / lists / dicts of tensors")
+
+
+def _sparse_arg(name, args, kwargs) -> bool:
+    """``sparse`` of an ``embedding`` / ``embedding_bag`` call (positional 7th / 8th)."""
+    pos = 6 if name == "embedding" else 7
+    return bool(kwargs.get("sparse", args[pos] if len(args) > pos else False))

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from ..autograd import Function, Tensor, dispatch, no_grad
+from ..autograd import Function, Tensor, dispatch, no_grad, sparse_grad
 from ..backend import (
     as_dtype,
     device_of,
@@ -627,6 +627,8 @@ class Module:
                 continue
             if set_to_none:
                 p.grad = None
+            elif p.grad.is_sparse:
+                p.grad = sparse_grad.zeroed(p.grad)
             else:
                 if p.grad.grad_fn is not None:
                     p.grad = p.grad.detach()

@@ -27,8 +27,18 @@ import numpy as np
 
 from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
+from ..autograd.sparse_grad import rows_of
 from ..backend import get_array_module
-from .index import Index, IndexPut, _add_at, _check_bounds, _int_index, _to_xp, renorm_rows_
+from .index import (
+    Index,
+    IndexPut,
+    _add_at,
+    _check_bounds,
+    _int_index,
+    _to_xp,
+    renorm_rows_,
+    sparse_grad_wanted,
+)
 
 __all__ = ["embedding_bag"]
 
@@ -47,9 +57,10 @@ def _up(a):
 class EmbeddingBag(Function):
     """``(weight (V, D), per_sample_weights (n,) or None) -> (B, D)``; see the module docstring."""
 
-    def forward(self, w, psw=None, *, ids, pos, mask, mode, freq):
+    def forward(self, w, psw=None, *, ids, pos, mask, mode, freq, sparse=False):
         # ids, pos, mask: (B, L) row index, entry position (-1: none) and "takes part" per slot
         self.ids, self.pos, self.mask, self.mode, self.freq = ids, pos, mask, mode, freq
+        self.sparse = sparse  # (refused with mode="max", as torch)
         self.w_shape, self.n = w.shape, None if psw is None else psw.shape[0]
         self.w = None if psw is None else w  # read by the per_sample_weights gradient
         self.psw = psw  # read by backward_graph (the coefficients depend on it)
@@ -77,10 +88,11 @@ class EmbeddingBag(Function):
         xp = get_array_module(g)
         ga, _ = _up(g)
         ids, mask = self.ids, self.mask
-        gw = gpsw = None
+        gw = None
         if self.needs_input_grad[0]:
-            acc = xp.zeros(self.w_shape, ga.dtype)
+            acc = None
             if self.mode == "max":
+                acc = xp.zeros(self.w_shape, ga.dtype)
                 ne = self.nonempty
                 rows = xp.take_along_axis(ids, self.arg, axis=1)  # (B, D): the arg-max row per feature
                 cols = xp.broadcast_to(xp.arange(self.w_shape[1]), rows.shape)
@@ -90,8 +102,17 @@ class EmbeddingBag(Function):
                 if self.freq is not None:
                     coef = coef / self.freq[ids].astype(ga.dtype)
                 contrib = coef[..., None] * ga[:, None, :]  # (B, L, D)
+                if self.sparse and sparse_grad_wanted(self._edges[0]):  # the rows used, sparse
+                    vals = contrib[mask]
+                    gw = rows_of(ids[mask], vals if self.dt is None else vals.astype(self.dt), self.w_shape)
+                    return gw, self._psw_grad(ga, ids, mask, xp)
+                acc = xp.zeros(self.w_shape, ga.dtype)
                 _add_at(acc, ids[mask], contrib[mask])
             gw = acc if self.dt is None else acc.astype(self.dt)
+        return gw, self._psw_grad(ga, ids, mask, xp)
+
+    def _psw_grad(self, ga, ids, mask, xp):
+        gpsw = None
         if self.n is not None and self.needs_input_grad[1]:
             wa = _up(self.w)[0]
             dots = xp.einsum("bld,bd->bl", wa[ids], ga)
@@ -100,7 +121,7 @@ class EmbeddingBag(Function):
             acc = xp.zeros(self.n, ga.dtype)
             acc[self.pos[mask]] = dots[mask]
             gpsw = acc if self.dt is None else acc.astype(self.dt)
-        return gw, gpsw
+        return gpsw
 
     def backward_graph(self, g):
         """``backward`` with Tensors, in the weight's dtype: the weight gradient is an
@@ -207,6 +228,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
         if not -V <= padding_idx < V:
             raise ValueError(f"{op}: padding_idx must be within num_embeddings ({V}), got {padding_idx}")
         padding_idx = padding_idx + V if padding_idx < 0 else padding_idx
+    if sparse and mode == "max":  # torch's F.embedding_bag check
+        raise ValueError("max mode does not support sparse weights (use mode='sum' or 'mean', or sparse=False)")
     if scale_grad_by_freq and mode == "max":
         raise ValueError(f"{op}: max mode does not support scaling the gradient by the frequency")
     if per_sample_weights is not None:
@@ -231,5 +254,5 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
         renorm_rows_(weight, _to_xp(ids_host, xp), max_norm, norm_type)
     return EmbeddingBag.apply(
         weight, per_sample_weights, ids=_to_xp(dense, xp), pos=_to_xp(pos, xp), mask=_to_xp(mask, xp),
-        mode=mode, freq=None if freq is None else _to_xp(freq, xp),
+        mode=mode, freq=None if freq is None else _to_xp(freq, xp), sparse=bool(sparse),
     )

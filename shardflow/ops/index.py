@@ -43,6 +43,7 @@ import numpy as np
 from .. import kernels
 from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
+from ..autograd.sparse_grad import rows_of
 from ..backend import get_array_module, is_device_array
 from ..backend.meta import MetaTensorError, is_meta_array
 from ..backend.user_warning import warn_at_caller
@@ -1040,12 +1041,14 @@ def take(input: Tensor, index) -> Tensor:
 
 # ---------------------------------------------------------------------------- embedding
 class Embedding(Function):
-    """``weight[ids]``; backward accumulates ``g`` rows into a zero ``(V, D)`` gradient."""
+    """``weight[ids]``; backward accumulates ``g`` rows into a zero ``(V, D)`` gradient, or,
+    with ``sparse``, gives the rows as a sparse gradient (``autograd/sparse_grad.py``)."""
 
     save_inputs = ()
 
-    def forward(self, w, ids=None, padding_idx=None, scale_grad_by_freq=False):
+    def forward(self, w, ids=None, padding_idx=None, scale_grad_by_freq=False, sparse=False):
         self.ids, self.w_shape, self.pad, self.scale = ids, w.shape, padding_idx, scale_grad_by_freq
+        self.sparse = sparse
         self.fused = w.ndim == 2 and kernels.usable(w)  # backward by kernels/embedding.py
         return get_array_module(w).take(w, ids, axis=0)  # ids.shape + (D,)
 
@@ -1057,6 +1060,11 @@ class Embedding(Function):
         if self.scale:
             counts = xp.bincount(ids, minlength=V)
             g2 = g2 / counts[ids].reshape((-1,) + (1,) * len(D)).astype(g.dtype)
+        if self.sparse and self.scale:  # torch's refusal, also at backward
+            raise RuntimeError("embedding_backward: scale_grad_by_freq not supported with sparse gradients "
+                               "(use sparse=False, or scale_grad_by_freq=False)")
+        if self.sparse and sparse_grad_wanted(self._edges[0]):
+            return rows_of(ids, g2, self.w_shape, self.pad)
         if self.pad is not None:
             keep = ids != self.pad
             ids, g2 = ids[keep], g2[keep]
@@ -1108,7 +1116,9 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
 
     Also accepts ``torch.embedding``'s order ``(weight, input)`` (detected from the dtypes).
     ``padding_idx`` rows get no gradient; ``max_norm`` renormalises the referenced rows of
-    ``weight`` in place (without autograd); ``sparse=True`` still returns a dense gradient.
+    ``weight`` in place (without autograd); ``sparse=True`` makes the weight's ``.grad`` a
+    sparse COO tensor of the rows used (``autograd/sparse_grad.py``: when the weight is a
+    leaf without post-accumulate hooks; else the gradient stays dense).
     """
     if (isinstance(input, Tensor) and input.array.dtype.kind in "fV" and isinstance(weight, Tensor)
             and weight.array.dtype.kind in "iu"):
@@ -1132,7 +1142,15 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
     ids = _to_xp(ids, xp)
     if max_norm is not None:
         renorm_rows_(weight, ids, max_norm, norm_type)
-    return Embedding.apply(weight, ids=ids, padding_idx=padding_idx, scale_grad_by_freq=scale_grad_by_freq)
+    return Embedding.apply(weight, ids=ids, padding_idx=padding_idx, scale_grad_by_freq=scale_grad_by_freq,
+                           sparse=bool(sparse))
+
+
+def sparse_grad_wanted(edge) -> bool:
+    """Whether a sparse weight gradient may go down ``edge`` (a Function's packed edge): to a
+    leaf whose gradient the engine accumulates itself. A non-leaf weight, or one with
+    post-accumulate hooks (DDP, FSDP, the user's: they read dense arrays), gets it dense."""
+    return isinstance(edge, Tensor) and not edge._post_hooks
 
 
 # ---------------------------------------------------------------------------- nonzero / where

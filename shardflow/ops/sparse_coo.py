@@ -495,6 +495,14 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
     return SparseTensor._make(idx, vals, size, coalesced)
 
 
+@register("_sparse_grad_tensor")
+def _sparse_grad_tensor(rows, values, size) -> SparseTensor:
+    """The sparse COO ``.grad`` of an embedding's weight: ``values[k]`` at row ``rows[k]``
+    (uncoalesced, as PyTorch's ``embedding_sparse_backward``; ``autograd/sparse_grad.py``)."""
+    xp = get_array_module(values)
+    return SparseTensor._make(xp.asarray(rows, dtype=np.int64).reshape(1, -1), _wrap(values), size, False)
+
+
 @register("to_sparse")
 def to_sparse(input, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None) -> SparseTensor:
     """``Tensor.to_sparse()``: the non-zero entries of a dense tensor as a coalesced COO

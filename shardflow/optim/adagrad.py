@@ -17,9 +17,11 @@ import numpy as np
 
 from ._checks import check_nonnegative
 from .optimizer import Optimizer, _bump
+from .sparse_steps import adagrad_sparse_step
 
 
 class Adagrad(Optimizer):
+    _sparse_grads_ok = True  # sparse gradients: sparse_steps.py
     # zeros written as torch's signature writes them (int 0): print(optimizer) and the
     # state dict's param_groups show them so
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0,
@@ -48,13 +50,19 @@ class Adagrad(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                x, g = p.array, p.grad.array
+                if p.grad.is_sparse and wd != 0:  # refused before the step count moves
+                    raise RuntimeError("weight_decay option is not compatible with sparse gradients")
                 st = self.state[p]
                 if len(st) == 0:  # a group added after construction
                     self._init_state(p, group)
                 step_arr = st["step"].array
                 step_arr += 1
                 t = float(step_arr)
+                if p.grad.is_sparse:  # Embedding(sparse=True): only its rows (sparse_steps.py)
+                    adagrad_sparse_step(p, p.grad, st, lr / (1 + (t - 1) * lr_decay), eps, maximize)
+                    _bump(p)
+                    continue
+                x, g = p.array, p.grad.array
                 g = self._effective_grad(x, g, wd, maximize)
                 clr = lr / (1 + (t - 1) * lr_decay)
                 s = st["sum"].array

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 from collections import OrderedDict
 
+from ..autograd.sparse_grad import made as _sparse_made
 from ..nn.module import RemovableHandle
 
 _global_optimizer_pre_hooks: OrderedDict = OrderedDict()
@@ -57,6 +58,17 @@ def _hooks(optimizer, attr: str):
     return list(optimizer.__dict__.get(attr, {}).values())
 
 
+def refuse_sparse_grads(optimizer) -> None:
+    """PyTorch's error for an optimizer without a sparse step given a sparse ``.grad``
+    (``Embedding(sparse=True)``), before anything is updated."""
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            if p.grad is not None and p.grad.is_sparse:
+                name = type(optimizer).__name__
+                raise RuntimeError(f"{name} does not support sparse gradients, please consider SparseAdam "
+                                   "instead (or build the embedding without sparse=True)")
+
+
 def hooked_step(step):
     """``step`` wrapped to run the global and per-optimizer step hooks around it."""
 
@@ -67,6 +79,8 @@ def hooked_step(step):
         # when the scheduler's first step comes before it; every step passes here, so the
         # mark is set here (torch sets it through a wrapper the scheduler installs)
         d["_opt_called"] = True
+        if _sparse_made[0] and not getattr(self, "_sparse_grads_ok", False):
+            refuse_sparse_grads(self)
         if not (_global_optimizer_pre_hooks or _global_optimizer_post_hooks
                 or d.get("_optimizer_step_pre_hooks") or d.get("_optimizer_step_post_hooks")):
             return step(self, *args, **kwargs)

@@ -36,7 +36,7 @@ from itertools import chain
 
 import numpy as np
 
-from ..autograd import Tensor, _wrap, enable_grad
+from ..autograd import Tensor, _wrap, enable_grad, sparse_grad
 from ..backend import device_of, is_device_array, to_device
 from .hooks import (
     OptimizerHooks,
@@ -173,6 +173,8 @@ class Optimizer(OptimizerHooks):
                     continue
                 if set_to_none:
                     p.grad = None
+                elif p.grad.is_sparse:
+                    p.grad = sparse_grad.zeroed(p.grad)
                 else:
                     p.grad.array.fill(0)
 

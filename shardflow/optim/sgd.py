@@ -21,9 +21,11 @@ from .. import kernels
 from ..kernels import optim as _optim_kernels
 from ._checks import check_nonnegative
 from .optimizer import Optimizer, _bump, required
+from .sparse_steps import sgd_sparse_step
 
 
 class SGD(Optimizer):
+    _sparse_grads_ok = True  # sparse gradients: sparse_steps.py
     # zeros written as torch's signature writes them (int 0): print(optimizer) and the
     # state dict's param_groups show them so
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
@@ -46,6 +48,10 @@ class SGD(Optimizer):
             wd, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
             for p in group["params"]:
                 if p.grad is None:
+                    continue
+                if p.grad.is_sparse:  # Embedding(sparse=True): only its rows (sparse_steps.py)
+                    sgd_sparse_step(self, p, p.grad, lr, mom, damp, wd, nesterov, maximize)
+                    _bump(p)
                     continue
                 x, g = p.array, p.grad.array
                 if kernels.usable(x, g):  # one Numba pass (kernels/optim.py)

@@ -19,6 +19,7 @@ from .optimizer import Optimizer, _bump
 
 
 class SparseAdam(Optimizer):
+    _sparse_grads_ok = True
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, maximize=False):
         if not 0.0 < lr:
             raise ValueError(f"Invalid learning rate: {lr} (expected lr > 0)")

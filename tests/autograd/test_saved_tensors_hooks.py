@@ -150,7 +150,10 @@ def test_offloading_hooks_give_identical_gradients_mlp_and_conv():
             hooked = lib.autograd.grad(loss, [x, *model.parameters()])
             assert log.count("unpack") == log.count("pack")
             for a, b in zip(plain, hooked):
-                np.testing.assert_array_equal(a, np.asarray(b.detach()))
+                if lib is sf:  # shardflow: bit for bit
+                    np.testing.assert_array_equal(a, np.asarray(b.detach()))
+                else:  # torch's own conv backward moves by an ulp between calls (its threads)
+                    np.testing.assert_allclose(a, np.asarray(b.detach()), rtol=1e-6, atol=1e-7)
             results.append(plain)
         for a, b in zip(*results):
             np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)

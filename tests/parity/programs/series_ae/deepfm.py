@@ -11,8 +11,7 @@ repositories' files.
 
 ``--sparse`` makes the embeddings ``sparse=True`` and steps them with ``SparseAdam``;
 without it (pytorch-fm's default) every parameter is dense and one ``Adam`` steps them all.
-shardflow runs only the dense form: its ``sparse=True`` embeddings still produce dense
-gradients, which ``SparseAdam`` refuses (docs/COMPAT.md).
+The tests run both forms.
 """
 
 import argparse
