@@ -274,12 +274,20 @@ def get_node_local_rank(fallback_rank: int | None = None) -> int:
     return info.local_rank
 
 
-def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local_synchronization=False):
-    """A group over ``ranks`` (global ranks); every rank of the world must call it."""
+def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local_synchronization=False,
+              group_desc=None, device_id=None, sort_ranks: bool = True):
+    """A group over ``ranks`` (global ranks); every rank of the world must call it. Group
+    ranks follow the sorted global ranks (torch's ``sort_ranks=True``; ``False`` with ranks
+    out of order is refused: the engines order groups by global rank). ``group_desc`` and
+    ``device_id`` are accepted (a label; the device is the rank's own)."""
     world = _group(None)
     ranks = list(range(world.size)) if ranks is None else list(ranks)
     if len(set(ranks)) != len(ranks):  # torch's words, before any collective
         raise ValueError(f"ranks list must not contain duplicate entries, got {ranks}")
+    if not sort_ranks and ranks != sorted(ranks):
+        raise NotImplementedError(
+            f"new_group(sort_ranks=False) with ranks out of order ({ranks}): shardflow's groups "
+            "number their members by global rank; pass the ranks sorted, or sort_ranks=True")
     sub = world.new_group(ranks)
     _errors._count_group()
     if sub is not None:
@@ -339,10 +347,12 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
     return _run(g, lambda asy: g.all_reduce(a, op, async_op=asy), async_op, _bump(tensor))
 
 
-def broadcast(tensor, src: int = 0, group=None, async_op: bool = False):
+def broadcast(tensor, src: int | None = None, group=None, async_op: bool = False,
+              group_src: int | None = None):
+    """Broadcast ``tensor`` from global rank ``src`` (default 0) or group rank ``group_src``."""
     g = _group(group)
     a = _arr(tensor)
-    s = _root(g, src, None, "broadcast")
+    s = _root(g, src, group_src, "broadcast")
     return _run(g, lambda asy: g.broadcast(a, s, async_op=asy), async_op, _bump(tensor))
 
 
@@ -447,37 +457,58 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
                              lambda fn, post: _run(g, fn, async_op, post), output)
 
 
-def barrier(group=None, async_op: bool = False, device_ids=None):
+def barrier(group=None, async_op: bool = False, device_ids=None, timeout=None):
+    """Wait for every rank of ``group``. ``timeout`` (a ``timedelta``) is accepted; the
+    group's own timeout (``init_process_group`` / ``new_group``) bounds the wait."""
     g = _group(group)
     return _run(g, lambda asy: g.barrier(async_op=asy), async_op)
 
 
-def send(tensor, dst: int, group=None, tag: int = 0) -> None:
+def _peer(g, rank, group_rank, what):
+    """The peer's rank in ``g`` from its global ``rank`` or its ``group_rank`` (torch 2.6's
+    ``group_dst`` / ``group_src``); None when neither is given (a receive from any rank)."""
+    if group_rank is not None:
+        if rank is not None:
+            raise ValueError(f"{what}: pass either the global rank or the group rank, not both")
+        return int(group_rank)
+    return None if rank is None else _group_rank(g, rank)
+
+
+def _dst(g, dst, group_dst, what):
+    peer = _peer(g, dst, group_dst, what)
+    if peer is None:
+        raise ValueError(f"{what}: pass the destination: dst (a global rank) or group_dst (a group rank)")
+    return peer
+
+
+def send(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: int | None = None) -> None:
     g = _group(group)
-    g.send(_arr(tensor), _group_rank(g, dst), tag)
+    g.send(_arr(tensor), _dst(g, dst, group_dst, "send"), tag)
 
 
-def recv(tensor, src: int | None = None, group=None, tag: int = 0) -> int:
-    """Receive into ``tensor`` from global rank ``src``, or from any rank when ``src`` is None
-    (torch's default); returns the sender's global rank."""
+def recv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: int | None = None) -> int:
+    """Receive into ``tensor`` from global rank ``src`` (or group rank ``group_src``), or
+    from any rank when neither is given (torch's default); returns the sender's global rank."""
     g = _group(group)
     a = _arr(tensor)
-    got = g.recv(a, None if src is None else _group_rank(g, src), tag)
+    peer = _peer(g, src, group_src, "recv")
+    got = g.recv(a, peer, tag)
     tensor._bump_version()
-    return _global_rank(g, got) if src is None else src
+    return _global_rank(g, got if peer is None else peer)
 
 
-def isend(tensor, dst: int, group=None, tag: int = 0) -> Work:
+def isend(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: int | None = None) -> Work:
     g = _group(group)
-    return Work(g.send(_arr(tensor), _group_rank(g, dst), tag, async_op=True))
+    return Work(g.send(_arr(tensor), _dst(g, dst, group_dst, "isend"), tag, async_op=True))
 
 
-def irecv(tensor, src: int | None = None, group=None, tag: int = 0) -> Work:
-    """The non-blocking :func:`recv`; with ``src=None`` (any rank) the Work's
+def irecv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: int | None = None) -> Work:
+    """The non-blocking :func:`recv`; with no source (any rank) the Work's
     ``_source_rank()`` is the sender's group rank (torch's method)."""
     g = _group(group)
-    inner = g.recv(_arr(tensor), None if src is None else _group_rank(g, src), tag, async_op=True)
-    return Work(inner, _bump(tensor), any_source=src is None)
+    peer = _peer(g, src, group_src, "irecv")
+    inner = g.recv(_arr(tensor), peer, tag, async_op=True)
+    return Work(inner, _bump(tensor), any_source=peer is None)
 
 
 def _global_rank(g, group_rank: int) -> int:
@@ -523,12 +554,14 @@ def all_gather_object(object_list, obj, group=None) -> None:
     object_list[:] = got
 
 
-def broadcast_object_list(object_list, src: int = 0, group=None, device=None) -> None:
+def broadcast_object_list(object_list, src: int | None = None, group=None, device=None,
+                          group_src: int | None = None) -> None:
     g = _group(group)
-    got = g.broadcast_object(list(object_list), _group_rank(g, src))
+    root = _root(g, src, group_src, "broadcast_object_list")
+    got = g.broadcast_object(list(object_list), root)
     if len(got) != len(object_list):  # torch fills the list in place: it must be as long
         raise ValueError(
-            f"broadcast_object_list: rank {src} broadcast {len(got)} objects but this rank's "
+            f"broadcast_object_list: rank {_global_rank(g, root)} broadcast {len(got)} objects but this rank's "
             f"object_list has {len(object_list)} slots; pass a list of the same length on every "
             f"rank (e.g. [None] * {len(got)} on the receiving ranks)")
     object_list[:] = got
