@@ -82,3 +82,19 @@ def test_legacy_contiguous_format_is_contiguous_format_like_torch():
     assert sf.legacy_contiguous_format is sf.contiguous_format
     x = sf.ones(2, 3)
     assert x.is_contiguous(memory_format=sf.legacy_contiguous_format)
+
+
+def test_generator_device_and_clone_state_like_torch():
+    g, t = sf.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+    assert str(g.device) == str(t.device) == "cpu"
+    g2, t2 = g.clone_state(), t.clone_state()
+    assert sf.rand(3, generator=g).tolist() == torch.rand(3, generator=t).tolist()
+    assert sf.rand(3, generator=g2).tolist() == torch.rand(3, generator=t2).tolist()  # the cloned state
+    assert sf.rand(1, generator=sf.Generator().clone_state()).tolist() == torch.rand(1, generator=torch.Generator().clone_state()).tolist()
+
+
+def test_modules_remove_duplicate_like_torch():
+    for lib in (sf, torch):
+        m = lib.nn.Sequential(lib.nn.ReLU())
+        m.add_module("again", m[0])
+        assert len(list(m.modules())) == 2 and len(list(m.modules(remove_duplicate=False))) == 3

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .device import device
 from .random_stream import seeded_state
 
 
@@ -50,6 +51,21 @@ class Generator:
         self._rng = np.random.Generator(self._mt)
         self.normal_cache = None  # torch's next_double_normal_sample, reset by seeding
         return self
+
+    @property
+    def device(self):
+        """The generator's device (torch's attribute): CPU; shardflow has one generator for
+        every device (docs/COMPAT.md, devices)."""
+        return device("cpu")
+
+    def clone_state(self) -> Generator:
+        """A new generator holding a copy of this one's state (torch's ``clone_state``)."""
+        g = type(self).__new__(type(self))
+        g._seed = g._mt = g._rng = None
+        g.normal_cache = None
+        if self._mt is not None:
+            g.set_state(self.get_state())
+        return g
 
     def seed(self) -> int:
         s = int(np.random.SeedSequence().entropy % (2**63))
