@@ -53,7 +53,9 @@ class SparseAdam(Optimizer):
                     continue
                 if not p.grad.is_sparse:
                     raise RuntimeError("SparseAdam does not support dense gradients, please "
-                                       "consider Adam instead")
+                                       "consider Adam instead (in shardflow an Embedding(sparse=True) "
+                                       "wrapped by DistributedDataParallel or FSDP, or whose weight has a "
+                                       "post-accumulate-grad hook, gets a dense gradient: step it with Adam)")
                 st = self.state[p]
                 if len(st) == 0:
                     st["step"] = 0
