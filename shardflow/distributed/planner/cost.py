@@ -51,7 +51,9 @@ activations), activations ``A`` = what the ops keep at ``b`` samples (TP: col/sp
 /t) times the micro-batches in flight (1F1B: ``p - s`` at stage s; GPipe: ``m``;
 recomputation keeps each block's input only, plus one block), and the peaks on top:
 ``max(A + gathered + forward transient, A + gathered + backward extra, G + packed or the
-ZeRO-1 bucket)``.
+ZeRO-1 bucket)``; with ``G`` inside the first two as well where 1F1B runs a forward after a
+backward (more micro-batches than in flight: the gradients accumulated so far are resident),
+and a pipeline's data-parallel ``Reducer`` buckets (``G``) on shardflow's runtime.
 """
 
 from __future__ import annotations
@@ -724,8 +726,11 @@ def _memory(spec, L, st, s, elems, act, trans, biggest, layer_act, layer_in, nl,
         state_per += 4.0  # the float32 master copy
     opt = elems * state_per / (dp if z >= 1 else 1)
     buckets = gathered = packed = step_only = 0.0
-    if dp > 1 and L.grad_sync in ("bucketed", "global-bucketed"):
-        buckets = elems * p_isz  # the reducer's flat buckets
+    if dp > 1 and (L.grad_sync in ("bucketed", "global-bucketed")
+                   or (L.grad_sync == "after-backward" and spec.entry != "any")):
+        # the reducer's flat buckets (shardflow's pipelines reduce the stage's gradients after
+        # the schedule with a Reducer too: its buckets are made at the first step and kept)
+        buckets = elems * p_isz
         if z == 1:  # the all-gather of the updated rows: after the step, activations gone
             step_only = min(ZERO1_BUCKET, elems * 4)
     if z >= 2 and dp > 1:
@@ -753,16 +758,20 @@ def _memory(spec, L, st, s, elems, act, trans, biggest, layer_act, layer_in, nl,
         activations = inflight * (kept + max(0.0, non_layer)) + one_block
     else:
         activations = inflight * act
+    # 1F1B (and its interleaved form) runs later forwards after earlier backwards: when more
+    # micro-batches pass than are in flight at once, the gradients accumulated so far are
+    # resident at the steady state's peaks (GPipe: every forward before any backward)
+    grads_resident = pp > 1 and inflight < m
     bwd_extra = st.bwd_fixed * (grads / max(1.0, st.grad_bytes)) + st.bwd_per_act * biggest \
         if st.bwd_per_act or st.bwd_fixed else st.backward_extra
     # When each buffer is alive: DDP's buckets always; ZeRO-1's gather bucket after the step
     # (no activations then); fully_shard's gathered units from forward into backward, its
     # packed gradients only once backward has freed activations (a unit's gradients are
     # packed as its backward ends), so they meet the gradient shards, not the activations.
-    base = params + opt + buckets
+    base = params + opt + buckets + (grads if grads_resident else 0.0)
     fwd_peak = base + activations + trans + gathered
     bwd_peak = base + activations + bwd_extra + gathered
-    end_peak = base + grads + max(step_only, packed)
+    end_peak = params + opt + buckets + grads + max(step_only, packed)
     peak = max(fwd_peak, bwd_peak, end_peak)
     return {"params": params, "grads": grads, "optimizer": opt, "buffers": buffers,
             "activations": activations, "transient": max(trans, bwd_extra), "peak": peak}
