@@ -326,6 +326,7 @@ def _cost_ops(c: _Ctx) -> _Stages:
     global_tensors = tp > 1 or (L.dp > 1 and L.grad_sync in GLOBAL_SYNCS)
     ov_f, ov_b = c.profile.overhead(c.conc, global_tensors)
     first_layer_op = next((i for i, o in enumerate(st.ops) if o.layer is not None), len(st.ops))
+    row_out = [0.0] * L.pp  # per stage: the largest row-parallel output (bytes)
     for i, o in enumerate(st.ops):
         if o.layer is not None:
             s, _chunk = _stage_of_layer(o.layer, c.nl, L.pp, c.v)
@@ -345,11 +346,21 @@ def _cost_ops(c: _Ctx) -> _Stages:
         S.act[s] += keep
         S.trans[s] = max(S.trans[s], o.transient * (isz / o.itemsize) / (tp if o.tp_role in ("col", "split") else 1))
         S.biggest[s] = max(S.biggest[s], cost.retain)
+        if tp > 1 and o.tp_role == "row" and o.out_shapes:
+            row_out[s] = max(row_out[s], _n(o.out_shapes[0]) * isz)
         if o.layer is not None:
             S.rc[s] += tf
             S.layer_act[o.layer] = S.layer_act.get(o.layer, 0.0) + keep
             if o.layer not in S.layer_in and o.in_shapes:
                 S.layer_in[o.layer] = _n(o.in_shapes[0]) * isz
+    if tp > 1 and c.spec.entry != "any":
+        # shardflow's tp on global tensors keeps a row-parallel output partial through the
+        # residual add (the next LayerNorm all-reduces): inside a block the frame holds the
+        # partial residual beside the all-reduced copy the LayerNorm saves, and the
+        # row-parallel output beside it until its add; two such activations above what the
+        # ops keep (Megatron all-reduces the row output at once: not for entry "any")
+        for k in range(L.pp):
+            S.trans[k] += 2 * row_out[k]
     return S
 
 

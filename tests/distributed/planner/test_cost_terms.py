@@ -320,6 +320,21 @@ def test_pipeline_data_parallel_reducer_buckets_count():
     assert sim.memory_parts["buffers"] == 0.0
 
 
+def test_tensor_parallel_partial_residual_is_two_row_outputs_on_shardflows_runtime():
+    """shardflow's tp keeps a row-parallel output partial until the next LayerNorm
+    all-reduces it: inside a block the partial residual and the row output sit beside the
+    ops' kept tensors, two (M, C) activations more at the forward's peak (measured, small GPT
+    tp2: the peak inside a block 1.0 MiB above its end, 2 x (16 x 64 x 128) x 4 bytes);
+    Megatron (entry "any") all-reduces the row output at once: no such term."""
+    tr = LinearStack(layers=2, C=64, rows=8, pair=True, retained=float(1 << 18))  # activations dominate
+    batch, C = 4, 64
+    M = batch * 8
+    prof = measured()
+    mem = {entry: estimate(_spec(tr, batch=batch, tp_plan=LinearStack.tp_plan(), entry=entry),
+                           Layout(tp=2), prof).memory for entry in ("train", "any")}
+    assert mem["train"] - mem["any"] == pytest.approx(2 * M * C * 4)
+
+
 def test_breakdown_terms_add_up_to_the_step_when_cores_are_time_shared():
     """The report's terms (compute + bubble + exposed communication + optimizer + the cores'
     time-sharing) sum to the predicted step, and the report names the time-sharing."""
