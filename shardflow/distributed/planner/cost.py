@@ -53,7 +53,9 @@ recomputation keeps each block's input only, plus one block), and the peaks on t
 ``max(A + gathered + forward transient, A + gathered + backward extra, G + packed or the
 ZeRO-1 bucket)``; with ``G`` inside the first two as well where 1F1B runs a forward after a
 backward (more micro-batches than in flight: the gradients accumulated so far are resident),
-and a pipeline's data-parallel ``Reducer`` buckets (``G``) on shardflow's runtime.
+and a pipeline's data-parallel ``Reducer`` buckets (``G``) on shardflow's runtime; with
+tp on shardflow's runtime the forward transient has two row-parallel outputs more (the
+residual stream stays partial until the next LayerNorm all-reduces it).
 """
 
 from __future__ import annotations
