@@ -53,7 +53,9 @@ saves during forward are views of it. ``free_full()`` gives those pages back to 
 (``madvise(MADV_DONTNEED)``: the addresses stay valid and read as zeros until the next
 all-gather writes them again), which is how stage 3 frees gathered parameters between
 forward and backward even though the graph holds references to them (PyTorch resizes the
-storage to 0 for the same reason). On a device (CuPy) the full parameters are one
+storage to 0 for the same reason). ``tracemalloc`` does not see an ``mmap``: each gathered
+parameter is reported to it (``backend/traced_memory.py``) from its all-gather until its
+pages are given back, so a ``tracemalloc`` measurement counts the gathered units. On a device (CuPy) the full parameters are one
 allocation of the parameters' array module, kept for the unit's lifetime (see
 ``free_full``); every other buffer (shards, padded gathers, reduced gradients) is also made
 on the parameters' device, so a GPU model's collectives go through NCCL.
@@ -68,6 +70,7 @@ import numpy as np
 from ...autograd import _wrap
 from ...backend.device import CPU
 from ...backend.meta import is_meta_array
+from ...backend.traced_memory import TracedRegions
 from ...backend.xp import device_of, get_array_module, new_array
 from .. import layout
 from ..global_tensor import GlobalSpec, make_global
@@ -141,6 +144,7 @@ class FSDPParamGroup:
                 seg[k] += (hi - lo) * row
         self.S = max(seg) if seg else 0
         self.full_numel = sum(p.array.size for p in self.split)
+        self._traced = TracedRegions()  # the gathered pages, as tracemalloc sees them
         self._allocate([p.array[lo:hi] for p, ((lo, hi)) in
                         zip(self.split, (r[self.rank] for r in self.rows))])
         self.repl_numel = sum(p.array.size for p in self.repl)
@@ -291,6 +295,9 @@ class FSDPParamGroup:
                           out if padded else None))
             self._count("all_gather", out.nbytes, phase, sent=inp.nbytes)
         self.gather_work = works
+        if self._mm is not None:  # the pages the all-gathers write become resident: tracemalloc sees them
+            for full in self.full_views:
+                self._traced.track(full)
         self.stats["unshard"] += 1
 
     def finish_unshard(self, phase: str = "forward") -> None:
@@ -351,6 +358,7 @@ class FSDPParamGroup:
         gathered parameters' memory between forward and backward (it still re-gathers them)."""
         if self.full_numel and self._mm is not None:
             self._mm.madvise(mmap.MADV_DONTNEED)
+            self._traced.untrack_all()
 
     def free_full_of(self, p) -> None:
         """Give back the pages that only ``p``'s gathered array occupies (host); the unit
@@ -359,6 +367,7 @@ class FSDPParamGroup:
         if self._mm is None or id(p) not in self.index:
             return
         full = self.full_views[self.index[id(p)]]
+        self._traced.untrack(full)
         base = np.frombuffer(self._mm, dtype=np.uint8, count=1).ctypes.data
         start = full.ctypes.data - base
         page = mmap.PAGESIZE

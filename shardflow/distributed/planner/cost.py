@@ -51,7 +51,11 @@ activations), activations ``A`` = what the ops keep at ``b`` samples (TP: col/sp
 /t) times the micro-batches in flight (1F1B: ``p - s`` at stage s; GPipe: ``m``;
 recomputation keeps each block's input only, plus one block), and the peaks on top:
 ``max(A + gathered + forward transient, A + gathered + backward extra, G + packed or the
-ZeRO-1 bucket)``.
+ZeRO-1 bucket)``; with ``G`` inside the first two as well where 1F1B runs a forward after a
+backward (more micro-batches than in flight: the gradients accumulated so far are resident),
+and a pipeline's data-parallel ``Reducer`` buckets (``G``) on shardflow's runtime; with
+tp on shardflow's runtime the forward transient has two row-parallel outputs more (the
+residual stream stays partial until the next LayerNorm all-reduces it).
 """
 
 from __future__ import annotations
@@ -324,6 +328,7 @@ def _cost_ops(c: _Ctx) -> _Stages:
     global_tensors = tp > 1 or (L.dp > 1 and L.grad_sync in GLOBAL_SYNCS)
     ov_f, ov_b = c.profile.overhead(c.conc, global_tensors)
     first_layer_op = next((i for i, o in enumerate(st.ops) if o.layer is not None), len(st.ops))
+    row_out = [0.0] * L.pp  # per stage: the largest row-parallel output (bytes)
     for i, o in enumerate(st.ops):
         if o.layer is not None:
             s, _chunk = _stage_of_layer(o.layer, c.nl, L.pp, c.v)
@@ -343,11 +348,21 @@ def _cost_ops(c: _Ctx) -> _Stages:
         S.act[s] += keep
         S.trans[s] = max(S.trans[s], o.transient * (isz / o.itemsize) / (tp if o.tp_role in ("col", "split") else 1))
         S.biggest[s] = max(S.biggest[s], cost.retain)
+        if tp > 1 and o.tp_role == "row" and o.out_shapes:
+            row_out[s] = max(row_out[s], _n(o.out_shapes[0]) * isz)
         if o.layer is not None:
             S.rc[s] += tf
             S.layer_act[o.layer] = S.layer_act.get(o.layer, 0.0) + keep
             if o.layer not in S.layer_in and o.in_shapes:
                 S.layer_in[o.layer] = _n(o.in_shapes[0]) * isz
+    if tp > 1 and c.spec.entry != "any":
+        # shardflow's tp on global tensors keeps a row-parallel output partial through the
+        # residual add (the next LayerNorm all-reduces): inside a block the frame holds the
+        # partial residual beside the all-reduced copy the LayerNorm saves, and the
+        # row-parallel output beside it until its add; two such activations above what the
+        # ops keep (Megatron all-reduces the row output at once: not for entry "any")
+        for k in range(L.pp):
+            S.trans[k] += 2 * row_out[k]
     return S
 
 
@@ -724,8 +739,11 @@ def _memory(spec, L, st, s, elems, act, trans, biggest, layer_act, layer_in, nl,
         state_per += 4.0  # the float32 master copy
     opt = elems * state_per / (dp if z >= 1 else 1)
     buckets = gathered = packed = step_only = 0.0
-    if dp > 1 and L.grad_sync in ("bucketed", "global-bucketed"):
-        buckets = elems * p_isz  # the reducer's flat buckets
+    if dp > 1 and (L.grad_sync in ("bucketed", "global-bucketed")
+                   or (L.grad_sync == "after-backward" and spec.entry != "any")):
+        # the reducer's flat buckets (shardflow's pipelines reduce the stage's gradients after
+        # the schedule with a Reducer too: its buckets are made at the first step and kept)
+        buckets = elems * p_isz
         if z == 1:  # the all-gather of the updated rows: after the step, activations gone
             step_only = min(ZERO1_BUCKET, elems * 4)
     if z >= 2 and dp > 1:
@@ -753,16 +771,20 @@ def _memory(spec, L, st, s, elems, act, trans, biggest, layer_act, layer_in, nl,
         activations = inflight * (kept + max(0.0, non_layer)) + one_block
     else:
         activations = inflight * act
+    # 1F1B (and its interleaved form) runs later forwards after earlier backwards: when more
+    # micro-batches pass than are in flight at once, the gradients accumulated so far are
+    # resident at the steady state's peaks (GPipe: every forward before any backward)
+    grads_resident = pp > 1 and inflight < m
     bwd_extra = st.bwd_fixed * (grads / max(1.0, st.grad_bytes)) + st.bwd_per_act * biggest \
         if st.bwd_per_act or st.bwd_fixed else st.backward_extra
     # When each buffer is alive: DDP's buckets always; ZeRO-1's gather bucket after the step
     # (no activations then); fully_shard's gathered units from forward into backward, its
     # packed gradients only once backward has freed activations (a unit's gradients are
     # packed as its backward ends), so they meet the gradient shards, not the activations.
-    base = params + opt + buckets
+    base = params + opt + buckets + (grads if grads_resident else 0.0)
     fwd_peak = base + activations + trans + gathered
     bwd_peak = base + activations + bwd_extra + gathered
-    end_peak = base + grads + max(step_only, packed)
+    end_peak = params + opt + buckets + grads + max(step_only, packed)
     peak = max(fwd_peak, bwd_peak, end_peak)
     return {"params": params, "grads": grads, "optimizer": opt, "buffers": buffers,
             "activations": activations, "transient": max(trans, bwd_extra), "peak": peak}

@@ -69,14 +69,17 @@ def promote_locals(name, placement, args, kwargs, local):
         )
     allb = (broadcast,) * placement.ndim
     made = {id(t): from_local(t, placement, allb) for t in local}
+    return tuple(_promoted(a, made) for a in args), {k: _promoted(v, made) for k, v in kwargs.items()}
 
-    def sub(a):
-        if isinstance(a, Tensor) and id(a) in made:
-            return made[id(a)]
-        if isinstance(a, list | tuple) and not hasattr(a, "_fields") and any(
-            isinstance(x, Tensor) and id(x) in made for x in a
-        ):
-            return type(a)(sub(x) for x in a)
-        return a
 
-    return tuple(sub(a) for a in args), {k: sub(v) for k, v in kwargs.items()}
+def _promoted(a, made):
+    """``a`` with each local tensor in ``made`` replaced by its global form (inside lists and
+    tuples too). Module level, not a recursive closure: that would be a reference cycle keeping
+    the op's arguments alive until the cyclic collector runs (``propagate._substitute``)."""
+    if isinstance(a, Tensor) and id(a) in made:
+        return made[id(a)]
+    if isinstance(a, list | tuple) and not hasattr(a, "_fields") and any(
+        isinstance(x, Tensor) and id(x) in made for x in a
+    ):
+        return type(a)(_promoted(x, made) for x in a)
+    return a

@@ -87,16 +87,8 @@ def run_on_shards(name, func, args, kwargs, targets, out_sbps, out_shapes, local
             stripped.append((t, spec))
         prepared[id(t)] = cur
     placement = next(iter(global_tensors_in(args, kwargs)))._spec.placement
-
-    def sub(a):
-        if isinstance(a, Tensor) and a._spec is not None:
-            return prepared[id(a)]
-        if isinstance(a, list | tuple) and any(isinstance(x, Tensor) and x._spec is not None for x in a):
-            return type(a)(sub(x) for x in a) if not hasattr(a, "_fields") else a
-        return a
-
-    largs = [sub(a) for a in args]
-    lkw = {k: sub(v) for k, v in kwargs.items()}
+    largs = [_substitute(a, prepared) for a in args]
+    lkw = {k: _substitute(v, prepared) for k, v in kwargs.items()}
     if local_args is not None:
         largs, lkw = local_args(largs, lkw)
     for t, _ in stripped:
@@ -107,6 +99,19 @@ def run_on_shards(name, func, args, kwargs, targets, out_sbps, out_shapes, local
         for t, spec in stripped:
             t._spec = spec
     return mark_outputs(out, placement, out_sbps, out_shapes, stripped)
+
+
+def _substitute(a, prepared):
+    """``a`` with each global tensor replaced by its prepared (boxed/wrapped) form, inside
+    lists and tuples too. A module-level function, not a closure over ``prepared``: a
+    recursive closure refers to itself through its cell, a reference cycle that kept every
+    op's boxed inputs (``prepared``) alive until Python's cyclic collector ran (on the
+    global-tensor path, ~20% more activation memory at the peak)."""
+    if isinstance(a, Tensor) and a._spec is not None:
+        return prepared[id(a)]
+    if isinstance(a, list | tuple) and any(isinstance(x, Tensor) and x._spec is not None for x in a):
+        return type(a)(_substitute(x, prepared) for x in a) if not hasattr(a, "_fields") else a
+    return a
 
 
 def mark_outputs(out, placement, out_sbps, out_shapes, stripped=()):
