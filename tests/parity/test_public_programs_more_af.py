@@ -1,0 +1,95 @@
+"""Public PyTorch programs, session 36 (programs-af): each run as a script on torch and, with
+its imports rewritten, on shardflow, from the same ``manual_seed`` (shardflow draws torch's
+numbers: docs/COMPAT.md "Random seeds"; no weight copying, no shared draws), compared on
+every printed line and on the files it writes. See ``test_public_programs.py`` and
+docs/COMPAT.md, "Public programs".
+"""
+
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+from .programs._harness import HERE, assert_close, run_script
+from .test_public_programs_more_h import same_printout
+
+pytestmark = pytest.mark.usefixtures("torch_single_thread")
+
+
+def _run(tmp_path, monkeypatch, capsys, path, argv=(), modules=None, files=None, seed=0):
+    """Run ``programs/<path> ARGV`` as ``__main__`` in ``tmp_path/<th|sf>`` on torch then
+    shardflow, each after ``manual_seed(seed)`` and ``np.random.seed(seed)``; ``files``
+    (``{name: bytes}``) are written into each run's directory first, ``modules`` (``{name:
+    module}``) stand in ``sys.modules``. Returns ``[(module, printed lines, warning
+    messages, run directory), ...]``, torch's first."""
+    import torch
+
+    import shardflow
+
+    runs = []
+    for use_sf, lib in ((False, torch), (True, shardflow)):
+        where = tmp_path / ("sf" if use_sf else "th")
+        where.mkdir(parents=True)
+        for name, data in (files or {}).items():
+            (where / name).write_bytes(data)
+        monkeypatch.chdir(where)
+        lib.manual_seed(seed)
+        np.random.seed(seed)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            module = run_script(HERE / path, use_sf, argv=argv, modules=modules)
+        messages = [re.sub(r" \(Triggered internally at [^)]*\)$", "", f"{w.category.__name__}: {w.message}")
+                    for w in caught]
+        runs.append((module, capsys.readouterr().out.splitlines(), messages, where))
+    return runs
+
+
+# karpathy/llm.c ----------------------------------------------------------------------------
+
+# the wall-clock parts of llm.c's step lines and its version line
+_LLMC_CLOCK = re.compile(r"\(\d+\.\d+ ms \| \d+ tok/s\)|avg: \d+\.\d+ms|Running pytorch .*")
+
+
+@pytest.mark.parametrize("flash", ["0", "1"])
+def test_llmc_train_gpt2_like_torch(tmp_path, monkeypatch, capsys, flash):
+    """llm.c's ``train_gpt2.py`` (``programs/llmc``): a 2-layer GPT-2 with the real 50257
+    vocabulary, initialised through a ``torch.Generator`` seeded 42; one forward/backward
+    written to the C bridge files (``gpt2_d2.bin`` in float32 and, through ``.to(bfloat16)
+    .view(torch.int16)``, bfloat16, vocabulary padded by ``F.pad`` to 50304;
+    ``gpt2_d2_debug_state.bin`` with x, y, logits, loss and every gradient; the
+    tokenizer), then 3 AdamW steps of 2 accumulated micro-batches with ``clip_grad_norm_``,
+    validation every 2 steps and 32 tokens sampled by ``generate`` (``topk`` 40,
+    ``multinomial``). Manual attention and, with ``--flash 1``, SDPA.
+
+    Every printed line agrees (numbers to rtol 1e-5; the sampled tokens exactly: torch's
+    draws), apart from the wall-clock times and the version line; the weight files are
+    byte for byte torch's, the debug state to 1e-6 (logits and gradients, a few ulps) and
+    the log file's losses to 1e-6."""
+    # torch.distributed.optim's first import warns 67 times (its TorchScript'd optimizers):
+    # torch's doing at import, not the program's, and only in the first test to import it
+    import torch.distributed.optim  # noqa: F401
+
+    from .programs.llmc._standin import tiktoken_module, token_shard
+
+    argv = ["--input_bin", "train.bin", "--input_val_bin", "val.bin", "--model", "d2", "--batch_size", "2",
+            "--sequence_length", "8", "--total_batch_size", "32", "--num_iterations", "3",
+            "--val_loss_every", "2", "--val_max_steps", "2", "--sample_every", "2", "--output_dir", "out",
+            "--flash", flash]
+    runs = _run(tmp_path, monkeypatch, capsys, "llmc/train_gpt2.py", argv=argv,
+                modules={"tiktoken": tiktoken_module()},
+                files={"train.bin": token_shard(200, 0), "val.bin": token_shard(100, 1)})
+    (_, th_out, th_warned, th_dir), (_, sf_out, sf_warned, sf_dir) = runs
+    assert sf_warned == th_warned
+    assert sum(line.startswith("step ") for line in th_out) == 3
+    assert sum(line.startswith("<eot>t") for line in th_out) == 3  # 3 samples
+    same_printout([_LLMC_CLOCK.sub("", line) for line in sf_out], [_LLMC_CLOCK.sub("", line) for line in th_out])
+    samples = [line for line in th_out if line.startswith("<eot>")]
+    assert [line for line in sf_out if line.startswith("<eot>")] == samples
+    for name in ("gpt2_tokenizer.bin", "gpt2_d2.bin", "gpt2_d2_bf16.bin"):
+        assert (sf_dir / name).read_bytes() == (th_dir / name).read_bytes(), name
+    th_state, sf_state = (np.fromfile(d / "gpt2_d2_debug_state.bin", np.int32) for d in (th_dir, sf_dir))
+    np.testing.assert_array_equal(sf_state[:256 + 2 * 16], th_state[:256 + 2 * 16])  # header, x, y
+    assert_close(sf_state[288:].view(np.float32), th_state[288:].view(np.float32), "debug state", atol=1e-6)
+    th_log, sf_log = ((d / "out" / "main.log").read_text() for d in (th_dir, sf_dir))
+    same_printout(sf_log.splitlines(), th_log.splitlines(), atol=2e-6, what="main.log")
