@@ -93,3 +93,37 @@ def test_llmc_train_gpt2_like_torch(tmp_path, monkeypatch, capsys, flash):
     assert_close(sf_state[288:].view(np.float32), th_state[288:].view(np.float32), "debug state", atol=1e-6)
     th_log, sf_log = ((d / "out" / "main.log").read_text() for d in (th_dir, sf_dir))
     same_printout(sf_log.splitlines(), th_log.splitlines(), atol=2e-6, what="main.log")
+
+
+# d2l.ai, chapter_optimization ----------------------------------------------------------------
+
+# the wall-clock part of d2l's "loss: 0.245, 0.012 sec/epoch"
+_D2L_CLOCK = re.compile(r"\d+\.\d+ sec/epoch")
+
+
+def _airfoil(rows=300, seed=0) -> bytes:
+    """An ``airfoil_self_noise.dat``-shaped file: 6 tab-separated columns, the last a noisy
+    linear function of the other five."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0, 1, (rows, 5)) * [20000, 20, 0.3, 70, 0.05]
+    y = 130 - X @ [4e-4, 0.4, 10, 0.05, 100] + rng.normal(0, 2, rows)
+    return "".join("\t".join(f"{v:.6g}" for v in row) + "\n" for row in np.column_stack([X, y])).encode()
+
+
+def test_d2l_optimization_chapter_like_torch(tmp_path, monkeypatch, capsys):
+    """d2l.ai's optimization chapter (``programs/d2l_optimization``): gradient descent and
+    Newton's method whose iterate becomes a 0-d tensor (``f'{x:f}'``, ``print(x)``), noisy 2-D
+    SGD from ``torch.normal(0.0, 1, (1,)).item()`` under three learning-rate schedules,
+    minibatch SGD / momentum / Adagrad / RMSprop / Adadelta / Adam / Yogi written by hand
+    under ``no_grad`` (``v[:] = ...``, ``p[:] -= ...``) and each one's ``torch.optim``
+    counterpart on shuffled airfoil-shaped batches, then a LeNet trained with no scheduler,
+    with the book's own schedulers and with ``MultiStepLR`` (told apart by
+    ``scheduler.__module__ == lr_scheduler.__name__``). From the same seed every printed
+    line agrees (numbers to rtol 1e-5) but the seconds per epoch."""
+    runs = _run(tmp_path, monkeypatch, capsys, "d2l_optimization/chapter_optimization.py",
+                files={"airfoil_self_noise.dat": _airfoil()})
+    (_, th_out, th_warned, _), (_, sf_out, sf_warned, _) = runs
+    assert sf_warned == th_warned
+    assert sum(line.startswith("loss: ") for line in th_out) == 18
+    assert sum(line.startswith("train loss") for line in th_out) == 5
+    same_printout([_D2L_CLOCK.sub("", line) for line in sf_out], [_D2L_CLOCK.sub("", line) for line in th_out])
