@@ -29,7 +29,6 @@ from torch import nn
 from torch.optim import lr_scheduler
 from torch.utils import data
 
-
 # -- d2l helpers ------------------------------------------------------------------------------
 
 class Timer:
