@@ -1,4 +1,4 @@
-# ruff: noqa: E731, E741  (d2l.ai's lambdas and `l` kept)
+# ruff: noqa: E731, E741, F811  (d2l.ai's lambdas, `l` and redefined f / f_hess kept)
 """The PyTorch code of d2l.ai's "Optimization Algorithms" chapter (d2l-ai/d2l-en,
 chapter_optimization: gd, sgd, minibatch-sgd, momentum, adagrad, rmsprop, adadelta, adam,
 lr-scheduler) and the ``d2l/torch.py`` helpers it uses, without the ``d2l`` package.
