@@ -32,6 +32,7 @@ def _run(tmp_path, monkeypatch, capsys, path, argv=(), modules=None, files=None,
         where = tmp_path / ("sf" if use_sf else "th")
         where.mkdir(parents=True)
         for name, data in (files or {}).items():
+            (where / name).parent.mkdir(parents=True, exist_ok=True)
             (where / name).write_bytes(data)
         monkeypatch.chdir(where)
         lib.manual_seed(seed)
@@ -101,7 +102,7 @@ def test_llmc_train_gpt2_like_torch(tmp_path, monkeypatch, capsys, flash):
 _D2L_CLOCK = re.compile(r"\d+\.\d+ sec/epoch")
 
 
-def _airfoil(rows=300, seed=0) -> bytes:
+def _airfoil(rows=200, seed=0) -> bytes:
     """An ``airfoil_self_noise.dat``-shaped file: 6 tab-separated columns, the last a noisy
     linear function of the other five."""
     rng = np.random.default_rng(seed)
@@ -111,7 +112,7 @@ def _airfoil(rows=300, seed=0) -> bytes:
 
 
 def test_d2l_optimization_chapter_like_torch(tmp_path, monkeypatch, capsys):
-    """d2l.ai's optimization chapter (``programs/d2l_optimization``): gradient descent and
+    """d2l.ai's optimization chapter (``programs/d2l_book``): gradient descent and
     Newton's method whose iterate becomes a 0-d tensor (``f'{x:f}'``, ``print(x)``), noisy 2-D
     SGD from ``torch.normal(0.0, 1, (1,)).item()`` under three learning-rate schedules,
     minibatch SGD / momentum / Adagrad / RMSprop / Adadelta / Adam / Yogi written by hand
@@ -120,10 +121,114 @@ def test_d2l_optimization_chapter_like_torch(tmp_path, monkeypatch, capsys):
     with the book's own schedulers and with ``MultiStepLR`` (told apart by
     ``scheduler.__module__ == lr_scheduler.__name__``). From the same seed every printed
     line agrees (numbers to rtol 1e-5) but the seconds per epoch."""
-    runs = _run(tmp_path, monkeypatch, capsys, "d2l_optimization/chapter_optimization.py",
+    runs = _run(tmp_path, monkeypatch, capsys, "d2l_book/chapter_optimization.py",
                 files={"airfoil_self_noise.dat": _airfoil()})
     (_, th_out, th_warned, _), (_, sf_out, sf_warned, _) = runs
     assert sf_warned == th_warned
     assert sum(line.startswith("loss: ") for line in th_out) == 18
     assert sum(line.startswith("train loss") for line in th_out) == 5
     same_printout([_D2L_CLOCK.sub("", line) for line in sf_out], [_D2L_CLOCK.sub("", line) for line in th_out])
+
+
+# d2l's fra-eng pairs, a few dozen (tab-separated as in fra.txt; the book's four test
+# sentences among them)
+_FRA_ENG = """Go.\tVa !
+Go.\tMarche.
+Hi.\tSalut !
+Run!\tCours !
+Run!\tCourez !
+Who?\tQui ?
+Wow!\tÇa alors !
+Fire!\tAu feu !
+Help!\tÀ l'aide !
+Stop!\tArrête-toi !
+Wait!\tAttends !
+Go on.\tPoursuis.
+Hello!\tBonjour !
+I see.\tJe comprends.
+I try.\tJ'essaye.
+I won!\tJ'ai gagné !
+I lost.\tJ'ai perdu.
+I'm OK.\tJe vais bien.
+I'm home.\tJe suis chez moi.
+I'm calm.\tJe suis calme.
+He's calm.\tIl est calme.
+He's home.\tIl est chez lui.
+He's OK.\tIl va bien.
+He ran.\tIl a couru.
+He won.\tIl a gagné.
+He lost.\tIl a perdu.
+I ran.\tJ'ai couru.
+I see him.\tJe le vois.
+I'm sad.\tJe suis triste.
+He's sad.\tIl est triste.
+Go home.\tVa chez toi.
+I'm fine.\tJe vais bien.
+He's fine.\tIl va bien.
+I'm lost.\tJe suis perdu.
+He's lost.\tIl est perdu.
+Stay calm.\tReste calme.
+Hi, I'm home.\tSalut, je suis chez moi.
+I lost, he won.\tJ'ai perdu, il a gagné.
+"""
+
+
+def test_d2l_transformer_like_torch(tmp_path, monkeypatch, capsys):
+    """d2l.ai's Transformer from scratch (``programs/d2l_book/chapter_transformer.py``, its
+    ``main()``): the multi-head attention, positional encoding and block checks, then an
+    encoder-decoder Transformer trained 60 epochs on fra-eng pairs with dropout 0.1
+    (torch's masks from the same seed), ``MaskedSoftmaxCELoss`` over int32 valid lengths,
+    the hand-written gradient clipping and Adam; greedy translations with BLEU and the
+    attention weights.
+
+    Everything before training agrees line for line (numbers to rtol 1e-5). Training
+    cannot, past its first steps, and torch cannot either: clipped gradients of ~1e-7
+    meet Adam's eps of 1e-8, so a float32 rounding in a gradient element (1% of one of
+    size 4e-6 from sums of terms near 1) moves its weight by 1e-5 in the first step (measured),
+    and the chaos grows: torch itself, with 30% of its initial weights moved by one ulp,
+    ends epoch 10 5e-4 apart and translates differently by epoch 60. So the loss at epoch
+    10 is held to rtol 1e-3, the later lines to their words and count (the 4 translations
+    and the weights' shape). The trained model is then compared on its own: torch's
+    trained weights loaded into the shardflow net, ``predict_seq2seq`` (eval mode, the
+    decoder's key/value cache through ``torch.cat(..., axis=1)``) gives the same
+    translations, BLEU and every attention weight (1e-5)."""
+    import torch
+
+    import shardflow
+
+    from .programs._harness import copy_weights
+    from .test_public_programs_more_h import _NUMBER
+
+    runs = []
+    for use_sf, lib in ((False, torch), (True, shardflow)):
+        where = tmp_path / ("sf" if use_sf else "th")
+        (where / "fra-eng").mkdir(parents=True)
+        (where / "fra-eng" / "fra.txt").write_text(_FRA_ENG, encoding="utf-8")
+        monkeypatch.chdir(where)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            module = run_script(HERE / "d2l_book/chapter_transformer.py", use_sf, as_main=False)
+            lib.manual_seed(0)
+            net = module.main()
+        runs.append((module, net, capsys.readouterr().out.splitlines(), [str(w.message) for w in caught]))
+    (th, th_net, th_out, th_warned), (sf, sf_net, sf_out, sf_warned) = runs
+    assert sf_warned == th_warned
+    first = next(i for i, line in enumerate(th_out) if line.startswith("plot 10 "))
+    same_printout(sf_out[:first], th_out[:first], what="before training")
+    same_printout(sf_out[first:first + 1], th_out[first:first + 1], rtol=1e-3, what="epoch 10")
+    words = lambda lines: [_NUMBER.sub("#", line.split(" => ")[0].replace("torch.", "shardflow.")) for line in lines]  # noqa: E731
+    assert words(sf_out[first + 1:]) == words(th_out[first + 1:])
+    assert sum(" => " in line for line in th_out) == 4
+
+    copy_weights(th_net, sf_net)
+    for eng in ["go .", "i lost .", "he's calm .", "i'm home .", "he won ."]:
+        results = []
+        for prog, net in ((th, th_net), (sf, sf_net)):
+            src_vocab, tgt_vocab = prog.load_data_nmt(64, 10)[1:]
+            translation, weights = prog.predict_seq2seq(net, eng, src_vocab, tgt_vocab, 10, prog.try_gpu(), True)
+            flat = [head.detach().numpy() for step in weights for attn in step for blk in attn for head in blk]
+            results.append((translation, flat))
+        assert results[1][0] == results[0][0], eng
+        assert len(results[1][1]) == len(results[0][1]) > 0
+        for s, t in zip(results[1][1], results[0][1]):
+            assert_close(s, t, f"attention weights for {eng!r}", atol=1e-5)

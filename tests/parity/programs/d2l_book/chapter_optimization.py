@@ -15,7 +15,7 @@ on Fashion-MNIST-shaped data with ``lr_scheduler.MultiStepLR`` and the book's ow
 SquareRoot / Factor / Cosine(warmup) schedulers (``train`` tells them apart by
 ``scheduler.__module__ == lr_scheduler.__name__``).
 
-Changed for the test: the data are synthetic (the test writes a 300-row
+Changed for the test: the data are synthetic (the test writes a 200-row
 ``airfoil_self_noise.dat``; the images are random tensors with a class-dependent bright
 band), sizes and epochs are small, and ``d2l.Animator`` / ``d2l.plot`` print the points
 they would plot (``Animator.add`` prints ``x`` and the values to 6 decimals).
