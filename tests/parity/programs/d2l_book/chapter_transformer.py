@@ -1,4 +1,4 @@
-# ruff: noqa: E721, E741  (d2l.ai's `type(m) == nn.Linear` and `l` kept)
+# ruff: noqa  (d2l.ai's own style kept: `super(Cls, self)`, `type(m) == nn.Linear`, `l`, `open(f, "r")`)
 """d2l.ai's Transformer from scratch (d2l-ai/d2l-en, chapter_attention-mechanisms-and-
 transformers: multihead-attention, self-attention-and-positional-encoding, transformer; the
 machine-translation helpers of chapter_recurrent-modern: the fra-eng pipeline, ``Vocab``,
