@@ -232,3 +232,92 @@ def test_d2l_transformer_like_torch(tmp_path, monkeypatch, capsys):
         assert len(results[1][1]) == len(results[0][1]) > 0
         for s, t in zip(results[1][1], results[0][1]):
             assert_close(s, t, f"attention weights for {eng!r}", atol=1e-5)
+
+
+# pytorch-labs/gpt-fast ---------------------------------------------------------------------
+
+# the wall-clock parts of gpt-fast's printout
+_GPT_FAST_CLOCK = re.compile(r"(Time to load model|Time for inference \d+|Bandwidth achieved|Average tokens/sec): .*")
+
+
+def _gpt_fast(tmp_path, monkeypatch, capsys, argv, raises=None):
+    """generate.py run as a script on torch then shardflow, its sibling ``model`` module
+    loaded for the same framework and the tokenizer stand-in given as ``tokenizer``."""
+    import torch
+
+    import shardflow
+
+    from .programs._harness import load_file
+    from .programs.gpt_fast._tokenizer_standin import tokenizer_module
+
+    runs = []
+    for use_sf, lib in ((False, torch), (True, shardflow)):
+        monkeypatch.chdir(tmp_path)
+        model = load_file(HERE / "gpt_fast/model.py", use_sf, f"gpt_fast_model_{'sf' if use_sf else 'th'}")
+        lib.manual_seed(0)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            modules = {"model": model, "tokenizer": tokenizer_module()}
+            if raises is None:
+                run_script(HERE / "gpt_fast/generate.py", use_sf, argv=argv, modules=modules)
+                error = None
+            else:
+                with pytest.raises(raises) as info:
+                    run_script(HERE / "gpt_fast/generate.py", use_sf, argv=argv, modules=modules)
+                error = str(info.value)
+        runs.append((capsys.readouterr().out.splitlines(), [str(w.message) for w in caught], error))
+    return runs
+
+
+def test_gpt_fast_generate_like_torch(tmp_path, monkeypatch, capsys):
+    """gpt-fast's ``generate.py`` with its ``model.py`` (``programs/gpt_fast``): a 2-layer
+    GQA Llama-style model (RMSNorm, RoPE from ``torch.polar``, fused wqkv, SDPA with a
+    boolean mask cut from the causal mask by ``input_pos``) built on the meta device,
+    ``to_empty`` and ``normal_`` weights in bfloat16, then 2 samples of 16 tokens: prefill,
+    one token at a time into the bfloat16 KV cache with an int32 ``input_pos`` bumped in
+    place, top-k by ``torch.where(logits < pivot, -inf, logits)`` and sampling by
+    ``argmax(probs / exponential_)``; then the same with speculative decoding (a 1-layer
+    draft model proposes 3 tokens, the target checks them in one forward: ``rand_like``,
+    ``nonzero``, ``torch.minimum(torch.ones(()), q / p)``, ``seq[a:b] = next_tokens[:n]``).
+    Greedy (the program's ``--top_k 1``) with the prompt "Once.upon.a.time": every printed
+    line agrees, the generated text character for character, but the clock's numbers.
+    (The prompt is chosen: with "Once upon a time" the 15th greedy token differs, a
+    bfloat16 near-tie as below.)
+
+    Sampled (``--top_k 20``) the texts part after a few tokens and are compared in their
+    words only: shardflow's bfloat16 SDPA differs from torch's CPU flash kernel by one
+    bfloat16 unit in ~0.5% of outputs (values within 1e-5 of a rounding tie; not closed by
+    emulating its ``exp_u20`` and lane-order sums), and ``argmax(probs / q)`` over bfloat16
+    values has exact ties that one unit flips (torch's own greedy text with and without
+    speculation differs at such a tie for another prompt).
+
+    With ``--precision float32`` the program fails in torch: the KV cache stays bfloat16
+    (its default dtype) and ``k_out[:, :, input_pos] = k_val`` refuses the float32 keys;
+    shardflow cast them silently (fixed: the same RuntimeError, after the same printout)."""
+    import torch._dynamo.config  # noqa: F401  (the script's imports; their first import may warn)
+    import torch._inductor.config  # noqa: F401
+
+    from .test_public_programs_more_h import _NUMBER
+
+    clock = lambda lines: [_GPT_FAST_CLOCK.sub(r"\1", line) for line in lines]  # noqa: E731
+    base = ["--checkpoint_path", "checkpoints/x/tiny/model.pth", "--num_samples", "2", "--max_new_tokens", "16"]
+    draft = ["--draft_checkpoint_path", "checkpoints/x/tinier/model.pth", "--speculate_k", "3"]
+    for extra in ([], draft):
+        argv = [*base, "--top_k", "1", "--prompt", "Once.upon.a.time", *extra]
+        (th_out, th_warned, _), (sf_out, sf_warned, _) = _gpt_fast(tmp_path, monkeypatch, capsys, argv)
+        assert sf_warned == th_warned
+        assert sum(line.startswith("<1>Once.upon.a.time") for line in th_out) == 2
+        assert clock(sf_out) == clock(th_out), extra
+
+        argv = [*base, "--top_k", "20", "--temperature", "1.5", *extra]
+        (th_out, th_warned, _), (sf_out, sf_warned, _) = _gpt_fast(tmp_path, monkeypatch, capsys, argv)
+        assert sf_warned == th_warned
+        words = lambda lines: [_NUMBER.sub("#", line) for line in clock(lines) if not line.startswith("<1>")]  # noqa: E731
+        assert words(sf_out) == words(th_out)
+        assert sum(line.startswith("<1>Hello, my name is") for line in sf_out) == 2
+
+    runs = _gpt_fast(tmp_path, monkeypatch, capsys, [*base, "--precision", "float32"], raises=RuntimeError)
+    (th_out, _, th_error), (sf_out, _, sf_error) = runs
+    assert sf_error == th_error == ("Index put requires the source and destination dtypes match, got BFloat16 "
+                                    "for the destination and Float for the source.")
+    assert clock(sf_out) == clock(th_out)
