@@ -321,3 +321,30 @@ def test_gpt_fast_generate_like_torch(tmp_path, monkeypatch, capsys):
     assert sf_error == th_error == ("Index put requires the source and destination dtypes match, got BFloat16 "
                                     "for the destination and Float for the source.")
     assert clock(sf_out) == clock(th_out)
+
+
+# karpathy/nn-zero-to-hero, makemore part 3 ----------------------------------------------------
+
+
+def test_makemore_part3_bn_like_torch(capsys, monkeypatch):
+    """makemore_part3_bn (``programs/nn_zero_to_hero/makemore_part3_bn.py``, the lecture
+    left out of ``test_public_programs_more_o.py``): the MLP with batch norm by hand and
+    running statistics under ``no_grad``, the calibration pass and split losses, then the deep
+    Linear / BatchNorm1d / Tanh stack with ``retain_grad()`` on every output, the saturation
+    lines (``'%+.2f' % t.mean()``), ``torch.histogram(t, density=True)`` of activations,
+    gradients and weight gradients (``'%+f'`` / ``'%e'`` of tensors, ``tuple(p.shape)``),
+    the update:data ratios, eval mode and 20 sampled names (``multinomial`` with a seeded
+    generator). Every printed line agrees (numbers to rtol 1e-5), the names letter for
+    letter."""
+    from .test_public_programs_more_o import _run_both, _same_tensors
+
+    (th, th_out), (sf, sf_out) = _run_both("makemore_part3_bn", capsys, monkeypatch, seed=0)
+    assert sum(line.startswith("layer ") for line in th_out) == 10
+    assert len(th_out) > 40
+    # a Tanh output's mean gradient is zero in exact arithmetic (BatchNorm follows), so
+    # '%+f' prints its rounding noise as +0.000000 or -0.000000: the sign is not compared
+    zero = lambda lines: [re.sub(r"[+-](0\.0+)(?![\d.])", r"\1", line) for line in lines]  # noqa: E731
+    same_printout(zero(sf_out), zero(th_out), what="part3")
+    assert sf_out[-20:] == th_out[-20:]  # the sampled names
+    _same_tensors(sf.parameters, th.parameters, "trained parameters")
+    np.testing.assert_allclose(np.array(sf.ud), np.array(th.ud), rtol=1e-4, atol=1e-5)
