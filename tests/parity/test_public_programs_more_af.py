@@ -176,7 +176,7 @@ I lost, he won.\tJ'ai perdu, il a gagné.
 def test_d2l_transformer_like_torch(tmp_path, monkeypatch, capsys):
     """d2l.ai's Transformer from scratch (``programs/d2l_book/chapter_transformer.py``, its
     ``main()``): the multi-head attention, positional encoding and block checks, then an
-    encoder-decoder Transformer trained 60 epochs on fra-eng pairs with dropout 0.1
+    encoder-decoder Transformer trained 40 epochs on fra-eng pairs with dropout 0.1
     (torch's masks from the same seed), ``MaskedSoftmaxCELoss`` over int32 valid lengths,
     the hand-written gradient clipping and Adam; greedy translations with BLEU and the
     attention weights.

@@ -17,7 +17,7 @@ decoder blocks caching their keys with ``torch.cat(..., axis=1)`` and masking by
 attention weights gathered with ``torch.cat(..., 0).reshape(...)``.
 
 Changed for the test: the corpus is a 40-line ``fra-eng/fra.txt`` the test writes (no
-download), 60 epochs instead of 200 (the loss printed every 10), the dropout of 0.1 kept
+download), 40 epochs instead of 200 (the loss printed every 10), the dropout of 0.1 kept
 (its masks are torch's draws), the animator prints, the pandas-built heat map of the
 decoder's attention left out (pandas is not installed) with its nested-list gathering kept.
 """
@@ -667,7 +667,7 @@ def main():
     print(decoder_blk(X, state)[0].shape)
 
     num_hiddens, num_layers, dropout, batch_size, num_steps = 32, 2, 0.1, 64, 10
-    lr, num_epochs, device = 0.005, 60, try_gpu()  # CHANGED: 200 epochs
+    lr, num_epochs, device = 0.005, 40, try_gpu()  # CHANGED: 200 epochs
     ffn_num_input, ffn_num_hiddens, num_heads = 32, 64, 4
     key_size, query_size, value_size = 32, 32, 32
     norm_shape = [32]
