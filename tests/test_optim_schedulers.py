@@ -225,3 +225,21 @@ def test_legacy_lrscheduler_base_class_runs_a_custom_scheduler_like_torch():
         _assert_same_groups(o_sf, o_th, f"step {i}")
         s_sf.step()
         s_th.step()
+
+
+def test_every_scheduler_class_is_of_the_lr_scheduler_module_as_in_torch():
+    """d2l.ai's ``train`` tells a built-in scheduler from its own function by
+    ``scheduler.__module__ == lr_scheduler.__name__``: every scheduler class's ``__module__``
+    is ``shardflow.optim.lr_scheduler`` as torch's is ``torch.optim.lr_scheduler`` (the
+    families defined in ``_sched_*.py`` said their own module, and d2l then called the
+    ReduceLROnPlateau / CyclicLR / ... object as a function)."""
+    import torch
+
+    from shardflow.optim import lr_scheduler
+
+    names = [n for n in dir(torch.optim.lr_scheduler) if n.endswith(("LR", "Restarts", "Scheduler", "Plateau"))
+             and not n.startswith("_")]
+    assert len(names) >= 15
+    for name in names:
+        assert getattr(torch.optim.lr_scheduler, name).__module__ == "torch.optim.lr_scheduler", name
+        assert getattr(lr_scheduler, name).__module__ == lr_scheduler.__name__, name

@@ -502,6 +502,8 @@ def setitem_(input: Tensor, index, value) -> Tensor:
     if isinstance(value, Tensor):
         value = _to_input_device(value, input)
         if value.array.dtype != input.array.dtype:
+            if advanced:
+                _check_index_put_dtype(input, idx, value)
             from .conversion import to_dtype
 
             value = to_dtype(value, input.dtype)
@@ -509,6 +511,23 @@ def setitem_(input: Tensor, index, value) -> Tensor:
         value = _to_input_device(Tensor(np.asarray(value), dtype=input.dtype), input)
     # a basic index writes through a view: torch's node is CopySlices (advanced: IndexPut)
     return _run_inplace(input, "setitem", IndexPut if advanced else _SliceCopy, value, idx=idx)
+
+
+def _check_index_put_dtype(input: Tensor, idx: tuple, value: Tensor) -> None:
+    """torch's ``index_put_`` (what ``x[advanced index] = tensor`` runs) refuses a value of
+    another dtype, except where it becomes ``masked_fill_``: one boolean mask among the
+    index's arrays and a one-element value. (A basic index copies, casting; so does a
+    Python number or list, made in ``input``'s dtype first.) shardflow cast silently: gpt-fast's
+    float32 keys written into its bfloat16 KV cache by ``k_out[:, :, input_pos] = k_val``."""
+    arrays = [it for it in idx if _is_array(it)]
+    if value.numel() == 1 and len(arrays) == 1 and arrays[0].dtype.kind == "b":
+        return
+    from ..backend.dtypes import _SCALAR_TYPE_NAMES
+
+    raise RuntimeError(
+        f"Index put requires the source and destination dtypes match, got "
+        f"{_SCALAR_TYPE_NAMES.get(input.dtype.name, input.dtype.name)} for the destination and "
+        f"{_SCALAR_TYPE_NAMES.get(value.dtype.name, value.dtype.name)} for the source.")
 
 
 class _SliceCopy(IndexPut):
@@ -1185,6 +1204,7 @@ def _index_put_args(input, indices, values):
     if isinstance(values, Tensor):
         values = _to_input_device(values, input)
         if values.array.dtype != input.array.dtype:
+            _check_index_put_dtype(input, idx, values)
             from .conversion import to_dtype
 
             values = to_dtype(values, input.dtype)

@@ -15,7 +15,9 @@ Schedulers: StepLR, MultiStepLR, ExponentialLR, CosineAnnealingLR, LambdaLR, Lin
 OneCycleLR, SequentialLR; and, one family per module, MultiplicativeLR / ConstantLR /
 PolynomialLR (``_sched_factor.py``), CyclicLR / CosineAnnealingWarmRestarts
 (``_sched_cyclic.py``), ReduceLROnPlateau (``_sched_plateau.py``) and ChainedScheduler
-(``_sched_chain.py``), re-exported at the end of this module.
+(``_sched_chain.py``), re-exported at the end of this module with their ``__module__``
+set to this one, as torch's are (d2l.ai's ``train`` tells a built-in scheduler from its own
+by ``scheduler.__module__ == lr_scheduler.__name__``).
 """
 
 from __future__ import annotations
@@ -484,3 +486,8 @@ from ._sched_chain import ChainedScheduler  # noqa: E402
 from ._sched_cyclic import CosineAnnealingWarmRestarts, CyclicLR  # noqa: E402
 from ._sched_factor import ConstantLR, MultiplicativeLR, PolynomialLR  # noqa: E402
 from ._sched_plateau import ReduceLROnPlateau  # noqa: E402
+
+for _cls in (ChainedScheduler, CosineAnnealingWarmRestarts, CyclicLR, ConstantLR, MultiplicativeLR,
+             PolynomialLR, ReduceLROnPlateau):
+    _cls.__module__ = __name__  # torch.optim.lr_scheduler.X.__module__ is that module
+del _cls

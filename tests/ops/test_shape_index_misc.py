@@ -313,3 +313,55 @@ def test_where_one_arg_is_nonzero_tuple():
     assert len(s) == len(t)
     for x, y in zip(s, t):
         np.testing.assert_array_equal(x.numpy(), y.numpy())
+
+
+_INDEX_PUT_CASES = {
+    # (target dtype, index, value dtype, value shape): torch refuses every advanced write of
+    # another dtype except a one-element value under a single boolean mask (masked_fill_)
+    "slice_then_long": ("bfloat16", lambda L: (slice(None), L.tensor([0, 1])), "float32", (2, 2, 4)),
+    "long_0d_value": ("float32", lambda L: L.tensor([1]), "float64", ()),
+    "long_int_value": ("float32", lambda L: L.tensor([0, 1]), "int64", (2, 3, 4)),
+    "list_index": ("float32", lambda L: [0, 1], "float64", (2, 3, 4)),
+    "mask_many_values": ("float32", lambda L: L.arange(24).reshape(2, 3, 4) > 20, "float64", (3,)),
+    "mask_no_values": ("float32", lambda L: L.zeros(2, 3, 4, dtype=L.bool), "float64", (0,)),
+    "mask_one_value": ("float32", lambda L: L.arange(24).reshape(2, 3, 4) > 20, "float64", (1,)),
+    "mask_0d_value": ("bfloat16", lambda L: L.arange(24).reshape(2, 3, 4) > 20, "float32", ()),
+    "mask_in_dim1": ("float32", lambda L: (slice(None), L.tensor([True, False, True])), "float64", ()),
+    "basic_slice": ("bfloat16", lambda L: (slice(None), slice(0, 2)), "float32", (2, 2, 4)),
+    "zero_dim_long": ("float32", lambda L: L.tensor(1), "float64", (3, 4)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_INDEX_PUT_CASES))
+def test_setitem_of_another_dtype_as_torch(name):
+    """``x[index] = value`` with a value tensor of another dtype: torch's ``index_put_``
+    raises "Index put requires the source and destination dtypes match" for an advanced
+    index (shardflow cast silently: gpt-fast's float32 keys into a bfloat16 KV cache by
+    ``k_out[:, :, input_pos] = k_val``), except a one-element value under one boolean mask
+    (torch's masked_fill_); a basic index casts. Same outcome, message and values."""
+    import torch
+
+    dtype, index, vdtype, vshape = _INDEX_PUT_CASES[name]
+    outcomes = []
+    for L in (torch, sf):
+        x = L.zeros(2, 3, 4, dtype=getattr(L, dtype))
+        value = L.full(vshape, 1.5, dtype=getattr(L, vdtype))
+        try:
+            x[index(L)] = value
+            outcomes.append(x.float().numpy())
+        except RuntimeError as e:
+            outcomes.append(str(e))
+    if isinstance(outcomes[0], str):
+        assert outcomes[1] == outcomes[0]
+        assert outcomes[0].startswith("Index put requires the source and destination dtypes match")
+    else:
+        np.testing.assert_array_equal(outcomes[1], outcomes[0])
+
+
+def test_index_put_of_another_dtype_as_torch():
+    import torch
+
+    for L in (torch, sf):
+        for op in ("index_put", "index_put_"):
+            with pytest.raises(RuntimeError, match="got Float for the destination and Double for the source"):
+                getattr(L.zeros(5), op)((L.tensor([1]),), L.ones(1, dtype=L.float64))

@@ -13,7 +13,8 @@ notebook cell ending in a bare expression displays it; the scripts ``print`` it 
 The notebooks read ``names.txt`` (not shipped): the scripts run in their folder, whose
 ``names.txt`` is 200 made-up names. Plots go to matplotlib's Agg backend.
 
-Left out: ``makemore_part3_bn.ipynb`` (the stored notebook is 495,000 characters, nearly all
+Left out here: ``makemore_part3_bn.ipynb`` (session 36 wrote it from memory:
+``test_public_programs_more_af.py``; the stored notebook is 495,000 characters, nearly all
 plot images, and its code cells could not be read out in the time; its torch idioms -- the
 activation and gradient ``torch.histogram`` plots, ``'%+.2f' % tensor``, the update:data
 ratios -- were probed by hand, which found the histogram graph-node fix in
