@@ -104,6 +104,9 @@ class Communicator:
     """Base class of the backends; see the module docstring for the semantics."""
 
     backend: str = "none"
+    # set by shardflow.distributed.destroy_process_group: every later call on the group raises
+    # there (the communicator's MPI resources are freed; using them crashed the process)
+    destroyed: bool = False
 
     @property
     def rank(self) -> int:  # pragma: no cover - interface

@@ -171,12 +171,26 @@ def _check_init_method(init_method) -> None:
 
 
 def destroy_process_group(group=None) -> None:
+    """Destroy ``group`` (default: the world). A rank outside ``group`` (``new_group`` gave it
+    ``GroupMember.NON_GROUP_MEMBER``) has nothing to destroy: a no-op, as torch. A destroyed
+    group is marked (``Communicator.destroyed``): destroying it again, or any later call on
+    it, raises torch's ValueError ("Invalid process group specified" / "... is not
+    registered ...") naming the fix. (A collective on a destroyed group used to crash the
+    rank with a segmentation fault: its MPI window and communicators were freed.)"""
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return
+    if getattr(group, "destroyed", False):
+        raise ValueError("Invalid process group specified (destroy_process_group: this group "
+                         "was already destroyed; destroy each group once)")
     if group is None or group is _comm.get_world():
+        world = _comm.get_world()
         _comm.destroy()
+        world.destroyed = True
         _asked_backend[0] = None
         _errors._count_group(reset=True)
     else:
         group.free()
+        group.destroyed = True
 
 
 def is_initialized() -> bool:
@@ -190,7 +204,14 @@ NOT_INITIALIZED = (
 )
 
 
-def _group(group) -> Communicator:
+def _group(group, op: str | None = None) -> Communicator | None:
+    """The communicator of ``group`` (None: the world), checked.
+
+    A rank outside ``group`` (``new_group`` gave it ``GroupMember.NON_GROUP_MEMBER``): a
+    collective ``op`` does nothing there, with torch's UserWarning "Running all_reduce on
+    global rank 1 which does not belong to the given group." and returns None (the caller
+    returns at once); without ``op`` (a query that needs the group's ranks) it raises a
+    ValueError naming the fix. A destroyed group raises torch's ValueError."""
     if group is None or group is GroupMember.WORLD:
         if not _comm.is_initialized():
             raise ValueError(
@@ -200,17 +221,36 @@ def _group(group) -> Communicator:
             )
         return _comm.get_world()
     if group is GroupMember.NON_GROUP_MEMBER:
-        raise RuntimeError("this rank is not a member of the group passed to the collective")
+        me = _comm.get_world().rank if _comm.is_initialized() else -1
+        if op is not None:  # torch's words and category
+            warnings.warn(f"Running {op} on global rank {me} which does not belong to the given "
+                          "group.", UserWarning, stacklevel=3)
+            return None
+        raise ValueError(
+            f"Global rank {me} is not part of the group: new_group(ranks) returned "
+            "GroupMember.NON_GROUP_MEMBER on this rank. Check dist.get_rank(group) >= 0 (it is "
+            "-1 outside the group) before using the group")
+    if getattr(group, "destroyed", False):
+        raise ValueError(
+            f"Group {group!r} is not registered, please create group with "
+            "torch.distributed.new_group API (destroy_process_group destroyed it; make a new "
+            "one with dist.new_group(ranks), or call destroy_process_group after its last use)")
     return group
 
 
 def get_rank(group=None) -> int:
-    """This process's rank in ``group`` (default: the world); raises before init_process_group."""
+    """This process's rank in ``group`` (default: the world), -1 on a rank outside ``group``
+    (torch's answer); raises before init_process_group."""
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return -1
     return int(_group(group).rank)
 
 
 def get_world_size(group=None) -> int:
-    """The number of ranks in ``group`` (default: the world); raises before init_process_group."""
+    """The number of ranks in ``group`` (default: the world), -1 on a rank outside ``group``
+    (torch's answer); raises before init_process_group."""
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return -1
     return int(_group(group).size)
 
 
@@ -223,6 +263,9 @@ def get_local_rank() -> int:
 def get_backend(group=None) -> str:
     """The backend name ``init_process_group`` was given (``"gloo"``, ``"nccl"``, ...), for the
     world and its sub-groups; the engine's name when none was given (``backend_names.py``)."""
+    if group is GroupMember.NON_GROUP_MEMBER:  # torch's type and words
+        raise ValueError("Invalid process group specified (get_backend: this rank is not in the "
+                         "group; check dist.get_rank(group) >= 0 first)")
     g = _group(group)
     return _asked_backend[0] if _asked_backend[0] is not None else g.backend
 
@@ -334,20 +377,26 @@ def _bump(*tensors):
 
 
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
-    g = _group(group)
+    g = _group(group, "all_reduce")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     a = _arr(tensor)
     return _run(g, lambda asy: g.all_reduce(a, op, async_op=asy), async_op, _bump(tensor))
 
 
 def broadcast(tensor, src: int = 0, group=None, async_op: bool = False):
-    g = _group(group)
+    g = _group(group, "broadcast")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     a = _arr(tensor)
     s = _root(g, src, None, "broadcast")
     return _run(g, lambda asy: g.broadcast(a, s, async_op=asy), async_op, _bump(tensor))
 
 
 def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
-    g = _group(group)
+    g = _group(group, "all_gather")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     a = _arr(tensor)
     if len(tensor_list) != g.size:
         raise RuntimeError(f"all_gather needs a list of {g.size} tensors (one per rank), got "
@@ -380,7 +429,9 @@ def _same_as_input(fn, name, tensors, like, like_name="input") -> None:
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bool = False):
-    g = _group(group)
+    g = _group(group, "all_gather_single")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     a, o = _arr(input_tensor, "input_tensor"), _arr(output_tensor, "output_tensor")
     if o.size != a.size * g.size:
         raise RuntimeError(  # torch (gloo) raises RuntimeError
@@ -392,7 +443,9 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: bool = False):
-    g = _group(group)
+    g = _group(group, "reduce_scatter_single")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     a, o = _arr(input, "input"), _arr(output, "output")
     if a.ndim == 0 or o.ndim == 0 or a.shape[0] != o.shape[0] * g.size:
         raise RuntimeError(  # torch (gloo) raises RuntimeError
@@ -406,7 +459,9 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: 
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bool = False):
     """Reduce ``input_list[j]`` over ranks into ``output`` of rank j."""
-    g = _group(group)
+    g = _group(group, "reduce_scatter")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     if len(input_list) != g.size:
         raise RuntimeError(f"reduce_scatter needs {g.size} input tensors (one per rank), got "
                            f"{len(input_list)}")  # torch (gloo) raises RuntimeError
@@ -431,7 +486,9 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     (``a2a_uneven.py``) cost one small blocking all-gather of every rank's sizes (checked:
     a mismatch raises on every rank, naming both ranks) and travel padded to the largest
     split."""
-    g = _group(group)
+    g = _group(group, "all_to_all_single")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     a, o = _arr(input, "input"), _arr(output, "output")
     if output_split_sizes is None and input_split_sizes is None:
         if any(x.ndim == 0 or x.shape[0] % g.size for x in (a, o)):  # torch's type and words
@@ -448,7 +505,9 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
 
 
 def barrier(group=None, async_op: bool = False, device_ids=None):
-    g = _group(group)
+    g = _group(group, "barrier")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     return _run(g, lambda asy: g.barrier(async_op=asy), async_op)
 
 
@@ -460,7 +519,9 @@ def send(tensor, dst: int, group=None, tag: int = 0) -> None:
 def recv(tensor, src: int | None = None, group=None, tag: int = 0) -> int:
     """Receive into ``tensor`` from global rank ``src``, or from any rank when ``src`` is None
     (torch's default); returns the sender's global rank."""
-    g = _group(group)
+    g = _group(group, "recv")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return -1
     a = _arr(tensor)
     got = g.recv(a, None if src is None else _group_rank(g, src), tag)
     tensor._bump_version()
@@ -468,14 +529,18 @@ def recv(tensor, src: int | None = None, group=None, tag: int = 0) -> int:
 
 
 def isend(tensor, dst: int, group=None, tag: int = 0) -> Work:
-    g = _group(group)
+    g = _group(group, "isend")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     return Work(g.send(_arr(tensor), _group_rank(g, dst), tag, async_op=True))
 
 
 def irecv(tensor, src: int | None = None, group=None, tag: int = 0) -> Work:
     """The non-blocking :func:`recv`; with ``src=None`` (any rank) the Work's
     ``_source_rank()`` is the sender's group rank (torch's method)."""
-    g = _group(group)
+    g = _group(group, "irecv")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     inner = g.recv(_arr(tensor), None if src is None else _group_rank(g, src), tag, async_op=True)
     return Work(inner, _bump(tensor), any_source=src is None)
 
@@ -506,6 +571,10 @@ def batch_isend_irecv(p2p_op_list) -> list:
     ops = list(p2p_op_list)
     if not ops or not all(isinstance(o, P2POp) for o in ops):
         raise ValueError("batch_isend_irecv takes a non-empty list of dist.P2POp")
+    if all(o.group is GroupMember.NON_GROUP_MEMBER for o in ops):
+        # a rank outside the group: torch's warning, nothing started
+        _group(ops[0].group, "isend" if ops[0].op is isend else "irecv")
+        return []
     g = _group(ops[0].group)
     if any(_group(o.group) is not g for o in ops[1:]):
         raise ValueError("batch_isend_irecv: all ops must use the same group")
@@ -516,7 +585,9 @@ def batch_isend_irecv(p2p_op_list) -> list:
 
 
 def all_gather_object(object_list, obj, group=None) -> None:
-    g = _group(group)
+    g = _group(group, "all_gather_object")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     got = g.all_gather_object(obj)
     if len(object_list) != len(got):
         raise ValueError(f"all_gather_object needs a list of {len(got)} slots, got {len(object_list)}")
@@ -524,7 +595,9 @@ def all_gather_object(object_list, obj, group=None) -> None:
 
 
 def broadcast_object_list(object_list, src: int = 0, group=None, device=None) -> None:
-    g = _group(group)
+    g = _group(group, "broadcast_object_list")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     got = g.broadcast_object(list(object_list), _group_rank(g, src))
     if len(got) != len(object_list):  # torch fills the list in place: it must be as long
         raise ValueError(
@@ -574,7 +647,9 @@ def reduce(tensor, dst: int | None = None, op=ReduceOp.SUM, group=None, async_op
            group_dst: int | None = None):
     """Reduce ``tensor`` over the group into ``dst``'s ``tensor``; other ranks' tensors are
     left unchanged. Communication: one all-reduce of a copy."""
-    g = _group(group)
+    g = _group(group, "reduce")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     root = _root(g, dst, group_dst, "reduce")
     a = _arr(tensor)
     work = get_array_module(a).array(a, copy=True)
@@ -592,7 +667,9 @@ def gather(tensor, gather_list=None, dst: int | None = None, group=None, async_o
            group_dst: int | None = None):
     """``gather_list[i]`` on ``dst`` receives rank i's ``tensor`` (other ranks pass None).
     Communication: one all-gather."""
-    g = _group(group)
+    g = _group(group, "gather")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     root = _root(g, dst, group_dst, "gather")
     a = _arr(tensor)
     _rooted_list("gather", "gather_list", "destination", g.rank == root, gather_list, g.size)
@@ -611,7 +688,9 @@ def scatter(tensor, scatter_list=None, src: int | None = None, group=None,
             async_op: bool = False, group_src: int | None = None):
     """Rank i's ``tensor`` receives ``scatter_list[i]`` of ``src`` (other ranks pass None).
     Communication: one broadcast of the stacked list (every entry has ``tensor``'s shape)."""
-    g = _group(group)
+    g = _group(group, "scatter")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     root = _root(g, src, group_src, "scatter")
     a = _arr(tensor)
     xp = get_array_module(a)
@@ -640,7 +719,9 @@ def scatter(tensor, scatter_list=None, src: int | None = None, group=None,
 def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op: bool = False):
     """``output_tensor_list[j]`` receives rank j's ``input_tensor_list[i]`` (i = this rank).
     All tensors must have one shape (uneven all-to-all is not supported)."""
-    g = _group(group)
+    g = _group(group, "all_to_all")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     if len(input_tensor_list) != g.size or len(output_tensor_list) != g.size:
         raise RuntimeError(f"all_to_all needs {g.size} input and {g.size} output tensors (one "
                            f"per rank), got {len(input_tensor_list)} and "
@@ -663,7 +744,9 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op: bool
 
 def gather_object(obj, object_gather_list=None, dst: int | None = None, group=None,
                   group_dst: int | None = None) -> None:
-    g = _group(group)
+    g = _group(group, "gather_object")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     root = _root(g, dst, group_dst, "gather_object")
     got = g.all_gather_object((root, obj))  # the dst rides along: every rank checks it
     roots = [r for r, _ in got]
@@ -682,7 +765,9 @@ def gather_object(obj, object_gather_list=None, dst: int | None = None, group=No
 
 def scatter_object_list(scatter_object_output_list, scatter_object_input_list=None,
                         src: int | None = None, group=None, group_src: int | None = None) -> None:
-    g = _group(group)
+    g = _group(group, "scatter_object_list")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     root = _root(g, src, group_src, "scatter_object_list")
     got = g.broadcast_object(list(scatter_object_input_list or []) if g.rank == root else None,
                              root)
@@ -697,7 +782,9 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks: bool = False) ->
     when ``timeout`` passes first (``monitored.py``)."""
     from .monitored import monitored_barrier as _monitored
 
-    _monitored(_group(group), timeout, wait_all_ranks, lambda: barrier(group))
+    g = _group(group, "monitored_barrier")
+    if g is not None:
+        _monitored(g, timeout, wait_all_ranks, lambda: barrier(group))
 
 
 # -- global tensors (placement + sbp) and tensor parallelism: docs/GLOBAL.md ----------------
@@ -772,7 +859,9 @@ def _flat(tensors, what):
 def all_reduce_coalesced(tensors, op=ReduceOp.SUM, group=None, async_op: bool = False):
     """Reduce every tensor of ``tensors`` over the group, in place, with one all-reduce."""
 
-    g = _group(group)
+    g = _group(group, "all_reduce_coalesced")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     arrays, flat = _flat(list(tensors), "all_reduce_coalesced: tensors")
 
     def post():
@@ -790,7 +879,9 @@ def all_gather_coalesced(output_tensor_lists, input_tensor_list, group=None,
     """``output_tensor_lists[j][i]`` receives rank j's ``input_tensor_list[i]``, with one
     all-gather (every rank passes the same shapes)."""
 
-    g = _group(group)
+    g = _group(group, "all_gather_coalesced")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     arrays, flat = _flat(list(input_tensor_list), "all_gather_coalesced: input_tensor_list")
     if len(output_tensor_lists) != g.size:
         raise ValueError(f"all_gather_coalesced needs output_tensor_lists of {g.size} lists "

@@ -1,0 +1,115 @@
+"""Session 36's fault probes that every rank can catch (one launch, 2 ranks). Prints
+``OK <case> <rank>`` per case; a barrier after each case shows the job goes on.
+
+* ``outside_group``: a rank outside ``new_group([0])`` (``GroupMember.NON_GROUP_MEMBER``):
+  ``get_rank(g)`` / ``get_world_size(g)`` are -1 and every collective does nothing there with
+  torch's UserWarning "Running all_reduce on global rank 1 which does not belong to the
+  given group." (they raised a RuntimeError); ``destroy_process_group(g)`` is a no-op there
+  (it raised an AttributeError); the member's collectives run on the group of one.
+* ``destroyed_group``: a collective, a query or a second destroy on a destroyed group, and a
+  collective on the old world object after ``destroy_process_group()``: torch's ValueError
+  naming the fix (the collective crashed the rank with a segmentation fault).
+"""
+
+import warnings
+
+import numpy as np
+
+import shardflow as torch
+import shardflow.distributed as dist
+
+
+def _expect(case, r, exc, *needles, fn):
+    """``fn()`` raises ``exc`` with every needle in its message on this rank."""
+    try:
+        fn()
+    except exc as e:
+        for needle in needles:
+            assert needle in str(e), (case, needle, str(e))
+    else:
+        raise AssertionError(f"{case}: no {exc.__name__} on rank {r}")
+
+
+def _ok(case, r):
+    dist.barrier()
+    print(f"OK {case} {r}", flush=True)
+
+
+def _skipped(r, fn, name):
+    """``fn()`` on a rank outside the group: returns None (recv: -1), warns torch's words."""
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        out = fn()
+    assert [(w.category, str(w.message)) for w in got] == [
+        (UserWarning, f"Running {name} on global rank {r} which does not belong to the given "
+                      "group.")], (name, got)
+    return out
+
+
+def _outside_group(r):
+    g = dist.new_group([0])
+    t = torch.full((2,), float(r + 1))
+    if r == 0:
+        assert (dist.get_rank(g), dist.get_world_size(g)) == (0, 1)
+        dist.all_reduce(t, group=g)
+        dist.broadcast(t, 0, group=g)
+        out = [torch.zeros(2)]
+        dist.all_gather(out, t, group=g)
+        assert out[0].tolist() == [1.0, 1.0]
+    else:
+        assert (dist.get_rank(g), dist.get_world_size(g)) == (-1, -1)
+        assert _skipped(r, lambda: dist.all_reduce(t, group=g), "all_reduce") is None
+        assert _skipped(r, lambda: dist.all_reduce(t, group=g, async_op=True),
+                        "all_reduce") is None
+        assert _skipped(r, lambda: dist.broadcast(t, 0, group=g), "broadcast") is None
+        assert _skipped(r, lambda: dist.all_gather([t], t, group=g), "all_gather") is None
+        assert _skipped(r, lambda: dist.reduce_scatter_tensor(t, t, group=g),
+                        "reduce_scatter_single") is None
+        assert _skipped(r, lambda: dist.barrier(group=g), "barrier") is None
+        assert _skipped(r, lambda: dist.reduce(t, 0, group=g), "reduce") is None
+        assert _skipped(r, lambda: dist.all_gather_object([None], 1, group=g),
+                        "all_gather_object") is None
+        assert _skipped(r, lambda: dist.recv(t, 0, group=g), "recv") == -1
+        assert _skipped(r, lambda: dist.batch_isend_irecv([dist.P2POp(dist.isend, t, 0, g)]),
+                        "isend") == []
+        assert t.tolist() == [2.0, 2.0]  # nothing written
+        _expect("outside_group", r, ValueError, "Global rank 1 is not part of the group",
+                "dist.get_rank(group) >= 0", fn=lambda: dist.get_process_group_ranks(g))
+        _expect("outside_group", r, ValueError, "Invalid process group specified",
+                fn=lambda: dist.get_backend(g))
+    dist.destroy_process_group(g)  # rank 1: nothing to destroy (torch: a no-op)
+    _ok("outside_group", r)
+
+
+def _destroyed_group(r):
+    g = dist.new_group([0, 1])
+    dist.all_reduce(torch.ones(1), group=g)
+    dist.destroy_process_group(g)
+    t = torch.ones(2)
+    for fn in (lambda: dist.all_reduce(t, group=g), lambda: dist.barrier(group=g),
+               lambda: dist.get_rank(g)):
+        _expect("destroyed_group", r, ValueError, "is not registered, please create group with "
+                "torch.distributed.new_group API", "dist.new_group(ranks)", fn=fn)
+    _expect("destroyed_group", r, ValueError, "Invalid process group specified",
+            "already destroyed", fn=lambda: dist.destroy_process_group(g))
+    assert t.tolist() == [1.0, 1.0]
+    _ok("destroyed_group", r)
+    world = dist.group.WORLD
+    dist.destroy_process_group()
+    _expect("destroyed_group", r, ValueError, "is not registered",
+            fn=lambda: dist.all_reduce(t, group=world))
+    dist.init_process_group("gloo")
+    _expect("destroyed_group", r, ValueError, "is not registered",
+            fn=lambda: dist.all_reduce(t, group=world))
+    t = torch.ones(2)
+    dist.all_reduce(t)  # the new world works
+    assert np.array_equal(t.numpy(), [2.0, 2.0])
+    _ok("destroyed_group_world", r)
+
+
+def main(argv):
+    dist.init_process_group("gloo")
+    r = dist.get_rank()
+    _outside_group(r)
+    _destroyed_group(r)
+    dist.destroy_process_group()

@@ -1,0 +1,25 @@
+"""Session 36's fault probes: a user's distributed mistake ends the job (or raises on every
+rank) naming the rank, the operation and the fix, within a bounded time; where torch has an
+answer that is not an error, torch's answer.
+
+* ``programs/faults_s36_caught.py`` (one 2-rank launch): collectives on a rank outside the
+  group (torch's warning and no-op, ``get_rank(g) == -1``), a destroyed group used again
+  (torch's ValueError; it was a segmentation fault);
+"""
+
+import pytest
+
+from shardflow.testing.mpi import run_program
+
+CASES = ["outside_group", "destroyed_group", "destroyed_group_world"]
+
+
+@pytest.mark.mpi
+def test_caught_mistakes_raise_on_every_rank_and_answers_match_torch():
+    # a 20 s collective limit: every case must raise by itself, not by the watchdog
+    res = run_program("tests.distributed.programs.faults_s36_caught", n=2, timeout=60,
+                      env={"SHARDFLOW_COMM_TIMEOUT": "20"}).check()
+    for case in CASES:
+        for rank in (0, 1):
+            assert f"OK {case} {rank}" in res.stdout, (case, rank, res.output)
+    assert res.elapsed < 40, res.elapsed  # a case left to the 20 s watchdog would abort
