@@ -5,7 +5,12 @@ answer that is not an error, torch's answer.
 * ``programs/faults_s36_caught.py`` (one 2-rank launch): collectives on a rank outside the
   group (torch's warning and no-op, ``get_rank(g) == -1``), a destroyed group used again
   (torch's ValueError; it was a segmentation fault);
+* in this process, against torch: a ``TCPStore`` master on a port another process listens on
+  raises torch's ``DistNetworkError`` (it was the bare ``OSError``).
 """
+
+import socket
+from datetime import timedelta
 
 import pytest
 
@@ -23,3 +28,26 @@ def test_caught_mistakes_raise_on_every_rank_and_answers_match_torch():
         for rank in (0, 1):
             assert f"OK {case} {rank}" in res.stdout, (case, rank, res.output)
     assert res.elapsed < 40, res.elapsed  # a case left to the 20 s watchdog would abort
+
+
+def test_a_tcpstore_master_on_a_taken_port_raises_torchs_dist_network_error():
+    tdist = pytest.importorskip("torch.distributed")
+
+    import shardflow.distributed as dist
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(RuntimeError) as theirs:
+            tdist.TCPStore("127.0.0.1", port, 1, True, timeout=timedelta(seconds=2))
+        with pytest.raises(dist.DistNetworkError) as ours:
+            dist.TCPStore("127.0.0.1", port, 1, True, timeout=timedelta(seconds=2))
+    assert type(theirs.value).__name__ == "DistNetworkError"
+    assert isinstance(ours.value, RuntimeError)
+    text = str(ours.value)
+    assert text.startswith("The server socket has failed to listen on any local network "
+                           f"address. port: {port}, useIpv6: false, code: -98, name: "
+                           "EADDRINUSE"), text
+    assert str(theirs.value).startswith(text[:text.index("message")])  # torch's words
+    assert "pass port=0 and read store.port" in text
