@@ -137,22 +137,37 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
         warnings.warn(f"For MPI backend, world_size ({world_size}) and rank ({rank}) are ignored "
                       "since they are assigned by the MPI runtime.", stacklevel=2)
         world_size = rank = -1
+    if _comm.world_info().launcher == "none":  # a world of one: checked before it is made
+        _check_size_and_rank(world_size, rank, 1, 0)
     world = _comm.init(engine_backend(asked, ":" in (asked or "") and cuda_is_available()))
-    if world_size not in (-1, None) and world_size != world.size:
+    _check_size_and_rank(world_size, rank, world.size, world.rank)
+    _set_timeout(world, timeout, "init_process_group")
+    _asked_backend[0] = asked
+    _errors._count_group()
+
+
+def _check_size_and_rank(world_size, rank, size: int, me: int) -> None:
+    """``init_process_group``'s ``world_size`` / ``rank`` against the launcher's (``size``
+    ranks, this one ``me``): a ValueError naming both and the fix. In a world of one (plain
+    ``python``) this runs before the world is made, so the caller can catch it and init again."""
+    if world_size not in (-1, None) and world_size != size:
         raise ValueError(
             f"init_process_group(world_size={world_size}) but the launcher started "
-            f"{world.size} rank(s); launch with `shardflow run -n {world_size} ...`, or start "
+            f"{size} rank(s); launch with `shardflow run -n {world_size} ...`, or start "
             f"the processes with shardflow.multiprocessing.spawn(fn, args, nprocs={world_size}) "
             "with join=True and plain-data args (it launches them as one MPI job); processes "
             "started one by one (multiprocessing.Process) cannot form one process group: run "
             "the function on each rank of `shardflow run` instead (rank and world size from "
             "the RANK and WORLD_SIZE variables it sets)"
         )
-    if rank not in (-1, None) and rank != world.rank:
-        raise ValueError(f"init_process_group(rank={rank}) but this process is rank {world.rank}")
-    _set_timeout(world, timeout, "init_process_group")
-    _asked_backend[0] = asked
-    _errors._count_group()
+    if rank not in (-1, None) and rank != me:
+        why = (f"rank {rank} is another process's rank" if 0 <= rank < size else
+               f"rank {rank} is not in 0 .. {size - 1}")
+        raise ValueError(
+            f"init_process_group(rank={rank}) but this process is rank {me} of "
+            f"{size}: {why}. The launcher assigns the ranks: pass the one it gave (under "
+            "mp.spawn the first argument of your function; under `shardflow run` or torchrun "
+            "int(os.environ['RANK'])), or leave rank out")
 
 
 def _check_init_method(init_method) -> None:

@@ -51,3 +51,21 @@ def test_a_tcpstore_master_on_a_taken_port_raises_torchs_dist_network_error():
                            "EADDRINUSE"), text
     assert str(theirs.value).startswith(text[:text.index("message")])  # torch's words
     assert "pass port=0 and read store.port" in text
+
+
+def test_a_wrong_world_size_or_rank_in_a_world_of_one_raises_before_the_world_is_made():
+    import shardflow.distributed as dist
+
+    assert not dist.is_initialized()
+    with pytest.raises(ValueError, match=r"world_size=2\) but the launcher started 1 rank"):
+        dist.init_process_group("gloo", world_size=2)
+    assert not dist.is_initialized()  # nothing was made: the program may init again
+    with pytest.raises(ValueError, match=r"rank=1\) but this process is rank 0 of 1: rank 1 is "
+                                         r"not in 0 \.\. 0\. The launcher assigns the ranks"):
+        dist.init_process_group("gloo", rank=1, world_size=1)
+    assert not dist.is_initialized()
+    dist.init_process_group("gloo", rank=0, world_size=1)
+    try:
+        assert (dist.get_rank(), dist.get_world_size()) == (0, 1)
+    finally:
+        dist.destroy_process_group()
