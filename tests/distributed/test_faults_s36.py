@@ -69,3 +69,30 @@ def test_a_wrong_world_size_or_rank_in_a_world_of_one_raises_before_the_world_is
         assert (dist.get_rank(), dist.get_world_size()) == (0, 1)
     finally:
         dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("num_replicas, rank", [(2, 2), (2, -1), (3, 7)])
+def test_distributed_sampler_rank_outside_num_replicas_raises_torchs_value_error(num_replicas,
+                                                                                 rank):
+    tdata = pytest.importorskip("torch.utils.data")
+    from shardflow.utils.data import DistributedSampler
+
+    with pytest.raises(ValueError) as theirs:
+        tdata.DistributedSampler(list(range(10)), num_replicas=num_replicas, rank=rank)
+    with pytest.raises(ValueError) as ours:
+        DistributedSampler(list(range(10)), num_replicas=num_replicas, rank=rank)
+    assert str(ours.value).startswith(str(theirs.value) + " (rank is this process's index"), (
+        ours.value, theirs.value)
+    assert "rank=dist.get_rank()" in str(ours.value)
+
+
+def test_distributed_sampler_non_int_rank_raises_at_construction():
+    from shardflow.utils.data import DistributedSampler
+
+    # torch accepts them and fails in __iter__ ("slice indices must be integers ...")
+    with pytest.raises(TypeError, match=r"^rank must be an int, got float 1\.5; pass e\.g\. "
+                                        r"rank=dist\.get_rank\(\)"):
+        DistributedSampler(list(range(10)), num_replicas=2, rank=1.5)
+    with pytest.raises(TypeError, match=r"^num_replicas must be an int, got str '2'"):
+        DistributedSampler(list(range(10)), num_replicas="2", rank=0)
+    assert list(DistributedSampler(list(range(4)), num_replicas=2, rank=1, shuffle=False)) == [1, 3]
