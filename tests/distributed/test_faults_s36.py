@@ -4,7 +4,9 @@ answer that is not an error, torch's answer.
 
 * ``programs/faults_s36_caught.py`` (one 2-rank launch): collectives on a rank outside the
   group (torch's warning and no-op, ``get_rank(g) == -1``), a destroyed group used again
-  (torch's ValueError; it was a segmentation fault);
+  (torch's ValueError; it was a segmentation fault), ``dcp.save`` on one rank meeting
+  ``dcp.load`` on the other (a CheckpointException naming each rank's step; it was
+  unrelated TypeErrors);
 * in this process, against torch: a ``TCPStore`` master on a port another process listens on
   raises torch's ``DistNetworkError`` (it was the bare ``OSError``).
 """
@@ -16,14 +18,14 @@ import pytest
 
 from shardflow.testing.mpi import run_program
 
-CASES = ["outside_group", "destroyed_group", "destroyed_group_world"]
+CASES = ["outside_group", "destroyed_group", "destroyed_group_world", "dcp_on_one_rank"]
 
 
 @pytest.mark.mpi
-def test_caught_mistakes_raise_on_every_rank_and_answers_match_torch():
+def test_caught_mistakes_raise_on_every_rank_and_answers_match_torch(tmp_path):
     # a 20 s collective limit: every case must raise by itself, not by the watchdog
     res = run_program("tests.distributed.programs.faults_s36_caught", n=2, timeout=60,
-                      env={"SHARDFLOW_COMM_TIMEOUT": "20"}).check()
+                      args=[str(tmp_path / "ckpt")], env={"SHARDFLOW_COMM_TIMEOUT": "20"}).check()
     for case in CASES:
         for rank in (0, 1):
             assert f"OK {case} {rank}" in res.stdout, (case, rank, res.output)

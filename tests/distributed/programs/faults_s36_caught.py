@@ -9,14 +9,19 @@
 * ``destroyed_group``: a collective, a query or a second destroy on a destroyed group, and a
   collective on the old world object after ``destroy_process_group()``: torch's ValueError
   naming the fix (the collective crashed the rank with a segmentation fault).
+* ``dcp_on_one_rank``: ``dcp.save`` on rank 0 only, then ``dcp.load`` on every rank: the
+  save's exchange meets the load's; both ranks raise the same CheckpointException naming
+  each rank's step (they raised unrelated TypeErrors); a save on every rank then works.
 """
 
+import os
 import warnings
 
 import numpy as np
 
 import shardflow as torch
 import shardflow.distributed as dist
+import shardflow.distributed.checkpoint as dcp
 
 
 def _expect(case, r, exc, *needles, fn):
@@ -107,9 +112,29 @@ def _destroyed_group(r):
     _ok("destroyed_group_world", r)
 
 
+def _dcp_on_one_rank(r, folder):
+    target = {"b": torch.zeros(3)}
+
+    def save_on_rank0_then_load():
+        if r == 0:
+            dcp.save({"b": torch.ones(3)}, checkpoint_id=folder)
+        dcp.load(target, checkpoint_id=folder)
+
+    _expect("dcp_on_one_rank", r, dcp.CheckpointException,
+            "the ranks are not in the same checkpoint call (rank 0: dcp.save (plans); rank 1: "
+            "dcp.load (plan))", "call each on every rank of the group", fn=save_on_rank0_then_load)
+    assert target["b"].tolist() == [0.0, 0.0, 0.0]
+    assert not os.path.exists(os.path.join(folder, "index.json"))  # nothing committed
+    dcp.save({"b": torch.ones(3)}, checkpoint_id=folder)
+    dcp.load(target, checkpoint_id=folder)
+    assert target["b"].tolist() == [1.0, 1.0, 1.0]
+    _ok("dcp_on_one_rank", r)
+
+
 def main(argv):
     dist.init_process_group("gloo")
     r = dist.get_rank()
     _outside_group(r)
     _destroyed_group(r)
+    _dcp_on_one_rank(r, argv[0])
     dist.destroy_process_group()
