@@ -4,7 +4,8 @@ answer that is not an error, torch's answer.
 
 * ``programs/faults_s36_caught.py`` (one 2-rank launch): collectives on a rank outside the
   group (torch's warning and no-op, ``get_rank(g) == -1``), a destroyed group used again
-  (torch's ValueError; it was a segmentation fault), ``dcp.save`` on one rank meeting
+  (torch's ValueError; it was a segmentation fault), a negative p2p tag (torch's
+  RuntimeError; both ranks hung), ``dcp.save`` on one rank meeting
   ``dcp.load`` on the other (a CheckpointException naming each rank's step; it was
   unrelated TypeErrors);
 * in this process, against torch: a ``TCPStore`` master on a port another process listens on
@@ -18,7 +19,8 @@ import pytest
 
 from shardflow.testing.mpi import run_program
 
-CASES = ["outside_group", "destroyed_group", "destroyed_group_world", "dcp_on_one_rank"]
+CASES = ["outside_group", "destroyed_group", "destroyed_group_world", "p2p_bad_tag",
+         "dcp_on_one_rank"]
 
 
 @pytest.mark.mpi

@@ -9,6 +9,10 @@
 * ``destroyed_group``: a collective, a query or a second destroy on a destroyed group, and a
   collective on the old world object after ``destroy_process_group()``: torch's ValueError
   naming the fix (the collective crashed the rank with a segmentation fault).
+* ``p2p_bad_tag``: ``send`` / ``recv`` / ``isend`` / a ``P2POp`` with tag -1: torch's
+  RuntimeError "Tag must be nonnegative" on both ranks, nothing posted (both ranks hung: the
+  MPI send with tag -1 never matched); a tag above 2**31 - 1 raises too (it was an
+  OverflowError); a good send/recv then works.
 * ``dcp_on_one_rank``: ``dcp.save`` on rank 0 only, then ``dcp.load`` on every rank: the
   save's exchange meets the load's; both ranks raise the same CheckpointException naming
   each rank's step (they raised unrelated TypeErrors); a save on every rank then works.
@@ -112,6 +116,24 @@ def _destroyed_group(r):
     _ok("destroyed_group_world", r)
 
 
+def _p2p_bad_tag(r):
+    peer, t = 1 - r, torch.zeros(2)
+    bad = [lambda: dist.send(t, peer, tag=-1), lambda: dist.recv(t, peer, tag=-1),
+           lambda: dist.isend(t, peer, tag=-1), lambda: dist.irecv(t, None, tag=-1),
+           lambda: dist.batch_isend_irecv([dist.P2POp(dist.isend, t, peer, tag=-1)])]
+    for fn in bad:
+        _expect("p2p_bad_tag", r, RuntimeError, "Tag must be nonnegative", "pass a tag >= 0",
+                fn=fn)
+    _expect("p2p_bad_tag", r, RuntimeError, "tag 2147483648 is above the largest tag "
+            "2147483647", fn=lambda: dist.send(t, peer, tag=2**31))
+    if r == 0:
+        dist.send(torch.ones(2), 1, tag=2**31 - 1)
+    else:
+        dist.recv(t, 0, tag=2**31 - 1)
+        assert t.tolist() == [1.0, 1.0]
+    _ok("p2p_bad_tag", r)
+
+
 def _dcp_on_one_rank(r, folder):
     target = {"b": torch.zeros(3)}
 
@@ -136,5 +158,6 @@ def main(argv):
     r = dist.get_rank()
     _outside_group(r)
     _destroyed_group(r)
+    _p2p_bad_tag(r)
     _dcp_on_one_rank(r, argv[0])
     dist.destroy_process_group()
