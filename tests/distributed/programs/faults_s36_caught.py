@@ -13,6 +13,10 @@
   RuntimeError "Tag must be nonnegative" on both ranks, nothing posted (both ranks hung: the
   MPI send with tag -1 never matched); a tag above 2**31 - 1 raises too (it was an
   OverflowError); a good send/recv then works.
+* ``join_own_collective``: DDP with uneven inputs under ``with model.join():`` and an
+  all_reduce of the loss for logging in the loop (torch hangs): the collective mismatch
+  raised on both ranks (in the block / in the joined rank's shadowing) carries a note naming
+  the unshadowed collective and the fix (it said only which calls differed).
 * ``dcp_on_one_rank``: ``dcp.save`` on rank 0 only, then ``dcp.load`` on every rank: the
   save's exchange meets the load's; both ranks raise the same CheckpointException naming
   each rank's step (they raised unrelated TypeErrors); a save on every rank then works.
@@ -26,6 +30,9 @@ import numpy as np
 import shardflow as torch
 import shardflow.distributed as dist
 import shardflow.distributed.checkpoint as dcp
+import shardflow.nn as nn
+from shardflow.comm import CommError
+from shardflow.nn.parallel import DistributedDataParallel as DDP
 
 
 def _expect(case, r, exc, *needles, fn):
@@ -134,6 +141,33 @@ def _p2p_bad_tag(r):
     _ok("p2p_bad_tag", r)
 
 
+def _join_own_collective(r):
+    torch.manual_seed(0)
+    model = DDP(nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def uneven_loop_with_a_logging_all_reduce():
+        with model.join():
+            for _ in range(2 + r):  # rank 1 has one batch more
+                loss = model(torch.randn(2, 4)).sum()
+                loss.backward()
+                opt.step()
+                opt.zero_grad()
+                dist.all_reduce(loss.detach().clone())  # not shadowed by the joined rank
+
+    try:
+        uneven_loop_with_a_logging_all_reduce()
+    except CommError as e:
+        assert "collective mismatch" in str(e), e
+        notes = getattr(e, "__notes__", None)
+        if hasattr(e, "add_note"):  # Python 3.11+
+            assert notes and "A rank whose inputs ran out shadows only " in notes[0], notes
+            assert "Make your own collectives after the join block" in notes[0], notes
+    else:
+        raise AssertionError(f"join_own_collective: no CommError on rank {r}")
+    _ok("join_own_collective", r)
+
+
 def _dcp_on_one_rank(r, folder):
     target = {"b": torch.zeros(3)}
 
@@ -159,5 +193,6 @@ def main(argv):
     _outside_group(r)
     _destroyed_group(r)
     _p2p_bad_tag(r)
+    _join_own_collective(r)
     _dcp_on_one_rank(r, argv[0])
     dist.destroy_process_group()
