@@ -93,7 +93,7 @@ from .base import CommError, Communicator, CompletedWork
 from .callsite import user_call_site
 from .failure import TIMEOUT_EXIT_CODE, abort_job
 from .mpi_collectives import CollectivesMixin
-from .mpi_exit import LIVE, check_before_free
+from .mpi_exit import DATA_PARALLEL, LIVE, check_before_free, uneven_hint
 from .mpi_init import InitWatchdog
 from .mpi_lib import mpi
 from .mpi_p2p import PointToPointMixin
@@ -102,6 +102,20 @@ from .mpi_work import BUSY, SPIN_S, Call, MPIWork, locked, progress_all
 from .ranked import RankedMixin
 
 __all__ = ["EAGER_SAFE_BYTES", "MPICommunicator", "MPIWork", "TIMEOUT_EXIT_CODE", "mpi"]
+
+
+def _gradient_hint(sigs) -> str:
+    """Under DistributedDataParallel, an all_reduce with op=avg is its gradient reduction: a
+    rank there meeting another call (session 36: the report named only the calls) is
+    usually a rank that ran out of batches and went on to the code after its loop."""
+    if not DATA_PARALLEL[0] or any(s is None for s in sigs):
+        return ""
+    avg = callsig.REDUCE_CODES["avg"]
+    if not any(s.op_name == "all_reduce" and s.reduce == avg for s in sigs):
+        return ""
+    return (" An all_reduce with op=avg is DistributedDataParallel's gradient reduction (in "
+            "backward): the rank(s) making it are in a backward the others did not run."
+            + uneven_hint())
 
 
 class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communicator):
@@ -367,6 +381,7 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
                 "rank calls it, in the same order among its collectives and with the same "
                 "ranks, also the ranks it leaves out."
                 if any(s.op_name == "new_group" for s in sigs) else "") + callsig.root_hint(sigs)
+            + _gradient_hint(sigs)
         )
 
     def _mpi_failure(self, exc, call: Call) -> CommError:

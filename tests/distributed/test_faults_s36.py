@@ -6,7 +6,8 @@ answer that is not an error, torch's answer.
   group (torch's warning and no-op, ``get_rank(g) == -1``), a destroyed group used again
   (torch's ValueError; it was a segmentation fault), a negative p2p tag (torch's
   RuntimeError; both ranks hung), a collective of the program's own inside DDP's
-  ``join()`` block (a note naming the cause), ``dcp.save`` on one rank meeting
+  ``join()`` block (a note naming the cause), DDP with uneven inputs meeting a collective
+  after the loop (the report names DDP's gradient all_reduce and ``join()``), ``dcp.save`` on one rank meeting
   ``dcp.load`` on the other (a CheckpointException naming each rank's step; it was
   unrelated TypeErrors);
 * in this process, against torch: a ``TCPStore`` master on a port another process listens on
@@ -21,7 +22,7 @@ import pytest
 from shardflow.testing.mpi import run_program
 
 CASES = ["outside_group", "destroyed_group", "destroyed_group_world", "p2p_bad_tag",
-         "join_own_collective", "dcp_on_one_rank"]
+         "join_own_collective", "ddp_uneven_then_collective", "dcp_on_one_rank"]
 
 
 @pytest.mark.mpi

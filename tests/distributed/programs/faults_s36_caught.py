@@ -17,6 +17,10 @@
   all_reduce of the loss for logging in the loop (torch hangs): the collective mismatch
   raised on both ranks (in the block / in the joined rank's shadowing) carries a note naming
   the unshadowed collective and the fix (it said only which calls differed).
+* ``ddp_uneven_then_collective``: DDP with one batch more on rank 1, no ``join()``, then an
+  all_reduce of the epoch's loss (torch hangs): the mismatch on both ranks now says the
+  op=avg all_reduce is DDP's gradient reduction and names ``with model.join():`` (it named
+  only the two calls).
 * ``dcp_on_one_rank``: ``dcp.save`` on rank 0 only, then ``dcp.load`` on every rank: the
   save's exchange meets the load's; both ranks raise the same CheckpointException naming
   each rank's step (they raised unrelated TypeErrors); a save on every rank then works.
@@ -168,6 +172,25 @@ def _join_own_collective(r):
     _ok("join_own_collective", r)
 
 
+def _ddp_uneven_then_collective(r):
+    torch.manual_seed(0)
+    model = DDP(nn.Linear(4, 1))
+    total = torch.zeros(1)
+
+    def uneven_loop_then_all_reduce():
+        for _ in range(2 + r):  # rank 1 has one batch more
+            loss = model(torch.randn(2, 4)).sum()
+            loss.backward()
+            total.add_(loss.detach())
+        dist.all_reduce(total)
+
+    _expect("ddp_uneven_then_collective", r, CommError, "rank 0: all_reduce(shape=(1,), "
+            "dtype=float32, op=sum)", "rank 1: all_reduce(shape=(5,), dtype=float32, op=avg)",
+            "An all_reduce with op=avg is DistributedDataParallel's gradient reduction",
+            "wrap the training loop in `with model.join():`", fn=uneven_loop_then_all_reduce)
+    _ok("ddp_uneven_then_collective", r)
+
+
 def _dcp_on_one_rank(r, folder):
     target = {"b": torch.zeros(3)}
 
@@ -194,5 +217,6 @@ def main(argv):
     _destroyed_group(r)
     _p2p_bad_tag(r)
     _join_own_collective(r)
+    _ddp_uneven_then_collective(r)
     _dcp_on_one_rank(r, argv[0])
     dist.destroy_process_group()
