@@ -132,6 +132,11 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
             "destroy_process_group() first, or check dist.is_initialized())"
         )
     _check_init_method(init_method)
+    _check_device_id(device_id)
+    if world_size is not None and world_size != -1 and world_size < 1:
+        raise ValueError(f"init_process_group(world_size={world_size}): the world size must be "
+                         "a positive number of processes; leave it out (the launcher knows it), "
+                         "or start N ranks with `shardflow run -n N`")
     asked = None if backend is None else str(Backend(backend))
     if asked == "mpi" and (world_size != -1 or rank != -1):
         warnings.warn(f"For MPI backend, world_size ({world_size}) and rank ({rank}) are ignored "
@@ -144,6 +149,21 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     _set_timeout(world, timeout, "init_process_group")
     _asked_backend[0] = asked
     _errors._count_group()
+
+
+def _check_device_id(device_id) -> None:
+    """torch's ValueError for a ``device_id`` of an accelerator this process does not have
+    (``device_id=torch.device("cuda", local_rank)`` on a CPU-only machine; it was ignored),
+    before anything starts. A CPU device or None passes."""
+    if device_id is None:
+        return
+    kind = getattr(device_id, "type", None) or str(device_id).split(":")[0]
+    if kind == "cuda" and not cuda_is_available():
+        raise ValueError(
+            f"device_id {device_id} does not match the current compilation's accelerator "
+            "support: None. Please use a different compiled version that supports your "
+            "accelerator. (init_process_group: no CUDA device is visible to this process; "
+            "leave device_id out to run on the CPU)")
 
 
 def _check_size_and_rank(world_size, rank, size: int, me: int) -> None:

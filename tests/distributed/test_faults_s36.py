@@ -102,3 +102,19 @@ def test_distributed_sampler_non_int_rank_raises_at_construction():
     with pytest.raises(TypeError, match=r"^num_replicas must be an int, got str '2'"):
         DistributedSampler(list(range(10)), num_replicas="2", rank=0)
     assert list(DistributedSampler(list(range(4)), num_replicas=2, rank=1, shuffle=False)) == [1, 3]
+
+
+def test_init_with_a_cuda_device_id_on_a_cpu_machine_or_world_size_0_raises_before_init():
+    import shardflow
+    import shardflow.distributed as dist
+
+    if shardflow.cuda.is_available():
+        pytest.skip("a CUDA device is visible: device_id='cuda:0' is valid here")
+    with pytest.raises(ValueError, match=r"^device_id cuda:0 does not match the current "
+                                         r"compilation's accelerator support: None\. .*leave "
+                                         r"device_id out to run on the CPU"):
+        dist.init_process_group("gloo", device_id=shardflow.device("cuda:0"))
+    assert not dist.is_initialized()
+    with pytest.raises(ValueError, match=r"world_size=0\): the world size must be a positive"):
+        dist.init_process_group("gloo", world_size=0, rank=0)
+    assert not dist.is_initialized()
