@@ -546,9 +546,21 @@ def barrier(group=None, async_op: bool = False, device_ids=None):
     return _run(g, lambda asy: g.barrier(async_op=asy), async_op)
 
 
+def _peer(g, rank: int, op: str) -> int:
+    """The group rank of global ``rank`` for a point-to-point ``op``; torch's ValueError when it
+    is this rank (with the fix)."""
+    peer = _group_rank(g, rank)
+    if peer == g.rank:
+        role = "destination" if op in ("send", "isend") else "source"
+        raise ValueError(f"Invalid {role} rank: {role} rank should not be the same as the rank "
+                         f"of the current process. ({op}: rank {rank} is this rank; pass the "
+                         "peer's rank)")
+    return peer
+
+
 def send(tensor, dst: int, group=None, tag: int = 0) -> None:
     g = _group(group)
-    g.send(_arr(tensor), _group_rank(g, dst), tag)
+    g.send(_arr(tensor), _peer(g, dst, "send"), tag)
 
 
 def recv(tensor, src: int | None = None, group=None, tag: int = 0) -> int:
@@ -558,7 +570,7 @@ def recv(tensor, src: int | None = None, group=None, tag: int = 0) -> int:
     if g is None:  # a rank outside the group: torch's warning, nothing done
         return -1
     a = _arr(tensor)
-    got = g.recv(a, None if src is None else _group_rank(g, src), tag)
+    got = g.recv(a, None if src is None else _peer(g, src, "recv"), tag)
     tensor._bump_version()
     return _global_rank(g, got) if src is None else src
 
@@ -567,7 +579,7 @@ def isend(tensor, dst: int, group=None, tag: int = 0) -> Work:
     g = _group(group, "isend")
     if g is None:  # a rank outside the group: torch's warning, nothing done
         return None
-    return Work(g.send(_arr(tensor), _group_rank(g, dst), tag, async_op=True))
+    return Work(g.send(_arr(tensor), _peer(g, dst, "isend"), tag, async_op=True))
 
 
 def irecv(tensor, src: int | None = None, group=None, tag: int = 0) -> Work:
@@ -576,7 +588,8 @@ def irecv(tensor, src: int | None = None, group=None, tag: int = 0) -> Work:
     g = _group(group, "irecv")
     if g is None:  # a rank outside the group: torch's warning, nothing done
         return None
-    inner = g.recv(_arr(tensor), None if src is None else _group_rank(g, src), tag, async_op=True)
+    inner = g.recv(_arr(tensor), None if src is None else _peer(g, src, "irecv"), tag,
+                   async_op=True)
     return Work(inner, _bump(tensor), any_source=src is None)
 
 

@@ -12,7 +12,8 @@
 * ``p2p_bad_tag``: ``send`` / ``recv`` / ``isend`` / a ``P2POp`` with tag -1: torch's
   RuntimeError "Tag must be nonnegative" on both ranks, nothing posted (both ranks hung: the
   MPI send with tag -1 never matched); a tag above 2**31 - 1 raises too (it was an
-  OverflowError); a good send/recv then works.
+  OverflowError); a good send/recv then works. A send / recv to this rank itself: torch's
+  ValueError "Invalid destination rank: ..." (it was the comm layer's words).
 * ``join_own_collective``: DDP with uneven inputs under ``with model.join():`` and an
   all_reduce of the loss for logging in the loop (torch hangs): the collective mismatch
   raised on both ranks (in the block / in the joined rank's shadowing) carries a note naming
@@ -142,6 +143,10 @@ def _p2p_bad_tag(r):
     else:
         dist.recv(t, 0, tag=2**31 - 1)
         assert t.tolist() == [1.0, 1.0]
+    for fn, role in ((lambda: dist.send(t, r), "destination"), (lambda: dist.recv(t, r), "source"),
+                     (lambda: dist.isend(t, r), "destination"), (lambda: dist.irecv(t, r), "source")):
+        _expect("p2p_bad_tag", r, ValueError, f"Invalid {role} rank: {role} rank should not be "
+                "the same as the rank of the current process.", "pass the peer's rank", fn=fn)
     _ok("p2p_bad_tag", r)
 
 
