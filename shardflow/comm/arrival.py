@@ -178,7 +178,13 @@ class ArrivalBoard:
         return [out[r] for r in ranks]
 
     def free(self) -> None:
+        """Free the window. The slot is copied to process memory first, so a stray write
+        after the free (a report, a late wait) stores there instead of into the freed window
+        (it crashed the process)."""
         if self.win is not None:
+            local = bytearray(self.bytes)
+            self.bytes = memoryview(local)
+            self.q = self.bytes.cast("q")
             try:
                 self.win.Unlock_all()
                 self.win.Free()

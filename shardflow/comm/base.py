@@ -107,8 +107,9 @@ class Communicator:
     """Base class of the backends; see the module docstring for the semantics."""
 
     backend: str = "none"
-    # set by shardflow.distributed.destroy_process_group: every later call on the group raises
-    # there (the communicator's MPI resources are freed; using them crashed the process)
+    # True once the group is destroyed (``free``; shardflow.distributed.destroy_process_group
+    # sets it too): every later call raises (the MPI backend's resources are freed; using
+    # them crashed the process with a segmentation fault)
     destroyed: bool = False
 
     @property

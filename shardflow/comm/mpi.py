@@ -174,6 +174,8 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
     # -- running an operation ------------------------------------------------------------
     def _begin(self, op: str, array, reduce=None, root: int = -1, shape=()):
         """Number the collective, write its signature on the board; return (seq, plan)."""
+        if self.destroyed:
+            raise self.destroyed_error(op)
         self.seq += 1
         seq = self.seq
         if array is not None:
@@ -454,6 +456,8 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
     # -- groups --------------------------------------------------------------------------
     @locked
     def new_group(self, ranks):
+        if self.destroyed:
+            raise self.destroyed_error("new_group")
         MPI = mpi()
         ranks = sorted(int(r) for r in ranks)
         bad = [r for r in ranks if not 0 <= r < self._size]
@@ -481,6 +485,8 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
         except Exception:  # noqa: BLE001 - freeing at shutdown is best effort
             pass
         check_before_free(self)  # raises if a peer waits for this rank instead of freeing
+        self._finish_pending()
+        self.destroyed = True  # every later call raises (_begin, _p2p_steps, new_group)
         self._watchdog = None
         LIVE.discard(self)
         BUSY.discard(self)
@@ -492,6 +498,33 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
                 self._comm.Free()
         except Exception:  # noqa: BLE001 - freeing at shutdown is best effort
             pass
+
+    def _finish_pending(self) -> None:
+        """Complete this group's async calls before its MPI objects are freed (every peer is
+        freeing too: ``check_before_free``), so a ``Work`` waited for afterwards returns at
+        once; one still unfinished after the group's timeout fails with a CommError. (A
+        wait after ``destroy_process_group(group)`` used to write to the freed window: a
+        segmentation fault.)"""
+        deadline = time.monotonic() + self._timeout
+        while self._pending and time.monotonic() < deadline:
+            self.progress()
+            if self._pending:
+                time.sleep(1e-4)
+        for work in self._pending:
+            work.done, work.req = True, None
+            work.error = CommError(
+                f"{work.call.op} (collective #{work.call.seq}) did not complete before "
+                "destroy_process_group freed its group; wait for async work before "
+                "destroying the group")
+        self._pending = []
+
+    def destroyed_error(self, op: str) -> CommError:
+        return CommError(
+            f"{op} on a destroyed process group (rank {self.world_rank()}): "
+            "destroy_process_group() freed this group, and an object made over it (a "
+            "DistributedDataParallel model, a DeviceMesh, a Work, a group handle) still uses "
+            "it. Make the call before destroy_process_group, or call init_process_group() / "
+            "dist.new_group(ranks) again and build the object anew over the new group")
 
     def abort(self, code: int = 1) -> None:
         sys.stderr.flush()

@@ -67,6 +67,8 @@ class PointToPointMixin:
             return self._p2p_steps(op, array, peer, tag, async_op)
 
     def _p2p_steps(self, op, array, peer, tag, async_op):
+        if self.destroyed:
+            raise self.destroyed_error(op)
         tag = check_tag(tag, op)
         if peer is None and op == "recv":
             return self._recv_any(array, tag, async_op)

@@ -9,7 +9,8 @@ answer that is not an error, torch's answer.
   ``join()`` block (a note naming the cause), DDP with uneven inputs meeting a collective
   after the loop (the report names DDP's gradient all_reduce and ``join()``), ``dcp.save`` on one rank meeting
   ``dcp.load`` on the other (a CheckpointException naming each rank's step; it was
-  unrelated TypeErrors);
+  unrelated TypeErrors), an async Work waited after its group's destroy and a DDP model
+  trained after ``destroy_process_group()`` (both were segmentation faults);
 * in this process, against torch: a ``TCPStore`` master on a port another process listens on
   raises torch's ``DistNetworkError`` (it was the bare ``OSError``).
 """
@@ -22,7 +23,8 @@ import pytest
 from shardflow.testing.mpi import run_program
 
 CASES = ["outside_group", "destroyed_group", "destroyed_group_world", "p2p_bad_tag",
-         "join_own_collective", "ddp_uneven_then_collective", "dcp_on_one_rank"]
+         "join_own_collective", "ddp_uneven_then_collective", "dcp_on_one_rank",
+         "used_after_destroy_work", "used_after_destroy"]
 
 
 @pytest.mark.mpi

@@ -22,6 +22,10 @@
   all_reduce of the epoch's loss (torch hangs): the mismatch on both ranks now says the
   op=avg all_reduce is DDP's gradient reduction and names ``with model.join():`` (it named
   only the two calls).
+* ``used_after_destroy``: an async all_reduce on a group, the group destroyed, then
+  ``wait()``: the values (the wait wrote to the freed window: a segmentation fault); a DDP
+  model trained after ``destroy_process_group()``: a CommError naming the destroyed group
+  and the fix (a segmentation fault).
 * ``dcp_on_one_rank``: ``dcp.save`` on rank 0 only, then ``dcp.load`` on every rank: the
   save's exchange meets the load's; both ranks raise the same CheckpointException naming
   each rank's step (they raised unrelated TypeErrors); a save on every rank then works.
@@ -215,6 +219,29 @@ def _dcp_on_one_rank(r, folder):
     _ok("dcp_on_one_rank", r)
 
 
+def _used_after_destroy(r):
+    g = dist.new_group([0, 1])
+    t = torch.ones(1000) * (r + 1)  # beyond the 3 KB small path: a separate data step
+    work = dist.all_reduce(t, group=g, async_op=True)
+    dist.destroy_process_group(g)
+    work.wait()
+    assert t.tolist() == [3.0] * 1000
+    torch.manual_seed(0)
+    model = DDP(nn.Linear(4, 1))
+    model(torch.randn(2, 4)).sum().backward()
+    dist.barrier()
+    print(f"OK used_after_destroy_work {r}", flush=True)
+    dist.destroy_process_group()
+
+    def backward_after_destroy():
+        model(torch.randn(2, 4)).sum().backward()
+
+    _expect("used_after_destroy", r, CommError, "all_reduce on a destroyed process group (rank "
+            f"{r}): destroy_process_group() freed this group", "build the object anew",
+            fn=backward_after_destroy)
+    print(f"OK used_after_destroy {r}", flush=True)
+
+
 def main(argv):
     dist.init_process_group("gloo")
     r = dist.get_rank()
@@ -224,4 +251,4 @@ def main(argv):
     _join_own_collective(r)
     _ddp_uneven_then_collective(r)
     _dcp_on_one_rank(r, argv[0])
-    dist.destroy_process_group()
+    _used_after_destroy(r)  # the last case: it destroys the world
