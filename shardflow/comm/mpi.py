@@ -104,6 +104,9 @@ from .ranked import RankedMixin
 __all__ = ["EAGER_SAFE_BYTES", "MPICommunicator", "MPIWork", "TIMEOUT_EXIT_CODE", "mpi"]
 
 
+_WORLD_BOARD: list = [None]  # the world communicator's arrival board, once it exists
+
+
 def _gradient_hint(sigs) -> str:
     """Under DistributedDataParallel, an all_reduce with op=avg is its gradient reduction: a
     rank there meeting another call (session 36: the report named only the calls) is
@@ -159,6 +162,11 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
         self._prof_call = None  # (recorder, frame, op, args) of a profiled blocking call
         self._watchdog = None
         self._board = ArrivalBoard(MPI, self._side)
+        # a sub-group's waits are also noted on the world's board (arrival.py, fields 24-41)
+        if comm is MPI.COMM_WORLD:
+            _WORLD_BOARD[0], self._world_board = self._board, None
+        else:
+            self._world_board = _WORLD_BOARD[0]
         self._side.Barrier()
         LIVE.add(self)
 
@@ -271,9 +279,19 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
                     time.sleep(nap)
                     nap = min(nap * 2, 1e-3)
 
+    def mark_waiting(self, seq: int) -> None:
+        """The board says which collective this rank waits on (-1: none); a sub-group's wait
+        is noted on the world's board too, for the world's timeout reports."""
+        self._board.waiting(seq)
+        wb = self._world_board
+        if wb is not None:
+            q = self._board.q
+            known = seq > 0 and q[0] == seq and q[13] == seq  # the last started is this one
+            wb.waiting_elsewhere(seq, self._size, self.world_ranks, q[1:13] if known else None)
+
     def _enter_blocking(self, op, seq, shape, dtype) -> None:
         """A blocking call starts: the board says what we wait on, the watchdog times it."""
-        self._board.waiting(seq)
+        self.mark_waiting(seq)
         self._active = (op, seq, shape, dtype, time.monotonic())
         self._blocked_thread = threading.get_ident()  # the watchdog's report reads its stack
         rec = _profiling.current
@@ -288,7 +306,7 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
             rec, frame, op, args = self._prof_call
             self._prof_call = None
             rec.end(frame, op, "comm", args)
-        self._board.waiting(-1)
+        self.mark_waiting(-1)
 
     @staticmethod
     def _poll(req) -> None:

@@ -11,6 +11,9 @@ answer that is not an error, torch's answer.
   ``dcp.load`` on the other (a CheckpointException naming each rank's step; it was
   unrelated TypeErrors), an async Work waited after its group's destroy and a DDP model
   trained after ``destroy_process_group()`` (both were segmentation faults);
+* a 3-rank job whose rank 0 waits in a sub-group's all_reduce while the others wait in the
+  world's barrier: the world's timeout report names the sub-group call rank 0 waits in (it
+  named only rank 0's last world collective, the new_group);
 * in this process, against torch: a ``TCPStore`` master on a port another process listens on
   raises torch's ``DistNetworkError`` (it was the bare ``OSError``).
 """
@@ -20,7 +23,16 @@ from datetime import timedelta
 
 import pytest
 
-from shardflow.testing.mpi import run_program
+from shardflow.testing.mpi import launch_cli, run_program
+
+SUBGROUP_WAIT_BLOCKS_THE_WORLD = """
+import datetime, shardflow as torch, shardflow.distributed as dist
+dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=2))
+g = dist.new_group([0, 1], timeout=datetime.timedelta(seconds=60))
+if dist.get_rank() == 0:
+    dist.all_reduce(torch.ones(2), group=g)  # rank 1 never joins it: it is in the barrier
+dist.barrier()
+"""
 
 CASES = ["outside_group", "destroyed_group", "destroyed_group_world", "p2p_bad_tag",
          "join_own_collective", "ddp_uneven_then_collective", "dcp_on_one_rank",
@@ -120,3 +132,18 @@ def test_init_with_a_cuda_device_id_on_a_cpu_machine_or_world_size_0_raises_befo
     with pytest.raises(ValueError, match=r"world_size=0\): the world size must be a positive"):
         dist.init_process_group("gloo", world_size=0, rank=0)
     assert not dist.is_initialized()
+
+
+@pytest.mark.mpi
+def test_a_world_timeout_names_the_sub_group_collective_a_missing_rank_waits_in(tmp_path):
+    script = tmp_path / "subgroup_wait.py"
+    script.write_text(SUBGROUP_WAIT_BLOCKS_THE_WORLD)
+    res = launch_cli(["-n", "3", str(script)], timeout=60, env={"SHARDFLOW_COMM_TIMEOUT": "600"})
+    assert not res.timed_out and res.elapsed < 20, (res.elapsed, res.output)
+    assert res.returncode == 124, res.output
+    # ranks 1 and 2 time out in the world's barrier (2 s; the sub-group's limit is 60 s)
+    assert "collective timed out on rank 1: barrier" in res.output or \
+        "collective timed out on rank 2: barrier" in res.output, res.output
+    assert ("ranks that did not arrive: rank 0 (last started collective #1 (new_group(ranks=[0, "
+            "1])); now waits in all_reduce(shape=(2,), dtype=float32, op=sum) as collective #1 "
+            "of another group, of 2 ranks [0, 1])") in res.output, res.output
