@@ -133,15 +133,15 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
         )
     _check_init_method(init_method)
     _check_device_id(device_id)
-    if world_size is not None and world_size != -1 and world_size < 1:
-        raise ValueError(f"init_process_group(world_size={world_size}): the world size must be "
-                         "a positive number of processes; leave it out (the launcher knows it), "
-                         "or start N ranks with `shardflow run -n N`")
     asked = None if backend is None else str(Backend(backend))
     if asked == "mpi" and (world_size != -1 or rank != -1):
         warnings.warn(f"For MPI backend, world_size ({world_size}) and rank ({rank}) are ignored "
                       "since they are assigned by the MPI runtime.", stacklevel=2)
-        world_size = rank = -1
+        world_size = rank = -1  # (torch's MPI tutorial passes world_size=0)
+    if world_size is not None and world_size != -1 and world_size < 1:
+        raise ValueError(f"init_process_group(world_size={world_size}): the world size must be "
+                         "a positive number of processes; leave it out (the launcher knows it), "
+                         "or start N ranks with `shardflow run -n N`")
     if _comm.world_info().launcher == "none":  # a world of one: checked before it is made
         _check_size_and_rank(world_size, rank, 1, 0)
     world = _comm.init(engine_backend(asked, ":" in (asked or "") and cuda_is_available()))
