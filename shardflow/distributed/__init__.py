@@ -211,12 +211,20 @@ def destroy_process_group(group=None) -> None:
     group is marked (``Communicator.destroyed``): destroying it again, or any later call on
     it, raises torch's ValueError ("Invalid process group specified" / "... is not
     registered ...") naming the fix. (A collective on a destroyed group used to crash the
-    rank with a segmentation fault: its MPI window and communicators were freed.)"""
+    rank with a segmentation fault: its MPI window and communicators were freed.) Without a
+    default group, ``destroy_process_group()`` raises torch's AssertionError."""
     if group is GroupMember.NON_GROUP_MEMBER:
         return
     if getattr(group, "destroyed", False):
         raise ValueError("Invalid process group specified (destroy_process_group: this group "
                          "was already destroyed; destroy each group once)")
+    if group is None and not _comm.is_initialized():
+        # torch's type and words; shardflow used to make a world here only to free it (a
+        # collective: one rank destroying twice waited for the others)
+        raise AssertionError(
+            "Process group cannot be None (destroy_process_group(): no default process group "
+            "is initialized: it was never initialized or is destroyed already; check "
+            "dist.is_initialized() first)")
     if group is None or group is _comm.get_world():
         world = _comm.get_world()
         _comm.destroy()

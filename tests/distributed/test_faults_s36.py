@@ -147,3 +147,21 @@ def test_a_world_timeout_names_the_sub_group_collective_a_missing_rank_waits_in(
     assert ("ranks that did not arrive: rank 0 (last started collective #1 (new_group(ranks=[0, "
             "1])); now waits in all_reduce(shape=(2,), dtype=float32, op=sum) as collective #1 "
             "of another group, of 2 ranks [0, 1])") in res.output, res.output
+
+
+def test_destroy_process_group_without_a_group_raises_torchs_assertion_error():
+    tdist = pytest.importorskip("torch.distributed")
+    import shardflow.distributed as dist
+
+    with pytest.raises(AssertionError) as theirs:
+        tdist.destroy_process_group()
+    assert not dist.is_initialized()
+    with pytest.raises(AssertionError) as ours:
+        dist.destroy_process_group()  # it made a world only to free it
+    assert str(ours.value).startswith(str(theirs.value) + " (destroy_process_group(): no "), ours
+    assert "check dist.is_initialized() first" in str(ours.value)
+    assert not dist.is_initialized()
+    dist.init_process_group("gloo")
+    dist.destroy_process_group()
+    with pytest.raises(AssertionError, match="is destroyed already"):
+        dist.destroy_process_group()  # twice
