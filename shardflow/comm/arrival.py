@@ -304,6 +304,11 @@ def p2p_timeout_report(*, rank: int, op: str, peer_world: int, tag: int, shape, 
             if peer_state.phase == PHASE_EXITING else ""
         lines.append(f"  rank {peer_world}: {peer_state.p2p_text()}; "
                      f"{peer_state.collective_text()}.{exiting}")
+        p_op, p_peer, p_tag, _, _, _, number = peer_state.p2p
+        if (number and p_peer == rank and p_tag != tag
+                and callsig.OPNAMES.get(p_op) == ("send" if op == "recv" else "recv")):
+            lines.append(f"  The tags differ: rank {peer_world}'s {callsig.OPNAMES[p_op]} uses tag "
+                         f"{p_tag}, this {op} tag {tag}; pass the same tag on both sides.")
     need = "send" if op == "recv" else "recv"
     lines.append(f"  Every {op} needs a matching {need} on rank {peer_world} with the same tag, "
                  "dtype and number of elements. Aborting the whole job.")

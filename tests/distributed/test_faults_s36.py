@@ -14,6 +14,7 @@ answer that is not an error, torch's answer.
 * a 3-rank job whose rank 0 waits in a sub-group's all_reduce while the others wait in the
   world's barrier: the world's timeout report names the sub-group call rank 0 waits in (it
   named only rank 0's last world collective, the new_group);
+* a recv whose peer sent with another tag: the timeout report says the tags differ;
 * in this process, against torch: a ``TCPStore`` master on a port another process listens on
   raises torch's ``DistNetworkError`` (it was the bare ``OSError``).
 """
@@ -32,6 +33,17 @@ g = dist.new_group([0, 1], timeout=datetime.timedelta(seconds=60))
 if dist.get_rank() == 0:
     dist.all_reduce(torch.ones(2), group=g)  # rank 1 never joins it: it is in the barrier
 dist.barrier()
+"""
+
+RECV_WITH_ANOTHER_TAG = """
+import datetime, time, shardflow as torch, shardflow.distributed as dist
+dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=2))
+t = torch.ones(3)
+if dist.get_rank() == 0:
+    dist.send(t, 1, tag=1)
+    time.sleep(30)  # not in a call: rank 1's timeout is the one reported
+else:
+    dist.recv(t, 0, tag=2)
 """
 
 CASES = ["outside_group", "destroyed_group", "destroyed_group_world", "p2p_bad_tag",
@@ -165,3 +177,15 @@ def test_destroy_process_group_without_a_group_raises_torchs_assertion_error():
     dist.destroy_process_group()
     with pytest.raises(AssertionError, match="is destroyed already"):
         dist.destroy_process_group()  # twice
+
+
+@pytest.mark.mpi
+def test_a_recv_timeout_says_the_tags_differ(tmp_path):
+    script = tmp_path / "recv_other_tag.py"
+    script.write_text(RECV_WITH_ANOTHER_TAG)
+    res = launch_cli(["-n", "2", str(script)], timeout=60, env={"SHARDFLOW_COMM_TIMEOUT": "600"})
+    assert not res.timed_out and res.elapsed < 20, (res.elapsed, res.output)
+    assert res.returncode == 124, res.output
+    assert "recv from rank 0 timed out on rank 1 (tag 2" in res.output, res.output
+    assert ("The tags differ: rank 0's send uses tag 1, this recv tag 2; pass the same tag on "
+            "both sides.") in res.output, res.output
