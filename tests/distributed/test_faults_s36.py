@@ -47,7 +47,7 @@ else:
 """
 
 CASES = ["outside_group", "destroyed_group", "destroyed_group_world", "p2p_bad_tag",
-         "join_own_collective", "ddp_uneven_then_collective", "dcp_on_one_rank",
+         "join_own_collective", "join_own_collective_generic", "ddp_uneven_then_collective", "dcp_on_one_rank",
          "used_after_destroy_work", "used_after_destroy"]
 
 

@@ -17,7 +17,8 @@
 * ``join_own_collective``: DDP with uneven inputs under ``with model.join():`` and an
   all_reduce of the loss for logging in the loop (torch hangs): the collective mismatch
   raised on both ranks (in the block / in the joined rank's shadowing) carries a note naming
-  the unshadowed collective and the fix (it said only which calls differed).
+  the unshadowed collective and the fix (it said only which calls differed); the same under
+  torch's generic ``Join([model, ZeroRedundancyOptimizer])``, in its words.
 * ``ddp_uneven_then_collective``: DDP with one batch more on rank 1, no ``join()``, then an
   all_reduce of the epoch's loss (torch hangs): the mismatch on both ranks now says the
   op=avg all_reduce is DDP's gradient reduction and names ``with model.join():`` (it named
@@ -41,6 +42,8 @@ import shardflow.distributed as dist
 import shardflow.distributed.checkpoint as dcp
 import shardflow.nn as nn
 from shardflow.comm import CommError
+from shardflow.distributed.algorithms.join import Join
+from shardflow.distributed.optim import ZeroRedundancyOptimizer
 from shardflow.nn.parallel import DistributedDataParallel as DDP
 
 
@@ -168,17 +171,38 @@ def _join_own_collective(r):
                 opt.zero_grad()
                 dist.all_reduce(loss.detach().clone())  # not shadowed by the joined rank
 
+    _expect_join_note("join_own_collective", r, uneven_loop_with_a_logging_all_reduce,
+                      "`with model.join():`")
+
+    # torch's generic Join over DDP and ZeroRedundancyOptimizer: the same, with its own words
+    model = DDP(nn.Linear(4, 1))
+    zero = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.SGD, lr=0.1)
+
+    def generic_join_loop():
+        with Join([model, zero]):
+            for _ in range(2 + r):
+                loss = model(torch.randn(2, 4)).sum()
+                loss.backward()
+                zero.step()
+                dist.all_reduce(loss.detach().clone())
+
+    _expect_join_note("join_own_collective_generic", r, generic_join_loop, "`with Join([...]):`")
+
+
+def _expect_join_note(case, r, fn, context):
+    """``fn()`` raises a collective mismatch whose note names the join ``context``."""
     try:
-        uneven_loop_with_a_logging_all_reduce()
+        fn()
     except CommError as e:
         assert "collective mismatch" in str(e), e
         notes = getattr(e, "__notes__", None)
         if hasattr(e, "add_note"):  # Python 3.11+
-            assert notes and "A rank whose inputs ran out shadows only " in notes[0], notes
+            assert notes and f"This collective ran inside {context}" in notes[0], notes
+            assert "A rank whose inputs ran out shadows only " in notes[0], notes
             assert "Make your own collectives after the join block" in notes[0], notes
     else:
-        raise AssertionError(f"join_own_collective: no CommError on rank {r}")
-    _ok("join_own_collective", r)
+        raise AssertionError(f"{case}: no CommError on rank {r}")
+    _ok(case, r)
 
 
 def _ddp_uneven_then_collective(r):
