@@ -73,7 +73,13 @@ Algorithm and communication plan
   board, a ``Barrier``) is bounded by the same timeout; a rank that never arrives ends the
   job with a report naming it.
 * Groups: ``new_group(ranks)`` is ``Comm.Split`` (collective over the parent, as in
-  torch.distributed); members get a new communicator with its own board and sequence.
+  torch.distributed); members get a new communicator with its own board and sequence. A
+  sub-group's waits are also noted on the world's board, so a world timeout names the
+  sub-group call a missing rank waits in.
+* **Free** (``destroy_process_group``): after ``check_before_free``, the group's async calls
+  are completed (a ``Work`` waited afterwards returns at once), the board's slot moves to
+  process memory, and ``destroyed`` is set: any later call raises a ``CommError`` naming the
+  destroyed group (session 36; such calls wrote to the freed window: segmentation faults).
 """
 
 from __future__ import annotations
