@@ -16,7 +16,12 @@ why. Slot layout:
  17-21 last point-to-point call: op code (send/recv), peer, tag, element count, dtype
  22   1 while waiting on a point-to-point call
  23   number of point-to-point calls made
- 24.. sends posted to each rank of the group (``size`` counters)
+ 24-41 (the world's board only) a collective of *another* group this rank waits in:
+      its sequence number there (0: none; written last), the group's size, its first 4
+      world ranks (-1 beyond), and its 12 signature fields (zeros if unknown). So a world
+      timeout names what a missing rank does in a sub-group (session 36: it said only the
+      rank's last world collective, e.g. the new_group that made the sub-group).
+ 42.. sends posted to each rank of the group (``size`` counters)
  ..   receives posted from each rank of the group (``size`` counters)
 ====  =====================================================================
 
@@ -37,10 +42,11 @@ import numpy as np
 
 from . import callsig
 
-HEAD = 24  # fixed part of a slot; per-peer message counters follow
+HEAD = 42  # fixed part of a slot; per-peer message counters follow
 PHASE_RUNNING, PHASE_EXITING = 0, 1
 _G_LOW, _G_HIGH, _WAIT, _PID, _PHASE = 0, 13, 14, 15, 16
 _P2P, _P2P_WAIT, _P2P_COUNT = 17, 22, 23
+_ELSE, ELSE_RANKS = 24, 4  # a collective of another group being waited on (module docstring)
 PEEK_TIMEOUT_S = 2.0
 
 
@@ -55,6 +61,17 @@ class RankState(NamedTuple):
     p2p: tuple  # (op code, peer, tag, count, dtype code, waiting, number)
     sent: tuple = ()  # sends posted to each rank of the group
     received: tuple = ()  # receives posted from each rank of the group
+    elsewhere: tuple = ()  # (seq, group size, first world ranks, CallSig | None) or ()
+
+    def elsewhere_text(self) -> str:
+        """``; now waits in all_reduce(...) as collective #1 of the group of ranks [0, 1]``."""
+        if not self.elsewhere:
+            return ""
+        seq, size, ranks, sig = self.elsewhere
+        shown = ", ".join(str(r) for r in ranks) + (", ..." if size > len(ranks) else "")
+        what = sig.describe() if sig is not None else "a collective"
+        return (f"; now waits in {what} as collective #{seq} of another group, of {size} ranks "
+                f"[{shown}]")
 
     def p2p_text(self) -> str:
         op, peer, tag, count, dt, waiting, number = self.p2p
@@ -120,6 +137,21 @@ class ArrivalBoard:
         q[_P2P + 3] = count
         q[_P2P + 4] = callsig.dtype_code(dtype)
 
+    def waiting_elsewhere(self, seq: int, size: int, world_ranks, sig_fields) -> None:
+        """This rank waits in collective ``seq`` of another group (``seq`` <= 0: no longer);
+        ``sig_fields``: that collective's 12 signature fields, or None if unknown."""
+        q = self.q
+        q[_ELSE] = 0  # invalid while the fields change
+        if seq <= 0:
+            return
+        q[_ELSE + 1] = size
+        for i in range(ELSE_RANKS):
+            q[_ELSE + 2 + i] = world_ranks[i] if i < len(world_ranks) else -1
+        base = _ELSE + 2 + ELSE_RANKS
+        for i in range(12):
+            q[base + i] = 0 if sig_fields is None else sig_fields[i]
+        q[_ELSE] = seq
+
     def p2p_waiting(self, flag: bool) -> None:
         self.q[_P2P_WAIT] = 1 if flag else 0
 
@@ -136,9 +168,17 @@ class ArrivalBoard:
             if sig.seq != seq:
                 sig = None
         n = self.size
+        elsewhere = ()
+        if row[_ELSE] > 0:
+            size = row[_ELSE + 1]
+            ranks = tuple(r for r in row[_ELSE + 2:_ELSE + 2 + min(size, ELSE_RANKS)])
+            base = _ELSE + 2 + ELSE_RANKS
+            other = callsig.CallSig(*row[base:base + 7], tuple(row[base + 7:base + 12]))
+            elsewhere = (row[_ELSE], size, ranks, other if other.op else None)
         return RankState(seq, sig, row[_WAIT], row[_PID], row[_PHASE],
                          tuple(row[_P2P:_P2P + 5]) + (row[_P2P_WAIT], row[_P2P_COUNT]),
-                         tuple(row[HEAD:HEAD + n]), tuple(row[HEAD + n:HEAD + 2 * n]))
+                         tuple(row[HEAD:HEAD + n]), tuple(row[HEAD + n:HEAD + 2 * n]),
+                         elsewhere)
 
     def mine(self) -> RankState:
         return self.decode(np.frombuffer(self.bytes, dtype=np.int64).copy())
@@ -178,7 +218,13 @@ class ArrivalBoard:
         return [out[r] for r in ranks]
 
     def free(self) -> None:
+        """Free the window. The slot is copied to process memory first, so a stray write
+        after the free (a report, a late wait) stores there instead of into the freed window
+        (it crashed the process)."""
         if self.win is not None:
+            local = bytearray(self.bytes)
+            self.bytes = memoryview(local)
+            self.q = self.bytes.cast("q")
             try:
                 self.win.Unlock_all()
                 self.win.Free()
@@ -201,7 +247,7 @@ def collective_timeout_report(*, rank: int, op: str, seq: int, size: int, shape,
             missing.append(f"rank {wr} (exiting: it left its script after collective "
                            f"#{st.seq}; sys.exit() or the end of the script on that rank only)")
         elif st.seq < seq:
-            missing.append(f"rank {wr} ({st.collective_text()})")
+            missing.append(f"rank {wr} ({st.collective_text()}{st.elsewhere_text()})")
         elif (st.seq == seq and mine is not None and mine.sig is not None
               and st.sig is not None and st.sig[:6] != mine.sig[:6]):
             other.append(f"rank {wr}: {st.sig.describe()}")
@@ -258,6 +304,11 @@ def p2p_timeout_report(*, rank: int, op: str, peer_world: int, tag: int, shape, 
             if peer_state.phase == PHASE_EXITING else ""
         lines.append(f"  rank {peer_world}: {peer_state.p2p_text()}; "
                      f"{peer_state.collective_text()}.{exiting}")
+        p_op, p_peer, p_tag, _, _, _, number = peer_state.p2p
+        if (number and p_peer == rank and p_tag != tag
+                and callsig.OPNAMES.get(p_op) == ("send" if op == "recv" else "recv")):
+            lines.append(f"  The tags differ: rank {peer_world}'s {callsig.OPNAMES[p_op]} uses tag "
+                         f"{p_tag}, this {op} tag {tag}; pass the same tag on both sides.")
     need = "send" if op == "recv" else "recv"
     lines.append(f"  Every {op} needs a matching {need} on rank {peer_world} with the same tag, "
                  "dtype and number of elements. Aborting the whole job.")

@@ -10,7 +10,10 @@ now, CuPy arrays with the NCCL backend later) and knows nothing of autograd. Con
 * ``reduce_scatter(a, op)`` takes ``a`` of shape ``(world * n, ...)`` and returns rank r's
   reduced block ``(n, ...)``  (PyTorch's ``reduce_scatter_tensor``).
 * ``all_to_all(a)`` splits dim 0 into ``world`` blocks; block j goes to rank j.
-* ``send`` / ``recv`` are point-to-point; ``recv`` fills its argument in place.
+* ``send`` / ``recv`` are point-to-point; ``recv`` fills its argument in place. Tags are
+  ints in ``0 .. TAG_MAX`` (:func:`check_tag`: torch's RuntimeError "Tag must be
+  nonnegative"; a negative tag used to hang both ranks, an MPI send with tag -1 never
+  matching the receive).
 * ``batch_p2p(ops)`` starts a list of ``("send" | "recv", array, peer, tag)`` as one group and
   returns one :class:`Work` per op (``torch.distributed.batch_isend_irecv``): the ops progress
   together, so two ranks that each send to and receive from the other in one batch cannot
@@ -104,6 +107,10 @@ class Communicator:
     """Base class of the backends; see the module docstring for the semantics."""
 
     backend: str = "none"
+    # True once the group is destroyed (``free``; shardflow.distributed.destroy_process_group
+    # sets it too): every later call raises (the MPI backend's resources are freed; using
+    # them crashed the process with a segmentation fault)
+    destroyed: bool = False
 
     @property
     def rank(self) -> int:  # pragma: no cover - interface
@@ -210,6 +217,23 @@ class Communicator:
             )
 
 
+TAG_MAX = 2**31 - 1  # MPI tags are C ints (Open MPI's MPI_TAG_UB)
+
+
+def check_tag(tag, op: str) -> int:
+    """``tag`` as an int in ``0 .. TAG_MAX``: torch's RuntimeError "Tag must be nonnegative"
+    (a TypeError for a non-int), with the fix, before anything is posted."""
+    if isinstance(tag, bool) or not isinstance(tag, (int, np.integer)):
+        raise TypeError(f"{op}: tag must be an int, got {type(tag).__name__} {tag!r}")
+    if tag < 0:
+        raise RuntimeError(f"Tag must be nonnegative ({op}(tag={tag}): pass a tag >= 0, the same "
+                           "on the send and on its recv)")
+    if tag > TAG_MAX:
+        raise RuntimeError(f"{op}: tag {tag} is above the largest tag {TAG_MAX} (MPI tags are C "
+                           "ints); pass a smaller tag, the same on the send and on its recv")
+    return int(tag)
+
+
 def check_p2p_ops(ops, size: int, rank: int) -> list:
     """``batch_p2p``'s ops as a list of ``(op, array, peer, tag)``, each checked."""
     out = []
@@ -220,7 +244,7 @@ def check_p2p_ops(ops, size: int, rank: int) -> list:
             raise TypeError(f"batch_p2p takes (op, array, peer, tag) tuples, got {item!r}") from None
         if op not in ("send", "recv"):
             raise ValueError(f"batch_p2p op must be 'send' or 'recv', got {op!r}")
-        peer, tag = int(peer), int(tag)
+        peer, tag = int(peer), check_tag(tag, f"batch_p2p {op}")
         if not 0 <= peer < size:
             raise ValueError(f"batch_p2p {op}: peer rank {peer} is outside the group 0 .. {size - 1}")
         if peer == rank:

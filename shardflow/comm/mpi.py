@@ -73,7 +73,13 @@ Algorithm and communication plan
   board, a ``Barrier``) is bounded by the same timeout; a rank that never arrives ends the
   job with a report naming it.
 * Groups: ``new_group(ranks)`` is ``Comm.Split`` (collective over the parent, as in
-  torch.distributed); members get a new communicator with its own board and sequence.
+  torch.distributed); members get a new communicator with its own board and sequence. A
+  sub-group's waits are also noted on the world's board, so a world timeout names the
+  sub-group call a missing rank waits in.
+* **Free** (``destroy_process_group``): after ``check_before_free``, the group's async calls
+  are completed (a ``Work`` waited afterwards returns at once), the board's slot moves to
+  process memory, and ``destroyed`` is set: any later call raises a ``CommError`` naming the
+  destroyed group (session 36; such calls wrote to the freed window: segmentation faults).
 """
 
 from __future__ import annotations
@@ -93,7 +99,7 @@ from .base import CommError, Communicator, CompletedWork
 from .callsite import user_call_site
 from .failure import TIMEOUT_EXIT_CODE, abort_job
 from .mpi_collectives import CollectivesMixin
-from .mpi_exit import LIVE, check_before_free
+from .mpi_exit import DATA_PARALLEL, LIVE, check_before_free, uneven_hint
 from .mpi_init import InitWatchdog
 from .mpi_lib import mpi
 from .mpi_p2p import PointToPointMixin
@@ -102,6 +108,23 @@ from .mpi_work import BUSY, SPIN_S, Call, MPIWork, locked, progress_all
 from .ranked import RankedMixin
 
 __all__ = ["EAGER_SAFE_BYTES", "MPICommunicator", "MPIWork", "TIMEOUT_EXIT_CODE", "mpi"]
+
+
+_WORLD_BOARD: list = [None]  # the world communicator's arrival board, once it exists
+
+
+def _gradient_hint(sigs) -> str:
+    """Under DistributedDataParallel, an all_reduce with op=avg is its gradient reduction: a
+    rank there meeting another call (session 36: the report named only the calls) is
+    usually a rank that ran out of batches and went on to the code after its loop."""
+    if not DATA_PARALLEL[0] or any(s is None for s in sigs):
+        return ""
+    avg = callsig.REDUCE_CODES["avg"]
+    if not any(s.op_name == "all_reduce" and s.reduce == avg for s in sigs):
+        return ""
+    return (" An all_reduce with op=avg is DistributedDataParallel's gradient reduction (in "
+            "backward): the rank(s) making it are in a backward the others did not run."
+            + uneven_hint())
 
 
 class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communicator):
@@ -145,6 +168,11 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
         self._prof_call = None  # (recorder, frame, op, args) of a profiled blocking call
         self._watchdog = None
         self._board = ArrivalBoard(MPI, self._side)
+        # a sub-group's waits are also noted on the world's board (arrival.py, fields 24-41)
+        if comm is MPI.COMM_WORLD:
+            _WORLD_BOARD[0], self._world_board = self._board, None
+        else:
+            self._world_board = _WORLD_BOARD[0]
         self._side.Barrier()
         LIVE.add(self)
 
@@ -160,6 +188,8 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
     # -- running an operation ------------------------------------------------------------
     def _begin(self, op: str, array, reduce=None, root: int = -1, shape=()):
         """Number the collective, write its signature on the board; return (seq, plan)."""
+        if self.destroyed:
+            raise self.destroyed_error(op)
         self.seq += 1
         seq = self.seq
         if array is not None:
@@ -255,9 +285,19 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
                     time.sleep(nap)
                     nap = min(nap * 2, 1e-3)
 
+    def mark_waiting(self, seq: int) -> None:
+        """The board says which collective this rank waits on (-1: none); a sub-group's wait
+        is noted on the world's board too, for the world's timeout reports."""
+        self._board.waiting(seq)
+        wb = self._world_board
+        if wb is not None:
+            q = self._board.q
+            known = seq > 0 and q[0] == seq and q[13] == seq  # the last started is this one
+            wb.waiting_elsewhere(seq, self._size, self.world_ranks, q[1:13] if known else None)
+
     def _enter_blocking(self, op, seq, shape, dtype) -> None:
         """A blocking call starts: the board says what we wait on, the watchdog times it."""
-        self._board.waiting(seq)
+        self.mark_waiting(seq)
         self._active = (op, seq, shape, dtype, time.monotonic())
         self._blocked_thread = threading.get_ident()  # the watchdog's report reads its stack
         rec = _profiling.current
@@ -272,7 +312,7 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
             rec, frame, op, args = self._prof_call
             self._prof_call = None
             rec.end(frame, op, "comm", args)
-        self._board.waiting(-1)
+        self.mark_waiting(-1)
 
     @staticmethod
     def _poll(req) -> None:
@@ -367,6 +407,7 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
                 "rank calls it, in the same order among its collectives and with the same "
                 "ranks, also the ranks it leaves out."
                 if any(s.op_name == "new_group" for s in sigs) else "") + callsig.root_hint(sigs)
+            + _gradient_hint(sigs)
         )
 
     def _mpi_failure(self, exc, call: Call) -> CommError:
@@ -439,6 +480,8 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
     # -- groups --------------------------------------------------------------------------
     @locked
     def new_group(self, ranks):
+        if self.destroyed:
+            raise self.destroyed_error("new_group")
         MPI = mpi()
         ranks = sorted(int(r) for r in ranks)
         bad = [r for r in ranks if not 0 <= r < self._size]
@@ -466,6 +509,8 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
         except Exception:  # noqa: BLE001 - freeing at shutdown is best effort
             pass
         check_before_free(self)  # raises if a peer waits for this rank instead of freeing
+        self._finish_pending()
+        self.destroyed = True  # every later call raises (_begin, _p2p_steps, new_group)
         self._watchdog = None
         LIVE.discard(self)
         BUSY.discard(self)
@@ -477,6 +522,33 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
                 self._comm.Free()
         except Exception:  # noqa: BLE001 - freeing at shutdown is best effort
             pass
+
+    def _finish_pending(self) -> None:
+        """Complete this group's async calls before its MPI objects are freed (every peer is
+        freeing too: ``check_before_free``), so a ``Work`` waited for afterwards returns at
+        once; one still unfinished after the group's timeout fails with a CommError. (A
+        wait after ``destroy_process_group(group)`` used to write to the freed window: a
+        segmentation fault.)"""
+        deadline = time.monotonic() + self._timeout
+        while self._pending and time.monotonic() < deadline:
+            self.progress()
+            if self._pending:
+                time.sleep(1e-4)
+        for work in self._pending:
+            work.done, work.req = True, None
+            work.error = CommError(
+                f"{work.call.op} (collective #{work.call.seq}) did not complete before "
+                "destroy_process_group freed its group; wait for async work before "
+                "destroying the group")
+        self._pending = []
+
+    def destroyed_error(self, op: str) -> CommError:
+        return CommError(
+            f"{op} on a destroyed process group (rank {self.world_rank()}): "
+            "destroy_process_group() freed this group, and an object made over it (a "
+            "DistributedDataParallel model, a DeviceMesh, a Work, a group handle) still uses "
+            "it. Make the call before destroy_process_group, or call init_process_group() / "
+            "dist.new_group(ranks) again and build the object anew over the new group")
 
     def abort(self, code: int = 1) -> None:
         sys.stderr.flush()

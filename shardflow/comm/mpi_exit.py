@@ -116,13 +116,14 @@ def finalize_at_exit(MPI) -> None:
             f"shardflow: rank {rank} is exiting (its script ended or called sys.exit()) while "
             f"{reason}. Ending without MPI_Finalize so that mpiexec reports this rank's exit "
             "code and stops the job, instead of every rank waiting for the collective "
-            "timeout." + _uneven_hint() + "\n", rank)
+            "timeout." + uneven_hint() + "\n", rank)
         return
     MPI.Finalize()
 
 
-def _uneven_hint() -> str:
-    """Under data parallel, the usual cause of a rank waiting for one that finished: uneven
+def uneven_hint() -> str:
+    """Under data parallel, the usual cause of a rank waiting for one that finished (and of
+    a gradient all-reduce meeting another collective, ``mpi.py``'s mismatch report): uneven
     numbers of batches (torch hangs there; its fix is ``join()``)."""
     if not DATA_PARALLEL[0]:
         return ""
@@ -162,4 +163,4 @@ def check_before_free(comm) -> None:
         f"destroy_process_group on rank {comm.world_rank()} while {reason}. Freeing a process "
         "group is collective: every rank must make the same collectives and point-to-point "
         "calls before destroy_process_group; make the ranks' control flow agree (this rank "
-        "skipped the call the other waits in, or the other made one too many)." + _uneven_hint())
+        "skipped the call the other waits in, or the other made one too many)." + uneven_hint())

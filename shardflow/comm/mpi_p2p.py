@@ -27,7 +27,7 @@ import numpy as np
 
 from . import callsig
 from . import profiling as _profiling
-from .base import CommError
+from .base import CommError, check_tag
 from .mpi_buffers import contiguous, move_spec
 from .mpi_lib import mpi
 from .mpi_plans import H
@@ -67,6 +67,9 @@ class PointToPointMixin:
             return self._p2p_steps(op, array, peer, tag, async_op)
 
     def _p2p_steps(self, op, array, peer, tag, async_op):
+        if self.destroyed:
+            raise self.destroyed_error(op)
+        tag = check_tag(tag, op)
         if peer is None and op == "recv":
             return self._recv_any(array, tag, async_op)
         if not 0 <= peer < self._size:

@@ -132,7 +132,7 @@ class MPIWork(Work):
             if p2p:
                 board.p2p_waiting(True)
             else:
-                board.waiting(self.call.seq)
+                comm.mark_waiting(self.call.seq)
             limit = comm._timeout if timeout is None else float(timeout)
             start = time.monotonic()
             spin_until = start + SPIN_S
@@ -153,7 +153,7 @@ class MPIWork(Work):
             if p2p:
                 board.p2p_waiting(False)
             else:
-                board.waiting(-1)
+                comm.mark_waiting(-1)
         if self.error is not None:
             raise self.error
         return self.value

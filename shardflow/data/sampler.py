@@ -9,6 +9,11 @@ with ``generator=None`` each epoch takes a fresh seed from the default generator
 number of replicas (or drops the tail with ``drop_last``), then rank ``r`` takes positions
 ``r, r + R, r + 2R, ...``. So the ranks' parts are disjoint (before padding), cover the set,
 and have equal length, which keeps collectives in step. Call ``set_epoch(e)`` every epoch.
+``num_replicas`` / ``rank`` must be ints (a TypeError at construction; torch fails in
+``__iter__``) with ``0 <= rank < num_replicas`` (torch's ValueError "Invalid rank 2, rank
+should be in the interval [0, 1]", and the fix). Like torch, values that are valid but not
+the process group's (``rank=0`` on every rank) are not detected: each rank would read that
+share.
 
 ``BucketBatchSampler`` for variable-length sequences: shuffle the indices, cut them into
 pools of ``batch_size * bucket_size_multiplier``, sort each pool by length, cut pools into
@@ -171,10 +176,20 @@ def _replicas(num_replicas, rank):
         r, w = _world.world()
         num_replicas = w if num_replicas is None else num_replicas
         rank = r if rank is None else rank
+    for name, value in (("num_replicas", num_replicas), ("rank", rank)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            # torch fails later, in __iter__ ("slice indices must be integers ...")
+            raise TypeError(f"{name} must be an int, got "
+                            f"{type(value).__name__} {value!r}; pass e.g. "
+                            f"{name}=dist.get_{'world_size' if name == 'num_replicas' else 'rank'}()")
     if num_replicas < 1:
         raise ValueError(f"num_replicas must be >= 1, got {num_replicas}")
-    if not 0 <= rank < num_replicas:
-        raise ValueError(f"invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]")
+    if not 0 <= rank < num_replicas:  # torch's words, then the fix
+        raise ValueError(
+            f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}] "
+            f"(rank is this process's index among the num_replicas={num_replicas} replicas: pass "
+            "rank=dist.get_rank() with num_replicas=dist.get_world_size(), or leave both out "
+            "to take them from the process group)")
     return int(num_replicas), int(rank)
 
 

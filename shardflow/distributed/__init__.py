@@ -132,27 +132,62 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
             "destroy_process_group() first, or check dist.is_initialized())"
         )
     _check_init_method(init_method)
+    _check_device_id(device_id)
     asked = None if backend is None else str(Backend(backend))
     if asked == "mpi" and (world_size != -1 or rank != -1):
         warnings.warn(f"For MPI backend, world_size ({world_size}) and rank ({rank}) are ignored "
                       "since they are assigned by the MPI runtime.", stacklevel=2)
-        world_size = rank = -1
+        world_size = rank = -1  # (torch's MPI tutorial passes world_size=0)
+    if world_size is not None and world_size != -1 and world_size < 1:
+        raise ValueError(f"init_process_group(world_size={world_size}): the world size must be "
+                         "a positive number of processes; leave it out (the launcher knows it), "
+                         "or start N ranks with `shardflow run -n N`")
+    if _comm.world_info().launcher == "none":  # a world of one: checked before it is made
+        _check_size_and_rank(world_size, rank, 1, 0)
     world = _comm.init(engine_backend(asked, ":" in (asked or "") and cuda_is_available()))
-    if world_size not in (-1, None) and world_size != world.size:
+    _check_size_and_rank(world_size, rank, world.size, world.rank)
+    _set_timeout(world, timeout, "init_process_group")
+    _asked_backend[0] = asked
+    _errors._count_group()
+
+
+def _check_device_id(device_id) -> None:
+    """torch's ValueError for a ``device_id`` of an accelerator this process does not have
+    (``device_id=torch.device("cuda", local_rank)`` on a CPU-only machine; it was ignored),
+    before anything starts. A CPU device or None passes."""
+    if device_id is None:
+        return
+    kind = getattr(device_id, "type", None) or str(device_id).split(":")[0]
+    if kind == "cuda" and not cuda_is_available():
+        raise ValueError(
+            f"device_id {device_id} does not match the current compilation's accelerator "
+            "support: None. Please use a different compiled version that supports your "
+            "accelerator. (init_process_group: no CUDA device is visible to this process; "
+            "leave device_id out to run on the CPU)")
+
+
+def _check_size_and_rank(world_size, rank, size: int, me: int) -> None:
+    """``init_process_group``'s ``world_size`` / ``rank`` against the launcher's (``size``
+    ranks, this one ``me``): a ValueError naming both and the fix. In a world of one (plain
+    ``python``) this runs before the world is made, so the caller can catch it and init again."""
+    if world_size not in (-1, None) and world_size != size:
         raise ValueError(
             f"init_process_group(world_size={world_size}) but the launcher started "
-            f"{world.size} rank(s); launch with `shardflow run -n {world_size} ...`, or start "
+            f"{size} rank(s); launch with `shardflow run -n {world_size} ...`, or start "
             f"the processes with shardflow.multiprocessing.spawn(fn, args, nprocs={world_size}) "
             "with join=True and plain-data args (it launches them as one MPI job); processes "
             "started one by one (multiprocessing.Process) cannot form one process group: run "
             "the function on each rank of `shardflow run` instead (rank and world size from "
             "the RANK and WORLD_SIZE variables it sets)"
         )
-    if rank not in (-1, None) and rank != world.rank:
-        raise ValueError(f"init_process_group(rank={rank}) but this process is rank {world.rank}")
-    _set_timeout(world, timeout, "init_process_group")
-    _asked_backend[0] = asked
-    _errors._count_group()
+    if rank not in (-1, None) and rank != me:
+        why = (f"rank {rank} is another process's rank" if 0 <= rank < size else
+               f"rank {rank} is not in 0 .. {size - 1}")
+        raise ValueError(
+            f"init_process_group(rank={rank}) but this process is rank {me} of "
+            f"{size}: {why}. The launcher assigns the ranks: pass the one it gave (under "
+            "mp.spawn the first argument of your function; under `shardflow run` or torchrun "
+            "int(os.environ['RANK'])), or leave rank out")
 
 
 def _check_init_method(init_method) -> None:
@@ -171,12 +206,34 @@ def _check_init_method(init_method) -> None:
 
 
 def destroy_process_group(group=None) -> None:
+    """Destroy ``group`` (default: the world). A rank outside ``group`` (``new_group`` gave it
+    ``GroupMember.NON_GROUP_MEMBER``) has nothing to destroy: a no-op, as torch. A destroyed
+    group is marked (``Communicator.destroyed``): destroying it again, or any later call on
+    it, raises torch's ValueError ("Invalid process group specified" / "... is not
+    registered ...") naming the fix. (A collective on a destroyed group used to crash the
+    rank with a segmentation fault: its MPI window and communicators were freed.) Without a
+    default group, ``destroy_process_group()`` raises torch's AssertionError."""
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return
+    if getattr(group, "destroyed", False):
+        raise ValueError("Invalid process group specified (destroy_process_group: this group "
+                         "was already destroyed; destroy each group once)")
+    if group is None and not _comm.is_initialized():
+        # torch's type and words; shardflow used to make a world here only to free it (a
+        # collective: one rank destroying twice waited for the others)
+        raise AssertionError(
+            "Process group cannot be None (destroy_process_group(): no default process group "
+            "is initialized: it was never initialized or is destroyed already; check "
+            "dist.is_initialized() first)")
     if group is None or group is _comm.get_world():
+        world = _comm.get_world()
         _comm.destroy()
+        world.destroyed = True
         _asked_backend[0] = None
         _errors._count_group(reset=True)
     else:
         group.free()
+        group.destroyed = True
 
 
 def is_initialized() -> bool:
@@ -190,7 +247,14 @@ NOT_INITIALIZED = (
 )
 
 
-def _group(group) -> Communicator:
+def _group(group, op: str | None = None) -> Communicator | None:
+    """The communicator of ``group`` (None: the world), checked.
+
+    A rank outside ``group`` (``new_group`` gave it ``GroupMember.NON_GROUP_MEMBER``): a
+    collective ``op`` does nothing there, with torch's UserWarning "Running all_reduce on
+    global rank 1 which does not belong to the given group." and returns None (the caller
+    returns at once); without ``op`` (a query that needs the group's ranks) it raises a
+    ValueError naming the fix. A destroyed group raises torch's ValueError."""
     if group is None or group is GroupMember.WORLD:
         if not _comm.is_initialized():
             raise ValueError(
@@ -200,17 +264,36 @@ def _group(group) -> Communicator:
             )
         return _comm.get_world()
     if group is GroupMember.NON_GROUP_MEMBER:
-        raise RuntimeError("this rank is not a member of the group passed to the collective")
+        me = _comm.get_world().rank if _comm.is_initialized() else -1
+        if op is not None:  # torch's words and category
+            warnings.warn(f"Running {op} on global rank {me} which does not belong to the given "
+                          "group.", UserWarning, stacklevel=3)
+            return None
+        raise ValueError(
+            f"Global rank {me} is not part of the group: new_group(ranks) returned "
+            "GroupMember.NON_GROUP_MEMBER on this rank. Check dist.get_rank(group) >= 0 (it is "
+            "-1 outside the group) before using the group")
+    if getattr(group, "destroyed", False):
+        raise ValueError(
+            f"Group {group!r} is not registered, please create group with "
+            "torch.distributed.new_group API (destroy_process_group destroyed it; make a new "
+            "one with dist.new_group(ranks), or call destroy_process_group after its last use)")
     return group
 
 
 def get_rank(group=None) -> int:
-    """This process's rank in ``group`` (default: the world); raises before init_process_group."""
+    """This process's rank in ``group`` (default: the world), -1 on a rank outside ``group``
+    (torch's answer); raises before init_process_group."""
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return -1
     return int(_group(group).rank)
 
 
 def get_world_size(group=None) -> int:
-    """The number of ranks in ``group`` (default: the world); raises before init_process_group."""
+    """The number of ranks in ``group`` (default: the world), -1 on a rank outside ``group``
+    (torch's answer); raises before init_process_group."""
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return -1
     return int(_group(group).size)
 
 
@@ -223,6 +306,9 @@ def get_local_rank() -> int:
 def get_backend(group=None) -> str:
     """The backend name ``init_process_group`` was given (``"gloo"``, ``"nccl"``, ...), for the
     world and its sub-groups; the engine's name when none was given (``backend_names.py``)."""
+    if group is GroupMember.NON_GROUP_MEMBER:  # torch's type and words
+        raise ValueError("Invalid process group specified (get_backend: this rank is not in the "
+                         "group; check dist.get_rank(group) >= 0 first)")
     g = _group(group)
     return _asked_backend[0] if _asked_backend[0] is not None else g.backend
 
@@ -342,7 +428,9 @@ def _bump(*tensors):
 
 
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
-    g = _group(group)
+    g = _group(group, "all_reduce")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     a = _arr(tensor)
     return _run(g, lambda asy: g.all_reduce(a, op, async_op=asy), async_op, _bump(tensor))
 
@@ -350,14 +438,18 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
 def broadcast(tensor, src: int | None = None, group=None, async_op: bool = False,
               group_src: int | None = None):
     """Broadcast ``tensor`` from global rank ``src`` (default 0) or group rank ``group_src``."""
-    g = _group(group)
+    g = _group(group, "broadcast")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     a = _arr(tensor)
     s = _root(g, src, group_src, "broadcast")
     return _run(g, lambda asy: g.broadcast(a, s, async_op=asy), async_op, _bump(tensor))
 
 
 def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
-    g = _group(group)
+    g = _group(group, "all_gather")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     a = _arr(tensor)
     if len(tensor_list) != g.size:
         raise RuntimeError(f"all_gather needs a list of {g.size} tensors (one per rank), got "
@@ -390,7 +482,9 @@ def _same_as_input(fn, name, tensors, like, like_name="input") -> None:
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bool = False):
-    g = _group(group)
+    g = _group(group, "all_gather_single")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     a, o = _arr(input_tensor, "input_tensor"), _arr(output_tensor, "output_tensor")
     if o.size != a.size * g.size:
         raise RuntimeError(  # torch (gloo) raises RuntimeError
@@ -402,7 +496,9 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: bool = False):
-    g = _group(group)
+    g = _group(group, "reduce_scatter_single")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     a, o = _arr(input, "input"), _arr(output, "output")
     if a.ndim == 0 or o.ndim == 0 or a.shape[0] != o.shape[0] * g.size:
         raise RuntimeError(  # torch (gloo) raises RuntimeError
@@ -416,7 +512,9 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: 
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bool = False):
     """Reduce ``input_list[j]`` over ranks into ``output`` of rank j."""
-    g = _group(group)
+    g = _group(group, "reduce_scatter")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     if len(input_list) != g.size:
         raise RuntimeError(f"reduce_scatter needs {g.size} input tensors (one per rank), got "
                            f"{len(input_list)}")  # torch (gloo) raises RuntimeError
@@ -441,7 +539,9 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     (``a2a_uneven.py``) cost one small blocking all-gather of every rank's sizes (checked:
     a mismatch raises on every rank, naming both ranks) and travel padded to the largest
     split."""
-    g = _group(group)
+    g = _group(group, "all_to_all_single")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     a, o = _arr(input, "input"), _arr(output, "output")
     if output_split_sizes is None and input_split_sizes is None:
         if any(x.ndim == 0 or x.shape[0] % g.size for x in (a, o)):  # torch's type and words
@@ -460,24 +560,36 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
 def barrier(group=None, async_op: bool = False, device_ids=None, timeout=None):
     """Wait for every rank of ``group``. ``timeout`` (a ``timedelta``) is accepted; the
     group's own timeout (``init_process_group`` / ``new_group``) bounds the wait."""
-    g = _group(group)
+    g = _group(group, "barrier")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     return _run(g, lambda asy: g.barrier(async_op=asy), async_op)
 
 
-def _peer(g, rank, group_rank, what):
-    """The peer's rank in ``g`` from its global ``rank`` or its ``group_rank`` (torch 2.6's
-    ``group_dst`` / ``group_src``); None when neither is given (a receive from any rank)."""
+def _peer(g, rank, group_rank, op: str):
+    """The peer's rank in ``g`` for a point-to-point ``op``, from its global ``rank`` or its
+    ``group_rank`` (torch 2.6's ``group_dst`` / ``group_src``); None when neither is given (a
+    receive from any rank). torch's ValueErrors: both given, or the peer is this rank."""
     if group_rank is not None:
         if rank is not None:
-            raise ValueError(f"{what}: pass either the global rank or the group rank, not both")
-        return int(group_rank)
-    return None if rank is None else _group_rank(g, rank)
+            raise ValueError(f"{op}: pass either the global rank or the group rank, not both")
+        peer = int(group_rank)
+    elif rank is None:
+        return None
+    else:
+        peer = _group_rank(g, rank)
+    if peer == g.rank:
+        role = "destination" if op in ("send", "isend") else "source"
+        raise ValueError(f"Invalid {role} rank: {role} rank should not be the same as the rank "
+                         f"of the current process. ({op}: rank {rank if group_rank is None else group_rank} "
+                         "is this rank; pass the peer's rank)")
+    return peer
 
 
-def _dst(g, dst, group_dst, what):
-    peer = _peer(g, dst, group_dst, what)
+def _dst(g, dst, group_dst, op: str) -> int:
+    peer = _peer(g, dst, group_dst, op)
     if peer is None:
-        raise ValueError(f"{what}: pass the destination: dst (a global rank) or group_dst (a group rank)")
+        raise ValueError(f"{op}: pass the destination: dst (a global rank) or group_dst (a group rank)")
     return peer
 
 
@@ -489,7 +601,9 @@ def send(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: in
 def recv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: int | None = None) -> int:
     """Receive into ``tensor`` from global rank ``src`` (or group rank ``group_src``), or
     from any rank when neither is given (torch's default); returns the sender's global rank."""
-    g = _group(group)
+    g = _group(group, "recv")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return -1
     a = _arr(tensor)
     peer = _peer(g, src, group_src, "recv")
     got = g.recv(a, peer, tag)
@@ -498,14 +612,18 @@ def recv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: in
 
 
 def isend(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: int | None = None) -> Work:
-    g = _group(group)
+    g = _group(group, "isend")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     return Work(g.send(_arr(tensor), _dst(g, dst, group_dst, "isend"), tag, async_op=True))
 
 
 def irecv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: int | None = None) -> Work:
     """The non-blocking :func:`recv`; with no source (any rank) the Work's
     ``_source_rank()`` is the sender's group rank (torch's method)."""
-    g = _group(group)
+    g = _group(group, "irecv")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     peer = _peer(g, src, group_src, "irecv")
     inner = g.recv(_arr(tensor), peer, tag, async_op=True)
     return Work(inner, _bump(tensor), any_source=peer is None)
@@ -537,6 +655,10 @@ def batch_isend_irecv(p2p_op_list) -> list:
     ops = list(p2p_op_list)
     if not ops or not all(isinstance(o, P2POp) for o in ops):
         raise ValueError("batch_isend_irecv takes a non-empty list of dist.P2POp")
+    if all(o.group is GroupMember.NON_GROUP_MEMBER for o in ops):
+        # a rank outside the group: torch's warning, nothing started
+        _group(ops[0].group, "isend" if ops[0].op is isend else "irecv")
+        return []
     g = _group(ops[0].group)
     if any(_group(o.group) is not g for o in ops[1:]):
         raise ValueError("batch_isend_irecv: all ops must use the same group")
@@ -547,7 +669,9 @@ def batch_isend_irecv(p2p_op_list) -> list:
 
 
 def all_gather_object(object_list, obj, group=None) -> None:
-    g = _group(group)
+    g = _group(group, "all_gather_object")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     got = g.all_gather_object(obj)
     if len(object_list) != len(got):
         raise ValueError(f"all_gather_object needs a list of {len(got)} slots, got {len(object_list)}")
@@ -556,7 +680,9 @@ def all_gather_object(object_list, obj, group=None) -> None:
 
 def broadcast_object_list(object_list, src: int | None = None, group=None, device=None,
                           group_src: int | None = None) -> None:
-    g = _group(group)
+    g = _group(group, "broadcast_object_list")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     root = _root(g, src, group_src, "broadcast_object_list")
     got = g.broadcast_object(list(object_list), root)
     if len(got) != len(object_list):  # torch fills the list in place: it must be as long
@@ -607,7 +733,9 @@ def reduce(tensor, dst: int | None = None, op=ReduceOp.SUM, group=None, async_op
            group_dst: int | None = None):
     """Reduce ``tensor`` over the group into ``dst``'s ``tensor``; other ranks' tensors are
     left unchanged. Communication: one all-reduce of a copy."""
-    g = _group(group)
+    g = _group(group, "reduce")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     root = _root(g, dst, group_dst, "reduce")
     a = _arr(tensor)
     work = get_array_module(a).array(a, copy=True)
@@ -625,7 +753,9 @@ def gather(tensor, gather_list=None, dst: int | None = None, group=None, async_o
            group_dst: int | None = None):
     """``gather_list[i]`` on ``dst`` receives rank i's ``tensor`` (other ranks pass None).
     Communication: one all-gather."""
-    g = _group(group)
+    g = _group(group, "gather")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     root = _root(g, dst, group_dst, "gather")
     a = _arr(tensor)
     _rooted_list("gather", "gather_list", "destination", g.rank == root, gather_list, g.size)
@@ -644,7 +774,9 @@ def scatter(tensor, scatter_list=None, src: int | None = None, group=None,
             async_op: bool = False, group_src: int | None = None):
     """Rank i's ``tensor`` receives ``scatter_list[i]`` of ``src`` (other ranks pass None).
     Communication: one broadcast of the stacked list (every entry has ``tensor``'s shape)."""
-    g = _group(group)
+    g = _group(group, "scatter")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     root = _root(g, src, group_src, "scatter")
     a = _arr(tensor)
     xp = get_array_module(a)
@@ -673,7 +805,9 @@ def scatter(tensor, scatter_list=None, src: int | None = None, group=None,
 def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op: bool = False):
     """``output_tensor_list[j]`` receives rank j's ``input_tensor_list[i]`` (i = this rank).
     All tensors must have one shape (uneven all-to-all is not supported)."""
-    g = _group(group)
+    g = _group(group, "all_to_all")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     if len(input_tensor_list) != g.size or len(output_tensor_list) != g.size:
         raise RuntimeError(f"all_to_all needs {g.size} input and {g.size} output tensors (one "
                            f"per rank), got {len(input_tensor_list)} and "
@@ -696,7 +830,9 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op: bool
 
 def gather_object(obj, object_gather_list=None, dst: int | None = None, group=None,
                   group_dst: int | None = None) -> None:
-    g = _group(group)
+    g = _group(group, "gather_object")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     root = _root(g, dst, group_dst, "gather_object")
     got = g.all_gather_object((root, obj))  # the dst rides along: every rank checks it
     roots = [r for r, _ in got]
@@ -715,7 +851,9 @@ def gather_object(obj, object_gather_list=None, dst: int | None = None, group=No
 
 def scatter_object_list(scatter_object_output_list, scatter_object_input_list=None,
                         src: int | None = None, group=None, group_src: int | None = None) -> None:
-    g = _group(group)
+    g = _group(group, "scatter_object_list")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     root = _root(g, src, group_src, "scatter_object_list")
     got = g.broadcast_object(list(scatter_object_input_list or []) if g.rank == root else None,
                              root)
@@ -730,7 +868,9 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks: bool = False) ->
     when ``timeout`` passes first (``monitored.py``)."""
     from .monitored import monitored_barrier as _monitored
 
-    _monitored(_group(group), timeout, wait_all_ranks, lambda: barrier(group))
+    g = _group(group, "monitored_barrier")
+    if g is not None:
+        _monitored(g, timeout, wait_all_ranks, lambda: barrier(group))
 
 
 # -- global tensors (placement + sbp) and tensor parallelism: docs/GLOBAL.md ----------------
@@ -805,7 +945,9 @@ def _flat(tensors, what):
 def all_reduce_coalesced(tensors, op=ReduceOp.SUM, group=None, async_op: bool = False):
     """Reduce every tensor of ``tensors`` over the group, in place, with one all-reduce."""
 
-    g = _group(group)
+    g = _group(group, "all_reduce_coalesced")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     arrays, flat = _flat(list(tensors), "all_reduce_coalesced: tensors")
 
     def post():
@@ -823,7 +965,9 @@ def all_gather_coalesced(output_tensor_lists, input_tensor_list, group=None,
     """``output_tensor_lists[j][i]`` receives rank j's ``input_tensor_list[i]``, with one
     all-gather (every rank passes the same shapes)."""
 
-    g = _group(group)
+    g = _group(group, "all_gather_coalesced")
+    if g is None:  # a rank outside the group: torch's warning, nothing done
+        return None
     arrays, flat = _flat(list(input_tensor_list), "all_gather_coalesced: input_tensor_list")
     if len(output_tensor_lists) != g.size:
         raise ValueError(f"all_gather_coalesced needs output_tensor_lists of {g.size} lists "

@@ -19,11 +19,14 @@ so that the same table serialises to JSON for a file or a socket.
 - ``PrefixStore(prefix, store)``: ``prefix + "/"`` before every key.
 
 Timeouts raise :class:`DistStoreError` (a ``RuntimeError``) with torch's text; a master that
-cannot be reached raises :class:`DistNetworkError` once the timeout has passed.
+cannot be reached raises :class:`DistNetworkError` once the timeout has passed, and so does a
+master whose port is taken (torch's "The server socket has failed to listen ..." and the fix;
+it was the bare ``OSError``).
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -284,7 +287,16 @@ class _StoreServer:
 
     def __init__(self, host: str, port: int):
         self.table = _MemoryTable()
-        self.listener = socket.create_server((host, port), reuse_port=False)
+        try:
+            self.listener = socket.create_server((host, port), reuse_port=False)
+        except OSError as e:  # torch's type and first words, then the fix
+            raise DistNetworkError(
+                f"The server socket has failed to listen on any local network address. port: "
+                f"{port}, useIpv6: {str(':' in host).lower()}, code: {-(e.errno or 0)}, name: {errno.errorcode.get(e.errno, '?')}, "
+                f"message: {e.strerror or e} (TCPStore("
+                f"{host!r}, {port}, is_master=True): another process listens on that port, "
+                "e.g. a job still running or a MASTER_PORT shared by two jobs; pick a free "
+                "port, or pass port=0 and read store.port)") from None
         self.port = self.listener.getsockname()[1]
         threading.Thread(target=self._accept, name="shardflow-tcpstore", daemon=True).start()
 

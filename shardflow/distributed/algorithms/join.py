@@ -33,7 +33,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ...comm import CommError
 from ...nn.parallel import DistributedDataParallel
+from ...nn.parallel.join import GENERIC_UNSHADOWED_NOTE, note_unshadowed
 
 __all__ = ["JoinHook", "Joinable", "Join"]
 
@@ -181,16 +183,22 @@ class Join:
             if leave is not None and hasattr(hook, "enter"):
                 leave()
         if not self._enable or exc_type is not None:
+            if exc is not None:  # a collective of the program's own met a shadowing call
+                note_unshadowed(exc, GENERIC_UNSHADOWED_NOTE)
             return False  # the exception propagates as it is (torch's behaviour)
         pg = self._process_group
         is_last_joiner = True
-        while _all_reduce_scalar(pg, 0.0) != 0:
-            if self._throw_on_early_termination:
-                _all_reduce_scalar(pg, 1.0)
-                raise RuntimeError(f"Rank {self._rank} exhausted all inputs.")
-            for hook in self._join_hooks:
-                hook.main_hook()
-            is_last_joiner = False
+        try:
+            while _all_reduce_scalar(pg, 0.0) != 0:
+                if self._throw_on_early_termination:
+                    _all_reduce_scalar(pg, 1.0)
+                    raise RuntimeError(f"Rank {self._rank} exhausted all inputs.")
+                for hook in self._join_hooks:
+                    hook.main_hook()
+                is_last_joiner = False
+        except CommError as e:
+            note_unshadowed(e, GENERIC_UNSHADOWED_NOTE)
+            raise
         for hook in self._join_hooks:
             hook.post_hook(is_last_joiner)
         return False

@@ -32,6 +32,7 @@ import numpy as np
 
 from ... import comm as _comm
 from ...backend.xp import get_array_module
+from . import exchange
 from .filesystem import FileSystemReader, dtype_of
 from .hf_storage import HuggingFaceStorageReader, load_hf
 from .metadata import CheckpointError, CheckpointException, decode_object, flatten
@@ -216,8 +217,8 @@ def _load_stateful(state_dict, load_plain) -> None:
 def _load(state_dict, reader, group, rank, allow_partial_load=False) -> None:
     """``load``'s protocol on a plain (nested dict) ``state_dict``."""
 
-    def agree(err):
-        errs = group.all_gather_object(err)
+    def agree(err, step):
+        errs = exchange.all_gather(group, step, err)
         bad = {r: e for r, e in enumerate(errs) if e}
         if bad:
             raise CheckpointException("dcp.load failed, nothing was loaded: " + "; ".join(
@@ -229,7 +230,7 @@ def _load(state_dict, reader, group, rank, allow_partial_load=False) -> None:
         tplans, ovals = _plan(flatten(state_dict), index, reader.path, allow_partial_load)
     except (CheckpointError, FileNotFoundError, TypeError, ValueError) as e:
         err = f"rank {rank}: {e}"
-    agree(err)  # #1
+    agree(err, "dcp.load (plan)")  # #1
     staged = None
     try:
         staged = _stage(tplans, reader, index["block_size"])
@@ -237,5 +238,5 @@ def _load(state_dict, reader, group, rank, allow_partial_load=False) -> None:
         err = f"rank {rank}: {e}"
     finally:
         reader.close()
-    agree(err)  # #2
+    agree(err, "dcp.load (read)")  # #2
     _commit(staged, ovals, state_dict)

@@ -38,6 +38,7 @@ from ... import comm as _comm
 from ..boxing import box_array
 from ..global_tensor import GlobalSpec
 from ..sbp import broadcast
+from . import exchange
 from .filesystem import FileSystemWriter, dtype_name, dtype_of
 from .hf_storage import HuggingFaceStorageWriter, save_hf
 from .metadata import FORMAT, CheckpointError, CheckpointException, encode_object, flatten
@@ -198,7 +199,8 @@ def save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=None,
     except Exception as e:  # reported to every rank through the exchange below
         tensors, objects, arrays = {}, {}, {}
         err = f"rank {rank}: {type(e).__name__}: {e}"
-    plans = group.all_gather_object({"tensors": tensors, "save_id": save_id, "error": err})  # #1
+    plans = exchange.all_gather(group, "dcp.save (plans)",
+                                {"tensors": tensors, "save_id": save_id, "error": err})  # #1
     errors = {r: p["error"] for r, p in enumerate(plans) if p["error"]}
     if errors:
         raise CheckpointException("dcp.save failed before writing anything: "
@@ -222,7 +224,7 @@ def save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=None,
         writer.hook("shard_written", rank)
     except Exception as e:
         result["error"] = f"rank {rank}: {type(e).__name__}: {e}"
-    results = group.all_gather_object(result)  # #2
+    results = exchange.all_gather(group, "dcp.save (results)", result)  # #2
 
     # 5. commit on rank 0
     outcome = None
@@ -244,7 +246,7 @@ def save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=None,
             outcome = {"ok": False, "error": str(e) if isinstance(e, CheckpointError) else
                        f"rank 0: {type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}",
                        "failures": getattr(e, "failures", None) or {0: str(e)}}
-    outcome = group.broadcast_object(outcome, 0)  # #3
+    outcome = exchange.broadcast(group, "dcp.save (commit)", outcome, 0)  # #3
     if not outcome["ok"]:
         raise CheckpointException(outcome["error"], outcome["failures"])
     writer.hook("committed", rank)

@@ -31,6 +31,12 @@ loop (its own heartbeat all-reduce, then every joinable's ``main_hook``), ``main
 pass of the joined rank's loop body above (:meth:`Join.shadow_iteration`), ``post_hook`` the
 final model's broadcast; ``heartbeat`` is the generic context's notice, sent before step 1
 when DDP is its first joinable (torch's ``Join.notify_join_context``).
+
+A collective of the program's own inside the block (an all_reduce of the loss for logging)
+is not shadowed (torch hangs on it): with uneven inputs it meets a joined rank's step 1,
+which the comm layer reports as a collective mismatch on every rank. That error, raised in
+the block or in the joined rank's shadowing, gets a note (:data:`UNSHADOWED_NOTE`, Python
+3.11's ``add_note``) naming the cause and the fix (session 36; the generic ``Join`` too).
 """
 
 from __future__ import annotations
@@ -38,6 +44,28 @@ from __future__ import annotations
 import numpy as np
 
 from ...autograd import is_grad_enabled
+from ...comm import CommError
+
+UNSHADOWED_NOTE = (
+    "This collective ran inside `with model.join():` (uneven inputs). A rank whose inputs "
+    "ran out shadows only DistributedDataParallel's own collectives (each forward's all_reduce "
+    "of int64 flags, the gradient buckets), so a collective of your own in the loop (e.g. an "
+    "all_reduce of the loss for logging) meets those calls instead of its peer's. Make your "
+    "own collectives after the join block, or only in iterations every rank runs "
+    "(torch.distributed hangs on them).")
+# torch's generic ``Join([...])`` (distributed/algorithms/join.py): the same cause
+GENERIC_UNSHADOWED_NOTE = UNSHADOWED_NOTE.replace(
+    "`with model.join():`", "`with Join([...]):`").replace(
+    "DistributedDataParallel's own collectives (each forward's all_reduce of int64 flags, the "
+    "gradient buckets)", "the joinables' collectives (the context's all_reduce, then each "
+    "joinable's join hook)")
+
+
+def note_unshadowed(exc, note: str = UNSHADOWED_NOTE) -> None:
+    """Add ``note`` to a collective mismatch raised inside a join block."""
+    if (isinstance(exc, CommError) and "collective mismatch" in str(exc)
+            and hasattr(exc, "add_note") and note not in getattr(exc, "__notes__", ())):
+        exc.add_note(note)
 
 
 class Join:
@@ -90,13 +118,18 @@ class Join:
             return False
         self.leave()
         if exc_type is not None:
+            note_unshadowed(exc)
             return False  # the exception propagates; no shadowing (PyTorch's behaviour)
         pg = self.ddp.process_group
         is_last_joiner = True
-        while self.shadow_iteration():
-            if self.throw_on_early_termination:
-                raise RuntimeError(f"Rank {pg.rank} exhausted all inputs.")
-            is_last_joiner = False
+        try:
+            while self.shadow_iteration():
+                if self.throw_on_early_termination:
+                    raise RuntimeError(f"Rank {pg.rank} exhausted all inputs.")
+                is_last_joiner = False
+        except CommError as e:
+            note_unshadowed(e)
+            raise
         self._sync_final_model(is_last_joiner)
         return False
 
