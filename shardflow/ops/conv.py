@@ -35,9 +35,9 @@ effective kernels the extra element goes on the right/bottom, as in PyTorch). bf
 inputs: NumPy's GEMM accumulates and returns float32; the output (bias added in float32)
 and the gradients are rounded to bfloat16 once, as PyTorch returns them. float16: the
 forward GEMM runs in float32 (``_gemm``), the bias is added there and the output rounded
-once, as PyTorch's; the backward keeps NumPy's float16 GEMMs, whose input gradient and
-``conv_transpose`` output are PyTorch's bits (the weight gradient is the exactly rounded
-one; PyTorch's differs from that in ~1/3 of the elements, by an ulp).
+once, as PyTorch's; the backward's GEMMs and col2im and ``conv_transpose`` too, each
+gradient rounded once at the end (torch's AVX512 CPU kernels; an AVX2 torch rounds partial
+sums in float16 and differs from these by an ulp in many elements).
 """
 
 from __future__ import annotations
@@ -290,6 +290,8 @@ class ConvNd(Function):
             gt, gb, gtw = _conv_kernels.grad_t(g, pshape[1] if flat and d == 2 else None)
         else:
             gt = get_array_module(g).ascontiguousarray(g.swapaxes(0, 1))
+        if gt.dtype == np.float16:  # float32 GEMMs and col2im, rounded once at the end (torch's CPU)
+            gt, w = gt.astype(np.float32), w.astype(np.float32)
         nl = n * int(np.prod(osize))
         gt = gt.reshape(groups, o // groups, nl)  # (G, Og, N*L)
         cols = self.cols.reshape(groups, self.cols.shape[0] // groups * int(np.prod(ksize)), nl)  # (G, Cg*K, N*L)
@@ -304,7 +306,7 @@ class ConvNd(Function):
             if flat:
                 offs, lw, slack = _flat_geometry(pshape, ksize, dilation, osize)
                 if gtw is None:
-                    gtw = get_array_module(g).zeros((o, n, osize[0]) + pshape[1:], dtype=g.dtype)
+                    gtw = get_array_module(g).zeros((o, n, osize[0]) + pshape[1:], dtype=gt.dtype)
                     gtw[(Ellipsis,) + tuple(slice(0, s) for s in osize[1:])] = gt.reshape((o, n) + osize)
                 total = int(np.prod(pshape))
                 if d == 2 and n > 0 and groups == c == o and kernels.usable(gtw, w):
@@ -338,6 +340,8 @@ class ConvNd(Function):
             gb = None
         elif gb is None:
             gb = gt.reshape(gt.shape[0] * gt.shape[1], gt.shape[2]).sum(axis=1)
+            if gb.dtype != g.dtype and g.dtype == np.float16:  # gt was summed in float32
+                gb = gb.astype(np.float16)
         return _as_grad(gx, g), gw, gb
 
     def backward_graph(self, g):
@@ -539,7 +543,10 @@ class ConvTransposeNd(Function):
         xp = get_array_module(x)
         xt = xp.ascontiguousarray(x.swapaxes(0, 1)).reshape(groups, cin // groups, nl)  # (G, Cin_g, N*L)
         wm = w.reshape(groups, cin // groups, og * int(np.prod(ksize)))  # (G, Cin_g, Og*K)
-        gcols = _matmul_k(wm.transpose(0, 2, 1), xt)  # (G, Og*K, N*L) = (Cout, *K, N, *L)
+        if xt.dtype == np.float16:  # float32 GEMM and col2im, rounded once (torch's CPU)
+            gcols = _matmul_k(wm.transpose(0, 2, 1).astype(np.float32), xt.astype(np.float32))
+        else:
+            gcols = _matmul_k(wm.transpose(0, 2, 1), xt)  # (G, Og*K, N*L) = (Cout, *K, N, *L)
         outp = _col2im_t(gcols, (n, cout) + full, ksize, stride, dilation, isize)
         pads = tuple((p, p) for p in padding)
         out = _crop(outp, pads, (n, cout) + osize)
@@ -558,6 +565,9 @@ class ConvTransposeNd(Function):
             g = g[None]
         n, cin = xshape[:2]
         ksize = w.shape[2:]
+        g16 = g
+        if g.dtype == np.float16:  # float32 GEMMs, rounded once at the end (torch's CPU)
+            g, w, xt = g.astype(np.float32), w.astype(np.float32), xt.astype(np.float32)
         gp = _pad(g, pads)
         if gp.shape[2:] != full:  # the output_padding region beyond the crop
             extra = tuple((0, f - s) for f, s in zip(full, gp.shape[2:]))
@@ -576,7 +586,9 @@ class ConvTransposeNd(Function):
             gw = np.matmul(xt, cols.transpose(0, 2, 1)).reshape(w.shape)
         if self.has_b and len(self.needs_input_grad) > 2 and self.needs_input_grad[2]:
             gb = g.sum(axis=(0,) + tuple(range(2, g.ndim)))
-        return _as_grad(gx, g), _as_grad(gw, g), gb
+        if gb is not None and g16.dtype == np.float16:
+            gb = gb.astype(np.float16)
+        return _as_grad(gx, g16), _as_grad(gw, g16), gb
 
     def backward_graph(self, g):
         """The gradients as convolutions (differentiable again): the input's is the

@@ -6,7 +6,11 @@ so ``conv1d/2d/3d`` added the bias to an already rounded sum (two roundings), a 
 off torch in about a third of the outputs. PyTorch's CPU half convolution accumulates in
 float32, adds the bias there and rounds once (its output equals the float64 convolution
 rounded to float16, measured below). The input gradient and ``conv_transpose`` (the same
-GEMM then ``col2im``) already were torch's bits and stay so.
+GEMM then ``col2im``) are computed in float32 and rounded once too (session 36): torch's
+AVX512 kernels do so (this machine), where an earlier machine's torch rounded the GEMM's
+float16 partial sums, as NumPy's float16 GEMM does; shardflow now gives the exactly rounded
+gradient (torch's on AVX512: the same but for one element); torch's, which moves with the
+machine's ISA, is checked against the float64 gradient at float16's precision.
 """
 
 import numpy as np
@@ -25,6 +29,7 @@ CASES = [
 
 def _differ(sf_t, th_t):
     return int((sf_t.float().detach().numpy() != th_t.float().detach().numpy()).sum())
+
 
 
 @pytest.mark.parametrize("op,xshape,wshape,kw", CASES)
@@ -48,7 +53,12 @@ def test_half_conv_rounds_once_like_torch(op, xshape, wshape, kw):
     grad = torch.randn(th.shape, generator=g).half()
     th.backward(grad)
     sf.backward(shardflow.tensor(grad.float().numpy()).half())
-    assert xs.grad.dtype == shardflow.float16 and _differ(xs.grad, x.grad) == 0
+    xd = x.detach().double().requires_grad_()
+    getattr(torch.nn.functional, op)(xd, w.double(), None, **kw).backward(grad.double())
+    assert xs.grad.dtype == shardflow.float16 and _differ(xs.grad, xd.grad.half()) == 0  # rounded once
+    # torch's own half kernels differ by ISA (module docstring): its gradient is checked
+    # against the float64 one at float16's precision, shardflow's is that one rounded once
+    np.testing.assert_allclose(x.grad.float().numpy(), xd.grad.numpy(), rtol=1e-2, atol=1e-2)
 
 
 def test_half_conv_transpose_like_torch():
@@ -57,7 +67,9 @@ def test_half_conv_transpose_like_torch():
     th = torch.nn.functional.conv_transpose2d(x, w, b, stride=2)
     sf = shardflow.nn.functional.conv_transpose2d(
         *(shardflow.tensor(t.float().numpy()).half() for t in (x, w, b)), stride=2)
-    assert sf.dtype == shardflow.float16 and _differ(sf, th) == 0
+    exact = torch.nn.functional.conv_transpose2d(x.double(), w.double(), b.double(), stride=2).half()
+    assert sf.dtype == shardflow.float16 and _differ(sf, exact) <= 1
+    np.testing.assert_allclose(th.float().numpy(), exact.float().numpy(), rtol=1e-2, atol=1e-2)
 
 
 def test_half_conv_module_output_like_torch():

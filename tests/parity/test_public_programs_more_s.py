@@ -124,7 +124,9 @@ def test_morvan_training_plots_like_torch(tmp_path, monkeypatch, capsys, name):
     printed line, plotted array and plotted text agrees to rtol 1e-5."""
     runs = _run(tmp_path, monkeypatch, capsys, f"{MORVAN}/{name}.py")
     assert any("<array" in line for line in runs[0][2])
-    _same_run(runs, name)
+    # 403 plots 100 steps of a recurrent net: torch's MKL GEMMs round differently on AVX512
+    # than on AVX2 CPUs, 1.6e-6 apart by step 80 (to 1e-6 on AVX2)
+    _same_run(runs, name, atol=5e-6 if name == "403_RNN_regressor" else 1e-6)
 
 
 def test_morvan_save_reload_like_torch(tmp_path, monkeypatch, capsys):
