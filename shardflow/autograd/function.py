@@ -332,15 +332,18 @@ def binary_operator(cls, general, kinds: str | None = None, dunder: bool = False
     ops register it as their ``operator`` (``dispatch.register``), so ``Tensor.__mul__`` is
     this function itself: no frame runs before it.
 
+    ``cls.partial_nodes`` (optional): the node classes to make instead when only input 0 /
+    only input 1 needs a gradient (``Mul``'s keep only the operand that gradient reads, as
+    torch's MulBackward0 does); ``cls.apply`` always makes ``cls``.
+
     ``dunder``: the form for the operator methods. As PyTorch's, a TypeError about an
     operand that is not a Tensor, number or array data becomes NotImplemented, so that Python
     tries the other operand's reflected method (``tensor + masked_tensor``) and otherwise
     raises its own "unsupported operand type(s)". The functional form raises the TypeError.
     """
     save_both, save_one, save_output = _binary_plan(cls)
-    # the nodes for when only input 0 / only input 1 needs a gradient (a class declares them
-    # to save only what that gradient reads, as torch does: ``h * 0.5`` keeps no ``h``)
-    # (one closure variable: each one more is copied into every call's frame)
+    # the nodes for when only input 0 / only input 1 needs a gradient, and what they save: one
+    # closure variable (each one more is copied into every call's frame: ~18 instructions)
     only_a, only_b = getattr(cls, "partial_nodes", (cls, cls))
     partial = (only_a, _binary_plan(only_a), only_b, _binary_plan(only_b))
 

@@ -9,6 +9,13 @@ forms, and neg. This file is the template for an op family:
   directly and which builds the node itself for same-dtype Tensors (the per-op hot path)
   and calls the general form for anything else;
 * the in-place form computes out of place and hands the result to ``inplace``.
+
+What a node keeps is what torch saves: ``Mul``/``Div`` keep both operands when both need
+gradients; when only one does, ``binary_operator`` makes the class's ``partial_nodes``
+(``MulSavingOther``, ``MulSavingSelf``, ``DivSavingOther``), which keep only the operand that
+gradient reads and the other's shape, and a Tensor with a number goes straight to
+``MulSavingOther`` / ``DivSavingOther`` (``h * 0.5`` keeps no ``h``: a chain of them held
+every input alive until backward). ``Add``/``Sub``/``Neg`` keep no tensor.
 """
 
 from __future__ import annotations
