@@ -24,7 +24,7 @@ import numpy as np
 
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
-from ..autograd.function import apply_binary, binary_operator
+from ..autograd.function import apply_binary, binary_operator, input_shape
 from . import _grad_graph as _gg
 from ._util import _shape, as_dtype_of, inplace, number_arg, promote, unbroadcast, wrap_int_operand
 
@@ -277,7 +277,6 @@ class MulSavingOther(Mul):
 
     def forward(self, a, b):
         self.b = b
-        self.sa = a.shape
         try:
             y = a * b if type(b) is _ndarray or not _half_scalar(a, b) else _wide(a, b, np.multiply)
         except ValueError:
@@ -289,8 +288,9 @@ class MulSavingOther(Mul):
         if type(g.dtype) in _COMPLEX_DTYPES:
             b = _conj(b)
         ga = g * b if type(b) is _ndarray or not _half_scalar(g, b) else _scaled(g, b)
-        if self.sa != self._out_shape:
-            ga = unbroadcast(ga, self.sa)
+        shape = input_shape(self, 0)  # (not kept: see _input_shape)
+        if shape != self._out_shape:
+            ga = unbroadcast(ga, shape)
         return ga, None
 
     def backward_graph(self, g):
@@ -307,7 +307,6 @@ class MulSavingSelf(Mul):
 
     def forward(self, a, b):
         self.a = a
-        self.sb = b.shape
         try:
             y = a * b
         except ValueError:
@@ -319,8 +318,9 @@ class MulSavingSelf(Mul):
         if type(g.dtype) in _COMPLEX_DTYPES:
             a = _conj(a)
         gb = g * a
-        if self.sb != self._out_shape:
-            gb = unbroadcast(gb, self.sb)
+        shape = input_shape(self, 1)  # (not kept: see _input_shape)
+        if shape != self._out_shape:
+            gb = unbroadcast(gb, shape)
         return None, gb
 
     def backward_graph(self, g):
@@ -380,7 +380,6 @@ class DivSavingOther(Div):
 
     def forward(self, a, b):
         self.b = b
-        self.sa = a.shape
         try:
             y = a / b if type(b) is _ndarray or not _half_scalar(a, b) else _wide(a, b, np.true_divide)
         except ValueError:
@@ -392,8 +391,9 @@ class DivSavingOther(Div):
         if type(g.dtype) in _COMPLEX_DTYPES:
             b = _conj(b)
         ga = g / b if type(b) is _ndarray or not _half_scalar(g, b) else _wide(g, b, np.true_divide)
-        if self.sa != self._out_shape:
-            ga = unbroadcast(ga, self.sa)
+        shape = input_shape(self, 0)  # (not kept: see _input_shape)
+        if shape != self._out_shape:
+            ga = unbroadcast(ga, shape)
         return ga, None
 
     def backward_graph(self, g):
