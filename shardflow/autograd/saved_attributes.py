@@ -17,7 +17,8 @@ read) map torch's three common names:
 Under ``saved_tensors_hooks`` the saved value is unpacked on every read (the unpack hook
 runs each time; an unpack that fails raises, as torch's does). After the node's backward has
 freed it, reading raises torch's "directly access saved tensors after they have already been
-freed" error. Other ``_saved_*`` names raise AttributeError (shardflow does not keep torch's
+freed" error. An input the node does not keep because its gradient is not needed (``x * 2`` keeps no
+``x``: ``unsaved_inputs`` of its class) reads None, as torch's. Other ``_saved_*`` names raise AttributeError (shardflow does not keep torch's
 per-op scalars such as ``_saved_alpha``), and so does a name whose array is not of the
 tensor's shape (the node keeps a transformed copy, which is not what torch would return).
 """
@@ -46,6 +47,8 @@ def saved_attribute(fn, name: str):
             "already been freed). Saved intermediate values of the graph are freed when you call .backward() or "
             "autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if "
             "you need to access saved tensors after calling backward.")
+    if index is not None and index in getattr(fn, "unsaved_inputs", ()):
+        return None  # torch's value for an input the node does not save (``(x * 2).grad_fn._saved_self``)
     d = fn.__dict__
     packed = d.get("_sf_packed") or {}
     for attribute in attributes:

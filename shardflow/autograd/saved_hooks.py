@@ -9,8 +9,8 @@ result replaces the attribute. An input kept under its conventional name (``x``,
 ``b``) is given as torch gives it: the input itself for a leaf, else a Tensor on its data
 with its history (``grad_fn=`` its producer); the output kept as ``y`` (``save_output``) with
 this node as its ``grad_fn``; a binary op's second input is packed (and unpacked) before
-its first, in torch's order; anything else is a new Tensor around the array. Which tensors an op saves is shardflow's choice, not torch's: ``x * y`` saves both
-inputs in both, but e.g. ``linear`` or a loss may save a different number of tensors than
+its first, in torch's order; anything else is a new Tensor around the array. Which tensors an op saves is shardflow's choice, not torch's: ``x * y`` saves what
+torch saves (the operand each needed gradient reads; ``x * 2`` packs nothing), but e.g. ``linear`` or a loss may save a different number of tensors than
 torch's kernels, so the number of pack calls for a model can differ from torch's (values and
 gradients do not). A custom ``autograd.Function`` packs exactly what ``ctx.save_for_backward``
 got, as torch does, and ``ctx.saved_tensors`` unpacks on every read (torch's rule).

@@ -146,7 +146,11 @@ class _BackwardHookFn(Function):
 
     Its outputs are its inputs returned as they are, so (as torch's ``BackwardHookFunction``)
     an in-place write into one while grad is recorded is refused (``outputs_alias_inputs``:
-    ``Tensor._check_inplace_allowed``): e.g. ``ReLU(inplace=True)`` under a full backward hook."""
+    ``Tensor._check_inplace_allowed``): e.g. ``ReLU(inplace=True)`` under a full backward hook.
+
+    A global tensor's output keeps its placement and sbp; the hooks see each rank's local
+    gradients (this rank's shard of a split tensor's gradient; torch's DTensor hooks get
+    DTensors), as the node's backward receives them."""
 
     save_inputs = ()
     torch_name = "BackwardHookFunctionBackward"
@@ -234,6 +238,9 @@ def _apply_hook_fn(values, positions, state, role):
         res = (res,)
     values = list(values)
     for i, r in zip(positions, res):
+        # a global tensor stays global (its local data passed through): the module's ops
+        # refused the local one, "mixes global tensors with a local tensor ... requires grad"
+        r._spec = values[i]._spec
         values[i] = r
     return values
 

@@ -9,6 +9,13 @@ forms, and neg. This file is the template for an op family:
   directly and which builds the node itself for same-dtype Tensors (the per-op hot path)
   and calls the general form for anything else;
 * the in-place form computes out of place and hands the result to ``inplace``.
+
+What a node keeps is what torch saves: ``Mul``/``Div`` keep both operands when both need
+gradients; when only one does, ``binary_operator`` makes the class's ``partial_nodes``
+(``MulSavingOther``, ``MulSavingSelf``, ``DivSavingOther``), which keep only the operand that
+gradient reads and the other's shape, and a Tensor with a number goes straight to
+``MulSavingOther`` / ``DivSavingOther`` (``h * 0.5`` keeps no ``h``: a chain of them held
+every input alive until backward). ``Add``/``Sub``/``Neg`` keep no tensor.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ import numpy as np
 
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
-from ..autograd.function import binary_operator
+from ..autograd.function import apply_binary, binary_operator, input_shape
 from . import _grad_graph as _gg
 from ._util import _shape, as_dtype_of, inplace, number_arg, promote, unbroadcast, wrap_int_operand
 
@@ -258,6 +265,72 @@ class Mul(Function):
                 g * _gg.conj(self.saved_input(0)) if need_b else None)
 
 
+class MulSavingOther(Mul):
+    """``x * y`` where only ``x`` needs a gradient (``h * 0.5``, ``h * mask``, ``h * c`` with a
+    0-d or constant ``c``): keeps ``y`` (a Python number is kept as is, never packed) and
+    ``x``'s shape, not ``x``, as torch's MulBackward0 saves only ``other`` then. Thirty
+    chained ``h * 0.5`` kept thirty inputs alive until backward."""
+
+    torch_name = "MulBackward0"
+    save_inputs = (1,)
+    unsaved_inputs = (0,)
+
+    def forward(self, a, b):
+        self.b = b
+        try:
+            y = a * b if type(b) is _ndarray or not _half_scalar(a, b) else _wide(a, b, np.multiply)
+        except ValueError:
+            raise _broadcast_error(_shape(a), _shape(b)) from None
+        return y if type(b) is _ndarray or y.dtype is a.dtype else as_dtype_of(y, a, b)
+
+    def backward(self, g):
+        b = self.b
+        if type(g.dtype) in _COMPLEX_DTYPES:
+            b = _conj(b)
+        ga = g * b if type(b) is _ndarray or not _half_scalar(g, b) else _scaled(g, b)
+        shape = input_shape(self, 0)  # (not kept: see _input_shape)
+        if shape != self._out_shape:
+            ga = unbroadcast(ga, shape)
+        return ga, None
+
+    def backward_graph(self, g):
+        return g * _gg.conj(self.saved_input(1)), None
+
+
+class MulSavingSelf(Mul):
+    """``c * x`` where only ``x`` (input 1) needs a gradient: keeps ``c`` and ``x``'s shape
+    (torch's MulBackward0 saves only ``self`` then)."""
+
+    torch_name = "MulBackward0"
+    save_inputs = (0,)
+    unsaved_inputs = (1,)
+
+    def forward(self, a, b):
+        self.a = a
+        try:
+            y = a * b
+        except ValueError:
+            raise _broadcast_error(_shape(a), _shape(b)) from None
+        return y
+
+    def backward(self, g):
+        a = self.a
+        if type(g.dtype) in _COMPLEX_DTYPES:
+            a = _conj(a)
+        gb = g * a
+        shape = input_shape(self, 1)  # (not kept: see _input_shape)
+        if shape != self._out_shape:
+            gb = unbroadcast(gb, shape)
+        return None, gb
+
+    def backward_graph(self, g):
+        return None, g * _gg.conj(self.saved_input(0))
+
+
+# the nodes binary_operator makes when only input 0 / only input 1 needs a gradient
+Mul.partial_nodes = (MulSavingOther, MulSavingSelf)
+
+
 class Div(Function):
     save_inputs = (0, 1)
 
@@ -294,6 +367,40 @@ class Div(Function):
         ga = g / b if need_a else None
         gb = -g * _gg.conj(self.saved_input(0)) / (b * b) if need_b else None
         return ga, gb
+
+
+class DivSavingOther(Div):
+    """``x / y`` where only ``x`` needs a gradient (``logits / temperature``, ``x / 255``):
+    keeps ``y`` and ``x``'s shape, not ``x``, as torch's DivBackward0 saves only ``other``
+    then (when ``y`` needs one too, torch saves both: :class:`Div`)."""
+
+    torch_name = "DivBackward0"
+    save_inputs = (1,)
+    unsaved_inputs = (0,)
+
+    def forward(self, a, b):
+        self.b = b
+        try:
+            y = a / b if type(b) is _ndarray or not _half_scalar(a, b) else _wide(a, b, np.true_divide)
+        except ValueError:
+            raise _broadcast_error(_shape(a), _shape(b)) from None
+        return y if type(b) is _ndarray or y.dtype is a.dtype else as_dtype_of(y, a, b)
+
+    def backward(self, g):
+        b = self.b
+        if type(g.dtype) in _COMPLEX_DTYPES:
+            b = _conj(b)
+        ga = g / b if type(b) is _ndarray or not _half_scalar(g, b) else _wide(g, b, np.true_divide)
+        shape = input_shape(self, 0)  # (not kept: see _input_shape)
+        if shape != self._out_shape:
+            ga = unbroadcast(ga, shape)
+        return ga, None
+
+    def backward_graph(self, g):
+        return g / _gg.conj(self.saved_input(1)), None
+
+
+Div.partial_nodes = (DivSavingOther, Div)
 
 
 class Neg(Function):
@@ -407,9 +514,11 @@ def sub(input, other, *deprecated, alpha=1):
 
 def _mul_general(input, other):
     a, b = wrap_int_operand(*promote(input, other))
-    if not isinstance(a, Tensor):
-        return Mul.apply(b, a)
-    return Mul.apply(a, b)
+    if not isinstance(a, Tensor):  # number * tensor: the tensor first, the number kept alone
+        return MulSavingOther.apply(b, a)
+    if not isinstance(b, Tensor):
+        return MulSavingOther.apply(a, b)
+    return apply_binary(Mul, a, b)  # promoted to one dtype: the two-Tensor path
 
 
 _mul_operator = binary_operator(Mul, _mul_general)
@@ -445,14 +554,14 @@ def _div_general(input, other, rounding_mode=None):
         return _rounded_div(a, b, rounding_mode)
     a, b = _int_div_dtype_fix(a, b)
     if not isinstance(a, Tensor):  # number / tensor: torch's __rtruediv__ is reciprocal() * number
-        return Mul.apply(Reciprocal.apply(b), a)
+        return MulSavingOther.apply(Reciprocal.apply(b), a)
     # tensor / number: PyTorch divides, correctly rounded (uint8 110 / 255 is 0.43137255 in
     # float32; it was 0.43137258 through * (1 / 255)). For float16/bfloat16 it divides in
     # float32 by the float32 number and rounds once (Div.forward, _half_scalar): the number
     # stays a Python float there, not a 2-byte scalar.
     if not isinstance(b, Tensor):  # a NumPy scalar of a's dtype: a CuPy array takes it too
-        return Div.apply(a, b if _is_half(a.array) else a.array.dtype.type(b))
-    return Div.apply(a, b)
+        return DivSavingOther.apply(a, b if _is_half(a.array) else a.array.dtype.type(b))
+    return apply_binary(Div, a, b)  # promoted to one dtype: the two-Tensor path
 
 
 # floating tensors only: integer true division gives the default float (_int_div_dtype_fix)

@@ -40,7 +40,11 @@ def test_apply_binary_builds_the_node_apply_builds(cls, grads):
     a0, b0 = _t(0), _t(1, (4,))
     a = a0 * 1.0 if grads[0] else a0.detach()  # a non-leaf producer when it needs a gradient
     b = b0 if grads[1] else b0.detach()
-    generic, binary = cls.apply(a, b), apply_binary(cls, a, b)
+    # when only one input needs a gradient, binary_operator makes the class's partial node
+    # (Mul keeps only the operand that gradient reads, as torch does)
+    only_a, only_b = getattr(cls, "partial_nodes", (cls, cls))
+    node_cls = cls if all(grads) else only_a if grads[0] else only_b
+    generic, binary = node_cls.apply(a, b), apply_binary(cls, a, b)
     np.testing.assert_array_equal(generic.numpy(), binary.numpy())
     assert _node(generic) == _node(binary)
     assert generic._version_counter is not binary._version_counter and binary._version == 0
