@@ -60,9 +60,7 @@ class Generator:
 
     def clone_state(self) -> Generator:
         """A new generator holding a copy of this one's state (torch's ``clone_state``)."""
-        g = type(self).__new__(type(self))
-        g._seed = g._mt = g._rng = None
-        g.normal_cache = None
+        g = type(self)._from_entropy()  # unseeded until the state is set
         if self._mt is not None:
             g.set_state(self.get_state())
         return g

@@ -339,9 +339,7 @@ class ConvNd(Function):
         if not (self.has_b and len(self.needs_input_grad) > 2 and self.needs_input_grad[2]):
             gb = None
         elif gb is None:
-            gb = gt.reshape(gt.shape[0] * gt.shape[1], gt.shape[2]).sum(axis=1)
-            if gb.dtype != g.dtype and g.dtype == np.float16:  # gt was summed in float32
-                gb = gb.astype(np.float16)
+            gb = _as_grad(gt.reshape(gt.shape[0] * gt.shape[1], gt.shape[2]).sum(axis=1), g)  # gt: float32 for float16
         return _as_grad(gx, g), gw, gb
 
     def backward_graph(self, g):
@@ -586,9 +584,7 @@ class ConvTransposeNd(Function):
             gw = np.matmul(xt, cols.transpose(0, 2, 1)).reshape(w.shape)
         if self.has_b and len(self.needs_input_grad) > 2 and self.needs_input_grad[2]:
             gb = g.sum(axis=(0,) + tuple(range(2, g.ndim)))
-        if gb is not None and g16.dtype == np.float16:
-            gb = gb.astype(np.float16)
-        return _as_grad(gx, g16), _as_grad(gw, g16), gb
+        return _as_grad(gx, g16), _as_grad(gw, g16), _as_grad(gb, g16)
 
     def backward_graph(self, g):
         """The gradients as convolutions (differentiable again): the input's is the
