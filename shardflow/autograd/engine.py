@@ -368,7 +368,9 @@ def _accumulate_leaf(leaf, box: list) -> None:
         box[0] = box[0].astype(want)  # a new array, owned by the box alone
     grad = leaf.grad
     if grad is None:
-        leaf.grad = _wrap(_adopt_or_copy(box))
+        leaf.grad = grad = _wrap(_adopt_or_copy(box))
+        if leaf._spec is not None:  # a global leaf: its .grad is global, in the grad layout
+            grad._spec = leaf._spec.grad_spec()
     else:
         grad.array += box[0]
     if leaf._post_hooks:

@@ -248,6 +248,8 @@ def _deliver_leaf(leaf: Tensor, g: Tensor, capture) -> None:
         # a gradient that needs no graph is copied: .grad is changed in place later, and the
         # array may be a seed the caller holds or one handed to two inputs (add)
         leaf.grad = g if g.requires_grad else _wrap(g.array.copy())
+        if leaf._spec is not None and leaf.grad._spec is None:  # a global leaf's grad is global
+            leaf.grad._spec = leaf._spec.grad_spec()
     else:
         leaf.grad = leaf.grad + g
     if leaf._post_hooks:

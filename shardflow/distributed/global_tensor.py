@@ -171,10 +171,10 @@ def distribute_tensor(tensor: Tensor, device_mesh, placements=None, *,
     keeps its shard under ``placements`` (default ``Replicate()`` on every mesh dimension).
 
     ``src_data_rank=None`` (shardflow's default) takes every rank's ``tensor`` as the same
-    values (as after a shared seed): no communication, and the result stays differentiable
-    with respect to ``tensor``. An int is PyTorch's semantics: the values of that group rank
-    of each mesh dimension are broadcast first (one broadcast per mesh dimension), and the
-    result is a new leaf (``requires_grad`` as ``tensor``'s), as PyTorch returns.
+    values (as after a shared seed): no communication. An int is PyTorch's semantics: the
+    values of that group rank of each mesh dimension are broadcast first (one broadcast per
+    mesh dimension). Either way the result is a new leaf (``requires_grad`` as ``tensor``'s),
+    as PyTorch returns: gradients land in its ``.grad``, not in ``tensor``'s.
     """
     if not _is_placement(device_mesh):
         raise TypeError(f"distribute_tensor needs a DeviceMesh (shardflow.placement), got "
@@ -186,14 +186,15 @@ def distribute_tensor(tensor: Tensor, device_mesh, placements=None, *,
         placements = [broadcast] * device_mesh.ndim
     dst = normalize_sbp(placements, device_mesh, tensor.array.ndim)
     layout.validate(tuple(tensor.array.shape), device_mesh.shape, dst, "distribute_tensor")
+    requires_grad = tensor.requires_grad
     if src_data_rank is not None:
         values = get_array_module(tensor.array).array(tensor.array, copy=True)
         for k in range(device_mesh.ndim):
             device_mesh.group(k).broadcast(values, int(src_data_rank))
-        leaf = _wrap(values)
-        tensor = leaf.requires_grad_(True) if tensor.requires_grad else leaf
-    full = from_local(tensor, device_mesh, [broadcast] * device_mesh.ndim)
-    return to_global(full, sbp=dst)
+        tensor = _wrap(values)
+    full = from_local(tensor.detach(), device_mesh, [broadcast] * device_mesh.ndim)
+    out = to_global(full, sbp=dst)
+    return out.requires_grad_(True) if requires_grad else out
 
 
 def to_local(t: Tensor, *, grad_placements=None) -> Tensor:

@@ -16,7 +16,7 @@ import tracemalloc
 import numpy as np
 
 import shardflow as sf
-from shardflow.distributed import distribute_tensor, placement, sbp
+from shardflow.distributed import distribute_tensor, from_local, placement, sbp
 
 
 class _NoCyclicGC:
@@ -45,7 +45,8 @@ def test_a_chain_of_global_ops_holds_what_the_local_chain_holds():
 
     def peak(global_):
         x = sf.tensor(a, requires_grad=True)
-        h = distribute_tensor(x, p, sbp.split(0)) if global_ else x
+        # from_local + redistribute: differentiable w.r.t. x (distribute_tensor makes a new leaf)
+        h = from_local(x, p, [sbp.broadcast]).redistribute(p, [sbp.split(0)]) if global_ else x
         with _NoCyclicGC() as g:
             tracemalloc.start()
             try:

@@ -51,3 +51,13 @@ def start_failing_job():
     w = comm.init()
     w.all_reduce(np.ones(4, np.float32))  # collective #1 everyone reaches
     return w
+
+
+def spread(t, mesh, placements):
+    """``distribute_tensor(t, mesh, placements)`` that stays differentiable with respect to
+    ``t`` (the whole value on every rank): ``DTensor.from_local(t, mesh, [Replicate()] *
+    ndim).redistribute(mesh, placements)``, as in PyTorch. ``distribute_tensor`` itself
+    returns a new leaf, as PyTorch's does, so gradients would not reach ``t``."""
+    from shardflow.distributed import from_local, sbp
+
+    return from_local(t, mesh, [sbp.broadcast] * mesh.ndim).redistribute(mesh, placements)

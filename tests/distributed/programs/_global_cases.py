@@ -15,7 +15,7 @@ import shardflow as sf
 import shardflow.nn.functional as F
 from shardflow.distributed import distribute_tensor, sbp
 
-from ._common import close
+from ._common import close, spread
 
 S, B, P = sbp.split, sbp.broadcast, sbp.partial_sum
 
@@ -66,7 +66,7 @@ def run_case(name, fn, shapes, layouts, mesh, kinds=None, seed=0):
                 refused += 1
                 continue
             raise AssertionError(f"{name} {lay}: laid out, but the rule refuses it ({why})")
-        gin = [distribute_tensor(t, mesh, s) for t, s in zip(leaves, lay)]
+        gin = [spread(t, mesh, s) for t, s in zip(leaves, lay)]
         assert all(g.is_global for g in gin)
         out = fn(*gin)
         assert out.is_global, (name, lay)

@@ -10,9 +10,9 @@ import warnings
 import numpy as np
 
 import shardflow as sf
-from shardflow.distributed import comm_plan, distribute_tensor, layout, placement
+from shardflow.distributed import comm_plan, layout, placement
 
-from ._common import close
+from ._common import close, spread
 from ._global_cases import B, P, S
 
 
@@ -31,7 +31,7 @@ def main(argv):
     for src in layouts:
         for dst in layouts:
             leaf = sf.tensor(full, requires_grad=True)
-            x = distribute_tensor(leaf, mesh, [B] * mesh.ndim).to_global(sbp=src)
+            x = spread(leaf, mesh, [B] * mesh.ndim).to_global(sbp=src)
             with comm_plan() as plan:
                 y = x.to_global(sbp=dst)
             assert y.sbp == dst and tuple(y.shape) == shape, (src, dst)

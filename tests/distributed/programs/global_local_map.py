@@ -5,15 +5,15 @@ and then redistributes them."""
 import numpy as np
 
 import shardflow as sf
-from shardflow.distributed import distribute_tensor, local_map, placement, sbp
+from shardflow.distributed import local_map, placement, sbp
 
-from ._common import raises
+from ._common import raises, spread
 
 
 def main(argv):
     p = placement("cpu")
     full = sf.tensor(np.arange(12, dtype=np.float32).reshape(6, 2), requires_grad=True)
-    x = distribute_tensor(full, p, sbp.split(0))
+    x = spread(full, p, sbp.split(0))
     # a per-shard function (row-wise, so shards compute independently), output split like x
     double_rows = local_map(lambda t: t * 2 + t.sum(1, keepdim=True), (sbp.split(0),),
                             ((sbp.split(0),),))

@@ -5,16 +5,16 @@ import warnings
 import numpy as np
 
 import shardflow as sf
-from shardflow.distributed import comm_plan, distribute_tensor, placement, sbp
+from shardflow.distributed import comm_plan, placement, sbp
 
-from ._common import close
+from ._common import close, spread
 
 
 def main(argv):
     warnings.simplefilter("ignore")
     mesh = placement("cpu")
     leaf = sf.tensor(np.arange(48, dtype=np.float32).reshape(4, 12), requires_grad=True)
-    x = distribute_tensor(leaf, mesh, sbp.split(0))
+    x = spread(leaf, mesh, sbp.split(0))
     with comm_plan() as plan:
         y = x.to_global(sbp=sbp.split(1))
     assert sorted(plan.counts()) == ["all_to_all"], str(plan)

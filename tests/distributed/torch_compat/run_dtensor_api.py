@@ -130,6 +130,20 @@ sm_mod = sf.nn.Module()
 sm_mod.w = sw
 assert dict(sm_mod.named_parameters())["w"] is sw
 
+# ---- distribute_tensor of a tensor that requires grad is a new leaf (gradients land in its
+# .grad, not the source's); a detached DTensor made to require grad gets a DTensor .grad
+for make_s, make_t in [
+        (lambda: sdt.distribute_tensor(sf.tensor(X, requires_grad=True), sm, [sdt.Shard(0)]),
+         lambda: tdt.distribute_tensor(torch.tensor(X, requires_grad=True), tm, [tdt.Shard(0)])),
+        (lambda: sdt.distribute_tensor(sf.tensor(X), sm, [sdt.Shard(1)]).detach().requires_grad_(True),
+         lambda: tdt.distribute_tensor(torch.tensor(X), tm, [tdt.Shard(1)]).detach().requires_grad_(True))]:
+    sx, tx = make_s(), make_t()
+    assert sx.is_leaf == tx.is_leaf is True and sx.requires_grad == tx.requires_grad is True
+    (sx * sx).sum().full_tensor().backward()
+    (tx * tx).sum().full_tensor().backward()
+    assert isinstance(sx.grad, sdt.DTensor) and kinds(sx.grad.placements) == kinds(tx.grad.placements)
+    close(sx.grad.full_tensor().numpy(), tx.grad.full_tensor().numpy(), "leaf DTensor grad")
+
 
 # ---- distribute_module with PyTorch's documented partition_fn -------------------------------
 def make(lib, dt):
