@@ -28,7 +28,7 @@ LOWER, FP32, PROMOTE = "lower", "fp32", "promote"
 _CPU_LOWER = (
     "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
     "bmm", "mm", "baddbmm", "addmm", "linear", "matmul", "scaled_dot_product_attention",
-    "einsum", "inner",
+    "einsum", "inner", "addbmm", "prelu", "linalg_vecdot",
 )
 _CPU_FP32 = (
     "avg_pool3d", "binary_cross_entropy", "prod", "max_pool3d", "adaptive_avg_pool3d",

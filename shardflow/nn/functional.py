@@ -203,14 +203,9 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
 
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
-    """``max(0, x) + weight * min(0, x)``; ``weight`` (C,) applies per channel (dim 1)."""
-    f = getattr(ops, "prelu", None)
-    if f is not None:
-        return f(input, weight)
-    w = weight
-    if weight.numel() > 1 and input.ndim >= 2:
-        w = weight.reshape((1, -1) + (1,) * (input.ndim - 2))
-    return _op("where")(input >= 0, input, input * w)
+    """``max(0, x) + weight * min(0, x)``; ``weight`` (C,) applies per channel (dim 1). The
+    registered op (``ops/tensor_compat.py``), so autocast and the global-tensor rules see it."""
+    return _op("prelu")(input, weight)
 
 
 def _softmax_dim(ndim: int, name: str = "softmax") -> int:

@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from ..autograd import Tensor
+from ..autograd.dispatch import register
 from ..autograd.out_arg import writes_out
 from ..backend import linalg_errors_raised
 from . import linalg_ops as _lo
@@ -133,9 +134,11 @@ def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> T
     return _diagonal(A, offset, dim1, dim2)
 
 
-@writes_out("linalg_vecdot")
+@register("linalg_vecdot")
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
-    return (x * y).sum(dim)
+    """``sum(conj(x) * y, dim)`` (x conjugated, as torch); a registered op so that autocast
+    runs it in the low dtype, as PyTorch's CPU autocast does."""
+    return ((x.conj() if x.is_complex() else x) * y).sum(dim)
 
 
 @writes_out("linalg_matrix_norm")

@@ -56,7 +56,7 @@ from .tensor_methods import (  # re-exported at the top level (torch.get_device(
 
 __all__ = ["range", "fill", "frombuffer", "from_dlpack", "to_dlpack", "empty_permuted", "resize_as_",
            "ldexp_", "dropout_", "alpha_dropout_", "feature_alpha_dropout_", "feature_dropout",
-           "feature_dropout_", "get_device", "is_inference", "is_distributed", "addmv_"]
+           "feature_dropout_", "get_device", "is_inference", "is_distributed", "addmv_", "prelu"]
 
 
 def _ops():
