@@ -88,6 +88,12 @@ def _tensors(a, b):
     return a, b
 
 
+def _cj(a):
+    """``a`` conjugated when complex: the gradients of a product take ``conj(other)``
+    (PyTorch's conjugate-Wirtinger convention); real arrays pass through untouched."""
+    return a.conjugate() if a.dtype.kind == "c" else a
+
+
 # --------------------------------------------------------------------------- matmul core
 class MM(Function):
     """2-D x 2-D."""
@@ -99,14 +105,14 @@ class MM(Function):
         return as_dtype_of(a @ b, a, b)
 
     def backward(self, g):
-        ga = as_dtype_of(g @ self.b.T, self.a) if self.needs_input_grad[0] else None
-        gb = as_dtype_of(self.a.T @ g, self.b) if self.needs_input_grad[1] else None
+        ga = as_dtype_of(g @ _cj(self.b).T, self.a) if self.needs_input_grad[0] else None
+        gb = as_dtype_of(_cj(self.a).T @ g, self.b) if self.needs_input_grad[1] else None
         return ga, gb
 
     def backward_graph(self, g):
         need = self.needs_input_grad
-        return (g @ self.saved_input(1).T if need[0] else None,
-                self.saved_input(0).T @ g if need[1] else None)
+        return (g @ _gg.conj(self.saved_input(1)).T if need[0] else None,
+                _gg.conj(self.saved_input(0)).T @ g if need[1] else None)
 
 
 class FoldedMM(Function):
@@ -122,18 +128,18 @@ class FoldedMM(Function):
 
     def backward(self, g):
         g2 = g.reshape(-1, g.shape[-1])  # (B*T, N)
-        ga = as_dtype_of(g2 @ self.b.T, self.a2).reshape(self.ashape) if self.needs_input_grad[0] else None
-        gb = as_dtype_of(self.a2.T @ g2, self.b) if self.needs_input_grad[1] else None
+        ga = as_dtype_of(g2 @ _cj(self.b).T, self.a2).reshape(self.ashape) if self.needs_input_grad[0] else None
+        gb = as_dtype_of(_cj(self.a2).T @ g2, self.b) if self.needs_input_grad[1] else None
         return ga, gb
 
     def backward_graph(self, g):
         need = self.needs_input_grad
         g2 = g.reshape(-1, g.shape[-1])  # (B*T, N)
-        ga = (g2 @ self.saved_input(1).T).reshape(self.ashape) if need[0] else None
+        ga = (g2 @ _gg.conj(self.saved_input(1)).T).reshape(self.ashape) if need[0] else None
         gb = None
         if need[1]:
             a2 = self.saved_input(0, self.a2.reshape(self.ashape)).reshape(self.a2.shape)
-            gb = a2.T @ g2
+            gb = _gg.conj(a2).T @ g2
         return ga, gb
 
 
@@ -167,13 +173,13 @@ class BatchedMatMul(Function):
         g1 = g.reshape(batch + (a1.shape[-2], b1.shape[-1]))  # (..., M, N)
         ga = gb = None
         if self.needs_input_grad[0]:
-            ga = _grad_to(g1 @ np.swapaxes(b1, -1, -2), a, a1.shape)
+            ga = _grad_to(g1 @ np.swapaxes(_cj(b1), -1, -2), a, a1.shape)
         if self.needs_input_grad[1]:
-            gb = _grad_to(np.swapaxes(a1, -1, -2) @ g1, b, b1.shape)
+            gb = _grad_to(np.swapaxes(_cj(a1), -1, -2) @ g1, b, b1.shape)
         return ga, gb
 
     def backward_graph(self, g):
-        a, b = self.saved_input(0), self.saved_input(1)
+        a, b = _gg.conj(self.saved_input(0)), _gg.conj(self.saved_input(1))
         a1 = a.unsqueeze(0) if a.ndim == 1 else a  # (..., M, K)
         b1 = b.unsqueeze(-1) if b.ndim == 1 else b  # (..., K, N)
         batch = np.broadcast_shapes(tuple(a1.shape[:-2]), tuple(b1.shape[:-2]))
@@ -324,7 +330,9 @@ def dot(input: Tensor, tensor: Tensor) -> Tensor:
 
 @register("vdot")
 def vdot(input: Tensor, other: Tensor) -> Tensor:
-    """``dot`` (no complex dtypes in shardflow, so no conjugation)."""
+    """``dot(conj(input), other)``: the first argument conjugated for complex inputs, as torch."""
+    if isinstance(input, Tensor) and input.is_complex():
+        input = input.conj()
     return dot(input, other)
 
 
@@ -454,7 +462,7 @@ class Linear(Function):
         # (out, in): sums all rows. A bfloat16 GEMM comes back float32 from NumPy: rounded
         # to the operand's dtype, as PyTorch's (its autograd casts every gradient to its
         # input's dtype; the next node then reads the rounded values)
-        gw = as_dtype_of(g2.T @ self.x2, self.w) if self.needs_input_grad[1] else None
+        gw = as_dtype_of(g2.T @ _cj(self.x2), self.w) if self.needs_input_grad[1] else None
         return self._other_grads(g2, gw)
 
     def backward_weight_later(self, g):
@@ -466,14 +474,14 @@ class Linear(Function):
         g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])  # (R, out)
         x2 = self.x2
         w = self.w
-        later = (lambda: as_dtype_of(g2.T @ x2, w)) if self.needs_input_grad[1] else None
+        later = (lambda: as_dtype_of(g2.T @ _cj(x2), w)) if self.needs_input_grad[1] else None
         return self._other_grads(g2, None), later
 
     def _other_grads(self, g2, gw):
         need = self.needs_input_grad
         gx = gb = None
         if need[0]:
-            gx = as_dtype_of(g2 @ self.w, self.x2)
+            gx = as_dtype_of(g2 @ _cj(self.w), self.x2)
             if len(self.xshape) != 2:
                 gx = gx.reshape(self.xshape)
         if self.bshape is None:
@@ -489,12 +497,12 @@ class Linear(Function):
         g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])  # (R, out)
         gx = gw = gb = None
         if need[0]:
-            gx = g2 @ self.saved_input(1, self.w)
+            gx = g2 @ _gg.conj(self.saved_input(1, self.w))
             if len(self.xshape) != 2:
                 gx = gx.reshape(self.xshape)
         if need[1]:
             x = self.saved_input(0, self.x2.reshape(self.xshape))
-            gw = g2.T @ (x if len(self.xshape) == 2 else x.reshape(self.x2.shape))
+            gw = g2.T @ _gg.conj(x if len(self.xshape) == 2 else x.reshape(self.x2.shape))
         if self.bshape is None:
             return gx, gw
         if need[2]:
@@ -634,7 +642,7 @@ class Einsum(Function):
         shape_i = self.arrays[i].shape
         uniq = _dedupe(s_i)
         subs = [self.out] + [t for j, t in enumerate(self.ins) if j != i]
-        ops = [g] + [x for j, x in enumerate(self.arrays) if j != i]
+        ops = [g] + [_cj(x) for j, x in enumerate(self.arrays) if j != i]
         avail = set("".join(subs))
         keep = "".join(c for c in uniq if c in avail)
         r = _einsum(",".join(subs) + "->" + keep, *ops)
@@ -672,7 +680,7 @@ class Einsum(Function):
         s_i = self.ins[i]
         shape_i = tuple(self.arrays[i].shape)
         subs = [self.out] + [t for j, t in enumerate(self.ins) if j != i]
-        ops = [g] + [x for j, x in enumerate(xs) if j != i]
+        ops = [g] + [_gg.conj(x) for j, x in enumerate(xs) if j != i]
         avail = set("".join(subs))
         keep = "".join(c for c in s_i if c in avail)
         r = OPS["einsum"](",".join(subs) + "->" + keep, *ops)

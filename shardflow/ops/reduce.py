@@ -236,7 +236,7 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
     """Arithmetic mean over ``dim``; gradient ``g / n`` broadcast back."""
     if dtype is not None:
         input = input.to(dtype)
-    if not input.dtype.is_floating_point:
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError(
             f"mean(): could not infer output dtype. Input dtype must be floating point, got "
             f"{input.dtype}; call .float() first or pass dtype=shardflow.float32"
@@ -556,9 +556,19 @@ def _var_args(input, dim, unbiased, correction, name):
     return dims, correction
 
 
+def _complex_var(input, dim, unbiased, keepdim, correction, take_sqrt):
+    """Variance of a complex tensor, real-valued as in torch: ``sum |x - mean|^2 / (n - c)``,
+    which is the variance of the real part plus that of the imaginary part."""
+    kw = {"keepdim": keepdim, "correction": correction}
+    v = var(input.real, dim, unbiased, **kw) + var(input.imag, dim, unbiased, **kw)
+    return v.sqrt() if take_sqrt else v
+
+
 @register("var")
 def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
     """Variance over ``dim`` with ``correction`` (default 1: unbiased)."""
+    if input.is_complex():
+        return _complex_var(input, dim, unbiased, keepdim, correction, False)
     dims, c = _var_args(input, dim, unbiased, correction, "var")
     return Var.apply(input, dims=dims, correction=c, keepdim=keepdim, take_sqrt=False)
 
@@ -566,6 +576,8 @@ def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correc
 @register("std")
 def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
     """Standard deviation over ``dim`` with ``correction`` (default 1: unbiased)."""
+    if input.is_complex():
+        return _complex_var(input, dim, unbiased, keepdim, correction, True)
     dims, c = _var_args(input, dim, unbiased, correction, "std")
     return Var.apply(input, dims=dims, correction=c, keepdim=keepdim, take_sqrt=True)
 
@@ -573,6 +585,9 @@ def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correc
 @register("var_mean")
 def var_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
     """``(var, mean)`` over ``dim``."""
+    if input.is_complex():
+        return (_complex_var(input, dim, unbiased, keepdim, correction, False),
+                mean(input, dim, keepdim))
     dims, c = _var_args(input, dim, unbiased, correction, "var_mean")
     v = Var.apply(input, dims=dims, correction=c, keepdim=keepdim, take_sqrt=False)
     return v, Mean.apply(input, dims=dims, keepdim=keepdim)
@@ -581,6 +596,9 @@ def var_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, c
 @register("std_mean")
 def std_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
     """``(std, mean)`` over ``dim``."""
+    if input.is_complex():
+        return (_complex_var(input, dim, unbiased, keepdim, correction, True),
+                mean(input, dim, keepdim))
     dims, c = _var_args(input, dim, unbiased, correction, "std_mean")
     s = Var.apply(input, dims=dims, correction=c, keepdim=keepdim, take_sqrt=True)
     return s, Mean.apply(input, dims=dims, keepdim=keepdim)
