@@ -61,6 +61,7 @@ from ..backend.meta import MetaArray, is_meta_array
 from ..backend.user_warning import first_time
 from ..backend.xp import get_array_module
 from ..kernels import conv as _conv_kernels
+from ._grad_graph import conj as _gg_conj
 from ._util import as_dtype_of
 from ._util import ntuple as _tuple
 
@@ -272,7 +273,9 @@ class ConvNd(Function):
 
     def _backward(self, g, defer_weight):
         xshape, xpshape, padding, stride, dilation, groups, osize, unbatched = self.meta
-        w = self.w
+        w, cols = self.w, self.cols
+        if w.dtype.kind == "c":  # complex: the gradients take conj(other operand), as torch
+            w, cols = w.conjugate(), cols.conjugate()
         d = w.ndim - 2
         if unbatched:
             g = g[None]
@@ -294,7 +297,7 @@ class ConvNd(Function):
             gt, w = gt.astype(np.float32), w.astype(np.float32)
         nl = n * int(np.prod(osize))
         gt = gt.reshape(groups, o // groups, nl)  # (G, Og, N*L)
-        cols = self.cols.reshape(groups, self.cols.shape[0] // groups * int(np.prod(ksize)), nl)  # (G, Cg*K, N*L)
+        cols = cols.reshape(groups, cols.shape[0] // groups * int(np.prod(ksize)), nl)  # (G, Cg*K, N*L)
         gx = gw = later = None
         if self.needs_input_grad[1]:
             def later(gt=gt, cols=cols, wshape=w.shape, g=g):
@@ -349,7 +352,7 @@ class ConvNd(Function):
         rebuilt from the column buffer (``_uncol``; forward keeps no other copy)."""
         xshape, xpshape, padding, stride, dilation, groups, osize, unbatched = self.meta
         need = self.needs_input_grad
-        w = self.saved_input(1, self.w)
+        w = _gg_conj(self.saved_input(1, self.w))
         g4 = g.unsqueeze(0) if unbatched else g  # (N, O, *O)
         gx = gw = gb = None
         if need[0]:
@@ -358,7 +361,7 @@ class ConvNd(Function):
                 gx = gx.squeeze(0)
         if need[1]:
             xa = _uncol(self.cols, xpshape, self.w.shape[2:], stride, dilation, osize, padding, xshape)
-            x = self.saved_input(0, xa[0] if unbatched else xa)
+            x = _gg_conj(self.saved_input(0, xa[0] if unbatched else xa))
             gw = _conv_weight_grad(x.unsqueeze(0) if unbatched else x, g4, self.w.shape, padding,
                                    stride, dilation, groups)
         if not self.has_b:
@@ -559,6 +562,8 @@ class ConvTransposeNd(Function):
     def backward(self, g):
         pads, full, stride, dilation, groups, isize, unbatched = self.meta
         xt, xshape, w = self.xt, self.xshape, self.w
+        if w.dtype.kind == "c":  # complex: the gradients take conj(other operand), as torch
+            xt, w = xt.conjugate(), w.conjugate()
         if unbatched:
             g = g[None]
         n, cin = xshape[:2]
@@ -593,7 +598,7 @@ class ConvTransposeNd(Function):
         pads, full, stride, dilation, groups, isize, unbatched = self.meta
         need = self.needs_input_grad
         xt, xshape = self.xt, self.xshape
-        w = self.saved_input(1, self.w)
+        w = _gg_conj(self.saved_input(1, self.w))
         g4 = g.unsqueeze(0) if unbatched else g  # (N, C_out, *O)
         d = len(isize)
         gx = gw = gb = None
@@ -606,7 +611,7 @@ class ConvTransposeNd(Function):
         if need[1]:
             n, cin = xshape[:2]
             xa = xt.reshape((cin, n) + tuple(isize)).swapaxes(0, 1)  # (N, C_in, *L)
-            x = self.saved_input(0, xa[0] if unbatched else xa)
+            x = _gg_conj(self.saved_input(0, xa[0] if unbatched else xa))
             gw = _conv_weight_grad(g4, x.unsqueeze(0) if unbatched else x, self.w.shape, pads,
                                    stride, dilation, groups)
         if not self.has_b:

@@ -41,11 +41,11 @@ def _mT(a):
     return get_array_module(a).swapaxes(a, -1, -2)
 
 
-def _square(input, op: str) -> None:
+def _square(input, op: str, complex_ok: bool = False) -> None:
     if input.ndim < 2 or input.shape[-1] != input.shape[-2]:
         raise RuntimeError(f"linalg.{op}: A must be batches of square matrices, but they are "
                            f"{tuple(input.shape[-2:]) if input.ndim >= 2 else tuple(input.shape)} matrices")
-    if not input.dtype.is_floating_point:
+    if not (input.dtype.is_floating_point or (complex_ok and input.dtype.is_complex)):
         raise RuntimeError(f"linalg.{op}: Expected a floating point tensor as input. Got {input.dtype}")
 
 
@@ -149,9 +149,9 @@ def logdet(input: Tensor) -> Tensor:
 @register("matrix_power", "linalg_matrix_power")
 def matrix_power(input: Tensor, n: int) -> Tensor:
     """``A^n`` by repeated squaring (``n < 0``: of the inverse; ``n = 0``: the identity)."""
-    _square(input, "matrix_power")
-    ops = _ops()
     n = int(n)
+    _square(input, "matrix_power", complex_ok=n >= 0)  # products only: complex gradients hold
+    ops = _ops()
     if n == 0:
         eye = ops.eye(input.shape[-1], dtype=input.dtype, device=input.device)
         return eye.expand(*input.shape) * 1

@@ -245,6 +245,10 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
 
 
 # --------------------------------------------------------------------------- prod
+def _conj_if_complex(a):
+    return a.conjugate() if a.dtype.kind == "c" else a
+
+
 class Prod(Function):
     save_inputs = (0,)
     save_output = True
@@ -254,7 +258,9 @@ class Prod(Function):
         return as_array(a.prod(axis=dims, keepdims=keepdim, dtype=dtype))
 
     def backward(self, g):
-        a, dims = self.a, self.dims
+        # complex: g * conj(d prod / d a); the derivative is a product of the other entries,
+        # so its conjugate is the same formula over conj(a)
+        a, dims = _conj_if_complex(self.a), self.dims
         gk = _keep(g, a.shape, dims, self.keepdim)
         zero = a == 0
         if not zero.any():
@@ -271,8 +277,8 @@ class Prod(Function):
         if (self.a == 0).any():  # the zero-safe formula has no differentiable form here
             return first_order_only(self, g)
         shape, dims, keepdim = self.a.shape, self.dims, self.keepdim
-        out = _gg.unreduce(self.saved_output(0, self._out_array()), shape, dims, keepdim)
-        return _gg.unreduce(g, shape, dims, keepdim) * out / self.saved_input(0)
+        out = _gg.unreduce(_gg.conj(self.saved_output(0, self._out_array())), shape, dims, keepdim)
+        return _gg.unreduce(g, shape, dims, keepdim) * out / _gg.conj(self.saved_input(0))
 
     def _out_array(self):
         return as_array(self.a.prod(axis=self.dims, keepdims=self.keepdim))
@@ -713,7 +719,8 @@ class CumProd(Function):
         return self.out
 
     def backward(self, g):
-        a, out, dim = self.a, self.out, self.dim
+        # complex: the conjugate derivative, i.e. the same formula over conj(a) (as Prod)
+        a, out, dim = _conj_if_complex(self.a), _conj_if_complex(self.out), self.dim
         if a.ndim == 0:
             return g
         zero = a == 0
@@ -734,8 +741,8 @@ class CumProd(Function):
             return g
         if (a == 0).any():  # the zero-safe formula has no differentiable form here
             return first_order_only(self, g)
-        out = self.saved_output(0, self.out)
-        return (g * out).flip(dim).cumsum(dim).flip(dim) / self.saved_input(0)
+        out = _gg.conj(self.saved_output(0, self.out))
+        return (g * out).flip(dim).cumsum(dim).flip(dim) / _gg.conj(self.saved_input(0))
 
 
 @register("cumprod")
@@ -819,6 +826,8 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
     """``torch.linalg.vector_norm``: the ``ord``-norm of ``x`` viewed as a vector over ``dim``."""
     if dtype is not None:
         x = x.to(dtype)
+    if x.dtype.is_complex:  # the norm of the moduli, real-valued (torch's)
+        x = x.abs()
     if not x.dtype.is_floating_point:
         raise RuntimeError(
             f"linalg.vector_norm: Expected a floating point tensor as input. Got {x.dtype}; "

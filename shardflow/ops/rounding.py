@@ -20,6 +20,7 @@ import numpy as np
 
 from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
+from ..autograd.higher_order import first_order_only
 from ..backend import get_array_module
 from ..backend.fp_errors import enter_quiet, exit_quiet
 from ._grad_graph import const, sum_to
@@ -116,6 +117,9 @@ def _rounding(name, cls, ufunc):
     def fn(input):
         x = input if isinstance(input, Tensor) else as_tensor_arg(input)
         k = x.array.dtype.kind
+        if k == "c" and name == "sign":
+            raise NotImplementedError("Unlike NumPy, torch.sign is not intended to support complex "
+                                      "numbers. Please use torch.sgn instead.")
         if k == "b" or (k in "iu" and name != "sign"):
             return _wrap(x.array.copy())  # integers are already rounded; bool sign is itself
         return cls.apply(x)
@@ -141,7 +145,40 @@ trunc, trunc_ = _rounding("trunc", Trunc, np.trunc)
 sign, sign_ = _rounding("sign", Sign, _sign_array)
 fix = register("fix")(trunc)
 fix_ = register("fix_")(trunc_)
-sgn = register("sgn")(sign)
+
+
+class ComplexSgn(Function):
+    """``sgn(z) = z / |z|`` (0 at 0) for complex ``z``; gradient torch's ``sgn_backward``:
+    ``(g - s * real(conj(s) * g)) / |z|``, 0 where ``|z| = 0``."""
+
+    save_inputs = ()
+
+    def forward(self, z):
+        xp = get_array_module(z)
+        r = xp.abs(z)
+        self.zero = r == 0
+        self.r = xp.where(self.zero, 1, r)
+        self.s = xp.where(self.zero, 0, z / self.r).astype(z.dtype, copy=False)
+        return self.s
+
+    def backward(self, g):
+        xp = get_array_module(g)
+        s = self.s
+        gz = (g - s * xp.real(s.conjugate() * g)) / self.r
+        return xp.where(self.zero, 0, gz).astype(g.dtype, copy=False)
+
+    def backward_graph(self, g):
+        return first_order_only(self, g)
+
+
+@register("sgn")
+def sgn(input):
+    """``torch.sgn``: ``sign`` for real inputs, ``z / |z|`` for complex ones."""
+    x = input if isinstance(input, Tensor) else as_tensor_arg(input)
+    if x.array.dtype.kind == "c":
+        return ComplexSgn.apply(x)
+    return sign(x)
+
 
 
 @register("round")

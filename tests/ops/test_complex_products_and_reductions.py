@@ -1,7 +1,9 @@
 """Complex matrix products' gradients (``g @ conj(other)``), complex ``mean``, ``var`` /
 ``std`` (real-valued: ``sum |x - mean|^2 / (n - correction)``), ``var_mean`` / ``std_mean``
-and ``vdot`` (the first argument conjugated) against torch, forward and backward. Before session 37: mean/var/std raised for complex inputs (torch computes them)
-and vdot returned ``sum(x * y)``, a silent wrong value."""
+and ``vdot`` (the first argument conjugated) against torch, forward and backward; also prod, cumprod, sgn (``z / |z|``), norms (of the moduli), matrix_power and
+convolutions. Before session 37 the products' and prod/cumprod/sgn/conv gradients were silently
+wrong (no conjugate; sgn's was 0), vdot returned ``sum(x * y)``, and mean/var/std/norms
+raised for complex inputs (torch computes them)."""
 
 import numpy as np
 import pytest
@@ -26,6 +28,12 @@ CASES = {
     "std": lambda L, x: x.std(1),
     "var_mean": lambda L, x: L.var_mean(x, 0)[0] + L.var_mean(x, 0)[1].abs(),
     "std_mean": lambda L, x: L.std_mean(x, 1, keepdim=True)[0] * 2,
+    "prod": lambda L, x: x.prod(1),
+    "cumprod": lambda L, x: x.cumprod(0),
+    "sgn": lambda L, x: x.sgn(),
+    "norm": lambda L, x: x.norm(),
+    "vector_norm_1": lambda L, x: L.linalg.vector_norm(x, 1, dim=0),
+    "matrix_power": lambda L, x: L.linalg.matrix_power(x[:, :3], 3),
 }
 
 
@@ -70,6 +78,10 @@ PRODUCTS = {  # name -> (call, input shapes)
     "linear": (lambda L, a, b: L.nn.functional.linear(a, b, b[0, :3]), ((2, 3, 4), (3, 4))),
     "einsum": (lambda L, a, b: L.einsum("bij,jk->bik", a, b), ((2, 3, 4), (4, 2))),
     "tensordot": (lambda L, a, b: L.tensordot(a, b, 1), ((3, 4), (4, 2))),
+    "conv2d": (lambda L, a, b: L.nn.functional.conv2d(a, b, padding=1), ((2, 2, 5, 5), (3, 2, 3, 3))),
+    "conv1d_s2": (lambda L, a, b: L.nn.functional.conv1d(a, b, stride=2), ((2, 2, 7), (3, 2, 3))),
+    "conv_transpose2d": (lambda L, a, b: L.nn.functional.conv_transpose2d(a, b, stride=2),
+                         ((2, 2, 4, 4), (2, 3, 3, 3))),
 }
 
 
@@ -103,3 +115,11 @@ def test_complex_matmul_double_backward_matches_torch():
         res[lib] = [_np(ga), _np(b.grad)]
     for s, t in zip(res[sf], res[torch], strict=True):
         np.testing.assert_allclose(s, t, rtol=1e-5, atol=1e-5)
+
+
+def test_sign_refuses_complex_like_torch():
+    z = np.array([1 + 1j], np.complex64)
+    with pytest.raises(NotImplementedError, match="Please use torch.sgn instead"):
+        torch.sign(torch.tensor(z))
+    with pytest.raises(NotImplementedError, match="Please use torch.sgn instead"):
+        sf.sign(sf.tensor(z))
