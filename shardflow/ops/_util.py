@@ -264,6 +264,13 @@ def _shape(x):
     return x.shape if hasattr(x, "shape") else ()
 
 
+def orderable(a):
+    """``a`` in a dtype NumPy orders like PyTorch (NaN last): bfloat16 (ml_dtypes) compares
+    NaN as neither smaller nor larger, so NumPy's sort, partition, unique and searchsorted
+    mis-order around it; its float32 image is exact. Other arrays are returned as they are."""
+    return a.astype(np.float32) if a.dtype.kind == "V" else a
+
+
 def _is_float_array(a) -> bool:
     k = a.dtype.kind
     return k == "f" or k == "V"
