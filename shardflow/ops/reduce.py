@@ -515,8 +515,10 @@ class Var(Function):
                     gk = np.where(self.outk == 0, np.zeros((), dt), q)
                 scaled = (gk.astype(f32) * f32(2.0 / self.denom)).astype(dt)
                 return as_array((scaled.astype(f32) * self.d.astype(f32)).astype(dt))
-            if self.take_sqrt:  # d std = d var / (2 std)
+            if self.take_sqrt:  # d std = d var / (2 std); 0 where std == 0, as PyTorch's std_backward
                 scale = gk / (self.outk * self.d.dtype.type(self.denom))
+                if not self.outk.all():  # (a constant slice: 0 * inf was NaN)
+                    scale = np.where(self.outk == 0, np.zeros((), scale.dtype), scale)
             else:
                 scale = gk * (2.0 / self.d.dtype.type(self.denom))
             return as_array((self.d * scale).astype(g.dtype, copy=False))
@@ -531,7 +533,10 @@ class Var(Function):
         gk = _gg.unreduce(g, shape, dims, keepdim)
         if self.take_sqrt:
             std = _gg.unreduce(self.saved_output(0, self._out_array()), shape, dims, keepdim)
-            return d * (gk / (std * float(self.denom)))
+            scale = gk / (std * float(self.denom))
+            if not self.outk.all():  # 0 where std == 0, as the first-order backward
+                scale = _gg.keep_where(scale, np.broadcast_to(self.outk != 0, shape))
+            return d * scale
         return d * (gk * (2.0 / self.denom))
 
     def _out_array(self):
