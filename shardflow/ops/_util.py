@@ -160,13 +160,16 @@ def wrap_dim(dim: int, ndim: int) -> int:
 
 
 def norm_dims(dim, ndim: int):
-    """``dim`` argument (None, int, or sequence) -> sorted tuple of non-negative axes or None."""
+    """``dim`` argument (None, int, or sequence) -> sorted tuple of non-negative axes or None.
+    A 0-d tensor takes dim 0 and -1 (as PyTorch) and reduces its one element: None, since
+    NumPy has no axis 0 to name there."""
     if dim is None:
         return None
     if isinstance(dim, int | np.integer):
-        return (wrap_dim(int(dim), ndim),)
+        d = wrap_dim(int(dim), ndim)
+        return (d,) if ndim else None
     dims = tuple(sorted(wrap_dim(int(d), ndim) for d in dim))
-    if not dims:
+    if not dims or not ndim:
         return None
     return dims
 

@@ -183,6 +183,7 @@ class Sum(Function):
 
     def forward(self, a, dims=None, keepdim=False, dtype=None):
         self.shape, self.dims, self.keepdim = a.shape, dims, keepdim
+        self.cast = a.dtype if dtype is not None and np.dtype(dtype) != a.dtype else None
         if _half(a) and (dtype is None or np.dtype(dtype) == a.dtype):
             # float32 accumulation, one rounding at the end (PyTorch's acc_type)
             wide = a.astype(np.float32)
@@ -192,9 +193,13 @@ class Sum(Function):
         return as_array(a.sum(axis=dims, keepdims=keepdim, dtype=dtype))
 
     def backward(self, g):
+        if self.cast is not None:  # sum(x, dtype=...): the gradient in x's dtype, as PyTorch
+            g = g.astype(self.cast)
         return _expand_grad(g, self.shape, self.dims, self.keepdim)
 
     def backward_graph(self, g):
+        if self.cast is not None:
+            g = g.to(as_dtype(self.cast))
         return _gg.expand_reduced(g, self.shape, self.dims, self.keepdim)
 
 
@@ -286,6 +291,9 @@ def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
         dtype = as_dtype(dtype).np
     elif input.array.dtype.kind in "biu":
         dtype = np.int64
+    if dtype is not None and input.requires_grad and np.dtype(dtype) != input.array.dtype:
+        # cast first: the cast's backward returns the gradient in input's dtype, as PyTorch
+        input, dtype = input.to(as_dtype(dtype)), None
     return Prod.apply(input, dims=dims, keepdim=keepdim, dtype=dtype)
 
 
@@ -681,6 +689,9 @@ def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:
         dtype = as_dtype(dtype).np
     elif input.array.dtype.kind in "biu":
         dtype = np.int64
+    if dtype is not None and input.requires_grad and np.dtype(dtype) != input.array.dtype:
+        # cast first: the cast's backward returns the gradient in input's dtype, as PyTorch
+        input, dtype = input.to(as_dtype(dtype)), None
     return CumSum.apply(input, dim=d, dtype=dtype)
 
 
@@ -733,6 +744,9 @@ def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:
         dtype = as_dtype(dtype).np
     elif input.array.dtype.kind in "biu":
         dtype = np.int64
+    if dtype is not None and input.requires_grad and np.dtype(dtype) != input.array.dtype:
+        # cast first: the cast's backward returns the gradient in input's dtype, as PyTorch
+        input, dtype = input.to(as_dtype(dtype)), None
     return CumProd.apply(input, dim=d, dtype=dtype)
 
 
