@@ -350,11 +350,20 @@ class _Extreme(Function):
             out = out.reshape(()) if dims is None else out.squeeze(dims)
         return as_array(out)
 
+    # A NaN result, as PyTorch: max()/min() split the gradient among the NaNs
+    # (evenly_distribute_backward); amax/amin give NaN over the slice ((g / 0) * 0 in its
+    # scale_grad_by_count). The gradient was 0 there, hiding the NaN from GradScaler's check.
+    nan_ties = False
+
     def backward(self, g):
         a, dims = self.a, self.dims
-        mask = a == self.outk
+        nan = self.outk.dtype.kind not in "biu" and bool(np.isnan(self.outk).any())
+        mask = np.isnan(a) if nan and self.nan_ties else a == self.outk
         count = mask.sum(axis=dims, keepdims=True)
         gk = _keep(g, a.shape, dims, self.keepdim)
+        if nan and not self.nan_ties:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return as_array(((gk / count) * mask).astype(g.dtype, copy=False))
         return as_array(np.where(mask, gk / count, 0).astype(g.dtype, copy=False))
 
     def backward_graph(self, g):
@@ -369,11 +378,11 @@ class _Extreme(Function):
 # AmaxBackward0 / AminBackward0): a node's name must outlive backward, which frees what
 # forward recorded, so it is the class that tells them apart (node_names.py).
 class _MaxAll(_Extreme):
-    pass
+    nan_ties = True
 
 
 class _MinAll(_Extreme):
-    pass
+    nan_ties = True
 
 
 class _Amax(_Extreme):
