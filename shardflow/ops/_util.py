@@ -3,12 +3,15 @@ dim normalisation, and the in-place wrapper."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..autograd import Tensor, _wrap
 from ..autograd import grad_mode as _gm
 from ..autograd.tensor import _as_array
 from ..backend import dtypes, from_numpy_dtype, result_type
+from ..backend.info import finfo
 
 _SCALARS = (int, float, complex, bool, np.number, np.bool_)
 # What ``as_tensor_arg`` turns into a Tensor. A flat tuple: ``isinstance`` takes a tuple of
@@ -160,13 +163,16 @@ def wrap_dim(dim: int, ndim: int) -> int:
 
 
 def norm_dims(dim, ndim: int):
-    """``dim`` argument (None, int, or sequence) -> sorted tuple of non-negative axes or None."""
+    """``dim`` argument (None, int, or sequence) -> sorted tuple of non-negative axes or None.
+    A 0-d tensor takes dim 0 and -1 (as PyTorch) and reduces its one element: None, since
+    NumPy has no axis 0 to name there."""
     if dim is None:
         return None
     if isinstance(dim, int | np.integer):
-        return (wrap_dim(int(dim), ndim),)
+        d = wrap_dim(int(dim), ndim)
+        return (d,) if ndim else None
     dims = tuple(sorted(wrap_dim(int(d), ndim) for d in dim))
-    if not dims:
+    if not dims or not ndim:
         return None
     return dims
 
@@ -262,6 +268,46 @@ def _float_input(x: Tensor, name: str = "input") -> Tensor:
 # ---- small helpers shared by the elementwise op files
 def _shape(x):
     return x.shape if hasattr(x, "shape") else ()
+
+
+_C_TYPE = {"int64": "int64_t", "int32": "int", "int16": "short int", "int8": "int8_t", "uint8": "uint8_t",
+           "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t", "float32": "float", "float64": "double",
+           "float16": "c10::Half", "bfloat16": "c10::BFloat16"}
+
+
+def check_fill_value(value, dtype) -> None:
+    """PyTorch's overflow check of a Python scalar written into a tensor of NumPy ``dtype``
+    (``masked_fill``, ``index_fill``, ...): NaN, inf or an out-of-range number for an integer
+    dtype (an unsigned one takes down to -max, wrapping), or a finite number past a float
+    dtype's range, raise its RuntimeError instead of writing a wrapped or garbage value."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or dtype.kind in "bc":
+        return
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        lo = -int(info.max) if dtype.kind == "u" else int(info.min)
+        ok = math.isfinite(value) and lo <= value <= int(info.max)
+    else:
+        ok = not math.isfinite(value) or abs(value) <= float(finfo(from_numpy_dtype(dtype)).max)
+    if not ok:
+        raise RuntimeError(f"value cannot be converted to type {_C_TYPE.get(dtype.name, dtype.name)} without "
+                           f"overflow (got {value!r}); pass a value that fits, or cast the tensor first")
+
+
+def fill_scalar(value, dtype):
+    """A Python scalar checked by ``check_fill_value`` for a tensor of NumPy ``dtype``, a
+    negative int wrapped for an unsigned dtype as PyTorch does (-1 -> 255 for uint8; NumPy
+    would raise OverflowError). Anything else is returned as it is."""
+    check_fill_value(value, dtype)
+    if dtype.kind == "u" and isinstance(value, int) and not isinstance(value, bool) and value < 0:
+        value += 1 << (8 * dtype.itemsize)
+    return value
+
+
+def orderable(a):
+    """``a`` in a dtype NumPy orders like PyTorch (NaN last): bfloat16 (ml_dtypes) compares
+    NaN as neither smaller nor larger, so NumPy's sort, partition, unique and searchsorted
+    mis-order around it; its float32 image is exact. Other arrays are returned as they are."""
+    return a.astype(np.float32) if a.dtype.kind == "V" else a
 
 
 def _is_float_array(a) -> bool:

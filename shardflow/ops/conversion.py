@@ -16,7 +16,7 @@ from ..backend.memory_format import (
     is_channels_last,
 )
 from . import _grad_graph as _gg
-from ._util import inplace, needs_graph
+from ._util import fill_scalar, inplace, needs_graph
 
 
 class ToDtype(Function):
@@ -142,6 +142,7 @@ def fill_(t: Tensor, value) -> Tensor:
     if isinstance(value, Tensor):
         value = value.item()
     t._check_inplace_allowed("fill_")
+    value = fill_scalar(value, t.array.dtype)  # NaN into an int tensor: torch's RuntimeError, not garbage
     if needs_graph(t):
         return inplace(t, _Fill.apply(t, value=value))
     t.array[...] = value

@@ -25,6 +25,7 @@ from ..backend.meta import MetaArray, is_meta_array
 from ..backend.user_warning import warn_at_caller
 from ..backends import fill_uninitialized, uninitialized_fill_value
 from ._factory_options import check_factory_options
+from ._util import fill_scalar
 
 __all__ = [
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "zeros_like",
@@ -171,6 +172,7 @@ def full(size, fill_value, *, dtype=None, layout=None, device=None, requires_gra
     if dtype is None:
         dtype = dtypes.result_type([fill_value])
     dev = _target(device)
+    fill_value = fill_scalar(fill_value, as_dtype(dtype).np)  # (torch's overflow check; -1 wraps for uint8)
     arr = new_array(dev, lambda xp: xp.full(_size((size,)), fill_value, as_dtype(dtype).np))
     return _finish(arr, dtype, dev, requires_grad)
 

@@ -92,13 +92,24 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 
 # ---------------------------------------------------------------------------- helpers
-def _float_arg(t) -> Tensor:
-    """``t`` as a floating Tensor: integer/bool tensors become the default float dtype."""
+_TORCH_COMPLEX_NAME = {"complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+
+
+def _float_arg(t, name="this op", complex_ok=False) -> Tensor:
+    """``t`` as a floating Tensor: integer/bool tensors become the default float dtype. A
+    complex tensor passes where the op has a complex form (``complex_ok``); elsewhere it
+    raises PyTorch's NotImplementedError (casting it dropped the imaginary part silently)."""
     if not isinstance(t, Tensor):
         t = as_tensor_arg(t)
     k = t.array.dtype.kind
     if k == "f" or k == "V":
         return t
+    if k == "c":
+        if complex_ok:
+            return t
+        raise NotImplementedError(
+            f'"{name}" not implemented for \'{_TORCH_COMPLEX_NAME[t.array.dtype.name]}\': {name} has no '
+            "complex form; apply it to .real and .imag (or .abs()) instead")
     return _wrap(t.array.astype(dtypes.get_default_dtype().np))
 
 
@@ -277,7 +288,10 @@ def _sigmoid(x):
 
 def sigmoid_array(x):
     """Logistic function without overflow: exp(min(x, 0)) / (1 + exp(-|x|)) (branch-free;
-    relative accuracy kept in both tails)."""
+    relative accuracy kept in both tails); 1 / (1 + exp(-z)) for a complex z."""
+    if x.dtype.kind == "c":
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            return 1.0 / (1.0 + np.exp(-x))
     return _same_dtype(_sigmoid(_upcast(x)), x)
 
 
@@ -333,10 +347,14 @@ class _UnaryX(Function):
         return _same_dtype(self.f(x), x)
 
     def backward(self, g):
+        if self.x.dtype.kind == "c":  # holomorphic f: g * conj(f'(z)) = conj(conj(g) * f'(z))
+            return np.conj(self.df(np.conj(g), self.x))
         return _same_dtype(self.df(g, self.x), g)
 
     def graph_from_dg(self, g):
         """``backward_graph`` of a table op (see _unary): ``dg`` on the saved input."""
+        if self.x.dtype.kind == "c":
+            return self.dg(g.conj(), self.saved_input(0)).conj()
         return self.dg(g, self.saved_input(0))
 
 
@@ -352,10 +370,14 @@ class _UnaryY(Function):
         return y
 
     def backward(self, g):
+        if self.y.dtype.kind == "c":  # holomorphic f: g * conj(f'(z)) = conj(conj(g) * f'(z))
+            return np.conj(self.df(np.conj(g), self.y))
         return _same_dtype(self.df(g, self.y), g)
 
     def graph_from_dg(self, g):
         """``backward_graph`` of a table op (see _unary): ``dg`` on the saved output."""
+        if self.y.dtype.kind == "c":
+            return self.dg(g.conj(), self.saved_output(0)).conj()
         return self.dg(g, self.saved_output(0))
 
 
@@ -464,21 +486,22 @@ class Relu(_UnaryY):
         return _gg.keep_where(g, ~(self.y <= 0))
 
 
-def _make_unary(name, cls, *, float_only=True, ufunc=None, doc=""):
+def _make_unary(name, cls, *, float_only=True, ufunc=None, doc="", complex_ok=False):
     """Build the functional form ``name(input)`` and its in-place form ``name_(input)``.
 
     ``ufunc``, when given, is a NumPy ufunc equal to the forward; the in-place form then
-    writes with ``ufunc(a, out=a)`` when no graph is recorded.
+    writes with ``ufunc(a, out=a)`` when no graph is recorded. ``complex_ok``: the op takes
+    complex tensors (holomorphic; the backward conjugates, see _UnaryX).
     """
     if float_only:
         def fn(input):
-            return cls.apply(_float_arg(input))
+            return cls.apply(_float_arg(input, name, complex_ok))
     else:
         def fn(input):
             return cls.apply(_tensor_arg(input))
 
     def fn_(input):
-        if float_only:
+        if float_only and not (complex_ok and input.array.dtype.kind == "c"):
             _check_inplace_dtype(input, name + "_")
         if ufunc is not None and not needs_graph(input):
             a = input.array
@@ -494,25 +517,25 @@ def _make_unary(name, cls, *, float_only=True, ufunc=None, doc=""):
     return register(name)(fn), register(name + "_")(fn_)
 
 
-exp, exp_ = _make_unary("exp", Exp, ufunc=np.exp)
-exp2, exp2_ = _make_unary("exp2", Exp2, ufunc=np.exp2)
-expm1, expm1_ = _make_unary("expm1", Expm1, ufunc=np.expm1)
-log, log_ = _make_unary("log", Log, ufunc=np.log)
-log2, log2_ = _make_unary("log2", Log2, ufunc=np.log2)
-log10, log10_ = _make_unary("log10", Log10, ufunc=np.log10)
-log1p, log1p_ = _make_unary("log1p", Log1p, ufunc=np.log1p)
-sqrt, sqrt_ = _make_unary("sqrt", Sqrt, ufunc=np.sqrt)
-rsqrt, rsqrt_ = _make_unary("rsqrt", Rsqrt)
-sin, sin_ = _make_unary("sin", Sin, ufunc=np.sin)
-cos, cos_ = _make_unary("cos", Cos, ufunc=np.cos)
-tan, tan_ = _make_unary("tan", Tan, ufunc=np.tan)
-tanh, tanh_ = _make_unary("tanh", Tanh, ufunc=np.tanh)
-sinh, sinh_ = _make_unary("sinh", Sinh, ufunc=np.sinh)
-cosh, cosh_ = _make_unary("cosh", Cosh, ufunc=np.cosh)
-asin, asin_ = _make_unary("asin", Asin, ufunc=np.arcsin)
-acos, acos_ = _make_unary("acos", Acos, ufunc=np.arccos)
-atan, atan_ = _make_unary("atan", Atan, ufunc=np.arctan)
-sigmoid, sigmoid_ = _make_unary("sigmoid", Sigmoid)
+exp, exp_ = _make_unary("exp", Exp, ufunc=np.exp, complex_ok=True)
+exp2, exp2_ = _make_unary("exp2", Exp2, ufunc=np.exp2, complex_ok=True)
+expm1, expm1_ = _make_unary("expm1", Expm1, ufunc=np.expm1, complex_ok=True)
+log, log_ = _make_unary("log", Log, ufunc=np.log, complex_ok=True)
+log2, log2_ = _make_unary("log2", Log2, ufunc=np.log2, complex_ok=True)
+log10, log10_ = _make_unary("log10", Log10, ufunc=np.log10, complex_ok=True)
+log1p, log1p_ = _make_unary("log1p", Log1p, ufunc=np.log1p, complex_ok=True)
+sqrt, sqrt_ = _make_unary("sqrt", Sqrt, ufunc=np.sqrt, complex_ok=True)
+rsqrt, rsqrt_ = _make_unary("rsqrt", Rsqrt, complex_ok=True)
+sin, sin_ = _make_unary("sin", Sin, ufunc=np.sin, complex_ok=True)
+cos, cos_ = _make_unary("cos", Cos, ufunc=np.cos, complex_ok=True)
+tan, tan_ = _make_unary("tan", Tan, ufunc=np.tan, complex_ok=True)
+tanh, tanh_ = _make_unary("tanh", Tanh, ufunc=np.tanh, complex_ok=True)
+sinh, sinh_ = _make_unary("sinh", Sinh, ufunc=np.sinh, complex_ok=True)
+cosh, cosh_ = _make_unary("cosh", Cosh, ufunc=np.cosh, complex_ok=True)
+asin, asin_ = _make_unary("asin", Asin, ufunc=np.arcsin, complex_ok=True)
+acos, acos_ = _make_unary("acos", Acos, ufunc=np.arccos, complex_ok=True)
+atan, atan_ = _make_unary("atan", Atan, ufunc=np.arctan, complex_ok=True)
+sigmoid, sigmoid_ = _make_unary("sigmoid", Sigmoid, complex_ok=True)
 erf, erf_ = _make_unary("erf", Erf)
 erfc, erfc_ = _make_unary("erfc", Erfc)
 abs, abs_ = _make_unary("abs", Abs, float_only=False, ufunc=np.abs)
@@ -727,7 +750,7 @@ def gelu(input, approximate: str = "none"):
     """GELU: ``x * Phi(x)`` (``approximate='none'``, erf-based) or the tanh approximation."""
     if approximate not in ("none", "tanh"):
         raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
-    return Gelu.apply(_float_arg(input), approximate=approximate)
+    return Gelu.apply(_float_arg(input, "gelu"), approximate=approximate)
 
 
 class Silu(Function):
@@ -769,7 +792,9 @@ class Silu(Function):
 @register("silu")
 def silu(input, inplace: bool = False):
     """SiLU / swish: ``x * sigmoid(x)``."""
-    x = _float_arg(input)
+    x = _float_arg(input, "silu", complex_ok=True)
+    if x.array.dtype.kind == "c":  # torch's complex silu: x * sigmoid(x), both holomorphic
+        return _act_inplace(x, x * sigmoid(x), inplace)
     return _act_inplace(x, Silu.apply(x), inplace)
 
 
@@ -810,7 +835,7 @@ class Softplus(Function):
 @register("softplus")
 def softplus(input, beta: float = 1.0, threshold: float = 20.0):
     """``log(1 + exp(beta x)) / beta``, linear above ``threshold`` (in units of beta x)."""
-    return Softplus.apply(_float_arg(input), beta=beta, threshold=threshold)
+    return Softplus.apply(_float_arg(input, "softplus"), beta=beta, threshold=threshold)
 
 
 class LeakyRelu(Function):
@@ -841,7 +866,7 @@ class LeakyRelu(Function):
 
 @register("leaky_relu")
 def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):
-    x = _float_arg(input)
+    x = _float_arg(input, "leaky_relu")
     return _act_inplace(x, LeakyRelu.apply(x, slope=negative_slope), inplace)
 
 
@@ -898,7 +923,7 @@ class Elu(Function):
 @register("elu")
 def elu(input, alpha: float = 1.0, inplace: bool = False):
     """``x`` for x > 0, ``alpha * (exp(x) - 1)`` otherwise."""
-    x = _float_arg(input)
+    x = _float_arg(input, "elu")
     return _act_inplace(x, Elu.apply(x, alpha=alpha), inplace)
 
 
@@ -910,7 +935,7 @@ def elu_(input, alpha: float = 1.0):
 @register("selu")
 def selu(input, inplace: bool = False):
     """``scale * elu(x, alpha)`` with the self-normalising constants."""
-    x = _float_arg(input)
+    x = _float_arg(input, "selu")
     return _act_inplace(x, Elu.apply(x, alpha=_SELU_ALPHA, scale=_SELU_SCALE), inplace)
 
 
@@ -924,7 +949,7 @@ def celu(input, alpha: float = 1.0, inplace: bool = False):
     """``max(0, x) + min(0, alpha (exp(x / alpha) - 1))``."""
     if alpha == 0:
         raise ValueError("celu: alpha must be nonzero, got 0")
-    x = _float_arg(input)
+    x = _float_arg(input, "celu")
     return _act_inplace(x, Elu.apply(x, alpha=alpha, input_scale=1.0 / alpha), inplace)
 
 
@@ -955,7 +980,7 @@ class Mish(Function):
 
 @register("mish")
 def mish(input, inplace: bool = False):
-    x = _float_arg(input)
+    x = _float_arg(input, "mish")
     return _act_inplace(x, Mish.apply(x), inplace)
 
 
@@ -989,7 +1014,7 @@ class Hardsigmoid(Function):
 
 @register("hardsigmoid")
 def hardsigmoid(input, inplace: bool = False):
-    x = _float_arg(input)
+    x = _float_arg(input, "hardsigmoid")
     return _act_inplace(x, Hardsigmoid.apply(x), inplace)
 
 
@@ -1024,7 +1049,7 @@ class Hardswish(Function):
 
 @register("hardswish")
 def hardswish(input, inplace: bool = False):
-    x = _float_arg(input)
+    x = _float_arg(input, "hardswish")
     return _act_inplace(x, Hardswish.apply(x), inplace)
 
 
@@ -1047,7 +1072,7 @@ class Logsigmoid(Function):
 
 @register("logsigmoid")
 def logsigmoid(input):
-    return Logsigmoid.apply(_float_arg(input))
+    return Logsigmoid.apply(_float_arg(input, "logsigmoid"))
 
 
 # ---------------------------------------------------------------------------- pow

@@ -50,7 +50,7 @@ from ..backend.user_warning import warn_at_caller
 from ..kernels import embedding as _emb_kernels
 from . import _grad_graph as _gg
 from ._add_at import add_at
-from ._util import inplace, needs_graph, unbroadcast, wrap_dim
+from ._util import fill_scalar, inplace, needs_graph, unbroadcast, wrap_dim
 
 __all__ = [
     "getitem", "setitem_", "gather", "scatter", "scatter_", "scatter_add", "scatter_add_",
@@ -945,7 +945,7 @@ def _fill_value(op, value, input):
         if not value.requires_grad:
             return value.array.astype(input.array.dtype)
         return value
-    return value
+    return fill_scalar(value, input.array.dtype)
 
 
 @register("masked_fill")

@@ -106,7 +106,7 @@ class Logit(Function):
 @register("logit")
 def logit(input, eps=None) -> Tensor:
     """``log(z / (1 - z))`` with ``z = clamp(input, eps, 1 - eps)`` when ``eps`` is given."""
-    return Logit.apply(_float_arg(input), eps=None if eps is None else float(eps))
+    return Logit.apply(_float_arg(input, "logit"), eps=None if eps is None else float(eps))
 
 
 @register("logit_")
@@ -306,7 +306,7 @@ def float_power_(input, exponent) -> Tensor:
 @register("ldexp")
 def ldexp(input, other) -> Tensor:
     """``input * 2 ** other`` (a float result, as PyTorch)."""
-    x = _float_arg(input)
+    x = _float_arg(input, "ldexp", complex_ok=True)
     e = other if isinstance(other, Tensor) else Tensor(np.asarray(other))
     return mul(x, exp2(_float_arg(e).to(x.dtype)))
 

@@ -183,6 +183,7 @@ class Sum(Function):
 
     def forward(self, a, dims=None, keepdim=False, dtype=None):
         self.shape, self.dims, self.keepdim = a.shape, dims, keepdim
+        self.cast = a.dtype if dtype is not None and np.dtype(dtype) != a.dtype else None
         if _half(a) and (dtype is None or np.dtype(dtype) == a.dtype):
             # float32 accumulation, one rounding at the end (PyTorch's acc_type)
             wide = a.astype(np.float32)
@@ -192,9 +193,13 @@ class Sum(Function):
         return as_array(a.sum(axis=dims, keepdims=keepdim, dtype=dtype))
 
     def backward(self, g):
+        if self.cast is not None:  # sum(x, dtype=...): the gradient in x's dtype, as PyTorch
+            g = g.astype(self.cast)
         return _expand_grad(g, self.shape, self.dims, self.keepdim)
 
     def backward_graph(self, g):
+        if self.cast is not None:
+            g = g.to(as_dtype(self.cast))
         return _gg.expand_reduced(g, self.shape, self.dims, self.keepdim)
 
 
@@ -292,6 +297,9 @@ def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
         dtype = as_dtype(dtype).np
     elif input.array.dtype.kind in "biu":
         dtype = np.int64
+    if dtype is not None and input.requires_grad and np.dtype(dtype) != input.array.dtype:
+        # cast first: the cast's backward returns the gradient in input's dtype, as PyTorch
+        input, dtype = input.to(as_dtype(dtype)), None
     return Prod.apply(input, dims=dims, keepdim=keepdim, dtype=dtype)
 
 
@@ -348,11 +356,20 @@ class _Extreme(Function):
             out = out.reshape(()) if dims is None else out.squeeze(dims)
         return as_array(out)
 
+    # A NaN result, as PyTorch: max()/min() split the gradient among the NaNs
+    # (evenly_distribute_backward); amax/amin give NaN over the slice ((g / 0) * 0 in its
+    # scale_grad_by_count). The gradient was 0 there, hiding the NaN from GradScaler's check.
+    nan_ties = False
+
     def backward(self, g):
         a, dims = self.a, self.dims
-        mask = a == self.outk
+        nan = self.outk.dtype.kind not in "biu" and bool(np.isnan(self.outk).any())
+        mask = np.isnan(a) if nan and self.nan_ties else a == self.outk
         count = mask.sum(axis=dims, keepdims=True)
         gk = _keep(g, a.shape, dims, self.keepdim)
+        if nan and not self.nan_ties:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return as_array(((gk / count) * mask).astype(g.dtype, copy=False))
         return as_array(np.where(mask, gk / count, 0).astype(g.dtype, copy=False))
 
     def backward_graph(self, g):
@@ -367,11 +384,11 @@ class _Extreme(Function):
 # AmaxBackward0 / AminBackward0): a node's name must outlive backward, which frees what
 # forward recorded, so it is the class that tells them apart (node_names.py).
 class _MaxAll(_Extreme):
-    pass
+    nan_ties = True
 
 
 class _MinAll(_Extreme):
-    pass
+    nan_ties = True
 
 
 class _Amax(_Extreme):
@@ -521,8 +538,10 @@ class Var(Function):
                     gk = np.where(self.outk == 0, np.zeros((), dt), q)
                 scaled = (gk.astype(f32) * f32(2.0 / self.denom)).astype(dt)
                 return as_array((scaled.astype(f32) * self.d.astype(f32)).astype(dt))
-            if self.take_sqrt:  # d std = d var / (2 std)
+            if self.take_sqrt:  # d std = d var / (2 std); 0 where std == 0, as PyTorch's std_backward
                 scale = gk / (self.outk * self.d.dtype.type(self.denom))
+                if not self.outk.all():  # (a constant slice: 0 * inf was NaN)
+                    scale = np.where(self.outk == 0, np.zeros((), scale.dtype), scale)
             else:
                 scale = gk * (2.0 / self.d.dtype.type(self.denom))
             return as_array((self.d * scale).astype(g.dtype, copy=False))
@@ -537,7 +556,10 @@ class Var(Function):
         gk = _gg.unreduce(g, shape, dims, keepdim)
         if self.take_sqrt:
             std = _gg.unreduce(self.saved_output(0, self._out_array()), shape, dims, keepdim)
-            return d * (gk / (std * float(self.denom)))
+            scale = gk / (std * float(self.denom))
+            if not self.outk.all():  # 0 where std == 0, as the first-order backward
+                scale = _gg.keep_where(scale, np.broadcast_to(self.outk != 0, shape))
+            return d * scale
         return d * (gk * (2.0 / self.denom))
 
     def _out_array(self):
@@ -700,6 +722,9 @@ def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:
         dtype = as_dtype(dtype).np
     elif input.array.dtype.kind in "biu":
         dtype = np.int64
+    if dtype is not None and input.requires_grad and np.dtype(dtype) != input.array.dtype:
+        # cast first: the cast's backward returns the gradient in input's dtype, as PyTorch
+        input, dtype = input.to(as_dtype(dtype)), None
     return CumSum.apply(input, dim=d, dtype=dtype)
 
 
@@ -753,6 +778,9 @@ def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:
         dtype = as_dtype(dtype).np
     elif input.array.dtype.kind in "biu":
         dtype = np.int64
+    if dtype is not None and input.requires_grad and np.dtype(dtype) != input.array.dtype:
+        # cast first: the cast's backward returns the gradient in input's dtype, as PyTorch
+        input, dtype = input.to(as_dtype(dtype)), None
     return CumProd.apply(input, dim=d, dtype=dtype)
 
 

@@ -162,7 +162,7 @@ def logcumsumexp(input, dim: int) -> Tensor:
     if not input.dtype.is_floating_point:
         from .elementwise import _float_arg
 
-        input = _float_arg(input)
+        input = _float_arg(input, "logcumsumexp")
     return LogCumSumExp.apply(input, dim=wrap_dim(int(dim), input.ndim))
 
 

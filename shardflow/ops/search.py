@@ -15,7 +15,8 @@ differentiate either).
   counted (``np.bincount``: one pass, no sort); the results are the same exact integers.
 * ``histc(input, bins, min, max)``: equal-width bins over ``[min, max]`` (the data's range when
   both are 0), values outside ignored, the last bin closed; the input's float dtype.
-Indices are int64 (int32 with ``out_int32=True``).
+Indices are int64 (int32 with ``out_int32=True``). bfloat16 is searched and deduplicated as its
+(exact) float32 image: NumPy mis-orders ml_dtypes' bfloat16 around NaN.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import numpy as np
 from ..autograd import Tensor, _wrap
 from ..autograd.dispatch import register
 from ..backend import get_array_module
+from ._util import orderable
 
 __all__ = ["searchsorted", "bucketize", "unique", "unique_consecutive", "bincount", "histc", "isin"]
 
@@ -54,7 +56,7 @@ def searchsorted(sorted_sequence, input, *, out_int32: bool = False, right: bool
             raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, got side of "
                                "left while right was True")
         right = side == "right"
-    seq, val = _host(_arr(sorted_sequence)), _host(_arr(input))
+    seq, val = orderable(_host(_arr(sorted_sequence))), orderable(_host(_arr(input)))
     if sorter is not None:
         seq = np.take_along_axis(seq, _host(_arr(sorter)).astype(np.int64), axis=-1)
     how = "right" if right else "left"
@@ -67,8 +69,12 @@ def searchsorted(sorted_sequence, input, *, out_int32: bool = False, right: bool
                 f"boundaries tensor and input value tensor must match, but we got boundaries tensor "
                 f"{list(seq.shape)} and input value tensor {list(val.shape)}"
             )
-        rows_s, rows_v = seq.reshape(-1, seq.shape[-1]), val.reshape(-1, val.shape[-1])
-        out = np.stack([np.searchsorted(s, v, side=how) for s, v in zip(rows_s, rows_v)]).reshape(val.shape)
+        rows = int(np.prod(val.shape[:-1]))
+        rows_s, rows_v = seq.reshape(rows, seq.shape[-1]), val.reshape(rows, val.shape[-1])
+        out = np.zeros((rows, val.shape[-1]), np.int64)  # (no rows: nothing to search)
+        for r in range(rows):
+            out[r] = np.searchsorted(rows_s[r], rows_v[r], side=how)
+        out = out.reshape(val.shape)
     out = np.asarray(out, np.int32 if out_int32 else np.int64)
     return _out(out, input if isinstance(input, Tensor) else sorted_sequence)
 
@@ -138,11 +144,13 @@ def unique(input, sorted: bool = True, return_inverse: bool = False, return_coun
     """Sorted distinct values (or slices along ``dim``), optionally with inverse and counts."""
     a = _host(input.array)
     if dim is None:
-        vals, inv, cnt = _unique_flat(a.reshape(-1), return_inverse, return_counts)
+        vals, inv, cnt = _unique_flat(orderable(a).reshape(-1), return_inverse, return_counts)
+        vals = vals.astype(a.dtype, copy=False)  # (bfloat16 deduplicated as its exact float32)
         inv = None if inv is None else inv.reshape(a.shape)
     else:
         d = dim + a.ndim if dim < 0 else dim
-        vals, inv, cnt = np.unique(a, return_inverse=True, return_counts=True, axis=d)
+        vals, inv, cnt = np.unique(orderable(a), return_inverse=True, return_counts=True, axis=d)
+        vals = vals.astype(a.dtype, copy=False)
         inv = inv.reshape(-1)
     return _unique_outputs(vals, inv, cnt, return_inverse, return_counts, input)
 

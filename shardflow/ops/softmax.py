@@ -38,7 +38,7 @@ class Softmax(Function):
         if self.fused:  # one Numba pass per row (shardflow/kernels/softmax.py)
             self.y = _sm_kernels.softmax_forward(xa.reshape(-1, xa.shape[-1])).reshape(xa.shape)
             return _down(self.y, dt)
-        y = xa - xa.max(axis=dim, keepdims=True)
+        y = np.asarray(xa - xa.max(axis=dim, keepdims=True))  # (a 0-d input: an array, not a scalar)
         np.exp(y, out=y)
         y /= y.sum(axis=dim, keepdims=True)
         flush_subnormal_(y)  # a probability under 1.2e-38 would slow every GEMM it enters

@@ -3,7 +3,8 @@
 * ``sort`` is always stable (``stable=True`` is what ``stable=False`` gives too): ascending
   uses NumPy's stable argsort; descending sorts the reversed slice stably and reverses the
   result back, so equal elements keep their original order and NaN comes first (PyTorch
-  treats NaN as the largest value).
+  treats NaN as the largest value). bfloat16 is ordered by its (exact) float32 image:
+  ml_dtypes' comparisons left NaN where it was and mis-sorted the values around it.
 * ``topk`` selects with ``argpartition`` (O(n)) and sorts only the ``k`` winners; the
   result is always sorted, which is a valid answer for ``sorted=False`` too. With the kernels
   on, float32/float64 take a one-pass selection (``kernels/topk.py``, ~10x faster) whenever
@@ -31,7 +32,7 @@ from ..backend import random as _random
 from ..backend import random_stream as _stream
 from ..kernels import topk as _topk
 from ._grad_graph import keep_where, linear_adjoint
-from ._util import as_array, wrap_dim
+from ._util import as_array, orderable, wrap_dim
 from .reduce import _scatter_grad, return_types
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "multinomial"]
@@ -44,6 +45,7 @@ def _narrow(a, dim: int, start: int, stop: int):
 
 def _argsort(a, dim: int, descending: bool):
     """Stable argsort along ``dim``; descending keeps ties in their original order."""
+    a = orderable(a)
     if not descending:
         return a.argsort(axis=dim, kind="stable")
     n = a.shape[dim]
@@ -147,7 +149,7 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     else:
         idx = _topk_kernel(a, k, d, largest)
         if idx is None:
-            part = np.argpartition(a, n - k if largest else k - 1, axis=d)
+            part = np.argpartition(orderable(a), n - k if largest else k - 1, axis=d)
             part = _narrow(part, d, n - k, n) if largest else _narrow(part, d, 0, k)
             order = _argsort(np.take_along_axis(a, part, axis=d), d, largest)
             idx = np.take_along_axis(part, order, axis=d)
@@ -170,7 +172,7 @@ def _topk_kernel(a, k: int, dim: int, largest: bool):
 
 def _kth_index(a, k0: int, dim: int):
     """Index (keepdim layout) of the element of rank ``k0`` (0-based) along ``dim``."""
-    part = np.argpartition(a, k0, axis=dim)
+    part = np.argpartition(orderable(a), k0, axis=dim)
     return _narrow(part, dim, k0, k0 + 1)
 
 
