@@ -1126,14 +1126,19 @@ class ScalarPow(Function):
 
     def backward(self, g):
         s = self.s
+        y = self.y.conjugate() if self.y.dtype.kind == "c" else self.y  # g * conj(dy/dx)
+        if self.x.dtype.kind == "c":  # complex x: s^x = exp(x log s) for any s
+            return g * (y * np.conjugate(np.log(complex(s))))
         if s == 0:
-            return np.where(self.x >= 0, 0.0, g * self.y * -np.inf).astype(g.dtype)
+            return np.where(self.x >= 0, 0.0, g * y * -np.inf).astype(g.dtype)
         with np.errstate(invalid="ignore"):
-            return as_dtype_of(g * (self.y * (math.log(s) if s > 0 else math.nan)), g)
+            return as_dtype_of(g * (y * (math.log(s) if s > 0 else math.nan)), g)
 
     def backward_graph(self, g):
         s = self.s
-        y = self.saved_output(0)
+        y = _gg.conj(self.saved_output(0))
+        if self.x.dtype.kind == "c":
+            return g * (y * np.conjugate(np.log(complex(s))))
         if s == 0:
             return g * y * _gg.const(np.where(self.x >= 0, 0.0, -np.inf), g)
         return g * (y * (math.log(s) if s > 0 else math.nan))
@@ -1153,6 +1158,8 @@ class PowTensor(Function):
 
     def backward(self, g):
         a, b = self.a, self.b
+        if a.dtype.kind == "c":
+            return self._complex_backward(g)
         ga = gb = None
         with np.errstate(divide="ignore", invalid="ignore"):
             if self.needs_input_grad[0]:
@@ -1163,16 +1170,32 @@ class PowTensor(Function):
                 gb = unbroadcast(gb.astype(g.dtype, copy=False), b.shape)
         return ga, gb
 
+    def _complex_backward(self, g):
+        """g * conj(dy/da), g * conj(dy/db) (conjugate Wirtinger, as PyTorch); 0 where b == 0
+        (for a) and where a == 0 (for b)."""
+        a, b = self.a, self.b
+        ga = gb = None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if self.needs_input_grad[0]:
+                ga = np.where(b == 0, 0, g * np.conjugate(b * np.power(a, b - 1)))
+                ga = unbroadcast(ga.astype(g.dtype, copy=False), a.shape)
+            if self.needs_input_grad[1]:
+                gb = np.where(a == 0, 0, g * np.conjugate(self.y * np.log(a)))
+                gb = unbroadcast(gb.astype(g.dtype, copy=False), b.shape)
+        return ga, gb
+
     def backward_graph(self, g):
         a, b = self.saved_input(0), self.saved_input(1)
         where = _gg.op("where")
         ga = gb = None
+        cx = self.a.dtype.kind == "c"
         if self.needs_input_grad[0]:
             ga = where(_wrap(np.broadcast_to(self.b == 0, self._out_shape)), 0.0,
-                       g * b * a ** (b - 1.0))
+                       g * _gg.conj(b * a ** (b - 1.0)))
         if self.needs_input_grad[1]:
-            zero = np.broadcast_to((self.a == 0) & (self.b >= 0), self._out_shape)
-            gb = where(_wrap(zero), 0.0, g * self.saved_output(0) * a.log())
+            zero = (self.a == 0) if cx else (self.a == 0) & (self.b >= 0)
+            zero = np.broadcast_to(zero, self._out_shape)
+            gb = where(_wrap(zero), 0.0, g * _gg.conj(self.saved_output(0) * a.log()))
         return ga, gb
 
 
@@ -1679,17 +1702,22 @@ class Addcmul(Function):
     def backward(self, g):
         v = self.value
         gv = as_dtype_of(g * v, g) if v != 1 else g
+        if np.iscomplexobj(gv):  # g * conj(d/dt): the other factor and value conjugated
+            gv = g * np.conjugate(v)
+            t1, t2 = np.conjugate(self.t1), np.conjugate(self.t2)
+        else:
+            t1, t2 = self.t1, self.t2
         gx = unbroadcast(g, self.sx) if self.needs_input_grad[0] else None
-        g1 = unbroadcast(gv * self.t2, self.t1.shape) if self.needs_input_grad[1] else None
-        g2 = unbroadcast(gv * self.t1, self.t2.shape) if self.needs_input_grad[2] else None
+        g1 = unbroadcast(gv * t2, self.t1.shape) if self.needs_input_grad[1] else None
+        g2 = unbroadcast(gv * t1, self.t2.shape) if self.needs_input_grad[2] else None
         return gx, g1, g2
 
     def backward_graph(self, g):
         need = self.needs_input_grad
-        gv = g * self.value if self.value != 1 else g
+        gv = g * _gg.conj(self.value) if self.value != 1 else g
         return (g if need[0] else None,
-                gv * self.saved_input(2, self.t2) if need[1] else None,
-                gv * self.saved_input(1, self.t1) if need[2] else None)
+                gv * _gg.conj(self.saved_input(2, self.t2)) if need[1] else None,
+                gv * _gg.conj(self.saved_input(1, self.t1)) if need[2] else None)
 
 
 class Addcdiv(Function):
@@ -1703,6 +1731,8 @@ class Addcdiv(Function):
 
     def backward(self, g):
         v, t1, t2 = self.value, self.t1, self.t2
+        if np.iscomplexobj(g):  # g * conj(d/dt): value and the factors conjugated
+            v, t1, t2 = np.conjugate(v), np.conjugate(t1), np.conjugate(t2)
         gv = as_dtype_of(g * v, g) if v != 1 else g
         gx = unbroadcast(g, self.sx) if self.needs_input_grad[0] else None
         g1 = unbroadcast(gv / t2, t1.shape) if self.needs_input_grad[1] else None
@@ -1711,11 +1741,11 @@ class Addcdiv(Function):
 
     def backward_graph(self, g):
         need = self.needs_input_grad
-        gv = g * self.value if self.value != 1 else g
-        t2 = self.saved_input(2, self.t2)
+        gv = g * _gg.conj(self.value) if self.value != 1 else g
+        t2 = _gg.conj(self.saved_input(2, self.t2))
         return (g if need[0] else None,
                 gv / t2 if need[1] else None,
-                -gv * self.saved_input(1, self.t1) / (t2 * t2) if need[2] else None)
+                -gv * _gg.conj(self.saved_input(1, self.t1)) / (t2 * t2) if need[2] else None)
 
 
 def _promote3(x, t1, t2):
@@ -1740,7 +1770,7 @@ def addcmul(input, tensor1, tensor2, *, value=1):
 def addcdiv(input, tensor1, tensor2, *, value=1):
     """``input + value * tensor1 / tensor2``."""
     x, t1, t2 = _promote3(input, tensor1, tensor2)
-    if not _is_float_array(x.array):
+    if not (_is_float_array(x.array) or x.array.dtype.kind == "c"):
         raise RuntimeError(
             f"addcdiv: integer division with addcdiv is not supported (got {x.dtype}); "
             "use floating point tensors"

@@ -1,6 +1,6 @@
 """Complex matrix products' gradients (``g @ conj(other)``), complex ``mean``, ``var`` /
 ``std`` (real-valued: ``sum |x - mean|^2 / (n - correction)``), ``var_mean`` / ``std_mean``
-and ``vdot`` (the first argument conjugated) against torch, forward and backward; also prod, cumprod, sgn (``z / |z|``), norms (of the moduli), matrix_power and
+and ``vdot`` (the first argument conjugated) against torch, forward and backward; also pow, addcmul, addcdiv, prod, cumprod, sgn (``z / |z|``), norms (of the moduli), matrix_power and
 convolutions. Before session 37 the products' and prod/cumprod/sgn/conv gradients were silently
 wrong (no conjugate; sgn's was 0), vdot returned ``sum(x * y)``, and mean/var/std/norms
 raised for complex inputs (torch computes them)."""
@@ -82,6 +82,10 @@ PRODUCTS = {  # name -> (call, input shapes)
     "conv1d_s2": (lambda L, a, b: L.nn.functional.conv1d(a, b, stride=2), ((2, 2, 7), (3, 2, 3))),
     "conv_transpose2d": (lambda L, a, b: L.nn.functional.conv_transpose2d(a, b, stride=2),
                          ((2, 2, 4, 4), (2, 3, 3, 3))),
+    "pow_tensor": (lambda L, a, b: a ** b, ((3, 4), (3, 4))),
+    "scalar_pow": (lambda L, a, b: 2 ** a + 0.5 ** b, ((3, 4), (3, 4))),
+    "addcmul": (lambda L, a, b: L.addcmul(a, a, b, value=0.5 - 1j), ((3, 4), (3, 4))),
+    "addcdiv": (lambda L, a, b: L.addcdiv(b, a, b, value=2j), ((3, 4), (3, 4))),
 }
 
 
@@ -123,3 +127,19 @@ def test_sign_refuses_complex_like_torch():
         torch.sign(torch.tensor(z))
     with pytest.raises(NotImplementedError, match="Please use torch.sgn instead"):
         sf.sign(sf.tensor(z))
+
+
+@pytest.mark.parametrize("name", ["pow_tensor", "addcmul", "addcdiv", "conv2d"])
+def test_complex_double_backward_matches_torch(name):
+    call, shapes = PRODUCTS[name]
+    rng = np.random.default_rng(5)
+    arrays = [_c(rng, *s) for s in shapes]
+    res = {}
+    for lib in (torch, sf):
+        a, b = (lib.tensor(x, requires_grad=True) for x in arrays)
+        out = call(lib, a, b)
+        ga, = lib.autograd.grad((out * out.conj()).real.sum(), a, create_graph=True)
+        (ga * ga.conj()).real.sum().backward()
+        res[lib] = [_np(ga), _np(b.grad)]
+    for s, t in zip(res[sf], res[torch], strict=True):
+        np.testing.assert_allclose(s, t, rtol=2e-5, atol=2e-5)
