@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .optimizer import Optimizer, _bump
+from .optimizer import Optimizer, _bump, real_view
 
 
 class Adadelta(Optimizer):
@@ -41,7 +41,7 @@ class Adadelta(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                x, g = p.array, p.grad.array
+                x, g = real_view(p.array), real_view(p.grad.array)  # complex: torch's view_as_real
                 st = self.state[p]
                 if len(st) == 0:
                     st["step"] = self._step_tensor()
@@ -49,7 +49,7 @@ class Adadelta(Optimizer):
                     st["acc_delta"] = self._zeros_like(p)
                 st["step"].array += 1
                 g = self._effective_grad(x, g, wd, maximize)
-                sq, acc = st["square_avg"].array, st["acc_delta"].array
+                sq, acc = real_view(st["square_avg"].array), real_view(st["acc_delta"].array)
                 delta = self._scratch(x)
                 std = self._scratch(x, 2)
                 sq *= rho

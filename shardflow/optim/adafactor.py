@@ -51,6 +51,9 @@ class Adafactor(Optimizer):
 
     def step(self, closure=None):
         loss = self._closure(closure)
+        if any(p.grad is not None and p.array.dtype.kind == "c"
+               for group in self.param_groups for p in group["params"]):
+            raise RuntimeError("Adafactor does not support complex parameters")  # before any update
         for group in self.param_groups:
             lr, decay, d, wd = group["lr"], group["beta2_decay"], group["d"], group["weight_decay"]
             eps1, eps2 = group["eps"]

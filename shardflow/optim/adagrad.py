@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import check_nonnegative
-from .optimizer import Optimizer, _bump
+from .optimizer import Optimizer, _bump, real_view
 from .sparse_steps import adagrad_sparse_step
 
 
@@ -62,10 +62,10 @@ class Adagrad(Optimizer):
                     adagrad_sparse_step(p, p.grad, st, lr / (1 + (t - 1) * lr_decay), eps, maximize)
                     _bump(p)
                     continue
-                x, g = p.array, p.grad.array
+                x, g = real_view(p.array), real_view(p.grad.array)  # complex: torch's view_as_real
                 g = self._effective_grad(x, g, wd, maximize)
                 clr = lr / (1 + (t - 1) * lr_decay)
-                s = st["sum"].array
+                s = real_view(st["sum"].array)
                 tmp = self._scratch(x)
                 np.multiply(g, g, out=tmp)
                 s += tmp

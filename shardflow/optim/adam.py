@@ -33,7 +33,7 @@ from ..kernels import cuda as _cuda_kernels
 from ..kernels import optim as _optim_kernels
 from ..ops.blocked import BLOCK_ELEMENTS, block_slices
 from ._checks import check_nonnegative
-from .optimizer import Optimizer, _bump
+from .optimizer import Optimizer, _bump, real_view
 
 
 class Adam(Optimizer):
@@ -67,7 +67,7 @@ class Adam(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                x, g = p.array, p.grad.array
+                x, g = real_view(p.array), real_view(p.grad.array)  # complex: torch's view_as_real
                 st = self.state[p]
                 if len(st) == 0:
                     st["step"] = self._step_tensor()
@@ -78,8 +78,8 @@ class Adam(Optimizer):
                 step_arr = st["step"].array
                 step_arr += 1
                 t = float(step_arr)
-                m, v = st["exp_avg"].array, st["exp_avg_sq"].array
-                vmax = st["max_exp_avg_sq"].array if amsgrad else None
+                m, v = real_view(st["exp_avg"].array), real_view(st["exp_avg_sq"].array)
+                vmax = real_view(st["max_exp_avg_sq"].array) if amsgrad else None
                 # one fused pass: Numba on the CPU (kernels/optim.py), CuPy on a GPU (kernels/cuda.py)
                 fused = (_optim_kernels if kernels.usable(x, g, m, v, vmax)
                          else _cuda_kernels if _cuda_kernels.usable(x, g, m, v, vmax) else None)

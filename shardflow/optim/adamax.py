@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import check_betas, check_nonnegative
-from .optimizer import Optimizer, _bump
+from .optimizer import Optimizer, _bump, real_view
 
 
 class Adamax(Optimizer):
@@ -36,7 +36,7 @@ class Adamax(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                x = p.array
+                x = real_view(p.array)  # complex: torch's view_as_real
                 st = self.state[p]
                 if len(st) == 0:
                     st["step"] = self._step_tensor()
@@ -44,8 +44,8 @@ class Adamax(Optimizer):
                     st["exp_inf"] = self._zeros_like(p)
                 st["step"].array += 1
                 t = float(st["step"].array)
-                g = self._effective_grad(x, p.grad.array, group["weight_decay"], group["maximize"])
-                m, u = st["exp_avg"].array, st["exp_inf"].array
+                g = self._effective_grad(x, real_view(p.grad.array), group["weight_decay"], group["maximize"])
+                m, u = real_view(st["exp_avg"].array), real_view(st["exp_inf"].array)
                 tmp = self._scratch(x)
                 np.subtract(g, m, out=tmp)  # m.lerp_(g, 1 - b1)
                 tmp *= 1 - b1

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..autograd import _wrap
 from ._checks import check_nonnegative
-from .optimizer import Optimizer, _bump
+from .optimizer import Optimizer, _bump, real_view
 
 
 class ASGD(Optimizer):
@@ -36,7 +36,7 @@ class ASGD(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                x = p.array
+                x = real_view(p.array)  # complex: torch's view_as_real
                 st = self.state[p]
                 if len(st) == 0:
                     st["step"] = self._step_tensor()
@@ -45,14 +45,14 @@ class ASGD(Optimizer):
                     st["ax"] = self._zeros_like(p)
                 st["step"].array += 1
                 t = float(st["step"].array)
-                g = self._effective_grad(x, p.grad.array, group["weight_decay"], group["maximize"])
+                g = self._effective_grad(x, real_view(p.grad.array), group["weight_decay"], group["maximize"])
                 eta, mu = st["eta"].array, st["mu"].array
                 eta_value = float(eta)
                 x *= 1 - lambd * eta_value
                 tmp = self._scratch(x)
                 np.multiply(g, eta_value, out=tmp)
                 x -= tmp
-                ax = st["ax"].array
+                ax = real_view(st["ax"].array)
                 if float(mu) != 1:
                     np.subtract(x, ax, out=tmp)
                     tmp *= float(mu)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import Tensor, _wrap
-from .optimizer import Optimizer, _bump
+from .optimizer import Optimizer, _bump, real_view
 
 __all__ = ["LBFGS"]
 
@@ -246,18 +246,21 @@ class LBFGS(Optimizer):
 
     def _numel(self) -> int:
         if self._numel_cache is None:
-            self._numel_cache = sum(p.array.size for p in self._params)
+            # a complex parameter counts as its real and imaginary parts (torch's view_as_real)
+            self._numel_cache = sum(p.array.size * (2 if p.array.dtype.kind == "c" else 1)
+                                    for p in self._params)
         return self._numel_cache
 
     def _gather_flat_grad(self) -> np.ndarray:
         return np.concatenate([
-            np.zeros_like(p.array).reshape(-1) if p.grad is None else p.grad.array.reshape(-1)
+            real_view(np.zeros_like(p.array)).reshape(-1) if p.grad is None
+            else real_view(np.ascontiguousarray(p.grad.array)).reshape(-1)
             for p in self._params])
 
     def _add_grad(self, step_size, update) -> None:
         offset = 0
         for p in self._params:
-            x = p.array
+            x = real_view(p.array)  # complex: its (real, imag) entries, as torch's view_as_real
             n = x.size
             x += (update[offset:offset + n] * step_size).reshape(x.shape)
             _bump(p)

@@ -57,6 +57,9 @@ class Muon(Optimizer):
 
     def step(self, closure=None):
         loss = self._closure(closure)
+        if any(p.grad is not None and p.array.dtype.kind == "c"
+               for group in self.param_groups for p in group["params"]):
+            raise RuntimeError("Muon does not support complex parameters")  # before any update
         for group in self.param_groups:
             lr, wd, mom = group["lr"], group["weight_decay"], group["momentum"]
             for p in group["params"]:

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..autograd import _wrap
 from ._checks import check_betas, check_nonnegative
-from .optimizer import Optimizer, _bump
+from .optimizer import Optimizer, _bump, real_view
 
 
 class NAdam(Optimizer):
@@ -44,7 +44,7 @@ class NAdam(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                x = p.array
+                x = real_view(p.array)  # complex: torch's view_as_real
                 st = self.state[p]
                 if len(st) == 0:
                     st["step"] = self._step_tensor()
@@ -55,14 +55,14 @@ class NAdam(Optimizer):
                 t = float(st["step"].array)
                 if wd != 0 and decoupled:
                     x *= 1 - lr * wd
-                g = self._effective_grad(x, p.grad.array, 0 if decoupled else wd,
+                g = self._effective_grad(x, real_view(p.grad.array), 0 if decoupled else wd,
                                          group["maximize"])
                 mu = b1 * (1.0 - 0.5 * 0.96 ** (t * md))
                 mu_next = b1 * (1.0 - 0.5 * 0.96 ** ((t + 1) * md))
                 mu_product = st["mu_product"].array
                 mu_product *= mu
                 mp = float(mu_product)
-                m, v = st["exp_avg"].array, st["exp_avg_sq"].array
+                m, v = real_view(st["exp_avg"].array), real_view(st["exp_avg_sq"].array)
                 tmp = self._scratch(x)
                 np.subtract(g, m, out=tmp)  # m.lerp_(g, 1 - b1)
                 tmp *= 1 - b1

@@ -402,3 +402,18 @@ def _bump(p: Tensor) -> None:
 
 __all__ = ["Optimizer", "required", "check_state_fits", "register_optimizer_step_pre_hook",
            "register_optimizer_step_post_hook"]
+
+
+def real_view(a):
+    """torch's ``_view_as_real`` for the elementwise optimizers: a complex array as the flat
+    real array of its interleaved (real, imag) components, sharing memory, so that a complex
+    parameter's real and imaginary parts are stepped as independent entries (``exp_avg_sq``
+    holds ``re(g)^2`` and ``im(g)^2``, not ``|g|^2``: torch's rule). Real arrays and None pass
+    through. Every array of one parameter's update goes through it, so their shapes match."""
+    if a is None or a.dtype.kind != "c":
+        return a
+    if not a.flags.c_contiguous:
+        raise NotImplementedError(
+            "a complex parameter, gradient or state tensor that is not contiguous cannot be "
+            "stepped in place; make the parameter contiguous (p.data = p.data.contiguous())")
+    return a.reshape(-1).view(a.real.dtype)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import check_betas, check_nonnegative
-from .optimizer import Optimizer, _bump
+from .optimizer import Optimizer, _bump, real_view
 
 
 class RAdam(Optimizer):
@@ -41,7 +41,7 @@ class RAdam(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                x = p.array
+                x = real_view(p.array)  # complex: torch's view_as_real
                 st = self.state[p]
                 if len(st) == 0:
                     st["step"] = self._step_tensor()
@@ -51,9 +51,9 @@ class RAdam(Optimizer):
                 t = float(st["step"].array)
                 if wd != 0 and decoupled:
                     x *= 1 - lr * wd
-                g = self._effective_grad(x, p.grad.array, 0 if decoupled else wd,
+                g = self._effective_grad(x, real_view(p.grad.array), 0 if decoupled else wd,
                                          group["maximize"])
-                m, v = st["exp_avg"].array, st["exp_avg_sq"].array
+                m, v = real_view(st["exp_avg"].array), real_view(st["exp_avg_sq"].array)
                 tmp = self._scratch(x)
                 np.subtract(g, m, out=tmp)  # m.lerp_(g, 1 - b1)
                 tmp *= 1 - b1

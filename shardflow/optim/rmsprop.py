@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import check_nonnegative
-from .optimizer import Optimizer, _bump
+from .optimizer import Optimizer, _bump, real_view
 
 
 class RMSprop(Optimizer):
@@ -40,7 +40,7 @@ class RMSprop(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                x, g = p.array, p.grad.array
+                x, g = real_view(p.array), real_view(p.grad.array)  # complex: torch's view_as_real
                 st = self.state[p]
                 if len(st) == 0:
                     st["step"] = self._step_tensor()
@@ -51,14 +51,14 @@ class RMSprop(Optimizer):
                         st["grad_avg"] = self._zeros_like(p)
                 st["step"].array += 1
                 g = self._effective_grad(x, g, wd, maximize)
-                sq = st["square_avg"].array
+                sq = real_view(st["square_avg"].array)
                 avg = self._scratch(x)
                 sq *= alpha
                 np.multiply(g, g, out=avg)
                 avg *= 1 - alpha
                 sq += avg
                 if centered:
-                    ga = st["grad_avg"].array
+                    ga = real_view(st["grad_avg"].array)
                     np.subtract(g, ga, out=avg)  # ga.lerp_(g, 1 - alpha)
                     avg *= 1 - alpha
                     ga += avg
@@ -69,7 +69,7 @@ class RMSprop(Optimizer):
                     np.sqrt(sq, out=avg)
                 avg += eps
                 if mom > 0:
-                    buf = st["momentum_buffer"].array
+                    buf = real_view(st["momentum_buffer"].array)
                     buf *= mom
                     np.divide(g, avg, out=avg)
                     buf += avg

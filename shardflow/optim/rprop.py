@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import check_nonnegative
-from .optimizer import Optimizer, _bump
+from .optimizer import Optimizer, _bump, real_view
 
 
 class Rprop(Optimizer):
@@ -42,11 +42,15 @@ class Rprop(Optimizer):
                 if len(st) == 0:
                     st["step"] = self._step_tensor()
                     st["prev"] = self._zeros_like(p)
-                    st["step_size"] = self._state_like(p, np.full_like(x, group["lr"]))
+                    # complex: the real and imaginary parts are two entries, each starting at lr
+                    lr0 = complex(group["lr"], group["lr"]) if x.dtype.kind == "c" else group["lr"]
+                    st["step_size"] = self._state_like(p, np.full_like(x, lr0))
                 st["step"].array += 1
+                x = real_view(x)  # complex: torch's view_as_real (after the state is made)
                 g = self._scratch(x, 1)
-                np.negative(p.grad.array, out=g) if group["maximize"] else np.copyto(g, p.grad.array)
-                prev, step_size = st["prev"].array, st["step_size"].array
+                grad = real_view(p.grad.array)
+                np.negative(grad, out=g) if group["maximize"] else np.copyto(g, grad)
+                prev, step_size = real_view(st["prev"].array), real_view(st["step_size"].array)
                 factor = self._scratch(x)
                 np.multiply(g, prev, out=factor)
                 np.sign(factor, out=factor)
