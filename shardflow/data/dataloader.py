@@ -267,6 +267,11 @@ def _worker_loop(kind, dataset, task_q, result_q, collate_fn, auto_collation, dr
 # ----------------------------------------------------------------------------- iterators
 class _SingleProcessIter:
     def __init__(self, loader):
+        if loader.timeout > 0:  # torch's type and words (it was ignored: no limit applied)
+            raise AssertionError(
+                f"_SingleProcessDataLoaderIter requires timeout == 0 (DataLoader(timeout="
+                f"{loader.timeout}) bounds the wait for a worker process, and num_workers=0 "
+                "loads in this process: pass num_workers > 0, or leave timeout out)")
         self.loader = loader
         self.index_iter = iter(loader._index_sampler()) if loader._kind == "map" else itertools.count()
         self.fetcher = _make_fetcher(
@@ -407,7 +412,7 @@ class _MultiProcessIter:
                         self._shutdown()
                         raise err from None
                 elif timeout > 0 and time.monotonic() - start >= timeout:
-                    self._shutdown()
+                    self._shutdown(graceful=False)  # a hung worker would not read the stop
                     raise RuntimeError(
                         f"DataLoader timed out after {timeout} seconds waiting for batch {idx} from "
                         f"worker {w} (pid {p.pid}); the worker is alive but has produced nothing "
@@ -426,7 +431,10 @@ class _MultiProcessIter:
                 raise RuntimeError(f"DataLoader internal error: expected batch {idx}, got {i}")
             return payload
 
-    def _shutdown(self):
+    def _shutdown(self, graceful: bool = True):
+        """Stop the workers: each is asked to exit and given 2 s, then terminated. Not
+        ``graceful`` (a ``timeout=`` expired: a worker is hung), they are terminated at once,
+        so the error comes after ``timeout``, not 2 s later (session 37)."""
         if self._shutdown_done:
             return
         self._shutdown_done = True
@@ -436,7 +444,7 @@ class _MultiProcessIter:
                     tq.put(None)
                 except Exception:  # noqa: BLE001
                     pass
-        deadline = time.monotonic() + 2.0
+        deadline = time.monotonic() + (2.0 if graceful else 0.0)
         for p in self.workers:
             p.join(timeout=max(0.0, deadline - time.monotonic()))
             if p.is_alive():

@@ -1,0 +1,77 @@
+"""Session 37's DataLoader fault probes, against torch 2.13.
+
+* ``timeout=`` expiry: torch raises "DataLoader timed out after 0.5 seconds" after 0.5 s;
+  here the message came after ``timeout`` + 2 s (the workers were asked to exit and given
+  2 s, which a hung worker never uses). Now a hung worker is terminated at once.
+"""
+
+import time
+
+import numpy as np
+import pytest
+
+import shardflow.utils.data as sfd
+
+
+class _HangsFirst(sfd.Dataset):
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        if i == 0:
+            time.sleep(30)  # hung: never answers the loader, nor its request to stop
+        return np.float32(i)
+
+
+def test_a_timeout_expiry_raises_after_timeout_not_after_the_shutdown_grace():
+    it = iter(sfd.DataLoader(_HangsFirst(), num_workers=1, timeout=0.5))
+    t0 = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"^DataLoader timed out after 0\.5 seconds waiting "
+                                           r"for batch 0 from worker 0 \(pid \d+\)"):
+        next(it)
+    took = time.monotonic() - t0
+    assert took < 1.8, f"the error came {took:.1f} s after the start (timeout 0.5 s)"
+    assert not any(p.is_alive() for p in it.workers), "a hung worker was left running"
+
+
+class _Items(sfd.Dataset):
+    def __len__(self):
+        return 5
+
+    def __getitem__(self, i):
+        return np.float32(i)
+
+
+@pytest.mark.parametrize("drop_last", ["False", 0, None])
+def test_batch_sampler_drop_last_not_a_bool_raises_torchs_value_error(drop_last):
+    tdata = pytest.importorskip("torch.utils.data")
+    with pytest.raises(ValueError) as theirs:
+        tdata.BatchSampler(tdata.SequentialSampler(range(5)), 2, drop_last)
+    # it was taken as bool(drop_last): "False" dropped the last batch
+    with pytest.raises(ValueError) as ours:
+        sfd.BatchSampler(sfd.SequentialSampler(range(5)), 2, drop_last)
+    assert str(ours.value).startswith(str(theirs.value) + " (pass True or False"), ours.value
+    with pytest.raises(ValueError, match="^drop_last should be a boolean value"):
+        sfd.DataLoader(_Items(), batch_size=2, drop_last="False")
+
+
+@pytest.mark.parametrize("batch_size", [0, -1, 2.0, True])
+def test_batch_sampler_batch_size_message_is_torchs(batch_size):
+    tdata = pytest.importorskip("torch.utils.data")
+    with pytest.raises(ValueError) as theirs:
+        tdata.BatchSampler(tdata.SequentialSampler(range(5)), batch_size, False)
+    with pytest.raises(ValueError) as ours:
+        sfd.BatchSampler(sfd.SequentialSampler(range(5)), batch_size, False)
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_timeout_with_num_workers_0_raises_torchs_assertion_error():
+    tdata = pytest.importorskip("torch.utils.data")
+    with pytest.raises(AssertionError) as theirs:
+        iter(tdata.DataLoader(list(range(3)), timeout=1))
+    loader = sfd.DataLoader(_Items(), timeout=1)  # accepted, as torch: it fails at iter()
+    with pytest.raises(AssertionError) as ours:  # the timeout was ignored
+        iter(loader)
+    assert str(ours.value).startswith(str(theirs.value) + " (DataLoader(timeout=1) bounds")
+    assert "pass num_workers > 0, or leave timeout out" in str(ours.value)
+    assert len(list(sfd.DataLoader(_Items(), timeout=0))) == 5
