@@ -381,18 +381,23 @@ class _MultiProcessIter:
             return data
 
     def _worker_died(self, w) -> RuntimeError:
+        """torch's words first ("DataLoader worker (pid N) is killed by signal: Killed." /
+        "... exited unexpectedly with exit code N."), then which worker and the fix."""
         p = self.workers[w]
         code = p.exitcode
-        how = ""
         if code is not None and code < 0:
             try:
-                how = f" (signal {signal.Signals(-code).name})"
+                name = signal.Signals(-code).name
+                head = f"is killed by signal: {signal.strsignal(-code)}."
             except ValueError:
-                how = f" (signal {-code})"
+                name, head = f"signal {-code}", f"is killed by signal: {-code}."
+            how = f"exit code {code}, {name}"
+        else:
+            head, how = f"exited unexpectedly with exit code {code}.", f"exit code {code}"
         return RuntimeError(
-            f"DataLoader worker {w} (pid {p.pid}) exited unexpectedly with exit code {code}{how}. "
-            "It may have been killed for using too much memory, or crashed inside the dataset "
-            "code; run with num_workers=0 to see the error in the main process"
+            f"DataLoader worker (pid {p.pid}) {head} (worker {w}, {how}: it may have been killed "
+            "for using too much memory, or crashed inside the dataset code; run with "
+            "num_workers=0 to see the error in the main process)"
         )
 
     def _get(self, w, idx):

@@ -5,6 +5,8 @@
   2 s, which a hung worker never uses). Now a hung worker is terminated at once.
 """
 
+import os
+import signal
 import time
 
 import numpy as np
@@ -75,3 +77,30 @@ def test_timeout_with_num_workers_0_raises_torchs_assertion_error():
     assert str(ours.value).startswith(str(theirs.value) + " (DataLoader(timeout=1) bounds")
     assert "pass num_workers > 0, or leave timeout out" in str(ours.value)
     assert len(list(sfd.DataLoader(_Items(), timeout=0))) == 5
+
+
+class _ExitsAt1(sfd.Dataset):
+    def __init__(self, how):
+        self.how = how
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        if i == 1:
+            if self.how == "kill":
+                os.kill(os.getpid(), signal.SIGKILL)
+            os._exit(3)
+        return np.float32(i)
+
+
+@pytest.mark.parametrize("how, words", [
+    ("kill", r"is killed by signal: Killed\. \(worker 0, exit code -9, SIGKILL: "),
+    ("exit", r"exited unexpectedly with exit code 3\. \(worker 0, exit code 3: ")])
+def test_a_worker_that_dies_is_reported_in_torchs_words(how, words):
+    # torch's SIGCHLD handler: "DataLoader worker (pid N) is killed by signal: Killed." /
+    # "... exited unexpectedly with exit code 3."; shardflow said "DataLoader worker 0 (pid
+    # N) exited unexpectedly with exit code -9 (signal SIGKILL)"
+    with pytest.raises(RuntimeError, match=r"^DataLoader worker \(pid \d+\) " + words +
+                       r"it may have been killed for using too much memory"):
+        list(sfd.DataLoader(_ExitsAt1(how), num_workers=1))
