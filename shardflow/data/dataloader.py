@@ -18,11 +18,14 @@ Result queues have a feeder thread in the worker, so a finished batch never bloc
 worker from starting the next one.
 
 Failure handling, never a silent stall: while waiting, the main process polls the worker's
-liveness; a worker that died (segfault, OOM kill, ``os._exit``) raises ``RuntimeError("DataLoader
-worker 1 (pid N) exited unexpectedly with exit code -9 (signal SIGKILL)")``; an exception
+liveness; a worker that died (segfault, OOM kill, ``os._exit``) raises torch's words
+``RuntimeError("DataLoader worker (pid N) is killed by signal: Killed. (worker 1, exit code
+-9, SIGKILL: ...")`` (or "exited unexpectedly with exit code 3."); an exception
 inside a worker is re-raised in the main process with the worker id and the worker's
 traceback; with ``timeout > 0`` a worker that is alive but produces nothing for ``timeout``
-seconds raises naming the worker and the batch. A worker whose parent disappears exits
+seconds raises naming the worker and the batch, after ``timeout`` (the hung worker is
+terminated at once); ``timeout > 0`` with ``num_workers=0`` raises torch's AssertionError
+when iterated. A worker whose parent disappears exits
 within ``PARENT_POLL_S`` (a watchdog thread; also when it is blocked writing a batch).
 
 Seeds: every epoch draws a base seed from ``generator`` (or the default generator); worker
