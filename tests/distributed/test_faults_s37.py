@@ -6,12 +6,17 @@ the operation, within a bounded time; where torch has an answer, torch's answer.
   the start of the world (``SHARDFLOW_COMM_TIMEOUT``, 600 s by default, bounded it), so the
   job waited for the straggler. Now the waiting ranks end the job after ``timeout`` naming
   the rank that never reached ``init_process_group`` and the argument to raise.
+* ``mp.spawn`` with a child killed by SIGKILL (an OOM kill): torch's
+  ``ProcessExitedException`` has ``exit_code`` -9 and ``signal_name`` "SIGKILL"; here
+  ``exit_code`` was mpiexec's 137.
 """
 
 import pytest
 
+import shardflow.multiprocessing as sf_mp
 from shardflow.comm.mpi_init import init_timeout_report
 from shardflow.testing.mpi import launch_cli
+from tests import _spawn_targets as targets
 
 STRAGGLER = """
 import datetime, os, time
@@ -45,3 +50,14 @@ def test_the_init_report_names_what_set_the_limit():
     msg = init_timeout_report(0, 2, 5, [0], "init_process_group's timeout=")
     assert "within 5 s (init_process_group's timeout=)" in msg
     assert "raise init_process_group's timeout= if" in msg
+
+
+@pytest.mark.mpi
+def test_a_spawned_child_killed_by_sigkill_has_torchs_exit_code():
+    with pytest.raises(sf_mp.ProcessExitedException,
+                       match=r"^process 1 terminated with signal SIGKILL \(it ended without") as e:
+        sf_mp.spawn(targets.sigkill_on_one, nprocs=2)
+    # torch 2.13: ProcessExitedException("process 1 terminated with signal SIGKILL"),
+    # error_index 1, exit_code -9 (multiprocessing's exitcode), signal_name "SIGKILL"
+    assert (e.value.error_index, e.value.exit_code, e.value.signal_name) == (1, -9, "SIGKILL")
+    assert e.value.error_pid > 0
