@@ -9,6 +9,9 @@ the operation, within a bounded time; where torch has an answer, torch's answer.
 * ``mp.spawn`` with a child killed by SIGKILL (an OOM kill): torch's
   ``ProcessExitedException`` has ``exit_code`` -9 and ``signal_name`` "SIGKILL"; here
   ``exit_code`` was mpiexec's 137.
+* in this process (a mesh of one): DTensor placements of the wrong length for the mesh, and
+  ``Shard(dim)`` outside the tensor's dims, raise torch's ``ValueError`` / ``IndexError`` and
+  words (they were sbp-worded ``ValueError``\ s).
 """
 
 import pytest
@@ -61,3 +64,36 @@ def test_a_spawned_child_killed_by_sigkill_has_torchs_exit_code():
     # error_index 1, exit_code -9 (multiprocessing's exitcode), signal_name "SIGKILL"
     assert (e.value.error_index, e.value.exit_code, e.value.signal_name) == (1, -9, "SIGKILL")
     assert e.value.error_pid > 0
+
+
+def test_dtensor_placements_that_do_not_fit_raise_torchs_errors():
+    # torch 2.13's words (probed on 2 gloo ranks): distribute_tensor with 2 placements on a
+    # 1-d mesh: ValueError "`placements` must have the same length as `device_mesh.ndim`!
+    # Found placements length: 2, and device_mesh.ndim: 1."; Shard(2) of a 2-d tensor:
+    # IndexError "Dimension out of range (expected to be in range of [-2, 1], but got 2)".
+    # shardflow said it in sbp words ("one sbp per mesh dimension is needed ..."), and a
+    # ValueError for the dim
+    import shardflow
+    from shardflow.distributed.device_mesh import init_device_mesh
+    from shardflow.distributed.tensor import DTensor, Replicate, Shard, distribute_tensor
+
+    mesh = init_device_mesh("cpu", (1,))
+    x = shardflow.arange(8.0).reshape(4, 2)
+    length = (r"^`placements` must have the same length as `device_mesh.ndim`! Found placements "
+              r"length: 2, and device_mesh.ndim: 1\. \({}: pass one placement per mesh dimension")
+    with pytest.raises(ValueError, match=length.format("distribute_tensor")):
+        distribute_tensor(x, mesh, [Shard(0), Replicate()])
+    d = distribute_tensor(x, mesh, [Shard(0)])
+    with pytest.raises(ValueError, match=length.format("redistribute")):
+        d.redistribute(mesh, [Replicate(), Replicate()])
+    with pytest.raises(ValueError, match=length.format(r"DTensor\.from_local")):
+        DTensor.from_local(shardflow.ones(2, 2), mesh, [Shard(0), Shard(1)])
+    out_of_range = (r"^Dimension out of range \(expected to be in range of \[-2, 1\], but got "
+                    r"{0}\) \({1}: Shard\({0}\) of a tensor of 2 dimension\(s\); shard a dim in "
+                    r"\[0, 1\] or use Replicate\(\)\)")
+    with pytest.raises(IndexError, match=out_of_range.format(2, "distribute_tensor")):
+        distribute_tensor(x, mesh, [Shard(2)])
+    with pytest.raises(IndexError, match=out_of_range.format(-3, "redistribute")):
+        d.redistribute(mesh, [Shard(-3)])
+    assert distribute_tensor(x, mesh, [Shard(-1)]).placements == (Shard(1),)  # as torch
+    assert d.redistribute(mesh, [Replicate()]).full_tensor().tolist() == x.tolist()
