@@ -11,7 +11,7 @@ the operation, within a bounded time; where torch has an answer, torch's answer.
   ``exit_code`` was mpiexec's 137.
 * in this process (a mesh of one): DTensor placements of the wrong length for the mesh, and
   ``Shard(dim)`` outside the tensor's dims, raise torch's ``ValueError`` / ``IndexError`` and
-  words (they were sbp-worded ``ValueError``\ s).
+  words (they were sbp-worded ``ValueError`` errors).
 """
 
 import pytest
