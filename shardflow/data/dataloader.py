@@ -154,13 +154,17 @@ class _ExceptionWrapper:
 
     def reraise(self):
         who = "the main process" if self.worker_id is None else f"DataLoader worker process {self.worker_id}"
-        msg = f"Caught {self.exc_type.__name__} {self.where} in {who}.\nOriginal {self.text}"
+        # torch's message exactly ("Caught ValueError in DataLoader worker process 0.", then
+        # the original traceback); what the worker was doing is a note, printed with the
+        # traceback (session 37: it was inside the first line, which programs match)
+        msg = f"Caught {self.exc_type.__name__} in {who}.\nOriginal {self.text}"
         if self.exc_type is KeyError:
             msg = _KeyErrorMessage(msg)  # KeyError repr()s its argument; keep the text readable
         try:
             err = self.exc_type(msg)
         except Exception:  # noqa: BLE001 - constructor with a different signature
             err = RuntimeError(msg)
+        err.add_note(f"(The error came {self.where}.)")
         raise err
 
 
@@ -241,7 +245,7 @@ def _worker_loop(kind, dataset, task_q, result_q, collate_fn, auto_collation, dr
             init_fn(worker_id)
         fetcher = _make_fetcher(kind, dataset, auto_collation, collate_fn, drop_last, batch_size)
     except Exception as e:  # noqa: BLE001
-        send(None, None, _ExceptionWrapper(e, worker_id, "in worker_init_fn / worker start-up"))
+        send(None, None, _ExceptionWrapper(e, worker_id, "in worker_init_fn or its start-up"))
         return
     while True:
         try:

@@ -104,3 +104,58 @@ def test_a_worker_that_dies_is_reported_in_torchs_words(how, words):
     with pytest.raises(RuntimeError, match=r"^DataLoader worker \(pid \d+\) " + words +
                        r"it may have been killed for using too much memory"):
         list(sfd.DataLoader(_ExitsAt1(how), num_workers=1))
+
+
+class _RaisesAt2(sfd.Dataset):
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        if i == 2:
+            raise ValueError("bad item 2")
+        return np.float32(i)
+
+
+def _bad_init(worker_id):
+    raise RuntimeError(f"init failed {worker_id}")
+
+
+@pytest.mark.parametrize("case", ["getitem", "worker_init_fn"])
+def test_a_worker_exception_starts_with_torchs_exact_line(case):
+    tdata = pytest.importorskip("torch.utils.data")
+    kind, kw = ((ValueError, {}) if case == "getitem" else
+                (RuntimeError, {"worker_init_fn": _bad_init, "dataset": None}))
+
+    def first_lines(data_mod, dataset):
+        args = dict(dataset=dataset, num_workers=1, **{k: v for k, v in kw.items() if k != "dataset"})
+        with pytest.raises(kind) as e:
+            list(data_mod.DataLoader(**args))
+        return str(e.value).rstrip("\n").split("\n")
+
+    theirs = first_lines(tdata, list(range(4)) if case != "getitem" else _TorchRaisesAt2())
+    ours = first_lines(sfd, _RaisesAt2())
+    # shardflow's first line said "Caught ValueError while loading batch 2 in DataLoader ..."
+    assert ours[0] == theirs[0] == f"Caught {kind.__name__} in DataLoader worker process 0."
+    assert ours[1] == theirs[1] == "Original Traceback (most recent call last):"
+    last = "bad item 2" if case == "getitem" else "init failed 0"
+    assert ours[-1] == theirs[-1] == f"{kind.__name__}: {last}"
+    assert e_notes(sfd, _RaisesAt2(), kind, kw) == [
+        "(The error came while loading batch 2.)" if case == "getitem" else
+        "(The error came in worker_init_fn or its start-up.)"]  # printed with the traceback
+
+
+def e_notes(data_mod, dataset, kind, kw):
+    args = dict(dataset=dataset, num_workers=1, **{k: v for k, v in kw.items() if k != "dataset"})
+    with pytest.raises(kind) as e:
+        list(data_mod.DataLoader(**args))
+    return e.value.__notes__
+
+
+class _TorchRaisesAt2:
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        if i == 2:
+            raise ValueError("bad item 2")
+        return i
