@@ -140,7 +140,7 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
         if comm is None:  # the world: its start is bounded too (mpi_init.py)
             limit = self._timeout if init_timeout is None else init_timeout
             with InitWatchdog(limit, "SHARDFLOW_COMM_TIMEOUT" if init_timeout is None
-                              else "init_process_group's timeout="):
+                              else "init_process_group's timeout=", fallback=self._timeout):
                 self._setup(mpi().COMM_WORLD, world_ranks)
         else:
             self._setup(comm, world_ranks)

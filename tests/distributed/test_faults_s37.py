@@ -97,3 +97,40 @@ def test_dtensor_placements_that_do_not_fit_raise_torchs_errors():
         d.redistribute(mesh, [Shard(-3)])
     assert distribute_tensor(x, mesh, [Shard(-1)]).placements == (Shard(1),)  # as torch
     assert d.redistribute(mesh, [Replicate()]).full_tensor().tolist() == x.tolist()
+
+
+@pytest.mark.parametrize("arrived, waited, says", [
+    ([0], (0.3, 1.2), "within 0.3 s (init_process_group's timeout=): starting MPI waits for all "
+                      "2 ranks. Rank(s) that never reached init_process_group: [1]"),
+    ([0, 1], (1.5, 4.0), "within 1.5 s (SHARDFLOW_COMM_TIMEOUT): starting MPI waits for all 2 "
+                         "ranks. Every rank reached init_process_group")])
+def test_init_timeout_bounds_a_straggler_not_mpis_own_start(tmp_path, monkeypatch, capfd,
+                                                            arrived, waited, says):
+    # the init watchdog's wait, run here: with timeout= 0.3 s and SHARDFLOW_COMM_TIMEOUT
+    # 1.5 s, a rank that never arrived ends the start after 0.3 s; when every rank has
+    # arrived the start is MPI's own and may take up to 1.5 s (a loaded machine's start-up
+    # must not fail a short timeout=)
+    import os
+    import subprocess
+    import time
+
+    from shardflow.comm.mpi_init import InitWatchdog
+
+    monkeypatch.setenv("SHARDFLOW_FAILURE_DIR", str(tmp_path))
+    for r in arrived:
+        (tmp_path / f"init-arrived-rank{r}").write_text("")
+    stand_in = subprocess.Popen(["sleep", "30"])  # the rank the watchdog ends
+    read_end, write_end = os.pipe()
+    try:
+        watchdog = InitWatchdog(0.3, "init_process_group's timeout=", fallback=1.5)
+        watchdog.rank, watchdog.world_size = 0, 2
+        t0 = time.monotonic()
+        watchdog._watch(read_end, stand_in.pid)
+        took = time.monotonic() - t0
+        assert stand_in.wait(timeout=10) == -9
+    finally:
+        stand_in.kill()
+        os.close(read_end)
+        os.close(write_end)
+    assert waited[0] <= took < waited[1], took
+    assert says in capfd.readouterr().err
