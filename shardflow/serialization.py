@@ -53,8 +53,11 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
     as torch's); a state dict saved as safetensors has no pickle in it, so there it only has
     to be valid. ``pickle_module``: only the standard ``pickle`` (or None): the file is written
     by shardflow's own pickler (it stores tensors as PyTorch storages); another module (dill,
-    cloudpickle) raises ValueError before anything is written."""
+    cloudpickle) raises ValueError before anything is written. A path whose folder does not
+    exist, or that is a folder, raises torch's RuntimeError before anything is written (no
+    folder is created)."""
     protocol = _pickle_protocol(pickle_protocol)
+    _check_target_path(f)
     if pickle_module is not None and pickle_module is not pickle:
         raise ValueError(
             f"shardflow.save does not take a pickle_module (got {getattr(pickle_module, '__name__', pickle_module)}); "
@@ -75,6 +78,24 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
             # pickle's own exception type, as torch.save raises it (PicklingError for a lambda,
             # AttributeError for a local class), with what shardflow tried first
             raise type(e)(f"{not_plain}; pickling it as torch.save does failed too ({type(e).__name__}: {e})") from None
+
+
+def _check_target_path(f) -> None:
+    """torch.save's RuntimeError for a path whose folder does not exist (session 37: the
+    folders were created silently) or that is a folder (it was an IsADirectoryError naming
+    the temp file), before anything is written; the fix follows torch's words."""
+    if not isinstance(f, str | os.PathLike):
+        return
+    path = os.fsdecode(os.fspath(f))
+    parent = os.path.dirname(path)
+    if parent and not os.path.isdir(parent):
+        raise RuntimeError(f"Parent directory {parent} does not exist. (save(obj, {path!r}): "
+                           "save does not create folders; make it first with "
+                           f"os.makedirs({parent!r}, exist_ok=True))")
+    if os.path.isdir(path):
+        raise RuntimeError(f"open file failed with strerror: Is a directory (save(obj, {path!r}): "
+                           f"{path} is a folder; pass a file path inside it, e.g. "
+                           f"{os.path.join(path, 'model.pt')!r})")
 
 
 def _pickle_protocol(protocol) -> int:

@@ -46,3 +46,13 @@ def os_exit_on_one(i):
         os._exit(3)
     import time
     time.sleep(10)
+
+
+def sigkill_on_one(i):
+    """Rank 1 is killed by SIGKILL (an OOM kill); rank 0 is busy until mpiexec stops it."""
+    import signal
+    import time
+
+    if i == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(10)

@@ -56,6 +56,7 @@ import collections
 import io
 import pickle
 import zipfile
+import zlib
 
 import ml_dtypes
 import numpy as np
@@ -65,7 +66,7 @@ from ..autograd.tensor import _wrap
 from ..backend import as_dtype, cuda_is_available, to_device
 from ..backend import device as _device
 from ..nn.module import Module
-from .safetensors import CheckpointError
+from .safetensors import CheckpointError, CorruptCheckpointError
 from .torch_names import is_torch_name, restore_module, shardflow_global
 
 __all__ = ["load_pytorch_file", "is_pytorch_zip", "add_safe_globals", "clear_safe_globals",
@@ -438,8 +439,19 @@ def load_pytorch_file(data: bytes, label: str, map_location=None, weights_only: 
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
         names = zf.namelist()
-    except zipfile.BadZipFile as e:
-        raise CheckpointError(f"{label} is not a readable zip archive ({e})") from None
+    except zipfile.BadZipFile as e:  # torch: RuntimeError "PytorchStreamReader failed ..."
+        raise CorruptCheckpointError(
+            f"{label} is not a readable zip archive ({e}): the checkpoint file is truncated or "
+            "corrupted (an interrupted write or copy?); use an earlier checkpoint") from None
+
+    def read_member(name: str) -> bytes:
+        try:
+            return zf.read(name)
+        except (zipfile.BadZipFile, zlib.error, EOFError) as e:  # e.g. "Bad CRC-32"
+            raise CorruptCheckpointError(
+                f"{label} is corrupted: its record {name!r} cannot be read ({e}); the file "
+                "changed after it was written. Use an earlier checkpoint") from None
+
     pkls = [n for n in names if n.endswith("/data.pkl") and n.count("/") == 1]
     if not pkls:
         if any(n.endswith("constants.pkl") or "/code/" in n for n in names):
@@ -451,7 +463,7 @@ def load_pytorch_file(data: bytes, label: str, map_location=None, weights_only: 
     root = pkls[0][: -len("data.pkl")]
     byteorder = "little"
     if root + "byteorder" in names:
-        byteorder = zf.read(root + "byteorder").decode(errors="replace").strip()
+        byteorder = read_member(root + "byteorder").decode(errors="replace").strip()
         if byteorder not in ("little", "big"):
             raise CheckpointError(f"{label}: unknown byteorder {byteorder!r}")
 
@@ -459,9 +471,9 @@ def load_pytorch_file(data: bytes, label: str, map_location=None, weights_only: 
         name = f"{root}data/{key}"
         if "/" in key or name not in names:
             raise CheckpointError(f"{label} is corrupt: storage record {key!r} is missing")
-        return zf.read(name)
+        return read_member(name)
 
-    unpickler = _Unpickler(zf.read(pkls[0]), read_record, label, map_location, byteorder, weights_only)
+    unpickler = _Unpickler(read_member(pkls[0]), read_record, label, map_location, byteorder, weights_only)
     try:
         return unpickler.load()
     except (CheckpointError, RuntimeError):

@@ -37,7 +37,8 @@ import numpy as np
 
 from .atomic import atomic_write
 
-__all__ = ["write", "read", "CheckpointError", "atomic_write", "check_not_pickle", "is_raw_pickle"]
+__all__ = ["write", "read", "CheckpointError", "CorruptCheckpointError", "EmptyCheckpointError",
+           "atomic_write", "check_not_pickle", "is_raw_pickle"]
 
 _DTYPES = {
     "F64": np.dtype("<f8"), "F32": np.dtype("<f4"), "F16": np.dtype("<f2"),
@@ -54,6 +55,17 @@ _HEADER_CRC_FIELD = b'"' + _HEADER_CRC.encode() + b'":"'
 
 class CheckpointError(ValueError):
     """A checkpoint file that cannot be (or must not be) loaded."""
+
+
+class CorruptCheckpointError(CheckpointError, RuntimeError):
+    """A file that is truncated, damaged or no checkpoint at all: a :class:`CheckpointError`
+    and, as ``torch.load`` raises for such a file, a ``RuntimeError`` ("PytorchStreamReader
+    failed reading zip archive ... your checkpoint file is corrupted"), so a program's
+    ``except RuntimeError`` around a resume catches it (session 37: it was a ValueError only)."""
+
+
+class EmptyCheckpointError(CorruptCheckpointError, EOFError):
+    """An empty file: also the ``EOFError`` ``torch.load`` raises for one."""
 
 
 def _dtype_name(a: np.ndarray, key: str) -> str:
@@ -136,14 +148,14 @@ def _check_header_crc(head: bytes, meta: dict, label: str) -> None:
     at = head.find(_HEADER_CRC_FIELD, 8)
     digits = head[at + len(_HEADER_CRC_FIELD): at + len(_HEADER_CRC_FIELD) + 10] if at >= 0 else b""
     if at < 0 or len(digits) != 10 or not digits.isdigit() or head.count(_HEADER_CRC_FIELD) != 1:
-        raise CheckpointError(
+        raise CorruptCheckpointError(
             f"{label} is corrupt: its header checksum field is damaged ({recorded!r}); use an "
             "earlier checkpoint"
         )
     start = at + len(_HEADER_CRC_FIELD)
     crc = zlib.crc32(head[:start] + b"0" * 10 + head[start + 10:])
     if crc != int(digits):
-        raise CheckpointError(
+        raise CorruptCheckpointError(
             f"{label} is corrupt: CRC-32 of its header (metadata, tensor names, shapes and "
             f"offsets) is {crc}, the file recorded {int(digits)}; a bit of the header changed "
             "after it was written (step, config or shapes may be wrong). Use an earlier "
@@ -166,10 +178,11 @@ def read(path_or_bytes, name: str | None = None) -> tuple[dict[str, np.ndarray],
     size = len(buf)
     check_not_pickle(bytes(buf[:9]), label)
     if size < 8:
-        raise CheckpointError(f"{label} is truncated or not a safetensors file ({size} bytes)")
+        raise (EmptyCheckpointError if size == 0 else CorruptCheckpointError)(
+            f"{label} is truncated or not a safetensors file ({size} bytes)")
     (n,) = struct.unpack("<Q", bytes(buf[:8]))
     if n > size - 8 or n > _MAX_HEADER:
-        raise CheckpointError(
+        raise CorruptCheckpointError(
             f"{label} is truncated or not a safetensors file: the header says {n} header bytes "
             f"but the file has {size} bytes in all"
         )
@@ -178,7 +191,7 @@ def read(path_or_bytes, name: str | None = None) -> tuple[dict[str, np.ndarray],
         if not isinstance(header, dict):
             raise ValueError("header is not a JSON object")
     except (ValueError, UnicodeDecodeError) as e:
-        raise CheckpointError(f"{label} is corrupt: its safetensors header is not valid JSON ({e})") from None
+        raise CorruptCheckpointError(f"{label} is corrupt: its safetensors header is not valid JSON ({e})") from None
     meta = header.pop("__metadata__", None) or {}
     _check_header_crc(bytes(buf[: 8 + n]), meta, label)
     data_start = 8 + n
@@ -190,19 +203,19 @@ def read(path_or_bytes, name: str | None = None) -> tuple[dict[str, np.ndarray],
             shape = tuple(int(s) for s in info["shape"])
             begin, end = (int(x) for x in info["data_offsets"])
         except (KeyError, TypeError, ValueError):
-            raise CheckpointError(
+            raise CorruptCheckpointError(
                 f"{label} is corrupt: bad header entry for tensor {key!r}: {info!r}"
             ) from None
         count = int(np.prod(shape, dtype=np.int64))
         if begin < 0 or end < begin or end - begin != count * dt.itemsize or min(shape, default=0) < 0:
-            raise CheckpointError(
+            raise CorruptCheckpointError(
                 f"{label} is corrupt: tensor {key!r} of shape {list(shape)} and dtype "
                 f"{info['dtype']} cannot occupy bytes [{begin}, {end})"
             )
         need = max(need, end)
         arrays[key] = (dt, shape, begin, count)
     if need > data_len:
-        raise CheckpointError(
+        raise CorruptCheckpointError(
             f"{label} is truncated: its header promises {need} bytes of tensor data but only "
             f"{data_len} are present; the write was interrupted or the copy is incomplete — use "
             "an earlier checkpoint"
@@ -211,7 +224,7 @@ def read(path_or_bytes, name: str | None = None) -> tuple[dict[str, np.ndarray],
     if "shardflow.crc32" in meta:
         crc = zlib.crc32(view)
         if str(crc) != meta["shardflow.crc32"]:
-            raise CheckpointError(
+            raise CorruptCheckpointError(
                 f"{label} is corrupt: CRC-32 of its tensor data is {crc}, the file recorded "
                 f"{meta['shardflow.crc32']}; use an earlier checkpoint"
             )

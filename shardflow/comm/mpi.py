@@ -134,11 +134,13 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
     # mpi_exit polls with it (it may not import mpi_work: mpi_work -> mpi_lib -> mpi_exit)
     progress_pending = staticmethod(progress_all)
 
-    def __init__(self, comm=None, world_ranks=None):
+    def __init__(self, comm=None, world_ranks=None, init_timeout=None):
         self._timeout = _config.comm_timeout_s()  # read once, when the group is made
         self._progress_thread = _config.progress_thread()
         if comm is None:  # the world: its start is bounded too (mpi_init.py)
-            with InitWatchdog(self._timeout):
+            limit = self._timeout if init_timeout is None else init_timeout
+            with InitWatchdog(limit, "SHARDFLOW_COMM_TIMEOUT" if init_timeout is None
+                              else "init_process_group's timeout=", fallback=self._timeout):
                 self._setup(mpi().COMM_WORLD, world_ranks)
         else:
             self._setup(comm, world_ranks)

@@ -49,8 +49,11 @@ class WorldInfo:
     launcher: str
 
 
-def init(backend: str | None = None) -> Communicator:
-    """Create (once) and return the world communicator; see the module docstring."""
+def init(backend: str | None = None, init_timeout: float | None = None) -> Communicator:
+    """Create (once) and return the world communicator; see the module docstring.
+
+    ``init_timeout`` (seconds; ``init_process_group``'s ``timeout=``) bounds the start of an
+    MPI world instead of ``SHARDFLOW_COMM_TIMEOUT`` (``mpi_init.py``)."""
     global _world
     if _world is not None:
         return _world
@@ -80,7 +83,7 @@ def init(backend: str | None = None) -> Communicator:
     else:
         from .mpi import MPICommunicator
 
-        comm = MPICommunicator()
+        comm = MPICommunicator(init_timeout=init_timeout)
         if info.launcher in ("mpiexec", "slurm") and comm.size != info.world_size:
             raise RuntimeError(
                 f"the launcher says WORLD_SIZE={info.world_size} but MPI sees {comm.size} ranks; "

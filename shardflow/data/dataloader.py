@@ -18,11 +18,14 @@ Result queues have a feeder thread in the worker, so a finished batch never bloc
 worker from starting the next one.
 
 Failure handling, never a silent stall: while waiting, the main process polls the worker's
-liveness; a worker that died (segfault, OOM kill, ``os._exit``) raises ``RuntimeError("DataLoader
-worker 1 (pid N) exited unexpectedly with exit code -9 (signal SIGKILL)")``; an exception
+liveness; a worker that died (segfault, OOM kill, ``os._exit``) raises torch's words
+``RuntimeError("DataLoader worker (pid N) is killed by signal: Killed. (worker 1, exit code
+-9, SIGKILL: ...")`` (or "exited unexpectedly with exit code 3."); an exception
 inside a worker is re-raised in the main process with the worker id and the worker's
 traceback; with ``timeout > 0`` a worker that is alive but produces nothing for ``timeout``
-seconds raises naming the worker and the batch. A worker whose parent disappears exits
+seconds raises naming the worker and the batch, after ``timeout`` (the hung worker is
+terminated at once); ``timeout > 0`` with ``num_workers=0`` raises torch's AssertionError
+when iterated. A worker whose parent disappears exits
 within ``PARENT_POLL_S`` (a watchdog thread; also when it is blocked writing a batch).
 
 Seeds: every epoch draws a base seed from ``generator`` (or the default generator); worker
@@ -151,13 +154,17 @@ class _ExceptionWrapper:
 
     def reraise(self):
         who = "the main process" if self.worker_id is None else f"DataLoader worker process {self.worker_id}"
-        msg = f"Caught {self.exc_type.__name__} {self.where} in {who}.\nOriginal {self.text}"
+        # torch's message exactly ("Caught ValueError in DataLoader worker process 0.", then
+        # the original traceback); what the worker was doing is a note, printed with the
+        # traceback (session 37: it was inside the first line, which programs match)
+        msg = f"Caught {self.exc_type.__name__} in {who}.\nOriginal {self.text}"
         if self.exc_type is KeyError:
             msg = _KeyErrorMessage(msg)  # KeyError repr()s its argument; keep the text readable
         try:
             err = self.exc_type(msg)
         except Exception:  # noqa: BLE001 - constructor with a different signature
             err = RuntimeError(msg)
+        err.add_note(f"(The error came {self.where}.)")
         raise err
 
 
@@ -238,7 +245,7 @@ def _worker_loop(kind, dataset, task_q, result_q, collate_fn, auto_collation, dr
             init_fn(worker_id)
         fetcher = _make_fetcher(kind, dataset, auto_collation, collate_fn, drop_last, batch_size)
     except Exception as e:  # noqa: BLE001
-        send(None, None, _ExceptionWrapper(e, worker_id, "in worker_init_fn / worker start-up"))
+        send(None, None, _ExceptionWrapper(e, worker_id, "in worker_init_fn or its start-up"))
         return
     while True:
         try:
@@ -267,6 +274,11 @@ def _worker_loop(kind, dataset, task_q, result_q, collate_fn, auto_collation, dr
 # ----------------------------------------------------------------------------- iterators
 class _SingleProcessIter:
     def __init__(self, loader):
+        if loader.timeout > 0:  # torch's type and words (it was ignored: no limit applied)
+            raise AssertionError(
+                f"_SingleProcessDataLoaderIter requires timeout == 0 (DataLoader(timeout="
+                f"{loader.timeout}) bounds the wait for a worker process, and num_workers=0 "
+                "loads in this process: pass num_workers > 0, or leave timeout out)")
         self.loader = loader
         self.index_iter = iter(loader._index_sampler()) if loader._kind == "map" else itertools.count()
         self.fetcher = _make_fetcher(
@@ -376,18 +388,23 @@ class _MultiProcessIter:
             return data
 
     def _worker_died(self, w) -> RuntimeError:
+        """torch's words first ("DataLoader worker (pid N) is killed by signal: Killed." /
+        "... exited unexpectedly with exit code N."), then which worker and the fix."""
         p = self.workers[w]
         code = p.exitcode
-        how = ""
         if code is not None and code < 0:
             try:
-                how = f" (signal {signal.Signals(-code).name})"
+                name = signal.Signals(-code).name
+                head = f"is killed by signal: {signal.strsignal(-code)}."
             except ValueError:
-                how = f" (signal {-code})"
+                name, head = f"signal {-code}", f"is killed by signal: {-code}."
+            how = f"exit code {code}, {name}"
+        else:
+            head, how = f"exited unexpectedly with exit code {code}.", f"exit code {code}"
         return RuntimeError(
-            f"DataLoader worker {w} (pid {p.pid}) exited unexpectedly with exit code {code}{how}. "
-            "It may have been killed for using too much memory, or crashed inside the dataset "
-            "code; run with num_workers=0 to see the error in the main process"
+            f"DataLoader worker (pid {p.pid}) {head} (worker {w}, {how}: it may have been killed "
+            "for using too much memory, or crashed inside the dataset code; run with "
+            "num_workers=0 to see the error in the main process)"
         )
 
     def _get(self, w, idx):
@@ -407,7 +424,7 @@ class _MultiProcessIter:
                         self._shutdown()
                         raise err from None
                 elif timeout > 0 and time.monotonic() - start >= timeout:
-                    self._shutdown()
+                    self._shutdown(graceful=False)  # a hung worker would not read the stop
                     raise RuntimeError(
                         f"DataLoader timed out after {timeout} seconds waiting for batch {idx} from "
                         f"worker {w} (pid {p.pid}); the worker is alive but has produced nothing "
@@ -426,7 +443,10 @@ class _MultiProcessIter:
                 raise RuntimeError(f"DataLoader internal error: expected batch {idx}, got {i}")
             return payload
 
-    def _shutdown(self):
+    def _shutdown(self, graceful: bool = True):
+        """Stop the workers: each is asked to exit and given 2 s, then terminated. Not
+        ``graceful`` (a ``timeout=`` expired: a worker is hung), they are terminated at once,
+        so the error comes after ``timeout``, not 2 s later (session 37)."""
         if self._shutdown_done:
             return
         self._shutdown_done = True
@@ -436,7 +456,7 @@ class _MultiProcessIter:
                     tq.put(None)
                 except Exception:  # noqa: BLE001
                     pass
-        deadline = time.monotonic() + 2.0
+        deadline = time.monotonic() + (2.0 if graceful else 0.0)
         for p in self.workers:
             p.join(timeout=max(0.0, deadline - time.monotonic()))
             if p.is_alive():

@@ -152,9 +152,15 @@ class BatchSampler(Sampler):
     """Group the indices of ``sampler`` into lists of ``batch_size`` (last one may be short)."""
 
     def __init__(self, sampler, batch_size: int, drop_last: bool):
+        # torch's words; a drop_last that is not a bool was taken as bool(): "False" dropped
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
-            raise ValueError(f"batch_size should be a positive integer, got {batch_size!r}")
-        self.sampler, self.batch_size, self.drop_last = sampler, batch_size, bool(drop_last)
+            raise ValueError("batch_size should be a positive integer value, but got "
+                             f"batch_size={batch_size}")
+        if not isinstance(drop_last, bool):
+            raise ValueError(f"drop_last should be a boolean value, but got drop_last={drop_last}"
+                             f" (pass True or False, not {type(drop_last).__name__} "
+                             f"{drop_last!r})")
+        self.sampler, self.batch_size, self.drop_last = sampler, batch_size, drop_last
 
     def __iter__(self):
         batch = []

@@ -124,7 +124,10 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     ``mpirun``).
     ``timeout`` (a ``timedelta`` or seconds), as torch's: a collective or point-to-point call
     of this group that waits longer ends the job with a report naming the ranks that did not
-    arrive and what each called; without it, ``SHARDFLOW_COMM_TIMEOUT`` (default 600 s).
+    arrive and what each called; without it, ``SHARDFLOW_COMM_TIMEOUT`` (default 600 s). It
+    bounds the start of the world too: a rank that does not reach ``init_process_group``
+    within it (a straggler) ends the job with a report naming it, as torch's rendezvous
+    fails after ``timeout``.
     """
     if _comm.is_initialized():
         raise ValueError(  # torch's type and words; the fix follows
@@ -144,7 +147,9 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
                          "or start N ranks with `shardflow run -n N`")
     if _comm.world_info().launcher == "none":  # a world of one: checked before it is made
         _check_size_and_rank(world_size, rank, 1, 0)
-    world = _comm.init(engine_backend(asked, ":" in (asked or "") and cuda_is_available()))
+    seconds = _timeout_seconds(timeout, "init_process_group")  # checked before the world starts
+    world = _comm.init(engine_backend(asked, ":" in (asked or "") and cuda_is_available()),
+                       init_timeout=seconds)  # a straggler's wait is bounded by it too
     _check_size_and_rank(world_size, rank, world.size, world.rank)
     _set_timeout(world, timeout, "init_process_group")
     _asked_backend[0] = asked
@@ -381,16 +386,24 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     return GroupMember.NON_GROUP_MEMBER if sub is None else sub
 
 
-def _set_timeout(group, timeout, fn: str) -> None:
-    """Honour ``timeout=`` (torch's argument) as the group's collective timeout: the comm's
-    watchdog reads ``group._timeout`` on every call. (It was accepted and ignored: a rank that
-    hung waited for the 600 s default instead of the program's 5 s.)"""
+def _timeout_seconds(timeout, fn: str) -> float | None:
+    """``timeout=`` (a ``timedelta`` or seconds) in seconds; None when not given."""
     if timeout is None:
-        return
+        return None
     seconds = timeout.total_seconds() if hasattr(timeout, "total_seconds") else float(timeout)
     if not seconds > 0:
         raise ValueError(f"{fn}(timeout={timeout!r}): the timeout must be positive; pass e.g. "
                          "datetime.timedelta(minutes=30), torch's default")
+    return seconds
+
+
+def _set_timeout(group, timeout, fn: str) -> None:
+    """Honour ``timeout=`` (torch's argument) as the group's collective timeout: the comm's
+    watchdog reads ``group._timeout`` on every call. (It was accepted and ignored: a rank that
+    hung waited for the 600 s default instead of the program's 5 s.)"""
+    seconds = _timeout_seconds(timeout, fn)
+    if seconds is None:
+        return
     if hasattr(group, "_timeout"):
         group._timeout = seconds
 

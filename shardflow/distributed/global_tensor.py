@@ -146,6 +146,31 @@ def _run_boxing(t: Tensor, spec: GlobalSpec, dst, op_name: str) -> Tensor:
     return Boxing.apply(t, spec.placement, spec.shape, spec.sbp, tuple(dst), op_name)
 
 
+def _check_placements(placements, device_mesh, ndim: int, fn: str) -> None:
+    """torch's errors for DTensor ``placements`` that do not fit, in torch's words first
+    (session 37: shardflow's sbp words only, and a ``ValueError`` where torch raises an
+    ``IndexError``): a list of another length than the mesh's dimensions (torch's
+    ``distribute_tensor`` ``ValueError``), a ``Shard(dim)`` outside the tensor's dims
+    (torch's ``IndexError``)."""
+    if not isinstance(placements, list | tuple) or device_mesh is None:
+        return
+    if len(placements) != device_mesh.ndim:
+        raise ValueError(
+            "`placements` must have the same length as `device_mesh.ndim`! Found placements "
+            f"length: {len(placements)}, and device_mesh.ndim: {device_mesh.ndim}. ({fn}: "
+            f"pass one placement per mesh dimension, e.g. [Shard(0)] or [Replicate()] "
+            f"for a {device_mesh.ndim}-d mesh of shape {tuple(device_mesh.shape)})")
+    for p in placements:
+        split = getattr(p, "is_split", None)
+        if split is None or not split():
+            continue
+        if not -max(ndim, 1) <= p.dim < max(ndim, 1):
+            raise IndexError(
+                f"Dimension out of range (expected to be in range of [{-max(ndim, 1)}, "
+                f"{max(ndim, 1) - 1}], but got {p.dim}) ({fn}: Shard({p.dim}) of a tensor of "
+                f"{ndim} dimension(s); shard a dim in [0, {ndim - 1}] or use Replicate())")
+
+
 def redistribute(t: Tensor, device_mesh=None, placements=None, *, async_op: bool = False,
                  forward_dtype=None, backward_dtype=None) -> Tensor:
     """PyTorch's ``DTensor.redistribute(device_mesh=None, placements=None)``: boxing to
@@ -162,6 +187,7 @@ def redistribute(t: Tensor, device_mesh=None, placements=None, *, async_op: bool
                          "Make it global with DTensor.from_local or distribute_tensor first")
     if placements is None:
         raise RuntimeError("placements is needed for redistribute! (e.g. [Replicate()])")
+    _check_placements(placements, device_mesh or t._spec.placement, len(t.shape), "redistribute")
     return to_global(t, device_mesh, placements)
 
 
@@ -184,6 +210,7 @@ def distribute_tensor(tensor: Tensor, device_mesh, placements=None, *,
                          "rank); this one is global already: use redistribute")
     if placements is None:
         placements = [broadcast] * device_mesh.ndim
+    _check_placements(placements, device_mesh, tensor.array.ndim, "distribute_tensor")
     dst = normalize_sbp(placements, device_mesh, tensor.array.ndim)
     layout.validate(tuple(tensor.array.shape), device_mesh.shape, dst, "distribute_tensor")
     requires_grad = tensor.requires_grad
@@ -347,6 +374,7 @@ class DTensor(metaclass=_DTensorType):
                              "current mesh); pass the DeviceMesh the local tensors live on")
         if placements is None:
             placements = [broadcast] * device_mesh.ndim
+        _check_placements(placements, device_mesh, local_tensor.ndim, "DTensor.from_local")
         return from_local(local_tensor, device_mesh, placements, shape=shape)
 
 

@@ -136,7 +136,8 @@ def _exited_by_itself(errdir: str, entries: list[str], nprocs: int, code: int):
     """The ``ProcessExitedException`` for a job no rank of which raised or called
     ``sys.exit``: the rank that started (``<rank>.pid``) but neither returned (``.done``)
     nor was stopped by mpiexec (``.killed``) ended by itself (``os._exit``, a crash), with
-    mpiexec's exit status (the first failing process's code, or 128 + its signal)."""
+    mpiexec's exit status (the first failing process's code; 128 + a signal is reported as
+    torch's ``exit_code`` -signal with ``signal_name``)."""
     from .spawn import ProcessExitedException
 
     names = set(entries)
@@ -149,6 +150,8 @@ def _exited_by_itself(errdir: str, entries: list[str], nprocs: int, code: int):
         except ValueError:
             pass
     how = f"signal {signal_name}" if signal_name else f"exit code {code}"
+    if signal_name:  # torch's exit_code for a signal: the process's, minus the signal
+        code = 128 - code  # (mpiexec's status was 128 + it; session 37: 137 for SIGKILL)
     if len(alone) == 1:
         index = alone[0]
         return ProcessExitedException(

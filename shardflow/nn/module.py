@@ -931,7 +931,14 @@ class Module:
                 else:
                     plan.append((owner, name, kind, target, src))
                 continue
-            src = _as_array_value(state_dict[key])
+            try:
+                src = _as_array_value(state_dict[key])
+            except TypeError:  # torch's words, among the other errors (it raised alone)
+                errors.append(
+                    f'While copying the parameter named "{key}", expected torch.Tensor or '
+                    f"Tensor-like object from checkpoint but received {type(state_dict[key])} "
+                    "(a shardflow or torch Tensor, or a NumPy array)")
+                continue
             if tuple(src.shape) != tuple(target.array.shape):
                 errors.append(
                     f"size mismatch for {key}: copying a param with shape {_size_str(src.shape)} "

@@ -123,7 +123,8 @@ class Crashing(Squares):
 
 def test_killed_worker_is_reported_with_id_and_exit_code():
     dl = sfd.DataLoader(Crashing(16), batch_size=2, num_workers=2)
-    with pytest.raises(RuntimeError, match=r"DataLoader worker 0 \(pid \d+\) exited unexpectedly with exit code -9"):
+    with pytest.raises(RuntimeError, match=r"^DataLoader worker \(pid \d+\) is killed by signal: "
+                                           r"Killed\. \(worker 0, exit code -9, SIGKILL"):
         list(dl)
 
 
