@@ -71,3 +71,14 @@ def test_optimizers_without_complex_support_refuse_before_any_update(name):
         with pytest.raises(RuntimeError, match=f"{name} does not support complex parameters"):
             opt.step()
         assert float(real.detach().sum()) == 4.0  # nothing stepped
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "Adagrad"])
+def test_fused_refuses_complex_parameters_like_torch(name):
+    for lib in (torch, sf):
+        p = lib.nn.Parameter(lib.zeros(2, dtype=lib.complex64))
+        opt = getattr(lib.optim, name)([p], lr=0.1, fused=True)
+        p.grad = lib.ones(2, dtype=lib.complex64)
+        with pytest.raises(RuntimeError, match="`fused=True` requires all the params to be floating point"):
+            opt.step()
+        assert float(p.detach().abs().sum()) == 0.0

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import check_nonnegative
-from .optimizer import Optimizer, _bump, real_view
+from .optimizer import Optimizer, _bump, check_fused_dtypes, real_view
 from .sparse_steps import adagrad_sparse_step
 
 
@@ -44,6 +44,7 @@ class Adagrad(Optimizer):
 
     def step(self, closure=None):
         loss = self._closure(closure)
+        check_fused_dtypes(self)
         for group in self.param_groups:
             lr, lr_decay, eps = group["lr"], group["lr_decay"], group["eps"]
             wd, maximize = group["weight_decay"], group["maximize"]

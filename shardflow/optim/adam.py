@@ -33,7 +33,7 @@ from ..kernels import cuda as _cuda_kernels
 from ..kernels import optim as _optim_kernels
 from ..ops.blocked import BLOCK_ELEMENTS, block_slices
 from ._checks import check_nonnegative
-from .optimizer import Optimizer, _bump, real_view
+from .optimizer import Optimizer, _bump, check_fused_dtypes, real_view
 
 
 class Adam(Optimizer):
@@ -60,6 +60,7 @@ class Adam(Optimizer):
 
     def step(self, closure=None):
         loss = self._closure(closure)
+        check_fused_dtypes(self)
         for group in self.param_groups:
             decoupled = group.get("decoupled_weight_decay", self._decoupled)
             lr, (b1, b2), eps = group["lr"], group["betas"], group["eps"]

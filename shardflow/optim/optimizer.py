@@ -417,3 +417,17 @@ def real_view(a):
             "a complex parameter, gradient or state tensor that is not contiguous cannot be "
             "stepped in place; make the parameter contiguous (p.data = p.data.contiguous())")
     return a.reshape(-1).view(a.real.dtype)
+
+
+def check_fused_dtypes(optimizer: Optimizer) -> None:
+    """torch's refusal of ``fused=True`` over a parameter that is not floating point (a
+    complex one: torch's fused kernels take real dtypes only), before any update."""
+    for group in optimizer.param_groups:
+        if not group.get("fused"):
+            continue
+        for p in group["params"]:
+            if p.grad is not None and p.array.dtype.kind not in "fV":
+                raise RuntimeError(
+                    "`fused=True` requires all the params to be floating point Tensors of "
+                    f"supported devices: ['cpu', 'cuda'] but {p.dtype} and {p.device.type}; pass "
+                    "fused=False (the default) for complex parameters")

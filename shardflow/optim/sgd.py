@@ -20,7 +20,7 @@ import numpy as np
 from .. import kernels
 from ..kernels import optim as _optim_kernels
 from ._checks import check_nonnegative
-from .optimizer import Optimizer, _bump, required
+from .optimizer import Optimizer, _bump, check_fused_dtypes, required
 from .sparse_steps import sgd_sparse_step
 
 
@@ -43,6 +43,7 @@ class SGD(Optimizer):
 
     def step(self, closure=None):
         loss = self._closure(closure)
+        check_fused_dtypes(self)
         for group in self.param_groups:
             lr, mom, damp = group["lr"], group["momentum"], group["dampening"]
             wd, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
