@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..backend import get_array_module
@@ -68,10 +70,19 @@ def _input_list(inputs) -> list:
     return out
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+             grad_variables=None, inputs=None):
     """Accumulate d(tensors)/d(leaf) into each leaf's ``.grad``. ``create_graph=True``: the
     gradients are Tensors carrying their own graph (higher_order.py), so they can be
-    differentiated again; ``retain_graph`` then defaults to True."""
+    differentiated again; ``retain_graph`` then defaults to True. ``grad_variables`` is
+    torch's deprecated name of ``grad_tensors``."""
+    if grad_variables is not None:
+        warnings.warn("`grad_variables` is deprecated. Use `grad_tensors` instead.", FutureWarning,
+                      stacklevel=2)
+        if grad_tensors is not None:
+            raise RuntimeError("`grad_tensors` and `grad_variables` (deprecated) arguments both "
+                               "passed to `backward()`. Please only use `grad_tensors`.")
+        grad_tensors = grad_variables
     if create_graph:
         return _backward_graph(tensors, grad_tensors, retain_graph, inputs)
     tensors = _as_list(tensors)

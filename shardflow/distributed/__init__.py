@@ -649,16 +649,22 @@ def _global_rank(g, group_rank: int) -> int:
 
 class P2POp:
     """One op of :func:`batch_isend_irecv`: ``P2POp(dist.isend, tensor, peer)`` or
-    ``P2POp(dist.irecv, tensor, peer)`` (``peer`` a global rank, as in PyTorch)."""
+    ``P2POp(dist.irecv, tensor, peer)`` (``peer`` a global rank, as in PyTorch), or
+    ``group_peer=`` the peer's rank in ``group`` (torch 2.6)."""
 
-    __slots__ = ("op", "tensor", "peer", "group", "tag")
+    __slots__ = ("op", "tensor", "peer", "group", "tag", "group_peer")
 
-    def __init__(self, op, tensor, peer: int, group=None, tag: int = 0):
+    def __init__(self, op, tensor, peer: int | None = None, group=None, tag: int = 0,
+                 group_peer: int | None = None):
         if op not in (isend, irecv):
             raise ValueError("P2POp's op must be dist.isend or dist.irecv, got "
                              f"{getattr(op, '__name__', op)!r}")
+        if (peer is None) == (group_peer is None):
+            raise ValueError("P2POp: pass exactly one of peer (a global rank) and group_peer "
+                             f"(a rank in group), got peer={peer!r}, group_peer={group_peer!r}")
         _arr(tensor)
         self.op, self.tensor, self.peer, self.group, self.tag = op, tensor, peer, group, tag
+        self.group_peer = group_peer
 
 
 def batch_isend_irecv(p2p_op_list) -> list:
@@ -675,8 +681,8 @@ def batch_isend_irecv(p2p_op_list) -> list:
     g = _group(ops[0].group)
     if any(_group(o.group) is not g for o in ops[1:]):
         raise ValueError("batch_isend_irecv: all ops must use the same group")
-    raw = [("send" if o.op is isend else "recv", _arr(o.tensor), _group_rank(g, o.peer), o.tag)
-           for o in ops]
+    raw = [("send" if o.op is isend else "recv", _arr(o.tensor),
+            int(o.group_peer) if o.peer is None else _group_rank(g, o.peer), o.tag) for o in ops]
     return [Work(w, None if o.op is isend else _bump(o.tensor))
             for o, w in zip(ops, g.batch_p2p(raw))]
 

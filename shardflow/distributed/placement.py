@@ -45,7 +45,16 @@ _GROUPS: dict[tuple, tuple] = {}
 class placement:  # noqa: N801 - OneFlow's name
     """A device mesh: ``type`` ("cpu" or "cuda") and an N-d array of ranks."""
 
-    def __init__(self, type: str = "cpu", ranks=None, *, mesh_dim_names=None):
+    def __init__(self, type: str = "cpu", ranks=None, *, mesh_dim_names=None, device_type=None,
+                 mesh=None, backend_override=None, _init_backend: bool = True):
+        # torch's DeviceMesh(device_type, mesh) keywords name the same two things
+        if device_type is not None:
+            type = device_type
+        if mesh is not None:
+            if ranks is not None:
+                raise ValueError("DeviceMesh: pass the ranks once, as mesh= (torch) or ranks=")
+            ranks = mesh.tolist() if hasattr(mesh, "tolist") else mesh
+        _refuse_backend_override(backend_override, "DeviceMesh")
         if type not in ("cpu", "cuda"):
             raise ValueError(f"placement type must be 'cpu' or 'cuda', got {type!r}")
         world = _comm.get_world()
@@ -253,8 +262,19 @@ class placement:  # noqa: N801 - OneFlow's name
 DeviceMesh = placement
 
 
-def init_device_mesh(device_type: str, mesh_shape, *, mesh_dim_names=None) -> placement:
+def _refuse_backend_override(backend_override, where: str) -> None:
+    """torch's ``backend_override`` (another backend per mesh dimension): None only here, where
+    every dimension's groups use the job's one backend (MPI, or NCCL on GPUs)."""
+    if backend_override:
+        raise NotImplementedError(
+            f"{where}(backend_override={backend_override!r}): every mesh dimension uses the job's "
+            "backend here (MPI on CPU, NCCL on GPU); drop backend_override")
+
+
+def init_device_mesh(device_type: str, mesh_shape, *, mesh_dim_names=None,
+                     backend_override=None) -> placement:
     """PyTorch's ``init_device_mesh``: ranks 0..N-1 laid out row-major in ``mesh_shape``."""
+    _refuse_backend_override(backend_override, "init_device_mesh")
     world = _comm.get_world()
     shape = tuple(int(s) for s in mesh_shape)
     total = int(np.prod(shape))

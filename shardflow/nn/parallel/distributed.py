@@ -121,6 +121,20 @@ def _check_device_ids(module, device_ids, output_device) -> None:
             "device_ids=[rank] if torch.cuda.is_available() else None).)")
 
 
+def _refuse_unsupported(**given) -> None:
+    """torch 2.13's DDP arguments that change what is reduced or how; accepted at their
+    defaults (None / False), refused with the alternative otherwise, before any state."""
+    fixes = {"delay_all_reduce_named_params": "leave those parameters in the normal buckets",
+             "param_to_hook_all_reduce": "leave those parameters in the normal buckets",
+             "mixed_precision": "use torch.autocast around the forward, or FSDP's MixedPrecision",
+             "skip_all_reduce_unused_params": "unused parameters' gradients are all-reduced as "
+                                              "zeros here (find_unused_parameters=True)"}
+    for name, value in given.items():
+        if value is not None:
+            raise NotImplementedError(f"DistributedDataParallel({name}=...) is not supported by "
+                                      f"shardflow; {fixes[name]}")
+
+
 class DistributedDataParallel(Module):
     """Data parallel over ``process_group`` (default: the world); see the module docstring."""
 
@@ -129,8 +143,17 @@ class DistributedDataParallel(Module):
                  process_group=None, bucket_cap_mb: float | None = None,
                  find_unused_parameters: bool = False, check_reduction: bool = False,
                  gradient_as_bucket_view: bool = False, static_graph: bool = False,
-                 device_mesh=None, forward_sync_buffers: bool | None = None):
+                 delay_all_reduce_named_params=None, param_to_hook_all_reduce=None,
+                 mixed_precision=None, device_mesh=None, skip_all_reduce_unused_params: bool = False,
+                 bucket_cap_mb_list=None, batched_grad_copy: bool = False,
+                 forward_sync_buffers: bool | None = None):
         super().__init__()
+        _refuse_unsupported(delay_all_reduce_named_params=delay_all_reduce_named_params,
+                            param_to_hook_all_reduce=param_to_hook_all_reduce,
+                            mixed_precision=mixed_precision,
+                            skip_all_reduce_unused_params=skip_all_reduce_unused_params or None)
+        # bucket_cap_mb_list / batched_grad_copy tune torch's bucketing and gradient copies
+        # (no effect on values); shardflow's reducer sizes buckets from bucket_cap_mb
         forward_sync, init_sync_buffers = _buffer_sync(broadcast_buffers, forward_sync_buffers)
         if bucket_cap_mb is None:  # torch 2.13's default: None means 25 MB
             bucket_cap_mb = 25

@@ -45,6 +45,13 @@ def run(lib, d):
             got2 = lib.zeros(1)
             d.irecv(got2, group=g, group_src=0).wait()
             seen.append(("irecv", got2.tolist()))
+        # batch_isend_irecv with P2POp(group_peer=): both directions at once
+        peer = 1 - (0 if r == 1 else 1)
+        out, back = lib.tensor([float(r)]), lib.zeros(1)
+        for w in d.batch_isend_irecv([d.P2POp(d.isend, out, group=g, group_peer=peer),
+                                      d.P2POp(d.irecv, back, group=g, group_peer=peer)]):
+            w.wait()
+        seen.append(("batch", back.tolist()))
         try:
             d.send(lib.zeros(1), dst=1, group=g, group_dst=0)
         except ValueError as e:  # torch: ValueError too (its own words)
