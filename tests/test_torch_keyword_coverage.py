@@ -5,8 +5,11 @@ of ``torch.nn``, ``nn.functional``, ``optim``, ``lr_scheduler``, ``utils.data``,
 ``**kwargs``): a public program passing one would otherwise stop with a TypeError. Private
 (underscore) parameters are exempt. Session 37 added the last ones: ``DeviceMesh(device_type=,
 mesh=, backend_override=)``, ``init_device_mesh(backend_override=)``, ``P2POp(group_peer=)``,
-DDP's newest arguments and ``autograd.backward(grad_variables=)``."""
+DDP's newest arguments, ``autograd.backward(grad_variables=)``, the pipeline schedules'
+chunk specs, ``profiler.schedule(skip_first_wait=)``, ``fully_shard(dp_mesh_dims=)``,
+``FileSystemWriter(serialization_format=)`` and a few parameter names."""
 
+import importlib
 import inspect
 import warnings
 
@@ -16,13 +19,16 @@ import torch
 import shardflow as sf
 
 MODULES = ["nn.functional", "nn", "optim", "optim.lr_scheduler", "utils.data", "nn.utils", "nn.init",
-           "distributed", "nn.parallel", "linalg", "fft", "special", "autograd", "func", "amp"]
+           "distributed", "nn.parallel", "linalg", "fft", "special", "autograd", "func", "amp",
+           "utils.checkpoint", "nn.utils.rnn", "random", "profiler", "utils.hooks", "distributed.fsdp",
+           "distributed.checkpoint", "distributed.pipelining", "distributed.tensor",
+           "distributed.tensor.parallel", "distributed.rpc", "distributions", "optim.swa_utils",
+           "autograd.graph", "nn.attention", "multiprocessing"]
+EXEMPT = {"distributed.pipelining.Pipe"}  # built by pipeline() from a traced graph, not by users
 
 
 def _resolve(root, path):
-    for part in path.split("."):
-        root = getattr(root, part)
-    return root
+    return importlib.import_module(f"{root.__name__}.{path}")
 
 
 def _keywords(f):
@@ -45,7 +51,7 @@ def test_torch_keywords_are_accepted(path):
             if name.startswith("_"):
                 continue
             a, b = getattr(tm, name, None), getattr(sm, name, None)
-            if b is None or not callable(a):
+            if b is None or not callable(a) or f"{path}.{name}" in EXEMPT:
                 continue
             ka = _keywords(a.__init__ if inspect.isclass(a) else a)
             kb = _keywords(b.__init__ if inspect.isclass(b) else b)
@@ -78,3 +84,16 @@ def test_ddp_refuses_reduction_changing_arguments_before_any_state():
         sf.nn.parallel.DistributedDataParallel(sf.nn.Linear(2, 2), mixed_precision=object())
     with pytest.raises(NotImplementedError, match="skip_all_reduce_unused_params"):
         sf.nn.parallel.DistributedDataParallel(sf.nn.Linear(2, 2), skip_all_reduce_unused_params=True)
+
+
+def test_profiler_schedule_skip_first_wait_like_torch():
+    kw = dict(wait=2, warmup=1, active=2, repeat=2, skip_first=1, skip_first_wait=1)
+    ts, ss = torch.profiler.schedule(**kw), sf.profiler.schedule(**kw)
+    assert [ts(i).name for i in range(12)] == [ss(i).name for i in range(12)]
+
+
+def test_pipeline_schedules_refuse_custom_chunk_specs():
+    from shardflow.distributed.pipelining import schedules
+
+    with pytest.raises(NotImplementedError, match="args_chunk_spec"):
+        schedules._refuse_chunk_specs((None,), None, None)

@@ -15,11 +15,12 @@ __all__ = ["RemovableHandle"]
 class RemovableHandle:
     """Returned by ``register_*_hook``; ``handle.remove()`` unregisters the hook."""
 
-    def __init__(self, *hook_dicts, extra_dict=None):
+    def __init__(self, *hook_dicts, hooks_dict=None, extra_dict=None):
         # torch's signature is (hooks_dict, *, extra_dict=None): extra_dict is one more dict (or
         # a list of them) whose entry under this handle's id goes too (a hook's kwargs flag)
         extras = [] if extra_dict is None else extra_dict if isinstance(extra_dict, list) else [extra_dict]
-        self.hook_dicts = (*hook_dicts, *extras)
+        named = () if hooks_dict is None else (hooks_dict,)
+        self.hook_dicts = (*named, *hook_dicts, *extras)
         # one counter with Tensor and node hook handles, as torch's (autograd/hook_ids.py)
         self.id = next_handle_id()
 

@@ -158,8 +158,8 @@ def get_rng_state() -> np.ndarray:
     return default_generator.get_state()
 
 
-def set_rng_state(state) -> None:
-    default_generator.set_state(state)
+def set_rng_state(new_state) -> None:
+    default_generator.set_state(new_state)
 
 
 def get(generator: Generator | None = None) -> Generator:

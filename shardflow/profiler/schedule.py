@@ -27,9 +27,10 @@ class ProfilerActivity(Enum):
     CUDA = 1
 
 
-def schedule(*, wait: int, warmup: int, active: int, repeat: int = 0, skip_first: int = 0):
+def schedule(*, wait: int, warmup: int, active: int, repeat: int = 0, skip_first: int = 0,
+             skip_first_wait: int = 0):
     for name, value in (("wait", wait), ("warmup", warmup), ("active", active),
-                        ("repeat", repeat), ("skip_first", skip_first)):
+                        ("repeat", repeat), ("skip_first", skip_first), ("skip_first_wait", skip_first_wait)):
         if not isinstance(value, int) or value < 0:
             raise ValueError(f"schedule({name}=...) must be an int >= 0, got {value!r}")
     if active < 1:
@@ -39,6 +40,8 @@ def schedule(*, wait: int, warmup: int, active: int, repeat: int = 0, skip_first
         if step < skip_first:
             return ProfilerAction.NONE
         step -= skip_first
+        if skip_first_wait:  # torch: the first cycle starts without its wait steps
+            step += wait
         cycle = wait + warmup + active
         if repeat > 0 and step // cycle >= repeat:
             return ProfilerAction.NONE

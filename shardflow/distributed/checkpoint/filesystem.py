@@ -68,7 +68,12 @@ class FileSystemWriter(StorageWriter):
     def __init__(self, path, single_file_per_rank: bool = True, sync_files: bool = True,
                  thread_count: int = 1, per_thread_copy_ahead: int = 10_000_000,
                  cache_staged_state_dict: bool = False, overwrite: bool = True, *,
-                 block_size: int = DEFAULT_BLOCK_SIZE, fault_hook=None):
+                 serialization_format=None, block_size: int = DEFAULT_BLOCK_SIZE, fault_hook=None):
+        if serialization_format is not None and str(getattr(serialization_format, "value",
+                                                            serialization_format)) != "torch_save":
+            raise NotImplementedError(
+                f"FileSystemWriter(serialization_format={serialization_format!r}): shardflow writes "
+                "its own checkpoint format (torch_save's layout); pass the default")
         if int(block_size) <= 0:
             raise ValueError(f"block_size must be a positive number of bytes, got {block_size}")
         self.path = os.fspath(path)

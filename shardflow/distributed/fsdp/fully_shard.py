@@ -500,7 +500,7 @@ def _check_not_ddp(module) -> None:
 # ---------------------------------------------------------------------------- fully_shard
 def fully_shard(module, *, mesh=None, reshard_after_forward: bool = True,
                 shard_placement_fn=None, mp_policy=None, offload_policy: OffloadPolicy | None = None,
-                ignored_params=None):
+                ignored_params=None, dp_mesh_dims=None):
     """Shard ``module``'s parameters over the data-parallel ``mesh``; see the module docstring.
 
     ``reshard_after_forward=True`` frees gathered parameters after each unit's forward and
@@ -513,6 +513,9 @@ def fully_shard(module, *, mesh=None, reshard_after_forward: bool = True,
     ``shard_placement_fn`` is not supported (dim-0 shards).
     Returns ``module`` (its class becomes ``FSDP<Class>``).
     """
+    if dp_mesh_dims is not None:  # torch 2.13's HSDP dims spec; a 2-D mesh is (replicate, shard) here
+        raise NotImplementedError("fully_shard(dp_mesh_dims=...) is not supported; pass a 1-D mesh "
+                                  "(shard) or a 2-D mesh (replicate, shard) for HSDP")
     from ...nn.parallel import DistributedDataParallel
 
     label = type(module).__name__

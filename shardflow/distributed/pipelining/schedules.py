@@ -357,10 +357,23 @@ class _Schedule:
         return cat([outputs[i] for i in range(m)], dim=0)
 
 
+def _refuse_chunk_specs(args_chunk_spec, kwargs_chunk_spec, output_merge_spec) -> None:
+    """torch's per-argument chunking specs: None only (every tensor argument is split on dim 0
+    into ``n_microbatches`` chunks and the outputs concatenated on dim 0, torch's default)."""
+    for name, value in (("args_chunk_spec", args_chunk_spec), ("kwargs_chunk_spec", kwargs_chunk_spec),
+                        ("output_merge_spec", output_merge_spec)):
+        if value is not None:
+            raise NotImplementedError(
+                f"pipeline schedule {name}=...: only the default (split every tensor on dim 0, "
+                "merge outputs on dim 0) is supported; lay the batch dim first and pass None")
+
+
 class PipelineScheduleSingle(_Schedule):
     """Schedules with one stage per rank: ``Schedule(stage, n_microbatches, loss_fn)``."""
 
-    def __init__(self, stage, n_microbatches: int, loss_fn=None, scale_grads: bool = True):
+    def __init__(self, stage, n_microbatches: int, loss_fn=None, args_chunk_spec=None,
+                 kwargs_chunk_spec=None, output_merge_spec=None, scale_grads: bool = True):
+        _refuse_chunk_specs(args_chunk_spec, kwargs_chunk_spec, output_merge_spec)
         if stage.num_stages != stage.group.size:
             raise ValueError(
                 f"{type(self).__name__} runs one stage per rank: num_stages ({stage.num_stages}) "
@@ -388,7 +401,11 @@ class Schedule1F1B(PipelineScheduleSingle):
 class ScheduleInterleaved1F1B(_Schedule):
     """Megatron's interleaved 1F1B over ``stages`` (this rank's, ``s = k * p + r``)."""
 
-    def __init__(self, stages: list, n_microbatches: int, loss_fn=None, scale_grads: bool = True):
+    def __init__(self, stages: list, n_microbatches: int, loss_fn=None, args_chunk_spec=None,
+                 kwargs_chunk_spec=None, output_merge_spec=None, scale_grads: bool = True,
+                 backward_requires_autograd: bool = True, defer_pp_recv: bool = False):
+        # backward_requires_autograd / defer_pp_recv: torch's scheduling knobs, no effect on values
+        _refuse_chunk_specs(args_chunk_spec, kwargs_chunk_spec, output_merge_spec)
         super().__init__(list(stages), n_microbatches, loss_fn, scale_grads)
         self.v = len(self.stages)
         if self.stages[0].num_stages != self.v * self.p:

@@ -76,10 +76,10 @@ def _packed_positions(batch_sizes: np.ndarray):
     return t_idx, b_idx
 
 
-def invert_permutation(perm: Tensor | None) -> Tensor | None:
-    if perm is None:
+def invert_permutation(permutation: Tensor | None) -> Tensor | None:
+    if permutation is None:
         return None
-    p = perm.numpy()
+    p = permutation.numpy()
     inv = np.empty_like(p)
     inv[p] = np.arange(p.size, dtype=p.dtype)
     return tensor(inv)
