@@ -6,8 +6,13 @@ shared draws), compared on every printed line. See ``test_public_programs.py`` a
 docs/COMPAT.md, "Public programs".
 """
 
+import re
+import warnings
+
+import numpy as np
 import pytest
 
+from .programs._harness import HERE, load_file, run_script
 from .test_public_programs_more_af import _run
 from .test_public_programs_more_h import same_printout
 
@@ -26,6 +31,34 @@ def _same_run(tmp_path, monkeypatch, capsys, name, argv=(), lines=None, **tolera
         assert len(th_out) == lines, "\n".join(th_out)
     same_printout(sf_out, th_out, **tolerance)
     return th_out, sf_out
+
+
+def _run_with_siblings(tmp_path, monkeypatch, capsys, path, siblings, argv=(), files=None, seed=0):
+    """``_run`` for a script that imports sibling files of its repository (``from made import
+    MADE``): each run gets the siblings loaded for its own framework (``siblings``:
+    ``{module name: file under programs/}``)."""
+    import torch
+
+    import shardflow
+
+    runs = []
+    for use_sf, lib in ((False, torch), (True, shardflow)):
+        where = tmp_path / ("sf" if use_sf else "th")
+        where.mkdir(parents=True)
+        for name, data in (files or {}).items():
+            (where / name).write_bytes(data)
+        monkeypatch.chdir(where)
+        modules = {name: load_file(HERE / file, use_sf, f"{name}_{'sf' if use_sf else 'th'}")
+                   for name, file in siblings.items()}
+        lib.manual_seed(seed)
+        np.random.seed(seed)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            run_script(HERE / path, use_sf, argv=argv, modules=modules)
+        messages = [re.sub(r" \(Triggered internally at [^)]*\)$", "", f"{w.category.__name__}: {w.message}")
+                    for w in caught]
+        runs.append((capsys.readouterr().out.splitlines(), messages))
+    return runs
 
 
 def test_efficient_kan_like_torch(tmp_path, monkeypatch, capsys):
@@ -51,3 +84,44 @@ def test_mixture_of_experts_like_torch(tmp_path, monkeypatch, capsys):
     torch's CPU ``std::sort`` does (it printed them in a stable order before)."""
     th_out, _ = _same_run(tmp_path, monkeypatch, capsys, "moe", lines=22)
     assert th_out[9].startswith("batch index: [1, 4, 2, 0, 3")  # not the stable order
+
+
+def test_made_autoregressive_check_like_torch(tmp_path, monkeypatch, capsys):
+    """karpathy/pytorch-made's ``made.py`` self-test: ``MaskedLinear`` masks set by
+    ``mask.data.copy_(torch.from_numpy(uint8_mask.T))`` (a transposed, non-contiguous NumPy
+    array, cast into a float buffer), seven MADE configurations (natural and random orders,
+    ``nout`` a multiple of ``nin``), one backward per output through ``Variable(...,
+    requires_grad=True)`` and the inputs with a nonzero gradient. Every line agrees (the
+    dependency lists and OK/NOTOK: the masks are NumPy's, the gradients shardflow's)."""
+    th_out, _ = _same_run(tmp_path, monkeypatch, capsys, "made", lines=7 + 10 * 5 + 20 + 30)
+    assert all(line.endswith(": OK") for line in th_out if line.startswith("output"))
+
+
+def _binarized(train=300, valid=200, dims=20, seed=0) -> bytes:
+    """A ``binarized_mnist.npz``-shaped file: float32 0/1 ``train_data`` and ``valid_data``,
+    each pixel on with its own probability."""
+    import io
+
+    rng = np.random.default_rng(seed)
+    p = rng.random(dims)
+    out = io.BytesIO()
+    np.savez(out, train_data=(rng.random((train, dims)) < p).astype(np.float32),
+             valid_data=(rng.random((valid, dims)) < p).astype(np.float32))
+    return out.getvalue()
+
+
+def test_made_training_run_like_torch(tmp_path, monkeypatch, capsys):
+    """karpathy/pytorch-made's ``run.py``: a MADE with two hidden layers trained with
+    connectivity-agnostic mask resampling (2 masks, resampled every 2 steps, 2 samples
+    averaged at test time), ``torch.set_grad_enabled(split == 'train')`` as a call,
+    ``xbhat += model(xb)`` into ``zeros_like``, the legacy ``size_average=False`` BCE-with-
+    logits, Adam with weight decay and ``scheduler.step(epoch)`` (the deprecated epoch
+    argument); parameters counted by ``np.prod(p.size())``. Every line and every warning
+    (the legacy-reduction and scheduler deprecation warnings, in order) agree."""
+    (th_out, th_warned), (sf_out, sf_warned) = _run_with_siblings(
+        tmp_path, monkeypatch, capsys, f"{AG}/made_run.py", {"made": f"{AG}/made.py"},
+        argv=["-d", "binarized_mnist.npz", "-q", "32,32", "-n", "2", "-r", "2", "-s", "2"],
+        files={"binarized_mnist.npz": _binarized()})
+    assert len(th_out) == 13 and th_out[1] == "number of model parameters: 2388"
+    assert sf_warned == th_warned and len(th_warned) == 21
+    same_printout(sf_out, th_out)
