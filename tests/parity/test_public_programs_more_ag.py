@@ -33,10 +33,13 @@ def _same_run(tmp_path, monkeypatch, capsys, name, argv=(), lines=None, **tolera
     return th_out, sf_out
 
 
-def _run_with_siblings(tmp_path, monkeypatch, capsys, path, siblings, argv=(), files=None, seed=0):
+def _run_with_siblings(tmp_path, monkeypatch, capsys, path, siblings, argv=(), files=None, seed=0,
+                       warn_always=False):
     """``_run`` for a script that imports sibling files of its repository (``from made import
     MADE``): each run gets the siblings loaded for its own framework (``siblings``:
-    ``{module name: file under programs/}``)."""
+    ``{module name: file under programs/}``). ``warn_always``: each run under its framework's
+    ``set_warn_always(True)``, so that torch's once-per-process warnings are given whatever
+    ran before in this process."""
     import torch
 
     import shardflow
@@ -52,9 +55,13 @@ def _run_with_siblings(tmp_path, monkeypatch, capsys, path, siblings, argv=(), f
                    for name, file in siblings.items()}
         lib.manual_seed(seed)
         np.random.seed(seed)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            run_script(HERE / path, use_sf, argv=argv, modules=modules)
+        lib.set_warn_always(warn_always)
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                run_script(HERE / path, use_sf, argv=argv, modules=modules)
+        finally:
+            lib.set_warn_always(False)
         messages = [re.sub(r" \(Triggered internally at [^)]*\)$", "", f"{w.category.__name__}: {w.message}")
                     for w in caught]
         runs.append((capsys.readouterr().out.splitlines(), messages))
@@ -124,4 +131,25 @@ def test_made_training_run_like_torch(tmp_path, monkeypatch, capsys):
         files={"binarized_mnist.npz": _binarized()})
     assert len(th_out) == 13 and th_out[1] == "number of model parameters: 2388"
     assert sf_warned == th_warned and len(th_warned) == 21
+    same_printout(sf_out, th_out)
+
+
+def test_normalizing_flows_like_torch(tmp_path, monkeypatch, capsys):
+    """karpathy/pytorch-normalizing-flows (``nflib``, the ``nflib1.ipynb`` training cells):
+    RealNVP (``AffineHalfFlow``, strided halves) on a Logistic prior built as
+    ``TransformedDistribution(Uniform(0, 1), SigmoidTransform().inv)``; MAF (MADE-masked
+    ``ARMLP``, ``flip``, a sequential inverse writing ``x[:, i]``) on ``MultivariateNormal``;
+    the neural-spline coupling flow (``unconstrained_RQS``: ``F.pad`` then in-place edge
+    writes, boolean-mask assignment of a tuple of graph tensors, the ``+= eps`` searchsorted,
+    ``gather``) with ``ActNorm``'s data-dependent init (``.data =``) and ``Invertible1x1Conv``
+    (``orthogonal_``, ``Tensor.lu`` and its deprecation warning, ``lu_unpack``, ``inverse``).
+    40 Adam steps each, the prior's and the flow's samples (``prior.sample``: torch's draws
+    from the same seed), and a forward/backward round trip. Every line and warning agree
+    (under ``set_warn_always(True)``: ``torch.lu``'s warning once per layer; without it torch
+    gives it once per process, and so does shardflow: ``tests/ops/test_linalg_lu.py``)."""
+    (th_out, th_warned), (sf_out, sf_warned) = _run_with_siblings(
+        tmp_path, monkeypatch, capsys, f"{AG}/nflib_train.py", {"nflib": f"{AG}/nflib.py"},
+        warn_always=True)
+    assert len(th_out) == 1 + 3 * 10, "\n".join(th_out)
+    assert sf_warned == th_warned and len(th_warned) == 3
     same_printout(sf_out, th_out)

@@ -1,4 +1,4 @@
-# ruff: noqa: UP031  (the program's own style, kept)
+# ruff: noqa: E701, UP031  (the program's own style, kept)
 """
 karpathy/pytorch-made, ``made.py``, as published: MADE (Germain et al. 2015) with masked
 linear layers, the order/connectivity resampling of ``update_masks`` and, under

@@ -1,4 +1,4 @@
-# ruff: noqa: F401, UP031  (the program's own style, kept)
+# ruff: noqa: F401, I001, UP031  (the program's own style, kept)
 """
 karpathy/pytorch-made, ``run.py``: trains MADE on binarized MNIST. As published but for:
 the data is a small synthetic binary ``.npz`` the test writes (``train_data`` 300 x 20,
