@@ -153,3 +153,21 @@ def test_normalizing_flows_like_torch(tmp_path, monkeypatch, capsys):
     assert len(th_out) == 1 + 3 * 10, "\n".join(th_out)
     assert sf_warned == th_warned and len(th_warned) == 3
     same_printout(sf_out, th_out)
+
+
+def test_siren_like_torch(tmp_path, monkeypatch, capsys):
+    """vsitzmann/siren's ``explore_siren.ipynb``: ``SineLayer``'s custom ``uniform_`` init
+    under ``no_grad`` (bounds from ``np.sqrt``), ``get_mgrid`` through ``torch.meshgrid``
+    without ``indexing`` (torch's warning), a one-item ``DataLoader(pin_memory=True)``
+    (torch's no-accelerator warning), ``coords.clone().detach().requires_grad_(True)``, the
+    image gradient and laplacian by ``autograd.grad(create_graph=True)`` (one
+    ``grad_outputs=ones_like`` per component), ``"%0.6f" % loss`` on a tensor that requires
+    grad (torch's warning), ``forward_with_activations(retain_grad=True)`` keyed by
+    ``str(layer.__class__)``, then the Poisson fit whose loss is a gradient (double
+    backward through ``sin``). Every line and warning agree (under ``set_warn_always(True)``:
+    torch gives these warnings once per process otherwise)."""
+    (th_out, th_warned), (sf_out, sf_warned) = _run_with_siblings(
+        tmp_path, monkeypatch, capsys, f"{AG}/siren.py", {}, warn_always=True)
+    assert len(th_out) == 20, "\n".join(th_out)
+    assert sf_warned == th_warned and any("meshgrid" in w for w in th_warned)
+    same_printout(sf_out, th_out)
