@@ -1,4 +1,4 @@
-# ruff: noqa: E231, E261, E303, UP031, W291, W293  (the notebook's own style, kept)
+# ruff: noqa: E231, E701, E261, E303, UP031, W291, W293  (the notebook's own style, kept)
 """
 vsitzmann/siren, ``explore_siren.ipynb`` as a script: ``get_mgrid``, ``SineLayer`` with its
 custom initialisation, ``Siren``, ``forward_with_activations``, ``laplace`` / ``divergence``
