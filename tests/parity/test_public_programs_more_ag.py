@@ -171,3 +171,18 @@ def test_siren_like_torch(tmp_path, monkeypatch, capsys):
     assert len(th_out) == 20, "\n".join(th_out)
     assert sf_warned == th_warned and any("meshgrid" in w for w in th_warned)
     same_printout(sf_out, th_out)
+
+
+def test_simclr_like_torch(tmp_path, monkeypatch, capsys):
+    """sthalles/SimCLR: ``info_nce_loss`` (``labels.unsqueeze(0) == labels.unsqueeze(1)``,
+    ``F.normalize``, the diagonal dropped by ``[~mask].view``, positives and negatives by
+    boolean indexing), ``torch.cuda.amp``'s ``GradScaler``/``autocast(enabled=False)`` (their
+    FutureWarnings), Adam, the warm-up then ``CosineAnnealingLR`` logged through
+    ``scheduler.get_lr()`` outside ``step`` (torch's warning and its chainable-form values),
+    ``accuracy`` by ``topk``/``eq``/``expand_as``/``mul_``. Every line and warning agree:
+    ``print(model)``, 6 steps' loss, top-1/top-5 and lr, and the final logits."""
+    (th_out, th_warned), (sf_out, sf_warned) = _run_with_siblings(
+        tmp_path, monkeypatch, capsys, f"{AG}/simclr.py", {}, warn_always=True)
+    assert len(th_out) == 39, "\n".join(th_out)
+    assert sf_warned == th_warned and any("get_last_lr" in w for w in th_warned)
+    same_printout(sf_out, th_out)
