@@ -7,6 +7,7 @@ docs/COMPAT.md, "Public programs".
 """
 
 import re
+import socket
 import warnings
 
 import numpy as np
@@ -34,18 +35,20 @@ def _same_run(tmp_path, monkeypatch, capsys, name, argv=(), lines=None, **tolera
 
 
 def _run_with_siblings(tmp_path, monkeypatch, capsys, path, siblings, argv=(), files=None, seed=0,
-                       warn_always=False):
+                       warn_always=False, only=None):
     """``_run`` for a script that imports sibling files of its repository (``from made import
     MADE``): each run gets the siblings loaded for its own framework (``siblings``:
     ``{module name: file under programs/}``). ``warn_always``: each run under its framework's
     ``set_warn_always(True)``, so that torch's once-per-process warnings are given whatever
-    ran before in this process."""
+    ran before in this process. ``only``: run on torch (False) or shardflow (True) alone."""
     import torch
 
     import shardflow
 
     runs = []
     for use_sf, lib in ((False, torch), (True, shardflow)):
+        if only is not None and use_sf != only:
+            continue
         where = tmp_path / ("sf" if use_sf else "th")
         where.mkdir(parents=True)
         for name, data in (files or {}).items():
@@ -186,3 +189,58 @@ def test_simclr_like_torch(tmp_path, monkeypatch, capsys):
     assert len(th_out) == 39, "\n".join(th_out)
     assert sf_warned == th_warned and any("get_last_lr" in w for w in th_warned)
     same_printout(sf_out, th_out)
+
+
+def _free_port() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return str(s.getsockname()[1])
+
+
+_CLOCK = re.compile(r'"time": \d+')
+_PORT = re.compile(r"127\.0\.0\.1:\d+")
+
+
+def test_barlow_twins_like_torch(tmp_path, monkeypatch, capsys):
+    """facebookresearch/barlowtwins ``main.py`` on a one-rank ``gloo`` group: the cross-
+    correlation ``bn(z1).T @ bn(z2)`` of ``BatchNorm1d(affine=False)`` outputs, ``c.div_`` and
+    ``torch.distributed.all_reduce(c)`` on a graph tensor, ``torch.diagonal(c).add_(-1)
+    .pow_(2)`` (in-place on a view), ``off_diagonal``'s ``flatten()[:-1].view(n - 1, n + 1)``,
+    DDP, LARS (``torch.where`` trust ratio, per-parameter ``mu`` state, weight-decay and
+    adaptation filters by ``p.ndim``) with learning rates written into ``param_groups`` by
+    the warm-up/cosine schedule, a ``DistributedSampler`` and ``set_epoch``, the
+    ``torch.cuda.amp`` GradScaler/autocast without CUDA (their warnings; both disable
+    themselves), ``json.dumps`` of the stats, the checkpoint and backbone saves. Every line
+    (but the seconds) and every warning agree, the stats file too, and then each run's
+    checkpoint loads into the other framework's model with the same values."""
+    import torch
+
+    import shardflow
+
+    argv = ["data", "--workers", "0", "--epochs", "2", "--batch-size", "8", "--projector", "64-64-64",
+            "--print-freq", "1", "--checkpoint-dir", "ck", "--dist-url", "tcp://127.0.0.1:PORT"]
+    runs = []
+    for use_sf in (False, True):
+        runs.append(_run_with_siblings(tmp_path / ("sf" if use_sf else "th"), monkeypatch, capsys,
+                                       f"{AG}/barlowtwins.py", {}, warn_always=True,
+                                       argv=[a.replace("PORT", _free_port()) for a in argv],
+                                       only=use_sf))
+    (th_out, th_warned), (sf_out, sf_warned) = runs[0][0], runs[1][0]
+    assert len(th_out) == 5, "\n".join(th_out)
+    # torch's warning about its own dispatcher (no autograd kernel registered for c10d's
+    # allreduce_, backpropagated through as the identity, as shardflow's all_reduce is)
+    th_warned = [w for w in th_warned if "c10d::allreduce_: an autograd kernel" not in w]
+    assert sf_warned == th_warned and any("CUDA is not available" in w for w in th_warned)
+    # the first line echoes the arguments: each run had a port of its own
+    same_printout([_CLOCK.sub("", _PORT.sub("", line)) for line in sf_out],
+                  [_CLOCK.sub("", _PORT.sub("", line)) for line in th_out])
+    th_dir, sf_dir = tmp_path / "th" / "th" / "ck", tmp_path / "sf" / "sf" / "ck"
+    same_printout(_PORT.sub("", _CLOCK.sub("", (sf_dir / "stats.txt").read_text())).splitlines(),
+                  _PORT.sub("", _CLOCK.sub("", (th_dir / "stats.txt").read_text())).splitlines(), what="stats.txt")
+    th_ckpt = torch.load(th_dir / "checkpoint.pth", weights_only=False)
+    sf_ckpt = shardflow.load(sf_dir / "checkpoint.pth", weights_only=False)
+    assert th_ckpt["epoch"] == sf_ckpt["epoch"] == 2
+    assert list(sf_ckpt["model"]) == list(th_ckpt["model"])
+    for key, value in th_ckpt["model"].items():
+        np.testing.assert_allclose(sf_ckpt["model"][key].numpy(), value.numpy(), rtol=1e-4, atol=1e-5, err_msg=key)
+    assert sf_ckpt["optimizer"]["param_groups"] == th_ckpt["optimizer"]["param_groups"]
