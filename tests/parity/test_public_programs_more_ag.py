@@ -244,3 +244,20 @@ def test_barlow_twins_like_torch(tmp_path, monkeypatch, capsys):
     for key, value in th_ckpt["model"].items():
         np.testing.assert_allclose(sf_ckpt["model"][key].numpy(), value.numpy(), rtol=1e-4, atol=1e-5, err_msg=key)
     assert sf_ckpt["optimizer"]["param_groups"] == th_ckpt["optimizer"]["param_groups"]
+
+
+def test_vq_vae_2_like_torch(tmp_path, monkeypatch, capsys):
+    """rosinality/vq-vae-2-pytorch ``vqvae.py`` with ``train_vqvae.py``'s loop: the two-level
+    VQ-VAE's ``Quantize`` (squared distances by ``pow``/``@``, ``(-dist).max(1)``,
+    ``F.one_hot(...).type(dtype)``, the EMA codebook updated through ``buffer.data.mul_().add_(
+    alpha=)`` and ``.data.copy_``, the straight-through ``input + (quantize - input).detach()``,
+    ``F.embedding`` on the transposed codebook), ResBlocks with ``out += input`` under in-place
+    ReLUs, strided convolutions and transposed convolutions; the helpers of its
+    ``distributed`` package without a group. Every line agrees: 5 steps' progress lines, the
+    eval-mode samples, the cluster sizes, the codes and ``decode_code``."""
+    (th_out, th_warned), (sf_out, sf_warned) = _run_with_siblings(
+        tmp_path, monkeypatch, capsys, f"{AG}/vqvae.py", {"distributed": f"{AG}/vqvae_distributed.py"},
+        warn_always=True)
+    assert len(th_out) == 5 + 3 + 4 + 3, "\n".join(th_out)
+    assert sf_warned == th_warned
+    same_printout(sf_out, th_out)
