@@ -261,3 +261,24 @@ def test_vq_vae_2_like_torch(tmp_path, monkeypatch, capsys):
     assert len(th_out) == 5 + 3 + 4 + 3, "\n".join(th_out)
     assert sf_warned == th_warned
     same_printout(sf_out, th_out)
+
+
+def test_cyclegan_pix2pix_networks_like_torch(tmp_path, monkeypatch, capsys):
+    """junyanz/pytorch-CycleGAN-and-pix2pix ``models/networks.py`` and ``util/image_pool.py``
+    driven by the CycleGAN and pix2pix models' training steps: ``define_G``/``define_D``
+    (``functools.partial`` norm layers, ``norm_layer.func == nn.InstanceNorm2d`` for the bias,
+    ``init_weights`` through ``net.apply`` and the class name, normal/xavier/kaiming inits,
+    ``print(net)`` and parameter counts), ResNet generators (reflection padding, transposed
+    convolutions with ``output_padding``, instance norm without affine), the U-Net of
+    skip-connection blocks (in-place LeakyReLU on the concatenated skip), PatchGAN and pixel
+    discriminators, ``GANLoss`` lsgan/vanilla/wgangp (``register_buffer`` labels and
+    ``expand_as``), ``ImagePool`` (Python's ``random``, ``image.data``), ``set_requires_grad``,
+    Adam over ``itertools.chain``, the linear ``LambdaLR`` policy and ``ReduceLROnPlateau``
+    stepped with a tensor, and ``cal_gradient_penalty`` (``autograd.grad(create_graph=True)``
+    then backward). Every line and warning agree."""
+    (th_out, th_warned), (sf_out, sf_warned) = _run_with_siblings(
+        tmp_path, monkeypatch, capsys, f"{AG}/cyclegan_train.py", {"networks": f"{AG}/cyclegan_networks.py"},
+        warn_always=True)
+    assert sum(line.startswith("(epoch: ") for line in th_out) == 6 + 4, "\n".join(th_out)
+    assert sf_warned == th_warned
+    same_printout(sf_out, th_out)
