@@ -288,3 +288,19 @@ def test_cyclegan_pix2pix_networks_like_torch(tmp_path, monkeypatch, capsys):
     assert sum(line.startswith("(epoch: ") for line in th_out) == 6 + 4, "\n".join(th_out)
     assert sf_warned == th_warned
     same_printout(sf_out, th_out)
+
+
+def test_byol_like_torch(tmp_path, monkeypatch, capsys):
+    """lucidrains/byol-pytorch with its README loop: the hidden layer's output caught by a
+    forward hook (a bound method) on ``named_modules()['avgpool']``, the projector created on
+    first use by the ``singleton`` decorator and moved by ``Module.to(tensor)``, the target
+    encoder a ``copy.deepcopy`` of the online one (its copied hook writes into the copy),
+    ``requires_grad = False`` on it, the EMA update by ``ma_params.data = ...``, ``loss_fn``
+    by ``F.normalize``, ``chunk``, ``torch.save`` of the trained net. Every line and warning
+    agree: the wrapper's repr, parameter counts, 5 losses, the hooks, the target weights,
+    the embedding."""
+    (th_out, th_warned), (sf_out, sf_warned) = _run_with_siblings(
+        tmp_path, monkeypatch, capsys, f"{AG}/byol.py", {}, warn_always=True)
+    assert sum(line.startswith("loss ") for line in th_out) == 5, "\n".join(th_out)
+    assert sf_warned == th_warned
+    same_printout(sf_out, th_out)
