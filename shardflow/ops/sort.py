@@ -50,6 +50,8 @@ def _narrow(a, dim: int, start: int, stop: int):
 def _argsort(a, dim: int, descending: bool, stable: bool = True):
     """Argsort along ``dim``; stable (descending keeps ties in their original order), or with
     ``stable=False`` torch's CPU order for equal elements (module docstring)."""
+    if a.dtype.kind == "V":  # bfloat16 / float8 (ml_dtypes): NumPy's sort of them misplaces NaN
+        a = a.astype(np.float32)  # exact, and NaN sorts last
     if not descending:
         idx = a.argsort(axis=dim, kind="stable")
     else:
@@ -73,8 +75,9 @@ def _unstable_ties(a, idx, dim: int):
     order = np.moveaxis(idx, dim, -1).reshape(-1, n)
     ordered = np.take_along_axis(np.moveaxis(a, dim, -1).reshape(-1, n), order, axis=-1)
     same = ordered[:, 1:] == ordered[:, :-1]
-    if a.dtype.kind == "f":
-        same |= np.isnan(ordered[:, 1:]) & np.isnan(ordered[:, :-1])  # torch's NaNs compare equal
+    if a.dtype.kind not in "biu":  # floats, bfloat16 (ml_dtypes) included: torch's NaNs compare equal
+        nan = ordered != ordered
+        same |= nan[:, 1:] & nan[:, :-1]
     rows = np.flatnonzero(same.any(axis=1))
     if rows.size == 0:
         return idx
