@@ -209,6 +209,8 @@ def _topk_kernel(a, k: int, dim: int, largest: bool):
 
 def _kth_index(a, k0: int, dim: int):
     """Index (keepdim layout) of the element of rank ``k0`` (0-based) along ``dim``."""
+    if getattr(a.dtype, "kind", "") == "V":  # bfloat16 / float8: partitioned as float32 (NaN last)
+        a = a.astype(np.float32)
     part = np.argpartition(a, k0, axis=dim)
     return _narrow(part, dim, k0, k0 + 1)
 

@@ -72,3 +72,12 @@ def test_bfloat16_sort_with_nan_matches_torch(stable):
             got = sf.from_numpy(a).to(sf.bfloat16).sort(descending=descending, stable=stable)
             np.testing.assert_array_equal(got.indices.numpy(), th.indices.numpy())
             np.testing.assert_array_equal(got.values.float().numpy(), th.values.float().numpy())
+
+
+def test_bfloat16_kthvalue_with_nan_matches_torch():
+    a = np.array([3.0, np.nan, 1.0, 5.0, 2.0, 4.0, 0.5, 7.0], np.float32)
+    for k in range(1, 9):
+        th = torch.from_numpy(a).to(torch.bfloat16).kthvalue(k)
+        got = sf.from_numpy(a).to(sf.bfloat16).kthvalue(k)
+        np.testing.assert_array_equal(got.values.float().numpy(), th.values.float().numpy())
+        assert got.indices.item() == th.indices.item()
