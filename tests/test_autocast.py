@@ -389,6 +389,43 @@ def test_cpu_amp_spellings_warn_like_torch_and_cast():
         assert (a @ a.t()).dtype == sf.bfloat16
 
 
+def test_deprecated_amp_spellings_warn_torchs_words():
+    """The FutureWarnings of ``torch.cpu.amp`` / ``torch.cuda.amp`` are torch's text (they
+    said ``shardflow.cuda.amp...`` with an aside, so a program's warnings differed)."""
+    import warnings
+
+    def messages(lib):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            lib.cpu.amp.autocast()
+            lib.cpu.amp.GradScaler()
+            lib.cuda.amp.autocast(enabled=False)
+            lib.cuda.amp.GradScaler(enabled=False)
+        return [f"{w.category.__name__}: {w.message}" for w in caught]
+
+    assert messages(sf) == messages(torch)
+
+
+def test_cuda_amp_without_cuda_warns_torchs_words():
+    """Without CUDA, the "cuda" autocast and GradScaler disable themselves with torch's
+    UserWarnings (shardflow's said it in its own words)."""
+    import warnings
+
+    if torch.cuda.is_available() or sf.cuda.is_available():
+        pytest.skip("CUDA is available: nothing is disabled")
+
+    def messages(lib):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            lib.amp.autocast("cuda")
+            lib.autocast("cuda")
+            lib.amp.GradScaler("cuda")
+            lib.cuda.amp.GradScaler()
+        return [f"{w.category.__name__}: {w.message}" for w in caught]
+
+    assert messages(sf) == messages(torch)
+
+
 def test_autocast_composes_with_the_global_tensor_handler():
     from shardflow.distributed import distribute_tensor, placement, sbp
 

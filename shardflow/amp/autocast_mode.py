@@ -113,7 +113,8 @@ class autocast:
         name = device_type.upper()
         if enabled:
             if device_type == "cuda" and not cuda_is_available():
-                warnings.warn("CUDA is not available. Disabling autocast.", stacklevel=2)
+                # torch's words (torch_xla is torch's other reason; shardflow has none)
+                warnings.warn("CUDA is not available or torch_xla is imported. Disabling autocast.", stacklevel=2)
                 enabled = False
             elif self.fast_dtype not in (bfloat16, float16):
                 warnings.warn(

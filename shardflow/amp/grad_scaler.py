@@ -70,11 +70,10 @@ class GradScaler:
         self._min_scale = min_scale
         self._enabled = bool(enabled)
         if self._device == "cuda" and self._enabled and not cuda_is_available():
-            warnings.warn(
-                "GradScaler(device='cuda') is enabled, but CUDA is not available.  Disabling. "
-                "(step() now just calls optimizer.step(); GradScaler('cpu') scales on the CPU.)",
-                stacklevel=2,
-            )
+            # torch's words, whichever spelling built it; step() then just calls optimizer.step()
+            # (GradScaler('cpu') scales on the CPU)
+            warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling.",
+                          stacklevel=2)
             self._enabled = False
         if self._enabled:
             if growth_factor <= 1.0:

@@ -39,6 +39,7 @@ import numpy as np
 from ..autograd import Function, Tensor, _wrap, no_grad
 from ..autograd.dispatch import register
 from ..backend import get_array_module
+from ..backend.user_warning import first_time
 from . import _host_lapack as hl
 from ._util import as_tensor_arg
 from .cholesky import LinAlgError, linalg_solve_triangular
@@ -261,11 +262,12 @@ def linalg_lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False) 
 @register("lu_solve")
 def lu_solve(input, LU_data, LU_pivots) -> Tensor:
     """``torch.lu_solve(b, LU_data, LU_pivots)`` (deprecated in torch for ``linalg.lu_solve``,
-    with torch's warning)."""
-    warnings.warn("torch.lu_solve is deprecated in favor of torch.linalg.lu_solve and will be removed "
-                  "in a future PyTorch release.\nNote that torch.linalg.lu_solve has its arguments "
-                  "reversed.\nX = torch.lu_solve(B, LU, pivots)\nshould be replaced with\n"
-                  "X = torch.linalg.lu_solve(LU, pivots, B)", UserWarning, stacklevel=2)
+    with torch's warning, given once per process as torch's ``TORCH_WARN_ONCE``)."""
+    if first_time("lu_solve"):  # torch's TORCH_WARN_ONCE: once per process
+        warnings.warn("torch.lu_solve is deprecated in favor of torch.linalg.lu_solve and will be removed "
+                      "in a future PyTorch release.\nNote that torch.linalg.lu_solve has its arguments "
+                      "reversed.\nX = torch.lu_solve(B, LU, pivots)\nshould be replaced with\n"
+                      "X = torch.linalg.lu_solve(LU, pivots, B)", UserWarning, stacklevel=2)
     return linalg_lu_solve(LU_data, LU_pivots, input)
 
 
@@ -273,13 +275,14 @@ def lu_solve(input, LU_data, LU_pivots) -> Tensor:
 def lu(A, pivot: bool = True, get_infos: bool = False):
     """``torch.lu`` (deprecated in torch for ``linalg.lu_factor``): ``(LU, pivots)``, or
     ``(LU, pivots, infos)`` with ``get_infos=True`` (which also stops the singular check);
-    torch's deprecation warning."""
-    warnings.warn("torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex "
-                  "and will be removed in a future PyTorch release.\nLU, pivots = torch.lu(A, "
-                  "compute_pivots)\nshould be replaced with\nLU, pivots = torch.linalg.lu_factor(A, "
-                  "compute_pivots)\nand\nLU, pivots, info = torch.lu(A, compute_pivots, get_infos=True)\n"
-                  "should be replaced with\nLU, pivots, info = torch.linalg.lu_factor_ex(A, compute_pivots)",
-                  UserWarning, stacklevel=2)
+    torch's deprecation warning, once per process (``set_warn_always(True)``: every call)."""
+    if first_time("lu"):  # torch's TORCH_WARN_ONCE: once per process
+        warnings.warn("torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex "
+                      "and will be removed in a future PyTorch release.\nLU, pivots = torch.lu(A, "
+                      "compute_pivots)\nshould be replaced with\nLU, pivots = torch.linalg.lu_factor(A, "
+                      "compute_pivots)\nand\nLU, pivots, info = torch.lu(A, compute_pivots, get_infos=True)\n"
+                      "should be replaced with\nLU, pivots, info = torch.linalg.lu_factor_ex(A, compute_pivots)",
+                      UserWarning, stacklevel=2)
     lu_, piv, info = linalg_lu_factor_ex(A, pivot=pivot, check_errors=not get_infos)
     if get_infos:
         return return_types._lu_with_info(lu_, piv, info)

@@ -1,10 +1,15 @@
 """Sorting and selection: sort, argsort, topk, kthvalue, median, multinomial.
 
-* ``sort`` is always stable (``stable=True`` is what ``stable=False`` gives too): ascending
-  uses NumPy's stable argsort; descending sorts the reversed slice stably and reverses the
-  result back, so equal elements keep their original order and NaN comes first (PyTorch
-  treats NaN as the largest value). bfloat16 is ordered by its (exact) float32 image:
-  ml_dtypes' comparisons left NaN where it was and mis-sorted the values around it.
+* ``sort`` with ``stable=True``: ascending uses NumPy's stable argsort; descending sorts the
+  reversed slice stably and reverses the result back, so equal elements keep their original
+  order and NaN comes first (PyTorch treats NaN as the largest value). ``stable=False`` (the
+  default) is the same answer except where torch's CPU ``std::sort`` leaves equal elements
+  in another order: a CPU slice longer than 16 with equal elements is reordered as that
+  algorithm does (``_std_sort.py``, replayed in Python; slices up to 65536 elements, at most
+  262144 replayed per call, beyond which equal elements keep their original order). On a
+  GPU it is always stable (torch's CUDA sort has orders of its own).
+  bfloat16 is ordered by its (exact) float32 image (``_util.orderable``): ml_dtypes'
+  comparisons left NaN where it was and mis-sorted the values around it.
 * ``topk`` selects with ``argpartition`` (O(n)) and sorts only the ``k`` winners; the
   result is always sorted, which is a valid answer for ``sorted=False`` too. With the kernels
   on, float32/float64 take a one-pass selection (``kernels/topk.py``, ~10x faster) whenever
@@ -31,6 +36,7 @@ from ..backend import CPU, device_of, to_device
 from ..backend import random as _random
 from ..backend import random_stream as _stream
 from ..kernels import topk as _topk
+from . import _std_sort
 from ._grad_graph import keep_where, linear_adjoint
 from ._util import as_array, orderable, wrap_dim
 from .reduce import _scatter_grad, return_types
@@ -43,14 +49,45 @@ def _narrow(a, dim: int, start: int, stop: int):
     return a[(slice(None),) * dim + (slice(start, stop),)]
 
 
-def _argsort(a, dim: int, descending: bool):
-    """Stable argsort along ``dim``; descending keeps ties in their original order."""
-    a = orderable(a)
+def _argsort(a, dim: int, descending: bool, stable: bool = True):
+    """Argsort along ``dim``; stable (descending keeps ties in their original order), or with
+    ``stable=False`` torch's CPU order for equal elements (module docstring)."""
+    a = orderable(a)  # bfloat16 / float8 (ml_dtypes): NumPy's sort of them misplaces NaN
     if not descending:
-        return a.argsort(axis=dim, kind="stable")
+        idx = a.argsort(axis=dim, kind="stable")
+    else:
+        n = a.shape[dim]
+        rev = np.flip(a, dim).argsort(axis=dim, kind="stable")
+        idx = (n - 1) - np.flip(rev, dim)
+    if not stable and a.shape[dim] > _std_sort.THRESHOLD and isinstance(a, np.ndarray):
+        idx = _unstable_ties(a, idx, dim)
+    return idx
+
+
+_REPLAY_SLICE, _REPLAY_TOTAL = 1 << 16, 1 << 18  # the replay is Python: ~4 us an element
+
+
+def _unstable_ties(a, idx, dim: int):
+    """``idx`` (a stable order) with the slices that have equal elements reordered as torch's
+    ``std::sort`` leaves them (``_std_sort.py``)."""
     n = a.shape[dim]
-    rev = np.flip(a, dim).argsort(axis=dim, kind="stable")
-    return (n - 1) - np.flip(rev, dim)
+    if n > _REPLAY_SLICE or a.size > _REPLAY_TOTAL or a.dtype.kind == "c":
+        return idx
+    order = np.moveaxis(idx, dim, -1).reshape(-1, n)
+    ordered = np.take_along_axis(np.moveaxis(a, dim, -1).reshape(-1, n), order, axis=-1)
+    same = ordered[:, 1:] == ordered[:, :-1]
+    if a.dtype.kind not in "biu":  # floats, bfloat16 (ml_dtypes) included: torch's NaNs compare equal
+        nan = ordered != ordered
+        same |= nan[:, 1:] & nan[:, :-1]
+    rows = np.flatnonzero(same.any(axis=1))
+    if rows.size == 0:
+        return idx
+    order = order.copy()
+    for r in rows.tolist():
+        rank = np.empty(n, np.int64)  # each element's place among the distinct values
+        rank[order[r]] = np.concatenate([[0], np.cumsum(~same[r])])
+        order[r] = np.asarray(_std_sort.std_sort_order(rank.tolist()), np.int64)
+    return np.moveaxis(order.reshape(np.moveaxis(idx, dim, -1).shape), -1, dim)
 
 
 class _Select(Function):
@@ -103,21 +140,22 @@ def _dim_of(input: Tensor, dim) -> int:
 
 @register("sort")
 def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False):
-    """Sort along ``dim``; returns ``(values, indices)``. Always stable (see module doc)."""
+    """Sort along ``dim``; returns ``(values, indices)``; equal elements in torch's CPU order
+    (stable with ``stable=True``; see module doc)."""
     d = _dim_of(input, dim)
     a = input.array
-    idx = np.zeros_like(a, dtype=np.int64) if a.ndim == 0 else _argsort(a, d, descending)
+    idx = np.zeros_like(a, dtype=np.int64) if a.ndim == 0 else _argsort(a, d, descending, stable)
     vals, ind = _selector("Sort").apply(input, idx, dim=d, keepdim=True)
     return return_types.sort(vals, ind)
 
 
 @register("argsort")
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
-    """Indices that sort ``input`` along ``dim`` (int64, stable)."""
+    """Indices that sort ``input`` along ``dim`` (int64; equal elements as ``sort``'s)."""
     a = input.array
     if a.ndim == 0:
         return _wrap(np.zeros_like(a, dtype=np.int64))
-    return _wrap(_argsort(a, _dim_of(input, dim), descending).astype(np.int64, copy=False))
+    return _wrap(_argsort(a, _dim_of(input, dim), descending, stable).astype(np.int64, copy=False))
 
 
 @register("msort")

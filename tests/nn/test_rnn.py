@@ -369,3 +369,16 @@ def test_packed_dropout_between_layers_draws_torch_mask(mode):
     for name, th_v, sf_v in zip(["output", "h_n", "input grad", "weight_ih_l1 grad", "weight_ih_l0_reverse grad"],
                                 *results, strict=True):
         _close(sf_v, th_v, name, rtol=1e-5, atol=1e-6)
+
+
+def test_pack_padded_unsorted_orders_tied_lengths_as_torch():
+    """``enforce_sorted=False`` sorts the lengths as torch's ``torch.sort(lengths,
+    descending=True)`` does: a batch of more than 16 with equal lengths is ordered as torch's
+    CPU sort leaves them (not stably), so ``sorted_indices`` and the packed rows agree."""
+    lengths = [3, 5, 3, 2, 5, 3, 1, 4, 3, 5, 2, 3, 4, 5, 1, 3, 2, 3, 5, 4]
+    x = np.random.default_rng(0).standard_normal((20, 5, 2)).astype(np.float32)
+    th = th_rnn.pack_padded_sequence(torch.from_numpy(x), lengths, batch_first=True, enforce_sorted=False)
+    got = sf_rnn.pack_padded_sequence(sf.from_numpy(x), lengths, batch_first=True, enforce_sorted=False)
+    assert got.sorted_indices.tolist() == th.sorted_indices.tolist()
+    assert got.unsorted_indices.tolist() == th.unsorted_indices.tolist()
+    np.testing.assert_array_equal(got.data.numpy(), th.data.numpy())

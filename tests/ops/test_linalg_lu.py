@@ -86,12 +86,32 @@ def test_errors_name_what_torch_names(call, match):
 
 
 def test_deprecated_lu_and_lu_solve_warn_as_torch():
-    """torch's words (torch warns once per process, so only shardflow is checked here)."""
+    """torch's words (torch warns once per process, so only shardflow is checked here, under
+    ``set_warn_always(True)``)."""
     lu, piv = sf.linalg.lu_factor(sf.eye(2))
-    with pytest.warns(UserWarning, match=r"torch.lu is deprecated in favor of torch.linalg.lu_factor"):
-        sf.lu(sf.eye(2))
-    with pytest.warns(UserWarning, match=r"torch.linalg.lu_solve has its arguments reversed"):
-        sf.lu_solve(sf.ones(2, 1), lu, piv)
+    sf.set_warn_always(True)
+    try:
+        with pytest.warns(UserWarning, match=r"torch.lu is deprecated in favor of torch.linalg.lu_factor"):
+            sf.lu(sf.eye(2))
+        with pytest.warns(UserWarning, match=r"torch.linalg.lu_solve has its arguments reversed"):
+            sf.lu_solve(sf.ones(2, 1), lu, piv)
+    finally:
+        sf.set_warn_always(False)
+
+
+def test_deprecated_lu_and_lu_solve_warn_once_per_process():
+    """torch's ``TORCH_WARN_ONCE``: a second call in the process does not warn again (the
+    normalizing-flows program's three ``Invertible1x1Conv`` layers gave three warnings)."""
+    import warnings
+
+    lu, piv = sf.linalg.lu_factor(sf.eye(2))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            sf.eye(2).lu()
+            sf.lu_solve(sf.ones(2, 1), lu, piv)
+    assert sum("torch.lu is deprecated" in str(w.message) for w in caught) <= 1
+    assert sum("torch.lu_solve is deprecated" in str(w.message) for w in caught) <= 1
 
 
 def test_lu_unpack_refuses_pivots_not_from_lu_factor():

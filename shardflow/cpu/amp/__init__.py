@@ -19,8 +19,8 @@ __all__ = ["autocast", "GradScaler"]
 class autocast(_autocast_mode.autocast):
     def __init__(self, enabled: bool = True, dtype=bfloat16, cache_enabled: bool = True):
         warnings.warn(
-            "`shardflow.cpu.amp.autocast(args...)` is deprecated (as `torch.cpu.amp.autocast` is). "
-            "Please use `shardflow.amp.autocast('cpu', args...)` instead.",
+            "`torch.cpu.amp.autocast(args...)` is deprecated. "
+            "Please use `torch.amp.autocast('cpu', args...)` instead.",  # torch's words
             FutureWarning,
             stacklevel=2,
         )
@@ -31,8 +31,8 @@ class GradScaler(_grad_scaler.GradScaler):
     def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0, backoff_factor: float = 0.5,
                  growth_interval: int = 2000, enabled: bool = True) -> None:
         warnings.warn(
-            "`shardflow.cpu.amp.GradScaler(args...)` is deprecated (as `torch.cpu.amp.GradScaler` "
-            "is). Please use `shardflow.amp.GradScaler('cpu', args...)` instead.",
+            "`torch.cpu.amp.GradScaler(args...)` is deprecated. "
+            "Please use `torch.amp.GradScaler('cpu', args...)` instead.",  # torch's words
             FutureWarning,
             stacklevel=2,
         )

@@ -1,7 +1,7 @@
 """``torch.cuda.amp``: PyTorch's deprecated spellings of ``torch.amp`` for CUDA.
 
 ``autocast(...)`` is ``shardflow.amp.autocast('cuda', ...)`` and ``GradScaler(...)`` is
-``shardflow.amp.GradScaler('cuda', ...)``; both warn ``FutureWarning`` as PyTorch does. On a
+``shardflow.amp.GradScaler('cuda', ...)``; both warn PyTorch's ``FutureWarning``, in its words. On a
 machine without CUDA both then disable themselves (PyTorch's behaviour): the autocast region
 runs in float32 and ``scaler.step(optimizer)`` just calls ``optimizer.step()``.
 """
@@ -21,8 +21,8 @@ __all__ = ["autocast", "GradScaler", "custom_fwd", "custom_bwd"]
 class autocast(_autocast_mode.autocast):
     def __init__(self, enabled: bool = True, dtype=float16, cache_enabled: bool = True):
         warnings.warn(
-            "`shardflow.cuda.amp.autocast(args...)` is deprecated (as `torch.cuda.amp.autocast` is). "
-            "Please use `shardflow.amp.autocast('cuda', args...)` instead.",
+            "`torch.cuda.amp.autocast(args...)` is deprecated. "
+            "Please use `torch.amp.autocast('cuda', args...)` instead.",  # torch's words
             FutureWarning,
             stacklevel=2,
         )
@@ -33,8 +33,8 @@ class GradScaler(_grad_scaler.GradScaler):
     def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0, backoff_factor: float = 0.5,
                  growth_interval: int = 2000, enabled: bool = True) -> None:
         warnings.warn(
-            "`shardflow.cuda.amp.GradScaler(args...)` is deprecated (as `torch.cuda.amp.GradScaler` "
-            "is). Please use `shardflow.amp.GradScaler('cuda', args...)` instead.",
+            "`torch.cuda.amp.GradScaler(args...)` is deprecated. "
+            "Please use `torch.amp.GradScaler('cuda', args...)` instead.",  # torch's words
             FutureWarning,
             stacklevel=2,
         )

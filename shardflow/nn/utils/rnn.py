@@ -4,7 +4,8 @@
 
 Layout (PyTorch's): the batch is sorted by decreasing length (``sorted_indices`` records the
 permutation, ``unsorted_indices`` its inverse; both None when the input was already sorted
-and ``enforce_sorted=True``). ``data`` holds the valid steps time-major: the
+and ``enforce_sorted=True``; equal lengths in the order of ``argsort(descending=True)``, which
+is torch's ``torch.sort`` order). ``data`` holds the valid steps time-major: the
 ``batch_sizes[0]`` sequences' first elements, then the ``batch_sizes[1]`` still running at
 step 1, and so on. Packing and unpacking are gathers with integer index arrays (``x[t_idx,
 b_idx]``), so gradients flow through both. RNN/LSTM/GRU accept a ``PackedSequence`` and
@@ -18,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ...autograd import Tensor
-from ...ops import cat, full, stack, tensor
+from ...ops import argsort, cat, full, stack, tensor
 
 __all__ = ["PackedSequence", "pack_padded_sequence", "pad_packed_sequence", "pad_sequence",
            "pack_sequence", "unpad_sequence", "unpack_sequence"]
@@ -111,8 +112,9 @@ def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,
         sorted_indices = None
         sorted_lengths = lengths
     else:
-        order = np.argsort(-lengths, kind="stable")
-        sorted_indices = tensor(order)
+        # torch's torch.sort(lengths, descending=True): equal lengths in its CPU sort's order
+        sorted_indices = argsort(tensor(lengths), descending=True)
+        order = sorted_indices.numpy()
         sorted_lengths = lengths[order]
         input = input.index_select(batch_dim, sorted_indices)
     if batch_first:
