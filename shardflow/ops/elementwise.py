@@ -1662,7 +1662,8 @@ def lerp_(input, end, weight):
 def _scaled_product(t1, t2, value, op=np.multiply):
     """(value * t1) op t2 in one fresh array (reused as ``out=`` when shapes agree)."""
     p = t1 * value if value != 1 else t1
-    if p is not t1 and p.shape == t2.shape and p.dtype == np.result_type(p, t2):
+    # (a 0-d t1 times a number is a NumPy scalar, which cannot take out=)
+    if p is not t1 and type(p) is np.ndarray and p.shape == t2.shape and p.dtype == np.result_type(p, t2):
         return op(p, t2, out=p)
     return op(p, t2)
 

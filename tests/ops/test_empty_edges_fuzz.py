@@ -4,7 +4,8 @@ failed its reshape; amax/argmax over an empty dim raise IndexError (torch's type
 integer division by a zero divisor raises an error that is both torch's RuntimeError and
 Python's ZeroDivisionError, and none when the result is empty; all/any keep uint8;
 one_hot of an empty tensor without num_classes and searchsorted with 0-d boundaries raise
-torch's RuntimeError."""
+torch's RuntimeError. addcmul/addcdiv with 0-d tensor operands and value != 1 raised
+TypeError (a NumPy scalar given ``out=``)."""
 
 import numpy as np
 import pytest
@@ -21,6 +22,9 @@ VALUE_CASES = {
     "trunc_div_empty_by_zero": lambda L: L.div(L.zeros(0, dtype=L.int64), L.tensor([0]), rounding_mode="trunc"),
     "remainder_empty_by_zero": lambda L: L.remainder(L.zeros(2, 0, dtype=L.int64), L.tensor(0)),
     "all_uint8": lambda L: L.all(L.tensor([3, 0], dtype=L.uint8)),
+    "addcmul_0d_value": lambda L: L.addcmul(L.tensor(1.0), L.tensor(2.0), L.tensor(3.0), value=0.5),
+    "addcdiv_0d_bf16": lambda L: L.addcdiv(L.tensor([[0.5]], dtype=L.bfloat16), L.tensor(0.5, dtype=L.bfloat16),
+                                          L.tensor(0.5, dtype=L.bfloat16), value=2),
     "any_uint8_dim": lambda L: L.any(L.tensor([[3, 0]], dtype=L.uint8), 1),
 }
 
@@ -30,6 +34,8 @@ def test_empty_edge_values_match_torch(name):
     t, s = VALUE_CASES[name](torch), VALUE_CASES[name](sf)
     assert str(s.dtype).split(".")[-1] == str(t.dtype).split(".")[-1]
     assert tuple(s.shape) == tuple(t.shape)
+    if t.dtype.is_floating_point:  # (torch has no NumPy bfloat16)
+        s, t = s.double(), t.double()
     np.testing.assert_array_equal(s.numpy(), t.numpy())
 
 
