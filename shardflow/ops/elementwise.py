@@ -1529,6 +1529,8 @@ def where(condition, input=None, other=None):
     cond = condition if isinstance(condition, Tensor) else as_tensor_arg(condition, "condition")
     c = cond.array
     if input is None and other is None:
+        if c.ndim == 0:  # nonzero(as_tuple=True) of a 0-d condition: one index tensor (NumPy refuses 0-d)
+            return (_wrap(np.zeros(int(bool(c)), np.int64)),)
         return tuple(_wrap(i.astype(np.int64, copy=False)) for i in np.nonzero(c))
     if input is None or other is None:
         raise TypeError("where() expects where(condition) or where(condition, input, other)")

@@ -5,7 +5,7 @@ integer division by a zero divisor raises an error that is both torch's RuntimeE
 Python's ZeroDivisionError, and none when the result is empty; all/any keep uint8;
 one_hot of an empty tensor without num_classes and searchsorted with 0-d boundaries raise
 torch's RuntimeError. addcmul/addcdiv with 0-d tensor operands and value != 1 raised
-TypeError (a NumPy scalar given ``out=``)."""
+TypeError (a NumPy scalar given ``out=``); ``where(cond)`` of a 0-d cond raised ValueError."""
 
 import numpy as np
 import pytest
@@ -22,6 +22,8 @@ VALUE_CASES = {
     "trunc_div_empty_by_zero": lambda L: L.div(L.zeros(0, dtype=L.int64), L.tensor([0]), rounding_mode="trunc"),
     "remainder_empty_by_zero": lambda L: L.remainder(L.zeros(2, 0, dtype=L.int64), L.tensor(0)),
     "all_uint8": lambda L: L.all(L.tensor([3, 0], dtype=L.uint8)),
+    "where_0d_true": lambda L: L.where(L.tensor(2.0))[0],
+    "where_0d_false": lambda L: L.where(L.tensor(0.0))[0],
     "addcmul_0d_value": lambda L: L.addcmul(L.tensor(1.0), L.tensor(2.0), L.tensor(3.0), value=0.5),
     "addcdiv_0d_bf16": lambda L: L.addcdiv(L.tensor([[0.5]], dtype=L.bfloat16), L.tensor(0.5, dtype=L.bfloat16),
                                           L.tensor(0.5, dtype=L.bfloat16), value=2),
