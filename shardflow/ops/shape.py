@@ -327,6 +327,8 @@ def movedim(input: Tensor, source, destination) -> Tensor:
     dst = [wrap_dim(int(d), nd) for d in dst]
     if len(set(src)) != len(src) or len(set(dst)) != len(dst):
         raise RuntimeError(f"movedim: repeated dim in source {src} or destination {dst}")
+    if nd == 0:  # a 0-d tensor takes dim 0 / -1 and has nothing to move
+        src, dst = [], []
     order = [n for n in range(nd) if n not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)

@@ -24,3 +24,11 @@ def test_tensor_split_negative_points_along_a_dim_with_grad():
         assert [tuple(p.shape) for p in parts] == [(3, 1), (3, 2), (3, 1)]
         (parts[1] * 2).sum().backward()
         assert x.grad[:, 1:3].eq(2).all() and x.grad[:, 0].eq(0).all()
+
+
+def test_movedim_of_0d_tensor_matches_torch():
+    """(fuzz) movedim of a 0-d tensor over dim 0/-1 raised NumPy's 'axes don't match array'."""
+    for src, dst in [(0, 0), (-1, 0), ([0], [-1])]:
+        t = torch.movedim(torch.tensor(2.5), src, dst)
+        s = sf.movedim(sf.tensor(2.5), src, dst)
+        assert tuple(s.shape) == tuple(t.shape) == () and s.item() == t.item()

@@ -32,9 +32,15 @@ SORTS = {
     "msort": lambda L, x, d, k: L.msort(x),
     "cummax_vals": lambda L, x, d, k: L.cummax(x, d)[0],
 }
+def _rebuilt(values, inverse, *counts):
+    return (values, values[inverse]) + counts
+
+
 UNIQUE = {
-    "unique": lambda L, x: L.unique(x), "unique_inv": lambda L, x: L.unique(x, return_inverse=True),
-    "unique_counts": lambda L, x: L.unique(x, return_inverse=True, return_counts=True),
+    # with NaN, which NaN slot an inverse index names follows torch's unstable sort: compare
+    # values[inverse] (the input rebuilt), not the indices
+    "unique": lambda L, x: L.unique(x), "unique_inv": lambda L, x: _rebuilt(*L.unique(x, return_inverse=True)),
+    "unique_counts": lambda L, x: _rebuilt(*L.unique(x, return_inverse=True, return_counts=True)),
     "unique_dim0": lambda L, x: L.unique(x, dim=0, return_inverse=True, return_counts=True),
     "unique_consecutive": lambda L, x: L.unique_consecutive(x, return_inverse=True, return_counts=True),
     "unique_consecutive_dim": lambda L, x: L.unique_consecutive(x, dim=-1, return_counts=True),
