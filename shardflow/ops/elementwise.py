@@ -1552,6 +1552,8 @@ def where(condition, input=None, other=None):
     cond = condition if isinstance(condition, Tensor) else as_tensor_arg(condition, "condition")
     c = cond.array
     if input is None and other is None:
+        if c.ndim == 0:  # nonzero(as_tuple=True) of a 0-d condition: one index tensor (NumPy refuses 0-d)
+            return (_wrap(np.zeros(int(bool(c)), np.int64)),)
         return tuple(_wrap(i.astype(np.int64, copy=False)) for i in np.nonzero(c))
     if input is None or other is None:
         raise TypeError("where() expects where(condition) or where(condition, input, other)")
@@ -1685,7 +1687,8 @@ def lerp_(input, end, weight):
 def _scaled_product(t1, t2, value, op=np.multiply):
     """(value * t1) op t2 in one fresh array (reused as ``out=`` when shapes agree)."""
     p = t1 * value if value != 1 else t1
-    if p is not t1 and p.shape == t2.shape and p.dtype == np.result_type(p, t2):
+    # (a 0-d t1 times a number is a NumPy scalar, which cannot take out=)
+    if p is not t1 and type(p) is np.ndarray and p.shape == t2.shape and p.dtype == np.result_type(p, t2):
         return op(p, t2, out=p)
     return op(p, t2)
 

@@ -1348,7 +1348,9 @@ def one_hot(tensor, num_classes: int = -1) -> Tensor:
             "use .long()"
         )
     if num_classes == -1:
-        num_classes = int(idx.max()) + 1 if idx.size else 0
+        if not idx.size:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")  # torch's
+        num_classes = int(idx.max()) + 1
     if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= num_classes):
         bad = int(idx.min()) if int(idx.min()) < 0 else int(idx.max())
         raise RuntimeError(f"one_hot: class values must be in [0, {num_classes}), got {bad}")

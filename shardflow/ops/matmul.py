@@ -34,6 +34,7 @@ RuntimeError naming both shapes.
 
 from __future__ import annotations
 
+import math
 import string
 
 import numpy as np
@@ -122,19 +123,19 @@ class FoldedMM(Function):
 
     def forward(self, a, b):
         self.ashape = a.shape
-        a2 = a.reshape(-1, a.shape[-1])  # (B*T, K): a view when a is contiguous
+        a2 = a.reshape(math.prod(a.shape[:-1]), a.shape[-1])  # (B*T, K): a view when a is contiguous (-1 fails at K=0)
         self.a2, self.b = a2, b
         return as_dtype_of(a2 @ b, a, b).reshape(a.shape[:-1] + (b.shape[-1],))
 
     def backward(self, g):
-        g2 = g.reshape(-1, g.shape[-1])  # (B*T, N)
+        g2 = g.reshape(self.a2.shape[0], g.shape[-1])  # (B*T, N)
         ga = as_dtype_of(g2 @ _cj(self.b).T, self.a2).reshape(self.ashape) if self.needs_input_grad[0] else None
         gb = as_dtype_of(_cj(self.a2).T @ g2, self.b) if self.needs_input_grad[1] else None
         return ga, gb
 
     def backward_graph(self, g):
         need = self.needs_input_grad
-        g2 = g.reshape(-1, g.shape[-1])  # (B*T, N)
+        g2 = g.reshape(self.a2.shape[0], g.shape[-1])  # (B*T, N)
         ga = (g2 @ _gg.conj(self.saved_input(1)).T).reshape(self.ashape) if need[0] else None
         gb = None
         if need[1]:

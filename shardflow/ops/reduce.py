@@ -345,9 +345,9 @@ class _Extreme(Function):
 
     def forward(self, a, dims, keepdim, largest):
         if a.size == 0 and (dims is None or builtins.any(a.shape[d] == 0 for d in dims)):
-            raise RuntimeError(
-                f"{'amax' if largest else 'amin'}(): cannot reduce over a zero-size dimension "
-                f"(input shape {tuple(a.shape)}); give a non-empty input"
+            raise IndexError(  # torch's type
+                f"{'amax' if largest else 'amin'}(): Expected reduction dim to have non-zero size: cannot "
+                f"reduce over a zero-size dimension (input shape {tuple(a.shape)}); give a non-empty input"
             )
         self.a, self.dims, self.keepdim = a, dims, keepdim
         out = a.max(axis=dims, keepdims=True) if largest else a.min(axis=dims, keepdims=True)
@@ -454,6 +454,10 @@ def aminmax(input: Tensor, *, dim=None, keepdim: bool = False):
 def _arg_extreme(input: Tensor, dim, keepdim, largest):
     a = input.array
     f = a.argmax if largest else a.argmin
+    name = "argmax" if largest else "argmin"
+    if a.size == 0 and (dim is None or a.ndim and a.shape[wrap_dim(int(dim), a.ndim)] == 0):
+        raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0."
+                         if dim is None else f"{name}(): Expected reduction dim {dim} to have non-zero size.")
     if dim is None:
         idx = as_array(f()).astype(np.int64)
         return _wrap(idx.reshape((1,) * a.ndim) if keepdim else idx)
@@ -898,14 +902,16 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) ->
 # --------------------------------------------------------------------------- logical
 @register("all")
 def all(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    """True where every element over ``dim`` is non-zero (bool result)."""
-    return _wrap(as_array(input.array.all(axis=norm_dims(dim, input.array.ndim), keepdims=keepdim)))
+    """True where every element over ``dim`` is non-zero (bool result; uint8 for uint8, as torch)."""
+    out = as_array(input.array.all(axis=norm_dims(dim, input.array.ndim), keepdims=keepdim))
+    return _wrap(out.astype(np.uint8) if input.array.dtype == np.uint8 else out)  # torch: uint8 stays uint8
 
 
 @register("any")
 def any(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    """True where some element over ``dim`` is non-zero (bool result)."""
-    return _wrap(as_array(input.array.any(axis=norm_dims(dim, input.array.ndim), keepdims=keepdim)))
+    """True where some element over ``dim`` is non-zero (bool result; uint8 for uint8, as torch)."""
+    out = as_array(input.array.any(axis=norm_dims(dim, input.array.ndim), keepdims=keepdim))
+    return _wrap(out.astype(np.uint8) if input.array.dtype == np.uint8 else out)  # torch: uint8 stays uint8
 
 
 @register("count_nonzero")

@@ -215,10 +215,17 @@ def frac_(input):
 
 
 # ---------------------------------------------------------------------------- division
-def _check_int_zero(b, op):
+class IntegerDivisionByZero(ZeroDivisionError, RuntimeError):
+    """Integer division by zero: PyTorch raises RuntimeError("ZeroDivisionError"); Python code
+    catches ZeroDivisionError. Both catch this."""
+
+
+def _check_int_zero(b, op, a=None):
+    if a is not None and 0 in np.broadcast_shapes(_shape(a), _shape(b)):
+        return  # an empty result divides nothing (torch returns it)
     nonzero = b != 0
     if not (nonzero.all() if hasattr(nonzero, "all") else nonzero):
-        raise ZeroDivisionError(
+        raise IntegerDivisionByZero(
             f"{op}: integer division by zero (the divisor has zeros); use floating point "
             "tensors to get inf/nan instead"
         )
@@ -241,7 +248,7 @@ class RoundedDiv(Function):
             is_int = is_int and not _is_float_array(b)
         try:
             if is_int:
-                _check_int_zero(b, f"div(rounding_mode={mode!r})")
+                _check_int_zero(b, f"div(rounding_mode={mode!r})", a)
                 return np.floor_divide(a, b) if mode == "floor" else _trunc_div_int(a, b)
             with np.errstate(divide="ignore", invalid="ignore"):
                 if mode == "floor":
@@ -298,7 +305,7 @@ class Remainder(Function):
         self.a, self.b, self.mode = a, b, mode
         is_int = not _is_float_operand(a) and not _is_float_operand(b)
         if is_int:
-            _check_int_zero(b, "remainder" if mode == "floor" else "fmod")
+            _check_int_zero(b, "remainder" if mode == "floor" else "fmod", a)
         try:
             with np.errstate(divide="ignore", invalid="ignore"):
                 y = np.remainder(a, b) if mode == "floor" else np.fmod(a, b)

@@ -60,6 +60,9 @@ def searchsorted(sorted_sequence, input, *, out_int32: bool = False, right: bool
     if sorter is not None:
         seq = np.take_along_axis(seq, _host(_arr(sorter)).astype(np.int64), axis=-1)
     how = "right" if right else "left"
+    if seq.ndim == 0:
+        raise RuntimeError("torch.searchsorted(): boundaries tensor should have positive dimension, but got 0 "
+                           "dimension; pass a 1-D (or N-D) sorted sequence")
     if seq.ndim <= 1:
         out = np.searchsorted(seq.reshape(-1), val, side=how)
     else:

@@ -327,6 +327,8 @@ def movedim(input: Tensor, source, destination) -> Tensor:
     dst = [wrap_dim(int(d), nd) for d in dst]
     if len(set(src)) != len(src) or len(set(dst)) != len(dst):
         raise RuntimeError(f"movedim: repeated dim in source {src} or destination {dst}")
+    if nd == 0:  # a 0-d tensor takes dim 0 / -1 and has nothing to move
+        src, dst = [], []
     order = [n for n in range(nd) if n not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -1055,7 +1057,8 @@ def split_with_sizes(input: Tensor, split_sizes, dim: int = 0):
 @register("tensor_split")
 def tensor_split(input: Tensor, indices_or_sections=None, dim: int = 0, *, indices=None, sections=None):
     """``torch.tensor_split``: ``n`` sections (the first ``size % n`` one larger) or split
-    points (clamped to the dim size). ``sections=`` / ``indices=``: torch's keyword forms."""
+    points (negative ones from the end, then clamped to the dim size, as Python slices).
+    ``sections=`` / ``indices=``: torch's keyword forms."""
     given = [v for v in (indices_or_sections, indices, sections) if v is not None]
     if len(given) != 1:
         raise TypeError("tensor_split() takes exactly one of indices_or_sections, indices= or sections=, "
@@ -1073,7 +1076,9 @@ def tensor_split(input: Tensor, indices_or_sections=None, dim: int = 0, *, indic
             raise RuntimeError(f"tensor_split: number of sections must be larger than 0, got {k}")
         sizes = [n // k + 1] * (n % k) + [n // k] * (k - n % k)
     else:
-        pts = [min(max(int(p), 0), n) for p in indices_or_sections]
+        # each piece is input[edges[i]:edges[i + 1]] with Python's slice semantics: a
+        # negative index counts from the end (it was clamped to 0, moving the split point)
+        pts = [min(max(int(p) + n if int(p) < 0 else int(p), 0), n) for p in indices_or_sections]
         edges = [0] + pts + [n]
         sizes = [max(edges[i + 1] - edges[i], 0) for i in range(len(edges) - 1)]
         starts = edges[:-1]
