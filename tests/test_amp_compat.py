@@ -236,3 +236,21 @@ def test_custom_fwd_casts_inputs_inside_an_enabled_region():
     # outside a region: untouched; inside: floating inputs cast to cast_inputs, and forward
     # runs with autocast disabled (PyTorch's custom_fwd)
     assert seen == [(sf.float32, False), (sf.float64, False)]
+
+
+@pytest.mark.parametrize("path", ["cuda.amp.autocast", "cuda.amp.GradScaler", "cpu.amp.autocast", "cpu.amp.GradScaler"])
+def test_deprecated_amp_spellings_warn_torch_s_exact_text(path):
+    """``torch.cuda.amp.GradScaler(enabled=False)`` (milesial/Pytorch-UNet's ``train.py``) and
+    the other three legacy spellings warn torch's FutureWarning word for word (a program's
+    ``filterwarnings(message=...)`` written for torch's text then matches), with
+    ``torch.``'s names, as the other deprecations do (``nn.utils.weight_norm``)."""
+    messages = []
+    for lib in (torch, sf):
+        target = lib
+        for part in path.split("."):
+            target = getattr(target, part)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            target(enabled=False)
+        messages.append([(w.category, str(w.message)) for w in caught if w.category is FutureWarning])
+    assert messages[1] == messages[0] and len(messages[0]) == 1

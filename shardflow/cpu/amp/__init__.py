@@ -1,8 +1,8 @@
 """``torch.cpu.amp``: PyTorch's deprecated spellings of ``torch.amp`` for the CPU.
 
 ``autocast(...)`` is ``shardflow.amp.autocast('cpu', ...)`` (bfloat16 by default) and
-``GradScaler(...)`` is ``shardflow.amp.GradScaler('cpu', ...)``; both warn ``FutureWarning``
-as PyTorch does.
+``GradScaler(...)`` is ``shardflow.amp.GradScaler('cpu', ...)``; both warn PyTorch's
+``FutureWarning`` word for word (torch's names, as the other deprecation warnings).
 """
 
 from __future__ import annotations
