@@ -63,6 +63,9 @@ SPECS += [
     OpSpec("ew_square_int", lambda m, a: m.square(a), [Int(-5, 5)], grad=False, fd=False),
     OpSpec("ew_floor_int", lambda m, a: m.floor(a), [Int(-5, 5)], grad=False, fd=False),
     OpSpec("ew_sign_int", lambda m, a: m.sign(a), [Int(-5, 5)], grad=False, fd=False),
+    # sgn of a real tensor is sign (zero gradient: torch's is a ZeroTensor, so added to a
+    # differentiable term); complex sgn: tests/ops/test_complex_products_and_reductions.py
+    OpSpec("ew_sgn", lambda m, a: m.sgn(a) + a, [NZ]),
     OpSpec("ew_abs_operator", lambda m, a: abs(a), [NZ]),
     # activations
     OpSpec("ew_relu", lambda m, a: F(m).relu(a), [NZ]),
