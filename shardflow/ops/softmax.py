@@ -41,7 +41,9 @@ class Softmax(Function):
         if xa.size == 0:  # nothing to normalise (NumPy's max has no identity)
             self.y = xa.copy()
             return _down(self.y, dt)
-        y = np.asarray(xa - xa.max(axis=dim, keepdims=True))  # (a 0-d input: an array, not a scalar)
+        y = xa - xa.max(axis=dim, keepdims=True)
+        if isinstance(y, np.generic):  # a 0-d NumPy input gives a scalar; other backends keep their arrays
+            y = np.asarray(y)
         np.exp(y, out=y)
         y /= y.sum(axis=dim, keepdims=True)
         flush_subnormal_(y)  # a probability under 1.2e-38 would slow every GEMM it enters

@@ -11,6 +11,8 @@ import warnings
 import numpy as np
 import pytest
 
+from shardflow.backend import user_warning
+
 from .programs._harness import HERE, assert_close, run_script
 from .test_public_programs_more_h import same_printout
 
@@ -37,6 +39,8 @@ def _run(tmp_path, monkeypatch, capsys, path, argv=(), modules=None, files=None,
         monkeypatch.chdir(where)
         lib.manual_seed(seed)
         np.random.seed(seed)
+        if use_sf:  # once-per-process warnings as in a fresh process (an earlier test in this worker may have given them)
+            monkeypatch.setattr(user_warning, "_given", set())
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             module = run_script(HERE / path, use_sf, argv=argv, modules=modules)
