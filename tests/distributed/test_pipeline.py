@@ -76,7 +76,8 @@ def test_schedules_cover_every_microbatch_without_deadlock(p, v, m):
                 peak = max(peak, live)
             assert peak == min(p - r, m)
     else:
-        _simulate(p, v, m, lambda r: actions(schedules.ScheduleInterleaved1F1B, r))
+        for cls in (schedules.ScheduleInterleaved1F1B, schedules.ScheduleLoopedBFS):
+            _simulate(p, v, m, lambda r, cls=cls: actions(cls, r))
 
 
 def test_one_stage_pipeline_in_one_process_equals_plain_backward():
@@ -127,3 +128,33 @@ def test_split_errors_say_what_to_do():
         split_module(seq)
     with pytest.raises(TypeError, match="nn.Sequential"):
         split_module(nn.Linear(2, 2), [1])
+
+
+def test_schedule_names_as_torch():
+    import torch.distributed.pipelining as tp
+    import torch.distributed.pipelining.schedules as ts
+
+    from shardflow.distributed import pipelining as sp
+    from shardflow.distributed.pipelining import schedules as ss
+
+    assert set(tp.__all__) <= set(sp.__all__)
+    for name in ("1f1b", "Interleaved1F1B", "gpipe", "LoopedBFS", "InterleavedZeroBubble",
+                 "PipelineScheduleMulti", "ZBVZeroBubble", "DualPipeV"):
+        assert ss.get_schedule_class(name).__name__ == ts.get_schedule_class(name).__name__
+    for lib in (ss, ts):
+        with pytest.raises(ValueError, match="Unknown schedule name 'nope'"):
+            lib.get_schedule_class("nope")
+    with pytest.raises(NotImplementedError, match="V-shaped stage placement"):
+        ss.ScheduleZBVZeroBubble([], 4)
+
+
+def test_looped_bfs_order_is_torchs():
+    """Each local stage's forwards over all micro-batches, then the stages in reverse with the
+    micro-batches in reverse (torch's ``_calculate_single_rank_operations`` without its idle
+    padding)."""
+    from shardflow.distributed.pipelining import schedules
+
+    sched = object.__new__(schedules.ScheduleLoopedBFS)
+    sched.n_microbatches, sched.p, sched.v = 2, 2, 2
+    assert sched._actions_of(1) == [("F", 1, 0), ("F", 1, 1), ("F", 3, 0), ("F", 3, 1),
+                                    ("B", 3, 1), ("B", 3, 0), ("B", 1, 1), ("B", 1, 0)]

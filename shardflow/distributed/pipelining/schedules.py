@@ -58,8 +58,9 @@ from ...backend.xp import get_array_module
 from ...nn.parallel.reducer import Reducer
 from .stage import PipelineStage
 
-__all__ = ["PipelineScheduleSingle", "ScheduleGPipe", "Schedule1F1B", "ScheduleInterleaved1F1B",
-           "bubble_fraction"]
+__all__ = ["PipelineScheduleSingle", "PipelineScheduleMulti", "ScheduleGPipe", "Schedule1F1B",
+           "ScheduleInterleaved1F1B", "ScheduleLoopedBFS", "ScheduleInterleavedZeroBubble",
+           "ScheduleZBVZeroBubble", "ScheduleDualPipeV", "get_schedule_class", "bubble_fraction"]
 
 
 def bubble_fraction(p: int, m: int, v: int = 1) -> float:
@@ -398,21 +399,36 @@ class Schedule1F1B(PipelineScheduleSingle):
         return one_f_one_b_actions(s, self.p, self.n_microbatches)
 
 
-class ScheduleInterleaved1F1B(_Schedule):
-    """Megatron's interleaved 1F1B over ``stages`` (this rank's, ``s = k * p + r``)."""
+class PipelineScheduleMulti(_Schedule):
+    """Schedules with several stages per rank (``stages``: this rank's, ``s = k * p + r``):
+    ``Schedule(stages, n_microbatches, loss_fn)``; subclasses give ``_actions_of(rank)``."""
 
     def __init__(self, stages: list, n_microbatches: int, loss_fn=None, args_chunk_spec=None,
                  kwargs_chunk_spec=None, output_merge_spec=None, scale_grads: bool = True,
                  backward_requires_autograd: bool = True, defer_pp_recv: bool = False):
         # backward_requires_autograd / defer_pp_recv: torch's scheduling knobs, no effect on values
         _refuse_chunk_specs(args_chunk_spec, kwargs_chunk_spec, output_merge_spec)
+        if isinstance(stages, PipelineStage):
+            raise TypeError(f"{type(self).__name__} takes a list of this rank's stages; got one "
+                            f"PipelineStage (pass [stage], or use ScheduleGPipe/Schedule1F1B for one "
+                            "stage per rank)")
         super().__init__(list(stages), n_microbatches, loss_fn, scale_grads)
         self.v = len(self.stages)
         if self.stages[0].num_stages != self.v * self.p:
             raise ValueError(f"each of the {self.p} ranks must hold the same number of stages: "
                              f"{self.stages[0].num_stages} stages, {self.v} here")
+
+
+class ScheduleInterleaved1F1B(PipelineScheduleMulti):
+    """Megatron's interleaved 1F1B over ``stages`` (this rank's, ``s = k * p + r``)."""
+
+    def __init__(self, stages: list, n_microbatches: int, loss_fn=None, args_chunk_spec=None,
+                 kwargs_chunk_spec=None, output_merge_spec=None, scale_grads: bool = True,
+                 backward_requires_autograd: bool = True, defer_pp_recv: bool = False):
+        super().__init__(stages, n_microbatches, loss_fn, args_chunk_spec, kwargs_chunk_spec,
+                         output_merge_spec, scale_grads, backward_requires_autograd, defer_pp_recv)
         if self.n_microbatches % self.p:
-            raise ValueError(f"ScheduleInterleaved1F1B needs n_microbatches ({n_microbatches}) to be "
+            raise ValueError(f"{type(self).__name__} needs n_microbatches ({n_microbatches}) to be "
                              f"a multiple of the number of pipeline ranks ({self.p})")
 
     def _actions_of(self, r: int) -> list:
@@ -433,3 +449,65 @@ class ScheduleInterleaved1F1B(_Schedule):
             acts.append(("B", *unit(i, True)))
         acts += [("B", *unit(k, True)) for k in range(total - warm, total)]
         return acts
+
+
+class ScheduleLoopedBFS(PipelineScheduleMulti):
+    """Breadth-first pipeline (Lamy-Poirier, arXiv:2211.05953), torch's order: each of this
+    rank's stages in turn runs the forwards of all ``m`` micro-batches, then the stages in
+    reverse run their backwards, micro-batches in reverse. Activations of ``v * m``
+    micro-batch-stages are live at the turn (GPipe's memory), in exchange for long runs of one
+    stage (fewer switches, and with ZeRO/FSDP one gather per stage per step)."""
+
+    def __init__(self, stages: list, n_microbatches: int, loss_fn=None, output_merge_spec=None,
+                 scale_grads: bool = True, backward_requires_autograd: bool = True,
+                 defer_pp_recv: bool = False):
+        super().__init__(stages, n_microbatches, loss_fn, output_merge_spec=output_merge_spec,
+                         scale_grads=scale_grads)
+
+    def _actions_of(self, r: int) -> list:
+        m, ids = self.n_microbatches, range(r, self.p * self.v, self.p)
+        acts = [("F", s, i) for s in ids for i in range(m)]
+        return acts + [("B", s, i) for s in reversed(ids) for i in reversed(range(m))]
+
+
+class ScheduleInterleavedZeroBubble(ScheduleInterleaved1F1B):
+    """torch's name for the zero-bubble interleaved schedule (Qi et al., arXiv:2401.10241),
+    which splits each backward into its input-gradient and weight-gradient halves and moves
+    the weight halves into the bubble. Here the backward is not split: the step runs
+    interleaved 1F1B's order, so the values (losses, gradients) are the schedule's exactly
+    and the bubble is interleaved 1F1B's ``(p - 1) / (v * m + p - 1)``, not zero."""
+
+
+class _VShapeSchedule(PipelineScheduleMulti):
+    """Schedules that place stages in a V (rank ``r`` holds stages ``r`` and ``2p - 1 - r``):
+    shardflow's pipeline places stage ``s`` on rank ``s % p`` only."""
+
+    def __init__(self, stages, n_microbatches, *args, **kwargs):
+        raise NotImplementedError(
+            f"{type(self).__name__}: its V-shaped stage placement (rank r holds stages r and "
+            "2p-1-r) is not supported by shardflow's pipeline, which places stage s on rank "
+            "s % p; use ScheduleInterleaved1F1B or ScheduleInterleavedZeroBubble with stages "
+            "[r, r + p] on rank r (docs/PIPELINE.md)")
+
+
+class ScheduleZBVZeroBubble(_VShapeSchedule):
+    """torch's zero-bubble V schedule: refused (see ``_VShapeSchedule``)."""
+
+
+class ScheduleDualPipeV(_VShapeSchedule):
+    """DeepSeek's DualPipeV: refused (see ``_VShapeSchedule``)."""
+
+
+def get_schedule_class(schedule_name: str):
+    """The schedule class for ``schedule_name``, case-insensitive (torch's table)."""
+    schedule_map = {
+        "1F1B": Schedule1F1B, "Interleaved1F1B": ScheduleInterleaved1F1B, "GPipe": ScheduleGPipe,
+        "LoopedBFS": ScheduleLoopedBFS, "InterleavedZeroBubble": ScheduleInterleavedZeroBubble,
+        "PipelineScheduleSingle": PipelineScheduleSingle, "PipelineScheduleMulti": PipelineScheduleMulti,
+        "ZBVZeroBubble": ScheduleZBVZeroBubble, "DualPipeV": ScheduleDualPipeV,
+    }
+    by_lower = {k.lower(): k for k in schedule_map}
+    if schedule_name.lower() not in by_lower:
+        raise ValueError(f"Unknown schedule name '{schedule_name}'. The valid options are "
+                         f"{list(schedule_map)}")
+    return schedule_map[by_lower[schedule_name.lower()]]

@@ -9,6 +9,8 @@ from shardflow.distributed.pipelining import (
     Schedule1F1B,
     ScheduleGPipe,
     ScheduleInterleaved1F1B,
+    ScheduleInterleavedZeroBubble,
+    ScheduleLoopedBFS,
     pipeline_groups,
 )
 from shardflow.models.gpt import GPT, GPTConfig
@@ -48,8 +50,8 @@ def reference(rows):
 
 
 def run_schedule(world, kind, pp, dp, m, rows=4):
-    """Train ``STEPS`` steps with schedule ``kind`` (gpipe, 1f1b, interleaved: two stages per
-    rank) on ``pp`` stages x ``dp`` replicas, ``m`` micro-batches of ``rows`` rows per replica;
+    """Train ``STEPS`` steps with schedule ``kind`` (gpipe, 1f1b; interleaved, looped_bfs,
+    zero_bubble: two stages per rank) on ``pp`` stages x ``dp`` replicas, ``m`` micro-batches of ``rows`` rows per replica;
     the mean micro-batch loss and every gradient of this rank's stages must equal one
     process's (1e-5)."""
     ref = reference(rows * dp)
@@ -57,13 +59,15 @@ def run_schedule(world, kind, pp, dp, m, rows=4):
     rep = world.rank % dp
     model = build()
     names = {id(p): n for n, p in model.named_parameters()}
-    v = 2 if kind == "interleaved" else 1
+    multi = {"interleaved": ScheduleInterleaved1F1B, "looped_bfs": ScheduleLoopedBFS,
+             "zero_bubble": ScheduleInterleavedZeroBubble}
+    v = 2 if kind in multi else 1
     pipe = gpt_pipe(model, pp * v)
     ids = [k * pp + st for k in range(v)]
     stages = [PipelineStage(pipe.stages[s], s, pp * v, group=pp_group, tied=pipe.tied_for(s),
                             dp_group=dp_group) for s in ids]
-    if kind == "interleaved":
-        sched = ScheduleInterleaved1F1B(stages, m, loss_fn=gpt_loss)
+    if kind in multi:
+        sched = multi[kind](stages, m, loss_fn=gpt_loss)
     else:
         sched = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}[kind](stages[0], m, loss_fn=gpt_loss)
     params = [p for s in stages for p in s.submod.parameters()]

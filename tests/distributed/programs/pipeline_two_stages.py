@@ -1,4 +1,5 @@
-"""Pipeline parallelism on 2 ranks: GPipe, 1F1B and interleaved 1F1B train GPT-mini like one
+"""Pipeline parallelism on 2 ranks: GPipe, 1F1B, interleaved 1F1B, looped BFS and interleaved
+zero-bubble train GPT-mini like one
 process; and memory: stage 0 of 2 with 8 micro-batches holds 8 activations under GPipe and 2
 under 1F1B, and 1F1B's traced peak (tracemalloc: every array the step allocates, saved graph
 tensors included) is under 0.6 of GPipe's. Each rank prints its peaks."""
@@ -17,7 +18,7 @@ from ._pipeline_gpt import build, data, run_schedule
 def main(argv):
     dist.init_process_group()
     world = comm.get_world()
-    for kind in ("gpipe", "1f1b", "interleaved"):
+    for kind in ("gpipe", "1f1b", "interleaved", "looped_bfs", "zero_bubble"):
         run_schedule(world, kind, 2, 1, 4)
     peaks = {}
     idx, tgt = data(0, 16)
