@@ -17,13 +17,17 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 __all__ = ["TreeSpec", "LeafSpec", "register_pytree_node", "tree_flatten", "tree_unflatten", "tree_leaves",
-           "tree_structure", "tree_map", "tree_map_only", "tree_all", "tree_any", "tree_iter"]
+           "tree_structure", "tree_map", "tree_map_only", "tree_all", "tree_any", "tree_iter", "tree_map_",
+           "tree_map_only_", "tree_all_only", "tree_any_only", "tree_is_leaf", "SequenceKey", "MappingKey",
+           "GetAttrKey", "keystr", "key_get", "tree_flatten_with_path", "tree_leaves_with_path",
+           "tree_map_with_path", "is_namedtuple", "is_namedtuple_class", "is_namedtuple_instance"]
 
 
 class NodeDef(NamedTuple):
     type: type
     flatten_fn: Callable[[Any], tuple[list, Any]]
     unflatten_fn: Callable[[Iterable, Any], Any]
+    flatten_with_keys_fn: Callable[[Any], tuple[list, Any]] | None = None
 
 
 SUPPORTED_NODES: dict[type, NodeDef] = {}
@@ -32,11 +36,12 @@ SUPPORTED_NODES: dict[type, NodeDef] = {}
 def register_pytree_node(cls, flatten_fn, unflatten_fn, *, serialized_type_name=None, to_dumpable_context=None,
                          from_dumpable_context=None, flatten_with_keys_fn=None) -> None:
     """Make ``cls`` a container: ``flatten_fn(x) -> (children, context)`` and
-    ``unflatten_fn(children, context) -> x``. The serialization and key-path arguments of torch's
-    signature are accepted and unused (shardflow has no tree-spec serialization)."""
+    ``unflatten_fn(children, context) -> x``; ``flatten_with_keys_fn(x) -> ([(key, child)],
+    context)`` gives the key paths (``tree_flatten_with_path``). The serialization arguments of
+    torch's signature are accepted and unused (shardflow has no tree-spec serialization)."""
     if cls in SUPPORTED_NODES:
         raise ValueError(f"{cls} is already registered as pytree node.")
-    SUPPORTED_NODES[cls] = NodeDef(cls, flatten_fn, unflatten_fn)
+    SUPPORTED_NODES[cls] = NodeDef(cls, flatten_fn, unflatten_fn, flatten_with_keys_fn)
 
 
 def _is_namedtuple_instance(x) -> bool:
@@ -197,3 +202,140 @@ def tree_all(pred: Callable[[Any], bool], tree, is_leaf=None) -> bool:
 
 def tree_any(pred: Callable[[Any], bool], tree, is_leaf=None) -> bool:
     return any(map(pred, tree_leaves(tree, is_leaf)))
+
+
+def tree_is_leaf(tree, is_leaf=None) -> bool:
+    """Whether ``tree`` is a leaf (not a registered container, or ``is_leaf(tree)``)."""
+    return (is_leaf is not None and is_leaf(tree)) or _node_type(tree) is None
+
+
+def tree_map_(func: Callable, tree, *rests, is_leaf=None) -> Any:
+    """``func`` called on every leaf (with the matching leaves of ``rests``) for its side
+    effects; returns ``tree`` itself."""
+    tree_map(func, tree, *rests, is_leaf=is_leaf)
+    return tree
+
+
+def tree_map_only_(type_or_types_or_pred, /, func: Callable, tree, is_leaf=None) -> Any:
+    pred = _type_pred(type_or_types_or_pred)
+    return tree_map_(lambda x: func(x) if pred(x) else None, tree, is_leaf=is_leaf)
+
+
+def tree_all_only(type_or_types, /, pred: Callable[[Any], bool], tree, is_leaf=None) -> bool:
+    """``pred`` holds for every leaf of the given type(s) (other leaves are not asked)."""
+    only = _type_pred(type_or_types)
+    return all(pred(x) for x in tree_leaves(tree, is_leaf) if only(x))
+
+
+def tree_any_only(type_or_types, /, pred: Callable[[Any], bool], tree, is_leaf=None) -> bool:
+    only = _type_pred(type_or_types)
+    return any(pred(x) for x in tree_leaves(tree, is_leaf) if only(x))
+
+
+def is_namedtuple_class(cls) -> bool:
+    return _is_namedtuple_type(cls)
+
+
+def is_namedtuple_instance(obj) -> bool:
+    return _is_namedtuple_instance(obj)
+
+
+def is_namedtuple(obj) -> bool:
+    """A namedtuple class or instance."""
+    return is_namedtuple_class(obj if isinstance(obj, type) else type(obj))
+
+
+# ---------------------------------------------------------------- key paths
+class SequenceKey(NamedTuple):
+    """The index of a child in a list/tuple/deque: prints ``[idx]``."""
+
+    idx: int
+
+    def __str__(self) -> str:
+        return f"[{self.idx!r}]"
+
+    def get(self, sequence):
+        return sequence[self.idx]
+
+
+class MappingKey(NamedTuple):
+    """The key of a child in a dict: prints ``[key!r]``."""
+
+    key: Any
+
+    def __str__(self) -> str:
+        return f"[{self.key!r}]"
+
+    def get(self, mapping):
+        return mapping[self.key]
+
+
+class GetAttrKey(NamedTuple):
+    """The attribute name of a child (a namedtuple field): prints ``.name``."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return f".{self.name}"
+
+    def get(self, obj):
+        return getattr(obj, self.name)
+
+
+def keystr(kp: tuple) -> str:
+    """A key path as source text: ``(MappingKey('a'), SequenceKey(0))`` -> ``['a'][0]``."""
+    return "".join(str(k) for k in kp)
+
+
+def key_get(obj, kp: tuple) -> Any:
+    """The value at key path ``kp`` in ``obj``."""
+    for k in kp:
+        obj = k.get(obj)
+    return obj
+
+
+def _keyed_children(x, node) -> list:
+    """``[(key, child)]`` of container ``x`` (registered type ``node``)."""
+    if node is _NamedTupleMarker:
+        return [(GetAttrKey(f), getattr(x, f)) for f in type(x)._fields]
+    if node in (dict, collections.OrderedDict, collections.defaultdict):
+        return [(MappingKey(k), v) for k, v in x.items()]
+    if node in (list, tuple, collections.deque):
+        return [(SequenceKey(i), v) for i, v in enumerate(x)]
+    with_keys = SUPPORTED_NODES[node].flatten_with_keys_fn
+    if with_keys is None:
+        raise ValueError(f"Did not find a flatten_with_keys_fn for type: {node}. Please pass a "
+                         "flatten_with_keys_fn argument to register_pytree_node.")
+    return list(with_keys(x)[0])
+
+
+def tree_flatten_with_path(tree, is_leaf=None) -> tuple[list, TreeSpec]:
+    """``([(key path, leaf)], spec)``: ``tree_flatten`` with each leaf's path from the root."""
+    paths: list = []
+
+    def walk(x, kp):
+        node = None if is_leaf is not None and is_leaf(x) else _node_type(x)
+        if node is None:
+            paths.append(kp)
+            return
+        for k, c in _keyed_children(x, node):
+            walk(c, (*kp, k))
+
+    walk(tree, ())
+    leaves, spec = tree_flatten(tree, is_leaf)
+    return list(zip(paths, leaves)), spec
+
+
+def tree_leaves_with_path(tree, is_leaf=None) -> list:
+    return tree_flatten_with_path(tree, is_leaf)[0]
+
+
+def tree_map_with_path(func: Callable, tree, *rests, is_leaf=None) -> Any:
+    """``tree`` with each leaf ``x`` replaced by ``func(key_path, x, *(matching leaves of rests))``."""
+    pairs, spec = tree_flatten_with_path(tree, is_leaf)
+    others = [tree_leaves(r, is_leaf) for r in rests]
+    for o in others:
+        if len(o) != len(pairs):
+            raise ValueError(f"tree_map_with_path: a tree in `rests` has {len(o)} leaves, the first tree "
+                             f"has {len(pairs)}; pass trees of the same structure")
+    return spec.unflatten(func(kp, x, *xs) for (kp, x), *xs in zip(pairs, *others))

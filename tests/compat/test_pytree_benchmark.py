@@ -113,3 +113,29 @@ def test_compare_prints_a_table(capsys):
     assert "Times are in microseconds (us)." in out
     with pytest.raises(ValueError, match="Expected an instance of `Measurement`"):
         benchmark.Compare([1.0])
+
+
+def test_key_paths_as_torch():
+    """``tree_flatten_with_path`` / ``keystr`` / ``key_get`` / ``tree_map_with_path``: the paths
+    and their text are torch's (dicts, lists, tuples, namedtuples, nested)."""
+    import collections
+
+    import torch.utils._pytree as tp
+
+    import shardflow.utils._pytree as sp
+
+    point = collections.namedtuple("point", "x y")
+    tree = {"a": [1, (2, 3)], "b": point(4, [5]), "c": collections.OrderedDict(z=6), "d": None}
+    t_pairs, _ = tp.tree_flatten_with_path(tree)
+    s_pairs, _ = sp.tree_flatten_with_path(tree)
+    assert [(tp.keystr(k), v) for k, v in t_pairs] == [(sp.keystr(k), v) for k, v in s_pairs]
+    assert [repr(k) for k, _ in t_pairs] == [repr(k) for k, _ in s_pairs]
+    for (kt, _), (ks, v) in zip(t_pairs, s_pairs):
+        assert sp.key_get(tree, ks) == tp.key_get(tree, kt) == v
+    assert (sp.tree_map_with_path(lambda kp, x, y: (sp.keystr(kp), x + y), {"a": [1, 2]}, {"a": [10, 20]})
+            == tp.tree_map_with_path(lambda kp, x, y: (tp.keystr(kp), x + y), {"a": [1, 2]}, {"a": [10, 20]}))
+    seen = []
+    assert sp.tree_map_(seen.append, tree) is tree and seen == tp.tree_leaves(tree)
+    for lib in (tp, sp):
+        assert lib.tree_all_only(int, lambda x: x > 0, [1, "s", 2]) and not lib.tree_any_only(str, lambda x: x == "t", [1, "s"])
+        assert lib.tree_is_leaf(1) and not lib.tree_is_leaf([1]) and lib.is_namedtuple(point)
