@@ -71,13 +71,14 @@ _asked_backend: list[str | None] = [None]
 class Work:
     """torch.distributed's Work: ``wait()`` completes the operation and returns True."""
 
-    __slots__ = ("_inner", "_post", "_done", "_any_source")
+    __slots__ = ("_inner", "_post", "_done", "_any_source", "_tensors")
 
-    def __init__(self, inner: _CommWork, post=None, any_source: bool = False):
+    def __init__(self, inner: _CommWork, post=None, any_source: bool = False, tensors=None):
         self._inner = inner
         self._post = post
         self._done = False
         self._any_source = any_source  # an irecv from any rank: its result is the sender
+        self._tensors = tensors  # what get_future() gives: the operation's result tensors
 
     def wait(self, timeout=None) -> bool:
         """Complete the operation. ``timeout`` (a ``timedelta`` or seconds, torch's type)
@@ -99,6 +100,16 @@ class Work:
 
     def result(self):
         return self._inner.result()
+
+    def get_future(self):
+        """A future completed by ``wait()`` whose value is the list of the operation's result
+        tensors (``[tensor]`` for ``all_reduce`` / ``broadcast``, ``[output]`` for the
+        ``*_into_tensor`` / ``*_tensor`` / ``*_single`` forms), as torch's; the DDP
+        communication-hook idiom ``dist.all_reduce(t, async_op=True).get_future().then(lambda
+        fut: fut.value()[0])`` works."""
+        from .algorithms.ddp_comm_hooks.future import Future
+
+        return Future(lambda: (self.wait(), list(self._tensors or []))[1])
 
     def _source_rank(self) -> int:
         """The sender's group rank of an ``irecv`` from any rank (torch's name), after waiting."""
@@ -424,9 +435,9 @@ def _arr(t, name="tensor") -> np.ndarray:
     return t.array
 
 
-def _run(g, fn, async_op, post=None):
+def _run(g, fn, async_op, post=None, tensors=None):
     if async_op:
-        return Work(fn(True), post)
+        return Work(fn(True), post, tensors=tensors)
     fn(False)
     if post is not None:
         post()
@@ -445,7 +456,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
     if g is None:  # a rank outside the group: torch's warning, nothing done
         return None
     a = _arr(tensor)
-    return _run(g, lambda asy: g.all_reduce(a, op, async_op=asy), async_op, _bump(tensor))
+    return _run(g, lambda asy: g.all_reduce(a, op, async_op=asy), async_op, _bump(tensor), [tensor])
 
 
 def broadcast(tensor, src: int | None = None, group=None, async_op: bool = False,
@@ -456,7 +467,7 @@ def broadcast(tensor, src: int | None = None, group=None, async_op: bool = False
         return None
     a = _arr(tensor)
     s = _root(g, src, group_src, "broadcast")
-    return _run(g, lambda asy: g.broadcast(a, s, async_op=asy), async_op, _bump(tensor))
+    return _run(g, lambda asy: g.broadcast(a, s, async_op=asy), async_op, _bump(tensor), [tensor])
 
 
 def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
@@ -505,7 +516,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
             f"({g.size} x {tuple(a.shape)}), got shape {tuple(o.shape)}"
         )
     return _run(g, lambda asy: g.all_gather(a, out=o, async_op=asy), async_op,
-                _bump(output_tensor))
+                _bump(output_tensor), [output_tensor])
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: bool = False):
@@ -520,7 +531,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: 
         )
     src = a if a.shape[1:] == o.shape[1:] else a.reshape(g.size * o.shape[0], *o.shape[1:])
     return _run(g, lambda asy: g.reduce_scatter(src, op, out=o, async_op=asy), async_op,
-                _bump(output))
+                _bump(output), [output])
 
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bool = False):
@@ -563,11 +574,11 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
                 f"input {tuple(a.shape)}, output {tuple(o.shape)}, {g.size} ranks; pass "
                 "output_split_sizes and input_split_sizes for uneven splits)")
         return _run(g, lambda asy: g.all_to_all(a, out=o, async_op=asy), async_op,
-                    _bump(output))
+                    _bump(output), [output])
     from .a2a_uneven import uneven_all_to_all
 
     return uneven_all_to_all(g, o, a, output_split_sizes, input_split_sizes,
-                             lambda fn, post: _run(g, fn, async_op, post), output)
+                             lambda fn, post: _run(g, fn, async_op, post, [output]), output)
 
 
 def barrier(group=None, async_op: bool = False, device_ids=None, timeout=None):

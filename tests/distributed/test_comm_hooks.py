@@ -71,6 +71,34 @@ def test_low_precision_hooks_match_torch_math_and_halve_the_bytes(runs, variant,
             assert np.abs(got - exact).max() <= 2 ** -7 * np.abs(exact).max() + 1e-6
 
 
+def test_custom_hook_from_torch_docs_get_future_idiom(runs):
+    """``dist.all_reduce(bucket.buffer().div_(W), async_op=True).get_future().then(lambda fut:
+    fut.value()[0])``: torch's math (divide, then sum), bitwise."""
+    recs = runs("custom")
+    for step in range(STEPS):
+        for n in NAMES:
+            parts = [torch.from_numpy(rec[f"local/{step}/{n}"]) / W for rec in recs]
+            assert np.array_equal(recs[0][f"reduced/{step}/{n}"], (parts[0] + parts[1]).numpy()), (step, n)
+
+
+@pytest.mark.parametrize("variant,tdtype", [("fp16_wrap", torch.float16), ("bf16_wrap", torch.bfloat16)])
+def test_compress_wrappers_average_in_the_low_dtype(runs, variant, tdtype):
+    """``fp16_compress_wrapper(allreduce_hook)``: the bucket cast to the low dtype, averaged
+    there (half the bytes), cast back: within the low dtype's rounding of the exact mean
+    (shardflow's AVG sums then divides, torch's hook divides then sums: not bitwise)."""
+    base, recs = runs("none"), runs(variant)
+    eps = float(torch.finfo(tdtype).eps)
+    for step in range(STEPS):
+        assert 2 * int(recs[0][f"bytes/{step}"]) == int(base[0][f"bytes/{step}"])
+        for n in NAMES:
+            got = recs[0][f"reduced/{step}/{n}"]
+            assert np.array_equal(recs[1][f"reduced/{step}/{n}"], got), "ranks disagree"
+            parts = [torch.from_numpy(rec[f"local/{step}/{n}"]).to(tdtype) for rec in recs]
+            ref = ((parts[0].float() + parts[1].float()) / W).to(tdtype).float().numpy()
+            assert np.abs(got - ref).max() <= 2 * eps * np.abs(ref).max() + 1e-6, (variant, step, n)
+            assert got.dtype == np.float32
+
+
 def _torch_powersgd(recs, step, q_prev):
     """PyTorch's powerSGD_hook math on the per-rank inputs (local grad + error), in torch."""
     out = {}

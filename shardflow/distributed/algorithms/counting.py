@@ -45,9 +45,9 @@ class CountingProcessGroup:
         return counted
 
     @property
-    def rank(self) -> int:
+    def rank(self) -> int:  # the group's (callable, as torch's ``pg.rank()``)
         return self._group.rank
 
     @property
-    def size(self) -> int:
+    def size(self) -> int:  # the group's (callable, as torch's ``pg.size()``)
         return self._group.size

@@ -20,19 +20,21 @@ __all__ = ["GradBucket"]
 
 
 class GradBucket:
-    __slots__ = ("_bucket", "_is_last")
+    __slots__ = ("_bucket", "_is_last", "_buffer")
 
     def __init__(self, bucket, is_last: bool):
         self._bucket = bucket  # distributed._Bucket: index, params, offsets, flat
         self._is_last = is_last
+        self._buffer = None  # a replacement of another dtype (set_buffer), else the flat array
 
     def index(self) -> int:
         """Position of the bucket in launch order (the first bucket holds the last layers)."""
         return self._bucket.index
 
     def buffer(self):
-        """The flat gradient array of the bucket, as a Tensor sharing its memory."""
-        return _wrap(self._bucket.flat)
+        """The flat gradient array of the bucket, as a Tensor sharing its memory (or the
+        tensor ``set_buffer`` put in its place)."""
+        return self._buffer if self._buffer is not None else _wrap(self._bucket.flat)
 
     def gradients(self) -> list:
         """Per-parameter gradients: Tensors viewing the bucket, shaped like the parameters."""
@@ -48,6 +50,18 @@ class GradBucket:
         return self._is_last
 
     def set_buffer(self, tensor) -> None:
-        """Copy ``tensor`` (same number of elements) into the bucket's flat array."""
+        """Replace the bucket's buffer by ``tensor`` (same number of elements). Of the bucket's
+        dtype: copied into the flat array (``gradients()`` views keep seeing it); of another
+        dtype (``fp16_compress_wrapper``'s ``buffer().to(torch.float16)``): ``buffer()``
+        returns ``tensor`` itself from now on, as in PyTorch; DDP casts the hook's result
+        back into the bucket."""
         arr = getattr(tensor, "array", tensor)
-        self._bucket.flat[...] = arr.reshape(self._bucket.flat.shape)
+        flat = self._bucket.flat
+        if arr.size != flat.size:
+            raise ValueError(f"GradBucket.set_buffer: got {arr.size} elements, the bucket holds "
+                             f"{flat.size}; pass a tensor of the bucket's size")
+        if arr.dtype == flat.dtype:
+            flat[...] = arr.reshape(flat.shape)
+            self._buffer = None
+        else:
+            self._buffer = tensor if hasattr(tensor, "array") else _wrap(arr)

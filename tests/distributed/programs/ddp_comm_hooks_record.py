@@ -1,7 +1,8 @@
 """DDP communication hooks on real ranks: records what the test process checks.
 
 ``argv``: the output folder, STEPS, START (PowerSGD's ``start_powerSGD_iter``). For each
-variant (none, allreduce, fp16, bf16, powersgd, powersgd_full) every rank writes
+variant (none, allreduce, fp16, bf16, fp16_wrap, bf16_wrap, custom, powersgd,
+powersgd_full) every rank writes
 ``{variant}_rank{r}.npz``: per step the local gradients (a ``no_sync`` backward), the reduced
 gradients, the bytes handed to the comm layer (``CountingProcessGroup``) and PowerSGD's error
 and Q memories. Each parameter gets its own bucket, so a bucket's memories are those of one
@@ -37,6 +38,16 @@ def register(ddp, counter, variant, start):
         ddp.register_comm_hook(counter, default_hooks.allreduce_hook)
     elif variant in ("fp16", "bf16"):
         ddp.register_comm_hook(counter, getattr(default_hooks, variant + "_compress_hook"))
+    elif variant in ("fp16_wrap", "bf16_wrap"):
+        wrapper = getattr(default_hooks, variant[:4] + "_compress_wrapper")
+        ddp.register_comm_hook(counter, wrapper(default_hooks.allreduce_hook))
+    elif variant == "custom":  # the idiom of PyTorch's DDP communication hook docs
+        def hook(group, bucket):
+            t = bucket.buffer()
+            t.div_(group.size())
+            return dist.all_reduce(t, group=group, async_op=True).get_future().then(lambda fut: fut.value()[0])
+
+        ddp.register_comm_hook(counter, hook)
     elif variant == "powersgd":
         state = ps.PowerSGDState(counter, matrix_approximation_rank=1, start_powerSGD_iter=start)
         ddp.register_comm_hook(state, ps.powerSGD_hook)
@@ -111,7 +122,8 @@ def main(argv):
     out_dir, steps, start = argv[0], int(argv[1]), int(argv[2])
     dist.init_process_group()
     r = dist.get_rank()
-    for variant in ("none", "allreduce", "fp16", "bf16", "powersgd", "powersgd_full"):
+    for variant in ("none", "allreduce", "fp16", "bf16", "fp16_wrap", "bf16_wrap", "custom", "powersgd",
+                    "powersgd_full"):
         record(variant, r, out_dir, steps, start)
     plain, psgd = train(r, False), train(r, True)
     np.savez(f"{out_dir}/train_rank{r}.npz", plain=np.array(plain), psgd=np.array(psgd))

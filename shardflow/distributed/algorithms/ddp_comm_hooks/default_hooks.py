@@ -11,6 +11,13 @@ Communication plan per bucket (``W`` ranks, ``N`` elements of float32):
   the average carries the low dtype's rounding (float16: 11 significant bits and a range
   up to 65504, so huge gradients overflow; bfloat16: float32's range, 8 bits).
 
+* ``fp16_compress_wrapper(hook)`` / ``bf16_compress_wrapper(hook)``: ``hook`` run on the
+  bucket cast to the low dtype (``bucket.set_buffer(buffer.to(low))``), its result copied
+  back into that low buffer; DDP casts it into the float32 bucket. Wrapping
+  ``allreduce_hook`` averages in the low dtype (one ``all_reduce(AVG)`` of ``2N`` bytes).
+
+Hook futures give Tensors, as PyTorch's (``fut.value()`` is the reduced buffer).
+
 ``process_group`` (the hook's state) is the group to reduce over; ``None`` means the world,
 as in PyTorch (give DDP's group when DDP runs on a subgroup).
 """
@@ -19,11 +26,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....autograd.tensor import _wrap
 from ....backend import bfloat16, float16
 from ....comm import get_world
 from .future import Future
 
-__all__ = ["allreduce_hook", "fp16_compress_hook", "bf16_compress_hook"]
+__all__ = ["allreduce_hook", "fp16_compress_hook", "bf16_compress_hook", "fp16_compress_wrapper",
+           "bf16_compress_wrapper"]
 
 
 def _group(process_group):
@@ -32,12 +41,13 @@ def _group(process_group):
 
 def allreduce_hook(process_group, bucket) -> Future:
     """Average the bucket over the group (the uncompressed baseline)."""
-    buf = bucket.buffer().array
+    tensor = bucket.buffer()
+    buf = tensor.array
     work = _group(process_group).all_reduce(buf, "avg", async_op=True)
 
     def complete():
         work.wait()
-        return buf
+        return tensor
 
     return Future(complete)
 
@@ -52,7 +62,7 @@ def _compress_hook(process_group, bucket, low_np) -> Future:
     def complete():
         work.wait()
         np.copyto(buf, compressed, casting="unsafe")
-        return buf
+        return _wrap(buf)
 
     return Future(complete)
 
@@ -65,3 +75,30 @@ def fp16_compress_hook(process_group, bucket) -> Future:
 def bf16_compress_hook(process_group, bucket) -> Future:
     """As :func:`fp16_compress_hook` with bfloat16 (float32's range, no overflow)."""
     return _compress_hook(process_group, bucket, bfloat16.np)
+
+
+def _compress_wrapper(hook, low):
+    def wrapped(hook_state, bucket) -> Future:
+        bucket.set_buffer(bucket.buffer().to(low))
+        fut = hook(hook_state, bucket)
+
+        def decompress(fut):
+            low_buffer = bucket.buffer()
+            low_buffer.copy_(fut.value())  # in place: the low buffer is the result
+            return low_buffer
+
+        return fut.then(decompress)
+
+    wrapped.__name__ = ("fp16" if low is float16 else "bf16") + "_compress_wrapper_hook"
+    return wrapped
+
+
+def fp16_compress_wrapper(hook):
+    """``hook`` run on the bucket cast to float16; its result cast back by DDP
+    (``fp16_compress_wrapper(allreduce_hook)`` averages in float16)."""
+    return _compress_wrapper(hook, float16)
+
+
+def bf16_compress_wrapper(hook):
+    """As :func:`fp16_compress_wrapper` with bfloat16."""
+    return _compress_wrapper(hook, bfloat16)
