@@ -88,6 +88,7 @@ from ..comm.launcher import (
     parent_death_signal,
     program_argv,
     rank_env,
+    torchrun_job_env,
     with_torchrun_env,
 )
 from .elastic import check_elastic_args, first_world, next_world, restart_env, why_not_restart
@@ -358,7 +359,8 @@ def _failed_to_start(job: _JobRun) -> bool:
 def _job_env(n: int, remote: bool, hosts, hostfile, extra_env) -> tuple[dict, list[str]]:
     """The ranks' environment (but the failure folder) and, for remote hosts, the names
     mpiexec must pass on with ``-x``."""
-    base_env = {**master_env(hosts, hostfile), **_config.rpc_launch_env(), "SHARDFLOW_RANK_PREFIX": "0",
+    base_env = {**master_env(hosts, hostfile), **torchrun_job_env(), **_config.rpc_launch_env(),
+                "SHARDFLOW_RANK_PREFIX": "0",
                 **({} if remote else {**_config.blas_thread_env(n), **local_job_env()}),
                 **(extra_env or {})}
     names = sorted(k for k in rank_env({"SHARDFLOW_FAILURE_DIR": "", **base_env})

@@ -8,13 +8,15 @@ process of that session, which is how no orphan rank survives (Open MPI puts eac
 its own process group, so killing a process group is not enough).
 
 torchrun's variables: mpiexec gives every rank the same environment, so the per-rank
-values (``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``LOCAL_WORLD_SIZE``) are set by a
+values (``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``LOCAL_WORLD_SIZE``, and from them
+``ROLE_RANK``, ``ROLE_WORLD_SIZE``, ``GROUP_RANK``, ``GROUP_WORLD_SIZE``) are set by a
 ``/bin/sh -c '... exec "$@"'`` prefix (:func:`with_torchrun_env`) from the variables
 mpiexec sets for each rank (Open MPI's ``OMPI_COMM_WORLD_*``, else MPICH's
 ``PMI_RANK``/``PMI_SIZE``/``MPI_LOCALRANKID``/``MPI_LOCALNRANKS``); ``exec`` replaces the
 shell, so the rank is still mpiexec's child. ``MASTER_ADDR`` / ``MASTER_PORT`` are the
 same for all ranks (:func:`master_env`); shardflow's transport does not use them (MPI
-wires the ranks up), they are there for scripts that read them.
+wires the ranks up), they are there for scripts that read them, as are the per-job
+``TORCHELASTIC_RUN_ID``, ``ROLE_NAME`` and restart counts (:func:`torchrun_job_env`).
 
 The job dies with the launcher (:func:`parent_death_signal`): mpiexec is started with
 Linux's parent-death signal (SIGTERM, on which Open MPI ends the job and its ranks), so a
@@ -160,14 +162,37 @@ _RANK_ENV = (
 DEFAULT_MASTER_PORT = 29500  # torchrun's default
 
 
+# torchrun's derived per-rank variables, from the four above (one role, "default"; a node
+# is LOCAL_WORLD_SIZE ranks)
+_DERIVED_RANK_ENV = (
+    ("ROLE_RANK", "$RANK"), ("ROLE_WORLD_SIZE", "$WORLD_SIZE"),
+    ("GROUP_RANK", "$((RANK / LOCAL_WORLD_SIZE))"),
+    ("GROUP_WORLD_SIZE", "$((WORLD_SIZE / LOCAL_WORLD_SIZE))"),
+)
+
+
 def with_torchrun_env(program: list[str]) -> list[str]:
     """``program`` prefixed so that each rank gets torchrun's per-rank variables (see the
     module docstring)."""
     sets = " ".join(f'{name}="${{{ompi}:-${{{mpich}:-{default}}}}}"'
                     for name, ompi, mpich, default in _RANK_ENV)
-    names = " ".join(name for name, *_ in _RANK_ENV)
-    return ["/bin/sh", "-c", f'{sets}; export {names}; exec "$@"', "shardflow-rank",
+    derived = " ".join(f'{name}="{value}"' for name, value in _DERIVED_RANK_ENV)
+    names = " ".join(name for name, *_ in (*_RANK_ENV, *_DERIVED_RANK_ENV))
+    return ["/bin/sh", "-c", f'{sets}; {derived}; export {names}; exec "$@"', "shardflow-rank",
             *program]
+
+
+def torchrun_job_env() -> dict[str, str]:
+    """torchrun's per-job variables: ``TORCHELASTIC_RUN_ID`` (a new uuid4 per job, as
+    torchrun without ``--rdzv-id``; ``dist.is_torchelastic_launched()`` reads it, and programs
+    that pick distributed mode by it would otherwise run each rank alone), ``ROLE_NAME``,
+    ``TORCHELASTIC_RESTART_COUNT`` / ``TORCHELASTIC_MAX_RESTARTS`` (0; ``--max-restarts``
+    overrides them per start). Unless the user set them."""
+    import uuid
+
+    out = {"TORCHELASTIC_RUN_ID": str(uuid.uuid4()), "ROLE_NAME": "default",
+           "TORCHELASTIC_RESTART_COUNT": "0", "TORCHELASTIC_MAX_RESTARTS": "0"}
+    return {k: v for k, v in out.items() if _config.env(k) is None}
 
 
 def local_job_env() -> dict[str, str]:

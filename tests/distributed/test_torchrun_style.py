@@ -51,9 +51,14 @@ def test_torchrun_tutorial_program_matches_pytorch_under_two_ranks():
     results = sorted((json.loads(line[len("RESULT "):]) for line in res.stdout.splitlines()
                       if line.startswith("RESULT ")), key=lambda r: r["rank"])
     assert [r["rank"] for r in results] == [0, 1], res.output
+    # torchrun's variables, one node, one role; the run id is one uuid for the job
+    assert results[0]["env"]["run_id"] == results[1]["env"].pop("run_id") and results[0]["env"].pop("run_id")
     for r in results:
         assert r["env"] == {"RANK": str(r["rank"]), "LOCAL_RANK": str(r["rank"]), "WORLD_SIZE": "2",
-                            "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
+                            "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500",
+                            "GROUP_RANK": "0", "ROLE_RANK": str(r["rank"]), "ROLE_WORLD_SIZE": "2",
+                            "GROUP_WORLD_SIZE": "1", "ROLE_NAME": "default", "TORCHELASTIC_RESTART_COUNT": "0",
+                            "TORCHELASTIC_MAX_RESTARTS": "0", "elastic": True}
         assert r["local_rank"] == r["rank"] and r["world_size"] == 2
     # backend="nccl" on CPU runs on MPI and says so once (rank 0 only)
     assert res.stderr.count("no CUDA device here") == 1, res.stderr

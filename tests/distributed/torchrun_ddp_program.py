@@ -78,7 +78,11 @@ def demo_basic(backend: str):
         optimizer.step()
         losses.append(loss.item())
     env = {k: os.environ.get(k) for k in
-           ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
+           ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+            "GROUP_RANK", "ROLE_RANK", "ROLE_WORLD_SIZE", "GROUP_WORLD_SIZE", "ROLE_NAME",
+            "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS")}
+    env["run_id"] = os.environ.get("TORCHELASTIC_RUN_ID")
+    env["elastic"] = dist.is_torchelastic_launched()
     params = {k: v.numpy().tolist() for k, v in model.state_dict().items()}
     print("RESULT " + json.dumps({"rank": rank, "local_rank": local_rank, "world_size": world_size,
                                   "env": env, "losses": losses, "params": params}), flush=True)
