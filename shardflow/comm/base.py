@@ -42,8 +42,12 @@ class ReduceOp:
     MAX = "max"
     MIN = "min"
     PROD = "prod"
+    BAND = "band"  # bitwise, integer tensors only (as torch's gloo; NCCL has none)
+    BOR = "bor"
+    BXOR = "bxor"
 
-    _ALL = ("sum", "avg", "prod", "max", "min")
+    _ALL = ("sum", "avg", "prod", "max", "min", "band", "bor", "bxor")
+    _BITWISE = ("band", "bor", "bxor")
 
     @classmethod
     def parse(cls, op) -> str:
@@ -54,8 +58,9 @@ class ReduceOp:
             if name in cls._ALL:
                 return name
         raise ValueError(
-            f"unknown reduce op {op!r}; expected one of ReduceOp.SUM, AVG, PRODUCT, MAX, MIN "
-            "(or the strings 'sum', 'avg', 'prod', 'max', 'min')"
+            f"unknown reduce op {op!r}; expected one of ReduceOp.SUM, AVG, PRODUCT, MAX, MIN, "
+            "BAND, BOR, BXOR (or the strings 'sum', 'avg', 'prod', 'max', 'min', 'band', 'bor', "
+            "'bxor')"
         )
 
 
@@ -279,6 +284,10 @@ def checked_reduce_op(op, array) -> str:
         op = ReduceOp.parse(op)
     if op == "avg":
         check_avg_dtype(array)
+    elif op in ReduceOp._BITWISE and array.dtype.kind not in "iu":
+        raise RuntimeError(  # torch's gloo: "Cannot use ReduceOp.BAND with non-integral dtype"
+            f"Cannot use ReduceOp.{op.upper()} with non-integral dtype {array.dtype}: bitwise "
+            "reductions take integer tensors (cast a bool tensor to torch.uint8 first)")
     return op
 
 

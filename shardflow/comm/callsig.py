@@ -34,7 +34,8 @@ OPCODES = {
     "send": 9, "recv": 10, "new_group": 11,
 }
 OPNAMES = {v: k for k, v in OPCODES.items()}
-REDUCE_CODES = {None: 0, "sum": 1, "avg": 2, "prod": 3, "max": 4, "min": 5}
+REDUCE_CODES = {None: 0, "sum": 1, "avg": 2, "prod": 3, "max": 4, "min": 5, "band": 6, "bor": 7,
+                "bxor": 8}
 REDUCE_NAMES = {v: k for k, v in REDUCE_CODES.items()}
 
 _DTYPE_NAMES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8",

@@ -163,7 +163,7 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
         self._data_queue: list = []  # async collectives whose data step is not issued yet
         self._plans: dict = {}
         self._ops = {"sum": MPI.SUM, "avg": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN,
-                     "prod": MPI.PROD}
+                     "prod": MPI.PROD, "band": MPI.BAND, "bor": MPI.BOR, "bxor": MPI.BXOR}
         self._debug = _config.debug_collectives()
         self._cmp = callsig.NBYTES if self._debug else callsig.CHECKED_BYTES
         self._active = None

@@ -35,7 +35,8 @@ from .mpi_work import Call, locked
 
 PAIRWISE_TAGS = 32768  # MPI guarantees tags up to 32767
 _REDUCE_UFUNCS = {"sum": np.add, "avg": np.add, "prod": np.multiply, "max": np.maximum,
-                  "min": np.minimum}
+                  "min": np.minimum, "band": np.bitwise_and, "bor": np.bitwise_or,
+                  "bxor": np.bitwise_xor}
 
 
 def _reduce_rows(rows, op: str, world: int, out=None):

@@ -198,6 +198,9 @@ class NCCLCommunicator(RankedMixin, Communicator):
             op = {"sum": "max", "prod": "min", "avg": "max"}.get(op, op)
         if op == "avg" and "avg" not in self._ops:
             return self._ops["sum"], True
+        if op not in self._ops:  # the bitwise ops: NCCL has none (torch raises too)
+            raise RuntimeError(f"Cannot use ReduceOp.{op.upper()} with NCCL; reduce on the CPU "
+                               "(backend 'gloo'/'mpi') or use SUM/MIN/MAX")
         return self._ops[op], False
 
     def _checked(self, op: str, array, reduce=None, root: int = -1) -> int:

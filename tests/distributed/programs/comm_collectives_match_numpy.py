@@ -1,7 +1,7 @@
 """Every collective of the communicator (``comm.init()``) against NumPy on random data.
 
 Each rank rebuilds every rank's input from its seed, so the expected value is an independent
-NumPy computation. Every reduce op; float32/float64/int64; non-contiguous views (the result
+NumPy computation. Every reduce op (the bitwise ones on integers); float32/float64/int64; non-contiguous views (the result
 lands in the base, untouched elements stay); zero-size arrays; float16/bfloat16 (through
 float32); broadcast from every root; all_gather (``out=``); reduce_scatter; all_to_all;
 send/recv around a ring; async handles waited in reverse; objects; a sub-group."""
@@ -33,6 +33,20 @@ def check_all_reduce(w, r, n):
             close(mine[1::2], base[r, 1::2], (op, dt, "untouched rows"))
             z = np.zeros((0, 3), dt)
             assert w.all_reduce(z, op).shape == (0, 3)
+    # the bitwise ops (torch's BAND / BOR / BXOR): integer arrays, refused for floats and bool
+    for op, ufunc in (("band", np.bitwise_and), ("bor", np.bitwise_or), ("bxor", np.bitwise_xor)):
+        for dt in (np.int64, np.uint8, np.int32):
+            xs = np.stack([np.random.default_rng(100 + k).integers(0, 100, (3, 4)).astype(dt) for k in range(n)])
+            a = xs[r].copy()
+            w.all_reduce(a, op)
+            assert np.array_equal(a, ufunc.reduce(xs, axis=0)), (op, dt)
+        for bad in (np.ones(2, np.float32), np.ones(2, bool)):
+            try:
+                w.all_reduce(bad, op)
+            except RuntimeError as e:
+                assert "non-integral dtype" in str(e), e
+            else:
+                raise AssertionError(f"{op} of {bad.dtype} did not raise")
     # half precision goes through float32
     for dt in (np.float16, ml_dtypes.bfloat16):
         xs = [data(k, (5,), np.float32, 7).astype(dt) for k in range(n)]
