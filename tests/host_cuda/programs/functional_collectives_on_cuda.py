@@ -12,9 +12,10 @@ import numpy as np
 import shardflow as sf
 import shardflow.distributed as dist
 import shardflow.nn as nn
-from shardflow.distributed import distribute_tensor, layout, placement, sbp
+from shardflow.distributed import layout, placement, sbp
 from shardflow.distributed.full_state import full_state_dict, shard_optimizer_state
 
+from ...distributed.programs._common import spread
 from ._common import close, init_nccl_world, on_cuda
 
 S, B, P = sbp.split, sbp.broadcast, sbp.partial_sum
@@ -84,7 +85,7 @@ def check_whole_tensors():
     g = np.random.default_rng(1).standard_normal((6, 4)).astype(np.float32)
     for s in (B, P, S(0), S(1)):
         leaf = sf.tensor(g, device="cuda", requires_grad=True)
-        x = distribute_tensor(leaf, mesh, B).to_global(sbp=s)
+        x = spread(leaf, mesh, B).to_global(sbp=s)  # differentiable to leaf
         assert isinstance(x.numpy(), np.ndarray)
         close(x.numpy(), g, f"{s} numpy")
         f = x.full_tensor()

@@ -8,6 +8,7 @@ import numpy as np
 import shardflow as sf
 from shardflow.distributed import distribute_tensor, placement, sbp
 
+from ...distributed.programs._common import spread
 from ._common import close, init_nccl_world
 
 S, B, P = sbp.split, sbp.broadcast, sbp.partial_sum
@@ -22,7 +23,7 @@ def main(argv):
     for src in kinds:
         for dst in kinds:
             leaf = sf.tensor(full, device="cuda", requires_grad=True)
-            x = distribute_tensor(leaf, mesh, B).to_global(sbp=src)
+            x = spread(leaf, mesh, B).to_global(sbp=src)  # differentiable to leaf
             y = x.to_global(sbp=dst)
             assert y.to_local().device.type == "cuda", (src, dst, y.to_local().device)
             close(y.numpy(), full, f"{src}->{dst} value")

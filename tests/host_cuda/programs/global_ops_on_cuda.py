@@ -11,8 +11,9 @@ import numpy as np
 
 import shardflow as sf
 import shardflow.nn.functional as F
-from shardflow.distributed import distribute_tensor, placement, sbp
+from shardflow.distributed import placement, sbp
 
+from ...distributed.programs._common import spread
 from ._common import close, init_nccl_world, on_cuda
 
 S, B = sbp.split, sbp.broadcast
@@ -30,7 +31,7 @@ def run_case(mesh, name, fn, shapes, layouts, kinds=None, seed=0):
     for lay in layouts:
         leaves = [sf.tensor(a, device="cuda", requires_grad=(k == "float"))
                   for a, k in zip(arrays, kinds)]
-        gin = [distribute_tensor(t, mesh, s) for t, s in zip(leaves, lay)]
+        gin = [spread(t, mesh, s) for t, s in zip(leaves, lay)]  # differentiable to the leaves
         out = fn(*gin)
         assert out.is_global, (name, lay)
         on_cuda(out.to_local(), (name, lay))
