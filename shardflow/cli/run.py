@@ -75,6 +75,7 @@ import time
 from dataclasses import dataclass, field
 
 from .. import _config
+from ..comm.board_file import job_end_lines, read_boards
 from ..comm.failure import LIFECYCLE_LINES, STOP_SIGNAL_RECORD
 from ..comm.launcher import (
     LAUNCH_ATTEMPTS,
@@ -393,6 +394,8 @@ class _JobRun:
     other: list  # mpiexec's own (untagged) lines
     translated: list  # PRTE blocks about hosts
     lifecycle: dict  # rank -> its last lifecycle event
+    boards: dict = field(default_factory=dict)  # rank -> board_file.RankEnd (its last state)
+    ended_at: float = 0.0  # time.time() when the job failed or ended
 
 
 def _run_job(cmd, base_env, host_lines, hostfile, timeout, grace, prefix, remote, stdout, stderr,
@@ -423,6 +426,7 @@ def _run_job(cmd, base_env, host_lines, hostfile, timeout, grace, prefix, remote
                 r.start()
             start = time.monotonic()
             failure_seen = None  # when mpiexec first reported a failed rank
+            failed_at = None  # the same, as time.time() (the ranks' boards' clock)
             try:
                 while True:
                     try:
@@ -431,7 +435,7 @@ def _run_job(cmd, base_env, host_lines, hostfile, timeout, grace, prefix, remote
                     except subprocess.TimeoutExpired:
                         pass
                     if failure_seen is None and _mpiexec_reported_failure(other):
-                        failure_seen = time.monotonic()
+                        failure_seen, failed_at = time.monotonic(), time.time()
                     elif failure_seen is not None and time.monotonic() - failure_seen >= FAILED_RANK_END_S:
                         say(f"shardflow run: mpiexec reported a failed rank {FAILED_RANK_END_S:g} s ago and "
                             "the job has not ended (another rank may be waiting for it, e.g. in "
@@ -448,6 +452,7 @@ def _run_job(cmd, base_env, host_lines, hostfile, timeout, grace, prefix, remote
                 rc = 130
                 say("shardflow run: interrupted; stopping every rank")
             finally:
+                stopped_at = time.time()
                 kill_session(proc.pid)
                 try:
                     proc.wait(timeout=5)
@@ -455,10 +460,13 @@ def _run_job(cmd, base_env, host_lines, hostfile, timeout, grace, prefix, remote
                     proc.kill()
                 for r in readers:
                     r.join(timeout=5)
+        ended_at = min(failed_at or math.inf, stopped_at)
         records = _read_records(faildir)
+        boards = read_boards(faildir)  # what each rank was doing (comm/board_file.py)
     finally:
         shutil.rmtree(faildir, ignore_errors=True)
-    return _JobRun(rc, timed_out, killed, signals, records, tails, other, translated, lifecycle)
+    return _JobRun(rc, timed_out, killed, signals, records, tails, other, translated, lifecycle,
+                   boards, ended_at)
 
 
 def _job_outcome(job: _JobRun, host_lines, hostfile, timeout, grace, say) -> JobOutcome:
@@ -503,7 +511,11 @@ def _job_outcome(job: _JobRun, host_lines, hostfile, timeout, grace, say) -> Job
         code = 2 if "refused --hostfile" in messages[0] else (rc if 0 < rc < 256 else 1)
         return JobOutcome(code, host_error=True, reason=messages[0], output=other)
     cause = _root_cause(records, other, job.tails, rc)
-    exit_code = _report_failure(cause, rc, say)
+    # what the other ranks were waiting in (a rank killed by a signal, by another's abort or
+    # by --timeout could not say it itself; comm/board_file.py)
+    failed_at = min((r["time"] for r in records), default=job.ended_at)
+    doing = job_end_lines(job.boards, None if cause is None else cause[0], failed_at)
+    exit_code = _report_failure(cause, rc, say, doing, job.timed_out)
     if job.timed_out:
         exit_code = 124
     exit_code = int(exit_code) if 0 < int(exit_code) < 256 else 1
@@ -526,8 +538,9 @@ def _cause_line(cause, rc: int, timed_out: bool) -> str:
     return f"rank {rank} failed (exit code {code}, {kind})"
 
 
-def _report_failure(cause, rc, say) -> int:
-    """Print the root-cause block of ``cause`` (``_root_cause``); return the exit code it
+def _report_failure(cause, rc, say, doing=(), timed_out: bool = False) -> int:
+    """Print the root-cause block of ``cause`` (``_root_cause``) and the lines ``doing``
+    (what each rank was doing, ``board_file.job_end_lines``); return the exit code it
     implies."""
     bar = "=" * 78
     lines = [bar, "shardflow run: the job failed"]
@@ -538,9 +551,13 @@ def _report_failure(cause, rc, say) -> int:
             lines.append(f"--- rank {rank} ---")
             lines.append(tb.rstrip("\n"))
         exit_code = code if isinstance(code, int) and code > 0 else (rc or 1)
+    elif timed_out:
+        lines.append("no rank failed by itself before --timeout stopped the job")
+        exit_code = rc or 1
     else:
         lines.append(f"mpiexec exited with code {rc}; no rank left a root-cause record")
         exit_code = rc or 1
+    lines.extend(doing)
     lines.append(bar)
     say("\n".join(lines))
     return exit_code

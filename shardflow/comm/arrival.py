@@ -25,6 +25,9 @@ why. Slot layout:
  ..   receives posted from each rank of the group (``size`` counters)
 ====  =====================================================================
 
+The world's board is also mirrored, under ``shardflow run``, into a file that outlives a
+killed rank (``board_file.py``): each write method ends with :meth:`ArrivalBoard._sync`.
+
 The two guards make a torn read visible (a seqlock): a reader copies the slot in
 ascending address order; the writer stores guard 13, then the signature, then guard 0.
 Equal guards mean the signature belongs to that sequence number. Reports built from the
@@ -47,6 +50,7 @@ PHASE_RUNNING, PHASE_EXITING = 0, 1
 _G_LOW, _G_HIGH, _WAIT, _PID, _PHASE = 0, 13, 14, 15, 16
 _P2P, _P2P_WAIT, _P2P_COUNT = 17, 22, 23
 _ELSE, ELSE_RANKS = 24, 4  # a collective of another group being waited on (module docstring)
+WAIT, ELSE, P2P_WAIT = _WAIT, _ELSE, _P2P_WAIT  # read by board_file's mirror
 PEEK_TIMEOUT_S = 2.0
 
 
@@ -90,11 +94,37 @@ class RankState(NamedTuple):
         return f"last started collective #{self.seq} ({what})"
 
 
+def decode_slot(row, size: int) -> RankState:
+    """A slot (``HEAD + 2 * size`` int64, or only its first ``HEAD``: no counters) decoded."""
+    row = [int(v) for v in row]
+    seq = row[_G_LOW]
+    sig = None
+    if seq > 0 and row[_G_HIGH] == seq:
+        sig = callsig.CallSig(*row[1:8], tuple(row[8:13]))
+        if sig.seq != seq:
+            sig = None
+    n = size
+    elsewhere = ()
+    if row[_ELSE] > 0:
+        gsize = row[_ELSE + 1]
+        ranks = tuple(r for r in row[_ELSE + 2:_ELSE + 2 + min(gsize, ELSE_RANKS)])
+        base = _ELSE + 2 + ELSE_RANKS
+        other = callsig.CallSig(*row[base:base + 7], tuple(row[base + 7:base + 12]))
+        elsewhere = (row[_ELSE], gsize, ranks, other if other.op else None)
+    return RankState(seq, sig, row[_WAIT], row[_PID], row[_PHASE],
+                     tuple(row[_P2P:_P2P + 5]) + (row[_P2P_WAIT], row[_P2P_COUNT]),
+                     tuple(row[HEAD:HEAD + n]), tuple(row[HEAD + n:HEAD + 2 * n]),
+                     elsewhere)
+
+
 class ArrivalBoard:
     """This rank's slot (written locally) and reads of the others' (see the module docstring)."""
 
-    def __init__(self, MPI, comm):
+    def __init__(self, MPI, comm, mirror=None):
         self._MPI = MPI
+        # the world's slot is mirrored into a file the launcher reads after a kill
+        # (``board_file.py``); a factory, called with (rank, size), or None
+        self._mirror = None
         self.rank = comm.Get_rank()
         self.size = comm.Get_size()
         self._unreachable: set[int] = set()
@@ -111,6 +141,14 @@ class ArrivalBoard:
         self.q = mem.cast("q")
         self.q[_WAIT] = -1
         self.q[_PID] = os.getpid()
+        if mirror is not None:
+            self._mirror = mirror(self.rank, self.size)
+            self._sync()
+
+    def _sync(self) -> None:
+        """Copy the slot to the mirror file, if any (after every write below)."""
+        if self._mirror is not None:
+            self._mirror.write(self.bytes, self.q)
 
     # -- writes (local stores only) ------------------------------------------------------
     def started(self, seq: int, sig: bytes) -> None:
@@ -120,9 +158,11 @@ class ArrivalBoard:
         self.bytes[8:8 + callsig.NBYTES] = sig
         q[2] = seq  # the signature's sequence field
         q[_G_LOW] = seq
+        self._sync()
 
     def waiting(self, seq: int) -> None:
         self.q[_WAIT] = seq
+        self._sync()
 
     def p2p_started(self, op: str, peer: int, peer_world: int, tag: int, count: int,
                     dtype) -> None:
@@ -136,6 +176,7 @@ class ArrivalBoard:
         q[_P2P + 2] = tag
         q[_P2P + 3] = count
         q[_P2P + 4] = callsig.dtype_code(dtype)
+        self._sync()
 
     def waiting_elsewhere(self, seq: int, size: int, world_ranks, sig_fields) -> None:
         """This rank waits in collective ``seq`` of another group (``seq`` <= 0: no longer);
@@ -143,6 +184,7 @@ class ArrivalBoard:
         q = self.q
         q[_ELSE] = 0  # invalid while the fields change
         if seq <= 0:
+            self._sync()
             return
         q[_ELSE + 1] = size
         for i in range(ELSE_RANKS):
@@ -151,34 +193,19 @@ class ArrivalBoard:
         for i in range(12):
             q[base + i] = 0 if sig_fields is None else sig_fields[i]
         q[_ELSE] = seq
+        self._sync()
 
     def p2p_waiting(self, flag: bool) -> None:
         self.q[_P2P_WAIT] = 1 if flag else 0
+        self._sync()
 
     def set_phase(self, phase: int) -> None:
         self.q[_PHASE] = phase
+        self._sync()
 
     # -- reads ---------------------------------------------------------------------------
     def decode(self, row) -> RankState:
-        row = [int(v) for v in row]
-        seq = row[_G_LOW]
-        sig = None
-        if seq > 0 and row[_G_HIGH] == seq:
-            sig = callsig.CallSig(*row[1:8], tuple(row[8:13]))
-            if sig.seq != seq:
-                sig = None
-        n = self.size
-        elsewhere = ()
-        if row[_ELSE] > 0:
-            size = row[_ELSE + 1]
-            ranks = tuple(r for r in row[_ELSE + 2:_ELSE + 2 + min(size, ELSE_RANKS)])
-            base = _ELSE + 2 + ELSE_RANKS
-            other = callsig.CallSig(*row[base:base + 7], tuple(row[base + 7:base + 12]))
-            elsewhere = (row[_ELSE], size, ranks, other if other.op else None)
-        return RankState(seq, sig, row[_WAIT], row[_PID], row[_PHASE],
-                         tuple(row[_P2P:_P2P + 5]) + (row[_P2P_WAIT], row[_P2P_COUNT]),
-                         tuple(row[HEAD:HEAD + n]), tuple(row[HEAD + n:HEAD + 2 * n]),
-                         elsewhere)
+        return decode_slot(row, self.size)
 
     def mine(self) -> RankState:
         return self.decode(np.frombuffer(self.bytes, dtype=np.int64).copy())

@@ -58,7 +58,10 @@ Algorithm and communication plan
   signature of its last collective, what it waits on and its last point-to-point call.
   On a timeout the rank reads the others' slots and reports who did not arrive, who called
   something else, and for a send/recv what the peer is doing; then it writes the
-  root-cause record and calls ``MPI_Abort``.
+  root-cause record and calls ``MPI_Abort``. Under ``shardflow run`` the world's slot is
+  also mirrored into a file (``board_file.py``), so that when ranks are killed (a rank
+  died of a signal, another aborted, ``--timeout``) the launcher still says what each was
+  waiting in.
 * **Files.** ``mpi_lib`` (the mpi4py adapter), ``mpi_buffers`` (arrays as MPI buffers:
   datatypes, half types, packing), ``mpi_plans`` (cached signatures and buffers per call
   shape), ``mpi_collectives`` / ``mpi_p2p`` (the operations, as generators of MPI steps),
@@ -96,6 +99,7 @@ from . import callsig, mpi_progress
 from . import profiling as _profiling
 from .arrival import ArrivalBoard, collective_timeout_report, p2p_timeout_report
 from .base import CommError, Communicator, CompletedWork
+from .board_file import BoardFile
 from .callsite import user_call_site
 from .failure import TIMEOUT_EXIT_CODE, abort_job
 from .mpi_collectives import CollectivesMixin
@@ -169,7 +173,9 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
         self._active = None
         self._prof_call = None  # (recorder, frame, op, args) of a profiled blocking call
         self._watchdog = None
-        self._board = ArrivalBoard(MPI, self._side)
+        # the world's slot is also mirrored into a file for the launcher (board_file.py)
+        self._board = ArrivalBoard(MPI, self._side, mirror=BoardFile.for_rank
+                                   if comm is MPI.COMM_WORLD else None)
         # a sub-group's waits are also noted on the world's board (arrival.py, fields 24-41)
         if comm is MPI.COMM_WORLD:
             _WORLD_BOARD[0], self._world_board = self._board, None
