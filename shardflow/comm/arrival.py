@@ -282,7 +282,8 @@ def collective_timeout_report(*, rank: int, op: str, seq: int, size: int, shape,
             arrived.append(wr)
     lines = [
         f"shardflow: collective timed out on rank {rank}: {op} (collective #{seq} on a group "
-        f"of {size}, shape {tuple(shape)}, dtype {dtype}) waited {waited:.1f} s (limit "
+        f"of {size}" + ("" if dtype is None else f", shape {tuple(shape)}, dtype {dtype}")
+        + f") waited {waited:.1f} s (limit "
         f"{limit:g} s: the group's timeout= or SHARDFLOW_COMM_TIMEOUT)."
     ]
     if missing:

@@ -71,13 +71,15 @@ _asked_backend: list[str | None] = [None]
 class Work:
     """torch.distributed's Work: ``wait()`` completes the operation and returns True."""
 
-    __slots__ = ("_inner", "_post", "_done", "_any_source")
+    __slots__ = ("_inner", "_post", "_done", "_any_source", "_timeout")
 
-    def __init__(self, inner: _CommWork, post=None, any_source: bool = False):
+    def __init__(self, inner: _CommWork, post=None, any_source: bool = False,
+                 timeout: float | None = None):
         self._inner = inner
         self._post = post
         self._done = False
         self._any_source = any_source  # an irecv from any rank: its result is the sender
+        self._timeout = timeout  # the call's own timeout= (barrier), seconds; None: the group's
 
     def wait(self, timeout=None) -> bool:
         """Complete the operation. ``timeout`` (a ``timedelta`` or seconds, torch's type)
@@ -86,7 +88,7 @@ class Work:
         if not self._done:
             if hasattr(timeout, "total_seconds"):  # torch's type: was a TypeError
                 timeout = timeout.total_seconds()
-            self._inner.wait(timeout)
+            self._inner.wait(self._timeout if timeout is None else timeout)
             self._done = True
             if self._post is not None:
                 self._post()
@@ -375,6 +377,14 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     ranks = list(range(world.size)) if ranks is None else list(ranks)
     if len(set(ranks)) != len(ranks):  # torch's words, before any collective
         raise ValueError(f"ranks list must not contain duplicate entries, got {ranks}")
+    for r in ranks:  # torch's words, on every rank before the collective (it was comm's words)
+        if not 0 <= r < world.size:
+            raise ValueError(f"Rank {r} is out of range. Valid ranks are 0 to {world.size - 1} "
+                             f"(world_size={world.size}); new_group(ranks={ranks}) takes global "
+                             "ranks of the world: pass ranks in 0 .. dist.get_world_size() - 1"
+                             + (f", or launch more ranks (shardflow run -n {max(ranks) + 1})"
+                                if r >= world.size else ""))
+    _timeout_seconds(timeout, "new_group")  # a bad timeout= before the group is made
     if not sort_ranks and ranks != sorted(ranks):
         raise NotImplementedError(
             f"new_group(sort_ranks=False) with ranks out of order ({ranks}): shardflow's groups "
@@ -571,12 +581,25 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
 
 
 def barrier(group=None, async_op: bool = False, device_ids=None, timeout=None):
-    """Wait for every rank of ``group``. ``timeout`` (a ``timedelta``) is accepted; the
-    group's own timeout (``init_process_group`` / ``new_group``) bounds the wait."""
+    """Wait for every rank of ``group``. ``timeout`` (a ``timedelta`` or seconds, torch's
+    argument) bounds this barrier instead of the group's timeout (``init_process_group`` /
+    ``new_group``): when it passes, the job ends with the timeout report naming the ranks
+    that never arrived (deviation: torch's gloo raises a RuntimeError the rank could catch).
+    Until session 38 it was accepted and ignored, so a late rank was waited for up to the
+    group's 600 s. ``device_ids`` is accepted, as gloo does (the rank's own device)."""
+    seconds = _timeout_seconds(timeout, "barrier")
     g = _group(group, "barrier")
     if g is None:  # a rank outside the group: torch's warning, nothing done
         return None
-    return _run(g, lambda asy: g.barrier(async_op=asy), async_op)
+    if seconds is None:
+        return _run(g, lambda asy: g.barrier(async_op=asy), async_op)
+    # the same MPI calls as a blocking barrier (the signature exchange is non-blocking in
+    # both), waited for with this call's own limit
+    work = Work(g.barrier(async_op=True), timeout=seconds)
+    if async_op:
+        return work
+    work.wait()
+    return None
 
 
 def _peer(g, rank, group_rank, op: str):

@@ -1,0 +1,81 @@
+"""faults9 (session 38): misuse of the distributed API gets torch's answer, bounded in time.
+
+* ``new_group(ranks=[0, 5])`` on 2 ranks: torch 2.13 raises ``ValueError`` "Rank 5 is out of
+  range. Valid ranks are 0 to 1 (world_size=2)" on every rank; shardflow said it in its own
+  words ("new_group: ranks [5] are outside the group 0 .. 1").
+* a recv whose buffer has another shape than the send: the message named the sender's own
+  rank as ``peer=`` ("rank 0 sent send(shape=(3,), dtype=float32, peer=0)": rank 0 sent to
+  rank 1).
+* ``barrier(timeout=timedelta(seconds=2))`` with a late rank: torch's gloo fails after 2 s
+  ("Timed out waiting 2000ms"); shardflow accepted the argument and ignored it, so the
+  barrier waited up to the group's 600 s.
+"""
+
+import pytest
+
+from shardflow.testing.mpi import launch_cli
+
+CAUGHT = """
+import shardflow as torch, shardflow.distributed as dist
+from shardflow.comm import CommError
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+try:
+    dist.new_group(ranks=[0, 5])
+except ValueError as e:
+    print("NEW_GROUP:", e, flush=True)
+if rank == 0:
+    dist.send(torch.ones(3), 1)
+else:
+    buf = torch.zeros(4)
+    try:
+        dist.recv(buf, 0)
+    except CommError as e:
+        print("RECV:", e, flush=True)
+    assert buf.tolist() == [0.0] * 4  # nothing written
+dist.barrier()  # both ranks go on: nothing was left half-done
+print("CAUGHT OK", flush=True)
+"""
+
+LATE_FOR_BARRIER = """
+import datetime, time
+import shardflow.distributed as dist
+dist.init_process_group("gloo")
+dist.barrier()
+if dist.get_rank() == 1:
+    time.sleep(60)  # late for the next barrier by far more than its timeout
+dist.barrier(timeout=datetime.timedelta(seconds=2))
+print("PASSED THE BARRIER", flush=True)
+"""
+
+
+def _run(tmp_path, program, timeout=60):
+    script = tmp_path / "prog.py"
+    script.write_text(program)
+    return launch_cli(["-n", "2", "--timeout", "60", str(script)], timeout=timeout)
+
+
+@pytest.mark.mpi
+def test_new_group_out_of_range_and_a_recv_of_another_shape(tmp_path):
+    res = _run(tmp_path, CAUGHT)
+    out = res.output
+    assert res.returncode == 0, out
+    assert out.count("CAUGHT OK") == 2, out
+    msg = ("NEW_GROUP: Rank 5 is out of range. Valid ranks are 0 to 1 (world_size=2); "
+           "new_group(ranks=[0, 5]) takes global ranks of the world")
+    assert out.count(msg) == 2, out
+    assert "or launch more ranks (shardflow run -n 6)" in out, out
+    assert ("RECV: recv from rank 0 (tag 0) on rank 1: rank 0 sent send(shape=(3,), "
+            "dtype=float32) but this rank's recv expects shape=(4,), dtype=float32") in out, out
+    assert "peer=" not in out, out
+
+
+@pytest.mark.mpi
+def test_barrier_timeout_is_honoured_and_names_the_late_rank(tmp_path):
+    res = _run(tmp_path, LATE_FOR_BARRIER)
+    out = res.output
+    assert not res.timed_out, out
+    assert res.elapsed < 30, f"took {res.elapsed:.0f} s (the 2 s timeout= was ignored)\n{out}"
+    assert res.returncode == 124 and "PASSED THE BARRIER" not in out, out
+    assert "collective timed out on rank 0: barrier (collective #2 on a group of 2) waited" in out
+    assert "ranks that did not arrive: rank 1 (last started collective #1 (barrier()))" in out
