@@ -529,13 +529,22 @@ def _cause_line(cause, rc: int, timed_out: bool) -> str:
         return "the job exceeded --timeout"
     if cause is None:
         return f"mpiexec exited with code {rc}"
-    rank, code, kind, _ = cause
+    rank, code, kind, tb = cause
     if kind == "signal" and isinstance(code, int) and code < 0:
         try:
             return f"rank {rank} died of {signal.Signals(-code).name}"
         except ValueError:
             return f"rank {rank} died of signal {-code}"
-    return f"rank {rank} failed (exit code {code}, {kind})"
+    error = _exception_line(tb) if kind == "exception" else ""
+    return f"rank {rank} failed (exit code {code}, {kind}{': ' + error if error else ''})"
+
+
+def _exception_line(tb: str) -> str:
+    """The last line of a traceback (``RuntimeError: ...``), without the abort message the
+    excepthook appends, cut to 200 characters; empty if there is none."""
+    lines = [ln for ln in tb.strip().splitlines()
+             if ln.strip() and not ln.startswith((" ", "shardflow:", "Traceback"))]
+    return lines[-1][:200] if lines else ""
 
 
 def _report_failure(cause, rc, say, doing=(), timed_out: bool = False) -> int:
@@ -564,7 +573,7 @@ def _report_failure(cause, rc, say, doing=(), timed_out: bool = False) -> int:
 
 
 _VALUED = {"-n", "--nproc", "--np", "--nproc-per-node", "--nproc_per_node", "--nnodes", "--hosts", "--hostfile", "--timeout", "--comm-timeout",
-           "--grace", "--timeline", "--max-restarts", "--min-ranks"}
+           "--grace", "--timeline", "--max-restarts", "--max_restarts", "--min-ranks"}
 
 
 def _split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -622,7 +631,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--timeline", metavar="OUT.json",
                    help="write a merged Chrome trace of every rank (ops, collectives, waits, "
                         "data loading) and print each rank's compute/comm/idle split")
-    p.add_argument("--max-restarts", type=int, default=0, metavar="K",
+    p.add_argument("--max-restarts", "--max_restarts", dest="max_restarts", type=int, default=0,
+                   metavar="K",
                    help="when the job fails, start it again up to K times (SHARDFLOW_RESTART_COUNT; "
                         "`shardflow train` resumes from its newest checkpoint)")
     p.add_argument("--min-ranks", type=int, default=None, metavar="M",
