@@ -550,6 +550,12 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
                 "destroying the group")
         self._pending = []
 
+    def sends_pending_to(self, world_rank: int) -> bool:
+        """Whether an async send of this rank to ``world_rank`` is still completing
+        (``mpi_exit``: a peer's recv may still be matched by it)."""
+        return any(w.call.op == "send" and w.call.peer == world_rank and not w.done
+                   for w in self._pending)
+
     def destroyed_error(self, op: str) -> CommError:
         return CommError(
             f"{op} on a destroyed process group (rank {self.world_rank()}): "

@@ -79,3 +79,31 @@ def test_barrier_timeout_is_honoured_and_names_the_late_rank(tmp_path):
     assert res.returncode == 124 and "PASSED THE BARRIER" not in out, out
     assert "collective timed out on rank 0: barrier (collective #2 on a group of 2) waited" in out
     assert "ranks that did not arrive: rank 1 (last started collective #1 (barrier()))" in out
+
+
+TAGS_DIFFER_THEN_EXIT = """
+import shardflow as torch, shardflow.distributed as dist
+dist.init_process_group("gloo")
+if dist.get_rank() == 0:
+    dist.send(torch.ones(3), 1, tag=1)  # completes (a small message), then rank 0 ends
+else:
+    dist.recv(torch.zeros(3), 0, tag=2)
+print("RECEIVED", flush=True)
+"""
+
+
+@pytest.mark.mpi
+def test_a_sender_that_exits_while_the_recv_waits_on_another_tag_ends_the_job(tmp_path):
+    # the counters agree (1 send, 1 recv), so the exiting sender used to finalise and the
+    # receiver waited for its recv until the collective timeout (600 s here)
+    script = tmp_path / "prog.py"
+    script.write_text(TAGS_DIFFER_THEN_EXIT)
+    res = launch_cli(["-n", "2", "--timeout", "60", str(script)], timeout=90,
+                     env={"SHARDFLOW_COMM_TIMEOUT": "600"})
+    out = res.output
+    assert not res.timed_out and res.elapsed < 30, f"took {res.elapsed:.0f} s\n{out}"
+    assert res.returncode != 0 and out.count("RECEIVED") == 1, out  # rank 0 only
+    assert ("rank 0 is exiting (its script ended or called sys.exit()) while rank 1 waits in "
+            "recv from rank 0 (tag 2, 3 elements of float32), which no send of rank 0 matches "
+            "(it sent 1 message(s) to rank 1, the last with tag 1, 3 elements of float32; the "
+            "tags differ") in out, out
