@@ -26,7 +26,7 @@ why. Slot layout:
 ====  =====================================================================
 
 The world's board is also mirrored, under ``shardflow run``, into a file that outlives a
-killed rank (``board_file.py``): each write method ends with :meth:`ArrivalBoard._sync`.
+killed rank (``board_file.py``): each write method also writes there.
 
 The two guards make a torn read visible (a seqlock): a reader copies the slot in
 ascending address order; the writer stores guard 13, then the signature, then guard 0.
@@ -117,6 +117,15 @@ def decode_slot(row, size: int) -> RankState:
                      elsewhere)
 
 
+def _put_started(q, b, seq: int, sig: bytes) -> None:
+    """Store collective ``seq``'s signature into a slot (``q`` its int64 view, ``b`` its
+    bytes), guard 13 first and guard 0 last (the seqlock of the module docstring)."""
+    q[_G_HIGH] = seq
+    b[8:8 + callsig.NBYTES] = sig
+    q[2] = seq  # the signature's sequence field
+    q[_G_LOW] = seq
+
+
 class ArrivalBoard:
     """This rank's slot (written locally) and reads of the others' (see the module docstring)."""
 
@@ -124,7 +133,7 @@ class ArrivalBoard:
         self._MPI = MPI
         # the world's slot is mirrored into a file the launcher reads after a kill
         # (``board_file.py``); a factory, called with (rank, size), or None
-        self._mirror = None
+        self._mirror = self._mq = self._mb = None
         self.rank = comm.Get_rank()
         self.size = comm.Get_size()
         self._unreachable: set[int] = set()
@@ -143,26 +152,30 @@ class ArrivalBoard:
         self.q[_PID] = os.getpid()
         if mirror is not None:
             self._mirror = mirror(self.rank, self.size)
+            if self._mirror is not None:
+                self._mq, self._mb = self._mirror.q, self._mirror.bytes
             self._sync()
 
     def _sync(self) -> None:
-        """Copy the slot to the mirror file, if any (after every write below)."""
+        """Copy the slot to the mirror file, if any (after a write of many fields; the
+        frequent writes store into the mirror directly)."""
         if self._mirror is not None:
-            self._mirror.write(self.bytes, self.q)
+            self._mirror.copy(self.bytes)
 
     # -- writes (local stores only) ------------------------------------------------------
     def started(self, seq: int, sig: bytes) -> None:
         """Collective ``seq`` started with signature ``sig`` (its own seq field 0 or ``seq``)."""
-        q = self.q
-        q[_G_HIGH] = seq
-        self.bytes[8:8 + callsig.NBYTES] = sig
-        q[2] = seq  # the signature's sequence field
-        q[_G_LOW] = seq
-        self._sync()
+        _put_started(self.q, self.bytes, seq, sig)
+        if self._mq is not None:
+            _put_started(self._mq, self._mb, seq, sig)
 
     def waiting(self, seq: int) -> None:
         self.q[_WAIT] = seq
-        self._sync()
+        mq = self._mq
+        if mq is not None:
+            mq[_WAIT] = seq
+            if seq > 0:
+                self._mirror.wait_started()
 
     def p2p_started(self, op: str, peer: int, peer_world: int, tag: int, count: int,
                     dtype) -> None:
@@ -194,10 +207,16 @@ class ArrivalBoard:
             q[base + i] = 0 if sig_fields is None else sig_fields[i]
         q[_ELSE] = seq
         self._sync()
+        if self._mirror is not None:
+            self._mirror.wait_started()
 
     def p2p_waiting(self, flag: bool) -> None:
         self.q[_P2P_WAIT] = 1 if flag else 0
-        self._sync()
+        mq = self._mq
+        if mq is not None:
+            mq[_P2P_WAIT] = 1 if flag else 0
+            if flag:
+                self._mirror.wait_started()
 
     def set_phase(self, phase: int) -> None:
         self.q[_PHASE] = phase

@@ -140,18 +140,44 @@ def test_job_end_lines_group_ranks_and_name_sub_group_and_p2p_waits():
     assert board_file.job_end_lines({}, failed_rank=0) == []
 
 
-def test_the_mirror_file_round_trips_through_the_launchers_reader(tmp_path):
-    mirror = board_file.BoardFile(str(tmp_path / "board-rank1.bin"), 2)
-    slot = memoryview(bytearray((arrival.HEAD + 4) * 8))
-    q = slot.cast("q")
-    q[0] = q[13] = q[2] = 3
-    q[1] = callsig.OPCODES["barrier"]
-    q[14] = 3
-    mirror.write(slot, q)
-    ends = board_file.read_boards(str(tmp_path))
-    assert list(ends) == [1]
-    assert ends[1].size == 2 and ends[1].state.waiting == 3 and ends[1].since > 0
-    assert ends[1].state.sig.describe() == "barrier()"
-    q[14] = -1  # the wait ended: no longer waiting
-    mirror.write(slot, q)
-    assert board_file.read_boards(str(tmp_path))[1].since == 0.0
+class _NoWindow:  # an MPI without one-sided windows: the board keeps its slot in memory
+    class Win:
+        @staticmethod
+        def Allocate(*args, **kwargs):
+            raise RuntimeError("no one-sided support")
+
+
+class _Comm:
+    def Get_rank(self):
+        return 1
+
+    def Get_size(self):
+        return 2
+
+
+def test_the_boards_writes_reach_the_mirror_file_the_launcher_reads(tmp_path):
+    def mirror(rank, size):
+        return board_file.BoardFile(str(tmp_path / f"board-rank{rank}.bin"), size)
+
+    board = arrival.ArrivalBoard(_NoWindow, _Comm(), mirror=mirror)
+    board.started(3, bytes(memoryview(np.array(
+        callsig.fields("broadcast", 3, None, np.float64, 6, 0, (2, 3)), dtype=np.int64))))
+    board.waiting(3)
+    end = board_file.read_boards(str(tmp_path))[1]
+    assert end.size == 2 and end.since > 0
+    assert (end.state.seq, end.state.waiting) == (3, 3)
+    assert end.state.sig.describe() == "broadcast(shape=(2, 3), dtype=float64, root=0)"
+    board.waiting(-1)  # the wait ended
+    board.p2p_started("recv", 0, 0, 5, 4, np.int32)
+    board.p2p_waiting(True)
+    end = board_file.read_boards(str(tmp_path))[1]
+    assert end.state.waiting == -1 and end.state.seq == 3
+    assert board_file.job_end_lines({1: end}, None)[1].startswith(
+        "  rank 1: waiting for ")
+    assert board_file.job_end_lines({1: end}, None)[1].endswith(
+        " in recv from rank 0 (tag 5, 4 elements of int32)")
+    board.p2p_waiting(False)
+    board.set_phase(arrival.PHASE_EXITING)
+    end = board_file.read_boards(str(tmp_path))[1]
+    assert board_file.job_end_lines({1: end}, None)[1] == (
+        "  rank 1: exiting (its script had ended or called sys.exit())")
