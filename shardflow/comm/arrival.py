@@ -356,6 +356,15 @@ def p2p_timeout_report(*, rank: int, op: str, peer_world: int, tag: int, shape, 
                 and callsig.OPNAMES.get(p_op) == ("send" if op == "recv" else "recv")):
             lines.append(f"  The tags differ: rank {peer_world}'s {callsig.OPNAMES[p_op]} uses tag "
                          f"{p_tag}, this {op} tag {tag}; pass the same tag on both sides.")
+        p_waiting = peer_state.p2p[5]
+        if (number and p_waiting and p_peer == rank and callsig.OPNAMES.get(p_op) == op
+                and op in ("send", "recv")):
+            # head to head: each waits for the other to move first (session 38)
+            verb = "receive from" if op == "recv" else "send to"
+            lines.append(f"  A deadlock: rank {rank} and rank {peer_world} each wait to {verb} "
+                         f"the other. One side must {'send' if op == 'recv' else 'receive'} "
+                         "first (order the calls by rank), or post both directions at once "
+                         "with isend/irecv or dist.batch_isend_irecv.")
     need = "send" if op == "recv" else "recv"
     lines.append(f"  Every {op} needs a matching {need} on rank {peer_world} with the same tag, "
                  "dtype and number of elements. Aborting the whole job.")

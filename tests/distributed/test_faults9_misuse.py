@@ -107,3 +107,26 @@ def test_a_sender_that_exits_while_the_recv_waits_on_another_tag_ends_the_job(tm
             "recv from rank 0 (tag 2, 3 elements of float32), which no send of rank 0 matches "
             "(it sent 1 message(s) to rank 1, the last with tag 1, 3 elements of float32; the "
             "tags differ") in out, out
+
+
+def test_a_head_to_head_recv_timeout_says_it_is_a_deadlock():
+    # both ranks call dist.recv from the other first; the timeout report named the peer's
+    # recv but not that each waits for the other
+    import numpy as np
+
+    from shardflow.comm import arrival, callsig
+
+    row = np.zeros(arrival.HEAD, dtype=np.int64)
+    row[14] = -1
+    row[17:24] = [callsig.OPCODES["recv"], 0, 0, 3, callsig.dtype_code(np.float32), 1, 1]
+    peer = arrival.decode_slot(row, 2)
+    msg = arrival.p2p_timeout_report(rank=0, op="recv", peer_world=1, tag=0, shape=(3,),
+                                     dtype="float32", waited=5.0, limit=5, peer_state=peer)
+    assert "rank 1: last point-to-point call: recv from rank 0 (tag 0, 3 elements of " \
+        "float32; waiting in it)" in msg, msg
+    assert ("A deadlock: rank 0 and rank 1 each wait to receive from the other. One side must "
+            "send first") in msg, msg
+    row[17] = callsig.OPCODES["send"]  # the peer sends: no deadlock, its send just waits
+    assert "deadlock" not in arrival.p2p_timeout_report(
+        rank=0, op="recv", peer_world=1, tag=0, shape=(3,), dtype="float32", waited=5.0,
+        limit=5, peer_state=arrival.decode_slot(row, 2))
