@@ -280,6 +280,13 @@ def _group(group, op: str | None = None) -> Communicator | None:
             f"Global rank {me} is not part of the group: new_group(ranks) returned "
             "GroupMember.NON_GROUP_MEMBER on this rank. Check dist.get_rank(group) >= 0 (it is "
             "-1 outside the group) before using the group")
+    if isinstance(group, (int, float, str, list, tuple, dict, set)):
+        # not a group at all (a rank, a list of ranks, a name): torch's ValueError and words
+        # (it failed later with an AttributeError "'int' object has no attribute ...")
+        raise ValueError(
+            f"Process group {group!r} is not initialized in the world group map. Please "
+            "initialize the group first. (group= takes a process group: make one with "
+            "dist.new_group(ranks), or pass None for the default group)")
     if getattr(group, "destroyed", False):
         raise ValueError(
             f"Group {group!r} is not registered, please create group with "
@@ -460,12 +467,13 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
 
 def broadcast(tensor, src: int | None = None, group=None, async_op: bool = False,
               group_src: int | None = None):
-    """Broadcast ``tensor`` from global rank ``src`` (default 0) or group rank ``group_src``."""
+    """Broadcast ``tensor`` from global rank ``src`` or group rank ``group_src`` (one of them
+    is required, as torch 2.13)."""
     g = _group(group, "broadcast")
     if g is None:  # a rank outside the group: torch's warning, nothing done
         return None
     a = _arr(tensor)
-    s = _root(g, src, group_src, "broadcast")
+    s = _root(g, src, group_src, "broadcast", required=True)
     return _run(g, lambda asy: g.broadcast(a, s, async_op=asy), async_op, _bump(tensor))
 
 
@@ -741,13 +749,20 @@ def broadcast_object_list(object_list, src: int | None = None, group=None, devic
 # collective costs (the same message sizes on every rank) and fail the same bounded way.
 
 
-def _root(g, rank, group_rank, what) -> int:
+def _root(g, rank, group_rank, what, required: bool = False) -> int:
     """The root's rank in ``g``: ``group_rank`` if given, else the global ``rank`` (default
-    global rank 0, as PyTorch)."""
+    global rank 0, as PyTorch's gather / scatter / object collectives). ``required``: torch
+    2.13's broadcast and reduce take no default and raise its ValueError (session 38: a
+    broadcast without src silently broadcast from rank 0)."""
     if group_rank is not None:
         if rank is not None:
             raise ValueError(f"{what}: pass either the global rank or the group rank, not both")
         return int(group_rank)
+    if rank is None and required:
+        role = "src" if what == "broadcast" else "dst"
+        raise ValueError(f"Must specify global_rank or group_rank ({what}: pass {role}=, the "
+                         f"global rank, or group_{role}=, the rank in the group; the same on "
+                         "every rank)")
     rank = 0 if rank is None else int(rank)
     if g is _comm.get_world() and not 0 <= rank < g.size:
         # the default group: torch (gloo) raises a RuntimeError before any communication
@@ -778,7 +793,7 @@ def reduce(tensor, dst: int | None = None, op=ReduceOp.SUM, group=None, async_op
     g = _group(group, "reduce")
     if g is None:  # a rank outside the group: torch's warning, nothing done
         return None
-    root = _root(g, dst, group_dst, "reduce")
+    root = _root(g, dst, group_dst, "reduce", required=True)
     a = _arr(tensor)
     work = get_array_module(a).array(a, copy=True)
 

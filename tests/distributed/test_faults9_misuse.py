@@ -6,6 +6,9 @@
 * a recv whose buffer has another shape than the send: the message named the sender's own
   rank as ``peer=`` ("rank 0 sent send(shape=(3,), dtype=float32, peer=0)": rank 0 sent to
   rank 1).
+* ``broadcast(t)`` / ``reduce(t)`` without ``src`` / ``dst``, ``all_reduce(t, group=5)``:
+  torch's ``ValueError`` words (shardflow broadcast from rank 0, and raised an
+  ``AttributeError`` for the int group).
 * ``barrier(timeout=timedelta(seconds=2))`` with a late rank: torch's gloo fails after 2 s
   ("Timed out waiting 2000ms"); shardflow accepted the argument and ignored it, so the
   barrier waited up to the group's 600 s.
@@ -33,6 +36,14 @@ else:
     except CommError as e:
         print("RECV:", e, flush=True)
     assert buf.tolist() == [0.0] * 4  # nothing written
+t = torch.full((3,), float(rank))
+for name, call in (("BROADCAST", lambda: dist.broadcast(t)), ("REDUCE", lambda: dist.reduce(t)),
+                   ("GROUP", lambda: dist.all_reduce(t, group=5))):
+    try:
+        call()
+    except ValueError as e:
+        print(f"{name}:", e, flush=True)
+assert t.tolist() == [float(rank)] * 3  # refused before any communication
 dist.barrier()  # both ranks go on: nothing was left half-done
 print("CAUGHT OK", flush=True)
 """
@@ -68,6 +79,14 @@ def test_new_group_out_of_range_and_a_recv_of_another_shape(tmp_path):
     assert ("RECV: recv from rank 0 (tag 0) on rank 1: rank 0 sent send(shape=(3,), "
             "dtype=float32) but this rank's recv expects shape=(4,), dtype=float32") in out, out
     assert "peer=" not in out, out
+    # torch 2.13 (gloo): broadcast / reduce without src / dst raise ValueError "Must specify
+    # global_rank or group_rank" (shardflow broadcast from rank 0); group=5 raises ValueError
+    # "Process group 5 is not initialized in the world group map. Please initialize the group
+    # first." (shardflow: AttributeError "'int' object has no attribute 'all_reduce'")
+    assert out.count("BROADCAST: Must specify global_rank or group_rank (broadcast: pass src=") == 2
+    assert out.count("REDUCE: Must specify global_rank or group_rank (reduce: pass dst=") == 2
+    assert out.count("GROUP: Process group 5 is not initialized in the world group map. Please "
+                     "initialize the group first.") == 2, out
 
 
 @pytest.mark.mpi
