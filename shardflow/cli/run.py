@@ -34,8 +34,11 @@ What it does
    ``SHARDFLOW_FAILURE_DIR`` and calls ``MPI_Abort``), timed out in a collective (same
    record), or died (``os._exit``, a signal: mpiexec reports it). Open MPI then kills the
    other ranks. The launcher prints a root-cause block: the first failing rank (earliest
-   record, else the rank mpiexec names), its traceback and exit code, and exits non-zero
-   (the rank's exit code, 124 for ``--timeout``).
+   record, else the rank mpiexec names), its traceback and exit code, then what each rank
+   was doing when the job ended (the collective or send/recv it waited in, and which
+   ranks never started that collective; read from the ranks' mirrored arrival-board
+   slots, ``comm/board_file.py``: the ranks killed by Open MPI or ``--timeout`` cannot
+   say it themselves), and exits non-zero (the rank's exit code, 124 for ``--timeout``).
    A rank of ``shardflow train`` that a stop signal reached directly (not through the
    launcher) leaves a ``stop-signal`` record: the job is reported as stopped by that
    signal on that rank, not as a failure of the first rank to exit.
