@@ -267,6 +267,9 @@ class ArrivalBoard:
         """Free the window. The slot is copied to process memory first, so a stray write
         after the free (a report, a late wait) stores there instead of into the freed window
         (it crashed the process)."""
+        # the mirror keeps the state at the free; a later world of this rank maps the same
+        # file anew, and a stray write of this freed board must not land there
+        self._mirror = self._mq = self._mb = None
         if self.win is not None:
             local = bytearray(self.bytes)
             self.bytes = memoryview(local)
