@@ -487,6 +487,10 @@ def _job_outcome(job: _JobRun, host_lines, hostfile, timeout, grace, say) -> Job
         if job.killed:
             say(f"shardflow run: the ranks did not exit within {grace:g} s of {name} (--grace); "
                 "they were killed with SIGKILL")
+            # stuck ranks (a hang the user interrupted): where each was stuck
+            doing = job_end_lines(job.boards, None, job.ended_at)
+            if doing and not records:
+                say("\n".join(doing))
         else:
             say(f"shardflow run: stopped by {name}; every rank exited "
                 f"{time.monotonic() - signals.received_at:.1f} s after it")

@@ -9,11 +9,17 @@ collective (op, shape, dtype, reduce op, group) it waited in and which ranks nev
 it.
 """
 
+import signal
+import subprocess
+import sys
+import time
+
 import numpy as np
 import pytest
 
 from shardflow.comm import arrival, board_file, callsig
-from shardflow.testing.mpi import launch_cli
+from shardflow.comm.launcher import kill_session
+from shardflow.testing.mpi import launch_cli, rank_env
 
 KILLED = """
 import os, signal, time
@@ -97,6 +103,49 @@ def test_a_hang_stopped_by_timeout_names_the_rank_that_never_arrived(tmp_path):
     assert "rank 1: in its own code, not in a collective or send/recv (last started collective #1 "\
         "(barrier()))" in out, out
     assert "collective #2 of the world: rank 0 waited in it, rank 1 never started it" in out, out
+
+
+IGNORES_SIGNALS = """
+import signal, time
+import shardflow as torch, shardflow.distributed as dist
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # a rank that does not stop on Ctrl-C
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+dist.init_process_group("gloo")
+dist.barrier()
+print("STARTED", flush=True)
+if dist.get_rank() == 1:
+    time.sleep(1000)
+dist.all_reduce(torch.ones(2))
+"""
+
+
+@pytest.mark.mpi
+def test_ctrl_c_on_a_hung_job_says_where_each_rank_was_stuck(tmp_path):
+    # the ranks ignore the forwarded SIGINT, so --grace ends and they are killed; the
+    # launcher said only that, and now where each rank was stuck
+    script = tmp_path / "prog.py"
+    script.write_text(IGNORES_SIGNALS)
+    log = tmp_path / "out.txt"
+    cmd = [sys.executable, "-u", "-c",
+           "import sys; from shardflow.cli.run import main; sys.exit(main(sys.argv[1:]))",
+           "-n", "2", "--grace", "1", "--timeout", "60", str(script)]
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=rank_env(None),
+                                start_new_session=True)
+    try:
+        deadline = time.monotonic() + 40
+        while "STARTED" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(1.0)  # rank 0 is in the all_reduce by now
+        proc.send_signal(signal.SIGINT)
+        rc = proc.wait(timeout=30)
+    finally:
+        kill_session(proc.pid, grace=0.0)
+    text = log.read_text()
+    assert rc == 130, text
+    assert "they were killed with SIGKILL" in text, text
+    assert " in all_reduce(shape=(2,), dtype=float32, op=sum), collective #2 of the world" in text
+    assert "collective #2 of the world: rank 0 waited in it, rank 1 never started it" in text
 
 
 def _slot(seq=0, sig=None, waiting=-1, elsewhere=None, p2p=None):
