@@ -196,8 +196,9 @@ class ArrivalBoard:
         ``sig_fields``: that collective's 12 signature fields, or None if unknown."""
         q = self.q
         q[_ELSE] = 0  # invalid while the fields change
+        if self._mq is not None:
+            self._mq[_ELSE] = 0
         if seq <= 0:
-            self._sync()
             return
         q[_ELSE + 1] = size
         for i in range(ELSE_RANKS):

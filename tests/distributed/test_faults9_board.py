@@ -226,6 +226,14 @@ def test_the_boards_writes_reach_the_mirror_file_the_launcher_reads(tmp_path):
     assert board_file.job_end_lines({1: end}, None)[1].endswith(
         " in recv from rank 0 (tag 5, 4 elements of int32)")
     board.p2p_waiting(False)
+    board.waiting_elsewhere(2, 2, [0, 1], callsig.fields("all_reduce", 2, "max", np.float32, 1,
+                                                          -1, (1,)))
+    end = board_file.read_boards(str(tmp_path))[1]
+    assert board_file.job_end_lines({1: end}, None)[1].endswith(
+        " in all_reduce(shape=(1,), dtype=float32, op=max), collective #2 of the group of "
+        "ranks [0, 1]")
+    board.waiting_elsewhere(-1, 2, [0, 1], None)  # that wait ended
+    assert board_file.read_boards(str(tmp_path))[1].state.elsewhere == ()
     board.set_phase(arrival.PHASE_EXITING)
     end = board_file.read_boards(str(tmp_path))[1]
     assert board_file.job_end_lines({1: end}, None)[1] == (
