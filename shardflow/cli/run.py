@@ -107,6 +107,7 @@ _PRTE_SIGNAL = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exited o
                           re.S)
 _PRTE_IMPROPER = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exiting\s+improperly", re.S)
 _DASHES = re.compile(r"-{20,}")
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(: |$)")  # ``ValueError: ...``, ``KeyboardInterrupt``
 _LIFECYCLE = {line: event for event, line in LIFECYCLE_LINES.items()}
 _SHELL_SAFE_ENV = ("SHARDFLOW_", "PYTHON", "OMPI_MCA_", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_")
 DEFAULT_GRACE_S = 30.0
@@ -547,10 +548,11 @@ def _cause_line(cause, rc: int, timed_out: bool) -> str:
 
 
 def _exception_line(tb: str) -> str:
-    """The last line of a traceback (``RuntimeError: ...``), without the abort message the
-    excepthook appends, cut to 200 characters; empty if there is none."""
-    lines = [ln for ln in tb.strip().splitlines()
-             if ln.strip() and not ln.startswith((" ", "shardflow:", "Traceback"))]
+    """The exception's line of a traceback (``RuntimeError: ...``: the last line that starts
+    with a dotted name and a colon, so a message's continuation lines and the abort message
+    the excepthook appends are skipped), cut to 200 characters; empty if there is none."""
+    lines = [ln for ln in tb.splitlines()
+             if _EXCEPTION_LINE.match(ln) and not ln.startswith("shardflow: ")]
     return lines[-1][:200] if lines else ""
 
 

@@ -37,3 +37,18 @@ def test_torchrun_style_max_restarts_restarts_a_worker_that_failed_once(tmp_path
     assert ("shardflow run: restart 1 of 1 after rank 1 failed (exit code 1, exception: "
             "RuntimeError: transient failure on rank 1)") in out, out
     assert out.count("TRAINED [2.0, 2.0, 2.0] 1") == 2, out  # the second start, both ranks
+
+
+def test_the_restart_reason_is_the_exceptions_line_not_its_continuation():
+    from shardflow.cli.run import _exception_line
+
+    tb = ("Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
+          "    dist.all_reduce(x)\nshardflow.comm.base.CommError: collective mismatch at "
+          "collective #1 on a group of 2:\n  rank 0: all_reduce(shape=(3,), dtype=float32, "
+          "op=sum) as collective #1\nEvery rank must call the same collectives; fix it.\n"
+          "shardflow: rank 1 raised an uncaught CommError; aborting the whole job\n")
+    assert _exception_line(tb) == ("shardflow.comm.base.CommError: collective mismatch at "
+                                   "collective #1 on a group of 2:")
+    assert _exception_line("Traceback (most recent call last):\nKeyboardInterrupt\n") == \
+        "KeyboardInterrupt"
+    assert _exception_line("") == ""
