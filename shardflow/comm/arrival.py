@@ -52,6 +52,8 @@ _P2P, _P2P_WAIT, _P2P_COUNT = 17, 22, 23
 _ELSE, ELSE_RANKS = 24, 4  # a collective of another group being waited on (module docstring)
 WAIT, ELSE, P2P_WAIT = _WAIT, _ELSE, _P2P_WAIT  # read by board_file's mirror
 PEEK_TIMEOUT_S = 2.0
+GROUP_LIMIT = "the group's timeout= or SHARDFLOW_COMM_TIMEOUT"  # where a wait's limit came from
+CALL_LIMIT = "this call's timeout=: barrier(timeout=) or work.wait(timeout=)"
 
 
 class RankState(NamedTuple):
@@ -285,7 +287,8 @@ class ArrivalBoard:
 
 # -- reports -------------------------------------------------------------------------------
 def collective_timeout_report(*, rank: int, op: str, seq: int, size: int, shape, dtype,
-                              waited: float, limit: float, states, world_ranks) -> str:
+                              waited: float, limit: float, states, world_ranks,
+                              limit_source: str = GROUP_LIMIT) -> str:
     """Why collective ``seq`` did not complete: who did not arrive, who called what else."""
     missing, arrived, other, unknown = [], [], [], []
     mine = states[world_ranks.index(rank)] if rank in world_ranks else None
@@ -306,8 +309,7 @@ def collective_timeout_report(*, rank: int, op: str, seq: int, size: int, shape,
     lines = [
         f"shardflow: collective timed out on rank {rank}: {op} (collective #{seq} on a group "
         f"of {size}" + ("" if dtype is None else f", shape {tuple(shape)}, dtype {dtype}")
-        + f") waited {waited:.1f} s (limit "
-        f"{limit:g} s: the group's timeout= or SHARDFLOW_COMM_TIMEOUT)."
+        + f") waited {waited:.1f} s (limit {limit:g} s: {limit_source})."
     ]
     if missing:
         lines.append(f"  ranks that did not arrive: {', '.join(missing)}")
@@ -324,15 +326,15 @@ def collective_timeout_report(*, rank: int, op: str, seq: int, size: int, shape,
 
 
 def p2p_timeout_report(*, rank: int, op: str, peer_world: int, tag: int, shape, dtype,
-                       waited: float, limit: float, peer_state, others=()) -> str:
+                       waited: float, limit: float, peer_state, others=(),
+                       limit_source: str = GROUP_LIMIT) -> str:
     """Why a send/recv did not complete: what the peer is doing instead (for a recv from
     any rank, ``others``: ``(world rank, state)`` of every other rank)."""
     where = "from" if op == "recv" else "to"
     if peer_world < 0:  # recv(src=None)
         lines = [f"shardflow: recv from any rank (src=None) timed out on rank {rank} (tag {tag}, "
                  f"shape {tuple(shape)}, dtype {dtype}) after {waited:.1f} s (limit {limit:g} "
-                 "s: the group's timeout= or SHARDFLOW_COMM_TIMEOUT): no rank sent to it with "
-                 "this tag."]
+                 f"s: {limit_source}): no rank sent to it with this tag."]
         for wr, st in others:
             if st is None:
                 lines.append(f"  rank {wr}: its state could not be read")
@@ -345,8 +347,8 @@ def p2p_timeout_report(*, rank: int, op: str, peer_world: int, tag: int, shape, 
         return "\n".join(lines) + "\n"
     lines = [
         f"shardflow: {op} {where} rank {peer_world} timed out on rank {rank} (tag {tag}, shape "
-        f"{tuple(shape)}, dtype {dtype}) after {waited:.1f} s (limit {limit:g} s: the group's "
-        "timeout= or SHARDFLOW_COMM_TIMEOUT)."
+        f"{tuple(shape)}, dtype {dtype}) after {waited:.1f} s (limit {limit:g} s: "
+        f"{limit_source})."
     ]
     if peer_state is None:
         lines.append(f"  rank {peer_world}: its state could not be read")

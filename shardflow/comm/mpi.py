@@ -97,7 +97,13 @@ import numpy as np
 from .. import _config
 from . import callsig, mpi_progress
 from . import profiling as _profiling
-from .arrival import ArrivalBoard, collective_timeout_report, p2p_timeout_report
+from .arrival import (
+    CALL_LIMIT,
+    GROUP_LIMIT,
+    ArrivalBoard,
+    collective_timeout_report,
+    p2p_timeout_report,
+)
 from .base import CommError, Communicator, CompletedWork
 from .board_file import BoardFile
 from .callsite import user_call_site
@@ -461,7 +467,10 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
         """Every rank's arrival-board slot (``arrival.RankState``; None = unknown)."""
         return self._board.peek() if timeout is None else self._board.peek(timeout)
 
-    def _on_timeout(self, call: Call, waited: float, limit: float):
+    def _on_timeout(self, call: Call, waited: float, limit: float, own_limit: bool = False):
+        """Report and end the job; ``own_limit``: the limit was the call's own ``timeout=``
+        (``work.wait(timeout=)``, ``barrier(timeout=)``), not the group's."""
+        source = CALL_LIMIT if own_limit else GROUP_LIMIT
         states = self._board.peek()
         if call.peer is not None:
             peer = self.world_ranks.index(call.peer) if call.peer in self.world_ranks else None
@@ -470,12 +479,12 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
                 shape=call.shape, dtype=call.dtype, waited=waited, limit=limit,
                 peer_state=None if peer is None else states[peer],
                 others=[(self.world_ranks[r], st) for r, st in enumerate(states)
-                        if r != self._rank])
+                        if r != self._rank], limit_source=source)
         else:
             msg = collective_timeout_report(
                 rank=self.world_rank(), op=call.op, seq=call.seq, size=self._size,
                 shape=call.shape, dtype=call.dtype, waited=waited, limit=limit,
-                states=states, world_ranks=self.world_ranks)
+                states=states, world_ranks=self.world_ranks, limit_source=source)
         waiter = getattr(self, "_blocked_thread", None)
         if threading.current_thread().name == "shardflow-comm-watchdog" and waiter is not None:
             site = user_call_site(sys._current_frames().get(waiter))  # the blocked thread's

@@ -98,6 +98,9 @@ def test_barrier_timeout_is_honoured_and_names_the_late_rank(tmp_path):
     assert res.returncode == 124 and "PASSED THE BARRIER" not in out, out
     assert "collective timed out on rank 0: barrier (collective #2 on a group of 2) waited" in out
     assert "ranks that did not arrive: rank 1 (last started collective #1 (barrier()))" in out
+    # the limit's source is the call's own argument (it said "the group's timeout= or
+    # SHARDFLOW_COMM_TIMEOUT", which the user had not set)
+    assert "(limit 2 s: this call's timeout=: barrier(timeout=) or work.wait(timeout=))" in out
 
 
 TAGS_DIFFER_THEN_EXIT = """
