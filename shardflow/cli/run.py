@@ -34,8 +34,11 @@ What it does
    ``SHARDFLOW_FAILURE_DIR`` and calls ``MPI_Abort``), timed out in a collective (same
    record), or died (``os._exit``, a signal: mpiexec reports it). Open MPI then kills the
    other ranks. The launcher prints a root-cause block: the first failing rank (earliest
-   record, else the rank mpiexec names), its traceback and exit code, and exits non-zero
-   (the rank's exit code, 124 for ``--timeout``).
+   record, else the rank mpiexec names), its traceback and exit code, then what each rank
+   was doing when the job ended (the collective or send/recv it waited in, and which
+   ranks never started that collective; read from the ranks' mirrored arrival-board
+   slots, ``comm/board_file.py``: the ranks killed by Open MPI or ``--timeout`` cannot
+   say it themselves), and exits non-zero (the rank's exit code, 124 for ``--timeout``).
    A rank of ``shardflow train`` that a stop signal reached directly (not through the
    launcher) leaves a ``stop-signal`` record: the job is reported as stopped by that
    signal on that rank, not as a failure of the first rank to exit.
@@ -75,6 +78,7 @@ import time
 from dataclasses import dataclass, field
 
 from .. import _config
+from ..comm.board_file import job_end_lines, read_boards
 from ..comm.failure import LIFECYCLE_LINES, STOP_SIGNAL_RECORD
 from ..comm.launcher import (
     LAUNCH_ATTEMPTS,
@@ -104,6 +108,7 @@ _PRTE_SIGNAL = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exited o
                           re.S)
 _PRTE_IMPROPER = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exiting\s+improperly", re.S)
 _DASHES = re.compile(r"-{20,}")
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(: |$)")  # ``ValueError: ...``, ``KeyboardInterrupt``
 _LIFECYCLE = {line: event for event, line in LIFECYCLE_LINES.items()}
 _SHELL_SAFE_ENV = ("SHARDFLOW_", "PYTHON", "OMPI_MCA_", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_")
 DEFAULT_GRACE_S = 30.0
@@ -395,6 +400,8 @@ class _JobRun:
     other: list  # mpiexec's own (untagged) lines
     translated: list  # PRTE blocks about hosts
     lifecycle: dict  # rank -> its last lifecycle event
+    boards: dict = field(default_factory=dict)  # rank -> board_file.RankEnd (its last state)
+    ended_at: float = 0.0  # time.time() when the job failed or ended
 
 
 def _run_job(cmd, base_env, host_lines, hostfile, timeout, grace, prefix, remote, stdout, stderr,
@@ -425,6 +432,7 @@ def _run_job(cmd, base_env, host_lines, hostfile, timeout, grace, prefix, remote
                 r.start()
             start = time.monotonic()
             failure_seen = None  # when mpiexec first reported a failed rank
+            failed_at = None  # the same, as time.time() (the ranks' boards' clock)
             try:
                 while True:
                     try:
@@ -433,7 +441,7 @@ def _run_job(cmd, base_env, host_lines, hostfile, timeout, grace, prefix, remote
                     except subprocess.TimeoutExpired:
                         pass
                     if failure_seen is None and _mpiexec_reported_failure(other):
-                        failure_seen = time.monotonic()
+                        failure_seen, failed_at = time.monotonic(), time.time()
                     elif failure_seen is not None and time.monotonic() - failure_seen >= FAILED_RANK_END_S:
                         say(f"shardflow run: mpiexec reported a failed rank {FAILED_RANK_END_S:g} s ago and "
                             "the job has not ended (another rank may be waiting for it, e.g. in "
@@ -450,6 +458,7 @@ def _run_job(cmd, base_env, host_lines, hostfile, timeout, grace, prefix, remote
                 rc = 130
                 say("shardflow run: interrupted; stopping every rank")
             finally:
+                stopped_at = time.time()
                 kill_session(proc.pid)
                 try:
                     proc.wait(timeout=5)
@@ -457,10 +466,13 @@ def _run_job(cmd, base_env, host_lines, hostfile, timeout, grace, prefix, remote
                     proc.kill()
                 for r in readers:
                     r.join(timeout=5)
+        ended_at = min(failed_at or math.inf, stopped_at)
         records = _read_records(faildir)
+        boards = read_boards(faildir)  # what each rank was doing (comm/board_file.py)
     finally:
         shutil.rmtree(faildir, ignore_errors=True)
-    return _JobRun(rc, timed_out, killed, signals, records, tails, other, translated, lifecycle)
+    return _JobRun(rc, timed_out, killed, signals, records, tails, other, translated, lifecycle,
+                   boards, ended_at)
 
 
 def _job_outcome(job: _JobRun, host_lines, hostfile, timeout, grace, say) -> JobOutcome:
@@ -478,6 +490,10 @@ def _job_outcome(job: _JobRun, host_lines, hostfile, timeout, grace, say) -> Job
         if job.killed:
             say(f"shardflow run: the ranks did not exit within {grace:g} s of {name} (--grace); "
                 "they were killed with SIGKILL")
+            # stuck ranks (a hang the user interrupted): where each was stuck
+            doing = job_end_lines(job.boards, None, job.ended_at)
+            if doing and not records:
+                say("\n".join(doing))
         else:
             say(f"shardflow run: stopped by {name}; every rank exited "
                 f"{time.monotonic() - signals.received_at:.1f} s after it")
@@ -505,7 +521,11 @@ def _job_outcome(job: _JobRun, host_lines, hostfile, timeout, grace, say) -> Job
         code = 2 if "refused --hostfile" in messages[0] else (rc if 0 < rc < 256 else 1)
         return JobOutcome(code, host_error=True, reason=messages[0], output=other)
     cause = _root_cause(records, other, job.tails, rc)
-    exit_code = _report_failure(cause, rc, say)
+    # what the other ranks were waiting in (a rank killed by a signal, by another's abort or
+    # by --timeout could not say it itself; comm/board_file.py)
+    failed_at = min((r["time"] for r in records), default=job.ended_at)
+    doing = job_end_lines(job.boards, None if cause is None else cause[0], failed_at)
+    exit_code = _report_failure(cause, rc, say, doing, job.timed_out)
     if job.timed_out:
         exit_code = 124
     exit_code = int(exit_code) if 0 < int(exit_code) < 256 else 1
@@ -519,17 +539,28 @@ def _cause_line(cause, rc: int, timed_out: bool) -> str:
         return "the job exceeded --timeout"
     if cause is None:
         return f"mpiexec exited with code {rc}"
-    rank, code, kind, _ = cause
+    rank, code, kind, tb = cause
     if kind == "signal" and isinstance(code, int) and code < 0:
         try:
             return f"rank {rank} died of {signal.Signals(-code).name}"
         except ValueError:
             return f"rank {rank} died of signal {-code}"
-    return f"rank {rank} failed (exit code {code}, {kind})"
+    error = _exception_line(tb) if kind == "exception" else ""
+    return f"rank {rank} failed (exit code {code}, {kind}{': ' + error if error else ''})"
 
 
-def _report_failure(cause, rc, say) -> int:
-    """Print the root-cause block of ``cause`` (``_root_cause``); return the exit code it
+def _exception_line(tb: str) -> str:
+    """The exception's line of a traceback (``RuntimeError: ...``: the last line that starts
+    with a dotted name and a colon, so a message's continuation lines and the abort message
+    the excepthook appends are skipped), cut to 200 characters; empty if there is none."""
+    lines = [ln for ln in tb.splitlines()
+             if _EXCEPTION_LINE.match(ln) and not ln.startswith("shardflow: ")]
+    return lines[-1][:200] if lines else ""
+
+
+def _report_failure(cause, rc, say, doing=(), timed_out: bool = False) -> int:
+    """Print the root-cause block of ``cause`` (``_root_cause``) and the lines ``doing``
+    (what each rank was doing, ``board_file.job_end_lines``); return the exit code it
     implies."""
     bar = "=" * 78
     lines = [bar, "shardflow run: the job failed"]
@@ -540,16 +571,20 @@ def _report_failure(cause, rc, say) -> int:
             lines.append(f"--- rank {rank} ---")
             lines.append(tb.rstrip("\n"))
         exit_code = code if isinstance(code, int) and code > 0 else (rc or 1)
+    elif timed_out:
+        lines.append("no rank failed by itself before --timeout stopped the job")
+        exit_code = rc or 1
     else:
         lines.append(f"mpiexec exited with code {rc}; no rank left a root-cause record")
         exit_code = rc or 1
+    lines.extend(doing)
     lines.append(bar)
     say("\n".join(lines))
     return exit_code
 
 
 _VALUED = {"-n", "--nproc", "--np", "--nproc-per-node", "--nproc_per_node", "--nnodes", "--hosts", "--hostfile", "--timeout", "--comm-timeout",
-           "--grace", "--timeline", "--max-restarts", "--min-ranks"}
+           "--grace", "--timeline", "--max-restarts", "--max_restarts", "--min-ranks"}
 
 
 def _split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -607,7 +642,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--timeline", metavar="OUT.json",
                    help="write a merged Chrome trace of every rank (ops, collectives, waits, "
                         "data loading) and print each rank's compute/comm/idle split")
-    p.add_argument("--max-restarts", type=int, default=0, metavar="K",
+    p.add_argument("--max-restarts", "--max_restarts", dest="max_restarts", type=int, default=0,
+                   metavar="K",
                    help="when the job fails, start it again up to K times (SHARDFLOW_RESTART_COUNT; "
                         "`shardflow train` resumes from its newest checkpoint)")
     p.add_argument("--min-ranks", type=int, default=None, metavar="M",

@@ -25,6 +25,9 @@ why. Slot layout:
  ..   receives posted from each rank of the group (``size`` counters)
 ====  =====================================================================
 
+The world's board is also mirrored, under ``shardflow run``, into a file that outlives a
+killed rank (``board_file.py``): each write method also writes there.
+
 The two guards make a torn read visible (a seqlock): a reader copies the slot in
 ascending address order; the writer stores guard 13, then the signature, then guard 0.
 Equal guards mean the signature belongs to that sequence number. Reports built from the
@@ -47,7 +50,10 @@ PHASE_RUNNING, PHASE_EXITING = 0, 1
 _G_LOW, _G_HIGH, _WAIT, _PID, _PHASE = 0, 13, 14, 15, 16
 _P2P, _P2P_WAIT, _P2P_COUNT = 17, 22, 23
 _ELSE, ELSE_RANKS = 24, 4  # a collective of another group being waited on (module docstring)
+WAIT, ELSE, P2P_WAIT = _WAIT, _ELSE, _P2P_WAIT  # read by board_file's mirror
 PEEK_TIMEOUT_S = 2.0
+GROUP_LIMIT = "the group's timeout= or SHARDFLOW_COMM_TIMEOUT"  # where a wait's limit came from
+CALL_LIMIT = "this call's timeout=: barrier(timeout=) or work.wait(timeout=)"
 
 
 class RankState(NamedTuple):
@@ -90,11 +96,46 @@ class RankState(NamedTuple):
         return f"last started collective #{self.seq} ({what})"
 
 
+def decode_slot(row, size: int) -> RankState:
+    """A slot (``HEAD + 2 * size`` int64, or only its first ``HEAD``: no counters) decoded."""
+    row = [int(v) for v in row]
+    seq = row[_G_LOW]
+    sig = None
+    if seq > 0 and row[_G_HIGH] == seq:
+        sig = callsig.CallSig(*row[1:8], tuple(row[8:13]))
+        if sig.seq != seq:
+            sig = None
+    n = size
+    elsewhere = ()
+    if row[_ELSE] > 0:
+        gsize = row[_ELSE + 1]
+        ranks = tuple(r for r in row[_ELSE + 2:_ELSE + 2 + min(gsize, ELSE_RANKS)])
+        base = _ELSE + 2 + ELSE_RANKS
+        other = callsig.CallSig(*row[base:base + 7], tuple(row[base + 7:base + 12]))
+        elsewhere = (row[_ELSE], gsize, ranks, other if other.op else None)
+    return RankState(seq, sig, row[_WAIT], row[_PID], row[_PHASE],
+                     tuple(row[_P2P:_P2P + 5]) + (row[_P2P_WAIT], row[_P2P_COUNT]),
+                     tuple(row[HEAD:HEAD + n]), tuple(row[HEAD + n:HEAD + 2 * n]),
+                     elsewhere)
+
+
+def _put_started(q, b, seq: int, sig: bytes) -> None:
+    """Store collective ``seq``'s signature into a slot (``q`` its int64 view, ``b`` its
+    bytes), guard 13 first and guard 0 last (the seqlock of the module docstring)."""
+    q[_G_HIGH] = seq
+    b[8:8 + callsig.NBYTES] = sig
+    q[2] = seq  # the signature's sequence field
+    q[_G_LOW] = seq
+
+
 class ArrivalBoard:
     """This rank's slot (written locally) and reads of the others' (see the module docstring)."""
 
-    def __init__(self, MPI, comm):
+    def __init__(self, MPI, comm, mirror=None):
         self._MPI = MPI
+        # the world's slot is mirrored into a file the launcher reads after a kill
+        # (``board_file.py``); a factory, called with (rank, size), or None
+        self._mirror = self._mq = self._mb = None
         self.rank = comm.Get_rank()
         self.size = comm.Get_size()
         self._unreachable: set[int] = set()
@@ -111,18 +152,32 @@ class ArrivalBoard:
         self.q = mem.cast("q")
         self.q[_WAIT] = -1
         self.q[_PID] = os.getpid()
+        if mirror is not None:
+            self._mirror = mirror(self.rank, self.size)
+            if self._mirror is not None:
+                self._mq, self._mb = self._mirror.q, self._mirror.bytes
+            self._sync()
+
+    def _sync(self) -> None:
+        """Copy the slot to the mirror file, if any (after a write of many fields; the
+        frequent writes store into the mirror directly)."""
+        if self._mirror is not None:
+            self._mirror.copy(self.bytes)
 
     # -- writes (local stores only) ------------------------------------------------------
     def started(self, seq: int, sig: bytes) -> None:
         """Collective ``seq`` started with signature ``sig`` (its own seq field 0 or ``seq``)."""
-        q = self.q
-        q[_G_HIGH] = seq
-        self.bytes[8:8 + callsig.NBYTES] = sig
-        q[2] = seq  # the signature's sequence field
-        q[_G_LOW] = seq
+        _put_started(self.q, self.bytes, seq, sig)
+        if self._mq is not None:
+            _put_started(self._mq, self._mb, seq, sig)
 
     def waiting(self, seq: int) -> None:
         self.q[_WAIT] = seq
+        mq = self._mq
+        if mq is not None:
+            mq[_WAIT] = seq
+            if seq > 0:
+                self._mirror.wait_started()
 
     def p2p_started(self, op: str, peer: int, peer_world: int, tag: int, count: int,
                     dtype) -> None:
@@ -136,12 +191,15 @@ class ArrivalBoard:
         q[_P2P + 2] = tag
         q[_P2P + 3] = count
         q[_P2P + 4] = callsig.dtype_code(dtype)
+        self._sync()
 
     def waiting_elsewhere(self, seq: int, size: int, world_ranks, sig_fields) -> None:
         """This rank waits in collective ``seq`` of another group (``seq`` <= 0: no longer);
         ``sig_fields``: that collective's 12 signature fields, or None if unknown."""
         q = self.q
         q[_ELSE] = 0  # invalid while the fields change
+        if self._mq is not None:
+            self._mq[_ELSE] = 0
         if seq <= 0:
             return
         q[_ELSE + 1] = size
@@ -151,34 +209,25 @@ class ArrivalBoard:
         for i in range(12):
             q[base + i] = 0 if sig_fields is None else sig_fields[i]
         q[_ELSE] = seq
+        self._sync()
+        if self._mirror is not None:
+            self._mirror.wait_started()
 
     def p2p_waiting(self, flag: bool) -> None:
         self.q[_P2P_WAIT] = 1 if flag else 0
+        mq = self._mq
+        if mq is not None:
+            mq[_P2P_WAIT] = 1 if flag else 0
+            if flag:
+                self._mirror.wait_started()
 
     def set_phase(self, phase: int) -> None:
         self.q[_PHASE] = phase
+        self._sync()
 
     # -- reads ---------------------------------------------------------------------------
     def decode(self, row) -> RankState:
-        row = [int(v) for v in row]
-        seq = row[_G_LOW]
-        sig = None
-        if seq > 0 and row[_G_HIGH] == seq:
-            sig = callsig.CallSig(*row[1:8], tuple(row[8:13]))
-            if sig.seq != seq:
-                sig = None
-        n = self.size
-        elsewhere = ()
-        if row[_ELSE] > 0:
-            size = row[_ELSE + 1]
-            ranks = tuple(r for r in row[_ELSE + 2:_ELSE + 2 + min(size, ELSE_RANKS)])
-            base = _ELSE + 2 + ELSE_RANKS
-            other = callsig.CallSig(*row[base:base + 7], tuple(row[base + 7:base + 12]))
-            elsewhere = (row[_ELSE], size, ranks, other if other.op else None)
-        return RankState(seq, sig, row[_WAIT], row[_PID], row[_PHASE],
-                         tuple(row[_P2P:_P2P + 5]) + (row[_P2P_WAIT], row[_P2P_COUNT]),
-                         tuple(row[HEAD:HEAD + n]), tuple(row[HEAD + n:HEAD + 2 * n]),
-                         elsewhere)
+        return decode_slot(row, self.size)
 
     def mine(self) -> RankState:
         return self.decode(np.frombuffer(self.bytes, dtype=np.int64).copy())
@@ -221,6 +270,9 @@ class ArrivalBoard:
         """Free the window. The slot is copied to process memory first, so a stray write
         after the free (a report, a late wait) stores there instead of into the freed window
         (it crashed the process)."""
+        # the mirror keeps the state at the free; a later world of this rank maps the same
+        # file anew, and a stray write of this freed board must not land there
+        self._mirror = self._mq = self._mb = None
         if self.win is not None:
             local = bytearray(self.bytes)
             self.bytes = memoryview(local)
@@ -235,7 +287,8 @@ class ArrivalBoard:
 
 # -- reports -------------------------------------------------------------------------------
 def collective_timeout_report(*, rank: int, op: str, seq: int, size: int, shape, dtype,
-                              waited: float, limit: float, states, world_ranks) -> str:
+                              waited: float, limit: float, states, world_ranks,
+                              limit_source: str = GROUP_LIMIT) -> str:
     """Why collective ``seq`` did not complete: who did not arrive, who called what else."""
     missing, arrived, other, unknown = [], [], [], []
     mine = states[world_ranks.index(rank)] if rank in world_ranks else None
@@ -255,8 +308,8 @@ def collective_timeout_report(*, rank: int, op: str, seq: int, size: int, shape,
             arrived.append(wr)
     lines = [
         f"shardflow: collective timed out on rank {rank}: {op} (collective #{seq} on a group "
-        f"of {size}, shape {tuple(shape)}, dtype {dtype}) waited {waited:.1f} s (limit "
-        f"{limit:g} s: the group's timeout= or SHARDFLOW_COMM_TIMEOUT)."
+        f"of {size}" + ("" if dtype is None else f", shape {tuple(shape)}, dtype {dtype}")
+        + f") waited {waited:.1f} s (limit {limit:g} s: {limit_source})."
     ]
     if missing:
         lines.append(f"  ranks that did not arrive: {', '.join(missing)}")
@@ -273,15 +326,15 @@ def collective_timeout_report(*, rank: int, op: str, seq: int, size: int, shape,
 
 
 def p2p_timeout_report(*, rank: int, op: str, peer_world: int, tag: int, shape, dtype,
-                       waited: float, limit: float, peer_state, others=()) -> str:
+                       waited: float, limit: float, peer_state, others=(),
+                       limit_source: str = GROUP_LIMIT) -> str:
     """Why a send/recv did not complete: what the peer is doing instead (for a recv from
     any rank, ``others``: ``(world rank, state)`` of every other rank)."""
     where = "from" if op == "recv" else "to"
     if peer_world < 0:  # recv(src=None)
         lines = [f"shardflow: recv from any rank (src=None) timed out on rank {rank} (tag {tag}, "
                  f"shape {tuple(shape)}, dtype {dtype}) after {waited:.1f} s (limit {limit:g} "
-                 "s: the group's timeout= or SHARDFLOW_COMM_TIMEOUT): no rank sent to it with "
-                 "this tag."]
+                 f"s: {limit_source}): no rank sent to it with this tag."]
         for wr, st in others:
             if st is None:
                 lines.append(f"  rank {wr}: its state could not be read")
@@ -294,8 +347,8 @@ def p2p_timeout_report(*, rank: int, op: str, peer_world: int, tag: int, shape, 
         return "\n".join(lines) + "\n"
     lines = [
         f"shardflow: {op} {where} rank {peer_world} timed out on rank {rank} (tag {tag}, shape "
-        f"{tuple(shape)}, dtype {dtype}) after {waited:.1f} s (limit {limit:g} s: the group's "
-        "timeout= or SHARDFLOW_COMM_TIMEOUT)."
+        f"{tuple(shape)}, dtype {dtype}) after {waited:.1f} s (limit {limit:g} s: "
+        f"{limit_source})."
     ]
     if peer_state is None:
         lines.append(f"  rank {peer_world}: its state could not be read")
@@ -309,6 +362,15 @@ def p2p_timeout_report(*, rank: int, op: str, peer_world: int, tag: int, shape, 
                 and callsig.OPNAMES.get(p_op) == ("send" if op == "recv" else "recv")):
             lines.append(f"  The tags differ: rank {peer_world}'s {callsig.OPNAMES[p_op]} uses tag "
                          f"{p_tag}, this {op} tag {tag}; pass the same tag on both sides.")
+        p_waiting = peer_state.p2p[5]
+        if (number and p_waiting and p_peer == rank and callsig.OPNAMES.get(p_op) == op
+                and op in ("send", "recv")):
+            # head to head: each waits for the other to move first (session 38)
+            verb = "receive from" if op == "recv" else "send to"
+            lines.append(f"  A deadlock: rank {rank} and rank {peer_world} each wait to {verb} "
+                         f"the other. One side must {'send' if op == 'recv' else 'receive'} "
+                         "first (order the calls by rank), or post both directions at once "
+                         "with isend/irecv or dist.batch_isend_irecv.")
     need = "send" if op == "recv" else "recv"
     lines.append(f"  Every {op} needs a matching {need} on rank {peer_world} with the same tag, "
                  "dtype and number of elements. Aborting the whole job.")

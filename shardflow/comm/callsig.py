@@ -128,8 +128,10 @@ class CallSig(NamedTuple):
             text = f"{name}(shape={self.shape_text()}, dtype={dtype_name(self.dtype)}"
         if self.reduce:
             text += f", op={REDUCE_NAMES.get(self.reduce, self.reduce)}"
-        if self.root >= 0:
-            text += f", {'peer' if name in ('send', 'recv') else 'root'}={self.root}"
+        # a send/recv's root field is the caller's own world rank (its message says who the
+        # caller is); shown as "peer=" it named the sender as the destination
+        if self.root >= 0 and name not in ("send", "recv"):
+            text += f", root={self.root}"
         return text + ")"
 
 

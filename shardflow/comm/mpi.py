@@ -58,7 +58,10 @@ Algorithm and communication plan
   signature of its last collective, what it waits on and its last point-to-point call.
   On a timeout the rank reads the others' slots and reports who did not arrive, who called
   something else, and for a send/recv what the peer is doing; then it writes the
-  root-cause record and calls ``MPI_Abort``.
+  root-cause record and calls ``MPI_Abort``. Under ``shardflow run`` the world's slot is
+  also mirrored into a file (``board_file.py``), so that when ranks are killed (a rank
+  died of a signal, another aborted, ``--timeout``) the launcher still says what each was
+  waiting in.
 * **Files.** ``mpi_lib`` (the mpi4py adapter), ``mpi_buffers`` (arrays as MPI buffers:
   datatypes, half types, packing), ``mpi_plans`` (cached signatures and buffers per call
   shape), ``mpi_collectives`` / ``mpi_p2p`` (the operations, as generators of MPI steps),
@@ -94,8 +97,15 @@ import numpy as np
 from .. import _config
 from . import callsig, mpi_progress
 from . import profiling as _profiling
-from .arrival import ArrivalBoard, collective_timeout_report, p2p_timeout_report
+from .arrival import (
+    CALL_LIMIT,
+    GROUP_LIMIT,
+    ArrivalBoard,
+    collective_timeout_report,
+    p2p_timeout_report,
+)
 from .base import CommError, Communicator, CompletedWork
+from .board_file import BoardFile
 from .callsite import user_call_site
 from .failure import TIMEOUT_EXIT_CODE, abort_job
 from .mpi_collectives import CollectivesMixin
@@ -169,7 +179,9 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
         self._active = None
         self._prof_call = None  # (recorder, frame, op, args) of a profiled blocking call
         self._watchdog = None
-        self._board = ArrivalBoard(MPI, self._side)
+        # the world's slot is also mirrored into a file for the launcher (board_file.py)
+        self._board = ArrivalBoard(MPI, self._side, mirror=BoardFile.for_rank
+                                   if comm is MPI.COMM_WORLD else None)
         # a sub-group's waits are also noted on the world's board (arrival.py, fields 24-41)
         if comm is MPI.COMM_WORLD:
             _WORLD_BOARD[0], self._world_board = self._board, None
@@ -455,7 +467,10 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
         """Every rank's arrival-board slot (``arrival.RankState``; None = unknown)."""
         return self._board.peek() if timeout is None else self._board.peek(timeout)
 
-    def _on_timeout(self, call: Call, waited: float, limit: float):
+    def _on_timeout(self, call: Call, waited: float, limit: float, own_limit: bool = False):
+        """Report and end the job; ``own_limit``: the limit was the call's own ``timeout=``
+        (``work.wait(timeout=)``, ``barrier(timeout=)``), not the group's."""
+        source = CALL_LIMIT if own_limit else GROUP_LIMIT
         states = self._board.peek()
         if call.peer is not None:
             peer = self.world_ranks.index(call.peer) if call.peer in self.world_ranks else None
@@ -464,12 +479,12 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
                 shape=call.shape, dtype=call.dtype, waited=waited, limit=limit,
                 peer_state=None if peer is None else states[peer],
                 others=[(self.world_ranks[r], st) for r, st in enumerate(states)
-                        if r != self._rank])
+                        if r != self._rank], limit_source=source)
         else:
             msg = collective_timeout_report(
                 rank=self.world_rank(), op=call.op, seq=call.seq, size=self._size,
                 shape=call.shape, dtype=call.dtype, waited=waited, limit=limit,
-                states=states, world_ranks=self.world_ranks)
+                states=states, world_ranks=self.world_ranks, limit_source=source)
         waiter = getattr(self, "_blocked_thread", None)
         if threading.current_thread().name == "shardflow-comm-watchdog" and waiter is not None:
             site = user_call_site(sys._current_frames().get(waiter))  # the blocked thread's
@@ -543,6 +558,12 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
                 "destroy_process_group freed its group; wait for async work before "
                 "destroying the group")
         self._pending = []
+
+    def sends_pending_to(self, world_rank: int) -> bool:
+        """Whether an async send of this rank to ``world_rank`` is still completing
+        (``mpi_exit``: a peer's recv may still be matched by it)."""
+        return any(w.call.op == "send" and w.call.peer == world_rank and not w.done
+                   for w in self._pending)
 
     def destroyed_error(self, op: str) -> CommError:
         return CommError(

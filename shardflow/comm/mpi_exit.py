@@ -13,7 +13,9 @@ this module decides from the arrival boards instead:
    * every other rank is exiting too -> the job is ending normally: ``MPI_Finalize``;
    * some rank waits on a collective this rank never started, or waits in a send/recv and
      has posted more recvs from (sends to) this rank than this rank posted sends to (recvs
-     from) it (the per-peer counters of the board) -> this exit is premature: print which rank waits where, and return **without**
+     from) it (the per-peer counters of the board), or has waited 3 s in a recv
+     from this rank while no send of this rank to it is pending (the tags differ: the
+     counters agree) -> this exit is premature: print which rank waits where, and return **without**
      ``MPI_Finalize``. The process then exits with its own exit code, and mpiexec, seeing a
      rank exit without finalising, reports that rank and its exit code and ends the job;
    * a board cannot be read (no one-sided support, a peer that does not answer) ->
@@ -33,6 +35,7 @@ from __future__ import annotations
 import time
 import weakref
 
+from . import callsig
 from .arrival import PHASE_EXITING, PHASE_RUNNING
 from .failure import print_failure, say_lifecycle
 
@@ -41,6 +44,32 @@ BEFORE_FINALIZE: list = []  # callables run first at exit (mpi_progress.stop)
 # comm's modules import no cycle, tests/test_comm_structure.py)
 DATA_PARALLEL = [False]
 LIVE: weakref.WeakSet = weakref.WeakSet()  # the MPI communicators whose boards are read
+# how long a peer must stay in the same recv from this leaving rank, with no send of ours
+# still pending to it, before that recv counts as one nothing will match (a recv whose
+# message has arrived completes within microseconds of its next poll)
+STUCK_RECV_S = 3.0
+
+
+def _stuck_recv(c, r: int, st, mine) -> str | None:
+    """Why peer ``r`` of ``c`` waits in a recv from this rank that no send will match, or
+    None. The per-peer counters cannot see it when the numbers agree but the tags do not
+    (session 38: rank 0 sent with tag 1 and exited, rank 1 waited in ``recv(tag=2)`` until
+    the timeout): this rank is leaving ``c``, so it sends nothing more there."""
+    op, peer, tag, count, dt, waiting, _ = st.p2p
+    if not waiting or callsig.OPNAMES.get(op) != "recv" or peer != c.world_rank():
+        return None
+    if c.sends_pending_to(c.world_ranks[r]):  # an isend of ours still completing
+        return None
+    m_op, m_peer, m_tag, m_count, m_dt, _, m_number = mine.p2p
+    text = (f"rank {c.world_ranks[r]} waits in recv from rank {peer} (tag {tag}, {count} "
+            f"elements of {callsig.dtype_name(dt)}), which no send of rank {peer} matches "
+            f"(it sent {mine.sent[r]} message(s) to rank {c.world_ranks[r]}")
+    if m_number and callsig.OPNAMES.get(m_op) == "send" and m_peer == c.world_ranks[r]:
+        text += (f", the last with tag {m_tag}, {m_count} elements of "
+                 f"{callsig.dtype_name(m_dt)}")
+        if m_tag != tag:
+            text += "; the tags differ: pass the same tag to the send and its recv"
+    return text + ")"
 
 
 def _premature(communicators, leaving=None, tick=None) -> str | None:
@@ -53,6 +82,7 @@ def _premature(communicators, leaving=None, tick=None) -> str | None:
     """
     leaving = communicators if leaving is None else leaving
     nap = 1e-3
+    stuck: dict = {}  # (communicator, peer) -> (its p2p call number, first seen), _stuck_recv
     while True:
         everyone_exiting = True
         boards = [(c, c.board.peek()) for c in communicators]
@@ -87,6 +117,16 @@ def _premature(communicators, leaving=None, tick=None) -> str | None:
                     return (f"rank {wr} waits in a point-to-point call and has posted "
                             f"{st.sent[me]} send(s) to rank {my_world}, which posted "
                             f"{mine.received[r]} recv(s) from it")
+                why = _stuck_recv(c, r, st, mine) if c in leaving else None
+                if why is None:
+                    stuck.pop((id(c), r), None)
+                else:  # the same recv for STUCK_RECV_S: nothing will match it
+                    seen = stuck.get((id(c), r))
+                    now = time.monotonic()
+                    if seen is None or seen[0] != st.p2p[6]:
+                        stuck[(id(c), r)] = (st.p2p[6], now)
+                    elif now - seen[1] >= STUCK_RECV_S:
+                        return why
         if everyone_exiting:
             return None
         if tick is not None:

@@ -147,7 +147,8 @@ class MPIWork(Work):
                 now = time.monotonic()
                 if now > spin_until:
                     if now > deadline:
-                        comm._on_timeout(self.call, now - start, limit)
+                        comm._on_timeout(self.call, now - start, limit,
+                                         own_limit=timeout is not None)
                     time.sleep(nap)
                     nap = min(nap * 2, 1e-3)
             if p2p:

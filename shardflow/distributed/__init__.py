@@ -71,13 +71,15 @@ _asked_backend: list[str | None] = [None]
 class Work:
     """torch.distributed's Work: ``wait()`` completes the operation and returns True."""
 
-    __slots__ = ("_inner", "_post", "_done", "_any_source", "_tensors")
+    __slots__ = ("_inner", "_post", "_done", "_any_source", "_timeout", "_tensors")
 
-    def __init__(self, inner: _CommWork, post=None, any_source: bool = False, tensors=None):
+    def __init__(self, inner: _CommWork, post=None, any_source: bool = False,
+                 timeout: float | None = None, tensors=None):
         self._inner = inner
         self._post = post
         self._done = False
         self._any_source = any_source  # an irecv from any rank: its result is the sender
+        self._timeout = timeout  # the call's own timeout= (barrier), seconds; None: the group's
         self._tensors = tensors  # what get_future() gives: the operation's result tensors
 
     def wait(self, timeout=None) -> bool:
@@ -87,7 +89,7 @@ class Work:
         if not self._done:
             if hasattr(timeout, "total_seconds"):  # torch's type: was a TypeError
                 timeout = timeout.total_seconds()
-            self._inner.wait(timeout)
+            self._inner.wait(self._timeout if timeout is None else timeout)
             self._done = True
             if self._post is not None:
                 self._post()
@@ -289,6 +291,13 @@ def _group(group, op: str | None = None) -> Communicator | None:
             f"Global rank {me} is not part of the group: new_group(ranks) returned "
             "GroupMember.NON_GROUP_MEMBER on this rank. Check dist.get_rank(group) >= 0 (it is "
             "-1 outside the group) before using the group")
+    if isinstance(group, (int, float, str, list, tuple, dict, set)):
+        # not a group at all (a rank, a list of ranks, a name): torch's ValueError and words
+        # (it failed later with an AttributeError "'int' object has no attribute ...")
+        raise ValueError(
+            f"Process group {group!r} is not initialized in the world group map. Please "
+            "initialize the group first. (group= takes a process group: make one with "
+            "dist.new_group(ranks), or pass None for the default group)")
     if getattr(group, "destroyed", False):
         raise ValueError(
             f"Group {group!r} is not registered, please create group with "
@@ -386,6 +395,14 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     ranks = list(range(world.size)) if ranks is None else list(ranks)
     if len(set(ranks)) != len(ranks):  # torch's words, before any collective
         raise ValueError(f"ranks list must not contain duplicate entries, got {ranks}")
+    for r in ranks:  # torch's words, on every rank before the collective (it was comm's words)
+        if not 0 <= r < world.size:
+            raise ValueError(f"Rank {r} is out of range. Valid ranks are 0 to {world.size - 1} "
+                             f"(world_size={world.size}); new_group(ranks={ranks}) takes global "
+                             "ranks of the world: pass ranks in 0 .. dist.get_world_size() - 1"
+                             + (f", or launch more ranks (shardflow run -n {max(ranks) + 1})"
+                                if r >= world.size else ""))
+    _timeout_seconds(timeout, "new_group")  # a bad timeout= before the group is made
     if not sort_ranks and ranks != sorted(ranks):
         raise NotImplementedError(
             f"new_group(sort_ranks=False) with ranks out of order ({ranks}): shardflow's groups "
@@ -461,12 +478,13 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
 
 def broadcast(tensor, src: int | None = None, group=None, async_op: bool = False,
               group_src: int | None = None):
-    """Broadcast ``tensor`` from global rank ``src`` (default 0) or group rank ``group_src``."""
+    """Broadcast ``tensor`` from global rank ``src`` or group rank ``group_src`` (one of them
+    is required, as torch 2.13)."""
     g = _group(group, "broadcast")
     if g is None:  # a rank outside the group: torch's warning, nothing done
         return None
     a = _arr(tensor)
-    s = _root(g, src, group_src, "broadcast")
+    s = _root(g, src, group_src, "broadcast", required=True)
     return _run(g, lambda asy: g.broadcast(a, s, async_op=asy), async_op, _bump(tensor), [tensor])
 
 
@@ -582,12 +600,25 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
 
 
 def barrier(group=None, async_op: bool = False, device_ids=None, timeout=None):
-    """Wait for every rank of ``group``. ``timeout`` (a ``timedelta``) is accepted; the
-    group's own timeout (``init_process_group`` / ``new_group``) bounds the wait."""
+    """Wait for every rank of ``group``. ``timeout`` (a ``timedelta`` or seconds, torch's
+    argument) bounds this barrier instead of the group's timeout (``init_process_group`` /
+    ``new_group``): when it passes, the job ends with the timeout report naming the ranks
+    that never arrived (deviation: torch's gloo raises a RuntimeError the rank could catch).
+    Until session 38 it was accepted and ignored, so a late rank was waited for up to the
+    group's 600 s. ``device_ids`` is accepted, as gloo does (the rank's own device)."""
+    seconds = _timeout_seconds(timeout, "barrier")
     g = _group(group, "barrier")
     if g is None:  # a rank outside the group: torch's warning, nothing done
         return None
-    return _run(g, lambda asy: g.barrier(async_op=asy), async_op)
+    if seconds is None:
+        return _run(g, lambda asy: g.barrier(async_op=asy), async_op)
+    # the same MPI calls as a blocking barrier (the signature exchange is non-blocking in
+    # both), waited for with this call's own limit
+    work = Work(g.barrier(async_op=True), timeout=seconds)
+    if async_op:
+        return work
+    work.wait()
+    return None
 
 
 def _peer(g, rank, group_rank, op: str):
@@ -729,13 +760,20 @@ def broadcast_object_list(object_list, src: int | None = None, group=None, devic
 # collective costs (the same message sizes on every rank) and fail the same bounded way.
 
 
-def _root(g, rank, group_rank, what) -> int:
+def _root(g, rank, group_rank, what, required: bool = False) -> int:
     """The root's rank in ``g``: ``group_rank`` if given, else the global ``rank`` (default
-    global rank 0, as PyTorch)."""
+    global rank 0, as PyTorch's gather / scatter / object collectives). ``required``: torch
+    2.13's broadcast and reduce take no default and raise its ValueError (session 38: a
+    broadcast without src silently broadcast from rank 0)."""
     if group_rank is not None:
         if rank is not None:
             raise ValueError(f"{what}: pass either the global rank or the group rank, not both")
         return int(group_rank)
+    if rank is None and required:
+        role = "src" if what == "broadcast" else "dst"
+        raise ValueError(f"Must specify global_rank or group_rank ({what}: pass {role}=, the "
+                         f"global rank, or group_{role}=, the rank in the group; the same on "
+                         "every rank)")
     rank = 0 if rank is None else int(rank)
     if g is _comm.get_world() and not 0 <= rank < g.size:
         # the default group: torch (gloo) raises a RuntimeError before any communication
@@ -766,7 +804,7 @@ def reduce(tensor, dst: int | None = None, op=ReduceOp.SUM, group=None, async_op
     g = _group(group, "reduce")
     if g is None:  # a rank outside the group: torch's warning, nothing done
         return None
-    root = _root(g, dst, group_dst, "reduce")
+    root = _root(g, dst, group_dst, "reduce", required=True)
     a = _arr(tensor)
     work = get_array_module(a).array(a, copy=True)
 
