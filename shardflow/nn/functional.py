@@ -15,6 +15,7 @@ import warnings
 
 from .. import ops
 from ..autograd import Tensor
+from ..backend.dtypes import _SCALAR_TYPE_NAMES, promote_types
 from ..ops._util import inplace as _inplace
 
 __all__ = [
@@ -463,13 +464,26 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None)
 
 
 def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8) -> Tensor:
-    """``sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim``."""
+    """``sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim``; real
+    floating inputs only (torch's check: a complex or integer pair raises)."""
+    _check_common_float(x1, x2)
     f = getattr(ops, "cosine_similarity", None)
     if f is not None:
         return f(x1, x2, dim, eps)
     n1 = _op("clamp")(_vector_norm(x1, 2, dim, keepdim=False), eps, None)
     n2 = _op("clamp")(_vector_norm(x2, 2, dim, keepdim=False), eps, None)
     return (x1 * x2).sum(dim) / (n1 * n2)
+
+
+def _check_common_float(x1, x2) -> None:
+    """torch's ``expected common dtype to be floating point`` (cosine_similarity): the
+    promoted dtype of two tensors must be a real floating one."""
+    if not (isinstance(x1, Tensor) and isinstance(x2, Tensor)):
+        return
+    common = promote_types(x1.dtype, x2.dtype)
+    if not common.is_floating_point:
+        raise RuntimeError("expected common dtype to be floating point, yet common dtype is "
+                           f"{_SCALAR_TYPE_NAMES.get(common.name, common.name)}")
 
 
 def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:

@@ -1629,7 +1629,8 @@ def _fused_lerp(s, e, w, out):
 
 
 class Lerp(Function):
-    """y = s + w (e - s); ds = g (1 - w), de = g w, dw = g (e - s)."""
+    """y = s + w (e - s); ds = g conj(1 - w), de = g conj(w), dw = g conj(e - s) (the
+    conjugates are torch's convention for complex inputs, no-ops on real ones)."""
 
     save_inputs = None
 
@@ -1639,23 +1640,26 @@ class Lerp(Function):
 
     def backward(self, g):
         s, e, w = self.s, self.e, self.w
+        cw = np.conjugate(w) if np.iscomplexobj(w) else w
         gs = ge = gw = None
         if self.needs_input_grad[0]:
-            gs = unbroadcast(_same_dtype(g * (1.0 - w), g), s.shape)
+            gs = unbroadcast(_same_dtype(g * (1.0 - cw), g), s.shape)
         if self.needs_input_grad[1]:
-            ge = unbroadcast(_same_dtype(g * w, g), e.shape)
+            ge = unbroadcast(_same_dtype(g * cw, g), e.shape)
         if len(self.needs_input_grad) > 2 and self.needs_input_grad[2]:
-            gw = unbroadcast(as_dtype_of(g * (e - s), g, w), w.shape)
+            d = e - s
+            gw = unbroadcast(as_dtype_of(g * (np.conjugate(d) if np.iscomplexobj(d) else d), g, w),
+                             w.shape)
         return gs, ge, gw
 
     def backward_graph(self, g):
         need = self.needs_input_grad
-        w = self.saved_input(2, self.w)
+        w = _gg.conj(self.saved_input(2, self.w))
         gs = g * (1.0 - w) if need[0] else None
         ge = g * w if need[1] else None
         gw = None
         if len(need) > 2 and need[2]:
-            gw = g * (self.saved_input(1, self.e) - self.saved_input(0, self.s))
+            gw = g * _gg.conj(self.saved_input(1, self.e) - self.saved_input(0, self.s))
         return gs, ge, gw
 
 

@@ -876,7 +876,10 @@ class Dist(VectorNorm):
 
 
 def dist_norm(diff: Tensor, p) -> Tensor:
-    """The norm ``torch.dist`` returns, of ``diff = input - other``, through :class:`Dist`."""
+    """The norm ``torch.dist`` returns, of ``diff = input - other``, through :class:`Dist`;
+    of the moduli for a complex ``diff`` (real-valued, as torch)."""
+    if diff.dtype.is_complex:
+        diff = diff.abs()
     if not diff.dtype.is_floating_point:
         raise RuntimeError(f"dist(): Expected a floating point tensor as input. Got {diff.dtype}; call .float() first")
     return Dist.apply(diff, ord=float(p), dims=norm_dims(None, diff.array.ndim), keepdim=False)
