@@ -17,6 +17,7 @@ from .. import ops
 from ..autograd import Tensor
 from ..backend.dtypes import _SCALAR_TYPE_NAMES, promote_types
 from ..ops._util import inplace as _inplace
+from ..ops._util import refuse_complex as _refuse_complex
 
 __all__ = [
     # activations
@@ -177,6 +178,7 @@ def logsigmoid(input: Tensor) -> Tensor:
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     """``value where x <= threshold, else x`` (PyTorch's test: a NaN is kept, and its
     gradient passes); ``inplace=True`` writes the result into ``input``."""
+    _refuse_complex(input, kernel="threshold_cpu")
     f = getattr(ops, "threshold", None)
     if f is not None:
         return f(input, threshold, value)
@@ -186,6 +188,7 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """``0 where -lambd <= x <= lambd, else x`` (a NaN is kept)."""
+    _refuse_complex(input, kernel="hardshrink_cpu")
     f = getattr(ops, "hardshrink", None)
     if f is not None:
         return f(input, lambd)
@@ -195,6 +198,7 @@ def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """``x - lambd if x > lambd, x + lambd if x < -lambd, 0 between`` (PyTorch's tests: a NaN
     is none of these and is kept, its gradient passing)."""
+    _refuse_complex(input, kernel="softshrink_check")
     f = getattr(ops, "softshrink", None)
     if f is not None:
         return f(input, lambd)
@@ -241,6 +245,7 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=N
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:
     """GLU(a, b) = a * sigmoid(b), where ``input`` is split in half along ``dim``."""
+    _refuse_complex(input, kernel="glu_cpu")
     f = getattr(ops, "glu", None)
     if f is not None:
         return f(input, dim)

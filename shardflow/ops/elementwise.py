@@ -51,6 +51,7 @@ from ..kernels import gelu as _gelu_kernels
 from . import _grad_graph as _gg
 from ._util import (
     _SCALARS,
+    CLAMP_COMPLEX,
     _is_float_array,
     _shape,
     as_array,
@@ -59,6 +60,7 @@ from ._util import (
     inplace,
     needs_graph,
     promote,
+    refuse_complex,
     unbroadcast,
 )
 from .blocked import run_blocked
@@ -558,6 +560,7 @@ def _act_inplace(input, result, inplace_flag):
 def relu(input, inplace: bool = False):
     """``max(x, 0)`` (integer tensors stay integer); grad passes where the output is > 0."""
     x = _tensor_arg(input)
+    refuse_complex(x, message=CLAMP_COMPLEX)
     if inplace:
         return relu_(x)
     return Relu.apply(x)
@@ -566,6 +569,7 @@ def relu(input, inplace: bool = False):
 @register("relu_")
 def relu_(input):
     """In-place relu (``np.maximum(0, a, out=a)`` when no graph is recorded)."""
+    refuse_complex(input, message=CLAMP_COMPLEX)
     if not needs_graph(input):
         a = input.array
         np.maximum(0, a, out=a)  # -0.0 stays -0.0, as Relu.f
@@ -596,11 +600,13 @@ class Hardtanh(Function):
 def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
     """``clamp(x, min_val, max_val)`` with zero grad at and outside the bounds."""
     x = _tensor_arg(input)
+    refuse_complex(x, message=CLAMP_COMPLEX)
     return _act_inplace(x, Hardtanh.apply(x, lo=min_val, hi=max_val), inplace)
 
 
 @register("hardtanh_")
 def hardtanh_(input, min_val: float = -1.0, max_val: float = 1.0):
+    refuse_complex(input, message=CLAMP_COMPLEX)
     return inplace(input, Hardtanh.apply(input, lo=min_val, hi=max_val))
 
 
@@ -1326,6 +1332,7 @@ class ClampTensor(Function):
 
 
 def _clamp_operands(input, min, max):
+    refuse_complex(input, message=CLAMP_COMPLEX)
     if min is None and max is None:
         raise RuntimeError(
             "clamp: at least one of 'min' or 'max' must not be None; pass clamp(x, min=...) "
@@ -1376,6 +1383,7 @@ def clamp_max(input, max):
 @register("clamp_", "clip_")
 def clamp_(input, min=None, max=None):
     """In-place clamp: ``np.clip(a, min, max, out=a)`` when no graph is recorded."""
+    refuse_complex(input, message=CLAMP_COMPLEX)
     if (
         not isinstance(min, Tensor) and not isinstance(max, Tensor)
         and not needs_graph(input)

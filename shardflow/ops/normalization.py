@@ -595,7 +595,12 @@ class Normalize(Function):
 @register("normalize")
 def normalize(input, p=2.0, dim=1, eps=1e-12):
     """``input / max(||input||_p, eps)`` along ``dim`` (F.normalize; ``out=`` is the
-    dispatcher's, ``out_arg.py``)."""
+    dispatcher's, ``out_arg.py``). A complex input is torch's composition,
+    ``input / vector_norm(input).clamp_min(eps)`` (the norm of the moduli)."""
+    if isinstance(input, Tensor) and input.dtype.is_complex:
+        from .reduce import vector_norm
+
+        return input / vector_norm(input, p, dim, keepdim=True).clamp_min(eps)
     _check_float(input, "normalize")
     if not (0 < float(p) < math.inf):
         raise ValueError(f"normalize: p must be a positive finite number, got {p}")

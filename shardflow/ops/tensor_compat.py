@@ -44,7 +44,7 @@ from ..backend import device as _device
 from ..backend.xp import cupy
 from ..backends import fill_uninitialized, uninitialized_fill_value
 from ._factory_options import check_factory_options
-from ._util import inplace
+from ._util import inplace, refuse_complex
 from .dropout import _alpha, _dropout, _feature_dropout_shape
 from .math_extra import heaviside, ldexp, nextafter
 from .misc_extra import bitwise_left_shift, bitwise_right_shift
@@ -318,6 +318,7 @@ def feature_dropout_(input, p: float, train: bool) -> Tensor:
 def hardshrink(input, lambd: float = 0.5) -> Tensor:
     """``0 where -lambd <= x <= lambd, else x`` (PyTorch's test: a NaN is kept, its gradient
     passes)."""
+    refuse_complex(input, kernel="hardshrink_cpu")
     return _ops().where((input >= -lambd) & (input <= lambd), 0.0, input)
 
 
