@@ -269,6 +269,13 @@ def refuse_complex(t, *, kernel: str | None = None, message: str | None = None) 
                                   f"'{_COMPLEX_SCALAR_NAMES[t.array.dtype.name]}'")
 
 
+def refuse_complex_runtime(t, message: str) -> None:
+    """torch's ``RuntimeError`` for a complex tensor where its check raises that type (an
+    ordering: ``max(dim)``, ``argmax``, ``maximum``, ``sort``, ``topk``)."""
+    if isinstance(t, Tensor) and t.array.dtype.kind == "c":
+        raise RuntimeError(message)
+
+
 def _float_input(x: Tensor, name: str = "input") -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{name} must be a Tensor, got {type(x).__name__}")

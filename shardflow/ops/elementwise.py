@@ -61,6 +61,7 @@ from ._util import (
     needs_graph,
     promote,
     refuse_complex,
+    refuse_complex_runtime,
     unbroadcast,
 )
 from .blocked import run_blocked
@@ -1494,6 +1495,8 @@ class Fmin(_BinaryMaxMin):
 
 def _binary(cls, input, other):
     a, b = promote(input, other)
+    for t in (a, b):  # complex numbers have no order: torch's words
+        refuse_complex_runtime(t, f"{cls.__name__.lower()} not implemented for complex tensors.")
     if not isinstance(b, Tensor):  # a number goes to the tensor's device
         b = _wrap(get_array_module(a.array).asarray(b, dtype=a.array.dtype))
     if not isinstance(a, Tensor):
