@@ -38,7 +38,7 @@ from ..backend import get_array_module
 from ..kernels import cuda as _cuda_kernels
 from ..kernels import layer_norm as _ln_kernels
 from ._grad_graph import const
-from ._util import wrap_dim
+from ._util import refuse_complex, wrap_dim
 from .blocked import block_slices
 
 __all__ = ["layer_norm", "batch_norm", "group_norm", "instance_norm", "rms_norm", "normalize"]
@@ -58,9 +58,17 @@ def _f32(a, dtype):
     return None if a is None else a.astype(dtype, copy=False)
 
 
+# torch's kernels named in its "not implemented for 'ComplexFloat'" errors (rms_norm has a
+# complex form in torch and here)
+_COMPLEX_KERNELS = {"layer_norm": "LayerNormKernelImpl", "group_norm": "GroupNormKernelImpl",
+                    "batch_norm": "batch_norm", "instance_norm": "batch_norm"}
+
+
 def _check_float(x, name):
     if not isinstance(x, Tensor):
         raise TypeError(f"{name}: input must be a Tensor, got {type(x).__name__}")
+    if name in _COMPLEX_KERNELS:
+        refuse_complex(x, kernel=_COMPLEX_KERNELS[name])
     if not x.dtype.is_floating_point:
         raise TypeError(f"{name}: expected a floating-point input, got {x.dtype}; convert it with .float()")
 

@@ -325,6 +325,7 @@ def hardshrink(input, lambd: float = 0.5) -> Tensor:
 @register("prelu")
 def prelu(input, weight) -> Tensor:
     """``max(0, x) + weight * min(0, x)``; a (C,) ``weight`` applies along dim 1."""
+    refuse_complex(input, kernel="prelu_cpu")  # no order on complex numbers (torch's words)
     w = weight
     if weight.numel() > 1:
         channels = input.shape[1] if input.ndim >= 2 else (input.shape[0] if input.ndim == 1 else 1)
