@@ -529,8 +529,11 @@ class RMSNorm(Function):
 @register("rms_norm")
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """``x * rsqrt(mean(x**2 over normalized_shape) + eps) * weight``; ``eps`` defaults to the
-    dtype's machine epsilon (PyTorch's default)."""
-    _check_float(input, "rms_norm")
+    dtype's machine epsilon (PyTorch's default). A complex input is torch's composition, whose
+    ``x**2`` is the complex square (not ``|x|**2``): ``x * rsqrt(mean(x**2) + eps) * weight``."""
+    cplx = isinstance(input, Tensor) and input.dtype.is_complex
+    if not cplx:
+        _check_float(input, "rms_norm")
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
     ns = tuple(int(s) for s in normalized_shape)
@@ -541,6 +544,10 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
         raise RuntimeError(f"rms_norm: weight must have shape {ns}, got {tuple(weight.shape)}")
     if eps is None:
         eps = float(np.finfo(np.float32 if input.array.dtype.kind == "V" else input.array.dtype).eps)
+    if cplx:
+        dims = tuple(range(-len(ns), 0))
+        out = input * (input.pow(2).mean(dims, keepdim=True) + eps).rsqrt()
+        return out if weight is None else out * weight
     return RMSNorm.apply(input, weight, D=math.prod(ns), eps=eps)
 
 

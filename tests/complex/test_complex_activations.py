@@ -2,7 +2,8 @@
 ``NotImplementedError`` (NumPy orders complex numbers lexicographically, so shardflow's
 relu, clamp, hardtanh, relu6, softmax, log_softmax, softmin, threshold, glu, softshrink,
 hardshrink and dropout returned numbers torch never computes); ``F.normalize`` of a complex
-tensor is computed as torch does (shardflow raised ``TypeError``)."""
+tensor is computed as torch does (shardflow raised ``TypeError``), and so is
+``F.rms_norm``."""
 
 import numpy as np
 import pytest
@@ -73,3 +74,19 @@ def test_normalize_complex_like_torch(p, dim):
         out[L.__name__] = (y.detach().numpy(), z.grad.numpy())
     for a, b in zip(out["shardflow"], out["torch"]):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_rms_norm_complex_like_torch():
+    """torch computes complex rms_norm with the complex square ``x**2`` (shardflow raised
+    TypeError)."""
+    rng = np.random.default_rng(1)
+    z = (rng.standard_normal((2, 3, 4)) + 1j * rng.standard_normal((2, 3, 4))).astype(np.complex64)
+    w = (rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4))).astype(np.complex64)
+    out = {}
+    for L in (sf, torch):
+        x, wt = L.tensor(z, requires_grad=True), L.tensor(w, requires_grad=True)
+        y = L.nn.functional.rms_norm(x, (3, 4), wt)
+        L.view_as_real(y).mul(L.arange(48.0).view(2, 3, 4, 2)).sum().backward()
+        out[L.__name__] = (y.detach().numpy(), x.grad.numpy(), wt.grad.numpy())
+    for a, b in zip(out["shardflow"], out["torch"]):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5 * np.abs(b).max())
