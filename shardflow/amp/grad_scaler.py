@@ -125,7 +125,17 @@ class GradScaler:
     # ------------------------------------------------------------------ unscale / step
     def _unscale_grads_(self, optimizer, inv_scale: float, allow_fp16: bool) -> dict:
         """Multiply the optimizer's gradients by ``inv_scale`` in place; return, per device,
-        a 0-dim float32 tensor that is 1.0 when a gradient there held an inf or NaN."""
+        a 0-dim float32 tensor that is 1.0 when a gradient there held an inf or NaN. A
+        complex gradient raises torch's NotImplementedError (its unscale kernel has no complex
+        form), before any gradient is unscaled."""
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                g = getattr(p, "grad", None)
+                if g is not None and g.array.dtype.kind == "c":
+                    name = "ComplexDouble" if g.array.dtype == np.complex128 else "ComplexFloat"
+                    raise NotImplementedError(
+                        f"\"_amp_foreach_non_finite_check_and_unscale_{g.device.type}\" not "
+                        f"implemented for '{name}'")
         found: dict = {}
         with no_grad():
             for group in optimizer.param_groups:

@@ -164,13 +164,25 @@ def _new_or(out, n: int, dtype) -> np.ndarray:
     return np.empty(n, dtype) if out is None else out
 
 
+def _complex_pairs(values: np.ndarray, dtype, out=None) -> np.ndarray:
+    """``2n`` real draws as ``n`` complex numbers (re, im, re, im, ...): torch draws a complex
+    tensor as its ``view_as_real``, so both parts come from the stream, interleaved."""
+    out = _new_or(out, values.size // 2, dtype)
+    out.real, out.imag = values[0::2], values[1::2]
+    return out
+
+
 def uniform(gen, n: int, low: float, high: float, dtype, out=None) -> np.ndarray:
     """``n`` values of ``uniform_(low, high)`` for a tensor of ``dtype``, in visiting order,
     written into ``out`` (flat, ``dtype``) when given. The kernel computes ``u * (to - from) +
     from`` with one rounding (a fused multiply-add): float32 products of 24-bit numbers are
     exact in float64; float64 ones go through long double (exact on x86 but for rare double
-    roundings: 0.03-0.2% of values 1 ulp off)."""
+    roundings: 0.03-0.2% of values 1 ulp off). A complex dtype draws ``2n`` values of its
+    parts' dtype (``view_as_real``), each part uniform on ``[low, high)``."""
     dtype = np.dtype(dtype)
+    if dtype.kind == "c":
+        part = dtype.type(0).real.dtype
+        return _complex_pairs(uniform(gen, 2 * n, low, high, part), dtype, out)
     mt = gen.mt
     out = _new_or(out, n, dtype)
     if dtype == np.float64:
@@ -274,8 +286,13 @@ def standard_normals(gen, n: int) -> np.ndarray:
 
 def normal(gen, n: int, mean: float, std: float, dtype, contiguous: bool = True, out=None) -> np.ndarray:
     """``n`` values of ``normal_(mean, std)`` for a tensor of ``dtype``, in visiting order,
-    written into ``out`` (flat, ``dtype``) when given."""
+    written into ``out`` (flat, ``dtype``) when given. A complex dtype draws ``2n`` values of
+    its parts' dtype with ``std / sqrt(2)`` (torch's: ``E|z - mean|^2 = std^2``), interleaved."""
     dtype = np.dtype(dtype)
+    if dtype.kind == "c":
+        part = dtype.type(0).real.dtype
+        return _complex_pairs(normal(gen, 2 * n, mean, std / math.sqrt(2.0), part, contiguous),
+                              dtype, out)
     if n >= 16 and contiguous:
         return _normal_fill(gen, n, mean, std, _new_or(out, n, dtype))
     values = standard_normals(gen, n) * std + mean

@@ -104,6 +104,9 @@ def _flatten(obj, path: list[str], arrays: dict):
         raise NotPlainDataError(f"a sparse tensor at {name!r} is pickled, not stored as safetensors")
     if isinstance(obj, Tensor):
         arrays[name] = _whole_array(obj, name)
+        if arrays[name].dtype == np.complex128:  # safetensors has C64 only: torch.save's pickle
+            raise NotPlainDataError(f"a complex128 tensor at {name!r} is pickled (safetensors has "
+                                    "no complex128)")
         from ..nn.parameter import Parameter  # here, not at the top: nn imports checkpoint's users
 
         if isinstance(obj, Parameter):

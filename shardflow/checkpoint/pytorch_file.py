@@ -83,10 +83,12 @@ _STORAGE_DTYPES = {
     "BFloat16Storage": ml_dtypes.bfloat16, "LongStorage": np.int64, "IntStorage": np.int32,
     "ShortStorage": np.int16, "CharStorage": np.int8, "ByteStorage": np.uint8, "BoolStorage": np.bool_,
     "UntypedStorage": np.uint8,  # torch.storage.UntypedStorage: bytes, typed by _rebuild_tensor_v3
+    "ComplexFloatStorage": np.complex64, "ComplexDoubleStorage": np.complex128,
 }
 _TORCH_DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8",
                  "uint8", "bool", "float", "double", "half", "long", "int", "short", "uint16", "uint32",
-                 "uint64", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
+                 "uint64", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+                 "complex64", "complex128", "cfloat", "cdouble")
 
 # User-allowed globals: "module.qualname" -> object (see add_safe_globals).
 _user_globals: dict[str, object] = {}

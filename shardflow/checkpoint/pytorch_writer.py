@@ -53,6 +53,7 @@ _STORAGE_NAMES = {
     np.dtype(np.int64): "LongStorage", np.dtype(np.int32): "IntStorage",
     np.dtype(np.int16): "ShortStorage", np.dtype(np.int8): "CharStorage",
     np.dtype(np.uint8): "ByteStorage", np.dtype(np.bool_): "BoolStorage",
+    np.dtype(np.complex64): "ComplexFloatStorage", np.dtype(np.complex128): "ComplexDoubleStorage",
 }
 
 

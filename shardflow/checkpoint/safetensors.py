@@ -46,6 +46,7 @@ _DTYPES = {
     "I16": np.dtype("<i2"), "I8": np.dtype("i1"), "U8": np.dtype("u1"), "U16": np.dtype("<u2"),
     "U32": np.dtype("<u4"), "U64": np.dtype("<u8"), "BOOL": np.dtype("?"),
     "F8_E4M3": np.dtype(ml_dtypes.float8_e4m3fn), "F8_E5M2": np.dtype(ml_dtypes.float8_e5m2),
+    "C64": np.dtype("<c8"),  # complex64: (re, im) float32 pairs, safetensors' C64 (0.6+)
 }
 _NAMES = {v: k for k, v in _DTYPES.items()}
 _MAX_HEADER = 100 * 1024 * 1024

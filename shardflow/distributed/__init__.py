@@ -468,11 +468,30 @@ def _bump(*tensors):
     return post
 
 
+# torch's names of the reductions it refuses on complex tensors (``supports_complex``)
+_NOT_FOR_COMPLEX = {ReduceOp.MAX: "MAX", ReduceOp.MIN: "MIN", ReduceOp.PRODUCT: "PRODUCT"}
+
+
+def _check_complex_op(op, arrays) -> None:
+    """torch reduces a complex tensor as its real view (SUM and AVG act on both parts);
+    an order or a product of complex numbers is not that, so MAX/MIN/PRODUCT raise its
+    ``ValueError`` before any communication."""
+    if not any(a.dtype.kind == "c" for a in arrays):
+        return
+    try:
+        name = _NOT_FOR_COMPLEX.get(ReduceOp.parse(op))
+    except (TypeError, ValueError):  # an op the communicator will refuse in its own words
+        return
+    if name is not None:
+        raise ValueError(f"all_reduce does not support RedOpType.{name} on complex tensors")
+
+
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
     g = _group(group, "all_reduce")
     if g is None:  # a rank outside the group: torch's warning, nothing done
         return None
     a = _arr(tensor)
+    _check_complex_op(op, [a])
     return _run(g, lambda asy: g.all_reduce(a, op, async_op=asy), async_op, _bump(tensor), [tensor])
 
 
@@ -997,32 +1016,46 @@ __all__ += ["send_object_list", "recv_object_list", "all_reduce_coalesced",
 # through one all-reduce, or one all-gather into ``(world, E)``; the results are then copied
 # back into the tensors (all-reduce, in place) or into ``output_tensor_lists[rank][i]``
 # (all-gather). So a list of many small tensors costs one message, as in torch.
-def _flat(tensors, what):
+def _flat(tensors, what, complex_as_real=False):
+    """The tensors' arrays and their concatenation (one dtype); with ``complex_as_real`` a
+    complex array enters as its real view (re, im pairs: torch's ``view_as_real``)."""
 
     arrays = [_arr(t, f"{what}[{i}]") for i, t in enumerate(tensors)]
     if not arrays:
         raise ValueError(f"{what} is empty; pass at least one tensor")
-    dtypes = sorted({str(a.dtype) for a in arrays})
+    xp = get_array_module(arrays[0])
+    parts = [xp.stack([a.real, a.imag], -1) if complex_as_real and a.dtype.kind == "c" else a
+             for a in arrays]
+    dtypes = sorted({str(a.dtype) for a in parts})
     if len(dtypes) != 1:
         raise ValueError(f"{what}: all tensors must have one dtype to be coalesced, got "
                          f"{dtypes}; cast them to one dtype or call the collective per tensor")
-    xp = get_array_module(arrays[0])
-    return arrays, xp.concatenate([a.reshape(-1) for a in arrays])  # (E,)
+    return arrays, xp.concatenate([a.reshape(-1) for a in parts])  # (E,)
 
 
 def all_reduce_coalesced(tensors, op=ReduceOp.SUM, group=None, async_op: bool = False):
-    """Reduce every tensor of ``tensors`` over the group, in place, with one all-reduce."""
+    """Reduce every tensor of ``tensors`` over the group, in place, with one all-reduce. A
+    complex tensor travels as its real view (re, im pairs), as torch's ``view_as_real``: it
+    coalesces with real tensors of its parts' dtype (complex64 with float32)."""
 
     g = _group(group, "all_reduce_coalesced")
     if g is None:  # a rank outside the group: torch's warning, nothing done
         return None
-    arrays, flat = _flat(list(tensors), "all_reduce_coalesced: tensors")
+    tensors = list(tensors)
+    _check_complex_op(op, [_arr(t, f"all_reduce_coalesced: tensors[{i}]")
+                           for i, t in enumerate(tensors)])
+    arrays, flat = _flat(tensors, "all_reduce_coalesced: tensors", complex_as_real=True)
 
     def post():
         start = 0
         for t, a in zip(tensors, arrays):
-            a[...] = flat[start:start + a.size].reshape(a.shape)
-            start += a.size
+            if a.dtype.kind == "c":  # its 2 * size real entries, interleaved re, im
+                pairs = flat[start:start + 2 * a.size].reshape(*a.shape, 2)
+                a[...] = pairs[..., 0] + 1j * pairs[..., 1]
+                start += 2 * a.size
+            else:
+                a[...] = flat[start:start + a.size].reshape(a.shape)
+                start += a.size
             t._bump_version()
 
     return _run(g, lambda asy: g.all_reduce(flat, op, async_op=asy), async_op, post)

@@ -15,7 +15,9 @@ import warnings
 
 from .. import ops
 from ..autograd import Tensor
+from ..backend.dtypes import _SCALAR_TYPE_NAMES, promote_types
 from ..ops._util import inplace as _inplace
+from ..ops._util import refuse_complex as _refuse_complex
 
 __all__ = [
     # activations
@@ -176,6 +178,7 @@ def logsigmoid(input: Tensor) -> Tensor:
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     """``value where x <= threshold, else x`` (PyTorch's test: a NaN is kept, and its
     gradient passes); ``inplace=True`` writes the result into ``input``."""
+    _refuse_complex(input, kernel="threshold_cpu")
     f = getattr(ops, "threshold", None)
     if f is not None:
         return f(input, threshold, value)
@@ -185,6 +188,7 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """``0 where -lambd <= x <= lambd, else x`` (a NaN is kept)."""
+    _refuse_complex(input, kernel="hardshrink_cpu")
     f = getattr(ops, "hardshrink", None)
     if f is not None:
         return f(input, lambd)
@@ -194,6 +198,7 @@ def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """``x - lambd if x > lambd, x + lambd if x < -lambd, 0 between`` (PyTorch's tests: a NaN
     is none of these and is kept, its gradient passing)."""
+    _refuse_complex(input, kernel="softshrink_check")
     f = getattr(ops, "softshrink", None)
     if f is not None:
         return f(input, lambd)
@@ -240,6 +245,7 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=N
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:
     """GLU(a, b) = a * sigmoid(b), where ``input`` is split in half along ``dim``."""
+    _refuse_complex(input, kernel="glu_cpu")
     f = getattr(ops, "glu", None)
     if f is not None:
         return f(input, dim)
@@ -463,13 +469,26 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None)
 
 
 def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8) -> Tensor:
-    """``sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim``."""
+    """``sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim``; real
+    floating inputs only (torch's check: a complex or integer pair raises)."""
+    _check_common_float(x1, x2)
     f = getattr(ops, "cosine_similarity", None)
     if f is not None:
         return f(x1, x2, dim, eps)
     n1 = _op("clamp")(_vector_norm(x1, 2, dim, keepdim=False), eps, None)
     n2 = _op("clamp")(_vector_norm(x2, 2, dim, keepdim=False), eps, None)
     return (x1 * x2).sum(dim) / (n1 * n2)
+
+
+def _check_common_float(x1, x2) -> None:
+    """torch's ``expected common dtype to be floating point`` (cosine_similarity): the
+    promoted dtype of two tensors must be a real floating one."""
+    if not (isinstance(x1, Tensor) and isinstance(x2, Tensor)):
+        return
+    common = promote_types(x1.dtype, x2.dtype)
+    if not common.is_floating_point:
+        raise RuntimeError("expected common dtype to be floating point, yet common dtype is "
+                           f"{_SCALAR_TYPE_NAMES.get(common.name, common.name)}")
 
 
 def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:

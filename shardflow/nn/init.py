@@ -154,6 +154,9 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     values outside it until none are left; otherwise uniform candidates on ``[a, b]`` are
     accepted where ``log(U) <= -((x - mean) / std)^2 / 2 - log_peak`` (redrawn where not)."""
     _check(tensor, "trunc_normal_")
+    if tensor.array.dtype.kind == "c":  # torch's bounds check has no complex kernel
+        name = "ComplexDouble" if tensor.array.dtype == np.complex128 else "ComplexFloat"
+        raise NotImplementedError(f"\"lt_cpu\" not implemented for '{name}'")
     if (mean < a - 2 * std) or (mean > b + 2 * std):
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution "
                       "of values may be incorrect.", stacklevel=2)
@@ -286,6 +289,9 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     """A (semi-)orthogonal matrix from the QR decomposition of a Gaussian matrix, with the
     signs of R's diagonal folded into Q so the result is uniformly distributed (Saxe et al.)."""
     _check(tensor, "orthogonal_")
+    if tensor.array.dtype.kind == "c":  # torch fails on sign(diag(R)) of the complex QR
+        raise NotImplementedError("Unlike NumPy, torch.sign is not intended to support complex "
+                                  "numbers. Please use torch.sgn instead.")
     if tensor.ndim < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:

@@ -255,6 +255,27 @@ def _down(a, dt):
     return a if dt is None or a is None else a.astype(dt)
 
 
+_COMPLEX_SCALAR_NAMES = {"complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+CLAMP_COMPLEX = "clamp is not supported for complex types"  # torch's words (relu, hardtanh too)
+
+
+def refuse_complex(t, *, kernel: str | None = None, message: str | None = None) -> None:
+    """torch's ``NotImplementedError`` for a complex tensor given to an op without a complex
+    kernel: ``message``, or torch's ``"KERNEL" not implemented for 'ComplexFloat'``. NumPy
+    orders complex numbers lexicographically, so without this check such ops (relu,
+    softmax, threshold, ...) returned numbers torch never computes."""
+    if isinstance(t, Tensor) and t.array.dtype.kind == "c":
+        raise NotImplementedError(message or f"\"{kernel}\" not implemented for "
+                                  f"'{_COMPLEX_SCALAR_NAMES[t.array.dtype.name]}'")
+
+
+def refuse_complex_runtime(t, message: str) -> None:
+    """torch's ``RuntimeError`` for a complex tensor where its check raises that type (an
+    ordering: ``max(dim)``, ``argmax``, ``maximum``, ``sort``, ``topk``)."""
+    if isinstance(t, Tensor) and t.array.dtype.kind == "c":
+        raise RuntimeError(message)
+
+
 def _float_input(x: Tensor, name: str = "input") -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{name} must be a Tensor, got {type(x).__name__}")

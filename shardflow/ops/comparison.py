@@ -16,6 +16,7 @@ from ..autograd.dispatch import register
 from ..backend import get_array_module, result_type
 from ._grad_graph import keep_where
 from ._util import (
+    _COMPLEX_SCALAR_NAMES,
     _SCALARS,
     _is_float_array,
     as_array,
@@ -40,10 +41,28 @@ def _arr(x):
 
 
 # ---------------------------------------------------------------------------- comparisons
+_ORDERINGS = ("lt", "le", "gt", "ge")
+
+
+def _refuse_complex_order(name, a, b) -> None:
+    """torch's ``"lt_cpu" not implemented for 'ComplexFloat'``: complex numbers have no
+    order (NumPy's is lexicographic); named by the complex dtype among the operands."""
+    for v in (a, b):
+        kind = getattr(getattr(v, "dtype", None), "kind", None)
+        if kind == "c" or isinstance(v, complex):
+            dt = v.dtype.name if kind == "c" else (
+                "complex128" if getattr(a if v is b else b, "dtype", None) == np.float64
+                else "complex64")
+            raise NotImplementedError(f"\"{name}_cpu\" not implemented for "
+                                      f"'{_COMPLEX_SCALAR_NAMES[dt]}'")
+
+
 def _compare(name, ufunc, aliases=()):
     def fn(input, other):
         a = _arr(input)
         b = _arr(other)
+        if name in _ORDERINGS:
+            _refuse_complex_order(name, a, b)
         try:
             return _wrap(as_array(ufunc(a, b)))
         except ValueError:

@@ -458,10 +458,19 @@ def normal(mean, std=_STD_OMITTED, size=None, *, generator=None, dtype=None, lay
     return _finish(arr, None, device if device is not None else dev, requires_grad)
 
 
+def _refuse_complex_bernoulli(t: Tensor, kernel: str) -> None:
+    """torch has no bernoulli kernel for complex tensors: its NotImplementedError, before any
+    draw (shardflow wrote 0/1 into the real parts)."""
+    if t.array.dtype.kind == "c":
+        name = {"complex64": "ComplexFloat", "complex128": "ComplexDouble"}[t.array.dtype.name]
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{name}'")
+
+
 @register("bernoulli")
 def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:
     """A 0/1 draw per element: with probability ``input`` (``uniform < p`` on torch's stream:
     24-bit uniforms for float32 probabilities, 53-bit for float64), or the number ``p``."""
+    _refuse_complex_bernoulli(input, "bernoulli_tensor_cpu_self_" if p is None else "bernoulli_scalar_cpu_")
     gen = _random.get(generator)
     probs = to_device(input.array, CPU)
     if p is None:
@@ -526,6 +535,7 @@ def uniform_(t: Tensor, a=0.0, b=1.0, *, generator=None) -> Tensor:
 def bernoulli_(t: Tensor, p=0.5, *, generator=None) -> Tensor:
     if is_meta_array(t.array):
         return t
+    _refuse_complex_bernoulli(t, "bernoulli_tensor_cpu_self_" if isinstance(p, Tensor) else "bernoulli_scalar_cpu_")
     gen = _random.get(generator)
     if isinstance(p, Tensor):  # a probability per element (broadcast to t)
         probs = np.broadcast_to(to_device(p.array, CPU), t.array.shape)

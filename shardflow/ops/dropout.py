@@ -33,6 +33,7 @@ from ..backend import random_stream as _stream
 from ..kernels import dropout as _dropout_kernels
 from ._grad_graph import const
 from ._util import inplace as _inplace
+from ._util import refuse_complex
 
 __all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"]
 
@@ -115,6 +116,7 @@ def _dropout(input, p, training, inplace, shape_fn, name, generator=None):
         raise TypeError(f"{name}: input must be a Tensor, got {type(input).__name__}")
     if not training or p == 0.0 or input.array.size == 0:
         return input
+    refuse_complex(input, kernel="bernoulli_scalar_cpu_")  # torch's mask draw has no complex form
     xa = input.array
     dt = xa.dtype
     if p == 1.0:

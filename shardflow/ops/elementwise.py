@@ -51,6 +51,7 @@ from ..kernels import gelu as _gelu_kernels
 from . import _grad_graph as _gg
 from ._util import (
     _SCALARS,
+    CLAMP_COMPLEX,
     _is_float_array,
     _shape,
     as_array,
@@ -59,6 +60,8 @@ from ._util import (
     inplace,
     needs_graph,
     promote,
+    refuse_complex,
+    refuse_complex_runtime,
     unbroadcast,
 )
 from .blocked import run_blocked
@@ -558,6 +561,7 @@ def _act_inplace(input, result, inplace_flag):
 def relu(input, inplace: bool = False):
     """``max(x, 0)`` (integer tensors stay integer); grad passes where the output is > 0."""
     x = _tensor_arg(input)
+    refuse_complex(x, message=CLAMP_COMPLEX)
     if inplace:
         return relu_(x)
     return Relu.apply(x)
@@ -566,6 +570,7 @@ def relu(input, inplace: bool = False):
 @register("relu_")
 def relu_(input):
     """In-place relu (``np.maximum(0, a, out=a)`` when no graph is recorded)."""
+    refuse_complex(input, message=CLAMP_COMPLEX)
     if not needs_graph(input):
         a = input.array
         np.maximum(0, a, out=a)  # -0.0 stays -0.0, as Relu.f
@@ -596,11 +601,13 @@ class Hardtanh(Function):
 def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
     """``clamp(x, min_val, max_val)`` with zero grad at and outside the bounds."""
     x = _tensor_arg(input)
+    refuse_complex(x, message=CLAMP_COMPLEX)
     return _act_inplace(x, Hardtanh.apply(x, lo=min_val, hi=max_val), inplace)
 
 
 @register("hardtanh_")
 def hardtanh_(input, min_val: float = -1.0, max_val: float = 1.0):
+    refuse_complex(input, message=CLAMP_COMPLEX)
     return inplace(input, Hardtanh.apply(input, lo=min_val, hi=max_val))
 
 
@@ -1326,6 +1333,7 @@ class ClampTensor(Function):
 
 
 def _clamp_operands(input, min, max):
+    refuse_complex(input, message=CLAMP_COMPLEX)
     if min is None and max is None:
         raise RuntimeError(
             "clamp: at least one of 'min' or 'max' must not be None; pass clamp(x, min=...) "
@@ -1376,6 +1384,7 @@ def clamp_max(input, max):
 @register("clamp_", "clip_")
 def clamp_(input, min=None, max=None):
     """In-place clamp: ``np.clip(a, min, max, out=a)`` when no graph is recorded."""
+    refuse_complex(input, message=CLAMP_COMPLEX)
     if (
         not isinstance(min, Tensor) and not isinstance(max, Tensor)
         and not needs_graph(input)
@@ -1486,6 +1495,8 @@ class Fmin(_BinaryMaxMin):
 
 def _binary(cls, input, other):
     a, b = promote(input, other)
+    for t in (a, b):  # complex numbers have no order: torch's words
+        refuse_complex_runtime(t, f"{cls.__name__.lower()} not implemented for complex tensors.")
     if not isinstance(b, Tensor):  # a number goes to the tensor's device
         b = _wrap(get_array_module(a.array).asarray(b, dtype=a.array.dtype))
     if not isinstance(a, Tensor):
@@ -1629,7 +1640,8 @@ def _fused_lerp(s, e, w, out):
 
 
 class Lerp(Function):
-    """y = s + w (e - s); ds = g (1 - w), de = g w, dw = g (e - s)."""
+    """y = s + w (e - s); ds = g conj(1 - w), de = g conj(w), dw = g conj(e - s) (the
+    conjugates are torch's convention for complex inputs, no-ops on real ones)."""
 
     save_inputs = None
 
@@ -1639,23 +1651,26 @@ class Lerp(Function):
 
     def backward(self, g):
         s, e, w = self.s, self.e, self.w
+        cw = np.conjugate(w) if np.iscomplexobj(w) else w
         gs = ge = gw = None
         if self.needs_input_grad[0]:
-            gs = unbroadcast(_same_dtype(g * (1.0 - w), g), s.shape)
+            gs = unbroadcast(_same_dtype(g * (1.0 - cw), g), s.shape)
         if self.needs_input_grad[1]:
-            ge = unbroadcast(_same_dtype(g * w, g), e.shape)
+            ge = unbroadcast(_same_dtype(g * cw, g), e.shape)
         if len(self.needs_input_grad) > 2 and self.needs_input_grad[2]:
-            gw = unbroadcast(as_dtype_of(g * (e - s), g, w), w.shape)
+            d = e - s
+            gw = unbroadcast(as_dtype_of(g * (np.conjugate(d) if np.iscomplexobj(d) else d), g, w),
+                             w.shape)
         return gs, ge, gw
 
     def backward_graph(self, g):
         need = self.needs_input_grad
-        w = self.saved_input(2, self.w)
+        w = _gg.conj(self.saved_input(2, self.w))
         gs = g * (1.0 - w) if need[0] else None
         ge = g * w if need[1] else None
         gw = None
         if len(need) > 2 and need[2]:
-            gw = g * (self.saved_input(1, self.e) - self.saved_input(0, self.s))
+            gw = g * _gg.conj(self.saved_input(1, self.e) - self.saved_input(0, self.s))
         return gs, ge, gw
 
 

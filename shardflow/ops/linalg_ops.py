@@ -25,6 +25,7 @@ import numpy as np
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import get_array_module, linalg_errors_raised
+from ..backend.dtypes import _SCALAR_TYPE_NAMES
 from . import _grad_graph as _gg
 from ._util import unbroadcast
 
@@ -223,6 +224,10 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
     pairwise differences."""
     if compute_mode not in _CDIST_MODES:
         raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
+    for name, x in (("X1", x1), ("X2", x2)):  # torch's check (complex would pass on)
+        if not x.dtype.is_floating_point:
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
+                               f"{_SCALAR_TYPE_NAMES.get(x.dtype.name, x.dtype.name)}")
     if x1.ndim < 2 or x2.ndim < 2 or x1.shape[-1] != x2.shape[-1]:
         raise RuntimeError(f"cdist only supports at least 2D tensors with the same number of columns, got "
                            f"{tuple(x1.shape)} and {tuple(x2.shape)}")

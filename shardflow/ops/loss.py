@@ -548,10 +548,40 @@ class PointwiseLoss(Function):
         return gx, gt
 
 
+# the names of torch's CPU/CUDA kernels in its "not implemented for 'ComplexFloat'" errors
+_COMPLEX_KERNEL = {"mse": "mse", "smooth_l1": "smooth_l1", "huber": "huber"}
+_COMPLEX_NAME = {"complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+
+
+def _complex_pointwise(x, t, kind, reduction, weight):
+    """A complex ``input - target``, as torch: ``l1_loss`` is ``|d|`` (real, gradient
+    ``sgn(d)``), weighted ``mse_loss`` is torch's Python ``d**2 * weight`` (complex); the
+    kernels (``mse``, ``smooth_l1``, ``huber``) raise torch's ``NotImplementedError``."""
+    if kind == "l1":
+        loss = (x - t).abs()
+    elif kind == "mse" and weight is not None:
+        loss = (x - t) ** 2
+    else:
+        dev = "cuda" if x.device.type == "cuda" else "cpu"
+        raise NotImplementedError(
+            f"\"{_COMPLEX_KERNEL[kind]}_{dev}\" not implemented for "
+            f"'{_COMPLEX_NAME[x.array.dtype.name]}'")
+    if weight is not None:
+        w = weight if isinstance(weight, Tensor) else Tensor(np.asarray(weight))
+        loss = loss * w
+        if reduction == "mean":
+            return loss.sum() / w.sum()
+    if reduction == "none":
+        return loss
+    return loss.sum() if reduction == "sum" else loss.mean()
+
+
 def _pointwise(name, input, target, kind, param, reduction, weight):
     x, t = promote(input, target)
     if not isinstance(t, Tensor):
         t = Tensor(np.asarray(t, dtype=x.array.dtype))
+    if x.dtype.is_complex:
+        return _complex_pointwise(x, t, kind, reduction, weight)
     if t.array.shape != x.array.shape:  # PyTorch's warning: a (N, 1) output against (N,) targets
         warn_at_caller(f"Using a target size ({t.shape}) that is different to the input size ({x.shape}). "
                        "This will likely lead to incorrect results due to broadcasting. Please ensure they "

@@ -38,7 +38,7 @@ from ..backend import get_array_module
 from ..kernels import cuda as _cuda_kernels
 from ..kernels import layer_norm as _ln_kernels
 from ._grad_graph import const
-from ._util import wrap_dim
+from ._util import refuse_complex, wrap_dim
 from .blocked import block_slices
 
 __all__ = ["layer_norm", "batch_norm", "group_norm", "instance_norm", "rms_norm", "normalize"]
@@ -58,9 +58,17 @@ def _f32(a, dtype):
     return None if a is None else a.astype(dtype, copy=False)
 
 
+# torch's kernels named in its "not implemented for 'ComplexFloat'" errors (rms_norm has a
+# complex form in torch and here)
+_COMPLEX_KERNELS = {"layer_norm": "LayerNormKernelImpl", "group_norm": "GroupNormKernelImpl",
+                    "batch_norm": "batch_norm", "instance_norm": "batch_norm"}
+
+
 def _check_float(x, name):
     if not isinstance(x, Tensor):
         raise TypeError(f"{name}: input must be a Tensor, got {type(x).__name__}")
+    if name in _COMPLEX_KERNELS:
+        refuse_complex(x, kernel=_COMPLEX_KERNELS[name])
     if not x.dtype.is_floating_point:
         raise TypeError(f"{name}: expected a floating-point input, got {x.dtype}; convert it with .float()")
 
@@ -521,8 +529,11 @@ class RMSNorm(Function):
 @register("rms_norm")
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """``x * rsqrt(mean(x**2 over normalized_shape) + eps) * weight``; ``eps`` defaults to the
-    dtype's machine epsilon (PyTorch's default)."""
-    _check_float(input, "rms_norm")
+    dtype's machine epsilon (PyTorch's default). A complex input is torch's composition, whose
+    ``x**2`` is the complex square (not ``|x|**2``): ``x * rsqrt(mean(x**2) + eps) * weight``."""
+    cplx = isinstance(input, Tensor) and input.dtype.is_complex
+    if not cplx:
+        _check_float(input, "rms_norm")
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
     ns = tuple(int(s) for s in normalized_shape)
@@ -533,6 +544,10 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
         raise RuntimeError(f"rms_norm: weight must have shape {ns}, got {tuple(weight.shape)}")
     if eps is None:
         eps = float(np.finfo(np.float32 if input.array.dtype.kind == "V" else input.array.dtype).eps)
+    if cplx:
+        dims = tuple(range(-len(ns), 0))
+        out = input * (input.pow(2).mean(dims, keepdim=True) + eps).rsqrt()
+        return out if weight is None else out * weight
     return RMSNorm.apply(input, weight, D=math.prod(ns), eps=eps)
 
 
@@ -595,7 +610,12 @@ class Normalize(Function):
 @register("normalize")
 def normalize(input, p=2.0, dim=1, eps=1e-12):
     """``input / max(||input||_p, eps)`` along ``dim`` (F.normalize; ``out=`` is the
-    dispatcher's, ``out_arg.py``)."""
+    dispatcher's, ``out_arg.py``). A complex input is torch's composition,
+    ``input / vector_norm(input).clamp_min(eps)`` (the norm of the moduli)."""
+    if isinstance(input, Tensor) and input.dtype.is_complex:
+        from .reduce import vector_norm
+
+        return input / vector_norm(input, p, dim, keepdim=True).clamp_min(eps)
     _check_float(input, "normalize")
     if not (0 < float(p) < math.inf):
         raise ValueError(f"normalize: p must be a positive finite number, got {p}")

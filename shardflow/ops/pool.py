@@ -41,6 +41,7 @@ from ..backend.xp import get_array_module
 from ..kernels import pool as _pool_kernels
 from ._grad_graph import linear_adjoint
 from ._util import ntuple as _tuple
+from ._util import refuse_complex
 
 __all__ = [
     "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
@@ -230,6 +231,7 @@ def _check_input(input, d, name):
 def _max_pool(d, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     name = f"max_pool{d}d"
     _check_input(input, d, name)
+    refuse_complex(input, kernel="max_pool1d_impl" if d == 1 else name)  # torch's kernel names
     ksize = _tuple(kernel_size, d, "kernel_size")
     stride = ksize if stride is None or (not isinstance(stride, int) and len(stride) == 0) else _tuple(stride, d, "stride")
     out = MaxPoolNd.apply(
@@ -337,6 +339,7 @@ class AvgPoolNd(Function):
 def _avg_pool(d, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
     name = f"avg_pool{d}d"
     _check_input(input, d, name)
+    refuse_complex(input, kernel="avg_pool2d" if d == 1 else name)  # (1-d runs torch's 2-d kernel)
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"{name}: expected a floating point input, got {input.dtype}; call .float()")
     ksize = _tuple(kernel_size, d, "kernel_size")
@@ -461,6 +464,7 @@ class AdaptiveAvgPoolNd(Function):
 
 def _adaptive_avg(d, input, output_size):
     name = f"adaptive_avg_pool{d}d"
+    refuse_complex(input, kernel="adaptive_avg_pool2d" if d == 1 else name)
     osize = _adaptive_out(input, output_size, d, name)
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"{name}: expected a floating point input, got {input.dtype}")
@@ -559,6 +563,7 @@ class AdaptiveMaxPoolNd(Function):
 
 def _adaptive_max(d, input, output_size, return_indices):
     name = f"adaptive_max_pool{d}d"
+    refuse_complex(input, kernel="adaptive_max_pool2d" if d == 1 else name)
     osize = _adaptive_out(input, output_size, d, name)
     return AdaptiveMaxPoolNd.apply(input, d=d, osize=osize, return_indices=bool(return_indices))
 

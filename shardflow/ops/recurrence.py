@@ -144,6 +144,16 @@ class Recurrence(Function):
         return out, h_n
 
     def backward(self, dout, dh_n, dc_n=None):
+        if self.hs.dtype.kind == "c":
+            # every step is holomorphic in its inputs (products, matmuls, tanh, sigmoid), so
+            # torch's conjugate-Wirtinger gradient g * conj(J) is conj(J^T conj(g)): the real
+            # recurrence below run on conjugated output gradients, its results conjugated
+            conj = get_array_module(self.hs).conj
+            grads = self._backward(conj(dout), conj(dh_n), None if dc_n is None else conj(dc_n))
+            return tuple(None if g is None else conj(g) for g in grads)
+        return self._backward(dout, dh_n, dc_n)
+
+    def _backward(self, dout, dh_n, dc_n=None):
         mode, reverse, w, w_hr = self.mode, self.reverse, self.w_hh, self.w_hr
         hs = self.hs
         xp = get_array_module(hs)
@@ -252,5 +262,7 @@ def recurrence(xg: Tensor, w_hh: Tensor, b_hh, h0: Tensor, c0=None, w_hr=None, *
         raise ValueError(f"recurrence mode {mode!r}: c0 is {'required' if mode == 'lstm' else 'only for lstm'}")
     if w_hr is not None and mode != "lstm":
         raise ValueError(f"recurrence mode {mode!r}: w_hr (the projection) is only for lstm")
+    if mode == "rnn_relu" and xg.dtype.is_complex:  # torch's relu (a clamp) has no complex form
+        raise NotImplementedError("clamp is not supported for complex types")
     return Recurrence.apply(xg, w_hh, b_hh, h0, c0, w_hr, mode=mode, reverse=reverse,
                             batch_sizes=batch_sizes)

@@ -42,7 +42,7 @@ from ..backend.fp_errors import enter_quiet, exit_quiet
 from ..backend.user_warning import warn_at_caller
 from ..kernels import scan as _scan
 from . import _grad_graph as _gg
-from ._util import as_array, norm_dims, wrap_dim
+from ._util import as_array, norm_dims, refuse_complex, refuse_complex_runtime, wrap_dim
 
 __all__ = [
     "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "aminmax",
@@ -403,9 +403,11 @@ def _max_min(input, dim, keepdim, largest, name):
     if dim is None:
         if keepdim:
             raise TypeError(f"{name}(): keepdim=True needs a dim; pass dim=... or use amax/amin")
+        refuse_complex(input, kernel=f"{name}_all")  # complex numbers have no order (torch's)
         return (_MaxAll if largest else _MinAll).apply(input, dims=None, keepdim=False, largest=largest)
     if isinstance(dim, Tensor):  # torch.max(a, b): elementwise
         return op("maximum" if largest else "minimum")(input, dim)
+    refuse_complex_runtime(input, f"{name}(): does not support complex input")
     d = wrap_dim(int(dim), input.array.ndim)
     vals, idx = _SelectAlongDim.apply(input, dim=d, keepdim=keepdim, largest=largest)
     return getattr(return_types, name)(vals, idx)
@@ -436,18 +438,21 @@ def min(input: Tensor, dim=None, keepdim: bool = False, *, other=None):
 @register("amax")
 def amax(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
     """Largest value over ``dim`` (all dims for ``()``/None); ties share the gradient."""
+    refuse_complex(input, kernel="max_values_cpu")
     return _Amax.apply(input, dims=norm_dims(dim, input.array.ndim), keepdim=keepdim, largest=True)
 
 
 @register("amin")
 def amin(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
     """Smallest value over ``dim`` (all dims for ``()``/None); ties share the gradient."""
+    refuse_complex(input, kernel="min_values_cpu")
     return _Amin.apply(input, dims=norm_dims(dim, input.array.ndim), keepdim=keepdim, largest=False)
 
 
 @register("aminmax")
 def aminmax(input: Tensor, *, dim=None, keepdim: bool = False):
     """``(min, max)`` over ``dim`` (all dims when None)."""
+    refuse_complex(input, kernel="aminmax_cpu")
     return return_types.aminmax(amin(input, dim, keepdim), amax(input, dim, keepdim))
 
 
@@ -455,6 +460,7 @@ def _arg_extreme(input: Tensor, dim, keepdim, largest):
     a = input.array
     f = a.argmax if largest else a.argmin
     name = "argmax" if largest else "argmin"
+    refuse_complex_runtime(input, f"{name}(): does not support complex input")
     if a.size == 0 and (dim is None or a.ndim and a.shape[wrap_dim(int(dim), a.ndim)] == 0):
         raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0."
                          if dim is None else f"{name}(): Expected reduction dim {dim} to have non-zero size.")
@@ -876,7 +882,10 @@ class Dist(VectorNorm):
 
 
 def dist_norm(diff: Tensor, p) -> Tensor:
-    """The norm ``torch.dist`` returns, of ``diff = input - other``, through :class:`Dist`."""
+    """The norm ``torch.dist`` returns, of ``diff = input - other``, through :class:`Dist`;
+    of the moduli for a complex ``diff`` (real-valued, as torch)."""
+    if diff.dtype.is_complex:
+        diff = diff.abs()
     if not diff.dtype.is_floating_point:
         raise RuntimeError(f"dist(): Expected a floating point tensor as input. Got {diff.dtype}; call .float() first")
     return Dist.apply(diff, ord=float(p), dims=norm_dims(None, diff.array.ndim), keepdim=False)

@@ -29,7 +29,7 @@ from ..autograd.dispatch import register
 from ..backend import get_array_module
 from ..backend.ufuncs import accumulate
 from . import _grad_graph as _gg
-from ._util import wrap_dim
+from ._util import refuse_complex, wrap_dim
 from .index import _add_at
 from .reduce import dist_norm, return_types
 
@@ -100,6 +100,7 @@ class CumExtreme(Function):
 
 
 def _cum_extreme(input, dim, largest, name):
+    refuse_complex(input, kernel=f"{name}_cpu")
     d = wrap_dim(int(dim), input.ndim)
     vals, idx = CumExtreme.apply(input, dim=d, largest=largest)
     return getattr(return_types, name)(vals, idx)

@@ -21,7 +21,7 @@ from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import as_dtype
 from ..kernels import softmax as _sm_kernels
-from ._util import _down, _float_input, _up, flush_subnormal_, wrap_dim
+from ._util import _down, _float_input, _up, flush_subnormal_, refuse_complex, wrap_dim
 
 __all__ = ["softmax", "log_softmax"]
 
@@ -135,9 +135,12 @@ def _softmax_args(input, dim, _stacklevel, dtype, name):
         from .conversion import to_dtype
 
         input = to_dtype(input, as_dtype(dtype))
-    else:
-        input = _float_input(input)
     nd = input.array.ndim
+    d = dim if dim is not None else (0 if nd in (0, 1, 3) else 1)
+    last = nd == 0 or wrap_dim(d, nd) == nd - 1  # torch's kernel names: the last dim's own
+    refuse_complex(input, kernel=f"{name}{'_lastdim' if last else ''}_kernel_impl")
+    if dtype is None:
+        input = _float_input(input)
     if dim is None:  # PyTorch's legacy implicit choice
         dim = 0 if nd in (0, 1, 3) else 1
     axis = wrap_dim(dim, nd) if nd else None

@@ -38,8 +38,10 @@ from ..backend import random_stream as _stream
 from ..kernels import topk as _topk
 from . import _std_sort
 from ._grad_graph import keep_where, linear_adjoint
-from ._util import as_array, orderable, wrap_dim
+from ._util import as_array, orderable, refuse_complex, refuse_complex_runtime, wrap_dim
 from .reduce import _scatter_grad, return_types
+
+_SORT_COMPLEX = " Sort does not support complex dtypes on CPU"  # torch's words, its space too
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "multinomial"]
 
@@ -142,6 +144,7 @@ def _dim_of(input: Tensor, dim) -> int:
 def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False):
     """Sort along ``dim``; returns ``(values, indices)``; equal elements in torch's CPU order
     (stable with ``stable=True``; see module doc)."""
+    refuse_complex_runtime(input, _SORT_COMPLEX)
     d = _dim_of(input, dim)
     a = input.array
     idx = np.zeros_like(a, dtype=np.int64) if a.ndim == 0 else _argsort(a, d, descending, stable)
@@ -152,6 +155,7 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = 
 @register("argsort")
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
     """Indices that sort ``input`` along ``dim`` (int64; equal elements as ``sort``'s)."""
+    refuse_complex_runtime(input, _SORT_COMPLEX)
     a = input.array
     if a.ndim == 0:
         return _wrap(np.zeros_like(a, dtype=np.int64))
@@ -167,6 +171,7 @@ def msort(input: Tensor) -> Tensor:
 @register("topk")
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
     """The ``k`` largest (or smallest) elements along ``dim`` as ``(values, indices)``."""
+    refuse_complex_runtime(input, " topk does not support complex dtypes on CPU")
     a = input.array
     d = _dim_of(input, dim)
     n = a.shape[d] if a.ndim else 1
@@ -217,6 +222,7 @@ def _kth_index(a, k0: int, dim: int):
 @register("kthvalue")
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
     """The ``k``-th smallest element (1-based) along ``dim`` as ``(values, indices)``."""
+    refuse_complex(input, kernel="kthvalue_cpu")
     a = input.array
     d = _dim_of(input, dim)
     n = a.shape[d] if a.ndim else 1
@@ -276,6 +282,7 @@ def _first_nan(a, dim: int):
 @register("median")
 def median(input: Tensor, dim=None, keepdim: bool = False):
     """``median(x)`` -> lower median of all elements; ``median(x, dim)`` -> ``(values, indices)``."""
+    refuse_complex(input, kernel="median_cpu" if dim is None else "median_out")
     if dim is None:
         return _MedianAll.apply(input)
     a = input.array

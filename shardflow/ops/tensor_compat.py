@@ -44,7 +44,7 @@ from ..backend import device as _device
 from ..backend.xp import cupy
 from ..backends import fill_uninitialized, uninitialized_fill_value
 from ._factory_options import check_factory_options
-from ._util import inplace
+from ._util import inplace, refuse_complex
 from .dropout import _alpha, _dropout, _feature_dropout_shape
 from .math_extra import heaviside, ldexp, nextafter
 from .misc_extra import bitwise_left_shift, bitwise_right_shift
@@ -318,12 +318,14 @@ def feature_dropout_(input, p: float, train: bool) -> Tensor:
 def hardshrink(input, lambd: float = 0.5) -> Tensor:
     """``0 where -lambd <= x <= lambd, else x`` (PyTorch's test: a NaN is kept, its gradient
     passes)."""
+    refuse_complex(input, kernel="hardshrink_cpu")
     return _ops().where((input >= -lambd) & (input <= lambd), 0.0, input)
 
 
 @register("prelu")
 def prelu(input, weight) -> Tensor:
     """``max(0, x) + weight * min(0, x)``; a (C,) ``weight`` applies along dim 1."""
+    refuse_complex(input, kernel="prelu_cpu")  # no order on complex numbers (torch's words)
     w = weight
     if weight.numel() > 1:
         channels = input.shape[1] if input.ndim >= 2 else (input.shape[0] if input.ndim == 1 else 1)

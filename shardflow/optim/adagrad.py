@@ -40,7 +40,10 @@ class Adagrad(Optimizer):
     def _init_state(self, p, group) -> None:
         st = self.state[p]
         st["step"] = self._step_tensor()
-        st["sum"] = self._state_like(p, np.full_like(p.array, group["initial_accumulator_value"]))
+        v = group["initial_accumulator_value"]
+        if p.array.dtype.kind == "c":  # torch: complex(v, v), both parts' accumulators start at v
+            v = complex(v, v)
+        st["sum"] = self._state_like(p, np.full_like(p.array, v))
 
     def step(self, closure=None):
         loss = self._closure(closure)

@@ -3,6 +3,12 @@
 ``clip_grad_norm_``: total = ``norm_type``-norm of the per-gradient norms (= the norm of all
 gradients concatenated); every gradient is multiplied in place by
 ``min(1, max_norm / (total + 1e-6))``. Returns the total norm as a float32 scalar Tensor.
+A complex gradient counts its elements' moduli (torch's ``linalg.vector_norm``), and the total
+has the real dtype (float32 for complex64).
+
+``clip_grad_value_``: clamp every element to ``[-clip_value, clip_value]``; a complex
+gradient is refused before any gradient changes, with torch's ``NotImplementedError`` (clamp
+has no meaning on complex numbers).
 """
 
 from __future__ import annotations
@@ -21,8 +27,16 @@ def _grads(parameters):
     return [p.grad.array for p in parameters if p.grad is not None]
 
 
+def _real_dtype(dtype):
+    """The dtype a norm of ``dtype`` has: complex64 -> float32, complex128 -> float64."""
+    return dtype.type(0).real.dtype if dtype.kind == "c" else dtype
+
+
 def _norm(a, p: float):
-    """The ``p``-norm of one array (NumPy's or CuPy's: NumPy's functions dispatch to CuPy)."""
+    """The ``p``-norm of one array (NumPy's or CuPy's: NumPy's functions dispatch to CuPy);
+    real for a complex array (the norm of the moduli)."""
+    if a.dtype.kind == "c":
+        a = np.abs(a)
     if p == math.inf:
         return np.max(np.abs(a)) if a.size else get_array_module(a).zeros((), a.dtype)
     if p == -math.inf:
@@ -49,7 +63,7 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
         total = _global_total_norm(parameters, norm_type)
     else:
         # .astype: a NumPy scalar or a 0-d device array, kept where the gradients are
-        norms = np.stack([_norm(g, norm_type).astype(g.dtype) for g in grads])
+        norms = np.stack([_norm(g, norm_type).astype(_real_dtype(g.dtype)) for g in grads])
         total = _norm(norms, norm_type).astype(norms.dtype)
         total = np.asarray(total) if isinstance(total, np.generic) else total
     if error_if_nonfinite and not np.isfinite(total):
@@ -93,7 +107,11 @@ def _global_total_norm(parameters, p: float) -> np.ndarray:
 def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
     """Clamp every gradient element to ``[-clip_value, clip_value]`` in place."""
     v = float(clip_value)
-    for g in _grads(parameters):
+    grads = _grads(parameters)
+    if any(g.dtype.kind == "c" for g in grads):
+        # torch's words (its clamp kernel); checked first so no gradient is half clipped
+        raise NotImplementedError("clamp is not supported for complex types")
+    for g in grads:
         np.clip(g, -v, v, out=g)
 
 

@@ -12,22 +12,24 @@ import warnings
 import numpy as np
 
 from ...autograd import Tensor, _wrap
-from .clip_grad import _norm, clip_grad_norm_
+from .clip_grad import _norm, _real_dtype, clip_grad_norm_
 
 
 def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = False,
                    foreach=None) -> Tensor:
     """The ``norm_type``-norm of ``tensors`` (usually ``[p.grad for p in params]``) as one
-    vector; a scalar Tensor of the first tensor's dtype (``tensor(0.)`` when empty). Global
+    vector; a scalar Tensor of the first tensor's dtype, real for complex tensors (their
+    moduli count, as in ``linalg.vector_norm``; ``tensor(0.)`` when empty). Global
     tensors count their whole logical value (one all-reduce, through the sbp rules)."""
     tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
     norm_type = float(norm_type)
     if not tensors:
         return _wrap(np.zeros((), dtype=np.float32))
     if any(t._spec is not None for t in tensors):
-        total = np.asarray(_global_norm(tensors, norm_type), dtype=tensors[0].array.dtype)
+        total = np.asarray(_global_norm(tensors, norm_type),
+                           dtype=_real_dtype(tensors[0].array.dtype))
     else:
-        norms = np.stack([np.asarray(_norm(t.array, norm_type)).astype(t.array.dtype)
+        norms = np.stack([np.asarray(_norm(t.array, norm_type)).astype(_real_dtype(t.array.dtype))
                           for t in tensors])
         total = np.asarray(_norm(norms, norm_type)).astype(norms.dtype)
     if error_if_nonfinite and not np.isfinite(total):
