@@ -1,4 +1,4 @@
-# ruff: noqa: E501, F401, I001  (the program's own style, kept)
+# ruff: noqa: E501, F401, I001, UP007  (the program's own style, kept)
 """
 johnma2006/mamba-minimal, ``model.py`` (Apache-2.0), with a small training run and the
 ``demo.ipynb`` ``generate`` loop added at the end. Changed: einops' ``rearrange``/``repeat``/

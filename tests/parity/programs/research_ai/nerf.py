@@ -1,4 +1,4 @@
-# ruff: noqa: E501, E731, F401, I001  (the program's own style, kept)
+# ruff: noqa: E501, E731, F401, I001, UP008  (the program's own style, kept)
 """
 yenchenlin/nerf-pytorch (MIT licence): ``run_nerf_helpers.py`` (``Embedder``,
 ``get_embedder``, ``NeRF``, ``get_rays``, ``sample_pdf``) and from ``run_nerf.py``
