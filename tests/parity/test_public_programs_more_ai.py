@@ -70,3 +70,30 @@ def test_nerf_like_torch(tmp_path, monkeypatch, capsys):
     assert sum(line.startswith("[TRAIN] Iter:") for line in th_out) == 6
     assert th_warned == 2 * ["UserWarning: torch.meshgrid: in an upcoming release, it will be required to pass "
                              "the indexing argument."]
+
+
+def test_maml_regression_with_torch_func_like_torch(tmp_path, monkeypatch, capsys):
+    """functorch's MAML sinusoid regression (``evjang_transforms.py``): parameters made by
+    ``torch.Tensor(40, 1).uniform_(...).requires_grad_()``, the inner step by
+    ``torch.func.grad`` of a functional net over a tuple of parameters, the per-task losses by
+    ``vmap`` of that (a grad inside vmap, closing over the outer leaves), the outer loss by
+    Python's ``sum`` over the vmapped tensor and ``backward`` through it all; ``torch.tensor``
+    of a list of NumPy arrays (torch's slow-path UserWarning) and ``"%.4f" % loss`` of a
+    grad-requiring tensor (torch's UserWarning); then 5 test-time steps through
+    ``autograd.grad(create_graph=True)`` and an L1 loss. Every line and warning agrees."""
+    th_out, _, th_warned = _same_run(tmp_path, monkeypatch, capsys, "maml_regression", lines=10)
+    assert th_out[0].startswith("Iteration 0 -- Outer Loss:")
+    assert len(th_warned) == 2
+
+
+def test_mixture_density_network_like_torch(tmp_path, monkeypatch, capsys):
+    """sagelywizard/pytorch-mdn: the MDN layer (``nn.Softmax`` mixture weights, ``exp``
+    scales, ``view`` to B x G x O), ``gaussian_probability`` (``expand_as``, ``prod``) and
+    ``mdn_loss``, 40 Adam steps on an inverted noisy sine, ``sample`` (``Categorical(pi)``
+    draws listed through ``.data``, ``sigma.data.new(...).normal_()``, per-row ``mul``/``add``
+    into a ``Variable``); then the same loss through ``MixtureSameFamily(Categorical,
+    Independent(Normal, 1))`` and its mean, variance, ``cdf`` and ``sample``. Every line
+    agrees."""
+    th_out, _, _ = _same_run(tmp_path, monkeypatch, capsys, "mdn", lines=15)
+    nll, loss = (float(w) for w in th_out[10].split()[2::2])
+    assert abs(nll - loss) < 1e-5
