@@ -97,3 +97,44 @@ def test_mixture_density_network_like_torch(tmp_path, monkeypatch, capsys):
     th_out, _, _ = _same_run(tmp_path, monkeypatch, capsys, "mdn", lines=15)
     nll, loss = (float(w) for w in th_out[10].split()[2::2])
     assert abs(nll - loss) < 1e-5
+
+
+def test_knowledge_distillation_tutorial_like_torch(tmp_path, monkeypatch, capsys):
+    """pytorch/tutorials' knowledge distillation: ``torch.accelerator`` device selection, a
+    teacher CNN and a student trained by cross entropy (dropout on: torch's masks, drawn by
+    shardflow too), ``torch.manual_seed(42)`` before each student so that their first layers'
+    norms agree, ``"{:,}".format`` parameter counts, distillation by the soft-target loss
+    (softmax / log_softmax at temperature 2), then ``avg_pool1d`` of flattened features and
+    ``nn.CosineEmbeddingLoss`` against the teacher's, ``load_state_dict`` across classes;
+    added: ``nn.KLDivLoss(reduction="batchmean", log_target=True)`` equal to the tutorial's
+    formula and haitongli's ``loss_fn_kd`` through ``nn.KLDivLoss()`` (torch's UserWarning
+    about ``'mean'``). DataLoader shuffling draws torch's permutations. Every line agrees."""
+    th_out, _, th_warned = _same_run(tmp_path, monkeypatch, capsys, "knowledge_distillation", lines=31)
+    assert th_warned and "'batchmean' divides only by the batch size" in th_warned[0]
+    soft, kl = (float(w) for w in th_out[-2].split()[3::2])
+    assert abs(soft - kl) < 1e-6
+
+
+def test_swa_and_ema_docs_examples_like_torch(tmp_path, monkeypatch, capsys):
+    """PyTorch's "Weight Averaging (SWA and EMA)" examples: ``AveragedModel`` of a BatchNorm
+    MLP, ``CosineAnnealingLR`` then ``SWALR`` (cosine annealing over 3 epochs) from
+    ``swa_start``, ``update_bn`` over a shuffled DataLoader (running statistics recomputed
+    with momentum ``None``, ``num_batches_tracked``), the averaged model's state dict
+    (``n_averaged`` first); EMA through ``get_ema_multi_avg_fn`` with ``use_buffers=True``
+    (the buffers averaged too); a custom ``avg_fn`` lambda. Every line agrees."""
+    th_out, _, _ = _same_run(tmp_path, monkeypatch, capsys, "swa", lines=21)
+    assert th_out[-1] == "custom avg n_averaged 3"
+
+
+def test_lr_scheduler_docstring_examples_like_torch(tmp_path, monkeypatch, capsys):
+    """The lr_scheduler docstrings' examples, each stepped after an optimizer step:
+    ``OneCycleLR`` (cosine, cycling SGD momentum; ``three_phase`` linear, cycling Adam's
+    beta1) and its ``state_dict`` into a fresh one, ``CyclicLR`` ``triangular2`` /
+    ``exp_range`` with momentum cycling, ``SequentialLR`` over ``ConstantLR`` and
+    ``ExponentialLR``, ``ChainedScheduler``, ``PolynomialLR``, ``LinearLR``, ``LambdaLR``,
+    ``MultiplicativeLR``, ``ReduceLROnPlateau`` on a metric, and
+    ``CosineAnnealingWarmRestarts`` stepped by fractional epochs (``T_i``, ``T_cur``).
+    Every learning rate, momentum and loss agrees."""
+    th_out, _, th_warned = _same_run(tmp_path, monkeypatch, capsys, "lr_schedulers", lines=25)
+    assert th_warned == []
+    assert th_out[-1].startswith("CosineAnnealingWarmRestarts [0.1, ")
