@@ -112,7 +112,7 @@ def test_knowledge_distillation_tutorial_like_torch(tmp_path, monkeypatch, capsy
     th_out, _, th_warned = _same_run(tmp_path, monkeypatch, capsys, "knowledge_distillation", lines=31)
     assert th_warned and "'batchmean' divides only by the batch size" in th_warned[0]
     soft, kl = (float(w) for w in th_out[-2].split()[3::2])
-    assert abs(soft - kl) < 1e-6
+    assert abs(soft - kl) <= 1.5e-6  # (printed to 6 decimals)
 
 
 def test_swa_and_ema_docs_examples_like_torch(tmp_path, monkeypatch, capsys):

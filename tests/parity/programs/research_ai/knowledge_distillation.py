@@ -1,8 +1,8 @@
-# ruff: noqa: E501, F401, I001  (the program's own style, kept)
+# ruff: noqa: E501, F401, I001, UP008, UP032  (the program's own style, kept)
 """
 pytorch/tutorials ``beginner_source/knowledge_distillation_tutorial.py`` (BSD-3-Clause),
 "Knowledge Distillation Tutorial" by Alexandros Chariton. Changed: CIFAR-10 is replaced by
-48 + 32 synthetic 3 x 8 x 8 images of 10 classes (so the flattened features are 128 and 64
+32 + 32 synthetic 3 x 8 x 8 images of 10 classes (so the flattened features are 128 and 64
 where the tutorial's 32 x 32 images give 2048 and 1024), 2 epochs each (10), and the
 regressor (MSE on feature maps) part left out. Added at the end: the soft-target loss as
 ``nn.KLDivLoss(reduction="batchmean", log_target=True)`` and haitongli/knowledge-distillation-
@@ -20,9 +20,9 @@ device = torch.accelerator.current_accelerator().type if torch.accelerator.is_av
 print(f"Using {device} device")
 
 g = torch.Generator().manual_seed(1)
-train_x = torch.randn(48, 3, 8, 8, generator=g)
-train_y = torch.randint(0, 10, (48,), generator=g)
-train_x += 3.0 * F.one_hot(train_y, 10).float().repeat(1, 7)[:, :64].view(48, 1, 8, 8)
+train_x = torch.randn(32, 3, 8, 8, generator=g)
+train_y = torch.randint(0, 10, (32,), generator=g)
+train_x += 3.0 * F.one_hot(train_y, 10).float().repeat(1, 7)[:, :64].view(32, 1, 8, 8)
 test_x = torch.randn(32, 3, 8, 8, generator=g)
 test_y = torch.randint(0, 10, (32,), generator=g)
 test_x += 3.0 * F.one_hot(test_y, 10).float().repeat(1, 7)[:, :64].view(32, 1, 8, 8)
