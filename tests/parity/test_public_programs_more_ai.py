@@ -7,14 +7,52 @@ script on torch and, with its imports rewritten, on shardflow, from the same
 warning. See docs/COMPAT.md, "Public programs" and "Programs-ai (session 38)".
 """
 
+import re
+import warnings
+
+import numpy as np
 import pytest
 
-from .test_public_programs_more_af import _run
+from shardflow.backend import user_warning
+from shardflow.backend.fp_errors import FP_MESSAGE
+
+from .programs._harness import HERE, run_script
 from .test_public_programs_more_h import same_printout
 
 pytestmark = pytest.mark.usefixtures("torch_single_thread")
 
 AI = "research_ai"
+
+
+def _run(tmp_path, monkeypatch, capsys, path, argv=(), seed=0):
+    """``test_public_programs_more_af._run`` (each framework after ``manual_seed(seed)`` and
+    ``np.random.seed(seed)`` in its own directory, every warning recorded under
+    ``simplefilter("always")``), with shardflow's import-time filter for NumPy's
+    floating-point RuntimeWarnings put back in front: "always" would otherwise show them
+    (``log(0)`` in ddim's ``ddpm_steps``: "divide by zero encountered in log") where a
+    program run with Python's default filters sees none, as under torch (see
+    ``shardflow/backend/fp_errors.py``, "Limits")."""
+    import torch
+
+    import shardflow
+
+    runs = []
+    for use_sf, lib in ((False, torch), (True, shardflow)):
+        where = tmp_path / ("sf" if use_sf else "th")
+        where.mkdir(parents=True)
+        monkeypatch.chdir(where)
+        lib.manual_seed(seed)
+        np.random.seed(seed)
+        if use_sf:  # once-per-process warnings as in a fresh process
+            monkeypatch.setattr(user_warning, "_given", set())
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            warnings.filterwarnings("ignore", message=FP_MESSAGE, category=RuntimeWarning, module=r"shardflow(\.|$)")
+            module = run_script(HERE / path, use_sf, argv=argv)
+        messages = [re.sub(r" \(Triggered internally at [^)]*\)$", "", f"{w.category.__name__}: {w.message}")
+                    for w in caught]
+        runs.append((module, capsys.readouterr().out.splitlines(), messages, where))
+    return runs
 
 
 def _same_run(tmp_path, monkeypatch, capsys, name, argv=(), lines=None, **tolerance):
@@ -138,3 +176,18 @@ def test_lr_scheduler_docstring_examples_like_torch(tmp_path, monkeypatch, capsy
     th_out, _, th_warned = _same_run(tmp_path, monkeypatch, capsys, "lr_schedulers", lines=25)
     assert th_warned == []
     assert th_out[-1].startswith("CosineAnnealingWarmRestarts [0.1, ")
+
+
+def test_ddim_like_torch(tmp_path, monkeypatch, capsys):
+    """ermongroup/ddim: ``get_beta_schedule`` (NumPy float64 ``linspace`` / sigmoid schedules
+    made float32 by ``torch.from_numpy(...).float()``), ``noise_estimation_loss``
+    (``(1-b).cumprod(dim=0).index_select(0, t)``, ``square().sum(dim=(1, 2, 3))``),
+    antithetic ``randint`` timesteps, ``clip_grad_norm_``, ``EMAHelper`` (``.data``
+    assignment and ``copy_``, ``ema_copy`` through ``type(module)(module.config)``), the
+    sinusoidal timestep embedding with GroupNorm and swish, then sampling with
+    ``generalized_steps`` (DDIM, eta 0 and 1: ``randn_like``) and ``ddpm_steps`` on the
+    quadratic skip (a repeated timestep: ``beta_t.log()`` of 0 is ``-inf``, masked;
+    ``clamp``). Every line agrees."""
+    th_out, _, th_warned = _same_run(tmp_path, monkeypatch, capsys, "ddim", lines=16)
+    assert th_warned == []
+    assert sum(line.startswith("step: ") for line in th_out) == 8
