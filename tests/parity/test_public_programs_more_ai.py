@@ -191,3 +191,19 @@ def test_ddim_like_torch(tmp_path, monkeypatch, capsys):
     th_out, _, th_warned = _same_run(tmp_path, monkeypatch, capsys, "ddim", lines=16)
     assert th_warned == []
     assert sum(line.startswith("step: ") for line in th_out) == 8
+
+
+def test_spectral_normalization_gan_like_torch(tmp_path, monkeypatch, capsys):
+    """christiancosgrove/pytorch-spectral-normalization-gan: ``SpectralNorm`` deletes the
+    wrapped module's ``weight`` from ``_parameters``, registers ``weight_u``/``weight_v``
+    (``requires_grad=False``, from ``w.data.new(n).normal_(0, 1)``) and ``weight_bar``, and in
+    every forward rebinds ``v.data`` / ``u.data`` by one power iteration (``torch.mv``,
+    ``torch.t``) and ``setattr``s ``weight = w / sigma.expand_as(w)``; the hinge-loss training
+    loop calls the discriminator twice (real, fake) before each backward, so torch's backward
+    through the first call reads the ``u``/``v`` the second call bound (its ``.data`` setter
+    swaps the storage the graph saved). shardflow's graph kept the old arrays: the first
+    printed generator loss was 0.3% off (fixed: ``autograd/rebind.py``). Then PyTorch's own
+    ``nn.utils.spectral_norm`` and ``parametrizations.spectral_norm`` against
+    ``linalg.matrix_norm(ord=2)``. Every line agrees."""
+    th_out, _, _ = _same_run(tmp_path, monkeypatch, capsys, "sngan", lines=8)
+    assert sum(line.startswith("disc loss") for line in th_out) == 2
