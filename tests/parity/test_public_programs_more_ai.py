@@ -207,3 +207,17 @@ def test_spectral_normalization_gan_like_torch(tmp_path, monkeypatch, capsys):
     ``linalg.matrix_norm(ord=2)``. Every line agrees."""
     th_out, _, _ = _same_run(tmp_path, monkeypatch, capsys, "sngan", lines=8)
     assert sum(line.startswith("disc loss") for line in th_out) == 2
+
+
+def test_pyg_scatter_utilities_gnn_like_torch(tmp_path, monkeypatch, capsys):
+    """PyTorch Geometric's pure-PyTorch ``scatter`` (``scatter_add_`` for sum/mean with
+    ``clamp(min=1)`` counts, ``scatter_reduce_(..., 'amax'/'amin', include_self=False)``,
+    ``'prod'`` from ``new_ones``), edge ``softmax``, ``add_self_loops`` and ``gcn_norm``
+    (``deg.pow_(-0.5)``, ``masked_fill_`` of ``inf``), a GCN layer, a two-head GAT layer and a
+    GIN sum by ``index_add_``, pooled by add/mean/max over a ``repeat_interleave`` batch
+    vector; 8 Adam steps with weight decay, then gradients through max and product scatters.
+    shardflow refused every backward through ``scatter_reduce_`` ("modified by an inplace
+    operation": fixed, ``tests/ops/test_scatter_reduce_inplace_grad.py``). Every line
+    agrees."""
+    th_out, _, _ = _same_run(tmp_path, monkeypatch, capsys, "pyg_scatter_gnn", lines=19)
+    assert sum(line.startswith("step ") for line in th_out) == 8
