@@ -1,4 +1,4 @@
-# ruff: noqa: E501, F401, I001  (the program's own style, kept)
+# ruff: noqa: E501, F401, I001, UP045  (the program's own style, kept)
 """
 PyTorch Geometric (MIT licence): the pure-PyTorch graph utilities ``utils/_scatter.py``
 (``scatter`` by ``scatter_add_`` / ``scatter_reduce_`` with ``include_self=False``, and
