@@ -221,3 +221,20 @@ def test_pyg_scatter_utilities_gnn_like_torch(tmp_path, monkeypatch, capsys):
     agrees."""
     th_out, _, _ = _same_run(tmp_path, monkeypatch, capsys, "pyg_scatter_gnn", lines=19)
     assert sum(line.startswith("step ") for line in th_out) == 8
+
+
+def test_attention_masks_and_checkpoint_docs_examples_like_torch(tmp_path, monkeypatch, capsys):
+    """The docstring examples of ``nn.MultiheadAttention`` (sequence-first), with
+    ``batch_first``, ``kdim``/``vdim``, a boolean ``key_padding_mask``, a float ``attn_mask``
+    (torch's "mismatched key_padding_mask and attn_mask" UserWarning), per-head weights
+    (``average_attn_weights=False``) and ``need_weights=False``;
+    ``generate_square_subsequent_mask``; a pre-norm ``TransformerEncoder`` given
+    ``is_causal=True`` with that mask and a boolean padding mask (torch warns from the
+    encoder and from each directly called layer with their own argument names: shardflow
+    warned from every self-attention instead; fixed,
+    ``tests/nn/test_transformer_encoder_mask_warnings.py``), run every other step through
+    ``torch.utils.checkpoint.checkpoint(use_reentrant=False)`` (recomputed in backward: the
+    layers warn again), and ``checkpoint_sequential``. Every line and warning agrees."""
+    th_out, _, th_warned = _same_run(tmp_path, monkeypatch, capsys, "attention_masks_checkpoint", lines=11)
+    assert len(th_warned) == 14
+    assert th_out[-2].startswith("checkpoint == plain True")
