@@ -18,8 +18,8 @@ EMA/``p.data = p.data.clone()`` patterns record nothing). A record maps the old 
 of a backward pass, while records exist, :func:`substitute` replaces each saved attribute of
 the pass's nodes that *is* a recorded old array (same shape and dtype) by its new array;
 records whose old array is gone are dropped then. Cost: one dict test per backward pass, and
-the walk only while records exist. Only ``run_backward``'s nodes are visited (the compiled
-step plan and higher-order paths are not); a user alias of the old array (``old = p.data``)
+the walk only while records exist. Only the nodes of ``run_backward`` and of the higher-order engine's
+pass are visited (the compiled step plan's are not); a user alias of the old array (``old = p.data``)
 keeps the old values, as in PyTorch, since only graph nodes are rewritten.
 """
 

@@ -34,6 +34,22 @@ def test_saved_input_reads_rebound_data_like_torch():
     _same(results)
 
 
+def test_rebound_data_with_create_graph_like_torch():
+    """The same through ``autograd.grad(create_graph=True)`` (the higher-order engine)."""
+
+    def program(lib):
+        w = lib.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        u = lib.tensor([1.0, 0.0])
+        s = u.dot(w.mv(lib.tensor([1.0, 1.0])))
+        u.data = lib.tensor([0.0, 1.0])
+        (g,) = lib.autograd.grad(s, w, create_graph=True)
+        return [g.tolist()]
+
+    results = _both(program)
+    assert results[0] == [[[0.0, 0.0], [1.0, 1.0]]]
+    _same(results)
+
+
 def test_chained_rebinding_and_alias_like_torch():
     """``a -> b -> c``: the graph that saved ``a`` reads ``c``; an alias taken by ``u.data``
     before keeps the old values (only the TensorImpl's storage moved)."""
