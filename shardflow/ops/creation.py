@@ -285,8 +285,25 @@ def rand(*sizes, size=None, generator=None, dtype=None, layout=None, device=None
     if meta is not None:
         return meta
     arr = np.empty(sz, np_dtype)  # drawn into: the peak is the tensor plus a ~1 MB chunk
-    _stream.uniform(_random.get(generator), arr.size, 0.0, 1.0, np_dtype, out=arr.reshape(-1))
+    flat = _real_parts(arr)
+    _stream.uniform(_random.get(generator), flat.size, 0.0, 1.0, flat.dtype, out=flat)
     return _finish(arr, dtype, device, requires_grad)
+
+
+def _real_parts(arr: np.ndarray) -> np.ndarray:
+    """The flat array a random fill of ``arr`` (C-contiguous) draws into: itself, or for a
+    complex array its interleaved real and imaginary parts (torch fills a complex tensor
+    through ``view_as_real``; shardflow wrote the draws into the real parts only, leaving
+    every imaginary part 0: FNO's ``torch.rand(..., dtype=torch.cfloat)`` weights)."""
+    if arr.dtype.kind != "c":
+        return arr.reshape(-1)
+    return arr.reshape(-1).view(arr.real.dtype)
+
+
+def _complex_std(arr, std: float) -> float:
+    """torch's ``normal_`` on a complex tensor: each part gets ``std / sqrt(2)`` (so that the
+    complex value has variance ``std**2``)."""
+    return std / np.sqrt(2.0) if arr.dtype.kind == "c" else std
 
 
 @register("randn")
@@ -300,7 +317,8 @@ def randn(*sizes, size=None, generator=None, dtype=None, layout=None, device=Non
     if meta is not None:
         return meta
     arr = np.empty(sz, np_dtype)
-    _stream.normal(_random.get(generator), arr.size, 0.0, 1.0, np_dtype, out=arr.reshape(-1))
+    flat = _real_parts(arr)
+    _stream.normal(_random.get(generator), flat.size, 0.0, _complex_std(arr, 1.0), flat.dtype, out=flat)
     return _finish(arr, dtype, device, requires_grad)
 
 
@@ -509,6 +527,9 @@ def normal_(t: Tensor, mean=0.0, std=1.0, *, generator=None) -> Tensor:
     if is_meta_array(t.array):  # no data: nothing to fill, nothing drawn
         return t
     gen, n, dt, contiguous = _random.get(generator), t.array.size, t.array.dtype, _contiguous(t)
+    if _complex_host(t):  # through view_as_real, as torch
+        return _draw_parts(t, lambda flat: _stream.normal(gen, flat.size, float(mean), _complex_std(t.array, float(std)),
+                                                          flat.dtype, True, flat))
     return _draw_into(t, lambda out: _stream.normal(gen, n, float(mean), float(std), dt, contiguous, out))
 
 
@@ -519,7 +540,23 @@ def uniform_(t: Tensor, a=0.0, b=1.0, *, generator=None) -> Tensor:
     if is_meta_array(t.array):
         return t
     gen, n, dt = _random.get(generator), t.array.size, t.array.dtype
+    if _complex_host(t):  # through view_as_real, as torch
+        return _draw_parts(t, lambda flat: _stream.uniform(gen, flat.size, a, b, flat.dtype, flat))
     return _draw_into(t, lambda out: _stream.uniform(gen, n, a, b, dt, out))
+
+
+def _complex_host(t: Tensor) -> bool:
+    """A C-contiguous complex host tensor: filled through its real and imaginary parts."""
+    a = t.array
+    return a.dtype.kind == "c" and isinstance(a, np.ndarray) and a.flags.c_contiguous
+
+
+def _draw_parts(t: Tensor, draw) -> Tensor:
+    """``draw(flat)`` into the interleaved parts of the complex ``t`` (``_real_parts``)."""
+    t._check_inplace_allowed("an in-place random fill")
+    draw(_real_parts(t.array))
+    t._version_counter[0] += 1
+    return t
 
 
 @register("bernoulli_")

@@ -238,3 +238,17 @@ def test_attention_masks_and_checkpoint_docs_examples_like_torch(tmp_path, monke
     th_out, _, th_warned = _same_run(tmp_path, monkeypatch, capsys, "attention_masks_checkpoint", lines=11)
     assert len(th_warned) == 14
     assert th_out[-2].startswith("checkpoint == plain True")
+
+
+def test_fourier_neural_operator_like_torch(tmp_path, monkeypatch, capsys):
+    """zongyi-li/fourier_neural_operator's ``fourier_2d.py``: ``SpectralConv2d`` with
+    ``torch.rand(..., dtype=torch.cfloat)`` weights (shardflow drew only their real parts,
+    leaving the imaginary parts 0: fixed, ``tests/ops/test_complex_random_fills.py``),
+    ``torch.fft.rfft2`` / ``irfft2(s=...)``, the complex ``einsum`` written into slices of a
+    complex ``zeros``, ``F.pad`` of a non-periodic domain, ``InstanceNorm2d``, 1 x 1 conv MLPs
+    with GELU; ``UnitGaussianNormalizer`` (``torch.std`` over samples) and ``LpLoss``
+    (relative and absolute ``torch.norm(..., p, 1)``); Adam with weight decay on complex
+    parameters and ``CosineAnnealingLR`` per step over a shuffled DataLoader. Every line
+    agrees, including a trained complex weight."""
+    th_out, _, _ = _same_run(tmp_path, monkeypatch, capsys, "fno2d", lines=6)
+    assert th_out[0] == "parameters 9409 torch.complex64"
