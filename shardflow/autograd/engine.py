@@ -49,6 +49,8 @@ from .anomaly_mode import _flags as _anomaly_flags
 from .anomaly_mode import check_gradients_for_nan
 from .function import Function
 from .graph_hooks import NODE_HOOKS, call_backward, enter_task, exit_task
+from .rebind import pending as _rebind_pending
+from .rebind import substitute as _rebind_substitute
 from .saved_hooks import UNPACK
 from .sparse_grad import SparseGrad, accumulate_sparse
 
@@ -65,6 +67,8 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, capture=None):
     try:
         grads, roots = _seed_roots(tensors, grad_tensors, capture)
         deps = _collect_dependencies(roots)
+        if _rebind_pending():  # ``t.data = x`` after t was saved (rebind.py)
+            _rebind_substitute([*(r for r in roots if isinstance(r, Function)), *(n for n in deps if isinstance(n, Function))])
         task = enter_task(roots, deps)  # what multi-grad hooks ask (graph_hooks.py)
         ready = [fn for fn in dict.fromkeys(roots) if deps.get(fn, 0) == 0]
         check_nan = _anomaly_flags[0] and _anomaly_flags[1]  # anomaly mode (anomaly_mode.py)

@@ -34,6 +34,8 @@ from .anomaly_mode import check_gradients_for_nan
 from .engine import _check_gradient_count, _check_versions, _collect_dependencies, _raise_freed
 from .function import Function, edge_of
 from .graph_hooks import NODE_HOOKS, call_backward, enter_task, exit_task
+from .rebind import pending as _rebind_pending
+from .rebind import substitute as _rebind_substitute
 from .saved_hooks import UNPACK
 from .tensor import Tensor, _wrap
 
@@ -91,6 +93,8 @@ def _run(tensors, grad_tensors, retain_graph, capture) -> None:
         slot[t._output_nr] = _add(slot[t._output_nr], g)
         roots.append(fn)
     deps = _collect_dependencies(roots)
+    if _rebind_pending():  # ``t.data = x`` after t was saved (rebind.py)
+        _rebind_substitute([*roots, *(n for n in deps if isinstance(n, Function))])
     task = enter_task(roots, deps)  # what multi-grad hooks ask (graph_hooks.py)
     try:
         _walk(grads, roots, deps, retain_graph, capture)

@@ -37,6 +37,7 @@ from ..backend.user_warning import first_time, warn_at_caller
 from . import _tensor_str, grad_mode, legacy_types, sequence_data
 from .dispatch import OPS, set_method_owner
 from .hook_ids import next_handle_id
+from .rebind import record as _rebind_record
 from .removable_handle import RemovableHandle
 from .tensor_compat_methods import TensorCompatMethods
 
@@ -413,7 +414,11 @@ class Tensor(TensorCompatMethods):
 
     @data.setter
     def data(self, value) -> None:
+        """Binds the new values; graphs that saved this tensor read them in their backward,
+        as PyTorch's storage swap makes them do (``rebind.py``)."""
+        old = self.array
         self.array = value.array if isinstance(value, Tensor) else _as_array(value, None)
+        _rebind_record(old, self.array)
 
     @property
     def T(self) -> Tensor:

@@ -220,6 +220,18 @@ class ScatterReduce(Function):
         return (ga if self.needs_input_grad[0] else None), gs
 
 
+class ScatterReduceInplace(ScatterReduce):
+    """``scatter_reduce_``: ``forward`` keeps a copy of the input's values before it writes
+    (``a_in``), so the backward reads no array the write changes and only ``src`` is
+    version-checked. With every input checked (``ScatterReduce``'s ``save_inputs``), the
+    op's own write to its input made every backward through it fail with "modified by an
+    inplace operation" (PyG's ``scatter(..., reduce='max')``:
+    ``src.new_zeros(size).scatter_reduce_(..., include_self=False)``)."""
+
+    save_inputs = (1,)
+    torch_name = "ScatterReduceBackward0"
+
+
 def _scatter_reduce_args(op, input, dim, index, src, reduce):
     if reduce not in _REDUCES:
         raise RuntimeError(f"{op}(): reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
@@ -247,7 +259,7 @@ def scatter_reduce(input: Tensor, dim: int, index, src, reduce: str, *, include_
 @register("scatter_reduce_")
 def scatter_reduce_(input: Tensor, dim: int, index, src, reduce: str, *, include_self: bool = True) -> Tensor:
     idx, d, src = _scatter_reduce_args("scatter_reduce_", input, dim, index, src, reduce)
-    return _run_inplace(input, "scatter_reduce_", ScatterReduce, src, index=idx, dim=d, reduce=reduce,
+    return _run_inplace(input, "scatter_reduce_", ScatterReduceInplace, src, index=idx, dim=d, reduce=reduce,
                         include_self=include_self)
 
 

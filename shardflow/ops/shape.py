@@ -32,6 +32,7 @@ from ..autograd.dispatch import register
 from ..autograd.out_arg import copy_into
 from ..backend import get_array_module, promote_types
 from ..backend.dtypes import _SCALAR_TYPE_NAMES
+from ..backend.user_warning import first_time
 from . import _grad_graph as _gg
 from ._add_at import add_at
 from ._util import unbroadcast, wrap_dim
@@ -1197,12 +1198,14 @@ def _check_meshgrid_inputs(tensors) -> None:
 def meshgrid(*tensors, indexing: str | None = None):
     """Coordinate grids from 1-d tensors (views made with expand). ``indexing='xy'`` swaps
     the first two output dims, as in NumPy; without ``indexing`` it is ``'ij'`` with
-    torch's UserWarning that the argument will be required (DETR's ``masks_to_boxes``)."""
+    torch's UserWarning that the argument will be required (DETR's ``masks_to_boxes``), once per
+    process as torch gives it."""
     if len(tensors) == 1 and isinstance(tensors[0], list | tuple):
         tensors = tuple(tensors[0])
     if indexing is None:
-        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the "
-                      "indexing argument.", UserWarning, stacklevel=3)
+        if first_time("meshgrid_indexing"):  # torch's TORCH_WARN_ONCE: once per process
+            warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the "
+                          "indexing argument.", UserWarning, stacklevel=3)
         indexing = "ij"
     if indexing not in ("ij", "xy"):
         raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')

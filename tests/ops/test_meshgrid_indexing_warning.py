@@ -2,9 +2,10 @@
 it will be required to pass the indexing argument."), and uses ``'ij'``. shardflow took
 ``indexing="ij"`` as its silent default (found by DETR's ``util/box_ops.masks_to_boxes``,
 ``tests/parity/test_public_programs_more_t.py``). With ``indexing`` given, no warning.
-torch warns once per process (``TORCH_WARN_ONCE``: only its first call in a test session
-can be checked), shardflow through Python's warning filters (once per call site by
-default), as its other torch warnings."""
+torch warns once per process (``TORCH_WARN_ONCE``), and every time under
+``set_warn_always(True)``; shardflow the same (it warned at every call: nerf-pytorch's
+``get_rays`` and its training coordinates gave two warnings where torch gives one,
+``tests/parity/test_public_programs_more_ai.py``)."""
 
 import warnings
 
@@ -15,7 +16,10 @@ import torch
 import shardflow
 
 
-def test_meshgrid_without_indexing_warns_and_is_ij_like_torch():
+def test_meshgrid_without_indexing_warns_and_is_ij_like_torch(monkeypatch):
+    from shardflow.backend import user_warning
+
+    monkeypatch.setattr(user_warning, "_given", set())  # as in a fresh process
     results = []
     for lib in (torch, shardflow):
         a, b = lib.arange(3.0), lib.arange(2.0)
@@ -32,6 +36,31 @@ def test_meshgrid_without_indexing_warns_and_is_ij_like_torch():
     for s, t in zip(results[1], results[0]):
         assert s.shape == t.shape == (3, 2)
         np.testing.assert_array_equal(s, t)
+
+
+def _meshgrid_warnings(lib, calls=2):
+    counts = []
+    for _ in range(calls):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            lib.meshgrid(lib.arange(3.0), lib.arange(2.0))
+        counts.append(sum("required to pass the indexing argument" in str(w.message) for w in caught))
+    return counts
+
+
+def test_meshgrid_warns_once_per_process_like_torch(monkeypatch):
+    from shardflow.backend import user_warning
+
+    monkeypatch.setattr(user_warning, "_given", set())  # as in a fresh process
+    assert _meshgrid_warnings(shardflow, 3) == [1, 0, 0]
+    torch.meshgrid(torch.arange(3.0), torch.arange(2.0))  # torch's once is spent by now in any case
+    assert _meshgrid_warnings(torch) == [0, 0]
+    for lib in (torch, shardflow):
+        lib.set_warn_always(True)
+        try:
+            assert _meshgrid_warnings(lib) == [1, 1], lib.__name__
+        finally:
+            lib.set_warn_always(False)
 
 
 def test_meshgrid_with_indexing_is_silent():

@@ -519,6 +519,10 @@ def test_detr_hungarian_matcher_like_torch(monkeypatch):
         indices = matcher.HungarianMatcher(cost_class=1, cost_bbox=5, cost_giou=2)(outputs, tgts)
         xyxy = box_ops.box_cxcywh_to_xyxy(outputs["pred_boxes"][0])
         t_xyxy = box_ops.box_cxcywh_to_xyxy(tgts[0]["boxes"])
+        if use_sf:  # shardflow's once-per-process warnings as in a fresh process
+            from shardflow.backend import user_warning
+
+            monkeypatch.setattr(user_warning, "_given", set())
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             m2b = box_ops.masks_to_boxes(lib.tensor(masks.astype(np.float32)))

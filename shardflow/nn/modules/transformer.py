@@ -147,6 +147,12 @@ class TransformerEncoderLayer(Module):
         self.activation_relu_or_gelu = _relu_or_gelu(self.activation)
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal: bool = False):
+        # boolean masks made additive float masks here, as torch does, so that a mismatch of
+        # the two masks' types warns once with this layer's argument names and the
+        # self-attention below sees two float masks
+        src_key_padding_mask = F._canonical_mask(src_key_padding_mask, "src_key_padding_mask",
+                                                 F._none_or_dtype(src_mask), "src_mask", src.dtype)
+        src_mask = F._canonical_mask(src_mask, "src_mask", None, "", src.dtype, check_other=False)
         x = src
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
@@ -183,6 +189,10 @@ class TransformerEncoder(Module):
             self.use_nested_tensor = False
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal: bool | None = None):
+        # as torch: float masks from here down (the layers then see no mismatch to warn about)
+        src_key_padding_mask = F._canonical_mask(src_key_padding_mask, "src_key_padding_mask",
+                                                 F._none_or_dtype(mask), "mask", src.dtype)
+        mask = F._canonical_mask(mask, "mask", None, "", src.dtype, check_other=False)
         out = src
         seq_len = _get_seq_len(src, self.layers[0].self_attn.batch_first)
         is_causal = _detect_is_causal_mask(mask, is_causal, seq_len)
