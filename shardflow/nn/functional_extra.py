@@ -173,6 +173,12 @@ def _tuple(v, n):
 def _lp_pool(n, input, norm_type, kernel_size, stride, ceil_mode):
     avg = {1: ops.avg_pool1d, 2: ops.avg_pool2d, 3: ops.avg_pool3d}[n]
     k = _tuple(kernel_size, n)
+    if norm_type in (math.inf, -math.inf):  # the limit of the p-norm: max (min) of |x|, as torch
+        mx = {1: ops.max_pool1d, 2: ops.max_pool2d, 3: ops.max_pool3d}[n]
+        s = stride if stride is not None else k
+        if norm_type > 0:
+            return mx(input.abs(), k, s, 0, 1, ceil_mode=ceil_mode)
+        return -mx(-input.abs(), k, s, 0, 1, ceil_mode=ceil_mode)
     out = avg(input.pow(norm_type), k, stride if stride is not None else k, 0, ceil_mode=ceil_mode)
     return (ops.sign(out) * ops.relu(ops.abs(out))).mul(math.prod(k)).pow(1.0 / norm_type)
 
