@@ -67,3 +67,62 @@ def test_fractional_max_pool_random_samples_requiring_grad_raises():
         run(torch)
     with pytest.raises(RuntimeError, match="not differentiable with respect to argument 'random_samples'"):
         run(sf)
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_cross_entropy_every_target_ignored_has_zero_gradient(smoothing):
+    # 'mean' over no targets: the loss is NaN in both, the gradient was NaN (0 * g/0) and,
+    # with label smoothing, float64 for a float32 input
+    def run(L, f):
+        x = L.tensor([[0.5, -1.0], [2.0, 0.0]], requires_grad=True)
+        f(L, x).sum().backward()
+        return x.grad
+    for f in [lambda L, x: L.nn.functional.cross_entropy(x, L.tensor([1, 1]), ignore_index=1,
+                                                          label_smoothing=smoothing),
+              lambda L, x: L.nn.functional.nll_loss(x, L.tensor([1, 1]), ignore_index=1)]:
+        t, s = run(torch, f), run(sf, f)
+        assert str(s.dtype) == str(t.dtype).replace("torch", "shardflow")
+        np.testing.assert_array_equal(s.numpy(), t.numpy())
+    f = lambda L, x: L.nn.functional.cross_entropy(x, L.tensor([1, 1]), ignore_index=1, reduction="none",  # noqa: E731
+                                                   label_smoothing=0.1)
+    assert str(run(sf, f).dtype) == "shardflow.float32" and str(run(torch, f).dtype) == "torch.float32"
+
+
+@pytest.mark.parametrize("call", [
+    lambda L, w: L.nn.functional.binary_cross_entropy(L.rand(3), L.rand(3), weight=w),
+    lambda L, w: L.nn.functional.binary_cross_entropy_with_logits(L.rand(3), L.rand(3), weight=w),
+    lambda L, w: L.nn.functional.binary_cross_entropy_with_logits(L.rand(3), L.rand(3), pos_weight=w),
+    lambda L, w: L.nn.functional.soft_margin_loss(L.rand(3), w),
+    lambda L, w: L.nn.functional.multi_margin_loss(L.rand(2, 3), L.tensor([0, 2]), weight=w),
+    lambda L, w: L.nn.functional.cross_entropy(L.rand(2, 3), L.tensor([0, 2]), weight=w),
+    lambda L, w: L.nn.functional.nll_loss(L.rand(2, 3, 1), L.tensor([[0], [2]]), weight=w),
+])
+def test_loss_weight_requiring_grad_raises_like_torch(call):
+    # torch has no gradient for these arguments and refuses; shardflow silently gave none
+    def run(L):
+        with pytest.raises(RuntimeError, match="is not differentiable with respect to argument") as e:
+            call(L, L.rand(3, requires_grad=True))
+        with L.no_grad():
+            call(L, L.rand(3, requires_grad=True))  # no refusal with grad mode off
+        return str(e.value)
+    assert run(sf) == run(torch)
+
+
+def test_cosine_embedding_loss_uses_torch_formula():
+    # a zero vector's gradient was 100x torch's (cosine_similarity's 1e-8 norm clamp), and a
+    # target other than +-1 took the -1 branch where torch gives 0
+    def run(L):
+        a = L.tensor([[0.5, 1.0], [1.0, 2.0], [3.0, 1.0]], requires_grad=True)
+        b = L.tensor([[0.0, 0.0], [1.0, 1.0], [2.0, -1.0]], requires_grad=True)
+        y = L.nn.functional.cosine_embedding_loss(a, b, L.tensor([-1.0, 1.0, 0.0]), margin=-0.5, reduction="none")
+        y.sum().backward()
+        return y, b.grad
+    (ty, tg), (sy, sg) = run(torch), run(sf)
+    _close(sy, ty)
+    np.testing.assert_allclose(sg.numpy(), tg.numpy(), rtol=1e-5)
+
+
+def test_multilabel_margin_loss_counts_repeated_targets():
+    t, s = _both(lambda L: L.nn.functional.multilabel_margin_loss(
+        L.tensor([[0.0, 0.0, 1.0]]), L.tensor([[0, 0, -1]]), reduction="none"))
+    _close(s, t)
