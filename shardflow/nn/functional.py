@@ -434,6 +434,11 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 
 def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5) -> Tensor:
+    # torch's F.group_norm refuses (N * C / G) * prod(spatial) == 1 (its _verify_batch_size)
+    shape = tuple(input.shape)
+    if len(shape) >= 2 and num_groups and math.prod(shape[2:], start=shape[0] * shape[1] // num_groups) == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                         f"{[shape[0] * shape[1] // num_groups, num_groups] + list(shape[2:])}")
     return _op("group_norm")(input, num_groups, weight, bias, eps)
 
 

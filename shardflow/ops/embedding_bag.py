@@ -245,7 +245,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
             )
         per_sample_weights = per_sample_weights.reshape(-1)
     ids_host = _host(ids).astype(np.int64)
-    dense = ids_host[np.maximum(pos, 0)]  # (B, L)
+    # (B, L); no indices at all (every bag empty): nothing to read, every slot masked
+    dense = ids_host[np.maximum(pos, 0)] if ids_host.size else np.zeros(pos.shape, np.int64)
     mask = pos >= 0
     if padding_idx is not None:
         mask &= dense != padding_idx

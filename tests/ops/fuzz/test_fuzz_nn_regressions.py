@@ -126,3 +126,18 @@ def test_multilabel_margin_loss_counts_repeated_targets():
     t, s = _both(lambda L: L.nn.functional.multilabel_margin_loss(
         L.tensor([[0.0, 0.0, 1.0]]), L.tensor([[0, 0, -1]]), reduction="none"))
     _close(s, t)
+
+
+def test_group_norm_one_value_per_group_raises():
+    for L in (torch, sf):
+        with pytest.raises(ValueError, match="Expected more than 1 value per channel when training"):
+            L.nn.functional.group_norm(L.zeros(1, 2), 2)
+        L.nn.functional.group_norm(L.zeros(1, 2), 1)  # two values in the group: fine
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_of_no_indices(mode):
+    # every bag empty: reading the (empty) index array at slot 0 raised IndexError
+    t, s = _both(lambda L: L.nn.functional.embedding_bag(L.tensor([], dtype=L.int64), L.ones(3, 2),
+                                                         L.tensor([0, 0]), mode=mode))
+    _close(s, t)
