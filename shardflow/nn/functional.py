@@ -444,6 +444,9 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
                   use_input_stats: bool = True, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    if use_input_stats and math.prod(tuple(input.shape)[2:]) == 1:  # torch's _verify_spatial_size
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size "
+                         f"shardflow.Size({list(input.shape)})")
     return _op("instance_norm")(
         input, running_mean=running_mean, running_var=running_var, weight=weight, bias=bias,
         use_input_stats=use_input_stats, momentum=momentum, eps=eps,

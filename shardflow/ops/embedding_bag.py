@@ -76,7 +76,8 @@ class EmbeddingBag(Function):
         else:
             coef = mask.astype(wa.dtype)  # (B, L)
             if psw is not None:
-                coef = coef * _up(psw)[0][xp.maximum(pos, 0)]
+                if psw.size:  # (no indices at all: every slot is masked, nothing to read)
+                    coef = coef * _up(psw)[0][xp.maximum(pos, 0)]
             if mode == "mean":
                 coef = coef / xp.maximum(mask.sum(axis=1, keepdims=True), 1).astype(wa.dtype)
             self.coef = coef

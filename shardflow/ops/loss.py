@@ -422,10 +422,31 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
             )
         if not isinstance(target, Tensor):
             target = Tensor(ta)
+        if isinstance(weight, Tensor) and weight.requires_grad and is_grad_enabled():
+            return _cross_entropy_prob_composite(input, target, weight, reduction, label_smoothing)
         return CrossEntropyProb.apply(input, target, weight=w, reduction=reduction, label_smoothing=label_smoothing)
     no_grad_argument("nll_loss2d_forward" if input.ndim > 2 else "nll_loss_forward", "weight", weight)
     return CrossEntropyIndex.apply(input, ta, weight=w, ignore_index=ignore_index, reduction=reduction,
                                    label_smoothing=label_smoothing)
+
+
+def _cross_entropy_prob_composite(input, target, weight, reduction, label_smoothing):
+    """Class-probability cross entropy from differentiable ops, for a ``weight`` that
+    requires grad (``CrossEntropyProb`` holds the weight as a constant). torch's composite:
+    ``-(log_softmax(x) * t' * w).sum(class)`` with ``t' = t (1 - eps) + eps / C``; 'mean'
+    divides by the number of rows (input.numel() / C), not by the weights."""
+    cdim = 1 if input.ndim > 1 else 0
+    C = input.shape[cdim]
+    if label_smoothing > 0:
+        target = target * (1.0 - label_smoothing) + label_smoothing / C
+    wshape = [1] * input.ndim
+    wshape[cdim] = C
+    loss = -(input.log_softmax(cdim) * target * weight.reshape(wshape)).sum(cdim)
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / (input.numel() // C)
 
 
 def _torch_dtype_name(dtype) -> str:

@@ -141,3 +141,29 @@ def test_embedding_bag_of_no_indices(mode):
     t, s = _both(lambda L: L.nn.functional.embedding_bag(L.tensor([], dtype=L.int64), L.ones(3, 2),
                                                          L.tensor([0, 0]), mode=mode))
     _close(s, t)
+
+
+def test_instance_norm_one_spatial_element_raises():
+    for L in (torch, sf):
+        with pytest.raises(ValueError, match="Expected more than 1 spatial element when training"):
+            L.nn.functional.instance_norm(L.zeros(1, 1, 1))
+        L.nn.functional.instance_norm(L.zeros(1, 1, 1), L.zeros(1), L.ones(1), use_input_stats=False)
+
+
+def test_embedding_bag_of_no_indices_with_per_sample_weights():
+    t, s = _both(lambda L: L.nn.functional.embedding_bag(
+        L.tensor([], dtype=L.int64), L.ones(3, 2), L.tensor([0]), mode="sum", per_sample_weights=L.tensor([])))
+    _close(s, t)
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_cross_entropy_probability_target_differentiates_weight(reduction):
+    # the weight was a constant with class-probability targets: weight.grad stayed None
+    def run(L):
+        x = L.linspace(-1, 1, 12).reshape(2, 3, 2).requires_grad_()
+        w = L.tensor([0.5, 1.0, 2.0], requires_grad=True)
+        p = L.linspace(0, 1, 12).reshape(2, 3, 2)
+        y = L.nn.functional.cross_entropy(x, p, weight=w, reduction=reduction, label_smoothing=0.2)
+        return (y,) + L.autograd.grad(y.sum(), [x, w])
+    for s, t in zip(run(sf), run(torch)):
+        np.testing.assert_allclose(s.detach().numpy(), t.detach().numpy(), rtol=1e-5, atol=1e-6)
