@@ -133,7 +133,7 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     t = target.reshape(-1)
     C = x.shape[1]
     x_y = ops.gather(x, 1, t.reshape(-1, 1))  # (N, 1)
-    z = ops.clamp(margin - x_y + x, 0.0, None)
+    z = ops.relu(margin - x_y + x)  # relu, not clamp: no gradient at z == 0 (torch's ``z > 0``)
     if p == 2:
         z = z * z
     if weight is not None:
@@ -163,7 +163,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
             count[n, c] += 1
     pair = count[:, :, None] * ~is_target[:, None, :]  # (N, j, i)
     pair_t = ops.tensor(pair, dtype=x.dtype, device=x.device)
-    hinge = ops.clamp(1 - (x.unsqueeze(2) - x.unsqueeze(1)), 0.0, None)  # (N, j, i)
+    hinge = ops.relu(1 - (x.unsqueeze(2) - x.unsqueeze(1)))  # (N, j, i); no gradient at 0, as torch
     loss = (hinge * pair_t).sum((1, 2)) / C
     if input.ndim < 2:
         loss = loss.reshape(())

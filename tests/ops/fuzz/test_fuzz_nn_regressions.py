@@ -167,3 +167,21 @@ def test_cross_entropy_probability_target_differentiates_weight(reduction):
         return (y,) + L.autograd.grad(y.sum(), [x, w])
     for s, t in zip(run(sf), run(torch)):
         np.testing.assert_allclose(s.detach().numpy(), t.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_margin_losses_have_no_gradient_at_the_hinge():
+    # clamp(z, 0) passed the gradient at z == 0; torch's kernels add a term only for z > 0
+    def run(L):
+        x = L.tensor([[0.0, -1.0]], requires_grad=True)
+        x2 = L.tensor([[0.0, -0.5]], requires_grad=True)
+        y = L.nn.functional.multilabel_margin_loss(x, L.tensor([[0, -1]]), reduction="sum")
+        y2 = L.nn.functional.multi_margin_loss(x2, L.tensor([0]), margin=0.5)
+        return L.autograd.grad(y, [x])[0], L.autograd.grad(y2, [x2])[0]
+    for s, t in zip(run(sf), run(torch)):
+        np.testing.assert_array_equal(s.numpy(), t.numpy())
+
+
+def test_embedding_max_norm_with_no_indices():
+    # renormalising no rows reshaped an empty selection to (0, -1) and raised ValueError
+    t, s = _both(lambda L: L.nn.functional.embedding(L.tensor([], dtype=L.int64), L.full((2, 3), 4.0), max_norm=1.0))
+    assert tuple(s.shape) == tuple(t.shape) == (0, 3)
