@@ -38,7 +38,7 @@ def sdpa_case(draw):
     return q, k, v, mask, kind == "causal", draw(st.sampled_from([None, 0.5])), gqa
 
 
-@settings(FUZZ, max_examples=25)
+@settings(FUZZ, max_examples=37)
 @given(case=sdpa_case(), grad=st.booleans())
 def test_scaled_dot_product_attention(case, grad):
     q, k, v, mask, causal, scale, gqa = case
@@ -84,7 +84,7 @@ def mha_case(draw):
     return (e, heads, kdim, vdim, bf), q, k, v, kpm, am, draw(st.booleans()), draw(st.booleans())
 
 
-@settings(FUZZ, max_examples=12)
+@settings(FUZZ, max_examples=18)
 @given(case=mha_case(), grad=st.booleans())
 def test_multihead_attention(case, grad):
     (e, heads, kdim, vdim, bf), q, k, v, kpm, am, need, avg = case
@@ -131,7 +131,7 @@ def rnn_case(draw):
                       **({"nonlinearity": nl} if nl else {})), x, h0, lengths
 
 
-@settings(FUZZ, max_examples=15)
+@settings(FUZZ, max_examples=22)
 @given(case=rnn_case(), grad=st.booleans())
 def test_rnn(case, grad):
     kind, kw, x, h0, lengths = case

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from ._diff import FUZZ, check, inp
 
-FEW = settings(FUZZ, max_examples=10)  # the nn files together stay under a minute
+FEW = settings(FUZZ, max_examples=15)  # the nn files together stay under a minute
 
 
 @st.composite
@@ -65,14 +65,14 @@ def _conv_fn(nd, kw, transpose, has_bias):
     return lambda L, x, w: getattr(L.nn.functional, name)(x, w, **kw)
 
 
-@settings(FUZZ, max_examples=15)
+@settings(FUZZ, max_examples=22)
 @given(case=conv_case(), grad=st.booleans())
 def test_conv(case, grad):
     nd, kw, x, w, b = case
     check(_conv_fn(nd, kw, False, b is not None), [x, w] + ([b] if b is not None else []), grad=grad, scale_tol=8)
 
 
-@settings(FUZZ, max_examples=20)
+@settings(FUZZ, max_examples=30)
 @given(case=conv_case(transpose=True), grad=st.booleans())
 def test_conv_transpose(case, grad):
     nd, kw, x, w, b = case

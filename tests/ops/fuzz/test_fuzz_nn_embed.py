@@ -23,7 +23,7 @@ def emb_case(draw):
     return w, Inp(idx), pad, draw(st.sampled_from([None, None, 1.0, 0.5])), draw(st.sampled_from([1.0, 2.0]))
 
 
-@settings(FUZZ, max_examples=20)
+@settings(FUZZ, max_examples=30)
 @given(case=emb_case(), grad=st.booleans())
 def test_embedding(case, grad):
     w, idx, pad, max_norm, nt = case
@@ -60,7 +60,7 @@ def bag_case(draw):
     return w, Inp(idx), None if offsets is None else Inp(offsets), mode, last, psw, pad
 
 
-@settings(FUZZ, max_examples=25)
+@settings(FUZZ, max_examples=37)
 @given(case=bag_case(), grad=st.booleans())
 def test_embedding_bag(case, grad):
     w, idx, off, mode, last, psw, pad = case
@@ -74,7 +74,7 @@ def test_embedding_bag(case, grad):
     check(fn, ins, grad=grad, scale_tol=4)
 
 
-@settings(FUZZ, max_examples=12)
+@settings(FUZZ, max_examples=18)
 @given(shape=st.lists(st.integers(0, 3), max_size=3), nc=st.sampled_from([-1, 4, 5]), data=st.data())
 def test_one_hot(shape, nc, data):
     n = int(np.prod(shape))
@@ -92,7 +92,7 @@ def shuffle_case(draw):
     return r, x, y
 
 
-@settings(FUZZ, max_examples=12)
+@settings(FUZZ, max_examples=18)
 @given(case=shuffle_case(), grad=st.booleans())
 def test_pixel_shuffle(case, grad):
     r, x, y = case
@@ -116,7 +116,7 @@ def unfold_case(draw):
     return dict(kernel_size=k, dilation=dil, padding=pad, stride=stride), sp, x, cols
 
 
-@settings(FUZZ, max_examples=20)
+@settings(FUZZ, max_examples=30)
 @given(case=unfold_case(), grad=st.booleans())
 def test_unfold_fold(case, grad):
     kw, sp, x, cols = case

@@ -42,7 +42,7 @@ def class_case(draw):
     return x, w, kw, _cls(draw, tshape, c, ignore), shape, dt
 
 
-@settings(FUZZ, max_examples=12)
+@settings(FUZZ, max_examples=18)
 @given(case=class_case(), grad=st.booleans(), data=st.data())
 def test_cross_entropy_and_nll(case, grad, data):
     x, w, kw, t, shape, dt = case
@@ -99,7 +99,7 @@ POINTWISE = {
 }
 
 
-@settings(FUZZ, max_examples=40)
+@settings(FUZZ, max_examples=60)
 @given(case=pointwise_case(), name=st.sampled_from(sorted(POINTWISE)), grad=st.booleans())
 def test_pointwise_losses(case, name, grad):
     a, b, r = case
@@ -107,7 +107,7 @@ def test_pointwise_losses(case, name, grad):
     check(lambda L, x, y: f(L.nn.functional, x, y, r), [a, b], grad=grad, scale_tol=4)
 
 
-@settings(FUZZ, max_examples=20)
+@settings(FUZZ, max_examples=30)
 @given(case=pointwise_case(), grad=st.booleans(), data=st.data())
 def test_binary_cross_entropy(case, grad, data):
     a, b, r = case
@@ -134,7 +134,7 @@ def margin_case(draw):
     return x, c, batchless, dt, draw(st.sampled_from(RED))
 
 
-@settings(FUZZ, max_examples=25)
+@settings(FUZZ, max_examples=37)
 @given(case=margin_case(), grad=st.booleans(), data=st.data())
 def test_margin_losses(case, grad, data):
     x, c, batchless, dt, r = case
@@ -172,7 +172,7 @@ def embed_case(draw):
     return a, b, c, y, draw(st.sampled_from(RED))
 
 
-@settings(FUZZ, max_examples=25)
+@settings(FUZZ, max_examples=37)
 @given(case=embed_case(), grad=st.booleans(), data=st.data())
 def test_pair_and_triplet_losses(case, grad, data):
     a, b, c, y, r = case
@@ -200,7 +200,7 @@ def gaussian_case(draw):
     return x, t, v, draw(st.booleans()), draw(st.sampled_from(RED))
 
 
-@settings(FUZZ, max_examples=15)
+@settings(FUZZ, max_examples=22)
 @given(case=gaussian_case(), grad=st.booleans())
 def test_gaussian_nll_loss(case, grad):
     x, t, v, full, r = case
@@ -219,7 +219,7 @@ def ctc_case(draw):
     return x, Inp(tg), Inp(il), Inp(tl), draw(st.sampled_from(RED)), draw(st.booleans())
 
 
-@settings(FUZZ, max_examples=15)
+@settings(FUZZ, max_examples=22)
 @given(case=ctc_case(), grad=st.booleans())
 def test_ctc_loss(case, grad):
     x, tg, il, tl, r, zi = case

@@ -30,7 +30,7 @@ def bn_case(draw):
         draw(st.sampled_from([0.1, 0.0, 1.0]))
 
 
-@settings(FUZZ, max_examples=20)
+@settings(FUZZ, max_examples=30)
 @given(case=bn_case(), grad=st.booleans())
 def test_batch_norm(case, grad):
     x, w, b, rm, rv, training, affine, stats, mom = case
@@ -44,7 +44,7 @@ def test_batch_norm(case, grad):
     check(fn, ins, grad=grad, scale_tol=TOL)
 
 
-@settings(FUZZ, max_examples=15)
+@settings(FUZZ, max_examples=22)
 @given(case=bn_case(), grad=st.booleans())
 def test_instance_norm(case, grad):
     x, w, b, rm, rv, training, affine, stats, mom = case
@@ -58,7 +58,7 @@ def test_instance_norm(case, grad):
     check(fn, ins, grad=grad, scale_tol=TOL)
 
 
-@settings(FUZZ, max_examples=10)
+@settings(FUZZ, max_examples=15)
 @given(case=bn_case(), steps=st.integers(1, 3), data=st.data())
 def test_batch_norm_module_cumulative_average(case, steps, data):
     x = case[0]
@@ -89,7 +89,7 @@ def group_case(draw):
     return g, x, w, b, draw(st.booleans())
 
 
-@settings(FUZZ, max_examples=15)
+@settings(FUZZ, max_examples=22)
 @given(case=group_case(), grad=st.booleans())
 def test_group_norm(case, grad):
     g, x, w, b, affine = case
@@ -112,7 +112,7 @@ def layer_case(draw):
     return ns, x, w, b, draw(st.sampled_from(["none", "w", "wb"])), draw(st.sampled_from([None, 1e-3]))
 
 
-@settings(FUZZ, max_examples=20)
+@settings(FUZZ, max_examples=30)
 @given(case=layer_case(), grad=st.booleans())
 def test_layer_and_rms_norm(case, grad):
     ns, x, w, b, aff, eps = case
@@ -138,7 +138,7 @@ def lrn_case(draw):
         draw(st.sampled_from([1.0, 2.0]))
 
 
-@settings(FUZZ, max_examples=12)
+@settings(FUZZ, max_examples=18)
 @given(case=lrn_case(), grad=st.booleans())
 def test_local_response_norm(case, grad):
     x, size, alpha, beta, k = case

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from ._diff import FUZZ, check, inp
 
-FEW = settings(FUZZ, max_examples=12)  # the nn files together stay under a minute
+FEW = settings(FUZZ, max_examples=18)  # the nn files together stay under a minute
 
 
 @st.composite
@@ -47,14 +47,14 @@ def _windows_hit(n, k, s, p, d, ceil):
     return all(any(0 <= i * s - p + j * d < n for j in range(k)) for i in range(max(o, 0)))
 
 
-@settings(FUZZ, max_examples=25)
+@settings(FUZZ, max_examples=37)
 @given(case=pool_case(), grad=st.booleans())
 def test_max_pool(case, grad):
     nd, kw, x = case
     check(lambda L, t: getattr(L.nn.functional, f"max_pool{nd}d")(t, **kw), [x], grad=grad)
 
 
-@settings(FUZZ, max_examples=25)
+@settings(FUZZ, max_examples=37)
 @given(case=pool_case(avg=True), grad=st.booleans())
 def test_avg_pool(case, grad):
     nd, kw, x = case
@@ -73,7 +73,7 @@ def adaptive_case(draw):
     return nd, out, x, draw(st.sampled_from(["avg", "max", "maxi"]))
 
 
-@settings(FUZZ, max_examples=25)
+@settings(FUZZ, max_examples=37)
 @given(case=adaptive_case(), grad=st.booleans())
 def test_adaptive_pool(case, grad):
     nd, out, x, kind = case

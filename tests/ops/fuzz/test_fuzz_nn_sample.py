@@ -43,7 +43,7 @@ def interp_case(draw):
     return kw, x
 
 
-@settings(FUZZ, max_examples=40)
+@settings(FUZZ, max_examples=60)
 @given(case=interp_case(), grad=st.booleans())
 def test_interpolate(case, grad):
     kw, x = case
@@ -66,7 +66,7 @@ def grid_case(draw):
     return mode, pm, draw(st.booleans()), x, g
 
 
-@settings(FUZZ, max_examples=30)
+@settings(FUZZ, max_examples=45)
 @given(case=grid_case(), grad=st.booleans())
 def test_grid_sample(case, grad):
     mode, pm, ac, x, g = case
@@ -83,7 +83,7 @@ def affine_case(draw):
     return size, draw(st.booleans()), theta
 
 
-@settings(FUZZ, max_examples=12)
+@settings(FUZZ, max_examples=18)
 @given(case=affine_case(), grad=st.booleans())
 def test_affine_grid(case, grad):
     size, ac, theta = case
