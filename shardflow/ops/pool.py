@@ -19,7 +19,9 @@ Algorithms (one fused ``Function`` each, any number of spatial dims):
   ulp off, the float16 sum rounded per addition).
 * adaptive average pooling is separable: along each spatial dim it is a matrix ``P`` of
   shape (out, in) holding ``1/len`` over bin ``[floor(i*in/out), ceil((i+1)*in/out))``; the
-  forward applies ``P`` per dim with a GEMM and the backward applies ``P^T``.
+  forward applies ``P`` per dim with a GEMM and the backward applies ``P^T``. An input
+  holding NaN or inf takes per-bin means instead (``0 * nan`` in the GEMM would reach
+  every bin of the row).
 * adaptive max pooling loops over the output positions (few, e.g. 7x7) taking the max over
   each bin; backward adds the gradient at the arg-max indices with one ``bincount``.
 
