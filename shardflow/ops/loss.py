@@ -63,6 +63,11 @@ class _InputRangeError(RuntimeError, ValueError):
     """torch raises RuntimeError for a probability outside [0, 1]; shardflow raised ValueError
     before, so both catch it."""
 
+class _ArgumentError(RuntimeError, ValueError):
+    """torch raises RuntimeError for a bad loss parameter (beta, delta); shardflow raised
+    ValueError before, so both catch it."""
+
+
 def _raw(t):
     """A constant argument (weight, pos_weight) as a raw array, or None."""
     if t is None:
@@ -634,7 +639,8 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """``0.5 d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta`` (beta = 0: L1)."""
     if beta < 0:
-        raise ValueError(f"smooth_l1_loss: beta must be non-negative, got {beta}")
+        raise _ArgumentError(f"smooth_l1_loss does not support negative values for beta (got {beta}); "
+                             "use beta >= 0")
     return _pointwise("smooth_l1_loss", input, target, "smooth_l1", float(beta),
                       _reduction(size_average, reduce, reduction), None)
 
@@ -643,7 +649,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """``0.5 d**2`` where ``|d| < delta``, else ``delta (|d| - 0.5 delta)``."""
     if delta <= 0:
-        raise ValueError(f"huber_loss: delta must be positive, got {delta}")
+        raise _ArgumentError(f"huber_loss does not support non-positive values for delta (got {delta}); "
+                             "use delta > 0")
     return _pointwise("huber_loss", input, target, "huber", float(delta), _reduction(None, None, reduction), weight)
 
 

@@ -254,6 +254,8 @@ def _max_pool(d, input, kernel_size, stride, padding, dilation, ceil_mode, retur
     _check_input(input, d, name)
     ksize = _tuple(kernel_size, d, "kernel_size")
     stride = ksize if stride is None or (not isinstance(stride, int) and len(stride) == 0) else _tuple(stride, d, "stride")
+    if any(s == 0 for s in stride):  # torch's check (shardflow divided by it)
+        raise RuntimeError(f"{name}: stride should not be zero (got stride={stride})")
     out = MaxPoolNd.apply(
         input, d=d, ksize=ksize, stride=stride, padding=_tuple(padding, d, "padding"),
         dilation=_tuple(dilation, d, "dilation"), ceil_mode=bool(ceil_mode),
@@ -363,6 +365,8 @@ def _avg_pool(d, input, kernel_size, stride, padding, ceil_mode, count_include_p
         raise RuntimeError(f"{name}: expected a floating point input, got {input.dtype}; call .float()")
     ksize = _tuple(kernel_size, d, "kernel_size")
     stride = ksize if stride is None or (not isinstance(stride, int) and len(stride) == 0) else _tuple(stride, d, "stride")
+    if any(s == 0 for s in stride):  # torch's check (shardflow divided by it)
+        raise RuntimeError(f"{name}: stride should not be zero (got stride={stride})")
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError(f"{name}: divisor_override must be non-zero")
     spatial = tuple(input.shape[-d:])

@@ -22,8 +22,10 @@ def bn_case(draw):
     sp = tuple(draw(st.lists(st.integers(1, 3), max_size=3)))
     dt = draw(st.sampled_from(DT))
     x = draw(inp(shape=(n, c) + sp, dtypes=(dt,), specials=False))
-    w = draw(inp(shape=(c,), dtypes=(dt,), specials=False))
-    b = draw(inp(shape=(c,), dtypes=(dt,), specials=False))
+    # SKIP: expanded (stride-0) weight and bias: torch's CPU batch_norm backward reads
+    # garbage there (input gradients of 1e30 or a stray -3e-3 where the weight is 0)
+    w = draw(inp(shape=(c,), dtypes=(dt,), specials=False, layout=False))
+    b = draw(inp(shape=(c,), dtypes=(dt,), specials=False, layout=False))
     rm = np.linspace(-1, 1, c).astype(dt)
     rv = np.linspace(0.5, 2, c).astype(dt)
     return x, w, b, rm, rv, draw(st.booleans()), draw(st.booleans()), draw(st.booleans()), \

@@ -185,3 +185,23 @@ def test_embedding_max_norm_with_no_indices():
     # renormalising no rows reshaped an empty selection to (0, -1) and raised ValueError
     t, s = _both(lambda L: L.nn.functional.embedding(L.tensor([], dtype=L.int64), L.full((2, 3), 4.0), max_norm=1.0))
     assert tuple(s.shape) == tuple(t.shape) == (0, 3)
+
+
+@pytest.mark.parametrize("call", [
+    # a bias of the wrong length was broadcast silently
+    lambda L: L.nn.functional.conv2d(L.zeros(1, 1, 4, 4), L.zeros(2, 1, 3, 3), L.zeros(3)),
+    lambda L: L.nn.functional.conv_transpose1d(L.zeros(1, 1, 4), L.zeros(1, 2, 3), L.zeros(1)),
+    # ZeroDivisionError before
+    lambda L: L.nn.functional.conv2d(L.zeros(1, 1, 4, 4), L.zeros(1, 1, 3, 3), stride=0),
+    lambda L: L.nn.functional.avg_pool2d(L.zeros(1, 1, 4, 4), 2, stride=0),
+    lambda L: L.nn.functional.max_pool1d(L.zeros(1, 1, 4), 2, stride=0),
+    # ValueError before
+    lambda L: L.nn.functional.conv_transpose2d(L.zeros(1, 1, 2, 2), L.zeros(1, 1, 3, 3), output_padding=1),
+    lambda L: L.nn.functional.group_norm(L.zeros(2, 3), 2),
+    lambda L: L.nn.functional.huber_loss(L.zeros(2), L.zeros(2), delta=-1.0),
+    lambda L: L.nn.functional.smooth_l1_loss(L.zeros(2), L.zeros(2), beta=-1.0),
+])
+def test_bad_arguments_raise_runtime_error_like_torch(call):
+    for L in (torch, sf):
+        with pytest.raises(RuntimeError):
+            call(L)
