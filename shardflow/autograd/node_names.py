@@ -45,7 +45,8 @@ def _extreme(fn) -> str:
 
 def _pool(kind: str):
     def name(fn) -> str:
-        shape = fn._out_shape
+        # a node with several outputs (return_indices=True) keeps its shapes in _out_meta
+        shape = fn._out_shape if fn._out_meta is None else fn._out_meta[0][0]
         n = 2 if shape is None else max(len(shape) - 2, 1)
         return f"{kind}{n}D{'WithIndices' if kind == 'MaxPool' else ''}Backward0"
     return name

@@ -361,12 +361,19 @@ def _reduce(x: Tensor, reduction: str) -> Tensor:
 
 def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, size_average=None,
                           reduce=None, reduction: str = "mean") -> Tensor:
-    """1 - cos(x1, x2) where target == 1; max(0, cos(x1, x2) - margin) where target == -1."""
-    cos = cosine_similarity(input1, input2, dim=-1, eps=1e-8)
-    pos = 1 - cos
-    neg = _op("clamp")(cos - margin, 0.0, None)
-    loss = _op("where")(target == 1, pos, neg)
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
+    """1 - cos(x1, x2) where target == 1; max(0, cos(x1, x2) - margin) where target == -1;
+    0 for any other target. ``cos = <x1, x2> / sqrt((|x1|^2 + 1e-12) (|x2|^2 + 1e-12))``,
+    torch's formula (aten ``cosine_embedding_loss``): ``cosine_similarity``'s per-norm clamp
+    at 1e-8 gave a zero vector a gradient 100x torch's."""
+    eps = 1e-12
+    prod = (input1 * input2).sum(-1)
+    mag1 = (input1 * input1).sum(-1) + eps
+    mag2 = (input2 * input2).sum(-1) + eps
+    cos = prod / (mag1 * mag2).sqrt()
+    zeros = _op("zeros_like")(cos)
+    pos = _op("where")(target == 1, 1 - cos, zeros)
+    neg = _op("where")(target == -1, _op("clamp")(cos - margin, 0.0, None), zeros)
+    return _reduce(pos + neg, _reduction(size_average, reduce, reduction))
 
 
 def _check_triplet_dims(anchor, positive, negative, op: str) -> None:
@@ -433,11 +440,19 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 
 def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5) -> Tensor:
+    # torch's F.group_norm refuses (N * C / G) * prod(spatial) == 1 (its _verify_batch_size)
+    shape = tuple(input.shape)
+    if len(shape) >= 2 and num_groups and math.prod(shape[2:], start=shape[0] * shape[1] // num_groups) == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                         f"{[shape[0] * shape[1] // num_groups, num_groups] + list(shape[2:])}")
     return _op("group_norm")(input, num_groups, weight, bias, eps)
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
                   use_input_stats: bool = True, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    if use_input_stats and math.prod(tuple(input.shape)[2:]) == 1:  # torch's _verify_spatial_size
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size "
+                         f"shardflow.Size({list(input.shape)})")
     return _op("instance_norm")(
         input, running_mean=running_mean, running_var=running_var, weight=weight, bias=bias,
         use_input_stats=use_input_stats, momentum=momentum, eps=eps,

@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import ops
 from ..autograd import Tensor
+from ..ops.loss import no_grad_argument
 
 __all__ = [
     "gaussian_nll_loss", "poisson_nll_loss", "hinge_embedding_loss", "soft_margin_loss",
@@ -105,6 +106,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: s
             raise RuntimeError(f"output with shape {list(input.shape)} doesn't match the broadcast shape "
                                f"{list(wide)}: soft_margin_loss needs a target of the input's shape "
                                f"(got {list(target.shape)}); reshape it, e.g. target.view_as(input)")
+    no_grad_argument("soft_margin_loss", "target", target)
     return _reduce(ops.softplus(-target * input), reduction)
 
 
@@ -126,11 +128,12 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     reduction = _reduction(size_average, reduce, reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
+    no_grad_argument("multi_margin_loss", "weight", weight)
     x = input if input.ndim == 2 else input.reshape(1, -1)
     t = target.reshape(-1)
     C = x.shape[1]
     x_y = ops.gather(x, 1, t.reshape(-1, 1))  # (N, 1)
-    z = ops.clamp(margin - x_y + x, 0.0, None)
+    z = ops.relu(margin - x_y + x)  # relu, not clamp: no gradient at z == 0 (torch's ``z > 0``)
     if p == 2:
         z = z * z
     if weight is not None:
@@ -144,21 +147,23 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
 
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """Per sample ``sum_{j in y} sum_{i not in y} max(0, 1 - (x[j] - x[i])) / C``, where ``y`` are
-    the leading non-negative entries of the target row (up to its first -1)."""
+    the leading non-negative entries of the target row (up to its first -1), repeats included."""
     reduction = _reduction(size_average, reduce, reduction)
     x = input if input.ndim == 2 else input.reshape(1, -1)
     t = target.array if target.ndim == 2 else target.array.reshape(1, -1)
     t = t.get() if hasattr(t, "get") else np.asarray(t)
     N, C = x.shape
     is_target = np.zeros((N, C), bool)
+    count = np.zeros((N, C), np.float64)  # a class listed twice counts twice, as torch's kernel
     for n in range(N):
         for c in t[n]:
             if c < 0:
                 break
             is_target[n, c] = True
-    pair = (is_target[:, :, None] & ~is_target[:, None, :]).astype(np.float64)  # (N, j, i)
+            count[n, c] += 1
+    pair = count[:, :, None] * ~is_target[:, None, :]  # (N, j, i)
     pair_t = ops.tensor(pair, dtype=x.dtype, device=x.device)
-    hinge = ops.clamp(1 - (x.unsqueeze(2) - x.unsqueeze(1)), 0.0, None)  # (N, j, i)
+    hinge = ops.relu(1 - (x.unsqueeze(2) - x.unsqueeze(1)))  # (N, j, i); no gradient at 0, as torch
     loss = (hinge * pair_t).sum((1, 2)) / C
     if input.ndim < 2:
         loss = loss.reshape(())
@@ -173,6 +178,12 @@ def _tuple(v, n):
 def _lp_pool(n, input, norm_type, kernel_size, stride, ceil_mode):
     avg = {1: ops.avg_pool1d, 2: ops.avg_pool2d, 3: ops.avg_pool3d}[n]
     k = _tuple(kernel_size, n)
+    if norm_type in (math.inf, -math.inf):  # the limit of the p-norm: max (min) of |x|, as torch
+        mx = {1: ops.max_pool1d, 2: ops.max_pool2d, 3: ops.max_pool3d}[n]
+        s = stride if stride is not None else k
+        if norm_type > 0:
+            return mx(input.abs(), k, s, 0, 1, ceil_mode=ceil_mode)
+        return -mx(-input.abs(), k, s, 0, 1, ceil_mode=ceil_mode)
     out = avg(input.pow(norm_type), k, stride if stride is not None else k, 0, ceil_mode=ceil_mode)
     return (ops.sign(out) * ops.relu(ops.abs(out))).mul(math.prod(k)).pow(1.0 / norm_type)
 

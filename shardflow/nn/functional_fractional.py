@@ -106,6 +106,9 @@ def _fractional_max_pool(nd: int, input, kernel_size, output_size, output_ratio,
     batched = x.ndim == nd + 2
     xb = x if batched else ops.unsqueeze(x, 0)  # (N, C, *spatial)
     samples = _random_samples
+    if samples.requires_grad:  # torch's autograd kernel refuses it (the samples have no gradient)
+        raise RuntimeError(f"The function 'fractional_max_pool{nd}d' is not differentiable with respect to "
+                           "argument 'random_samples'. This input cannot have requires_grad True.")
     if samples.dtype != x.dtype:
         raise RuntimeError("Expect _random_samples to have the same dtype as input")
     if samples.ndim != 3:

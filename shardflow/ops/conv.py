@@ -432,7 +432,18 @@ def _crop_tensor(t, starts, sizes):
 
 
 class _SameStrideError(RuntimeError, ValueError):
-    """torch's functional conv raises RuntimeError (its module ValueError); both catch it."""
+    """torch's functional conv raises RuntimeError (its module ValueError); both catch it.
+    (Also output_padding too large: RuntimeError in torch, ValueError in shardflow before.)"""
+
+
+def _check_stride_bias(stride, bias, out_channels, weight):
+    """torch's refusals: a stride below 1 (shardflow divided by it) and a bias that is not
+    one value per output channel (shardflow broadcast it silently)."""
+    if any(s <= 0 for s in stride):
+        raise RuntimeError(f"non-positive stride is not supported (got stride={stride})")
+    if bias is not None and tuple(bias.shape) != (out_channels,):
+        raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with "
+                           f"{out_channels} elements, but got bias of size {list(bias.shape)} instead")
 
 
 def _warn_uneven_same_once() -> None:
@@ -483,6 +494,7 @@ def _conv(d, input, weight, bias, stride, padding, dilation, groups):
         )
     _check_dtypes(input, weight, bias)
     stride = _tuple(stride, d, "stride")
+    _check_stride_bias(stride, bias, weight.shape[0], weight)
     dilation = _tuple(dilation, d, "dilation")
     pads = _resolve_padding(padding, d, weight.shape[2:], stride, dilation)
     kw = dict(stride=stride, padding=pads, dilation=dilation, groups=int(groups))
@@ -636,12 +648,13 @@ def _conv_transpose(d, input, weight, bias, stride, padding, output_padding, gro
         )
     _check_dtypes(input, weight, bias)
     stride = _tuple(stride, d, "stride")
+    _check_stride_bias(stride, bias, weight.shape[1] * groups, weight)
     dilation = _tuple(dilation, d, "dilation")
     padding = _tuple(padding, d, "padding")
     output_padding = _tuple(output_padding, d, "output_padding")
     for op_, s, dl in zip(output_padding, stride, dilation):
         if op_ >= max(s, dl):
-            raise ValueError(f"{name}: output_padding {output_padding} must be smaller than stride "
+            raise _SameStrideError(f"{name}: output_padding {output_padding} must be smaller than stride "
                              f"{stride} or dilation {dilation}")
     kw = dict(stride=stride, padding=padding, output_padding=output_padding, dilation=dilation,
               groups=int(groups))

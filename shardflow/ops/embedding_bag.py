@@ -76,7 +76,8 @@ class EmbeddingBag(Function):
         else:
             coef = mask.astype(wa.dtype)  # (B, L)
             if psw is not None:
-                coef = coef * _up(psw)[0][xp.maximum(pos, 0)]
+                if psw.size:  # (no indices at all: every slot is masked, nothing to read)
+                    coef = coef * _up(psw)[0][xp.maximum(pos, 0)]
             if mode == "mean":
                 coef = coef / xp.maximum(mask.sum(axis=1, keepdims=True), 1).astype(wa.dtype)
             self.coef = coef
@@ -245,7 +246,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
             )
         per_sample_weights = per_sample_weights.reshape(-1)
     ids_host = _host(ids).astype(np.int64)
-    dense = ids_host[np.maximum(pos, 0)]  # (B, L)
+    # (B, L); no indices at all (every bag empty): nothing to read, every slot masked
+    dense = ids_host[np.maximum(pos, 0)] if ids_host.size else np.zeros(pos.shape, np.int64)
     mask = pos >= 0
     if padding_idx is not None:
         mask &= dense != padding_idx

@@ -1120,6 +1120,8 @@ def renorm_rows_(weight: Tensor, ids, max_norm: float, norm_type: float) -> None
     w = weight.array
     xp = get_array_module(w)
     rows = xp.unique(ids)
+    if not rows.size:  # no index: nothing to renormalise (the reshape below needs a row)
+        return
     sel = w[rows]
     norms = xp.linalg.norm(sel.astype(np.float64).reshape(len(rows), -1), ord=norm_type, axis=1)
     scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(w.dtype)

@@ -34,6 +34,7 @@ import numpy as np
 from .. import kernels
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
+from ..autograd.grad_mode import is_grad_enabled
 from ..backend import get_array_module
 from ..backend.user_warning import warn_at_caller
 from ..kernels import softmax as _sm_kernels
@@ -62,6 +63,11 @@ class _InputRangeError(RuntimeError, ValueError):
     """torch raises RuntimeError for a probability outside [0, 1]; shardflow raised ValueError
     before, so both catch it."""
 
+class _ArgumentError(RuntimeError, ValueError):
+    """torch raises RuntimeError for a bad loss parameter (beta, delta); shardflow raised
+    ValueError before, so both catch it."""
+
+
 def _raw(t):
     """A constant argument (weight, pos_weight) as a raw array, or None."""
     if t is None:
@@ -69,6 +75,15 @@ def _raw(t):
     if isinstance(t, Tensor):
         return t.array
     return np.asarray(t)
+
+
+def no_grad_argument(fname: str, arg: str, t) -> None:
+    """torch's refusal of a gradient it does not define (its autograd kernel's
+    ``check_no_requires_grad``): a loss weight or target that requires grad while grad mode
+    is on is an error there, where shardflow would silently give it no gradient."""
+    if isinstance(t, Tensor) and t.requires_grad and is_grad_enabled():
+        raise RuntimeError(f"The function '{fname}' is not differentiable with respect to argument '{arg}'. "
+                           "This input cannot have requires_grad True.")
 
 
 def _reduction(size_average, reduce, reduction: str) -> str:
@@ -166,7 +181,16 @@ def _class_grad_scale(g, reduction, denom, row_shape):
     scalar divided by ``denom`` for 'mean'."""
     if reduction == "none":
         return g.reshape(tuple(row_shape)).unsqueeze(1)
+    if reduction == "mean" and float(denom) == 0:  # every target ignored: zero gradient (see _mean_share)
+        return g * 0.0
     return g / float(denom) if reduction == "mean" else g
+
+
+def _mean_share(g, denom):
+    """``g / denom`` for a 'mean' over the weights of the non-ignored targets. With every
+    target ignored the sum is 0: the loss is NaN (0/0) but torch's gradient is 0 (each
+    ignored position's share is never computed), where ``0 * (g/0)`` would be NaN."""
+    return g / denom if denom != 0 else g * 0
 
 
 def _class_shape(nd, C):
@@ -243,14 +267,15 @@ class CrossEntropyIndex(Function):
         if self.reduction == "none":
             r = g.reshape(self.s.shape)
         elif self.reduction == "mean":
-            r = g / self.denom
+            r = _mean_share(g, self.denom)
         else:
             r = g
         # A_i * valid_i: (1-eps) w_t + eps/C sum(w), masked
         if eps > 0:
             A = (1.0 - eps) * (coef if coef is not None else 1.0)
             rv = r if self.valid is None else r * self.valid
-            A = A + (eps / C) * self.sumw * (self.valid if self.valid is not None else 1.0)
+            # (the bool mask as r's dtype: a bool array times a Python float is float64)
+            A = A + (eps / C) * self.sumw * (self.valid.astype(r.dtype) if self.valid is not None else 1.0)
         else:
             A = coef if coef is not None else 1.0
         scale = (r * A) / self.s  # (N, d...)
@@ -402,9 +427,31 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
             )
         if not isinstance(target, Tensor):
             target = Tensor(ta)
+        if isinstance(weight, Tensor) and weight.requires_grad and is_grad_enabled():
+            return _cross_entropy_prob_composite(input, target, weight, reduction, label_smoothing)
         return CrossEntropyProb.apply(input, target, weight=w, reduction=reduction, label_smoothing=label_smoothing)
+    no_grad_argument("nll_loss2d_forward" if input.ndim > 2 else "nll_loss_forward", "weight", weight)
     return CrossEntropyIndex.apply(input, ta, weight=w, ignore_index=ignore_index, reduction=reduction,
                                    label_smoothing=label_smoothing)
+
+
+def _cross_entropy_prob_composite(input, target, weight, reduction, label_smoothing):
+    """Class-probability cross entropy from differentiable ops, for a ``weight`` that
+    requires grad (``CrossEntropyProb`` holds the weight as a constant). torch's composite:
+    ``-(log_softmax(x) * t' * w).sum(class)`` with ``t' = t (1 - eps) + eps / C``; 'mean'
+    divides by the number of rows (input.numel() / C), not by the weights."""
+    cdim = 1 if input.ndim > 1 else 0
+    C = input.shape[cdim]
+    if label_smoothing > 0:
+        target = target * (1.0 - label_smoothing) + label_smoothing / C
+    wshape = [1] * input.ndim
+    wshape[cdim] = C
+    loss = -(input.log_softmax(cdim) * target * weight.reshape(wshape)).sum(cdim)
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / (input.numel() // C)
 
 
 def _torch_dtype_name(dtype) -> str:
@@ -442,7 +489,7 @@ class NllLoss(Function):
         if self.reduction == "none":
             r = g.reshape(self.idx.shape[:1] + self.idx.shape[2:])
         else:
-            r = g / self.denom if self.reduction == "mean" else g
+            r = _mean_share(g, self.denom) if self.reduction == "mean" else g
         v = -r * self.coef if self.coef is not None else -r
         v = np.expand_dims(np.broadcast_to(v, self.idx.shape[:1] + self.idx.shape[2:]), 1)
         gx = get_array_module(g).zeros(self.bshape, dtype=g.dtype)
@@ -472,6 +519,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     C = input.shape[1] if input.array.ndim > 1 else input.shape[0]
     if w is not None and w.shape != (C,):
         raise ValueError(f"nll_loss: weight must have shape ({C},) (one per class), got {tuple(w.shape)}")
+    no_grad_argument("nll_loss2d_forward" if input.ndim > 2 else "nll_loss_forward", "weight", weight)
     return NllLoss.apply(input, ta, weight=w, ignore_index=ignore_index, reduction=reduction)
 
 
@@ -621,7 +669,8 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """``0.5 d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta`` (beta = 0: L1)."""
     if beta < 0:
-        raise ValueError(f"smooth_l1_loss: beta must be non-negative, got {beta}")
+        raise _ArgumentError(f"smooth_l1_loss does not support negative values for beta (got {beta}); "
+                             "use beta >= 0")
     return _pointwise("smooth_l1_loss", input, target, "smooth_l1", float(beta),
                       _reduction(size_average, reduce, reduction), None)
 
@@ -630,7 +679,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """``0.5 d**2`` where ``|d| < delta``, else ``delta (|d| - 0.5 delta)``."""
     if delta <= 0:
-        raise ValueError(f"huber_loss: delta must be positive, got {delta}")
+        raise _ArgumentError(f"huber_loss does not support non-positive values for delta (got {delta}); "
+                             "use delta > 0")
     return _pointwise("huber_loss", input, target, "huber", float(delta), _reduction(None, None, reduction), weight)
 
 
@@ -706,6 +756,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
             "binary_cross_entropy: all elements of input should be between 0 and 1 (probabilities); "
             "for logits use binary_cross_entropy_with_logits"
         )
+    no_grad_argument("binary_cross_entropy", "weight", weight)
     w = _raw(weight)
     if w is not None:
         w = np.broadcast_to(w.astype(xa.dtype, copy=False), xa.shape)
@@ -780,6 +831,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
             f"{tuple(x.shape)}"
         )
     dt = x.array.dtype
+    no_grad_argument("binary_cross_entropy_with_logits", "weight", weight)
+    no_grad_argument("binary_cross_entropy_with_logits", "pos_weight", pos_weight)
     w, pw = _raw(weight), _raw(pos_weight)
     w = None if w is None else w.astype(dt, copy=False)
     pw = None if pw is None else pw.astype(dt, copy=False)

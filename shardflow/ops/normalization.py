@@ -44,6 +44,11 @@ from .blocked import block_slices
 __all__ = ["layer_norm", "batch_norm", "group_norm", "instance_norm", "rms_norm", "normalize"]
 
 
+class _GroupsError(RuntimeError, ValueError):
+    """torch raises RuntimeError for channels not divisible by num_groups; shardflow raised
+    ValueError before, so both catch it."""
+
+
 def _up(a):
     if a is not None and a.dtype.itemsize < 4 and a.dtype.kind in "fV":
         return a.astype(np.float32), a.dtype
@@ -443,7 +448,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         raise ValueError(f"group_norm: expected input of shape (N, C, ...), got {shp}")
     C = shp[1]
     if num_groups <= 0 or C % num_groups:
-        raise ValueError(
+        raise _GroupsError(
             f"group_norm: num_groups={num_groups} must divide the number of channels C={C}; choose a "
             "divisor of C"
         )

@@ -19,7 +19,9 @@ Algorithms (one fused ``Function`` each, any number of spatial dims):
   ulp off, the float16 sum rounded per addition).
 * adaptive average pooling is separable: along each spatial dim it is a matrix ``P`` of
   shape (out, in) holding ``1/len`` over bin ``[floor(i*in/out), ceil((i+1)*in/out))``; the
-  forward applies ``P`` per dim with a GEMM and the backward applies ``P^T``.
+  forward applies ``P`` per dim with a GEMM and the backward applies ``P^T``. An input
+  holding NaN or inf takes per-bin means instead (``0 * nan`` in the GEMM would reach
+  every bin of the row).
 * adaptive max pooling loops over the output positions (few, e.g. 7x7) taking the max over
   each bin; backward adds the gradient at the arg-max indices with one ``bincount``.
 
@@ -153,6 +155,8 @@ class MaxPoolNd(Function):
             # window holding NaN reports its last NaN. Only inputs with NaN pay this pass.
             for k in range(len(sls)):
                 kidx[xp.isnan(xpad[sls[k]])] = k
+        if any(lo for lo, _ in pads):
+            _first_valid_where_lowest(kidx, best, ksize, stride, dilation, pads, osize)
         self.kidx, self.pads, self.xpshape, self.spatial = kidx, pads, xpad.shape, spatial
         self.sls = sls
         # windows that never overlap (stride >= dilated kernel): backward can write each
@@ -218,6 +222,24 @@ class MaxPoolNd(Function):
         return out
 
 
+def _first_valid_where_lowest(kidx, best, ksize, stride, dilation, pads, osize):
+    """A window whose maximum is the padding value (every element -inf, or the integer
+    minimum) kept kernel position 0, which may lie in the padding; PyTorch's kernel starts
+    from the window's first in-bounds position (``while (ih0 < 0) ih0 += dilation``) and
+    moves only on a strictly greater value, so it reports (and backward routes to) that one."""
+    xp = get_array_module(kidx)
+    low = best == _lowest(best.dtype)
+    if not low.any():
+        return
+    d = len(ksize)
+    first = xp.zeros(osize, dtype=np.int64)
+    for i in range(d):
+        o = xp.arange(osize[i]) * stride[i]
+        j = xp.maximum(0, -((o - pads[i][0]) // dilation[i]))  # ceil((pad - o*s) / dil), at least 0
+        first = first * ksize[i] + j.reshape((osize[i],) + (1,) * (d - 1 - i))
+    kidx[low] = xp.broadcast_to(first, kidx.shape)[low].astype(kidx.dtype)
+
+
 def _check_input(input, d, name):
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}: input must be a Tensor, got {type(input).__name__}")
@@ -234,6 +256,8 @@ def _max_pool(d, input, kernel_size, stride, padding, dilation, ceil_mode, retur
     refuse_complex(input, kernel="max_pool1d_impl" if d == 1 else name)  # torch's kernel names
     ksize = _tuple(kernel_size, d, "kernel_size")
     stride = ksize if stride is None or (not isinstance(stride, int) and len(stride) == 0) else _tuple(stride, d, "stride")
+    if any(s == 0 for s in stride):  # torch's check (shardflow divided by it)
+        raise RuntimeError(f"{name}: stride should not be zero (got stride={stride})")
     out = MaxPoolNd.apply(
         input, d=d, ksize=ksize, stride=stride, padding=_tuple(padding, d, "padding"),
         dilation=_tuple(dilation, d, "dilation"), ceil_mode=bool(ceil_mode),
@@ -344,8 +368,15 @@ def _avg_pool(d, input, kernel_size, stride, padding, ceil_mode, count_include_p
         raise RuntimeError(f"{name}: expected a floating point input, got {input.dtype}; call .float()")
     ksize = _tuple(kernel_size, d, "kernel_size")
     stride = ksize if stride is None or (not isinstance(stride, int) and len(stride) == 0) else _tuple(stride, d, "stride")
+    if any(s == 0 for s in stride):  # torch's check (shardflow divided by it)
+        raise RuntimeError(f"{name}: stride should not be zero (got stride={stride})")
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError(f"{name}: divisor_override must be non-zero")
+    spatial = tuple(input.shape[-d:])
+    if d == 3 and any(n < k for n, k in zip(spatial, ksize)):  # torch checks this for 3-D only
+        raise RuntimeError(f"input image (T: {spatial[0]} H: {spatial[1]} W: {spatial[2]}) smaller than kernel "
+                           f"size (kT: {ksize[0]} kH: {ksize[1]} kW: {ksize[2]}); pad the input or use a "
+                           f"smaller kernel_size")
     return AvgPoolNd.apply(
         input, d=d, ksize=ksize, stride=stride, padding=_tuple(padding, d, "padding"),
         ceil_mode=bool(ceil_mode), count_include_pad=bool(count_include_pad),
@@ -419,6 +450,19 @@ def _apply_along(y, mats, d):
     return y
 
 
+def _bin_means(y, spatial, osize, d):
+    """The separable bin means by slicing (each output reads only its own bin): for inputs
+    holding NaN or inf, which ``_apply_along``'s GEMMs would spread to other bins."""
+    xp = get_array_module(y)
+    for i, (size, out) in enumerate(zip(spatial, osize)):
+        ax = y.ndim - d + i
+        start, end = _bins(size, out)
+        parts = [y[(slice(None),) * ax + (slice(int(a), int(b)),)].mean(axis=ax, keepdims=True)
+                 for a, b in zip(start, end)]
+        y = xp.concatenate(parts, axis=ax)
+    return y
+
+
 class AdaptiveAvgPoolNd(Function):
     save_inputs = ()
 
@@ -440,7 +484,11 @@ class AdaptiveAvgPoolNd(Function):
         xp = get_array_module(x)
         mats = [_pool_matrix(s, o, wdt) for s, o in zip(spatial, osize)]  # small, on the host
         self.mats = mats if xp is np else [xp.asarray(m) for m in mats]
-        return xp.ascontiguousarray(_apply_along(x.astype(wdt, copy=False), self.mats, d).astype(x.dtype, copy=False))
+        if not xp.isfinite(x).all():  # a GEMM's 0 * nan would spread NaN/inf to every bin of the row
+            y = _bin_means(x.astype(wdt, copy=False), spatial, osize, d)
+        else:
+            y = _apply_along(x.astype(wdt, copy=False), self.mats, d)
+        return xp.ascontiguousarray(y.astype(x.dtype, copy=False))
 
     def backward(self, g):
         xp = get_array_module(g)
