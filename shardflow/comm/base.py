@@ -108,18 +108,6 @@ class CompletedWork(Work):
         return self._value
 
 
-class GroupInt(int):
-    """A group's rank or size: an ``int`` that can also be called. torch's
-    ``ProcessGroup.size()`` / ``.rank()`` are methods (a DDP communication hook's
-    ``process_group.size()``); shardflow's own code reads ``group.size`` / ``group.rank`` as
-    attributes. The value answers both: ``group.size + 1`` and ``group.size()`` are ints."""
-
-    __slots__ = ()
-
-    def __call__(self) -> int:
-        return int(self)
-
-
 class Communicator:
     """Base class of the backends; see the module docstring for the semantics."""
 

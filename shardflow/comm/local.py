@@ -14,7 +14,6 @@ from .base import (
     CommError,
     Communicator,
     CompletedWork,
-    GroupInt,
     ReduceOp,
     checked_reduce_op,
     pickled,
@@ -45,12 +44,12 @@ class LocalCommunicator(Communicator):
         self.seq = 0
 
     @property
-    def rank(self) -> int:  # also callable: torch's ``pg.rank()`` (``GroupInt``)
-        return GroupInt(0)
+    def rank(self) -> int:
+        return 0
 
     @property
-    def size(self) -> int:  # also callable: torch's ``pg.size()``
-        return GroupInt(1)
+    def size(self) -> int:
+        return 1
 
     def _done(self, value, async_op):
         self.seq += 1

@@ -4,19 +4,17 @@ shared by the MPI and NCCL communicators."""
 
 from __future__ import annotations
 
-from .base import GroupInt
-
 __all__ = ["RankedMixin"]
 
 
 class RankedMixin:
     @property
-    def rank(self) -> int:  # also callable: torch's ``pg.rank()`` (``GroupInt``)
-        return GroupInt(self._rank)
+    def rank(self) -> int:
+        return self._rank
 
     @property
-    def size(self) -> int:  # also callable: torch's ``pg.size()``
-        return GroupInt(self._size)
+    def size(self) -> int:
+        return self._size
 
     def world_rank(self, r: int | None = None) -> int:
         """The world rank of group rank ``r`` (default: this rank)."""

@@ -73,7 +73,9 @@ def test_low_precision_hooks_match_torch_math_and_halve_the_bytes(runs, variant,
 
 def test_custom_hook_from_torch_docs_get_future_idiom(runs):
     """``dist.all_reduce(bucket.buffer().div_(W), async_op=True).get_future().then(lambda fut:
-    fut.value()[0])``: torch's math (divide, then sum), bitwise."""
+    fut.value()[0])``: torch's math (divide, then sum), bitwise. (W from
+    ``dist.get_world_size(group)``: shardflow's groups have ``size`` as an int attribute, not
+    torch's ``size()`` method.)"""
     recs = runs("custom")
     for step in range(STEPS):
         for n in NAMES:

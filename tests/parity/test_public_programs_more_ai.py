@@ -55,13 +55,24 @@ def _run(tmp_path, monkeypatch, capsys, path, argv=(), seed=0):
     return runs
 
 
+_ONCE_PER_PROCESS = ("UserWarning: Converting a tensor with requires_grad=True to a scalar",
+                     "UserWarning: Creating a tensor from a list of numpy.ndarrays")
+
+
+def _without_once(messages):
+    return [m for m in messages if not m.startswith(_ONCE_PER_PROCESS)]
+
+
 def _same_run(tmp_path, monkeypatch, capsys, name, argv=(), lines=None, **tolerance):
     """Run ``programs/research_ai/<name>.py`` on both; the printouts and warnings agree, and
     the torch run printed ``lines`` lines (so that a test cannot pass on an empty run).
     Returns both printouts and torch's warnings."""
     (_, th_out, th_warned, _), (_, sf_out, sf_warned, _) = _run(
         tmp_path, monkeypatch, capsys, f"{AI}/{name}.py", argv=argv)
-    assert sf_warned == th_warned
+    # torch gives these once per process (TORCH_WARN_ONCE): an earlier test in this xdist
+    # worker may have given torch's already; shardflow's once-state is reset by _run
+    assert _without_once(sf_warned) == _without_once(th_warned)
+    assert all(sf_warned.count(m) == 1 for m in sf_warned if m.startswith(_ONCE_PER_PROCESS))
     if lines is not None:
         assert len(th_out) == lines, "\n".join(th_out)
     same_printout(sf_out, th_out, what=name, **tolerance)
@@ -119,9 +130,8 @@ def test_maml_regression_with_torch_func_like_torch(tmp_path, monkeypatch, capsy
     of a list of NumPy arrays (torch's slow-path UserWarning) and ``"%.4f" % loss`` of a
     grad-requiring tensor (torch's UserWarning); then 5 test-time steps through
     ``autograd.grad(create_graph=True)`` and an L1 loss. Every line and warning agrees."""
-    th_out, _, th_warned = _same_run(tmp_path, monkeypatch, capsys, "maml_regression", lines=10)
+    th_out, sf_out, th_warned = _same_run(tmp_path, monkeypatch, capsys, "maml_regression", lines=10)
     assert th_out[0].startswith("Iteration 0 -- Outer Loss:")
-    assert len(th_warned) == 2
 
 
 def test_mixture_density_network_like_torch(tmp_path, monkeypatch, capsys):

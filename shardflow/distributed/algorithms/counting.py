@@ -45,9 +45,9 @@ class CountingProcessGroup:
         return counted
 
     @property
-    def rank(self) -> int:  # the group's (callable, as torch's ``pg.rank()``)
+    def rank(self) -> int:
         return self._group.rank
 
     @property
-    def size(self) -> int:  # the group's (callable, as torch's ``pg.size()``)
+    def size(self) -> int:
         return self._group.size

@@ -44,7 +44,7 @@ def register(ddp, counter, variant, start):
     elif variant == "custom":  # the idiom of PyTorch's DDP communication hook docs
         def hook(group, bucket):
             t = bucket.buffer()
-            t.div_(group.size())
+            t.div_(dist.get_world_size(group))  # torch's docs: process_group.size()
             return dist.all_reduce(t, group=group, async_op=True).get_future().then(lambda fut: fut.value()[0])
 
         ddp.register_comm_hook(counter, hook)
