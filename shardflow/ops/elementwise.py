@@ -57,6 +57,7 @@ from ._util import (
     as_array,
     as_dtype_of,
     as_tensor_arg,
+    fill_scalar,
     inplace,
     needs_graph,
     promote,
@@ -1350,10 +1351,21 @@ def _clamp_operands(input, min, max):
     return x, rd
 
 
+def _integer_bound(v, rd):
+    """A Python int bound of an integer clamp as torch converts it: checked against the
+    dtype's range (RuntimeError past it) and wrapped for an unsigned dtype (uint8: -3 -> 253)."""
+    if rd.np.kind in "iu" and isinstance(v, int) and not isinstance(v, bool):
+        if not -(1 << 63) <= v < (1 << 64):
+            raise OverflowError("int too big to convert")  # torch's, before any range check
+        return fill_scalar(v, rd.np)
+    return v
+
+
 @register("clamp", "clip")
 def clamp(input, min=None, max=None):
     """``min(max(input, min), max)``; ``min``/``max`` are numbers or Tensors (or None)."""
     x, rd = _clamp_operands(input, min, max)
+    min, max = _integer_bound(min, rd), _integer_bound(max, rd)
     from .conversion import to_dtype
 
     if x.array.dtype != rd.np:
@@ -1385,6 +1397,8 @@ def clamp_max(input, max):
 def clamp_(input, min=None, max=None):
     """In-place clamp: ``np.clip(a, min, max, out=a)`` when no graph is recorded."""
     refuse_complex(input, message=CLAMP_COMPLEX)
+    if isinstance(input, Tensor):
+        min, max = _integer_bound(min, input.dtype), _integer_bound(max, input.dtype)
     if (
         not isinstance(min, Tensor) and not isinstance(max, Tensor)
         and not needs_graph(input)

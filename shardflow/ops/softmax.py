@@ -20,8 +20,9 @@ from .. import kernels
 from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import as_dtype
+from ..backend.dtypes import _SCALAR_TYPE_NAMES
 from ..kernels import softmax as _sm_kernels
-from ._util import _down, _float_input, _up, flush_subnormal_, refuse_complex, wrap_dim
+from ._util import _down, _up, flush_subnormal_, refuse_complex, wrap_dim
 
 __all__ = ["softmax", "log_softmax"]
 
@@ -126,6 +127,9 @@ def _fused_softmax_backward(g, y, log):
     return gx.astype(g.dtype, copy=False)
 
 
+_EMPTY_INTEGER = object()  # _softmax_args' answer for an empty integer input: returned as it is
+
+
 def _softmax_args(input, dim, _stacklevel, dtype, name):
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}: input must be a Tensor, got {type(input).__name__}")
@@ -138,9 +142,16 @@ def _softmax_args(input, dim, _stacklevel, dtype, name):
     nd = input.array.ndim
     d = dim if dim is not None else (0 if nd in (0, 1, 3) else 1)
     last = nd == 0 or wrap_dim(d, nd) == nd - 1  # torch's kernel names: the last dim's own
-    refuse_complex(input, kernel=f"{name}{'_lastdim' if last else ''}_kernel_impl")
-    if dtype is None:
-        input = _float_input(input)
+    kernel = f"{name}{'_lastdim' if last else ''}_kernel_impl"
+    refuse_complex(input, kernel=kernel)
+    if dtype is None and not input.dtype.is_floating_point:
+        # torch has no integer/bool kernel: it refuses, except on an empty tensor, which it
+        # returns in its own dtype (no kernel runs). A float result here was a silent change.
+        if input.array.size == 0:
+            return input, _EMPTY_INTEGER
+        raise NotImplementedError(
+            f"\"{kernel}\" not implemented for '{_SCALAR_TYPE_NAMES[input.dtype.name]}'; pass "
+            f"dtype=torch.float32 (or convert the input with .float()) for a floating result")
     if dim is None:  # PyTorch's legacy implicit choice
         dim = 0 if nd in (0, 1, 3) else 1
     axis = wrap_dim(dim, nd) if nd else None
@@ -151,6 +162,8 @@ def _softmax_args(input, dim, _stacklevel, dtype, name):
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """``exp(x - max) / sum(exp(x - max))`` along ``dim`` (fused, numerically stable)."""
     input, axis = _softmax_args(input, dim, _stacklevel, dtype, "softmax")
+    if axis is _EMPTY_INTEGER:
+        return input.clone()
     return Softmax.apply(input, dim=axis)
 
 
@@ -158,4 +171,6 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """``(x - max) - log(sum(exp(x - max)))`` along ``dim`` (fused, numerically stable)."""
     input, axis = _softmax_args(input, dim, _stacklevel, dtype, "log_softmax")
+    if axis is _EMPTY_INTEGER:
+        return input.clone()
     return LogSoftmax.apply(input, dim=axis)
