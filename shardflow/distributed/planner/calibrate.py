@@ -22,10 +22,10 @@ import tempfile
 
 from .profile import SCHEMA
 
-__all__ = ["calibrate", "worker_main"]
+__all__ = ["add_sync_wait", "calibrate", "worker_main"]
 
 
-def _job(n: int, quick: bool, timeout: float) -> dict:
+def _job(n: int, quick: bool, timeout: float, sync_only: bool = False) -> dict:
     from ...comm.launcher import build_mpiexec_command, kill_session, rank_env
 
     with tempfile.TemporaryDirectory(prefix="shardflow-calibrate-") as tmp:
@@ -33,6 +33,8 @@ def _job(n: int, quick: bool, timeout: float) -> dict:
         argv = [sys.executable, "-u", "-m", "shardflow.distributed.planner.calibrate", "--worker", out]
         if quick:
             argv.append("--quick")
+        if sync_only:
+            argv.append("--sync-only")
         cmd = build_mpiexec_command(n, argv, tag_output=False)
         env = rank_env({"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
         proc = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=subprocess.PIPE,
@@ -60,7 +62,8 @@ def calibrate(ranks=(1, 2, 4), quick: bool = False, out: str | None = None, name
            "measured_at": datetime.datetime.now().isoformat(timespec="seconds"),
            "host": {"node": platform.node(), "cpu": _cpu_name(), "cores": cores,
                     "python": platform.python_version()},
-           "cores": cores, "quick": bool(quick), "compute": {}, "collectives": {}, "overlap": {}}
+           "cores": cores, "quick": bool(quick), "compute": {}, "collectives": {}, "overlap": {},
+           "sync_wait": {}}
     for n in sorted(set(int(r) for r in ranks)):
         log(f"[calibrate] {n} rank(s) ...")
         res = _job(n, quick, timeout)
@@ -68,11 +71,32 @@ def calibrate(ranks=(1, 2, 4), quick: bool = False, out: str | None = None, name
         if n > 1:
             doc["collectives"][str(n)] = res["collectives"]
             doc["overlap"][str(n)] = res["overlap"]
+            doc["sync_wait"][str(n)] = res["sync_wait"]
     doc["load_average"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
     if out:
         os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
         with open(out, "w") as f:
             json.dump(doc, f, indent=1)
+    return doc
+
+
+def add_sync_wait(base: str, out: str, ranks=(2, 4), quick: bool = False, timeout: float = 600.0,
+                  log=print) -> dict:
+    """The profile ``base`` with its ``sync_wait`` measured now (``microbench.sync_wait``,
+    one job per rank count): a profile written before the field existed gains it without
+    re-measuring the rest. The field records when and at what load it was measured."""
+    with open(base) as f:
+        doc = json.load(f)
+    load0 = os.getloadavg()[0]
+    sw = {}
+    for n in sorted(set(int(r) for r in ranks if int(r) > 1)):
+        log(f"[calibrate] sync wait, {n} ranks ...")
+        sw[str(n)] = _job(n, quick, timeout, sync_only=True)["sync_wait"]
+    sw["measured_at"] = datetime.datetime.now().isoformat(timespec="seconds")
+    sw["load_average"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
+    doc["sync_wait"] = sw
+    with open(out, "w") as f:
+        json.dump(doc, f, indent=1)
     return doc
 
 
@@ -86,18 +110,25 @@ def _cpu_name() -> str:
 
 
 def worker_main(argv) -> int:
-    """One rank of a calibration job: ``--worker OUT [--quick]``."""
+    """One rank of a calibration job: ``--worker OUT [--quick] [--sync-only]``."""
     from ... import comm
-    from .microbench import collective_fits, compute_rates, overlap_fraction
+    from .microbench import collective_fits, compute_rates, overlap_fraction, sync_wait
 
     out = argv[argv.index("--worker") + 1]
     quick = "--quick" in argv
     world = comm.init()
+    if "--sync-only" in argv:
+        res = {"sync_wait": sync_wait(world, quick)}
+        if world.rank == 0:
+            with open(out, "w") as f:
+                json.dump(res, f)
+        return 0
     barrier = world.barrier if world.size > 1 else None
     res = {"compute": compute_rates(quick, barrier, world.size)}
     if world.size > 1:
         res["collectives"] = collective_fits(world, quick)
         res["overlap"] = overlap_fraction(world, quick)
+        res["sync_wait"] = sync_wait(world, quick)
     mine = world.all_gather_object(res["compute"]) if world.size > 1 else [res["compute"]]
     res["compute"] = _median_of(mine)
     if world.rank == 0:
@@ -121,4 +152,7 @@ def _median_of(docs: list):
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--add-sync-wait"]:  # --add-sync-wait BASE OUT: the field onto an older profile
+        add_sync_wait(sys.argv[2], sys.argv[3], quick="--quick" in sys.argv)
+        sys.exit(0)
     sys.exit(worker_main(sys.argv[1:]))

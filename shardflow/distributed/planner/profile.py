@@ -131,6 +131,22 @@ class Profile:
             return None
         return int(self.data.get("cores", 0)) or None
 
+    def sync_wait(self, ranks: int, work_s: float) -> float:
+        """Wall seconds one blocking synchronisation adds to a step of ``ranks`` ranks whose
+        ranks compute ``work_s`` between two synchronisations: the descheduled-peer wait
+        (``microbench.sync_wait``) measured at that job size, interpolated in log ``work_s``.
+        0 within the host's cores (the ranks arrive together: what remains is the alpha-beta
+        time), on simulated hardware, and on a profile measured before the field existed."""
+        cores = self.host_cores
+        if not cores or ranks <= cores:
+            return 0.0
+        sw = self.data.get("sync_wait", {})
+        keys = sorted(int(k) for k in sw if k.isdigit())
+        if not keys:
+            return 0.0
+        e = sw[str(min((k for k in keys if k >= ranks), default=keys[-1]))]
+        return max(0.0, _interp(e["work_s"], e["extra_s"], max(work_s, 1e-9)))
+
     def time_share(self, busy_ranks: float) -> float:
         """How much longer a stretch of work takes when ``busy_ranks`` ranks compute at once
         on the host: ``busy / cores`` beyond the cores (the scheduler shares them out), 1
