@@ -22,7 +22,7 @@ import tempfile
 
 from .profile import SCHEMA
 
-__all__ = ["add_sync_wait", "calibrate", "worker_main"]
+__all__ = ["add_sync_wait", "calibrate", "sched_tick_s", "worker_main"]
 
 
 def _job(n: int, quick: bool, timeout: float, sync_only: bool = False) -> dict:
@@ -61,7 +61,7 @@ def calibrate(ranks=(1, 2, 4), quick: bool = False, out: str | None = None, name
            "source": f"shardflow plan calibrate on {platform.node()}",
            "measured_at": datetime.datetime.now().isoformat(timespec="seconds"),
            "host": {"node": platform.node(), "cpu": _cpu_name(), "cores": cores,
-                    "python": platform.python_version()},
+                    "python": platform.python_version(), "sched_tick_s": sched_tick_s()},
            "cores": cores, "quick": bool(quick), "compute": {}, "collectives": {}, "overlap": {},
            "sync_wait": {}}
     for n in sorted(set(int(r) for r in ranks)):
@@ -81,23 +81,43 @@ def calibrate(ranks=(1, 2, 4), quick: bool = False, out: str | None = None, name
 
 
 def add_sync_wait(base: str, out: str, ranks=(2, 4), quick: bool = False, timeout: float = 600.0,
-                  log=print) -> dict:
-    """The profile ``base`` with its ``sync_wait`` measured now (``microbench.sync_wait``,
-    one job per rank count): a profile written before the field existed gains it without
-    re-measuring the rest. The field records when and at what load it was measured."""
+                  measure: bool = True, log=print) -> dict:
+    """The profile ``base`` with the host's scheduler tick and (``measure``) its
+    ``sync_wait`` measured now (``microbench.sync_wait``, one job per rank count): a profile
+    written before these fields existed gains them without re-measuring the rest. The
+    measured field records when and at what load it was measured."""
     with open(base) as f:
         doc = json.load(f)
-    load0 = os.getloadavg()[0]
-    sw = {}
-    for n in sorted(set(int(r) for r in ranks if int(r) > 1)):
-        log(f"[calibrate] sync wait, {n} ranks ...")
-        sw[str(n)] = _job(n, quick, timeout, sync_only=True)["sync_wait"]
-    sw["measured_at"] = datetime.datetime.now().isoformat(timespec="seconds")
-    sw["load_average"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
-    doc["sync_wait"] = sw
+    doc.setdefault("host", {})["sched_tick_s"] = sched_tick_s()
+    if measure:
+        load0 = os.getloadavg()[0]
+        sw = {}
+        for n in sorted(set(int(r) for r in ranks if int(r) > 1)):
+            log(f"[calibrate] sync wait, {n} ranks ...")
+            sw[str(n)] = _job(n, quick, timeout, sync_only=True)["sync_wait"]
+        sw["measured_at"] = datetime.datetime.now().isoformat(timespec="seconds")
+        sw["load_average"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
+        doc["sync_wait"] = sw
     with open(out, "w") as f:
         json.dump(doc, f, indent=1)
     return doc
+
+
+def sched_tick_s() -> float | None:
+    """Seconds between the kernel's scheduler ticks (``1 / CONFIG_HZ``, from the running
+    kernel's config), None where the config cannot be read. A rank spinning in a blocking
+    collective on an oversubscribed core is preempted at a tick (``cost._sync_waits``)."""
+    import gzip
+
+    for path, opener in (("/proc/config.gz", gzip.open), (f"/boot/config-{platform.release()}", open)):
+        try:
+            with opener(path, "rt") as f:
+                for line in f:
+                    if line.startswith("CONFIG_HZ="):
+                        return 1.0 / int(line.split("=", 1)[1])
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 def _cpu_name() -> str:
@@ -152,7 +172,7 @@ def _median_of(docs: list):
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--add-sync-wait"]:  # --add-sync-wait BASE OUT: the field onto an older profile
-        add_sync_wait(sys.argv[2], sys.argv[3], quick="--quick" in sys.argv)
+    if sys.argv[1:2] == ["--add-sync-wait"]:  # --add-sync-wait BASE OUT [--tick-only]: onto an older profile
+        add_sync_wait(sys.argv[2], sys.argv[3], quick="--quick" in sys.argv, measure="--tick-only" not in sys.argv)
         sys.exit(0)
     sys.exit(worker_main(sys.argv[1:]))

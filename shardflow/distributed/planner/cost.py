@@ -629,10 +629,13 @@ def _sync_waits(c: _Ctx, stage_T, per_rank_rest, colls) -> tuple[int, float]:
     where every rank of it must have arrived, and the first ones spin on cores the last ones
     wait for. Each costs the profile's measured
     ``sync_wait`` after the compute a rank does between two of them (its busy time over the
-    count). The pipeline's sends are the replay's (``pipesim``: wake-ups, shared cores)."""
+    count). Pipelines are left to the replay (``pipesim``: wake-ups, shared cores): their
+    ranks nap while they wait for a neighbour's activation, so fewer are runnable than there
+    are ranks, and a stage's tensor-parallel peers mostly hold cores together (not measured
+    separately: the wait here is for every rank runnable all step, as in dp and tp)."""
     prof, L = c.profile, c.L
     cores = prof.host_cores
-    if not cores or L.world <= cores:
+    if not cores or L.world <= cores or L.pp > 1:
         return 0, 0.0
     n = sum(1 if x.back_to_back else x.count for x in colls if x.kind != "send_recv")
     if not n:

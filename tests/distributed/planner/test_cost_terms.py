@@ -396,3 +396,21 @@ def test_back_to_back_collectives_wait_once():
     e = estimate(_spec(tr, batch=8), Layout(dp=4, grad_sync="bucketed"), prof)
     assert [c.count for c in e.collectives] == [2]
     assert e.sync_wait == pytest.approx(wait)
+
+
+def test_sync_wait_without_a_measurement_is_one_scheduler_tick():
+    """A profile with the host's tick and no measured wait: one tick per synchronisation
+    beyond the cores (the first arrivals spin to a tick, then the last ones to the next)."""
+    prof = measured(cores=2)
+    prof.data["host"] = {"sched_tick_s": 0.004}
+    assert prof.sync_wait(4, 1e-3) == pytest.approx(0.004)
+    assert prof.sync_wait(2, 1e-3) == 0.0
+    measured_too = _with_sync_wait(prof, 4, [1e-3, 1e-1], [1e-3, 1e-3])
+    assert measured_too.sync_wait(4, 1e-2) == pytest.approx(1e-3)  # the measurement wins
+
+
+def test_calibrate_reads_the_kernel_tick():
+    from shardflow.distributed.planner.calibrate import sched_tick_s
+
+    t = sched_tick_s()
+    assert t is None or 1e-4 <= t <= 0.02  # CONFIG_HZ is 100..1000 (or 10000)
