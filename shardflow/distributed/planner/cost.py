@@ -136,8 +136,10 @@ class Estimate:
 
     @property
     def time_shared(self) -> float:
-        """Seconds the step loses to more busy ranks than cores (0 within the cores)."""
-        return self.step_time - self.step_time / self.time_share if self.time_share > 1 else 0.0
+        """Seconds the step loses to more busy ranks than cores (0 within the cores); the
+        waits for descheduled peers are communication (``comm_exposed``), not counted here."""
+        base = self.step_time - self.sync_wait
+        return base - base / self.time_share if self.time_share > 1 else 0.0
 
     @property
     def comm_share(self) -> float:

@@ -342,9 +342,11 @@ def test_breakdown_terms_add_up_to_the_step_when_cores_are_time_shared():
 
     tr = LinearStack(layers=4)
     prof = measured(cores=2, overhead_us=10.0, alpha=20e-6, beta_per_gb=1.0, adamw_ns=2.0)
+    prof.data["host"] = {"sched_tick_s": 0.004}  # the descheduled-peer wait counts as communication
     for L in (Layout(dp=4, grad_sync="bucketed"), Layout(pp=4, microbatches=4)):
         e = estimate(_spec(tr, batch=8), L, prof)
         assert e.time_shared > 0
+        assert e.sync_wait == (pytest.approx(0.004) if L.pp == 1 else 0.0)
         parts = e.compute + e.bubble_time + e.comm_exposed + e.optimizer + e.time_shared
         assert parts == pytest.approx(e.step_time)
         assert "cores time-shared" in breakdown(e)
