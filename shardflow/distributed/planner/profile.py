@@ -147,7 +147,7 @@ class Profile:
         if not cores or ranks <= cores:
             return 0.0
         sw = self.data.get("sync_wait", {})
-        keys = sorted(int(k) for k in sw if k.isdigit())
+        keys = sorted(int(k) for k in sw if k.isdigit() and int(k) > cores)  # oversubscribed jobs only
         if keys:
             e = sw[str(min((k for k in keys if k >= ranks), default=keys[-1]))]
             return max(0.0, _interp(e["work_s"], e["extra_s"], max(work_s, 1e-9)))

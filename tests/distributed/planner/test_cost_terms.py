@@ -409,6 +409,8 @@ def test_sync_wait_without_a_measurement_is_one_scheduler_tick():
     assert prof.sync_wait(2, 1e-3) == 0.0
     measured_too = _with_sync_wait(prof, 4, [1e-3, 1e-1], [1e-3, 1e-3])
     assert measured_too.sync_wait(4, 1e-2) == pytest.approx(1e-3)  # the measurement wins
+    within = _with_sync_wait(prof, 2, [1e-3, 1e-1], [0.0, 0.0])  # measured with a core per rank only
+    assert within.sync_wait(4, 1e-2) == pytest.approx(0.004)  # says nothing about 4 ranks
 
 
 def test_calibrate_reads_the_kernel_tick():
