@@ -3,9 +3,11 @@
 For each rank count ``n`` of ``--ranks`` (default 1, 2, 4) one job of ``n`` ranks is
 started through mpiexec (one BLAS thread per rank, as ``shardflow run`` and the bench
 suites run them); every rank runs ``microbench.compute_rates`` at once (the rates of ``n``
-busy ranks), then, for ``n > 1``, the collectives and the overlap measurement. The jobs'
-results are merged into one JSON profile (``kind: "measured"``, the host, the date, the
-load average before and after: a loaded machine gives a profile of a loaded machine).
+busy ranks), then, for ``n > 1``, the collectives, the overlap and the wait of a
+collective after compute (``sync_wait``). The jobs' results are merged into one JSON profile
+(``kind: "measured"``, the host with its scheduler tick, the date, the load average before
+and after: a loaded machine gives a profile of a loaded machine). ``add_sync_wait`` adds the
+tick and the wait to a profile written before they existed.
 
 Run it on a quiet machine; it takes a few minutes (``--quick``: a smaller grid, for tests).
 """
