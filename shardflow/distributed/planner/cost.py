@@ -39,8 +39,9 @@ samples (``ModelTrace.at(batch=b)``), then per op (``opcost.op_cost``):
   ``max(schedule, busy rank-seconds / cores)``: every rank is busy for its stage's
   micro-batches (compute, spinning collectives, sends) and the synchronisation and
   optimizer after them, idle in the pipeline bubble (``_time_shared``); and every
-  collective call costs the profile's measured wait for peers that are queued for a core
-  while the first arrivals spin (``_sync_waits``, ``microbench.sync_wait``).
+  collective call after compute costs the wait for peers that are queued for a core while
+  the first arrivals spin (``_sync_waits``: measured by ``microbench.sync_wait``, else one
+  scheduler tick of the host).
 
 Memory per rank (bytes): parameters ``P`` (TP split of col/row weights, this stage's, /dp for
 ZeRO-2/3: ``fully_shard`` keeps them sharded at rest for both; shardflow's pipelines keep the whole model on every rank: the other stages' parameters
@@ -629,9 +630,8 @@ def _sync_waits(c: _Ctx, stage_T, per_rank_rest, colls) -> tuple[int, float]:
     back to back, as the buckets waited for at the end of backward or the all-reduces after a
     pipeline's schedule, as one: the ranks arrive at the later ones together) is a point
     where every rank of it must have arrived, and the first ones spin on cores the last ones
-    wait for. Each costs the profile's measured
-    ``sync_wait`` after the compute a rank does between two of them (its busy time over the
-    count). Pipelines are left to the replay (``pipesim``: wake-ups, shared cores): their
+    wait for. Each costs ``Profile.sync_wait`` (measured after the compute a rank does
+    between two of them, its busy time over the count; else one scheduler tick). Pipelines are left to the replay (``pipesim``: wake-ups, shared cores): their
     ranks nap while they wait for a neighbour's activation, so fewer are runnable than there
     are ranks, and a stage's tensor-parallel peers mostly hold cores together (not measured
     separately: the wait here is for every rank runnable all step, as in dp and tp)."""
