@@ -3,9 +3,11 @@
 For each rank count ``n`` of ``--ranks`` (default 1, 2, 4) one job of ``n`` ranks is
 started through mpiexec (one BLAS thread per rank, as ``shardflow run`` and the bench
 suites run them); every rank runs ``microbench.compute_rates`` at once (the rates of ``n``
-busy ranks), then, for ``n > 1``, the collectives and the overlap measurement. The jobs'
-results are merged into one JSON profile (``kind: "measured"``, the host, the date, the
-load average before and after: a loaded machine gives a profile of a loaded machine).
+busy ranks), then, for ``n > 1``, the collectives, the overlap and the wait of a
+collective after compute (``sync_wait``). The jobs' results are merged into one JSON profile
+(``kind: "measured"``, the host with its scheduler tick, the date, the load average before
+and after: a loaded machine gives a profile of a loaded machine). ``add_sync_wait`` adds the
+tick and the wait to a profile written before they existed.
 
 Run it on a quiet machine; it takes a few minutes (``--quick``: a smaller grid, for tests).
 """
@@ -22,10 +24,10 @@ import tempfile
 
 from .profile import SCHEMA
 
-__all__ = ["calibrate", "worker_main"]
+__all__ = ["add_sync_wait", "calibrate", "sched_tick_s", "worker_main"]
 
 
-def _job(n: int, quick: bool, timeout: float) -> dict:
+def _job(n: int, quick: bool, timeout: float, sync_only: bool = False) -> dict:
     from ...comm.launcher import build_mpiexec_command, kill_session, rank_env
 
     with tempfile.TemporaryDirectory(prefix="shardflow-calibrate-") as tmp:
@@ -33,6 +35,8 @@ def _job(n: int, quick: bool, timeout: float) -> dict:
         argv = [sys.executable, "-u", "-m", "shardflow.distributed.planner.calibrate", "--worker", out]
         if quick:
             argv.append("--quick")
+        if sync_only:
+            argv.append("--sync-only")
         cmd = build_mpiexec_command(n, argv, tag_output=False)
         env = rank_env({"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
         proc = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=subprocess.PIPE,
@@ -59,8 +63,9 @@ def calibrate(ranks=(1, 2, 4), quick: bool = False, out: str | None = None, name
            "source": f"shardflow plan calibrate on {platform.node()}",
            "measured_at": datetime.datetime.now().isoformat(timespec="seconds"),
            "host": {"node": platform.node(), "cpu": _cpu_name(), "cores": cores,
-                    "python": platform.python_version()},
-           "cores": cores, "quick": bool(quick), "compute": {}, "collectives": {}, "overlap": {}}
+                    "python": platform.python_version(), "sched_tick_s": sched_tick_s()},
+           "cores": cores, "quick": bool(quick), "compute": {}, "collectives": {}, "overlap": {},
+           "sync_wait": {}}
     for n in sorted(set(int(r) for r in ranks)):
         log(f"[calibrate] {n} rank(s) ...")
         res = _job(n, quick, timeout)
@@ -68,12 +73,53 @@ def calibrate(ranks=(1, 2, 4), quick: bool = False, out: str | None = None, name
         if n > 1:
             doc["collectives"][str(n)] = res["collectives"]
             doc["overlap"][str(n)] = res["overlap"]
+            doc["sync_wait"][str(n)] = res["sync_wait"]
     doc["load_average"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
     if out:
         os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
         with open(out, "w") as f:
             json.dump(doc, f, indent=1)
     return doc
+
+
+def add_sync_wait(base: str, out: str, ranks=(2, 4), quick: bool = False, timeout: float = 600.0,
+                  measure: bool = True, log=print) -> dict:
+    """The profile ``base`` with the host's scheduler tick and (``measure``) its
+    ``sync_wait`` measured now (``microbench.sync_wait``, one job per rank count): a profile
+    written before these fields existed gains them without re-measuring the rest. The
+    measured field records when and at what load it was measured."""
+    with open(base) as f:
+        doc = json.load(f)
+    doc.setdefault("host", {})["sched_tick_s"] = sched_tick_s()
+    if measure:
+        load0 = os.getloadavg()[0]
+        sw = {}
+        for n in sorted(set(int(r) for r in ranks if int(r) > 1)):
+            log(f"[calibrate] sync wait, {n} ranks ...")
+            sw[str(n)] = _job(n, quick, timeout, sync_only=True)["sync_wait"]
+        sw["measured_at"] = datetime.datetime.now().isoformat(timespec="seconds")
+        sw["load_average"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
+        doc["sync_wait"] = sw
+    with open(out, "w") as f:
+        json.dump(doc, f, indent=1)
+    return doc
+
+
+def sched_tick_s() -> float | None:
+    """Seconds between the kernel's scheduler ticks (``1 / CONFIG_HZ``, from the running
+    kernel's config), None where the config cannot be read. A rank spinning in a blocking
+    collective on an oversubscribed core is preempted at a tick (``cost._sync_waits``)."""
+    import gzip
+
+    for path, opener in (("/proc/config.gz", gzip.open), (f"/boot/config-{platform.release()}", open)):
+        try:
+            with opener(path, "rt") as f:
+                for line in f:
+                    if line.startswith("CONFIG_HZ="):
+                        return 1.0 / int(line.split("=", 1)[1])
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 def _cpu_name() -> str:
@@ -86,18 +132,25 @@ def _cpu_name() -> str:
 
 
 def worker_main(argv) -> int:
-    """One rank of a calibration job: ``--worker OUT [--quick]``."""
+    """One rank of a calibration job: ``--worker OUT [--quick] [--sync-only]``."""
     from ... import comm
-    from .microbench import collective_fits, compute_rates, overlap_fraction
+    from .microbench import collective_fits, compute_rates, overlap_fraction, sync_wait
 
     out = argv[argv.index("--worker") + 1]
     quick = "--quick" in argv
     world = comm.init()
+    if "--sync-only" in argv:
+        res = {"sync_wait": sync_wait(world, quick)}
+        if world.rank == 0:
+            with open(out, "w") as f:
+                json.dump(res, f)
+        return 0
     barrier = world.barrier if world.size > 1 else None
     res = {"compute": compute_rates(quick, barrier, world.size)}
     if world.size > 1:
         res["collectives"] = collective_fits(world, quick)
         res["overlap"] = overlap_fraction(world, quick)
+        res["sync_wait"] = sync_wait(world, quick)
     mine = world.all_gather_object(res["compute"]) if world.size > 1 else [res["compute"]]
     res["compute"] = _median_of(mine)
     if world.rank == 0:
@@ -121,4 +174,7 @@ def _median_of(docs: list):
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--add-sync-wait"]:  # --add-sync-wait BASE OUT [--tick-only]: onto an older profile
+        add_sync_wait(sys.argv[2], sys.argv[3], quick="--quick" in sys.argv, measure="--tick-only" not in sys.argv)
+        sys.exit(0)
     sys.exit(worker_main(sys.argv[1:]))

@@ -38,7 +38,10 @@ samples (``ModelTrace.at(batch=b)``), then per op (``opcost.op_cost``):
   at ``min(ranks, cores)`` busy ranks (a rank holding a core), and the step is
   ``max(schedule, busy rank-seconds / cores)``: every rank is busy for its stage's
   micro-batches (compute, spinning collectives, sends) and the synchronisation and
-  optimizer after them, idle in the pipeline bubble (``_time_shared``).
+  optimizer after them, idle in the pipeline bubble (``_time_shared``); and every
+  collective call after compute costs the wait for peers that are queued for a core while
+  the first arrivals spin (``_sync_waits``: measured by ``microbench.sync_wait``, else one
+  scheduler tick of the host).
 
 Memory per rank (bytes): parameters ``P`` (TP split of col/row weights, this stage's, /dp for
 ZeRO-2/3: ``fully_shard`` keeps them sharded at rest for both; shardflow's pipelines keep the whole model on every rank: the other stages' parameters
@@ -105,6 +108,7 @@ class Collective:
     count: int = 1
     seconds: float = 0.0  # time of all `count`
     why: str = ""
+    back_to_back: bool = False  # the `count` calls follow each other with no compute between
 
 
 @dataclass
@@ -129,11 +133,14 @@ class Estimate:
     stage_times: list
     notes: list = field(default_factory=list)
     time_share: float = 1.0  # step / schedule: > 1 where more ranks than cores time-share them
+    sync_wait: float = 0.0  # seconds of descheduled-peer waits (more ranks than cores)
 
     @property
     def time_shared(self) -> float:
-        """Seconds the step loses to more busy ranks than cores (0 within the cores)."""
-        return self.step_time - self.step_time / self.time_share if self.time_share > 1 else 0.0
+        """Seconds the step loses to more busy ranks than cores (0 within the cores); the
+        waits for descheduled peers are communication (``comm_exposed``), not counted here."""
+        base = self.step_time - self.sync_wait
+        return base - base / self.time_share if self.time_share > 1 else 0.0
 
     @property
     def comm_share(self) -> float:
@@ -291,6 +298,10 @@ def estimate(spec: RunSpec, layout: Layout, profile: Profile) -> Estimate:
     notes = []
     if share > 1.0:
         notes.append(f"{L.world} ranks on {profile.host_cores} cores: time-shared, x{share:.2f} on the schedule")
+    n_sync, t_sync = _sync_waits(c, stage_T, rest, colls)
+    if t_sync > 0:
+        step += t_sync
+        notes.append(f"{n_sync} synchronisations with peers waiting for a core: +{t_sync * 1e3:.1f} ms")
 
     peak, mem_parts = _worst_memory(c, S)
     fits = spec.mem_per_rank is None or peak <= spec.mem_per_rank
@@ -299,12 +310,12 @@ def estimate(spec: RunSpec, layout: Layout, profile: Profile) -> Estimate:
     mfu = model_flops / (step * L.world * profile.peak_flops(spec.precision)) if step > 0 else 0.0
     comm_total = max(sum(x.seconds for x in colls), comm_pipe + exposed)  # fill/drain repeats some
     comm_bytes = sum(bus_bytes(x.kind, x.group, x.nbytes) * x.count for x in colls)
-    return Estimate(layout=L, step_time=step, compute=compute, comm_total=comm_total,
-                    comm_exposed=comm_pipe + exposed, comm_bytes=comm_bytes, bubble=bubble,
+    return Estimate(layout=L, step_time=step, compute=compute, comm_total=comm_total + t_sync,
+                    comm_exposed=comm_pipe + exposed + t_sync, comm_bytes=comm_bytes, bubble=bubble,
                     bubble_time=bubble_time, optimizer=t_opt, memory=peak, memory_parts=mem_parts,
                     tokens_per_s=tokens, samples_per_s=spec.batch_size / step if step else 0.0,
                     mfu=mfu, model_flops=model_flops, fits=fits, collectives=colls,
-                    stage_times=stage_T, notes=notes, time_share=share)
+                    stage_times=stage_T, notes=notes, time_share=share, sync_wait=t_sync)
 
 
 def _context(spec: RunSpec, layout: Layout, profile: Profile) -> _Ctx:
@@ -495,14 +506,16 @@ def _grad_sync(c: _Ctx, S: _Stages, colls) -> tuple[float, float]:
         copies += 2 * copy_time(gbytes)  # gradients into the flat buckets and back
         colls.append(Collective("backward", "all_reduce", gbytes / len(buckets), "dp", dp, count=len(buckets),
                                 seconds=total, why=f"{'DDP' if L.grad_sync == 'bucketed' else 'reducer'} buckets "
-                                                   f"({len(buckets)}), overlapped with backward"))
+                                                   f"({len(buckets)}), overlapped with backward",
+                                back_to_back=True))  # issued during backward, waited for at its end
         if L.zero == 1:
             ag = _buckets(grad_elems * 4, ZERO1_BUCKET, ZERO1_BUCKET)
             t = sum(prof.collective_time("all_gather", nb, g) for nb in ag)
             exposed += t
             copies += copy_time(grad_elems * 4)  # gathered rows back into the parameters
             colls.append(Collective("step", "all_gather", grad_elems * 4 / len(ag), "dp", dp, count=len(ag),
-                                    seconds=t, why="ZeRO-1: updated parameters gathered after the step"))
+                                    seconds=t, why="ZeRO-1: updated parameters gathered after the step",
+                                    back_to_back=True))
     elif dp > 1 and L.grad_sync == "sharded":
         units = _fsdp_units(c.st, L.tp)
         ag = [prof.collective_time("all_gather", u * isz, g) for u in units]
@@ -527,13 +540,15 @@ def _grad_sync(c: _Ctx, S: _Stages, colls) -> tuple[float, float]:
         exposed += worst
         n0 = len(S.param_list[0])
         colls.append(Collective("step", "all_reduce", S.params[0] * isz / max(1, n0), "dp", dp,
-                                count=n0, seconds=worst, why="pipeline: each parameter all-reduced after the schedule"))
+                                count=n0, seconds=worst, why="pipeline: each parameter all-reduced after the schedule",
+                                back_to_back=True))
     if L.pp > 1 and S.tied:
         g2 = Group(2, c.groups["pp"].per_node and 1, c.groups["pp"].sharing, L.world)
         t = sum(prof.collective_time("all_reduce", e * isz, g2) for _, e in S.tied)
         exposed += t
         colls.append(Collective("step", "all_reduce", sum(e for _, e in S.tied) * isz / len(S.tied), "pp", 2,
-                                count=len(S.tied), seconds=t, why="tied parameters summed between first and last stage"))
+                                count=len(S.tied), seconds=t, why="tied parameters summed between first and last stage",
+                                back_to_back=True))
     return exposed, copies
 
 
@@ -607,6 +622,28 @@ def _time_shared(span, stage_T, m, per_rank_rest, L: Layout, profile: Profile) -
     busy = per_stage * sum(m * t for t in stage_T) + L.world * per_rank_rest
     step = max(span, busy / cores)
     return step, step / span if span > 0 else 1.0
+
+
+def _sync_waits(c: _Ctx, stage_T, per_rank_rest, colls) -> tuple[int, float]:
+    """``(synchronisations, seconds)`` the step loses to peers waiting for a core, on a host
+    with fewer cores than ranks: each collective call after compute (``colls``' counts; calls
+    back to back, as the buckets waited for at the end of backward or the all-reduces after a
+    pipeline's schedule, as one: the ranks arrive at the later ones together) is a point
+    where every rank of it must have arrived, and the first ones spin on cores the last ones
+    wait for. Each costs ``Profile.sync_wait`` (measured after the compute a rank does
+    between two of them, its busy time over the count; else one scheduler tick). Pipelines are left to the replay (``pipesim``: wake-ups, shared cores): their
+    ranks nap while they wait for a neighbour's activation, so fewer are runnable than there
+    are ranks, and a stage's tensor-parallel peers mostly hold cores together (not measured
+    separately: the wait here is for every rank runnable all step, as in dp and tp)."""
+    prof, L = c.profile, c.L
+    cores = prof.host_cores
+    if not cores or L.world <= cores or L.pp > 1:
+        return 0, 0.0
+    n = sum(1 if x.back_to_back else x.count for x in colls if x.kind != "send_recv")
+    if not n:
+        return 0, 0.0
+    busy = max(L.microbatches * t for t in stage_T) + per_rank_rest
+    return n, n * prof.sync_wait(L.world, busy / n)
 
 
 def _pipeline(stage_T, m, pp, v) -> tuple[float, float]:

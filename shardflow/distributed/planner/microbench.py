@@ -23,6 +23,9 @@ the cores over the whole step instead). Times are medians of repeats.
   send/recv between rank pairs; ``alpha + beta * bytes`` fitted per kind and group size.
 * overlap: a non-blocking all-reduce started before a run of GEMMs with ``progress()``
   calls between them (what DDP's hooks do): the fraction of the shorter of the two hidden.
+* sync wait (``n > 1``): the wall time a blocking collective adds after ``W`` of compute on
+  every rank, against the same compute with no collective (``sync_wait``): what a rank
+  spinning for a peer that waits for its core costs when the ranks outnumber the cores.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from .collectives import fit_alpha_beta
 from .opcost import op_cost
 from .trace import trace_step
 
-__all__ = ["compute_rates", "collective_fits", "overlap_fraction", "GRID", "QUICK_GRID"]
+__all__ = ["compute_rates", "collective_fits", "overlap_fraction", "sync_wait", "GRID", "QUICK_GRID"]
 
 GRID = [16, 64, 256, 1024, 4096]
 QUICK_GRID = [16, 256, 4096]
@@ -367,3 +370,56 @@ def overlap_fraction(world, quick: bool) -> float:
     hidden = (t_c + t_a - t_both) / max(1e-12, min(t_c, t_a))
     f = float(min(1.0, max(0.0, hidden)))
     return float(world.broadcast_object(round(f, 4), src=0))
+
+
+SYNC_WORK_S = (5e-4, 2e-3, 8e-3, 3.2e-2)  # each rank's compute between two synchronisations
+
+
+def sync_wait(world, quick: bool) -> dict:
+    """The wall seconds one blocking synchronisation adds to a job of ``world.size`` ranks,
+    after ``W`` seconds of compute on every rank, for ``W`` in :data:`SYNC_WORK_S`.
+
+    Why: with more ranks than cores the ranks are not in step. The first to arrive at a
+    blocking collective spins (as the MPI backend's blocking data step does) on a core that a
+    peer still queued behind it needs, until the scheduler preempts it; the collectives of
+    ``collective_fits`` run back to back, every rank already there, and do not see it. So a
+    loop of ``W`` of GEMMs then a blocking 1 KB all-reduce is timed against the same GEMMs
+    with no collective (one barrier at the end), the ranks at once: the difference per
+    iteration, less the all-reduce's own back-to-back time, is the wait. With a core per rank
+    it is about zero on a quiet machine (the ranks arrive together).
+    ``{"work_s": [...], "extra_s": [...]}`` (rank 0's figures, medians of repeats)."""
+    a = np.random.default_rng(6).standard_normal((128, 128), dtype=np.float32)
+    small = np.ones(256, np.float32)
+    per = _median_time(lambda: a @ a, 50)  # one GEMM, this rank while the others wait here
+    per = float(np.median(world.all_gather(np.array([per], np.float64))))
+    alpha = _median_time(lambda: world.all_reduce(small), 7, world.barrier)
+    reps = 3 if quick else 5
+    works = SYNC_WORK_S[:3] if quick else SYNC_WORK_S
+    extra = []
+    for w in works:
+        k = max(1, round(w / per))
+        iters = max(4, int((0.15 if quick else 0.4) / (w * world.size)))
+
+        def loop(sync, k=k, iters=iters):
+            for _ in range(iters):
+                for _ in range(k):
+                    a @ a
+                if sync:
+                    world.all_reduce(small)
+            if not sync:
+                world.barrier()
+
+        loop(True)  # warm-up
+        diffs = []
+        for _ in range(reps):  # alternated, so a burst of load falls on both
+            world.barrier()
+            t0 = time.perf_counter()
+            loop(True)
+            t1 = time.perf_counter()
+            world.barrier()
+            t2 = time.perf_counter()
+            loop(False)
+            diffs.append((t1 - t0) - (time.perf_counter() - t2))
+        extra.append(max(0.0, statistics.median(diffs) / iters - alpha))
+    out = {"work_s": list(works), "extra_s": [round(x, 7) for x in extra]}
+    return world.broadcast_object(out, src=0)

@@ -131,6 +131,28 @@ class Profile:
             return None
         return int(self.data.get("cores", 0)) or None
 
+    def sync_wait(self, ranks: int, work_s: float) -> float:
+        """Wall seconds one blocking synchronisation adds to a step of ``ranks`` ranks whose
+        ranks compute ``work_s`` between two synchronisations, where the ranks outnumber the
+        host's cores: the descheduled-peer wait. Measured (``microbench.sync_wait``, at that
+        job size, interpolated in log ``work_s``) where the profile has it; else one
+        scheduler tick of the host (``host.sched_tick_s``): the ranks that arrive first spin
+        (the blocking data step does) on cores the last ones wait for, and a rank queued for
+        a core gets one when the scheduler, at a tick, finds the running one's slice used up
+        (a spinner wakes nobody, so nothing preempts it sooner): on average half a tick for
+        the first arrivals, then half a tick for the last ones, spinning while the first
+        wait to run again to finish the exchange. 0 within the cores (the ranks arrive
+        together), on simulated hardware, and where neither is known."""
+        cores = self.host_cores
+        if not cores or ranks <= cores:
+            return 0.0
+        sw = self.data.get("sync_wait", {})
+        keys = sorted(int(k) for k in sw if k.isdigit() and int(k) > cores)  # oversubscribed jobs only
+        if keys:
+            e = sw[str(min((k for k in keys if k >= ranks), default=keys[-1]))]
+            return max(0.0, _interp(e["work_s"], e["extra_s"], max(work_s, 1e-9)))
+        return float(self.data.get("host", {}).get("sched_tick_s") or 0.0)
+
     def time_share(self, busy_ranks: float) -> float:
         """How much longer a stretch of work takes when ``busy_ranks`` ranks compute at once
         on the host: ``busy / cores`` beyond the cores (the scheduler shares them out), 1

@@ -2,6 +2,7 @@
 of them), collective formulas and bytes, ZeRO's memory per stage (the ZeRO paper's), the
 pipeline bubble, tensor-parallel splits and their collectives."""
 
+import copy
 import math
 
 import pytest
@@ -190,7 +191,6 @@ def test_measured_gemm_table_is_interpolated_in_log_space():
 
 def _with_conc_rate(prof, conc, gflops):
     """``prof`` with the GEMM rate measured at ``conc`` concurrent ranks set to ``gflops``."""
-    import copy
 
     data = copy.deepcopy(prof.data)
     data["compute"][str(conc)] = copy.deepcopy(data["compute"][str(conc)])  # shared with the others
@@ -342,9 +342,79 @@ def test_breakdown_terms_add_up_to_the_step_when_cores_are_time_shared():
 
     tr = LinearStack(layers=4)
     prof = measured(cores=2, overhead_us=10.0, alpha=20e-6, beta_per_gb=1.0, adamw_ns=2.0)
+    prof.data["host"] = {"sched_tick_s": 0.004}  # the descheduled-peer wait counts as communication
     for L in (Layout(dp=4, grad_sync="bucketed"), Layout(pp=4, microbatches=4)):
         e = estimate(_spec(tr, batch=8), L, prof)
         assert e.time_shared > 0
+        assert e.sync_wait == (pytest.approx(0.004) if L.pp == 1 else 0.0)
         parts = e.compute + e.bubble_time + e.comm_exposed + e.optimizer + e.time_shared
         assert parts == pytest.approx(e.step_time)
         assert "cores time-shared" in breakdown(e)
+
+
+def _with_sync_wait(prof, ranks, work_s, extra_s):
+    data = copy.deepcopy(prof.data)
+    data["sync_wait"] = {str(ranks): {"work_s": list(work_s), "extra_s": list(extra_s)}}
+    return type(prof)(data)
+
+
+def test_sync_wait_is_zero_within_the_cores_and_interpolated_in_log_work_beyond():
+    prof = _with_sync_wait(measured(cores=2), 4, [1e-3, 1e-1], [1e-3, 3e-3])
+    assert prof.sync_wait(2, 1e-2) == 0.0  # a core per rank: the ranks arrive together
+    assert prof.sync_wait(4, 1e-4) == pytest.approx(1e-3)  # clamped at the ends
+    assert prof.sync_wait(4, 1.0) == pytest.approx(3e-3)
+    assert prof.sync_wait(4, 1e-2) == pytest.approx(2e-3)  # halfway in log(work)
+    assert measured(cores=2).sync_wait(4, 1e-2) == 0.0  # a profile from before the field
+    wide = _with_sync_wait(measured(cores=8), 4, [1e-3, 1e-1], [1e-3, 3e-3])
+    assert wide.sync_wait(4, 1e-2) == 0.0
+
+
+def test_collectives_beyond_the_cores_each_wait_for_descheduled_peers():
+    """tp=4 on 2 cores: every all-reduce after compute (one per row output in forward, one
+    per column input's gradient in backward) adds the measured wait; within the cores, or
+    with no measurement, nothing is added."""
+    tr = LinearStack(layers=2, C=64, rows=8, pair=True)
+    spec = _spec(tr, batch=4, tp_plan=LinearStack.tp_plan())
+    wait = 2e-3
+    kw = dict(gflops=100.0, adamw_ns=0.0, alpha=1e-6, beta_per_gb=1.0)
+    L = Layout(tp=4)
+    plain = estimate(spec, L, measured(cores=2, **kw))
+    waits = estimate(spec, L, _with_sync_wait(measured(cores=2, **kw), 4, [1e-6, 1.0], [wait, wait]))
+    calls = sum(c.count for c in waits.collectives if c.kind != "send_recv")
+    assert calls == 4  # 2 layers x (forward + backward)
+    assert waits.sync_wait == pytest.approx(calls * wait)
+    assert waits.step_time == pytest.approx(plain.step_time + calls * wait)
+    wide = estimate(spec, L, _with_sync_wait(measured(cores=8, **kw), 4, [1e-6, 1.0], [wait, wait]))
+    assert wide.sync_wait == 0.0
+
+
+def test_back_to_back_collectives_wait_once():
+    """DDP's buckets are waited for together at the end of backward: the ranks meet once,
+    however many buckets there are."""
+    tr = LinearStack(layers=2, C=1024, rows=8)  # two buckets
+    wait = 2e-3
+    prof = _with_sync_wait(measured(cores=2, gflops=100.0, adamw_ns=0.0, alpha=1e-4, beta_per_gb=1.0),
+                           4, [1e-6, 1.0], [wait, wait])
+    e = estimate(_spec(tr, batch=8), Layout(dp=4, grad_sync="bucketed"), prof)
+    assert [c.count for c in e.collectives] == [2]
+    assert e.sync_wait == pytest.approx(wait)
+
+
+def test_sync_wait_without_a_measurement_is_one_scheduler_tick():
+    """A profile with the host's tick and no measured wait: one tick per synchronisation
+    beyond the cores (the first arrivals spin to a tick, then the last ones to the next)."""
+    prof = measured(cores=2)
+    prof.data["host"] = {"sched_tick_s": 0.004}
+    assert prof.sync_wait(4, 1e-3) == pytest.approx(0.004)
+    assert prof.sync_wait(2, 1e-3) == 0.0
+    measured_too = _with_sync_wait(prof, 4, [1e-3, 1e-1], [1e-3, 1e-3])
+    assert measured_too.sync_wait(4, 1e-2) == pytest.approx(1e-3)  # the measurement wins
+    within = _with_sync_wait(prof, 2, [1e-3, 1e-1], [0.0, 0.0])  # measured with a core per rank only
+    assert within.sync_wait(4, 1e-2) == pytest.approx(0.004)  # says nothing about 4 ranks
+
+
+def test_calibrate_reads_the_kernel_tick():
+    from shardflow.distributed.planner.calibrate import sched_tick_s
+
+    t = sched_tick_s()
+    assert t is None or 1e-4 <= t <= 0.02  # CONFIG_HZ is 100..1000 (or 10000)
