@@ -58,7 +58,7 @@ def policy(requested: bool | None) -> tuple[bool | str, str]:
 
 class Tuner:
     """Picks the overlapped or the serial backward for one plan by timing whole replayed
-    steps: the first ``2 * trials`` replays alternate (overlapped first), then the overlap is
+    steps: the first ``2 * trials`` replays take turns (``ORDER``), then the overlap is
     kept only if its fastest step beats the serial backward's fastest by ``margin`` (else the
     serial one, which is eager's schedule), for ``retune_every`` replays, after which both are
     timed again. Both modes run the same GEMMs, so the choice changes time only, never values.
@@ -83,10 +83,17 @@ class Tuner:
         self.choice: bool | None = None
         self.since_choice = 0
 
+    # the trial order, repeated: overlapped, serial, serial, overlapped (ABBA). Why not
+    # alternating: a penalty that recurs with period 2 (``bench engine``'s GPT-mini runs
+    # 2 steps after other libraries ran, so every other step finds cold caches) fell on
+    # every trial of one mode, whose fastest step then never showed its cost; with ABBA each
+    # mode gets steps at both parities (and at all three of period 3).
+    ORDER = (True, False, False, True)
+
     def mode(self) -> bool:
         if self.choice is not None:
             return self.choice
-        return len(self.times[True]) <= len(self.times[False])
+        return self.ORDER[(len(self.times[True]) + len(self.times[False])) % len(self.ORDER)]
 
     def record(self, mode: bool, seconds: float) -> None:
         if self.choice is not None:

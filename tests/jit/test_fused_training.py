@@ -483,3 +483,35 @@ def test_arithmetic_groups_give_eager_bits():
         f_out, f_grads, _ = _run(cf, arrays, [True] * 3, True, w)
     for f, e in zip(f_out + f_grads, e_out + e_grads):
         np.testing.assert_array_equal(f, e)
+
+
+@needs_fusion
+@pytest.mark.parametrize("needs", [[True, True], [False, True]])
+def test_serial_backward_sums_bias_gradients_in_its_one_pass(needs):
+    """Serial builds (2-CPU machines, small groups) add each row into the bias gradient inside
+    the element loop: one pass over the gradient and no blocked column-sum loop (whose slices
+    made the cold compile about 4x slower). The sum keeps NumPy's row order: the bias
+    gradient is ``sum(axis=0)`` of the per-element gradients bit for bit, also when only the
+    bias needs one (summed from its temporary array's element as it is stored)."""
+    from shardflow.jit import codegen
+
+    r = np.random.default_rng(11)
+    x, b = _arr(r, (64, 48), np.float32), _arr(r, (48,), np.float32)
+    w = [_arr(r, (64, 48), np.float32)]
+    fn = lambda x, b: F.relu(x + b) * 3.0  # noqa: E731
+    cf = sf.compile(fn)
+    for _ in range(2):
+        _, grads, _ = _run(cf, [x, b], needs, True, w)
+    group = _fused_nodes(_graph(cf))[0].target.group
+    assert not group.parallel and codegen.parallel_for((64, 48)) is False
+    src = group.backward_sources[tuple(needs)]
+    assert src.count("for i in") == 1 and "prange(C)" not in src, src
+    # the per-element gradient of x (the [True, True] mask's stored array), summed by NumPy
+    full = grads
+    if not needs[0]:
+        cf2 = sf.compile(fn)
+        for _ in range(2):  # the trace (eager), then the fused replay
+            full = _run(cf2, [x, b], [True, True], True, w)[1]
+    np.testing.assert_array_equal(grads[1], full[0].sum(axis=0))
+    _, e_grads, _ = _run(fn, [x, b], needs, False, w)  # eager, to its rounding
+    np.testing.assert_allclose(grads[1], e_grads[1], rtol=1e-5, atol=1e-4)
