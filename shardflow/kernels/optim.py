@@ -39,6 +39,7 @@ from ._numba import kernel, prange
 @kernel
 def _adam(x, g, m, v, vmax, amsgrad, sign, l2, b1, b2, eps, bc1, bc2_sqrt, lr, decay):
     n = x.size
+    step = lr / bc1  # once, outside the loop (see _adam32 on ``/``)
     for i in prange(n):
         xi = x[i] * decay
         gi = sign * g[i]
@@ -52,7 +53,7 @@ def _adam(x, g, m, v, vmax, amsgrad, sign, l2, b1, b2, eps, bc1, bc2_sqrt, lr, d
             if vi > vmax[i] or vi != vi:  # torch.maximum: a NaN wins
                 vmax[i] = vi
             vi = vmax[i]
-        x[i] = xi - np.divide((lr / bc1) * mi, np.divide(math.sqrt(vi), bc2_sqrt) + eps)
+        x[i] = xi - np.divide(step * mi, np.divide(math.sqrt(vi), bc2_sqrt) + eps)
 
 
 @kernel
