@@ -98,3 +98,19 @@ def test_float32_sgd_on_a_strided_parameter_is_torchs_bits():
         rng = np.random.default_rng(1)
         rng.standard_normal((40, 48))
     np.testing.assert_array_equal(out[1], out[0])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("amsgrad", [False, True])
+def test_adam_eps_zero_on_a_zero_gradient_gives_nan_like_torch(dtype, amsgrad):
+    # 0 / 0 in the update: torch's NaN. The Numba kernel divided with ``/``, which numba
+    # checks for a zero divisor and raised ZeroDivisionError instead (kernels/optim.py)
+    out = []
+    for lib in (torch, shardflow):
+        p = lib.nn.Parameter(lib.tensor([1.0, -2.0, 0.5], dtype=getattr(lib, dtype)))
+        opt = lib.optim.Adam([p], lr=0.1, eps=0.0, amsgrad=amsgrad)
+        p.grad = lib.tensor([0.0, 0.0, 1.0], dtype=getattr(lib, dtype))
+        opt.step()
+        out.append(p.detach().numpy())
+    np.testing.assert_array_equal(out[1], out[0])
+    assert np.isnan(out[1][:2]).all()

@@ -34,7 +34,9 @@ def _fwd(x, w, b, eps, zero, y, mu, rstd):
         for j in range(D):
             d = x[i, j] - m
             v += d * d
-        rstd[i] = 1.0 / math.sqrt(v / D + eps)
+        # np.divide: numba's ``/`` raises ZeroDivisionError on 1 / 0 (eps = 0, a constant row),
+        # where torch gives inf (and NaN downstream)
+        rstd[i] = np.divide(1.0, math.sqrt(v / D + eps))
         r = rstd[i]
         for j in range(D):
             y[i, j] = (x[i, j] - m) * r * w[j] + b[j]

@@ -39,6 +39,7 @@ from ._numba import kernel, prange
 @kernel
 def _adam(x, g, m, v, vmax, amsgrad, sign, l2, b1, b2, eps, bc1, bc2_sqrt, lr, decay):
     n = x.size
+    step = lr / bc1  # once, outside the loop (see _adam32 on ``/``)
     for i in prange(n):
         xi = x[i] * decay
         gi = sign * g[i]
@@ -52,7 +53,7 @@ def _adam(x, g, m, v, vmax, amsgrad, sign, l2, b1, b2, eps, bc1, bc2_sqrt, lr, d
             if vi > vmax[i] or vi != vi:  # torch.maximum: a NaN wins
                 vmax[i] = vi
             vi = vmax[i]
-        x[i] = xi - (lr / bc1) * mi / (math.sqrt(vi) / bc2_sqrt + eps)
+        x[i] = xi - np.divide(step * mi, np.divide(math.sqrt(vi), bc2_sqrt) + eps)
 
 
 @kernel
@@ -109,8 +110,11 @@ def _adam32(x, g, m, v, vmax, amsgrad, sign, l2, w, small, b2, c2, eps, bc2_sqrt
             if vi > vmax[i] or vi != vi:  # torch.maximum: a NaN wins
                 vmax[i] = vi
             vi = vmax[i]
-        den = np.sqrt(vi) / bc32 + eps32
-        x[i] = xi + (step32 * mi) / den
+        # np.divide, not ``/``: numba checks every ``/`` for a zero divisor (to raise
+        # ZeroDivisionError), which keeps the loop from vectorising (GPT-mini's 3.25M
+        # parameters: 5.3 ns per element with ``/``, ~1 with np.divide; the same IEEE quotient)
+        den = np.divide(np.sqrt(vi), bc32) + eps32
+        x[i] = xi + np.divide(step32 * mi, den)
 
 
 @kernel(exact=True)

@@ -142,6 +142,21 @@ def test_half_precision_layer_norm_and_softmax():
                                atol=1e-3)
 
 
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_layer_norm_eps_zero_on_a_constant_row_gives_nan_like_torch(dtype):
+    # 1 / sqrt(0): torch's inf, then NaN; the Numba kernel's ``/`` raised ZeroDivisionError
+    x = np.ones((3, 8), dtype)
+    x[1] = np.arange(8)
+    (s, t) = _pair(x, requires_grad=True)
+    ys, yt = sf.layer_norm(s, (8,), eps=0.0), TF.layer_norm(t, (8,), eps=0.0)
+    ys.sum().backward()
+    yt.sum().backward()
+    np.testing.assert_allclose(ys.detach().numpy(), yt.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(s.grad.numpy(), t.grad.numpy(), rtol=1e-4, atol=1e-5)
+    assert np.isnan(ys.detach().numpy()[0]).all() and np.isfinite(ys.detach().numpy()[1]).all()
+
+
 # ---------------------------------------------------------------------------- dropout
 def test_dropout_statistics_and_backward_mask():
     sf.manual_seed(0)
