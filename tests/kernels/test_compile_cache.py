@@ -209,3 +209,19 @@ def test_a_changed_helper_changes_the_cache_name_of_kernels_that_call_it():
     assert before and _numba._helpers_stamp(plain_fn) == ""
     helper_v1.__code__ = helper_v2.__code__
     assert _numba._helpers_stamp(kernel_fn) != before
+
+
+
+def test_the_helper_fingerprint_does_not_depend_on_reference_counts():
+    """The fingerprint names the cache entry, so a warm process must compute the cold one's.
+    ``marshal.dumps`` (the old fingerprint) flags objects by their reference count, which
+    depends on what else the process ran: GELU backward and cross-entropy forward got a new
+    cache name in most processes and recompiled at every start (1.1 s of a warm first step)."""
+    from shardflow.kernels import _math, gelu, softmax
+    kernels = (gelu._bwd32.fn, softmax._ce_fwd.fn)
+    before = [_numba._helpers_stamp(k) for k in kernels]
+    held = [list(h.__code__.co_consts) + list(h.__code__.co_names)  # more references to them
+            for h in vars(_math).values() if getattr(h, "_sf_kernel_helper", False)]
+    assert held and [_numba._helpers_stamp(k) for k in kernels] == before
+    del held
+    assert [_numba._helpers_stamp(k) for k in kernels] == before
