@@ -65,17 +65,13 @@ def seeded_state(seed: int) -> dict:
     return {"bit_generator": "MT19937", "state": {"key": key.astype(np.uint32), "pos": 624}}
 
 
-_KERNEL_FROM = 1 << 14  # outputs from which the compiled twister (kernels/mt19937.py) pays
+_KERNEL_FROM = 1 << 14  # elements from which randperm's compiled swap loop (kernels/shuffle.py) pays
 
 
 def _raw(mt: np.random.MT19937, n: int) -> np.ndarray:
-    if n >= _KERNEL_FROM:
-        from .. import kernels
-
-        if kernels.enabled():
-            from ..kernels import mt19937
-
-            return mt19937.random_raw(mt, n)  # the same outputs, ~4x faster
+    # NumPy's own loop: 2.7-4 ns an output, as fast as the compiled twister this replaced
+    # (kernels/mt19937.py, within 6% from 2^18 outputs up, slower below), which cost every
+    # fresh install 0.6-1 s of compiling at its first large draw (docs/KERNELS.md, session 39)
     return mt.random_raw(n)
 
 
