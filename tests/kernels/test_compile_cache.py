@@ -240,3 +240,22 @@ def test_a_large_random_draw_compiles_no_twister():
     n = 1 << 15  # above the size from which the twister kernel was used
     np.testing.assert_array_equal(sf.rand(n).numpy(), torch.rand(n).numpy())
     assert not [r for r in kernels.compile_report() if "mt19937" in r["kernel"]]
+
+
+def test_a_small_normal_draw_takes_the_numpy_box_muller(monkeypatch):
+    """A model's init of small embeddings (GPT-mini: 2^16 elements) does not compile the four
+    Box-Muller kernels (about 1 s on a fresh install) and draws torch's bits; a large draw
+    still takes the kernels."""
+    import torch
+
+    import shardflow as sf
+    from shardflow.kernels import box_muller
+
+    calls = []
+    real = box_muller.normal16
+    monkeypatch.setattr(box_muller, "normal16", lambda *a: calls.append(a[0].size) or real(*a))
+    for n, compiled in ((1 << 16, False), (1 << 18, True)):
+        sf.manual_seed(5)
+        torch.manual_seed(5)
+        np.testing.assert_array_equal(sf.randn(n).numpy(), torch.randn(n).numpy())
+        assert bool(calls) == compiled
