@@ -65,17 +65,13 @@ def seeded_state(seed: int) -> dict:
     return {"bit_generator": "MT19937", "state": {"key": key.astype(np.uint32), "pos": 624}}
 
 
-_KERNEL_FROM = 1 << 14  # outputs from which the compiled twister (kernels/mt19937.py) pays
+_KERNEL_FROM = 1 << 14  # elements from which randperm's compiled swap loop (kernels/shuffle.py) pays
 
 
 def _raw(mt: np.random.MT19937, n: int) -> np.ndarray:
-    if n >= _KERNEL_FROM:
-        from .. import kernels
-
-        if kernels.enabled():
-            from ..kernels import mt19937
-
-            return mt19937.random_raw(mt, n)  # the same outputs, ~4x faster
+    # NumPy's own loop: 2.7-4 ns an output, as fast as the compiled twister this replaced
+    # (kernels/mt19937.py, within 6% from 2^18 outputs up, slower below), which cost every
+    # fresh install 0.6-1 s of compiling at its first large draw (docs/KERNELS.md, session 39)
     return mt.random_raw(n)
 
 
@@ -205,8 +201,16 @@ def uniform(gen, n: int, low: float, high: float, dtype, out=None) -> np.ndarray
     return out
 
 
-def _box_muller16(d: np.ndarray, mean, std, dtype) -> np.ndarray:
-    """torch's ``NormalFill16`` on rows of 16 uniforms (``d``: (k, 16)), in ``dtype``'s opmath."""
+# Draws from which float32 normals take the compiled Box-Muller: below, NumPy's passes cost at
+# most ~17 ms a draw (2^18: 17 vs 5 ms), where the kernels' first use costs a fresh install
+# about 1 s of compiling (4 kernels) and a warm start their loads: a model's init of small
+# embeddings (GPT-mini's 2^16) no longer pays either (docs/KERNELS.md, session 39).
+_BOX_MULLER_KERNEL_FROM = 1 << 18
+
+
+def _box_muller16(d: np.ndarray, mean, std, dtype, compiled: bool) -> np.ndarray:
+    """torch's ``NormalFill16`` on rows of 16 uniforms (``d``: (k, 16)), in ``dtype``'s opmath;
+    ``compiled``: the float32 kernels may be used (a draw of ``_BOX_MULLER_KERNEL_FROM`` on)."""
     if dtype == np.float64:
         u1, u2 = 1.0 - d[:, :8], d[:, 8:]
         radius = np.sqrt(-2.0 * np.log(u1))
@@ -215,10 +219,10 @@ def _box_muller16(d: np.ndarray, mean, std, dtype) -> np.ndarray:
     # float32, as the kernel: avx_mathfun's log and sincos (backend/avx_mathfun.py), torch's bits
     from .. import kernels
 
-    if kernels.enabled():
+    if compiled and kernels.enabled():
         from ..kernels import box_muller
 
-        return box_muller.normal16(d, mean, std)  # the same bits, ~3x faster (any number of rows)
+        return box_muller.normal16(d, mean, std)  # the same bits, ~3.5x faster
     radius = log256(np.float32(1) - d[:, :8])
     radius *= np.float32(-2)
     np.sqrt(radius, out=radius)
@@ -239,6 +243,7 @@ def _normal_fill(gen, n: int, mean, std, out: np.ndarray) -> np.ndarray:
     ``n >= 16`` elements."""
     mt = gen.mt
     k = n // 16
+    compiled = n >= _BOX_MULLER_KERNEL_FROM
     if out.dtype in (np.float32, np.float64):  # uniforms straight into the output, then blocks
         opmath = out.dtype
         draw = uniform53 if opmath == np.float64 else uniform24
@@ -248,17 +253,17 @@ def _normal_fill(gen, n: int, mean, std, out: np.ndarray) -> np.ndarray:
         for r in range(0, k, _ROWS):
             rows = min(_ROWS, k - r)
             block = out[16 * r:16 * (r + rows)]
-            block[...] = _box_muller16(block.reshape(rows, 16), mean, std, opmath).reshape(-1)
+            block[...] = _box_muller16(block.reshape(rows, 16), mean, std, opmath, compiled).reshape(-1)
         if n % 16:
-            out[n - 16:] = _box_muller16(draw(mt, 16).reshape(1, 16), mean, std, opmath).reshape(-1)
+            out[n - 16:] = _box_muller16(draw(mt, 16).reshape(1, 16), mean, std, opmath, compiled).reshape(-1)
         return out
     # half/bfloat16: 16 float32 uniforms per block, transformed, then cast
     for r in range(0, k, _ROWS):
         rows = min(_ROWS, k - r)
-        v = _box_muller16(uniform24(mt, 16 * rows).reshape(rows, 16), mean, std, np.float32)
+        v = _box_muller16(uniform24(mt, 16 * rows).reshape(rows, 16), mean, std, np.float32, compiled)
         out[16 * r:16 * (r + rows)] = v.reshape(-1).astype(out.dtype)
     if n % 16:
-        v = _box_muller16(uniform24(mt, 16).reshape(1, 16), mean, std, np.float32)
+        v = _box_muller16(uniform24(mt, 16).reshape(1, 16), mean, std, np.float32, compiled)
         out[n - 16:] = v.reshape(-1).astype(out.dtype)
     return out
 

@@ -11,7 +11,6 @@ each:
   (class indices) forward and backward, attention's in-place masked softmax and its backward |
 | ``gelu.py`` | GELU (exact erf and tanh) forward and backward |
 | ``optim.py`` | Adam / AdamW and SGD (momentum, Nesterov) parameter updates, in place |
-| ``mt19937.py`` | torch's Mersenne Twister outputs for large random draws (``backend/random_stream.py``), NumPy's state bit for bit |
 | ``box_muller.py`` | torch's float32 Box-Muller (avx_mathfun's log and sincos) for large ``randn``/``normal_``, the NumPy path's bits |
 | ``scan.py`` | ``cumsum`` along any axis and its reversed scan (the backward), NumPy's running sums bit for bit |
 | ``topk.py`` | ``topk`` of a few along the last axis in one pass per row, for rows whose answer is unique (ties and NaN go back to argpartition) |

@@ -48,7 +48,6 @@ loops with ``prange`` as ``range``).
 
 from __future__ import annotations
 
-import marshal
 import os
 import threading
 import time
@@ -205,10 +204,23 @@ def _helpers_stamp(fn, seen=None) -> str:
         h = fn.__globals__.get(name)
         if getattr(h, "_sf_kernel_helper", False) and id(h) not in seen:
             seen.add(id(h))
-            parts.append(marshal.dumps(h.__code__))
+            parts.append(_code_bytes(h.__code__))
             inner = _helpers_stamp(h, seen)
             parts.append(inner.encode())
     return f"{zlib.crc32(b''.join(parts)):08x}" if parts else ""
+
+
+def _code_bytes(code) -> bytes:
+    """The parts of a code object that decide what it computes, as bytes that are the same in
+    every process. Not ``marshal.dumps``: marshal marks objects referenced more than once
+    (their reference count, which differs between processes), so its bytes for one helper
+    changed from run to run and every process missed the disk cache of the kernels calling it
+    (gelu backward and cross-entropy forward recompiled in each warm start: 1.1 s)."""
+    consts = [_code_bytes(c) if isinstance(c, types.CodeType)
+              else repr(sorted(map(repr, c))).encode() if isinstance(c, frozenset)  # hash order
+              else repr(c).encode() for c in code.co_consts]
+    return b"\0".join([code.co_code, repr(code.co_names).encode(),
+                        repr(code.co_varnames).encode(), *consts])
 
 
 def _has_prange(fn) -> bool:

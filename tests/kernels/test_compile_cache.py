@@ -209,3 +209,53 @@ def test_a_changed_helper_changes_the_cache_name_of_kernels_that_call_it():
     assert before and _numba._helpers_stamp(plain_fn) == ""
     helper_v1.__code__ = helper_v2.__code__
     assert _numba._helpers_stamp(kernel_fn) != before
+
+
+
+def test_the_helper_fingerprint_does_not_depend_on_reference_counts():
+    """The fingerprint names the cache entry, so a warm process must compute the cold one's.
+    ``marshal.dumps`` (the old fingerprint) flags objects by their reference count, which
+    depends on what else the process ran: GELU backward and cross-entropy forward got a new
+    cache name in most processes and recompiled at every start (1.1 s of a warm first step)."""
+    from shardflow.kernels import _math, gelu, softmax
+    kernels = (gelu._bwd32.fn, softmax._ce_fwd.fn)
+    before = [_numba._helpers_stamp(k) for k in kernels]
+    held = [list(h.__code__.co_consts) + list(h.__code__.co_names)  # more references to them
+            for h in vars(_math).values() if getattr(h, "_sf_kernel_helper", False)]
+    assert held and [_numba._helpers_stamp(k) for k in kernels] == before
+    del held
+    assert [_numba._helpers_stamp(k) for k in kernels] == before
+
+
+def test_a_large_random_draw_compiles_no_twister():
+    """NumPy's ``MT19937.random_raw`` is as fast as the compiled twister was (2.7-4 ns an
+    output), so a large draw costs a fresh install no compile; the outputs are torch's."""
+    import torch
+
+    import shardflow as sf
+    from shardflow import kernels
+
+    sf.manual_seed(3)
+    torch.manual_seed(3)
+    n = 1 << 15  # above the size from which the twister kernel was used
+    np.testing.assert_array_equal(sf.rand(n).numpy(), torch.rand(n).numpy())
+    assert not [r for r in kernels.compile_report() if "mt19937" in r["kernel"]]
+
+
+def test_a_small_normal_draw_takes_the_numpy_box_muller(monkeypatch):
+    """A model's init of small embeddings (GPT-mini: 2^16 elements) does not compile the four
+    Box-Muller kernels (about 1 s on a fresh install) and draws torch's bits; a large draw
+    still takes the kernels."""
+    import torch
+
+    import shardflow as sf
+    from shardflow.kernels import box_muller
+
+    calls = []
+    real = box_muller.normal16
+    monkeypatch.setattr(box_muller, "normal16", lambda *a: calls.append(a[0].size) or real(*a))
+    for n, compiled in ((1 << 16, False), (1 << 18, True)):
+        sf.manual_seed(5)
+        torch.manual_seed(5)
+        np.testing.assert_array_equal(sf.randn(n).numpy(), torch.randn(n).numpy())
+        assert bool(calls) == compiled
