@@ -17,7 +17,9 @@ def _both(program):
 def _same(results):
     (th, sf) = results
     for t, s in zip(th, sf, strict=True):
-        np.testing.assert_allclose(np.asarray(s), np.asarray(t), rtol=1e-6, atol=1e-7)
+        # float32 matrix-vector products (the power iteration's) round differently between
+        # BLAS builds: 1.3e-6 relative was seen on one entry
+        np.testing.assert_allclose(np.asarray(s), np.asarray(t), rtol=1e-5, atol=1e-6)
 
 
 def test_saved_input_reads_rebound_data_like_torch():

@@ -215,7 +215,9 @@ def test_spectral_normalization_gan_like_torch(tmp_path, monkeypatch, capsys):
     printed generator loss was 0.3% off (fixed: ``autograd/rebind.py``). Then PyTorch's own
     ``nn.utils.spectral_norm`` and ``parametrizations.spectral_norm`` against
     ``linalg.matrix_norm(ord=2)``. Every line agrees."""
-    th_out, _, _ = _same_run(tmp_path, monkeypatch, capsys, "sngan", lines=8)
+    # atol: one unit of the 5th printed decimal (a float32 power iteration's matrix-vector
+    # products round differently between BLAS builds: -0.17997 against -0.17996 was seen)
+    th_out, _, _ = _same_run(tmp_path, monkeypatch, capsys, "sngan", lines=8, atol=1.5e-5)
     assert sum(line.startswith("disc loss") for line in th_out) == 2
 
 
