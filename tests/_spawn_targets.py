@@ -31,9 +31,7 @@ def all_reduce_ranks(i, world_size, folder):
     import shardflow as sf
     import shardflow.distributed as dist
 
-    # not the tutorial's 12355: the parity tests' DDP tutorial programs use that one as
-    # written, and they may run beside these tests (tests/conftest.py's two process groups)
-    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "localhost", "12371"
+    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "localhost", "12355"
     dist.init_process_group("gloo", rank=i, world_size=world_size)
     t = sf.tensor([float(i + 1)])
     dist.all_reduce(t)

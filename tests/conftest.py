@@ -19,18 +19,10 @@
   in nanoGPT's train.py) are put back after each test, shardflow's and, when a test has
   imported it, PyTorch's: float32 matmul precision.
 * Under pytest-xdist (the README's test command runs ``-n auto --dist loadgroup``), every test
-  of a file that starts processes (MPI ranks, subprocesses, multiprocessing) is in one of two
-  xdist groups, each run one test at a time on one worker, while the in-process tests
-  spread over the workers. ``processes`` holds the launcher, fault, elastic and other
-  multi-rank tests, whose hang and timeout bounds were set for one such job at a time;
-  ``programs`` holds the public-program parity tests (``tests/parity``) and the host-CUDA
-  equality runs (``tests/host_cuda``), which compare results and bound nothing but a
-  generous timeout. A single group ran ~1000 s of jobs on one worker while the other
-  finished the in-process tests early and idled (a job of 2 ranks keeps about one core busy
-  on average: imports, rendezvous, ranks waiting on each other), so CI took over its 20
-  minutes; the two groups overlap. Programs that the parity tests run with a fixed port as
-  written get a free one, and the other group's fixed ports differ, so two jobs never meet
-  on a port.
+  of a file that starts processes (MPI ranks, subprocesses, multiprocessing) is in one
+  ``xdist_group``: those files run one test at a time on one worker, so no two rank jobs
+  share the cores at once (their hang and timeout bounds were set for one job at a time),
+  while the in-process tests spread over the other workers.
 """
 
 import sys
@@ -55,15 +47,6 @@ def _starts_processes(path: Path, cache: dict) -> bool:
     return cache[path]
 
 
-# Test folders whose process-starting tests only compare results (no timing bound but the
-# timeout): their own xdist group, run beside the ``processes`` group (module docstring).
-_PROGRAM_FOLDERS = ("parity", "host_cuda")
-
-
-def _process_group(relative: Path) -> str:
-    return "programs" if relative.parts[0] in _PROGRAM_FOLDERS else "processes"
-
-
 def pytest_configure(config):
     # Under xdist a mistyped path only gives "no tests ran" (the workers' "file or directory
     # not found" is not shown): say it here, as plain pytest does.
@@ -80,11 +63,9 @@ def pytest_collection_modifyitems(config, items):
     if not hasattr(config, "workerinput"):  # not an xdist worker: nothing to group
         return
     cache: dict = {}
-    tests_root = Path(__file__).parent
     for item in items:
-        path = Path(item.fspath)
-        if _starts_processes(path, cache):
-            item.add_marker(pytest.mark.xdist_group(_process_group(path.relative_to(tests_root))))
+        if _starts_processes(Path(item.fspath), cache):
+            item.add_marker(pytest.mark.xdist_group("processes"))
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -504,10 +504,8 @@ def test_distributed_dcgan_trains_like_torch(tmp_path):
         (d / "torchvision").mkdir(exist_ok=True)
         (d / "torchvision" / "__init__.py").write_text(_DCGAN_STANDIN.format(lib=name))
         module = "shardflow.distributed.run" if use_sf else "torch.distributed.run"
-        # the README's line, with a free --master_port: torchrun's default 29500 may be taken
-        # by a test of the other process group running beside this one (tests/conftest.py)
-        outs[name] = _run([sys.executable, "-m", module, "--nnodes=1", "--nproc_per_node=2",
-                           f"--master_port={_free_port()}", "main.py", *DCGAN_ARGS], d, use_sf)
+        outs[name] = _run([sys.executable, "-m", module, "--nnodes=1", "--nproc_per_node=2", "main.py",
+                           *DCGAN_ARGS], d, use_sf)
     lines = {n: sorted(m.groups() for m in re.finditer(_DCGAN_LINE, o)) for n, o in outs.items()}
     assert len(lines["torch"]) == 2 * 2 * 4, outs["torch"]
     assert [ln[:3] for ln in lines["shardflow"]] == [ln[:3] for ln in lines["torch"]], outs["shardflow"]
