@@ -24,6 +24,9 @@ ranks that never arrived (:func:`init_timeout_report`).
 from __future__ import annotations
 
 import os
+import select  # here, not in the forked watchdog: an import there can deadlock (below)
+import signal
+import time
 
 from .. import _config
 from . import failure
@@ -120,14 +123,9 @@ class InitWatchdog:
         if self._pipe is not None:
             os.close(self._pipe)  # the world started (or failed otherwise): the child exits
             self._pipe = None
-            try:
-                os.waitpid(self._child, 0)
-            except ChildProcessError:
-                pass
+            _reap(self._child)
 
     def _watch(self, read_end: int, parent: int) -> None:
-        import select
-
         ready, _, _ = select.select([read_end], [], [], self.limit)
         if ready:  # closed: the world started, or the rank is gone
             return
@@ -142,3 +140,22 @@ class InitWatchdog:
         failure.write_failure_record("timeout", msg, "", failure.TIMEOUT_EXIT_CODE)
         os.write(2, failure.prefixed(msg, self.rank).encode())
         os.kill(parent, 9)  # SIGKILL: MPI_Init holds the rank; nothing softer would run
+
+
+def _reap(child: int, grace_s: float = 5.0) -> None:
+    """Wait for the watchdog child, which exits once its pipe is closed; never for ever. A
+    child forked from a multi-threaded process (a pytest-xdist worker, a program's threads)
+    can be stuck on a lock another thread held at the fork (an import, a logging lock): an
+    unbounded ``waitpid`` then hung ``init_process_group`` (seen in CI). After ``grace_s``
+    the child is killed and reaped."""
+    deadline = time.monotonic() + grace_s
+    try:
+        while time.monotonic() < deadline:
+            pid, _ = os.waitpid(child, os.WNOHANG)
+            if pid:
+                return
+            time.sleep(0.005)
+        os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
+    except (ChildProcessError, ProcessLookupError):
+        pass
