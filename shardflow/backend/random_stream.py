@@ -68,21 +68,17 @@ def seeded_state(seed: int) -> dict:
 _KERNEL_FROM = 1 << 14  # elements from which randperm's compiled swap loop (kernels/shuffle.py) pays
 
 
-def _raw(mt: np.random.MT19937, n: int) -> np.ndarray:
+def raw32(mt: np.random.MT19937, n: int) -> np.ndarray:
+    """``n`` of torch's ``random()`` (uint32 values in uint64)."""
     # NumPy's own loop: 2.7-4 ns an output, as fast as the compiled twister this replaced
     # (kernels/mt19937.py, within 6% from 2^18 outputs up, slower below), which cost every
     # fresh install 0.6-1 s of compiling at its first large draw (docs/KERNELS.md, session 39)
     return mt.random_raw(n)
 
 
-def raw32(mt: np.random.MT19937, n: int) -> np.ndarray:
-    """``n`` of torch's ``random()`` (uint32 values in uint64)."""
-    return _raw(mt, n)
-
-
 def raw64(mt: np.random.MT19937, n: int) -> np.ndarray:
     """``n`` of torch's ``random64()``: two ``random()``, the first the high word."""
-    r = _raw(mt, 2 * n).reshape(n, 2)
+    r = mt.random_raw(2 * n).reshape(n, 2)
     return (r[:, 0] << np.uint64(32)) | r[:, 1]
 
 

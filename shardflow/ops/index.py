@@ -45,6 +45,7 @@ from ..autograd import Function, Tensor, _wrap
 from ..autograd.dispatch import register
 from ..autograd.sparse_grad import rows_of
 from ..backend import get_array_module, is_device_array
+from ..backend.dtypes import _SCALAR_TYPE_NAMES
 from ..backend.meta import MetaTensorError, is_meta_array
 from ..backend.user_warning import warn_at_caller
 from ..kernels import embedding as _emb_kernels
@@ -58,18 +59,11 @@ __all__ = [
     "take_along_dim", "take", "embedding", "nonzero", "argwhere",
 ]
 
-_TORCH_NAMES = {
-    "float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-    "bool": "Bool", "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
-    "uint8": "Byte",
-}
-
-
 def _dtype_name(arr) -> str:
     try:
         from ..backend import from_numpy_dtype
 
-        return _TORCH_NAMES.get(from_numpy_dtype(arr.dtype).name, str(arr.dtype))
+        return _SCALAR_TYPE_NAMES.get(from_numpy_dtype(arr.dtype).name, str(arr.dtype))
     except TypeError:
         return str(arr.dtype)
 
@@ -522,8 +516,6 @@ def _check_index_put_dtype(input: Tensor, idx: tuple, value: Tensor) -> None:
     arrays = [it for it in idx if _is_array(it)]
     if value.numel() == 1 and len(arrays) == 1 and arrays[0].dtype.kind == "b":
         return
-    from ..backend.dtypes import _SCALAR_TYPE_NAMES
-
     raise RuntimeError(
         f"Index put requires the source and destination dtypes match, got "
         f"{_SCALAR_TYPE_NAMES.get(input.dtype.name, input.dtype.name)} for the destination and "

@@ -36,6 +36,7 @@ from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..autograd.grad_mode import is_grad_enabled
 from ..backend import get_array_module
+from ..backend.dtypes import _SCALAR_TYPE_NAMES
 from ..backend.user_warning import warn_at_caller
 from ..kernels import softmax as _sm_kernels
 from ._grad_graph import const, sum_to
@@ -456,7 +457,7 @@ def _cross_entropy_prob_composite(input, target, weight, reduction, label_smooth
 
 def _torch_dtype_name(dtype) -> str:
     """torch's word for a float dtype in its messages (``Float``, ``Double``, ``Half``)."""
-    return {"float32": "Float", "float64": "Double", "float16": "Half"}.get(np.dtype(dtype).name, "BFloat16")
+    return _SCALAR_TYPE_NAMES.get(np.dtype(dtype).name, "BFloat16")
 
 
 class NllLoss(Function):

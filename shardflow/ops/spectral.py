@@ -43,6 +43,7 @@ import numpy as np
 from ..autograd import Tensor
 from ..autograd.dispatch import register
 from ..backend import dtypes
+from ..backend.dtypes import _SCALAR_TYPE_NAMES
 from ..backend.user_warning import first_time
 from ._util import as_tensor_arg
 
@@ -60,13 +61,10 @@ def _ops():
     return ops
 
 
-_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-               "complex64": "ComplexFloat", "complex128": "ComplexDouble", "int64": "Long", "int32": "Int",
-               "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
 
 
 def _type_name(t: Tensor) -> str:
-    return _TYPE_NAMES.get(str(t.dtype).rpartition(".")[2], str(t.dtype))
+    return _SCALAR_TYPE_NAMES.get(str(t.dtype).rpartition(".")[2], str(t.dtype))
 
 
 def _tensor_str(t: Tensor) -> str:
