@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 
 from ..backend import get_array_module
+from ..backend.memory import tune_on_first_use
 from .engine import run_backward
 from .function import AccumulateGrad, Function
 from .graph import GradientEdge
@@ -83,6 +84,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
             raise RuntimeError("`grad_tensors` and `grad_variables` (deprecated) arguments both "
                                "passed to `backward()`. Please only use `grad_tensors`.")
         grad_tensors = grad_variables
+    tune_on_first_use()  # a training loop's allocator settings (backend/memory.py)
     if create_graph:
         return _backward_graph(tensors, grad_tensors, retain_graph, inputs)
     tensors = _as_list(tensors)
