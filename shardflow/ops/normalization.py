@@ -229,6 +229,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
         normalized_shape = (normalized_shape,)
     ns = tuple(int(s) for s in normalized_shape)
     shp = tuple(input.shape)
+    if not ns:  # torch's words; shardflow normalised over nothing and returned the input
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing at "
+                           "least one element, but got normalized_shape = []")
     if len(ns) > len(shp) or shp[len(shp) - len(ns):] != ns:
         raise RuntimeError(
             f"layer_norm: input shape {shp} must end with normalized_shape {ns}; pass the size(s) of "
@@ -237,6 +240,12 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     for name, p in (("weight", weight), ("bias", bias)):
         if p is not None and tuple(p.shape) != ns:
             raise RuntimeError(f"layer_norm: {name} must have shape normalized_shape={ns}, got {tuple(p.shape)}")
+    if math.prod(ns) == 0:
+        # rows of no elements: torch returns the empty result (and empty gradients); the row
+        # kernels cannot reshape an empty input to (-1, 0)
+        y = input * 0.0
+        y = y if weight is None else y * weight
+        return y if bias is None else y + bias
     return LayerNorm.apply(input, weight, bias, D=math.prod(ns), eps=eps)
 
 
@@ -543,6 +552,9 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
         normalized_shape = (normalized_shape,)
     ns = tuple(int(s) for s in normalized_shape)
     shp = tuple(input.shape)
+    if not ns:  # torch's words; shardflow normalised over nothing and returned the input
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing at "
+                           "least one element, but got normalized_shape = []")
     if len(ns) > len(shp) or shp[len(shp) - len(ns):] != ns:
         raise RuntimeError(f"rms_norm: input shape {shp} must end with normalized_shape {ns}")
     if weight is not None and tuple(weight.shape) != ns:
