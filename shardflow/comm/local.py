@@ -14,6 +14,7 @@ from .base import (
     CommError,
     Communicator,
     CompletedWork,
+    GroupIndex,
     ReduceOp,
     checked_reduce_op,
     pickled,
@@ -45,11 +46,11 @@ class LocalCommunicator(Communicator):
 
     @property
     def rank(self) -> int:
-        return 0
+        return GroupIndex(0)  # also torch's pg.rank()
 
     @property
     def size(self) -> int:
-        return 1
+        return GroupIndex(1)  # also torch's pg.size()
 
     def _done(self, value, async_op):
         self.seq += 1

@@ -4,17 +4,19 @@ shared by the MPI and NCCL communicators."""
 
 from __future__ import annotations
 
+from .base import GroupIndex
+
 __all__ = ["RankedMixin"]
 
 
 class RankedMixin:
     @property
     def rank(self) -> int:
-        return self._rank
+        return GroupIndex(self._rank)  # also torch's pg.rank()
 
     @property
     def size(self) -> int:
-        return self._size
+        return GroupIndex(self._size)  # also torch's pg.size()
 
     def world_rank(self, r: int | None = None) -> int:
         """The world rank of group rank ``r`` (default: this rank)."""
