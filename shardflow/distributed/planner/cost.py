@@ -109,6 +109,7 @@ class Collective:
     seconds: float = 0.0  # time of all `count`
     why: str = ""
     back_to_back: bool = False  # the `count` calls follow each other with no compute between
+    syncs: int | None = None  # times the ranks meet among the `count` calls (None: each call)
 
 
 @dataclass
@@ -518,22 +519,33 @@ def _grad_sync(c: _Ctx, S: _Stages, colls) -> tuple[float, float]:
                                     back_to_back=True))
     elif dp > 1 and L.grad_sync == "sharded":
         units = _fsdp_units(c.st, L.tp)
-        ag = [prof.collective_time("all_gather", u * isz, g) for u in units]
-        rs = [prof.collective_time("reduce_scatter", u * isz, g) for u in units]
+        calls = [_fsdp_calls(u, dp) for u in _fsdp_unit_params(c.st, L.tp)]
+        # per unit: one all-gather per split parameter (issued together, waited for together),
+        # one reduce-scatter per split parameter and one all-reduce of the replicated ones
+        ag = [sum(prof.collective_time("all_gather", e * isz, g) for e in split) for split, _ in calls]
+        rs = [sum(prof.collective_time("reduce_scatter", e * isz, g) for e in split)
+              + (prof.collective_time("all_reduce", repl * isz, g) if repl else 0.0) for split, repl in calls]
+        n_ag = sum(len(split) for split, _ in calls)
+        n_rs = sum(len(split) + (1 if repl else 0) for split, repl in calls)
         f_comm = sum(ag)
         f_exposed = ag[0] + max(0.0, f_comm - ag[0] - ov * t_fwd)
-        b_comm = sum(rs) + (sum(ag) if L.zero == 3 else 0.0)
+        ag_b = ag[1:] if L.zero == 3 else []  # the root stays gathered from forward to backward
+        b_comm = sum(rs) + sum(ag_b)
         b_exposed = rs[-1] + max(0.0, b_comm - rs[-1] - ov * t_bwd)
         exposed += f_exposed + b_exposed
         ub = sum(units) * isz  # unpack gathered units, pack gradients, unpack shards
         copies += copy_time(ub) * (2 if L.zero == 3 else 1) + copy_time(ub) + copy_time(ub / dp)
-        colls.append(Collective("forward", "all_gather", ub / len(units), "dp", dp,
-                                count=len(units), seconds=f_comm, why="ZeRO: parameters gathered per unit, prefetched"))
+        colls.append(Collective("forward", "all_gather", ub / max(1, n_ag), "dp", dp, count=n_ag, seconds=f_comm,
+                                syncs=len(units),
+                                why="ZeRO: each unit's parameters gathered, one call per parameter, prefetched"))
         if L.zero == 3:
-            colls.append(Collective("backward", "all_gather", ub / len(units), "dp", dp,
-                                    count=len(units), seconds=sum(ag), why="ZeRO-3: gathered again for backward"))
-        colls.append(Collective("backward", "reduce_scatter", ub / len(units), "dp", dp,
-                                count=len(units), seconds=sum(rs), why="ZeRO-2/3: gradients reduce-scattered per unit"))
+            n_agb = sum(len(split) for split, _ in calls[1:])
+            colls.append(Collective("backward", "all_gather", sum(units[1:]) * isz / max(1, n_agb), "dp", dp,
+                                    count=n_agb, seconds=sum(ag_b), syncs=len(units) - 1,
+                                    why="ZeRO-3: gathered again for backward (all but the root)"))
+        colls.append(Collective("backward", "reduce_scatter", ub / max(1, n_rs), "dp", dp,
+                                count=n_rs, seconds=sum(rs), syncs=len(units),
+                                why="ZeRO-2/3: gradients reduce-scattered, one call per parameter"))
     elif dp > 1 and L.grad_sync == "after-backward":
         worst = max(sum(prof.collective_time("all_reduce", e * isz, g) for _, e in S.param_list[s])
                     for s in range(L.pp))
@@ -639,7 +651,8 @@ def _sync_waits(c: _Ctx, stage_T, per_rank_rest, colls) -> tuple[int, float]:
     cores = prof.host_cores
     if not cores or L.world <= cores or L.pp > 1:
         return 0, 0.0
-    n = sum(1 if x.back_to_back else x.count for x in colls if x.kind != "send_recv")
+    n = sum(1 if x.back_to_back else x.count if x.syncs is None else x.syncs
+            for x in colls if x.kind != "send_recv")
     if not n:
         return 0, 0.0
     busy = max(L.microbatches * t for t in stage_T) + per_rank_rest
@@ -758,6 +771,28 @@ def _fsdp_units(st: StepTrace, tp: int) -> list:
         else:
             per_layer[p.layer] = per_layer.get(p.layer, 0.0) + e
     return [root] + [per_layer[k] for k in sorted(per_layer)]
+
+
+def _fsdp_unit_params(st: StepTrace, tp: int) -> list:
+    """``[[(elements, rows)] per parameter] per fully_shard unit``, in ``_fsdp_units``' order
+    (root first, then each block): what ``FSDPParamGroup`` makes its per-parameter
+    collectives of."""
+    per_layer, root = {}, []
+    for p in st.params:
+        split = tp if p.tp_role else 1
+        rows = p.shape[0] // (split if p.tp_role == "col" else 1) if p.shape else 0
+        item = (_n(p.shape) / split, rows)
+        (root if p.layer is None else per_layer.setdefault(p.layer, [])).append(item)
+    return [root] + [per_layer[k] for k in sorted(per_layer)]
+
+
+def _fsdp_calls(unit: list, n: int) -> tuple[list, float]:
+    """``(elements of each split parameter, elements of the replicated ones)`` of a unit on
+    ``n`` ranks, by ``FSDPParamGroup``'s rule: a parameter with at least ``n`` rows is split
+    (an all-gather and a reduce-scatter of its own), the rest replicated (their gradients in
+    one all-reduce)."""
+    split = [e for e, rows in unit if rows >= n]
+    return split, sum(e for e, rows in unit if rows < n)
 
 
 def _memory(spec, L, st, s, elems, act, trans, biggest, layer_act, layer_in, nl, v, itemsize, tp,

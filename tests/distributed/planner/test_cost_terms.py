@@ -418,3 +418,56 @@ def test_calibrate_reads_the_kernel_tick():
 
     t = sched_tick_s()
     assert t is None or 1e-4 <= t <= 0.02  # CONFIG_HZ is 100..1000 (or 10000)
+
+
+def _with_root_and_tiny(tr):
+    """``tr``'s trace plus a root parameter (an embedding-like (C, C) weight, no layer) and a
+    2-row parameter in layer 0 (fewer rows than ranks: fully_shard replicates it)."""
+    from shardflow.distributed.planner.trace import ParamRecord
+
+    class Traced:
+        def at(self, batch=1, **dims):
+            st = tr.at(batch, **dims)
+            st.params = [ParamRecord("emb.weight", (tr.C, tr.C), None, "emb")] + st.params \
+                + [ParamRecord("h.0.tiny", (2,), 0, "h.0")]
+            return st
+
+    return Traced()
+
+
+def test_fully_shard_collectives_are_one_per_parameter_met_once_per_unit():
+    """fully_shard (FSDPParamGroup) issues one all-gather and one reduce-scatter per split
+    parameter (rows >= ranks) and one all-reduce of a unit's replicated ones; ZeRO-3 gathers
+    every unit but the root again in backward. Units here: root [emb], block 0 [fc, tiny],
+    block 1 [fc] on 4 ranks: forward 3 all-gathers, backward 2 all-gathers and 3
+    reduce-scatters + 1 all-reduce; with no overlap all of it is exposed, 9 alphas, and the
+    ranks meet once per unit and phase (3 + 2 + 3 times)."""
+    tr = _with_root_and_tiny(LinearStack(layers=2, C=64, rows=8))
+    a, wait = 1e-4, 2e-3
+    spec = _spec(tr, batch=8)
+    L = Layout(dp=4, zero=3, grad_sync="sharded")
+    free = estimate(spec, L, measured(alpha=0.0))
+    e = estimate(spec, L, measured(alpha=a))
+    got = [(c.phase, c.kind, c.count, c.syncs) for c in e.collectives]
+    assert got == [("forward", "all_gather", 3, 3), ("backward", "all_gather", 2, 2),
+                   ("backward", "reduce_scatter", 4, 3)]
+    assert e.step_time - free.step_time == pytest.approx(9 * a)
+    shared = _with_sync_wait(measured(cores=2, alpha=a), 4, [1e-6, 1.0], [wait, wait])
+    assert estimate(spec, L, shared).sync_wait == pytest.approx(8 * wait)
+    z2 = estimate(spec, Layout(dp=4, zero=2, grad_sync="sharded"), measured(alpha=a))
+    assert [c.count for c in z2.collectives] == [3, 4]  # no backward gathers
+
+
+def test_fully_shard_counts_match_the_runtime_on_gpt():
+    """The GPT's fully_shard units (each block, then the root) issue, per step, one
+    all-gather per parameter in forward, again for every block's in backward (ZeRO-3), and
+    one reduce-scatter per parameter: measured with ``comm_plan()`` on the bench's small
+    GPT, dp2: 52 / 48 / 52 (4 blocks of 12 parameters, 4 at the root)."""
+    from shardflow.distributed.planner.auto import lm_spec
+    from shardflow.models.gpt import GPT, GPTConfig
+
+    m = GPT(GPTConfig(block_size=8, vocab_size=32, n_layer=2, n_head=2, n_embd=16))
+    spec = lm_spec(m, 4, entry="train")
+    e = estimate(spec, Layout(dp=2, zero=3, grad_sync="sharded"), measured())
+    assert [(c.phase, c.kind, c.count) for c in e.collectives] == [
+        ("forward", "all_gather", 28), ("backward", "all_gather", 24), ("backward", "reduce_scatter", 28)]
