@@ -520,11 +520,13 @@ def _grad_sync(c: _Ctx, S: _Stages, colls) -> tuple[float, float]:
     elif dp > 1 and L.grad_sync == "sharded":
         units = _fsdp_units(c.st, L.tp)
         calls = [_fsdp_calls(u, dp) for u in _fsdp_unit_params(c.st, L.tp)]
-        # per unit: one all-gather per split parameter (issued together, waited for together),
-        # one reduce-scatter per split parameter and one all-reduce of the replicated ones
-        ag = [sum(prof.collective_time("all_gather", e * isz, g) for e in split) for split, _ in calls]
-        rs = [sum(prof.collective_time("reduce_scatter", e * isz, g) for e in split)
-              + (prof.collective_time("all_reduce", repl * isz, g) if repl else 0.0) for split, repl in calls]
+        # per unit: one all-gather per split parameter (issued together, waited for one by one:
+        # a batch, ``Profile.collective_time(batched=True)``), one reduce-scatter per split
+        # parameter and one all-reduce of the replicated ones, batched likewise
+        ag = [sum(prof.collective_time("all_gather", e * isz, g, batched=True) for e in split) for split, _ in calls]
+        rs = [sum(prof.collective_time("reduce_scatter", e * isz, g, batched=True) for e in split)
+              + (prof.collective_time("all_reduce", repl * isz, g, batched=True) if repl else 0.0)
+              for split, repl in calls]
         n_ag = sum(len(split) for split, _ in calls)
         n_rs = sum(len(split) + (1 if repl else 0) for split, repl in calls)
         f_comm = sum(ag)

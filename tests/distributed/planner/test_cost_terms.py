@@ -471,3 +471,40 @@ def test_fully_shard_counts_match_the_runtime_on_gpt():
     e = estimate(spec, Layout(dp=2, zero=3, grad_sync="sharded"), measured())
     assert [(c.phase, c.kind, c.count) for c in e.collectives] == [
         ("forward", "all_gather", 28), ("backward", "all_gather", 24), ("backward", "reduce_scatter", 28)]
+
+
+def _with_batched(prof, world, alpha):
+    data = copy.deepcopy(prof.data)
+    data["collectives_batched"] = {str(world): {k: {str(world): alpha}
+                                                for k in ("all_gather", "reduce_scatter", "all_reduce")}}
+    return type(prof)(data)
+
+
+def test_batched_collectives_take_their_measured_alpha():
+    """A call issued in a batch of non-blocking ones costs the profile's batched alpha (with
+    the blocking fit's beta) for the job and group size measured; other sizes, blocking
+    calls and profiles without the field keep the blocking fit."""
+    from shardflow.distributed.planner.profile import Group
+
+    a, ab, beta_gb = 1e-4, 1e-3, 2.0
+    prof = _with_batched(measured(alpha=a, beta_per_gb=beta_gb), 4, ab)
+    g4, g2 = Group(size=4, world=4), Group(size=2, world=4)
+    nb = 1e6
+    assert prof.collective_time("all_gather", nb, g4, batched=True) == pytest.approx(ab + beta_gb * 1e-9 * nb)
+    assert prof.collective_time("all_gather", nb, g4) == pytest.approx(a + beta_gb * 1e-9 * nb)
+    assert prof.collective_time("all_gather", nb, g2, batched=True) == pytest.approx(a + beta_gb * 1e-9 * nb)
+    assert measured(alpha=a).collective_time("all_gather", nb, g4, batched=True) == pytest.approx(a)
+
+
+def test_fully_shard_calls_are_costed_as_a_batch_ddp_buckets_are_not():
+    """fully_shard's 9 per-parameter calls (root, block 0, block 1 on 4 ranks; the case
+    above) each cost the batched alpha: 9 x (batched - blocking) more; DDP's buckets keep
+    the blocking fit."""
+    tr = _with_root_and_tiny(LinearStack(layers=2, C=64, rows=8))
+    a, ab = 1e-4, 1e-3
+    spec = _spec(tr, batch=8)
+    plain, batched = measured(alpha=a), _with_batched(measured(alpha=a), 4, ab)
+    L = Layout(dp=4, zero=3, grad_sync="sharded")
+    assert estimate(spec, L, batched).step_time - estimate(spec, L, plain).step_time == pytest.approx(9 * (ab - a))
+    ddp = Layout(dp=4, grad_sync="bucketed")
+    assert estimate(spec, ddp, batched).step_time == pytest.approx(estimate(spec, ddp, plain).step_time)
