@@ -77,6 +77,7 @@ __all__ = ["RunSpec", "Collective", "Estimate", "estimate", "predicted_comm_plan
 DDP_FIRST_BUCKET = 1 << 20
 DDP_BUCKET = 25 << 20
 ZERO1_BUCKET = 16 << 20
+REDUCER_PIECE = 1 << 20  # nn.parallel.reducer.Reducer's piece_cap_mb: bytes per all-reduce call
 
 
 @dataclass
@@ -498,16 +499,20 @@ def _grad_sync(c: _Ctx, S: _Stages, colls) -> tuple[float, float]:
     gbytes = grad_elems * isz
     g = c.groups["dp"]
     if dp > 1 and L.grad_sync in ("bucketed", "global-bucketed"):
-        buckets = (_buckets(gbytes, DDP_FIRST_BUCKET, DDP_BUCKET) if L.grad_sync == "bucketed"
-                   else reducer_buckets(c.st, L.tp, isz))
-        ts = [prof.collective_time("all_reduce", nb, g) for nb in buckets]
+        # the Reducer's buckets at parameter boundaries, each all-reduced in pieces: one
+        # non-blocking call each, launched as backward fills them, waited for at its end
+        members = reducer_bucket_params(c.st, L.tp, isz) or [[0.0]]
+        buckets = [sum(b) * isz for b in members]
+        pieces = [reducer_pieces(b, REDUCER_PIECE // isz) for b in members]
+        ts = [sum(prof.collective_time("all_reduce", e * isz, g, batched=True) for e in pc) for pc in pieces]
         total = sum(ts)
+        n_pieces = sum(len(pc) for pc in pieces)
         hidden = min(total - ts[-1], ov * t_bwd) if len(ts) > 1 else 0.0
         exposed += total - hidden
         copies += 2 * copy_time(gbytes)  # gradients into the flat buckets and back
-        colls.append(Collective("backward", "all_reduce", gbytes / len(buckets), "dp", dp, count=len(buckets),
+        colls.append(Collective("backward", "all_reduce", sum(buckets) / n_pieces, "dp", dp, count=n_pieces,
                                 seconds=total, why=f"{'DDP' if L.grad_sync == 'bucketed' else 'reducer'} buckets "
-                                                   f"({len(buckets)}), overlapped with backward",
+                                                   f"({len(buckets)}) in {n_pieces} pieces, overlapped with backward",
                                 back_to_back=True))  # issued during backward, waited for at its end
         if L.zero == 1:
             ag = _buckets(grad_elems * 4, ZERO1_BUCKET, ZERO1_BUCKET)
@@ -722,17 +727,45 @@ def predicted_comm_plan(spec: RunSpec, layout: Layout) -> list:
 
 
 def reducer_buckets(st: StepTrace, tp: int, itemsize: int) -> list:
-    """Bytes of each bucket of ``nn.parallel.reducer.Reducer``: this rank's parameters (split
-    ones divided by ``tp``) in reverse order, a bucket closed when the next parameter would
-    pass its cap (the first ``DDP_FIRST_BUCKET``, then ``DDP_BUCKET``)."""
-    out, cur, cap = [], 0.0, DDP_FIRST_BUCKET
+    """Bytes of each bucket of ``nn.parallel.reducer.Reducer`` (``reducer_bucket_params``)."""
+    return [sum(b) * itemsize for b in reducer_bucket_params(st, tp, itemsize)] or [0.0]
+
+
+def reducer_bucket_params(st: StepTrace, tp: int, itemsize: int) -> list:
+    """Elements of each parameter of each bucket of ``nn.parallel.reducer.Reducer``, in its
+    flat order: this rank's parameters (split ones divided by ``tp``) in reverse order, a
+    bucket closed when the next parameter would pass its cap (the first
+    ``DDP_FIRST_BUCKET``, then ``DDP_BUCKET``)."""
+    out, cur, cap = [], [], DDP_FIRST_BUCKET
     for p in reversed(st.params):
-        nb = _n(p.shape) / (tp if p.tp_role else 1) * itemsize
-        if cur and cur + nb > cap:
+        e = _n(p.shape) / (tp if p.tp_role else 1)
+        if cur and (sum(cur) + e) * itemsize > cap:
             out.append(cur)
-            cur, cap = 0.0, DDP_BUCKET
-        cur += nb
-    return out + [cur] if cur else out or [0.0]
+            cur, cap = [], DDP_BUCKET
+        cur.append(e)
+    return out + [cur] if cur else out
+
+
+def reducer_pieces(sizes: list, piece_elems: int) -> list:
+    """Elements of each piece a ``Reducer`` bucket of parameters of ``sizes`` elements (flat
+    order) is all-reduced in, one non-blocking call each (``Bucket.set_pieces``): a
+    parameter of at least a quarter piece gets pieces of its own of at most
+    ``piece_elems``, smaller ones are packed into shared pieces of at most ``piece_elems``."""
+    small = max(1, piece_elems // 4)
+    bounds, lo = [0], 0
+    for size in sizes:
+        size = int(size)
+        if size >= small:
+            if bounds[-1] != lo:
+                bounds.append(lo)
+            for start in range(0, size, piece_elems):
+                bounds.append(lo + min(size, start + piece_elems))
+        elif lo + size - bounds[-1] > piece_elems and bounds[-1] != lo:
+            bounds.append(lo)
+        lo += size
+    if bounds[-1] != lo or len(bounds) == 1:
+        bounds.append(lo)
+    return [b - a for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 def _param_role(st: StepTrace, name: str) -> str:

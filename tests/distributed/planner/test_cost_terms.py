@@ -164,16 +164,33 @@ def test_tensor_parallel_split_and_its_collectives():
 
 
 def test_ddp_buckets_hide_behind_backward_up_to_the_overlap():
-    """DDP: buckets (1 MB first, then 25 MB) all-reduced during backward; all but the last
-    hide behind backward compute up to the profile's overlap fraction."""
-    tr = LinearStack(layers=2, C=1024, rows=8)  # 8 MB of gradients: buckets of 1 MB and 7 MB
+    """DDP: the Reducer's buckets (closed at parameter boundaries: the first at 1 MB, then
+    25 MB) all-reduced during backward, each in 1 MB pieces (one call each); all but the
+    last bucket hide behind backward compute up to the profile's overlap fraction. Two 4 MB
+    weights: buckets of 4 MB and 4 MB (the first parameter alone passes the first cap),
+    4 pieces each (the backward, 10 ms, can hide the first bucket's 4.6 ms)."""
+    tr = LinearStack(layers=2, C=1024, rows=32)
     alpha, beta = 1e-4, 1e-9
     for ov in (0.0, 1.0):
         prof = measured(gflops=100.0, adamw_ns=0.0, alpha=alpha, beta_per_gb=1.0, overlap=ov, gbs=1e9)
         e = estimate(_spec(tr, batch=8), Layout(dp=2, grad_sync="bucketed"), prof)
-        first, last = 1 << 20, 8 * 2**20 - (1 << 20)
-        t_first, t_last = alpha + beta * first, alpha + beta * last
-        assert e.comm_exposed == pytest.approx(t_last + (t_first if ov == 0 else 0.0))
+        t_bucket = 4 * (alpha + beta * (1 << 20))
+        assert [c.count for c in e.collectives] == [8]
+        assert e.comm_exposed == pytest.approx(t_bucket + (t_bucket if ov == 0 else 0.0))
+
+
+def test_reducer_pieces_by_hand():
+    """``Bucket.set_pieces``' rule, piece of 8 elements: parameters of at least 2 elements
+    get pieces of their own (20 -> 8, 8, 4), smaller ones are packed (1, 1 -> one piece of
+    2); the packed piece closes before a large parameter and when the next one would pass
+    the cap."""
+    from shardflow.distributed.planner.cost import reducer_pieces
+
+    assert reducer_pieces([1, 1, 20, 1], 8) == [2, 8, 8, 4, 1]
+    assert reducer_pieces([1] * 10, 32) == [10]
+    assert reducer_pieces([1] * 10, 8) == [8, 2]  # packed up to the cap
+    assert reducer_pieces([4, 4, 4], 16) == [4, 4, 4]  # each a quarter piece: direct
+    assert reducer_pieces([], 8) == [0]
 
 
 def test_measured_gemm_table_is_interpolated_in_log_space():
@@ -396,7 +413,7 @@ def test_back_to_back_collectives_wait_once():
     prof = _with_sync_wait(measured(cores=2, gflops=100.0, adamw_ns=0.0, alpha=1e-4, beta_per_gb=1.0),
                            4, [1e-6, 1.0], [wait, wait])
     e = estimate(_spec(tr, batch=8), Layout(dp=4, grad_sync="bucketed"), prof)
-    assert [c.count for c in e.collectives] == [2]
+    assert [c.count for c in e.collectives] == [8]  # 2 buckets of 4 x 1 MB pieces
     assert e.sync_wait == pytest.approx(wait)
 
 
@@ -496,10 +513,10 @@ def test_batched_collectives_take_their_measured_alpha():
     assert measured(alpha=a).collective_time("all_gather", nb, g4, batched=True) == pytest.approx(a)
 
 
-def test_fully_shard_calls_are_costed_as_a_batch_ddp_buckets_are_not():
+def test_fully_shard_calls_and_reducer_pieces_are_costed_as_a_batch():
     """fully_shard's 9 per-parameter calls (root, block 0, block 1 on 4 ranks; the case
-    above) each cost the batched alpha: 9 x (batched - blocking) more; DDP's buckets keep
-    the blocking fit."""
+    above) each cost the batched alpha: 9 x (batched - blocking) more; so does the
+    Reducer's one piece (48 KB of gradients: one bucket, one packed piece) under DDP."""
     tr = _with_root_and_tiny(LinearStack(layers=2, C=64, rows=8))
     a, ab = 1e-4, 1e-3
     spec = _spec(tr, batch=8)
@@ -507,4 +524,4 @@ def test_fully_shard_calls_are_costed_as_a_batch_ddp_buckets_are_not():
     L = Layout(dp=4, zero=3, grad_sync="sharded")
     assert estimate(spec, L, batched).step_time - estimate(spec, L, plain).step_time == pytest.approx(9 * (ab - a))
     ddp = Layout(dp=4, grad_sync="bucketed")
-    assert estimate(spec, ddp, batched).step_time == pytest.approx(estimate(spec, ddp, plain).step_time)
+    assert estimate(spec, ddp, batched).step_time - estimate(spec, ddp, plain).step_time == pytest.approx(ab - a)
