@@ -448,7 +448,10 @@ def _stage_collectives(c: _Ctx, S: _Stages, tp_coll, dp_uses, colls) -> None:
         g = c.groups["dp"]
         for nb, s in dp_uses:
             S.comm_b[s] += prof.collective_time("all_reduce", nb, g)
-        S.comm_f[L.pp - 1] += prof.collective_time("all_reduce", 8, g)  # the loss's mean
+        t_mean = prof.collective_time("all_reduce", 8, g)
+        S.comm_f[L.pp - 1] += t_mean  # the loss's mean over the global batch, blocking
+        colls.append(Collective("forward", "all_reduce", 8, "dp", L.dp, count=m, seconds=m * t_mean,
+                                why="the loss's mean over the global batch"))
         sel = [nb for nb, s in dp_uses if s == 0]
         if sel:
             colls.append(Collective("backward", "all_reduce", sum(sel) / len(sel), "dp", L.dp,
@@ -561,6 +564,13 @@ def _grad_sync(c: _Ctx, S: _Stages, colls) -> tuple[float, float]:
         colls.append(Collective("step", "all_reduce", S.params[0] * isz / max(1, n0), "dp", dp,
                                 count=n0, seconds=worst, why="pipeline: each parameter all-reduced after the schedule",
                                 back_to_back=True))
+    if dp > 1 and L.pp == 1 and c.spec.entry != "any" and (L.grad_sync in GLOBAL_SYNCS or L.zero == 1):
+        # parallelize's step returns the loss as a float after the optimizer: a blocking
+        # one-element all-reduce (the global loss's .item(); ZeRO-1: the replicas' mean)
+        t = prof.collective_time("all_reduce", 8, g)
+        exposed += t
+        colls.append(Collective("step", "all_reduce", 8, "dp", dp, count=1, seconds=t,
+                                why="the loss read after the step (parallelize returns a float)"))
     if L.pp > 1 and S.tied:
         g2 = Group(2, c.groups["pp"].per_node and 1, c.groups["pp"].sharing, L.world)
         t = sum(prof.collective_time("all_reduce", e * isz, g2) for _, e in S.tied)

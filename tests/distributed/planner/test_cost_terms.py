@@ -525,3 +525,19 @@ def test_fully_shard_calls_and_reducer_pieces_are_costed_as_a_batch():
     assert estimate(spec, L, batched).step_time - estimate(spec, L, plain).step_time == pytest.approx(9 * (ab - a))
     ddp = Layout(dp=4, grad_sync="bucketed")
     assert estimate(spec, ddp, batched).step_time - estimate(spec, ddp, plain).step_time == pytest.approx(ab - a)
+
+
+def test_global_data_parallel_lists_its_blocking_loss_all_reduces():
+    """parallelize's data parallelism on global tensors runs, besides the reducer's pieces
+    and the per-use all-reduces, two blocking one-element all-reduces per step: the loss's
+    mean in forward (per micro-batch) and the loss read after the step (``.item()``); both
+    are listed (each a point where the ranks meet) and cost alpha each. Entry ``any``
+    (Megatron's loop) reads no loss."""
+    tr = LinearStack(layers=2, C=64, rows=8)
+    a = 1e-4
+    L = Layout(dp=4, grad_sync="global-bucketed")
+    e = estimate(_spec(tr, batch=8, entry="parallelize"), L, measured(alpha=a))
+    loss = [(c.phase, c.count, c.seconds) for c in e.collectives if c.nbytes == 8]
+    assert loss == [("forward", 1, pytest.approx(a)), ("step", 1, pytest.approx(a))]
+    other = estimate(_spec(tr, batch=8, entry="any"), L, measured(alpha=a))
+    assert [c.phase for c in other.collectives if c.nbytes == 8] == ["forward"]
