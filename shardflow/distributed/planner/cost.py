@@ -24,14 +24,19 @@ samples (``ModelTrace.at(batch=b)``), then per op (``opcost.op_cost``):
   and each stage pays the autograd engine's copy/adds of its gradients into ``.grad``
   (one copy and ``m - 1`` adds per parameter per step, ``_grad_accumulation``).
 * **Data-parallel gradients** (``layout.grad_sync``), over the ``dp`` group:
-  ``bucketed`` -- DDP's buckets (the first 1 MB, then 25 MB) all-reduced as backward makes
-  them: all but the last hide behind backward compute up to ``f * t_b``; ``per-use`` --
+  ``bucketed`` -- DDP's buckets (the first 1 MB, then 25 MB, closed at parameter
+  boundaries) all-reduced as backward makes them, each in the ``Reducer``'s 1 MB pieces
+  (one non-blocking call each, costed as a batch: ``Profile.collective_time(batched=True)``):
+  all but the last bucket hide behind backward compute up to ``f * t_b``; ``per-use`` --
   global tensors all-reduce each use of a broadcast tensor in its backward (blocking);
   ``after-backward`` -- the pipeline all-reduces each parameter after the schedule (and each
   tied parameter between the first and last stage); ``sharded`` -- ZeRO-2/3 (``fully_shard``
-  per block, then the root): an all-gather per unit in forward (stage 3: again in backward),
-  prefetched, and a reduce-scatter per unit in backward, hidden up to ``f`` times the compute
-  they run beside. ZeRO-1 adds one all-gather of the updated parameters after the step.
+  per block, then the root): per unit one all-gather per parameter in forward (stage 3:
+  again in backward, all but the root), prefetched, and one reduce-scatter per parameter in
+  backward (``FSDPParamGroup``'s calls, costed as a batch), hidden up to ``f`` times the
+  compute they run beside; the ranks meet once per unit and phase. ZeRO-1 adds one
+  all-gather of the updated parameters after the step. ``parallelize``'s data parallelism
+  also all-reduces the loss's mean (forward) and the loss it returns (after the step).
 * **Optimizer**: the profile's time per element over this rank's elements (``/dp`` for
   ZeRO >= 1).
 * **A host with fewer cores than ranks** (measured profiles): ops run at the rates measured
