@@ -569,12 +569,14 @@ def _grad_sync(c: _Ctx, S: _Stages, colls) -> tuple[float, float]:
         colls.append(Collective("step", "all_reduce", S.params[0] * isz / max(1, n0), "dp", dp,
                                 count=n0, seconds=worst, why="pipeline: each parameter all-reduced after the schedule",
                                 back_to_back=True))
-    if dp > 1 and L.pp == 1 and c.spec.entry != "any" and (L.grad_sync in GLOBAL_SYNCS or L.zero == 1):
+    if c.spec.entry != "any" and ((dp > 1 and (L.grad_sync in GLOBAL_SYNCS or L.zero == 1)) or L.pp > 1):
         # parallelize's step returns the loss as a float after the optimizer: a blocking
-        # one-element all-reduce (the global loss's .item(); ZeRO-1: the replicas' mean)
-        t = prof.collective_time("all_reduce", 8, g)
+        # one-element all-reduce (the global loss's .item(); ZeRO-1: the replicas' mean; a
+        # pipeline: the last stage's losses over the whole world)
+        axis, gl = ("dp", g) if L.pp == 1 else ("world", Group(L.world, world=L.world))
+        t = prof.collective_time("all_reduce", 8, gl)
         exposed += t
-        colls.append(Collective("step", "all_reduce", 8, "dp", dp, count=1, seconds=t,
+        colls.append(Collective("step", "all_reduce", 8, axis, gl.size, count=1, seconds=t,
                                 why="the loss read after the step (parallelize returns a float)"))
     if L.pp > 1 and S.tied:
         g2 = Group(2, c.groups["pp"].per_node and 1, c.groups["pp"].sharing, L.world)

@@ -532,7 +532,7 @@ def test_global_data_parallel_lists_its_blocking_loss_all_reduces():
     and the per-use all-reduces, two blocking one-element all-reduces per step: the loss's
     mean in forward (per micro-batch) and the loss read after the step (``.item()``); both
     are listed (each a point where the ranks meet) and cost alpha each. Entry ``any``
-    (Megatron's loop) reads no loss."""
+    (Megatron's loop) reads no loss; a pipeline reads it over the whole world."""
     tr = LinearStack(layers=2, C=64, rows=8)
     a = 1e-4
     L = Layout(dp=4, grad_sync="global-bucketed")
@@ -541,3 +541,6 @@ def test_global_data_parallel_lists_its_blocking_loss_all_reduces():
     assert loss == [("forward", 1, pytest.approx(a)), ("step", 1, pytest.approx(a))]
     other = estimate(_spec(tr, batch=8, entry="any"), L, measured(alpha=a))
     assert [c.phase for c in other.collectives if c.nbytes == 8] == ["forward"]
+    # a pipeline's step all-reduces the last stage's losses over the whole world
+    pipe = estimate(_spec(tr, batch=8, entry="train"), Layout(pp=2, microbatches=2), measured(alpha=a))
+    assert [(c.phase, c.axis, c.group) for c in pipe.collectives if c.nbytes == 8] == [("step", "world", 2)]
