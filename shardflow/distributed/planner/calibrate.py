@@ -4,10 +4,12 @@ For each rank count ``n`` of ``--ranks`` (default 1, 2, 4) one job of ``n`` rank
 started through mpiexec (one BLAS thread per rank, as ``shardflow run`` and the bench
 suites run them); every rank runs ``microbench.compute_rates`` at once (the rates of ``n``
 busy ranks), then, for ``n > 1``, the collectives, the overlap and the wait of a
-collective after compute (``sync_wait``). The jobs' results are merged into one JSON profile
+collective after compute (``sync_wait``), and the per-call time of non-blocking collectives
+issued in a batch (``collectives_batched``). The jobs' results are merged into one JSON profile
 (``kind: "measured"``, the host with its scheduler tick, the date, the load average before
 and after: a loaded machine gives a profile of a loaded machine). ``add_sync_wait`` adds the
-tick and the wait to a profile written before they existed.
+tick and the wait to a profile written before they existed, ``add_batched`` the batched
+collectives.
 
 Run it on a quiet machine; it takes a few minutes (``--quick``: a smaller grid, for tests).
 """
@@ -24,10 +26,10 @@ import tempfile
 
 from .profile import SCHEMA
 
-__all__ = ["add_sync_wait", "calibrate", "sched_tick_s", "worker_main"]
+__all__ = ["add_batched", "add_sync_wait", "calibrate", "sched_tick_s", "worker_main"]
 
 
-def _job(n: int, quick: bool, timeout: float, sync_only: bool = False) -> dict:
+def _job(n: int, quick: bool, timeout: float, sync_only: bool = False, batched_only: bool = False) -> dict:
     from ...comm.launcher import build_mpiexec_command, kill_session, rank_env
 
     with tempfile.TemporaryDirectory(prefix="shardflow-calibrate-") as tmp:
@@ -37,6 +39,8 @@ def _job(n: int, quick: bool, timeout: float, sync_only: bool = False) -> dict:
             argv.append("--quick")
         if sync_only:
             argv.append("--sync-only")
+        if batched_only:
+            argv.append("--batched-only")
         cmd = build_mpiexec_command(n, argv, tag_output=False)
         env = rank_env({"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
         proc = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=subprocess.PIPE,
@@ -65,7 +69,7 @@ def calibrate(ranks=(1, 2, 4), quick: bool = False, out: str | None = None, name
            "host": {"node": platform.node(), "cpu": _cpu_name(), "cores": cores,
                     "python": platform.python_version(), "sched_tick_s": sched_tick_s()},
            "cores": cores, "quick": bool(quick), "compute": {}, "collectives": {}, "overlap": {},
-           "sync_wait": {}}
+           "sync_wait": {}, "collectives_batched": {}}
     for n in sorted(set(int(r) for r in ranks)):
         log(f"[calibrate] {n} rank(s) ...")
         res = _job(n, quick, timeout)
@@ -74,6 +78,7 @@ def calibrate(ranks=(1, 2, 4), quick: bool = False, out: str | None = None, name
             doc["collectives"][str(n)] = res["collectives"]
             doc["overlap"][str(n)] = res["overlap"]
             doc["sync_wait"][str(n)] = res["sync_wait"]
+            doc["collectives_batched"][str(n)] = res["collectives_batched"]
     doc["load_average"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
     if out:
         os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
@@ -100,6 +105,31 @@ def add_sync_wait(base: str, out: str, ranks=(2, 4), quick: bool = False, timeou
         sw["measured_at"] = datetime.datetime.now().isoformat(timespec="seconds")
         sw["load_average"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
         doc["sync_wait"] = sw
+    with open(out, "w") as f:
+        json.dump(doc, f, indent=1)
+    return doc
+
+
+def add_batched(base: str, out: str, ranks=(2, 4), quick: bool = False, timeout: float = 600.0,
+                log=print) -> dict:
+    """The profile ``base`` with ``collectives_batched`` measured now
+    (``microbench.batched_alphas`` against ``base``'s blocking fits, one job per rank count
+    of ``ranks``), recording when and at what load."""
+    from .microbench import BATCH_BYTES
+
+    with open(base) as f:
+        doc = json.load(f)
+    load0 = os.getloadavg()[0]
+    cb = {}
+    for n in sorted(set(int(r) for r in ranks if int(r) > 1)):
+        log(f"[calibrate] batched collectives, {n} ranks ...")
+        per_call = _job(n, quick, timeout, batched_only=True)["collectives_batched"]
+        fits = doc.get("collectives", {}).get(str(n), {})
+        cb[str(n)] = {kind: {g: max(0.0, t - fits.get(kind, {}).get(g, [0.0, 0.0])[1] * BATCH_BYTES)
+                             for g, t in by_group.items()} for kind, by_group in per_call.items()}
+    cb["measured_at"] = datetime.datetime.now().isoformat(timespec="seconds")
+    cb["load_average"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
+    doc["collectives_batched"] = cb
     with open(out, "w") as f:
         json.dump(doc, f, indent=1)
     return doc
@@ -132,13 +162,25 @@ def _cpu_name() -> str:
 
 
 def worker_main(argv) -> int:
-    """One rank of a calibration job: ``--worker OUT [--quick] [--sync-only]``."""
+    """One rank of a calibration job: ``--worker OUT [--quick] [--sync-only | --batched-only]``."""
     from ... import comm
-    from .microbench import collective_fits, compute_rates, overlap_fraction, sync_wait
+    from .microbench import (
+        batched_alphas,
+        collective_fits,
+        compute_rates,
+        overlap_fraction,
+        sync_wait,
+    )
 
     out = argv[argv.index("--worker") + 1]
     quick = "--quick" in argv
     world = comm.init()
+    if "--batched-only" in argv:  # per call, bytes included: add_batched takes the base's beta off
+        res = {"collectives_batched": batched_alphas(world, {}, quick)}
+        if world.rank == 0:
+            with open(out, "w") as f:
+                json.dump(res, f)
+        return 0
     if "--sync-only" in argv:
         res = {"sync_wait": sync_wait(world, quick)}
         if world.rank == 0:
@@ -151,6 +193,7 @@ def worker_main(argv) -> int:
         res["collectives"] = collective_fits(world, quick)
         res["overlap"] = overlap_fraction(world, quick)
         res["sync_wait"] = sync_wait(world, quick)
+        res["collectives_batched"] = batched_alphas(world, res["collectives"], quick)
     mine = world.all_gather_object(res["compute"]) if world.size > 1 else [res["compute"]]
     res["compute"] = _median_of(mine)
     if world.rank == 0:
@@ -176,5 +219,9 @@ def _median_of(docs: list):
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--add-sync-wait"]:  # --add-sync-wait BASE OUT [--tick-only]: onto an older profile
         add_sync_wait(sys.argv[2], sys.argv[3], quick="--quick" in sys.argv, measure="--tick-only" not in sys.argv)
+        sys.exit(0)
+    if sys.argv[1:2] == ["--add-batched"]:  # --add-batched BASE OUT [--ranks 2,4]: onto an older profile
+        rk = sys.argv[sys.argv.index("--ranks") + 1].split(",") if "--ranks" in sys.argv else (2, 4)
+        add_batched(sys.argv[2], sys.argv[3], ranks=rk, quick="--quick" in sys.argv)
         sys.exit(0)
     sys.exit(worker_main(sys.argv[1:]))

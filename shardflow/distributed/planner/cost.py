@@ -24,14 +24,19 @@ samples (``ModelTrace.at(batch=b)``), then per op (``opcost.op_cost``):
   and each stage pays the autograd engine's copy/adds of its gradients into ``.grad``
   (one copy and ``m - 1`` adds per parameter per step, ``_grad_accumulation``).
 * **Data-parallel gradients** (``layout.grad_sync``), over the ``dp`` group:
-  ``bucketed`` -- DDP's buckets (the first 1 MB, then 25 MB) all-reduced as backward makes
-  them: all but the last hide behind backward compute up to ``f * t_b``; ``per-use`` --
+  ``bucketed`` -- DDP's buckets (the first 1 MB, then 25 MB, closed at parameter
+  boundaries) all-reduced as backward makes them, each in the ``Reducer``'s 1 MB pieces
+  (one non-blocking call each, costed as a batch: ``Profile.collective_time(batched=True)``):
+  all but the last bucket hide behind backward compute up to ``f * t_b``; ``per-use`` --
   global tensors all-reduce each use of a broadcast tensor in its backward (blocking);
   ``after-backward`` -- the pipeline all-reduces each parameter after the schedule (and each
   tied parameter between the first and last stage); ``sharded`` -- ZeRO-2/3 (``fully_shard``
-  per block, then the root): an all-gather per unit in forward (stage 3: again in backward),
-  prefetched, and a reduce-scatter per unit in backward, hidden up to ``f`` times the compute
-  they run beside. ZeRO-1 adds one all-gather of the updated parameters after the step.
+  per block, then the root): per unit one all-gather per parameter in forward (stage 3:
+  again in backward, all but the root), prefetched, and one reduce-scatter per parameter in
+  backward (``FSDPParamGroup``'s calls, costed as a batch), hidden up to ``f`` times the
+  compute they run beside; the ranks meet once per unit and phase. ZeRO-1 adds one
+  all-gather of the updated parameters after the step. ``parallelize``'s data parallelism
+  also all-reduces the loss's mean (forward) and the loss it returns (after the step).
 * **Optimizer**: the profile's time per element over this rank's elements (``/dp`` for
   ZeRO >= 1).
 * **A host with fewer cores than ranks** (measured profiles): ops run at the rates measured
@@ -77,6 +82,7 @@ __all__ = ["RunSpec", "Collective", "Estimate", "estimate", "predicted_comm_plan
 DDP_FIRST_BUCKET = 1 << 20
 DDP_BUCKET = 25 << 20
 ZERO1_BUCKET = 16 << 20
+REDUCER_PIECE = 1 << 20  # nn.parallel.reducer.Reducer's piece_cap_mb: bytes per all-reduce call
 
 
 @dataclass
@@ -109,6 +115,7 @@ class Collective:
     seconds: float = 0.0  # time of all `count`
     why: str = ""
     back_to_back: bool = False  # the `count` calls follow each other with no compute between
+    syncs: int | None = None  # times the ranks meet among the `count` calls (None: each call)
 
 
 @dataclass
@@ -446,7 +453,10 @@ def _stage_collectives(c: _Ctx, S: _Stages, tp_coll, dp_uses, colls) -> None:
         g = c.groups["dp"]
         for nb, s in dp_uses:
             S.comm_b[s] += prof.collective_time("all_reduce", nb, g)
-        S.comm_f[L.pp - 1] += prof.collective_time("all_reduce", 8, g)  # the loss's mean
+        t_mean = prof.collective_time("all_reduce", 8, g)
+        S.comm_f[L.pp - 1] += t_mean  # the loss's mean over the global batch, blocking
+        colls.append(Collective("forward", "all_reduce", 8, "dp", L.dp, count=m, seconds=m * t_mean,
+                                why="the loss's mean over the global batch"))
         sel = [nb for nb, s in dp_uses if s == 0]
         if sel:
             colls.append(Collective("backward", "all_reduce", sum(sel) / len(sel), "dp", L.dp,
@@ -497,16 +507,20 @@ def _grad_sync(c: _Ctx, S: _Stages, colls) -> tuple[float, float]:
     gbytes = grad_elems * isz
     g = c.groups["dp"]
     if dp > 1 and L.grad_sync in ("bucketed", "global-bucketed"):
-        buckets = (_buckets(gbytes, DDP_FIRST_BUCKET, DDP_BUCKET) if L.grad_sync == "bucketed"
-                   else reducer_buckets(c.st, L.tp, isz))
-        ts = [prof.collective_time("all_reduce", nb, g) for nb in buckets]
+        # the Reducer's buckets at parameter boundaries, each all-reduced in pieces: one
+        # non-blocking call each, launched as backward fills them, waited for at its end
+        members = reducer_bucket_params(c.st, L.tp, isz) or [[0.0]]
+        buckets = [sum(b) * isz for b in members]
+        pieces = [reducer_pieces(b, REDUCER_PIECE // isz) for b in members]
+        ts = [sum(prof.collective_time("all_reduce", e * isz, g, batched=True) for e in pc) for pc in pieces]
         total = sum(ts)
+        n_pieces = sum(len(pc) for pc in pieces)
         hidden = min(total - ts[-1], ov * t_bwd) if len(ts) > 1 else 0.0
         exposed += total - hidden
         copies += 2 * copy_time(gbytes)  # gradients into the flat buckets and back
-        colls.append(Collective("backward", "all_reduce", gbytes / len(buckets), "dp", dp, count=len(buckets),
+        colls.append(Collective("backward", "all_reduce", sum(buckets) / n_pieces, "dp", dp, count=n_pieces,
                                 seconds=total, why=f"{'DDP' if L.grad_sync == 'bucketed' else 'reducer'} buckets "
-                                                   f"({len(buckets)}), overlapped with backward",
+                                                   f"({len(buckets)}) in {n_pieces} pieces, overlapped with backward",
                                 back_to_back=True))  # issued during backward, waited for at its end
         if L.zero == 1:
             ag = _buckets(grad_elems * 4, ZERO1_BUCKET, ZERO1_BUCKET)
@@ -518,22 +532,35 @@ def _grad_sync(c: _Ctx, S: _Stages, colls) -> tuple[float, float]:
                                     back_to_back=True))
     elif dp > 1 and L.grad_sync == "sharded":
         units = _fsdp_units(c.st, L.tp)
-        ag = [prof.collective_time("all_gather", u * isz, g) for u in units]
-        rs = [prof.collective_time("reduce_scatter", u * isz, g) for u in units]
+        calls = [_fsdp_calls(u, dp) for u in _fsdp_unit_params(c.st, L.tp)]
+        # per unit: one all-gather per split parameter (issued together, waited for one by one:
+        # a batch, ``Profile.collective_time(batched=True)``), one reduce-scatter per split
+        # parameter and one all-reduce of the replicated ones, batched likewise
+        ag = [sum(prof.collective_time("all_gather", e * isz, g, batched=True) for e in split) for split, _ in calls]
+        rs = [sum(prof.collective_time("reduce_scatter", e * isz, g, batched=True) for e in split)
+              + (prof.collective_time("all_reduce", repl * isz, g, batched=True) if repl else 0.0)
+              for split, repl in calls]
+        n_ag = sum(len(split) for split, _ in calls)
+        n_rs = sum(len(split) + (1 if repl else 0) for split, repl in calls)
         f_comm = sum(ag)
         f_exposed = ag[0] + max(0.0, f_comm - ag[0] - ov * t_fwd)
-        b_comm = sum(rs) + (sum(ag) if L.zero == 3 else 0.0)
+        ag_b = ag[1:] if L.zero == 3 else []  # the root stays gathered from forward to backward
+        b_comm = sum(rs) + sum(ag_b)
         b_exposed = rs[-1] + max(0.0, b_comm - rs[-1] - ov * t_bwd)
         exposed += f_exposed + b_exposed
         ub = sum(units) * isz  # unpack gathered units, pack gradients, unpack shards
         copies += copy_time(ub) * (2 if L.zero == 3 else 1) + copy_time(ub) + copy_time(ub / dp)
-        colls.append(Collective("forward", "all_gather", ub / len(units), "dp", dp,
-                                count=len(units), seconds=f_comm, why="ZeRO: parameters gathered per unit, prefetched"))
+        colls.append(Collective("forward", "all_gather", ub / max(1, n_ag), "dp", dp, count=n_ag, seconds=f_comm,
+                                syncs=len(units),
+                                why="ZeRO: each unit's parameters gathered, one call per parameter, prefetched"))
         if L.zero == 3:
-            colls.append(Collective("backward", "all_gather", ub / len(units), "dp", dp,
-                                    count=len(units), seconds=sum(ag), why="ZeRO-3: gathered again for backward"))
-        colls.append(Collective("backward", "reduce_scatter", ub / len(units), "dp", dp,
-                                count=len(units), seconds=sum(rs), why="ZeRO-2/3: gradients reduce-scattered per unit"))
+            n_agb = sum(len(split) for split, _ in calls[1:])
+            colls.append(Collective("backward", "all_gather", sum(units[1:]) * isz / max(1, n_agb), "dp", dp,
+                                    count=n_agb, seconds=sum(ag_b), syncs=len(units) - 1,
+                                    why="ZeRO-3: gathered again for backward (all but the root)"))
+        colls.append(Collective("backward", "reduce_scatter", ub / max(1, n_rs), "dp", dp,
+                                count=n_rs, seconds=sum(rs), syncs=len(units),
+                                why="ZeRO-2/3: gradients reduce-scattered, one call per parameter"))
     elif dp > 1 and L.grad_sync == "after-backward":
         worst = max(sum(prof.collective_time("all_reduce", e * isz, g) for _, e in S.param_list[s])
                     for s in range(L.pp))
@@ -542,6 +569,15 @@ def _grad_sync(c: _Ctx, S: _Stages, colls) -> tuple[float, float]:
         colls.append(Collective("step", "all_reduce", S.params[0] * isz / max(1, n0), "dp", dp,
                                 count=n0, seconds=worst, why="pipeline: each parameter all-reduced after the schedule",
                                 back_to_back=True))
+    if c.spec.entry != "any" and ((dp > 1 and (L.grad_sync in GLOBAL_SYNCS or L.zero == 1)) or L.pp > 1):
+        # parallelize's step returns the loss as a float after the optimizer: a blocking
+        # one-element all-reduce (the global loss's .item(); ZeRO-1: the replicas' mean; a
+        # pipeline: the last stage's losses over the whole world)
+        axis, gl = ("dp", g) if L.pp == 1 else ("world", Group(L.world, world=L.world))
+        t = prof.collective_time("all_reduce", 8, gl)
+        exposed += t
+        colls.append(Collective("step", "all_reduce", 8, axis, gl.size, count=1, seconds=t,
+                                why="the loss read after the step (parallelize returns a float)"))
     if L.pp > 1 and S.tied:
         g2 = Group(2, c.groups["pp"].per_node and 1, c.groups["pp"].sharing, L.world)
         t = sum(prof.collective_time("all_reduce", e * isz, g2) for _, e in S.tied)
@@ -639,7 +675,8 @@ def _sync_waits(c: _Ctx, stage_T, per_rank_rest, colls) -> tuple[int, float]:
     cores = prof.host_cores
     if not cores or L.world <= cores or L.pp > 1:
         return 0, 0.0
-    n = sum(1 if x.back_to_back else x.count for x in colls if x.kind != "send_recv")
+    n = sum(1 if x.back_to_back else x.count if x.syncs is None else x.syncs
+            for x in colls if x.kind != "send_recv")
     if not n:
         return 0, 0.0
     busy = max(L.microbatches * t for t in stage_T) + per_rank_rest
@@ -707,17 +744,45 @@ def predicted_comm_plan(spec: RunSpec, layout: Layout) -> list:
 
 
 def reducer_buckets(st: StepTrace, tp: int, itemsize: int) -> list:
-    """Bytes of each bucket of ``nn.parallel.reducer.Reducer``: this rank's parameters (split
-    ones divided by ``tp``) in reverse order, a bucket closed when the next parameter would
-    pass its cap (the first ``DDP_FIRST_BUCKET``, then ``DDP_BUCKET``)."""
-    out, cur, cap = [], 0.0, DDP_FIRST_BUCKET
+    """Bytes of each bucket of ``nn.parallel.reducer.Reducer`` (``reducer_bucket_params``)."""
+    return [sum(b) * itemsize for b in reducer_bucket_params(st, tp, itemsize)] or [0.0]
+
+
+def reducer_bucket_params(st: StepTrace, tp: int, itemsize: int) -> list:
+    """Elements of each parameter of each bucket of ``nn.parallel.reducer.Reducer``, in its
+    flat order: this rank's parameters (split ones divided by ``tp``) in reverse order, a
+    bucket closed when the next parameter would pass its cap (the first
+    ``DDP_FIRST_BUCKET``, then ``DDP_BUCKET``)."""
+    out, cur, cap = [], [], DDP_FIRST_BUCKET
     for p in reversed(st.params):
-        nb = _n(p.shape) / (tp if p.tp_role else 1) * itemsize
-        if cur and cur + nb > cap:
+        e = _n(p.shape) / (tp if p.tp_role else 1)
+        if cur and (sum(cur) + e) * itemsize > cap:
             out.append(cur)
-            cur, cap = 0.0, DDP_BUCKET
-        cur += nb
-    return out + [cur] if cur else out or [0.0]
+            cur, cap = [], DDP_BUCKET
+        cur.append(e)
+    return out + [cur] if cur else out
+
+
+def reducer_pieces(sizes: list, piece_elems: int) -> list:
+    """Elements of each piece a ``Reducer`` bucket of parameters of ``sizes`` elements (flat
+    order) is all-reduced in, one non-blocking call each (``Bucket.set_pieces``): a
+    parameter of at least a quarter piece gets pieces of its own of at most
+    ``piece_elems``, smaller ones are packed into shared pieces of at most ``piece_elems``."""
+    small = max(1, piece_elems // 4)
+    bounds, lo = [0], 0
+    for size in sizes:
+        size = int(size)
+        if size >= small:
+            if bounds[-1] != lo:
+                bounds.append(lo)
+            for start in range(0, size, piece_elems):
+                bounds.append(lo + min(size, start + piece_elems))
+        elif lo + size - bounds[-1] > piece_elems and bounds[-1] != lo:
+            bounds.append(lo)
+        lo += size
+    if bounds[-1] != lo or len(bounds) == 1:
+        bounds.append(lo)
+    return [b - a for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 def _param_role(st: StepTrace, name: str) -> str:
@@ -758,6 +823,28 @@ def _fsdp_units(st: StepTrace, tp: int) -> list:
         else:
             per_layer[p.layer] = per_layer.get(p.layer, 0.0) + e
     return [root] + [per_layer[k] for k in sorted(per_layer)]
+
+
+def _fsdp_unit_params(st: StepTrace, tp: int) -> list:
+    """``[[(elements, rows)] per parameter] per fully_shard unit``, in ``_fsdp_units``' order
+    (root first, then each block): what ``FSDPParamGroup`` makes its per-parameter
+    collectives of."""
+    per_layer, root = {}, []
+    for p in st.params:
+        split = tp if p.tp_role else 1
+        rows = p.shape[0] // (split if p.tp_role == "col" else 1) if p.shape else 0
+        item = (_n(p.shape) / split, rows)
+        (root if p.layer is None else per_layer.setdefault(p.layer, [])).append(item)
+    return [root] + [per_layer[k] for k in sorted(per_layer)]
+
+
+def _fsdp_calls(unit: list, n: int) -> tuple[list, float]:
+    """``(elements of each split parameter, elements of the replicated ones)`` of a unit on
+    ``n`` ranks, by ``FSDPParamGroup``'s rule: a parameter with at least ``n`` rows is split
+    (an all-gather and a reduce-scatter of its own), the rest replicated (their gradients in
+    one all-reduce)."""
+    split = [e for e, rows in unit if rows >= n]
+    return split, sum(e for e, rows in unit if rows < n)
 
 
 def _memory(spec, L, st, s, elems, act, trans, biggest, layer_act, layer_in, nl, v, itemsize, tp,

@@ -423,3 +423,51 @@ def sync_wait(world, quick: bool) -> dict:
         extra.append(max(0.0, statistics.median(diffs) / iters - alpha))
     out = {"work_s": list(works), "extra_s": [round(x, 7) for x in extra]}
     return world.broadcast_object(out, src=0)
+
+
+BATCH_CALLS = 52  # non-blocking collectives issued together, then waited for (a GPT's fully_shard step)
+BATCH_BYTES = 1 << 16  # each one's bytes (all-gather: output; reduce-scatter: input)
+
+
+def batched_alphas(world, fits: dict, quick: bool) -> dict:
+    """``{kind: {str(world.size): alpha}}``: the seconds per call of :data:`BATCH_CALLS`
+    non-blocking collectives over the whole world issued back to back and then waited for
+    one by one, as ``fully_shard`` runs its per-parameter all-gathers and reduce-scatters,
+    less each call's bytes at the blocking fit's ``beta`` (``fits``, ``collective_fits``).
+
+    Why: this backend advances a non-blocking collective only inside a poll (no
+    asynchronous progress), and ``MPIWork.wait`` spins briefly, then naps 10 us .. 1 ms
+    between polls: a batch pays those wake-ups per call, which the blocking calls of
+    ``collective_fits`` (every rank there, spinning) never do; on this machine's 2 ranks a
+    batched 64 KB all-gather took 4-5x a blocking one (session 40, docs/PLANNER.md)."""
+    n = world.size
+    reps = 3 if quick else 7
+    calls = BATCH_CALLS // 4 if quick else BATCH_CALLS
+    part = np.ones(BATCH_BYTES // 4 // n, np.float32)
+    whole = np.ones(part.size * n, np.float32)
+    outs = [np.empty((n, part.size), np.float32) for _ in range(calls)]
+    shards = [np.empty(part.size, np.float32) for _ in range(calls)]
+    kinds = {
+        "all_gather": lambda i: world.all_gather(part, out=outs[i], async_op=True),
+        "reduce_scatter": lambda i: world.reduce_scatter(whole, "avg", out=shards[i], async_op=True),
+        "all_reduce": lambda i: world.all_reduce(outs[i].reshape(-1), async_op=True),
+    }
+    out = {}
+    for kind, start in kinds.items():
+        def batch(start=start):
+            works = [start(i) for i in range(calls)]
+            for w in works:
+                w.wait()
+
+        batch()  # warm-up
+        per = []
+        for _ in range(reps):  # the least disturbed repetition: the figure is wall time with naps in it
+            world.barrier()
+            t0 = time.perf_counter()
+            batch()
+            per.append(time.perf_counter() - t0)
+        per = min(per) / calls
+        nbytes = part.size * n * 4
+        beta = fits.get(kind, {}).get(str(n), [0.0, 0.0])[1]
+        out[kind] = {str(n): max(0.0, per - beta * nbytes)}
+    return world.broadcast_object(out, src=0)

@@ -250,15 +250,19 @@ class Profile:
         return elements * ns.get(optimizer, ns["adamw"]) * 1e-9
 
     # ---------------------------------------------------------------- communication
-    def collective_time(self, kind: str, nbytes: float, group: Group) -> float:
-        """Seconds of one collective of ``nbytes`` (each rank's input; all-gather: output)."""
+    def collective_time(self, kind: str, nbytes: float, group: Group, batched: bool = False) -> float:
+        """Seconds of one collective of ``nbytes`` (each rank's input; all-gather: output).
+        ``batched``: one of many non-blocking calls issued together and waited for one by one
+        (``fully_shard``'s per-parameter calls): a measured profile's ``collectives_batched``
+        alpha where it has one for this job and group size (``microbench.batched_alphas``),
+        with the blocking fit's beta; else the blocking fit."""
         if group.size <= 1 and kind != "send_recv":
             return 0.0
         if self.simulated:
             alpha, bw = self._link(group)
             return formula_time(kind, max(group.size, 2 if kind == "send_recv" else 1), nbytes, alpha, bw,
                                 tree=self.data["network"].get("tree", True))
-        return self._measured_collective(kind, nbytes, group)
+        return self._measured_collective(kind, nbytes, group, batched)
 
     def _link(self, group: Group) -> tuple[float, float]:
         """``(alpha seconds, bus bandwidth bytes/s)`` of a group's slowest link."""
@@ -269,7 +273,7 @@ class Profile:
         nic = float(net["node_nic_gbs"]) * 1e9 * float(net.get("inter_efficiency", 1.0))
         return float(net["inter_alpha_us"]) * 1e-6, min(intra, nic / max(1, group.sharing))
 
-    def _measured_collective(self, kind, nbytes, group: Group) -> float:
+    def _measured_collective(self, kind, nbytes, group: Group, batched: bool = False) -> float:
         coll = self.data["collectives"]
         worlds = sorted(int(w) for w in coll)
         if not worlds:
@@ -279,6 +283,8 @@ class Profile:
         sizes = sorted(int(s) for s in table)
         n = min((s for s in sizes if s >= group.size), default=sizes[-1])
         alpha, beta = table[str(n)]
+        if batched and n == group.size:
+            alpha = self.data.get("collectives_batched", {}).get(str(w), {}).get(kind, {}).get(str(n), alpha)
         if n == group.size or kind == "send_recv":
             return alpha + beta * nbytes
         # a larger group than measured: the ring formula's growth from the measured size

@@ -164,16 +164,33 @@ def test_tensor_parallel_split_and_its_collectives():
 
 
 def test_ddp_buckets_hide_behind_backward_up_to_the_overlap():
-    """DDP: buckets (1 MB first, then 25 MB) all-reduced during backward; all but the last
-    hide behind backward compute up to the profile's overlap fraction."""
-    tr = LinearStack(layers=2, C=1024, rows=8)  # 8 MB of gradients: buckets of 1 MB and 7 MB
+    """DDP: the Reducer's buckets (closed at parameter boundaries: the first at 1 MB, then
+    25 MB) all-reduced during backward, each in 1 MB pieces (one call each); all but the
+    last bucket hide behind backward compute up to the profile's overlap fraction. Two 4 MB
+    weights: buckets of 4 MB and 4 MB (the first parameter alone passes the first cap),
+    4 pieces each (the backward, 10 ms, can hide the first bucket's 4.6 ms)."""
+    tr = LinearStack(layers=2, C=1024, rows=32)
     alpha, beta = 1e-4, 1e-9
     for ov in (0.0, 1.0):
         prof = measured(gflops=100.0, adamw_ns=0.0, alpha=alpha, beta_per_gb=1.0, overlap=ov, gbs=1e9)
         e = estimate(_spec(tr, batch=8), Layout(dp=2, grad_sync="bucketed"), prof)
-        first, last = 1 << 20, 8 * 2**20 - (1 << 20)
-        t_first, t_last = alpha + beta * first, alpha + beta * last
-        assert e.comm_exposed == pytest.approx(t_last + (t_first if ov == 0 else 0.0))
+        t_bucket = 4 * (alpha + beta * (1 << 20))
+        assert [c.count for c in e.collectives] == [8]
+        assert e.comm_exposed == pytest.approx(t_bucket + (t_bucket if ov == 0 else 0.0))
+
+
+def test_reducer_pieces_by_hand():
+    """``Bucket.set_pieces``' rule, piece of 8 elements: parameters of at least 2 elements
+    get pieces of their own (20 -> 8, 8, 4), smaller ones are packed (1, 1 -> one piece of
+    2); the packed piece closes before a large parameter and when the next one would pass
+    the cap."""
+    from shardflow.distributed.planner.cost import reducer_pieces
+
+    assert reducer_pieces([1, 1, 20, 1], 8) == [2, 8, 8, 4, 1]
+    assert reducer_pieces([1] * 10, 32) == [10]
+    assert reducer_pieces([1] * 10, 8) == [8, 2]  # packed up to the cap
+    assert reducer_pieces([4, 4, 4], 16) == [4, 4, 4]  # each a quarter piece: direct
+    assert reducer_pieces([], 8) == [0]
 
 
 def test_measured_gemm_table_is_interpolated_in_log_space():
@@ -396,7 +413,7 @@ def test_back_to_back_collectives_wait_once():
     prof = _with_sync_wait(measured(cores=2, gflops=100.0, adamw_ns=0.0, alpha=1e-4, beta_per_gb=1.0),
                            4, [1e-6, 1.0], [wait, wait])
     e = estimate(_spec(tr, batch=8), Layout(dp=4, grad_sync="bucketed"), prof)
-    assert [c.count for c in e.collectives] == [2]
+    assert [c.count for c in e.collectives] == [8]  # 2 buckets of 4 x 1 MB pieces
     assert e.sync_wait == pytest.approx(wait)
 
 
@@ -418,3 +435,112 @@ def test_calibrate_reads_the_kernel_tick():
 
     t = sched_tick_s()
     assert t is None or 1e-4 <= t <= 0.02  # CONFIG_HZ is 100..1000 (or 10000)
+
+
+def _with_root_and_tiny(tr):
+    """``tr``'s trace plus a root parameter (an embedding-like (C, C) weight, no layer) and a
+    2-row parameter in layer 0 (fewer rows than ranks: fully_shard replicates it)."""
+    from shardflow.distributed.planner.trace import ParamRecord
+
+    class Traced:
+        def at(self, batch=1, **dims):
+            st = tr.at(batch, **dims)
+            st.params = [ParamRecord("emb.weight", (tr.C, tr.C), None, "emb")] + st.params \
+                + [ParamRecord("h.0.tiny", (2,), 0, "h.0")]
+            return st
+
+    return Traced()
+
+
+def test_fully_shard_collectives_are_one_per_parameter_met_once_per_unit():
+    """fully_shard (FSDPParamGroup) issues one all-gather and one reduce-scatter per split
+    parameter (rows >= ranks) and one all-reduce of a unit's replicated ones; ZeRO-3 gathers
+    every unit but the root again in backward. Units here: root [emb], block 0 [fc, tiny],
+    block 1 [fc] on 4 ranks: forward 3 all-gathers, backward 2 all-gathers and 3
+    reduce-scatters + 1 all-reduce; with no overlap all of it is exposed, 9 alphas, and the
+    ranks meet once per unit and phase (3 + 2 + 3 times)."""
+    tr = _with_root_and_tiny(LinearStack(layers=2, C=64, rows=8))
+    a, wait = 1e-4, 2e-3
+    spec = _spec(tr, batch=8)
+    L = Layout(dp=4, zero=3, grad_sync="sharded")
+    free = estimate(spec, L, measured(alpha=0.0))
+    e = estimate(spec, L, measured(alpha=a))
+    got = [(c.phase, c.kind, c.count, c.syncs) for c in e.collectives]
+    assert got == [("forward", "all_gather", 3, 3), ("backward", "all_gather", 2, 2),
+                   ("backward", "reduce_scatter", 4, 3)]
+    assert e.step_time - free.step_time == pytest.approx(9 * a)
+    shared = _with_sync_wait(measured(cores=2, alpha=a), 4, [1e-6, 1.0], [wait, wait])
+    assert estimate(spec, L, shared).sync_wait == pytest.approx(8 * wait)
+    z2 = estimate(spec, Layout(dp=4, zero=2, grad_sync="sharded"), measured(alpha=a))
+    assert [c.count for c in z2.collectives] == [3, 4]  # no backward gathers
+
+
+def test_fully_shard_counts_match_the_runtime_on_gpt():
+    """The GPT's fully_shard units (each block, then the root) issue, per step, one
+    all-gather per parameter in forward, again for every block's in backward (ZeRO-3), and
+    one reduce-scatter per parameter: measured with ``comm_plan()`` on the bench's small
+    GPT, dp2: 52 / 48 / 52 (4 blocks of 12 parameters, 4 at the root)."""
+    from shardflow.distributed.planner.auto import lm_spec
+    from shardflow.models.gpt import GPT, GPTConfig
+
+    m = GPT(GPTConfig(block_size=8, vocab_size=32, n_layer=2, n_head=2, n_embd=16))
+    spec = lm_spec(m, 4, entry="train")
+    e = estimate(spec, Layout(dp=2, zero=3, grad_sync="sharded"), measured())
+    assert [(c.phase, c.kind, c.count) for c in e.collectives] == [
+        ("forward", "all_gather", 28), ("backward", "all_gather", 24), ("backward", "reduce_scatter", 28)]
+
+
+def _with_batched(prof, world, alpha):
+    data = copy.deepcopy(prof.data)
+    data["collectives_batched"] = {str(world): {k: {str(world): alpha}
+                                                for k in ("all_gather", "reduce_scatter", "all_reduce")}}
+    return type(prof)(data)
+
+
+def test_batched_collectives_take_their_measured_alpha():
+    """A call issued in a batch of non-blocking ones costs the profile's batched alpha (with
+    the blocking fit's beta) for the job and group size measured; other sizes, blocking
+    calls and profiles without the field keep the blocking fit."""
+    from shardflow.distributed.planner.profile import Group
+
+    a, ab, beta_gb = 1e-4, 1e-3, 2.0
+    prof = _with_batched(measured(alpha=a, beta_per_gb=beta_gb), 4, ab)
+    g4, g2 = Group(size=4, world=4), Group(size=2, world=4)
+    nb = 1e6
+    assert prof.collective_time("all_gather", nb, g4, batched=True) == pytest.approx(ab + beta_gb * 1e-9 * nb)
+    assert prof.collective_time("all_gather", nb, g4) == pytest.approx(a + beta_gb * 1e-9 * nb)
+    assert prof.collective_time("all_gather", nb, g2, batched=True) == pytest.approx(a + beta_gb * 1e-9 * nb)
+    assert measured(alpha=a).collective_time("all_gather", nb, g4, batched=True) == pytest.approx(a)
+
+
+def test_fully_shard_calls_and_reducer_pieces_are_costed_as_a_batch():
+    """fully_shard's 9 per-parameter calls (root, block 0, block 1 on 4 ranks; the case
+    above) each cost the batched alpha: 9 x (batched - blocking) more; so does the
+    Reducer's one piece (48 KB of gradients: one bucket, one packed piece) under DDP."""
+    tr = _with_root_and_tiny(LinearStack(layers=2, C=64, rows=8))
+    a, ab = 1e-4, 1e-3
+    spec = _spec(tr, batch=8)
+    plain, batched = measured(alpha=a), _with_batched(measured(alpha=a), 4, ab)
+    L = Layout(dp=4, zero=3, grad_sync="sharded")
+    assert estimate(spec, L, batched).step_time - estimate(spec, L, plain).step_time == pytest.approx(9 * (ab - a))
+    ddp = Layout(dp=4, grad_sync="bucketed")
+    assert estimate(spec, ddp, batched).step_time - estimate(spec, ddp, plain).step_time == pytest.approx(ab - a)
+
+
+def test_global_data_parallel_lists_its_blocking_loss_all_reduces():
+    """parallelize's data parallelism on global tensors runs, besides the reducer's pieces
+    and the per-use all-reduces, two blocking one-element all-reduces per step: the loss's
+    mean in forward (per micro-batch) and the loss read after the step (``.item()``); both
+    are listed (each a point where the ranks meet) and cost alpha each. Entry ``any``
+    (Megatron's loop) reads no loss; a pipeline reads it over the whole world."""
+    tr = LinearStack(layers=2, C=64, rows=8)
+    a = 1e-4
+    L = Layout(dp=4, grad_sync="global-bucketed")
+    e = estimate(_spec(tr, batch=8, entry="parallelize"), L, measured(alpha=a))
+    loss = [(c.phase, c.count, c.seconds) for c in e.collectives if c.nbytes == 8]
+    assert loss == [("forward", 1, pytest.approx(a)), ("step", 1, pytest.approx(a))]
+    other = estimate(_spec(tr, batch=8, entry="any"), L, measured(alpha=a))
+    assert [c.phase for c in other.collectives if c.nbytes == 8] == ["forward"]
+    # a pipeline's step all-reduces the last stage's losses over the whole world
+    pipe = estimate(_spec(tr, batch=8, entry="train"), Layout(pp=2, microbatches=2), measured(alpha=a))
+    assert [(c.phase, c.axis, c.group) for c in pipe.collectives if c.nbytes == 8] == [("step", "world", 2)]
