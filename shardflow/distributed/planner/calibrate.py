@@ -102,9 +102,7 @@ def add_sync_wait(base: str, out: str, ranks=(2, 4), quick: bool = False, timeou
         for n in sorted(set(int(r) for r in ranks if int(r) > 1)):
             log(f"[calibrate] sync wait, {n} ranks ...")
             sw[str(n)] = _job(n, quick, timeout, sync_only=True)["sync_wait"]
-        sw["measured_at"] = datetime.datetime.now().isoformat(timespec="seconds")
-        sw["load_average"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
-        doc["sync_wait"] = sw
+        doc["sync_wait"] = _stamped(sw, load0)
     with open(out, "w") as f:
         json.dump(doc, f, indent=1)
     return doc
@@ -127,12 +125,17 @@ def add_batched(base: str, out: str, ranks=(2, 4), quick: bool = False, timeout:
         fits = doc.get("collectives", {}).get(str(n), {})
         cb[str(n)] = {kind: {g: max(0.0, t - fits.get(kind, {}).get(g, [0.0, 0.0])[1] * BATCH_BYTES)
                              for g, t in by_group.items()} for kind, by_group in per_call.items()}
-    cb["measured_at"] = datetime.datetime.now().isoformat(timespec="seconds")
-    cb["load_average"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
-    doc["collectives_batched"] = cb
+    doc["collectives_batched"] = _stamped(cb, load0)
     with open(out, "w") as f:
         json.dump(doc, f, indent=1)
     return doc
+
+
+def _stamped(section: dict, load0: float) -> dict:
+    """``section`` with when it was measured and the load average before and after."""
+    section["measured_at"] = datetime.datetime.now().isoformat(timespec="seconds")
+    section["load_average"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
+    return section
 
 
 def sched_tick_s() -> float | None:
