@@ -49,6 +49,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
+from ..backend.cpu_oom import as_torch_oom
 from ..backend.meta import MetaTensorError
 from .numpy_kwargs import translate
 from .out_arg import call_with_out, declares_out
@@ -181,6 +182,8 @@ def register(name: str, *aliases: str, operator: Callable | None = None):
                 return h(name, func, args, kwargs)
             except MetaTensorError as e:  # name the op that reached meta-tensor work
                 raise e.for_op(name) from None
+            except MemoryError as e:  # NumPy's allocation failure as torch's RuntimeError
+                raise as_torch_oom(e, name) from None
             except TypeError:  # NumPy's keyword spellings (axis=, keepdims=): numpy_kwargs.py
                 renamed = translate(func, kwargs) if kwargs else None
                 if renamed is None:

@@ -31,3 +31,27 @@ def test_pipeline_stage_forward_error_is_torchs_runtime_error_chained_to_the_cau
     assert "micro-batch 0" in msg
     assert isinstance(info.value.__cause__, ValueError)
     assert "NaN in stage 0" in str(info.value.__cause__)
+
+
+@pytest.mark.parametrize("make", [lambda t: t.empty(10**7, 10**7), lambda t: t.zeros(10**7, 10**7),
+                                  lambda t: t.randn(10**7, 10**7)])
+def test_a_host_allocation_too_large_is_torchs_runtime_error_and_words(make):
+    # torch: RuntimeError "[enforce fail at alloc_cpu.cpp] ... DefaultCPUAllocator: can't
+    # allocate memory: you tried to allocate N bytes. Error code 12 ..."; shardflow raised
+    # NumPy's _ArrayMemoryError, missed by a program's `except RuntimeError` (retry smaller)
+    real = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError) as want:
+        make(real)
+    with pytest.raises(RuntimeError) as got:
+        make(torch)
+    words = "DefaultCPUAllocator: can't allocate memory: you tried to allocate 400000000000000 bytes."
+    assert words in str(want.value) and words in str(got.value), (want.value, got.value)
+    assert isinstance(got.value, MemoryError)  # still caught by `except MemoryError`
+    assert "shape (10000000, 10000000) and dtype float32" in str(got.value)
+
+
+def test_only_numpys_allocation_error_is_converted():
+    from shardflow.backend.cpu_oom import as_torch_oom
+
+    plain = MemoryError("from elsewhere")
+    assert as_torch_oom(plain) is plain
