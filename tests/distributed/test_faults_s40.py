@@ -55,3 +55,35 @@ def test_only_numpys_allocation_error_is_converted():
 
     plain = MemoryError("from elsewhere")
     assert as_torch_oom(plain) is plain
+
+
+def _torch_load_error(real, path, weights_only):
+    with pytest.raises(Exception) as info:
+        real.load(path, weights_only=weights_only)
+    return info.value
+
+
+@pytest.mark.parametrize("weights_only", [True, False])
+def test_torch_load_of_numpy_files_raises_torchs_types_and_names_numpy_load(tmp_path, weights_only):
+    # torch: a .npy is an UnpicklingError, a .npz a RuntimeError (its zip reader); shardflow
+    # said "truncated or not a safetensors file: the header says 379676406402707 header
+    # bytes" (a ValueError) / "a zip archive without data.pkl" (a ValueError)
+    import pickle
+
+    import numpy as np
+
+    real = pytest.importorskip("torch")
+    npy, npz, pkl = tmp_path / "a.npy", tmp_path / "a.npz", tmp_path / "a.pkl"
+    np.save(npy, np.ones(3))
+    np.savez(npz, a=np.ones(3))
+    pkl.write_bytes(pickle.dumps({"a": 1}, protocol=4))
+    assert isinstance(_torch_load_error(real, npy, weights_only), pickle.UnpicklingError)
+    with pytest.raises(pickle.UnpicklingError, match=r"NumPy \.npy file \(numpy\.save\).*numpy\.load\(path\)"):
+        torch.load(npy, weights_only=weights_only)
+    assert isinstance(_torch_load_error(real, npz, weights_only), RuntimeError)
+    with pytest.raises(RuntimeError, match=r"NumPy \.npz archive \(numpy\.savez\).*numpy\.load\(path\)"):
+        torch.load(npz, weights_only=weights_only)
+    if weights_only:  # torch: UnpicklingError; weights_only=False: "Invalid magic number" RuntimeError
+        assert isinstance(_torch_load_error(real, pkl, True), pickle.UnpicklingError)
+        with pytest.raises(pickle.UnpicklingError, match="Python pickle stream"):
+            torch.load(pkl)
