@@ -87,3 +87,19 @@ def test_torch_load_of_numpy_files_raises_torchs_types_and_names_numpy_load(tmp_
         assert isinstance(_torch_load_error(real, pkl, True), pickle.UnpicklingError)
         with pytest.raises(pickle.UnpicklingError, match="Python pickle stream"):
             torch.load(pkl)
+
+
+def test_the_launcher_drops_the_nul_byte_open_mpi_writes_after_mpi_abort():
+    # every job ended by MPI_Abort (a rank's uncaught exception) printed "[rank 1] \0": grep
+    # then treats the whole log as binary ("binary file matches") and shows none of its lines
+    import io
+    import threading
+
+    from shardflow.cli.run import _Reader
+
+    pipe = io.BytesIO(b"[1,1]<stderr>: ValueError: bad batch\n[1,1]<stderr>: \x00\n"
+                      b"[1,0]<stdout>: a\x00b\n[1,1]<stderr>: \n")
+    sink = io.StringIO()
+    reader = _Reader(pipe, sink, True, {}, [], threading.Lock())
+    reader.run()
+    assert sink.getvalue() == "[rank 1] ValueError: bad batch\n[rank 0] a\x00b\n[rank 1] \n", sink.getvalue()
