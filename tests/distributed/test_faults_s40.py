@@ -103,3 +103,23 @@ def test_the_launcher_drops_the_nul_byte_open_mpi_writes_after_mpi_abort():
     reader = _Reader(pipe, sink, True, {}, [], threading.Lock())
     reader.run()
     assert sink.getvalue() == "[rank 1] ValueError: bad batch\n[rank 0] a\x00b\n[rank 1] \n", sink.getvalue()
+
+
+@pytest.mark.mpi
+def test_mp_spawn_a_child_raises_while_the_other_waits_names_the_wait():
+    # torch: ProcessRaisedException "-- Process 1 terminated with the following error:" and
+    # the traceback, the others SIGTERMed; shardflow the same, and (the session 38 gap) the
+    # launcher's lines: what the surviving rank waited in when the job ended
+    import shardflow.multiprocessing as sf_mp
+    from tests.distributed.programs import faults_s40_spawn
+
+    with pytest.raises(sf_mp.ProcessRaisedException) as info:
+        sf_mp.spawn(faults_s40_spawn.raise_while_other_waits, nprocs=2)
+    msg = str(info.value)
+    assert msg.startswith("\n\n-- Process 1 terminated with the following error:\n"), msg
+    assert "ValueError: bad batch on rank 1" in msg, msg
+    assert "rank 1 (the failing rank): exiting after the exception above" in msg, msg
+    assert ("rank 0: waiting for" in msg and " in all_reduce(shape=(4,), dtype=float32, op=sum), "
+            "collective #2 of the world group (2 ranks)") in msg, msg
+    assert "collective #2 of the world: rank 0 waited in it, rank 1 never started it" in msg, msg
+    assert info.value.error_index == 1
