@@ -47,7 +47,7 @@ import tempfile
 import time
 
 from .. import _config
-from ..comm import board_file, launcher
+from ..comm import arrival, board_file, launcher
 
 __all__ = ["can_launch", "launch"]
 
@@ -134,12 +134,43 @@ def launch(fn, args, nprocs: int) -> None:
             raise ProcessExitedException(f"process {index} terminated with exit code {rank_code}"
                                          f"{_doing(boards, index, ended_at)}",
                                          index, _pid(errdir, index), rank_code)
-        err = _exited_by_itself(errdir, entries, nprocs, code)
+        err = _left_early(boards, errdir, entries, code) or _exited_by_itself(errdir, entries, nprocs, code)
         err.msg += _doing(boards, err.error_index, ended_at)
         err.args = (err.msg,)
         raise err
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _left_early(boards: str, errdir: str, entries: list[str], code: int):
+    """The ``ProcessExitedException`` for a rank whose function returned (or called
+    ``sys.exit(0)``, or was interrupted) while another rank waited for it in a collective or
+    send/recv: its exit hook (``comm/mpi_exit.py``) skipped ``MPI_Finalize`` so that mpiexec
+    stopped the job, and its board says *exiting*. None when no rank's board says so (before,
+    the report said no process raised and named rank 0, the rank that waited)."""
+    from .spawn import ProcessExitedException
+
+    ends = board_file.read_boards(boards)
+    names = set(entries)
+    started = [int(n.split(".")[0]) for n in names if n.endswith(".pid")]
+    if any(f"{r}.done" not in names and f"{r}.killed" not in names for r in started):
+        return None  # a rank ended by itself (os._exit, a crash): _exited_by_itself names it
+    early = sorted(r for r, e in ends.items() if e.state.phase == arrival.PHASE_EXITING and f"{r}.done" in names)
+    others = sorted(r for r, e in ends.items() if r not in early and _waits(e.state))
+    if not early or not others:
+        return None
+    index = early[0]
+    return ProcessExitedException(
+        f"process {index} ended while process(es) {others} still waited for it (its function "
+        "returned, called sys.exit() or was interrupted before a collective or send/recv the "
+        f"others had started; mpiexec then stopped the job with exit code {code}): every process "
+        "must make the same collectives in the same order (the lines below say which)",
+        index, _pid(errdir, index), code)
+
+
+def _waits(state) -> bool:
+    """Whether a rank's board says it waits (a collective, a sub-group's, a send/recv)."""
+    return state.waiting > 0 or bool(state.elsewhere) or bool(state.p2p[5])
 
 
 def _exited_by_itself(errdir: str, entries: list[str], nprocs: int, code: int):

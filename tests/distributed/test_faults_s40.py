@@ -123,3 +123,19 @@ def test_mp_spawn_a_child_raises_while_the_other_waits_names_the_wait():
             "collective #2 of the world group (2 ranks)") in msg, msg
     assert "collective #2 of the world: rank 0 waited in it, rank 1 never started it" in msg, msg
     assert info.value.error_index == 1
+
+
+@pytest.mark.mpi
+def test_mp_spawn_a_child_that_returns_early_is_named_not_the_rank_that_waited():
+    # torch: the waiting rank's gloo "Connection closed by peer ... remote worker crashing"
+    # (ProcessRaisedException of process 0). shardflow said "a process ended without raising
+    # a Python exception (os._exit() or a crash)" with error_index 0, the rank that waited
+    import shardflow.multiprocessing as sf_mp
+    from tests.distributed.programs import faults_s40_spawn
+
+    with pytest.raises(sf_mp.ProcessExitedException) as info:
+        sf_mp.spawn(faults_s40_spawn.return_while_other_waits, nprocs=2)
+    msg = str(info.value)
+    assert info.value.error_index == 1 and info.value.error_pid > 0, msg
+    assert msg.startswith("process 1 ended while process(es) [0] still waited for it"), msg
+    assert " in all_reduce(shape=(4,), dtype=float32, op=sum), collective #2" in msg, msg
