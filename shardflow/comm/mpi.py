@@ -178,6 +178,7 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
         self._cmp = callsig.NBYTES if self._debug else callsig.CHECKED_BYTES
         self._active = None
         self._prof_call = None  # (recorder, frame, op, args) of a profiled blocking call
+        self._interrupted = False  # a blocking call's wait ended by KeyboardInterrupt / SystemExit
         self._watchdog = None
         # the world's slot is also mirrored into a file for the launcher (board_file.py)
         self._board = ArrivalBoard(MPI, self._side, mirror=BoardFile.for_rank
@@ -267,6 +268,9 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
             return stop.value
         except mpi().Exception as e:
             raise self._mpi_failure(e, Call(op, seq, shape, dtype)) from None
+        except (KeyboardInterrupt, SystemExit):
+            self._interrupted = True  # _leave_blocking keeps the wait on the board
+            raise
         finally:
             self._leave_blocking()
 
@@ -326,7 +330,13 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
             rec, frame, op, args = self._prof_call
             self._prof_call = None
             rec.end(frame, op, "comm", args)
-        self.mark_waiting(-1)
+        if self._interrupted:
+            # Ctrl-C (or a signal handler's SystemExit) inside the wait: the board keeps it,
+            # so the report of the job's end says "rank 0 (the failing rank): waiting for 2.0 s
+            # in all_reduce(...)" and which ranks never started it, not "in its own code"
+            self._interrupted = False
+        else:
+            self.mark_waiting(-1)
 
     @staticmethod
     def _poll(req) -> None:

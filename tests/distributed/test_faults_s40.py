@@ -139,3 +139,34 @@ def test_mp_spawn_a_child_that_returns_early_is_named_not_the_rank_that_waited()
     assert info.value.error_index == 1 and info.value.error_pid > 0, msg
     assert msg.startswith("process 1 ended while process(es) [0] still waited for it"), msg
     assert " in all_reduce(shape=(4,), dtype=float32, op=sum), collective #2" in msg, msg
+
+
+CTRL_C_IN_A_WAIT = """
+import os, signal, threading, time
+import shardflow as torch, shardflow.distributed as dist
+dist.init_process_group("gloo")
+dist.all_reduce(torch.ones(3))
+if dist.get_rank() == 1:
+    time.sleep(30)  # rank 0 waits for it
+else:  # Ctrl-C reaches rank 0 while it waits (as SIGINT to one rank's terminal would)
+    threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+dist.all_reduce(torch.ones(4))
+"""
+
+
+@pytest.mark.mpi
+def test_ctrl_c_inside_a_collective_wait_is_reported_as_that_wait(tmp_path):
+    # the KeyboardInterrupt comes out of all_reduce's wait; the board's mark was cleared on
+    # the way out, so the launcher said "rank 0 (the failing rank): in its own code, not in a
+    # collective" and nothing about rank 1 never starting the all_reduce
+    from shardflow.testing.mpi import launch_cli
+
+    script = tmp_path / "prog.py"
+    script.write_text(CTRL_C_IN_A_WAIT)
+    res = launch_cli(["-n", "2", "--timeout", "60", str(script)], timeout=60)
+    out = res.output
+    assert not res.timed_out and res.returncode == 1, out
+    assert "KeyboardInterrupt" in out, out
+    assert ("rank 0 (the failing rank): waiting for" in out and " in all_reduce(shape=(4,), dtype=float32, "
+            "op=sum), collective #2 of the world group (2 ranks)") in out, out
+    assert "collective #2 of the world: rank 0 waited in it, rank 1 never started it" in out, out
