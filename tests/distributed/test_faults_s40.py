@@ -170,3 +170,20 @@ def test_ctrl_c_inside_a_collective_wait_is_reported_as_that_wait(tmp_path):
     assert ("rank 0 (the failing rank): waiting for" in out and " in all_reduce(shape=(4,), dtype=float32, "
             "op=sum), collective #2 of the world group (2 ranks)") in out, out
     assert "collective #2 of the world: rank 0 waited in it, rank 1 never started it" in out, out
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_a_batch_mixing_tensors_and_numbers_is_torchs_type_error(num_workers):
+    # torch (num_workers=0): TypeError "expected Tensor as element 1 in argument 0, but got
+    # int" from torch.stack; shardflow: AttributeError "'int' object has no attribute 'array'"
+    from shardflow.utils.data import DataLoader
+
+    real = pytest.importorskip("torch")
+    from torch.utils.data import DataLoader as TorchDataLoader
+
+    words = "expected Tensor as element 1 in argument 0, but got int"
+    with pytest.raises(TypeError, match=words):
+        next(iter(TorchDataLoader([real.ones(2), 3, real.ones(2), 4], batch_size=4)))
+    with pytest.raises(TypeError, match=words) as info:
+        next(iter(DataLoader([torch.ones(2), 3, torch.ones(2), 4], batch_size=4, num_workers=num_workers)))
+    assert "sample 1 of the batch is of type int where sample 0 is a Tensor" in str(info.value)
