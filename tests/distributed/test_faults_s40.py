@@ -144,7 +144,19 @@ def test_mp_spawn_a_child_that_returns_early_is_named_not_the_rank_that_waited()
 CTRL_C_IN_A_WAIT = """
 import os, signal, threading, time
 import shardflow as torch, shardflow.distributed as dist
+from shardflow.utils.data import DataLoader
 dist.init_process_group("gloo")
+class CollectiveInWorker(torch.utils.data.Dataset):
+    def __len__(self):
+        return 4
+    def __getitem__(self, i):
+        t = torch.ones(2)
+        dist.all_reduce(t)  # in a forked DataLoader worker: hung the worker and the rank
+        return t
+try:
+    next(iter(DataLoader(CollectiveInWorker(), batch_size=2, num_workers=1)))
+except RuntimeError as e:
+    print("WORKER ERROR", type(e).__name__, str(e).strip().splitlines()[-1], flush=True)
 dist.all_reduce(torch.ones(3))
 if dist.get_rank() == 1:
     time.sleep(30)  # rank 0 waits for it
@@ -155,8 +167,10 @@ dist.all_reduce(torch.ones(4))
 
 
 @pytest.mark.mpi
-def test_ctrl_c_inside_a_collective_wait_is_reported_as_that_wait(tmp_path):
-    # the KeyboardInterrupt comes out of all_reduce's wait; the board's mark was cleared on
+def test_a_collective_in_a_dataloader_worker_and_ctrl_c_inside_a_collective_wait(tmp_path):
+    # a collective in a forked DataLoader worker hung the worker and its rank for ever (no
+    # watchdog thread in the fork; torch's gloo hangs too): now a CommError naming the fork.
+    # Then Ctrl-C inside a wait: the KeyboardInterrupt comes out of all_reduce's wait; the board's mark was cleared on
     # the way out, so the launcher said "rank 0 (the failing rank): in its own code, not in a
     # collective" and nothing about rank 1 never starting the all_reduce
     from shardflow.testing.mpi import launch_cli
@@ -167,6 +181,9 @@ def test_ctrl_c_inside_a_collective_wait_is_reported_as_that_wait(tmp_path):
     out = res.output
     assert not res.timed_out and res.returncode == 1, out
     assert "KeyboardInterrupt" in out, out
+    # first, the program's DataLoader worker made a collective: it raised at once (it hung)
+    assert "WORKER ERROR CommError shardflow.comm.base.CommError: all_reduce in a process forked from rank 0 (pid " in out, out
+    assert "DataLoader worker, or a multiprocessing child started with fork" in out, out
     assert ("rank 0 (the failing rank): waiting for" in out and " in all_reduce(shape=(4,), dtype=float32, "
             "op=sum), collective #2 of the world group (2 ranks)") in out, out
     assert "collective #2 of the world: rank 0 waited in it, rank 1 never started it" in out, out
