@@ -204,3 +204,25 @@ def test_a_batch_mixing_tensors_and_numbers_is_torchs_type_error(num_workers):
     with pytest.raises(TypeError, match=words) as info:
         next(iter(DataLoader([torch.ones(2), 3, torch.ones(2), 4], batch_size=4, num_workers=num_workers)))
     assert "sample 1 of the batch is of type int where sample 0 is a Tensor" in str(info.value)
+
+
+def test_load_state_dict_keeps_torchs_text_and_names_a_wrapper_prefix():
+    # a checkpoint saved from DistributedDataParallel ('module.' keys) loaded into the bare
+    # model: torch's RuntimeError lists the keys and stops there; shardflow keeps that text
+    # and says which prefix explains them and how to strip it
+    real = pytest.importorskip("torch")
+    want_model = real.nn.Linear(3, 2)
+    with pytest.raises(RuntimeError) as want:
+        want_model.load_state_dict({"module." + k: v for k, v in want_model.state_dict().items()})
+    model = torch.nn.Linear(3, 2)
+    with pytest.raises(RuntimeError) as got:
+        model.load_state_dict({"module." + k: v for k, v in model.state_dict().items()})
+    assert str(got.value).startswith(str(want.value)), (str(want.value), str(got.value))
+    assert ("prefix 'module.'" in str(got.value)
+            and "consume_prefix_in_state_dict_if_present(state_dict, 'module.')" in str(got.value))
+    wrapped = torch.nn.Sequential(torch.nn.Linear(3, 2))  # the reverse: a bare checkpoint
+    with pytest.raises(RuntimeError, match=r"model.get_submodule\('0'\).load_state_dict"):
+        wrapped.load_state_dict(torch.nn.Linear(3, 2).state_dict())
+    with pytest.raises(RuntimeError) as other:  # keys no prefix explains: torch's text alone
+        model.load_state_dict({"w": torch.ones(2, 3), "b": torch.ones(2)})
+    assert "prefix" not in str(other.value)
