@@ -226,3 +226,24 @@ def test_load_state_dict_keeps_torchs_text_and_names_a_wrapper_prefix():
     with pytest.raises(RuntimeError) as other:  # keys no prefix explains: torch's text alone
         model.load_state_dict({"w": torch.ones(2, 3), "b": torch.ones(2)})
     assert "prefix" not in str(other.value)
+
+
+def test_mp_spawn_while_a_spawned_child_imports_the_main_script_is_multiprocessings_error():
+    # a script calling mp.spawn without the `if __name__ == "__main__":` guard: torch's
+    # children raise multiprocessing's "An attempt has been made to start a new process
+    # before the current process has finished its bootstrapping phase ..." (the idiom); each
+    # rank of shardflow's MPI job re-ran spawn, started processes that could not find `fn`,
+    # and the parent said "a process ended without raising a Python exception (os._exit() or
+    # a crash)". The child (mpi_child.py) sets BOOTSTRAPPING while it imports the script, and
+    # reports an import error as fn's (ProcessRaisedException with the traceback)
+    import shardflow.multiprocessing as sf_mp
+    from shardflow.multiprocessing.spawn import BOOTSTRAPPING
+
+    BOOTSTRAPPING[0] = True
+    try:
+        with pytest.raises(RuntimeError, match=r"(?s)An attempt has been made to start a new process "
+                           r"before the current process has finished its bootstrapping phase.*"
+                           r"if __name__ == '__main__':"):
+            sf_mp.spawn(print, nprocs=2)
+    finally:
+        BOOTSTRAPPING[0] = False
