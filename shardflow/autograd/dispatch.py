@@ -183,7 +183,10 @@ def register(name: str, *aliases: str, operator: Callable | None = None):
             except MetaTensorError as e:  # name the op that reached meta-tensor work
                 raise e.for_op(name) from None
             except MemoryError as e:  # NumPy's allocation failure as torch's RuntimeError
-                raise as_torch_oom(e, name) from None
+                err = as_torch_oom(e, name)
+                if err is e:  # converted already (an inner op), or not NumPy's
+                    raise
+                raise err from None
             except TypeError:  # NumPy's keyword spellings (axis=, keepdims=): numpy_kwargs.py
                 renamed = translate(func, kwargs) if kwargs else None
                 if renamed is None:
