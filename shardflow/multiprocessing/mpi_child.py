@@ -83,7 +83,10 @@ def _run(call, rank: int, errdir: str) -> int:
                 fh.write(str(code))
             os.replace(path + ".tmp", path)
         raise
-    except Exception:
+    except Exception as e:
+        from ..comm.mpi_exit import EXIT_CAUSE
+
+        EXIT_CAUSE[0] = f"its mp.spawn function raised {type(e).__name__}"  # the exit report's words
         path = f"{errdir}/{rank}"
         with open(path + ".tmp", "wb") as fh:
             pickle.dump(traceback.format_exc(), fh)

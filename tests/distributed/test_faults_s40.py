@@ -106,7 +106,7 @@ def test_the_launcher_drops_the_nul_byte_open_mpi_writes_after_mpi_abort():
 
 
 @pytest.mark.mpi
-def test_mp_spawn_a_child_raises_while_the_other_waits_names_the_wait():
+def test_mp_spawn_a_child_raises_while_the_other_waits_names_the_wait(capfd):
     # torch: ProcessRaisedException "-- Process 1 terminated with the following error:" and
     # the traceback, the others SIGTERMed; shardflow the same, and (the session 38 gap) the
     # launcher's lines: what the surviving rank waited in when the job ended
@@ -123,6 +123,9 @@ def test_mp_spawn_a_child_raises_while_the_other_waits_names_the_wait():
             "collective #2 of the world group (2 ranks)") in msg, msg
     assert "collective #2 of the world: rank 0 waited in it, rank 1 never started it" in msg, msg
     assert info.value.error_index == 1
+    # the child's own exit line (mpiexec's output): it said "its script ended or called sys.exit()"
+    assert "rank 1 is exiting (its mp.spawn function raised ValueError) while rank 0 waits" in \
+        capfd.readouterr().err
 
 
 @pytest.mark.mpi
