@@ -71,12 +71,16 @@ def _killed(path: str) -> None:
 
 
 def _run(call, rank: int, errdir: str) -> int:
+    from ..comm.mpi_exit import EXIT_CAUSE  # the words of this rank's exit report
+
     try:
         call()
     except KeyboardInterrupt:
+        EXIT_CAUSE[0] = "its mp.spawn function was interrupted (KeyboardInterrupt)"
         return 1
     except SystemExit as stop:  # sys.exit(code) in fn: the parent names this rank and code
         code = stop.code if isinstance(stop.code, int) or stop.code is None else 1
+        EXIT_CAUSE[0] = f"its mp.spawn function called sys.exit({code if code is not None else ''})"
         if code:
             path = f"{errdir}/{rank}.exit"
             with open(path + ".tmp", "w") as fh:
@@ -84,16 +88,14 @@ def _run(call, rank: int, errdir: str) -> int:
             os.replace(path + ".tmp", path)
         raise
     except Exception as e:
-        from ..comm.mpi_exit import EXIT_CAUSE
-
-        EXIT_CAUSE[0] = f"its mp.spawn function raised {type(e).__name__}"  # the exit report's words
+        EXIT_CAUSE[0] = f"its mp.spawn function raised {type(e).__name__}"
         path = f"{errdir}/{rank}"
         with open(path + ".tmp", "wb") as fh:
             pickle.dump(traceback.format_exc(), fh)
         os.replace(path + ".tmp", path)
         return 1
+    EXIT_CAUSE[0] = "its mp.spawn function returned"
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
