@@ -49,7 +49,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-from ..backend.cpu_oom import as_torch_oom
+from ..backend.cpu_oom import as_torch_oom, as_torch_overflow
 from ..backend.meta import MetaTensorError
 from .numpy_kwargs import translate
 from .out_arg import call_with_out, declares_out
@@ -191,6 +191,11 @@ def register(name: str, *aliases: str, operator: Callable | None = None):
                 renamed = translate(func, kwargs) if kwargs else None
                 if renamed is None:
                     raise
+            except ValueError as e:  # NumPy's "array is too big" as torch's overflow RuntimeError
+                err = as_torch_overflow(e, name)
+                if err is e:
+                    raise
+                raise err from None
             return routed(*args, **renamed)
 
         routed.__name__ = func.__name__

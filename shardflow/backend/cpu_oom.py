@@ -9,11 +9,16 @@ smaller batch, so the op dispatcher (``autograd/dispatch.py``) re-raises NumPy's
 ``MemoryError`` for code that catches that. Only NumPy's allocation error is converted: it
 carries the shape and dtype asked for; any other ``MemoryError`` (CuPy's, a Python one)
 passes through unchanged.
+
+Sizes whose byte count does not fit in an int64 never reach the allocator: NumPy raises
+``ValueError("array is too big; ...")`` where torch raises ``RuntimeError("Storage size
+calculation overflowed with sizes=[...]")``; :func:`as_torch_overflow` makes that
+:class:`StorageSizeOverflowError` (both types).
 """
 
 from __future__ import annotations
 
-__all__ = ["CPUOutOfMemoryError", "as_torch_oom"]
+__all__ = ["CPUOutOfMemoryError", "StorageSizeOverflowError", "as_torch_oom", "as_torch_overflow"]
 
 
 class CPUOutOfMemoryError(RuntimeError, MemoryError):
@@ -44,3 +49,21 @@ def as_torch_oom(err: MemoryError, op: str | None = None) -> BaseException:
         f"Error code 12 (Cannot allocate memory) ({_human(nbytes)} for an array of shape "
         f"{tuple(shape)} and dtype {dtype}{where}: more than this process may allocate. Use a "
         "smaller batch or shape, or check the sizes passed)")
+
+
+class StorageSizeOverflowError(RuntimeError, ValueError):
+    """Sizes whose storage would not fit in an int64 of bytes: torch's ``RuntimeError``."""
+
+
+_TOO_BIG = "array is too big"
+
+
+def as_torch_overflow(err: ValueError, op: str | None = None) -> BaseException:
+    """``err`` as :class:`StorageSizeOverflowError` when it is NumPy's "array is too big",
+    else ``err`` itself."""
+    if isinstance(err, StorageSizeOverflowError) or not str(err).startswith(_TOO_BIG):
+        return err
+    where = f" in op '{op}'" if op else ""
+    return StorageSizeOverflowError(
+        f"Storage size calculation overflowed{where}: the number of elements times the element "
+        f"size does not fit in 64 bits (NumPy: {err}). Check the sizes passed")

@@ -250,3 +250,18 @@ def test_mp_spawn_while_a_spawned_child_imports_the_main_script_is_multiprocessi
             sf_mp.spawn(print, nprocs=2)
     finally:
         BOOTSTRAPPING[0] = False
+
+
+def test_sizes_whose_storage_overflows_are_torchs_runtime_error():
+    # torch: RuntimeError "Storage size calculation overflowed with sizes=[...]"; shardflow:
+    # NumPy's ValueError "array is too big; ..."
+    real = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError, match="Storage size calculation overflowed"):
+        real.ones(2**62, 2**62)
+    with pytest.raises(RuntimeError, match="Storage size calculation overflowed in op 'ones'") as info:
+        torch.ones(2**62, 2**62)
+    assert isinstance(info.value, ValueError)  # still caught by `except ValueError`
+    from shardflow.backend.cpu_oom import as_torch_overflow
+
+    plain = ValueError("another value error")  # any other ValueError passes as it was
+    assert as_torch_overflow(plain, "ones") is plain
