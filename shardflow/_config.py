@@ -17,6 +17,7 @@ SHARDFLOW_KERNEL_THREADS   threads of the Numba kernels, a positive integer (def
                            every core).
 SHARDFLOW_DATA             folder where dataset readers look by default.
 SHARDFLOW_FAILURE_DIR      set by `shardflow run`: where a failing rank writes its root-cause record.
+SHARDFLOW_BOARD_DIR        set by mp.spawn's MPI job: where each rank mirrors its arrival-board slot
 SHARDFLOW_MPIEXEC          path of the mpiexec `shardflow run` uses (default: next to Python).
 SHARDFLOW_JOB_SECRET       the secret a parameter server of a TF_CONFIG cluster asks every
                            connection to prove (every task the same value).
@@ -325,6 +326,13 @@ def failure_dir() -> str | None:
     """
     raw = os.environ.get("SHARDFLOW_FAILURE_DIR")
     return raw or None
+
+
+def board_dir() -> str | None:
+    """Where each rank mirrors its world arrival-board slot (``comm/board_file.py``):
+    SHARDFLOW_BOARD_DIR (set by ``mp.spawn``'s MPI job, which prints no launcher lines), else
+    ``shardflow run``'s failure folder."""
+    return os.environ.get("SHARDFLOW_BOARD_DIR") or failure_dir()
 
 
 def mpiexec_path() -> str | None:

@@ -29,6 +29,7 @@ from .backend import device as _device
 from .checkpoint import io as _io
 from .checkpoint.io import NotPlainDataError
 from .checkpoint.pytorch_file import (
+    NotAPickleError,
     add_safe_globals,
     clear_safe_globals,
     get_safe_globals,
@@ -161,8 +162,12 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
             with open(os.fspath(f), "rb") as fh:
                 data = fh.read()
         return load_pytorch_file(data, label, map_location, weights_only=weights_only is not False)
+    if head[:6] == b"\x93NUMPY":  # torch: UnpicklingError ("unpickling stack underflow")
+        raise NotAPickleError(
+            f"{label} is a NumPy .npy file (numpy.save), not a torch.save file: read it with NumPy, "
+            "torch.from_numpy(numpy.load(path)), or save tensors with torch.save(t, path)")
     if is_raw_pickle(head):
-        raise CheckpointError(
+        raise NotAPickleError(
             f"{label} is a Python pickle stream, not a zip archive (PyTorch's legacy pre-1.6 torch.save "
             "format, or pickle.dump). shardflow never unpickles raw streams. Re-save it in PyTorch with "
             "torch.save(torch.load(path, weights_only=True), 'new.pt') (zip format) and load that."

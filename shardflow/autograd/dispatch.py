@@ -49,6 +49,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
+from ..backend.cpu_oom import as_torch_oom, as_torch_overflow
 from ..backend.meta import MetaTensorError
 from .numpy_kwargs import translate
 from .out_arg import call_with_out, declares_out
@@ -181,10 +182,20 @@ def register(name: str, *aliases: str, operator: Callable | None = None):
                 return h(name, func, args, kwargs)
             except MetaTensorError as e:  # name the op that reached meta-tensor work
                 raise e.for_op(name) from None
+            except MemoryError as e:  # NumPy's allocation failure as torch's RuntimeError
+                err = as_torch_oom(e, name)
+                if err is e:  # converted already (an inner op), or not NumPy's
+                    raise
+                raise err from None
             except TypeError:  # NumPy's keyword spellings (axis=, keepdims=): numpy_kwargs.py
                 renamed = translate(func, kwargs) if kwargs else None
                 if renamed is None:
                     raise
+            except ValueError as e:  # NumPy's "array is too big" as torch's overflow RuntimeError
+                err = as_torch_overflow(e, name)
+                if err is e:
+                    raise
+                raise err from None
             return routed(*args, **renamed)
 
         routed.__name__ = func.__name__

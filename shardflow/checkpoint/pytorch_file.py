@@ -70,13 +70,25 @@ from .safetensors import CheckpointError, CorruptCheckpointError
 from .torch_names import is_torch_name, restore_module, shardflow_global
 
 __all__ = ["load_pytorch_file", "is_pytorch_zip", "add_safe_globals", "clear_safe_globals",
-           "get_safe_globals", "safe_globals", "WeightsOnlyUnpicklingError"]
+           "get_safe_globals", "safe_globals", "WeightsOnlyUnpicklingError", "NotATorchZipError",
+           "NotAPickleError"]
 
 
 class WeightsOnlyUnpicklingError(CheckpointError, pickle.UnpicklingError):
     """``weights_only=True`` refused a pickle (a global off the allow-list, or a BUILD on
     a non-data object). A ``pickle.UnpicklingError``, as PyTorch's
     ``torch.load`` raises there, so ``except pickle.UnpicklingError`` catches it in both."""
+
+class NotATorchZipError(CheckpointError, RuntimeError):
+    """A zip archive that is not a ``torch.save`` file (no ``<name>/data.pkl``): a
+    ``RuntimeError``, as PyTorch's zip reader raises for it."""
+
+
+class NotAPickleError(CheckpointError, pickle.UnpicklingError):
+    """A file that is neither a ``torch.save`` zip nor a shardflow checkpoint and that
+    PyTorch's ``torch.load`` fails to unpickle (a NumPy ``.npy``, a raw pickle stream): a
+    ``pickle.UnpicklingError``, as PyTorch raises there."""
+
 
 _STORAGE_DTYPES = {
     "FloatStorage": np.float32, "DoubleStorage": np.float64, "HalfStorage": np.float16,
@@ -461,7 +473,11 @@ def load_pytorch_file(data: bytes, label: str, map_location=None, weights_only: 
                 f"{label} is a TorchScript archive (torch.jit.save); shardflow cannot run TorchScript. "
                 "In PyTorch: torch.save(torch.jit.load(path).state_dict(), 'weights.pt') and load that."
             )
-        raise CheckpointError(f"{label} is a zip archive without data.pkl: not a torch.save file")
+        if names and all(n.endswith(".npy") for n in names):
+            raise NotATorchZipError(
+                f"{label} is a NumPy .npz archive (numpy.savez), not a torch.save file: read it with "
+                "NumPy, {k: torch.from_numpy(v) for k, v in numpy.load(path).items()}")
+        raise NotATorchZipError(f"{label} is a zip archive without data.pkl: not a torch.save file")
     root = pkls[0][: -len("data.pkl")]
     byteorder = "little"
     if root + "byteorder" in names:

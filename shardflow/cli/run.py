@@ -143,6 +143,10 @@ class _Reader(threading.Thread):
             m = _TAG.match(line)
             if m:
                 rank, text = int(m.group(2)), m.group(4)
+                if "\x00" in text and not text.strip("\x00 \t\r"):
+                    # Open MPI writes a lone NUL after MPI_Abort's message: shown, it made
+                    # `shardflow run ... | grep Error` say "binary file matches" and print nothing
+                    continue
                 event = _LIFECYCLE.get(text.strip())
                 if event is not None:  # the rank's own lifecycle line: not shown
                     self.lifecycle[rank] = event

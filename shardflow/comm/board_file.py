@@ -59,9 +59,10 @@ class BoardFile:
 
     @classmethod
     def for_rank(cls, rank: int, size: int) -> BoardFile | None:
-        """The mirror of world rank ``rank`` under ``shardflow run``; None elsewhere, or when
-        the folder cannot take it (a remote host: the launcher's folder is not there)."""
-        folder = _config.failure_dir()
+        """The mirror of world rank ``rank`` under ``shardflow run`` (or ``mp.spawn``'s MPI
+        job); None elsewhere, or when the folder cannot take it (a remote host: the
+        launcher's folder is not there)."""
+        folder = _config.board_dir()
         if not folder or size <= 1:
             return None
         try:

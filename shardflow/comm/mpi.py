@@ -87,6 +87,7 @@ Algorithm and communication plan
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -137,6 +138,21 @@ def _gradient_hint(sigs) -> str:
             + uneven_hint())
 
 
+FORKED = "forked"  # ``destroyed`` of the communicators copied into a forked child
+_FORK_HOOK = [False]
+
+
+def _after_fork_in_child() -> None:
+    """A process forked from a rank (a DataLoader worker, a ``multiprocessing`` fork child)
+    holds copies of the rank's communicators but is no MPI process: a collective or
+    send/recv there was never matched, and with no watchdog thread (threads do not survive
+    a fork) the worker, and the rank waiting for its batch, hung for ever (torch's gloo
+    hangs too). Every call there now raises (:meth:`MPICommunicator.destroyed_error`)."""
+    for c in list(LIVE):
+        if c.size > 1:  # a world of one has nobody to wait for: its calls stay no-ops
+            c.destroyed = FORKED
+
+
 class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communicator):
     """A communicator over an ``mpi4py`` ``Comm`` (see the module docstring)."""
 
@@ -178,6 +194,7 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
         self._cmp = callsig.NBYTES if self._debug else callsig.CHECKED_BYTES
         self._active = None
         self._prof_call = None  # (recorder, frame, op, args) of a profiled blocking call
+        self._interrupted = False  # a blocking call's wait ended by KeyboardInterrupt / SystemExit
         self._watchdog = None
         # the world's slot is also mirrored into a file for the launcher (board_file.py)
         self._board = ArrivalBoard(MPI, self._side, mirror=BoardFile.for_rank
@@ -189,6 +206,9 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
             self._world_board = _WORLD_BOARD[0]
         self._side.Barrier()
         LIVE.add(self)
+        if not _FORK_HOOK[0]:  # once, when the first group is made (not at import)
+            _FORK_HOOK[0] = True
+            os.register_at_fork(after_in_child=_after_fork_in_child)
 
     # -- basic properties ----------------------------------------------------------------
     @property
@@ -267,6 +287,9 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
             return stop.value
         except mpi().Exception as e:
             raise self._mpi_failure(e, Call(op, seq, shape, dtype)) from None
+        except (KeyboardInterrupt, SystemExit):
+            self._interrupted = True  # _leave_blocking keeps the wait on the board
+            raise
         finally:
             self._leave_blocking()
 
@@ -326,7 +349,13 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
             rec, frame, op, args = self._prof_call
             self._prof_call = None
             rec.end(frame, op, "comm", args)
-        self.mark_waiting(-1)
+        if self._interrupted:
+            # Ctrl-C (or a signal handler's SystemExit) inside the wait: the board keeps it,
+            # so the report of the job's end says "rank 0 (the failing rank): waiting for 2.0 s
+            # in all_reduce(...)" and which ranks never started it, not "in its own code"
+            self._interrupted = False
+        else:
+            self.mark_waiting(-1)
 
     @staticmethod
     def _poll(req) -> None:
@@ -566,6 +595,14 @@ class MPICommunicator(CollectivesMixin, PointToPointMixin, RankedMixin, Communic
                    for w in self._pending)
 
     def destroyed_error(self, op: str) -> CommError:
+        if self.destroyed == FORKED:
+            return CommError(
+                f"{op} in a process forked from rank {self.world_rank()} (pid {os.getpid()}: a "
+                "DataLoader worker, or a multiprocessing child started with fork): collectives "
+                "and send/recv run only in the rank's own process, which made the process group; "
+                "here the call would never be matched and would wait for ever. Communicate in "
+                "the training loop (the main process), or give the dataset what it needs "
+                "before the DataLoader starts its workers")
         return CommError(
             f"{op} on a destroyed process group (rank {self.world_rank()}): "
             "destroy_process_group() freed this group, and an object made over it (a "

@@ -146,6 +146,9 @@ class CollectivesMixin:
             self._comm.Allreduce(mpi().IN_PLACE, buf_spec, self._ops[op])
         except mpi().Exception as e:
             raise self._mpi_failure(e, Call("all_reduce", seq, array.shape, array.dtype)) from None
+        except (KeyboardInterrupt, SystemExit):
+            self._interrupted = True  # the board keeps the wait (MPICommunicator._leave_blocking)
+            raise
         finally:
             self._leave_blocking()
         _reduced_back(buf, back, op, self._size)

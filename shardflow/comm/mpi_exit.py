@@ -44,6 +44,9 @@ BEFORE_FINALIZE: list = []  # callables run first at exit (mpi_progress.stop)
 # comm's modules import no cycle, tests/test_comm_structure.py)
 DATA_PARALLEL = [False]
 LIVE: weakref.WeakSet = weakref.WeakSet()  # the MPI communicators whose boards are read
+# why this rank exits, when a wrapper knows better than "its script ended" (mp.spawn's
+# child: its function raised); [None]: the script ended or called sys.exit()
+EXIT_CAUSE: list = [None]
 # how long a peer must stay in the same recv from this leaving rank, with no send of ours
 # still pending to it, before that recv counts as one nothing will match (a recv whose
 # message has arrived completes within microseconds of its next poll)
@@ -153,7 +156,7 @@ def finalize_at_exit(MPI) -> None:
     if reason is not None and reason != "unknown":
         rank = MPI.COMM_WORLD.Get_rank()
         print_failure(
-            f"shardflow: rank {rank} is exiting (its script ended or called sys.exit()) while "
+            f"shardflow: rank {rank} is exiting ({EXIT_CAUSE[0] or 'its script ended or called sys.exit()'}) while "
             f"{reason}. Ending without MPI_Finalize so that mpiexec reports this rank's exit "
             "code and stops the job, instead of every rank waiting for the collective "
             "timeout." + uneven_hint() + "\n", rank)

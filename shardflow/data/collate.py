@@ -36,6 +36,12 @@ def _stack(arrays) -> np.ndarray:
 def default_collate(batch):
     elem = batch[0]
     if isinstance(elem, Tensor):
+        for k, b in enumerate(batch):
+            if not isinstance(b, Tensor):  # torch.stack's TypeError (was: no attribute 'array')
+                raise TypeError(
+                    f"expected Tensor as element {k} in argument 0, but got {type(b).__name__} "
+                    f"(default_collate: sample {k} of the batch is of type {type(b).__name__} where sample 0 "
+                    "is a Tensor; return the same types from every __getitem__)")
         return _wrap(_stack([b.array for b in batch]))
     if isinstance(elem, np.ndarray):
         if elem.dtype.kind in "SUO":

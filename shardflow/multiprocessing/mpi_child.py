@@ -27,19 +27,35 @@ import traceback
 
 def main(argv: list[str]) -> int:
     from .. import _config
+    from .spawn import BOOTSTRAPPING
 
     with open(argv[0], "rb") as fh:
         payload = pickle.load(fh)  # written by our parent into its private (0700) folder
-    _mp_spawn.prepare(payload["preparation"])
-    fn, args = pickle.loads(payload["target"])
     rank = _config.launch_info().rank
     errdir = payload["errdir"]
     _mark(f"{errdir}/{rank}.pid", str(os.getpid()))
     signal.signal(signal.SIGTERM, lambda *_: _killed(f"{errdir}/{rank}.killed"))
     try:
-        return _run(fn, rank, args, errdir)
+        return _run(lambda: _target(payload, BOOTSTRAPPING), rank, errdir)
     finally:
         _mark(f"{errdir}/{rank}.done", "")
+
+
+def _target(payload, bootstrapping: list):
+    """Re-import the main script as the standard library's spawn does, then ``fn(rank,
+    *args)``. An error while importing (a spawn call in a script without the ``__main__``
+    guard, a module-level exception, ``fn`` not found) is reported as ``fn``'s would be:
+    the parent's ``ProcessRaisedException`` carries its traceback (it said "a process ended
+    without raising a Python exception")."""
+    from .. import _config
+
+    bootstrapping[0] = True
+    try:
+        _mp_spawn.prepare(payload["preparation"])
+    finally:
+        bootstrapping[0] = False
+    fn, args = pickle.loads(payload["target"])
+    fn(_config.launch_info().rank, *args)
 
 
 def _mark(path: str, text: str) -> None:
@@ -54,27 +70,32 @@ def _killed(path: str) -> None:
     os.kill(os.getpid(), signal.SIGTERM)
 
 
-def _run(fn, rank: int, args, errdir: str) -> int:
+def _run(call, rank: int, errdir: str) -> int:
+    from ..comm.mpi_exit import EXIT_CAUSE  # the words of this rank's exit report
+
     try:
-        fn(rank, *args)
+        call()
     except KeyboardInterrupt:
+        EXIT_CAUSE[0] = "its mp.spawn function was interrupted (KeyboardInterrupt)"
         return 1
     except SystemExit as stop:  # sys.exit(code) in fn: the parent names this rank and code
         code = stop.code if isinstance(stop.code, int) or stop.code is None else 1
+        EXIT_CAUSE[0] = f"its mp.spawn function called sys.exit({code if code is not None else ''})"
         if code:
             path = f"{errdir}/{rank}.exit"
             with open(path + ".tmp", "w") as fh:
                 fh.write(str(code))
             os.replace(path + ".tmp", path)
         raise
-    except Exception:
+    except Exception as e:
+        EXIT_CAUSE[0] = f"its mp.spawn function raised {type(e).__name__}"
         path = f"{errdir}/{rank}"
         with open(path + ".tmp", "wb") as fh:
             pickle.dump(traceback.format_exc(), fh)
         os.replace(path + ".tmp", path)
         return 1
+    EXIT_CAUSE[0] = "its mp.spawn function returned"
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

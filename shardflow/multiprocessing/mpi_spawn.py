@@ -44,9 +44,10 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 from .. import _config
-from ..comm import launcher
+from ..comm import arrival, board_file, launcher
 
 __all__ = ["can_launch", "launch"]
 
@@ -108,9 +109,13 @@ def launch(fn, args, nprocs: int) -> None:
                          "target": pickle.dumps((fn, tuple(args))), "errdir": errdir}, fh)
         program = [sys.executable, "-u", "-m", "shardflow.multiprocessing.mpi_child", payload]
         cmd = launcher.build_mpiexec_command(nprocs, program, tag_output=False)
-        code = subprocess.call(cmd, env=_child_env(), preexec_fn=launcher.parent_death_signal())
+        boards = os.path.join(workdir, "boards")  # each rank's arrival-board mirror
+        os.mkdir(boards)
+        env = {**_child_env(), "SHARDFLOW_BOARD_DIR": boards}
+        code = subprocess.call(cmd, env=env, preexec_fn=launcher.parent_death_signal())
         if code == 0:
             return
+        ended_at = time.time()
         entries = sorted(os.listdir(errdir), key=lambda n: os.stat(os.path.join(errdir, n)).st_mtime)
         failed = [n for n in entries if n.isdigit()]
         exited = [n for n in entries if n.endswith(".exit")]
@@ -118,18 +123,54 @@ def launch(fn, args, nprocs: int) -> None:
             index = int(failed[0])
             with open(os.path.join(errdir, failed[0]), "rb") as fh:
                 trace = pickle.load(fh)
+            at = os.stat(os.path.join(errdir, failed[0])).st_mtime
             raise ProcessRaisedException(
-                f"\n\n-- Process {index} terminated with the following error:\n{trace}", index,
-                _pid(errdir, index))
+                f"\n\n-- Process {index} terminated with the following error:\n{trace}"
+                f"{_doing(boards, index, at, raised=True)}", index, _pid(errdir, index))
         if exited:  # a rank called sys.exit(code): the first one
             index = int(exited[0].split(".")[0])
             with open(os.path.join(errdir, exited[0])) as fh:
                 rank_code = int(fh.read())
-            raise ProcessExitedException(f"process {index} terminated with exit code {rank_code}",
+            raise ProcessExitedException(f"process {index} terminated with exit code {rank_code}"
+                                         f"{_doing(boards, index, ended_at)}",
                                          index, _pid(errdir, index), rank_code)
-        raise _exited_by_itself(errdir, entries, nprocs, code)
+        err = _left_early(boards, errdir, entries, code) or _exited_by_itself(errdir, entries, nprocs, code)
+        err.msg += _doing(boards, err.error_index, ended_at)
+        err.args = (err.msg,)
+        raise err
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _left_early(boards: str, errdir: str, entries: list[str], code: int):
+    """The ``ProcessExitedException`` for a rank whose function returned (or called
+    ``sys.exit(0)``, or was interrupted) while another rank waited for it in a collective or
+    send/recv: its exit hook (``comm/mpi_exit.py``) skipped ``MPI_Finalize`` so that mpiexec
+    stopped the job, and its board says *exiting*. None when no rank's board says so (before,
+    the report said no process raised and named rank 0, the rank that waited)."""
+    from .spawn import ProcessExitedException
+
+    ends = board_file.read_boards(boards)
+    names = set(entries)
+    started = [int(n.split(".")[0]) for n in names if n.endswith(".pid")]
+    if any(f"{r}.done" not in names and f"{r}.killed" not in names for r in started):
+        return None  # a rank ended by itself (os._exit, a crash): _exited_by_itself names it
+    early = sorted(r for r, e in ends.items() if e.state.phase == arrival.PHASE_EXITING and f"{r}.done" in names)
+    others = sorted(r for r, e in ends.items() if r not in early and _waits(e.state))
+    if not early or not others:
+        return None
+    index = early[0]
+    return ProcessExitedException(
+        f"process {index} ended while process(es) {others} still waited for it (its function "
+        "returned, called sys.exit() or was interrupted before a collective or send/recv the "
+        f"others had started; mpiexec then stopped the job with exit code {code}): every process "
+        "must make the same collectives in the same order (the lines below say which)",
+        index, _pid(errdir, index), code)
+
+
+def _waits(state) -> bool:
+    """Whether a rank's board says it waits (a collective, a sub-group's, a send/recv)."""
+    return state.waiting > 0 or bool(state.elsewhere) or bool(state.p2p[5])
 
 
 def _exited_by_itself(errdir: str, entries: list[str], nprocs: int, code: int):
@@ -164,6 +205,17 @@ def _exited_by_itself(errdir: str, entries: list[str], nprocs: int, code: int):
         f"spawn: the MPI job of {nprocs} processes ended with {how}: {which} ended without "
         "raising a Python exception (os._exit() or a crash; mpiexec's message is above)",
         alone[0] if alone else 0, -1, code, signal_name)
+
+
+def _doing(boards: str, failed: int, ended_at: float, raised: bool = False) -> str:
+    """What each rank was doing when the job ended, from the ranks' arrival-board mirrors
+    (``comm/board_file.py``, the lines ``shardflow run`` prints): the rank(s) left waiting for
+    the failed one, and in which call. Empty when no rank had a world of more than one."""
+    lines = board_file.job_end_lines(board_file.read_boards(boards), failed, ended_at)
+    if raised:  # its board says "exiting": mpi_child caught fn's exception, then it exited
+        lines = [line.replace("exiting (its script had ended or called sys.exit())",
+                              "exiting after the exception above") for line in lines]
+    return "\n" + "\n".join(lines) if lines else ""
 
 
 def _pid(errdir: str, index: int) -> int:

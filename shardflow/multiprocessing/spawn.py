@@ -134,9 +134,24 @@ class ProcessContext:
         )
 
 
+# True while a child of spawn's MPI job re-imports the main script (mpi_child.py): a spawn
+# called then comes from a script without the ``if __name__ == "__main__":`` guard
+BOOTSTRAPPING = [False]
+
+
 def start_processes(fn, args=(), nprocs: int = 1, join: bool = True, daemon: bool = False,
                     start_method: str = "spawn"):
     """Start ``nprocs`` processes with ``start_method``; see the module docstring."""
+    if BOOTSTRAPPING[0]:  # multiprocessing's own words (its children raise them there too)
+        raise RuntimeError(
+            "An attempt has been made to start a new process before the current process has "
+            "finished its bootstrapping phase. This probably means that you are not using fork "
+            "to start your child processes and you have forgotten to use the proper idiom in "
+            "the main module:\n\n    if __name__ == '__main__':\n        freeze_support()\n"
+            "        ...\n\nThe \"freeze_support()\" line can be omitted if the program is not "
+            "going to be frozen to produce an executable. (shardflow: each spawned process "
+            "imports the main script again; put the mp.spawn(...) call under "
+            "`if __name__ == \"__main__\":`.)")
     if mpi_spawn.can_launch(args, nprocs, join, start_method):
         return mpi_spawn.launch(fn, args, nprocs)
     ctx = multiprocessing.get_context(start_method)

@@ -291,6 +291,34 @@ def module_repr(module, children) -> str:
     return main + ")"
 
 
+
+def _prefix_hint(missing: list, unexpected: list) -> str:
+    """A line after torch's load_state_dict error when one key prefix explains every missing
+    and unexpected key: a checkpoint saved from a wrapper (DistributedDataParallel's
+    ``module.``, torch.compile's ``_orig_mod.``) loaded into the bare model, or the reverse."""
+    if not missing or not unexpected or len(missing) != len(unexpected):
+        return ""
+    for longer, shorter, whose in ((unexpected, missing, "checkpoint"), (missing, unexpected, "model")):
+        first = longer[0]
+        for key in shorter:
+            prefix = first[: len(first) - len(key)]
+            if not (first.endswith(key) and prefix.endswith(".")):
+                continue
+            if all(k.startswith(prefix) for k in longer) and \
+                    {k[len(prefix):] for k in longer} == set(shorter):
+                name = prefix[:-1]
+                if whose == "checkpoint":
+                    return (f"\n\t(Every unexpected key is a missing key with the prefix '{prefix}': the "
+                            f"checkpoint was saved from a model that held this one as its submodule "
+                            f"'{name}' (DistributedDataParallel's 'module.', torch.compile's "
+                            "'_orig_mod.'). Strip the prefix first: torch.nn.modules.utils."
+                            f"consume_prefix_in_state_dict_if_present(state_dict, '{prefix}').)")
+                return (f"\n\t(Every missing key is an unexpected key with the prefix '{prefix}': the "
+                        f"checkpoint holds the weights of this model's submodule '{name}' (a "
+                        "DistributedDataParallel model's 'module.'). Load it into that submodule: "
+                        f"model.get_submodule('{name}').load_state_dict(state_dict).)")
+    return ""
+
 class Module:
     """Base class for all neural network modules (PyTorch's ``torch.nn.Module``)."""
 
@@ -956,8 +984,9 @@ class Module:
                     0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ". "
                 )
         if errors:
+            hint = _prefix_hint(missing, unexpected) if strict else ""
             raise RuntimeError(
-                f"Error(s) in loading state_dict for {self._get_name()}:\n\t" + "\n\t".join(errors)
+                f"Error(s) in loading state_dict for {self._get_name()}:\n\t" + "\n\t".join(errors) + hint
             )
         with no_grad():
             for owner, name, kind, target, src in plan:

@@ -58,6 +58,13 @@ def _dtype_code(dt) -> int:
     return _DTYPES.index(name)
 
 
+def _debug_info(v) -> str:
+    """torch's ``friendly_debug_info`` of a stage input (its failed-forward message)."""
+    if isinstance(v, Tensor):
+        return f"Tensor({v.shape}, grad={v.requires_grad}, dtype={v.dtype})"
+    return str(v)
+
+
 def _nbytes(t) -> int:
     return int(t.array.nbytes) if isinstance(t, Tensor) else 0
 
@@ -177,7 +184,12 @@ class PipelineStage:
         if self.is_first and isinstance(x, Tensor):
             x = x.to(self.device)  # the caller's input chunk, on this stage's device
         t0 = time.perf_counter()
-        out = self._run(x)
+        try:
+            out = self._run(x)
+        except Exception as e:  # torch's wrapping: programs catch RuntimeError around step()
+            raise RuntimeError(f"[Stage {self.stage_index}] failed to run forward:\n"
+                               f"args: {(_debug_info(x),)}\nkwargs: {{}}\n"
+                               f"(micro-batch {mb}; the module's own error is above)") from e
         self.last_compute = time.perf_counter() - t0
         self._inputs[mb] = x
         self._outputs[mb] = out
