@@ -298,7 +298,9 @@ def _group(group, op: str | None = None) -> Communicator | None:
             f"Process group {group!r} is not initialized in the world group map. Please "
             "initialize the group first. (group= takes a process group: make one with "
             "dist.new_group(ranks), or pass None for the default group)")
-    if getattr(group, "destroyed", False):
+    # (``True`` once destroyed; a fork child's copies say "forked" and raise their own
+    # CommError at a collective, while queries such as get_rank(group) still answer there)
+    if getattr(group, "destroyed", False) is True:
         raise ValueError(
             f"Group {group!r} is not registered, please create group with "
             "torch.distributed.new_group API (destroy_process_group destroyed it; make a new "

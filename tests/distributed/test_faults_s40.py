@@ -156,6 +156,13 @@ class CollectiveInWorker(torch.utils.data.Dataset):
         t = torch.ones(2)
         dist.all_reduce(t)  # in a forked DataLoader worker: hung the worker and the rank
         return t
+g = dist.new_group([0, 1])
+class QueriesInWorker(torch.utils.data.Dataset):
+    def __len__(self):
+        return 2
+    def __getitem__(self, i):  # queries still answer in a fork (datasets shard by rank)
+        return torch.tensor([dist.get_rank(g), dist.get_world_size(g), dist.get_rank(), int(dist.is_initialized())])
+print("WORKER QUERIES", next(iter(DataLoader(QueriesInWorker(), batch_size=1, num_workers=1))).tolist(), flush=True)
 try:
     next(iter(DataLoader(CollectiveInWorker(), batch_size=2, num_workers=1)))
 except RuntimeError as e:
@@ -184,12 +191,14 @@ def test_a_collective_in_a_dataloader_worker_and_ctrl_c_inside_a_collective_wait
     out = res.output
     assert not res.timed_out and res.returncode == 1, out
     assert "KeyboardInterrupt" in out, out
+    # a sub-group's queries in a worker answer (its copy is marked "forked", not destroyed)
+    assert "WORKER QUERIES [[0, 2, 0, 1]]" in out and "WORKER QUERIES [[1, 2, 1, 1]]" in out, out
     # first, the program's DataLoader worker made a collective: it raised at once (it hung)
     assert "WORKER ERROR CommError shardflow.comm.base.CommError: all_reduce in a process forked from rank 0 (pid " in out, out
     assert "DataLoader worker, or a multiprocessing child started with fork" in out, out
     assert ("rank 0 (the failing rank): waiting for" in out and " in all_reduce(shape=(4,), dtype=float32, "
-            "op=sum), collective #2 of the world group (2 ranks)") in out, out
-    assert "collective #2 of the world: rank 0 waited in it, rank 1 never started it" in out, out
+            "op=sum), collective #3 of the world group (2 ranks)") in out, out  # (#1: new_group)
+    assert "collective #3 of the world: rank 0 waited in it, rank 1 never started it" in out, out
 
 
 @pytest.mark.parametrize("num_workers", [0, 2])
