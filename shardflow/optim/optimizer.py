@@ -46,6 +46,22 @@ from .hooks import (
 )
 
 
+class MissingStateKeyError(KeyError, ValueError):
+    """A key missing from an optimizer state_dict: torch's KeyError (shardflow's ValueError
+    before, so both ``except`` clauses still catch it), with a message that names the fix."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def _require_key(state_dict: dict, key: str) -> None:
+    if key not in state_dict:
+        raise MissingStateKeyError(
+            f"'{key}': an optimizer state_dict has 'state' and 'param_groups' keys, this one has "
+            f"{sorted(state_dict)}; pass what optimizer.state_dict() returned (a checkpoint's "
+            "optimizer entry, not the whole checkpoint)")
+
+
 class _Required:
     def __repr__(self) -> str:
         return "<required parameter>"
@@ -261,9 +277,7 @@ class Optimizer(OptimizerHooks):
         stays as saved); those of a global parameter keep its layout.
         """
         state_dict = self._run_load_state_dict_pre_hooks(dict(state_dict))  # a shallow copy, as torch
-        if "param_groups" not in state_dict or "state" not in state_dict:
-            raise ValueError(f"optimizer state_dict must have 'state' and 'param_groups' keys, got "
-                             f"{sorted(state_dict)}")
+        _require_key(state_dict, "param_groups")
         groups = self.param_groups
         saved_groups = copy.deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved_groups):
@@ -279,6 +293,7 @@ class Optimizer(OptimizerHooks):
                     f"optimizer's group: group {i} has {len(s['params'])} parameters in the state "
                     f"dict and {len(g['params'])} in this optimizer"
                 )
+        _require_key(state_dict, "state")  # (torch reads it after the groups' checks)
         id_map = dict(zip(chain.from_iterable(s["params"] for s in saved_groups),
                           chain.from_iterable(g["params"] for g in groups)))
         check_state_fits(self, {k: (id_map[k], v) for k, v in state_dict["state"].items()
