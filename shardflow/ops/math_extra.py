@@ -73,7 +73,7 @@ asinh, asinh_ = _make_unary("asinh", Asinh, ufunc=np.arcsinh)
 atanh, atanh_ = _make_unary("atanh", Atanh, ufunc=np.arctanh)
 deg2rad, deg2rad_ = _make_unary("deg2rad", Deg2rad, ufunc=np.deg2rad)
 rad2deg, rad2deg_ = _make_unary("rad2deg", Rad2deg, ufunc=np.rad2deg)
-sinc, sinc_ = _make_unary("sinc", Sinc)
+sinc, sinc_ = _make_unary("sinc", Sinc, complex_ok=True)  # holomorphic: torch takes complex too
 arccosh, arcsinh, arctanh = register("arccosh")(acosh), register("arcsinh")(asinh), register("arctanh")(atanh)
 arccosh_, arcsinh_, arctanh_ = (register("arccosh_")(acosh_), register("arcsinh_")(asinh_),
                                 register("arctanh_")(atanh_))

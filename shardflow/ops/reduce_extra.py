@@ -131,7 +131,15 @@ class LogCumSumExp(Function):
 
     def forward(self, a, dim):
         self.a, self.dim = a, dim
-        self.out = a.copy() if a.ndim == 0 else accumulate("logaddexp", a, axis=dim)
+        if a.ndim == 0:
+            self.out = a.copy()
+        elif a.dtype.kind == "c":  # no complex logaddexp ufunc: shifted by the largest real part
+            xp = get_array_module(a)
+            m = xp.max(a.real, axis=dim, keepdims=True)
+            m = xp.where(xp.isfinite(m), m, 0)
+            self.out = (xp.log(xp.cumsum(xp.exp(a - m), axis=dim)) + m).astype(a.dtype, copy=False)
+        else:
+            self.out = accumulate("logaddexp", a, axis=dim)
         return self.out
 
     def backward(self, g):
@@ -139,6 +147,12 @@ class LogCumSumExp(Function):
         if g.ndim == 0:
             return g.copy()
         a, out, d = self.a, self.out, self.dim
+        if g.dtype.kind == "c":
+            # gx_k = sum_{j >= k} g_j conj(exp(a_k - out_j)) (conjugate Wirtinger, as torch)
+            m = xp.max(a.real, axis=d, keepdims=True)
+            m = xp.where(xp.isfinite(m), m, 0)
+            rev = xp.flip(xp.cumsum(xp.flip(g * xp.conj(xp.exp(m - out)), axis=d), axis=d), axis=d)
+            return (rev * xp.conj(xp.exp(a - m))).astype(g.dtype, copy=False)
         with np.errstate(divide="ignore", invalid="ignore"):
             gx = xp.zeros_like(g)
             for sign in (1.0, -1.0):
@@ -163,7 +177,7 @@ def logcumsumexp(input, dim: int) -> Tensor:
     if not input.dtype.is_floating_point:
         from .elementwise import _float_arg
 
-        input = _float_arg(input, "logcumsumexp")
+        input = _float_arg(input, "logcumsumexp", complex_ok=True)
     return LogCumSumExp.apply(input, dim=wrap_dim(int(dim), input.ndim))
 
 
