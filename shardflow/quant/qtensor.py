@@ -110,6 +110,35 @@ class QuantizedTensor:
         """``max(q, zero_point)``: ReLU on the integers (0.0 is exactly the zero point)."""
         return self._same_qparams(np.maximum(self._q, np.asarray(self._zero_point, self._q.dtype)))
 
+    def mean(self, dim=None, keepdim: bool = False, dtype=None):
+        """torch's ``mean`` of a quantized tensor on its x86/fbgemm path for a quantized
+        layer's output, which torch lays out channels-last: dequantized (``fma(q, s, -zp * s)``,
+        the vectorized kernel's), summed in float32 in torch's order, divided by the count,
+        quantized again with the input's scale and zero point. For a 4-D tensor over dims
+        (2, 3) (global average pooling, ``x.mean([2, 3])``) the sum is torch's outer-dim
+        cascade sum over the H x W rows in memory order, so ties (a mean of integers is
+        often exactly half a step) round as torch's; over other dims NumPy's float32 mean,
+        which can differ from torch's by one integer at such a tie. (torch averages the
+        integers instead, ``nearbyint(sum / n)``, for an NCHW-contiguous input, such as a
+        QuantStub's output, reduced over its innermost dims; shardflow keeps no memory
+        format and always takes the channels-last path.)"""
+        self._need_per_tensor("mean")
+        if dtype is not None:
+            raise NotImplementedError("QuantizedTensor.mean(dtype=...) is not supported; dequantize() first")
+        nd = self._q.ndim
+        dims = tuple(range(nd)) if dim is None else tuple(
+            sorted(d % nd for d in ((dim,) if isinstance(dim, int) else dim)))
+        x = _dequantize_fma(self._q, self._scale, self._zero_point)
+        if nd == 4 and dims == (2, 3):
+            n, c, h, w = x.shape
+            m = _cascade_outer_sum(x.transpose(0, 2, 3, 1).reshape(n, h * w, c)) / np.float32(h * w)
+            m = m.reshape(n, c, 1, 1) if keepdim else m
+        else:
+            m = np.asarray(x.mean(axis=dims, keepdims=keepdim, dtype=np.float32), dtype=np.float32)
+        d = self.dtype
+        return QuantizedTensor(quantize_array(np.asarray(m, np.float32), self._scale, self._zero_point,
+                                              d.qmin, d.qmax, d.np_dtype), self._scale, self._zero_point, d)
+
     def __len__(self) -> int:
         return len(self._q)
 
@@ -132,6 +161,41 @@ class QuantizedTensor:
         else:
             qp = f"axis={self._axis}, scales={self._scale.tolist()}"
         return f"QuantizedTensor(shape={tuple(self._q.shape)}, dtype={self.dtype}, {qp})"
+
+
+def _dequantize_fma(q: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
+    """torch's vectorized dequantize, ``fma(q, s, -zp * s)`` in float32 (exact in float64,
+    then rounded once: ``q * s`` has at most 32 significant bits)."""
+    s = np.float32(scale)
+    neg_zp_s = np.float32(np.float32(-zero_point) * s)
+    return (q.astype(np.float64) * np.float64(s) + np.float64(neg_zp_s)).astype(np.float32)
+
+
+def _cascade_outer_sum(x: np.ndarray) -> np.ndarray:
+    """Sum over axis 1 of ``(N, R, C)`` float32 as torch's CPU ``multi_row_sum`` (the sum
+    kernel for a reduced dim that is not the innermost): rows added in order into level 0;
+    each full block of ``2 ** level_power`` rows is carried up through 4 levels; the levels
+    added at the end."""
+    size = x.shape[1]
+    level_power = max(4, (int(size - 1).bit_length() if size > 1 else 0) // 4)
+    step, mask = 1 << level_power, (1 << level_power) - 1
+    acc = [np.zeros((x.shape[0], x.shape[2]), np.float32) for _ in range(4)]
+    i = 0
+    while i + step <= size:
+        for _ in range(step):
+            acc[0] += x[:, i]
+            i += 1
+        for j in range(1, 4):
+            acc[j] += acc[j - 1]
+            acc[j - 1] = np.zeros_like(acc[j - 1])
+            if i & (mask << (j * level_power)):
+                break
+    while i < size:
+        acc[0] += x[:, i]
+        i += 1
+    for j in range(1, 4):
+        acc[0] += acc[j]
+    return acc[0]
 
 
 def _array(x, what):

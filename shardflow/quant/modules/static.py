@@ -36,6 +36,10 @@ __all__ = ["Quantize", "DeQuantize", "Linear", "Conv2d", "LinearReLU", "ConvReLU
            "MaxPool2d", "Flatten", "Dropout", "Identity"]
 
 
+def _pair(v):
+    return tuple(v) if isinstance(v, tuple | list) else (v, v)
+
+
 def _need_q(x, who):
     if not isinstance(x, QuantizedTensor):
         raise TypeError(
@@ -228,12 +232,24 @@ class Conv2d(_WeightedQuantized):
         return new
 
     def extra_repr(self) -> str:
-        return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-                f"stride={self.stride}, padding={self.padding}, scale={self.scale.array[0]:.6g}, "
-                f"zero_point={int(self.zero_point.array[0])}")
+        # torch's: the output scale as a Python float, then only the non-default options
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={_pair(self.kernel_size)}, "
+             f"stride={_pair(self.stride)}, scale={float(self.scale.array[0])}, "
+             f"zero_point={int(self.zero_point.array[0])}")
+        if _pair(self.padding) != (0, 0):
+            s += f", padding={_pair(self.padding)}"
+        if _pair(self.dilation) != (1, 1):
+            s += f", dilation={_pair(self.dilation)}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self._packed_params.bias_array() is None:
+            s += ", bias=False"
+        return s
 
     def _get_name(self) -> str:
         return "QuantizedConv2d"
+
+    __repr__ = repr_hiding_packed_params  # one line, the packed weights hidden, as torch's
 
 
 class LinearReLU(Linear):
@@ -274,6 +290,10 @@ class _OnIntRepr(Module):
     @classmethod
     def from_float(cls, mod):
         return cls(mod)
+
+    def __repr__(self) -> str:
+        # torch keeps these float modules in a converted model (they take quantized tensors)
+        return repr(self.float_module)
 
 
 class ReLU(_OnIntRepr):

@@ -1,5 +1,6 @@
 """``torch.ao.nn.quantized``: static int8 modules (QuantizedTensor in, QuantizedTensor out)."""
 
+from ....quant.modules.functional_modules import FloatFunctional, QFunctional
 from ....quant.modules.static import (
     Conv2d,
     DeQuantize,
