@@ -125,13 +125,21 @@ def _broadcast(param, ndim: int, axis: int | None):
 
 
 def quantize_array(x: np.ndarray, scale, zero_point, qmin: int, qmax: int, np_dtype,
-                   axis: int | None = None) -> np.ndarray:
+                   axis: int | None = None, zero_point_first: bool = False) -> np.ndarray:
     """Integers ``clamp(zero_point + nearbyint(x * (1/scale)), qmin, qmax)`` as ``np_dtype``;
-    ``axis`` set: ``scale``/``zero_point`` are per-channel arrays along it."""
+    ``axis`` set: ``scale``/``zero_point`` are per-channel arrays along it.
+    ``zero_point_first``: ``nearbyint(fma(x, 1/scale, zero_point))`` (FBGEMM's "legacy"
+    ``Quantize``, what torch's ``quantize_per_tensor`` / ``quantize_per_channel`` of a float
+    tensor run on x86: the zero point is added before rounding, in one float32 rounding, so
+    a value half-way between two steps rounds to the even integer of the shifted sum; the
+    fma is computed in float64 and rounded once to float32)."""
     inv = _broadcast(np.float32(1.0) / np.asarray(scale, dtype=np.float32), x.ndim, axis)
     zp = _broadcast(np.asarray(zero_point, dtype=np.float32), x.ndim, axis)
-    q = np.rint(x.astype(np.float32, copy=False) * inv)
-    q += zp
+    if zero_point_first:
+        q = np.rint((x.astype(np.float64) * inv.astype(np.float64) + zp.astype(np.float64)).astype(np.float32))
+    else:
+        q = np.rint(x.astype(np.float32, copy=False) * inv)
+        q += zp
     np.clip(q, qmin, qmax, out=q)
     return q.astype(np_dtype)
 

@@ -88,7 +88,8 @@ class Quantize(Module):
             raise TypeError(f"Quantize expects a float Tensor, got {type(x).__name__}")
         s, z = float(self.scale.array[0]), int(self.zero_point.array[0])
         d = self.dtype
-        return QuantizedTensor(quantize_array(x.array, s, z, d.qmin, d.qmax, d.np_dtype), s, z, d)
+        # torch's quantize_per_tensor (FBGEMM's legacy rounding: zero point added first)
+        return QuantizedTensor(quantize_array(x.array, s, z, d.qmin, d.qmax, d.np_dtype, zero_point_first=True), s, z, d)
 
     @classmethod
     def from_float(cls, mod):

@@ -1,0 +1,148 @@
+"""``nn.quantized.FloatFunctional`` / ``QFunctional`` and ``QuantizedTensor.mean`` against
+torch (x86 engine). Found by the static quantization tutorial's MobileNetV2
+(``programs/gen_s40/qat_tutorial.py``): its residual add is ``self.skip_add.add(x, y)`` and
+its pooling ``x.mean([2, 3])`` of a quantized tensor; shardflow had neither."""
+
+import numpy as np
+import pytest
+
+import shardflow
+
+torch = pytest.importorskip("torch")
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning")
+
+
+def _q(lib, x, scale, zp):
+    return lib.quantize_per_tensor(lib.tensor(x), scale, zp, lib.quint8)
+
+
+def _ints(q):
+    return q.int_repr().numpy().astype(np.int64)
+
+
+def test_float_functional_in_float_is_the_torch_op():
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    outs = []
+    for lib in (torch, shardflow):
+        f = lib.nn.quantized.FloatFunctional()
+        x, y = lib.tensor(a), lib.tensor(b)
+        outs.append([f.add(x, y), f.mul(x, y), f.cat([x, y], dim=1), f.add_relu(x, y),
+                     f.add_scalar(x, 0.5), f.mul_scalar(x, 2.0), f.matmul(x, y.transpose(0, 1))])
+        with pytest.raises(RuntimeError, match="not intended to use the 'forward'"):
+            f(x)
+        assert repr(f) == "FloatFunctional(\n  (activation_post_process): Identity()\n)"
+    for t, s in zip(*outs, strict=True):
+        np.testing.assert_allclose(s.numpy(), t.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("n", [256, 100])
+def test_qfunctional_integers_equal_torch(n):
+    """add / add_relu / mul / cat of quint8 tensors: torch's integers (n = 256: every element
+    on torch's vectorized path; n = 100 has a scalar tail, whose dequantize rounds once more:
+    at most one integer apart, and none were in this draw)."""
+    rng = np.random.default_rng(1)
+    a, b = (rng.standard_normal((2, n)) * 2).astype(np.float32)
+    res = []
+    for lib in (torch, shardflow):
+        qf = lib.nn.quantized.QFunctional()
+        s_out, s_a, s_b = (float(np.float32(v)) for v in (0.037, 0.021, 0.033))  # float32 scales
+        qf.scale, qf.zero_point = s_out, 61
+        qa, qb = _q(lib, a, s_a, 70), _q(lib, b, s_b, 55)
+        same = _q(lib, b, s_out, 61)
+        res.append([_ints(qf.add(qa, qb)), _ints(qf.add_relu(qa, qb)), _ints(qf.mul(qa, qb)),
+                    _ints(qf.cat([qa, qb], dim=0)), _ints(qf.cat([same, same], dim=0))])
+        assert qf.add(qa, qb).q_scale() == pytest.approx(0.037) and qf.add(qa, qb).q_zero_point() == 61
+    for t, s in zip(*res, strict=True):
+        assert np.abs(s - t).max() <= (0 if n % 64 == 0 else 1)
+        np.testing.assert_array_equal(s, t)
+
+
+def test_float_functional_is_observed_and_converted_as_torch():
+    """``prepare`` puts the observer in place of the Identity (no hook), ``convert`` makes a
+    ``QFunctional`` with the observer's qparams; its state_dict and printout are torch's."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((4, 3)).astype(np.float32)
+    outs = []
+    for lib in (torch, shardflow):
+        aq = lib.ao.quantization
+
+        class Res(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.quant, self.dequant = aq.QuantStub(), aq.DeQuantStub()
+                self.skip = lib.nn.quantized.FloatFunctional()
+
+            def forward(self, t):
+                t = self.quant(t)
+                return self.dequant(self.skip.add(t, t))
+
+        m = Res().eval()
+        m.qconfig = aq.default_qconfig
+        aq.prepare(m, inplace=True)
+        assert type(m.skip.activation_post_process).__name__ == "MinMaxObserver"
+        assert not m.skip._forward_hooks
+        m(lib.tensor(x))
+        aq.convert(m, inplace=True)
+        sd = m.state_dict()
+        outs.append((repr(m.skip), m(lib.tensor(x)).numpy(), float(sd["skip.scale"]), int(sd["skip.zero_point"])))
+    (t_repr, t_out, t_s, t_z), (s_repr, s_out, s_s, s_z) = outs
+    assert s_repr == t_repr  # QFunctional(scale=..., zero_point=..., (activation_post_process): Identity())
+    assert (s_s, s_z) == (t_s, t_z)
+    np.testing.assert_array_equal(s_out, t_out)
+
+
+def test_qfunctional_refuses_scalar_ops_by_name():
+    qf = shardflow.nn.quantized.QFunctional()
+    q = _q(shardflow, np.ones(3, np.float32), 0.1, 0)
+    with pytest.raises(NotImplementedError, match="quantized.add_scalar"):
+        qf.add_scalar(q, 1.0)
+    with pytest.raises(TypeError, match="per-tensor quint8"):
+        qf.add(shardflow.ones(3), q)
+
+
+@pytest.mark.parametrize("hw", [(4, 4), (6, 6), (3, 5)])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_quantized_mean_over_h_w_equals_torch_channels_last(hw, keepdim):
+    """``x.mean([2, 3])`` of a quantized layer's (channels-last) output: torch dequantizes,
+    sums in its outer-dim cascade order, divides and requantizes; means of integers that
+    fall exactly half-way (sums = 8 mod 16 over 16 positions) round as torch's."""
+    h, w = hw
+    rng = np.random.default_rng(3)
+    ints = rng.integers(0, 60, (3, 40, h, w)).astype(np.uint8)
+    if h * w == 16:
+        ints[:, :, 0, 0] += (8 - ints.reshape(3, 40, -1).sum(-1) % 16) % 16  # ties everywhere
+    for scale, zp in ((0.0021404463, 0), (0.0139189, 64)):
+        scale = float(np.float32(scale))  # a float32 scale, as observers give
+        xq = torch._make_per_tensor_quantized_tensor(torch.tensor(ints), scale, zp)
+        xq = xq.contiguous(memory_format=torch.channels_last)
+        th = xq.mean([2, 3], keepdim=keepdim)
+        sq = shardflow.quant.QuantizedTensor(ints, scale, zp)
+        sf = sq.mean([2, 3], keepdim=keepdim)
+        assert sf.shape == tuple(th.shape)
+        np.testing.assert_array_equal(_ints(sf), _ints(th))
+        assert (sf.q_scale(), sf.q_zero_point()) == (th.q_scale(), th.q_zero_point())
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_quantize_rounds_half_steps_as_torch(per_channel):
+    """torch's ``quantize_per_tensor`` / ``quantize_per_channel`` of a float tensor add the
+    zero point before rounding (FBGEMM's legacy ``Quantize``, one fma): a value half a step
+    from the grid rounds to the even integer of ``zp + x / s``. shardflow rounded ``x / s``
+    first: 22 of these 200 values were one integer off (found through the quantized mean,
+    whose result torch requantizes this way)."""
+    rng = np.random.default_rng(4)
+    scale, zp = float(np.float32(0.0139189)), 64
+    x = ((rng.integers(-40, 40, 200) + 0.5) * np.float64(scale)).astype(np.float32).reshape(2, 100)
+    x[1] += (rng.standard_normal(100) * 1e-7).astype(np.float32)
+    res = []
+    for lib in (torch, shardflow):
+        t = lib.tensor(x)
+        if per_channel:
+            q = lib.quantize_per_channel(t, lib.tensor([scale, scale], dtype=lib.float64), lib.tensor([zp, zp]), 0,
+                                         lib.quint8)
+        else:
+            q = lib.quantize_per_tensor(t, scale, zp, lib.quint8)
+        res.append(_ints(q))
+    np.testing.assert_array_equal(res[1], res[0])
