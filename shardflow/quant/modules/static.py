@@ -97,7 +97,7 @@ class Quantize(Module):
         return cls(s, z, mod.activation_post_process.dtype)
 
     def extra_repr(self) -> str:
-        return f"scale={self.scale.array[0]:.6g}, zero_point={int(self.zero_point.array[0])}, dtype={self.dtype}"
+        return f"scale={self.scale}, zero_point={self.zero_point}, dtype={self.dtype}"  # torch's: buffers as tensors
 
 
 class DeQuantize(Module):
