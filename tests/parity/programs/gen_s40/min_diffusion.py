@@ -8,7 +8,7 @@ as buffers in a loop), the ``DummyEpsModel`` of 7x7 conv / BatchNorm / LeakyReLU
 ``ConvTranspose2d(4, 4)`` back), ``DDPM.forward`` (``randint`` timesteps, ``sqrtab[_ts,
 None, None, None]``, ``_ts / n_T``) and ``sample`` under ``torch.no_grad``; added: a DDIM
 sampler over the same schedule (``eta`` 0 and 1). Shrunk: 1 x 8 x 8 (DummyEpsModel) and 1 x 32 x 32 (NaiveUnet) random images
-(MNIST / CIFAR10 in the original), n_feat 8, n_T 10, 3 Adam steps per model, a loss line
+(MNIST / CIFAR10 in the original), n_feat 8, n_T 10, 3 (2 for the NaiveUnet) Adam steps, 3-step DDIM, a loss line
 instead of tqdm, no ``save_image``.
 """
 from typing import Dict, Tuple
@@ -263,8 +263,8 @@ class DDPM(nn.Module):
         return x_i
 
 
-def train(eps_model, name, side, n_steps=3) -> None:
-    ddpm = DDPM(eps_model=eps_model, betas=(1e-4, 0.02), n_T=10)
+def train(eps_model, name, side, n_steps=3, n_T=10, n_sample=2) -> None:
+    ddpm = DDPM(eps_model=eps_model, betas=(1e-4, 0.02), n_T=n_T)
     print(name, "buffers", [k for k, _ in ddpm.named_buffers()][:4],
           "params", sum(p.numel() for p in ddpm.parameters()))
     optim = torch.optim.Adam(ddpm.parameters(), lr=2e-4)
@@ -285,16 +285,16 @@ def train(eps_model, name, side, n_steps=3) -> None:
 
     ddpm.eval()
     with torch.no_grad():
-        xh = ddpm.sample(2, (1, side, side), "cpu")
+        xh = ddpm.sample(n_sample, (1, side, side), "cpu")
         print(name, "sample", xh.shape, f"{xh.abs().mean().item():.5f} {xh.std().item():.5f}",
               [round(v, 4) for v in xh[0, 0, 0, :4].tolist()])
         grid = torch.cat([xh, xh.clamp(-1, 1) * 0.5 + 0.5], dim=0)
         print(name, "grid", f"{grid.min().item():.5f} {grid.max().item():.5f}")
     for eta in (0.0, 1.0):
-        xd = ddpm.sample_ddim(2, (1, side, side), steps=5, eta=eta)
+        xd = ddpm.sample_ddim(n_sample, (1, side, side), steps=3, eta=eta)
         print(name, f"ddim eta={eta}", f"{xd.abs().mean().item():.5f} {xd.std().item():.5f}")
 
 
 torch.manual_seed(0)
 train(DummyEpsModel(1), "dummy", 8)
-train(NaiveUnet(1, 1, n_feat=8), "unet", 32, n_steps=2)
+train(NaiveUnet(1, 1, n_feat=8), "unet", 32, n_steps=2, n_sample=1)
