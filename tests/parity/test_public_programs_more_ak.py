@@ -43,8 +43,12 @@ def test_min_diffusion_like_torch(tmp_path, monkeypatch, capsys):
     # dummy model) or a one-channel-per-group GroupNorm (the U-Net, GroupNorm(8, 8)), so its
     # gradient is 0 in exact arithmetic and Adam steps it on rounding noise, up to lr per
     # step (3 x 2e-4: 3.5e-4 apart was measured); in eval mode the BatchNorm's running mean
-    # no longer cancels it. The training lines keep 1e-5.
-    sampled = [i for i, line in enumerate(th_out) if any(w in line for w in (" sample ", " grid ", " ddim "))]
+    # no longer cancels it. The U-Net's second loss too: its first gradient is ill-conditioned
+    # (MaxPool2d near-ties after GroupNorm + ReLU: torch's own float32 and float64 input
+    # gradients differ by 1.7% on such a batch; with n_T = 5 instead of 10 the two frameworks'
+    # second losses were 1.7e-4 apart). The other training lines keep 1e-5.
+    sampled = [i for i, line in enumerate(th_out)
+               if any(w in line for w in (" sample ", " grid ", " ddim ", "unet step 1 "))]
     trained = [i for i in range(len(th_out)) if i not in sampled]
     same_printout([sf_out[i] for i in trained], [th_out[i] for i in trained], what="min_diffusion")
     same_printout([sf_out[i] for i in sampled], [th_out[i] for i in sampled], what="min_diffusion", atol=1.5e-3)
