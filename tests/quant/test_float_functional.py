@@ -146,3 +146,21 @@ def test_quantize_rounds_half_steps_as_torch(per_channel):
             q = lib.quantize_per_tensor(t, scale, zp, lib.quint8)
         res.append(_ints(q))
     np.testing.assert_array_equal(res[1], res[0])
+
+
+@pytest.mark.parametrize("layer", ["ReLU6", "AvgPool2d", "Upsample", "BatchNorm2d", "Sigmoid"])
+def test_float_layer_after_convert_says_how_to_leave_the_quantized_region(layer):
+    """torch runs these layers on quantized tensors after ``convert``; shardflow has no int8
+    kernel for them. It said only "input must be a Tensor or a number, got QuantizedTensor";
+    the error now names the int8 layers it has and the fix (a DeQuantStub / QuantStub pair)."""
+    nn, aq = shardflow.nn, shardflow.ao.quantization
+    mod = {"AvgPool2d": lambda: nn.AvgPool2d(2), "Upsample": lambda: nn.Upsample(scale_factor=2),
+           "BatchNorm2d": lambda: nn.BatchNorm2d(4)}.get(layer, lambda: getattr(nn, layer)())()
+    m = nn.Sequential(aq.QuantStub(), nn.Conv2d(3, 4, 1), mod, aq.DeQuantStub()).eval()
+    m.qconfig = aq.default_qconfig
+    aq.prepare(m, inplace=True)
+    x = shardflow.randn(2, 3, 4, 4)
+    m(x)
+    aq.convert(m, inplace=True)
+    with pytest.raises(TypeError, match="got QuantizedTensor; this op has no quantized kernel.*DeQuantStub"):
+        m(x)
