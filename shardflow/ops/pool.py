@@ -42,8 +42,8 @@ from ..backend.meta import MetaArray, is_meta_array
 from ..backend.xp import get_array_module
 from ..kernels import pool as _pool_kernels
 from ._grad_graph import linear_adjoint
-from ._util import ntuple as _tuple
 from ._util import not_a_tensor, refuse_complex
+from ._util import ntuple as _tuple
 
 __all__ = [
     "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
