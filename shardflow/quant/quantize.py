@@ -63,6 +63,7 @@ def get_default_static_quant_module_mappings() -> dict:
         nn.Linear: nnq.Linear, nn.Conv2d: nnq.Conv2d, nnqat.Linear: nnq.Linear,
         nnqat.Conv2d: nnq.Conv2d, nn.ReLU: nnq.ReLU, nn.MaxPool2d: nnq.MaxPool2d,
         nn.Flatten: nnq.Flatten, nn.Dropout: nnq.Dropout, nn.Identity: nnq.Identity,
+        nn.AdaptiveAvgPool2d: nnq.AdaptiveAvgPool2d,
         nni.ConvReLU2d: nnq.ConvReLU2d, nni.LinearReLU: nnq.LinearReLU,
         nni.QATConvReLU2d: nnq.ConvReLU2d, nni.QATLinearReLU: nnq.LinearReLU,
         nnqf.FloatFunctional: nnqf.QFunctional,

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import shardflow
+from shardflow.quant.modules import static
 
 torch = pytest.importorskip("torch")
 
@@ -164,3 +165,54 @@ def test_float_layer_after_convert_says_how_to_leave_the_quantized_region(layer)
     aq.convert(m, inplace=True)
     with pytest.raises(TypeError, match="got QuantizedTensor; this op has no quantized kernel.*DeQuantStub"):
         m(x)
+
+
+@pytest.mark.parametrize("memory_format", ["channels_last", "contiguous"])
+@pytest.mark.parametrize("zp", [0, 17, 64])
+def test_quantized_adaptive_avg_pool_integers_equal_torch(memory_format, zp):
+    """``nn.AdaptiveAvgPool2d`` after ``convert`` (quantizable ResNets pool this way): the
+    window's int32 sum minus ``zp * size``, times float32 ``1 / size``, the zero point added
+    before rounding, as torch's kernel; windows of 2 x 3 cells (sums half-way between two
+    integers) included. shardflow had no int8 AdaptiveAvgPool2d."""
+    rng = np.random.default_rng(zp)
+    scale = float(np.float32(0.0139189))
+    for (h, w), size in (((5, 5), (3, 3)), ((7, 7), (2, 3)), ((6, 6), 1), ((9, 7), (4, None))):
+        ints = rng.integers(0, 120, (2, 40, h, w)).astype(np.uint8)
+        xq = torch._make_per_tensor_quantized_tensor(torch.tensor(ints), scale, zp)
+        xq = xq.contiguous(memory_format=getattr(torch, {"contiguous": "contiguous_format"}.get(memory_format,
+                                                                                              memory_format)))
+        th = torch.nn.functional.adaptive_avg_pool2d(xq, size)
+        pool = static.AdaptiveAvgPool2d(shardflow.nn.AdaptiveAvgPool2d(size))  # what convert makes
+        sf = pool(shardflow.quant.QuantizedTensor(ints, scale, zp))
+        np.testing.assert_array_equal(_ints(sf), _ints(th))
+        assert (sf.q_scale(), sf.q_zero_point()) == (th.q_scale(), th.q_zero_point())
+
+
+def test_quantized_resnet_head_pool_flatten_linear_like_torch():
+    """Conv, ReLU, ``AdaptiveAvgPool2d((1, 1))``, ``torch.flatten(x, 1)`` (functional, on a
+    quantized tensor: was an AttributeError), Linear, after PTQ with the x86 qconfig."""
+    x = np.random.default_rng(1).standard_normal((2, 3, 9, 9)).astype(np.float32)
+    outs = []
+    for lib in (torch, shardflow):
+        nn, aq = lib.nn, lib.ao.quantization
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.quant, self.dequant = aq.QuantStub(), aq.DeQuantStub()
+                self.conv, self.relu = nn.Conv2d(3, 8, 3), nn.ReLU()
+                self.avgpool, self.fc = nn.AdaptiveAvgPool2d((1, 1)), nn.Linear(8, 4)
+
+            def forward(self, t):
+                t = self.avgpool(self.relu(self.conv(self.quant(t))))
+                return self.dequant(self.fc(lib.flatten(t, 1)))
+
+        lib.manual_seed(1)
+        m = Net().eval()
+        m.qconfig = aq.get_default_qconfig("x86")
+        aq.prepare(m, inplace=True)
+        m(lib.tensor(x))
+        aq.convert(m, inplace=True)
+        outs.append((repr(m.avgpool), m(lib.tensor(x)).numpy()))
+    assert outs[1][0] == outs[0][0] == "AdaptiveAvgPool2d(output_size=(1, 1))"
+    np.testing.assert_allclose(outs[1][1], outs[0][1], rtol=0, atol=1e-6)
