@@ -149,7 +149,7 @@ def test_quantize_rounds_half_steps_as_torch(per_channel):
     np.testing.assert_array_equal(res[1], res[0])
 
 
-@pytest.mark.parametrize("layer", ["ReLU6", "AvgPool2d", "Upsample", "BatchNorm2d", "Sigmoid"])
+@pytest.mark.parametrize("layer", ["Hardswish", "AvgPool2d", "Upsample", "BatchNorm2d", "Sigmoid"])
 def test_float_layer_after_convert_says_how_to_leave_the_quantized_region(layer):
     """torch runs these layers on quantized tensors after ``convert``; shardflow has no int8
     kernel for them. It said only "input must be a Tensor or a number, got QuantizedTensor";
@@ -216,3 +216,31 @@ def test_quantized_resnet_head_pool_flatten_linear_like_torch():
         outs.append((repr(m.avgpool), m(lib.tensor(x)).numpy()))
     assert outs[1][0] == outs[0][0] == "AdaptiveAvgPool2d(output_size=(1, 1))"
     np.testing.assert_allclose(outs[1][1], outs[0][1], rtol=0, atol=1e-6)
+
+
+def test_quantized_relu6_like_torch():
+    """``nn.ReLU6`` is observed by ``prepare`` and becomes ``QuantizedReLU6`` (the integers
+    clamped to ``[zp, zp + nearbyint(6 / s)]``) as in torch; shardflow left a float ReLU6,
+    which failed on the quantized tensor."""
+    x = (np.random.default_rng(2).standard_normal((2, 3, 5, 5)) * 4).astype(np.float32)
+    outs = []
+    for lib in (torch, shardflow):
+        nn, aq = lib.nn, lib.ao.quantization
+        lib.manual_seed(2)
+        m = nn.Sequential(aq.QuantStub(), nn.Conv2d(3, 4, 1), nn.ReLU6(), aq.DeQuantStub()).eval()
+        m.qconfig = aq.default_qconfig
+        aq.prepare(m, inplace=True)
+        prepared = repr(m[2])
+        m(lib.tensor(x))
+        aq.convert(m, inplace=True)
+        outs.append((prepared, repr(m[2]), m(lib.tensor(x)).numpy()))
+    assert outs[1][:2] == outs[0][:2] == ("ReLU6(\n  (activation_post_process): MinMaxObserver(min_val=inf, max_val=-inf)\n)",
+                                          "QuantizedReLU6()")
+    np.testing.assert_allclose(outs[1][2], outs[0][2], rtol=0, atol=1e-6)
+    rng = np.random.default_rng(3)
+    for scale, zp in ((0.05, 0), (0.0139189, 64), (0.0235294, 128)):
+        scale = float(np.float32(scale))
+        ints = rng.integers(0, 256, (4, 40, 5)).astype(np.uint8)
+        th = torch.ao.nn.quantized.ReLU6()(torch._make_per_tensor_quantized_tensor(torch.tensor(ints), scale, zp))
+        sf = shardflow.ao.nn.quantized.ReLU6()(shardflow.quant.QuantizedTensor(ints, scale, zp))
+        np.testing.assert_array_equal(_ints(sf), _ints(th))

@@ -33,7 +33,7 @@ from .intrinsic import FusedModule
 from .packed import PackedParams, quantize_weight, repr_hiding_packed_params
 
 __all__ = ["Quantize", "DeQuantize", "Linear", "Conv2d", "LinearReLU", "ConvReLU2d", "ReLU",
-           "MaxPool2d", "Flatten", "Dropout", "Identity", "AdaptiveAvgPool2d"]
+           "MaxPool2d", "Flatten", "Dropout", "Identity", "AdaptiveAvgPool2d", "ReLU6"]
 
 
 def _pair(v):
@@ -350,3 +350,28 @@ class AdaptiveAvgPool2d(_OnIntRepr):
                 out[..., i, j] = acc.astype(np.float32) * (np.float32(1.0) / np.float32(size)) + zp
         out = np.clip(np.rint(out), x.dtype.qmin, x.dtype.qmax).astype(x.dtype.np_dtype)
         return QuantizedTensor(out, x._scale, x._zero_point, x.dtype)
+
+
+class ReLU6(Module):
+    """``ao.nn.quantized.ReLU6``: the integers clamped to ``[zero_point, six]``, ``six`` being
+    6.0 quantized with the input's qparams (``zero_point + nearbyint(6 / scale)``); the
+    input's scale and zero point kept, as torch's ``quantized::relu6``."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, x):
+        _need_q(x, "ReLU6")
+        d = x.dtype
+        six = x._zero_point + np.rint(np.float32(6.0) * (np.float32(1.0) / np.float32(x._scale)))
+        six = int(min(max(six, d.qmin), d.qmax))
+        q = np.clip(x._q, np.asarray(x._zero_point, x._q.dtype), np.asarray(six, x._q.dtype))
+        return QuantizedTensor(q, x._scale, x._zero_point, d)
+
+    @classmethod
+    def from_float(cls, mod):
+        return cls(mod.inplace)
+
+    def _get_name(self) -> str:
+        return "QuantizedReLU6"

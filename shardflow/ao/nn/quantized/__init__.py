@@ -11,5 +11,6 @@ from ....quant.modules.static import (
     MaxPool2d,
     Quantize,
     ReLU,
+    ReLU6,
 )
 from . import dynamic
