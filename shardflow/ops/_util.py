@@ -60,7 +60,7 @@ def not_a_tensor(what: str, x) -> TypeError:
     if getattr(x, "is_quantized", False) and not isinstance(x, Tensor):
         msg += ("; this op has no quantized kernel in shardflow (a converted model runs Linear, "
                 "Conv2d, their ReLU fusions, ReLU, MaxPool2d, AdaptiveAvgPool2d, Flatten, Dropout, "
-                "Identity, ReLU6, FloatFunctional, x.mean and flatten on int8 tensors): put a DeQuantStub before the layer "
+                "Identity, ReLU6, Hardswish, FloatFunctional, x.mean and flatten on int8 tensors): put a DeQuantStub before the layer "
                 "and a QuantStub after it, or set its qconfig to None (docs/QUANT.md)")
     return TypeError(msg)
 

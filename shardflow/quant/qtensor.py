@@ -164,14 +164,6 @@ class QuantizedTensor:
         return f"QuantizedTensor(shape={tuple(self._q.shape)}, dtype={self.dtype}, {qp})"
 
 
-def _dequantize_fma(q: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
-    """torch's vectorized dequantize, ``fma(q, s, -zp * s)`` in float32 (exact in float64,
-    then rounded once: ``q * s`` has at most 32 significant bits)."""
-    s = np.float32(scale)
-    neg_zp_s = np.float32(np.float32(-zero_point) * s)
-    return (q.astype(np.float64) * np.float64(s) + np.float64(neg_zp_s)).astype(np.float32)
-
-
 def _multi_row_sum(x: np.ndarray) -> np.ndarray:
     """torch's CPU ``multi_row_sum`` over axis 1 of ``(N, R, C)`` float32: rows added in
     order into level 0; after each block of ``2 ** level_power`` rows the levels carry up

@@ -63,7 +63,7 @@ def get_default_static_quant_module_mappings() -> dict:
         nn.Linear: nnq.Linear, nn.Conv2d: nnq.Conv2d, nnqat.Linear: nnq.Linear,
         nnqat.Conv2d: nnq.Conv2d, nn.ReLU: nnq.ReLU, nn.MaxPool2d: nnq.MaxPool2d,
         nn.Flatten: nnq.Flatten, nn.Dropout: nnq.Dropout, nn.Identity: nnq.Identity,
-        nn.AdaptiveAvgPool2d: nnq.AdaptiveAvgPool2d, nn.ReLU6: nnq.ReLU6,
+        nn.AdaptiveAvgPool2d: nnq.AdaptiveAvgPool2d, nn.ReLU6: nnq.ReLU6, nn.Hardswish: nnq.Hardswish,
         nni.ConvReLU2d: nnq.ConvReLU2d, nni.LinearReLU: nnq.LinearReLU,
         nni.QATConvReLU2d: nnq.ConvReLU2d, nni.QATLinearReLU: nnq.LinearReLU,
         nnqf.FloatFunctional: nnqf.QFunctional,
@@ -79,9 +79,10 @@ def get_default_dynamic_quant_module_mappings() -> dict:
     return {nn.Linear: nnqd.Linear, nn.LSTM: nnqd_rnn.LSTM}
 
 
-# qat.* subclass these; ReLU6 is observed as torch observes it (its int8 form keeps the
-# input's qparams, but a prepared model prints the observer, and QAT fake-quantizes there)
-_OBSERVED = (QuantStub, nn.Linear, nn.Conv2d, nni.FusedModule, nn.ReLU6)
+# qat.* subclass these; ReLU6 and Hardswish are observed as torch observes them (ReLU6's int8
+# form keeps the input's qparams, but a prepared model prints the observer, and QAT
+# fake-quantizes there; Hardswish takes its output qparams from it)
+_OBSERVED = (QuantStub, nn.Linear, nn.Conv2d, nni.FusedModule, nn.ReLU6, nn.Hardswish)
 
 
 def propagate_qconfig_(module: Module, qconfig_dict: dict | None = None) -> None:

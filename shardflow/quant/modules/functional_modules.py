@@ -10,13 +10,10 @@ observer after ``prepare``, a ``FakeQuantize`` after ``prepare_qat``); ``add_sca
 whose ``scale`` / ``zero_point`` are the observer's and whose ops take quint8
 ``QuantizedTensor``s, with PyTorch's CPU arithmetic:
 
-* ``add`` / ``add_relu``: each input dequantized as ``fma(q, s, -zp * s)`` in float32 (the
-  AVX2 kernel's ``fmadd``; exact in float64 then rounded once, since ``q * s`` has at most
-  32 significant bits), summed in float32, clamped at 0 for ``add_relu``, requantized by
-  ``nearbyint(c * (1 / scale)) + zero_point``. Limit: torch's scalar tail loop (the last
-  ``numel % 32`` elements of a contiguous run) dequantizes as ``(q - zp) * s`` (two
-  roundings); the two differ in the last bit of a float, which moves an integer only when
-  the sum is within that bit of a rounding midpoint.
+* ``add`` / ``add_relu``: each input dequantized, summed in float32, clamped at 0 for
+  ``add_relu``, requantized, with the roundings of torch's vector loop and of its scalar
+  loop over the last ``numel % 64`` (AVX512; 32 with AVX2) values
+  (``qparams.dequantize_elementwise`` / ``quantize_elementwise``).
 * ``mul``: ``(qa - za) * (qb - zb)`` in int32, times the float32 multiplier
   ``sa * sb * (1 / scale)``, rounded (``lrintf``) plus the zero point, clamped.
 * ``cat``: the integers joined when every input already has the output's qparams, else each
@@ -36,8 +33,8 @@ from ...autograd.tensor import Tensor, _wrap
 from ...nn import functional as F
 from ...nn.module import Module
 from ...nn.modules.linear import Identity
-from ..qparams import quantize_array
-from ..qtensor import QuantizedTensor, _dequantize_fma
+from ..qparams import dequantize_elementwise, quantize_array, quantize_elementwise
+from ..qtensor import QuantizedTensor
 from ..qtypes import quint8
 
 __all__ = ["FloatFunctional", "QFunctional"]
@@ -84,10 +81,6 @@ def _need_quint8(x, what):
     return x
 
 
-def _dequantize(x: QuantizedTensor) -> np.ndarray:
-    return _dequantize_fma(x._q, x._scale, x._zero_point)
-
-
 class QFunctional(Module):
     """The quantized form of :class:`FloatFunctional` (made by ``convert``)."""
 
@@ -123,10 +116,13 @@ class QFunctional(Module):
         return self.activation_post_process(QuantizedTensor(q, self.scale, self.zero_point, quint8))
 
     def _add(self, x, y, relu):
-        c = _dequantize(_need_quint8(x, "add")) + _dequantize(_need_quint8(y, "add"))
+        x, y = _need_quint8(x, "add"), _need_quint8(y, "add")
+        c = (dequantize_elementwise(x._q, x._scale, x._zero_point)
+             + dequantize_elementwise(y._q, y._scale, y._zero_point))
         if relu:
             np.maximum(c, np.float32(0), out=c)
-        return self._out(c)
+        q = quantize_elementwise(c, self.scale, self.zero_point, quint8.qmin, quint8.qmax, quint8.np_dtype)
+        return self.activation_post_process(QuantizedTensor(q, self.scale, self.zero_point, quint8))
 
     def add(self, x, y):
         return self._add(x, y, relu=False)

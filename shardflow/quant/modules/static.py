@@ -26,14 +26,14 @@ from ...autograd.tensor import Tensor, _wrap
 from ...nn import functional as F
 from ...nn.module import Module
 from ..int8_gemm import _bound, exact_chunk, int8_matmul
-from ..qparams import quantize_array
+from ..qparams import dequantize_elementwise, quantize_array, quantize_elementwise
 from ..qtensor import QuantizedTensor
 from ..qtypes import as_qdtype, per_channel_affine, per_tensor_affine, quint8
 from .intrinsic import FusedModule
 from .packed import PackedParams, quantize_weight, repr_hiding_packed_params
 
 __all__ = ["Quantize", "DeQuantize", "Linear", "Conv2d", "LinearReLU", "ConvReLU2d", "ReLU",
-           "MaxPool2d", "Flatten", "Dropout", "Identity", "AdaptiveAvgPool2d", "ReLU6"]
+           "MaxPool2d", "Flatten", "Dropout", "Identity", "AdaptiveAvgPool2d", "ReLU6", "Hardswish"]
 
 
 def _pair(v):
@@ -375,3 +375,29 @@ class ReLU6(Module):
 
     def _get_name(self) -> str:
         return "QuantizedReLU6"
+
+
+class Hardswish(Module):
+    """``ao.nn.quantized.Hardswish``: output qparams from the observer; torch's x86 kernel:
+    dequantize, ``x * clamp(x + 3, 0, 6) / 6`` in float32, quantize, with its vector and
+    scalar loops' roundings (``qparams.dequantize_elementwise`` / ``quantize_elementwise``)."""
+
+    def __init__(self, scale: float, zero_point: int):
+        super().__init__()
+        self.register_buffer("scale", _wrap(np.array(scale, np.float32)))
+        self.register_buffer("zero_point", _wrap(np.array(zero_point, np.int64)))
+
+    def forward(self, x):
+        _need_q(x, "Hardswish")
+        v = dequantize_elementwise(x._q, x._scale, x._zero_point)
+        y = (v * np.clip(v + np.float32(3), np.float32(0), np.float32(6))) / np.float32(6)
+        s, z = float(self.scale.array), int(self.zero_point.array)
+        q = quantize_elementwise(y, s, z, quint8.qmin, quint8.qmax, quint8.np_dtype)
+        return QuantizedTensor(q, s, z, quint8)
+
+    @classmethod
+    def from_float(cls, mod):
+        return cls(*_output_qparams(mod))
+
+    def _get_name(self) -> str:
+        return "QuantizedHardswish"

@@ -6,6 +6,7 @@ from ....quant.modules.static import (
     DeQuantize,
     Dropout,
     Flatten,
+    Hardswish,
     Identity,
     Linear,
     MaxPool2d,
