@@ -17,7 +17,7 @@ whose ``scale`` / ``zero_point`` are the observer's and whose ops take quint8
 * ``mul``: ``(qa - za) * (qb - zb)`` in int32, times the float32 multiplier
   ``sa * sb * (1 / scale)``, rounded (``lrintf``) plus the zero point, clamped.
 * ``cat``: the integers joined when every input already has the output's qparams, else each
-  dequantized, joined and requantized (torch's ``quantized::cat``).
+  dequantized, joined and quantized as ``quantize_per_tensor`` (torch's ``quantized::cat``).
 
 ``add_scalar`` / ``mul_scalar`` / ``matmul`` on integers (torch's ``quantized::add_scalar``
 picks new qparams from the scalar; ``matmul`` requantizes an int32 product) raise
@@ -112,7 +112,10 @@ class QFunctional(Module):
         raise RuntimeError("Functional is not intended to use the 'forward'. Please use the underlying operation")
 
     def _out(self, c: np.ndarray) -> QuantizedTensor:
-        q = quantize_array(c, self.scale, self.zero_point, quint8.qmin, quint8.qmax, quint8.np_dtype)
+        # torch's quantized::cat of differing qparams: dequantize, cat, quantize_per_tensor
+        # (the zero point added before rounding)
+        q = quantize_array(c, self.scale, self.zero_point, quint8.qmin, quint8.qmax, quint8.np_dtype,
+                           zero_point_first=True)
         return self.activation_post_process(QuantizedTensor(q, self.scale, self.zero_point, quint8))
 
     def _add(self, x, y, relu):
