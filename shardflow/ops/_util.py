@@ -52,12 +52,25 @@ def as_dtype_of(y, a, b=None):
     return y if y.dtype == want else y.astype(want)
 
 
+def not_a_tensor(what: str, x) -> TypeError:
+    """The TypeError for a non-Tensor argument; for a QuantizedTensor (a converted
+    quantized model's activations: ``shardflow.quant``, a layer above, duck-typed here) it
+    says which layers run on int8 and how to leave the quantized region."""
+    msg = f"{what}, got {type(x).__name__}"
+    if getattr(x, "is_quantized", False) and not isinstance(x, Tensor):
+        msg += ("; this op has no quantized kernel in shardflow (a converted model runs Linear, "
+                "Conv2d, their ReLU fusions, ReLU, MaxPool2d, AdaptiveAvgPool2d, Flatten, Dropout, "
+                "Identity, ReLU6, Hardswish, FloatFunctional, x.mean and flatten on int8 tensors): put a DeQuantStub before the layer "
+                "and a QuantStub after it, or set its qconfig to None (docs/QUANT.md)")
+    return TypeError(msg)
+
+
 def as_tensor_arg(x, name: str = "input") -> Tensor:
     if isinstance(x, Tensor):
         return x
     if isinstance(x, _TENSOR_LIKE):
         return _wrap(_as_array(x, None))  # data with tensor()'s dtypes (Tensor(3) would be sizes)
-    raise TypeError(f"{name} must be a Tensor or a number, got {type(x).__name__}")
+    raise not_a_tensor(f"{name} must be a Tensor or a number", x)
 
 
 def number_arg(value, op: str, name: str):

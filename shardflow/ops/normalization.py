@@ -38,7 +38,7 @@ from ..backend import get_array_module
 from ..kernels import cuda as _cuda_kernels
 from ..kernels import layer_norm as _ln_kernels
 from ._grad_graph import const
-from ._util import refuse_complex, wrap_dim
+from ._util import not_a_tensor, refuse_complex, wrap_dim
 from .blocked import block_slices
 
 __all__ = ["layer_norm", "batch_norm", "group_norm", "instance_norm", "rms_norm", "normalize"]
@@ -71,7 +71,7 @@ _COMPLEX_KERNELS = {"layer_norm": "LayerNormKernelImpl", "group_norm": "GroupNor
 
 def _check_float(x, name):
     if not isinstance(x, Tensor):
-        raise TypeError(f"{name}: input must be a Tensor, got {type(x).__name__}")
+        raise not_a_tensor(f"{name}: input must be a Tensor", x)
     if name in _COMPLEX_KERNELS:
         refuse_complex(x, kernel=_COMPLEX_KERNELS[name])
     if not x.dtype.is_floating_point:

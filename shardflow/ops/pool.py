@@ -42,8 +42,8 @@ from ..backend.meta import MetaArray, is_meta_array
 from ..backend.xp import get_array_module
 from ..kernels import pool as _pool_kernels
 from ._grad_graph import linear_adjoint
+from ._util import not_a_tensor, refuse_complex
 from ._util import ntuple as _tuple
-from ._util import refuse_complex
 
 __all__ = [
     "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
@@ -242,7 +242,7 @@ def _first_valid_where_lowest(kidx, best, ksize, stride, dilation, pads, osize):
 
 def _check_input(input, d, name):
     if not isinstance(input, Tensor):
-        raise TypeError(f"{name}: input must be a Tensor, got {type(input).__name__}")
+        raise not_a_tensor(f"{name}: input must be a Tensor", input)
     if input.ndim not in (d + 1, d + 2):
         raise RuntimeError(
             f"{name}: expected a {d + 1}-D (unbatched) or {d + 2}-D (batched) input, got shape "

@@ -59,7 +59,7 @@ from ..autograd import Function, Tensor
 from ..autograd.dispatch import register
 from ..backend import get_array_module
 from ._grad_graph import linear_adjoint
-from ._util import ntuple
+from ._util import not_a_tensor, ntuple
 from .pool import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 
 __all__ = ["interpolate", "im2col", "col2im"]
@@ -276,7 +276,7 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", alig
     ``size`` (int or one per spatial dim) or ``scale_factor`` (float or one per dim; the
     output size is ``floor(in * scale)``). The checks and their order follow PyTorch's."""
     if not isinstance(input, Tensor):
-        raise TypeError(f"interpolate: input must be a Tensor, got {type(input).__name__}")
+        raise not_a_tensor("interpolate: input must be a Tensor", input)
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
             raise ValueError(

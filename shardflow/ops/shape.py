@@ -196,6 +196,10 @@ def ravel(input: Tensor) -> Tensor:
 @register("flatten")
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Merge dims ``start_dim..end_dim`` into one (a 0-d tensor becomes 1-d)."""
+    if not isinstance(input, Tensor) and getattr(input, "is_quantized", False):
+        # a converted model's QuantizedTensor (shardflow.quant, a layer above): its own
+        # flatten keeps the integers and qparams (torch.flatten(x, 1) in quantizable ResNets)
+        return input.flatten(start_dim, end_dim)
     shape = input.array.shape
     nd = len(shape)
     if nd == 0:

@@ -22,7 +22,7 @@ from ..autograd.dispatch import register
 from ..backend import as_dtype
 from ..backend.dtypes import _SCALAR_TYPE_NAMES
 from ..kernels import softmax as _sm_kernels
-from ._util import _down, _up, flush_subnormal_, refuse_complex, wrap_dim
+from ._util import _down, _up, flush_subnormal_, not_a_tensor, refuse_complex, wrap_dim
 
 __all__ = ["softmax", "log_softmax"]
 
@@ -132,7 +132,7 @@ _EMPTY_INTEGER = object()  # _softmax_args' answer for an empty integer input: r
 
 def _softmax_args(input, dim, _stacklevel, dtype, name):
     if not isinstance(input, Tensor):
-        raise TypeError(f"{name}: input must be a Tensor, got {type(input).__name__}")
+        raise not_a_tensor(f"{name}: input must be a Tensor", input)
     if dtype is None and _stacklevel is not None and not isinstance(_stacklevel, int):
         dtype = _stacklevel  # torch.softmax(x, dim, dtype) passes dtype third
     if dtype is not None:

@@ -11,12 +11,13 @@ and ``shardflow.ao.nn.quantized``). See docs/QUANT.md.
 | ``histogram.py`` | ``HistogramObserver`` (L2-error search for the clipping range) |
 | ``fake_quantize.py`` | ``fake_quantize_per_{tensor,channel}_affine`` (STE backward), ``FakeQuantize`` |
 | ``qconfig.py`` | ``QConfig`` and the default qconfigs per engine |
+| ``qconfig_mapping.py`` | ``QConfigMapping`` (FX's argument; FX itself is refused) and its defaults |
 | ``stubs.py`` | ``QuantStub``, ``DeQuantStub``, ``QuantWrapper`` |
 | ``int8_gemm.py`` | exact int32-accumulating int8 GEMM on float32 BLAS (numba / NumPy options) |
 | ``engine.py`` | the quantized engine (x86/fbgemm/qnnpack numerics) |
-| ``modules/`` | static / dynamic / QAT quantized layers |
+| ``modules/`` | static / dynamic / QAT quantized layers, ``FloatFunctional`` / ``QFunctional`` |
 | ``quantize.py`` | ``prepare``, ``convert``, ``prepare_qat``, ``quantize``, ``quantize_dynamic`` |
-| ``fuse.py`` | ``fuse_modules`` (Conv2d+ReLU, Linear+ReLU, Conv2d+BatchNorm2d[+ReLU]) |
+| ``fuse.py`` | ``fuse_modules`` (Conv2d+ReLU, Linear+ReLU, Conv2d+BatchNorm2d[+ReLU]), ``fuse_modules_qat`` |
 | ``quant_type.py`` | ``QuantType`` |
 | ``quantization_mappings.py`` | the default float -> quantized module tables and their lookups |
 | ``observer_state.py`` | observer state dicts, ``RecordingObserver``, ``qconfig_equals`` |
@@ -42,7 +43,7 @@ from .fake_quantize import (
     fake_quantize_per_channel_affine,
     fake_quantize_per_tensor_affine,
 )
-from .fuse import fuse_conv_bn_eval, fuse_modules
+from .fuse import fuse_conv_bn_eval, fuse_modules, fuse_modules_qat
 from .histogram import HistogramObserver, default_histogram_observer
 from .int8_gemm import get_int8_backend, int8_matmul, set_int8_backend
 from .observer import (
@@ -80,6 +81,11 @@ from .qconfig import (
     get_default_qat_qconfig,
     get_default_qconfig,
     per_channel_dynamic_qconfig,
+)
+from .qconfig_mapping import (
+    QConfigMapping,
+    get_default_qat_qconfig_mapping,
+    get_default_qconfig_mapping,
 )
 from .qtensor import QuantizedTensor, dequantize, quantize_per_channel, quantize_per_tensor
 from .qtypes import (

@@ -169,10 +169,10 @@ class FakeQuantize(FakeQuantizeBase):
         return X
 
     def extra_repr(self) -> str:
-        return (f"fake_quant_enabled={int(self.fake_quant_enabled.array[0])}, "
-                f"observer_enabled={int(self.observer_enabled.array[0])}, quant_min={self.quant_min}, "
-                f"quant_max={self.quant_max}, dtype={self.dtype}, qscheme={self.qscheme}, "
-                f"ch_axis={self.ch_axis}, scale={self.scale.array}, zero_point={self.zero_point.array}")
+        # torch's: the flag / scale / zero-point buffers printed as tensors
+        return (f"fake_quant_enabled={self.fake_quant_enabled}, observer_enabled={self.observer_enabled}, "
+                f"quant_min={self.quant_min}, quant_max={self.quant_max}, dtype={self.dtype}, "
+                f"qscheme={self.qscheme}, ch_axis={self.ch_axis}, scale={self.scale}, zero_point={self.zero_point}")
 
 
 class FusedMovingAvgObsFakeQuantize(FakeQuantize):
@@ -195,6 +195,12 @@ class FusedMovingAvgObsFakeQuantize(FakeQuantize):
         self.fake_quant_enabled = _wrap(np.array([1], np.int64))
         self.observer_enabled = _wrap(np.array([1], np.int64))
         self.is_symmetric_quant = self.qscheme.symmetric
+
+    def extra_repr(self) -> str:
+        return (f"fake_quant_enabled={self.fake_quant_enabled}, observer_enabled={self.observer_enabled}, "
+                f"scale={self.scale}, zero_point={self.zero_point}, dtype={self.dtype}, "
+                f"quant_min={self.quant_min}, quant_max={self.quant_max}, qscheme={self.qscheme}, "
+                f"reduce_range={self.activation_post_process.reduce_range}")
 
     def forward(self, X):
         if self.observer_enabled.array[0] == 1:

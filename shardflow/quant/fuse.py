@@ -22,7 +22,7 @@ from ..autograd.tensor import _wrap
 from ..nn.parameter import Parameter
 from .modules.intrinsic import ConvReLU2d, LinearReLU
 
-__all__ = ["fuse_modules", "fuse_conv_bn_eval"]
+__all__ = ["fuse_modules", "fuse_modules_qat", "fuse_conv_bn_eval"]
 
 
 def fuse_conv_bn_eval(conv, bn):
@@ -43,8 +43,14 @@ def fuse_conv_bn_eval(conv, bn):
     return fused
 
 
-def _fuse(mods):
+def _fuse(mods, is_qat=False):
     types = tuple(type(m) for m in mods)
+    if is_qat and nn.BatchNorm2d in types:
+        raise NotImplementedError(
+            f"fuse_modules_qat: QAT fusion of {', '.join(t.__name__ for t in types)} (torch's "
+            "nn.intrinsic.ConvBn2d / ConvBnReLU2d, which keep the batch norm and fold it while "
+            "training) is not built in shardflow; fold the batch norm first (model.eval(), "
+            "fuse_modules, then model.train() and prepare_qat), or keep the modules apart")
     if types == (nn.Conv2d, nn.ReLU):
         return ConvReLU2d(mods[0], mods[1])
     if types == (nn.Linear, nn.ReLU):
@@ -67,12 +73,24 @@ def _set(model, name, module):
 def fuse_modules(model, modules_to_fuse, inplace: bool = False, fuser_func=None,
                  fuse_custom_config_dict=None):
     """Fuse each list of module names in ``modules_to_fuse`` (or one list of names)."""
+    return _fuse_modules(model, modules_to_fuse, inplace, fuser_func, is_qat=False)
+
+
+def fuse_modules_qat(model, modules_to_fuse, inplace: bool = False, fuser_func=None,
+                     fuse_custom_config_dict=None):
+    """``fuse_modules`` for quantization-aware training (torch's ``is_qat=True``):
+    Conv2d+ReLU and Linear+ReLU as ``fuse_modules``; patterns with a batch norm raise
+    NotImplementedError (torch's ``ConvBn2d`` / ``ConvBnReLU2d`` QAT modules are not built)."""
+    return _fuse_modules(model, modules_to_fuse, inplace, fuser_func, is_qat=True)
+
+
+def _fuse_modules(model, modules_to_fuse, inplace, fuser_func, is_qat):
     if not inplace:
         model = copy.deepcopy(model)
     groups = [modules_to_fuse] if modules_to_fuse and isinstance(modules_to_fuse[0], str) else modules_to_fuse
     for names in groups:
         mods = [model.get_submodule(n) for n in names]
-        fused = (fuser_func or _fuse)(mods)
+        fused = fuser_func(mods) if fuser_func is not None else _fuse(mods, is_qat)
         qconfig = getattr(mods[0], "qconfig", None)
         if qconfig is not None:
             fused.qconfig = qconfig

@@ -25,6 +25,7 @@ import numpy as np
 from ..autograd.tensor import Tensor, _wrap
 from ..nn.module import Module
 from .qparams import EPS, calculate_qparams, quant_range
+from .qtypes import _SCHEMES as _QSCHEMES_BY_NAME
 from .qtypes import _scheme, as_qdtype, qint8, quint8
 
 __all__ = [
@@ -45,10 +46,27 @@ def _unobserved_qparams():
     )
     return _wrap(np.array([1.0], np.float32)), _wrap(np.array([0], np.int64))
 
+def _torch_path_repr(v) -> str:
+    """``repr`` of a with_args keyword as torch prints it: a class by its
+    ``torch.ao.quantization`` module path (shardflow's live in ``shardflow.quant``; the
+    histogram observer is in torch's ``observer`` module), a qscheme named by a string as
+    the qscheme object (``shardflow.per_tensor_symmetric``), a dtype likewise."""
+    if isinstance(v, type) and v.__module__.startswith("shardflow.quant."):
+        sub = v.__module__.rpartition(".")[2]
+        sub = "observer" if sub == "histogram" else sub
+        return f"<class 'shardflow.ao.quantization.{sub}.{v.__qualname__}'>"
+    if isinstance(v, str) and v in _QSCHEMES_BY_NAME:
+        return repr(_QSCHEMES_BY_NAME[v])
+    if isinstance(v, str) and v in ("quint8", "qint8", "qint32"):
+        return repr(as_qdtype(v))
+    return repr(v)
+
+
 class _PartialWithRepr(functools.partial):
     def __repr__(self) -> str:
-        kw = ", ".join(f"{k}={v!r}" for k, v in self.keywords.items())
-        return f"functools.partial({self.func.__name__}, {kw}){{}}"
+        # torch's _PartialWrapper prints the partial and its (empty) callable_args dict
+        kw = ", ".join(f"{k}={_torch_path_repr(v)}" for k, v in self.keywords.items())
+        return f"functools.partial({_torch_path_repr(self.func)}, {kw}){{}}"
 
     def with_args(self, **kwargs):
         return _PartialWithRepr(self.func, **{**self.keywords, **kwargs})
@@ -130,6 +148,11 @@ class MinMaxObserver(ObserverBase):
         self.min_val.array[...] = np.inf
         self.max_val.array[...] = -np.inf
 
+    def extra_repr(self) -> str:
+        # torch's: a 0-d min/max formats as its float (``min_val=inf``), per channel as a tensor
+        return f"min_val={self.min_val}, max_val={self.max_val}"
+
+
 
 class MovingAverageMinMaxObserver(MinMaxObserver):
     """Exponential moving average of each batch's min / max (the first batch sets them)."""
@@ -199,6 +222,11 @@ class PerChannelMinMaxObserver(ObserverBase):
 
     def reset_min_max_vals(self):
         self.min_val, self.max_val = _wrap(np.zeros(0, np.float32)), _wrap(np.zeros(0, np.float32))
+
+    def extra_repr(self) -> str:
+        # torch's: a 0-d min/max formats as its float (``min_val=inf``), per channel as a tensor
+        return f"min_val={self.min_val}, max_val={self.max_val}"
+
 
 
 class MovingAveragePerChannelMinMaxObserver(PerChannelMinMaxObserver):

@@ -22,14 +22,15 @@ from collections import namedtuple
 
 from ..nn.module import Module
 from .fake_quantize import (
+    FusedMovingAvgObsFakeQuantize,
     default_fake_quant,
-    default_fused_act_fake_quant,
     default_fused_per_channel_wt_fake_quant,
     default_fused_wt_fake_quant,
     default_weight_fake_quant,
 )
 from .histogram import HistogramObserver
 from .observer import (
+    MovingAverageMinMaxObserver,
     default_dynamic_quant_observer,
     default_observer,
     default_per_channel_weight_observer,
@@ -86,11 +87,16 @@ def get_default_qconfig(backend: str = "x86", version: int = 0) -> QConfig:
                    weight=default_per_channel_weight_observer)
 
 
+# torch's QAT activation factory, written out (not default_fused_act_fake_quant: its dtype
+# keyword would show in the printed qconfig, where torch's has none)
+_QAT_ACT = FusedMovingAvgObsFakeQuantize.with_args(observer=MovingAverageMinMaxObserver, quant_min=0, quant_max=255)
+
+
 def get_default_qat_qconfig(backend: str = "x86", version: int = 1) -> QConfig:
     """The quantization-aware-training qconfig for ``backend``."""
     _check_backend(backend)
     if backend == "qnnpack":
-        return QConfig(activation=default_fused_act_fake_quant.with_args(reduce_range=False),
+        return QConfig(activation=_QAT_ACT.with_args(reduce_range=False),
                        weight=default_fused_wt_fake_quant)
-    return QConfig(activation=default_fused_act_fake_quant.with_args(reduce_range=True),
+    return QConfig(activation=_QAT_ACT.with_args(reduce_range=True),
                    weight=default_fused_per_channel_wt_fake_quant)

@@ -24,7 +24,8 @@ What each step does:
 * ``prepare``: each leaf of an observed type (QuantStub, Linear, Conv2d, their QAT forms) with
   a qconfig gets ``activation_post_process = qconfig.activation()`` and a forward hook that
   passes its output through it (observers return their input; FakeQuantize returns the
-  fake-quantized output).
+  fake-quantized output). A ``FloatFunctional`` gets the observer in place of its
+  ``Identity`` and no hook (its ``add`` / ``cat`` / ... call it).
 * ``convert``: each module whose type is in the mapping and has a qconfig is replaced by
   ``mapping[type].from_float(module)`` (weights quantized with ``qconfig.weight`` or the QAT
   module's trained ``weight_fake_quant``; output qparams from its observer). ReLU, MaxPool2d,
@@ -41,6 +42,7 @@ from .. import nn
 from ..nn.module import Module
 from .modules import dynamic as nnqd
 from .modules import dynamic_rnn as nnqd_rnn
+from .modules import functional_modules as nnqf
 from .modules import intrinsic as nni
 from .modules import qat as nnqat
 from .modules import static as nnq
@@ -61,8 +63,10 @@ def get_default_static_quant_module_mappings() -> dict:
         nn.Linear: nnq.Linear, nn.Conv2d: nnq.Conv2d, nnqat.Linear: nnq.Linear,
         nnqat.Conv2d: nnq.Conv2d, nn.ReLU: nnq.ReLU, nn.MaxPool2d: nnq.MaxPool2d,
         nn.Flatten: nnq.Flatten, nn.Dropout: nnq.Dropout, nn.Identity: nnq.Identity,
+        nn.AdaptiveAvgPool2d: nnq.AdaptiveAvgPool2d, nn.ReLU6: nnq.ReLU6, nn.Hardswish: nnq.Hardswish,
         nni.ConvReLU2d: nnq.ConvReLU2d, nni.LinearReLU: nnq.LinearReLU,
         nni.QATConvReLU2d: nnq.ConvReLU2d, nni.QATLinearReLU: nnq.LinearReLU,
+        nnqf.FloatFunctional: nnqf.QFunctional,
     }
 
 
@@ -75,7 +79,10 @@ def get_default_dynamic_quant_module_mappings() -> dict:
     return {nn.Linear: nnqd.Linear, nn.LSTM: nnqd_rnn.LSTM}
 
 
-_OBSERVED = (QuantStub, nn.Linear, nn.Conv2d, nni.FusedModule)  # qat.* subclass these
+# qat.* subclass these; ReLU6 and Hardswish are observed as torch observes them (ReLU6's int8
+# form keeps the input's qparams, but a prepared model prints the observer, and QAT
+# fake-quantizes there; Hardswish takes its output qparams from it)
+_OBSERVED = (QuantStub, nn.Linear, nn.Conv2d, nni.FusedModule, nn.ReLU6, nn.Hardswish)
 
 
 def propagate_qconfig_(module: Module, qconfig_dict: dict | None = None) -> None:
@@ -100,6 +107,10 @@ def _observer_hook(module, args, output):
 
 def _add_observers(mod: Module) -> None:
     qc = getattr(mod, "qconfig", None)
+    if qc is not None and type(mod) is nnqf.FloatFunctional:
+        # observed inside its methods (torch: no hook), its Identity replaced
+        mod.activation_post_process = qc.activation()
+        return
     if qc is not None and isinstance(mod, _OBSERVED) and "activation_post_process" not in mod._modules:
         mod.activation_post_process = qc.activation()
         mod._observer_hook_handle = mod.register_forward_hook(_observer_hook)

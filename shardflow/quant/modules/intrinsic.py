@@ -29,6 +29,9 @@ class LinearReLU(FusedModule):
 
 
 class QATConvReLU2d(QATConv2d):
+    def _get_name(self) -> str:
+        return "ConvReLU2d"  # torch's class name (ao.nn.intrinsic.qat.ConvReLU2d) in printouts
+
     def forward(self, input):
         return F.relu(super().forward(input))
 
@@ -40,6 +43,9 @@ class QATConvReLU2d(QATConv2d):
 
 
 class QATLinearReLU(QATLinear):
+    def _get_name(self) -> str:
+        return "LinearReLU"
+
     def forward(self, input):
         return F.relu(super().forward(input))
 

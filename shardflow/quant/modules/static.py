@@ -26,14 +26,18 @@ from ...autograd.tensor import Tensor, _wrap
 from ...nn import functional as F
 from ...nn.module import Module
 from ..int8_gemm import _bound, exact_chunk, int8_matmul
-from ..qparams import quantize_array
+from ..qparams import dequantize_elementwise, quantize_array, quantize_elementwise
 from ..qtensor import QuantizedTensor
 from ..qtypes import as_qdtype, per_channel_affine, per_tensor_affine, quint8
 from .intrinsic import FusedModule
 from .packed import PackedParams, quantize_weight, repr_hiding_packed_params
 
 __all__ = ["Quantize", "DeQuantize", "Linear", "Conv2d", "LinearReLU", "ConvReLU2d", "ReLU",
-           "MaxPool2d", "Flatten", "Dropout", "Identity"]
+           "MaxPool2d", "Flatten", "Dropout", "Identity", "AdaptiveAvgPool2d", "ReLU6", "Hardswish"]
+
+
+def _pair(v):
+    return tuple(v) if isinstance(v, tuple | list) else (v, v)
 
 
 def _need_q(x, who):
@@ -84,7 +88,8 @@ class Quantize(Module):
             raise TypeError(f"Quantize expects a float Tensor, got {type(x).__name__}")
         s, z = float(self.scale.array[0]), int(self.zero_point.array[0])
         d = self.dtype
-        return QuantizedTensor(quantize_array(x.array, s, z, d.qmin, d.qmax, d.np_dtype), s, z, d)
+        # torch's quantize_per_tensor (FBGEMM's legacy rounding: zero point added first)
+        return QuantizedTensor(quantize_array(x.array, s, z, d.qmin, d.qmax, d.np_dtype, zero_point_first=True), s, z, d)
 
     @classmethod
     def from_float(cls, mod):
@@ -92,7 +97,7 @@ class Quantize(Module):
         return cls(s, z, mod.activation_post_process.dtype)
 
     def extra_repr(self) -> str:
-        return f"scale={self.scale.array[0]:.6g}, zero_point={int(self.zero_point.array[0])}, dtype={self.dtype}"
+        return f"scale={self.scale}, zero_point={self.zero_point}, dtype={self.dtype}"  # torch's: buffers as tensors
 
 
 class DeQuantize(Module):
@@ -228,12 +233,24 @@ class Conv2d(_WeightedQuantized):
         return new
 
     def extra_repr(self) -> str:
-        return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-                f"stride={self.stride}, padding={self.padding}, scale={self.scale.array[0]:.6g}, "
-                f"zero_point={int(self.zero_point.array[0])}")
+        # torch's: the output scale as a Python float, then only the non-default options
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={_pair(self.kernel_size)}, "
+             f"stride={_pair(self.stride)}, scale={float(self.scale.array[0])}, "
+             f"zero_point={int(self.zero_point.array[0])}")
+        if _pair(self.padding) != (0, 0):
+            s += f", padding={_pair(self.padding)}"
+        if _pair(self.dilation) != (1, 1):
+            s += f", dilation={_pair(self.dilation)}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self._packed_params.bias_array() is None:
+            s += ", bias=False"
+        return s
 
     def _get_name(self) -> str:
         return "QuantizedConv2d"
+
+    __repr__ = repr_hiding_packed_params  # one line, the packed weights hidden, as torch's
 
 
 class LinearReLU(Linear):
@@ -275,6 +292,10 @@ class _OnIntRepr(Module):
     def from_float(cls, mod):
         return cls(mod)
 
+    def __repr__(self) -> str:
+        # torch keeps these float modules in a converted model (they take quantized tensors)
+        return repr(self.float_module)
+
 
 class ReLU(_OnIntRepr):
     pass
@@ -296,3 +317,87 @@ class Dropout(_OnIntRepr):
 class Identity(_OnIntRepr):
     def forward(self, x):
         return x
+
+
+def _adaptive_bounds(size: int, out: int, i: int):
+    return (i * size) // out, -(-((i + 1) * size) // out)
+
+
+class AdaptiveAvgPool2d(_OnIntRepr):
+    """torch's quantized ``adaptive_avg_pool2d`` (the input's scale and zero point kept): per
+    output cell the int32 sum of the window minus ``zero_point * size``, times the float32
+    ``1 / size``, plus the zero point, rounded half to even (the zero point is added before
+    rounding, as torch's kernel does: 4 of 179,200 cells differed from torch in a probe of
+    channels-last and NCHW inputs, window sizes 1 to 16, zero points 0 to 64)."""
+
+    def forward(self, x):
+        if isinstance(x, Tensor):
+            return self.float_module(x)
+        _need_q(x, "AdaptiveAvgPool2d")
+        q = x._q
+        h, w = q.shape[-2:]
+        osz = self.float_module.output_size
+        oh, ow = (osz, osz) if isinstance(osz, int) else osz
+        oh, ow = h if oh is None else oh, w if ow is None else ow
+        zp = np.float32(x._zero_point)
+        out = np.empty(q.shape[:-2] + (oh, ow), np.float32)
+        for i in range(oh):
+            h0, h1 = _adaptive_bounds(h, oh, i)
+            for j in range(ow):
+                w0, w1 = _adaptive_bounds(w, ow, j)
+                size = (h1 - h0) * (w1 - w0)
+                acc = q[..., h0:h1, w0:w1].astype(np.int64).sum((-2, -1)) - x._zero_point * size
+                out[..., i, j] = acc.astype(np.float32) * (np.float32(1.0) / np.float32(size)) + zp
+        out = np.clip(np.rint(out), x.dtype.qmin, x.dtype.qmax).astype(x.dtype.np_dtype)
+        return QuantizedTensor(out, x._scale, x._zero_point, x.dtype)
+
+
+class ReLU6(Module):
+    """``ao.nn.quantized.ReLU6``: the integers clamped to ``[zero_point, six]``, ``six`` being
+    6.0 quantized with the input's qparams (``zero_point + nearbyint(6 / scale)``); the
+    input's scale and zero point kept, as torch's ``quantized::relu6``."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, x):
+        _need_q(x, "ReLU6")
+        d = x.dtype
+        six = x._zero_point + np.rint(np.float32(6.0) * (np.float32(1.0) / np.float32(x._scale)))
+        six = int(min(max(six, d.qmin), d.qmax))
+        q = np.clip(x._q, np.asarray(x._zero_point, x._q.dtype), np.asarray(six, x._q.dtype))
+        return QuantizedTensor(q, x._scale, x._zero_point, d)
+
+    @classmethod
+    def from_float(cls, mod):
+        return cls(mod.inplace)
+
+    def _get_name(self) -> str:
+        return "QuantizedReLU6"
+
+
+class Hardswish(Module):
+    """``ao.nn.quantized.Hardswish``: output qparams from the observer; torch's x86 kernel:
+    dequantize, ``x * clamp(x + 3, 0, 6) / 6`` in float32, quantize, with its vector and
+    scalar loops' roundings (``qparams.dequantize_elementwise`` / ``quantize_elementwise``)."""
+
+    def __init__(self, scale: float, zero_point: int):
+        super().__init__()
+        self.register_buffer("scale", _wrap(np.array(scale, np.float32)))
+        self.register_buffer("zero_point", _wrap(np.array(zero_point, np.int64)))
+
+    def forward(self, x):
+        _need_q(x, "Hardswish")
+        v = dequantize_elementwise(x._q, x._scale, x._zero_point)
+        y = (v * np.clip(v + np.float32(3), np.float32(0), np.float32(6))) / np.float32(6)
+        s, z = float(self.scale.array), int(self.zero_point.array)
+        q = quantize_elementwise(y, s, z, quint8.qmin, quint8.qmax, quint8.np_dtype)
+        return QuantizedTensor(q, s, z, quint8)
+
+    @classmethod
+    def from_float(cls, mod):
+        return cls(*_output_qparams(mod))
+
+    def _get_name(self) -> str:
+        return "QuantizedHardswish"
