@@ -41,6 +41,7 @@ from ..backend.user_warning import warn_at_caller
 from ..kernels import softmax as _sm_kernels
 from ._grad_graph import const, sum_to
 from ._util import _down, _float_input, _up, flush_subnormal_, promote, unbroadcast
+from .reduce import _HALF_KINDS as _HALF
 
 __all__ = [
     "cross_entropy",
@@ -106,9 +107,12 @@ def _arr(v, like, dtype=None):
 def _reduce(loss, reduction: str):
     if reduction == "none":
         return loss
+    # float16/bfloat16 losses are summed in float32 and rounded once, as PyTorch's sum/mean
+    # (NumPy would round every partial sum: a bfloat16 mse_loss of 4096 terms came out half)
+    wide = loss.astype(np.float32) if loss.dtype in _HALF else loss
     if reduction == "sum":
-        return _arr(loss.sum(), loss)
-    return _arr(loss.mean(), loss)
+        return _arr(wide.sum(), loss)
+    return _arr(wide.mean(), loss)
 
 
 def _out_grad(g, reduction: str, n):
@@ -554,7 +558,8 @@ class PointwiseLoss(Function):
             if kind in ("mse", "l1"):  # PyTorch: weighted mse/l1 'mean' divides by sum(weight)
                 self.n = np.broadcast_to(weight, loss.shape).sum()
         if reduction == "mean":
-            return _arr(loss.sum() / self.n, loss)
+            wide = loss.astype(np.float32) if loss.dtype in _HALF else loss  # (as _reduce)
+            return _arr(wide.sum() / self.n, loss)
         return _reduce(loss, reduction)
 
     def backward(self, g):
@@ -854,14 +859,17 @@ class KLDiv(Function):
             # probability of 0 reaches a log-softmax output), and a negative target gives nan
             zero = t == 0
             with np.errstate(divide="ignore", invalid="ignore"):
-                logt = np.log(np.where(zero, 1.0, t))
-                loss = (np.where(zero, 0.0, t * logt) - t * x).astype(x.dtype, copy=False)
+                # (the fills in t's dtype: a Python float beside a bfloat16 array made the whole
+                # formula float64, rounded once; torch rounds log, xlogy, t * x and the difference)
+                one, zero_ = t.dtype.type(1), t.dtype.type(0)
+                logt = np.log(np.where(zero, one, t))
+                loss = (np.where(zero, zero_, t * logt) - t * x).astype(x.dtype, copy=False)
             self.logt = logt
         self.x, self.t, self.log_target, self.reduction = x, t, log_target, reduction
         self.shape = loss.shape
         if reduction == "batchmean":
             self.n = x.shape[0] if x.ndim else 1
-            return _arr(loss.sum() / self.n, loss)
+            return _arr(_reduce(loss, "sum") / self.n, loss)  # torch: sum() / batch, both rounded
         self.n = loss.size
         return _reduce(loss, reduction)
 
