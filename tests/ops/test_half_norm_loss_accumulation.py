@@ -79,3 +79,26 @@ def test_half_kl_div_rounds_each_step_like_torch(reduction, dtype):
     sx = shardflow.tensor(tx.float().numpy()).to(getattr(shardflow, dtype))
     st = shardflow.tensor(tt.float().numpy()).to(getattr(shardflow, dtype))
     _same(F.kl_div(sx, st, reduction=reduction), torch.nn.functional.kl_div(tx, tt, reduction=reduction))
+
+
+@pytest.mark.parametrize("dtype", [*DTYPES, "float32"])
+@pytest.mark.parametrize("d", [1, 2])
+def test_global_adaptive_avg_pool_like_torch(d, dtype):
+    """Output size 1 (global average pooling): 2-byte inputs summed and divided in float32,
+    rounded once (was summed in the 2-byte dtype: every bfloat16 output an ulp or more off);
+    the gradient ``grad / count`` divided as torch (was ``grad * (1 / count)``, an ulp off
+    for a count of 72 in any dtype). float32 forwards are compared to torch's rounding (its
+    mean sums in another order)."""
+    x = np.random.default_rng(5).standard_normal((2, 16, 8, 9)).astype(np.float32) * 0.05
+    x = x.reshape(2, 16, 72) if d == 1 else x
+    t, s = _pair(x, dtype, requires_grad=True)
+    out_t = getattr(torch.nn.functional, f"adaptive_avg_pool{d}d")(t, 1)
+    out_s = getattr(F, f"adaptive_avg_pool{d}d")(s, 1)
+    if dtype == "float32":
+        np.testing.assert_allclose(out_s.detach().numpy(), out_t.detach().numpy(), rtol=1e-6, atol=1e-8)
+    else:
+        _same(out_s, out_t)
+    g = np.random.default_rng(6).standard_normal(tuple(out_t.shape)).astype(np.float32)
+    out_t.backward(torch.tensor(g).to(out_t.dtype))
+    out_s.backward(shardflow.tensor(g).to(out_s.dtype))
+    _same(s.grad, t.grad)
