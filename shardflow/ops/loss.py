@@ -436,6 +436,12 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
             return _cross_entropy_prob_composite(input, target, weight, reduction, label_smoothing)
         return CrossEntropyProb.apply(input, target, weight=w, reduction=reduction, label_smoothing=label_smoothing)
     no_grad_argument("nll_loss2d_forward" if input.ndim > 2 else "nll_loss_forward", "weight", weight)
+    if input.array.dtype in _HALF and label_smoothing == 0.0:
+        # float16/bfloat16: torch's composition, log_softmax (rounded to the input's dtype,
+        # with its lse rounding) then nll_loss; the fused float32 path rounded once and was
+        # an ulp off in a quarter of bfloat16 per-sample losses, its gradient in most entries
+        return nll_loss(input.log_softmax(1 if input.array.ndim > 1 else 0), target if isinstance(target, Tensor)
+                        else Tensor(ta), weight=weight, ignore_index=ignore_index, reduction=reduction)
     return CrossEntropyIndex.apply(input, ta, weight=w, ignore_index=ignore_index, reduction=reduction,
                                    label_smoothing=label_smoothing)
 
@@ -481,14 +487,19 @@ class NllLoss(Function):
             coef = None if valid is None else valid.astype(x.dtype)
         if coef is not None:
             loss *= coef
-        denom = (coef.sum() if coef is not None else loss.size) if reduction == "mean" else 1
+        # (the weight total in float32 for 2-byte dtypes, as the sum below)
+        denom = ((coef.astype(np.float32) if coef.dtype in _HALF else coef).sum() if coef is not None
+                 else loss.size) if reduction == "mean" else 1
         self.idx, self.coef, self.reduction, self.denom, self.bshape = idx, coef, reduction, denom, xb.shape
         if reduction == "none":
             return loss.reshape(()) if x.ndim == 1 else loss
+        # float16/bfloat16 summed in float32 (NumPy's 2-byte sum stalls: a bfloat16 mean of
+        # 4.16 over many rows came out 1.98)
+        wide = loss.astype(np.float32) if loss.dtype in _HALF else loss
         if reduction == "sum":
-            return _arr(loss.sum(), loss, x.dtype)
+            return _arr(wide.sum(), loss, x.dtype)
         with np.errstate(invalid="ignore", divide="ignore"):  # all ignored: NaN, like PyTorch
-            return _arr(loss.sum() / denom, loss, x.dtype)
+            return _arr(wide.sum() / wide.dtype.type(denom), loss, x.dtype)
 
     def backward(self, g):
         if self.reduction == "none":
