@@ -11,8 +11,9 @@ bfloat16) or Adam on parameters whose first gradients are zero (zero-initialised
 projections), a one-ulp float32 difference in a gradient (a reduction summed in another
 order) flips bfloat16 roundings or an Adam sign, and the run moves by more than rounding
 accumulates. Those lines get torch's own spread, measured by rerunning the torch program
-with every gradient perturbed by one float32 ulp before each optimizer step (3 seeds; the
-figures are in each test's docstring)."""
+with every gradient perturbed by one float32 ulp before each optimizer step
+(``scripts/grad_perturbation_spread.py``, 3 seeds; the figures are in each test's
+docstring)."""
 
 import re
 import warnings
