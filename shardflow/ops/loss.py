@@ -499,7 +499,7 @@ class NllLoss(Function):
         if reduction == "sum":
             return _arr(wide.sum(), loss, x.dtype)
         with np.errstate(invalid="ignore", divide="ignore"):  # all ignored: NaN, like PyTorch
-            return _arr(wide.sum() / wide.dtype.type(denom), loss, x.dtype)
+            return _arr(wide.sum() / denom, loss, x.dtype)
 
     def backward(self, g):
         if self.reduction == "none":
