@@ -365,7 +365,7 @@ class Div(Function):
         need_a, need_b = self.needs_input_grad
         b = _gg.conj(self.saved_input(1))
         ga = g / b if need_a else None
-        gb = -g * _gg.conj(self.saved_input(0)) / (b * b) if need_b else None
+        gb = -g * ((_gg.conj(self.saved_input(0)) / b) / b) if need_b else None  # (backward's order)
         return ga, gb
 
 
