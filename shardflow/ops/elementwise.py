@@ -423,7 +423,7 @@ def _cube(y):
 # the gradient in torch's order: -0.5 * grad * result.pow(3)
 Rsqrt = _unary("Rsqrt", _UnaryY, _rsqrt, lambda g, y: (-0.5 * g) * _cube(y),
                "1/sqrt(x); grad -g*y^3/2",
-               dg=lambda g, y: g * (y * y * y * -0.5))
+               dg=lambda g, y: (g * -0.5) * (y * y * y))
 Tanh = _unary("Tanh", _UnaryY, np.tanh, lambda g, y: g * (1.0 - y * y), "tanh(x); grad g*(1-y^2)",
               dg=lambda g, y: g * (1.0 - y * y))
 Tan = _unary("Tan", _UnaryY, np.tan, lambda g, y: g * (1.0 + y * y), "tan(x); grad g*(1+y^2)",
