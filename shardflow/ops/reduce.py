@@ -863,7 +863,7 @@ class VectorNorm(Function):
         x = self.saved_input(0)
         out = _gg.unreduce(self.saved_output(0, _drop_kept(self.outk, dims, keepdim)),
                            a.shape, dims, keepdim)
-        grad = x * (gk / out) if p == 2 else sign * x.abs() ** (p - 1) * (gk / out ** (p - 1))
+        grad = gk * (x / out) if p == 2 else sign * x.abs() ** (p - 1) * (gk / out ** (p - 1))  # (backward's order)
         if (self.outk == 0).any():
             grad = _gg.op("where")(_wrap(np.broadcast_to(self.outk == 0, a.shape)), 0.0, grad)
         return grad
