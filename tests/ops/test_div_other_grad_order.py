@@ -24,3 +24,13 @@ def test_div_gradients_bit_equal_to_torch(dtype):
         grads.append((ta.grad.double().numpy(), tb.grad.double().numpy()))
     np.testing.assert_array_equal(grads[1][0], grads[0][0])
     np.testing.assert_array_equal(grads[1][1], grads[0][1])
+
+
+@pytest.mark.parametrize("fn", [lambda x: (x / (x + 1.5)).sum(), lambda x: shardflow.rsqrt(x).sum(),
+                                lambda x: x.norm(dim=1).sum()], ids=["div", "rsqrt", "norm"])
+def test_create_graph_gradient_bit_equal_to_plain_backward(fn):
+    """The graph-building backward of Div, Rsqrt and VectorNorm in the array backward's order."""
+    x = shardflow.tensor(np.random.default_rng(2).random((6, 9)).astype(np.float32) + 0.5, requires_grad=True)
+    g1, = shardflow.autograd.grad(fn(x), x)
+    g2, = shardflow.autograd.grad(fn(x), x, create_graph=True)
+    np.testing.assert_array_equal(g2.detach().numpy(), g1.numpy())
