@@ -143,7 +143,15 @@ def collect_all(futures) -> Future:
         if last:
             out.set_result(futures)
     for f in futures:
-        f._on_done(one_done)
+        if hasattr(f, "_on_done"):
+            f._on_done(one_done)
+        else:
+            # a future completed by its own wait(): a collective's ``Work.get_future()``
+            # (distributed/algorithms/ddp_comm_hooks/future.py) has no thread to complete
+            # it, so it is waited here (nanochat's DistMuon: ``collect_all(all_gather
+            # futures).wait()``; this raised AttributeError)
+            f.wait()
+            one_done(f)
     return out
 
 

@@ -124,6 +124,10 @@ def interface(obj):
 
 
 def script_method(fn):
+    # torch 2.13 warns at every decoration, attributed to its own module (stacklevel 1), so
+    # Python's default filters hide it and ``-W always`` shows one per method, as here
+    warnings.warn("`shardflow.jit.script_method` is deprecated. Please switch to `shardflow.compile`.",
+                  DeprecationWarning, stacklevel=1)
     return fn
 
 

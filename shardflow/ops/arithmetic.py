@@ -355,8 +355,8 @@ class Div(Function):
             ga = g / b if type(b) is _ndarray or not _half_scalar(g, b) else _wide(g, b, np.true_divide)
             if a.shape != out_shape:  # a was broadcast
                 ga = unbroadcast(ga, a.shape)
-        if need_b:
-            gb = -g * a / (b * b)
+        if need_b:  # torch's order, -grad * ((self / other) / other): an ulp apart otherwise
+            gb = -g * ((a / b) / b)
             if b.shape != out_shape:
                 gb = unbroadcast(gb, b.shape)
         return ga, gb
@@ -365,7 +365,7 @@ class Div(Function):
         need_a, need_b = self.needs_input_grad
         b = _gg.conj(self.saved_input(1))
         ga = g / b if need_a else None
-        gb = -g * _gg.conj(self.saved_input(0)) / (b * b) if need_b else None
+        gb = -g * ((_gg.conj(self.saved_input(0)) / b) / b) if need_b else None  # (backward's order)
         return ga, gb
 
 

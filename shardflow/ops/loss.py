@@ -41,6 +41,7 @@ from ..backend.user_warning import warn_at_caller
 from ..kernels import softmax as _sm_kernels
 from ._grad_graph import const, sum_to
 from ._util import _down, _float_input, _up, flush_subnormal_, promote, unbroadcast
+from .reduce import _HALF_KINDS as _HALF
 
 __all__ = [
     "cross_entropy",
@@ -106,9 +107,12 @@ def _arr(v, like, dtype=None):
 def _reduce(loss, reduction: str):
     if reduction == "none":
         return loss
+    # float16/bfloat16 losses are summed in float32 and rounded once, as PyTorch's sum/mean
+    # (NumPy would round every partial sum: a bfloat16 mse_loss of 4096 terms came out half)
+    wide = loss.astype(np.float32) if loss.dtype in _HALF else loss
     if reduction == "sum":
-        return _arr(loss.sum(), loss)
-    return _arr(loss.mean(), loss)
+        return _arr(wide.sum(), loss)
+    return _arr(wide.mean(), loss)
 
 
 def _out_grad(g, reduction: str, n):
@@ -432,6 +436,12 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
             return _cross_entropy_prob_composite(input, target, weight, reduction, label_smoothing)
         return CrossEntropyProb.apply(input, target, weight=w, reduction=reduction, label_smoothing=label_smoothing)
     no_grad_argument("nll_loss2d_forward" if input.ndim > 2 else "nll_loss_forward", "weight", weight)
+    if input.array.dtype in _HALF and label_smoothing == 0.0:
+        # float16/bfloat16: torch's composition, log_softmax (rounded to the input's dtype,
+        # with its lse rounding) then nll_loss; the fused float32 path rounded once and was
+        # an ulp off in a quarter of bfloat16 per-sample losses, its gradient in most entries
+        return nll_loss(input.log_softmax(1 if input.array.ndim > 1 else 0), target if isinstance(target, Tensor)
+                        else Tensor(ta), weight=weight, ignore_index=ignore_index, reduction=reduction)
     return CrossEntropyIndex.apply(input, ta, weight=w, ignore_index=ignore_index, reduction=reduction,
                                    label_smoothing=label_smoothing)
 
@@ -477,14 +487,19 @@ class NllLoss(Function):
             coef = None if valid is None else valid.astype(x.dtype)
         if coef is not None:
             loss *= coef
-        denom = (coef.sum() if coef is not None else loss.size) if reduction == "mean" else 1
+        # (the weight total in float32 for 2-byte dtypes, as the sum below)
+        denom = ((coef.astype(np.float32) if coef.dtype in _HALF else coef).sum() if coef is not None
+                 else loss.size) if reduction == "mean" else 1
         self.idx, self.coef, self.reduction, self.denom, self.bshape = idx, coef, reduction, denom, xb.shape
         if reduction == "none":
             return loss.reshape(()) if x.ndim == 1 else loss
+        # float16/bfloat16 summed in float32 (NumPy's 2-byte sum stalls: a bfloat16 mean of
+        # 4.16 over many rows came out 1.98)
+        wide = loss.astype(np.float32) if loss.dtype in _HALF else loss
         if reduction == "sum":
-            return _arr(loss.sum(), loss, x.dtype)
+            return _arr(wide.sum(), loss, x.dtype)
         with np.errstate(invalid="ignore", divide="ignore"):  # all ignored: NaN, like PyTorch
-            return _arr(loss.sum() / denom, loss, x.dtype)
+            return _arr(wide.sum() / denom, loss, x.dtype)
 
     def backward(self, g):
         if self.reduction == "none":
@@ -554,7 +569,8 @@ class PointwiseLoss(Function):
             if kind in ("mse", "l1"):  # PyTorch: weighted mse/l1 'mean' divides by sum(weight)
                 self.n = np.broadcast_to(weight, loss.shape).sum()
         if reduction == "mean":
-            return _arr(loss.sum() / self.n, loss)
+            wide = loss.astype(np.float32) if loss.dtype in _HALF else loss  # (as _reduce)
+            return _arr(wide.sum() / self.n, loss)
         return _reduce(loss, reduction)
 
     def backward(self, g):
@@ -854,14 +870,17 @@ class KLDiv(Function):
             # probability of 0 reaches a log-softmax output), and a negative target gives nan
             zero = t == 0
             with np.errstate(divide="ignore", invalid="ignore"):
-                logt = np.log(np.where(zero, 1.0, t))
-                loss = (np.where(zero, 0.0, t * logt) - t * x).astype(x.dtype, copy=False)
+                # (the fills in t's dtype: a Python float beside a bfloat16 array made the whole
+                # formula float64, rounded once; torch rounds log, xlogy, t * x and the difference)
+                one, zero_ = t.dtype.type(1), t.dtype.type(0)
+                logt = np.log(np.where(zero, one, t))
+                loss = (np.where(zero, zero_, t * logt) - t * x).astype(x.dtype, copy=False)
             self.logt = logt
         self.x, self.t, self.log_target, self.reduction = x, t, log_target, reduction
         self.shape = loss.shape
         if reduction == "batchmean":
             self.n = x.shape[0] if x.ndim else 1
-            return _arr(loss.sum() / self.n, loss)
+            return _arr(_reduce(loss, "sum") / self.n, loss)  # torch: sum() / batch, both rounded
         self.n = loss.size
         return _reduce(loss, reduction)
 

@@ -474,9 +474,12 @@ class AdaptiveAvgPoolNd(Function):
             self.mats = None
             self.xshape, self.count, self.d = x.shape, int(np.prod(spatial)), d
             axes = tuple(range(x.ndim - d, x.ndim))
-            total = np.add.reduce(x, axis=axes, keepdims=True, dtype=x.dtype) if type(x) is np.ndarray else (
-                x.sum(axis=axes, keepdims=True, dtype=x.dtype))  # ufunc.reduce from here: see backend/fp_errors.py
-            return total / x.dtype.type(self.count)
+            # bfloat16/float16 summed and divided in float32, rounded once (torch's; the
+            # 2-byte sum was off by an ulp or more in every output)
+            w = x.astype(_acc_dtype(x.dtype), copy=False)
+            total = np.add.reduce(w, axis=axes, keepdims=True, dtype=w.dtype) if type(w) is np.ndarray else (
+                w.sum(axis=axes, keepdims=True, dtype=w.dtype))  # ufunc.reduce from here: see backend/fp_errors.py
+            return (total / w.dtype.type(self.count)).astype(x.dtype, copy=False)
         # bfloat16 and float16: the weights (1/bin size) stay float32, the GEMMs run in
         # float32 and the result is rounded once (NumPy's bfloat16 matmul returns float32
         # anyway; float16 GEMMs rounded after each dimension: 42 of 72 outputs off torch's)
@@ -493,7 +496,10 @@ class AdaptiveAvgPoolNd(Function):
     def backward(self, g):
         xp = get_array_module(g)
         if self.mats is None:  # every input element gets grad / (number of pooled elements)
-            return xp.broadcast_to(g * xp.asarray(1.0 / self.count, g.dtype), self.xshape).copy()
+            # divided, as torch (a product with 1/count is an ulp off for most counts), in
+            # float32 for the 2-byte dtypes
+            w = g.astype(_acc_dtype(g.dtype), copy=False)
+            return xp.broadcast_to((w / w.dtype.type(self.count)).astype(g.dtype, copy=False), self.xshape).copy()
         gx = _apply_along(g.astype(self.mats[0].dtype, copy=False), [m.T for m in self.mats], len(self.mats))
         return xp.ascontiguousarray(gx.astype(g.dtype, copy=False))
 

@@ -750,7 +750,12 @@ class CumProd(Function):
         if a.ndim == 0:
             self.out = a.astype(dtype) if dtype is not None else a.copy()
             return self.out
-        self.out = a.cumprod(axis=dim, dtype=dtype)
+        if _half(a) and (dtype is None or np.dtype(dtype) == a.dtype):
+            # float32 running product, each prefix rounded once (PyTorch's cumprod keeps its
+            # accumulate type, as its cumsum)
+            self.out = as_array(a.astype(np.float32).cumprod(axis=dim).astype(a.dtype))
+        else:
+            self.out = a.cumprod(axis=dim, dtype=dtype)
         return self.out
 
     def backward(self, g):
@@ -803,18 +808,22 @@ class VectorNorm(Function):
 
     def forward(self, a, ord, dims, keepdim):
         self.a, self.ord, self.dims, self.keepdim = a, ord, dims, keepdim
+        # float16/bfloat16: PyTorch's norm kernels upcast each element and accumulate in
+        # float32, rounding once at the end; NumPy would round every square and partial sum
+        # (a bfloat16 Frobenius norm of 4096 small numbers came out 34% low)
+        w = a.astype(np.float32) if _half(a) else a
         if ord == 2:
-            out = np.sqrt((a * a).sum(axis=dims, keepdims=True))
+            out = np.sqrt((w * w).sum(axis=dims, keepdims=True))
         elif ord == 1:
-            out = np.abs(a).sum(axis=dims, keepdims=True)
+            out = np.abs(w).sum(axis=dims, keepdims=True)
         elif ord == math.inf:
-            out = np.abs(a).max(axis=dims, keepdims=True)
+            out = np.abs(w).max(axis=dims, keepdims=True)
         elif ord == -math.inf:
-            out = np.abs(a).min(axis=dims, keepdims=True)
+            out = np.abs(w).min(axis=dims, keepdims=True)
         elif ord == 0:
-            out = (a != 0).sum(axis=dims, keepdims=True).astype(a.dtype)
+            out = (w != 0).sum(axis=dims, keepdims=True).astype(w.dtype)
         else:
-            out = (np.abs(a) ** ord).sum(axis=dims, keepdims=True) ** (1.0 / ord)
+            out = (np.abs(w) ** ord).sum(axis=dims, keepdims=True) ** (1.0 / ord)
         out = out.astype(a.dtype, copy=False)
         self.outk = out
         if not keepdim:
@@ -833,10 +842,11 @@ class VectorNorm(Function):
             count = mask.sum(axis=self.dims, keepdims=True)
             return as_array((np.sign(a) * np.where(mask, gk / count, 0)).astype(g.dtype, copy=False))
         with np.errstate(divide="ignore", invalid="ignore"):
-            if p == 2:
-                grad = a * (gk / out)
-            else:
-                grad = np.sign(a) * np.abs(a) ** (p - 1) * (gk / out ** (p - 1))
+            if p == 2:  # torch's grad * (self / norm): the order matters in 2-byte dtypes
+                grad = gk * (a / out)
+            else:  # (the exponent in a's dtype: a Python float made a bfloat16 power float64)
+                pm1 = a.dtype.type(p - 1)
+                grad = np.sign(a) * np.abs(a) ** pm1 * (gk / out ** pm1)
         return as_array(np.where(out == 0, 0, grad).astype(g.dtype, copy=False))
 
     def backward_graph(self, g):
@@ -853,7 +863,7 @@ class VectorNorm(Function):
         x = self.saved_input(0)
         out = _gg.unreduce(self.saved_output(0, _drop_kept(self.outk, dims, keepdim)),
                            a.shape, dims, keepdim)
-        grad = x * (gk / out) if p == 2 else sign * x.abs() ** (p - 1) * (gk / out ** (p - 1))
+        grad = gk * (x / out) if p == 2 else sign * x.abs() ** (p - 1) * (gk / out ** (p - 1))  # (backward's order)
         if (self.outk == 0).any():
             grad = _gg.op("where")(_wrap(np.broadcast_to(self.outk == 0, a.shape)), 0.0, grad)
         return grad
