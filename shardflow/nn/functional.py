@@ -873,11 +873,34 @@ def bilinear(input1, input2, weight, bias=None) -> Tensor:
     f = getattr(ops, "bilinear", None)
     if f is not None:
         return f(input1, input2, weight, bias)
+    if all(isinstance(t, Tensor) for t in (input1, input2, weight)):
+        _check_bilinear(input1, input2, weight, bias)
     if _bilinear_as_matmul(input1, input2, weight):
         y = _bilinear_matmul(input1, input2, weight)
     else:
         y = _op("einsum")("...i,kij,...j->...k", input1, weight, input2)
     return y if bias is None else y + bias
+
+
+def _check_bilinear(input1, input2, weight, bias) -> None:
+    """torch's checks, in its order and with its messages (the einsum below would broadcast
+    mismatched batch dimensions, or fail with its own message)."""
+    if input1.dim() != input2.dim():
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.dim()} and {input2.dim()}")
+    for i in range(input1.dim() - 1):
+        if input1.shape[i] != input2.shape[i]:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {i}: got "
+                               f"{input1.shape[i]} and {input2.shape[i]}")
+    for name, x, d in (("input1", input1, 1), ("input2", input2, 2)):
+        if weight.dim() <= d:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-weight.dim()}, "
+                             f"{weight.dim() - 1}], but got {d})")
+        if x.shape[-1] != weight.shape[d]:
+            raise RuntimeError(f"bilinear(): {name} size does not match weight size: got {x.shape[-1]} but "
+                               f"expected {weight.shape[d]}")
+    if isinstance(bias, Tensor) and bias.shape[0] != weight.shape[0]:
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got {bias.shape[0]} but "
+                           f"expected {weight.shape[0]}")
 
 
 def _bilinear_as_matmul(input1, input2, weight) -> bool:
