@@ -62,3 +62,14 @@ def test_blank_out_of_range_message_like_torch():
             with pytest.raises(RuntimeError, match=r"^blank must be in label range$"):
                 lib.nn.functional.ctc_loss(lib.tensor(X).log_softmax(2), lib.tensor([[1, 2]] * 3),
                                            lib.tensor([6, 5, 4]), lib.tensor([2, 2, 2]), blank=blank)
+
+
+@pytest.mark.parametrize("args", [(), (0,), (0, 0), (0, 1), (0, 2), (0, 1, True)])
+def test_top_level_ctc_loss_takes_torchs_integer_reduction(args):
+    """``torch.ctc_loss`` is aten's: an integer reduction code, per-sample losses when it is
+    omitted; shardflow's was ``F.ctc_loss`` (a string, mean by default: ``ValueError`` for 1)."""
+    got = {}
+    for lib in (torch, sf):
+        lp = lib.tensor(X).log_softmax(2)
+        got[lib] = lib.ctc_loss(lp, lib.tensor([[1, 2], [3, 3], [1, 0]]), [6, 5, 4], [2, 2, 1], *args).numpy()
+    np.testing.assert_allclose(got[sf], got[torch], rtol=1e-12)
