@@ -217,6 +217,9 @@ from .nn.aten_losses import (  # torch's top-level losses: integer reduction cod
     poisson_nll_loss,
     triplet_margin_loss,
 )
+from .nn.aten_losses import (
+    ctc_loss as _aten_ctc_loss,
+)
 from .nn.aten_norms import *  # native_layer_norm, native_batch_norm, native_group_norm, native_dropout ...
 from .nn.aten_rnn import *  # lstm, gru, rnn_tanh, rnn_relu and their *_cell
 from .nn.functional import (  # torch's top-level names for these nn.functional functions
@@ -242,6 +245,10 @@ from .ops import add, clone, div, mul, neg, reciprocal, sub
 from .ops._foreach import *  # torch._foreach_*: compositions of routed ops (underscore names)
 from .ops.lobpcg import lobpcg  # torch.lobpcg: a function, not a Tensor method (not an op)
 from .random import get_rng_state  # torch's uint8 tensor (random.py)
+
+# torch.ctc_loss is the aten form (an integer reduction code), not F.ctc_loss, which
+# ``from .ops import *`` above bound to the name
+ctc_loss = _aten_ctc_loss
 
 half = float16
 cfloat = complex64

@@ -38,11 +38,25 @@ _NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfT
 _BY_NAME = {v: k for k, v in _NAMES.items()}
 
 
+def _size(s, what: str) -> int:
+    """One size as torch's ``new()`` reads it: an int, a bool (as 0 / 1), a NumPy integer, or
+    a one-element integer Tensor (NVIDIA tacotron2's ``LongTensor(len(batch),
+    max_input_len)`` with ``max_input_len = input_lengths[0]``); floats are refused."""
+    from .tensor import Tensor
+
+    if type(s) is int:
+        return s
+    if isinstance(s, (bool, np.bool_, np.integer)):
+        return int(s)
+    if isinstance(s, Tensor) and s.numel() == 1 and s.dtype.np.kind in "iu":
+        return int(s.item())
+    raise TypeError(f"{what}: sizes must be ints, got {type(s).__name__} ({s!r})")
+
+
 def _sizes(args, what: str) -> tuple:
     shape = tuple(args[0]) if len(args) == 1 and isinstance(args[0], tuple) else tuple(args)
+    shape = tuple(_size(s, what) for s in shape)
     for s in shape:
-        if type(s) is not int:
-            raise TypeError(f"{what}: sizes must be ints, got {type(s).__name__} ({s!r})")
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(shape)}")
     return shape

@@ -14,7 +14,7 @@ from __future__ import annotations
 from . import functional as F
 from . import functional_extra as FX
 
-__all__ = ["cosine_embedding_loss", "hinge_embedding_loss", "margin_ranking_loss", "poisson_nll_loss",
+__all__ = ["cosine_embedding_loss", "ctc_loss", "hinge_embedding_loss", "margin_ranking_loss", "poisson_nll_loss",
            "triplet_margin_loss"]
 
 
@@ -28,6 +28,14 @@ def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, reduction
     """``torch.cosine_embedding_loss``: ``F.cosine_embedding_loss`` with a reduction code."""
     return F.cosine_embedding_loss(input1, input2, target, margin,
                                    reduction=_reduction(reduction, "cosine_embedding_loss", 5))
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0, reduction: int = 0,
+             zero_infinity: bool = False):
+    """``torch.ctc_loss``: ``F.ctc_loss`` with a reduction code (torch's binding, too, gives the
+    per-sample losses when ``reduction`` is omitted)."""
+    return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
+                      reduction=_reduction(reduction, "ctc_loss", 6), zero_infinity=zero_infinity)
 
 
 def hinge_embedding_loss(input, target, margin: float = 1.0, reduction: int = 0):

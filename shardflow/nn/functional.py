@@ -365,6 +365,7 @@ def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, size_aver
     0 for any other target. ``cos = <x1, x2> / sqrt((|x1|^2 + 1e-12) (|x2|^2 + 1e-12))``,
     torch's formula (aten ``cosine_embedding_loss``): ``cosine_similarity``'s per-norm clamp
     at 1e-8 gave a zero vector a gradient 100x torch's."""
+    _check_cosine_embedding(input1, input2, target)
     eps = 1e-12
     prod = (input1 * input2).sum(-1)
     mag1 = (input1 * input1).sum(-1) + eps
@@ -374,6 +375,23 @@ def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, size_aver
     pos = _op("where")(target == 1, 1 - cos, zeros)
     neg = _op("where")(target == -1, _op("clamp")(cos - margin, 0.0, None), zeros)
     return _reduce(pos + neg, _reduction(size_average, reduce, reduction))
+
+
+def _check_cosine_embedding(input1, input2, target) -> None:
+    """torch's checks (aten ``cosine_embedding_loss``): a 1-D target with 2-D inputs, a 0-D
+    one with 1-D inputs; shardflow computed a value for the other combinations."""
+    if not all(isinstance(t, Tensor) for t in (input1, input2, target)):
+        return
+    if target.ndim not in (0, 1):
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    want = 2 if target.ndim == 1 else 1
+    if input1.ndim != want or input2.ndim != want:
+        raise RuntimeError(f"{target.ndim}D target tensor expects {want}D input tensors, but found inputs with "
+                           f"sizes {list(input1.shape)} and {list(input2.shape)}.")
+    n = max(input1.shape[0], input2.shape[0]) if target.ndim == 1 else 1
+    if target.ndim == 1 and target.shape[0] not in (1, n) and input1.shape[0] == input2.shape[0]:
+        raise RuntimeError(f"The size of tensor a ({target.shape[0]}) must match the size of tensor b ({n}) at "
+                           "non-singleton dimension 0")
 
 
 def _check_triplet_dims(anchor, positive, negative, op: str) -> None:
@@ -873,11 +891,34 @@ def bilinear(input1, input2, weight, bias=None) -> Tensor:
     f = getattr(ops, "bilinear", None)
     if f is not None:
         return f(input1, input2, weight, bias)
+    if all(isinstance(t, Tensor) for t in (input1, input2, weight)):
+        _check_bilinear(input1, input2, weight, bias)
     if _bilinear_as_matmul(input1, input2, weight):
         y = _bilinear_matmul(input1, input2, weight)
     else:
         y = _op("einsum")("...i,kij,...j->...k", input1, weight, input2)
     return y if bias is None else y + bias
+
+
+def _check_bilinear(input1, input2, weight, bias) -> None:
+    """torch's checks, in its order and with its messages (the einsum below would broadcast
+    mismatched batch dimensions, or fail with its own message)."""
+    if input1.dim() != input2.dim():
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.dim()} and {input2.dim()}")
+    for i in range(input1.dim() - 1):
+        if input1.shape[i] != input2.shape[i]:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {i}: got "
+                               f"{input1.shape[i]} and {input2.shape[i]}")
+    for name, x, d in (("input1", input1, 1), ("input2", input2, 2)):
+        if weight.dim() <= d:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-weight.dim()}, "
+                             f"{weight.dim() - 1}], but got {d})")
+        if x.shape[-1] != weight.shape[d]:
+            raise RuntimeError(f"bilinear(): {name} size does not match weight size: got {x.shape[-1]} but "
+                               f"expected {weight.shape[d]}")
+    if isinstance(bias, Tensor) and bias.shape[0] != weight.shape[0]:
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got {bias.shape[0]} but "
+                           f"expected {weight.shape[0]}")
 
 
 def _bilinear_as_matmul(input1, input2, weight) -> bool:

@@ -50,6 +50,13 @@ def _skip_meta(fill):
     return run
 
 
+def _warn_zero_element() -> None:
+    # torch's kaiming_uniform_ / kaiming_normal_ warn (every call) for a tensor with a 0 in
+    # its shape, e.g. the Linear(in, 0) an AdaptiveLogSoftmaxWithLoss cluster gets when
+    # in_features // div_value ** i is 0; at the init's caller: past this, the init, _skip_meta
+    warnings.warn("Initializing zero-element tensors is a no-op", UserWarning, stacklevel=4)
+
+
 def _check(tensor, fn: str) -> None:
     if not isinstance(tensor, Tensor):
         raise TypeError(f"nn.init.{fn} expects a shardflow Tensor, got {type(tensor).__name__}")
@@ -265,6 +272,7 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
     """U(-bound, bound) with ``bound = gain(nonlinearity, a) * sqrt(3 / fan_mode)`` (He et al.)."""
     _check(tensor, "kaiming_uniform_")
     if 0 in tuple(tensor.shape):
+        _warn_zero_element()
         return tensor
     fan = _calculate_correct_fan(tensor, mode)
     gain = calculate_gain(nonlinearity, a)
@@ -278,6 +286,7 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
     """N(0, std^2) with ``std = gain(nonlinearity, a) / sqrt(fan_mode)``."""
     _check(tensor, "kaiming_normal_")
     if 0 in tuple(tensor.shape):
+        _warn_zero_element()
         return tensor
     fan = _calculate_correct_fan(tensor, mode)
     std = calculate_gain(nonlinearity, a) / math.sqrt(fan)

@@ -182,12 +182,22 @@ def wrap_dim(dim: int, ndim: int) -> int:
     return dim + ndim if dim < 0 and ndim > 0 else (0 if dim < 0 else dim)
 
 
+def index_scalar(v):
+    """``v`` as torch's int arguments read it: a 0-d integer Tensor (``lengths[0]``,
+    ``t.argmax()``) is its int (torch converts through ``__index__``); anything else is
+    returned as is."""
+    if isinstance(v, Tensor) and v.ndim == 0 and v.array.dtype.kind in "iu":
+        return int(v.item())
+    return v
+
+
 def norm_dims(dim, ndim: int):
     """``dim`` argument (None, int, or sequence) -> sorted tuple of non-negative axes or None.
     A 0-d tensor takes dim 0 and -1 (as PyTorch) and reduces its one element: None, since
     NumPy has no axis 0 to name there."""
     if dim is None:
         return None
+    dim = index_scalar(dim)
     if isinstance(dim, int | np.integer):
         d = wrap_dim(int(dim), ndim)
         return (d,) if ndim else None

@@ -26,6 +26,11 @@ Reductions: ``'none'`` ``(N,)``; ``'sum'``; ``'mean'`` (PyTorch's: each loss div
 target length, clamped to 1, then the batch mean). ``zero_infinity`` replaces infinite
 losses (no alignment possible, e.g. a target longer than the input) and their gradients by
 zero.
+
+An input length of 0 is accepted, as torch does: the loss is 0 (``-0.0``) for an empty
+target and ``inf`` otherwise, the gradient 0. Argument checks are torch's, in its order and
+with its messages (``ctc_loss_allocate_outputs``), except that a target label outside
+``[0, C)`` is refused (torch's CPU kernel reads past the class dimension there).
 """
 
 from __future__ import annotations
@@ -130,8 +135,10 @@ class CTCLoss(Function):
         end[np.arange(N), np.maximum(last - 1, 0)] |= tgt_len > 0
         alpha, beta = _recursions(lpe, skip, skip_next, valid, end, tgt_len, in_len)
 
-        fin = alpha[in_len - 1, np.arange(N)]  # (N, Lp): alpha at each sample's last step
+        fin = alpha[np.maximum(in_len - 1, 0), np.arange(N)]  # (N, Lp): alpha at each sample's last step
         ll = _lse(fin[np.arange(N), last], np.where(tgt_len > 0, fin[np.arange(N), np.maximum(last - 1, 0)], _NEG_INF))
+        # an empty input (torch accepts input length 0): only the empty target, with likelihood 1
+        ll = np.where(in_len == 0, np.where(tgt_len == 0, 0.0, _NEG_INF), ll)
         nll = -ll  # (N,)
         self.inf = ~np.isfinite(nll)
         if zero_infinity:
@@ -178,11 +185,20 @@ def _lengths(x, n: int, name: str) -> np.ndarray:
         x = x.array.get() if hasattr(x.array, "get") else x.array
     a = np.asarray(x)
     if a.dtype.kind not in "iu":
-        raise RuntimeError(f"ctc_loss: {name} must be integers (a tensor or a sequence of ints), got dtype {a.dtype}")
+        raise RuntimeError(f"{name} must be integral")
     a = a.astype(np.int64).reshape(-1)
     if a.size != n:
-        raise RuntimeError(f"ctc_loss: {name} must have one entry per batch element ({n}), got {a.size}")
+        raise RuntimeError(f"{name} must be of size batch_size")
     return a
+
+
+_WHILE = " (while checking arguments for ctc_loss_allocate_outputs)"
+
+
+def _check_at_least(a: np.ndarray, low: int, name: str) -> None:
+    bad = a[a < low]
+    if bad.size:
+        raise RuntimeError(f"Expected {name} to have value at least {low}, but got value {int(bad[0])}{_WHILE}")
 
 
 @register("ctc_loss")
@@ -200,37 +216,38 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0, 
         raise RuntimeError(f"ctc_loss: log_probs must be (T, N, C) or (T, C), got shape {tuple(log_probs.shape)}")
     T, N, C = log_probs.shape
     if not 0 <= blank < C:
-        raise RuntimeError(f"ctc_loss: blank must be in label range [0, {C}), got {blank}")
+        raise RuntimeError("blank must be in label range")
     tg = targets.array if isinstance(targets, Tensor) else np.asarray(targets)
     tg = np.asarray(tg.get() if hasattr(tg, "get") else tg).astype(np.int64)
     in_len = _lengths(input_lengths, N, "input_lengths")
     tgt_len = _lengths(target_lengths, N, "target_lengths")
     if unbatched:
         tg = tg.reshape(1, -1)
-    if (in_len > T).any() or (in_len < 1).any():
-        raise RuntimeError(f"ctc_loss: Expected input_lengths to have values in [1, {T}], but got {in_len.tolist()}")
-    if (tgt_len < 0).any():
-        raise RuntimeError(f"ctc_loss: target_lengths must be non-negative, got {tgt_len.tolist()}")
+    # torch's checks, in its order and with its messages (ctc_loss_allocate_outputs)
+    if tg.ndim not in (1, 2):
+        raise RuntimeError(f"Expected 1 to 2 dimensions, but got {tg.ndim}-dimensional tensor for argument #2 "
+                           f"'targets'{_WHILE}")
+    if tg.ndim == 2 and tg.shape[0] != N:
+        raise RuntimeError(f"Expected tensor to have size {N} at dimension 0, but got size {tg.shape[0]} for "
+                           f"argument #2 'targets'{_WHILE}")
+    _check_at_least(tgt_len, 0, "target_lengths")
     S = int(tgt_len.max()) if N else 0
+    if tg.ndim == 1 and tg.size != tgt_len.sum():
+        raise RuntimeError(f"Expected tensor to have size {int(tgt_len.sum())} at dimension 0, but got size "
+                           f"{tg.size} for argument #2 'targets'{_WHILE}")
+    if tg.ndim == 2 and tg.shape[1] < S:
+        raise RuntimeError(f"Expected tensor to have size at least {S} at dimension 1, but got size {tg.shape[1]} "
+                           f"for argument #2 'targets'{_WHILE}")
+    _check_at_least(in_len, 0, "input_lengths")
+    if (in_len > T).any():
+        raise RuntimeError(f"Expected input_lengths to have value at most {T}, but got value "
+                           f"{int(in_len[in_len > T][0])}{_WHILE}")
     if tg.ndim == 1:  # concatenated targets
-        if tg.size != tgt_len.sum():
-            raise RuntimeError(
-                f"ctc_loss: 1-D targets hold the targets one after the other and must have "
-                f"sum(target_lengths) = {int(tgt_len.sum())} entries, got {tg.size}"
-            )
         starts = np.concatenate([[0], np.cumsum(tgt_len)[:-1]])
         padded = np.full((N, max(S, 1)), blank, np.int64)
         for n in range(N):
             padded[n, :tgt_len[n]] = tg[starts[n]:starts[n] + tgt_len[n]]
         tg = padded
-    elif tg.ndim == 2:
-        if tg.shape[0] != N or tg.shape[1] < S:
-            raise RuntimeError(
-                f"ctc_loss: Expected targets of shape (N={N}, S>={S}) for target_lengths {tgt_len.tolist()}, "
-                f"got {tuple(tg.shape)}"
-            )
-    else:
-        raise RuntimeError(f"ctc_loss: targets must be 1-D (concatenated) or 2-D (N, S), got shape {tuple(tg.shape)}")
     Lp = 2 * S + 1
     ext = np.full((N, Lp), blank, np.int64)  # (N, Lp): b, l1, b, l2, ..., b
     if S:

@@ -12,7 +12,7 @@ float dtype; an in-place ``name_`` form where PyTorch has one). Gradients, as Py
 * ``sinc(x) = sin(pi x) / (pi x)`` (1 at 0): ``g (cos(pi x) - sinc(x)) / x``, 0 at 0
 * ``logit(x, eps)`` = ``log(z / (1 - z))``, ``z = clamp(x, eps, 1 - eps)``: ``g / (z (1 - z))``,
   zero where ``x`` was clamped (``eps`` given)
-* ``atan2(y, x)``: ``(g x, -g y) / (x^2 + y^2)``; ``hypot(a, b)``: ``g (a, b) / hypot``
+* ``atan2(y, x)``: ``(g x, -g y) / (x^2 + y^2)`` (0 where ``x^2 + y^2`` is 0, as torch); ``hypot(a, b)``: ``g (a, b) / hypot``
 * ``logaddexp(a, b)``: ``g exp(a - out)``, ``g exp(b - out)`` (base 2 for ``logaddexp2``)
 * ``copysign(a, b)``: ``g sign(a) sign(out)`` for ``a``, none for ``b``
 * ``float_power`` computes in float64 (complex is not supported); ``ldexp(a, b) = a * 2^b``
@@ -30,7 +30,7 @@ from ..autograd.dispatch import register
 from ..backend import dtypes, get_array_module
 from ._util import promote, unbroadcast
 from .arithmetic import div, mul, neg, neg_, sub
-from .elementwise import _float_arg, _make_unary, _same_dtype, _unary, _UnaryX, exp2, pow
+from .elementwise import _float_arg, _make_unary, _same_dtype, _unary, _UnaryX, exp2, pow, where
 from .special_functions import xlogy
 
 __all__ = [
@@ -175,15 +175,24 @@ class _Binary(Function):
 class Atan2(_Binary):
     f = staticmethod(np.arctan2)
 
+    # torch's atan2_backward: recip = 1 / (y^2 + x^2), taken as 0 where that sum is 0 (at the
+    # origin, or where it underflows), so the gradient there is 0 (-0 for x), not nan -- the
+    # phase atan2(imag, real) of a silent STFT bin; (g x) recip in torch's order of operations
     @staticmethod
     def grads(g, y, x, out):
-        r = x * x + y * y
-        return g * x / r, -g * y / r
+        xp = get_array_module(g)
+        r = y * y + x * x
+        with np.errstate(divide="ignore"):
+            recip = xp.where(r == 0, xp.zeros_like(r), 1 / xp.where(r == 0, xp.ones_like(r), r))
+        return g * x * recip, g * -y * recip
 
     @staticmethod
     def grads_graph(g, y, x, out):
-        r = x * x + y * y
-        return g * x / r, -g * y / r
+        # torch masks the computed reciprocal: its own backward (-1 / r^2) is then nan at
+        # the origin, and so are torch's second derivatives there
+        r = y * y + x * x
+        recip = where(r == 0, 0.0, r.reciprocal())
+        return g * x * recip, g * -y * recip
 
 
 class Hypot(_Binary):

@@ -86,7 +86,7 @@ def searchsorted(sorted_sequence, input, *, out_int32: bool = False, right: bool
 def bucketize(input, boundaries, *, out_int32: bool = False, right: bool = False) -> Tensor:
     """The bucket of each value of ``input`` among 1-D ``boundaries`` (module docstring)."""
     if _arr(boundaries).ndim != 1:
-        raise RuntimeError(f"bucketize(): boundaries tensor must be 1 dimension, but got dim({_arr(boundaries).ndim})")
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({_arr(boundaries).ndim})")
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
 

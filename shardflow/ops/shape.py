@@ -35,7 +35,7 @@ from ..backend.dtypes import _SCALAR_TYPE_NAMES
 from ..backend.user_warning import first_time
 from . import _grad_graph as _gg
 from ._add_at import add_at
-from ._util import unbroadcast, wrap_dim
+from ._util import index_scalar, unbroadcast, wrap_dim
 
 __all__ = [
     "reshape", "view", "permute", "transpose", "swapaxes", "swapdims", "t", "flatten",
@@ -652,6 +652,8 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0):
     nd = tensor.array.ndim
     d = wrap_dim(dim, nd)
     n = tensor.array.shape[d]
+    if isinstance(split_size_or_sections, Tensor) and split_size_or_sections.ndim == 0:
+        split_size_or_sections = int(split_size_or_sections.item())  # torch's Tensor.split: int(t), floats too
     if isinstance(split_size_or_sections, int | np.integer):
         s = int(split_size_or_sections)
         if s <= 0 and n > 0:
@@ -672,6 +674,7 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0):
 @register("chunk")
 def chunk(input: Tensor, chunks: int, dim: int = 0):
     """``torch.chunk``: pieces of size ``ceil(n / chunks)``; may return fewer than ``chunks``."""
+    chunks = index_scalar(chunks)
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = wrap_dim(dim, input.array.ndim)
@@ -990,6 +993,7 @@ class Roll(Function):
 @register("roll")
 def roll(input: Tensor, shifts, dims=None) -> Tensor:
     """Rotate elements along ``dims`` by ``shifts`` (flattened when ``dims`` is None)."""
+    shifts, dims = index_scalar(shifts), index_scalar(dims)
     if dims is None:
         if not isinstance(shifts, int | np.integer):
             shifts = tuple(shifts)

@@ -30,7 +30,8 @@ length=None, return_complex=False)``, the least-squares inverse (Griffin & Lim):
    ``n_fft + hop_length * (T - 1)`` samples; the squared window is overlap-added the same way
    (the *envelope*).
 3. ``center`` trims ``n_fft // 2`` at the front and (without ``length``) at the back; ``length``
-   sets the end, zero-padding past the signal (torch's warning). Then ``y / envelope``; an
+   sets the end, zero-padding past the signal (torch's warning). ``window=None`` is
+   rectangular, with torch's once-per-process warning (as ``stft``'s, its own text). Then ``y / envelope``; an
    envelope below 1e-11 anywhere kept fails torch's NOLA check ("window overlap add min").
 """
 
@@ -212,6 +213,10 @@ def istft(input, n_fft: int, hop_length=None, win_length=None, window=None, cent
                            "return_complex=True.")
     if window is not None:
         window = as_tensor_arg(window, "window")
+    else:
+        _warn_once("istft_window", "A window was not provided. A rectangular window will be applied.Please provide "
+                   "the same window used by stft to make the inversion lossless.To suppress this warning and use a "
+                   "rectangular window, explicitly set `window=torch.ones(n_fft, device=<device>)`.")
     real_nd = x.ndim + 1  # torch checks the view_as_real of the input
     if real_nd < 3:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-real_nd}, {real_nd - 1}], but got "

@@ -78,3 +78,17 @@ def test_predict_with_rows_inside_and_outside_the_shortlist():
     head_choice = t.head(torch.tensor(x)).argmax(1)
     assert (head_choice < 4).any() and (head_choice >= 4).any()  # the mixed case is exercised
     assert s.predict(sf.tensor(x)).tolist() == t.predict(torch.tensor(x)).tolist()
+
+
+@pytest.mark.parametrize("dtype", ["int16", "uint8", "float32", "bool"])
+def test_target_of_another_dtype_is_refused_as_torch(dtype):
+    """torch gathers with an index of the target's own dtype, so only int32 / int64 targets
+    work; shardflow computed a loss from a float or bool target (session 40, compat-audio)."""
+    messages = []
+    for lib in (torch, sf):
+        lib.manual_seed(0)
+        m = lib.nn.AdaptiveLogSoftmaxWithLoss(6, 12, [3, 7], div_value=2.0)
+        with pytest.raises(RuntimeError) as caught:
+            m(lib.ones(4, 6), lib.tensor([0, 4, 11, 8]).to(getattr(lib, dtype)))
+        messages.append(str(caught.value))
+    assert messages[1] == messages[0]

@@ -2,6 +2,7 @@
 fan computation), reproducibility under manual_seed, in-place semantics."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -122,3 +123,24 @@ def test_trunc_normal_with_a_above_b_raises_like_torch():
     t = sf.empty(2)
     init.trunc_normal_(t, mean=0.5, std=1.0, a=0.5, b=0.5)  # a == b: every value is a
     assert t.tolist() == [0.5, 0.5]
+
+
+def test_kaiming_of_a_zero_element_tensor_warns_as_torch():
+    """torch's ``kaiming_uniform_`` / ``kaiming_normal_`` warn at each call on a tensor with a
+    0 in its shape (``nn.Linear(8, 0)``, as an ``AdaptiveLogSoftmaxWithLoss`` with a small
+    ``in_features`` builds), at the caller's line; shardflow was silent."""
+
+
+    got = {}
+    for lib in (torch, sf):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            lib.nn.Linear(3, 0)
+            lib.nn.init.kaiming_uniform_(lib.empty(0, 3))
+            lib.nn.init.kaiming_normal_(lib.empty(2, 0))
+            lib.nn.init.xavier_uniform_(lib.empty(0, 3))
+            lib.manual_seed(0)
+            lib.nn.AdaptiveLogSoftmaxWithLoss(8, 20, [4, 10])
+        got[lib] = [(w.category, str(w.message), w.filename.rsplit("/", 1)[-1]) for w in caught]
+    assert got[sf] == got[torch]
+    assert len(got[torch]) == 5 and got[torch][1][2] == "test_init.py"

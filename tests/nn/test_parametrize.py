@@ -333,3 +333,20 @@ def test_spectral_and_weight_norm_training_steps_match_torch(legacy):
             torch.nn.utils.parametrize.remove_parametrizations(tm, "weight")
             P.remove_parametrizations(sm, "weight")
             _close(sm.weight, tm.weight, 1e-4)
+
+
+def test_legacy_weight_norm_warning_is_shown_once_per_process_as_torch():
+    """torch's ``nn.utils.weight_norm`` FutureWarning is attributed to a line inside torch
+    (its ``@deprecated`` ``WeightNorm.apply``), so Python's default filter shows it once
+    however many lines call it; shardflow's was attributed to each caller's line (a MelGAN
+    or TCN program printed it once per ``weight_norm(...)`` line)."""
+    shown = {}
+    for lib in (torch, sf):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            lib.nn.utils.weight_norm(lib.nn.Conv1d(2, 3, 3))
+            lib.nn.utils.weight_norm(lib.nn.Linear(2, 3))
+            for _ in range(2):
+                lib.nn.utils.weight_norm(lib.nn.ConvTranspose1d(2, 3, 4))
+        shown[lib] = [(w.category, w.filename.rsplit("/", 1)[-1]) for w in caught]
+    assert shown[sf] == shown[torch] == [(FutureWarning, "weight_norm.py")]

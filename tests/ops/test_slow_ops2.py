@@ -42,13 +42,15 @@ def test_bilinear_matches_torch_with_gradients(shapes, dtype):
     _close(sgg, tgg, 1e-4 if dtype == np.float32 else 1e-10)
 
 
-def test_bilinear_broadcast_rows_keep_the_einsum():
-    """Rows that differ in shape are not the GEMM form's: they still broadcast as before."""
+def test_bilinear_broadcast_rows_are_refused_as_torch():
+    """Rows that differ in shape are not the GEMM form's; they used to broadcast through the
+    einsum, but torch refuses them, and so does shardflow since session 40
+    (``tests/nn/test_bilinear_checks.py``)."""
     x1 = sf.randn(3, 1, 4)
     x2 = sf.randn(1, 5, 6)
     w = sf.randn(2, 4, 6)
-    want = np.einsum("...i,kij,...j->...k", x1.numpy(), w.numpy(), x2.numpy())
-    np.testing.assert_allclose(sf.nn.functional.bilinear(x1, x2, w).numpy(), want, rtol=1e-5, atol=1e-5)
+    with pytest.raises(RuntimeError, match="input batch dimensions do not match at dim 0: got 3 and 1"):
+        sf.nn.functional.bilinear(x1, x2, w)
 
 
 # ---------------------------------------------------------------------------- x[idx] backward

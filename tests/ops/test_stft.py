@@ -194,7 +194,7 @@ def test_istft_length_past_the_signal_pads_with_a_warning(monkeypatch):
     monkeypatch.setattr(user_warning, "_given", set())
     spec = sf.stft(sf.tensor(SIGNAL[0]), 8, window=sf.ones(8), return_complex=True)
     with pytest.warns(UserWarning, match="The length of signal is shorter than the length parameter"):
-        y = sf.istft(spec, 8, length=50)
+        y = sf.istft(spec, 8, window=sf.ones(8), length=50)
     assert tuple(y.shape) == (50,)
     np.testing.assert_allclose(y.numpy()[:37], SIGNAL[0], atol=1e-12)
     assert not y.numpy()[40:].any()
@@ -241,3 +241,22 @@ def test_double_backward_through_stft_and_istft_matches_torch():
         results.append((g.detach().numpy(), gg.numpy()))
     np.testing.assert_allclose(results[1][0], results[0][0], atol=1e-10)
     np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-10, atol=1e-9)
+
+
+def test_istft_without_window_warns_once_as_torch(monkeypatch):
+    """torch's istft gives its own once-per-process warning for ``window=None`` (the
+    inversion is lossless only with stft's window); shardflow gave none."""
+    monkeypatch.setattr(user_warning, "_given", set())
+    spec = torch.stft(torch.tensor(SIGNAL[0]), 8, window=torch.ones(8), return_complex=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = sf.istft(sf.tensor(spec.numpy()), 8)
+        sf.istft(sf.tensor(spec.numpy()), 8)
+    assert [str(w.message) for w in caught] == [
+        "A window was not provided. A rectangular window will be applied.Please provide the same window used by "
+        "stft to make the inversion lossless.To suppress this warning and use a rectangular window, explicitly set "
+        "`window=torch.ones(n_fft, device=<device>)`."]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = torch.istft(spec, 8)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-12)

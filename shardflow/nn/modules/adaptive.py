@@ -98,6 +98,10 @@ class AdaptiveLogSoftmaxWithLoss(Module):
         if target.size and (target.min() < 0 or target.max() > self.n_classes - 1):
             raise RuntimeError(f"Target values should be in [0, {self.n_classes - 1}], but values in range "
                                f"[{target.min()}, {target.max()}] were found. ")
+        if str(target_.dtype).rsplit(".", 1)[-1] not in ("int32", "int64"):
+            # torch gathers with an index of the target's dtype (target.new_empty): a float,
+            # bool or narrower int target fails there; shardflow computed a loss from it
+            raise RuntimeError("gather(): Expected dtype int32/int64 for index")
         xp = get_array_module(input.array)
         head_index = np.where(target < self.shortlist_size, target, 0)  # (B,) the head column each row reads
         output = None

@@ -77,8 +77,11 @@ class WeightNorm:
 
 def weight_norm(module, name: str = "weight", dim: int | None = 0):
     """Apply weight normalisation to ``module.<name>`` (legacy hook form; see module docstring)."""
+    # at this line, not the caller's: torch's comes from its own weight_norm.py (the
+    # @deprecated WeightNorm.apply, stacklevel 2), so Python's default filter shows it once
+    # per process, not once per calling line
     warnings.warn("`torch.nn.utils.weight_norm` is deprecated in favor of "
-                  "`torch.nn.utils.parametrizations.weight_norm`.", FutureWarning, stacklevel=2)
+                  "`torch.nn.utils.parametrizations.weight_norm`.", FutureWarning, stacklevel=1)
     WeightNorm.apply(module, name, dim)
     return module
 

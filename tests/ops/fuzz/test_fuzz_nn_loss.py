@@ -214,7 +214,7 @@ def ctc_case(draw):
     x = draw(inp(shape=(t_len, n, c), dtypes=("float64",), specials=False, layout=False))
     s = draw(st.integers(0, 3))
     tg = np.array(draw(st.lists(st.integers(1, c - 1), min_size=n * s, max_size=n * s)), np.int64).reshape(n, s)
-    il = np.array([draw(st.integers(1, t_len)) for _ in range(n)], np.int64)
+    il = np.array([draw(st.integers(0, t_len)) for _ in range(n)], np.int64)  # 0: torch accepts it
     tl = np.array([draw(st.integers(0, s)) for _ in range(n)], np.int64)
     return x, Inp(tg), Inp(il), Inp(tl), draw(st.sampled_from(RED)), draw(st.booleans())
 

@@ -166,13 +166,13 @@ SPECS += [
     OpSpec("sdpa_broadcast_kv", _sdpa(), [Arg((2, 3, 3, 4)), Arg((1, 5, 4)), Arg((1, 5, 2))]),
     # ---------------------------------------------------------------- ctc loss (through log_softmax:
     # torch's ctc gradient is the true one only there, see shardflow/ops/ctc.py)
-    OpSpec("ctc_loss_mean", lambda m, x: _F(m).ctc_loss(x.log_softmax(2), m.tensor([[1, 2, 2], [3, 1, 0]]),
+    OpSpec("ctc_loss_mean", lambda m, x: m.nn.functional.ctc_loss(x.log_softmax(2), m.tensor([[1, 2, 2], [3, 1, 0]]),
                                                         m.tensor([6, 5]), m.tensor([3, 2])),
            [Arg((6, 2, 4))], dtypes=("float32", "float64"), notes="torch has no bfloat16 ctc_loss on CPU"),
-    OpSpec("ctc_loss_none_concatenated", lambda m, x: _F(m).ctc_loss(
+    OpSpec("ctc_loss_none_concatenated", lambda m, x: m.nn.functional.ctc_loss(
         x.log_softmax(-1), m.tensor([1, 1, 2, 3]), m.tensor([5, 3, 4]), m.tensor([2, 2, 0]), reduction="none"),
         [Arg((5, 3, 4))], dtypes=("float32", "float64"), notes="torch has no bfloat16 ctc_loss on CPU"),
-    OpSpec("ctc_loss_sum_blank_last_zero_inf", lambda m, x: _F(m).ctc_loss(
+    OpSpec("ctc_loss_sum_blank_last_zero_inf", lambda m, x: m.nn.functional.ctc_loss(
         x.log_softmax(2), m.tensor([[0, 1, 1], [2, 0, 1]]), m.tensor([6, 2]), m.tensor([3, 3]), blank=3,
         reduction="sum", zero_infinity=True),
         [Arg((6, 2, 4))], dtypes=("float32", "float64"), notes="torch has no bfloat16 ctc_loss on CPU"),
