@@ -108,17 +108,6 @@ class CompletedWork(Work):
         return self._value
 
 
-class GroupIndex(int):
-    """A communicator's ``rank`` / ``size``: an int (shardflow's property, ``comm.size``) that
-    is also torch's ``ProcessGroup`` method when called (``pg.size()``, ``pg.rank()``, which
-    programs call on ``dist.group.WORLD``, ``new_group(...)`` and ``mesh.get_group()``)."""
-
-    __slots__ = ()
-
-    def __call__(self) -> int:
-        return int(self)
-
-
 class Communicator:
     """Base class of the backends; see the module docstring for the semantics."""
 

@@ -14,7 +14,6 @@ from .base import (
     CommError,
     Communicator,
     CompletedWork,
-    GroupIndex,
     ReduceOp,
     checked_reduce_op,
     pickled,
@@ -46,11 +45,11 @@ class LocalCommunicator(Communicator):
 
     @property
     def rank(self) -> int:
-        return GroupIndex(0)  # also torch's pg.rank()
+        return 0
 
     @property
     def size(self) -> int:
-        return GroupIndex(1)  # also torch's pg.size()
+        return 1
 
     def _done(self, value, async_op):
         self.seq += 1

@@ -4,19 +4,17 @@ shared by the MPI and NCCL communicators."""
 
 from __future__ import annotations
 
-from .base import GroupIndex
-
 __all__ = ["RankedMixin"]
 
 
 class RankedMixin:
     @property
     def rank(self) -> int:
-        return GroupIndex(self._rank)  # also torch's pg.rank()
+        return self._rank
 
     @property
     def size(self) -> int:
-        return GroupIndex(self._size)  # also torch's pg.size()
+        return self._size
 
     def world_rank(self, r: int | None = None) -> int:
         """The world rank of group rank ``r`` (default: this rank)."""

@@ -32,11 +32,6 @@ assert dist.get_process_group_ranks(sg) == tdist.get_process_group_ranks(tg) == 
 assert dist.get_global_rank(sg, 1) == tdist.get_global_rank(tg, 1) == 1
 assert dist.get_group_rank(sg, 1) == tdist.get_group_rank(tg, 1) == 1
 assert dist.is_gloo_available() and dist.is_mpi_available()
-# torch's ProcessGroup methods (shardflow's group had size / rank as int properties only:
-# ``pg.size()`` raised "'int' object is not callable")
-for g, t in ((sg, tg), (dist.group.WORLD, tdist.group.WORLD)):
-    assert (g.size(), g.rank()) == (t.size(), t.rank()) == (n, r)
-    assert type(g.size()) is int and g.size + 0 == n  # still shardflow's int property too
 
 
 def data(rank, shape, seed):
