@@ -228,7 +228,8 @@ def test_clip_model_trains_and_builds_like_torch(kind):
     ``normal_`` calls, the zeroed ``bn3.weight``), ``logit_scale`` ``log(1/0.07)``; logits,
     first-step gradients (to 1e-5 of each one's largest entry) and 3 Adam losses 1e-5
     (measured 2e-6). The weights after 3 steps
-    within 3 * lr: the attention key biases and the biases that only feed a batch norm have
+    within 3 * lr (the attention key biases within 6 * lr: two noise signs can differ at
+    each step; session 40's bit-level op changes flipped two): those and the biases that only feed a batch norm have
     zero gradient in exact arithmetic, so Adam steps them by up to ``lr`` on rounding noise
     (1.5e-4 measured) and the layers after carry it (3.8e-5). Then ``build_model`` on the
     initial state dict: the same printout, float16 exactly where ``convert_weights`` puts it,
@@ -252,7 +253,17 @@ def test_clip_model_trains_and_builds_like_torch(kind):
         assert_close(sf["grads"][k], v, f"grad {k}", 1e-4, 1e-5 * np.abs(v).max() + 1e-7)
     assert_close(sf["losses"], th["losses"], "losses", 1e-5, 1e-6)
     for k, v in th["after"].items():
-        assert_close(sf["after"][k], v, f"after 3 steps {k}", 1e-5, 3 * _CLIP_LR)
+        got, key_part = np.asarray(sf["after"][k]), np.zeros(np.shape(v), bool)
+        if k.endswith("k_proj.bias"):
+            key_part[...] = True
+        elif k.endswith("in_proj_bias"):
+            e = len(v) // 3
+            key_part[e:2 * e] = True
+        # an attention key bias's gradient is rounding noise (exactly 0: softmax ignores a shift
+        # shared by every key), and Adam steps it by +-lr on that noise's sign: after 3 steps
+        # two runs differ by up to 2 * 3 * lr there (seen: 3.1e-4 when two noise signs flipped)
+        assert_close(got[key_part], np.asarray(v)[key_part], f"after 3 steps {k} (key bias)", 0, 6 * _CLIP_LR)
+        assert_close(got[~key_part], np.asarray(v)[~key_part], f"after 3 steps {k}", 1e-5, 3 * _CLIP_LR)
     assert ("torch.float16" in dict(th["half_dtypes"]).values()) and th["half_logits_dtype"] == "torch.float16"
     for key in ("half_image", "half_text", "half_logits"):
         scale = np.abs(th[key]).max()
