@@ -79,6 +79,7 @@ class WeightsOnlyUnpicklingError(CheckpointError, pickle.UnpicklingError):
     a non-data object). A ``pickle.UnpicklingError``, as PyTorch's
     ``torch.load`` raises there, so ``except pickle.UnpicklingError`` catches it in both."""
 
+
 class NotATorchZipError(CheckpointError, RuntimeError):
     """A zip archive that is not a ``torch.save`` file (no ``<name>/data.pkl``): a
     ``RuntimeError``, as PyTorch's zip reader raises for it."""

@@ -113,12 +113,15 @@ def read_boards(folder: str) -> dict[int, RankEnd]:
     return out
 
 
+EXITING = "exiting (its script had ended or called sys.exit())"  # a rank whose board says so
+
+
 def _doing(end: RankEnd) -> tuple[str, int]:
     """What one rank was doing (``{waited}`` stands for how long), and the world collective
     it waited in (0: none)."""
     st = end.state
     if st.phase == arrival.PHASE_EXITING:
-        return "exiting (its script had ended or called sys.exit())", 0
+        return EXITING, 0
     if st.waiting > 0:
         what = st.sig.describe() if st.sig is not None and st.seq == st.waiting else "a collective"
         return (f"waiting{{waited}} in {what}, collective #{st.waiting} of the world group "

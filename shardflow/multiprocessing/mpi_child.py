@@ -27,7 +27,6 @@ import traceback
 
 def main(argv: list[str]) -> int:
     from .. import _config
-    from .spawn import BOOTSTRAPPING
 
     with open(argv[0], "rb") as fh:
         payload = pickle.load(fh)  # written by our parent into its private (0700) folder
@@ -36,26 +35,26 @@ def main(argv: list[str]) -> int:
     _mark(f"{errdir}/{rank}.pid", str(os.getpid()))
     signal.signal(signal.SIGTERM, lambda *_: _killed(f"{errdir}/{rank}.killed"))
     try:
-        return _run(lambda: _target(payload, BOOTSTRAPPING), rank, errdir)
+        return _run(lambda: _target(payload, rank), rank, errdir)
     finally:
         _mark(f"{errdir}/{rank}.done", "")
 
 
-def _target(payload, bootstrapping: list):
+def _target(payload, rank: int):
     """Re-import the main script as the standard library's spawn does, then ``fn(rank,
     *args)``. An error while importing (a spawn call in a script without the ``__main__``
     guard, a module-level exception, ``fn`` not found) is reported as ``fn``'s would be:
     the parent's ``ProcessRaisedException`` carries its traceback (it said "a process ended
     without raising a Python exception")."""
-    from .. import _config
+    from .spawn import BOOTSTRAPPING
 
-    bootstrapping[0] = True
+    BOOTSTRAPPING[0] = True
     try:
         _mp_spawn.prepare(payload["preparation"])
     finally:
-        bootstrapping[0] = False
+        BOOTSTRAPPING[0] = False
     fn, args = pickle.loads(payload["target"])
-    fn(_config.launch_info().rank, *args)
+    fn(rank, *args)
 
 
 def _mark(path: str, text: str) -> None:
@@ -96,6 +95,7 @@ def _run(call, rank: int, errdir: str) -> int:
         return 1
     EXIT_CAUSE[0] = "its mp.spawn function returned"
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -213,8 +213,7 @@ def _doing(boards: str, failed: int, ended_at: float, raised: bool = False) -> s
     the failed one, and in which call. Empty when no rank had a world of more than one."""
     lines = board_file.job_end_lines(board_file.read_boards(boards), failed, ended_at)
     if raised:  # its board says "exiting": mpi_child caught fn's exception, then it exited
-        lines = [line.replace("exiting (its script had ended or called sys.exit())",
-                              "exiting after the exception above") for line in lines]
+        lines = [line.replace(board_file.EXITING, "exiting after the exception above") for line in lines]
     return "\n" + "\n".join(lines) if lines else ""
 
 

@@ -291,7 +291,6 @@ def module_repr(module, children) -> str:
     return main + ")"
 
 
-
 def _prefix_hint(missing: list, unexpected: list) -> str:
     """A line after torch's load_state_dict error when one key prefix explains every missing
     and unexpected key: a checkpoint saved from a wrapper (DistributedDataParallel's
@@ -318,6 +317,7 @@ def _prefix_hint(missing: list, unexpected: list) -> str:
                         "DistributedDataParallel model's 'module.'). Load it into that submodule: "
                         f"model.get_submodule('{name}').load_state_dict(state_dict).)")
     return ""
+
 
 class Module:
     """Base class for all neural network modules (PyTorch's ``torch.nn.Module``)."""

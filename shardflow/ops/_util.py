@@ -27,17 +27,14 @@ def unbroadcast(g, shape):
     # float16/bfloat16 summed in float32 and rounded once, as torch's sum_to_size (NumPy adds
     # in the 2-byte dtype: the gradient of a 0-d float32 scale times a bfloat16 activation,
     # modded-nanogpt's lambdas, came out 0 where torch's was 0.0037)
-    half = g.dtype.kind == "V" or g.dtype == np.float16
-    out_dtype = g.dtype
-    if half:
-        g = g.astype(np.float32)
+    g, dt = _up(g)
     ndiff = g.ndim - len(shape)
     if ndiff > 0:
         g = g.sum(axis=tuple(range(ndiff)))
     axes = tuple(i for i, s in enumerate(shape) if s == 1 and g.shape[i] != 1)
     if axes:
         g = g.sum(axis=axes, keepdims=True)
-    return as_array(g.astype(out_dtype)) if half else g
+    return g if dt is None else as_array(g.astype(dt))
 
 
 def as_array(r):

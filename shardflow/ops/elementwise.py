@@ -52,8 +52,10 @@ from . import _grad_graph as _gg
 from ._util import (
     _SCALARS,
     CLAMP_COMPLEX,
+    _down,
     _is_float_array,
     _shape,
+    _up,
     as_array,
     as_dtype_of,
     as_tensor_arg,
@@ -409,10 +411,8 @@ def _rsqrt(x):
     """``1 / sqrt(x)``: two roundings in float32/float64 (torch's vectorised rsqrt); float16/
     bfloat16 computed in float32 and rounded once (as torch; the 2-byte sqrt rounded first was
     an ulp off in 37% of bfloat16 outputs)."""
-    if x.dtype.kind == "V" or x.dtype == np.float16:
-        w = x.astype(np.float32)
-        return (np.float32(1) / np.sqrt(w)).astype(x.dtype)
-    return 1.0 / np.sqrt(x)
+    w, dt = _up(x)
+    return 1.0 / np.sqrt(x) if dt is None else _down(np.float32(1) / np.sqrt(w), dt)
 
 
 def _cube(y):

@@ -109,7 +109,7 @@ def _reduce(loss, reduction: str):
         return loss
     # float16/bfloat16 losses are summed in float32 and rounded once, as PyTorch's sum/mean
     # (NumPy would round every partial sum: a bfloat16 mse_loss of 4096 terms came out half)
-    wide = loss.astype(np.float32) if loss.dtype in _HALF else loss
+    wide = _up(loss)[0]
     if reduction == "sum":
         return _arr(wide.sum(), loss)
     return _arr(wide.mean(), loss)
@@ -488,14 +488,14 @@ class NllLoss(Function):
         if coef is not None:
             loss *= coef
         # (the weight total in float32 for 2-byte dtypes, as the sum below)
-        denom = ((coef.astype(np.float32) if coef.dtype in _HALF else coef).sum() if coef is not None
+        denom = (_up(coef)[0].sum() if coef is not None
                  else loss.size) if reduction == "mean" else 1
         self.idx, self.coef, self.reduction, self.denom, self.bshape = idx, coef, reduction, denom, xb.shape
         if reduction == "none":
             return loss.reshape(()) if x.ndim == 1 else loss
         # float16/bfloat16 summed in float32 (NumPy's 2-byte sum stalls: a bfloat16 mean of
         # 4.16 over many rows came out 1.98)
-        wide = loss.astype(np.float32) if loss.dtype in _HALF else loss
+        wide = _up(loss)[0]
         if reduction == "sum":
             return _arr(wide.sum(), loss, x.dtype)
         with np.errstate(invalid="ignore", divide="ignore"):  # all ignored: NaN, like PyTorch
@@ -569,7 +569,7 @@ class PointwiseLoss(Function):
             if kind in ("mse", "l1"):  # PyTorch: weighted mse/l1 'mean' divides by sum(weight)
                 self.n = np.broadcast_to(weight, loss.shape).sum()
         if reduction == "mean":
-            wide = loss.astype(np.float32) if loss.dtype in _HALF else loss  # (as _reduce)
+            wide = _up(loss)[0]  # (as _reduce)
             return _arr(wide.sum() / self.n, loss)
         return _reduce(loss, reduction)
 

@@ -182,8 +182,8 @@ class Atan2(_Binary):
     def grads(g, y, x, out):
         xp = get_array_module(g)
         r = y * y + x * x
-        with np.errstate(divide="ignore"):
-            recip = xp.where(r == 0, xp.zeros_like(r), 1 / xp.where(r == 0, xp.ones_like(r), r))
+        zero = r == 0
+        recip = xp.where(zero, 0, 1 / xp.where(zero, 1, r)).astype(r.dtype, copy=False)
         return g * x * recip, g * -y * recip
 
     @staticmethod

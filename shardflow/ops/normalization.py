@@ -69,6 +69,14 @@ _COMPLEX_KERNELS = {"layer_norm": "LayerNormKernelImpl", "group_norm": "GroupNor
                     "batch_norm": "batch_norm", "instance_norm": "batch_norm"}
 
 
+def _check_normalized_shape(ns: tuple) -> None:
+    """torch's refusal of an empty ``normalized_shape`` (layer_norm, rms_norm), in its words;
+    shardflow normalised over nothing and returned the input."""
+    if not ns:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing at "
+                           "least one element, but got normalized_shape = []")
+
+
 def _check_float(x, name):
     if not isinstance(x, Tensor):
         raise not_a_tensor(f"{name}: input must be a Tensor", x)
@@ -229,9 +237,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
         normalized_shape = (normalized_shape,)
     ns = tuple(int(s) for s in normalized_shape)
     shp = tuple(input.shape)
-    if not ns:  # torch's words; shardflow normalised over nothing and returned the input
-        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing at "
-                           "least one element, but got normalized_shape = []")
+    _check_normalized_shape(ns)
     if len(ns) > len(shp) or shp[len(shp) - len(ns):] != ns:
         raise RuntimeError(
             f"layer_norm: input shape {shp} must end with normalized_shape {ns}; pass the size(s) of "
@@ -240,13 +246,14 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     for name, p in (("weight", weight), ("bias", bias)):
         if p is not None and tuple(p.shape) != ns:
             raise RuntimeError(f"layer_norm: {name} must have shape normalized_shape={ns}, got {tuple(p.shape)}")
-    if math.prod(ns) == 0:
+    D = math.prod(ns)
+    if D == 0:
         # rows of no elements: torch returns the empty result (and empty gradients); the row
         # kernels cannot reshape an empty input to (-1, 0)
         y = input * 0.0
         y = y if weight is None else y * weight
         return y if bias is None else y + bias
-    return LayerNorm.apply(input, weight, bias, D=math.prod(ns), eps=eps)
+    return LayerNorm.apply(input, weight, bias, D=D, eps=eps)
 
 
 # ---------------------------------------------------------------------------- batch norm
@@ -552,9 +559,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
         normalized_shape = (normalized_shape,)
     ns = tuple(int(s) for s in normalized_shape)
     shp = tuple(input.shape)
-    if not ns:  # torch's words; shardflow normalised over nothing and returned the input
-        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing at "
-                           "least one element, but got normalized_shape = []")
+    _check_normalized_shape(ns)
     if len(ns) > len(shp) or shp[len(shp) - len(ns):] != ns:
         raise RuntimeError(f"rms_norm: input shape {shp} must end with normalized_shape {ns}")
     if weight is not None and tuple(weight.shape) != ns:

@@ -20,8 +20,11 @@ makes results bit-identical to PyTorch's).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
+from ..backends.cpu import get_cpu_capability
 from .qtypes import QDtype, quint8
 
 __all__ = ["quant_range", "calculate_qparams", "choose_qparams_dynamic", "quantize_array",
@@ -160,22 +163,10 @@ def dequantize_array(q: np.ndarray, scale, zero_point, axis: int | None = None) 
 # hardswish of 2,000 random tensors of 8 to 130 values, 0 integers apart.
 
 
-def _avx512() -> bool:
-    try:
-        from numpy._core._multiarray_umath import __cpu_features__ as features
-    except ImportError:  # NumPy < 2
-        from numpy.core._multiarray_umath import __cpu_features__ as features
-    return all(features.get(f, False) for f in ("AVX512F", "AVX512BW", "AVX512VL", "AVX512DQ"))
-
-
-_VEC_QUINT8 = []
-
-
+@functools.cache
 def quint8_vector_width() -> int:
     """Values in one of torch's ``Vectorized<quint8>`` on this CPU (64 with AVX512, else 32)."""
-    if not _VEC_QUINT8:
-        _VEC_QUINT8.append(64 if _avx512() else 32)
-    return _VEC_QUINT8[0]
+    return 64 if get_cpu_capability() == "AVX512" else 32
 
 
 def scalar_tail(n: int) -> np.ndarray:

@@ -71,6 +71,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from ...nn.parallel.reducer import piece_bounds
 from .collectives import bus_bytes
 from .layout import GLOBAL_SYNCS, Layout
 from .opcost import OpCost, op_cost
@@ -765,23 +766,9 @@ def reducer_bucket_params(st: StepTrace, tp: int, itemsize: int) -> list:
 
 def reducer_pieces(sizes: list, piece_elems: int) -> list:
     """Elements of each piece a ``Reducer`` bucket of parameters of ``sizes`` elements (flat
-    order) is all-reduced in, one non-blocking call each (``Bucket.set_pieces``): a
-    parameter of at least a quarter piece gets pieces of its own of at most
-    ``piece_elems``, smaller ones are packed into shared pieces of at most ``piece_elems``."""
-    small = max(1, piece_elems // 4)
-    bounds, lo = [0], 0
-    for size in sizes:
-        size = int(size)
-        if size >= small:
-            if bounds[-1] != lo:
-                bounds.append(lo)
-            for start in range(0, size, piece_elems):
-                bounds.append(lo + min(size, start + piece_elems))
-        elif lo + size - bounds[-1] > piece_elems and bounds[-1] != lo:
-            bounds.append(lo)
-        lo += size
-    if bounds[-1] != lo or len(bounds) == 1:
-        bounds.append(lo)
+    order) is all-reduced in, one non-blocking call each: the reducer's own cut
+    (``nn.parallel.reducer.piece_bounds``)."""
+    bounds, _ = piece_bounds(sizes, piece_elems)
     return [b - a for a, b in zip(bounds[:-1], bounds[1:])]
 
 

@@ -82,7 +82,7 @@ from ...autograd.tensor import _wrap
 from ...backend import device_of, new_array
 from .grad_bucket import GradBucket
 
-__all__ = ["Reducer", "Bucket", "reducers_of", "deferred_reduction"]
+__all__ = ["Reducer", "Bucket", "piece_bounds", "reducers_of", "deferred_reduction"]
 
 _MB = 1024 * 1024
 
@@ -125,6 +125,33 @@ def reducers_of(p) -> list:
             if isinstance(getattr(h, "__self__", None), Reducer)]
 
 
+def piece_bounds(sizes: list, piece_elems: int) -> tuple[list, list]:
+    """``(bounds, direct_of)`` of the pieces a bucket of parameters of ``sizes`` elements (flat
+    order) is reduced in (``Bucket.set_pieces``' rule; the planner costs the same cut):
+    ``bounds[j]:bounds[j + 1]`` is piece ``j``, ``direct_of[j]`` its ``(param, offset in
+    it)`` when the piece lies inside one direct parameter (at least ``piece_elems // 4``
+    elements), None when it packs small ones (never splitting one, at most ``piece_elems``)."""
+    small = max(1, piece_elems // 4)
+    bounds, direct_of, lo = [0], [], 0
+    for i, size in enumerate(sizes):
+        size = int(size)
+        if size >= small:
+            if bounds[-1] != lo:  # close the packed piece before it
+                bounds.append(lo)
+                direct_of.append(None)
+            for start in range(0, size, piece_elems):
+                bounds.append(lo + min(size, start + piece_elems))
+                direct_of.append((i, start))
+        elif lo + size - bounds[-1] > piece_elems and bounds[-1] != lo:
+            bounds.append(lo)
+            direct_of.append(None)
+        lo += size
+    if bounds[-1] != lo or len(bounds) == 1:
+        bounds.append(lo)
+        direct_of.append(None)
+    return bounds, direct_of
+
+
 class Bucket:
     """One flat gradient buffer: ``params`` back to back, reduced by one collective."""
 
@@ -159,26 +186,10 @@ class Bucket:
         parameter: for the piece its offset falls in). The layout depends only on the
         sizes, so every rank cuts the same pieces whichever gradients it reduces in place.
         """
-        n = int(self.offsets[-1])
+        sizes = [int(self.offsets[i + 1] - self.offsets[i]) for i in range(len(self.params))]
+        bounds, direct_of = piece_bounds(sizes, piece_elems)
         small = max(1, piece_elems // 4)
-        bounds, direct_of = [0], []  # piece j: (param, offset in it) when inside one direct
-        self.directable = []
-        for i in range(len(self.params)):
-            lo, size = int(self.offsets[i]), int(self.offsets[i + 1] - self.offsets[i])
-            self.directable.append(size >= small)
-            if size >= small:
-                if bounds[-1] != lo:  # close the packed piece before it
-                    bounds.append(lo)
-                    direct_of.append(None)
-                for start in range(0, size, piece_elems):
-                    bounds.append(lo + min(size, start + piece_elems))
-                    direct_of.append((i, start))
-            elif lo + size - bounds[-1] > piece_elems and bounds[-1] != lo:
-                bounds.append(lo)
-                direct_of.append(None)
-        if bounds[-1] != n or len(bounds) == 1:
-            bounds.append(n)
-            direct_of.append(None)
+        self.directable = [size >= small for size in sizes]
         self.pieces = list(zip(bounds[:-1], bounds[1:]))
         self.piece_direct = direct_of
         last = len(self.pieces) - 1
